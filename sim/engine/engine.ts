@@ -1,0 +1,343 @@
+import type { Clock } from '../../src/clock';
+
+/**
+ * The one model of a replica's engine in this project: continuous batching with a bounded
+ * number of running sequences, an unbounded FIFO waiting queue, vLLM's adapter limits
+ * (`max_loras` distinct adapters per batch, `max_cpu_loras` weights cached in host memory)
+ * and KV-cache capacity. No HTTP and no clock of its own: the HTTP simulator and the
+ * discrete-event benchmark both drive it through an injected Clock.
+ */
+export interface EngineOptions {
+  /** Running slots (vLLM `--max-num-seqs`, llama.cpp `--parallel`). */
+  maxNumSeqs: number;
+  /** Distinct adapters in one batch (vLLM `--max-loras`); Infinity for llama.cpp. */
+  maxLoras: number;
+  /** Adapter weights kept in host memory, LRU (vLLM `--max-cpu-loras`); Infinity = all. */
+  maxCpuLoras: number;
+  /** KV cache capacity in tokens. */
+  kvCapacityTokens: number;
+  /** Prefill cost per prompt token, ms. */
+  prefillMsPerToken: number;
+  /** Decode step time with one running sequence, ms. */
+  decodeMsPerStep: number;
+  /** Each further running sequence makes a decode step this fraction slower. */
+  decodeSlowdownPerSeq: number;
+  /** Time to load one adapter's weights: base + per rank unit, ms. */
+  loadBaseMs: number;
+  loadMsPerRank: number;
+}
+
+export const defaultEngineOptions: EngineOptions = {
+  maxNumSeqs: 16,
+  maxLoras: 4,
+  maxCpuLoras: 8,
+  kvCapacityTokens: 65536,
+  prefillMsPerToken: 0.1,
+  decodeMsPerStep: 20,
+  decodeSlowdownPerSeq: 0.03,
+  loadBaseMs: 800,
+  loadMsPerRank: 10,
+};
+
+export interface EngineRequest {
+  id: string;
+  /** Adapter selected by the request, or null for the base model. */
+  adapter: string | null;
+  /** Rank of that adapter: what a reload from its path costs if it left the host cache. */
+  adapterRank?: number;
+  promptTokens: number;
+  maxTokens: number;
+  onToken?: (index: number) => void;
+  onFinish?: (record: RequestRecord) => void;
+}
+
+export interface RequestRecord {
+  id: string;
+  adapter: string | null;
+  promptTokens: number;
+  outputTokens: number;
+  arrival: number;
+  start?: number;
+  firstToken?: number;
+  end?: number;
+  /** Set when the request ended before its last token (client gone, replica killed). */
+  aborted?: boolean;
+}
+
+export interface EngineStats {
+  running: number;
+  waiting: number;
+  kvUsage: number;
+  runningAdapters: string[];
+  waitingAdapters: string[];
+  /** Adapter weights in host memory, least recently used first. */
+  cachedAdapters: string[];
+  promptTokensTotal: number;
+  generationTokensTotal: number;
+  stepsTotal: number;
+  busySlotsTotal: number;
+  /** Loads of adapter weights forced inside the engine loop by a host-cache miss. */
+  cacheMissLoads: number;
+}
+
+interface Seq {
+  req: EngineRequest;
+  rec: RequestRecord;
+  generated: number;
+  /** KV tokens reserved at admission (prompt + max output), so no preemption is needed. */
+  reserved: number;
+}
+
+export class ReplicaEngine {
+  readonly options: EngineOptions;
+  private waiting: Seq[] = [];
+  private running: Seq[] = [];
+  private kvReserved = 0;
+  private kvHeld = 0;
+  /** Host-memory adapter cache, Map order = LRU order (first = least recent). */
+  private cpuCache = new Map<string, number>();
+  /** Engine steps may not start before this time (adapter loads block the loop). */
+  private blockedUntil = 0;
+  private stepPending = false;
+  private cancelStep: (() => void) | null = null;
+  private epoch = 0;
+  private counters = { prompt: 0, generation: 0, steps: 0, busySlots: 0, cacheMissLoads: 0 };
+  private listeners: ((rec: RequestRecord) => void)[] = [];
+
+  constructor(
+    private readonly clock: Clock,
+    options: Partial<EngineOptions> = {},
+  ) {
+    this.options = { ...defaultEngineOptions, ...options };
+  }
+
+  /** Time the weights of an adapter of `rank` take to load. */
+  loadTime(rank: number): number {
+    return this.options.loadBaseMs + this.options.loadMsPerRank * rank;
+  }
+
+  /** Called with every finished or aborted request's record. */
+  onRecord(fn: (rec: RequestRecord) => void): void {
+    this.listeners.push(fn);
+  }
+
+  submit(req: EngineRequest): RequestRecord {
+    const rec: RequestRecord = {
+      id: req.id,
+      adapter: req.adapter,
+      promptTokens: req.promptTokens,
+      outputTokens: 0,
+      arrival: this.clock.now(),
+    };
+    if (req.promptTokens + req.maxTokens > this.options.kvCapacityTokens) {
+      throw new RangeError(
+        `request needs ${req.promptTokens + req.maxTokens} tokens; KV capacity is ${this.options.kvCapacityTokens}`,
+      );
+    }
+    this.waiting.push({ req, rec, generated: 0, reserved: req.promptTokens + req.maxTokens });
+    this.kick();
+    return rec;
+  }
+
+  /** Drop a request (client disconnected). Returns false if it had already finished. */
+  abort(id: string): boolean {
+    const w = this.waiting.findIndex((s) => s.req.id === id);
+    if (w >= 0) {
+      const [seq] = this.waiting.splice(w, 1);
+      this.finish(seq!, true);
+      return true;
+    }
+    const r = this.running.findIndex((s) => s.req.id === id);
+    if (r >= 0) {
+      const [seq] = this.running.splice(r, 1);
+      this.release(seq!);
+      this.finish(seq!, true);
+      return true;
+    }
+    return false;
+  }
+
+  /**
+   * Load an adapter's weights into host memory (vLLM `add_lora`). Loads are serialised with
+   * engine steps: no step runs until the load is done. Resolves when the weights are in.
+   */
+  loadWeights(adapter: string, rank: number): Promise<void> {
+    const start = Math.max(this.clock.now(), this.blockedUntil);
+    this.blockedUntil = start + this.loadTime(rank);
+    const epoch = this.epoch;
+    return new Promise((resolve, reject) => {
+      this.clock.after(this.blockedUntil - this.clock.now(), () => {
+        if (epoch !== this.epoch) return reject(new Error('engine restarted during load'));
+        this.cacheInsert(adapter, rank);
+        resolve();
+        this.kick();
+      });
+    });
+  }
+
+  /** Forget adapter weights (vLLM `remove_lora`). Running requests keep their copy. */
+  dropWeights(adapter: string): void {
+    if (!this.running.some((s) => s.req.adapter === adapter)) this.cpuCache.delete(adapter);
+  }
+
+  /** Preload weights with no cost (adapters given at start). */
+  preload(adapter: string, rank: number): void {
+    this.cacheInsert(adapter, rank);
+  }
+
+  /** Requests of `adapter` running or waiting. */
+  inFlight(adapter: string): number {
+    let n = 0;
+    for (const s of this.running) if (s.req.adapter === adapter) n++;
+    for (const s of this.waiting) if (s.req.adapter === adapter) n++;
+    return n;
+  }
+
+  /** Everything in flight ends aborted; caches empty (a process restart). */
+  reset(): void {
+    this.epoch++;
+    this.cancelStep?.();
+    this.cancelStep = null;
+    this.stepPending = false;
+    const all = [...this.running, ...this.waiting];
+    this.running = [];
+    this.waiting = [];
+    this.kvHeld = 0;
+    this.kvReserved = 0;
+    this.cpuCache.clear();
+    this.blockedUntil = 0;
+    for (const seq of all) this.finish(seq, true);
+  }
+
+  stats(): EngineStats {
+    return {
+      running: this.running.length,
+      waiting: this.waiting.length,
+      kvUsage: this.kvHeld / this.options.kvCapacityTokens,
+      runningAdapters: distinctAdapters(this.running),
+      waitingAdapters: distinctAdapters(this.waiting),
+      cachedAdapters: [...this.cpuCache.keys()],
+      promptTokensTotal: this.counters.prompt,
+      generationTokensTotal: this.counters.generation,
+      stepsTotal: this.counters.steps,
+      busySlotsTotal: this.counters.busySlots,
+      cacheMissLoads: this.counters.cacheMissLoads,
+    };
+  }
+
+  private kick(): void {
+    if (this.stepPending || (this.running.length === 0 && this.waiting.length === 0)) return;
+    this.stepPending = true;
+    const delay = Math.max(0, this.blockedUntil - this.clock.now());
+    this.cancelStep = this.clock.after(delay, () => this.step());
+  }
+
+  /** One engine iteration: admit what fits, then prefill the admitted and decode the rest. */
+  private step(): void {
+    const now = this.clock.now();
+    if (now < this.blockedUntil) {
+      // A load arrived after this step was scheduled: wait for it, as the engine loop does.
+      this.cancelStep = this.clock.after(this.blockedUntil - now, () => this.step());
+      return;
+    }
+    const { maxNumSeqs, maxLoras, kvCapacityTokens, prefillMsPerToken } = this.options;
+    const batchAdapters = new Set(this.running.map((s) => s.req.adapter).filter((a) => a !== null));
+    const admitted: Seq[] = [];
+    let missMs = 0;
+    for (let i = 0; i < this.waiting.length && this.running.length < maxNumSeqs; ) {
+      const seq = this.waiting[i]!;
+      const a = seq.req.adapter;
+      // vLLM V1 skips (keeps waiting) a request whose adapter would exceed max_loras, and
+      // goes on with the ones behind it.
+      if (a !== null && !batchAdapters.has(a) && batchAdapters.size >= maxLoras) {
+        i++;
+        continue;
+      }
+      if (this.kvReserved + seq.reserved > kvCapacityTokens) break;
+      this.waiting.splice(i, 1);
+      if (a !== null) {
+        batchAdapters.add(a);
+        if (this.cpuCache.has(a)) this.touch(a);
+        else {
+          // Pushed out of host memory earlier: reloaded from its path inside the engine loop.
+          const rank = seq.req.adapterRank ?? 16;
+          missMs += this.loadTime(rank);
+          this.counters.cacheMissLoads++;
+          this.cacheInsert(a, rank);
+        }
+      }
+      seq.rec.start = now;
+      this.kvReserved += seq.reserved;
+      this.kvHeld += seq.req.promptTokens;
+      this.counters.prompt += seq.req.promptTokens;
+      this.running.push(seq);
+      admitted.push(seq);
+    }
+    const prefillTokens = admitted.reduce((n, s) => n + s.req.promptTokens, 0);
+    const batch = this.running.length;
+    const decodeMs = this.options.decodeMsPerStep * (1 + this.options.decodeSlowdownPerSeq * (batch - 1));
+    const duration = missMs + prefillTokens * prefillMsPerToken + decodeMs;
+    this.counters.steps++;
+    this.counters.busySlots += batch;
+    const epoch = this.epoch;
+    this.cancelStep = this.clock.after(duration, () => {
+      if (epoch !== this.epoch) return;
+      this.stepPending = false;
+      this.cancelStep = null;
+      this.emitTokens();
+      this.kick();
+    });
+  }
+
+  private emitTokens(): void {
+    const now = this.clock.now();
+    const still: Seq[] = [];
+    for (const seq of this.running) {
+      seq.generated++;
+      seq.rec.outputTokens = seq.generated;
+      this.kvHeld++;
+      this.counters.generation++;
+      if (seq.generated === 1) seq.rec.firstToken = now;
+      seq.req.onToken?.(seq.generated - 1);
+      if (seq.generated >= seq.req.maxTokens) {
+        this.release(seq);
+        this.finish(seq, false);
+      } else still.push(seq);
+    }
+    this.running = still;
+  }
+
+  private release(seq: Seq): void {
+    this.kvReserved -= seq.reserved;
+    this.kvHeld -= seq.req.promptTokens + seq.generated;
+  }
+
+  private finish(seq: Seq, aborted: boolean): void {
+    seq.rec.end = this.clock.now();
+    if (aborted) seq.rec.aborted = true;
+    seq.req.onFinish?.(seq.rec);
+    for (const fn of this.listeners) fn(seq.rec);
+  }
+
+  private touch(adapter: string): void {
+    const rank = this.cpuCache.get(adapter)!;
+    this.cpuCache.delete(adapter);
+    this.cpuCache.set(adapter, rank);
+  }
+
+  private cacheInsert(adapter: string, rank: number): void {
+    this.cpuCache.delete(adapter);
+    this.cpuCache.set(adapter, rank);
+    const busy = new Set(this.running.map((s) => s.req.adapter));
+    for (const victim of this.cpuCache.keys()) {
+      if (this.cpuCache.size <= this.options.maxCpuLoras) break;
+      if (victim !== adapter && !busy.has(victim)) this.cpuCache.delete(victim);
+    }
+  }
+}
+
+function distinctAdapters(seqs: Seq[]): string[] {
+  const out = new Set<string>();
+  for (const s of seqs) if (s.req.adapter !== null) out.add(s.req.adapter);
+  return [...out].sort();
+}

@@ -1,0 +1,124 @@
+import type { EngineStats } from '../engine/engine';
+
+/** Python prometheus_client's number format (vLLM): `6.0`, `+Inf`, Go-style exponents. */
+export function goFloat(d: number): string {
+  if (d === Infinity) return '+Inf';
+  if (d === -Infinity) return '-Inf';
+  if (Number.isNaN(d)) return 'NaN';
+  let s = String(d);
+  if (Number.isInteger(d) && !s.includes('e')) s += '.0';
+  const dot = s.indexOf('.');
+  if (d > 0 && dot > 6 && !s.includes('e')) {
+    const mantissa = `${s[0]}.${s.slice(1, dot)}${s.slice(dot + 1)}`.replace(/[0.]+$/, '');
+    return `${mantissa}e+0${dot - 1}`;
+  }
+  return s;
+}
+
+export const TTFT_BUCKETS = [
+  0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80,
+];
+
+export interface VllmMetricsInput {
+  model: string;
+  stats: EngineStats;
+  maxLoras: number;
+  /** `vllm:lora_requests_info` series: label key -> last unix time it was current. */
+  loraInfo: Map<string, number>;
+  ttftCounts: number[];
+  ttftSum: number;
+  ttftCount: number;
+  createdUnix: number;
+  emitDeprecatedKvMetric: boolean;
+}
+
+function family(out: string[], name: string, type: string, help: string): void {
+  out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+}
+
+export function vllmMetricsText(m: VllmMetricsInput): string {
+  const l = `engine="0",model_name="${m.model}"`;
+  const out: string[] = [];
+  family(out, 'vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.');
+  out.push(`vllm:num_requests_running{${l}} ${goFloat(m.stats.running)}`);
+  family(out, 'vllm:num_requests_waiting', 'gauge', 'Number of requests waiting to be processed.');
+  out.push(`vllm:num_requests_waiting{${l}} ${goFloat(m.stats.waiting)}`);
+  family(out, 'vllm:kv_cache_usage_perc', 'gauge', 'KV-cache usage. 1 means 100 percent usage.');
+  out.push(`vllm:kv_cache_usage_perc{${l}} ${goFloat(m.stats.kvUsage)}`);
+  if (m.emitDeprecatedKvMetric) {
+    family(out, 'vllm:gpu_cache_usage_perc', 'gauge', 'GPU KV-cache usage. 1 means 100 percent usage.');
+    out.push(`vllm:gpu_cache_usage_perc{${l}} ${goFloat(m.stats.kvUsage)}`);
+  }
+  family(
+    out,
+    'vllm:prefix_cache_queries_total',
+    'counter',
+    'Prefix cache queries, in terms of number of queried tokens.',
+  );
+  out.push(`vllm:prefix_cache_queries_total{${l}} ${goFloat(m.stats.promptTokensTotal)}`);
+  out.push(`vllm:prefix_cache_queries_created{${l}} ${goFloat(m.createdUnix)}`);
+  family(
+    out,
+    'vllm:prefix_cache_hits_total',
+    'counter',
+    'Prefix cache hits, in terms of number of cached tokens.',
+  );
+  out.push(`vllm:prefix_cache_hits_total{${l}} 0.0`);
+  out.push(`vllm:prefix_cache_hits_created{${l}} ${goFloat(m.createdUnix)}`);
+  family(out, 'vllm:prompt_tokens_total', 'counter', 'Number of prefill tokens processed.');
+  out.push(`vllm:prompt_tokens_total{${l}} ${goFloat(m.stats.promptTokensTotal)}`);
+  family(out, 'vllm:generation_tokens_total', 'counter', 'Number of generation tokens processed.');
+  out.push(`vllm:generation_tokens_total{${l}} ${goFloat(m.stats.generationTokensTotal)}`);
+  family(out, 'vllm:lora_requests_info', 'gauge', 'Running stats on lora requests.');
+  for (const [key, ts] of m.loraInfo) out.push(`vllm:lora_requests_info{${key}} ${goFloat(ts)}`);
+  family(
+    out,
+    'vllm:time_to_first_token_seconds',
+    'histogram',
+    'Histogram of time to first token in seconds.',
+  );
+  let cum = 0;
+  TTFT_BUCKETS.forEach((le, i) => {
+    cum += m.ttftCounts[i] ?? 0;
+    out.push(
+      `vllm:time_to_first_token_seconds_bucket{engine="0",le="${goFloat(le)}",model_name="${m.model}"} ${goFloat(cum)}`,
+    );
+  });
+  out.push(
+    `vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="${m.model}"} ${goFloat(m.ttftCount)}`,
+  );
+  out.push(`vllm:time_to_first_token_seconds_count{${l}} ${goFloat(m.ttftCount)}`);
+  out.push(`vllm:time_to_first_token_seconds_sum{${l}} ${goFloat(m.ttftSum)}`);
+  out.push(`vllm:time_to_first_token_seconds_created{${l}} ${goFloat(m.createdUnix)}`);
+  return out.join('\n') + '\n';
+}
+
+/** The key of a `vllm:lora_requests_info` series (labels sorted, as prometheus_client writes them). */
+export function loraInfoKey(maxLoras: number, running: string[], waiting: string[]): string {
+  return `max_lora="${maxLoras}",running_lora_adapters="${running.join(',')}",waiting_lora_adapters="${waiting.join(',')}"`;
+}
+
+export function llamacppMetricsText(stats: EngineStats): string {
+  const out: string[] = [];
+  const add = (name: string, type: string, help: string, v: number) => {
+    family(out, `llamacpp:${name}`, type, help);
+    out.push(`llamacpp:${name} ${v}`);
+  };
+  add('prompt_tokens_total', 'counter', 'Number of prompt tokens processed.', stats.promptTokensTotal);
+  add(
+    'tokens_predicted_total',
+    'counter',
+    'Number of generation tokens processed.',
+    stats.generationTokensTotal,
+  );
+  add('n_decode_total', 'counter', 'Total number of llama_decode() calls', stats.stepsTotal);
+  add(
+    'n_busy_slots_per_decode',
+    'counter',
+    'Average number of busy slots per llama_decode() call',
+    stats.stepsTotal ? stats.busySlotsTotal / stats.stepsTotal : 0,
+  );
+  add('requests_processing', 'gauge', 'Number of requests processing.', stats.running);
+  add('requests_deferred', 'gauge', 'Number of requests deferred.', stats.waiting);
+  return out.join('\n') + '\n';
+}

@@ -1,0 +1,120 @@
+/**
+ * Injected time. Everything that waits or timestamps (routing core, replica simulator,
+ * discrete-event benchmark) takes a Clock, so the same code runs on the wall clock, on a
+ * scaled clock (the simulator replaying an hour in minutes) and on virtual time.
+ */
+export interface Clock {
+  /** Milliseconds on this clock's own time line. */
+  now(): number;
+  /** Run `fn` after `ms` of this clock's time; returns a cancel function. */
+  after(ms: number, fn: () => void): () => void;
+}
+
+/** Resolves after `ms` of the clock's time. */
+export function sleep(clock: Clock, ms: number): Promise<void> {
+  return new Promise((resolve) => clock.after(ms, resolve));
+}
+
+/**
+ * Wall time divided by nothing, or sped up by `timeScale`: a modelled duration of `ms` takes
+ * `ms / timeScale` of real time. Timers are unref'd so a clock never keeps a process alive
+ * (Kong's `--dump-all-plugins` must exit).
+ */
+export class SystemClock implements Clock {
+  private readonly origin = performance.now();
+  constructor(private readonly timeScale = 1) {
+    if (!(timeScale > 0)) throw new RangeError(`timeScale must be > 0, got ${timeScale}`);
+  }
+  now(): number {
+    return (performance.now() - this.origin) * this.timeScale;
+  }
+  after(ms: number, fn: () => void): () => void {
+    const t = setTimeout(fn, Math.max(0, ms / this.timeScale));
+    t.unref();
+    return () => clearTimeout(t);
+  }
+}
+
+export const systemClock: Clock = new SystemClock();
+
+/**
+ * Virtual time for discrete-event runs: timers fire in time order when `run` advances.
+ * Between events it yields to the microtask queue, so promise chains started by one event
+ * settle before the next event fires (async code behaves as it would on the wall clock).
+ */
+export class VirtualClock implements Clock {
+  private t = 0;
+  private seq = 0;
+  private heap: { at: number; seq: number; fn: () => void; live: boolean }[] = [];
+
+  now(): number {
+    return this.t;
+  }
+
+  after(ms: number, fn: () => void): () => void {
+    const ev = { at: this.t + Math.max(0, ms), seq: this.seq++, fn, live: true };
+    this.push(ev);
+    return () => {
+      ev.live = false;
+    };
+  }
+
+  /** Number of timers not yet fired or cancelled. */
+  pending(): number {
+    return this.heap.filter((e) => e.live).length;
+  }
+
+  /** Fire events in order until none is left or the next is later than `until`. */
+  async run(until = Infinity): Promise<void> {
+    await flushMicrotasks();
+    for (;;) {
+      const top = this.heap[0];
+      if (!top || top.at > until) break;
+      this.pop();
+      if (!top.live) continue;
+      this.t = top.at;
+      top.fn();
+      await flushMicrotasks();
+    }
+    if (until !== Infinity && until > this.t) this.t = until;
+  }
+
+  private push(ev: (typeof this.heap)[number]): void {
+    const h = this.heap;
+    h.push(ev);
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!less(h[i]!, h[p]!)) break;
+      [h[i], h[p]] = [h[p]!, h[i]!];
+      i = p;
+    }
+  }
+
+  private pop(): void {
+    const h = this.heap;
+    const last = h.pop()!;
+    if (h.length === 0) return;
+    h[0] = last;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < h.length && less(h[l]!, h[m]!)) m = l;
+      if (r < h.length && less(h[r]!, h[m]!)) m = r;
+      if (m === i) break;
+      [h[i], h[m]] = [h[m]!, h[i]!];
+      i = m;
+    }
+  }
+}
+
+function less(a: { at: number; seq: number }, b: { at: number; seq: number }): boolean {
+  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+}
+
+/** Lets every queued promise continuation run (several rounds of microtasks). */
+function flushMicrotasks(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
