@@ -1,0 +1,288 @@
+import { SimFleet } from '../../sim/fleet';
+import { chat, get, post, sseEvents } from '../helpers/http';
+import { waitFor } from '../helpers/wait';
+
+const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
+
+describe('simulated vLLM replica, over HTTP', () => {
+  let fleet: SimFleet;
+  let url: string;
+  let plainUrl: string;
+  let flatUrl: string;
+
+  beforeAll(async () => {
+    const common = {
+      adapterDirs: ['/adapters'],
+      adapterPaths: { '/big/rank128': 128 },
+      maxLoraRank: 64,
+      timeScale: 20, // 800 ms modelled load = 40 ms real
+      engine: { decodeMsPerStep: 20 },
+    };
+    fleet = await SimFleet.start([
+      { ...common, staticAdapters: [{ name: 'sql-lora', path: '/adapters/sql-lora' }] },
+      { ...common, runtimeLoading: false },
+      { ...common, errorStyle: 'flat', deprecatedKvMetric: true },
+    ]);
+    [url, plainUrl, flatUrl] = fleet.urls as [string, string, string];
+  });
+  afterAll(() => fleet.stop());
+
+  it('lists the base model card first, then one card per registered adapter', async () => {
+    const r = await get(url, '/v1/models');
+    expect(r.status).toBe(200);
+    const body = r.json();
+    expect(body.object).toBe('list');
+    expect(body.data[0]).toMatchObject({ id: BASE, object: 'model', owned_by: 'vllm', parent: null });
+    expect(body.data[1]).toMatchObject({
+      id: 'sql-lora',
+      root: '/adapters/sql-lora',
+      parent: BASE,
+      object: 'model',
+    });
+    expect(body.data).toHaveLength(2);
+  });
+
+  it('answers chat completions for the base model and an adapter, echoing the name, with usage', async () => {
+    for (const model of [BASE, 'sql-lora']) {
+      const r = await post(url, '/v1/chat/completions', chat(model, 3));
+      expect(r.status).toBe(200);
+      const b = r.json();
+      expect(b).toMatchObject({ object: 'chat.completion', model });
+      expect(b.choices[0].message.role).toBe('assistant');
+      expect(b.choices[0].finish_reason).toBe('length');
+      expect(b.usage.completion_tokens).toBe(3);
+      expect(b.usage.total_tokens).toBe(b.usage.prompt_tokens + 3);
+    }
+  });
+
+  it('answers /v1/completions', async () => {
+    const r = await post(url, '/v1/completions', { model: 'sql-lora', prompt: 'SELECT', max_tokens: 2 });
+    expect(r.status).toBe(200);
+    expect(r.json()).toMatchObject({
+      object: 'text_completion',
+      model: 'sql-lora',
+      usage: { completion_tokens: 2 },
+    });
+    expect(typeof r.json().choices[0].text).toBe('string');
+  });
+
+  it('streams chat completions as SSE: a role chunk, one chunk per token, usage, then [DONE]', async () => {
+    const r = await post(
+      url,
+      '/v1/chat/completions',
+      chat('sql-lora', 3, { stream: true, stream_options: { include_usage: true } }),
+    );
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(r.text.endsWith('data: [DONE]\n\n')).toBe(true);
+    const events = sseEvents(r.text);
+    expect(events.at(-1)).toBe('[DONE]');
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
+    expect(chunks[0].choices[0].delta).toEqual({ role: 'assistant', content: '' });
+    const tokens = chunks.filter((c) => c.choices.length && c.choices[0].delta.content);
+    expect(tokens).toHaveLength(3);
+    expect(tokens.map((c) => c.choices[0].finish_reason)).toEqual([null, null, 'length']);
+    expect(chunks.every((c) => c.object === 'chat.completion.chunk' && c.model === 'sql-lora')).toBe(true);
+    expect(chunks.at(-1).usage).toMatchObject({ completion_tokens: 3 });
+  });
+
+  it('streams /v1/completions without a usage chunk unless asked', async () => {
+    const r = await post(url, '/v1/completions', { model: BASE, prompt: 'x', max_tokens: 2, stream: true });
+    const events = sseEvents(r.text);
+    expect(events).toHaveLength(3);
+    expect(JSON.parse(events[0]!).object).toBe('text_completion');
+  });
+
+  it('answers an unknown model with 404 in vLLM error format', async () => {
+    const r = await post(url, '/v1/chat/completions', chat('nope'));
+    expect(r.status).toBe(404);
+    expect(r.json()).toEqual({
+      error: {
+        message: 'The model `nope` does not exist.',
+        type: 'NotFoundError',
+        param: 'model',
+        code: 404,
+      },
+    });
+  });
+
+  it('rejects invalid bodies with 400', async () => {
+    expect((await post(url, '/v1/chat/completions', { model: BASE })).status).toBe(400);
+    const r = await post(url, '/v1/chat/completions', chat(BASE, 9000));
+    expect(r.status).toBe(400);
+    expect(r.json().error.message).toMatch(/maximum context length is 8192 tokens/);
+  });
+
+  it('loads and unloads adapters with plain-text success bodies; the registry follows', async () => {
+    const load = await post(url, '/v1/load_lora_adapter', {
+      lora_name: 'chat-lora',
+      lora_path: '/adapters/chat-lora',
+    });
+    expect(load.status).toBe(200);
+    expect(load.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(load.text).toBe("Success: LoRA adapter 'chat-lora' added successfully.");
+    expect((await get(url, '/v1/models')).json().data.map((m: { id: string }) => m.id)).toContain(
+      'chat-lora',
+    );
+    expect((await post(url, '/v1/chat/completions', chat('chat-lora', 1))).status).toBe(200);
+    const unload = await post(url, '/v1/unload_lora_adapter', { lora_name: 'chat-lora' });
+    expect(unload.status).toBe(200);
+    expect(unload.text).toBe("Success: LoRA adapter 'chat-lora' removed successfully.");
+    expect((await post(url, '/v1/chat/completions', chat('chat-lora', 1))).status).toBe(404);
+  });
+
+  it('answers every load/unload error case with its status and body', async () => {
+    const cases: [string, unknown, number, string, string][] = [
+      [
+        '/v1/load_lora_adapter',
+        { lora_name: 'sql-lora', lora_path: '/adapters/sql-lora' },
+        400,
+        'InvalidUserInput',
+        "The lora adapter 'sql-lora' has already been loaded.",
+      ],
+      [
+        '/v1/load_lora_adapter',
+        { lora_name: 'a', lora_path: '/bad' },
+        404,
+        'NotFoundError',
+        'Loading lora a failed: No adapter found for /bad',
+      ],
+      [
+        '/v1/load_lora_adapter',
+        { lora_name: 'big', lora_path: '/big/rank128' },
+        400,
+        'BadRequestError',
+        'LoRA rank 128 is greater than max_lora_rank 64.',
+      ],
+      [
+        '/v1/load_lora_adapter',
+        { lora_name: '', lora_path: '/adapters/x' },
+        400,
+        'InvalidUserInput',
+        "Both 'lora_name' and 'lora_path' must be provided.",
+      ],
+      [
+        '/v1/load_lora_adapter',
+        { lora_name: 'x' },
+        400,
+        'InvalidUserInput',
+        "Both 'lora_name' and 'lora_path' must be provided.",
+      ],
+      [
+        '/v1/unload_lora_adapter',
+        { lora_name: 'x' },
+        404,
+        'NotFoundError',
+        "The lora adapter 'x' cannot be found.",
+      ],
+      [
+        '/v1/unload_lora_adapter',
+        {},
+        400,
+        'InvalidUserInput',
+        "'lora_name' needs to be provided to unload a LoRA adapter.",
+      ],
+    ];
+    for (const [path, body, status, type, message] of cases) {
+      const r = await post(url, path, body);
+      expect({ path, body, status: r.status, json: r.json() }).toEqual({
+        path,
+        body,
+        status,
+        json: { error: { message, type, param: null, code: status } },
+      });
+    }
+  });
+
+  it('uses the flat error format of releases before v0.10.1 when configured', async () => {
+    const r = await post(flatUrl, '/v1/unload_lora_adapter', { lora_name: 'x' });
+    expect(r.json()).toEqual({
+      object: 'error',
+      message: "The lora adapter 'x' cannot be found.",
+      type: 'NotFoundError',
+      param: null,
+      code: 404,
+    });
+  });
+
+  it('serialises two concurrent loads of one name: one 200, one 400 already loaded', async () => {
+    const body = { lora_name: 'race', lora_path: '/adapters/race' };
+    const rs = await Promise.all([
+      post(url, '/v1/load_lora_adapter', body),
+      post(url, '/v1/load_lora_adapter', body),
+    ]);
+    expect(rs.map((r) => r.status).sort()).toEqual([200, 400]);
+    expect(rs.find((r) => r.status === 400)!.json().error.message).toMatch(/already been loaded/);
+    const loads = fleet.replicas[0]!.adapterLog().filter((e) => e.name === 'race');
+    expect(loads.map((e) => e.status)).toEqual([200, 400]);
+    // The loser waited for the winner's load; the load took the modelled time (800 + 10*16 ms).
+    expect(loads[0]!.ms).toBeGreaterThanOrEqual(900);
+  });
+
+  it('has no runtime LoRA routes without VLLM_ALLOW_RUNTIME_LORA_UPDATING', async () => {
+    for (const path of ['/v1/load_lora_adapter', '/v1/unload_lora_adapter']) {
+      const r = await post(plainUrl, path, { lora_name: 'a', lora_path: '/adapters/a' });
+      expect(r.status).toBe(404);
+      expect(r.json()).toEqual({ detail: 'Not Found' });
+    }
+  });
+
+  it('exposes Prometheus metrics with vLLM names, labels and a timestamp-valued lora_requests_info', async () => {
+    const r = await get(url, '/metrics');
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/^text\/plain/);
+    const l = `{engine="0",model_name="${BASE}"}`;
+    for (const name of [
+      'vllm:num_requests_running',
+      'vllm:num_requests_waiting',
+      'vllm:kv_cache_usage_perc',
+      'vllm:prefix_cache_queries_total',
+      'vllm:prefix_cache_hits_total',
+    ]) {
+      expect(r.text).toMatch(new RegExp(`^${name}${escape(l)} \\d`, 'm'));
+    }
+    expect(r.text).toMatch(/^# TYPE vllm:time_to_first_token_seconds histogram$/m);
+    expect(r.text).toMatch(
+      /^vllm:time_to_first_token_seconds_bucket\{engine="0",le="\+Inf",model_name=".*"\} \d/m,
+    );
+    expect(r.text).toMatch(/^vllm:prefix_cache_queries_created\{.*\} \d\.\d+e\+09$/m);
+    const info = r.text.match(
+      /^vllm:lora_requests_info\{max_lora="4",running_lora_adapters="[^"]*",waiting_lora_adapters="[^"]*"\} (\S+)$/m,
+    );
+    expect(Number(info![1])).toBeGreaterThan(1.7e9);
+    expect(r.text).not.toMatch(/gpu_cache_usage_perc/);
+    expect((await get(flatUrl, '/metrics')).text).toMatch(/^vllm:gpu_cache_usage_perc\{/m);
+  });
+
+  it('adds a lora_requests_info series for each running/waiting set and never removes one', async () => {
+    const replica = fleet.replicas[0]!;
+    const before = (await get(url, '/metrics')).text.match(/^vllm:lora_requests_info/gm)!.length;
+    const pending = post(url, '/v1/chat/completions', chat('sql-lora', 50));
+    await waitFor(() => replica.engine.stats().running === 1);
+    const during = (await get(url, '/metrics')).text;
+    expect(during).toMatch(/running_lora_adapters="sql-lora",waiting_lora_adapters=""/);
+    expect(during).toMatch(/^vllm:num_requests_running\{.*\} 1\.0$/m);
+    expect((await pending).status).toBe(200);
+    const after = (await get(url, '/metrics')).text;
+    expect(after.match(/^vllm:lora_requests_info/gm)!.length).toBeGreaterThanOrEqual(before + 1);
+    expect(after).toMatch(/running_lora_adapters="sql-lora"/);
+  });
+
+  it('answers /health with 200 and an empty body', async () => {
+    const r = await get(url, '/health');
+    expect([r.status, r.text]).toEqual([200, '']);
+  });
+
+  it('records each request with arrival, start, first token and end', async () => {
+    await post(url, '/v1/chat/completions', chat('sql-lora', 2));
+    const rec = fleet.replicas[0]!.requestRecords().at(-1)!;
+    expect(rec.adapter).toBe('sql-lora');
+    expect(rec.start).toBeGreaterThanOrEqual(rec.arrival);
+    expect(rec.firstToken).toBeGreaterThan(rec.start!);
+    expect(rec.end).toBeGreaterThanOrEqual(rec.firstToken!);
+  });
+});
+
+function escape(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
