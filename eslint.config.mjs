@@ -22,4 +22,9 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  {
+    // Tests read replies as loosely typed JSON.
+    files: ['test/**/*.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
 );

@@ -3,7 +3,7 @@ export interface Reply {
   status: number;
   headers: Headers;
   text: string;
-  json: <T = any>() => T; // eslint-disable-line @typescript-eslint/no-explicit-any
+  json: <T = any>() => T;
 }
 
 export async function call(

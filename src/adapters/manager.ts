@@ -1,0 +1,264 @@
+import { sleep, type Clock } from '../clock';
+import { BackendError } from '../backends/errors';
+import { AdapterNotFoundError } from '../backends/http-replica-api';
+import type { ReplicaApi } from '../backends/replica-api';
+import { errors } from '../errors';
+import type { FleetStore } from '../fleet/store';
+import type { AdapterRef, ReplicaView, ResidentAdapter } from '../fleet/types';
+import type { Logger } from '../log';
+
+export interface AdapterPolicy {
+  /** Non-static adapters a replica may hold. */
+  maxLoadedAdapters: number;
+  loadTimeoutMs: number;
+  /** How long a load may wait for a busy replica's adapter to go idle before 503. */
+  queueTimeoutMs: number;
+  /** First backoff after a failed load; doubles per failure up to `backoffMaxMs`. */
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** Configured static adapters: never victims. */
+  isStatic: (name: string) => boolean;
+}
+
+export type EnsureOutcome =
+  /** Resident already: nothing to do. */
+  | 'hit'
+  /** This call loaded it. */
+  | 'loaded'
+  /** Another caller was loading it; this one waited for that load. */
+  | 'joined';
+
+export interface LoadRecord {
+  url: string;
+  adapter: string;
+  op: 'load' | 'unload';
+  ok: boolean;
+  ms: number;
+}
+
+const IDLE_POLL_MS = 20;
+
+/**
+ * Puts adapters on replicas: each cold adapter is loaded once (concurrent callers wait on the
+ * same load), the least recently used idle adapter makes room, an adapter with requests in
+ * flight is never unloaded, and a failing load backs off exponentially per (replica, adapter).
+ * Process-wide and keyed by replica URL, like the store: plugin instances come and go.
+ */
+export class AdapterManager {
+  /** Loads under way, by replica and adapter: joiners await the same promise (and its failure). */
+  private flights = new Map<string, Promise<boolean>>();
+  private roomLocks = new Map<string, Promise<void>>();
+  /**
+   * Placements decided but not yet visible in the store: between a decision and its load's
+   * `beginLoad` there are awaits, and concurrent cold requests must see the first one's
+   * choice or they spread the same adapter over several replicas.
+   */
+  private claims = new Map<string, number>();
+  private backoff = new Map<string, { failures: number; until: number; why: string }>();
+  /** Called after every load and unload call, for metrics and status. */
+  onCall: ((r: LoadRecord) => void) | null = null;
+
+  constructor(
+    private readonly store: FleetStore,
+    private readonly api: ReplicaApi,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  /** Makes `adapter` resident on `url`; throws a RouterError (502/503/404) when it cannot. */
+  async ensure(url: string, adapter: AdapterRef, policy: AdapterPolicy): Promise<EnsureOutcome> {
+    const key = `${url}\u0000${adapter.name}`;
+    const deadline = this.clock.now() + policy.queueTimeoutMs + policy.loadTimeoutMs;
+    let joined = false;
+    for (;;) {
+      const flight = this.flights.get(key);
+      if (flight) {
+        await flight;
+        joined = true;
+        continue;
+      }
+      const [view] = await this.store.views([url], adapter);
+      const state = view?.adapter?.state;
+      if (state === 'loaded' || state === 'static') {
+        await this.store.touch(url, adapter.name, this.clock.now());
+        return joined ? 'joined' : 'hit';
+      }
+      if (state === 'loading' || state === 'unloading') {
+        // Another process (sharing the store) is loading or unloading it: wait and look again.
+        if (this.clock.now() >= deadline) throw errors.noRoom(adapter.name, url, 1);
+        await sleep(this.clock, IDLE_POLL_MS);
+        continue;
+      }
+      // Someone in this process started the load while we read the store: join it.
+      if (this.flights.has(key)) continue;
+      this.checkBackoff(key, adapter.name, url);
+      const load = this.load(url, adapter, policy, key);
+      this.flights.set(key, load);
+      try {
+        // false: it became resident (or started loading elsewhere) while we made room; look again.
+        if (await load) return 'loaded';
+      } finally {
+        if (this.flights.get(key) === load) this.flights.delete(key);
+      }
+    }
+  }
+
+  /** Records (synchronously) that a decision placed `adapter` on `url`; undo with `unclaim`. */
+  claim(url: string, adapter: string): void {
+    const key = `${url}\u0000${adapter}`;
+    this.claims.set(key, (this.claims.get(key) ?? 0) + 1);
+  }
+
+  unclaim(url: string, adapter: string): void {
+    const key = `${url}\u0000${adapter}`;
+    const n = (this.claims.get(key) ?? 1) - 1;
+    if (n > 0) this.claims.set(key, n);
+    else this.claims.delete(key);
+  }
+
+  /** Shows claimed placements in `views` as loading holders (and their slot as taken). */
+  overlayClaims(views: ReplicaView[], adapter: string): void {
+    if (this.claims.size === 0) return;
+    for (const v of views) {
+      if (v.adapter === undefined && this.claims.has(`${v.url}\u0000${adapter}`)) {
+        v.adapter = { state: 'loading', lastUsed: this.clock.now(), inFlight: 0 };
+        v.residentCount++;
+      }
+    }
+  }
+
+  /** Clears the failure memory (tests, and an operator's explicit retry). */
+  resetBackoff(): void {
+    this.backoff.clear();
+  }
+
+  private checkBackoff(key: string, adapter: string, url: string): void {
+    const b = this.backoff.get(key);
+    const now = this.clock.now();
+    if (b && now < b.until) throw errors.backingOff(adapter, url, Math.ceil((b.until - now) / 1000), b.why);
+  }
+
+  /** Loads it; false if another caller claimed the adapter first. */
+  private async load(url: string, adapter: AdapterRef, policy: AdapterPolicy, key: string): Promise<boolean> {
+    if (adapter.path === undefined)
+      throw errors.loadFailed(adapter.name, url, 'no path is configured for this adapter');
+    // The queue timeout counts from here, including the wait for the room lock.
+    const deadline = this.clock.now() + policy.queueTimeoutMs;
+    const won = await this.withRoomLock(url, () =>
+      this.makeRoomAndClaim(url, adapter.name, policy, deadline),
+    );
+    if (!won) return false;
+    const started = this.clock.now();
+    try {
+      await this.api.loadAdapter(url, adapter.name, adapter.path, policy.loadTimeoutMs);
+    } catch (err) {
+      const ms = this.clock.now() - started;
+      await this.store.finishLoad(url, adapter.name, false, this.clock.now());
+      const why =
+        err instanceof BackendError || err instanceof AdapterNotFoundError ? err.message : String(err);
+      this.fail(key, policy, why);
+      this.record({ url, adapter: adapter.name, op: 'load', ok: false, ms }, why);
+      if (err instanceof AdapterNotFoundError) throw errors.modelNotFound(adapter.name);
+      throw errors.loadFailed(adapter.name, url, why);
+    }
+    const ms = this.clock.now() - started;
+    this.backoff.delete(key);
+    await this.store.finishLoad(url, adapter.name, true, this.clock.now());
+    this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
+    return true;
+  }
+
+  /**
+   * Under the replica's room lock: unload least recently used idle adapters until a slot is
+   * free, then claim it (state `loading`). Waits for an adapter to go idle up to the queue
+   * timeout. Returns false if the adapter became resident meanwhile.
+   */
+  private async makeRoomAndClaim(
+    url: string,
+    name: string,
+    policy: AdapterPolicy,
+    deadline: number,
+  ): Promise<boolean> {
+    for (;;) {
+      const residents = await this.store.residents(url);
+      if (residents.some((r) => r.name === name)) return false;
+      const occupying = residents.filter((r) => r.state !== 'static' && !policy.isStatic(r.name));
+      if (occupying.length < policy.maxLoadedAdapters) {
+        if (await this.store.beginLoad(url, name, this.clock.now())) return true;
+        continue;
+      }
+      if (await this.evictOne(url, occupying, policy)) continue;
+      if (this.clock.now() >= deadline) {
+        throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
+      }
+      await sleep(this.clock, IDLE_POLL_MS);
+    }
+  }
+
+  /** Unloads the least recently used idle adapter; false if every one is busy or moving. */
+  private async evictOne(url: string, occupying: ResidentAdapter[], policy: AdapterPolicy): Promise<boolean> {
+    const idle = occupying
+      .filter((r) => r.state === 'loaded' && r.inFlight === 0)
+      .sort((a, b) => a.lastUsed - b.lastUsed);
+    for (const victim of idle) {
+      // Atomic in the store: refused if a request took a lease on it since we looked.
+      if (!(await this.store.beginUnload(url, victim.name, this.clock.now()))) continue;
+      const started = this.clock.now();
+      let ok = false;
+      let why: string | undefined;
+      try {
+        await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
+        ok = true;
+      } catch (err) {
+        why = (err as Error).message;
+      }
+      await this.store.finishUnload(url, victim.name, ok, this.clock.now());
+      this.record({ url, adapter: victim.name, op: 'unload', ok, ms: this.clock.now() - started }, why);
+      if (ok) return true;
+    }
+    return false;
+  }
+
+  private fail(key: string, policy: AdapterPolicy, why: string): void {
+    const prev = this.backoff.get(key);
+    const failures = (prev?.failures ?? 0) + 1;
+    const delay = Math.min(policy.backoffMaxMs, policy.backoffBaseMs * 2 ** (failures - 1));
+    this.backoff.set(key, { failures, until: this.clock.now() + delay, why });
+  }
+
+  private record(r: LoadRecord, why?: string): void {
+    this.store
+      .pushEvent({
+        at: this.clock.now(),
+        url: r.url,
+        adapter: r.adapter,
+        op: r.op,
+        result: r.ok ? 'ok' : 'error',
+        ms: r.ms,
+        detail: why,
+      })
+      .catch((err: Error) => this.log.warn(`could not record ${r.op} event: ${err.message}`));
+    if (r.ok) this.log.info(`${r.op}ed adapter '${r.adapter}' on ${r.url} in ${Math.round(r.ms)} ms`);
+    else
+      this.log.warn(
+        `${r.op} of adapter '${r.adapter}' on ${r.url} failed after ${Math.round(r.ms)} ms: ${why}`,
+      );
+    this.onCall?.(r);
+  }
+
+  /** Serialises room-making per replica within this process. */
+  private async withRoomLock<T>(url: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.roomLocks.get(url) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((r) => (release = r));
+    const tail = prev.then(() => mine);
+    this.roomLocks.set(url, tail);
+    await prev;
+    try {
+      return await fn();
+    } finally {
+      release();
+      if (this.roomLocks.get(url) === tail) this.roomLocks.delete(url);
+    }
+  }
+}

@@ -1,0 +1,99 @@
+import { readLlamacppLoad, readVllmLoad } from '../metrics/replica-load';
+import type { LlamaAdapter, ReplicaSpec } from '../fleet/types';
+import { BackendError } from './errors';
+import { ReplicaHttp, replicaMessage } from './http';
+import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from './replica-api';
+
+/** vLLM and llama.cpp over HTTP (see docs/replica-apis.md for every status handled here). */
+export class HttpReplicaApi implements ReplicaApi {
+  constructor(private readonly http = new ReplicaHttp()) {}
+
+  async scrape(replica: ReplicaSpec, timeoutMs: number): Promise<Scrape> {
+    const { url, backend } = replica;
+    if (backend === 'llamacpp') {
+      const [metrics, adapters] = await Promise.all([
+        this.get(`${url}/metrics`, timeoutMs),
+        this.get(`${url}/lora-adapters`, timeoutMs),
+      ]);
+      return { load: readLlamacppLoad(metrics), llamaAdapters: parseLoraAdapters(adapters) };
+    }
+    const [metrics, models] = await Promise.all([
+      this.get(`${url}/metrics`, timeoutMs),
+      this.get(`${url}/v1/models`, timeoutMs),
+    ]);
+    return { load: readVllmLoad(metrics), registry: parseModels(models).adapters };
+  }
+
+  async loadAdapter(url: string, name: string, path: string, timeoutMs: number): Promise<LoadOutcome> {
+    const r = await this.http.call('POST', `${url}/v1/load_lora_adapter`, timeoutMs, {
+      lora_name: name,
+      lora_path: path,
+    });
+    if (r.status === 200) return 'loaded';
+    const message = replicaMessage(r.text);
+    // Another router (or an earlier timed-out call of ours) loaded it: that is success.
+    if (r.status === 400 && /has already been loaded/.test(message)) return 'already-loaded';
+    if (r.status === 404 && /No adapter found/i.test(message)) throw new AdapterNotFoundError(message);
+    throw new BackendError('http', message, r.status);
+  }
+
+  async unloadAdapter(url: string, name: string, timeoutMs: number): Promise<UnloadOutcome> {
+    const r = await this.http.call('POST', `${url}/v1/unload_lora_adapter`, timeoutMs, { lora_name: name });
+    if (r.status === 200) return 'unloaded';
+    const message = replicaMessage(r.text);
+    if (r.status === 404 && /cannot be found/.test(message)) return 'absent';
+    throw new BackendError('http', message, r.status);
+  }
+
+  close(): Promise<void> {
+    return this.http.close();
+  }
+
+  private async get(url: string, timeoutMs: number): Promise<string> {
+    const r = await this.http.call('GET', url, timeoutMs);
+    if (r.status !== 200)
+      throw new BackendError('http', `GET ${url}: ${r.status} ${replicaMessage(r.text)}`, r.status);
+    return r.text;
+  }
+}
+
+/** The replica has no adapter at that path: the client's problem (unknown adapter), not the replica's. */
+export class AdapterNotFoundError extends Error {
+  override readonly name = 'AdapterNotFoundError';
+}
+
+/** vLLM `GET /v1/models`: the base card (parent null), then adapters (parent = base). */
+export function parseModels(text: string): { base?: string; adapters: { name: string; path: string }[] } {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new BackendError('protocol', '/v1/models did not answer JSON');
+  }
+  const data = (body as { data?: unknown })?.data;
+  if (!Array.isArray(data)) throw new BackendError('protocol', '/v1/models has no data list');
+  let base: string | undefined;
+  const adapters: { name: string; path: string }[] = [];
+  for (const card of data as Record<string, unknown>[]) {
+    if (typeof card?.id !== 'string') continue;
+    if (card.parent === null || card.parent === undefined) base ??= card.id;
+    else adapters.push({ name: card.id, path: typeof card.root === 'string' ? card.root : '' });
+  }
+  return { base, adapters };
+}
+
+/** llama.cpp `GET /lora-adapters`: `[{id, path, scale}]`. */
+export function parseLoraAdapters(text: string): LlamaAdapter[] {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new BackendError('protocol', '/lora-adapters did not answer JSON');
+  }
+  if (!Array.isArray(body)) throw new BackendError('protocol', '/lora-adapters is not a list');
+  const out: LlamaAdapter[] = [];
+  for (const e of body as Record<string, unknown>[]) {
+    if (typeof e?.id === 'number' && typeof e.path === 'string') out.push({ id: e.id, path: e.path });
+  }
+  return out;
+}

@@ -1,0 +1,23 @@
+import type { ReplicaLoad } from '../metrics/replica-load';
+import type { LlamaAdapter, ReplicaSpec } from '../fleet/types';
+
+/** The result of a load call that did not throw. */
+export type LoadOutcome = 'loaded' | 'already-loaded';
+export type UnloadOutcome = 'unloaded' | 'absent';
+
+export interface Scrape {
+  load: ReplicaLoad;
+  registry?: { name: string; path: string }[];
+  llamaAdapters?: LlamaAdapter[];
+}
+
+/**
+ * What the routing core asks of replicas. The HTTP implementation talks to vLLM and
+ * llama.cpp; the discrete-event benchmark implements it on top of the engine model.
+ * Failures throw BackendError (or AdapterNotFoundError for a path with no adapter).
+ */
+export interface ReplicaApi {
+  scrape(replica: ReplicaSpec, timeoutMs: number): Promise<Scrape>;
+  loadAdapter(url: string, name: string, path: string, timeoutMs: number): Promise<LoadOutcome>;
+  unloadAdapter(url: string, name: string, timeoutMs: number): Promise<UnloadOutcome>;
+}

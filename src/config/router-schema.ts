@@ -1,0 +1,216 @@
+import { DEFAULT_NAME_PATTERN } from '../adapters/catalog';
+import type { SchemaFields } from './kong-schema';
+
+/** `lora-router`'s configuration: the single source for Kong's validation, the typed config and the README. */
+export const routerSchema: SchemaFields = [
+  {
+    replicas: {
+      type: 'array',
+      required: true,
+      len_min: 1,
+      description: 'The GPU replicas serving the base model: `{url, backend, priority}` each.',
+      elements: {
+        type: 'record',
+        fields: [
+          {
+            url: {
+              type: 'string',
+              required: true,
+              match: '^https?://[^/%s]+:%d+/?$',
+              description: '`http(s)://host:port` of the replica.',
+            },
+          },
+          {
+            backend: {
+              type: 'string',
+              default: 'vllm',
+              one_of: ['vllm', 'llamacpp'],
+              description: 'Server kind.',
+            },
+          },
+          {
+            priority: {
+              type: 'integer',
+              default: 0,
+              description: 'Pool priority: higher pools take requests first while not saturated.',
+            },
+          },
+        ],
+      },
+    },
+  },
+  {
+    base_model: {
+      type: 'string',
+      description: 'The base model id. Requests naming it (or no model) skip adapter affinity.',
+    },
+  },
+  {
+    adapters: {
+      type: 'array',
+      default: [],
+      description:
+        'Known adapters: `{name, path, static}`. `static` ones are registered at replica start and never loaded or unloaded by the router.',
+      elements: {
+        type: 'record',
+        fields: [
+          { name: { type: 'string', required: true, len_min: 1, len_max: 256 } },
+          { path: { type: 'string' } },
+          { static: { type: 'boolean', default: false } },
+        ],
+      },
+    },
+  },
+  {
+    adapter_path_template: {
+      type: 'string',
+      description:
+        'Path for adapters not listed, with `{name}`, e.g. `/adapters/{name}`. Unset: unlisted names are 404.',
+    },
+  },
+  {
+    adapter_name_pattern: {
+      type: 'string',
+      default: DEFAULT_NAME_PATTERN,
+      description: 'JS regular expression a templated adapter name must match.',
+    },
+  },
+  {
+    max_loaded_adapters: {
+      type: 'integer',
+      default: 0,
+      between: [0, 4096],
+      description:
+        'Runtime-loaded adapters per vLLM replica (keep <= `--max-cpu-loras`). 0: the router never loads or unloads.',
+    },
+  },
+  {
+    target_waiting_per_replica: {
+      type: 'number',
+      default: 4,
+      gt: 0,
+      description: 'Waiting requests at which a replica counts as saturated.',
+    },
+  },
+  {
+    kv_ceiling: {
+      type: 'number',
+      default: 0.8,
+      between: [0.05, 1],
+      description: 'KV-cache usage at which a replica counts as saturated.',
+    },
+  },
+  {
+    load_timeout_ms: {
+      type: 'integer',
+      default: 30000,
+      between: [1, 600000],
+      description: 'Bound on one adapter load or unload call.',
+    },
+  },
+  {
+    queue_timeout_ms: {
+      type: 'integer',
+      default: 10000,
+      between: [0, 600000],
+      description: 'How long a load waits for a busy adapter to go idle before 503.',
+    },
+  },
+  {
+    stale_after_ms: {
+      type: 'integer',
+      default: 2000,
+      between: [1, 3600000],
+      description: 'A replica snapshot older than this is unknown, not idle.',
+    },
+  },
+  {
+    refresh_timeout_ms: {
+      type: 'integer',
+      default: 1000,
+      between: [1, 60000],
+      description: 'Bound on the router refreshing a replica itself when no fresh snapshot exists.',
+    },
+  },
+  {
+    lease_max_age_ms: {
+      type: 'integer',
+      default: 600000,
+      between: [1000, 86400000],
+      description: 'An in-flight count whose log phase never came is reclaimed after this.',
+    },
+  },
+  {
+    backoff_base_ms: {
+      type: 'integer',
+      default: 1000,
+      between: [0, 3600000],
+      description: 'Wait after a failed load of an adapter on a replica; doubles per failure.',
+    },
+  },
+  {
+    backoff_max_ms: {
+      type: 'integer',
+      default: 60000,
+      between: [0, 3600000],
+      description: 'Upper bound of that wait.',
+    },
+  },
+  {
+    max_body_bytes: {
+      type: 'integer',
+      default: 10485760,
+      between: [1024, 1073741824],
+      description: 'Larger request bodies get 413 (keep <= nginx_http_client_body_buffer_size).',
+    },
+  },
+  {
+    scorer_weights: {
+      type: 'record',
+      description: 'Weights of the load-aware scorers after the filters.',
+      fields: [
+        { queue: { type: 'number', default: 2, between: [0, 100] } },
+        { kv_cache: { type: 'number', default: 2, between: [0, 100] } },
+        { in_flight: { type: 'number', default: 2, between: [0, 100] } },
+        { prefix: { type: 'number', default: 1, between: [0, 100] } },
+      ],
+    },
+  },
+  {
+    picker: {
+      type: 'string',
+      default: 'p2c',
+      one_of: ['p2c', 'max-score'],
+      description: 'Power of two choices, or the highest score.',
+    },
+  },
+  {
+    decision_headers: {
+      type: 'boolean',
+      default: true,
+      description: 'Add `X-Lora-Replica` and `X-Lora-Stage` to the response.',
+    },
+  },
+];
+
+export interface RouterConfig {
+  replicas: { url: string; backend: 'vllm' | 'llamacpp'; priority: number }[];
+  base_model?: string;
+  adapters: { name: string; path?: string; static: boolean }[];
+  adapter_path_template?: string;
+  adapter_name_pattern: string;
+  max_loaded_adapters: number;
+  target_waiting_per_replica: number;
+  kv_ceiling: number;
+  load_timeout_ms: number;
+  queue_timeout_ms: number;
+  stale_after_ms: number;
+  refresh_timeout_ms: number;
+  lease_max_age_ms: number;
+  backoff_base_ms: number;
+  backoff_max_ms: number;
+  max_body_bytes: number;
+  scorer_weights: { queue: number; kv_cache: number; in_flight: number; prefix: number };
+  picker: 'p2c' | 'max-score';
+  decision_headers: boolean;
+}

@@ -1,0 +1,316 @@
+import type { FleetDump, FleetStore } from './store';
+import type {
+  AdapterPresence,
+  AdapterRef,
+  FleetEvent,
+  LlamaAdapter,
+  Lease,
+  ReplicaSnapshot,
+  ReplicaSpec,
+  ReplicaView,
+  Residency,
+  ResidentAdapter,
+} from './types';
+
+/** Upstream failures in a row (from the proxy path) that mark a replica down until a poll succeeds. */
+export const PASSIVE_FAILURE_LIMIT = 3;
+const EVENT_LIMIT = 200;
+
+interface ReplicaRecord {
+  spec: ReplicaSpec;
+  health: ReplicaView['health'];
+  snapshotAt: number | null;
+  checkedAt: number | null;
+  lastError?: string;
+  waiting: number;
+  running: number;
+  kvUsage?: number;
+  residency: Map<string, Residency>;
+  llamaAdapters: LlamaAdapter[];
+  /** A router began a load here: registry entries seen after this are not start-up adapters. */
+  everLoaded: boolean;
+  inFlight: number;
+  inFlightByAdapter: Map<string, number>;
+  passiveFailures: number;
+}
+
+/**
+ * The fleet state in this process's memory: one per plugin-server process, shared by every
+ * plugin instance and every nginx worker of a Kong node. Async only to match the interface.
+ */
+export class MemoryFleetStore implements FleetStore {
+  private replicas = new Map<string, ReplicaRecord>();
+  private leases = new Map<string, Lease>();
+  private eventLog: FleetEvent[] = [];
+
+  async upsertReplica(spec: ReplicaSpec): Promise<void> {
+    const r = this.replicas.get(spec.url);
+    if (r) r.spec = { ...spec };
+    else {
+      this.replicas.set(spec.url, {
+        spec: { ...spec },
+        health: 'unknown',
+        snapshotAt: null,
+        checkedAt: null,
+        waiting: 0,
+        running: 0,
+        residency: new Map(),
+        llamaAdapters: [],
+        everLoaded: false,
+        inFlight: 0,
+        inFlightByAdapter: new Map(),
+        passiveFailures: 0,
+      });
+    }
+  }
+
+  async replicaSpecs(): Promise<ReplicaSpec[]> {
+    return [...this.replicas.values()].map((r) => ({ ...r.spec }));
+  }
+
+  async views(urls: readonly string[], adapter?: AdapterRef): Promise<ReplicaView[]> {
+    const out: ReplicaView[] = [];
+    for (const url of urls) {
+      const r = this.replicas.get(url);
+      if (r) out.push(view(r, adapter));
+    }
+    return out;
+  }
+
+  async applySnapshot(url: string, s: ReplicaSnapshot): Promise<void> {
+    const r = this.replicas.get(url);
+    if (!r) return;
+    r.checkedAt = s.at;
+    if (!s.ok) {
+      if (r.health !== 'down')
+        this.event({ at: s.at, url, adapter: '', op: 'replica-down', result: 'error', detail: s.error });
+      r.health = 'down';
+      r.lastError = s.error;
+      return;
+    }
+    if (r.health === 'down') this.event({ at: s.at, url, adapter: '', op: 'replica-up', result: 'ok' });
+    r.health = 'up';
+    r.lastError = undefined;
+    r.passiveFailures = 0;
+    r.snapshotAt = s.at;
+    if (s.load) {
+      r.waiting = s.load.waiting;
+      r.running = s.load.running;
+      r.kvUsage = s.load.kvUsage;
+    }
+    if (s.llamaAdapters) r.llamaAdapters = s.llamaAdapters.map((a) => ({ ...a }));
+    if (s.registry) this.reconcile(r, s.registry, s.at);
+  }
+
+  /** The replica's registry is the truth: adopt what appeared, forget what vanished. */
+  private reconcile(r: ReplicaRecord, registry: { name: string }[], at: number): void {
+    const present = new Set(registry.map((e) => e.name));
+    let vanished = 0;
+    for (const [name, res] of r.residency) {
+      if (present.has(name) || res.state === 'loading') continue;
+      // Gone: unloaded (ours finished, or someone else's), or the replica restarted.
+      if (res.state === 'loaded') vanished++;
+      r.residency.delete(name);
+    }
+    for (const name of present) {
+      if (r.residency.has(name)) continue;
+      // Registered before any router load: a start-up adapter. After: another router's load.
+      r.residency.set(name, { state: r.everLoaded ? 'loaded' : 'static', since: at, lastUsed: at });
+    }
+    if (vanished > 0) {
+      this.event({
+        at,
+        url: r.spec.url,
+        adapter: '',
+        op: 'replica-restart',
+        result: 'ok',
+        detail: `${vanished} loaded adapter(s) left the registry`,
+      });
+    }
+  }
+
+  async reportOutcome(url: string, ok: boolean, at: number): Promise<void> {
+    const r = this.replicas.get(url);
+    if (!r) return;
+    if (ok) {
+      r.passiveFailures = 0;
+      return;
+    }
+    r.passiveFailures++;
+    if (r.passiveFailures === PASSIVE_FAILURE_LIMIT && r.health !== 'down') {
+      r.health = 'down';
+      r.lastError = `${PASSIVE_FAILURE_LIMIT} upstream failures in a row`;
+      this.event({ at, url, adapter: '', op: 'replica-down', result: 'error', detail: r.lastError });
+    }
+  }
+
+  async residents(url: string): Promise<ResidentAdapter[]> {
+    const r = this.replicas.get(url);
+    if (!r) return [];
+    return [...r.residency].map(([name, res]) => ({
+      name,
+      ...res,
+      inFlight: r.inFlightByAdapter.get(name) ?? 0,
+    }));
+  }
+
+  async beginLoad(url: string, adapter: string, at: number): Promise<boolean> {
+    const r = this.replicas.get(url);
+    if (!r || r.residency.has(adapter)) return false;
+    r.residency.set(adapter, { state: 'loading', since: at, lastUsed: at });
+    r.everLoaded = true;
+    return true;
+  }
+
+  async finishLoad(url: string, adapter: string, ok: boolean, at: number): Promise<void> {
+    const res = this.replicas.get(url)?.residency;
+    const cur = res?.get(adapter);
+    if (!res || cur?.state !== 'loading') return;
+    if (ok) res.set(adapter, { state: 'loaded', since: at, lastUsed: at });
+    else res.delete(adapter);
+  }
+
+  async beginUnload(url: string, adapter: string, at: number): Promise<boolean> {
+    const r = this.replicas.get(url);
+    const cur = r?.residency.get(adapter);
+    if (!r || cur?.state !== 'loaded' || (r.inFlightByAdapter.get(adapter) ?? 0) > 0) return false;
+    r.residency.set(adapter, { ...cur, state: 'unloading', since: at });
+    return true;
+  }
+
+  async finishUnload(url: string, adapter: string, ok: boolean, at: number): Promise<void> {
+    const res = this.replicas.get(url)?.residency;
+    const cur = res?.get(adapter);
+    if (!res || cur?.state !== 'unloading') return;
+    if (ok) res.delete(adapter);
+    else res.set(adapter, { ...cur, state: 'loaded', since: at });
+  }
+
+  async touch(url: string, adapter: string, at: number): Promise<void> {
+    const cur = this.replicas.get(url)?.residency.get(adapter);
+    if (cur && cur.lastUsed < at) cur.lastUsed = at;
+  }
+
+  async acquire(lease: Lease): Promise<void> {
+    if (this.leases.has(lease.id)) return;
+    this.leases.set(lease.id, { ...lease });
+    const r = this.replicas.get(lease.url);
+    if (!r) return;
+    r.inFlight++;
+    if (lease.adapter !== null)
+      r.inFlightByAdapter.set(lease.adapter, (r.inFlightByAdapter.get(lease.adapter) ?? 0) + 1);
+  }
+
+  async release(leaseId: string, at: number): Promise<Lease | undefined> {
+    const lease = this.leases.get(leaseId);
+    if (!lease) return undefined;
+    this.leases.delete(leaseId);
+    this.drop(lease);
+    if (lease.adapter !== null) await this.touch(lease.url, lease.adapter, at);
+    return { ...lease };
+  }
+
+  async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {
+    const out: Lease[] = [];
+    // Map order is acquisition order, and `at` grows with it: stop at the first young lease.
+    for (const [id, lease] of this.leases) {
+      if (now - lease.at < maxAgeMs) break;
+      this.leases.delete(id);
+      this.drop(lease);
+      out.push({ ...lease });
+      this.event({
+        at: now,
+        url: lease.url,
+        adapter: lease.adapter ?? '',
+        op: 'lease-expired',
+        result: 'error',
+        detail: `lease ${id} held ${now - lease.at} ms`,
+      });
+    }
+    return out;
+  }
+
+  async inFlightTotal(): Promise<number> {
+    return this.leases.size;
+  }
+
+  async pushEvent(e: FleetEvent): Promise<void> {
+    this.event(e);
+  }
+
+  async events(limit: number): Promise<FleetEvent[]> {
+    return this.eventLog.slice(-limit).map((e) => ({ ...e }));
+  }
+
+  async dump(): Promise<FleetDump> {
+    return {
+      replicas: [...this.replicas.values()].map((r) => {
+        const { adapter: _none, ...v } = view(r);
+        return {
+          ...v,
+          adapters: [...r.residency].map(([name, res]) => ({
+            name,
+            ...res,
+            inFlight: r.inFlightByAdapter.get(name) ?? 0,
+          })),
+          llamaAdapters: r.llamaAdapters.map((a) => ({ ...a })),
+        };
+      }),
+    };
+  }
+
+  private drop(lease: Lease): void {
+    const r = this.replicas.get(lease.url);
+    if (!r) return;
+    r.inFlight--;
+    if (lease.adapter !== null) {
+      const n = (r.inFlightByAdapter.get(lease.adapter) ?? 1) - 1;
+      if (n > 0) r.inFlightByAdapter.set(lease.adapter, n);
+      else r.inFlightByAdapter.delete(lease.adapter);
+    }
+  }
+
+  private event(e: FleetEvent): void {
+    this.eventLog.push(e);
+    if (this.eventLog.length > EVENT_LIMIT) this.eventLog.splice(0, this.eventLog.length - EVENT_LIMIT);
+  }
+}
+
+function view(r: ReplicaRecord, adapter?: AdapterRef): ReplicaView {
+  let residentCount = 0;
+  for (const res of r.residency.values()) if (res.state !== 'static') residentCount++;
+  return {
+    url: r.spec.url,
+    backend: r.spec.backend,
+    priority: r.spec.priority,
+    health: r.health,
+    snapshotAt: r.snapshotAt,
+    checkedAt: r.checkedAt,
+    lastError: r.lastError,
+    waiting: r.waiting,
+    running: r.running,
+    kvUsage: r.kvUsage,
+    inFlight: r.inFlight,
+    residentCount,
+    adapter: adapter ? presence(r, adapter) : undefined,
+  };
+}
+
+function presence(r: ReplicaRecord, a: AdapterRef): AdapterPresence | undefined {
+  const inFlight = r.inFlightByAdapter.get(a.name) ?? 0;
+  if (r.spec.backend === 'llamacpp') {
+    const hit = a.path === undefined ? undefined : r.llamaAdapters.find((e) => samePath(e.path, a.path!));
+    return hit ? { state: 'static', lastUsed: 0, inFlight, llamaId: hit.id } : undefined;
+  }
+  const res = r.residency.get(a.name);
+  return res ? { state: res.state, lastUsed: res.lastUsed, inFlight } : undefined;
+}
+
+/** llama.cpp lists the path it was started with: match it whole, or by file name. */
+export function samePath(listed: string, configured: string): boolean {
+  return listed === configured || baseName(listed) === baseName(configured);
+}
+
+function baseName(p: string): string {
+  return p.slice(p.lastIndexOf('/') + 1);
+}

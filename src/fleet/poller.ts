@@ -1,0 +1,116 @@
+import type { Clock } from '../clock';
+import type { ReplicaApi } from '../backends/replica-api';
+import type { Logger } from '../log';
+import type { Random } from '../random';
+import type { FleetStore } from './store';
+import type { ReplicaSpec } from './types';
+
+export interface PollerOptions {
+  intervalMs: number;
+  /** Bound on one poll of one replica (its /metrics and registry calls together). */
+  timeoutMs: number;
+  /** Each interval varies by up to this fraction, so many Kong nodes do not poll in step. */
+  jitter: number;
+  /** In-flight leases older than this are reclaimed (their log phase never came). */
+  leaseMaxAgeMs: number;
+}
+
+export interface PollStats {
+  polls: number;
+  errors: number;
+}
+
+/**
+ * Keeps the store's snapshots fresh: every registered replica each interval, never two polls
+ * of one replica at once (a slow replica is skipped while its poll is still running).
+ */
+export class Poller {
+  private inFlight = new Map<string, Promise<void>>();
+  private cancel: (() => void) | null = null;
+  readonly stats: PollStats = { polls: 0, errors: 0 };
+  /** Called after each poll with its outcome, for metrics. */
+  onPoll: ((url: string, ok: boolean, ms: number) => void) | null = null;
+
+  constructor(
+    private readonly store: FleetStore,
+    private readonly api: ReplicaApi,
+    private readonly clock: Clock,
+    private options: PollerOptions,
+    private readonly random: Random,
+    private readonly log: Logger,
+  ) {}
+
+  get running(): boolean {
+    return this.cancel !== null;
+  }
+
+  configure(options: Partial<PollerOptions>): void {
+    this.options = { ...this.options, ...options };
+  }
+
+  start(): void {
+    if (this.cancel) return;
+    this.schedule();
+  }
+
+  stop(): void {
+    this.cancel?.();
+    this.cancel = null;
+  }
+
+  /** Polls one replica now, or joins the poll already under way. */
+  refresh(spec: ReplicaSpec): Promise<void> {
+    const running = this.inFlight.get(spec.url);
+    if (running) return running;
+    const p = this.poll(spec).finally(() => this.inFlight.delete(spec.url));
+    this.inFlight.set(spec.url, p);
+    return p;
+  }
+
+  /** One round over every registered replica. */
+  async pollAll(): Promise<void> {
+    const specs = await this.store.replicaSpecs();
+    await Promise.all(specs.filter((s) => !this.inFlight.has(s.url)).map((s) => this.refresh(s)));
+    const expired = await this.store.expireLeases(this.clock.now(), this.options.leaseMaxAgeMs);
+    for (const l of expired) {
+      this.log.warn(
+        `reclaimed in-flight lease ${l.id} (${l.adapter ?? 'base'} on ${l.url}): no log phase within ${this.options.leaseMaxAgeMs} ms`,
+      );
+    }
+  }
+
+  private schedule(): void {
+    const { intervalMs, jitter } = this.options;
+    const delay = intervalMs * (1 + jitter * (2 * this.random() - 1));
+    this.cancel = this.clock.after(delay, () => {
+      if (!this.cancel) return;
+      // The next round is timed from this one's start: a slow replica does not slow the rest.
+      this.schedule();
+      this.pollAll().catch((err: Error) => this.log.error(`poll round failed: ${err.message}`));
+    });
+  }
+
+  private async poll(spec: ReplicaSpec): Promise<void> {
+    const started = this.clock.now();
+    this.stats.polls++;
+    try {
+      const s = await this.api.scrape(spec, this.options.timeoutMs);
+      await this.store.applySnapshot(spec.url, {
+        at: this.clock.now(),
+        ok: true,
+        load: s.load,
+        registry: s.registry,
+        llamaAdapters: s.llamaAdapters,
+      });
+      this.onPoll?.(spec.url, true, this.clock.now() - started);
+    } catch (err) {
+      this.stats.errors++;
+      await this.store.applySnapshot(spec.url, {
+        at: this.clock.now(),
+        ok: false,
+        error: (err as Error).message,
+      });
+      this.onPoll?.(spec.url, false, this.clock.now() - started);
+    }
+  }
+}

@@ -1,0 +1,107 @@
+import type { ReplicaLoad } from '../metrics/replica-load';
+
+export type Backend = 'vllm' | 'llamacpp';
+
+/** A replica as configured: keyed by URL, which outlives Kong's plugin instances. */
+export interface ReplicaSpec {
+  url: string;
+  backend: Backend;
+  priority: number;
+}
+
+/**
+ * Residency of an adapter on a replica. `static`: registered at replica start, never
+ * unloaded. `loading`/`unloading`: a router call is under way. `loaded`: loaded at run time.
+ */
+export type ResidencyState = 'static' | 'loading' | 'loaded' | 'unloading';
+
+export interface Residency {
+  state: ResidencyState;
+  since: number;
+  lastUsed: number;
+}
+
+/** An adapter as a request names it: `path` locates it on llama.cpp replicas. */
+export interface AdapterRef {
+  name: string;
+  path?: string;
+}
+
+/** One entry of llama.cpp's `GET /lora-adapters`. */
+export interface LlamaAdapter {
+  id: number;
+  path: string;
+}
+
+/** The result of one poll of a replica. */
+export interface ReplicaSnapshot {
+  at: number;
+  ok: boolean;
+  error?: string;
+  load?: ReplicaLoad;
+  /** vLLM: adapters in /v1/models (name = card id, path = root). */
+  registry?: { name: string; path: string }[];
+  /** llama.cpp: adapters from /lora-adapters. */
+  llamaAdapters?: LlamaAdapter[];
+}
+
+/** An adapter's presence on one replica, as the scheduler sees it. */
+export interface AdapterPresence {
+  state: ResidencyState;
+  lastUsed: number;
+  inFlight: number;
+  /** llama.cpp: the adapter's id, for the request's `lora` field. */
+  llamaId?: number;
+}
+
+/**
+ * A replica as the scheduler sees it for one request: a plain copy, O(1) in the number of
+ * adapters, so a decision costs O(replicas) whatever the fleet holds.
+ */
+export interface ReplicaView {
+  url: string;
+  backend: Backend;
+  priority: number;
+  health: 'up' | 'down' | 'unknown';
+  /** Clock time of the last successful poll, or null. */
+  snapshotAt: number | null;
+  /** Clock time of the last poll attempt, successful or not, or null. */
+  checkedAt: number | null;
+  lastError?: string;
+  waiting: number;
+  running: number;
+  kvUsage?: number;
+  /** Requests this router (all its instances sharing the store) has in flight there. */
+  inFlight: number;
+  /** Non-static adapters occupying a slot (loading, loaded or unloading). */
+  residentCount: number;
+  /** The requested adapter on this replica, if resident in any state. */
+  adapter?: AdapterPresence;
+}
+
+/** An adapter resident on a replica, for eviction decisions and status. */
+export interface ResidentAdapter {
+  name: string;
+  state: ResidencyState;
+  since: number;
+  lastUsed: number;
+  inFlight: number;
+}
+
+/** An in-flight count held by one request from decision until its log phase. */
+export interface Lease {
+  id: string;
+  url: string;
+  adapter: string | null;
+  at: number;
+}
+
+export interface FleetEvent {
+  at: number;
+  url: string;
+  adapter: string;
+  op: 'load' | 'unload' | 'lease-expired' | 'replica-down' | 'replica-up' | 'replica-restart';
+  result: 'ok' | 'error';
+  ms?: number;
+  detail?: string;
+}

@@ -1,0 +1,94 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { FleetStore } from '../fleet/store';
+import { saturation, type SaturationPolicy } from '../fleet/saturation';
+import type { Clock } from '../clock';
+
+/**
+ * The router's own Prometheus metrics, served by lora-poller's `.../metrics` route. A registry
+ * per runtime (not prom-client's global one), so tests and several runtimes never collide.
+ */
+export class RouterMetrics {
+  readonly registry = new Registry();
+  readonly decisions: Counter<'stage'>;
+  readonly errors: Counter<'code'>;
+  readonly loads: Counter<'result'>;
+  readonly unloads: Counter<'result'>;
+  readonly loadSeconds: Histogram;
+  readonly pollErrors: Counter<'replica'>;
+  /** Saturation is reported with the policy of the last configured router. */
+  policy: SaturationPolicy = { targetWaitingPerReplica: 4, kvCeiling: 0.8 };
+
+  constructor(store: FleetStore, clock: Clock) {
+    const registers = [this.registry];
+    this.decisions = new Counter({
+      name: 'lora_router_decisions_total',
+      help: 'Routing decisions by the affinity stage that decided.',
+      labelNames: ['stage'],
+      registers,
+    });
+    this.errors = new Counter({
+      name: 'lora_router_errors_total',
+      help: 'Requests answered with an error by the router, by error code.',
+      labelNames: ['code'],
+      registers,
+    });
+    this.loads = new Counter({
+      name: 'lora_router_adapter_loads_total',
+      help: 'Adapter load calls by result.',
+      labelNames: ['result'],
+      registers,
+    });
+    this.unloads = new Counter({
+      name: 'lora_router_adapter_unloads_total',
+      help: 'Adapter unload calls by result.',
+      labelNames: ['result'],
+      registers,
+    });
+    this.loadSeconds = new Histogram({
+      name: 'lora_router_adapter_load_duration_seconds',
+      help: 'Duration of successful adapter load calls.',
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
+      registers,
+    });
+    this.pollErrors = new Counter({
+      name: 'lora_router_poll_errors_total',
+      help: 'Failed polls by replica.',
+      labelNames: ['replica'],
+      registers,
+    });
+    const policy = () => this.policy;
+    new Gauge({
+      name: 'lora_router_in_flight',
+      help: 'Requests routed and not yet logged, by replica.',
+      labelNames: ['replica'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const r of (await store.dump()).replicas) this.set({ replica: r.url }, r.inFlight);
+      },
+    });
+    new Gauge({
+      name: 'lora_router_replica_saturation',
+      help: 'max(waiting / target_waiting_per_replica, kv_usage / kv_ceiling) per replica; >= 1 is saturated.',
+      labelNames: ['replica'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const r of (await store.dump()).replicas) this.set({ replica: r.url }, saturation(r, policy()));
+      },
+    });
+    new Gauge({
+      name: 'lora_router_snapshot_age_seconds',
+      help: 'Age of the last successful poll of each replica (-1: never).',
+      labelNames: ['replica'],
+      registers,
+      async collect() {
+        this.reset();
+        const now = clock.now();
+        for (const r of (await store.dump()).replicas) {
+          this.set({ replica: r.url }, r.snapshotAt === null ? -1 : (now - r.snapshotAt) / 1000);
+        }
+      },
+    });
+  }
+}

@@ -1,0 +1,107 @@
+import { errors, RouterError } from '../errors';
+
+export type PathClass = 'admin' | 'models' | 'inference' | 'other';
+
+/** Replica routes no client may reach through the gateway: adapter management and the simulator's control API. */
+const ADMIN_SEGMENTS = [
+  '/v1/load_lora_adapter',
+  '/v1/unload_lora_adapter',
+  '/lora-adapters',
+  '/_sim/',
+  '/slots',
+];
+
+/**
+ * Classifies a request path. Matching is on the decoded, normalised path and anywhere in it,
+ * so a route prefix (`/llm/v1/load_lora_adapter`), a double slash or `%2F` does not slip by.
+ */
+export function classifyPath(rawPath: string): PathClass {
+  let path: string;
+  try {
+    path = decodeURIComponent(rawPath);
+  } catch {
+    path = rawPath;
+  }
+  path = path
+    .toLowerCase()
+    .replace(/\/{2,}/g, '/')
+    .replace(/\/\.(?=\/|$)/g, '');
+  const withSlash = path.endsWith('/') ? path : path + '/';
+  for (const seg of ADMIN_SEGMENTS) {
+    if (withSlash.includes(seg.endsWith('/') ? seg : seg + '/')) return 'admin';
+  }
+  if (/\/v1\/models\/?$/.test(path)) return 'models';
+  if (/\/v1\/(chat\/)?completions\/?$/.test(path)) return 'inference';
+  return 'other';
+}
+
+export interface ParsedBody {
+  /** The parsed JSON object, or null for an empty body. */
+  json: Record<string, unknown> | null;
+  model?: string;
+}
+
+/**
+ * Reads the request body Kong handed over. `undefined`/`null` for a request that has a body
+ * means Kong could not hand it over (spooled to a file past nginx's body buffer): 413.
+ */
+export function parseBody(
+  body: Buffer | string | null | undefined,
+  cls: PathClass,
+  maxBytes: number,
+): ParsedBody {
+  if (body === undefined || body === null) {
+    if (cls === 'inference') {
+      throw new RouterError(
+        413,
+        'invalid_request_error',
+        'request_too_large',
+        'The request body could not be read by the gateway: it is larger than the body buffer (raise nginx_http_client_body_buffer_size) or was not sent.',
+      );
+    }
+    return { json: null };
+  }
+  const size = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  if (size > maxBytes) throw errors.tooLarge(maxBytes);
+  if (size === 0) {
+    if (cls === 'inference') throw errors.badRequest('The request body is empty; expected a JSON object.');
+    return { json: null };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
+  } catch (err) {
+    const reason = err instanceof RangeError ? 'it is nested too deeply' : 'it is not valid JSON';
+    throw errors.badRequest(`The request body could not be parsed: ${reason}.`, 'invalid_json');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw errors.badRequest('The request body must be a JSON object.', 'invalid_json');
+  }
+  const json = value as Record<string, unknown>;
+  const model = json.model;
+  if (model !== undefined && typeof model !== 'string') {
+    throw errors.badRequest("'model' must be a string.", 'invalid_model');
+  }
+  if (cls === 'inference' && (model === undefined || model === '')) {
+    throw errors.badRequest("'model' is required.", 'invalid_model');
+  }
+  return { json, model };
+}
+
+/** The leading prompt text, for prefix affinity: chat messages' text or the completion prompt. */
+export function promptText(json: Record<string, unknown> | null, maxChars: number): string | undefined {
+  if (!json) return undefined;
+  let out = '';
+  const add = (s: unknown) => {
+    if (typeof s === 'string' && out.length < maxChars) out += s.slice(0, maxChars - out.length);
+  };
+  if (Array.isArray(json.messages)) {
+    for (const m of json.messages) {
+      if (out.length >= maxChars) break;
+      const c = (m as { content?: unknown } | null)?.content;
+      if (Array.isArray(c)) for (const part of c) add((part as { text?: unknown } | null)?.text);
+      else add(c);
+    }
+  } else if (typeof json.prompt === 'string') add(json.prompt);
+  return out || undefined;
+}

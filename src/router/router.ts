@@ -1,0 +1,274 @@
+import { AdapterCatalog, type Resolved } from '../adapters/catalog';
+import type { AdapterPolicy, EnsureOutcome } from '../adapters/manager';
+import { sleep } from '../clock';
+import type { RouterConfig } from '../config/router-schema';
+import { errors, RouterError } from '../errors';
+import type { AdapterRef, ReplicaSpec, ReplicaView } from '../fleet/types';
+import type { FleetRuntime } from '../runtime';
+import { SchedulingPipeline } from '../scheduler/pipeline';
+import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
+import { classifyPath, parseBody, promptText } from './request';
+
+export interface RouteRequest {
+  path: string;
+  /** What `kong.request.get_raw_body()` returned. */
+  body: Buffer | string | null | undefined;
+}
+
+export type RouteOutcome =
+  | { kind: 'respond'; status: number; body: unknown; headers: Record<string, string> }
+  | {
+      kind: 'proxy';
+      url: string;
+      host: string;
+      port: number;
+      leaseId: string;
+      stage: Stage;
+      adapter: string | null;
+      /** Rewritten body (llama.cpp: the adapter's `lora` field), if any. */
+      body?: string;
+      ensure?: EnsureOutcome;
+    };
+
+/** Kept in `kong.ctx.shared` from access to log: what the log phase needs, and what other plugins may read. */
+export interface DecisionRecord {
+  lease: string;
+  replica: string;
+  stage: Stage;
+  adapter: string | null;
+}
+
+const PROMPT_CHARS = 4096;
+
+/**
+ * The request path for one plugin configuration: classify, schedule, ensure the adapter,
+ * pick the target. Everything shared (fleet state, loads, polling) lives in the runtime;
+ * this object only holds what its config implies, so Kong may create and drop it freely.
+ */
+export class RouterService {
+  readonly catalog: AdapterCatalog;
+  private readonly pipeline: SchedulingPipeline;
+  private readonly specs: ReplicaSpec[];
+  private readonly urls: string[];
+  private readonly policy: SchedulingPolicy;
+  private readonly adapterPolicy: AdapterPolicy;
+  private readonly ready: Promise<void>;
+  private seq = 0;
+
+  constructor(
+    readonly config: RouterConfig,
+    private readonly rt: FleetRuntime,
+  ) {
+    this.catalog = new AdapterCatalog({
+      baseModel: config.base_model,
+      adapters: config.adapters,
+      pathTemplate: config.adapter_path_template,
+      namePattern: config.adapter_name_pattern,
+    });
+    const w = config.scorer_weights;
+    this.pipeline = new SchedulingPipeline({
+      filters: ['eligibility', 'health', 'adapter-affinity', 'pool-priority'],
+      scorers: [
+        { name: 'queue', weight: w.queue },
+        { name: 'kv-cache', weight: w.kv_cache },
+        { name: 'in-flight', weight: w.in_flight },
+        { name: 'prefix', weight: w.prefix },
+      ],
+      picker: config.picker,
+    });
+    this.specs = config.replicas.map((r) => ({ url: r.url, backend: r.backend, priority: r.priority }));
+    this.urls = this.specs.map((s) => s.url);
+    this.policy = {
+      saturation: {
+        targetWaitingPerReplica: config.target_waiting_per_replica,
+        kvCeiling: config.kv_ceiling,
+      },
+      maxLoadedAdapters: config.max_loaded_adapters,
+      staleAfterMs: config.stale_after_ms,
+    };
+    this.adapterPolicy = {
+      maxLoadedAdapters: config.max_loaded_adapters,
+      loadTimeoutMs: config.load_timeout_ms,
+      queueTimeoutMs: config.queue_timeout_ms,
+      backoffBaseMs: config.backoff_base_ms,
+      backoffMaxMs: config.backoff_max_ms,
+      isStatic: (name) => this.catalog.isStatic(name),
+    };
+    rt.metrics.policy = this.policy.saturation;
+    rt.poller.configure({ leaseMaxAgeMs: config.lease_max_age_ms });
+    this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
+      // Polling is what keeps decisions fresh: start it here too, in case lora-poller
+      // runs in another process (or not at all).
+      rt.poller.start();
+    });
+  }
+
+  async route(req: RouteRequest): Promise<RouteOutcome> {
+    try {
+      return await this.decide(req);
+    } catch (err) {
+      const e =
+        err instanceof RouterError
+          ? err
+          : new RouterError(
+              500,
+              'server_error',
+              'router_error',
+              'The LoRA router failed on this request; see the gateway error log.',
+            );
+      if (!(err instanceof RouterError))
+        this.rt.log.error(`route failed: ${(err as Error).stack ?? String(err)}`);
+      this.rt.metrics.errors.inc({ code: e.code });
+      return { kind: 'respond', status: e.status, body: e.body(), headers: e.headers() };
+    }
+  }
+
+  /** Log phase: gives the request's in-flight lease back (once) and records passive health. */
+  async finish(leaseId: string, status: number | undefined): Promise<boolean> {
+    const now = this.rt.clock.now();
+    const lease = await this.rt.store.release(leaseId, now);
+    if (!lease) return false;
+    // 502/504 from Kong: the replica refused, reset or timed out; any 5xx counts against it.
+    if (status !== undefined) await this.rt.store.reportOutcome(lease.url, status < 500, now);
+    return true;
+  }
+
+  private async decide(req: RouteRequest): Promise<RouteOutcome> {
+    const cls = classifyPath(req.path);
+    if (cls === 'admin') {
+      throw errors.forbidden('This path manages the replicas and is not available through the gateway.');
+    }
+    await this.ready;
+    if (cls === 'models')
+      return {
+        kind: 'respond',
+        status: 200,
+        body: await this.modelList(),
+        headers: { 'Content-Type': 'application/json' },
+      };
+    const parsed = parseBody(req.body, cls, this.config.max_body_bytes);
+    const resolved: Resolved = this.catalog.resolve(parsed.model);
+    const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
+    const ctx: SchedulingContext = { now: this.rt.clock.now(), policy: this.policy, random: this.rt.random };
+    let views = await this.rt.store.views(this.urls, adapter);
+    views = await this.refreshIfStale(views, adapter);
+    ctx.now = this.rt.clock.now();
+    // From here to the claim nothing awaits: the next request sees this one's placement.
+    if (adapter) this.rt.manager.overlayClaims(views, adapter.name);
+    const decision = this.pipeline.schedule(
+      { kind: resolved.kind, adapter, prompt: promptText(parsed.json, PROMPT_CHARS) },
+      views,
+      ctx,
+    );
+    if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
+    const claim =
+      resolved.kind === 'on-demand' && !decision.replica.holder ? resolved.adapter.name : undefined;
+    if (claim) this.rt.manager.claim(decision.replica.url, claim);
+    try {
+      return await this.admit(decision, resolved, parsed.json);
+    } finally {
+      if (claim) this.rt.manager.unclaim(decision.replica.url, claim);
+    }
+  }
+
+  /** Takes the lease, makes sure the adapter is there, and shapes the proxied request. */
+  private async admit(
+    decision: Decision,
+    resolved: Resolved,
+    json: Record<string, unknown> | null,
+  ): Promise<RouteOutcome> {
+    const replica = decision.replica;
+    const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
+    const leaseId = `${this.rt.leasePrefix}-${(this.seq++).toString(36)}`;
+    await this.rt.store.acquire({
+      id: leaseId,
+      url: replica.url,
+      adapter: adapterName,
+      at: this.rt.clock.now(),
+    });
+    let ensure: EnsureOutcome | undefined;
+    try {
+      const state = replica.adapter?.state;
+      if (resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static') {
+        ensure = await this.rt.manager.ensure(replica.url, resolved.adapter, this.adapterPolicy);
+      }
+    } catch (err) {
+      await this.rt.store.release(leaseId, this.rt.clock.now());
+      throw err;
+    }
+    this.rt.metrics.decisions.inc({ stage: decision.stage });
+    let body: string | undefined;
+    if (replica.backend === 'llamacpp' && json) {
+      // llama.cpp selects adapters by id per request; unlisted adapters get scale 0, so a
+      // base-model request carries an empty list.
+      const id = replica.adapter?.llamaId;
+      try {
+        body = JSON.stringify({ ...json, lora: id === undefined ? [] : [{ id, scale: 1.0 }] });
+      } catch {
+        await this.rt.store.release(leaseId, this.rt.clock.now());
+        throw errors.badRequest('The request body is nested too deeply.', 'invalid_json');
+      }
+    }
+    const u = new URL(replica.url);
+    return {
+      kind: 'proxy',
+      url: replica.url,
+      host: u.hostname.replace(/^\[|\]$/g, ''),
+      port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)),
+      leaseId,
+      stage: decision.stage,
+      adapter: adapterName,
+      body,
+      ensure,
+    };
+  }
+
+  /**
+   * A replica with no fresh snapshot and no recent poll attempt (no poller in this process
+   * yet, or it just started): poll it now rather than route blind. Single flight per replica
+   * in the poller; bounded by `refresh_timeout_ms`.
+   */
+  private async refreshIfStale(views: ReplicaView[], adapter?: AdapterRef): Promise<ReplicaView[]> {
+    const now = this.rt.clock.now();
+    const stale = (t: number | null) => t === null || now - t > this.config.stale_after_ms;
+    const need = views.filter((v) => stale(v.snapshotAt) && stale(v.checkedAt));
+    if (need.length === 0) return views;
+    const specs = need.map((v) => this.specs.find((s) => s.url === v.url)!);
+    await Promise.race([
+      Promise.all(specs.map((s) => this.rt.poller.refresh(s))),
+      sleep(this.rt.clock, this.config.refresh_timeout_ms),
+    ]);
+    return this.rt.store.views(this.urls, adapter);
+  }
+
+  /** What the fleet can serve, in vLLM's `/v1/models` format: one replica would list only its own. */
+  private async modelList(): Promise<unknown> {
+    const created = Math.floor(Date.now() / 1000);
+    const card = (id: string, root: string | null, parent: string | null) => ({
+      id,
+      object: 'model',
+      created,
+      owned_by: 'kong-lora-router',
+      root,
+      parent,
+      max_model_len: null,
+    });
+    const base = this.config.base_model ?? null;
+    const data = base ? [card(base, base, null)] : [];
+    const seen = new Set<string>(base ? [base] : []);
+    for (const a of this.catalog.registered()) {
+      seen.add(a.name);
+      data.push(card(a.name, a.path ?? null, base));
+    }
+    const dump = await this.rt.store.dump();
+    for (const r of dump.replicas) {
+      if (!this.urls.includes(r.url)) continue;
+      for (const a of r.adapters) {
+        if (seen.has(a.name) || a.state === 'unloading') continue;
+        seen.add(a.name);
+        data.push(card(a.name, null, base));
+      }
+    }
+    return { object: 'list', data };
+  }
+}

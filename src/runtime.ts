@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import { AdapterManager } from './adapters/manager';
+import { HttpReplicaApi } from './backends/http-replica-api';
+import type { ReplicaApi } from './backends/replica-api';
+import { systemClock, type Clock } from './clock';
+import { MemoryFleetStore } from './fleet/memory-store';
+import { Poller, type PollerOptions } from './fleet/poller';
+import type { FleetStore } from './fleet/store';
+import { stderrLogger, type Logger } from './log';
+import { RouterMetrics } from './metrics/router-metrics';
+import { seededRandom, type Random } from './random';
+
+export interface RuntimeOptions {
+  clock?: Clock;
+  store?: FleetStore;
+  api?: ReplicaApi;
+  log?: Logger;
+  seed?: number;
+  poller?: Partial<PollerOptions>;
+}
+
+export const defaultPollerOptions: PollerOptions = {
+  intervalMs: 500,
+  timeoutMs: 1000,
+  jitter: 0.1,
+  leaseMaxAgeMs: 600_000,
+};
+
+/**
+ * What one process shares across plugin instances: the fleet store, the adapter manager,
+ * the poller and the metrics. Keyed by replica URL inside, so instances Kong creates and
+ * closes on config changes all see the same fleet.
+ */
+export class FleetRuntime {
+  readonly clock: Clock;
+  readonly store: FleetStore;
+  readonly api: ReplicaApi;
+  readonly log: Logger;
+  readonly random: Random;
+  readonly manager: AdapterManager;
+  readonly poller: Poller;
+  readonly metrics: RouterMetrics;
+  /** Prefix of this process's lease ids: unique across processes sharing a store. */
+  readonly leasePrefix = randomBytes(4).toString('hex');
+
+  constructor(o: RuntimeOptions = {}) {
+    this.clock = o.clock ?? systemClock;
+    this.store = o.store ?? new MemoryFleetStore();
+    this.api = o.api ?? new HttpReplicaApi();
+    this.log = o.log ?? stderrLogger;
+    this.random = seededRandom(o.seed ?? Date.now() ^ process.pid);
+    this.metrics = new RouterMetrics(this.store, this.clock);
+    this.manager = new AdapterManager(this.store, this.api, this.clock, this.log);
+    this.manager.onCall = (r) => {
+      const counter = r.op === 'load' ? this.metrics.loads : this.metrics.unloads;
+      counter.inc({ result: r.ok ? 'ok' : 'error' });
+      if (r.op === 'load' && r.ok) this.metrics.loadSeconds.observe(r.ms / 1000);
+    };
+    this.poller = new Poller(
+      this.store,
+      this.api,
+      this.clock,
+      { ...defaultPollerOptions, ...o.poller },
+      this.random,
+      this.log,
+    );
+    this.poller.onPoll = (url, ok) => {
+      if (!ok) this.metrics.pollErrors.inc({ replica: url });
+    };
+  }
+
+  stop(): void {
+    this.poller.stop();
+  }
+}
+
+let processRuntime: FleetRuntime | undefined;
+
+/** The runtime of this plugin-server process, created on first use. */
+export function sharedRuntime(): FleetRuntime {
+  processRuntime ??= new FleetRuntime();
+  return processRuntime;
+}

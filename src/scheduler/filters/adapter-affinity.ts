@@ -1,0 +1,20 @@
+import type { Filter } from '../types';
+
+/**
+ * The routing rule. Holders of the adapter (loaded or loading) while one is not saturated;
+ * failing that, replicas with a free adapter slot that are not saturated; failing that, all.
+ * Strict, because a miss costs a load; yet it yields to load, which is how a hot adapter
+ * spreads to a second replica. Base-model and static-adapter requests skip it.
+ */
+export const adapterAffinity: Filter = {
+  name: 'adapter-affinity',
+  filter(req, candidates, ctx) {
+    if (req.kind !== 'on-demand') return { kept: candidates, stage: req.kind };
+    const holders = candidates.filter((c) => c.holder && c.saturation < 1);
+    if (holders.length > 0) return { kept: holders, stage: 'holder' };
+    const max = ctx.policy.maxLoadedAdapters;
+    const free = candidates.filter((c) => !c.holder && c.residentCount < max && c.saturation < 1);
+    if (free.length > 0) return { kept: free, stage: 'free' };
+    return { kept: candidates, stage: 'any' };
+  },
+};

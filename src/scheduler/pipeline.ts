@@ -1,0 +1,126 @@
+import { saturation } from '../fleet/saturation';
+import type { ReplicaView } from '../fleet/types';
+import { adapterAffinity } from './filters/adapter-affinity';
+import { eligibility } from './filters/eligibility';
+import { health } from './filters/health';
+import { poolPriority } from './filters/pool-priority';
+import { maxScore } from './pickers/max-score';
+import { powerOfTwo } from './pickers/p2c';
+import { inFlight } from './scorers/in-flight';
+import { kvCache } from './scorers/kv-cache';
+import { prefixScorer } from './scorers/prefix';
+import { queue } from './scorers/queue';
+import type {
+  Candidate,
+  Decision,
+  Filter,
+  Picker,
+  Scorer,
+  SchedulingContext,
+  SchedulingRequest,
+  Stage,
+} from './types';
+
+/** A scheduling profile as data: which units, in which order, with which weights. */
+export interface PipelineConfig {
+  filters: string[];
+  scorers: { name: string; weight: number }[];
+  picker: string;
+}
+
+export const defaultPipeline: PipelineConfig = {
+  filters: ['eligibility', 'health', 'adapter-affinity', 'pool-priority'],
+  scorers: [
+    { name: 'queue', weight: 2 },
+    { name: 'kv-cache', weight: 2 },
+    { name: 'in-flight', weight: 2 },
+    { name: 'prefix', weight: 1 },
+  ],
+  picker: 'p2c',
+};
+
+const FILTERS: Record<string, Filter> = {
+  eligibility,
+  health,
+  'adapter-affinity': adapterAffinity,
+  'pool-priority': poolPriority,
+};
+/** Factories: a stateful scorer (the prefix index) belongs to one pipeline. */
+const SCORERS: Record<string, () => Scorer> = {
+  queue: () => queue,
+  'kv-cache': () => kvCache,
+  'in-flight': () => inFlight,
+  prefix: () => prefixScorer(),
+};
+const PICKERS: Record<string, Picker> = { p2c: powerOfTwo, 'max-score': maxScore };
+
+export const unitNames = {
+  filters: Object.keys(FILTERS),
+  scorers: Object.keys(SCORERS),
+  pickers: Object.keys(PICKERS),
+};
+
+/** filters -> weighted scorers -> picker, over a snapshot of the fleet; pure but for the prefix index. */
+export class SchedulingPipeline {
+  private readonly filters: Filter[];
+  private readonly scorers: { scorer: Scorer; weight: number }[];
+  private readonly picker: Picker;
+  private readonly weightTotal: number;
+
+  constructor(config: PipelineConfig = defaultPipeline) {
+    this.filters = config.filters.map((n) => lookup(FILTERS, n, 'filter'));
+    this.scorers = config.scorers
+      .filter((s) => s.weight > 0)
+      .map((s) => ({ scorer: lookup(SCORERS, s.name, 'scorer')(), weight: s.weight }));
+    this.picker = lookup(PICKERS, config.picker, 'picker');
+    this.weightTotal = this.scorers.reduce((n, s) => n + s.weight, 0);
+  }
+
+  /** The decision, or null when no replica can serve the request at all. */
+  schedule(req: SchedulingRequest, views: readonly ReplicaView[], ctx: SchedulingContext): Decision | null {
+    let candidates = views.map((v) => toCandidate(v, ctx));
+    const trail: Decision['filters'] = [];
+    let stage: Stage = req.kind === 'on-demand' ? 'any' : req.kind;
+    for (const f of this.filters) {
+      const r = f.filter(req, candidates, ctx);
+      candidates = r.kept;
+      if (r.stage) stage = r.stage;
+      trail.push({ name: f.name, kept: candidates.length });
+      if (candidates.length === 0) return null;
+    }
+    const scored = candidates.map((candidate) => ({ candidate, score: 0 }));
+    if (this.weightTotal > 0 && candidates.length > 1) {
+      for (const { scorer, weight } of this.scorers) {
+        const s = scorer.score(req, candidates, ctx);
+        for (let i = 0; i < scored.length; i++) scored[i]!.score += weight * clamp01(s[i] ?? 0);
+      }
+      for (const s of scored) s.score /= this.weightTotal;
+    }
+    const chosen = this.picker.pick(scored, ctx).candidate;
+    for (const { scorer } of this.scorers) scorer.observe?.(req, chosen, ctx);
+    const scores: Record<string, number> = {};
+    for (const s of scored) scores[s.candidate.url] = s.score;
+    return { replica: chosen, stage, scores, filters: trail };
+  }
+}
+
+export function toCandidate(v: ReplicaView, ctx: SchedulingContext): Candidate {
+  const p = v.adapter;
+  return {
+    ...v,
+    saturation: saturation(v, ctx.policy.saturation),
+    stale: v.snapshotAt === null || ctx.now - v.snapshotAt > ctx.policy.staleAfterMs,
+    holder: p !== undefined && p.state !== 'unloading',
+  };
+}
+
+function clamp01(x: number): number {
+  return x > 1 ? 1 : x > 0 ? x : 0;
+}
+
+function lookup<T>(table: Record<string, T>, name: string, what: string): T {
+  const unit = table[name];
+  if (unit === undefined)
+    throw new Error(`unknown ${what} "${name}" (known: ${Object.keys(table).join(', ')})`);
+  return unit;
+}

@@ -1,0 +1,64 @@
+import type { Scorer } from '../types';
+
+export interface PrefixOptions {
+  /** Characters per block (about 64 tokens). */
+  blockChars: number;
+  /** Leading blocks considered. */
+  maxBlocks: number;
+  /** Blocks remembered; least recently used forgotten first. */
+  capacity: number;
+}
+
+/**
+ * Approximate prefix-cache affinity: hashes the prompt's leading blocks (chained, so a block
+ * hash names its whole prefix, and seeded with the adapter, whose KV differs) and remembers
+ * which replica served each recently. A replica scores the share of leading blocks it served
+ * last. The index is bounded: an LRU of `capacity` block hashes.
+ */
+export function prefixScorer(options: Partial<PrefixOptions> = {}): Scorer {
+  const o: PrefixOptions = { blockChars: 256, maxBlocks: 16, capacity: 65536, ...options };
+  const owner = new Map<number, string>();
+
+  const blocks = (adapter: string, prompt: string): number[] => {
+    const out: number[] = [];
+    let h = fnv1a(0x811c9dc5, adapter);
+    for (let i = 0; i + o.blockChars <= prompt.length && out.length < o.maxBlocks; i += o.blockChars) {
+      h = fnv1a(h, prompt.slice(i, i + o.blockChars));
+      out.push(h);
+    }
+    return out;
+  };
+
+  return {
+    name: 'prefix',
+    kind: 'affinity',
+    score(req, candidates) {
+      if (!req.prompt) return candidates.map(() => 0);
+      const hs = blocks(req.adapter?.name ?? '', req.prompt);
+      if (hs.length === 0) return candidates.map(() => 0);
+      return candidates.map((c) => {
+        let n = 0;
+        // Leading blocks only: a cache hit needs the whole prefix before it.
+        while (n < hs.length && owner.get(hs[n]!) === c.url) n++;
+        return n / hs.length;
+      });
+    },
+    observe(req, chosen) {
+      if (!req.prompt) return;
+      for (const h of blocks(req.adapter?.name ?? '', req.prompt)) {
+        owner.delete(h);
+        owner.set(h, chosen.url);
+      }
+      while (owner.size > o.capacity) owner.delete(owner.keys().next().value!);
+    },
+  };
+}
+
+function fnv1a(seed: number, s: string): number {
+  let h = seed >>> 0;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}

@@ -1,0 +1,84 @@
+import type { SaturationPolicy } from '../fleet/saturation';
+import type { AdapterRef, ReplicaView } from '../fleet/types';
+import type { Random } from '../random';
+
+/**
+ * base: the base model (no adapter). static: an adapter registered at replica start (only its
+ * holders can serve it). on-demand: an adapter the router may load where it is missing.
+ */
+export type RequestKind = 'base' | 'static' | 'on-demand';
+
+export interface SchedulingRequest {
+  kind: RequestKind;
+  adapter?: AdapterRef;
+  /** Leading prompt text, for the prefix-affinity scorer. */
+  prompt?: string;
+}
+
+/** A replica under consideration, with what every unit needs precomputed once. */
+export interface Candidate extends ReplicaView {
+  saturation: number;
+  /** No successful poll within `staleAfterMs`: load figures unknown, not idle. */
+  stale: boolean;
+  /** Holds the adapter (static, loaded or loading): no load needed. */
+  holder: boolean;
+}
+
+export interface SchedulingPolicy {
+  saturation: SaturationPolicy;
+  /** Non-static adapters a vLLM replica may hold; 0 = the router never loads. */
+  maxLoadedAdapters: number;
+  staleAfterMs: number;
+}
+
+export interface SchedulingContext {
+  now: number;
+  policy: SchedulingPolicy;
+  random: Random;
+}
+
+/** Which stage of the adapter-affinity rule decided, or why it was skipped. */
+export type Stage = 'holder' | 'free' | 'any' | 'base' | 'static';
+
+export interface FilterResult {
+  kept: Candidate[];
+  stage?: Stage;
+}
+
+/** Returns a subset of the candidates, without side effects (llm-d's Filter). */
+export interface Filter {
+  readonly name: string;
+  filter(req: SchedulingRequest, candidates: Candidate[], ctx: SchedulingContext): FilterResult;
+}
+
+/**
+ * Scores each candidate in [0, 1] (clamped by the pipeline, so weights compose predictably).
+ * `affinity` scorers pull toward the same replica again, `distribution` ones spread load.
+ */
+export interface Scorer {
+  readonly name: string;
+  readonly kind: 'affinity' | 'distribution';
+  score(req: SchedulingRequest, candidates: Candidate[], ctx: SchedulingContext): number[];
+  /** Learns from the decision (prefix index); optional. */
+  observe?(req: SchedulingRequest, chosen: Candidate, ctx: SchedulingContext): void;
+}
+
+export interface Scored {
+  candidate: Candidate;
+  score: number;
+}
+
+/** Turns scored candidates (never empty) into the choice. */
+export interface Picker {
+  readonly name: string;
+  pick(scored: Scored[], ctx: SchedulingContext): Scored;
+}
+
+export interface Decision {
+  replica: Candidate;
+  stage: Stage;
+  /** Weighted score of each scored candidate, by URL. */
+  scores: Record<string, number>;
+  /** Candidates left after each filter, in order. */
+  filters: { name: string; kept: number }[];
+}

@@ -1,0 +1,167 @@
+import { AdapterManager, type AdapterPolicy } from '../../src/adapters/manager';
+import { BackendError } from '../../src/backends/errors';
+import { AdapterNotFoundError } from '../../src/backends/http-replica-api';
+import type { LoadOutcome, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
+import { sleep, VirtualClock } from '../../src/clock';
+import { RouterError } from '../../src/errors';
+import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import { silentLogger } from '../../src/log';
+
+const U = 'http://r1:8000';
+
+/** A unit-test stand-in for the replica API: loads take `loadMs` of virtual time. */
+class FakeApi implements ReplicaApi {
+  calls: string[] = [];
+  failNext: Error[] = [];
+  constructor(
+    private clock: VirtualClock,
+    private loadMs = 100,
+  ) {}
+  async scrape(): Promise<never> {
+    throw new Error('not used');
+  }
+  async loadAdapter(_url: string, name: string): Promise<LoadOutcome> {
+    this.calls.push(`load ${name}`);
+    await sleep(this.clock, this.loadMs);
+    const f = this.failNext.shift();
+    if (f) throw f;
+    return 'loaded';
+  }
+  async unloadAdapter(_url: string, name: string): Promise<UnloadOutcome> {
+    this.calls.push(`unload ${name}`);
+    return 'unloaded';
+  }
+}
+
+const policy = (over: Partial<AdapterPolicy> = {}): AdapterPolicy => ({
+  maxLoadedAdapters: 2,
+  loadTimeoutMs: 1000,
+  queueTimeoutMs: 500,
+  backoffBaseMs: 1000,
+  backoffMaxMs: 8000,
+  isStatic: () => false,
+  ...over,
+});
+
+async function setup(loadMs = 100) {
+  const clock = new VirtualClock();
+  const store = new MemoryFleetStore();
+  await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+  await store.applySnapshot(U, { at: 0, ok: true, registry: [{ name: 'boot', path: '/a/boot' }] });
+  const api = new FakeApi(clock, loadMs);
+  const mgr = new AdapterManager(store, api, clock, silentLogger);
+  const ensure = (name: string, p = policy()) => mgr.ensure(U, { name, path: `/adapters/${name}` }, p);
+  const settle = async <T>(p: Promise<T>): Promise<T> => {
+    await clock.run();
+    return p;
+  };
+  return { clock, store, api, mgr, ensure, settle };
+}
+
+const caught = async (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e as RouterError,
+  );
+
+describe('AdapterManager', () => {
+  it('loads a cold adapter once for many concurrent callers; later calls are hits', async () => {
+    const { api, ensure, clock, store } = await setup();
+    const all = Promise.all(Array.from({ length: 50 }, () => ensure('a')));
+    await clock.run();
+    const outcomes = await all;
+    expect(api.calls).toEqual(['load a']);
+    expect(outcomes.filter((o) => o === 'loaded')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === 'joined')).toHaveLength(49);
+    expect(await ensure('a')).toBe('hit');
+    expect((await store.residents(U)).find((r) => r.name === 'a')!.state).toBe('loaded');
+  });
+
+  it('unloads the least recently used idle adapter to make room, never a static one', async () => {
+    const { api, ensure, settle, store, clock } = await setup();
+    await settle(ensure('a'));
+    await settle(ensure('b'));
+    await store.touch(U, 'a', clock.now() + 1); // b is now the least recently used
+    await settle(ensure('c'));
+    expect(api.calls).toEqual(['load a', 'load b', 'unload b', 'load c']);
+    expect((await store.residents(U)).map((r) => r.name).sort()).toEqual(['a', 'boot', 'c']);
+  });
+
+  it('never unloads an adapter with requests in flight; waits for one to go idle', async () => {
+    const { api, ensure, settle, store, clock } = await setup();
+    await settle(ensure('a'));
+    await settle(ensure('b'));
+    await store.acquire({ id: 'La', url: U, adapter: 'a', at: 0 });
+    await store.acquire({ id: 'Lb', url: U, adapter: 'b', at: 0 });
+    const pending = ensure('c');
+    await clock.run(clock.now() + 200);
+    expect(api.calls).toEqual(['load a', 'load b']);
+    await store.release('Lb', clock.now());
+    await clock.run();
+    expect(await pending).toBe('loaded');
+    expect(api.calls).toEqual(['load a', 'load b', 'unload b', 'load c']);
+  });
+
+  it('fails with a retryable 503 when no adapter goes idle within the queue timeout', async () => {
+    const { ensure, settle, store, api } = await setup();
+    await settle(ensure('a'));
+    await settle(ensure('b'));
+    await store.acquire({ id: 'La', url: U, adapter: 'a', at: 0 });
+    await store.acquire({ id: 'Lb', url: U, adapter: 'b', at: 0 });
+    const err = await settle(caught(ensure('c')));
+    expect(err).toBeInstanceOf(RouterError);
+    expect([err!.status, err!.code, err!.retryAfterS]).toEqual([503, 'adapter_slots_busy', 1]);
+    expect(api.calls).not.toContain('load c');
+  });
+
+  it('does not count configured static adapters against the limit, nor evict them', async () => {
+    const { ensure, settle, api } = await setup();
+    const p = policy({ maxLoadedAdapters: 1, isStatic: (n) => n === 'pinned' });
+    await settle(ensure('a', p));
+    await settle(ensure('b', p));
+    expect(api.calls).toEqual(['load a', 'unload a', 'load b']);
+  });
+
+  it('reports a failed load with the replica message (502) and backs off exponentially per adapter', async () => {
+    const { ensure, settle, api, clock } = await setup();
+    api.failNext.push(new BackendError('http', 'LoRA rank 128 is greater than max_lora_rank 64.', 400));
+    let err = await settle(caught(ensure('a')));
+    expect([err!.status, err!.code]).toEqual([502, 'adapter_load_failed']);
+    expect(err!.message).toMatch(/max_lora_rank 64/);
+    err = await settle(caught(ensure('a')));
+    expect([err!.status, err!.code, err!.retryAfterS]).toEqual([503, 'adapter_load_backoff', 1]);
+    expect(api.calls).toEqual(['load a']); // no second attempt inside the window
+    await clock.run(clock.now() + 1000);
+    api.failNext.push(new BackendError('timeout', 'no answer'));
+    await settle(caught(ensure('a')));
+    expect(api.calls).toEqual(['load a', 'load a']);
+    await clock.run(clock.now() + 1500); // second failure: 2 s window
+    expect((await settle(caught(ensure('a'))))!.code).toBe('adapter_load_backoff');
+    await clock.run(clock.now() + 600);
+    expect(await settle(ensure('a'))).toBe('loaded');
+    expect(await ensure('a')).toBe('hit');
+  });
+
+  it('answers 404 when the replica has no adapter at the path (the client asked for an unknown adapter)', async () => {
+    const { ensure, settle, api, store } = await setup();
+    api.failNext.push(new AdapterNotFoundError('Loading lora a failed: No adapter found for /adapters/a'));
+    const err = await settle(caught(ensure('a')));
+    expect([err!.status, err!.code]).toEqual([404, 'model_not_found']);
+    expect((await store.residents(U)).map((r) => r.name)).toEqual(['boot']);
+  });
+
+  it('gives every concurrent caller the same failure', async () => {
+    const { ensure, clock, api } = await setup();
+    api.failNext.push(new BackendError('connect', 'ECONNREFUSED'));
+    const all = Promise.all(Array.from({ length: 5 }, () => caught(ensure('a'))));
+    await clock.run();
+    expect((await all).map((e) => e!.code)).toEqual(Array(5).fill('adapter_load_failed'));
+    expect(api.calls).toEqual(['load a']);
+  });
+
+  it('refuses to load an adapter without a path', async () => {
+    const { mgr } = await setup();
+    const err = await caught(mgr.ensure(U, { name: 'nopath' }, policy()));
+    expect(err!.code).toBe('adapter_load_failed');
+  });
+});

@@ -1,0 +1,76 @@
+import { AdapterCatalog, DEFAULT_NAME_PATTERN } from '../../src/adapters/catalog';
+import { RouterError } from '../../src/errors';
+
+const catalog = (template?: string) =>
+  new AdapterCatalog({
+    baseModel: 'base',
+    adapters: [
+      { name: 'sql', path: '/adapters/sql', static: false },
+      { name: 'pinned', path: '/adapters/pinned', static: true },
+    ],
+    pathTemplate: template,
+    namePattern: DEFAULT_NAME_PATTERN,
+  });
+
+function refused(fn: () => unknown): RouterError {
+  try {
+    fn();
+  } catch (e) {
+    return e as RouterError;
+  }
+  throw new Error('not refused');
+}
+
+describe('AdapterCatalog', () => {
+  it('resolves the base model, registered, static and templated adapters', () => {
+    const c = catalog('/adapters/{name}');
+    expect(c.resolve('base')).toEqual({ kind: 'base' });
+    expect(c.resolve(undefined)).toEqual({ kind: 'base' });
+    expect(c.resolve('sql')).toEqual({ kind: 'on-demand', adapter: { name: 'sql', path: '/adapters/sql' } });
+    expect(c.resolve('pinned')).toEqual({
+      kind: 'static',
+      adapter: { name: 'pinned', path: '/adapters/pinned' },
+    });
+    expect(c.resolve('cust-42_v1.2')).toEqual({
+      kind: 'on-demand',
+      adapter: { name: 'cust-42_v1.2', path: '/adapters/cust-42_v1.2' },
+    });
+  });
+
+  it('answers 404 for unknown names when no template is configured', () => {
+    const e = refused(() => catalog().resolve('other'));
+    expect([e.status, e.code, e.message]).toEqual([
+      404,
+      'model_not_found',
+      'The model `other` does not exist.',
+    ]);
+  });
+
+  it.each([
+    '../etc/passwd',
+    'a/../../x',
+    '..',
+    '.',
+    'a/b',
+    'a\\b',
+    'x\u0000y',
+    'x'.repeat(300),
+    '-leading-dash',
+    'sp ace',
+    '%2e%2e',
+  ])('refuses %j with 400 before any replica is contacted', (name) => {
+    const e = refused(() => catalog('/adapters/{name}').resolve(name));
+    expect([e.status, e.code]).toEqual([400, 'invalid_model']);
+  });
+
+  it('keeps templated paths under the root even with a permissive pattern', () => {
+    const c = new AdapterCatalog({
+      adapters: [],
+      pathTemplate: '/adapters/{name}/weights',
+      namePattern: '.*',
+    });
+    expect(c.resolve('ok').kind).toBe('on-demand');
+    for (const bad of ['..', '../x', 'a/../../b', '/abs'])
+      expect(refused(() => c.resolve(bad)).status).toBe(400);
+  });
+});

@@ -1,0 +1,141 @@
+import { ConfigError, exportSchema, luaPattern, validateRecord } from '../../src/config/kong-schema';
+import { parsePollerConfig, parseRouterConfig } from '../../src/config/parse';
+import { routerSchema } from '../../src/config/router-schema';
+
+function fieldErrors(fn: () => unknown): Record<string, string> {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof ConfigError) return Object.fromEntries(e.fieldErrors.map((f) => [f.field, f.message]));
+    throw e;
+  }
+  throw new Error('config was accepted');
+}
+
+describe('lora-router config', () => {
+  it('fills every default, including nested records', () => {
+    const c = parseRouterConfig({ replicas: [{ url: 'http://10.0.0.1:8000/' }] });
+    expect(c).toMatchObject({
+      replicas: [{ url: 'http://10.0.0.1:8000', backend: 'vllm', priority: 0 }],
+      adapters: [],
+      max_loaded_adapters: 0,
+      target_waiting_per_replica: 4,
+      kv_ceiling: 0.8,
+      picker: 'p2c',
+      scorer_weights: { queue: 2, kv_cache: 2, in_flight: 2, prefix: 1 },
+    });
+    expect(c.base_model).toBeUndefined();
+  });
+
+  it("accepts Kong's extra keys, null for unset fields, and {} for an empty array (as Lua sends them)", () => {
+    const c = parseRouterConfig({
+      replicas: [{ url: 'http://a:1', backend: 'llamacpp', priority: 2 }],
+      adapters: {},
+      base_model: null,
+      adapter_path_template: null,
+      route_id: 'r',
+      service_id: null,
+      consumer_id: null,
+      __plugin_id: 'p',
+      __seq__: 3,
+      __key__: 'k',
+      __ws_id: 'w',
+    });
+    expect(c.adapters).toEqual([]);
+    expect(c.replicas[0]).toEqual({ url: 'http://a:1', backend: 'llamacpp', priority: 2 });
+  });
+
+  it('refuses bad configs with messages naming the field', () => {
+    expect(fieldErrors(() => parseRouterConfig({}))).toEqual({ 'config.replicas': 'required field missing' });
+    expect(
+      fieldErrors(() =>
+        parseRouterConfig({
+          replicas: [{ backend: 'tgi' }, { url: 'ftp://x:1' }, { url: 'http://noport' }],
+          max_loaded_adapters: -1,
+          kv_ceiling: 2,
+          picker: 'random',
+          adapters: [{ path: '/a' }],
+          bogus: 1,
+        }),
+      ),
+    ).toEqual({
+      'config.replicas[1].url': 'required field missing',
+      'config.replicas[1].backend': 'expected one of: vllm, llamacpp',
+      'config.replicas[2].url': 'invalid value: ftp://x:1',
+      'config.replicas[3].url': 'invalid value: http://noport',
+      'config.adapters[1].name': 'required field missing',
+      'config.max_loaded_adapters': 'value should be between 0 and 4096',
+      'config.kv_ceiling': 'value should be between 0.05 and 1',
+      'config.picker': 'expected one of: p2c, max-score',
+      'config.bogus': 'unknown field',
+    });
+    expect(fieldErrors(() => parseRouterConfig({ replicas: [] }))).toEqual({
+      'config.replicas': 'length must be at least 1',
+    });
+    expect(
+      fieldErrors(() => parseRouterConfig({ replicas: [{ url: 'http://a:1' }], max_loaded_adapters: 1.5 })),
+    ).toEqual({
+      'config.max_loaded_adapters': 'expected an integer',
+    });
+  });
+
+  it('refuses what the schema language cannot express: bad regex, template without {name}, duplicates', () => {
+    expect(
+      fieldErrors(() =>
+        parseRouterConfig({
+          replicas: [{ url: 'http://a:1' }, { url: 'http://a:1/' }],
+          adapter_name_pattern: '([',
+          adapter_path_template: '/adapters/',
+          adapters: [{ name: 'x' }, { name: 'x' }],
+          backoff_base_ms: 10,
+          backoff_max_ms: 5,
+        }),
+      ),
+    ).toMatchObject({
+      'config.adapter_name_pattern': expect.stringMatching(/not a valid regular expression/),
+      'config.adapter_path_template': 'must contain {name}',
+      'config.replicas[2].url': 'duplicate replica http://a:1',
+      'config.adapters[2].name': 'duplicate adapter x',
+      'config.backoff_max_ms': 'must be >= backoff_base_ms',
+    });
+  });
+
+  it('exports the schema without descriptions, otherwise unchanged', () => {
+    const exported = JSON.stringify(exportSchema(routerSchema));
+    expect(exported).not.toMatch(/description/);
+    expect(validateRecord(exportSchema(routerSchema), { replicas: [{ url: 'http://a:1' }] })).toEqual(
+      validateRecord(routerSchema, { replicas: [{ url: 'http://a:1' }] }),
+    );
+  });
+});
+
+describe('lora-poller config', () => {
+  it('has defaults and bounds', () => {
+    expect(parsePollerConfig({ __plugin_id: 'x', route_id: 'r' })).toEqual({
+      poll_interval_ms: 500,
+      timeout_ms: 1000,
+      jitter: 0.1,
+      endpoints: ['status', 'metrics', 'page'],
+    });
+    expect(fieldErrors(() => parsePollerConfig({ poll_interval_ms: 0, endpoints: ['nope'] }))).toEqual({
+      'config.poll_interval_ms': 'value should be between 50 and 600000',
+      'config.endpoints[1]': 'expected one of: status, metrics, page',
+    });
+  });
+});
+
+describe('Lua patterns (Kong `match`)', () => {
+  it.each([
+    ['^https?://[^/%s]+:%d+/?$', 'http://10.0.0.1:8000', true],
+    ['^https?://[^/%s]+:%d+/?$', 'https://vllm-0.svc:443/', true],
+    ['^https?://[^/%s]+:%d+/?$', 'http://a b:1', false],
+    ['^https?://[^/%s]+:%d+/?$', 'http://a:1/v1', false],
+    ['^%a%w*$', 'abc1', true],
+    ['^%a%w*$', '1abc', false],
+    ['a.-b', 'axxbyyb', true],
+    ['^%d+%.%d+$', '1.5', true],
+    ['^%d+%.%d+$', '1x5', false],
+  ])('%s against %s is %s', (pattern, value, expected) => {
+    expect(luaPattern(pattern).test(value)).toBe(expected);
+  });
+});

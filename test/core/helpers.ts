@@ -1,0 +1,37 @@
+import type { ReplicaView } from '../../src/fleet/types';
+import { seededRandom } from '../../src/random';
+import type { SchedulingContext } from '../../src/scheduler/types';
+import { toCandidate } from '../../src/scheduler/pipeline';
+
+export function view(url: string, over: Partial<ReplicaView> = {}): ReplicaView {
+  return {
+    url,
+    backend: 'vllm',
+    priority: 0,
+    health: 'up',
+    snapshotAt: 1000,
+    checkedAt: 1000,
+    waiting: 0,
+    running: 0,
+    kvUsage: 0,
+    inFlight: 0,
+    residentCount: 0,
+    ...over,
+  };
+}
+
+export function ctx(over: Partial<SchedulingContext['policy']> = {}, seed = 1): SchedulingContext {
+  return {
+    now: 1500,
+    random: seededRandom(seed),
+    policy: {
+      saturation: { targetWaitingPerReplica: 4, kvCeiling: 0.8 },
+      maxLoadedAdapters: 2,
+      staleAfterMs: 2000,
+      ...over,
+    },
+  };
+}
+
+export const cands = (views: ReplicaView[], c = ctx()) => views.map((v) => toCandidate(v, c));
+export const urls = (xs: { url: string }[]) => xs.map((x) => x.url);

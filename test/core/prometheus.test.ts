@@ -1,0 +1,116 @@
+import { forEachSample, parsePrometheus } from '../../src/metrics/prometheus';
+import { readLlamacppLoad, readVllmLoad } from '../../src/metrics/replica-load';
+
+describe('Prometheus text parser', () => {
+  it('parses comments, labels with escapes, special values, timestamps and histograms', () => {
+    const text = [
+      '# HELP http_requests_total The total. With "quotes" \\ and more',
+      '# TYPE http_requests_total counter',
+      'http_requests_total{method="post",code="200"} 1027 1395066363000',
+      'http_requests_total{method="post",code="400"}    3 1395066363000',
+      'http_requests_created{method="post"} 1.7e+09',
+      'msdos_file_access_time_seconds{path="C:\\\\DIR\\\\FILE.TXT",error="Cannot find file:\\n\\"FILE.TXT\\""} 1.458255915e9',
+      'metric_without_timestamp_and_labels 12.47',
+      'something_weird{problem="division by zero"} +Inf -3982045',
+      'nan_metric NaN',
+      'neg_inf -Inf',
+      '  ',
+      'rpc_duration_seconds_bucket{le="0.05"} 24054',
+      'rpc_duration_seconds_bucket{le="+Inf"} 144320',
+      'rpc_duration_seconds_sum 1.7560473e+07',
+      'rpc_duration_seconds_count 2693',
+      'trailing_comma{a="1",} 5',
+      'crlf_line 7\r',
+    ].join('\n');
+    const { samples, stats } = parsePrometheus(text);
+    expect(stats.malformed).toBe(0);
+    const by = (n: string) => samples.filter((s) => s.name === n);
+    expect(by('http_requests_total').map((s) => [s.labels, s.value])).toEqual([
+      [{ method: 'post', code: '200' }, 1027],
+      [{ method: 'post', code: '400' }, 3],
+    ]);
+    expect(by('http_requests_created')[0]!.value).toBe(1.7e9);
+    expect(by('msdos_file_access_time_seconds')[0]!.labels).toEqual({
+      path: 'C:\\DIR\\FILE.TXT',
+      error: 'Cannot find file:\n"FILE.TXT"',
+    });
+    expect(by('metric_without_timestamp_and_labels')[0]).toEqual({
+      name: 'metric_without_timestamp_and_labels',
+      labels: {},
+      value: 12.47,
+    });
+    expect(by('something_weird')[0]!.value).toBe(Infinity);
+    expect(by('nan_metric')[0]!.value).toBeNaN();
+    expect(by('neg_inf')[0]!.value).toBe(-Infinity);
+    expect(by('rpc_duration_seconds_bucket').map((s) => s.labels.le)).toEqual(['0.05', '+Inf']);
+    expect(by('rpc_duration_seconds_sum')[0]!.value).toBe(1.7560473e7);
+    expect(by('trailing_comma')[0]!.labels).toEqual({ a: '1' });
+    expect(by('crlf_line')[0]!.value).toBe(7);
+  });
+
+  it('skips malformed lines, counts them, and keeps the rest', () => {
+    const text = [
+      'good 1',
+      '{no_name="x"} 1',
+      'bad_value abc',
+      'unterminated{a="x} 1',
+      'no_value',
+      'bad_label{a=x} 1',
+      'also_good{b="2"} 2',
+    ].join('\n');
+    const { samples, stats } = parsePrometheus(text);
+    expect(samples.map((s) => s.name)).toEqual(['good', 'also_good']);
+    expect(stats).toEqual({ samples: 2, malformed: 5 });
+  });
+
+  it('builds label maps only for the families asked for', () => {
+    const seen: Record<string, string>[] = [];
+    forEachSample(
+      'a{x="1"} 1\nb{y="2"} 2',
+      (_n, l) => seen.push(l),
+      (n) => n === 'b',
+    );
+    expect(seen).toEqual([{ y: '2' }]);
+  });
+});
+
+describe('replica load from /metrics', () => {
+  it('reads vLLM queues and KV, summing data-parallel engines, and the latest lora_requests_info', () => {
+    const text = [
+      'vllm:num_requests_running{engine="0",model_name="m"} 6.0',
+      'vllm:num_requests_running{engine="1",model_name="m"} 2.0',
+      'vllm:num_requests_waiting{engine="0",model_name="m"} 3.0',
+      'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.42',
+      'vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.61',
+      'vllm:lora_requests_info{max_lora="4",running_lora_adapters="",waiting_lora_adapters=""} 1.7456009871234567e+09',
+      'vllm:lora_requests_info{max_lora="4",running_lora_adapters="sql-lora,chat-lora",waiting_lora_adapters="x"} 1.7456010123456788e+09',
+      'vllm:lora_requests_info{max_lora="4",running_lora_adapters="old",waiting_lora_adapters=""} 1.7456000000000000e+09',
+    ].join('\n');
+    expect(readVllmLoad(text)).toEqual({
+      running: 8,
+      waiting: 3,
+      kvUsage: 0.61,
+      activeAdapters: ['chat-lora', 'sql-lora', 'x'],
+      malformedLines: 0,
+    });
+  });
+
+  it('falls back to the deprecated gpu_cache_usage_perc, and prefers the new name when both exist', () => {
+    expect(readVllmLoad('vllm:gpu_cache_usage_perc{engine="0"} 0.3').kvUsage).toBe(0.3);
+    expect(readVllmLoad('vllm:gpu_cache_usage_perc 0.3\nvllm:kv_cache_usage_perc 0.5').kvUsage).toBe(0.5);
+    expect(readVllmLoad('').kvUsage).toBeUndefined();
+  });
+
+  it('reads llama.cpp processing and deferred requests, with no KV usage', () => {
+    expect(
+      readLlamacppLoad(
+        'llamacpp:requests_processing 2\nllamacpp:requests_deferred 5\nllamacpp:n_decode_total 9',
+      ),
+    ).toEqual({
+      running: 2,
+      waiting: 5,
+      activeAdapters: [],
+      malformedLines: 0,
+    });
+  });
+});

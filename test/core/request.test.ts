@@ -1,0 +1,70 @@
+import { RouterError } from '../../src/errors';
+import { classifyPath, parseBody, promptText } from '../../src/router/request';
+
+describe('classifyPath', () => {
+  it.each([
+    ['/v1/chat/completions', 'inference'],
+    ['/llm/v1/completions/', 'inference'],
+    ['/v1/models', 'models'],
+    ['/v1/embeddings', 'other'],
+    ['/v1/load_lora_adapter', 'admin'],
+    ['/llm/v1/unload_lora_adapter', 'admin'],
+    ['//v1//load_lora_adapter', 'admin'],
+    ['/v1/./load_lora_adapter', 'admin'],
+    ['/v1%2Fload_lora_adapter', 'admin'],
+    ['/V1/LOAD_LORA_ADAPTER', 'admin'],
+    ['/lora-adapters', 'admin'],
+    ['/lora-adapters/', 'admin'],
+    ['/_sim/fault', 'admin'],
+    ['/slots', 'admin'],
+    ['/v1/lora-adapters-report', 'other'],
+  ])('%s is %s', (path, cls) => {
+    expect(classifyPath(path)).toBe(cls);
+  });
+});
+
+describe('parseBody', () => {
+  const err = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (e) {
+      return [(e as RouterError).status, (e as RouterError).code];
+    }
+    return 'accepted';
+  };
+  it('reads model from a JSON object, as a string or a Buffer', () => {
+    expect(parseBody('{"model":"a","messages":[]}', 'inference', 1000)).toEqual({
+      json: { model: 'a', messages: [] },
+      model: 'a',
+    });
+    expect(parseBody(Buffer.from('{"model":"a"}'), 'inference', 1000).model).toBe('a');
+    expect(parseBody('', 'other', 1000)).toEqual({ json: null });
+    expect(parseBody(undefined, 'other', 1000)).toEqual({ json: null });
+  });
+  it('refuses what it cannot route, with the right status', () => {
+    expect(err(() => parseBody(undefined, 'inference', 1000))).toEqual([413, 'request_too_large']);
+    expect(err(() => parseBody('x'.repeat(1001), 'inference', 1000))).toEqual([413, 'request_too_large']);
+    expect(err(() => parseBody('', 'inference', 1000))).toEqual([400, 'invalid_request']);
+    expect(err(() => parseBody('{"model":', 'inference', 1000))).toEqual([400, 'invalid_json']);
+    expect(err(() => parseBody('[1]', 'inference', 1000))).toEqual([400, 'invalid_json']);
+    expect(err(() => parseBody('{"model":5}', 'inference', 1000))).toEqual([400, 'invalid_model']);
+    expect(err(() => parseBody('{"messages":[]}', 'inference', 1000))).toEqual([400, 'invalid_model']);
+    const deep = '['.repeat(100000) + ']'.repeat(100000);
+    // V8 parses deep nesting; only re-serialising it fails (see the llama.cpp rewrite).
+    expect(parseBody(`{"model":"a","x":${deep}}`, 'inference', 10_000_000).model).toBe('a');
+  });
+});
+
+describe('promptText', () => {
+  it('joins chat text parts and truncates', () => {
+    expect(
+      promptText(
+        { messages: [{ content: 'ab' }, { content: [{ type: 'text', text: 'cd' }, { type: 'image_url' }] }] },
+        100,
+      ),
+    ).toBe('abcd');
+    expect(promptText({ prompt: 'hello world' }, 5)).toBe('hello');
+    expect(promptText({ messages: 'nope' }, 5)).toBeUndefined();
+    expect(promptText(null, 5)).toBeUndefined();
+  });
+});
