@@ -9,6 +9,7 @@ Starts simulated vLLM and llama.cpp replicas on loopback (see README, "Replica s
   --vllm N               vLLM replicas (default 2)
   --llamacpp N           llama.cpp replicas (default 0)
   --port P               first port; replicas take P, P+1, ... (default 0: ephemeral)
+  --host H               address to listen on (default 127.0.0.1; 0.0.0.0 in a container)
   --base-model NAME      base model id (default meta-llama/Llama-3.1-8B-Instruct)
   --lora-modules LIST    vLLM adapters registered at start: name=path,name=path
   --llama-lora LIST      llama.cpp adapter files loaded at start: path,path
@@ -44,6 +45,7 @@ async function main(): Promise<void> {
       vllm: { type: 'string' },
       llamacpp: { type: 'string' },
       port: { type: 'string' },
+      host: { type: 'string' },
       'base-model': { type: 'string' },
       'lora-modules': { type: 'string' },
       'llama-lora': { type: 'string' },
@@ -64,6 +66,7 @@ async function main(): Promise<void> {
   }
   const port = int('port', v.port, 0);
   const common: ReplicaOptions = {
+    host: v.host,
     baseModel: v['base-model'],
     adapterDirs: [v['adapter-dir'] ?? '/adapters'],
     timeScale: int('time-scale', v['time-scale'], 1) || 1,

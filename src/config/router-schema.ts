@@ -187,8 +187,9 @@ export const routerSchema: SchemaFields = [
   {
     decision_headers: {
       type: 'boolean',
-      default: true,
-      description: 'Add `X-Lora-Replica` and `X-Lora-Stage` to the response.',
+      default: false,
+      description:
+        'Add `X-Lora-Replica` and `X-Lora-Stage` to the response (2 more PDK calls; the decision is always in `kong.ctx.shared.lora_router`).',
     },
   },
 ];

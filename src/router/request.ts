@@ -46,7 +46,7 @@ export interface ParsedBody {
  * means Kong could not hand it over (spooled to a file past nginx's body buffer): 413.
  */
 export function parseBody(
-  body: Buffer | string | null | undefined,
+  body: Uint8Array | string | null | undefined,
   cls: PathClass,
   maxBytes: number,
 ): ParsedBody {
@@ -69,7 +69,12 @@ export function parseBody(
   }
   let value: unknown;
   try {
-    value = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
+    // msgpack `bin` arrives as a plain Uint8Array, whose toString() is not the text.
+    value = JSON.parse(
+      typeof body === 'string'
+        ? body
+        : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'),
+    );
   } catch (err) {
     const reason = err instanceof RangeError ? 'it is nested too deeply' : 'it is not valid JSON';
     throw errors.badRequest(`The request body could not be parsed: ${reason}.`, 'invalid_json');

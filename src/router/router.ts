@@ -11,8 +11,8 @@ import { classifyPath, parseBody, promptText } from './request';
 
 export interface RouteRequest {
   path: string;
-  /** What `kong.request.get_raw_body()` returned. */
-  body: Buffer | string | null | undefined;
+  /** What `kong.request.get_raw_body()` returned (msgpack bin: a Uint8Array). */
+  body: Uint8Array | string | null | undefined;
 }
 
 export type RouteOutcome =
@@ -124,12 +124,20 @@ export class RouterService {
   }
 
   /** Log phase: gives the request's in-flight lease back (once) and records passive health. */
-  async finish(leaseId: string, status: number | undefined): Promise<boolean> {
-    const now = this.rt.clock.now();
-    const lease = await this.rt.store.release(leaseId, now);
+  finish(leaseId: string, status: number | undefined): Promise<boolean> {
+    return RouterService.release(this.rt, leaseId, status);
+  }
+
+  /**
+   * The same, for any instance: the log phase may run on an instance other than the one that
+   * routed (Kong replaced it on a config change), and leases live in the runtime.
+   */
+  static async release(rt: FleetRuntime, leaseId: string, status: number | undefined): Promise<boolean> {
+    const now = rt.clock.now();
+    const lease = await rt.store.release(leaseId, now);
     if (!lease) return false;
     // 502/504 from Kong: the replica refused, reset or timed out; any 5xx counts against it.
-    if (status !== undefined) await this.rt.store.reportOutcome(lease.url, status < 500, now);
+    if (status !== undefined) await rt.store.reportOutcome(lease.url, status < 500, now);
     return true;
   }
 

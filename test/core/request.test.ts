@@ -68,3 +68,11 @@ describe('promptText', () => {
     expect(promptText(null, 5)).toBeUndefined();
   });
 });
+
+describe('parseBody with msgpack bin', () => {
+  it('reads a plain Uint8Array (what the plugin server decodes bin to) as UTF-8 text', () => {
+    const bytes = new TextEncoder().encode('{"model":"é-lora"}');
+    const view = new Uint8Array(bytes.buffer, 0, bytes.length);
+    expect(parseBody(view, 'inference', 1000).model).toBe('é-lora');
+  });
+});

@@ -1,0 +1,62 @@
+/**
+ * Kong plugin `lora-poller`. Configures and starts this process's poller (a module-level,
+ * unref'd timer shared with lora-router), and answers the route it is attached to:
+ * `.../status` (JSON), `.../metrics` (Prometheus text), anything else the placement page.
+ */
+import type Kong from 'kong-pdk/kong';
+import { exportSchema } from '../src/config/kong-schema';
+import { parsePollerConfig } from '../src/config/parse';
+import { pollerSchema, type PollerConfig } from '../src/config/poller-schema';
+import { sharedRuntime } from '../src/runtime';
+import { placementPage } from '../src/status/page';
+import { fleetStatus } from '../src/status/status';
+
+class LoraPollerPlugin {
+  private readonly config: PollerConfig;
+
+  constructor(raw: unknown) {
+    this.config = parsePollerConfig(raw);
+    const rt = sharedRuntime();
+    rt.poller.configure({
+      intervalMs: this.config.poll_interval_ms,
+      timeoutMs: this.config.timeout_ms,
+      jitter: this.config.jitter,
+    });
+    rt.poller.start();
+  }
+
+  async access(kong: Kong): Promise<void> {
+    const path = await kong.request.getPath();
+    const rt = sharedRuntime();
+    const serves = (e: PollerConfig['endpoints'][number]) => this.config.endpoints.includes(e);
+    let status = 200;
+    let body: string;
+    let type: string;
+    if (/\/status\/?$/.test(path) && serves('status')) {
+      body = JSON.stringify(await fleetStatus(rt));
+      type = 'application/json';
+    } else if (/\/metrics\/?$/.test(path) && serves('metrics')) {
+      body = await rt.metrics.registry.metrics();
+      type = rt.metrics.registry.contentType;
+    } else if (serves('page')) {
+      body = placementPage(path.replace(/\/+$/, ''));
+      type = 'text/html; charset=utf-8';
+    } else {
+      status = 404;
+      body = JSON.stringify({
+        error: { message: `Nothing is served at ${path}.`, type: 'invalid_request_error', code: 'not_found' },
+      });
+      type = 'application/json';
+    }
+    await kong.response.exit(status, Buffer.from(body), {
+      'Content-Type': type,
+      'Cache-Control': 'no-store',
+    });
+  }
+}
+
+export const Plugin = LoraPollerPlugin;
+export const Schema = exportSchema(pollerSchema);
+export const Version = '0.1.0';
+/** Runs after authentication like lora-router; it answers its own route and proxies nothing. */
+export const Priority = 890;

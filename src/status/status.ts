@@ -1,0 +1,66 @@
+import { saturation } from '../fleet/saturation';
+import type { FleetRuntime } from '../runtime';
+
+/** The fleet as lora-poller's `.../status` route serves it (and the placement page reads it). */
+export interface FleetStatus {
+  now: number;
+  poller: { running: boolean; polls: number; errors: number };
+  inFlight: number;
+  replicas: {
+    url: string;
+    backend: string;
+    priority: number;
+    health: string;
+    snapshotAgeMs: number | null;
+    lastError?: string;
+    waiting: number;
+    running: number;
+    kvUsage: number | null;
+    saturation: number;
+    inFlight: number;
+    adapters: { name: string; state: string; inFlight: number; idleMs: number }[];
+    llamaAdapters: { id: number; path: string }[];
+  }[];
+  events: {
+    at: number;
+    ageMs: number;
+    url: string;
+    adapter: string;
+    op: string;
+    result: string;
+    ms?: number;
+    detail?: string;
+  }[];
+}
+
+export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<FleetStatus> {
+  const now = rt.clock.now();
+  const [dump, events, inFlight] = await Promise.all([
+    rt.store.dump(),
+    rt.store.events(eventLimit),
+    rt.store.inFlightTotal(),
+  ]);
+  return {
+    now,
+    poller: { running: rt.poller.running, ...rt.poller.stats },
+    inFlight,
+    replicas: dump.replicas.map((r) => ({
+      url: r.url,
+      backend: r.backend,
+      priority: r.priority,
+      health: r.health,
+      snapshotAgeMs: r.snapshotAt === null ? null : now - r.snapshotAt,
+      lastError: r.lastError,
+      waiting: r.waiting,
+      running: r.running,
+      kvUsage: r.kvUsage ?? null,
+      saturation: saturation(r, rt.metrics.policy),
+      inFlight: r.inFlight,
+      adapters: r.adapters
+        .map((a) => ({ name: a.name, state: a.state, inFlight: a.inFlight, idleMs: now - a.lastUsed }))
+        .sort((a, b) => a.name.localeCompare(b.name)),
+      llamaAdapters: r.llamaAdapters,
+    })),
+    events: events.reverse().map((e) => ({ ...e, ageMs: now - e.at })),
+  };
+}

@@ -1,0 +1,302 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Agent, request as undiciRequest } from 'undici';
+import {
+  KongDriver,
+  KongRequest,
+  RpcError,
+  type ExitResponse,
+  type KongKeys,
+  type RequestInit,
+} from '../test/kong/driver';
+
+export interface GatewayPlugin {
+  name: string;
+  config: Record<string, unknown>;
+  keys?: KongKeys;
+}
+
+export interface GatewayOptions {
+  driver: KongDriver;
+  plugins: GatewayPlugin[];
+  /** The Service's own URL: where a request goes when no plugin set a target (Kong's fallback). */
+  serviceUrl: string;
+  /** nginx_http_client_body_buffer_size. */
+  bodyBufferBytes?: number;
+  /** nginx client_max_body_size: larger bodies get 413 before any plugin (0 = no limit). */
+  maxBodyBytes?: number;
+  upstreamTimeoutMs?: number;
+  /** Stands in for bundled Lua plugins that run before ours (key-auth...): may end the request. */
+  before?: (req: KongRequest) => ExitResponse | undefined;
+  onError?: (msg: string) => void;
+}
+
+interface Running {
+  plugin: GatewayPlugin;
+  id: number;
+  priority: number;
+  phases: string[];
+}
+
+export interface GatewayReply {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+  kong: KongRequest;
+}
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-connection',
+  'host',
+  'content-length',
+]);
+
+/**
+ * Kong's proxy path for one service, on top of the real plugin server: access phases in
+ * priority order (an exit ends the request), proxy to the target the plugin set (else the
+ * service URL), log phases for every request. A development and test harness: not Kong.
+ */
+export class LocalGateway {
+  private running: Running[] = [];
+  private readonly agent = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
+  private server: http.Server | null = null;
+
+  private constructor(private readonly o: GatewayOptions) {}
+
+  static async create(o: GatewayOptions): Promise<LocalGateway> {
+    const g = new LocalGateway(o);
+    await g.configure(o.plugins);
+    return g;
+  }
+
+  get instances(): { name: string; id: number }[] {
+    return this.running.map((r) => ({ name: r.plugin.name, id: r.id }));
+  }
+
+  /** A config change, as Kong makes it: new instances first, then the old ones closed. */
+  async configure(plugins: GatewayPlugin[]): Promise<void> {
+    const started: Running[] = [];
+    for (const p of plugins) started.push(await this.start(p));
+    const old = this.running;
+    this.running = started.sort((a, b) => b.priority - a.priority);
+    for (const r of old) await this.o.driver.closeInstance(r.id).catch(() => undefined);
+  }
+
+  private async start(plugin: GatewayPlugin): Promise<Running> {
+    const info = await this.o.driver.pluginInfo(plugin.name);
+    const inst = await this.o.driver.startInstance(plugin.name, plugin.config, plugin.keys);
+    return { plugin, id: inst.Id, priority: info.Priority, phases: info.Phases };
+  }
+
+  /** Runs a phase; restarts the instance when the server lost it (it restarted), as Kong does. */
+  private async phase(r: Running, phase: string, req: KongRequest): Promise<void> {
+    try {
+      await this.o.driver.handleEvent(r.id, phase, req);
+    } catch (err) {
+      if (err instanceof RpcError && /no plugin instance/.test(err.message)) {
+        const fresh = await this.start(r.plugin);
+        r.id = fresh.id;
+        await this.o.driver.handleEvent(r.id, phase, req);
+        return;
+      }
+      throw err;
+    }
+  }
+
+  /** Access phases; returns the exit if a plugin (or `before`) ended the request. */
+  private async access(req: KongRequest): Promise<ExitResponse | undefined> {
+    const early = this.o.before?.(req);
+    if (early) {
+      req.exit = early;
+      req.status = early.status;
+      return early;
+    }
+    for (const r of this.running) {
+      if (!r.phases.includes('access')) continue;
+      try {
+        await this.phase(r, 'access', req);
+      } catch (err) {
+        // Kong logs a plugin-server failure and lets the request through to the service.
+        this.o.onError?.(`${r.plugin.name} access failed: ${(err as Error).message}`);
+      }
+      if (req.exit) return req.exit;
+    }
+    return undefined;
+  }
+
+  private async log(req: KongRequest): Promise<void> {
+    for (const r of this.running) {
+      if (!r.phases.includes('log')) continue;
+      await this.phase(r, 'log', req).catch((err: Error) =>
+        this.o.onError?.(`${r.plugin.name} log failed: ${err.message}`),
+      );
+    }
+  }
+
+  private upstream(req: KongRequest): { origin: string; host: string } {
+    if (req.target) {
+      const h = req.target.host.includes(':') ? `[${req.target.host}]` : req.target.host;
+      return { origin: `http://${h}:${req.target.port}`, host: `${h}:${req.target.port}` };
+    }
+    const u = new URL(this.o.serviceUrl);
+    return { origin: u.origin, host: u.host };
+  }
+
+  /** Sends the request where the plugins pointed it, with the body they set. */
+  private forward(req: KongRequest) {
+    const { origin, host } = this.upstream(req);
+    const body = req.serviceBody !== undefined ? Buffer.from(req.serviceBody) : req.body;
+    return undiciRequest(origin + req.path, {
+      method: req.method as 'POST',
+      headers: this.proxyHeaders(req, host, body ? body.length : null),
+      body: body ?? undefined,
+      dispatcher: this.agent,
+      headersTimeout: this.o.upstreamTimeoutMs ?? 60_000,
+      bodyTimeout: this.o.upstreamTimeoutMs ?? 60_000,
+    });
+  }
+
+  private proxyHeaders(req: KongRequest, host: string, bodyLength: number | null): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k)) out[k] = v;
+    out.host = host;
+    if (bodyLength !== null) out['content-length'] = String(bodyLength);
+    return out;
+  }
+
+  /** One request through the gateway, the response buffered (tests, benchmarks). */
+  async handle(init: RequestInit): Promise<GatewayReply> {
+    const req = new KongRequest({ bodyBufferBytes: this.o.bodyBufferBytes, ...init });
+    const limit = this.o.maxBodyBytes ?? 0;
+    if (limit > 0 && (req.body?.length ?? 0) > limit) {
+      req.exit = {
+        status: 413,
+        body: Buffer.from('{"message":"Request size limit exceeded"}'),
+        headers: { 'Content-Type': 'application/json' },
+      };
+      req.status = 413;
+    } else await this.access(req);
+    let reply: GatewayReply;
+    if (req.exit) {
+      reply = {
+        status: req.exit.status,
+        headers: { ...req.exit.headers, ...req.responseHeaders },
+        body: req.exit.body,
+        kong: req,
+      };
+    } else {
+      try {
+        const res = await this.forward(req);
+        const buf = Buffer.from(await res.body.arrayBuffer());
+        req.status = res.statusCode;
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers[k] = v;
+        reply = {
+          status: res.statusCode,
+          headers: { ...headers, ...req.responseHeaders },
+          body: buf,
+          kong: req,
+        };
+      } catch (err) {
+        req.status = 502;
+        reply = {
+          status: 502,
+          headers: {},
+          body: Buffer.from(
+            `{"message":"An invalid response was received from the upstream server: ${(err as Error).message}"}`,
+          ),
+          kong: req,
+        };
+      }
+    }
+    await this.log(req);
+    return reply;
+  }
+
+  /** Serves HTTP on `port`, streaming upstream responses (SSE included) to the client. */
+  async listen(port: number, host = '127.0.0.1'): Promise<string> {
+    const server = http.createServer((req, res) => void this.serve(req, res));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+    this.server = server;
+    return `http://${host}:${(server.address() as AddressInfo).port}`;
+  }
+
+  private async serve(inReq: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const limit = this.o.maxBodyBytes ?? 0;
+    for await (const c of inReq) {
+      size += (c as Buffer).length;
+      if (limit > 0 && size > limit) {
+        res
+          .writeHead(413, { 'content-type': 'application/json' })
+          .end('{"message":"Request size limit exceeded"}');
+        inReq.destroy();
+        return;
+      }
+      chunks.push(c as Buffer);
+    }
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(inReq.headers)) if (typeof v === 'string') headers[k] = v;
+    const req = new KongRequest({
+      method: inReq.method,
+      path: inReq.url ?? '/',
+      headers,
+      body: chunks.length ? Buffer.concat(chunks) : null,
+      bodyBufferBytes: this.o.bodyBufferBytes,
+    });
+    try {
+      const exit = await this.access(req);
+      if (exit) {
+        res
+          .writeHead(exit.status, {
+            ...exit.headers,
+            ...req.responseHeaders,
+            'content-length': exit.body.length,
+          })
+          .end(exit.body);
+        return;
+      }
+      try {
+        const up = await this.forward(req);
+        req.status = up.statusCode;
+        const out: Record<string, string | string[]> = { ...req.responseHeaders };
+        for (const [k, v] of Object.entries(up.headers))
+          if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
+        res.writeHead(up.statusCode, out);
+        res.flushHeaders();
+        res.on('close', () => up.body.destroy());
+        for await (const chunk of up.body) res.write(chunk);
+        res.end();
+      } catch (err) {
+        req.status = res.headersSent ? req.status : 502;
+        if (!res.headersSent) {
+          res.writeHead(502, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              message: `An invalid response was received from the upstream server: ${(err as Error).message}`,
+            }),
+          );
+        } else res.destroy();
+      }
+    } finally {
+      await this.log(req);
+    }
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = null;
+    if (s) await new Promise<void>((r) => s.close(() => r()));
+    await this.agent.close();
+    this.o.driver.close();
+  }
+}

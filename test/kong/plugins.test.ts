@@ -1,0 +1,410 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { ConfigError } from '../../src/config/kong-schema';
+import { waitFor } from '../helpers/wait';
+import { KongDriver, KongRequest, PluginServerProcess } from './driver';
+import { BASE, PLUGINS_DIR, startPluginServer, startWorld, vllm } from './world';
+
+let server: PluginServerProcess;
+let driver: KongDriver;
+
+beforeAll(async () => {
+  ({ server, driver } = await startPluginServer());
+});
+afterAll(async () => {
+  driver?.close();
+  await server?.stop();
+});
+
+const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
+const onDemand = (urls: string[], over: Record<string, unknown> = {}) => ({
+  replicas: urls.map((url) => ({ url })),
+  base_model: BASE,
+  adapter_path_template: '/adapters/{name}',
+  max_loaded_adapters: 2,
+  ...over,
+});
+
+describe('the build and the plugin server contract', () => {
+  it('puts exactly the two plugin entry files in dist/plugins', () => {
+    expect(readdirSync(PLUGINS_DIR).sort()).toEqual(['lora-poller.js', 'lora-router.js']);
+  });
+
+  it('--dump-all-plugins prints clean JSON for both and exits', () => {
+    const out = execFileSync(
+      process.execPath,
+      [PluginServerProcess.binary(), '-d', PLUGINS_DIR, '--dump-all-plugins'],
+      { timeout: 5000 },
+    );
+    const info = JSON.parse(out.toString());
+    expect(info.map((p: { Name: string }) => p.Name).sort()).toEqual(['lora-poller', 'lora-router']);
+    const router = info.find((p: { Name: string }) => p.Name === 'lora-router');
+    expect(router).toMatchObject({
+      Version: '0.1.0',
+      Priority: 900,
+      Phases: expect.arrayContaining(['access', 'log']),
+    });
+    expect(router.Phases).not.toContain('response'); // it would make Kong buffer responses
+    expect(JSON.stringify(router.Schema)).not.toMatch(/description/);
+  });
+
+  it('loads the plugins the way the server does, with no stray output', () => {
+    const r = spawnSync(
+      process.execPath,
+      [PluginServerProcess.binary(), '-d', PLUGINS_DIR, '--dump-plugin-info', 'lora-router'],
+      { timeout: 5000 },
+    );
+    expect(r.status).toBe(0);
+    expect(r.stderr.toString()).toBe('');
+  });
+});
+
+describe('schema validation, as Kong applies the dumped schema', () => {
+  const errs = async (config: Record<string, unknown>) => {
+    try {
+      await driver.startInstance('lora-router', config);
+    } catch (e) {
+      return Object.fromEntries((e as ConfigError).fieldErrors.map((f) => [f.field, f.message]));
+    }
+    return 'accepted';
+  };
+  it('refuses a missing url, a bad backend, a negative N', async () => {
+    expect(await errs({ replicas: [{ backend: 'vllm' }] })).toEqual({
+      'config.replicas[1].url': 'required field missing',
+    });
+    expect(await errs({ replicas: [{ url: 'http://a:1', backend: 'tgi' }] })).toEqual({
+      'config.replicas[1].backend': 'expected one of: vllm, llamacpp',
+    });
+    expect(await errs({ replicas: [{ url: 'http://a:1' }], max_loaded_adapters: -1 })).toEqual({
+      'config.max_loaded_adapters': 'value should be between 0 and 4096',
+    });
+    expect(await errs({ replicas: [{ url: 'http://a:1' }] })).toBe('accepted');
+  });
+});
+
+describe('lora-router through the real plugin server', () => {
+  let w: Awaited<ReturnType<typeof startWorld>>;
+  afterEach(() => w?.stop());
+
+  it('routes a resident adapter with at most 4 PDK calls in access and 2 in log, and shares the decision', async () => {
+    w = await startWorld(
+      driver,
+      [vllm({ staticAdapters: [{ name: 'boot', path: '/adapters/boot' }] })],
+      (u) => onDemand(u),
+    );
+    expect((await w.chat('boot')).status).toBe(200); // first request may refresh the snapshot
+    const r = await w.chat('boot');
+    expect(r.status).toBe(200);
+    expect(json(r.body).model).toBe('boot');
+    expect(r.kong.pdkCalls.access).toEqual([
+      'kong.request.get_path',
+      'kong.request.get_raw_body',
+      'kong.ctx.shared.set',
+      'kong.service.set_target',
+    ]);
+    expect(r.kong.pdkCalls.log).toEqual(['kong.ctx.shared.get', 'kong.response.get_status']);
+    expect(r.kong.ctxShared.get('lora_router')).toMatchObject({
+      replica: w.fleet.urls[0],
+      stage: 'holder',
+      adapter: 'boot',
+    });
+    expect((await w.statusJson()).inFlight).toBe(0);
+  });
+
+  it('adds X-Lora-Replica and X-Lora-Stage when decision_headers is on', async () => {
+    w = await startWorld(driver, [vllm()], (u) => onDemand(u, { decision_headers: true }));
+    const r = await w.chat('a');
+    expect([r.headers['X-Lora-Replica'], r.headers['X-Lora-Stage']]).toEqual([w.fleet.urls[0], 'free']);
+  });
+
+  it('200 concurrent first requests for a cold adapter cause exactly one load', async () => {
+    w = await startWorld(driver, [vllm(), vllm()], (u) => onDemand(u, { max_loaded_adapters: 4 }));
+    const rs = await Promise.all(Array.from({ length: 200 }, () => w.chat('cold', 1)));
+    expect(rs.map((r) => r.status)).toEqual(Array(200).fill(200));
+    expect([...w.loads(0, 'cold'), ...w.loads(1, 'cold')]).toHaveLength(1);
+    expect((await w.statusJson()).inFlight).toBe(0);
+  });
+
+  it('keeps an adapter on its holder (affinity) and spills when the holder saturates', async () => {
+    w = await startWorld(
+      driver,
+      [vllm({ engine: { maxNumSeqs: 1 } }), vllm({ engine: { maxNumSeqs: 1 } })],
+      (u) => onDemand(u, { target_waiting_per_replica: 2, picker: 'max-score' }),
+    );
+    const first = await w.chat('a');
+    const holder = first.kong.ctxShared.get('lora_router') as { replica: string };
+    for (let i = 0; i < 5; i++) {
+      const r = await w.chat('a');
+      expect((r.kong.ctxShared.get('lora_router') as { replica: string; stage: string }).replica).toBe(
+        holder.replica,
+      );
+    }
+    const hi = w.fleet.urls.indexOf(holder.replica);
+    const jam = Array.from({ length: 3 }, () =>
+      fetch(`${holder.replica}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify({ model: 'a', messages: [{ role: 'user', content: 'x' }], max_tokens: 400 }),
+      }).catch(() => null),
+    );
+    await waitFor(() => w.fleet.replicas[hi]!.engine.stats().waiting >= 2);
+    await waitFor(
+      async () =>
+        (await w.statusJson()).replicas.find((r: { url: string }) => r.url === holder.replica).saturation >=
+        1,
+      3000,
+      'poll sees saturation',
+    );
+    const spilled = await w.chat('a');
+    expect(spilled.kong.ctxShared.get('lora_router')).toMatchObject({
+      replica: w.fleet.urls[1 - hi],
+      stage: 'free',
+    });
+    expect(w.loads(1 - hi, 'a')).toHaveLength(1);
+    w.fleet.replicas[hi]!.engine.reset();
+    await Promise.all(jam);
+  });
+
+  it('unloads the least recently used idle adapter, never one in flight', async () => {
+    w = await startWorld(driver, [vllm()], (u) => onDemand(u));
+    await w.chat('a');
+    await w.chat('b');
+    const long = w.chat('a', 200); // a busy
+    await waitFor(() => w.fleet.replicas[0]!.engine.inFlight('a') === 1);
+    expect((await w.chat('c')).status).toBe(200); // must evict b (idle), although a is older
+    expect((await long).status).toBe(200);
+    const unloads = w.fleet.replicas[0]!.adapterLog().filter((e) => e.op === 'unload');
+    expect(unloads.map((e) => [e.name, e.inFlight])).toEqual([['b', 0]]);
+  });
+
+  it('rewrites the body with the lora field for llama.cpp replicas holding the adapter', async () => {
+    w = await startWorld(
+      driver,
+      [
+        {
+          backend: 'llamacpp',
+          staticAdapters: [{ path: '/m/a.gguf' }, { path: '/m/sql.gguf' }],
+          timeScale: 10,
+        },
+      ],
+      (u) => ({
+        replicas: [{ url: u[0], backend: 'llamacpp' }],
+        base_model: BASE,
+        adapters: [{ name: 'sql', path: '/m/sql.gguf', static: true }],
+      }),
+    );
+    const r = await w.chat('sql', 2, { lora: [{ id: 0, scale: 1 }] });
+    expect(r.status).toBe(200);
+    expect(JSON.parse(r.kong.serviceBody!).lora).toEqual([{ id: 1, scale: 1 }]); // the client's own choice is replaced
+    expect(w.fleet.replicas[0]!.requestRecords().at(-1)!.adapter).toBe('/m/sql.gguf');
+    const base = await w.chat(BASE);
+    expect(JSON.parse(base.kong.serviceBody!).lora).toEqual([]);
+    expect(w.fleet.replicas[0]!.requestRecords().at(-1)!.adapter).toBeNull();
+  });
+
+  it('answers GET /v1/models itself with everything the fleet can serve', async () => {
+    w = await startWorld(
+      driver,
+      [vllm({ staticAdapters: [{ name: 'boot', path: '/adapters/boot' }] }), vllm()],
+      (u) => onDemand(u, { adapters: [{ name: 'listed', path: '/adapters/listed' }] }),
+    );
+    await w.chat('dyn');
+    const r = await w.service.handle({ method: 'GET', path: '/v1/models' });
+    expect(r.status).toBe(200);
+    expect(json(r.body).data.map((m: { id: string }) => m.id)).toEqual([BASE, 'listed', 'boot', 'dyn']);
+    expect(r.kong.pdkCalls.access!.at(-1)).toBe('kong.response.exit');
+  });
+
+  describe('error paths: OpenAI-format errors, no replica contacted', () => {
+    it.each([
+      ['admin path', '/v1/load_lora_adapter', '{"lora_name":"x","lora_path":"/etc"}', 403, 'forbidden'],
+      ['admin path behind a prefix', '/llm//v1/unload_lora_adapter', '{"lora_name":"x"}', 403, 'forbidden'],
+      ['llama.cpp adapter admin', '/lora-adapters', '[{"id":0,"scale":1}]', 403, 'forbidden'],
+      ['simulator control', '/_sim/fault', '{"kind":"kill"}', 403, 'forbidden'],
+      ['invalid JSON', '/v1/chat/completions', '{"model":', 400, 'invalid_json'],
+      ['JSON array', '/v1/chat/completions', '[]', 400, 'invalid_json'],
+      ['empty body', '/v1/chat/completions', '', 400, 'invalid_request'],
+      ['model not a string', '/v1/chat/completions', '{"model":1}', 400, 'invalid_model'],
+      ['no model', '/v1/chat/completions', '{"messages":[]}', 400, 'invalid_model'],
+      ['traversal name', '/v1/chat/completions', '{"model":"../../etc/passwd"}', 400, 'invalid_model'],
+    ])('%s', async (_what, path, body, status, code) => {
+      w = await startWorld(driver, [vllm()], (u) => onDemand(u));
+      const r = await w.service.handle({
+        path,
+        body: Buffer.from(body),
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(r.status).toBe(status);
+      expect(r.headers['Content-Type']).toBe('application/json');
+      expect(json(r.body).error).toMatchObject({
+        code,
+        type: expect.any(String),
+        message: expect.any(String),
+      });
+      expect(w.fleet.replicas[0]!.requestRecords()).toEqual([]);
+      expect(w.fleet.replicas[0]!.adapterLog()).toEqual([]);
+    });
+
+    it('unknown adapter: 404 model_not_found', async () => {
+      w = await startWorld(driver, [vllm()], (u) => onDemand(u, { adapter_path_template: undefined }));
+      const r = await w.chat('nope');
+      expect([r.status, json(r.body).error]).toEqual([
+        404,
+        {
+          message: 'The model `nope` does not exist.',
+          type: 'invalid_request_error',
+          code: 'model_not_found',
+        },
+      ]);
+    });
+
+    it('a body Kong could not hand over (past the body buffer): 413; over max_body_bytes: 413', async () => {
+      w = await startWorld(driver, [vllm()], (u) => onDemand(u, { max_body_bytes: 4096 }), {
+        bodyBufferBytes: 8192,
+      });
+      const body = (n: number) => Buffer.from(JSON.stringify({ model: BASE, prompt: 'x'.repeat(n) }));
+      const spooled = await w.service.handle({ path: '/v1/completions', body: body(9000) });
+      expect([spooled.status, json(spooled.body).error.code]).toEqual([413, 'request_too_large']);
+      expect(json(spooled.body).error.message).toMatch(/nginx_http_client_body_buffer_size/);
+      const big = await w.service.handle({ path: '/v1/completions', body: body(5000) });
+      expect([big.status, json(big.body).error.code]).toEqual([413, 'request_too_large']);
+      expect(w.fleet.replicas[0]!.requestRecords()).toEqual([]);
+    });
+
+    it('load failure: 502 naming the adapter, then 503 with Retry-After while backing off', async () => {
+      w = await startWorld(driver, [vllm()], (u) => onDemand(u, { backoff_base_ms: 30000 }));
+      await w.fleet.replicas[0]!.fault({ kind: 'failLoads', count: 5 });
+      const a = await w.chat('flaky');
+      expect([a.status, json(a.body).error.code]).toEqual([502, 'adapter_load_failed']);
+      expect(json(a.body).error.message).toMatch(/'flaky'/);
+      const b = await w.chat('flaky');
+      expect([b.status, json(b.body).error.code, b.headers['Retry-After']]).toEqual([
+        503,
+        'adapter_load_backoff',
+        '30',
+      ]);
+      expect(w.loads(0, 'flaky')).toHaveLength(1);
+    });
+
+    it('no adapter slot free within queue_timeout_ms: 503 with Retry-After', async () => {
+      w = await startWorld(driver, [vllm()], (u) =>
+        onDemand(u, { max_loaded_adapters: 1, queue_timeout_ms: 200 }),
+      );
+      const long = w.chat('a', 300);
+      await waitFor(() => w.fleet.replicas[0]!.engine.inFlight('a') === 1);
+      const r = await w.chat('b');
+      expect([r.status, json(r.body).error.code, r.headers['Retry-After']]).toEqual([
+        503,
+        'adapter_slots_busy',
+        '1',
+      ]);
+      expect((await long).status).toBe(200);
+      expect(w.fleet.replicas[0]!.adapterLog().filter((e) => e.op === 'unload')).toEqual([]);
+    });
+
+    it('a static adapter no replica holds: 503 no_replica', async () => {
+      w = await startWorld(driver, [vllm()], (u) =>
+        onDemand(u, { adapters: [{ name: 'ghost', path: '/x', static: true }] }),
+      );
+      const r = await w.chat('ghost');
+      expect([r.status, json(r.body).error.code]).toEqual([503, 'no_replica']);
+    });
+  });
+
+  it('releases in-flight counts exactly once, and only for requests it admitted', async () => {
+    let reject = false;
+    w = await startWorld(driver, [vllm()], (u) => onDemand(u), {
+      before: () =>
+        reject
+          ? { status: 401, body: Buffer.from('{"message":"No API key found in request"}'), headers: {} }
+          : undefined,
+    });
+    await w.chat('a');
+    reject = true;
+    const refused = await w.chat('a');
+    expect(refused.status).toBe(401);
+    expect(refused.kong.pdkCalls.access).toBeUndefined(); // our access never ran
+    expect(refused.kong.pdkCalls.log).toEqual(['kong.ctx.shared.get']); // log did, and stopped there
+    reject = false;
+    const ok = await w.chat('a');
+    // The same log phase twice (Kong would not, but a second release must change nothing).
+    const again = new KongRequest({ path: '/v1/chat/completions' });
+    for (const [k, v] of ok.kong.ctxShared) again.ctxShared.set(k, v);
+    again.status = 200;
+    await driver.handleEvent(w.service.instances[0]!.id, 'log', again);
+    expect((await w.statusJson()).inFlight).toBe(0);
+  });
+
+  it('keeps fleet state across a config change (new instance, old one closed): no reload', async () => {
+    w = await startWorld(driver, [vllm()], (u) => onDemand(u));
+    await w.chat('a');
+    const before = w.service.instances[0]!.id;
+    await w.service.configure([
+      { name: 'lora-router', config: onDemand(w.fleet.urls, { target_waiting_per_replica: 8 }) },
+    ]);
+    expect(w.service.instances[0]!.id).not.toBe(before);
+    await expect(driver.closeInstance(before)).rejects.toThrow(/no plugin instance/);
+    expect((await w.chat('a')).status).toBe(200);
+    expect(w.loads(0, 'a')).toHaveLength(1);
+  });
+
+  it('serves status JSON and Prometheus metrics on the lora-poller route', async () => {
+    w = await startWorld(
+      driver,
+      [vllm(), { backend: 'llamacpp', staticAdapters: [{ path: 'x.gguf' }], timeScale: 10 }],
+      (u) => ({
+        ...onDemand([u[0]!]),
+        replicas: [{ url: u[0] }, { url: u[1], backend: 'llamacpp' }],
+      }),
+    );
+    await w.chat('a');
+    const s = await w.statusJson();
+    expect(s.replicas.map((r: { url: string }) => r.url)).toEqual(expect.arrayContaining(w.fleet.urls));
+    const v = s.replicas.find((r: { url: string }) => r.url === w.fleet.urls[0]);
+    expect(v).toMatchObject({
+      backend: 'vllm',
+      health: 'up',
+      adapters: [{ name: 'a', state: 'loaded', inFlight: 0 }],
+    });
+    expect(s.replicas.find((r: { url: string }) => r.url === w.fleet.urls[1]).llamaAdapters).toEqual([
+      { id: 0, path: 'x.gguf' },
+    ]);
+    expect(s.events.some((e: { op: string; adapter: string }) => e.op === 'load' && e.adapter === 'a')).toBe(
+      true,
+    );
+    const m = await w.status.handle({ method: 'GET', path: '/lora/metrics' });
+    const text = m.body.toString();
+    expect(m.headers['Content-Type']).toMatch(/^text\/plain/);
+    for (const name of [
+      'lora_router_decisions_total',
+      'lora_router_adapter_loads_total',
+      'lora_router_adapter_load_duration_seconds_bucket',
+      'lora_router_in_flight',
+      'lora_router_replica_saturation',
+      'lora_router_poll_errors_total',
+      'lora_router_snapshot_age_seconds',
+    ]) {
+      expect(text).toContain(name);
+    }
+    expect(text).toMatch(/lora_router_adapter_loads_total\{result="ok"\} [1-9]/);
+    const page = await w.status.handle({ method: 'GET', path: '/lora' });
+    expect(page.headers['Content-Type']).toMatch(/^text\/html/);
+    expect(page.body.toString()).toContain('"/lora/status"');
+  });
+
+  it('survives a JS exception path: a PDK error answer does not crash the server', async () => {
+    w = await startWorld(driver, [vllm()], (u) => onDemand(u));
+    const req = new KongRequest({
+      path: '/v1/chat/completions',
+      body: Buffer.from(JSON.stringify({ model: BASE, messages: [] })),
+    });
+    // Make set_target fail as Kong would for a bad port: the plugin's exception is logged, "ret" answered.
+    const orig = req.pdk.bind(req);
+    req.pdk = (m, a) => (m === 'kong.service.set_target' ? { error: 'boom' } : orig(m, a));
+    await driver.handleEvent(w.service.instances[0]!.id, 'access', req);
+    expect(server.exited).toBe(false);
+    // The lease was handed to ctx before set_target: the log phase returns it.
+    req.status = 502;
+    await driver.handleEvent(w.service.instances[0]!.id, 'log', req);
+    expect((await w.statusJson()).inFlight).toBe(0);
+  });
+});

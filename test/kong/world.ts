@@ -1,0 +1,63 @@
+import { join } from 'node:path';
+import { LocalGateway, type GatewayOptions } from '../../stack/gateway';
+import { SimFleet } from '../../sim/fleet';
+import type { ReplicaOptions } from '../../sim/http/replica';
+import { KongDriver, PluginServerProcess } from './driver';
+
+export const PLUGINS_DIR = join(__dirname, '..', '..', 'dist', 'plugins');
+export const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
+
+/** One plugin-server process for a test file, as one Kong node has. */
+export async function startPluginServer(): Promise<{ server: PluginServerProcess; driver: KongDriver }> {
+  const server = await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR });
+  return { server, driver: new KongDriver(server.socketPath) };
+}
+
+/** A simulated fleet behind a service whose route carries lora-router, plus a status route with lora-poller. */
+export async function startWorld(
+  driver: KongDriver,
+  specs: ReplicaOptions[],
+  routerConfig: (urls: string[]) => Record<string, unknown>,
+  extra: Partial<GatewayOptions> = {},
+) {
+  const fleet = await SimFleet.start(specs);
+  const service = await LocalGateway.create({
+    driver,
+    plugins: [{ name: 'lora-router', config: routerConfig(fleet.urls) }],
+    serviceUrl: fleet.urls[0]!,
+    ...extra,
+  });
+  const status = await LocalGateway.create({
+    driver,
+    plugins: [{ name: 'lora-poller', config: { poll_interval_ms: 50, timeout_ms: 500 } }],
+    serviceUrl: 'http://127.0.0.1:9',
+  });
+  const chat = (model: string, maxTokens = 2, extra: Record<string, unknown> = {}) =>
+    service.handle({
+      path: '/v1/chat/completions',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(
+        JSON.stringify({
+          model,
+          messages: [{ role: 'user', content: 'hi' }],
+          max_tokens: maxTokens,
+          ...extra,
+        }),
+      ),
+    });
+  const loads = (i: number, name?: string) =>
+    fleet.replicas[i]!.adapterLog().filter((e) => e.op === 'load' && (name === undefined || e.name === name));
+  const statusJson = async () =>
+    JSON.parse((await status.handle({ method: 'GET', path: '/lora/status' })).body.toString());
+  const stop = async () => {
+    await fleet.stop();
+  };
+  return { fleet, service, status, chat, loads, statusJson, stop };
+}
+
+export const vllm = (over: Partial<ReplicaOptions> = {}): ReplicaOptions => ({
+  adapterDirs: ['/adapters'],
+  timeScale: 10,
+  ...over,
+  engine: { loadBaseMs: 1000, ...over.engine },
+});
