@@ -11,7 +11,14 @@ export interface CatalogConfig {
   namePattern: string;
 }
 
-export type Resolved = { kind: 'base' } | { kind: Exclude<RequestKind, 'base'>; adapter: AdapterRef };
+export type Resolved =
+  | { kind: 'base' }
+  | {
+      kind: Exclude<RequestKind, 'base'>;
+      adapter: AdapterRef;
+      /** Not in the configuration: served only if some replica's registry holds it. */
+      discovered?: boolean;
+    };
 
 export const DEFAULT_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$';
 const MAX_NAME = 256;
@@ -52,12 +59,13 @@ export class AdapterCatalog {
     const known = this.byName.get(model);
     if (known)
       return { kind: known.static ? 'static' : 'on-demand', adapter: { name: model, path: known.path } };
-    if (this.root === undefined) throw errors.modelNotFound(truncate(model));
-    const path = this.templatedPath(model);
-    return { kind: 'on-demand', adapter: { name: model, path } };
+    this.checkName(model);
+    // No template: the name can only be one a replica registered at start (--lora-modules).
+    if (this.root === undefined) return { kind: 'static', adapter: { name: model }, discovered: true };
+    return { kind: 'on-demand', adapter: { name: model, path: this.templatedPath(model) } };
   }
 
-  private templatedPath(name: string): string {
+  private checkName(name: string): void {
     if (name.length > MAX_NAME || /[\0/\\]/.test(name) || name === '.' || name.includes('..')) {
       throw errors.invalidModel(
         `Invalid adapter name '${truncate(name)}': it may not contain '/', '\\', '..' or NUL.`,
@@ -68,6 +76,9 @@ export class AdapterCatalog {
         `Invalid adapter name '${truncate(name)}': it must match ${this.config.namePattern}.`,
       );
     }
+  }
+
+  private templatedPath(name: string): string {
     const path = posix.normalize(this.config.pathTemplate!.split('{name}').join(name));
     // Defence in depth: whatever the pattern allows, the result stays under the root.
     if (!path.startsWith(this.root!) || path.split('/').includes('..')) {

@@ -160,6 +160,9 @@ export class RouterService {
     const ctx: SchedulingContext = { now: this.rt.clock.now(), policy: this.policy, random: this.rt.random };
     let views = await this.rt.store.views(this.urls, adapter);
     views = await this.refreshIfStale(views, adapter);
+    if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
+      throw errors.modelNotFound(resolved.adapter.name);
+    }
     ctx.now = this.rt.clock.now();
     // From here to the claim nothing awaits: the next request sees this one's placement.
     if (adapter) this.rt.manager.overlayClaims(views, adapter.name);

@@ -408,3 +408,36 @@ describe('lora-router through the real plugin server', () => {
     expect((await w.statusJson()).inFlight).toBe(0);
   });
 });
+
+describe('lora-router without lora-poller in its process', () => {
+  it('refreshes a replica itself on the first request instead of routing blind', async () => {
+    const own = await startPluginServer(); // a process that never sees lora-poller
+    const fleet = await (
+      await import('../../sim/fleet')
+    ).SimFleet.start([vllm(), vllm({ staticAdapters: [{ name: 'only-on-2', path: '/adapters/x' }] })]);
+    try {
+      const { LocalGateway } = await import('../../stack/gateway');
+      const gw = await LocalGateway.create({
+        driver: own.driver,
+        plugins: [
+          { name: 'lora-router', config: { replicas: fleet.urls.map((url) => ({ url })), base_model: BASE } },
+        ],
+        serviceUrl: fleet.urls[0]!,
+      });
+      // max_loaded_adapters 0: only a holder can serve it, and only a poll can tell which one is.
+      const r = await gw.handle({
+        path: '/v1/chat/completions',
+        body: Buffer.from(
+          JSON.stringify({ model: 'only-on-2', messages: [{ role: 'user', content: 'x' }], max_tokens: 1 }),
+        ),
+      });
+      expect(r.status).toBe(200);
+      expect(r.kong.ctxShared.get('lora_router')).toMatchObject({ replica: fleet.urls[1], stage: 'static' });
+      expect(fleet.replicas[0]!.requestRecords()).toEqual([]);
+      await gw.close();
+    } finally {
+      await fleet.stop();
+      await own.server.stop();
+    }
+  });
+});
