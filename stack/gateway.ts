@@ -1,5 +1,4 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Agent, request as undiciRequest } from 'undici';
 import {
   KongDriver,
@@ -65,7 +64,6 @@ const HOP_BY_HOP = new Set([
 export class LocalGateway {
   private running: Running[] = [];
   private readonly agent = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
-  private server: http.Server | null = null;
 
   private constructor(private readonly o: GatewayOptions) {}
 
@@ -219,18 +217,8 @@ export class LocalGateway {
     return reply;
   }
 
-  /** Serves HTTP on `port`, streaming upstream responses (SSE included) to the client. */
-  async listen(port: number, host = '127.0.0.1'): Promise<string> {
-    const server = http.createServer((req, res) => void this.serve(req, res));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve());
-    });
-    this.server = server;
-    return `http://${host}:${(server.address() as AddressInfo).port}`;
-  }
-
-  private async serve(inReq: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  /** One HTTP request through the gateway, the upstream response streamed (SSE included). */
+  async serve(inReq: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     let size = 0;
     const limit = this.o.maxBodyBytes ?? 0;
@@ -293,9 +281,6 @@ export class LocalGateway {
   }
 
   async close(): Promise<void> {
-    const s = this.server;
-    this.server = null;
-    if (s) await new Promise<void>((r) => s.close(() => r()));
     await this.agent.close();
     this.o.driver.close();
   }

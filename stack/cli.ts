@@ -1,0 +1,130 @@
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { routerConfig } from './kong-config';
+import { LocalStack } from './stack';
+import { progressLine, runTraffic, summaryTable } from './traffic';
+
+const HELP = `Usage: npm start -- [options]      (npm run demo = npm start -- --traffic)
+
+Starts the local stack: a simulated fleet, the real kong-js-pluginserver with lora-router and
+lora-poller, and a gateway on --port that plays Kong's proxy path for kong.yml.
+
+  --port N           gateway port (default 8000)
+  --host H           gateway address (default 127.0.0.1)
+  --fleet-port N     first port of the simulated replicas (default 8100; 0 = any free ports)
+  --config FILE      decK file (default kong.yml)
+  --time-scale X     run modelled time X times faster (default 1)
+  --traffic          send a bounded demo workload, print progress and a summary, keep serving
+  --requests N       demo requests (default 300)
+  --duration S       demo time bound in seconds (default 120)
+  --rate R           demo arrivals per second (default: the Azure trace's 5.5)
+  --alpha A          Zipf exponent of the adapter mix (default 1.0)
+  --trace FILE       replay a CSV in the Azure LLM trace format instead of the synthetic workload
+  --seed N           demo seed (default 1)
+  --exit             stop after the demo (with --traffic)
+  --verbose          show the plugin server's log
+  -h, --help`;
+
+async function main(): Promise<void> {
+  const { values: v } = parseArgs({
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'fleet-port': { type: 'string' },
+      config: { type: 'string' },
+      'time-scale': { type: 'string' },
+      traffic: { type: 'boolean' },
+      requests: { type: 'string' },
+      duration: { type: 'string' },
+      rate: { type: 'string' },
+      alpha: { type: 'string' },
+      trace: { type: 'string' },
+      seed: { type: 'string' },
+      exit: { type: 'boolean' },
+      verbose: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (v.help) return void console.log(HELP);
+  const num = (name: string, s: string | undefined, d: number) => {
+    if (s === undefined) return d;
+    const n = Number(s);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got "${s}"`);
+    return n;
+  };
+  const root = join(__dirname, '..', '..');
+  const stack = await LocalStack.start({
+    port: num('port', v.port, 8000),
+    host: v.host ?? '127.0.0.1',
+    fleetPort: num('fleet-port', v['fleet-port'], 8100),
+    kongYaml: v.config ?? join(root, 'kong.yml'),
+    timeScale: num('time-scale', v['time-scale'], 1) || 1,
+    log: (line) => {
+      if (v.verbose || / error: /.test(line)) console.error(line);
+    },
+  });
+  let stopping = false;
+  const stop = async (code = 0) => {
+    if (stopping) return;
+    stopping = true;
+    console.log('\nstopping…');
+    await stack.stop();
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+
+  const u = stack.url;
+  const fleetService = stack.services.find((s) => routerConfig(s))!;
+  const cfg = routerConfig(fleetService)!;
+  const listed = ((cfg.adapters as { name: string; static?: boolean }[]) ?? []).map((a) => a.name);
+  const onDemand =
+    ((cfg.adapters as { name: string; static?: boolean }[]) ?? []).find((a) => !a.static)?.name ??
+    'my-adapter';
+  const llama = ((cfg.adapters as { name: string; static?: boolean }[]) ?? []).find((a) => a.static)?.name;
+  console.log(`kong-lora-router local stack: a development harness, not Kong.
+  gateway      ${u}  (Kong's proxy path for ${stack.services.map((s) => s.name).join(', ')}, from kong.yml)
+  plugins run  lora-router, lora-poller in the real kong-js-pluginserver (dist/plugins)
+  not run      ${stack.notRun.join(', ') || 'none'} (bundled Kong plugins: real Kong runs them)
+  fleet        ${stack.fleet.replicas.map((r) => `${r.backend} ${r.url}`).join('\n               ')}
+  placement    ${u}${stack.statusPath ?? '/lora'}   (JSON: ${stack.statusPath ?? '/lora'}/status, metrics: ${stack.statusPath ?? '/lora'}/metrics)
+
+Try:
+  curl -s ${u}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${cfg.base_model}","messages":[{"role":"user","content":"hi"}]}'
+  curl -s ${u}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${onDemand}","messages":[{"role":"user","content":"hi"}]}'
+${llama ? `  curl -s ${u}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${llama}","messages":[{"role":"user","content":"hi"}]}'\n` : ''}
+Ctrl-C stops everything.`);
+
+  if (v.traffic) {
+    const templated = Array.from({ length: 12 }, (_, i) => `cust-${String(i + 1).padStart(2, '0')}`);
+    const adapters = [...listed, ...templated];
+    const tty = process.stderr.isTTY;
+    console.log(
+      `\ndemo traffic: ${num('requests', v.requests, 300)} requests at most, ${num('duration', v.duration, 120)} s at most, Zipf(${num('alpha', v.alpha, 1)}) over ${adapters.length} adapters, ${v.trace ? `trace ${v.trace}` : 'synthetic workload fitted to the Azure 2023 conversation trace'}`,
+    );
+    const s = await runTraffic({
+      gatewayUrl: u,
+      adapters,
+      requests: num('requests', v.requests, 300),
+      durationS: num('duration', v.duration, 120),
+      ratePerS: v.rate === undefined ? undefined : num('rate', v.rate, 5.5),
+      alpha: num('alpha', v.alpha, 1),
+      seed: num('seed', v.seed, 1),
+      trace: v.trace,
+      maxPromptTokens: 2000,
+      maxOutputTokens: 128,
+      maxInFlight: 64,
+      loads: () => stack.loads(),
+      onProgress: (p) =>
+        tty ? process.stderr.write(`\r${progressLine(p)}   `) : console.error(progressLine(p)),
+    });
+    if (tty) process.stderr.write('\n');
+    console.log(`\n${summaryTable(s)}\n`);
+    if (v.exit) await stop(s.ok > 0 ? 0 : 1);
+  }
+}
+
+main().catch((err: Error) => {
+  console.error(`npm start: ${err.message}`);
+  process.exit(1);
+});
