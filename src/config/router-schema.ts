@@ -54,9 +54,29 @@ export const routerSchema: SchemaFields = [
       elements: {
         type: 'record',
         fields: [
-          { name: { type: 'string', required: true, len_min: 1, len_max: 256 } },
-          { path: { type: 'string' } },
-          { static: { type: 'boolean', default: false } },
+          {
+            name: {
+              type: 'string',
+              required: true,
+              len_min: 1,
+              len_max: 256,
+              description: 'The `model` clients send.',
+            },
+          },
+          {
+            path: {
+              type: 'string',
+              description:
+                'vLLM: the `lora_path` to load. llama.cpp: the file the replica was started with (matched by path or file name).',
+            },
+          },
+          {
+            static: {
+              type: 'boolean',
+              default: false,
+              description: 'Registered at replica start: served only by holders, never loaded or unloaded.',
+            },
+          },
         ],
       },
     },
@@ -65,7 +85,7 @@ export const routerSchema: SchemaFields = [
     adapter_path_template: {
       type: 'string',
       description:
-        'Path for adapters not listed, with `{name}`, e.g. `/adapters/{name}`. Unset: unlisted names are 404.',
+        'Path of adapters not listed, with `{name}` (e.g. `/adapters/{name}`): any name matching `adapter_name_pattern` may then be loaded. Unset: an unlisted name is served only where a replica registered it at start, else 404.',
     },
   },
   {

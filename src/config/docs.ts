@@ -1,0 +1,70 @@
+import type { FieldDef, SchemaFields } from './kong-schema';
+import { pollerSchema } from './poller-schema';
+import { routerSchema } from './router-schema';
+
+/** Markdown table of a plugin's configuration, generated from its Schema (README keeps it in sync). */
+export function configTable(fields: SchemaFields): string {
+  const rows: string[] = ['| field | type | default | rules | description |', '|---|---|---|---|---|'];
+  const walk = (fs: SchemaFields, prefix: string) => {
+    for (const entry of fs) {
+      for (const [name, def] of Object.entries(entry)) {
+        const path = prefix + name;
+        rows.push(
+          `| \`${path}\` | ${typeName(def)} | ${def.default === undefined ? '' : `\`${JSON.stringify(def.default)}\``} | ${rules(def)} | ${def.description ?? ''} |`,
+        );
+        if (def.type === 'record' && def.fields) walk(def.fields, `${path}.`);
+        if (
+          (def.type === 'array' || def.type === 'set') &&
+          def.elements?.type === 'record' &&
+          def.elements.fields
+        )
+          walk(def.elements.fields, `${path}[].`);
+      }
+    }
+  };
+  walk(fields, '');
+  return rows.join('\n');
+}
+
+function typeName(def: FieldDef): string {
+  if ((def.type === 'array' || def.type === 'set') && def.elements)
+    return `${def.type} of ${def.elements.type}`;
+  return def.type;
+}
+
+function rules(def: FieldDef): string {
+  const r: string[] = [];
+  if (def.required) r.push('required');
+  const oneOf = def.one_of ?? def.elements?.one_of;
+  if (oneOf) r.push(`one of ${oneOf.map((v) => `\`${v}\``).join(', ')}`);
+  if (def.between) r.push(`${def.between[0]}..${def.between[1]}`);
+  if (def.gt !== undefined) r.push(`> ${def.gt}`);
+  if (def.len_min !== undefined) r.push(`length >= ${def.len_min}`);
+  if (def.len_max !== undefined) r.push(`length <= ${def.len_max}`);
+  if (def.match) r.push(`matches \`${def.match}\` (Lua pattern)`);
+  return r.join(', ');
+}
+
+/** The README section between its markers. */
+export function configSection(): string {
+  return [
+    '### `lora-router`',
+    '',
+    configTable(routerSchema),
+    '',
+    '### `lora-poller`',
+    '',
+    configTable(pollerSchema),
+  ].join('\n');
+}
+
+export const CONFIG_BEGIN = '<!-- config-table:begin (generated from the Schema: npm run docs) -->';
+export const CONFIG_END = '<!-- config-table:end -->';
+
+/** README with the generated section replaced. */
+export function withConfigSection(readme: string): string {
+  const i = readme.indexOf(CONFIG_BEGIN);
+  const j = readme.indexOf(CONFIG_END);
+  if (i < 0 || j < i) throw new Error('README has no config-table markers');
+  return readme.slice(0, i + CONFIG_BEGIN.length) + '\n' + configSection() + '\n' + readme.slice(j);
+}
