@@ -20,6 +20,8 @@ export interface GatewayOptions {
   plugins: GatewayPlugin[];
   /** The Service's own URL: where a request goes when no plugin set a target (Kong's fallback). */
   serviceUrl: string;
+  /** An upstream's targets instead: Kong's round-robin balancer picks one per request. */
+  upstreamTargets?: string[];
   /** nginx_http_client_body_buffer_size. */
   bodyBufferBytes?: number;
   /** nginx client_max_body_size: larger bodies get 413 before any plugin (0 = no limit). */
@@ -63,6 +65,7 @@ const HOP_BY_HOP = new Set([
  */
 export class LocalGateway {
   private running: Running[] = [];
+  private rr = 0;
   private readonly agent = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
 
   private constructor(private readonly o: GatewayOptions) {}
@@ -142,7 +145,8 @@ export class LocalGateway {
       const h = req.target.host.includes(':') ? `[${req.target.host}]` : req.target.host;
       return { origin: `http://${h}:${req.target.port}`, host: `${h}:${req.target.port}` };
     }
-    const u = new URL(this.o.serviceUrl);
+    const targets = this.o.upstreamTargets;
+    const u = new URL(targets?.length ? targets[this.rr++ % targets.length]! : this.o.serviceUrl);
     return { origin: u.origin, host: u.host };
   }
 
@@ -169,7 +173,7 @@ export class LocalGateway {
   }
 
   /** One request through the gateway, the response buffered (tests, benchmarks). */
-  async handle(init: RequestInit): Promise<GatewayReply> {
+  async handle(init: RequestInit, onChunk?: (chunk: string) => void): Promise<GatewayReply> {
     const req = new KongRequest({ bodyBufferBytes: this.o.bodyBufferBytes, ...init });
     const limit = this.o.maxBodyBytes ?? 0;
     if (limit > 0 && (req.body?.length ?? 0) > limit) {
@@ -191,7 +195,12 @@ export class LocalGateway {
     } else {
       try {
         const res = await this.forward(req);
-        const buf = Buffer.from(await res.body.arrayBuffer());
+        const chunks: Buffer[] = [];
+        for await (const c of res.body) {
+          chunks.push(c as Buffer);
+          onChunk?.((c as Buffer).toString('utf8'));
+        }
+        const buf = Buffer.concat(chunks);
         req.status = res.statusCode;
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers[k] = v;

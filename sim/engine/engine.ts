@@ -78,6 +78,8 @@ export interface EngineStats {
   busySlotsTotal: number;
   /** Loads of adapter weights forced inside the engine loop by a host-cache miss. */
   cacheMissLoads: number;
+  /** Adapter weights pushed out of the host cache to make room (not counting unloads). */
+  cacheEvictions: number;
 }
 
 interface Seq {
@@ -101,7 +103,14 @@ export class ReplicaEngine {
   private stepPending = false;
   private cancelStep: (() => void) | null = null;
   private epoch = 0;
-  private counters = { prompt: 0, generation: 0, steps: 0, busySlots: 0, cacheMissLoads: 0 };
+  private counters = {
+    prompt: 0,
+    generation: 0,
+    steps: 0,
+    busySlots: 0,
+    cacheMissLoads: 0,
+    cacheEvictions: 0,
+  };
   private listeners: ((rec: RequestRecord) => void)[] = [];
 
   constructor(
@@ -222,6 +231,7 @@ export class ReplicaEngine {
       stepsTotal: this.counters.steps,
       busySlotsTotal: this.counters.busySlots,
       cacheMissLoads: this.counters.cacheMissLoads,
+      cacheEvictions: this.counters.cacheEvictions,
     };
   }
 
@@ -331,7 +341,10 @@ export class ReplicaEngine {
     const busy = new Set(this.running.map((s) => s.req.adapter));
     for (const victim of this.cpuCache.keys()) {
       if (this.cpuCache.size <= this.options.maxCpuLoras) break;
-      if (victim !== adapter && !busy.has(victim)) this.cpuCache.delete(victim);
+      if (victim !== adapter && !busy.has(victim)) {
+        this.cpuCache.delete(victim);
+        this.counters.cacheEvictions++;
+      }
     }
   }
 }

@@ -40,6 +40,12 @@ export interface ReplicaOptions {
   adapterPaths?: Record<string, number>;
   /** Directories under which any `<dir>/<name>` is an adapter of `defaultRank`. */
   adapterDirs?: string[];
+  /**
+   * vLLM's filesystem resolver (`VLLM_PLUGINS=lora_filesystem_resolver`): a request for an
+   * unknown `model=foo` registers `<dir>/foo` if it exists; its weights load on first use,
+   * inside the engine loop. No bound, no unload.
+   */
+  resolverDir?: string;
   defaultRank?: number;
   maxLoraRank?: number;
   maxModelLen?: number;
@@ -155,6 +161,7 @@ export class SimReplica {
       staticAdapters: options.staticAdapters ?? [],
       adapterPaths: options.adapterPaths ?? {},
       adapterDirs: options.adapterDirs ?? [],
+      resolverDir: options.resolverDir ?? '',
       defaultRank: options.defaultRank ?? 16,
       maxLoraRank: options.maxLoraRank ?? 64,
       maxModelLen: options.maxModelLen ?? 8192,
@@ -454,7 +461,7 @@ export class SimReplica {
       adapter = sel.adapter;
       rank = sel.rank;
     } else if (p.model !== this.o.baseModel) {
-      const entry = this.registry.get(p.model);
+      const entry = this.registry.get(p.model) ?? this.resolve(p.model);
       if (!entry) {
         return this.send(
           res,
@@ -669,6 +676,17 @@ export class SimReplica {
     this.registry.delete(name);
     this.engine.dropWeights(name);
     return logged({ status: 200, body: `Success: LoRA adapter '${name}' removed successfully.` }, inFlight);
+  }
+
+  /** The filesystem resolver: registers `<resolverDir>/<name>` on first request, if it exists. */
+  private resolve(name: string): RegistryEntry | undefined {
+    if (!this.o.resolverDir) return undefined;
+    const path = `${this.o.resolverDir.replace(/\/$/, '')}/${name}`;
+    const rank = this.adapterRank(path);
+    if (rank === undefined) return undefined;
+    const entry = { name, path, rank, static: false, created: Math.floor(this.epochUnix + this.clock.now() / 1000) };
+    this.registry.set(name, entry);
+    return entry;
   }
 
   private adapterRank(path: string): number | undefined {

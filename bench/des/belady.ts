@@ -1,0 +1,66 @@
+/**
+ * Belady's offline optimum (MIN) for a cache of `capacity` adapters over the request sequence:
+ * on a miss with a full cache, evict the adapter used again furthest in the future. The fleet's
+ * R x N slots can do no better than one cache of R*N slots, so this bounds the loads any
+ * policy needs (copies of a hot adapter on several replicas only add loads).
+ */
+export function beladyMisses(sequence: readonly string[], capacity: number): number {
+  const n = sequence.length;
+  const nextUse = new Array<number>(n);
+  const last = new Map<string, number>();
+  for (let i = n - 1; i >= 0; i--) {
+    nextUse[i] = last.get(sequence[i]!) ?? Infinity;
+    last.set(sequence[i]!, i);
+  }
+  const cached = new Map<string, number>(); // adapter -> its next use
+  // Max-heap of [nextUse, adapter]; stale entries (next use changed) are skipped on pop.
+  const heap: [number, string][] = [];
+  const push = (e: [number, string]) => {
+    heap.push(e);
+    let i = heap.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (heap[p]![0] >= heap[i]![0]) break;
+      [heap[p], heap[i]] = [heap[i]!, heap[p]!];
+      i = p;
+    }
+  };
+  const pop = (): [number, string] => {
+    const top = heap[0]!;
+    const end = heap.pop()!;
+    if (heap.length > 0) {
+      heap[0] = end;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < heap.length && heap[l]![0] > heap[m]![0]) m = l;
+        if (r < heap.length && heap[r]![0] > heap[m]![0]) m = r;
+        if (m === i) break;
+        [heap[m], heap[i]] = [heap[i]!, heap[m]!];
+        i = m;
+      }
+    }
+    return top;
+  };
+  let misses = 0;
+  for (let i = 0; i < n; i++) {
+    const a = sequence[i]!;
+    if (!cached.has(a)) {
+      misses++;
+      if (cached.size >= capacity) {
+        for (;;) {
+          const [use, victim] = pop();
+          if (cached.get(victim) === use) {
+            cached.delete(victim);
+            break;
+          }
+        }
+      }
+    }
+    cached.set(a, nextUse[i]!);
+    push([nextUse[i]!, a]);
+  }
+  return misses;
+}

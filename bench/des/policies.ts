@@ -1,0 +1,195 @@
+import { parseRouterConfig } from '../../src/config/parse';
+import type { VirtualClock } from '../../src/clock';
+import { silentLogger } from '../../src/log';
+import { seededRandom, type Random } from '../../src/random';
+import { RouterService } from '../../src/router/router';
+import { FleetRuntime } from '../../src/runtime';
+import type { AdapterMode, DesFleet } from './fleet';
+
+/** Where one request goes, or the error status the router answered. */
+export type Routed = { url: string; token?: string } | { error: number };
+
+export interface DesRouter {
+  route(adapter: string): Promise<Routed>;
+  done(url: string, token: string | undefined): Promise<void>;
+  stop(): void;
+}
+
+export interface Policy {
+  name: string;
+  mode: AdapterMode;
+  create(clock: VirtualClock, fleet: DesFleet, seed: number, slots: number): DesRouter;
+}
+
+/** lora-router as deployed: the real RouterService, store, poller and adapter manager. */
+export function loraRouter(name = 'lora-router', extra: Record<string, unknown> = {}): Policy {
+  return {
+    name,
+    mode: 'managed',
+    create(clock, fleet, seed, slots) {
+      const rt = new FleetRuntime({
+        clock,
+        api: fleet,
+        log: silentLogger,
+        seed,
+        poller: { intervalMs: 500, timeoutMs: 1000 },
+      });
+      const svc = new RouterService(
+        parseRouterConfig({
+          replicas: fleet.urls.map((url) => ({ url })),
+          base_model: 'base',
+          adapter_path_template: '/adapters/{name}',
+          max_loaded_adapters: slots,
+          ...extra,
+        }),
+        rt,
+      );
+      return {
+        async route(adapter) {
+          const body = Buffer.from(`{"model":"${adapter}","messages":[{"role":"user","content":"hi"}]}`);
+          const out = await svc.route({ path: '/v1/chat/completions', body });
+          return out.kind === 'proxy' ? { url: out.url, token: out.leaseId } : { error: out.status };
+        },
+        async done(_url, token) {
+          await svc.finish(token!, 200);
+        },
+        stop: () => rt.stop(),
+      };
+    },
+  };
+}
+
+/** A router that tracks only its own in-flight counts (Kong's balancers do no more). */
+function counting(
+  fleet: DesFleet,
+  pick: (adapter: string, inFlight: number[], random: Random) => number,
+  seed: number,
+): DesRouter {
+  const inFlight = fleet.urls.map(() => 0);
+  const random = seededRandom(seed);
+  return {
+    async route(adapter) {
+      const i = pick(adapter, inFlight, random);
+      inFlight[i]!++;
+      return { url: fleet.urls[i]! };
+    },
+    async done(url) {
+      inFlight[fleet.urls.indexOf(url)]!--;
+    },
+    stop: () => undefined,
+  };
+}
+
+function leastIndex(xs: number[], random: Random): number {
+  const min = Math.min(...xs);
+  const ties = xs.flatMap((x, i) => (x === min ? [i] : []));
+  return ties[Math.floor(random() * ties.length)]!;
+}
+
+export const roundRobin: Policy = {
+  name: 'round robin',
+  mode: 'resolver',
+  create(_clock, fleet, seed) {
+    let next = 0;
+    return counting(fleet, () => next++ % fleet.urls.length, seed);
+  },
+};
+
+export const leastRequest: Policy = {
+  name: 'least request',
+  mode: 'resolver',
+  create: (_clock, fleet, seed) => counting(fleet, (_a, inFlight, r) => leastIndex(inFlight, r), seed),
+};
+
+/** Kong's consistent-hashing balancer on the `model` value: a ring with virtual nodes. */
+export const consistentHash: Policy = {
+  name: 'consistent hash (model)',
+  mode: 'resolver',
+  create(_clock, fleet, seed) {
+    const ring: [number, number][] = [];
+    fleet.urls.forEach((u, i) => {
+      for (let v = 0; v < 160; v++) ring.push([fnv(`${u}#${v}`), i]);
+    });
+    ring.sort((a, b) => a[0] - b[0]);
+    return counting(
+      fleet,
+      (adapter) => {
+        const h = fnv(adapter);
+        const p = ring.find(([x]) => x >= h) ?? ring[0]!;
+        return p[1];
+      },
+      seed,
+    );
+  },
+};
+
+/**
+ * llm-d-style soft affinity: LoRA score 1 (adapter running there), 0.8 (a free slot among
+ * running adapters), 0.6 (adapter waiting there), else 0, from `lora_requests_info`; plus
+ * queue and KV scorers, equal weights, max-score. Metrics scraped every 50 ms, as llm-d does.
+ */
+export const llmdSoftAffinity: Policy = {
+  name: 'llm-d soft affinity',
+  mode: 'resolver',
+  create(clock, fleet, seed, slots) {
+    const random = seededRandom(seed);
+    type Snap = { waiting: number; kv: number; running: Set<string>; waitingSet: Set<string> };
+    let snaps: Snap[] = [];
+    const refresh = () => {
+      snaps = fleet.engines.map((e) => {
+        const s = e.stats();
+        return {
+          waiting: s.waiting,
+          kv: s.kvUsage,
+          running: new Set(s.runningAdapters),
+          waitingSet: new Set(s.waitingAdapters),
+        };
+      });
+    };
+    refresh();
+    let cancel = clock.after(50, function tick() {
+      refresh();
+      cancel = clock.after(50, tick);
+    });
+    const router = counting(
+      fleet,
+      (adapter) => {
+        const qs = snaps.map((s) => s.waiting);
+        const qmin = Math.min(...qs);
+        const qmax = Math.max(...qs);
+        const scores = snaps.map((s) => {
+          const lora = s.running.has(adapter)
+            ? 1
+            : s.running.size < slots
+              ? 0.8
+              : s.waitingSet.has(adapter)
+                ? 0.6
+                : 0;
+          const queue = qmax > qmin ? (qmax - s.waiting) / (qmax - qmin) : 1;
+          return (lora + queue + (1 - s.kv)) / 3;
+        });
+        const best = Math.max(...scores);
+        const ties = scores.flatMap((x, i) => (x === best ? [i] : []));
+        return ties[Math.floor(random() * ties.length)]!;
+      },
+      seed,
+    );
+    return { ...router, stop: () => cancel() };
+  },
+};
+
+/** Unlimited adapter slots and free loads, least-request routing: what TTFT could be. */
+export const oracle: Policy = {
+  name: 'oracle (unlimited slots)',
+  mode: 'oracle',
+  create: (_clock, fleet, seed) => counting(fleet, (_a, inFlight, r) => leastIndex(inFlight, r), seed),
+};
+
+function fnv(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}

@@ -1,0 +1,140 @@
+import { VirtualClock } from '../../src/clock';
+import { seededRandom } from '../../src/random';
+import type { EngineOptions } from '../../sim/engine/engine';
+import type { Arrival } from '../../sim/workload/workload';
+import { zipfSampler } from '../../sim/workload/zipf';
+import { DesFleet } from './fleet';
+import type { Policy } from './policies';
+
+export interface Scenario {
+  replicas: number;
+  slots: number;
+  loadMs: number;
+  adapters: number;
+  /** Zipf exponent; 0 = uniform popularity. */
+  alpha: number;
+  seed: number;
+  engine: Partial<EngineOptions>;
+}
+
+export interface PolicyResult {
+  policy: string;
+  requests: number;
+  completed: number;
+  errors: number;
+  loads: number;
+  unloads: number;
+  hitRate: number;
+  ttftP50: number;
+  ttftP99: number;
+  e2eP99: number;
+  /** Completed requests per second of virtual time. */
+  throughput: number;
+  /** Unloads of an adapter with requests in the engine (must be 0). */
+  busyUnloads: number;
+  /** Wall-clock seconds the simulation took. */
+  wallS: number;
+}
+
+/** The adapter of each request: Zipf(alpha) over `adapters` names, seeded. */
+export function adapterSequence(n: number, s: Pick<Scenario, 'adapters' | 'alpha' | 'seed'>): string[] {
+  const pick = zipfSampler(s.adapters, s.alpha, seededRandom(s.seed * 7919 + 17));
+  // Popularity rank -> a name; shuffled so rank does not follow name order (hashing sees no pattern).
+  const names = Array.from({ length: s.adapters }, (_, i) => `adapter-${String(i).padStart(4, '0')}`);
+  const r = seededRandom(s.seed);
+  for (let i = names.length - 1; i > 0; i--) {
+    const j = Math.floor(r() * (i + 1));
+    [names[i], names[j]] = [names[j]!, names[i]!];
+  }
+  return Array.from({ length: n }, () => names[pick()]!);
+}
+
+/** Runs one policy on the workload in virtual time and measures it. */
+export async function runPolicy(
+  policy: Policy,
+  scenario: Scenario,
+  arrivals: Arrival[],
+  adapters: string[],
+): Promise<PolicyResult> {
+  const started = Date.now();
+  const clock = new VirtualClock();
+  const fleet = new DesFleet(clock, {
+    replicas: scenario.replicas,
+    slots: scenario.slots,
+    loadMs: scenario.loadMs,
+    mode: policy.mode,
+    engine: scenario.engine,
+  });
+  const router = policy.create(clock, fleet, scenario.seed, scenario.slots);
+  const ttft: number[] = [];
+  const e2e: number[] = [];
+  let errors = 0;
+  let finished = 0;
+  let lastEnd = 0;
+  arrivals.forEach((a, i) => {
+    clock.after(a.at, () => {
+      void (async () => {
+        const t0 = clock.now();
+        try {
+          const r = await router.route(adapters[i]!);
+          if ('error' in r) {
+            errors++;
+            return;
+          }
+          const rec = await fleet.submit(r.url, adapters[i]!, a.promptTokens, a.outputTokens);
+          await router.done(r.url, r.token);
+          ttft.push(rec.firstToken! - t0);
+          e2e.push(rec.end! - t0);
+          lastEnd = Math.max(lastEnd, rec.end!);
+        } finally {
+          finished++;
+        }
+      })();
+    });
+  });
+  // Pollers tick forever: advance in slices until every request has finished.
+  const step = 60_000;
+  while (finished < arrivals.length) {
+    await clock.run(clock.now() + step);
+    if (clock.now() > arrivals.at(-1)!.at + 3_600_000)
+      throw new Error(`${policy.name}: requests still running an hour after the last arrival`);
+  }
+  router.stop();
+  const span = (lastEnd - arrivals[0]!.at) / 1000;
+  const loads = fleet.totalLoads();
+  return {
+    policy: policy.name,
+    requests: arrivals.length,
+    completed: ttft.length,
+    errors,
+    loads: policy.mode === 'oracle' ? 0 : loads,
+    unloads: policy.mode === 'oracle' ? 0 : fleet.totalUnloads(),
+    hitRate: policy.mode === 'oracle' ? 1 : 1 - loads / arrivals.length,
+    ttftP50: pct(ttft, 0.5),
+    ttftP99: pct(ttft, 0.99),
+    e2eP99: pct(e2e, 0.99),
+    throughput: ttft.length / span,
+    busyUnloads: fleet.busyUnloads,
+    wallS: (Date.now() - started) / 1000,
+  };
+}
+
+export function pct(xs: number[], q: number): number {
+  if (xs.length === 0) return NaN;
+  const s = Float64Array.from(xs).sort();
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+}
+
+/**
+ * Requests per second the fleet serves at full batch for this workload's mean token counts:
+ * each replica runs `maxNumSeqs` sequences; a request costs its decode steps shared across the
+ * batch, plus its prefill. Arrival rates are set as a fraction of this.
+ */
+export function fleetCapacity(s: Scenario, arrivals: Arrival[], engine: EngineOptions): number {
+  const meanOut = arrivals.reduce((n, a) => n + a.outputTokens, 0) / arrivals.length;
+  const meanPrompt = arrivals.reduce((n, a) => n + a.promptTokens, 0) / arrivals.length;
+  const b = engine.maxNumSeqs;
+  const stepMs = engine.decodeMsPerStep * (1 + engine.decodeSlowdownPerSeq * (b - 1));
+  const msPerRequest = (meanOut * stepMs) / b + meanPrompt * engine.prefillMsPerToken;
+  return (s.replicas * 1000) / msPerRequest;
+}

@@ -1,0 +1,129 @@
+import { join } from 'node:path';
+import { SimFleet } from '../sim/fleet';
+import type { ReplicaOptions } from '../sim/http/replica';
+import type { Arrival } from '../sim/workload/workload';
+import { LocalGateway } from '../stack/gateway';
+import { KongDriver, PluginServerProcess } from '../test/kong/driver';
+import type { Scenario } from './des/run';
+import { pct } from './des/run';
+
+export interface E2eResult {
+  policy: string;
+  requests: number;
+  completed: number;
+  errors: number;
+  loads: number;
+  ttftP50: number;
+  ttftP99: number;
+}
+
+/**
+ * The same workload through the local stack: simulated replicas over HTTP at `timeScale`, and
+ * either lora-router in the real plugin server or Kong's round-robin upstream (replicas then
+ * resolve adapters themselves). Times are reported in modelled ms, like the simulation's.
+ */
+export async function runE2e(
+  policy: 'lora-router' | 'round robin',
+  s: Scenario,
+  arrivals: Arrival[],
+  adapters: string[],
+  timeScale: number,
+): Promise<E2eResult> {
+  const router = policy === 'lora-router';
+  const spec: ReplicaOptions = {
+    adapterDirs: ['/adapters'],
+    resolverDir: router ? undefined : '/adapters',
+    timeScale,
+    maxModelLen: 65536,
+    engine: { ...s.engine, maxLoras: s.slots, maxCpuLoras: s.slots, loadBaseMs: s.loadMs, loadMsPerRank: 0 },
+  };
+  const fleet = await SimFleet.start(Array.from({ length: s.replicas }, () => ({ ...spec })));
+  const server = await PluginServerProcess.start({ pluginsDir: join(__dirname, '..', 'plugins') });
+  const driver = new KongDriver(server.socketPath);
+  try {
+    // lora-poller answers the route it is attached to: it runs here as its own instance (in
+    // Kong it sits on the status route), setting the process's poll interval.
+    if (router)
+      await driver.startInstance('lora-poller', {
+        poll_interval_ms: Math.max(50, Math.round(500 / timeScale)),
+      });
+    const gateway = await LocalGateway.create({
+      driver,
+      plugins: router
+        ? [
+            {
+              name: 'lora-router',
+              config: {
+                replicas: fleet.urls.map((url) => ({ url })),
+                base_model: 'base',
+                adapter_path_template: '/adapters/{name}',
+                max_loaded_adapters: s.slots,
+                // Modelled durations shrink by timeScale; so do the router's own bounds.
+                stale_after_ms: Math.max(50, Math.round(2000 / timeScale)),
+                queue_timeout_ms: Math.round(10000 / timeScale),
+                load_timeout_ms: 30000,
+              },
+            },
+          ]
+        : [],
+      serviceUrl: fleet.urls[0]!,
+      upstreamTargets: router ? undefined : fleet.urls,
+      upstreamTimeoutMs: 600_000,
+    });
+    const ttft: number[] = [];
+    let errors = 0;
+    const t0 = Date.now();
+    const one = async (a: Arrival, model: string): Promise<void> => {
+      const started = Date.now();
+      const content = 'x'.repeat(Math.max(0, (a.promptTokens - 4) * 4));
+      const reply = await gatewayStream(gateway, model, content, a.outputTokens);
+      if (reply.status !== 200) {
+        errors++;
+        return;
+      }
+      ttft.push((reply.firstAt - started) * timeScale);
+    };
+    const running: Promise<void>[] = [];
+    for (let i = 0; i < arrivals.length; i++) {
+      const wait = t0 + arrivals[i]!.at / timeScale - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      running.push(one(arrivals[i]!, adapters[i]!));
+    }
+    await Promise.all(running);
+    const loads = fleet.replicas.reduce(
+      (n, r) =>
+        n +
+        r.adapterLog().filter((e) => e.op === 'load' && e.status === 200).length +
+        r.engine.stats().cacheMissLoads,
+      0,
+    );
+    await gateway.close();
+    return {
+      policy,
+      requests: arrivals.length,
+      completed: ttft.length,
+      errors,
+      loads,
+      ttftP50: pct(ttft, 0.5),
+      ttftP99: pct(ttft, 0.99),
+    };
+  } finally {
+    await server.stop();
+    await fleet.stop();
+  }
+}
+
+/** One streaming request through the gateway's access, proxy and log path; the time of the first token. */
+async function gatewayStream(gateway: LocalGateway, model: string, content: string, maxTokens: number) {
+  const body = Buffer.from(
+    JSON.stringify({ model, messages: [{ role: 'user', content }], max_tokens: maxTokens, stream: true }),
+  );
+  let firstAt = 0;
+  const reply = await gateway.handle(
+    { path: '/v1/chat/completions', body, headers: { 'content-type': 'application/json' } },
+    (chunk) => {
+      if (!firstAt && /"content":"[^"]/.test(chunk)) firstAt = Date.now();
+    },
+  );
+  return { status: reply.status, firstAt: firstAt || Date.now() };
+}

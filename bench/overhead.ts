@@ -1,0 +1,241 @@
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../src/backends/replica-api';
+import { parseRouterConfig } from '../src/config/parse';
+import { MemoryFleetStore } from '../src/fleet/memory-store';
+import { silentLogger } from '../src/log';
+import { RouterService } from '../src/router/router';
+import { FleetRuntime } from '../src/runtime';
+import { SimFleet } from '../sim/fleet';
+import { KongDriver, KongRequest, PluginServerProcess } from '../test/kong/driver';
+import { pct } from './des/run';
+
+export interface OverheadRow {
+  size: string;
+  iterations: number;
+  router: {
+    accessP50: number;
+    accessP99: number;
+    logP50: number;
+    logP99: number;
+    totalP50: number;
+    totalP99: number;
+  };
+  noop: {
+    accessP50: number;
+    accessP99: number;
+    logP50: number;
+    logP99: number;
+    totalP50: number;
+    totalP99: number;
+  };
+  ratioP50: number;
+  ratioP99: number;
+  pdkAccess: number;
+  pdkLog: number;
+}
+
+const DIST = join(__dirname, '..');
+
+/** access + log through the real plugin server: lora-router (adapter resident) vs the no-op plugin. */
+export async function measureOverhead(
+  iterations: Record<string, number>,
+  log: (s: string) => void,
+): Promise<OverheadRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-plugins-'));
+  symlinkSync(join(DIST, 'plugins', 'lora-router.js'), join(dir, 'lora-router.js'));
+  symlinkSync(join(DIST, 'plugins', 'lora-poller.js'), join(dir, 'lora-poller.js'));
+  symlinkSync(join(DIST, 'bench', 'noop-plugin.js'), join(dir, 'lora-noop.js'));
+  const fleet = await SimFleet.start([
+    { staticAdapters: [{ name: 'bench-adapter', path: '/adapters/bench-adapter' }] },
+  ]);
+  const server = await PluginServerProcess.start({ pluginsDir: dir });
+  const driver = new KongDriver(server.socketPath);
+  try {
+    const url = new URL(fleet.urls[0]!);
+    const poller = await driver.startInstance('lora-poller', { poll_interval_ms: 200 });
+    void poller;
+    const router = await driver.startInstance('lora-router', {
+      replicas: [{ url: fleet.urls[0] }],
+      base_model: 'base',
+      max_loaded_adapters: 4,
+    });
+    const noop = await driver.startInstance('lora-noop', { host: url.hostname, port: Number(url.port) });
+    const rows: OverheadRow[] = [];
+    for (const [size, n] of Object.entries(iterations)) {
+      const bytes = size === '1 KB' ? 1024 : size === '100 KB' ? 100 * 1024 : 1024 * 1024;
+      const body = chatBody(bytes);
+      const run = async (id: number) => {
+        const req = new KongRequest({ path: '/v1/chat/completions', body });
+        const t0 = performance.now();
+        await driver.handleEvent(id, 'access', req);
+        const t1 = performance.now();
+        req.status = 200;
+        await driver.handleEvent(id, 'log', req);
+        const t2 = performance.now();
+        if (req.exit) throw new Error(`lora-router answered ${req.exit.status}: ${req.exit.body.toString()}`);
+        return { access: t1 - t0, log: t2 - t1, req };
+      };
+      const warm = Math.min(50, n);
+      for (let i = 0; i < warm; i++) {
+        await run(router.Id);
+        await run(noop.Id);
+      }
+      const a: { access: number; log: number }[] = [];
+      const b: { access: number; log: number }[] = [];
+      let calls = { access: 0, log: 0 };
+      // Interleaved, so drift (GC, the other core) hits both alike.
+      for (let i = 0; i < n; i++) {
+        const r = await run(router.Id);
+        a.push(r);
+        calls = { access: r.req.pdkCalls.access!.length, log: r.req.pdkCalls.log!.length };
+        b.push(await run(noop.Id));
+      }
+      const stats = (xs: { access: number; log: number }[]) => ({
+        accessP50: pct(
+          xs.map((x) => x.access),
+          0.5,
+        ),
+        accessP99: pct(
+          xs.map((x) => x.access),
+          0.99,
+        ),
+        logP50: pct(
+          xs.map((x) => x.log),
+          0.5,
+        ),
+        logP99: pct(
+          xs.map((x) => x.log),
+          0.99,
+        ),
+        totalP50: pct(
+          xs.map((x) => x.access + x.log),
+          0.5,
+        ),
+        totalP99: pct(
+          xs.map((x) => x.access + x.log),
+          0.99,
+        ),
+      });
+      const rs = stats(a);
+      const ns = stats(b);
+      rows.push({
+        size,
+        iterations: n,
+        router: rs,
+        noop: ns,
+        ratioP50: rs.totalP50 / ns.totalP50,
+        ratioP99: rs.totalP99 / ns.totalP99,
+        pdkAccess: calls.access,
+        pdkLog: calls.log,
+      });
+      log(
+        `  ${size}: lora-router ${rs.totalP50.toFixed(3)} ms vs no-op ${ns.totalP50.toFixed(3)} ms (median access+log), ratio ${(rs.totalP50 / ns.totalP50).toFixed(3)}`,
+      );
+    }
+    return rows;
+  } finally {
+    driver.close();
+    await server.stop();
+    await fleet.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function chatBody(bytes: number): Buffer {
+  const head = '{"model":"bench-adapter","max_tokens":1,"messages":[{"role":"user","content":"';
+  const tail = '"}]}';
+  return Buffer.from(head + 'x'.repeat(Math.max(0, bytes - head.length - tail.length)) + tail);
+}
+
+/** A replica API answering from memory: memory benchmarks measure the core, not the network. */
+class StaticApi implements ReplicaApi {
+  constructor(private readonly adapters: number) {}
+  async scrape(): Promise<Scrape> {
+    return {
+      load: { waiting: 0, running: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
+      registry: Array.from({ length: this.adapters }, (_, i) => ({ name: `a${i}`, path: `/adapters/a${i}` })),
+    };
+  }
+  async loadAdapter(): Promise<LoadOutcome> {
+    return 'loaded';
+  }
+  async unloadAdapter(): Promise<UnloadOutcome> {
+    return 'unloaded';
+  }
+}
+
+function heapMb(): number {
+  (global as { gc?: () => void }).gc?.();
+  (global as { gc?: () => void }).gc?.();
+  return process.memoryUsage().heapUsed / 1024 / 1024;
+}
+
+/** Heap taken by the fleet state for `replicas` x `adapters` resident adapters. */
+export async function fleetStateMemory(
+  replicas: number,
+  adapters: number,
+): Promise<{ mb: number; perEntryBytes: number }> {
+  const before = heapMb();
+  const store = new MemoryFleetStore();
+  const registry = Array.from({ length: adapters }, (_, i) => ({
+    name: `adapter-${i}`,
+    path: `/adapters/adapter-${i}`,
+  }));
+  for (let r = 0; r < replicas; r++) {
+    const url = `http://10.0.${r >> 8}.${r & 255}:8000`;
+    await store.upsertReplica({ url, backend: 'vllm', priority: 0 });
+    await store.applySnapshot(url, { at: 0, ok: true, registry });
+  }
+  const after = heapMb();
+  const keep = await store.inFlightTotal(); // keep the store alive until measured
+  void keep;
+  return { mb: after - before, perEntryBytes: ((after - before) * 1024 * 1024) / (replicas * adapters) };
+}
+
+/** Heap after N routing decisions (resident adapters, in-process, no network): leaks show as growth. */
+export async function decisionHeap(
+  checkpoints: number[],
+  log: (s: string) => void,
+): Promise<{ decisions: number; heapMb: number; usPerDecision: number }[]> {
+  const rt = new FleetRuntime({
+    api: new StaticApi(16),
+    log: silentLogger,
+    seed: 1,
+    poller: { intervalMs: 60_000 },
+  });
+  const svc = new RouterService(
+    parseRouterConfig({
+      replicas: Array.from({ length: 8 }, (_, i) => ({ url: `http://10.1.0.${i}:8000` })),
+      base_model: 'base',
+      adapter_path_template: '/adapters/{name}',
+      max_loaded_adapters: 16,
+    }),
+    rt,
+  );
+  await rt.poller.pollAll();
+  const bodies = Array.from({ length: 16 }, (_, i) =>
+    Buffer.from(`{"model":"a${i}","messages":[{"role":"user","content":"hello ${i}"}]}`),
+  );
+  const out: { decisions: number; heapMb: number; usPerDecision: number }[] = [];
+  let done = 0;
+  for (const target of checkpoints) {
+    const t0 = performance.now();
+    const start = done;
+    for (; done < target; done++) {
+      const r = await svc.route({ path: '/v1/chat/completions', body: bodies[done % 16]! });
+      if (r.kind !== 'proxy') throw new Error(`decision ${done}: ${JSON.stringify(r.body)}`);
+      await svc.finish(r.leaseId, 200);
+    }
+    const us = ((performance.now() - t0) * 1000) / (done - start);
+    const heap = heapMb();
+    out.push({ decisions: done, heapMb: heap, usPerDecision: us });
+    log(
+      `  ${done.toLocaleString('en-US')} decisions: heap ${heap.toFixed(1)} MB, ${us.toFixed(1)} µs per decision`,
+    );
+  }
+  rt.stop();
+  return out;
+}
