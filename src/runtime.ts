@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { AdapterManager } from './adapters/manager';
+import { AdapterStats } from './adapters/stats';
 import { HttpReplicaApi } from './backends/http-replica-api';
 import type { ReplicaApi } from './backends/replica-api';
 import { systemClock, type Clock } from './clock';
@@ -40,6 +41,8 @@ export class FleetRuntime {
   readonly manager: AdapterManager;
   readonly poller: Poller;
   readonly metrics: RouterMetrics;
+  /** Decayed request frequency per adapter, for value-based eviction and placement. */
+  readonly adapterStats = new AdapterStats();
   /** Prefix of this process's lease ids: unique across processes sharing a store. */
   readonly leasePrefix = randomBytes(4).toString('hex');
 

@@ -64,3 +64,57 @@ export function beladyMisses(sequence: readonly string[], capacity: number): num
   }
   return misses;
 }
+
+/**
+ * Belady's MIN when an adapter cannot be unloaded while it has requests in flight, as on a
+ * real replica: request i holds its adapter from `start[i]` to `end[i]` (the oracle's service
+ * intervals, the shortest any policy gets). On a miss with every slot pinned, the cache
+ * overflows rather than wait, so this stays optimistic. A reference, not a proven bound:
+ * furthest-next-use is optimal without pinning; with it, it is a strong heuristic.
+ */
+export function pinnedBeladyMisses(
+  sequence: readonly string[],
+  start: readonly number[],
+  end: readonly number[],
+  capacity: number,
+): number {
+  const n = sequence.length;
+  const nextUse = new Array<number>(n);
+  const last = new Map<string, number>();
+  for (let i = n - 1; i >= 0; i--) {
+    nextUse[i] = last.get(sequence[i]!) ?? Infinity;
+    last.set(sequence[i]!, i);
+  }
+  // Completions before arrivals at equal times; each kind in time order.
+  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => end[a]! - end[b]!);
+  const cached = new Map<string, number>(); // adapter -> next use
+  const pins = new Map<string, number>();
+  let misses = 0;
+  let k = 0;
+  for (let i = 0; i < n; i++) {
+    while (k < n && end[order[k]!]! <= start[i]!) {
+      const a = sequence[order[k]!]!;
+      pins.set(a, (pins.get(a) ?? 1) - 1);
+      k++;
+    }
+    const a = sequence[i]!;
+    if (!cached.has(a)) {
+      misses++;
+      if (cached.size >= capacity) {
+        let victim: string | undefined;
+        let furthest = -1;
+        for (const [name, use] of cached) {
+          if ((pins.get(name) ?? 0) > 0) continue;
+          if (use > furthest) {
+            furthest = use;
+            victim = name;
+          }
+        }
+        if (victim !== undefined) cached.delete(victim);
+      }
+    }
+    cached.set(a, nextUse[i]!);
+    pins.set(a, (pins.get(a) ?? 0) + 1);
+  }
+  return misses;
+}

@@ -34,6 +34,8 @@ export interface PolicyResult {
   busyUnloads: number;
   /** Wall-clock seconds the simulation took. */
   wallS: number;
+  /** Per request: arrival and end (virtual ms), for bounds that need service intervals. */
+  intervals?: { start: number[]; end: number[] };
 }
 
 /** The adapter of each request: Zipf(alpha) over `adapters` names, seeded. */
@@ -71,6 +73,7 @@ export async function runPolicy(
   let errors = 0;
   let finished = 0;
   let lastEnd = 0;
+  const ends = new Array<number>(arrivals.length).fill(Infinity);
   arrivals.forEach((a, i) => {
     clock.after(a.at, () => {
       void (async () => {
@@ -78,7 +81,10 @@ export async function runPolicy(
         try {
           const r = await router.route(adapters[i]!);
           if ('error' in r) {
+            // A refused request counts as never answered: it must not flatter the percentiles.
             errors++;
+            ttft.push(Infinity);
+            e2e.push(Infinity);
             return;
           }
           const rec = await fleet.submit(r.url, adapters[i]!, a.promptTokens, a.outputTokens);
@@ -86,6 +92,7 @@ export async function runPolicy(
           ttft.push(rec.firstToken! - t0);
           e2e.push(rec.end! - t0);
           lastEnd = Math.max(lastEnd, rec.end!);
+          ends[i] = rec.end!;
         } finally {
           finished++;
         }
@@ -105,7 +112,7 @@ export async function runPolicy(
   return {
     policy: policy.name,
     requests: arrivals.length,
-    completed: ttft.length,
+    completed: ttft.length - errors,
     errors,
     loads: policy.mode === 'oracle' ? 0 : loads,
     unloads: policy.mode === 'oracle' ? 0 : fleet.totalUnloads(),
@@ -113,9 +120,10 @@ export async function runPolicy(
     ttftP50: pct(ttft, 0.5),
     ttftP99: pct(ttft, 0.99),
     e2eP99: pct(e2e, 0.99),
-    throughput: ttft.length / span,
+    throughput: (ttft.length - errors) / span,
     busyUnloads: fleet.busyUnloads,
     wallS: (Date.now() - started) / 1000,
+    intervals: { start: arrivals.map((a) => a.at), end: ends },
   };
 }
 

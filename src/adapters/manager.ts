@@ -1,10 +1,12 @@
-import { sleep, type Clock } from '../clock';
+import type { Clock } from '../clock';
+import { Signal } from '../signal';
 import { BackendError } from '../backends/errors';
 import { AdapterNotFoundError } from '../backends/http-replica-api';
 import type { ReplicaApi } from '../backends/replica-api';
 import { errors } from '../errors';
 import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, ReplicaView, ResidentAdapter } from '../fleet/types';
+import { evictable } from './eviction';
 import type { Logger } from '../log';
 
 export interface AdapterPolicy {
@@ -36,7 +38,8 @@ export interface LoadRecord {
   ms: number;
 }
 
-const IDLE_POLL_MS = 20;
+/** How long a wait for room sleeps without a signal (changes made by other processes). */
+export const ROOM_FALLBACK_MS = 250;
 
 /**
  * Puts adapters on replicas: each cold adapter is loaded once (concurrent callers wait on the
@@ -53,8 +56,10 @@ export class AdapterManager {
    * `beginLoad` there are awaits, and concurrent cold requests must see the first one's
    * choice or they spread the same adapter over several replicas.
    */
-  private claims = new Map<string, number>();
+  private claims = new Map<string, Map<string, number>>();
   private backoff = new Map<string, { failures: number; until: number; why: string }>();
+  /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
+  readonly roomChanged = new Signal();
   /** Called after every load and unload call, for metrics and status. */
   onCall: ((r: LoadRecord) => void) | null = null;
 
@@ -65,8 +70,16 @@ export class AdapterManager {
     private readonly log: Logger,
   ) {}
 
-  /** Makes `adapter` resident on `url`; throws a RouterError (502/503/404) when it cannot. */
-  async ensure(url: string, adapter: AdapterRef, policy: AdapterPolicy): Promise<EnsureOutcome> {
+  /**
+   * Makes `adapter` resident on `url`; throws a RouterError (502/503/404) when it cannot.
+   * `victimCost` orders idle adapters when room must be made (cheapest first; default LRU).
+   */
+  async ensure(
+    url: string,
+    adapter: AdapterRef,
+    policy: AdapterPolicy,
+    victimCost: (v: ResidentAdapter) => number = (v) => v.lastUsed,
+  ): Promise<EnsureOutcome> {
     const key = `${url}\u0000${adapter.name}`;
     const deadline = this.clock.now() + policy.queueTimeoutMs + policy.loadTimeoutMs;
     let joined = false;
@@ -86,13 +99,13 @@ export class AdapterManager {
       if (state === 'loading' || state === 'unloading') {
         // Another process (sharing the store) is loading or unloading it: wait and look again.
         if (this.clock.now() >= deadline) throw errors.noRoom(adapter.name, url, 1);
-        await sleep(this.clock, IDLE_POLL_MS);
+        await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
         continue;
       }
       // Someone in this process started the load while we read the store: join it.
       if (this.flights.has(key)) continue;
       this.checkBackoff(key, adapter.name, url);
-      const load = this.load(url, adapter, policy, key);
+      const load = this.load(url, adapter, policy, key, victimCost);
       this.flights.set(key, load);
       try {
         // false: it became resident (or started loading elsewhere) while we made room; look again.
@@ -105,24 +118,37 @@ export class AdapterManager {
 
   /** Records (synchronously) that a decision placed `adapter` on `url`; undo with `unclaim`. */
   claim(url: string, adapter: string): void {
-    const key = `${url}\u0000${adapter}`;
-    this.claims.set(key, (this.claims.get(key) ?? 0) + 1);
+    let m = this.claims.get(url);
+    if (!m) this.claims.set(url, (m = new Map()));
+    m.set(adapter, (m.get(adapter) ?? 0) + 1);
   }
 
   unclaim(url: string, adapter: string): void {
-    const key = `${url}\u0000${adapter}`;
-    const n = (this.claims.get(key) ?? 1) - 1;
-    if (n > 0) this.claims.set(key, n);
-    else this.claims.delete(key);
+    const m = this.claims.get(url);
+    if (!m) return;
+    const n = (m.get(adapter) ?? 1) - 1;
+    if (n > 0) m.set(adapter, n);
+    else m.delete(adapter);
+    if (m.size === 0) this.claims.delete(url);
   }
 
-  /** Shows claimed placements in `views` as loading holders (and their slot as taken). */
+  /**
+   * Shows claimed placements in `views`: the requested adapter as a loading holder, and every
+   * claim not yet in the store as a slot spoken for (so concurrent cold requests for different
+   * adapters do not all count on the same free slot or idle victim).
+   */
   overlayClaims(views: ReplicaView[], adapter: string): void {
     if (this.claims.size === 0) return;
     for (const v of views) {
-      if (v.adapter === undefined && this.claims.has(`${v.url}\u0000${adapter}`)) {
-        v.adapter = { state: 'loading', lastUsed: this.clock.now(), inFlight: 0 };
+      const pending = this.claims.get(v.url);
+      if (!pending) continue;
+      for (const name of pending.keys()) {
+        const inStore =
+          name === adapter ? v.adapter !== undefined : v.residents?.some((r) => r.name === name);
+        // Without the residents list only the requested adapter's own claim can be placed.
+        if (inStore || (name !== adapter && !v.residents)) continue;
         v.residentCount++;
+        if (name === adapter) v.adapter = { state: 'loading', lastUsed: this.clock.now(), inFlight: 0 };
       }
     }
   }
@@ -139,13 +165,19 @@ export class AdapterManager {
   }
 
   /** Loads it; false if another caller claimed the adapter first. */
-  private async load(url: string, adapter: AdapterRef, policy: AdapterPolicy, key: string): Promise<boolean> {
+  private async load(
+    url: string,
+    adapter: AdapterRef,
+    policy: AdapterPolicy,
+    key: string,
+    victimCost: (v: ResidentAdapter) => number,
+  ): Promise<boolean> {
     if (adapter.path === undefined)
       throw errors.loadFailed(adapter.name, url, 'no path is configured for this adapter');
     // The queue timeout counts from here, including the wait for the room lock.
     const deadline = this.clock.now() + policy.queueTimeoutMs;
     const won = await this.withRoomLock(url, () =>
-      this.makeRoomAndClaim(url, adapter.name, policy, deadline),
+      this.makeRoomAndClaim(url, adapter.name, policy, deadline, victimCost),
     );
     if (!won) return false;
     const started = this.clock.now();
@@ -178,6 +210,7 @@ export class AdapterManager {
     name: string,
     policy: AdapterPolicy,
     deadline: number,
+    victimCost: (v: ResidentAdapter) => number,
   ): Promise<boolean> {
     for (;;) {
       const residents = await this.store.residents(url);
@@ -187,19 +220,22 @@ export class AdapterManager {
         if (await this.store.beginLoad(url, name, this.clock.now())) return true;
         continue;
       }
-      if (await this.evictOne(url, occupying, policy)) continue;
+      if (await this.evictOne(url, occupying, policy, victimCost)) continue;
       if (this.clock.now() >= deadline) {
         throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
       }
-      await sleep(this.clock, IDLE_POLL_MS);
+      await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
     }
   }
 
-  /** Unloads the least recently used idle adapter; false if every one is busy or moving. */
-  private async evictOne(url: string, occupying: ResidentAdapter[], policy: AdapterPolicy): Promise<boolean> {
-    const idle = occupying
-      .filter((r) => r.state === 'loaded' && r.inFlight === 0)
-      .sort((a, b) => a.lastUsed - b.lastUsed);
+  /** Unloads the cheapest idle adapter; false if every one is busy or moving. */
+  private async evictOne(
+    url: string,
+    occupying: ResidentAdapter[],
+    policy: AdapterPolicy,
+    victimCost: (v: ResidentAdapter) => number,
+  ): Promise<boolean> {
+    const idle = evictable(occupying, policy.isStatic).sort((a, b) => victimCost(a) - victimCost(b));
     for (const victim of idle) {
       // Atomic in the store: refused if a request took a lease on it since we looked.
       if (!(await this.store.beginUnload(url, victim.name, this.clock.now()))) continue;
@@ -244,6 +280,7 @@ export class AdapterManager {
         `${r.op} of adapter '${r.adapter}' on ${r.url} failed after ${Math.round(r.ms)} ms: ${why}`,
       );
     this.onCall?.(r);
+    this.roomChanged.notify();
   }
 
   /** Serialises room-making per replica within this process. */

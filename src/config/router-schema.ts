@@ -193,7 +193,27 @@ export const routerSchema: SchemaFields = [
         { kv_cache: { type: 'number', default: 2, between: [0, 100] } },
         { in_flight: { type: 'number', default: 2, between: [0, 100] } },
         { prefix: { type: 'number', default: 1, between: [0, 100] } },
+        { victim: { type: 'number', default: 0, between: [0, 100] } },
+        { consolidate: { type: 'number', default: 0, between: [0, 100] } },
       ],
+    },
+  },
+  {
+    room_wait: {
+      type: 'string',
+      default: 'anywhere',
+      one_of: ['anywhere', 'replica'],
+      description:
+        'When a cold adapter finds no idle adapter to unload: `anywhere` waits (up to `queue_timeout_ms`) for room on any replica, and places loads only where room exists; `replica` waits on the replica it chose and answers 503 after `queue_timeout_ms`, which sheds load sooner under overload.',
+    },
+  },
+  {
+    eviction: {
+      type: 'string',
+      default: 'lru',
+      one_of: ['lru', 'value'],
+      description:
+        'Which idle adapter makes room: `lru` (least recently used) or `value` (least decayed request frequency per copy in the fleet, recency breaking ties).',
     },
   },
   {
@@ -231,7 +251,16 @@ export interface RouterConfig {
   backoff_base_ms: number;
   backoff_max_ms: number;
   max_body_bytes: number;
-  scorer_weights: { queue: number; kv_cache: number; in_flight: number; prefix: number };
+  scorer_weights: {
+    queue: number;
+    kv_cache: number;
+    in_flight: number;
+    prefix: number;
+    victim: number;
+    consolidate: number;
+  };
+  eviction: 'lru' | 'value';
+  room_wait: 'anywhere' | 'replica';
   picker: 'p2c' | 'max-score';
   decision_headers: boolean;
 }

@@ -5,6 +5,7 @@ import type {
   FleetEvent,
   LlamaAdapter,
   Lease,
+  Released,
   ReplicaSnapshot,
   ReplicaSpec,
   ReplicaView,
@@ -68,11 +69,14 @@ export class MemoryFleetStore implements FleetStore {
     return [...this.replicas.values()].map((r) => ({ ...r.spec }));
   }
 
-  async views(urls: readonly string[], adapter?: AdapterRef): Promise<ReplicaView[]> {
+  async views(urls: readonly string[], adapter?: AdapterRef, withResidents = false): Promise<ReplicaView[]> {
     const out: ReplicaView[] = [];
     for (const url of urls) {
       const r = this.replicas.get(url);
-      if (r) out.push(view(r, adapter));
+      if (!r) continue;
+      const v = view(r, adapter);
+      if (withResidents) v.residents = residentsOf(r);
+      out.push(v);
     }
     return out;
   }
@@ -146,12 +150,7 @@ export class MemoryFleetStore implements FleetStore {
 
   async residents(url: string): Promise<ResidentAdapter[]> {
     const r = this.replicas.get(url);
-    if (!r) return [];
-    return [...r.residency].map(([name, res]) => ({
-      name,
-      ...res,
-      inFlight: r.inFlightByAdapter.get(name) ?? 0,
-    }));
+    return r ? residentsOf(r) : [];
   }
 
   async beginLoad(url: string, adapter: string, at: number): Promise<boolean> {
@@ -201,13 +200,15 @@ export class MemoryFleetStore implements FleetStore {
       r.inFlightByAdapter.set(lease.adapter, (r.inFlightByAdapter.get(lease.adapter) ?? 0) + 1);
   }
 
-  async release(leaseId: string, at: number): Promise<Lease | undefined> {
+  async release(leaseId: string, at: number): Promise<Released | undefined> {
     const lease = this.leases.get(leaseId);
     if (!lease) return undefined;
     this.leases.delete(leaseId);
     this.drop(lease);
     if (lease.adapter !== null) await this.touch(lease.url, lease.adapter, at);
-    return { ...lease };
+    const left =
+      lease.adapter === null ? 1 : (this.replicas.get(lease.url)?.inFlightByAdapter.get(lease.adapter) ?? 0);
+    return { ...lease, adapterIdle: left === 0 };
   }
 
   async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {
@@ -248,11 +249,7 @@ export class MemoryFleetStore implements FleetStore {
         const { adapter: _none, ...v } = view(r);
         return {
           ...v,
-          adapters: [...r.residency].map(([name, res]) => ({
-            name,
-            ...res,
-            inFlight: r.inFlightByAdapter.get(name) ?? 0,
-          })),
+          adapters: residentsOf(r),
           llamaAdapters: r.llamaAdapters.map((a) => ({ ...a })),
         };
       }),
@@ -274,6 +271,14 @@ export class MemoryFleetStore implements FleetStore {
     this.eventLog.push(e);
     if (this.eventLog.length > EVENT_LIMIT) this.eventLog.splice(0, this.eventLog.length - EVENT_LIMIT);
   }
+}
+
+function residentsOf(r: ReplicaRecord): ResidentAdapter[] {
+  return [...r.residency].map(([name, res]) => ({
+    name,
+    ...res,
+    inFlight: r.inFlightByAdapter.get(name) ?? 0,
+  }));
 }
 
 function view(r: ReplicaRecord, adapter?: AdapterRef): ReplicaView {

@@ -2,6 +2,7 @@ import type {
   AdapterRef,
   FleetEvent,
   Lease,
+  Released,
   ReplicaSnapshot,
   ReplicaSpec,
   ReplicaView,
@@ -19,8 +20,11 @@ export interface FleetStore {
   upsertReplica(spec: ReplicaSpec): Promise<void>;
   /** Every replica registered so far (the poller polls these). */
   replicaSpecs(): Promise<ReplicaSpec[]>;
-  /** Views of `urls` (registered ones only), with the presence of `adapter` on each. */
-  views(urls: readonly string[], adapter?: AdapterRef): Promise<ReplicaView[]>;
+  /**
+   * Views of `urls` (registered ones only), with the presence of `adapter` on each, and each
+   * replica's residents when `withResidents` (O(residents) more per replica).
+   */
+  views(urls: readonly string[], adapter?: AdapterRef, withResidents?: boolean): Promise<ReplicaView[]>;
   /** Reconcile with a poll: load figures, health, residency from the replica's registry. */
   applySnapshot(url: string, snapshot: ReplicaSnapshot): Promise<void>;
   /** Passive health from the proxy path: upstream 5xx or connect failures. */
@@ -41,7 +45,7 @@ export interface FleetStore {
   /** Takes an in-flight lease (the request counts against the replica and its adapter). */
   acquire(lease: Lease): Promise<void>;
   /** Gives the lease back; returns it the first time, undefined after (release once). */
-  release(leaseId: string, at: number): Promise<Lease | undefined>;
+  release(leaseId: string, at: number): Promise<Released | undefined>;
   /** Reclaims leases older than `maxAgeMs` (their release never came); returns them. */
   expireLeases(now: number, maxAgeMs: number): Promise<Lease[]>;
   inFlightTotal(): Promise<number>;

@@ -77,6 +77,8 @@ export interface ReplicaView {
   residentCount: number;
   /** The requested adapter on this replica, if resident in any state. */
   adapter?: AdapterPresence;
+  /** Every resident adapter, when asked for (placement of a cold adapter weighs the victims). */
+  residents?: ResidentAdapter[];
 }
 
 /** An adapter resident on a replica, for eviction decisions and status. */
@@ -94,6 +96,11 @@ export interface Lease {
   url: string;
   adapter: string | null;
   at: number;
+}
+
+/** A released lease, and whether it was its adapter's last one on that replica (now idle). */
+export interface Released extends Lease {
+  adapterIdle: boolean;
 }
 
 export interface FleetEvent {

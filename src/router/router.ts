@@ -1,11 +1,13 @@
 import { AdapterCatalog, type Resolved } from '../adapters/catalog';
-import type { AdapterPolicy, EnsureOutcome } from '../adapters/manager';
+import { EVICTION_POLICIES, type EvictionPolicy } from '../adapters/eviction';
+import { ROOM_FALLBACK_MS, type AdapterPolicy, type EnsureOutcome } from '../adapters/manager';
 import { sleep } from '../clock';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
-import type { AdapterRef, ReplicaSpec, ReplicaView } from '../fleet/types';
+import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
 import type { FleetRuntime } from '../runtime';
 import { SchedulingPipeline } from '../scheduler/pipeline';
+import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
 import { classifyPath, parseBody, promptText } from './request';
 
@@ -53,6 +55,7 @@ export class RouterService {
   private readonly policy: SchedulingPolicy;
   private readonly adapterPolicy: AdapterPolicy;
   private readonly ready: Promise<void>;
+  private readonly eviction: EvictionPolicy;
   private seq = 0;
 
   constructor(
@@ -67,12 +70,19 @@ export class RouterService {
     });
     const w = config.scorer_weights;
     this.pipeline = new SchedulingPipeline({
-      filters: ['eligibility', 'health', 'adapter-affinity', 'pool-priority'],
+      // `room` only when waiting for room anywhere: it narrows the fallback to replicas that can
+      // load now, which trades queueing behind holders for fewer refusals.
+      filters:
+        config.room_wait === 'anywhere'
+          ? ['eligibility', 'health', 'adapter-affinity', 'room', 'pool-priority']
+          : ['eligibility', 'health', 'adapter-affinity', 'pool-priority'],
       scorers: [
         { name: 'queue', weight: w.queue },
         { name: 'kv-cache', weight: w.kv_cache },
         { name: 'in-flight', weight: w.in_flight },
         { name: 'prefix', weight: w.prefix },
+        { name: 'victim', weight: w.victim },
+        { name: 'consolidate', weight: w.consolidate },
       ],
       picker: config.picker,
     });
@@ -94,6 +104,7 @@ export class RouterService {
       backoffMaxMs: config.backoff_max_ms,
       isStatic: (name) => this.catalog.isStatic(name),
     };
+    this.eviction = EVICTION_POLICIES[config.eviction]!;
     rt.metrics.policy = this.policy.saturation;
     rt.poller.configure({ leaseMaxAgeMs: config.lease_max_age_ms });
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
@@ -136,6 +147,8 @@ export class RouterService {
     const now = rt.clock.now();
     const lease = await rt.store.release(leaseId, now);
     if (!lease) return false;
+    // Its adapter went idle there: it can now make room for a request waiting for a slot.
+    if (lease.adapterIdle) rt.manager.roomChanged.notify();
     // 502/504 from Kong: the replica refused, reset or timed out; any 5xx counts against it.
     if (status !== undefined) await rt.store.reportOutcome(lease.url, status < 500, now);
     return true;
@@ -158,27 +171,47 @@ export class RouterService {
     const resolved: Resolved = this.catalog.resolve(parsed.model);
     const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
     const ctx: SchedulingContext = { now: this.rt.clock.now(), policy: this.policy, random: this.rt.random };
-    let views = await this.rt.store.views(this.urls, adapter);
-    views = await this.refreshIfStale(views, adapter);
+    // Residents matter only where a cold adapter may have to make room.
+    const withResidents = resolved.kind === 'on-demand' && this.policy.maxLoadedAdapters > 0;
+    if (adapter) this.rt.adapterStats.observe(adapter.name, ctx.now);
+    let views = await this.rt.store.views(this.urls, adapter, withResidents);
+    views = await this.refreshIfStale(views, adapter, withResidents);
     if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
       throw errors.modelNotFound(resolved.adapter.name);
     }
-    ctx.now = this.rt.clock.now();
-    // From here to the claim nothing awaits: the next request sees this one's placement.
-    if (adapter) this.rt.manager.overlayClaims(views, adapter.name);
-    const decision = this.pipeline.schedule(
-      { kind: resolved.kind, adapter, prompt: promptText(parsed.json, PROMPT_CHARS) },
-      views,
-      ctx,
-    );
-    if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
-    const claim =
-      resolved.kind === 'on-demand' && !decision.replica.holder ? resolved.adapter.name : undefined;
-    if (claim) this.rt.manager.claim(decision.replica.url, claim);
-    try {
-      return await this.admit(decision, resolved, parsed.json);
-    } finally {
-      if (claim) this.rt.manager.unclaim(decision.replica.url, claim);
+    const roomDeadline = ctx.now + this.config.queue_timeout_ms;
+    for (;;) {
+      ctx.now = this.rt.clock.now();
+      if (withResidents) this.weighVictims(ctx, views);
+      // From here to the claim nothing awaits: the next request sees this one's placement.
+      if (adapter) this.rt.manager.overlayClaims(views, adapter.name);
+      const decision = this.pipeline.schedule(
+        { kind: resolved.kind, adapter, prompt: promptText(parsed.json, PROMPT_CHARS) },
+        views,
+        ctx,
+      );
+      if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
+      const claim =
+        resolved.kind === 'on-demand' && !decision.replica.holder ? resolved.adapter.name : undefined;
+      // No replica can start the load now (every adapter busy everywhere): wait for room
+      // anywhere, rather than queue behind one replica's busy adapters.
+      if (
+        claim &&
+        withResidents &&
+        this.config.room_wait === 'anywhere' &&
+        loadCost(decision.replica, ctx) === undefined &&
+        ctx.now < roomDeadline
+      ) {
+        await this.rt.manager.roomChanged.wait(this.rt.clock, ROOM_FALLBACK_MS);
+        views = await this.rt.store.views(this.urls, adapter, withResidents);
+        continue;
+      }
+      if (claim) this.rt.manager.claim(decision.replica.url, claim);
+      try {
+        return await this.admit(decision, resolved, parsed.json, ctx.victimCost);
+      } finally {
+        if (claim) this.rt.manager.unclaim(decision.replica.url, claim);
+      }
     }
   }
 
@@ -187,6 +220,7 @@ export class RouterService {
     decision: Decision,
     resolved: Resolved,
     json: Record<string, unknown> | null,
+    victimCost?: (v: ResidentAdapter) => number,
   ): Promise<RouteOutcome> {
     const replica = decision.replica;
     const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
@@ -201,7 +235,7 @@ export class RouterService {
     try {
       const state = replica.adapter?.state;
       if (resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static') {
-        ensure = await this.rt.manager.ensure(replica.url, resolved.adapter, this.adapterPolicy);
+        ensure = await this.rt.manager.ensure(replica.url, resolved.adapter, this.adapterPolicy, victimCost);
       }
     } catch (err) {
       await this.rt.store.release(leaseId, this.rt.clock.now());
@@ -239,7 +273,11 @@ export class RouterService {
    * yet, or it just started): poll it now rather than route blind. Single flight per replica
    * in the poller; bounded by `refresh_timeout_ms`.
    */
-  private async refreshIfStale(views: ReplicaView[], adapter?: AdapterRef): Promise<ReplicaView[]> {
+  private async refreshIfStale(
+    views: ReplicaView[],
+    adapter: AdapterRef | undefined,
+    withResidents: boolean,
+  ): Promise<ReplicaView[]> {
     const now = this.rt.clock.now();
     const stale = (t: number | null) => t === null || now - t > this.config.stale_after_ms;
     const need = views.filter((v) => stale(v.snapshotAt) && stale(v.checkedAt));
@@ -249,7 +287,28 @@ export class RouterService {
       Promise.all(specs.map((s) => this.rt.poller.refresh(s))),
       sleep(this.rt.clock, this.config.refresh_timeout_ms),
     ]);
-    return this.rt.store.views(this.urls, adapter);
+    return this.rt.store.views(this.urls, adapter, withResidents);
+  }
+
+  /**
+   * Gives placement and eviction what they weigh: the configured policy's cost of each possible
+   * victim, from decayed request frequency and how many replicas hold a copy.
+   */
+  private weighVictims(ctx: SchedulingContext, views: ReplicaView[]): void {
+    const copies = new Map<string, number>();
+    for (const v of views)
+      for (const r of v.residents ?? [])
+        if (r.state !== 'unloading') copies.set(r.name, (copies.get(r.name) ?? 0) + 1);
+    const now = ctx.now;
+    const stats = this.rt.adapterStats;
+    const victimCtx = {
+      now,
+      frequency: (n: string) => stats.frequency(n, now),
+      copies: (n: string) => copies.get(n) ?? 1,
+    };
+    const policy = this.eviction;
+    ctx.victimCost = (v) => policy.cost(v, victimCtx);
+    ctx.isStatic = (n) => this.catalog.isStatic(n);
   }
 
   /** What the fleet can serve, in vLLM's `/v1/models` format: one replica would list only its own. */

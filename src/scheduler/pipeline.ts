@@ -4,12 +4,15 @@ import { adapterAffinity } from './filters/adapter-affinity';
 import { eligibility } from './filters/eligibility';
 import { health } from './filters/health';
 import { poolPriority } from './filters/pool-priority';
+import { room } from './filters/room';
 import { maxScore } from './pickers/max-score';
 import { powerOfTwo } from './pickers/p2c';
+import { consolidate } from './scorers/consolidate';
 import { inFlight } from './scorers/in-flight';
 import { kvCache } from './scorers/kv-cache';
 import { prefixScorer } from './scorers/prefix';
 import { queue } from './scorers/queue';
+import { victim } from './scorers/victim';
 import type {
   Candidate,
   Decision,
@@ -29,12 +32,14 @@ export interface PipelineConfig {
 }
 
 export const defaultPipeline: PipelineConfig = {
-  filters: ['eligibility', 'health', 'adapter-affinity', 'pool-priority'],
+  filters: ['eligibility', 'health', 'adapter-affinity', 'room', 'pool-priority'],
   scorers: [
     { name: 'queue', weight: 2 },
     { name: 'kv-cache', weight: 2 },
     { name: 'in-flight', weight: 2 },
     { name: 'prefix', weight: 1 },
+    { name: 'victim', weight: 0 },
+    { name: 'consolidate', weight: 0 },
   ],
   picker: 'p2c',
 };
@@ -43,6 +48,7 @@ const FILTERS: Record<string, Filter> = {
   eligibility,
   health,
   'adapter-affinity': adapterAffinity,
+  room,
   'pool-priority': poolPriority,
 };
 /** Factories: a stateful scorer (the prefix index) belongs to one pipeline. */
@@ -51,6 +57,8 @@ const SCORERS: Record<string, () => Scorer> = {
   'kv-cache': () => kvCache,
   'in-flight': () => inFlight,
   prefix: () => prefixScorer(),
+  victim: () => victim,
+  consolidate: () => consolidate,
 };
 const PICKERS: Record<string, Picker> = { p2c: powerOfTwo, 'max-score': maxScore };
 

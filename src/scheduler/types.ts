@@ -1,5 +1,5 @@
 import type { SaturationPolicy } from '../fleet/saturation';
-import type { AdapterRef, ReplicaView } from '../fleet/types';
+import type { AdapterRef, ReplicaView, ResidentAdapter } from '../fleet/types';
 import type { Random } from '../random';
 
 /**
@@ -35,6 +35,12 @@ export interface SchedulingContext {
   now: number;
   policy: SchedulingPolicy;
   random: Random;
+  /**
+   * Cost of evicting a resident adapter (lower = cheaper), comparable across replicas; with
+   * `isStatic`, what placement units need to weigh victims. Absent: least recently used.
+   */
+  victimCost?: (victim: ResidentAdapter) => number;
+  isStatic?: (name: string) => boolean;
 }
 
 /** Which stage of the adapter-affinity rule decided, or why it was skipped. */

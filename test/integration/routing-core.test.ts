@@ -193,4 +193,51 @@ describe('routing core against simulated replicas over HTTP', () => {
     expect(h.fleet.replicas[0]!.adapterLog()).toEqual([]);
     expect(h.fleet.replicas[0]!.requestRecords()).toEqual([]);
   });
+
+  it('room_wait anywhere: a cold adapter goes where an adapter is idle, and waits for room instead of failing', async () => {
+    h = await CoreHarness.start([vllm(), vllm()], (urls) => ({
+      replicas: urls.map((url) => ({ url })),
+      base_model: BASE,
+      adapter_path_template: '/adapters/{name}',
+      max_loaded_adapters: 1,
+      queue_timeout_ms: 10000,
+    }));
+    // One adapter on each replica; keep the first busy.
+    const a = await h.chat('a');
+    const b = await h.chat('b');
+    const ua = (a.outcome as { url: string }).url;
+    const ub = (b.outcome as { url: string }).url;
+    expect(ua).not.toBe(ub);
+    const busyA = h.chat('a', 1500); // 3 s at time scale 10: outlasts the cold loads below
+    await waitFor(() => h.fleet.replicas[h.fleet.urls.indexOf(ua)]!.engine.inFlight('a') === 1);
+    for (let i = 0; i < 5; i++) {
+      const c = await h.chat(`cold-${i}`);
+      expect(c.status).toBe(200);
+      expect((c.outcome as { url: string }).url).toBe(ub); // never behind the busy replica
+    }
+    // Now both busy: the next cold request waits for the first slot to free, then loads there.
+    const busyB = h.chat('cold-4', 300);
+    await waitFor(() => h.fleet.replicas[h.fleet.urls.indexOf(ub)]!.engine.inFlight('cold-4') === 1);
+    const waited = await h.chat('late');
+    expect(waited.status).toBe(200);
+    await Promise.all([busyA, busyB]);
+    const unloads = h.fleet.replicas.flatMap((r) => r.adapterLog().filter((e) => e.op === 'unload'));
+    expect(unloads.every((e) => e.inFlight === 0)).toBe(true);
+  });
+
+  it('room_wait replica: waits on the chosen replica and answers 503 after queue_timeout_ms', async () => {
+    h = await CoreHarness.start([vllm()], (urls) => ({
+      replicas: urls.map((url) => ({ url })),
+      base_model: BASE,
+      adapter_path_template: '/adapters/{name}',
+      max_loaded_adapters: 1,
+      queue_timeout_ms: 300,
+      room_wait: 'replica',
+    }));
+    const busy = h.chat('a', 300);
+    await waitFor(() => h.fleet.replicas[0]!.engine.inFlight('a') === 1);
+    const r = await h.chat('b');
+    expect([r.status, r.json.error.code]).toEqual([503, 'adapter_slots_busy']);
+    expect((await busy).status).toBe(200);
+  });
 });
