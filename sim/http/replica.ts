@@ -684,7 +684,13 @@ export class SimReplica {
     const path = `${this.o.resolverDir.replace(/\/$/, '')}/${name}`;
     const rank = this.adapterRank(path);
     if (rank === undefined) return undefined;
-    const entry = { name, path, rank, static: false, created: Math.floor(this.epochUnix + this.clock.now() / 1000) };
+    const entry = {
+      name,
+      path,
+      rank,
+      static: false,
+      created: Math.floor(this.epochUnix + this.clock.now() / 1000),
+    };
     this.registry.set(name, entry);
     return entry;
   }
