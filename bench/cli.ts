@@ -36,8 +36,8 @@ const POLICIES = [
 
 /** lora-router configurations A/B'd against each other (issue 9): eviction and placement units. */
 const VARIANTS: { name: string; config: Record<string, unknown>; quick: boolean }[] = [
-  { name: 'lru, wait on one replica', config: { eviction: 'lru', room_wait: 'replica' }, quick: true },
-  { name: 'lru', config: { eviction: 'lru' }, quick: true },
+  { name: 'lru, wait on the chosen replica (default)', config: {}, quick: true },
+  { name: 'lru, wait for room anywhere', config: { room_wait: 'anywhere' }, quick: true },
   {
     name: 'lru + victim placement',
     config: { eviction: 'lru', scorer_weights: { victim: 3 } },
@@ -397,6 +397,10 @@ function qualitySection(
       ms,
     ),
     cell(
+      agg(n, (r) => r.ttftP99Served),
+      ms,
+    ),
+    cell(
       agg(n, (r) => r.e2eP99),
       ms,
     ),
@@ -421,6 +425,7 @@ function qualitySection(
     '',
     '',
     '',
+    '',
   ]);
   const pinned = perSeed.map((x) => x.pinned);
   rows.push([
@@ -430,6 +435,7 @@ function qualitySection(
       pinned.map((b, i) => (1 - b / perSeed[i]!.results[0]!.requests) * 100),
       (v) => `${v.toFixed(1)}%`,
     ),
+    '',
     '',
     '',
     '',
@@ -461,6 +467,7 @@ function qualitySection(
         'hit rate',
         'TTFT p50',
         'TTFT p99',
+        'p99 served',
         'end-to-end p99',
         'throughput (req/s)',
         'refused',
@@ -612,7 +619,17 @@ function variantsSection(
     );
     out.push(
       table(
-        ['variant', 'loads', '÷ Belady', '÷ pinned Belady', 'hit rate', 'TTFT p50', 'TTFT p99', 'refused'],
+        [
+          'variant',
+          'loads',
+          '÷ Belady',
+          '÷ pinned Belady',
+          'hit rate',
+          'TTFT p50',
+          'TTFT p99',
+          'p99 served',
+          'refused',
+        ],
         names.map((name) => [
           name,
           cell(
@@ -637,6 +654,10 @@ function variantsSection(
           ),
           cell(
             get(name, (r) => r.ttftP99),
+            ms,
+          ),
+          cell(
+            get(name, (r) => r.ttftP99Served),
             ms,
           ),
           cell(

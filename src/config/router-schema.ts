@@ -201,10 +201,10 @@ export const routerSchema: SchemaFields = [
   {
     room_wait: {
       type: 'string',
-      default: 'anywhere',
-      one_of: ['anywhere', 'replica'],
+      default: 'replica',
+      one_of: ['replica', 'anywhere'],
       description:
-        'When a cold adapter finds no idle adapter to unload: `anywhere` waits (up to `queue_timeout_ms`) for room on any replica, and places loads only where room exists; `replica` waits on the replica it chose and answers 503 after `queue_timeout_ms`, which sheds load sooner under overload.',
+        'When a cold adapter finds no idle adapter to unload: `replica` waits on the replica it chose and answers 503 (Retry-After) after `queue_timeout_ms`, shedding load under overload so served requests stay fast; `anywhere` places loads only where room exists and waits for room on any replica, refusing fewer requests but queueing more (see bench/results).',
     },
   },
   {

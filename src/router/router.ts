@@ -56,6 +56,8 @@ export class RouterService {
   private readonly adapterPolicy: AdapterPolicy;
   private readonly ready: Promise<void>;
   private readonly eviction: EvictionPolicy;
+  /** Whether placement or eviction looks at the victims a cold load would evict. */
+  private readonly weighsVictims: boolean;
   private seq = 0;
 
   constructor(
@@ -105,6 +107,7 @@ export class RouterService {
       isStatic: (name) => this.catalog.isStatic(name),
     };
     this.eviction = EVICTION_POLICIES[config.eviction]!;
+    this.weighsVictims = config.room_wait === 'anywhere' || config.eviction !== 'lru' || w.victim > 0;
     rt.metrics.policy = this.policy.saturation;
     rt.poller.configure({ leaseMaxAgeMs: config.lease_max_age_ms });
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
@@ -171,8 +174,11 @@ export class RouterService {
     const resolved: Resolved = this.catalog.resolve(parsed.model);
     const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
     const ctx: SchedulingContext = { now: this.rt.clock.now(), policy: this.policy, random: this.rt.random };
-    // Residents matter only where a cold adapter may have to make room.
-    const withResidents = resolved.kind === 'on-demand' && this.policy.maxLoadedAdapters > 0;
+    // Residents (the victims a cold load could evict) are read only once a decision needs a
+    // load and the configuration weighs victims: a resident adapter's request never pays for them.
+    const weighsVictims =
+      resolved.kind === 'on-demand' && this.policy.maxLoadedAdapters > 0 && this.weighsVictims;
+    let withResidents = false;
     if (adapter) this.rt.adapterStats.observe(adapter.name, ctx.now);
     let views = await this.rt.store.views(this.urls, adapter, withResidents);
     views = await this.refreshIfStale(views, adapter, withResidents);
@@ -193,6 +199,11 @@ export class RouterService {
       if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
       const claim =
         resolved.kind === 'on-demand' && !decision.replica.holder ? resolved.adapter.name : undefined;
+      if (claim && weighsVictims && !withResidents) {
+        withResidents = true;
+        views = await this.rt.store.views(this.urls, adapter, true);
+        continue;
+      }
       // No replica can start the load now (every adapter busy everywhere): wait for room
       // anywhere, rather than queue behind one replica's busy adapters.
       if (

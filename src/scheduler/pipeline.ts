@@ -112,14 +112,14 @@ export class SchedulingPipeline {
   }
 }
 
+/** Completes a view into a candidate, in place: views are per-request copies, and this runs per replica per request. */
 export function toCandidate(v: ReplicaView, ctx: SchedulingContext): Candidate {
+  const c = v as Candidate;
   const p = v.adapter;
-  return {
-    ...v,
-    saturation: saturation(v, ctx.policy.saturation),
-    stale: v.snapshotAt === null || ctx.now - v.snapshotAt > ctx.policy.staleAfterMs,
-    holder: p !== undefined && p.state !== 'unloading',
-  };
+  c.saturation = saturation(v, ctx.policy.saturation);
+  c.stale = v.snapshotAt === null || ctx.now - v.snapshotAt > ctx.policy.staleAfterMs;
+  c.holder = p !== undefined && p.state !== 'unloading';
+  return c;
 }
 
 function clamp01(x: number): number {

@@ -164,4 +164,19 @@ describe('AdapterManager', () => {
     const err = await caught(mgr.ensure(U, { name: 'nopath' }, policy()));
     expect(err!.code).toBe('adapter_load_failed');
   });
+
+  it('shows pending claims in views: the requested adapter as loading, other claims as slots taken', async () => {
+    const { mgr, store } = await setup();
+    mgr.claim(U, 'x');
+    mgr.claim(U, 'y');
+    const views = await store.views([U], { name: 'x' }, true);
+    mgr.overlayClaims(views, 'x');
+    expect(views[0]!.adapter).toMatchObject({ state: 'loading' });
+    expect(views[0]!.residentCount).toBe(2); // x and y are both spoken for
+    mgr.unclaim(U, 'x');
+    mgr.unclaim(U, 'y');
+    const fresh = await store.views([U], { name: 'x' }, true);
+    mgr.overlayClaims(fresh, 'x');
+    expect([fresh[0]!.adapter, fresh[0]!.residentCount]).toEqual([undefined, 0]);
+  });
 });

@@ -201,6 +201,7 @@ describe('routing core against simulated replicas over HTTP', () => {
       adapter_path_template: '/adapters/{name}',
       max_loaded_adapters: 1,
       queue_timeout_ms: 10000,
+      room_wait: 'anywhere',
     }));
     // One adapter on each replica; keep the first busy.
     const a = await h.chat('a');

@@ -441,3 +441,29 @@ describe('lora-router without lora-poller in its process', () => {
     }
   });
 });
+
+describe('the local gateway', () => {
+  it("falls back to the service's upstream, round robin, when no plugin sets a target", async () => {
+    const fleet = await (await import('../../sim/fleet')).SimFleet.start([vllm(), vllm()]);
+    try {
+      const { LocalGateway } = await import('../../stack/gateway');
+      const gw = await LocalGateway.create({
+        driver,
+        plugins: [],
+        serviceUrl: 'http://127.0.0.1:9',
+        upstreamTargets: fleet.urls,
+      });
+      for (let i = 0; i < 4; i++) {
+        const r = await gw.handle({
+          path: '/v1/completions',
+          body: Buffer.from(JSON.stringify({ model: BASE, prompt: 'x', max_tokens: 1 })),
+        });
+        expect(r.status).toBe(200);
+      }
+      expect(fleet.replicas.map((r) => r.requestRecords().length)).toEqual([2, 2]);
+      await gw.close();
+    } finally {
+      await fleet.stop();
+    }
+  });
+});

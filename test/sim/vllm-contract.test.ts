@@ -281,6 +281,32 @@ describe('simulated vLLM replica, over HTTP', () => {
     expect(rec.firstToken).toBeGreaterThan(rec.start!);
     expect(rec.end).toBeGreaterThanOrEqual(rec.firstToken!);
   });
+  it('resolves unknown adapters from a directory on first request when the filesystem resolver is on', async () => {
+    const f = await SimFleet.start([
+      {
+        adapterDirs: ['/adapters'],
+        resolverDir: '/adapters',
+        timeScale: 20,
+        engine: { maxCpuLoras: 1, loadBaseMs: 500 },
+      },
+    ]);
+    try {
+      const u = f.urls[0]!;
+      expect((await post(u, '/v1/chat/completions', chat('res-a', 1))).status).toBe(200);
+      expect((await post(u, '/v1/chat/completions', chat('res-b', 1))).status).toBe(200);
+      expect((await get(u, '/v1/models')).json().data.map((m: { id: string }) => m.id)).toEqual([
+        BASE,
+        'res-a',
+        'res-b',
+      ]);
+      // Registered (unbounded), but one host slot: a's weights were pushed out and reload on use.
+      expect((await post(u, '/v1/chat/completions', chat('res-a', 1))).status).toBe(200);
+      expect(f.replicas[0]!.engine.stats()).toMatchObject({ cacheMissLoads: 3, cacheEvictions: 2 });
+      expect((await post(u, '/v1/chat/completions', chat('bad/name', 1))).status).toBe(404);
+    } finally {
+      await f.stop();
+    }
+  });
 });
 
 function escape(s: string): string {
