@@ -18,6 +18,7 @@ const HELP = `Usage: npm run bench [-- options]
                      (default ../shared/data/azure-llm-inference-2023/conversation.csv, else synthetic)
   --only PARTS       comma list of overhead, quality, sweep, variants, e2e (default all)
   --seeds LIST       comma list (default 1,2,3)
+  --alphas LIST      Zipf exponents for the variants part (0 = uniform; default quick 1,0.8, full 0.8,1,1.2,0)
   --adapters N       adapters (default 200)      --alpha A     Zipf exponent (default 1.0)
   --replicas N       replicas (default 8)        --slots N     adapter slots per replica (default 8)
   --load-ms MS       adapter load time (default 1000)
@@ -69,6 +70,7 @@ async function main(): Promise<void> {
       trace: { type: 'string' },
       only: { type: 'string' },
       seeds: { type: 'string' },
+      alphas: { type: 'string' },
       adapters: { type: 'string' },
       alpha: { type: 'string' },
       replicas: { type: 'string' },
@@ -239,7 +241,7 @@ async function main(): Promise<void> {
 
   // ---- eviction and placement variants (issue 9's A/B) ----------------------------------
   if (parts.has('variants')) {
-    const alphas = full ? [0.8, 1.0, 1.2, 0] : [1.0, 0.8];
+    const alphas = v.alphas ? v.alphas.split(',').map(Number) : full ? [0.8, 1.0, 1.2, 0] : [1.0, 0.8];
     const variants = full ? VARIANTS : VARIANTS.filter((x) => x.quick);
     const n = full ? 6000 : 1500;
     log(
@@ -604,7 +606,7 @@ function variantsSection(
   const out: string[] = [
     '## Eviction and placement variants',
     '',
-    `lora-router configurations on the same requests: ${n.toLocaleString('en-US')} requests at ${load * 100}% load, seeds ${[...new Set(rows.map((r) => r.seed))].join(', ')} (mean, min–max). \`lru\` evicts the least recently used idle adapter. \`value\` evicts the idle adapter with the least decayed request frequency per fleet copy. \`victim placement\` (\`scorer_weights.victim\`) sends a cold adapter where the cheapest victim is. \`consolidate\` prefers the holder used last. Every variant has the \`room\` filter and waits for room anywhere.`,
+    `lora-router configurations on the same requests: ${n.toLocaleString('en-US')} requests at ${load * 100}% load, seeds ${[...new Set(rows.map((r) => r.seed))].join(', ')} (mean, min–max). \`lru\` evicts the least recently used idle adapter. \`value\` evicts the idle adapter with the least decayed request frequency per fleet copy. \`victim placement\` (\`scorer_weights.victim\`) sends a cold adapter where the cheapest victim is. \`consolidate\` prefers the holder used last. \`wait on the chosen replica\` (\`room_wait: replica\`, the default) queues a cold load behind that replica's busy adapters and answers 503 after \`queue_timeout_ms\`; \`wait for room anywhere\` (\`room_wait: anywhere\`) adds the \`room\` filter and waits for an idle adapter on any replica.`,
     '',
   ];
   for (const alpha of alphas) {

@@ -42,7 +42,13 @@ export class LocalStack {
       ...s,
       port: o.fleetPort ? o.fleetPort + i : 0,
     }));
-    const fleet = await SimFleet.start(specs);
+    const fleet = await SimFleet.start(specs).catch((err: NodeJS.ErrnoException) => {
+      throw err.code === 'EADDRINUSE'
+        ? new Error(
+            `a port of the simulated fleet (${o.fleetPort}-${o.fleetPort + specs.length - 1}) is in use: pass --fleet-port to choose others, or 0 for any free ports`,
+          )
+        : err;
+    });
     const cleanup: (() => Promise<void>)[] = [() => fleet.stop()];
     try {
       // The same config a Kong user deploys, pointed at the local fleet.

@@ -307,6 +307,39 @@ describe('simulated vLLM replica, over HTTP', () => {
       await f.stop();
     }
   });
+  it('keeps a request waiting when its adapter would exceed max_loras, while others pass it (over HTTP)', async () => {
+    const f = await SimFleet.start([
+      {
+        staticAdapters: [
+          { name: 'a', path: '/adapters/a' },
+          { name: 'b', path: '/adapters/b' },
+        ],
+        timeScale: 10,
+        engine: { maxLoras: 1, maxNumSeqs: 8 },
+      },
+    ]);
+    try {
+      const u = f.urls[0]!;
+      const e = f.replicas[0]!.engine;
+      const long = post(u, '/v1/chat/completions', chat('a', 200));
+      await waitFor(() => e.stats().running === 1);
+      const blocked = post(u, '/v1/chat/completions', chat('b', 1));
+      await waitFor(() => e.stats().waiting === 1);
+      // Slots are free, yet b waits: one adapter fills the batch. The base model and a pass.
+      expect((await post(u, '/v1/chat/completions', chat(BASE, 1))).status).toBe(200);
+      expect((await post(u, '/v1/chat/completions', chat('a', 1))).status).toBe(200);
+      expect(e.stats()).toMatchObject({ waitingAdapters: ['b'], runningAdapters: ['a'] });
+      const metrics = (await get(u, '/metrics')).text;
+      expect(metrics).toMatch(/running_lora_adapters="a",waiting_lora_adapters="b"/);
+      await Promise.all([long, blocked]);
+      const rec = f.replicas[0]!.requestRecords().find((r) => r.adapter === 'b')!;
+      expect(rec.start).toBeGreaterThan(
+        f.replicas[0]!.requestRecords().find((r) => r.adapter === 'a' && r.outputTokens === 200)!.end! - 1,
+      );
+    } finally {
+      await f.stop();
+    }
+  });
 });
 
 function escape(s: string): string {
