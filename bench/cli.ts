@@ -375,50 +375,46 @@ function qualitySection(
   workloadNote: string,
 ): string[] {
   const names = perSeed[0]!.results.map((r) => r.policy);
-  const agg = (name: string, f: (r: PolicyResult) => number) =>
-    perSeed.map((x) => f(x.results.find((r) => r.policy === name)!));
-  const cell = (xs: number[], fmt: (v: number) => string) =>
-    xs.length > 1 ? `${fmt(mean(xs))} (${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))})` : fmt(xs[0]!);
   const belady = perSeed.map((x) => x.belady);
   const rows = names.map((n) => [
     n,
-    cell(
-      agg(n, (r) => r.loads),
+    spread(
+      across(perSeed, n, (r) => r.loads),
       fmtNum,
     ),
-    cell(
-      agg(n, (r) => r.hitRate * 100),
+    spread(
+      across(perSeed, n, (r) => r.hitRate * 100),
       (v) => `${v.toFixed(1)}%`,
     ),
-    cell(
-      agg(n, (r) => r.ttftP50),
+    spread(
+      across(perSeed, n, (r) => r.ttftP50),
       ms,
     ),
-    cell(
-      agg(n, (r) => r.ttftP99),
+    spread(
+      across(perSeed, n, (r) => r.ttftP99),
       ms,
     ),
-    cell(
-      agg(n, (r) => r.ttftP99Served),
+    spread(
+      across(perSeed, n, (r) => r.ttftP99Served),
       ms,
     ),
-    cell(
-      agg(n, (r) => r.e2eP99),
+    spread(
+      across(perSeed, n, (r) => r.e2eP99),
       ms,
     ),
-    cell(
-      agg(n, (r) => r.throughput),
+    spread(
+      across(perSeed, n, (r) => r.throughput),
       (v) => v.toFixed(2),
     ),
-    cell(
-      agg(n, (r) => r.errors),
+    spread(
+      across(perSeed, n, (r) => r.errors),
       fmtNum,
     ),
   ]);
   rows.push([
     "Belady's optimum (bound on loads)",
-    cell(belady, fmtNum),
-    cell(
+    spread(belady, fmtNum),
+    spread(
       belady.map((b, i) => (1 - b / perSeed[i]!.results[0]!.requests) * 100),
       (v) => `${v.toFixed(1)}%`,
     ),
@@ -432,8 +428,8 @@ function qualitySection(
   const pinned = perSeed.map((x) => x.pinned);
   rows.push([
     'Belady with in-flight pinning (reference)',
-    cell(pinned, fmtNum),
-    cell(
+    spread(pinned, fmtNum),
+    spread(
       pinned.map((b, i) => (1 - b / perSeed[i]!.results[0]!.requests) * 100),
       (v) => `${v.toFixed(1)}%`,
     ),
@@ -611,10 +607,6 @@ function variantsSection(
   ];
   for (const alpha of alphas) {
     const at = rows.filter((r) => r.alpha === alpha);
-    const cell = (xs: number[], f: (v: number) => string) =>
-      xs.length > 1 ? `${f(mean(xs))} (${f(Math.min(...xs))}–${f(Math.max(...xs))})` : f(xs[0]!);
-    const get = (name: string, f: (r: PolicyResult) => number) =>
-      at.map((x) => f(x.results.find((r) => r.policy === name)!));
     out.push(
       `**${alpha === 0 ? 'uniform popularity' : `Zipf ${alpha}`}**: Belady ${fmtNum(mean(at.map((x) => x.belady)))} loads, Belady with in-flight pinning ${fmtNum(mean(at.map((x) => x.pinned)))}.`,
       '',
@@ -634,36 +626,36 @@ function variantsSection(
         ],
         names.map((name) => [
           name,
-          cell(
-            get(name, (r) => r.loads),
+          spread(
+            across(at, name, (r) => r.loads),
             fmtNum,
           ),
-          cell(
-            at.map((x, i) => get(name, (r) => r.loads)[i]! / x.belady),
+          spread(
+            at.map((x, i) => across(at, name, (r) => r.loads)[i]! / x.belady),
             (v) => v.toFixed(2),
           ),
-          cell(
-            at.map((x, i) => get(name, (r) => r.loads)[i]! / x.pinned),
+          spread(
+            at.map((x, i) => across(at, name, (r) => r.loads)[i]! / x.pinned),
             (v) => v.toFixed(2),
           ),
-          cell(
-            get(name, (r) => r.hitRate * 100),
+          spread(
+            across(at, name, (r) => r.hitRate * 100),
             (v) => `${v.toFixed(1)}%`,
           ),
-          cell(
-            get(name, (r) => r.ttftP50),
+          spread(
+            across(at, name, (r) => r.ttftP50),
             ms,
           ),
-          cell(
-            get(name, (r) => r.ttftP99),
+          spread(
+            across(at, name, (r) => r.ttftP99),
             ms,
           ),
-          cell(
-            get(name, (r) => r.ttftP99Served),
+          spread(
+            across(at, name, (r) => r.ttftP99Served),
             ms,
           ),
-          cell(
-            get(name, (r) => r.errors),
+          spread(
+            across(at, name, (r) => r.errors),
             fmtNum,
           ),
         ]),
@@ -672,6 +664,16 @@ function variantsSection(
     );
   }
   return out;
+}
+
+/** "mean (min–max)" across seeds; the value alone for one seed. */
+function spread(xs: number[], f: (v: number) => string): string {
+  return xs.length > 1 ? `${f(mean(xs))} (${f(Math.min(...xs))}–${f(Math.max(...xs))})` : f(xs[0]!);
+}
+
+/** One policy's figure in each run. */
+function across(runs: { results: PolicyResult[] }[], name: string, f: (r: PolicyResult) => number): number[] {
+  return runs.map((x) => f(x.results.find((r) => r.policy === name)!));
 }
 
 function mean(xs: number[]): number {

@@ -6,12 +6,7 @@
  */
 export function beladyMisses(sequence: readonly string[], capacity: number): number {
   const n = sequence.length;
-  const nextUse = new Array<number>(n);
-  const last = new Map<string, number>();
-  for (let i = n - 1; i >= 0; i--) {
-    nextUse[i] = last.get(sequence[i]!) ?? Infinity;
-    last.set(sequence[i]!, i);
-  }
+  const nextUse = nextUses(sequence);
   const cached = new Map<string, number>(); // adapter -> its next use
   // Max-heap of [nextUse, adapter]; stale entries (next use changed) are skipped on pop.
   const heap: [number, string][] = [];
@@ -79,12 +74,7 @@ export function pinnedBeladyMisses(
   capacity: number,
 ): number {
   const n = sequence.length;
-  const nextUse = new Array<number>(n);
-  const last = new Map<string, number>();
-  for (let i = n - 1; i >= 0; i--) {
-    nextUse[i] = last.get(sequence[i]!) ?? Infinity;
-    last.set(sequence[i]!, i);
-  }
+  const nextUse = nextUses(sequence);
   // Completions before arrivals at equal times; each kind in time order.
   const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => end[a]! - end[b]!);
   const cached = new Map<string, number>(); // adapter -> next use
@@ -117,4 +107,15 @@ export function pinnedBeladyMisses(
     pins.set(a, (pins.get(a) ?? 0) + 1);
   }
   return misses;
+}
+
+/** For each request, the index of the next request for the same adapter (Infinity: none). */
+function nextUses(sequence: readonly string[]): number[] {
+  const next = new Array<number>(sequence.length);
+  const last = new Map<string, number>();
+  for (let i = sequence.length - 1; i >= 0; i--) {
+    next[i] = last.get(sequence[i]!) ?? Infinity;
+    last.set(sequence[i]!, i);
+  }
+  return next;
 }
