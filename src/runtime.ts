@@ -45,6 +45,7 @@ export class FleetRuntime {
   readonly adapterStats = new AdapterStats();
   /** Prefix of this process's lease ids: unique across processes sharing a store. */
   readonly leasePrefix = randomBytes(4).toString('hex');
+  private readonly managed = new Map<string, (name: string, path: string) => boolean>();
 
   constructor(o: RuntimeOptions = {}) {
     this.clock = o.clock ?? systemClock;
@@ -67,9 +68,23 @@ export class FleetRuntime {
       this.random,
       this.log,
     );
+    this.poller.isManaged = (name, path) => {
+      for (const m of this.managed.values()) if (m(name, path)) return true;
+      return false;
+    };
     this.poller.onPoll = (url, ok) => {
       if (!ok) this.metrics.pollErrors.inc({ replica: url });
     };
+  }
+
+  /**
+   * Registers what one router configuration manages (keyed by the configuration, so Kong's
+   * instance churn does not grow it; the oldest of more than 32 are forgotten).
+   */
+  registerManaged(key: string, manages: (name: string, path: string) => boolean): void {
+    this.managed.delete(key);
+    this.managed.set(key, manages);
+    if (this.managed.size > 32) this.managed.delete(this.managed.keys().next().value!);
   }
 
   stop(): void {

@@ -48,6 +48,19 @@ export class AdapterCatalog {
     return this.byName.get(name)?.static === true;
   }
 
+  /** Whether this configuration would load `name` from `path` itself (so it is not a start-up adapter). */
+  manages(name: string, path: string): boolean {
+    const listed = this.byName.get(name);
+    if (listed) return !listed.static;
+    if (this.root === undefined) return false;
+    try {
+      this.checkName(name);
+      return this.templatedPath(name) === posix.normalize(path);
+    } catch {
+      return false;
+    }
+  }
+
   /** Every adapter the configuration names (templated ones are open-ended). */
   registered(): { name: string; path?: string; static: boolean }[] {
     return [...this.byName].map(([name, a]) => ({ name, ...a }));

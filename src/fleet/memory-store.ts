@@ -107,8 +107,9 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   /** The replica's registry is the truth: adopt what appeared, forget what vanished. */
-  private reconcile(r: ReplicaRecord, registry: { name: string }[], at: number): void {
+  private reconcile(r: ReplicaRecord, registry: { name: string; managed?: boolean }[], at: number): void {
     const present = new Set(registry.map((e) => e.name));
+    const managed = new Set(registry.filter((e) => e.managed).map((e) => e.name));
     let vanished = 0;
     for (const [name, res] of r.residency) {
       if (present.has(name) || res.state === 'loading') continue;
@@ -118,8 +119,10 @@ export class MemoryFleetStore implements FleetStore {
     }
     for (const name of present) {
       if (r.residency.has(name)) continue;
-      // Registered before any router load: a start-up adapter. After: another router's load.
-      r.residency.set(name, { state: r.everLoaded ? 'loaded' : 'static', since: at, lastUsed: at });
+      // A router's load (ours before a restart, or another instance's) if a configuration
+      // manages the name or we loaded here before; otherwise registered at replica start.
+      const state = r.everLoaded || managed.has(name) ? 'loaded' : 'static';
+      r.residency.set(name, { state, since: at, lastUsed: at });
     }
     if (vanished > 0) {
       this.event({

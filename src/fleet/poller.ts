@@ -28,6 +28,8 @@ export class Poller {
   private inFlight = new Map<string, Promise<void>>();
   private cancel: (() => void) | null = null;
   readonly stats: PollStats = { polls: 0, errors: 0 };
+  /** Whether some router configuration could have loaded this registry entry (see ReplicaSnapshot). */
+  isManaged: ((name: string, path: string) => boolean) | null = null;
   /** Called after each poll with its outcome, for metrics. */
   onPoll: ((url: string, ok: boolean, ms: number) => void) | null = null;
 
@@ -99,7 +101,7 @@ export class Poller {
         at: this.clock.now(),
         ok: true,
         load: s.load,
-        registry: s.registry,
+        registry: s.registry?.map((e) => ({ ...e, managed: this.isManaged?.(e.name, e.path) ?? false })),
         llamaAdapters: s.llamaAdapters,
       });
       this.onPoll?.(spec.url, true, this.clock.now() - started);

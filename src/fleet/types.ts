@@ -39,8 +39,12 @@ export interface ReplicaSnapshot {
   ok: boolean;
   error?: string;
   load?: ReplicaLoad;
-  /** vLLM: adapters in /v1/models (name = card id, path = root). */
-  registry?: { name: string; path: string }[];
+  /**
+   * vLLM: adapters in /v1/models (name = card id, path = root). `managed`: some router
+   * configuration could have loaded it (listed on-demand, or matching its template), so it is
+   * not a start-up adapter even when this process never saw it loaded (a plugin-server restart).
+   */
+  registry?: { name: string; path: string; managed?: boolean }[];
   /** llama.cpp: adapters from /lora-adapters. */
   llamaAdapters?: LlamaAdapter[];
 }

@@ -109,6 +109,10 @@ export class RouterService {
     this.eviction = EVICTION_POLICIES[config.eviction]!;
     this.weighsVictims = config.room_wait === 'anywhere' || config.eviction !== 'lru' || w.victim > 0;
     rt.metrics.policy = this.policy.saturation;
+    rt.registerManaged(
+      JSON.stringify([config.adapters, config.adapter_path_template, config.adapter_name_pattern]),
+      (name, path) => this.catalog.manages(name, path),
+    );
     rt.poller.configure({ leaseMaxAgeMs: config.lease_max_age_ms });
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
       // Polling is what keeps decisions fresh: start it here too, in case lora-poller

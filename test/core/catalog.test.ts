@@ -73,4 +73,14 @@ describe('AdapterCatalog', () => {
     for (const bad of ['..', '../x', 'a/../../b', '/abs'])
       expect(refused(() => c.resolve(bad)).status).toBe(400);
   });
+
+  it('knows which registry entries a configuration manages (could have loaded itself)', () => {
+    const c = catalog('/adapters/{name}');
+    expect(c.manages('sql', '/anything')).toBe(true); // listed on-demand
+    expect(c.manages('pinned', '/adapters/pinned')).toBe(false); // listed static
+    expect(c.manages('cust-1', '/adapters/cust-1')).toBe(true); // the template's path
+    expect(c.manages('cust-1', '/elsewhere/cust-1')).toBe(false); // same name, another path
+    expect(c.manages('../x', '/adapters/../x')).toBe(false);
+    expect(catalog().manages('cust-1', '/adapters/cust-1')).toBe(false); // no template
+  });
 });

@@ -148,4 +148,18 @@ describe('MemoryFleetStore', () => {
     expect(await presence('b.gguf')).toBeUndefined();
     expect(await presence(undefined)).toBeUndefined();
   });
+
+  it('takes registry entries a configuration manages as loaded even in a fresh process (plugin-server restart)', async () => {
+    const s = await store();
+    await s.applySnapshot(U, {
+      at: 1,
+      ok: true,
+      registry: [
+        { name: 'mine', path: '/adapters/mine', managed: true },
+        { name: 'boot', path: '/m/boot' },
+      ],
+    });
+    expect(await states(s)).toEqual({ mine: 'loaded', boot: 'static' });
+    expect((await s.views([U]))[0]!.residentCount).toBe(1);
+  });
 });

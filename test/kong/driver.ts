@@ -29,6 +29,7 @@ export class PluginServerProcess {
     readonly socketPath: string,
     private readonly prefix: string,
     readonly log: string[],
+    private readonly options: PluginServerOptions,
   ) {}
 
   static binary(): string {
@@ -36,8 +37,10 @@ export class PluginServerProcess {
   }
 
   /** Starts the server as Kong's `pluginserver_*_start_cmd` would; resolves once it accepts connections. */
-  static async start(o: PluginServerOptions): Promise<PluginServerProcess> {
-    const prefix = mkdtempSync(join(tmpdir(), 'kong-prefix-'));
+  static async start(
+    o: PluginServerOptions,
+    prefix = mkdtempSync(join(tmpdir(), 'kong-prefix-')),
+  ): Promise<PluginServerProcess> {
     const sockName = o.sockName ?? 'lora.sock';
     const child = spawn(
       process.execPath,
@@ -56,7 +59,7 @@ export class PluginServerProcess {
     };
     child.stdout!.on('data', take);
     child.stderr!.on('data', take);
-    const server = new PluginServerProcess(child, join(prefix, sockName), prefix, log);
+    const server = new PluginServerProcess(child, join(prefix, sockName), prefix, log, o);
     await server.waitReady(15000);
     return server;
   }
@@ -74,6 +77,12 @@ export class PluginServerProcess {
 
   get exited(): boolean {
     return this.child.exitCode !== null || this.child.signalCode !== null;
+  }
+
+  /** Kills the process and starts it again on the same socket, as Kong restarts a dead plugin server. */
+  async restart(): Promise<PluginServerProcess> {
+    await this.kill();
+    return PluginServerProcess.start(this.options, this.prefix);
   }
 
   /** SIGKILL, as a crash would; the socket file stays (Kong restarts the server). */
