@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { Agent, request as undiciRequest } from 'undici';
+import { Agent, errors, request as undiciRequest } from 'undici';
 import {
   KongDriver,
   KongRequest,
@@ -211,13 +211,12 @@ export class LocalGateway {
           kong: req,
         };
       } catch (err) {
-        req.status = 502;
+        const { status, message } = upstreamFailure(err);
+        req.status = status;
         reply = {
-          status: 502,
+          status,
           headers: {},
-          body: Buffer.from(
-            `{"message":"An invalid response was received from the upstream server: ${(err as Error).message}"}`,
-          ),
+          body: Buffer.from(JSON.stringify({ message })),
           kong: req,
         };
       }
@@ -275,13 +274,12 @@ export class LocalGateway {
         for await (const chunk of up.body) res.write(chunk);
         res.end();
       } catch (err) {
-        req.status = res.headersSent ? req.status : 502;
+        const failure = upstreamFailure(err);
         if (!res.headersSent) {
-          res.writeHead(502, { 'content-type': 'application/json' }).end(
-            JSON.stringify({
-              message: `An invalid response was received from the upstream server: ${(err as Error).message}`,
-            }),
-          );
+          req.status = failure.status;
+          res
+            .writeHead(failure.status, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ message: failure.message }));
         } else res.destroy();
       }
     } finally {
@@ -293,4 +291,18 @@ export class LocalGateway {
     await this.agent.close();
     this.o.driver.close();
   }
+}
+
+/** Kong's answers when the upstream fails: 504 for a timeout, 502 for anything else. */
+function upstreamFailure(err: unknown): { status: number; message: string } {
+  const e = err as Error & { code?: string };
+  if (
+    e instanceof errors.HeadersTimeoutError ||
+    e instanceof errors.BodyTimeoutError ||
+    e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    e.code === 'UND_ERR_BODY_TIMEOUT'
+  ) {
+    return { status: 504, message: 'The upstream server is timing out' };
+  }
+  return { status: 502, message: `An invalid response was received from the upstream server: ${e.message}` };
 }

@@ -33,6 +33,8 @@ interface ReplicaRecord {
   inFlight: number;
   inFlightByAdapter: Map<string, number>;
   passiveFailures: number;
+  /** When each adapter was last unloaded or forgotten here, so an older registry cannot revive it. */
+  gone: Map<string, number>;
 }
 
 /**
@@ -61,6 +63,7 @@ export class MemoryFleetStore implements FleetStore {
         inFlight: 0,
         inFlightByAdapter: new Map(),
         passiveFailures: 0,
+        gone: new Map(),
       });
     }
   }
@@ -103,22 +106,28 @@ export class MemoryFleetStore implements FleetStore {
       r.kvUsage = s.load.kvUsage;
     }
     if (s.llamaAdapters) r.llamaAdapters = s.llamaAdapters.map((a) => ({ ...a }));
-    if (s.registry) this.reconcile(r, s.registry, s.at);
+    if (s.registry) this.reconcile(r, s.registry, s.at, s.startedAt ?? s.at);
   }
 
   /** The replica's registry is the truth: adopt what appeared, forget what vanished. */
-  private reconcile(r: ReplicaRecord, registry: { name: string; managed?: boolean }[], at: number): void {
+  private reconcile(
+    r: ReplicaRecord,
+    registry: { name: string; managed?: boolean }[],
+    at: number,
+    scrapedAt: number,
+  ): void {
     const present = new Set(registry.map((e) => e.name));
     const managed = new Set(registry.filter((e) => e.managed).map((e) => e.name));
     let vanished = 0;
     for (const [name, res] of r.residency) {
-      if (present.has(name) || res.state === 'loading') continue;
+      // Missing from a registry read before this entry changed: the registry is the older truth.
+      if (present.has(name) || res.state === 'loading' || res.since >= scrapedAt) continue;
       // Gone: unloaded (ours finished, or someone else's), or the replica restarted.
       if (res.state === 'loaded') vanished++;
       r.residency.delete(name);
     }
     for (const name of present) {
-      if (r.residency.has(name)) continue;
+      if (r.residency.has(name) || (r.gone.get(name) ?? -Infinity) >= scrapedAt) continue;
       // A router's load (ours before a restart, or another instance's) if a configuration
       // manages the name or we loaded here before; otherwise registered at replica start.
       const state = r.everLoaded || managed.has(name) ? 'loaded' : 'static';
@@ -184,8 +193,17 @@ export class MemoryFleetStore implements FleetStore {
     const res = this.replicas.get(url)?.residency;
     const cur = res?.get(adapter);
     if (!res || cur?.state !== 'unloading') return;
-    if (ok) res.delete(adapter);
-    else res.set(adapter, { ...cur, state: 'loaded', since: at });
+    if (ok) {
+      res.delete(adapter);
+      markGone(this.replicas.get(url)!, adapter, at);
+    } else res.set(adapter, { ...cur, state: 'loaded', since: at });
+  }
+
+  async forget(url: string, adapter: string, at: number): Promise<void> {
+    const r = this.replicas.get(url);
+    if (r?.residency.get(adapter)?.state !== 'loaded') return;
+    r.residency.delete(adapter);
+    markGone(r, adapter, at);
   }
 
   async touch(url: string, adapter: string, at: number): Promise<void> {
@@ -274,6 +292,13 @@ export class MemoryFleetStore implements FleetStore {
     this.eventLog.push(e);
     if (this.eventLog.length > EVENT_LIMIT) this.eventLog.splice(0, this.eventLog.length - EVENT_LIMIT);
   }
+}
+
+/** Bounded: entries older than the oldest scrape still in flight are useless; keep the last 256. */
+function markGone(r: ReplicaRecord, adapter: string, at: number): void {
+  r.gone.delete(adapter);
+  r.gone.set(adapter, at);
+  if (r.gone.size > 256) r.gone.delete(r.gone.keys().next().value!);
 }
 
 function residentsOf(r: ReplicaRecord): ResidentAdapter[] {

@@ -99,6 +99,7 @@ export class Poller {
       const s = await this.api.scrape(spec, this.options.timeoutMs);
       await this.store.applySnapshot(spec.url, {
         at: this.clock.now(),
+        startedAt: started,
         ok: true,
         load: s.load,
         registry: s.registry?.map((e) => ({ ...e, managed: this.isManaged?.(e.name, e.path) ?? false })),

@@ -39,6 +39,11 @@ export interface FleetStore {
   beginUnload(url: string, adapter: string, at: number): Promise<boolean>;
   /** Ends an unload: forgotten on success, loaded again on failure. */
   finishUnload(url: string, adapter: string, ok: boolean, at: number): Promise<void>;
+  /**
+   * Forgets a runtime-loaded adapter on a replica (it answered 404 for it: the replica restarted
+   * or someone unloaded it). Static adapters are left to the next poll.
+   */
+  forget(url: string, adapter: string, at: number): Promise<void>;
   /** Records use of a resident adapter (recency for eviction). */
   touch(url: string, adapter: string, at: number): Promise<void>;
 

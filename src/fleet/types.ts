@@ -36,6 +36,8 @@ export interface LlamaAdapter {
 /** The result of one poll of a replica. */
 export interface ReplicaSnapshot {
   at: number;
+  /** When the scrape began: residency changes after it are newer than the registry it read. */
+  startedAt?: number;
   ok: boolean;
   error?: string;
   load?: ReplicaLoad;

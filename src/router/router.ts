@@ -158,6 +158,9 @@ export class RouterService {
     if (lease.adapterIdle) rt.manager.roomChanged.notify();
     // 502/504 from Kong: the replica refused, reset or timed out; any 5xx counts against it.
     if (status !== undefined) await rt.store.reportOutcome(lease.url, status < 500, now);
+    // The replica no longer has the adapter we sent the request for (it restarted, or another
+    // router unloaded it): forget it now rather than at the next poll, so the next request loads it.
+    if (status === 404 && lease.adapter !== null) await rt.store.forget(lease.url, lease.adapter, now);
     return true;
   }
 

@@ -162,4 +162,34 @@ describe('MemoryFleetStore', () => {
     expect(await states(s)).toEqual({ mine: 'loaded', boot: 'static' });
     expect((await s.views([U]))[0]!.residentCount).toBe(1);
   });
+
+  it('does not let a registry read before an unload revive the adapter, nor one read before a load drop it', async () => {
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, registry: [] });
+    await s.beginLoad(U, 'old', 2);
+    await s.finishLoad(U, 'old', true, 3);
+    // A scrape starts at 10 (old is registered), the router unloads old at 12, the scrape lands at 15.
+    await s.beginUnload(U, 'old', 11);
+    await s.finishUnload(U, 'old', true, 12);
+    await s.applySnapshot(U, { at: 15, startedAt: 10, ok: true, registry: [{ name: 'old', path: '' }] });
+    expect(await states(s)).toEqual({});
+    // A scrape starts at 20 (new not yet registered), new finishes loading at 22, the scrape lands at 25.
+    await s.beginLoad(U, 'new', 21);
+    await s.finishLoad(U, 'new', true, 22);
+    await s.applySnapshot(U, { at: 25, startedAt: 20, ok: true, registry: [] });
+    expect(await states(s)).toEqual({ new: 'loaded' });
+    // A later registry is the truth again.
+    await s.applySnapshot(U, { at: 31, startedAt: 30, ok: true, registry: [{ name: 'old', path: '' }] });
+    expect(await states(s)).toEqual({ old: 'loaded' });
+  });
+
+  it('forgets a loaded adapter a replica answered 404 for, but not a static one', async () => {
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, registry: [{ name: 'boot', path: '' }] });
+    await s.beginLoad(U, 'x', 2);
+    await s.finishLoad(U, 'x', true, 3);
+    await s.forget(U, 'x', 4);
+    await s.forget(U, 'boot', 4);
+    expect(await states(s)).toEqual({ boot: 'static' });
+  });
 });
