@@ -44,7 +44,8 @@ export class FleetRuntime {
   /** Decayed request frequency per adapter, for value-based eviction and placement. */
   readonly adapterStats = new AdapterStats();
   /** Prefix of this process's lease ids: unique across processes sharing a store. */
-  readonly leasePrefix = randomBytes(4).toString('hex');
+  private readonly leasePrefix = randomBytes(4).toString('hex');
+  private leaseSeq = 0;
   private readonly managed = new Map<string, (name: string, path: string) => boolean>();
 
   constructor(o: RuntimeOptions = {}) {
@@ -85,6 +86,11 @@ export class FleetRuntime {
     this.managed.delete(key);
     this.managed.set(key, manages);
     if (this.managed.size > 32) this.managed.delete(this.managed.keys().next().value!);
+  }
+
+  /** A lease id unique in this process (across every plugin instance) and across processes. */
+  nextLeaseId(): string {
+    return `${this.leasePrefix}-${(this.leaseSeq++).toString(36)}`;
   }
 
   stop(): void {

@@ -58,7 +58,6 @@ export class RouterService {
   private readonly eviction: EvictionPolicy;
   /** Whether placement or eviction looks at the victims a cold load would evict. */
   private readonly weighsVictims: boolean;
-  private seq = 0;
 
   constructor(
     readonly config: RouterConfig,
@@ -193,16 +192,13 @@ export class RouterService {
       throw errors.modelNotFound(resolved.adapter.name);
     }
     const roomDeadline = ctx.now + this.config.queue_timeout_ms;
+    const prompt = promptText(parsed.json, PROMPT_CHARS);
     for (;;) {
       ctx.now = this.rt.clock.now();
       if (withResidents) this.weighVictims(ctx, views);
       // From here to the claim nothing awaits: the next request sees this one's placement.
       if (adapter) this.rt.manager.overlayClaims(views, adapter.name);
-      const decision = this.pipeline.schedule(
-        { kind: resolved.kind, adapter, prompt: promptText(parsed.json, PROMPT_CHARS) },
-        views,
-        ctx,
-      );
+      const decision = this.pipeline.schedule({ kind: resolved.kind, adapter, prompt }, views, ctx);
       if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
       const claim =
         resolved.kind === 'on-demand' && !decision.replica.holder ? resolved.adapter.name : undefined;
@@ -242,7 +238,7 @@ export class RouterService {
   ): Promise<RouteOutcome> {
     const replica = decision.replica;
     const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
-    const leaseId = `${this.rt.leasePrefix}-${(this.seq++).toString(36)}`;
+    const leaseId = this.rt.nextLeaseId();
     await this.rt.store.acquire({
       id: leaseId,
       url: replica.url,

@@ -5,6 +5,8 @@ import type { FleetRuntime } from '../runtime';
 export interface FleetStatus {
   now: number;
   poller: { running: boolean; polls: number; errors: number };
+  /** This process: timers alive (a leak shows as growth) and heap in use. */
+  process: { timers: number; heapUsedMb: number };
   inFlight: number;
   replicas: {
     url: string;
@@ -43,6 +45,10 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
   return {
     now,
     poller: { running: rt.poller.running, ...rt.poller.stats },
+    process: {
+      timers: process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length,
+      heapUsedMb: process.memoryUsage().heapUsed / 1024 / 1024,
+    },
     inFlight,
     replicas: dump.replicas.map((r) => ({
       url: r.url,

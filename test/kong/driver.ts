@@ -21,6 +21,8 @@ export interface PluginServerOptions {
   sockName?: string;
   /** Receives the server's stdout and stderr (its log; Kong copies it to error.log). */
   onLog?: (line: string) => void;
+  /** Extra node options (tests: --expose-gc and a heap probe). */
+  nodeArgs?: string[];
 }
 
 export class PluginServerProcess {
@@ -44,7 +46,16 @@ export class PluginServerProcess {
     const sockName = o.sockName ?? 'lora.sock';
     const child = spawn(
       process.execPath,
-      [PluginServerProcess.binary(), '-d', resolve(o.pluginsDir), '-p', prefix, '--sock-name', sockName],
+      [
+        ...(o.nodeArgs ?? []),
+        PluginServerProcess.binary(),
+        '-d',
+        resolve(o.pluginsDir),
+        '-p',
+        prefix,
+        '--sock-name',
+        sockName,
+      ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },

@@ -1,0 +1,62 @@
+/**
+ * Instance churn: Kong starts a new plugin instance on every config change and closes the old
+ * one, while requests are in flight. No in-flight count may be lost, and no timer may leak.
+ */
+import { KongDriver, PluginServerProcess } from '../kong/driver';
+import { BASE, startPluginServer, startWorld, vllm } from '../kong/world';
+import { waitFor } from '../helpers/wait';
+
+let server: PluginServerProcess;
+let driver: KongDriver;
+beforeAll(async () => {
+  ({ server, driver } = await startPluginServer());
+});
+afterAll(async () => {
+  driver?.close();
+  await server?.stop();
+});
+
+it('keeps in-flight counts and timers steady across 40 config changes with requests in flight', async () => {
+  const config = (urls: string[], i: number) => ({
+    replicas: urls.map((url) => ({ url })),
+    base_model: BASE,
+    adapter_path_template: '/adapters/{name}',
+    max_loaded_adapters: 2,
+    target_waiting_per_replica: 4 + (i % 5),
+  });
+  const w = await startWorld(driver, [vllm({ timeScale: 20 }), vllm({ timeScale: 20 })], (u) => config(u, 0));
+  try {
+    await w.chat('a');
+    await w.chat('b');
+    const timersBefore = (await w.statusJson()).process.timers;
+    // Ten long requests, each admitted by a different instance (a config change after each):
+    // all ten must count as in flight at once.
+    const long: Promise<unknown>[] = [];
+    for (let i = 1; i <= 10; i++) {
+      long.push(w.chat(i % 2 ? 'a' : 'b', 3000));
+      await waitFor(async () => (await w.statusJson()).inFlight === i, 3000, `request ${i} in flight`);
+      await w.service.configure([{ name: 'lora-router', config: config(w.fleet.urls, 100 + i) }]);
+    }
+    expect((await w.statusJson()).inFlight).toBe(10);
+    for (const r of w.fleet.replicas) r.engine.reset(); // end them (the replica drops them)
+    await Promise.all(long);
+    await waitFor(async () => (await w.statusJson()).inFlight === 0, 3000, 'ten released');
+    const inFlight: Promise<unknown>[] = [];
+    for (let i = 1; i <= 40; i++) {
+      // Long requests admitted by one instance, logged by a later one.
+      inFlight.push(w.chat(i % 2 ? 'a' : 'b', 100));
+      if (i % 10 === 0) await waitFor(async () => (await w.statusJson()).inFlight > 0, 2000);
+      await w.service.configure([{ name: 'lora-router', config: config(w.fleet.urls, i) }]);
+    }
+    const replies = (await Promise.all(inFlight)) as { status: number }[];
+    expect(replies.map((r) => r.status)).toEqual(Array(40).fill(200));
+    const after = await w.statusJson();
+    expect(after.inFlight).toBe(0);
+    // Instances hold no timers of their own: the process's count does not grow with them.
+    expect(after.process.timers).toBeLessThanOrEqual(timersBefore + 2);
+    // Old instances are gone from the server.
+    await expect(driver.call('plugin.InstanceStatus', 0)).rejects.toThrow(/no plugin instance/);
+  } finally {
+    await w.stop();
+  }
+});
