@@ -1,7 +1,7 @@
 // Test-only preload for the plugin server: on SIGUSR2, collect garbage and print the heap in
 // use, so a soak can compare memory without a debugger.
 process.on('SIGUSR2', () => {
-  global.gc?.();
-  global.gc?.();
+  globalThis.gc?.();
+  globalThis.gc?.();
   process.stderr.write(`heap-probe ${process.memoryUsage().heapUsed}\n`);
 });

@@ -95,7 +95,6 @@ it(
       expect(statuses[200]! / N).toBeGreaterThan(0.8);
       expect((await w.statusJson()).inFlight).toBe(0);
       const end = await heap();
-      // eslint-disable-next-line no-console
       console.log(
         `soak: ${N} requests in ${((Date.now() - t0) / 1000).toFixed(1)} s, statuses ${JSON.stringify(statuses)}, heap after ${N / 10}: ${(checkpoint! / 1048576).toFixed(1)} MB, after all: ${(end / 1048576).toFixed(1)} MB`,
       );
