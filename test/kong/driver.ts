@@ -64,7 +64,9 @@ export class PluginServerProcess {
     const take = (chunk: Buffer) => {
       for (const line of chunk.toString('utf8').split('\n')) {
         if (!line) continue;
-        if (log.length < 10000) log.push(line);
+        // The most recent lines (a long run logs more than is worth keeping).
+        log.push(line);
+        if (log.length > 10000) log.splice(0, log.length - 10000);
         o.onLog?.(line);
       }
     };
