@@ -61,17 +61,23 @@ export class PluginServerProcess {
       },
     );
     const log: string[] = [];
-    const take = (chunk: Buffer) => {
-      for (const line of chunk.toString('utf8').split('\n')) {
-        if (!line) continue;
-        // The most recent lines (a long run logs more than is worth keeping).
-        log.push(line);
-        if (log.length > 10000) log.splice(0, log.length - 10000);
-        o.onLog?.(line);
-      }
+    // Lines, not chunks: a line can straddle two chunks of a busy stream.
+    const reader = () => {
+      let partial = '';
+      return (chunk: Buffer) => {
+        const lines = (partial + chunk.toString('utf8')).split('\n');
+        partial = lines.pop()!;
+        for (const line of lines) {
+          if (!line) continue;
+          // The most recent lines (a long run logs more than is worth keeping).
+          log.push(line);
+          if (log.length > 10000) log.splice(0, log.length - 10000);
+          o.onLog?.(line);
+        }
+      };
     };
-    child.stdout!.on('data', take);
-    child.stderr!.on('data', take);
+    child.stdout!.on('data', reader());
+    child.stderr!.on('data', reader());
     const server = new PluginServerProcess(child, join(prefix, sockName), prefix, log, o);
     await server.waitReady(15000);
     return server;

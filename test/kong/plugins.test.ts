@@ -3,17 +3,13 @@ import { readdirSync } from 'node:fs';
 import { ConfigError } from '../../src/config/kong-schema';
 import { waitFor } from '../helpers/wait';
 import { KongDriver, KongRequest, PluginServerProcess } from './driver';
-import { BASE, PLUGINS_DIR, startPluginServer, startWorld, vllm } from './world';
+import { BASE, PLUGINS_DIR, startPluginServer, startWorld, usePluginServer, vllm } from './world';
 
 let server: PluginServerProcess;
 let driver: KongDriver;
-
-beforeAll(async () => {
-  ({ server, driver } = await startPluginServer());
-});
-afterAll(async () => {
-  driver?.close();
-  await server?.stop();
+usePluginServer((s, d) => {
+  server = s;
+  driver = d;
 });
 
 const json = (b: Buffer) => JSON.parse(b.toString('utf8'));

@@ -13,6 +13,19 @@ export async function startPluginServer(): Promise<{ server: PluginServerProcess
   return { server, driver: new KongDriver(server.socketPath) };
 }
 
+/** Starts one plugin server for the test file (hands it to `bind`) and stops it after. */
+export function usePluginServer(bind: (server: PluginServerProcess, driver: KongDriver) => void): void {
+  let started: { server: PluginServerProcess; driver: KongDriver } | undefined;
+  beforeAll(async () => {
+    started = await startPluginServer();
+    bind(started.server, started.driver);
+  });
+  afterAll(async () => {
+    started?.driver.close();
+    await started?.server.stop();
+  });
+}
+
 /** A simulated fleet behind a service whose route carries lora-router, plus a status route with lora-poller. */
 export async function startWorld(
   driver: KongDriver,

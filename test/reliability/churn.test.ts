@@ -2,18 +2,13 @@
  * Instance churn: Kong starts a new plugin instance on every config change and closes the old
  * one, while requests are in flight. No in-flight count may be lost, and no timer may leak.
  */
-import { KongDriver, PluginServerProcess } from '../kong/driver';
-import { BASE, startPluginServer, startWorld, vllm } from '../kong/world';
+import type { KongDriver } from '../kong/driver';
+import { BASE, usePluginServer, startWorld, vllm } from '../kong/world';
 import { waitFor } from '../helpers/wait';
 
-let server: PluginServerProcess;
 let driver: KongDriver;
-beforeAll(async () => {
-  ({ server, driver } = await startPluginServer());
-});
-afterAll(async () => {
-  driver?.close();
-  await server?.stop();
+usePluginServer((_server, d) => {
+  driver = d;
 });
 
 it('keeps in-flight counts and timers steady across 40 config changes with requests in flight', async () => {

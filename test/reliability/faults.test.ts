@@ -7,16 +7,13 @@
  */
 import { seededRandom } from '../../src/random';
 import { KongDriver, PluginServerProcess } from '../kong/driver';
-import { BASE, startPluginServer, startWorld, vllm } from '../kong/world';
+import { BASE, usePluginServer, startWorld, vllm } from '../kong/world';
 
 let server: PluginServerProcess;
 let driver: KongDriver;
-beforeAll(async () => {
-  ({ server, driver } = await startPluginServer());
-});
-afterAll(async () => {
-  driver?.close();
-  await server?.stop();
+usePluginServer((s, d) => {
+  server = s;
+  driver = d;
 });
 
 const POLL_MS = 100;
