@@ -153,11 +153,6 @@ export class AdapterManager {
     }
   }
 
-  /** Clears the failure memory (tests, and an operator's explicit retry). */
-  resetBackoff(): void {
-    this.backoff.clear();
-  }
-
   private checkBackoff(key: string, adapter: string, url: string): void {
     const b = this.backoff.get(key);
     const now = this.clock.now();

@@ -57,6 +57,8 @@ export class RouterMetrics {
       registers,
     });
     const policy = () => this.policy;
+    // Per-replica figures only: views, not a dump of every resident adapter.
+    const replicas = async () => store.views((await store.replicaSpecs()).map((r) => r.url));
     new Gauge({
       name: 'lora_router_in_flight',
       help: 'Requests routed and not yet logged, by replica.',
@@ -64,7 +66,7 @@ export class RouterMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const r of (await store.dump()).replicas) this.set({ replica: r.url }, r.inFlight);
+        for (const r of await replicas()) this.set({ replica: r.url }, r.inFlight);
       },
     });
     new Gauge({
@@ -74,7 +76,7 @@ export class RouterMetrics {
       registers,
       async collect() {
         this.reset();
-        for (const r of (await store.dump()).replicas) this.set({ replica: r.url }, saturation(r, policy()));
+        for (const r of await replicas()) this.set({ replica: r.url }, saturation(r, policy()));
       },
     });
     new Gauge({
@@ -85,7 +87,7 @@ export class RouterMetrics {
       async collect() {
         this.reset();
         const now = clock.now();
-        for (const r of (await store.dump()).replicas) {
+        for (const r of await replicas()) {
           this.set({ replica: r.url }, r.snapshotAt === null ? -1 : (now - r.snapshotAt) / 1000);
         }
       },

@@ -62,12 +62,6 @@ const SCORERS: Record<string, () => Scorer> = {
 };
 const PICKERS: Record<string, Picker> = { p2c: powerOfTwo, 'max-score': maxScore };
 
-export const unitNames = {
-  filters: Object.keys(FILTERS),
-  scorers: Object.keys(SCORERS),
-  pickers: Object.keys(PICKERS),
-};
-
 /** filters -> weighted scorers -> picker, over a snapshot of the fleet; pure but for the prefix index. */
 export class SchedulingPipeline {
   private readonly filters: Filter[];
