@@ -378,38 +378,16 @@ function qualitySection(
   const belady = perSeed.map((x) => x.belady);
   const rows = names.map((n) => [
     n,
-    spread(
-      across(perSeed, n, (r) => r.loads),
-      fmtNum,
-    ),
-    spread(
-      across(perSeed, n, (r) => r.hitRate * 100),
-      (v) => `${v.toFixed(1)}%`,
-    ),
-    spread(
-      across(perSeed, n, (r) => r.ttftP50),
-      ms,
-    ),
-    spread(
-      across(perSeed, n, (r) => r.ttftP99),
-      ms,
-    ),
-    spread(
-      across(perSeed, n, (r) => r.ttftP99Served),
-      ms,
-    ),
-    spread(
-      across(perSeed, n, (r) => r.e2eP99),
-      ms,
-    ),
-    spread(
-      across(perSeed, n, (r) => r.throughput),
-      (v) => v.toFixed(2),
-    ),
-    spread(
-      across(perSeed, n, (r) => r.errors),
-      fmtNum,
-    ),
+    ...cells(perSeed, n, [
+      'loads',
+      'hitRate',
+      'ttftP50',
+      'ttftP99',
+      'ttftP99Served',
+      'e2eP99',
+      'throughput',
+      'errors',
+    ]),
   ]);
   rows.push([
     "Belady's optimum (bound on loads)",
@@ -626,10 +604,7 @@ function variantsSection(
         ],
         names.map((name) => [
           name,
-          spread(
-            across(at, name, (r) => r.loads),
-            fmtNum,
-          ),
+          ...cells(at, name, ['loads']),
           spread(
             at.map((x, i) => across(at, name, (r) => r.loads)[i]! / x.belady),
             (v) => v.toFixed(2),
@@ -638,26 +613,7 @@ function variantsSection(
             at.map((x, i) => across(at, name, (r) => r.loads)[i]! / x.pinned),
             (v) => v.toFixed(2),
           ),
-          spread(
-            across(at, name, (r) => r.hitRate * 100),
-            (v) => `${v.toFixed(1)}%`,
-          ),
-          spread(
-            across(at, name, (r) => r.ttftP50),
-            ms,
-          ),
-          spread(
-            across(at, name, (r) => r.ttftP99),
-            ms,
-          ),
-          spread(
-            across(at, name, (r) => r.ttftP99Served),
-            ms,
-          ),
-          spread(
-            across(at, name, (r) => r.errors),
-            fmtNum,
-          ),
+          ...cells(at, name, ['hitRate', 'ttftP50', 'ttftP99', 'ttftP99Served', 'errors']),
         ]),
       ),
       '',
@@ -669,6 +625,23 @@ function variantsSection(
 /** "mean (min–max)" across seeds; the value alone for one seed. */
 function spread(xs: number[], f: (v: number) => string): string {
   return xs.length > 1 ? `${f(mean(xs))} (${f(Math.min(...xs))}–${f(Math.max(...xs))})` : f(xs[0]!);
+}
+
+/** Each reported metric: how to read it from a result, how to print it. */
+const METRICS = {
+  loads: [(r) => r.loads, fmtNum],
+  hitRate: [(r) => r.hitRate * 100, (v) => `${v.toFixed(1)}%`],
+  ttftP50: [(r) => r.ttftP50, ms],
+  ttftP99: [(r) => r.ttftP99, ms],
+  ttftP99Served: [(r) => r.ttftP99Served, ms],
+  e2eP99: [(r) => r.e2eP99, ms],
+  throughput: [(r) => r.throughput, (v) => v.toFixed(2)],
+  errors: [(r) => r.errors, fmtNum],
+} satisfies Record<string, [(r: PolicyResult) => number, (v: number) => string]>;
+
+/** A policy's metrics across runs, as table cells. */
+function cells(runs: { results: PolicyResult[] }[], name: string, keys: (keyof typeof METRICS)[]): string[] {
+  return keys.map((k) => spread(across(runs, name, METRICS[k][0]), METRICS[k][1]));
 }
 
 /** One policy's figure in each run. */
