@@ -389,35 +389,21 @@ function qualitySection(
       'errors',
     ]),
   ]);
-  rows.push([
-    "Belady's optimum (bound on loads)",
-    spread(belady, fmtNum),
+  // Bounds on loads: their loads and hit rate, nothing else applies.
+  const boundRow = (label: string, loads: number[]) => [
+    label,
+    spread(loads, fmtNum),
     spread(
-      belady.map((b, i) => (1 - b / perSeed[i]!.results[0]!.requests) * 100),
+      loads.map((b, i) => (1 - b / perSeed[i]!.results[0]!.requests) * 100),
       (v) => `${v.toFixed(1)}%`,
     ),
-    '',
-    '',
-    '',
-    '',
-    '',
-    '',
-  ]);
+    ...Array<string>(6).fill(''),
+  ];
   const pinned = perSeed.map((x) => x.pinned);
-  rows.push([
-    'Belady with in-flight pinning (reference)',
-    spread(pinned, fmtNum),
-    spread(
-      pinned.map((b, i) => (1 - b / perSeed[i]!.results[0]!.requests) * 100),
-      (v) => `${v.toFixed(1)}%`,
-    ),
-    '',
-    '',
-    '',
-    '',
-    '',
-    '',
-  ]);
+  rows.push(
+    boundRow("Belady's optimum (bound on loads)", belady),
+    boundRow('Belady with in-flight pinning (reference)', pinned),
+  );
   const pinnedRatio = perSeed.map((x) => x.results[0]!.loads / x.pinned);
   const router = names[0]!;
   const loadsRatio = perSeed.map((x) => x.results[0]!.loads / x.belady);
