@@ -27,6 +27,8 @@ interface ReplicaRecord {
   running: number;
   kvUsage?: number;
   residency: Map<string, Residency>;
+  /** Non-static entries in `residency` (kept by putResidency/dropResidency: read per request). */
+  residentCount: number;
   llamaAdapters: LlamaAdapter[];
   /** A router began a load here: registry entries seen after this are not start-up adapters. */
   everLoaded: boolean;
@@ -58,6 +60,7 @@ export class MemoryFleetStore implements FleetStore {
         waiting: 0,
         running: 0,
         residency: new Map(),
+        residentCount: 0,
         llamaAdapters: [],
         everLoaded: false,
         inFlight: 0,
@@ -124,14 +127,14 @@ export class MemoryFleetStore implements FleetStore {
       if (present.has(name) || res.state === 'loading' || res.since >= scrapedAt) continue;
       // Gone: unloaded (ours finished, or someone else's), or the replica restarted.
       if (res.state === 'loaded') vanished++;
-      r.residency.delete(name);
+      dropResidency(r, name);
     }
     for (const name of present) {
       if (r.residency.has(name) || (r.gone.get(name) ?? -Infinity) >= scrapedAt) continue;
       // A router's load (ours before a restart, or another instance's) if a configuration
       // manages the name or we loaded here before; otherwise registered at replica start.
       const state = r.everLoaded || managed.has(name) ? 'loaded' : 'static';
-      r.residency.set(name, { state, since: at, lastUsed: at });
+      putResidency(r, name, { state, since: at, lastUsed: at });
     }
     if (vanished > 0) {
       this.event({
@@ -168,41 +171,40 @@ export class MemoryFleetStore implements FleetStore {
   async beginLoad(url: string, adapter: string, at: number): Promise<boolean> {
     const r = this.replicas.get(url);
     if (!r || r.residency.has(adapter)) return false;
-    r.residency.set(adapter, { state: 'loading', since: at, lastUsed: at });
+    putResidency(r, adapter, { state: 'loading', since: at, lastUsed: at });
     r.everLoaded = true;
     return true;
   }
 
   async finishLoad(url: string, adapter: string, ok: boolean, at: number): Promise<void> {
-    const res = this.replicas.get(url)?.residency;
-    const cur = res?.get(adapter);
-    if (!res || cur?.state !== 'loading') return;
-    if (ok) res.set(adapter, { state: 'loaded', since: at, lastUsed: at });
-    else res.delete(adapter);
+    const r = this.replicas.get(url);
+    if (r?.residency.get(adapter)?.state !== 'loading') return;
+    if (ok) putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: at });
+    else dropResidency(r, adapter);
   }
 
   async beginUnload(url: string, adapter: string, at: number): Promise<boolean> {
     const r = this.replicas.get(url);
     const cur = r?.residency.get(adapter);
     if (!r || cur?.state !== 'loaded' || (r.inFlightByAdapter.get(adapter) ?? 0) > 0) return false;
-    r.residency.set(adapter, { ...cur, state: 'unloading', since: at });
+    putResidency(r, adapter, { ...cur, state: 'unloading', since: at });
     return true;
   }
 
   async finishUnload(url: string, adapter: string, ok: boolean, at: number): Promise<void> {
-    const res = this.replicas.get(url)?.residency;
-    const cur = res?.get(adapter);
-    if (!res || cur?.state !== 'unloading') return;
+    const r = this.replicas.get(url);
+    const cur = r?.residency.get(adapter);
+    if (!r || cur?.state !== 'unloading') return;
     if (ok) {
-      res.delete(adapter);
-      markGone(this.replicas.get(url)!, adapter, at);
-    } else res.set(adapter, { ...cur, state: 'loaded', since: at });
+      dropResidency(r, adapter);
+      markGone(r, adapter, at);
+    } else putResidency(r, adapter, { ...cur, state: 'loaded', since: at });
   }
 
   async forget(url: string, adapter: string, at: number): Promise<void> {
     const r = this.replicas.get(url);
     if (r?.residency.get(adapter)?.state !== 'loaded') return;
-    r.residency.delete(adapter);
+    dropResidency(r, adapter);
     markGone(r, adapter, at);
   }
 
@@ -309,9 +311,20 @@ function residentsOf(r: ReplicaRecord): ResidentAdapter[] {
   }));
 }
 
+/** Sets an entry, keeping `residentCount` (an entry's static-ness never changes once present). */
+function putResidency(r: ReplicaRecord, name: string, res: Residency): void {
+  const was = r.residency.get(name);
+  if (!was && res.state !== 'static') r.residentCount++;
+  r.residency.set(name, res);
+}
+
+function dropResidency(r: ReplicaRecord, name: string): void {
+  const was = r.residency.get(name);
+  if (was && r.residency.delete(name) && was.state !== 'static') r.residentCount--;
+}
+
 function view(r: ReplicaRecord, adapter?: AdapterRef): ReplicaView {
-  let residentCount = 0;
-  for (const res of r.residency.values()) if (res.state !== 'static') residentCount++;
+  const residentCount = r.residentCount;
   return {
     url: r.spec.url,
     backend: r.spec.backend,

@@ -192,4 +192,37 @@ describe('MemoryFleetStore', () => {
     await s.forget(U, 'boot', 4);
     expect(await states(s)).toEqual({ boot: 'static' });
   });
+
+  it('keeps the count of slot-occupying adapters equal to a recount through every transition', async () => {
+    const s = await store();
+    const check = async () => {
+      const recount = (await s.residents(U)).filter((r) => r.state !== 'static').length;
+      expect((await s.views([U]))[0]!.residentCount).toBe(recount);
+    };
+    await s.applySnapshot(U, {
+      at: 1,
+      ok: true,
+      registry: [
+        { name: 'boot', path: '' },
+        { name: 'm', path: '', managed: true },
+      ],
+    });
+    await check();
+    await s.beginLoad(U, 'a', 2);
+    await check();
+    await s.finishLoad(U, 'a', true, 3);
+    await s.beginLoad(U, 'b', 4);
+    await s.finishLoad(U, 'b', false, 5);
+    await check();
+    await s.beginUnload(U, 'a', 6);
+    await check();
+    await s.finishUnload(U, 'a', false, 7);
+    await s.beginUnload(U, 'a', 8);
+    await s.finishUnload(U, 'a', true, 9);
+    await check();
+    await s.forget(U, 'm', 10);
+    await s.applySnapshot(U, { at: 12, startedAt: 11, ok: true, registry: [] });
+    await check();
+    expect((await s.views([U]))[0]!.residentCount).toBe(0);
+  });
 });
