@@ -52,6 +52,8 @@ export class RouterService {
   private readonly pipeline: SchedulingPipeline;
   private readonly specs: ReplicaSpec[];
   private readonly urls: string[];
+  /** Where Kong's set_target points for each replica (parsed once, not per request). */
+  private readonly targets: Map<string, { host: string; port: number }>;
   private readonly policy: SchedulingPolicy;
   private readonly adapterPolicy: AdapterPolicy;
   private readonly ready: Promise<void>;
@@ -89,6 +91,7 @@ export class RouterService {
     });
     this.specs = config.replicas.map((r) => ({ url: r.url, backend: r.backend, priority: r.priority }));
     this.urls = this.specs.map((s) => s.url);
+    this.targets = new Map(this.urls.map((url) => [url, targetOf(url)]));
     this.policy = {
       saturation: {
         targetWaitingPerReplica: config.target_waiting_per_replica,
@@ -268,12 +271,10 @@ export class RouterService {
         throw errors.badRequest('The request body is nested too deeply.', 'invalid_json');
       }
     }
-    const u = new URL(replica.url);
     return {
       kind: 'proxy',
       url: replica.url,
-      host: u.hostname.replace(/^\[|\]$/g, ''),
-      port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)),
+      ...this.targets.get(replica.url)!,
       leaseId,
       stage: decision.stage,
       adapter: adapterName,
@@ -355,4 +356,13 @@ export class RouterService {
     }
     return { object: 'list', data };
   }
+}
+
+/** Host and port of a replica URL, as `kong.service.set_target` takes them (IPv6 unbracketed). */
+function targetOf(url: string): { host: string; port: number } {
+  const u = new URL(url);
+  return {
+    host: u.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)),
+  };
 }
