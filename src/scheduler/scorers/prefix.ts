@@ -1,4 +1,4 @@
-import type { Scorer } from '../types';
+import type { SchedulingRequest, Scorer } from '../types';
 
 export interface PrefixOptions {
   /** Characters per block (about 64 tokens). */
@@ -18,15 +18,20 @@ export interface PrefixOptions {
 export function prefixScorer(options: Partial<PrefixOptions> = {}): Scorer {
   const o: PrefixOptions = { blockChars: 256, maxBlocks: 16, capacity: 65536, ...options };
   const owner = new Map<number, string>();
+  // score() and observe() see the same request in one decision: hash its prompt once.
+  let last: { req: SchedulingRequest; hashes: number[] } | null = null;
 
-  const blocks = (adapter: string, prompt: string): number[] => {
-    const out: number[] = [];
-    let h = fnv1a(0x811c9dc5, adapter);
-    for (let i = 0; i + o.blockChars <= prompt.length && out.length < o.maxBlocks; i += o.blockChars) {
-      h = fnv1a(h, prompt.slice(i, i + o.blockChars));
-      out.push(h);
+  const blocks = (req: SchedulingRequest & { prompt: string }): number[] => {
+    if (last?.req === req) return last.hashes;
+    const prompt = req.prompt;
+    const hashes: number[] = [];
+    let h = fnv1a(0x811c9dc5, req.adapter?.name ?? '', 0, (req.adapter?.name ?? '').length);
+    for (let i = 0; i + o.blockChars <= prompt.length && hashes.length < o.maxBlocks; i += o.blockChars) {
+      h = fnv1a(h, prompt, i, i + o.blockChars);
+      hashes.push(h);
     }
-    return out;
+    last = { req, hashes };
+    return hashes;
   };
 
   return {
@@ -34,7 +39,7 @@ export function prefixScorer(options: Partial<PrefixOptions> = {}): Scorer {
     kind: 'affinity',
     score(req, candidates) {
       if (!req.prompt) return candidates.map(() => 0);
-      const hs = blocks(req.adapter?.name ?? '', req.prompt);
+      const hs = blocks(req as SchedulingRequest & { prompt: string });
       if (hs.length === 0) return candidates.map(() => 0);
       return candidates.map((c) => {
         let n = 0;
@@ -45,7 +50,7 @@ export function prefixScorer(options: Partial<PrefixOptions> = {}): Scorer {
     },
     observe(req, chosen) {
       if (!req.prompt) return;
-      for (const h of blocks(req.adapter?.name ?? '', req.prompt)) {
+      for (const h of blocks(req as SchedulingRequest & { prompt: string })) {
         owner.delete(h);
         owner.set(h, chosen.url);
       }
@@ -54,9 +59,10 @@ export function prefixScorer(options: Partial<PrefixOptions> = {}): Scorer {
   };
 }
 
-function fnv1a(seed: number, s: string): number {
+/** FNV-1a over `s[from, to)`, continuing from `seed`. */
+function fnv1a(seed: number, s: string, from: number, to: number): number {
   let h = seed >>> 0;
-  for (let i = 0; i < s.length; i++) {
+  for (let i = from; i < to; i++) {
     h ^= s.charCodeAt(i);
     h = Math.imul(h, 0x01000193) >>> 0;
   }
