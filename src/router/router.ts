@@ -188,7 +188,8 @@ export class RouterService {
     const weighsVictims =
       resolved.kind === 'on-demand' && this.policy.maxLoadedAdapters > 0 && this.weighsVictims;
     let withResidents = false;
-    if (adapter) this.rt.adapterStats.observe(adapter.name, ctx.now);
+    // Decayed frequencies are read only by `eviction: value`.
+    if (adapter && this.config.eviction === 'value') this.rt.adapterStats.observe(adapter.name, ctx.now);
     let views = await this.rt.store.views(this.urls, adapter, withResidents);
     views = await this.refreshIfStale(views, adapter, withResidents);
     if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
