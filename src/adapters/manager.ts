@@ -43,7 +43,7 @@ export const ROOM_FALLBACK_MS = 250;
 
 /**
  * Puts adapters on replicas: each cold adapter is loaded once (concurrent callers wait on the
- * same load), the least recently used idle adapter makes room, an adapter with requests in
+ * same load), the cheapest idle adapter (by the eviction policy; LRU by default) makes room, an adapter with requests in
  * flight is never unloaded, and a failing load backs off exponentially per (replica, adapter).
  * Process-wide and keyed by replica URL, like the store: plugin instances come and go.
  */
@@ -196,7 +196,7 @@ export class AdapterManager {
   }
 
   /**
-   * Under the replica's room lock: unload least recently used idle adapters until a slot is
+   * Under the replica's room lock: unload the cheapest idle adapters until a slot is
    * free, then claim it (state `loading`). Waits for an adapter to go idle up to the queue
    * timeout. Returns false if the adapter became resident meanwhile.
    */

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { FleetStore } from '../fleet/store';
+import type { ReplicaView } from '../fleet/types';
 import { saturation, type SaturationPolicy } from '../fleet/saturation';
 import type { Clock } from '../clock';
 
@@ -58,39 +59,29 @@ export class RouterMetrics {
     });
     const policy = () => this.policy;
     // Per-replica figures only: views, not a dump of every resident adapter.
-    const replicas = async () => store.views((await store.replicaSpecs()).map((r) => r.url));
-    new Gauge({
-      name: 'lora_router_in_flight',
-      help: 'Requests routed and not yet logged, by replica.',
-      labelNames: ['replica'],
-      registers,
-      async collect() {
-        this.reset();
-        for (const r of await replicas()) this.set({ replica: r.url }, r.inFlight);
-      },
-    });
-    new Gauge({
-      name: 'lora_router_replica_saturation',
-      help: 'max(waiting / target_waiting_per_replica, kv_usage / kv_ceiling) per replica; >= 1 is saturated.',
-      labelNames: ['replica'],
-      registers,
-      async collect() {
-        this.reset();
-        for (const r of await replicas()) this.set({ replica: r.url }, saturation(r, policy()));
-      },
-    });
-    new Gauge({
-      name: 'lora_router_snapshot_age_seconds',
-      help: 'Age of the last successful poll of each replica (-1: never).',
-      labelNames: ['replica'],
-      registers,
-      async collect() {
-        this.reset();
-        const now = clock.now();
-        for (const r of await replicas()) {
-          this.set({ replica: r.url }, r.snapshotAt === null ? -1 : (now - r.snapshotAt) / 1000);
-        }
-      },
-    });
+    const perReplica = (name: string, help: string, value: (r: ReplicaView) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['replica'],
+        registers,
+        async collect() {
+          this.reset();
+          for (const r of await store.views((await store.replicaSpecs()).map((x) => x.url))) {
+            this.set({ replica: r.url }, value(r));
+          }
+        },
+      });
+    perReplica('lora_router_in_flight', 'Requests routed and not yet logged, by replica.', (r) => r.inFlight);
+    perReplica(
+      'lora_router_replica_saturation',
+      'max(waiting / target_waiting_per_replica, kv_usage / kv_ceiling) per replica; >= 1 is saturated.',
+      (r) => saturation(r, policy()),
+    );
+    perReplica(
+      'lora_router_snapshot_age_seconds',
+      'Age of the last successful poll of each replica (-1: never).',
+      (r) => (r.snapshotAt === null ? -1 : (clock.now() - r.snapshotAt) / 1000),
+    );
   }
 }
