@@ -93,32 +93,21 @@ export async function measureOverhead(
         calls = { access: r.req.pdkCalls.access!.length, log: r.req.pdkCalls.log!.length };
         b.push(await run(noop.Id));
       }
-      const stats = (xs: { access: number; log: number }[]) => ({
-        accessP50: pct(
+      const stats = (xs: { access: number; log: number }[]) => {
+        const [access, log, total] = [
           xs.map((x) => x.access),
-          0.5,
-        ),
-        accessP99: pct(
-          xs.map((x) => x.access),
-          0.99,
-        ),
-        logP50: pct(
           xs.map((x) => x.log),
-          0.5,
-        ),
-        logP99: pct(
-          xs.map((x) => x.log),
-          0.99,
-        ),
-        totalP50: pct(
           xs.map((x) => x.access + x.log),
-          0.5,
-        ),
-        totalP99: pct(
-          xs.map((x) => x.access + x.log),
-          0.99,
-        ),
-      });
+        ];
+        return {
+          accessP50: pct(access, 0.5),
+          accessP99: pct(access, 0.99),
+          logP50: pct(log, 0.5),
+          logP99: pct(log, 0.99),
+          totalP50: pct(total, 0.5),
+          totalP99: pct(total, 0.99),
+        };
+      };
       const rs = stats(a);
       const ns = stats(b);
       rows.push({

@@ -43,8 +43,9 @@ export const ROOM_FALLBACK_MS = 250;
 
 /**
  * Puts adapters on replicas: each cold adapter is loaded once (concurrent callers wait on the
- * same load), the cheapest idle adapter (by the eviction policy; LRU by default) makes room, an adapter with requests in
- * flight is never unloaded, and a failing load backs off exponentially per (replica, adapter).
+ * same load), the cheapest idle adapter (by the eviction policy; LRU by default) makes room,
+ * an adapter with requests in flight is never unloaded, and a failing load backs off
+ * exponentially per (replica, adapter).
  * Process-wide and keyed by replica URL, like the store: plugin instances come and go.
  */
 export class AdapterManager {
