@@ -46,6 +46,20 @@ export interface GatewayReply {
   kong: KongRequest;
 }
 
+/** Where a proxied response goes: buffered for a caller, or streamed to an HTTP client. */
+interface Sink {
+  /** Whether the status line went out (after that, a failure can only cut the response). */
+  started: boolean;
+  head(status: number, headers: Record<string, string | string[]>, onClientGone?: () => void): void;
+  chunk(c: Buffer): void;
+  end(): void;
+  abort(): void;
+  /** A whole response at once (an exit, or a failure before the upstream answered). */
+  send(status: number, headers: Record<string, string | string[]>, body: Buffer): void;
+}
+
+const SIZE_LIMIT_BODY = '{"message":"Request size limit exceeded"}';
+
 const HOP_BY_HOP = new Set([
   'connection',
   'keep-alive',
@@ -172,6 +186,38 @@ export class LocalGateway {
     return out;
   }
 
+  /**
+   * Kong's path for one request: access phases (an exit ends it), proxy to the target, log
+   * phases. Where the response goes is the sink's business (buffered, or streamed to a client).
+   */
+  private async proxy(req: KongRequest, sink: Sink): Promise<void> {
+    try {
+      const exit = req.exit ?? (await this.access(req));
+      if (exit) return sink.send(exit.status, { ...exit.headers, ...req.responseHeaders }, exit.body);
+      try {
+        const up = await this.forward(req);
+        req.status = up.statusCode;
+        const headers: Record<string, string | string[]> = { ...req.responseHeaders };
+        for (const [k, v] of Object.entries(up.headers))
+          if (v !== undefined && !HOP_BY_HOP.has(k)) headers[k] = v;
+        sink.head(up.statusCode, headers, () => up.body.destroy());
+        for await (const chunk of up.body) sink.chunk(chunk as Buffer);
+        sink.end();
+      } catch (err) {
+        if (sink.started) return sink.abort();
+        const failure = upstreamFailure(err);
+        req.status = failure.status;
+        sink.send(
+          failure.status,
+          { 'content-type': 'application/json' },
+          Buffer.from(JSON.stringify({ message: failure.message })),
+        );
+      }
+    } finally {
+      await this.log(req);
+    }
+  }
+
   /** One request through the gateway, the response buffered (tests, benchmarks). */
   async handle(init: RequestInit, onChunk?: (chunk: string) => void): Promise<GatewayReply> {
     const req = new KongRequest({ bodyBufferBytes: this.o.bodyBufferBytes, ...init });
@@ -179,49 +225,33 @@ export class LocalGateway {
     if (limit > 0 && (req.body?.length ?? 0) > limit) {
       req.exit = {
         status: 413,
-        body: Buffer.from('{"message":"Request size limit exceeded"}'),
+        body: Buffer.from(SIZE_LIMIT_BODY),
         headers: { 'Content-Type': 'application/json' },
       };
       req.status = 413;
-    } else await this.access(req);
-    let reply: GatewayReply;
-    if (req.exit) {
-      reply = {
-        status: req.exit.status,
-        headers: { ...req.exit.headers, ...req.responseHeaders },
-        body: req.exit.body,
-        kong: req,
-      };
-    } else {
-      try {
-        const res = await this.forward(req);
-        const chunks: Buffer[] = [];
-        for await (const c of res.body) {
-          chunks.push(c as Buffer);
-          onChunk?.((c as Buffer).toString('utf8'));
-        }
-        const buf = Buffer.concat(chunks);
-        req.status = res.statusCode;
-        const headers: Record<string, string> = {};
-        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers[k] = v;
-        reply = {
-          status: res.statusCode,
-          headers: { ...headers, ...req.responseHeaders },
-          body: buf,
-          kong: req,
-        };
-      } catch (err) {
-        const { status, message } = upstreamFailure(err);
-        req.status = status;
-        reply = {
-          status,
-          headers: {},
-          body: Buffer.from(JSON.stringify({ message })),
-          kong: req,
-        };
-      }
     }
-    await this.log(req);
+    const reply: GatewayReply = { status: 0, headers: {}, body: Buffer.alloc(0), kong: req };
+    const chunks: Buffer[] = [];
+    const sink: Sink = {
+      started: false,
+      head(status, headers) {
+        this.started = true;
+        reply.status = status;
+        for (const [k, v] of Object.entries(headers)) reply.headers[k] = Array.isArray(v) ? v.join(', ') : v;
+      },
+      chunk(c) {
+        chunks.push(c);
+        onChunk?.(c.toString('utf8'));
+      },
+      end: () => (reply.body = Buffer.concat(chunks)),
+      abort: () => (reply.body = Buffer.concat(chunks)),
+      send(status, headers, body) {
+        this.head(status, headers);
+        this.chunk(body);
+        this.end();
+      },
+    };
+    await this.proxy(req, sink);
     return reply;
   }
 
@@ -233,9 +263,7 @@ export class LocalGateway {
     for await (const c of inReq) {
       size += (c as Buffer).length;
       if (limit > 0 && size > limit) {
-        res
-          .writeHead(413, { 'content-type': 'application/json' })
-          .end('{"message":"Request size limit exceeded"}');
+        res.writeHead(413, { 'content-type': 'application/json' }).end(SIZE_LIMIT_BODY);
         inReq.destroy();
         return;
       }
@@ -250,41 +278,22 @@ export class LocalGateway {
       body: chunks.length ? Buffer.concat(chunks) : null,
       bodyBufferBytes: this.o.bodyBufferBytes,
     });
-    try {
-      const exit = await this.access(req);
-      if (exit) {
-        res
-          .writeHead(exit.status, {
-            ...exit.headers,
-            ...req.responseHeaders,
-            'content-length': exit.body.length,
-          })
-          .end(exit.body);
-        return;
-      }
-      try {
-        const up = await this.forward(req);
-        req.status = up.statusCode;
-        const out: Record<string, string | string[]> = { ...req.responseHeaders };
-        for (const [k, v] of Object.entries(up.headers))
-          if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
-        res.writeHead(up.statusCode, out);
+    await this.proxy(req, {
+      started: false,
+      head(status, out, onClientGone) {
+        this.started = true;
+        res.writeHead(status, out);
         res.flushHeaders();
-        res.on('close', () => up.body.destroy());
-        for await (const chunk of up.body) res.write(chunk);
-        res.end();
-      } catch (err) {
-        const failure = upstreamFailure(err);
-        if (!res.headersSent) {
-          req.status = failure.status;
-          res
-            .writeHead(failure.status, { 'content-type': 'application/json' })
-            .end(JSON.stringify({ message: failure.message }));
-        } else res.destroy();
-      }
-    } finally {
-      await this.log(req);
-    }
+        if (onClientGone) res.on('close', onClientGone);
+      },
+      chunk: (c) => void res.write(c),
+      end: () => void res.end(),
+      abort: () => void res.destroy(),
+      send(status, out, body) {
+        this.started = true;
+        res.writeHead(status, { ...out, 'content-length': body.length }).end(body);
+      },
+    });
   }
 
   async close(): Promise<void> {
