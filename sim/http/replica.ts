@@ -485,43 +485,15 @@ export class SimReplica {
     const created = Math.floor(this.epochUnix + this.clock.now() / 1000);
     // vLLM echoes the adapter name; llama.cpp echoes whatever the client sent.
     const model = p.model;
-    if (p.stream) this.streamCompletion(endpoint, id, model, created, p, adapter, rank, res);
-    else {
-      let done = false;
-      this.engine.submit({
-        id,
-        adapter,
-        adapterRank: rank,
-        promptTokens: p.promptTokens,
-        maxTokens: p.maxTokens,
-        onFinish: (rec) => {
-          done = true;
-          if (rec.aborted) return void res.destroy();
-          this.send(res, {
-            status: 200,
-            body: completionBody(endpoint, id, model, created, p, rec.outputTokens),
-          });
-        },
-      });
-      res.on('close', () => {
-        if (!done) this.engine.abort(id);
-      });
-    }
-  }
-
-  private streamCompletion(
-    endpoint: Endpoint,
-    id: string,
-    model: string,
-    created: number,
-    p: ParsedCompletion,
-    adapter: string | null,
-    rank: number | undefined,
-    res: http.ServerResponse,
-  ): void {
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-    if (endpoint === 'chat')
-      res.write(sse(chunkBody(endpoint, id, model, created, { role: 'assistant', content: '' }, null)));
+    const answer: { onToken?: (i: number) => void; onFinish: (rec: RequestRecord) => void } = p.stream
+      ? this.streamAnswer(endpoint, id, model, created, p, res)
+      : {
+          onFinish: (rec: RequestRecord) =>
+            this.send(res, {
+              status: 200,
+              body: completionBody(endpoint, id, model, created, p, rec.outputTokens),
+            }),
+        };
     let done = false;
     this.engine.submit({
       id,
@@ -529,15 +501,40 @@ export class SimReplica {
       adapterRank: rank,
       promptTokens: p.promptTokens,
       maxTokens: p.maxTokens,
-      onToken: (i) => {
+      onToken: answer.onToken,
+      onFinish: (rec) => {
+        done = true;
+        // Aborted (the replica was killed or restarted): the connection just drops.
+        if (rec.aborted) return void res.destroy();
+        answer.onFinish(rec);
+      },
+    });
+    // The client went away: the engine stops working on it.
+    res.on('close', () => {
+      if (!done) this.engine.abort(id);
+    });
+  }
+
+  /** SSE: a role chunk first (chat), a chunk per token, a usage chunk if asked, then [DONE]. */
+  private streamAnswer(
+    endpoint: Endpoint,
+    id: string,
+    model: string,
+    created: number,
+    p: ParsedCompletion,
+    res: http.ServerResponse,
+  ) {
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+    if (endpoint === 'chat')
+      res.write(sse(chunkBody(endpoint, id, model, created, { role: 'assistant', content: '' }, null)));
+    return {
+      onToken: (i: number) => {
         const last = i + 1 >= p.maxTokens;
         res.write(
           sse(chunkBody(endpoint, id, model, created, { content: tokenText(i) }, last ? 'length' : null)),
         );
       },
-      onFinish: (rec) => {
-        done = true;
-        if (rec.aborted) return void res.destroy();
+      onFinish: (rec: RequestRecord) => {
         if (p.includeUsage) {
           res.write(
             sse({
@@ -552,10 +549,7 @@ export class SimReplica {
         }
         res.end(sse('[DONE]'));
       },
-    });
-    res.on('close', () => {
-      if (!done) this.engine.abort(id);
-    });
+    };
   }
 
   private onRecord(rec: RequestRecord): void {
@@ -715,14 +709,8 @@ export class SimReplica {
   private setLlamaScales(body: unknown): SimError {
     if (!Array.isArray(body))
       return llamacppError(400, 'invalid_request_error', 'Request body must be an array');
-    const next = this.llamaScales.map(() => 0);
-    for (const e of body as { id?: unknown; scale?: unknown }[]) {
-      const id = e?.id;
-      if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= next.length) {
-        return llamacppError(400, 'invalid_request_error', 'invalid adapter id');
-      }
-      next[id] = typeof e.scale === 'number' ? e.scale : 0;
-    }
+    const next = this.parseScales(body, 0);
+    if (typeof next === 'string') return llamacppError(400, 'invalid_request_error', next);
     this.llamaScales = next;
     return { status: 200, body: { success: true } };
   }
@@ -732,18 +720,26 @@ export class SimReplica {
     let scales = this.llamaScales;
     if (lora !== undefined) {
       if (!Array.isArray(lora)) return 'lora must be an array';
-      scales = this.llamaScales.map(() => 0);
-      for (const e of lora as { id?: unknown; scale?: unknown }[]) {
-        const id = e?.id;
-        if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= scales.length)
-          return 'invalid adapter id';
-        scales[id] = typeof e.scale === 'number' ? e.scale : 1;
-      }
+      const parsed = this.parseScales(lora, 1);
+      if (typeof parsed === 'string') return parsed;
+      scales = parsed;
     }
     const active = scales.findIndex((s) => s !== 0);
     if (active < 0) return { adapter: null };
     const a = this.o.staticAdapters[active]!;
     return { adapter: a.path, rank: a.rank ?? this.o.defaultRank };
+  }
+
+  /** `[{id, scale}]` to a scale per adapter; unlisted adapters get 0. An error message for a bad id. */
+  private parseScales(list: unknown[], defaultScale: number): number[] | string {
+    const scales = this.llamaScales.map(() => 0);
+    for (const e of list as { id?: unknown; scale?: unknown }[]) {
+      const id = e?.id;
+      if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= scales.length)
+        return 'invalid adapter id';
+      scales[id] = typeof e.scale === 'number' ? e.scale : defaultScale;
+    }
+    return scales;
   }
 
   private slots() {
