@@ -5,7 +5,7 @@ import type { Arrival } from '../sim/workload/workload';
 import { LocalGateway } from '../stack/gateway';
 import { KongDriver, PluginServerProcess } from '../test/kong/driver';
 import type { Scenario } from './des/run';
-import { pct } from './des/run';
+import { percentile as pct } from '../sim/workload/percentile';
 
 export interface E2eResult {
   policy: string;

@@ -10,7 +10,7 @@ import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
 import { SimFleet } from '../sim/fleet';
 import { KongDriver, KongRequest, PluginServerProcess } from '../test/kong/driver';
-import { pct } from './des/run';
+import { percentile as pct } from '../sim/workload/percentile';
 
 export interface OverheadRow {
   size: string;

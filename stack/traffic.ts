@@ -1,6 +1,7 @@
 import { Agent, request } from 'undici';
 import { seededRandom } from '../src/random';
 import { atRate, readTrace, syntheticWorkload, type Arrival } from '../sim/workload/workload';
+import { percentile as pct } from '../sim/workload/percentile';
 import { zipfSampler } from '../sim/workload/zipf';
 
 export interface TrafficOptions {
@@ -160,12 +161,6 @@ export function progressLine(s: TrafficStats): string {
 
 function fmt(ms: number): string {
   return Number.isNaN(ms) ? '-' : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
-}
-
-function pct(xs: number[], q: number): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -2,6 +2,7 @@ import { VirtualClock } from '../../src/clock';
 import { seededRandom } from '../../src/random';
 import type { EngineOptions } from '../../sim/engine/engine';
 import type { Arrival } from '../../sim/workload/workload';
+import { percentile as pct } from '../../sim/workload/percentile';
 import { zipfSampler } from '../../sim/workload/zipf';
 import { DesFleet } from './fleet';
 import type { Policy } from './policies';
@@ -132,12 +133,6 @@ export async function runPolicy(
     wallS: (Date.now() - started) / 1000,
     intervals: { start: arrivals.map((a) => a.at), end: ends },
   };
-}
-
-export function pct(xs: number[], q: number): number {
-  if (xs.length === 0) return NaN;
-  const s = Float64Array.from(xs).sort();
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
 }
 
 /**
