@@ -5,6 +5,8 @@ import { performance } from 'node:perf_hooks';
 import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../src/backends/replica-api';
 import { parseRouterConfig } from '../src/config/parse';
 import { MemoryFleetStore } from '../src/fleet/memory-store';
+import { seededRandom } from '../src/random';
+import { SchedulingPipeline } from '../src/scheduler/pipeline';
 import { silentLogger } from '../src/log';
 import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
@@ -163,25 +165,50 @@ function heapMb(): number {
 }
 
 /** Heap taken by the fleet state for `replicas` x `adapters` resident adapters. */
-export async function fleetStateMemory(
+/**
+ * Heap taken by the fleet state for `replicas` x `adapters` resident adapters, and what one
+ * decision costs at that size (reading every replica's view, then the scheduling pipeline).
+ */
+export async function fleetAtScale(
   replicas: number,
   adapters: number,
-): Promise<{ mb: number; perEntryBytes: number }> {
+): Promise<{ mb: number; perEntryBytes: number; usPerDecision: number }> {
   const before = heapMb();
   const store = new MemoryFleetStore();
   const registry = Array.from({ length: adapters }, (_, i) => ({
     name: `adapter-${i}`,
     path: `/adapters/adapter-${i}`,
   }));
+  const urls: string[] = [];
   for (let r = 0; r < replicas; r++) {
     const url = `http://10.0.${r >> 8}.${r & 255}:8000`;
+    urls.push(url);
     await store.upsertReplica({ url, backend: 'vllm', priority: 0 });
     await store.applySnapshot(url, { at: 0, ok: true, registry });
   }
   const after = heapMb();
-  const keep = await store.inFlightTotal(); // keep the store alive until measured
-  void keep;
-  return { mb: after - before, perEntryBytes: ((after - before) * 1024 * 1024) / (replicas * adapters) };
+  const pipeline = new SchedulingPipeline();
+  const ctx = {
+    now: 1,
+    random: seededRandom(1),
+    policy: {
+      saturation: { targetWaitingPerReplica: 4, kvCeiling: 0.8 },
+      maxLoadedAdapters: 8,
+      staleAfterMs: 2000,
+    },
+  };
+  const n = 2000;
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const adapter = { name: `adapter-${i % adapters}` };
+    pipeline.schedule({ kind: 'on-demand', adapter }, await store.views(urls, adapter), ctx);
+  }
+  const usPerDecision = ((performance.now() - t0) * 1000) / n;
+  return {
+    mb: after - before,
+    perEntryBytes: ((after - before) * 1024 * 1024) / (replicas * adapters),
+    usPerDecision,
+  };
 }
 
 /** Heap after N routing decisions (resident adapters, in-process, no network): leaks show as growth. */
