@@ -109,18 +109,18 @@ export class MemoryFleetStore implements FleetStore {
       r.kvUsage = s.load.kvUsage;
     }
     if (s.llamaAdapters) r.llamaAdapters = s.llamaAdapters.map((a) => ({ ...a }));
-    if (s.registry) this.reconcile(r, s.registry, s.at, s.startedAt ?? s.at);
+    if (s.registry) this.reconcile(r, s.registry, s.at, s.startedAt ?? s.at, s.managed);
   }
 
   /** The replica's registry is the truth: adopt what appeared, forget what vanished. */
   private reconcile(
     r: ReplicaRecord,
-    registry: { name: string; managed?: boolean }[],
+    registry: { name: string; path: string }[],
     at: number,
     scrapedAt: number,
+    managed?: (name: string, path: string) => boolean,
   ): void {
     const present = new Set(registry.map((e) => e.name));
-    const managed = new Set(registry.filter((e) => e.managed).map((e) => e.name));
     let vanished = 0;
     for (const [name, res] of r.residency) {
       // Missing from a registry read before this entry changed: the registry is the older truth.
@@ -129,11 +129,11 @@ export class MemoryFleetStore implements FleetStore {
       if (res.state === 'loaded') vanished++;
       dropResidency(r, name);
     }
-    for (const name of present) {
+    for (const { name, path } of registry) {
       if (r.residency.has(name) || (r.gone.get(name) ?? -Infinity) >= scrapedAt) continue;
       // A router's load (ours before a restart, or another instance's) if a configuration
       // manages the name or we loaded here before; otherwise registered at replica start.
-      const state = r.everLoaded || managed.has(name) ? 'loaded' : 'static';
+      const state = r.everLoaded || managed?.(name, path) ? 'loaded' : 'static';
       putResidency(r, name, { state, since: at, lastUsed: at });
     }
     if (vanished > 0) {

@@ -102,7 +102,8 @@ export class Poller {
         startedAt: started,
         ok: true,
         load: s.load,
-        registry: s.registry?.map((e) => ({ ...e, managed: this.isManaged?.(e.name, e.path) ?? false })),
+        registry: s.registry,
+        managed: this.isManaged ?? undefined,
         llamaAdapters: s.llamaAdapters,
       });
       this.onPoll?.(spec.url, true, this.clock.now() - started);

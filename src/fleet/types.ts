@@ -41,12 +41,14 @@ export interface ReplicaSnapshot {
   ok: boolean;
   error?: string;
   load?: ReplicaLoad;
+  /** vLLM: adapters in /v1/models (name = card id, path = root). */
+  registry?: { name: string; path: string }[];
   /**
-   * vLLM: adapters in /v1/models (name = card id, path = root). `managed`: some router
-   * configuration could have loaded it (listed on-demand, or matching its template), so it is
-   * not a start-up adapter even when this process never saw it loaded (a plugin-server restart).
+   * Whether some router configuration could have loaded this entry (listed on-demand, or
+   * matching its template): then it is not a start-up adapter even if this process never saw
+   * it loaded (a plugin-server restart). Asked only about names new to the store.
    */
-  registry?: { name: string; path: string; managed?: boolean }[];
+  managed?: (name: string, path: string) => boolean;
   /** llama.cpp: adapters from /lora-adapters. */
   llamaAdapters?: LlamaAdapter[];
 }

@@ -155,12 +155,22 @@ describe('MemoryFleetStore', () => {
       at: 1,
       ok: true,
       registry: [
-        { name: 'mine', path: '/adapters/mine', managed: true },
+        { name: 'mine', path: '/adapters/mine' },
         { name: 'boot', path: '/m/boot' },
       ],
+      managed: (name, path) => name === 'mine' && path === '/adapters/mine',
     });
     expect(await states(s)).toEqual({ mine: 'loaded', boot: 'static' });
     expect((await s.views([U]))[0]!.residentCount).toBe(1);
+    // Asked only about names the store does not know yet: a poll of a known registry costs nothing.
+    const asked: string[] = [];
+    const registry = [
+      { name: 'mine', path: '/adapters/mine' },
+      { name: 'boot', path: '/m/boot' },
+      { name: 'new', path: '/x' },
+    ];
+    await s.applySnapshot(U, { at: 2, ok: true, registry, managed: (n) => (asked.push(n), false) });
+    expect(asked).toEqual(['new']);
   });
 
   it('does not let a registry read before an unload revive the adapter, nor one read before a load drop it', async () => {
@@ -204,8 +214,9 @@ describe('MemoryFleetStore', () => {
       ok: true,
       registry: [
         { name: 'boot', path: '' },
-        { name: 'm', path: '', managed: true },
+        { name: 'm', path: '' },
       ],
+      managed: (name) => name === 'm',
     });
     await check();
     await s.beginLoad(U, 'a', 2);
