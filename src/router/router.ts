@@ -196,7 +196,8 @@ export class RouterService {
       throw errors.modelNotFound(resolved.adapter.name);
     }
     const roomDeadline = ctx.now + this.config.queue_timeout_ms;
-    const prompt = promptText(parsed.json, PROMPT_CHARS);
+    // Only the prefix scorer reads the prompt.
+    const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
     for (;;) {
       ctx.now = this.rt.clock.now();
       if (withResidents) this.weighVictims(ctx, views);
