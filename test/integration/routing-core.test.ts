@@ -9,17 +9,20 @@ const vllm = (over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
+/** Every replica, the base model, adapters templated under /adapters: what most tests route with. */
+const onDemand = (urls: string[], extra: Record<string, unknown>) => ({
+  replicas: urls.map((url) => ({ url })),
+  base_model: BASE,
+  adapter_path_template: '/adapters/{name}',
+  ...extra,
+});
+
 describe('routing core against simulated replicas over HTTP', () => {
   let h: CoreHarness;
   afterEach(() => h?.stop());
 
   it('200 concurrent first requests for one cold adapter cause exactly one load', async () => {
-    h = await CoreHarness.start([vllm(), vllm()], (urls) => ({
-      replicas: urls.map((url) => ({ url })),
-      base_model: BASE,
-      adapter_path_template: '/adapters/{name}',
-      max_loaded_adapters: 4,
-    }));
+    h = await CoreHarness.start([vllm(), vllm()], (urls) => onDemand(urls, { max_loaded_adapters: 4 }));
     const results = await Promise.all(Array.from({ length: 200 }, () => h.chat('cold', 1)));
     expect(results.map((r) => r.status)).toEqual(Array(200).fill(200));
     const loads = [...h.loads(0, 'cold'), ...h.loads(1, 'cold')];
@@ -32,13 +35,9 @@ describe('routing core against simulated replicas over HTTP', () => {
   });
 
   it('with max_loaded_adapters=2, a third adapter unloads the least recently used idle one and never a busy one', async () => {
-    h = await CoreHarness.start([vllm()], (urls) => ({
-      replicas: urls.map((url) => ({ url })),
-      base_model: BASE,
-      adapter_path_template: '/adapters/{name}',
-      max_loaded_adapters: 2,
-      queue_timeout_ms: 10000,
-    }));
+    h = await CoreHarness.start([vllm()], (urls) =>
+      onDemand(urls, { max_loaded_adapters: 2, queue_timeout_ms: 10000 }),
+    );
     await h.chat('a');
     await h.chat('b');
     await h.chat('a'); // b is now least recently used
@@ -61,14 +60,9 @@ describe('routing core against simulated replicas over HTTP', () => {
   });
 
   it('a saturated holder spills the adapter to a second replica', async () => {
-    h = await CoreHarness.start([vllm({ engine: { maxNumSeqs: 1, loadBaseMs: 100 } }), vllm()], (urls) => ({
-      replicas: urls.map((url) => ({ url })),
-      base_model: BASE,
-      adapter_path_template: '/adapters/{name}',
-      max_loaded_adapters: 2,
-      target_waiting_per_replica: 2,
-      picker: 'max-score',
-    }));
+    h = await CoreHarness.start([vllm({ engine: { maxNumSeqs: 1, loadBaseMs: 100 } }), vllm()], (urls) =>
+      onDemand(urls, { max_loaded_adapters: 2, target_waiting_per_replica: 2, picker: 'max-score' }),
+    );
     // Load 'hot' on replica 0 by asking for it while replica 1 is made unattractive.
     await h.fleet.replicas[0]!.fault({ kind: 'clear' });
     const first = await h.chat('hot');
@@ -94,13 +88,9 @@ describe('routing core against simulated replicas over HTTP', () => {
   });
 
   it('a failing load answers 502, then backs off (503 with Retry-After) without another attempt', async () => {
-    h = await CoreHarness.start([vllm()], (urls) => ({
-      replicas: urls.map((url) => ({ url })),
-      base_model: BASE,
-      adapter_path_template: '/adapters/{name}',
-      max_loaded_adapters: 2,
-      backoff_base_ms: 60000,
-    }));
+    h = await CoreHarness.start([vllm()], (urls) =>
+      onDemand(urls, { max_loaded_adapters: 2, backoff_base_ms: 60000 }),
+    );
     await h.fleet.replicas[0]!.fault({ kind: 'failLoads', count: 10 });
     const a = await h.chat('broken');
     expect(a.status).toBe(502);
@@ -114,12 +104,7 @@ describe('routing core against simulated replicas over HTTP', () => {
   });
 
   it('notices a replica restart on the next poll and loads the adapter again', async () => {
-    h = await CoreHarness.start([vllm()], (urls) => ({
-      replicas: urls.map((url) => ({ url })),
-      base_model: BASE,
-      adapter_path_template: '/adapters/{name}',
-      max_loaded_adapters: 2,
-    }));
+    h = await CoreHarness.start([vllm()], (urls) => onDemand(urls, { max_loaded_adapters: 2 }));
     expect((await h.chat('a')).status).toBe(200);
     await h.fleet.replicas[0]!.fault({ kind: 'restart' });
     await h.nextPoll();
@@ -164,13 +149,8 @@ describe('routing core against simulated replicas over HTTP', () => {
   it('answers GET /v1/models with what the whole fleet can serve', async () => {
     h = await CoreHarness.start(
       [vllm({ staticAdapters: [{ name: 'boot', path: '/adapters/boot' }] }), vllm()],
-      (urls) => ({
-        replicas: urls.map((url) => ({ url })),
-        base_model: BASE,
-        adapters: [{ name: 'listed', path: '/adapters/listed' }],
-        adapter_path_template: '/adapters/{name}',
-        max_loaded_adapters: 2,
-      }),
+      (urls) =>
+        onDemand(urls, { max_loaded_adapters: 2, adapters: [{ name: 'listed', path: '/adapters/listed' }] }),
     );
     await h.chat('dyn');
     const r = await h.router.route({ path: '/v1/models', body: '' });
@@ -180,12 +160,7 @@ describe('routing core against simulated replicas over HTTP', () => {
   });
 
   it('refuses admin paths and bad names without contacting any replica', async () => {
-    h = await CoreHarness.start([vllm()], (urls) => ({
-      replicas: urls.map((url) => ({ url })),
-      base_model: BASE,
-      adapter_path_template: '/adapters/{name}',
-      max_loaded_adapters: 2,
-    }));
+    h = await CoreHarness.start([vllm()], (urls) => onDemand(urls, { max_loaded_adapters: 2 }));
     const admin = await h.send('/v1/load_lora_adapter', { lora_name: 'x', lora_path: '/etc' });
     expect([admin.status, admin.json.error.code]).toEqual([403, 'forbidden']);
     const bad = await h.chat('../../etc/passwd');
@@ -195,14 +170,9 @@ describe('routing core against simulated replicas over HTTP', () => {
   });
 
   it('room_wait anywhere: a cold adapter goes where an adapter is idle, and waits for room instead of failing', async () => {
-    h = await CoreHarness.start([vllm(), vllm()], (urls) => ({
-      replicas: urls.map((url) => ({ url })),
-      base_model: BASE,
-      adapter_path_template: '/adapters/{name}',
-      max_loaded_adapters: 1,
-      queue_timeout_ms: 10000,
-      room_wait: 'anywhere',
-    }));
+    h = await CoreHarness.start([vllm(), vllm()], (urls) =>
+      onDemand(urls, { max_loaded_adapters: 1, queue_timeout_ms: 10000, room_wait: 'anywhere' }),
+    );
     // One adapter on each replica; keep the first busy.
     const a = await h.chat('a');
     const b = await h.chat('b');
@@ -227,14 +197,9 @@ describe('routing core against simulated replicas over HTTP', () => {
   });
 
   it('room_wait replica: waits on the chosen replica and answers 503 after queue_timeout_ms', async () => {
-    h = await CoreHarness.start([vllm()], (urls) => ({
-      replicas: urls.map((url) => ({ url })),
-      base_model: BASE,
-      adapter_path_template: '/adapters/{name}',
-      max_loaded_adapters: 1,
-      queue_timeout_ms: 300,
-      room_wait: 'replica',
-    }));
+    h = await CoreHarness.start([vllm()], (urls) =>
+      onDemand(urls, { max_loaded_adapters: 1, queue_timeout_ms: 300, room_wait: 'replica' }),
+    );
     const busy = h.chat('a', 300);
     await waitFor(() => h.fleet.replicas[0]!.engine.inFlight('a') === 1);
     const r = await h.chat('b');
