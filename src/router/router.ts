@@ -250,39 +250,28 @@ export class RouterService {
       adapter: adapterName,
       at: this.rt.clock.now(),
     });
-    let ensure: EnsureOutcome | undefined;
+    // From here on, any failure gives the lease back before it is answered.
     try {
       const state = replica.adapter?.state;
+      let ensure: EnsureOutcome | undefined;
       if (resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static') {
         ensure = await this.rt.manager.ensure(replica.url, resolved.adapter, this.adapterPolicy, victimCost);
       }
+      this.rt.metrics.decisions.inc({ stage: decision.stage });
+      return {
+        kind: 'proxy',
+        url: replica.url,
+        ...this.targets.get(replica.url)!,
+        leaseId,
+        stage: decision.stage,
+        adapter: adapterName,
+        body: replica.backend === 'llamacpp' && json ? llamaBody(json, replica.adapter?.llamaId) : undefined,
+        ensure,
+      };
     } catch (err) {
       await this.rt.store.release(leaseId, this.rt.clock.now());
       throw err;
     }
-    this.rt.metrics.decisions.inc({ stage: decision.stage });
-    let body: string | undefined;
-    if (replica.backend === 'llamacpp' && json) {
-      // llama.cpp selects adapters by id per request; unlisted adapters get scale 0, so a
-      // base-model request carries an empty list.
-      const id = replica.adapter?.llamaId;
-      try {
-        body = JSON.stringify({ ...json, lora: id === undefined ? [] : [{ id, scale: 1.0 }] });
-      } catch {
-        await this.rt.store.release(leaseId, this.rt.clock.now());
-        throw errors.badRequest('The request body is nested too deeply.', 'invalid_json');
-      }
-    }
-    return {
-      kind: 'proxy',
-      url: replica.url,
-      ...this.targets.get(replica.url)!,
-      leaseId,
-      stage: decision.stage,
-      adapter: adapterName,
-      body,
-      ensure,
-    };
   }
 
   /**
@@ -367,4 +356,17 @@ function targetOf(url: string): { host: string; port: number } {
     host: u.hostname.replace(/^\[|\]$/g, ''),
     port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)),
   };
+}
+
+/**
+ * A llama.cpp request's body: llama.cpp selects adapters by id per request and gives unlisted
+ * ones scale 0, so a base-model request carries an empty list (the client's own `lora` is replaced).
+ */
+function llamaBody(json: Record<string, unknown>, llamaId: number | undefined): string {
+  try {
+    return JSON.stringify({ ...json, lora: llamaId === undefined ? [] : [{ id: llamaId, scale: 1.0 }] });
+  } catch {
+    // V8 parses nesting it cannot serialise again.
+    throw errors.badRequest('The request body is nested too deeply.', 'invalid_json');
+  }
 }
