@@ -93,8 +93,6 @@ it('routes around a killed, a hanging, a load-failing and a restarting replica, 
         const reply = await w.chat(model, 2);
         const rec = reply.kong.ctxShared.get('lora_router') as { replica: string } | undefined;
         sent.push({ at, ms: Date.now() - t0 - at, status: reply.status, replica: rec?.replica });
-        if (reply.status === 404 && process.env.DEBUG_FAULTS)
-          console.log(at, model, rec, reply.body.toString());
       }
     };
     await Promise.all([faults, ...Array.from({ length: 8 }, worker)]);
