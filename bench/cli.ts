@@ -143,7 +143,7 @@ async function main(): Promise<void> {
     log(
       `  fleet state, 64 replicas x 10k adapters: ${mem.mb.toFixed(1)} MB, ${mem.usPerDecision.toFixed(0)} µs per decision`,
     );
-    const heap = await decisionHeap([10_000, full ? 1_000_000 : 200_000], log);
+    const heap = await decisionHeap([10_000, 1_000_000], log);
     json.overhead = { rows, memory: mem, heap };
     md.push(...overheadSection(rows, mem, heap));
   }
