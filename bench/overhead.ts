@@ -12,6 +12,7 @@ import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
 import { SimFleet } from '../sim/fleet';
 import { KongDriver, KongRequest, PluginServerProcess } from '../test/kong/driver';
+import { RedisServer } from '../test/helpers/redis';
 import { percentile as pct } from '../sim/workload/percentile';
 
 /** Median and p99 of one plugin's access event, log event, and both, in ms. */
@@ -127,6 +128,68 @@ export async function measureOverhead(
     driver.close();
     await server.stop();
     await fleet.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export interface RedisCost {
+  iterations: number;
+  /** Median and p99 of access + log, ms. */
+  memory: { p50: number; p99: number };
+  redis: { p50: number; p99: number };
+  noop: { p50: number; p99: number };
+}
+
+/**
+ * What shared state in Redis costs per request: lora-router with its fleet state in process vs
+ * in a real redis-server on loopback (the adapter resident: the common path), interleaved in
+ * one plugin server, with the no-op plugin as the floor.
+ */
+export async function measureRedisCost(iterations: number, log: (s: string) => void): Promise<RedisCost> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-plugins-'));
+  symlinkSync(join(DIST, 'plugins', 'lora-router.js'), join(dir, 'lora-router.js'));
+  symlinkSync(join(DIST, 'bench', 'noop-plugin.js'), join(dir, 'lora-noop.js'));
+  const redis = await RedisServer.start();
+  const fleet = await SimFleet.start([
+    { staticAdapters: [{ name: 'bench-adapter', path: '/adapters/bench-adapter' }] },
+  ]);
+  const server = await PluginServerProcess.start({ pluginsDir: dir });
+  const driver = new KongDriver(server.socketPath);
+  try {
+    const url = new URL(fleet.urls[0]!);
+    const config = { replicas: [{ url: fleet.urls[0] }], base_model: 'base', max_loaded_adapters: 4 };
+    const memory = await driver.startInstance('lora-router', config);
+    const shared = await driver.startInstance('lora-router', {
+      ...config,
+      redis: redis.config('bench:'),
+    });
+    const noop = await driver.startInstance('lora-noop', { host: url.hostname, port: Number(url.port) });
+    const body = chatBody(1024);
+    const run = async (id: number) => {
+      const req = new KongRequest({ path: '/v1/chat/completions', body });
+      const t0 = performance.now();
+      await driver.handleEvent(id, 'access', req);
+      req.status = 200;
+      await driver.handleEvent(id, 'log', req);
+      if (req.exit) throw new Error(`lora-router answered ${req.exit.status}: ${req.exit.body.toString()}`);
+      return performance.now() - t0;
+    };
+    const ids = [memory.Id, shared.Id, noop.Id];
+    const times: number[][] = [[], [], []];
+    for (let i = 0; i < 50; i++) for (const id of ids) await run(id);
+    for (let i = 0; i < iterations; i++)
+      for (let k = 0; k < ids.length; k++) times[k]!.push(await run(ids[k]!));
+    const st = (xs: number[]) => ({ p50: pct(xs, 0.5), p99: pct(xs, 0.99) });
+    const r = { iterations, memory: st(times[0]!), redis: st(times[1]!), noop: st(times[2]!) };
+    log(
+      `  1 KB, adapter resident: in-process state ${r.memory.p50.toFixed(3)} ms, Redis ${r.redis.p50.toFixed(3)} ms, no-op ${r.noop.p50.toFixed(3)} ms (median access+log)`,
+    );
+    return r;
+  } finally {
+    driver.close();
+    await server.stop();
+    await fleet.stop();
+    await redis.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -16,7 +16,7 @@ class LoraPollerPlugin {
 
   constructor(raw: unknown) {
     this.config = parsePollerConfig(raw);
-    const rt = sharedRuntime();
+    const rt = sharedRuntime(this.config.redis);
     rt.poller.configure({
       intervalMs: this.config.poll_interval_ms,
       timeoutMs: this.config.timeout_ms,
@@ -27,7 +27,7 @@ class LoraPollerPlugin {
 
   async access(kong: Kong): Promise<void> {
     const path = await kong.request.getPath();
-    const rt = sharedRuntime();
+    const rt = sharedRuntime(this.config.redis);
     const serves = (e: PollerConfig['endpoints'][number]) => this.config.endpoints.includes(e);
     let status = 200;
     let body: string;

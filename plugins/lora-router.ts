@@ -8,7 +8,7 @@ import { parseRouterConfig } from '../src/config/parse';
 import { routerSchema } from '../src/config/router-schema';
 import { RouterError } from '../src/errors';
 import { RouterService, type DecisionRecord } from '../src/router/router';
-import { sharedRuntime } from '../src/runtime';
+import { runtimeOfLease, sharedRuntime } from '../src/runtime';
 
 /** Key in `kong.ctx.shared` for the decision: the log phase reads it, other plugins may. */
 const CTX_KEY = 'lora_router';
@@ -19,7 +19,8 @@ class LoraRouterPlugin {
 
   constructor(config: unknown) {
     try {
-      this.service = new RouterService(parseRouterConfig(config), sharedRuntime());
+      const c = parseRouterConfig(config);
+      this.service = new RouterService(c, sharedRuntime(c.redis));
     } catch (err) {
       // Kong validated the schema; what is left (a bad regex...) is answered on each request.
       this.configError = new RouterError(
@@ -65,7 +66,9 @@ class LoraRouterPlugin {
     const record = (await kong.ctx.shared.get(CTX_KEY)) as DecisionRecord | null | undefined;
     if (!record || typeof record.lease !== 'string') return;
     const status = (await kong.response.getStatus()) as number | undefined;
-    await RouterService.release(sharedRuntime(), record.lease, status);
+    // The runtime that took the lease: Kong may have replaced this instance (and its config) since.
+    const rt = runtimeOfLease(record.lease);
+    if (rt) await RouterService.release(rt, record.lease, status);
   }
 }
 

@@ -22,11 +22,14 @@ export function sleep(clock: Clock, ms: number): Promise<void> {
  */
 export class SystemClock implements Clock {
   private readonly origin = performance.now();
+  /** Wall time at construction: Kong nodes sharing a store compare each other's timestamps. */
+  private readonly epoch = performance.timeOrigin + this.origin;
   constructor(private readonly timeScale = 1) {
     if (!(timeScale > 0)) throw new RangeError(`timeScale must be > 0, got ${timeScale}`);
   }
+  /** Unix milliseconds at construction, then monotonic (scaled) time from there. */
   now(): number {
-    return (performance.now() - this.origin) * this.timeScale;
+    return this.epoch + (performance.now() - this.origin) * this.timeScale;
   }
   after(ms: number, fn: () => void): () => void {
     const t = setTimeout(fn, Math.max(0, ms / this.timeScale));

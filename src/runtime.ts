@@ -4,7 +4,10 @@ import { AdapterStats } from './adapters/stats';
 import { HttpReplicaApi } from './backends/http-replica-api';
 import type { ReplicaApi } from './backends/replica-api';
 import { systemClock, type Clock } from './clock';
+import type { RedisConfig } from './config/redis-schema';
 import { MemoryFleetStore } from './fleet/memory-store';
+import { FailoverFleetStore } from './fleet/redis/failover-store';
+import { RedisFleetStore } from './fleet/redis/redis-store';
 import { Poller, type PollerOptions } from './fleet/poller';
 import type { FleetStore } from './fleet/store';
 import { stderrLogger, type Logger } from './log';
@@ -14,6 +17,8 @@ import { seededRandom, type Random } from './random';
 export interface RuntimeOptions {
   clock?: Clock;
   store?: FleetStore;
+  /** With a host: fleet state shared in Redis (with a local fallback) instead of `store`. */
+  redis?: RedisConfig;
   api?: ReplicaApi;
   log?: Logger;
   seed?: number;
@@ -43,19 +48,24 @@ export class FleetRuntime {
   readonly metrics: RouterMetrics;
   /** Decayed request frequency per adapter, for value-based eviction and placement. */
   readonly adapterStats = new AdapterStats();
-  /** Prefix of this process's lease ids: unique across processes sharing a store. */
-  private readonly leasePrefix = randomBytes(4).toString('hex');
+  /** Prefix of this runtime's lease ids, and its node id in a shared store: unique across processes. */
+  readonly leasePrefix = randomBytes(4).toString('hex');
   private leaseSeq = 0;
   private readonly managed = new Map<string, (name: string, path: string) => boolean>();
 
   constructor(o: RuntimeOptions = {}) {
     this.clock = o.clock ?? systemClock;
-    this.store = o.store ?? new MemoryFleetStore();
-    this.api = o.api ?? new HttpReplicaApi();
     this.log = o.log ?? stderrLogger;
+    this.store =
+      o.redis?.host !== undefined
+        ? new FailoverFleetStore(new RedisFleetStore(o.redis, this.leasePrefix), this.log)
+        : (o.store ?? new MemoryFleetStore());
+    this.api = o.api ?? new HttpReplicaApi();
     this.random = seededRandom(o.seed ?? Date.now() ^ process.pid);
     this.metrics = new RouterMetrics(this.store, this.clock);
     this.manager = new AdapterManager(this.store, this.api, this.clock, this.log);
+    // Another node released a lease or finished a load or unload: waiters for room look again.
+    this.store.onRemoteChange = () => this.manager.roomChanged.notify();
     this.manager.onCall = (r) => {
       const counter = r.op === 'load' ? this.metrics.loads : this.metrics.unloads;
       counter.inc({ result: r.ok ? 'ok' : 'error' });
@@ -95,13 +105,27 @@ export class FleetRuntime {
 
   stop(): void {
     this.poller.stop();
+    void this.store.close?.();
   }
 }
 
-let processRuntime: FleetRuntime | undefined;
+/** This process's runtimes: one without Redis, one per distinct `redis` record. */
+const runtimes = new Map<string, FleetRuntime>();
 
-/** The runtime of this plugin-server process, created on first use. */
-export function sharedRuntime(): FleetRuntime {
-  processRuntime ??= new FleetRuntime();
-  return processRuntime;
+/**
+ * The runtime of this plugin-server process for a plugin's `redis` record, created on first
+ * use: lora-router and lora-poller configured alike share it, whatever instances Kong creates.
+ */
+export function sharedRuntime(redis?: RedisConfig): FleetRuntime {
+  const key = redis?.host === undefined ? '' : JSON.stringify(redis);
+  let rt = runtimes.get(key);
+  if (!rt) runtimes.set(key, (rt = new FleetRuntime({ redis: key === '' ? undefined : redis })));
+  return rt;
+}
+
+/** The runtime that issued `leaseId` (the log phase may run on an instance with another config). */
+export function runtimeOfLease(leaseId: string): FleetRuntime | undefined {
+  const prefix = leaseId.slice(0, leaseId.indexOf('-'));
+  for (const rt of runtimes.values()) if (rt.leasePrefix === prefix) return rt;
+  return undefined;
 }

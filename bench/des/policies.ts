@@ -5,6 +5,7 @@ import { seededRandom, type Random } from '../../src/random';
 import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
 import type { AdapterMode, DesFleet } from './fleet';
+import { sharedStoreHandles } from './shared-store';
 
 /** Where one request goes, or the error status the router answered. */
 export type Routed = { url: string; token?: string } | { error: number };
@@ -23,37 +24,59 @@ export interface Policy {
 
 /** lora-router as deployed: the real RouterService, store, poller and adapter manager. */
 export function loraRouter(name = 'lora-router', extra: Record<string, unknown> = {}): Policy {
+  return loraRouterNodes(1, name, extra);
+}
+
+/**
+ * lora-router on `nodes` Kong nodes sharing one store (as with Redis): each node has its own
+ * runtime (adapter manager, in-process claims, poller), requests are dealt round robin over
+ * the nodes as a load balancer in front of Kong does.
+ */
+export function loraRouterNodes(
+  nodes: number,
+  name = `lora-router, ${nodes} nodes`,
+  extra: Record<string, unknown> = {},
+): Policy {
   return {
     name,
     mode: 'managed',
     create(clock, fleet, seed, slots) {
-      const rt = new FleetRuntime({
-        clock,
-        api: fleet,
-        log: silentLogger,
-        seed,
-        poller: { intervalMs: 500, timeoutMs: 1000 },
+      const stores = nodes === 1 ? [undefined] : sharedStoreHandles(clock, nodes);
+      const config = parseRouterConfig({
+        replicas: fleet.urls.map((url) => ({ url })),
+        base_model: 'base',
+        adapter_path_template: '/adapters/{name}',
+        max_loaded_adapters: slots,
+        ...extra,
       });
-      const svc = new RouterService(
-        parseRouterConfig({
-          replicas: fleet.urls.map((url) => ({ url })),
-          base_model: 'base',
-          adapter_path_template: '/adapters/{name}',
-          max_loaded_adapters: slots,
-          ...extra,
-        }),
-        rt,
-      );
+      const members = stores.map((store, i) => {
+        const rt = new FleetRuntime({
+          clock,
+          store,
+          api: fleet,
+          log: silentLogger,
+          seed: seed * 31 + i,
+          poller: { intervalMs: 500, timeoutMs: 1000 },
+        });
+        return { rt, svc: new RouterService(config, rt) };
+      });
+      const routedBy = new Map<string, RouterService>();
+      let next = 0;
       return {
         async route(adapter) {
+          const { svc } = members[next++ % members.length]!;
           const body = Buffer.from(`{"model":"${adapter}","messages":[{"role":"user","content":"hi"}]}`);
           const out = await svc.route({ path: '/v1/chat/completions', body });
-          return out.kind === 'proxy' ? { url: out.url, token: out.leaseId } : { error: out.status };
+          if (out.kind !== 'proxy') return { error: out.status };
+          routedBy.set(out.leaseId, svc);
+          return { url: out.url, token: out.leaseId };
         },
         async done(_url, token) {
+          const svc = routedBy.get(token!)!;
+          routedBy.delete(token!);
           await svc.finish(token!, 200);
         },
-        stop: () => rt.stop(),
+        stop: () => members.forEach((m) => m.rt.stop()),
       };
     },
   };

@@ -5,7 +5,7 @@ import { AdapterNotFoundError } from '../backends/http-replica-api';
 import type { ReplicaApi } from '../backends/replica-api';
 import { errors } from '../errors';
 import type { FleetStore } from '../fleet/store';
-import type { AdapterRef, ReplicaView, ResidentAdapter } from '../fleet/types';
+import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { evictable } from './eviction';
 import type { Logger } from '../log';
 
@@ -40,6 +40,11 @@ export interface LoadRecord {
 
 /** How long a wait for room sleeps without a signal (changes made by other processes). */
 export const ROOM_FALLBACK_MS = 250;
+/**
+ * A load or unload lock outlives its replica call (bounded by the load timeout) by this much;
+ * past it, a shared store lets another node take over from a holder that died or stalled.
+ */
+export const LOCK_MARGIN_MS = 5000;
 
 /**
  * Puts adapters on replicas: each cold adapter is loaded once (concurrent callers wait on the
@@ -92,7 +97,8 @@ export class AdapterManager {
         continue;
       }
       const [view] = await this.store.views([url], adapter);
-      const state = view?.adapter?.state;
+      // A placement only says where the load should happen: nobody is loading it yet.
+      const state = view?.adapter?.placed ? undefined : view?.adapter?.state;
       if (state === 'loaded' || state === 'static') {
         await this.store.touch(url, adapter.name, this.clock.now());
         return joined ? 'joined' : 'hit';
@@ -172,16 +178,18 @@ export class AdapterManager {
       throw errors.loadFailed(adapter.name, url, 'no path is configured for this adapter');
     // The queue timeout counts from here, including the wait for the room lock.
     const deadline = this.clock.now() + policy.queueTimeoutMs;
-    const won = await this.withRoomLock(url, () =>
+    const fence = await this.withRoomLock(url, () =>
       this.makeRoomAndClaim(url, adapter.name, policy, deadline, victimCost),
     );
-    if (!won) return false;
+    if (fence === null) return false;
     const started = this.clock.now();
     try {
+      // A holder that stalled past its lock must not call the replica on stale authority.
+      if (!(await this.store.holds(url, adapter.name, fence))) return false;
       await this.api.loadAdapter(url, adapter.name, adapter.path, policy.loadTimeoutMs);
     } catch (err) {
       const ms = this.clock.now() - started;
-      await this.store.finishLoad(url, adapter.name, false, this.clock.now());
+      await this.finish('load', url, adapter.name, fence, false);
       const why =
         err instanceof BackendError || err instanceof AdapterNotFoundError ? err.message : String(err);
       this.fail(key, policy, why);
@@ -191,15 +199,26 @@ export class AdapterManager {
     }
     const ms = this.clock.now() - started;
     this.backoff.delete(key);
-    await this.store.finishLoad(url, adapter.name, true, this.clock.now());
+    await this.finish('load', url, adapter.name, fence, true);
     this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
     return true;
+  }
+
+  /** Ends a load or unload; a stale fence means another node took over, whose result stands. */
+  private async finish(op: 'load' | 'unload', url: string, adapter: string, fence: Fence, ok: boolean) {
+    const at = this.clock.now();
+    const current =
+      op === 'load'
+        ? await this.store.finishLoad(url, adapter, fence, ok, at)
+        : await this.store.finishUnload(url, adapter, fence, ok, at);
+    if (!current)
+      this.log.warn(`${op} of adapter '${adapter}' on ${url} outlived its lock; the next poll reconciles it`);
   }
 
   /**
    * Under the replica's room lock: unload the cheapest idle adapters until a slot is
    * free, then claim it (state `loading`). Waits for an adapter to go idle up to the queue
-   * timeout. Returns false if the adapter became resident meanwhile.
+   * timeout. Returns the load's fence, or null if the adapter became resident meanwhile.
    */
   private async makeRoomAndClaim(
     url: string,
@@ -207,13 +226,18 @@ export class AdapterManager {
     policy: AdapterPolicy,
     deadline: number,
     victimCost: (v: ResidentAdapter) => number,
-  ): Promise<boolean> {
+  ): Promise<Fence | null> {
+    const ttl = policy.loadTimeoutMs + LOCK_MARGIN_MS;
     for (;;) {
       const residents = await this.store.residents(url);
-      if (residents.some((r) => r.name === name)) return false;
+      if (residents.some((r) => r.name === name)) return null;
       const occupying = residents.filter((r) => r.state !== 'static' && !policy.isStatic(r.name));
       if (occupying.length < policy.maxLoadedAdapters) {
-        if (await this.store.beginLoad(url, name, this.clock.now())) return true;
+        // The store checks the limit again atomically: another node may have taken the slot.
+        const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
+        const limit = policy.maxLoadedAdapters + configuredStatic.length;
+        const fence = await this.store.beginLoad(url, name, this.clock.now(), limit, ttl);
+        if (fence !== null) return fence;
         continue;
       }
       if (await this.evictOne(url, occupying, policy, victimCost)) continue;
@@ -232,19 +256,22 @@ export class AdapterManager {
     victimCost: (v: ResidentAdapter) => number,
   ): Promise<boolean> {
     const idle = evictable(occupying, policy.isStatic).sort((a, b) => victimCost(a) - victimCost(b));
+    const ttl = policy.loadTimeoutMs + LOCK_MARGIN_MS;
     for (const victim of idle) {
-      // Atomic in the store: refused if a request took a lease on it since we looked.
-      if (!(await this.store.beginUnload(url, victim.name, this.clock.now()))) continue;
+      // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
+      const fence = await this.store.beginUnload(url, victim.name, this.clock.now(), ttl);
+      if (fence === null) continue;
       const started = this.clock.now();
       let ok = false;
       let why: string | undefined;
       try {
+        if (!(await this.store.holds(url, victim.name, fence))) continue;
         await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
         ok = true;
       } catch (err) {
         why = (err as Error).message;
       }
-      await this.store.finishUnload(url, victim.name, ok, this.clock.now());
+      await this.finish('unload', url, victim.name, fence, ok);
       this.record({ url, adapter: victim.name, op: 'unload', ok, ms: this.clock.now() - started }, why);
       if (ok) return true;
     }

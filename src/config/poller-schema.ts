@@ -1,4 +1,5 @@
 import type { SchemaFields } from './kong-schema';
+import { redisField, type RedisConfig } from './redis-schema';
 
 /** `lora-poller`'s configuration. */
 export const pollerSchema: SchemaFields = [
@@ -35,6 +36,7 @@ export const pollerSchema: SchemaFields = [
       elements: { type: 'string', one_of: ['status', 'metrics', 'page'] },
     },
   },
+  { redis: redisField },
 ];
 
 export interface PollerConfig {
@@ -42,4 +44,5 @@ export interface PollerConfig {
   timeout_ms: number;
   jitter: number;
   endpoints: ('status' | 'metrics' | 'page')[];
+  redis: RedisConfig;
 }

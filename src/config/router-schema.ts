@@ -1,5 +1,6 @@
 import { DEFAULT_NAME_PATTERN } from '../adapters/catalog';
 import type { SchemaFields } from './kong-schema';
+import { redisField, type RedisConfig } from './redis-schema';
 
 /** `lora-router`'s configuration: the single source for Kong's validation, the typed config and the README. */
 export const routerSchema: SchemaFields = [
@@ -232,6 +233,7 @@ export const routerSchema: SchemaFields = [
         'Add `X-Lora-Replica` and `X-Lora-Stage` to the response (2 more PDK calls; the decision is always in `kong.ctx.shared.lora_router`).',
     },
   },
+  { redis: redisField },
 ];
 
 export interface RouterConfig {
@@ -263,4 +265,5 @@ export interface RouterConfig {
   room_wait: 'anywhere' | 'replica';
   picker: 'p2c' | 'max-score';
   decision_headers: boolean;
+  redis: RedisConfig;
 }

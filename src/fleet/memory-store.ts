@@ -2,6 +2,7 @@ import type { FleetDump, FleetStore } from './store';
 import type {
   AdapterPresence,
   AdapterRef,
+  Fence,
   FleetEvent,
   LlamaAdapter,
   Lease,
@@ -10,6 +11,7 @@ import type {
   ReplicaSpec,
   ReplicaView,
   Residency,
+  ResidencyState,
   ResidentAdapter,
 } from './types';
 
@@ -22,11 +24,13 @@ interface ReplicaRecord {
   health: ReplicaView['health'];
   snapshotAt: number | null;
   checkedAt: number | null;
+  /** When the newest applied poll began: an older poll finishing later is not applied. */
+  scrapedAt: number;
   lastError?: string;
   waiting: number;
   running: number;
   kvUsage?: number;
-  residency: Map<string, Residency>;
+  residency: Map<string, Residency & { fence?: Fence }>;
   /** Non-static entries in `residency` (kept by putResidency/dropResidency: read per request). */
   residentCount: number;
   llamaAdapters: LlamaAdapter[];
@@ -47,6 +51,9 @@ export class MemoryFleetStore implements FleetStore {
   private replicas = new Map<string, ReplicaRecord>();
   private leases = new Map<string, Lease>();
   private eventLog: FleetEvent[] = [];
+  private lastFence = 0;
+  /** Placements of cold adapters not yet resident, by adapter. */
+  private placements = new Map<string, { url: string; until: number }>();
 
   async upsertReplica(spec: ReplicaSpec): Promise<void> {
     const r = this.replicas.get(spec.url);
@@ -57,6 +64,7 @@ export class MemoryFleetStore implements FleetStore {
         health: 'unknown',
         snapshotAt: null,
         checkedAt: null,
+        scrapedAt: -Infinity,
         waiting: 0,
         running: 0,
         residency: new Map(),
@@ -84,12 +92,26 @@ export class MemoryFleetStore implements FleetStore {
       if (withResidents) v.residents = residentsOf(r);
       out.push(v);
     }
+    if (adapter) this.showPlacement(out, adapter.name);
     return out;
+  }
+
+  /** A cold adapter's placement shows as a loading holder on its replica (a slot spoken for). */
+  private showPlacement(views: ReplicaView[], adapter: string): void {
+    const p = this.placements.get(adapter);
+    if (!p) return;
+    const v = views.find((x) => x.url === p.url);
+    if (!v || v.adapter || v.backend !== 'vllm') return;
+    v.adapter = { state: 'loading', lastUsed: 0, inFlight: 0, placed: true };
+    v.residentCount++;
   }
 
   async applySnapshot(url: string, s: ReplicaSnapshot): Promise<void> {
     const r = this.replicas.get(url);
     if (!r) return;
+    const startedAt = s.startedAt ?? s.at;
+    if (startedAt < r.scrapedAt) return;
+    r.scrapedAt = startedAt;
     r.checkedAt = s.at;
     if (!s.ok) {
       if (r.health !== 'down')
@@ -109,7 +131,7 @@ export class MemoryFleetStore implements FleetStore {
       r.kvUsage = s.load.kvUsage;
     }
     if (s.llamaAdapters) r.llamaAdapters = s.llamaAdapters.map((a) => ({ ...a }));
-    if (s.registry) this.reconcile(r, s.registry, s.at, s.startedAt ?? s.at, s.managed);
+    if (s.registry) this.reconcile(r, s.registry, s.at, startedAt, s.managed);
   }
 
   /** The replica's registry is the truth: adopt what appeared, forget what vanished. */
@@ -168,37 +190,46 @@ export class MemoryFleetStore implements FleetStore {
     return r ? residentsOf(r) : [];
   }
 
-  async beginLoad(url: string, adapter: string, at: number): Promise<boolean> {
+  async beginLoad(url: string, adapter: string, at: number, limit: number): Promise<Fence | null> {
     const r = this.replicas.get(url);
-    if (!r || r.residency.has(adapter)) return false;
-    putResidency(r, adapter, { state: 'loading', since: at, lastUsed: at });
+    if (!r || r.residency.has(adapter) || r.residentCount >= limit) return null;
+    const fence = ++this.lastFence;
+    putResidency(r, adapter, { state: 'loading', since: at, lastUsed: at, fence });
     r.everLoaded = true;
-    return true;
+    return fence;
   }
 
-  async finishLoad(url: string, adapter: string, ok: boolean, at: number): Promise<void> {
+  async finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
     const r = this.replicas.get(url);
-    if (r?.residency.get(adapter)?.state !== 'loading') return;
+    const cur = r?.residency.get(adapter);
+    if (!r || cur?.state !== 'loading' || cur.fence !== fence) return false;
     if (ok) putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: at });
     else dropResidency(r, adapter);
-  }
-
-  async beginUnload(url: string, adapter: string, at: number): Promise<boolean> {
-    const r = this.replicas.get(url);
-    const cur = r?.residency.get(adapter);
-    if (!r || cur?.state !== 'loaded' || (r.inFlightByAdapter.get(adapter) ?? 0) > 0) return false;
-    putResidency(r, adapter, { ...cur, state: 'unloading', since: at });
     return true;
   }
 
-  async finishUnload(url: string, adapter: string, ok: boolean, at: number): Promise<void> {
+  async beginUnload(url: string, adapter: string, at: number): Promise<Fence | null> {
     const r = this.replicas.get(url);
     const cur = r?.residency.get(adapter);
-    if (!r || cur?.state !== 'unloading') return;
+    if (!r || cur?.state !== 'loaded' || (r.inFlightByAdapter.get(adapter) ?? 0) > 0) return null;
+    const fence = ++this.lastFence;
+    putResidency(r, adapter, { ...cur, state: 'unloading', since: at, fence });
+    return fence;
+  }
+
+  async finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
+    const r = this.replicas.get(url);
+    const cur = r?.residency.get(adapter);
+    if (!r || cur?.state !== 'unloading' || cur.fence !== fence) return false;
     if (ok) {
       dropResidency(r, adapter);
       markGone(r, adapter, at);
-    } else putResidency(r, adapter, { ...cur, state: 'loaded', since: at });
+    } else putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: cur.lastUsed });
+    return true;
+  }
+
+  async holds(url: string, adapter: string, fence: Fence): Promise<boolean> {
+    return this.replicas.get(url)?.residency.get(adapter)?.fence === fence;
   }
 
   async forget(url: string, adapter: string, at: number): Promise<void> {
@@ -213,14 +244,35 @@ export class MemoryFleetStore implements FleetStore {
     if (cur && cur.lastUsed < at) cur.lastUsed = at;
   }
 
-  async acquire(lease: Lease): Promise<void> {
-    if (this.leases.has(lease.id)) return;
-    this.leases.set(lease.id, { ...lease });
+  async claimPlacement(
+    adapter: string,
+    url: string,
+    seen: string | undefined,
+    at: number,
+    ttlMs: number,
+  ): Promise<string> {
+    const cur = this.placements.get(adapter);
+    if (!cur || cur.until <= at) {
+      this.placements.set(adapter, { url, until: at + ttlMs });
+      return url;
+    }
+    return cur.url === seen ? url : cur.url;
+  }
+
+  async releasePlacement(adapter: string, url: string): Promise<void> {
+    if (this.placements.get(adapter)?.url === url) this.placements.delete(adapter);
+  }
+
+  async acquire(lease: Lease): Promise<ResidencyState | undefined> {
     const r = this.replicas.get(lease.url);
-    if (!r) return;
+    const state = lease.adapter === null ? undefined : r?.residency.get(lease.adapter)?.state;
+    if (this.leases.has(lease.id)) return state;
+    this.leases.set(lease.id, { ...lease });
+    if (!r) return state;
     r.inFlight++;
     if (lease.adapter !== null)
       r.inFlightByAdapter.set(lease.adapter, (r.inFlightByAdapter.get(lease.adapter) ?? 0) + 1);
+    return state;
   }
 
   async release(leaseId: string, at: number): Promise<Released | undefined> {
@@ -306,13 +358,15 @@ function markGone(r: ReplicaRecord, adapter: string, at: number): void {
 function residentsOf(r: ReplicaRecord): ResidentAdapter[] {
   return [...r.residency].map(([name, res]) => ({
     name,
-    ...res,
+    state: res.state,
+    since: res.since,
+    lastUsed: res.lastUsed,
     inFlight: r.inFlightByAdapter.get(name) ?? 0,
   }));
 }
 
 /** Sets an entry, keeping `residentCount` (an entry's static-ness never changes once present). */
-function putResidency(r: ReplicaRecord, name: string, res: Residency): void {
+function putResidency(r: ReplicaRecord, name: string, res: Residency & { fence?: Fence }): void {
   const was = r.residency.get(name);
   if (!was && res.state !== 'static') r.residentCount++;
   r.residency.set(name, res);

@@ -76,7 +76,7 @@ export class Poller {
     const expired = await this.store.expireLeases(this.clock.now(), this.options.leaseMaxAgeMs);
     for (const l of expired) {
       this.log.warn(
-        `reclaimed in-flight lease ${l.id} (${l.adapter ?? 'base'} on ${l.url}): no log phase within ${this.options.leaseMaxAgeMs} ms`,
+        `reclaimed in-flight lease ${l.id} (${l.adapter ?? 'base'} on ${l.url}): its log phase never came (held over ${this.options.leaseMaxAgeMs} ms, or its Kong node stopped)`,
       );
     }
   }

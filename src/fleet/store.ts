@@ -1,11 +1,13 @@
 import type {
   AdapterRef,
+  Fence,
   FleetEvent,
   Lease,
   Released,
   ReplicaSnapshot,
   ReplicaSpec,
   ReplicaView,
+  ResidencyState,
   ResidentAdapter,
 } from './types';
 
@@ -31,14 +33,20 @@ export interface FleetStore {
   reportOutcome(url: string, ok: boolean, at: number): Promise<void>;
 
   residents(url: string): Promise<ResidentAdapter[]>;
-  /** Marks `adapter` loading unless it is resident in any state; true if this caller won. */
-  beginLoad(url: string, adapter: string, at: number): Promise<boolean>;
-  /** Ends a load this caller began: loaded on success, forgotten on failure. */
-  finishLoad(url: string, adapter: string, ok: boolean, at: number): Promise<void>;
-  /** Marks a loaded, idle (no lease) adapter unloading; false if busy, static or absent. */
-  beginUnload(url: string, adapter: string, at: number): Promise<boolean>;
-  /** Ends an unload: forgotten on success, loaded again on failure. */
-  finishUnload(url: string, adapter: string, ok: boolean, at: number): Promise<void>;
+  /**
+   * Marks `adapter` loading unless it is resident in any state, or `limit` non-static adapters
+   * already occupy the replica. Returns the fence of this caller's authority, or null if it lost.
+   * A shared store expires the authority after `ttlMs` (its holder died or stalled).
+   */
+  beginLoad(url: string, adapter: string, at: number, limit: number, ttlMs: number): Promise<Fence | null>;
+  /** Ends a load: loaded on success, forgotten on failure. False if `fence` is no longer current. */
+  finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean>;
+  /** Marks a loaded adapter no request holds (on any node) unloading; null if busy, static or absent. */
+  beginUnload(url: string, adapter: string, at: number, ttlMs: number): Promise<Fence | null>;
+  /** Ends an unload: forgotten on success, loaded again on failure. False if `fence` is stale. */
+  finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean>;
+  /** Whether `fence` still grants the load or unload (asked just before calling the replica). */
+  holds(url: string, adapter: string, fence: Fence): Promise<boolean>;
   /**
    * Forgets a runtime-loaded adapter on a replica (it answered 404 for it: the replica restarted
    * or someone unloaded it). Static adapters are left to the next poll.
@@ -46,12 +54,33 @@ export interface FleetStore {
   forget(url: string, adapter: string, at: number): Promise<void>;
   /** Records use of a resident adapter (recency for eviction). */
   touch(url: string, adapter: string, at: number): Promise<void>;
+  /**
+   * Places a cold `adapter` on `url` for every router sharing the store, until it is resident
+   * (or `ttlMs` passes). Returns the replica that holds the placement: `url` if this caller won,
+   * or if the current placement is `seen` (the caller saw it and chose to spread the adapter);
+   * otherwise the other placement, which the caller should decide again with.
+   */
+  claimPlacement(
+    adapter: string,
+    url: string,
+    seen: string | undefined,
+    at: number,
+    ttlMs: number,
+  ): Promise<string>;
+  /** Drops the placement if it is still `url`'s (its load ended). */
+  releasePlacement(adapter: string, url: string): Promise<void>;
 
-  /** Takes an in-flight lease (the request counts against the replica and its adapter). */
-  acquire(lease: Lease): Promise<void>;
+  /**
+   * Takes an in-flight lease (the request counts against the replica and its adapter). Returns
+   * the adapter's residency state at that moment: from then on it cannot be unloaded.
+   */
+  acquire(lease: Lease): Promise<ResidencyState | undefined>;
   /** Gives the lease back; returns it the first time, undefined after (release once). */
   release(leaseId: string, at: number): Promise<Released | undefined>;
-  /** Reclaims leases older than `maxAgeMs` (their release never came); returns them. */
+  /**
+   * Reclaims leases older than `maxAgeMs` (their release never came) and, in a shared store,
+   * those of nodes that stopped answering; returns them.
+   */
   expireLeases(now: number, maxAgeMs: number): Promise<Lease[]>;
   inFlightTotal(): Promise<number>;
 
@@ -60,7 +89,17 @@ export interface FleetStore {
   events(limit: number): Promise<FleetEvent[]>;
   /** Everything, for the status endpoint. */
   dump(): Promise<FleetDump>;
+
+  /** Shared stores: called when another process may have freed a slot or finished a load. */
+  onRemoteChange?: (() => void) | null;
+  /** Shared stores: which store decides now, for status and metrics. */
+  mode?(): StoreMode;
+  /** Releases connections and timers. */
+  close?(): Promise<void>;
 }
+
+/** `redis`: shared decisions; `local`: Redis is unreachable, this node decides alone. */
+export type StoreMode = 'memory' | 'redis' | 'local';
 
 export interface FleetDump {
   replicas: (Omit<ReplicaView, 'adapter'> & {

@@ -21,6 +21,12 @@ export interface Residency {
   lastUsed: number;
 }
 
+/**
+ * Authority over one load or unload, from a counter that only grows: a holder whose lock
+ * expired (it stalled or died) cannot finish its change over a newer holder's.
+ */
+export type Fence = number;
+
 /** An adapter as a request names it: `path` locates it on llama.cpp replicas. */
 export interface AdapterRef {
   name: string;
@@ -60,6 +66,8 @@ export interface AdapterPresence {
   inFlight: number;
   /** llama.cpp: the adapter's id, for the request's `lora` field. */
   llamaId?: number;
+  /** Not resident yet: a router sharing the store placed it here and is about to load it. */
+  placed?: boolean;
 }
 
 /**

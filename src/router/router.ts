@@ -41,6 +41,8 @@ export interface DecisionRecord {
 }
 
 const PROMPT_CHARS = 4096;
+/** Decisions a cold request retakes because another router placed its adapter first. */
+const MAX_PLACEMENT_ROUNDS = 3;
 
 /**
  * The request path for one plugin configuration: classify, schedule, ensure the adapter,
@@ -198,10 +200,11 @@ export class RouterService {
     const roomDeadline = ctx.now + this.config.queue_timeout_ms;
     // Only the prefix scorer reads the prompt.
     const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
+    let placementRounds = 0;
     for (;;) {
       ctx.now = this.rt.clock.now();
       if (withResidents) this.weighVictims(ctx, views);
-      // From here to the claim nothing awaits: the next request sees this one's placement.
+      // From here to the placement claim nothing awaits: the next request sees this one's placement.
       if (adapter) this.rt.manager.overlayClaims(views, adapter.name);
       const decision = this.pipeline.schedule({ kind: resolved.kind, adapter, prompt }, views, ctx);
       if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
@@ -225,11 +228,29 @@ export class RouterService {
         views = await this.rt.store.views(this.urls, adapter, withResidents);
         continue;
       }
-      if (claim) this.rt.manager.claim(decision.replica.url, claim);
+      const url = decision.replica.url;
+      if (claim) {
+        // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
+        // or each loads it on the replica it picked.
+        const seen = views.find((v) => v.adapter?.placed)?.url;
+        const ttl = this.config.queue_timeout_ms + this.config.load_timeout_ms;
+        const placedOn = await this.rt.store.claimPlacement(claim, url, seen, ctx.now, ttl);
+        if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
+          // Placed elsewhere first: decide again with that placement in view.
+          views = await this.rt.store.views(this.urls, adapter, withResidents);
+          continue;
+        }
+        this.rt.manager.claim(url, claim);
+      }
       try {
         return await this.admit(decision, resolved, parsed.json, ctx.victimCost);
       } finally {
-        if (claim) this.rt.manager.unclaim(decision.replica.url, claim);
+        if (claim) {
+          this.rt.manager.unclaim(url, claim);
+          this.rt.store
+            .releasePlacement(claim, url)
+            .catch((err: Error) => this.rt.log.warn(`could not release placement: ${err.message}`));
+        }
       }
     }
   }
@@ -244,7 +265,7 @@ export class RouterService {
     const replica = decision.replica;
     const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
     const leaseId = this.rt.nextLeaseId();
-    await this.rt.store.acquire({
+    const held = await this.rt.store.acquire({
       id: leaseId,
       url: replica.url,
       adapter: adapterName,
@@ -252,7 +273,8 @@ export class RouterService {
     });
     // From here on, any failure gives the lease back before it is answered.
     try {
-      const state = replica.adapter?.state;
+      // The state under the lease, not the decision's: an unload may have begun since the views.
+      const state = replica.backend === 'vllm' ? held : replica.adapter?.state;
       let ensure: EnsureOutcome | undefined;
       if (resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static') {
         ensure = await this.rt.manager.ensure(replica.url, resolved.adapter, this.adapterPolicy, victimCost);

@@ -7,6 +7,8 @@ export interface FleetStatus {
   poller: { running: boolean; polls: number; errors: number };
   /** This process: timers alive (a leak shows as growth) and heap in use. */
   process: { timers: number; heapUsedMb: number };
+  /** Where decisions are made: this process (`memory`), Redis, or this node alone while Redis is away (`local`). */
+  store: 'memory' | 'redis' | 'local';
   inFlight: number;
   replicas: {
     url: string;
@@ -49,6 +51,7 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
       timers: process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length,
       heapUsedMb: process.memoryUsage().heapUsed / 1024 / 1024,
     },
+    store: rt.store.mode?.() ?? 'memory',
     inFlight,
     replicas: dump.replicas.map((r) => ({
       url: r.url,

@@ -116,10 +116,31 @@ describe('lora-poller config', () => {
       timeout_ms: 1000,
       jitter: 0.1,
       endpoints: ['status', 'metrics', 'page'],
+      // No host: state stays in the process.
+      redis: {
+        port: 6379,
+        database: 0,
+        tls: false,
+        prefix: 'kong_lora_router:',
+        timeout_ms: 200,
+        node_ttl_ms: 10000,
+      },
     });
     expect(fieldErrors(() => parsePollerConfig({ poll_interval_ms: 0, endpoints: ['nope'] }))).toEqual({
       'config.poll_interval_ms': 'value should be between 50 and 600000',
       'config.endpoints[1]': 'expected one of: status, metrics, page',
+    });
+  });
+
+  it('takes a shared Redis the way Kong plugins do, refusing bad bounds', () => {
+    const c = parsePollerConfig({ redis: { host: 'redis', port: 6380, password: 's', tls: true } });
+    expect(c.redis).toMatchObject({ host: 'redis', port: 6380, password: 's', tls: true, timeout_ms: 200 });
+    expect(
+      fieldErrors(() => parsePollerConfig({ redis: { host: 'r', port: 0, timeout_ms: 1, nope: 1 } })),
+    ).toEqual({
+      'config.redis.port': 'value should be between 1 and 65535',
+      'config.redis.timeout_ms': 'value should be between 10 and 60000',
+      'config.redis.nope': 'unknown field',
     });
   });
 });

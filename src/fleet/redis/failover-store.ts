@@ -1,0 +1,314 @@
+import type { Logger } from '../../log';
+import { MemoryFleetStore } from '../memory-store';
+import type { FleetDump, FleetStore, StoreMode } from '../store';
+import type {
+  AdapterRef,
+  Fence,
+  FleetEvent,
+  Lease,
+  Released,
+  ReplicaSnapshot,
+  ReplicaSpec,
+  ReplicaView,
+  ResidencyState,
+  ResidentAdapter,
+} from '../types';
+
+export interface FailoverOptions {
+  /** How often a degraded node checks whether the shared store is back. */
+  probeMs: number;
+  /** While degraded, "still unreachable" is logged at most this often. */
+  logEveryMs: number;
+}
+
+/** What the shared side must offer besides the store operations: a cheap liveness check. */
+export interface SharedStore extends FleetStore {
+  ping(): Promise<unknown>;
+}
+
+/**
+ * Shared fleet state with a local fallback. While the shared store answers, it decides; the
+ * local store is fed every observation (polls, upstream outcomes) so it is warm. When a shared
+ * call fails or times out, this node decides from its local state until a probe finds the
+ * shared store again: requests keep flowing, each bounded by one shared timeout at most.
+ *
+ * Degraded, a node loads into free slots but never unloads: it cannot see other nodes'
+ * requests, and an adapter in flight must never be unloaded. Leases taken locally are
+ * re-taken in the shared store on recovery, and releases that failed are replayed.
+ */
+export class FailoverFleetStore implements FleetStore {
+  readonly local = new MemoryFleetStore();
+  /** Since when this node decides alone, or null while the shared store answers. */
+  private degradedSince: number | null = null;
+  private lastLog = 0;
+  private probeTimer: NodeJS.Timeout | null = null;
+  /** Leases this node holds, and where: released in the store that took them. */
+  private readonly mine = new Map<string, { lease: Lease; shared: boolean }>();
+  /** Shared releases that failed: replayed when the shared store returns. */
+  private readonly pendingReleases = new Set<string>();
+
+  constructor(
+    readonly shared: SharedStore,
+    private readonly log: Logger,
+    private readonly options: FailoverOptions = { probeMs: 1000, logEveryMs: 30_000 },
+  ) {}
+
+  get onRemoteChange(): (() => void) | null {
+    return this.shared.onRemoteChange ?? null;
+  }
+
+  set onRemoteChange(fn: (() => void) | null) {
+    this.shared.onRemoteChange = fn;
+  }
+
+  mode(): StoreMode {
+    return this.degradedSince === null ? 'redis' : 'local';
+  }
+
+  /** Runs `op` on the shared store unless degraded; on failure degrades and runs `fallback`. */
+  private async decide<T>(op: (s: SharedStore) => Promise<T>, fallback: () => Promise<T>): Promise<T> {
+    if (this.degradedSince !== null) return fallback();
+    try {
+      return await op(this.shared);
+    } catch (err) {
+      this.degrade(err as Error);
+      return fallback();
+    }
+  }
+
+  /** Observations go to both: the local store must be warm when it has to decide. */
+  private async observe(op: (s: FleetStore) => Promise<void>): Promise<void> {
+    await op(this.local);
+    if (this.degradedSince !== null) return;
+    try {
+      await op(this.shared);
+    } catch (err) {
+      this.degrade(err as Error);
+    }
+  }
+
+  private degrade(err: Error): void {
+    if (this.degradedSince !== null) return;
+    this.degradedSince = Date.now();
+    this.lastLog = this.degradedSince;
+    this.log.error(
+      `shared fleet state unavailable (${err.message}): this node decides from its own state, loads only into free slots and unloads nothing until it returns`,
+    );
+    this.probeTimer = setInterval(() => void this.probe(), this.options.probeMs);
+    this.probeTimer.unref();
+  }
+
+  private async probe(): Promise<void> {
+    try {
+      await this.shared.ping();
+    } catch (err) {
+      const now = Date.now();
+      if (now - this.lastLog >= this.options.logEveryMs) {
+        this.lastLog = now;
+        this.log.warn(
+          `shared fleet state still unavailable after ${Math.round((now - this.degradedSince!) / 1000)} s: ${(err as Error).message}`,
+        );
+      }
+      return;
+    }
+    await this.recover();
+  }
+
+  /** Hands this node's local leases and missed releases to the shared store, then decides there again. */
+  private async recover(): Promise<void> {
+    try {
+      for (const id of [...this.pendingReleases]) {
+        await this.shared.release(id, Date.now());
+        this.pendingReleases.delete(id);
+      }
+      for (const [id, m] of this.mine) {
+        if (m.shared) continue;
+        await this.shared.acquire(m.lease);
+        // Its request may have ended while the shared copy was being taken.
+        if (this.mine.get(id) !== m) {
+          await this.shared.release(id, Date.now());
+          continue;
+        }
+        m.shared = true;
+        await this.local.release(id, Date.now());
+      }
+      // Local replicas may be unknown there (registered while it was down).
+      for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
+    } catch {
+      return; // Not back yet: the next probe tries again.
+    }
+    if (this.probeTimer) clearInterval(this.probeTimer);
+    this.probeTimer = null;
+    const s = Math.round((Date.now() - this.degradedSince!) / 1000);
+    this.degradedSince = null;
+    this.log.info(`shared fleet state is back after ${s} s: decisions are shared again`);
+    this.shared.onRemoteChange?.();
+  }
+
+  upsertReplica(spec: ReplicaSpec): Promise<void> {
+    return this.observe((s) => s.upsertReplica(spec));
+  }
+
+  replicaSpecs(): Promise<ReplicaSpec[]> {
+    return this.decide(
+      (s) => s.replicaSpecs(),
+      () => this.local.replicaSpecs(),
+    );
+  }
+
+  views(urls: readonly string[], adapter?: AdapterRef, withResidents?: boolean): Promise<ReplicaView[]> {
+    return this.decide(
+      (s) => s.views(urls, adapter, withResidents),
+      () => this.local.views(urls, adapter, withResidents),
+    );
+  }
+
+  applySnapshot(url: string, snapshot: ReplicaSnapshot): Promise<void> {
+    return this.observe((s) => s.applySnapshot(url, snapshot));
+  }
+
+  reportOutcome(url: string, ok: boolean, at: number): Promise<void> {
+    return this.observe((s) => s.reportOutcome(url, ok, at));
+  }
+
+  residents(url: string): Promise<ResidentAdapter[]> {
+    return this.decide(
+      (s) => s.residents(url),
+      () => this.local.residents(url),
+    );
+  }
+
+  // Fences from the local store are negative, so a change ends in the store that began it.
+  beginLoad(url: string, adapter: string, at: number, limit: number, ttlMs: number): Promise<Fence | null> {
+    return this.decide(
+      (s) => s.beginLoad(url, adapter, at, limit, ttlMs),
+      async () => negate(await this.local.beginLoad(url, adapter, at, limit)),
+    );
+  }
+
+  async finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
+    if (fence < 0) return this.local.finishLoad(url, adapter, -fence, ok, at);
+    // Shared gone meanwhile: its lock expires there, and polls tell the local store.
+    return this.decide(
+      (s) => s.finishLoad(url, adapter, fence, ok, at),
+      async () => false,
+    );
+  }
+
+  beginUnload(url: string, adapter: string, at: number, ttlMs: number): Promise<Fence | null> {
+    return this.decide(
+      (s) => s.beginUnload(url, adapter, at, ttlMs),
+      async () => null,
+    );
+  }
+
+  finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
+    return this.decide(
+      (s) => s.finishUnload(url, adapter, fence, ok, at),
+      async () => false,
+    );
+  }
+
+  holds(url: string, adapter: string, fence: Fence): Promise<boolean> {
+    if (fence < 0) return this.local.holds(url, adapter, -fence);
+    return this.decide(
+      (s) => s.holds(url, adapter, fence),
+      async () => false,
+    );
+  }
+
+  forget(url: string, adapter: string, at: number): Promise<void> {
+    return this.observe((s) => s.forget(url, adapter, at));
+  }
+
+  touch(url: string, adapter: string, at: number): Promise<void> {
+    return this.decide(
+      (s) => s.touch(url, adapter, at),
+      () => this.local.touch(url, adapter, at),
+    );
+  }
+
+  claimPlacement(adapter: string, url: string, seen: string | undefined, at: number, ttlMs: number) {
+    return this.decide(
+      (s) => s.claimPlacement(adapter, url, seen, at, ttlMs),
+      () => this.local.claimPlacement(adapter, url, seen, at, ttlMs),
+    );
+  }
+
+  releasePlacement(adapter: string, url: string): Promise<void> {
+    return this.observe((s) => s.releasePlacement(adapter, url));
+  }
+
+  async acquire(lease: Lease): Promise<ResidencyState | undefined> {
+    let shared = true;
+    const state = await this.decide(
+      (s) => s.acquire(lease),
+      () => {
+        shared = false;
+        return this.local.acquire(lease);
+      },
+    );
+    this.mine.set(lease.id, { lease: { ...lease }, shared });
+    return state;
+  }
+
+  async release(leaseId: string, at: number): Promise<Released | undefined> {
+    const m = this.mine.get(leaseId);
+    this.mine.delete(leaseId);
+    if (m && !m.shared) return this.local.release(leaseId, at);
+    const released = await this.decide(
+      (s) => s.release(leaseId, at),
+      async () => {
+        // Its count stays in the shared store until it returns: replay the release then.
+        if (m) this.pendingReleases.add(leaseId);
+        return m ? { ...m.lease, adapterIdle: true } : undefined;
+      },
+    );
+    return released;
+  }
+
+  async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {
+    for (const [id, m] of this.mine) if (now - m.lease.at >= maxAgeMs) this.mine.delete(id);
+    const local = await this.local.expireLeases(now, maxAgeMs);
+    const shared = await this.decide(
+      (s) => s.expireLeases(now, maxAgeMs),
+      async () => [],
+    );
+    return [...local, ...shared];
+  }
+
+  inFlightTotal(): Promise<number> {
+    return this.decide(
+      (s) => s.inFlightTotal(),
+      () => this.local.inFlightTotal(),
+    );
+  }
+
+  pushEvent(event: FleetEvent): Promise<void> {
+    return this.observe((s) => s.pushEvent(event));
+  }
+
+  events(limit: number): Promise<FleetEvent[]> {
+    return this.decide(
+      (s) => s.events(limit),
+      () => this.local.events(limit),
+    );
+  }
+
+  dump(): Promise<FleetDump> {
+    return this.decide(
+      (s) => s.dump(),
+      () => this.local.dump(),
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.probeTimer) clearInterval(this.probeTimer);
+    this.probeTimer = null;
+    await this.shared.close?.();
+  }
+}
+
+function negate(fence: Fence | null): Fence | null {
+  return fence === null ? null : -fence;
+}

@@ -1,0 +1,357 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisConfig } from '../../config/redis-schema';
+import { PASSIVE_FAILURE_LIMIT, samePath } from '../memory-store';
+import type { FleetDump, FleetStore } from '../store';
+import type {
+  AdapterRef,
+  Fence,
+  FleetEvent,
+  Lease,
+  LlamaAdapter,
+  Released,
+  ReplicaSnapshot,
+  ReplicaSpec,
+  ReplicaView,
+  Residency,
+  ResidencyState,
+  ResidentAdapter,
+} from '../types';
+import { scriptSource, SCRIPTS, type ScriptName } from './scripts';
+
+type Reply = string | number | null | Reply[];
+
+/** ioredis options for a plugin's `redis` record: bounded calls, no queueing while disconnected. */
+export function redisOptions(c: RedisConfig): RedisOptions {
+  return {
+    host: c.host,
+    port: c.port,
+    username: c.username,
+    password: c.password,
+    db: c.database,
+    tls: c.tls ? {} : undefined,
+    connectTimeout: c.timeout_ms,
+    commandTimeout: c.timeout_ms,
+    // A request must never wait for a reconnect: while down, calls fail at once (local decisions).
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: (times) => Math.min(100 * times, 2000),
+    // Concurrent requests' calls share round trips.
+    enableAutoPipelining: true,
+    lazyConnect: false,
+  };
+}
+
+/**
+ * The fleet state in Redis, shared by every Kong node (and plugin-server process) configured
+ * with the same Redis and prefix. Each operation is one Lua script (see scripts.ts), so the
+ * races that matter (one load per adapter, no unload under any node's request, release once)
+ * are decided in Redis. Errors propagate: FailoverFleetStore decides what to do without Redis.
+ */
+export class RedisFleetStore implements FleetStore {
+  readonly client: Redis;
+  private readonly subscriber: Redis;
+  private readonly prefix: string;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  onRemoteChange: (() => void) | null = null;
+
+  constructor(
+    private readonly config: RedisConfig,
+    /** This node's id: its leases die with it (`node_ttl_ms` after its last heartbeat). */
+    readonly node: string,
+  ) {
+    this.prefix = config.prefix;
+    this.client = new Redis(redisOptions(config));
+    // Errors surface on calls; the connection's own events would only repeat them.
+    this.client.on('error', () => {});
+    for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
+      this.client.defineCommand(name, { numberOfKeys: 0, lua: scriptSource(name) });
+    }
+    // Pub/sub needs its own connection; it wakes this node's waiters for room.
+    this.subscriber = new Redis({
+      ...redisOptions(config),
+      enableOfflineQueue: true,
+      commandTimeout: undefined,
+    });
+    this.subscriber.on('error', () => {});
+    this.subscriber.on('message', () => this.onRemoteChange?.());
+    this.subscriber.subscribe(`${this.prefix}changed`).catch(() => {});
+    this.heartbeat();
+    this.heartbeatTimer = setInterval(() => this.heartbeat(), Math.max(100, config.node_ttl_ms / 4));
+    this.heartbeatTimer.unref();
+  }
+
+  private async run(name: ScriptName, ...args: (string | number)[]): Promise<Reply> {
+    if (this.client.status !== 'ready') await this.connected();
+    const scripts = this.client as unknown as Record<string, (...a: (string | number)[]) => Promise<Reply>>;
+    return scripts[name]!.call(this.client, this.prefix, ...args);
+  }
+
+  private ready: Promise<void> | null = null;
+
+  /** Waits for the connection up to the timeout (calls do not queue while disconnected). */
+  private connected(): Promise<void> {
+    this.ready ??= new Promise<void>((resolve, reject) => {
+      const done = (err?: Error) => {
+        clearTimeout(timer);
+        this.client.off('ready', onReady);
+        this.ready = null;
+        if (err) reject(err);
+        else resolve();
+      };
+      const onReady = () => done();
+      const timer = setTimeout(
+        () => done(new Error(`no connection to Redis within ${this.config.timeout_ms} ms`)),
+        this.config.timeout_ms,
+      );
+      timer.unref();
+      this.client.once('ready', onReady);
+    });
+    return this.ready;
+  }
+
+  private heartbeat(): void {
+    this.run('heartbeat', this.node).catch(() => {});
+  }
+
+  async upsertReplica(spec: ReplicaSpec): Promise<void> {
+    await this.run('upsert', spec.url, JSON.stringify(spec));
+  }
+
+  async replicaSpecs(): Promise<ReplicaSpec[]> {
+    if (this.client.status !== 'ready') await this.connected();
+    const all = await this.client.hgetall(`${this.prefix}spec`);
+    return Object.values(all).map((s) => JSON.parse(s) as ReplicaSpec);
+  }
+
+  async views(urls: readonly string[], adapter?: AdapterRef, withResidents = false): Promise<ReplicaView[]> {
+    const [placed, rows] = (await this.run(
+      'views',
+      adapter?.name ?? '',
+      withResidents ? '1' : '0',
+      ...urls,
+    )) as [string | null, Reply[][]];
+    const out: ReplicaView[] = [];
+    for (const row of rows) {
+      const [url, spec, figures, res, busy, allRes, allBusy] = row as [
+        string,
+        string,
+        string[],
+        string | null,
+        string | null,
+        string[] | null,
+        string[] | null,
+      ];
+      const r = pairs(figures);
+      const v = viewOf(url, JSON.parse(spec) as ReplicaSpec, r);
+      if (adapter) {
+        if (v.backend === 'llamacpp') {
+          const hit =
+            adapter.path === undefined ? undefined : llamaOf(r).find((e) => samePath(e.path, adapter.path!));
+          if (hit) v.adapter = { state: 'static', lastUsed: 0, inFlight: Number(busy ?? 0), llamaId: hit.id };
+        } else if (res !== null) {
+          const p = JSON.parse(res) as Residency;
+          v.adapter = { state: p.state, lastUsed: p.lastUsed, inFlight: Number(busy ?? 0) };
+        } else if (placed === url) {
+          // Another router placed this cold adapter here and is about to load it.
+          v.adapter = { state: 'loading', lastUsed: 0, inFlight: 0, placed: true };
+          v.residentCount++;
+        }
+      }
+      if (withResidents) v.residents = residentsOf(allRes ?? [], allBusy ?? []);
+      out.push(v);
+    }
+    return out;
+  }
+
+  async applySnapshot(url: string, s: ReplicaSnapshot): Promise<void> {
+    // Which new names a configuration manages is known only here: ask for every entry.
+    const registry = s.registry?.map((e) => ({ ...e, managed: s.managed?.(e.name, e.path) ?? false }));
+    const body = {
+      at: s.at,
+      startedAt: s.startedAt ?? s.at,
+      ok: s.ok,
+      error: s.error ?? '',
+      load: s.load
+        ? { waiting: s.load.waiting, running: s.load.running, kvUsage: s.load.kvUsage }
+        : undefined,
+      registry,
+    };
+    await this.run(
+      'snapshot',
+      url,
+      JSON.stringify(body),
+      s.llamaAdapters ? JSON.stringify(s.llamaAdapters) : '',
+    );
+  }
+
+  async reportOutcome(url: string, ok: boolean, at: number): Promise<void> {
+    await this.run('outcome', url, ok ? '1' : '0', at, PASSIVE_FAILURE_LIMIT);
+  }
+
+  async residents(url: string): Promise<ResidentAdapter[]> {
+    const [res, busy] = (await this.run('residents', url)) as [string[], string[]];
+    return residentsOf(res, busy);
+  }
+
+  async beginLoad(
+    url: string,
+    adapter: string,
+    at: number,
+    limit: number,
+    ttlMs: number,
+  ): Promise<Fence | null> {
+    return (await this.run('beginLoad', url, adapter, at, limit, Math.ceil(ttlMs), this.node)) as
+      | number
+      | null;
+  }
+
+  async finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
+    return (await this.run('finishLoad', url, adapter, fence, ok ? '1' : '0', at)) === 1;
+  }
+
+  async beginUnload(url: string, adapter: string, at: number, ttlMs: number): Promise<Fence | null> {
+    return (await this.run('beginUnload', url, adapter, at, Math.ceil(ttlMs), this.node)) as number | null;
+  }
+
+  async finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
+    return (await this.run('finishUnload', url, adapter, fence, ok ? '1' : '0', at)) === 1;
+  }
+
+  async holds(url: string, adapter: string, fence: Fence): Promise<boolean> {
+    return (await this.run('holds', url, adapter, fence)) === 1;
+  }
+
+  async forget(url: string, adapter: string, at: number): Promise<void> {
+    await this.run('forget', url, adapter, at);
+  }
+
+  async touch(url: string, adapter: string, at: number): Promise<void> {
+    await this.run('touch', url, adapter, at);
+  }
+
+  async claimPlacement(
+    adapter: string,
+    url: string,
+    seen: string | undefined,
+    _at: number,
+    ttlMs: number,
+  ): Promise<string> {
+    return (await this.run('place', adapter, url, seen ?? '', Math.max(1, Math.ceil(ttlMs)))) as string;
+  }
+
+  async releasePlacement(adapter: string, url: string): Promise<void> {
+    await this.run('unplace', adapter, url);
+  }
+
+  async acquire(lease: Lease): Promise<ResidencyState | undefined> {
+    const state = await this.run('acquire', lease.id, lease.url, lease.adapter ?? '', lease.at, this.node);
+    return (state as ResidencyState | null) ?? undefined;
+  }
+
+  async release(leaseId: string, at: number): Promise<Released | undefined> {
+    const r = (await this.run('release', leaseId, at)) as [string, number] | null;
+    if (!r) return undefined;
+    return { ...leaseOf(r[0]), adapterIdle: r[1] === 1 };
+  }
+
+  async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {
+    const raws = (await this.run('expire', now, maxAgeMs, this.config.node_ttl_ms)) as string[];
+    return raws.map(leaseOf);
+  }
+
+  async inFlightTotal(): Promise<number> {
+    if (this.client.status !== 'ready') await this.connected();
+    return this.client.hlen(`${this.prefix}lease`);
+  }
+
+  async pushEvent(e: FleetEvent): Promise<void> {
+    await this.run('event', JSON.stringify(e));
+  }
+
+  async events(limit: number): Promise<FleetEvent[]> {
+    if (this.client.status !== 'ready') await this.connected();
+    const raws = await this.client.lrange(`${this.prefix}events`, 0, limit - 1);
+    return raws.reverse().map((r) => JSON.parse(r) as FleetEvent);
+  }
+
+  async dump(): Promise<FleetDump> {
+    const rows = (await this.run('dump')) as [string, string, string[], string[], string[]][];
+    return {
+      replicas: rows.map(([url, spec, figures, res, busy]) => {
+        const r = pairs(figures);
+        const { adapter: _none, ...v } = viewOf(url, JSON.parse(spec) as ReplicaSpec, r);
+        return { ...v, adapters: residentsOf(res, busy), llamaAdapters: llamaOf(r) };
+      }),
+    };
+  }
+
+  async ping(): Promise<string> {
+    if (this.client.status !== 'ready') await this.connected();
+    return this.client.ping();
+  }
+
+  mode(): 'redis' {
+    return 'redis';
+  }
+
+  async close(): Promise<void> {
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = null;
+    this.subscriber.disconnect();
+    this.client.disconnect();
+  }
+}
+
+function pairs(flat: string[]): Map<string, string> {
+  const m = new Map<string, string>();
+  for (let i = 0; i + 1 < flat.length; i += 2) m.set(flat[i]!, flat[i + 1]!);
+  return m;
+}
+
+function num(s: string | undefined): number | null {
+  return s === undefined ? null : Number(s);
+}
+
+function viewOf(url: string, spec: ReplicaSpec, r: Map<string, string>): ReplicaView {
+  return {
+    url,
+    backend: spec.backend,
+    priority: spec.priority,
+    health: (r.get('health') ?? 'unknown') as ReplicaView['health'],
+    snapshotAt: num(r.get('snapshotAt')),
+    checkedAt: num(r.get('checkedAt')),
+    lastError: r.get('lastError'),
+    waiting: Number(r.get('waiting') ?? 0),
+    running: Number(r.get('running') ?? 0),
+    kvUsage: num(r.get('kvUsage')) ?? undefined,
+    inFlight: Number(r.get('inFlight') ?? 0),
+    residentCount: Number(r.get('residents') ?? 0),
+  };
+}
+
+function llamaOf(r: Map<string, string>): LlamaAdapter[] {
+  const raw = r.get('llama');
+  // cjson cannot tell an empty array from an empty object; the JSON here came from JS.
+  return raw ? (JSON.parse(raw) as LlamaAdapter[]) : [];
+}
+
+function residentsOf(resFlat: string[], busyFlat: string[]): ResidentAdapter[] {
+  const busy = pairs(busyFlat);
+  const out: ResidentAdapter[] = [];
+  for (const [name, raw] of pairs(resFlat)) {
+    const r = JSON.parse(raw) as Residency;
+    out.push({
+      name,
+      state: r.state,
+      since: r.since,
+      lastUsed: r.lastUsed,
+      inFlight: Number(busy.get(name) ?? 0),
+    });
+  }
+  return out;
+}
+
+function leaseOf(raw: string): Lease {
+  const l = JSON.parse(raw) as { id: string; url: string; adapter: string; at: number };
+  return { id: l.id, url: l.url, adapter: l.adapter === '' ? null : l.adapter, at: l.at };
+}

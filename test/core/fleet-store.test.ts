@@ -1,0 +1,409 @@
+import { randomBytes } from 'node:crypto';
+import { MemoryFleetStore, PASSIVE_FAILURE_LIMIT } from '../../src/fleet/memory-store';
+import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import type { FleetStore } from '../../src/fleet/store';
+import { RedisServer } from '../helpers/redis';
+
+const U = 'http://10.0.0.1:8000';
+const load = { running: 1, waiting: 2, kvUsage: 0.3, activeAdapters: [], malformedLines: 0 };
+const LIMIT = 100;
+const TTL = 60_000;
+
+/**
+ * One contract, two stores: the in-process store and the Redis store must answer every
+ * operation alike (the router cannot tell them apart). The Redis side runs on a real
+ * redis-server, a fresh key prefix per test.
+ */
+let redis: RedisServer;
+const open: FleetStore[] = [];
+beforeAll(async () => {
+  redis = await RedisServer.start();
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.close?.()));
+});
+afterAll(async () => {
+  await redis.close();
+});
+
+const kinds: [string, () => FleetStore][] = [
+  ['memory', () => new MemoryFleetStore()],
+  [
+    'redis',
+    () =>
+      new RedisFleetStore(
+        redis.config(`t${randomBytes(4).toString('hex')}:`),
+        randomBytes(4).toString('hex'),
+      ),
+  ],
+];
+
+describe.each(kinds)('%s fleet store', (kind, make) => {
+  async function fresh(): Promise<FleetStore> {
+    const s = make();
+    open.push(s);
+    return s;
+  }
+  async function store() {
+    const s = await fresh();
+    await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    return s;
+  }
+  const states = async (s: FleetStore) =>
+    Object.fromEntries((await s.residents(U)).map((r) => [r.name, r.state]));
+  /** Begins and finishes a load; returns whether both held. */
+  async function loadOn(s: FleetStore, name: string, at: number, ok = true) {
+    const f = await s.beginLoad(U, name, at, LIMIT, TTL);
+    return f !== null && (await s.finishLoad(U, name, f, ok, at + 1));
+  }
+  async function unloadOn(s: FleetStore, name: string, at: number, ok = true) {
+    const f = await s.beginUnload(U, name, at, TTL);
+    return f !== null && (await s.finishUnload(U, name, f, ok, at + 1));
+  }
+
+  it('classifies adapters in the first registry as static, later ones (another router) as loaded', async () => {
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, load, registry: [{ name: 'boot', path: '/a/boot' }] });
+    expect(await states(s)).toEqual({ boot: 'static' });
+    expect(await loadOn(s, 'mine', 2)).toBe(true);
+    await s.applySnapshot(U, {
+      at: 4,
+      ok: true,
+      load,
+      registry: [
+        { name: 'boot', path: '' },
+        { name: 'mine', path: '' },
+        { name: 'theirs', path: '' },
+      ],
+    });
+    expect(await states(s)).toEqual({ boot: 'static', mine: 'loaded', theirs: 'loaded' });
+    const [v] = await s.views([U], { name: 'theirs' });
+    expect(v).toMatchObject({
+      health: 'up',
+      snapshotAt: 4,
+      waiting: 2,
+      running: 1,
+      kvUsage: 0.3,
+      residentCount: 2,
+      adapter: { state: 'loaded' },
+    });
+  });
+
+  it('forgets adapters that leave the registry (a restart), but keeps a load in progress', async () => {
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, registry: [{ name: 'boot', path: '' }] });
+    await loadOn(s, 'x', 2);
+    expect(await s.beginLoad(U, 'pending', 4, LIMIT, TTL)).not.toBeNull();
+    await s.applySnapshot(U, { at: 5, ok: true, registry: [{ name: 'boot', path: '' }] });
+    expect(await states(s)).toEqual({ boot: 'static', pending: 'loading' });
+    expect((await s.events(10)).map((e) => e.op)).toEqual(['replica-restart']);
+  });
+
+  it('marks a replica down on a failed poll and up again on the next good one, keeping checkedAt current', async () => {
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, load });
+    await s.applySnapshot(U, { at: 2, ok: false, error: 'ECONNREFUSED' });
+    expect((await s.views([U]))[0]).toMatchObject({
+      health: 'down',
+      snapshotAt: 1,
+      checkedAt: 2,
+      lastError: 'ECONNREFUSED',
+    });
+    await s.applySnapshot(U, { at: 3, ok: true, load });
+    expect((await s.views([U]))[0]).toMatchObject({ health: 'up', snapshotAt: 3 });
+    expect((await s.events(10)).map((e) => e.op)).toEqual(['replica-down', 'replica-up']);
+  });
+
+  it('marks a replica down after consecutive upstream failures from the proxy path', async () => {
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, load });
+    for (let i = 0; i < PASSIVE_FAILURE_LIMIT - 1; i++) await s.reportOutcome(U, false, 2);
+    await s.reportOutcome(U, true, 2);
+    await s.reportOutcome(U, false, 2);
+    expect((await s.views([U]))[0]!.health).toBe('up');
+    for (let i = 0; i < PASSIVE_FAILURE_LIMIT; i++) await s.reportOutcome(U, false, 3);
+    expect((await s.views([U]))[0]!.health).toBe('down');
+  });
+
+  it('lets exactly one caller begin a load; unload only when idle and loaded; fences end only their own change', async () => {
+    const s = await store();
+    const f = await s.beginLoad(U, 'a', 1, LIMIT, TTL);
+    expect(f).not.toBeNull();
+    expect(await s.beginLoad(U, 'a', 1, LIMIT, TTL)).toBeNull();
+    expect(await s.beginUnload(U, 'a', 2, TTL)).toBeNull(); // still loading
+    expect(await s.holds(U, 'a', f!)).toBe(true);
+    expect(await s.finishLoad(U, 'a', f! + 1000, true, 2)).toBe(false); // not its fence
+    expect(await s.finishLoad(U, 'a', f!, true, 2)).toBe(true);
+    expect(await s.finishLoad(U, 'a', f!, true, 2)).toBe(false); // ended already
+    expect(await s.holds(U, 'a', f!)).toBe(false);
+    expect(await s.acquire({ id: 'L1', url: U, adapter: 'a', at: 3 })).toBe('loaded');
+    expect(await s.beginUnload(U, 'a', 4, TTL)).toBeNull(); // busy
+    await s.release('L1', 5);
+    const u = await s.beginUnload(U, 'a', 6, TTL);
+    expect(u).toBeGreaterThan(f!); // fences only grow
+    expect(await s.beginLoad(U, 'a', 6, LIMIT, TTL)).toBeNull(); // unloading still occupies it
+    expect(await s.acquire({ id: 'L2', url: U, adapter: 'a', at: 6 })).toBe('unloading');
+    await s.release('L2', 6);
+    await s.finishUnload(U, 'a', u!, false, 7);
+    expect(await states(s)).toEqual({ a: 'loaded' });
+    expect(await unloadOn(s, 'a', 8)).toBe(true);
+    expect(await states(s)).toEqual({});
+  });
+
+  it('refuses a load when the limit of slot-occupying adapters is reached', async () => {
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, registry: [{ name: 'boot', path: '' }] });
+    expect(await s.beginLoad(U, 'a', 2, 2, TTL)).not.toBeNull();
+    expect(await s.beginLoad(U, 'b', 2, 2, TTL)).not.toBeNull();
+    expect(await s.beginLoad(U, 'c', 2, 2, TTL)).toBeNull(); // static 'boot' takes no slot
+    expect(await s.beginLoad(U, 'c', 2, 3, TTL)).not.toBeNull();
+  });
+
+  it('agrees on one placement of a cold adapter, and lets a router that saw it spread on purpose', async () => {
+    const s = await store();
+    const V = 'http://10.0.0.2:8000';
+    await s.upsertReplica({ url: V, backend: 'vllm', priority: 0 });
+    expect(await s.claimPlacement('x', U, undefined, 1, TTL)).toBe(U);
+    expect(await s.claimPlacement('x', V, undefined, 1, TTL)).toBe(U); // raced: decide again
+    expect(await s.claimPlacement('x', U, undefined, 1, TTL)).toBe(U);
+    expect(await s.claimPlacement('x', V, U, 1, TTL)).toBe(V); // saw U and chose V
+    const views = await s.views([U, V], { name: 'x' });
+    expect(views[0]!.adapter).toMatchObject({ state: 'loading', placed: true });
+    expect(views[0]!.residentCount).toBe(1);
+    expect(views[1]!.adapter).toBeUndefined();
+    await s.releasePlacement('x', V); // not V's: stays
+    expect((await s.views([U], { name: 'x' }))[0]!.adapter?.placed).toBe(true);
+    await s.releasePlacement('x', U);
+    expect((await s.views([U], { name: 'x' }))[0]!.adapter).toBeUndefined();
+    expect(await s.claimPlacement('x', V, undefined, 2, TTL)).toBe(V);
+  });
+
+  it('counts in-flight leases per replica and adapter, releases each once, and touches recency on release', async () => {
+    const s = await store();
+    await loadOn(s, 'a', 0);
+    await s.acquire({ id: 'L1', url: U, adapter: 'a', at: 1 });
+    await s.acquire({ id: 'L2', url: U, adapter: null, at: 1 });
+    await s.acquire({ id: 'L1', url: U, adapter: 'a', at: 1 }); // idempotent
+    expect((await s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 2, adapter: { inFlight: 1 } });
+    expect(await s.release('L1', 50)).toMatchObject({ id: 'L1', adapter: 'a', adapterIdle: true });
+    expect(await s.release('L1', 51)).toBeUndefined();
+    expect((await s.residents(U))[0]).toMatchObject({ name: 'a', lastUsed: 50, inFlight: 0 });
+    expect(await s.inFlightTotal()).toBe(1);
+  });
+
+  it('reclaims leases older than the maximum age, and only those', async () => {
+    const s = await store();
+    await s.acquire({ id: 'old', url: U, adapter: 'a', at: 0 });
+    await s.acquire({ id: 'young', url: U, adapter: 'a', at: 900 });
+    expect((await s.expireLeases(1000, 500)).map((l) => l.id)).toEqual(['old']);
+    expect(await s.release('old', 1001)).toBeUndefined();
+    expect(await s.inFlightTotal()).toBe(1);
+    expect((await s.events(5)).at(-1)).toMatchObject({ op: 'lease-expired', adapter: 'a' });
+  });
+
+  it('hands out copies: mutating a view changes nothing inside', async () => {
+    const s = await store();
+    const [v] = await s.views([U]);
+    v!.waiting = 99;
+    (await s.replicaSpecs())[0]!.priority = 5;
+    expect((await s.views([U]))[0]!.waiting).toBe(0);
+    expect((await s.replicaSpecs())[0]!.priority).toBe(0);
+  });
+
+  it('finds a llama.cpp adapter by path or file name, with its id', async () => {
+    const s = await fresh();
+    const L = 'http://10.0.0.2:8080';
+    await s.upsertReplica({ url: L, backend: 'llamacpp', priority: 0 });
+    await s.applySnapshot(L, {
+      at: 1,
+      ok: true,
+      llamaAdapters: [
+        { id: 0, path: 'a.gguf' },
+        { id: 1, path: '/models/lora/sql.gguf' },
+      ],
+    });
+    const presence = async (path?: string) => (await s.views([L], { name: 'x', path }))[0]!.adapter;
+    expect(await presence('/models/lora/sql.gguf')).toMatchObject({ state: 'static', llamaId: 1 });
+    expect(await presence('/elsewhere/sql.gguf')).toMatchObject({ llamaId: 1 });
+    expect(await presence('/models/a.gguf')).toMatchObject({ llamaId: 0 });
+    expect(await presence('b.gguf')).toBeUndefined();
+    expect(await presence(undefined)).toBeUndefined();
+  });
+
+  it('takes registry entries a configuration manages as loaded even in a fresh process (plugin-server restart)', async () => {
+    const s = await store();
+    await s.applySnapshot(U, {
+      at: 1,
+      ok: true,
+      registry: [
+        { name: 'mine', path: '/adapters/mine' },
+        { name: 'boot', path: '/m/boot' },
+      ],
+      managed: (name, path) => name === 'mine' && path === '/adapters/mine',
+    });
+    expect(await states(s)).toEqual({ mine: 'loaded', boot: 'static' });
+    expect((await s.views([U]))[0]!.residentCount).toBe(1);
+    if (kind === 'redis') return; // Redis asks about every entry: it cannot call back into the node.
+    // Asked only about names the store does not know yet: a poll of a known registry costs nothing.
+    const asked: string[] = [];
+    const registry = [
+      { name: 'mine', path: '/adapters/mine' },
+      { name: 'boot', path: '/m/boot' },
+      { name: 'new', path: '/x' },
+    ];
+    await s.applySnapshot(U, { at: 2, ok: true, registry, managed: (n) => (asked.push(n), false) });
+    expect(asked).toEqual(['new']);
+  });
+
+  it('does not let a registry read before an unload revive the adapter, nor one read before a load drop it', async () => {
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, registry: [] });
+    await loadOn(s, 'old', 2);
+    // A scrape starts at 10 (old is registered), the router unloads old at 12, the scrape lands at 15.
+    await unloadOn(s, 'old', 11);
+    await s.applySnapshot(U, { at: 15, startedAt: 10, ok: true, registry: [{ name: 'old', path: '' }] });
+    expect(await states(s)).toEqual({});
+    // A scrape starts at 20 (new not yet registered), new finishes loading at 22, the scrape lands at 25.
+    await loadOn(s, 'new', 21);
+    await s.applySnapshot(U, { at: 25, startedAt: 20, ok: true, registry: [] });
+    expect(await states(s)).toEqual({ new: 'loaded' });
+    // A later registry is the truth again.
+    await s.applySnapshot(U, { at: 31, startedAt: 30, ok: true, registry: [{ name: 'old', path: '' }] });
+    expect(await states(s)).toEqual({ old: 'loaded' });
+  });
+
+  it('forgets a loaded adapter a replica answered 404 for, but not a static one', async () => {
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, registry: [{ name: 'boot', path: '' }] });
+    await loadOn(s, 'x', 2);
+    await s.forget(U, 'x', 4);
+    await s.forget(U, 'boot', 4);
+    expect(await states(s)).toEqual({ boot: 'static' });
+  });
+
+  it('keeps the count of slot-occupying adapters equal to a recount through every transition', async () => {
+    const s = await store();
+    const check = async () => {
+      const recount = (await s.residents(U)).filter((r) => r.state !== 'static').length;
+      expect((await s.views([U]))[0]!.residentCount).toBe(recount);
+    };
+    await s.applySnapshot(U, {
+      at: 1,
+      ok: true,
+      registry: [
+        { name: 'boot', path: '' },
+        { name: 'm', path: '' },
+      ],
+      managed: (name) => name === 'm',
+    });
+    await check();
+    const fa = await s.beginLoad(U, 'a', 2, LIMIT, TTL);
+    await check();
+    await s.finishLoad(U, 'a', fa!, true, 3);
+    await loadOn(s, 'b', 4, false);
+    await check();
+    const ua = await s.beginUnload(U, 'a', 6, TTL);
+    await check();
+    await s.finishUnload(U, 'a', ua!, false, 7);
+    await unloadOn(s, 'a', 8);
+    await check();
+    await s.forget(U, 'm', 10);
+    await s.applySnapshot(U, { at: 12, startedAt: 11, ok: true, registry: [] });
+    await check();
+    expect((await s.views([U]))[0]!.residentCount).toBe(0);
+  });
+});
+
+describe('redis fleet store across nodes', () => {
+  const prefix = () => `t${randomBytes(4).toString('hex')}:`;
+  const node = (p: string, id: string, ttl = 10_000) => {
+    const s = new RedisFleetStore(redis.config(p, { node_ttl_ms: ttl }), id);
+    open.push(s);
+    return s;
+  };
+
+  it('releases the leases of a node that stopped heartbeating, and only those', async () => {
+    const p = prefix();
+    const a = node(p, 'nodeA', 600);
+    const b = node(p, 'nodeB', 600);
+    await a.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    await a.acquire({ id: 'A1', url: U, adapter: 'x', at: 1 });
+    await b.acquire({ id: 'B1', url: U, adapter: 'x', at: 1 });
+    await a.close(); // node A dies: its heartbeat stops
+    const deadline = Date.now() + 5000;
+    let expired: string[] = [];
+    while (expired.length === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      expired = (await b.expireLeases(2, 600_000)).map((l) => l.id);
+    }
+    expect(expired).toEqual(['A1']);
+    expect((await b.views([U]))[0]!.inFlight).toBe(1); // B's lease stays
+
+    expect(await b.release('B1', 3)).toMatchObject({ adapterIdle: true });
+    expect(await b.inFlightTotal()).toBe(0);
+  });
+
+  it('ends the load lock of a node that stopped, long before the lock itself would expire', async () => {
+    const p = prefix();
+    const a = node(p, 'nodeA', 600);
+    const b = node(p, 'nodeB', 600);
+    await a.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    const dead = await a.beginLoad(U, 'x', 1, LIMIT, 600_000);
+    await a.close();
+    const deadline = Date.now() + 5000;
+    while ((await states2(b)).x === 'loading' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      await b.expireLeases(2, 600_000);
+    }
+    expect(await states2(b)).toEqual({});
+    expect(await b.holds(U, 'x', dead!)).toBe(false);
+    expect(await b.beginLoad(U, 'x', 3, LIMIT, TTL)).not.toBeNull();
+  });
+
+  it('ends a load lock whose holder stalled past its TTL: its fence no longer holds, a new holder takes over', async () => {
+    const p = prefix();
+    const a = node(p, 'nodeA');
+    const b = node(p, 'nodeB');
+    await a.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    const stale = await a.beginLoad(U, 'x', 1, LIMIT, 50);
+    expect(await b.beginLoad(U, 'x', 1, LIMIT, TTL)).toBeNull();
+    await new Promise((r) => setTimeout(r, 80));
+    expect(await a.holds(U, 'x', stale!)).toBe(false);
+    await b.expireLeases(2, 600_000);
+    const fresh = await b.beginLoad(U, 'x', 3, LIMIT, TTL);
+    expect(fresh).toBeGreaterThan(stale!);
+    expect(await a.finishLoad(U, 'x', stale!, true, 4)).toBe(false); // stale authority changes nothing
+    expect(await states2(b)).toEqual({ x: 'loading' });
+    expect(await b.finishLoad(U, 'x', fresh!, true, 5)).toBe(true);
+    expect((await b.events(10)).some((e) => e.op === 'load' && e.detail === 'lock expired')).toBe(true);
+  });
+
+  it("wakes other nodes' waiters when a slot frees up (pub/sub)", async () => {
+    const p = prefix();
+    const a = node(p, 'nodeA');
+    const b = node(p, 'nodeB');
+    let woken = 0;
+    b.onRemoteChange = () => woken++;
+    await a.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    await new Promise((r) => setTimeout(r, 50)); // subscription established
+    const f = await a.beginLoad(U, 'x', 1, LIMIT, TTL);
+    await a.finishLoad(U, 'x', f!, true, 2);
+    const deadline = Date.now() + 2000;
+    while (woken === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(woken).toBeGreaterThan(0);
+  });
+
+  it('applies only the freshest poll when several nodes poll one replica', async () => {
+    const p = prefix();
+    const a = node(p, 'nodeA');
+    const b = node(p, 'nodeB');
+    await a.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    await b.applySnapshot(U, { at: 20, startedAt: 15, ok: true, load: { ...load, waiting: 7 } });
+    await a.applySnapshot(U, { at: 25, startedAt: 10, ok: true, load: { ...load, waiting: 1 } });
+    expect((await a.views([U]))[0]).toMatchObject({ waiting: 7, snapshotAt: 20 });
+  });
+
+  async function states2(s: FleetStore) {
+    return Object.fromEntries((await s.residents(U)).map((r) => [r.name, r.state]));
+  }
+});

@@ -1,0 +1,111 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import type { RedisConfig } from '../../src/config/redis-schema';
+import { waitFor } from './wait';
+
+/**
+ * A real `redis-server` (Debian's package) on a loopback port for one test file: no
+ * persistence, its own directory. `stop` and `start` again keep the port, so a test can take
+ * Redis away mid-run and bring it back.
+ */
+export class RedisServer {
+  private child: ChildProcess | null = null;
+  private readonly dir = mkdtempSync(join(tmpdir(), 'klr-redis-'));
+
+  private constructor(readonly port: number) {}
+
+  static async start(): Promise<RedisServer> {
+    const s = new RedisServer(await freePort());
+    await s.start();
+    return s;
+  }
+
+  async start(): Promise<void> {
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(this.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        this.dir,
+      ],
+      { stdio: 'ignore' },
+    );
+    child.on('error', () => {});
+    this.child = child;
+    await waitFor(() => this.ping(), 10_000, `redis-server on port ${this.port}`);
+  }
+
+  get running(): boolean {
+    return this.child !== null;
+  }
+
+  /** SIGKILL: Redis vanishes as in a crash (connections reset, nothing saved). */
+  async stop(): Promise<void> {
+    const child = this.child;
+    this.child = null;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  async close(): Promise<void> {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** The plugins' `redis` record for this server. */
+  config(prefix: string, extra: Partial<RedisConfig> = {}): RedisConfig {
+    return {
+      host: '127.0.0.1',
+      port: this.port,
+      database: 0,
+      tls: false,
+      prefix,
+      timeout_ms: 200,
+      node_ttl_ms: 10_000,
+      ...extra,
+    };
+  }
+
+  private async ping(): Promise<boolean> {
+    const c = new Redis({
+      port: this.port,
+      host: '127.0.0.1',
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    c.on('error', () => {});
+    try {
+      await c.connect();
+      return (await c.ping()) === 'PONG';
+    } catch {
+      return false;
+    } finally {
+      c.disconnect();
+    }
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}

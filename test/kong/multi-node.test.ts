@@ -1,0 +1,208 @@
+/**
+ * Several Kong nodes sharing fleet state in Redis: three real plugin-server processes, each
+ * driven by its own Kong-side driver, one real redis-server, simulated vLLM replicas on
+ * loopback. What one node decides, the others must respect.
+ */
+import { randomBytes } from 'node:crypto';
+import { LocalGateway } from '../../stack/gateway';
+import { SimFleet } from '../../sim/fleet';
+import type { RedisConfig } from '../../src/config/redis-schema';
+import { RedisServer } from '../helpers/redis';
+import { waitFor } from '../helpers/wait';
+import { KongDriver, PluginServerProcess } from './driver';
+import { BASE, PLUGINS_DIR, vllm } from './world';
+
+interface Node {
+  server: PluginServerProcess;
+  driver: KongDriver;
+  router: LocalGateway;
+  status: LocalGateway;
+}
+
+let redis: RedisServer;
+let nodes: Node[] = [];
+let fleet: SimFleet | undefined;
+
+beforeAll(async () => {
+  redis = await RedisServer.start();
+});
+afterEach(async () => {
+  for (const n of nodes) {
+    n.driver.close();
+    await n.server.stop();
+  }
+  nodes = [];
+  await fleet?.stop();
+  fleet = undefined;
+  // A test that stopped Redis and failed before starting it again.
+  if (!redis.running) await redis.start();
+});
+afterAll(async () => {
+  await redis.close();
+});
+
+/** Starts `n` Kong nodes (one plugin server each) routing to `urls` through one Redis. */
+async function startNodes(
+  n: number,
+  urls: string[],
+  over: Record<string, unknown> = {},
+  redisOver: Partial<RedisConfig> = {},
+): Promise<Node[]> {
+  const shared = redis.config(`mn${randomBytes(4).toString('hex')}:`, redisOver);
+  const routerConfig = {
+    replicas: urls.map((url) => ({ url })),
+    base_model: BASE,
+    adapter_path_template: '/adapters/{name}',
+    max_loaded_adapters: 4,
+    redis: shared,
+    ...over,
+  };
+  const started = await Promise.all(
+    Array.from({ length: n }, async () => {
+      const server = await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR });
+      const driver = new KongDriver(server.socketPath);
+      const router = await LocalGateway.create({
+        driver,
+        plugins: [{ name: 'lora-router', config: routerConfig }],
+        serviceUrl: urls[0]!,
+      });
+      const status = await LocalGateway.create({
+        driver,
+        plugins: [{ name: 'lora-poller', config: { poll_interval_ms: 50, timeout_ms: 500, redis: shared } }],
+        serviceUrl: 'http://127.0.0.1:9',
+      });
+      return { server, driver, router, status };
+    }),
+  );
+  nodes.push(...started);
+  return started;
+}
+
+const body = (model: string, maxTokens: number) =>
+  Buffer.from(JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: maxTokens }));
+
+function chat(node: Node, model: string, maxTokens = 1) {
+  return node.router.handle({
+    path: '/v1/chat/completions',
+    headers: { 'content-type': 'application/json' },
+    body: body(model, maxTokens),
+  });
+}
+
+interface NodeStatus {
+  store: string;
+  inFlight: number;
+  replicas: { url: string; adapters: { name: string; state: string; inFlight: number }[] }[];
+  events: { op: string; detail?: string }[];
+}
+
+async function status(node: Node): Promise<NodeStatus> {
+  const r = await node.status.handle({ method: 'GET', path: '/lora/status' });
+  return JSON.parse(r.body.toString()) as NodeStatus;
+}
+
+function loads(name?: string) {
+  return fleet!.replicas.flatMap((r) =>
+    r.adapterLog().filter((e) => e.op === 'load' && (name === undefined || e.name === name)),
+  );
+}
+
+function unloadsUnderRequests() {
+  return fleet!.replicas.flatMap((r) =>
+    r.adapterLog().filter((e) => e.op === 'unload' && (e.inFlight ?? 0) > 0),
+  );
+}
+
+describe('three Kong nodes sharing one Redis', () => {
+  it('300 concurrent first requests for one cold adapter, spread over three nodes, cause exactly one load', async () => {
+    fleet = await SimFleet.start([vllm(), vllm(), vllm()]);
+    const ns = await startNodes(3, fleet.urls);
+    const rs = await Promise.all(Array.from({ length: 300 }, (_, i) => chat(ns[i % 3]!, 'cold')));
+    expect(rs.map((r) => r.status)).toEqual(Array(300).fill(200));
+    expect(loads('cold')).toHaveLength(1);
+    const replicas = new Set(
+      rs.map((r) => (r.kong.ctxShared.get('lora_router') as { replica: string }).replica),
+    );
+    expect(replicas.size).toBe(1);
+    for (const n of ns) expect((await status(n)).store).toBe('redis');
+    expect((await status(ns[0]!)).inFlight).toBe(0);
+  });
+
+  it("never unloads an adapter in flight on another node: one node's LRU skips it, or waits and answers 503", async () => {
+    // One replica with room for two adapters; 'a' is the least recently used.
+    fleet = await SimFleet.start([vllm({ engine: { loadBaseMs: 200 } })]);
+    const [n0, n1] = await startNodes(2, fleet.urls, { max_loaded_adapters: 2, queue_timeout_ms: 600 });
+    expect((await chat(n0!, 'a')).status).toBe(200);
+    expect((await chat(n0!, 'b')).status).toBe(200);
+    // A long request for 'a' on node 0 (about 2 s of decoding at the simulator's pace).
+    const longA = chat(n0!, 'a', 2000);
+    await waitFor(async () => (await status(n1!)).inFlight === 1, 5000, "node 1 seeing node 0's lease");
+    // Node 1 needs room for 'c': its LRU would pick 'a', which is busy on node 0, so 'b' goes.
+    expect((await chat(n1!, 'c')).status).toBe(200);
+    const unloaded = fleet.replicas[0]!.adapterLog().filter((e) => e.op === 'unload');
+    expect(unloaded.map((e) => e.name)).toEqual(['b']);
+    // Now 'a' (busy on node 0) and 'c' (busy on node 1) fill the replica: 'd' must wait, then 503.
+    const longC = chat(n1!, 'c', 2000);
+    await waitFor(async () => (await status(n0!)).inFlight === 2, 5000, 'both leases visible');
+    const d = await chat(n0!, 'd');
+    expect(d.status).toBe(503);
+    expect(JSON.parse(d.body.toString()).error.code).toBe('adapter_slots_busy');
+    expect((await longA).status).toBe(200);
+    expect((await longC).status).toBe(200);
+    expect(unloadsUnderRequests()).toEqual([]);
+  });
+
+  it('releases the leases of a node killed mid-request by expiry, so the others may unload its adapter', async () => {
+    fleet = await SimFleet.start([vllm({ engine: { loadBaseMs: 200 } })]);
+    const [n0, n1] = await startNodes(
+      2,
+      fleet.urls,
+      { max_loaded_adapters: 1, queue_timeout_ms: 10_000 },
+      { node_ttl_ms: 1000 },
+    );
+    // Node 1 starts a long request for 'a', then dies before its log phase.
+    void chat(n1!, 'a', 5000).catch(() => null);
+    await waitFor(() => fleet!.replicas[0]!.engine.stats().running === 1, 5000, "node 1's request decoding");
+    expect((await status(n0!)).inFlight).toBe(1);
+    await n1!.server.kill();
+    // Node 0 needs the only slot for 'b': it waits while the dead node's lease stands, then loads.
+    const b = await chat(n0!, 'b');
+    expect(b.status).toBe(200);
+    const s = await status(n0!);
+    expect(s.events.some((e) => e.op === 'lease-expired' && /silent/.test(e.detail ?? ''))).toBe(true);
+    expect(loads('b')).toHaveLength(1);
+    expect(s.inFlight).toBe(0);
+  });
+
+  it('keeps serving on local decisions while Redis is down, and shares decisions again when it returns', async () => {
+    fleet = await SimFleet.start([vllm(), vllm()]);
+    const ns = await startNodes(3, fleet.urls);
+    const round = async () => {
+      const rs = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => chat(ns[i % 3]!, ['x', 'y', 'z'][i % 3]!)),
+      );
+      return rs.map((r) => r.status);
+    };
+    expect(await round()).toEqual(Array(30).fill(200));
+    await redis.stop();
+    // Every request still answered, each bounded by one Redis timeout at most.
+    for (let i = 0; i < 3; i++) expect(await round()).toEqual(Array(30).fill(200));
+    for (const n of ns) expect((await status(n)).store).toBe('local');
+    for (const n of ns) {
+      const said = n.server.log.filter((l) => /shared fleet state unavailable/.test(l));
+      expect(said).toHaveLength(1); // logged once, not per request
+    }
+    await redis.start();
+    for (const n of ns) await waitFor(async () => (await status(n)).store === 'redis', 10_000, 'recovery');
+    expect(await round()).toEqual(Array(30).fill(200));
+    // Redis came back empty; the pollers rebuilt residency and no lease leaked anywhere.
+    await waitFor(
+      async () => (await status(ns[0]!)).replicas.some((r) => r.adapters.length > 0),
+      5000,
+      'residency',
+    );
+    for (const n of ns) expect((await status(n)).inFlight).toBe(0);
+    expect(ns.every((n) => n.server.log.some((l) => /shared fleet state is back/.test(l)))).toBe(true);
+    expect(unloadsUnderRequests()).toEqual([]);
+  });
+});
