@@ -54,6 +54,15 @@ export class LocalStack {
       // The same config a Kong user deploys, pointed at the local fleet.
       config.replicas = (config.replicas as { url: string }[]).map((r, i) => ({ ...r, url: fleet.urls[i]! }));
       fleetService.fallbackUrl = fleet.urls[0]!;
+      // One local node keeps fleet state in process: kong.yml's Redis serves several Kong nodes.
+      for (const p of services.flatMap((s) => s.plugins)) {
+        const host = (p.config.redis as { host?: string } | undefined)?.host;
+        if (host === undefined) continue;
+        delete p.config.redis;
+        o.log(
+          `${p.name}: kong.yml shares fleet state in Redis (${host}) for several Kong nodes; this one-node stack keeps it in process`,
+        );
+      }
       const pluginServer = await PluginServerProcess.start({
         pluginsDir: o.pluginsDir ?? join(__dirname, '..', 'plugins'),
         onLog: (line) => o.log(`[plugin-server] ${line}`),

@@ -275,12 +275,14 @@ export class MemoryFleetStore implements FleetStore {
     return state;
   }
 
-  async release(leaseId: string, at: number): Promise<Released | undefined> {
+  async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
     const lease = this.leases.get(leaseId);
     if (!lease) return undefined;
     this.leases.delete(leaseId);
     this.drop(lease);
     if (lease.adapter !== null) await this.touch(lease.url, lease.adapter, at);
+    if (status !== undefined) await this.reportOutcome(lease.url, status < 500, at);
+    if (status === 404 && lease.adapter !== null) await this.forget(lease.url, lease.adapter, at);
     const left =
       lease.adapter === null ? 1 : (this.replicas.get(lease.url)?.inFlightByAdapter.get(lease.adapter) ?? 0);
     return { ...lease, adapterIdle: left === 0 };

@@ -75,8 +75,12 @@ export interface FleetStore {
    * the adapter's residency state at that moment: from then on it cannot be unloaded.
    */
   acquire(lease: Lease): Promise<ResidencyState | undefined>;
-  /** Gives the lease back; returns it the first time, undefined after (release once). */
-  release(leaseId: string, at: number): Promise<Released | undefined>;
+  /**
+   * Gives the lease back; returns it the first time, undefined after (release once). With the
+   * upstream `status`, also records passive health (5xx counts against the replica) and, on
+   * 404, forgets the runtime-loaded adapter there, in the same step.
+   */
+  release(leaseId: string, at: number, status?: number): Promise<Released | undefined>;
   /**
    * Reclaims leases older than `maxAgeMs` (their release never came) and, in a shared store,
    * those of nodes that stopped answering; returns them.

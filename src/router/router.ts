@@ -155,16 +155,13 @@ export class RouterService {
    * routed (Kong replaced it on a config change), and leases live in the runtime.
    */
   static async release(rt: FleetRuntime, leaseId: string, status: number | undefined): Promise<boolean> {
-    const now = rt.clock.now();
-    const lease = await rt.store.release(leaseId, now);
+    // One store call: the release, passive health (5xx: the replica refused, reset or timed
+    // out) and, on 404, forgetting the adapter (the replica restarted or another router
+    // unloaded it) so the next request loads it rather than waiting for the next poll.
+    const lease = await rt.store.release(leaseId, rt.clock.now(), status);
     if (!lease) return false;
     // Its adapter went idle there: it can now make room for a request waiting for a slot.
     if (lease.adapterIdle) rt.manager.roomChanged.notify();
-    // 502/504 from Kong: the replica refused, reset or timed out; any 5xx counts against it.
-    if (status !== undefined) await rt.store.reportOutcome(lease.url, status < 500, now);
-    // The replica no longer has the adapter we sent the request for (it restarted, or another
-    // router unloaded it): forget it now rather than at the next poll, so the next request loads it.
-    if (status === 404 && lease.adapter !== null) await rt.store.forget(lease.url, lease.adapter, now);
     return true;
   }
 

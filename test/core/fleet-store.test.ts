@@ -191,6 +191,21 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.inFlightTotal()).toBe(1);
   });
 
+  it('records the upstream outcome with the release: 5xx counts against the replica, 404 forgets the adapter', async () => {
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, load });
+    await loadOn(s, 'a', 1);
+    for (let i = 0; i < PASSIVE_FAILURE_LIMIT; i++) {
+      await s.acquire({ id: `F${i}`, url: U, adapter: null, at: 2 });
+      await s.release(`F${i}`, 3, 502);
+    }
+    expect((await s.views([U]))[0]!.health).toBe('down');
+    await s.acquire({ id: 'N', url: U, adapter: 'a', at: 4 });
+    await s.release('N', 5, 404);
+    expect(await states(s)).toEqual({});
+    expect(await s.release('N', 6, 404)).toBeUndefined();
+  });
+
   it('reclaims leases older than the maximum age, and only those', async () => {
     const s = await store();
     await s.acquire({ id: 'old', url: U, adapter: 'a', at: 0 });

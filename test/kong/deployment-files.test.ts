@@ -137,6 +137,14 @@ describe('docker/Dockerfile and docker-compose.yml', () => {
       expect(svc.environment.KONG_DECLARATIVE_CONFIG).toBe('/kong/kong.yml');
     }
     expect(compose.services.redis.image).toMatch(/^redis:/);
+    // Both plugins on both nodes share that Redis (the same record, so the same runtime).
+    const ours = parse(read('kong.yml')).services.flatMap((s: any) =>
+      (s.plugins ?? []).filter((p: any) => p.name.startsWith('lora-')),
+    );
+    expect(ours.map((p: any) => p.config.redis)).toEqual([
+      { host: 'redis', port: 6379, timeout_ms: 200 },
+      { host: 'redis', port: 6379, timeout_ms: 200 },
+    ]);
     const fleetCmd: string = compose.services.fleet.command;
     const first = Number(fleetCmd.match(/--port (\d+)/)![1]);
     const n = Number(fleetCmd.match(/--vllm (\d+)/)![1]) + Number(fleetCmd.match(/--llamacpp (\d+)/)![1]);

@@ -252,19 +252,24 @@ export class FailoverFleetStore implements FleetStore {
     return state;
   }
 
-  async release(leaseId: string, at: number): Promise<Released | undefined> {
+  async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
     const m = this.mine.get(leaseId);
     this.mine.delete(leaseId);
-    if (m && !m.shared) return this.local.release(leaseId, at);
-    const released = await this.decide(
-      (s) => s.release(leaseId, at),
+    if (m && !m.shared) return this.local.release(leaseId, at, status);
+    // What the upstream said is an observation: the local store learns it too.
+    if (m && status !== undefined) {
+      await this.local.reportOutcome(m.lease.url, status < 500, at);
+      if (status === 404 && m.lease.adapter !== null)
+        await this.local.forget(m.lease.url, m.lease.adapter, at);
+    }
+    return this.decide(
+      (s) => s.release(leaseId, at, status),
       async () => {
         // Its count stays in the shared store until it returns: replay the release then.
         if (m) this.pendingReleases.add(leaseId);
         return m ? { ...m.lease, adapterIdle: true } : undefined;
       },
     );
-    return released;
   }
 
   async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {

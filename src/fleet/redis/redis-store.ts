@@ -248,8 +248,10 @@ export class RedisFleetStore implements FleetStore {
     return (state as ResidencyState | null) ?? undefined;
   }
 
-  async release(leaseId: string, at: number): Promise<Released | undefined> {
-    const r = (await this.run('release', leaseId, at)) as [string, number] | null;
+  async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
+    const r = (await this.run('release', leaseId, at, status ?? '', PASSIVE_FAILURE_LIMIT)) as
+      | [string, number]
+      | null;
     if (!r) return undefined;
     return { ...leaseOf(r[0]), adapterIdle: r[1] === 1 };
   }

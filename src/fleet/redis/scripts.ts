@@ -68,6 +68,23 @@ local function touch(url, name, at)
     redis.call('HSET', reskey(url), name, cjson.encode(res))
   end
 end
+local function outcome(url, ok, at, limit)
+  local r = rkey(url)
+  if ok then redis.call('HSET', r, 'passive', 0) return end
+  local n = redis.call('HINCRBY', r, 'passive', 1)
+  if n == limit and redis.call('HGET', r, 'health') ~= 'down' then
+    local why = limit .. ' upstream failures in a row'
+    redis.call('HSET', r, 'health', 'down', 'lastError', why)
+    event({at = at, url = url, adapter = '', op = 'replica-down', result = 'error', detail = why})
+  end
+end
+local function forget(url, name, at)
+  local res = getres(url, name)
+  if not res or res.state ~= 'loaded' then return 0 end
+  dropres(url, name)
+  markgone(url, name, at)
+  return 1
+end
 local function droplease(id, lease)
   redis.call('HDEL', P .. 'lease', id)
   redis.call('ZREM', P .. 'lease-at', id)
@@ -177,16 +194,7 @@ return 1`,
 
   /** url, ok '1'|'0', at, failure limit */
   outcome: `
-local url, at, limit = ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[5])
-if not known(url) then return 0 end
-local r = rkey(url)
-if ARGV[3] == '1' then redis.call('HSET', r, 'passive', 0) return 1 end
-local n = redis.call('HINCRBY', r, 'passive', 1)
-if n == limit and redis.call('HGET', r, 'health') ~= 'down' then
-  local why = limit .. ' upstream failures in a row'
-  redis.call('HSET', r, 'health', 'down', 'lastError', why)
-  event({at = at, url = url, adapter = '', op = 'replica-down', result = 'error', detail = why})
-end
+if known(ARGV[2]) then outcome(ARGV[2], ARGV[3] == '1', tonumber(ARGV[4]), tonumber(ARGV[5])) end
 return 1`,
 
   /** url -> {residency hash, busy hash} */
@@ -251,12 +259,7 @@ return 0`,
 
   /** url, adapter, at */
   forget: `
-local url, name = ARGV[2], ARGV[3]
-local res = getres(url, name)
-if not res or res.state ~= 'loaded' then return 0 end
-dropres(url, name)
-markgone(url, name, tonumber(ARGV[4]))
-return 1`,
+return forget(ARGV[2], ARGV[3], tonumber(ARGV[4]))`,
 
   /** url, adapter, at */
   touch: `
@@ -298,9 +301,9 @@ if known(url) then
 end
 return state`,
 
-  /** id, at -> {lease JSON, idle 1|0} or nil (released already) */
+  /** id, at, upstream status ('' none), failure limit -> {lease JSON, idle 1|0} or nil (released already) */
   release: `
-local id, at = ARGV[2], tonumber(ARGV[3])
+local id, at, status = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local raw = redis.call('HGET', P .. 'lease', id)
 if not raw then return false end
 local lease = cjson.decode(raw)
@@ -309,6 +312,10 @@ local idle = 1
 if lease.adapter ~= '' then
   touch(lease.url, lease.adapter, at)
   if tonumber(redis.call('HGET', busykey(lease.url), lease.adapter) or '0') > 0 then idle = 0 end
+end
+if status and known(lease.url) then
+  outcome(lease.url, status < 500, at, tonumber(ARGV[5]))
+  if status == 404 and lease.adapter ~= '' then forget(lease.url, lease.adapter, at) end
 end
 return {raw, idle}`,
 
