@@ -55,7 +55,7 @@ export function loraRouterNodes(
           store,
           api: fleet,
           log: silentLogger,
-          seed: seed * 31 + i,
+          seed: i === 0 ? seed : seed * 31 + i,
           poller: { intervalMs: 500, timeoutMs: 1000 },
         });
         return { rt, svc: new RouterService(config, rt) };

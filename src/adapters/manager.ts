@@ -146,6 +146,8 @@ export class AdapterManager {
    */
   overlayClaims(views: ReplicaView[], adapter: string): void {
     if (this.claims.size === 0) return;
+    // Placed elsewhere in the shared store: a claim of ours for it is a loser about to step back.
+    const placedInStore = views.some((v) => v.adapter?.placed);
     for (const v of views) {
       const pending = this.claims.get(v.url);
       if (!pending) continue;
@@ -154,8 +156,10 @@ export class AdapterManager {
           name === adapter ? v.adapter !== undefined : v.residents?.some((r) => r.name === name);
         // Without the residents list only the requested adapter's own claim can be placed.
         if (inStore || (name !== adapter && !v.residents)) continue;
+        if (name === adapter && placedInStore) continue;
         v.residentCount++;
-        if (name === adapter) v.adapter = { state: 'loading', lastUsed: this.clock.now(), inFlight: 0 };
+        if (name === adapter)
+          v.adapter = { state: 'loading', lastUsed: this.clock.now(), inFlight: 0, claimed: true };
       }
     }
   }

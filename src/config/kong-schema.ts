@@ -23,6 +23,10 @@ export interface FieldDef {
   fields?: SchemaFields;
   keys?: FieldDef;
   values?: FieldDef;
+  /** Kong resolves `{vault://...}` references in this field before the plugin sees it. */
+  referenceable?: boolean;
+  /** Kong encrypts this field at rest when a keyring is configured. */
+  encrypted?: boolean;
   /** For the README's configuration table; stripped from the exported Schema (older Kong refuses it). */
   description?: string;
 }

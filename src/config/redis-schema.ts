@@ -12,8 +12,15 @@ export const redisField: FieldDef = {
   fields: [
     { host: { type: 'string', description: 'Redis host; unset keeps state in process.' } },
     { port: { type: 'integer', default: 6379, between: [1, 65535] } },
-    { username: { type: 'string', description: 'ACL user (Redis 6+).' } },
-    { password: { type: 'string' } },
+    { username: { type: 'string', referenceable: true, description: 'ACL user (Redis 6+).' } },
+    {
+      password: {
+        type: 'string',
+        referenceable: true,
+        encrypted: true,
+        description: 'A `{vault://...}` reference keeps it out of the declarative config.',
+      },
+    },
     { database: { type: 'integer', default: 0, between: [0, 15] } },
     { tls: { type: 'boolean', default: false } },
     {

@@ -68,6 +68,8 @@ export interface AdapterPresence {
   llamaId?: number;
   /** Not resident yet: a router sharing the store placed it here and is about to load it. */
   placed?: boolean;
+  /** Not resident yet: a request of this process decided to load it here (not yet in the store). */
+  claimed?: boolean;
 }
 
 /**

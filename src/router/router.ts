@@ -190,6 +190,11 @@ export class RouterService {
     // Decayed frequencies are read only by `eviction: value`.
     if (adapter && this.config.eviction === 'value') this.rt.adapterStats.observe(adapter.name, ctx.now);
     let views = await this.rt.store.views(this.urls, adapter, withResidents);
+    if (views.length < this.urls.length) {
+      // A shared store lost our replicas (Redis restarted empty or was flushed): register again.
+      await Promise.all(this.specs.map((s) => this.rt.store.upsertReplica(s)));
+      views = await this.rt.store.views(this.urls, adapter, withResidents);
+    }
     views = await this.refreshIfStale(views, adapter, withResidents);
     if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
       throw errors.modelNotFound(resolved.adapter.name);
@@ -201,13 +206,19 @@ export class RouterService {
     for (;;) {
       ctx.now = this.rt.clock.now();
       if (withResidents) this.weighVictims(ctx, views);
-      // From here to the placement claim nothing awaits: the next request sees this one's placement.
+      // From here to the claim nothing awaits: the next request sees this one's placement.
       if (adapter) this.rt.manager.overlayClaims(views, adapter.name);
       const decision = this.pipeline.schedule({ kind: resolved.kind, adapter, prompt }, views, ctx);
       if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
+      const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
+      // A holder only by placement (nobody is loading it there yet) needs the shared placement
+      // too: another node may have placed the adapter elsewhere meanwhile.
+      const presence = decision.replica.adapter;
       const claim =
-        resolved.kind === 'on-demand' && !decision.replica.holder ? resolved.adapter.name : undefined;
-      if (claim && weighsVictims && !withResidents) {
+        cold || (resolved.kind === 'on-demand' && (presence?.placed || presence?.claimed))
+          ? resolved.adapter.name
+          : undefined;
+      if (cold && weighsVictims && !withResidents) {
         withResidents = true;
         views = await this.rt.store.views(this.urls, adapter, true);
         continue;
@@ -215,7 +226,7 @@ export class RouterService {
       // No replica can start the load now (every adapter busy everywhere): wait for room
       // anywhere, rather than queue behind one replica's busy adapters.
       if (
-        claim &&
+        cold &&
         withResidents &&
         this.config.room_wait === 'anywhere' &&
         loadCost(decision.replica, ctx) === undefined &&
@@ -227,17 +238,19 @@ export class RouterService {
       }
       const url = decision.replica.url;
       if (claim) {
+        this.rt.manager.claim(url, claim);
         // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
-        // or each loads it on the replica it picked.
-        const seen = views.find((v) => v.adapter?.placed)?.url;
+        // or each loads it on the replica it picked. Choosing a non-holder over a placement it
+        // saw spreads the adapter on purpose (the placed replica is saturated).
+        const seen = cold ? views.find((v) => v.adapter?.placed)?.url : undefined;
         const ttl = this.config.queue_timeout_ms + this.config.load_timeout_ms;
         const placedOn = await this.rt.store.claimPlacement(claim, url, seen, ctx.now, ttl);
         if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
           // Placed elsewhere first: decide again with that placement in view.
+          this.rt.manager.unclaim(url, claim);
           views = await this.rt.store.views(this.urls, adapter, withResidents);
           continue;
         }
-        this.rt.manager.claim(url, claim);
       }
       try {
         return await this.admit(decision, resolved, parsed.json, ctx.victimCost);

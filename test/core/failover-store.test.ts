@@ -1,0 +1,76 @@
+import { randomBytes } from 'node:crypto';
+import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
+import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import type { Logger } from '../../src/log';
+import { RedisServer } from '../helpers/redis';
+import { waitFor } from '../helpers/wait';
+
+const U = 'http://10.0.0.1:8000';
+const load = { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 };
+
+let redis: RedisServer;
+beforeAll(async () => {
+  redis = await RedisServer.start();
+});
+afterAll(async () => {
+  await redis.close();
+});
+
+function collect(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  return {
+    lines,
+    info: (m) => lines.push(`info: ${m}`),
+    warn: (m) => lines.push(`warn: ${m}`),
+    error: (m) => lines.push(`error: ${m}`),
+  };
+}
+
+describe('FailoverFleetStore over a real redis-server', () => {
+  it('decides locally while Redis is gone (no unloads), then hands its leases back and shares again', async () => {
+    const log = collect();
+    const shared = new RedisFleetStore(redis.config(`f${randomBytes(4).toString('hex')}:`), 'n1');
+    const s = new FailoverFleetStore(shared, log, { probeMs: 50, logEveryMs: 60_000 });
+    try {
+      await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+      const snapshot = (at: number) => ({
+        at,
+        ok: true,
+        load,
+        registry: [{ name: 'a', path: '/adapters/a' }],
+        managed: () => true,
+      });
+      await s.applySnapshot(U, snapshot(1));
+      expect(s.mode()).toBe('redis');
+      expect(await s.acquire({ id: 'L1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
+
+      await redis.stop();
+      // The first call after Redis went away fails within its timeout and degrades the node.
+      expect(await s.acquire({ id: 'L2', url: U, adapter: 'a', at: 3 })).toBe('loaded');
+      expect(s.mode()).toBe('local');
+      // Alone, it cannot see the other nodes' requests: nothing is unloaded.
+      expect(await s.beginUnload(U, 'a', 4, 60_000)).toBeNull();
+      // It still loads into a free slot, on its local state (kept warm by the polls).
+      const f = await s.beginLoad(U, 'b', 4, 4, 60_000);
+      expect(f).not.toBeNull();
+      expect(await s.finishLoad(U, 'b', f!, true, 5)).toBe(true);
+      await s.applySnapshot(U, snapshot(6));
+      expect((await s.views([U], { name: 'a' }))[0]).toMatchObject({ health: 'up', inFlight: 1 });
+      // A shared lease released while Redis is away is replayed later, not lost.
+      expect(await s.release('L1', 7, 200)).toMatchObject({ id: 'L1', adapter: 'a' });
+      expect(log.lines.filter((l) => l.startsWith('error:'))).toHaveLength(1);
+
+      await redis.start(); // empty: nothing was persisted
+      await waitFor(() => s.mode() === 'redis', 10_000, 'recovery');
+      expect(log.lines.some((l) => /shared fleet state is back/.test(l))).toBe(true);
+      // The replica is registered again and the open local lease now counts in Redis.
+      expect(await shared.replicaSpecs()).toEqual([{ url: U, backend: 'vllm', priority: 0 }]);
+      expect(await shared.inFlightTotal()).toBe(1);
+      expect(await s.release('L2', 8, 200)).toMatchObject({ id: 'L2' });
+      expect(await shared.inFlightTotal()).toBe(0);
+      expect(await s.inFlightTotal()).toBe(0);
+    } finally {
+      await s.close();
+    }
+  });
+});
