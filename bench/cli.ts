@@ -524,7 +524,7 @@ function nodesSection(
     '',
     `- Goal: loads with three nodes within 5% of one node — ${met ? '**met**' : '**missed**'}: ${ratios.map((r) => `${r.toFixed(3)}×`).join(', ')}.`,
     '',
-    `Per-request cost of Redis, measured through the real plugin server against a real redis-server on loopback (1 KB body, adapter resident, ${cost.iterations.toLocaleString('en-US')} requests each, interleaved): access + log median ${f(cost.redis.p50)} with Redis vs ${f(cost.memory.p50)} in process (${f(cost.redis.p50 - cost.memory.p50)} more, ${(cost.redis.p50 / cost.memory.p50).toFixed(2)}×), p99 ${f(cost.redis.p99)} vs ${f(cost.memory.p99)}; the no-op plugin takes ${f(cost.noop.p50)}. A resident adapter's request makes three Redis calls (views, lease, release), each one Lua script.`,
+    `Per-request cost of Redis, measured through the real plugin server against a real redis-server on loopback (1 KB body, adapter resident, ${cost.iterations.toLocaleString('en-US')} requests each, interleaved): access + log median ${f(cost.redis.p50)} with Redis vs ${f(cost.memory.p50)} in process (${f(cost.redis.p50 - cost.memory.p50)} more, ${(cost.redis.p50 / cost.memory.p50).toFixed(2)}×), p99 ${f(cost.redis.p99)} vs ${f(cost.memory.p99)}; the no-op plugin takes ${f(cost.noop.p50)}. The access phase alone, which the client waits for (Kong runs the log phase after the response), takes ${f(cost.redis.accessP50)} vs ${f(cost.memory.accessP50)} (${f(cost.redis.accessP50 - cost.memory.accessP50)} more). A resident adapter's request makes three Redis calls, each one Lua script: two in access (views, lease), one in log (release).`,
     '',
   ];
 }

@@ -83,5 +83,16 @@ export class RouterMetrics {
       'Age of the last successful poll of each replica (-1: never).',
       (r) => (r.snapshotAt === null ? -1 : (clock.now() - r.snapshotAt) / 1000),
     );
+    if (store.mode) {
+      const mode = store.mode.bind(store);
+      new Gauge({
+        name: 'lora_router_shared_state_up',
+        help: '1 while decisions are shared in Redis; 0 while this node decides alone (Redis unreachable).',
+        registers,
+        collect() {
+          this.set(mode() === 'redis' ? 1 : 0);
+        },
+      });
+    }
   }
 }

@@ -101,6 +101,12 @@ async function status(node: Node): Promise<NodeStatus> {
   return JSON.parse(r.body.toString()) as NodeStatus;
 }
 
+/** `lora_router_shared_state_up` from the node's Prometheus route. */
+async function sharedStateUp(node: Node): Promise<number> {
+  const r = await node.status.handle({ method: 'GET', path: '/lora/metrics' });
+  return Number(/^lora_router_shared_state_up (\S+)$/m.exec(r.body.toString())![1]);
+}
+
 function loads(name?: string) {
   return fleet!.replicas.flatMap((r) =>
     r.adapterLog().filter((e) => e.op === 'load' && (name === undefined || e.name === name)),
@@ -188,12 +194,14 @@ describe('three Kong nodes sharing one Redis', () => {
     // Every request still answered, each bounded by one Redis timeout at most.
     for (let i = 0; i < 3; i++) expect(await round()).toEqual(Array(30).fill(200));
     for (const n of ns) expect((await status(n)).store).toBe('local');
+    expect(await sharedStateUp(ns[0]!)).toBe(0);
     for (const n of ns) {
       const said = n.server.log.filter((l) => /shared fleet state unavailable/.test(l));
       expect(said).toHaveLength(1); // logged once, not per request
     }
     await redis.start();
     for (const n of ns) await waitFor(async () => (await status(n)).store === 'redis', 10_000, 'recovery');
+    expect(await sharedStateUp(ns[0]!)).toBe(1);
     expect(await round()).toEqual(Array(30).fill(200));
     // Redis came back empty; the pollers rebuilt residency and no lease leaked anywhere.
     await waitFor(
