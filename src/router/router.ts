@@ -4,6 +4,7 @@ import { ROOM_FALLBACK_MS, type AdapterPolicy, type EnsureOutcome } from '../ada
 import { sleep } from '../clock';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
+import { isSaturated } from '../fleet/saturation';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
 import type { FleetRuntime } from '../runtime';
 import { SchedulingPipeline } from '../scheduler/pipeline';
@@ -203,12 +204,16 @@ export class RouterService {
     // Only the prefix scorer reads the prompt.
     const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
     let placementRounds = 0;
+    /** Another router's placement of this cold adapter, once a claim lost to it: follow it. */
+    let follow: string | undefined;
     for (;;) {
       ctx.now = this.rt.clock.now();
       if (withResidents) this.weighVictims(ctx, views);
       // From here to the claim nothing awaits: the next request sees this one's placement.
       if (adapter) this.rt.manager.overlayClaims(views, adapter.name);
-      const decision = this.pipeline.schedule({ kind: resolved.kind, adapter, prompt }, views, ctx);
+      const followed = follow === undefined ? [] : views.filter((v) => v.url === follow);
+      const candidates = followed.length > 0 ? followed : views;
+      const decision = this.pipeline.schedule({ kind: resolved.kind, adapter, prompt }, candidates, ctx);
       if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
       const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
       // A holder only by placement (nobody is loading it there yet) needs the shared placement
@@ -240,14 +245,19 @@ export class RouterService {
       if (claim) {
         this.rt.manager.claim(url, claim);
         // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
-        // or each loads it on the replica it picked. Choosing a non-holder over a placement it
-        // saw spreads the adapter on purpose (the placed replica is saturated).
-        const seen = cold ? views.find((v) => v.adapter?.placed)?.url : undefined;
+        // or each loads it on the replica it picked.
         const ttl = this.config.queue_timeout_ms + this.config.load_timeout_ms;
-        const placedOn = await this.rt.store.claimPlacement(claim, url, seen, ctx.now, ttl);
+        const placedOn = await this.rt.store.claimPlacement(
+          claim,
+          url,
+          this.spreading(cold, views),
+          ctx.now,
+          ttl,
+        );
         if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
-          // Placed elsewhere first: decide again with that placement in view.
+          // Placed elsewhere first: go there too (if it is one of ours), with fresh views.
           this.rt.manager.unclaim(url, claim);
+          if (this.urls.includes(placedOn)) follow = placedOn;
           views = await this.rt.store.views(this.urls, adapter, withResidents);
           continue;
         }
@@ -263,6 +273,19 @@ export class RouterService {
         }
       }
     }
+  }
+
+  /**
+   * The placement a cold decision overrides on purpose: the adapter's placed replica is up,
+   * fresh and saturated, so the rule spreads the adapter to a second replica. A placed replica
+   * this router merely cannot judge (no fresh poll yet) is followed, not overridden.
+   */
+  private spreading(cold: boolean, views: ReplicaView[]): string | undefined {
+    if (!cold) return undefined;
+    const placed = views.find((v) => v.adapter?.placed);
+    if (!placed || placed.health !== 'up' || placed.snapshotAt === null) return undefined;
+    if (this.rt.clock.now() - placed.snapshotAt > this.config.stale_after_ms) return undefined;
+    return isSaturated(placed, this.policy.saturation) ? placed.url : undefined;
   }
 
   /** Takes the lease, makes sure the adapter is there, and shapes the proxied request. */

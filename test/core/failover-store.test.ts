@@ -73,4 +73,28 @@ describe('FailoverFleetStore over a real redis-server', () => {
       await s.close();
     }
   });
+  it('treats a Redis that hangs like one that is gone: each call bounded by the timeout, then local until it answers', async () => {
+    const log = collect();
+    const shared = new RedisFleetStore(redis.config(`h${randomBytes(4).toString('hex')}:`), 'n2');
+    const s = new FailoverFleetStore(shared, log, { probeMs: 50, logEveryMs: 60_000 });
+    try {
+      await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+      expect(await s.acquire({ id: 'H1', url: U, adapter: null, at: 1 })).toBeUndefined();
+      redis.pause();
+      try {
+        // The call does not wait for Redis to answer: it times out and this node decides alone.
+        expect(await s.views([U])).toHaveLength(1);
+        expect(s.mode()).toBe('local');
+        expect(log.lines.filter((l) => /unavailable/.test(l))).toHaveLength(1);
+        expect((await s.views([U]))[0]!.url).toBe(U);
+      } finally {
+        redis.resume();
+      }
+      await waitFor(() => s.mode() === 'redis', 10_000, 'recovery');
+      expect(await s.release('H1', 2, 200)).toMatchObject({ id: 'H1' });
+      expect(await shared.inFlightTotal()).toBe(0);
+    } finally {
+      await s.close();
+    }
+  });
 });

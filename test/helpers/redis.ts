@@ -50,6 +50,15 @@ export class RedisServer {
     return this.child !== null;
   }
 
+  /** SIGSTOP: Redis hangs (connections stay open, nothing answers) until `resume`. */
+  pause(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   /** SIGKILL: Redis vanishes as in a crash (connections reset, nothing saved). */
   async stop(): Promise<void> {
     const child = this.child;

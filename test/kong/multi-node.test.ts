@@ -137,7 +137,7 @@ describe('three Kong nodes sharing one Redis', () => {
   it("never unloads an adapter in flight on another node: one node's LRU skips it, or waits and answers 503", async () => {
     // One replica with room for two adapters; 'a' is the least recently used.
     fleet = await SimFleet.start([vllm({ engine: { loadBaseMs: 200 } })]);
-    const [n0, n1] = await startNodes(2, fleet.urls, { max_loaded_adapters: 2, queue_timeout_ms: 600 });
+    const [n0, n1] = await startNodes(3, fleet.urls, { max_loaded_adapters: 2, queue_timeout_ms: 600 });
     expect((await chat(n0!, 'a')).status).toBe(200);
     expect((await chat(n0!, 'b')).status).toBe(200);
     // A long request for 'a' on node 0 (about 2 s of decoding at the simulator's pace).
@@ -161,7 +161,7 @@ describe('three Kong nodes sharing one Redis', () => {
   it('releases the leases of a node killed mid-request by expiry, so the others may unload its adapter', async () => {
     fleet = await SimFleet.start([vllm({ engine: { loadBaseMs: 200 } })]);
     const [n0, n1] = await startNodes(
-      2,
+      3,
       fleet.urls,
       { max_loaded_adapters: 1, queue_timeout_ms: 10_000 },
       { node_ttl_ms: 1000 },
