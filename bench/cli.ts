@@ -488,27 +488,20 @@ function nodesSection(
 ): string[] {
   const ratios = runs.map((r) => r.three.loads / r.one.loads);
   const met = ratios.every((r) => Math.abs(r - 1) <= 0.05);
+  const cols: [keyof PolicyResult, (v: number) => string][] = [
+    ['loads', fmtNum],
+    ['ttftP50', ms],
+    ['ttftP99Served', ms],
+    ['errors', fmtNum],
+    ['busyUnloads', fmtNum],
+  ];
   const row = (name: string, pick: (r: { one: PolicyResult; three: PolicyResult }) => PolicyResult) => [
     name,
-    spread(
-      runs.map((r) => pick(r).loads),
-      fmtNum,
-    ),
-    spread(
-      runs.map((r) => pick(r).ttftP50),
-      ms,
-    ),
-    spread(
-      runs.map((r) => pick(r).ttftP99Served),
-      ms,
-    ),
-    spread(
-      runs.map((r) => pick(r).errors),
-      fmtNum,
-    ),
-    spread(
-      runs.map((r) => pick(r).busyUnloads),
-      fmtNum,
+    ...cols.map(([key, fmt]) =>
+      spread(
+        runs.map((r) => pick(r)[key] as number),
+        fmt,
+      ),
     ),
   ];
   const f = (x: number) => `${x.toFixed(3)} ms`;

@@ -43,17 +43,8 @@ export async function measureOverhead(
   iterations: Record<string, number>,
   log: (s: string) => void,
 ): Promise<OverheadRow[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-plugins-'));
-  symlinkSync(join(DIST, 'plugins', 'lora-router.js'), join(dir, 'lora-router.js'));
-  symlinkSync(join(DIST, 'plugins', 'lora-poller.js'), join(dir, 'lora-poller.js'));
-  symlinkSync(join(DIST, 'bench', 'noop-plugin.js'), join(dir, 'lora-noop.js'));
-  const fleet = await SimFleet.start([
-    { staticAdapters: [{ name: 'bench-adapter', path: '/adapters/bench-adapter' }] },
-  ]);
-  const server = await PluginServerProcess.start({ pluginsDir: dir });
-  const driver = new KongDriver(server.socketPath);
+  const { fleet, driver, url, close } = await benchBed();
   try {
-    const url = new URL(fleet.urls[0]!);
     const poller = await driver.startInstance('lora-poller', { poll_interval_ms: 200 });
     void poller;
     const router = await driver.startInstance('lora-router', {
@@ -125,10 +116,7 @@ export async function measureOverhead(
     }
     return rows;
   } finally {
-    driver.close();
-    await server.stop();
-    await fleet.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await close();
   }
 }
 
@@ -152,17 +140,9 @@ export interface RedisCost {
  * one plugin server, with the no-op plugin as the floor.
  */
 export async function measureRedisCost(iterations: number, log: (s: string) => void): Promise<RedisCost> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-plugins-'));
-  symlinkSync(join(DIST, 'plugins', 'lora-router.js'), join(dir, 'lora-router.js'));
-  symlinkSync(join(DIST, 'bench', 'noop-plugin.js'), join(dir, 'lora-noop.js'));
   const redis = await RedisServer.start();
-  const fleet = await SimFleet.start([
-    { staticAdapters: [{ name: 'bench-adapter', path: '/adapters/bench-adapter' }] },
-  ]);
-  const server = await PluginServerProcess.start({ pluginsDir: dir });
-  const driver = new KongDriver(server.socketPath);
+  const { fleet, driver, url, close } = await benchBed();
   try {
-    const url = new URL(fleet.urls[0]!);
     const config = { replicas: [{ url: fleet.urls[0] }], base_model: 'base', max_loaded_adapters: 4 };
     const memory = await driver.startInstance('lora-router', config);
     const shared = await driver.startInstance('lora-router', {
@@ -203,12 +183,32 @@ export async function measureRedisCost(iterations: number, log: (s: string) => v
     );
     return r;
   } finally {
+    await close();
+    await redis.close();
+  }
+}
+
+/**
+ * One replica holding the benchmark's adapter from start, and a real plugin server loading our
+ * two plugins and the no-op plugin (`lora-noop`) from a directory of links to the build.
+ */
+async function benchBed() {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-plugins-'));
+  symlinkSync(join(DIST, 'plugins', 'lora-router.js'), join(dir, 'lora-router.js'));
+  symlinkSync(join(DIST, 'plugins', 'lora-poller.js'), join(dir, 'lora-poller.js'));
+  symlinkSync(join(DIST, 'bench', 'noop-plugin.js'), join(dir, 'lora-noop.js'));
+  const fleet = await SimFleet.start([
+    { staticAdapters: [{ name: 'bench-adapter', path: '/adapters/bench-adapter' }] },
+  ]);
+  const server = await PluginServerProcess.start({ pluginsDir: dir });
+  const driver = new KongDriver(server.socketPath);
+  const close = async () => {
     driver.close();
     await server.stop();
     await fleet.stop();
-    await redis.close();
     rmSync(dir, { recursive: true, force: true });
-  }
+  };
+  return { fleet, driver, url: new URL(fleet.urls[0]!), close };
 }
 
 function chatBody(bytes: number): Buffer {
