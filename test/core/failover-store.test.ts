@@ -66,8 +66,10 @@ describe('FailoverFleetStore over a real redis-server', () => {
       // The replica is registered again and the open local lease now counts in Redis.
       expect(await shared.replicaSpecs()).toEqual([{ url: U, backend: 'vllm', priority: 0 }]);
       expect(await shared.inFlightTotal()).toBe(1);
+      expect((await shared.views([U]))[0]!.inFlight).toBe(1);
       expect(await s.release('L2', 8, 200)).toMatchObject({ id: 'L2' });
       expect(await shared.inFlightTotal()).toBe(0);
+      expect((await shared.views([U]))[0]!.inFlight).toBe(0);
       expect(await s.inFlightTotal()).toBe(0);
     } finally {
       await s.close();

@@ -98,9 +98,14 @@ export class FailoverFleetStore implements FleetStore {
     this.probeTimer.unref();
   }
 
+  private probing = false;
+
   private async probe(): Promise<void> {
+    if (this.probing) return;
+    this.probing = true;
     try {
       await this.shared.ping();
+      await this.recover();
     } catch (err) {
       const now = Date.now();
       if (now - this.lastLog >= this.options.logEveryMs) {
@@ -109,14 +114,16 @@ export class FailoverFleetStore implements FleetStore {
           `shared fleet state still unavailable after ${Math.round((now - this.degradedSince!) / 1000)} s: ${(err as Error).message}`,
         );
       }
-      return;
+    } finally {
+      this.probing = false;
     }
-    await this.recover();
   }
 
   /** Hands this node's local leases and missed releases to the shared store, then decides there again. */
   private async recover(): Promise<void> {
     try {
+      // First the replicas (Redis may have come back empty): leases count only against known ones.
+      for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
       for (const id of [...this.pendingReleases]) {
         await this.shared.release(id, Date.now());
         this.pendingReleases.delete(id);
@@ -132,8 +139,6 @@ export class FailoverFleetStore implements FleetStore {
         m.shared = true;
         await this.local.release(id, Date.now());
       }
-      // Local replicas may be unknown there (registered while it was down).
-      for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
     } catch {
       return; // Not back yet: the next probe tries again.
     }

@@ -52,6 +52,8 @@ export class RedisFleetStore implements FleetStore {
   private readonly subscriber: Redis;
   private readonly prefix: string;
   private heartbeatTimer: NodeJS.Timeout | null = null;
+  /** The wait for a connection in progress, shared by every call made meanwhile. */
+  private ready: Promise<void> | null = null;
   onRemoteChange: (() => void) | null = null;
 
   constructor(
@@ -81,14 +83,17 @@ export class RedisFleetStore implements FleetStore {
   }
 
   private async run(name: ScriptName, ...args: (string | number)[]): Promise<Reply> {
-    if (this.client.status !== 'ready') await this.connected();
-    const scripts = this.client as unknown as Record<string, (...a: (string | number)[]) => Promise<Reply>>;
-    return scripts[name]!.call(this.client, this.prefix, ...args);
+    const client = await this.connection();
+    const scripts = client as unknown as Record<string, (...a: (string | number)[]) => Promise<Reply>>;
+    return scripts[name]!.call(client, this.prefix, ...args);
   }
 
-  private ready: Promise<void> | null = null;
+  /** The client once connected, waiting up to the timeout (calls do not queue while disconnected). */
+  private async connection(): Promise<Redis> {
+    if (this.client.status !== 'ready') await this.connected();
+    return this.client;
+  }
 
-  /** Waits for the connection up to the timeout (calls do not queue while disconnected). */
   private connected(): Promise<void> {
     this.ready ??= new Promise<void>((resolve, reject) => {
       const done = (err?: Error) => {
@@ -118,8 +123,7 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async replicaSpecs(): Promise<ReplicaSpec[]> {
-    if (this.client.status !== 'ready') await this.connected();
-    const all = await this.client.hgetall(`${this.prefix}spec`);
+    const all = await (await this.connection()).hgetall(`${this.prefix}spec`);
     return Object.values(all).map((s) => JSON.parse(s) as ReplicaSpec);
   }
 
@@ -262,8 +266,7 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async inFlightTotal(): Promise<number> {
-    if (this.client.status !== 'ready') await this.connected();
-    return this.client.hlen(`${this.prefix}lease`);
+    return (await this.connection()).hlen(`${this.prefix}lease`);
   }
 
   async pushEvent(e: FleetEvent): Promise<void> {
@@ -271,8 +274,7 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async events(limit: number): Promise<FleetEvent[]> {
-    if (this.client.status !== 'ready') await this.connected();
-    const raws = await this.client.lrange(`${this.prefix}events`, 0, limit - 1);
+    const raws = await (await this.connection()).lrange(`${this.prefix}events`, 0, limit - 1);
     return raws.reverse().map((r) => JSON.parse(r) as FleetEvent);
   }
 
@@ -288,8 +290,7 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async ping(): Promise<string> {
-    if (this.client.status !== 'ready') await this.connected();
-    return this.client.ping();
+    return (await this.connection()).ping();
   }
 
   mode(): 'redis' {

@@ -8,7 +8,7 @@
  *   P res:<url>       hash adapter -> residency JSON {state, since, lastUsed, fence?}
  *   P busy:<url>      hash adapter -> in-flight count
  *   P gone:<url>      zset adapter -> when it was unloaded or forgotten (bounded)
- *   P lease           hash lease id -> {id, url, adapter, at, node}; P lease-at zset id -> at
+ *   P lease           hash lease id -> {id, url, adapter, at, node, c: counted in inFlight}; P lease-at zset id -> at
  *   P nl:<node>       set of a node's lease ids; P nodes zset node -> last heartbeat (Redis time)
  *   P fence           counter; P lock hash fence -> [url, adapter]; P lock-until zset fence -> expiry
  *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
@@ -89,7 +89,8 @@ local function droplease(id, lease)
   redis.call('HDEL', P .. 'lease', id)
   redis.call('ZREM', P .. 'lease-at', id)
   redis.call('SREM', P .. 'nl:' .. lease.node, id)
-  if not known(lease.url) then return end
+  -- Only what acquire counted (its replica was registered then) is uncounted.
+  if lease.c ~= 1 then return end
   redis.call('HINCRBY', rkey(lease.url), 'inFlight', -1)
   if lease.adapter ~= '' then
     if redis.call('HINCRBY', busykey(lease.url), lease.adapter, -1) <= 0 then
@@ -292,13 +293,16 @@ if name ~= '' then
   if res then state = res.state end
 end
 if redis.call('HEXISTS', P .. 'lease', id) == 1 then return state end
-redis.call('HSET', P .. 'lease', id, cjson.encode({id = id, url = url, adapter = name, at = at, node = node}))
-redis.call('ZADD', P .. 'lease-at', at, id)
-redis.call('SADD', P .. 'nl:' .. node, id)
+local counted = 0
 if known(url) then
+  counted = 1
   redis.call('HINCRBY', rkey(url), 'inFlight', 1)
   if name ~= '' then redis.call('HINCRBY', busykey(url), name, 1) end
 end
+redis.call('HSET', P .. 'lease', id,
+  cjson.encode({id = id, url = url, adapter = name, at = at, node = node, c = counted}))
+redis.call('ZADD', P .. 'lease-at', at, id)
+redis.call('SADD', P .. 'nl:' .. node, id)
 return state`,
 
   /** id, at, upstream status ('' none), failure limit -> {lease JSON, idle 1|0} or nil (released already) */
