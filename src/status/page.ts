@@ -44,7 +44,7 @@ const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&l
 function render(s) {
   const names = [...new Set(s.replicas.flatMap((r) => r.adapters.map((a) => a.name).concat(r.llamaAdapters.map((a) => a.path))))].sort();
   document.getElementById('summary').textContent =
-    s.replicas.length + ' replicas · ' + names.length + ' adapters resident · ' + s.inFlight + ' requests in flight · ' + s.poller.polls + ' polls (' + s.poller.errors + ' failed)';
+    s.replicas.length + ' replicas · ' + names.length + ' adapters resident · ' + s.inFlight + ' requests in flight · ' + s.poller.polls + ' polls (' + s.poller.errors + ' failed)' + (s.store === 'memory' ? '' : s.store === 'redis' ? ' · state shared in Redis' : ' · Redis unreachable: this node decides alone');
   let h = '<tr><th class="replica">replica</th><th>saturation</th><th>waiting / running</th>' + names.map((n) => '<th>' + esc(n) + '</th>').join('') + '</tr>';
   for (const r of s.replicas) {
     const by = Object.fromEntries(r.adapters.map((a) => [a.name, a]));
