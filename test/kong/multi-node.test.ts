@@ -180,6 +180,39 @@ describe('three Kong nodes sharing one Redis', () => {
     expect(s.inFlight).toBe(0);
   });
 
+  it('under mixed load with evictions on every node, loses no in-flight count and unloads nothing in flight', async () => {
+    // 2 replicas x 2 slots, 8 adapters: most requests need a load, so every node evicts.
+    fleet = await SimFleet.start([vllm(), vllm()]);
+    const ns = await startNodes(3, fleet.urls, { max_loaded_adapters: 2, queue_timeout_ms: 2000 });
+    const names = Array.from({ length: 8 }, (_, i) => `mix-${i}`);
+    let next = 0;
+    const statuses: number[] = [];
+    // 600 requests, 24 at a time, dealt over the nodes.
+    await Promise.all(
+      Array.from({ length: 24 }, async () => {
+        for (let i = next++; i < 600; i = next++) {
+          const r = await chat(ns[i % 3]!, names[(i * 7) % names.length]!, 1 + (i % 5));
+          statuses.push(r.status);
+        }
+      }),
+    );
+    expect(statuses).toHaveLength(600);
+    // Served, or refused with 503 when every slot was busy for queue_timeout_ms; nothing else.
+    expect(statuses.filter((x) => x !== 200 && x !== 503)).toEqual([]);
+    expect(statuses.filter((x) => x === 200).length).toBeGreaterThan(300);
+    expect(
+      fleet.replicas.flatMap((r) => r.adapterLog().filter((e) => e.op === 'unload')).length,
+    ).toBeGreaterThan(0);
+    expect(unloadsUnderRequests()).toEqual([]);
+    for (const n of ns) {
+      const st = await status(n);
+      expect(st.inFlight).toBe(0);
+      expect(
+        st.replicas.map((r) => r.adapters.filter((a) => a.state !== 'static').length).every((c) => c <= 2),
+      ).toBe(true);
+    }
+  });
+
   it('keeps serving on local decisions while Redis is down, and shares decisions again when it returns', async () => {
     fleet = await SimFleet.start([vllm(), vllm()]);
     const ns = await startNodes(3, fleet.urls);
