@@ -111,6 +111,7 @@ export class Poller {
       this.stats.errors++;
       await this.store.applySnapshot(spec.url, {
         at: this.clock.now(),
+        startedAt: started,
         ok: false,
         error: (err as Error).message,
       });
