@@ -2,7 +2,7 @@
  * The Redis fleet store's operations, each one Lua script: Redis runs a script alone, so every
  * conditional change (begin a load, unload only when no node holds a lease, release once) is
  * decided atomically for all Kong nodes. Keys are built from the prefix in ARGV[1] (standalone
- * or Sentinel Redis; not Cluster). Layout, with P the prefix:
+ * Redis, or an address that follows a replicated primary; not Cluster). Layout, P the prefix:
  *   P spec            hash url -> replica spec JSON
  *   P r:<url>         hash of the replica's figures (health, waiting, residents, inFlight...)
  *   P res:<url>       hash adapter -> residency JSON {state, since, lastUsed, fence?}
