@@ -343,8 +343,16 @@ async function main(): Promise<void> {
         `  ${name}: simulation loads ${des.at(-1)!.loads} p50 ${ms(des.at(-1)!.ttftP50)}; end to end loads ${e2e.at(-1)!.loads} p50 ${ms(e2e.at(-1)!.ttftP50)}`,
       );
     }
-    json.e2e = { des, e2e };
-    md.push(...e2eSection(des, e2e, n, timeScale));
+    // Three Kong nodes for real: three plugin servers sharing a redis-server.
+    const three = {
+      des: await runPolicy(P.loraRouterNodes(3), e2eScenario, arrivals, adapters),
+      e2e: await runE2e('lora-router', e2eScenario, arrivals, adapters, timeScale, 3),
+    };
+    log(
+      `  lora-router, 3 nodes + Redis: simulation loads ${three.des.loads}; end to end loads ${three.e2e.loads} p50 ${ms(three.e2e.ttftP50)}`,
+    );
+    json.e2e = { des, e2e, threeNodes: three };
+    md.push(...e2eSection(des, e2e, n, timeScale, three));
   }
 
   md.push('', `Total benchmark time: ${((Date.now() - started) / 1000).toFixed(0)} s.`, '');
@@ -563,7 +571,13 @@ function sweepSection(
   ];
 }
 
-function e2eSection(des: PolicyResult[], e2e: E2eResult[], n: number, timeScale: number): string[] {
+function e2eSection(
+  des: PolicyResult[],
+  e2e: E2eResult[],
+  n: number,
+  timeScale: number,
+  three: { des: PolicyResult; e2e: E2eResult },
+): string[] {
   const ratio = (
     xs: { loads: number; ttftP50: number; ttftP99: number }[],
     f: (r: { loads: number; ttftP50: number; ttftP99: number }) => number,
@@ -621,6 +635,8 @@ function e2eSection(des: PolicyResult[], e2e: E2eResult[], n: number, timeScale:
               ', ',
             )}. A short run's tails are noisy, and wall-clock overheads (HTTP, the plugin server) are scaled up ${timeScale}× in modelled time`
     }.`,
+    '',
+    `Three Kong nodes end to end: three plugin servers sharing a real redis-server, each behind its own gateway, requests dealt round robin. Adapter loads ${three.e2e.loads} against ${e2e[0]!.loads} for one node (${(three.e2e.loads / e2e[0]!.loads).toFixed(2)}×; the simulation of the same gives ${three.des.loads} against ${des[0]!.loads}), TTFT p50 ${ms(three.e2e.ttftP50)} against ${ms(e2e[0]!.ttftP50)}, p99 ${ms(three.e2e.ttftP99)} against ${ms(e2e[0]!.ttftP99)}, refused ${three.e2e.errors} against ${e2e[0]!.errors}.`,
     '',
   ];
 }

@@ -4,6 +4,7 @@ import type { ReplicaOptions } from '../sim/http/replica';
 import type { Arrival } from '../sim/workload/workload';
 import { LocalGateway } from '../stack/gateway';
 import { KongDriver, PluginServerProcess } from '../test/kong/driver';
+import { RedisServer } from '../test/helpers/redis';
 import type { Scenario } from './des/run';
 import { percentile as pct } from '../sim/workload/percentile';
 
@@ -20,7 +21,9 @@ export interface E2eResult {
 /**
  * The same workload through the local stack: simulated replicas over HTTP at `timeScale`, and
  * either lora-router in the real plugin server or Kong's round-robin upstream (replicas then
- * resolve adapters themselves). Times are reported in modelled ms, like the simulation's.
+ * resolve adapters themselves). With `nodes` > 1, as many plugin servers (Kong nodes) share
+ * fleet state in a real redis-server, and requests are dealt round robin over them. Times are
+ * reported in modelled ms, like the simulation's.
  */
 export async function runE2e(
   policy: 'lora-router' | 'round robin',
@@ -28,6 +31,7 @@ export async function runE2e(
   arrivals: Arrival[],
   adapters: string[],
   timeScale: number,
+  nodes = 1,
 ): Promise<E2eResult> {
   const router = policy === 'lora-router';
   const spec: ReplicaOptions = {
@@ -38,45 +42,56 @@ export async function runE2e(
     engine: { ...s.engine, maxLoras: s.slots, maxCpuLoras: s.slots, loadBaseMs: s.loadMs, loadMsPerRank: 0 },
   };
   const fleet = await SimFleet.start(Array.from({ length: s.replicas }, () => ({ ...spec })));
-  const server = await PluginServerProcess.start({ pluginsDir: join(__dirname, '..', 'plugins') });
-  const driver = new KongDriver(server.socketPath);
+  const redis = nodes > 1 ? await RedisServer.start() : undefined;
+  const shared = redis ? { redis: redis.config('e2e:') } : {};
+  const servers: PluginServerProcess[] = [];
+  const gateways: LocalGateway[] = [];
   try {
-    // lora-poller answers the route it is attached to: it runs here as its own instance (in
-    // Kong it sits on the status route), setting the process's poll interval.
-    if (router)
-      await driver.startInstance('lora-poller', {
-        poll_interval_ms: Math.max(50, Math.round(500 / timeScale)),
-      });
-    const gateway = await LocalGateway.create({
-      driver,
-      plugins: router
-        ? [
-            {
-              name: 'lora-router',
-              config: {
-                replicas: fleet.urls.map((url) => ({ url })),
-                base_model: 'base',
-                adapter_path_template: '/adapters/{name}',
-                max_loaded_adapters: s.slots,
-                // Modelled durations shrink by timeScale; so do the router's own bounds.
-                stale_after_ms: Math.max(50, Math.round(2000 / timeScale)),
-                queue_timeout_ms: Math.round(10000 / timeScale),
-                load_timeout_ms: 30000,
-              },
-            },
-          ]
-        : [],
-      serviceUrl: fleet.urls[0]!,
-      upstreamTargets: router ? undefined : fleet.urls,
-      upstreamTimeoutMs: 600_000,
-    });
+    for (let n = 0; n < nodes; n++) {
+      const server = await PluginServerProcess.start({ pluginsDir: join(__dirname, '..', 'plugins') });
+      servers.push(server);
+      const driver = new KongDriver(server.socketPath);
+      // lora-poller answers the route it is attached to: it runs here as its own instance (in
+      // Kong it sits on the status route), setting the process's poll interval.
+      if (router)
+        await driver.startInstance('lora-poller', {
+          poll_interval_ms: Math.max(50, Math.round(500 / timeScale)),
+          ...shared,
+        });
+      gateways.push(
+        await LocalGateway.create({
+          driver,
+          plugins: router
+            ? [
+                {
+                  name: 'lora-router',
+                  config: {
+                    replicas: fleet.urls.map((url) => ({ url })),
+                    base_model: 'base',
+                    adapter_path_template: '/adapters/{name}',
+                    max_loaded_adapters: s.slots,
+                    // Modelled durations shrink by timeScale; so do the router's own bounds.
+                    stale_after_ms: Math.max(50, Math.round(2000 / timeScale)),
+                    queue_timeout_ms: Math.round(10000 / timeScale),
+                    load_timeout_ms: 30000,
+                    ...shared,
+                  },
+                },
+              ]
+            : [],
+          serviceUrl: fleet.urls[0]!,
+          upstreamTargets: router ? undefined : fleet.urls,
+          upstreamTimeoutMs: 600_000,
+        }),
+      );
+    }
     const ttft: number[] = [];
     let errors = 0;
     const t0 = Date.now();
-    const one = async (a: Arrival, model: string): Promise<void> => {
+    const one = async (a: Arrival, model: string, i: number): Promise<void> => {
       const started = Date.now();
       const content = 'x'.repeat(Math.max(0, (a.promptTokens - 4) * 4));
-      const reply = await gatewayStream(gateway, model, content, a.outputTokens);
+      const reply = await gatewayStream(gateways[i % gateways.length]!, model, content, a.outputTokens);
       if (reply.status !== 200) {
         errors++;
         return;
@@ -87,7 +102,7 @@ export async function runE2e(
     for (let i = 0; i < arrivals.length; i++) {
       const wait = t0 + arrivals[i]!.at / timeScale - Date.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      running.push(one(arrivals[i]!, adapters[i]!));
+      running.push(one(arrivals[i]!, adapters[i]!, i));
     }
     await Promise.all(running);
     const loads = fleet.replicas.reduce(
@@ -97,7 +112,7 @@ export async function runE2e(
         r.engine.stats().cacheMissLoads,
       0,
     );
-    await gateway.close();
+    for (const g of gateways) await g.close();
     return {
       policy,
       requests: arrivals.length,
@@ -108,8 +123,9 @@ export async function runE2e(
       ttftP99: pct(ttft, 0.99),
     };
   } finally {
-    await server.stop();
+    for (const server of servers) await server.stop();
     await fleet.stop();
+    await redis?.close();
   }
 }
 
