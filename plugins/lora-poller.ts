@@ -7,16 +7,17 @@ import type Kong from 'kong-pdk/kong';
 import { exportSchema } from '../src/config/kong-schema';
 import { parsePollerConfig } from '../src/config/parse';
 import { pollerSchema, type PollerConfig } from '../src/config/poller-schema';
-import { sharedRuntime } from '../src/runtime';
+import { sharedRuntime, type FleetRuntime } from '../src/runtime';
 import { placementPage } from '../src/status/page';
 import { fleetStatus } from '../src/status/status';
 
 class LoraPollerPlugin {
   private readonly config: PollerConfig;
+  private readonly rt: FleetRuntime;
 
   constructor(raw: unknown) {
     this.config = parsePollerConfig(raw);
-    const rt = sharedRuntime(this.config.redis);
+    const rt = (this.rt = sharedRuntime(this.config.redis));
     rt.poller.configure({
       intervalMs: this.config.poll_interval_ms,
       timeoutMs: this.config.timeout_ms,
@@ -27,7 +28,7 @@ class LoraPollerPlugin {
 
   async access(kong: Kong): Promise<void> {
     const path = await kong.request.getPath();
-    const rt = sharedRuntime(this.config.redis);
+    const rt = this.rt;
     const serves = (e: PollerConfig['endpoints'][number]) => this.config.endpoints.includes(e);
     let status = 200;
     let body: string;

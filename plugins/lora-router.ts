@@ -7,6 +7,7 @@ import { exportSchema } from '../src/config/kong-schema';
 import { parseRouterConfig } from '../src/config/parse';
 import { routerSchema } from '../src/config/router-schema';
 import { RouterError } from '../src/errors';
+import { stderrLogger } from '../src/log';
 import { RouterService, type DecisionRecord } from '../src/router/router';
 import { runtimeOfLease, sharedRuntime } from '../src/runtime';
 
@@ -29,7 +30,7 @@ class LoraRouterPlugin {
         'router_misconfigured',
         `lora-router configuration: ${(err as Error).message}`,
       );
-      sharedRuntime().log.error(this.configError.message);
+      stderrLogger.error(this.configError.message);
     }
   }
 

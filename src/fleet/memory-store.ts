@@ -185,6 +185,12 @@ export class MemoryFleetStore implements FleetStore {
     }
   }
 
+  /** An upstream answer: passive health, and a 404 forgets the runtime-loaded adapter there. */
+  async observeOutcome(url: string, adapter: string | null, status: number, at: number): Promise<void> {
+    await this.reportOutcome(url, status < 500, at);
+    if (status === 404 && adapter !== null) await this.forget(url, adapter, at);
+  }
+
   async residents(url: string): Promise<ResidentAdapter[]> {
     const r = this.replicas.get(url);
     return r ? residentsOf(r) : [];
@@ -281,8 +287,7 @@ export class MemoryFleetStore implements FleetStore {
     this.leases.delete(leaseId);
     this.drop(lease);
     if (lease.adapter !== null) await this.touch(lease.url, lease.adapter, at);
-    if (status !== undefined) await this.reportOutcome(lease.url, status < 500, at);
-    if (status === 404 && lease.adapter !== null) await this.forget(lease.url, lease.adapter, at);
+    if (status !== undefined) await this.observeOutcome(lease.url, lease.adapter, status, at);
     const left =
       lease.adapter === null ? 1 : (this.replicas.get(lease.url)?.inFlightByAdapter.get(lease.adapter) ?? 0);
     return { ...lease, adapterIdle: left === 0 };

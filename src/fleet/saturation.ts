@@ -17,7 +17,3 @@ export function saturation(r: Pick<ReplicaView, 'waiting' | 'kvUsage'>, p: Satur
   const kv = r.kvUsage === undefined ? 0 : r.kvUsage / p.kvCeiling;
   return Math.max(queue, kv);
 }
-
-export function isSaturated(r: Pick<ReplicaView, 'waiting' | 'kvUsage'>, p: SaturationPolicy): boolean {
-  return saturation(r, p) >= 1;
-}

@@ -1,13 +1,12 @@
 import { AdapterCatalog, type Resolved } from '../adapters/catalog';
 import { EVICTION_POLICIES, type EvictionPolicy } from '../adapters/eviction';
-import { ROOM_FALLBACK_MS, type AdapterPolicy, type EnsureOutcome } from '../adapters/manager';
+import { ROOM_FALLBACK_MS, type AdapterPolicy } from '../adapters/manager';
 import { sleep } from '../clock';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
-import { isSaturated } from '../fleet/saturation';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
 import type { FleetRuntime } from '../runtime';
-import { SchedulingPipeline } from '../scheduler/pipeline';
+import { SchedulingPipeline, toCandidate } from '../scheduler/pipeline';
 import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
 import { classifyPath, parseBody, promptText } from './request';
@@ -30,7 +29,6 @@ export type RouteOutcome =
       adapter: string | null;
       /** Rewritten body (llama.cpp: the adapter's `lora` field), if any. */
       body?: string;
-      ensure?: EnsureOutcome;
     };
 
 /** Kept in `kong.ctx.shared` from access to log: what the log phase needs, and what other plugins may read. */
@@ -191,11 +189,6 @@ export class RouterService {
     // Decayed frequencies are read only by `eviction: value`.
     if (adapter && this.config.eviction === 'value') this.rt.adapterStats.observe(adapter.name, ctx.now);
     let views = await this.rt.store.views(this.urls, adapter, withResidents);
-    if (views.length < this.urls.length) {
-      // A shared store lost our replicas (Redis restarted empty or was flushed): register again.
-      await Promise.all(this.specs.map((s) => this.rt.store.upsertReplica(s)));
-      views = await this.rt.store.views(this.urls, adapter, withResidents);
-    }
     views = await this.refreshIfStale(views, adapter, withResidents);
     if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
       throw errors.modelNotFound(resolved.adapter.name);
@@ -250,7 +243,7 @@ export class RouterService {
         const placedOn = await this.rt.store.claimPlacement(
           claim,
           url,
-          this.spreading(cold, views),
+          this.spreading(cold, views, ctx),
           ctx.now,
           ttl,
         );
@@ -280,12 +273,11 @@ export class RouterService {
    * fresh and saturated, so the rule spreads the adapter to a second replica. A placed replica
    * this router merely cannot judge (no fresh poll yet) is followed, not overridden.
    */
-  private spreading(cold: boolean, views: ReplicaView[]): string | undefined {
-    if (!cold) return undefined;
-    const placed = views.find((v) => v.adapter?.placed);
-    if (!placed || placed.health !== 'up' || placed.snapshotAt === null) return undefined;
-    if (this.rt.clock.now() - placed.snapshotAt > this.config.stale_after_ms) return undefined;
-    return isSaturated(placed, this.policy.saturation) ? placed.url : undefined;
+  private spreading(cold: boolean, views: ReplicaView[], ctx: SchedulingContext): string | undefined {
+    const placed = cold ? views.find((v) => v.adapter?.placed) : undefined;
+    if (!placed) return undefined;
+    const c = toCandidate(placed, ctx);
+    return c.health === 'up' && !c.stale && c.saturation >= 1 ? c.url : undefined;
   }
 
   /** Takes the lease, makes sure the adapter is there, and shapes the proxied request. */
@@ -308,9 +300,8 @@ export class RouterService {
     try {
       // The state under the lease, not the decision's: an unload may have begun since the views.
       const state = replica.backend === 'vllm' ? held : replica.adapter?.state;
-      let ensure: EnsureOutcome | undefined;
       if (resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static') {
-        ensure = await this.rt.manager.ensure(replica.url, resolved.adapter, this.adapterPolicy, victimCost);
+        await this.rt.manager.ensure(replica.url, resolved.adapter, this.adapterPolicy, victimCost);
       }
       this.rt.metrics.decisions.inc({ stage: decision.stage });
       return {
@@ -321,7 +312,6 @@ export class RouterService {
         stage: decision.stage,
         adapter: adapterName,
         body: replica.backend === 'llamacpp' && json ? llamaBody(json, replica.adapter?.llamaId) : undefined,
-        ensure,
       };
     } catch (err) {
       await this.rt.store.release(leaseId, this.rt.clock.now());

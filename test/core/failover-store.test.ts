@@ -99,4 +99,17 @@ describe('FailoverFleetStore over a real redis-server', () => {
       await s.close();
     }
   });
+  it('registers its replicas again when Redis loses them without a disconnect (FLUSHALL)', async () => {
+    const shared = new RedisFleetStore(redis.config(`r${randomBytes(4).toString('hex')}:`), 'n3');
+    const s = new FailoverFleetStore(shared, collect());
+    try {
+      await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+      await shared.client.flushall();
+      expect((await s.views([U])).map((v) => v.url)).toEqual([U]);
+      expect(s.mode()).toBe('redis');
+      expect(await shared.replicaSpecs()).toEqual([{ url: U, backend: 'vllm', priority: 0 }]);
+    } finally {
+      await s.close();
+    }
+  });
 });

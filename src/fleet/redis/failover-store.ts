@@ -163,7 +163,14 @@ export class FailoverFleetStore implements FleetStore {
 
   views(urls: readonly string[], adapter?: AdapterRef, withResidents?: boolean): Promise<ReplicaView[]> {
     return this.decide(
-      (s) => s.views(urls, adapter, withResidents),
+      async (s) => {
+        const views = await s.views(urls, adapter, withResidents);
+        if (views.length === urls.length) return views;
+        // Redis lost registrations (restarted empty, or flushed): register them again from here.
+        for (const spec of await this.local.replicaSpecs())
+          if (urls.includes(spec.url)) await s.upsertReplica(spec);
+        return s.views(urls, adapter, withResidents);
+      },
       () => this.local.views(urls, adapter, withResidents),
     );
   }
@@ -262,11 +269,7 @@ export class FailoverFleetStore implements FleetStore {
     this.mine.delete(leaseId);
     if (m && !m.shared) return this.local.release(leaseId, at, status);
     // What the upstream said is an observation: the local store learns it too.
-    if (m && status !== undefined) {
-      await this.local.reportOutcome(m.lease.url, status < 500, at);
-      if (status === 404 && m.lease.adapter !== null)
-        await this.local.forget(m.lease.url, m.lease.adapter, at);
-    }
+    if (m && status !== undefined) await this.local.observeOutcome(m.lease.url, m.lease.adapter, status, at);
     return this.decide(
       (s) => s.release(leaseId, at, status),
       async () => {
