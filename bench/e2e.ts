@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { loadCostFor } from '../sim/engine/load-cost';
 import { SimFleet } from '../sim/fleet';
 import type { ReplicaOptions } from '../sim/http/replica';
 import type { Arrival } from '../sim/workload/workload';
@@ -39,7 +40,12 @@ export async function runE2e(
     resolverDir: router ? undefined : '/adapters',
     timeScale,
     maxModelLen: 65536,
-    engine: { ...s.engine, maxLoras: s.slots, maxCpuLoras: s.slots, loadBaseMs: s.loadMs, loadMsPerRank: 0 },
+    engine: {
+      ...s.engine,
+      maxLoras: s.slots,
+      maxCpuLoras: s.slots,
+      ...(s.loadMs === undefined ? {} : loadCostFor(s.loadMs, 16)),
+    },
   };
   const fleet = await SimFleet.start(Array.from({ length: s.replicas }, () => ({ ...spec })));
   const redis = nodes > 1 ? await RedisServer.start() : undefined;

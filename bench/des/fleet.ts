@@ -2,6 +2,8 @@ import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/b
 import type { Clock } from '../../src/clock';
 import type { ReplicaSpec } from '../../src/fleet/types';
 import { ReplicaEngine, type EngineOptions, type RequestRecord } from '../../sim/engine/engine';
+import { loadCostFor } from '../../sim/engine/load-cost';
+import type { UnloadMode } from '../../sim/http/replica';
 
 /**
  * How replicas get adapters. `managed`: only through the runtime load API (lora-router).
@@ -15,8 +17,11 @@ export interface DesFleetOptions {
   replicas: number;
   /** Adapter slots per replica: vLLM max_loras and max_cpu_loras, lora-router max_loaded_adapters. */
   slots: number;
-  loadMs: number;
+  /** Load time of the benchmark's rank-16 adapters; absent: the engine's load model (local NVMe). */
+  loadMs?: number;
   mode: AdapterMode;
+  /** What vLLM's unload frees (see ReplicaOptions.unload); default the released behaviour. */
+  unload?: UnloadMode;
   engine?: Partial<EngineOptions>;
 }
 
@@ -30,20 +35,22 @@ const RANK = 16;
 export class DesFleet implements ReplicaApi {
   readonly urls: string[];
   readonly engines: ReplicaEngine[];
-  private readonly registries: Set<string>[];
+  /** Per replica: registered name -> the weights copy it runs with (vLLM's `lora_int_id`). */
+  private readonly registries: Map<string, string>[];
   private readonly byUrl = new Map<string, number>();
   loads = 0;
   unloads = 0;
   /** Unloads answered while the adapter had requests in the engine (must stay 0). */
   busyUnloads = 0;
   private nextId = 0;
+  private nextCopy = 1;
 
   constructor(
     private readonly clock: Clock,
     readonly o: DesFleetOptions,
   ) {
     const unlimited = o.mode === 'oracle';
-    const loadMs = unlimited ? 0 : o.loadMs;
+    const cost = unlimited ? loadCostFor(0, RANK) : o.loadMs === undefined ? {} : loadCostFor(o.loadMs, RANK);
     this.urls = Array.from({ length: o.replicas }, (_, i) => `http://replica-${i}:8000`);
     this.urls.forEach((u, i) => this.byUrl.set(u, i));
     this.engines = this.urls.map(
@@ -52,16 +59,23 @@ export class DesFleet implements ReplicaApi {
           ...o.engine,
           maxLoras: unlimited ? Infinity : o.slots,
           maxCpuLoras: unlimited ? Infinity : o.slots,
-          loadBaseMs: loadMs,
-          loadMsPerRank: 0,
+          ...cost,
         }),
     );
-    this.registries = this.urls.map(() => new Set());
+    this.registries = this.urls.map(() => new Map());
   }
 
   /** Loads so far: through the API (managed) plus reloads inside the engine loop. */
   totalLoads(): number {
     return this.loads + this.engines.reduce((n, e) => n + e.stats().cacheMissLoads, 0);
+  }
+
+  /** Weight copies in the replicas' host caches that no registered name runs with (unloaded, not yet evicted). */
+  orphanCopies(): number {
+    return this.engines.reduce((n, e, i) => {
+      const live = new Set(this.registries[i]!.values());
+      return n + e.stats().cachedAdapters.filter((w) => w.includes('#') && !live.has(w)).length;
+    }, 0);
   }
 
   /** Unloads so far: through the API plus evictions from the engines' host caches. */
@@ -76,11 +90,13 @@ export class DesFleet implements ReplicaApi {
     promptTokens: number,
     outputTokens: number,
   ): Promise<RequestRecord> {
-    const engine = this.engines[this.index(url)]!;
+    const i = this.index(url);
+    const engine = this.engines[i]!;
     return new Promise((resolve) => {
       engine.submit({
         id: String(this.nextId++),
         adapter,
+        weights: adapter === null ? undefined : this.registries[i]!.get(adapter),
         adapterRank: RANK,
         promptTokens,
         maxTokens: outputTokens,
@@ -100,24 +116,28 @@ export class DesFleet implements ReplicaApi {
         activeAdapters: [...new Set([...s.runningAdapters, ...s.waitingAdapters])].sort(),
         malformedLines: 0,
       },
-      registry: [...this.registries[i]!].map((name) => ({ name, path: `/adapters/${name}` })),
+      registry: [...this.registries[i]!.keys()].map((name) => ({ name, path: `/adapters/${name}` })),
     };
   }
 
   async loadAdapter(url: string, name: string): Promise<LoadOutcome> {
     const i = this.index(url);
     if (this.registries[i]!.has(name)) return 'already-loaded';
-    await this.engines[i]!.loadWeights(name, RANK);
-    this.registries[i]!.add(name);
+    // Every load takes a new lora_int_id: a copy left behind by an unload is not reused.
+    const weights = `${name}#${this.nextCopy++}`;
+    await this.engines[i]!.loadWeights(weights, RANK);
+    this.registries[i]!.set(name, weights);
     this.loads++;
     return 'loaded';
   }
 
   async unloadAdapter(url: string, name: string): Promise<UnloadOutcome> {
     const i = this.index(url);
-    if (!this.registries[i]!.delete(name)) return 'absent';
+    const weights = this.registries[i]!.get(name);
+    if (weights === undefined) return 'absent';
+    this.registries[i]!.delete(name);
     if (this.engines[i]!.inFlight(name) > 0) this.busyUnloads++;
-    this.engines[i]!.dropWeights(name);
+    if (this.o.unload === 'frees') this.engines[i]!.dropWeights(weights);
     this.unloads++;
     return 'unloaded';
   }

@@ -1,6 +1,7 @@
 import { VirtualClock } from '../../src/clock';
 import { seededRandom } from '../../src/random';
 import type { EngineOptions } from '../../sim/engine/engine';
+import type { UnloadMode } from '../../sim/http/replica';
 import type { Arrival } from '../../sim/workload/workload';
 import { percentile as pct } from '../../sim/workload/percentile';
 import { zipfSampler } from '../../sim/workload/zipf';
@@ -10,7 +11,10 @@ import type { Policy } from './policies';
 export interface Scenario {
   replicas: number;
   slots: number;
-  loadMs: number;
+  /** Load time of a rank-16 adapter; absent: the engine's load model (local NVMe). */
+  loadMs?: number;
+  /** What an unload frees on the replicas (default: the released vLLM behaviour). */
+  unload?: UnloadMode;
   adapters: number;
   /** Zipf exponent; 0 = uniform popularity. */
   alpha: number;
@@ -68,6 +72,7 @@ export async function runPolicy(
     replicas: scenario.replicas,
     slots: scenario.slots,
     loadMs: scenario.loadMs,
+    unload: scenario.unload,
     mode: policy.mode,
     engine: scenario.engine,
   });

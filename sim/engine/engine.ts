@@ -1,4 +1,5 @@
 import type { Clock } from '../../src/clock';
+import { defaultLoadCost, loadMs, type LoadCostOptions } from './load-cost';
 
 /**
  * The one model of a replica's engine in this project: continuous batching with a bounded
@@ -7,7 +8,7 @@ import type { Clock } from '../../src/clock';
  * and KV-cache capacity. No HTTP and no clock of its own: the HTTP simulator and the
  * discrete-event benchmark both drive it through an injected Clock.
  */
-export interface EngineOptions {
+export interface EngineOptions extends LoadCostOptions {
   /** Running slots (vLLM `--max-num-seqs`, llama.cpp `--parallel`). */
   maxNumSeqs: number;
   /** Distinct adapters in one batch (vLLM `--max-loras`); Infinity for llama.cpp. */
@@ -22,9 +23,6 @@ export interface EngineOptions {
   decodeMsPerStep: number;
   /** Each further running sequence makes a decode step this fraction slower. */
   decodeSlowdownPerSeq: number;
-  /** Time to load one adapter's weights: base + per rank unit, ms. */
-  loadBaseMs: number;
-  loadMsPerRank: number;
 }
 
 export const defaultEngineOptions: EngineOptions = {
@@ -35,14 +33,18 @@ export const defaultEngineOptions: EngineOptions = {
   prefillMsPerToken: 0.1,
   decodeMsPerStep: 20,
   decodeSlowdownPerSeq: 0.03,
-  loadBaseMs: 800,
-  loadMsPerRank: 10,
+  ...defaultLoadCost,
 };
 
 export interface EngineRequest {
   id: string;
   /** Adapter selected by the request, or null for the base model. */
   adapter: string | null;
+  /**
+   * Which cached copy of the weights it runs with (vLLM's `lora_int_id`); defaults to
+   * `adapter`. A name unloaded and loaded again is a new copy (see ReplicaOptions.unload).
+   */
+  weights?: string;
   /** Rank of that adapter: what a reload from its path costs if it left the host cache. */
   adapterRank?: number;
   promptTokens: number;
@@ -67,6 +69,8 @@ export interface RequestRecord {
 export interface EngineStats {
   running: number;
   waiting: number;
+  /** Waiting requests held back by `max_loras` alone (their adapter cannot join the batch). */
+  waitingForLora: number;
   kvUsage: number;
   runningAdapters: string[];
   waitingAdapters: string[];
@@ -100,6 +104,8 @@ export class ReplicaEngine {
   private cpuCache = new Map<string, number>();
   /** Engine steps may not start before this time (adapter loads block the loop). */
   private blockedUntil = 0;
+  /** When the step under way ends (0 when none is). */
+  private stepEndsAt = 0;
   private stepPending = false;
   private cancelStep: (() => void) | null = null;
   private epoch = 0;
@@ -122,7 +128,7 @@ export class ReplicaEngine {
 
   /** Time the weights of an adapter of `rank` take to load. */
   loadTime(rank: number): number {
-    return this.options.loadBaseMs + this.options.loadMsPerRank * rank;
+    return loadMs(this.options, rank);
   }
 
   /** Called with every finished or aborted request's record. */
@@ -171,7 +177,9 @@ export class ReplicaEngine {
    * engine steps: no step runs until the load is done. Resolves when the weights are in.
    */
   loadWeights(adapter: string, rank: number): Promise<void> {
-    const start = Math.max(this.clock.now(), this.blockedUntil);
+    // A utility call runs between engine steps (EngineCore.run_busy_loop, vllm/v1/engine/core.py):
+    // one that arrives during a step starts when that step ends.
+    const start = Math.max(this.clock.now(), this.blockedUntil, this.stepEndsAt);
     this.blockedUntil = start + this.loadTime(rank);
     const epoch = this.epoch;
     return new Promise((resolve, reject) => {
@@ -184,9 +192,12 @@ export class ReplicaEngine {
     });
   }
 
-  /** Forget adapter weights (vLLM `remove_lora`). Running requests keep their copy. */
-  dropWeights(adapter: string): void {
-    if (!this.running.some((s) => s.req.adapter === adapter)) this.cpuCache.delete(adapter);
+  /**
+   * Forget adapter weights (vLLM `remove_lora`). Requests still running on them reload them
+   * at their next step, as an evicted adapter in use is.
+   */
+  dropWeights(weights: string): void {
+    this.cpuCache.delete(weights);
   }
 
   /** Preload weights with no cost (adapters given at start). */
@@ -215,13 +226,21 @@ export class ReplicaEngine {
     this.kvReserved = 0;
     this.cpuCache.clear();
     this.blockedUntil = 0;
+    this.stepEndsAt = 0;
     for (const seq of all) this.finish(seq, true);
   }
 
   stats(): EngineStats {
+    const batch = new Set(this.running.map(weightsOf).filter((a) => a !== null));
+    const full = batch.size >= this.options.maxLoras;
+    const forLora = this.waiting.filter((s) => {
+      const a = weightsOf(s);
+      return full && a !== null && !batch.has(a);
+    }).length;
     return {
       running: this.running.length,
       waiting: this.waiting.length,
+      waitingForLora: forLora,
       kvUsage: this.kvHeld / this.options.kvCapacityTokens,
       runningAdapters: distinctAdapters(this.running),
       waitingAdapters: distinctAdapters(this.waiting),
@@ -251,12 +270,11 @@ export class ReplicaEngine {
       return;
     }
     const { maxNumSeqs, maxLoras, kvCapacityTokens, prefillMsPerToken } = this.options;
-    const batchAdapters = new Set(this.running.map((s) => s.req.adapter).filter((a) => a !== null));
+    const batchAdapters = new Set(this.running.map(weightsOf).filter((a) => a !== null));
     const admitted: Seq[] = [];
-    let missMs = 0;
     for (let i = 0; i < this.waiting.length && this.running.length < maxNumSeqs; ) {
       const seq = this.waiting[i]!;
-      const a = seq.req.adapter;
+      const a = weightsOf(seq);
       // vLLM V1 skips (keeps waiting) a request whose adapter would exceed max_loras, and
       // goes on with the ones behind it.
       if (a !== null && !batchAdapters.has(a) && batchAdapters.size >= maxLoras) {
@@ -265,23 +283,26 @@ export class ReplicaEngine {
       }
       if (this.kvReserved + seq.reserved > kvCapacityTokens) break;
       this.waiting.splice(i, 1);
-      if (a !== null) {
-        batchAdapters.add(a);
-        if (this.cpuCache.has(a)) this.touch(a);
-        else {
-          // Pushed out of host memory earlier: reloaded from its path inside the engine loop.
-          const rank = seq.req.adapterRank ?? 16;
-          missMs += this.loadTime(rank);
-          this.counters.cacheMissLoads++;
-          this.cacheInsert(a, rank);
-        }
-      }
+      if (a !== null) batchAdapters.add(a);
       seq.rec.start = now;
       this.kvReserved += seq.reserved;
       this.kvHeld += seq.req.promptTokens;
       this.counters.prompt += seq.req.promptTokens;
       this.running.push(seq);
       admitted.push(seq);
+    }
+    // Every step activates the batch's adapters (LRUCacheWorkerLoRAManager._apply_adapters,
+    // vllm/lora/worker_manager.py): a cached one is touched, one pushed out of host memory
+    // (even while in use) is read again from its path, inside this step.
+    let missMs = 0;
+    for (const a of batchAdapters) {
+      if (this.cpuCache.has(a)) this.touch(a);
+      else {
+        const rank = this.running.find((s) => weightsOf(s) === a)!.req.adapterRank ?? 16;
+        missMs += this.loadTime(rank);
+        this.counters.cacheMissLoads++;
+        this.cacheInsert(a, rank);
+      }
     }
     const prefillTokens = admitted.reduce((n, s) => n + s.req.promptTokens, 0);
     const batch = this.running.length;
@@ -290,8 +311,10 @@ export class ReplicaEngine {
     this.counters.steps++;
     this.counters.busySlots += batch;
     const epoch = this.epoch;
+    this.stepEndsAt = now + duration;
     this.cancelStep = this.clock.after(duration, () => {
       if (epoch !== this.epoch) return;
+      this.stepEndsAt = 0;
       this.stepPending = false;
       this.cancelStep = null;
       this.emitTokens();
@@ -335,18 +358,25 @@ export class ReplicaEngine {
     this.cpuCache.set(adapter, rank);
   }
 
-  private cacheInsert(adapter: string, rank: number): void {
-    this.cpuCache.delete(adapter);
-    this.cpuCache.set(adapter, rank);
-    const busy = new Set(this.running.map((s) => s.req.adapter));
+  /**
+   * vLLM's LRUCacheWorkerLoRAManager.add_adapter (vllm/lora/worker_manager.py, v0.8 on): load
+   * first, then remove the least recently used adapter while over `max_cpu_loras`, in use or
+   * not (only pinned adapters are spared, and nothing here pins).
+   */
+  private cacheInsert(weights: string, rank: number): void {
+    this.cpuCache.delete(weights);
+    this.cpuCache.set(weights, rank);
     for (const victim of this.cpuCache.keys()) {
       if (this.cpuCache.size <= this.options.maxCpuLoras) break;
-      if (victim !== adapter && !busy.has(victim)) {
-        this.cpuCache.delete(victim);
-        this.counters.cacheEvictions++;
-      }
+      if (victim === weights) continue;
+      this.cpuCache.delete(victim);
+      this.counters.cacheEvictions++;
     }
   }
+}
+
+function weightsOf(s: Seq): string | null {
+  return s.req.adapter === null ? null : (s.req.weights ?? s.req.adapter);
 }
 
 function distinctAdapters(seqs: Seq[]): string[] {

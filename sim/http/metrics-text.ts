@@ -30,6 +30,13 @@ export interface VllmMetricsInput {
   ttftCount: number;
   createdUnix: number;
   emitDeprecatedKvMetric: boolean;
+  /**
+   * Newer vLLM: `num_requests_waiting` counts requests deferred for the LoRA budget and
+   * `num_requests_waiting_by_reason{reason="capacity"|"deferred"}` splits them; the residency
+   * families of PR vllm#45411 (adapter -> level and pinned). Absent: released vLLM, whose
+   * `num_requests_waiting` leaves the deferred ones out.
+   */
+  residency?: { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[];
 }
 
 function family(out: string[], name: string, type: string, help: string): void {
@@ -42,7 +49,26 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   family(out, 'vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.');
   out.push(`vllm:num_requests_running{${l}} ${goFloat(m.stats.running)}`);
   family(out, 'vllm:num_requests_waiting', 'gauge', 'Number of requests waiting to be processed.');
-  out.push(`vllm:num_requests_waiting{${l}} ${goFloat(m.stats.waiting)}`);
+  const deferred = m.stats.waitingForLora;
+  out.push(`vllm:num_requests_waiting{${l}} ${goFloat(m.stats.waiting - (m.residency ? 0 : deferred))}`);
+  if (m.residency) {
+    family(out, 'vllm:num_requests_waiting_by_reason', 'gauge', 'Number of requests waiting, by reason.');
+    out.push(
+      `vllm:num_requests_waiting_by_reason{${l},reason="capacity"} ${goFloat(m.stats.waiting - deferred)}`,
+    );
+    out.push(`vllm:num_requests_waiting_by_reason{${l},reason="deferred"} ${goFloat(deferred)}`);
+    const count = (level: string) =>
+      new Set(m.residency!.filter((r) => r.level === level).map((r) => r.adapter)).size;
+    family(out, 'vllm:num_gpu_loaded_lora_adapters', 'gauge', 'LoRA adapters in GPU slots.');
+    out.push(`vllm:num_gpu_loaded_lora_adapters{${l}} ${goFloat(count('gpu'))}`);
+    family(out, 'vllm:num_cpu_loaded_lora_adapters', 'gauge', 'LoRA adapters in the CPU cache.');
+    out.push(`vllm:num_cpu_loaded_lora_adapters{${l}} ${goFloat(count('cpu'))}`);
+    family(out, 'vllm:lora_adapter_loaded', 'gauge', 'LoRA adapter residency.');
+    for (const r of m.residency)
+      out.push(
+        `vllm:lora_adapter_loaded{adapter_name="${r.adapter}",${l},level="${r.level}",pinned="${r.pinned}"} 1.0`,
+      );
+  }
   family(out, 'vllm:kv_cache_usage_perc', 'gauge', 'KV-cache usage. 1 means 100 percent usage.');
   out.push(`vllm:kv_cache_usage_perc{${l}} ${goFloat(m.stats.kvUsage)}`);
   if (m.emitDeprecatedKvMetric) {
@@ -114,7 +140,7 @@ export function llamacppMetricsText(stats: EngineStats): string {
   add('n_decode_total', 'counter', 'Total number of llama_decode() calls', stats.stepsTotal);
   add(
     'n_busy_slots_per_decode',
-    'counter',
+    'gauge',
     'Average number of busy slots per llama_decode() call',
     stats.stepsTotal ? stats.busySlotsTotal / stats.stepsTotal : 0,
   );

@@ -2,8 +2,23 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { SystemClock, type Clock } from '../../src/clock';
 import { ReplicaEngine, type EngineOptions, type RequestRecord } from '../engine/engine';
+import type {
+  AdapterLogEntry,
+  Backend,
+  LlamaLoraMode,
+  LoadErrors,
+  RegistryEntry,
+  ReplicaContext,
+  ResolvedOptions,
+  StaticAdapter,
+  UnloadMode,
+  VllmMetrics,
+} from './context';
 import { fastapiNotFound, llamacppError, vllmError, type ErrorStyle, type SimError } from './errors';
+import { freshFaults, type Fault, type FaultState } from './faults';
+import { LlamaCppAdapters, metricsNotSupported } from './llamacpp';
 import { loraInfoKey, llamacppMetricsText, TTFT_BUCKETS, vllmMetricsText } from './metrics-text';
+import { VllmLoraApi } from './vllm-lora';
 import {
   chunkBody,
   completionBody,
@@ -15,16 +30,17 @@ import {
   type ParsedCompletion,
 } from './openai';
 
-export type Backend = 'vllm' | 'llamacpp';
-
-export interface StaticAdapter {
-  /** vLLM: the served name (`--lora-modules name=path`). llama.cpp: ignored (adapters have ids). */
-  name?: string;
-  path: string;
-  rank?: number;
-  /** llama.cpp: initial global scale (`--lora` = 1, `--lora-init-without-apply` = 0). */
-  scale?: number;
-}
+export type {
+  AdapterLogEntry,
+  Backend,
+  Fault,
+  LlamaLoraMode,
+  LoadErrors,
+  RegistryEntry,
+  StaticAdapter,
+  UnloadMode,
+  VllmMetrics,
+};
 
 export interface ReplicaOptions {
   backend?: Backend;
@@ -40,10 +56,12 @@ export interface ReplicaOptions {
   adapterPaths?: Record<string, number>;
   /** Directories under which any `<dir>/<name>` is an adapter of `defaultRank`. */
   adapterDirs?: string[];
+  /** Base model named by an adapter's adapter_config.json (default: the served model). */
+  adapterBaseModels?: Record<string, string>;
   /**
-   * vLLM's filesystem resolver (`VLLM_PLUGINS=lora_filesystem_resolver`): a request for an
-   * unknown `model=foo` registers `<dir>/foo` if it exists; its weights load on first use,
-   * inside the engine loop. No bound, no unload.
+   * vLLM's filesystem resolver (`VLLM_PLUGINS=lora_filesystem_resolver`,
+   * `VLLM_LORA_RESOLVER_CACHE_DIR`; needs `runtimeLoading` too): a request for an unknown
+   * `model=foo` loads `<dir>/foo` first. No bound, no unload.
    */
   resolverDir?: string;
   defaultRank?: number;
@@ -59,39 +77,21 @@ export interface ReplicaOptions {
   clock?: Clock;
   /** llama.cpp: modelled ms that /health answers 503 "Loading model" after (re)start. */
   startupMs?: number;
+  /** vLLM: what an unload frees (default `registry`, released vLLM). */
+  unload?: UnloadMode;
+  /** vLLM: load error texts (default `released`). */
+  loadErrors?: LoadErrors;
+  /** vLLM: /metrics families (default `released`). */
+  vllmMetrics?: VllmMetrics;
+  /** llama.cpp: per-request `lora` semantics (default `empty-is-absent`, current builds). */
+  llamaLora?: LlamaLoraMode;
+  /** llama.cpp `--metrics` (default on here; llama-server's own default is off: /metrics 501). */
+  llamaMetrics?: boolean;
+  /** llama.cpp `/slots` enabled (default on; `--no-slots` answers 501). */
+  llamaSlots?: boolean;
+  /** llama.cpp: /lora-adapters lists `task_name` and `prompt_prefix` (newer builds; default on). */
+  llamaAdapterInfo?: boolean;
 }
-
-export interface AdapterLogEntry {
-  at: number;
-  op: 'load' | 'unload';
-  name: string;
-  path?: string;
-  status: number;
-  /** ms from call to answer, modelled time. */
-  ms: number;
-  /** Requests of this adapter in the engine when an unload was answered (must be 0). */
-  inFlight?: number;
-}
-
-export interface RegistryEntry {
-  name: string;
-  path: string;
-  rank: number;
-  /** Registered at start rather than through the runtime API. */
-  static: boolean;
-  created: number;
-}
-
-export type Fault =
-  | { kind: 'kill' }
-  | { kind: 'revive' }
-  | { kind: 'hang'; on: boolean }
-  | { kind: 'error500'; on: boolean }
-  | { kind: 'slowMetrics'; ms: number }
-  | { kind: 'failLoads'; count: number; status?: number }
-  | { kind: 'dead'; on: boolean }
-  | { kind: 'restart'; downtimeMs?: number }
-  | { kind: 'clear' };
 
 /** What the simulator's control API and `state()` report. */
 export interface ReplicaState {
@@ -104,16 +104,6 @@ export interface ReplicaState {
   engine: ReturnType<ReplicaEngine['stats']>;
 }
 
-interface FaultState {
-  killed: boolean;
-  hang: boolean;
-  error500: boolean;
-  slowMetricsMs: number;
-  failLoads: number;
-  failLoadStatus: number;
-  dead: boolean;
-}
-
 const CONTROL_PREFIX = '/_sim/';
 const MAX_BODY = 16 * 1024 * 1024;
 
@@ -122,19 +112,19 @@ const MAX_BODY = 16 * 1024 * 1024;
  * (see docs/replica-apis.md), wrapped around a ReplicaEngine. Fault injection and
  * observability live under `/_sim/` and in methods: never on an OpenAI route.
  */
-export class SimReplica {
+export class SimReplica implements ReplicaContext {
   readonly backend: Backend;
   readonly clock: Clock;
   readonly engine: ReplicaEngine;
-  private readonly o: Required<Omit<ReplicaOptions, 'clock' | 'engine' | 'timeScale' | 'port'>>;
+  readonly o: ResolvedOptions;
+  readonly registry = new Map<string, RegistryEntry>();
+  readonly log: AdapterLogEntry[] = [];
+  private readonly vllmLora: VllmLoraApi;
+  private readonly llama: LlamaCppAdapters;
   private server: http.Server | null = null;
   private port: number;
   private sockets = new Set<Socket>();
   private hung = new Set<http.ServerResponse>();
-  private registry = new Map<string, RegistryEntry>();
-  private loadLocks = new Map<string, Promise<void>>();
-  private llamaScales: number[] = [];
-  private log: AdapterLogEntry[] = [];
   private records: RequestRecord[] = [];
   private faults: FaultState = freshFaults();
   private loraInfo = new Map<string, number>();
@@ -143,11 +133,11 @@ export class SimReplica {
   private ttftSum = 0;
   private ttftCount = 0;
   private readyAt = 0;
-  /** Counts (re)starts: a load that spans a restart must not register into the new process. */
-  private bootCount = 0;
+  private boots = 0;
   private nextId = 0;
-  private readonly epochUnix = Date.now() / 1000;
-  private readonly createdUnix = Math.floor(Date.now() / 1000);
+  /** Unix seconds at clock time 0: the system clock counts from the Unix epoch already, a virtual one from 0. */
+  private readonly epochUnix: number;
+  private readonly createdUnix: number;
 
   constructor(options: ReplicaOptions = {}) {
     this.backend = options.backend ?? 'vllm';
@@ -161,6 +151,7 @@ export class SimReplica {
       staticAdapters: options.staticAdapters ?? [],
       adapterPaths: options.adapterPaths ?? {},
       adapterDirs: options.adapterDirs ?? [],
+      adapterBaseModels: options.adapterBaseModels ?? {},
       resolverDir: options.resolverDir ?? '',
       defaultRank: options.defaultRank ?? 16,
       maxLoraRank: options.maxLoraRank ?? 64,
@@ -169,14 +160,40 @@ export class SimReplica {
       errorStyle: options.errorStyle ?? 'nested',
       deprecatedKvMetric: options.deprecatedKvMetric ?? false,
       startupMs: options.startupMs ?? 0,
+      unload: options.unload ?? 'registry',
+      loadErrors: options.loadErrors ?? 'released',
+      vllmMetrics: options.vllmMetrics ?? 'released',
+      llamaLora: options.llamaLora ?? 'empty-is-absent',
+      llamaMetrics: options.llamaMetrics ?? true,
+      llamaSlots: options.llamaSlots ?? true,
+      llamaAdapterInfo: options.llamaAdapterInfo ?? true,
     };
+    // A clock on Unix milliseconds (SystemClock) needs no offset; virtual time starts at 0.
+    this.epochUnix = this.clock.now() > 1e12 ? 0 : Date.now() / 1000;
+    this.createdUnix = Math.floor(this.nowUnix());
     this.port = options.port ?? 0;
     this.engine = new ReplicaEngine(this.clock, {
       ...(llama ? { maxLoras: Infinity, maxCpuLoras: Infinity } : {}),
       ...options.engine,
     });
     this.engine.onRecord((rec) => this.onRecord(rec));
+    this.vllmLora = new VllmLoraApi(this);
+    this.llama = new LlamaCppAdapters(this);
     this.boot();
+  }
+
+  bootCount(): number {
+    return this.boots;
+  }
+
+  takeLoadFault(): number | undefined {
+    if (this.faults.failLoads <= 0) return undefined;
+    this.faults.failLoads--;
+    return this.faults.failLoadStatus;
+  }
+
+  nowUnix(): number {
+    return this.epochUnix + this.clock.now() / 1000;
   }
 
   get url(): string {
@@ -286,21 +303,25 @@ export class SimReplica {
   // ---- start-up -------------------------------------------------------------------------
 
   private boot(): void {
-    this.bootCount++;
+    this.boots++;
     this.registry.clear();
-    this.llamaScales = [];
-    const now = this.clock.now();
-    this.readyAt = now + this.o.startupMs;
+    this.readyAt = this.clock.now() + this.o.startupMs;
+    this.llama.boot();
     for (const a of this.o.staticAdapters) {
       const rank = a.rank ?? this.o.defaultRank;
       if (this.backend === 'vllm') {
         const name = a.name ?? a.path.split('/').pop()!;
-        this.registry.set(name, { name, path: a.path, rank, static: true, created: this.createdUnix });
-        this.engine.preload(name, rank);
-      } else {
-        this.llamaScales.push(a.scale ?? 1);
-        this.engine.preload(a.path, rank);
-      }
+        const weights = this.vllmLora.newWeights(name);
+        this.registry.set(name, {
+          name,
+          path: a.path,
+          rank,
+          static: true,
+          created: this.createdUnix,
+          weights,
+        });
+        this.engine.preload(weights, rank);
+      } else this.engine.preload(a.path, rank);
     }
   }
 
@@ -345,17 +366,16 @@ export class SimReplica {
       return this.completion(path === '/v1/chat/completions' ? 'chat' : 'completions', body, res);
     }
     if (!llama && this.o.runtimeLoading && method === 'POST' && path === '/v1/load_lora_adapter') {
-      return this.send(res, await this.loadAdapter(parseJson(raw)));
+      return this.send(res, await this.vllmLora.load(parseJson(raw)));
     }
     if (!llama && this.o.runtimeLoading && method === 'POST' && path === '/v1/unload_lora_adapter') {
-      return this.send(res, this.unloadAdapter(parseJson(raw)));
+      return this.send(res, this.vllmLora.unload(parseJson(raw)));
     }
     if (llama && path === '/lora-adapters') {
-      if (method === 'GET') return this.send(res, { status: 200, body: this.llamaAdapters() });
-      if (method === 'POST') return this.send(res, this.setLlamaScales(parseJson(raw)));
+      if (method === 'GET') return this.send(res, { status: 200, body: this.llama.list() });
+      if (method === 'POST') return this.send(res, this.llama.setGlobal(parseJson(raw)));
     }
-    if (llama && method === 'GET' && path === '/slots')
-      return this.send(res, { status: 200, body: this.slots() });
+    if (llama && method === 'GET' && path === '/slots') return this.send(res, this.llama.slots());
     if (llama) return this.send(res, llamacppError(404, 'not_found_error', 'File Not Found'));
     return this.send(res, fastapiNotFound);
   }
@@ -372,6 +392,7 @@ export class SimReplica {
   }
 
   private metrics(res: http.ServerResponse): void {
+    if (this.backend === 'llamacpp' && !this.o.llamaMetrics) return this.send(res, metricsNotSupported);
     const text =
       this.backend === 'llamacpp'
         ? llamacppMetricsText(this.engine.stats())
@@ -385,6 +406,7 @@ export class SimReplica {
             ttftCount: this.ttftCount,
             createdUnix: this.createdUnix,
             emitDeprecatedKvMetric: this.o.deprecatedKvMetric,
+            residency: this.o.vllmMetrics === 'residency' ? this.residency() : undefined,
           });
     const write = () => {
       if (res.destroyed) return;
@@ -396,13 +418,27 @@ export class SimReplica {
     else write();
   }
 
+  /**
+   * What the residency metrics report: every copy in the CPU cache under its name (a copy left
+   * by an unload still counts: it still holds memory), the `max_loras` most recent also on the GPU.
+   */
+  private residency(): { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[] {
+    const cached = this.engine.stats().cachedAdapters;
+    const gpu = new Set(cached.slice(-this.engine.options.maxLoras));
+    const name = (w: string) => (w.includes('#') ? w.slice(0, w.lastIndexOf('#')) : w);
+    return cached.flatMap((w) => [
+      ...(gpu.has(w) ? [{ adapter: name(w), level: 'gpu' as const, pinned: false }] : []),
+      { adapter: name(w), level: 'cpu' as const, pinned: false },
+    ]);
+  }
+
   /** vLLM adds a `vllm:lora_requests_info` series whenever the running/waiting sets change. */
   private currentLoraInfo(): Map<string, number> {
     const s = this.engine.stats();
     const key = loraInfoKey(this.engine.options.maxLoras, s.runningAdapters, s.waitingAdapters);
     if (key !== this.lastLoraKey || !this.loraInfo.has(key)) {
       this.lastLoraKey = key;
-      this.loraInfo.set(key, this.epochUnix + this.clock.now() / 1000);
+      this.loraInfo.set(key, this.nowUnix());
     }
     return this.loraInfo;
   }
@@ -447,21 +483,23 @@ export class SimReplica {
 
   // ---- completions ----------------------------------------------------------------------
 
-  private completion(endpoint: Endpoint, body: unknown, res: http.ServerResponse): void {
+  private async completion(endpoint: Endpoint, body: unknown, res: http.ServerResponse): Promise<void> {
     const llama = this.backend === 'llamacpp';
     if (this.faults.dead)
       return this.send(res, this.error(500, 'EngineDeadError', 'Engine loop is not running.'));
     const p = parseCompletion(endpoint, body, this.o.defaultMaxTokens);
     if (typeof p === 'string') return this.send(res, this.error(400, 'BadRequestError', p));
     let adapter: string | null = null;
+    let weights: string | undefined;
     let rank: number | undefined;
     if (llama) {
-      const sel = this.llamaSelection(p.lora);
+      const sel = this.llama.select(p.lora);
       if (typeof sel !== 'object') return this.send(res, llamacppError(400, 'invalid_request_error', sel));
       adapter = sel.adapter;
       rank = sel.rank;
     } else if (p.model !== this.o.baseModel) {
-      const entry = this.registry.get(p.model) ?? this.resolve(p.model);
+      const entry = this.registry.get(p.model) ?? (await this.vllmLora.resolve(p.model));
+      if (entry && 'status' in entry) return this.send(res, entry);
       if (!entry) {
         return this.send(
           res,
@@ -469,6 +507,7 @@ export class SimReplica {
         );
       }
       adapter = entry.name;
+      weights = entry.weights;
       rank = entry.rank;
     }
     if (p.promptTokens + p.maxTokens > this.o.maxModelLen) {
@@ -482,7 +521,7 @@ export class SimReplica {
       );
     }
     const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${(this.nextId++).toString(16).padStart(8, '0')}`;
-    const created = Math.floor(this.epochUnix + this.clock.now() / 1000);
+    const created = Math.floor(this.nowUnix());
     // vLLM echoes the adapter name; llama.cpp echoes whatever the client sent.
     const model = p.model;
     const answer: { onToken?: (i: number) => void; onFinish: (rec: RequestRecord) => void } = p.stream
@@ -498,6 +537,7 @@ export class SimReplica {
     this.engine.submit({
       id,
       adapter,
+      weights,
       adapterRank: rank,
       promptTokens: p.promptTokens,
       maxTokens: p.maxTokens,
@@ -563,195 +603,6 @@ export class SimReplica {
     }
   }
 
-  // ---- vLLM runtime LoRA API ------------------------------------------------------------
-
-  private async loadAdapter(body: unknown): Promise<SimError> {
-    const started = this.clock.now();
-    const b = (body instanceof Error ? {} : (body ?? {})) as Record<string, unknown>;
-    const name = typeof b.lora_name === 'string' ? b.lora_name : '';
-    const path = typeof b.lora_path === 'string' ? b.lora_path : '';
-    const logged = (r: SimError): SimError => {
-      this.log.push({
-        at: this.clock.now(),
-        op: 'load',
-        name,
-        path,
-        status: r.status,
-        ms: this.clock.now() - started,
-      });
-      return r;
-    };
-    if (!name || !path) {
-      return logged(
-        this.error(400, 'InvalidUserInput', "Both 'lora_name' and 'lora_path' must be provided."),
-      );
-    }
-    // vLLM serialises loads of one name; the second caller then finds it registered.
-    const prior = this.loadLocks.get(name);
-    let release!: () => void;
-    const mine = new Promise<void>((r) => (release = r));
-    const chain = (prior ?? Promise.resolve()).then(() => mine);
-    this.loadLocks.set(name, chain);
-    try {
-      if (prior) await prior;
-      if (this.registry.has(name) && b.load_inplace !== true) {
-        return logged(
-          this.error(400, 'InvalidUserInput', `The lora adapter '${name}' has already been loaded.`),
-        );
-      }
-      const rank = this.adapterRank(path);
-      if (rank === undefined) {
-        return logged(
-          this.error(404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${path}`),
-        );
-      }
-      if (rank > this.o.maxLoraRank) {
-        return logged(
-          this.error(
-            400,
-            'BadRequestError',
-            `LoRA rank ${rank} is greater than max_lora_rank ${this.o.maxLoraRank}.`,
-          ),
-        );
-      }
-      const epoch = this.bootCount;
-      try {
-        await this.engine.loadWeights(name, rank);
-      } catch (err) {
-        return logged(
-          this.error(500, 'InternalServerError', `Loading lora ${name} failed: ${(err as Error).message}`),
-        );
-      }
-      if (epoch !== this.bootCount) {
-        return logged(
-          this.error(500, 'InternalServerError', `Loading lora ${name} failed: replica restarted`),
-        );
-      }
-      if (this.faults.failLoads > 0) {
-        // Checked after the load time: a real failure costs the time too.
-        this.faults.failLoads--;
-        const st = this.faults.failLoadStatus;
-        return logged(
-          this.error(
-            st,
-            st >= 500 ? 'InternalServerError' : 'BadRequestError',
-            `Loading lora ${name} failed: simulated fault`,
-          ),
-        );
-      }
-      this.registry.set(name, {
-        name,
-        path,
-        rank,
-        static: false,
-        created: Math.floor(this.epochUnix + this.clock.now() / 1000),
-      });
-      return logged({ status: 200, body: `Success: LoRA adapter '${name}' added successfully.` });
-    } finally {
-      release();
-      if (this.loadLocks.get(name) === chain) this.loadLocks.delete(name);
-    }
-  }
-
-  private unloadAdapter(body: unknown): SimError {
-    const b = (body instanceof Error ? {} : (body ?? {})) as Record<string, unknown>;
-    const name = typeof b.lora_name === 'string' ? b.lora_name : '';
-    const logged = (r: SimError, inFlight?: number): SimError => {
-      this.log.push({ at: this.clock.now(), op: 'unload', name, status: r.status, ms: 0, inFlight });
-      return r;
-    };
-    if (!name)
-      return logged(
-        this.error(400, 'InvalidUserInput', "'lora_name' needs to be provided to unload a LoRA adapter."),
-      );
-    if (!this.registry.has(name))
-      return logged(this.error(404, 'NotFoundError', `The lora adapter '${name}' cannot be found.`));
-    const inFlight = this.engine.inFlight(name);
-    this.registry.delete(name);
-    this.engine.dropWeights(name);
-    return logged({ status: 200, body: `Success: LoRA adapter '${name}' removed successfully.` }, inFlight);
-  }
-
-  /** The filesystem resolver: registers `<resolverDir>/<name>` on first request, if it exists. */
-  private resolve(name: string): RegistryEntry | undefined {
-    if (!this.o.resolverDir) return undefined;
-    const path = `${this.o.resolverDir.replace(/\/$/, '')}/${name}`;
-    const rank = this.adapterRank(path);
-    if (rank === undefined) return undefined;
-    const entry = {
-      name,
-      path,
-      rank,
-      static: false,
-      created: Math.floor(this.epochUnix + this.clock.now() / 1000),
-    };
-    this.registry.set(name, entry);
-    return entry;
-  }
-
-  private adapterRank(path: string): number | undefined {
-    if (path in this.o.adapterPaths) return this.o.adapterPaths[path];
-    for (const a of this.o.staticAdapters) if (a.path === path) return a.rank ?? this.o.defaultRank;
-    for (const dir of this.o.adapterDirs) {
-      const d = dir.endsWith('/') ? dir : dir + '/';
-      const rest = path.startsWith(d) ? path.slice(d.length) : '';
-      if (/^[A-Za-z0-9._-]+$/.test(rest) && rest !== '.' && rest !== '..') return this.o.defaultRank;
-    }
-    return undefined;
-  }
-
-  // ---- llama.cpp adapters ---------------------------------------------------------------
-
-  private llamaAdapters() {
-    return this.o.staticAdapters.map((a, id) => ({ id, path: a.path, scale: this.llamaScales[id] ?? 0 }));
-  }
-
-  private setLlamaScales(body: unknown): SimError {
-    if (!Array.isArray(body))
-      return llamacppError(400, 'invalid_request_error', 'Request body must be an array');
-    const next = this.parseScales(body, 0);
-    if (typeof next === 'string') return llamacppError(400, 'invalid_request_error', next);
-    this.llamaScales = next;
-    return { status: 200, body: { success: true } };
-  }
-
-  /** Which adapter a llama.cpp request runs with: its `lora` field, else the global scales. */
-  private llamaSelection(lora: unknown): { adapter: string | null; rank?: number } | string {
-    let scales = this.llamaScales;
-    if (lora !== undefined) {
-      if (!Array.isArray(lora)) return 'lora must be an array';
-      const parsed = this.parseScales(lora, 1);
-      if (typeof parsed === 'string') return parsed;
-      scales = parsed;
-    }
-    const active = scales.findIndex((s) => s !== 0);
-    if (active < 0) return { adapter: null };
-    const a = this.o.staticAdapters[active]!;
-    return { adapter: a.path, rank: a.rank ?? this.o.defaultRank };
-  }
-
-  /** `[{id, scale}]` to a scale per adapter; unlisted adapters get 0. An error message for a bad id. */
-  private parseScales(list: unknown[], defaultScale: number): number[] | string {
-    const scales = this.llamaScales.map(() => 0);
-    for (const e of list as { id?: unknown; scale?: unknown }[]) {
-      const id = e?.id;
-      if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= scales.length)
-        return 'invalid adapter id';
-      scales[id] = typeof e.scale === 'number' ? e.scale : defaultScale;
-    }
-    return scales;
-  }
-
-  private slots() {
-    const s = this.engine.stats();
-    const n = this.engine.options.maxNumSeqs;
-    return Array.from({ length: n }, (_, id) => ({
-      id,
-      n_ctx: this.o.maxModelLen,
-      is_processing: id < s.running,
-    }));
-  }
-
   // ---- control API ----------------------------------------------------------------------
 
   private async control(req: http.IncomingMessage, res: http.ServerResponse, path: string): Promise<void> {
@@ -780,7 +631,7 @@ export class SimReplica {
 
   // ---- helpers --------------------------------------------------------------------------
 
-  private error(status: number, type: string, message: string, param: string | null = null): SimError {
+  error(status: number, type: string, message: string, param: string | null = null): SimError {
     if (this.backend === 'llamacpp') {
       const t = status === 404 ? 'not_found_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
       return llamacppError(status, t, message);
@@ -797,18 +648,6 @@ export class SimReplica {
     });
     res.end(text);
   }
-}
-
-function freshFaults(): FaultState {
-  return {
-    killed: false,
-    hang: false,
-    error500: false,
-    slowMetricsMs: 0,
-    failLoads: 0,
-    failLoadStatus: 500,
-    dead: false,
-  };
 }
 
 function readBody(req: http.IncomingMessage): Promise<Buffer> {

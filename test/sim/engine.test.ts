@@ -1,5 +1,13 @@
 import { VirtualClock } from '../../src/clock';
 import { ReplicaEngine, type RequestRecord } from '../../sim/engine/engine';
+import {
+  adapterBytes,
+  bandwidthFor,
+  defaultLoadCost,
+  loadMs,
+  loraParams,
+  LLAMA_3_1_8B,
+} from '../../sim/engine/load-cost';
 
 function engine(opts: ConstructorParameters<typeof ReplicaEngine>[1] = {}) {
   const clock = new VirtualClock();
@@ -8,7 +16,7 @@ function engine(opts: ConstructorParameters<typeof ReplicaEngine>[1] = {}) {
     decodeSlowdownPerSeq: 0,
     prefillMsPerToken: 0,
     loadBaseMs: 500,
-    loadMsPerRank: 0,
+    loadReadMBps: Infinity,
     ...opts,
   });
   const done: RequestRecord[] = [];
@@ -76,7 +84,7 @@ describe('ReplicaEngine', () => {
     expect(e.stats().cachedAdapters).toEqual(['c', 'a']);
   });
 
-  it('pauses engine steps while adapter weights load, and serialises loads', async () => {
+  it('starts a load after the step under way, pauses engine steps while it runs, and serialises loads', async () => {
     const { clock, e, done } = engine();
     e.submit({ id: 'r', adapter: null, promptTokens: 1, maxTokens: 3 });
     await clock.run(0);
@@ -84,9 +92,10 @@ describe('ReplicaEngine', () => {
     void e.loadWeights('x', 8).then(() => loaded.push(clock.now()));
     void e.loadWeights('y', 8).then(() => loaded.push(clock.now()));
     await clock.run();
-    expect(loaded).toEqual([500, 1000]);
-    // Tokens at 10, then steps blocked until both loads are done: 1010, 1020.
-    expect(done[0]!.end).toBe(1020);
+    // The first step (0-10) runs to its end; the loads follow it, one after the other.
+    expect(loaded).toEqual([510, 1010]);
+    // Token at 10, then steps blocked until both loads are done: 1020, 1030.
+    expect(done[0]!.end).toBe(1030);
   });
 
   it('reports KV usage from tokens held and does not admit past capacity', async () => {
@@ -127,5 +136,36 @@ describe('ReplicaEngine', () => {
     for (let i = 0; i < 3; i++) e.submit({ id: `r${i}`, adapter: null, promptTokens: 1, maxTokens: 1 });
     await clock.run();
     expect(done[0]!.end).toBe(20); // 10 ms * (1 + 0.5 * 2)
+  });
+
+  it('evicts the least recently used adapter even while it is in use, and reloads it at its next step', async () => {
+    // max_cpu_loras = max_loras = 1: the load of b pushes out a, which a request is running on.
+    const { clock, e, done } = engine({ maxCpuLoras: 1, maxLoras: 1 });
+    e.preload('a', 8);
+    e.submit({ id: 'long', adapter: 'a', promptTokens: 1, maxTokens: 3 });
+    await clock.run(0);
+    let afterLoad: unknown;
+    void e.loadWeights('b', 8).then(() => (afterLoad = e.stats()));
+    await clock.run();
+    expect(afterLoad).toMatchObject({ cachedAdapters: ['b'], cacheEvictions: 1, running: 1 });
+    // Steps at 0-10, load 10-510, then a's next step reloads it first (500 ms) and evicts b.
+    expect(done[0]!.end).toBe(510 + 500 + 10 + 10);
+    expect(e.stats()).toMatchObject({ cacheMissLoads: 1, cachedAdapters: ['a'], cacheEvictions: 2 });
+  });
+});
+
+describe('adapter load cost', () => {
+  it('is the adapter bytes over the read bandwidth plus a fixed overhead', () => {
+    // rank 16 on every linear layer of Llama-3.1-8B: 41.9M parameters, 84 MB in bf16.
+    expect(loraParams(LLAMA_3_1_8B, 16)).toBe(41_943_040);
+    expect(adapterBytes(defaultLoadCost, 16)).toBe(83_886_080);
+    // Local NVMe by default: about 100 ms; rank 64 reads four times the bytes.
+    expect(loadMs(defaultLoadCost, 16)).toBeCloseTo(60 + 41.94, 1);
+    expect(loadMs(defaultLoadCost, 64) - 60).toBeCloseTo(4 * 41.94, 1);
+    // Network storage at 100 MB/s: about 0.9 s.
+    expect(loadMs({ ...defaultLoadCost, loadReadMBps: 100 }, 16)).toBeCloseTo(898.9, 1);
+    const o = { ...defaultLoadCost, loadReadMBps: bandwidthFor(defaultLoadCost, 16, 3000) };
+    expect(loadMs(o, 16)).toBeCloseTo(3000, 6);
+    expect(() => bandwidthFor(defaultLoadCost, 16, 50)).toThrow(RangeError);
   });
 });

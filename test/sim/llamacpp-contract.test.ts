@@ -21,9 +21,10 @@ describe('simulated llama.cpp replica, over HTTP', () => {
 
   it('lists the adapters loaded at start with ids and global scales', async () => {
     const r = await get(url, '/lora-adapters');
+    // Newer builds add each adapter's GGUF task name and prompt prefix.
     expect(r.json()).toEqual([
-      { id: 0, path: 'adapters/sql.gguf', scale: 1 },
-      { id: 1, path: 'adapters/chat.gguf', scale: 0 },
+      { id: 0, path: 'adapters/sql.gguf', scale: 1, task_name: '', prompt_prefix: '' },
+      { id: 1, path: 'adapters/chat.gguf', scale: 0, task_name: '', prompt_prefix: '' },
     ]);
   });
 

@@ -1,0 +1,106 @@
+import type { Clock } from '../../src/clock';
+import type { ReplicaEngine } from '../engine/engine';
+import type { ErrorStyle, SimError } from './errors';
+
+export type Backend = 'vllm' | 'llamacpp';
+
+/**
+ * What vLLM's `unload_lora_adapter` frees. `registry`: released vLLM through 0.27.x, only the
+ * name leaves the API registry (serving_models.py); the weights stay in the worker's CPU LRU
+ * until evicted, and a later load of the name gets a new `lora_int_id`, so a second copy
+ * (vLLM issues 42633, 54839). `frees`: the open fix, the weights leave the cache too.
+ */
+export type UnloadMode = 'registry' | 'frees';
+
+/**
+ * vLLM's load error texts. `released`: an engine-side failure comes back as
+ * "Call to add_lora method failed: ..." (the utility-call wrapper of vllm/v1/engine/core_client.py).
+ * `main`: "already loaded" adds the `load_inplace` hint.
+ */
+export type LoadErrors = 'released' | 'main';
+
+/** vLLM's /metrics: `released`, or `residency` (open PR vllm#45411 plus `waiting_by_reason`). */
+export type VllmMetrics = 'released' | 'residency';
+
+/**
+ * llama.cpp's per-request `lora` field. `clear`: older servers clear every scale, then set the
+ * listed ones (an empty list = no adapter). `empty-is-absent`: current servers treat an empty
+ * list as no field (the global scales apply; llama.cpp issue 28674), a non-empty one as before.
+ * `listed-only`: the newest parse only the listed ids, unlisted keep their global scale.
+ */
+export type LlamaLoraMode = 'clear' | 'empty-is-absent' | 'listed-only';
+
+export interface StaticAdapter {
+  /** vLLM: the served name (`--lora-modules name=path`). llama.cpp: ignored (adapters have ids). */
+  name?: string;
+  path: string;
+  rank?: number;
+  /** llama.cpp: initial global scale (`--lora` = 1, `--lora-init-without-apply` = 0). */
+  scale?: number;
+}
+
+export interface AdapterLogEntry {
+  at: number;
+  op: 'load' | 'unload';
+  name: string;
+  path?: string;
+  status: number;
+  /** ms from call to answer, modelled time. */
+  ms: number;
+  /** Requests of this adapter in the engine when an unload was answered (must be 0). */
+  inFlight?: number;
+}
+
+export interface RegistryEntry {
+  name: string;
+  path: string;
+  rank: number;
+  /** Registered at start rather than through the runtime API. */
+  static: boolean;
+  created: number;
+  /** The engine's key for this entry's weights (vLLM's `lora_int_id`, as `name#id`). */
+  weights: string;
+}
+
+/** The options every route module reads, defaults applied. */
+export interface ResolvedOptions {
+  backend: Backend;
+  host: string;
+  baseModel: string;
+  runtimeLoading: boolean;
+  staticAdapters: StaticAdapter[];
+  adapterPaths: Record<string, number>;
+  adapterDirs: string[];
+  adapterBaseModels: Record<string, string>;
+  resolverDir: string;
+  defaultRank: number;
+  maxLoraRank: number;
+  maxModelLen: number;
+  defaultMaxTokens: number;
+  errorStyle: ErrorStyle;
+  deprecatedKvMetric: boolean;
+  startupMs: number;
+  unload: UnloadMode;
+  loadErrors: LoadErrors;
+  vllmMetrics: VllmMetrics;
+  llamaLora: LlamaLoraMode;
+  llamaMetrics: boolean;
+  llamaSlots: boolean;
+  llamaAdapterInfo: boolean;
+}
+
+/** What a route module may use of its replica. */
+export interface ReplicaContext {
+  readonly o: ResolvedOptions;
+  readonly clock: Clock;
+  readonly engine: ReplicaEngine;
+  readonly registry: Map<string, RegistryEntry>;
+  readonly log: AdapterLogEntry[];
+  /** Counts (re)starts: a load that spans a restart must not register into the new process. */
+  bootCount(): number;
+  /** Failures still to inject into loads (the `failLoads` fault). */
+  takeLoadFault(): number | undefined;
+  /** Unix seconds now. */
+  nowUnix(): number;
+  error(status: number, type: string, message: string, param?: string | null): SimError;
+}

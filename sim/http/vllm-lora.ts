@@ -1,0 +1,193 @@
+import type { SimError } from './errors';
+import type { RegistryEntry, ReplicaContext } from './context';
+
+/**
+ * vLLM's runtime LoRA API and filesystem resolver, as `OpenAIServingModels` answers them
+ * (vllm/entrypoints/openai/serving_models.py; see docs/replica-apis.md for the versions).
+ */
+export class VllmLoraApi {
+  /** vLLM's per-name `lora_resolver_lock`: loads, unloads and resolutions of one name queue. */
+  private locks = new Map<string, Promise<void>>();
+  /** `lora_id_counter`: every new load takes the next `lora_int_id`, never reusing one. */
+  private nextLoraId = 1;
+
+  constructor(private readonly r: ReplicaContext) {}
+
+  /** The engine key of a newly loaded copy of `name`'s weights. */
+  newWeights(name: string): string {
+    return `${name}#${this.nextLoraId++}`;
+  }
+
+  async load(body: unknown): Promise<SimError> {
+    const { r } = this;
+    const started = r.clock.now();
+    const b = (body instanceof Error ? {} : (body ?? {})) as Record<string, unknown>;
+    const name = typeof b.lora_name === 'string' ? b.lora_name : '';
+    const path = typeof b.lora_path === 'string' ? b.lora_path : '';
+    const logged = (res: SimError): SimError => {
+      r.log.push({
+        at: r.clock.now(),
+        op: 'load',
+        name,
+        path,
+        status: res.status,
+        ms: r.clock.now() - started,
+      });
+      return res;
+    };
+    // FastAPI validates the body first: a missing or non-string field is a pydantic 400.
+    const missing = ['lora_name', 'lora_path'].filter((k) => typeof b[k] !== 'string');
+    if (missing.length > 0) return logged(validationError(r, missing, b));
+    if (!name || !path) {
+      return logged(r.error(400, 'InvalidUserInput', "Both 'lora_name' and 'lora_path' must be provided."));
+    }
+    return this.locked(name, async () => {
+      const main = r.o.loadErrors === 'main';
+      const existing = r.registry.get(name);
+      if (existing && !(main && b.load_inplace === true)) {
+        const hint = main ? " If you want to load the adapter in place, set 'load_inplace' to True." : '';
+        return logged(
+          r.error(400, 'InvalidUserInput', `The lora adapter '${name}' has already been loaded.${hint}`),
+        );
+      }
+      const rank = adapterRank(r, path);
+      if (rank === undefined)
+        return logged(
+          engineFailure(r, 404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${path}`),
+        );
+      if (rank > r.o.maxLoraRank) {
+        return logged(
+          engineFailure(
+            r,
+            400,
+            'BadRequestError',
+            `LoRA rank ${rank} is greater than max_lora_rank ${r.o.maxLoraRank}.`,
+          ),
+        );
+      }
+      // load_inplace keeps the name's lora_int_id (and so its cache entry).
+      const weights = existing?.weights ?? this.newWeights(name);
+      const epoch = r.bootCount();
+      try {
+        await r.engine.loadWeights(weights, rank);
+      } catch (err) {
+        return logged(
+          engineFailure(
+            r,
+            500,
+            'InternalServerError',
+            `Loading lora ${name} failed: ${(err as Error).message}`,
+          ),
+        );
+      }
+      if (epoch !== r.bootCount()) {
+        return logged(r.error(500, 'InternalServerError', `Loading lora ${name} failed: replica restarted`));
+      }
+      const fault = r.takeLoadFault();
+      if (fault !== undefined) {
+        // Checked after the load time: a real failure costs the time too.
+        return logged(
+          r.error(
+            fault,
+            fault >= 500 ? 'InternalServerError' : 'BadRequestError',
+            `Loading lora ${name} failed: simulated fault`,
+          ),
+        );
+      }
+      r.registry.set(name, { name, path, rank, static: false, created: Math.floor(r.nowUnix()), weights });
+      return logged({ status: 200, body: `Success: LoRA adapter '${name}' added successfully.` });
+    });
+  }
+
+  unload(body: unknown): SimError {
+    const { r } = this;
+    const b = (body instanceof Error ? {} : (body ?? {})) as Record<string, unknown>;
+    const name = typeof b.lora_name === 'string' ? b.lora_name : '';
+    const logged = (res: SimError, inFlight?: number): SimError => {
+      r.log.push({ at: r.clock.now(), op: 'unload', name, status: res.status, ms: 0, inFlight });
+      return res;
+    };
+    if (!name)
+      return logged(
+        r.error(400, 'InvalidUserInput', "'lora_name' needs to be provided to unload a LoRA adapter."),
+      );
+    const entry = r.registry.get(name);
+    if (!entry) return logged(r.error(404, 'NotFoundError', `The lora adapter '${name}' cannot be found.`));
+    const inFlight = r.engine.inFlight(name);
+    r.registry.delete(name);
+    // Released vLLM only forgets the name: the weights stay cached until the LRU pushes them out.
+    if (r.o.unload === 'frees') r.engine.dropWeights(entry.weights);
+    return logged({ status: 200, body: `Success: LoRA adapter '${name}' removed successfully.` }, inFlight);
+  }
+
+  /**
+   * The filesystem resolver (vllm/plugins/lora_resolvers/filesystem_resolver.py), active only
+   * with `VLLM_ALLOW_RUNTIME_LORA_UPDATING` and `VLLM_PLUGINS=lora_filesystem_resolver`:
+   * `<dir>/<name>` whose adapter_config.json names the served model as its base. It loads the
+   * weights eagerly, under the name's lock, before the request queues. Found but not loadable:
+   * 400; not found: the caller's 404.
+   */
+  async resolve(name: string): Promise<RegistryEntry | SimError | undefined> {
+    const { r } = this;
+    if (!r.o.resolverDir || !r.o.runtimeLoading) return undefined;
+    const path = `${r.o.resolverDir.replace(/\/$/, '')}/${name}`;
+    const rank = adapterRank(r, path);
+    if (rank === undefined || (r.o.adapterBaseModels[path] ?? r.o.baseModel) !== r.o.baseModel)
+      return undefined;
+    return this.locked(name, async () => {
+      const known = r.registry.get(name);
+      if (known) return known;
+      const weights = this.newWeights(name);
+      if (rank > r.o.maxLoraRank) {
+        return r.error(400, 'BadRequestError', `LoRA adapter '${name}' was found but could not be loaded.`);
+      }
+      await r.engine.loadWeights(weights, rank);
+      const entry = { name, path, rank, static: false, created: Math.floor(r.nowUnix()), weights };
+      r.registry.set(name, entry);
+      return entry;
+    });
+  }
+
+  private async locked<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const prior = this.locks.get(name);
+    let release!: () => void;
+    const mine = new Promise<void>((res) => (release = res));
+    const chain = (prior ?? Promise.resolve()).then(() => mine);
+    this.locks.set(name, chain);
+    try {
+      if (prior) await prior;
+      return await fn();
+    } finally {
+      release();
+      if (this.locks.get(name) === chain) this.locks.delete(name);
+    }
+  }
+}
+
+/** The rank of the adapter at `path`, or undefined if there is none. */
+export function adapterRank(r: ReplicaContext, path: string): number | undefined {
+  const o = r.o;
+  if (path in o.adapterPaths) return o.adapterPaths[path];
+  for (const a of o.staticAdapters) if (a.path === path) return a.rank ?? o.defaultRank;
+  for (const dir of o.adapterDirs) {
+    const d = dir.endsWith('/') ? dir : dir + '/';
+    const rest = path.startsWith(d) ? path.slice(d.length) : '';
+    if (/^[A-Za-z0-9._-]+$/.test(rest) && rest !== '.' && rest !== '..') return o.defaultRank;
+  }
+  return undefined;
+}
+
+/** A failure raised inside the engine: released vLLM wraps its text in the utility call's. */
+function engineFailure(r: ReplicaContext, status: number, type: string, message: string): SimError {
+  const text = r.o.loadErrors === 'released' ? `Call to add_lora method failed: ${message}` : message;
+  return r.error(status, type, text);
+}
+
+/** FastAPI's RequestValidationError as vLLM's handler answers it: 400, pydantic's errors as text. */
+function validationError(r: ReplicaContext, missing: string[], input: Record<string, unknown>): SimError {
+  const errs = missing.map(
+    (k) =>
+      `{'type': 'missing', 'loc': ('body', '${k}'), 'msg': 'Field required', 'input': ${JSON.stringify(input)}}`,
+  );
+  return r.error(400, 'Bad Request', `[${errs.join(', ')}]`);
+}
