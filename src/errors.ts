@@ -46,6 +46,13 @@ export const errors = {
       'request_too_large',
       `Request body exceeds the ${limit}-byte limit.`,
     ),
+  adapterRejected: (adapter: string, why: string) =>
+    new RouterError(
+      400,
+      'invalid_request_error',
+      'adapter_rejected',
+      `The adapter '${adapter}' cannot be loaded: ${why}`,
+    ),
   loadFailed: (adapter: string, replica: string, why: string) =>
     new RouterError(
       502,

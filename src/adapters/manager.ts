@@ -1,7 +1,7 @@
 import type { Clock } from '../clock';
 import { Signal } from '../signal';
 import { BackendError } from '../backends/errors';
-import { AdapterNotFoundError } from '../backends/http-replica-api';
+import { AdapterNotFoundError, AdapterRejectedError } from '../backends/http-replica-api';
 import type { ReplicaApi } from '../backends/replica-api';
 import { errors } from '../errors';
 import type { FleetStore } from '../fleet/store';
@@ -195,10 +195,15 @@ export class AdapterManager {
       const ms = this.clock.now() - started;
       await this.finish('load', url, adapter.name, fence, false);
       const why =
-        err instanceof BackendError || err instanceof AdapterNotFoundError ? err.message : String(err);
+        err instanceof BackendError ||
+        err instanceof AdapterNotFoundError ||
+        err instanceof AdapterRejectedError
+          ? err.message
+          : String(err);
       this.fail(key, policy, why);
       this.record({ url, adapter: adapter.name, op: 'load', ok: false, ms }, why);
       if (err instanceof AdapterNotFoundError) throw errors.modelNotFound(adapter.name);
+      if (err instanceof AdapterRejectedError) throw errors.adapterRejected(adapter.name, why);
       throw errors.loadFailed(adapter.name, url, why);
     }
     const ms = this.clock.now() - started;

@@ -1,4 +1,10 @@
-import { readLlamacppLoad, readVllmLoad } from '../metrics/replica-load';
+import {
+  noLoadFigures,
+  readLlamacppLoad,
+  readLlamacppSlots,
+  readVllmLoad,
+  type ReplicaLoad,
+} from '../metrics/replica-load';
 import type { LlamaAdapter, ReplicaSpec } from '../fleet/types';
 import { BackendError } from './errors';
 import { ReplicaHttp, replicaMessage } from './http';
@@ -11,11 +17,11 @@ export class HttpReplicaApi implements ReplicaApi {
   async scrape(replica: ReplicaSpec, timeoutMs: number): Promise<Scrape> {
     const { url, backend } = replica;
     if (backend === 'llamacpp') {
-      const [metrics, adapters] = await Promise.all([
-        this.get(`${url}/metrics`, timeoutMs),
+      const [load, adapters] = await Promise.all([
+        this.llamaLoad(url, timeoutMs),
         this.get(`${url}/lora-adapters`, timeoutMs),
       ]);
-      return { load: readLlamacppLoad(metrics), llamaAdapters: parseLoraAdapters(adapters) };
+      return { load, llamaAdapters: parseLoraAdapters(adapters) };
     }
     const [metrics, models] = await Promise.all([
       this.get(`${url}/metrics`, timeoutMs),
@@ -24,6 +30,11 @@ export class HttpReplicaApi implements ReplicaApi {
     return { load: readVllmLoad(metrics), registry: parseModels(models).adapters };
   }
 
+  /**
+   * Every vLLM answer to a load (vllm/entrypoints/openai/serving_models.py, v0.8 to v0.27 and
+   * main; docs/replica-apis.md): any 200 is success, whatever its body. Released versions wrap
+   * engine failures as "Call to add_lora method failed: ...", so texts are matched anywhere.
+   */
   async loadAdapter(url: string, name: string, path: string, timeoutMs: number): Promise<LoadOutcome> {
     const r = await this.http.call('POST', `${url}/v1/load_lora_adapter`, timeoutMs, {
       lora_name: name,
@@ -31,9 +42,13 @@ export class HttpReplicaApi implements ReplicaApi {
     });
     if (r.status === 200) return 'loaded';
     const message = replicaMessage(r.text);
-    // Another router (or an earlier timed-out call of ours) loaded it: that is success.
+    // Another router (or an earlier timed-out call of ours) loaded it: that is success. Newer
+    // text goes on with a `load_inplace` hint.
     if (r.status === 400 && /has already been loaded/.test(message)) return 'already-loaded';
-    if (r.status === 404 && /No adapter found/i.test(message)) throw new AdapterNotFoundError(message);
+    if (r.status < 500 && /No adapter found/i.test(message)) throw new AdapterNotFoundError(message);
+    // Any other 400 (rank above --max-lora-rank, bad adapter_config.json, a validation error):
+    // this adapter cannot be loaded as asked; the replica is fine.
+    if (r.status === 400) throw new AdapterRejectedError(message);
     throw new BackendError('http', message, r.status);
   }
 
@@ -49,6 +64,24 @@ export class HttpReplicaApi implements ReplicaApi {
     return this.http.close();
   }
 
+  /**
+   * llama.cpp's load figures: `/metrics` needs `--metrics` (501 `not_supported_error` without);
+   * then busy slots from `/slots` (501 with `--no-slots`); then `/health` alone, with no figures.
+   */
+  private async llamaLoad(url: string, timeoutMs: number): Promise<ReplicaLoad> {
+    for (const [path, read] of [
+      ['/metrics', readLlamacppLoad],
+      ['/slots', readLlamacppSlots],
+    ] as const) {
+      const r = await this.http.call('GET', `${url}${path}`, timeoutMs);
+      if (r.status === 200) return read(r.text);
+      if (r.status !== 501)
+        throw new BackendError('http', `GET ${url}${path}: ${r.status} ${replicaMessage(r.text)}`, r.status);
+    }
+    await this.get(`${url}/health`, timeoutMs);
+    return noLoadFigures();
+  }
+
   private async get(url: string, timeoutMs: number): Promise<string> {
     const r = await this.http.call('GET', url, timeoutMs);
     if (r.status !== 200)
@@ -60,6 +93,11 @@ export class HttpReplicaApi implements ReplicaApi {
 /** The replica has no adapter at that path: the client's problem (unknown adapter), not the replica's. */
 export class AdapterNotFoundError extends Error {
   override readonly name = 'AdapterNotFoundError';
+}
+
+/** The replica cannot load this adapter as asked (a 400 other than "already loaded"): the client's problem. */
+export class AdapterRejectedError extends Error {
+  override readonly name = 'AdapterRejectedError';
 }
 
 /** vLLM `GET /v1/models`: the base card (parent null), then adapters (parent = base). */

@@ -400,6 +400,7 @@ function view(r: ReplicaRecord, adapter?: AdapterRef): ReplicaView {
     inFlight: r.inFlight,
     residentCount,
     adapter: adapter ? presence(r, adapter) : undefined,
+    llamaIds: r.spec.backend === 'llamacpp' ? r.llamaAdapters.map((a) => a.id) : undefined,
   };
 }
 

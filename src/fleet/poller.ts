@@ -1,6 +1,7 @@
 import type { Clock } from '../clock';
 import type { ReplicaApi } from '../backends/replica-api';
 import type { Logger } from '../log';
+import type { ReplicaLoad } from '../metrics/replica-load';
 import type { Random } from '../random';
 import type { FleetStore } from './store';
 import type { ReplicaSpec } from './types';
@@ -28,6 +29,8 @@ export class Poller {
   private inFlight = new Map<string, Promise<void>>();
   private cancel: (() => void) | null = null;
   readonly stats: PollStats = { polls: 0, errors: 0 };
+  /** Each replica's last load figures as read, for the status page (where they came from, residency). */
+  readonly lastLoad = new Map<string, ReplicaLoad>();
   /** Whether some router configuration could have loaded this registry entry (see ReplicaSnapshot). */
   isManaged: ((name: string, path: string) => boolean) | null = null;
   /** Called after each poll with its outcome, for metrics. */
@@ -97,6 +100,7 @@ export class Poller {
     this.stats.polls++;
     try {
       const s = await this.api.scrape(spec, this.options.timeoutMs);
+      this.lastLoad.set(spec.url, s.load);
       await this.store.applySnapshot(spec.url, {
         at: this.clock.now(),
         startedAt: started,

@@ -97,6 +97,8 @@ export interface ReplicaView {
   adapter?: AdapterPresence;
   /** Every resident adapter, when asked for (placement of a cold adapter weighs the victims). */
   residents?: ResidentAdapter[];
+  /** llama.cpp: the id of every adapter the replica lists, for the request's `lora` field. */
+  llamaIds?: number[];
 }
 
 /** An adapter resident on a replica, for eviction decisions and status. */

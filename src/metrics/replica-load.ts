@@ -9,7 +9,21 @@ export interface ReplicaLoad {
   /** Adapters with requests running or waiting (vLLM `lora_requests_info`): activity, not residency. */
   activeAdapters: string[];
   malformedLines: number;
+  /**
+   * Where the figures came from: `/metrics`; or, for llama.cpp without `--metrics`, `/slots`
+   * (busy slots, no queue) or `/health` alone (no figures: in-flight counts decide).
+   */
+  source?: LoadSource;
+  /** Newer vLLM: waiting requests held back by the LoRA budget (`waiting_by_reason{reason="deferred"}`). */
+  waitingDeferred?: number;
+  /**
+   * Newer vLLM (`vllm:lora_adapter_loaded`, PR vllm#45411): the adapters the engine really
+   * holds, by level; absent when the replica does not report it.
+   */
+  residency?: { gpu: string[]; cpu: string[] };
 }
+
+export type LoadSource = 'metrics' | 'slots' | 'health';
 
 const VLLM = new Set([
   'vllm:num_requests_running',
@@ -17,6 +31,8 @@ const VLLM = new Set([
   'vllm:kv_cache_usage_perc',
   'vllm:gpu_cache_usage_perc',
   'vllm:lora_requests_info',
+  'vllm:num_requests_waiting_by_reason',
+  'vllm:lora_adapter_loaded',
 ]);
 
 export function readVllmLoad(text: string): ReplicaLoad {
@@ -26,6 +42,8 @@ export function readVllmLoad(text: string): ReplicaLoad {
   let kvOld: number | undefined;
   let infoTs = -Infinity;
   let info: Record<string, string> | undefined;
+  let deferred: number | undefined;
+  let residency: { gpu: Set<string>; cpu: Set<string> } | undefined;
   const stats = forEachSample(
     text,
     (name, labels, value) => {
@@ -50,6 +68,16 @@ export function readVllmLoad(text: string): ReplicaLoad {
             infoTs = value;
             info = labels;
           }
+          break;
+        case 'vllm:num_requests_waiting_by_reason':
+          if (labels.reason === 'deferred') deferred = (deferred ?? 0) + value;
+          break;
+        case 'vllm:lora_adapter_loaded': {
+          // 1 while resident; a series at 0 is an adapter that left.
+          residency ??= { gpu: new Set(), cpu: new Set() };
+          const level = labels.level === 'gpu' ? residency.gpu : residency.cpu;
+          if (value > 0 && labels.adapter_name) level.add(labels.adapter_name);
+        }
       }
     },
     (name) => VLLM.has(name),
@@ -64,6 +92,9 @@ export function readVllmLoad(text: string): ReplicaLoad {
     kvUsage: kv ?? kvOld,
     activeAdapters: [...active].sort(),
     malformedLines: stats.malformed,
+    source: 'metrics',
+    ...(deferred === undefined ? {} : { waitingDeferred: deferred }),
+    ...(residency ? { residency: { gpu: [...residency.gpu].sort(), cpu: [...residency.cpu].sort() } } : {}),
   };
 }
 
@@ -79,5 +110,26 @@ export function readLlamacppLoad(text: string): ReplicaLoad {
     },
     (name) => name === 'llamacpp:requests_processing' || name === 'llamacpp:requests_deferred',
   );
-  return { running, waiting, activeAdapters: [], malformedLines: stats.malformed };
+  return { running, waiting, activeAdapters: [], malformedLines: stats.malformed, source: 'metrics' };
+}
+
+/**
+ * llama.cpp without `--metrics`: busy slots from `/slots` stand in for running requests; there
+ * is no queue figure, so the router's own in-flight counts carry the load.
+ */
+export function readLlamacppSlots(text: string): ReplicaLoad {
+  let slots: unknown;
+  try {
+    slots = JSON.parse(text);
+  } catch {
+    slots = undefined;
+  }
+  const list = Array.isArray(slots) ? (slots as { is_processing?: unknown }[]) : [];
+  const running = list.filter((s) => s?.is_processing === true).length;
+  return { running, waiting: 0, activeAdapters: [], malformedLines: 0, source: 'slots' };
+}
+
+/** No load figures at all (llama.cpp with neither `--metrics` nor `/slots`): the replica answered `/health`. */
+export function noLoadFigures(): ReplicaLoad {
+  return { running: 0, waiting: 0, activeAdapters: [], malformedLines: 0, source: 'health' };
 }

@@ -311,7 +311,10 @@ export class RouterService {
         leaseId,
         stage: decision.stage,
         adapter: adapterName,
-        body: replica.backend === 'llamacpp' && json ? llamaBody(json, replica.adapter?.llamaId) : undefined,
+        body:
+          replica.backend === 'llamacpp' && json
+            ? llamaBody(json, replica.adapter?.llamaId, replica.llamaIds ?? [])
+            : undefined,
       };
     } catch (err) {
       await this.rt.store.release(leaseId, this.rt.clock.now());
@@ -404,12 +407,16 @@ function targetOf(url: string): { host: string; port: number } {
 }
 
 /**
- * A llama.cpp request's body: llama.cpp selects adapters by id per request and gives unlisted
- * ones scale 0, so a base-model request carries an empty list (the client's own `lora` is replaced).
+ * A llama.cpp request's body: every adapter the replica lists, with an explicit scale (1 for
+ * the requested one, 0 for the others; all 0 for the base model). Builds differ on what an empty
+ * or partial list means (older: unlisted at 0; current: an empty list is no field, so the global
+ * scales apply, llama.cpp issue 28674; newest: unlisted keep their global scale), and a full
+ * list means the same on all of them. The client's own `lora` is replaced.
  */
-function llamaBody(json: Record<string, unknown>, llamaId: number | undefined): string {
+function llamaBody(json: Record<string, unknown>, llamaId: number | undefined, ids: number[]): string {
   try {
-    return JSON.stringify({ ...json, lora: llamaId === undefined ? [] : [{ id: llamaId, scale: 1.0 }] });
+    const all = llamaId === undefined || ids.includes(llamaId) ? ids : [...ids, llamaId];
+    return JSON.stringify({ ...json, lora: all.map((id) => ({ id, scale: id === llamaId ? 1.0 : 0.0 })) });
   } catch {
     // V8 parses nesting it cannot serialise again.
     throw errors.badRequest('The request body is nested too deeply.', 'invalid_json');

@@ -26,6 +26,7 @@ export function placementPage(base: string): string {
   .bar > span { display: block; height: 100%; background: #2563eb; }
   .bar.hot > span { background: #dc2626; }
   .down { color: #dc2626; font-weight: 600; }
+  .nofig, .disagree { color: #b45309; }
   .legend span { display: inline-block; padding: 2px 8px; margin-right: 6px; color: #fff; border-radius: 4px; font-size: 12px; }
   section { margin-top: 20px; }
   #events td { text-align: left; font-size: 13px; }
@@ -51,7 +52,9 @@ function render(s) {
     for (const a of r.llamaAdapters) by[a.path] = { state: 'static', inFlight: 0 };
     const pct = Math.min(100, Math.round(r.saturation * 100));
     h += '<tr data-replica="' + esc(r.url) + '"><th class="replica">' + esc(r.url) + ' <small>' + esc(r.backend) + '</small>' +
-      (r.health === 'down' ? ' <span class="down">down</span>' : '') + '</th>' +
+      (r.health === 'down' ? ' <span class="down">down</span>' : '') +
+      (r.loadFrom && r.loadFrom !== 'metrics' ? ' <small class="nofig" title="llama.cpp without --metrics: routed on in-flight counts">no load figures (' + esc(r.loadFrom) + ')</small>' : '') +
+      (r.residency && r.residency.disagree.length ? ' <small class="disagree" title="held: ' + esc(r.residency.cpu.join(', ')) + '">registry and residency differ: ' + esc(r.residency.disagree.join(', ')) + '</small>' : '') + '</th>' +
       '<td><span class="bar' + (r.saturation >= 1 ? ' hot' : '') + '"><span style="width:' + pct + '%"></span></span> ' + r.saturation.toFixed(2) + '</td>' +
       '<td>' + r.waiting + ' / ' + r.running + '</td>' +
       names.map((n) => { const a = by[n]; return a ? '<td class="cell ' + a.state + '" data-adapter="' + esc(n) + '" data-state="' + a.state + '">' + (a.inFlight || '') + '</td>' : '<td data-adapter="' + esc(n) + '"></td>'; }).join('') + '</tr>';

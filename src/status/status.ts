@@ -24,6 +24,17 @@ export interface FleetStatus {
     inFlight: number;
     adapters: { name: string; state: string; inFlight: number; idleMs: number }[];
     llamaAdapters: { id: number; path: string }[];
+    /**
+     * Where the load figures came from: `metrics`; `slots` or `health` for llama.cpp without
+     * `--metrics` (no queue figures: routing leans on in-flight counts); null before a poll.
+     */
+    loadFrom: string | null;
+    /**
+     * What the replica reports it really holds (newer vLLM), and the names on which that and the
+     * registry disagree (an unloaded copy still cached, a registered adapter pushed out of the
+     * cache); null when the replica does not report residency.
+     */
+    residency: { gpu: string[]; cpu: string[]; disagree: string[] } | null;
   }[];
   events: {
     at: number;
@@ -53,23 +64,40 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
     },
     store: rt.store.mode?.() ?? 'memory',
     inFlight,
-    replicas: dump.replicas.map((r) => ({
-      url: r.url,
-      backend: r.backend,
-      priority: r.priority,
-      health: r.health,
-      snapshotAgeMs: r.snapshotAt === null ? null : now - r.snapshotAt,
-      lastError: r.lastError,
-      waiting: r.waiting,
-      running: r.running,
-      kvUsage: r.kvUsage ?? null,
-      saturation: saturation(r, rt.metrics.policy),
-      inFlight: r.inFlight,
-      adapters: r.adapters
-        .map((a) => ({ name: a.name, state: a.state, inFlight: a.inFlight, idleMs: now - a.lastUsed }))
-        .sort((a, b) => a.name.localeCompare(b.name)),
-      llamaAdapters: r.llamaAdapters,
-    })),
+    replicas: dump.replicas.map((r) => {
+      const load = rt.poller.lastLoad.get(r.url);
+      return {
+        url: r.url,
+        backend: r.backend,
+        priority: r.priority,
+        health: r.health,
+        snapshotAgeMs: r.snapshotAt === null ? null : now - r.snapshotAt,
+        lastError: r.lastError,
+        waiting: r.waiting,
+        running: r.running,
+        kvUsage: r.kvUsage ?? null,
+        saturation: saturation(r, rt.metrics.policy),
+        inFlight: r.inFlight,
+        adapters: r.adapters
+          .map((a) => ({ name: a.name, state: a.state, inFlight: a.inFlight, idleMs: now - a.lastUsed }))
+          .sort((a, b) => a.name.localeCompare(b.name)),
+        llamaAdapters: r.llamaAdapters,
+        loadFrom: load?.source ?? null,
+        residency: load?.residency ? residencyStatus(load.residency, r.adapters) : null,
+      };
+    }),
     events: events.reverse().map((e) => ({ ...e, ageMs: now - e.at })),
   };
+}
+
+function residencyStatus(
+  residency: { gpu: string[]; cpu: string[] },
+  adapters: { name: string; state: string }[],
+): { gpu: string[]; cpu: string[]; disagree: string[] } {
+  // The registry as the router knows it; static adapters are in vLLM's cache like the others.
+  const registered = new Set(adapters.filter((a) => a.state !== 'loading').map((a) => a.name));
+  const held = new Set([...residency.cpu, ...residency.gpu]);
+  const disagree = [...held].filter((n) => !registered.has(n));
+  for (const n of registered) if (!held.has(n)) disagree.push(n);
+  return { ...residency, disagree: disagree.sort() };
 }

@@ -92,6 +92,7 @@ describe('replica load from /metrics', () => {
       kvUsage: 0.61,
       activeAdapters: ['chat-lora', 'sql-lora', 'x'],
       malformedLines: 0,
+      source: 'metrics',
     });
   });
 
@@ -99,6 +100,25 @@ describe('replica load from /metrics', () => {
     expect(readVllmLoad('vllm:gpu_cache_usage_perc{engine="0"} 0.3').kvUsage).toBe(0.3);
     expect(readVllmLoad('vllm:gpu_cache_usage_perc 0.3\nvllm:kv_cache_usage_perc 0.5').kvUsage).toBe(0.5);
     expect(readVllmLoad('').kvUsage).toBeUndefined();
+  });
+
+  it('reads newer vLLM: waiting by reason and residency by level (a series at 0 is absent)', () => {
+    const l = 'engine="0",model_name="m"';
+    const text = [
+      `vllm:num_requests_waiting{${l}} 3.0`,
+      `vllm:num_requests_waiting_by_reason{${l},reason="capacity"} 1.0`,
+      `vllm:num_requests_waiting_by_reason{${l},reason="deferred"} 2.0`,
+      `vllm:lora_adapter_loaded{adapter_name="a",${l},level="gpu",pinned="false"} 1.0`,
+      `vllm:lora_adapter_loaded{adapter_name="a",${l},level="cpu",pinned="false"} 1.0`,
+      `vllm:lora_adapter_loaded{adapter_name="b",${l},level="cpu",pinned="true"} 1.0`,
+      `vllm:lora_adapter_loaded{adapter_name="gone",${l},level="cpu",pinned="false"} 0.0`,
+    ].join('\n');
+    expect(readVllmLoad(text)).toMatchObject({
+      waiting: 3,
+      waitingDeferred: 2,
+      residency: { gpu: ['a'], cpu: ['a', 'b'] },
+    });
+    expect(readVllmLoad(`vllm:num_requests_waiting{${l}} 3.0`).residency).toBeUndefined();
   });
 
   it('reads llama.cpp processing and deferred requests, with no KV usage', () => {
@@ -111,6 +131,7 @@ describe('replica load from /metrics', () => {
       waiting: 5,
       activeAdapters: [],
       malformedLines: 0,
+      source: 'metrics',
     });
   });
 });

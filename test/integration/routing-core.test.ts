@@ -139,7 +139,10 @@ describe('routing core against simulated replicas over HTTP', () => {
       const sql = await h.chat('sql');
       expect(sql.status).toBe(200);
       expect(sql.outcome).toMatchObject({ kind: 'proxy', url: h.fleet.urls[1] });
-      expect(JSON.parse((sql.outcome as { body: string }).body).lora).toEqual([{ id: 1, scale: 1 }]);
+      expect(JSON.parse((sql.outcome as { body: string }).body).lora).toEqual([
+        { id: 0, scale: 0 },
+        { id: 1, scale: 1 },
+      ]);
       const chat = await h.chat('chat');
       expect(chat.outcome).toMatchObject({ kind: 'proxy', url: h.fleet.urls[0] });
     }

@@ -329,6 +329,7 @@ function viewOf(url: string, spec: ReplicaSpec, r: Map<string, string>): Replica
     kvUsage: num(r.get('kvUsage')) ?? undefined,
     inFlight: Number(r.get('inFlight') ?? 0),
     residentCount: Number(r.get('residents') ?? 0),
+    llamaIds: spec.backend === 'llamacpp' ? llamaOf(r).map((a) => a.id) : undefined,
   };
 }
 
