@@ -3,9 +3,11 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultEngineOptions } from '../sim/engine/engine';
+import { defaultLoadCost, loadMs } from '../sim/engine/load-cost';
 import { atRate, readTrace, syntheticWorkload, type Arrival } from '../sim/workload/workload';
 import { beladyMisses, pinnedBeladyMisses } from './des/belady';
 import * as P from './des/policies';
+import { loadSweep, loadSweepSection, unloadComparison, unloadSection } from './des/load-sweep';
 import { adapterSequence, fleetCapacity, runPolicy, type PolicyResult, type Scenario } from './des/run';
 import { runE2e, type E2eResult } from './e2e';
 import {
@@ -23,12 +25,13 @@ const HELP = `Usage: npm run bench [-- options]
   --full             the full run (whole trace, finer sweep, more iterations); default: quick (< 5 min)
   --trace FILE       workload CSV in the Azure LLM trace format
                      (default ../shared/data/azure-llm-inference-2023/conversation.csv, else synthetic)
-  --only PARTS       comma list of overhead, quality, nodes, sweep, variants, e2e (default all)
+  --only PARTS       comma list of overhead, quality, nodes, sweep, loadtime, unload, variants, e2e
+                     (default all)
   --seeds LIST       comma list (default 1,2,3)
   --alphas LIST      Zipf exponents for the variants part (0 = uniform; default quick 1,0.8, full 0.8,1,1.2,0)
   --adapters N       adapters (default 200)      --alpha A     Zipf exponent (default 1.0)
   --replicas N       replicas (default 8)        --slots N     adapter slots per replica (default 8)
-  --load-ms MS       adapter load time (default 1000)
+  --load-ms MS       adapter load time (default: the load model, local NVMe, ~100 ms at rank 16)
   --load X           fleet load for the main table (default 0.7)
   --requests N       requests from the workload (default quick 4000, full all)
   --out DIR          results directory (default bench/results)`;
@@ -63,6 +66,7 @@ const VARIANTS: { name: string; config: Record<string, unknown>; quick: boolean 
     quick: false,
   },
 ];
+const defaultLoadMs = loadMs(defaultLoadCost, 16);
 const BASELINES = new Set([
   P.roundRobin.name,
   P.leastRequest.name,
@@ -91,7 +95,7 @@ async function main(): Promise<void> {
   });
   if (v.help) return void console.log(HELP);
   const full = v.full === true;
-  const parts = new Set((v.only ?? 'overhead,quality,nodes,sweep,variants,e2e').split(','));
+  const parts = new Set((v.only ?? 'overhead,quality,nodes,sweep,loadtime,unload,variants,e2e').split(','));
   const seeds = (v.seeds ?? '1,2,3').split(',').map(Number);
   const root = join(__dirname, '..', '..');
   const out = v.out ?? join(root, 'bench', 'results');
@@ -116,7 +120,7 @@ async function main(): Promise<void> {
   const scenario: Scenario = {
     replicas: Number(v.replicas ?? 8),
     slots: Number(v.slots ?? 8),
-    loadMs: Number(v['load-ms'] ?? 1000),
+    loadMs: v['load-ms'] === undefined ? undefined : Number(v['load-ms']),
     adapters: Number(v.adapters ?? 200),
     alpha: Number(v.alpha ?? 1.0),
     seed: 1,
@@ -273,6 +277,25 @@ async function main(): Promise<void> {
       }),
     );
     md.push(...sweepSection(sweep, loads, sweepWorkload.length));
+  }
+
+  // ---- adapter load time sweep and vLLM's released unload (issue 14) -------------------
+  if (parts.has('loadtime')) {
+    const n = full ? workload.length : 1500;
+    const sweepSeeds = full ? seeds : [seeds[0]!];
+    log(
+      `adapter load time sweep at ${mainLoad * 100}% load (${n} requests, seeds ${sweepSeeds.join(', ')}):`,
+    );
+    const arrivals = atRate(workload.slice(0, n), capacity * mainLoad);
+    json.loadTimeSweep = await loadSweep(POLICIES, scenario, arrivals, sweepSeeds, log);
+    md.push(...loadSweepSection(json.loadTimeSweep as Awaited<ReturnType<typeof loadSweep>>, n, full));
+  }
+  if (parts.has('unload')) {
+    const n = full ? workload.length : 3000;
+    log(`vLLM unload as released vs fixed (${n} requests, seeds ${seeds.join(', ')}):`);
+    const arrivals = atRate(workload.slice(0, n), capacity * mainLoad);
+    json.unload = await unloadComparison(scenario, arrivals, seeds, [scenario.loadMs, 1000], log);
+    md.push(...unloadSection(json.unload as Awaited<ReturnType<typeof unloadComparison>>));
   }
 
   // ---- eviction and placement variants (issue 9's A/B) ----------------------------------
@@ -464,7 +487,7 @@ function qualitySection(
   return [
     '## Routing quality (discrete-event simulation)',
     '',
-    `The real scheduler, adapter manager and store (\`RouterService\`) drive the simulator's engine model in virtual time. This is the same \`ReplicaEngine\` the HTTP simulator wraps. Scenario: ${s.replicas} replicas × ${s.slots} adapter slots (vLLM \`max_loras\` = \`max_cpu_loras\` = ${s.slots}), adapter load ${s.loadMs} ms (it blocks the replica's engine), ${s.adapters} adapters drawn Zipf(${s.alpha}). Workload: ${workloadNote}. Fleet load ${load * 100}% of the analytic capacity (${capacity.toFixed(1)} req/s; see \`fleetCapacity\`). Baselines route blind to residency and let vLLM's filesystem resolver load adapters on a miss, inside the engine loop. The oracle has unlimited slots and free loads. Each cell is the mean over seeds ${perSeed.map((x) => x.seed).join(', ')} (min–max).`,
+    `The real scheduler, adapter manager and store (\`RouterService\`) drive the simulator's engine model in virtual time. This is the same \`ReplicaEngine\` the HTTP simulator wraps. Scenario: ${s.replicas} replicas × ${s.slots} adapter slots (vLLM \`max_loras\` = \`max_cpu_loras\` = ${s.slots}), adapter load ${s.loadMs === undefined ? `from the load model (rank 16: ${ms(defaultLoadMs)}, local NVMe)` : ms(s.loadMs)} (it blocks the replica's engine), ${s.adapters} adapters drawn Zipf(${s.alpha}). Workload: ${workloadNote}. Fleet load ${load * 100}% of the analytic capacity (${capacity.toFixed(1)} req/s; see \`fleetCapacity\`). Baselines route blind to residency and let vLLM's filesystem resolver load adapters on a miss, inside the engine loop. The oracle has unlimited slots and free loads. Each cell is the mean over seeds ${perSeed.map((x) => x.seed).join(', ')} (min–max).`,
     '',
     table(
       [

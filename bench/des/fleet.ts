@@ -15,7 +15,7 @@ export type AdapterMode = 'managed' | 'resolver' | 'oracle';
 
 export interface DesFleetOptions {
   replicas: number;
-  /** Adapter slots per replica: vLLM max_loras and max_cpu_loras, lora-router max_loaded_adapters. */
+  /** Adapter slots per replica: vLLM max_loras, lora-router max_loaded_adapters; max_cpu_loras is one more. */
   slots: number;
   /** Load time of the benchmark's rank-16 adapters; absent: the engine's load model (local NVMe). */
   loadMs?: number;
@@ -58,7 +58,9 @@ export class DesFleet implements ReplicaApi {
         new ReplicaEngine(clock, {
           ...o.engine,
           maxLoras: unlimited ? Infinity : o.slots,
-          maxCpuLoras: unlimited ? Infinity : o.slots,
+          // One host slot beyond the router's bound: released vLLM's unload leaves the weights
+          // cached, and without the spare slot they push registered adapters out (docs/replica-apis.md).
+          maxCpuLoras: unlimited ? Infinity : (o.engine?.maxCpuLoras ?? o.slots + 1),
           ...cost,
         }),
     );
@@ -67,15 +69,12 @@ export class DesFleet implements ReplicaApi {
 
   /** Loads so far: through the API (managed) plus reloads inside the engine loop. */
   totalLoads(): number {
-    return this.loads + this.engines.reduce((n, e) => n + e.stats().cacheMissLoads, 0);
+    return this.loads + this.engineReloads();
   }
 
-  /** Weight copies in the replicas' host caches that no registered name runs with (unloaded, not yet evicted). */
-  orphanCopies(): number {
-    return this.engines.reduce((n, e, i) => {
-      const live = new Set(this.registries[i]!.values());
-      return n + e.stats().cachedAdapters.filter((w) => w.includes('#') && !live.has(w)).length;
-    }, 0);
+  /** Reloads inside the engine loop (a host-cache miss), over every replica. */
+  engineReloads(): number {
+    return this.engines.reduce((n, e) => n + e.stats().cacheMissLoads, 0);
   }
 
   /** Unloads so far: through the API plus evictions from the engines' host caches. */

@@ -40,6 +40,8 @@ export interface PolicyResult {
   throughput: number;
   /** Unloads of an adapter with requests in the engine (must be 0). */
   busyUnloads: number;
+  /** Of `loads`, reloads inside the engine loop after the host cache pushed the weights out. */
+  engineReloads: number;
   /** Wall-clock seconds the simulation took. */
   wallS: number;
   /** Per request: arrival and end (virtual ms), for bounds that need service intervals. */
@@ -135,6 +137,7 @@ export async function runPolicy(
     e2eP99: pct(e2e, 0.99),
     throughput: (ttft.length - errors) / span,
     busyUnloads: fleet.busyUnloads,
+    engineReloads: policy.mode === 'oracle' ? 0 : fleet.engineReloads(),
     wallS: (Date.now() - started) / 1000,
     intervals: { start: arrivals.map((a) => a.at), end: ends },
   };
