@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { defaultLoadCost } from './engine/load-cost';
 import { SimFleet } from './fleet';
 import type { ReplicaOptions, StaticAdapter } from './http/replica';
 
@@ -12,15 +13,35 @@ Starts simulated vLLM and llama.cpp replicas on loopback (see README, "Replica s
   --host H               address to listen on (default 127.0.0.1; 0.0.0.0 in a container)
   --base-model NAME      base model id (default meta-llama/Llama-3.1-8B-Instruct)
   --lora-modules LIST    vLLM adapters registered at start: name=path,name=path
-  --llama-lora LIST      llama.cpp adapter files loaded at start: path,path
   --adapter-dir DIR      any DIR/<name> is a loadable adapter (default /adapters)
   --no-runtime-loading   vLLM without VLLM_ALLOW_RUNTIME_LORA_UPDATING (load routes 404)
   --max-loras N          distinct adapters per batch (default 4)
   --max-cpu-loras N      adapters cached in host memory (default 8)
   --max-num-seqs N       running slots (default 16)
-  --load-ms MS           base adapter load time, modelled ms (default 800)
   --time-scale X         divide every modelled duration by X (default 1)
-  --error-style STYLE    nested (vLLM >= 0.10.1, default) or flat
+
+Adapter load cost (modelled: adapter bytes / read bandwidth + fixed overhead; the bytes come
+from the rank, Llama-3.1-8B's linear layers and bf16; rank 16 = 84 MB, ~100 ms by default):
+  --load-ms MS           fixed overhead of one load, modelled ms (default 60)
+  --load-read-mbps N     read bandwidth of the adapters' storage, MB/s (default 2000, local
+                         NVMe; ~100 for network storage)
+
+Upstream behaviour (docs/replica-apis.md names the source and release of each):
+  --error-style STYLE    vLLM error body: nested (>= 0.10.1, default) or flat
+  --load-errors MODE     vLLM load errors: released (engine failures prefixed "Call to
+                         add_lora method failed: ", default) or main ("already loaded" adds
+                         the load_inplace hint)
+  --unload MODE          vLLM unload: registry (released through 0.27.x: only the name goes,
+                         the weights stay cached; default) or frees (the open fix)
+  --vllm-metrics MODE    released (default) or residency (lora_adapter_loaded,
+                         num_{gpu,cpu}_loaded_lora_adapters, num_requests_waiting_by_reason)
+  --resolver-dir DIR     vLLM filesystem resolver (VLLM_PLUGINS=lora_filesystem_resolver,
+                         VLLM_LORA_RESOLVER_CACHE_DIR=DIR): unknown models load from DIR/<name>
+  --llama-lora-mode M    llama.cpp per-request lora: clear (older builds), empty-is-absent
+                         (current, default) or listed-only (newest)
+  --llama-no-metrics     llama.cpp without --metrics (/metrics answers 501)
+  --llama-no-slots       llama.cpp with --no-slots (/slots answers 501)
+  --llama-lora LIST      llama.cpp adapter files loaded at start (--lora): path,path
   -h, --help`;
 
 function list(s: string | undefined): string[] {
@@ -30,6 +51,13 @@ function list(s: string | undefined): string[] {
         .map((x) => x.trim())
         .filter(Boolean)
     : [];
+}
+
+function oneOf<T extends string>(name: string, s: string | undefined, allowed: readonly T[]): T | undefined {
+  if (s === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(s))
+    throw new Error(`--${name} must be one of ${allowed.join(', ')}, got "${s}"`);
+  return s as T;
 }
 
 function int(name: string, s: string | undefined, dflt: number): number {
@@ -49,6 +77,14 @@ async function main(): Promise<void> {
       'base-model': { type: 'string' },
       'lora-modules': { type: 'string' },
       'llama-lora': { type: 'string' },
+      'llama-lora-mode': { type: 'string' },
+      'llama-no-metrics': { type: 'boolean' },
+      'llama-no-slots': { type: 'boolean' },
+      'load-read-mbps': { type: 'string' },
+      'load-errors': { type: 'string' },
+      unload: { type: 'string' },
+      'vllm-metrics': { type: 'string' },
+      'resolver-dir': { type: 'string' },
       'adapter-dir': { type: 'string' },
       'no-runtime-loading': { type: 'boolean' },
       'max-loras': { type: 'string' },
@@ -70,12 +106,24 @@ async function main(): Promise<void> {
     baseModel: v['base-model'],
     adapterDirs: [v['adapter-dir'] ?? '/adapters'],
     timeScale: int('time-scale', v['time-scale'], 1) || 1,
-    errorStyle: v['error-style'] === 'flat' ? 'flat' : 'nested',
+    errorStyle: oneOf('error-style', v['error-style'], ['nested', 'flat'] as const),
+    loadErrors: oneOf('load-errors', v['load-errors'], ['released', 'main'] as const),
+    unload: oneOf('unload', v.unload, ['registry', 'frees'] as const),
+    vllmMetrics: oneOf('vllm-metrics', v['vllm-metrics'], ['released', 'residency'] as const),
+    resolverDir: v['resolver-dir'],
+    llamaLora: oneOf('llama-lora-mode', v['llama-lora-mode'], [
+      'clear',
+      'empty-is-absent',
+      'listed-only',
+    ] as const),
+    llamaMetrics: !v['llama-no-metrics'],
+    llamaSlots: !v['llama-no-slots'],
     engine: {
       maxLoras: int('max-loras', v['max-loras'], 4),
       maxCpuLoras: int('max-cpu-loras', v['max-cpu-loras'], 8),
       maxNumSeqs: int('max-num-seqs', v['max-num-seqs'], 16),
-      loadBaseMs: int('load-ms', v['load-ms'], 800),
+      loadBaseMs: int('load-ms', v['load-ms'], defaultLoadCost.loadBaseMs),
+      loadReadMBps: int('load-read-mbps', v['load-read-mbps'], defaultLoadCost.loadReadMBps) || Infinity,
     },
   };
   const vllmStatic: StaticAdapter[] = list(v['lora-modules']).map((m) => {

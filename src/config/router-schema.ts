@@ -102,7 +102,7 @@ export const routerSchema: SchemaFields = [
       default: 0,
       between: [0, 4096],
       description:
-        'Runtime-loaded adapters per vLLM replica (keep <= `--max-cpu-loras`). 0: the router never loads or unloads.',
+        'Runtime-loaded adapters per vLLM replica (keep below `--max-cpu-loras`: released vLLM keeps unloaded weights cached). 0: the router never loads or unloads.',
     },
   },
   {
