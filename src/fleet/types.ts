@@ -70,6 +70,11 @@ export interface AdapterPresence {
   placed?: boolean;
   /** Not resident yet: a request of this process decided to load it here (not yet in the store). */
   claimed?: boolean;
+  /**
+   * Registered, but the replica reports (residency metrics) that it does not hold the weights:
+   * a request there reads them from disk again inside the engine loop.
+   */
+  evicted?: boolean;
 }
 
 /**

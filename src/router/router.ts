@@ -203,7 +203,10 @@ export class RouterService {
       ctx.now = this.rt.clock.now();
       if (withResidents) this.weighVictims(ctx, views);
       // From here to the claim nothing awaits: the next request sees this one's placement.
-      if (adapter) this.rt.manager.overlayClaims(views, adapter.name);
+      if (adapter) {
+        this.rt.manager.overlayClaims(views, adapter.name);
+        this.markEvicted(views, adapter.name);
+      }
       const followed = follow === undefined ? [] : views.filter((v) => v.url === follow);
       const candidates = followed.length > 0 ? followed : views;
       const decision = this.pipeline.schedule({ kind: resolved.kind, adapter, prompt }, candidates, ctx);
@@ -319,6 +322,14 @@ export class RouterService {
     } catch (err) {
       await this.rt.store.release(leaseId, this.rt.clock.now());
       throw err;
+    }
+  }
+
+  /** Registered holders whose reported residency (newer vLLM) lacks the adapter's weights. */
+  private markEvicted(views: ReplicaView[], name: string): void {
+    for (const v of views) {
+      const held = this.rt.poller.lastLoad.get(v.url)?.residency?.cpu;
+      if (held && v.adapter?.state === 'loaded' && !held.includes(name)) v.adapter.evicted = true;
     }
   }
 

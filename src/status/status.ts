@@ -1,4 +1,5 @@
 import { saturation } from '../fleet/saturation';
+import type { ReplicaLoad } from '../metrics/replica-load';
 import type { FleetRuntime } from '../runtime';
 
 /** The fleet as lora-poller's `.../status` route serves it (and the placement page reads it). */
@@ -64,40 +65,38 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
     },
     store: rt.store.mode?.() ?? 'memory',
     inFlight,
-    replicas: dump.replicas.map((r) => {
-      const load = rt.poller.lastLoad.get(r.url);
-      return {
-        url: r.url,
-        backend: r.backend,
-        priority: r.priority,
-        health: r.health,
-        snapshotAgeMs: r.snapshotAt === null ? null : now - r.snapshotAt,
-        lastError: r.lastError,
-        waiting: r.waiting,
-        running: r.running,
-        kvUsage: r.kvUsage ?? null,
-        saturation: saturation(r, rt.metrics.policy),
-        inFlight: r.inFlight,
-        adapters: r.adapters
-          .map((a) => ({ name: a.name, state: a.state, inFlight: a.inFlight, idleMs: now - a.lastUsed }))
-          .sort((a, b) => a.name.localeCompare(b.name)),
-        llamaAdapters: r.llamaAdapters,
-        loadFrom: load?.source ?? null,
-        residency: load?.residency ? residencyStatus(load.residency, r.adapters) : null,
-      };
-    }),
+    replicas: dump.replicas.map((r) => ({
+      url: r.url,
+      backend: r.backend,
+      priority: r.priority,
+      health: r.health,
+      snapshotAgeMs: r.snapshotAt === null ? null : now - r.snapshotAt,
+      lastError: r.lastError,
+      waiting: r.waiting,
+      running: r.running,
+      kvUsage: r.kvUsage ?? null,
+      saturation: saturation(r, rt.metrics.policy),
+      inFlight: r.inFlight,
+      adapters: r.adapters
+        .map((a) => ({ name: a.name, state: a.state, inFlight: a.inFlight, idleMs: now - a.lastUsed }))
+        .sort((a, b) => a.name.localeCompare(b.name)),
+      llamaAdapters: r.llamaAdapters,
+      ...loadStatus(rt.poller.lastLoad.get(r.url), r.adapters),
+    })),
     events: events.reverse().map((e) => ({ ...e, ageMs: now - e.at })),
   };
 }
 
-function residencyStatus(
-  residency: { gpu: string[]; cpu: string[] },
+/** Where the figures came from, and residency beside the registry (see FleetStatus). */
+function loadStatus(
+  load: ReplicaLoad | undefined,
   adapters: { name: string; state: string }[],
-): { gpu: string[]; cpu: string[]; disagree: string[] } {
+): Pick<FleetStatus['replicas'][number], 'loadFrom' | 'residency'> {
+  if (!load?.residency) return { loadFrom: load?.source ?? null, residency: null };
   // The registry as the router knows it; static adapters are in vLLM's cache like the others.
   const registered = new Set(adapters.filter((a) => a.state !== 'loading').map((a) => a.name));
-  const held = new Set([...residency.cpu, ...residency.gpu]);
+  const held = new Set([...load.residency.cpu, ...load.residency.gpu]);
   const disagree = [...held].filter((n) => !registered.has(n));
   for (const n of registered) if (!held.has(n)) disagree.push(n);
-  return { ...residency, disagree: disagree.sort() };
+  return { loadFrom: load.source ?? null, residency: { ...load.residency, disagree: disagree.sort() } };
 }

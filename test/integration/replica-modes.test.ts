@@ -141,3 +141,40 @@ describe('the router against replicas as they really are', () => {
     expect(r.residency).toEqual({ gpu: ['y', 'z'], cpu: ['x', 'y', 'z'], disagree: ['x'] });
   });
 });
+
+describe('residency preferred to the registry', () => {
+  let h: CoreHarness | undefined;
+  afterEach(() => h?.stop());
+
+  it('among replicas that registered an adapter, sends it to those that really hold it', async () => {
+    const spec: ReplicaOptions = {
+      adapterDirs: ['/adapters'],
+      timeScale: 10,
+      vllmMetrics: 'residency',
+      engine: { maxCpuLoras: 1, maxLoras: 1 },
+    };
+    h = await CoreHarness.start([spec, spec], (urls) => ({
+      replicas: urls.map((url) => ({ url })),
+      base_model: 'meta-llama/Llama-3.1-8B-Instruct',
+      adapter_path_template: '/adapters/{name}',
+      max_loaded_adapters: 4,
+    }));
+    const load = (url: string, name: string) =>
+      fetch(`${url}/v1/load_lora_adapter`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ lora_name: name, lora_path: `/adapters/${name}` }),
+      });
+    const [a, b] = h.fleet.urls as [string, string];
+    // Both register x (another router loaded them); on a, y then pushes x's weights out.
+    await load(a, 'x');
+    await load(b, 'x');
+    await load(a, 'y');
+    await h.nextPoll();
+    for (let i = 0; i < 12; i++) {
+      const r = await h.chat('x', 1);
+      expect([r.status, r.outcome.kind === 'proxy' && r.outcome.url]).toEqual([200, b]);
+    }
+    expect(h.fleet.replicas[0]!.engine.stats().cacheMissLoads).toBe(0);
+  });
+});

@@ -190,10 +190,17 @@ describe('lora-router through the real plugin server', () => {
     );
     const r = await w.chat('sql', 2, { lora: [{ id: 0, scale: 1 }] });
     expect(r.status).toBe(200);
-    expect(JSON.parse(r.kong.serviceBody!).lora).toEqual([{ id: 1, scale: 1 }]); // the client's own choice is replaced
+    // The client's own choice is replaced: every adapter the replica lists, scale 1 for this one.
+    expect(JSON.parse(r.kong.serviceBody!).lora).toEqual([
+      { id: 0, scale: 0 },
+      { id: 1, scale: 1 },
+    ]);
     expect(w.fleet.replicas[0]!.requestRecords().at(-1)!.adapter).toBe('/m/sql.gguf');
     const base = await w.chat(BASE);
-    expect(JSON.parse(base.kong.serviceBody!).lora).toEqual([]);
+    expect(JSON.parse(base.kong.serviceBody!).lora).toEqual([
+      { id: 0, scale: 0 },
+      { id: 1, scale: 0 },
+    ]);
     expect(w.fleet.replicas[0]!.requestRecords().at(-1)!.adapter).toBeNull();
   });
 

@@ -1,7 +1,8 @@
 import type { Filter } from '../types';
 
 /**
- * The routing rule. Holders of the adapter (loaded or loading) while one is not saturated;
+ * The routing rule. Holders of the adapter (loaded or loading) while one is not saturated, those
+ * whose reported residency holds the weights first;
  * failing that, replicas with a free adapter slot that are not saturated; failing that, all.
  * Strict, because a miss costs a load; yet it yields to load, which is how a hot adapter
  * spreads to a second replica. Base-model and static-adapter requests skip it.
@@ -11,6 +12,9 @@ export const adapterAffinity: Filter = {
   filter(req, candidates, ctx) {
     if (req.kind !== 'on-demand') return { kept: candidates, stage: req.kind };
     const holders = candidates.filter((c) => c.holder && c.saturation < 1);
+    // Residency a replica reports beats its registry: holders that really hold the weights first.
+    const warm = holders.filter((c) => !c.adapter?.evicted);
+    if (warm.length > 0) return { kept: warm, stage: 'holder' };
     if (holders.length > 0) return { kept: holders, stage: 'holder' };
     const max = ctx.policy.maxLoadedAdapters;
     const free = candidates.filter((c) => !c.holder && c.residentCount < max && c.saturation < 1);
