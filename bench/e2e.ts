@@ -43,7 +43,7 @@ export async function runE2e(
     engine: {
       ...s.engine,
       maxLoras: s.slots,
-      maxCpuLoras: s.slots,
+      maxCpuLoras: s.slots + 1,
       ...(s.loadMs === undefined ? {} : loadCostFor(s.loadMs, 16)),
     },
   };

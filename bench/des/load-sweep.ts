@@ -135,7 +135,8 @@ export function loadSweepSection(sweep: LoadSweepPoint[], n: number, full: boole
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const cell = (l: number, name: string, f: (r: PolicyResult) => number) =>
     mean(at(l).map((x) => f(x.results.find((r) => r.policy === name)!)));
-  const mark = (v: number, bound: number) => `${v.toFixed(2)}× ${v <= bound ? '(met)' : '(missed)'}`;
+  const mark = (v: number, bound: number) =>
+    `${Number.isFinite(v) ? v.toFixed(2) : '∞'}× ${v <= bound ? '(met)' : '(missed)'}`;
   return [
     '## Adapter load time sweep',
     '',
