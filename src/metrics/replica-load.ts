@@ -14,7 +14,10 @@ export interface ReplicaLoad {
    * (busy slots, no queue) or `/health` alone (no figures: in-flight counts decide).
    */
   source?: LoadSource;
-  /** Newer vLLM: waiting requests held back by the LoRA budget (`waiting_by_reason{reason="deferred"}`). */
+  /**
+   * Newer vLLM: waiting requests held back by the LoRA budget (`waiting_by_reason{reason="deferred"}`),
+   * left out of `waiting`.
+   */
   waitingDeferred?: number;
   /**
    * Newer vLLM (`vllm:lora_adapter_loaded`, PR vllm#45411): the adapters the engine really
@@ -88,7 +91,9 @@ export function readVllmLoad(text: string): ReplicaLoad {
   }
   return {
     running,
-    waiting,
+    // Newer vLLM counts requests deferred for the LoRA budget as waiting; released vLLM does
+    // not. Without them `waiting` means the same on both: requests waiting for capacity.
+    waiting: deferred === undefined ? waiting : Math.max(0, waiting - deferred),
     kvUsage: kv ?? kvOld,
     activeAdapters: [...active].sort(),
     malformedLines: stats.malformed,

@@ -1,6 +1,7 @@
 import { fleetStatus } from '../../src/status/status';
 import type { ReplicaOptions } from '../../sim/fleet';
 import { CoreHarness } from '../helpers/core-harness';
+import { waitFor } from '../helpers/wait';
 
 /**
  * The router against the simulator in each upstream mode it must handle (docs/replica-apis.md):
@@ -112,6 +113,43 @@ describe('the router against replicas as they really are', () => {
       });
       expect((await h.chat('shared', 1)).status).toBe(200);
     });
+  });
+
+  it('newer vLLM: waiting means the same as on released vLLM (requests deferred for max_loras apart)', async () => {
+    const spec = (vllmMetrics: 'released' | 'residency'): ReplicaOptions => ({
+      vllmMetrics,
+      staticAdapters: [
+        { name: 'a', path: '/adapters/a' },
+        { name: 'b', path: '/adapters/b' },
+      ],
+      timeScale: 10,
+      engine: { maxLoras: 1, maxNumSeqs: 8 },
+    });
+    h = await CoreHarness.start([spec('released'), spec('residency')], (urls) => ({
+      replicas: urls.map((url) => ({ url })),
+      base_model: BASE,
+      adapters: [
+        { name: 'a', path: '/adapters/a', static: true },
+        { name: 'b', path: '/adapters/b', static: true },
+      ],
+    }));
+    // On each replica: a long request of a runs, one of b waits for the LoRA budget.
+    const direct = (url: string, model: string, n: number) =>
+      fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: n }),
+      });
+    const pending = h.fleet.urls.flatMap((u) => [direct(u, 'a', 60), direct(u, 'b', 1)]);
+    const harness = h;
+    await waitFor(() => harness.fleet.replicas.every((r) => r.engine.stats().waitingForLora === 1));
+    await h.nextPoll();
+    const s = await fleetStatus(h.rt);
+    expect(s.replicas.map((r) => [r.running, r.waiting])).toEqual([
+      [1, 0],
+      [1, 0],
+    ]);
+    await Promise.all(pending);
   });
 
   it('newer vLLM: residency metrics are read; the status page shows registry and residency where they disagree', async () => {
