@@ -7,8 +7,10 @@ import type { UnloadMode } from '../../sim/http/replica';
 
 /**
  * How replicas get adapters. `managed`: only through the runtime load API (lora-router).
- * `resolver`: vLLM's filesystem resolver: any adapter is served, a miss in the `max_cpu_loras`
- * LRU reloads it inside the engine loop (the baselines, which route blind to residency).
+ * `resolver`: vLLM's filesystem resolver: any adapter is served; the first request for a name
+ * on a replica loads it before it queues (under the name's lock, blocking engine steps), and a
+ * later miss in the `max_cpu_loras` LRU reloads it inside the engine loop (the baselines, which
+ * route blind to residency).
  * `oracle`: every adapter resident everywhere, loads free (the TTFT bound).
  */
 export type AdapterMode = 'managed' | 'resolver' | 'oracle';
@@ -44,6 +46,7 @@ export class DesFleet implements ReplicaApi {
   busyUnloads = 0;
   private nextId = 0;
   private nextCopy = 1;
+  private readonly resolving = new Map<string, Promise<void>>();
 
   constructor(
     private readonly clock: Clock,
@@ -83,7 +86,7 @@ export class DesFleet implements ReplicaApi {
   }
 
   /** Sends a request to replica `url`; resolves with its record when it finishes. */
-  submit(
+  async submit(
     url: string,
     adapter: string | null,
     promptTokens: number,
@@ -91,6 +94,7 @@ export class DesFleet implements ReplicaApi {
   ): Promise<RequestRecord> {
     const i = this.index(url);
     const engine = this.engines[i]!;
+    if (this.o.mode === 'resolver' && adapter !== null) await this.resolve(i, adapter);
     return new Promise((resolve) => {
       engine.submit({
         id: String(this.nextId++),
@@ -139,6 +143,26 @@ export class DesFleet implements ReplicaApi {
     if (this.o.unload === 'frees') this.engines[i]!.dropWeights(weights);
     this.unloads++;
     return 'unloaded';
+  }
+
+  /**
+   * The filesystem resolver (serving_models.py `resolve_lora`): a name not registered yet loads
+   * eagerly, once, under its lock; concurrent requests for it wait for that load.
+   */
+  private resolve(i: number, name: string): Promise<void> {
+    if (this.registries[i]!.has(name)) return Promise.resolve();
+    const key = `${i} ${name}`;
+    let pending = this.resolving.get(key);
+    if (!pending) {
+      const weights = `${name}#${this.nextCopy++}`;
+      pending = this.engines[i]!.loadWeights(weights, RANK).then(() => {
+        this.registries[i]!.set(name, weights);
+        this.resolving.delete(key);
+        this.loads++;
+      });
+      this.resolving.set(key, pending);
+    }
+    return pending;
   }
 
   private index(url: string): number {
