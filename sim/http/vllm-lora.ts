@@ -137,13 +137,19 @@ export class VllmLoraApi {
     return this.locked(name, async () => {
       const known = r.registry.get(name);
       if (known) return known;
+      const started = r.clock.now();
+      // Logged as loads: the simulator's log counts every read of an adapter's weights by a call.
+      const log = (status: number) =>
+        r.log.push({ at: r.clock.now(), op: 'load', name, path, status, ms: r.clock.now() - started });
       const weights = this.newWeights(name);
       if (rank > r.o.maxLoraRank) {
+        log(400);
         return r.error(400, 'BadRequestError', `LoRA adapter '${name}' was found but could not be loaded.`);
       }
       await r.engine.loadWeights(weights, rank);
       const entry = { name, path, rank, static: false, created: Math.floor(r.nowUnix()), weights };
       r.registry.set(name, entry);
+      log(200);
       return entry;
     });
   }
