@@ -1,4 +1,5 @@
 /** OpenAI-compatible request parsing and response shapes shared by both replica modes. */
+import type { ServerResponse } from 'node:http';
 
 export type Endpoint = 'chat' | 'completions';
 
@@ -124,4 +125,41 @@ export function chunkBody(
 
 export function sse(data: unknown): string {
   return `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+}
+
+/** SSE: a role chunk first (chat), a chunk per token, a usage chunk if asked, then [DONE]. */
+export function streamAnswer(
+  endpoint: Endpoint,
+  id: string,
+  model: string,
+  created: number,
+  p: ParsedCompletion,
+  res: ServerResponse,
+) {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  if (endpoint === 'chat')
+    res.write(sse(chunkBody(endpoint, id, model, created, { role: 'assistant', content: '' }, null)));
+  return {
+    onToken: (i: number) => {
+      const last = i + 1 >= p.maxTokens;
+      res.write(
+        sse(chunkBody(endpoint, id, model, created, { content: tokenText(i) }, last ? 'length' : null)),
+      );
+    },
+    onFinish: (rec: { outputTokens: number }) => {
+      if (p.includeUsage) {
+        res.write(
+          sse({
+            id,
+            object: 'chat.completion.chunk',
+            created,
+            model,
+            choices: [],
+            usage: usage(p.promptTokens, rec.outputTokens),
+          }),
+        );
+      }
+      res.end(sse('[DONE]'));
+    },
+  };
 }

@@ -17,18 +17,10 @@ import type {
 import { fastapiNotFound, llamacppError, vllmError, type ErrorStyle, type SimError } from './errors';
 import { freshFaults, type Fault, type FaultState } from './faults';
 import { LlamaCppAdapters, metricsNotSupported } from './llamacpp';
-import { loraInfoKey, llamacppMetricsText, TTFT_BUCKETS, vllmMetricsText } from './metrics-text';
+import { llamacppMetricsText } from './metrics-text';
 import { VllmLoraApi } from './vllm-lora';
-import {
-  chunkBody,
-  completionBody,
-  parseCompletion,
-  sse,
-  tokenText,
-  usage,
-  type Endpoint,
-  type ParsedCompletion,
-} from './openai';
+import { VllmMetricsState } from './vllm-metrics';
+import { completionBody, type Endpoint, parseCompletion, streamAnswer } from './openai';
 
 export type {
   AdapterLogEntry,
@@ -127,11 +119,7 @@ export class SimReplica implements ReplicaContext {
   private hung = new Set<http.ServerResponse>();
   private records: RequestRecord[] = [];
   private faults: FaultState = freshFaults();
-  private loraInfo = new Map<string, number>();
-  private lastLoraKey = '';
-  private ttftCounts = TTFT_BUCKETS.map(() => 0);
-  private ttftSum = 0;
-  private ttftCount = 0;
+  private readonly vllmMetrics: VllmMetricsState;
   private readyAt = 0;
   private boots = 0;
   private nextId = 0;
@@ -178,6 +166,7 @@ export class SimReplica implements ReplicaContext {
     });
     this.engine.onRecord((rec) => this.onRecord(rec));
     this.vllmLora = new VllmLoraApi(this);
+    this.vllmMetrics = new VllmMetricsState(this, this.createdUnix);
     this.llama = new LlamaCppAdapters(this);
     this.boot();
   }
@@ -394,20 +383,7 @@ export class SimReplica implements ReplicaContext {
   private metrics(res: http.ServerResponse): void {
     if (this.backend === 'llamacpp' && !this.o.llamaMetrics) return this.send(res, metricsNotSupported);
     const text =
-      this.backend === 'llamacpp'
-        ? llamacppMetricsText(this.engine.stats())
-        : vllmMetricsText({
-            model: this.o.baseModel,
-            stats: this.engine.stats(),
-            maxLoras: this.engine.options.maxLoras,
-            loraInfo: this.currentLoraInfo(),
-            ttftCounts: this.ttftCounts,
-            ttftSum: this.ttftSum,
-            ttftCount: this.ttftCount,
-            createdUnix: this.createdUnix,
-            emitDeprecatedKvMetric: this.o.deprecatedKvMetric,
-            residency: this.o.vllmMetrics === 'residency' ? this.residency() : undefined,
-          });
+      this.backend === 'llamacpp' ? llamacppMetricsText(this.engine.stats()) : this.vllmMetrics.text();
     const write = () => {
       if (res.destroyed) return;
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
@@ -416,31 +392,6 @@ export class SimReplica implements ReplicaContext {
     // Fault delays are wall-clock: they test the router's real timeouts.
     if (this.faults.slowMetricsMs > 0) setTimeout(write, this.faults.slowMetricsMs);
     else write();
-  }
-
-  /**
-   * What the residency metrics report: every copy in the CPU cache under its name (a copy left
-   * by an unload still counts: it still holds memory), the `max_loras` most recent also on the GPU.
-   */
-  private residency(): { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[] {
-    const cached = this.engine.stats().cachedAdapters;
-    const gpu = new Set(cached.slice(-this.engine.options.maxLoras));
-    const name = (w: string) => (w.includes('#') ? w.slice(0, w.lastIndexOf('#')) : w);
-    return cached.flatMap((w) => [
-      ...(gpu.has(w) ? [{ adapter: name(w), level: 'gpu' as const, pinned: false }] : []),
-      { adapter: name(w), level: 'cpu' as const, pinned: false },
-    ]);
-  }
-
-  /** vLLM adds a `vllm:lora_requests_info` series whenever the running/waiting sets change. */
-  private currentLoraInfo(): Map<string, number> {
-    const s = this.engine.stats();
-    const key = loraInfoKey(this.engine.options.maxLoras, s.runningAdapters, s.waitingAdapters);
-    if (key !== this.lastLoraKey || !this.loraInfo.has(key)) {
-      this.lastLoraKey = key;
-      this.loraInfo.set(key, this.nowUnix());
-    }
-    return this.loraInfo;
   }
 
   private models() {
@@ -525,7 +476,7 @@ export class SimReplica implements ReplicaContext {
     // vLLM echoes the adapter name; llama.cpp echoes whatever the client sent.
     const model = p.model;
     const answer: { onToken?: (i: number) => void; onFinish: (rec: RequestRecord) => void } = p.stream
-      ? this.streamAnswer(endpoint, id, model, created, p, res)
+      ? streamAnswer(endpoint, id, model, created, p, res)
       : {
           onFinish: (rec: RequestRecord) =>
             this.send(res, {
@@ -555,52 +506,9 @@ export class SimReplica implements ReplicaContext {
     });
   }
 
-  /** SSE: a role chunk first (chat), a chunk per token, a usage chunk if asked, then [DONE]. */
-  private streamAnswer(
-    endpoint: Endpoint,
-    id: string,
-    model: string,
-    created: number,
-    p: ParsedCompletion,
-    res: http.ServerResponse,
-  ) {
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-    if (endpoint === 'chat')
-      res.write(sse(chunkBody(endpoint, id, model, created, { role: 'assistant', content: '' }, null)));
-    return {
-      onToken: (i: number) => {
-        const last = i + 1 >= p.maxTokens;
-        res.write(
-          sse(chunkBody(endpoint, id, model, created, { content: tokenText(i) }, last ? 'length' : null)),
-        );
-      },
-      onFinish: (rec: RequestRecord) => {
-        if (p.includeUsage) {
-          res.write(
-            sse({
-              id,
-              object: 'chat.completion.chunk',
-              created,
-              model,
-              choices: [],
-              usage: usage(p.promptTokens, rec.outputTokens),
-            }),
-          );
-        }
-        res.end(sse('[DONE]'));
-      },
-    };
-  }
-
   private onRecord(rec: RequestRecord): void {
     this.records.push(rec);
-    if (rec.firstToken !== undefined && !rec.aborted) {
-      const s = (rec.firstToken - rec.arrival) / 1000;
-      this.ttftSum += s;
-      this.ttftCount++;
-      const i = TTFT_BUCKETS.findIndex((le) => s <= le);
-      if (i >= 0) this.ttftCounts[i]!++;
-    }
+    this.vllmMetrics.record(rec);
   }
 
   // ---- control API ----------------------------------------------------------------------
