@@ -2,6 +2,7 @@ import { fleetStatus } from '../../src/status/status';
 import type { ReplicaOptions } from '../../sim/fleet';
 import { CoreHarness } from '../helpers/core-harness';
 import { waitFor } from '../helpers/wait';
+import { oneLoraPerBatch } from '../helpers/replicas';
 
 /**
  * The router against the simulator in each upstream mode it must handle (docs/replica-apis.md):
@@ -116,16 +117,7 @@ describe('the router against replicas as they really are', () => {
   });
 
   it('newer vLLM: waiting means the same as on released vLLM (requests deferred for max_loras apart)', async () => {
-    const spec = (vllmMetrics: 'released' | 'residency'): ReplicaOptions => ({
-      vllmMetrics,
-      staticAdapters: [
-        { name: 'a', path: '/adapters/a' },
-        { name: 'b', path: '/adapters/b' },
-      ],
-      timeScale: 10,
-      engine: { maxLoras: 1, maxNumSeqs: 8 },
-    });
-    h = await CoreHarness.start([spec('released'), spec('residency')], (urls) => ({
+    h = await CoreHarness.start([oneLoraPerBatch('released'), oneLoraPerBatch('residency')], (urls) => ({
       replicas: urls.map((url) => ({ url })),
       base_model: BASE,
       adapters: [

@@ -1,6 +1,7 @@
 import { SimFleet, type ReplicaOptions } from '../../sim/fleet';
 import { chat, get, post } from '../helpers/http';
 import { waitFor } from '../helpers/wait';
+import { oneLoraPerBatch } from '../helpers/replicas';
 
 /** The simulator's selectable upstream behaviours (docs/replica-apis.md, "Modes"), over HTTP. */
 describe('simulator modes', () => {
@@ -64,16 +65,7 @@ describe('simulator modes', () => {
   });
 
   it('vLLM residency metrics: waiting counts requests deferred for max_loras, split by reason', async () => {
-    const both = (vllmMetrics: 'released' | 'residency'): ReplicaOptions => ({
-      vllmMetrics,
-      staticAdapters: [
-        { name: 'a', path: '/adapters/a' },
-        { name: 'b', path: '/adapters/b' },
-      ],
-      timeScale: 10,
-      engine: { maxLoras: 1, maxNumSeqs: 8 },
-    });
-    const urls = await start(both('released'), both('residency'));
+    const urls = await start(oneLoraPerBatch('released'), oneLoraPerBatch('residency'));
     const pending = urls.flatMap((u) => [
       post(u, '/v1/chat/completions', chat('a', 30)),
       post(u, '/v1/chat/completions', chat('b', 1)),
