@@ -448,6 +448,8 @@ export class SimReplica implements ReplicaContext {
       if (typeof sel !== 'object') return this.send(res, llamacppError(400, 'invalid_request_error', sel));
       adapter = sel.adapter;
       rank = sel.rank;
+      // Every adapter was loaded at start: a mix of them costs no load.
+      if (adapter !== null) this.engine.preload(adapter, rank ?? this.o.defaultRank);
     } else if (p.model !== this.o.baseModel) {
       const entry = this.registry.get(p.model) ?? (await this.vllmLora.resolve(p.model));
       if (entry && 'status' in entry) return this.send(res, entry);
