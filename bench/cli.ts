@@ -287,15 +287,17 @@ async function main(): Promise<void> {
       `adapter load time sweep at ${mainLoad * 100}% load (${n} requests, seeds ${sweepSeeds.join(', ')}):`,
     );
     const arrivals = atRate(workload.slice(0, n), capacity * mainLoad);
-    json.loadTimeSweep = await loadSweep(POLICIES, scenario, arrivals, sweepSeeds, log);
-    md.push(...loadSweepSection(json.loadTimeSweep as Awaited<ReturnType<typeof loadSweep>>, n, full));
+    const points = await loadSweep(POLICIES, scenario, arrivals, sweepSeeds, log);
+    json.loadTimeSweep = points;
+    md.push(...loadSweepSection(points, n, full));
   }
   if (parts.has('unload')) {
     const n = full ? workload.length : 3000;
     log(`vLLM unload as released vs fixed (${n} requests, seeds ${seeds.join(', ')}):`);
     const arrivals = atRate(workload.slice(0, n), capacity * mainLoad);
-    json.unload = await unloadComparison(scenario, arrivals, seeds, [scenario.loadMs, 1000], log);
-    md.push(...unloadSection(json.unload as Awaited<ReturnType<typeof unloadComparison>>));
+    const runs = await unloadComparison(scenario, arrivals, seeds, [scenario.loadMs, 1000], log);
+    json.unload = runs;
+    md.push(...unloadSection(runs, n, full));
   }
 
   // ---- eviction and placement variants (issue 9's A/B) ----------------------------------

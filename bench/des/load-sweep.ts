@@ -171,7 +171,7 @@ export function loadSweepSection(sweep: LoadSweepPoint[], n: number, full: boole
   ];
 }
 
-export function unloadSection(runs: UnloadRun[]): string[] {
+export function unloadSection(runs: UnloadRun[], n: number, full: boolean): string[] {
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const times = [...new Set(runs.map((r) => r.loadMs))];
   const rows = times.flatMap((l) => {
@@ -191,7 +191,7 @@ export function unloadSection(runs: UnloadRun[]): string[] {
   return [
     '## vLLM unload as released',
     '',
-    `Released vLLM (through 0.27.x) only deregisters an unloaded adapter: its weights stay in the CPU LRU until pushed out, and a new load of the name is a second copy. lora-router (slots = router \`max_loaded_adapters\` = \`--max-loras\`) on replicas that behave so, against replicas with the fix, on the same requests (seeds ${[...new Set(runs.map((r) => r.seed))].join(', ')}, mean). A registered adapter the cache pushed out is read again from disk inside the engine loop at its next request: loads the router does not see.`,
+    `Released vLLM (through 0.27.x) only deregisters an unloaded adapter: its weights stay in the CPU LRU until pushed out, and a new load of the name is a second copy. lora-router (slots = router \`max_loaded_adapters\` = \`--max-loras\`) on replicas that behave so, against replicas with the fix, on the same requests: ${n.toLocaleString('en-US')} per run (${full ? 'full run' : 'quick run; `--full` takes the whole workload'}), seeds ${[...new Set(runs.map((r) => r.seed))].join(', ')}, mean. A registered adapter the cache pushed out is read again from disk inside the engine loop at its next request: loads the router does not see.`,
     '',
     table(
       [
