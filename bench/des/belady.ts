@@ -119,3 +119,26 @@ function nextUses(sequence: readonly string[]): number[] {
   }
   return next;
 }
+
+/**
+ * Belady's bounds over the requests one policy served (`end[i]` finite), so that a policy
+ * refusing requests is compared with the optimum for the same requests, not for all of them.
+ * `oracle` gives the service intervals for the pinned variant (it serves every request).
+ */
+export function boundsOnServed(
+  sequence: readonly string[],
+  end: readonly number[],
+  oracle: { start: readonly number[]; end: readonly number[] },
+  capacity: number,
+): { belady: number; pinned: number } {
+  const keep = (_: unknown, i: number) => Number.isFinite(end[i]!);
+  return {
+    belady: beladyMisses(sequence.filter(keep), capacity),
+    pinned: pinnedBeladyMisses(
+      sequence.filter(keep),
+      oracle.start.filter(keep),
+      oracle.end.filter(keep),
+      capacity,
+    ),
+  };
+}
