@@ -321,13 +321,12 @@ async function main(): Promise<void> {
       }
     }
     json.variants = rows;
-    json.variantsRequests = n;
     md.push(
       ...variantsSection(
         rows,
         variants.map((x) => x.name),
         alphas,
-        n,
+        Math.min(n, workload.length),
         mainLoad,
       ),
     );
@@ -387,14 +386,22 @@ async function main(): Promise<void> {
 function gitCommit(root: string): BenchResults['commit'] {
   try {
     const git = (...args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
-    return { sha: git('rev-parse', 'HEAD'), dirty: git('status', '--porcelain', '--untracked-files=no') !== '' };
+    return {
+      sha: git('rev-parse', 'HEAD'),
+      dirty: git('status', '--porcelain', '--untracked-files=no') !== '',
+    };
   } catch {
     return undefined;
   }
 }
 
 /** Sets each result's Belady bounds over the requests it served, then drops its intervals. */
-function boundOnServed(results: PolicyResult[], oracle: PolicyResult, adapters: string[], slots: number): void {
+function boundOnServed(
+  results: PolicyResult[],
+  oracle: PolicyResult,
+  adapters: string[],
+  slots: number,
+): void {
   for (const r of results) {
     if (r.policy !== P.oracle.name) {
       const b = boundsOnServed(adapters, r.intervals!.end, oracle.intervals!, slots);
@@ -480,8 +487,14 @@ function qualitySection(
     ...Array<string>(6).fill(''),
   ];
   rows.push(
-    boundRow("Belady's optimum, all requests (bound on loads)", perSeed.map((x) => x.belady)),
-    boundRow('Belady with in-flight pinning, all requests (reference)', perSeed.map((x) => x.pinned)),
+    boundRow(
+      "Belady's optimum, all requests (bound on loads)",
+      perSeed.map((x) => x.belady),
+    ),
+    boundRow(
+      'Belady with in-flight pinning, all requests (reference)',
+      perSeed.map((x) => x.pinned),
+    ),
   );
   const g = qualityGoals(perSeed);
   const goal = (ok: boolean) => (ok ? '**met**' : '**missed**');
@@ -499,7 +512,7 @@ function qualitySection(
         'refused',
         'loads',
         'hit rate (served)',
-        "loads ÷ Belady (served)",
+        'loads ÷ Belady (served)',
         'TTFT p50',
         'TTFT p99',
         'served p99',
@@ -571,7 +584,12 @@ function sweepSection(sweep: SweepPoint[], loads: number[], n: number): string[]
     ...perLoad('Served TTFT p99', (r) => r.ttftP99Served, ms),
     ...perLoad('Refused', (r) => r.errors, fmtNum),
     ...perLoad('Adapter loads', (r) => r.loads, fmtNum, P.oracle.name),
-    ...perLoad('Loads ÷ Belady over the same served requests', (r) => r.loads / r.belady!, fmtRatio, P.oracle.name),
+    ...perLoad(
+      'Loads ÷ Belady over the same served requests',
+      (r) => r.loads / r.belady!,
+      fmtRatio,
+      P.oracle.name,
+    ),
   ];
 }
 

@@ -11,7 +11,9 @@ import type { OverheadRow, RedisCost } from './overhead';
 /** Policy names the routing-quality goals refer to (bench/des/policies.ts). */
 export const ROUTER = P.loraRouter().name;
 export const ORACLE = P.oracle.name;
-export const BASELINES = [P.roundRobin, P.leastRequest, P.consistentHash, P.llmdSoftAffinity].map((p) => p.name);
+export const BASELINES = [P.roundRobin, P.leastRequest, P.consistentHash, P.llmdSoftAffinity].map(
+  (p) => p.name,
+);
 
 export interface QualitySeed {
   seed: number;
@@ -60,7 +62,6 @@ export interface BenchResults {
   nodes?: { runs: NodesRun[]; redisCost: RedisCost };
   sweep?: SweepPoint[];
   variants?: Omit<VariantRow, 'load'>[];
-  variantsRequests?: number;
   e2e?: {
     requests?: number;
     timeScale?: number;
@@ -139,12 +140,14 @@ export function overheadGoal(rows: OverheadRow[]) {
 }
 
 /** The figures compared between the simulation and the end-to-end run, counted alike in both. */
-export const E2E_METRICS: [string, (r: { loads: number; ttftP50: number; ttftP99Served: number }) => number][] =
-  [
-    ['loads', (r) => r.loads],
-    ['TTFT p50', (r) => r.ttftP50],
-    ['served TTFT p99', (r) => r.ttftP99Served],
-  ];
+export const E2E_METRICS: [
+  string,
+  (r: { loads: number; ttftP50: number; ttftP99Served: number }) => number,
+][] = [
+  ['loads', (r) => r.loads],
+  ['TTFT p50', (r) => r.ttftP50],
+  ['served TTFT p99', (r) => r.ttftP99Served],
+];
 
 /** Round robin ÷ lora-router in the simulation and end to end; they should agree within 10%. */
 export function e2eGoal(e: NonNullable<BenchResults['e2e']>) {

@@ -86,11 +86,16 @@ const quality: Renderer = (r) => {
   const g = qualityGoals(q);
   const router = g.router;
   const refusedShare = router.map((x) => x.errors / x.requests);
-  const lower = points.filter((p) => p.load < main).map((p) => {
-    const rs = p.runs.map((x) => byName(x.results, ROUTER));
-    const ratio = p.runs.map((x, i) => rs[i]!.ttftP99 / bestBaseline(x.results).ttftP99);
-    return `${Math.round(p.load * 100)}%: ${plural(rs.reduce((n, x) => n + x.errors, 0), 'refusal')}, TTFT p99 ${range(ratio)} the best baseline's`;
-  });
+  const lower = points
+    .filter((p) => p.load < main)
+    .map((p) => {
+      const rs = p.runs.map((x) => byName(x.results, ROUTER));
+      const ratio = p.runs.map((x, i) => rs[i]!.ttftP99 / bestBaseline(x.results).ttftP99);
+      return `${Math.round(p.load * 100)}%: ${plural(
+        rs.reduce((n, x) => n + x.errors, 0),
+        'refusal',
+      )}, TTFT p99 ${range(ratio)} the best baseline's`;
+    });
   return [
     `**Routing quality.** A discrete-event simulation drives the real \`RouterService\` against the simulator's engine model. Workload: ${r.workload}; ${s.adapters} adapters drawn Zipf(${s.alpha}), ${s.replicas} replicas × ${s.slots} slots, ${(s.loadMs / 1000).toFixed(1)}-s blocking loads. The ${pct(main).replace('.0%', '%')} rows are the mean over seeds ${seedsOf(q).join(', ')} of ${requests.toLocaleString('en-US')} requests each; the other loads come from the load sweep, with the seeds and requests their rows state.`,
     '',
@@ -141,7 +146,7 @@ const variants: Renderer = (r) => {
     }),
   );
   return [
-    `**Eviction and placement variants** (${(r.variantsRequests ?? v[0]!.results[0]!.requests).toLocaleString('en-US')} requests, seeds ${seedsOf(v).join(', ')}, mean; [details](bench/results/README.md#eviction-and-placement-variants)):`,
+    `**Eviction and placement variants** (${v[0]!.results[0]!.requests.toLocaleString('en-US')} requests, seeds ${seedsOf(v).join(', ')}, mean; [details](bench/results/README.md#eviction-and-placement-variants)):`,
     '',
     table(['popularity', 'variant', 'refused', 'loads ÷ Belady (served)', 'TTFT p99', 'served p99'], rows),
   ];
@@ -208,10 +213,11 @@ const redisCost: Renderer = (r) => {
 
 /** Each generated region of README.md: its name in the markers, and what fills it. */
 export const REGIONS: Record<string, Renderer> = {
-  benchmarks: (r) => PARTS.flatMap((part) => {
-    const lines = part(r);
-    return lines ? [...lines, ''] : [];
-  }),
+  benchmarks: (r) =>
+    PARTS.flatMap((part) => {
+      const lines = part(r);
+      return lines ? [...lines, ''] : [];
+    }),
   'redis-cost': redisCost,
 };
 

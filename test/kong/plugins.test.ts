@@ -330,6 +330,99 @@ describe('lora-router through the real plugin server', () => {
     expect((await w.statusJson()).inFlight).toBe(0);
   });
 
+  it('keeps per-replica and per-adapter in-flight counts exact after every path: served, refused, upstream error, config change', async () => {
+    let reject = false;
+    w = await startWorld(driver, [vllm()], (u) => onDemand(u), {
+      before: () =>
+        reject
+          ? { status: 401, body: Buffer.from('{"message":"No API key found in request"}'), headers: {} }
+          : undefined,
+    });
+    // Counts as the store holds them: the process total, the replica's, and each adapter's.
+    const counts = async () => {
+      const s = await w.statusJson();
+      const r = s.replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]);
+      const byAdapter = Object.fromEntries(
+        r.adapters.map((a: { name: string; inFlight: number }) => [a.name, a.inFlight]),
+      );
+      return { total: s.inFlight, replica: r.inFlight, a: byAdapter.a ?? 0, b: byAdapter.b ?? 0 };
+    };
+    // One request for 'a' stays in flight throughout: a double release would show against it.
+    const long = w.chat('a', 400);
+    await waitFor(() => w.fleet.replicas[0]!.engine.inFlight('a') === 1);
+    const one = { total: 1, replica: 1, a: 1, b: 0 };
+    expect(await counts()).toEqual(one);
+    expect((await w.chat('a')).status).toBe(200); // served, same adapter
+    expect(await counts()).toEqual(one);
+    expect((await w.chat('b')).status).toBe(200); // served, another adapter
+    expect(await counts()).toEqual(one);
+    reject = true;
+    expect((await w.chat('a')).status).toBe(401); // refused by an earlier plugin
+    reject = false;
+    expect(await counts()).toEqual(one);
+    expect((await w.chat('../x')).status).toBe(400); // refused by lora-router itself
+    expect(await counts()).toEqual(one);
+    const upstream = await w.chat('a', -1); // the replica answers 400
+    expect([upstream.status, json(upstream.body).error.message]).toEqual([
+      400,
+      "'max_tokens' must be a positive integer.",
+    ]);
+    expect(await counts()).toEqual(one);
+    await w.service.configure([
+      { name: 'lora-router', config: onDemand(w.fleet.urls, { target_waiting_per_replica: 8 }) },
+    ]);
+    expect(await counts()).toEqual(one);
+    expect((await w.chat('a')).status).toBe(200); // through the new instance
+    expect(await counts()).toEqual(one);
+    expect((await long).status).toBe(200); // released by the instance that was replaced
+    expect(await counts()).toEqual({ total: 0, replica: 0, a: 0, b: 0 });
+  });
+
+  it('hands the upstream status to the store in the log phase: a 404 from the replica forgets the adapter there', async () => {
+    // No poll between the requests: only the log phase can tell the router what happened.
+    w = await startWorld(driver, [vllm()], (u) => onDemand(u, { stale_after_ms: 3_600_000 }));
+    expect((await w.chat('a')).status).toBe(200);
+    await driver.startInstance('lora-poller', { poll_interval_ms: 600_000 });
+    await new Promise((r) => setTimeout(r, 200)); // the last tick at the short interval passes
+    const polls = (await w.statusJson()).poller.polls;
+    // The replica loses 'a' behind the router's back (as after a restart).
+    const res = await fetch(`${w.fleet.urls[0]}/v1/unload_lora_adapter`, {
+      method: 'POST',
+      body: JSON.stringify({ lora_name: 'a' }),
+    });
+    expect(res.status).toBe(200);
+    expect((await w.chat('a')).status).toBe(404); // the router still believed it resident
+    const view = (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]);
+    expect(view.adapters).toEqual([]); // forgotten on that 404
+    expect((await w.chat('a')).status).toBe(200); // so it is loaded again
+    expect(w.loads(0, 'a').map((e) => e.status)).toEqual([200, 200]);
+    expect((await w.statusJson()).poller.polls).toBe(polls); // no poll told it
+  });
+
+  it('hands the upstream status to the store in the log phase: 5xx answers in a row take the replica out (passive health)', async () => {
+    w = await startWorld(driver, [vllm(), vllm()], (u) =>
+      onDemand(u, { stale_after_ms: 3_600_000, picker: 'max-score' }),
+    );
+    expect((await w.chat('a')).status).toBe(200);
+    await driver.startInstance('lora-poller', { poll_interval_ms: 600_000 });
+    await new Promise((r) => setTimeout(r, 200)); // the last tick at the short interval passes
+    const polls = (await w.statusJson()).poller.polls;
+    const holder = w.loads(0, 'a').length === 1 ? 0 : 1;
+    // Completions fail on the holder; its /metrics and /v1/models keep answering.
+    await w.fleet.replicas[holder]!.fault({ kind: 'dead', on: true });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await w.chat('a')).status);
+    expect(statuses).toEqual([500, 500, 500]);
+    const s = await w.statusJson();
+    expect(s.replicas.find((r: { url: string }) => r.url === w.fleet.urls[holder]).health).toBe('down');
+    const next = await w.chat('a');
+    expect(next.status).toBe(200);
+    expect((next.kong.ctxShared.get('lora_router') as { replica: string }).replica).toBe(
+      w.fleet.urls[1 - holder],
+    );
+    expect((await w.statusJson()).poller.polls).toBe(polls);
+  });
+
   it('keeps fleet state across a config change (new instance, old one closed): no reload', async () => {
     w = await startWorld(driver, [vllm()], (u) => onDemand(u));
     await w.chat('a');
