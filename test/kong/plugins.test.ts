@@ -423,6 +423,36 @@ describe('lora-router through the real plugin server', () => {
     expect((await w.statusJson()).poller.polls).toBe(polls);
   });
 
+  it('never counts static adapters against max_loaded_adapters: two resident at start, one slot still loads', async () => {
+    const statics = [
+      { name: 'boot-1', path: '/adapters/boot-1' },
+      { name: 'boot-2', path: '/adapters/boot-2' },
+    ];
+    w = await startWorld(driver, [vllm({ staticAdapters: statics })], (u) =>
+      onDemand(u, {
+        max_loaded_adapters: 1,
+        queue_timeout_ms: 300,
+        adapters: statics.map((a) => ({ ...a, static: true })),
+      }),
+    );
+    const replica = w.fleet.replicas[0]!;
+    // Both static adapters resident (the simulator's registry) and known to the router as static.
+    expect(replica.registered()).toEqual(['boot-1', 'boot-2']);
+    for (const name of ['boot-1', 'boot-2']) expect((await w.chat(name)).status).toBe(200);
+    const view = async () =>
+      (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]).adapters;
+    expect((await view()).map((a: { state: string }) => a.state)).toEqual(['static', 'static']);
+    // The one runtime slot is free: 'a' loads without waiting, and 'b' then replaces it.
+    expect((await w.chat('a')).status).toBe(200);
+    expect((await w.chat('b')).status).toBe(200);
+    expect(replica.adapterLog().map((e) => [e.op, e.name, e.status])).toEqual([
+      ['load', 'a', 200],
+      ['unload', 'a', 200],
+      ['load', 'b', 200],
+    ]);
+    expect(replica.registered().sort()).toEqual(['b', 'boot-1', 'boot-2']);
+  });
+
   it('keeps fleet state across a config change (new instance, old one closed): no reload', async () => {
     w = await startWorld(driver, [vllm()], (u) => onDemand(u));
     await w.chat('a');
