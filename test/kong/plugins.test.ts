@@ -453,6 +453,38 @@ describe('lora-router through the real plugin server', () => {
     expect(replica.registered().sort()).toEqual(['b', 'boot-1', 'boot-2']);
   });
 
+  it('reclaims the lease of a request whose log phase Kong never runs (lease_max_age_ms), so its adapter may go', async () => {
+    w = await startWorld(driver, [vllm()], (u) =>
+      onDemand(u, { max_loaded_adapters: 1, lease_max_age_ms: 1000, queue_timeout_ms: 5000 }),
+    );
+    expect((await w.chat('a')).status).toBe(200);
+    // Kong runs the access phase, then never the log phase (a worker crash, a lost connection).
+    const orphan = new KongRequest({
+      path: '/v1/chat/completions',
+      body: Buffer.from(JSON.stringify({ model: 'a', messages: [{ role: 'user', content: 'hi' }] })),
+    });
+    await driver.handleEvent(w.service.instances[0]!.id, 'access', orphan);
+    expect(orphan.ctxShared.get('lora_router')).toMatchObject({ replica: w.fleet.urls[0], adapter: 'a' });
+    const mine = async () =>
+      (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]);
+    expect((await mine()).adapters).toEqual([expect.objectContaining({ name: 'a', inFlight: 1 })]);
+    // 'b' needs the only slot: 'a' counts as busy until its lease is reclaimed, then goes.
+    const b = await w.chat('b');
+    expect(b.status).toBe(200);
+    expect(w.fleet.replicas[0]!.adapterLog().map((e) => [e.op, e.name, e.status])).toEqual([
+      ['load', 'a', 200],
+      ['unload', 'a', 200],
+      ['load', 'b', 200],
+    ]);
+    const s = await w.statusJson();
+    expect(s.inFlight).toBe(0);
+    expect((await mine()).inFlight).toBe(0);
+    expect(
+      s.events.some((e: { op: string; adapter: string }) => e.op === 'lease-expired' && e.adapter === 'a'),
+    ).toBe(true);
+    expect(server.log.some((l) => /reclaimed in-flight lease .*its log phase never came/.test(l))).toBe(true);
+  });
+
   it('keeps fleet state across a config change (new instance, old one closed): no reload', async () => {
     w = await startWorld(driver, [vllm()], (u) => onDemand(u));
     await w.chat('a');
