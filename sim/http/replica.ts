@@ -98,6 +98,8 @@ export interface ReplicaState {
   backend: Backend;
   url: string;
   registry: RegistryEntry[];
+  /** The most runtime-loaded (not start-up) adapters registered at once since the replica started. */
+  peakRuntimeAdapters: number;
   adapterLog: AdapterLogEntry[];
   requests: RequestRecord[];
   faults: FaultState;
@@ -132,6 +134,7 @@ export class SimReplica {
   private sockets = new Set<Socket>();
   private hung = new Set<http.ServerResponse>();
   private registry = new Map<string, RegistryEntry>();
+  private peakRuntime = 0;
   private loadLocks = new Map<string, Promise<void>>();
   private llamaScales: number[] = [];
   private log: AdapterLogEntry[] = [];
@@ -263,6 +266,7 @@ export class SimReplica {
       backend: this.backend,
       url: this.url,
       registry: [...this.registry.values()],
+      peakRuntimeAdapters: this.peakRuntime,
       adapterLog: [...this.log],
       requests: [...this.records],
       faults: { ...this.faults },
@@ -646,6 +650,7 @@ export class SimReplica {
         static: false,
         created: Math.floor(this.epochUnix + this.clock.now() / 1000),
       });
+      this.notePeak();
       return logged({ status: 200, body: `Success: LoRA adapter '${name}' added successfully.` });
     } finally {
       release();
@@ -686,7 +691,15 @@ export class SimReplica {
       created: Math.floor(this.epochUnix + this.clock.now() / 1000),
     };
     this.registry.set(name, entry);
+    this.notePeak();
     return entry;
+  }
+
+  /** Tracks the peak of runtime-loaded adapters, which tests bound by the router's slots. */
+  private notePeak(): void {
+    let n = 0;
+    for (const e of this.registry.values()) if (!e.static) n++;
+    this.peakRuntime = Math.max(this.peakRuntime, n);
   }
 
   private adapterRank(path: string): number | undefined {

@@ -102,6 +102,24 @@ describe('simulator fault injection', () => {
     await waitFor(async () => (await get(url, '/health', 200).catch(() => null)) === null, 2000, 'kill');
   });
 
+  it('reports in /_sim/state the peak of runtime-loaded adapters registered at once, which unloads do not lower', async () => {
+    const load = (name: string) =>
+      post(url, '/v1/load_lora_adapter', { lora_name: name, lora_path: `/adapters/${name}` });
+    const peak = async () => (await get(url, '/_sim/state')).json().peakRuntimeAdapters;
+    expect(await peak()).toBe(0); // the start-up adapter does not count
+    expect([(await load('x')).status, (await load('y')).status]).toEqual([200, 200]);
+    expect((await post(url, '/v1/unload_lora_adapter', { lora_name: 'x' })).status).toBe(200);
+    expect((await load('z')).status).toBe(200);
+    expect(await peak()).toBe(2);
+    for (const name of ['y', 'z'])
+      expect((await post(url, '/v1/unload_lora_adapter', { lora_name: name })).status).toBe(200);
+    expect(await peak()).toBe(2);
+    expect((await load('w')).status).toBe(200);
+    expect((await load('v')).status).toBe(200);
+    expect((await load('u')).status).toBe(200);
+    expect(await peak()).toBe(3);
+  });
+
   it('logs every load and unload with the in-flight count at unload', async () => {
     await post(url, '/v1/load_lora_adapter', { lora_name: 'y', lora_path: '/adapters/y' });
     const pending = post(url, '/v1/chat/completions', chat('y', 200));
