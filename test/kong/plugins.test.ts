@@ -551,8 +551,18 @@ describe('lora-router through the real plugin server', () => {
     // Make set_target fail as Kong would for a bad port: the plugin's exception is logged, "ret" answered.
     const orig = req.pdk.bind(req);
     req.pdk = (m, a) => (m === 'kong.service.set_target' ? { error: 'boom' } : orig(m, a));
+    const logged = server.log.length;
     await driver.handleEvent(w.service.instances[0]!.id, 'access', req);
     expect(server.exited).toBe(false);
+    // The plugin server logged the exception, naming the failed PDK call and Kong's error.
+    await waitFor(() =>
+      server.log.slice(logged).some((l) => /kong\.service\.set_target failed:.*boom/.test(l)),
+    );
+    expect(
+      server.log
+        .slice(logged)
+        .filter((l) => /unhandled exception in lora-router\.access.*set_target.*boom/.test(l)),
+    ).toHaveLength(1);
     // The lease was handed to ctx before set_target: the log phase returns it.
     req.status = 502;
     await driver.handleEvent(w.service.instances[0]!.id, 'log', req);
