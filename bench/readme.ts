@@ -17,7 +17,6 @@ import {
   qualityGoals,
   ROUTER,
   type BenchResults,
-  type QualitySeed,
 } from './goals';
 import { fmtNum, fmtRatio, METRICS, ms, spread, table } from './report';
 import type { PolicyResult } from './des/run';
