@@ -276,7 +276,7 @@ async function main(): Promise<void> {
         series: [
           ...series((r) => r.loads).filter((s) => s.name !== P.oracle.name),
           {
-            name: "Belady's bound",
+            name: "Belady's bound (all requests)",
             points: loads.map(
               (l) =>
                 [l * 100, mean(sweep.filter((x) => x.load === l).map((x) => x.belady))] as [number, number],

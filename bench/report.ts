@@ -2,7 +2,7 @@
 import type { PolicyResult } from './des/run';
 
 export function table(header: string[], rows: (string | number)[][]): string {
-  const cell = (v: string | number) => (typeof v === 'number' ? fmtNum(v) : v);
+  const cell = (v: string | number) => (typeof v === 'number' ? fmtCount(v) : v);
   return [
     `| ${header.join(' | ')} |`,
     `|${header.map((_, i) => (i === 0 ? '---' : '--:')).join('|')}|`,
