@@ -13,6 +13,17 @@ usePluginServer((s, d) => {
 });
 
 const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
+
+/** Runs `fn` against a plugin-server process of its own, stopped after. */
+async function ownNode<T>(fn: (driver: KongDriver, server: PluginServerProcess) => Promise<T>): Promise<T> {
+  const own = await startPluginServer();
+  try {
+    return await fn(own.driver, own.server);
+  } finally {
+    own.driver.close();
+    await own.server.stop();
+  }
+}
 const onDemand = (urls: string[], over: Record<string, unknown> = {}) => ({
   replicas: urls.map((url) => ({ url })),
   base_model: BASE,
@@ -378,112 +389,122 @@ describe('lora-router through the real plugin server', () => {
     expect(await counts()).toEqual({ total: 0, replica: 0, a: 0, b: 0 });
   });
 
-  it('hands the upstream status to the store in the log phase: a 404 from the replica forgets the adapter there', async () => {
-    // No poll between the requests: only the log phase can tell the router what happened.
-    w = await startWorld(driver, [vllm()], (u) => onDemand(u, { stale_after_ms: 3_600_000 }));
-    expect((await w.chat('a')).status).toBe(200);
-    await driver.startInstance('lora-poller', { poll_interval_ms: 600_000 });
-    await new Promise((r) => setTimeout(r, 200)); // the last tick at the short interval passes
-    const polls = (await w.statusJson()).poller.polls;
-    // The replica loses 'a' behind the router's back (as after a restart).
-    const res = await fetch(`${w.fleet.urls[0]}/v1/unload_lora_adapter`, {
-      method: 'POST',
-      body: JSON.stringify({ lora_name: 'a' }),
-    });
-    expect(res.status).toBe(200);
-    expect((await w.chat('a')).status).toBe(404); // the router still believed it resident
-    const view = (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]);
-    expect(view.adapters).toEqual([]); // forgotten on that 404
-    expect((await w.chat('a')).status).toBe(200); // so it is loaded again
-    expect(w.loads(0, 'a').map((e) => e.status)).toEqual([200, 200]);
-    expect((await w.statusJson()).poller.polls).toBe(polls); // no poll told it
-  });
+  it('hands the upstream status to the store in the log phase: a 404 from the replica forgets the adapter there', () =>
+    // A plugin server of its own (a fresh Kong node): this test changes process-wide settings.
+    ownNode(async (driver) => {
+      // No poll between the requests: only the log phase can tell the router what happened.
+      w = await startWorld(driver, [vllm()], (u) => onDemand(u, { stale_after_ms: 3_600_000 }));
+      expect((await w.chat('a')).status).toBe(200);
+      await driver.startInstance('lora-poller', { poll_interval_ms: 600_000 });
+      await new Promise((r) => setTimeout(r, 200)); // the last tick at the short interval passes
+      const polls = (await w.statusJson()).poller.polls;
+      // The replica loses 'a' behind the router's back (as after a restart).
+      const res = await fetch(`${w.fleet.urls[0]}/v1/unload_lora_adapter`, {
+        method: 'POST',
+        body: JSON.stringify({ lora_name: 'a' }),
+      });
+      expect(res.status).toBe(200);
+      expect((await w.chat('a')).status).toBe(404); // the router still believed it resident
+      const view = (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]);
+      expect(view.adapters).toEqual([]); // forgotten on that 404
+      expect((await w.statusJson()).poller.polls).toBe(polls); // no poll told it
+      expect((await w.chat('a')).status).toBe(200); // so it is loaded again
+      expect(w.loads(0, 'a').map((e) => e.status)).toEqual([200, 200]);
+    }));
 
-  it('hands the upstream status to the store in the log phase: 5xx answers in a row take the replica out (passive health)', async () => {
-    w = await startWorld(driver, [vllm(), vllm()], (u) =>
-      onDemand(u, { stale_after_ms: 3_600_000, picker: 'max-score' }),
-    );
-    expect((await w.chat('a')).status).toBe(200);
-    await driver.startInstance('lora-poller', { poll_interval_ms: 600_000 });
-    await new Promise((r) => setTimeout(r, 200)); // the last tick at the short interval passes
-    const polls = (await w.statusJson()).poller.polls;
-    const holder = w.loads(0, 'a').length === 1 ? 0 : 1;
-    // Completions fail on the holder; its /metrics and /v1/models keep answering.
-    await w.fleet.replicas[holder]!.fault({ kind: 'dead', on: true });
-    const statuses: number[] = [];
-    for (let i = 0; i < 3; i++) statuses.push((await w.chat('a')).status);
-    expect(statuses).toEqual([500, 500, 500]);
-    const s = await w.statusJson();
-    expect(s.replicas.find((r: { url: string }) => r.url === w.fleet.urls[holder]).health).toBe('down');
-    const next = await w.chat('a');
-    expect(next.status).toBe(200);
-    expect((next.kong.ctxShared.get('lora_router') as { replica: string }).replica).toBe(
-      w.fleet.urls[1 - holder],
-    );
-    expect((await w.statusJson()).poller.polls).toBe(polls);
-  });
+  it('hands the upstream status to the store in the log phase: 5xx answers in a row take the replica out (passive health)', () =>
+    // A plugin server of its own (a fresh Kong node): this test changes process-wide settings.
+    ownNode(async (driver) => {
+      w = await startWorld(driver, [vllm(), vllm()], (u) =>
+        onDemand(u, { stale_after_ms: 3_600_000, picker: 'max-score' }),
+      );
+      expect((await w.chat('a')).status).toBe(200);
+      await driver.startInstance('lora-poller', { poll_interval_ms: 600_000 });
+      await new Promise((r) => setTimeout(r, 200)); // the last tick at the short interval passes
+      const polls = (await w.statusJson()).poller.polls;
+      const holder = w.loads(0, 'a').length === 1 ? 0 : 1;
+      // Completions fail on the holder; its /metrics and /v1/models keep answering.
+      await w.fleet.replicas[holder]!.fault({ kind: 'dead', on: true });
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) statuses.push((await w.chat('a')).status);
+      expect(statuses).toEqual([500, 500, 500]);
+      const s = await w.statusJson();
+      expect(s.replicas.find((r: { url: string }) => r.url === w.fleet.urls[holder]).health).toBe('down');
+      expect(s.poller.polls).toBe(polls); // no poll told it
+      const next = await w.chat('a');
+      expect(next.status).toBe(200);
+      expect((next.kong.ctxShared.get('lora_router') as { replica: string }).replica).toBe(
+        w.fleet.urls[1 - holder],
+      );
+    }));
 
-  it('never counts static adapters against max_loaded_adapters: two resident at start, one slot still loads', async () => {
-    const statics = [
-      { name: 'boot-1', path: '/adapters/boot-1' },
-      { name: 'boot-2', path: '/adapters/boot-2' },
-    ];
-    w = await startWorld(driver, [vllm({ staticAdapters: statics })], (u) =>
-      onDemand(u, {
-        max_loaded_adapters: 1,
-        queue_timeout_ms: 300,
-        adapters: statics.map((a) => ({ ...a, static: true })),
-      }),
-    );
-    const replica = w.fleet.replicas[0]!;
-    // Both static adapters resident (the simulator's registry) and known to the router as static.
-    expect(replica.registered()).toEqual(['boot-1', 'boot-2']);
-    for (const name of ['boot-1', 'boot-2']) expect((await w.chat(name)).status).toBe(200);
-    const view = async () =>
-      (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]).adapters;
-    expect((await view()).map((a: { state: string }) => a.state)).toEqual(['static', 'static']);
-    // The one runtime slot is free: 'a' loads without waiting, and 'b' then replaces it.
-    expect((await w.chat('a')).status).toBe(200);
-    expect((await w.chat('b')).status).toBe(200);
-    expect(replica.adapterLog().map((e) => [e.op, e.name, e.status])).toEqual([
-      ['load', 'a', 200],
-      ['unload', 'a', 200],
-      ['load', 'b', 200],
-    ]);
-    expect(replica.registered().sort()).toEqual(['b', 'boot-1', 'boot-2']);
-  });
+  it('never counts static adapters against max_loaded_adapters: two resident at start, one slot still loads', () =>
+    // A plugin server of its own (a fresh Kong node): this test changes process-wide settings.
+    ownNode(async (driver) => {
+      const statics = [
+        { name: 'boot-1', path: '/adapters/boot-1' },
+        { name: 'boot-2', path: '/adapters/boot-2' },
+      ];
+      w = await startWorld(driver, [vllm({ staticAdapters: statics })], (u) =>
+        onDemand(u, {
+          max_loaded_adapters: 1,
+          queue_timeout_ms: 300,
+          adapters: statics.map((a) => ({ ...a, static: true })),
+        }),
+      );
+      const replica = w.fleet.replicas[0]!;
+      // Both static adapters resident (the simulator's registry) and known to the router as static.
+      expect(replica.registered()).toEqual(['boot-1', 'boot-2']);
+      for (const name of ['boot-1', 'boot-2']) expect((await w.chat(name)).status).toBe(200);
+      const view = async () =>
+        (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]).adapters;
+      expect((await view()).map((a: { state: string }) => a.state)).toEqual(['static', 'static']);
+      // The one runtime slot is free: 'a' loads without waiting, and 'b' then replaces it.
+      expect((await w.chat('a')).status).toBe(200);
+      expect((await w.chat('b')).status).toBe(200);
+      expect(replica.adapterLog().map((e) => [e.op, e.name, e.status])).toEqual([
+        ['load', 'a', 200],
+        ['unload', 'a', 200],
+        ['load', 'b', 200],
+      ]);
+      expect(replica.registered().sort()).toEqual(['b', 'boot-1', 'boot-2']);
+    }));
 
-  it('reclaims the lease of a request whose log phase Kong never runs (lease_max_age_ms), so its adapter may go', async () => {
-    w = await startWorld(driver, [vllm()], (u) =>
-      onDemand(u, { max_loaded_adapters: 1, lease_max_age_ms: 1000, queue_timeout_ms: 5000 }),
-    );
-    expect((await w.chat('a')).status).toBe(200);
-    // Kong runs the access phase, then never the log phase (a worker crash, a lost connection).
-    const orphan = new KongRequest({
-      path: '/v1/chat/completions',
-      body: Buffer.from(JSON.stringify({ model: 'a', messages: [{ role: 'user', content: 'hi' }] })),
-    });
-    await driver.handleEvent(w.service.instances[0]!.id, 'access', orphan);
-    expect(orphan.ctxShared.get('lora_router')).toMatchObject({ replica: w.fleet.urls[0], adapter: 'a' });
-    const mine = async () =>
-      (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]);
-    expect((await mine()).adapters).toEqual([expect.objectContaining({ name: 'a', inFlight: 1 })]);
-    // 'b' needs the only slot: 'a' counts as busy until its lease is reclaimed, then goes.
-    const b = await w.chat('b');
-    expect(b.status).toBe(200);
-    expect(w.fleet.replicas[0]!.adapterLog().map((e) => [e.op, e.name, e.status])).toEqual([
-      ['load', 'a', 200],
-      ['unload', 'a', 200],
-      ['load', 'b', 200],
-    ]);
-    const s = await w.statusJson();
-    expect(s.inFlight).toBe(0);
-    expect((await mine()).inFlight).toBe(0);
-    expect(
-      s.events.some((e: { op: string; adapter: string }) => e.op === 'lease-expired' && e.adapter === 'a'),
-    ).toBe(true);
-    expect(server.log.some((l) => /reclaimed in-flight lease .*its log phase never came/.test(l))).toBe(true);
-  });
+  it('reclaims the lease of a request whose log phase Kong never runs (lease_max_age_ms), so its adapter may go', () =>
+    // A plugin server of its own (a fresh Kong node): this test changes process-wide settings.
+    ownNode(async (driver, server) => {
+      w = await startWorld(driver, [vllm()], (u) =>
+        onDemand(u, { max_loaded_adapters: 1, lease_max_age_ms: 1000, queue_timeout_ms: 5000 }),
+      );
+      expect((await w.chat('a')).status).toBe(200);
+      // Kong runs the access phase, then never the log phase (a worker crash, a lost connection).
+      const orphan = new KongRequest({
+        path: '/v1/chat/completions',
+        body: Buffer.from(JSON.stringify({ model: 'a', messages: [{ role: 'user', content: 'hi' }] })),
+      });
+      await driver.handleEvent(w.service.instances[0]!.id, 'access', orphan);
+      expect(orphan.ctxShared.get('lora_router')).toMatchObject({ replica: w.fleet.urls[0], adapter: 'a' });
+      const mine = async () =>
+        (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]);
+      expect((await mine()).adapters).toEqual([expect.objectContaining({ name: 'a', inFlight: 1 })]);
+      // 'b' needs the only slot: 'a' counts as busy until its lease is reclaimed, then goes.
+      const b = await w.chat('b');
+      expect(b.status).toBe(200);
+      expect(w.fleet.replicas[0]!.adapterLog().map((e) => [e.op, e.name, e.status])).toEqual([
+        ['load', 'a', 200],
+        ['unload', 'a', 200],
+        ['load', 'b', 200],
+      ]);
+      const s = await w.statusJson();
+      expect(s.inFlight).toBe(0);
+      expect((await mine()).inFlight).toBe(0);
+      expect(
+        s.events.some((e: { op: string; adapter: string }) => e.op === 'lease-expired' && e.adapter === 'a'),
+      ).toBe(true);
+      expect(server.log.some((l) => /reclaimed in-flight lease .*its log phase never came/.test(l))).toBe(
+        true,
+      );
+    }));
 
   it('keeps fleet state across a config change (new instance, old one closed): no reload', async () => {
     w = await startWorld(driver, [vllm()], (u) => onDemand(u));
