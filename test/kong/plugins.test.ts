@@ -14,6 +14,18 @@ usePluginServer((s, d) => {
 
 const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
 
+/** One replica behind lora-router, after a key-auth stand-in that answers 401 while `refuse(true)`. */
+async function behindKeyAuth(d: KongDriver) {
+  let reject = false;
+  const world = await startWorld(d, [vllm()], (u) => onDemand(u), {
+    before: () =>
+      reject
+        ? { status: 401, body: Buffer.from('{"message":"No API key found in request"}'), headers: {} }
+        : undefined,
+  });
+  return { world, refuse: (on: boolean) => void (reject = on) };
+}
+
 /** Runs `fn` against a plugin-server process of its own, stopped after. */
 async function ownNode<T>(fn: (driver: KongDriver, server: PluginServerProcess) => Promise<T>): Promise<T> {
   const own = await startPluginServer();
@@ -318,20 +330,15 @@ describe('lora-router through the real plugin server', () => {
   });
 
   it('releases in-flight counts exactly once, and only for requests it admitted', async () => {
-    let reject = false;
-    w = await startWorld(driver, [vllm()], (u) => onDemand(u), {
-      before: () =>
-        reject
-          ? { status: 401, body: Buffer.from('{"message":"No API key found in request"}'), headers: {} }
-          : undefined,
-    });
+    const keyAuth = await behindKeyAuth(driver);
+    w = keyAuth.world;
     await w.chat('a');
-    reject = true;
+    keyAuth.refuse(true);
     const refused = await w.chat('a');
     expect(refused.status).toBe(401);
     expect(refused.kong.pdkCalls.access).toBeUndefined(); // our access never ran
     expect(refused.kong.pdkCalls.log).toEqual(['kong.ctx.shared.get']); // log did, and stopped there
-    reject = false;
+    keyAuth.refuse(false);
     const ok = await w.chat('a');
     // The same log phase twice (Kong would not, but a second release must change nothing).
     const again = new KongRequest({ path: '/v1/chat/completions' });
@@ -342,13 +349,8 @@ describe('lora-router through the real plugin server', () => {
   });
 
   it('keeps per-replica and per-adapter in-flight counts exact after every path: served, refused, upstream error, config change', async () => {
-    let reject = false;
-    w = await startWorld(driver, [vllm()], (u) => onDemand(u), {
-      before: () =>
-        reject
-          ? { status: 401, body: Buffer.from('{"message":"No API key found in request"}'), headers: {} }
-          : undefined,
-    });
+    const keyAuth = await behindKeyAuth(driver);
+    w = keyAuth.world;
     // Counts as the store holds them: the process total, the replica's, and each adapter's.
     const counts = async () => {
       const s = await w.statusJson();
@@ -367,9 +369,9 @@ describe('lora-router through the real plugin server', () => {
     expect(await counts()).toEqual(one);
     expect((await w.chat('b')).status).toBe(200); // served, another adapter
     expect(await counts()).toEqual(one);
-    reject = true;
+    keyAuth.refuse(true);
     expect((await w.chat('a')).status).toBe(401); // refused by an earlier plugin
-    reject = false;
+    keyAuth.refuse(false);
     expect(await counts()).toEqual(one);
     expect((await w.chat('../x')).status).toBe(400); // refused by lora-router itself
     expect(await counts()).toEqual(one);

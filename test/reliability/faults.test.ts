@@ -7,6 +7,7 @@
  * load is tried at most once per replica and adapter within a backoff window; at the end
  * every in-flight count is 0 and no adapter was unloaded under a request.
  */
+import type { Fault } from '../../sim/http/replica';
 import { KongDriver, PluginServerProcess } from '../kong/driver';
 import { BASE, usePluginServer, startWorld, vllm } from '../kong/world';
 import { waitFor } from '../helpers/wait';
@@ -81,26 +82,29 @@ it('routes around a killed, a hanging, a load-failing, a restarting and a failin
   const failures = (xs: Sent[]) => xs.filter((s) => s.status !== 200);
   const to = (xs: Sent[], r: { url: string }) => xs.filter((s) => s.replica === r.url);
   const tenants = ['t0', 't1'];
+  /**
+   * Injects a fault in `r`: while it is fresh only the requests routed to `r` fail; once the
+   * router sees `r` down, none goes there and every request is served. The fresh batch back.
+   */
+  const avoided = async (r: (typeof w.fleet.replicas)[number], fault: Fault): Promise<Sent[]> => {
+    await r.fault(fault);
+    const fresh = await batch(tenants);
+    expect(failures(fresh)).toEqual(to(failures(fresh), r));
+    await seen(r.url, 'down');
+    const after = await batch(tenants);
+    expect([failures(after), to(after, r)]).toEqual([[], []]);
+    return fresh;
+  };
 
   try {
     expect(failures(await batch(tenants))).toEqual([]);
 
     // Killed: while the fault is fresh only requests sent to it fail; once seen, none goes there.
-    await r0.fault({ kind: 'kill' });
-    const fresh0 = await batch(tenants);
-    expect(failures(fresh0)).toEqual(to(failures(fresh0), r0));
-    await seen(r0.url, 'down');
-    const after0 = await batch(tenants);
-    expect([failures(after0), to(after0, r0)]).toEqual([[], []]);
+    await avoided(r0, { kind: 'kill' });
 
     // Hanging: the requests it got time out (504); once seen, none goes there.
-    await r1.fault({ kind: 'hang', on: true });
-    const fresh1 = await batch(tenants);
-    expect(failures(fresh1)).toEqual(to(failures(fresh1), r1));
+    const fresh1 = await avoided(r1, { kind: 'hang', on: true });
     expect(failures(fresh1).every((s) => s.status === 504)).toBe(true);
-    await seen(r1.url, 'down');
-    const after1 = await batch(tenants);
-    expect([failures(after1), to(after1, r1)]).toEqual([[], []]);
 
     // Restarting r3: it comes back without its runtime adapters; only the requests routed to
     // it meanwhile fail (connection refused, or 404 for an adapter it lost).
@@ -111,12 +115,7 @@ it('routes around a killed, a hanging, a load-failing, a restarting and a failin
     expect(failures(await batch(tenants))).toEqual([]);
 
     // Answering 500 on every route: avoided once seen, used again once it recovers.
-    await r2.fault({ kind: 'error500', on: true });
-    const fresh3 = await batch(tenants);
-    expect(failures(fresh3)).toEqual(to(failures(fresh3), r2));
-    await seen(r2.url, 'down');
-    const after3 = await batch(tenants);
-    expect([failures(after3), to(after3, r2)]).toEqual([[], []]);
+    await avoided(r2, { kind: 'error500', on: true });
     await r2.fault({ kind: 'error500', on: false });
     await seen(r2.url, 'up');
 
