@@ -394,11 +394,10 @@ describe('lora-router through the real plugin server', () => {
   it('hands the upstream status to the store in the log phase: a 404 from the replica forgets the adapter there', () =>
     // A plugin server of its own (a fresh Kong node): this test changes process-wide settings.
     ownNode(async (driver) => {
-      // No poll between the requests: only the log phase can tell the router what happened.
-      w = await startWorld(driver, [vllm()], (u) => onDemand(u, { stale_after_ms: 3_600_000 }));
+      // No poll during the test (the router refreshes each replica once, on its first request):
+      // only the log phase can tell the router what happened.
+      w = await startWorld(driver, [vllm()], (u) => onDemand(u, { stale_after_ms: 3_600_000 }), {}, 600_000);
       expect((await w.chat('a')).status).toBe(200);
-      await driver.startInstance('lora-poller', { poll_interval_ms: 600_000 });
-      await new Promise((r) => setTimeout(r, 200)); // the last tick at the short interval passes
       const polls = (await w.statusJson()).poller.polls;
       // The replica loses 'a' behind the router's back (as after a restart).
       const res = await fetch(`${w.fleet.urls[0]}/v1/unload_lora_adapter`, {
@@ -417,12 +416,14 @@ describe('lora-router through the real plugin server', () => {
   it('hands the upstream status to the store in the log phase: 5xx answers in a row take the replica out (passive health)', () =>
     // A plugin server of its own (a fresh Kong node): this test changes process-wide settings.
     ownNode(async (driver) => {
-      w = await startWorld(driver, [vllm(), vllm()], (u) =>
-        onDemand(u, { stale_after_ms: 3_600_000, picker: 'max-score' }),
+      w = await startWorld(
+        driver,
+        [vllm(), vllm()],
+        (u) => onDemand(u, { stale_after_ms: 3_600_000, picker: 'max-score' }),
+        {},
+        600_000,
       );
       expect((await w.chat('a')).status).toBe(200);
-      await driver.startInstance('lora-poller', { poll_interval_ms: 600_000 });
-      await new Promise((r) => setTimeout(r, 200)); // the last tick at the short interval passes
       const polls = (await w.statusJson()).poller.polls;
       const holder = w.loads(0, 'a').length === 1 ? 0 : 1;
       // Completions fail on the holder; its /metrics and /v1/models keep answering.
