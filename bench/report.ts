@@ -1,7 +1,8 @@
 /** Markdown tables and SVG line charts for bench/results/ (no dependencies, no browser). */
+import type { PolicyResult } from './des/run';
 
 export function table(header: string[], rows: (string | number)[][]): string {
-  const cell = (v: string | number) => (typeof v === 'number' ? fmtNum(v) : v);
+  const cell = (v: string | number) => (typeof v === 'number' ? fmtCount(v) : v);
   return [
     `| ${header.join(' | ')} |`,
     `|${header.map((_, i) => (i === 0 ? '---' : '--:')).join('|')}|`,
@@ -19,7 +20,60 @@ export function fmtNum(v: number): string {
 
 export function ms(v: number): string {
   if (Number.isNaN(v)) return '-';
+  if (!Number.isFinite(v)) return '∞';
   return v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${Math.round(v)} ms`;
+}
+
+/** A count, or a mean of counts. */
+export function fmtCount(v: number): string {
+  return Number.isInteger(v) ? v.toLocaleString('en-US') : fmtNum(v);
+}
+
+export function fmtRatio(v: number): string {
+  return Number.isFinite(v) ? `${v.toFixed(2)}×` : fmtNum(v);
+}
+
+/** "mean (min–max)" across seeds; the value alone for one seed. */
+export function spread(xs: number[], f: (v: number) => string): string {
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  return xs.length > 1 ? `${f(mean)} (${f(Math.min(...xs))}–${f(Math.max(...xs))})` : f(xs[0]!);
+}
+
+/** Each reported metric of a policy run: how to read it from a result, how to print it. */
+export const METRICS = {
+  loads: [(r) => r.loads, fmtNum],
+  hitRate: [(r) => r.hitRate * 100, (v) => (Number.isNaN(v) ? '-' : `${v.toFixed(1)}%`)],
+  beladyRatio: [(r) => (r.belady === undefined ? NaN : r.loads / r.belady), fmtRatio],
+  pinnedRatio: [(r) => (r.pinnedBelady === undefined ? NaN : r.loads / r.pinnedBelady), fmtRatio],
+  ttftP50: [(r) => r.ttftP50, ms],
+  ttftP99: [(r) => r.ttftP99, ms],
+  ttftP99Served: [(r) => r.ttftP99Served, ms],
+  e2eP99: [(r) => r.e2eP99, ms],
+  throughput: [(r) => r.throughput, (v) => v.toFixed(2)],
+  errors: [(r) => r.errors, fmtCount],
+  busyUnloads: [(r) => r.busyUnloads, fmtNum],
+} satisfies Record<string, [(r: PolicyResult) => number, (v: number) => string]>;
+
+/** A policy's metrics across runs, as table cells. */
+export function cells(
+  runs: { results: PolicyResult[] }[],
+  name: string,
+  keys: (keyof typeof METRICS)[],
+): string[] {
+  return keys.map((k) => spread(across(runs, name, METRICS[k][0]), METRICS[k][1]));
+}
+
+/** One policy's figure in each run. */
+export function across(
+  runs: { results: PolicyResult[] }[],
+  name: string,
+  f: (r: PolicyResult) => number,
+): number[] {
+  return runs.map((x) => {
+    const r = x.results.find((y) => y.policy === name);
+    if (!r) throw new Error(`no result for ${name}`);
+    return f(r);
+  });
 }
 
 export interface Series {

@@ -33,7 +33,7 @@ export interface TrafficStats {
   ok: number;
   errors: Record<string, number>;
   loads: number;
-  /** 1 - loads / requests: the share of requests that found their adapter resident. */
+  /** 1 - loads / served requests (a refused request never loads, so it is no hit). */
   hitRate: number;
   ttftMs: { p50: number; p90: number; p99: number };
   e2eMs: { p50: number; p99: number };
@@ -66,7 +66,7 @@ export async function runTraffic(o: TrafficOptions): Promise<TrafficStats> {
       ok,
       errors: { ...errors },
       loads,
-      hitRate: done ? Math.max(0, 1 - loads / done) : 1,
+      hitRate: ok ? Math.max(0, 1 - loads / ok) : 1,
       ttftMs: { p50: pct(ttft, 0.5), p90: pct(ttft, 0.9), p99: pct(ttft, 0.99) },
       e2eMs: { p50: pct(e2e, 0.5), p99: pct(e2e, 0.99) },
       elapsedS,
@@ -146,9 +146,9 @@ export function summaryTable(s: TrafficStats): string {
         .join(', ') || 'none',
     ],
     ['adapter loads', String(s.loads)],
-    ['hit rate (1 - loads / requests)', `${(s.hitRate * 100).toFixed(1)} %`],
-    ['TTFT p50 / p90 / p99', `${fmt(s.ttftMs.p50)} / ${fmt(s.ttftMs.p90)} / ${fmt(s.ttftMs.p99)}`],
-    ['end-to-end p50 / p99', `${fmt(s.e2eMs.p50)} / ${fmt(s.e2eMs.p99)}`],
+    ['hit rate (1 - loads / served)', `${(s.hitRate * 100).toFixed(1)} %`],
+    ['served TTFT p50 / p90 / p99', `${fmt(s.ttftMs.p50)} / ${fmt(s.ttftMs.p90)} / ${fmt(s.ttftMs.p99)}`],
+    ['served end-to-end p50 / p99', `${fmt(s.e2eMs.p50)} / ${fmt(s.e2eMs.p99)}`],
     ['throughput', `${s.throughput.toFixed(2)} req/s over ${s.elapsedS.toFixed(1)} s`],
   ];
   const w = Math.max(...rows.map((r) => r[0].length));
@@ -156,7 +156,7 @@ export function summaryTable(s: TrafficStats): string {
 }
 
 export function progressLine(s: TrafficStats): string {
-  return `requests ${s.done}/${s.sent}  loads ${s.loads}  hit ${(s.hitRate * 100).toFixed(0)}%  TTFT p50 ${fmt(s.ttftMs.p50)} p99 ${fmt(s.ttftMs.p99)}  errors ${Object.values(s.errors).reduce((a, b) => a + b, 0)}`;
+  return `requests ${s.done}/${s.sent}  loads ${s.loads}  hit ${(s.hitRate * 100).toFixed(0)}%  served TTFT p50 ${fmt(s.ttftMs.p50)} p99 ${fmt(s.ttftMs.p99)}  errors ${Object.values(s.errors).reduce((a, b) => a + b, 0)}`;
 }
 
 function fmt(ms: number): string {

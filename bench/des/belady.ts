@@ -1,3 +1,4 @@
+import type { PolicyResult } from './run';
 /**
  * Belady's offline optimum (MIN) for a cache of `capacity` adapters over the request sequence:
  * on a miss with a full cache, evict the adapter used again furthest in the future. The fleet's
@@ -118,4 +119,44 @@ function nextUses(sequence: readonly string[]): number[] {
     last.set(sequence[i]!, i);
   }
   return next;
+}
+
+/**
+ * Belady's bounds over the requests one policy served (`end[i]` finite), so that a policy
+ * refusing requests is compared with the optimum for the same requests, not for all of them.
+ * `oracle` gives the service intervals for the pinned variant (it serves every request).
+ */
+export function boundsOnServed(
+  sequence: readonly string[],
+  end: readonly number[],
+  oracle: { start: readonly number[]; end: readonly number[] },
+  capacity: number,
+): { belady: number; pinned: number } {
+  const keep = (_: unknown, i: number) => Number.isFinite(end[i]!);
+  return {
+    belady: beladyMisses(sequence.filter(keep), capacity),
+    pinned: pinnedBeladyMisses(
+      sequence.filter(keep),
+      oracle.start.filter(keep),
+      oracle.end.filter(keep),
+      capacity,
+    ),
+  };
+}
+
+/** Sets each result's Belady bounds over the requests it served, then drops its intervals. */
+export function setServedBounds(
+  results: PolicyResult[],
+  oracle: PolicyResult,
+  adapters: string[],
+  slots: number,
+): void {
+  for (const r of results) {
+    if (r !== oracle) {
+      const b = boundsOnServed(adapters, r.intervals!.end, oracle.intervals!, slots);
+      r.belady = b.belady;
+      r.pinnedBelady = b.pinned;
+    }
+  }
+  for (const r of results) delete r.intervals;
 }

@@ -25,10 +25,15 @@ export interface Scenario {
 export interface PolicyResult {
   policy: string;
   requests: number;
+  /** Requests served (answered 200); `errors` were refused. */
   completed: number;
   errors: number;
   loads: number;
   unloads: number;
+  /**
+   * 1 - loads / served requests. A refused request never loads, so counting it as a hit would
+   * flatter a policy that refuses; every policy is measured over what it served.
+   */
   hitRate: number;
   ttftP50: number;
   /** With refused requests counted as never answered (Infinity). */
@@ -44,7 +49,11 @@ export interface PolicyResult {
   engineReloads: number;
   /** Wall-clock seconds the simulation took. */
   wallS: number;
-  /** Per request: arrival and end (virtual ms), for bounds that need service intervals. */
+  /** Belady's bound over the requests this policy served (set by the benchmark). */
+  belady?: number;
+  /** The same with in-flight pinning (set by the benchmark). */
+  pinnedBelady?: number;
+  /** Per request: arrival and end (virtual ms; Infinity: refused), for bounds that need them. */
   intervals?: { start: number[]; end: number[] };
 }
 
@@ -120,14 +129,15 @@ export async function runPolicy(
   router.stop();
   const span = (lastEnd - arrivals[0]!.at) / 1000;
   const loads = fleet.totalLoads();
+  const served = ttft.length - errors;
   return {
     policy: policy.name,
     requests: arrivals.length,
-    completed: ttft.length - errors,
+    completed: served,
     errors,
     loads: policy.mode === 'oracle' ? 0 : loads,
     unloads: policy.mode === 'oracle' ? 0 : fleet.totalUnloads(),
-    hitRate: policy.mode === 'oracle' ? 1 : 1 - loads / arrivals.length,
+    hitRate: policy.mode === 'oracle' ? 1 : served === 0 ? NaN : 1 - loads / served,
     ttftP50: pct(ttft, 0.5),
     ttftP99: pct(ttft, 0.99),
     ttftP99Served: pct(
@@ -135,7 +145,7 @@ export async function runPolicy(
       0.99,
     ),
     e2eP99: pct(e2e, 0.99),
-    throughput: (ttft.length - errors) / span,
+    throughput: served / span,
     busyUnloads: fleet.busyUnloads,
     engineReloads: policy.mode === 'oracle' ? 0 : fleet.engineReloads(),
     wallS: (Date.now() - started) / 1000,

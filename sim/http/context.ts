@@ -89,12 +89,32 @@ export interface ResolvedOptions {
   llamaAdapterInfo: boolean;
 }
 
+/**
+ * The API registry, tracking the peak of runtime-loaded (not start-up) adapters registered at
+ * once since the replica started: tests bound it by the router's slots over a whole run.
+ */
+export class Registry extends Map<string, RegistryEntry> {
+  private peak = 0;
+
+  override set(name: string, entry: RegistryEntry): this {
+    super.set(name, entry);
+    let n = 0;
+    for (const e of this.values()) if (!e.static) n++;
+    this.peak = Math.max(this.peak, n);
+    return this;
+  }
+
+  peakRuntime(): number {
+    return this.peak;
+  }
+}
+
 /** What a route module may use of its replica. */
 export interface ReplicaContext {
   readonly o: ResolvedOptions;
   readonly clock: Clock;
   readonly engine: ReplicaEngine;
-  readonly registry: Map<string, RegistryEntry>;
+  readonly registry: Registry;
   readonly log: AdapterLogEntry[];
   /** Counts (re)starts: a load that spans a restart must not register into the new process. */
   bootCount(): number;

@@ -14,6 +14,7 @@ import type {
   UnloadMode,
   VllmMetrics,
 } from './context';
+import { Registry } from './context';
 import { fastapiNotFound, llamacppError, vllmError, type ErrorStyle, type SimError } from './errors';
 import { freshFaults, type Fault, type FaultState } from './faults';
 import { LlamaCppAdapters, metricsNotSupported } from './llamacpp';
@@ -90,6 +91,8 @@ export interface ReplicaState {
   backend: Backend;
   url: string;
   registry: RegistryEntry[];
+  /** The most runtime-loaded (not start-up) adapters registered at once since the replica started. */
+  peakRuntimeAdapters: number;
   adapterLog: AdapterLogEntry[];
   requests: RequestRecord[];
   faults: FaultState;
@@ -109,7 +112,7 @@ export class SimReplica implements ReplicaContext {
   readonly clock: Clock;
   readonly engine: ReplicaEngine;
   readonly o: ResolvedOptions;
-  readonly registry = new Map<string, RegistryEntry>();
+  readonly registry = new Registry();
   readonly log: AdapterLogEntry[] = [];
   private readonly vllmLora: VllmLoraApi;
   private readonly llama: LlamaCppAdapters;
@@ -269,6 +272,7 @@ export class SimReplica implements ReplicaContext {
       backend: this.backend,
       url: this.url,
       registry: [...this.registry.values()],
+      peakRuntimeAdapters: this.registry.peakRuntime(),
       adapterLog: [...this.log],
       requests: [...this.records],
       faults: { ...this.faults },

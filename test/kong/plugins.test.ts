@@ -13,6 +13,29 @@ usePluginServer((s, d) => {
 });
 
 const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
+
+/** One replica behind lora-router, after a key-auth stand-in that answers 401 while `refuse(true)`. */
+async function behindKeyAuth(d: KongDriver) {
+  let reject = false;
+  const world = await startWorld(d, [vllm()], (u) => onDemand(u), {
+    before: () =>
+      reject
+        ? { status: 401, body: Buffer.from('{"message":"No API key found in request"}'), headers: {} }
+        : undefined,
+  });
+  return { world, refuse: (on: boolean) => void (reject = on) };
+}
+
+/** Runs `fn` against a plugin-server process of its own, stopped after. */
+async function ownNode<T>(fn: (driver: KongDriver, server: PluginServerProcess) => Promise<T>): Promise<T> {
+  const own = await startPluginServer();
+  try {
+    return await fn(own.driver, own.server);
+  } finally {
+    own.driver.close();
+    await own.server.stop();
+  }
+}
 const onDemand = (urls: string[], over: Record<string, unknown> = {}) => ({
   replicas: urls.map((url) => ({ url })),
   base_model: BASE,
@@ -314,20 +337,15 @@ describe('lora-router through the real plugin server', () => {
   });
 
   it('releases in-flight counts exactly once, and only for requests it admitted', async () => {
-    let reject = false;
-    w = await startWorld(driver, [vllm()], (u) => onDemand(u), {
-      before: () =>
-        reject
-          ? { status: 401, body: Buffer.from('{"message":"No API key found in request"}'), headers: {} }
-          : undefined,
-    });
+    const keyAuth = await behindKeyAuth(driver);
+    w = keyAuth.world;
     await w.chat('a');
-    reject = true;
+    keyAuth.refuse(true);
     const refused = await w.chat('a');
     expect(refused.status).toBe(401);
     expect(refused.kong.pdkCalls.access).toBeUndefined(); // our access never ran
     expect(refused.kong.pdkCalls.log).toEqual(['kong.ctx.shared.get']); // log did, and stopped there
-    reject = false;
+    keyAuth.refuse(false);
     const ok = await w.chat('a');
     // The same log phase twice (Kong would not, but a second release must change nothing).
     const again = new KongRequest({ path: '/v1/chat/completions' });
@@ -336,6 +354,167 @@ describe('lora-router through the real plugin server', () => {
     await driver.handleEvent(w.service.instances[0]!.id, 'log', again);
     expect((await w.statusJson()).inFlight).toBe(0);
   });
+
+  it('keeps per-replica and per-adapter in-flight counts exact after every path: served, refused, upstream error, config change', async () => {
+    const keyAuth = await behindKeyAuth(driver);
+    w = keyAuth.world;
+    // Counts as the store holds them: the process total, the replica's, and each adapter's.
+    const counts = async () => {
+      const s = await w.statusJson();
+      const r = s.replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]);
+      const byAdapter = Object.fromEntries(
+        r.adapters.map((a: { name: string; inFlight: number }) => [a.name, a.inFlight]),
+      );
+      return { total: s.inFlight, replica: r.inFlight, a: byAdapter.a ?? 0, b: byAdapter.b ?? 0 };
+    };
+    // One request for 'a' stays in flight throughout: a double release would show against it.
+    const long = w.chat('a', 400);
+    await waitFor(() => w.fleet.replicas[0]!.engine.inFlight('a') === 1);
+    const one = { total: 1, replica: 1, a: 1, b: 0 };
+    expect(await counts()).toEqual(one);
+    expect((await w.chat('a')).status).toBe(200); // served, same adapter
+    expect(await counts()).toEqual(one);
+    expect((await w.chat('b')).status).toBe(200); // served, another adapter
+    expect(await counts()).toEqual(one);
+    keyAuth.refuse(true);
+    expect((await w.chat('a')).status).toBe(401); // refused by an earlier plugin
+    keyAuth.refuse(false);
+    expect(await counts()).toEqual(one);
+    expect((await w.chat('../x')).status).toBe(400); // refused by lora-router itself
+    expect(await counts()).toEqual(one);
+    const upstream = await w.chat('a', -1); // the replica answers 400
+    expect([upstream.status, json(upstream.body).error.message]).toEqual([
+      400,
+      "'max_tokens' must be a positive integer.",
+    ]);
+    expect(await counts()).toEqual(one);
+    await w.service.configure([
+      { name: 'lora-router', config: onDemand(w.fleet.urls, { target_waiting_per_replica: 8 }) },
+    ]);
+    expect(await counts()).toEqual(one);
+    expect((await w.chat('a')).status).toBe(200); // through the new instance
+    expect(await counts()).toEqual(one);
+    expect((await long).status).toBe(200); // released by the instance that was replaced
+    expect(await counts()).toEqual({ total: 0, replica: 0, a: 0, b: 0 });
+  });
+
+  it('hands the upstream status to the store in the log phase: a 404 from the replica forgets the adapter there', () =>
+    // A plugin server of its own (a fresh Kong node): this test changes process-wide settings.
+    ownNode(async (driver) => {
+      // No poll during the test (the router refreshes each replica once, on its first request):
+      // only the log phase can tell the router what happened.
+      w = await startWorld(driver, [vllm()], (u) => onDemand(u, { stale_after_ms: 3_600_000 }), {}, 600_000);
+      expect((await w.chat('a')).status).toBe(200);
+      const polls = (await w.statusJson()).poller.polls;
+      // The replica loses 'a' behind the router's back (as after a restart).
+      const res = await fetch(`${w.fleet.urls[0]}/v1/unload_lora_adapter`, {
+        method: 'POST',
+        body: JSON.stringify({ lora_name: 'a' }),
+      });
+      expect(res.status).toBe(200);
+      expect((await w.chat('a')).status).toBe(404); // the router still believed it resident
+      const view = (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]);
+      expect(view.adapters).toEqual([]); // forgotten on that 404
+      expect((await w.statusJson()).poller.polls).toBe(polls); // no poll told it
+      expect((await w.chat('a')).status).toBe(200); // so it is loaded again
+      expect(w.loads(0, 'a').map((e) => e.status)).toEqual([200, 200]);
+    }));
+
+  it('hands the upstream status to the store in the log phase: 5xx answers in a row take the replica out (passive health)', () =>
+    // A plugin server of its own (a fresh Kong node): this test changes process-wide settings.
+    ownNode(async (driver) => {
+      w = await startWorld(
+        driver,
+        [vllm(), vllm()],
+        (u) => onDemand(u, { stale_after_ms: 3_600_000, picker: 'max-score' }),
+        {},
+        600_000,
+      );
+      expect((await w.chat('a')).status).toBe(200);
+      const polls = (await w.statusJson()).poller.polls;
+      const holder = w.loads(0, 'a').length === 1 ? 0 : 1;
+      // Completions fail on the holder; its /metrics and /v1/models keep answering.
+      await w.fleet.replicas[holder]!.fault({ kind: 'dead', on: true });
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) statuses.push((await w.chat('a')).status);
+      expect(statuses).toEqual([500, 500, 500]);
+      const s = await w.statusJson();
+      expect(s.replicas.find((r: { url: string }) => r.url === w.fleet.urls[holder]).health).toBe('down');
+      expect(s.poller.polls).toBe(polls); // no poll told it
+      const next = await w.chat('a');
+      expect(next.status).toBe(200);
+      expect((next.kong.ctxShared.get('lora_router') as { replica: string }).replica).toBe(
+        w.fleet.urls[1 - holder],
+      );
+    }));
+
+  it('never counts static adapters against max_loaded_adapters: two resident at start, one slot still loads', () =>
+    // A plugin server of its own (a fresh Kong node): this test changes process-wide settings.
+    ownNode(async (driver) => {
+      const statics = [
+        { name: 'boot-1', path: '/adapters/boot-1' },
+        { name: 'boot-2', path: '/adapters/boot-2' },
+      ];
+      w = await startWorld(driver, [vllm({ staticAdapters: statics })], (u) =>
+        onDemand(u, {
+          max_loaded_adapters: 1,
+          queue_timeout_ms: 300,
+          adapters: statics.map((a) => ({ ...a, static: true })),
+        }),
+      );
+      const replica = w.fleet.replicas[0]!;
+      // Both static adapters resident (the simulator's registry) and known to the router as static.
+      expect(replica.registered()).toEqual(['boot-1', 'boot-2']);
+      for (const name of ['boot-1', 'boot-2']) expect((await w.chat(name)).status).toBe(200);
+      const view = async () =>
+        (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]).adapters;
+      expect((await view()).map((a: { state: string }) => a.state)).toEqual(['static', 'static']);
+      // The one runtime slot is free: 'a' loads without waiting, and 'b' then replaces it.
+      expect((await w.chat('a')).status).toBe(200);
+      expect((await w.chat('b')).status).toBe(200);
+      expect(replica.adapterLog().map((e) => [e.op, e.name, e.status])).toEqual([
+        ['load', 'a', 200],
+        ['unload', 'a', 200],
+        ['load', 'b', 200],
+      ]);
+      expect(replica.registered().sort()).toEqual(['b', 'boot-1', 'boot-2']);
+    }));
+
+  it('reclaims the lease of a request whose log phase Kong never runs (lease_max_age_ms), so its adapter may go', () =>
+    // A plugin server of its own (a fresh Kong node): this test changes process-wide settings.
+    ownNode(async (driver, server) => {
+      w = await startWorld(driver, [vllm()], (u) =>
+        onDemand(u, { max_loaded_adapters: 1, lease_max_age_ms: 1000, queue_timeout_ms: 5000 }),
+      );
+      expect((await w.chat('a')).status).toBe(200);
+      // Kong runs the access phase, then never the log phase (a worker crash, a lost connection).
+      const orphan = new KongRequest({
+        path: '/v1/chat/completions',
+        body: Buffer.from(JSON.stringify({ model: 'a', messages: [{ role: 'user', content: 'hi' }] })),
+      });
+      await driver.handleEvent(w.service.instances[0]!.id, 'access', orphan);
+      expect(orphan.ctxShared.get('lora_router')).toMatchObject({ replica: w.fleet.urls[0], adapter: 'a' });
+      const mine = async () =>
+        (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]);
+      expect((await mine()).adapters).toEqual([expect.objectContaining({ name: 'a', inFlight: 1 })]);
+      // 'b' needs the only slot: 'a' counts as busy until its lease is reclaimed, then goes.
+      const b = await w.chat('b');
+      expect(b.status).toBe(200);
+      expect(w.fleet.replicas[0]!.adapterLog().map((e) => [e.op, e.name, e.status])).toEqual([
+        ['load', 'a', 200],
+        ['unload', 'a', 200],
+        ['load', 'b', 200],
+      ]);
+      const s = await w.statusJson();
+      expect(s.inFlight).toBe(0);
+      expect((await mine()).inFlight).toBe(0);
+      expect(
+        s.events.some((e: { op: string; adapter: string }) => e.op === 'lease-expired' && e.adapter === 'a'),
+      ).toBe(true);
+      expect(server.log.some((l) => /reclaimed in-flight lease .*its log phase never came/.test(l))).toBe(
+        true,
+      );
+    }));
 
   it('keeps fleet state across a config change (new instance, old one closed): no reload', async () => {
     w = await startWorld(driver, [vllm()], (u) => onDemand(u));
@@ -403,8 +582,18 @@ describe('lora-router through the real plugin server', () => {
     // Make set_target fail as Kong would for a bad port: the plugin's exception is logged, "ret" answered.
     const orig = req.pdk.bind(req);
     req.pdk = (m, a) => (m === 'kong.service.set_target' ? { error: 'boom' } : orig(m, a));
+    const logged = server.log.length;
     await driver.handleEvent(w.service.instances[0]!.id, 'access', req);
     expect(server.exited).toBe(false);
+    // The plugin server logged the exception, naming the failed PDK call and Kong's error.
+    await waitFor(() =>
+      server.log.slice(logged).some((l) => /kong\.service\.set_target failed:.*boom/.test(l)),
+    );
+    expect(
+      server.log
+        .slice(logged)
+        .filter((l) => /unhandled exception in lora-router\.access.*set_target.*boom/.test(l)),
+    ).toHaveLength(1);
     // The lease was handed to ctx before set_target: the log phase returns it.
     req.status = 502;
     await driver.handleEvent(w.service.instances[0]!.id, 'log', req);

@@ -32,6 +32,7 @@ export async function startWorld(
   specs: ReplicaOptions[],
   routerConfig: (urls: string[]) => Record<string, unknown>,
   extra: Partial<GatewayOptions> = {},
+  pollIntervalMs = 50,
 ) {
   const fleet = await SimFleet.start(specs);
   const service = await LocalGateway.create({
@@ -42,7 +43,7 @@ export async function startWorld(
   });
   const status = await LocalGateway.create({
     driver,
-    plugins: [{ name: 'lora-poller', config: { poll_interval_ms: 50, timeout_ms: 500 } }],
+    plugins: [{ name: 'lora-poller', config: { poll_interval_ms: pollIntervalMs, timeout_ms: 500 } }],
     serviceUrl: 'http://127.0.0.1:9',
   });
   const chat = (model: string, maxTokens = 2, extra: Record<string, unknown> = {}) =>

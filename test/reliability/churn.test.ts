@@ -24,13 +24,18 @@ it('keeps in-flight counts and timers steady across 40 config changes with reque
     await w.chat('a');
     await w.chat('b');
     const timersBefore = (await w.statusJson()).process.timers;
+    const replaced: number[] = [];
+    const reconfigure = async (i: number) => {
+      replaced.push(w.service.instances[0]!.id);
+      await w.service.configure([{ name: 'lora-router', config: config(w.fleet.urls, i) }]);
+    };
     // Ten long requests, each admitted by a different instance (a config change after each):
     // all ten must count as in flight at once.
     const long: Promise<unknown>[] = [];
     for (let i = 1; i <= 10; i++) {
       long.push(w.chat(i % 2 ? 'a' : 'b', 3000));
       await waitFor(async () => (await w.statusJson()).inFlight === i, 3000, `request ${i} in flight`);
-      await w.service.configure([{ name: 'lora-router', config: config(w.fleet.urls, 100 + i) }]);
+      await reconfigure(100 + i);
     }
     expect((await w.statusJson()).inFlight).toBe(10);
     for (const r of w.fleet.replicas) r.engine.reset(); // end them (the replica drops them)
@@ -41,7 +46,7 @@ it('keeps in-flight counts and timers steady across 40 config changes with reque
       // Long requests admitted by one instance, logged by a later one.
       inFlight.push(w.chat(i % 2 ? 'a' : 'b', 100));
       if (i % 10 === 0) await waitFor(async () => (await w.statusJson()).inFlight > 0, 2000);
-      await w.service.configure([{ name: 'lora-router', config: config(w.fleet.urls, i) }]);
+      await reconfigure(i);
     }
     const replies = (await Promise.all(inFlight)) as { status: number }[];
     expect(replies.map((r) => r.status)).toEqual(Array(40).fill(200));
@@ -49,8 +54,11 @@ it('keeps in-flight counts and timers steady across 40 config changes with reque
     expect(after.inFlight).toBe(0);
     // Instances hold no timers of their own: the process's count does not grow with them.
     expect(after.process.timers).toBeLessThanOrEqual(timersBefore + 2);
-    // Old instances are gone from the server.
-    await expect(driver.call('plugin.InstanceStatus', 0)).rejects.toThrow(/no plugin instance/);
+    // Every replaced instance is gone from the server; the current one answers.
+    expect(new Set(replaced).size).toBe(50);
+    for (const id of replaced)
+      await expect(driver.call('plugin.InstanceStatus', id)).rejects.toThrow(/no plugin instance/);
+    await expect(driver.call('plugin.InstanceStatus', w.service.instances[0]!.id)).resolves.toBeDefined();
   } finally {
     await w.stop();
   }

@@ -1,0 +1,172 @@
+/**
+ * The benchmark's results as `results.json` holds them, and the goals computed from them. Both
+ * bench/results/README.md and README.md's benchmark section read their figures and verdicts from
+ * here, so the two cannot disagree and no figure is written by hand.
+ */
+import * as P from './des/policies';
+import type { PolicyResult, Scenario } from './des/run';
+import type { E2eResult } from './e2e';
+import type { OverheadRow, RedisCost } from './overhead';
+import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
+import { defaultLoadCost, loadMs } from '../sim/engine/load-cost';
+
+/** Policy names the routing-quality goals refer to (bench/des/policies.ts). */
+export const ROUTER = P.loraRouter().name;
+export const ORACLE = P.oracle.name;
+export const BASELINES = [P.roundRobin, P.leastRequest, P.consistentHash, P.llmdSoftAffinity].map(
+  (p) => p.name,
+);
+
+export interface QualitySeed {
+  seed: number;
+  /** Belady's bound over all requests (what a policy serving every request can reach). */
+  belady: number;
+  pinned: number;
+  results: PolicyResult[];
+}
+
+export interface SweepPoint {
+  load: number;
+  seed: number;
+  belady: number;
+  results: PolicyResult[];
+}
+
+export interface VariantRow extends SweepPoint {
+  alpha: number;
+  pinned: number;
+}
+
+export interface NodesRun {
+  seed: number;
+  one: PolicyResult;
+  three: PolicyResult;
+}
+
+/** What `npm run bench` writes to results.json; each part is there when it ran. */
+export interface BenchResults {
+  date: string;
+  /** The commit measured, and whether tracked files differed from it. */
+  commit?: { sha: string; dirty: boolean };
+  cores?: number;
+  node?: string;
+  full: boolean;
+  scenario: Scenario;
+  mainLoad?: number;
+  workload: string;
+  capacity: number;
+  overhead?: {
+    rows: OverheadRow[];
+    memory: { mb: number; perEntryBytes: number; usPerDecision: number };
+    heap: { decisions: number; heapMb: number; usPerDecision: number }[];
+  };
+  quality?: QualitySeed[];
+  nodes?: { runs: NodesRun[]; redisCost: RedisCost };
+  sweep?: SweepPoint[];
+  variants?: Omit<VariantRow, 'load'>[];
+  /** The adapter load time sweep (issue 14): every policy at each load time. */
+  loadTimeSweep?: { requests: number; points: LoadSweepPoint[] };
+  /** vLLM's released unload against the fix, lora-router per setup. */
+  unload?: { requests: number; runs: UnloadRun[] };
+  e2e?: {
+    requests?: number;
+    timeScale?: number;
+    des: PolicyResult[];
+    e2e: E2eResult[];
+    threeNodes: { des: PolicyResult; e2e: E2eResult };
+  };
+}
+
+/** JSON has no Infinity (a p99 with refusals counted) or NaN: they are written as strings. */
+export function stringifyResults(r: BenchResults): string {
+  return JSON.stringify(r, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v), 1);
+}
+
+export function parseResults(text: string): BenchResults {
+  return JSON.parse(text, (_k, v) =>
+    v === 'Infinity' ? Infinity : v === '-Infinity' ? -Infinity : v === 'NaN' ? NaN : v,
+  ) as BenchResults;
+}
+
+/** The scenario's adapter load time: set, or the load model's for a rank-16 adapter. */
+export function scenarioLoadMs(s: Scenario): number {
+  return s.loadMs ?? loadMs(defaultLoadCost, 16);
+}
+
+export function mean(xs: number[]): number {
+  return xs.reduce((a, b) => a + b, 0) / xs.length;
+}
+
+export function byName(results: PolicyResult[], name: string): PolicyResult {
+  const r = results.find((x) => x.policy === name);
+  if (!r) throw new Error(`no result for ${name}`);
+  return r;
+}
+
+/** The baseline with the lowest TTFT p99 in this run (refusals counted as never answered). */
+export function bestBaseline(results: PolicyResult[]): PolicyResult {
+  return results
+    .filter((r) => BASELINES.includes(r.policy))
+    .reduce((a, b) => (b.ttftP99 < a.ttftP99 ? b : a));
+}
+
+/** Per seed: lora-router against the bounds and the other policies, and the verdicts. */
+export function qualityGoals(perSeed: QualitySeed[]) {
+  const router = perSeed.map((x) => byName(x.results, ROUTER));
+  const loadsRatio = router.map((r) => r.loads / r.belady!);
+  const pinnedRatio = router.map((r) => r.loads / r.pinnedBelady!);
+  const oracleRatio = perSeed.map((x, i) => router[i]!.ttftP99 / byName(x.results, ORACLE).ttftP99);
+  const best = perSeed.map((x) => bestBaseline(x.results));
+  const baselineRatio = best.map((b, i) => router[i]!.ttftP99 / b.ttftP99);
+  return {
+    router,
+    best,
+    loadsRatio,
+    pinnedRatio,
+    oracleRatio,
+    baselineRatio,
+    busyUnloads: router.reduce((n, r) => n + r.busyUnloads, 0),
+    met: {
+      loads: loadsRatio.every((r) => r <= 1.2),
+      oracle: oracleRatio.every((r) => r <= 1.3),
+      baseline: baselineRatio.every((r) => r <= 0.5),
+    },
+  };
+}
+
+/** Three nodes against one: loads per served request (refusals would otherwise lower loads). */
+export function nodesGoal(runs: NodesRun[]) {
+  const perServed = (r: PolicyResult) => r.loads / r.completed;
+  const ratios = runs.map((r) => perServed(r.three) / perServed(r.one));
+  return { ratios, met: ratios.every((r) => Math.abs(r - 1) <= 0.05) };
+}
+
+export function overheadGoal(rows: OverheadRow[]) {
+  const worst = Math.max(...rows.map((r) => r.ratioP50));
+  return {
+    worst,
+    met: worst <= 1.15,
+    pdkMet: rows.every((r) => r.pdkAccess <= 4 && r.pdkLog <= 2),
+  };
+}
+
+/** The figures compared between the simulation and the end-to-end run, counted alike in both. */
+export const E2E_METRICS: [
+  string,
+  (r: { loads: number; ttftP50: number; ttftP99Served: number }) => number,
+][] = [
+  ['loads', (r) => r.loads],
+  ['TTFT p50', (r) => r.ttftP50],
+  ['served TTFT p99', (r) => r.ttftP99Served],
+];
+
+/** Round robin ÷ lora-router in the simulation and end to end; they should agree within 10%. */
+export function e2eGoal(e: NonNullable<BenchResults['e2e']>) {
+  const rows = E2E_METRICS.map(([name, f]) => {
+    const sim = f(e.des[1]!) / f(e.des[0]!);
+    const real = f(e.e2e[1]!) / f(e.e2e[0]!);
+    const diff = (real - sim) / sim;
+    return { name, sim, real, diff, agree: Math.abs(diff) <= 0.1 };
+  });
+  return { rows, met: rows.every((r) => r.agree) };
+}

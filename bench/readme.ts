@@ -1,0 +1,252 @@
+/**
+ * README.md's benchmark figures, generated from bench/results/results.json as the configuration
+ * tables are generated from the Schema: `npm run bench` (or `npm run docs`) rewrites what lies
+ * between each region's markers, and test/core/readme.test.ts keeps README in sync.
+ *
+ * Data-driven so that a new part of the benchmark is an addition: give it a renderer in PARTS
+ * (the "Benchmarks" section, in order) or a region of its own in REGIONS. A renderer returns
+ * nothing when its part did not run.
+ */
+import {
+  bestBaseline,
+  byName,
+  e2eGoal,
+  mean,
+  nodesGoal,
+  overheadGoal,
+  qualityGoals,
+  scenarioLoadMs,
+  ROUTER,
+  type BenchResults,
+} from './goals';
+import { fmtNum, fmtRatio, METRICS, ms, spread, table } from './report';
+import { loadSweepSection, unloadSection } from './des/load-sweep';
+import type { PolicyResult } from './des/run';
+import type { E2eResult } from './e2e';
+
+type Renderer = (r: BenchResults) => string[] | undefined;
+
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+const verdict = (met: boolean) => (met ? '**met**' : '**missed**');
+const seedsOf = (xs: { seed: number }[]) => [...new Set(xs.map((x) => x.seed))];
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+const range = (xs: number[]) =>
+  xs.length > 1 ? `${fmtRatio(mean(xs))} (seeds: ${xs.map(fmtRatio).join(', ')})` : fmtRatio(xs[0]!);
+const meanOf = (rs: PolicyResult[], k: keyof typeof METRICS) => METRICS[k][1](mean(rs.map(METRICS[k][0])));
+
+const provenance: Renderer = (r) => [
+  `Figures from \`npm run bench${r.full ? ' -- --full' : ''}\` at commit ${r.commit ? `\`${r.commit.sha.slice(0, 12)}\`${r.commit.dirty ? ' with uncommitted changes' : ''}` : 'unknown'}, ${r.date.slice(0, 10)}${r.cores ? `, ${r.cores} cores` : ''}${r.node ? `, Node ${r.node}` : ''}. Every figure and verdict in this section is generated from [bench/results/results.json](bench/results/results.json); ratios compare figures measured in the same run. Loads and hit rate count served requests only, for every policy alike, with refusals beside them. "TTFT p99" counts a refused request as never answered; "served p99" leaves refusals out.`,
+];
+
+const overhead: Renderer = (r) => {
+  const o = r.overhead;
+  if (!o) return undefined;
+  const g = overheadGoal(o.rows);
+  const heap = o.heap;
+  return [
+    `**Request path.** One access plus log event through the real \`kong-js-pluginserver\`, against a no-op plugin making the same PDK calls. Median ratio: ${o.rows.map((x) => `${x.ratioP50.toFixed(2)} (${x.size} body)`).join(', ')}; goal ≤ 1.15: ${verdict(g.met)}. PDK calls ${o.rows[0]!.pdkAccess} in access and ${o.rows[0]!.pdkLog} in log (goal ≤ 4 and ≤ 2: ${verdict(g.pdkMet)}). Fleet state for 64 replicas × 10,000 resident adapters: ${o.memory.mb.toFixed(0)} MB of heap, one decision ${o.memory.usPerDecision.toFixed(0)} µs. Heap ${heap.map((h) => `${h.heapMb.toFixed(1)} MB after ${h.decisions.toLocaleString('en-US')} in-process decisions`).join(', ')} (${heap.at(-1)!.usPerDecision.toFixed(0)} µs each).`,
+  ];
+};
+
+/** The sweep's points other than the main load (one seed, fewer requests), then the main table. */
+const quality: Renderer = (r) => {
+  const q = r.quality;
+  if (!q) return undefined;
+  const s = r.scenario;
+  const main = r.mainLoad ?? 0.7;
+  const requests = q[0]!.results[0]!.requests;
+  const points: { load: number; label: string; runs: { seed: number; results: PolicyResult[] }[] }[] = [];
+  for (const load of [...new Set((r.sweep ?? []).map((x) => x.load))].filter((l) => l !== main)) {
+    const runs = r.sweep!.filter((x) => x.load === load);
+    points.push({ load, label: loadLabel(load, runs), runs });
+  }
+  points.push({ load: main, label: loadLabel(main, q), runs: q });
+  points.sort((a, b) => a.load - b.load);
+  const rows: string[][] = [];
+  for (const p of points) {
+    const results = (name: string) => p.runs.map((x) => byName(x.results, name));
+    // The best baseline by mean TTFT p99 over this point's seeds.
+    const best = bestBaseline(
+      p.runs[0]!.results.map((x) => ({ ...x, ttftP99: mean(results(x.policy).map((y) => y.ttftP99)) })),
+    ).policy;
+    for (const [i, name] of [ROUTER, best, 'round robin'].entries()) {
+      if (i === 2 && name === best) continue;
+      const rs = results(name);
+      rows.push([
+        i === 0 ? p.label : '',
+        i === 1 ? `best baseline: ${name}` : name,
+        meanOf(rs, 'errors'),
+        meanOf(rs, 'loads'),
+        meanOf(rs, 'beladyRatio'),
+        meanOf(rs, 'ttftP50'),
+        meanOf(rs, 'ttftP99'),
+        meanOf(rs, 'ttftP99Served'),
+      ]);
+    }
+  }
+  const g = qualityGoals(q);
+  const router = g.router;
+  const refusedShare = router.map((x) => x.errors / x.requests);
+  const lower = points
+    .filter((p) => p.load < main)
+    .map((p) => {
+      const rs = p.runs.map((x) => byName(x.results, ROUTER));
+      const ratio = p.runs.map((x, i) => rs[i]!.ttftP99 / bestBaseline(x.results).ttftP99);
+      return `${Math.round(p.load * 100)}%: ${plural(
+        rs.reduce((n, x) => n + x.errors, 0),
+        'refusal',
+      )}, TTFT p99 ${range(ratio)} the best baseline's`;
+    });
+  return [
+    `**Routing quality.** A discrete-event simulation drives the real \`RouterService\` against the simulator's engine model. Workload: ${r.workload}; ${s.adapters} adapters drawn Zipf(${s.alpha}), ${s.replicas} replicas × ${s.slots} slots, ${(scenarioLoadMs(s) / 1000).toFixed(1)}-s blocking loads. The ${pct(main).replace('.0%', '%')} rows are the mean over seeds ${seedsOf(q).join(', ')} of ${requests.toLocaleString('en-US')} requests each; the other loads come from the load sweep, with the seeds and requests their rows state.`,
+    '',
+    table(
+      [
+        'fleet load',
+        'policy',
+        'refused',
+        'loads',
+        'loads ÷ Belady (served)',
+        'TTFT p50',
+        'TTFT p99',
+        'served p99',
+      ],
+      rows,
+    ),
+    '',
+    'Goals at the main load, as the benchmark computes them:',
+    '',
+    `- **Loads ≤ 1.2× Belady** over the same served requests: ${verdict(g.met.loads)}, ${range(g.loadsRatio)}.${g.met.loads ? '' : ` Belady may drop any adapter at any instant; a replica cannot unload one with requests in flight. Against Belady with that pinning: ${range(g.pinnedRatio)}.`} ${pct(mean(router.map((x) => 1 - x.hitRate)))} of served requests needed a load.`,
+    `- **TTFT p99 ≤ 1.3× the unlimited-slot oracle**: ${verdict(g.met.oracle)}, ${range(g.oracleRatio)}.${g.met.oracle ? '' : ' The oracle never loads; every policy that loads pays a blocking load on the tail.'}`,
+    `- **TTFT p99 ≤ 0.5× the best baseline**: ${verdict(g.met.baseline)}, ${range(g.baselineRatio)}. lora-router refused ${spread(refusedShare, pct)} of requests; its TTFT p50 is ${range(router.map((x, i) => x.ttftP50 / g.best[i]!.ttftP50))} and its served p99 ${range(router.map((x, i) => x.ttftP99Served / g.best[i]!.ttftP99Served))} the best baseline's.${lower.length ? ` At lower load (${lower.join('; ')}).` : ''}`,
+    `- **No adapter unloaded under a request**: ${g.busyUnloads === 0 ? '0 busy unloads' : `**${g.busyUnloads} busy unloads**`}.`,
+  ];
+};
+
+function loadLabel(load: number, runs: { seed: number; results: PolicyResult[] }[]): string {
+  const seeds = seedsOf(runs);
+  return `${Math.round(load * 100)}% (${seeds.length === 1 ? `seed ${seeds[0]}` : `seeds ${seeds.join(', ')}`}, ${runs[0]!.results[0]!.requests.toLocaleString('en-US')} requests)`;
+}
+
+const variants: Renderer = (r) => {
+  const v = r.variants;
+  if (!v?.length) return undefined;
+  const names = v[0]!.results.map((x) => x.policy);
+  const alphas = [...new Set(v.map((x) => x.alpha))];
+  const rows = alphas.flatMap((alpha) =>
+    names.map((name, i) => {
+      const rs = v.filter((x) => x.alpha === alpha).map((x) => byName(x.results, name));
+      return [
+        i === 0 ? (alpha === 0 ? 'uniform' : `Zipf ${alpha}`) : '',
+        name,
+        meanOf(rs, 'errors'),
+        meanOf(rs, 'beladyRatio'),
+        meanOf(rs, 'ttftP99'),
+        meanOf(rs, 'ttftP99Served'),
+      ];
+    }),
+  );
+  return [
+    `**Eviction and placement variants** (${v[0]!.results[0]!.requests.toLocaleString('en-US')} requests, seeds ${seedsOf(v).join(', ')}, mean; [details](bench/results/README.md#eviction-and-placement-variants)):`,
+    '',
+    table(['popularity', 'variant', 'refused', 'loads ÷ Belady (served)', 'TTFT p99', 'served p99'], rows),
+  ];
+};
+
+const nodes: Renderer = (r) => {
+  const n = r.nodes;
+  const e = r.e2e;
+  if (!n && !e) return undefined;
+  const out: string[] = [];
+  if (n) {
+    const g = nodesGoal(n.runs);
+    out.push(
+      `**Several Kong nodes.** Three nodes sharing one store, with requests dealt round robin over them, made ${fmtNum(mean(n.runs.map((x) => x.three.loads)))} adapter loads (${fmtNum(mean(n.runs.map((x) => x.three.errors)))} refused) against ${fmtNum(mean(n.runs.map((x) => x.one.loads)))} (${fmtNum(mean(n.runs.map((x) => x.one.errors)))} refused) for one node: ${n.runs.map((x, i) => `${g.ratios[i]!.toFixed(3)}×`).join(', ')} the loads per served request per seed; goal within 5%: ${verdict(g.met)}. Busy unloads: ${n.runs.reduce((k, x) => k + x.three.busyUnloads, 0)}.`,
+    );
+  }
+  if (e) {
+    const one = e.e2e[0]!;
+    const three = e.threeNodes.e2e;
+    out.push(
+      `End to end, three plugin servers sharing a real \`redis-server\` made ${three.loads} loads on the ${one.requests}-request run against ${one.loads} for one (${fmtRatio(three.loads / one.loads)}), refused ${three.errors} against ${one.errors}; TTFT p50 ${ms(three.ttftP50)} against ${ms(one.ttftP50)}, served p99 ${ms(three.ttftP99Served)} against ${ms(one.ttftP99Served)}.`,
+    );
+  }
+  return [out.join(' ')];
+};
+
+const e2e: Renderer = (r) => {
+  const e = r.e2e;
+  if (!e) return undefined;
+  const g = e2eGoal(e);
+  const row = (label: string, sim: PolicyResult, real: E2eResult) => [
+    label,
+    `${sim.errors} / ${real.errors}`,
+    `${sim.loads} / ${real.loads}`,
+    `${ms(sim.ttftP50)} / ${ms(real.ttftP50)}`,
+    `${ms(sim.ttftP99)} / ${ms(real.ttftP99)}`,
+    `${ms(sim.ttftP99Served)} / ${ms(real.ttftP99Served)}`,
+  ];
+  return [
+    `**End to end vs simulation.** The same ${e.e2e[0]!.requests} requests (4 replicas × 4 slots, 40 adapters) through the real plugin server and HTTP to the simulator${e.timeScale ? ` at time scale ${e.timeScale}` : ''}, and in the simulation; both count refusals alike (simulation / end to end):`,
+    '',
+    table(
+      ['policy', 'refused', 'loads', 'TTFT p50', 'TTFT p99', 'served p99'],
+      e.des.map((d, i) => row(d.policy, d, e.e2e[i]!)),
+    ),
+    '',
+    `Goal, round robin ÷ lora-router agreeing within 10% between the two: ${verdict(g.met)} (${g.rows.map((x) => `${x.name} ${fmtRatio(x.sim)} vs ${fmtRatio(x.real)}, ${x.diff >= 0 ? '+' : ''}${(x.diff * 100).toFixed(1)}%`).join('; ')}).`,
+  ];
+};
+
+/** A bench/results section as one README paragraph: its heading becomes the bold lead. */
+function asParagraph(lines: string[]): string[] {
+  const [head, , first, ...rest] = lines;
+  return [`**${head!.replace(/^#+ /, '')}.** ${first!}`, ...rest];
+}
+
+const loadTime: Renderer = (r) =>
+  r.loadTimeSweep && asParagraph(loadSweepSection(r.loadTimeSweep.points, r.loadTimeSweep.requests, r.full));
+
+const unload: Renderer = (r) =>
+  r.unload && asParagraph(unloadSection(r.unload.runs, r.unload.requests, r.full));
+
+/** The "Benchmarks" section, part by part. */
+const PARTS: Renderer[] = [provenance, overhead, quality, loadTime, unload, variants, nodes, e2e];
+
+const redisCost: Renderer = (r) => {
+  const n = r.nodes;
+  if (!n) return ['(`npm run bench -- --only nodes` has not run.)'];
+  const c = n.redisCost;
+  const f = (x: number) => `${x.toFixed(2)} ms`;
+  const g = nodesGoal(n.runs);
+  return [
+    `**What it costs** (\`npm run bench -- --only nodes\`, measured through the real plugin server against a real \`redis-server\` on loopback, ${r.cores ?? '?'} cores shared by all of them): a request for a resident adapter makes three Redis calls: the views and the lease in the access phase, the release in the log phase, which Kong runs after the response. Here that adds ${f(c.redis.accessP50 - c.memory.accessP50)} to the median access phase (${f(c.redis.accessP50)} against ${f(c.memory.accessP50)} in process) and ${f(c.redis.p50 - c.memory.p50)} to access + log (${f(c.redis.p50)} against ${f(c.memory.p50)}; the no-op plugin takes ${f(c.noop.p50)}). Each call is one round trip to Redis, so on a network add its round-trip time three times. In the routing benchmark three nodes sharing the store made ${fmtNum(mean(n.runs.map((x) => x.three.loads)))} adapter loads against ${fmtNum(mean(n.runs.map((x) => x.one.loads)))} for one node (${g.ratios.map((x) => x.toFixed(3)).join(', ')}× the loads per served request, per seed; goal within 5%: ${verdict(g.met)}).`,
+  ];
+};
+
+/** Each generated region of README.md: its name in the markers, and what fills it. */
+export const REGIONS: Record<string, Renderer> = {
+  benchmarks: (r) =>
+    PARTS.flatMap((part) => {
+      const lines = part(r);
+      return lines ? [...lines, ''] : [];
+    }),
+  'redis-cost': redisCost,
+};
+
+export const begin = (name: string) =>
+  `<!-- bench:${name}:begin (generated from bench/results/results.json: npm run bench, or npm run docs) -->`;
+export const end = (name: string) => `<!-- bench:${name}:end -->`;
+
+/** README with every benchmark region regenerated from `results` (not yet prettier-formatted). */
+export function withBenchSections(readme: string, results: BenchResults): string {
+  let out = readme;
+  for (const [name, render] of Object.entries(REGIONS)) {
+    const i = out.indexOf(begin(name));
+    const j = out.indexOf(end(name));
+    if (i < 0 || j < i) throw new Error(`README has no ${begin(name)} ... ${end(name)} markers`);
+    const body = (render(results) ?? []).join('\n').trim();
+    out = out.slice(0, i + begin(name).length) + '\n\n' + body + '\n\n' + out.slice(j);
+  }
+  return out;
+}
