@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { FleetStatus } from '../src/status/status';
 import { routerConfig } from './kong-config';
 import { LocalStack } from './stack';
 import { progressLine, runTraffic, summaryTable } from './traffic';
@@ -60,7 +61,8 @@ async function main(): Promise<void> {
     kongYaml: v.config ?? join(root, 'kong.yml'),
     timeScale: num('time-scale', v['time-scale'], 1) || 1,
     log: (line) => {
-      if (v.verbose || / error: /.test(line)) console.error(line);
+      // The stack's own notes always; the plugin server's log with --verbose, or its errors.
+      if (v.verbose || !line.startsWith('[plugin-server]') || / error: /.test(line)) console.error(line);
     },
   });
   let stopping = false;
@@ -68,11 +70,15 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     console.log('\nstopping…');
+    clearInterval(watch);
     await stack.stop();
     process.exit(code);
   };
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
+  const watch = watchReplicas(`${stack.url}${stack.statusPath ?? '/lora'}/status`, (line) =>
+    console.log(line),
+  );
 
   const u = stack.url;
   const fleetService = stack.services.find((s) => routerConfig(s))!;
@@ -121,7 +127,33 @@ Ctrl-C stops everything.`);
     if (tty) process.stderr.write('\n');
     console.log(`\n${summaryTable(s)}\n`);
     if (v.exit) await stop(s.ok > 0 ? 0 : 1);
+    console.log(`demo done. The stack keeps serving on ${u} (Ctrl-C stops it; --exit stops after the demo).`);
   }
+}
+
+/** Prints a replica going down or coming back, from the poller's view (the status route). */
+function watchReplicas(statusUrl: string, print: (line: string) => void): NodeJS.Timeout {
+  const last = new Map<string, string>();
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    fetch(statusUrl, { signal: AbortSignal.timeout(2000) })
+      .then((r) => r.json() as Promise<FleetStatus>)
+      .then((s) => {
+        for (const r of s.replicas) {
+          const before = last.get(r.url);
+          last.set(r.url, r.health);
+          if (r.health === 'down' && before !== 'down')
+            print(`replica ${r.url} is down${r.lastError ? `: ${r.lastError}` : ''}`);
+          else if (r.health === 'up' && before === 'down') print(`replica ${r.url} is back up`);
+        }
+      })
+      .catch(() => undefined)
+      .finally(() => (busy = false));
+  }, 1000);
+  timer.unref();
+  return timer;
 }
 
 main().catch((err: Error) => {

@@ -3,6 +3,7 @@ import { SimFleet } from '../sim/fleet';
 import { KongDriver, PluginServerProcess } from '../test/kong/driver';
 import { fleetFor } from './fleet-spec';
 import { LocalGateway } from './gateway';
+import { plainLines } from './log-lines';
 import { readKongYaml, routerConfig, type StackService } from './kong-config';
 import { StackServer } from './server';
 
@@ -63,9 +64,10 @@ export class LocalStack {
           `${p.name}: kong.yml shares fleet state in Redis (${host}) for several Kong nodes; this one-node stack keeps it in process`,
         );
       }
+      const serverLine = plainLines((line) => o.log(`[plugin-server] ${line}`));
       const pluginServer = await PluginServerProcess.start({
         pluginsDir: o.pluginsDir ?? join(__dirname, '..', 'plugins'),
-        onLog: (line) => o.log(`[plugin-server] ${line}`),
+        onLog: serverLine,
       });
       cleanup.push(() => pluginServer.stop());
       const driver = new KongDriver(pluginServer.socketPath);
