@@ -56,7 +56,11 @@ function descendants(pid: number): number[] {
   }
   const out: number[] = [];
   const walk = (p: number) => {
-    for (const [c, pp] of parent) if (pp === p) (out.push(c), walk(c));
+    for (const [c, pp] of parent) {
+      if (pp !== p) continue;
+      out.push(c);
+      walk(c);
+    }
   };
   walk(pid);
   return out;
