@@ -3,6 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { SystemClock, type Clock } from '../../src/clock';
 import { ReplicaEngine, type EngineOptions, type RequestRecord } from '../engine/engine';
 import { fastapiNotFound, llamacppError, vllmError, type ErrorStyle, type SimError } from './errors';
+import { MORE_ROUTES, moreAnswer } from './more-endpoints';
 import { loraInfoKey, llamacppMetricsText, TTFT_BUCKETS, vllmMetricsText } from './metrics-text';
 import {
   chunkBody,
@@ -344,6 +345,7 @@ export class SimReplica {
       if (body instanceof Error) return this.send(res, this.error(400, 'BadRequestError', body.message));
       return this.completion(path === '/v1/chat/completions' ? 'chat' : 'completions', body, res);
     }
+    if (method === 'POST' && MORE_ROUTES.has(path)) return this.send(res, this.more(path, raw));
     if (!llama && this.o.runtimeLoading && method === 'POST' && path === '/v1/load_lora_adapter') {
       return this.send(res, await this.loadAdapter(parseJson(raw)));
     }
@@ -358,6 +360,23 @@ export class SimReplica {
       return this.send(res, { status: 200, body: this.slots() });
     if (llama) return this.send(res, llamacppError(404, 'not_found_error', 'File Not Found'));
     return this.send(res, fastapiNotFound);
+  }
+
+  /** Embeddings, scores, rerank...: the model check of completions, then an immediate answer. */
+  private more(path: string, raw: Buffer): SimError {
+    return moreAnswer(path, parseJson(raw), {
+      check: (model) =>
+        this.backend === 'llamacpp' ||
+        model === this.o.baseModel ||
+        this.registry.get(model) ||
+        this.resolve(model)
+          ? undefined
+          : this.error(404, 'NotFoundError', `The model \`${model}\` does not exist.`, 'model'),
+      badRequest: (message) => this.error(400, 'BadRequestError', message),
+      createdUnix: this.createdUnix,
+      maxModelLen: this.o.maxModelLen,
+      id: () => (this.nextId++).toString(16).padStart(8, '0'),
+    });
   }
 
   private health(res: http.ServerResponse): void {

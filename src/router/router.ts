@@ -9,12 +9,17 @@ import type { FleetRuntime } from '../runtime';
 import { SchedulingPipeline, toCandidate } from '../scheduler/pipeline';
 import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
-import { classifyPath, parseBody, promptText } from './request';
+import { allowedMethods, classifyPath, parseBody, promptText } from './request';
 
 export interface RouteRequest {
   path: string;
   /** What `kong.request.get_raw_body()` returned (msgpack bin: a Uint8Array). */
   body: Uint8Array | string | null | undefined;
+  /**
+   * `kong.request.get_method()`, asked only where the method decides (`/v1/models`, or an
+   * inference path without a body): a POST with a body costs no extra PDK call.
+   */
+  method?: () => Promise<string>;
 }
 
 export type RouteOutcome =
@@ -168,6 +173,12 @@ export class RouterService {
     const cls = classifyPath(req.path);
     if (cls === 'admin') {
       throw errors.forbidden('This path manages the replicas and is not available through the gateway.');
+    }
+    const allow = allowedMethods(cls);
+    const bodyless = req.body === undefined || req.body === null || req.body.length === 0;
+    if (allow && req.method && (cls === 'models' || bodyless)) {
+      const method = (await req.method()).toUpperCase();
+      if (!allow.includes(method)) throw errors.methodNotAllowed(method, allow);
     }
     await this.ready;
     if (cls === 'models')
