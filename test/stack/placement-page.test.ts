@@ -58,7 +58,7 @@ it('shows a load that just happened in the replica x adapter grid, with saturati
   expect(await page.locator('tr.event[data-op="load"]', { hasText: 'finance-qa' }).count()).toBeGreaterThan(
     0,
   );
-  expect(await page.locator('tr[data-replica] .bar').count()).toBe(stack.fleet.replicas.length);
+  expect(await page.locator('tr[data-replica] .bar').count()).toBe(stack.replicas.length);
   // llama.cpp's start-up adapters show as static.
   expect(await page.locator('td[data-adapter="/models/support.gguf"][data-state="static"]').count()).toBe(1);
   mkdirSync(OUT, { recursive: true });
