@@ -52,6 +52,7 @@ export class FleetRuntime {
   readonly leasePrefix = randomBytes(4).toString('hex');
   private leaseSeq = 0;
   private readonly managed = new Map<string, (name: string, path: string) => boolean>();
+  private readonly names = new Map<string, (path: string) => string | undefined>();
 
   constructor(o: RuntimeOptions = {}) {
     this.clock = o.clock ?? systemClock;
@@ -70,6 +71,12 @@ export class FleetRuntime {
       const counter = r.op === 'load' ? this.metrics.loads : this.metrics.unloads;
       counter.inc({ result: r.ok ? 'ok' : 'error' });
       if (r.op === 'load' && r.ok) this.metrics.loadSeconds.observe(r.ms / 1000);
+      if (r.ok)
+        this.metrics.recent.record(
+          r.op === 'load' ? 'loads' : 'unloads',
+          this.clock.now(),
+          r.op === 'load' ? r.ms : undefined,
+        );
     };
     this.poller = new Poller(
       this.store,
@@ -96,6 +103,22 @@ export class FleetRuntime {
     this.managed.delete(key);
     this.managed.set(key, manages);
     if (this.managed.size > 32) this.managed.delete(this.managed.keys().next().value!);
+  }
+
+  /** Registers how one router configuration names llama.cpp start-up adapters (by path). */
+  registerNames(key: string, nameOf: (path: string) => string | undefined): void {
+    this.names.delete(key);
+    this.names.set(key, nameOf);
+    if (this.names.size > 32) this.names.delete(this.names.keys().next().value!);
+  }
+
+  /** The name clients send for a llama.cpp adapter file, if a router configuration lists it. */
+  adapterName(path: string): string | undefined {
+    for (const nameOf of this.names.values()) {
+      const n = nameOf(path);
+      if (n !== undefined) return n;
+    }
+    return undefined;
   }
 
   /** A lease id unique in this process (across every plugin instance) and across processes. */

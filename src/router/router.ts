@@ -5,6 +5,7 @@ import { sleep } from '../clock';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
+import { samePath } from '../fleet/memory-store';
 import type { FleetRuntime } from '../runtime';
 import { SchedulingPipeline, toCandidate } from '../scheduler/pipeline';
 import { loadCost } from '../scheduler/victims';
@@ -121,6 +122,11 @@ export class RouterService {
       JSON.stringify([config.adapters, config.adapter_path_template, config.adapter_name_pattern]),
       (name, path) => this.catalog.manages(name, path),
     );
+    // The placement page names llama.cpp's start-up adapters as clients do, not by file.
+    rt.registerNames(
+      JSON.stringify(config.adapters),
+      (path) => config.adapters.find((a) => a.static && a.path !== undefined && samePath(path, a.path))?.name,
+    );
     rt.poller.configure({ leaseMaxAgeMs: config.lease_max_age_ms });
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
       // Polling is what keeps decisions fresh: start it here too, in case lora-poller
@@ -145,6 +151,10 @@ export class RouterService {
       if (!(err instanceof RouterError))
         this.rt.log.error(`route failed: ${(err as Error).stack ?? String(err)}`);
       this.rt.metrics.errors.inc({ code: e.code });
+      if (e.retryAfterS !== undefined) {
+        this.rt.metrics.refusals.inc();
+        this.rt.metrics.recent.record('refusals', this.rt.clock.now());
+      }
       return { kind: 'respond', status: e.status, body: e.body(), headers: e.headers() };
     }
   }
@@ -315,6 +325,7 @@ export class RouterService {
         await this.rt.manager.ensure(replica.url, resolved.adapter, this.adapterPolicy, victimCost);
       }
       this.rt.metrics.decisions.inc({ stage: decision.stage });
+      this.rt.metrics.recent.record('requests', this.rt.clock.now());
       return {
         kind: 'proxy',
         url: replica.url,
