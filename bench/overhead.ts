@@ -237,7 +237,6 @@ function heapMb(): number {
   return process.memoryUsage().heapUsed / 1024 / 1024;
 }
 
-/** Heap taken by the fleet state for `replicas` x `adapters` resident adapters. */
 /**
  * Heap taken by the fleet state for `replicas` x `adapters` resident adapters, and what one
  * decision costs at that size (reading every replica's view, then the scheduling pipeline).
@@ -246,7 +245,11 @@ export async function fleetAtScale(
   replicas: number,
   adapters: number,
 ): Promise<{ mb: number; perEntryBytes: number; usPerDecision: number }> {
-  const before = heapMb();
+  // Heap and typed-array memory alike (the store keeps timestamps in typed arrays).
+  const memoryMb = () => heapMb() + process.memoryUsage().arrayBuffers / 1024 / 1024;
+  // A real clock's milliseconds: not small integers, which V8 stores more cheaply than doubles.
+  const at = 1_700_000_000_000;
+  const before = memoryMb();
   const store = new MemoryFleetStore();
   const registry = Array.from({ length: adapters }, (_, i) => ({
     name: `adapter-${i}`,
@@ -257,12 +260,12 @@ export async function fleetAtScale(
     const url = `http://10.0.${r >> 8}.${r & 255}:8000`;
     urls.push(url);
     await store.upsertReplica({ url, backend: 'vllm', priority: 0 });
-    await store.applySnapshot(url, { at: 0, ok: true, registry });
+    await store.applySnapshot(url, { at, ok: true, registry });
   }
-  const after = heapMb();
+  const after = memoryMb();
   const pipeline = new SchedulingPipeline();
   const ctx = {
-    now: 1,
+    now: at + 1,
     random: seededRandom(1),
     policy: {
       saturation: { targetWaitingPerReplica: 4, kvCeiling: 0.8 },
