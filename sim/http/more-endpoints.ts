@@ -4,21 +4,11 @@
  * (vllm/entrypoints/openai/protocol.py, v0.10). The engine model is not involved: what the router
  * needs from them is the model check (404 for an adapter the replica does not hold) and a 200.
  */
+import { INFERENCE_ROUTES } from '../../src/router/request';
 import type { SimError } from './errors';
 
-export const MORE_ROUTES = new Set([
-  '/v1/embeddings',
-  '/v1/responses',
-  '/v1/score',
-  '/v1/rerank',
-  '/v2/rerank',
-  '/pooling',
-  '/classify',
-  '/score',
-  '/rerank',
-  '/tokenize',
-  '/detokenize',
-]);
+/** The router's list of vLLM's JSON routes (one list: both model the same server), less the completions. */
+export const MORE_ROUTES = new Set(INFERENCE_ROUTES.filter((r) => !r.endsWith('completions')));
 
 export interface MoreContext {
   /** Whether the model (base or adapter) is served here; an error to answer if not. */
