@@ -53,7 +53,10 @@ export class LocalStack {
     if (o.replicas) {
       // The user's replicas: a dry run of the real plugins before touching Kong.
       if (o.replicas !== 'config') config.replicas = await userReplicas(o.replicas);
-      config.base_model = o.baseModel ?? (await baseModelOf((config.replicas as { url: string }[])[0]!.url));
+      // The user's own kong.yml names its base model; with replica URLs alone, ask them.
+      const named = o.replicas === 'config' ? (config.base_model as string | undefined) : undefined;
+      config.base_model =
+        o.baseModel ?? named ?? (await baseModelOf((config.replicas as { url: string }[])[0]!.url));
     } else {
       const specs = fleetFor(config, o.timeScale).map((s, i) => ({
         ...s,

@@ -4,7 +4,10 @@
  * base model than kong.yml's, as a user's vLLM and llama.cpp servers would.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
 import { SimFleet } from '../../sim/fleet';
 import { call, chat } from '../helpers/http';
 import { waitFor } from '../helpers/wait';
@@ -68,5 +71,32 @@ describe("npm start -- --replicas (the user's own replicas)", () => {
     child.kill('SIGINT');
     expect(await exited).toBe(0);
     for (const u of fleet.urls) expect((await call(u, '/v1/models')).status).toBe(200);
+  });
+
+  it("runs the user's own kong.yml against the replicas it names (--replicas config)", async () => {
+    const [a, b, llama] = fleet.urls;
+    const deck = parse(readFileSync(join(__dirname, '..', '..', 'kong.yml'), 'utf8'));
+    const router = deck.services[0].plugins.find((p: { name: string }) => p.name === 'lora-router').config;
+    router.replicas = [{ url: a }, { url: b }, { url: llama, backend: 'llamacpp' }];
+    router.base_model = BASE;
+    const file = join(mkdtempSync(join(tmpdir(), 'real-replicas-')), 'my-kong.yml');
+    writeFileSync(file, stringify(deck));
+    let text = '';
+    const own = spawn(process.execPath, [CLI, '--port', '0', '--config', file, '--replicas', 'config'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    own.stdout!.on('data', (c: Buffer) => (text += c.toString()));
+    own.stderr!.on('data', (c: Buffer) => (text += c.toString()));
+    try {
+      await waitFor(() => /Ctrl-C stops everything/.test(text) || own.exitCode !== null, 30_000, 'the stack');
+      expect(text).toMatch(new RegExp(`vllm ${a}\\s+vllm ${b}\\s+llamacpp ${llama}`));
+      const gw = text.match(/gateway\s+(http:\/\/\S+)/)![1]!;
+      const r = await call(gw, '/v1/chat/completions', { body: chat('chat-lora') });
+      expect([r.status, r.json().model]).toEqual([200, 'chat-lora']);
+      const base = await call(gw, '/v1/chat/completions', { body: chat(BASE) });
+      expect([base.status, base.json().model]).toEqual([200, BASE]);
+    } finally {
+      own.kill('SIGINT');
+    }
   });
 });
