@@ -30,6 +30,7 @@ import {
   fleetAtScale,
   measureOverhead,
   measureRedisCost,
+  prefixScorerCost,
   type OverheadRow,
   type RedisCost,
 } from './overhead';
@@ -168,8 +169,10 @@ async function main(): Promise<void> {
     log(
       `  fleet state, 64 replicas x 10k adapters: ${mem.mb.toFixed(1)} MB, ${mem.usPerDecision.toFixed(0)} µs per decision`,
     );
+    const prefix = prefixScorerCost();
+    log(`  prefix scorer (index full, 8 candidates): ${prefix.usPerDecision.toFixed(2)} µs per decision`);
     const heap = await decisionHeap([10_000, 1_000_000], log);
-    json.overhead = { rows, memory: mem, heap };
+    json.overhead = { rows, memory: mem, heap, prefixScorer: prefix };
     md.push(...overheadSection(rows, mem, heap));
   }
 

@@ -59,6 +59,8 @@ export interface BenchResults {
     rows: OverheadRow[];
     memory: { mb: number; perEntryBytes: number; usPerDecision: number };
     heap: { decisions: number; heapMb: number; usPerDecision: number }[];
+    /** The prefix scorer's cost per decision with its index full. */
+    prefixScorer?: { usPerDecision: number };
   };
   quality?: QualitySeed[];
   nodes?: { runs: NodesRun[]; redisCost: RedisCost };

@@ -44,7 +44,7 @@ const overhead: Renderer = (r) => {
   const g = overheadGoal(o.rows);
   const heap = o.heap;
   return [
-    `**Request path.** One access plus log event through the real \`kong-js-pluginserver\`, against a no-op plugin making the same PDK calls. Median ratio: ${o.rows.map((x) => `${x.ratioP50.toFixed(2)} (${x.size} body)`).join(', ')}; goal ≤ 1.15: ${verdict(g.met)}. PDK calls ${o.rows[0]!.pdkAccess} in access and ${o.rows[0]!.pdkLog} in log (goal ≤ 4 and ≤ 2: ${verdict(g.pdkMet)}). Fleet state for 64 replicas × 10,000 resident adapters: ${o.memory.mb.toFixed(0)} MB of heap, one decision ${o.memory.usPerDecision.toFixed(0)} µs. Heap ${heap.map((h) => `${h.heapMb.toFixed(1)} MB after ${h.decisions.toLocaleString('en-US')} in-process decisions`).join(', ')} (${heap.at(-1)!.usPerDecision.toFixed(0)} µs each).`,
+    `**Request path.** One access plus log event through the real \`kong-js-pluginserver\`, against a no-op plugin making the same PDK calls. Median ratio: ${o.rows.map((x) => `${x.ratioP50.toFixed(2)} (${x.size} body)`).join(', ')}; goal ≤ 1.15: ${verdict(g.met)}. PDK calls ${o.rows[0]!.pdkAccess} in access and ${o.rows[0]!.pdkLog} in log (goal ≤ 4 and ≤ 2: ${verdict(g.pdkMet)}). Fleet state for 64 replicas × 10,000 resident adapters: ${o.memory.mb.toFixed(0)} MB of heap, one decision ${o.memory.usPerDecision.toFixed(0)} µs. Heap ${heap.map((h) => `${h.heapMb.toFixed(1)} MB after ${h.decisions.toLocaleString('en-US')} in-process decisions`).join(', ')} (${heap.at(-1)!.usPerDecision.toFixed(0)} µs each).${o.prefixScorer ? ` The prefix scorer with its index full: ${o.prefixScorer.usPerDecision.toFixed(1)} µs per decision.` : ''}`,
   ];
 };
 

@@ -41,7 +41,7 @@ class LoraRouterPlugin {
     }
     const path = await kong.request.getPath();
     const body = (await kong.request.getRawBody()) as unknown as Uint8Array | string | null | undefined;
-    const r = await this.service.route({ path, body });
+    const r = await this.service.route({ path, body, method: () => kong.request.getMethod() });
     if (r.kind === 'respond') {
       // exit ends the exchange: nothing may follow it.
       return void (await kong.response.exit(r.status, Buffer.from(JSON.stringify(r.body)), r.headers));

@@ -27,7 +27,27 @@ export class RouterError extends Error {
   }
 }
 
+/** 405 with the `Allow` header HTTP requires. */
+class MethodNotAllowed extends RouterError {
+  constructor(
+    method: string,
+    private readonly allow: string[],
+  ) {
+    super(
+      405,
+      'invalid_request_error',
+      'method_not_allowed',
+      `Method ${method} is not allowed on this path; use ${allow.join(' or ')}.`,
+    );
+  }
+
+  override headers(): Record<string, string> {
+    return { ...super.headers(), Allow: this.allow.join(', ') };
+  }
+}
+
 export const errors = {
+  methodNotAllowed: (method: string, allow: string[]) => new MethodNotAllowed(method, allow),
   badRequest: (message: string, code = 'invalid_request') =>
     new RouterError(400, 'invalid_request_error', code, message),
   invalidModel: (message: string) => new RouterError(400, 'invalid_request_error', 'invalid_model', message),

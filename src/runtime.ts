@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { AdapterManager } from './adapters/manager';
 import { AdapterStats } from './adapters/stats';
 import { HttpReplicaApi } from './backends/http-replica-api';
@@ -51,7 +52,8 @@ export class FleetRuntime {
   /** Prefix of this runtime's lease ids, and its node id in a shared store: unique across processes. */
   readonly leasePrefix = randomBytes(4).toString('hex');
   private leaseSeq = 0;
-  private readonly managed = new Map<string, (name: string, path: string) => boolean>();
+  private readonly managed = new ConfigRegistry<(name: string, path: string) => boolean>();
+  private readonly names = new ConfigRegistry<(path: string) => string | undefined>();
 
   constructor(o: RuntimeOptions = {}) {
     this.clock = o.clock ?? systemClock;
@@ -70,6 +72,12 @@ export class FleetRuntime {
       const counter = r.op === 'load' ? this.metrics.loads : this.metrics.unloads;
       counter.inc({ result: r.ok ? 'ok' : 'error' });
       if (r.op === 'load' && r.ok) this.metrics.loadSeconds.observe(r.ms / 1000);
+      if (r.ok)
+        this.metrics.recent.record(
+          r.op === 'load' ? 'loads' : 'unloads',
+          this.clock.now(),
+          r.op === 'load' ? r.ms : undefined,
+        );
     };
     this.poller = new Poller(
       this.store,
@@ -80,7 +88,7 @@ export class FleetRuntime {
       this.log,
     );
     this.poller.isManaged = (name, path) => {
-      for (const m of this.managed.values()) if (m(name, path)) return true;
+      for (const m of this.managed.list) if (m(name, path)) return true;
       return false;
     };
     this.poller.onPoll = (url, ok) => {
@@ -93,9 +101,21 @@ export class FleetRuntime {
    * instance churn does not grow it; the oldest of more than 32 are forgotten).
    */
   registerManaged(key: string, manages: (name: string, path: string) => boolean): void {
-    this.managed.delete(key);
     this.managed.set(key, manages);
-    if (this.managed.size > 32) this.managed.delete(this.managed.keys().next().value!);
+  }
+
+  /** Registers how one router configuration names llama.cpp start-up adapters (by path). */
+  registerNames(key: string, nameOf: (path: string) => string | undefined): void {
+    this.names.set(key, nameOf);
+  }
+
+  /** The name clients send for a llama.cpp adapter file, if a router configuration lists it. */
+  adapterName(path: string): string | undefined {
+    for (const nameOf of this.names.list) {
+      const n = nameOf(path);
+      if (n !== undefined) return n;
+    }
+    return undefined;
   }
 
   /** A lease id unique in this process (across every plugin instance) and across processes. */
@@ -106,6 +126,21 @@ export class FleetRuntime {
   stop(): void {
     this.poller.stop();
     void this.store.close?.();
+  }
+}
+
+/**
+ * What each router configuration registered, keyed by the configuration so Kong's instance
+ * churn does not grow it: the 32 most recently registered are kept (lru-cache). Read on every
+ * poll, so readers get a plain array (iterating the cache costs 5x a Map's values()).
+ */
+class ConfigRegistry<T> {
+  private readonly cache = new LRUCache<string, { value: T }>({ max: 32 });
+  list: T[] = [];
+
+  set(key: string, value: T): void {
+    this.cache.set(key, { value });
+    this.list = [...this.cache.values()].map((e) => e.value);
   }
 }
 

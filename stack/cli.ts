@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { FleetStatus } from '../src/status/status';
 import { routerConfig } from './kong-config';
 import { LocalStack } from './stack';
 import { progressLine, runTraffic, summaryTable } from './traffic';
@@ -13,6 +14,9 @@ lora-poller, and a gateway on --port that plays Kong's proxy path for kong.yml.
   --host H           gateway address (default 127.0.0.1)
   --fleet-port N     first port of the simulated replicas (default 8100; 0 = any free ports)
   --config FILE      decK file (default kong.yml)
+  --replicas LIST    your own replicas instead of the simulator, comma-separated: URL (backend
+                     probed), vllm=URL or llamacpp=URL; "config" = the replicas --config names
+  --base-model ID    with --replicas: the base model (default: asked of the first replica)
   --time-scale X     run modelled time X times faster (default 1)
   --traffic          send a bounded demo workload, print progress and a summary, keep serving
   --requests N       demo requests (default 300)
@@ -32,6 +36,8 @@ async function main(): Promise<void> {
       host: { type: 'string' },
       'fleet-port': { type: 'string' },
       config: { type: 'string' },
+      replicas: { type: 'string' },
+      'base-model': { type: 'string' },
       'time-scale': { type: 'string' },
       traffic: { type: 'boolean' },
       requests: { type: 'string' },
@@ -46,6 +52,9 @@ async function main(): Promise<void> {
     },
   });
   if (v.help) return void console.log(HELP);
+  // The demo's hit rate counts the simulator's loads, which the user's replicas do not report here.
+  if (v.traffic && v.replicas)
+    throw new Error('--traffic runs against the simulated fleet only, not with --replicas');
   const num = (name: string, s: string | undefined, d: number) => {
     if (s === undefined) return d;
     const n = Number(s);
@@ -58,9 +67,17 @@ async function main(): Promise<void> {
     host: v.host ?? '127.0.0.1',
     fleetPort: num('fleet-port', v['fleet-port'], 8100),
     kongYaml: v.config ?? join(root, 'kong.yml'),
+    replicas:
+      v.replicas === undefined
+        ? undefined
+        : v.replicas === 'config'
+          ? 'config'
+          : v.replicas.split(',').filter(Boolean),
+    baseModel: v['base-model'],
     timeScale: num('time-scale', v['time-scale'], 1) || 1,
     log: (line) => {
-      if (v.verbose || / error: /.test(line)) console.error(line);
+      // The stack's own notes always; the plugin server's log with --verbose, or its errors.
+      if (v.verbose || !line.startsWith('[plugin-server]') || / error: /.test(line)) console.error(line);
     },
   });
   let stopping = false;
@@ -68,11 +85,15 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     console.log('\nstopping…');
+    clearInterval(watch);
     await stack.stop();
     process.exit(code);
   };
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
+  const watch = watchReplicas(`${stack.url}${stack.statusPath ?? '/lora'}/status`, (line) =>
+    console.log(line),
+  );
 
   const u = stack.url;
   const fleetService = stack.services.find((s) => routerConfig(s))!;
@@ -86,7 +107,7 @@ async function main(): Promise<void> {
   gateway      ${u}  (Kong's proxy path for ${stack.services.map((s) => s.name).join(', ')}, from kong.yml)
   plugins run  lora-router, lora-poller in the real kong-js-pluginserver (dist/plugins)
   not run      ${stack.notRun.join(', ') || 'none'} (bundled Kong plugins: real Kong runs them)
-  fleet        ${stack.fleet.replicas.map((r) => `${r.backend} ${r.url}`).join('\n               ')}
+  fleet        ${stack.replicas.map((r) => `${r.backend} ${r.url}`).join('\n               ')}${stack.fleet ? '' : '\n               (your replicas: adapters are loaded and unloaded on them for real)'}
   placement    ${u}${stack.statusPath ?? '/lora'}   (JSON: ${stack.statusPath ?? '/lora'}/status, metrics: ${stack.statusPath ?? '/lora'}/metrics)
 
 Try:
@@ -121,7 +142,33 @@ Ctrl-C stops everything.`);
     if (tty) process.stderr.write('\n');
     console.log(`\n${summaryTable(s)}\n`);
     if (v.exit) await stop(s.ok > 0 ? 0 : 1);
+    console.log(`demo done. The stack keeps serving on ${u} (Ctrl-C stops it; --exit stops after the demo).`);
   }
+}
+
+/** Prints a replica going down or coming back, from the poller's view (the status route). */
+function watchReplicas(statusUrl: string, print: (line: string) => void): NodeJS.Timeout {
+  const last = new Map<string, string>();
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    fetch(statusUrl, { signal: AbortSignal.timeout(2000) })
+      .then((r) => r.json() as Promise<FleetStatus>)
+      .then((s) => {
+        for (const r of s.replicas) {
+          const before = last.get(r.url);
+          last.set(r.url, r.health);
+          if (r.health === 'down' && before !== 'down')
+            print(`replica ${r.url} is down${r.lastError ? `: ${r.lastError}` : ''}`);
+          else if (r.health === 'up' && before === 'down') print(`replica ${r.url} is back up`);
+        }
+      })
+      .catch(() => undefined)
+      .finally(() => (busy = false));
+  }, 1000);
+  timer.unref();
+  return timer;
 }
 
 main().catch((err: Error) => {

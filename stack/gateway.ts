@@ -70,6 +70,9 @@ const HOP_BY_HOP = new Set([
   'proxy-connection',
   'host',
   'content-length',
+  // nginx answers `Expect: 100-continue` itself and clears it upstream (ngx_http_proxy_headers,
+  // src/http/modules/ngx_http_proxy_module.c); undici refuses to send it.
+  'expect',
 ]);
 
 /**
@@ -207,6 +210,7 @@ export class LocalGateway {
         if (sink.started) return sink.abort();
         const failure = upstreamFailure(err);
         req.status = failure.status;
+        this.o.onError?.(`error: ${req.method} ${req.path}: ${failure.status} ${failure.message}`);
         sink.send(
           failure.status,
           { 'content-type': 'application/json' },

@@ -3,6 +3,7 @@ import { SimFleet } from '../sim/fleet';
 import { KongDriver, PluginServerProcess } from '../test/kong/driver';
 import { fleetFor } from './fleet-spec';
 import { LocalGateway } from './gateway';
+import { plainLines } from './log-lines';
 import { readKongYaml, routerConfig, type StackService } from './kong-config';
 import { StackServer } from './server';
 
@@ -14,6 +15,13 @@ export interface StackOptions {
   kongYaml: string;
   /** First port of the simulated replicas (0 = ephemeral). */
   fleetPort: number;
+  /**
+   * The user's own replicas instead of the simulator: `URL` (backend probed) or
+   * `vllm=URL` / `llamacpp=URL`; `'config'` takes the replicas kong.yml names, as they are.
+   */
+  replicas?: string[] | 'config';
+  /** The base model, when the user's replicas serve another than kong.yml's (default: asked of the first replica). */
+  baseModel?: string;
   timeScale: number;
   pluginsDir?: string;
   log: (line: string) => void;
@@ -26,7 +34,10 @@ export interface StackOptions {
 export class LocalStack {
   private constructor(
     readonly url: string,
-    readonly fleet: SimFleet,
+    /** The simulated fleet; null against the user's own replicas. */
+    readonly fleet: SimFleet | null,
+    /** The replicas the router routes to. */
+    readonly replicas: { backend: string; url: string }[],
     readonly services: StackService[],
     private readonly pluginServer: PluginServerProcess,
     private readonly gateways: LocalGateway[],
@@ -38,22 +49,38 @@ export class LocalStack {
     const fleetService = services.find((s) => routerConfig(s));
     if (!fleetService) throw new Error(`${o.kongYaml}: no service has the lora-router plugin`);
     const config = routerConfig(fleetService)!;
-    const specs = fleetFor(config, o.timeScale).map((s, i) => ({
-      ...s,
-      port: o.fleetPort ? o.fleetPort + i : 0,
-    }));
-    const fleet = await SimFleet.start(specs).catch((err: NodeJS.ErrnoException) => {
-      throw err.code === 'EADDRINUSE'
-        ? new Error(
-            `a port of the simulated fleet (${o.fleetPort}-${o.fleetPort + specs.length - 1}) is in use: pass --fleet-port to choose others, or 0 for any free ports`,
-          )
-        : err;
-    });
-    const cleanup: (() => Promise<void>)[] = [() => fleet.stop()];
-    try {
+    let fleet: SimFleet | null = null;
+    if (o.replicas) {
+      // The user's replicas: a dry run of the real plugins before touching Kong.
+      if (o.replicas !== 'config') config.replicas = await userReplicas(o.replicas);
+      // The user's own kong.yml names its base model; with replica URLs alone, ask them.
+      const named = o.replicas === 'config' ? (config.base_model as string | undefined) : undefined;
+      config.base_model =
+        o.baseModel ?? named ?? (await baseModelOf((config.replicas as { url: string }[])[0]!.url));
+    } else {
+      const specs = fleetFor(config, o.timeScale).map((s, i) => ({
+        ...s,
+        port: o.fleetPort ? o.fleetPort + i : 0,
+      }));
+      fleet = await SimFleet.start(specs).catch((err: NodeJS.ErrnoException) => {
+        throw err.code === 'EADDRINUSE'
+          ? new Error(
+              `a port of the simulated fleet (${o.fleetPort}-${o.fleetPort + specs.length - 1}) is in use: pass --fleet-port to choose others, or 0 for any free ports`,
+            )
+          : err;
+      });
       // The same config a Kong user deploys, pointed at the local fleet.
-      config.replicas = (config.replicas as { url: string }[]).map((r, i) => ({ ...r, url: fleet.urls[i]! }));
-      fleetService.fallbackUrl = fleet.urls[0]!;
+      const urls = fleet.urls;
+      config.replicas = (config.replicas as { url: string }[]).map((r, i) => ({ ...r, url: urls[i]! }));
+    }
+    const replicas = (config.replicas as { url: string; backend?: string }[]).map((r) => ({
+      url: r.url,
+      backend: r.backend ?? 'vllm',
+    }));
+    const cleanup: (() => Promise<void>)[] = [];
+    if (fleet) cleanup.push(() => fleet.stop());
+    try {
+      fleetService.fallbackUrl = replicas[0]!.url;
       // One local node keeps fleet state in process: kong.yml's Redis serves several Kong nodes.
       for (const p of services.flatMap((s) => s.plugins)) {
         const host = (p.config.redis as { host?: string } | undefined)?.host;
@@ -63,9 +90,10 @@ export class LocalStack {
           `${p.name}: kong.yml shares fleet state in Redis (${host}) for several Kong nodes; this one-node stack keeps it in process`,
         );
       }
+      const serverLine = plainLines((line) => o.log(`[plugin-server] ${line}`));
       const pluginServer = await PluginServerProcess.start({
         pluginsDir: o.pluginsDir ?? join(__dirname, '..', 'plugins'),
-        onLog: (line) => o.log(`[plugin-server] ${line}`),
+        onLog: serverLine,
       });
       cleanup.push(() => pluginServer.stop());
       const driver = new KongDriver(pluginServer.socketPath);
@@ -85,7 +113,7 @@ export class LocalStack {
       }
       const server = new StackServer(routes);
       const url = await server.listen(o.port, o.host);
-      return new LocalStack(url, fleet, services, pluginServer, gateways, server);
+      return new LocalStack(url, fleet, replicas, services, pluginServer, gateways, server);
     } catch (err) {
       for (const c of cleanup.reverse()) await c().catch(() => undefined);
       throw err;
@@ -103,6 +131,7 @@ export class LocalStack {
 
   /** Successful adapter loads across the fleet so far. */
   loads(): number {
+    if (!this.fleet) return 0;
     return this.fleet.replicas.reduce(
       (n, r) => n + r.adapterLog().filter((e) => e.op === 'load' && e.status === 200).length,
       0,
@@ -113,6 +142,40 @@ export class LocalStack {
     await this.server.close();
     for (const g of this.gateways) await g.close();
     await this.pluginServer.stop();
-    await this.fleet.stop();
+    await this.fleet?.stop();
   }
+}
+
+/** `URL`, `vllm=URL` or `llamacpp=URL`; a bare URL's backend is probed (llama.cpp answers `/lora-adapters`). */
+async function userReplicas(specs: string[]): Promise<{ url: string; backend: string }[]> {
+  if (specs.length === 0) throw new Error('--replicas needs at least one URL');
+  return Promise.all(
+    specs.map(async (spec) => {
+      const m = /^(vllm|llamacpp)=(.*)$/.exec(spec);
+      const url = (m ? m[2]! : spec).replace(/\/+$/, '');
+      if (!/^https?:\/\/[^/\s]+:\d+$/.test(url))
+        throw new Error(`--replicas: "${spec}" is not http(s)://host:port (the router's replica URL form)`);
+      if (m) return { url, backend: m[1]! };
+      const probe = await fetch(`${url}/lora-adapters`, { signal: AbortSignal.timeout(5000) }).catch(
+        (err: Error) => {
+          throw new Error(`--replicas: ${url} did not answer (${err.message})`);
+        },
+      );
+      await probe.body?.cancel();
+      return { url, backend: probe.ok ? 'llamacpp' : 'vllm' };
+    }),
+  );
+}
+
+/** The base model a replica serves: the `/v1/models` entry that is no adapter (no `parent`). */
+async function baseModelOf(url: string): Promise<string> {
+  const res = await fetch(`${url}/v1/models`, { signal: AbortSignal.timeout(5000) }).catch((err: Error) => {
+    throw new Error(`${url}/v1/models did not answer (${err.message}); pass --base-model`);
+  });
+  const list = (await res.json().catch(() => undefined)) as
+    | { data?: { id: string; parent?: string | null }[] }
+    | undefined;
+  const base = list?.data?.find((m) => !m.parent)?.id;
+  if (!base) throw new Error(`${url}/v1/models names no base model; pass --base-model`);
+  return base;
 }

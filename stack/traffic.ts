@@ -156,7 +156,10 @@ export function summaryTable(s: TrafficStats): string {
 }
 
 export function progressLine(s: TrafficStats): string {
-  return `requests ${s.done}/${s.sent}  loads ${s.loads}  hit ${(s.hitRate * 100).toFixed(0)}%  served TTFT p50 ${fmt(s.ttftMs.p50)} p99 ${fmt(s.ttftMs.p99)}  errors ${Object.values(s.errors).reduce((a, b) => a + b, 0)}`;
+  // No hit rate before anything was answered: "100%" of nothing reads as a result.
+  const hit = s.done ? `${(s.hitRate * 100).toFixed(0)}%` : '-';
+  const errors = Object.values(s.errors).reduce((a, b) => a + b, 0);
+  return `answered ${s.done} of ${s.sent} sent (${s.ok} ok, ${errors} errors) · adapter loads ${s.loads} · hit rate ${hit} · served TTFT p50 ${fmt(s.ttftMs.p50)}, p99 ${fmt(s.ttftMs.p99)}`;
 }
 
 function fmt(ms: number): string {

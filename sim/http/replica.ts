@@ -22,6 +22,7 @@ import { llamacppMetricsText } from './metrics-text';
 import { VllmLoraApi } from './vllm-lora';
 import { VllmMetricsState } from './vllm-metrics';
 import { completionBody, type Endpoint, parseCompletion, streamAnswer } from './openai';
+import { MORE_ROUTES, moreAnswer } from './more-endpoints';
 
 export type {
   AdapterLogEntry,
@@ -358,6 +359,7 @@ export class SimReplica implements ReplicaContext {
       if (body instanceof Error) return this.send(res, this.error(400, 'BadRequestError', body.message));
       return this.completion(path === '/v1/chat/completions' ? 'chat' : 'completions', body, res);
     }
+    if (method === 'POST' && MORE_ROUTES.has(path)) return this.send(res, await this.more(path, raw));
     if (!llama && this.o.runtimeLoading && method === 'POST' && path === '/v1/load_lora_adapter') {
       return this.send(res, await this.vllmLora.load(parseJson(raw)));
     }
@@ -371,6 +373,27 @@ export class SimReplica implements ReplicaContext {
     if (llama && method === 'GET' && path === '/slots') return this.send(res, this.llama.slots());
     if (llama) return this.send(res, llamacppError(404, 'not_found_error', 'File Not Found'));
     return this.send(res, fastapiNotFound);
+  }
+
+  /** Embeddings, scores, rerank...: the model check of completions, then an immediate answer. */
+  private async more(path: string, raw: Buffer): Promise<SimError> {
+    const body = parseJson(raw);
+    const asked = (body as { model?: unknown } | null)?.model;
+    if (this.backend === 'vllm' && typeof asked === 'string' && !this.registry.has(asked)) {
+      // The filesystem resolver runs before any endpoint's model check, as for completions.
+      const resolved = await this.vllmLora.resolve(asked);
+      if (resolved && 'status' in resolved) return resolved;
+    }
+    return moreAnswer(path, body, {
+      check: (model) =>
+        this.backend === 'llamacpp' || model === this.o.baseModel || this.registry.get(model)
+          ? undefined
+          : this.error(404, 'NotFoundError', `The model \`${model}\` does not exist.`, 'model'),
+      badRequest: (message) => this.error(400, 'BadRequestError', message),
+      createdUnix: this.createdUnix,
+      maxModelLen: this.o.maxModelLen,
+      id: () => (this.nextId++).toString(16).padStart(8, '0'),
+    });
   }
 
   private health(res: http.ServerResponse): void {

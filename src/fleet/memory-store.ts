@@ -1,3 +1,4 @@
+import { ResidencyTable } from './residency-table';
 import type { FleetDump, FleetStore } from './store';
 import type {
   AdapterPresence,
@@ -30,7 +31,7 @@ interface ReplicaRecord {
   waiting: number;
   running: number;
   kvUsage?: number;
-  residency: Map<string, Residency & { fence?: Fence }>;
+  residency: ResidencyTable;
   /** Non-static entries in `residency` (kept by putResidency/dropResidency: read per request). */
   residentCount: number;
   llamaAdapters: LlamaAdapter[];
@@ -67,7 +68,7 @@ export class MemoryFleetStore implements FleetStore {
         scrapedAt: -Infinity,
         waiting: 0,
         running: 0,
-        residency: new Map(),
+        residency: new ResidencyTable(),
         residentCount: 0,
         llamaAdapters: [],
         everLoaded: false,
@@ -144,11 +145,13 @@ export class MemoryFleetStore implements FleetStore {
   ): void {
     const present = new Set(registry.map((e) => e.name));
     let vanished = 0;
-    for (const [name, res] of r.residency) {
+    for (const name of r.residency.names()) {
+      const slot = r.residency.slotOf(name)!;
+      const state = r.residency.stateAt(slot);
       // Missing from a registry read before this entry changed: the registry is the older truth.
-      if (present.has(name) || res.state === 'loading' || res.since >= scrapedAt) continue;
+      if (present.has(name) || state === 'loading' || r.residency.sinceAt(slot) >= scrapedAt) continue;
       // Gone: unloaded (ours finished, or someone else's), or the replica restarted.
-      if (res.state === 'loaded') vanished++;
+      if (state === 'loaded') vanished++;
       dropResidency(r, name);
     }
     for (const { name, path } of registry) {
@@ -246,8 +249,7 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   async touch(url: string, adapter: string, at: number): Promise<void> {
-    const cur = this.replicas.get(url)?.residency.get(adapter);
-    if (cur && cur.lastUsed < at) cur.lastUsed = at;
+    this.replicas.get(url)?.residency.touch(adapter, at);
   }
 
   async claimPlacement(
@@ -363,7 +365,7 @@ function markGone(r: ReplicaRecord, adapter: string, at: number): void {
 }
 
 function residentsOf(r: ReplicaRecord): ResidentAdapter[] {
-  return [...r.residency].map(([name, res]) => ({
+  return [...r.residency.entries()].map(([name, res]) => ({
     name,
     state: res.state,
     since: res.since,
@@ -410,8 +412,10 @@ function presence(r: ReplicaRecord, a: AdapterRef): AdapterPresence | undefined 
     const hit = a.path === undefined ? undefined : r.llamaAdapters.find((e) => samePath(e.path, a.path!));
     return hit ? { state: 'static', lastUsed: 0, inFlight, llamaId: hit.id } : undefined;
   }
-  const res = r.residency.get(a.name);
-  return res ? { state: res.state, lastUsed: res.lastUsed, inFlight } : undefined;
+  const slot = r.residency.slotOf(a.name);
+  return slot === undefined
+    ? undefined
+    : { state: r.residency.stateAt(slot), lastUsed: r.residency.lastUsedAt(slot), inFlight };
 }
 
 /** llama.cpp lists the path it was started with: match it whole, or by file name. */

@@ -45,6 +45,10 @@ export class Poller {
     private readonly log: Logger,
   ) {}
 
+  get intervalMs(): number {
+    return this.options.intervalMs;
+  }
+
   get running(): boolean {
     return this.cancel !== null;
   }

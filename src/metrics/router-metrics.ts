@@ -3,6 +3,7 @@ import type { FleetStore } from '../fleet/store';
 import type { ReplicaView } from '../fleet/types';
 import { saturation, type SaturationPolicy } from '../fleet/saturation';
 import type { Clock } from '../clock';
+import { RecentHistory } from '../status/history';
 
 /**
  * The router's own Prometheus metrics, served by lora-poller's `.../metrics` route. A registry
@@ -12,6 +13,9 @@ export class RouterMetrics {
   readonly registry = new Registry();
   readonly decisions: Counter<'stage'>;
   readonly errors: Counter<'code'>;
+  readonly refusals: Counter;
+  /** The last minutes in buckets, for the placement page's charts. */
+  readonly recent = new RecentHistory();
   readonly loads: Counter<'result'>;
   readonly unloads: Counter<'result'>;
   readonly loadSeconds: Histogram;
@@ -31,6 +35,11 @@ export class RouterMetrics {
       name: 'lora_router_errors_total',
       help: 'Requests answered with an error by the router, by error code.',
       labelNames: ['code'],
+      registers,
+    });
+    this.refusals = new Counter({
+      name: 'lora_router_refusals_total',
+      help: 'Requests refused for lack of capacity, with Retry-After (a subset of the errors).',
       registers,
     });
     this.loads = new Counter({

@@ -31,8 +31,39 @@ export function classifyPath(rawPath: string): PathClass {
     if (withSlash.includes(seg.endsWith('/') ? seg : seg + '/')) return 'admin';
   }
   if (/\/v1\/models\/?$/.test(path)) return 'models';
-  if (/\/v1\/(chat\/)?completions\/?$/.test(path)) return 'inference';
+  if (INFERENCE_PATH.test(path)) return 'inference';
   return 'other';
+}
+
+/**
+ * The routes vLLM's OpenAI server answers with a JSON body naming the `model` (FastAPI routes in
+ * vllm/entrypoints/openai/api_server.py, v0.10): each is routed like chat. The audio routes take
+ * multipart forms, whose model the router does not read: they go to the base model's replicas.
+ */
+export const INFERENCE_ROUTES = [
+  '/v1/chat/completions',
+  '/v1/completions',
+  '/v1/embeddings',
+  '/v1/responses',
+  '/v1/score',
+  '/v1/rerank',
+  '/v2/rerank',
+  '/pooling',
+  '/classify',
+  '/score',
+  '/rerank',
+  '/tokenize',
+  '/detokenize',
+];
+const INFERENCE_PATH = new RegExp(
+  `(?:${INFERENCE_ROUTES.map((r) => r.replace(/\//g, '\\/')).join('|')})\\/?$`,
+);
+
+/** The methods each class of path answers; anything else gets 405 (FastAPI's answer upstream). */
+export function allowedMethods(cls: PathClass): string[] | undefined {
+  if (cls === 'inference') return ['POST'];
+  if (cls === 'models') return ['GET', 'HEAD'];
+  return undefined;
 }
 
 export interface ParsedBody {

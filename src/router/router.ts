@@ -5,16 +5,22 @@ import { sleep } from '../clock';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
+import { samePath } from '../fleet/memory-store';
 import type { FleetRuntime } from '../runtime';
 import { SchedulingPipeline, toCandidate } from '../scheduler/pipeline';
 import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
-import { classifyPath, parseBody, promptText } from './request';
+import { allowedMethods, classifyPath, parseBody, promptText } from './request';
 
 export interface RouteRequest {
   path: string;
   /** What `kong.request.get_raw_body()` returned (msgpack bin: a Uint8Array). */
   body: Uint8Array | string | null | undefined;
+  /**
+   * `kong.request.get_method()`, asked only where the method decides (`/v1/models`, or an
+   * inference path without a body): a POST with a body costs no extra PDK call.
+   */
+  method?: () => Promise<string>;
 }
 
 export type RouteOutcome =
@@ -116,6 +122,11 @@ export class RouterService {
       JSON.stringify([config.adapters, config.adapter_path_template, config.adapter_name_pattern]),
       (name, path) => this.catalog.manages(name, path),
     );
+    // The placement page names llama.cpp's start-up adapters as clients do, not by file.
+    rt.registerNames(
+      JSON.stringify(config.adapters),
+      (path) => config.adapters.find((a) => a.static && a.path !== undefined && samePath(path, a.path))?.name,
+    );
     rt.poller.configure({ leaseMaxAgeMs: config.lease_max_age_ms });
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
       // Polling is what keeps decisions fresh: start it here too, in case lora-poller
@@ -140,6 +151,10 @@ export class RouterService {
       if (!(err instanceof RouterError))
         this.rt.log.error(`route failed: ${(err as Error).stack ?? String(err)}`);
       this.rt.metrics.errors.inc({ code: e.code });
+      if (e.retryAfterS !== undefined) {
+        this.rt.metrics.refusals.inc();
+        this.rt.metrics.recent.record('refusals', this.rt.clock.now());
+      }
       return { kind: 'respond', status: e.status, body: e.body(), headers: e.headers() };
     }
   }
@@ -168,6 +183,12 @@ export class RouterService {
     const cls = classifyPath(req.path);
     if (cls === 'admin') {
       throw errors.forbidden('This path manages the replicas and is not available through the gateway.');
+    }
+    const allow = allowedMethods(cls);
+    const bodyless = req.body === undefined || req.body === null || req.body.length === 0;
+    if (allow && req.method && (cls === 'models' || bodyless)) {
+      const method = (await req.method()).toUpperCase();
+      if (!allow.includes(method)) throw errors.methodNotAllowed(method, allow);
     }
     await this.ready;
     if (cls === 'models')
@@ -307,6 +328,7 @@ export class RouterService {
         await this.rt.manager.ensure(replica.url, resolved.adapter, this.adapterPolicy, victimCost);
       }
       this.rt.metrics.decisions.inc({ stage: decision.stage });
+      this.rt.metrics.recent.record('requests', this.rt.clock.now());
       return {
         kind: 'proxy',
         url: replica.url,

@@ -1,6 +1,12 @@
 import { saturation } from '../fleet/saturation';
 import type { ReplicaLoad } from '../metrics/replica-load';
 import type { FleetRuntime } from '../runtime';
+import type { HistoryBucket } from './history';
+
+/** What the page's health column says of a replica. */
+export type ReplicaState = 'up' | 'stale' | 'down' | 'no metrics';
+/** Orders `cust-2` before `cust-10`, and `:8100` before `:8101`. */
+export const naturalOrder = new Intl.Collator('en', { numeric: true }).compare;
 
 /** The fleet as lora-poller's `.../status` route serves it (and the placement page reads it). */
 export interface FleetStatus {
@@ -16,6 +22,8 @@ export interface FleetStatus {
     backend: string;
     priority: number;
     health: string;
+    /** up; stale (no fresh poll lately); down; no metrics (answers, but serves no load figures). */
+    state: ReplicaState;
     snapshotAgeMs: number | null;
     lastError?: string;
     waiting: number;
@@ -24,7 +32,8 @@ export interface FleetStatus {
     saturation: number;
     inFlight: number;
     adapters: { name: string; state: string; inFlight: number; idleMs: number }[];
-    llamaAdapters: { id: number; path: string }[];
+    /** `name`: what clients send for it, when a router configuration lists the file. */
+    llamaAdapters: { id: number; path: string; name?: string }[];
     /**
      * Where the load figures came from: `metrics`; `slots` or `health` for llama.cpp without
      * `--metrics` (no queue figures: routing leans on in-flight counts); null before a poll.
@@ -37,6 +46,8 @@ export interface FleetStatus {
      */
     residency: { gpu: string[]; cpu: string[]; disagree: string[] } | null;
   }[];
+  /** This node's last minutes, oldest bucket first. */
+  history: { bucketMs: number; buckets: HistoryBucket[] };
   events: {
     at: number;
     ageMs: number;
@@ -70,6 +81,7 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
       backend: r.backend,
       priority: r.priority,
       health: r.health,
+      state: stateOf(r, rt.poller.lastLoad.get(r.url)?.source, now, rt.poller.intervalMs),
       snapshotAgeMs: r.snapshotAt === null ? null : now - r.snapshotAt,
       lastError: r.lastError,
       waiting: r.waiting,
@@ -79,10 +91,14 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
       inFlight: r.inFlight,
       adapters: r.adapters
         .map((a) => ({ name: a.name, state: a.state, inFlight: a.inFlight, idleMs: now - a.lastUsed }))
-        .sort((a, b) => a.name.localeCompare(b.name)),
-      llamaAdapters: r.llamaAdapters,
+        .sort((a, b) => naturalOrder(a.name, b.name)),
+      llamaAdapters: r.llamaAdapters.map((a) => {
+        const name = rt.adapterName(a.path);
+        return name === undefined ? a : { ...a, name };
+      }),
       ...loadStatus(rt.poller.lastLoad.get(r.url), r.adapters),
     })),
+    history: { bucketMs: rt.metrics.recent.bucketMs, buckets: rt.metrics.recent.series(now) },
     events: events.reverse().map((e) => ({ ...e, ageMs: now - e.at })),
   };
 }
@@ -99,4 +115,18 @@ function loadStatus(
   const disagree = [...held].filter((n) => !registered.has(n));
   for (const n of registered) if (!held.has(n)) disagree.push(n);
   return { loadFrom: load.source ?? null, residency: { ...load.residency, disagree: disagree.sort() } };
+}
+
+function stateOf(
+  r: { health: string; snapshotAt: number | null },
+  loadFrom: string | undefined,
+  now: number,
+  pollMs: number,
+): ReplicaState {
+  if (r.health === 'down') return 'down';
+  // A replica that answers but exports no load figures (llama.cpp without --metrics).
+  if (loadFrom === 'slots' || loadFrom === 'health') return 'no metrics';
+  // Several missed polls: the figures the router decides on are old.
+  if (r.snapshotAt === null || now - r.snapshotAt > Math.max(2000, 4 * pollMs)) return 'stale';
+  return 'up';
 }

@@ -209,7 +209,9 @@ it(`answers ${N.toLocaleString('en-US')} generated bad requests with 4xx JSON er
     // Every category was exercised, each with its own 4xx.
     expect(Object.keys(seen).length).toBe(13);
     expect(seen['admin path']).toEqual({ 403: expect.any(Number) });
-    expect(Object.keys(seen['past the body buffer']!)).toEqual(['413']);
+    // A body Kong could not hand over: 413, or 405 when the method was wrong anyway (a GET).
+    expect(Object.keys(seen['past the body buffer']!)).toEqual(expect.arrayContaining(['413']));
+    expect(Object.keys(seen['past the body buffer']!).every((s) => s === '413' || s === '405')).toBe(true);
     expect(Object.keys(seen['over max_body_bytes']!)).toEqual(['413']);
   } finally {
     await w.stop();

@@ -1,7 +1,7 @@
 /** `npm start`'s program as a user runs it: a child process, three curl-like calls, Ctrl-C. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { call, chat, get } from '../helpers/http';
+import { call, chat, get, post } from '../helpers/http';
 
 const CLI = join(__dirname, '..', '..', 'dist', 'stack', 'cli.js');
 let child: ChildProcess;
@@ -69,6 +69,19 @@ describe('npm start (the local stack as a child process)', () => {
     expect(after.length).toBe(before + 1);
     expect(after.at(-1).adapter).toBe('/models/support.gguf');
   });
+
+  it("says, without --verbose, that it keeps kong.yml's Redis state in process", () => {
+    expect(out).toMatch(/lora-router: kong.yml shares fleet state in Redis \(redis\).*keeps it in process/);
+  });
+
+  it('prints a replica going down and coming back', async () => {
+    const replica = out.match(/vllm (http:\/\/\S+)/)![1]!;
+    expect(out).not.toMatch(/is down/);
+    await post(replica, '/_sim/fault', { kind: 'error500', on: true });
+    await waitForOutput(new RegExp(`replica ${replica} is down`), 15000);
+    await post(replica, '/_sim/fault', { kind: 'clear' });
+    await waitForOutput(new RegExp(`replica ${replica} is back up`), 15000);
+  }, 40000);
 
   it('stops cleanly on Ctrl-C: exit 0 and the gateway port closed', async () => {
     const gw = out.match(/gateway\s+(http:\/\/\S+)/)![1]!;

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { SchedulingRequest, Scorer } from '../types';
 
 export interface PrefixOptions {
@@ -17,7 +18,7 @@ export interface PrefixOptions {
  */
 export function prefixScorer(options: Partial<PrefixOptions> = {}): Scorer {
   const o: PrefixOptions = { blockChars: 256, maxBlocks: 16, capacity: 65536, ...options };
-  const owner = new Map<number, string>();
+  const owner = new LRUCache<number, string>({ max: o.capacity });
   // score() and observe() see the same request in one decision: hash its prompt once.
   let last: { req: SchedulingRequest; hashes: number[] } | null = null;
 
@@ -44,17 +45,14 @@ export function prefixScorer(options: Partial<PrefixOptions> = {}): Scorer {
       return candidates.map((c) => {
         let n = 0;
         // Leading blocks only: a cache hit needs the whole prefix before it.
-        while (n < hs.length && owner.get(hs[n]!) === c.url) n++;
+        // peek: scoring is no use; only the replica that served the block renews it.
+        while (n < hs.length && owner.peek(hs[n]!) === c.url) n++;
         return n / hs.length;
       });
     },
     observe(req, chosen) {
       if (!req.prompt) return;
-      for (const h of blocks(req as SchedulingRequest & { prompt: string })) {
-        owner.delete(h);
-        owner.set(h, chosen.url);
-      }
-      while (owner.size > o.capacity) owner.delete(owner.keys().next().value!);
+      for (const h of blocks(req as SchedulingRequest & { prompt: string })) owner.set(h, chosen.url);
     },
   };
 }
