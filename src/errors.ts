@@ -12,6 +12,8 @@ export class RouterError extends Error {
     readonly code: string,
     message: string,
     readonly retryAfterS?: number,
+    /** For the gateway log only: may name replicas, which clients are not told about. */
+    readonly internal?: string,
   ) {
     super(message);
   }
@@ -46,28 +48,33 @@ export const errors = {
       'request_too_large',
       `Request body exceeds the ${limit}-byte limit.`,
     ),
+  // Replica URLs are internal: the client's message omits them, `internal` (logged) keeps them.
   loadFailed: (adapter: string, replica: string, why: string) =>
     new RouterError(
       502,
       'server_error',
       'adapter_load_failed',
-      `Loading adapter '${adapter}' on ${replica} failed: ${why}`,
+      `Loading adapter '${adapter}' failed: ${why}`,
+      undefined,
+      `load of adapter '${adapter}' on ${replica} failed: ${why}`,
     ),
-  noRoom: (adapter: string, replica: string, retryAfterS: number) =>
+  noRoom: (adapter: string, replica: string, retryAfterS: number, why = 'every loaded adapter has requests in flight') =>
     new RouterError(
       503,
       'server_error',
       'adapter_slots_busy',
-      `No adapter slot on ${replica} for '${adapter}': every loaded adapter has requests in flight. Retry later.`,
+      `No adapter slot for '${adapter}': ${why}. Retry later.`,
       retryAfterS,
+      `no adapter slot on ${replica} for '${adapter}': ${why}`,
     ),
   backingOff: (adapter: string, replica: string, retryAfterS: number, why: string) =>
     new RouterError(
       503,
       'server_error',
       'adapter_load_backoff',
-      `Adapter '${adapter}' failed to load on ${replica} recently (${why}); next attempt in ${retryAfterS} s.`,
+      `Adapter '${adapter}' failed to load recently (${why}); next attempt in ${retryAfterS} s.`,
       retryAfterS,
+      `adapter '${adapter}' backing off on ${replica}: ${why}`,
     ),
   noReplica: (what: string) =>
     new RouterError(503, 'server_error', 'no_replica', `No replica can serve ${what}.`, 1),

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock';
 import { Signal } from '../signal';
 import { BackendError } from '../backends/errors';
@@ -20,6 +21,8 @@ export interface AdapterPolicy {
   backoffMaxMs: number;
   /** Configured static adapters: never victims. */
   isStatic: (name: string) => boolean;
+  /** Adapters the configuration lists (known to exist); others are names a client chose. */
+  isListed?: (name: string) => boolean;
 }
 
 export type EnsureOutcome =
@@ -45,6 +48,10 @@ export const ROOM_FALLBACK_MS = 250;
  * past it, a shared store lets another node take over from a holder that died or stalled.
  */
 export const LOCK_MARGIN_MS = 5000;
+/** Bound on per-(replica, adapter) backoff entries. */
+export const BACKOFF_ENTRIES = 1024;
+/** Bound on the names remembered as loaded at least once. */
+export const VERIFIED_NAMES = 4096;
 
 /**
  * Puts adapters on replicas: each cold adapter is loaded once (concurrent callers wait on the
@@ -63,7 +70,21 @@ export class AdapterManager {
    * choice or they spread the same adapter over several replicas.
    */
   private claims = new Map<string, Map<string, number>>();
-  private backoff = new Map<string, { failures: number; until: number; why: string }>();
+  /**
+   * Failed loads by replica and adapter. Clients choose templated names, so this is bounded
+   * (least recently used out first): a name pushed out merely loses its backoff.
+   */
+  private backoff = new LRUCache<string, { failures: number; until: number; why: string }>({
+    max: BACKOFF_ENTRIES,
+  });
+  /** Names this process has seen load (known to exist): bounded like the backoff. */
+  private readonly verified = new LRUCache<string, true>({ max: VERIFIED_NAMES });
+  /**
+   * Per replica: until when a name nobody has seen load may not evict there, because the last
+   * such name was not found. vLLM cannot say whether a path exists without loading it, so
+   * this bounds what invented names cost: one eviction per backoff window per replica.
+   */
+  private readonly unknownNamesBlocked = new Map<string, number>();
   /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
   readonly roomChanged = new Signal();
   /** Called after every load and unload call, for metrics and status. */
@@ -196,13 +217,19 @@ export class AdapterManager {
       await this.finish('load', url, adapter.name, fence, false);
       const why =
         err instanceof BackendError || err instanceof AdapterNotFoundError ? err.message : String(err);
-      this.fail(key, policy, why);
+      const told = clientReason(err);
+      this.fail(key, policy, told);
       this.record({ url, adapter: adapter.name, op: 'load', ok: false, ms }, why);
-      if (err instanceof AdapterNotFoundError) throw errors.modelNotFound(adapter.name);
-      throw errors.loadFailed(adapter.name, url, why);
+      if (err instanceof AdapterNotFoundError) {
+        if (!this.known(adapter.name, policy))
+          this.unknownNamesBlocked.set(url, this.clock.now() + policy.backoffBaseMs);
+        throw errors.modelNotFound(adapter.name);
+      }
+      throw errors.loadFailed(adapter.name, url, told);
     }
     const ms = this.clock.now() - started;
     this.backoff.delete(key);
+    this.verified.set(adapter.name, true);
     await this.finish('load', url, adapter.name, fence, true);
     this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
     return true;
@@ -244,12 +271,35 @@ export class AdapterManager {
         if (fence !== null) return fence;
         continue;
       }
+      this.checkUnknownName(url, name, policy);
       if (await this.evictOne(url, occupying, policy, victimCost)) continue;
       if (this.clock.now() >= deadline) {
         throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
       }
       await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
     }
+  }
+
+  /** A name known to exist: listed in the configuration, or loaded somewhere before. */
+  private known(name: string, policy: AdapterPolicy): boolean {
+    return this.verified.has(name) || policy.isListed?.(name) === true;
+  }
+
+  /** Refuses to evict for a name not known to exist on a replica where such a name was just not found. */
+  private checkUnknownName(url: string, name: string, policy: AdapterPolicy): void {
+    const until = this.unknownNamesBlocked.get(url);
+    if (until === undefined || this.known(name, policy)) return;
+    const now = this.clock.now();
+    if (now >= until) {
+      this.unknownNamesBlocked.delete(url);
+      return;
+    }
+    throw errors.noRoom(
+      name,
+      url,
+      Math.max(1, Math.ceil((until - now) / 1000)),
+      'an adapter nobody has loaded yet may not evict another one here so soon',
+    );
   }
 
   /** Unloads the cheapest idle adapter; false if every one is busy or moving. */
@@ -325,4 +375,15 @@ export class AdapterManager {
       if (this.roomLocks.get(url) === tail) this.roomLocks.delete(url);
     }
   }
+}
+
+/** Why a load failed, as a client may read it: the replica's own message, never its address. */
+function clientReason(err: unknown): string {
+  if (err instanceof AdapterNotFoundError) return err.message;
+  if (err instanceof BackendError) {
+    if (err.code === 'timeout') return 'the replica did not answer in time';
+    if (err.code === 'connect') return 'the replica could not be reached';
+    return err.message;
+  }
+  return 'internal error';
 }

@@ -108,6 +108,7 @@ export class RouterService {
       backoffBaseMs: config.backoff_base_ms,
       backoffMaxMs: config.backoff_max_ms,
       isStatic: (name) => this.catalog.isStatic(name),
+      isListed: (name) => this.catalog.isListed(name),
     };
     this.eviction = EVICTION_POLICIES[config.eviction]!;
     this.weighsVictims = config.room_wait === 'anywhere' || config.eviction !== 'lru' || w.victim > 0;
@@ -139,6 +140,7 @@ export class RouterService {
             );
       if (!(err instanceof RouterError))
         this.rt.log.error(`route failed: ${(err as Error).stack ?? String(err)}`);
+      else if (e.internal !== undefined) this.rt.log.warn(e.internal);
       this.rt.metrics.errors.inc({ code: e.code });
       return { kind: 'respond', status: e.status, body: e.body(), headers: e.headers() };
     }
