@@ -58,7 +58,12 @@ export const errors = {
       undefined,
       `load of adapter '${adapter}' on ${replica} failed: ${why}`,
     ),
-  noRoom: (adapter: string, replica: string, retryAfterS: number, why = 'every loaded adapter has requests in flight') =>
+  noRoom: (
+    adapter: string,
+    replica: string,
+    retryAfterS: number,
+    why = 'every loaded adapter has requests in flight',
+  ) =>
     new RouterError(
       503,
       'server_error',
