@@ -93,6 +93,7 @@ export class FleetRuntime {
    * instance churn does not grow it; the oldest of more than 32 are forgotten).
    */
   registerManaged(key: string, manages: (name: string, path: string) => boolean): void {
+    if (!this.managed.has(key)) this.poller.managedVersion++;
     this.managed.delete(key);
     this.managed.set(key, manages);
     if (this.managed.size > 32) this.managed.delete(this.managed.keys().next().value!);

@@ -272,7 +272,7 @@ export class AdapterManager {
         continue;
       }
       this.checkUnknownName(url, name, policy);
-      if (await this.evictOne(url, occupying, policy, victimCost)) continue;
+      if (await this.evictOne(url, occupying, policy, victimCost, name)) continue;
       if (this.clock.now() >= deadline) {
         throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
       }
@@ -308,12 +308,13 @@ export class AdapterManager {
     occupying: ResidentAdapter[],
     policy: AdapterPolicy,
     victimCost: (v: ResidentAdapter) => number,
+    forAdapter: string,
   ): Promise<boolean> {
     const idle = evictable(occupying, policy.isStatic).sort((a, b) => victimCost(a) - victimCost(b));
     const ttl = policy.loadTimeoutMs + LOCK_MARGIN_MS;
     for (const victim of idle) {
       // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
-      const fence = await this.store.beginUnload(url, victim.name, this.clock.now(), ttl);
+      const fence = await this.store.beginUnload(url, victim.name, this.clock.now(), ttl, forAdapter);
       if (fence === null) continue;
       const started = this.clock.now();
       let ok = false;

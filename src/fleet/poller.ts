@@ -30,6 +30,8 @@ export class Poller {
   readonly stats: PollStats = { polls: 0, errors: 0 };
   /** Whether some router configuration could have loaded this registry entry (see ReplicaSnapshot). */
   isManaged: ((name: string, path: string) => boolean) | null = null;
+  /** Grows when the set of router configurations behind `isManaged` changes. */
+  managedVersion = 0;
   /** Called after each poll with its outcome, for metrics. */
   onPoll: ((url: string, ok: boolean, ms: number) => void) | null = null;
 
@@ -104,6 +106,7 @@ export class Poller {
         load: s.load,
         registry: s.registry,
         managed: this.isManaged ?? undefined,
+        managedVersion: this.managedVersion,
         llamaAdapters: s.llamaAdapters,
       });
       this.onPoll?.(spec.url, true, this.clock.now() - started);

@@ -41,8 +41,18 @@ export interface FleetStore {
   beginLoad(url: string, adapter: string, at: number, limit: number, ttlMs: number): Promise<Fence | null>;
   /** Ends a load: loaded on success, forgotten on failure. False if `fence` is no longer current. */
   finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean>;
-  /** Marks a loaded adapter no request holds (on any node) unloading; null if busy, static or absent. */
-  beginUnload(url: string, adapter: string, at: number, ttlMs: number): Promise<Fence | null>;
+  /**
+   * Marks a loaded adapter no request holds (on any node) unloading; null if busy, static or
+   * absent. With `forAdapter` (the adapter it makes room for), also null if that adapter is
+   * resident on `url` or another unload for it is under way: one unload per load.
+   */
+  beginUnload(
+    url: string,
+    adapter: string,
+    at: number,
+    ttlMs: number,
+    forAdapter?: string,
+  ): Promise<Fence | null>;
   /** Ends an unload: forgotten on success, loaded again on failure. False if `fence` is stale. */
   finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean>;
   /** Whether `fence` still grants the load or unload (asked just before calling the replica). */

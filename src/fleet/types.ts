@@ -55,6 +55,11 @@ export interface ReplicaSnapshot {
    * it loaded (a plugin-server restart). Asked only about names new to the store.
    */
   managed?: (name: string, path: string) => boolean;
+  /**
+   * Grows whenever a router configuration registers: entries classified static under an older
+   * set of configurations are asked about again (one may manage them now).
+   */
+  managedVersion?: number;
   /** llama.cpp: adapters from /lora-adapters. */
   llamaAdapters?: LlamaAdapter[];
 }

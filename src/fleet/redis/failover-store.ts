@@ -229,9 +229,15 @@ export class FailoverFleetStore implements FleetStore {
     );
   }
 
-  beginUnload(url: string, adapter: string, at: number, ttlMs: number): Promise<Fence | null> {
+  beginUnload(
+    url: string,
+    adapter: string,
+    at: number,
+    ttlMs: number,
+    forAdapter?: string,
+  ): Promise<Fence | null> {
     return this.decide(
-      (s) => s.beginUnload(url, adapter, at, ttlMs),
+      (s) => s.beginUnload(url, adapter, at, ttlMs, forAdapter),
       async () => null,
     );
   }

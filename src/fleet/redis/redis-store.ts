@@ -213,8 +213,16 @@ export class RedisFleetStore implements FleetStore {
     return (await this.run('finishLoad', url, adapter, fence, ok ? '1' : '0', at)) === 1;
   }
 
-  async beginUnload(url: string, adapter: string, at: number, ttlMs: number): Promise<Fence | null> {
-    return (await this.run('beginUnload', url, adapter, at, Math.ceil(ttlMs), this.node)) as number | null;
+  async beginUnload(
+    url: string,
+    adapter: string,
+    at: number,
+    ttlMs: number,
+    forAdapter = '',
+  ): Promise<Fence | null> {
+    return (await this.run('beginUnload', url, adapter, at, Math.ceil(ttlMs), this.node, forAdapter)) as
+      | number
+      | null;
   }
 
   async finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
