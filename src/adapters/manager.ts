@@ -48,6 +48,8 @@ export const ROOM_FALLBACK_MS = 250;
  * past it, a shared store lets another node take over from a holder that died or stalled.
  */
 export const LOCK_MARGIN_MS = 5000;
+/** What a trimming unload makes room for: no adapter name can be this. */
+const EXCESS = '\u0000excess';
 /** Bound on per-(replica, adapter) backoff entries. */
 export const BACKOFF_ENTRIES = 1024;
 /** Bound on the names remembered as loaded at least once. */
@@ -278,6 +280,22 @@ export class AdapterManager {
       }
       await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
     }
+  }
+
+  /**
+   * Unloads idle adapters while `url` holds more than the limit (a load that timed out landed
+   * later, and a poll adopted it): the limit holds again once they are idle.
+   */
+  async trim(url: string, policy: AdapterPolicy): Promise<void> {
+    await this.withRoomLock(url, async () => {
+      for (;;) {
+        const residents = await this.store.residents(url);
+        const occupying = residents.filter((r) => r.state !== 'static' && !policy.isStatic(r.name));
+        if (occupying.length <= policy.maxLoadedAdapters) return;
+        // One trimming unload at a time per replica across nodes (they may all trim after a poll).
+        if (!(await this.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
+      }
+    });
   }
 
   /** A name known to exist: listed in the configuration, or loaded somewhere before. */

@@ -341,6 +341,10 @@ export class MemoryFleetStore implements FleetStore {
     return this.leases.size;
   }
 
+  async openLeases(): Promise<Lease[]> {
+    return [...this.leases.values()].map((l) => ({ ...l }));
+  }
+
   async pushEvent(e: FleetEvent): Promise<void> {
     this.event(e);
   }

@@ -97,6 +97,8 @@ export interface FleetStore {
    */
   expireLeases(now: number, maxAgeMs: number): Promise<Lease[]>;
   inFlightTotal(): Promise<number>;
+  /** Leases this process holds open here (handed to a successor when its runtime is replaced). */
+  openLeases?(): Promise<Lease[]>;
 
   pushEvent(event: FleetEvent): Promise<void>;
   /** Newest last. */

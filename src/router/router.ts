@@ -5,7 +5,7 @@ import { sleep } from '../clock';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
-import type { FleetRuntime } from '../runtime';
+import { claimReplicas, type FleetRuntime } from '../runtime';
 import { SchedulingPipeline, toCandidate } from '../scheduler/pipeline';
 import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
@@ -62,10 +62,16 @@ export class RouterService {
   /** Whether placement or eviction looks at the victims a cold load would evict. */
   private readonly weighsVictims: boolean;
 
+  /** The runtime decisions go to: the one given, or the one that replaced it (a new `redis` record). */
+  private get rt(): FleetRuntime {
+    return this.runtime.current();
+  }
+
   constructor(
     readonly config: RouterConfig,
-    private readonly rt: FleetRuntime,
+    private readonly runtime: FleetRuntime,
   ) {
+    const rt = runtime;
     this.catalog = new AdapterCatalog({
       baseModel: config.base_model,
       adapters: config.adapters,
@@ -118,6 +124,8 @@ export class RouterService {
       (name, path) => this.catalog.manages(name, path),
     );
     rt.poller.configure({ leaseMaxAgeMs: config.lease_max_age_ms });
+    for (const url of this.urls) rt.registerLimit(url, this.adapterPolicy);
+    claimReplicas(rt, this.urls);
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
       // Polling is what keeps decisions fresh: start it here too, in case lora-poller
       // runs in another process (or not at all).
@@ -126,8 +134,9 @@ export class RouterService {
   }
 
   async route(req: RouteRequest): Promise<RouteOutcome> {
+    const rt = this.rt;
     try {
-      return await this.decide(req);
+      return await rt.decision(() => this.decide(req));
     } catch (err) {
       const e =
         err instanceof RouterError
@@ -159,10 +168,10 @@ export class RouterService {
     // One store call: the release, passive health (5xx: the replica refused, reset or timed
     // out) and, on 404, forgetting the adapter (the replica restarted or another router
     // unloaded it) so the next request loads it rather than waiting for the next poll.
-    const lease = await rt.store.release(leaseId, rt.clock.now(), status);
+    const lease = await rt.release(leaseId, status);
     if (!lease) return false;
     // Its adapter went idle there: it can now make room for a request waiting for a slot.
-    if (lease.adapterIdle) rt.manager.roomChanged.notify();
+    if (lease.adapterIdle) rt.current().manager.roomChanged.notify();
     return true;
   }
 

@@ -324,6 +324,10 @@ export class FailoverFleetStore implements FleetStore {
     return [...local, ...shared];
   }
 
+  async openLeases(): Promise<Lease[]> {
+    return [...this.mine.values()].map((m) => ({ ...m.lease }));
+  }
+
   inFlightTotal(): Promise<number> {
     return this.decide(
       (s) => s.inFlightTotal(),
