@@ -152,9 +152,7 @@ export class FleetRuntime {
 
   /** The runtime decisions go to now: this one, or the one that replaced it. */
   current(): FleetRuntime {
-    let rt: FleetRuntime = this;
-    while (rt.successor) rt = rt.successor;
-    return rt;
+    return this.successor ? this.successor.current() : this;
   }
 
   /** Runs one decision here, so that a replaced runtime knows when its last one ended. */
