@@ -2,7 +2,7 @@
  * Errors a client sees, in OpenAI's format: `{"error":{"message","type","code"}}` with the
  * matching HTTP status. Retryable ones carry Retry-After seconds.
  */
-export type ErrorType = 'invalid_request_error' | 'permission_error' | 'server_error';
+export type ErrorType = 'invalid_request_error' | 'permission_error' | 'server_error' | 'requests';
 
 export class RouterError extends Error {
   override readonly name = 'RouterError';
@@ -80,6 +80,15 @@ export const errors = {
       `Adapter '${adapter}' failed to load recently (${why}); next attempt in ${retryAfterS} s.`,
       retryAfterS,
       `adapter '${adapter}' backing off on ${replica}: ${why}`,
+    ),
+  /** OpenAI answers a request-rate limit with type `requests`, code `rate_limit_exceeded`. */
+  coldLoadBudget: (adapter: string, scope: 'consumer' | 'fleet', retryAfterS: number) =>
+    new RouterError(
+      429,
+      'requests',
+      'rate_limit_exceeded',
+      `Adapter '${adapter}' is not loaded, and ${scope === 'consumer' ? 'this consumer has' : 'the fleet has'} started its allowed adapter loads for this minute. Retry in ${retryAfterS} s, or use a loaded adapter.`,
+      retryAfterS,
     ),
   noReplica: (what: string) =>
     new RouterError(503, 'server_error', 'no_replica', `No replica can serve ${what}.`, 1),

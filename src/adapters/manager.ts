@@ -102,12 +102,15 @@ export class AdapterManager {
   /**
    * Makes `adapter` resident on `url`; throws a RouterError (502/503/404) when it cannot.
    * `victimCost` orders idle adapters when room must be made (cheapest first; default LRU).
+   * `beforeLoad` runs only when this call is about to start a load (not when it joins one), and
+   * may refuse it by throwing (the cold-load budget).
    */
   async ensure(
     url: string,
     adapter: AdapterRef,
     policy: AdapterPolicy,
     victimCost: (v: ResidentAdapter) => number = (v) => v.lastUsed,
+    beforeLoad?: () => Promise<void>,
   ): Promise<EnsureOutcome> {
     const key = `${url}\u0000${adapter.name}`;
     const deadline = this.clock.now() + policy.queueTimeoutMs + policy.loadTimeoutMs;
@@ -135,6 +138,11 @@ export class AdapterManager {
       // Someone in this process started the load while we read the store: join it.
       if (this.flights.has(key)) continue;
       this.checkBackoff(key, adapter.name, url);
+      if (beforeLoad) {
+        await beforeLoad();
+        // Someone in this process started it meanwhile: join that load instead.
+        if (this.flights.has(key)) continue;
+      }
       const load = this.load(url, adapter, policy, key, victimCost);
       this.flights.set(key, load);
       try {

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { FleetDump, FleetStore } from './store';
 import type {
   AdapterPresence,
@@ -54,6 +55,8 @@ export class MemoryFleetStore implements FleetStore {
   private leases = new Map<string, Lease>();
   private eventLog: FleetEvent[] = [];
   private lastFence = 0;
+  /** Budget windows by key (consumers are many: least recently used out first). */
+  private budgets = new LRUCache<string, { ends: number; used: number }>({ max: 10_000 });
   /** Placements of cold adapters not yet resident, by adapter. */
   private placements = new Map<string, { url: string; until: number }>();
 
@@ -343,6 +346,13 @@ export class MemoryFleetStore implements FleetStore {
 
   async openLeases(): Promise<Lease[]> {
     return [...this.leases.values()].map((l) => ({ ...l }));
+  }
+
+  async spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
+    let b = this.budgets.get(key);
+    if (!b || b.ends <= at) this.budgets.set(key, (b = { ends: at + windowMs, used: 0 }));
+    b.used++;
+    return b.used <= limit ? 0 : b.ends - at;
   }
 
   async pushEvent(e: FleetEvent): Promise<void> {

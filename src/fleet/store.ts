@@ -100,6 +100,12 @@ export interface FleetStore {
   /** Leases this process holds open here (handed to a successor when its runtime is replaced). */
   openLeases?(): Promise<Lease[]>;
 
+  /**
+   * Counts one use of `key`'s budget of `limit` per `windowMs` (fixed windows). Returns 0 if
+   * within it, else the ms until the window ends.
+   */
+  spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number>;
+
   pushEvent(event: FleetEvent): Promise<void>;
   /** Newest last. */
   events(limit: number): Promise<FleetEvent[]>;

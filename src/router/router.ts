@@ -15,6 +15,11 @@ export interface RouteRequest {
   path: string;
   /** What `kong.request.get_raw_body()` returned (msgpack bin: a Uint8Array). */
   body: Uint8Array | string | null | undefined;
+  /**
+   * The consumer Kong identified, if any: asked only when the request would start an adapter
+   * load (the cold-load budget), so a resident adapter's request makes no PDK call for it.
+   */
+  consumer?: () => Promise<string | undefined>;
 }
 
 export type RouteOutcome =
@@ -267,7 +272,7 @@ export class RouterService {
         }
       }
       try {
-        return await this.admit(decision, resolved, parsed.json, ctx.victimCost);
+        return await this.admit(decision, resolved, parsed.json, ctx.victimCost, req.consumer);
       } finally {
         if (claim) {
           this.rt.manager.unclaim(url, claim);
@@ -297,6 +302,7 @@ export class RouterService {
     resolved: Resolved,
     json: Record<string, unknown> | null,
     victimCost?: (v: ResidentAdapter) => number,
+    consumer?: () => Promise<string | undefined>,
   ): Promise<RouteOutcome> {
     const replica = decision.replica;
     const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
@@ -312,7 +318,10 @@ export class RouterService {
       // The state under the lease, not the decision's: an unload may have begun since the views.
       const state = replica.backend === 'vllm' ? held : replica.adapter?.state;
       if (resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static') {
-        await this.rt.manager.ensure(replica.url, resolved.adapter, this.adapterPolicy, victimCost);
+        const adapter = resolved.adapter;
+        await this.rt.manager.ensure(replica.url, adapter, this.adapterPolicy, victimCost, () =>
+          this.spendColdLoad(adapter.name, consumer),
+        );
       }
       this.rt.metrics.decisions.inc({ stage: decision.stage });
       return {
@@ -327,6 +336,24 @@ export class RouterService {
     } catch (err) {
       await this.rt.store.release(leaseId, this.rt.clock.now());
       throw err;
+    }
+  }
+
+  /**
+   * Counts a load this request is about to start against its consumer's budget and the
+   * fleet's; past either, 429 with Retry-After. Budgets live in the store: with Redis, every
+   * node counts against the same ones.
+   */
+  private async spendColdLoad(adapter: string, consumer?: () => Promise<string | undefined>): Promise<void> {
+    const c = this.config;
+    const perConsumer = c.cold_loads_per_consumer_per_minute;
+    const id = perConsumer > 0 && consumer ? await consumer() : undefined;
+    const budgets: [string, number, 'consumer' | 'fleet'][] = [];
+    if (id !== undefined) budgets.push([`consumer:${id}`, perConsumer, 'consumer']);
+    if (c.cold_loads_per_minute > 0) budgets.push(['fleet', c.cold_loads_per_minute, 'fleet']);
+    for (const [key, limit, scope] of budgets) {
+      const waitMs = await this.rt.store.spendBudget(key, limit, 60_000, this.rt.clock.now());
+      if (waitMs > 0) throw errors.coldLoadBudget(adapter, scope, Math.max(1, Math.ceil(waitMs / 1000)));
     }
   }
 

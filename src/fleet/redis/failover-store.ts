@@ -335,6 +335,13 @@ export class FailoverFleetStore implements FleetStore {
     );
   }
 
+  spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
+    return this.decide(
+      (s) => s.spendBudget(key, limit, windowMs, at),
+      () => this.local.spendBudget(key, limit, windowMs, at),
+    );
+  }
+
   pushEvent(event: FleetEvent): Promise<void> {
     return this.observe((s) => s.pushEvent(event));
   }

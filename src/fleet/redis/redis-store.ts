@@ -277,6 +277,10 @@ export class RedisFleetStore implements FleetStore {
     return (await this.connection()).hlen(`${this.prefix}lease`);
   }
 
+  async spendBudget(key: string, limit: number, windowMs: number, _at: number): Promise<number> {
+    return (await this.run('budget', key, limit, Math.max(1, Math.ceil(windowMs)))) as number;
+  }
+
   async pushEvent(e: FleetEvent): Promise<void> {
     await this.run('event', JSON.stringify(e));
   }

@@ -13,6 +13,7 @@
  *   P fence           counter; P lock hash fence -> [url, adapter]; P lock-until zset fence -> expiry
  *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
  *   P events          list of fleet events, newest first; channel P changed: room may have freed
+ *   P budget:<key>    cold loads counted in the current window (expires with it)
  */
 
 /** How much earlier than measured a poll counts as begun (the snapshot call's own trip to Redis). */
@@ -423,6 +424,19 @@ for i = 1, #specs, 2 do
     redis.call('HGETALL', reskey(url)), redis.call('HGETALL', busykey(url))}
 end
 return out`,
+
+  /** key, limit, window ms -> 0 within the budget, else ms until its window ends (fixed windows, Redis time) */
+  budget: `
+local k = P .. 'budget:' .. ARGV[2]
+local n = redis.call('INCR', k)
+if n == 1 then redis.call('PEXPIRE', k, ARGV[4]) end
+if n <= tonumber(ARGV[3]) then return 0 end
+local left = redis.call('PTTL', k)
+if left < 0 then
+  redis.call('PEXPIRE', k, ARGV[4])
+  left = tonumber(ARGV[4])
+end
+return left`,
 
   /** event JSON */
   event: `
