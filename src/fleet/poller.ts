@@ -97,11 +97,14 @@ export class Poller {
   private async poll(spec: ReplicaSpec): Promise<void> {
     const started = this.clock.now();
     this.stats.polls++;
+    // Before the scrape: the registry it reads is at least this recent, by the shared clock.
+    const sharedStartedAt = await this.store.sharedTime?.().catch(() => undefined);
     try {
       const s = await this.api.scrape(spec, this.options.timeoutMs);
       await this.store.applySnapshot(spec.url, {
         at: this.clock.now(),
         startedAt: started,
+        sharedStartedAt,
         ok: true,
         load: s.load,
         registry: s.registry,
@@ -115,6 +118,7 @@ export class Poller {
       await this.store.applySnapshot(spec.url, {
         at: this.clock.now(),
         startedAt: started,
+        sharedStartedAt,
         ok: false,
         error: (err as Error).message,
       });

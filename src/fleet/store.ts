@@ -112,6 +112,11 @@ export interface FleetStore {
   /** Everything, for the status endpoint. */
   dump(): Promise<FleetDump>;
 
+  /**
+   * Shared stores: the shared clock, in ms. A poll reads it before scraping, so the store
+   * compares the poll with residency changes on one clock whatever the nodes' clocks say.
+   */
+  sharedTime?(): Promise<number | undefined>;
   /** Shared stores: called when another process may have freed a slot or finished a load. */
   onRemoteChange?: (() => void) | null;
   /** Shared stores: which store decides now, for status and metrics. */

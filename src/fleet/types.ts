@@ -44,6 +44,8 @@ export interface ReplicaSnapshot {
   at: number;
   /** When the scrape began: residency changes after it are newer than the registry it read. */
   startedAt?: number;
+  /** The same by the shared store's clock (read just before the scrape), when it has one. */
+  sharedStartedAt?: number;
   ok: boolean;
   error?: string;
   load?: ReplicaLoad;

@@ -170,6 +170,13 @@ export class FailoverFleetStore implements FleetStore {
     }
   }
 
+  sharedTime(): Promise<number | undefined> {
+    return this.decide(
+      async (s) => s.sharedTime?.(),
+      async () => undefined,
+    );
+  }
+
   upsertReplica(spec: ReplicaSpec): Promise<void> {
     return this.observe((s) => s.upsertReplica(spec));
   }

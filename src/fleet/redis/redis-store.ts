@@ -173,6 +173,7 @@ export class RedisFleetStore implements FleetStore {
     const body = {
       at: s.at,
       startedAt: s.startedAt ?? s.at,
+      sharedStartedAt: s.sharedStartedAt,
       ok: s.ok,
       error: s.error ?? '',
       load: s.load
@@ -299,6 +300,11 @@ export class RedisFleetStore implements FleetStore {
         return { ...v, adapters: residentsOf(res, busy), llamaAdapters: llamaOf(r) };
       }),
     };
+  }
+
+  async sharedTime(): Promise<number> {
+    const [sec, usec] = await (await this.connection()).time();
+    return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
   }
 
   async ping(): Promise<string> {

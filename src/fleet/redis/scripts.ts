@@ -143,15 +143,17 @@ for i = 4, #ARGV do
 end
 return {placed, out}`,
 
-  /** url, snapshot JSON {at, startedAt, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
+  /** url, snapshot JSON {at, startedAt, sharedStartedAt?, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
   snapshot: `
 local url = ARGV[2]
 if not known(url) then return 0 end
 local s = cjson.decode(ARGV[3])
 local r = rkey(url)
--- When the scrape began, by Redis's clock: nodes' clocks disagree, durations do not. The margin
--- covers this call's trip to Redis; an entry changed within it is kept until the next poll.
-local started = now_ms() - (s.at - s.startedAt) - ${SKEW_MARGIN_MS}
+-- When the scrape began, by Redis's clock (nodes' clocks disagree): read before the scrape, or
+-- else estimated from its duration, with a margin for this call's trip to Redis (an entry
+-- changed within it is kept until the next poll).
+local started = s.sharedStartedAt
+if type(started) ~= 'number' then started = now_ms() - (s.at - s.startedAt) - ${SKEW_MARGIN_MS} end
 local prev = redis.call('HGET', r, 'scrapedAt')
 -- Any node may poll: a poll that began before the one applied last is older news.
 if prev and started < tonumber(prev) then return 0 end
