@@ -184,7 +184,9 @@ export class FleetRuntime {
    */
   async retire(next: FleetRuntime): Promise<void> {
     this.successor = next;
+    const polling = this.poller.running;
     this.poller.stop();
+    if (polling) next.poller.start();
     for (const [key, m] of this.managed) if (!next.managed.has(key)) next.registerManaged(key, m);
     for (const url of this.replicaUrls) next.replicaUrls.add(url);
     for (const [url, p] of this.limits) if (!next.limits.has(url)) next.registerLimit(url, p);
@@ -246,7 +248,7 @@ export function claimReplicas(rt: FleetRuntime, urls: readonly string[]): void {
 function replace(old: FleetRuntime, next: FleetRuntime): void {
   for (const [k, r] of runtimes) if (r === old) runtimes.delete(k);
   replaced.set(old.leasePrefix, old);
-  if (replaced.size > 64) replaced.delete(replaced.keys().next().value!);
+  if (replaced.size > 16) replaced.delete(replaced.keys().next().value!);
   old
     .retire(next)
     .catch((err: Error) => next.log.error(`stopping a replaced runtime failed: ${err.message}`));
