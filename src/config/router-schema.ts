@@ -180,7 +180,7 @@ export const routerSchema: SchemaFields = [
   {
     cold_loads_per_minute: {
       type: 'integer',
-      default: 1200,
+      default: 6000,
       between: [0, 1000000],
       description:
         'Adapter loads the fleet may start per minute (counted in Redis when configured, else per Kong node). A request that would start one past it gets 429 with `Retry-After`; requests for resident adapters are never counted nor refused. 0: no bound.',
@@ -189,7 +189,7 @@ export const routerSchema: SchemaFields = [
   {
     cold_loads_per_consumer_per_minute: {
       type: 'integer',
-      default: 120,
+      default: 600,
       between: [0, 1000000],
       description:
         'The same per Kong consumer, when an authentication plugin identified one (read only for a request that would start a load). 0: no bound.',

@@ -78,7 +78,7 @@ describe('client-invented adapter names (item 9)', () => {
   afterEach(() => h?.stop());
 
   it('3,000 invented names that fail to load leave bounded per-name state', async () => {
-    // No cold-load budget here (it would answer 429 past 1,200 loads a minute): the state is the point.
+    // No cold-load budget here (it would answer 429 past its bound of loads a minute): the state is the point.
     h = await CoreHarness.start(
       [vllm()],
       (urls) => onDemand(urls, { max_loaded_adapters: 4, cold_loads_per_minute: 0 }),
