@@ -9,6 +9,7 @@ import { claimReplicas, type FleetRuntime } from '../runtime';
 import { SchedulingPipeline, toCandidate } from '../scheduler/pipeline';
 import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
+import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
 import { classifyPath, parseBody, promptText } from './request';
 
 export interface RouteRequest {
@@ -45,6 +46,7 @@ export interface DecisionRecord {
 }
 
 const PROMPT_CHARS = 4096;
+const INTERNAL_LOG_EVERY_MS = 10_000;
 /** Decisions a cold request retakes because another router placed its adapter first. */
 const MAX_PLACEMENT_ROUNDS = 3;
 
@@ -66,6 +68,9 @@ export class RouterService {
   private readonly eviction: EvictionPolicy;
   /** Whether placement or eviction looks at the victims a cold load would evict. */
   private readonly weighsVictims: boolean;
+  private readonly coldBudget: ColdLoadBudget;
+  /** Per error code: when its detail was last logged, and how many were not since. */
+  private readonly internalLogged = new Map<string, { at: number; suppressed: number }>();
 
   /** The runtime decisions go to: the one given, or the one that replaced it (a new `redis` record). */
   private get rt(): FleetRuntime {
@@ -122,6 +127,10 @@ export class RouterService {
       isListed: (name) => this.catalog.isListed(name),
     };
     this.eviction = EVICTION_POLICIES[config.eviction]!;
+    this.coldBudget = {
+      perMinute: config.cold_loads_per_minute,
+      perConsumerPerMinute: config.cold_loads_per_consumer_per_minute,
+    };
     this.weighsVictims = config.room_wait === 'anywhere' || config.eviction !== 'lru' || w.victim > 0;
     rt.metrics.policy = this.policy.saturation;
     rt.registerManaged(
@@ -154,10 +163,26 @@ export class RouterService {
             );
       if (!(err instanceof RouterError))
         this.rt.log.error(`route failed: ${(err as Error).stack ?? String(err)}`);
-      else if (e.internal !== undefined) this.rt.log.warn(e.internal);
+      else if (e.internal !== undefined) this.logInternal(e.code, e.internal);
       this.rt.metrics.errors.inc({ code: e.code });
       return { kind: 'respond', status: e.status, body: e.body(), headers: e.headers() };
     }
+  }
+
+  /**
+   * Where a refusal happened (the replica's URL), for operators: the client's message omits it.
+   * At most one line per error code every 10 s, so an overload does not flood the log.
+   */
+  private logInternal(code: string, detail: string): void {
+    const now = this.rt.clock.now();
+    const last = this.internalLogged.get(code);
+    if (last && now - last.at < INTERNAL_LOG_EVERY_MS) {
+      last.suppressed++;
+      return;
+    }
+    const more = last?.suppressed ? ` (and ${last.suppressed} more like it since the last line)` : '';
+    this.internalLogged.set(code, { at: now, suppressed: 0 });
+    this.rt.log.warn(detail + more);
   }
 
   /** Log phase: gives the request's in-flight lease back (once) and records passive health. */
@@ -320,7 +345,7 @@ export class RouterService {
       if (resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static') {
         const adapter = resolved.adapter;
         await this.rt.manager.ensure(replica.url, adapter, this.adapterPolicy, victimCost, () =>
-          this.spendColdLoad(adapter.name, consumer),
+          spendColdLoad(this.rt, this.coldBudget, adapter.name, consumer),
         );
       }
       this.rt.metrics.decisions.inc({ stage: decision.stage });
@@ -336,24 +361,6 @@ export class RouterService {
     } catch (err) {
       await this.rt.store.release(leaseId, this.rt.clock.now());
       throw err;
-    }
-  }
-
-  /**
-   * Counts a load this request is about to start against its consumer's budget and the
-   * fleet's; past either, 429 with Retry-After. Budgets live in the store: with Redis, every
-   * node counts against the same ones.
-   */
-  private async spendColdLoad(adapter: string, consumer?: () => Promise<string | undefined>): Promise<void> {
-    const c = this.config;
-    const perConsumer = c.cold_loads_per_consumer_per_minute;
-    const id = perConsumer > 0 && consumer ? await consumer() : undefined;
-    const budgets: [string, number, 'consumer' | 'fleet'][] = [];
-    if (id !== undefined) budgets.push([`consumer:${id}`, perConsumer, 'consumer']);
-    if (c.cold_loads_per_minute > 0) budgets.push(['fleet', c.cold_loads_per_minute, 'fleet']);
-    for (const [key, limit, scope] of budgets) {
-      const waitMs = await this.rt.store.spendBudget(key, limit, 60_000, this.rt.clock.now());
-      if (waitMs > 0) throw errors.coldLoadBudget(adapter, scope, Math.max(1, Math.ceil(waitMs / 1000)));
     }
   }
 
