@@ -131,4 +131,21 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
       await s.close();
     }
   });
+
+  it('item 3: when Redis loses everything without a disconnect (FLUSHALL), the next read takes the open leases again', async () => {
+    const { shared, s } = await node(prefix(), 'n4');
+    try {
+      await s.applySnapshot(U, snapshot(1));
+      expect(await s.acquire({ id: 'F1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
+      await shared.client.flushall();
+      await s.views([U], { name: 'a' });
+      expect(s.mode()).toBe('redis');
+      expect(await shared.inFlightTotal()).toBe(1);
+      expect((await shared.views([U]))[0]!.inFlight).toBe(1);
+      expect(await s.release('F1', 3, 200)).toMatchObject({ id: 'F1' });
+      expect(await shared.inFlightTotal()).toBe(0);
+    } finally {
+      await s.close();
+    }
+  });
 });
