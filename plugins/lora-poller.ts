@@ -28,7 +28,8 @@ class LoraPollerPlugin {
 
   async access(kong: Kong): Promise<void> {
     const path = await kong.request.getPath();
-    const rt = this.rt;
+    // A changed `redis` record may have replaced the runtime this instance started with.
+    const rt = this.rt.current();
     const serves = (e: PollerConfig['endpoints'][number]) => this.config.endpoints.includes(e);
     let status = 200;
     let body: string;

@@ -41,7 +41,9 @@ class LoraRouterPlugin {
     }
     const path = await kong.request.getPath();
     const body = (await kong.request.getRawBody()) as unknown as Uint8Array | string | null | undefined;
-    const r = await this.service.route({ path, body, method: () => kong.request.getMethod() });
+    // The consumer (an authentication plugin's) is read only if the request would start a load.
+    const consumer = async () => ((await kong.client.getConsumer()) as { id?: string } | null)?.id;
+    const r = await this.service.route({ path, body, consumer, method: () => kong.request.getMethod() });
     if (r.kind === 'respond') {
       // exit ends the exchange: nothing may follow it.
       return void (await kong.response.exit(r.status, Buffer.from(JSON.stringify(r.body)), r.headers));

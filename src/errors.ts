@@ -2,7 +2,7 @@
  * Errors a client sees, in OpenAI's format: `{"error":{"message","type","code"}}` with the
  * matching HTTP status. Retryable ones carry Retry-After seconds.
  */
-export type ErrorType = 'invalid_request_error' | 'permission_error' | 'server_error';
+export type ErrorType = 'invalid_request_error' | 'permission_error' | 'server_error' | 'requests';
 
 export class RouterError extends Error {
   override readonly name = 'RouterError';
@@ -12,6 +12,8 @@ export class RouterError extends Error {
     readonly code: string,
     message: string,
     readonly retryAfterS?: number,
+    /** For the gateway log only: may name replicas, which clients are not told about. */
+    readonly internal?: string,
   ) {
     super(message);
   }
@@ -73,27 +75,46 @@ export const errors = {
       'adapter_rejected',
       `The adapter '${adapter}' cannot be loaded: ${why}`,
     ),
+  // Replica URLs are internal: the client's message omits them, `internal` (logged) keeps them.
   loadFailed: (adapter: string, replica: string, why: string) =>
     new RouterError(
       502,
       'server_error',
       'adapter_load_failed',
-      `Loading adapter '${adapter}' on ${replica} failed: ${why}`,
+      `Loading adapter '${adapter}' failed: ${why}`,
+      undefined,
+      `load of adapter '${adapter}' on ${replica} failed: ${why}`,
     ),
-  noRoom: (adapter: string, replica: string, retryAfterS: number) =>
+  noRoom: (
+    adapter: string,
+    replica: string,
+    retryAfterS: number,
+    why = 'every loaded adapter has requests in flight',
+  ) =>
     new RouterError(
       503,
       'server_error',
       'adapter_slots_busy',
-      `No adapter slot on ${replica} for '${adapter}': every loaded adapter has requests in flight. Retry later.`,
+      `No adapter slot for '${adapter}': ${why}. Retry later.`,
       retryAfterS,
+      `no adapter slot on ${replica} for '${adapter}': ${why}`,
     ),
   backingOff: (adapter: string, replica: string, retryAfterS: number, why: string) =>
     new RouterError(
       503,
       'server_error',
       'adapter_load_backoff',
-      `Adapter '${adapter}' failed to load on ${replica} recently (${why}); next attempt in ${retryAfterS} s.`,
+      `Adapter '${adapter}' failed to load recently (${why}); next attempt in ${retryAfterS} s.`,
+      retryAfterS,
+      `adapter '${adapter}' backing off on ${replica}: ${why}`,
+    ),
+  /** OpenAI answers a request-rate limit with type `requests`, code `rate_limit_exceeded`. */
+  coldLoadBudget: (adapter: string, scope: 'consumer' | 'fleet', retryAfterS: number) =>
+    new RouterError(
+      429,
+      'requests',
+      'rate_limit_exceeded',
+      `Adapter '${adapter}' is not loaded, and ${scope === 'consumer' ? 'this consumer has' : 'the fleet has'} started its allowed adapter loads for this minute. Retry in ${retryAfterS} s, or use a loaded adapter.`,
       retryAfterS,
     ),
   noReplica: (what: string) =>

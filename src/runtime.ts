@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { AdapterManager } from './adapters/manager';
+import { AdapterManager, type AdapterPolicy } from './adapters/manager';
 import { AdapterStats } from './adapters/stats';
 import { HttpReplicaApi } from './backends/http-replica-api';
 import type { ReplicaApi } from './backends/replica-api';
@@ -11,9 +11,11 @@ import { FailoverFleetStore } from './fleet/redis/failover-store';
 import { RedisFleetStore } from './fleet/redis/redis-store';
 import { Poller, type PollerOptions } from './fleet/poller';
 import type { FleetStore } from './fleet/store';
+import type { Lease, Released } from './fleet/types';
 import { stderrLogger, type Logger } from './log';
 import { RouterMetrics } from './metrics/router-metrics';
 import { seededRandom, type Random } from './random';
+import { Signal } from './signal';
 
 export interface RuntimeOptions {
   clock?: Clock;
@@ -24,6 +26,8 @@ export interface RuntimeOptions {
   log?: Logger;
   seed?: number;
   poller?: Partial<PollerOptions>;
+  /** Lease-id prefix and node id: a successor on the same shared state keeps its predecessor's. */
+  leasePrefix?: string;
 }
 
 export const defaultPollerOptions: PollerOptions = {
@@ -50,14 +54,31 @@ export class FleetRuntime {
   /** Decayed request frequency per adapter, for value-based eviction and placement. */
   readonly adapterStats = new AdapterStats();
   /** Prefix of this runtime's lease ids, and its node id in a shared store: unique across processes. */
-  readonly leasePrefix = randomBytes(4).toString('hex');
+  readonly leasePrefix: string;
+  /** Which shared state the store addresses ('' in process): runtimes on one state are one node. */
+  readonly stateKey: string;
   private leaseSeq = 0;
   private readonly managed = new ConfigRegistry<(name: string, path: string) => boolean>();
   private readonly names = new ConfigRegistry<(path: string) => string | undefined>();
+  /** Adapter limits by replica URL, from the router configurations. */
+  private readonly limits = new Map<string, AdapterPolicy>();
+  private readonly trimming = new Set<string>();
+  /** The runtime that replaced this one (a changed `redis` record), or null while current. */
+  successor: FleetRuntime | null = null;
+  /** Replica URLs the router configurations on this runtime route to. */
+  readonly replicaUrls = new Set<string>();
+  /** Decisions under way here; a replaced runtime closes once none is left. */
+  private active = 0;
+  private readonly idle = new Signal();
+  /** Leases handed to a successor (their release goes there), and hand-overs under way. */
+  private readonly moved = new Map<string, FleetRuntime>();
+  private readonly moving = new Map<string, Promise<unknown>>();
 
   constructor(o: RuntimeOptions = {}) {
     this.clock = o.clock ?? systemClock;
     this.log = o.log ?? stderrLogger;
+    this.leasePrefix = o.leasePrefix ?? randomBytes(4).toString('hex');
+    this.stateKey = stateKeyOf(o.redis);
     this.store =
       o.redis?.host !== undefined
         ? new FailoverFleetStore(new RedisFleetStore(o.redis, this.leasePrefix), this.log)
@@ -93,6 +114,7 @@ export class FleetRuntime {
     };
     this.poller.onPoll = (url, ok) => {
       if (!ok) this.metrics.pollErrors.inc({ replica: url });
+      else this.trimAfterPoll(url);
     };
   }
 
@@ -101,6 +123,7 @@ export class FleetRuntime {
    * instance churn does not grow it; the oldest of more than 32 are forgotten).
    */
   registerManaged(key: string, manages: (name: string, path: string) => boolean): void {
+    if (!this.managed.has(key)) this.poller.managedVersion++;
     this.managed.set(key, manages);
   }
 
@@ -118,6 +141,25 @@ export class FleetRuntime {
     return undefined;
   }
 
+  /** The adapter limit a router configuration applies to `url` (the latest registered wins). */
+  registerLimit(url: string, policy: AdapterPolicy): void {
+    this.limits.set(url, policy);
+  }
+
+  /** A poll may have adopted a load that landed after its timeout: unload the excess when idle. */
+  private trimAfterPoll(url: string): void {
+    const policy = this.limits.get(url);
+    if (!policy || policy.maxLoadedAdapters === 0 || this.trimming.has(url)) return;
+    this.trimming.add(url);
+    this.store
+      .views([url])
+      .then(([v]) =>
+        v && v.residentCount > policy.maxLoadedAdapters ? this.manager.trim(url, policy) : undefined,
+      )
+      .catch((err: Error) => this.log.warn(`could not trim adapters on ${url}: ${err.message}`))
+      .finally(() => this.trimming.delete(url));
+  }
+
   /** A lease id unique in this process (across every plugin instance) and across processes. */
   nextLeaseId(): string {
     return `${this.leasePrefix}-${(this.leaseSeq++).toString(36)}`;
@@ -126,6 +168,65 @@ export class FleetRuntime {
   stop(): void {
     this.poller.stop();
     void this.store.close?.();
+  }
+
+  /** The runtime decisions go to now: this one, or the one that replaced it. */
+  current(): FleetRuntime {
+    return this.successor ? this.successor.current() : this;
+  }
+
+  /** Runs one decision here, so that a replaced runtime knows when its last one ended. */
+  async decision<T>(fn: () => Promise<T>): Promise<T> {
+    this.active++;
+    try {
+      return await fn();
+    } finally {
+      if (--this.active === 0) this.idle.notify();
+    }
+  }
+
+  /** Gives a lease back where it lives now: here, or in the successor it was handed to. */
+  async release(leaseId: string, status: number | undefined): Promise<Released | undefined> {
+    const handing = this.moving.get(leaseId);
+    if (handing) await handing;
+    const to = this.moved.get(leaseId);
+    if (to) {
+      this.moved.delete(leaseId);
+      return to.release(leaseId, status);
+    }
+    return this.store.release(leaseId, this.clock.now(), status);
+  }
+
+  /**
+   * Steps down for `next` (same replicas, another `redis` record): polling stops at once, new
+   * decisions go to `next`; once the decisions under way here end, open leases move to `next`
+   * (unless both address one shared state, where they already count) and the store closes.
+   */
+  async retire(next: FleetRuntime): Promise<void> {
+    this.successor = next;
+    const polling = this.poller.running;
+    this.poller.stop();
+    if (polling) next.poller.start();
+    for (const [key, m] of this.managed.entries()) if (!next.managed.has(key)) next.registerManaged(key, m);
+    for (const url of this.replicaUrls) next.replicaUrls.add(url);
+    for (const [url, p] of this.limits) if (!next.limits.has(url)) next.registerLimit(url, p);
+    while (this.active > 0) await this.idle.wait(this.clock, 1000);
+    if (next.stateKey !== this.stateKey) {
+      // Leases count only against registered replicas: register them there first.
+      for (const spec of await this.store.replicaSpecs()) await next.current().store.upsertReplica(spec);
+      for (const lease of (await this.store.openLeases?.()) ?? []) await this.handOver(lease, next.current());
+    }
+    await this.store.close?.();
+  }
+
+  private async handOver(lease: Lease, next: FleetRuntime): Promise<void> {
+    const copied = next.store.acquire(lease);
+    this.moving.set(lease.id, copied);
+    await copied;
+    // From here its release goes to `next` (synchronously with the copy: no release falls between).
+    this.moving.delete(lease.id);
+    this.moved.set(lease.id, next);
+    await this.store.release(lease.id, this.clock.now());
   }
 }
 
@@ -142,25 +243,69 @@ class ConfigRegistry<T> {
     this.cache.set(key, { value });
     this.list = [...this.cache.values()].map((e) => e.value);
   }
+
+  has(key: string): boolean {
+    return this.cache.has(key);
+  }
+
+  entries(): [string, T][] {
+    return [...this.cache.entries()].map(([k, e]) => [k, e.value]);
+  }
 }
 
-/** This process's runtimes: one without Redis, one per distinct `redis` record. */
+/** This process's current runtimes, by `redis` record (one without Redis). */
 const runtimes = new Map<string, FleetRuntime>();
+/** Replaced runtimes by lease prefix: they know where their leases went (bounded). */
+const replaced = new Map<string, FleetRuntime>();
 
 /**
  * The runtime of this plugin-server process for a plugin's `redis` record, created on first
  * use: lora-router and lora-poller configured alike share it, whatever instances Kong creates.
+ * A new record on the same shared state (a changed timeout, say) replaces the runtime at once
+ * and keeps its node id; one on other state replaces those whose replicas it takes over.
  */
 export function sharedRuntime(redis?: RedisConfig): FleetRuntime {
   const key = redis?.host === undefined ? '' : JSON.stringify(redis);
-  let rt = runtimes.get(key);
-  if (!rt) runtimes.set(key, (rt = new FleetRuntime({ redis: key === '' ? undefined : redis })));
-  return rt;
+  const rt = runtimes.get(key);
+  if (rt) return rt;
+  const stateKey = stateKeyOf(redis);
+  const same = [...runtimes.values()].find((r) => r.stateKey === stateKey);
+  const next = new FleetRuntime({ redis: key === '' ? undefined : redis, leasePrefix: same?.leasePrefix });
+  runtimes.set(key, next);
+  if (same) replace(same, next);
+  return next;
+}
+
+/**
+ * A router configuration on `rt` routes to `urls`: runtimes of other records that route to
+ * any of them step down for `rt` (one process, one view of a replica, or loads would collide).
+ */
+export function claimReplicas(rt: FleetRuntime, urls: readonly string[]): void {
+  for (const url of urls) rt.replicaUrls.add(url);
+  for (const other of [...runtimes.values()]) {
+    if (other === rt || other.stateKey === rt.stateKey) continue;
+    if (urls.some((u) => other.replicaUrls.has(u))) replace(other, rt);
+  }
+}
+
+function replace(old: FleetRuntime, next: FleetRuntime): void {
+  for (const [k, r] of runtimes) if (r === old) runtimes.delete(k);
+  replaced.set(old.leasePrefix, old);
+  if (replaced.size > 16) replaced.delete(replaced.keys().next().value!);
+  old
+    .retire(next)
+    .catch((err: Error) => next.log.error(`stopping a replaced runtime failed: ${err.message}`));
 }
 
 /** The runtime that issued `leaseId` (the log phase may run on an instance with another config). */
 export function runtimeOfLease(leaseId: string): FleetRuntime | undefined {
   const prefix = leaseId.slice(0, leaseId.indexOf('-'));
   for (const rt of runtimes.values()) if (rt.leasePrefix === prefix) return rt;
-  return undefined;
+  return replaced.get(prefix);
+}
+
+/** What a `redis` record addresses: records that differ only in timeouts share one state. */
+function stateKeyOf(redis?: RedisConfig): string {
+  if (redis?.host === undefined) return '';
+  return JSON.stringify([redis.host, redis.port, redis.database, redis.prefix, redis.username ?? '']);
 }

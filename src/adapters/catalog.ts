@@ -48,6 +48,11 @@ export class AdapterCatalog {
     return this.byName.get(name)?.static === true;
   }
 
+  /** Listed in the configuration (so known to exist), rather than a name a client chose. */
+  isListed(name: string): boolean {
+    return this.byName.has(name);
+  }
+
   /** Whether this configuration would load `name` from `path` itself (so it is not a start-up adapter). */
   manages(name: string, path: string): boolean {
     const listed = this.byName.get(name);

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock';
 import { Signal } from '../signal';
 import { BackendError } from '../backends/errors';
@@ -20,6 +21,8 @@ export interface AdapterPolicy {
   backoffMaxMs: number;
   /** Configured static adapters: never victims. */
   isStatic: (name: string) => boolean;
+  /** Adapters the configuration lists (known to exist); others are names a client chose. */
+  isListed?: (name: string) => boolean;
 }
 
 export type EnsureOutcome =
@@ -45,6 +48,12 @@ export const ROOM_FALLBACK_MS = 250;
  * past it, a shared store lets another node take over from a holder that died or stalled.
  */
 export const LOCK_MARGIN_MS = 5000;
+/** What a trimming unload makes room for: no adapter name can be this. */
+const EXCESS = '\u0000excess';
+/** Bound on per-(replica, adapter) backoff entries. */
+export const BACKOFF_ENTRIES = 1024;
+/** Bound on the names remembered as loaded at least once. */
+export const VERIFIED_NAMES = 4096;
 
 /**
  * Puts adapters on replicas: each cold adapter is loaded once (concurrent callers wait on the
@@ -63,7 +72,21 @@ export class AdapterManager {
    * choice or they spread the same adapter over several replicas.
    */
   private claims = new Map<string, Map<string, number>>();
-  private backoff = new Map<string, { failures: number; until: number; why: string }>();
+  /**
+   * Failed loads by replica and adapter. Clients choose templated names, so this is bounded
+   * (least recently used out first): a name pushed out merely loses its backoff.
+   */
+  private backoff = new LRUCache<string, { failures: number; until: number; why: string }>({
+    max: BACKOFF_ENTRIES,
+  });
+  /** Names this process has seen load (known to exist): bounded like the backoff. */
+  private readonly verified = new LRUCache<string, true>({ max: VERIFIED_NAMES });
+  /**
+   * Per replica: until when a name nobody has seen load may not evict there, because the last
+   * such name was not found. vLLM cannot say whether a path exists without loading it, so
+   * this bounds what invented names cost: one eviction per backoff window per replica.
+   */
+  private readonly unknownNamesBlocked = new Map<string, number>();
   /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
   readonly roomChanged = new Signal();
   /** Called after every load and unload call, for metrics and status. */
@@ -79,12 +102,15 @@ export class AdapterManager {
   /**
    * Makes `adapter` resident on `url`; throws a RouterError (502/503/404) when it cannot.
    * `victimCost` orders idle adapters when room must be made (cheapest first; default LRU).
+   * `beforeLoad` runs only when this call is about to start a load (not when it joins one), and
+   * may refuse it by throwing (the cold-load budget).
    */
   async ensure(
     url: string,
     adapter: AdapterRef,
     policy: AdapterPolicy,
     victimCost: (v: ResidentAdapter) => number = (v) => v.lastUsed,
+    beforeLoad?: () => Promise<void>,
   ): Promise<EnsureOutcome> {
     const key = `${url}\u0000${adapter.name}`;
     const deadline = this.clock.now() + policy.queueTimeoutMs + policy.loadTimeoutMs;
@@ -112,6 +138,11 @@ export class AdapterManager {
       // Someone in this process started the load while we read the store: join it.
       if (this.flights.has(key)) continue;
       this.checkBackoff(key, adapter.name, url);
+      if (beforeLoad) {
+        await beforeLoad();
+        // Someone in this process started it meanwhile: join that load instead.
+        if (this.flights.has(key)) continue;
+      }
       const load = this.load(url, adapter, policy, key, victimCost);
       this.flights.set(key, load);
       try {
@@ -200,14 +231,20 @@ export class AdapterManager {
         err instanceof AdapterRejectedError
           ? err.message
           : String(err);
-      this.fail(key, policy, why);
+      const told = clientReason(err);
+      this.fail(key, policy, told);
       this.record({ url, adapter: adapter.name, op: 'load', ok: false, ms }, why);
-      if (err instanceof AdapterNotFoundError) throw errors.modelNotFound(adapter.name);
+      if (err instanceof AdapterNotFoundError) {
+        if (!this.known(adapter.name, policy))
+          this.unknownNamesBlocked.set(url, this.clock.now() + policy.backoffBaseMs);
+        throw errors.modelNotFound(adapter.name);
+      }
       if (err instanceof AdapterRejectedError) throw errors.adapterRejected(adapter.name, why);
-      throw errors.loadFailed(adapter.name, url, why);
+      throw errors.loadFailed(adapter.name, url, told);
     }
     const ms = this.clock.now() - started;
     this.backoff.delete(key);
+    this.verified.set(adapter.name, true);
     await this.finish('load', url, adapter.name, fence, true);
     this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
     return true;
@@ -249,12 +286,51 @@ export class AdapterManager {
         if (fence !== null) return fence;
         continue;
       }
-      if (await this.evictOne(url, occupying, policy, victimCost)) continue;
+      this.checkUnknownName(url, name, policy);
+      if (await this.evictOne(url, occupying, policy, victimCost, name)) continue;
       if (this.clock.now() >= deadline) {
         throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
       }
       await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
     }
+  }
+
+  /**
+   * Unloads idle adapters while `url` holds more than the limit (a load that timed out landed
+   * later, and a poll adopted it): the limit holds again once they are idle.
+   */
+  async trim(url: string, policy: AdapterPolicy): Promise<void> {
+    await this.withRoomLock(url, async () => {
+      for (;;) {
+        const residents = await this.store.residents(url);
+        const occupying = residents.filter((r) => r.state !== 'static' && !policy.isStatic(r.name));
+        if (occupying.length <= policy.maxLoadedAdapters) return;
+        // One trimming unload at a time per replica across nodes (they may all trim after a poll).
+        if (!(await this.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
+      }
+    });
+  }
+
+  /** A name known to exist: listed in the configuration, or loaded somewhere before. */
+  private known(name: string, policy: AdapterPolicy): boolean {
+    return this.verified.has(name) || policy.isListed?.(name) === true;
+  }
+
+  /** Refuses to evict for a name not known to exist on a replica where such a name was just not found. */
+  private checkUnknownName(url: string, name: string, policy: AdapterPolicy): void {
+    const until = this.unknownNamesBlocked.get(url);
+    if (until === undefined || this.known(name, policy)) return;
+    const now = this.clock.now();
+    if (now >= until) {
+      this.unknownNamesBlocked.delete(url);
+      return;
+    }
+    throw errors.noRoom(
+      name,
+      url,
+      Math.max(1, Math.ceil((until - now) / 1000)),
+      'an adapter nobody has loaded yet may not evict another one here so soon',
+    );
   }
 
   /** Unloads the cheapest idle adapter; false if every one is busy or moving. */
@@ -263,12 +339,13 @@ export class AdapterManager {
     occupying: ResidentAdapter[],
     policy: AdapterPolicy,
     victimCost: (v: ResidentAdapter) => number,
+    forAdapter: string,
   ): Promise<boolean> {
     const idle = evictable(occupying, policy.isStatic).sort((a, b) => victimCost(a) - victimCost(b));
     const ttl = policy.loadTimeoutMs + LOCK_MARGIN_MS;
     for (const victim of idle) {
       // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
-      const fence = await this.store.beginUnload(url, victim.name, this.clock.now(), ttl);
+      const fence = await this.store.beginUnload(url, victim.name, this.clock.now(), ttl, forAdapter);
       if (fence === null) continue;
       const started = this.clock.now();
       let ok = false;
@@ -330,4 +407,15 @@ export class AdapterManager {
       if (this.roomLocks.get(url) === tail) this.roomLocks.delete(url);
     }
   }
+}
+
+/** Why a load failed, as a client may read it: the replica's own message, never its address. */
+function clientReason(err: unknown): string {
+  if (err instanceof AdapterNotFoundError) return err.message;
+  if (err instanceof BackendError) {
+    if (err.code === 'timeout') return 'the replica did not answer in time';
+    if (err.code === 'connect') return 'the replica could not be reached';
+    return err.message;
+  }
+  return 'internal error';
 }

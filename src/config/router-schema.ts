@@ -178,6 +178,24 @@ export const routerSchema: SchemaFields = [
     },
   },
   {
+    cold_loads_per_minute: {
+      type: 'integer',
+      default: 6000,
+      between: [0, 1000000],
+      description:
+        'Adapter loads the fleet may start per minute (counted in Redis when configured, else per Kong node). A request that would start one past it gets 429 with `Retry-After`; requests for resident adapters are never counted nor refused. 0: no bound.',
+    },
+  },
+  {
+    cold_loads_per_consumer_per_minute: {
+      type: 'integer',
+      default: 600,
+      between: [0, 1000000],
+      description:
+        'The same per Kong consumer, when an authentication plugin identified one (read only for a request that would start a load). 0: no bound.',
+    },
+  },
+  {
     max_body_bytes: {
       type: 'integer',
       default: 10485760,
@@ -252,6 +270,8 @@ export interface RouterConfig {
   lease_max_age_ms: number;
   backoff_base_ms: number;
   backoff_max_ms: number;
+  cold_loads_per_minute: number;
+  cold_loads_per_consumer_per_minute: number;
   max_body_bytes: number;
   scorer_weights: {
     queue: number;

@@ -1,4 +1,5 @@
-import { ResidencyTable } from './residency-table';
+import { LRUCache } from 'lru-cache';
+import { ResidencyTable, type ResidencyEntry } from './residency-table';
 import type { FleetDump, FleetStore } from './store';
 import type {
   AdapterPresence,
@@ -11,7 +12,6 @@ import type {
   ReplicaSnapshot,
   ReplicaSpec,
   ReplicaView,
-  Residency,
   ResidencyState,
   ResidentAdapter,
 } from './types';
@@ -37,6 +37,8 @@ interface ReplicaRecord {
   llamaAdapters: LlamaAdapter[];
   /** A router began a load here: registry entries seen after this are not start-up adapters. */
   everLoaded: boolean;
+  /** The `managedVersion` static entries were last classified under. */
+  classifiedUnder?: number;
   inFlight: number;
   inFlightByAdapter: Map<string, number>;
   passiveFailures: number;
@@ -53,6 +55,8 @@ export class MemoryFleetStore implements FleetStore {
   private leases = new Map<string, Lease>();
   private eventLog: FleetEvent[] = [];
   private lastFence = 0;
+  /** Budget windows by key (consumers are many: least recently used out first). */
+  private budgets = new LRUCache<string, { ends: number; used: number }>({ max: 10_000 });
   /** Placements of cold adapters not yet resident, by adapter. */
   private placements = new Map<string, { url: string; until: number }>();
 
@@ -132,7 +136,12 @@ export class MemoryFleetStore implements FleetStore {
       r.kvUsage = s.load.kvUsage;
     }
     if (s.llamaAdapters) r.llamaAdapters = s.llamaAdapters.map((a) => ({ ...a }));
-    if (s.registry) this.reconcile(r, s.registry, s.at, startedAt, s.managed);
+    if (s.registry) {
+      // A configuration registered since the last look: static entries may be managed now.
+      const recheck = s.managedVersion !== undefined && s.managedVersion !== r.classifiedUnder;
+      r.classifiedUnder = s.managedVersion;
+      this.reconcile(r, s.registry, s.at, startedAt, s.managed, recheck);
+    }
   }
 
   /** The replica's registry is the truth: adopt what appeared, forget what vanished. */
@@ -142,6 +151,7 @@ export class MemoryFleetStore implements FleetStore {
     at: number,
     scrapedAt: number,
     managed?: (name: string, path: string) => boolean,
+    recheck = false,
   ): void {
     const present = new Set(registry.map((e) => e.name));
     let vanished = 0;
@@ -155,7 +165,13 @@ export class MemoryFleetStore implements FleetStore {
       dropResidency(r, name);
     }
     for (const { name, path } of registry) {
-      if (r.residency.has(name) || (r.gone.get(name) ?? -Infinity) >= scrapedAt) continue;
+      const cur = r.residency.get(name);
+      // Classified before the configuration that manages it registered: a router's load after all.
+      if (recheck && cur?.state === 'static' && managed?.(name, path)) {
+        putResidency(r, name, { ...cur, state: 'loaded' });
+        continue;
+      }
+      if (cur || (r.gone.get(name) ?? -Infinity) >= scrapedAt) continue;
       // A router's load (ours before a restart, or another instance's) if a configuration
       // manages the name or we loaded here before; otherwise registered at replica start.
       const state = r.everLoaded || managed?.(name, path) ? 'loaded' : 'static';
@@ -217,12 +233,22 @@ export class MemoryFleetStore implements FleetStore {
     return true;
   }
 
-  async beginUnload(url: string, adapter: string, at: number): Promise<Fence | null> {
+  async beginUnload(
+    url: string,
+    adapter: string,
+    at: number,
+    _ttlMs?: number,
+    forAdapter?: string,
+  ): Promise<Fence | null> {
     const r = this.replicas.get(url);
     const cur = r?.residency.get(adapter);
     if (!r || cur?.state !== 'loaded' || (r.inFlightByAdapter.get(adapter) ?? 0) > 0) return null;
+    if (forAdapter !== undefined && forAdapter !== '') {
+      if (r.residency.has(forAdapter)) return null;
+      for (const o of r.residency.values()) if (o.state === 'unloading' && o.for === forAdapter) return null;
+    }
     const fence = ++this.lastFence;
-    putResidency(r, adapter, { ...cur, state: 'unloading', since: at, fence });
+    putResidency(r, adapter, { ...cur, state: 'unloading', since: at, fence, for: forAdapter });
     return fence;
   }
 
@@ -319,6 +345,17 @@ export class MemoryFleetStore implements FleetStore {
     return this.leases.size;
   }
 
+  async openLeases(): Promise<Lease[]> {
+    return [...this.leases.values()].map((l) => ({ ...l }));
+  }
+
+  async spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
+    let b = this.budgets.get(key);
+    if (!b || b.ends <= at) this.budgets.set(key, (b = { ends: at + windowMs, used: 0 }));
+    b.used++;
+    return b.used <= limit ? 0 : b.ends - at;
+  }
+
   async pushEvent(e: FleetEvent): Promise<void> {
     this.event(e);
   }
@@ -374,10 +411,10 @@ function residentsOf(r: ReplicaRecord): ResidentAdapter[] {
   }));
 }
 
-/** Sets an entry, keeping `residentCount` (an entry's static-ness never changes once present). */
-function putResidency(r: ReplicaRecord, name: string, res: Residency & { fence?: Fence }): void {
+/** Sets an entry, keeping `residentCount` (an entry may turn from static to loaded, never back). */
+function putResidency(r: ReplicaRecord, name: string, res: ResidencyEntry): void {
   const was = r.residency.get(name);
-  if (!was && res.state !== 'static') r.residentCount++;
+  if (res.state !== 'static' && (!was || was.state === 'static')) r.residentCount++;
   r.residency.set(name, res);
 }
 

@@ -33,6 +33,8 @@ export class Poller {
   readonly lastLoad = new Map<string, ReplicaLoad>();
   /** Whether some router configuration could have loaded this registry entry (see ReplicaSnapshot). */
   isManaged: ((name: string, path: string) => boolean) | null = null;
+  /** Grows when the set of router configurations behind `isManaged` changes. */
+  managedVersion = 0;
   /** Called after each poll with its outcome, for metrics. */
   onPoll: ((url: string, ok: boolean, ms: number) => void) | null = null;
 
@@ -102,16 +104,20 @@ export class Poller {
   private async poll(spec: ReplicaSpec): Promise<void> {
     const started = this.clock.now();
     this.stats.polls++;
+    // Before the scrape: the registry it reads is at least this recent, by the shared clock.
+    const sharedStartedAt = await this.store.sharedTime?.().catch(() => undefined);
     try {
       const s = await this.api.scrape(spec, this.options.timeoutMs);
       this.lastLoad.set(spec.url, s.load);
       await this.store.applySnapshot(spec.url, {
         at: this.clock.now(),
         startedAt: started,
+        sharedStartedAt,
         ok: true,
         load: s.load,
         registry: s.registry,
         managed: this.isManaged ?? undefined,
+        managedVersion: this.managedVersion,
         llamaAdapters: s.llamaAdapters,
       });
       this.onPoll?.(spec.url, true, this.clock.now() - started);
@@ -120,6 +126,7 @@ export class Poller {
       await this.store.applySnapshot(spec.url, {
         at: this.clock.now(),
         startedAt: started,
+        sharedStartedAt,
         ok: false,
         error: (err as Error).message,
       });

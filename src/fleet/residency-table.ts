@@ -3,8 +3,11 @@ import type { Fence, Residency, ResidencyState } from './types';
 const STATES: readonly ResidencyState[] = ['static', 'loading', 'loaded', 'unloading'];
 const CODE: Record<ResidencyState, number> = { static: 0, loading: 1, loaded: 2, unloading: 3 };
 
+/** A stored entry: `fence` while a load or unload is under way, `for` the adapter an unload makes room for. */
+export type ResidencyEntry = Residency & { fence?: Fence; for?: string };
+
 /**
- * One replica's residency, adapter name -> {state, since, lastUsed, fence?}, stored flat: the
+ * One replica's residency, adapter name -> {state, since, lastUsed, fence?, for?}, stored flat: the
  * name maps to a slot, and the slot's fields live in typed arrays. An object per entry (plus its
  * two boxed timestamps) cost about 128 bytes; a slot costs the map entry and 17 bytes, which is
  * what keeps 64 replicas x 10,000 resident adapters under 50 MB. Readers get copies, never the
@@ -15,8 +18,8 @@ export class ResidencyTable {
   /** since, lastUsed per slot. */
   private times = new Float64Array(16);
   private states = new Uint8Array(8);
-  /** Fences exist only while a load or unload is under way: few, so a map. */
-  private readonly fences = new Map<number, Fence>();
+  /** Fences (and an unload's `for`) exist only while a load or unload is under way: few, so a map. */
+  private readonly fences = new Map<number, { fence: Fence; for?: string }>();
   private readonly free: number[] = [];
 
   get size(): number {
@@ -27,16 +30,19 @@ export class ResidencyTable {
     return this.slots.has(name);
   }
 
-  get(name: string): (Residency & { fence?: Fence }) | undefined {
+  get(name: string): ResidencyEntry | undefined {
     const s = this.slots.get(name);
     if (s === undefined) return undefined;
-    const fence = this.fences.get(s);
-    const res: Residency & { fence?: Fence } = {
+    const op = this.fences.get(s);
+    const res: ResidencyEntry = {
       state: STATES[this.states[s]!]!,
       since: this.times[2 * s]!,
       lastUsed: this.times[2 * s + 1]!,
     };
-    if (fence !== undefined) res.fence = fence;
+    if (op !== undefined) {
+      res.fence = op.fence;
+      if (op.for !== undefined) res.for = op.for;
+    }
     return res;
   }
 
@@ -58,7 +64,7 @@ export class ResidencyTable {
     return this.slots.keys();
   }
 
-  set(name: string, res: Residency & { fence?: Fence }): void {
+  set(name: string, res: ResidencyEntry): void {
     let s = this.slots.get(name);
     if (s === undefined) {
       s = this.free.pop() ?? this.grow();
@@ -68,7 +74,8 @@ export class ResidencyTable {
     this.times[2 * s] = res.since;
     this.times[2 * s + 1] = res.lastUsed;
     if (res.fence === undefined) this.fences.delete(s);
-    else this.fences.set(s, res.fence);
+    else
+      this.fences.set(s, res.for === undefined ? { fence: res.fence } : { fence: res.fence, for: res.for });
   }
 
   delete(name: string): boolean {
@@ -87,8 +94,12 @@ export class ResidencyTable {
   }
 
   /** Copies of every entry; deleting while iterating is safe (Map iteration). */
-  *entries(): IterableIterator<[string, Residency & { fence?: Fence }]> {
+  *entries(): IterableIterator<[string, ResidencyEntry]> {
     for (const name of this.slots.keys()) yield [name, this.get(name)!];
+  }
+
+  *values(): IterableIterator<ResidencyEntry> {
+    for (const name of this.slots.keys()) yield this.get(name)!;
   }
 
   /** The next unused slot, growing the arrays by half when full. */

@@ -41,8 +41,18 @@ export interface FleetStore {
   beginLoad(url: string, adapter: string, at: number, limit: number, ttlMs: number): Promise<Fence | null>;
   /** Ends a load: loaded on success, forgotten on failure. False if `fence` is no longer current. */
   finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean>;
-  /** Marks a loaded adapter no request holds (on any node) unloading; null if busy, static or absent. */
-  beginUnload(url: string, adapter: string, at: number, ttlMs: number): Promise<Fence | null>;
+  /**
+   * Marks a loaded adapter no request holds (on any node) unloading; null if busy, static or
+   * absent. With `forAdapter` (the adapter it makes room for), also null if that adapter is
+   * resident on `url` or another unload for it is under way: one unload per load.
+   */
+  beginUnload(
+    url: string,
+    adapter: string,
+    at: number,
+    ttlMs: number,
+    forAdapter?: string,
+  ): Promise<Fence | null>;
   /** Ends an unload: forgotten on success, loaded again on failure. False if `fence` is stale. */
   finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean>;
   /** Whether `fence` still grants the load or unload (asked just before calling the replica). */
@@ -87,6 +97,14 @@ export interface FleetStore {
    */
   expireLeases(now: number, maxAgeMs: number): Promise<Lease[]>;
   inFlightTotal(): Promise<number>;
+  /** Leases this process holds open here (handed to a successor when its runtime is replaced). */
+  openLeases?(): Promise<Lease[]>;
+
+  /**
+   * Counts one use of `key`'s budget of `limit` per `windowMs` (fixed windows). Returns 0 if
+   * within it, else the ms until the window ends.
+   */
+  spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number>;
 
   pushEvent(event: FleetEvent): Promise<void>;
   /** Newest last. */
@@ -94,6 +112,11 @@ export interface FleetStore {
   /** Everything, for the status endpoint. */
   dump(): Promise<FleetDump>;
 
+  /**
+   * Shared stores: the shared clock, in ms. A poll reads it before scraping, so the store
+   * compares the poll with residency changes on one clock whatever the nodes' clocks say.
+   */
+  sharedTime?(): Promise<number | undefined>;
   /** Shared stores: called when another process may have freed a slot or finished a load. */
   onRemoteChange?: (() => void) | null;
   /** Shared stores: which store decides now, for status and metrics. */

@@ -44,6 +44,8 @@ export interface ReplicaSnapshot {
   at: number;
   /** When the scrape began: residency changes after it are newer than the registry it read. */
   startedAt?: number;
+  /** The same by the shared store's clock (read just before the scrape), when it has one. */
+  sharedStartedAt?: number;
   ok: boolean;
   error?: string;
   load?: ReplicaLoad;
@@ -55,6 +57,11 @@ export interface ReplicaSnapshot {
    * it loaded (a plugin-server restart). Asked only about names new to the store.
    */
   managed?: (name: string, path: string) => boolean;
+  /**
+   * Grows whenever a router configuration registers: entries classified static under an older
+   * set of configurations are asked about again (one may manage them now).
+   */
+  managedVersion?: number;
   /** llama.cpp: adapters from /lora-adapters. */
   llamaAdapters?: LlamaAdapter[];
 }

@@ -6,10 +6,11 @@ import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { samePath } from '../fleet/memory-store';
-import type { FleetRuntime } from '../runtime';
+import { claimReplicas, type FleetRuntime } from '../runtime';
 import { SchedulingPipeline, toCandidate } from '../scheduler/pipeline';
 import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
+import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
 import { allowedMethods, classifyPath, parseBody, promptText } from './request';
 
 export interface RouteRequest {
@@ -21,6 +22,11 @@ export interface RouteRequest {
    * inference path without a body): a POST with a body costs no extra PDK call.
    */
   method?: () => Promise<string>;
+  /**
+   * The consumer Kong identified, if any: asked only when the request would start an adapter
+   * load (the cold-load budget), so a resident adapter's request makes no PDK call for it.
+   */
+  consumer?: () => Promise<string | undefined>;
 }
 
 export type RouteOutcome =
@@ -46,6 +52,7 @@ export interface DecisionRecord {
 }
 
 const PROMPT_CHARS = 4096;
+const INTERNAL_LOG_EVERY_MS = 10_000;
 /** Decisions a cold request retakes because another router placed its adapter first. */
 const MAX_PLACEMENT_ROUNDS = 3;
 
@@ -67,11 +74,20 @@ export class RouterService {
   private readonly eviction: EvictionPolicy;
   /** Whether placement or eviction looks at the victims a cold load would evict. */
   private readonly weighsVictims: boolean;
+  private readonly coldBudget: ColdLoadBudget;
+  /** Per error code: when its detail was last logged, and how many were not since. */
+  private readonly internalLogged = new Map<string, { at: number; suppressed: number }>();
+
+  /** The runtime decisions go to: the one given, or the one that replaced it (a new `redis` record). */
+  private get rt(): FleetRuntime {
+    return this.runtime.current();
+  }
 
   constructor(
     readonly config: RouterConfig,
-    private readonly rt: FleetRuntime,
+    private readonly runtime: FleetRuntime,
   ) {
+    const rt = runtime;
     this.catalog = new AdapterCatalog({
       baseModel: config.base_model,
       adapters: config.adapters,
@@ -114,8 +130,13 @@ export class RouterService {
       backoffBaseMs: config.backoff_base_ms,
       backoffMaxMs: config.backoff_max_ms,
       isStatic: (name) => this.catalog.isStatic(name),
+      isListed: (name) => this.catalog.isListed(name),
     };
     this.eviction = EVICTION_POLICIES[config.eviction]!;
+    this.coldBudget = {
+      perMinute: config.cold_loads_per_minute,
+      perConsumerPerMinute: config.cold_loads_per_consumer_per_minute,
+    };
     this.weighsVictims = config.room_wait === 'anywhere' || config.eviction !== 'lru' || w.victim > 0;
     rt.metrics.policy = this.policy.saturation;
     rt.registerManaged(
@@ -128,6 +149,8 @@ export class RouterService {
       (path) => config.adapters.find((a) => a.static && a.path !== undefined && samePath(path, a.path))?.name,
     );
     rt.poller.configure({ leaseMaxAgeMs: config.lease_max_age_ms });
+    for (const url of this.urls) rt.registerLimit(url, this.adapterPolicy);
+    claimReplicas(rt, this.urls);
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
       // Polling is what keeps decisions fresh: start it here too, in case lora-poller
       // runs in another process (or not at all).
@@ -136,8 +159,9 @@ export class RouterService {
   }
 
   async route(req: RouteRequest): Promise<RouteOutcome> {
+    const rt = this.rt;
     try {
-      return await this.decide(req);
+      return await rt.decision(() => this.decide(req));
     } catch (err) {
       const e =
         err instanceof RouterError
@@ -150,6 +174,7 @@ export class RouterService {
             );
       if (!(err instanceof RouterError))
         this.rt.log.error(`route failed: ${(err as Error).stack ?? String(err)}`);
+      else if (e.internal !== undefined) this.logInternal(e.code, e.internal);
       this.rt.metrics.errors.inc({ code: e.code });
       if (e.retryAfterS !== undefined) {
         this.rt.metrics.refusals.inc();
@@ -157,6 +182,22 @@ export class RouterService {
       }
       return { kind: 'respond', status: e.status, body: e.body(), headers: e.headers() };
     }
+  }
+
+  /**
+   * Where a refusal happened (the replica's URL), for operators: the client's message omits it.
+   * At most one line per error code every 10 s, so an overload does not flood the log.
+   */
+  private logInternal(code: string, detail: string): void {
+    const now = this.rt.clock.now();
+    const last = this.internalLogged.get(code);
+    if (last && now - last.at < INTERNAL_LOG_EVERY_MS) {
+      last.suppressed++;
+      return;
+    }
+    const more = last?.suppressed ? ` (and ${last.suppressed} more like it since the last line)` : '';
+    this.internalLogged.set(code, { at: now, suppressed: 0 });
+    this.rt.log.warn(detail + more);
   }
 
   /** Log phase: gives the request's in-flight lease back (once) and records passive health. */
@@ -172,10 +213,10 @@ export class RouterService {
     // One store call: the release, passive health (5xx: the replica refused, reset or timed
     // out) and, on 404, forgetting the adapter (the replica restarted or another router
     // unloaded it) so the next request loads it rather than waiting for the next poll.
-    const lease = await rt.store.release(leaseId, rt.clock.now(), status);
+    const lease = await rt.release(leaseId, status);
     if (!lease) return false;
     // Its adapter went idle there: it can now make room for a request waiting for a slot.
-    if (lease.adapterIdle) rt.manager.roomChanged.notify();
+    if (lease.adapterIdle) rt.current().manager.roomChanged.notify();
     return true;
   }
 
@@ -280,7 +321,7 @@ export class RouterService {
         }
       }
       try {
-        return await this.admit(decision, resolved, parsed.json, ctx.victimCost);
+        return await this.admit(decision, resolved, parsed.json, ctx.victimCost, req.consumer);
       } finally {
         if (claim) {
           this.rt.manager.unclaim(url, claim);
@@ -310,6 +351,7 @@ export class RouterService {
     resolved: Resolved,
     json: Record<string, unknown> | null,
     victimCost?: (v: ResidentAdapter) => number,
+    consumer?: () => Promise<string | undefined>,
   ): Promise<RouteOutcome> {
     const replica = decision.replica;
     const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
@@ -325,7 +367,10 @@ export class RouterService {
       // The state under the lease, not the decision's: an unload may have begun since the views.
       const state = replica.backend === 'vllm' ? held : replica.adapter?.state;
       if (resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static') {
-        await this.rt.manager.ensure(replica.url, resolved.adapter, this.adapterPolicy, victimCost);
+        const adapter = resolved.adapter;
+        await this.rt.manager.ensure(replica.url, adapter, this.adapterPolicy, victimCost, () =>
+          spendColdLoad(this.rt, this.coldBudget, adapter.name, consumer),
+        );
       }
       this.rt.metrics.decisions.inc({ stage: decision.stage });
       this.rt.metrics.recent.record('requests', this.rt.clock.now());

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { MemoryFleetStore, PASSIVE_FAILURE_LIMIT } from '../../src/fleet/memory-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import { SKEW_MARGIN_MS } from '../../src/fleet/redis/scripts';
 import type { FleetStore } from '../../src/fleet/store';
 import { RedisServer } from '../helpers/redis';
 
@@ -49,6 +50,13 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
     return s;
   }
+  /**
+   * Redis compares a poll's start with residency changes by its own clock, counting a poll as
+   * begun SKEW_MARGIN_MS earlier than measured: a poll meant to begin after the changes before
+   * it must begin that much later in real time.
+   */
+  const settle = () =>
+    kind === 'redis' ? new Promise((r) => setTimeout(r, SKEW_MARGIN_MS + 10)) : Promise.resolve();
   const states = async (s: FleetStore) =>
     Object.fromEntries((await s.residents(U)).map((r) => [r.name, r.state]));
   /** Begins and finishes a load; returns whether both held. */
@@ -94,6 +102,7 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     await s.applySnapshot(U, { at: 1, ok: true, registry: [{ name: 'boot', path: '' }] });
     await loadOn(s, 'x', 2);
     expect(await s.beginLoad(U, 'pending', 4, LIMIT, TTL)).not.toBeNull();
+    await settle();
     await s.applySnapshot(U, { at: 5, ok: true, registry: [{ name: 'boot', path: '' }] });
     expect(await states(s)).toEqual({ boot: 'static', pending: 'loading' });
     expect((await s.events(10)).map((e) => e.op)).toEqual(['replica-restart']);
@@ -283,6 +292,7 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     await s.applySnapshot(U, { at: 25, startedAt: 20, ok: true, registry: [] });
     expect(await states(s)).toEqual({ new: 'loaded' });
     // A later registry is the truth again.
+    await settle();
     await s.applySnapshot(U, { at: 31, startedAt: 30, ok: true, registry: [{ name: 'old', path: '' }] });
     expect(await states(s)).toEqual({ old: 'loaded' });
   });

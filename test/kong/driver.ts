@@ -274,6 +274,8 @@ export class KongRequest {
   /** PDK calls made by plugins, by phase. */
   readonly pdkCalls: Record<string, string[]> = {};
   target?: { host: string; port: number };
+  /** ngx.ctx.authenticated_consumer, set by an authentication plugin (a `before` hook here). */
+  consumer?: { id: string; username?: string };
   serviceBody?: string;
   exit?: ExitResponse;
   /** The status the log phase sees: the upstream's, or the exit's. */
@@ -309,6 +311,9 @@ export class KongRequest {
         return { value: this.headers[String(a0).toLowerCase()] };
       case 'kong.request.get_headers':
         return { value: { ...this.headers } };
+      case 'kong.client.get_consumer':
+        // Kong/kong kong/pdk/client.lua (3.x): returns ngx.ctx.authenticated_consumer, nil if none.
+        return { value: this.consumer };
       case 'kong.request.get_raw_body':
         if (this.body === null) return { value: '' };
         // Spooled to a file: Kong returns nil, err and only the first value reaches JS.

@@ -42,8 +42,11 @@ export class FailoverFleetStore implements FleetStore {
   private degradedSince: number | null = null;
   private lastLog = 0;
   private probeTimer: NodeJS.Timeout | null = null;
-  /** Leases this node holds, and where: released in the store that took them. */
-  private readonly mine = new Map<string, { lease: Lease; shared: boolean }>();
+  /**
+   * Leases this node holds, and where: released in the store that took them. `uncertain`: a
+   * local lease whose shared acquire failed without an answer, so it may have run in Redis.
+   */
+  private readonly mine = new Map<string, { lease: Lease; shared: boolean; uncertain?: boolean }>();
   /** Shared releases that failed: replayed when the shared store returns. */
   private readonly pendingReleases = new Set<string>();
 
@@ -119,26 +122,20 @@ export class FailoverFleetStore implements FleetStore {
     }
   }
 
-  /** Hands this node's local leases and missed releases to the shared store, then decides there again. */
+  /**
+   * Hands this node's leases and missed releases to the shared store, then decides there again.
+   * Every open lease is taken again, not only local ones: Redis may have come back empty, and
+   * taking a lease it still holds changes nothing (same id).
+   */
   private async recover(): Promise<void> {
     try {
       // First the replicas (Redis may have come back empty): leases count only against known ones.
       for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
-      for (const id of [...this.pendingReleases]) {
-        await this.shared.release(id, Date.now());
-        this.pendingReleases.delete(id);
-      }
-      for (const [id, m] of this.mine) {
-        if (m.shared) continue;
-        await this.shared.acquire(m.lease);
-        // Its request may have ended while the shared copy was being taken.
-        if (this.mine.get(id) !== m) {
-          await this.shared.release(id, Date.now());
-          continue;
-        }
-        m.shared = true;
-        await this.local.release(id, Date.now());
-      }
+      await this.replayReleases();
+      await this.restoreLeases(this.shared);
+      // Releases that arrived during the hand-over were parked (still degraded): replay them
+      // too, until none is left. No await separates the last check from sharing again.
+      while (this.pendingReleases.size > 0) await this.replayReleases();
     } catch {
       return; // Not back yet: the next probe tries again.
     }
@@ -148,6 +145,36 @@ export class FailoverFleetStore implements FleetStore {
     this.degradedSince = null;
     this.log.info(`shared fleet state is back after ${s} s: decisions are shared again`);
     this.shared.onRemoteChange?.();
+  }
+
+  private async replayReleases(): Promise<void> {
+    for (const id of [...this.pendingReleases]) {
+      await this.shared.release(id, Date.now());
+      this.pendingReleases.delete(id);
+    }
+  }
+
+  /** Takes every open lease of this node in `shared` (again); local ones move there. */
+  private async restoreLeases(shared: SharedStore): Promise<void> {
+    for (const [id, m] of [...this.mine]) {
+      if (this.mine.get(id) !== m) continue; // ended meanwhile
+      await shared.acquire(m.lease);
+      // Its request may have ended while the shared copy was being taken.
+      if (this.mine.get(id) !== m) {
+        await shared.release(id, Date.now());
+        continue;
+      }
+      if (m.shared) continue;
+      m.shared = true;
+      await this.local.release(id, Date.now());
+    }
+  }
+
+  sharedTime(): Promise<number | undefined> {
+    return this.decide(
+      async (s) => s.sharedTime?.(),
+      async () => undefined,
+    );
   }
 
   upsertReplica(spec: ReplicaSpec): Promise<void> {
@@ -166,9 +193,11 @@ export class FailoverFleetStore implements FleetStore {
       async (s) => {
         const views = await s.views(urls, adapter, withResidents);
         if (views.length === urls.length) return views;
-        // Redis lost registrations (restarted empty, or flushed): register them again from here.
+        // Redis lost registrations (restarted empty, or flushed): register them again from here,
+        // with this node's open leases (a lease it lost would let another node unload under it).
         for (const spec of await this.local.replicaSpecs())
           if (urls.includes(spec.url)) await s.upsertReplica(spec);
+        await this.restoreLeases(s);
         return s.views(urls, adapter, withResidents);
       },
       () => this.local.views(urls, adapter, withResidents),
@@ -207,9 +236,15 @@ export class FailoverFleetStore implements FleetStore {
     );
   }
 
-  beginUnload(url: string, adapter: string, at: number, ttlMs: number): Promise<Fence | null> {
+  beginUnload(
+    url: string,
+    adapter: string,
+    at: number,
+    ttlMs: number,
+    forAdapter?: string,
+  ): Promise<Fence | null> {
     return this.decide(
-      (s) => s.beginUnload(url, adapter, at, ttlMs),
+      (s) => s.beginUnload(url, adapter, at, ttlMs, forAdapter),
       async () => null,
     );
   }
@@ -253,6 +288,7 @@ export class FailoverFleetStore implements FleetStore {
 
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {
     let shared = true;
+    const tried = this.degradedSince === null;
     const state = await this.decide(
       (s) => s.acquire(lease),
       () => {
@@ -260,14 +296,19 @@ export class FailoverFleetStore implements FleetStore {
         return this.local.acquire(lease);
       },
     );
-    this.mine.set(lease.id, { lease: { ...lease }, shared });
+    // The shared call failed (a timeout, say): Redis may still run it once it answers again.
+    this.mine.set(lease.id, { lease: { ...lease }, shared, uncertain: !shared && tried });
     return state;
   }
 
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
     const m = this.mine.get(leaseId);
     this.mine.delete(leaseId);
-    if (m && !m.shared) return this.local.release(leaseId, at, status);
+    if (m && !m.shared) {
+      // Released in Redis too when it returns, in case the timed-out acquire ran there.
+      if (m.uncertain) this.pendingReleases.add(leaseId);
+      return this.local.release(leaseId, at, status);
+    }
     // What the upstream said is an observation: the local store learns it too.
     if (m && status !== undefined) await this.local.observeOutcome(m.lease.url, m.lease.adapter, status, at);
     return this.decide(
@@ -290,10 +331,21 @@ export class FailoverFleetStore implements FleetStore {
     return [...local, ...shared];
   }
 
+  async openLeases(): Promise<Lease[]> {
+    return [...this.mine.values()].map((m) => ({ ...m.lease }));
+  }
+
   inFlightTotal(): Promise<number> {
     return this.decide(
       (s) => s.inFlightTotal(),
       () => this.local.inFlightTotal(),
+    );
+  }
+
+  spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
+    return this.decide(
+      (s) => s.spendBudget(key, limit, windowMs, at),
+      () => this.local.spendBudget(key, limit, windowMs, at),
     );
   }
 

@@ -173,6 +173,7 @@ export class RedisFleetStore implements FleetStore {
     const body = {
       at: s.at,
       startedAt: s.startedAt ?? s.at,
+      sharedStartedAt: s.sharedStartedAt,
       ok: s.ok,
       error: s.error ?? '',
       load: s.load
@@ -213,8 +214,16 @@ export class RedisFleetStore implements FleetStore {
     return (await this.run('finishLoad', url, adapter, fence, ok ? '1' : '0', at)) === 1;
   }
 
-  async beginUnload(url: string, adapter: string, at: number, ttlMs: number): Promise<Fence | null> {
-    return (await this.run('beginUnload', url, adapter, at, Math.ceil(ttlMs), this.node)) as number | null;
+  async beginUnload(
+    url: string,
+    adapter: string,
+    at: number,
+    ttlMs: number,
+    forAdapter = '',
+  ): Promise<Fence | null> {
+    return (await this.run('beginUnload', url, adapter, at, Math.ceil(ttlMs), this.node, forAdapter)) as
+      | number
+      | null;
   }
 
   async finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
@@ -269,6 +278,10 @@ export class RedisFleetStore implements FleetStore {
     return (await this.connection()).hlen(`${this.prefix}lease`);
   }
 
+  async spendBudget(key: string, limit: number, windowMs: number, _at: number): Promise<number> {
+    return (await this.run('budget', key, limit, Math.max(1, Math.ceil(windowMs)))) as number;
+  }
+
   async pushEvent(e: FleetEvent): Promise<void> {
     await this.run('event', JSON.stringify(e));
   }
@@ -287,6 +300,11 @@ export class RedisFleetStore implements FleetStore {
         return { ...v, adapters: residentsOf(res, busy), llamaAdapters: llamaOf(r) };
       }),
     };
+  }
+
+  async sharedTime(): Promise<number> {
+    const [sec, usec] = await (await this.connection()).time();
+    return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
   }
 
   async ping(): Promise<string> {

@@ -5,15 +5,19 @@
  * Redis, or an address that follows a replicated primary; not Cluster). Layout, P the prefix:
  *   P spec            hash url -> replica spec JSON
  *   P r:<url>         hash of the replica's figures (health, waiting, residents, inFlight...)
- *   P res:<url>       hash adapter -> residency JSON {state, since, lastUsed, fence?}
+ *   P res:<url>       hash adapter -> residency JSON {state, since, lastUsed, t (Redis time), fence?, for?}
  *   P busy:<url>      hash adapter -> in-flight count
- *   P gone:<url>      zset adapter -> when it was unloaded or forgotten (bounded)
+ *   P gone:<url>      zset adapter -> when it was unloaded or forgotten, Redis time (bounded)
  *   P lease           hash lease id -> {id, url, adapter, at, node, c: counted in inFlight}; P lease-at zset id -> at
  *   P nl:<node>       set of a node's lease ids; P nodes zset node -> last heartbeat (Redis time)
  *   P fence           counter; P lock hash fence -> [url, adapter]; P lock-until zset fence -> expiry
  *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
  *   P events          list of fleet events, newest first; channel P changed: room may have freed
+ *   P budget:<key>    cold loads counted in the current window (expires with it)
  */
+
+/** How much earlier than measured a poll counts as begun (the snapshot call's own trip to Redis). */
+export const SKEW_MARGIN_MS = 50;
 
 const PRELUDE = `
 local P = ARGV[1]
@@ -30,11 +34,14 @@ local function getres(url, name)
   if v then return cjson.decode(v) end
   return nil
 end
--- residents: non-static entries, read per request, kept by putres/dropres.
+-- residents: non-static entries, read per request, kept by putres/dropres. t: when the entry
+-- last changed, by Redis's clock (the one clock every node's poll is compared with).
 local function putres(url, name, res)
-  if redis.call('HEXISTS', reskey(url), name) == 0 and res.state ~= 'static' then
+  local was = redis.call('HGET', reskey(url), name)
+  if res.state ~= 'static' and (not was or cjson.decode(was).state == 'static') then
     redis.call('HINCRBY', rkey(url), 'residents', 1)
   end
+  res.t = now_ms()
   redis.call('HSET', reskey(url), name, cjson.encode(res))
 end
 local function dropres(url, name)
@@ -48,9 +55,9 @@ local function event(e)
   redis.call('LTRIM', P .. 'events', 0, 199)
 end
 local function changed() redis.call('PUBLISH', P .. 'changed', '1') end
-local function markgone(url, name, at)
+local function markgone(url, name)
   local k = P .. 'gone:' .. url
-  redis.call('ZADD', k, at, name)
+  redis.call('ZADD', k, now_ms(), name)
   if redis.call('ZCARD', k) > 256 then redis.call('ZREMRANGEBYRANK', k, 0, 0) end
 end
 local function lock(url, name, fence, ttl, node)
@@ -82,7 +89,7 @@ local function forget(url, name, at)
   local res = getres(url, name)
   if not res or res.state ~= 'loaded' then return 0 end
   dropres(url, name)
-  markgone(url, name, at)
+  markgone(url, name)
   return 1
 end
 local function droplease(id, lease)
@@ -136,16 +143,21 @@ for i = 4, #ARGV do
 end
 return {placed, out}`,
 
-  /** url, snapshot JSON {at, startedAt, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
+  /** url, snapshot JSON {at, startedAt, sharedStartedAt?, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
   snapshot: `
 local url = ARGV[2]
 if not known(url) then return 0 end
 local s = cjson.decode(ARGV[3])
 local r = rkey(url)
+-- When the scrape began, by Redis's clock (nodes' clocks disagree): read before the scrape, or
+-- else estimated from its duration, with a margin for this call's trip to Redis (an entry
+-- changed within it is kept until the next poll).
+local started = s.sharedStartedAt
+if type(started) ~= 'number' then started = now_ms() - (s.at - s.startedAt) - ${SKEW_MARGIN_MS} end
 local prev = redis.call('HGET', r, 'scrapedAt')
 -- Any node may poll: a poll that began before the one applied last is older news.
-if prev and s.startedAt < tonumber(prev) then return 0 end
-redis.call('HSET', r, 'scrapedAt', s.startedAt, 'checkedAt', s.at)
+if prev and started < tonumber(prev) then return 0 end
+redis.call('HSET', r, 'scrapedAt', started, 'checkedAt', s.at)
 local health = redis.call('HGET', r, 'health')
 if not s.ok then
   if health ~= 'down' then
@@ -171,20 +183,24 @@ local all = redis.call('HGETALL', reskey(url))
 for i = 1, #all, 2 do
   local name, res = all[i], cjson.decode(all[i + 1])
   -- Missing from a registry read before this entry changed: the registry is the older truth.
-  if not present[name] and res.state ~= 'loading' and res.since < s.startedAt then
+  if not present[name] and res.state ~= 'loading' and (res.t or res.since) < started then
     if res.state == 'loaded' then vanished = vanished + 1 end
     dropres(url, name)
   end
 end
 local everLoaded = redis.call('HGET', r, 'everLoaded') == '1'
 for _, e in ipairs(s.registry) do
-  if redis.call('HEXISTS', reskey(url), e.name) == 0 then
+  local cur = getres(url, e.name)
+  if not cur then
     local gone = redis.call('ZSCORE', P .. 'gone:' .. url, e.name)
-    if not gone or tonumber(gone) < s.startedAt then
+    if not gone or tonumber(gone) < started then
       local state = 'static'
       if everLoaded or e.managed then state = 'loaded' end
       putres(url, e.name, {state = state, since = s.at, lastUsed = s.at})
     end
+  elseif cur.state == 'static' and e.managed then
+    -- Classified before the configuration that manages it registered: a router's load after all.
+    putres(url, e.name, {state = 'loaded', since = cur.since, lastUsed = cur.lastUsed})
   end
 end
 if vanished > 0 then
@@ -225,14 +241,26 @@ else dropres(url, name) end
 changed()
 return 1`,
 
-  /** url, adapter, at, ttl, node -> fence or nil (busy on any node, static, absent or moving) */
+  /**
+   * url, adapter, at, ttl, node, for ('' none) -> fence or nil (busy on any node, static, absent
+   * or moving; or made room for an adapter that is resident already or has an unload under way)
+   */
   beginUnload: `
-local url, name, at, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local url, name, at, ttl, forName = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[7]
 local res = getres(url, name)
 if not res or res.state ~= 'loaded' then return false end
 if tonumber(redis.call('HGET', busykey(url), name) or '0') > 0 then return false end
+if forName ~= '' then
+  -- Another node is making room for the same adapter: one unload per load.
+  if redis.call('HEXISTS', reskey(url), forName) == 1 then return false end
+  local all = redis.call('HVALS', reskey(url))
+  for _, raw in ipairs(all) do
+    local o = cjson.decode(raw)
+    if o.state == 'unloading' and o['for'] == forName then return false end
+  end
+end
 local fence = redis.call('INCR', P .. 'fence')
-putres(url, name, {state = 'unloading', since = at, lastUsed = res.lastUsed, fence = fence})
+putres(url, name, {state = 'unloading', since = at, lastUsed = res.lastUsed, fence = fence, ['for'] = forName})
 lock(url, name, fence, ttl, ARGV[6])
 return fence`,
 
@@ -244,7 +272,7 @@ local res = getres(url, name)
 if not res or res.state ~= 'unloading' or res.fence ~= fence then return 0 end
 if ARGV[5] == '1' then
   dropres(url, name)
-  markgone(url, name, at)
+  markgone(url, name)
 else
   putres(url, name, {state = 'loaded', since = at, lastUsed = res.lastUsed})
 end
@@ -398,6 +426,19 @@ for i = 1, #specs, 2 do
     redis.call('HGETALL', reskey(url)), redis.call('HGETALL', busykey(url))}
 end
 return out`,
+
+  /** key, limit, window ms -> 0 within the budget, else ms until its window ends (fixed windows, Redis time) */
+  budget: `
+local k = P .. 'budget:' .. ARGV[2]
+local n = redis.call('INCR', k)
+if n == 1 then redis.call('PEXPIRE', k, ARGV[4]) end
+if n <= tonumber(ARGV[3]) then return 0 end
+local left = redis.call('PTTL', k)
+if left < 0 then
+  redis.call('PEXPIRE', k, ARGV[4])
+  left = tonumber(ARGV[4])
+end
+return left`,
 
   /** event JSON */
   event: `

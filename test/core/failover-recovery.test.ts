@@ -1,0 +1,151 @@
+/**
+ * Redis failover edge cases (issue 16, items 1-3), over a real redis-server: a lease must
+ * never stay counted in Redis after its request ended, nor vanish from Redis while its request
+ * is still running.
+ */
+import { randomBytes } from 'node:crypto';
+import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
+import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import { silentLogger } from '../../src/log';
+import type { Lease } from '../../src/fleet/types';
+import { RedisServer } from '../helpers/redis';
+import { waitFor } from '../helpers/wait';
+
+const U = 'http://10.0.0.1:8000';
+const load = { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 };
+const snapshot = (at: number) => ({
+  at,
+  ok: true,
+  load,
+  registry: [{ name: 'a', path: '/adapters/a' }],
+  managed: () => true,
+});
+
+let redis: RedisServer;
+beforeAll(async () => {
+  redis = await RedisServer.start();
+});
+afterAll(async () => {
+  await redis.close();
+});
+
+const prefix = () => `fr${randomBytes(4).toString('hex')}:`;
+
+async function node(p: string, id: string) {
+  const shared = new RedisFleetStore(redis.config(p), id);
+  const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 });
+  await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+  return { shared, s };
+}
+
+describe('FailoverFleetStore recovery (issue 16)', () => {
+  it('item 1: a release that arrives while recover() hands 2,000 local leases back reaches Redis', async () => {
+    const { shared, s } = await node(prefix(), 'n1');
+    try {
+      await s.applySnapshot(U, snapshot(1));
+      // A lease taken in Redis before the outage: its request ends during the hand-over.
+      expect(await s.acquire({ id: 'S1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
+      redis.pause(); // Redis hangs: it keeps S1 while this node decides alone
+      const local: Lease[] = Array.from({ length: 2000 }, (_, i) => ({
+        id: `L${i}`,
+        url: U,
+        adapter: 'a',
+        at: 3,
+      }));
+      for (const l of local) await s.acquire(l);
+      expect(s.mode()).toBe('local');
+      // Release S1 as soon as the hand-over has begun (the store still says `local` then).
+      let released: Promise<unknown> | null = null;
+      const acquire = shared.acquire.bind(shared);
+      shared.acquire = (l) => {
+        if (!released) released = s.release('S1', 4, 200);
+        return acquire(l);
+      };
+      redis.resume();
+      await waitFor(() => s.mode() === 'redis', 20_000, 'recovery');
+      await released;
+      // Only the 2,000 open local leases count in Redis; S1 ended.
+      expect(await shared.inFlightTotal()).toBe(2000);
+      for (const l of local) await s.release(l.id, 5, 200);
+      expect(await shared.inFlightTotal()).toBe(0);
+      expect((await shared.views([U], { name: 'a' }))[0]!.adapter?.inFlight).toBe(0);
+    } finally {
+      redis.resume();
+      await s.close();
+    }
+  }, 30_000);
+
+  it('item 2: an acquire that timed out but ran in Redis later is released there too', async () => {
+    const { shared, s } = await node(prefix(), 'n2');
+    try {
+      await s.applySnapshot(U, snapshot(1));
+      redis.pause();
+      try {
+        // The reply times out: this node takes a local lease. The command still sits in Redis's socket.
+        expect(await s.acquire({ id: 'T1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
+        expect(s.mode()).toBe('local');
+        // The request ends before Redis is back.
+        expect(await s.release('T1', 3, 200)).toMatchObject({ id: 'T1' });
+      } finally {
+        redis.resume();
+      }
+      await waitFor(() => s.mode() === 'redis', 10_000, 'recovery');
+      // Redis ran the timed-out acquire when it resumed; the lease must not stay there.
+      await waitFor(
+        async () => (await shared.inFlightTotal()) === 0,
+        2000,
+        'timed-out lease released in Redis',
+      );
+      const [v] = await shared.views([U], { name: 'a' });
+      expect(v!.adapter?.inFlight ?? 0).toBe(0);
+      expect(v!.inFlight).toBe(0);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('item 3: after Redis restarts empty, leases opened in Redis before the crash count again', async () => {
+    const p = prefix();
+    const { shared, s } = await node(p, 'n3');
+    const other = new RedisFleetStore(redis.config(p), 'n3-other');
+    try {
+      await s.applySnapshot(U, snapshot(1));
+      expect(await s.acquire({ id: 'R1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
+      await redis.stop();
+      await s.views([U], { name: 'a' }); // notices the crash
+      expect(s.mode()).toBe('local');
+      await redis.start(); // empty
+      await waitFor(() => s.mode() === 'redis', 10_000, 'recovery');
+      // The next poll adopts the adapter again; another node must see R1 in flight on it.
+      await s.applySnapshot(U, snapshot(Date.now()));
+      expect(await shared.inFlightTotal()).toBe(1);
+      expect((await other.views([U], { name: 'a' }))[0]!.adapter).toMatchObject({
+        state: 'loaded',
+        inFlight: 1,
+      });
+      expect(await other.beginUnload(U, 'a', Date.now(), 60_000)).toBeNull();
+      expect(await s.release('R1', 3, 200)).toMatchObject({ id: 'R1' });
+      expect(await shared.inFlightTotal()).toBe(0);
+    } finally {
+      await other.close();
+      await s.close();
+    }
+  });
+
+  it('item 3: when Redis loses everything without a disconnect (FLUSHALL), the next read takes the open leases again', async () => {
+    const { shared, s } = await node(prefix(), 'n4');
+    try {
+      await s.applySnapshot(U, snapshot(1));
+      expect(await s.acquire({ id: 'F1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
+      await shared.client.flushall();
+      await s.views([U], { name: 'a' });
+      expect(s.mode()).toBe('redis');
+      expect(await shared.inFlightTotal()).toBe(1);
+      expect((await shared.views([U]))[0]!.inFlight).toBe(1);
+      expect(await s.release('F1', 3, 200)).toMatchObject({ id: 'F1' });
+      expect(await shared.inFlightTotal()).toBe(0);
+    } finally {
+      await s.close();
+    }
+  });
+});
