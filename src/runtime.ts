@@ -10,7 +10,7 @@ import { FailoverFleetStore } from './fleet/redis/failover-store';
 import { RedisFleetStore } from './fleet/redis/redis-store';
 import { Poller, type PollerOptions } from './fleet/poller';
 import type { FleetStore } from './fleet/store';
-import { stderrLogger, type Logger } from './log';
+import { operatorLog, stderrLogger, type Logger } from './log';
 import { RouterMetrics } from './metrics/router-metrics';
 import { seededRandom, type Random } from './random';
 
@@ -83,8 +83,14 @@ export class FleetRuntime {
       for (const m of this.managed.values()) if (m(name, path)) return true;
       return false;
     };
+    // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
+    const down = new Set<string>();
     this.poller.onPoll = (url, ok) => {
       if (!ok) this.metrics.pollErrors.inc({ replica: url });
+      if (!ok && !down.has(url)) {
+        down.add(url);
+        this.log.warn(`replica ${url} stopped answering polls`);
+      } else if (ok && down.delete(url)) this.log.warn(`replica ${url} answers polls again`);
     };
   }
 
@@ -119,7 +125,7 @@ const runtimes = new Map<string, FleetRuntime>();
 export function sharedRuntime(redis?: RedisConfig): FleetRuntime {
   const key = redis?.host === undefined ? '' : JSON.stringify(redis);
   let rt = runtimes.get(key);
-  if (!rt) runtimes.set(key, (rt = new FleetRuntime({ redis: key === '' ? undefined : redis })));
+  if (!rt) runtimes.set(key, (rt = new FleetRuntime({ redis: key === '' ? undefined : redis, log: operatorLog })));
   return rt;
 }
 

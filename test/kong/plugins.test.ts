@@ -387,20 +387,20 @@ describe('lora-router through the real plugin server', () => {
     expect(page.body.toString()).toContain('"/lora/status"');
   });
 
-  it('survives a JS exception path: a PDK error answer does not crash the server', async () => {
+  it('a PDK call that raises in Kong (a bad port to set_target): 500, the event never stepped again, the lease given back by log', async () => {
     w = await startWorld(driver, [vllm()], (u) => onDemand(u));
+    const id = await w.service.node.workers[0]!.instanceId(w.service.configs[0]!);
     const req = new KongRequest({
       path: '/v1/chat/completions',
       body: Buffer.from(JSON.stringify({ model: BASE, messages: [] })),
     });
-    // Make set_target fail as Kong would for a bad port: the plugin's exception is logged, "ret" answered.
     const orig = req.pdk.bind(req);
-    req.pdk = (m, a) => (m === 'kong.service.set_target' ? { error: 'boom' } : orig(m, a));
-    await driver.handleEvent(w.service.instances[0]!.id, 'access', req);
+    req.pdk = (m, a) => (m === 'kong.service.set_target' ? { raise: 'port must be an integer' } : orig(m, a));
+    await driver.handleEvent(id, 'access', req);
+    expect([req.exit?.status, req.luaErrors]).toEqual([500, ['kong.service.set_target: port must be an integer']]);
     expect(server.exited).toBe(false);
     // The lease was handed to ctx before set_target: the log phase returns it.
-    req.status = 502;
-    await driver.handleEvent(w.service.instances[0]!.id, 'log', req);
+    await driver.handleEvent(id, 'log', req);
     expect((await w.statusJson()).inFlight).toBe(0);
   });
 });

@@ -63,6 +63,8 @@ export async function startWorld(
   const statusJson = async () =>
     JSON.parse((await status.handle({ method: 'GET', path: '/lora/status' })).body.toString());
   const stop = async () => {
+    await service.close();
+    await status.close();
     await fleet.stop();
   };
   return { fleet, service, status, chat, loads, statusJson, stop };
