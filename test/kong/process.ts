@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 
 /** The repository root, from test/kong (ts-jest) or dist/test/kong (compiled). */
-const ROOT = join(__dirname, ...(__dirname.includes(`${sep}dist${sep}`) ? ['..', '..', '..'] : ['..', '..']));
+export const ROOT = join(__dirname, ...(__dirname.includes(`${sep}dist${sep}`) ? ['..', '..', '..'] : ['..', '..']));
 
 export interface PluginServerOptions {
   /** Absolute path of the compiled plugins directory (the server `require.resolve`s it). */
