@@ -12,6 +12,8 @@ export interface StackService {
   plugins: { name: string; config: Record<string, unknown> }[];
   /** Bundled Kong plugins configured here that this harness does not run. */
   notRun: string[];
+  /** The routes' `response_buffering` (Kong's default true): false streams responses as they come. */
+  responseBuffering: boolean;
 }
 
 interface DeckPlugin {
@@ -20,6 +22,7 @@ interface DeckPlugin {
 }
 interface DeckRoute {
   paths?: string[];
+  response_buffering?: boolean;
   plugins?: DeckPlugin[];
 }
 interface DeckService {
@@ -51,6 +54,8 @@ export function readKongYaml(path: string): StackService[] {
         .filter((p) => OUR_PLUGINS.has(p.name))
         .map((p) => ({ name: p.name, config: structuredClone(p.config ?? {}) })),
       notRun: plugins.filter((p) => !OUR_PLUGINS.has(p.name)).map((p) => p.name),
+      // One gateway per service here: buffered unless every route turns it off.
+      responseBuffering: !(s.routes ?? []).every((r) => r.response_buffering === false) || !s.routes?.length,
     };
   });
 }

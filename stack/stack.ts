@@ -76,6 +76,7 @@ export class LocalStack {
           driver,
           plugins: s.plugins,
           serviceUrl: s.fallbackUrl,
+          responseBuffering: s.responseBuffering,
           bodyBufferBytes: 10 * 1024 * 1024,
           maxBodyBytes: 10 * 1024 * 1024,
           onError: (m) => o.log(`[gateway] ${m}`),

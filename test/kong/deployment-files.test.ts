@@ -60,14 +60,21 @@ describe('kong.yml', () => {
     }
   });
 
-  it('falls back to an upstream over the same vLLM replicas when the plugin server is down', () => {
+  it('falls back to a health-checked upstream over every replica when the plugin server is down', () => {
     const fleet = y.services.find((s: any) => s.name === 'llm-fleet');
     const upstream = y.upstreams.find((u: any) => u.name === fleet.host);
     const router = fleet.plugins.find((p: any) => p.name === 'lora-router').config;
-    const vllmTargets = router.replicas
-      .filter((r: any) => (r.backend ?? 'vllm') === 'vllm')
-      .map((r: any) => r.url.replace('http://', ''));
-    expect(upstream.targets.map((t: any) => t.target)).toEqual(vllmTargets);
+    expect(upstream.targets.map((t: any) => t.target)).toEqual(
+      router.replicas.map((r: any) => r.url.replace('http://', '')),
+    );
+    expect(upstream.healthchecks.active.http_path).toBe('/health');
+  });
+
+  it('streams the OpenAI route (response_buffering off) and keeps the status route behind key-auth', () => {
+    const fleet = y.services.find((s: any) => s.name === 'llm-fleet');
+    expect(fleet.routes.map((r: any) => r.response_buffering)).toEqual([false]);
+    const status = y.services.find((s: any) => s.plugins?.some((p: any) => p.name === 'lora-poller'));
+    expect(status.plugins.map((p: any) => p.name)).toEqual(['key-auth', 'lora-poller']);
   });
 });
 
@@ -123,7 +130,13 @@ describe('docker/Dockerfile and docker-compose.yml', () => {
       `ln -s /usr/local/kong/lora-router/dist/plugins/$p.js ${PLUGIN_DIR_IN_IMAGE}/$p.js`,
     );
     expect(dockerfile).toMatch(/for p in lora-router lora-poller/);
-    expect(dockerfile).toContain('/usr/local/bin/kong-js-pluginserver');
+    // The project's plugin-server entry (kong-pdk's server wrapped), for start and query commands.
+    expect(dockerfile).toContain('/usr/local/kong/lora-router/dist/pluginserver/main.js');
+    for (const f of ['docker/kong.conf', 'docker/kong-3.9.conf']) {
+      const cmds = Object.entries(kongConf(f)).filter(([k]) => /_(start|query)_cmd$/.test(k));
+      expect(cmds.length).toBeGreaterThan(0);
+      for (const [, cmd] of cmds) expect(cmd).toMatch(/^\/usr\/local\/bin\/kong-lora-pluginserver /);
+    }
   });
 
   it('runs two Kong nodes on kong.yml and the 3.9 conf, the simulator on the ports kong.yml names, and Redis', () => {

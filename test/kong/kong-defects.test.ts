@@ -164,3 +164,31 @@ describe('9. rare operational events reach Kong\'s error log', () => {
     expect(ok.kong.pdkCalls.access!.filter((m) => m.startsWith('kong.log.'))).toEqual([]);
   });
 });
+
+describe('3. streams through Kong', () => {
+  const stream = async (responseBuffering: boolean | undefined) => {
+    w = await startWorld(driver, [vllm()], (u) => onDemand(u), { responseBuffering });
+    const chunks: string[] = [];
+    const r = await w.service.handle(
+      { path: '/v1/chat/completions', body: chatBody(BASE, { stream: true, max_tokens: 6 }) },
+      (c) => chunks.push(c),
+    );
+    expect(r.status).toBe(200);
+    expect(r.body.toString()).toContain('data: [DONE]');
+    await w.stop();
+    w = undefined;
+    return chunks.length;
+  };
+
+  it('arrive in one batch on a route with response_buffering on (Kong\'s default), chunk by chunk when off', async () => {
+    expect(await stream(undefined)).toBe(1);
+    expect(await stream(false)).toBeGreaterThan(3);
+  });
+
+  it("kong.yml's OpenAI route turns buffering off, and the local stack honours it", async () => {
+    const { readKongYaml } = await import('../../stack/kong-config');
+    const services = readKongYaml(`${__dirname}/../../kong.yml`);
+    expect(services.find((s) => s.name === 'llm-fleet')!.responseBuffering).toBe(false);
+    expect(services.find((s) => s.name === 'lora-status')!.responseBuffering).toBe(true);
+  });
+});
