@@ -83,6 +83,7 @@ export class FleetRuntime {
       for (const m of this.managed.values()) if (m(name, path)) return true;
       return false;
     };
+    this.poller.onLeasesExpired = (n) => this.metrics.leasesExpired.inc(n);
     // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
     const down = new Set<string>();
     this.poller.onPoll = (url, ok) => {

@@ -159,7 +159,8 @@ export const routerSchema: SchemaFields = [
       type: 'integer',
       default: 600000,
       between: [1000, 86400000],
-      description: 'An in-flight count whose log phase never came is reclaimed after this.',
+      description:
+        "An in-flight count whose log phase never came is reclaimed after this (counted in `lora_router_leases_expired_total`). Kong skips a log phase when its timers are exhausted, or a node dies. Keep it above the longest request Kong may proxy: the default is twice kong.yml's `read_timeout` (300 s).",
     },
   },
   {

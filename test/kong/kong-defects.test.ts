@@ -4,6 +4,7 @@
  */
 import { LocalGateway } from '../../stack/gateway';
 import { KongDriver, KongRequest, PluginServerProcess } from './driver';
+import { waitFor } from '../helpers/wait';
 import { BASE, PLUGINS_DIR, startWorld, vllm } from './world';
 
 const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
@@ -190,5 +191,53 @@ describe('3. streams through Kong', () => {
     const services = readKongYaml(`${__dirname}/../../kong.yml`);
     expect(services.find((s) => s.name === 'llm-fleet')!.responseBuffering).toBe(false);
     expect(services.find((s) => s.name === 'lora-status')!.responseBuffering).toBe(true);
+  });
+});
+
+describe('11. a log phase Kong skipped (its timer could not start)', () => {
+  it('the lease expires by age, counted in the metrics and on the status page', async () => {
+    let skip = true;
+    w = await startWorld(driver, [vllm()], (u) => onDemand(u, { lease_max_age_ms: 1000 }), {
+      logTimerStarts: () => !skip,
+    });
+    const r = await w.chat(BASE);
+    expect(r.status).toBe(200);
+    expect((await w.statusJson()).inFlight).toBe(1); // no log phase: the lease stays
+    skip = false;
+    await waitFor(async () => (await w!.statusJson()).inFlight === 0, 10_000);
+    expect((await w.statusJson()).poller.leasesExpired).toBe(1);
+    const metrics = await w.status.handle({ method: 'GET', path: '/lora/metrics' });
+    expect(metrics.body.toString()).toMatch(/^lora_router_leases_expired_total 1$/m);
+  });
+});
+
+describe('12. config reloads under load (log phases with the old __seq__)', () => {
+  it('releases every lease exactly once, across two workers and five reloads', async () => {
+    w = await startWorld(driver, [vllm({ timeScale: 2 }), vllm({ timeScale: 2 })], (u) => onDemand(u), {
+      workers: 2,
+    });
+    const timersBefore = (await w.statusJson()).process.timers;
+    const inflight: ReturnType<World["chat"]>[] = [];
+    for (let reload = 0; reload < 5; reload++) {
+      for (let i = 0; i < 8; i++) inflight.push(w.chat(i % 2 ? 'a' : BASE, 20));
+      await new Promise((r) => setTimeout(r, 30));
+      // A new __seq__ for the same plugin: requests already past access log with the old one.
+      await w.service.configure([
+        { name: 'lora-router', config: onDemand(w.fleet.urls, { target_waiting_per_replica: 4 + reload }) },
+      ]);
+    }
+    const replies = await Promise.all(inflight);
+    expect(replies.map((r) => r.status).filter((s) => s !== 200)).toEqual([]);
+    const s = await w.statusJson();
+    expect(s.inFlight).toBe(0);
+    expect(s.replicas.flatMap((r: { adapters: { inFlight: number }[] }) => r.adapters.map((a) => a.inFlight))).toEqual(
+      s.replicas.flatMap((r: { adapters: unknown[] }) => r.adapters.map(() => 0)),
+    );
+    // Old-config instances Kong restarted for those log phases hold no timer of their own.
+    expect(s.process.timers).toBeLessThanOrEqual(timersBefore + 2);
+    // Each worker holds one instance of the current config, no more.
+    await w.chat(BASE);
+    await w.chat(BASE);
+    expect(w.service.instances.map((i) => i.worker).sort()).toEqual([0, 1]);
   });
 });

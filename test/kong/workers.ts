@@ -63,9 +63,11 @@ export class KongWorker {
     let done!: () => void;
     claim.starting = new Promise((r) => (done = r));
     this.running.set(key, claim);
+    let id: number;
     try {
       const started = await this.node.driver.startConfigured(p.name, p.conf);
-      Object.assign(claim, { id: started.Id, seq: p.conf.__seq__, name: p.name, pluginId: key });
+      id = started.Id;
+      Object.assign(claim, { id, seq: p.conf.__seq__, name: p.name, pluginId: key });
     } catch (err) {
       this.running.delete(key);
       this.errors.push(`starting instance: ${(err as Error).message}`);
@@ -75,7 +77,10 @@ export class KongWorker {
       done();
     }
     if (oldId !== undefined) await this.node.driver.closeInstance(oldId).catch(() => undefined);
-    return claim.id!;
+    // Kong returns `instance_info.id`, which a concurrent start may have cleared meanwhile (a
+    // HandleEvent for nil, "no plugin instance", a reset and a retry): the id started here is
+    // where that retry ends up.
+    return id;
   }
 
   /** `reset_instances_for_plugin`: forget this worker's instances of a plugin. */
