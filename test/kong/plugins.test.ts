@@ -253,19 +253,17 @@ describe('lora-router through the real plugin server', () => {
       ]);
     });
 
-    it('a body Kong could not hand over (past the body buffer): 413; over max_body_bytes: 413', async () => {
+    it('a body nginx spooled past the body buffer is read back; over max_body_bytes: 413', async () => {
       w = await startWorld(driver, [vllm()], (u) => onDemand(u, { max_body_bytes: 4096 }), {
-        bodyBufferBytes: 8192,
+        bodyBufferBytes: 2048,
       });
       const body = (n: number) => Buffer.from(JSON.stringify({ model: BASE, prompt: 'x'.repeat(n) }));
-      const spooled = await w.service.handle({ path: '/v1/completions', body: body(9000) });
-      expect([spooled.status, json(spooled.body).error.code]).toEqual([413, 'request_too_large']);
-      expect(json(spooled.body).error.message).toMatch(/nginx_http_client_body_buffer_size/);
-      const big = await w.service.handle({ path: '/v1/completions', body: body(5000) });
+      const spooled = await w.service.handle({ path: '/v1/completions', body: body(3000) });
+      expect(spooled.status).toBe(200);
+      const big = await w.service.handle({ path: '/v1/completions', body: body(5000), bodyBufferBytes: 8192 });
       expect([big.status, json(big.body).error.code]).toEqual([413, 'request_too_large']);
-      expect(w.fleet.replicas[0]!.requestRecords()).toEqual([]);
+      expect(w.fleet.replicas[0]!.requestRecords()).toHaveLength(1);
     });
-
     it('load failure: 502 naming the adapter, then 503 with Retry-After while backing off', async () => {
       w = await startWorld(driver, [vllm()], (u) => onDemand(u, { backoff_base_ms: 30000 }));
       await w.fleet.replicas[0]!.fault({ kind: 'failLoads', count: 5 });
@@ -331,15 +329,16 @@ describe('lora-router through the real plugin server', () => {
   });
 
   it('keeps fleet state across a config change (new instance, old one closed): no reload', async () => {
-    w = await startWorld(driver, [vllm()], (u) => onDemand(u));
+    w = await startWorld(driver, [vllm()], (u) => onDemand(u), { workers: 1 });
     await w.chat('a');
     const before = w.service.instances[0]!.id;
     await w.service.configure([
       { name: 'lora-router', config: onDemand(w.fleet.urls, { target_waiting_per_replica: 8 }) },
     ]);
+    // Kong starts the new instance on the worker's next request, then closes the old one.
+    expect((await w.chat('a')).status).toBe(200);
     expect(w.service.instances[0]!.id).not.toBe(before);
     await expect(driver.closeInstance(before)).rejects.toThrow(/no plugin instance/);
-    expect((await w.chat('a')).status).toBe(200);
     expect(w.loads(0, 'a')).toHaveLength(1);
   });
 
