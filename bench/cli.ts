@@ -160,7 +160,9 @@ async function main(): Promise<void> {
   // ---- memory per exit (opt-in: about 5 minutes) ---------------------------------------------
   if (parts.has('exits')) {
     const requests = v.requests ? Number(v.requests) : 1_000_000;
-    log(`memory per exit: ${requests.toLocaleString('en-US')} refused requests through the real plugin server:`);
+    log(
+      `memory per exit: ${requests.toLocaleString('en-US')} refused requests through the real plugin server:`,
+    );
     const pluginsDir = join(root, 'dist', 'plugins');
     const r = await refuseMany(pluginsDir, { requests });
     const growth = r.heapAfter / r.heapBefore - 1;

@@ -44,7 +44,9 @@ class LoraRouterPlugin {
     // With a max, Kong (>= 3.8.0) reads a body nginx spooled to a file past client_body_buffer_size;
     // without one it returns nil, which Kong cannot pack (a Lua error, 500). Kong/kong 3.9.3
     // kong/pdk/request.lua `get_raw_body`; mp_rpc.lua `fix_raw`.
-    const getRawBody = kong.request.getRawBody as unknown as (max: number) => Promise<Uint8Array | string | null>;
+    const getRawBody = kong.request.getRawBody as unknown as (
+      max: number,
+    ) => Promise<Uint8Array | string | null>;
     const body = await getRawBody(this.service.config.max_body_bytes);
     const r = await this.service.route({ path, body });
     if (r.kind === 'respond') {

@@ -72,7 +72,8 @@ export function wrapServer(server: KongPdkServer, now: () => number = Date.now):
   for (const name of ['HandleEvent', ...STEP_METHODS]) {
     const original = server[name];
     if (typeof original !== 'function') continue;
-    server[name] = async (arg: unknown) => settle(await (original as (a: unknown) => Promise<StepReply>).call(server, arg));
+    server[name] = async (arg: unknown) =>
+      settle(await (original as (a: unknown) => Promise<StepReply>).call(server, arg));
   }
   // An event whose PDK call raised in Kong is never stepped either: drop it after Kong gave up.
   const sweep = setInterval(() => {

@@ -9,16 +9,19 @@ import { encode } from '@msgpack/msgpack';
 import { wrapServer, type KongPdkServer } from './events';
 
 const pdkDir = dirname(require.resolve('kong-pdk/package.json'));
-/* eslint-disable @typescript-eslint/no-require-imports -- kong-pdk ships CommonJS without types for these */
 const cli = require('kong-pdk/cli') as { parse(): Record<string, string | undefined> };
-const Server = require('kong-pdk/server') as new (dir: string, logger: unknown) => KongPdkServer & {
+const Server = require('kong-pdk/server') as new (
+  dir: string,
+  logger: unknown,
+) => KongPdkServer & {
   GetPluginInfo(name: string): Promise<unknown>;
   getPlugins(): Map<string, unknown>;
   close(): void;
 };
 const Listener = require('kong-pdk/listener') as new (server: unknown, path: string) => { serve(): void };
-const logger = require(require.resolve('node-color-log', { paths: [pdkDir] })) as { setLevel(l?: string): void };
-/* eslint-enable @typescript-eslint/no-require-imports */
+const logger = require(require.resolve('node-color-log', { paths: [pdkDir] })) as {
+  setLevel(l?: string): void;
+};
 
 const opts = cli.parse();
 logger.setLevel(opts.logLevel);

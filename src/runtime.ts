@@ -126,7 +126,8 @@ const runtimes = new Map<string, FleetRuntime>();
 export function sharedRuntime(redis?: RedisConfig): FleetRuntime {
   const key = redis?.host === undefined ? '' : JSON.stringify(redis);
   let rt = runtimes.get(key);
-  if (!rt) runtimes.set(key, (rt = new FleetRuntime({ redis: key === '' ? undefined : redis, log: operatorLog })));
+  if (!rt)
+    runtimes.set(key, (rt = new FleetRuntime({ redis: key === '' ? undefined : redis, log: operatorLog })));
   return rt;
 }
 

@@ -169,7 +169,11 @@ export class LocalGateway {
   }
 
   /** Log phases, with the configs collected at access (ctx.plugins), on the same worker. */
-  private async log(req: KongRequest, plugins: Configured[], worker: ReturnType<KongNode['pick']>): Promise<void> {
+  private async log(
+    req: KongRequest,
+    plugins: Configured[],
+    worker: ReturnType<KongNode['pick']>,
+  ): Promise<void> {
     for (const p of plugins) {
       if (!p.phases.includes('log')) continue;
       if (this.o.logTimerStarts && !this.o.logTimerStarts(req)) continue;

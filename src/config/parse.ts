@@ -6,7 +6,13 @@ import { routerSchema, type RouterConfig } from './router-schema';
  * Keys Kong adds to a plugin's config when it starts an instance (not part of the schema):
  * Kong/kong 3.9.3 kong/runloop/plugins_iterator.lua `get_plugin_config` (and every `__` key).
  */
-const KONG_KEYS = new Set(['route_id', 'service_id', 'consumer_id', 'consumer_group_id', 'plugin_instance_name']);
+const KONG_KEYS = new Set([
+  'route_id',
+  'service_id',
+  'consumer_id',
+  'consumer_group_id',
+  'plugin_instance_name',
+]);
 
 /**
  * Kong's RPC to the plugin server gives up after nginx's 60 s socket read timeout (mp_rpc.lua

@@ -135,7 +135,8 @@ export const routerSchema: SchemaFields = [
       type: 'integer',
       default: 10000,
       between: [0, 55000],
-      description: 'How long a load waits for a busy adapter to go idle before 503 (see load_timeout_ms for the bound on the sum).',
+      description:
+        'How long a load waits for a busy adapter to go idle before 503 (see load_timeout_ms for the bound on the sum).',
     },
   },
   {

@@ -35,7 +35,11 @@ it('each worker starts its own instance lazily, on the first request it runs thr
   expect(new Set(ids.map((i) => i.id)).size).toBe(2);
   // Kong's config: unset fields as null, Kong's keys, no route/service/consumer keys when unscoped.
   const conf = w.service.configs[0]!.conf;
-  expect(conf).toMatchObject({ __seq__: expect.any(Number), __ws_id: expect.any(String), redis: { host: null } });
+  expect(conf).toMatchObject({
+    __seq__: expect.any(Number),
+    __ws_id: expect.any(String),
+    redis: { host: null },
+  });
   expect(conf.__key__).toBe(`plugins:lora-router:::::${String(conf.__ws_id)}`);
   expect('route_id' in conf || 'plugin_instance_name' in conf).toBe(false);
 });
@@ -44,7 +48,9 @@ it('a config change starts a new instance on each worker at its next request, cl
   w = await startWorld(driver, [vllm()], config, { workers: 1 });
   await w.service.handle({ path: '/v1/chat/completions', body: chat() });
   const before = w.service.instances[0]!.id;
-  await w.service.configure([{ name: 'lora-router', config: { ...config(w.fleet.urls), decision_headers: true } }]);
+  await w.service.configure([
+    { name: 'lora-router', config: { ...config(w.fleet.urls), decision_headers: true } },
+  ]);
   expect(w.service.instances).toEqual([]); // nothing starts until a request comes
   const r = await w.service.handle({ path: '/v1/chat/completions', body: chat() });
   expect(r.headers['X-Lora-Stage']).toBe('base');
@@ -56,7 +62,10 @@ it('StartInstance failing is a 500; a failing HandleEvent lets the request throu
   w = await startWorld(driver, [vllm()], config, { workers: 1 });
   const worker = w.service.node.workers[0]!;
   // A config the plugin refuses in its constructor (Kong validated another schema, say).
-  const bad = { name: 'lora-poller', conf: { ...w.service.configs[0]!.conf, __plugin_id: 'p-bad', bogus: 1 } };
+  const bad = {
+    name: 'lora-poller',
+    conf: { ...w.service.configs[0]!.conf, __plugin_id: 'p-bad', bogus: 1 },
+  };
   const req = new KongRequest({ method: 'GET', path: '/lora/status' });
   await worker.run(bad, 'access', req);
   expect([req.exit?.status, req.luaErrors.length]).toEqual([500, 1]);
@@ -128,7 +137,11 @@ it('sends the Host Kong sends, and lets exit headers override earlier set_header
     },
   });
   const r = await gw.handle(req);
-  expect([r.status, r.headers['Content-Type'], r.headers['content-type']]).toEqual([404, 'application/json', undefined]);
+  expect([r.status, r.headers['Content-Type'], r.headers['content-type']]).toEqual([
+    404,
+    'application/json',
+    undefined,
+  ]);
   await gw.close();
 });
 

@@ -8,7 +8,7 @@
  */
 import { validateRecord, type FieldDef, type SchemaFields } from '../../src/config/kong-schema';
 import type { KongRequest } from './pdk';
-import { RpcConnection, RpcError } from './rpc';
+import { RpcConnection } from './rpc';
 
 export { PluginServerProcess, type PluginServerOptions } from './process';
 export { RpcConnection, RpcError, KONG_RPC_TIMEOUT_MS } from './rpc';
@@ -116,7 +116,11 @@ export class KongDriver {
    * Kong does (defaults filled, errors keyed by field; throws ConfigError), unset fields as
    * `null` (ngx.null), plus Kong's keys.
    */
-  async kongConfig(name: string, config: Record<string, unknown>, keys: KongKeys = {}): Promise<Record<string, unknown>> {
+  async kongConfig(
+    name: string,
+    config: Record<string, unknown>,
+    keys: KongKeys = {},
+  ): Promise<Record<string, unknown>> {
     const info = await this.pluginInfo(name);
     const fields = info.Schema.fields[0].config.fields;
     const validated = withNulls(fields, validateRecord(fields, config));
@@ -136,13 +140,20 @@ export class KongDriver {
   }
 
   /** Validates `config` (see kongConfig), then starts an instance with Kong's keys. */
-  async startInstance(name: string, config: Record<string, unknown>, keys: KongKeys = {}): Promise<InstanceInfo> {
+  async startInstance(
+    name: string,
+    config: Record<string, unknown>,
+    keys: KongKeys = {},
+  ): Promise<InstanceInfo> {
     return this.startConfigured(name, await this.kongConfig(name, config, keys));
   }
 
   /** `Rpc:call_start_instance` (mp_rpc.lua 3.9.3): the config as a JSON string. */
   async startConfigured(name: string, conf: Record<string, unknown>): Promise<InstanceInfo> {
-    return (await this.call('plugin.StartInstance', { Name: name, Config: JSON.stringify(conf) })) as InstanceInfo;
+    return (await this.call('plugin.StartInstance', {
+      Name: name,
+      Config: JSON.stringify(conf),
+    })) as InstanceInfo;
   }
 
   async closeInstance(id: number): Promise<unknown> {
@@ -215,4 +226,3 @@ function withNulls(fields: SchemaFields, value: Record<string, unknown>): Record
 function isRecord(v: unknown): boolean {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
-

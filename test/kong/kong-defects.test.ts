@@ -9,7 +9,9 @@ import { BASE, PLUGINS_DIR, startWorld, vllm } from './world';
 
 const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
 const chatBody = (model: string, extra: Record<string, unknown> = {}) =>
-  Buffer.from(JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra }));
+  Buffer.from(
+    JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra }),
+  );
 const onDemand = (urls: string[], over: Record<string, unknown> = {}) => ({
   replicas: urls.map((url) => ({ url })),
   base_model: BASE,
@@ -47,7 +49,11 @@ describe('1. a body nginx spooled to a file (past client_body_buffer_size)', () 
     expect(spooled.kong.pdkCalls.access).toContain('kong.request.get_raw_body');
     expect(w.fleet.replicas[0]!.requestRecords()).toHaveLength(1);
     // In memory but over max_body_bytes: the plugin's own 413.
-    const big = await w.service.handle({ path: '/v1/chat/completions', body: pad(20000), bodyBufferBytes: 1 << 20 });
+    const big = await w.service.handle({
+      path: '/v1/chat/completions',
+      body: pad(20000),
+      bodyBufferBytes: 1 << 20,
+    });
     expect([big.status, json(big.body).error.code]).toEqual([413, 'request_too_large']);
     expect(w.fleet.replicas[0]!.requestRecords()).toHaveLength(1);
   });
@@ -57,10 +63,20 @@ describe('4. a plugin entity with an instance_name (Kong adds plugin_instance_na
   it('both plugins accept every key Kong adds', async () => {
     w = await startWorld(driver, [vllm()], (u) => onDemand(u));
     await w.service.configure([
-      { name: 'lora-router', config: onDemand(w.fleet.urls), instanceName: 'llm-router', keys: { route_id: 'r1' } },
+      {
+        name: 'lora-router',
+        config: onDemand(w.fleet.urls),
+        instanceName: 'llm-router',
+        keys: { route_id: 'r1' },
+      },
     ]);
     await w.status.configure([
-      { name: 'lora-poller', config: { poll_interval_ms: 50 }, instanceName: 'llm-status', keys: { service_id: 's1' } },
+      {
+        name: 'lora-poller',
+        config: { poll_interval_ms: 50 },
+        instanceName: 'llm-status',
+        keys: { service_id: 's1' },
+      },
     ]);
     expect(w.service.configs[0]!.conf).toMatchObject({ plugin_instance_name: 'llm-router', route_id: 'r1' });
     const r = await w.chat(BASE);
@@ -146,7 +162,9 @@ describe('10. waits Kong cannot honour', () => {
       startWorld(driver, [vllm()], (u) => onDemand(u, { load_timeout_ms: 50000 })),
     ).rejects.toThrow(/config.load_timeout_ms: value should be between/);
     // Each within bounds, the sum not: every request answers 500 naming them, logged through kong.log.
-    w = await startWorld(driver, [vllm()], (u) => onDemand(u, { load_timeout_ms: 25000, queue_timeout_ms: 20000 }));
+    w = await startWorld(driver, [vllm()], (u) =>
+      onDemand(u, { load_timeout_ms: 25000, queue_timeout_ms: 20000 }),
+    );
     const r = await w.chat(BASE);
     expect(r.status).toBe(500);
     expect(json(r.body).error.message).toMatch(/queue_timeout_ms.*load_timeout_ms/);
@@ -154,13 +172,15 @@ describe('10. waits Kong cannot honour', () => {
   });
 });
 
-describe('9. rare operational events reach Kong\'s error log', () => {
+describe("9. rare operational events reach Kong's error log", () => {
   it('a load failure is logged through kong.log on the request that met it', async () => {
     w = await startWorld(driver, [vllm()], (u) => onDemand(u));
     await w.fleet.replicas[0]!.fault({ kind: 'failLoads', count: 5 });
     const r = await w.chat('flaky');
     expect(r.status).toBe(502);
-    expect(r.kong.logs.some((l) => ['err', 'warn'].includes(l.level) && /flaky/.test(String(l.args)))).toBe(true);
+    expect(r.kong.logs.some((l) => ['err', 'warn'].includes(l.level) && /flaky/.test(String(l.args)))).toBe(
+      true,
+    );
     const ok = await w.chat(BASE);
     expect(ok.kong.pdkCalls.access!.filter((m) => m.startsWith('kong.log.'))).toEqual([]);
   });
@@ -181,7 +201,7 @@ describe('3. streams through Kong', () => {
     return chunks.length;
   };
 
-  it('arrive in one batch on a route with response_buffering on (Kong\'s default), chunk by chunk when off', async () => {
+  it("arrive in one batch on a route with response_buffering on (Kong's default), chunk by chunk when off", async () => {
     expect(await stream(undefined)).toBe(1);
     expect(await stream(false)).toBeGreaterThan(3);
   });
@@ -217,7 +237,7 @@ describe('12. config reloads under load (log phases with the old __seq__)', () =
       workers: 2,
     });
     const timersBefore = (await w.statusJson()).process.timers;
-    const inflight: ReturnType<World["chat"]>[] = [];
+    const inflight: ReturnType<World['chat']>[] = [];
     for (let reload = 0; reload < 5; reload++) {
       for (let i = 0; i < 8; i++) inflight.push(w.chat(i % 2 ? 'a' : BASE, 20));
       await new Promise((r) => setTimeout(r, 30));
@@ -230,9 +250,9 @@ describe('12. config reloads under load (log phases with the old __seq__)', () =
     expect(replies.map((r) => r.status).filter((s) => s !== 200)).toEqual([]);
     const s = await w.statusJson();
     expect(s.inFlight).toBe(0);
-    expect(s.replicas.flatMap((r: { adapters: { inFlight: number }[] }) => r.adapters.map((a) => a.inFlight))).toEqual(
-      s.replicas.flatMap((r: { adapters: unknown[] }) => r.adapters.map(() => 0)),
-    );
+    expect(
+      s.replicas.flatMap((r: { adapters: { inFlight: number }[] }) => r.adapters.map((a) => a.inFlight)),
+    ).toEqual(s.replicas.flatMap((r: { adapters: unknown[] }) => r.adapters.map(() => 0)));
     // Old-config instances Kong restarted for those log phases hold no timer of their own.
     expect(s.process.timers).toBeLessThanOrEqual(timersBefore + 2);
     // Each worker holds one instance of the current config, no more.

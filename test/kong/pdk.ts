@@ -95,7 +95,8 @@ export class KongRequest {
         // kong/pdk/service.lua (3.9.3) `set_target`: raises on a bad host or port.
         if (typeof a0 !== 'string') return { raise: 'host must be a string' };
         if (typeof a1 !== 'number' || !Number.isInteger(a1)) return { raise: 'port must be an integer' };
-        if (a1 < 0 || a1 > 65535) return { raise: `port must be an integer between 0 and 65535: given ${a1}` };
+        if (a1 < 0 || a1 > 65535)
+          return { raise: `port must be an integer between 0 and 65535: given ${a1}` };
         this.target = { host: a0, port: a1 };
         return { value: undefined };
       case 'kong.service.request.set_scheme':

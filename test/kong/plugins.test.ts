@@ -260,7 +260,11 @@ describe('lora-router through the real plugin server', () => {
       const body = (n: number) => Buffer.from(JSON.stringify({ model: BASE, prompt: 'x'.repeat(n) }));
       const spooled = await w.service.handle({ path: '/v1/completions', body: body(3000) });
       expect(spooled.status).toBe(200);
-      const big = await w.service.handle({ path: '/v1/completions', body: body(5000), bodyBufferBytes: 8192 });
+      const big = await w.service.handle({
+        path: '/v1/completions',
+        body: body(5000),
+        bodyBufferBytes: 8192,
+      });
       expect([big.status, json(big.body).error.code]).toEqual([413, 'request_too_large']);
       expect(w.fleet.replicas[0]!.requestRecords()).toHaveLength(1);
     });
@@ -396,7 +400,10 @@ describe('lora-router through the real plugin server', () => {
     const orig = req.pdk.bind(req);
     req.pdk = (m, a) => (m === 'kong.service.set_target' ? { raise: 'port must be an integer' } : orig(m, a));
     await driver.handleEvent(id, 'access', req);
-    expect([req.exit?.status, req.luaErrors]).toEqual([500, ['kong.service.set_target: port must be an integer']]);
+    expect([req.exit?.status, req.luaErrors]).toEqual([
+      500,
+      ['kong.service.set_target: port must be an integer'],
+    ]);
     expect(server.exited).toBe(false);
     // The lease was handed to ctx before set_target: the log phase returns it.
     await driver.handleEvent(id, 'log', req);

@@ -10,7 +10,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 
 /** The repository root, from test/kong (ts-jest) or dist/test/kong (compiled). */
-export const ROOT = join(__dirname, ...(__dirname.includes(`${sep}dist${sep}`) ? ['..', '..', '..'] : ['..', '..']));
+export const ROOT = join(
+  __dirname,
+  ...(__dirname.includes(`${sep}dist${sep}`) ? ['..', '..', '..'] : ['..', '..']),
+);
 
 export interface PluginServerOptions {
   /** Absolute path of the compiled plugins directory (the server `require.resolve`s it). */
@@ -145,4 +148,3 @@ function canConnect(path: string): Promise<boolean> {
     s.once('error', () => resolve(false));
   });
 }
-

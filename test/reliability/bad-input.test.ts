@@ -198,10 +198,10 @@ it(`answers ${N.toLocaleString('en-US')} generated bad requests with 4xx JSON er
         const ok =
           nginx413 ||
           (rep.status >= 400 &&
-          rep.status < 500 &&
-          typeof body?.error?.message === 'string' &&
-          typeof body.error.type === 'string' &&
-          typeof body.error.code === 'string');
+            rep.status < 500 &&
+            typeof body?.error?.message === 'string' &&
+            typeof body.error.type === 'string' &&
+            typeof body.error.code === 'string');
         if (!ok && failures.length < 10)
           failures.push(
             `${b.kind} ${b.method} ${b.path}: ${rep.status} ${rep.body.toString('utf8').slice(0, 120)}`,
