@@ -33,6 +33,8 @@ export interface GatewayOptions {
   /** Stands in for bundled Lua plugins that run before ours (key-auth...): may end the request. */
   before?: (req: KongRequest) => ExitResponse | undefined;
   onError?: (msg: string) => void;
+  /** CA certificates trusted for `https` upstreams (tests: a self-signed replica). */
+  upstreamCa?: string;
   /** nginx workers of this node (each starts its plugin instances lazily); default 2. */
   workers?: number;
   /** Several gateways (routes) of one Kong node share its workers. */
@@ -98,10 +100,15 @@ const HOP_BY_HOP = new Set([
 export class LocalGateway {
   private plugins: Configured[] = [];
   private rr = 0;
-  private readonly agent = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
+  private readonly agent: Agent;
   readonly node: KongNode;
 
   private constructor(private readonly o: GatewayOptions) {
+    this.agent = new Agent({
+      connections: 256,
+      keepAliveTimeout: 10_000,
+      ...(o.upstreamCa ? { connect: { ca: o.upstreamCa } } : {}),
+    });
     this.node = o.node ?? new KongNode(o.driver, o.workers ?? 2);
     this.node.onError ??= o.onError;
   }

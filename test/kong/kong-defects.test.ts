@@ -261,3 +261,75 @@ describe('12. config reloads under load (log phases with the old __seq__)', () =
     expect(w.service.instances.map((i) => i.worker).sort()).toEqual([0, 1]);
   });
 });
+
+describe('2. an https:// replica', () => {
+  it('is reached over TLS: set_scheme("https") after set_target (http replicas: no extra call, see plugins.test.ts)', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { mkdtempSync, readFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const https = await import('node:https');
+    const http = await import('node:http');
+    const dir = mkdtempSync(join(tmpdir(), 'tls-'));
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
+    const cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
+    const { SimFleet } = await import('../../sim/fleet');
+    const fleet = await SimFleet.start([vllm()]);
+    const plain = new URL(fleet.urls[0]!);
+    // TLS in front of the simulated replica, as a real replica behind https.
+    const tls = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (q, s) => {
+      const up = http.request(
+        { host: plain.hostname, port: plain.port, path: q.url, method: q.method, headers: q.headers },
+        (r) => {
+          s.writeHead(r.statusCode!, r.headers);
+          r.pipe(s);
+        },
+      );
+      q.pipe(up);
+    });
+    await new Promise<void>((r) => tls.listen(0, '127.0.0.1', r));
+    const url = `https://127.0.0.1:${(tls.address() as { port: number }).port}`;
+    const own = await PluginServerProcess.start({
+      pluginsDir: PLUGINS_DIR,
+      env: { NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem') },
+    });
+    const d = new KongDriver(own.socketPath);
+    try {
+      const gw = await LocalGateway.create({
+        driver: d,
+        plugins: [{ name: 'lora-router', config: { replicas: [{ url }], base_model: BASE } }],
+        serviceUrl: fleet.urls[0]!, // the Service is http: the scheme must come from the plugin
+        upstreamCa: cert,
+      });
+      const r = await gw.handle({ path: '/v1/chat/completions', body: chatBody(BASE) });
+      expect([r.status, r.kong.scheme]).toEqual([200, 'https']);
+      expect(r.kong.pdkCalls.access).toContain('kong.service.request.set_scheme');
+      await gw.close();
+    } finally {
+      d.close();
+      await own.stop();
+      tls.close();
+      await fleet.stop();
+    }
+  });
+});

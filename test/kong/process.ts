@@ -25,6 +25,8 @@ export interface PluginServerOptions {
   nodeArgs?: string[];
   /** The server's entry script: the project's (default) or kong-pdk's own (`kongPdkBinary()`). */
   binary?: string;
+  /** Extra environment (tests: NODE_EXTRA_CA_CERTS for a self-signed replica). */
+  env?: Record<string, string>;
 }
 
 export class PluginServerProcess {
@@ -69,6 +71,7 @@ export class PluginServerProcess {
       ],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, ...o.env },
       },
     );
     const log: string[] = [];
