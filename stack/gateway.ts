@@ -44,7 +44,7 @@ export interface GatewayOptions {
    * default true, which is nginx's `proxy_buffering on` in kong/templates/nginx_kong.lua;
    * false sends the request to `@unbuffered_response`, kong/runloop/handler.lua).
    */
-  responseBuffering?: boolean;
+  responseBuffering?: boolean | ((path: string) => boolean);
   /**
    * Whether the log phase's timer starts: Kong runs external plugins' log phase in
    * `native_timer_at(0, ...)` and never checks its result (plugin.lua 3.9.3), so when the
@@ -247,7 +247,8 @@ export class LocalGateway {
         for (const [k, v] of Object.entries(up.headers))
           if (v !== undefined && !HOP_BY_HOP.has(k)) headers[k] = v;
         sink.head(up.statusCode, headers, () => up.body.destroy());
-        if (this.o.responseBuffering === false) {
+        const buffering = this.o.responseBuffering;
+        if ((typeof buffering === 'function' ? buffering(req.path) : buffering) === false) {
           for await (const chunk of up.body) sink.chunk(chunk as Buffer);
         } else {
           // proxy_buffering on: nginx gathers the response before passing it on.

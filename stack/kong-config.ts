@@ -12,8 +12,8 @@ export interface StackService {
   plugins: { name: string; config: Record<string, unknown> }[];
   /** Bundled Kong plugins configured here that this harness does not run. */
   notRun: string[];
-  /** The routes' `response_buffering` (Kong's default true): false streams responses as they come. */
-  responseBuffering: boolean;
+  /** Each route's `response_buffering` (Kong's default true), by path: false streams as responses come. */
+  responseBuffering: (path: string) => boolean;
 }
 
 interface DeckPlugin {
@@ -54,8 +54,9 @@ export function readKongYaml(path: string): StackService[] {
         .filter((p) => OUR_PLUGINS.has(p.name))
         .map((p) => ({ name: p.name, config: structuredClone(p.config ?? {}) })),
       notRun: plugins.filter((p) => !OUR_PLUGINS.has(p.name)).map((p) => p.name),
-      // One gateway per service here: buffered unless every route turns it off.
-      responseBuffering: !(s.routes ?? []).every((r) => r.response_buffering === false) || !s.routes?.length,
+      responseBuffering: (path: string) =>
+        (s.routes ?? []).find((r) => (r.paths ?? []).some((p) => path.startsWith(p)))?.response_buffering !==
+        false,
     };
   });
 }

@@ -98,8 +98,10 @@ export class LocalStack {
     return [...new Set(this.services.flatMap((s) => s.notRun))];
   }
 
+  /** lora-poller's base path, where the placement page is. */
   get statusPath(): string | undefined {
-    return this.services.find((s) => s.plugins.some((p) => p.name === 'lora-poller'))?.paths[0];
+    const poller = this.services.flatMap((s) => s.plugins).find((p) => p.name === 'lora-poller');
+    return poller ? ((poller.config.base_path as string | undefined) ?? '/lora') : undefined;
   }
 
   /** Successful adapter loads across the fleet so far. */

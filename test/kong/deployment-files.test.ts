@@ -46,11 +46,16 @@ describe('kong.yml', () => {
     expect(y.consumers[0].keyauth_credentials[0].key).toBeTruthy();
   });
 
-  it('puts key-auth, rate-limiting and lora-router on the fleet service, and lora-poller on a status route', () => {
+  it('puts key-auth, rate-limiting, lora-router and lora-poller on the fleet service, /lora a route of it', () => {
     const fleet = y.services.find((s: any) => s.plugins?.some((p: any) => p.name === 'lora-router'));
-    expect(fleet.plugins.map((p: any) => p.name)).toEqual(['key-auth', 'rate-limiting', 'lora-router']);
-    const status = y.services.find((s: any) => s.plugins?.some((p: any) => p.name === 'lora-poller'));
-    expect(status.routes[0].paths).toEqual(['/lora']);
+    expect(fleet.plugins.map((p: any) => p.name)).toEqual([
+      'key-auth',
+      'rate-limiting',
+      'lora-router',
+      'lora-poller',
+    ]);
+    const poller = fleet.plugins.find((p: any) => p.name === 'lora-poller');
+    expect(fleet.routes.map((r: any) => r.paths)).toEqual([['/v1'], [poller.config.base_path]]);
   });
 
   it('configures our plugins with configs the dumped schemas accept (as Kong validates them)', () => {
@@ -72,9 +77,8 @@ describe('kong.yml', () => {
 
   it('streams the OpenAI route (response_buffering off) and keeps the status route behind key-auth', () => {
     const fleet = y.services.find((s: any) => s.name === 'llm-fleet');
-    expect(fleet.routes.map((r: any) => r.response_buffering)).toEqual([false]);
-    const status = y.services.find((s: any) => s.plugins?.some((p: any) => p.name === 'lora-poller'));
-    expect(status.plugins.map((p: any) => p.name)).toEqual(['key-auth', 'lora-poller']);
+    expect(fleet.routes.map((r: any) => r.response_buffering)).toEqual([false, undefined]);
+    expect(fleet.plugins[0].name).toBe('key-auth'); // on the service: both routes
   });
 });
 

@@ -208,9 +208,9 @@ describe('3. streams through Kong', () => {
 
   it("kong.yml's OpenAI route turns buffering off, and the local stack honours it", async () => {
     const { readKongYaml } = await import('../../stack/kong-config');
-    const services = readKongYaml(`${__dirname}/../../kong.yml`);
-    expect(services.find((s) => s.name === 'llm-fleet')!.responseBuffering).toBe(false);
-    expect(services.find((s) => s.name === 'lora-status')!.responseBuffering).toBe(true);
+    const fleet = readKongYaml(`${__dirname}/../../kong.yml`).find((s) => s.name === 'llm-fleet')!;
+    expect(fleet.responseBuffering('/v1/chat/completions')).toBe(false);
+    expect(fleet.responseBuffering('/lora/status')).toBe(true);
   });
 });
 
@@ -330,6 +330,31 @@ describe('2. an https:// replica', () => {
       await own.stop();
       tls.close();
       await fleet.stop();
+    }
+  });
+});
+
+describe('7. polling does not wait for the status page', () => {
+  it("kong.yml's lora-poller starts, with its settings, on the first LLM request", async () => {
+    const { readKongYaml } = await import('../../stack/kong-config');
+    const fleet = readKongYaml(`${__dirname}/../../kong.yml`).find((s) => s.name === 'llm-fleet')!;
+    const { SimFleet } = await import('../../sim/fleet');
+    const sims = await SimFleet.start([vllm()]);
+    const plugins = fleet.plugins.map((p) => {
+      const config = { ...p.config, redis: undefined };
+      if (p.name === 'lora-router') Object.assign(config, { replicas: [{ url: sims.urls[0] }] });
+      return { name: p.name, config };
+    });
+    const gw = await LocalGateway.create({ driver, plugins, serviceUrl: sims.urls[0]!, workers: 1 });
+    try {
+      const r = await gw.handle({ path: '/v1/chat/completions', body: chatBody(BASE) });
+      expect(r.status).toBe(200);
+      expect(gw.instances.map((i) => i.name).sort()).toEqual(['lora-poller', 'lora-router']);
+      const status = await gw.handle({ method: 'GET', path: '/lora/status' });
+      expect(json(status.body).poller.running).toBe(true);
+    } finally {
+      await gw.close();
+      await sims.stop();
     }
   });
 });
