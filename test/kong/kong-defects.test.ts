@@ -5,20 +5,13 @@
 import { LocalGateway } from '../../stack/gateway';
 import { KongDriver, KongRequest, PluginServerProcess } from './driver';
 import { waitFor } from '../helpers/wait';
-import { BASE, PLUGINS_DIR, startWorld, vllm } from './world';
+import { BASE, onDemand, PLUGINS_DIR, startWorld, vllm } from './world';
 
 const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
 const chatBody = (model: string, extra: Record<string, unknown> = {}) =>
   Buffer.from(
     JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra }),
   );
-const onDemand = (urls: string[], over: Record<string, unknown> = {}) => ({
-  replicas: urls.map((url) => ({ url })),
-  base_model: BASE,
-  adapter_path_template: '/adapters/{name}',
-  max_loaded_adapters: 2,
-  ...over,
-});
 
 let server: PluginServerProcess;
 let driver: KongDriver;

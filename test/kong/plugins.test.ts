@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import { ConfigError } from '../../src/config/kong-schema';
 import { waitFor } from '../helpers/wait';
 import { KongDriver, KongRequest, PluginServerProcess } from './driver';
-import { BASE, PLUGINS_DIR, startPluginServer, startWorld, usePluginServer, vllm } from './world';
+import { BASE, PLUGINS_DIR, onDemand, startPluginServer, startWorld, usePluginServer, vllm } from './world';
 
 let server: PluginServerProcess;
 let driver: KongDriver;
@@ -13,13 +13,6 @@ usePluginServer((s, d) => {
 });
 
 const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
-const onDemand = (urls: string[], over: Record<string, unknown> = {}) => ({
-  replicas: urls.map((url) => ({ url })),
-  base_model: BASE,
-  adapter_path_template: '/adapters/{name}',
-  max_loaded_adapters: 2,
-  ...over,
-});
 
 describe('the build and the plugin server contract', () => {
   it('puts exactly the two plugin entry files in dist/plugins', () => {

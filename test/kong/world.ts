@@ -7,6 +7,15 @@ import { KongDriver, PluginServerProcess } from './driver';
 export const PLUGINS_DIR = join(__dirname, '..', '..', 'dist', 'plugins');
 export const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 
+/** A lora-router config loading adapters on demand from /adapters/{name}, two per replica. */
+export const onDemand = (urls: string[], over: Record<string, unknown> = {}) => ({
+  replicas: urls.map((url) => ({ url })),
+  base_model: BASE,
+  adapter_path_template: '/adapters/{name}',
+  max_loaded_adapters: 2,
+  ...over,
+});
+
 /** One plugin-server process for a test file, as one Kong node has. */
 export async function startPluginServer(): Promise<{ server: PluginServerProcess; driver: KongDriver }> {
   const server = await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR });
