@@ -48,6 +48,9 @@ export async function startWorld(
     plugins: [{ name: 'lora-router', config: routerConfig(fleet.urls) }],
     serviceUrl: fleet.urls[0]!,
     ...extra,
+  }).catch(async (err: unknown) => {
+    await fleet.stop(); // a config Kong refuses: nothing may outlive the test
+    throw err;
   });
   const status = await LocalGateway.create({
     driver,
