@@ -36,6 +36,7 @@ import {
 } from './overhead';
 import { withBenchSections } from './readme';
 import { cells, fmtNum, fmtRatio, lineChart, METRICS, ms, spread, table } from './report';
+import { refuseMany } from '../test/kong/exits';
 
 const HELP = `Usage: npm run bench [-- options]
 
@@ -43,7 +44,7 @@ const HELP = `Usage: npm run bench [-- options]
   --trace FILE       workload CSV in the Azure LLM trace format
                      (default ../shared/data/azure-llm-inference-2023/conversation.csv, else synthetic)
   --only PARTS       comma list of overhead, quality, nodes, sweep, loadtime, unload, variants, e2e
-                     (default all)
+                     (default all), or exits (1,000,000 refused requests: heap per exit; only when named)
   --seeds LIST       comma list (default 1,2,3)
   --alphas LIST      Zipf exponents for the variants part (0 = uniform; default quick 1,0.8, full 0.8,1,1.2,0)
   --adapters N       adapters (default 200)      --alpha A     Zipf exponent (default 1.0)
@@ -174,6 +175,27 @@ async function main(): Promise<void> {
     const heap = await decisionHeap([10_000, 1_000_000], log);
     json.overhead = { rows, memory: mem, heap, prefixScorer: prefix };
     md.push(...overheadSection(rows, mem, heap));
+  }
+
+  // ---- memory per exit (opt-in: about 5 minutes) ---------------------------------------------
+  if (parts.has('exits')) {
+    const requests = v.requests ? Number(v.requests) : 1_000_000;
+    log(
+      `memory per exit: ${requests.toLocaleString('en-US')} refused requests through the real plugin server:`,
+    );
+    const pluginsDir = join(root, 'dist', 'plugins');
+    const r = await refuseMany(pluginsDir, { requests });
+    const growth = r.heapAfter / r.heapBefore - 1;
+    log(
+      `  heap after GC ${(r.heapBefore / 1e6).toFixed(1)} MB -> ${(r.heapAfter / 1e6).toFixed(1)} MB (${(growth * 100).toFixed(1)}%), statuses ${JSON.stringify(r.statuses)}`,
+    );
+    json.exits = r;
+    md.push(
+      '## Memory per exit',
+      '',
+      `${requests.toLocaleString('en-US')} requests refused by lora-router (404, one \`kong.response.exit\` each) through the project's plugin server, driven as Kong drives it: heap after a full GC ${(r.heapBefore / 1e6).toFixed(1)} MB after the warm-up, ${(r.heapAfter / 1e6).toFixed(1)} MB after (${(growth * 100).toFixed(1)}%).`,
+      '',
+    );
   }
 
   // ---- routing quality -----------------------------------------------------------------

@@ -82,7 +82,7 @@ export async function runE2e(
                     // Modelled durations shrink by timeScale; so do the router's own bounds.
                     stale_after_ms: Math.max(50, Math.round(2000 / timeScale)),
                     queue_timeout_ms: Math.round(10000 / timeScale),
-                    load_timeout_ms: 30000,
+                    load_timeout_ms: 20000,
                     ...shared,
                   },
                 },

@@ -8,6 +8,7 @@ import type { PolicyResult, Scenario } from './des/run';
 import type { E2eResult } from './e2e';
 import type { OverheadRow, RedisCost } from './overhead';
 import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
+import type { ExitRun } from '../test/kong/exits';
 import { defaultLoadCost, loadMs } from '../sim/engine/load-cost';
 
 /** Policy names the routing-quality goals refer to (bench/des/policies.ts). */
@@ -68,6 +69,8 @@ export interface BenchResults {
   variants?: Omit<VariantRow, 'load'>[];
   /** The adapter load time sweep (issue 14): every policy at each load time. */
   loadTimeSweep?: { requests: number; points: LoadSweepPoint[] };
+  /** Requests refused through the project's plugin server, heap after GC before and after (opt-in). */
+  exits?: ExitRun;
   /** vLLM's released unload against the fix, lora-router per setup. */
   unload?: { requests: number; runs: UnloadRun[] };
   e2e?: {

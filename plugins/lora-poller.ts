@@ -1,12 +1,13 @@
 /**
  * Kong plugin `lora-poller`. Configures and starts this process's poller (a module-level,
- * unref'd timer shared with lora-router), and answers the route it is attached to:
- * `.../status` (JSON), `.../metrics` (Prometheus text), anything else the placement page.
+ * unref'd timer shared with lora-router), and answers its own paths under `base_path`: the
+ * placement page, `/status` (JSON), `/metrics` (Prometheus text). Other paths pass through.
  */
 import type Kong from 'kong-pdk/kong';
 import { exportSchema } from '../src/config/kong-schema';
 import { parsePollerConfig } from '../src/config/parse';
 import { pollerSchema, type PollerConfig } from '../src/config/poller-schema';
+import { operatorLog, writeNotices } from '../src/log';
 import { sharedRuntime, type FleetRuntime } from '../src/runtime';
 import { placementPage } from '../src/status/page';
 import { fleetStatus } from '../src/status/status';
@@ -28,20 +29,24 @@ class LoraPollerPlugin {
 
   async access(kong: Kong): Promise<void> {
     const path = await kong.request.getPath();
+    // Attached to a service or globally (the natural place for a companion timer), it sees
+    // every request: anything outside its base path goes on untouched, after this one call.
+    const sub = subPath(path, this.config.base_path);
+    if (sub === undefined) return;
     // A changed `redis` record may have replaced the runtime this instance started with.
     const rt = this.rt.current();
     const serves = (e: PollerConfig['endpoints'][number]) => this.config.endpoints.includes(e);
     let status = 200;
     let body: string;
     let type: string;
-    if (/\/status\/?$/.test(path) && serves('status')) {
+    if (sub === '/status' && serves('status')) {
       body = JSON.stringify(await fleetStatus(rt));
       type = 'application/json';
-    } else if (/\/metrics\/?$/.test(path) && serves('metrics')) {
+    } else if (sub === '/metrics' && serves('metrics')) {
       body = await rt.metrics.registry.metrics();
       type = rt.metrics.registry.contentType;
-    } else if (serves('page')) {
-      body = placementPage(path.replace(/\/+$/, ''));
+    } else if (sub === '' && serves('page')) {
+      body = placementPage(this.config.base_path.replace(/\/+$/, ''));
       type = 'text/html; charset=utf-8';
     } else {
       status = 404;
@@ -50,6 +55,7 @@ class LoraPollerPlugin {
       });
       type = 'application/json';
     }
+    if (operatorLog.size > 0) await writeNotices(kong.log);
     await kong.response.exit(status, Buffer.from(body), {
       'Content-Type': type,
       'Cache-Control': 'no-store',
@@ -57,8 +63,18 @@ class LoraPollerPlugin {
   }
 }
 
+/** The path below `base` ('' for the base itself, trailing slash ignored), or undefined outside it. */
+function subPath(path: string, base: string): string | undefined {
+  const b = base.replace(/\/+$/, '');
+  if (path !== b && !path.startsWith(`${b}/`)) return undefined;
+  return path.slice(b.length).replace(/\/+$/, '');
+}
+
 export const Plugin = LoraPollerPlugin;
 export const Schema = exportSchema(pollerSchema);
 export const Version = '0.1.0';
-/** Runs after authentication like lora-router; it answers its own route and proxies nothing. */
-export const Priority = 890;
+/**
+ * After authentication (key-auth 1250) and rate limiting (910), before lora-router (900): on a
+ * service carrying both, its own paths are answered before lora-router would refuse them.
+ */
+export const Priority = 905;

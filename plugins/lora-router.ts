@@ -7,7 +7,7 @@ import { exportSchema } from '../src/config/kong-schema';
 import { parseRouterConfig } from '../src/config/parse';
 import { routerSchema } from '../src/config/router-schema';
 import { RouterError } from '../src/errors';
-import { stderrLogger } from '../src/log';
+import { operatorLog, stderrLogger, writeNotices } from '../src/log';
 import { RouterService, type DecisionRecord } from '../src/router/router';
 import { runtimeOfLease, sharedRuntime } from '../src/runtime';
 
@@ -37,14 +37,23 @@ class LoraRouterPlugin {
   async access(kong: Kong): Promise<void> {
     if (!this.service) {
       const e = this.configError!;
+      await writeNotices(kong.log, [{ level: 'err', msg: e.message }]);
       return void (await kong.response.exit(e.status, Buffer.from(JSON.stringify(e.body())), e.headers()));
     }
     const path = await kong.request.getPath();
-    const body = (await kong.request.getRawBody()) as unknown as Uint8Array | string | null | undefined;
+    // With a max, Kong (>= 3.8.0) reads a body nginx spooled to a file past client_body_buffer_size;
+    // without one it returns nil, which Kong cannot pack (a Lua error, 500). Kong/kong 3.9.3
+    // kong/pdk/request.lua `get_raw_body`; mp_rpc.lua `fix_raw`.
+    const getRawBody = kong.request.getRawBody as unknown as (
+      max: number,
+    ) => Promise<Uint8Array | string | null>;
+    const body = await getRawBody(this.service.config.max_body_bytes);
     // The consumer (an authentication plugin's) is read only if the request would start a load.
     const consumer = async () => ((await kong.client.getConsumer()) as { id?: string } | null)?.id;
     const r = await this.service.route({ path, body, consumer, method: () => kong.request.getMethod() });
     if (r.kind === 'respond') {
+      // Refusals are the cold path: rare operational notices may ride on them.
+      await writeNotices(kong.log);
       // exit ends the exchange: nothing may follow it.
       return void (await kong.response.exit(r.status, Buffer.from(JSON.stringify(r.body)), r.headers));
     }
@@ -57,6 +66,10 @@ class LoraRouterPlugin {
       throw err;
     }
     await kong.service.setTarget(r.host, r.port);
+    // set_target sets host and port only; the scheme is the Service's (http in kong.yml).
+    if (r.url.startsWith('https:')) await kong.service.request.setScheme('https');
+    // A load happened (never the resident path): rare operational notices may ride on it.
+    if ((r.stage === 'free' || r.stage === 'any') && operatorLog.size > 0) await writeNotices(kong.log);
     if (r.body !== undefined) await kong.service.request.setRawBody(r.body);
     if (this.service.config.decision_headers) {
       await kong.response.setHeader('X-Lora-Replica', r.url);

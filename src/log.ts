@@ -13,3 +13,65 @@ export const stderrLogger: Logger = {
 };
 
 export const silentLogger: Logger = { info: () => {}, warn: () => {}, error: () => {} };
+
+/**
+ * Warnings and errors waiting for a request to carry them into Kong's error log. Kong copies
+ * the plugin server's stderr at INFO (Kong/kong 3.9.3 kong/runloop/plugin_servers/process.lua
+ * `grab_logs`), which the default `log_level = notice` drops; `kong.log.warn/err` from a
+ * handler is logged at its own level. Bounded: the oldest are dropped (stderr keeps them all).
+ */
+export class PendingNotices implements Logger {
+  private pending: { level: 'warn' | 'err'; msg: string }[] = [];
+
+  constructor(
+    private readonly inner: Logger,
+    private readonly max = 20,
+  ) {}
+
+  info(msg: string): void {
+    this.inner.info(msg);
+  }
+
+  warn(msg: string): void {
+    this.inner.warn(msg);
+    this.push('warn', msg);
+  }
+
+  error(msg: string): void {
+    this.inner.error(msg);
+    this.push('err', msg);
+  }
+
+  get size(): number {
+    return this.pending.length;
+  }
+
+  /** Takes what is pending, for `kong.log[level]`. */
+  drain(): { level: 'warn' | 'err'; msg: string }[] {
+    const out = this.pending;
+    this.pending = [];
+    return out;
+  }
+
+  private push(level: 'warn' | 'err', msg: string): void {
+    this.pending.push({ level, msg: `[kong-lora-router] ${msg}` });
+    if (this.pending.length > this.max) this.pending.splice(0, this.pending.length - this.max);
+  }
+}
+
+/** This plugin-server process's operator log: stderr, and notices for the next request at hand. */
+export const operatorLog = new PendingNotices(stderrLogger);
+
+/** `kong.log`, as far as notices need it (structural: the core imports no PDK). */
+export interface RequestLog {
+  warn(msg: string): Promise<unknown>;
+  err(msg: string): Promise<unknown>;
+}
+
+/** Writes notices through the request's `kong.log`, each at its own level: one PDK call each. */
+export async function writeNotices(
+  log: RequestLog,
+  notices: { level: 'warn' | 'err'; msg: string }[] = operatorLog.drain(),
+): Promise<void> {
+  for (const n of notices) await (n.level === 'err' ? log.err(n.msg) : log.warn(n.msg));
+}

@@ -12,7 +12,7 @@ import { RedisFleetStore } from './fleet/redis/redis-store';
 import { Poller, type PollerOptions } from './fleet/poller';
 import type { FleetStore } from './fleet/store';
 import type { Lease, Released } from './fleet/types';
-import { stderrLogger, type Logger } from './log';
+import { operatorLog, stderrLogger, type Logger } from './log';
 import { RouterMetrics } from './metrics/router-metrics';
 import { seededRandom, type Random } from './random';
 import { Signal } from './signal';
@@ -112,9 +112,16 @@ export class FleetRuntime {
       for (const m of this.managed.list) if (m(name, path)) return true;
       return false;
     };
+    this.poller.onLeasesExpired = (n) => this.metrics.leasesExpired.inc(n);
+    // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
+    const down = new Set<string>();
     this.poller.onPoll = (url, ok) => {
       if (!ok) this.metrics.pollErrors.inc({ replica: url });
-      else this.trimAfterPoll(url);
+      if (!ok && !down.has(url)) {
+        down.add(url);
+        this.log.warn(`replica ${url} stopped answering polls`);
+      } else if (ok && down.delete(url)) this.log.warn(`replica ${url} answers polls again`);
+      if (ok) this.trimAfterPoll(url);
     };
   }
 
@@ -270,7 +277,11 @@ export function sharedRuntime(redis?: RedisConfig): FleetRuntime {
   if (rt) return rt;
   const stateKey = stateKeyOf(redis);
   const same = [...runtimes.values()].find((r) => r.stateKey === stateKey);
-  const next = new FleetRuntime({ redis: key === '' ? undefined : redis, leasePrefix: same?.leasePrefix });
+  const next = new FleetRuntime({
+    redis: key === '' ? undefined : redis,
+    leasePrefix: same?.leasePrefix,
+    log: operatorLog,
+  });
   runtimes.set(key, next);
   if (same) replace(same, next);
   return next;

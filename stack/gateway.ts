@@ -2,10 +2,11 @@ import http from 'node:http';
 import { Agent, errors, request as undiciRequest } from 'undici';
 import {
   KongDriver,
+  KongNode,
   KongRequest,
-  RpcError,
   type ExitResponse,
   type KongKeys,
+  type PluginEntity,
   type RequestInit,
 } from '../test/kong/driver';
 
@@ -13,6 +14,8 @@ export interface GatewayPlugin {
   name: string;
   config: Record<string, unknown>;
   keys?: KongKeys;
+  /** The plugin entity's `instance_name` (Kong then adds `plugin_instance_name` to its config). */
+  instanceName?: string;
 }
 
 export interface GatewayOptions {
@@ -30,13 +33,24 @@ export interface GatewayOptions {
   /** Stands in for bundled Lua plugins that run before ours (key-auth...): may end the request. */
   before?: (req: KongRequest) => ExitResponse | undefined;
   onError?: (msg: string) => void;
-}
-
-interface Running {
-  plugin: GatewayPlugin;
-  id: number;
-  priority: number;
-  phases: string[];
+  /** CA certificates trusted for `https` upstreams (tests: a self-signed replica). */
+  upstreamCa?: string;
+  /** nginx workers of this node (each starts its plugin instances lazily); default 2. */
+  workers?: number;
+  /** Several gateways (routes) of one Kong node share its workers. */
+  node?: KongNode;
+  /**
+   * The route's `response_buffering` (Kong/kong 3.9.3 kong/db/schema/entities/routes.lua:
+   * default true, which is nginx's `proxy_buffering on` in kong/templates/nginx_kong.lua;
+   * false sends the request to `@unbuffered_response`, kong/runloop/handler.lua).
+   */
+  responseBuffering?: boolean | ((path: string) => boolean);
+  /**
+   * Whether the log phase's timer starts: Kong runs external plugins' log phase in
+   * `native_timer_at(0, ...)` and never checks its result (plugin.lua 3.9.3), so when the
+   * worker's timers are exhausted the log phase is silently skipped.
+   */
+  logTimerStarts?: (req: KongRequest) => boolean;
 }
 
 export interface GatewayReply {
@@ -58,6 +72,11 @@ interface Sink {
   send(status: number, headers: Record<string, string | string[]>, body: Buffer): void;
 }
 
+interface Configured extends PluginEntity {
+  priority: number;
+  phases: string[];
+}
+
 const SIZE_LIMIT_BODY = '{"message":"Request size limit exceeded"}';
 
 const HOP_BY_HOP = new Set([
@@ -76,16 +95,26 @@ const HOP_BY_HOP = new Set([
 ]);
 
 /**
- * Kong's proxy path for one service, on top of the real plugin server: access phases in
- * priority order (an exit ends the request), proxy to the target the plugin set (else the
- * service URL), log phases for every request. A development and test harness: not Kong.
+ * Kong's proxy path for one route, on top of the real plugin server: access phases in
+ * priority order on one of the node's workers (an exit ends the request), proxy to the target
+ * the plugin set (else the service URL), then log phases with the plugin configs collected at
+ * access. A development and test harness: not Kong.
  */
 export class LocalGateway {
-  private running: Running[] = [];
+  private plugins: Configured[] = [];
   private rr = 0;
-  private readonly agent = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
+  private readonly agent: Agent;
+  readonly node: KongNode;
 
-  private constructor(private readonly o: GatewayOptions) {}
+  private constructor(private readonly o: GatewayOptions) {
+    this.agent = new Agent({
+      connections: 256,
+      keepAliveTimeout: 10_000,
+      ...(o.upstreamCa ? { connect: { ca: o.upstreamCa } } : {}),
+    });
+    this.node = o.node ?? new KongNode(o.driver, o.workers ?? 2);
+    this.node.onError ??= o.onError;
+  }
 
   static async create(o: GatewayOptions): Promise<LocalGateway> {
     const g = new LocalGateway(o);
@@ -93,78 +122,92 @@ export class LocalGateway {
     return g;
   }
 
-  get instances(): { name: string; id: number }[] {
-    return this.running.map((r) => ({ name: r.plugin.name, id: r.id }));
+  /** The instances the node's workers hold for this gateway's current plugin configs. */
+  get instances(): { name: string; id: number; worker: number }[] {
+    const current = new Map(this.plugins.map((p) => [String(p.conf.__plugin_id), p.conf.__seq__]));
+    return this.node.workers.flatMap((w) =>
+      w.instances
+        .filter((i) => current.get(i.pluginId) === i.seq)
+        .map((i) => ({ name: i.name, id: i.id, worker: w.index })),
+    );
   }
 
-  /** A config change, as Kong makes it: new instances first, then the old ones closed. */
+  /** The plugin configs as Kong sends them (keys included). */
+  get configs(): PluginEntity[] {
+    return this.plugins.map(({ name, conf }) => ({ name, conf }));
+  }
+
+  /**
+   * A config change, as Kong loads one: validated now (a bad config is refused), each plugin
+   * keeping its id with a new `__seq__`; no instance starts until a worker runs a request
+   * through it, and that worker then closes the instance it replaces.
+   */
   async configure(plugins: GatewayPlugin[]): Promise<void> {
-    const started: Running[] = [];
-    for (const p of plugins) started.push(await this.start(p));
-    const old = this.running;
-    this.running = started.sort((a, b) => b.priority - a.priority);
-    for (const r of old) await this.o.driver.closeInstance(r.id).catch(() => undefined);
-  }
-
-  private async start(plugin: GatewayPlugin): Promise<Running> {
-    const info = await this.o.driver.pluginInfo(plugin.name);
-    const inst = await this.o.driver.startInstance(plugin.name, plugin.config, plugin.keys);
-    return { plugin, id: inst.Id, priority: info.Priority, phases: info.Phases };
-  }
-
-  /** Runs a phase; restarts the instance when the server lost it (it restarted), as Kong does. */
-  private async phase(r: Running, phase: string, req: KongRequest): Promise<void> {
-    try {
-      await this.o.driver.handleEvent(r.id, phase, req);
-    } catch (err) {
-      if (err instanceof RpcError && /no plugin instance/.test(err.message)) {
-        const fresh = await this.start(r.plugin);
-        r.id = fresh.id;
-        await this.o.driver.handleEvent(r.id, phase, req);
-        return;
-      }
-      throw err;
+    const next: Configured[] = [];
+    for (const [i, p] of plugins.entries()) {
+      const info = await this.o.driver.pluginInfo(p.name);
+      const same = this.plugins[i]?.name === p.name ? this.plugins[i] : undefined;
+      const keys: KongKeys = {
+        ...(same ? { __plugin_id: String(same.conf.__plugin_id) } : {}),
+        ...(p.instanceName !== undefined ? { plugin_instance_name: p.instanceName } : {}),
+        ...p.keys,
+      };
+      const conf = await this.o.driver.kongConfig(p.name, p.config, keys);
+      next.push({ name: p.name, conf, priority: info.Priority, phases: info.Phases });
     }
+    this.plugins = next.sort((a, b) => b.priority - a.priority);
   }
 
   /** Access phases; returns the exit if a plugin (or `before`) ended the request. */
-  private async access(req: KongRequest): Promise<ExitResponse | undefined> {
+  private async access(
+    req: KongRequest,
+    plugins: Configured[],
+    worker: ReturnType<KongNode['pick']>,
+  ): Promise<ExitResponse | undefined> {
     const early = this.o.before?.(req);
     if (early) {
       req.exit = early;
       req.status = early.status;
       return early;
     }
-    for (const r of this.running) {
-      if (!r.phases.includes('access')) continue;
-      try {
-        await this.phase(r, 'access', req);
-      } catch (err) {
-        // Kong logs a plugin-server failure and lets the request through to the service.
-        this.o.onError?.(`${r.plugin.name} access failed: ${(err as Error).message}`);
-      }
+    for (const p of plugins) {
+      if (!p.phases.includes('access')) continue;
+      await worker.run(p, 'access', req);
       if (req.exit) return req.exit;
     }
     return undefined;
   }
 
-  private async log(req: KongRequest): Promise<void> {
-    for (const r of this.running) {
-      if (!r.phases.includes('log')) continue;
-      await this.phase(r, 'log', req).catch((err: Error) =>
-        this.o.onError?.(`${r.plugin.name} log failed: ${err.message}`),
-      );
+  /** Log phases, with the configs collected at access (ctx.plugins), on the same worker. */
+  private async log(
+    req: KongRequest,
+    plugins: Configured[],
+    worker: ReturnType<KongNode['pick']>,
+  ): Promise<void> {
+    for (const p of plugins) {
+      if (!p.phases.includes('log')) continue;
+      if (this.o.logTimerStarts && !this.o.logTimerStarts(req)) continue;
+      await worker.run(p, 'log', req);
     }
   }
 
+  /**
+   * Where Kong proxies: the target a plugin set, with the scheme it set (else the service's),
+   * and the Host header Kong sends: `set_target` sets `upstream_host` to the host alone
+   * (kong/pdk/service.lua 3.9.3), so Kong preserves it (kong/runloop/handler.lua); otherwise
+   * the balancer's host, with the port unless it is the scheme's default
+   * (kong/runloop/balancer/init.lua `set_host_header`).
+   */
   private upstream(req: KongRequest): { origin: string; host: string } {
+    const service = new URL(this.o.serviceUrl);
+    const scheme = req.scheme ?? service.protocol.slice(0, -1);
     if (req.target) {
       const h = req.target.host.includes(':') ? `[${req.target.host}]` : req.target.host;
-      return { origin: `http://${h}:${req.target.port}`, host: `${h}:${req.target.port}` };
+      return { origin: `${scheme}://${h}:${req.target.port}`, host: h };
     }
     const targets = this.o.upstreamTargets;
     const u = new URL(targets?.length ? targets[this.rr++ % targets.length]! : this.o.serviceUrl);
-    return { origin: u.origin, host: u.host };
+    return { origin: `${scheme}://${u.host}`, host: u.host };
   }
 
   /** Sends the request where the plugins pointed it, with the body they set. */
@@ -194,9 +237,12 @@ export class LocalGateway {
    * phases. Where the response goes is the sink's business (buffered, or streamed to a client).
    */
   private async proxy(req: KongRequest, sink: Sink): Promise<void> {
+    const plugins = this.plugins;
+    const worker = this.node.pick();
     try {
-      const exit = req.exit ?? (await this.access(req));
-      if (exit) return sink.send(exit.status, { ...exit.headers, ...req.responseHeaders }, exit.body);
+      const exit = req.exit ?? (await this.access(req, plugins, worker));
+      // kong/pdk/response.lua (3.9.3) `send`: exit's headers are set after earlier set_header calls.
+      if (exit) return sink.send(exit.status, mergeHeaders(req.responseHeaders, exit.headers), exit.body);
       try {
         const up = await this.forward(req);
         req.status = up.statusCode;
@@ -204,7 +250,15 @@ export class LocalGateway {
         for (const [k, v] of Object.entries(up.headers))
           if (v !== undefined && !HOP_BY_HOP.has(k)) headers[k] = v;
         sink.head(up.statusCode, headers, () => up.body.destroy());
-        for await (const chunk of up.body) sink.chunk(chunk as Buffer);
+        const buffering = this.o.responseBuffering;
+        if ((typeof buffering === 'function' ? buffering(req.path) : buffering) === false) {
+          for await (const chunk of up.body) sink.chunk(chunk as Buffer);
+        } else {
+          // proxy_buffering on: nginx gathers the response before passing it on.
+          const all: Buffer[] = [];
+          for await (const chunk of up.body) all.push(chunk as Buffer);
+          if (all.length) sink.chunk(Buffer.concat(all));
+        }
         sink.end();
       } catch (err) {
         if (sink.started) return sink.abort();
@@ -218,7 +272,7 @@ export class LocalGateway {
         );
       }
     } finally {
-      await this.log(req);
+      await this.log(req, plugins, worker);
     }
   }
 
@@ -304,6 +358,17 @@ export class LocalGateway {
     await this.agent.close();
     this.o.driver.close();
   }
+}
+
+/** Response headers, later ones replacing earlier ones whatever their case (nginx's ngx.header). */
+function mergeHeaders(...sets: Record<string, string>[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const set of sets)
+    for (const [k, v] of Object.entries(set)) {
+      for (const old of Object.keys(out)) if (old.toLowerCase() === k.toLowerCase()) delete out[old];
+      out[k] = v;
+    }
+  return out;
 }
 
 /** Kong's answers when the upstream fails: 504 for a timeout, 502 for anything else. */

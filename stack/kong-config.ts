@@ -12,6 +12,8 @@ export interface StackService {
   plugins: { name: string; config: Record<string, unknown> }[];
   /** Bundled Kong plugins configured here that this harness does not run. */
   notRun: string[];
+  /** Each route's `response_buffering` (Kong's default true), by path: false streams as responses come. */
+  responseBuffering: (path: string) => boolean;
 }
 
 interface DeckPlugin {
@@ -20,6 +22,7 @@ interface DeckPlugin {
 }
 interface DeckRoute {
   paths?: string[];
+  response_buffering?: boolean;
   plugins?: DeckPlugin[];
 }
 interface DeckService {
@@ -51,6 +54,9 @@ export function readKongYaml(path: string): StackService[] {
         .filter((p) => OUR_PLUGINS.has(p.name))
         .map((p) => ({ name: p.name, config: structuredClone(p.config ?? {}) })),
       notRun: plugins.filter((p) => !OUR_PLUGINS.has(p.name)).map((p) => p.name),
+      responseBuffering: (path: string) =>
+        (s.routes ?? []).find((r) => (r.paths ?? []).some((p) => path.startsWith(p)))?.response_buffering !==
+        false,
     };
   });
 }

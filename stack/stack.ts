@@ -104,6 +104,7 @@ export class LocalStack {
           driver,
           plugins: s.plugins,
           serviceUrl: s.fallbackUrl,
+          responseBuffering: s.responseBuffering,
           bodyBufferBytes: 10 * 1024 * 1024,
           maxBodyBytes: 10 * 1024 * 1024,
           onError: (m) => o.log(`[gateway] ${m}`),
@@ -125,8 +126,10 @@ export class LocalStack {
     return [...new Set(this.services.flatMap((s) => s.notRun))];
   }
 
+  /** lora-poller's base path, where the placement page is. */
   get statusPath(): string | undefined {
-    return this.services.find((s) => s.plugins.some((p) => p.name === 'lora-poller'))?.paths[0];
+    const poller = this.services.flatMap((s) => s.plugins).find((p) => p.name === 'lora-poller');
+    return poller ? ((poller.config.base_path as string | undefined) ?? '/lora') : undefined;
   }
 
   /** Successful adapter loads across the fleet so far. */

@@ -2,8 +2,25 @@ import { ConfigError, validateRecord } from './kong-schema';
 import { pollerSchema, type PollerConfig } from './poller-schema';
 import { routerSchema, type RouterConfig } from './router-schema';
 
-/** Keys Kong adds to a plugin's config when it starts an instance (not part of the schema). */
-const KONG_KEYS = new Set(['route_id', 'service_id', 'consumer_id', 'consumer_group_id']);
+/**
+ * Keys Kong adds to a plugin's config when it starts an instance (not part of the schema):
+ * Kong/kong 3.9.3 kong/runloop/plugins_iterator.lua `get_plugin_config` (and every `__` key).
+ */
+const KONG_KEYS = new Set([
+  'route_id',
+  'service_id',
+  'consumer_id',
+  'consumer_group_id',
+  'plugin_instance_name',
+]);
+
+/**
+ * Kong's RPC to the plugin server gives up after nginx's 60 s socket read timeout (mp_rpc.lua
+ * sets none), then proxies the request unrouted: every wait of one access phase stays below.
+ */
+export const KONG_RPC_TIMEOUT_MS = 60_000;
+/** Room left for the rest of the access phase (refresh, Redis, PDK round trips). */
+export const ACCESS_WAIT_BUDGET_MS = 55_000;
 
 /** The plugin's own fields from what Kong hands to StartInstance. */
 export function withoutKongKeys(raw: unknown): unknown {
@@ -43,6 +60,13 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
         message: 'an adapter cannot be named like the base model',
       });
   });
+  // The longest access phase: a refresh, the wait for room, an unload to make it, the load.
+  const worst = c.refresh_timeout_ms + c.queue_timeout_ms + 2 * c.load_timeout_ms;
+  if (worst > ACCESS_WAIT_BUDGET_MS)
+    errors.push({
+      field: 'config.load_timeout_ms',
+      message: `refresh_timeout_ms + queue_timeout_ms + 2 x load_timeout_ms (an unload, then the load) is ${worst} ms: it must stay within ${ACCESS_WAIT_BUDGET_MS} ms, as Kong gives up on the plugin server after ${KONG_RPC_TIMEOUT_MS / 1000} s and proxies the request unrouted`,
+    });
   if (c.backoff_max_ms < c.backoff_base_ms)
     errors.push({ field: 'config.backoff_max_ms', message: 'must be >= backoff_base_ms' });
   if (errors.length > 0) throw new ConfigError(errors);

@@ -28,11 +28,20 @@ export const pollerSchema: SchemaFields = [
     },
   },
   {
+    base_path: {
+      type: 'string',
+      default: '/lora',
+      match: '^/[%w%-%._~/]*$',
+      description:
+        'Where it answers: the placement page at the base path, `/status` and `/metrics` below it. Every other path passes through untouched (one PDK call), so it may be attached to a service or globally.',
+    },
+  },
+  {
     endpoints: {
       type: 'set',
       default: ['status', 'metrics', 'page'],
       description:
-        'What the route this plugin is attached to serves: `.../status` JSON, `.../metrics` Prometheus text, and the placement page at the route itself.',
+        'Which of its paths it answers: `status` (JSON), `metrics` (Prometheus text), `page` (the placement page); the others get 404.',
       elements: { type: 'string', one_of: ['status', 'metrics', 'page'] },
     },
   },
@@ -43,6 +52,7 @@ export interface PollerConfig {
   poll_interval_ms: number;
   timeout_ms: number;
   jitter: number;
+  base_path: string;
   endpoints: ('status' | 'metrics' | 'page')[];
   redis: RedisConfig;
 }

@@ -124,17 +124,19 @@ export const routerSchema: SchemaFields = [
   {
     load_timeout_ms: {
       type: 'integer',
-      default: 30000,
-      between: [1, 600000],
-      description: 'Bound on one adapter load or unload call.',
+      default: 20000,
+      between: [1, 27000],
+      description:
+        "Bound on one adapter load or unload call. `refresh_timeout_ms + queue_timeout_ms + 2 x load_timeout_ms` must stay within 55 s: Kong's RPC to the plugin server times out at 60 s.",
     },
   },
   {
     queue_timeout_ms: {
       type: 'integer',
       default: 10000,
-      between: [0, 600000],
-      description: 'How long a load waits for a busy adapter to go idle before 503.',
+      between: [0, 55000],
+      description:
+        'How long a load waits for a busy adapter to go idle before 503 (see load_timeout_ms for the bound on the sum).',
     },
   },
   {
@@ -158,7 +160,8 @@ export const routerSchema: SchemaFields = [
       type: 'integer',
       default: 600000,
       between: [1000, 86400000],
-      description: 'An in-flight count whose log phase never came is reclaimed after this.',
+      description:
+        "An in-flight count whose log phase never came is reclaimed after this (counted in `lora_router_leases_expired_total`). Kong skips a log phase when its timers are exhausted, or a node dies. Keep it above the longest request Kong may proxy: the default is twice kong.yml's `read_timeout` (300 s).",
     },
   },
   {

@@ -19,6 +19,8 @@ export interface PollerOptions {
 export interface PollStats {
   polls: number;
   errors: number;
+  /** Leases reclaimed after lease_max_age_ms: their log phase never came (Kong skipped it, or a node died). */
+  leasesExpired: number;
 }
 
 /**
@@ -28,7 +30,7 @@ export interface PollStats {
 export class Poller {
   private inFlight = new Map<string, Promise<void>>();
   private cancel: (() => void) | null = null;
-  readonly stats: PollStats = { polls: 0, errors: 0 };
+  readonly stats: PollStats = { polls: 0, errors: 0, leasesExpired: 0 };
   /** Each replica's last load figures as read, for the status page (where they came from, residency). */
   readonly lastLoad = new Map<string, ReplicaLoad>();
   /** Whether some router configuration could have loaded this registry entry (see ReplicaSnapshot). */
@@ -37,6 +39,7 @@ export class Poller {
   managedVersion = 0;
   /** Called after each poll with its outcome, for metrics. */
   onPoll: ((url: string, ok: boolean, ms: number) => void) | null = null;
+  onLeasesExpired: ((count: number) => void) | null = null;
 
   constructor(
     private readonly store: FleetStore,
@@ -83,6 +86,8 @@ export class Poller {
     const specs = await this.store.replicaSpecs();
     await Promise.all(specs.filter((s) => !this.inFlight.has(s.url)).map((s) => this.refresh(s)));
     const expired = await this.store.expireLeases(this.clock.now(), this.options.leaseMaxAgeMs);
+    this.stats.leasesExpired += expired.length;
+    if (expired.length > 0) this.onLeasesExpired?.(expired.length);
     for (const l of expired) {
       this.log.warn(
         `reclaimed in-flight lease ${l.id} (${l.adapter ?? 'base'} on ${l.url}): its log phase never came (held over ${this.options.leaseMaxAgeMs} ms, or its Kong node stopped)`,

@@ -20,6 +20,7 @@ export class RouterMetrics {
   readonly unloads: Counter<'result'>;
   readonly loadSeconds: Histogram;
   readonly pollErrors: Counter<'replica'>;
+  readonly leasesExpired: Counter;
   /** Saturation is reported with the policy of the last configured router. */
   policy: SaturationPolicy = { targetWaitingPerReplica: 4, kvCeiling: 0.8 };
 
@@ -64,6 +65,11 @@ export class RouterMetrics {
       name: 'lora_router_poll_errors_total',
       help: 'Failed polls by replica.',
       labelNames: ['replica'],
+      registers,
+    });
+    this.leasesExpired = new Counter({
+      name: 'lora_router_leases_expired_total',
+      help: 'In-flight leases reclaimed after lease_max_age_ms: their log phase never came.',
       registers,
     });
     const policy = () => this.policy;

@@ -111,10 +111,11 @@ describe('lora-router config', () => {
 
 describe('lora-poller config', () => {
   it('has defaults and bounds', () => {
-    expect(parsePollerConfig({ __plugin_id: 'x', route_id: 'r' })).toEqual({
+    expect(parsePollerConfig({ __plugin_id: 'x', route_id: 'r', plugin_instance_name: 'n' })).toEqual({
       poll_interval_ms: 500,
       timeout_ms: 1000,
       jitter: 0.1,
+      base_path: '/lora',
       endpoints: ['status', 'metrics', 'page'],
       // No host: state stays in the process.
       redis: {

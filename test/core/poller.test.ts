@@ -99,7 +99,7 @@ describe('Poller', () => {
       health: 'down',
       lastError: 'ECONNREFUSED',
     });
-    expect(poller.stats).toEqual({ polls: 2, errors: 1 });
+    expect(poller.stats).toEqual({ polls: 2, errors: 1, leasesExpired: 0 });
   });
 
   it('reclaims leases older than the maximum age on its rounds', async () => {
@@ -109,5 +109,6 @@ describe('Poller', () => {
     await clock.run(1000);
     poller.stop();
     expect(await store.inFlightTotal()).toBe(0);
+    expect(poller.stats.leasesExpired).toBe(1);
   });
 });

@@ -46,11 +46,16 @@ describe('kong.yml', () => {
     expect(y.consumers[0].keyauth_credentials[0].key).toBeTruthy();
   });
 
-  it('puts key-auth, rate-limiting and lora-router on the fleet service, and lora-poller on a status route', () => {
+  it('puts key-auth, rate-limiting, lora-router and lora-poller on the fleet service, /lora a route of it', () => {
     const fleet = y.services.find((s: any) => s.plugins?.some((p: any) => p.name === 'lora-router'));
-    expect(fleet.plugins.map((p: any) => p.name)).toEqual(['key-auth', 'rate-limiting', 'lora-router']);
-    const status = y.services.find((s: any) => s.plugins?.some((p: any) => p.name === 'lora-poller'));
-    expect(status.routes[0].paths).toEqual(['/lora']);
+    expect(fleet.plugins.map((p: any) => p.name)).toEqual([
+      'key-auth',
+      'rate-limiting',
+      'lora-router',
+      'lora-poller',
+    ]);
+    const poller = fleet.plugins.find((p: any) => p.name === 'lora-poller');
+    expect(fleet.routes.map((r: any) => r.paths)).toEqual([['/v1'], [poller.config.base_path]]);
   });
 
   it('configures our plugins with configs the dumped schemas accept (as Kong validates them)', () => {
@@ -60,14 +65,20 @@ describe('kong.yml', () => {
     }
   });
 
-  it('falls back to an upstream over the same vLLM replicas when the plugin server is down', () => {
+  it('falls back to a health-checked upstream over every replica when the plugin server is down', () => {
     const fleet = y.services.find((s: any) => s.name === 'llm-fleet');
     const upstream = y.upstreams.find((u: any) => u.name === fleet.host);
     const router = fleet.plugins.find((p: any) => p.name === 'lora-router').config;
-    const vllmTargets = router.replicas
-      .filter((r: any) => (r.backend ?? 'vllm') === 'vllm')
-      .map((r: any) => r.url.replace('http://', ''));
-    expect(upstream.targets.map((t: any) => t.target)).toEqual(vllmTargets);
+    expect(upstream.targets.map((t: any) => t.target)).toEqual(
+      router.replicas.map((r: any) => r.url.replace('http://', '')),
+    );
+    expect(upstream.healthchecks.active.http_path).toBe('/health');
+  });
+
+  it('streams the OpenAI route (response_buffering off) and keeps the status route behind key-auth', () => {
+    const fleet = y.services.find((s: any) => s.name === 'llm-fleet');
+    expect(fleet.routes.map((r: any) => r.response_buffering)).toEqual([false, undefined]);
+    expect(fleet.plugins[0].name).toBe('key-auth'); // on the service: both routes
   });
 });
 
@@ -123,7 +134,13 @@ describe('docker/Dockerfile and docker-compose.yml', () => {
       `ln -s /usr/local/kong/lora-router/dist/plugins/$p.js ${PLUGIN_DIR_IN_IMAGE}/$p.js`,
     );
     expect(dockerfile).toMatch(/for p in lora-router lora-poller/);
-    expect(dockerfile).toContain('/usr/local/bin/kong-js-pluginserver');
+    // The project's plugin-server entry (kong-pdk's server wrapped), for start and query commands.
+    expect(dockerfile).toContain('/usr/local/kong/lora-router/dist/pluginserver/main.js');
+    for (const f of ['docker/kong.conf', 'docker/kong-3.9.conf']) {
+      const cmds = Object.entries(kongConf(f)).filter(([k]) => /_(start|query)_cmd$/.test(k));
+      expect(cmds.length).toBeGreaterThan(0);
+      for (const [, cmd] of cmds) expect(cmd).toMatch(/^\/usr\/local\/bin\/kong-lora-pluginserver /);
+    }
   });
 
   it('runs two Kong nodes on kong.yml and the 3.9 conf, the simulator on the ports kong.yml names, and Redis', () => {

@@ -7,6 +7,15 @@ import { KongDriver, PluginServerProcess } from './driver';
 export const PLUGINS_DIR = join(__dirname, '..', '..', 'dist', 'plugins');
 export const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 
+/** A lora-router config loading adapters on demand from /adapters/{name}, two per replica. */
+export const onDemand = (urls: string[], over: Record<string, unknown> = {}) => ({
+  replicas: urls.map((url) => ({ url })),
+  base_model: BASE,
+  adapter_path_template: '/adapters/{name}',
+  max_loaded_adapters: 2,
+  ...over,
+});
+
 /** One plugin-server process for a test file, as one Kong node has. */
 export async function startPluginServer(): Promise<{ server: PluginServerProcess; driver: KongDriver }> {
   const server = await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR });
@@ -40,6 +49,9 @@ export async function startWorld(
     plugins: [{ name: 'lora-router', config: routerConfig(fleet.urls) }],
     serviceUrl: fleet.urls[0]!,
     ...extra,
+  }).catch(async (err: unknown) => {
+    await fleet.stop(); // a config Kong refuses: nothing may outlive the test
+    throw err;
   });
   const status = await LocalGateway.create({
     driver,
@@ -64,6 +76,8 @@ export async function startWorld(
   const statusJson = async () =>
     JSON.parse((await status.handle({ method: 'GET', path: '/lora/status' })).body.toString());
   const stop = async () => {
+    await service.close();
+    await status.close();
     await fleet.stop();
   };
   return { fleet, service, status, chat, loads, statusJson, stop };

@@ -160,7 +160,9 @@ it(`answers ${N.toLocaleString('en-US')} generated bad requests with 4xx JSON er
       max_loaded_adapters: 2,
       max_body_bytes: MAX_BODY,
     }),
-    { bodyBufferBytes: BUFFER },
+    // nginx refuses what it would spool past max_body_bytes (client_max_body_size, docker/kong.conf):
+    // Kong cannot hand such a body to the plugin (get_raw_body's nil is a Lua error, a 500).
+    { bodyBufferBytes: BUFFER, maxBodyBytes: BUFFER },
   );
   try {
     const next = generator(7);
@@ -189,12 +191,17 @@ it(`answers ${N.toLocaleString('en-US')} generated bad requests with 4xx JSON er
         } catch {
           body = undefined;
         }
+        const nginx413 =
+          b.kind === 'past the body buffer' &&
+          rep.status === 413 &&
+          (body as { message?: string } | undefined)?.message === 'Request size limit exceeded';
         const ok =
-          rep.status >= 400 &&
-          rep.status < 500 &&
-          typeof body?.error?.message === 'string' &&
-          typeof body.error.type === 'string' &&
-          typeof body.error.code === 'string';
+          nginx413 ||
+          (rep.status >= 400 &&
+            rep.status < 500 &&
+            typeof body?.error?.message === 'string' &&
+            typeof body.error.type === 'string' &&
+            typeof body.error.code === 'string');
         if (!ok && failures.length < 10)
           failures.push(
             `${b.kind} ${b.method} ${b.path}: ${rep.status} ${rep.body.toString('utf8').slice(0, 120)}`,

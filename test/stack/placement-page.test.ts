@@ -63,6 +63,9 @@ describe('the placement page (kong.yml fleet)', () => {
   });
 
   it('shows a load that just happened as a chip on its replica, with saturation bars and the load event', async () => {
+    // Kong starts lora-router's instance, which names the replicas, with the first request
+    // through it: until then the page has no fleet to show.
+    expect((await call(stack.url, '/v1/chat/completions', { body: chat('sql-lora', 2) })).status).toBe(200);
     const page = await browser.newPage({ viewport: { width: 1400, height: 700 } });
     await page.goto(`${stack.url}/lora`);
     await page.waitForSelector('tr[data-replica]');
