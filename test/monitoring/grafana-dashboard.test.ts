@@ -154,11 +154,21 @@ describe('docker/grafana/dashboards/lora-router.json', () => {
     const compose = parse(readFileSync(join(ROOT, 'docker', 'docker-compose.yml'), 'utf8'), { merge: true });
     const prom = parse(readFileSync(join(ROOT, 'docker', 'prometheus.yml'), 'utf8'));
     const deck = parse(readFileSync(join(ROOT, 'kong.yml'), 'utf8'));
-    const statusPath = deck.services.find((s: { plugins?: { name: string }[] }) =>
+    type Plugin = { name: string; config?: Record<string, unknown> };
+    const service = deck.services.find((s: { plugins?: Plugin[] }) =>
       s.plugins?.some((p) => p.name === 'lora-poller'),
-    ).routes[0].paths[0];
+    );
+    const poller = service.plugins.find((p: Plugin) => p.name === 'lora-poller');
+    const basePath = (poller.config?.base_path as string | undefined) ?? '/lora';
     const job = prom.scrape_configs[0];
-    expect(job.metrics_path).toBe(`${statusPath}/metrics`);
+    expect(job.metrics_path).toBe(`${basePath}/metrics`);
+    // The status paths sit behind the service's key-auth: Prometheus passes a consumer's key.
+    if (service.plugins.some((p: Plugin) => p.name === 'key-auth')) {
+      const keys = deck.consumers.flatMap((c: { keyauth_credentials?: { key: string }[] }) =>
+        (c.keyauth_credentials ?? []).map((k) => k.key),
+      );
+      expect(keys).toContain(job.params.apikey[0]);
+    }
     const kongs = Object.keys(compose.services).filter((n) => n.startsWith('kong-'));
     expect(job.static_configs[0].targets.sort()).toEqual(kongs.map((k) => `${k}:8000`).sort());
     expect(compose.services.prometheus.volumes).toContain(
