@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
-import type { Logger } from '../../src/log';
 import { RedisServer } from '../helpers/redis';
 import { waitFor } from '../helpers/wait';
+import { collectingLogger } from '../helpers/log';
 
 const U = 'http://10.0.0.1:8000';
 const load = { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 };
@@ -16,19 +16,9 @@ afterAll(async () => {
   await redis.close();
 });
 
-function collect(): Logger & { lines: string[] } {
-  const lines: string[] = [];
-  return {
-    lines,
-    info: (m) => lines.push(`info: ${m}`),
-    warn: (m) => lines.push(`warn: ${m}`),
-    error: (m) => lines.push(`error: ${m}`),
-  };
-}
-
 describe('FailoverFleetStore over a real redis-server', () => {
   it('decides locally while Redis is gone (no unloads), then hands its leases back and shares again', async () => {
-    const log = collect();
+    const log = collectingLogger();
     const shared = new RedisFleetStore(redis.config(`f${randomBytes(4).toString('hex')}:`), 'n1');
     const s = new FailoverFleetStore(shared, log, { probeMs: 50, logEveryMs: 60_000 });
     try {
@@ -76,7 +66,7 @@ describe('FailoverFleetStore over a real redis-server', () => {
     }
   });
   it('treats a Redis that hangs like one that is gone: each call bounded by the timeout, then local until it answers', async () => {
-    const log = collect();
+    const log = collectingLogger();
     const shared = new RedisFleetStore(redis.config(`h${randomBytes(4).toString('hex')}:`), 'n2');
     const s = new FailoverFleetStore(shared, log, { probeMs: 50, logEveryMs: 60_000 });
     try {
@@ -101,7 +91,7 @@ describe('FailoverFleetStore over a real redis-server', () => {
   });
   it('registers its replicas again when Redis loses them without a disconnect (FLUSHALL)', async () => {
     const shared = new RedisFleetStore(redis.config(`r${randomBytes(4).toString('hex')}:`), 'n3');
-    const s = new FailoverFleetStore(shared, collect());
+    const s = new FailoverFleetStore(shared, collectingLogger());
     try {
       await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
       await shared.client.flushall();

@@ -3,7 +3,7 @@ import { MemoryFleetStore, PASSIVE_FAILURE_LIMIT } from '../../src/fleet/memory-
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { SKEW_MARGIN_MS } from '../../src/fleet/redis/scripts';
 import type { FleetStore } from '../../src/fleet/store';
-import { RedisServer } from '../helpers/redis';
+import { useRedisStores } from '../helpers/redis';
 
 const U = 'http://10.0.0.1:8000';
 const load = { running: 1, waiting: 2, kvUsage: 0.3, activeAdapters: [], malformedLines: 0 };
@@ -15,17 +15,8 @@ const TTL = 60_000;
  * operation alike (the router cannot tell them apart). The Redis side runs on a real
  * redis-server, a fresh key prefix per test.
  */
-let redis: RedisServer;
-const open: FleetStore[] = [];
-beforeAll(async () => {
-  redis = await RedisServer.start();
-});
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close?.()));
-});
-afterAll(async () => {
-  await redis.close();
-});
+const env = useRedisStores();
+const open = env.open;
 
 const kinds: [string, () => FleetStore][] = [
   ['memory', () => new MemoryFleetStore()],
@@ -33,7 +24,7 @@ const kinds: [string, () => FleetStore][] = [
     'redis',
     () =>
       new RedisFleetStore(
-        redis.config(`t${randomBytes(4).toString('hex')}:`),
+        env.redis.config(`t${randomBytes(4).toString('hex')}:`),
         randomBytes(4).toString('hex'),
       ),
   ],
@@ -342,7 +333,7 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
 describe('redis fleet store across nodes', () => {
   const prefix = () => `t${randomBytes(4).toString('hex')}:`;
   const node = (p: string, id: string, ttl = 10_000) => {
-    const s = new RedisFleetStore(redis.config(p, { node_ttl_ms: ttl }), id);
+    const s = new RedisFleetStore(env.redis.config(p, { node_ttl_ms: ttl }), id);
     open.push(s);
     return s;
   };

@@ -12,28 +12,19 @@ import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { FleetStore } from '../../src/fleet/store';
 import { silentLogger } from '../../src/log';
 import { SimFleet } from '../../sim/fleet';
-import { RedisServer } from '../helpers/redis';
+import { useRedisStores } from '../helpers/redis';
 
 const U = 'http://10.0.0.1:8000';
 const load = { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 };
 const TTL = 60_000;
 
-let redis: RedisServer;
-const open: FleetStore[] = [];
-beforeAll(async () => {
-  redis = await RedisServer.start();
-});
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close?.()));
-});
-afterAll(async () => {
-  await redis.close();
-});
+const env = useRedisStores();
+const open = env.open;
 
 /** Two nodes' stores on one prefix. */
 function nodes(n = 2): RedisFleetStore[] {
   const p = `sr${randomBytes(4).toString('hex')}:`;
-  const out = Array.from({ length: n }, (_, i) => new RedisFleetStore(redis.config(p), `node${i}`));
+  const out = Array.from({ length: n }, (_, i) => new RedisFleetStore(env.redis.config(p), `node${i}`));
   open.push(...out);
   return out;
 }

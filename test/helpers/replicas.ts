@@ -15,3 +15,11 @@ export function oneLoraPerBatch(vllmMetrics: 'released' | 'residency'): ReplicaO
     engine: { maxLoras: 1, maxNumSeqs: 8 },
   };
 }
+
+/** A router config over every replica, adapters templated under /adapters (most core tests). */
+export const templatedRouter = (urls: string[], base: string, extra: Record<string, unknown> = {}) => ({
+  replicas: urls.map((url) => ({ url })),
+  base_model: base,
+  adapter_path_template: '/adapters/{name}',
+  ...extra,
+});

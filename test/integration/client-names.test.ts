@@ -6,6 +6,8 @@
 import type { Logger } from '../../src/log';
 import { CoreHarness } from '../helpers/core-harness';
 import { waitFor } from '../helpers/wait';
+import { collectingLogger } from '../helpers/log';
+import { templatedRouter } from '../helpers/replicas';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 /** Only these adapters exist on the replicas' disk: any other name is invented. */
@@ -16,22 +18,7 @@ const vllm = (over: Record<string, unknown> = {}) => ({
   engine: { loadBaseMs: 200, maxLoras: 4 },
   ...over,
 });
-const onDemand = (urls: string[], extra: Record<string, unknown>) => ({
-  replicas: urls.map((url) => ({ url })),
-  base_model: BASE,
-  adapter_path_template: '/adapters/{name}',
-  ...extra,
-});
-
-function collect(): Logger & { lines: string[] } {
-  const lines: string[] = [];
-  return {
-    lines,
-    info: (m) => lines.push(`info: ${m}`),
-    warn: (m) => lines.push(`warn: ${m}`),
-    error: (m) => lines.push(`error: ${m}`),
-  };
-}
+const onDemand = (urls: string[], extra: Record<string, unknown>) => templatedRouter(urls, BASE, extra);
 
 /** host:port of every replica (a message may not name them in any form). */
 const hostPorts = (h: CoreHarness) => h.fleet.urls.map((u) => new URL(u).host);
@@ -44,7 +31,7 @@ describe('what clients see of the replicas (item 11)', () => {
     h = await CoreHarness.start([vllm()], (urls) =>
       onDemand(urls, { max_loaded_adapters: 1, backoff_base_ms: 60000, queue_timeout_ms: 200 }),
     );
-    const log = collect();
+    const log = collectingLogger();
     (h.rt as { log: Logger }).log = log;
     (h.rt.manager as unknown as { log: Logger }).log = log;
     await h.fleet.replicas[0]!.fault({ kind: 'failLoads', count: 1 });

@@ -1,5 +1,6 @@
 import { CoreHarness } from '../helpers/core-harness';
 import { waitFor } from '../helpers/wait';
+import { templatedRouter } from '../helpers/replicas';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 const vllm = (over: Record<string, unknown> = {}) => ({
@@ -9,13 +10,7 @@ const vllm = (over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
-/** Every replica, the base model, adapters templated under /adapters: what most tests route with. */
-const onDemand = (urls: string[], extra: Record<string, unknown>) => ({
-  replicas: urls.map((url) => ({ url })),
-  base_model: BASE,
-  adapter_path_template: '/adapters/{name}',
-  ...extra,
-});
+const onDemand = (urls: string[], extra: Record<string, unknown>) => templatedRouter(urls, BASE, extra);
 
 describe('routing core against simulated replicas over HTTP', () => {
   let h: CoreHarness;
