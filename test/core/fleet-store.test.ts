@@ -3,7 +3,7 @@ import { MemoryFleetStore, PASSIVE_FAILURE_LIMIT } from '../../src/fleet/memory-
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { SKEW_MARGIN_MS } from '../../src/fleet/redis/scripts';
 import type { FleetStore } from '../../src/fleet/store';
-import { useRedisStores } from '../helpers/redis';
+import { useRedisStores } from '../helpers/redis-stores';
 
 const U = 'http://10.0.0.1:8000';
 const load = { running: 1, waiting: 2, kvUsage: 0.3, activeAdapters: [], malformedLines: 0 };

@@ -12,7 +12,7 @@ import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { FleetStore } from '../../src/fleet/store';
 import { silentLogger } from '../../src/log';
 import { SimFleet } from '../../sim/fleet';
-import { useRedisStores } from '../helpers/redis';
+import { useRedisStores } from '../helpers/redis-stores';
 
 const U = 'http://10.0.0.1:8000';
 const load = { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 };
