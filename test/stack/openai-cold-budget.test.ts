@@ -7,50 +7,29 @@
  * `shouldRetry`): 408, 409, 429 and >= 500 are retried (unless `x-should-retry: false`);
  * the wait is `retry-after-ms` if it parses, else `retry-after` as seconds (or an HTTP date),
  * used as is, with no upper bound; only without either header does it back off
- * exponentially (0.5 s doubling to 8 s, minus up to 25 % jitter). (The 0 < wait < 60 s rule
- * of older SDK versions is gone in 6.x, so the router's Retry-After of up to 60 is honoured.)
+ * exponentially (0.5 s doubling to 8 s, minus up to 25 % jitter). openai 4.x (src/core.ts
+ * `retryRequest`) honoured a wait only if 0 <= wait < 60 s; 6.x has no bound, so the router's
+ * Retry-After of up to 60 is honoured as sent.
  *
  * The local stack runs no key-auth (README), so no Kong consumer is identified and only the
  * fleet-wide `cold_loads_per_minute` applies. Its window is 60 s from the first load counted,
  * on the plugin server's real clock: whichever way the burst is timed, being served again
  * takes one wait for the window's end, so this suite takes a little over a minute.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import OpenAI from 'openai';
-import { parse, stringify } from 'yaml';
-import { LocalStack } from '../../stack/stack';
-import { recordAttempts } from './openai-attempts';
+import type { LocalStack } from '../../stack/stack';
+import { startOpenAiStack, type Attempt } from './openai-stack';
 
-const ROOT = join(__dirname, '..', '..');
 const BUDGET = 3;
-const recorded = recordAttempts();
 let stack: LocalStack;
 let client: OpenAI;
+let attempts: Attempt[];
 
 beforeAll(async () => {
   // kong.yml as a user writes it, with a fleet-wide budget of three adapter loads a minute.
-  const deck = parse(readFileSync(join(ROOT, 'kong.yml'), 'utf8'));
-  const router = deck.services[0].plugins.find((p: { name: string }) => p.name === 'lora-router').config;
-  router.cold_loads_per_minute = BUDGET;
-  const file = join(mkdtempSync(join(tmpdir(), 'openai-cold-budget-')), 'kong.yml');
-  writeFileSync(file, stringify(deck));
-  stack = await LocalStack.start({
-    port: 0,
-    host: '127.0.0.1',
-    fleetPort: 0,
-    kongYaml: file,
-    timeScale: 4,
-    pluginsDir: join(ROOT, 'dist', 'plugins'),
-    log: () => undefined,
-  });
-  client = new OpenAI({
-    baseURL: `${stack.url}/v1`,
-    apiKey: 'demo-key',
-    fetch: recorded.fetch,
-    timeout: 20_000,
-  });
+  ({ stack, client, attempts } = await startOpenAiStack((router) => {
+    router.cold_loads_per_minute = BUDGET;
+  }));
 });
 
 afterAll(async () => {
@@ -64,7 +43,6 @@ const chat = (model: string, maxRetries: number) =>
   );
 
 it("retries the cold-load budget's 429 after its Retry-After, so a burst of cold requests ends served", async () => {
-  const { attempts } = recorded;
   // The budget's three loads, spent at the start of its window.
   const warm = ['sql-lora', 'chat-lora', 'summarize-lora'];
   expect((await Promise.all(warm.map((m) => chat(m, 0)))).map((r) => r.model)).toEqual(warm);
