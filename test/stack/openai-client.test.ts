@@ -2,59 +2,25 @@
  * The official `openai` npm client against the local stack (real plugin server, simulated
  * replicas over loopback): what most users will call the gateway with.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import OpenAI from 'openai';
-import { parse, stringify } from 'yaml';
-import { LocalStack } from '../../stack/stack';
+import type { LocalStack } from '../../stack/stack';
+import { startOpenAiStack, type Attempt } from './openai-stack';
 
-const ROOT = join(__dirname, '..', '..');
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 let stack: LocalStack;
-
-/** Every response the client saw, attempts included: the SDK's retries are otherwise invisible. */
-const attempts: { at: number; status: number; retryAfter: string | null; model: string }[] = [];
-const recordingFetch: typeof fetch = async (input, init) => {
-  const res = await fetch(input, init);
-  const body = typeof init?.body === 'string' ? (JSON.parse(init.body) as { model?: string }) : {};
-  attempts.push({
-    at: Date.now(),
-    status: res.status,
-    retryAfter: res.headers.get('retry-after'),
-    model: body.model ?? '',
-  });
-  return res;
-};
 let client: OpenAI;
+let attempts: Attempt[];
 
 beforeAll(async () => {
   // kong.yml as a user writes it, narrowed so that a burst of cold adapters must be refused
   // (two vLLM replicas, one adapter slot each, a short wait for room) and with no path
   // template, so an unlisted adapter is 404.
-  const deck = parse(readFileSync(join(ROOT, 'kong.yml'), 'utf8'));
-  const router = deck.services[0].plugins.find((p: { name: string }) => p.name === 'lora-router').config;
-  router.replicas = router.replicas.slice(0, 2);
-  delete router.adapter_path_template;
-  router.max_loaded_adapters = 1;
-  router.queue_timeout_ms = 300;
-  const file = join(mkdtempSync(join(tmpdir(), 'openai-client-')), 'kong.yml');
-  writeFileSync(file, stringify(deck));
-  stack = await LocalStack.start({
-    port: 0,
-    host: '127.0.0.1',
-    fleetPort: 0,
-    kongYaml: file,
-    timeScale: 4,
-    pluginsDir: join(ROOT, 'dist', 'plugins'),
-    log: () => undefined,
-  });
-  client = new OpenAI({
-    baseURL: `${stack.url}/v1`,
-    apiKey: 'demo-key',
-    fetch: recordingFetch,
-    timeout: 20_000,
-  });
+  ({ stack, client, attempts } = await startOpenAiStack((router) => {
+    router.replicas = (router.replicas as unknown[]).slice(0, 2);
+    delete router.adapter_path_template;
+    router.max_loaded_adapters = 1;
+    router.queue_timeout_ms = 300;
+  }));
 });
 
 afterAll(async () => {
