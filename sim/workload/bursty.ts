@@ -58,7 +58,8 @@ export function arrivalShape(arrivals: readonly Arrival[]): { cv: number; peak: 
   const mean = gaps.reduce((n, g) => n + g, 0) / gaps.length;
   const sd = Math.sqrt(gaps.reduce((n, g) => n + (g - mean) ** 2, 0) / gaps.length);
   const perSecond = new Map<number, number>();
-  for (const a of arrivals) perSecond.set(Math.floor(a.at / 1000), (perSecond.get(Math.floor(a.at / 1000)) ?? 0) + 1);
+  for (const a of arrivals)
+    perSecond.set(Math.floor(a.at / 1000), (perSecond.get(Math.floor(a.at / 1000)) ?? 0) + 1);
   const counts = [...perSecond.values()].sort((a, b) => a - b);
   const meanPerS = 1000 / mean;
   return { cv: sd / mean, peak: counts[Math.floor(counts.length * 0.9)]! / meanPerS };
