@@ -4,10 +4,18 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultEngineOptions } from '../sim/engine/engine';
-import { atRate, readTrace, syntheticWorkload, type Arrival } from '../sim/workload/workload';
+import { atRate } from '../sim/workload/workload';
 import { beladyMisses, pinnedBeladyMisses, setServedBounds } from './des/belady';
 import * as P from './des/policies';
-import { loadSweep, loadSweepSection, unloadComparison, unloadSection } from './des/load-sweep';
+import {
+  loadSweep,
+  loadSweepSection,
+  SWEEP_LOAD_MS,
+  unloadComparison,
+  unloadSection,
+} from './des/load-sweep';
+import { ROUTING_VARIANTS, SLO_LOADS, sloSection, sloSweep } from './des/slo-sweep';
+import { loadWorkload } from './workloads';
 import { adapterSequence, fleetCapacity, runPolicy, type PolicyResult, type Scenario } from './des/run';
 import { runE2e, type E2eResult } from './e2e';
 import {
@@ -40,10 +48,13 @@ import { cells, fmtNum, fmtRatio, lineChart, METRICS, ms, spread, table } from '
 const HELP = `Usage: npm run bench [-- options]
 
   --full             the full run (whole trace, finer sweep, more iterations); default: quick (< 5 min)
-  --trace FILE       workload CSV in the Azure LLM trace format
+  --trace FILE       workload CSV in the Azure LLM trace format, used as the conversation workload
                      (default ../shared/data/azure-llm-inference-2023/conversation.csv, else synthetic)
-  --only PARTS       comma list of overhead, quality, nodes, sweep, loadtime, unload, variants, e2e
-                     (default all)
+  --workload NAME    conversation (the trace) or bursty (prefill-heavy bursts) for every part
+                     but slo (default conversation)
+  --workloads LIST   the workloads of the slo part (default conversation,bursty)
+  --only PARTS       comma list of overhead, quality, slo, nodes, sweep, loadtime, unload, variants,
+                     e2e (default all)
   --seeds LIST       comma list (default 1,2,3)
   --alphas LIST      Zipf exponents for the variants part (0 = uniform; default quick 1,0.8, full 0.8,1,1.2,0)
   --adapters N       adapters (default 200)      --alpha A     Zipf exponent (default 1.0)
@@ -90,6 +101,8 @@ async function main(): Promise<void> {
     options: {
       full: { type: 'boolean' },
       trace: { type: 'string' },
+      workload: { type: 'string' },
+      workloads: { type: 'string' },
       only: { type: 'string' },
       seeds: { type: 'string' },
       alphas: { type: 'string' },
@@ -106,7 +119,7 @@ async function main(): Promise<void> {
   });
   if (v.help) return void console.log(HELP);
   const full = v.full === true;
-  const parts = new Set((v.only ?? 'overhead,quality,nodes,sweep,loadtime,unload,variants,e2e').split(','));
+  const parts = new Set((v.only ?? 'overhead,quality,slo,nodes,sweep,loadtime,unload,variants,e2e').split(','));
   const seeds = (v.seeds ?? '1,2,3').split(',').map(Number);
   const root = join(__dirname, '..', '..');
   const out = v.out ?? join(root, 'bench', 'results');
@@ -114,20 +127,10 @@ async function main(): Promise<void> {
   const log = (s: string) => console.log(s);
   const started = Date.now();
 
-  const defaultTrace = join(root, '..', 'shared', 'data', 'azure-llm-inference-2023', 'conversation.csv');
-  const tracePath = v.trace ?? (existsSync(defaultTrace) ? defaultTrace : undefined);
   const nRequests = v.requests ? Number(v.requests) : full ? Infinity : 3000;
-  let workload: Arrival[];
-  let workloadNote: string;
-  if (tracePath) {
-    workload = readTrace(tracePath);
-    workloadNote = `${tracePath.endsWith('conversation.csv') ? 'the Azure LLM inference trace 2023 (conversation)' : tracePath}: ${Math.min(nRequests, workload.length).toLocaleString('en-US')} of ${workload.length.toLocaleString('en-US')} requests, arrival times rescaled to the target load`;
-    workload = workload.slice(0, nRequests);
-  } else {
-    workload = syntheticWorkload(Number.isFinite(nRequests) ? nRequests : 19366, 1);
-    workloadNote = `synthetic workload fitted to the Azure 2023 conversation trace (the trace is not in this clone: ../shared/data is absent), ${workload.length} requests`;
-    log(`note: ${workloadNote}`);
-  }
+  const named = (name: string) => loadWorkload(name, root, v.trace, nRequests);
+  const { arrivals: workload, note: workloadNote } = named(v.workload ?? 'conversation');
+  if (workloadNote.startsWith('synthetic')) log(`note: ${workloadNote}`);
   const scenario: Scenario = {
     replicas: Number(v.replicas ?? 8),
     slots: Number(v.slots ?? 8),
@@ -203,6 +206,27 @@ async function main(): Promise<void> {
     }
     json.quality = perSeed;
     md.push(...qualitySection(perSeed, scenario, mainLoad, capacity, workloadNote));
+  }
+
+  // ---- routing under bursts: SLO attainment on both workloads (issue 15) ----------------
+  if (parts.has('slo')) {
+    const n = full ? 3000 : 1000;
+    const o = {
+      workloads: (v.workloads ?? 'conversation,bursty').split(',').map((name) => ({
+        name,
+        arrivals: named(name).arrivals.slice(0, n),
+      })),
+      loadTimes: full ? SWEEP_LOAD_MS : [100, 1000],
+      loads: SLO_LOADS,
+      seeds: full ? seeds : [seeds[0]!],
+      variants: full ? ROUTING_VARIANTS : ROUTING_VARIANTS.filter((x) => x.quick),
+    };
+    log(
+      `SLO attainment, ${o.workloads.map((w) => w.name).join(' and ')}, load times ${o.loadTimes.map(ms).join(', ')}, loads ${o.loads.map((l) => `${l * 100}%`).join(', ')}, seeds ${o.seeds.join(', ')}, ${n} requests${full ? '' : ' (quick run)'}:`,
+    );
+    const points = await sloSweep(scenario, o, log);
+    json.slo = { requests: n, variants: o.variants.map((x) => x.name), points };
+    md.push(...sloSection(points, json.slo.variants, n, full));
   }
 
   // ---- several Kong nodes sharing one store (issue 8) -----------------------------------

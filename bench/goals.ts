@@ -8,6 +8,7 @@ import type { PolicyResult, Scenario } from './des/run';
 import type { E2eResult } from './e2e';
 import type { OverheadRow, RedisCost } from './overhead';
 import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
+import type { SloPoint } from './des/slo-sweep';
 import { defaultLoadCost, loadMs } from '../sim/engine/load-cost';
 
 /** Policy names the routing-quality goals refer to (bench/des/policies.ts). */
@@ -68,6 +69,8 @@ export interface BenchResults {
   variants?: Omit<VariantRow, 'load'>[];
   /** The adapter load time sweep (issue 14): every policy at each load time. */
   loadTimeSweep?: { requests: number; points: LoadSweepPoint[] };
+  /** Issue 15's routing goals on both workloads: variants and policies per point. */
+  slo?: { requests: number; variants: string[]; points: SloPoint[] };
   /** vLLM's released unload against the fix, lora-router per setup. */
   unload?: { requests: number; runs: UnloadRun[] };
   e2e?: {
