@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -76,8 +76,17 @@ const POLICIES = [
 
 /** lora-router configurations A/B'd against each other (issue 9): eviction and placement units. */
 const VARIANTS: { name: string; config: Record<string, unknown>; quick: boolean }[] = [
-  { name: 'lru, wait on the chosen replica (default)', config: {}, quick: true },
-  { name: 'lru, wait for room anywhere', config: { room_wait: 'anywhere' }, quick: true },
+  { name: 'lru, escalate (default)', config: {}, quick: true },
+  {
+    name: 'lru, wait on the chosen replica',
+    config: { room_wait: 'replica', queue_timeout_ms: 10000 },
+    quick: true,
+  },
+  {
+    name: 'lru, wait for room anywhere',
+    config: { room_wait: 'anywhere', queue_timeout_ms: 10000 },
+    quick: true,
+  },
   {
     name: 'lru + victim placement',
     config: { eviction: 'lru', scorer_weights: { victim: 3 } },
@@ -119,7 +128,9 @@ async function main(): Promise<void> {
   });
   if (v.help) return void console.log(HELP);
   const full = v.full === true;
-  const parts = new Set((v.only ?? 'overhead,quality,slo,nodes,sweep,loadtime,unload,variants,e2e').split(','));
+  const parts = new Set(
+    (v.only ?? 'overhead,quality,slo,nodes,sweep,loadtime,unload,variants,e2e').split(','),
+  );
   const seeds = (v.seeds ?? '1,2,3').split(',').map(Number);
   const root = join(__dirname, '..', '..');
   const out = v.out ?? join(root, 'bench', 'results');
@@ -219,7 +230,7 @@ async function main(): Promise<void> {
       loadTimes: full ? SWEEP_LOAD_MS : [100, 1000],
       loads: SLO_LOADS,
       seeds: full ? seeds : [seeds[0]!],
-      variants: full ? ROUTING_VARIANTS : ROUTING_VARIANTS.filter((x) => x.quick),
+      variants: ROUTING_VARIANTS,
     };
     log(
       `SLO attainment, ${o.workloads.map((w) => w.name).join(' and ')}, load times ${o.loadTimes.map(ms).join(', ')}, loads ${o.loads.map((l) => `${l * 100}%`).join(', ')}, seeds ${o.seeds.join(', ')}, ${n} requests${full ? '' : ' (quick run)'}:`,
@@ -695,7 +706,7 @@ function variantsSection(
   const out: string[] = [
     '## Eviction and placement variants',
     '',
-    `lora-router configurations on the same requests: ${n.toLocaleString('en-US')} requests at ${load * 100}% load, seeds ${[...new Set(rows.map((r) => r.seed))].join(', ')} (mean, min–max). \`lru\` evicts the least recently used idle adapter. \`value\` evicts the idle adapter with the least decayed request frequency per fleet copy. \`victim placement\` (\`scorer_weights.victim\`) sends a cold adapter where the cheapest victim is. \`consolidate\` prefers the holder used last. \`wait on the chosen replica\` (\`room_wait: replica\`, the default) queues a cold load behind that replica's busy adapters and answers 503 after \`queue_timeout_ms\`; \`wait for room anywhere\` (\`room_wait: anywhere\`) adds the \`room\` filter and waits for an idle adapter on any replica. ${ACCOUNTING}`,
+    `lora-router configurations on the same requests: ${n.toLocaleString('en-US')} requests at ${load * 100}% load, seeds ${[...new Set(rows.map((r) => r.seed))].join(', ')} (mean, min–max). \`lru\` evicts the least recently used idle adapter. \`value\` evicts the idle adapter with the least decayed request frequency per fleet copy. \`victim placement\` (\`scorer_weights.victim\`) sends a cold adapter where the cheapest victim is. \`consolidate\` prefers the holder used last. \`escalate\` (\`room_wait: escalate\`, the default) loads on the chosen replica if it can load now, else waits for room on any replica, 503 only \`queue_timeout_ms\` (29 s) after the request came; \`wait on the chosen replica\` (\`room_wait: replica\`, 10 s, the old default) queues a cold load behind that replica's busy adapters and answers 503 after \`queue_timeout_ms\`; \`wait for room anywhere\` (\`room_wait: anywhere\`, 10 s) adds the \`room\` filter and waits for an idle adapter on any replica. ${ACCOUNTING}`,
     '',
   ];
   for (const alpha of alphas) {

@@ -64,7 +64,9 @@ export async function sloSweep(
                 const r = results.find((x) => x.policy === v.name)!;
                 return `${v.name}: SLO ${pct(r.sloAttainment)} refused ${r.errors} p99 ${ms(r.ttftP99)}`;
               })
-              .join(' · ')} | best baseline SLO ${pct(best.sloAttainment)} (${best.policy}), oracle ${pct(oracle.sloAttainment)}`,
+              .join(
+                ' · ',
+              )} | best baseline SLO ${pct(best.sloAttainment)} (${best.policy}), oracle ${pct(oracle.sloAttainment)}`,
           );
         }
       }
@@ -117,13 +119,27 @@ export function sloGoals(points: SloPoint[], variant: string) {
       false,
     ),
     /** 3a: below capacity, TTFT p99 (refusals never answered) at most 0.5x the best baseline's. */
-    p99VsBaseline: below ? goal(at((p) => router(p).ttftP99 / bestP99(p)), 0.5, true) : undefined,
+    p99VsBaseline: below
+      ? goal(
+          at((p) => router(p).ttftP99 / bestP99(p)),
+          0.5,
+          true,
+        )
+      : undefined,
     /** 3b: below capacity, SLO attainment at least 0.9x the oracle's. */
     sloVsOracle: below
-      ? goal(at((p) => router(p).sloAttainment / oracle(p).sloAttainment), 0.9, false)
+      ? goal(
+          at((p) => router(p).sloAttainment / oracle(p).sloAttainment),
+          0.9,
+          false,
+        )
       : undefined,
     /** 4: loads at most 1.2x pinned Belady over the same served requests. */
-    loadsVsPinned: goal(at((p) => router(p).loads / router(p).pinnedBelady!), 1.2, true),
+    loadsVsPinned: goal(
+      at((p) => router(p).loads / router(p).pinnedBelady!),
+      1.2,
+      true,
+    ),
   };
 }
 
@@ -196,17 +212,17 @@ export function sloSection(points: SloPoint[], variants: string[], n: number, fu
     const t = allMet(points, v);
     return `${v}: ${t.met} of ${t.of}`;
   });
+  const trade = variantTrade(points, variants);
   return [
     '## Routing under bursts: SLO attainment',
     '',
     `Each workload (the conversation trace, and the bursty prefill-heavy generator: inter-arrival CV about 11, bursts at 25× the mean rate, prompts 1-8k tokens, answers 5-50) at each adapter load time and fleet load; ${n.toLocaleString('en-US')} requests per point, seed${seeds.length > 1 ? 's' : ''} ${seeds.join(', ')} (${full ? 'full run' : 'quick run: fewer requests, one seed and two load times; `--full` runs every seed and load time'}). SLO attainment is the share of requests whose TTFT is within the SLO (${SLOS_MS.map((t) => ms(t)).join(', ')}); a refused request is a miss. Goals for lora-router as configured by default (${router}), mean over seeds; "no refusal" holds in every seed.`,
     '',
-    table(
-      ['workload', 'load time', 'load', ...GOAL_COLUMNS.map(([name]) => name)],
-      goalRows,
-    ),
+    table(['workload', 'load time', 'load', ...GOAL_COLUMNS.map(([name]) => name)], goalRows),
     '',
     `Goals met per variant (of the goals that apply at each point): ${tally.join('; ')}.`,
+    '',
+    ...trade,
     '',
     table(
       [
@@ -225,16 +241,54 @@ export function sloSection(points: SloPoint[], variants: string[], n: number, fu
 }
 
 /**
- * lora-router configurations A/B'd on the routing goals (the first is the default). Each names
- * the unit it changes: where and how long a cold request waits for room.
+ * lora-router configurations A/B'd on the routing goals (the first is the default). Each changes
+ * one unit: where and how long a cold request waits for room (src/router/room-wait.ts).
  */
-export const ROUTING_VARIANTS: { name: string; config: Record<string, unknown>; quick: boolean }[] = [
-  { name: 'lora-router', config: {}, quick: true },
+export const ROUTING_VARIANTS: { name: string; config: Record<string, unknown> }[] = [
+  { name: 'lora-router', config: {} },
+  { name: 'escalate after 2 s on the chosen replica', config: { replica_wait_ms: 2000 } },
   {
     name: 'wait on the chosen replica, 10 s (old default)',
     config: { room_wait: 'replica', queue_timeout_ms: 10000 },
-    quick: true,
   },
-  { name: 'wait anywhere, 10 s', config: { room_wait: 'anywhere', queue_timeout_ms: 10000 }, quick: false },
-  { name: 'wait anywhere, 29 s', config: { room_wait: 'anywhere', queue_timeout_ms: 29000 }, quick: false },
+  { name: 'wait for room anywhere, 10 s', config: { room_wait: 'anywhere', queue_timeout_ms: 10000 } },
 ];
+
+/**
+ * How each variant trades refusals, SLO attainment, latency and loads: means over the points at
+ * or below 50% load and above it, both workloads and every load time.
+ */
+export function variantTrade(points: SloPoint[], variants: string[]): string[] {
+  const rows = variants.flatMap((v) =>
+    (['≤ 50%', '> 50%'] as const).map((band, i) => {
+      const rs = points
+        .filter((p) => p.load <= 0.5 === (band === '≤ 50%'))
+        .map((p) => p.results.find((r) => r.policy === v)!);
+      return [
+        i === 0 ? v : '',
+        band,
+        fmtNum(mean(rs.map((r) => r.errors / r.requests)) * 100) + '%',
+        pct(mean(rs.map((r) => r.sloAttainment))),
+        ms(mean(rs.map((r) => r.ttftP50))),
+        ms(mean(rs.map((r) => r.ttftP99Served))),
+        fmtNum(mean(rs.map((r) => r.loads / r.completed))),
+        fmtRatio(mean(rs.map((r) => r.loads / r.pinnedBelady!))),
+      ];
+    }),
+  );
+  return [
+    table(
+      [
+        'variant',
+        'load',
+        'refused',
+        `SLO ${ms(SLOS_MS[0]!)}`,
+        'TTFT p50',
+        'served p99',
+        'loads per served request',
+        'loads ÷ pinned Belady (served)',
+      ],
+      rows,
+    ),
+  ];
+}

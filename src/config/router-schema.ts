@@ -132,9 +132,10 @@ export const routerSchema: SchemaFields = [
   {
     queue_timeout_ms: {
       type: 'integer',
-      default: 10000,
+      default: 29000,
       between: [0, 600000],
-      description: 'How long a load waits for a busy adapter to go idle before 503.',
+      description:
+        "How long a cold request may wait for an adapter slot before 503. With `room_wait: escalate`, counted from its arrival, so with the load it stays below Kong's 60 s plugin-server timeout; with `replica` or `anywhere`, per wait.",
     },
   },
   {
@@ -202,10 +203,19 @@ export const routerSchema: SchemaFields = [
   {
     room_wait: {
       type: 'string',
-      default: 'replica',
-      one_of: ['replica', 'anywhere'],
+      default: 'escalate',
+      one_of: ['escalate', 'replica', 'anywhere'],
       description:
-        'When a cold adapter finds no idle adapter to unload: `replica` waits on the replica it chose and answers 503 (Retry-After) after `queue_timeout_ms`, shedding load under overload so served requests stay fast; `anywhere` places loads only where room exists and waits for room on any replica, refusing fewer requests but queueing more (see bench/results).',
+        'When a cold adapter finds no idle adapter to unload: `replica` waits on the replica it chose and answers 503 (Retry-After) after `queue_timeout_ms`, shedding load under overload so served requests stay fast; `anywhere` places loads only where room exists and waits for room on any replica, refusing fewer requests but queueing more; `escalate` (the default) waits on the chosen replica for `replica_wait_ms`, then for room on any replica, and answers 503 only when `queue_timeout_ms` has passed since the request came, so bursts are served rather than refused (see the benchmark).',
+    },
+  },
+  {
+    replica_wait_ms: {
+      type: 'integer',
+      default: 0,
+      between: [0, 600000],
+      description:
+        'With `room_wait: escalate`: how long a cold request waits for an idle adapter on the replica it chose before it waits for room on any replica (0: it goes there only if that replica can load now).',
     },
   },
   {
@@ -262,7 +272,8 @@ export interface RouterConfig {
     consolidate: number;
   };
   eviction: 'lru' | 'value';
-  room_wait: 'anywhere' | 'replica';
+  room_wait: 'anywhere' | 'replica' | 'escalate';
+  replica_wait_ms: number;
   picker: 'p2c' | 'max-score';
   decision_headers: boolean;
   redis: RedisConfig;
