@@ -206,7 +206,7 @@ export const routerSchema: SchemaFields = [
       default: 'escalate',
       one_of: ['escalate', 'replica', 'anywhere'],
       description:
-        'When a cold adapter finds no idle adapter to unload: `replica` waits on the replica it chose and answers 503 (Retry-After) after `queue_timeout_ms`, shedding load under overload so served requests stay fast; `anywhere` places loads only where room exists and waits for room on any replica, refusing fewer requests but queueing more; `escalate` (the default) waits on the chosen replica for `replica_wait_ms`, then for room on any replica, and answers 503 only when `queue_timeout_ms` has passed since the request came, so bursts are served rather than refused (see the benchmark).',
+        'A cold request whose chosen replica has no idle adapter to unload: `escalate` waits for room on any replica (after `replica_wait_ms` on the chosen one) and answers 503 only `queue_timeout_ms` after it came; `replica` waits on the chosen replica, 503 after `queue_timeout_ms`; `anywhere` waits for room on any replica. The benchmark section measures the trade.',
     },
   },
   {
