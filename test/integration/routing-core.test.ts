@@ -60,11 +60,12 @@ describe('routing core against simulated replicas over HTTP', () => {
   });
 
   it('a saturated holder spills the adapter to a second replica', async () => {
-    h = await CoreHarness.start([vllm({ engine: { maxNumSeqs: 1, loadBaseMs: 100 } }), vllm()], (urls) =>
+    // One sequence at a time on both: whichever replica the tie-break gives 'hot', three long
+    // requests saturate it.
+    const oneSeq = () => vllm({ engine: { maxNumSeqs: 1, loadBaseMs: 100 } });
+    h = await CoreHarness.start([oneSeq(), oneSeq()], (urls) =>
       onDemand(urls, { max_loaded_adapters: 2, target_waiting_per_replica: 2, picker: 'max-score' }),
     );
-    // Load 'hot' on replica 0 by asking for it while replica 1 is made unattractive.
-    await h.fleet.replicas[0]!.fault({ kind: 'clear' });
     const first = await h.chat('hot');
     const holder = first.outcome.kind === 'proxy' ? first.outcome.url : '';
     const hi = h.fleet.urls.indexOf(holder);
