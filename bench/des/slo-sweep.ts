@@ -252,6 +252,8 @@ export function sloSection(points: SloPoint[], variants: string[], n: number, fu
 export const ROUTING_VARIANTS: { name: string; config: Record<string, unknown> }[] = [
   { name: 'lora-router', config: {} },
   { name: 'escalate after 2 s on the chosen replica', config: { replica_wait_ms: 2000 } },
+  // Saturation, not room: a holder with 2 waiting spreads its adapter (default 4).
+  { name: 'escalate, holders saturated at 2 waiting', config: { target_waiting_per_replica: 2 } },
   {
     name: 'wait on the chosen replica, 10 s (old default)',
     config: { room_wait: 'replica', queue_timeout_ms: 10000 },
