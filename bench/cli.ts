@@ -1,13 +1,21 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultEngineOptions } from '../sim/engine/engine';
-import { atRate, readTrace, syntheticWorkload, type Arrival } from '../sim/workload/workload';
+import { atRate } from '../sim/workload/workload';
 import { beladyMisses, pinnedBeladyMisses, setServedBounds } from './des/belady';
 import * as P from './des/policies';
-import { loadSweep, loadSweepSection, unloadComparison, unloadSection } from './des/load-sweep';
+import {
+  loadSweep,
+  loadSweepSection,
+  SWEEP_LOAD_MS,
+  unloadComparison,
+  unloadSection,
+} from './des/load-sweep';
+import { ROUTING_VARIANTS, SLO_LOADS, sloSection, sloSweep } from './des/slo-sweep';
+import { loadWorkload } from './workloads';
 import { adapterSequence, fleetCapacity, runPolicy, type PolicyResult, type Scenario } from './des/run';
 import { runE2e, type E2eResult } from './e2e';
 import {
@@ -40,11 +48,16 @@ import { refuseMany } from '../test/kong/exits';
 
 const HELP = `Usage: npm run bench [-- options]
 
-  --full             the full run (whole trace, finer sweep, more iterations); default: quick (< 5 min)
-  --trace FILE       workload CSV in the Azure LLM trace format
+  --full             the full run (whole trace, finer sweep, every seed and load time, more
+                     iterations); default: quick (about 10 min on 2 cores)
+  --trace FILE       workload CSV in the Azure LLM trace format, used as the conversation workload
                      (default ../shared/data/azure-llm-inference-2023/conversation.csv, else synthetic)
-  --only PARTS       comma list of overhead, quality, nodes, sweep, loadtime, unload, variants, e2e
-                     (default all), or exits (1,000,000 refused requests: heap per exit; only when named)
+  --workload NAME    conversation (the trace) or bursty (prefill-heavy bursts) for every part
+                     but slo (default conversation)
+  --workloads LIST   the workloads of the slo part (default conversation,bursty)
+  --only PARTS       comma list of overhead, quality, slo, nodes, sweep, loadtime, unload, variants,
+                     e2e (default all), or exits (1,000,000 refused requests: heap per exit;
+                     only when named)
   --seeds LIST       comma list (default 1,2,3)
   --alphas LIST      Zipf exponents for the variants part (0 = uniform; default quick 1,0.8, full 0.8,1,1.2,0)
   --adapters N       adapters (default 200)      --alpha A     Zipf exponent (default 1.0)
@@ -66,8 +79,17 @@ const POLICIES = [
 
 /** lora-router configurations A/B'd against each other (issue 9): eviction and placement units. */
 const VARIANTS: { name: string; config: Record<string, unknown>; quick: boolean }[] = [
-  { name: 'lru, wait on the chosen replica (default)', config: {}, quick: true },
-  { name: 'lru, wait for room anywhere', config: { room_wait: 'anywhere' }, quick: true },
+  { name: 'lru, escalate (default)', config: {}, quick: true },
+  {
+    name: 'lru, wait on the chosen replica',
+    config: { room_wait: 'replica', queue_timeout_ms: 10000 },
+    quick: true,
+  },
+  {
+    name: 'lru, wait for room anywhere',
+    config: { room_wait: 'anywhere', queue_timeout_ms: 10000 },
+    quick: true,
+  },
   {
     name: 'lru + victim placement',
     config: { eviction: 'lru', scorer_weights: { victim: 3 } },
@@ -91,6 +113,8 @@ async function main(): Promise<void> {
     options: {
       full: { type: 'boolean' },
       trace: { type: 'string' },
+      workload: { type: 'string' },
+      workloads: { type: 'string' },
       only: { type: 'string' },
       seeds: { type: 'string' },
       alphas: { type: 'string' },
@@ -107,7 +131,9 @@ async function main(): Promise<void> {
   });
   if (v.help) return void console.log(HELP);
   const full = v.full === true;
-  const parts = new Set((v.only ?? 'overhead,quality,nodes,sweep,loadtime,unload,variants,e2e').split(','));
+  const parts = new Set(
+    (v.only ?? 'overhead,quality,slo,nodes,sweep,loadtime,unload,variants,e2e').split(','),
+  );
   const seeds = (v.seeds ?? '1,2,3').split(',').map(Number);
   const root = join(__dirname, '..', '..');
   const out = v.out ?? join(root, 'bench', 'results');
@@ -115,20 +141,10 @@ async function main(): Promise<void> {
   const log = (s: string) => console.log(s);
   const started = Date.now();
 
-  const defaultTrace = join(root, '..', 'shared', 'data', 'azure-llm-inference-2023', 'conversation.csv');
-  const tracePath = v.trace ?? (existsSync(defaultTrace) ? defaultTrace : undefined);
   const nRequests = v.requests ? Number(v.requests) : full ? Infinity : 3000;
-  let workload: Arrival[];
-  let workloadNote: string;
-  if (tracePath) {
-    workload = readTrace(tracePath);
-    workloadNote = `${tracePath.endsWith('conversation.csv') ? 'the Azure LLM inference trace 2023 (conversation)' : tracePath}: ${Math.min(nRequests, workload.length).toLocaleString('en-US')} of ${workload.length.toLocaleString('en-US')} requests, arrival times rescaled to the target load`;
-    workload = workload.slice(0, nRequests);
-  } else {
-    workload = syntheticWorkload(Number.isFinite(nRequests) ? nRequests : 19366, 1);
-    workloadNote = `synthetic workload fitted to the Azure 2023 conversation trace (the trace is not in this clone: ../shared/data is absent), ${workload.length} requests`;
-    log(`note: ${workloadNote}`);
-  }
+  const named = (name: string) => loadWorkload(name, root, v.trace, nRequests);
+  const { arrivals: workload, note: workloadNote } = named(v.workload ?? 'conversation');
+  if (workloadNote.startsWith('synthetic')) log(`note: ${workloadNote}`);
   const scenario: Scenario = {
     replicas: Number(v.replicas ?? 8),
     slots: Number(v.slots ?? 8),
@@ -225,6 +241,27 @@ async function main(): Promise<void> {
     }
     json.quality = perSeed;
     md.push(...qualitySection(perSeed, scenario, mainLoad, capacity, workloadNote));
+  }
+
+  // ---- routing under bursts: SLO attainment on both workloads (issue 15) ----------------
+  if (parts.has('slo')) {
+    const n = full ? 3000 : 1000;
+    const o = {
+      workloads: (v.workloads ?? 'conversation,bursty').split(',').map((name) => ({
+        name,
+        arrivals: named(name).arrivals.slice(0, n),
+      })),
+      loadTimes: full ? SWEEP_LOAD_MS : [100, 1000],
+      loads: SLO_LOADS,
+      seeds: full ? seeds : [seeds[0]!],
+      variants: ROUTING_VARIANTS,
+    };
+    log(
+      `SLO attainment, ${o.workloads.map((w) => w.name).join(' and ')}, load times ${o.loadTimes.map(ms).join(', ')}, loads ${o.loads.map((l) => `${l * 100}%`).join(', ')}, seeds ${o.seeds.join(', ')}, ${n} requests${full ? '' : ' (quick run)'}:`,
+    );
+    const points = await sloSweep(scenario, o, log);
+    json.slo = { requests: n, variants: o.variants.map((x) => x.name), points };
+    md.push(...sloSection(points, json.slo.variants, n, full));
   }
 
   // ---- several Kong nodes sharing one store (issue 8) -----------------------------------
@@ -693,7 +730,7 @@ function variantsSection(
   const out: string[] = [
     '## Eviction and placement variants',
     '',
-    `lora-router configurations on the same requests: ${n.toLocaleString('en-US')} requests at ${load * 100}% load, seeds ${[...new Set(rows.map((r) => r.seed))].join(', ')} (mean, min–max). \`lru\` evicts the least recently used idle adapter. \`value\` evicts the idle adapter with the least decayed request frequency per fleet copy. \`victim placement\` (\`scorer_weights.victim\`) sends a cold adapter where the cheapest victim is. \`consolidate\` prefers the holder used last. \`wait on the chosen replica\` (\`room_wait: replica\`, the default) queues a cold load behind that replica's busy adapters and answers 503 after \`queue_timeout_ms\`; \`wait for room anywhere\` (\`room_wait: anywhere\`) adds the \`room\` filter and waits for an idle adapter on any replica. ${ACCOUNTING}`,
+    `lora-router configurations on the same requests: ${n.toLocaleString('en-US')} requests at ${load * 100}% load, seeds ${[...new Set(rows.map((r) => r.seed))].join(', ')} (mean, min–max). \`lru\` evicts the least recently used idle adapter. \`value\` evicts the idle adapter with the least decayed request frequency per fleet copy. \`victim placement\` (\`scorer_weights.victim\`) sends a cold adapter where the cheapest victim is. \`consolidate\` prefers the holder used last. \`escalate\` (\`room_wait: escalate\`, the default) loads on the chosen replica if it can load now, else waits for room on any replica, 503 only \`queue_timeout_ms\` (29 s) after the request came; \`wait on the chosen replica\` (\`room_wait: replica\`, 10 s, the old default) queues a cold load behind that replica's busy adapters and answers 503 after \`queue_timeout_ms\`; \`wait for room anywhere\` (\`room_wait: anywhere\`, 10 s) adds the \`room\` filter and waits for an idle adapter on any replica. ${ACCOUNTING}`,
     '',
   ];
   for (const alpha of alphas) {

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { loadCostFor } from '../sim/engine/load-cost';
+import { parseRouterConfig } from '../src/config/parse';
 import { SimFleet } from '../sim/fleet';
 import type { ReplicaOptions } from '../sim/http/replica';
 import type { Arrival } from '../sim/workload/workload';
@@ -8,6 +9,9 @@ import { KongDriver, PluginServerProcess } from '../test/kong/driver';
 import { RedisServer } from '../test/helpers/redis';
 import type { Scenario } from './des/run';
 import { percentile as pct } from '../sim/workload/percentile';
+
+/** The router's defaults (the simulation runs with them): the end-to-end run scales its bounds. */
+const DEFAULTS = parseRouterConfig({ replicas: [{ url: 'http://127.0.0.1:1' }], base_model: 'base' });
 
 export interface E2eResult {
   policy: string;
@@ -81,8 +85,8 @@ export async function runE2e(
                     max_loaded_adapters: s.slots,
                     // Modelled durations shrink by timeScale; so do the router's own bounds.
                     stale_after_ms: Math.max(50, Math.round(2000 / timeScale)),
-                    queue_timeout_ms: Math.round(10000 / timeScale),
-                    load_timeout_ms: 20000,
+                    queue_timeout_ms: Math.round(DEFAULTS.queue_timeout_ms / timeScale),
+                    load_timeout_ms: DEFAULTS.load_timeout_ms,
                     ...shared,
                   },
                 },

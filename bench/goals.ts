@@ -9,6 +9,7 @@ import type { E2eResult } from './e2e';
 import type { OverheadRow, RedisCost } from './overhead';
 import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
 import type { ExitRun } from '../test/kong/exits';
+import type { SloPoint } from './des/slo-sweep';
 import { defaultLoadCost, loadMs } from '../sim/engine/load-cost';
 
 /** Policy names the routing-quality goals refer to (bench/des/policies.ts). */
@@ -71,6 +72,8 @@ export interface BenchResults {
   loadTimeSweep?: { requests: number; points: LoadSweepPoint[] };
   /** Requests refused through the project's plugin server, heap after GC before and after (opt-in). */
   exits?: ExitRun;
+  /** Issue 15's routing goals on both workloads: variants and policies per point. */
+  slo?: { requests: number; variants: string[]; points: SloPoint[] };
   /** vLLM's released unload against the fix, lora-router per setup. */
   unload?: { requests: number; runs: UnloadRun[] };
   e2e?: {

@@ -21,6 +21,7 @@ import {
 } from './goals';
 import { fmtNum, fmtRatio, METRICS, ms, spread, table } from './report';
 import { loadSweepSection, unloadSection } from './des/load-sweep';
+import { sloSection } from './des/slo-sweep';
 import type { PolicyResult } from './des/run';
 import type { E2eResult } from './e2e';
 
@@ -75,6 +76,7 @@ const quality: Renderer = (r) => {
       rows.push([
         i === 0 ? p.label : '',
         i === 1 ? `best baseline: ${name}` : name,
+        meanOf(rs, 'slo'),
         meanOf(rs, 'errors'),
         meanOf(rs, 'loads'),
         meanOf(rs, 'beladyRatio'),
@@ -104,6 +106,7 @@ const quality: Renderer = (r) => {
       [
         'fleet load',
         'policy',
+        'SLO attainment (TTFT ≤ 5 s)',
         'refused',
         'loads',
         'loads ÷ Belady (served)',
@@ -210,8 +213,25 @@ const loadTime: Renderer = (r) =>
 const unload: Renderer = (r) =>
   r.unload && asParagraph(unloadSection(r.unload.runs, r.unload.requests, r.full));
 
-/** The "Benchmarks" section, part by part. */
-const PARTS: Renderer[] = [provenance, overhead, quality, loadTime, unload, variants, nodes, e2e];
+/** Routing under bursts (issue 15): the goals per point for the default, and each variant's trade. */
+const slo: Renderer = (r) => {
+  const x = r.slo;
+  if (!x) return undefined;
+  const [head, , first, , goals, , tally, , trade] = sloSection(x.points, x.variants, x.requests, r.full);
+  return [
+    `**${head!.replace(/^#+ /, '')}.** ${first!}`,
+    '',
+    goals!,
+    '',
+    tally!,
+    ' How each variant trades refusals, latency and loads (means over both workloads and every load time):',
+    '',
+    trade!,
+  ];
+};
+
+/** The "Benchmarks" section, part by part; SLO attainment, what users feel, leads. */
+const PARTS: Renderer[] = [provenance, slo, overhead, quality, loadTime, unload, variants, nodes, e2e];
 
 const redisCost: Renderer = (r) => {
   const n = r.nodes;

@@ -41,6 +41,7 @@ export function spread(xs: number[], f: (v: number) => string): string {
 
 /** Each reported metric of a policy run: how to read it from a result, how to print it. */
 export const METRICS = {
+  slo: [(r) => (r.sloAttainment ?? NaN) * 100, (v) => (Number.isNaN(v) ? '-' : `${v.toFixed(1)}%`)],
   loads: [(r) => r.loads, fmtNum],
   hitRate: [(r) => r.hitRate * 100, (v) => (Number.isNaN(v) ? '-' : `${v.toFixed(1)}%`)],
   beladyRatio: [(r) => (r.belady === undefined ? NaN : r.loads / r.belady), fmtRatio],

@@ -64,8 +64,10 @@ export function beladyMisses(sequence: readonly string[], capacity: number): num
 /**
  * Belady's MIN when an adapter cannot be unloaded while it has requests in flight, as on a
  * real replica: request i holds its adapter from `start[i]` to `end[i]` (the oracle's service
- * intervals, the shortest any policy gets). On a miss with every slot pinned, the cache
- * overflows rather than wait, so this stays optimistic. A reference, not a proven bound:
+ * intervals, the shortest any policy gets). On a miss with every slot pinned the request waits
+ * until the first pin ends, and the requests behind it wait too, so the cache never holds more
+ * than `capacity` and the requests are served in their order: this is one demand-paging run of
+ * the sequence, so it can never be below plain Belady. A reference, not a proven bound:
  * furthest-next-use is optimal without pinning; with it, it is a strong heuristic.
  */
 export function pinnedBeladyMisses(
@@ -76,22 +78,25 @@ export function pinnedBeladyMisses(
 ): number {
   const n = sequence.length;
   const nextUse = nextUses(sequence);
-  // Completions before arrivals at equal times; each kind in time order.
-  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => end[a]! - end[b]!);
   const cached = new Map<string, number>(); // adapter -> next use
   const pins = new Map<string, number>();
-  let misses = 0;
-  let k = 0;
-  for (let i = 0; i < n; i++) {
-    while (k < n && end[order[k]!]! <= start[i]!) {
-      const a = sequence[order[k]!]!;
-      pins.set(a, (pins.get(a) ?? 1) - 1);
-      k++;
+  // Pins taken, sorted by end time descending (the next to end is last).
+  const ending: [number, string][] = [];
+  const releaseUntil = (t: number) => {
+    while (ending.length > 0 && ending.at(-1)![0] <= t) {
+      const a = ending.pop()![1];
+      pins.set(a, pins.get(a)! - 1);
     }
+  };
+  let misses = 0;
+  let now = -Infinity;
+  for (let i = 0; i < n; i++) {
     const a = sequence[i]!;
+    now = Math.max(now, start[i]!);
+    releaseUntil(now);
     if (!cached.has(a)) {
       misses++;
-      if (cached.size >= capacity) {
+      while (cached.size >= capacity) {
         let victim: string | undefined;
         let furthest = -1;
         for (const [name, use] of cached) {
@@ -101,11 +106,29 @@ export function pinnedBeladyMisses(
             victim = name;
           }
         }
-        if (victim !== undefined) cached.delete(victim);
+        if (victim !== undefined) {
+          cached.delete(victim);
+          break;
+        }
+        // Every slot pinned: wait for the first request in flight to end.
+        now = ending.at(-1)![0];
+        releaseUntil(now);
       }
     }
     cached.set(a, nextUse[i]!);
-    pins.set(a, (pins.get(a) ?? 0) + 1);
+    // Served from `now`: a request whose interval ended while it waited pins nothing.
+    if (end[i]! > now) {
+      pins.set(a, (pins.get(a) ?? 0) + 1);
+      const e = end[i]!;
+      let lo = 0;
+      let hi = ending.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (ending[mid]![0] > e) lo = mid + 1;
+        else hi = mid;
+      }
+      ending.splice(lo, 0, [e, a]);
+    }
   }
   return misses;
 }

@@ -22,12 +22,26 @@ export interface Scenario {
   engine: Partial<EngineOptions>;
 }
 
+/** TTFT objectives (ms) SLO attainment is reported at; the first is the default. */
+export const SLOS_MS = [5000, 2000, 10000];
+
+/** Share of `ttft` (refused: Infinity) within `sloMs`. */
+export function sloAttainment(ttft: readonly number[], sloMs: number): number {
+  return ttft.length === 0 ? NaN : ttft.filter((t) => t <= sloMs).length / ttft.length;
+}
+
 export interface PolicyResult {
   policy: string;
   requests: number;
   /** Requests served (answered 200); `errors` were refused. */
   completed: number;
   errors: number;
+  /** The same as `errors`, under the name results.json readers look for. */
+  refused: number;
+  /** Share of requests answered with TTFT within the default SLO (5 s); refused = missed. */
+  sloAttainment: number;
+  /** SLO attainment at each SLO (ms). */
+  slo: Record<string, number>;
   loads: number;
   unloads: number;
   /**
@@ -135,6 +149,9 @@ export async function runPolicy(
     requests: arrivals.length,
     completed: served,
     errors,
+    refused: errors,
+    sloAttainment: sloAttainment(ttft, SLOS_MS[0]!),
+    slo: Object.fromEntries(SLOS_MS.map((t) => [String(t), sloAttainment(ttft, t)])),
     loads: policy.mode === 'oracle' ? 0 : loads,
     unloads: policy.mode === 'oracle' ? 0 : fleet.totalUnloads(),
     hitRate: policy.mode === 'oracle' ? 1 : served === 0 ? NaN : 1 - loads / served,

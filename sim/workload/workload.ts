@@ -91,7 +91,7 @@ export function atRate(arrivals: Arrival[], ratePerS: number): Arrival[] {
   return arrivals.map((a) => ({ ...a, at: (a.at - arrivals[0]!.at) * k }));
 }
 
-function normal(r: Random): number {
+export function normal(r: Random): number {
   const u = 1 - r();
   const v = r();
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);

@@ -124,7 +124,8 @@ export const routerSchema: SchemaFields = [
   {
     load_timeout_ms: {
       type: 'integer',
-      default: 20000,
+      // Loads take 0.1-3 s (docs/replica-apis.md); 10 s leaves room for the queue's 29 s.
+      default: 10000,
       between: [1, 27000],
       description:
         "Bound on one adapter load or unload call. `refresh_timeout_ms + queue_timeout_ms + 2 x load_timeout_ms` must stay within 55 s: Kong's RPC to the plugin server times out at 60 s.",
@@ -133,10 +134,10 @@ export const routerSchema: SchemaFields = [
   {
     queue_timeout_ms: {
       type: 'integer',
-      default: 10000,
+      default: 29000,
       between: [0, 55000],
       description:
-        'How long a load waits for a busy adapter to go idle before 503 (see load_timeout_ms for the bound on the sum).',
+        'How long a cold request may wait for an adapter slot before 503. With `room_wait: escalate`, counted from its arrival; with `replica` or `anywhere`, per wait. See `load_timeout_ms` for the bound on the sum.',
     },
   },
   {
@@ -223,10 +224,19 @@ export const routerSchema: SchemaFields = [
   {
     room_wait: {
       type: 'string',
-      default: 'replica',
-      one_of: ['replica', 'anywhere'],
+      default: 'escalate',
+      one_of: ['escalate', 'replica', 'anywhere'],
       description:
-        'When a cold adapter finds no idle adapter to unload: `replica` waits on the replica it chose and answers 503 (Retry-After) after `queue_timeout_ms`, shedding load under overload so served requests stay fast; `anywhere` places loads only where room exists and waits for room on any replica, refusing fewer requests but queueing more (see bench/results).',
+        'A cold request whose chosen replica has no idle adapter to unload: `escalate` waits for room on any replica (after `replica_wait_ms` on the chosen one) and answers 503 only `queue_timeout_ms` after it came; `replica` waits on the chosen replica, 503 after `queue_timeout_ms`; `anywhere` waits for room on any replica. The benchmark section measures the trade.',
+    },
+  },
+  {
+    replica_wait_ms: {
+      type: 'integer',
+      default: 0,
+      between: [0, 600000],
+      description:
+        'With `room_wait: escalate`: how long a cold request waits for an idle adapter on the replica it chose before it waits for room on any replica (0: it goes there only if that replica can load now).',
     },
   },
   {
@@ -285,7 +295,8 @@ export interface RouterConfig {
     consolidate: number;
   };
   eviction: 'lru' | 'value';
-  room_wait: 'anywhere' | 'replica';
+  room_wait: 'anywhere' | 'replica' | 'escalate';
+  replica_wait_ms: number;
   picker: 'p2c' | 'max-score';
   decision_headers: boolean;
   redis: RedisConfig;

@@ -12,6 +12,7 @@ import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
 import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
 import { allowedMethods, classifyPath, parseBody, promptText } from './request';
+import { RoomWait } from './room-wait';
 
 export interface RouteRequest {
   path: string;
@@ -64,6 +65,8 @@ const MAX_PLACEMENT_ROUNDS = 3;
 export class RouterService {
   readonly catalog: AdapterCatalog;
   private readonly pipeline: SchedulingPipeline;
+  /** The pipeline once a request waits for room anywhere (`room_wait: escalate`, after the wait on the chosen replica). */
+  private readonly roomPipeline: SchedulingPipeline;
   private readonly specs: ReplicaSpec[];
   private readonly urls: string[];
   /** Where Kong's set_target points for each replica (parsed once, not per request). */
@@ -95,23 +98,10 @@ export class RouterService {
       namePattern: config.adapter_name_pattern,
     });
     const w = config.scorer_weights;
-    this.pipeline = new SchedulingPipeline({
-      // `room` only when waiting for room anywhere: it narrows the fallback to replicas that can
-      // load now, which trades queueing behind holders for fewer refusals.
-      filters:
-        config.room_wait === 'anywhere'
-          ? ['eligibility', 'health', 'adapter-affinity', 'room', 'pool-priority']
-          : ['eligibility', 'health', 'adapter-affinity', 'pool-priority'],
-      scorers: [
-        { name: 'queue', weight: w.queue },
-        { name: 'kv-cache', weight: w.kv_cache },
-        { name: 'in-flight', weight: w.in_flight },
-        { name: 'prefix', weight: w.prefix },
-        { name: 'victim', weight: w.victim },
-        { name: 'consolidate', weight: w.consolidate },
-      ],
-      picker: config.picker,
-    });
+    // `room` only when waiting for room anywhere: it narrows the fallback to replicas that can
+    // load now, which trades queueing behind holders for fewer refusals.
+    this.pipeline = pipelineFor(config, config.room_wait === 'anywhere');
+    this.roomPipeline = config.room_wait === 'escalate' ? pipelineFor(config, true) : this.pipeline;
     this.specs = config.replicas.map((r) => ({ url: r.url, backend: r.backend, priority: r.priority }));
     this.urls = this.specs.map((s) => s.url);
     this.targets = new Map(this.urls.map((url) => [url, targetOf(url)]));
@@ -137,7 +127,7 @@ export class RouterService {
       perMinute: config.cold_loads_per_minute,
       perConsumerPerMinute: config.cold_loads_per_consumer_per_minute,
     };
-    this.weighsVictims = config.room_wait === 'anywhere' || config.eviction !== 'lru' || w.victim > 0;
+    this.weighsVictims = config.room_wait !== 'replica' || config.eviction !== 'lru' || w.victim > 0;
     rt.metrics.policy = this.policy.saturation;
     rt.registerManaged(
       JSON.stringify([config.adapters, config.adapter_path_template, config.adapter_name_pattern]),
@@ -160,8 +150,9 @@ export class RouterService {
 
   async route(req: RouteRequest): Promise<RouteOutcome> {
     const rt = this.rt;
+    const wait = new RoomWait(this.config, rt.clock.now());
     try {
-      return await rt.decision(() => this.decide(req));
+      return await rt.decision(() => this.decide(req, wait));
     } catch (err) {
       const e =
         err instanceof RouterError
@@ -220,7 +211,7 @@ export class RouterService {
     return true;
   }
 
-  private async decide(req: RouteRequest): Promise<RouteOutcome> {
+  private async decide(req: RouteRequest, wait: RoomWait): Promise<RouteOutcome> {
     const cls = classifyPath(req.path);
     if (cls === 'admin') {
       throw errors.forbidden('This path manages the replicas and is not available through the gateway.');
@@ -255,7 +246,6 @@ export class RouterService {
     if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
       throw errors.modelNotFound(resolved.adapter.name);
     }
-    const roomDeadline = ctx.now + this.config.queue_timeout_ms;
     // Only the prefix scorer reads the prompt.
     const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
     let placementRounds = 0;
@@ -271,7 +261,8 @@ export class RouterService {
       }
       const followed = follow === undefined ? [] : views.filter((v) => v.url === follow);
       const candidates = followed.length > 0 ? followed : views;
-      const decision = this.pipeline.schedule({ kind: resolved.kind, adapter, prompt }, candidates, ctx);
+      const pipeline = wait.anywhere ? this.roomPipeline : this.pipeline;
+      const decision = pipeline.schedule({ kind: resolved.kind, adapter, prompt }, candidates, ctx);
       if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
       const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
       // A holder only by placement (nobody is loading it there yet) needs the shared placement
@@ -286,18 +277,16 @@ export class RouterService {
         views = await this.rt.store.views(this.urls, adapter, true);
         continue;
       }
-      // No replica can start the load now (every adapter busy everywhere): wait for room
-      // anywhere, rather than queue behind one replica's busy adapters.
-      if (
-        cold &&
-        withResidents &&
-        this.config.room_wait === 'anywhere' &&
-        loadCost(decision.replica, ctx) === undefined &&
-        ctx.now < roomDeadline
-      ) {
-        await this.rt.manager.roomChanged.wait(this.rt.clock, ROOM_FALLBACK_MS);
-        views = await this.rt.store.views(this.urls, adapter, withResidents);
-        continue;
+      if (cold && withResidents && loadCost(decision.replica, ctx) === undefined) {
+        // The chosen replica cannot load now and its wait is over: decide again among those that can.
+        if (wait.escalateNow(ctx.now)) continue;
+        // No replica can start the load now (every adapter busy everywhere): wait for room
+        // anywhere, rather than queue behind one replica's busy adapters.
+        if (wait.anywhere && ctx.now < wait.deadline) {
+          await this.rt.manager.roomChanged.wait(this.rt.clock, ROOM_FALLBACK_MS);
+          views = await this.rt.store.views(this.urls, adapter, withResidents);
+          continue;
+        }
       }
       const url = decision.replica.url;
       if (claim) {
@@ -321,7 +310,10 @@ export class RouterService {
         }
       }
       try {
-        return await this.admit(decision, resolved, parsed.json, ctx.victimCost, req.consumer);
+        const queueMs = wait.loadQueueMs(this.rt.clock.now());
+        return await this.admit(decision, resolved, parsed.json, ctx.victimCost, queueMs, req.consumer);
+      } catch (err) {
+        if (!wait.escalate(err, this.rt.clock.now())) throw err;
       } finally {
         if (claim) {
           this.rt.manager.unclaim(url, claim);
@@ -330,6 +322,9 @@ export class RouterService {
             .catch((err: Error) => this.rt.log.warn(`could not release placement: ${err.message}`));
         }
       }
+      // No room on the chosen replica in time: look for room anywhere, with fresh views.
+      follow = undefined;
+      views = await this.rt.store.views(this.urls, adapter, withResidents);
     }
   }
 
@@ -350,7 +345,8 @@ export class RouterService {
     decision: Decision,
     resolved: Resolved,
     json: Record<string, unknown> | null,
-    victimCost?: (v: ResidentAdapter) => number,
+    victimCost: ((v: ResidentAdapter) => number) | undefined,
+    queueTimeoutMs: number,
     consumer?: () => Promise<string | undefined>,
   ): Promise<RouteOutcome> {
     const replica = decision.replica;
@@ -368,7 +364,8 @@ export class RouterService {
       const state = replica.backend === 'vllm' ? held : replica.adapter?.state;
       if (resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static') {
         const adapter = resolved.adapter;
-        await this.rt.manager.ensure(replica.url, adapter, this.adapterPolicy, victimCost, () =>
+        const policy = { ...this.adapterPolicy, queueTimeoutMs };
+        await this.rt.manager.ensure(replica.url, adapter, policy, victimCost, () =>
           spendColdLoad(this.rt, this.coldBudget, adapter.name, consumer),
         );
       }
@@ -499,4 +496,23 @@ function llamaBody(json: Record<string, unknown>, llamaId: number | undefined, i
     // V8 parses nesting it cannot serialise again.
     throw errors.badRequest('The request body is nested too deeply.', 'invalid_json');
   }
+}
+
+/** The scheduling pipeline of a configuration, with the `room` filter or without. */
+function pipelineFor(config: RouterConfig, room: boolean): SchedulingPipeline {
+  const w = config.scorer_weights;
+  return new SchedulingPipeline({
+    filters: room
+      ? ['eligibility', 'health', 'adapter-affinity', 'room', 'pool-priority']
+      : ['eligibility', 'health', 'adapter-affinity', 'pool-priority'],
+    scorers: [
+      { name: 'queue', weight: w.queue },
+      { name: 'kv-cache', weight: w.kv_cache },
+      { name: 'in-flight', weight: w.in_flight },
+      { name: 'prefix', weight: w.prefix },
+      { name: 'victim', weight: w.victim },
+      { name: 'consolidate', weight: w.consolidate },
+    ],
+    picker: config.picker,
+  });
 }

@@ -7,6 +7,7 @@ import { victim } from '../../src/scheduler/scorers/victim';
 import type { SchedulingRequest } from '../../src/scheduler/types';
 import { loadCost } from '../../src/scheduler/victims';
 import { beladyMisses, pinnedBeladyMisses } from '../../bench/des/belady';
+import { seededRandom } from '../../src/random';
 import { cands, ctx, urls, view } from './helpers';
 
 const cold: SchedulingRequest = { kind: 'on-demand', adapter: { name: 'new', path: '/adapters/new' } };
@@ -145,5 +146,24 @@ describe("Belady's bounds", () => {
     expect(pinnedBeladyMisses(seq, [0, 1, 2, 3], [0.5, 1.5, 2.5, 3.5], 2)).toBe(3);
     // a still in flight when c arrives: b must go, and misses again.
     expect(pinnedBeladyMisses(seq, [0, 1, 2, 3], [10, 1.5, 2.5, 3.5], 2)).toBe(4);
+  });
+  it('with every slot pinned, a miss waits for a slot: the cache never overflows', () => {
+    // a in flight until 10 fills the one slot: b waits for it, evicts it, and a misses again.
+    // Letting the cache overflow instead kept both and counted 2, below plain Belady's 3.
+    expect(pinnedBeladyMisses(['a', 'b', 'a'], [0, 1, 2], [10, 1.5, 11], 1)).toBe(3);
+    expect(beladyMisses(['a', 'b', 'a'], 1)).toBe(3);
+  });
+  it('a pinned reference is never below plain Belady', () => {
+    const r = seededRandom(5);
+    for (let trial = 0; trial < 200; trial++) {
+      const n = 40;
+      const seq = Array.from({ length: n }, () => `a${Math.floor(r() * 6)}`);
+      const start = Array.from({ length: n }, (_, i) => i);
+      const end = start.map((s) => s + r() * 8);
+      const capacity = 1 + Math.floor(r() * 4);
+      expect(pinnedBeladyMisses(seq, start, end, capacity)).toBeGreaterThanOrEqual(
+        beladyMisses(seq, capacity),
+      );
+    }
   });
 });

@@ -55,11 +55,12 @@ describe('routing core against simulated replicas over HTTP', () => {
   });
 
   it('a saturated holder spills the adapter to a second replica', async () => {
-    h = await CoreHarness.start([vllm({ engine: { maxNumSeqs: 1, loadBaseMs: 100 } }), vllm()], (urls) =>
+    // One sequence at a time on both: whichever replica the tie-break gives 'hot', three long
+    // requests saturate it.
+    const oneSeq = () => vllm({ engine: { maxNumSeqs: 1, loadBaseMs: 100 } });
+    h = await CoreHarness.start([oneSeq(), oneSeq()], (urls) =>
       onDemand(urls, { max_loaded_adapters: 2, target_waiting_per_replica: 2, picker: 'max-score' }),
     );
-    // Load 'hot' on replica 0 by asking for it while replica 1 is made unattractive.
-    await h.fleet.replicas[0]!.fault({ kind: 'clear' });
     const first = await h.chat('hot');
     const holder = first.outcome.kind === 'proxy' ? first.outcome.url : '';
     const hi = h.fleet.urls.indexOf(holder);
@@ -190,6 +191,27 @@ describe('routing core against simulated replicas over HTTP', () => {
     const waited = await h.chat('late');
     expect(waited.status).toBe(200);
     await Promise.all([busyA, busyB]);
+    const unloads = h.fleet.replicas.flatMap((r) => r.adapterLog().filter((e) => e.op === 'unload'));
+    expect(unloads.every((e) => e.inFlight === 0)).toBe(true);
+  });
+
+  it('by default (room_wait escalate) a cold request whose chosen replica is all busy loads where a slot frees first, not 503', async () => {
+    const extra = { max_loaded_adapters: 1, queue_timeout_ms: 2000 };
+    h = await CoreHarness.start([vllm(), vllm()], (urls) => onDemand(urls, extra));
+    const ua = ((await h.chat('a')).outcome as { url: string }).url;
+    const ub = ((await h.chat('b')).outcome as { url: string }).url;
+    expect(ua).not.toBe(ub);
+    const onA = h.fleet.replicas[h.fleet.urls.indexOf(ua)]!.engine;
+    const onB = h.fleet.replicas[h.fleet.urls.indexOf(ub)]!.engine;
+    // a busy for 5 s with one request; b busy for 0.5 s with two (the in-flight scorer prefers a's replica).
+    const busyA = h.chat('a', 2500);
+    await waitFor(() => onA.inFlight('a') === 1);
+    const busyB = [h.chat('b', 250), h.chat('b', 250)];
+    await waitFor(() => onB.inFlight('b') === 2);
+    const late = await h.chat('late');
+    expect(late.status).toBe(200);
+    expect((late.outcome as { url: string }).url).toBe(ub);
+    expect((await Promise.all([busyA, ...busyB])).map((r) => r.status)).toEqual([200, 200, 200]);
     const unloads = h.fleet.replicas.flatMap((r) => r.adapterLog().filter((e) => e.op === 'unload'));
     expect(unloads.every((e) => e.inFlight === 0)).toBe(true);
   });

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { seededRandom } from '../../src/random';
 import { AZURE_CONVERSATION_FIT, atRate, readTrace, syntheticWorkload } from '../../sim/workload/workload';
 import { zipfSampler } from '../../sim/workload/zipf';
+import { arrivalShape, burstyWorkload } from '../../sim/workload/bursty';
 
 const TRACE = join(
   __dirname,
@@ -56,5 +57,32 @@ describe('workloads', () => {
     const u = Array(4).fill(0);
     for (let i = 0; i < 40000; i++) u[uniform()]++;
     for (const c of u) expect(c / 40000).toBeCloseTo(0.25, 1);
+  });
+});
+
+describe('bursty, prefill-heavy workload', () => {
+  const w = burstyWorkload(20000, 1);
+  const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+  it('arrives in bursts: inter-arrival CV 10-15, busy seconds about 25x the mean rate', () => {
+    const { cv, peak } = arrivalShape(w);
+    expect(cv).toBeGreaterThan(9);
+    expect(cv).toBeLessThan(16);
+    expect(peak).toBeGreaterThan(15);
+    expect(peak).toBeLessThan(40);
+    // The conversation shape is nowhere near: this is what makes the workload different.
+    expect(arrivalShape(syntheticWorkload(20000, 1)).cv).toBeLessThan(1.3);
+  });
+  it('has long prompts (1-8k, mean about 2k) and short answers (5-50, mean about 30)', () => {
+    const p = w.map((a) => a.promptTokens);
+    const o = w.map((a) => a.outputTokens);
+    expect(Math.min(...p)).toBeGreaterThanOrEqual(1000);
+    expect(Math.max(...p)).toBeLessThanOrEqual(8000);
+    expect(mean(p)).toBeGreaterThan(1800);
+    expect(mean(p)).toBeLessThan(2300);
+    expect(Math.min(...o)).toBeGreaterThanOrEqual(5);
+    expect(Math.max(...o)).toBeLessThanOrEqual(50);
+    expect(mean(o)).toBeGreaterThan(26);
+    expect(mean(o)).toBeLessThan(34);
+    expect(burstyWorkload(50, 3)).toEqual(burstyWorkload(50, 3));
   });
 });
