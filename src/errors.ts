@@ -85,6 +85,16 @@ export const errors = {
       undefined,
       `load of adapter '${adapter}' on ${replica} failed: ${why}`,
     ),
+  /** A name nobody has loaded, on a replica where such a name was just not found: not escalated. */
+  unverifiedName: (adapter: string, replica: string, retryAfterS: number) =>
+    new RouterError(
+      503,
+      'server_error',
+      'adapter_name_cooldown',
+      `No adapter slot for '${adapter}': an adapter nobody has loaded yet may not evict another one so soon. Retry later.`,
+      retryAfterS,
+      `no adapter slot on ${replica} for '${adapter}': an unknown name was just not found there`,
+    ),
   noRoom: (
     adapter: string,
     replica: string,

@@ -325,12 +325,7 @@ export class AdapterManager {
       this.unknownNamesBlocked.delete(url);
       return;
     }
-    throw errors.noRoom(
-      name,
-      url,
-      Math.max(1, Math.ceil((until - now) / 1000)),
-      'an adapter nobody has loaded yet may not evict another one here so soon',
-    );
+    throw errors.unverifiedName(name, url, Math.max(1, Math.ceil((until - now) / 1000)));
   }
 
   /** Unloads the cheapest idle adapter; false if every one is busy or moving. */

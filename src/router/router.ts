@@ -249,6 +249,13 @@ export class RouterService {
     // Only the prefix scorer reads the prompt.
     const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
     let placementRounds = 0;
+    // A request spends the cold-load budget once, however often escalation sends it to ensure.
+    let spent = false;
+    const spend = async () => {
+      if (spent || resolved.kind !== 'on-demand') return;
+      await spendColdLoad(this.rt, this.coldBudget, resolved.adapter.name, req.consumer);
+      spent = true;
+    };
     /** Another router's placement of this cold adapter, once a claim lost to it: follow it. */
     let follow: string | undefined;
     for (;;) {
@@ -311,7 +318,7 @@ export class RouterService {
       }
       try {
         const queueMs = wait.loadQueueMs(this.rt.clock.now());
-        return await this.admit(decision, resolved, parsed.json, ctx.victimCost, queueMs, req.consumer);
+        return await this.admit(decision, resolved, parsed.json, ctx.victimCost, queueMs, spend);
       } catch (err) {
         if (!wait.escalate(err, this.rt.clock.now())) throw err;
       } finally {
@@ -347,7 +354,7 @@ export class RouterService {
     json: Record<string, unknown> | null,
     victimCost: ((v: ResidentAdapter) => number) | undefined,
     queueTimeoutMs: number,
-    consumer?: () => Promise<string | undefined>,
+    spend: () => Promise<void>,
   ): Promise<RouteOutcome> {
     const replica = decision.replica;
     const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
@@ -365,9 +372,7 @@ export class RouterService {
       if (resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static') {
         const adapter = resolved.adapter;
         const policy = { ...this.adapterPolicy, queueTimeoutMs };
-        await this.rt.manager.ensure(replica.url, adapter, policy, victimCost, () =>
-          spendColdLoad(this.rt, this.coldBudget, adapter.name, consumer),
-        );
+        await this.rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
       }
       this.rt.metrics.decisions.inc({ stage: decision.stage });
       this.rt.metrics.recent.record('requests', this.rt.clock.now());
