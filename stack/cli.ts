@@ -105,7 +105,7 @@ async function main(): Promise<void> {
   const llama = ((cfg.adapters as { name: string; static?: boolean }[]) ?? []).find((a) => a.static)?.name;
   console.log(`kong-lora-router local stack: a development harness, not Kong.
   gateway      ${u}  (Kong's proxy path for ${stack.services.map((s) => s.name).join(', ')}, from kong.yml)
-  plugins run  lora-router, lora-poller in the real kong-js-pluginserver (dist/plugins)
+  plugins run  lora-router, lora-poller in the real plugin server (kong-pdk's, wrapped: kong-lora-pluginserver; dist/plugins)
   not run      ${stack.notRun.join(', ') || 'none'} (bundled Kong plugins: real Kong runs them)
   fleet        ${stack.replicas.map((r) => `${r.backend} ${r.url}`).join('\n               ')}${stack.fleet ? '' : '\n               (your replicas: adapters are loaded and unloaded on them for real)'}
   placement    ${u}${stack.statusPath ?? '/lora'}   (JSON: ${stack.statusPath ?? '/lora'}/status, metrics: ${stack.statusPath ?? '/lora'}/metrics)
