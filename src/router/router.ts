@@ -7,7 +7,7 @@ import { errors, RouterError } from '../errors';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { samePath } from '../fleet/memory-store';
 import { claimReplicas, type FleetRuntime } from '../runtime';
-import { SchedulingPipeline, toCandidate } from '../scheduler/pipeline';
+import { pipelineFor, SchedulingPipeline, toCandidate } from '../scheduler/pipeline';
 import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
 import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
@@ -94,24 +94,7 @@ export class RouterService {
       pathTemplate: config.adapter_path_template,
       namePattern: config.adapter_name_pattern,
     });
-    const w = config.scorer_weights;
-    this.pipeline = new SchedulingPipeline({
-      // `room` only when waiting for room anywhere: it narrows the fallback to replicas that can
-      // load now, which trades queueing behind holders for fewer refusals.
-      filters:
-        config.room_wait === 'anywhere'
-          ? ['eligibility', 'health', 'adapter-affinity', 'room', 'pool-priority']
-          : ['eligibility', 'health', 'adapter-affinity', 'pool-priority'],
-      scorers: [
-        { name: 'queue', weight: w.queue },
-        { name: 'kv-cache', weight: w.kv_cache },
-        { name: 'in-flight', weight: w.in_flight },
-        { name: 'prefix', weight: w.prefix },
-        { name: 'victim', weight: w.victim },
-        { name: 'consolidate', weight: w.consolidate },
-      ],
-      picker: config.picker,
-    });
+    this.pipeline = new SchedulingPipeline(pipelineFor(config));
     this.specs = config.replicas.map((r) => ({ url: r.url, backend: r.backend, priority: r.priority }));
     this.urls = this.specs.map((s) => s.url);
     this.targets = new Map(this.urls.map((url) => [url, targetOf(url)]));
@@ -137,7 +120,8 @@ export class RouterService {
       perMinute: config.cold_loads_per_minute,
       perConsumerPerMinute: config.cold_loads_per_consumer_per_minute,
     };
-    this.weighsVictims = config.room_wait === 'anywhere' || config.eviction !== 'lru' || w.victim > 0;
+    this.weighsVictims =
+      config.room_wait === 'anywhere' || config.eviction !== 'lru' || config.scorer_weights.victim > 0;
     rt.metrics.policy = this.policy.saturation;
     rt.registerManaged(
       JSON.stringify([config.adapters, config.adapter_path_template, config.adapter_name_pattern]),
