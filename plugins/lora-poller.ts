@@ -6,7 +6,9 @@
 import type Kong from 'kong-pdk/kong';
 import { exportSchema } from '../src/config/kong-schema';
 import { parsePollerConfig } from '../src/config/parse';
+import { errors } from '../src/errors';
 import { pollerSchema, type PollerConfig } from '../src/config/poller-schema';
+import { packageVersion } from '../src/version';
 import { sharedRuntime, type FleetRuntime } from '../src/runtime';
 import { placementPage } from '../src/status/page';
 import { fleetStatus } from '../src/status/status';
@@ -44,10 +46,9 @@ class LoraPollerPlugin {
       body = placementPage(path.replace(/\/+$/, ''));
       type = 'text/html; charset=utf-8';
     } else {
-      status = 404;
-      body = JSON.stringify({
-        error: { message: `Nothing is served at ${path}.`, type: 'invalid_request_error', code: 'not_found' },
-      });
+      const e = errors.notFound(path);
+      status = e.status;
+      body = JSON.stringify(e.body());
       type = 'application/json';
     }
     await kong.response.exit(status, Buffer.from(body), {
@@ -59,6 +60,6 @@ class LoraPollerPlugin {
 
 export const Plugin = LoraPollerPlugin;
 export const Schema = exportSchema(pollerSchema);
-export const Version = '0.1.0';
+export const Version = packageVersion();
 /** Runs after authentication like lora-router; it answers its own route and proxies nothing. */
 export const Priority = 890;

@@ -1,8 +1,10 @@
 // Regenerates README's configuration tables from the plugins' Schema, its benchmark figures
-// from bench/results/results.json, and the scorers' table from their descriptors (npm run docs).
+// from bench/results/results.json, the scorers' table from their descriptors,
+// and docs/errors.md from the error catalogue (npm run docs).
 const { readFileSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 const { withConfigSection, withScorerTable } = require('../dist/src/config/docs');
+const { errorsDoc } = require('../dist/src/errors');
 const { parseResults } = require('../dist/bench/goals');
 const { withBenchSections } = require('../dist/bench/readme');
 
@@ -12,4 +14,7 @@ const results = parseResults(readFileSync(join(root, 'bench', 'results', 'result
 writeFileSync(path, withBenchSections(withConfigSection(readFileSync(path, 'utf8')), results));
 const scorers = join(root, 'src', 'scheduler', 'scorers', 'README.md');
 writeFileSync(scorers, withScorerTable(readFileSync(scorers, 'utf8')));
-console.log('README.md configuration tables and benchmark figures, and the scorers table, regenerated');
+writeFileSync(join(root, 'docs', 'errors.md'), errorsDoc());
+console.log(
+  'README.md configuration tables and benchmark figures, the scorers table and docs/errors.md regenerated',
+);

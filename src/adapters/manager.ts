@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock';
 import { Signal } from '../signal';
 import { BackendError } from '../backends/errors';
-import { AdapterNotFoundError, AdapterRejectedError } from '../backends/http-replica-api';
+import { AdapterNotFoundError, AdapterRejectedError } from '../backends/replica-api';
 import type { ReplicaApi } from '../backends/replica-api';
 import { errors } from '../errors';
 import type { FleetStore } from '../fleet/store';

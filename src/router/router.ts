@@ -147,15 +147,7 @@ export class RouterService {
     try {
       return await rt.decision(() => this.decide(req));
     } catch (err) {
-      const e =
-        err instanceof RouterError
-          ? err
-          : new RouterError(
-              500,
-              'server_error',
-              'router_error',
-              'The LoRA router failed on this request; see the gateway error log.',
-            );
+      const e = err instanceof RouterError ? err : errors.internal();
       if (!(err instanceof RouterError))
         this.rt.log.error(`route failed: ${(err as Error).stack ?? String(err)}`);
       else if (e.internal !== undefined) this.logInternal(e.code, e.internal);
