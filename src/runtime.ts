@@ -81,7 +81,12 @@ export class FleetRuntime {
     this.stateKey = stateKeyOf(o.redis);
     this.store =
       o.redis?.host !== undefined
-        ? new FailoverFleetStore(new RedisFleetStore(o.redis, this.leasePrefix), this.log)
+        ? new FailoverFleetStore(
+            new RedisFleetStore(o.redis, this.leasePrefix),
+            this.log,
+            undefined,
+            this.clock,
+          )
         : (o.store ?? new MemoryFleetStore());
     this.api = o.api ?? new HttpReplicaApi();
     this.random = seededRandom(o.seed ?? Date.now() ^ process.pid);
