@@ -89,8 +89,8 @@ export class AdapterManager {
   private readonly unknownNamesBlocked = new Map<string, number>();
   /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
   readonly roomChanged = new Signal();
-  /** Called after every load and unload call, for metrics and status. */
-  onCall: ((r: LoadRecord) => void) | null = null;
+  /** Told after every load and unload call (metrics, status). */
+  private readonly callListeners: ((r: LoadRecord) => void)[] = [];
 
   constructor(
     private readonly store: FleetStore,
@@ -98,6 +98,11 @@ export class AdapterManager {
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {}
+
+  /** Adds a listener told after every load and unload call; the others keep theirs. */
+  addCallListener(fn: (r: LoadRecord) => void): void {
+    this.callListeners.push(fn);
+  }
 
   /**
    * Makes `adapter` resident on `url`; throws a RouterError (502/503/404) when it cannot.
@@ -388,7 +393,7 @@ export class AdapterManager {
       this.log.warn(
         `${r.op} of adapter '${r.adapter}' on ${r.url} failed after ${Math.round(r.ms)} ms: ${why}`,
       );
-    this.onCall?.(r);
+    for (const fn of this.callListeners) fn(r);
     this.roomChanged.notify();
   }
 

@@ -122,7 +122,6 @@ export class RouterService {
     };
     this.weighsVictims =
       config.room_wait === 'anywhere' || config.eviction !== 'lru' || config.scorer_weights.victim > 0;
-    rt.metrics.policy = this.policy.saturation;
     rt.registerManaged(
       JSON.stringify([config.adapters, config.adapter_path_template, config.adapter_name_pattern]),
       (name, path) => this.catalog.manages(name, path),
@@ -132,8 +131,11 @@ export class RouterService {
       JSON.stringify(config.adapters),
       (path) => config.adapters.find((a) => a.static && a.path !== undefined && samePath(path, a.path))?.name,
     );
-    rt.poller.configure({ leaseMaxAgeMs: config.lease_max_age_ms });
-    for (const url of this.urls) rt.registerLimit(url, this.adapterPolicy);
+    rt.registerLeaseMaxAge(JSON.stringify(config), config.lease_max_age_ms);
+    for (const url of this.urls) {
+      rt.registerLimit(url, this.adapterPolicy);
+      rt.registerSaturation(url, this.policy.saturation);
+    }
     claimReplicas(rt, this.urls);
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
       // Polling is what keeps decisions fresh: start it here too, in case lora-poller
