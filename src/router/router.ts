@@ -1,17 +1,18 @@
 import { AdapterCatalog, type Resolved } from '../adapters/catalog';
-import { EVICTION_POLICIES, type EvictionPolicy } from '../adapters/eviction';
-import { ROOM_FALLBACK_MS, type AdapterPolicy } from '../adapters/manager';
+import { EVICTION_POLICIES } from '../adapters/eviction';
+import type { AdapterPolicy } from '../adapters/manager';
 import { sleep } from '../clock';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { samePath } from '../fleet/memory-store';
 import { claimReplicas, type FleetRuntime } from '../runtime';
-import { pipelineFor, SchedulingPipeline, toCandidate } from '../scheduler/pipeline';
-import { loadCost } from '../scheduler/victims';
+import { pipelineFor, SchedulingPipeline } from '../scheduler/pipeline';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
 import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
-import { allowedMethods, classifyPath, parseBody, promptText } from './request';
+import { modelList } from './model-list';
+import { Placement } from './placement';
+import { allowedMethods, classifyPath, parseBody, promptText, type PathClass } from './request';
 
 export interface RouteRequest {
   path: string;
@@ -53,8 +54,6 @@ export interface DecisionRecord {
 
 const PROMPT_CHARS = 4096;
 const INTERNAL_LOG_EVERY_MS = 10_000;
-/** Decisions a cold request retakes because another router placed its adapter first. */
-const MAX_PLACEMENT_ROUNDS = 3;
 
 /**
  * The request path for one plugin configuration: classify, schedule, ensure the adapter,
@@ -63,7 +62,7 @@ const MAX_PLACEMENT_ROUNDS = 3;
  */
 export class RouterService {
   readonly catalog: AdapterCatalog;
-  private readonly pipeline: SchedulingPipeline;
+  private readonly placement: Placement;
   private readonly specs: ReplicaSpec[];
   private readonly urls: string[];
   /** Where Kong's set_target points for each replica (parsed once, not per request). */
@@ -71,9 +70,6 @@ export class RouterService {
   private readonly policy: SchedulingPolicy;
   private readonly adapterPolicy: AdapterPolicy;
   private readonly ready: Promise<void>;
-  private readonly eviction: EvictionPolicy;
-  /** Whether placement or eviction looks at the victims a cold load would evict. */
-  private readonly weighsVictims: boolean;
   private readonly coldBudget: ColdLoadBudget;
   /** Per error code: when its detail was last logged, and how many were not since. */
   private readonly internalLogged = new Map<string, { at: number; suppressed: number }>();
@@ -94,7 +90,6 @@ export class RouterService {
       pathTemplate: config.adapter_path_template,
       namePattern: config.adapter_name_pattern,
     });
-    this.pipeline = new SchedulingPipeline(pipelineFor(config));
     this.specs = config.replicas.map((r) => ({ url: r.url, backend: r.backend, priority: r.priority }));
     this.urls = this.specs.map((s) => s.url);
     this.targets = new Map(this.urls.map((url) => [url, targetOf(url)]));
@@ -115,13 +110,20 @@ export class RouterService {
       isStatic: (name) => this.catalog.isStatic(name),
       isListed: (name) => this.catalog.isListed(name),
     };
-    this.eviction = EVICTION_POLICIES[config.eviction]!;
     this.coldBudget = {
       perMinute: config.cold_loads_per_minute,
       perConsumerPerMinute: config.cold_loads_per_consumer_per_minute,
     };
-    this.weighsVictims =
-      config.room_wait === 'anywhere' || config.eviction !== 'lru' || config.scorer_weights.victim > 0;
+    this.placement = new Placement({
+      runtime: () => this.rt,
+      pipeline: new SchedulingPipeline(pipelineFor(config)),
+      urls: this.urls,
+      config,
+      eviction: EVICTION_POLICIES[config.eviction]!,
+      isStatic: (n) => this.catalog.isStatic(n),
+      weighsVictims:
+        config.room_wait === 'anywhere' || config.eviction !== 'lru' || config.scorer_weights.victim > 0,
+    });
     rt.registerManaged(
       JSON.stringify([config.adapters, config.adapter_path_template, config.adapter_name_pattern]),
       (name, path) => this.catalog.manages(name, path),
@@ -198,7 +200,43 @@ export class RouterService {
     return true;
   }
 
+  /**
+   * The routing rule: a path the gateway serves, the model it names, the replicas' fresh views;
+   * then placement picks the replica and admission takes the lease and ensures the adapter.
+   */
   private async decide(req: RouteRequest): Promise<RouteOutcome> {
+    const cls = await this.checkPath(req);
+    await this.ready;
+    if (cls === 'models')
+      return {
+        kind: 'respond',
+        status: 200,
+        body: modelList(this.config.base_model, this.catalog, await this.rt.store.dump(), this.urls),
+        headers: { 'Content-Type': 'application/json' },
+      };
+    const parsed = parseBody(req.body, cls, this.config.max_body_bytes);
+    const resolved: Resolved = this.catalog.resolve(parsed.model);
+    const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
+    const ctx: SchedulingContext = { now: this.rt.clock.now(), policy: this.policy, random: this.rt.random };
+    // Decayed frequencies are read only by `eviction: value`.
+    if (adapter && this.config.eviction === 'value') this.rt.adapterStats.observe(adapter.name, ctx.now);
+    const views = await this.refreshIfStale(
+      await this.rt.store.views(this.urls, adapter, false),
+      adapter,
+      false,
+    );
+    if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
+      throw errors.modelNotFound(resolved.adapter.name);
+    }
+    // Only the prefix scorer reads the prompt.
+    const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
+    return this.placement.place({ resolved, adapter, prompt, ctx, views }, (decision) =>
+      this.admit(decision, resolved, parsed.json, ctx.victimCost, req.consumer),
+    );
+  }
+
+  /** Refuses the replicas' management paths, and methods a path does not take. */
+  private async checkPath(req: RouteRequest): Promise<PathClass> {
     const cls = classifyPath(req.path);
     if (cls === 'admin') {
       throw errors.forbidden('This path manages the replicas and is not available through the gateway.');
@@ -209,118 +247,7 @@ export class RouterService {
       const method = (await req.method()).toUpperCase();
       if (!allow.includes(method)) throw errors.methodNotAllowed(method, allow);
     }
-    await this.ready;
-    if (cls === 'models')
-      return {
-        kind: 'respond',
-        status: 200,
-        body: await this.modelList(),
-        headers: { 'Content-Type': 'application/json' },
-      };
-    const parsed = parseBody(req.body, cls, this.config.max_body_bytes);
-    const resolved: Resolved = this.catalog.resolve(parsed.model);
-    const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
-    const ctx: SchedulingContext = { now: this.rt.clock.now(), policy: this.policy, random: this.rt.random };
-    // Residents (the victims a cold load could evict) are read only once a decision needs a
-    // load and the configuration weighs victims: a resident adapter's request never pays for them.
-    const weighsVictims =
-      resolved.kind === 'on-demand' && this.policy.maxLoadedAdapters > 0 && this.weighsVictims;
-    let withResidents = false;
-    // Decayed frequencies are read only by `eviction: value`.
-    if (adapter && this.config.eviction === 'value') this.rt.adapterStats.observe(adapter.name, ctx.now);
-    let views = await this.rt.store.views(this.urls, adapter, withResidents);
-    views = await this.refreshIfStale(views, adapter, withResidents);
-    if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
-      throw errors.modelNotFound(resolved.adapter.name);
-    }
-    const roomDeadline = ctx.now + this.config.queue_timeout_ms;
-    // Only the prefix scorer reads the prompt.
-    const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
-    let placementRounds = 0;
-    /** Another router's placement of this cold adapter, once a claim lost to it: follow it. */
-    let follow: string | undefined;
-    for (;;) {
-      ctx.now = this.rt.clock.now();
-      if (withResidents) this.weighVictims(ctx, views);
-      // From here to the claim nothing awaits: the next request sees this one's placement.
-      if (adapter) {
-        this.rt.manager.overlayClaims(views, adapter.name);
-        this.markEvicted(views, adapter.name);
-      }
-      const followed = follow === undefined ? [] : views.filter((v) => v.url === follow);
-      const candidates = followed.length > 0 ? followed : views;
-      const decision = this.pipeline.schedule({ kind: resolved.kind, adapter, prompt }, candidates, ctx);
-      if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
-      const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
-      // A holder only by placement (nobody is loading it there yet) needs the shared placement
-      // too: another node may have placed the adapter elsewhere meanwhile.
-      const presence = decision.replica.adapter;
-      const claim =
-        cold || (resolved.kind === 'on-demand' && (presence?.placed || presence?.claimed))
-          ? resolved.adapter.name
-          : undefined;
-      if (cold && weighsVictims && !withResidents) {
-        withResidents = true;
-        views = await this.rt.store.views(this.urls, adapter, true);
-        continue;
-      }
-      // No replica can start the load now (every adapter busy everywhere): wait for room
-      // anywhere, rather than queue behind one replica's busy adapters.
-      if (
-        cold &&
-        withResidents &&
-        this.config.room_wait === 'anywhere' &&
-        loadCost(decision.replica, ctx) === undefined &&
-        ctx.now < roomDeadline
-      ) {
-        await this.rt.manager.roomChanged.wait(this.rt.clock, ROOM_FALLBACK_MS);
-        views = await this.rt.store.views(this.urls, adapter, withResidents);
-        continue;
-      }
-      const url = decision.replica.url;
-      if (claim) {
-        this.rt.manager.claim(url, claim);
-        // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
-        // or each loads it on the replica it picked.
-        const ttl = this.config.queue_timeout_ms + this.config.load_timeout_ms;
-        const placedOn = await this.rt.store.claimPlacement(
-          claim,
-          url,
-          this.spreading(cold, views, ctx),
-          ctx.now,
-          ttl,
-        );
-        if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
-          // Placed elsewhere first: go there too (if it is one of ours), with fresh views.
-          this.rt.manager.unclaim(url, claim);
-          if (this.urls.includes(placedOn)) follow = placedOn;
-          views = await this.rt.store.views(this.urls, adapter, withResidents);
-          continue;
-        }
-      }
-      try {
-        return await this.admit(decision, resolved, parsed.json, ctx.victimCost, req.consumer);
-      } finally {
-        if (claim) {
-          this.rt.manager.unclaim(url, claim);
-          this.rt.store
-            .releasePlacement(claim, url)
-            .catch((err: Error) => this.rt.log.warn(`could not release placement: ${err.message}`));
-        }
-      }
-    }
-  }
-
-  /**
-   * The placement a cold decision overrides on purpose: the adapter's placed replica is up,
-   * fresh and saturated, so the rule spreads the adapter to a second replica. A placed replica
-   * this router merely cannot judge (no fresh poll yet) is followed, not overridden.
-   */
-  private spreading(cold: boolean, views: ReplicaView[], ctx: SchedulingContext): string | undefined {
-    const placed = cold ? views.find((v) => v.adapter?.placed) : undefined;
-    if (!placed) return undefined;
-    const c = toCandidate(placed, ctx);
-    return c.health === 'up' && !c.stale && c.saturation >= 1 ? c.url : undefined;
+    return cls;
   }
 
   /** Takes the lease, makes sure the adapter is there, and shapes the proxied request. */
@@ -370,14 +297,6 @@ export class RouterService {
     }
   }
 
-  /** Registered holders whose reported residency (newer vLLM) lacks the adapter's weights. */
-  private markEvicted(views: ReplicaView[], name: string): void {
-    for (const v of views) {
-      const held = this.rt.poller.lastLoad.get(v.url)?.residency?.cpu;
-      if (held && v.adapter?.state === 'loaded' && !held.includes(name)) v.adapter.evicted = true;
-    }
-  }
-
   /**
    * A replica with no fresh snapshot and no recent poll attempt (no poller in this process
    * yet, or it just started): poll it now rather than route blind. Single flight per replica
@@ -398,58 +317,6 @@ export class RouterService {
       sleep(this.rt.clock, this.config.refresh_timeout_ms),
     ]);
     return this.rt.store.views(this.urls, adapter, withResidents);
-  }
-
-  /**
-   * Gives placement and eviction what they weigh: the configured policy's cost of each possible
-   * victim, from decayed request frequency and how many replicas hold a copy.
-   */
-  private weighVictims(ctx: SchedulingContext, views: ReplicaView[]): void {
-    const copies = new Map<string, number>();
-    for (const v of views)
-      for (const r of v.residents ?? [])
-        if (r.state !== 'unloading') copies.set(r.name, (copies.get(r.name) ?? 0) + 1);
-    const now = ctx.now;
-    const stats = this.rt.adapterStats;
-    const victimCtx = {
-      now,
-      frequency: (n: string) => stats.frequency(n, now),
-      copies: (n: string) => copies.get(n) ?? 1,
-    };
-    const policy = this.eviction;
-    ctx.victimCost = (v) => policy.cost(v, victimCtx);
-    ctx.isStatic = (n) => this.catalog.isStatic(n);
-  }
-
-  /** What the fleet can serve, in vLLM's `/v1/models` format: one replica would list only its own. */
-  private async modelList(): Promise<unknown> {
-    const created = Math.floor(Date.now() / 1000);
-    const card = (id: string, root: string | null, parent: string | null) => ({
-      id,
-      object: 'model',
-      created,
-      owned_by: 'kong-lora-router',
-      root,
-      parent,
-      max_model_len: null,
-    });
-    const base = this.config.base_model ?? null;
-    const data = base ? [card(base, base, null)] : [];
-    const seen = new Set<string>(base ? [base] : []);
-    for (const a of this.catalog.registered()) {
-      seen.add(a.name);
-      data.push(card(a.name, a.path ?? null, base));
-    }
-    const dump = await this.rt.store.dump();
-    for (const r of dump.replicas) {
-      if (!this.urls.includes(r.url)) continue;
-      for (const a of r.adapters) {
-        if (seen.has(a.name) || a.state === 'unloading') continue;
-        seen.add(a.name);
-        data.push(card(a.name, null, base));
-      }
-    }
-    return { object: 'list', data };
   }
 }
 
