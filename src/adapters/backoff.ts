@@ -17,6 +17,11 @@ export class LoadBackoff {
 
   constructor(private readonly clock: Clock) {}
 
+  /** Entries held (bounded by BACKOFF_ENTRIES). */
+  get size(): number {
+    return this.entries.size;
+  }
+
   /** Throws 503 with Retry-After while `key` is backing off. */
   check(key: string, adapter: string, url: string): void {
     const b = this.entries.get(key);
