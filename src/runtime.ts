@@ -68,8 +68,8 @@ export class FleetRuntime {
   private readonly limits = new Map<string, AdapterPolicy>();
   /** Saturation policy by replica URL, from the configuration routing to it (metrics, status). */
   private readonly saturations = new Map<string, SaturationPolicy>();
-  /** `lease_max_age_ms` of each router configuration: the poller reclaims past the longest. */
-  private readonly leaseMaxAges = new ConfigRegistry<number>();
+  /** `lease_max_age_ms` by replica URL, from the configuration routing to it. */
+  private readonly leaseMaxAges = new Map<string, number>();
   private readonly trimming = new Set<string>();
   /** The runtime that replaced this one (a changed `redis` record), or null while current. */
   successor: FleetRuntime | null = null;
@@ -170,12 +170,13 @@ export class FleetRuntime {
   }
 
   /**
-   * One router configuration's `lease_max_age_ms`. The poller reclaims a lease only past the
-   * longest registered, so no configuration's live request loses its lease to another's setting.
+   * The `lease_max_age_ms` of the configuration routing to `url` (the latest registered wins, so
+   * a changed configuration takes effect). The poller reclaims a lease only past the longest of
+   * the replicas', so no configuration's live request loses its lease to another's setting.
    */
-  registerLeaseMaxAge(key: string, ms: number): void {
-    this.leaseMaxAges.set(key, ms);
-    this.poller.configure({ leaseMaxAgeMs: Math.max(...this.leaseMaxAges.list) });
+  registerLeaseMaxAge(url: string, ms: number): void {
+    this.leaseMaxAges.set(url, ms);
+    this.poller.configure({ leaseMaxAgeMs: Math.max(...this.leaseMaxAges.values()) });
   }
 
   /** A poll may have adopted a load that landed after its timeout: unload the excess when idle. */
@@ -243,8 +244,8 @@ export class FleetRuntime {
     for (const url of this.replicaUrls) next.replicaUrls.add(url);
     for (const [url, p] of this.limits) if (!next.limits.has(url)) next.registerLimit(url, p);
     for (const [url, p] of this.saturations) if (!next.saturations.has(url)) next.registerSaturation(url, p);
-    for (const [key, ms] of this.leaseMaxAges.entries())
-      if (!next.leaseMaxAges.has(key)) next.registerLeaseMaxAge(key, ms);
+    for (const [url, ms] of this.leaseMaxAges)
+      if (!next.leaseMaxAges.has(url)) next.registerLeaseMaxAge(url, ms);
     while (this.active > 0) await this.idle.wait(this.clock, 1000);
     if (next.stateKey !== this.stateKey) {
       // Leases count only against registered replicas: register them there first.

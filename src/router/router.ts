@@ -133,10 +133,10 @@ export class RouterService {
       JSON.stringify(config.adapters),
       (path) => config.adapters.find((a) => a.static && a.path !== undefined && samePath(path, a.path))?.name,
     );
-    rt.registerLeaseMaxAge(JSON.stringify(config), config.lease_max_age_ms);
     for (const url of this.urls) {
       rt.registerLimit(url, this.adapterPolicy);
       rt.registerSaturation(url, this.policy.saturation);
+      rt.registerLeaseMaxAge(url, config.lease_max_age_ms);
     }
     claimReplicas(rt, this.urls);
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {

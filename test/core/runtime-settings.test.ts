@@ -71,4 +71,18 @@ describe('settings the runtime shares between configurations', () => {
       'lora_router_poll_errors_total{replica="http://127.0.0.1:9"} 1',
     );
   });
+
+  it("take a changed configuration's `lease_max_age_ms` for its replicas", () => {
+    const rt = twoConfigs('ab');
+    rt.poller.stop();
+    new RouterService(
+      parseRouterConfig({
+        replicas: [{ url: B }],
+        target_waiting_per_replica: 100,
+        lease_max_age_ms: 60_000,
+      }),
+      rt,
+    );
+    expect(rt.poller.leaseMaxAgeMs).toBe(60_000);
+  });
 });
