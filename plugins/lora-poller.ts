@@ -6,8 +6,10 @@
 import type Kong from 'kong-pdk/kong';
 import { exportSchema } from '../src/config/kong-schema';
 import { parsePollerConfig } from '../src/config/parse';
+import { errors } from '../src/errors';
 import { pollerSchema, type PollerConfig } from '../src/config/poller-schema';
 import { operatorLog, writeNotices } from '../src/log';
+import { packageVersion } from '../src/version';
 import { sharedRuntime, type FleetRuntime } from '../src/runtime';
 import { placementPage } from '../src/status/page';
 import { fleetStatus } from '../src/status/status';
@@ -49,10 +51,9 @@ class LoraPollerPlugin {
       body = placementPage(this.config.base_path.replace(/\/+$/, ''));
       type = 'text/html; charset=utf-8';
     } else {
-      status = 404;
-      body = JSON.stringify({
-        error: { message: `Nothing is served at ${path}.`, type: 'invalid_request_error', code: 'not_found' },
-      });
+      const e = errors.notFound(path);
+      status = e.status;
+      body = JSON.stringify(e.body());
       type = 'application/json';
     }
     if (operatorLog.size > 0) await writeNotices(kong.log);
@@ -72,7 +73,7 @@ function subPath(path: string, base: string): string | undefined {
 
 export const Plugin = LoraPollerPlugin;
 export const Schema = exportSchema(pollerSchema);
-export const Version = '0.1.0';
+export const Version = packageVersion();
 /**
  * After authentication (key-auth 1250) and rate limiting (910), before lora-router (900): on a
  * service carrying both, its own paths are answered before lora-router would refuse them.

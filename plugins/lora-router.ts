@@ -6,10 +6,11 @@ import type Kong from 'kong-pdk/kong';
 import { exportSchema } from '../src/config/kong-schema';
 import { parseRouterConfig } from '../src/config/parse';
 import { routerSchema } from '../src/config/router-schema';
-import { RouterError } from '../src/errors';
+import { errors, type RouterError } from '../src/errors';
 import { operatorLog, stderrLogger, writeNotices } from '../src/log';
 import { RouterService, type DecisionRecord } from '../src/router/router';
 import { runtimeOfLease, sharedRuntime } from '../src/runtime';
+import { packageVersion } from '../src/version';
 
 /** Key in `kong.ctx.shared` for the decision: the log phase reads it, other plugins may. */
 const CTX_KEY = 'lora_router';
@@ -24,12 +25,7 @@ class LoraRouterPlugin {
       this.service = new RouterService(c, sharedRuntime(c.redis));
     } catch (err) {
       // Kong validated the schema; what is left (a bad regex...) is answered on each request.
-      this.configError = new RouterError(
-        500,
-        'server_error',
-        'router_misconfigured',
-        `lora-router configuration: ${(err as Error).message}`,
-      );
+      this.configError = errors.misconfigured((err as Error).message);
       stderrLogger.error(this.configError.message);
     }
   }
@@ -90,6 +86,6 @@ class LoraRouterPlugin {
 
 export const Plugin = LoraRouterPlugin;
 export const Schema = exportSchema(routerSchema);
-export const Version = '0.1.0';
+export const Version = packageVersion();
 /** After authentication (key-auth 1250) and rate limiting (910); before ai-proxy (770). */
 export const Priority = 900;

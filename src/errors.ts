@@ -4,6 +4,120 @@
  */
 export type ErrorType = 'invalid_request_error' | 'permission_error' | 'server_error' | 'requests';
 
+interface CatalogueEntry {
+  status: number;
+  type: ErrorType;
+  /** Answered with `Retry-After` (seconds): the client may retry the same request. */
+  retryAfter: boolean;
+  /** When a client gets it (docs/errors.md). */
+  when: string;
+}
+
+/**
+ * Every error code a client can get, from either plugin: docs/errors.md is generated from it
+ * (`npm run docs`), and the factories below are the only way to build one.
+ */
+export const CATALOGUE = {
+  invalid_request: {
+    status: 400,
+    type: 'invalid_request_error',
+    retryAfter: false,
+    when: 'An inference request with an empty body.',
+  },
+  invalid_json: {
+    status: 400,
+    type: 'invalid_request_error',
+    retryAfter: false,
+    when: 'The body is not a JSON object, or is nested too deeply to forward.',
+  },
+  invalid_model: {
+    status: 400,
+    type: 'invalid_request_error',
+    retryAfter: false,
+    when: '`model` is missing, not a string, or not a valid adapter name.',
+  },
+  adapter_rejected: {
+    status: 400,
+    type: 'invalid_request_error',
+    retryAfter: false,
+    when: 'The replica refused to load the adapter as asked (its files are not a valid adapter).',
+  },
+  forbidden: {
+    status: 403,
+    type: 'permission_error',
+    retryAfter: false,
+    when: "A replica's management path (loading or unloading adapters) asked through the gateway.",
+  },
+  model_not_found: {
+    status: 404,
+    type: 'invalid_request_error',
+    retryAfter: false,
+    when: 'No replica has the adapter and none can load it (no path configured, or the path holds none).',
+  },
+  not_found: {
+    status: 404,
+    type: 'invalid_request_error',
+    retryAfter: false,
+    when: '`lora-poller`: a path under its route that none of its `endpoints` serves.',
+  },
+  method_not_allowed: {
+    status: 405,
+    type: 'invalid_request_error',
+    retryAfter: false,
+    when: 'A method the path does not take (with `Allow`).',
+  },
+  request_too_large: {
+    status: 413,
+    type: 'invalid_request_error',
+    retryAfter: false,
+    when: "The body exceeds `max_body_bytes`, or nginx's body buffer (Kong could not hand it over).",
+  },
+  rate_limit_exceeded: {
+    status: 429,
+    type: 'requests',
+    retryAfter: true,
+    when: 'The request would start an adapter load past `cold_loads_per_minute` (fleet) or `cold_loads_per_consumer_per_minute`.',
+  },
+  router_error: {
+    status: 500,
+    type: 'server_error',
+    retryAfter: false,
+    when: 'An unexpected failure in the router (the detail is in the gateway error log).',
+  },
+  router_misconfigured: {
+    status: 500,
+    type: 'server_error',
+    retryAfter: false,
+    when: "A configuration Kong's schema accepted but the router cannot use (a bad regular expression...).",
+  },
+  adapter_load_failed: {
+    status: 502,
+    type: 'server_error',
+    retryAfter: false,
+    when: 'The replica failed the adapter load (error, timeout).',
+  },
+  adapter_slots_busy: {
+    status: 503,
+    type: 'server_error',
+    retryAfter: true,
+    when: 'Every adapter slot stayed busy (requests in flight) for `queue_timeout_ms`.',
+  },
+  adapter_load_backoff: {
+    status: 503,
+    type: 'server_error',
+    retryAfter: true,
+    when: 'The adapter failed to load on that replica recently; the next attempt waits (`backoff_base_ms`).',
+  },
+  no_replica: {
+    status: 503,
+    type: 'server_error',
+    retryAfter: true,
+    when: 'No replica can serve the request (all down, or none holds a static adapter).',
+  },
+} as const satisfies Record<string, CatalogueEntry>;
+
+export type ErrorCode = keyof typeof CATALOGUE;
+
 export class RouterError extends Error {
   override readonly name = 'RouterError';
   constructor(
@@ -29,15 +143,22 @@ export class RouterError extends Error {
   }
 }
 
+/** A catalogued error; `retryAfterS` where the catalogue says the code carries Retry-After. */
+function catalogued(code: ErrorCode, message: string, retryAfterS?: number, internal?: string): RouterError {
+  const e = CATALOGUE[code];
+  return new RouterError(e.status, e.type, code, message, retryAfterS, internal);
+}
+
 /** 405 with the `Allow` header HTTP requires. */
 class MethodNotAllowed extends RouterError {
   constructor(
     method: string,
     private readonly allow: string[],
   ) {
+    const e = CATALOGUE.method_not_allowed;
     super(
-      405,
-      'invalid_request_error',
+      e.status,
+      e.type,
       'method_not_allowed',
       `Method ${method} is not allowed on this path; use ${allow.join(' or ')}.`,
     );
@@ -50,36 +171,28 @@ class MethodNotAllowed extends RouterError {
 
 export const errors = {
   methodNotAllowed: (method: string, allow: string[]) => new MethodNotAllowed(method, allow),
-  badRequest: (message: string, code = 'invalid_request') =>
-    new RouterError(400, 'invalid_request_error', code, message),
-  invalidModel: (message: string) => new RouterError(400, 'invalid_request_error', 'invalid_model', message),
-  modelNotFound: (model: string) =>
-    new RouterError(
-      404,
-      'invalid_request_error',
-      'model_not_found',
-      `The model \`${model}\` does not exist.`,
-    ),
-  forbidden: (message: string) => new RouterError(403, 'permission_error', 'forbidden', message),
+  badRequest: (
+    message: string,
+    code: 'invalid_request' | 'invalid_json' | 'invalid_model' = 'invalid_request',
+  ) => catalogued(code, message),
+  invalidModel: (message: string) => catalogued('invalid_model', message),
+  modelNotFound: (model: string) => catalogued('model_not_found', `The model \`${model}\` does not exist.`),
+  /** `lora-poller`: nothing it serves at this path. */
+  notFound: (path: string) => catalogued('not_found', `Nothing is served at ${path}.`),
+  forbidden: (message: string) => catalogued('forbidden', message),
   tooLarge: (limit: number) =>
-    new RouterError(
-      413,
-      'invalid_request_error',
+    catalogued('request_too_large', `Request body exceeds the ${limit}-byte limit.`),
+  /** Kong could not hand the body over: spooled to a file past nginx's body buffer, or never sent. */
+  bodyUnreadable: () =>
+    catalogued(
       'request_too_large',
-      `Request body exceeds the ${limit}-byte limit.`,
+      'The request body could not be read by the gateway: it is larger than the body buffer (raise nginx_http_client_body_buffer_size) or was not sent.',
     ),
   adapterRejected: (adapter: string, why: string) =>
-    new RouterError(
-      400,
-      'invalid_request_error',
-      'adapter_rejected',
-      `The adapter '${adapter}' cannot be loaded: ${why}`,
-    ),
+    catalogued('adapter_rejected', `The adapter '${adapter}' cannot be loaded: ${why}`),
   // Replica URLs are internal: the client's message omits them, `internal` (logged) keeps them.
   loadFailed: (adapter: string, replica: string, why: string) =>
-    new RouterError(
-      502,
-      'server_error',
+    catalogued(
       'adapter_load_failed',
       `Loading adapter '${adapter}' failed: ${why}`,
       undefined,
@@ -101,18 +214,14 @@ export const errors = {
     retryAfterS: number,
     why = 'every loaded adapter has requests in flight',
   ) =>
-    new RouterError(
-      503,
-      'server_error',
+    catalogued(
       'adapter_slots_busy',
       `No adapter slot for '${adapter}': ${why}. Retry later.`,
       retryAfterS,
       `no adapter slot on ${replica} for '${adapter}': ${why}`,
     ),
   backingOff: (adapter: string, replica: string, retryAfterS: number, why: string) =>
-    new RouterError(
-      503,
-      'server_error',
+    catalogued(
       'adapter_load_backoff',
       `Adapter '${adapter}' failed to load recently (${why}); next attempt in ${retryAfterS} s.`,
       retryAfterS,
@@ -120,13 +229,36 @@ export const errors = {
     ),
   /** OpenAI answers a request-rate limit with type `requests`, code `rate_limit_exceeded`. */
   coldLoadBudget: (adapter: string, scope: 'consumer' | 'fleet', retryAfterS: number) =>
-    new RouterError(
-      429,
-      'requests',
+    catalogued(
       'rate_limit_exceeded',
       `Adapter '${adapter}' is not loaded, and ${scope === 'consumer' ? 'this consumer has' : 'the fleet has'} started its allowed adapter loads for this minute. Retry in ${retryAfterS} s, or use a loaded adapter.`,
       retryAfterS,
     ),
-  noReplica: (what: string) =>
-    new RouterError(503, 'server_error', 'no_replica', `No replica can serve ${what}.`, 1),
+  noReplica: (what: string) => catalogued('no_replica', `No replica can serve ${what}.`, 1),
+  /** Anything unexpected: the detail goes to the gateway log, not to the client. */
+  internal: () =>
+    catalogued('router_error', 'The LoRA router failed on this request; see the gateway error log.'),
+  misconfigured: (detail: string) =>
+    catalogued('router_misconfigured', `lora-router configuration: ${detail}`),
 };
+
+/** docs/errors.md: every code a client can get, generated from the catalogue (`npm run docs`). */
+export function errorsDoc(): string {
+  const rows = Object.entries(CATALOGUE).map(
+    ([code, e]) => `| \`${code}\` | ${e.status} | \`${e.type}\` | ${e.retryAfter ? 'yes' : ''} | ${e.when} |`,
+  );
+  return [
+    '# Errors',
+    '',
+    '<!-- generated from src/errors.ts: npm run docs -->',
+    '',
+    "Every error either plugin answers a client with, in OpenAI's format",
+    '`{"error":{"message","type","code"}}`. Errors from a replica itself (after the request was',
+    'proxied) pass through unchanged.',
+    '',
+    '| code | status | type | Retry-After | when |',
+    '|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+}

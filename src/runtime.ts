@@ -10,6 +10,7 @@ import { MemoryFleetStore } from './fleet/memory-store';
 import { FailoverFleetStore } from './fleet/redis/failover-store';
 import { RedisFleetStore } from './fleet/redis/redis-store';
 import { Poller, type PollerOptions } from './fleet/poller';
+import type { SaturationPolicy } from './fleet/saturation';
 import type { FleetStore } from './fleet/store';
 import type { Lease, Released } from './fleet/types';
 import { operatorLog, stderrLogger, type Logger } from './log';
@@ -29,6 +30,9 @@ export interface RuntimeOptions {
   /** Lease-id prefix and node id: a successor on the same shared state keeps its predecessor's. */
   leasePrefix?: string;
 }
+
+/** The schema's defaults (`target_waiting_per_replica`, `kv_ceiling`), until a configuration registers. */
+const DEFAULT_SATURATION: SaturationPolicy = { targetWaitingPerReplica: 4, kvCeiling: 0.8 };
 
 export const defaultPollerOptions: PollerOptions = {
   intervalMs: 500,
@@ -62,6 +66,10 @@ export class FleetRuntime {
   private readonly names = new ConfigRegistry<(path: string) => string | undefined>();
   /** Adapter limits by replica URL, from the router configurations. */
   private readonly limits = new Map<string, AdapterPolicy>();
+  /** Saturation policy by replica URL, from the configuration routing to it (metrics, status). */
+  private readonly saturations = new Map<string, SaturationPolicy>();
+  /** `lease_max_age_ms` by replica URL, from the configuration routing to it. */
+  private readonly leaseMaxAges = new Map<string, number>();
   private readonly trimming = new Set<string>();
   /** The runtime that replaced this one (a changed `redis` record), or null while current. */
   successor: FleetRuntime | null = null;
@@ -81,15 +89,20 @@ export class FleetRuntime {
     this.stateKey = stateKeyOf(o.redis);
     this.store =
       o.redis?.host !== undefined
-        ? new FailoverFleetStore(new RedisFleetStore(o.redis, this.leasePrefix), this.log)
+        ? new FailoverFleetStore(
+            new RedisFleetStore(o.redis, this.leasePrefix),
+            this.log,
+            undefined,
+            this.clock,
+          )
         : (o.store ?? new MemoryFleetStore());
     this.api = o.api ?? new HttpReplicaApi();
     this.random = seededRandom(o.seed ?? Date.now() ^ process.pid);
-    this.metrics = new RouterMetrics(this.store, this.clock);
+    this.metrics = new RouterMetrics(this.store, this.clock, (url) => this.saturationOf(url));
     this.manager = new AdapterManager(this.store, this.api, this.clock, this.log);
     // Another node released a lease or finished a load or unload: waiters for room look again.
     this.store.onRemoteChange = () => this.manager.roomChanged.notify();
-    this.manager.onCall = (r) => {
+    this.manager.addCallListener((r) => {
       const counter = r.op === 'load' ? this.metrics.loads : this.metrics.unloads;
       counter.inc({ result: r.ok ? 'ok' : 'error' });
       if (r.op === 'load' && r.ok) this.metrics.loadSeconds.observe(r.ms / 1000);
@@ -99,7 +112,7 @@ export class FleetRuntime {
           this.clock.now(),
           r.op === 'load' ? r.ms : undefined,
         );
-    };
+    });
     this.poller = new Poller(
       this.store,
       this.api,
@@ -115,14 +128,14 @@ export class FleetRuntime {
     this.poller.onLeasesExpired = (n) => this.metrics.leasesExpired.inc(n);
     // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
     const down = new Set<string>();
-    this.poller.onPoll = (url, ok) => {
+    this.poller.addPollListener((url, ok) => {
       if (!ok) this.metrics.pollErrors.inc({ replica: url });
       if (!ok && !down.has(url)) {
         down.add(url);
         this.log.warn(`replica ${url} stopped answering polls`);
       } else if (ok && down.delete(url)) this.log.warn(`replica ${url} answers polls again`);
       if (ok) this.trimAfterPoll(url);
-    };
+    });
   }
 
   /**
@@ -151,6 +164,26 @@ export class FleetRuntime {
   /** The adapter limit a router configuration applies to `url` (the latest registered wins). */
   registerLimit(url: string, policy: AdapterPolicy): void {
     this.limits.set(url, policy);
+  }
+
+  /** The saturation policy of the configuration routing to `url` (the latest registered wins). */
+  registerSaturation(url: string, policy: SaturationPolicy): void {
+    this.saturations.set(url, policy);
+  }
+
+  /** How saturation is judged on `url` for metrics and status: its configuration's policy. */
+  saturationOf(url: string): SaturationPolicy {
+    return this.saturations.get(url) ?? DEFAULT_SATURATION;
+  }
+
+  /**
+   * The `lease_max_age_ms` of the configuration routing to `url` (the latest registered wins, so
+   * a changed configuration takes effect). The poller reclaims a lease only past the longest of
+   * the replicas', so no configuration's live request loses its lease to another's setting.
+   */
+  registerLeaseMaxAge(url: string, ms: number): void {
+    this.leaseMaxAges.set(url, ms);
+    this.poller.configure({ leaseMaxAgeMs: Math.max(...this.leaseMaxAges.values()) });
   }
 
   /** A poll may have adopted a load that landed after its timeout: unload the excess when idle. */
@@ -217,6 +250,9 @@ export class FleetRuntime {
     for (const [key, m] of this.managed.entries()) if (!next.managed.has(key)) next.registerManaged(key, m);
     for (const url of this.replicaUrls) next.replicaUrls.add(url);
     for (const [url, p] of this.limits) if (!next.limits.has(url)) next.registerLimit(url, p);
+    for (const [url, p] of this.saturations) if (!next.saturations.has(url)) next.registerSaturation(url, p);
+    for (const [url, ms] of this.leaseMaxAges)
+      if (!next.leaseMaxAges.has(url)) next.registerLeaseMaxAge(url, ms);
     while (this.active > 0) await this.idle.wait(this.clock, 1000);
     if (next.stateKey !== this.stateKey) {
       // Leases count only against registered replicas: register them there first.

@@ -15,12 +15,9 @@ import type {
   VllmMetrics,
 } from './context';
 import { Registry } from './context';
-import { fastapiNotFound, llamacppError, vllmError, type ErrorStyle, type SimError } from './errors';
+import { LlamaCppBackend, VllmBackend, type SimBackend } from './backends';
+import type { ErrorStyle, SimError } from './errors';
 import { freshFaults, type Fault, type FaultState } from './faults';
-import { LlamaCppAdapters, metricsNotSupported } from './llamacpp';
-import { llamacppMetricsText } from './metrics-text';
-import { VllmLoraApi } from './vllm-lora';
-import { VllmMetricsState } from './vllm-metrics';
 import { completionBody, type Endpoint, parseCompletion, streamAnswer } from './openai';
 import { MORE_ROUTES, moreAnswer } from './more-endpoints';
 
@@ -115,15 +112,14 @@ export class SimReplica implements ReplicaContext {
   readonly o: ResolvedOptions;
   readonly registry = new Registry();
   readonly log: AdapterLogEntry[] = [];
-  private readonly vllmLora: VllmLoraApi;
-  private readonly llama: LlamaCppAdapters;
+  /** What differs between vLLM and llama.cpp: chosen once, never branched on here. */
+  private readonly api: SimBackend;
   private server: http.Server | null = null;
   private port: number;
   private sockets = new Set<Socket>();
   private hung = new Set<http.ServerResponse>();
   private records: RequestRecord[] = [];
   private faults: FaultState = freshFaults();
-  private readonly vllmMetrics: VllmMetricsState;
   private readyAt = 0;
   private boots = 0;
   private nextId = 0;
@@ -169,9 +165,9 @@ export class SimReplica implements ReplicaContext {
       ...options.engine,
     });
     this.engine.onRecord((rec) => this.onRecord(rec));
-    this.vllmLora = new VllmLoraApi(this);
-    this.vllmMetrics = new VllmMetricsState(this, this.createdUnix);
-    this.llama = new LlamaCppAdapters(this);
+    this.api = llama
+      ? new LlamaCppBackend(this, this.createdUnix, () => this.readyAt)
+      : new VllmBackend(this, this.createdUnix);
     this.boot();
   }
 
@@ -300,23 +296,7 @@ export class SimReplica implements ReplicaContext {
     this.boots++;
     this.registry.clear();
     this.readyAt = this.clock.now() + this.o.startupMs;
-    this.llama.boot();
-    for (const a of this.o.staticAdapters) {
-      const rank = a.rank ?? this.o.defaultRank;
-      if (this.backend === 'vllm') {
-        const name = a.name ?? a.path.split('/').pop()!;
-        const weights = this.vllmLora.newWeights(name);
-        this.registry.set(name, {
-          name,
-          path: a.path,
-          rank,
-          static: true,
-          created: this.createdUnix,
-          weights,
-        });
-        this.engine.preload(weights, rank);
-      } else this.engine.preload(a.path, rank);
-    }
+    this.api.boot();
   }
 
   // ---- HTTP -----------------------------------------------------------------------------
@@ -346,49 +326,29 @@ export class SimReplica implements ReplicaContext {
   }
 
   private async route(method: string, path: string, raw: Buffer, res: http.ServerResponse): Promise<void> {
-    const llama = this.backend === 'llamacpp';
     if (method === 'GET' && path === '/health') return this.health(res);
     if (method === 'GET' && path === '/metrics') return this.metrics(res);
-    if (llama && this.clock.now() < this.readyAt) {
-      return this.send(res, llamacppError(503, 'unavailable_error', 'Loading model'));
-    }
+    const unavailable = this.api.unavailable();
+    if (unavailable) return this.send(res, unavailable);
     if (method === 'GET' && path === '/v1/models')
-      return this.send(res, { status: 200, body: this.models() });
+      return this.send(res, { status: 200, body: this.api.models() });
     if (method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/completions')) {
       const body = parseJson(raw);
       if (body instanceof Error) return this.send(res, this.error(400, 'BadRequestError', body.message));
       return this.completion(path === '/v1/chat/completions' ? 'chat' : 'completions', body, res);
     }
     if (method === 'POST' && MORE_ROUTES.has(path)) return this.send(res, await this.more(path, raw));
-    if (!llama && this.o.runtimeLoading && method === 'POST' && path === '/v1/load_lora_adapter') {
-      return this.send(res, await this.vllmLora.load(parseJson(raw)));
-    }
-    if (!llama && this.o.runtimeLoading && method === 'POST' && path === '/v1/unload_lora_adapter') {
-      return this.send(res, this.vllmLora.unload(parseJson(raw)));
-    }
-    if (llama && path === '/lora-adapters') {
-      if (method === 'GET') return this.send(res, { status: 200, body: this.llama.list() });
-      if (method === 'POST') return this.send(res, this.llama.setGlobal(parseJson(raw)));
-    }
-    if (llama && method === 'GET' && path === '/slots') return this.send(res, this.llama.slots());
-    if (llama) return this.send(res, llamacppError(404, 'not_found_error', 'File Not Found'));
-    return this.send(res, fastapiNotFound);
+    const own = await this.api.route(method, path, () => parseJson(raw));
+    return this.send(res, own ?? this.api.notFound);
   }
 
   /** Embeddings, scores, rerank...: the model check of completions, then an immediate answer. */
   private async more(path: string, raw: Buffer): Promise<SimError> {
     const body = parseJson(raw);
-    const asked = (body as { model?: unknown } | null)?.model;
-    if (this.backend === 'vllm' && typeof asked === 'string' && !this.registry.has(asked)) {
-      // The filesystem resolver runs before any endpoint's model check, as for completions.
-      const resolved = await this.vllmLora.resolve(asked);
-      if (resolved && 'status' in resolved) return resolved;
-    }
+    const refused = await this.api.resolveName((body as { model?: unknown } | null)?.model);
+    if (refused) return refused;
     return moreAnswer(path, body, {
-      check: (model) =>
-        this.backend === 'llamacpp' || model === this.o.baseModel || this.registry.get(model)
-          ? undefined
-          : this.error(404, 'NotFoundError', `The model \`${model}\` does not exist.`, 'model'),
+      check: (model) => this.api.checkModel(model),
       badRequest: (message) => this.error(400, 'BadRequestError', message),
       createdUnix: this.createdUnix,
       maxModelLen: this.o.maxModelLen,
@@ -397,20 +357,15 @@ export class SimReplica implements ReplicaContext {
   }
 
   private health(res: http.ServerResponse): void {
-    if (this.backend === 'llamacpp') {
-      if (this.clock.now() < this.readyAt)
-        return this.send(res, llamacppError(503, 'unavailable_error', 'Loading model'));
-      if (this.faults.dead) return this.send(res, llamacppError(503, 'unavailable_error', 'Server is dead'));
-      return this.send(res, { status: 200, body: { status: 'ok' } });
-    }
-    res.writeHead(this.faults.dead ? 503 : 200, { 'content-length': '0' });
+    const h = this.api.health(this.faults.dead);
+    if (typeof h !== 'number') return this.send(res, h);
+    res.writeHead(h, { 'content-length': '0' });
     res.end();
   }
 
   private metrics(res: http.ServerResponse): void {
-    if (this.backend === 'llamacpp' && !this.o.llamaMetrics) return this.send(res, metricsNotSupported);
-    const text =
-      this.backend === 'llamacpp' ? llamacppMetricsText(this.engine.stats()) : this.vllmMetrics.text();
+    const text = this.api.metrics();
+    if (typeof text !== 'string') return this.send(res, text);
     const write = () => {
       if (res.destroyed) return;
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
@@ -421,75 +376,16 @@ export class SimReplica implements ReplicaContext {
     else write();
   }
 
-  private models() {
-    if (this.backend === 'llamacpp') {
-      return {
-        object: 'list',
-        data: [
-          {
-            id: this.o.baseModel,
-            object: 'model',
-            created: this.createdUnix,
-            owned_by: 'llamacpp',
-            meta: null,
-          },
-        ],
-      };
-    }
-    const base = {
-      id: this.o.baseModel,
-      object: 'model',
-      created: this.createdUnix,
-      owned_by: 'vllm',
-      root: this.o.baseModel,
-      parent: null,
-      max_model_len: this.o.maxModelLen,
-      permission: [],
-    };
-    const cards = [...this.registry.values()].map((e) => ({
-      id: e.name,
-      object: 'model',
-      created: e.created,
-      owned_by: 'vllm',
-      root: e.path,
-      parent: this.o.baseModel,
-      max_model_len: null,
-      permission: [],
-    }));
-    return { object: 'list', data: [base, ...cards] };
-  }
-
   // ---- completions ----------------------------------------------------------------------
 
   private async completion(endpoint: Endpoint, body: unknown, res: http.ServerResponse): Promise<void> {
-    const llama = this.backend === 'llamacpp';
     if (this.faults.dead)
       return this.send(res, this.error(500, 'EngineDeadError', 'Engine loop is not running.'));
     const p = parseCompletion(endpoint, body, this.o.defaultMaxTokens);
     if (typeof p === 'string') return this.send(res, this.error(400, 'BadRequestError', p));
-    let adapter: string | null = null;
-    let weights: string | undefined;
-    let rank: number | undefined;
-    if (llama) {
-      const sel = this.llama.select(p.lora);
-      if (typeof sel !== 'object') return this.send(res, llamacppError(400, 'invalid_request_error', sel));
-      adapter = sel.adapter;
-      rank = sel.rank;
-      // Every adapter was loaded at start: a mix of them costs no load.
-      if (adapter !== null) this.engine.preload(adapter, rank ?? this.o.defaultRank);
-    } else if (p.model !== this.o.baseModel) {
-      const entry = this.registry.get(p.model) ?? (await this.vllmLora.resolve(p.model));
-      if (entry && 'status' in entry) return this.send(res, entry);
-      if (!entry) {
-        return this.send(
-          res,
-          this.error(404, 'NotFoundError', `The model \`${p.model}\` does not exist.`, 'model'),
-        );
-      }
-      adapter = entry.name;
-      weights = entry.weights;
-      rank = entry.rank;
-    }
+    const selected = await this.api.select(p);
+    if ('status' in selected) return this.send(res, selected);
+    const { adapter, weights, rank } = selected;
     if (p.promptTokens + p.maxTokens > this.o.maxModelLen) {
       return this.send(
         res,
@@ -537,7 +433,7 @@ export class SimReplica implements ReplicaContext {
 
   private onRecord(rec: RequestRecord): void {
     this.records.push(rec);
-    this.vllmMetrics.record(rec);
+    this.api.record?.(rec);
   }
 
   // ---- control API ----------------------------------------------------------------------
@@ -569,11 +465,7 @@ export class SimReplica implements ReplicaContext {
   // ---- helpers --------------------------------------------------------------------------
 
   error(status: number, type: string, message: string, param: string | null = null): SimError {
-    if (this.backend === 'llamacpp') {
-      const t = status === 404 ? 'not_found_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
-      return llamacppError(status, t, message);
-    }
-    return vllmError(this.o.errorStyle, status, type, message, param);
+    return this.api.error(status, type, message, param);
   }
 
   private send(res: http.ServerResponse, r: SimError): void {

@@ -1,3 +1,4 @@
+import { KeyedLock } from '../../src/keyed-lock';
 import type { SimError } from './errors';
 import type { RegistryEntry, ReplicaContext } from './context';
 
@@ -7,7 +8,7 @@ import type { RegistryEntry, ReplicaContext } from './context';
  */
 export class VllmLoraApi {
   /** vLLM's per-name `lora_resolver_lock`: loads, unloads and resolutions of one name queue. */
-  private locks = new Map<string, Promise<void>>();
+  private readonly locks = new KeyedLock();
   /** `lora_id_counter`: every new load takes the next `lora_int_id`, never reusing one. */
   private nextLoraId = 1;
 
@@ -41,7 +42,7 @@ export class VllmLoraApi {
     if (!name || !path) {
       return logged(r.error(400, 'InvalidUserInput', "Both 'lora_name' and 'lora_path' must be provided."));
     }
-    return this.locked(name, async () => {
+    return this.locks.run(name, async () => {
       const main = r.o.loadErrors === 'main';
       const existing = r.registry.get(name);
       if (existing && !(main && b.load_inplace === true)) {
@@ -134,7 +135,7 @@ export class VllmLoraApi {
     const rank = adapterRank(r, path);
     if (rank === undefined || (r.o.adapterBaseModels[path] ?? r.o.baseModel) !== r.o.baseModel)
       return undefined;
-    return this.locked(name, async () => {
+    return this.locks.run(name, async () => {
       const known = r.registry.get(name);
       if (known) return known;
       const started = r.clock.now();
@@ -152,21 +153,6 @@ export class VllmLoraApi {
       log(200);
       return entry;
     });
-  }
-
-  private async locked<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const prior = this.locks.get(name);
-    let release!: () => void;
-    const mine = new Promise<void>((res) => (release = res));
-    const chain = (prior ?? Promise.resolve()).then(() => mine);
-    this.locks.set(name, chain);
-    try {
-      if (prior) await prior;
-      return await fn();
-    } finally {
-      release();
-      if (this.locks.get(name) === chain) this.locks.delete(name);
-    }
   }
 }
 

@@ -1,12 +1,15 @@
 import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock';
+import { KeyedLock } from '../keyed-lock';
 import { Signal } from '../signal';
 import { BackendError } from '../backends/errors';
-import { AdapterNotFoundError, AdapterRejectedError } from '../backends/http-replica-api';
+import { AdapterNotFoundError, AdapterRejectedError } from '../backends/replica-api';
 import type { ReplicaApi } from '../backends/replica-api';
 import { errors } from '../errors';
 import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
+import { LoadBackoff } from './backoff';
+import { PlacementClaims } from './claims';
 import { evictable } from './eviction';
 import type { Logger } from '../log';
 
@@ -50,8 +53,6 @@ export const ROOM_FALLBACK_MS = 250;
 export const LOCK_MARGIN_MS = 5000;
 /** What a trimming unload makes room for: no adapter name can be this. */
 const EXCESS = '\u0000excess';
-/** Bound on per-(replica, adapter) backoff entries. */
-export const BACKOFF_ENTRIES = 1024;
 /** Bound on the names remembered as loaded at least once. */
 export const VERIFIED_NAMES = 4096;
 
@@ -65,20 +66,10 @@ export const VERIFIED_NAMES = 4096;
 export class AdapterManager {
   /** Loads under way, by replica and adapter: joiners await the same promise (and its failure). */
   private flights = new Map<string, Promise<boolean>>();
-  private roomLocks = new Map<string, Promise<void>>();
-  /**
-   * Placements decided but not yet visible in the store: between a decision and its load's
-   * `beginLoad` there are awaits, and concurrent cold requests must see the first one's
-   * choice or they spread the same adapter over several replicas.
-   */
-  private claims = new Map<string, Map<string, number>>();
-  /**
-   * Failed loads by replica and adapter. Clients choose templated names, so this is bounded
-   * (least recently used out first): a name pushed out merely loses its backoff.
-   */
-  private backoff = new LRUCache<string, { failures: number; until: number; why: string }>({
-    max: BACKOFF_ENTRIES,
-  });
+  /** Serialises room-making per replica within this process. */
+  private readonly roomLock = new KeyedLock();
+  private readonly claims: PlacementClaims;
+  private readonly backoff: LoadBackoff;
   /** Names this process has seen load (known to exist): bounded like the backoff. */
   private readonly verified = new LRUCache<string, true>({ max: VERIFIED_NAMES });
   /**
@@ -89,15 +80,23 @@ export class AdapterManager {
   private readonly unknownNamesBlocked = new Map<string, number>();
   /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
   readonly roomChanged = new Signal();
-  /** Called after every load and unload call, for metrics and status. */
-  onCall: ((r: LoadRecord) => void) | null = null;
+  /** Told after every load and unload call (metrics, status). */
+  private readonly callListeners: ((r: LoadRecord) => void)[] = [];
 
   constructor(
     private readonly store: FleetStore,
     private readonly api: ReplicaApi,
     private readonly clock: Clock,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.claims = new PlacementClaims(clock);
+    this.backoff = new LoadBackoff(clock);
+  }
+
+  /** Adds a listener told after every load and unload call; the others keep theirs. */
+  addCallListener(fn: (r: LoadRecord) => void): void {
+    this.callListeners.push(fn);
+  }
 
   /**
    * Makes `adapter` resident on `url`; throws a RouterError (502/503/404) when it cannot.
@@ -137,7 +136,7 @@ export class AdapterManager {
       }
       // Someone in this process started the load while we read the store: join it.
       if (this.flights.has(key)) continue;
-      this.checkBackoff(key, adapter.name, url);
+      this.backoff.check(key, adapter.name, url);
       if (beforeLoad) {
         await beforeLoad();
         // Someone in this process started it meanwhile: join that load instead.
@@ -156,49 +155,16 @@ export class AdapterManager {
 
   /** Records (synchronously) that a decision placed `adapter` on `url`; undo with `unclaim`. */
   claim(url: string, adapter: string): void {
-    let m = this.claims.get(url);
-    if (!m) this.claims.set(url, (m = new Map()));
-    m.set(adapter, (m.get(adapter) ?? 0) + 1);
+    this.claims.claim(url, adapter);
   }
 
   unclaim(url: string, adapter: string): void {
-    const m = this.claims.get(url);
-    if (!m) return;
-    const n = (m.get(adapter) ?? 1) - 1;
-    if (n > 0) m.set(adapter, n);
-    else m.delete(adapter);
-    if (m.size === 0) this.claims.delete(url);
+    this.claims.unclaim(url, adapter);
   }
 
-  /**
-   * Shows claimed placements in `views`: the requested adapter as a loading holder, and every
-   * claim not yet in the store as a slot spoken for (so concurrent cold requests for different
-   * adapters do not all count on the same free slot or idle victim).
-   */
+  /** Shows claimed placements in `views` (see PlacementClaims.overlay). */
   overlayClaims(views: ReplicaView[], adapter: string): void {
-    if (this.claims.size === 0) return;
-    // Placed elsewhere in the shared store: a claim of ours for it is a loser about to step back.
-    const placedInStore = views.some((v) => v.adapter?.placed);
-    for (const v of views) {
-      const pending = this.claims.get(v.url);
-      if (!pending) continue;
-      for (const name of pending.keys()) {
-        const inStore =
-          name === adapter ? v.adapter !== undefined : v.residents?.some((r) => r.name === name);
-        // Without the residents list only the requested adapter's own claim can be placed.
-        if (inStore || (name !== adapter && !v.residents)) continue;
-        if (name === adapter && placedInStore) continue;
-        v.residentCount++;
-        if (name === adapter)
-          v.adapter = { state: 'loading', lastUsed: this.clock.now(), inFlight: 0, claimed: true };
-      }
-    }
-  }
-
-  private checkBackoff(key: string, adapter: string, url: string): void {
-    const b = this.backoff.get(key);
-    const now = this.clock.now();
-    if (b && now < b.until) throw errors.backingOff(adapter, url, Math.ceil((b.until - now) / 1000), b.why);
+    this.claims.overlay(views, adapter);
   }
 
   /** Loads it; false if another caller claimed the adapter first. */
@@ -213,7 +179,7 @@ export class AdapterManager {
       throw errors.loadFailed(adapter.name, url, 'no path is configured for this adapter');
     // The queue timeout counts from here, including the wait for the room lock.
     const deadline = this.clock.now() + policy.queueTimeoutMs;
-    const fence = await this.withRoomLock(url, () =>
+    const fence = await this.roomLock.run(url, () =>
       this.makeRoomAndClaim(url, adapter.name, policy, deadline, victimCost),
     );
     if (fence === null) return false;
@@ -232,7 +198,7 @@ export class AdapterManager {
           ? err.message
           : String(err);
       const told = clientReason(err);
-      this.fail(key, policy, told);
+      this.backoff.fail(key, policy, told);
       this.record({ url, adapter: adapter.name, op: 'load', ok: false, ms }, why);
       if (err instanceof AdapterNotFoundError) {
         if (!this.known(adapter.name, policy))
@@ -243,7 +209,7 @@ export class AdapterManager {
       throw errors.loadFailed(adapter.name, url, told);
     }
     const ms = this.clock.now() - started;
-    this.backoff.delete(key);
+    this.backoff.clear(key);
     this.verified.set(adapter.name, true);
     await this.finish('load', url, adapter.name, fence, true);
     this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
@@ -300,7 +266,7 @@ export class AdapterManager {
    * later, and a poll adopted it): the limit holds again once they are idle.
    */
   async trim(url: string, policy: AdapterPolicy): Promise<void> {
-    await this.withRoomLock(url, async () => {
+    await this.roomLock.run(url, async () => {
       for (;;) {
         const residents = await this.store.residents(url);
         const occupying = residents.filter((r) => r.state !== 'static' && !policy.isStatic(r.name));
@@ -359,13 +325,6 @@ export class AdapterManager {
     return false;
   }
 
-  private fail(key: string, policy: AdapterPolicy, why: string): void {
-    const prev = this.backoff.get(key);
-    const failures = (prev?.failures ?? 0) + 1;
-    const delay = Math.min(policy.backoffMaxMs, policy.backoffBaseMs * 2 ** (failures - 1));
-    this.backoff.set(key, { failures, until: this.clock.now() + delay, why });
-  }
-
   private record(r: LoadRecord, why?: string): void {
     this.store
       .pushEvent({
@@ -383,24 +342,8 @@ export class AdapterManager {
       this.log.warn(
         `${r.op} of adapter '${r.adapter}' on ${r.url} failed after ${Math.round(r.ms)} ms: ${why}`,
       );
-    this.onCall?.(r);
+    for (const fn of this.callListeners) fn(r);
     this.roomChanged.notify();
-  }
-
-  /** Serialises room-making per replica within this process. */
-  private async withRoomLock<T>(url: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.roomLocks.get(url) ?? Promise.resolve();
-    let release!: () => void;
-    const mine = new Promise<void>((r) => (release = r));
-    const tail = prev.then(() => mine);
-    this.roomLocks.set(url, tail);
-    await prev;
-    try {
-      return await fn();
-    } finally {
-      release();
-      if (this.roomLocks.get(url) === tail) this.roomLocks.delete(url);
-    }
   }
 }
 

@@ -8,7 +8,14 @@ import {
 import type { LlamaAdapter, ReplicaSpec } from '../fleet/types';
 import { BackendError } from './errors';
 import { ReplicaHttp, replicaMessage } from './http';
-import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from './replica-api';
+import {
+  AdapterNotFoundError,
+  AdapterRejectedError,
+  type LoadOutcome,
+  type ReplicaApi,
+  type Scrape,
+  type UnloadOutcome,
+} from './replica-api';
 
 /** vLLM and llama.cpp over HTTP (see docs/replica-apis.md for every status handled here). */
 export class HttpReplicaApi implements ReplicaApi {
@@ -88,16 +95,6 @@ export class HttpReplicaApi implements ReplicaApi {
       throw new BackendError('http', `GET ${url}: ${r.status} ${replicaMessage(r.text)}`, r.status);
     return r.text;
   }
-}
-
-/** The replica has no adapter at that path: the client's problem (unknown adapter), not the replica's. */
-export class AdapterNotFoundError extends Error {
-  override readonly name = 'AdapterNotFoundError';
-}
-
-/** The replica cannot load this adapter as asked (a 400 other than "already loaded"): the client's problem. */
-export class AdapterRejectedError extends Error {
-  override readonly name = 'AdapterRejectedError';
 }
 
 /** vLLM `GET /v1/models`: the base card (parent null), then adapters (parent = base). */

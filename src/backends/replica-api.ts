@@ -21,3 +21,13 @@ export interface ReplicaApi {
   loadAdapter(url: string, name: string, path: string, timeoutMs: number): Promise<LoadOutcome>;
   unloadAdapter(url: string, name: string, timeoutMs: number): Promise<UnloadOutcome>;
 }
+
+/** The replica has no adapter at that path: the client's problem (unknown adapter), not the replica's. */
+export class AdapterNotFoundError extends Error {
+  override readonly name = 'AdapterNotFoundError';
+}
+
+/** The replica cannot load this adapter as asked (a 400 other than "already loaded"): the client's problem. */
+export class AdapterRejectedError extends Error {
+  override readonly name = 'AdapterRejectedError';
+}

@@ -1,3 +1,5 @@
+import { SCORERS } from '../scheduler/scorers';
+import type { ScorerDescriptor } from '../scheduler/types';
 import type { FieldDef, SchemaFields } from './kong-schema';
 import { pollerSchema } from './poller-schema';
 import { routerSchema } from './router-schema';
@@ -67,4 +69,28 @@ export function withConfigSection(readme: string): string {
   const j = readme.indexOf(CONFIG_END);
   if (i < 0 || j < i) throw new Error('README has no config-table markers');
   return readme.slice(0, i + CONFIG_BEGIN.length) + '\n' + configSection() + '\n' + readme.slice(j);
+}
+
+/** The scorers' table (src/scheduler/scorers/README.md), generated from their descriptors. */
+export function scorerTable(scorers: readonly ScorerDescriptor[]): string {
+  const rows = [
+    '| name | tendency | scores higher | reads | config key | default weight |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const d of scorers)
+    rows.push(
+      `| \`${d.name}\`${d.experimental ? ' (experimental)' : ''} | ${d.tendency} | ${d.scoresHigher} | ${d.reads} | \`scorer_weights.${d.configKey}\` | ${d.defaultWeight} |`,
+    );
+  return rows.join('\n');
+}
+
+export const SCORERS_BEGIN = '<!-- scorer-table:begin (generated from the descriptors: npm run docs) -->';
+export const SCORERS_END = '<!-- scorer-table:end -->';
+
+/** The scorers' README with its table regenerated from `SCORERS`. */
+export function withScorerTable(readme: string, scorers: readonly ScorerDescriptor[] = SCORERS): string {
+  const i = readme.indexOf(SCORERS_BEGIN);
+  const j = readme.indexOf(SCORERS_END);
+  if (i < 0 || j < i) throw new Error('the scorers README has no scorer-table markers');
+  return readme.slice(0, i + SCORERS_BEGIN.length) + '\n' + scorerTable(scorers) + '\n' + readme.slice(j);
 }

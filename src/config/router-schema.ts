@@ -1,5 +1,7 @@
 import { DEFAULT_NAME_PATTERN } from '../adapters/catalog';
-import type { SchemaFields } from './kong-schema';
+import { SCORERS, type ScorerWeights } from '../scheduler/scorers';
+import type { ScorerDescriptor } from '../scheduler/types';
+import type { FieldDef, SchemaFields } from './kong-schema';
 import { redisField, type RedisConfig } from './redis-schema';
 
 /** `lora-router`'s configuration: the single source for Kong's validation, the typed config and the README. */
@@ -207,27 +209,14 @@ export const routerSchema: SchemaFields = [
       description: 'Larger request bodies get 413 (keep <= nginx_http_client_body_buffer_size).',
     },
   },
-  {
-    scorer_weights: {
-      type: 'record',
-      description: 'Weights of the load-aware scorers after the filters.',
-      fields: [
-        { queue: { type: 'number', default: 2, between: [0, 100] } },
-        { kv_cache: { type: 'number', default: 2, between: [0, 100] } },
-        { in_flight: { type: 'number', default: 2, between: [0, 100] } },
-        { prefix: { type: 'number', default: 1, between: [0, 100] } },
-        { victim: { type: 'number', default: 0, between: [0, 100] } },
-        { consolidate: { type: 'number', default: 0, between: [0, 100] } },
-      ],
-    },
-  },
+  { scorer_weights: scorerWeightsField(SCORERS) },
   {
     room_wait: {
       type: 'string',
       default: 'escalate',
       one_of: ['escalate', 'replica', 'anywhere'],
       description:
-        'A cold request whose chosen replica has no idle adapter to unload: `escalate` waits for room on any replica (after `replica_wait_ms` on the chosen one) and answers 503 only `queue_timeout_ms` after it came; `replica` waits on the chosen replica, 503 after `queue_timeout_ms`; `anywhere` waits for room on any replica. The benchmark section measures the trade.',
+        'A cold request whose chosen replica has no idle adapter to unload: `escalate` waits for room on any replica (after `replica_wait_ms` on the chosen one) and answers 503 only `queue_timeout_ms` after it came; `replica` waits on the chosen replica, 503 after `queue_timeout_ms`; `anywhere` (experimental) waits for room on any replica, `queue_timeout_ms` per wait. The benchmark section measures the trade.',
     },
   },
   {
@@ -245,7 +234,7 @@ export const routerSchema: SchemaFields = [
       default: 'lru',
       one_of: ['lru', 'value'],
       description:
-        'Which idle adapter makes room: `lru` (least recently used) or `value` (least decayed request frequency per copy in the fleet, recency breaking ties).',
+        'Which idle adapter makes room: `lru` (least recently used) or `value` (experimental: least decayed request frequency per copy in the fleet, recency breaking ties).',
     },
   },
   {
@@ -267,6 +256,23 @@ export const routerSchema: SchemaFields = [
   { redis: redisField },
 ];
 
+/** `scorer_weights`: one field per scorer descriptor, so a new scorer needs no schema edit. */
+export function scorerWeightsField(scorers: readonly ScorerDescriptor[]): FieldDef {
+  return {
+    type: 'record',
+    description:
+      'Weights of the load-aware scorers after the filters (`src/scheduler/scorers/`); 0 turns one off.',
+    fields: scorers.map((d) => ({
+      [d.configKey]: {
+        type: 'number',
+        default: d.defaultWeight,
+        between: [0, 100],
+        description: `${d.experimental ? 'Experimental. ' : ''}\`${d.name}\` (${d.tendency}): higher for ${d.scoresHigher}.`,
+      },
+    })),
+  };
+}
+
 export interface RouterConfig {
   replicas: { url: string; backend: 'vllm' | 'llamacpp'; priority: number }[];
   base_model?: string;
@@ -286,14 +292,7 @@ export interface RouterConfig {
   cold_loads_per_minute: number;
   cold_loads_per_consumer_per_minute: number;
   max_body_bytes: number;
-  scorer_weights: {
-    queue: number;
-    kv_cache: number;
-    in_flight: number;
-    prefix: number;
-    victim: number;
-    consolidate: number;
-  };
+  scorer_weights: ScorerWeights;
   eviction: 'lru' | 'value';
   room_wait: 'anywhere' | 'replica' | 'escalate';
   replica_wait_ms: number;

@@ -37,8 +37,8 @@ export class Poller {
   isManaged: ((name: string, path: string) => boolean) | null = null;
   /** Grows when the set of router configurations behind `isManaged` changes. */
   managedVersion = 0;
-  /** Called after each poll with its outcome, for metrics. */
-  onPoll: ((url: string, ok: boolean, ms: number) => void) | null = null;
+  /** Told after each poll with its outcome (metrics, trimming). */
+  private readonly pollListeners: ((url: string, ok: boolean, ms: number) => void)[] = [];
   onLeasesExpired: ((count: number) => void) | null = null;
 
   constructor(
@@ -52,6 +52,15 @@ export class Poller {
 
   get intervalMs(): number {
     return this.options.intervalMs;
+  }
+
+  get leaseMaxAgeMs(): number {
+    return this.options.leaseMaxAgeMs;
+  }
+
+  /** Adds a listener told after each poll; the others keep theirs. */
+  addPollListener(fn: (url: string, ok: boolean, ms: number) => void): void {
+    this.pollListeners.push(fn);
   }
 
   get running(): boolean {
@@ -125,7 +134,7 @@ export class Poller {
         managedVersion: this.managedVersion,
         llamaAdapters: s.llamaAdapters,
       });
-      this.onPoll?.(spec.url, true, this.clock.now() - started);
+      for (const fn of this.pollListeners) fn(spec.url, true, this.clock.now() - started);
     } catch (err) {
       this.stats.errors++;
       await this.store.applySnapshot(spec.url, {
@@ -135,7 +144,7 @@ export class Poller {
         ok: false,
         error: (err as Error).message,
       });
-      this.onPoll?.(spec.url, false, this.clock.now() - started);
+      for (const fn of this.pollListeners) fn(spec.url, false, this.clock.now() - started);
     }
   }
 }

@@ -21,10 +21,9 @@ export class RouterMetrics {
   readonly loadSeconds: Histogram;
   readonly pollErrors: Counter<'replica'>;
   readonly leasesExpired: Counter;
-  /** Saturation is reported with the policy of the last configured router. */
-  policy: SaturationPolicy = { targetWaitingPerReplica: 4, kvCeiling: 0.8 };
 
-  constructor(store: FleetStore, clock: Clock) {
+  /** `policyOf`: how saturation is judged on each replica (its configuration's policy). */
+  constructor(store: FleetStore, clock: Clock, policyOf: (url: string) => SaturationPolicy) {
     const registers = [this.registry];
     this.decisions = new Counter({
       name: 'lora_router_decisions_total',
@@ -72,7 +71,6 @@ export class RouterMetrics {
       help: 'In-flight leases reclaimed after lease_max_age_ms: their log phase never came.',
       registers,
     });
-    const policy = () => this.policy;
     // Per-replica figures only: views, not a dump of every resident adapter.
     const perReplica = (name: string, help: string, value: (r: ReplicaView) => number) =>
       new Gauge({
@@ -91,7 +89,7 @@ export class RouterMetrics {
     perReplica(
       'lora_router_replica_saturation',
       'max(waiting / target_waiting_per_replica, kv_usage / kv_ceiling) per replica; >= 1 is saturated.',
-      (r) => saturation(r, policy()),
+      (r) => saturation(r, policyOf(r.url)),
     );
     perReplica(
       'lora_router_snapshot_age_seconds',

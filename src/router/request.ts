@@ -1,4 +1,4 @@
-import { errors, RouterError } from '../errors';
+import { errors } from '../errors';
 
 export type PathClass = 'admin' | 'models' | 'inference' | 'other';
 
@@ -83,12 +83,7 @@ export function parseBody(
 ): ParsedBody {
   if (body === undefined || body === null) {
     if (cls === 'inference') {
-      throw new RouterError(
-        413,
-        'invalid_request_error',
-        'request_too_large',
-        'The request body could not be read by the gateway: it is larger than the body buffer (raise nginx_http_client_body_buffer_size) or was not sent.',
-      );
+      throw errors.bodyUnreadable();
     }
     return { json: null };
   }

@@ -1,17 +1,18 @@
 import { AdapterCatalog, type Resolved } from '../adapters/catalog';
-import { EVICTION_POLICIES, type EvictionPolicy } from '../adapters/eviction';
-import { ROOM_FALLBACK_MS, type AdapterPolicy } from '../adapters/manager';
+import { EVICTION_POLICIES } from '../adapters/eviction';
+import type { AdapterPolicy } from '../adapters/manager';
 import { sleep } from '../clock';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { samePath } from '../fleet/memory-store';
 import { claimReplicas, type FleetRuntime } from '../runtime';
-import { SchedulingPipeline, toCandidate } from '../scheduler/pipeline';
-import { loadCost } from '../scheduler/victims';
+import { pipelineFor, SchedulingPipeline } from '../scheduler/pipeline';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
 import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
-import { allowedMethods, classifyPath, parseBody, promptText } from './request';
+import { modelList } from './model-list';
+import { Placement } from './placement';
+import { allowedMethods, classifyPath, parseBody, promptText, type PathClass } from './request';
 import { RoomWait } from './room-wait';
 
 export interface RouteRequest {
@@ -54,8 +55,6 @@ export interface DecisionRecord {
 
 const PROMPT_CHARS = 4096;
 const INTERNAL_LOG_EVERY_MS = 10_000;
-/** Decisions a cold request retakes because another router placed its adapter first. */
-const MAX_PLACEMENT_ROUNDS = 3;
 
 /**
  * The request path for one plugin configuration: classify, schedule, ensure the adapter,
@@ -64,9 +63,7 @@ const MAX_PLACEMENT_ROUNDS = 3;
  */
 export class RouterService {
   readonly catalog: AdapterCatalog;
-  private readonly pipeline: SchedulingPipeline;
-  /** The pipeline once a request waits for room anywhere (`room_wait: escalate`, after the wait on the chosen replica). */
-  private readonly roomPipeline: SchedulingPipeline;
+  private readonly placement: Placement;
   private readonly specs: ReplicaSpec[];
   private readonly urls: string[];
   /** Where Kong's set_target points for each replica (parsed once, not per request). */
@@ -74,9 +71,6 @@ export class RouterService {
   private readonly policy: SchedulingPolicy;
   private readonly adapterPolicy: AdapterPolicy;
   private readonly ready: Promise<void>;
-  private readonly eviction: EvictionPolicy;
-  /** Whether placement or eviction looks at the victims a cold load would evict. */
-  private readonly weighsVictims: boolean;
   private readonly coldBudget: ColdLoadBudget;
   /** Per error code: when its detail was last logged, and how many were not since. */
   private readonly internalLogged = new Map<string, { at: number; suppressed: number }>();
@@ -97,11 +91,6 @@ export class RouterService {
       pathTemplate: config.adapter_path_template,
       namePattern: config.adapter_name_pattern,
     });
-    const w = config.scorer_weights;
-    // `room` only when waiting for room anywhere: it narrows the fallback to replicas that can
-    // load now, which trades queueing behind holders for fewer refusals.
-    this.pipeline = pipelineFor(config, config.room_wait === 'anywhere');
-    this.roomPipeline = config.room_wait === 'escalate' ? pipelineFor(config, true) : this.pipeline;
     this.specs = config.replicas.map((r) => ({ url: r.url, backend: r.backend, priority: r.priority }));
     this.urls = this.specs.map((s) => s.url);
     this.targets = new Map(this.urls.map((url) => [url, targetOf(url)]));
@@ -122,13 +111,22 @@ export class RouterService {
       isStatic: (name) => this.catalog.isStatic(name),
       isListed: (name) => this.catalog.isListed(name),
     };
-    this.eviction = EVICTION_POLICIES[config.eviction]!;
     this.coldBudget = {
       perMinute: config.cold_loads_per_minute,
       perConsumerPerMinute: config.cold_loads_per_consumer_per_minute,
     };
-    this.weighsVictims = config.room_wait !== 'replica' || config.eviction !== 'lru' || w.victim > 0;
-    rt.metrics.policy = this.policy.saturation;
+    this.placement = new Placement({
+      runtime: () => this.rt,
+      pipeline: new SchedulingPipeline(pipelineFor(config)),
+      // Once a request waits for room anywhere (`escalate`, after its wait on the chosen replica).
+      roomPipeline: new SchedulingPipeline(pipelineFor({ ...config, room_wait: 'anywhere' })),
+      urls: this.urls,
+      config,
+      eviction: EVICTION_POLICIES[config.eviction]!,
+      isStatic: (n) => this.catalog.isStatic(n),
+      weighsVictims:
+        config.room_wait !== 'replica' || config.eviction !== 'lru' || config.scorer_weights.victim > 0,
+    });
     rt.registerManaged(
       JSON.stringify([config.adapters, config.adapter_path_template, config.adapter_name_pattern]),
       (name, path) => this.catalog.manages(name, path),
@@ -138,8 +136,11 @@ export class RouterService {
       JSON.stringify(config.adapters),
       (path) => config.adapters.find((a) => a.static && a.path !== undefined && samePath(path, a.path))?.name,
     );
-    rt.poller.configure({ leaseMaxAgeMs: config.lease_max_age_ms });
-    for (const url of this.urls) rt.registerLimit(url, this.adapterPolicy);
+    for (const url of this.urls) {
+      rt.registerLimit(url, this.adapterPolicy);
+      rt.registerSaturation(url, this.policy.saturation);
+      rt.registerLeaseMaxAge(url, config.lease_max_age_ms);
+    }
     claimReplicas(rt, this.urls);
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
       // Polling is what keeps decisions fresh: start it here too, in case lora-poller
@@ -154,15 +155,7 @@ export class RouterService {
     try {
       return await rt.decision(() => this.decide(req, wait));
     } catch (err) {
-      const e =
-        err instanceof RouterError
-          ? err
-          : new RouterError(
-              500,
-              'server_error',
-              'router_error',
-              'The LoRA router failed on this request; see the gateway error log.',
-            );
+      const e = err instanceof RouterError ? err : errors.internal();
       if (!(err instanceof RouterError))
         this.rt.log.error(`route failed: ${(err as Error).stack ?? String(err)}`);
       else if (e.internal !== undefined) this.logInternal(e.code, e.internal);
@@ -211,7 +204,50 @@ export class RouterService {
     return true;
   }
 
+  /**
+   * The routing rule: a path the gateway serves, the model it names, the replicas' fresh views;
+   * then placement picks the replica and admission takes the lease and ensures the adapter.
+   */
   private async decide(req: RouteRequest, wait: RoomWait): Promise<RouteOutcome> {
+    const cls = await this.checkPath(req);
+    await this.ready;
+    if (cls === 'models')
+      return {
+        kind: 'respond',
+        status: 200,
+        body: modelList(this.config.base_model, this.catalog, await this.rt.store.dump(), this.urls),
+        headers: { 'Content-Type': 'application/json' },
+      };
+    const parsed = parseBody(req.body, cls, this.config.max_body_bytes);
+    const resolved: Resolved = this.catalog.resolve(parsed.model);
+    const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
+    const ctx: SchedulingContext = { now: this.rt.clock.now(), policy: this.policy, random: this.rt.random };
+    // Decayed frequencies are read only by `eviction: value`.
+    if (adapter && this.config.eviction === 'value') this.rt.adapterStats.observe(adapter.name, ctx.now);
+    const views = await this.refreshIfStale(
+      await this.rt.store.views(this.urls, adapter, false),
+      adapter,
+      false,
+    );
+    if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
+      throw errors.modelNotFound(resolved.adapter.name);
+    }
+    // Only the prefix scorer reads the prompt.
+    const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
+    // A request spends the cold-load budget once, however often escalation sends it to ensure.
+    let spent = false;
+    const spend = async () => {
+      if (spent || resolved.kind !== 'on-demand') return;
+      await spendColdLoad(this.rt, this.coldBudget, resolved.adapter.name, req.consumer);
+      spent = true;
+    };
+    return this.placement.place({ resolved, adapter, prompt, ctx, views, wait }, (decision, queueMs) =>
+      this.admit(decision, resolved, parsed.json, ctx.victimCost, queueMs, spend),
+    );
+  }
+
+  /** Refuses the replicas' management paths, and methods a path does not take. */
+  private async checkPath(req: RouteRequest): Promise<PathClass> {
     const cls = classifyPath(req.path);
     if (cls === 'admin') {
       throw errors.forbidden('This path manages the replicas and is not available through the gateway.');
@@ -222,129 +258,7 @@ export class RouterService {
       const method = (await req.method()).toUpperCase();
       if (!allow.includes(method)) throw errors.methodNotAllowed(method, allow);
     }
-    await this.ready;
-    if (cls === 'models')
-      return {
-        kind: 'respond',
-        status: 200,
-        body: await this.modelList(),
-        headers: { 'Content-Type': 'application/json' },
-      };
-    const parsed = parseBody(req.body, cls, this.config.max_body_bytes);
-    const resolved: Resolved = this.catalog.resolve(parsed.model);
-    const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
-    const ctx: SchedulingContext = { now: this.rt.clock.now(), policy: this.policy, random: this.rt.random };
-    // Residents (the victims a cold load could evict) are read only once a decision needs a
-    // load and the configuration weighs victims: a resident adapter's request never pays for them.
-    const weighsVictims =
-      resolved.kind === 'on-demand' && this.policy.maxLoadedAdapters > 0 && this.weighsVictims;
-    let withResidents = false;
-    // Decayed frequencies are read only by `eviction: value`.
-    if (adapter && this.config.eviction === 'value') this.rt.adapterStats.observe(adapter.name, ctx.now);
-    let views = await this.rt.store.views(this.urls, adapter, withResidents);
-    views = await this.refreshIfStale(views, adapter, withResidents);
-    if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
-      throw errors.modelNotFound(resolved.adapter.name);
-    }
-    // Only the prefix scorer reads the prompt.
-    const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
-    let placementRounds = 0;
-    // A request spends the cold-load budget once, however often escalation sends it to ensure.
-    let spent = false;
-    const spend = async () => {
-      if (spent || resolved.kind !== 'on-demand') return;
-      await spendColdLoad(this.rt, this.coldBudget, resolved.adapter.name, req.consumer);
-      spent = true;
-    };
-    /** Another router's placement of this cold adapter, once a claim lost to it: follow it. */
-    let follow: string | undefined;
-    for (;;) {
-      ctx.now = this.rt.clock.now();
-      if (withResidents) this.weighVictims(ctx, views);
-      // From here to the claim nothing awaits: the next request sees this one's placement.
-      if (adapter) {
-        this.rt.manager.overlayClaims(views, adapter.name);
-        this.markEvicted(views, adapter.name);
-      }
-      const followed = follow === undefined ? [] : views.filter((v) => v.url === follow);
-      const candidates = followed.length > 0 ? followed : views;
-      const pipeline = wait.anywhere ? this.roomPipeline : this.pipeline;
-      const decision = pipeline.schedule({ kind: resolved.kind, adapter, prompt }, candidates, ctx);
-      if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
-      const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
-      // A holder only by placement (nobody is loading it there yet) needs the shared placement
-      // too: another node may have placed the adapter elsewhere meanwhile.
-      const presence = decision.replica.adapter;
-      const claim =
-        cold || (resolved.kind === 'on-demand' && (presence?.placed || presence?.claimed))
-          ? resolved.adapter.name
-          : undefined;
-      if (cold && weighsVictims && !withResidents) {
-        withResidents = true;
-        views = await this.rt.store.views(this.urls, adapter, true);
-        continue;
-      }
-      if (cold && withResidents && loadCost(decision.replica, ctx) === undefined) {
-        // The chosen replica cannot load now and its wait is over: decide again among those that can.
-        if (wait.escalateNow(ctx.now)) continue;
-        // No replica can start the load now (every adapter busy everywhere): wait for room
-        // anywhere, rather than queue behind one replica's busy adapters.
-        if (wait.anywhere && ctx.now < wait.deadline) {
-          await this.rt.manager.roomChanged.wait(this.rt.clock, ROOM_FALLBACK_MS);
-          views = await this.rt.store.views(this.urls, adapter, withResidents);
-          continue;
-        }
-      }
-      const url = decision.replica.url;
-      if (claim) {
-        this.rt.manager.claim(url, claim);
-        // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
-        // or each loads it on the replica it picked.
-        const ttl = this.config.queue_timeout_ms + this.config.load_timeout_ms;
-        const placedOn = await this.rt.store.claimPlacement(
-          claim,
-          url,
-          this.spreading(cold, views, ctx),
-          ctx.now,
-          ttl,
-        );
-        if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
-          // Placed elsewhere first: go there too (if it is one of ours), with fresh views.
-          this.rt.manager.unclaim(url, claim);
-          if (this.urls.includes(placedOn)) follow = placedOn;
-          views = await this.rt.store.views(this.urls, adapter, withResidents);
-          continue;
-        }
-      }
-      try {
-        const queueMs = wait.loadQueueMs(this.rt.clock.now());
-        return await this.admit(decision, resolved, parsed.json, ctx.victimCost, queueMs, spend);
-      } catch (err) {
-        if (!wait.escalate(err, this.rt.clock.now())) throw err;
-      } finally {
-        if (claim) {
-          this.rt.manager.unclaim(url, claim);
-          this.rt.store
-            .releasePlacement(claim, url)
-            .catch((err: Error) => this.rt.log.warn(`could not release placement: ${err.message}`));
-        }
-      }
-      // No room on the chosen replica in time: look for room anywhere, with fresh views.
-      follow = undefined;
-      views = await this.rt.store.views(this.urls, adapter, withResidents);
-    }
-  }
-
-  /**
-   * The placement a cold decision overrides on purpose: the adapter's placed replica is up,
-   * fresh and saturated, so the rule spreads the adapter to a second replica. A placed replica
-   * this router merely cannot judge (no fresh poll yet) is followed, not overridden.
-   */
-  private spreading(cold: boolean, views: ReplicaView[], ctx: SchedulingContext): string | undefined {
-    const placed = cold ? views.find((v) => v.adapter?.placed) : undefined;
-    if (!placed) return undefined;
-    const c = toCandidate(placed, ctx);
-    return c.health === 'up' && !c.stale && c.saturation >= 1 ? c.url : undefined;
+    return cls;
   }
 
   /** Takes the lease, makes sure the adapter is there, and shapes the proxied request. */
@@ -394,14 +308,6 @@ export class RouterService {
     }
   }
 
-  /** Registered holders whose reported residency (newer vLLM) lacks the adapter's weights. */
-  private markEvicted(views: ReplicaView[], name: string): void {
-    for (const v of views) {
-      const held = this.rt.poller.lastLoad.get(v.url)?.residency?.cpu;
-      if (held && v.adapter?.state === 'loaded' && !held.includes(name)) v.adapter.evicted = true;
-    }
-  }
-
   /**
    * A replica with no fresh snapshot and no recent poll attempt (no poller in this process
    * yet, or it just started): poll it now rather than route blind. Single flight per replica
@@ -422,58 +328,6 @@ export class RouterService {
       sleep(this.rt.clock, this.config.refresh_timeout_ms),
     ]);
     return this.rt.store.views(this.urls, adapter, withResidents);
-  }
-
-  /**
-   * Gives placement and eviction what they weigh: the configured policy's cost of each possible
-   * victim, from decayed request frequency and how many replicas hold a copy.
-   */
-  private weighVictims(ctx: SchedulingContext, views: ReplicaView[]): void {
-    const copies = new Map<string, number>();
-    for (const v of views)
-      for (const r of v.residents ?? [])
-        if (r.state !== 'unloading') copies.set(r.name, (copies.get(r.name) ?? 0) + 1);
-    const now = ctx.now;
-    const stats = this.rt.adapterStats;
-    const victimCtx = {
-      now,
-      frequency: (n: string) => stats.frequency(n, now),
-      copies: (n: string) => copies.get(n) ?? 1,
-    };
-    const policy = this.eviction;
-    ctx.victimCost = (v) => policy.cost(v, victimCtx);
-    ctx.isStatic = (n) => this.catalog.isStatic(n);
-  }
-
-  /** What the fleet can serve, in vLLM's `/v1/models` format: one replica would list only its own. */
-  private async modelList(): Promise<unknown> {
-    const created = Math.floor(Date.now() / 1000);
-    const card = (id: string, root: string | null, parent: string | null) => ({
-      id,
-      object: 'model',
-      created,
-      owned_by: 'kong-lora-router',
-      root,
-      parent,
-      max_model_len: null,
-    });
-    const base = this.config.base_model ?? null;
-    const data = base ? [card(base, base, null)] : [];
-    const seen = new Set<string>(base ? [base] : []);
-    for (const a of this.catalog.registered()) {
-      seen.add(a.name);
-      data.push(card(a.name, a.path ?? null, base));
-    }
-    const dump = await this.rt.store.dump();
-    for (const r of dump.replicas) {
-      if (!this.urls.includes(r.url)) continue;
-      for (const a of r.adapters) {
-        if (seen.has(a.name) || a.state === 'unloading') continue;
-        seen.add(a.name);
-        data.push(card(a.name, null, base));
-      }
-    }
-    return { object: 'list', data };
   }
 }
 
@@ -501,23 +355,4 @@ function llamaBody(json: Record<string, unknown>, llamaId: number | undefined, i
     // V8 parses nesting it cannot serialise again.
     throw errors.badRequest('The request body is nested too deeply.', 'invalid_json');
   }
-}
-
-/** The scheduling pipeline of a configuration, with the `room` filter or without. */
-function pipelineFor(config: RouterConfig, room: boolean): SchedulingPipeline {
-  const w = config.scorer_weights;
-  return new SchedulingPipeline({
-    filters: room
-      ? ['eligibility', 'health', 'adapter-affinity', 'room', 'pool-priority']
-      : ['eligibility', 'health', 'adapter-affinity', 'pool-priority'],
-    scorers: [
-      { name: 'queue', weight: w.queue },
-      { name: 'kv-cache', weight: w.kv_cache },
-      { name: 'in-flight', weight: w.in_flight },
-      { name: 'prefix', weight: w.prefix },
-      { name: 'victim', weight: w.victim },
-      { name: 'consolidate', weight: w.consolidate },
-    ],
-    picker: config.picker,
-  });
 }

@@ -7,12 +7,7 @@ import { poolPriority } from './filters/pool-priority';
 import { room } from './filters/room';
 import { maxScore } from './pickers/max-score';
 import { powerOfTwo } from './pickers/p2c';
-import { consolidate } from './scorers/consolidate';
-import { inFlight } from './scorers/in-flight';
-import { kvCache } from './scorers/kv-cache';
-import { prefixScorer } from './scorers/prefix';
-import { queue } from './scorers/queue';
-import { victim } from './scorers/victim';
+import { SCORERS, type ScorerWeights } from './scorers';
 import type {
   Candidate,
   Decision,
@@ -31,18 +26,38 @@ export interface PipelineConfig {
   picker: string;
 }
 
-export const defaultPipeline: PipelineConfig = {
-  filters: ['eligibility', 'health', 'adapter-affinity', 'room', 'pool-priority'],
-  scorers: [
-    { name: 'queue', weight: 2 },
-    { name: 'kv-cache', weight: 2 },
-    { name: 'in-flight', weight: 2 },
-    { name: 'prefix', weight: 1 },
-    { name: 'victim', weight: 0 },
-    { name: 'consolidate', weight: 0 },
-  ],
+/** What of a plugin configuration decides its pipeline. */
+export interface PipelineSettings {
+  room_wait: 'escalate' | 'replica' | 'anywhere';
+  scorer_weights: ScorerWeights;
+  picker: string;
+}
+
+/** The one place a configuration becomes a pipeline profile. */
+export function pipelineFor(config: PipelineSettings): PipelineConfig {
+  return {
+    // `room` only when waiting for room anywhere: it narrows the fallback to replicas that can
+    // load now, which trades queueing behind holders for fewer refusals.
+    filters:
+      config.room_wait === 'anywhere'
+        ? ['eligibility', 'health', 'adapter-affinity', 'room', 'pool-priority']
+        : ['eligibility', 'health', 'adapter-affinity', 'pool-priority'],
+    scorers: SCORERS.map((d) => ({ name: d.name, weight: config.scorer_weights[d.configKey] })),
+    picker: config.picker,
+  };
+}
+
+/** Each scorer's default weight, by config key. */
+export function defaultWeights(): ScorerWeights {
+  return Object.fromEntries(SCORERS.map((d) => [d.configKey, d.defaultWeight])) as ScorerWeights;
+}
+
+/** The pipeline of the default configuration (the schema's defaults). */
+export const defaultPipeline: PipelineConfig = pipelineFor({
+  room_wait: 'escalate',
+  scorer_weights: defaultWeights(),
   picker: 'p2c',
-};
+});
 
 const FILTERS: Record<string, Filter> = {
   eligibility,
@@ -52,14 +67,9 @@ const FILTERS: Record<string, Filter> = {
   'pool-priority': poolPriority,
 };
 /** Factories: a stateful scorer (the prefix index) belongs to one pipeline. */
-const SCORERS: Record<string, () => Scorer> = {
-  queue: () => queue,
-  'kv-cache': () => kvCache,
-  'in-flight': () => inFlight,
-  prefix: () => prefixScorer(),
-  victim: () => victim,
-  consolidate: () => consolidate,
-};
+const SCORER_FACTORIES: Record<string, () => Scorer> = Object.fromEntries(
+  SCORERS.map((d) => [d.name, d.create]),
+);
 const PICKERS: Record<string, Picker> = { p2c: powerOfTwo, 'max-score': maxScore };
 
 /** filters -> weighted scorers -> picker, over a snapshot of the fleet; pure but for the prefix index. */
@@ -73,7 +83,7 @@ export class SchedulingPipeline {
     this.filters = config.filters.map((n) => lookup(FILTERS, n, 'filter'));
     this.scorers = config.scorers
       .filter((s) => s.weight > 0)
-      .map((s) => ({ scorer: lookup(SCORERS, s.name, 'scorer')(), weight: s.weight }));
+      .map((s) => ({ scorer: lookup(SCORER_FACTORIES, s.name, 'scorer')(), weight: s.weight }));
     this.picker = lookup(PICKERS, config.picker, 'picker');
     this.weightTotal = this.scorers.reduce((n, s) => n + s.weight, 0);
   }

@@ -57,16 +57,40 @@ export interface Filter {
   filter(req: SchedulingRequest, candidates: Candidate[], ctx: SchedulingContext): FilterResult;
 }
 
-/**
- * Scores each candidate in [0, 1] (clamped by the pipeline, so weights compose predictably).
- * `affinity` scorers pull toward the same replica again, `distribution` ones spread load.
- */
+/** Scores each candidate in [0, 1] (clamped by the pipeline, so weights compose predictably). */
 export interface Scorer {
   readonly name: string;
-  readonly kind: 'affinity' | 'distribution';
   score(req: SchedulingRequest, candidates: Candidate[], ctx: SchedulingContext): number[];
   /** Learns from the decision (prefix index); optional. */
   observe?(req: SchedulingRequest, chosen: Candidate, ctx: SchedulingContext): void;
+}
+
+/**
+ * One scorer as data: the pipeline's table of units, the schema's `scorer_weights` fields and the
+ * docs tables are all built from the list of these (`src/scheduler/scorers/index.ts`), as llm-d
+ * builds its scheduler plugins from registered factories.
+ */
+export interface ScorerDescriptor<K extends string = string> {
+  /** The unit's name in a pipeline profile (`kv-cache`). */
+  readonly name: string;
+  /** Its weight's field under `scorer_weights` (`kv_cache`). */
+  readonly configKey: K;
+  readonly defaultWeight: number;
+  /** `affinity` pulls toward the same replica again, `distribution` spreads load. */
+  readonly tendency: 'affinity' | 'distribution';
+  /** What scores higher: the docs table's row and the schema field's description. */
+  readonly scoresHigher: string;
+  /** The candidate fields and context it reads. */
+  readonly reads: string;
+  /** Not a default: its description says so. */
+  readonly experimental?: boolean;
+  /** A fresh unit: a stateful scorer (the prefix index) belongs to one pipeline. */
+  create(): Scorer;
+}
+
+/** Keeps the literal `configKey`, so the typed config's `scorer_weights` follows the list. */
+export function defineScorer<const K extends string>(d: ScorerDescriptor<K>): ScorerDescriptor<K> {
+  return d;
 }
 
 export interface Scored {

@@ -2,7 +2,7 @@ import { evictable } from '../adapters/eviction';
 import type { Candidate, SchedulingContext } from './types';
 
 /**
- * What a cold load costs on a candidate: 0 with a free slot (or for a holder: nothing to load),
+ * What a cold load costs on a candidate: -Infinity with a free slot (or for a holder: nothing to load),
  * the cheapest idle victim's cost otherwise, undefined when nothing can be evicted now.
  */
 export function loadCost(c: Candidate, ctx: SchedulingContext): number | undefined {

@@ -87,7 +87,7 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
       waiting: r.waiting,
       running: r.running,
       kvUsage: r.kvUsage ?? null,
-      saturation: saturation(r, rt.metrics.policy),
+      saturation: saturation(r, rt.saturationOf(r.url)),
       inFlight: r.inFlight,
       adapters: r.adapters
         .map((a) => ({ name: a.name, state: a.state, inFlight: a.inFlight, idleMs: now - a.lastUsed }))

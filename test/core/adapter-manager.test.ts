@@ -1,7 +1,11 @@
 import { AdapterManager, type AdapterPolicy } from '../../src/adapters/manager';
 import { BackendError } from '../../src/backends/errors';
-import { AdapterNotFoundError } from '../../src/backends/http-replica-api';
-import type { LoadOutcome, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
+import {
+  AdapterNotFoundError,
+  type LoadOutcome,
+  type ReplicaApi,
+  type UnloadOutcome,
+} from '../../src/backends/replica-api';
 import { sleep, VirtualClock } from '../../src/clock';
 import { RouterError } from '../../src/errors';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';

@@ -1,22 +1,13 @@
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseResults } from '../../bench/goals';
 import { REGIONS, withBenchSections } from '../../bench/readme';
 import { withConfigSection } from '../../src/config/docs';
+import { prettier } from '../helpers/prettier';
 
 const ROOT = join(__dirname, '..', '..');
 const readme = () => readFileSync(join(ROOT, 'README.md'), 'utf8');
 const results = () => parseResults(readFileSync(join(ROOT, 'bench', 'results', 'results.json'), 'utf8'));
-
-/** As `npm run docs` formats README: Prettier 3 cannot load inside jest's VM, so in a child process. */
-function prettier(text: string): string {
-  const bin = require.resolve('prettier/bin/prettier.cjs');
-  return execFileSync(process.execPath, [bin, '--stdin-filepath', 'README.md'], {
-    input: text,
-    cwd: ROOT,
-  }).toString();
-}
 
 describe('README', () => {
   it('documents the configuration exactly as the Schema defines it (run `npm run docs` after a schema change)', () => {

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../../clock';
 import type { Logger } from '../../log';
 import { MemoryFleetStore } from '../memory-store';
 import type { FleetDump, FleetStore, StoreMode } from '../store';
@@ -41,7 +42,8 @@ export class FailoverFleetStore implements FleetStore {
   /** Since when this node decides alone, or null while the shared store answers. */
   private degradedSince: number | null = null;
   private lastLog = 0;
-  private probeTimer: NodeJS.Timeout | null = null;
+  /** Cancels the next probe while degraded. */
+  private cancelProbe: (() => void) | null = null;
   /**
    * Leases this node holds, and where: released in the store that took them. `uncertain`: a
    * local lease whose shared acquire failed without an answer, so it may have run in Redis.
@@ -54,6 +56,7 @@ export class FailoverFleetStore implements FleetStore {
     readonly shared: SharedStore,
     private readonly log: Logger,
     private readonly options: FailoverOptions = { probeMs: 1000, logEveryMs: 30_000 },
+    private readonly clock: Clock = systemClock,
   ) {}
 
   get onRemoteChange(): (() => void) | null {
@@ -92,13 +95,21 @@ export class FailoverFleetStore implements FleetStore {
 
   private degrade(err: Error): void {
     if (this.degradedSince !== null) return;
-    this.degradedSince = Date.now();
+    this.degradedSince = this.clock.now();
     this.lastLog = this.degradedSince;
     this.log.error(
       `shared fleet state unavailable (${err.message}): this node decides from its own state, loads only into free slots and unloads nothing until it returns`,
     );
-    this.probeTimer = setInterval(() => void this.probe(), this.options.probeMs);
-    this.probeTimer.unref();
+    this.scheduleProbe();
+  }
+
+  /** The next probe, one `probeMs` after the last one ended, while degraded. */
+  private scheduleProbe(): void {
+    this.cancelProbe = this.clock.after(this.options.probeMs, () => {
+      void this.probe().finally(() => {
+        if (this.degradedSince !== null && this.cancelProbe !== null) this.scheduleProbe();
+      });
+    });
   }
 
   private probing = false;
@@ -110,7 +121,7 @@ export class FailoverFleetStore implements FleetStore {
       await this.shared.ping();
       await this.recover();
     } catch (err) {
-      const now = Date.now();
+      const now = this.clock.now();
       if (now - this.lastLog >= this.options.logEveryMs) {
         this.lastLog = now;
         this.log.warn(
@@ -139,9 +150,9 @@ export class FailoverFleetStore implements FleetStore {
     } catch {
       return; // Not back yet: the next probe tries again.
     }
-    if (this.probeTimer) clearInterval(this.probeTimer);
-    this.probeTimer = null;
-    const s = Math.round((Date.now() - this.degradedSince!) / 1000);
+    this.cancelProbe?.();
+    this.cancelProbe = null;
+    const s = Math.round((this.clock.now() - this.degradedSince!) / 1000);
     this.degradedSince = null;
     this.log.info(`shared fleet state is back after ${s} s: decisions are shared again`);
     this.shared.onRemoteChange?.();
@@ -149,7 +160,7 @@ export class FailoverFleetStore implements FleetStore {
 
   private async replayReleases(): Promise<void> {
     for (const id of [...this.pendingReleases]) {
-      await this.shared.release(id, Date.now());
+      await this.shared.release(id, this.clock.now());
       this.pendingReleases.delete(id);
     }
   }
@@ -161,12 +172,12 @@ export class FailoverFleetStore implements FleetStore {
       await shared.acquire(m.lease);
       // Its request may have ended while the shared copy was being taken.
       if (this.mine.get(id) !== m) {
-        await shared.release(id, Date.now());
+        await shared.release(id, this.clock.now());
         continue;
       }
       if (m.shared) continue;
       m.shared = true;
-      await this.local.release(id, Date.now());
+      await this.local.release(id, this.clock.now());
     }
   }
 
@@ -368,8 +379,8 @@ export class FailoverFleetStore implements FleetStore {
   }
 
   async close(): Promise<void> {
-    if (this.probeTimer) clearInterval(this.probeTimer);
-    this.probeTimer = null;
+    this.cancelProbe?.();
+    this.cancelProbe = null;
     await this.shared.close?.();
   }
 }

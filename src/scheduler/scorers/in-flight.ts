@@ -1,4 +1,4 @@
-import type { Scorer } from '../types';
+import { defineScorer, type Scorer } from '../types';
 import { lowerIsBetter } from './min-max';
 
 /**
@@ -7,6 +7,15 @@ import { lowerIsBetter } from './min-max';
  */
 export const inFlight: Scorer = {
   name: 'in-flight',
-  kind: 'distribution',
   score: (_req, candidates) => lowerIsBetter(candidates.map((c) => c.inFlight)),
 };
+
+export const inFlightDescriptor = defineScorer({
+  name: 'in-flight',
+  configKey: 'in_flight',
+  defaultWeight: 2,
+  tendency: 'distribution',
+  scoresHigher: 'fewer requests this router has in flight there',
+  reads: "`inFlight` (this fleet's leases)",
+  create: () => inFlight,
+});

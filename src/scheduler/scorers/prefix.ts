@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { SchedulingRequest, Scorer } from '../types';
+import { defineScorer, type SchedulingRequest, type Scorer } from '../types';
 
 export interface PrefixOptions {
   /** Characters per block (about 64 tokens). */
@@ -37,7 +37,6 @@ export function prefixScorer(options: Partial<PrefixOptions> = {}): Scorer {
 
   return {
     name: 'prefix',
-    kind: 'affinity',
     score(req, candidates) {
       if (!req.prompt) return candidates.map(() => 0);
       const hs = blocks(req as SchedulingRequest & { prompt: string });
@@ -66,3 +65,13 @@ function fnv1a(seed: number, s: string, from: number, to: number): number {
   }
   return h;
 }
+
+export const prefixDescriptor = defineScorer({
+  name: 'prefix',
+  configKey: 'prefix',
+  defaultWeight: 1,
+  tendency: 'affinity',
+  scoresHigher: "served the prompt's leading blocks last (approximate prefix cache)",
+  reads: 'request `prompt`, `url`; learns from each decision',
+  create: () => prefixScorer(),
+});

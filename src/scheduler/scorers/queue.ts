@@ -1,9 +1,18 @@
-import type { Scorer } from '../types';
+import { defineScorer, type Scorer } from '../types';
 import { lowerIsBetter } from './min-max';
 
 /** Shorter waiting queue (from the replica's metrics) scores higher. */
 export const queue: Scorer = {
   name: 'queue',
-  kind: 'distribution',
   score: (_req, candidates) => lowerIsBetter(candidates.map((c) => c.waiting)),
 };
+
+export const queueDescriptor = defineScorer({
+  name: 'queue',
+  configKey: 'queue',
+  defaultWeight: 2,
+  tendency: 'distribution',
+  scoresHigher: 'fewer waiting requests (min-max over candidates)',
+  reads: '`waiting` (replica metrics)',
+  create: () => queue,
+});

@@ -1,4 +1,4 @@
-import type { Scorer } from '../types';
+import { defineScorer, type Scorer } from '../types';
 import { loadCost } from '../victims';
 import { lowerIsBetter } from './min-max';
 
@@ -10,7 +10,6 @@ import { lowerIsBetter } from './min-max';
  */
 export const victim: Scorer = {
   name: 'victim',
-  kind: 'affinity',
   score(req, candidates, ctx) {
     if (req.kind !== 'on-demand') return candidates.map(() => 1);
     const costs = candidates.map((c) => loadCost(c, ctx));
@@ -20,3 +19,15 @@ export const victim: Scorer = {
     return costs.map((x) => (x === -Infinity ? 1 : x === undefined ? 0 : ranked[k++]!));
   },
 };
+
+export const victimDescriptor = defineScorer({
+  name: 'victim',
+  configKey: 'victim',
+  defaultWeight: 0,
+  tendency: 'affinity',
+  scoresHigher:
+    'a cold load there evicts a cheaper adapter (by the eviction policy); holders and free slots 1',
+  reads: '`holder`, `residentCount`, `residents`, `victimCost`, `isStatic`',
+  experimental: true,
+  create: () => victim,
+});

@@ -1,0 +1,230 @@
+import type { RequestRecord } from '../engine/engine';
+import type { ParsedCompletion } from './openai';
+import type { ReplicaContext } from './context';
+import { fastapiNotFound, llamacppError, vllmError, type SimError } from './errors';
+import { LlamaCppAdapters, metricsNotSupported } from './llamacpp';
+import { llamacppMetricsText } from './metrics-text';
+import { VllmLoraApi } from './vllm-lora';
+import { VllmMetricsState } from './vllm-metrics';
+
+/** The adapter a completion runs with: none (the base model), or its engine identity. */
+export interface Selected {
+  adapter: string | null;
+  weights?: string;
+  rank?: number;
+}
+
+/**
+ * What differs between the simulated servers. SimReplica picks one at construction and never
+ * branches on the backend itself: HTTP plumbing, faults and the engine are shared.
+ */
+export interface SimBackend {
+  /** Registers the start-up adapters (the registry was just cleared). */
+  boot(): void;
+  /** An answer to every route but /health and /metrics while the server cannot serve yet. */
+  unavailable(): SimError | undefined;
+  /** The backend's own routes; undefined when `path` is none of them. */
+  route(method: string, path: string, body: () => unknown): Promise<SimError | undefined>;
+  /** An unknown path. */
+  readonly notFound: SimError;
+  /** `/health`: an answer, or a status with an empty body (vLLM). */
+  health(dead: boolean): SimError | number;
+  /** `/metrics`: Prometheus text, or the server's refusal. */
+  metrics(): string | SimError;
+  /** `GET /v1/models`. */
+  models(): unknown;
+  /** The adapter a completion selects, or the error the server answers. */
+  select(p: ParsedCompletion): Promise<Selected | SimError>;
+  /** Before the other endpoints' model check (embeddings...): resolve the name, if the server does. */
+  resolveName(asked: unknown): Promise<SimError | undefined>;
+  /** Those endpoints' model check: 404 for a model it does not serve. */
+  checkModel(model: string): SimError | undefined;
+  /** Sees each finished request (for metrics that count them). */
+  record?(rec: RequestRecord): void;
+  /** An error in this server's format. */
+  error(status: number, type: string, message: string, param: string | null): SimError;
+}
+
+/** vLLM's OpenAI server (vllm/entrypoints/openai/; see docs/replica-apis.md). */
+export class VllmBackend implements SimBackend {
+  readonly lora: VllmLoraApi;
+  readonly metricsState: VllmMetricsState;
+  readonly notFound = fastapiNotFound;
+
+  constructor(
+    private readonly r: ReplicaContext,
+    private readonly createdUnix: number,
+  ) {
+    this.lora = new VllmLoraApi(r);
+    this.metricsState = new VllmMetricsState(r, createdUnix);
+  }
+
+  boot(): void {
+    const r = this.r;
+    for (const a of r.o.staticAdapters) {
+      const rank = a.rank ?? r.o.defaultRank;
+      const name = a.name ?? a.path.split('/').pop()!;
+      const weights = this.lora.newWeights(name);
+      r.registry.set(name, { name, path: a.path, rank, static: true, created: this.createdUnix, weights });
+      r.engine.preload(weights, rank);
+    }
+  }
+
+  unavailable(): undefined {
+    return undefined;
+  }
+
+  async route(method: string, path: string, body: () => unknown): Promise<SimError | undefined> {
+    if (!this.r.o.runtimeLoading || method !== 'POST') return undefined;
+    if (path === '/v1/load_lora_adapter') return this.lora.load(body());
+    if (path === '/v1/unload_lora_adapter') return this.lora.unload(body());
+    return undefined;
+  }
+
+  health(dead: boolean): number {
+    return dead ? 503 : 200;
+  }
+
+  metrics(): string {
+    return this.metricsState.text();
+  }
+
+  models() {
+    const o = this.r.o;
+    const base = {
+      id: o.baseModel,
+      object: 'model',
+      created: this.createdUnix,
+      owned_by: 'vllm',
+      root: o.baseModel,
+      parent: null,
+      max_model_len: o.maxModelLen,
+      permission: [],
+    };
+    const cards = [...this.r.registry.values()].map((e) => ({
+      id: e.name,
+      object: 'model',
+      created: e.created,
+      owned_by: 'vllm',
+      root: e.path,
+      parent: o.baseModel,
+      max_model_len: null,
+      permission: [],
+    }));
+    return { object: 'list', data: [base, ...cards] };
+  }
+
+  async select(p: ParsedCompletion): Promise<Selected | SimError> {
+    if (p.model === this.r.o.baseModel) return { adapter: null };
+    const entry = this.r.registry.get(p.model) ?? (await this.lora.resolve(p.model));
+    if (entry && 'status' in entry) return entry;
+    if (!entry)
+      return this.r.error(404, 'NotFoundError', `The model \`${p.model}\` does not exist.`, 'model');
+    return { adapter: entry.name, weights: entry.weights, rank: entry.rank };
+  }
+
+  async resolveName(asked: unknown): Promise<SimError | undefined> {
+    if (typeof asked !== 'string' || this.r.registry.has(asked)) return undefined;
+    // The filesystem resolver runs before any endpoint's model check, as for completions.
+    const resolved = await this.lora.resolve(asked);
+    return resolved && 'status' in resolved ? resolved : undefined;
+  }
+
+  checkModel(model: string): SimError | undefined {
+    const r = this.r;
+    return model === r.o.baseModel || r.registry.get(model)
+      ? undefined
+      : r.error(404, 'NotFoundError', `The model \`${model}\` does not exist.`, 'model');
+  }
+
+  record(rec: RequestRecord): void {
+    this.metricsState.record(rec);
+  }
+
+  error(status: number, type: string, message: string, param: string | null): SimError {
+    return vllmError(this.r.o.errorStyle, status, type, message, param);
+  }
+}
+
+/** llama.cpp's server (tools/server/server.cpp; see docs/replica-apis.md). */
+export class LlamaCppBackend implements SimBackend {
+  readonly adapters: LlamaCppAdapters;
+  readonly notFound = llamacppError(404, 'not_found_error', 'File Not Found');
+
+  constructor(
+    private readonly r: ReplicaContext,
+    private readonly createdUnix: number,
+    /** Clock time the model finishes loading after the last (re)start. */
+    private readonly readyAt: () => number,
+  ) {
+    this.adapters = new LlamaCppAdapters(r);
+  }
+
+  boot(): void {
+    this.adapters.boot();
+    for (const a of this.r.o.staticAdapters) this.r.engine.preload(a.path, a.rank ?? this.r.o.defaultRank);
+  }
+
+  unavailable(): SimError | undefined {
+    if (this.r.clock.now() < this.readyAt()) return llamacppError(503, 'unavailable_error', 'Loading model');
+    return undefined;
+  }
+
+  async route(method: string, path: string, body: () => unknown): Promise<SimError | undefined> {
+    if (path === '/lora-adapters') {
+      if (method === 'GET') return { status: 200, body: this.adapters.list() };
+      if (method === 'POST') return this.adapters.setGlobal(body());
+    }
+    if (method === 'GET' && path === '/slots') return this.adapters.slots();
+    return undefined;
+  }
+
+  health(dead: boolean): SimError {
+    const loading = this.unavailable();
+    if (loading) return loading;
+    if (dead) return llamacppError(503, 'unavailable_error', 'Server is dead');
+    return { status: 200, body: { status: 'ok' } };
+  }
+
+  metrics(): string | SimError {
+    if (!this.r.o.llamaMetrics) return metricsNotSupported;
+    return llamacppMetricsText(this.r.engine.stats());
+  }
+
+  models() {
+    return {
+      object: 'list',
+      data: [
+        {
+          id: this.r.o.baseModel,
+          object: 'model',
+          created: this.createdUnix,
+          owned_by: 'llamacpp',
+          meta: null,
+        },
+      ],
+    };
+  }
+
+  async select(p: ParsedCompletion): Promise<Selected | SimError> {
+    const sel = this.adapters.select(p.lora);
+    if (typeof sel !== 'object') return llamacppError(400, 'invalid_request_error', sel);
+    // Every adapter was loaded at start: a mix of them costs no load.
+    if (sel.adapter !== null) this.r.engine.preload(sel.adapter, sel.rank ?? this.r.o.defaultRank);
+    return { adapter: sel.adapter, rank: sel.rank };
+  }
+
+  async resolveName(): Promise<undefined> {
+    return undefined;
+  }
+
+  /** llama.cpp serves one model whatever `model` names. */
+  checkModel(): undefined {
+    return undefined;
+  }
+
+  error(status: number, _type: string, message: string): SimError {
+    const t = status === 404 ? 'not_found_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
+    return llamacppError(status, t, message);
+  }
+}

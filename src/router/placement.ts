@@ -1,0 +1,184 @@
+import type { Resolved } from '../adapters/catalog';
+import type { EvictionPolicy } from '../adapters/eviction';
+import { ROOM_FALLBACK_MS } from '../adapters/manager';
+import type { RouterConfig } from '../config/router-schema';
+import { errors } from '../errors';
+import type { AdapterRef, ReplicaView } from '../fleet/types';
+import type { FleetRuntime } from '../runtime';
+import { toCandidate, type SchedulingPipeline } from '../scheduler/pipeline';
+import { loadCost } from '../scheduler/victims';
+import type { Decision, SchedulingContext } from '../scheduler/types';
+import type { RoomWait } from './room-wait';
+
+/** Decisions a cold request retakes because another router placed its adapter first. */
+const MAX_PLACEMENT_ROUNDS = 3;
+
+export interface PlacementDeps {
+  /** The runtime decisions go to now (a replaced one hands over to its successor). */
+  runtime: () => FleetRuntime;
+  pipeline: SchedulingPipeline;
+  /** The pipeline once a request waits for room anywhere (with the `room` filter). */
+  roomPipeline: SchedulingPipeline;
+  urls: string[];
+  config: RouterConfig;
+  eviction: EvictionPolicy;
+  isStatic: (name: string) => boolean;
+  /** Whether placement or eviction looks at the victims a cold load would evict. */
+  weighsVictims: boolean;
+}
+
+export interface PlacementRequest {
+  resolved: Resolved;
+  adapter?: AdapterRef;
+  prompt?: string;
+  ctx: SchedulingContext;
+  /** The replicas' views, without residents. */
+  views: ReplicaView[];
+  /** Where and how long this request waits for an adapter slot (`room_wait`). */
+  wait: RoomWait;
+}
+
+/**
+ * Where a request goes, agreed with the other routers on the fleet: schedule, and for a cold
+ * adapter claim the placement, follow another router's placement, or spread past a saturated
+ * one; wait for room anywhere as `room_wait` says (src/router/room-wait.ts). `admit` runs on
+ * the decision, claim held, with how long the load may wait for an idle adapter there.
+ */
+export class Placement {
+  constructor(private readonly deps: PlacementDeps) {}
+
+  private get rt(): FleetRuntime {
+    return this.deps.runtime();
+  }
+
+  async place<T>(
+    p: PlacementRequest,
+    admit: (decision: Decision, queueTimeoutMs: number) => Promise<T>,
+  ): Promise<T> {
+    const { resolved, adapter, prompt, ctx, wait } = p;
+    let views = p.views;
+    // Residents (the victims a cold load could evict) are read only once a decision needs a
+    // load and the configuration weighs victims: a resident adapter's request never pays for them.
+    const weighsVictims =
+      resolved.kind === 'on-demand' && ctx.policy.maxLoadedAdapters > 0 && this.deps.weighsVictims;
+    let withResidents = false;
+    let placementRounds = 0;
+    /** Another router's placement of this cold adapter, once a claim lost to it: follow it. */
+    let follow: string | undefined;
+    for (;;) {
+      ctx.now = this.rt.clock.now();
+      if (withResidents) this.weighVictims(ctx, views);
+      // From here to the claim nothing awaits: the next request sees this one's placement.
+      if (adapter) {
+        this.rt.manager.overlayClaims(views, adapter.name);
+        this.markEvicted(views, adapter.name);
+      }
+      const followed = follow === undefined ? [] : views.filter((v) => v.url === follow);
+      const candidates = followed.length > 0 ? followed : views;
+      const pipeline = wait.anywhere ? this.deps.roomPipeline : this.deps.pipeline;
+      const decision = pipeline.schedule({ kind: resolved.kind, adapter, prompt }, candidates, ctx);
+      if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
+      const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
+      // A holder only by placement (nobody is loading it there yet) needs the shared placement
+      // too: another node may have placed the adapter elsewhere meanwhile.
+      const presence = decision.replica.adapter;
+      const claim =
+        cold || (resolved.kind === 'on-demand' && (presence?.placed || presence?.claimed))
+          ? resolved.adapter.name
+          : undefined;
+      if (cold && weighsVictims && !withResidents) {
+        withResidents = true;
+        views = await this.rt.store.views(this.deps.urls, adapter, true);
+        continue;
+      }
+      if (cold && withResidents && loadCost(decision.replica, ctx) === undefined) {
+        // The chosen replica cannot load now and its wait is over: decide again among those that can.
+        if (wait.escalateNow(ctx.now)) continue;
+        // No replica can start the load now (every adapter busy everywhere): wait for room
+        // anywhere, rather than queue behind one replica's busy adapters.
+        if (wait.anywhere && ctx.now < wait.deadline) {
+          await this.rt.manager.roomChanged.wait(this.rt.clock, ROOM_FALLBACK_MS);
+          views = await this.rt.store.views(this.deps.urls, adapter, withResidents);
+          continue;
+        }
+      }
+      const url = decision.replica.url;
+      if (claim) {
+        this.rt.manager.claim(url, claim);
+        // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
+        // or each loads it on the replica it picked.
+        const ttl = this.deps.config.queue_timeout_ms + this.deps.config.load_timeout_ms;
+        const placedOn = await this.rt.store.claimPlacement(
+          claim,
+          url,
+          this.spreading(cold, views, ctx),
+          ctx.now,
+          ttl,
+        );
+        if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
+          // Placed elsewhere first: go there too (if it is one of ours), with fresh views.
+          this.rt.manager.unclaim(url, claim);
+          if (this.deps.urls.includes(placedOn)) follow = placedOn;
+          views = await this.rt.store.views(this.deps.urls, adapter, withResidents);
+          continue;
+        }
+      }
+      try {
+        return await admit(decision, wait.loadQueueMs(this.rt.clock.now()));
+      } catch (err) {
+        if (!wait.escalate(err, this.rt.clock.now())) throw err;
+      } finally {
+        if (claim) {
+          this.rt.manager.unclaim(url, claim);
+          this.rt.store
+            .releasePlacement(claim, url)
+            .catch((err: Error) => this.rt.log.warn(`could not release placement: ${err.message}`));
+        }
+      }
+      // No room on the chosen replica in time: look for room anywhere, with fresh views.
+      follow = undefined;
+      views = await this.rt.store.views(this.deps.urls, adapter, withResidents);
+    }
+  }
+
+  /**
+   * The placement a cold decision overrides on purpose: the adapter's placed replica is up,
+   * fresh and saturated, so the rule spreads the adapter to a second replica. A placed replica
+   * this router merely cannot judge (no fresh poll yet) is followed, not overridden.
+   */
+  private spreading(cold: boolean, views: ReplicaView[], ctx: SchedulingContext): string | undefined {
+    const placed = cold ? views.find((v) => v.adapter?.placed) : undefined;
+    if (!placed) return undefined;
+    const c = toCandidate(placed, ctx);
+    return c.health === 'up' && !c.stale && c.saturation >= 1 ? c.url : undefined;
+  }
+
+  /** Registered holders whose reported residency (newer vLLM) lacks the adapter's weights. */
+  private markEvicted(views: ReplicaView[], name: string): void {
+    for (const v of views) {
+      const held = this.rt.poller.lastLoad.get(v.url)?.residency?.cpu;
+      if (held && v.adapter?.state === 'loaded' && !held.includes(name)) v.adapter.evicted = true;
+    }
+  }
+
+  /**
+   * Gives placement and eviction what they weigh: the configured policy's cost of each possible
+   * victim, from decayed request frequency and how many replicas hold a copy.
+   */
+  private weighVictims(ctx: SchedulingContext, views: ReplicaView[]): void {
+    const copies = new Map<string, number>();
+    for (const v of views)
+      for (const r of v.residents ?? [])
+        if (r.state !== 'unloading') copies.set(r.name, (copies.get(r.name) ?? 0) + 1);
+    const now = ctx.now;
+    const stats = this.rt.adapterStats;
+    const victimCtx = {
+      now,
+      frequency: (n: string) => stats.frequency(n, now),
+      copies: (n: string) => copies.get(n) ?? 1,
+    };
+    const policy = this.deps.eviction;
+    ctx.victimCost = (v) => policy.cost(v, victimCtx);
+    ctx.isStatic = this.deps.isStatic;
+  }
+}
