@@ -102,6 +102,12 @@ export const CATALOGUE = {
     retryAfter: true,
     when: 'Every adapter slot stayed busy (requests in flight) for `queue_timeout_ms`.',
   },
+  adapter_name_cooldown: {
+    status: 503,
+    type: 'server_error',
+    retryAfter: true,
+    when: 'A name nobody has loaded yet would evict an adapter on a replica where such a name was just not found (`backoff_base_ms`): not waited out or sent elsewhere.',
+  },
   adapter_load_backoff: {
     status: 503,
     type: 'server_error',
@@ -200,9 +206,7 @@ export const errors = {
     ),
   /** A name nobody has loaded, on a replica where such a name was just not found: not escalated. */
   unverifiedName: (adapter: string, replica: string, retryAfterS: number) =>
-    new RouterError(
-      503,
-      'server_error',
+    catalogued(
       'adapter_name_cooldown',
       `No adapter slot for '${adapter}': an adapter nobody has loaded yet may not evict another one so soon. Retry later.`,
       retryAfterS,
