@@ -5,7 +5,7 @@
 import { LocalGateway } from '../../stack/gateway';
 import { KongDriver, KongRequest, PluginServerProcess } from './driver';
 import { waitFor } from '../helpers/wait';
-import { BASE, onDemand, PLUGINS_DIR, startWorld, vllm } from './world';
+import { BASE, onDemand, PLUGINS_DIR, startPluginServer, startWorld, vllm } from './world';
 
 const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
 const chatBody = (model: string, extra: Record<string, unknown> = {}) =>
@@ -209,18 +209,28 @@ describe('3. streams through Kong', () => {
 
 describe('11. a log phase Kong skipped (its timer could not start)', () => {
   it('the lease expires by age, counted in the metrics and on the status page', async () => {
+    // A plugin server of its own (a fresh Kong node): leases are reclaimed past the longest
+    // lease_max_age_ms any configuration in the process registered.
+    const own = await startPluginServer();
     let skip = true;
-    w = await startWorld(driver, [vllm()], (u) => onDemand(u, { lease_max_age_ms: 1000 }), {
-      logTimerStarts: () => !skip,
-    });
-    const r = await w.chat(BASE);
-    expect(r.status).toBe(200);
-    expect((await w.statusJson()).inFlight).toBe(1); // no log phase: the lease stays
-    skip = false;
-    await waitFor(async () => (await w!.statusJson()).inFlight === 0, 10_000);
-    expect((await w.statusJson()).poller.leasesExpired).toBe(1);
-    const metrics = await w.status.handle({ method: 'GET', path: '/lora/metrics' });
-    expect(metrics.body.toString()).toMatch(/^lora_router_leases_expired_total 1$/m);
+    try {
+      w = await startWorld(own.driver, [vllm()], (u) => onDemand(u, { lease_max_age_ms: 1000 }), {
+        logTimerStarts: () => !skip,
+      });
+      const r = await w.chat(BASE);
+      expect(r.status).toBe(200);
+      expect((await w.statusJson()).inFlight).toBe(1); // no log phase: the lease stays
+      skip = false;
+      await waitFor(async () => (await w!.statusJson()).inFlight === 0, 10_000);
+      expect((await w.statusJson()).poller.leasesExpired).toBe(1);
+      const metrics = await w.status.handle({ method: 'GET', path: '/lora/metrics' });
+      expect(metrics.body.toString()).toMatch(/^lora_router_leases_expired_total 1$/m);
+    } finally {
+      await w?.stop();
+      w = undefined;
+      own.driver.close();
+      await own.server.stop();
+    }
   });
 });
 
