@@ -74,6 +74,9 @@ export async function runE2e(
       gateways.push(
         await LocalGateway.create({
           driver,
+          // As kong.yml's OpenAI route: Kong's default buffering would hold every SSE chunk until
+          // the answer ends, and time to first token would read as the whole answer's time.
+          responseBuffering: false,
           plugins: router
             ? [
                 {

@@ -21,7 +21,9 @@ class LoraPollerPlugin {
   constructor(raw: unknown) {
     this.config = parsePollerConfig(raw);
     const rt = (this.rt = sharedRuntime(this.config.redis));
-    rt.poller.configure({
+    // Kong's plugin id: a reload of this plugin replaces its settings, another plugin adds its own.
+    const pluginId = (raw as { __plugin_id?: unknown } | null)?.__plugin_id;
+    rt.registerPolling(typeof pluginId === 'string' ? pluginId : JSON.stringify(raw), {
       intervalMs: this.config.poll_interval_ms,
       timeoutMs: this.config.timeout_ms,
       jitter: this.config.jitter,

@@ -18,6 +18,9 @@ import { RouterMetrics } from './metrics/router-metrics';
 import { seededRandom, type Random } from './random';
 import { Signal } from './signal';
 
+/** What one lora-poller configuration asks of the poller. */
+export type PollingSettings = Pick<PollerOptions, 'intervalMs' | 'timeoutMs' | 'jitter'>;
+
 export interface RuntimeOptions {
   clock?: Clock;
   store?: FleetStore;
@@ -70,6 +73,8 @@ export class FleetRuntime {
   private readonly saturations = new Map<string, SaturationPolicy>();
   /** `lease_max_age_ms` by replica URL, from the configuration routing to it. */
   private readonly leaseMaxAges = new Map<string, number>();
+  /** Each lora-poller plugin's polling settings, by plugin id (bounded: Kong's plugins, not instances). */
+  private readonly pollingSettings = new LRUCache<string, PollingSettings>({ max: 64 });
   private readonly trimming = new Set<string>();
   /** The runtime that replaced this one (a changed `redis` record), or null while current. */
   successor: FleetRuntime | null = null;
@@ -125,7 +130,7 @@ export class FleetRuntime {
       for (const m of this.managed.list) if (m(name, path)) return true;
       return false;
     };
-    this.poller.onLeasesExpired = (n) => this.metrics.leasesExpired.inc(n);
+    this.poller.addExpiryListener((n) => this.metrics.leasesExpired.inc(n));
     // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
     const down = new Set<string>();
     this.poller.addPollListener((url, ok) => {
@@ -184,6 +189,22 @@ export class FleetRuntime {
   registerLeaseMaxAge(url: string, ms: number): void {
     this.leaseMaxAges.set(url, ms);
     this.poller.configure({ leaseMaxAgeMs: Math.max(...this.leaseMaxAges.values()) });
+  }
+
+  /**
+   * The polling settings of one lora-poller plugin (keyed by Kong's `__plugin_id`, so a reload
+   * of the same plugin replaces its settings rather than adding to them). With several, the
+   * poller runs at the shortest interval, waits the longest timeout and uses the widest jitter:
+   * every configuration gets figures at least as fresh as it asked for.
+   */
+  registerPolling(pluginId: string, settings: PollingSettings): void {
+    this.pollingSettings.set(pluginId, settings);
+    const all = [...this.pollingSettings.values()];
+    this.poller.configure({
+      intervalMs: Math.min(...all.map((s) => s.intervalMs)),
+      timeoutMs: Math.max(...all.map((s) => s.timeoutMs)),
+      jitter: Math.max(...all.map((s) => s.jitter)),
+    });
   }
 
   /** A poll may have adopted a load that landed after its timeout: unload the excess when idle. */
@@ -253,6 +274,8 @@ export class FleetRuntime {
     for (const [url, p] of this.saturations) if (!next.saturations.has(url)) next.registerSaturation(url, p);
     for (const [url, ms] of this.leaseMaxAges)
       if (!next.leaseMaxAges.has(url)) next.registerLeaseMaxAge(url, ms);
+    for (const [k, p] of this.pollingSettings.entries())
+      if (!next.pollingSettings.has(k)) next.registerPolling(k, p);
     while (this.active > 0) await this.idle.wait(this.clock, 1000);
     if (next.stateKey !== this.stateKey) {
       // Leases count only against registered replicas: register them there first.

@@ -39,7 +39,8 @@ export class Poller {
   managedVersion = 0;
   /** Told after each poll with its outcome (metrics, trimming). */
   private readonly pollListeners: ((url: string, ok: boolean, ms: number) => void)[] = [];
-  onLeasesExpired: ((count: number) => void) | null = null;
+  /** Told how many leases a round reclaimed by age (metrics). */
+  private readonly expiryListeners: ((count: number) => void)[] = [];
 
   constructor(
     private readonly store: FleetStore,
@@ -54,6 +55,10 @@ export class Poller {
     return this.options.intervalMs;
   }
 
+  get timeoutMs(): number {
+    return this.options.timeoutMs;
+  }
+
   get leaseMaxAgeMs(): number {
     return this.options.leaseMaxAgeMs;
   }
@@ -61,6 +66,11 @@ export class Poller {
   /** Adds a listener told after each poll; the others keep theirs. */
   addPollListener(fn: (url: string, ok: boolean, ms: number) => void): void {
     this.pollListeners.push(fn);
+  }
+
+  /** Adds a listener told how many leases a round reclaimed; the others keep theirs. */
+  addExpiryListener(fn: (count: number) => void): void {
+    this.expiryListeners.push(fn);
   }
 
   get running(): boolean {
@@ -96,7 +106,7 @@ export class Poller {
     await Promise.all(specs.filter((s) => !this.inFlight.has(s.url)).map((s) => this.refresh(s)));
     const expired = await this.store.expireLeases(this.clock.now(), this.options.leaseMaxAgeMs);
     this.stats.leasesExpired += expired.length;
-    if (expired.length > 0) this.onLeasesExpired?.(expired.length);
+    if (expired.length > 0) for (const fn of this.expiryListeners) fn(expired.length);
     for (const l of expired) {
       this.log.warn(
         `reclaimed in-flight lease ${l.id} (${l.adapter ?? 'base'} on ${l.url}): its log phase never came (held over ${this.options.leaseMaxAgeMs} ms, or its Kong node stopped)`,

@@ -85,4 +85,15 @@ describe('settings the runtime shares between configurations', () => {
     );
     expect(rt.poller.leaseMaxAgeMs).toBe(60_000);
   });
+
+  it("poll as often as the most demanding lora-poller asks, and take a reloaded plugin's new settings", () => {
+    const rt = new FleetRuntime({ clock: new VirtualClock(), log: silentLogger, seed: 1 });
+    rt.registerPolling('plugin-1', { intervalMs: 500, timeoutMs: 1000, jitter: 0.1 });
+    rt.registerPolling('plugin-2', { intervalMs: 2000, timeoutMs: 3000, jitter: 0 });
+    // Whichever spoke last, the shortest interval and the longest timeout hold.
+    expect([rt.poller.intervalMs, rt.poller.timeoutMs]).toEqual([500, 3000]);
+    // A reload of plugin-1 (same Kong plugin id) replaces its settings instead of adding to them.
+    rt.registerPolling('plugin-1', { intervalMs: 5000, timeoutMs: 1000, jitter: 0.1 });
+    expect([rt.poller.intervalMs, rt.poller.timeoutMs]).toEqual([2000, 3000]);
+  });
 });
