@@ -58,7 +58,8 @@ class LoraRouterPlugin {
       // First, so that from here on the log phase can always give the lease back.
       await kong.ctx.shared.set(CTX_KEY, record as never);
     } catch (err) {
-      await this.service.finish(r.leaseId, undefined);
+      const rt = runtimeOfLease(r.leaseId);
+      if (rt) await RouterService.release(rt, r.leaseId, undefined);
       throw err;
     }
     await kong.service.setTarget(r.host, r.port);

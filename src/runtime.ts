@@ -274,6 +274,7 @@ export class FleetRuntime {
     for (const [url, p] of this.saturations) if (!next.saturations.has(url)) next.registerSaturation(url, p);
     for (const [url, ms] of this.leaseMaxAges)
       if (!next.leaseMaxAges.has(url)) next.registerLeaseMaxAge(url, ms);
+    for (const [k, n] of this.names.entries()) if (!next.names.has(k)) next.registerNames(k, n);
     for (const [k, p] of this.pollingSettings.entries())
       if (!next.pollingSettings.has(k)) next.registerPolling(k, p);
     while (this.active > 0) await this.idle.wait(this.clock, 1000);

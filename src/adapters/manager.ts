@@ -117,7 +117,9 @@ export class AdapterManager {
     for (;;) {
       const flight = this.flights.get(key);
       if (flight) {
-        await flight;
+        // A joiner keeps its own bound: the load it joins may have begun long after it came
+        // (an escalated request), and Kong gives up on the plugin server at 60 s.
+        if (!(await this.joinWithin(flight, deadline))) throw errors.noRoom(adapter.name, url, 1);
         joined = true;
         continue;
       }
@@ -150,6 +152,21 @@ export class AdapterManager {
       } finally {
         if (this.flights.get(key) === load) this.flights.delete(key);
       }
+    }
+  }
+
+  /** Waits for `flight` until `deadline` on the clock: false if the deadline came first. Its failure propagates. */
+  private async joinWithin(flight: Promise<unknown>, deadline: number): Promise<boolean> {
+    const left = deadline - this.clock.now();
+    if (left <= 0) return false;
+    let cancel = () => {};
+    try {
+      return await Promise.race([
+        flight.then(() => true),
+        new Promise<boolean>((resolve) => (cancel = this.clock.after(left, () => resolve(false)))),
+      ]);
+    } finally {
+      cancel();
     }
   }
 

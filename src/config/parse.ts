@@ -60,12 +60,14 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
         message: 'an adapter cannot be named like the base model',
       });
   });
-  // The longest access phase: a refresh, the wait for room, an unload to make it, the load.
-  const worst = c.refresh_timeout_ms + c.queue_timeout_ms + 2 * c.load_timeout_ms;
+  // The longest access phase: a refresh, the wait for room (twice with `anywhere`: for room
+  // anywhere, then on the replica), an unload to make it, the load.
+  const waits = c.room_wait === 'anywhere' ? 2 : 1;
+  const worst = c.refresh_timeout_ms + waits * c.queue_timeout_ms + 2 * c.load_timeout_ms;
   if (worst > ACCESS_WAIT_BUDGET_MS)
     errors.push({
       field: 'config.load_timeout_ms',
-      message: `refresh_timeout_ms + queue_timeout_ms + 2 x load_timeout_ms (an unload, then the load) is ${worst} ms: it must stay within ${ACCESS_WAIT_BUDGET_MS} ms, as Kong gives up on the plugin server after ${KONG_RPC_TIMEOUT_MS / 1000} s and proxies the request unrouted`,
+      message: `refresh_timeout_ms + ${waits > 1 ? '2 x queue_timeout_ms (room_wait: anywhere)' : 'queue_timeout_ms'} + 2 x load_timeout_ms (an unload, then the load) is ${worst} ms: it must stay within ${ACCESS_WAIT_BUDGET_MS} ms, as Kong gives up on the plugin server after ${KONG_RPC_TIMEOUT_MS / 1000} s and proxies the request unrouted`,
     });
   if (c.backoff_max_ms < c.backoff_base_ms)
     errors.push({ field: 'config.backoff_max_ms', message: 'must be >= backoff_base_ms' });

@@ -103,12 +103,14 @@ export class Placement {
         }
       }
       const url = decision.replica.url;
+      // The claim is made, unclaimed and released on one runtime, even if it is replaced meanwhile.
+      const rt = this.rt;
       if (claim) {
-        this.rt.manager.claim(url, claim);
+        rt.manager.claim(url, claim);
         // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
         // or each loads it on the replica it picked.
         const ttl = this.deps.config.queue_timeout_ms + this.deps.config.load_timeout_ms;
-        const placedOn = await this.rt.store.claimPlacement(
+        const placedOn = await rt.store.claimPlacement(
           claim,
           url,
           this.spreading(cold, views, ctx),
@@ -117,22 +119,22 @@ export class Placement {
         );
         if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
           // Placed elsewhere first: go there too (if it is one of ours), with fresh views.
-          this.rt.manager.unclaim(url, claim);
+          rt.manager.unclaim(url, claim);
           if (this.deps.urls.includes(placedOn)) follow = placedOn;
-          views = await this.rt.store.views(this.deps.urls, adapter, withResidents);
+          views = await rt.store.views(this.deps.urls, adapter, withResidents);
           continue;
         }
       }
       try {
-        return await admit(decision, wait.loadQueueMs(this.rt.clock.now()));
+        return await admit(decision, wait.loadQueueMs(rt.clock.now()));
       } catch (err) {
-        if (!wait.escalate(err, this.rt.clock.now())) throw err;
+        if (!wait.escalate(err, rt.clock.now())) throw err;
       } finally {
         if (claim) {
-          this.rt.manager.unclaim(url, claim);
-          this.rt.store
+          rt.manager.unclaim(url, claim);
+          rt.store
             .releasePlacement(claim, url)
-            .catch((err: Error) => this.rt.log.warn(`could not release placement: ${err.message}`));
+            .catch((err: Error) => rt.log.warn(`could not release placement: ${err.message}`));
         }
       }
       // No room on the chosen replica in time: look for room anywhere, with fresh views.

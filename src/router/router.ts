@@ -270,14 +270,16 @@ export class RouterService {
     queueTimeoutMs: number,
     spend: () => Promise<void>,
   ): Promise<RouteOutcome> {
+    // One runtime for the lease's whole life here: a replaced runtime hands its leases over.
+    const rt = this.rt;
     const replica = decision.replica;
     const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
-    const leaseId = this.rt.nextLeaseId();
-    const held = await this.rt.store.acquire({
+    const leaseId = rt.nextLeaseId();
+    const held = await rt.store.acquire({
       id: leaseId,
       url: replica.url,
       adapter: adapterName,
-      at: this.rt.clock.now(),
+      at: rt.clock.now(),
     });
     // From here on, any failure gives the lease back before it is answered.
     try {
@@ -286,10 +288,10 @@ export class RouterService {
       if (resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static') {
         const adapter = resolved.adapter;
         const policy = { ...this.adapterPolicy, queueTimeoutMs };
-        await this.rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
+        await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
       }
-      this.rt.metrics.decisions.inc({ stage: decision.stage });
-      this.rt.metrics.recent.record('requests', this.rt.clock.now());
+      rt.metrics.decisions.inc({ stage: decision.stage });
+      rt.metrics.recent.record('requests', rt.clock.now());
       return {
         kind: 'proxy',
         url: replica.url,
@@ -303,7 +305,7 @@ export class RouterService {
             : undefined,
       };
     } catch (err) {
-      await this.rt.store.release(leaseId, this.rt.clock.now());
+      await rt.store.release(leaseId, rt.clock.now());
       throw err;
     }
   }

@@ -69,6 +69,22 @@ const caught = async (p: Promise<unknown>) =>
   );
 
 describe('AdapterManager', () => {
+  it("a caller joining another's load keeps its own deadline (queue + load timeouts), not the load's", async () => {
+    // The load started by a long-bounded caller takes 5 s; a caller that joins it with a 500 +
+    // 1000 ms bound (an escalated request near its end) must not wait the whole load.
+    const { ensure, clock } = await setup(5000);
+    const long = ensure('a', policy({ queueTimeoutMs: 30_000, loadTimeoutMs: 30_000 }));
+    await clock.run(clock.now() + 10);
+    let joined: RouterError | undefined | 'waiting' = 'waiting';
+    void caught(ensure('a')).then((e) => (joined = e));
+    await clock.run(clock.now() + 1600);
+    for (let i = 0; i < 10; i++) await Promise.resolve();
+    expect(joined).not.toBe('waiting');
+    expect((joined as unknown as RouterError).code).toBe('adapter_slots_busy');
+    await clock.run();
+    expect(await long).toBe('loaded');
+  });
+
   it('loads a cold adapter once for many concurrent callers; later calls are hits', async () => {
     const { api, ensure, clock, store } = await setup();
     const all = Promise.all(Array.from({ length: 50 }, () => ensure('a')));
