@@ -58,8 +58,7 @@ class LoraRouterPlugin {
       // First, so that from here on the log phase can always give the lease back.
       await kong.ctx.shared.set(CTX_KEY, record as never);
     } catch (err) {
-      const rt = runtimeOfLease(r.leaseId);
-      if (rt) await RouterService.release(rt, r.leaseId, undefined);
+      await giveBack(r.leaseId, undefined);
       throw err;
     }
     await kong.service.setTarget(r.host, r.port);
@@ -79,10 +78,17 @@ class LoraRouterPlugin {
     const record = (await kong.ctx.shared.get(CTX_KEY)) as DecisionRecord | null | undefined;
     if (!record || typeof record.lease !== 'string') return;
     const status = (await kong.response.getStatus()) as number | undefined;
-    // The runtime that took the lease: Kong may have replaced this instance (and its config) since.
-    const rt = runtimeOfLease(record.lease);
-    if (rt) await RouterService.release(rt, record.lease, status);
+    await giveBack(record.lease, status);
   }
+}
+
+/**
+ * Gives a lease back to the runtime that took it: Kong may have replaced this instance (and its
+ * config) since, or a changed `redis` record the runtime.
+ */
+async function giveBack(leaseId: string, status: number | undefined): Promise<void> {
+  const rt = runtimeOfLease(leaseId);
+  if (rt) await RouterService.release(rt, leaseId, status);
 }
 
 export const Plugin = LoraRouterPlugin;

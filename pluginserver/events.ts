@@ -13,6 +13,7 @@
  *   Ids start from the clock instead; an unknown id gets "no plugin instance", which makes
  *   Kong start a fresh one (mp_rpc.lua `Rpc:handle_event`).
  */
+import { KONG_RPC_TIMEOUT_MS } from '../src/config/parse';
 
 /** The parts of kong-pdk's `Server` this wraps. */
 export interface KongPdkServer {
@@ -33,7 +34,7 @@ interface StepReply {
 const FINAL_METHODS = new Set(['kong.response.exit', 'kong.response.error']);
 
 /** Kong's RPC gives up after nginx's 60 s socket read timeout: an event idle longer is dead. */
-export const EVENT_IDLE_MS = 65_000;
+const EVENT_IDLE_MS = KONG_RPC_TIMEOUT_MS + 5_000;
 
 /** The Step methods Kong may call (mp_rpc.lua `get_step_method`, 3.9.3). */
 const STEP_METHODS = [

@@ -118,8 +118,7 @@ export class VllmBackend implements SimBackend {
     if (p.model === this.r.o.baseModel) return { adapter: null };
     const entry = this.r.registry.get(p.model) ?? (await this.lora.resolve(p.model));
     if (entry && 'status' in entry) return entry;
-    if (!entry)
-      return this.r.error(404, 'NotFoundError', `The model \`${p.model}\` does not exist.`, 'model');
+    if (!entry) return this.modelNotFound(p.model);
     return { adapter: entry.name, weights: entry.weights, rank: entry.rank };
   }
 
@@ -132,9 +131,12 @@ export class VllmBackend implements SimBackend {
 
   checkModel(model: string): SimError | undefined {
     const r = this.r;
-    return model === r.o.baseModel || r.registry.get(model)
-      ? undefined
-      : r.error(404, 'NotFoundError', `The model \`${model}\` does not exist.`, 'model');
+    return model === r.o.baseModel || r.registry.get(model) ? undefined : this.modelNotFound(model);
+  }
+
+  /** vLLM's 404 for a model it does not serve (serving_engine.py `_check_model`). */
+  private modelNotFound(model: string): SimError {
+    return this.r.error(404, 'NotFoundError', `The model \`${model}\` does not exist.`, 'model');
   }
 
   record(rec: RequestRecord): void {

@@ -10,16 +10,10 @@ import { silentLogger } from '../../src/log';
 import type { Lease } from '../../src/fleet/types';
 import { RedisServer } from '../helpers/redis';
 import { waitFor } from '../helpers/wait';
+import { snapshotWithA } from './helpers';
 
 const U = 'http://10.0.0.1:8000';
-const load = { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 };
-const snapshot = (at: number) => ({
-  at,
-  ok: true,
-  load,
-  registry: [{ name: 'a', path: '/adapters/a' }],
-  managed: () => true,
-});
+const snapshot = snapshotWithA;
 
 let redis: RedisServer;
 beforeAll(async () => {

@@ -4,9 +4,9 @@ import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { RedisServer } from '../helpers/redis';
 import { waitFor } from '../helpers/wait';
 import { collectingLogger } from '../helpers/log';
+import { snapshotWithA } from './helpers';
 
 const U = 'http://10.0.0.1:8000';
-const load = { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 };
 
 let redis: RedisServer;
 beforeAll(async () => {
@@ -23,13 +23,7 @@ describe('FailoverFleetStore over a real redis-server', () => {
     const s = new FailoverFleetStore(shared, log, { probeMs: 50, logEveryMs: 60_000 });
     try {
       await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-      const snapshot = (at: number) => ({
-        at,
-        ok: true,
-        load,
-        registry: [{ name: 'a', path: '/adapters/a' }],
-        managed: () => true,
-      });
+      const snapshot = snapshotWithA;
       await s.applySnapshot(U, snapshot(1));
       expect(s.mode()).toBe('redis');
       expect(await s.acquire({ id: 'L1', url: U, adapter: 'a', at: 2 })).toBe('loaded');

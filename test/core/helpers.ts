@@ -35,3 +35,12 @@ export function ctx(over: Partial<SchedulingContext['policy']> = {}, seed = 1): 
 
 export const cands = (views: ReplicaView[], c = ctx()) => views.map((v) => toCandidate(v, c));
 export const urls = (xs: { url: string }[]) => xs.map((x) => x.url);
+
+/** A successful poll at `at` of a replica whose registry holds adapter `a` (failover tests). */
+export const snapshotWithA = (at: number) => ({
+  at,
+  ok: true,
+  load: { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
+  registry: [{ name: 'a', path: '/adapters/a' }],
+  managed: () => true,
+});

@@ -11,8 +11,8 @@ import type { KongRequest } from './pdk';
 import { RpcConnection } from './rpc';
 
 export { PluginServerProcess, type PluginServerOptions } from './process';
-export { RpcConnection, RpcError, KONG_RPC_TIMEOUT_MS } from './rpc';
-export { KongRequest, UNEXPECTED_ERROR, type ExitResponse, type PdkResult, type RequestInit } from './pdk';
+export { RpcConnection, RpcError } from './rpc';
+export { KongRequest, type ExitResponse, type PdkResult, type RequestInit } from './pdk';
 export { KongNode, KongWorker, type PluginEntity } from './workers';
 
 export interface PluginInfo {

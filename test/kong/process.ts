@@ -23,7 +23,7 @@ export interface PluginServerOptions {
   onLog?: (line: string) => void;
   /** Extra node options (tests: --expose-gc and a heap probe). */
   nodeArgs?: string[];
-  /** The server's entry script: the project's (default) or kong-pdk's own (`kongPdkBinary()`). */
+  /** The server's entry script (default: the project's, `binary()`). */
   binary?: string;
   /** Extra environment (tests: NODE_EXTRA_CA_CERTS for a self-signed replica). */
   env?: Record<string, string>;
@@ -44,11 +44,6 @@ export class PluginServerProcess {
    */
   static binary(): string {
     return join(ROOT, 'dist', 'pluginserver', 'main.js');
-  }
-
-  /** kong-pdk's own `kong-js-pluginserver`, unwrapped. */
-  static kongPdkBinary(): string {
-    return require.resolve('kong-pdk/bin/kong-js-pluginserver');
   }
 
   /** Starts the server as Kong's `pluginserver_*_start_cmd` would; resolves once it accepts connections. */

@@ -5,12 +5,9 @@
  */
 import net from 'node:net';
 import { Decoder, Encoder } from '@msgpack/msgpack';
-
-/**
- * Kong's cosocket read timeout: `Rpc:call` sets none, so nginx's `lua_socket_read_timeout`
- * default (60 s) applies to every reply.
- */
-export const KONG_RPC_TIMEOUT_MS = 60_000;
+// Every reply is bounded by Kong's cosocket read timeout: `Rpc:call` sets none, so nginx's
+// `lua_socket_read_timeout` default (60 s) applies.
+import { KONG_RPC_TIMEOUT_MS } from '../../src/config/parse';
 
 export class RpcError extends Error {
   override readonly name = 'RpcError';

@@ -19,7 +19,6 @@ export interface PluginEntity {
 interface Running {
   name: string;
   seq: unknown;
-  pluginId: unknown;
   id?: number;
   /** Set while some request of this worker starts the instance (Kong sleeps 0.1 s steps, up to 10 s). */
   starting?: Promise<void>;
@@ -56,9 +55,9 @@ export class KongWorker {
       await info.starting;
       info = this.running.get(key);
     }
-    if (info && info.id !== undefined && info.seq === p.conf.__seq__ && info.pluginId === key) return info.id;
+    if (info && info.id !== undefined && info.seq === p.conf.__seq__) return info.id;
     const oldId = info?.id;
-    const claim: Running = info ?? { name: p.name, seq: p.conf.__seq__, pluginId: key };
+    const claim: Running = info ?? { name: p.name, seq: p.conf.__seq__ };
     claim.id = undefined;
     let done!: () => void;
     claim.starting = new Promise((r) => (done = r));
@@ -67,7 +66,7 @@ export class KongWorker {
     try {
       const started = await this.node.driver.startConfigured(p.name, p.conf);
       id = started.Id;
-      Object.assign(claim, { id, seq: p.conf.__seq__, name: p.name, pluginId: key });
+      Object.assign(claim, { id, seq: p.conf.__seq__, name: p.name });
     } catch (err) {
       this.running.delete(key);
       this.errors.push(`starting instance: ${(err as Error).message}`);
