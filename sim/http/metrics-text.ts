@@ -1,3 +1,8 @@
+/**
+ * The replicas' `/metrics` text as they write it: vLLM's families from vllm/v1/metrics/loggers.py
+ * (read at v0.11 and main, December 2026), llama.cpp's from tools/server/server.cpp
+ * `handle_metrics`. docs/replica-apis.md lists each family with its source and version.
+ */
 import type { EngineStats } from '../engine/engine';
 
 /** Python prometheus_client's number format (vLLM): `6.0`, `+Inf`, Go-style exponents. */
