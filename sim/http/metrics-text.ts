@@ -1,6 +1,6 @@
 /**
  * The replicas' `/metrics` text as they write it: vLLM's families from vllm/v1/metrics/loggers.py
- * (read at v0.11 and main, December 2026), llama.cpp's from tools/server/server.cpp
+ * (main as read in December 2026; the version table in docs/replica-apis.md), llama.cpp's from tools/server/server.cpp
  * `handle_metrics`. docs/replica-apis.md lists each family with its source and version.
  */
 import type { EngineStats } from '../engine/engine';
