@@ -7,7 +7,7 @@ import type { Arrival } from '../sim/workload/workload';
 import { LocalGateway } from '../stack/gateway';
 import { KongDriver, PluginServerProcess } from '../test/kong/driver';
 import { RedisServer } from '../test/helpers/redis';
-import type { Scenario } from './des/run';
+import { SLOS_MS, sloAttainment, type Scenario } from './des/run';
 import { percentile as pct } from '../sim/workload/percentile';
 
 /** The router's defaults (the simulation runs with them): the end-to-end run scales its bounds. */
@@ -24,6 +24,8 @@ export interface E2eResult {
   ttftP99: number;
   /** Over the requests that were served. */
   ttftP99Served: number;
+  /** Share of requests answered within the default SLO (refused: missed), as the simulation reports it. */
+  sloAttainment: number;
 }
 
 /**
@@ -143,6 +145,7 @@ export async function runE2e(
         ttft.filter((x) => x !== Infinity),
         0.99,
       ),
+      sloAttainment: sloAttainment(ttft, SLOS_MS[0]!),
     };
   } finally {
     for (const server of servers) await server.stop();

@@ -82,6 +82,8 @@ export interface BenchResults {
     des: PolicyResult[];
     e2e: E2eResult[];
     threeNodes: { des: PolicyResult; e2e: E2eResult };
+    /** lora-router and round robin on the bursty workload, simulated and end to end. */
+    bursty?: { des: PolicyResult[]; e2e: E2eResult[] };
   };
 }
 

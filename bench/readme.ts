@@ -24,6 +24,7 @@ import { loadSweepSection, unloadSection } from './des/load-sweep';
 import { sloSection } from './des/slo-sweep';
 import type { PolicyResult } from './des/run';
 import type { E2eResult } from './e2e';
+import { burstyE2e } from './parts/e2e';
 
 type Renderer = (r: BenchResults) => string[] | undefined;
 
@@ -198,6 +199,7 @@ const e2e: Renderer = (r) => {
     ),
     '',
     `Goal, round robin ÷ lora-router agreeing within 10% between the two: ${verdict(g.met)} (${g.rows.map((x) => `${x.name} ${fmtRatio(x.sim)} vs ${fmtRatio(x.real)}, ${x.diff >= 0 ? '+' : ''}${(x.diff * 100).toFixed(1)}%`).join('; ')}).`,
+    ...(e.bursty ? ['', ...burstyE2e(e.bursty).slice(0, -1)] : []),
   ];
 };
 

@@ -35,7 +35,7 @@ export interface RuntimeOptions {
 }
 
 /** The schema's defaults (`target_waiting_per_replica`, `kv_ceiling`), until a configuration registers. */
-const DEFAULT_SATURATION: SaturationPolicy = { targetWaitingPerReplica: 4, kvCeiling: 0.8 };
+const DEFAULT_SATURATION: SaturationPolicy = { targetWaitingPerReplica: 2, kvCeiling: 0.8 };
 
 export const defaultPollerOptions: PollerOptions = {
   intervalMs: 500,

@@ -76,9 +76,39 @@ export function pinnedBeladyMisses(
   end: readonly number[],
   capacity: number,
 ): number {
+  return pinnedMisses(sequence, start, end, capacity, nextUses(sequence));
+}
+
+/**
+ * The same demand-paging run with an online choice: the least recently used unpinned adapter
+ * goes. What a cache that cannot see the future needs on the same pinned slots, as one cache.
+ */
+export function pinnedLruMisses(
+  sequence: readonly string[],
+  start: readonly number[],
+  end: readonly number[],
+  capacity: number,
+): number {
+  // The victim has the highest key: the lowest index of last use.
+  return pinnedMisses(
+    sequence,
+    start,
+    end,
+    capacity,
+    sequence.map((_, i) => -i),
+  );
+}
+
+/** Demand paging with pinning: on a miss the unpinned adapter with the highest `key` (as of its last use) goes. */
+function pinnedMisses(
+  sequence: readonly string[],
+  start: readonly number[],
+  end: readonly number[],
+  capacity: number,
+  nextUse: readonly number[],
+): number {
   const n = sequence.length;
-  const nextUse = nextUses(sequence);
-  const cached = new Map<string, number>(); // adapter -> next use
+  const cached = new Map<string, number>(); // adapter -> its eviction key
   const pins = new Map<string, number>();
   // Pins taken, sorted by end time descending (the next to end is last).
   const ending: [number, string][] = [];
@@ -98,10 +128,10 @@ export function pinnedBeladyMisses(
       misses++;
       while (cached.size >= capacity) {
         let victim: string | undefined;
-        let furthest = -1;
+        let furthest = -Infinity;
         for (const [name, use] of cached) {
           if ((pins.get(name) ?? 0) > 0) continue;
-          if (use > furthest) {
+          if (victim === undefined || use > furthest) {
             furthest = use;
             victim = name;
           }

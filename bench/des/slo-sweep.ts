@@ -3,12 +3,14 @@
  * adapter load time and fleet load, with SLO attainment (TTFT within the SLO; a refusal is a
  * miss) beside refusals, latency and loads over the served requests.
  */
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { Arrival } from '../../sim/workload/workload';
 import { atRate } from '../../sim/workload/workload';
 import { defaultEngineOptions } from '../../sim/engine/engine';
 import { BASELINES, mean, ORACLE } from '../goals';
 import { fmtCount, fmtNum, fmtRatio, ms, table } from '../report';
-import { setServedBounds, pinnedBeladyMisses } from './belady';
+import { pinnedBeladyMisses, pinnedLruMisses, setServedBounds } from './belady';
 import * as P from './policies';
 import { adapterSequence, fleetCapacity, runPolicy, SLOS_MS, type PolicyResult, type Scenario } from './run';
 
@@ -22,6 +24,14 @@ export interface SloPoint {
   seed: number;
   /** Pinned Belady over all requests (a policy's own figure is over what it served). */
   pinned: number;
+  /** The same demand paging with LRU instead of foresight: what an online cache needs. */
+  pinnedLru: number;
+  /**
+   * Share of the run (first to last arrival) the fewest loads (pinned Belady) block the engines:
+   * each load stops its replica's engine loop for the load time. Near or past 1, no policy can
+   * answer within the SLO the way the oracle does.
+   */
+  blocked: number;
   results: PolicyResult[];
 }
 
@@ -34,45 +44,122 @@ export interface SloSweepOptions {
   variants: { name: string; config: Record<string, unknown> }[];
 }
 
+/** One point of the sweep: what a worker thread needs to run it on its own. */
+export interface SloTask {
+  workload: string;
+  arrivals: Arrival[];
+  /** The workload's capacity (req/s), from all of its requests. */
+  capacity: number;
+  loadMs: number;
+  load: number;
+  seed: number;
+}
+
+/** Every policy and variant at one point, on the same requests. */
+export async function sloPoint(
+  scenario: Scenario,
+  t: SloTask,
+  variants: SloSweepOptions['variants'],
+): Promise<SloPoint> {
+  const others = [P.roundRobin, P.leastRequest, P.consistentHash, P.llmdSoftAffinity, P.oracle];
+  const policies = [...variants.map((v) => P.loraRouter(v.name, v.config)), ...others];
+  const s = { ...scenario, seed: t.seed, loadMs: t.loadMs };
+  const arrivals = atRate(t.arrivals, t.capacity * t.load);
+  const adapters = adapterSequence(arrivals.length, s);
+  const results: PolicyResult[] = [];
+  for (const p of policies) results.push(await runPolicy(p, s, arrivals, adapters));
+  const slots = s.replicas * s.slots;
+  const oracle = results.find((r) => r.policy === ORACLE)!;
+  const { start, end } = oracle.intervals!;
+  const pinned = pinnedBeladyMisses(adapters, start, end, slots);
+  const pinnedLru = pinnedLruMisses(adapters, start, end, slots);
+  setServedBounds(results, oracle, adapters, slots);
+  const blocked = (pinned * t.loadMs) / (s.replicas * (arrivals.at(-1)!.at - arrivals[0]!.at));
+  return {
+    workload: t.workload,
+    loadMs: t.loadMs,
+    load: t.load,
+    seed: t.seed,
+    pinned,
+    pinnedLru,
+    blocked,
+    results,
+  };
+}
+
+/** The sweep's points in report order: workload, load time, load, seed. */
+export function sloTasks(scenario: Scenario, o: SloSweepOptions): SloTask[] {
+  const tasks: SloTask[] = [];
+  for (const w of o.workloads) {
+    const capacity = fleetCapacity(scenario, w.arrivals, defaultEngineOptions);
+    for (const loadMs of o.loadTimes)
+      for (const load of o.loads)
+        for (const seed of o.seeds)
+          tasks.push({ workload: w.name, arrivals: w.arrivals, capacity, loadMs, load, seed });
+  }
+  return tasks;
+}
+
+/** One line per point for the log: each variant beside the best baseline and the oracle. */
+export function describePoint(p: SloPoint, variants: string[]): string {
+  const best = bestSlo(p.results);
+  const oracle = p.results.find((r) => r.policy === ORACLE)!;
+  const mine = variants.map((name) => {
+    const r = p.results.find((x) => x.policy === name)!;
+    return `${name}: SLO ${pct(r.sloAttainment)} refused ${r.errors} p99 ${ms(r.ttftP99)}`;
+  });
+  return `  ${p.workload} load ${ms(p.loadMs)} at ${p.load * 100}% seed ${p.seed}: ${mine.join(' · ')} | best baseline SLO ${pct(best.sloAttainment)} (${best.policy}), oracle ${pct(oracle.sloAttainment)}`;
+}
+
+/**
+ * Runs the sweep's points over `threads` worker threads (the points are independent, and each
+ * is single-threaded virtual time), in report order.
+ */
 export async function sloSweep(
   scenario: Scenario,
   o: SloSweepOptions,
   log: (s: string) => void,
+  threads = 1,
 ): Promise<SloPoint[]> {
-  const others = [P.roundRobin, P.leastRequest, P.consistentHash, P.llmdSoftAffinity, P.oracle];
-  const policies = [...o.variants.map((v) => P.loraRouter(v.name, v.config)), ...others];
-  const out: SloPoint[] = [];
-  for (const w of o.workloads) {
-    const capacity = fleetCapacity(scenario, w.arrivals, defaultEngineOptions);
-    for (const loadMs of o.loadTimes) {
-      for (const load of o.loads) {
-        for (const seed of o.seeds) {
-          const s = { ...scenario, seed, loadMs };
-          const arrivals = atRate(w.arrivals, capacity * load);
-          const adapters = adapterSequence(arrivals.length, s);
-          const results: PolicyResult[] = [];
-          for (const p of policies) results.push(await runPolicy(p, s, arrivals, adapters));
-          const slots = s.replicas * s.slots;
-          const oracle = results.find((r) => r.policy === ORACLE)!;
-          const pinned = pinnedBeladyMisses(adapters, oracle.intervals!.start, oracle.intervals!.end, slots);
-          setServedBounds(results, oracle, adapters, slots);
-          out.push({ workload: w.name, loadMs, load, seed, pinned, results });
-          const best = bestSlo(results);
-          log(
-            `  ${w.name} load ${ms(loadMs)} at ${load * 100}% seed ${seed}: ${o.variants
-              .map((v) => {
-                const r = results.find((x) => x.policy === v.name)!;
-                return `${v.name}: SLO ${pct(r.sloAttainment)} refused ${r.errors} p99 ${ms(r.ttftP99)}`;
-              })
-              .join(
-                ' · ',
-              )} | best baseline SLO ${pct(best.sloAttainment)} (${best.policy}), oracle ${pct(oracle.sloAttainment)}`,
-          );
-        }
-      }
+  const tasks = sloTasks(scenario, o);
+  const out: SloPoint[] = new Array(tasks.length);
+  const names = o.variants.map((v) => v.name);
+  let next = 0;
+  const run = async (worker: (t: SloTask) => Promise<SloPoint>) => {
+    while (next < tasks.length) {
+      const i = next++;
+      out[i] = await worker(tasks[i]!);
+      log(describePoint(out[i], names));
+    }
+  };
+  if (threads <= 1) await run((t) => sloPoint(scenario, t, o.variants));
+  else {
+    const pool = Array.from({ length: threads }, () => sloWorker(scenario, o.variants));
+    try {
+      await Promise.all(pool.map((w) => run(w.run)));
+    } finally {
+      await Promise.all(pool.map((w) => w.stop()));
     }
   }
   return out;
+}
+
+/** A worker thread running points of the sweep (bench/des/slo-worker.ts). */
+function sloWorker(scenario: Scenario, variants: SloSweepOptions['variants']) {
+  const worker = new Worker(join(__dirname, 'slo-worker.js'), { workerData: { scenario, variants } });
+  return {
+    run: (t: SloTask) =>
+      new Promise<SloPoint>((resolve, reject) => {
+        const onError = (err: Error) => reject(err);
+        worker.once('error', onError);
+        worker.once('message', (p: SloPoint) => {
+          worker.off('error', onError);
+          resolve(p);
+        });
+        worker.postMessage(t);
+      }),
+    stop: () => worker.terminate(),
+  };
 }
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
@@ -84,11 +171,12 @@ function bestSlo(results: PolicyResult[]): PolicyResult {
     .reduce((a, b) => (b.sloAttainment > a.sloAttainment ? b : a));
 }
 
-/** A goal at one point: the figure, its bound, and whether it holds. */
+/** A goal at one point: the figure, its bound, whether it holds, and what stands in the way if not. */
 export interface Goal {
   value: number;
   bound: number;
   met: boolean;
+  why?: string;
 }
 
 /**
@@ -103,15 +191,17 @@ export function sloGoals(points: SloPoint[], variant: string) {
     Math.min(...p.results.filter((r) => BASELINES.includes(r.policy)).map((r) => r.ttftP99));
   const load = points[0]!.load;
   const below = load <= 0.5;
-  const goal = (value: number, bound: number, atMost: boolean): Goal => ({
-    value,
-    bound,
-    met: atMost ? value <= bound : value >= bound,
-  });
+  const goal = (value: number, bound: number, atMost: boolean, why?: () => string): Goal => {
+    const met = atMost ? value <= bound : value >= bound;
+    return { value, bound, met, why: met ? undefined : why?.() };
+  };
+  /** Loads stall engines beyond the token load the point is named for: past capacity in fact. */
+  const blockedWhy = () => `the fewest loads block the engines ${pct(at((p) => p.blocked))} of the run`;
+  const oracleP99 = () => at((p) => oracle(p).ttftP99 / bestP99(p));
   const refused = Math.max(...points.map((p) => router(p).errors));
   return {
     /** 1: no refusal at or below 50% load. */
-    noRefusal: below ? goal(refused, 0, true) : undefined,
+    noRefusal: below ? goal(refused, 0, true, blockedWhy) : undefined,
     /** 2: SLO attainment no worse than the best baseline's. */
     sloVsBaseline: goal(
       at((p) => router(p).sloAttainment),
@@ -124,6 +214,8 @@ export function sloGoals(points: SloPoint[], variant: string) {
           at((p) => router(p).ttftP99 / bestP99(p)),
           0.5,
           true,
+          () =>
+            `${oracleP99() > 0.5 ? 'unreachable: ' : ''}the oracle, which never loads, is at ${fmtRatio(oracleP99())}`,
         )
       : undefined,
     /** 3b: below capacity, SLO attainment at least 0.9x the oracle's. */
@@ -132,6 +224,7 @@ export function sloGoals(points: SloPoint[], variant: string) {
           at((p) => router(p).sloAttainment / oracle(p).sloAttainment),
           0.9,
           false,
+          blockedWhy,
         )
       : undefined,
     /** 4: loads at most 1.2x pinned Belady over the same served requests. */
@@ -139,6 +232,7 @@ export function sloGoals(points: SloPoint[], variant: string) {
       at((p) => router(p).loads / router(p).pinnedBelady!),
       1.2,
       true,
+      () => `an online cache (LRU, same pins): ${fmtRatio(at((p) => p.pinnedLru / p.pinned))}`,
     ),
   };
 }
@@ -185,7 +279,7 @@ export function sloSection(points: SloPoint[], variants: string[], n: number, fu
   const seeds = [...new Set(points.map((p) => p.seed))];
   const router = variants[0]!;
   const cell = (x: Goal | undefined, f: (x: Goal) => string) =>
-    x ? `${x.met ? 'met' : '**missed**'}: ${f(x)}` : '';
+    x ? `${x.met ? 'met' : '**missed**'}: ${f(x)}${x.why ? ` (${x.why})` : ''}` : '';
   const goalRows = sloGroups(points).map((g) => {
     const p = g[0]!;
     const goals = sloGoals(g, router);
@@ -221,7 +315,7 @@ export function sloSection(points: SloPoint[], variants: string[], n: number, fu
   return [
     '## Routing under bursts: SLO attainment',
     '',
-    `Each workload (the conversation trace, and the bursty prefill-heavy generator: inter-arrival CV about 11, bursts at 25× the mean rate, prompts 1-8k tokens, answers 5-50) at each adapter load time and fleet load; ${n.toLocaleString('en-US')} requests per point, seed${seeds.length > 1 ? 's' : ''} ${seeds.join(', ')} (${full ? 'full run' : 'quick run: fewer requests, one seed and two load times; `--full` runs every seed and load time'}). SLO attainment is the share of requests whose TTFT is within the SLO (${SLOS_MS.map((t) => ms(t)).join(', ')}); a refused request is a miss. Goals for lora-router as configured by default (${router}), mean over seeds; "no refusal" holds in every seed.`,
+    `Each workload (the conversation trace, and the bursty prefill-heavy generator: inter-arrival CV about 11, bursts at 25× the mean rate, prompts 1-8k tokens, answers 5-50) at each adapter load time and fleet load; ${n.toLocaleString('en-US')} requests per point, seed${seeds.length > 1 ? 's' : ''} ${seeds.join(', ')} (${full ? 'full run' : 'quick run; `--full` runs 3,000 requests per point'}). SLO attainment is the share of requests whose TTFT is within the SLO (${SLOS_MS.map((t) => ms(t)).join(', ')}); a refused request is a miss. Goals for lora-router as configured by default (${router}), mean over seeds; "no refusal" holds in every seed. A missed goal says what stands in the way: the oracle's own figure where even no loads at all would miss it; the share of the run the fewest loads possible (pinned Belady) keep the engines blocked, each load stopping its replica's engine loop for the load time, past which the point is overloaded whatever its token load; or what an online cache (LRU on the same pinned slots, as one cache) needs against pinned Belady, which sees the future.`,
     '',
     table(['workload', 'load time', 'load', ...GOAL_COLUMNS.map(([name]) => name)], goalRows),
     '',
@@ -252,11 +346,14 @@ export function sloSection(points: SloPoint[], variants: string[], n: number, fu
 export const ROUTING_VARIANTS: { name: string; config: Record<string, unknown> }[] = [
   { name: 'lora-router', config: {} },
   { name: 'escalate after 2 s on the chosen replica', config: { replica_wait_ms: 2000 } },
-  // Saturation, not room: a holder with 2 waiting spreads its adapter (default 4).
-  { name: 'escalate, holders saturated at 2 waiting', config: { target_waiting_per_replica: 2 } },
+  // Saturation, not room: a holder with 4 waiting spreads its adapter (the default is 2).
+  {
+    name: 'escalate, holders saturated at 4 waiting (previous default)',
+    config: { target_waiting_per_replica: 4 },
+  },
   {
     name: 'wait on the chosen replica, 10 s (old default)',
-    config: { room_wait: 'replica', queue_timeout_ms: 10000 },
+    config: { room_wait: 'replica', queue_timeout_ms: 10000, target_waiting_per_replica: 4 },
   },
   { name: 'wait for room anywhere, 10 s', config: { room_wait: 'anywhere', queue_timeout_ms: 10000 } },
 ];

@@ -1,7 +1,14 @@
 import { defaultEngineOptions } from '../../sim/engine/engine';
 import { atRate } from '../../sim/workload/workload';
 import * as P from '../des/policies';
-import { adapterSequence, fleetCapacity, type PolicyResult, runPolicy, type Scenario } from '../des/run';
+import {
+  adapterSequence,
+  fleetCapacity,
+  type PolicyResult,
+  runPolicy,
+  type Scenario,
+  SLOS_MS,
+} from '../des/run';
 import { type E2eResult, runE2e } from '../e2e';
 import { e2eGoal } from '../goals';
 import { fmtRatio, ms, table } from '../report';
@@ -11,29 +18,33 @@ import { type BenchPart } from './context';
 export const e2ePart: BenchPart = {
   name: 'e2e',
   async run(c) {
-    const { full, seeds, scenario, mainLoad, workload, log, json, md } = c;
+    const { full, seeds, scenario, mainLoad, workload, named, log, json, md } = c;
     const e2eScenario: Scenario = { ...scenario, replicas: 4, slots: 4, adapters: 40, seed: seeds[0]! };
     const n = full ? 1200 : 300;
     const timeScale = 2;
-    const base = workload.slice(0, n);
-    const cap = fleetCapacity(e2eScenario, base, defaultEngineOptions);
-    const arrivals = atRate(base, cap * mainLoad);
-    const adapters = adapterSequence(arrivals.length, e2eScenario);
+    /** lora-router and round robin on one workload, in the simulation and end to end. */
+    const both = async (base: typeof workload) => {
+      const cap = fleetCapacity(e2eScenario, base, defaultEngineOptions);
+      const arrivals = atRate(base, cap * mainLoad);
+      const adapters = adapterSequence(arrivals.length, e2eScenario);
+      const des: PolicyResult[] = [];
+      const e2e: E2eResult[] = [];
+      for (const [policy, name] of [
+        [P.loraRouter(), 'lora-router'],
+        [P.roundRobin, 'round robin'],
+      ] as const) {
+        const d = await runPolicy(policy, e2eScenario, arrivals, adapters);
+        delete d.intervals;
+        des.push(d);
+        e2e.push(await runE2e(name, e2eScenario, arrivals, adapters, timeScale));
+        log(
+          `  ${name}: simulation loads ${des.at(-1)!.loads} p50 ${ms(des.at(-1)!.ttftP50)} refused ${des.at(-1)!.errors}; end to end loads ${e2e.at(-1)!.loads} p50 ${ms(e2e.at(-1)!.ttftP50)} refused ${e2e.at(-1)!.errors}`,
+        );
+      }
+      return { arrivals, adapters, des, e2e };
+    };
     log(`end to end (${n} requests, 4 replicas x 4 slots, 40 adapters, time scale ${timeScale}):`);
-    const des: PolicyResult[] = [];
-    const e2e: E2eResult[] = [];
-    for (const [policy, name] of [
-      [P.loraRouter(), 'lora-router'],
-      [P.roundRobin, 'round robin'],
-    ] as const) {
-      const d = await runPolicy(policy, e2eScenario, arrivals, adapters);
-      delete d.intervals;
-      des.push(d);
-      e2e.push(await runE2e(name, e2eScenario, arrivals, adapters, timeScale));
-      log(
-        `  ${name}: simulation loads ${des.at(-1)!.loads} p50 ${ms(des.at(-1)!.ttftP50)}; end to end loads ${e2e.at(-1)!.loads} p50 ${ms(e2e.at(-1)!.ttftP50)}`,
-      );
-    }
+    const { arrivals, adapters, des, e2e } = await both(workload.slice(0, n));
     // Three Kong nodes for real: three plugin servers sharing a redis-server.
     const three = {
       des: await runPolicy(P.loraRouterNodes(3), e2eScenario, arrivals, adapters),
@@ -43,8 +54,18 @@ export const e2ePart: BenchPart = {
     log(
       `  lora-router, 3 nodes + Redis: simulation loads ${three.des.loads}; end to end loads ${three.e2e.loads} p50 ${ms(three.e2e.ttftP50)}`,
     );
-    json.e2e = { requests: n, timeScale, des, e2e, threeNodes: three };
-    md.push(...e2eSection(des, e2e, n, timeScale, three));
+    // The new default on the bursty workload too (issue 15), through the same real parts.
+    log(`end to end on the bursty workload:`);
+    const bursty = await both(named('bursty').arrivals.slice(0, n));
+    json.e2e = {
+      requests: n,
+      timeScale,
+      des,
+      e2e,
+      threeNodes: three,
+      bursty: { des: bursty.des, e2e: bursty.e2e },
+    };
+    md.push(...e2eSection(des, e2e, n, timeScale, three), ...burstyE2e(json.e2e.bursty!));
   },
 };
 
@@ -103,6 +124,30 @@ function e2eSection(
     `- Goal: ratios agree within 10% — ${g.met ? '**met**' : `**missed** for ${differ.join(', ')}`}. Refused in the simulation vs end to end: ${refusals}.`,
     '',
     `Three Kong nodes end to end: three plugin servers sharing a real redis-server, each behind its own gateway, requests dealt round robin. Adapter loads ${three.e2e.loads} against ${e2e[0]!.loads} for one node (the simulation of the same gives ${three.des.loads} against ${des[0]!.loads}), refused ${three.e2e.errors} against ${e2e[0]!.errors}, TTFT p50 ${ms(three.e2e.ttftP50)} against ${ms(e2e[0]!.ttftP50)}, served p99 ${ms(three.e2e.ttftP99Served)} against ${ms(e2e[0]!.ttftP99Served)}.`,
+    '',
+  ];
+}
+
+/** The bursty workload end to end beside its simulation (README and bench/results). */
+export function burstyE2e(b: { des: PolicyResult[]; e2e: E2eResult[] }): string[] {
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  return [
+    `On the bursty workload (the same number of requests, load and fleet), simulation / end to end:`,
+    '',
+    table(
+      ['policy', `SLO ${ms(SLOS_MS[0]!)}`, 'refused', 'loads', 'TTFT p50', 'TTFT p99'],
+      b.des.map((d, i) => {
+        const x = b.e2e[i]!;
+        return [
+          d.policy,
+          `${pct(d.sloAttainment)} / ${pct(x.sloAttainment)}`,
+          `${d.errors} / ${x.errors}`,
+          `${d.loads} / ${x.loads}`,
+          `${ms(d.ttftP50)} / ${ms(x.ttftP50)}`,
+          `${ms(d.ttftP99)} / ${ms(x.ttftP99)}`,
+        ];
+      }),
+    ),
     '',
   ];
 }

@@ -6,7 +6,7 @@ import { consolidate } from '../../src/scheduler/scorers/consolidate';
 import { victim } from '../../src/scheduler/scorers/victim';
 import type { SchedulingRequest } from '../../src/scheduler/types';
 import { loadCost } from '../../src/scheduler/victims';
-import { beladyMisses, pinnedBeladyMisses } from '../../bench/des/belady';
+import { beladyMisses, pinnedBeladyMisses, pinnedLruMisses } from '../../bench/des/belady';
 import { seededRandom } from '../../src/random';
 import { cands, ctx, urls, view } from './helpers';
 
@@ -163,6 +163,28 @@ describe("Belady's bounds", () => {
       const capacity = 1 + Math.floor(r() * 4);
       expect(pinnedBeladyMisses(seq, start, end, capacity)).toBeGreaterThanOrEqual(
         beladyMisses(seq, capacity),
+      );
+    }
+  });
+  it('the online reference evicts the least recently used unpinned adapter, and never beats foresight', () => {
+    // capacity 2: a b c a: LRU drops a for c and misses a again; MIN drops b and hits.
+    const seq = ['a', 'b', 'c', 'a'];
+    const start = [0, 1, 2, 3];
+    const end = [0.5, 1.5, 2.5, 3.5];
+    expect(pinnedLruMisses(seq, start, end, 2)).toBe(4);
+    expect(pinnedBeladyMisses(seq, start, end, 2)).toBe(3);
+    // b still in flight when c arrives: LRU must drop a, whatever its age.
+    expect(pinnedLruMisses(['b', 'a', 'c'], [0, 1, 2], [10, 1.5, 2.5], 2)).toBe(3);
+    expect(pinnedLruMisses(['a', 'b', 'a', 'c', 'b'], [0, 1, 2, 3, 4], [0.5, 10, 2.5, 3.5, 4.5], 2)).toBe(3);
+    const r = seededRandom(9);
+    for (let trial = 0; trial < 200; trial++) {
+      const n = 40;
+      const seq2 = Array.from({ length: n }, () => `a${Math.floor(r() * 6)}`);
+      const s2 = Array.from({ length: n }, (_, i) => i);
+      const e2 = s2.map((x) => x + r() * 8);
+      const capacity = 1 + Math.floor(r() * 4);
+      expect(pinnedLruMisses(seq2, s2, e2, capacity)).toBeGreaterThanOrEqual(
+        pinnedBeladyMisses(seq2, s2, e2, capacity),
       );
     }
   });
