@@ -22,8 +22,8 @@ import { loadWorkload } from './workloads';
 
 const HELP = `Usage: npm run bench [-- options]
 
-  --full             the full run (whole trace, finer sweep, every seed and load time, more
-                     iterations); default: quick (about 10 min on 2 cores)
+  --full             the full run (whole trace, finer sweep, more requests per point, more
+                     iterations); default: quick (about 8 min on 2 cores)
   --trace FILE       workload CSV in the Azure LLM trace format, used as the conversation workload
                      (default ../shared/data/azure-llm-inference-2023/conversation.csv, else synthetic)
   --workload NAME    conversation (the trace) or bursty (prefill-heavy bursts) for every part

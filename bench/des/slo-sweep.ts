@@ -207,6 +207,7 @@ export function sloGoals(points: SloPoint[], variant: string) {
       at((p) => router(p).sloAttainment),
       at((p) => bestSlo(p.results).sloAttainment),
       false,
+      blockedWhy,
     ),
     /** 3a: below capacity, TTFT p99 (refusals never answered) at most 0.5x the best baseline's. */
     p99VsBaseline: below
@@ -215,7 +216,9 @@ export function sloGoals(points: SloPoint[], variant: string) {
           0.5,
           true,
           () =>
-            `${oracleP99() > 0.5 ? 'unreachable: ' : ''}the oracle, which never loads, is at ${fmtRatio(oracleP99())}`,
+            refused > 0 && points.some((p) => router(p).ttftP99 === Infinity)
+              ? `over 1% refused: the p99 request is never answered; ${blockedWhy()}`
+              : `${oracleP99() > 0.5 ? 'unreachable: ' : ''}the oracle, which never loads, is at ${fmtRatio(oracleP99())}`,
         )
       : undefined,
     /** 3b: below capacity, SLO attainment at least 0.9x the oracle's. */
@@ -254,6 +257,17 @@ export function sloGroups(points: SloPoint[]): SloPoint[][] {
     groups.set(k, [...(groups.get(k) ?? []), p]);
   }
   return [...groups.values()];
+}
+
+/**
+ * TTFT p99 over the best baseline's at or below 50% load: the geometric mean over the points
+ * where the variant's p99 is answered (refusals past 1% make it infinite, and count in goal 1).
+ */
+export function p99Below(points: SloPoint[], variant: string): number {
+  const ratios = sloGroups(points)
+    .map((g) => sloGoals(g, variant).p99VsBaseline?.value)
+    .filter((x): x is number => x !== undefined && Number.isFinite(x));
+  return Math.exp(ratios.reduce((n, x) => n + Math.log(x), 0) / ratios.length);
 }
 
 /** Goals met over every point, for one variant (the first `columns` goals only, if given). */
@@ -309,7 +323,7 @@ export function sloSection(points: SloPoint[], variants: string[], n: number, fu
   const tally = variants.map((v) => {
     const t = allMet(points, v);
     const first = allMet(points, v, 2);
-    return `${v}: ${t.met} of ${t.of} (no refusal and SLO ≥ best baseline: ${first.met} of ${first.of})`;
+    return `${v}: ${t.met} of ${t.of} (no refusal and SLO ≥ best baseline: ${first.met} of ${first.of}; p99 ÷ best baseline at or below 50% load: ${fmtRatio(p99Below(points, v))})`;
   });
   const trade = variantTrade(points, variants);
   return [
@@ -319,7 +333,7 @@ export function sloSection(points: SloPoint[], variants: string[], n: number, fu
     '',
     table(['workload', 'load time', 'load', ...GOAL_COLUMNS.map(([name]) => name)], goalRows),
     '',
-    `Goals met per variant (of the goals that apply at each point): ${tally.join('; ')}. The default is chosen on the first two, the issue's "never worse than the baselines, no refusal below capacity", then on the count.`,
+    `Goals met per variant (of the goals that apply at each point): ${tally.join('; ')}. The default is chosen on the first two, the issue's "never worse than the baselines, no refusal below capacity"; then on how far below the baselines its p99 is below capacity (geometric mean over those points, where every p99 is answered), the third goal's figure; then on the count.`,
     '',
     ...trade,
     '',
