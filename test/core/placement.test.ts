@@ -153,18 +153,20 @@ describe("Belady's bounds", () => {
     expect(pinnedBeladyMisses(['a', 'b', 'a'], [0, 1, 2], [10, 1.5, 11], 1)).toBe(3);
     expect(beladyMisses(['a', 'b', 'a'], 1)).toBe(3);
   });
+  /** 200 random runs: 40 requests over 6 adapters, each in flight up to 8 arrivals, 1-4 slots. */
+  const randomRuns = (seed: number) => {
+    const r = seededRandom(seed);
+    return Array.from({ length: 200 }, () => {
+      const seq = Array.from({ length: 40 }, () => `a${Math.floor(r() * 6)}`);
+      const start = seq.map((_, i) => i);
+      return { seq, start, end: start.map((s) => s + r() * 8), capacity: 1 + Math.floor(r() * 4) };
+    });
+  };
   it('a pinned reference is never below plain Belady', () => {
-    const r = seededRandom(5);
-    for (let trial = 0; trial < 200; trial++) {
-      const n = 40;
-      const seq = Array.from({ length: n }, () => `a${Math.floor(r() * 6)}`);
-      const start = Array.from({ length: n }, (_, i) => i);
-      const end = start.map((s) => s + r() * 8);
-      const capacity = 1 + Math.floor(r() * 4);
+    for (const { seq, start, end, capacity } of randomRuns(5))
       expect(pinnedBeladyMisses(seq, start, end, capacity)).toBeGreaterThanOrEqual(
         beladyMisses(seq, capacity),
       );
-    }
   });
   it('the online reference evicts the least recently used unpinned adapter, and never beats foresight', () => {
     // capacity 2: a b c a: LRU drops a for c and misses a again; MIN drops b and hits.
@@ -173,19 +175,12 @@ describe("Belady's bounds", () => {
     const end = [0.5, 1.5, 2.5, 3.5];
     expect(pinnedLruMisses(seq, start, end, 2)).toBe(4);
     expect(pinnedBeladyMisses(seq, start, end, 2)).toBe(3);
-    // b still in flight when c arrives: LRU must drop a, whatever its age.
-    expect(pinnedLruMisses(['b', 'a', 'c'], [0, 1, 2], [10, 1.5, 2.5], 2)).toBe(3);
-    expect(pinnedLruMisses(['a', 'b', 'a', 'c', 'b'], [0, 1, 2, 3, 4], [0.5, 10, 2.5, 3.5, 4.5], 2)).toBe(3);
-    const r = seededRandom(9);
-    for (let trial = 0; trial < 200; trial++) {
-      const n = 40;
-      const seq2 = Array.from({ length: n }, () => `a${Math.floor(r() * 6)}`);
-      const s2 = Array.from({ length: n }, (_, i) => i);
-      const e2 = s2.map((x) => x + r() * 8);
-      const capacity = 1 + Math.floor(r() * 4);
-      expect(pinnedLruMisses(seq2, s2, e2, capacity)).toBeGreaterThanOrEqual(
-        pinnedBeladyMisses(seq2, s2, e2, capacity),
+    // b (least recently used) still in flight when c arrives: LRU must drop a, which misses again.
+    expect(pinnedLruMisses(['b', 'a', 'c', 'a'], [0, 1, 2, 3], [10, 1.5, 2.5, 3.5], 2)).toBe(4);
+    expect(pinnedLruMisses(['b', 'a', 'c', 'a'], [0, 1, 2, 3], [0.5, 1.5, 2.5, 3.5], 2)).toBe(3);
+    for (const { seq: s2, start: st, end: en, capacity } of randomRuns(9))
+      expect(pinnedLruMisses(s2, st, en, capacity)).toBeGreaterThanOrEqual(
+        pinnedBeladyMisses(s2, st, en, capacity),
       );
-    }
   });
 });
