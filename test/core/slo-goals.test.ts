@@ -1,0 +1,113 @@
+import { p99Below, sloGoals, type SloPoint } from '../../bench/des/slo-sweep';
+import type { PolicyResult } from '../../bench/des/run';
+
+/** A result with only what the goals read. */
+function result(policy: string, r: Partial<PolicyResult>): PolicyResult {
+  return {
+    policy,
+    requests: 100,
+    completed: 100,
+    errors: 0,
+    refused: 0,
+    sloAttainment: 1,
+    slo: {},
+    loads: 10,
+    unloads: 0,
+    hitRate: 0.9,
+    ttftP50: 100,
+    ttftP99: 1000,
+    ttftP99Served: 1000,
+    e2eP99: 1000,
+    throughput: 1,
+    busyUnloads: 0,
+    engineReloads: 0,
+    wallS: 0,
+    pinnedBelady: 10,
+    ...r,
+  };
+}
+
+function point(
+  load: number,
+  router: Partial<PolicyResult>,
+  oracle: Partial<PolicyResult>,
+  x: Partial<SloPoint> = {},
+) {
+  return {
+    workload: 'bursty',
+    loadMs: 100,
+    load,
+    seed: 1,
+    pinned: 10,
+    pinnedLru: 13,
+    blocked: 0.25,
+    results: [
+      result('lora-router', router),
+      result('round robin', { ttftP99: 2000, sloAttainment: 0.9 }),
+      result('llm-d soft affinity', { ttftP99: 4000, sloAttainment: 0.95 }),
+      result('oracle (unlimited slots)', oracle),
+    ],
+    ...x,
+  } as SloPoint;
+}
+
+describe('routing goals (bench/des/slo-sweep.ts)', () => {
+  it('compares with the best baseline: the highest SLO attainment, the lowest p99', () => {
+    const g = sloGoals([point(0.3, { ttftP99: 900, sloAttainment: 0.96 }, { ttftP99: 500 })], 'lora-router');
+    expect(g.sloVsBaseline).toMatchObject({ value: 0.96, bound: 0.95, met: true });
+    expect(g.p99VsBaseline).toMatchObject({ value: 900 / 2000, met: true });
+    expect(g.noRefusal?.met).toBe(true);
+  });
+
+  it('says a p99 goal is unreachable when even the oracle misses it', () => {
+    const g = sloGoals([point(0.5, { ttftP99: 1800 }, { ttftP99: 1500 })], 'lora-router');
+    expect(g.p99VsBaseline?.met).toBe(false);
+    expect(g.p99VsBaseline?.why).toBe('unreachable: the oracle, which never loads, is at 0.75×');
+    // Reachable: the oracle is below the bound, so no "unreachable".
+    const h = sloGoals([point(0.5, { ttftP99: 1800 }, { ttftP99: 600 })], 'lora-router');
+    expect(h.p99VsBaseline?.why).toBe('the oracle, which never loads, is at 0.30×');
+  });
+
+  it('blames refusals for an infinite p99, and blocked engines for a refusal', () => {
+    const g = sloGoals(
+      [point(0.5, { errors: 5, ttftP99: Infinity, sloAttainment: 0.5 }, { ttftP99: 500 }, { blocked: 1.3 })],
+      'lora-router',
+    );
+    expect(g.noRefusal).toMatchObject({ value: 5, met: false });
+    expect(g.noRefusal?.why).toBe('the fewest loads block the engines 130.0% of the run');
+    expect(g.p99VsBaseline?.why).toMatch(/^over 1% refused: the p99 request is never answered/);
+    expect(g.sloVsBaseline?.why).toBe('the fewest loads block the engines 130.0% of the run');
+  });
+
+  it('compares loads with pinned Belady over what the router served, and names the online reference', () => {
+    const g = sloGoals([point(0.7, { loads: 14, pinnedBelady: 10 }, {})], 'lora-router');
+    expect(g.loadsVsPinned).toMatchObject({
+      value: 1.4,
+      met: false,
+      why: 'an online cache (LRU, same pins): 1.30×',
+    });
+    // Above 50% load only the goals that apply there.
+    expect(g.noRefusal).toBeUndefined();
+    expect(g.p99VsBaseline).toBeUndefined();
+  });
+
+  it('means over seeds, but one refusal in any seed misses "no refusal"', () => {
+    const g = sloGoals(
+      [point(0.3, { sloAttainment: 1 }, {}), point(0.3, { sloAttainment: 0.9, errors: 1 }, {}, { seed: 2 })],
+      'lora-router',
+    );
+    expect(g.sloVsBaseline?.value).toBeCloseTo(0.95);
+    expect(g.noRefusal?.met).toBe(false);
+  });
+
+  it('ranks variants by p99 below capacity: a geometric mean over answered points', () => {
+    const points = [
+      point(0.3, { ttftP99: 500 }, {}),
+      point(0.5, { ttftP99: 2000 }, {}, { loadMs: 300 }),
+      point(0.5, { ttftP99: Infinity, errors: 3 }, {}, { loadMs: 1000 }),
+      point(0.7, { ttftP99: 100 }, {}),
+    ];
+    // 0.25 and 1: the infinite point and the one above 50% are left out.
+    expect(p99Below(points, 'lora-router')).toBeCloseTo(0.5);
+  });
+});
