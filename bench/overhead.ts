@@ -270,7 +270,7 @@ export async function fleetAtScale(
     now: at + 1,
     random: seededRandom(1),
     policy: {
-      saturation: { targetWaitingPerReplica: 4, kvCeiling: 0.8 },
+      saturation: { targetWaitingPerReplica: 2, kvCeiling: 0.8 },
       maxLoadedAdapters: 8,
       staleAfterMs: 2000,
     },

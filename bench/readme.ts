@@ -19,16 +19,15 @@ import {
   ROUTER,
   type BenchResults,
 } from './goals';
-import { fmtNum, fmtRatio, METRICS, ms, spread, table } from './report';
+import { fmtNum, fmtPct, fmtRatio, METRICS, ms, spread, table } from './report';
 import { loadSweepSection, unloadSection } from './des/load-sweep';
 import { sloSection } from './des/slo-sweep';
 import type { PolicyResult } from './des/run';
 import type { E2eResult } from './e2e';
-import { burstyE2e } from './parts/e2e';
+import { burstyE2e } from './e2e-render';
 
 type Renderer = (r: BenchResults) => string[] | undefined;
 
-const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const verdict = (met: boolean) => (met ? '**met**' : '**missed**');
 const seedsOf = (xs: { seed: number }[]) => [...new Set(xs.map((x) => x.seed))];
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -101,7 +100,7 @@ const quality: Renderer = (r) => {
       )}, TTFT p99 ${range(ratio)} the best baseline's`;
     });
   return [
-    `**Routing quality.** A discrete-event simulation drives the real \`RouterService\` against the simulator's engine model. Workload: ${r.workload}; ${s.adapters} adapters drawn Zipf(${s.alpha}), ${s.replicas} replicas × ${s.slots} slots, ${(scenarioLoadMs(s) / 1000).toFixed(1)}-s blocking loads. The ${pct(main).replace('.0%', '%')} rows are the mean over seeds ${seedsOf(q).join(', ')} of ${requests.toLocaleString('en-US')} requests each; the other loads come from the load sweep, with the seeds and requests their rows state.`,
+    `**Routing quality.** A discrete-event simulation drives the real \`RouterService\` against the simulator's engine model. Workload: ${r.workload}; ${s.adapters} adapters drawn Zipf(${s.alpha}), ${s.replicas} replicas × ${s.slots} slots, ${(scenarioLoadMs(s) / 1000).toFixed(1)}-s blocking loads. The ${fmtPct(main).replace('.0%', '%')} rows are the mean over seeds ${seedsOf(q).join(', ')} of ${requests.toLocaleString('en-US')} requests each; the other loads come from the load sweep, with the seeds and requests their rows state.`,
     '',
     table(
       [
@@ -120,9 +119,9 @@ const quality: Renderer = (r) => {
     '',
     'Goals at the main load, as the benchmark computes them:',
     '',
-    `- **Loads ≤ 1.2× Belady** over the same served requests: ${verdict(g.met.loads)}, ${range(g.loadsRatio)}.${g.met.loads ? '' : ` Belady may drop any adapter at any instant; a replica cannot unload one with requests in flight. Against Belady with that pinning: ${range(g.pinnedRatio)}.`} ${pct(mean(router.map((x) => 1 - x.hitRate)))} of served requests needed a load.`,
+    `- **Loads ≤ 1.2× Belady** over the same served requests: ${verdict(g.met.loads)}, ${range(g.loadsRatio)}.${g.met.loads ? '' : ` Belady may drop any adapter at any instant; a replica cannot unload one with requests in flight. Against Belady with that pinning: ${range(g.pinnedRatio)}.`} ${fmtPct(mean(router.map((x) => 1 - x.hitRate)))} of served requests needed a load.`,
     `- **TTFT p99 ≤ 1.3× the unlimited-slot oracle**: ${verdict(g.met.oracle)}, ${range(g.oracleRatio)}.${g.met.oracle ? '' : ' The oracle never loads; every policy that loads pays a blocking load on the tail.'}`,
-    `- **TTFT p99 ≤ 0.5× the best baseline**: ${verdict(g.met.baseline)}, ${range(g.baselineRatio)}. lora-router refused ${spread(refusedShare, pct)} of requests; its TTFT p50 is ${range(router.map((x, i) => x.ttftP50 / g.best[i]!.ttftP50))} and its served p99 ${range(router.map((x, i) => x.ttftP99Served / g.best[i]!.ttftP99Served))} the best baseline's.${lower.length ? ` At lower load (${lower.join('; ')}).` : ''}`,
+    `- **TTFT p99 ≤ 0.5× the best baseline**: ${verdict(g.met.baseline)}, ${range(g.baselineRatio)}. lora-router refused ${spread(refusedShare, fmtPct)} of requests; its TTFT p50 is ${range(router.map((x, i) => x.ttftP50 / g.best[i]!.ttftP50))} and its served p99 ${range(router.map((x, i) => x.ttftP99Served / g.best[i]!.ttftP99Served))} the best baseline's.${lower.length ? ` At lower load (${lower.join('; ')}).` : ''}`,
     `- **No adapter unloaded under a request**: ${g.busyUnloads === 0 ? '0 busy unloads' : `**${g.busyUnloads} busy unloads**`}.`,
   ];
 };
@@ -226,7 +225,8 @@ const slo: Renderer = (r) => {
     goals!,
     '',
     tally!,
-    ' How each variant trades refusals, latency and loads (means over both workloads and every load time):',
+    '',
+    'How each variant trades refusals, SLO attainment, latency and loads (means over both workloads and every load time):',
     '',
     trade!,
   ];

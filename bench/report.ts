@@ -29,6 +29,11 @@ export function fmtCount(v: number): string {
   return Number.isInteger(v) ? v.toLocaleString('en-US') : fmtNum(v);
 }
 
+/** A share as a percentage with one decimal: 0.987 -> 98.7%. */
+export function fmtPct(v: number): string {
+  return `${(v * 100).toFixed(1)}%`;
+}
+
 export function fmtRatio(v: number): string {
   return Number.isFinite(v) ? `${v.toFixed(2)}×` : fmtNum(v);
 }

@@ -105,10 +105,10 @@ function pinnedMisses(
   start: readonly number[],
   end: readonly number[],
   capacity: number,
-  nextUse: readonly number[],
+  key: readonly number[],
 ): number {
   const n = sequence.length;
-  const cached = new Map<string, number>(); // adapter -> its eviction key
+  const cached = new Map<string, number>(); // adapter -> its eviction key, as of its last use
   const pins = new Map<string, number>();
   // Pins taken, sorted by end time descending (the next to end is last).
   const ending: [number, string][] = [];
@@ -128,11 +128,11 @@ function pinnedMisses(
       misses++;
       while (cached.size >= capacity) {
         let victim: string | undefined;
-        let furthest = -Infinity;
-        for (const [name, use] of cached) {
+        let highest = -Infinity;
+        for (const [name, k] of cached) {
           if ((pins.get(name) ?? 0) > 0) continue;
-          if (victim === undefined || use > furthest) {
-            furthest = use;
+          if (victim === undefined || k > highest) {
+            highest = k;
             victim = name;
           }
         }
@@ -145,7 +145,7 @@ function pinnedMisses(
         releaseUntil(now);
       }
     }
-    cached.set(a, nextUse[i]!);
+    cached.set(a, key[i]!);
     // Served from `now`: a request whose interval ended while it waited pins nothing.
     if (end[i]! > now) {
       pins.set(a, (pins.get(a) ?? 0) + 1);
@@ -184,16 +184,15 @@ export function boundsOnServed(
   end: readonly number[],
   oracle: { start: readonly number[]; end: readonly number[] },
   capacity: number,
-): { belady: number; pinned: number } {
+): { belady: number; pinned: number; lru: number } {
   const keep = (_: unknown, i: number) => Number.isFinite(end[i]!);
+  const served = sequence.filter(keep);
+  const start = oracle.start.filter(keep);
+  const stop = oracle.end.filter(keep);
   return {
-    belady: beladyMisses(sequence.filter(keep), capacity),
-    pinned: pinnedBeladyMisses(
-      sequence.filter(keep),
-      oracle.start.filter(keep),
-      oracle.end.filter(keep),
-      capacity,
-    ),
+    belady: beladyMisses(served, capacity),
+    pinned: pinnedBeladyMisses(served, start, stop, capacity),
+    lru: pinnedLruMisses(served, start, stop, capacity),
   };
 }
 
@@ -209,6 +208,7 @@ export function setServedBounds(
       const b = boundsOnServed(adapters, r.intervals!.end, oracle.intervals!, slots);
       r.belady = b.belady;
       r.pinnedBelady = b.pinned;
+      r.pinnedLru = b.lru;
     }
   }
   for (const r of results) delete r.intervals;

@@ -67,6 +67,8 @@ export interface PolicyResult {
   belady?: number;
   /** The same with in-flight pinning (set by the benchmark). */
   pinnedBelady?: number;
+  /** That demand paging with LRU instead of foresight: what an online cache needs (set by the benchmark). */
+  pinnedLru?: number;
   /** Per request: arrival and end (virtual ms; Infinity: refused), for bounds that need them. */
   intervals?: { start: number[]; end: number[] };
 }

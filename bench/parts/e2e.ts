@@ -1,15 +1,9 @@
 import { defaultEngineOptions } from '../../sim/engine/engine';
 import { atRate } from '../../sim/workload/workload';
 import * as P from '../des/policies';
-import {
-  adapterSequence,
-  fleetCapacity,
-  type PolicyResult,
-  runPolicy,
-  type Scenario,
-  SLOS_MS,
-} from '../des/run';
+import { adapterSequence, fleetCapacity, type PolicyResult, runPolicy, type Scenario } from '../des/run';
 import { type E2eResult, runE2e } from '../e2e';
+import { burstyE2e } from '../e2e-render';
 import { e2eGoal } from '../goals';
 import { fmtRatio, ms, table } from '../report';
 import { type BenchPart } from './context';
@@ -124,30 +118,6 @@ function e2eSection(
     `- Goal: ratios agree within 10% — ${g.met ? '**met**' : `**missed** for ${differ.join(', ')}`}. Refused in the simulation vs end to end: ${refusals}.`,
     '',
     `Three Kong nodes end to end: three plugin servers sharing a real redis-server, each behind its own gateway, requests dealt round robin. Adapter loads ${three.e2e.loads} against ${e2e[0]!.loads} for one node (the simulation of the same gives ${three.des.loads} against ${des[0]!.loads}), refused ${three.e2e.errors} against ${e2e[0]!.errors}, TTFT p50 ${ms(three.e2e.ttftP50)} against ${ms(e2e[0]!.ttftP50)}, served p99 ${ms(three.e2e.ttftP99Served)} against ${ms(e2e[0]!.ttftP99Served)}.`,
-    '',
-  ];
-}
-
-/** The bursty workload end to end beside its simulation (README and bench/results). */
-export function burstyE2e(b: { des: PolicyResult[]; e2e: E2eResult[] }): string[] {
-  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
-  return [
-    `On the bursty workload (the same number of requests, load and fleet), simulation / end to end:`,
-    '',
-    table(
-      ['policy', `SLO ${ms(SLOS_MS[0]!)}`, 'refused', 'loads', 'TTFT p50', 'TTFT p99'],
-      b.des.map((d, i) => {
-        const x = b.e2e[i]!;
-        return [
-          d.policy,
-          `${pct(d.sloAttainment)} / ${pct(x.sloAttainment)}`,
-          `${d.errors} / ${x.errors}`,
-          `${d.loads} / ${x.loads}`,
-          `${ms(d.ttftP50)} / ${ms(x.ttftP50)}`,
-          `${ms(d.ttftP99)} / ${ms(x.ttftP99)}`,
-        ];
-      }),
-    ),
     '',
   ];
 }

@@ -1,4 +1,4 @@
-import { cpus } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { SWEEP_LOAD_MS } from '../des/load-sweep';
 import { ROUTING_VARIANTS, SLO_LOADS, sloSection, sloSweep } from '../des/slo-sweep';
 import { ms } from '../report';
@@ -24,8 +24,8 @@ export const sloPart: BenchPart = {
     log(
       `SLO attainment, ${o.workloads.map((w) => w.name).join(' and ')}, load times ${o.loadTimes.map(ms).join(', ')}, loads ${o.loads.map((l) => `${l * 100}%`).join(', ')}, seeds ${o.seeds.join(', ')}, ${n} requests${full ? '' : ' (quick run)'}:`,
     );
-    // Points are independent: one worker thread per core (2 here) halves the sweep.
-    const points = await sloSweep(scenario, o, log, Math.max(1, cpus().length));
+    // Points are independent: one worker thread per core.
+    const points = await sloSweep(scenario, o, log, availableParallelism());
     json.slo = { requests: n, variants: o.variants.map((x) => x.name), points };
     md.push(...sloSection(points, json.slo.variants, n, full));
   },
