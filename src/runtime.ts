@@ -18,6 +18,16 @@ import { RouterMetrics } from './metrics/router-metrics';
 import { seededRandom, type Random } from './random';
 import { Signal } from './signal';
 
+/** What the router configuration routing to a replica asks of it. */
+export interface ReplicaSettings {
+  /** Adapter limit and load policy (trimming after a late load). */
+  limit: AdapterPolicy;
+  /** How saturation is judged there (metrics, status). */
+  saturation: SaturationPolicy;
+  /** `lease_max_age_ms`. */
+  leaseMaxAgeMs: number;
+}
+
 /** What one lora-poller configuration asks of the poller. */
 export type PollingSettings = Pick<PollerOptions, 'intervalMs' | 'timeoutMs' | 'jitter'>;
 
@@ -67,19 +77,16 @@ export class FleetRuntime {
   private leaseSeq = 0;
   private readonly managed = new ConfigRegistry<(name: string, path: string) => boolean>();
   private readonly names = new ConfigRegistry<(path: string) => string | undefined>();
-  /** Adapter limits by replica URL, from the router configurations. */
-  private readonly limits = new Map<string, AdapterPolicy>();
-  /** Saturation policy by replica URL, from the configuration routing to it (metrics, status). */
-  private readonly saturations = new Map<string, SaturationPolicy>();
-  /** `lease_max_age_ms` by replica URL, from the configuration routing to it. */
-  private readonly leaseMaxAges = new Map<string, number>();
+  /**
+   * What the router configuration routing to each replica URL asks of it (the latest registered
+   * wins): its keys are the replicas this runtime routes to.
+   */
+  private readonly replicas = new Map<string, ReplicaSettings>();
   /** Each lora-poller plugin's polling settings, by plugin id (bounded: Kong's plugins, not instances). */
   private readonly pollingSettings = new LRUCache<string, PollingSettings>({ max: 64 });
   private readonly trimming = new Set<string>();
   /** The runtime that replaced this one (a changed `redis` record), or null while current. */
   successor: FleetRuntime | null = null;
-  /** Replica URLs the router configurations on this runtime route to. */
-  readonly replicaUrls = new Set<string>();
   /** Decisions under way here; a replaced runtime closes once none is left. */
   private active = 0;
   private readonly idle = new Signal();
@@ -166,29 +173,27 @@ export class FleetRuntime {
     return undefined;
   }
 
-  /** The adapter limit a router configuration applies to `url` (the latest registered wins). */
-  registerLimit(url: string, policy: AdapterPolicy): void {
-    this.limits.set(url, policy);
+  /**
+   * A router configuration routes to `url` with these settings (the latest registered wins, so a
+   * changed configuration takes effect). The poller reclaims a lease only past the longest
+   * `leaseMaxAgeMs` of the replicas', so no configuration's live request loses its lease to
+   * another's setting.
+   */
+  registerReplica(url: string, settings: ReplicaSettings): void {
+    this.replicas.set(url, settings);
+    this.poller.configure({
+      leaseMaxAgeMs: Math.max(...[...this.replicas.values()].map((r) => r.leaseMaxAgeMs)),
+    });
   }
 
-  /** The saturation policy of the configuration routing to `url` (the latest registered wins). */
-  registerSaturation(url: string, policy: SaturationPolicy): void {
-    this.saturations.set(url, policy);
+  /** Whether a router configuration on this runtime routes to `url`. */
+  routesTo(url: string): boolean {
+    return this.replicas.has(url);
   }
 
   /** How saturation is judged on `url` for metrics and status: its configuration's policy. */
   saturationOf(url: string): SaturationPolicy {
-    return this.saturations.get(url) ?? DEFAULT_SATURATION;
-  }
-
-  /**
-   * The `lease_max_age_ms` of the configuration routing to `url` (the latest registered wins, so
-   * a changed configuration takes effect). The poller reclaims a lease only past the longest of
-   * the replicas', so no configuration's live request loses its lease to another's setting.
-   */
-  registerLeaseMaxAge(url: string, ms: number): void {
-    this.leaseMaxAges.set(url, ms);
-    this.poller.configure({ leaseMaxAgeMs: Math.max(...this.leaseMaxAges.values()) });
+    return this.replicas.get(url)?.saturation ?? DEFAULT_SATURATION;
   }
 
   /**
@@ -209,7 +214,7 @@ export class FleetRuntime {
 
   /** A poll may have adopted a load that landed after its timeout: unload the excess when idle. */
   private trimAfterPoll(url: string): void {
-    const policy = this.limits.get(url);
+    const policy = this.replicas.get(url)?.limit;
     if (!policy || policy.maxLoadedAdapters === 0 || this.trimming.has(url)) return;
     this.trimming.add(url);
     this.store
@@ -269,11 +274,7 @@ export class FleetRuntime {
     this.poller.stop();
     if (polling) next.poller.start();
     for (const [key, m] of this.managed.entries()) if (!next.managed.has(key)) next.registerManaged(key, m);
-    for (const url of this.replicaUrls) next.replicaUrls.add(url);
-    for (const [url, p] of this.limits) if (!next.limits.has(url)) next.registerLimit(url, p);
-    for (const [url, p] of this.saturations) if (!next.saturations.has(url)) next.registerSaturation(url, p);
-    for (const [url, ms] of this.leaseMaxAges)
-      if (!next.leaseMaxAges.has(url)) next.registerLeaseMaxAge(url, ms);
+    for (const [url, r] of this.replicas) if (!next.replicas.has(url)) next.registerReplica(url, r);
     for (const [k, n] of this.names.entries()) if (!next.names.has(k)) next.registerNames(k, n);
     for (const [k, p] of this.pollingSettings.entries())
       if (!next.pollingSettings.has(k)) next.registerPolling(k, p);
@@ -352,10 +353,9 @@ export function sharedRuntime(redis?: RedisConfig): FleetRuntime {
  * any of them step down for `rt` (one process, one view of a replica, or loads would collide).
  */
 export function claimReplicas(rt: FleetRuntime, urls: readonly string[]): void {
-  for (const url of urls) rt.replicaUrls.add(url);
   for (const other of [...runtimes.values()]) {
     if (other === rt || other.stateKey === rt.stateKey) continue;
-    if (urls.some((u) => other.replicaUrls.has(u))) replace(other, rt);
+    if (urls.some((u) => other.routesTo(u))) replace(other, rt);
   }
 }
 

@@ -260,7 +260,7 @@ export class AdapterManager {
     for (;;) {
       const residents = await this.store.residents(url);
       if (residents.some((r) => r.name === name)) return null;
-      const occupying = residents.filter((r) => r.state !== 'static' && !policy.isStatic(r.name));
+      const occupying = occupyingSlots(residents, policy);
       if (occupying.length < policy.maxLoadedAdapters) {
         // The store checks the limit again atomically: another node may have taken the slot.
         const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
@@ -286,7 +286,7 @@ export class AdapterManager {
     await this.roomLock.run(url, async () => {
       for (;;) {
         const residents = await this.store.residents(url);
-        const occupying = residents.filter((r) => r.state !== 'static' && !policy.isStatic(r.name));
+        const occupying = occupyingSlots(residents, policy);
         if (occupying.length <= policy.maxLoadedAdapters) return;
         // One trimming unload at a time per replica across nodes (they may all trim after a poll).
         if (!(await this.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
@@ -362,6 +362,11 @@ export class AdapterManager {
     for (const fn of this.callListeners) fn(r);
     this.roomChanged.notify();
   }
+}
+
+/** Residents that count against the limit: neither static on the replica nor configured static. */
+function occupyingSlots(residents: ResidentAdapter[], policy: AdapterPolicy): ResidentAdapter[] {
+  return residents.filter((r) => r.state !== 'static' && !policy.isStatic(r.name));
 }
 
 /** Why a load failed, as a client may read it: the replica's own message, never its address. */

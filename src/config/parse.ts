@@ -20,7 +20,7 @@ const KONG_KEYS = new Set([
  */
 export const KONG_RPC_TIMEOUT_MS = 60_000;
 /** Room left for the rest of the access phase (refresh, Redis, PDK round trips). */
-export const ACCESS_WAIT_BUDGET_MS = 55_000;
+const ACCESS_WAIT_BUDGET_MS = 55_000;
 
 /** The plugin's own fields from what Kong hands to StartInstance. */
 export function withoutKongKeys(raw: unknown): unknown {

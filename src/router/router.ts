@@ -136,11 +136,12 @@ export class RouterService {
       JSON.stringify(config.adapters),
       (path) => config.adapters.find((a) => a.static && a.path !== undefined && samePath(path, a.path))?.name,
     );
-    for (const url of this.urls) {
-      rt.registerLimit(url, this.adapterPolicy);
-      rt.registerSaturation(url, this.policy.saturation);
-      rt.registerLeaseMaxAge(url, config.lease_max_age_ms);
-    }
+    for (const url of this.urls)
+      rt.registerReplica(url, {
+        limit: this.adapterPolicy,
+        saturation: this.policy.saturation,
+        leaseMaxAgeMs: config.lease_max_age_ms,
+      });
     claimReplicas(rt, this.urls);
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
       // Polling is what keeps decisions fresh: start it here too, in case lora-poller
@@ -305,7 +306,7 @@ export class RouterService {
             : undefined,
       };
     } catch (err) {
-      await rt.store.release(leaseId, rt.clock.now());
+      await RouterService.release(rt, leaseId, undefined);
       throw err;
     }
   }

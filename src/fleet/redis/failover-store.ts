@@ -247,15 +247,9 @@ export class FailoverFleetStore implements FleetStore {
     );
   }
 
-  beginUnload(
-    url: string,
-    adapter: string,
-    at: number,
-    ttlMs: number,
-    forAdapter?: string,
-  ): Promise<Fence | null> {
+  beginUnload(...args: Parameters<FleetStore['beginUnload']>): Promise<Fence | null> {
     return this.decide(
-      (s) => s.beginUnload(url, adapter, at, ttlMs, forAdapter),
+      (s) => s.beginUnload(...args),
       async () => null,
     );
   }
