@@ -89,9 +89,8 @@ export async function runE2e(
                     adapter_path_template: '/adapters/{name}',
                     max_loaded_adapters: s.slots,
                     // Modelled durations shrink by timeScale; so do the router's own bounds.
-                    stale_after_ms: Math.max(50, Math.round(2000 / timeScale)),
+                    stale_after_ms: Math.max(50, Math.round(DEFAULTS.stale_after_ms / timeScale)),
                     queue_timeout_ms: Math.round(DEFAULTS.queue_timeout_ms / timeScale),
-                    load_timeout_ms: DEFAULTS.load_timeout_ms,
                     ...shared,
                   },
                 },

@@ -15,9 +15,9 @@ import { defaultLoadCost, loadMs } from '../sim/engine/load-cost';
 /** Policy names the routing-quality goals refer to (bench/des/policies.ts). */
 export const ROUTER = P.loraRouter().name;
 export const ORACLE = P.oracle.name;
-export const BASELINES = [P.roundRobin, P.leastRequest, P.consistentHash, P.llmdSoftAffinity].map(
-  (p) => p.name,
-);
+/** The baselines lora-router is measured against: Kong's balancers and llm-d's soft affinity. */
+export const BASELINE_POLICIES = [P.roundRobin, P.leastRequest, P.consistentHash, P.llmdSoftAffinity];
+export const BASELINES = BASELINE_POLICIES.map((p) => p.name);
 
 export interface QualitySeed {
   seed: number;
@@ -103,9 +103,7 @@ export function scenarioLoadMs(s: Scenario): number {
   return s.loadMs ?? loadMs(defaultLoadCost, 16);
 }
 
-export function mean(xs: number[]): number {
-  return xs.reduce((a, b) => a + b, 0) / xs.length;
-}
+export { mean } from './report';
 
 export function byName(results: PolicyResult[], name: string): PolicyResult {
   const r = results.find((x) => x.policy === name);
@@ -113,11 +111,14 @@ export function byName(results: PolicyResult[], name: string): PolicyResult {
   return r;
 }
 
-/** The baseline with the lowest TTFT p99 in this run (refusals counted as never answered). */
-export function bestBaseline(results: PolicyResult[]): PolicyResult {
-  return results
-    .filter((r) => BASELINES.includes(r.policy))
-    .reduce((a, b) => (b.ttftP99 < a.ttftP99 ? b : a));
+/**
+ * The best baseline in this run: the lowest TTFT p99 (refusals counted as never answered), or
+ * with `slo` the highest SLO attainment.
+ */
+export function bestBaseline(results: PolicyResult[], by: 'p99' | 'slo' = 'p99'): PolicyResult {
+  const better = (a: PolicyResult, b: PolicyResult) =>
+    by === 'p99' ? b.ttftP99 < a.ttftP99 : b.sloAttainment > a.sloAttainment;
+  return results.filter((r) => BASELINES.includes(r.policy)).reduce((a, b) => (better(a, b) ? b : a));
 }
 
 /** Per seed: lora-router against the bounds and the other policies, and the verdicts. */
@@ -161,10 +162,7 @@ export function overheadGoal(rows: OverheadRow[]) {
 }
 
 /** The figures compared between the simulation and the end-to-end run, counted alike in both. */
-export const E2E_METRICS: [
-  string,
-  (r: { loads: number; ttftP50: number; ttftP99Served: number }) => number,
-][] = [
+const E2E_METRICS: [string, (r: { loads: number; ttftP50: number; ttftP99Served: number }) => number][] = [
   ['loads', (r) => r.loads],
   ['TTFT p50', (r) => r.ttftP50],
   ['served TTFT p99', (r) => r.ttftP99Served],

@@ -38,10 +38,13 @@ export function fmtRatio(v: number): string {
   return Number.isFinite(v) ? `${v.toFixed(2)}×` : fmtNum(v);
 }
 
+export function mean(xs: number[]): number {
+  return xs.reduce((a, b) => a + b, 0) / xs.length;
+}
+
 /** "mean (min–max)" across seeds; the value alone for one seed. */
 export function spread(xs: number[], f: (v: number) => string): string {
-  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
-  return xs.length > 1 ? `${f(mean)} (${f(Math.min(...xs))}–${f(Math.max(...xs))})` : f(xs[0]!);
+  return xs.length > 1 ? `${f(mean(xs))} (${f(Math.min(...xs))}–${f(Math.max(...xs))})` : f(xs[0]!);
 }
 
 /** Each reported metric of a policy run: how to read it from a result, how to print it. */

@@ -91,24 +91,22 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
-  const watch = watchReplicas(`${stack.url}${stack.statusPath ?? '/lora'}/status`, (line) =>
-    console.log(line),
-  );
+  const status = stack.statusPath ?? '/lora';
+  const watch = watchReplicas(`${stack.url}${status}/status`, (line) => console.log(line));
 
   const u = stack.url;
   const fleetService = stack.services.find((s) => routerConfig(s))!;
   const cfg = routerConfig(fleetService)!;
-  const listed = ((cfg.adapters as { name: string; static?: boolean }[]) ?? []).map((a) => a.name);
-  const onDemand =
-    ((cfg.adapters as { name: string; static?: boolean }[]) ?? []).find((a) => !a.static)?.name ??
-    'my-adapter';
-  const llama = ((cfg.adapters as { name: string; static?: boolean }[]) ?? []).find((a) => a.static)?.name;
+  const adapters = (cfg.adapters as { name: string; static?: boolean }[] | undefined) ?? [];
+  const listed = adapters.map((a) => a.name);
+  const onDemand = adapters.find((a) => !a.static)?.name ?? 'my-adapter';
+  const llama = adapters.find((a) => a.static)?.name;
   console.log(`kong-lora-router local stack: a development harness, not Kong.
   gateway      ${u}  (Kong's proxy path for ${stack.services.map((s) => s.name).join(', ')}, from kong.yml)
   plugins run  lora-router, lora-poller in the real plugin server (kong-pdk's, wrapped: kong-lora-pluginserver; dist/plugins)
   not run      ${stack.notRun.join(', ') || 'none'} (bundled Kong plugins: real Kong runs them)
   fleet        ${stack.replicas.map((r) => `${r.backend} ${r.url}`).join('\n               ')}${stack.fleet ? '' : '\n               (your replicas: adapters are loaded and unloaded on them for real)'}
-  placement    ${u}${stack.statusPath ?? '/lora'}   (JSON: ${stack.statusPath ?? '/lora'}/status, metrics: ${stack.statusPath ?? '/lora'}/metrics)
+  placement    ${u}${status}   (JSON: ${status}/status, metrics: ${status}/metrics)
 
 Try:
   curl -s ${u}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${cfg.base_model}","messages":[{"role":"user","content":"hi"}]}'

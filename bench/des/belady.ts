@@ -174,41 +174,65 @@ function nextUses(sequence: readonly string[]): number[] {
   return next;
 }
 
+/** Keeps the requests a policy served (`end[i]` finite), with the oracle's intervals for them. */
+function served(
+  sequence: readonly string[],
+  end: readonly number[],
+  oracle: { start: readonly number[]; end: readonly number[] },
+) {
+  const keep = (_: unknown, i: number) => Number.isFinite(end[i]!);
+  return { seq: sequence.filter(keep), start: oracle.start.filter(keep), end: oracle.end.filter(keep) };
+}
+
 /**
- * Belady's bounds over the requests one policy served (`end[i]` finite), so that a policy
- * refusing requests is compared with the optimum for the same requests, not for all of them.
- * `oracle` gives the service intervals for the pinned variant (it serves every request).
+ * Belady's bounds over the requests one policy served, so that a policy refusing requests is
+ * compared with the optimum for the same requests, not for all of them. `oracle` gives the
+ * service intervals for the pinned variant (it serves every request).
  */
-export function boundsOnServed(
+function boundsOnServed(
   sequence: readonly string[],
   end: readonly number[],
   oracle: { start: readonly number[]; end: readonly number[] },
   capacity: number,
-): { belady: number; pinned: number; lru: number } {
-  const keep = (_: unknown, i: number) => Number.isFinite(end[i]!);
-  const served = sequence.filter(keep);
-  const start = oracle.start.filter(keep);
-  const stop = oracle.end.filter(keep);
+): { belady: number; pinned: number } {
+  const s = served(sequence, end, oracle);
   return {
-    belady: beladyMisses(served, capacity),
-    pinned: pinnedBeladyMisses(served, start, stop, capacity),
-    lru: pinnedLruMisses(served, start, stop, capacity),
+    belady: beladyMisses(s.seq, capacity),
+    pinned: pinnedBeladyMisses(s.seq, s.start, s.end, capacity),
   };
 }
 
-/** Sets each result's Belady bounds over the requests it served, then drops its intervals. */
+/** The online reference (LRU with the same pins) over the requests a policy served. */
+function lruOnServed(
+  sequence: readonly string[],
+  end: readonly number[],
+  oracle: { start: readonly number[]; end: readonly number[] },
+  capacity: number,
+): number {
+  const s = served(sequence, end, oracle);
+  return pinnedLruMisses(s.seq, s.start, s.end, capacity);
+}
+
+/**
+ * Sets each result's Belady bounds over the requests it served, then drops its intervals. A
+ * policy that refused nothing served every request: `all` (the bounds over all requests) is its.
+ * Results `lruFor` names also get the online reference.
+ */
 export function setServedBounds(
   results: PolicyResult[],
   oracle: PolicyResult,
   adapters: string[],
   slots: number,
+  all?: { belady: number; pinned: number },
+  lruFor?: (policy: string) => boolean,
 ): void {
   for (const r of results) {
     if (r !== oracle) {
-      const b = boundsOnServed(adapters, r.intervals!.end, oracle.intervals!, slots);
+      const b =
+        all && r.errors === 0 ? all : boundsOnServed(adapters, r.intervals!.end, oracle.intervals!, slots);
       r.belady = b.belady;
       r.pinnedBelady = b.pinned;
-      r.pinnedLru = b.lru;
+      if (lruFor?.(r.policy)) r.pinnedLru = lruOnServed(adapters, r.intervals!.end, oracle.intervals!, slots);
     }
   }
   for (const r of results) delete r.intervals;

@@ -126,11 +126,7 @@ export class DesFleet implements ReplicaApi {
   async loadAdapter(url: string, name: string): Promise<LoadOutcome> {
     const i = this.index(url);
     if (this.registries[i]!.has(name)) return 'already-loaded';
-    // Every load takes a new lora_int_id: a copy left behind by an unload is not reused.
-    const weights = `${name}#${this.nextCopy++}`;
-    await this.engines[i]!.loadWeights(weights, RANK);
-    this.registries[i]!.set(name, weights);
-    this.loads++;
+    await this.register(i, name);
     return 'loaded';
   }
 
@@ -154,15 +150,19 @@ export class DesFleet implements ReplicaApi {
     const key = `${i} ${name}`;
     let pending = this.resolving.get(key);
     if (!pending) {
-      const weights = `${name}#${this.nextCopy++}`;
-      pending = this.engines[i]!.loadWeights(weights, RANK).then(() => {
-        this.registries[i]!.set(name, weights);
-        this.resolving.delete(key);
-        this.loads++;
-      });
+      pending = this.register(i, name).then(() => void this.resolving.delete(key));
       this.resolving.set(key, pending);
     }
     return pending;
+  }
+
+  /** Loads `name`'s weights on replica `i` and registers them (the engine loop waits). */
+  private async register(i: number, name: string): Promise<void> {
+    // Every load takes a new lora_int_id: a copy left behind by an unload is not reused.
+    const weights = `${name}#${this.nextCopy++}`;
+    await this.engines[i]!.loadWeights(weights, RANK);
+    this.registries[i]!.set(name, weights);
+    this.loads++;
   }
 
   private index(url: string): number {

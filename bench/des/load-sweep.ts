@@ -1,10 +1,9 @@
-import { defaultLoadCost, loadMs } from '../../sim/engine/load-cost';
 import type { Arrival } from '../../sim/workload/workload';
-import { beladyMisses, pinnedBeladyMisses, setServedBounds } from './belady';
-import { qualityGoals, type QualitySeed } from '../goals';
+import { runPoint } from './point';
+import { byName, mean, qualityGoals, scenarioLoadMs, type QualitySeed } from '../goals';
 import * as P from './policies';
 import { adapterSequence, runPolicy, type PolicyResult, type Scenario } from './run';
-import { fmtNum, ms, table } from '../report';
+import { fmtNum, fmtRatio, ms, table } from '../report';
 
 /** Load times the benchmark sweeps (a rank-16 adapter of the base model): NVMe to network storage. */
 export const SWEEP_LOAD_MS = [100, 300, 1000, 3000];
@@ -22,7 +21,7 @@ export interface UnloadRun {
 }
 
 /** The replicas and router settings compared: vLLM as released, two ways around it, the fix. */
-export const UNLOAD_SETUPS: {
+const UNLOAD_SETUPS: {
   name: string;
   unload: 'registry' | 'frees';
   cpuExtra: number;
@@ -45,15 +44,8 @@ export async function loadSweep(
   const out: LoadSweepPoint[] = [];
   for (const loadMs of SWEEP_LOAD_MS) {
     for (const seed of seeds) {
-      const s = { ...scenario, seed, loadMs };
-      const adapters = adapterSequence(arrivals.length, s);
-      const results: PolicyResult[] = [];
-      for (const p of policies) results.push(await runPolicy(p, s, arrivals, adapters));
-      const slots = s.replicas * s.slots;
-      const oracle = results.find((r) => r.policy === P.oracle.name)!;
-      const pinned = pinnedBeladyMisses(adapters, oracle.intervals!.start, oracle.intervals!.end, slots);
-      setServedBounds(results, oracle, adapters, slots);
-      out.push({ loadMs, seed, belady: beladyMisses(adapters, slots), pinned, results });
+      const { belady, pinned, results } = await runPoint(policies, { ...scenario, seed, loadMs }, arrivals);
+      out.push({ loadMs, seed, belady, pinned, results });
       log(
         `  load ${ms(loadMs)} seed ${seed}: ${results.map((r) => `${r.policy} p99 ${ms(r.ttftP99)}`).join(' · ')}`,
       );
@@ -86,7 +78,7 @@ export async function unloadComparison(
         delete r.intervals;
         results.push(r);
       }
-      const at = l ?? loadMs(defaultLoadCost, 16);
+      const at = scenarioLoadMs(s);
       out.push({ seed, loadMs: at, results });
       log(
         `  load ${ms(at)} seed ${seed}: ${results.map((r) => `${r.policy}: ${r.loads - r.engineReloads} + ${r.engineReloads} loads, p99 served ${ms(r.ttftP99Served)}, refused ${r.errors}`).join(' · ')}`,
@@ -98,7 +90,6 @@ export async function unloadComparison(
 
 /** The main table's goals at one load time, over its seeds (means of the per-seed ratios). */
 function goals(p: LoadSweepPoint[]) {
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const g = qualityGoals(p);
   return {
     loads: mean(g.loadsRatio),
@@ -114,11 +105,10 @@ export function loadSweepSection(sweep: LoadSweepPoint[], n: number, full: boole
   const seeds = [...new Set(sweep.map((x) => x.seed))];
   const names = sweep[0]!.results.map((r) => r.policy);
   const at = (l: number) => sweep.filter((x) => x.loadMs === l);
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const cell = (l: number, name: string, f: (r: PolicyResult) => number) =>
-    mean(at(l).map((x) => f(x.results.find((r) => r.policy === name)!)));
-  const mark = (v: number, bound: number) =>
-    `${Number.isFinite(v) ? v.toFixed(2) : '∞'}× ${v <= bound ? '(met)' : '(missed)'}`;
+    mean(at(l).map((x) => f(byName(x.results, name))));
+  const mark = (v: number, bound: number) => `${fmtRatio(v)} ${v <= bound ? '(met)' : '(missed)'}`;
+  const g = new Map(times.map((l) => [l, goals(at(l))]));
   return [
     '## Adapter load time sweep',
     '',
@@ -127,11 +117,11 @@ export function loadSweepSection(sweep: LoadSweepPoint[], n: number, full: boole
     table(
       ['goal', ...times.map((l) => ms(l))],
       [
-        ['loads ÷ Belady, served (≤ 1.2)', ...times.map((l) => mark(goals(at(l)).loads, 1.2))],
-        ['loads ÷ pinned Belady, served', ...times.map((l) => `${goals(at(l)).pinned.toFixed(2)}×`)],
-        ['TTFT p99 ÷ oracle (≤ 1.3)', ...times.map((l) => mark(goals(at(l)).oracle, 1.3))],
-        ['TTFT p99 ÷ best baseline (≤ 0.5)', ...times.map((l) => mark(goals(at(l)).baseline, 0.5))],
-        ['busy unloads (= 0)', ...times.map((l) => fmtNum(goals(at(l)).busy))],
+        ['loads ÷ Belady, served (≤ 1.2)', ...times.map((l) => mark(g.get(l)!.loads, 1.2))],
+        ['loads ÷ pinned Belady, served', ...times.map((l) => `${g.get(l)!.pinned.toFixed(2)}×`)],
+        ['TTFT p99 ÷ oracle (≤ 1.3)', ...times.map((l) => mark(g.get(l)!.oracle, 1.3))],
+        ['TTFT p99 ÷ best baseline (≤ 0.5)', ...times.map((l) => mark(g.get(l)!.baseline, 0.5))],
+        ['busy unloads (= 0)', ...times.map((l) => fmtNum(g.get(l)!.busy))],
       ],
     ),
     '',
@@ -155,7 +145,6 @@ export function loadSweepSection(sweep: LoadSweepPoint[], n: number, full: boole
 }
 
 export function unloadSection(runs: UnloadRun[], n: number, full: boolean): string[] {
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const times = [...new Set(runs.map((r) => r.loadMs))];
   const rows = times.flatMap((l) => {
     const at = runs.filter((r) => r.loadMs === l);

@@ -8,11 +8,11 @@ import { Worker } from 'node:worker_threads';
 import type { Arrival } from '../../sim/workload/workload';
 import { atRate } from '../../sim/workload/workload';
 import { defaultEngineOptions } from '../../sim/engine/engine';
-import { BASELINES, mean, ORACLE } from '../goals';
+import { BASELINE_POLICIES, bestBaseline, byName, mean, ORACLE } from '../goals';
 import { fmtCount, fmtNum, fmtPct, fmtRatio, ms, table } from '../report';
-import { pinnedBeladyMisses, setServedBounds } from './belady';
+import { runPoint } from './point';
 import * as P from './policies';
-import { adapterSequence, fleetCapacity, runPolicy, SLOS_MS, type PolicyResult, type Scenario } from './run';
+import { fleetCapacity, SLOS_MS, type PolicyResult, type Scenario } from './run';
 
 export const SLO_LOADS = [0.3, 0.5, 0.7, 0.9];
 
@@ -59,18 +59,15 @@ export async function sloPoint(
   t: SloTask,
   variants: SloSweepOptions['variants'],
 ): Promise<SloPoint> {
-  const others = [P.roundRobin, P.leastRequest, P.consistentHash, P.llmdSoftAffinity, P.oracle];
-  const policies = [...variants.map((v) => P.loraRouter(v.name, v.config)), ...others];
   const s = { ...scenario, seed: t.seed, loadMs: t.loadMs };
   const arrivals = atRate(t.arrivals, t.capacity * t.load);
-  const adapters = adapterSequence(arrivals.length, s);
-  const results: PolicyResult[] = [];
-  for (const p of policies) results.push(await runPolicy(p, s, arrivals, adapters));
-  const slots = s.replicas * s.slots;
-  const oracle = results.find((r) => r.policy === ORACLE)!;
-  const { start, end } = oracle.intervals!;
-  const pinned = pinnedBeladyMisses(adapters, start, end, slots);
-  setServedBounds(results, oracle, adapters, slots);
+  const names = new Set(variants.map((v) => v.name));
+  const { pinned, results } = await runPoint(
+    [...variants.map((v) => P.loraRouter(v.name, v.config)), ...BASELINE_POLICIES, P.oracle],
+    s,
+    arrivals,
+    { lruFor: (policy) => names.has(policy) },
+  );
   const blocked = (pinned * t.loadMs) / (s.replicas * (arrivals.at(-1)!.at - arrivals[0]!.at));
   return {
     workload: t.workload,
@@ -84,7 +81,7 @@ export async function sloPoint(
 }
 
 /** The sweep's points in report order: workload, load time, load, seed. */
-export function sloTasks(scenario: Scenario, o: SloSweepOptions): SloTask[] {
+function sloTasks(scenario: Scenario, o: SloSweepOptions): SloTask[] {
   const tasks: SloTask[] = [];
   for (const w of o.workloads) {
     const capacity = fleetCapacity(scenario, w.arrivals, defaultEngineOptions);
@@ -97,11 +94,11 @@ export function sloTasks(scenario: Scenario, o: SloSweepOptions): SloTask[] {
 }
 
 /** One line per point for the log: each variant beside the best baseline and the oracle. */
-export function describePoint(p: SloPoint, variants: string[]): string {
-  const best = bestSlo(p.results);
-  const oracle = p.results.find((r) => r.policy === ORACLE)!;
+function describePoint(p: SloPoint, variants: string[]): string {
+  const best = bestBaseline(p.results, 'slo');
+  const oracle = byName(p.results, ORACLE);
   const mine = variants.map((name) => {
-    const r = p.results.find((x) => x.policy === name)!;
+    const r = byName(p.results, name);
     return `${name}: SLO ${fmtPct(r.sloAttainment)} refused ${r.errors} p99 ${ms(r.ttftP99)}`;
   });
   return `  ${p.workload} load ${ms(p.loadMs)} at ${p.load * 100}% seed ${p.seed}: ${mine.join(' · ')} | best baseline SLO ${fmtPct(best.sloAttainment)} (${best.policy}), oracle ${fmtPct(oracle.sloAttainment)}`;
@@ -176,13 +173,6 @@ function sloWorker(scenario: Scenario, variants: SloSweepOptions['variants']) {
 const describeTask = (t: SloTask) =>
   `${t.workload} at ${ms(t.loadMs)} loads, ${t.load * 100}% load, seed ${t.seed}`;
 
-/** The baseline with the highest SLO attainment. */
-function bestSlo(results: PolicyResult[]): PolicyResult {
-  return results
-    .filter((r) => BASELINES.includes(r.policy))
-    .reduce((a, b) => (b.sloAttainment > a.sloAttainment ? b : a));
-}
-
 /** From this share of the arrival window blocked by the fewest loads, loads alone explain a miss. */
 const BLOCKED_MUCH = 0.25;
 
@@ -200,10 +190,9 @@ export interface Goal {
  */
 export function sloGoals(points: SloPoint[], variant: string) {
   const at = (f: (p: SloPoint) => number) => mean(points.map(f));
-  const router = (p: SloPoint) => p.results.find((r) => r.policy === variant)!;
-  const oracle = (p: SloPoint) => p.results.find((r) => r.policy === ORACLE)!;
-  const bestP99 = (p: SloPoint) =>
-    Math.min(...p.results.filter((r) => BASELINES.includes(r.policy)).map((r) => r.ttftP99));
+  const router = (p: SloPoint) => byName(p.results, variant);
+  const oracle = (p: SloPoint) => byName(p.results, ORACLE);
+  const bestP99 = (p: SloPoint) => bestBaseline(p.results).ttftP99;
   const load = points[0]!.load;
   const below = load <= 0.5;
   const goal = (value: number, bound: number, atMost: boolean, why?: () => string): Goal => {
@@ -228,7 +217,7 @@ export function sloGoals(points: SloPoint[], variant: string) {
     /** 2: SLO attainment no worse than the best baseline's. */
     sloVsBaseline: goal(
       at((p) => router(p).sloAttainment),
-      at((p) => bestSlo(p.results).sloAttainment),
+      at((p) => bestBaseline(p.results, 'slo').sloAttainment),
       false,
       blockedWhy,
     ),
@@ -276,7 +265,7 @@ const GOAL_COLUMNS: [string, (g: Goals) => Goal | undefined, (x: Goal) => string
 ];
 
 /** Groups points by workload, load time and load (seeds together), in sweep order. */
-export function sloGroups(points: SloPoint[]): SloPoint[][] {
+function sloGroups(points: SloPoint[]): SloPoint[][] {
   const groups = new Map<string, SloPoint[]>();
   for (const p of points) {
     const k = `${p.workload}|${p.loadMs}|${p.load}`;
@@ -291,23 +280,16 @@ export function sloGroups(points: SloPoint[]): SloPoint[][] {
  * goal 1), so every variant is ranked on the same points. NaN if there is none.
  */
 export function p99Below(points: SloPoint[], variants: string[]): Map<string, number> {
-  const ratio = (g: SloPoint[], v: string) => sloGoals(g, v).p99VsBaseline?.value;
-  const common = sloGroups(points).filter((g) =>
-    variants.every((v) => {
-      const x = ratio(g, v);
-      return x !== undefined && Number.isFinite(x);
-    }),
-  );
+  // Per point below capacity, each variant's ratio (undefined above 50% load).
+  const ratios = sloGroups(points).map((g) => variants.map((v) => sloGoals(g, v).p99VsBaseline?.value));
+  const common = ratios.filter((rs) => rs.every((x) => x !== undefined && Number.isFinite(x)));
   return new Map(
-    variants.map((v) => [
-      v,
-      Math.exp(common.reduce((n, g) => n + Math.log(ratio(g, v)!), 0) / common.length),
-    ]),
+    variants.map((v, i) => [v, Math.exp(common.reduce((n, rs) => n + Math.log(rs[i]!), 0) / common.length)]),
   );
 }
 
 /** Goals met over every point, for one variant (the first `columns` goals only, if given). */
-export function allMet(
+function allMet(
   points: SloPoint[],
   variant: string,
   columns = GOAL_COLUMNS.length,
@@ -343,7 +325,7 @@ export function sloSection(points: SloPoint[], variants: string[], n: number, fu
   const policies = points[0]!.results.map((r) => r.policy);
   const policyRows = sloGroups(points).flatMap((g) =>
     policies.map((name, i) => {
-      const rs = g.map((p) => p.results.find((r) => r.policy === name)!);
+      const rs = g.map((p) => byName(p.results, name));
       const p = g[0]!;
       return [
         i === 0 ? `${p.workload}, ${ms(p.loadMs)}, ${p.load * 100}%` : '',
@@ -410,12 +392,10 @@ export const ROUTING_VARIANTS: { name: string; config: Record<string, unknown> }
  * How each variant trades refusals, SLO attainment, latency and loads: means over the points at
  * or below 50% load and above it, both workloads and every load time.
  */
-export function variantTrade(points: SloPoint[], variants: string[]): string[] {
+function variantTrade(points: SloPoint[], variants: string[]): string[] {
   const rows = variants.flatMap((v) =>
     (['≤ 50%', '> 50%'] as const).map((band, i) => {
-      const rs = points
-        .filter((p) => p.load <= 0.5 === (band === '≤ 50%'))
-        .map((p) => p.results.find((r) => r.policy === v)!);
+      const rs = points.filter((p) => p.load <= 0.5 === (band === '≤ 50%')).map((p) => byName(p.results, v));
       return [
         i === 0 ? v : '',
         band,

@@ -1,7 +1,7 @@
 import type { Arrival } from '../../sim/workload/workload';
 import * as P from '../des/policies';
 import type { Scenario } from '../des/run';
-import type { BenchResults } from '../goals';
+import { BASELINE_POLICIES, type BenchResults } from '../goals';
 
 /** What every benchmark part reads: the options and the workload, parsed once by bench/cli.ts. */
 export interface BenchContext {
@@ -33,14 +33,7 @@ export interface BenchPart {
   run(c: BenchContext): Promise<void>;
 }
 
-export const POLICIES = [
-  P.loraRouter(),
-  P.roundRobin,
-  P.leastRequest,
-  P.consistentHash,
-  P.llmdSoftAffinity,
-  P.oracle,
-];
+export const POLICIES = [P.loraRouter(), ...BASELINE_POLICIES, P.oracle];
 
 /** lora-router configurations A/B'd against each other (issue 9): eviction and placement units. */
 export const VARIANTS: { name: string; config: Record<string, unknown>; quick: boolean }[] = [
@@ -72,8 +65,6 @@ export const VARIANTS: { name: string; config: Record<string, unknown>; quick: b
     quick: false,
   },
 ];
-
-export const ROUTER_NAME = P.loraRouter().name;
 
 /** How refusals are counted, said once beside every table that has them. */
 export const ACCOUNTING =

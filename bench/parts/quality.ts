@@ -1,10 +1,9 @@
 import { atRate } from '../../sim/workload/workload';
-import { beladyMisses, pinnedBeladyMisses, setServedBounds } from '../des/belady';
-import * as P from '../des/policies';
-import { adapterSequence, type PolicyResult, runPolicy, type Scenario } from '../des/run';
-import { mean, qualityGoals, type QualitySeed, scenarioLoadMs } from '../goals';
+import { runPoint } from '../des/point';
+import type { Scenario } from '../des/run';
+import { mean, qualityGoals, type QualitySeed, ROUTER, scenarioLoadMs } from '../goals';
 import { cells, fmtNum, fmtRatio, ms, spread, table } from '../report';
-import { ACCOUNTING, type BenchPart, POLICIES, ROUTER_NAME } from './context';
+import { ACCOUNTING, type BenchPart, POLICIES } from './context';
 
 /** Routing quality in the discrete-event simulation: every policy on the same requests, per seed. */
 export const qualityPart: BenchPart = {
@@ -16,22 +15,13 @@ export const qualityPart: BenchPart = {
     );
     const perSeed: QualitySeed[] = [];
     for (const seed of seeds) {
-      const s = { ...scenario, seed };
       const arrivals = atRate(workload, capacity * mainLoad);
-      const adapters = adapterSequence(arrivals.length, s);
-      const slots = s.replicas * s.slots;
-      const belady = beladyMisses(adapters, slots);
-      const results: PolicyResult[] = [];
-      for (const p of POLICIES) {
-        const r = await runPolicy(p, s, arrivals, adapters);
-        results.push(r);
-        log(
-          `  seed ${seed} ${p.name.padEnd(26)} loads ${String(r.loads).padStart(6)}  TTFT p50 ${ms(r.ttftP50).padStart(8)} p99 ${ms(r.ttftP99).padStart(8)}  refused ${r.errors}  (${r.wallS.toFixed(1)} s)`,
-        );
-      }
-      const oracle = results.find((r) => r.policy === P.oracle.name)!;
-      const pinned = pinnedBeladyMisses(adapters, oracle.intervals!.start, oracle.intervals!.end, slots);
-      setServedBounds(results, oracle, adapters, slots);
+      const { belady, pinned, results } = await runPoint(POLICIES, { ...scenario, seed }, arrivals, {
+        log: (r) =>
+          log(
+            `  seed ${seed} ${r.policy.padEnd(26)} loads ${String(r.loads).padStart(6)}  TTFT p50 ${ms(r.ttftP50).padStart(8)} p99 ${ms(r.ttftP99).padStart(8)}  refused ${r.errors}  (${r.wallS.toFixed(1)} s)`,
+          ),
+      });
       perSeed.push({ seed, belady, pinned, results });
     }
     json.quality = perSeed;
@@ -102,7 +92,7 @@ function qualitySection(
     `- Goal: loads ≤ 1.2× Belady — ${goal(g.met.loads)}: ${range(g.loadsRatio)}.${g.met.loads ? '' : ` Belady may drop any cached adapter at any instant; a replica cannot unload an adapter with requests in flight. Against Belady with that pinning (service intervals taken from the oracle, the shortest any policy gets), over the same served requests: ${range(g.pinnedRatio)}.`}`,
     `- Goal: TTFT p99 ≤ 1.3× the oracle — ${goal(g.met.oracle)}: ${range(g.oracleRatio)}.${g.met.oracle ? '' : ' The oracle never loads. Every policy that must load pays a blocking load on the tail of requests whenever the adapters outnumber the slots.'}`,
     `- Goal: TTFT p99 ≤ 0.5× the best baseline — ${goal(g.met.baseline)}: ${range(g.baselineRatio)}.`,
-    `- ${ROUTER_NAME} never unloaded an adapter with requests in flight: ${g.busyUnloads === 0 ? 'confirmed (0 busy unloads)' : `**${g.busyUnloads} busy unloads**`}.`,
+    `- ${ROUTER} never unloaded an adapter with requests in flight: ${g.busyUnloads === 0 ? 'confirmed (0 busy unloads)' : `**${g.busyUnloads} busy unloads**`}.`,
     '',
   ];
 }

@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { atRate } from '../../sim/workload/workload';
-import { beladyMisses, setServedBounds } from '../des/belady';
+import { runPoint } from '../des/point';
 import * as P from '../des/policies';
-import { adapterSequence, type PolicyResult, runPolicy } from '../des/run';
+import type { PolicyResult } from '../des/run';
 import { byName, mean, type SweepPoint } from '../goals';
 import { fmtNum, fmtRatio, lineChart, ms, table } from '../report';
 import { ACCOUNTING, type BenchPart, POLICIES } from './context';
@@ -20,14 +20,9 @@ export const sweepPart: BenchPart = {
     const sweepWorkload = full ? workload : workload.slice(0, 2000);
     for (const load of loads) {
       for (const seed of sweepSeeds) {
-        const s = { ...scenario, seed };
         const arrivals = atRate(sweepWorkload, capacity * load);
-        const adapters = adapterSequence(arrivals.length, s);
-        const results: PolicyResult[] = [];
-        for (const p of POLICIES) results.push(await runPolicy(p, s, arrivals, adapters));
-        const slots = s.replicas * s.slots;
-        setServedBounds(results, results.find((r) => r.policy === P.oracle.name)!, adapters, slots);
-        sweep.push({ load, seed, belady: beladyMisses(adapters, slots), results });
+        const { belady, results } = await runPoint(POLICIES, { ...scenario, seed }, arrivals);
+        sweep.push({ load, seed, belady, results });
         log(`  ${load * 100}%: ${results.map((r) => `${r.policy} p99 ${ms(r.ttftP99)}`).join(' · ')}`);
       }
     }
@@ -36,9 +31,7 @@ export const sweepPart: BenchPart = {
       POLICIES.map((p) => ({
         name: p.name,
         points: loads.map((l) => {
-          const rs = sweep
-            .filter((x) => x.load === l)
-            .map((x) => x.results.find((r) => r.policy === p.name)!);
+          const rs = sweep.filter((x) => x.load === l).map((x) => byName(x.results, p.name));
           return [l * 100, mean(rs.map(metric))] as [number, number];
         }),
       }));
