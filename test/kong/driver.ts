@@ -47,7 +47,12 @@ export interface KongKeys {
   __ws_id?: string;
 }
 
-/** The default workspace's id, as `__ws_id` carries it. */
+/**
+ * The default workspace's id, as `__ws_id` carries it: `DECLARATIVE_DEFAULT_WORKSPACE_ID`
+ * (kong/constants.lua, Kong 3.9.3; a literal in 3.8.1 kong/db/schema/others/declarative_config.lua),
+ * DB-less Kong's default workspace unless the declarative config names one. With a database the
+ * id is random (kong/db/migrations/operations/200_to_210.lua, 3.9.3).
+ */
 export const DEFAULT_WS_ID = '0dc6f45b-8f8d-40d2-a504-473544ee190b';
 
 /**
@@ -68,13 +73,22 @@ const STEP_METHOD: Record<string, string> = {
   'kong.service.response.get_headers': 'plugin.StepMultiMap',
 };
 
-/** Phases whose Lua errors become Kong's 500 (the log phase runs in a timer: its errors are only logged). */
+/**
+ * Phases whose Lua errors the driver answers with Kong's 500 (kong/init.lua, Kong 3.9.3). access
+ * and preread catch them in `execute_collecting_plugins_iterator` (a delayed 500; in preread a
+ * stream connection ends with status 500, no HTTP answer). rewrite, and response (run from
+ * `Kong.access`), catch nothing: nginx answers 500 through `error_page 500 /kong_error_handler`
+ * (templates/nginx_kong.lua, error_handlers.lua, 3.9.3). certificate catches nothing either, but
+ * there the error fails the TLS handshake (lua-nginx-module), not a 500: the driver's
+ * simplification. The log phase runs in a timer: its errors are only logged.
+ */
 const RESPONDING_PHASES = new Set(['certificate', 'rewrite', 'access', 'response', 'preread']);
 
 export class KongDriver {
   private idle: RpcConnection[] = [];
   private infos = new Map<string, PluginInfo>();
-  // plugins_iterator.lua: `ngx.shared.kong:incr("plugins_iterator:__seq__", 1, 0, 0)`, so from 1.
+  // plugins_iterator.lua (3.9.3, 3.8.1) `get_plugin_config`:
+  // `ngx.shared.kong:incr("plugins_iterator:__seq__", 1, 0, 0)`, so from 1.
   private seq = 0;
 
   constructor(readonly socketPath: string) {}
@@ -87,7 +101,13 @@ export class KongDriver {
     }
   }
 
-  /** One RPC on a pooled connection (a fresh one when all are busy, as Kong's cosockets do). */
+  /**
+   * One RPC on a pooled connection, a fresh one when all are busy. Kong's `Rpc:call` (mp_rpc.lua,
+   * Kong 3.9.3; 3.8.1 alike) does `ngx.socket.connect` (an idle connection from the worker's
+   * cosocket pool, else a new one) and `setkeepalive()` after the reply; the pool holds up to
+   * `lua_socket_pool_size = 256` (templates/kong_defaults.lua, 3.9.3). The driver's pool is
+   * unbounded and shared by the node's workers: its own simplification.
+   */
   async call(method: string, arg: unknown): Promise<unknown> {
     const c = await this.connection();
     try {
@@ -113,8 +133,9 @@ export class KongDriver {
 
   /**
    * The config Kong sends for one plugin: validated against the plugin's exported schema as
-   * Kong does (defaults filled, errors keyed by field; throws ConfigError), unset fields as
-   * `null` (ngx.null), plus Kong's keys.
+   * Kong does (defaults filled, errors keyed by field; throws ConfigError: kong/db/schema/init.lua
+   * `handle_missing_field`, 3.9.3), unset fields as `null` (see withNulls: the driver's choice),
+   * plus Kong's keys.
    */
   async kongConfig(
     name: string,
@@ -129,6 +150,7 @@ export class KongDriver {
     return {
       ...validated,
       ...keys,
+      // Kong sends the plugin entity's id (plugins_iterator.lua 3.9.3); this stand-in is the driver's.
       __plugin_id: keys.__plugin_id ?? `00000000-0000-4000-8000-${String(seq).padStart(12, '0')}`,
       __seq__: seq,
       // kong/db/dao/init.lua (3.9.3) `DAO:cache_key`: "plugins:<name>:<route>:<service>:<consumer>::<ws>".
@@ -165,9 +187,10 @@ export class KongDriver {
    * alike): HandleEvent, then a Step per PDK call until "ret". Kong never sends StepError
    * (`call_pdk_method` keeps only the first return value, so `pdk_err` is always nil): a nil
    * result is a Step without Data. After `kong.response.exit` Kong sends nothing more for the
-   * event (exit yields the plugin's coroutine for good: kong/pdk/response.lua `exit` with
+   * event (exit yields the plugin's coroutine for good: kong/pdk/response.lua 3.9.3 `exit` with
    * `ctx.delay_response`). A PDK call that raises ends the event the same way, unstepped, and
-   * in access Kong answers 500 (kong/init.lua `execute_collecting_plugins_iterator`).
+   * in access Kong answers 500 (kong/init.lua 3.9.3 `execute_collecting_plugins_iterator`).
+   * The driver holds one connection for the event; Kong takes one from the pool per call.
    * RPC failures (an error reply, a dead socket, the 60 s timeout) are thrown: the caller lets
    * the request through, as `Rpc:handle_event` logs them and returns.
    */
@@ -211,7 +234,14 @@ export class KongDriver {
   }
 }
 
-/** Unset fields as Kong sends them: `null` (ngx.null), in nested records too. */
+/**
+ * Unset fields as `null`, in nested records too: the driver's choice, not Kong's. Kong's schema
+ * fills them with ngx.null (kong/db/schema/init.lua `handle_missing_field`, 3.9.3), but the
+ * plugins iterator reads plugins without `nulls` (plugins_iterator.lua `GLOBAL_QUERY_OPTS`;
+ * db/dao/init.lua `row_to_entity`), so `process_auto_fields("select")` turns them into nil at every
+ * level and cjson omits them. `null` is kept as the harder case for the plugins' validation
+ * (JSON `null` is not `undefined`); a plugin must accept both.
+ */
 function withNulls(fields: SchemaFields, value: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...value };
   for (const entry of fields)

@@ -10,9 +10,10 @@ export interface RequestInit {
   headers?: Record<string, string>;
   body?: Buffer | null;
   /**
-   * Emulates `nginx_http_client_body_buffer_size` (Kong's default 8k, kong.conf.default): a
-   * larger body is spooled to a file, which `kong.request.get_raw_body()` reads only when
-   * given `max_allowed_file_size` (Kong >= 3.8.0).
+   * Emulates `nginx_http_client_body_buffer_size`: a larger body is spooled to a file, which
+   * `kong.request.get_raw_body()` reads only when given `max_allowed_file_size` (Kong >= 3.8.0).
+   * Kong's default is 8k (kong.conf.default, templates/kong_defaults.lua, 3.9.3 and 3.8.1); the
+   * driver's default is 10 MiB on purpose, as docker/kong.conf sets `10m`.
    */
   bodyBufferBytes?: number;
 }
@@ -26,7 +27,11 @@ export interface ExitResponse {
 /** What Kong does with one PDK call: a value (undefined = nil, sent without Data), or a Lua error. */
 export type PdkResult = { value?: unknown; raise?: undefined } | { raise: string };
 
-/** Kong's answer when a plugin raises in access (Kong/kong 3.9.3 `kong/init.lua` `execute_collecting_plugins_iterator`). */
+/**
+ * Kong's answer when a plugin raises in access (Kong/kong 3.9.3 `kong/init.lua`
+ * `execute_collecting_plugins_iterator`, then `kong.response.error`, kong/pdk/response.lua). Kong's
+ * JSON template also carries `"request_id"` (kong/tools/http.lua, 3.9.3); the driver leaves it out.
+ */
 export const UNEXPECTED_ERROR: ExitResponse = {
   status: 500,
   body: Buffer.from('{"message":"An unexpected error occurred"}'),
@@ -66,6 +71,7 @@ export class KongRequest {
       Object.entries(init.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]),
     );
     this.body = init.body ?? null;
+    // 10 MiB, not Kong's 8k: deliberate, matching docker/kong.conf (see RequestInit.bodyBufferBytes).
     this.bodyBufferBytes = init.bodyBufferBytes ?? 10 * 1024 * 1024;
     if (this.body && this.headers['content-length'] === undefined)
       this.headers['content-length'] = String(this.body.length);
@@ -84,15 +90,22 @@ export class KongRequest {
     const [a0, a1, a2] = args;
     switch (method) {
       case 'kong.request.get_path':
+        // kong/pdk/request.lua (3.9.3) `get_path`: `get_raw_path` (request_uri up to "?"), normalized
+        // (RFC 3986; the driver skips normalization).
         return { value: this.path.split('?')[0] };
       case 'kong.request.get_method':
+        // kong/pdk/request.lua (3.9.3) `get_method`: ngx.req.get_method().
         return { value: this.method };
       case 'kong.request.get_header':
+        // kong/pdk/request.lua (3.9.3) `get_header` via kong/tools/http.lua `get_header`: names are
+        // case-insensitive, first value of a repeated header ("_" for "-" is not emulated).
         return { value: this.headers[String(a0).toLowerCase()] };
       case 'kong.request.get_headers':
+        // Kong (mp_rpc.lua 3.9.3 `fix_mmap`) sends each string value as a one-element array; the
+        // driver sends plain strings.
         return { value: { ...this.headers } };
       case 'kong.client.get_consumer':
-        // Kong/kong kong/pdk/client.lua (3.x): returns ngx.ctx.authenticated_consumer, nil if none.
+        // kong/pdk/client.lua (3.9.3, 3.8.1) `get_consumer`: ngx.ctx.authenticated_consumer, nil if none.
         return { value: this.consumer };
       case 'kong.request.get_raw_body':
         return rawBody(this.body, this.bodyBufferBytes, a0);
@@ -115,18 +128,28 @@ export class KongRequest {
         this.serviceBody = typeof a0 === 'string' ? a0 : Buffer.from(a0).toString('utf8');
         return { value: undefined };
       case 'kong.ctx.shared.get':
+        // runloop/plugin_servers/plugin.lua (3.9.3) `exposed_api`: kong.ctx.shared (saved for the log timer).
         return { value: this.ctxShared.get(String(a0)) };
       case 'kong.ctx.shared.set':
         this.ctxShared.set(String(a0), a1);
         return { value: undefined };
       case 'kong.response.set_header':
+        // kong/pdk/response.lua (3.9.3) `set_header` raises on a non-string name, a value not a
+        // string/number/boolean/string array (pdk/private/checks.lua `validate_header`), or once
+        // headers are sent; the driver checks nothing (the plugins pass strings).
         this.responseHeaders[String(a0)] = String(a1);
         return { value: undefined };
       case 'kong.response.get_status':
+        // kong/pdk/response.lua (3.9.3) `get_status`: ngx.status, allowed from header_filter on (in
+        // access it raises); in the log timer, the saved `ngx.status` (plugin.lua `exposed_api`).
+        // The 200 when no status is set is the driver's own default (an upstream's 200).
         return { value: this.status ?? 200 };
       case 'kong.response.exit':
         return this.exitCall(a0, a1, a2);
       case 'kong.log.serialize':
+        // kong/pdk/log.lua (3.9.3) `serialize`: `check_phase(PHASES_LOG)` raises elsewhere ("function
+        // cannot be called in <phase> phase (only in: log)"; the driver's message is shorter);
+        // plugin.lua `exposed_api` (3.9.3) returns it cjson-encoded.
         if (this.phase !== 'log') return { raise: 'function cannot be called in access phase' };
         return {
           value: JSON.stringify({
@@ -135,11 +158,12 @@ export class KongRequest {
           }),
         };
     }
+    // kong/pdk/log.lua (3.9.3): the level functions log and return nothing.
     if (/^kong\.log\.(alert|crit|err|warn|notice|info|debug)$/.test(method)) {
       this.logs.push({ level: method.slice('kong.log.'.length), args });
       return { value: undefined };
     }
-    // mp_rpc.lua `call_pdk_method`: an unknown method is logged and answered with nil.
+    // mp_rpc.lua (3.9.3) `call_pdk_method`: an unknown method is logged and answered with nil.
     this.logs.push({ level: 'err', args: [`could not find pdk method: ${method}`] });
     return { value: undefined };
   }

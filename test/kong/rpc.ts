@@ -5,8 +5,8 @@
  */
 import net from 'node:net';
 import { Decoder, Encoder } from '@msgpack/msgpack';
-// Every reply is bounded by Kong's cosocket read timeout: `Rpc:call` sets none, so nginx's
-// `lua_socket_read_timeout` default (60 s) applies.
+// Every reply is bounded by Kong's cosocket read timeout: `Rpc:call` (mp_rpc.lua 3.9.3) sets none,
+// nor does Kong's config, so lua-nginx-module's `lua_socket_read_timeout` default (60 s) applies.
 import { KONG_RPC_TIMEOUT_MS } from '../../src/config/parse';
 
 export class RpcError extends Error {
@@ -15,7 +15,8 @@ export class RpcError extends Error {
 
 /** One connection. Like Kong, it waits for each reply before sending the next request. */
 export class RpcConnection {
-  // ignoreUndefined: a nil answer is sent without its key, as Kong does.
+  // ignoreUndefined: a nil answer is sent without its key, as Kong's `Data = step_res` (mp_rpc.lua 3.9.3
+  // `bridge_loop`) does.
   private readonly encoder = new Encoder(undefined, undefined, undefined, undefined, false, false, true);
   private buffer: Buffer = Buffer.alloc(0);
   private waiting: { msgid: number; resolve: (v: unknown) => void; reject: (e: Error) => void } | null = null;
@@ -34,6 +35,7 @@ export class RpcConnection {
     socket.on('close', () => fail(new RpcError('connection closed by the plugin server')));
   }
 
+  // The 5 s connect timeout is the driver's (Kong's is lua-nginx-module's default, 60 s).
   static connect(path: string, timeoutMs = 5000): Promise<RpcConnection> {
     return new Promise((resolve, reject) => {
       const s = net.connect(path);
@@ -101,6 +103,8 @@ export class RpcConnection {
     this.buffer = Buffer.alloc(0);
     const [type, msgid, error, result] = msg as [number, number, unknown, unknown];
     const w = this.waiting;
+    // Kong (mp_rpc.lua 3.9.3 `Rpc:call`) handles [2, label, args] notifications (serverPid) and
+    // asserts the msgid; kong-pdk 0.6.0 sends no notification, so the driver drops anything else.
     if (type !== 1 || !w || w.msgid !== msgid) return;
     this.waiting = null;
     if (error !== null && error !== undefined) w.reject(new RpcError(String(error)));

@@ -20,7 +20,12 @@ interface Running {
   name: string;
   seq: unknown;
   id?: number;
-  /** Set while some request of this worker starts the instance (Kong sleeps 0.1 s steps, up to 10 s). */
+  /**
+   * Set while some request of this worker starts the instance. Kong waits in `ngx.sleep(0.1)`
+   * steps up to 10 s, then drops the claim and fails with "Could not claim instance_id" (plugin.lua
+   * `get_instance_id` SLEEP_STEP/WAIT_TIME, 3.9.3; 3.8.1 init.lua); the driver waits for the start
+   * to end (bounded by the RPC timeout).
+   */
   starting?: Promise<void>;
 }
 
@@ -82,7 +87,10 @@ export class KongWorker {
     return id;
   }
 
-  /** `reset_instances_for_plugin`: forget this worker's instances of a plugin. */
+  /**
+   * `reset_instances_for_plugin` (plugin.lua 3.9.3): forget this worker's instances of a plugin. A
+   * claim still starting has no `plugin_name` in Kong yet, so it is not matched: kept here too.
+   */
   reset(name: string): void {
     for (const [k, r] of this.running) if (r.name === name && !r.starting) this.running.delete(k);
   }
@@ -109,7 +117,8 @@ export class KongWorker {
         return;
       } catch (err) {
         const msg = (err as Error).message;
-        // Kong retries without bound; a bound here keeps a broken server from hanging a test.
+        // Kong retries without bound (`return self:handle_event(conf, phase)`, mp_rpc.lua 3.9.3;
+        // 3.8.1 alike); the driver's bound of 5 keeps a broken server from hanging a test.
         if (err instanceof RpcError && /no plugin instance/i.test(msg) && attempt < 5) {
           this.errors.push(`[warn] ${msg}`);
           this.node.resetInstances(p.name);
@@ -123,7 +132,11 @@ export class KongWorker {
   }
 }
 
-/** One Kong node: its workers (at least 2, as `nginx_worker_processes = auto` gives on 2 cores). */
+/**
+ * One Kong node: its workers. Kong's `nginx_worker_processes = auto` (templates/kong_defaults.lua,
+ * kong.conf.default, 3.9.3) is one per CPU core (nginx `worker_processes auto`); the driver's
+ * default of 2 (a 2-core machine) is its own choice, so cross-worker behaviour is exercised.
+ */
 export class KongNode {
   readonly workers: KongWorker[];
   private next = 0;
@@ -136,14 +149,14 @@ export class KongNode {
     this.workers = Array.from({ length: Math.max(1, workers) }, (_, i) => new KongWorker(this, i));
   }
 
-  /** The worker nginx hands the next connection to (round robin here). */
+  /** The worker nginx hands the next connection to: round robin is the driver's choice (nginx's is not fixed). */
   pick(): KongWorker {
     return this.workers[this.next++ % this.workers.length]!;
   }
 
   /**
    * `reset_instance` (plugin.lua 3.9.3): the plugin's instances are forgotten here and, through
-   * the worker event "plugin_server"/"reset_instances" (plugin_servers/init.lua), on every worker.
+   * the worker event "plugin_server"/"reset_instances" (plugin_servers/init.lua 3.9.3), on every worker.
    */
   resetInstances(name: string): void {
     for (const w of this.workers) w.reset(name);
