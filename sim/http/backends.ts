@@ -89,6 +89,7 @@ export class VllmBackend implements SimBackend {
     return this.metricsState.text();
   }
 
+  /** Cards as serving_models.py `show_available_models` builds them (vllm 075e9ba825). */
   models() {
     const o = this.r.o;
     const base = {
@@ -124,7 +125,7 @@ export class VllmBackend implements SimBackend {
 
   async resolveName(asked: unknown): Promise<SimError | undefined> {
     if (typeof asked !== 'string' || this.r.registry.has(asked)) return undefined;
-    // The filesystem resolver runs before any endpoint's model check, as for completions.
+    // The filesystem resolver runs inside every endpoint's model check (serving_engine.py `_check_model`, vllm 7ded96b3c7).
     const resolved = await this.lora.resolve(asked);
     return resolved && 'status' in resolved ? resolved : undefined;
   }
@@ -134,7 +135,7 @@ export class VllmBackend implements SimBackend {
     return model === r.o.baseModel || r.registry.get(model) ? undefined : this.modelNotFound(model);
   }
 
-  /** vLLM's 404 for a model it does not serve (serving_engine.py `_check_model`). */
+  /** vLLM's 404 for a model it does not serve (serving_engine.py `_check_model`, vllm 7ded96b3c7). */
   private modelNotFound(model: string): SimError {
     return this.r.error(404, 'NotFoundError', `The model \`${model}\` does not exist.`, 'model');
   }
@@ -151,6 +152,7 @@ export class VllmBackend implements SimBackend {
 /** llama.cpp's server (tools/server/server.cpp; see docs/replica-apis.md). */
 export class LlamaCppBackend implements SimBackend {
   readonly adapters: LlamaCppAdapters;
+  /** httplib's error handler for an unknown path (tools/server/server-http.cpp, llama.cpp aa6192d38d). */
   readonly notFound = llamacppError(404, 'not_found_error', 'File Not Found');
 
   constructor(
@@ -167,6 +169,10 @@ export class LlamaCppBackend implements SimBackend {
     for (const a of this.r.o.staticAdapters) this.r.engine.preload(a.path, a.rank ?? this.r.o.defaultRank);
   }
 
+  /**
+   * middleware_server_state (tools/server/server-http.cpp, llama.cpp aa6192d38d): 503 "Loading model" until the
+   * model is loaded. Upstream also lets /models, /v1/models and /api/tags through while loading.
+   */
   unavailable(): SimError | undefined {
     if (this.r.clock.now() < this.readyAt()) return llamacppError(503, 'unavailable_error', 'Loading model');
     return undefined;
@@ -184,7 +190,10 @@ export class LlamaCppBackend implements SimBackend {
   health(dead: boolean): SimError {
     const loading = this.unavailable();
     if (loading) return loading;
+    // Not found upstream: llama-server has no dead state (only loading and ready, tools/server/server.cpp,
+    // llama.cpp aa6192d38d); the simulator's `dead` fault, worded by the simulator.
     if (dead) return llamacppError(503, 'unavailable_error', 'Server is dead');
+    // get_health (tools/server/server.cpp, llama.cpp aa6192d38d).
     return { status: 200, body: { status: 'ok' } };
   }
 
@@ -193,6 +202,11 @@ export class LlamaCppBackend implements SimBackend {
     return llamacppMetricsText(this.r.engine.stats());
   }
 
+  /**
+   * get_models (tools/server/server.cpp, llama.cpp aa6192d38d): one card, `owned_by: "llamacpp"`; upstream's `meta`
+   * is model_meta() (vocab, n_ctx_train, ...) once loaded and null before, `created` is the time of the call, and an
+   * Ollama-style `models` list comes first: the simulator keeps `meta: null` and drops `models`.
+   */
   models() {
     return {
       object: 'list',
@@ -210,6 +224,8 @@ export class LlamaCppBackend implements SimBackend {
 
   async select(p: ParsedCompletion): Promise<Selected | SimError> {
     const sel = this.adapters.select(p.lora);
+    // A bad `lora` throws in params_from_json_cmpl, answered 400 invalid_request_error by handle_completions_impl
+    // (tools/server/server.cpp, llama.cpp aa6192d38d).
     if (typeof sel !== 'object') return llamacppError(400, 'invalid_request_error', sel);
     // Every adapter was loaded at start: a mix of them costs no load.
     if (sel.adapter !== null) this.r.engine.preload(sel.adapter, sel.rank ?? this.r.o.defaultRank);
@@ -220,11 +236,16 @@ export class LlamaCppBackend implements SimBackend {
     return undefined;
   }
 
-  /** llama.cpp serves one model whatever `model` names. */
+  /** llama.cpp serves one model whatever `model` names (server-task.cpp params_from_json_cmpl, llama.cpp aa6192d38d). */
   checkModel(): undefined {
     return undefined;
   }
 
+  /**
+   * The type format_error_response gives each status (tools/server/server-common.cpp, llama.cpp aa6192d38d):
+   * 400 invalid_request_error, 404 not_found_error, 500 server_error (501 and 503 have their own, set by callers).
+   * vLLM's create_error_response takes the type from its caller instead (serving_models.py, vllm 075e9ba825).
+   */
   error(status: number, _type: string, message: string): SimError {
     const t = status === 404 ? 'not_found_error' : status >= 500 ? 'server_error' : 'invalid_request_error';
     return llamacppError(status, t, message);

@@ -16,7 +16,11 @@ export class LlamaCppAdapters {
     this.scales = this.r.o.staticAdapters.map((a) => a.scale ?? 1);
   }
 
-  /** `GET /lora-adapters`; newer builds add each adapter's `task_name` and `prompt_prefix` (GGUF metadata). */
+  /**
+   * `GET /lora-adapters` (get_lora_adapters, tools/server/server.cpp, llama.cpp aa6192d38d: id, path, scale, task_name,
+   * prompt_prefix, read from the GGUF metadata in common/common.cpp, llama.cpp 00758e06b4). A build without the last
+   * two was not read upstream here.
+   */
   list() {
     return this.r.o.staticAdapters.map((a, id) => ({
       id,
@@ -26,7 +30,11 @@ export class LlamaCppAdapters {
     }));
   }
 
-  /** `POST /lora-adapters`: the listed scales; unlisted adapters go to 0. */
+  /**
+   * `POST /lora-adapters` (post_lora_adapters, tools/server/server.cpp, llama.cpp aa6192d38d): a non-array body is a
+   * 400 "Request body must be an array"; parse_lora_request(lora_base, body) zeroes every scale and sets the listed
+   * ones (server-common.cpp, aa6192d38d); the reply is `{"success": true}` (server-task.cpp apply_lora, aa6192d38d).
+   */
   setGlobal(body: unknown): SimError {
     if (!Array.isArray(body))
       return llamacppError(400, 'invalid_request_error', 'Request body must be an array');
@@ -41,13 +49,18 @@ export class LlamaCppAdapters {
 
   /**
    * The adapters a request runs with, by `llamaLora` mode (see LlamaLoraMode): several may be
-   * active at once; the engine sees them as one label, `path+path`.
+   * active at once (common_set_adapter_lora passes every adapter with its scale, common/common.cpp,
+   * llama.cpp 00758e06b4); the engine sees them as one label, `path+path`. `clear`: server-task.cpp
+   * params_from_json_cmpl (llama.cpp aa6192d38d); `empty-is-absent`: server-context.cpp launch_slot_with_task
+   * (llama.cpp 001d906a6d; llama.cpp issue 28674, b10088); `listed-only`: not found upstream.
    */
   select(lora: unknown): { adapter: string | null; rank?: number } | string {
     let scales = this.scales;
     const mode = this.r.o.llamaLora;
     const absent = lora === undefined || (mode !== 'clear' && Array.isArray(lora) && lora.length === 0);
     if (!absent) {
+      // Upstream's text is "Error: 'lora' must be an array of objects with 'id' and 'scale' fields"
+      // (server-task.cpp params_from_json_cmpl, llama.cpp aa6192d38d); this one is shortened.
       if (!Array.isArray(lora)) return 'lora must be an array';
       const parsed = this.parse(lora, mode === 'listed-only' ? [...this.scales] : this.scales.map(() => 0));
       if (typeof parsed === 'string') return parsed;
@@ -61,7 +74,11 @@ export class LlamaCppAdapters {
     };
   }
 
-  /** `/slots` (only with `--slots`: without it, 501). */
+  /**
+   * `/slots` (get_slots, tools/server/server.cpp, llama.cpp aa6192d38d: 501 without `--slots`); each slot's to_json
+   * has id, n_ctx (the slot's context), speculative and is_processing; the simulator keeps id, n_ctx (= `maxModelLen`)
+   * and is_processing.
+   */
   slots(): SimError {
     if (!this.r.o.llamaSlots)
       return llamacppError(
@@ -81,7 +98,10 @@ export class LlamaCppAdapters {
     };
   }
 
-  /** `[{id, scale}]` over `base`; a bad id is an error message. */
+  /**
+   * `[{id, scale}]` over `base`; a missing scale is 0 and a bad id is "invalid adapter id" (parse_lora_request,
+   * server-common.cpp, llama.cpp aa6192d38d; 006639c3ff no longer checks ids).
+   */
   private parse(list: unknown[], base: number[]): number[] | string {
     const scales = [...base];
     for (const e of list as { id?: unknown; scale?: unknown }[]) {
@@ -94,7 +114,7 @@ export class LlamaCppAdapters {
   }
 }
 
-/** llama.cpp without `--metrics`. */
+/** llama.cpp without `--metrics` (get_metrics, tools/server/server.cpp, llama.cpp aa6192d38d). */
 export const metricsNotSupported = llamacppError(
   501,
   'not_supported_error',

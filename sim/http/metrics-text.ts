@@ -1,7 +1,7 @@
 /**
  * The replicas' `/metrics` text as they write it: vLLM's families from vllm/v1/metrics/loggers.py
  * (main as read in December 2026; the version table in docs/replica-apis.md), llama.cpp's from tools/server/server.cpp
- * `handle_metrics`. docs/replica-apis.md lists each family with its source and version.
+ * `get_metrics` (llama.cpp aa6192d38d). docs/replica-apis.md lists each family with its source and version.
  */
 import type { EngineStats } from '../engine/engine';
 
@@ -37,8 +37,9 @@ export interface VllmMetricsInput {
   emitDeprecatedKvMetric: boolean;
   /**
    * Newer vLLM: `num_requests_waiting` counts requests deferred for the LoRA budget and
-   * `num_requests_waiting_by_reason{reason="capacity"|"deferred"}` splits them; the residency
-   * families of PR vllm#45411 (adapter -> level and pinned). Absent: released vLLM, whose
+   * `num_requests_waiting_by_reason{reason="capacity"|"deferred"}` splits them (version not pinned: not read
+   * upstream here); the residency families of PR vllm#45411 (closed; continued in open PR vllm#54830), names
+   * from the PR descriptions, no commit read (adapter -> level and pinned). Absent: released vLLM, whose
    * `num_requests_waiting` leaves the deferred ones out.
    */
   residency?: { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[];
@@ -129,6 +130,11 @@ export function loraInfoKey(maxLoras: number, running: string[], waiting: string
   return `max_lora="${maxLoras}",running_lora_adapters="${running.join(',')}",waiting_lora_adapters="${waiting.join(',')}"`;
 }
 
+/**
+ * llama.cpp's families and help texts (get_metrics, tools/server/server.cpp, llama.cpp aa6192d38d), less its
+ * `*_seconds*` and `n_tokens_max` ones. That build lists `n_busy_slots_per_decode` among its counters; it is
+ * typed gauge here.
+ */
 export function llamacppMetricsText(stats: EngineStats): string {
   const out: string[] = [];
   const add = (name: string, type: string, help: string, v: number) => {

@@ -368,6 +368,8 @@ export class SimReplica implements ReplicaContext {
     if (typeof text !== 'string') return this.send(res, text);
     const write = () => {
       if (res.destroyed) return;
+      // Prometheus text 0.0.4: llama.cpp sets `text/plain; version=0.0.4` (tools/server/server.cpp get_metrics,
+      // llama.cpp aa6192d38d); vLLM's prometheus_client adds `; charset=utf-8` (not read at a pinned version).
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
       res.end(text);
     };
@@ -379,6 +381,9 @@ export class SimReplica implements ReplicaContext {
   // ---- completions ----------------------------------------------------------------------
 
   private async completion(endpoint: Endpoint, body: unknown, res: http.ServerResponse): Promise<void> {
+    // Text of V0's MQEngineDeadError (vllm/engine/multiprocessing/__init__.py, vllm 9cfdcd89fe); V1's EngineDeadError
+    // says "EngineCore encountered an issue..." (vllm/v1/engine/exceptions.py, f218d64df6) and launcher.py (6cfc259b54)
+    // answers a bare 500; newer server_utils.py engine_error_handler (0753ceeb9c) a JSON error. The body is modelled.
     if (this.faults.dead)
       return this.send(res, this.error(500, 'EngineDeadError', 'Engine loop is not running.'));
     const p = parseCompletion(endpoint, body, this.o.defaultMaxTokens);
@@ -386,6 +391,8 @@ export class SimReplica implements ReplicaContext {
     const selected = await this.api.select(p);
     if ('status' in selected) return this.send(res, selected);
     const { adapter, weights, rank } = selected;
+    // vLLM's text (vllm/entrypoints/openai/serving_engine.py `_validate_input`, vllm 7ded96b3c7); llama.cpp's own
+    // exceed_context_size_error is not modelled: both backends answer vLLM's text here.
     if (p.promptTokens + p.maxTokens > this.o.maxModelLen) {
       return this.send(
         res,
@@ -398,7 +405,8 @@ export class SimReplica implements ReplicaContext {
     }
     const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${(this.nextId++).toString(16).padStart(8, '0')}`;
     const created = Math.floor(this.nowUnix());
-    // vLLM echoes the adapter name; llama.cpp echoes whatever the client sent.
+    // vLLM echoes the adapter name (serving_models.py `model_name`, vllm 075e9ba825); llama.cpp echoes the request's
+    // `model` (tools/server/server-task.cpp params_from_json_cmpl, llama.cpp aa6192d38d).
     const model = p.model;
     const answer: { onToken?: (i: number) => void; onFinish: (rec: RequestRecord) => void } = p.stream
       ? streamAnswer(endpoint, id, model, created, p, res)

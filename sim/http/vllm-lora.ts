@@ -7,9 +7,9 @@ import type { RegistryEntry, ReplicaContext } from './context';
  * (vllm/entrypoints/openai/serving_models.py; see docs/replica-apis.md for the versions).
  */
 export class VllmLoraApi {
-  /** vLLM's per-name `lora_resolver_lock`: loads, unloads and resolutions of one name queue. */
+  /** vLLM's per-name `lora_resolver_lock`: loads, unloads and resolutions of one name queue (main; not re-read at a pinned commit). */
   private readonly locks = new KeyedLock();
-  /** `lora_id_counter`: every new load takes the next `lora_int_id`, never reusing one. */
+  /** `lora_id_counter`: every new load takes the next `lora_int_id`, never reusing one (serving_models.py, vllm 075e9ba825). */
   private nextLoraId = 1;
 
   constructor(private readonly r: ReplicaContext) {}
@@ -36,9 +36,10 @@ export class VllmLoraApi {
       });
       return res;
     };
-    // FastAPI validates the body first: a missing or non-string field is a pydantic 400.
+    // FastAPI validates the body first: a missing or non-string field is a pydantic 400 (see validationError).
     const missing = ['lora_name', 'lora_path'].filter((k) => typeof b[k] !== 'string');
     if (missing.length > 0) return logged(validationError(r, missing, b));
+    // _check_load_lora_adapter_request (serving_models.py, vllm 075e9ba825), as the "already loaded" 400 below.
     if (!name || !path) {
       return logged(r.error(400, 'InvalidUserInput', "Both 'lora_name' and 'lora_path' must be provided."));
     }
@@ -56,6 +57,7 @@ export class VllmLoraApi {
         return logged(
           engineFailure(r, 404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${path}`),
         );
+      // WorkerLoRAManager._load_lora's text (vllm/lora/worker_manager.py, vllm 9495bf0d33).
       if (rank > r.o.maxLoraRank) {
         return logged(
           engineFailure(
@@ -116,7 +118,8 @@ export class VllmLoraApi {
     if (!entry) return logged(r.error(404, 'NotFoundError', `The lora adapter '${name}' cannot be found.`));
     const inFlight = r.engine.inFlight(name);
     r.registry.delete(name);
-    // Released vLLM only forgets the name: the weights stay cached until the LRU pushes them out.
+    // Released vLLM only forgets the name (unload_lora_adapter, serving_models.py, vllm 075e9ba825): the weights
+    // stay cached until the LRU pushes them out.
     if (r.o.unload === 'frees') r.engine.dropWeights(entry.weights);
     return logged({ status: 200, body: `Success: LoRA adapter '${name}' removed successfully.` }, inFlight);
   }
@@ -169,13 +172,22 @@ export function adapterRank(r: ReplicaContext, path: string): number | undefined
   return undefined;
 }
 
-/** A failure raised inside the engine: released vLLM wraps its text in the utility call's. */
+/**
+ * A failure raised inside the engine: released vLLM wraps its text in the utility call's ("Call to add_lora method
+ * failed: ", EngineCoreProc._handle_client_request, vllm/v1/engine/core.py, vllm ac3cb2e2ec); any such failure is a
+ * 400, or a 404 when the text has "No adapter found" (load_lora_adapter, serving_models.py, vllm 075e9ba825).
+ */
 function engineFailure(r: ReplicaContext, status: number, type: string, message: string): SimError {
   const text = r.o.loadErrors === 'released' ? `Call to add_lora method failed: ${message}` : message;
   return r.error(status, type, text);
 }
 
-/** FastAPI's RequestValidationError as vLLM's handler answers it: 400, pydantic's errors as text. */
+/**
+ * FastAPI's RequestValidationError as vLLM's handler answers it: 400, type "Bad Request" (HTTPStatus.BAD_REQUEST.phrase,
+ * validation_exception_handler in vllm/entrypoints/serve/utils/server_utils.py, vllm 0753ceeb9c, registered by
+ * api_server.py 0001948bc7). That version words the message "N validation error(s): ..."; the `[{...}]` list of
+ * pydantic's errors here is the older `str(exc.errors())` form, not read at a pinned commit.
+ */
 function validationError(r: ReplicaContext, missing: string[], input: Record<string, unknown>): SimError {
   const errs = missing.map(
     (k) =>
