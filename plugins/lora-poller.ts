@@ -17,9 +17,12 @@ import { fleetStatus } from '../src/status/status';
 class LoraPollerPlugin {
   private readonly config: PollerConfig;
   private readonly rt: FleetRuntime;
+  /** `base_path` without trailing slashes, once: the poller sees every request of its service. */
+  private readonly base: string;
 
   constructor(raw: unknown) {
     this.config = parsePollerConfig(raw);
+    this.base = this.config.base_path.replace(/\/+$/, '');
     const rt = (this.rt = sharedRuntime(this.config.redis));
     // Kong's plugin id: a reload of this plugin replaces its settings, another plugin adds its own.
     const pluginId = (raw as { __plugin_id?: unknown } | null)?.__plugin_id;
@@ -35,7 +38,7 @@ class LoraPollerPlugin {
     const path = await kong.request.getPath();
     // Attached to a service or globally (the natural place for a companion timer), it sees
     // every request: anything outside its base path goes on untouched, after this one call.
-    const sub = subPath(path, this.config.base_path);
+    const sub = subPath(path, this.base);
     if (sub === undefined) return;
     // A changed `redis` record may have replaced the runtime this instance started with.
     const rt = this.rt.current();
@@ -50,7 +53,7 @@ class LoraPollerPlugin {
       body = await rt.metrics.registry.metrics();
       type = rt.metrics.registry.contentType;
     } else if (sub === '' && serves('page')) {
-      body = placementPage(this.config.base_path.replace(/\/+$/, ''));
+      body = placementPage(this.base);
       type = 'text/html; charset=utf-8';
     } else {
       const e = errors.notFound(path);
@@ -66,11 +69,10 @@ class LoraPollerPlugin {
   }
 }
 
-/** The path below `base` ('' for the base itself, trailing slash ignored), or undefined outside it. */
+/** The path below `base` (no trailing slash; '' for the base itself), or undefined outside it. */
 function subPath(path: string, base: string): string | undefined {
-  const b = base.replace(/\/+$/, '');
-  if (path !== b && !path.startsWith(`${b}/`)) return undefined;
-  return path.slice(b.length).replace(/\/+$/, '');
+  if (path !== base && !path.startsWith(`${base}/`)) return undefined;
+  return path.slice(base.length).replace(/\/+$/, '');
 }
 
 export const Plugin = LoraPollerPlugin;

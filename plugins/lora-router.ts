@@ -63,7 +63,7 @@ class LoraRouterPlugin {
     }
     await kong.service.setTarget(r.host, r.port);
     // set_target sets host and port only; the scheme is the Service's (http in kong.yml).
-    if (r.url.startsWith('https:')) await kong.service.request.setScheme('https');
+    if (r.https) await kong.service.request.setScheme('https');
     // A load happened (never the resident path): rare operational notices may ride on it.
     if ((r.stage === 'free' || r.stage === 'any') && operatorLog.size > 0) await writeNotices(kong.log);
     if (r.body !== undefined) await kong.service.request.setRawBody(r.body);

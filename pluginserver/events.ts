@@ -36,49 +36,31 @@ const FINAL_METHODS = new Set(['kong.response.exit', 'kong.response.error']);
 /** Kong's RPC gives up after nginx's 60 s socket read timeout: an event idle longer is dead. */
 const EVENT_IDLE_MS = KONG_RPC_TIMEOUT_MS + 5_000;
 
-/** The Step methods Kong may call (mp_rpc.lua `get_step_method`, 3.9.3). */
-const STEP_METHODS = [
-  'Step',
-  'StepError',
-  'StepMultiMap',
-  'StepCredential',
-  'StepConsumer',
-  'StepRoute',
-  'StepService',
-  'StepPlugin',
-  'StepMemoryStats',
-];
-
 /**
- * First instance id of this process: milliseconds since the epoch times 1000, below 2^53 (a
- * Lua number holds it exactly) until the year 2255. A restarted process starts above any id
- * the previous one gave, unless that one started more than 1000 instances per millisecond of
- * its life.
+ * Applies both fixes to a kong-pdk Server. Every Step method Kong may call (Step, StepError,
+ * StepMultiMap, Step<Entity>) goes through `server.step`, the one place kong-pdk 0.6.0 deletes an
+ * event (server.js `step`); HandleEvent starts one.
  */
-export function firstInstanceId(now = Date.now()): number {
-  return now * 1000;
-}
-
-/** Applies both fixes to a kong-pdk Server; returns a function that stops the sweep timer. */
-export function wrapServer(server: KongPdkServer, now: () => number = Date.now): () => void {
-  server.instanceID = Math.max(server.instanceID, firstInstanceId(now()));
+export function wrapServer(server: KongPdkServer): void {
+  // First instance id: milliseconds since the epoch times 1000, below 2^53 (a Lua number holds it
+  // exactly) until the year 2255. A restarted process starts above any id the previous one gave,
+  // unless that one started more than 1000 instances per millisecond of its life.
+  server.instanceID = Math.max(server.instanceID, Date.now() * 1000);
   const lastSeen = new Map<number, number>();
   const settle = (reply: StepReply): StepReply => {
     if (reply.Data === 'ret' || FINAL_METHODS.has(reply.Data.Method)) {
       server.events.delete(reply.EventId);
       lastSeen.delete(reply.EventId);
-    } else lastSeen.set(reply.EventId, now());
+    } else lastSeen.set(reply.EventId, Date.now());
     return reply;
   };
-  for (const name of ['HandleEvent', ...STEP_METHODS]) {
-    const original = server[name];
-    if (typeof original !== 'function') continue;
-    server[name] = async (arg: unknown) =>
-      settle(await (original as (a: unknown) => Promise<StepReply>).call(server, arg));
+  for (const name of ['HandleEvent', 'step']) {
+    const original = server[name] as (...a: unknown[]) => Promise<StepReply>;
+    server[name] = async (...args: unknown[]) => settle(await original.apply(server, args));
   }
   // An event whose PDK call raised in Kong is never stepped either: drop it after Kong gave up.
   const sweep = setInterval(() => {
-    const cutoff = now() - EVENT_IDLE_MS;
+    const cutoff = Date.now() - EVENT_IDLE_MS;
     for (const [id, seen] of lastSeen)
       if (seen < cutoff) {
         server.events.delete(id);
@@ -86,5 +68,4 @@ export function wrapServer(server: KongPdkServer, now: () => number = Date.now):
       }
   }, 10_000);
   sweep.unref();
-  return () => clearInterval(sweep);
 }

@@ -38,6 +38,8 @@ export type RouteOutcome =
       url: string;
       host: string;
       port: number;
+      /** The replica is served over TLS: the Service's scheme must become https. */
+      https: boolean;
       leaseId: string;
       stage: Stage;
       adapter: string | null;
@@ -67,7 +69,7 @@ export class RouterService {
   private readonly specs: ReplicaSpec[];
   private readonly urls: string[];
   /** Where Kong's set_target points for each replica (parsed once, not per request). */
-  private readonly targets: Map<string, { host: string; port: number }>;
+  private readonly targets: Map<string, ReturnType<typeof targetOf>>;
   private readonly policy: SchedulingPolicy;
   private readonly adapterPolicy: AdapterPolicy;
   private readonly ready: Promise<void>;
@@ -334,13 +336,11 @@ export class RouterService {
   }
 }
 
-/** Host and port of a replica URL, as `kong.service.set_target` takes them (IPv6 unbracketed). */
-function targetOf(url: string): { host: string; port: number } {
+/** Host and port of a replica URL, as `kong.service.set_target` takes them (IPv6 unbracketed), and its scheme. */
+function targetOf(url: string): { host: string; port: number; https: boolean } {
   const u = new URL(url);
-  return {
-    host: u.hostname.replace(/^\[|\]$/g, ''),
-    port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)),
-  };
+  const https = u.protocol === 'https:';
+  return { host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || (https ? 443 : 80)), https };
 }
 
 /**

@@ -2,24 +2,16 @@
  * Docker cannot run here: these tests read kong.yml and docker/ and check that they agree
  * with the built plugins (names, schema, socket names, paths), the way Kong would read them.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { validateRecord } from '../../src/config/kong-schema';
-import { PluginServerProcess, type PluginInfo } from './driver';
-import { PLUGINS_DIR } from './world';
+import { ROOT } from './process';
+import { dumpPlugins, PLUGINS_DIR } from './world';
 
-const ROOT = join(__dirname, '..', '..');
 const read = (p: string) => readFileSync(join(ROOT, p), 'utf8');
-const dump = (dir: string): PluginInfo[] =>
-  JSON.parse(
-    execFileSync(process.execPath, [PluginServerProcess.binary(), '-d', dir, '--dump-all-plugins'], {
-      timeout: 5000,
-    }).toString(),
-  );
-const infos = dump(PLUGINS_DIR);
+const infos = dumpPlugins();
 const schemaOf = (name: string) => infos.find((i) => i.Name === name)!.Schema.fields[0].config.fields;
 
 function kongConf(file: string): Record<string, string> {
@@ -118,7 +110,7 @@ describe('docker/kong.conf (Kong <= 3.8) and docker/kong-3.9.conf (Kong >= 3.9)'
         const local = join(tmp, plugin);
         mkdirSync(local);
         symlinkSync(join(PLUGINS_DIR, `${plugin}.js`), join(local, `${plugin}.js`));
-        expect(dump(local).map((i) => i.Name)).toEqual([plugin]);
+        expect(dumpPlugins(local).map((i) => i.Name)).toEqual([plugin]);
       }
     } finally {
       rmSync(tmp, { recursive: true, force: true });

@@ -53,7 +53,7 @@ export interface KongKeys {
  * DB-less Kong's default workspace unless the declarative config names one. With a database the
  * id is random (kong/db/migrations/operations/200_to_210.lua, 3.9.3).
  */
-export const DEFAULT_WS_ID = '0dc6f45b-8f8d-40d2-a504-473544ee190b';
+const DEFAULT_WS_ID = '0dc6f45b-8f8d-40d2-a504-473544ee190b';
 
 /**
  * The PDK calls whose result Kong sends with a typed Step (mp_rpc.lua `get_step_method`,
@@ -127,7 +127,7 @@ export class KongDriver {
   }
 
   /** The next `__seq__`, unique across the node's workers. */
-  nextSeq(): number {
+  private nextSeq(): number {
     return ++this.seq;
   }
 

@@ -17,7 +17,7 @@ export interface ExitRun {
 }
 
 /** A plugin server with the heap probe (test/reliability/heap-probe.cjs) preloaded. */
-export async function startProbedServer(pluginsDir: string, binary?: string) {
+async function startProbedServer(pluginsDir: string, binary?: string) {
   const answers: number[] = [];
   const server = await PluginServerProcess.start({
     pluginsDir,

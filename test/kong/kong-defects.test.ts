@@ -5,9 +5,8 @@
 import { LocalGateway } from '../../stack/gateway';
 import { KongDriver, KongRequest, PluginServerProcess } from './driver';
 import { waitFor } from '../helpers/wait';
-import { BASE, onDemand, PLUGINS_DIR, startPluginServer, startWorld, vllm } from './world';
+import { BASE, json, onDemand, PLUGINS_DIR, startPluginServer, startWorld, vllm } from './world';
 
-const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
 const chatBody = (model: string, extra: Record<string, unknown> = {}) =>
   Buffer.from(
     JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra }),

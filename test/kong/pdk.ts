@@ -32,7 +32,7 @@ export type PdkResult = { value?: unknown; raise?: undefined } | { raise: string
  * `execute_collecting_plugins_iterator`, then `kong.response.error`, kong/pdk/response.lua). Kong's
  * JSON template also carries `"request_id"` (kong/tools/http.lua, 3.9.3); the driver leaves it out.
  */
-export const UNEXPECTED_ERROR: ExitResponse = {
+const UNEXPECTED_ERROR: ExitResponse = {
   status: 500,
   body: Buffer.from('{"message":"An unexpected error occurred"}'),
   headers: { 'Content-Type': 'application/json; charset=utf-8' },

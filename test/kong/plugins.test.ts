@@ -1,9 +1,20 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { ConfigError } from '../../src/config/kong-schema';
 import { waitFor } from '../helpers/wait';
 import { KongDriver, KongRequest, PluginServerProcess } from './driver';
-import { BASE, PLUGINS_DIR, onDemand, startPluginServer, startWorld, usePluginServer, vllm } from './world';
+import { packageVersion } from '../../src/version';
+import {
+  BASE,
+  dumpPlugins,
+  json,
+  PLUGINS_DIR,
+  onDemand,
+  startPluginServer,
+  startWorld,
+  usePluginServer,
+  vllm,
+} from './world';
 
 let server: PluginServerProcess;
 let driver: KongDriver;
@@ -11,8 +22,6 @@ usePluginServer((s, d) => {
   server = s;
   driver = d;
 });
-
-const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
 
 /** One replica behind lora-router, after a key-auth stand-in that answers 401 while `refuse(true)`. */
 async function behindKeyAuth(d: KongDriver) {
@@ -43,16 +52,11 @@ describe('the build and the plugin server contract', () => {
   });
 
   it('--dump-all-plugins prints clean JSON for both and exits', () => {
-    const out = execFileSync(
-      process.execPath,
-      [PluginServerProcess.binary(), '-d', PLUGINS_DIR, '--dump-all-plugins'],
-      { timeout: 5000 },
-    );
-    const info = JSON.parse(out.toString());
-    expect(info.map((p: { Name: string }) => p.Name).sort()).toEqual(['lora-poller', 'lora-router']);
-    const router = info.find((p: { Name: string }) => p.Name === 'lora-router');
+    const info = dumpPlugins();
+    expect(info.map((p) => p.Name).sort()).toEqual(['lora-poller', 'lora-router']);
+    const router = info.find((p) => p.Name === 'lora-router')!;
     expect(router).toMatchObject({
-      Version: '0.1.0',
+      Version: packageVersion(),
       Priority: 900,
       Phases: expect.arrayContaining(['access', 'log']),
     });

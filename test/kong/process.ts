@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
+import { RpcConnection } from './rpc';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 
@@ -137,12 +137,8 @@ export class PluginServerProcess {
 }
 
 function canConnect(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(path);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
+  return RpcConnection.connect(path).then(
+    (c) => (c.close(), true),
+    () => false,
+  );
 }

@@ -18,6 +18,7 @@ export class RpcConnection {
   // ignoreUndefined: a nil answer is sent without its key, as Kong's `Data = step_res` (mp_rpc.lua 3.9.3
   // `bridge_loop`) does.
   private readonly encoder = new Encoder(undefined, undefined, undefined, undefined, false, false, true);
+  private readonly decoder = new Decoder();
   private buffer: Buffer = Buffer.alloc(0);
   private waiting: { msgid: number; resolve: (v: unknown) => void; reject: (e: Error) => void } | null = null;
   private nextId = 0;
@@ -93,7 +94,7 @@ export class RpcConnection {
     this.buffer = this.buffer.length ? Buffer.concat([this.buffer, chunk]) : chunk;
     let msg: unknown;
     try {
-      msg = new Decoder().decode(this.buffer);
+      msg = this.decoder.decode(this.buffer);
     } catch (err) {
       if ((err as Error).message.includes('Insufficient data')) return;
       this.waiting?.reject(err as Error);

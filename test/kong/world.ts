@@ -1,11 +1,24 @@
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { LocalGateway, type GatewayOptions } from '../../stack/gateway';
 import { SimFleet } from '../../sim/fleet';
 import type { ReplicaOptions } from '../../sim/http/replica';
-import { KongDriver, PluginServerProcess } from './driver';
+import { KongDriver, PluginServerProcess, type PluginInfo } from './driver';
 
 export const PLUGINS_DIR = join(__dirname, '..', '..', 'dist', 'plugins');
 export const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
+
+/** A JSON body (a response, a status page) from its bytes. */
+export const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
+
+/** What the plugin server reports of the plugins in `dir` (`--dump-all-plugins`, as Kong asks at start). */
+export function dumpPlugins(dir = PLUGINS_DIR): PluginInfo[] {
+  return JSON.parse(
+    execFileSync(process.execPath, [PluginServerProcess.binary(), '-d', dir, '--dump-all-plugins'], {
+      timeout: 5000,
+    }).toString(),
+  );
+}
 
 /** A lora-router config loading adapters on demand from /adapters/{name}, two per replica. */
 export const onDemand = (urls: string[], over: Record<string, unknown> = {}) => ({
