@@ -6,6 +6,7 @@
  */
 import { INFERENCE_ROUTES } from '../../src/router/request';
 import type { SimError } from './errors';
+import { countTokens } from './openai';
 
 /** The router's list of vLLM's JSON routes (one list: both model the same server), less the completions. */
 export const MORE_ROUTES = new Set(INFERENCE_ROUTES.filter((r) => !r.endsWith('completions')));
@@ -19,8 +20,6 @@ export interface MoreContext {
   id: () => string;
 }
 
-/** Four words a token, as the simulator's completions count them. */
-const tokensOf = (s: string) => Math.max(1, Math.ceil(s.split(/\s+/).filter(Boolean).length));
 /** A deterministic unit vector from the text, so equal inputs embed equally. */
 function embed(text: string, dims = 8): number[] {
   const v = Array.from({ length: dims }, (_, i) => {
@@ -51,7 +50,7 @@ export function moreAnswer(path: string, body: unknown, c: MoreContext): SimErro
     case '/v1/embeddings':
     case '/pooling': {
       const inputs = texts(b.input ?? b.messages);
-      const tokens = inputs.reduce((n, t) => n + tokensOf(t), 0);
+      const tokens = inputs.reduce((n, t) => n + countTokens(t), 0);
       const object = path === '/pooling' ? 'pooling' : 'embedding';
       const data = inputs.map((t, index) =>
         object === 'embedding' ? { index, object, embedding: embed(t) } : { index, object, data: embed(t) },
@@ -91,7 +90,7 @@ export function moreAnswer(path: string, body: unknown, c: MoreContext): SimErro
     }
     case '/tokenize': {
       const text = typeof b.prompt === 'string' ? b.prompt : texts(b.messages).join(' ');
-      const tokens = Array.from({ length: tokensOf(text) }, (_, i) => 1000 + i);
+      const tokens = Array.from({ length: countTokens(text) }, (_, i) => 1000 + i);
       return { status: 200, body: { count: tokens.length, max_model_len: c.maxModelLen, tokens } };
     }
     case '/detokenize':
@@ -102,6 +101,7 @@ export function moreAnswer(path: string, body: unknown, c: MoreContext): SimErro
     default: {
       // /v1/responses (non-streaming).
       const text = 'Hello from the simulator.';
+      const inputTokens = countTokens(texts(b.input).join(' '));
       return {
         status: 200,
         body: {
@@ -119,11 +119,7 @@ export function moreAnswer(path: string, body: unknown, c: MoreContext): SimErro
               content: [{ type: 'output_text', text, annotations: [] }],
             },
           ],
-          usage: {
-            input_tokens: tokensOf(texts(b.input).join(' ')),
-            output_tokens: 5,
-            total_tokens: tokensOf(texts(b.input).join(' ')) + 5,
-          },
+          usage: { input_tokens: inputTokens, output_tokens: 5, total_tokens: inputTokens + 5 },
         },
       };
     }

@@ -1,4 +1,4 @@
-import type { RequestRecord } from '../engine/engine';
+import type { EngineStats, RequestRecord } from '../engine/engine';
 import type { ReplicaContext } from './context';
 import { loraInfoKey, TTFT_BUCKETS, vllmMetricsText } from './metrics-text';
 
@@ -30,17 +30,19 @@ export class VllmMetricsState {
 
   text(): string {
     const { r } = this;
+    // One snapshot of the engine per scrape: the text, the residency and the lora info agree.
+    const stats = r.engine.stats();
     return vllmMetricsText({
       model: r.o.baseModel,
-      stats: r.engine.stats(),
+      stats,
       maxLoras: r.engine.options.maxLoras,
-      loraInfo: this.currentLoraInfo(),
+      loraInfo: this.currentLoraInfo(stats),
       ttftCounts: this.ttftCounts,
       ttftSum: this.ttftSum,
       ttftCount: this.ttftCount,
       createdUnix: this.createdUnix,
       emitDeprecatedKvMetric: r.o.deprecatedKvMetric,
-      residency: r.o.vllmMetrics === 'residency' ? this.residency() : undefined,
+      residency: r.o.vllmMetrics === 'residency' ? this.residency(stats) : undefined,
     });
   }
 
@@ -48,8 +50,8 @@ export class VllmMetricsState {
    * What the residency metrics report: every copy in the CPU cache under its name (a copy left
    * by an unload still counts: it still holds memory), the `max_loras` most recent also on the GPU.
    */
-  private residency(): { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[] {
-    const cached = this.r.engine.stats().cachedAdapters;
+  private residency(stats: EngineStats): { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[] {
+    const cached = stats.cachedAdapters;
     const gpu = new Set(cached.slice(-this.r.engine.options.maxLoras));
     const name = (w: string) => (w.includes('#') ? w.slice(0, w.lastIndexOf('#')) : w);
     return cached.flatMap((w) => [
@@ -59,8 +61,7 @@ export class VllmMetricsState {
   }
 
   /** vLLM adds a `vllm:lora_requests_info` series whenever the running/waiting sets change. */
-  private currentLoraInfo(): Map<string, number> {
-    const s = this.r.engine.stats();
+  private currentLoraInfo(s: EngineStats): Map<string, number> {
     const key = loraInfoKey(this.r.engine.options.maxLoras, s.runningAdapters, s.waitingAdapters);
     if (key !== this.lastLoraKey || !this.loraInfo.has(key)) {
       this.lastLoraKey = key;

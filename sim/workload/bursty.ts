@@ -1,4 +1,5 @@
 import { seededRandom } from '../../src/random';
+import { percentile } from './percentile';
 import { normal, type Arrival } from './workload';
 
 /**
@@ -8,7 +9,7 @@ import { normal, type Arrival } from './workload';
  * gives an inter-arrival coefficient of variation around 10-15 (the conversation trace: 1.1).
  * A thin Poisson background keeps the quiet stretches from being empty.
  */
-export const BURSTY_SHAPE = {
+const BURSTY_SHAPE = {
   /** Mean request rate (req/s); the benchmark rescales to its target load anyway. */
   ratePerS: 1,
   /** Arrival rate inside a burst, as a multiple of the mean rate. */
@@ -60,7 +61,6 @@ export function arrivalShape(arrivals: readonly Arrival[]): { cv: number; peak: 
   const perSecond = new Map<number, number>();
   for (const a of arrivals)
     perSecond.set(Math.floor(a.at / 1000), (perSecond.get(Math.floor(a.at / 1000)) ?? 0) + 1);
-  const counts = [...perSecond.values()].sort((a, b) => a - b);
   const meanPerS = 1000 / mean;
-  return { cv: sd / mean, peak: counts[Math.floor(counts.length * 0.9)]! / meanPerS };
+  return { cv: sd / mean, peak: percentile([...perSecond.values()], 0.9) / meanPerS };
 }
