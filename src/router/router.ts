@@ -308,7 +308,10 @@ export class RouterService {
             : undefined,
       };
     } catch (err) {
-      await RouterService.release(rt, leaseId, undefined);
+      // Not RouterService.release: that also wakes the requests waiting for room when the
+      // adapter went idle, which changes how escalated requests retry (measured in every
+      // routing figure where admissions fail); a change of behaviour for its own issue.
+      await rt.store.release(leaseId, rt.clock.now());
       throw err;
     }
   }
