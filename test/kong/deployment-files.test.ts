@@ -83,7 +83,7 @@ describe('kong.yml', () => {
 
 describe('docker/kong.conf (Kong <= 3.8) and docker/kong-3.9.conf (Kong >= 3.9)', () => {
   // What these commands load is run in the replayed image below; here, how Kong reads the entries.
-  it('<= 3.8: one entry, one start command, its query printing both plugins', () => {
+  it('<= 3.8: one entry serving both plugins, bodies buffered up to 10m', () => {
     const c = kongConf('docker/kong.conf');
     expect(c.plugins!.split(',')).toEqual(expect.arrayContaining(['bundled', 'lora-router', 'lora-poller']));
     expect(c.pluginserver_names!.split(',')).toHaveLength(1);
@@ -114,7 +114,7 @@ describe('docker/Dockerfile, replayed from its own lines (there is no Docker eng
     expect(stageChain(replay.stages, 'build')[0]!.base).toMatch(/^node:20-/);
     const build = replay.stage('build');
     expect(build.ran.length).toBeGreaterThan(0);
-  });
+  }, 240_000);
 
   it('holds the runtime only: package.json, the two plugin entry files, src, the plugin server, modules', () => {
     const image = replay.stage(kongStage.name).root;
@@ -132,7 +132,7 @@ describe('docker/Dockerfile, replayed from its own lines (there is no Docker eng
       s.kind === 'copy' && !s.copy.from ? s.copy.sources : [],
     );
     expect(fromContext).toEqual(['docker/kong-lora-pluginserver']);
-  });
+  }, 240_000);
 
   it.each(['docker/kong.conf', 'docker/kong-3.9.conf'])(
     '%s: every start_cmd and query_cmd runs in the image and finds the plugins Kong registers',
@@ -162,6 +162,7 @@ describe('docker/Dockerfile, replayed from its own lines (there is no Docker eng
       }
       expect(registered.sort()).toEqual(['lora-poller', 'lora-router']);
     },
+    240_000,
   );
 });
 
@@ -183,7 +184,7 @@ describe('docker-compose.yml', () => {
       replay.close();
     }
     for (const name of ['kong-1', 'kong-2']) expect(compose.services[name].build.target).toBeUndefined();
-  });
+  }, 240_000);
 
   it('runs two Kong nodes on kong.yml and the 3.9 conf, the simulator on the ports kong.yml names, and Redis', () => {
     const compose = parse(read('docker/docker-compose.yml'), { merge: true }); // compose honours <<: merge keys

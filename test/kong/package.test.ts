@@ -66,13 +66,13 @@ it('installs kong-lora-pluginserver, which dumps both plugins with their schemas
   // Name, version, priority, phases and schema as the checkout's own build reports them.
   const byName = (l: PluginInfo[]) => Object.fromEntries(l.map((i) => [i.Name, i]));
   expect(byName(infos)).toEqual(byName(dumpPlugins()));
-});
+}, 60_000);
 
 it('ships a directory per plugin for Kong >= 3.9 query commands, each dumping its plugin alone', () => {
   for (const name of ['lora-router', 'lora-poller']) {
     expect(dump(join(installed, 'lib', 'pluginserver', 'query', name)).map((i) => i.Name)).toEqual([name]);
   }
-});
+}, 60_000);
 
 it('installs the runtime dependencies only', () => {
   const pkg = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
