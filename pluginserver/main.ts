@@ -2,7 +2,8 @@
 /**
  * `kong-lora-pluginserver`: kong-pdk 0.6.0's `kong-js-pluginserver` (the same flags and output:
  * node_modules/kong-pdk/bin/kong-js-pluginserver), its server wrapped with the fixes in
- * events.ts. Kong's `pluginserver_*_start_cmd` and `query_cmd` run this (docker/kong.conf).
+ * events.ts. Kong's `pluginserver_*_start_cmd` and `query_cmd` run this (docker/kong.conf): the
+ * npm package's `bin` (lib/pluginserver/main.js, from `npm run build:runtime`).
  */
 import { dirname, join } from 'node:path';
 import { encode } from '@msgpack/msgpack';

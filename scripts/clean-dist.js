@@ -1,6 +1,7 @@
-// The plugin server loads every file in dist/plugins: start each build from an empty dist/
-// so a renamed or deleted module never lingers there.
-require('node:fs').rmSync(require('node:path').join(__dirname, '..', 'dist'), {
+// The plugin server loads every file in <out>/plugins: start each build from an empty output
+// folder (dist/, or the one named, e.g. lib/ for the runtime build) so a renamed or deleted
+// module never lingers there.
+require('node:fs').rmSync(require('node:path').join(__dirname, '..', process.argv[2] ?? 'dist'), {
   recursive: true,
   force: true,
 });

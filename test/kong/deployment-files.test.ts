@@ -2,13 +2,15 @@
  * Docker cannot run here: these tests read kong.yml and docker/ and check that they agree
  * with the built plugins (names, schema, socket names, paths), the way Kong would read them.
  */
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { validateRecord } from '../../src/config/kong-schema';
 import { ROOT } from './process';
-import { dumpPlugins, PLUGINS_DIR } from './world';
+import { DockerReplay, runReRooted, stageChain } from '../helpers/dockerfile';
+import type { PluginInfo } from './driver';
+import { dumpPlugins } from './world';
 
 const read = (p: string) => readFileSync(join(ROOT, p), 'utf8');
 const infos = dumpPlugins();
@@ -24,7 +26,12 @@ function kongConf(file: string): Record<string, string> {
 }
 
 const dockerfile = read('docker/Dockerfile');
-const PLUGIN_DIR_IN_IMAGE = '/usr/local/kong/js-plugins';
+/** Where the image installs the package, as `npm install -g` does with the prefix /usr/local. */
+const PACKAGE_IN_IMAGE = '/usr/local/lib/node_modules/kong-lora-router';
+
+/** Runs a kong.conf command in a replayed image; its output is `--dump-all-plugins` JSON. */
+const runInImage = (image: string, command: string): PluginInfo[] =>
+  JSON.parse(runReRooted(image, command.split(/\s+/), 10_000).toString());
 
 describe('kong.yml', () => {
   const y = parse(read('kong.yml'));
@@ -75,65 +82,109 @@ describe('kong.yml', () => {
 });
 
 describe('docker/kong.conf (Kong <= 3.8) and docker/kong-3.9.conf (Kong >= 3.9)', () => {
-  const startCmdDir = (cmd: string) => cmd.match(/-d (\S+)/)![1];
-
-  it('<= 3.8: one entry whose socket, start and query commands agree and load both plugins', () => {
+  // What these commands load is run in the replayed image below; here, how Kong reads the entries.
+  it('<= 3.8: one entry serving both plugins, bodies buffered up to 10m', () => {
     const c = kongConf('docker/kong.conf');
     expect(c.plugins!.split(',')).toEqual(expect.arrayContaining(['bundled', 'lora-router', 'lora-poller']));
-    const [entry] = c.pluginserver_names!.split(',');
-    const sock = c[`pluginserver_${entry}_socket`]!;
-    expect(c[`pluginserver_${entry}_start_cmd`]).toContain(`--sock-name ${sock.split('/').pop()}`);
-    expect(startCmdDir(c[`pluginserver_${entry}_start_cmd`]!)).toBe(PLUGIN_DIR_IN_IMAGE);
-    expect(c[`pluginserver_${entry}_query_cmd`]).toMatch(/--dump-all-plugins$/);
+    expect(c.pluginserver_names!.split(',')).toHaveLength(1);
     expect(c.nginx_http_client_body_buffer_size).toBe('10m');
   });
 
-  it('>= 3.9: one entry per plugin, one socket, one start command, each query printing only its plugin', () => {
+  it('>= 3.9: one entry per plugin, one socket, one start command (one process serves both)', () => {
     const c = kongConf('docker/kong-3.9.conf');
     const entries = c.pluginserver_names!.split(',');
     expect(entries.map((e) => e.replace('_', '-')).sort()).toEqual(['lora-poller', 'lora-router']);
-    const sockets = new Set(entries.map((e) => c[`pluginserver_${e}_socket`]));
-    expect(sockets.size).toBe(1);
+    expect(new Set(entries.map((e) => c[`pluginserver_${e}_socket`])).size).toBe(1);
     expect(entries.filter((e) => c[`pluginserver_${e}_start_cmd`] !== undefined)).toHaveLength(1);
-    const start = entries.map((e) => c[`pluginserver_${e}_start_cmd`]).find(Boolean)!;
-    expect(start).toContain(`--sock-name ${[...sockets][0]!.split('/').pop()}`);
-    expect(startCmdDir(start)).toBe(PLUGIN_DIR_IN_IMAGE);
-    // Rebuild the image's per-plugin query directories here (symlinks, as the Dockerfile makes
-    // them) and run each query_cmd's equivalent: the first plugin printed must be its own.
-    const tmp = mkdtempSync(join(tmpdir(), 'js-query-'));
-    try {
-      for (const e of entries) {
-        const plugin = e.replace('_', '-');
-        const dir = startCmdDir(c[`pluginserver_${e}_query_cmd`]!);
-        expect(dir).toBe(`/usr/local/kong/js-query/${plugin}`);
-        expect(dockerfile).toContain('/usr/local/kong/js-query/$p/$p.js');
-        const local = join(tmp, plugin);
-        mkdirSync(local);
-        symlinkSync(join(PLUGINS_DIR, `${plugin}.js`), join(local, `${plugin}.js`));
-        expect(dumpPlugins(local).map((i) => i.Name)).toEqual([plugin]);
-      }
-    } finally {
-      rmSync(tmp, { recursive: true, force: true });
-    }
   });
 });
 
-describe('docker/Dockerfile and docker-compose.yml', () => {
-  it('builds on Kong 3.x with Node 20 and links exactly the two entry files into the plugin directory', () => {
+describe('docker/Dockerfile, replayed from its own lines (there is no Docker engine here)', () => {
+  const replay = new DockerReplay(dockerfile, ROOT);
+  afterAll(() => replay.close());
+  const kongStage = replay.final;
+  const built = [
+    ...new Set(kongStage.steps.flatMap((s) => (s.kind === 'copy' && s.copy.from ? [s.copy.from] : []))),
+  ];
+
+  it('builds a Kong 3.x image whose runtime stage compiles on Node 20 from exactly the files it COPYs', () => {
     expect(dockerfile).toMatch(/ARG KONG_VERSION=3\.\d+/);
-    expect(dockerfile).toMatch(/FROM node:20/);
-    expect(dockerfile).toContain(
-      `ln -s /usr/local/kong/lora-router/dist/plugins/$p.js ${PLUGIN_DIR_IN_IMAGE}/$p.js`,
+    expect(kongStage.base).toBe('kong:${KONG_VERSION}');
+    expect(built).toEqual(['build']);
+    expect(stageChain(replay.stages, 'build')[0]!.base).toMatch(/^node:20-/);
+    const build = replay.stage('build');
+    expect(build.ran.length).toBeGreaterThan(0);
+  }, 240_000);
+
+  it('holds the runtime only: package.json, the two plugin entry files, src, the plugin server, modules', () => {
+    const image = replay.stage(kongStage.name).root;
+    const pkg = join(image, PACKAGE_IN_IMAGE);
+    expect(readdirSync(pkg).sort()).toEqual(['lib', 'node_modules', 'package.json']);
+    expect(readdirSync(join(pkg, 'lib')).sort()).toEqual(['plugins', 'pluginserver', 'src']);
+    expect(readdirSync(join(pkg, 'lib', 'plugins')).sort()).toEqual(['lora-poller.js', 'lora-router.js']);
+    const files = (readdirSync(join(pkg, 'lib'), { recursive: true }) as string[]).filter((f) =>
+      statSync(join(pkg, 'lib', f)).isFile(),
     );
-    expect(dockerfile).toMatch(/for p in lora-router lora-poller/);
-    // The project's plugin-server entry (kong-pdk's server wrapped), for start and query commands.
-    expect(dockerfile).toContain('/usr/local/kong/lora-router/dist/pluginserver/main.js');
-    for (const f of ['docker/kong.conf', 'docker/kong-3.9.conf']) {
-      const cmds = Object.entries(kongConf(f)).filter(([k]) => /_(start|query)_cmd$/.test(k));
-      expect(cmds.length).toBeGreaterThan(0);
-      for (const [, cmd] of cmds) expect(cmd).toMatch(/^\/usr\/local\/bin\/kong-lora-pluginserver /);
+    expect(files.filter((f) => !f.endsWith('.js'))).toEqual([]);
+    expect(files.filter((f) => /^(sim|stack|bench|test)\//.test(f))).toEqual([]);
+    // From the build context the Kong stage takes only the plugin-server command.
+    const fromContext = kongStage.steps.flatMap((s) =>
+      s.kind === 'copy' && !s.copy.from ? s.copy.sources : [],
+    );
+    expect(fromContext).toEqual(['docker/kong-lora-pluginserver']);
+  }, 240_000);
+
+  it.each(['docker/kong.conf', 'docker/kong-3.9.conf'])(
+    '%s: every start_cmd and query_cmd runs in the image and finds the plugins Kong registers',
+    (file) => {
+      const image = replay.stage(kongStage.name).root;
+      const c = kongConf(file);
+      const entries = c.pluginserver_names!.split(',');
+      const registered: string[] = [];
+      for (const e of entries) {
+        const query = c[`pluginserver_${e}_query_cmd`]!;
+        expect(query).toMatch(/^\/usr\/local\/bin\/kong-lora-pluginserver .*--dump-all-plugins$/);
+        const names = runInImage(image, query).map((i) => i.Name);
+        // Kong >= 3.9 registers the first plugin a query_cmd prints; <= 3.8 all of them.
+        registered.push(...(entries.length > 1 ? [names[0]!] : names));
+        if (entries.length > 1) expect(names).toEqual([e.replace('_', '-')]);
+        const start = c[`pluginserver_${e}_start_cmd`];
+        if (start === undefined) continue;
+        expect(start).toMatch(/^\/usr\/local\/bin\/kong-lora-pluginserver /);
+        // The socket the server listens on (kong-pdk's default prefix) is the one Kong dials.
+        expect(`/usr/local/kong/${start.match(/--sock-name (\S+)/)![1]}`).toBe(c[`pluginserver_${e}_socket`]);
+        const dir = start.match(/-d (\S+)/)![1];
+        expect(
+          runInImage(image, `/usr/local/bin/kong-lora-pluginserver -d ${dir} --dump-all-plugins`)
+            .map((i) => i.Name)
+            .sort(),
+        ).toEqual(['lora-poller', 'lora-router']);
+      }
+      expect(registered.sort()).toEqual(['lora-poller', 'lora-router']);
+    },
+    240_000,
+  );
+});
+
+describe('docker-compose.yml', () => {
+  it('builds the simulated fleet from a stage of its own, which replays and runs the simulator', () => {
+    const compose = parse(read('docker/docker-compose.yml'), { merge: true });
+    const replay = new DockerReplay(dockerfile, ROOT);
+    try {
+      const target = compose.services.fleet.build.target as string;
+      expect(target).not.toBe(replay.final.name);
+      const fleet = replay.stage(target);
+      const [node, script] = (compose.services.fleet.command as string).trim().split(/\s+/);
+      expect(node).toBe('node');
+      const help = execFileSync(process.execPath, [join(fleet.workdir, script!), '--help'], {
+        timeout: 10_000,
+      });
+      expect(help.toString()).toContain('--vllm');
+    } finally {
+      replay.close();
     }
-  });
+    for (const name of ['kong-1', 'kong-2']) expect(compose.services[name].build.target).toBeUndefined();
+  }, 240_000);
 
   it('runs two Kong nodes on kong.yml and the 3.9 conf, the simulator on the ports kong.yml names, and Redis', () => {
     const compose = parse(read('docker/docker-compose.yml'), { merge: true }); // compose honours <<: merge keys
