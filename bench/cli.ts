@@ -26,9 +26,9 @@ const HELP = `Usage: npm run bench [-- options]
                      iterations); default: quick (about 8 min on 2 cores)
   --trace FILE       workload CSV in the Azure LLM trace format, used as the conversation workload
                      (default ../shared/data/azure-llm-inference-2023/conversation.csv, else synthetic)
-  --workload NAME    conversation (the trace) or bursty (prefill-heavy bursts) for every part
-                     but slo (default conversation)
-  --workloads LIST   the workloads of the slo part (default conversation,bursty)
+  --workload NAME    conversation (the trace), bursty (prefill-heavy bursts) or long (long-context
+                     chat) for every part but slo (default conversation)
+  --workloads LIST   the workloads of the slo part (default conversation,bursty,long)
   --only PARTS       comma list of overhead, quality, slo, nodes, sweep, loadtime, unload, variants,
                      e2e (default all), or exits (1,000,000 refused requests: heap per exit;
                      only when named)

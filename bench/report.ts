@@ -90,7 +90,20 @@ export interface Series {
   points: [number, number][];
 }
 
-const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563', '#ca8a04'];
+const COLORS = [
+  '#2563eb',
+  '#dc2626',
+  '#16a34a',
+  '#9333ea',
+  '#ea580c',
+  '#0891b2',
+  '#4b5563',
+  '#ca8a04',
+  '#db2777',
+  '#65a30d',
+  '#7c2d12',
+  '#000000',
+];
 
 /** A line chart: x linear, y linear or log10, one line per series, legend on the right. */
 export function lineChart(o: {

@@ -5,7 +5,6 @@
  */
 import { seededRandom } from '../../src/random';
 import { percentile } from '../../sim/workload/percentile';
-import type { DesFleet } from './fleet';
 import { counting, fnv, leastIndex, type DesRequest, type Policy } from './policies';
 
 /** Tokens a request occupies on a replica until it ends: its prompt and its answer. */
@@ -93,7 +92,11 @@ export const dynamoDemandSized: Policy = {
         });
         let left = totalSlots - floored.reduce((s, [, f]) => s + f, 0);
         floored.sort((x, y) => y[2] - x[2] || (x[0] < y[0] ? -1 : 1));
-        for (const f of floored) if (left > 0 && f[1] < n) (f[1]++, left--);
+        for (const f of floored)
+          if (left > 0 && f[1] < n) {
+            f[1]++;
+            left--;
+          }
         raw = floored.map(([a, f]) => [a, Math.min(n, f)] as const);
       }
       for (const [a, c] of raw) desired.set(a, c);
