@@ -8,6 +8,7 @@ import { fleetCapacity, type Scenario } from './des/run';
 import { stringifyResults, type BenchResults } from './goals';
 import type { BenchContext, BenchPart } from './parts/context';
 import { e2ePart } from './parts/e2e';
+import { e2eLongPart } from './parts/e2e-long';
 import { exitsPart } from './parts/exits';
 import { loadtimePart } from './parts/loadtime';
 import { nodesPart } from './parts/nodes';
@@ -30,7 +31,7 @@ const HELP = `Usage: npm run bench [-- options]
                      chat) for every part but slo (default conversation)
   --workloads LIST   the workloads of the slo part (default conversation,bursty,long)
   --only PARTS       comma list of overhead, quality, slo, nodes, sweep, loadtime, unload, variants,
-                     e2e (default all), or exits (1,000,000 refused requests: heap per exit;
+                     e2e, e2e-long (default all), or exits (1,000,000 refused requests: heap per exit;
                      only when named)
   --seeds LIST       comma list (default 1,2,3)
   --alphas LIST      Zipf exponents for the variants part (0 = uniform; default quick 1,0.8, full 0.8,1,1.2,0)
@@ -54,6 +55,7 @@ const PARTS: BenchPart[] = [
   unloadPart,
   variantsPart,
   e2ePart,
+  e2eLongPart,
 ];
 
 async function main(): Promise<void> {

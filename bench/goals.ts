@@ -7,6 +7,7 @@ import * as B from './des/baselines-2026';
 import * as P from './des/policies';
 import type { PolicyResult, Scenario } from './des/run';
 import type { E2eResult } from './e2e';
+import type { E2eLongRun } from './parts/e2e-long';
 import type { OverheadRow, RedisCost } from './overhead';
 import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
 import type { ExitRun } from '../test/kong/exits';
@@ -99,6 +100,8 @@ export interface BenchResults {
     /** lora-router and round robin on the bursty workload, simulated and end to end. */
     bursty?: { des: PolicyResult[]; e2e: E2eResult[] };
   };
+  /** Issue 25: the long-context workload end to end beside its simulation. */
+  e2eLong?: E2eLongRun;
 }
 
 /** JSON has no Infinity (a p99 with refusals counted) or NaN: they are written as strings. */

@@ -181,6 +181,7 @@ export function sloCharts(points: SloPoint[], router: string): { file: string; s
         yLabel: 'requests within SLO (%; refused = missed)',
         series,
         xFormat: (x) => `${x}%`,
+        yRange: [0, 100],
       }),
     });
   }

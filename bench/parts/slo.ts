@@ -12,7 +12,8 @@ export const sloPart: BenchPart = {
   name: 'slo',
   async run(c) {
     const { full, seeds, scenario, named, v, log, json, md } = c;
-    const n = full ? 3000 : 1000;
+    // --requests caps what a workload holds: report the count the points ran with.
+    const n = Math.min(full ? 3000 : 1000, v.requests ? Number(v.requests) : Infinity);
     const o = {
       workloads: (v.workloads ?? 'conversation,bursty,long').split(',').map((name) => ({
         name,
