@@ -8,6 +8,7 @@ import { fleetCapacity, type Scenario } from './des/run';
 import { stringifyResults, type BenchResults } from './goals';
 import type { BenchContext, BenchPart } from './parts/context';
 import { e2ePart } from './parts/e2e';
+import { e2eLongPart } from './parts/e2e-long';
 import { exitsPart } from './parts/exits';
 import { loadtimePart } from './parts/loadtime';
 import { nodesPart } from './parts/nodes';
@@ -26,11 +27,11 @@ const HELP = `Usage: npm run bench [-- options]
                      iterations); default: quick (about 8 min on 2 cores)
   --trace FILE       workload CSV in the Azure LLM trace format, used as the conversation workload
                      (default ../shared/data/azure-llm-inference-2023/conversation.csv, else synthetic)
-  --workload NAME    conversation (the trace) or bursty (prefill-heavy bursts) for every part
-                     but slo (default conversation)
-  --workloads LIST   the workloads of the slo part (default conversation,bursty)
+  --workload NAME    conversation (the trace), bursty (prefill-heavy bursts) or long (long-context
+                     chat) for every part but slo (default conversation)
+  --workloads LIST   the workloads of the slo part (default conversation,bursty,long)
   --only PARTS       comma list of overhead, quality, slo, nodes, sweep, loadtime, unload, variants,
-                     e2e (default all), or exits (1,000,000 refused requests: heap per exit;
+                     e2e, e2e-long (default all), or exits (1,000,000 refused requests: heap per exit;
                      only when named)
   --seeds LIST       comma list (default 1,2,3)
   --alphas LIST      Zipf exponents for the variants part (0 = uniform; default quick 1,0.8, full 0.8,1,1.2,0)
@@ -54,6 +55,7 @@ const PARTS: BenchPart[] = [
   unloadPart,
   variantsPart,
   e2ePart,
+  e2eLongPart,
 ];
 
 async function main(): Promise<void> {

@@ -3,6 +3,7 @@ import { loadCostFor } from '../sim/engine/load-cost';
 import { parseRouterConfig } from '../src/config/parse';
 import { SimFleet } from '../sim/fleet';
 import type { ReplicaOptions } from '../sim/http/replica';
+import { chatBody } from '../sim/workload/body';
 import type { Arrival } from '../sim/workload/workload';
 import { LocalGateway } from '../stack/gateway';
 import { KongDriver, PluginServerProcess } from '../test/kong/driver';
@@ -107,8 +108,8 @@ export async function runE2e(
     const t0 = Date.now();
     const one = async (a: Arrival, model: string, i: number): Promise<void> => {
       const started = Date.now();
-      const content = 'x'.repeat(Math.max(0, (a.promptTokens - 4) * 4));
-      const reply = await gatewayStream(gateways[i % gateways.length]!, model, content, a.outputTokens);
+      // The body the simulation's router reads too: as long as the request's prompt.
+      const reply = await gatewayStream(gateways[i % gateways.length]!, chatBody(model, a));
       if (reply.status !== 200) {
         // Never answered, as in the simulation: a refusal must not flatter the percentiles.
         errors++;
@@ -154,10 +155,7 @@ export async function runE2e(
 }
 
 /** One streaming request through the gateway's access, proxy and log path; the time of the first token. */
-async function gatewayStream(gateway: LocalGateway, model: string, content: string, maxTokens: number) {
-  const body = Buffer.from(
-    JSON.stringify({ model, messages: [{ role: 'user', content }], max_tokens: maxTokens, stream: true }),
-  );
+async function gatewayStream(gateway: LocalGateway, body: Buffer) {
   let firstAt = 0;
   const reply = await gateway.handle(
     { path: '/v1/chat/completions', body, headers: { 'content-type': 'application/json' } },

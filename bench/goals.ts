@@ -3,9 +3,11 @@
  * bench/results/README.md and README.md's benchmark section read their figures and verdicts from
  * here, so the two cannot disagree and no figure is written by hand.
  */
+import * as B from './des/baselines-2026';
 import * as P from './des/policies';
 import type { PolicyResult, Scenario } from './des/run';
 import type { E2eResult } from './e2e';
+import type { E2eLongRun } from './parts/e2e-long';
 import type { OverheadRow, RedisCost } from './overhead';
 import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
 import type { ExitRun } from '../test/kong/exits';
@@ -15,8 +17,21 @@ import { defaultLoadCost, loadMs } from '../sim/engine/load-cost';
 /** Policy names the routing-quality goals refer to (bench/des/policies.ts). */
 export const ROUTER = P.loraRouter().name;
 export const ORACLE = P.oracle.name;
-/** The baselines lora-router is measured against: Kong's balancers and llm-d's soft affinity. */
-export const BASELINE_POLICIES = [P.roundRobin, P.leastRequest, P.consistentHash, P.llmdSoftAffinity];
+/**
+ * The baselines lora-router is measured against: Kong's balancers and llm-d's soft affinity, and
+ * (issue 25) what a 2026 user would pick instead: least outstanding tokens, Dynamo's
+ * demand-sized replica sets, llm-d's prefer-resident and latency-observation scorers.
+ */
+export const BASELINE_POLICIES = [
+  P.roundRobin,
+  P.leastRequest,
+  P.consistentHash,
+  P.llmdSoftAffinity,
+  B.leastOutstandingTokens,
+  B.dynamoDemandSized,
+  B.llmdLoraLoadState,
+  B.llmdLatencyObservation,
+];
 export const BASELINES = BASELINE_POLICIES.map((p) => p.name);
 
 export interface QualitySeed {
@@ -85,6 +100,8 @@ export interface BenchResults {
     /** lora-router and round robin on the bursty workload, simulated and end to end. */
     bursty?: { des: PolicyResult[]; e2e: E2eResult[] };
   };
+  /** Issue 25: the long-context workload end to end beside its simulation. */
+  e2eLong?: E2eLongRun;
 }
 
 /** JSON has no Infinity (a p99 with refusals counted) or NaN: they are written as strings. */

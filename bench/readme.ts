@@ -8,6 +8,7 @@
  * nothing when its part did not run.
  */
 import {
+  BASELINES,
   bestBaseline,
   byName,
   e2eGoal,
@@ -21,10 +22,12 @@ import {
 } from './goals';
 import { fmtNum, fmtPct, fmtRatio, METRICS, ms, spread, table } from './report';
 import { loadSweepSection, unloadSection } from './des/load-sweep';
-import { sloSection } from './des/slo-sweep';
+import { sloTally } from './des/slo-sweep';
+import { chartFile, decisionGoal, tally25 } from './des/slo-goals-25';
 import type { PolicyResult } from './des/run';
 import type { E2eResult } from './e2e';
 import { burstyE2e } from './e2e-render';
+import { e2eLongSection } from './parts/e2e-long';
 
 type Renderer = (r: BenchResults) => string[] | undefined;
 
@@ -202,6 +205,9 @@ const e2e: Renderer = (r) => {
   ];
 };
 
+/** Issue 25: the long-context workload end to end beside the simulation. */
+const e2eLong: Renderer = (r) => r.e2eLong && asParagraph(e2eLongSection(r.e2eLong));
+
 /** A bench/results section as one README paragraph: its heading becomes the bold lead. */
 function asParagraph(lines: string[]): string[] {
   const [head, , first, ...rest] = lines;
@@ -214,26 +220,46 @@ const loadTime: Renderer = (r) =>
 const unload: Renderer = (r) =>
   r.unload && asParagraph(unloadSection(r.unload.runs, r.unload.requests, r.full));
 
-/** Routing under bursts (issue 15): the goals per point for the default, and each variant's trade. */
+/**
+ * Routing under bursts and long prompts (issues 15 and 25): a short summary with the charts; the
+ * goal tables per point are in bench/results/README.md.
+ */
 const slo: Renderer = (r) => {
   const x = r.slo;
   if (!x) return undefined;
-  const [head, , first, , goals, , tally, , trade] = sloSection(x.points, x.variants, x.requests, r.full);
+  const router = x.variants[0]!;
+  const workloads = [...new Set(x.points.map((p) => p.workload))];
+  const loadTimes = [...new Set(x.points.map((p) => p.loadMs))].sort((a, b) => a - b);
+  const seeds = [...new Set(x.points.map((p) => p.seed))];
+  const t15 = sloTally(x.points, router);
+  const t25 = tally25(x.points, router);
+  const d = decisionGoal(r.overhead);
+  const present = new Set(x.points[0]!.results.map((p) => p.policy));
+  const baselines = BASELINES.filter((b) => present.has(b)).length;
+  const chart = (w: string, l: number) => `![${w}, ${ms(l)} loads](bench/results/${chartFile(w, l)})`;
   return [
-    `**${head!.replace(/^#+ /, '')}.** ${first!}`,
+    `**Routing under bursts and long prompts: SLO attainment.** Each workload (${workloads.join(', ')}) at adapter load times ${loadTimes.map(ms).join(', ')} and fleet loads ${[...new Set(x.points.map((p) => p.load))].map((l) => `${l * 100}%`).join(', ')} of the fleet's capacity for that workload's token mix, ${x.requests.toLocaleString('en-US')} requests per point, seeds ${seeds.join(', ')}; the share of requests with TTFT within 5 s, a refusal counting as a miss, per policy (lora-router as configured by default, ${baselines} baselines and the unlimited-slot oracle). Issue 15's goals met: ${t15.met} of ${t15.of}. Issue 25's: ${t25.map((t) => `${t.name} ${t.met} of ${t.of}`).join('; ')}; 5. one decision ≤ 100 µs and the request path ratio: ${d ? `${d.met ? 'met' : 'missed'} (${d.us.toFixed(0)} µs, ${d.ratio.toFixed(2)})` : 'not measured in this run'}. Every goal per point, with why a missed one is missed, and each variant's trade: [bench/results/README.md](bench/results/README.md#routing-under-bursts-slo-attainment).`,
     '',
-    goals!,
-    '',
-    tally!,
-    '',
-    'How each variant trades refusals, SLO attainment, latency and loads (means over both workloads and every load time):',
-    '',
-    trade!,
+    table(
+      ['workload', ...loadTimes.map((l) => `${ms(l)} loads`)],
+      workloads.map((w) => [w, ...loadTimes.map((l) => chart(w, l))]),
+    ),
   ];
 };
 
 /** The "Benchmarks" section, part by part; SLO attainment, what users feel, leads. */
-const PARTS: Renderer[] = [provenance, slo, overhead, quality, loadTime, unload, variants, nodes, e2e];
+const PARTS: Renderer[] = [
+  provenance,
+  slo,
+  overhead,
+  quality,
+  loadTime,
+  unload,
+  variants,
+  nodes,
+  e2e,
+  e2eLong,
+];
 
 const redisCost: Renderer = (r) => {
   const n = r.nodes;

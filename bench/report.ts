@@ -90,7 +90,20 @@ export interface Series {
   points: [number, number][];
 }
 
-const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#4b5563', '#ca8a04'];
+const COLORS = [
+  '#2563eb',
+  '#dc2626',
+  '#16a34a',
+  '#9333ea',
+  '#ea580c',
+  '#0891b2',
+  '#4b5563',
+  '#ca8a04',
+  '#db2777',
+  '#65a30d',
+  '#7c2d12',
+  '#000000',
+];
 
 /** A line chart: x linear, y linear or log10, one line per series, legend on the right. */
 export function lineChart(o: {
@@ -100,6 +113,8 @@ export function lineChart(o: {
   series: Series[];
   logY?: boolean;
   xFormat?: (x: number) => string;
+  /** A fixed linear y range (e.g. 0-100 for a percentage); default from the data. */
+  yRange?: [number, number];
 }): string {
   const W = 760;
   const H = 420;
@@ -112,8 +127,8 @@ export function lineChart(o: {
   const ys = pts.map(([, y]) => (o.logY ? Math.log10(y) : y));
   const x0 = Math.min(...xs);
   const x1 = Math.max(...xs);
-  let y0 = o.logY ? Math.floor(Math.min(...ys)) : 0;
-  let y1 = o.logY ? Math.ceil(Math.max(...ys)) : Math.max(...ys) * 1.05;
+  let y0 = o.yRange ? o.yRange[0] : o.logY ? Math.floor(Math.min(...ys)) : 0;
+  let y1 = o.yRange ? o.yRange[1] : o.logY ? Math.ceil(Math.max(...ys)) : Math.max(...ys) * 1.05;
   if (y1 === y0) {
     y1 += 1;
     y0 -= o.logY ? 1 : 0;

@@ -2,6 +2,7 @@ import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/b
 import type { Clock } from '../../src/clock';
 import type { ReplicaSpec } from '../../src/fleet/types';
 import { ReplicaEngine, type EngineOptions, type RequestRecord } from '../../sim/engine/engine';
+import { contextLengthError } from '../../sim/engine/context';
 import { loadCostFor } from '../../sim/engine/load-cost';
 import type { UnloadMode } from '../../sim/http/replica';
 
@@ -28,6 +29,12 @@ export interface DesFleetOptions {
 }
 
 const RANK = 16;
+
+/** A replica's answer to a request longer than its context (vLLM's 400). */
+export interface ContextRefusal {
+  status: 400;
+  message: string;
+}
 
 /**
  * A fleet of replicas in virtual time: the simulator's engine model (the same code the HTTP
@@ -85,15 +92,21 @@ export class DesFleet implements ReplicaApi {
     return this.unloads + this.engines.reduce((n, e) => n + e.stats().cacheEvictions, 0);
   }
 
-  /** Sends a request to replica `url`; resolves with its record when it finishes. */
+  /**
+   * Sends a request to replica `url`; resolves with its record when it finishes, or with vLLM's
+   * 400 when prompt and answer exceed the replica's context (answered before any adapter load,
+   * as vLLM validates the input before it queues it).
+   */
   async submit(
     url: string,
     adapter: string | null,
     promptTokens: number,
     outputTokens: number,
-  ): Promise<RequestRecord> {
+  ): Promise<RequestRecord | ContextRefusal> {
     const i = this.index(url);
     const engine = this.engines[i]!;
+    const tooLong = contextLengthError(engine.options.kvCapacityTokens, promptTokens, outputTokens);
+    if (tooLong) return { status: 400, message: tooLong };
     if (this.o.mode === 'resolver' && adapter !== null) await this.resolve(i, adapter);
     return new Promise((resolve) => {
       engine.submit({

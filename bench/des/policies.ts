@@ -4,15 +4,29 @@ import { silentLogger } from '../../src/log';
 import { seededRandom, type Random } from '../../src/random';
 import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
+import type { Arrival } from '../../sim/workload/workload';
+import { chatBody } from '../../sim/workload/body';
 import type { AdapterMode, DesFleet } from './fleet';
 import { sharedStoreHandles } from './shared-store';
 
 /** Where one request goes, or the error status the router answered. */
 export type Routed = { url: string; token?: string } | { error: number };
 
+/** One request as a router sees it: the adapter, and its arrival (token counts) for the body. */
+export interface DesRequest {
+  adapter: string;
+  arrival: Arrival;
+}
+
+/** How a routed request ended: the replica's status, and its time to first token when served. */
+export interface DesOutcome {
+  status: number;
+  ttftMs?: number;
+}
+
 export interface DesRouter {
-  route(adapter: string): Promise<Routed>;
-  done(url: string, token: string | undefined): Promise<void>;
+  route(req: DesRequest): Promise<Routed>;
+  done(url: string, token: string | undefined, outcome: DesOutcome): Promise<void>;
   stop(): void;
 }
 
@@ -63,18 +77,19 @@ export function loraRouterNodes(
       const routedBy = new Map<string, RouterService>();
       let next = 0;
       return {
-        async route(adapter) {
+        async route({ adapter, arrival }) {
           const { svc } = members[next++ % members.length]!;
-          const body = Buffer.from(`{"model":"${adapter}","messages":[{"role":"user","content":"hi"}]}`);
+          // Built here and dropped after the decision: memory stays bounded by the requests in flight.
+          const body = chatBody(adapter, arrival);
           const out = await svc.route({ path: '/v1/chat/completions', body });
           if (out.kind !== 'proxy') return { error: out.status };
           routedBy.set(out.leaseId, svc);
           return { url: out.url, token: out.leaseId };
         },
-        async done(_url, token) {
+        async done(_url, token, { status }) {
           const svc = routedBy.get(token!)!;
           routedBy.delete(token!);
-          await svc.finish(token!, 200);
+          await svc.finish(token!, status);
         },
         stop: () => members.forEach((m) => m.rt.stop()),
       };
@@ -83,27 +98,40 @@ export function loraRouterNodes(
 }
 
 /** A router that tracks only its own in-flight counts (Kong's balancers do no more). */
-function counting(
+export function counting(
   fleet: DesFleet,
-  pick: (adapter: string, inFlight: number[], random: Random) => number,
+  pick: (adapter: string, inFlight: number[], random: Random, req: DesRequest) => number,
   seed: number,
+  hooks: {
+    /** Called before the request joins replica i's in-flight count, `inFlight` requests there. */
+    routed?: (i: number, req: DesRequest, inFlight: number) => void;
+    done?: (i: number, req: DesRequest, o: DesOutcome) => void;
+  } = {},
 ): DesRouter {
   const inFlight = fleet.urls.map(() => 0);
   const random = seededRandom(seed);
+  const pending = new Map<string, { i: number; req: DesRequest }>();
+  let nextId = 0;
   return {
-    async route(adapter) {
-      const i = pick(adapter, inFlight, random);
+    async route(req) {
+      const i = pick(req.adapter, inFlight, random, req);
+      hooks.routed?.(i, req, inFlight[i]!);
       inFlight[i]!++;
-      return { url: fleet.urls[i]! };
+      const token = String(nextId++);
+      pending.set(token, { i, req });
+      return { url: fleet.urls[i]!, token };
     },
-    async done(url) {
-      inFlight[fleet.urls.indexOf(url)]!--;
+    async done(_url, token, outcome) {
+      const p = pending.get(token!)!;
+      pending.delete(token!);
+      inFlight[p.i]!--;
+      hooks.done?.(p.i, p.req, outcome);
     },
     stop: () => undefined,
   };
 }
 
-function leastIndex(xs: number[], random: Random): number {
+export function leastIndex(xs: number[], random: Random): number {
   const min = Math.min(...xs);
   const ties = xs.flatMap((x, i) => (x === min ? [i] : []));
   return ties[Math.floor(random() * ties.length)]!;
@@ -208,7 +236,7 @@ export const oracle: Policy = {
   create: (_clock, fleet, seed) => counting(fleet, (_a, inFlight, r) => leastIndex(inFlight, r), seed),
 };
 
-function fnv(s: string): number {
+export function fnv(s: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);

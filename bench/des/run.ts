@@ -38,6 +38,11 @@ export interface PolicyResult {
   errors: number;
   /** The same as `errors`, under the name results.json readers look for. */
   refused: number;
+  /**
+   * Of `errors`, requests the replica refused as longer than its context (vLLM's 400): no
+   * policy can serve them. Absent in results from before issue 25.
+   */
+  overContext?: number;
   /** Share of requests answered with TTFT within the default SLO (5 s); refused = missed. */
   sloAttainment: number;
   /** SLO attainment at each SLO (ms). */
@@ -107,6 +112,7 @@ export async function runPolicy(
   const ttft: number[] = [];
   const e2e: number[] = [];
   let errors = 0;
+  let overContext = 0;
   let finished = 0;
   let lastEnd = 0;
   const ends = new Array<number>(arrivals.length).fill(Infinity);
@@ -115,7 +121,7 @@ export async function runPolicy(
       void (async () => {
         const t0 = clock.now();
         try {
-          const r = await router.route(adapters[i]!);
+          const r = await router.route({ adapter: adapters[i]!, arrival: a });
           if ('error' in r) {
             // A refused request counts as never answered: it must not flatter the percentiles.
             errors++;
@@ -124,7 +130,16 @@ export async function runPolicy(
             return;
           }
           const rec = await fleet.submit(r.url, adapters[i]!, a.promptTokens, a.outputTokens);
-          await router.done(r.url, r.token);
+          if ('status' in rec) {
+            // Longer than the replica's context: vLLM's 400, a miss for every policy alike.
+            await router.done(r.url, r.token, { status: rec.status });
+            errors++;
+            overContext++;
+            ttft.push(Infinity);
+            e2e.push(Infinity);
+            return;
+          }
+          await router.done(r.url, r.token, { status: 200, ttftMs: rec.firstToken! - t0 });
           ttft.push(rec.firstToken! - t0);
           e2e.push(rec.end! - t0);
           lastEnd = Math.max(lastEnd, rec.end!);
@@ -152,6 +167,7 @@ export async function runPolicy(
     completed: served,
     errors,
     refused: errors,
+    overContext,
     sloAttainment: sloAttainment(ttft, SLOS_MS[0]!),
     slo: Object.fromEntries(SLOS_MS.map((t) => [String(t), sloAttainment(ttft, t)])),
     loads: policy.mode === 'oracle' ? 0 : loads,
@@ -173,14 +189,23 @@ export async function runPolicy(
 }
 
 /**
- * Requests per second the fleet serves at full batch for this workload's mean token counts:
- * each replica runs `maxNumSeqs` sequences; a request costs its decode steps shared across the
- * batch, plus its prefill. Arrival rates are set as a fraction of this.
+ * Requests per second the fleet serves at full batch for this workload's token mix: 100% load
+ * on every workload. Over the requests a replica can take (prompt + answer within its context,
+ * the engine's KV capacity), with their mean prompt P and answer O tokens:
+ * - a replica runs b = min(maxNumSeqs, kvCapacityTokens / (P + O)) sequences at once: the engine
+ *   reserves each request's prompt and answer in the KV cache when it admits it, so long prompts
+ *   bound the batch by KV capacity before the slot count does;
+ * - a request costs its prefill, P x prefillMsPerToken (a step prefills while everyone waits),
+ *   plus its share of the decode steps, O x stepMs(b) / b, where a step of b sequences takes
+ *   decodeMsPerStep x (1 + decodeSlowdownPerSeq x (b - 1));
+ * - the fleet serves replicas x 1000 / that many ms requests per second.
+ * Arrival rates are set as a fraction of this.
  */
 export function fleetCapacity(s: Scenario, arrivals: Arrival[], engine: EngineOptions): number {
-  const meanOut = arrivals.reduce((n, a) => n + a.outputTokens, 0) / arrivals.length;
-  const meanPrompt = arrivals.reduce((n, a) => n + a.promptTokens, 0) / arrivals.length;
-  const b = engine.maxNumSeqs;
+  const fits = arrivals.filter((a) => a.promptTokens + a.outputTokens <= engine.kvCapacityTokens);
+  const meanOut = fits.reduce((n, a) => n + a.outputTokens, 0) / fits.length;
+  const meanPrompt = fits.reduce((n, a) => n + a.promptTokens, 0) / fits.length;
+  const b = Math.max(1, Math.min(engine.maxNumSeqs, engine.kvCapacityTokens / (meanPrompt + meanOut)));
   const stepMs = engine.decodeMsPerStep * (1 + engine.decodeSlowdownPerSeq * (b - 1));
   const msPerRequest = (meanOut * stepMs) / b + meanPrompt * engine.prefillMsPerToken;
   return (s.replicas * 1000) / msPerRequest;

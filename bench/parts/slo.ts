@@ -1,17 +1,21 @@
+import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { goals25Section, sloCharts } from '../des/slo-goals-25';
 import { SWEEP_LOAD_MS } from '../des/load-sweep';
 import { ROUTING_VARIANTS, SLO_LOADS, sloSection, sloSweep } from '../des/slo-sweep';
 import { ms } from '../report';
 import type { BenchPart } from './context';
 
-/** Routing under bursts: SLO attainment on both workloads (issue 15). */
+/** Routing under bursts and long prompts: SLO attainment on every workload (issues 15 and 25). */
 export const sloPart: BenchPart = {
   name: 'slo',
   async run(c) {
     const { full, seeds, scenario, named, v, log, json, md } = c;
-    const n = full ? 3000 : 1000;
+    // --requests caps what a workload holds: report the count the points ran with.
+    const n = Math.min(full ? 3000 : 1000, v.requests ? Number(v.requests) : Infinity);
     const o = {
-      workloads: (v.workloads ?? 'conversation,bursty').split(',').map((name) => ({
+      workloads: (v.workloads ?? 'conversation,bursty,long').split(',').map((name) => ({
         name,
         arrivals: named(name).arrivals.slice(0, n),
       })),
@@ -28,5 +32,16 @@ export const sloPart: BenchPart = {
     const points = await sloSweep(scenario, o, log, availableParallelism());
     json.slo = { requests: n, variants: o.variants.map((x) => x.name), points };
     md.push(...sloSection(points, json.slo.variants, n, full));
+    // Issue 25: SLO attainment against load per policy, one chart per workload and load time.
+    const charts = sloCharts(points, json.slo.variants[0]!);
+    for (const ch of charts) writeFileSync(join(c.out, ch.file), ch.svg);
+    md.push(
+      ...goals25Section(
+        points,
+        json.slo.variants[0]!,
+        json.overhead,
+        charts.map((ch) => ch.file),
+      ),
+    );
   },
 };

@@ -15,6 +15,7 @@ import type {
   VllmMetrics,
 } from './context';
 import { Registry } from './context';
+import { contextLength, contextLengthError } from '../engine/context';
 import { LlamaCppBackend, VllmBackend, type SimBackend } from './backends';
 import type { ErrorStyle, SimError } from './errors';
 import { freshFaults, type Fault, type FaultState } from './faults';
@@ -391,18 +392,14 @@ export class SimReplica implements ReplicaContext {
     const selected = await this.api.select(p);
     if ('status' in selected) return this.send(res, selected);
     const { adapter, weights, rank } = selected;
-    // vLLM's text (vllm/entrypoints/openai/serving_engine.py `_validate_input`, vllm 7ded96b3c7); llama.cpp's own
-    // exceed_context_size_error is not modelled: both backends answer vLLM's text here.
-    if (p.promptTokens + p.maxTokens > this.o.maxModelLen) {
-      return this.send(
-        res,
-        this.error(
-          400,
-          'BadRequestError',
-          `This model's maximum context length is ${this.o.maxModelLen} tokens. However, you requested ${p.promptTokens + p.maxTokens} tokens (${p.promptTokens} in the messages, ${p.maxTokens} in the completion). Please reduce the length of the messages or completion.`,
-        ),
-      );
-    }
+    // vLLM's text (sim/engine/context.ts); llama.cpp's own exceed_context_size_error is not modelled: both backends
+    // answer vLLM's text here. The context is the KV capacity when max_model_len is larger (vLLM would not start).
+    const tooLong = contextLengthError(
+      contextLength(this.o.maxModelLen, this.engine.options.kvCapacityTokens),
+      p.promptTokens,
+      p.maxTokens,
+    );
+    if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong));
     const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${(this.nextId++).toString(16).padStart(8, '0')}`;
     const created = Math.floor(this.nowUnix());
     // vLLM echoes the adapter name (serving_models.py `model_name`, vllm 075e9ba825); llama.cpp echoes the request's

@@ -6,6 +6,8 @@ export interface Arrival {
   at: number;
   promptTokens: number;
   outputTokens: number;
+  /** A system prompt shared with other requests: which one, and its tokens (part of `promptTokens`). */
+  prefix?: { id: number; tokens: number };
 }
 
 /**

@@ -1,0 +1,121 @@
+import { chartFile, goals25, sloCharts, tally25 } from '../../bench/des/slo-goals-25';
+import type { PolicyResult } from '../../bench/des/run';
+import type { SloPoint } from '../../bench/des/slo-sweep';
+import { e2eLongGoal } from '../../bench/parts/e2e-long';
+
+function result(policy: string, r: Partial<PolicyResult>): PolicyResult {
+  return {
+    policy,
+    requests: 100,
+    completed: 100,
+    errors: 0,
+    refused: 0,
+    sloAttainment: 1,
+    slo: {},
+    loads: 10,
+    unloads: 0,
+    hitRate: 0.9,
+    ttftP50: 100,
+    ttftP99: 1000,
+    ttftP99Served: 1000,
+    e2eP99: 1000,
+    throughput: 1,
+    busyUnloads: 0,
+    engineReloads: 0,
+    wallS: 0,
+    ...r,
+  };
+}
+
+const point = (loadMs: number, load: number, router: Partial<PolicyResult>, seed = 1, workload = 'long') =>
+  ({
+    workload,
+    loadMs,
+    load,
+    seed,
+    pinned: 10,
+    blocked: 0.1,
+    results: [
+      result('lora-router', router),
+      result('round robin', { sloAttainment: 0.8, loads: 30 }),
+      result('least outstanding tokens', { sloAttainment: 0.9, loads: 20 }),
+      result('oracle (unlimited slots)', { sloAttainment: 0.95, loads: 0 }),
+    ],
+  }) as SloPoint;
+
+describe("issue 25's goals (bench/des/slo-goals-25.ts)", () => {
+  it('compares SLO with the best baseline by SLO, 0.9x of it at 3 s loads', () => {
+    expect(goals25([point(1000, 0.7, { sloAttainment: 0.89 })], 'lora-router').slo).toMatchObject({
+      value: 0.89,
+      bound: 0.9,
+      met: false,
+    });
+    expect(goals25([point(3000, 0.7, { sloAttainment: 0.82 })], 'lora-router').slo).toMatchObject({
+      bound: 0.9 * 0.9,
+      met: true,
+    });
+    const g = goals25([point(1000, 0.7, { sloAttainment: 0.5, errors: 20, refused: 20 })], 'lora-router');
+    expect(g.best).toBe('least outstanding tokens');
+    expect(g.slo.why).toMatch(
+      /best: least outstanding tokens 90\.0%; lora-router refused 20\.0% of requests/,
+    );
+  });
+
+  it('counts only the router refusals, and only at or below 50% load with loads up to 1 s', () => {
+    const overContext = { errors: 3, refused: 3, overContext: 3 };
+    expect(goals25([point(300, 0.5, overContext)], 'lora-router').noRefusal?.met).toBe(true);
+    const one = goals25(
+      [point(300, 0.5, {}, 1), point(300, 0.5, { errors: 1, refused: 1 }, 2)],
+      'lora-router',
+    );
+    expect(one.noRefusal).toMatchObject({ value: 1, met: false });
+    expect(goals25([point(3000, 0.5, {})], 'lora-router').noRefusal).toBeUndefined();
+    expect(goals25([point(300, 0.7, {})], 'lora-router').noRefusal).toBeUndefined();
+  });
+
+  it('compares with the oracle at or below 50% load with loads up to 0.3 s', () => {
+    const g = goals25([point(300, 0.3, { sloAttainment: 0.85 })], 'lora-router');
+    expect(g.vsOracle).toMatchObject({ value: 0.85 / 0.95, met: false });
+    expect(goals25([point(1000, 0.3, {})], 'lora-router').vsOracle).toBeUndefined();
+  });
+
+  it('bounds loads per served request by those of the baseline with the best SLO', () => {
+    expect(goals25([point(100, 0.3, { loads: 19 })], 'lora-router').loads.met).toBe(true);
+    const g = goals25([point(100, 0.3, { loads: 25, completed: 100 })], 'lora-router');
+    expect(g.loads).toMatchObject({ value: 0.25, bound: 0.2, met: false });
+  });
+
+  it('tallies the goals that apply and draws one chart per workload and load time', () => {
+    const ps = [point(100, 0.3, {}), point(100, 0.7, {}), point(3000, 0.3, {}, 1, 'bursty')];
+    expect(tally25(ps, 'lora-router').map((t) => t.of)).toEqual([3, 1, 1, 3]);
+    const charts = sloCharts(ps, 'lora-router');
+    expect(charts.map((c) => c.file)).toEqual([chartFile('long', 100), chartFile('bursty', 3000)]);
+    expect(charts[0]!.svg).toContain('least outstanding tokens');
+  });
+});
+
+describe('end to end vs simulation on the long workload (bench/parts/e2e-long.ts)', () => {
+  it('agrees when SLO attainment is within 5 points for every policy', () => {
+    const e = (policy: string, sloAttainment: number) => ({
+      policy,
+      requests: 100,
+      completed: 100,
+      errors: 0,
+      loads: 0,
+      ttftP50: 0,
+      ttftP99: 0,
+      ttftP99Served: 0,
+      sloAttainment,
+    });
+    const run = {
+      requests: 100,
+      load: 0.5,
+      timeScale: 2,
+      des: [result('lora-router', { sloAttainment: 0.8 }), result('round robin', { sloAttainment: 0.6 })],
+      e2e: [e('lora-router', 0.84), e('round robin', 0.66)],
+    };
+    const g = e2eLongGoal(run);
+    expect(g.rows.map((r) => r.agree)).toEqual([true, false]);
+    expect(g.met).toBe(false);
+  });
+});
