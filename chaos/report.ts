@@ -1,0 +1,31 @@
+import type { ChaosReport } from './run';
+
+/** The run as text: the world, the schedule, each invariant's checks and violations. */
+export function formatReport(r: ChaosReport, examples = 5): string {
+  const w = r.world;
+  const lines = [
+    `randomized fault run: seed ${r.seed}, ${(r.trafficMs / 60_000).toFixed(1)} min of traffic`,
+    `  ${w.nodes} Kong nodes, ${w.replicas} vLLM replicas x ${w.maxLoadedAdapters} adapter slots, ${w.adapters} adapters, ${w.clients} clients, cold_loads_per_minute ${w.coldLoadsPerMinute}, poll ${w.pollIntervalMs} ms`,
+    `  requests: ${r.traffic.sent} sent, by status ${JSON.stringify(r.traffic.byStatus)}; well-formed answered 404 by the replica: ${r.traffic.replica404}`,
+    `  refusals: ${JSON.stringify(r.traffic.refusals)}`,
+    `schedule (${r.schedule.length} faults):`,
+    ...r.schedule.map((s) => `  +${(s.at / 1000).toFixed(1).padStart(6)} s  ${s.text}`),
+    `settled (every node back on Redis): ${r.settled ? 'yes' : 'NO'}`,
+    ...r.statusProblems.map((p) => `  status route failed: ${p}`),
+    'invariants:',
+  ];
+  const start = r.schedule[0] ? r.schedule[0].appliedAt - r.schedule[0].at : 0;
+  for (const [i, inv] of r.invariants.entries()) {
+    lines.push(
+      `  (${['i', 'ii', 'iii', 'iv'][i] ?? i + 1}) ${inv.name}: ${inv.checks} checks, ${inv.violations.length} violations`,
+    );
+    for (const v of inv.violations.slice(0, examples)) {
+      const at = v.at !== undefined && start > 0 ? `+${((v.at - start) / 1000).toFixed(1)} s ` : '';
+      const where = [v.replica, v.adapter].filter(Boolean).join(' ');
+      lines.push(`      ${at}${where ? where + ': ' : ''}${v.detail}`);
+    }
+    if (inv.violations.length > examples) lines.push(`      ... ${inv.violations.length - examples} more`);
+  }
+  lines.push(r.ok ? 'result: every invariant held' : 'result: VIOLATED');
+  return lines.join('\n');
+}
