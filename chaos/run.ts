@@ -52,7 +52,7 @@ export const WORLD: WorldOptions = {
   nodes: 3,
   replicas: 3,
   maxLoadedAdapters: 2,
-  coldLoadsPerMinute: 60,
+  coldLoadsPerMinute: 20,
   pollIntervalMs: 250,
   skewMs: 200,
   timeoutMs: 1000,
