@@ -19,11 +19,20 @@ function arg(name: string, fallback: number): number {
 async function main(): Promise<void> {
   const minutes = arg('minutes', 1);
   const seed = Math.floor(arg('seed', 1));
+  // Every wait in the run is bounded; this bounds the whole, should one of them not be.
+  const watchdog = setTimeout(
+    () => {
+      console.error('the run did not finish within 5 minutes of its traffic: stopped');
+      process.exit(2);
+    },
+    minutes * 60_000 + 300_000,
+  );
   const report = await runChaos({
     seed,
     trafficMs: Math.round(minutes * 60_000),
     log: (l) => console.log(l),
   });
+  clearTimeout(watchdog);
   console.log(formatReport(report));
   if (process.argv.includes('--json')) console.log(JSON.stringify(report));
   process.exit(report.ok ? 0 : 1);

@@ -145,7 +145,7 @@ export function coldLoadsWithinBudget(
       if (j - i + 1 > allowed) {
         r.violations.push({
           at: starts[i],
-          detail: `${j - i + 1} loads within ${span} ms (allowed ${allowed})`,
+          detail: `${j - i + 1} loads within ${Math.round(span)} ms (allowed ${allowed})`,
         });
         break;
       }

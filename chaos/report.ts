@@ -19,7 +19,8 @@ export function formatReport(r: ChaosReport, examples = 5): string {
     lines.push(
       `  (${['i', 'ii', 'iii', 'iv'][i] ?? i + 1}) ${inv.name}: ${inv.checks} checks, ${inv.violations.length} violations`,
     );
-    for (const v of inv.violations.slice(0, examples)) {
+    const inOrder = [...inv.violations].sort((a, b) => (a.at ?? 0) - (b.at ?? 0));
+    for (const v of inOrder.slice(0, examples)) {
       const at = v.at !== undefined && start > 0 ? `+${((v.at - start) / 1000).toFixed(1)} s ` : '';
       const where = [v.replica, v.adapter].filter(Boolean).join(' ');
       lines.push(`      ${at}${where ? where + ': ' : ''}${v.detail}`);

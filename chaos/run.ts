@@ -126,9 +126,11 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
   const endMs = Date.now();
   // Settle: every node back on Redis, then long enough for a silent node's leases to expire
   // and a few polls to run.
+  say('settling: waiting for every node to share decisions in Redis again');
   const settled = await waitAll(world, (s) => s?.store === 'redis', 20_000);
   await sleep(WORLD.nodeTtlMs + 4 * WORLD.pollIntervalMs);
-  const leases = await leaseCounts(world);
+  say(`settled: ${settled}; reading open leases in Redis and on each node`);
+  const leases = await leaseCounts(world, say);
   const log: ReplicaLogEntry[] = world.fleet.replicas.flatMap((r) =>
     r.adapterLog().map((e) => ({ ...e, replica: r.url })),
   );
@@ -212,7 +214,7 @@ async function waitAll(
  * route and its local one read with its link cut for a moment (a degraded node answers from its
  * local store).
  */
-async function leaseCounts(world: ChaosWorld): Promise<LeaseObservation[]> {
+async function leaseCounts(world: ChaosWorld, say: (l: string) => void): Promise<LeaseObservation[]> {
   const out: LeaseObservation[] = [];
   for (const db of [0, 1]) {
     const c = new Redis({ port: world.redis.port, host: '127.0.0.1', db, maxRetriesPerRequest: 1 });
@@ -228,6 +230,7 @@ async function leaseCounts(world: ChaosWorld): Promise<LeaseObservation[]> {
     }
   }
   for (const n of world.nodes) {
+    say(`node ${n.index}: status, then its local store`);
     const shared = await world.nodeStatus(n);
     out.push({
       where: `node ${n.index} status (${shared?.store ?? 'no answer'})`,

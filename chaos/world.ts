@@ -142,10 +142,29 @@ export class ChaosWorld {
     n.skewed = !n.skewed;
   }
 
-  async nodeStatus(n: ChaosNode): Promise<{ store: string; inFlight: number } | null> {
+  /** The node's lora-poller status, or null (and why in `statusProblem`) within `ms`. */
+  async nodeStatus(n: ChaosNode, ms = 5000): Promise<{ store: string; inFlight: number } | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => {
+      timer = setTimeout(() => {
+        n.statusProblem = `no answer within ${ms} ms`;
+        resolve(null);
+      }, ms);
+    });
+    try {
+      return await Promise.race([this.readStatus(n), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async readStatus(n: ChaosNode): Promise<{ store: string; inFlight: number } | null> {
     try {
       const r = await n.status.handle({ method: 'GET', path: '/lora/status' });
-      if (r.status === 200) return JSON.parse(r.body.toString()) as { store: string; inFlight: number };
+      if (r.status === 200) {
+        n.statusProblem = undefined;
+        return JSON.parse(r.body.toString()) as { store: string; inFlight: number };
+      }
       n.statusProblem = `${r.status} ${r.body.toString().slice(0, 300)} ${r.kong.luaErrors.join('; ')}`;
       return null;
     } catch (err) {
