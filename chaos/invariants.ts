@@ -15,6 +15,8 @@ export interface ReplicaLogEntry extends AdapterLogEntry {
 export interface Violation {
   /** Wall-clock Unix ms (the sim log's `wallMs`), when known. */
   at?: number;
+  /** For a violation over a span: when it ended. */
+  until?: number;
   replica?: string;
   adapter?: string;
   detail: string;
@@ -77,6 +79,7 @@ export function loadedWithinLimit(
       if (since !== null && until - since > graceMs)
         r.violations.push({
           at: since,
+          until,
           replica,
           detail: `${peak} adapters loaded (limit ${max}) for ${until - since} ms`,
         });
@@ -145,6 +148,7 @@ export function coldLoadsWithinBudget(
       if (j - i + 1 > allowed) {
         r.violations.push({
           at: starts[i],
+          until: starts[j],
           detail: `${j - i + 1} loads within ${Math.round(span)} ms (allowed ${allowed})`,
         });
         break;

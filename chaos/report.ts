@@ -9,24 +9,41 @@ export function formatReport(r: ChaosReport, examples = 5): string {
     `  requests: ${r.traffic.sent} sent, by status ${JSON.stringify(r.traffic.byStatus)}; well-formed answered 404 by the replica: ${r.traffic.replica404}`,
     `  refusals: ${JSON.stringify(r.traffic.refusals)}`,
     `schedule (${r.schedule.length} faults):`,
-    ...r.schedule.map((s) => `  +${(s.at / 1000).toFixed(1).padStart(6)} s  ${s.text}`),
+    ...r.schedule.map(
+      (s) =>
+        `  +${((s.appliedAt - r.startedAt) / 1000).toFixed(1).padStart(6)} s  ${s.text} (healed +${((s.healedAt - r.startedAt) / 1000).toFixed(1)} s)`,
+    ),
     `settled (every node back on Redis): ${r.settled ? 'yes' : 'NO'}`,
     ...r.statusProblems.map((p) => `  status route failed: ${p}`),
     'invariants:',
   ];
-  const start = r.schedule[0] ? r.schedule[0].appliedAt - r.schedule[0].at : 0;
   for (const [i, inv] of r.invariants.entries()) {
     lines.push(
       `  (${['i', 'ii', 'iii', 'iv'][i] ?? i + 1}) ${inv.name}: ${inv.checks} checks, ${inv.violations.length} violations`,
     );
     const inOrder = [...inv.violations].sort((a, b) => (a.at ?? 0) - (b.at ?? 0));
     for (const v of inOrder.slice(0, examples)) {
-      const at = v.at !== undefined && start > 0 ? `+${((v.at - start) / 1000).toFixed(1)} s ` : '';
+      const at = v.at !== undefined ? `+${((v.at - r.startedAt) / 1000).toFixed(1)} s ` : '';
       const where = [v.replica, v.adapter].filter(Boolean).join(' ');
       lines.push(`      ${at}${where ? where + ': ' : ''}${v.detail}`);
+      const near = faultsNear(r, v.at, v.until);
+      if (near) lines.push(`        faults then: ${near}`);
     }
     if (inv.violations.length > examples) lines.push(`      ... ${inv.violations.length - examples} more`);
   }
   lines.push(r.ok ? 'result: every invariant held' : 'result: VIOLATED');
   return lines.join('\n');
+}
+
+/** How long after a fault healed a violation may still be its consequence (a poll, a node TTL). */
+const AFTERMATH_MS = 5000;
+
+/** The faults in effect over [at, until], or healed at most AFTERMATH_MS before it. */
+function faultsNear(r: ChaosReport, at?: number, until?: number): string {
+  if (at === undefined) return '';
+  const end = until ?? at;
+  return r.schedule
+    .filter((f) => f.appliedAt <= end && f.healedAt + AFTERMATH_MS >= at)
+    .map((f) => `+${((f.appliedAt - r.startedAt) / 1000).toFixed(1)} s ${f.text}`)
+    .join('; ');
 }

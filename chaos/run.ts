@@ -37,6 +37,8 @@ export interface AppliedFault extends ScheduledFault {
 export interface ChaosReport {
   seed: number;
   trafficMs: number;
+  /** Wall-clock Unix ms when traffic started (the report's times count from it). */
+  startedAt: number;
   world: WorldOptions & { adapters: number; clients: number };
   schedule: AppliedFault[];
   invariants: InvariantResult[];
@@ -143,6 +145,7 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
   return {
     seed: o.seed,
     trafficMs: o.trafficMs,
+    startedAt: started,
     world: { ...WORLD, adapters: ADAPTERS, clients: CLIENTS_PER_NODE * WORLD.nodes },
     schedule: applied,
     invariants,
