@@ -102,6 +102,8 @@ export function loadedWithinLimit(
 export interface LeaseObservation {
   where: string;
   open: number;
+  /** A few of the open leases as stored, to tell where they came from. */
+  sample?: string[];
 }
 
 /** (iii) Every lease released once traffic stopped and the nodes settled. */
@@ -112,7 +114,10 @@ export function leasesReleased(observations: readonly LeaseObservation[]): Invar
     violations: observations
       .filter((o) => o.open !== 0)
       .map((o) => ({
-        detail: o.open < 0 ? `${o.where}: could not be read` : `${o.open} lease(s) open in ${o.where}`,
+        detail:
+          o.open < 0
+            ? `${o.where}: could not be read`
+            : `${o.open} lease(s) open in ${o.where}${o.sample?.length ? `: ${o.sample.join(', ')}` : ''}`,
       })),
   };
 }

@@ -223,7 +223,12 @@ async function leaseCounts(world: ChaosWorld, say: (l: string) => void): Promise
     const c = new Redis({ port: world.redis.port, host: '127.0.0.1', db, maxRetriesPerRequest: 1 });
     c.on('error', () => {});
     try {
-      out.push({ where: `Redis db ${db} lease table`, open: await c.hlen(`${PREFIX}lease`) });
+      const table = await c.hgetall(`${PREFIX}lease`);
+      out.push({
+        where: `Redis db ${db} lease table`,
+        open: Object.keys(table).length,
+        sample: Object.values(table).slice(0, 3),
+      });
       let busy = 0;
       for (const key of await c.keys(`${PREFIX}busy:*`))
         for (const v of await c.hvals(key)) busy += Math.max(0, Number(v));
