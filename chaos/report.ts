@@ -31,6 +31,12 @@ export function formatReport(r: ChaosReport, examples = 5): string {
     }
     if (inv.violations.length > examples) lines.push(`      ... ${inv.violations.length - examples} more`);
   }
+  if (!r.ok)
+    for (const [i, notices] of r.notices.entries()) {
+      lines.push(`node ${i} log (${notices.length} lines):`);
+      for (const l of notices.slice(0, 4 * examples)) lines.push(`  ${l.slice(0, 200)}`);
+      if (notices.length > 4 * examples) lines.push(`  ... ${notices.length - 4 * examples} more`);
+    }
   lines.push(r.ok ? 'result: every invariant held' : 'result: VIOLATED');
   return lines.join('\n');
 }

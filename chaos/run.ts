@@ -45,6 +45,8 @@ export interface ChaosReport {
   traffic: TrafficStats;
   /** Every node back on Redis after the heal (else the lease counts are the local ones). */
   settled: boolean;
+  /** Each node's operational log lines (`+s line`), for reading violations against. */
+  notices: string[][];
   /** Nodes whose status route failed at the end, and how. */
   statusProblems: string[];
   ok: boolean;
@@ -151,6 +153,9 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
     invariants,
     traffic: traffic.stats,
     settled,
+    notices: world.nodes.map((n) =>
+      n.notices.map((l) => `+${((l.at - started) / 1000).toFixed(1)} s ${l.line}`),
+    ),
     statusProblems: world.nodes
       .filter((n) => n.statusProblem)
       .map((n) => `node ${n.index}: ${n.statusProblem}`),

@@ -42,6 +42,8 @@ export interface ChaosNode {
   status: LocalGateway;
   variant: RecordVariant;
   skewed: boolean;
+  /** The plugin server's operational log lines, with the wall-clock time they came. */
+  notices: { at: number; line: string }[];
   /** What the status route last answered instead of the fleet status (the report shows it). */
   statusProblem?: string;
 }
@@ -105,9 +107,15 @@ export class ChaosWorld {
 
   private async startNode(index: number): Promise<ChaosNode> {
     const proxy = await TcpProxy.start(this.redis.port);
+    const notices: { at: number; line: string }[] = [];
     const server = await PluginServerProcess.start({
       pluginsDir: join(ROOT, 'dist', 'plugins'),
       env: { [CLOCK_SKEW_ENV]: String(this.o.skewMs) },
+      // The router's operational lines (shared state lost and back, replicas down...), timed.
+      onLog: (line) => {
+        if (/\[kong-lora-router\] (info|warn|error):/.test(line) && notices.length < 1000)
+          notices.push({ at: Date.now(), line: line.replace(/^.*\[kong-lora-router\] /, '') });
+      },
     });
     const variant: RecordVariant = { database: 0, timeouts: false };
     const redis = this.record(proxy.port, variant);
@@ -125,7 +133,7 @@ export class ChaosWorld {
       plugins: [{ name: 'lora-poller', config: this.pollerConfig(redis) }],
       serviceUrl: 'http://127.0.0.1:9',
     });
-    return { index, server, proxy, router, status, variant, skewed: false };
+    return { index, server, proxy, router, status, variant, skewed: false, notices };
   }
 
   /** A node's `redis` record changes (router and poller alike, as one Kong configuration). */
