@@ -111,9 +111,13 @@ export class ChaosWorld {
     const server = await PluginServerProcess.start({
       pluginsDir: join(ROOT, 'dist', 'plugins'),
       env: { [CLOCK_SKEW_ENV]: String(this.o.skewMs) },
-      // The router's operational lines (shared state lost and back, replicas down...), timed.
+      // The router's warnings and errors (shared state lost, replicas down, unloads withheld) and
+      // its shared-state notices, timed; not every load and unload (the sim log has those).
       onLog: (line) => {
-        if (/\[kong-lora-router\] (info|warn|error):/.test(line) && notices.length < 1000)
+        const notice =
+          /\[kong-lora-router\] (warn|error):/.test(line) ||
+          /\[kong-lora-router\] info: .*(shared|lease|epoch)/.test(line);
+        if (notice && notices.length < 1000)
           notices.push({ at: Date.now(), line: line.replace(/^.*\[kong-lora-router\] /, '') });
       },
     });
