@@ -31,6 +31,8 @@ export function formatReport(r: ChaosReport, examples = 5): string {
     }
     if (inv.violations.length > examples) lines.push(`      ... ${inv.violations.length - examples} more`);
   }
+  const b = r.budgetWithResets;
+  lines.push(`  (not an invariant) ${b.name}: ${b.checks} checks, ${b.violations.length} violations`);
   if (!r.ok)
     for (const [i, notices] of r.notices.entries()) {
       lines.push(`node ${i} log (${notices.length} lines):`);

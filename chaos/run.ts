@@ -42,6 +42,8 @@ export interface ChaosReport {
   world: WorldOptions & { adapters: number; clients: number };
   schedule: AppliedFault[];
   invariants: InvariantResult[];
+  /** Not an invariant: (iv) again, allowing one more budget per fault that emptied the store. */
+  budgetWithResets: InvariantResult;
   traffic: TrafficStats;
   /** Every node back on Redis after the heal (else the lease counts are the local ones). */
   settled: boolean;
@@ -144,6 +146,14 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
     leasesReleased(leases),
     coldLoadsWithinBudget(log, WORLD.coldLoadsPerMinute, WINDOW_MS),
   ];
+  const resets = applied
+    .filter(
+      (f) =>
+        f.fault.kind === 'flushall' ||
+        (f.fault.kind === 'redis-restart' && !f.fault.persist) ||
+        (f.fault.kind === 'redis-record' && f.fault.change === 'state'),
+    )
+    .map((f) => f.appliedAt);
   return {
     seed: o.seed,
     trafficMs: o.trafficMs,
@@ -151,6 +161,7 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
     world: { ...WORLD, adapters: ADAPTERS, clients: CLIENTS_PER_NODE * WORLD.nodes },
     schedule: applied,
     invariants,
+    budgetWithResets: coldLoadsWithinBudget(log, WORLD.coldLoadsPerMinute, WINDOW_MS, resets),
     traffic: traffic.stats,
     settled,
     notices: world.nodes.map((n) =>
