@@ -7,6 +7,7 @@
  */
 import { dirname, join } from 'node:path';
 import { encode } from '@msgpack/msgpack';
+import { installClockSkewHook } from './clock-skew';
 import { wrapServer, type KongPdkServer } from './events';
 
 const pdkDir = dirname(require.resolve('kong-pdk/package.json'));
@@ -35,6 +36,7 @@ if (opts.DumpPluginInfo) {
     console.log(JSON.stringify(values)),
   );
 } else {
+  installClockSkewHook();
   wrapServer(server);
   new Listener(server, join(opts.kongPrefix!, opts.sockName!)).serve();
 }

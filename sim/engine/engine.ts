@@ -207,10 +207,17 @@ export class ReplicaEngine {
 
   /** Requests of `adapter` running or waiting. */
   inFlight(adapter: string): number {
-    let n = 0;
-    for (const s of this.running) if (s.req.adapter === adapter) n++;
-    for (const s of this.waiting) if (s.req.adapter === adapter) n++;
-    return n;
+    const { running, waiting } = this.requestsOf(adapter);
+    return running + waiting;
+  }
+
+  /** Requests of `adapter` in the batch (running) and queued (waiting), apart. */
+  requestsOf(adapter: string): { running: number; waiting: number } {
+    let running = 0;
+    let waiting = 0;
+    for (const s of this.running) if (s.req.adapter === adapter) running++;
+    for (const s of this.waiting) if (s.req.adapter === adapter) waiting++;
+    return { running, waiting };
   }
 
   /** Everything in flight ends aborted; caches empty (a process restart). */

@@ -49,6 +49,13 @@ export interface AdapterLogEntry {
   ms: number;
   /** Requests of this adapter in the engine when an unload was answered (must be 0). */
   inFlight?: number;
+  /** Of `inFlight`: running in the batch, and waiting in the queue (unloads that found the name). */
+  running?: number;
+  waiting?: number;
+  /** Runtime-loaded adapters registered once the call was answered (200 loads and unloads). */
+  loaded?: number;
+  /** Unix ms of the answer on the wall clock, whatever the replica's clock (fault runs line logs up). */
+  wallMs?: number;
 }
 
 export interface RegistryEntry {
@@ -98,14 +105,19 @@ export class Registry extends Map<string, RegistryEntry> {
 
   override set(name: string, entry: RegistryEntry): this {
     super.set(name, entry);
-    let n = 0;
-    for (const e of this.values()) if (!e.static) n++;
-    this.peak = Math.max(this.peak, n);
+    this.peak = Math.max(this.peak, this.runtimeCount());
     return this;
   }
 
   peakRuntime(): number {
     return this.peak;
+  }
+
+  /** Runtime-loaded (not start-up) adapters registered now. */
+  runtimeCount(): number {
+    let n = 0;
+    for (const e of this.values()) if (!e.static) n++;
+    return n;
   }
 }
 

@@ -33,6 +33,8 @@ export class VllmLoraApi {
         path,
         status: res.status,
         ms: r.clock.now() - started,
+        loaded: r.registry.runtimeCount(),
+        wallMs: Date.now(),
       });
       return res;
     };
@@ -106,8 +108,17 @@ export class VllmLoraApi {
     const { r } = this;
     const b = (body instanceof Error ? {} : (body ?? {})) as Record<string, unknown>;
     const name = typeof b.lora_name === 'string' ? b.lora_name : '';
-    const logged = (res: SimError, inFlight?: number): SimError => {
-      r.log.push({ at: r.clock.now(), op: 'unload', name, status: res.status, ms: 0, inFlight });
+    const logged = (res: SimError, busy?: { running: number; waiting: number }): SimError => {
+      r.log.push({
+        at: r.clock.now(),
+        op: 'unload',
+        name,
+        status: res.status,
+        ms: 0,
+        ...(busy ? { inFlight: busy.running + busy.waiting, ...busy } : {}),
+        loaded: r.registry.runtimeCount(),
+        wallMs: Date.now(),
+      });
       return res;
     };
     if (!name)
@@ -116,12 +127,13 @@ export class VllmLoraApi {
       );
     const entry = r.registry.get(name);
     if (!entry) return logged(r.error(404, 'NotFoundError', `The lora adapter '${name}' cannot be found.`));
-    const inFlight = r.engine.inFlight(name);
+    // What the engine has of the name at this moment: the fault run's invariant reads it (never > 0).
+    const busy = r.engine.requestsOf(name);
     r.registry.delete(name);
     // Released vLLM only forgets the name (unload_lora_adapter, serving_models.py, vllm 075e9ba825): the weights
     // stay cached until the LRU pushes them out.
     if (r.o.unload === 'frees') r.engine.dropWeights(entry.weights);
-    return logged({ status: 200, body: `Success: LoRA adapter '${name}' removed successfully.` }, inFlight);
+    return logged({ status: 200, body: `Success: LoRA adapter '${name}' removed successfully.` }, busy);
   }
 
   /**
@@ -144,7 +156,16 @@ export class VllmLoraApi {
       const started = r.clock.now();
       // Logged as loads: the simulator's log counts every read of an adapter's weights by a call.
       const log = (status: number) =>
-        r.log.push({ at: r.clock.now(), op: 'load', name, path, status, ms: r.clock.now() - started });
+        r.log.push({
+          at: r.clock.now(),
+          op: 'load',
+          name,
+          path,
+          status,
+          ms: r.clock.now() - started,
+          loaded: r.registry.runtimeCount(),
+          wallMs: Date.now(),
+        });
       const weights = this.newWeights(name);
       if (rank > r.o.maxLoraRank) {
         log(400);

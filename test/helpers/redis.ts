@@ -69,6 +69,32 @@ export class RedisServer {
     await exited;
   }
 
+  /**
+   * A restart on the same port, down for `downMs`. `persist`: the data set is saved (SAVE, an RDB snapshot in this
+   * server's directory) and loaded again at start, as a Redis with persistence comes back;
+   * otherwise it comes back empty, as one without.
+   */
+  async restart(persist: boolean, downMs = 0): Promise<void> {
+    const dump = join(this.dir, 'dump.rdb');
+    if (persist) await this.command(['SAVE']);
+    await this.stop();
+    if (!persist) rmSync(dump, { force: true });
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    await this.start();
+  }
+
+  /** One command on a fresh connection (the caller's own, not the nodes'). */
+  async command(args: [string, ...(string | number)[]]): Promise<unknown> {
+    const c = new Redis({ port: this.port, host: '127.0.0.1', maxRetriesPerRequest: 0, lazyConnect: true });
+    c.on('error', () => {});
+    try {
+      await c.connect();
+      return await c.call(...args);
+    } finally {
+      c.disconnect();
+    }
+  }
+
   async close(): Promise<void> {
     await this.stop();
     rmSync(this.dir, { recursive: true, force: true });

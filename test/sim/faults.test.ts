@@ -121,17 +121,23 @@ describe('simulator fault injection', () => {
     expect(await peak()).toBe(3);
   });
 
-  it('logs every load and unload with the in-flight count at unload', async () => {
+  it('logs every load and unload: the runtime adapters registered after it, and at unload the requests running and waiting', async () => {
     await post(url, '/v1/load_lora_adapter', { lora_name: 'y', lora_path: '/adapters/y' });
-    const pending = post(url, '/v1/chat/completions', chat('y', 200));
-    await waitFor(() => replica().engine.inFlight('y') === 1);
+    await post(url, '/v1/load_lora_adapter', { lora_name: 'z', lora_path: '/adapters/z' });
+    // One running, and one waiting behind an engine too small for two.
+    replica().engine.options.maxNumSeqs = 1;
+    const pending = [200, 200].map(() => post(url, '/v1/chat/completions', chat('y', 200)));
+    await waitFor(() => replica().engine.inFlight('y') === 2);
     await post(url, '/v1/unload_lora_adapter', { lora_name: 'y' });
     const log = replica().adapterLog();
-    expect(log.map((e) => [e.op, e.name, e.status])).toEqual([
-      ['load', 'y', 200],
-      ['unload', 'y', 200],
+    expect(log.map((e) => [e.op, e.name, e.status, e.loaded])).toEqual([
+      ['load', 'y', 200, 1],
+      ['load', 'z', 200, 2],
+      ['unload', 'y', 200, 1],
     ]);
-    expect(log[1]!.inFlight).toBe(1);
-    expect((await pending).status).toBe(200); // weights stay cached for running requests
+    expect([log[2]!.inFlight, log[2]!.running, log[2]!.waiting]).toEqual([2, 1, 1]);
+    expect(log.every((e) => Math.abs(e.wallMs! - Date.now()) < 60_000)).toBe(true);
+    // Weights stay cached for running requests.
+    expect((await Promise.all(pending)).map((r) => r.status)).toEqual([200, 200]);
   });
 });

@@ -1,0 +1,57 @@
+import type { ChaosReport } from './run';
+
+/** The run as text: the world, the schedule, each invariant's checks and violations. */
+export function formatReport(r: ChaosReport, examples = 5): string {
+  const w = r.world;
+  const lines = [
+    `randomized fault run: seed ${r.seed}, ${(r.trafficMs / 60_000).toFixed(1)} min of traffic`,
+    `  ${w.nodes} Kong nodes, ${w.replicas} vLLM replicas x ${w.maxLoadedAdapters} adapter slots, ${w.adapters} adapters, ${w.clients} clients, cold_loads_per_minute ${w.coldLoadsPerMinute}, poll ${w.pollIntervalMs} ms`,
+    `  requests: ${r.traffic.sent} sent, by status ${JSON.stringify(r.traffic.byStatus)}; well-formed answered 404 by the replica: ${r.traffic.replica404}`,
+    `  refusals: ${JSON.stringify(r.traffic.refusals)}`,
+    `schedule (${r.schedule.length} faults):`,
+    ...r.schedule.map(
+      (s) =>
+        `  +${((s.appliedAt - r.startedAt) / 1000).toFixed(1).padStart(6)} s  ${s.text} (healed +${((s.healedAt - r.startedAt) / 1000).toFixed(1)} s)`,
+    ),
+    `settled (every node back on Redis): ${r.settled ? 'yes' : 'NO'}`,
+    ...r.statusProblems.map((p) => `  status route failed: ${p}`),
+    'invariants:',
+  ];
+  for (const [i, inv] of r.invariants.entries()) {
+    lines.push(
+      `  (${['i', 'ii', 'iii', 'iv'][i] ?? i + 1}) ${inv.name}: ${inv.checks} checks, ${inv.violations.length} violations`,
+    );
+    const inOrder = [...inv.violations].sort((a, b) => (a.at ?? 0) - (b.at ?? 0));
+    for (const v of inOrder.slice(0, examples)) {
+      const at = v.at !== undefined ? `+${((v.at - r.startedAt) / 1000).toFixed(1)} s ` : '';
+      const where = [v.replica, v.adapter].filter(Boolean).join(' ');
+      lines.push(`      ${at}${where ? where + ': ' : ''}${v.detail}`);
+      const near = faultsNear(r, v.at, v.until);
+      if (near) lines.push(`        faults then: ${near}`);
+    }
+    if (inv.violations.length > examples) lines.push(`      ... ${inv.violations.length - examples} more`);
+  }
+  const b = r.budgetWithResets;
+  lines.push(`  (not an invariant) ${b.name}: ${b.checks} checks, ${b.violations.length} violations`);
+  if (!r.ok)
+    for (const [i, notices] of r.notices.entries()) {
+      lines.push(`node ${i} log (${notices.length} lines):`);
+      for (const l of notices.slice(0, 4 * examples)) lines.push(`  ${l.slice(0, 200)}`);
+      if (notices.length > 4 * examples) lines.push(`  ... ${notices.length - 4 * examples} more`);
+    }
+  lines.push(r.ok ? 'result: every invariant held' : 'result: VIOLATED');
+  return lines.join('\n');
+}
+
+/** How long after a fault healed a violation may still be its consequence (a poll, a node TTL). */
+const AFTERMATH_MS = 5000;
+
+/** The faults in effect over [at, until], or healed at most AFTERMATH_MS before it. */
+function faultsNear(r: ChaosReport, at?: number, until?: number): string {
+  if (at === undefined) return '';
+  const end = until ?? at;
+  return r.schedule
+    .filter((f) => f.appliedAt <= end && f.healedAt + AFTERMATH_MS >= at)
+    .map((f) => `+${((f.appliedAt - r.startedAt) / 1000).toFixed(1)} s ${f.text}`)
+    .join('; ');
+}

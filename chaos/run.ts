@@ -1,0 +1,282 @@
+/**
+ * The randomized fault run (docs/reliability.md, "Randomized fault run"): traffic through three
+ * Kong nodes while a seeded nemesis partitions a node from Redis, flushes Redis, restarts it with
+ * and without persistence, changes the nodes' `redis` record and skews a node's clock; then the
+ * faults are healed, traffic stops, the nodes settle, and the invariants are checked from the
+ * replicas' own logs and from Redis and each node.
+ */
+import { Redis } from 'ioredis';
+import {
+  coldLoadsWithinBudget,
+  leasesReleased,
+  loadedWithinLimit,
+  noBusyUnload,
+  type InvariantResult,
+  type LeaseObservation,
+  type ReplicaLogEntry,
+} from './invariants';
+import { describeFault, faultDuration, makeSchedule, type Fault, type ScheduledFault } from './schedule';
+import { Traffic, type TrafficStats } from './traffic';
+import { ChaosWorld, PREFIX, type ChaosNode, type WorldOptions } from './world';
+
+export interface ChaosOptions {
+  seed: number;
+  /** How long traffic runs; faults stop a few seconds before it does. */
+  trafficMs: number;
+  /** Prints progress lines (the CLI); silent in tests. */
+  log?: (line: string) => void;
+}
+
+export interface AppliedFault extends ScheduledFault {
+  /** Wall-clock Unix ms when it was applied and healed. */
+  appliedAt: number;
+  healedAt: number;
+  text: string;
+}
+
+export interface ChaosReport {
+  seed: number;
+  trafficMs: number;
+  /** Wall-clock Unix ms when traffic started (the report's times count from it). */
+  startedAt: number;
+  world: WorldOptions & { adapters: number; clients: number };
+  schedule: AppliedFault[];
+  invariants: InvariantResult[];
+  /** Not an invariant: (iv) again, allowing one more budget per fault that emptied the store. */
+  budgetWithResets: InvariantResult;
+  traffic: TrafficStats;
+  /** Every node back on Redis after the heal (else the lease counts are the local ones). */
+  settled: boolean;
+  /** Each node's operational log lines (`+s line`), for reading violations against. */
+  notices: string[][];
+  /** Nodes whose status route failed at the end, and how. */
+  statusProblems: string[];
+  ok: boolean;
+}
+
+export const WORLD: WorldOptions = {
+  nodes: 3,
+  replicas: 3,
+  maxLoadedAdapters: 2,
+  coldLoadsPerMinute: 20,
+  pollIntervalMs: 250,
+  skewMs: 200,
+  timeoutMs: 1000,
+  nodeTtlMs: 3000,
+};
+const ADAPTERS = 10;
+const CLIENTS_PER_NODE = 3;
+const WINDOW_MS = 60_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
+  const say = o.log ?? (() => {});
+  const world = await ChaosWorld.start(WORLD);
+  try {
+    return await run(world, o, say);
+  } finally {
+    await world.stop();
+  }
+}
+
+async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void): Promise<ChaosReport> {
+  // Each node's poller starts with its lora-poller instance: one status request each.
+  for (const n of world.nodes) await world.nodeStatus(n);
+  await sleep(WORLD.pollIntervalMs * 3);
+  const schedule = makeSchedule({
+    seed: o.seed,
+    startMs: 2000,
+    endMs: Math.max(2500, o.trafficMs - 8000),
+    nodes: WORLD.nodes,
+    skewMs: WORLD.skewMs,
+    maxPartitionMs: 2 * WORLD.nodeTtlMs,
+  });
+  const traffic = new Traffic(world.nodes, {
+    seed: o.seed,
+    clientsPerNode: CLIENTS_PER_NODE,
+    adapters: ADAPTERS,
+    mistypedEvery: 30,
+  });
+  const started = Date.now();
+  say(`traffic on ${WORLD.nodes} nodes for ${Math.round(o.trafficMs / 1000)} s, ${schedule.length} faults`);
+  traffic.start();
+  // The nodes' status routes, read now and then as an operator would (it also starts a new
+  // lora-poller instance after a configuration change, as Kong does on the next request).
+  let watching = true;
+  const watcher = (async () => {
+    while (watching) {
+      for (const n of world.nodes) await world.nodeStatus(n);
+      await sleep(1000);
+    }
+  })();
+  const applied: AppliedFault[] = [];
+  for (const s of schedule) {
+    const wait = started + s.at - Date.now();
+    if (wait > 0) await sleep(wait);
+    if (Date.now() - started > o.trafficMs) break;
+    const appliedAt = Date.now();
+    const text = describeFault(s.fault);
+    say(`+${((appliedAt - started) / 1000).toFixed(1)} s  ${text}`);
+    await apply(world, s.fault);
+    await sleep(faultDuration(s.fault));
+    await heal(world, s.fault);
+    applied.push({ ...s, appliedAt, healedAt: Date.now(), text });
+  }
+  const left = started + o.trafficMs - Date.now();
+  if (left > 0) await sleep(left);
+  await traffic.stop();
+  watching = false;
+  await watcher;
+  say(`traffic stopped: ${traffic.stats.sent} requests, by status ${JSON.stringify(traffic.stats.byStatus)}`);
+  const endMs = Date.now();
+  // Settle: every node back on Redis, then long enough for a silent node's leases to expire
+  // and a few polls to run.
+  say('settling: waiting for every node to share decisions in Redis again');
+  const settled = await waitAll(world, (s) => s?.store === 'redis', 20_000);
+  await sleep(WORLD.nodeTtlMs + 4 * WORLD.pollIntervalMs);
+  say(`settled: ${settled}; reading open leases in Redis and on each node`);
+  const leases = await leaseCounts(world, say);
+  const log: ReplicaLogEntry[] = world.fleet.replicas.flatMap((r) =>
+    r.adapterLog().map((e) => ({ ...e, replica: r.url })),
+  );
+  const invariants = [
+    noBusyUnload(log),
+    loadedWithinLimit(log, WORLD.maxLoadedAdapters, WORLD.pollIntervalMs, endMs),
+    leasesReleased(leases),
+    coldLoadsWithinBudget(log, WORLD.coldLoadsPerMinute, WINDOW_MS),
+  ];
+  const resets = applied
+    .filter(
+      (f) =>
+        f.fault.kind === 'flushall' ||
+        (f.fault.kind === 'redis-restart' && !f.fault.persist) ||
+        (f.fault.kind === 'redis-record' && f.fault.change === 'state'),
+    )
+    .map((f) => f.appliedAt);
+  return {
+    seed: o.seed,
+    trafficMs: o.trafficMs,
+    startedAt: started,
+    world: { ...WORLD, adapters: ADAPTERS, clients: CLIENTS_PER_NODE * WORLD.nodes },
+    schedule: applied,
+    invariants,
+    budgetWithResets: coldLoadsWithinBudget(log, WORLD.coldLoadsPerMinute, WINDOW_MS, resets),
+    traffic: traffic.stats,
+    settled,
+    notices: world.nodes.map((n) =>
+      n.notices.map((l) => `+${((l.at - started) / 1000).toFixed(1)} s ${l.line}`),
+    ),
+    statusProblems: world.nodes
+      .filter((n) => n.statusProblem)
+      .map((n) => `node ${n.index}: ${n.statusProblem}`),
+    ok: settled && invariants.every((i) => i.violations.length === 0),
+  };
+}
+
+async function apply(world: ChaosWorld, f: Fault): Promise<void> {
+  switch (f.kind) {
+    case 'partition':
+      world.nodes[f.node]!.proxy.cut(f.mode);
+      return;
+    case 'flushall':
+      await world.redis.command(['FLUSHALL']);
+      return;
+    case 'redis-restart':
+      await world.redis.restart(f.persist, f.downMs);
+      return;
+    case 'redis-record': {
+      // Kong pushes the configuration to each node in turn: the nodes change within `staggerMs`.
+      const k = f.staggerMs % world.nodes.length;
+      const order = [...world.nodes.slice(k), ...world.nodes.slice(0, k)];
+      for (const [i, n] of order.entries()) {
+        const v =
+          f.change === 'state'
+            ? { ...n.variant, database: 1 - n.variant.database }
+            : { ...n.variant, timeouts: !n.variant.timeouts };
+        await world.reconfigure(n, v);
+        if (i < order.length - 1) await sleep(f.staggerMs / (order.length - 1));
+      }
+      return;
+    }
+    case 'clock-skew':
+      world.toggleSkew(world.nodes[f.node]!);
+      return;
+  }
+}
+
+async function heal(world: ChaosWorld, f: Fault): Promise<void> {
+  if (f.kind === 'partition') world.nodes[f.node]!.proxy.restore();
+  if (f.kind === 'clock-skew') {
+    const n = world.nodes[f.node]!;
+    if (n.skewed) world.toggleSkew(n);
+  }
+}
+
+async function waitAll(
+  world: ChaosWorld,
+  ok: (s: { store: string; inFlight: number } | null) => boolean,
+  ms: number,
+): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const all = await Promise.all(world.nodes.map((n) => world.nodeStatus(n)));
+    if (all.every(ok)) return true;
+    await sleep(200);
+  }
+  return false;
+}
+
+/**
+ * Open leases after the run: in Redis (each database a record pointed at: the lease table and
+ * the per-adapter in-flight counts), and each node's own view, its shared view from its status
+ * route and its local one read with its link cut for a moment (a degraded node answers from its
+ * local store).
+ */
+async function leaseCounts(world: ChaosWorld, say: (l: string) => void): Promise<LeaseObservation[]> {
+  const out: LeaseObservation[] = [];
+  for (const db of [0, 1]) {
+    const c = new Redis({ port: world.redis.port, host: '127.0.0.1', db, maxRetriesPerRequest: 1 });
+    c.on('error', () => {});
+    try {
+      const table = await c.hgetall(`${PREFIX}lease`);
+      out.push({
+        where: `Redis db ${db} lease table`,
+        open: Object.keys(table).length,
+        sample: Object.values(table).slice(0, 3),
+      });
+      let busy = 0;
+      for (const key of await c.keys(`${PREFIX}busy:*`))
+        for (const v of await c.hvals(key)) busy += Math.max(0, Number(v));
+      out.push({ where: `Redis db ${db} in-flight counts`, open: busy });
+    } finally {
+      c.disconnect();
+    }
+  }
+  for (const n of world.nodes) {
+    say(`node ${n.index}: status, then its local store`);
+    const shared = await world.nodeStatus(n);
+    out.push({
+      where: `node ${n.index} status (${shared?.store ?? 'no answer'})`,
+      open: shared?.inFlight ?? -1,
+    });
+    out.push({ where: `node ${n.index} local store`, open: await localInFlight(world, n) });
+  }
+  return out;
+}
+
+async function localInFlight(world: ChaosWorld, n: ChaosNode): Promise<number> {
+  n.proxy.cut('refuse');
+  try {
+    for (let i = 0; i < 20; i++) {
+      const s = await world.nodeStatus(n);
+      if (s?.store === 'local') return s.inFlight;
+      await sleep(100);
+    }
+    return -1;
+  } finally {
+    n.proxy.restore();
+    const end = Date.now() + 10_000;
+    while (Date.now() < end && (await world.nodeStatus(n))?.store !== 'redis') await sleep(200);
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * The fault run's world: one real redis-server, three real plugin servers (Kong nodes), each
+ * node's Redis link through its own TCP proxy, simulated vLLM replicas on loopback, and a
+ * LocalGateway per node driving the plugins over their socket as Kong does.
+ */
+import { join } from 'node:path';
+import { SimFleet } from '../sim/fleet';
+import { LocalGateway } from '../stack/gateway';
+import { CLOCK_SKEW_ENV } from '../pluginserver/clock-skew';
+import type { RedisConfig } from '../src/config/redis-schema';
+import { KongDriver, PluginServerProcess } from '../test/kong/driver';
+import { ROOT } from '../test/kong/process';
+import { RedisServer } from '../test/helpers/redis';
+import { TcpProxy } from '../test/helpers/tcp-proxy';
+
+export const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
+export const PREFIX = 'chaos:';
+
+export interface WorldOptions {
+  nodes: number;
+  replicas: number;
+  maxLoadedAdapters: number;
+  coldLoadsPerMinute: number;
+  pollIntervalMs: number;
+  skewMs: number;
+  /** The nodes' Redis timeouts (`timeout_ms`, `node_ttl_ms`); a `timeouts` record change adds a little to each. */
+  timeoutMs: number;
+  nodeTtlMs: number;
+}
+
+/** Which `redis` record the nodes use: the database (the state) and whether timeouts were changed. */
+export interface RecordVariant {
+  database: number;
+  timeouts: boolean;
+}
+
+export interface ChaosNode {
+  index: number;
+  server: PluginServerProcess;
+  proxy: TcpProxy;
+  router: LocalGateway;
+  status: LocalGateway;
+  variant: RecordVariant;
+  skewed: boolean;
+  /** The plugin server's operational log lines, with the wall-clock time they came. */
+  notices: { at: number; line: string }[];
+  /** What the status route last answered instead of the fleet status (the report shows it). */
+  statusProblem?: string;
+}
+
+export class ChaosWorld {
+  private constructor(
+    readonly o: WorldOptions,
+    readonly redis: RedisServer,
+    readonly fleet: SimFleet,
+    readonly nodes: ChaosNode[],
+  ) {}
+
+  static async start(o: WorldOptions): Promise<ChaosWorld> {
+    const redis = await RedisServer.start();
+    const fleet = await SimFleet.start(
+      Array.from({ length: o.replicas }, () => ({
+        adapterDirs: ['/adapters'],
+        // Wall-clock time: the sim log lines up with the nodes' clocks and the schedule.
+        timeScale: 1,
+        engine: { loadBaseMs: 200 },
+      })),
+    );
+    const world = new ChaosWorld(o, redis, fleet, []);
+    try {
+      for (let i = 0; i < o.nodes; i++) world.nodes.push(await world.startNode(i));
+    } catch (err) {
+      await world.stop();
+      throw err;
+    }
+    return world;
+  }
+
+  /** The `redis` record of a node whose proxy listens on `port`, for `v`: the shared prefix. */
+  record(port: number, v: RecordVariant): RedisConfig {
+    return {
+      host: '127.0.0.1',
+      port,
+      database: v.database,
+      tls: false,
+      prefix: PREFIX,
+      timeout_ms: this.o.timeoutMs + (v.timeouts ? 200 : 0),
+      node_ttl_ms: this.o.nodeTtlMs + (v.timeouts ? 500 : 0),
+    };
+  }
+
+  routerConfig(redis: RedisConfig): Record<string, unknown> {
+    return {
+      replicas: this.fleet.urls.map((url) => ({ url })),
+      base_model: BASE,
+      adapter_path_template: '/adapters/{name}',
+      max_loaded_adapters: this.o.maxLoadedAdapters,
+      queue_timeout_ms: 1000,
+      cold_loads_per_minute: this.o.coldLoadsPerMinute,
+      redis,
+    };
+  }
+
+  pollerConfig(redis: RedisConfig): Record<string, unknown> {
+    return { poll_interval_ms: this.o.pollIntervalMs, timeout_ms: 500, redis };
+  }
+
+  private async startNode(index: number): Promise<ChaosNode> {
+    const proxy = await TcpProxy.start(this.redis.port);
+    const notices: { at: number; line: string }[] = [];
+    const server = await PluginServerProcess.start({
+      pluginsDir: join(ROOT, 'dist', 'plugins'),
+      env: { [CLOCK_SKEW_ENV]: String(this.o.skewMs) },
+      // The router's warnings and errors (shared state lost, replicas down, unloads withheld) and
+      // its shared-state notices, timed; not every load and unload (the sim log has those).
+      onLog: (line) => {
+        const notice =
+          /\[kong-lora-router\] (warn|error):/.test(line) ||
+          /\[kong-lora-router\] info: .*(shared|lease|epoch)/.test(line);
+        if (notice && notices.length < 1000)
+          notices.push({ at: Date.now(), line: line.replace(/^.*\[kong-lora-router\] /, '') });
+      },
+    });
+    const variant: RecordVariant = { database: 0, timeouts: false };
+    const redis = this.record(proxy.port, variant);
+    // One driver per node, as Kong's node has: plugin ids (`__seq__`) are unique across its routes.
+    const driver = new KongDriver(server.socketPath);
+    const router = await LocalGateway.create({
+      driver,
+      plugins: [{ name: 'lora-router', config: this.routerConfig(redis) }],
+      serviceUrl: this.fleet.urls[0]!,
+      upstreamTimeoutMs: 30_000,
+    });
+    const status = await LocalGateway.create({
+      driver,
+      node: router.node,
+      plugins: [{ name: 'lora-poller', config: this.pollerConfig(redis) }],
+      serviceUrl: 'http://127.0.0.1:9',
+    });
+    return { index, server, proxy, router, status, variant, skewed: false, notices };
+  }
+
+  /** A node's `redis` record changes (router and poller alike, as one Kong configuration). */
+  async reconfigure(n: ChaosNode, v: RecordVariant): Promise<void> {
+    n.variant = v;
+    const redis = this.record(n.proxy.port, v);
+    await n.router.configure([{ name: 'lora-router', config: this.routerConfig(redis) }]);
+    await n.status.configure([{ name: 'lora-poller', config: this.pollerConfig(redis) }]);
+  }
+
+  /** Toggles node `n`'s clock skew (the plugin server's SIGUSR2 hook). */
+  toggleSkew(n: ChaosNode): void {
+    n.server.child.kill('SIGUSR2');
+    n.skewed = !n.skewed;
+  }
+
+  /** The node's lora-poller status, or null (and why in `statusProblem`) within `ms`. */
+  async nodeStatus(n: ChaosNode, ms = 5000): Promise<{ store: string; inFlight: number } | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => {
+      timer = setTimeout(() => {
+        n.statusProblem = `no answer within ${ms} ms`;
+        resolve(null);
+      }, ms);
+    });
+    try {
+      return await Promise.race([this.readStatus(n), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async readStatus(n: ChaosNode): Promise<{ store: string; inFlight: number } | null> {
+    try {
+      const r = await n.status.handle({ method: 'GET', path: '/lora/status' });
+      if (r.status === 200) {
+        n.statusProblem = undefined;
+        return JSON.parse(r.body.toString()) as { store: string; inFlight: number };
+      }
+      n.statusProblem = `${r.status} ${r.body.toString().slice(0, 300)} ${r.kong.luaErrors.join('; ')}`;
+      return null;
+    } catch (err) {
+      n.statusProblem = (err as Error).message;
+      return null;
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const n of this.nodes) {
+      await n.router.close().catch(() => {});
+      await n.status.close().catch(() => {});
+      await n.server.stop();
+      await n.proxy.close();
+    }
+    await this.fleet.stop();
+    await this.redis.close();
+  }
+}

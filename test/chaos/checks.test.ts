@@ -1,0 +1,121 @@
+/**
+ * The fault run's invariant checks and schedule, on recorded logs: each check must catch what
+ * breaks it (a unit test of pure functions; the run itself is fault-run.test.ts).
+ */
+import {
+  coldLoadsWithinBudget,
+  leasesReleased,
+  loadedWithinLimit,
+  noBusyUnload,
+  type ReplicaLogEntry,
+} from '../../chaos/invariants';
+import { makeSchedule } from '../../chaos/schedule';
+
+const R = 'http://127.0.0.1:1';
+const load = (wallMs: number, name: string, loaded: number, ms = 100): ReplicaLogEntry => ({
+  replica: R,
+  at: wallMs,
+  op: 'load',
+  name,
+  status: 200,
+  ms,
+  loaded,
+  wallMs,
+});
+const unload = (wallMs: number, name: string, loaded: number, running = 0, waiting = 0): ReplicaLogEntry => ({
+  replica: R,
+  at: wallMs,
+  op: 'unload',
+  name,
+  status: 200,
+  ms: 0,
+  inFlight: running + waiting,
+  running,
+  waiting,
+  loaded,
+  wallMs,
+});
+
+describe('fault-run invariants', () => {
+  it('(i) flags an unload that found requests running or waiting, and only those', () => {
+    const r = noBusyUnload([
+      unload(1, 'a', 1),
+      unload(2, 'b', 0, 0, 1),
+      unload(3, 'c', 0, 2, 0),
+      { ...unload(4, 'd', 0), status: 404, running: undefined, waiting: undefined },
+    ]);
+    expect(r.checks).toBe(3);
+    expect(r.violations.map((v) => [v.adapter, v.detail])).toEqual([
+      ['b', 'unloaded with 0 running and 1 waiting'],
+      ['c', 'unloaded with 2 running and 0 waiting'],
+    ]);
+  });
+
+  it('(ii) allows an excess for one poll interval, flags a longer one and one still open at the end', () => {
+    const log = [
+      load(0, 'a', 1),
+      load(10, 'b', 2),
+      load(20, 'c', 3), // over for 200 ms: allowed
+      unload(220, 'a', 2),
+      load(1000, 'd', 3), // over for 400 ms
+      unload(1400, 'b', 2),
+      load(2000, 'e', 3), // still over at the end (3000)
+    ];
+    const r = loadedWithinLimit(log, 2, 250, 3000);
+    expect(r.checks).toBe(7);
+    expect(r.violations.map((v) => [v.at, v.detail])).toEqual([
+      [1000, '3 adapters loaded (limit 2) for 400 ms'],
+      [2000, '3 adapters loaded (limit 2) for 1000 ms'],
+    ]);
+    expect(loadedWithinLimit(log, 3, 250, 3000).violations).toEqual([]);
+  });
+
+  it('(iii) flags every place a lease is still open, or could not be read', () => {
+    const r = leasesReleased([
+      { where: 'Redis', open: 0 },
+      { where: 'node 0 local store', open: 2 },
+      { where: 'node 1 local store', open: -1 },
+    ]);
+    expect(r.checks).toBe(3);
+    expect(r.violations.map((v) => v.detail)).toEqual([
+      '2 lease(s) open in node 0 local store',
+      'node 1 local store: could not be read',
+    ]);
+  });
+
+  it('(iv) allows the budget in each of the windows a span may overlap, and flags more', () => {
+    const W = 60_000;
+    // 4 loads within 1 s, budget 2: two windows may meet there, so 4 pass and 5 do not.
+    const four = [0, 200, 400, 600].map((t, i) => load(t + 100, `a${i}`, 1));
+    expect(coldLoadsWithinBudget(four, 2, W).violations).toEqual([]);
+    const five = [...four, load(900, 'a4', 1)];
+    const r = coldLoadsWithinBudget(five, 2, W);
+    expect(r.checks).toBe(5);
+    expect(r.violations[0]!.detail).toBe('5 loads within 800 ms (allowed 4)');
+    // Spread over three minutes, 2 per minute is within budget.
+    const spread = Array.from({ length: 6 }, (_, i) => load(i * 30_000 + 100, `s${i}`, 1));
+    expect(coldLoadsWithinBudget(spread, 2, W).violations).toEqual([]);
+    expect(coldLoadsWithinBudget(five, 0, W).checks).toBe(0); // no budget configured
+    // A store emptied within the span (FLUSHALL at 500 ms) allows one budget more there.
+    expect(coldLoadsWithinBudget(five, 2, W, [500]).violations).toEqual([]);
+    expect(coldLoadsWithinBudget(five, 2, W, [5000]).violations).toHaveLength(1);
+  });
+});
+
+describe('fault-run schedule', () => {
+  const o = { seed: 7, startMs: 2000, endMs: 60_000, nodes: 3, skewMs: 200, maxPartitionMs: 6000 };
+
+  it('is the same for the same seed, another for another seed', () => {
+    expect(makeSchedule(o)).toEqual(makeSchedule(o));
+    expect(makeSchedule({ ...o, seed: 8 })).not.toEqual(makeSchedule(o));
+  });
+
+  it('meets every kind of fault in its first five, one at a time, within the window', () => {
+    const s = makeSchedule(o);
+    expect(new Set(s.slice(0, 5).map((f) => f.fault.kind))).toEqual(
+      new Set(['partition', 'flushall', 'redis-restart', 'redis-record', 'clock-skew']),
+    );
+    for (const f of s) expect(f.at >= o.startMs && f.at < o.endMs).toBe(true);
+    for (const [i, f] of s.entries()) if (i > 0) expect(f.at).toBeGreaterThan(s[i - 1]!.at);
+  });
+});
