@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { Agent, errors, request as undiciRequest } from 'undici';
 import {
@@ -264,11 +265,13 @@ export class LocalGateway {
         if (sink.started) return sink.abort();
         const failure = upstreamFailure(err);
         req.status = failure.status;
-        this.o.onError?.(`error: ${req.method} ${req.path}: ${failure.status} ${failure.message}`);
+        req.unexpected = true;
+        // The client gets Kong's fixed text; the cause (which names the replica) is the operator's.
+        this.o.onError?.(`error: ${req.method} ${req.path}: ${failure.status} ${failure.detail}`);
         sink.send(
           failure.status,
-          { 'content-type': 'application/json' },
-          Buffer.from(JSON.stringify({ message: failure.message })),
+          { 'content-type': 'application/json; charset=utf-8' },
+          Buffer.from(kongErrorBody(failure.message)),
         );
       }
     } finally {
@@ -371,8 +374,12 @@ function mergeHeaders(...sets: Record<string, string>[]): Record<string, string>
   return out;
 }
 
-/** Kong's answers when the upstream fails: 504 for a timeout, 502 for anything else. */
-function upstreamFailure(err: unknown): { status: number; message: string } {
+/**
+ * Kong's answers when the upstream fails: 504 for a timeout, 502 for anything else, with the
+ * fixed texts of Kong/kong 3.9.3 kong/error_handlers.lua `BODIES` (never the cause); `detail`
+ * is the cause, for the log.
+ */
+function upstreamFailure(err: unknown): { status: number; message: string; detail: string } {
   const e = err as Error & { code?: string };
   if (
     e instanceof errors.HeadersTimeoutError ||
@@ -380,7 +387,16 @@ function upstreamFailure(err: unknown): { status: number; message: string } {
     e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
     e.code === 'UND_ERR_BODY_TIMEOUT'
   ) {
-    return { status: 504, message: 'The upstream server is timing out' };
+    return { status: 504, message: 'The upstream server is timing out', detail: e.message };
   }
-  return { status: 502, message: `An invalid response was received from the upstream server: ${e.message}` };
+  return {
+    status: 502,
+    message: 'An invalid response was received from the upstream server',
+    detail: e.message,
+  };
+}
+
+/** Kong/kong 3.9.3 kong/tools/http.lua's JSON error template: the message and a request id. */
+function kongErrorBody(message: string): string {
+  return `{\n  "message":${JSON.stringify(message)},\n  "request_id":"${randomBytes(16).toString('hex')}"\n}`;
 }

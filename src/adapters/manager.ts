@@ -222,8 +222,8 @@ export class AdapterManager {
           this.unknownNamesBlocked.set(url, this.clock.now() + policy.backoffBaseMs);
         throw errors.modelNotFound(adapter.name);
       }
-      if (err instanceof AdapterRejectedError) throw errors.adapterRejected(adapter.name, why);
-      throw errors.loadFailed(adapter.name, url, told);
+      if (err instanceof AdapterRejectedError) throw errors.adapterRejected(adapter.name, url, why);
+      throw errors.loadFailed(adapter.name, url, told, why);
     }
     const ms = this.clock.now() - started;
     this.backoff.clear(key);
@@ -372,10 +372,13 @@ function occupyingSlots(residents: ResidentAdapter[], policy: AdapterPolicy): Re
 /** Why a load failed, as a client may read it: the replica's own message, never its address. */
 function clientReason(err: unknown): string {
   if (err instanceof AdapterNotFoundError) return err.message;
+  // Fixed texts: a replica's own error text can name storage paths (vLLM's load errors quote
+  // the adapter's path); the operator log keeps it.
   if (err instanceof BackendError) {
     if (err.code === 'timeout') return 'the replica did not answer in time';
     if (err.code === 'connect') return 'the replica could not be reached';
-    return err.message;
+    if (err.code === 'http') return `the replica answered ${err.status ?? 'an error'}`;
+    return 'the replica answered something the router cannot read';
   }
   return 'internal error';
 }
