@@ -71,6 +71,8 @@ interface Sink {
   abort(): void;
   /** A whole response at once (an exit, or a failure before the upstream answered). */
   send(status: number, headers: Record<string, string | string[]>, body: Buffer): void;
+  /** Aborted when the client goes away: the upstream request is cancelled. */
+  clientGone?: AbortSignal;
 }
 
 interface Configured extends PluginEntity {
@@ -212,7 +214,7 @@ export class LocalGateway {
   }
 
   /** Sends the request where the plugins pointed it, with the body they set. */
-  private forward(req: KongRequest) {
+  private forward(req: KongRequest, clientGone?: AbortSignal) {
     const { origin, host } = this.upstream(req);
     const body = req.serviceBody !== undefined ? Buffer.from(req.serviceBody) : req.body;
     return undiciRequest(origin + req.path, {
@@ -222,6 +224,7 @@ export class LocalGateway {
       dispatcher: this.agent,
       headersTimeout: this.o.upstreamTimeoutMs ?? 60_000,
       bodyTimeout: this.o.upstreamTimeoutMs ?? 60_000,
+      signal: clientGone,
     });
   }
 
@@ -245,7 +248,7 @@ export class LocalGateway {
       // kong/pdk/response.lua (3.9.3) `send`: exit's headers are set after earlier set_header calls.
       if (exit) return sink.send(exit.status, mergeHeaders(req.responseHeaders, exit.headers), exit.body);
       try {
-        const up = await this.forward(req);
+        const up = await this.forward(req, sink.clientGone);
         req.status = up.statusCode;
         const headers: Record<string, string | string[]> = { ...req.responseHeaders };
         for (const [k, v] of Object.entries(up.headers))
@@ -262,6 +265,12 @@ export class LocalGateway {
         }
         sink.end();
       } catch (err) {
+        // The client went away: nginx closes the upstream connection too (proxy_ignore_client_abort
+        // off, ngx_http_upstream_check_broken_connection) and logs 499.
+        if (sink.clientGone?.aborted) {
+          req.status = 499;
+          return sink.abort();
+        }
         if (sink.started) return sink.abort();
         const failure = upstreamFailure(err);
         req.status = failure.status;
@@ -339,7 +348,13 @@ export class LocalGateway {
       body: chunks.length ? Buffer.concat(chunks) : null,
       bodyBufferBytes: this.o.bodyBufferBytes,
     });
+    // Whether or not the response is buffered, a client gone before its end cancels the request.
+    const gone = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
     await this.proxy(req, {
+      clientGone: gone.signal,
       started: false,
       head(status, out, onClientGone) {
         this.started = true;
