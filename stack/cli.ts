@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     return n;
   };
   const root = join(__dirname, '..', '..');
-  const stack = await LocalStack.start({
+  const stack = (started = await LocalStack.start({
     port: num('port', v.port, 8000),
     host: v.host ?? '127.0.0.1',
     fleetPort: num('fleet-port', v['fleet-port'], 8100),
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
       // The stack's own notes always; the plugin server's log with --verbose, or its errors.
       if (v.verbose || !line.startsWith('[plugin-server]') || / error: /.test(line)) console.error(line);
     },
-  });
+  }));
   let stopping = false;
   const stop = async (code = 0) => {
     if (stopping) return;
@@ -169,7 +169,11 @@ function watchReplicas(statusUrl: string, print: (line: string) => void): NodeJS
   return timer;
 }
 
-main().catch((err: Error) => {
+/** The stack once up: a failure after that stops it (plugin server, prefix folder, fleet) first. */
+let started: LocalStack | undefined;
+
+main().catch(async (err: Error) => {
   console.error(`npm start: ${err.message}`);
+  await started?.stop().catch(() => undefined);
   process.exit(1);
 });
