@@ -61,6 +61,9 @@ async function main(): Promise<void> {
     if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got "${s}"`);
     return n;
   };
+  // 0 arrivals a second would be no demo at all (and was read as "the trace's own rate").
+  if (v.rate !== undefined && !(num('rate', v.rate, 0) > 0))
+    throw new Error(`--rate must be a positive number, got "${v.rate}"`);
   const root = join(__dirname, '..', '..');
   const stack = (started = await LocalStack.start({
     port: num('port', v.port, 8000),
@@ -100,7 +103,10 @@ async function main(): Promise<void> {
   const adapters = (cfg.adapters as { name: string; static?: boolean }[] | undefined) ?? [];
   const listed = adapters.map((a) => a.name);
   const onDemand = adapters.find((a) => !a.static)?.name ?? 'my-adapter';
-  const llama = adapters.find((a) => a.static)?.name;
+  // A start-up adapter is served by a llama.cpp replica only: no curl for it without one.
+  const llama = stack.replicas.some((r) => r.backend === 'llamacpp')
+    ? adapters.find((a) => a.static)?.name
+    : undefined;
   console.log(`kong-lora-router local stack: a development harness, not Kong.
   gateway      ${u}  (Kong's proxy path for ${stack.services.map((s) => s.name).join(', ')}, from kong.yml)
   plugins run  lora-router, lora-poller in the real plugin server (kong-pdk's, wrapped: kong-lora-pluginserver; dist/plugins)

@@ -106,6 +106,8 @@ const HOP_BY_HOP = new Set([
 export class LocalGateway {
   private plugins: Configured[] = [];
   private rr = 0;
+  /** Requests between access and the end of their log phase: close() lets them finish. */
+  private readonly active = new Set<Promise<void>>();
   private readonly agent: Agent;
   readonly node: KongNode;
 
@@ -240,7 +242,15 @@ export class LocalGateway {
    * Kong's path for one request: access phases (an exit ends it), proxy to the target, log
    * phases. Where the response goes is the sink's business (buffered, or streamed to a client).
    */
-  private async proxy(req: KongRequest, sink: Sink): Promise<void> {
+  private proxy(req: KongRequest, sink: Sink): Promise<void> {
+    const p = this.proxyOnce(req, sink);
+    this.active.add(p);
+    const done = () => void this.active.delete(p);
+    p.then(done, done);
+    return p;
+  }
+
+  private async proxyOnce(req: KongRequest, sink: Sink): Promise<void> {
     const plugins = this.plugins;
     const worker = this.node.pick();
     try {
@@ -373,6 +383,13 @@ export class LocalGateway {
   }
 
   async close(): Promise<void> {
+    // A response sent still has its log phase to run (the lease's release): closing the plugin
+    // server's connections under it would fail it (read ECONNRESET). Bounded: a hung upstream
+    // must not hold the close.
+    await Promise.race([
+      Promise.allSettled([...this.active]),
+      new Promise((r) => setTimeout(r, 5000).unref()),
+    ]);
     await this.agent.close();
     this.o.driver.close();
   }
