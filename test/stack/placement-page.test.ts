@@ -1,5 +1,5 @@
 /** The placement page in headless Chromium (Debian's), driven by playwright-core, while traffic runs. */
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -148,9 +148,11 @@ describe('the placement page at fleet size: 64 replicas, a few hundred adapters'
       { url: 'http://cpu-1:8080', backend: 'llamacpp' },
     ];
     router.max_loaded_adapters = 6;
-    const file = join(mkdtempSync(join(tmpdir(), 'placement-64-')), 'kong.yml');
+    const dir = mkdtempSync(join(tmpdir(), 'placement-64-'));
+    const file = join(dir, 'kong.yml');
     writeFileSync(file, stringify(deck));
-    stack = await startStack(file, 30);
+    // Read at start only: the file goes once the stack is up.
+    stack = await startStack(file, 30).finally(() => rmSync(dir, { recursive: true, force: true }));
     // A few hundred distinct adapters, 24 requests at a time (bounded in count).
     const names = Array.from({ length: ADAPTERS }, (_, i) => `cust-${i + 1}`);
     for (let i = 0; i < names.length; i += 24) {
