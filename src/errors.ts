@@ -195,10 +195,10 @@ export const errors = {
       'The request body could not be read by the gateway: it is larger than the body buffer (raise nginx_http_client_body_buffer_size) or was not sent.',
     ),
   // The replica's refusal text can name storage paths: the client gets a fixed message.
-  adapterRejected: (adapter: string, replica: string, why: string) =>
+  adapterRejected: (adapter: string, replica: string, told: string, why: string) =>
     catalogued(
       'adapter_rejected',
-      `The adapter '${adapter}' cannot be loaded: the replica refused it (400).`,
+      `The adapter '${adapter}' cannot be loaded: ${told}.`,
       undefined,
       `load of adapter '${adapter}' on ${replica} refused: ${why}`,
     ),
