@@ -194,15 +194,22 @@ export const errors = {
       'request_too_large',
       'The request body could not be read by the gateway: it is larger than the body buffer (raise nginx_http_client_body_buffer_size) or was not sent.',
     ),
-  adapterRejected: (adapter: string, why: string) =>
-    catalogued('adapter_rejected', `The adapter '${adapter}' cannot be loaded: ${why}`),
+  // The replica's refusal text can name storage paths: the client gets a fixed message.
+  adapterRejected: (adapter: string, replica: string, told: string, why: string) =>
+    catalogued(
+      'adapter_rejected',
+      `The adapter '${adapter}' cannot be loaded: ${told}.`,
+      undefined,
+      `load of adapter '${adapter}' on ${replica} refused: ${why}`,
+    ),
   // Replica URLs are internal: the client's message omits them, `internal` (logged) keeps them.
-  loadFailed: (adapter: string, replica: string, why: string) =>
+  // `why` is for the client (fixed texts), `detail` for the log (the replica's own text).
+  loadFailed: (adapter: string, replica: string, why: string, detail = why) =>
     catalogued(
       'adapter_load_failed',
       `Loading adapter '${adapter}' failed: ${why}`,
       undefined,
-      `load of adapter '${adapter}' on ${replica} failed: ${why}`,
+      `load of adapter '${adapter}' on ${replica} failed: ${detail}`,
     ),
   /** A name nobody has loaded, on a replica where such a name was just not found: not escalated. */
   unverifiedName: (adapter: string, replica: string, retryAfterS: number) =>

@@ -61,8 +61,11 @@ async function main(): Promise<void> {
     if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a non-negative number, got "${s}"`);
     return n;
   };
+  // 0 arrivals a second would be no demo at all (and was read as "the trace's own rate").
+  if (v.rate !== undefined && !(num('rate', v.rate, 0) > 0))
+    throw new Error(`--rate must be a positive number, got "${v.rate}"`);
   const root = join(__dirname, '..', '..');
-  const stack = await LocalStack.start({
+  const stack = (started = await LocalStack.start({
     port: num('port', v.port, 8000),
     host: v.host ?? '127.0.0.1',
     fleetPort: num('fleet-port', v['fleet-port'], 8100),
@@ -79,7 +82,7 @@ async function main(): Promise<void> {
       // The stack's own notes always; the plugin server's log with --verbose, or its errors.
       if (v.verbose || !line.startsWith('[plugin-server]') || / error: /.test(line)) console.error(line);
     },
-  });
+  }));
   let stopping = false;
   const stop = async (code = 0) => {
     if (stopping) return;
@@ -100,7 +103,10 @@ async function main(): Promise<void> {
   const adapters = (cfg.adapters as { name: string; static?: boolean }[] | undefined) ?? [];
   const listed = adapters.map((a) => a.name);
   const onDemand = adapters.find((a) => !a.static)?.name ?? 'my-adapter';
-  const llama = adapters.find((a) => a.static)?.name;
+  // A start-up adapter is served by a llama.cpp replica only: no curl for it without one.
+  const llama = stack.replicas.some((r) => r.backend === 'llamacpp')
+    ? adapters.find((a) => a.static)?.name
+    : undefined;
   console.log(`kong-lora-router local stack: a development harness, not Kong.
   gateway      ${u}  (Kong's proxy path for ${stack.services.map((s) => s.name).join(', ')}, from kong.yml)
   plugins run  lora-router, lora-poller in the real plugin server (kong-pdk's, wrapped: kong-lora-pluginserver; dist/plugins)
@@ -169,7 +175,11 @@ function watchReplicas(statusUrl: string, print: (line: string) => void): NodeJS
   return timer;
 }
 
-main().catch((err: Error) => {
+/** The stack once up: a failure after that stops it (plugin server, prefix folder, fleet) first. */
+let started: LocalStack | undefined;
+
+main().catch(async (err: Error) => {
   console.error(`npm start: ${err.message}`);
+  await started?.stop().catch(() => undefined);
   process.exit(1);
 });

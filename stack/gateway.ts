@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { Agent, errors, request as undiciRequest } from 'undici';
 import {
@@ -70,6 +71,8 @@ interface Sink {
   abort(): void;
   /** A whole response at once (an exit, or a failure before the upstream answered). */
   send(status: number, headers: Record<string, string | string[]>, body: Buffer): void;
+  /** Aborted when the client goes away: the upstream request is cancelled. */
+  clientGone?: AbortSignal;
 }
 
 interface Configured extends PluginEntity {
@@ -103,6 +106,8 @@ const HOP_BY_HOP = new Set([
 export class LocalGateway {
   private plugins: Configured[] = [];
   private rr = 0;
+  /** Requests between access and the end of their log phase: close() lets them finish. */
+  private readonly active = new Set<Promise<void>>();
   private readonly agent: Agent;
   readonly node: KongNode;
 
@@ -211,7 +216,7 @@ export class LocalGateway {
   }
 
   /** Sends the request where the plugins pointed it, with the body they set. */
-  private forward(req: KongRequest) {
+  private forward(req: KongRequest, clientGone?: AbortSignal) {
     const { origin, host } = this.upstream(req);
     const body = req.serviceBody !== undefined ? Buffer.from(req.serviceBody) : req.body;
     return undiciRequest(origin + req.path, {
@@ -221,6 +226,7 @@ export class LocalGateway {
       dispatcher: this.agent,
       headersTimeout: this.o.upstreamTimeoutMs ?? 60_000,
       bodyTimeout: this.o.upstreamTimeoutMs ?? 60_000,
+      signal: clientGone,
     });
   }
 
@@ -236,7 +242,15 @@ export class LocalGateway {
    * Kong's path for one request: access phases (an exit ends it), proxy to the target, log
    * phases. Where the response goes is the sink's business (buffered, or streamed to a client).
    */
-  private async proxy(req: KongRequest, sink: Sink): Promise<void> {
+  private proxy(req: KongRequest, sink: Sink): Promise<void> {
+    const p = this.proxyOnce(req, sink);
+    this.active.add(p);
+    const done = () => void this.active.delete(p);
+    p.then(done, done);
+    return p;
+  }
+
+  private async proxyOnce(req: KongRequest, sink: Sink): Promise<void> {
     const plugins = this.plugins;
     const worker = this.node.pick();
     try {
@@ -244,7 +258,7 @@ export class LocalGateway {
       // kong/pdk/response.lua (3.9.3) `send`: exit's headers are set after earlier set_header calls.
       if (exit) return sink.send(exit.status, mergeHeaders(req.responseHeaders, exit.headers), exit.body);
       try {
-        const up = await this.forward(req);
+        const up = await this.forward(req, sink.clientGone);
         req.status = up.statusCode;
         const headers: Record<string, string | string[]> = { ...req.responseHeaders };
         for (const [k, v] of Object.entries(up.headers))
@@ -261,14 +275,22 @@ export class LocalGateway {
         }
         sink.end();
       } catch (err) {
+        // The client went away: nginx closes the upstream connection too (proxy_ignore_client_abort
+        // off, ngx_http_upstream_check_broken_connection) and logs 499.
+        if (sink.clientGone?.aborted) {
+          req.status = 499;
+          return sink.abort();
+        }
         if (sink.started) return sink.abort();
         const failure = upstreamFailure(err);
         req.status = failure.status;
-        this.o.onError?.(`error: ${req.method} ${req.path}: ${failure.status} ${failure.message}`);
+        req.unexpected = true;
+        // The client gets Kong's fixed text; the cause (which names the replica) is the operator's.
+        this.o.onError?.(`error: ${req.method} ${req.path}: ${failure.status} ${failure.detail}`);
         sink.send(
           failure.status,
-          { 'content-type': 'application/json' },
-          Buffer.from(JSON.stringify({ message: failure.message })),
+          { 'content-type': 'application/json; charset=utf-8' },
+          Buffer.from(kongErrorBody(failure.message)),
         );
       }
     } finally {
@@ -336,7 +358,13 @@ export class LocalGateway {
       body: chunks.length ? Buffer.concat(chunks) : null,
       bodyBufferBytes: this.o.bodyBufferBytes,
     });
+    // Whether or not the response is buffered, a client gone before its end cancels the request.
+    const gone = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
     await this.proxy(req, {
+      clientGone: gone.signal,
       started: false,
       head(status, out, onClientGone) {
         this.started = true;
@@ -355,6 +383,13 @@ export class LocalGateway {
   }
 
   async close(): Promise<void> {
+    // A response sent still has its log phase to run (the lease's release): closing the plugin
+    // server's connections under it would fail it (read ECONNRESET). Bounded: a hung upstream
+    // must not hold the close.
+    await Promise.race([
+      Promise.allSettled([...this.active]),
+      new Promise((r) => setTimeout(r, 5000).unref()),
+    ]);
     await this.agent.close();
     this.o.driver.close();
   }
@@ -371,8 +406,12 @@ function mergeHeaders(...sets: Record<string, string>[]): Record<string, string>
   return out;
 }
 
-/** Kong's answers when the upstream fails: 504 for a timeout, 502 for anything else. */
-function upstreamFailure(err: unknown): { status: number; message: string } {
+/**
+ * Kong's answers when the upstream fails: 504 for a timeout, 502 for anything else, with the
+ * fixed texts of Kong/kong 3.9.3 kong/error_handlers.lua `BODIES` (never the cause); `detail`
+ * is the cause, for the log.
+ */
+function upstreamFailure(err: unknown): { status: number; message: string; detail: string } {
   const e = err as Error & { code?: string };
   if (
     e instanceof errors.HeadersTimeoutError ||
@@ -380,7 +419,16 @@ function upstreamFailure(err: unknown): { status: number; message: string } {
     e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
     e.code === 'UND_ERR_BODY_TIMEOUT'
   ) {
-    return { status: 504, message: 'The upstream server is timing out' };
+    return { status: 504, message: 'The upstream server is timing out', detail: e.message };
   }
-  return { status: 502, message: `An invalid response was received from the upstream server: ${e.message}` };
+  return {
+    status: 502,
+    message: 'An invalid response was received from the upstream server',
+    detail: e.message,
+  };
+}
+
+/** Kong/kong 3.9.3 kong/tools/http.lua's JSON error template: the message and a request id. */
+function kongErrorBody(message: string): string {
+  return `{\n  "message":${JSON.stringify(message)},\n  "request_id":"${randomBytes(16).toString('hex')}"\n}`;
 }

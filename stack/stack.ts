@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { SimFleet } from '../sim/fleet';
 import { KongDriver, PluginServerProcess } from '../test/kong/driver';
 import { fleetFor } from './fleet-spec';
+import { keyAuthOf } from './key-auth';
 import { LocalGateway } from './gateway';
 import { plainLines } from './log-lines';
 import { readKongYaml, routerConfig, type StackService } from './kong-config';
@@ -25,6 +26,8 @@ export interface StackOptions {
   timeScale: number;
   pluginsDir?: string;
   log: (line: string) => void;
+  /** Enforce kong.yml's key-auth (header or query key, its consumers' keys) as Kong would. */
+  keyAuth?: boolean;
 }
 
 /**
@@ -107,6 +110,7 @@ export class LocalStack {
           responseBuffering: s.responseBuffering,
           bodyBufferBytes: 10 * 1024 * 1024,
           maxBodyBytes: 10 * 1024 * 1024,
+          before: o.keyAuth ? keyAuthOf(o.kongYaml, s.name) : undefined,
           onError: (m) => o.log(`[gateway] ${m}`),
         });
         gateways.push(g);

@@ -146,7 +146,8 @@ export function summaryTable(s: TrafficStats): string {
         .join(', ') || 'none',
     ],
     ['adapter loads', String(s.loads)],
-    ['hit rate (1 - loads / served)', `${(s.hitRate * 100).toFixed(1)} %`],
+    // Nothing served, no hit rate: "100 %" of nothing reads as a result.
+    ['hit rate (1 - loads / served)', s.ok ? `${(s.hitRate * 100).toFixed(1)} %` : '-'],
     ['served TTFT p50 / p90 / p99', `${fmt(s.ttftMs.p50)} / ${fmt(s.ttftMs.p90)} / ${fmt(s.ttftMs.p99)}`],
     ['served end-to-end p50 / p99', `${fmt(s.e2eMs.p50)} / ${fmt(s.e2eMs.p99)}`],
     ['throughput', `${s.throughput.toFixed(2)} req/s over ${s.elapsedS.toFixed(1)} s`],

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { SystemClock, type Clock } from '../../src/clock';
@@ -123,7 +124,6 @@ export class SimReplica implements ReplicaContext {
   private faults: FaultState = freshFaults();
   private readyAt = 0;
   private boots = 0;
-  private nextId = 0;
   /** Unix seconds at clock time 0: the system clock counts from the Unix epoch already, a virtual one from 0. */
   private readonly epochUnix: number;
   private readonly createdUnix: number;
@@ -351,9 +351,10 @@ export class SimReplica implements ReplicaContext {
     return moreAnswer(path, body, {
       check: (model) => this.api.checkModel(model),
       badRequest: (message) => this.error(400, 'BadRequestError', message),
-      createdUnix: this.createdUnix,
+      // vLLM stamps `created` per request (int(time.time()) in its serving code), not at start.
+      createdUnix: Math.floor(this.nowUnix()),
       maxModelLen: this.o.maxModelLen,
-      id: () => (this.nextId++).toString(16).padStart(8, '0'),
+      id: requestId,
     });
   }
 
@@ -400,7 +401,7 @@ export class SimReplica implements ReplicaContext {
       p.maxTokens,
     );
     if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong));
-    const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${(this.nextId++).toString(16).padStart(8, '0')}`;
+    const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${requestId()}`;
     const created = Math.floor(this.nowUnix());
     // vLLM echoes the adapter name (serving_models.py `model_name`, vllm 075e9ba825); llama.cpp echoes the request's
     // `model` (tools/server/server-task.cpp params_from_json_cmpl, llama.cpp aa6192d38d).
@@ -507,4 +508,13 @@ function parseJson(raw: Buffer): unknown {
   } catch (err) {
     return new Error(`Invalid JSON in request body: ${(err as Error).message}`);
   }
+}
+
+/**
+ * A request id unique across replicas and restarts: vLLM's OpenAI server names a completion
+ * `chatcmpl-<random_uuid()>` (vllm-project/vllm vllm/entrypoints/openai/serving_chat.py,
+ * `_base_request_id`, read from the search index's stored copy; `random_uuid` is uuid4 hex).
+ */
+function requestId(): string {
+  return randomUUID().replace(/-/g, '');
 }

@@ -222,8 +222,9 @@ export class AdapterManager {
           this.unknownNamesBlocked.set(url, this.clock.now() + policy.backoffBaseMs);
         throw errors.modelNotFound(adapter.name);
       }
-      if (err instanceof AdapterRejectedError) throw errors.adapterRejected(adapter.name, why);
-      throw errors.loadFailed(adapter.name, url, told);
+      if (err instanceof AdapterRejectedError)
+        throw errors.adapterRejected(adapter.name, url, rejectionReason(err.message), why);
+      throw errors.loadFailed(adapter.name, url, told, why);
     }
     const ms = this.clock.now() - started;
     this.backoff.clear(key);
@@ -370,12 +371,27 @@ function occupyingSlots(residents: ResidentAdapter[], policy: AdapterPolicy): Re
 }
 
 /** Why a load failed, as a client may read it: the replica's own message, never its address. */
+/**
+ * What a client may read of a replica's refusal: the rank check's own words (no path in them:
+ * vllm/lora/worker_manager.py `_load_adapter`, "LoRA rank {r} is greater than max_lora_rank
+ * {m}."), else a fixed text.
+ */
+function rejectionReason(message: string): string {
+  return (
+    /LoRA rank \d+ is greater than max_lora_rank \d+/.exec(message)?.[0] ?? 'the replica refused it (400)'
+  );
+}
+
 function clientReason(err: unknown): string {
-  if (err instanceof AdapterNotFoundError) return err.message;
+  // vLLM's "No adapter found for <path>" names the path: not for the client.
+  if (err instanceof AdapterNotFoundError) return 'the replica has no such adapter';
+  // Fixed texts: a replica's own error text can name storage paths (vLLM's load errors quote
+  // the adapter's path); the operator log keeps it.
   if (err instanceof BackendError) {
     if (err.code === 'timeout') return 'the replica did not answer in time';
     if (err.code === 'connect') return 'the replica could not be reached';
-    return err.message;
+    if (err.code === 'http') return `the replica answered ${err.status ?? 'an error'}`;
+    return 'the replica answered something the router cannot read';
   }
   return 'internal error';
 }

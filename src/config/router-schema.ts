@@ -207,7 +207,8 @@ export const routerSchema: SchemaFields = [
       type: 'integer',
       default: 10485760,
       between: [1024, 1073741824],
-      description: 'Larger request bodies get 413 (keep <= nginx_http_client_body_buffer_size).',
+      description:
+        'Larger request bodies get 413. Kong >= 3.8.0 reads a body nginx spooled past `nginx_http_client_body_buffer_size` back from its file up to this size; set `nginx_http_client_max_body_size` to it, since a spooled body past it cannot be handed over (500). Kong < 3.8.0 reads no spooled body: keep it <= the buffer there.',
     },
   },
   { scorer_weights: scorerWeightsField(SCORERS) },

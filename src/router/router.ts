@@ -208,6 +208,21 @@ export class RouterService {
   }
 
   /**
+   * Kong could not proxy a routed request to `url` (its own 502 or 504: connection refused or
+   * reset, a timeout, every retry spent): down for routing now, as a failed poll marks it, so
+   * the next requests go elsewhere; the next poll that reaches it brings it back.
+   */
+  static async proxyFailed(rt: FleetRuntime, url: string, status: number): Promise<void> {
+    const at = rt.clock.now();
+    await rt.store.applySnapshot(url, {
+      at,
+      startedAt: at,
+      ok: false,
+      error: `Kong could not proxy to it (${status})`,
+    });
+  }
+
+  /**
    * The routing rule: a path the gateway serves, the model it names, the replicas' fresh views;
    * then placement picks the replica and admission takes the lease and ensures the adapter.
    */

@@ -2,7 +2,9 @@
  * The placement page, redrawn every second from `<base>/status`: headline figures with small
  * charts over the last minutes, then one row per replica with its resident adapters as chips
  * (so 64 replicas and hundreds of adapters stay readable), filterable by adapter name, and
- * the recent loads and unloads. One self-contained document (no build step, no CDN).
+ * the recent loads and unloads. One self-contained document (no build step, no CDN). It fetches
+ * its data with the query string it was opened with, so a key given there (`?apikey=`) reaches
+ * the status route too.
  */
 export function placementPage(base: string): string {
   const statusUrl = JSON.stringify(`${base}/status`);
@@ -155,7 +157,14 @@ function render(s) {
 }
 let last = null;
 async function tick() {
-  try { render((last = await (await fetch(STATUS, { cache: 'no-store' })).json())); }
+  // The credential the page was opened with: its query string (key-auth reads \`apikey\` there,
+  // Kong/kong 3.9.3 kong/plugins/key-auth/handler.lua, key_in_query default true) and the
+  // browser's own (cookies, basic auth: same origin). A refusal says so instead of breaking render.
+  try {
+    const res = await fetch(STATUS + location.search, { cache: 'no-store', credentials: 'same-origin' });
+    if (!res.ok) throw new Error('HTTP ' + res.status + (res.status === 401 || res.status === 403 ? ' (open this page with ?apikey=<an operator key>)' : ''));
+    render((last = await res.json()));
+  }
   catch (e) { document.getElementById('summary').textContent = 'status unavailable: ' + e; }
   setTimeout(tick, 1000);
 }

@@ -91,7 +91,9 @@ describe('routing core against simulated replicas over HTTP', () => {
     const a = await h.chat('broken');
     expect(a.status).toBe(502);
     expect(a.json.error).toMatchObject({ code: 'adapter_load_failed', type: 'server_error' });
-    expect(a.json.error.message).toMatch(/'broken'.*simulated fault/);
+    // The replica's text (on vLLM it can name storage paths) is logged, not told: a fixed reason.
+    expect(a.json.error.message).toMatch(/'broken'.*the replica answered 500/);
+    expect(a.json.error.message).not.toMatch(/simulated fault/);
     const b = await h.chat('broken');
     expect(b.status).toBe(503);
     expect(b.outcome.kind === 'respond' && b.outcome.headers['Retry-After']).toBe('60');

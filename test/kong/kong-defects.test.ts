@@ -267,7 +267,7 @@ describe('12. config reloads under load (log phases with the old __seq__)', () =
 describe('2. an https:// replica', () => {
   it('is reached over TLS: set_scheme("https") after set_target (http replicas: no extra call, see plugins.test.ts)', async () => {
     const { execFileSync } = await import('node:child_process');
-    const { mkdtempSync, readFileSync } = await import('node:fs');
+    const { mkdtempSync, readFileSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
     const https = await import('node:https');
@@ -295,11 +295,12 @@ describe('2. an https:// replica', () => {
       { stdio: 'ignore' },
     );
     const cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
+    const key = readFileSync(join(dir, 'key.pem'));
     const { SimFleet } = await import('../../sim/fleet');
     const fleet = await SimFleet.start([vllm()]);
     const plain = new URL(fleet.urls[0]!);
     // TLS in front of the simulated replica, as a real replica behind https.
-    const tls = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (q, s) => {
+    const tls = https.createServer({ key, cert }, (q, s) => {
       const up = http.request(
         { host: plain.hostname, port: plain.port, path: q.url, method: q.method, headers: q.headers },
         (r) => {
@@ -332,6 +333,8 @@ describe('2. an https:// replica', () => {
       await own.stop();
       tls.close();
       await fleet.stop();
+      // The private key stays nowhere once the test is over.
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

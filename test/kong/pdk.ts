@@ -61,6 +61,12 @@ export class KongRequest {
   exit?: ExitResponse;
   /** The status the log phase sees: the upstream's, or the exit's. */
   status?: number;
+  /**
+   * Kong itself answered after a failed proxy attempt (nginx's 502/504 through
+   * `/kong_error_handler`, which sets `ctx.KONG_UNEXPECTED`: Kong/kong 3.9.3 kong/init.lua
+   * `Kong.handle_error`).
+   */
+  unexpected = false;
   /** The phase being run (kong.log.serialize is log-only). */
   phase = 'access';
 
@@ -144,6 +150,11 @@ export class KongRequest {
         // access it raises); in the log timer, the saved `ngx.status` (plugin.lua `exposed_api`).
         // The 200 when no status is set is the driver's own default (an upstream's 200).
         return { value: this.status ?? 200 };
+      case 'kong.response.get_source':
+        // kong/pdk/response.lua (3.9.3) `get_source`: "error" when KONG_UNEXPECTED, "exit" when
+        // KONG_EXITED, "service" when KONG_PROXIED; in the log timer from the saved ngx.ctx
+        // (plugin.lua `exposed_api`).
+        return { value: this.unexpected ? 'error' : this.exit ? 'exit' : 'service' };
       case 'kong.response.exit':
         return this.exitCall(a0, a1, a2);
       case 'kong.log.serialize':

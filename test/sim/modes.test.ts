@@ -25,6 +25,30 @@ describe('simulator modes', () => {
     }
   });
 
+  it('gives completion ids unique across replicas, as vLLM does (a random id per request)', async () => {
+    const urls = await start({}, {});
+    const ids = [];
+    for (const u of urls)
+      for (let i = 0; i < 3; i++)
+        ids.push(
+          (await post(u, '/v1/chat/completions', chat('meta-llama/Llama-3.1-8B-Instruct', 1))).json().id,
+        );
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(/^chatcmpl-/);
+  });
+
+  it("stamps an embedding's created with the time of the request, not the replica's start", async () => {
+    const [u] = await start({});
+    const first = (
+      await post(u!, '/v1/embeddings', { model: 'meta-llama/Llama-3.1-8B-Instruct', input: 'hi' })
+    ).json().created as number;
+    await new Promise((r) => setTimeout(r, 2100));
+    const later = (
+      await post(u!, '/v1/embeddings', { model: 'meta-llama/Llama-3.1-8B-Instruct', input: 'hi' })
+    ).json().created as number;
+    expect(later - first).toBeGreaterThanOrEqual(2);
+  });
+
   describe('vLLM unload', () => {
     const spec = (unload?: 'registry' | 'frees'): ReplicaOptions => ({
       adapterDirs: ['/adapters'],

@@ -3,7 +3,7 @@
  * `openai` npm client calls it, with every HTTP attempt recorded: the SDK's retries are
  * otherwise invisible.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -34,8 +34,10 @@ export async function startOpenAiStack(
 ): Promise<OpenAiStack> {
   const deck = parse(readFileSync(join(ROOT, 'kong.yml'), 'utf8'));
   edit(deck.services[0].plugins.find((p: { name: string }) => p.name === 'lora-router').config);
-  const file = join(mkdtempSync(join(tmpdir(), 'openai-stack-')), 'kong.yml');
+  const dir = mkdtempSync(join(tmpdir(), 'openai-stack-'));
+  const file = join(dir, 'kong.yml');
   writeFileSync(file, stringify(deck));
+  // The stack reads its kong.yml at start only: the file goes once it is up.
   const stack = await LocalStack.start({
     port: 0,
     host: '127.0.0.1',
@@ -44,7 +46,7 @@ export async function startOpenAiStack(
     timeScale: 4,
     pluginsDir: join(ROOT, 'dist', 'plugins'),
     log: () => undefined,
-  });
+  }).finally(() => rmSync(dir, { recursive: true, force: true }));
   const attempts: Attempt[] = [];
   const recording: typeof fetch = async (input, init) => {
     const sent = Date.now();

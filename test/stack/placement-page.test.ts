@@ -1,5 +1,5 @@
 /** The placement page in headless Chromium (Debian's), driven by playwright-core, while traffic runs. */
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -92,6 +92,50 @@ describe('the placement page (kong.yml fleet)', () => {
   });
 });
 
+describe("the placement page behind kong.yml's key-auth", () => {
+  let stack: LocalStack;
+  beforeAll(async () => {
+    // The gateway enforces key-auth as Kong does (a key in the `apikey` header or query argument).
+    stack = await LocalStack.start({
+      port: 0,
+      host: '127.0.0.1',
+      fleetPort: 0,
+      kongYaml: join(ROOT, 'kong.yml'),
+      timeScale: 4,
+      pluginsDir: join(ROOT, 'dist', 'plugins'),
+      log: () => undefined,
+      keyAuth: true,
+    });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('loads its data with the key it was opened with (?apikey=): rows, not "status unavailable"', async () => {
+    const apikey = { apikey: 'demo-operator-key' };
+    // Without a key, the gateway refuses (key-auth's 401), so the key below is what opens it.
+    expect((await get(stack.url, '/lora/status')).status).toBe(401);
+    const r = await call(stack.url, '/v1/chat/completions', { body: chat('sql-lora', 2), headers: apikey });
+    expect(r.status).toBe(200);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 700 } });
+    try {
+      await page.goto(`${stack.url}/lora?apikey=demo-operator-key`);
+      await page
+        .waitForFunction(
+          "document.querySelectorAll('tr[data-replica]').length > 0 || /status unavailable/.test(document.getElementById('summary').textContent)",
+          undefined,
+          { timeout: 10_000 },
+        )
+        .catch(() => undefined);
+      const summary = await page.textContent('#summary');
+      expect(summary).not.toMatch(/status unavailable/);
+      expect(await page.locator('tr[data-replica]').count()).toBe(stack.replicas.length);
+    } finally {
+      await page.close();
+    }
+  });
+});
+
 describe('the placement page at fleet size: 64 replicas, a few hundred adapters', () => {
   let stack: LocalStack;
   const ADAPTERS = 300;
@@ -104,9 +148,11 @@ describe('the placement page at fleet size: 64 replicas, a few hundred adapters'
       { url: 'http://cpu-1:8080', backend: 'llamacpp' },
     ];
     router.max_loaded_adapters = 6;
-    const file = join(mkdtempSync(join(tmpdir(), 'placement-64-')), 'kong.yml');
+    const dir = mkdtempSync(join(tmpdir(), 'placement-64-'));
+    const file = join(dir, 'kong.yml');
     writeFileSync(file, stringify(deck));
-    stack = await startStack(file, 30);
+    // Read at start only: the file goes once the stack is up.
+    stack = await startStack(file, 30).finally(() => rmSync(dir, { recursive: true, force: true }));
     // A few hundred distinct adapters, 24 requests at a time (bounded in count).
     const names = Array.from({ length: ADAPTERS }, (_, i) => `cust-${i + 1}`);
     for (let i = 0; i < names.length; i += 24) {

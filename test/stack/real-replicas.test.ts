@@ -4,7 +4,7 @@
  * base model than kong.yml's, as a user's vLLM and llama.cpp servers would.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -40,7 +40,14 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (child.exitCode === null) child.kill('SIGKILL');
+  // SIGINT, so the stack stops what it started (its plugin server and prefix folder); SIGKILL
+  // only if it does not end in time (that would leave them behind).
+  if (child.exitCode === null && child.signalCode === null) {
+    const ended = new Promise((r) => child.once('exit', r));
+    child.kill('SIGINT');
+    await Promise.race([ended, new Promise((r) => setTimeout(r, 10_000))]);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
   await fleet?.stop();
 });
 
@@ -79,7 +86,8 @@ describe("npm start -- --replicas (the user's own replicas)", () => {
     const router = deck.services[0].plugins.find((p: { name: string }) => p.name === 'lora-router').config;
     router.replicas = [{ url: a }, { url: b }, { url: llama, backend: 'llamacpp' }];
     router.base_model = BASE;
-    const file = join(mkdtempSync(join(tmpdir(), 'real-replicas-')), 'my-kong.yml');
+    const dir = mkdtempSync(join(tmpdir(), 'real-replicas-'));
+    const file = join(dir, 'my-kong.yml');
     writeFileSync(file, stringify(deck));
     let text = '';
     const own = spawn(process.execPath, [CLI, '--port', '0', '--config', file, '--replicas', 'config'], {
@@ -97,6 +105,7 @@ describe("npm start -- --replicas (the user's own replicas)", () => {
       expect([base.status, base.json().model]).toEqual([200, BASE]);
     } finally {
       own.kill('SIGINT');
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
