@@ -1,0 +1,133 @@
+import net from 'node:net';
+
+/**
+ * How a cut link behaves. `refuse`: open connections are reset and new ones closed at once
+ * (the peer sees ECONNRESET quickly, like a crashed Redis). `blackhole`: open connections stay
+ * up but nothing passes either way, new ones are accepted and never forwarded (the peer sees a
+ * hang until its own timeout, like a network partition).
+ */
+export type CutMode = 'refuse' | 'blackhole';
+
+interface Link {
+  readonly client: net.Socket;
+  readonly upstream: net.Socket;
+}
+
+/**
+ * A TCP hop on loopback between a node and its Redis (or any server), that a test can cut,
+ * slow down and restore. Every byte is forwarded as is; nothing is parsed.
+ */
+export class TcpProxy {
+  private readonly links = new Set<Link>();
+  /** Sockets accepted while blackholed: held open, never forwarded, closed on restore. */
+  private readonly held = new Set<net.Socket>();
+  private mode: CutMode | null = null;
+  private delayMs = 0;
+
+  private constructor(
+    private readonly server: net.Server,
+    readonly port: number,
+    readonly targetPort: number,
+  ) {}
+
+  /** Listens on `listenPort` (0: a free port) on 127.0.0.1 and forwards to `targetPort`. */
+  static async start(targetPort: number, listenPort = 0): Promise<TcpProxy> {
+    let proxy: TcpProxy | null = null;
+    const server = net.createServer((socket) => proxy?.accept(socket));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(listenPort, '127.0.0.1', () => resolve());
+    });
+    const { port } = server.address() as net.AddressInfo;
+    proxy = new TcpProxy(server, port, targetPort);
+    return proxy;
+  }
+
+  /** Open forwarded connections (held blackholed ones not counted). */
+  get connections(): number {
+    return this.links.size;
+  }
+
+  get cutMode(): CutMode | null {
+    return this.mode;
+  }
+
+  /** Cuts the link. `refuse` resets every open connection; `blackhole` freezes them. */
+  cut(mode: CutMode = 'refuse'): void {
+    this.mode = mode;
+    if (mode === 'refuse') {
+      for (const l of this.links) this.drop(l);
+    }
+  }
+
+  /** Every chunk, either way, waits `ms` before it is forwarded (0: none). */
+  delay(ms: number): void {
+    this.delayMs = Math.max(0, ms);
+  }
+
+  /**
+   * Restores the link: new connections are forwarded again. Connections that were frozen by a
+   * blackhole are reset, as a TCP connection that timed out during a partition would be.
+   */
+  restore(): void {
+    const wasBlackhole = this.mode === 'blackhole';
+    this.mode = null;
+    this.delayMs = 0;
+    if (wasBlackhole) {
+      for (const l of this.links) this.drop(l);
+      for (const s of this.held) s.destroy();
+      this.held.clear();
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const l of this.links) this.drop(l);
+    for (const s of this.held) s.destroy();
+    this.held.clear();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: net.Socket): void {
+    client.on('error', () => {});
+    if (this.mode === 'refuse') {
+      client.destroy();
+      return;
+    }
+    if (this.mode === 'blackhole') {
+      this.held.add(client);
+      client.on('close', () => this.held.delete(client));
+      return;
+    }
+    const upstream = net.connect(this.targetPort, '127.0.0.1');
+    upstream.on('error', () => {});
+    const link: Link = { client, upstream };
+    this.links.add(link);
+    this.pipe(client, upstream);
+    this.pipe(upstream, client);
+    const end = (): void => this.drop(link);
+    client.on('close', end);
+    upstream.on('close', end);
+  }
+
+  private pipe(from: net.Socket, to: net.Socket): void {
+    // Chunks keep their order when the delay changes mid-stream: none is due before the last.
+    let lastDue = 0;
+    from.on('data', (chunk: Buffer) => {
+      // A blackholed link swallows bytes: they are lost as in a partition, not queued.
+      if (this.mode !== null) return;
+      const send = (): void => {
+        if (this.mode === null && !to.destroyed) to.write(chunk);
+      };
+      const now = Date.now();
+      lastDue = Math.max(lastDue, now + this.delayMs);
+      if (lastDue > now) setTimeout(send, lastDue - now);
+      else send();
+    });
+  }
+
+  private drop(link: Link): void {
+    this.links.delete(link);
+    link.client.destroy();
+    link.upstream.destroy();
+  }
+}

@@ -1,0 +1,120 @@
+import net from 'node:net';
+import { Redis } from 'ioredis';
+import { RedisServer } from '../helpers/redis';
+import { TcpProxy } from '../helpers/tcp-proxy';
+import { waitFor } from '../helpers/wait';
+
+/** The test helper that cuts a node's link to Redis, against a real redis-server. */
+describe('TcpProxy', () => {
+  let redis: RedisServer;
+  let proxy: TcpProxy;
+  const clients: Redis[] = [];
+
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+  });
+  afterAll(async () => {
+    await redis.close();
+  });
+  beforeEach(async () => {
+    proxy = await TcpProxy.start(redis.port);
+  });
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.disconnect();
+    await proxy.close();
+  });
+
+  /** A client through the proxy that never retries on its own: each test sees the raw link. */
+  function client(commandTimeout = 300): Redis {
+    const c = new Redis({
+      host: '127.0.0.1',
+      port: proxy.port,
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      enableOfflineQueue: false,
+      commandTimeout,
+      disconnectTimeout: 100,
+    });
+    c.on('error', () => {});
+    clients.push(c);
+    return c;
+  }
+
+  test('forwards commands both ways', async () => {
+    const c = client();
+    await c.connect();
+    await c.set('k', 'v');
+    expect(await c.get('k')).toBe('v');
+    expect(proxy.connections).toBe(1);
+  });
+
+  test('refuse resets open connections and closes new ones; restore lets them through', async () => {
+    const c = client();
+    await c.connect();
+    expect(await c.ping()).toBe('PONG');
+    const closed = new Promise((r) => c.once('close', r));
+    proxy.cut('refuse');
+    await closed;
+    expect(proxy.connections).toBe(0);
+
+    const d = client();
+    await expect(d.connect()).rejects.toThrow();
+
+    proxy.restore();
+    const e = client();
+    await e.connect();
+    expect(await e.ping()).toBe('PONG');
+  });
+
+  test('blackhole hangs open and new connections without closing them', async () => {
+    const c = client();
+    await c.connect();
+    proxy.cut('blackhole');
+    await expect(c.ping()).rejects.toThrow(/timed out/i);
+    expect(c.status).toBe('ready'); // the socket is still up: a hang, not a refusal
+
+    // A new connection is accepted (TCP handshake done) but never forwarded: a raw PING
+    // gets neither a reply nor a close.
+    const raw = net.connect(proxy.port, '127.0.0.1');
+    raw.on('error', () => {});
+    await new Promise((r) => raw.once('connect', r));
+    let answered = false;
+    raw.on('data', () => (answered = true));
+    raw.on('close', () => (answered = true));
+    raw.write('PING\r\n');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(answered).toBe(false);
+    raw.destroy();
+
+    // Bytes written during the blackhole are lost, not delivered on restore.
+    await expect(c.set('lost', '1')).rejects.toThrow(/timed out/i);
+    proxy.restore();
+    const e = client();
+    await e.connect();
+    expect(await e.get('lost')).toBeNull();
+    expect(await e.ping()).toBe('PONG');
+  });
+
+  test('delay holds every reply at least the given time, in order', async () => {
+    const c = client(2000);
+    await c.connect();
+    proxy.delay(150);
+    const t0 = Date.now();
+    const replies = await Promise.all([c.incr('n'), c.incr('n'), c.incr('n')]);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(150);
+    expect(replies).toEqual([1, 2, 3]);
+    proxy.restore();
+    expect(await c.incr('n')).toBe(4);
+  });
+
+  test('close ends every connection', async () => {
+    const c = client();
+    await c.connect();
+    const closed = new Promise((r) => c.once('close', r));
+    await proxy.close();
+    await closed;
+    proxy = await TcpProxy.start(redis.port); // afterEach closes one
+    await waitFor(() => c.status === 'end' || c.status === 'close', 1000, 'client closed');
+  });
+});
