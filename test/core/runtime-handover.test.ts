@@ -55,7 +55,8 @@ const openIn = async (p: string) => (await admin.hkeys(`${p}lease`)).sort();
 describe('item 4: a `redis` record change does not resurrect released leases', () => {
   it('requests ending one by one during the hand-over leave no lease open in the new store', async () => {
     const [p1, p2] = [prefix(), prefix()];
-    const old = runtime({ redis: redis.config(p1) });
+    // A timeout long enough for a loaded machine: a timed-out copy is another path (failover).
+    const old = runtime({ redis: redis.config(p1, { timeout_ms: 2000 }) });
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
     const ids: string[] = [];
@@ -64,12 +65,13 @@ describe('item 4: a `redis` record change does not resurrect released leases', (
       await old.store.acquire(l);
       ids.push(l.id);
     }
-    const next = runtime({ redis: redis.config(p2) });
+    const next = runtime({ redis: redis.config(p2, { timeout_ms: 2000 }) });
     const retiring = old.retire(next);
     // Every request ends while the leases move, one after another (the log phase goes to the
     // runtime that issued the lease; it knows whether the lease moved).
     for (const id of ids) expect(await old.release(id, 200)).toMatchObject({ id });
     await retiring;
+    expect(next.store.mode?.()).toBe('redis');
     expect(await openIn(p2)).toEqual([]);
     expect(await openIn(p1)).toEqual([]);
     expect(await next.store.inFlightTotal()).toBe(0);
@@ -104,6 +106,7 @@ describe('item 5: retiring a runtime on the same shared state keeps its failover
       10_000,
       `only ${local.id} open in Redis`,
     );
+    await waitFor(() => next.store.mode?.() === 'redis', 10_000, 'next shares decisions');
     const [v] = await next.store.views([U], { name: 'a' });
     expect(v!.adapter?.inFlight).toBe(1);
     expect(await next.release(local.id, 200)).toMatchObject({ id: local.id });
