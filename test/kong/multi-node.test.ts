@@ -182,7 +182,7 @@ describe('three Kong nodes sharing one Redis', () => {
     const [n0, n1] = await startNodes(
       3,
       fleet.urls,
-      { max_loaded_adapters: 1, queue_timeout_ms: 20_000, lease_max_age_ms: 1000 },
+      { max_loaded_adapters: 1, queue_timeout_ms: 20_000, lease_max_age_ms: 3000 },
       { node_ttl_ms: 1000 },
     );
     // Node 1 starts a request for 'a' (150 tokens, about 3 s), then its plugin server dies before
