@@ -226,7 +226,7 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
       await node(p, 'n1', { viaProxy: true }),
       await node(p, 'n2', { viaProxy: true }),
     ];
-    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 2000, 'three heartbeats');
+    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
     // Heartbeats tell each node how many share the budget.
     for (const n of ns) await n.s.views([U]);
     let granted = await spend(ns[0]!, LIMIT + 2); // the shared budget: 6 granted, 2 refused
@@ -243,7 +243,7 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
     const a = await node(p, 'nA', { viaProxy: true });
     const b = await node(p, 'nB');
     const c = await node(p, 'nC');
-    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 2000, 'three heartbeats');
+    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
     await a.s.views([U]);
     a.proxy!.cut('refuse');
     const local = await spend(a, LIMIT); // its share: 6 / 3 nodes
