@@ -185,9 +185,9 @@ describe('three Kong nodes sharing one Redis', () => {
       { max_loaded_adapters: 1, queue_timeout_ms: 20_000, lease_max_age_ms: 3000 },
       { node_ttl_ms: 1000 },
     );
-    // Node 1 starts a request for 'a' (150 tokens, about 3 s), then its plugin server dies before
+    // Node 1 starts a request for 'a' (400 tokens, about 8 s), then its plugin server dies before
     // the log phase: nginx still proxies the request, the replica still runs it (issue 24, item 3).
-    void chat(n1!, 'a', 150).catch(() => null);
+    void chat(n1!, 'a', 400).catch(() => null);
     await waitFor(() => fleet!.replicas[0]!.engine.stats().running === 1, 5000, "node 1's request decoding");
     expect((await status(n0!)).inFlight).toBe(1);
     await n1!.server.kill();
