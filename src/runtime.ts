@@ -93,6 +93,11 @@ export class FleetRuntime {
   /** Leases handed to a successor (their release goes there), and hand-overs under way. */
   private readonly moved = new Map<string, FleetRuntime>();
   private readonly moving = new Map<string, Promise<unknown>>();
+  /**
+   * Leases released here while a hand-over to another shared state runs: the hand-over read the
+   * open leases once, and must not copy one whose request ended since (nothing would release it).
+   */
+  private endedDuringHandOver: Set<string> | null = null;
 
   constructor(o: RuntimeOptions = {}) {
     this.clock = o.clock ?? systemClock;
@@ -260,6 +265,7 @@ export class FleetRuntime {
       this.moved.delete(leaseId);
       return to.release(leaseId, status);
     }
+    this.endedDuringHandOver?.add(leaseId);
     return this.store.release(leaseId, this.clock.now(), status);
   }
 
@@ -270,6 +276,11 @@ export class FleetRuntime {
    */
   async retire(next: FleetRuntime): Promise<void> {
     this.successor = next;
+    // Same shared state: the successor takes this store's failover records once the decisions
+    // under way end; until then a release of a lease it does not know goes back here.
+    const sameState = next.stateKey === this.stateKey;
+    if (sameState && this.store instanceof FailoverFleetStore && next.store instanceof FailoverFleetStore)
+      next.store.predecessor = this.store;
     const polling = this.poller.running;
     this.poller.stop();
     if (polling) next.poller.start();
@@ -279,10 +290,18 @@ export class FleetRuntime {
     for (const [k, p] of this.pollingSettings.entries())
       if (!next.pollingSettings.has(k)) next.registerPolling(k, p);
     while (this.active > 0) await this.idle.wait(this.clock, 1000);
-    if (next.stateKey !== this.stateKey) {
+    if (!sameState) {
+      this.endedDuringHandOver = new Set();
       // Leases count only against registered replicas: register them there first.
       for (const spec of await this.store.replicaSpecs()) await next.current().store.upsertReplica(spec);
-      for (const lease of (await this.store.openLeases?.()) ?? []) await this.handOver(lease, next.current());
+      for (const lease of (await this.store.openLeases?.()) ?? []) {
+        // Checked in the same step as the copy begins (handOver's first statements): a release
+        // lands either here before (not copied) or after (sent to `next`).
+        if (!this.endedDuringHandOver.has(lease.id)) await this.handOver(lease, next.current());
+      }
+      this.endedDuringHandOver = null;
+    } else if (this.store instanceof FailoverFleetStore && next.store instanceof FailoverFleetStore) {
+      await next.store.adopt(this.store);
     }
     await this.store.close?.();
   }

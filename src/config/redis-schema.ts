@@ -60,7 +60,8 @@ export const redisField: FieldDef = {
         type: 'integer',
         default: 10000,
         between: [500, 600000],
-        description: 'A node silent this long is gone: its in-flight leases are released.',
+        description:
+          'A node silent this long is gone: its load and unload locks end. Its in-flight leases stay until not renewed for `lease_max_age_ms` (it may be cut off from Redis with requests running).',
       },
     },
   ],

@@ -52,7 +52,10 @@ interface ReplicaRecord {
  */
 export class MemoryFleetStore implements FleetStore {
   private replicas = new Map<string, ReplicaRecord>();
+  /** Open leases, oldest renewal first (a renewal moves a lease to the end). */
   private leases = new Map<string, Lease>();
+  /** When a poll last found a lease's adapter running or waiting on its replica (else its `at`). */
+  private renewedAt = new Map<string, number>();
   private eventLog: FleetEvent[] = [];
   private lastFence = 0;
   /** Budget windows by key (consumers are many: least recently used out first). */
@@ -130,6 +133,7 @@ export class MemoryFleetStore implements FleetStore {
     r.lastError = undefined;
     r.passiveFailures = 0;
     r.snapshotAt = s.at;
+    if (s.load && s.load.activeAdapters.length > 0) this.renew(url, s.load.activeAdapters, s.at);
     if (s.load) {
       r.waiting = s.load.waiting;
       r.running = s.load.running;
@@ -309,10 +313,27 @@ export class MemoryFleetStore implements FleetStore {
     return state;
   }
 
+  /**
+   * The replica runs or queues requests for `active` adapters: their leases are alive however
+   * long they last (a stream may outlive `lease_max_age_ms`), so their age starts again.
+   */
+  private renew(url: string, active: readonly string[], at: number): void {
+    const names = new Set(active);
+    const renewed: [string, Lease][] = [];
+    for (const [id, l] of this.leases)
+      if (l.url === url && l.adapter !== null && names.has(l.adapter)) renewed.push([id, l]);
+    for (const [id, l] of renewed) {
+      this.leases.delete(id);
+      this.leases.set(id, l);
+      this.renewedAt.set(id, at);
+    }
+  }
+
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
     const lease = this.leases.get(leaseId);
     if (!lease) return undefined;
     this.leases.delete(leaseId);
+    this.renewedAt.delete(leaseId);
     this.drop(lease);
     if (lease.adapter !== null) await this.touch(lease.url, lease.adapter, at);
     if (status !== undefined) await this.observeOutcome(lease.url, lease.adapter, status, at);
@@ -323,10 +344,12 @@ export class MemoryFleetStore implements FleetStore {
 
   async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {
     const out: Lease[] = [];
-    // Map order is acquisition order, and `at` grows with it: stop at the first young lease.
+    // Map order is renewal order (acquisition, or the last poll that found it running), and the
+    // time grows with it: stop at the first young lease.
     for (const [id, lease] of this.leases) {
-      if (now - lease.at < maxAgeMs) break;
+      if (now - (this.renewedAt.get(id) ?? lease.at) < maxAgeMs) break;
       this.leases.delete(id);
+      this.renewedAt.delete(id);
       this.drop(lease);
       out.push({ ...lease });
       this.event({

@@ -207,13 +207,35 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
   });
 
   it('reclaims leases older than the maximum age, and only those', async () => {
+    // Real time: Redis ages leases by its own clock (TIME), whatever the nodes' clocks say.
     const s = await store();
-    await s.acquire({ id: 'old', url: U, adapter: 'a', at: 0 });
-    await s.acquire({ id: 'young', url: U, adapter: 'a', at: 900 });
-    expect((await s.expireLeases(1000, 500)).map((l) => l.id)).toEqual(['old']);
-    expect(await s.release('old', 1001)).toBeUndefined();
+    await s.acquire({ id: 'old', url: U, adapter: 'a', at: Date.now() });
+    await new Promise((r) => setTimeout(r, 300));
+    await s.acquire({ id: 'young', url: U, adapter: 'a', at: Date.now() });
+    expect((await s.expireLeases(Date.now(), 250)).map((l) => l.id)).toEqual(['old']);
+    expect(await s.release('old', Date.now())).toBeUndefined();
     expect(await s.inFlightTotal()).toBe(1);
     expect((await s.events(5)).at(-1)).toMatchObject({ op: 'lease-expired', adapter: 'a' });
+  });
+
+  it('renews a lease while polls find its adapter running or waiting on the replica (issue 24, item 8)', async () => {
+    const s = await store();
+    await s.acquire({ id: 'long', url: U, adapter: 'a', at: Date.now() });
+    await s.acquire({ id: 'lost', url: U, adapter: 'b', at: Date.now() });
+    const poll = (active: string[]) =>
+      s.applySnapshot(U, { at: Date.now(), ok: true, load: { ...load, activeAdapters: active } });
+    const end = Date.now() + 600;
+    let expired: string[] = [];
+    while (Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 50));
+      await poll(['a']); // the stream for `a` still runs; `b`'s request ended, its log phase lost
+      expired.push(...(await s.expireLeases(Date.now(), 200)).map((l) => l.id));
+    }
+    expect(expired).toEqual(['lost']);
+    await poll([]);
+    await new Promise((r) => setTimeout(r, 250));
+    expired = (await s.expireLeases(Date.now(), 200)).map((l) => l.id);
+    expect(expired).toEqual(['long']);
   });
 
   it('hands out copies: mutating a view changes nothing inside', async () => {
@@ -338,21 +360,26 @@ describe('redis fleet store across nodes', () => {
     return s;
   };
 
-  it('releases the leases of a node that stopped heartbeating, and only those', async () => {
+  it('keeps the leases of a node that stopped heartbeating (it may be cut off, its requests running) until they age out', async () => {
     const p = prefix();
     const a = node(p, 'nodeA', 600);
     const b = node(p, 'nodeB', 600);
     await a.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
     await a.acquire({ id: 'A1', url: U, adapter: 'x', at: 1 });
-    await b.acquire({ id: 'B1', url: U, adapter: 'x', at: 1 });
-    await a.close(); // node A dies: its heartbeat stops
+    await b.acquire({ id: 'B1', url: U, adapter: 'y', at: 1 });
+    await a.close(); // node A stops heartbeating: dead, or cut off from Redis
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await b.expireLeases(2, 600_000)).toEqual([]); // silent for node_ttl_ms: kept
+    expect((await b.views([U]))[0]!.inFlight).toBe(2);
     const deadline = Date.now() + 5000;
     let expired: string[] = [];
     while (expired.length === 0 && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
-      expired = (await b.expireLeases(2, 600_000)).map((l) => l.id);
+      // B's poll finds `y` running on the replica: B1 is renewed, A1 (on `x`) is not.
+      await b.applySnapshot(U, { at: Date.now(), ok: true, load: { ...load, activeAdapters: ['y'] } });
+      expired = (await b.expireLeases(2, 1500)).map((l) => l.id);
     }
-    expect(expired).toEqual(['A1']);
+    expect(expired).toEqual(['A1']); // not renewed for the maximum age: reclaimed
     expect((await b.views([U]))[0]!.inFlight).toBe(1); // B's lease stays
 
     expect(await b.release('B1', 3)).toMatchObject({ adapterIdle: true });

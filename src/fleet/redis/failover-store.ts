@@ -25,7 +25,23 @@ export interface FailoverOptions {
 /** What the shared side must offer besides the store operations: a cheap liveness check. */
 export interface SharedStore extends FleetStore {
   ping(): Promise<unknown>;
+  /** Whether the shared state was emptied since last asked (its epoch changed or vanished). */
+  takeStateLost?(): boolean;
+  /** Told when the shared state was found emptied outside a decision (a heartbeat). */
+  onStateLost?: (() => void) | null;
+  /** Nodes sharing the state, as last seen: this node's share of a budget during an outage. */
+  readonly liveNodes?: number;
+  /** Adds cold loads counted during an outage to the current window of `key`. */
+  addToBudget?(key: string, count: number, windowMs: number): Promise<void>;
 }
+
+/**
+ * How long this node remembers an open lease whose release never came (Kong skipped its log
+ * phase): bounds memory only; the stores reclaim such leases after `lease_max_age_ms`.
+ */
+const OPEN_LEASE_MEMORY_MS = 24 * 3600_000;
+/** Passes of a recovery re-taking leases admitted during the previous pass before it gives up until the next probe. */
+const RECOVERY_PASSES = 100;
 
 /**
  * Shared fleet state with a local fallback. While the shared store answers, it decides; the
@@ -51,13 +67,28 @@ export class FailoverFleetStore implements FleetStore {
   private readonly mine = new Map<string, { lease: Lease; shared: boolean; uncertain?: boolean }>();
   /** Shared releases that failed: replayed when the shared store returns. */
   private readonly pendingReleases = new Set<string>();
+  /** Cold loads granted from this node's share while degraded, merged into the shared budget on recovery. */
+  private readonly localSpends = new Map<string, { count: number; windowMs: number }>();
+  /** Re-registering and re-taking leases after the shared state was emptied, while under way. */
+  private reclaiming: Promise<void> | null = null;
+  /**
+   * The store this one replaces on the same shared state (a runtime retired for a changed
+   * `timeout_ms`, say) until `adopt` takes its records: releases of its leases go to it.
+   */
+  predecessor: FailoverFleetStore | null = null;
 
   constructor(
     readonly shared: SharedStore,
     private readonly log: Logger,
     private readonly options: FailoverOptions = { probeMs: 1000, logEveryMs: 30_000 },
     private readonly clock: Clock = systemClock,
-  ) {}
+  ) {
+    // An emptied Redis seen from a heartbeat: a node with requests running but no decision to
+    // make must re-take its leases too, or another node may unload under them.
+    shared.onStateLost = () => {
+      if (this.degradedSince === null) this.reclaim().catch((err: Error) => this.degrade(err));
+    };
+  }
 
   get onRemoteChange(): (() => void) | null {
     return this.shared.onRemoteChange ?? null;
@@ -143,10 +174,17 @@ export class FailoverFleetStore implements FleetStore {
       // First the replicas (Redis may have come back empty): leases count only against known ones.
       for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
       await this.replayReleases();
-      await this.restoreLeases(this.shared);
-      // Releases that arrived during the hand-over were parked (still degraded): replay them
-      // too, until none is left. No await separates the last check from sharing again.
-      while (this.pendingReleases.size > 0) await this.replayReleases();
+      await this.restoreLeases(this.shared, false);
+      // Requests admitted and ended during the walk were decided locally (still degraded):
+      // take those leases, replay those releases and merge those budget spends too, until none
+      // is left. No await separates the last check from sharing again.
+      let passes = 0;
+      while (this.pendingReleases.size > 0 || this.localSpends.size > 0 || this.holdsLocalLeases()) {
+        if (++passes > RECOVERY_PASSES) return; // admissions outran the walk: the next probe goes on
+        await this.replayReleases();
+        await this.restoreLeases(this.shared, true);
+        await this.mergeBudgets();
+      }
     } catch {
       return; // Not back yet: the next probe tries again.
     }
@@ -165,10 +203,45 @@ export class FailoverFleetStore implements FleetStore {
     }
   }
 
-  /** Takes every open lease of this node in `shared` (again); local ones move there. */
-  private async restoreLeases(shared: SharedStore): Promise<void> {
+  private holdsLocalLeases(): boolean {
+    for (const m of this.mine.values()) if (!m.shared) return true;
+    return false;
+  }
+
+  /** Adds the cold loads granted locally during the outage to the shared budgets' windows. */
+  private async mergeBudgets(): Promise<void> {
+    for (const [key, spent] of [...this.localSpends]) {
+      this.localSpends.delete(key);
+      try {
+        await this.shared.addToBudget?.(key, spent.count, spent.windowMs);
+      } catch (err) {
+        const now = this.localSpends.get(key);
+        this.localSpends.set(key, { count: spent.count + (now?.count ?? 0), windowMs: spent.windowMs });
+        throw err;
+      }
+    }
+  }
+
+  /**
+   * Registers this node's replicas and takes its open leases again, once, however many callers
+   * found the shared state emptied (FLUSHALL, or a restart without persistence).
+   */
+  private reclaim(): Promise<void> {
+    this.reclaiming ??= (async () => {
+      for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
+      await this.restoreLeases(this.shared, false);
+    })().finally(() => (this.reclaiming = null));
+    return this.reclaiming;
+  }
+
+  /**
+   * Takes this node's open leases in `shared` (again); local ones move there. `onlyLocal`: those
+   * not counted there yet (admitted while degraded).
+   */
+  private async restoreLeases(shared: SharedStore, onlyLocal: boolean): Promise<void> {
     for (const [id, m] of [...this.mine]) {
       if (this.mine.get(id) !== m) continue; // ended meanwhile
+      if (onlyLocal && m.shared) continue;
       await shared.acquire(m.lease);
       // Its request may have ended while the shared copy was being taken.
       if (this.mine.get(id) !== m) {
@@ -203,13 +276,14 @@ export class FailoverFleetStore implements FleetStore {
     return this.decide(
       async (s) => {
         const views = await s.views(urls, adapter, withResidents);
-        if (views.length === urls.length) return views;
-        // Redis lost registrations (restarted empty, or flushed): register them again from here,
-        // with this node's open leases (a lease it lost would let another node unload under it).
-        for (const spec of await this.local.replicaSpecs())
-          if (urls.includes(spec.url)) await s.upsertReplica(spec);
-        await this.restoreLeases(s);
-        return s.views(urls, adapter, withResidents);
+        // The same reply says whether Redis was emptied (restarted empty, or flushed), even when
+        // another node registered the replicas again first (the epoch changed).
+        const lost = this.shared.takeStateLost?.() ?? false;
+        if (views.length === urls.length && !lost) return views;
+        // Register them again from here, with this node's open leases (a lease it lost would
+        // let another node unload under it).
+        await this.reclaim();
+        return views.length === urls.length ? views : s.views(urls, adapter, withResidents);
       },
       () => this.local.views(urls, adapter, withResidents),
     );
@@ -307,6 +381,8 @@ export class FailoverFleetStore implements FleetStore {
   }
 
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
+    if (!this.mine.has(leaseId) && this.predecessor?.mine.has(leaseId))
+      return this.predecessor.release(leaseId, at, status);
     const m = this.mine.get(leaseId);
     this.mine.delete(leaseId);
     if (m && !m.shared) {
@@ -327,13 +403,52 @@ export class FailoverFleetStore implements FleetStore {
   }
 
   async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {
-    for (const [id, m] of this.mine) if (now - m.lease.at >= maxAgeMs) this.mine.delete(id);
     const local = await this.local.expireLeases(now, maxAgeMs);
     const shared = await this.decide(
       (s) => s.expireLeases(now, maxAgeMs),
       async () => [],
     );
+    // Forgotten here only once a store reclaimed it (a lease the replica reports running is
+    // renewed and may outlive lease_max_age_ms), or after a day whatever happened.
+    for (const l of local) if (this.mine.get(l.id)?.shared === false) this.mine.delete(l.id);
+    for (const l of shared) if (this.mine.get(l.id)?.shared) this.mine.delete(l.id);
+    for (const [id, m] of this.mine) if (now - m.lease.at >= OPEN_LEASE_MEMORY_MS) this.mine.delete(id);
     return [...local, ...shared];
+  }
+
+  /**
+   * Takes over the records of `pred`, the store of a runtime replaced on the same shared state
+   * (only timeouts changed): its open leases (those taken locally during an outage too), its
+   * releases waiting to be replayed and its budget spends made alone. Moved without an await,
+   * so a release goes either to `pred` before or here after; then handed to Redis if it answers.
+   */
+  async adopt(pred: FailoverFleetStore): Promise<void> {
+    for (const spec of await pred.local.replicaSpecs()) await this.local.upsertReplica(spec);
+    const counted: Promise<unknown>[] = [];
+    for (const [id, m] of pred.mine) {
+      if (this.mine.has(id)) continue;
+      this.mine.set(id, { ...m, lease: { ...m.lease } });
+      // MemoryFleetStore.acquire counts before its first await: in this same step.
+      if (!m.shared) counted.push(this.local.acquire(m.lease));
+    }
+    for (const id of pred.pendingReleases) this.pendingReleases.add(id);
+    for (const [key, spent] of pred.localSpends) {
+      const had = this.localSpends.get(key);
+      this.localSpends.set(key, { count: spent.count + (had?.count ?? 0), windowMs: spent.windowMs });
+    }
+    pred.mine.clear();
+    pred.pendingReleases.clear();
+    pred.localSpends.clear();
+    if (this.predecessor === pred) this.predecessor = null;
+    await Promise.all(counted);
+    if (this.degradedSince !== null) return; // the next probe's recovery hands them over
+    try {
+      await this.replayReleases();
+      await this.restoreLeases(this.shared, true);
+      await this.mergeBudgets();
+    } catch (err) {
+      this.degrade(err as Error);
+    }
   }
 
   async openLeases(): Promise<Lease[]> {
@@ -347,10 +462,23 @@ export class FailoverFleetStore implements FleetStore {
     );
   }
 
+  /**
+   * Degraded, a node spends only its share of the budget (the budget over the nodes last seen
+   * sharing it, rounded down) and counts what it granted, merged into the shared window on
+   * recovery: N nodes cut off together get at most one more budget between them, not N.
+   */
   spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
     return this.decide(
       (s) => s.spendBudget(key, limit, windowMs, at),
-      () => this.local.spendBudget(key, limit, windowMs, at),
+      async () => {
+        const share = Math.floor(limit / Math.max(1, this.shared.liveNodes ?? 1));
+        const waitMs = await this.local.spendBudget(key, share, windowMs, at);
+        if (waitMs === 0) {
+          const had = this.localSpends.get(key);
+          this.localSpends.set(key, { count: (had?.count ?? 0) + 1, windowMs });
+        }
+        return waitMs;
+      },
     );
   }
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../../config/redis-schema';
 import { PASSIVE_FAILURE_LIMIT, samePath } from '../memory-store';
@@ -55,6 +56,17 @@ export class RedisFleetStore implements FleetStore {
   /** The wait for a connection in progress, shared by every call made meanwhile. */
   private ready: Promise<void> | null = null;
   onRemoteChange: (() => void) | null = null;
+  /**
+   * The shared state's epoch as this node last saw it (see scripts.ts): null before the first
+   * answer. `stateLost` is set when it changed or vanished (Redis was emptied: FLUSHALL, or a
+   * restart without persistence), until `takeStateLost` reads it.
+   */
+  private epoch: string | null = null;
+  private stateLost = false;
+  /** Told when the epoch changed or vanished (from the heartbeat: a node may have no decision to make). */
+  onStateLost: (() => void) | null = null;
+  /** Nodes heartbeating on this state, as last seen (1 until an answer): shares of budgets in an outage. */
+  liveNodes = 1;
 
   constructor(
     private readonly config: RedisConfig,
@@ -115,11 +127,38 @@ export class RedisFleetStore implements FleetStore {
   }
 
   private heartbeat(): void {
-    this.run('heartbeat', this.node).catch(() => {});
+    this.run('heartbeat', this.node)
+      .then((r) => {
+        const [epoch, nodes] = r as [string | null, number];
+        this.liveNodes = Math.max(1, nodes);
+        if (this.noteEpoch(epoch)) this.onStateLost?.();
+      })
+      .catch(() => {});
+  }
+
+  /** Records the epoch a reply carried; true if the state was emptied since the last one seen. */
+  private noteEpoch(epoch: string | null): boolean {
+    const lost = epoch === null || (this.epoch !== null && epoch !== this.epoch);
+    if (epoch !== null) this.epoch = epoch;
+    if (lost) this.stateLost = true;
+    return lost;
+  }
+
+  /** Whether Redis was emptied since this was last asked (the caller then takes its state back). */
+  takeStateLost(): boolean {
+    const lost = this.stateLost;
+    this.stateLost = false;
+    return lost;
   }
 
   async upsertReplica(spec: ReplicaSpec): Promise<void> {
-    await this.run('upsert', spec.url, JSON.stringify(spec));
+    const epoch = (await this.run(
+      'upsert',
+      spec.url,
+      JSON.stringify(spec),
+      randomBytes(8).toString('hex'),
+    )) as string;
+    this.noteEpoch(epoch);
   }
 
   async replicaSpecs(): Promise<ReplicaSpec[]> {
@@ -128,12 +167,14 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async views(urls: readonly string[], adapter?: AdapterRef, withResidents = false): Promise<ReplicaView[]> {
-    const [placed, rows] = (await this.run(
+    const [placed, rows, epoch, nodes] = (await this.run(
       'views',
       adapter?.name ?? '',
       withResidents ? '1' : '0',
       ...urls,
-    )) as [string | null, Reply[][]];
+    )) as [string | null, Reply[][], string | null, number];
+    this.liveNodes = Math.max(1, nodes);
+    this.noteEpoch(epoch);
     const out: ReplicaView[] = [];
     for (const row of rows) {
       const [url, spec, figures, res, busy, allRes, allBusy] = row as [
@@ -177,7 +218,13 @@ export class RedisFleetStore implements FleetStore {
       ok: s.ok,
       error: s.error ?? '',
       load: s.load
-        ? { waiting: s.load.waiting, running: s.load.running, kvUsage: s.load.kvUsage }
+        ? {
+            waiting: s.load.waiting,
+            running: s.load.running,
+            kvUsage: s.load.kvUsage,
+            // Their leases are renewed: the replica runs requests for them.
+            activeAdapters: s.load.activeAdapters,
+          }
         : undefined,
       registry,
     };
@@ -280,6 +327,11 @@ export class RedisFleetStore implements FleetStore {
 
   async spendBudget(key: string, limit: number, windowMs: number, _at: number): Promise<number> {
     return (await this.run('budget', key, limit, Math.max(1, Math.ceil(windowMs)))) as number;
+  }
+
+  /** Adds `count` cold loads counted elsewhere (a node deciding alone) to `key`'s current window. */
+  async addToBudget(key: string, count: number, windowMs: number): Promise<void> {
+    await this.run('budgetAdd', key, count, Math.max(1, Math.ceil(windowMs)));
   }
 
   async pushEvent(e: FleetEvent): Promise<void> {

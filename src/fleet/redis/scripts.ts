@@ -8,8 +8,12 @@
  *   P res:<url>       hash adapter -> residency JSON {state, since, lastUsed, t (Redis time), fence?, for?}
  *   P busy:<url>      hash adapter -> in-flight count
  *   P gone:<url>      zset adapter -> when it was unloaded or forgotten, Redis time (bounded)
- *   P lease           hash lease id -> {id, url, adapter, at, node, c: counted in inFlight}; P lease-at zset id -> at
+ *   P lease           hash lease id -> {id, url, adapter, at, node, c: counted in inFlight}
+ *   P lease-at        zset id -> when the lease was taken or last renewed, Redis time
+ *   P ls:<url>|<name> set of the lease ids on one adapter of one replica (renewed together)
  *   P nl:<node>       set of a node's lease ids; P nodes zset node -> last heartbeat (Redis time)
+ *   P epoch           a random id set by the first registration after Redis was empty: a node
+ *                     that sees it change or vanish takes its leases again (FLUSHALL, restart)
  *   P fence           counter; P lock hash fence -> [url, adapter]; P lock-until zset fence -> expiry
  *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
  *   P events          list of fleet events, newest first; channel P changed: room may have freed
@@ -92,10 +96,12 @@ local function forget(url, name, at)
   markgone(url, name)
   return 1
 end
+local function lskey(url, name) return P .. 'ls:' .. url .. '|' .. name end
 local function droplease(id, lease)
   redis.call('HDEL', P .. 'lease', id)
   redis.call('ZREM', P .. 'lease-at', id)
   redis.call('SREM', P .. 'nl:' .. lease.node, id)
+  if lease.adapter ~= '' then redis.call('SREM', lskey(lease.url, lease.adapter), id) end
   -- Only what acquire counted (its replica was registered then) is uncounted.
   if lease.c ~= 1 then return end
   redis.call('HINCRBY', rkey(lease.url), 'inFlight', -1)
@@ -110,16 +116,17 @@ end
 
 /** name -> body; each runs with ARGV[1] = prefix and no KEYS. */
 export const SCRIPTS = {
-  /** url, spec JSON */
+  /** url, spec JSON, epoch candidate -> the state's epoch (the candidate if Redis had none) */
   upsert: `
 local url = ARGV[2]
 redis.call('HSET', P .. 'spec', url, ARGV[3])
 if redis.call('EXISTS', rkey(url)) == 0 then
   redis.call('HSET', rkey(url), 'health', 'unknown', 'residents', 0, 'inFlight', 0)
 end
-return 1`,
+redis.call('SET', P .. 'epoch', ARGV[4], 'NX')
+return redis.call('GET', P .. 'epoch')`,
 
-  /** adapter ('' none), withResidents '0'|'1', urls... -> {placement, rows} */
+  /** adapter ('' none), withResidents '0'|'1', urls... -> {placement, rows, epoch, nodes} */
   views: `
 local adapter, withRes = ARGV[2], ARGV[3]
 local placed = false
@@ -141,7 +148,8 @@ for i = 4, #ARGV do
     out[#out + 1] = row
   end
 end
-return {placed, out}`,
+-- The epoch and the node count ride on the round trip every decision makes anyway.
+return {placed, out, redis.call('GET', P .. 'epoch'), redis.call('ZCARD', P .. 'nodes')}`,
 
   /** url, snapshot JSON {at, startedAt, sharedStartedAt?, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
   snapshot: `
@@ -170,6 +178,19 @@ if health == 'down' then event({at = s.at, url = url, adapter = '', op = 'replic
 redis.call('HSET', r, 'health', 'up', 'passive', 0, 'snapshotAt', s.at)
 redis.call('HDEL', r, 'lastError')
 if type(s.load) == 'table' then
+  -- The replica runs or queues requests for these adapters: their leases are alive, whichever
+  -- node holds them and whatever its clock. vLLM's vllm:lora_requests_info gauge, labels
+  -- running_lora_adapters and waiting_lora_adapters (vllm/v1/metrics/loggers.py,
+  -- PrometheusStatLogger.record, at 005a810bc40faa25b8870fbc8559c3462581eee3), parsed in
+  -- src/metrics/replica-load.ts.
+  if type(s.load.activeAdapters) == 'table' then
+    local t = now_ms()
+    for _, name in ipairs(s.load.activeAdapters) do
+      for _, id in ipairs(redis.call('SMEMBERS', lskey(url, name))) do
+        redis.call('ZADD', P .. 'lease-at', 'XX', t, id)
+      end
+    end
+  end
   redis.call('HSET', r, 'waiting', s.load.waiting, 'running', s.load.running)
   if type(s.load.kvUsage) == 'number' then redis.call('HSET', r, 'kvUsage', s.load.kvUsage)
   else redis.call('HDEL', r, 'kvUsage') end
@@ -329,8 +350,10 @@ if known(url) then
 end
 redis.call('HSET', P .. 'lease', id,
   cjson.encode({id = id, url = url, adapter = name, at = at, node = node, c = counted}))
-redis.call('ZADD', P .. 'lease-at', at, id)
+-- Its age is kept on Redis's clock: nodes' clocks disagree (issue 24, item 8).
+redis.call('ZADD', P .. 'lease-at', now_ms(), id)
 redis.call('SADD', P .. 'nl:' .. node, id)
+if name ~= '' then redis.call('SADD', lskey(url, name), id) end
 return state`,
 
   /** id, at, upstream status ('' none), failure limit -> {lease JSON, idle 1|0} or nil (released already) */
@@ -352,9 +375,10 @@ end
 return {raw, idle}`,
 
   /**
-   * now, maxAge, nodeTtl -> expired lease JSONs. Releases the leases and ends the load/unload
-   * locks of nodes silent for nodeTtl (by Redis time), and ends any lease older than maxAge and
-   * any lock past its expiry.
+   * now, maxAge, nodeTtl -> expired lease JSONs. Ends the load/unload locks of nodes silent for
+   * nodeTtl, any lease not taken or renewed for maxAge and any lock past its expiry, all by Redis
+   * time. A silent node's leases stay: it may be cut off from Redis while its requests still run
+   * on the replicas (a partition), and an unload under them is what must never happen.
    */
   expire: `
 local now, maxAge, nodeTtl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -391,9 +415,6 @@ if #dead > 0 then
   local gone = {}
   for _, node in ipairs(dead) do
     gone[node] = true
-    local why = 'of node ' .. node .. ', silent for ' .. nodeTtl .. ' ms'
-    for _, id in ipairs(redis.call('SMEMBERS', P .. 'nl:' .. node)) do expire(id, why) end
-    redis.call('DEL', P .. 'nl:' .. node)
     redis.call('ZREM', P .. 'nodes', node)
   end
   local locks = redis.call('HGETALL', P .. 'lock')
@@ -402,7 +423,7 @@ if #dead > 0 then
     if gone[node] then endlock(locks[i], locks[i + 1], 'lock of node ' .. node .. ', which stopped') end
   end
 end
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lease-at', '-inf', now - maxAge, 'LIMIT', 0, 1000)) do
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lease-at', '-inf', t - maxAge, 'LIMIT', 0, 1000)) do
   expire(id, 'held over ' .. maxAge .. ' ms')
 end
 for _, f in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lock-until', '-inf', t, 'LIMIT', 0, 1000)) do
@@ -411,10 +432,10 @@ for _, f in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lock-until', '-inf', t, 'LI
 end
 return out`,
 
-  /** node: this node is alive (Redis time, so node clocks may disagree) */
+  /** node: this node is alive (Redis time, so node clocks may disagree) -> {epoch, nodes} */
   heartbeat: `
 redis.call('ZADD', P .. 'nodes', now_ms(), ARGV[2])
-return 1`,
+return {redis.call('GET', P .. 'epoch'), redis.call('ZCARD', P .. 'nodes')}`,
 
   /** -> rows {url, spec, figures, residency, busy} for every replica */
   dump: `
@@ -439,6 +460,16 @@ if left < 0 then
   left = tonumber(ARGV[4])
 end
 return left`,
+
+  /**
+   * key, count, window ms: adds cold loads a node counted alone during an outage to the current
+   * window (opening one if none), so the fleet's budget is not granted twice.
+   */
+  budgetAdd: `
+local k = P .. 'budget:' .. ARGV[2]
+redis.call('INCRBY', k, ARGV[3])
+if redis.call('PTTL', k) < 0 then redis.call('PEXPIRE', k, ARGV[4]) end
+return 1`,
 
   /** event JSON */
   event: `

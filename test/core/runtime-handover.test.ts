@@ -1,0 +1,115 @@
+/**
+ * Replacing a runtime (a changed `redis` record) while requests run (issue 24, items 4 and 5),
+ * over a real redis-server. Each test fails on the hand-over before issue 24.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Lease, ReplicaSnapshot } from '../../src/fleet/types';
+import { silentLogger } from '../../src/log';
+import { FleetRuntime } from '../../src/runtime';
+import { RedisServer } from '../helpers/redis';
+import { TcpProxy } from '../helpers/tcp-proxy';
+import { waitFor } from '../helpers/wait';
+
+const U = 'http://10.0.0.1:8000';
+const SPEC = { url: U, backend: 'vllm' as const, priority: 0 };
+
+let redis: RedisServer;
+let admin: Redis;
+const runtimes: FleetRuntime[] = [];
+const proxies: TcpProxy[] = [];
+
+beforeAll(async () => {
+  redis = await RedisServer.start();
+  admin = new Redis({ host: '127.0.0.1', port: redis.port, lazyConnect: true });
+  await admin.connect();
+});
+afterEach(async () => {
+  for (const rt of runtimes.splice(0)) rt.stop();
+  await Promise.all(proxies.splice(0).map((p) => p.close()));
+});
+afterAll(async () => {
+  admin.disconnect();
+  await redis.close();
+});
+
+const prefix = () => `rh${randomBytes(4).toString('hex')}:`;
+const poll = (): ReplicaSnapshot => ({
+  at: Date.now(),
+  ok: true,
+  load: { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
+  registry: [{ name: 'a', path: '/adapters/a' }],
+  managed: () => true,
+});
+
+function runtime(o: ConstructorParameters<typeof FleetRuntime>[0]): FleetRuntime {
+  const rt = new FleetRuntime({ log: silentLogger, ...o });
+  runtimes.push(rt);
+  return rt;
+}
+
+const lease = (rt: FleetRuntime): Lease => ({ id: rt.nextLeaseId(), url: U, adapter: 'a', at: Date.now() });
+/** Open lease ids in Redis under prefix `p`, read by a client of the test's own. */
+const openIn = async (p: string) => (await admin.hkeys(`${p}lease`)).sort();
+
+describe('item 4: a `redis` record change does not resurrect released leases', () => {
+  it('requests ending one by one during the hand-over leave no lease open in the new store', async () => {
+    const [p1, p2] = [prefix(), prefix()];
+    // A timeout long enough for a loaded machine: a timed-out copy is another path (failover).
+    const old = runtime({ redis: redis.config(p1, { timeout_ms: 2000 }) });
+    await old.store.upsertReplica(SPEC);
+    await old.store.applySnapshot(U, poll());
+    const ids: string[] = [];
+    for (let i = 0; i < 1000; i++) {
+      const l = lease(old);
+      await old.store.acquire(l);
+      ids.push(l.id);
+    }
+    const next = runtime({ redis: redis.config(p2, { timeout_ms: 2000 }) });
+    const retiring = old.retire(next);
+    // Every request ends while the leases move, one after another (the log phase goes to the
+    // runtime that issued the lease; it knows whether the lease moved).
+    for (const id of ids) expect(await old.release(id, 200)).toMatchObject({ id });
+    await retiring;
+    expect(next.store.mode?.()).toBe('redis');
+    expect(await openIn(p2)).toEqual([]);
+    expect(await openIn(p1)).toEqual([]);
+    expect(await next.store.inFlightTotal()).toBe(0);
+  }, 30_000);
+});
+
+describe('item 5: retiring a runtime on the same shared state keeps its failover records', () => {
+  it('a lease taken locally during an outage and a release waiting to be replayed survive a timeout_ms change', async () => {
+    const p = prefix();
+    const proxy = await TcpProxy.start(redis.port);
+    proxies.push(proxy);
+    const old = runtime({ redis: redis.config(p, { port: proxy.port, timeout_ms: 200 }) });
+    await old.store.upsertReplica(SPEC);
+    await old.store.applySnapshot(U, poll());
+    const shared = lease(old);
+    expect(await old.store.acquire(shared)).toBe('loaded');
+    proxy.cut('refuse');
+    const local = lease(old);
+    await old.store.acquire(local); // Redis unreachable: counted only on this node
+    expect(old.store.mode?.()).toBe('local');
+    expect(await old.release(shared.id, 200)).toMatchObject({ id: shared.id }); // to replay
+    // The operator changes only timeout_ms: same state, same node id.
+    const next = runtime({
+      redis: redis.config(p, { port: proxy.port, timeout_ms: 300 }),
+      leasePrefix: old.leasePrefix,
+    });
+    await old.retire(next);
+    proxy.restore();
+    // Redis ends up with the open local lease counted, and the ended one released.
+    await waitFor(
+      async () => JSON.stringify(await openIn(p)) === JSON.stringify([local.id]),
+      10_000,
+      `only ${local.id} open in Redis`,
+    );
+    await waitFor(() => next.store.mode?.() === 'redis', 10_000, 'next shares decisions');
+    const [v] = await next.store.views([U], { name: 'a' });
+    expect(v!.adapter?.inFlight).toBe(1);
+    expect(await next.release(local.id, 200)).toMatchObject({ id: local.id });
+    expect(await openIn(p)).toEqual([]);
+  }, 30_000);
+});

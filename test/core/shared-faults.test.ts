@@ -1,0 +1,256 @@
+/**
+ * The shared state under faults (issue 24, items 1, 2, 3, 7 and 8), over a real redis-server
+ * and a TCP hop per node that a test cuts, blackholes and restores (test/helpers/tcp-proxy.ts).
+ * Each test fails on the bookkeeping before issue 24.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
+import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import type { Lease, ReplicaSnapshot } from '../../src/fleet/types';
+import { silentLogger } from '../../src/log';
+import { RedisServer } from '../helpers/redis';
+import { TcpProxy } from '../helpers/tcp-proxy';
+import { waitFor } from '../helpers/wait';
+
+const U = 'http://10.0.0.1:8000';
+const SPEC = { url: U, backend: 'vllm' as const, priority: 0 };
+const TTL = 60_000;
+
+let redis: RedisServer;
+let admin: Redis;
+const proxies: TcpProxy[] = [];
+const stores: FailoverFleetStore[] = [];
+
+beforeAll(async () => {
+  redis = await RedisServer.start();
+  admin = new Redis({ host: '127.0.0.1', port: redis.port, lazyConnect: true });
+  await admin.connect();
+});
+afterEach(async () => {
+  for (const p of proxies) p.restore();
+  await Promise.all(stores.splice(0).map((s) => s.close()));
+  await Promise.all(proxies.splice(0).map((p) => p.close()));
+});
+afterAll(async () => {
+  admin.disconnect();
+  await redis.close();
+});
+
+const prefix = () => `sf${randomBytes(4).toString('hex')}:`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A poll of U: adapter `a` in its registry; `active`: adapters with requests running or waiting. */
+const poll = (active: string[] = []): ReplicaSnapshot => ({
+  at: Date.now(),
+  ok: true,
+  load: { running: active.length, waiting: 0, kvUsage: 0.1, activeAdapters: active, malformedLines: 0 },
+  registry: [{ name: 'a', path: '/adapters/a' }],
+  managed: () => true,
+});
+
+interface Node {
+  s: FailoverFleetStore;
+  shared: RedisFleetStore;
+  proxy?: TcpProxy;
+}
+
+/** A Kong node's store on prefix `p`; with `viaProxy`, its link to Redis goes through a TcpProxy. */
+async function node(
+  p: string,
+  id: string,
+  o: { viaProxy?: boolean; nodeTtlMs?: number } = {},
+): Promise<Node> {
+  const proxy = o.viaProxy ? await TcpProxy.start(redis.port) : undefined;
+  if (proxy) proxies.push(proxy);
+  const config = redis.config(p, { node_ttl_ms: o.nodeTtlMs ?? 10_000, port: proxy?.port ?? redis.port });
+  const shared = new RedisFleetStore(config, id);
+  const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 });
+  stores.push(s);
+  await s.upsertReplica(SPEC);
+  return { s, shared, proxy };
+}
+
+const lease = (id: string, at = Date.now()): Lease => ({ id, url: U, adapter: 'a', at });
+
+describe('item 1: recovery races admission', () => {
+  it('a request admitted while recovery walks the lease list is counted in Redis too', async () => {
+    const a = await node(prefix(), 'n1', { viaProxy: true });
+    await a.s.applySnapshot(U, poll());
+    expect(await a.s.acquire(lease('S1'))).toBe('loaded');
+    a.proxy!.cut('refuse');
+    await a.s.acquire(lease('L1')); // Redis unreachable: a local lease
+    expect(a.s.mode()).toBe('local');
+    // A request is admitted (still locally: the node is degraded) while recovery re-takes leases.
+    let admitted: Promise<unknown> | null = null;
+    const acquire = a.shared.acquire.bind(a.shared);
+    a.shared.acquire = (l) => {
+      admitted ??= a.s.acquire(lease('L2'));
+      return acquire(l);
+    };
+    a.proxy!.restore();
+    await waitFor(() => a.s.mode() === 'redis', 10_000, 'recovery');
+    await admitted;
+    // S1, L1 and L2 are all open: another node must see 3 in flight on `a`.
+    expect(await a.shared.inFlightTotal()).toBe(3);
+    expect((await a.shared.views([U], { name: 'a' }))[0]!.adapter?.inFlight).toBe(3);
+    for (const id of ['S1', 'L1', 'L2']) await a.s.release(id, Date.now(), 200);
+    expect(await a.shared.inFlightTotal()).toBe(0);
+  });
+});
+
+describe('item 2: every node notices an emptied Redis', () => {
+  it('a node whose replicas another node re-registered re-takes its leases on its next decision', async () => {
+    const p = prefix();
+    const a = await node(p, 'nA');
+    const b = await node(p, 'nB');
+    await a.s.applySnapshot(U, poll());
+    expect(await a.s.acquire(lease('A1'))).toBe('loaded');
+    await admin.flushall();
+    // B notices first: it registers the replica again and its poll adopts `a` again.
+    await b.s.views([U], { name: 'a' });
+    await b.s.applySnapshot(U, poll());
+    // A's next decision (the one round trip it makes anyway) must tell it Redis was emptied.
+    await a.s.views([U], { name: 'other' });
+    expect(await b.s.beginUnload(U, 'a', Date.now(), TTL)).toBeNull();
+    expect((await b.s.views([U], { name: 'a' }))[0]!.adapter?.inFlight).toBe(1);
+  });
+
+  it('an idle node (no decision to make) re-takes its leases from its heartbeat', async () => {
+    const p = prefix();
+    const a = await node(p, 'nA', { nodeTtlMs: 400 });
+    const b = await node(p, 'nB', { nodeTtlMs: 400 });
+    await a.s.applySnapshot(U, poll());
+    expect(await a.s.acquire(lease('A1'))).toBe('loaded');
+    await admin.flushall();
+    await b.s.views([U], { name: 'a' });
+    await b.s.applySnapshot(U, poll());
+    await waitFor(async () => (await b.shared.inFlightTotal()) === 1, 3000, "A's lease counted again");
+    expect(await b.s.beginUnload(U, 'a', Date.now(), TTL)).toBeNull();
+  });
+});
+
+describe('item 3: a partitioned node keeps its leases', () => {
+  it('a node cut off from Redis for longer than node_ttl_ms keeps its leases: the others unload nothing under them', async () => {
+    const p = prefix();
+    const a = await node(p, 'nA', { viaProxy: true, nodeTtlMs: 300 });
+    const b = await node(p, 'nB', { nodeTtlMs: 300 });
+    await a.s.applySnapshot(U, poll());
+    expect(await a.s.acquire(lease('A1'))).toBe('loaded');
+    a.proxy!.cut('blackhole'); // a partition: A's heartbeats hang, A's requests keep running
+    const end = Date.now() + 1000;
+    while (Date.now() < end) {
+      await sleep(100);
+      await b.s.expireLeases(Date.now(), 600_000);
+    }
+    expect((await b.s.views([U], { name: 'a' }))[0]!.adapter?.inFlight).toBe(1);
+    expect(await b.s.beginUnload(U, 'a', Date.now(), TTL)).toBeNull();
+  });
+
+  it('the leases of a silent node still go once not renewed for lease_max_age_ms', async () => {
+    const p = prefix();
+    const a = await node(p, 'nA', { nodeTtlMs: 300 });
+    const b = await node(p, 'nB', { nodeTtlMs: 300 });
+    await a.s.applySnapshot(U, poll());
+    await a.s.acquire(lease('A1'));
+    await a.s.close(); // A stops for good
+    await waitFor(
+      async () => (await b.s.expireLeases(Date.now(), 500)).some((l) => l.id === 'A1'),
+      5000,
+      "A's lease reclaimed by age",
+    );
+    expect(await b.s.beginUnload(U, 'a', Date.now(), TTL)).not.toBeNull();
+  });
+});
+
+describe('item 8: lease expiry under long requests and skewed clocks', () => {
+  it('a request longer than lease_max_age_ms keeps its lease while the replica reports its adapter running', async () => {
+    const p = prefix();
+    const a = await node(p, 'nA');
+    const b = await node(p, 'nB');
+    await a.s.applySnapshot(U, poll());
+    await a.s.acquire(lease('A1'));
+    const MAX_AGE = 300;
+    const end = Date.now() + 4 * MAX_AGE;
+    while (Date.now() < end) {
+      await sleep(60);
+      await b.s.applySnapshot(U, poll(['a'])); // B's poll: the replica runs a request for `a`
+      expect(await b.s.expireLeases(Date.now(), MAX_AGE)).toEqual([]);
+    }
+    expect(await b.s.beginUnload(U, 'a', Date.now(), TTL)).toBeNull();
+    // Once the replica no longer runs it (its log phase was lost), the lease ages out.
+    await b.s.applySnapshot(U, poll([]));
+    await waitFor(
+      async () => (await b.s.expireLeases(Date.now(), MAX_AGE)).length === 1,
+      3000,
+      'lease reclaimed once idle on the replica',
+    );
+  });
+
+  it('a node whose clock runs 200 ms behind does not lose a fresh lease to another node', async () => {
+    const p = prefix();
+    const behind = await node(p, 'nBehind');
+    const other = await node(p, 'nOther');
+    await behind.s.applySnapshot(U, poll());
+    const SKEW = 200;
+    await behind.s.acquire(lease('B1', Date.now() - SKEW)); // the acquiring node's clock
+    // Right away, another node with a correct clock reclaims leases older than 150 ms.
+    expect(await other.s.expireLeases(Date.now(), 150)).toEqual([]);
+    expect(await other.s.beginUnload(U, 'a', Date.now(), TTL)).toBeNull();
+  });
+
+  it('a node whose clock runs 200 ms ahead does not reclaim a fresh lease of another node', async () => {
+    const p = prefix();
+    const holder = await node(p, 'nHolder');
+    const ahead = await node(p, 'nAhead');
+    await holder.s.applySnapshot(U, poll());
+    await holder.s.acquire(lease('H1'));
+    expect(await ahead.s.expireLeases(Date.now() + 200, 150)).toEqual([]);
+  });
+});
+
+describe('item 7: an outage does not reset the cold-load budget', () => {
+  const LIMIT = 6;
+  const WINDOW = 60_000;
+  const spend = async (n: Node, times: number) => {
+    let ok = 0;
+    for (let i = 0; i < times; i++)
+      if ((await n.s.spendBudget('fleet', LIMIT, WINDOW, Date.now())) === 0) ok++;
+    return ok;
+  };
+
+  it('three nodes cut off within the window get at most one more budget between them', async () => {
+    const p = prefix();
+    const ns = [
+      await node(p, 'n0', { viaProxy: true }),
+      await node(p, 'n1', { viaProxy: true }),
+      await node(p, 'n2', { viaProxy: true }),
+    ];
+    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
+    // Heartbeats tell each node how many share the budget.
+    for (const n of ns) await n.s.views([U]);
+    let granted = await spend(ns[0]!, LIMIT + 2); // the shared budget: 6 granted, 2 refused
+    expect(granted).toBe(LIMIT);
+    for (const n of ns) n.proxy!.cut('refuse');
+    for (const n of ns) granted += await spend(n, LIMIT);
+    expect(ns.every((n) => n.s.mode() === 'local')).toBe(true);
+    // The budget plus one window: 12, not (3 + 1) x 6.
+    expect(granted).toBeLessThanOrEqual(2 * LIMIT);
+  });
+
+  it("a degraded node's spends count in Redis once it is back, within the same window", async () => {
+    const p = prefix();
+    const a = await node(p, 'nA', { viaProxy: true });
+    const b = await node(p, 'nB');
+    const c = await node(p, 'nC');
+    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
+    await a.s.views([U]);
+    a.proxy!.cut('refuse');
+    const local = await spend(a, LIMIT); // its share: 6 / 3 nodes
+    expect(local).toBe(LIMIT / 3);
+    a.proxy!.restore();
+    await waitFor(() => a.s.mode() === 'redis', 10_000, 'recovery');
+    // The others get what is left of the window's budget, not a whole one.
+    expect((await spend(b, LIMIT)) + (await spend(c, LIMIT))).toBe(LIMIT - local);
+  });
+});
