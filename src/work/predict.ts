@@ -1,0 +1,70 @@
+import type { AdapterPresence } from '../fleet/types';
+import type { LoadTimes } from './load-times';
+import type { WorkModel } from './work-model';
+
+/** What a prediction reads of a candidate replica. */
+export interface PredictCandidate {
+  url: string;
+  residentCount: number;
+  holder: boolean;
+  adapter?: Pick<AdapterPresence, 'state'> & Partial<Pick<AdapterPresence, 'evicted'>>;
+}
+
+export interface PredictRequest {
+  now: number;
+  promptTokens: number;
+  maxTokens: number;
+  /** The on-demand adapter asked for; absent: base model or a static adapter. */
+  adapter?: string;
+  maxLoadedAdapters: number;
+  /** How long a load may wait for an idle adapter to unload (queue_timeout_ms). */
+  queueTimeoutMs: number;
+  /** Known only with residents read: whether a load could start now (a free slot or idle victim). */
+  roomNow?: boolean;
+}
+
+export interface Prediction {
+  /** Before its prefill can start: a load (and an unload to make room), KV room. */
+  startMs: number;
+  /** The prefill queued ahead of it, at the replica's rate. */
+  aheadMs: number;
+  /** Its own prefill. */
+  ownMs: number;
+  totalMs: number;
+}
+
+/**
+ * Predicted time to first token on one replica: the wait for a slot or a load (learned load
+ * time, plus an unload when the replica is full, plus the queue timeout when no adapter there
+ * is idle), the KV wait, the prefill ahead over the replica's rate, and its own prefill. The KV
+ * wait and the prefill ahead overlap (queued requests wait for the same room), so the larger counts.
+ */
+export function predictTtft(
+  c: PredictCandidate,
+  req: PredictRequest,
+  work: WorkModel,
+  loads: LoadTimes,
+): Prediction {
+  let slotMs = 0;
+  if (req.adapter !== undefined) {
+    if (c.holder) {
+      const state = c.adapter?.state;
+      // Loading (or placed, or registered but its weights evicted): about a load from now.
+      if ((state !== 'loaded' && state !== 'static') || c.adapter?.evicted) slotMs = loads.load(req.adapter);
+    } else {
+      slotMs = loads.load(req.adapter);
+      if (c.residentCount >= req.maxLoadedAdapters) slotMs += loads.unload();
+      if (req.roomNow === false) slotMs += req.queueTimeoutMs;
+    }
+  }
+  const kvMs = work.kvWaitMs(c.url, req.now, req.promptTokens + req.maxTokens);
+  const rate = work.prefillRate(c.url);
+  const aheadMs = (work.queuedPrefill(c.url, req.now) / rate) * 1000;
+  const ownMs = (req.promptTokens / rate) * 1000;
+  return {
+    startMs: slotMs + kvMs,
+    aheadMs,
+    ownMs,
+    totalMs: slotMs + Math.max(kvMs, aheadMs) + ownMs,
+  };
+}
