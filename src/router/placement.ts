@@ -113,7 +113,7 @@ export class Placement {
         const placedOn = await rt.store.claimPlacement(
           claim,
           url,
-          this.spreading(cold, views, ctx),
+          this.spreading(cold, views, ctx, decision.replica.ttftMs),
           ctx.now,
           ttl,
         );
@@ -146,13 +146,23 @@ export class Placement {
   /**
    * The placement a cold decision overrides on purpose: the adapter's placed replica is up,
    * fresh and saturated, so the rule spreads the adapter to a second replica. A placed replica
-   * this router merely cannot judge (no fresh poll yet) is followed, not overridden.
+   * this router merely cannot judge (no fresh poll yet) is followed, not overridden. Under
+   * predicted saturation, saturated means predicted slower than the chosen one by the margin.
    */
-  private spreading(cold: boolean, views: ReplicaView[], ctx: SchedulingContext): string | undefined {
+  private spreading(
+    cold: boolean,
+    views: ReplicaView[],
+    ctx: SchedulingContext,
+    chosenTtftMs: number,
+  ): string | undefined {
     const placed = cold ? views.find((v) => v.adapter?.placed) : undefined;
     if (!placed) return undefined;
     const c = toCandidate(placed, ctx);
-    return c.health === 'up' && !c.stale && c.saturation >= 1 ? c.url : undefined;
+    const saturated =
+      ctx.policy.saturationMode === 'predicted'
+        ? c.ttftMs > chosenTtftMs + (ctx.policy.saturationMarginMs ?? 0)
+        : c.saturation >= 1;
+    return c.health === 'up' && !c.stale && saturated ? c.url : undefined;
   }
 
   /** Registered holders whose reported residency (newer vLLM) lacks the adapter's weights. */

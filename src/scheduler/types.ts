@@ -15,6 +15,9 @@ export interface SchedulingRequest {
   prompt?: string;
 }
 
+/** `predicted`: holders keep an adapter while their predicted TTFT beats loading it elsewhere. */
+export type SaturationMode = 'count' | 'predicted';
+
 /** A replica under consideration, with what every unit needs precomputed once. */
 export interface Candidate extends ReplicaView {
   saturation: number;
@@ -22,6 +25,8 @@ export interface Candidate extends ReplicaView {
   stale: boolean;
   /** Holds the adapter (static, loaded or loading): no load needed. */
   holder: boolean;
+  /** Predicted time to first token there, ms (`saturation_mode: predicted`; else 0). */
+  ttftMs: number;
 }
 
 export interface SchedulingPolicy {
@@ -29,6 +34,11 @@ export interface SchedulingPolicy {
   /** Non-static adapters a vLLM replica may hold; 0 = the router never loads. */
   maxLoadedAdapters: number;
   staleAfterMs: number;
+  saturationMode?: SaturationMode;
+  /** A holder keeps the adapter while its predicted TTFT is within this of the best non-holder's. */
+  saturationMarginMs?: number;
+  /** Candidates within this of the best predicted TTFT are near-equal (the picker spreads among them). */
+  ttftToleranceMs?: number;
 }
 
 export interface SchedulingContext {
@@ -41,6 +51,8 @@ export interface SchedulingContext {
    */
   victimCost?: (victim: ResidentAdapter) => number;
   isStatic?: (name: string) => boolean;
+  /** Predicted TTFT of a candidate (ms), under `saturation_mode: predicted`. */
+  predict?: (c: Candidate) => number;
 }
 
 /** Which stage of the adapter-affinity rule decided, or why it was skipped. */

@@ -75,12 +75,12 @@ interface Entry {
 }
 
 class Replica {
+  rate: Ewma;
   admitted = 0;
   drained = 0;
   drainedAt = 0;
   kvReserved = 0;
   readonly entries = new Map<string, Entry>();
-  readonly rate: Ewma;
   implied: { tokens: number; at: number } | null = null;
   impliedKv = 0;
   kvCapacity: number | undefined;
@@ -103,8 +103,16 @@ export class WorkModel {
   private readonly meanPrompt = new Ewma(PRIOR_PROMPT_TOKENS, 0.05);
   private readonly decodeMs: Ewma;
 
-  constructor(private readonly o: WorkOptions) {
+  constructor(private o: WorkOptions) {
     this.decodeMs = new Ewma(o.decodeMsPerToken ?? 25, 0.1);
+  }
+
+  /** A router configuration's prior: replicas not measured yet take it (the last configured wins). */
+  configure(prefillTokensPerS: number): void {
+    if (prefillTokensPerS === this.o.prefillTokensPerS) return;
+    this.o = { ...this.o, prefillTokensPerS };
+    for (const r of this.replicas.values())
+      if (r.rate.count === 0) r.rate = new Ewma(prefillTokensPerS, RATE_ALPHA);
   }
 
   private replica(url: string): Replica {
