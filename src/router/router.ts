@@ -300,14 +300,12 @@ export class RouterService {
     ctx.predict = (c) =>
       predictTtft(
         c,
-        {
-          ...base,
-          now: ctx.now,
-          // Residents are read once a cold decision weighs victims: then it is known whether a load can start now.
-          roomNow: c.holder || c.residents === undefined ? undefined : loadCost(c, ctx) !== undefined,
-        },
+        base,
+        ctx.now,
         rt.work,
         rt.loadTimes,
+        // Residents are read once a cold decision weighs victims: then it is known whether a load can start now.
+        c.holder || c.residents === undefined ? undefined : loadCost(c, ctx) !== undefined,
       ).totalMs;
   }
 

@@ -11,7 +11,6 @@ export interface PredictCandidate {
 }
 
 export interface PredictRequest {
-  now: number;
   promptTokens: number;
   maxTokens: number;
   /** The on-demand adapter asked for; absent: base model or a static adapter. */
@@ -19,8 +18,6 @@ export interface PredictRequest {
   maxLoadedAdapters: number;
   /** How long a load may wait for an idle adapter to unload (queue_timeout_ms). */
   queueTimeoutMs: number;
-  /** Known only with residents read: whether a load could start now (a free slot or idle victim). */
-  roomNow?: boolean;
 }
 
 export interface Prediction {
@@ -39,11 +36,18 @@ export interface Prediction {
  * is idle), the KV wait, the prefill ahead over the replica's rate, and its own prefill. The KV
  * wait and the prefill ahead overlap (queued requests wait for the same room), so the larger counts.
  */
+/**
+ * `roomNow` is known only once residents are read: whether a load could start now (a free slot
+ * or an idle victim). `now` and `roomNow` are arguments, not request fields: this runs per
+ * replica per decision, where building an object per call costs more than the prediction.
+ */
 export function predictTtft(
   c: PredictCandidate,
   req: PredictRequest,
+  now: number,
   work: WorkModel,
   loads: LoadTimes,
+  roomNow?: boolean,
 ): Prediction {
   let slotMs = 0;
   if (req.adapter !== undefined) {
@@ -54,12 +58,12 @@ export function predictTtft(
     } else {
       slotMs = loads.load(req.adapter);
       if (c.residentCount >= req.maxLoadedAdapters) slotMs += loads.unload();
-      if (req.roomNow === false) slotMs += req.queueTimeoutMs;
+      if (roomNow === false) slotMs += req.queueTimeoutMs;
     }
   }
-  const kvMs = work.kvWaitMs(c.url, req.now, req.promptTokens + req.maxTokens);
+  const kvMs = work.kvWaitMs(c.url, now, req.promptTokens + req.maxTokens);
   const rate = work.prefillRate(c.url);
-  const aheadMs = (work.queuedPrefill(c.url, req.now) / rate) * 1000;
+  const aheadMs = (work.queuedPrefill(c.url, now) / rate) * 1000;
   const ownMs = (req.promptTokens / rate) * 1000;
   return {
     startMs: slotMs + kvMs,

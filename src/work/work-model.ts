@@ -231,33 +231,28 @@ export class WorkModel {
 
   /**
    * How long a request needing `need` KV tokens waits for room on `url`: until enough of the
-   * requests there end (prefill, then their max tokens at the decode rate). 0 when it fits
-   * or the capacity is unknown.
+   * requests there end (prefill, then their max tokens at the decode rate), taken in admission
+   * order (FIFO: no sort per candidate, which a decision over 64 replicas cannot afford). 0 when
+   * it fits or the capacity is unknown.
    */
   kvWaitMs(url: string, now: number, need: number): number {
     const r = this.replicas.get(url);
     const cap = r?.kvCapacity;
     if (!r || cap === undefined || need > cap) return 0;
-    const inUse = Math.max(r.kvReserved, r.impliedKv);
-    let toFree = inUse + need - cap;
+    let toFree = Math.max(r.kvReserved, r.impliedKv) + need - cap;
     if (toFree <= 0) return 0;
     this.advance(r, now);
     const rate = r.rate.value;
     const decode = this.decodeMs.value;
-    const ends: { at: number; tokens: number }[] = [];
+    let last = now;
     for (const e of r.entries.values()) {
       const prefillEnd =
         e.end > r.drained ? now + ((e.end - r.drained) / rate) * 1000 : Math.max(now, e.prefillEndAt);
-      ends.push({ at: prefillEnd + e.maxTokens * decode, tokens: e.prompt + e.maxTokens });
-    }
-    ends.sort((a, b) => a.at - b.at);
-    let last = now;
-    for (const x of ends) {
-      last = x.at;
-      toFree -= x.tokens;
+      last = Math.max(last, prefillEnd + e.maxTokens * decode);
+      toFree -= e.prompt + e.maxTokens;
       if (toFree <= 0) break;
     }
-    return Math.max(0, last - now);
+    return last - now;
   }
 
   view(url: string, now: number): ReplicaWork {

@@ -16,7 +16,10 @@ describe('prompt token estimate', () => {
   it('counts chat messages as characters / 4 plus 4 a message, within 1% of the simulator', () => {
     const messages = [
       { role: 'system', content: 'You are a careful assistant. '.repeat(200) },
-      { role: 'user', content: 'Summarise the document below.\n' + 'lorem ipsum dolor sit amet '.repeat(900) },
+      {
+        role: 'user',
+        content: 'Summarise the document below.\n' + 'lorem ipsum dolor sit amet '.repeat(900),
+      },
     ];
     const est = estimateTokens({ model: 'm', messages, max_tokens: 300 });
     const sim = simChatTokens(messages);
@@ -136,7 +139,7 @@ describe('load times', () => {
 });
 
 describe('predicted TTFT', () => {
-  const base = { now: 0, promptTokens: 10_000, maxTokens: 100, maxLoadedAdapters: 2, queueTimeoutMs: 30_000 };
+  const base = { promptTokens: 10_000, maxTokens: 100, maxLoadedAdapters: 2, queueTimeoutMs: 30_000 };
   const loads = new LoadTimes(1000, 100);
   loads.observe({ op: 'load', adapter: 'hot', ok: true, ms: 100 });
   loads.observe({ op: 'unload', adapter: 'old', ok: true, ms: 50 });
@@ -147,6 +150,7 @@ describe('predicted TTFT', () => {
     const p = predictTtft(
       { url: A, residentCount: 1, adapter: { state: 'loaded' }, holder: true },
       { ...base, adapter: 'hot' },
+      0,
       w,
       loads,
     );
@@ -158,6 +162,7 @@ describe('predicted TTFT', () => {
     const free = predictTtft(
       { url: B, residentCount: 0, holder: false },
       { ...base, adapter: 'hot' },
+      0,
       w,
       loads,
     );
@@ -165,6 +170,7 @@ describe('predicted TTFT', () => {
     const full = predictTtft(
       { url: B, residentCount: 2, holder: false },
       { ...base, adapter: 'hot' },
+      0,
       w,
       loads,
     );
@@ -175,9 +181,11 @@ describe('predicted TTFT', () => {
     const w = new WorkModel({ prefillTokensPerS: 10_000 });
     const p = predictTtft(
       { url: B, residentCount: 2, holder: false },
-      { ...base, adapter: 'hot', roomNow: false },
+      { ...base, adapter: 'hot' },
+      0,
       w,
       loads,
+      false,
     );
     expect(p.startMs).toBe(100 + 50 + 30_000);
   });
@@ -190,6 +198,7 @@ describe('predicted TTFT', () => {
     const p = predictTtft(
       { url: A, residentCount: 1, adapter: { state: 'loaded' }, holder: true },
       { ...base, promptTokens: 19_000, maxTokens: 1000, adapter: 'hot' },
+      0,
       w,
       loads,
     );
