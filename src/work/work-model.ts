@@ -131,8 +131,9 @@ export class WorkModel {
     const r = this.replica(a.url);
     this.advance(r, a.at);
     const ahead = r.admitted - r.drained;
+    // A request that waits for KV room (or a load) measures that wait, not the prefill rate.
+    const startMs = (a.startMs ?? 0) + this.kvWaitMs(a.url, a.at, a.promptTokens + a.maxTokens);
     r.admitted += a.promptTokens;
-    const startMs = a.startMs ?? 0;
     const e: Entry = {
       id: a.id,
       url: a.url,
