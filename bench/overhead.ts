@@ -312,7 +312,11 @@ export async function fleetAtScale(
         maxLoadedAdapters: 8,
         queueTimeoutMs: 29_000,
       };
-      ctx.predict = (c) => predictTtft(c, req, ctx.now, work, loads).totalMs;
+      ctx.predict = (c) => {
+        const p = predictTtft(c, req, ctx.now, work, loads);
+        c.ttftMs = p.totalMs;
+        c.loadMs = p.loadMs;
+      };
     }
     pipeline.schedule({ kind: 'on-demand', adapter }, await store.views(urls, adapter), ctx);
   }

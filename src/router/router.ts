@@ -297,8 +297,8 @@ export class RouterService {
       maxLoadedAdapters: this.config.max_loaded_adapters,
       queueTimeoutMs: this.config.queue_timeout_ms,
     };
-    ctx.predict = (c) =>
-      predictTtft(
+    ctx.predict = (c) => {
+      const p = predictTtft(
         c,
         base,
         ctx.now,
@@ -306,7 +306,10 @@ export class RouterService {
         rt.loadTimes,
         // Residents are read once a cold decision weighs victims: then it is known whether a load can start now.
         c.holder || c.residents === undefined ? undefined : loadCost(c, ctx) !== undefined,
-      ).totalMs;
+      );
+      c.ttftMs = p.totalMs;
+      c.loadMs = p.loadMs;
+    };
   }
 
   /** Refuses the replicas' management paths, and methods a path does not take. */

@@ -135,7 +135,9 @@ export function toCandidate(v: ReplicaView, ctx: SchedulingContext): Candidate {
   c.saturation = saturation(v, ctx.policy.saturation);
   c.stale = v.snapshotAt === null || ctx.now - v.snapshotAt > ctx.policy.staleAfterMs;
   c.holder = p !== undefined && p.state !== 'unloading';
-  c.ttftMs = ctx.predict ? ctx.predict(c) : 0;
+  c.ttftMs = 0;
+  c.loadMs = 0;
+  ctx.predict?.(c);
   return c;
 }
 

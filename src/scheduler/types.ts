@@ -27,6 +27,8 @@ export interface Candidate extends ReplicaView {
   holder: boolean;
   /** Predicted time to first token there, ms (`saturation_mode: predicted`; else 0). */
   ttftMs: number;
+  /** Of `ttftMs`, the adapter load (and unload to make room) it would wait for there. */
+  loadMs: number;
 }
 
 export interface SchedulingPolicy {
@@ -51,8 +53,8 @@ export interface SchedulingContext {
    */
   victimCost?: (victim: ResidentAdapter) => number;
   isStatic?: (name: string) => boolean;
-  /** Predicted TTFT of a candidate (ms), under `saturation_mode: predicted`. */
-  predict?: (c: Candidate) => number;
+  /** Sets a candidate's `ttftMs` and `loadMs`, under `saturation_mode: predicted`. */
+  predict?: (c: Candidate) => void;
 }
 
 /** Which stage of the adapter-affinity rule decided, or why it was skipped. */

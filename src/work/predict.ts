@@ -23,6 +23,8 @@ export interface PredictRequest {
 export interface Prediction {
   /** Before its prefill can start: a load (and an unload to make room), KV room. */
   startMs: number;
+  /** Of `startMs`, the load (an unload, the wait for an idle adapter). */
+  loadMs: number;
   /** The prefill queued ahead of it, at the replica's rate. */
   aheadMs: number;
   /** Its own prefill. */
@@ -67,6 +69,7 @@ export function predictTtft(
   const ownMs = (req.promptTokens / rate) * 1000;
   return {
     startMs: slotMs + kvMs,
+    loadMs: slotMs,
     aheadMs,
     ownMs,
     totalMs: slotMs + Math.max(kvMs, aheadMs) + ownMs,

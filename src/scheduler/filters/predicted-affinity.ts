@@ -14,8 +14,14 @@ export const predictedAffinity: Filter = {
     if (req.kind !== 'on-demand') return { kept: candidates, stage: req.kind };
     const margin = ctx.policy.saturationMarginMs ?? 0;
     let bestOther = Infinity;
-    for (const c of candidates) if (!c.holder && c.ttftMs < bestOther) bestOther = c.ttftMs;
-    const holders = candidates.filter((c) => c.holder && c.ttftMs <= bestOther + margin);
+    let bestSpread = Infinity;
+    for (const c of candidates)
+      if (!c.holder) {
+        if (c.ttftMs < bestOther) bestOther = c.ttftMs;
+        const s = spreadCost(c);
+        if (s < bestSpread) bestSpread = s;
+      }
+    const holders = candidates.filter((c) => c.holder && c.ttftMs <= bestSpread + margin);
     const warm = holders.filter((c) => !c.adapter?.evicted);
     if (warm.length > 0) return { kept: warm, stage: 'holder' };
     if (holders.length > 0) return { kept: holders, stage: 'holder' };
@@ -25,6 +31,16 @@ export const predictedAffinity: Filter = {
     return { kept: others, stage: others.some((c) => fastFree(c, bestOther, max)) ? 'free' : 'any' };
   },
 };
+
+/**
+ * What loading the adapter on a non-holder costs: its own predicted TTFT, plus the load once
+ * more for each request already there: a load stalls the replica's engine (as the simulator
+ * models it, sim/engine/engine.ts `loadWeights`), so every request there waits for it too. An idle
+ * replica costs its TTFT alone, so spreading to idle capacity stays cheap.
+ */
+function spreadCost(c: Candidate): number {
+  return c.ttftMs + c.loadMs * Math.max(c.inFlight, c.running + c.waiting);
+}
 
 /** The best non-holder has a free slot: the load evicts nothing. */
 function fastFree(c: Candidate, best: number, max: number): boolean {
