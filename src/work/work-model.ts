@@ -185,6 +185,10 @@ export class WorkModel {
    * A scrape of the replica at `at` (begun at `startedAt`): its queue times the mean prompt
    * (from its own counters when it has them) overrides a smaller own view; the prompt-token
    * counter over an interval with a queue throughout measures the rate it drains at.
+   * `vllm:request_prefill_time_seconds` is not read: PrometheusStatLogger observes it when a
+   * request finishes, while `vllm:prompt_tokens` moves at its first token (vllm/v1/metrics/
+   * loggers.py `record`, vllm 005a810bc4), so over one poll interval they describe different
+   * requests; and under chunked prefill each request's prefill time overlaps the others'.
    */
   observeReplica(url: string, f: ReplicaFigures, at: number, startedAt = at): void {
     const r = this.replica(url);

@@ -1,4 +1,5 @@
 import { countTokens } from '../../sim/http/openai';
+import { seededRandom } from '../../src/random';
 import { estimateTokens } from '../../src/work/estimate';
 import { LoadTimes } from '../../src/work/load-times';
 import { predictTtft } from '../../src/work/predict';
@@ -25,6 +26,35 @@ describe('prompt token estimate', () => {
     const sim = simChatTokens(messages);
     expect(Math.abs(est.promptTokens - sim) / sim).toBeLessThan(0.01);
     expect(est.maxTokens).toBe(300);
+  });
+
+  it("matches the simulator's count exactly on generated chat bodies (same rule: characters / 4, 4 a message)", () => {
+    const r = seededRandom(7);
+    const words = [
+      'the',
+      'adapter',
+      'replica',
+      'prefill',
+      'a',
+      'long',
+      'context',
+      'système',
+      '请求',
+      'tokens',
+    ];
+    let worst = 0;
+    for (let i = 0; i < 200; i++) {
+      const messages = Array.from({ length: 1 + Math.floor(r() * 5) }, () => ({
+        role: 'user',
+        content: Array.from(
+          { length: Math.floor(r() * 3000) },
+          () => words[Math.floor(r() * words.length)],
+        ).join(' '),
+      }));
+      const est = estimateTokens({ model: 'm', messages }).promptTokens;
+      worst = Math.max(worst, Math.abs(est - simChatTokens(messages)));
+    }
+    expect(worst).toBe(0);
   });
 
   it('reads completion prompts (text, token ids) and max_completion_tokens', () => {
