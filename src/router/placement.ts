@@ -31,6 +31,8 @@ export interface PlacementRequest {
   resolved: Resolved;
   adapter?: AdapterRef;
   prompt?: string;
+  /** Estimated prompt + max tokens, for the replicas' context lengths. */
+  contextTokens?: number;
   ctx: SchedulingContext;
   /** The replicas' views, without residents. */
   views: ReplicaView[];
@@ -55,7 +57,7 @@ export class Placement {
     p: PlacementRequest,
     admit: (decision: Decision, queueTimeoutMs: number) => Promise<T>,
   ): Promise<T> {
-    const { resolved, adapter, prompt, ctx, wait } = p;
+    const { resolved, adapter, prompt, contextTokens, ctx, wait } = p;
     let views = p.views;
     // Residents (the victims a cold load could evict) are read only once a decision needs a
     // load and the configuration weighs victims: a resident adapter's request never pays for them.
@@ -76,7 +78,11 @@ export class Placement {
       const followed = follow === undefined ? [] : views.filter((v) => v.url === follow);
       const candidates = followed.length > 0 ? followed : views;
       const pipeline = wait.anywhere ? this.deps.roomPipeline : this.deps.pipeline;
-      const decision = pipeline.schedule({ kind: resolved.kind, adapter, prompt }, candidates, ctx);
+      const decision = pipeline.schedule(
+        { kind: resolved.kind, adapter, prompt, contextTokens },
+        candidates,
+        ctx,
+      );
       if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
       const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
       // A holder only by placement (nobody is loading it there yet) needs the shared placement

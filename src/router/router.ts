@@ -265,8 +265,12 @@ export class RouterService {
       await spendColdLoad(this.rt, this.coldBudget, resolved.adapter.name, req.consumer);
       spent = true;
     };
-    return this.placement.place({ resolved, adapter, prompt, ctx, views, wait }, (decision, queueMs) =>
-      this.admit(decision, resolved, parsed.json, ctx.victimCost, queueMs, spend, tokens),
+    const contextTokens = tokens ? tokens.promptTokens + (tokens.maxTokens ?? 1) : undefined;
+    if (contextTokens !== undefined) ctx.contextOf = (url) => this.rt.poller.maxModelLen.get(url);
+    return this.placement.place(
+      { resolved, adapter, prompt, contextTokens, ctx, views, wait },
+      (decision, queueMs) =>
+        this.admit(decision, resolved, parsed.json, ctx.victimCost, queueMs, spend, tokens),
     );
   }
 
@@ -281,9 +285,10 @@ export class RouterService {
       if (len === undefined) return;
       if (len > max) max = len;
     }
-    // Without max_tokens vLLM refuses a prompt that fills the context (serving_engine.py `_validate_input`).
-    const over = t.maxTokens === undefined ? t.promptTokens >= max : t.promptTokens + t.maxTokens > max;
-    if (over) throw errors.contextLengthExceeded(max, t.promptTokens, t.maxTokens);
+    // Without max_tokens vLLM refuses a prompt that fills the context (serving_engine.py
+    // `_validate_input`): it needs one token of room, as the eligibility filter counts.
+    if (t.promptTokens + (t.maxTokens ?? 1) > max)
+      throw errors.contextLengthExceeded(max, t.promptTokens, t.maxTokens);
   }
 
   /** `saturation_mode: predicted`: each candidate's predicted TTFT for this request (src/work/predict.ts). */

@@ -13,6 +13,8 @@ export interface SchedulingRequest {
   adapter?: AdapterRef;
   /** Leading prompt text, for the prefix-affinity scorer. */
   prompt?: string;
+  /** Estimated prompt + max tokens: replicas whose known context is shorter cannot serve it. */
+  contextTokens?: number;
 }
 
 /** `predicted`: holders keep an adapter while their predicted TTFT beats loading it elsewhere. */
@@ -53,6 +55,8 @@ export interface SchedulingContext {
    */
   victimCost?: (victim: ResidentAdapter) => number;
   isStatic?: (name: string) => boolean;
+  /** A replica's context length (vLLM `max_model_len`), when it reported one. */
+  contextOf?: (url: string) => number | undefined;
   /** Sets a candidate's `ttftMs` and `loadMs`, under `saturation_mode: predicted`. */
   predict?: (c: Candidate) => void;
 }
