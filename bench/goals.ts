@@ -78,6 +78,8 @@ export interface BenchResults {
     heap: { decisions: number; heapMb: number; usPerDecision: number }[];
     /** The prefix scorer's cost per decision with its index full. */
     prefixScorer?: { usPerDecision: number };
+    /** One decision at 64 x 10k under `saturation_mode: predicted` (work model under load). */
+    predictedUsPerDecision?: number;
   };
   quality?: QualitySeed[];
   nodes?: { runs: NodesRun[]; redisCost: RedisCost };

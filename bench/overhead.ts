@@ -6,9 +6,12 @@ import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../src/back
 import { parseRouterConfig } from '../src/config/parse';
 import { MemoryFleetStore } from '../src/fleet/memory-store';
 import { seededRandom } from '../src/random';
-import { SchedulingPipeline } from '../src/scheduler/pipeline';
+import { defaultWeights, pipelineFor, SchedulingPipeline } from '../src/scheduler/pipeline';
 import { prefixScorer } from '../src/scheduler/scorers/prefix';
-import type { Candidate } from '../src/scheduler/types';
+import type { Candidate, SchedulingContext } from '../src/scheduler/types';
+import { LoadTimes } from '../src/work/load-times';
+import { predictTtft } from '../src/work/predict';
+import { WorkModel } from '../src/work/work-model';
 import { silentLogger } from '../src/log';
 import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
@@ -246,6 +249,7 @@ function heapMb(): number {
 export async function fleetAtScale(
   replicas: number,
   adapters: number,
+  saturationMode: 'count' | 'predicted' = 'count',
 ): Promise<{ mb: number; perEntryBytes: number; usPerDecision: number }> {
   // Heap and typed-array memory alike (the store keeps timestamps in typed arrays).
   const memoryMb = () => heapMb() + process.memoryUsage().arrayBuffers / 1024 / 1024;
@@ -265,20 +269,55 @@ export async function fleetAtScale(
     await store.applySnapshot(url, { at, ok: true, registry });
   }
   const after = memoryMb();
-  const pipeline = new SchedulingPipeline();
-  const ctx = {
+  const predicted = saturationMode === 'predicted';
+  const pipeline = new SchedulingPipeline(
+    pipelineFor({
+      room_wait: 'escalate',
+      scorer_weights: defaultWeights(),
+      picker: 'p2c',
+      saturation_mode: saturationMode,
+    }),
+  );
+  const ctx: SchedulingContext = {
     now: at + 1,
     random: seededRandom(1),
     policy: {
       saturation: { targetWaitingPerReplica: 2, kvCeiling: 0.8 },
       maxLoadedAdapters: 8,
       staleAfterMs: 2000,
+      saturationMode,
+      saturationMarginMs: 250,
+      ttftToleranceMs: 100,
     },
   };
+  // Predicted: every replica with 16 requests of ours in flight and a known KV capacity, so
+  // each prediction walks the work model as under load (the KV wait sorts the in-flight ones).
+  const work = new WorkModel({ prefillTokensPerS: 10_000 });
+  const loads = new LoadTimes(1000, 100);
+  if (predicted)
+    urls.forEach((url, r) => {
+      work.setKvCapacity(url, 65_536);
+      for (let k = 0; k < 16; k++)
+        work.admit({ id: `${r}-${k}`, url, promptTokens: 3000 + 100 * k, maxTokens: 300, at });
+    });
   const n = 2000;
   const t0 = performance.now();
   for (let i = 0; i < n; i++) {
     const adapter = { name: `adapter-${i % adapters}` };
+    if (predicted) {
+      const req = {
+        promptTokens: 8000,
+        maxTokens: 300,
+        adapter: adapter.name,
+        maxLoadedAdapters: 8,
+        queueTimeoutMs: 29_000,
+      };
+      ctx.predict = (c) => {
+        const p = predictTtft(c, req, ctx.now, work, loads);
+        c.ttftMs = p.totalMs;
+        c.loadMs = p.loadMs;
+      };
+    }
     pipeline.schedule({ kind: 'on-demand', adapter }, await store.views(urls, adapter), ctx);
   }
   const usPerDecision = ((performance.now() - t0) * 1000) / n;

@@ -36,6 +36,12 @@ export const CATALOGUE = {
     retryAfter: false,
     when: '`model` is missing, not a string, or not a valid adapter name.',
   },
+  context_length_exceeded: {
+    status: 400,
+    type: 'invalid_request_error',
+    retryAfter: false,
+    when: "The prompt (estimated from the body) plus `max_tokens` exceeds every replica's reported context length (vLLM `max_model_len`): refused up front, never retried elsewhere.",
+  },
   adapter_rejected: {
     status: 400,
     type: 'invalid_request_error',
@@ -182,6 +188,17 @@ export const errors = {
     code: 'invalid_request' | 'invalid_json' | 'invalid_model' = 'invalid_request',
   ) => catalogued(code, message),
   invalidModel: (message: string) => catalogued('invalid_model', message),
+  /**
+   * vLLM's text (vllm/entrypoints/openai/serving_engine.py `_validate_input`, vllm 7ded96b3c7),
+   * with "about": the router counts tokens by estimate, not with the model's tokenizer.
+   */
+  contextLengthExceeded: (maxModelLen: number, promptTokens: number, maxTokens: number | undefined) =>
+    catalogued(
+      'context_length_exceeded',
+      maxTokens === undefined
+        ? `This model's maximum context length is ${maxModelLen} tokens. However, you requested about ${promptTokens} tokens in the messages. Please reduce the length of the messages.`
+        : `This model's maximum context length is ${maxModelLen} tokens. However, you requested about ${promptTokens + maxTokens} tokens (${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+    ),
   modelNotFound: (model: string) => catalogued('model_not_found', `The model \`${model}\` does not exist.`),
   /** `lora-poller`: nothing it serves at this path. */
   notFound: (path: string) => catalogued('not_found', `Nothing is served at ${path}.`),

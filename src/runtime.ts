@@ -17,6 +17,8 @@ import { operatorLog, stderrLogger, type Logger } from './log';
 import { RouterMetrics } from './metrics/router-metrics';
 import { seededRandom, type Random } from './random';
 import { Signal } from './signal';
+import { LoadTimes } from './work/load-times';
+import { WorkModel } from './work/work-model';
 
 /** What the router configuration routing to a replica asks of it. */
 export interface ReplicaSettings {
@@ -45,6 +47,10 @@ export interface RuntimeOptions {
 }
 
 /** The schema's defaults (`target_waiting_per_replica`, `kv_ceiling`), until a configuration registers. */
+/** Priors until this fleet measures its own: a replica's prefill rate, a load and an unload. */
+const DEFAULT_PREFILL_TOKENS_PER_S = 10_000;
+const PRIOR_LOAD_MS = 1000;
+const PRIOR_UNLOAD_MS = 100;
 const DEFAULT_SATURATION: SaturationPolicy = { targetWaitingPerReplica: 2, kvCeiling: 0.8 };
 
 export const defaultPollerOptions: PollerOptions = {
@@ -70,6 +76,10 @@ export class FleetRuntime {
   readonly metrics: RouterMetrics;
   /** Decayed request frequency per adapter, for value-based eviction and placement. */
   readonly adapterStats = new AdapterStats();
+  /** Per replica, the prefill and decode work this process admitted, corrected by each poll. */
+  readonly work = new WorkModel({ prefillTokensPerS: DEFAULT_PREFILL_TOKENS_PER_S });
+  /** Load and unload times of this fleet, as the adapter manager measured them. */
+  readonly loadTimes = new LoadTimes(PRIOR_LOAD_MS, PRIOR_UNLOAD_MS);
   /** Prefix of this runtime's lease ids, and its node id in a shared store: unique across processes. */
   readonly leasePrefix: string;
   /** Which shared state the store addresses ('' in process): runtimes on one state are one node. */
@@ -120,6 +130,7 @@ export class FleetRuntime {
     // Another node released a lease or finished a load or unload: waiters for room look again.
     this.store.onRemoteChange = () => this.manager.roomChanged.notify();
     this.manager.addCallListener((r) => {
+      this.loadTimes.observe(r);
       const counter = r.op === 'load' ? this.metrics.loads : this.metrics.unloads;
       counter.inc({ result: r.ok ? 'ok' : 'error' });
       if (r.op === 'load' && r.ok) this.metrics.loadSeconds.observe(r.ms / 1000);
@@ -145,13 +156,20 @@ export class FleetRuntime {
     this.poller.addExpiryListener((n) => this.metrics.leasesExpired.inc(n));
     // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
     const down = new Set<string>();
-    this.poller.addPollListener((url, ok) => {
+    this.poller.addPollListener((url, ok, ms) => {
       if (!ok) this.metrics.pollErrors.inc({ replica: url });
       if (!ok && !down.has(url)) {
         down.add(url);
         this.log.warn(`replica ${url} stopped answering polls`);
       } else if (ok && down.delete(url)) this.log.warn(`replica ${url} answers polls again`);
       if (ok) this.trimAfterPoll(url);
+      const load = ok ? this.poller.lastLoad.get(url) : undefined;
+      if (load) {
+        const now = this.clock.now();
+        this.work.observeReplica(url, load, now, now - ms);
+        // A lease reclaimed by age leaves its work behind: forget it the same way.
+        this.work.purge(now, this.poller.leaseMaxAgeMs);
+      }
     });
   }
 

@@ -131,6 +131,9 @@ export class DesFleet implements ReplicaApi {
         kvUsage: s.kvUsage,
         activeAdapters: [...new Set([...s.runningAdapters, ...s.waitingAdapters])].sort(),
         malformedLines: 0,
+        // What vLLM's scrape gives the work model: its prompt-token counter and KV capacity.
+        promptTokensTotal: s.promptTokensTotal,
+        kvCapacityTokens: this.engines[i]!.options.kvCapacityTokens,
       },
       registry: [...this.registries[i]!.keys()].map((name) => ({ name, path: `/adapters/${name}` })),
     };

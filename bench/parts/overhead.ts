@@ -17,10 +17,18 @@ export const overheadPart: BenchPart = {
     log(
       `  fleet state, 64 replicas x 10k adapters: ${mem.mb.toFixed(1)} MB, ${mem.usPerDecision.toFixed(0)} µs per decision`,
     );
+    const predicted = await fleetAtScale(64, 10_000, 'predicted');
+    log(`  the same under saturation_mode predicted: ${predicted.usPerDecision.toFixed(0)} µs per decision`);
     const prefix = prefixScorerCost();
     log(`  prefix scorer (index full, 8 candidates): ${prefix.usPerDecision.toFixed(2)} µs per decision`);
     const heap = await decisionHeap([10_000, 1_000_000], log);
-    json.overhead = { rows, memory: mem, heap, prefixScorer: prefix };
+    json.overhead = {
+      rows,
+      memory: mem,
+      heap,
+      prefixScorer: prefix,
+      predictedUsPerDecision: predicted.usPerDecision,
+    };
     md.push(...overheadSection(rows, mem, heap));
   },
 };

@@ -34,7 +34,12 @@ export class HttpReplicaApi implements ReplicaApi {
       this.get(`${url}/metrics`, timeoutMs),
       this.get(`${url}/v1/models`, timeoutMs),
     ]);
-    return { load: readVllmLoad(metrics), registry: parseModels(models).adapters };
+    const m = parseModels(models);
+    return {
+      load: readVllmLoad(metrics),
+      registry: m.adapters,
+      ...(m.maxModelLen === undefined ? {} : { maxModelLen: m.maxModelLen }),
+    };
   }
 
   /**
@@ -98,7 +103,11 @@ export class HttpReplicaApi implements ReplicaApi {
 }
 
 /** vLLM `GET /v1/models`: the base card (parent null), then adapters (parent = base). */
-export function parseModels(text: string): { base?: string; adapters: { name: string; path: string }[] } {
+export function parseModels(text: string): {
+  base?: string;
+  adapters: { name: string; path: string }[];
+  maxModelLen?: number;
+} {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -108,13 +117,19 @@ export function parseModels(text: string): { base?: string; adapters: { name: st
   const data = (body as { data?: unknown })?.data;
   if (!Array.isArray(data)) throw new BackendError('protocol', '/v1/models has no data list');
   let base: string | undefined;
+  let maxModelLen: number | undefined;
   const adapters: { name: string; path: string }[] = [];
   for (const card of data as Record<string, unknown>[]) {
     if (typeof card?.id !== 'string') continue;
-    if (card.parent === null || card.parent === undefined) base ??= card.id;
-    else adapters.push({ name: card.id, path: typeof card.root === 'string' ? card.root : '' });
+    if (card.parent === null || card.parent === undefined) {
+      base ??= card.id;
+      // The base card's ModelCard.max_model_len (serving_models.py show_available_models, vllm
+      // 0f1457b0e1); adapter cards carry null.
+      const len = card.max_model_len;
+      if (maxModelLen === undefined && typeof len === 'number' && len > 0) maxModelLen = len;
+    } else adapters.push({ name: card.id, path: typeof card.root === 'string' ? card.root : '' });
   }
-  return { base, adapters };
+  return { base, adapters, ...(maxModelLen === undefined ? {} : { maxModelLen }) };
 }
 
 /** llama.cpp `GET /lora-adapters`: `[{id, path, scale}]`. */

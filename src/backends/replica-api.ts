@@ -9,6 +9,8 @@ export interface Scrape {
   load: ReplicaLoad;
   registry?: { name: string; path: string }[];
   llamaAdapters?: LlamaAdapter[];
+  /** vLLM: the base model card's `max_model_len` in /v1/models; absent when not reported. */
+  maxModelLen?: number;
 }
 
 /**

@@ -125,6 +125,42 @@ export const routerSchema: SchemaFields = [
     },
   },
   {
+    saturation_mode: {
+      type: 'string',
+      default: 'count',
+      one_of: ['count', 'predicted'],
+      description:
+        "`count`: a holder is saturated at `target_waiting_per_replica` waiting or `kv_ceiling`. `predicted`: when its predicted time to first token (prefill queued ahead at its learned rate, KV room, loads) exceeds the best non-holder's, load included, by `saturation_margin_ms`; placement then minimises the prediction.",
+    },
+  },
+  {
+    saturation_margin_ms: {
+      type: 'integer',
+      default: 250,
+      between: [0, 60000],
+      description:
+        '`saturation_mode: predicted`: how much longer a holder may take than loading elsewhere before the adapter spreads.',
+    },
+  },
+  {
+    ttft_tolerance_ms: {
+      type: 'integer',
+      default: 100,
+      between: [0, 60000],
+      description:
+        '`saturation_mode: predicted`: replicas within this of the best predicted TTFT count as equal (the scorers and picker spread among them).',
+    },
+  },
+  {
+    prefill_tokens_per_second: {
+      type: 'number',
+      default: 10000,
+      gt: 0,
+      description:
+        "A replica's prefill rate until it is measured (from its TTFTs and prompt-token counter), tokens per second.",
+    },
+  },
+  {
     load_timeout_ms: {
       type: 'integer',
       // Loads take 0.1-3 s (docs/replica-apis.md); 10 s leaves room for the queue's 29 s.
@@ -284,6 +320,10 @@ export interface RouterConfig {
   max_loaded_adapters: number;
   target_waiting_per_replica: number;
   kv_ceiling: number;
+  saturation_mode: 'count' | 'predicted';
+  saturation_margin_ms: number;
+  ttft_tolerance_ms: number;
+  prefill_tokens_per_second: number;
   load_timeout_ms: number;
   queue_timeout_ms: number;
   stale_after_ms: number;

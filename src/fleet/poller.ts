@@ -33,6 +33,8 @@ export class Poller {
   readonly stats: PollStats = { polls: 0, errors: 0, leasesExpired: 0 };
   /** Each replica's last load figures as read, for the status page (where they came from, residency). */
   readonly lastLoad = new Map<string, ReplicaLoad>();
+  /** Each replica's context length as it last reported it (vLLM /v1/models), for refusing longer requests. */
+  readonly maxModelLen = new Map<string, number>();
   /** Whether some router configuration could have loaded this registry entry (see ReplicaSnapshot). */
   isManaged: ((name: string, path: string) => boolean) | null = null;
   /** Grows when the set of router configurations behind `isManaged` changes. */
@@ -133,6 +135,8 @@ export class Poller {
     try {
       const s = await this.api.scrape(spec, this.options.timeoutMs);
       this.lastLoad.set(spec.url, s.load);
+      if (s.maxModelLen !== undefined) this.maxModelLen.set(spec.url, s.maxModelLen);
+      else this.maxModelLen.delete(spec.url);
       await this.store.applySnapshot(spec.url, {
         at: this.clock.now(),
         startedAt: started,

@@ -24,6 +24,20 @@ export interface ReplicaLoad {
    * holds, by level; absent when the replica does not report it.
    */
   residency?: { gpu: string[]; cpu: string[] };
+  /**
+   * Prompt tokens prefilled so far (`vllm:prompt_tokens_total`, `llamacpp:prompt_tokens_total`):
+   * over an interval with a queue throughout, the rate the replica drains prefill work at.
+   */
+  promptTokensTotal?: number;
+  /**
+   * vLLM: requests past their first token (`vllm:time_to_first_token_seconds_count`). vLLM counts
+   * a request's prompt tokens in the same iteration as its first token (IterationStats, read by
+   * PrometheusStatLogger.record in vllm/v1/metrics/loggers.py, vllm 005a810bc4), so
+   * promptTokensTotal / firstTokensTotal is the replica's mean prompt, other gateways' included.
+   */
+  firstTokensTotal?: number;
+  /** vLLM: KV capacity in tokens, `num_gpu_blocks` x `block_size` of `vllm:cache_config_info`. */
+  kvCapacityTokens?: number;
 }
 
 export type LoadSource = 'metrics' | 'slots' | 'health';
@@ -36,6 +50,9 @@ const VLLM = new Set([
   'vllm:lora_requests_info',
   'vllm:num_requests_waiting_by_reason',
   'vllm:lora_adapter_loaded',
+  'vllm:prompt_tokens_total',
+  'vllm:time_to_first_token_seconds_count',
+  'vllm:cache_config_info',
 ]);
 
 export function readVllmLoad(text: string): ReplicaLoad {
@@ -47,6 +64,9 @@ export function readVllmLoad(text: string): ReplicaLoad {
   let info: Record<string, string> | undefined;
   let deferred: number | undefined;
   let residency: { gpu: Set<string>; cpu: Set<string> } | undefined;
+  let promptTokens: number | undefined;
+  let firstTokens: number | undefined;
+  let kvCapacity: number | undefined;
   const stats = forEachSample(
     text,
     (name, labels, value) => {
@@ -75,6 +95,21 @@ export function readVllmLoad(text: string): ReplicaLoad {
         case 'vllm:num_requests_waiting_by_reason':
           if (labels.reason === 'deferred') deferred = (deferred ?? 0) + value;
           break;
+        // Counters and a histogram count of vLLM's PrometheusStatLogger (vllm/v1/metrics/loggers.py,
+        // vllm 005a810bc4): one series per engine, which add up.
+        case 'vllm:prompt_tokens_total':
+          promptTokens = (promptTokens ?? 0) + value;
+          break;
+        case 'vllm:time_to_first_token_seconds_count':
+          firstTokens = (firstTokens ?? 0) + value;
+          break;
+        case 'vllm:cache_config_info': {
+          // An info gauge: CacheConfig.metrics_info() as labels (log_metrics_info, same file).
+          const blocks = Number(labels.num_gpu_blocks);
+          const size = Number(labels.block_size);
+          if (blocks > 0 && size > 0) kvCapacity = (kvCapacity ?? 0) + blocks * size;
+          break;
+        }
         case 'vllm:lora_adapter_loaded': {
           // 1 while resident; a series at 0 is an adapter that left.
           residency ??= { gpu: new Set(), cpu: new Set() };
@@ -100,22 +135,37 @@ export function readVllmLoad(text: string): ReplicaLoad {
     source: 'metrics',
     ...(deferred === undefined ? {} : { waitingDeferred: deferred }),
     ...(residency ? { residency: { gpu: [...residency.gpu].sort(), cpu: [...residency.cpu].sort() } } : {}),
+    ...(promptTokens === undefined ? {} : { promptTokensTotal: promptTokens }),
+    ...(firstTokens === undefined ? {} : { firstTokensTotal: firstTokens }),
+    ...(kvCapacity === undefined ? {} : { kvCapacityTokens: kvCapacity }),
   };
 }
 
 export function readLlamacppLoad(text: string): ReplicaLoad {
   let running = 0;
   let waiting = 0;
+  let promptTokens: number | undefined;
   const stats = forEachSample(
     text,
     (name, _labels, value) => {
       if (!Number.isFinite(value)) return;
       if (name === 'llamacpp:requests_processing') running = value;
+      else if (name === 'llamacpp:prompt_tokens_total') promptTokens = value;
       else waiting = value;
     },
-    (name) => name === 'llamacpp:requests_processing' || name === 'llamacpp:requests_deferred',
+    (name) =>
+      name === 'llamacpp:requests_processing' ||
+      name === 'llamacpp:requests_deferred' ||
+      name === 'llamacpp:prompt_tokens_total',
   );
-  return { running, waiting, activeAdapters: [], malformedLines: stats.malformed, source: 'metrics' };
+  return {
+    running,
+    waiting,
+    activeAdapters: [],
+    malformedLines: stats.malformed,
+    source: 'metrics',
+    ...(promptTokens === undefined ? {} : { promptTokensTotal: promptTokens }),
+  };
 }
 
 /**

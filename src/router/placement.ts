@@ -31,6 +31,8 @@ export interface PlacementRequest {
   resolved: Resolved;
   adapter?: AdapterRef;
   prompt?: string;
+  /** Estimated prompt + max tokens, for the replicas' context lengths. */
+  contextTokens?: number;
   ctx: SchedulingContext;
   /** The replicas' views, without residents. */
   views: ReplicaView[];
@@ -55,7 +57,7 @@ export class Placement {
     p: PlacementRequest,
     admit: (decision: Decision, queueTimeoutMs: number) => Promise<T>,
   ): Promise<T> {
-    const { resolved, adapter, prompt, ctx, wait } = p;
+    const { resolved, adapter, prompt, contextTokens, ctx, wait } = p;
     let views = p.views;
     // Residents (the victims a cold load could evict) are read only once a decision needs a
     // load and the configuration weighs victims: a resident adapter's request never pays for them.
@@ -76,7 +78,11 @@ export class Placement {
       const followed = follow === undefined ? [] : views.filter((v) => v.url === follow);
       const candidates = followed.length > 0 ? followed : views;
       const pipeline = wait.anywhere ? this.deps.roomPipeline : this.deps.pipeline;
-      const decision = pipeline.schedule({ kind: resolved.kind, adapter, prompt }, candidates, ctx);
+      const decision = pipeline.schedule(
+        { kind: resolved.kind, adapter, prompt, contextTokens },
+        candidates,
+        ctx,
+      );
       if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
       const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
       // A holder only by placement (nobody is loading it there yet) needs the shared placement
@@ -113,7 +119,7 @@ export class Placement {
         const placedOn = await rt.store.claimPlacement(
           claim,
           url,
-          this.spreading(cold, views, ctx),
+          this.spreading(cold, views, ctx, decision.replica.ttftMs),
           ctx.now,
           ttl,
         );
@@ -146,13 +152,23 @@ export class Placement {
   /**
    * The placement a cold decision overrides on purpose: the adapter's placed replica is up,
    * fresh and saturated, so the rule spreads the adapter to a second replica. A placed replica
-   * this router merely cannot judge (no fresh poll yet) is followed, not overridden.
+   * this router merely cannot judge (no fresh poll yet) is followed, not overridden. Under
+   * predicted saturation, saturated means predicted slower than the chosen one by the margin.
    */
-  private spreading(cold: boolean, views: ReplicaView[], ctx: SchedulingContext): string | undefined {
+  private spreading(
+    cold: boolean,
+    views: ReplicaView[],
+    ctx: SchedulingContext,
+    chosenTtftMs: number,
+  ): string | undefined {
     const placed = cold ? views.find((v) => v.adapter?.placed) : undefined;
     if (!placed) return undefined;
     const c = toCandidate(placed, ctx);
-    return c.health === 'up' && !c.stale && c.saturation >= 1 ? c.url : undefined;
+    const saturated =
+      ctx.policy.saturationMode === 'predicted'
+        ? c.ttftMs > chosenTtftMs + (ctx.policy.saturationMarginMs ?? 0)
+        : c.saturation >= 1;
+    return c.health === 'up' && !c.stale && saturated ? c.url : undefined;
   }
 
   /** Registered holders whose reported residency (newer vLLM) lacks the adapter's weights. */

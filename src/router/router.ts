@@ -14,6 +14,10 @@ import { modelList } from './model-list';
 import { Placement } from './placement';
 import { allowedMethods, classifyPath, parseBody, promptText, type PathClass } from './request';
 import { RoomWait } from './room-wait';
+import { loadCost } from '../scheduler/victims';
+import { estimateTokens, type TokenEstimate } from '../work/estimate';
+import { predictTtft } from '../work/predict';
+import { DEFAULT_MAX_TOKENS, type Observed } from '../work/work-model';
 
 export interface RouteRequest {
   path: string;
@@ -103,6 +107,9 @@ export class RouterService {
       },
       maxLoadedAdapters: config.max_loaded_adapters,
       staleAfterMs: config.stale_after_ms,
+      saturationMode: config.saturation_mode,
+      saturationMarginMs: config.saturation_margin_ms,
+      ttftToleranceMs: config.ttft_tolerance_ms,
     };
     this.adapterPolicy = {
       maxLoadedAdapters: config.max_loaded_adapters,
@@ -145,6 +152,7 @@ export class RouterService {
         leaseMaxAgeMs: config.lease_max_age_ms,
       });
     claimReplicas(rt, this.urls);
+    rt.work.configure(config.prefill_tokens_per_second);
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
       // Polling is what keeps decisions fresh: start it here too, in case lora-poller
       // runs in another process (or not at all).
@@ -187,16 +195,26 @@ export class RouterService {
     this.rt.log.warn(detail + more);
   }
 
-  /** Log phase: gives the request's in-flight lease back (once) and records passive health. */
-  finish(leaseId: string, status: number | undefined): Promise<boolean> {
-    return RouterService.release(this.rt, leaseId, status);
+  /**
+   * Log phase: gives the request's in-flight lease back (once) and records passive health.
+   * `observed`: what the caller saw of the request (the DES: its TTFT), which teaches the work model.
+   */
+  finish(leaseId: string, status: number | undefined, observed?: Observed): Promise<boolean> {
+    return RouterService.release(this.rt, leaseId, status, observed);
   }
 
   /**
    * The same, for any instance: the log phase may run on an instance other than the one that
    * routed (Kong replaced it on a config change), and leases live in the runtime.
    */
-  static async release(rt: FleetRuntime, leaseId: string, status: number | undefined): Promise<boolean> {
+  static async release(
+    rt: FleetRuntime,
+    leaseId: string,
+    status: number | undefined,
+    observed?: Observed,
+  ): Promise<boolean> {
+    // Its work ends with it, whatever the store answers (an expired lease is already gone there).
+    rt.work.release(leaseId, rt.clock.now(), status === 200 ? observed : undefined);
     // One store call: the release, passive health (5xx: the replica refused, reset or timed
     // out) and, on 404, forgetting the adapter (the replica restarted or another router
     // unloaded it) so the next request loads it rather than waiting for the next poll.
@@ -237,6 +255,7 @@ export class RouterService {
         headers: { 'Content-Type': 'application/json' },
       };
     const parsed = parseBody(req.body, cls, this.config.max_body_bytes);
+    const tokens = cls === 'inference' ? estimateTokens(parsed.json) : undefined;
     const resolved: Resolved = this.catalog.resolve(parsed.model);
     const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
     const ctx: SchedulingContext = { now: this.rt.clock.now(), policy: this.policy, random: this.rt.random };
@@ -250,6 +269,8 @@ export class RouterService {
     if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
       throw errors.modelNotFound(resolved.adapter.name);
     }
+    if (tokens) this.checkContext(tokens);
+    if (tokens && this.config.saturation_mode === 'predicted') this.predictFor(ctx, tokens, resolved);
     // Only the prefix scorer reads the prompt.
     const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
     // A request spends the cold-load budget once, however often escalation sends it to ensure.
@@ -259,9 +280,56 @@ export class RouterService {
       await spendColdLoad(this.rt, this.coldBudget, resolved.adapter.name, req.consumer);
       spent = true;
     };
-    return this.placement.place({ resolved, adapter, prompt, ctx, views, wait }, (decision, queueMs) =>
-      this.admit(decision, resolved, parsed.json, ctx.victimCost, queueMs, spend),
+    const contextTokens = tokens ? tokens.promptTokens + (tokens.maxTokens ?? 1) : undefined;
+    if (contextTokens !== undefined) ctx.contextOf = (url) => this.rt.poller.maxModelLen.get(url);
+    return this.placement.place(
+      { resolved, adapter, prompt, contextTokens, ctx, views, wait },
+      (decision, queueMs) =>
+        this.admit(decision, resolved, parsed.json, ctx.victimCost, queueMs, spend, tokens),
     );
+  }
+
+  /**
+   * Refuses up front a request longer than every replica's context (vLLM would answer 400 on
+   * each): only when every replica has reported its `max_model_len`; unknown means no refusal.
+   */
+  private checkContext(t: TokenEstimate): void {
+    let max = 0;
+    for (const url of this.urls) {
+      const len = this.rt.poller.maxModelLen.get(url);
+      if (len === undefined) return;
+      if (len > max) max = len;
+    }
+    // Without max_tokens vLLM refuses a prompt that fills the context (serving_engine.py
+    // `_validate_input`): it needs one token of room, as the eligibility filter counts.
+    if (t.promptTokens + (t.maxTokens ?? 1) > max)
+      throw errors.contextLengthExceeded(max, t.promptTokens, t.maxTokens);
+  }
+
+  /** `saturation_mode: predicted`: each candidate's predicted TTFT for this request (src/work/predict.ts). */
+  private predictFor(ctx: SchedulingContext, t: TokenEstimate, resolved: Resolved): void {
+    const rt = this.rt;
+    const adapter = resolved.kind === 'on-demand' ? resolved.adapter.name : undefined;
+    const base = {
+      promptTokens: t.promptTokens,
+      maxTokens: t.maxTokens ?? DEFAULT_MAX_TOKENS,
+      adapter,
+      maxLoadedAdapters: this.config.max_loaded_adapters,
+      queueTimeoutMs: this.config.queue_timeout_ms,
+    };
+    ctx.predict = (c) => {
+      const p = predictTtft(
+        c,
+        base,
+        ctx.now,
+        rt.work,
+        rt.loadTimes,
+        // Residents are read once a cold decision weighs victims: then it is known whether a load can start now.
+        c.holder || c.residents === undefined ? undefined : loadCost(c, ctx) !== undefined,
+      );
+      c.ttftMs = p.totalMs;
+      c.loadMs = p.loadMs;
+    };
   }
 
   /** Refuses the replicas' management paths, and methods a path does not take. */
@@ -287,6 +355,7 @@ export class RouterService {
     victimCost: ((v: ResidentAdapter) => number) | undefined,
     queueTimeoutMs: number,
     spend: () => Promise<void>,
+    tokens: TokenEstimate | undefined,
   ): Promise<RouteOutcome> {
     // One runtime for the lease's whole life here: a replaced runtime hands its leases over.
     const rt = this.rt;
@@ -303,7 +372,18 @@ export class RouterService {
     try {
       // The state under the lease, not the decision's: an unload may have begun since the views.
       const state = replica.backend === 'vllm' ? held : replica.adapter?.state;
-      if (resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static') {
+      const load = resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static';
+      // Admitted to the work model before the load: requests routed meanwhile queue behind it.
+      if (tokens)
+        rt.work.admit({
+          id: leaseId,
+          url: replica.url,
+          promptTokens: tokens.promptTokens,
+          maxTokens: tokens.maxTokens ?? DEFAULT_MAX_TOKENS,
+          at: rt.clock.now(),
+          startMs: load && adapterName !== null ? rt.loadTimes.load(adapterName) : 0,
+        });
+      if (load) {
         const adapter = resolved.adapter;
         const policy = { ...this.adapterPolicy, queueTimeoutMs };
         await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
@@ -326,6 +406,7 @@ export class RouterService {
       // Not RouterService.release: that also wakes the requests waiting for room when the
       // adapter went idle, which changes how escalated requests retry (measured in every
       // routing figure where admissions fail); a change of behaviour for its own issue.
+      rt.work.release(leaseId, rt.clock.now());
       await rt.store.release(leaseId, rt.clock.now());
       throw err;
     }

@@ -3,6 +3,8 @@ import type { ReplicaView } from '../fleet/types';
 import { adapterAffinity } from './filters/adapter-affinity';
 import { eligibility } from './filters/eligibility';
 import { health } from './filters/health';
+import { nearBestTtft } from './filters/near-best-ttft';
+import { predictedAffinity } from './filters/predicted-affinity';
 import { poolPriority } from './filters/pool-priority';
 import { room } from './filters/room';
 import { maxScore } from './pickers/max-score';
@@ -29,19 +31,27 @@ export interface PipelineConfig {
 /** What of a plugin configuration decides its pipeline. */
 export interface PipelineSettings {
   room_wait: 'escalate' | 'replica' | 'anywhere';
+  /** Absent: `count` (the seed's rule). */
+  saturation_mode?: 'count' | 'predicted';
   scorer_weights: ScorerWeights;
   picker: string;
 }
 
 /** The one place a configuration becomes a pipeline profile. */
 export function pipelineFor(config: PipelineSettings): PipelineConfig {
+  const predicted = config.saturation_mode === 'predicted';
   return {
     // `room` only when waiting for room anywhere: it narrows the fallback to replicas that can
-    // load now, which trades queueing behind holders for fewer refusals.
-    filters:
-      config.room_wait === 'anywhere'
-        ? ['eligibility', 'health', 'adapter-affinity', 'room', 'pool-priority']
-        : ['eligibility', 'health', 'adapter-affinity', 'pool-priority'],
+    // load now, which trades queueing behind holders for fewer refusals. Under predicted
+    // saturation, the near-best TTFT filter leaves the scorers and picker to spread among equals.
+    filters: [
+      'eligibility',
+      'health',
+      predicted ? 'predicted-affinity' : 'adapter-affinity',
+      ...(config.room_wait === 'anywhere' ? ['room'] : []),
+      ...(predicted ? ['near-best-ttft'] : []),
+      'pool-priority',
+    ],
     scorers: SCORERS.map((d) => ({ name: d.name, weight: config.scorer_weights[d.configKey] })),
     picker: config.picker,
   };
@@ -63,7 +73,9 @@ const FILTERS: Record<string, Filter> = {
   eligibility,
   health,
   'adapter-affinity': adapterAffinity,
+  'predicted-affinity': predictedAffinity,
   room,
+  'near-best-ttft': nearBestTtft,
   'pool-priority': poolPriority,
 };
 /** Factories: a stateful scorer (the prefix index) belongs to one pipeline. */
@@ -123,6 +135,9 @@ export function toCandidate(v: ReplicaView, ctx: SchedulingContext): Candidate {
   c.saturation = saturation(v, ctx.policy.saturation);
   c.stale = v.snapshotAt === null || ctx.now - v.snapshotAt > ctx.policy.staleAfterMs;
   c.holder = p !== undefined && p.state !== 'unloading';
+  c.ttftMs = 0;
+  c.loadMs = 0;
+  ctx.predict?.(c);
   return c;
 }
 

@@ -13,7 +13,12 @@ export interface SchedulingRequest {
   adapter?: AdapterRef;
   /** Leading prompt text, for the prefix-affinity scorer. */
   prompt?: string;
+  /** Estimated prompt + max tokens: replicas whose known context is shorter cannot serve it. */
+  contextTokens?: number;
 }
+
+/** `predicted`: holders keep an adapter while their predicted TTFT beats loading it elsewhere. */
+export type SaturationMode = 'count' | 'predicted';
 
 /** A replica under consideration, with what every unit needs precomputed once. */
 export interface Candidate extends ReplicaView {
@@ -22,6 +27,10 @@ export interface Candidate extends ReplicaView {
   stale: boolean;
   /** Holds the adapter (static, loaded or loading): no load needed. */
   holder: boolean;
+  /** Predicted time to first token there, ms (`saturation_mode: predicted`; else 0). */
+  ttftMs: number;
+  /** Of `ttftMs`, the adapter load (and unload to make room) it would wait for there. */
+  loadMs: number;
 }
 
 export interface SchedulingPolicy {
@@ -29,6 +38,11 @@ export interface SchedulingPolicy {
   /** Non-static adapters a vLLM replica may hold; 0 = the router never loads. */
   maxLoadedAdapters: number;
   staleAfterMs: number;
+  saturationMode?: SaturationMode;
+  /** A holder keeps the adapter while its predicted TTFT is within this of the best non-holder's. */
+  saturationMarginMs?: number;
+  /** Candidates within this of the best predicted TTFT are near-equal (the picker spreads among them). */
+  ttftToleranceMs?: number;
 }
 
 export interface SchedulingContext {
@@ -41,6 +55,10 @@ export interface SchedulingContext {
    */
   victimCost?: (victim: ResidentAdapter) => number;
   isStatic?: (name: string) => boolean;
+  /** A replica's context length (vLLM `max_model_len`), when it reported one. */
+  contextOf?: (url: string) => number | undefined;
+  /** Sets a candidate's `ttftMs` and `loadMs`, under `saturation_mode: predicted`. */
+  predict?: (c: Candidate) => void;
 }
 
 /** Which stage of the adapter-affinity rule decided, or why it was skipped. */

@@ -1,15 +1,30 @@
-import type { Filter } from '../types';
+import type { Candidate, Filter } from '../types';
 
 /**
  * Hard constraint, never relaxed: replicas that can serve the request at all. An adapter is
  * served where it is resident, or on a vLLM replica the router may load it onto; llama.cpp
- * replicas serve only the adapters they were started with.
+ * replicas serve only the adapters they were started with. A replica whose reported context
+ * is shorter than the request (estimated) would answer 400: it is not eligible either.
  */
 export const eligibility: Filter = {
   name: 'eligibility',
   filter(req, candidates, ctx) {
-    if (req.kind === 'base') return { kept: candidates };
+    const fit = fits(req.contextTokens, ctx.contextOf);
+    const kept = fit ? candidates.filter(fit) : candidates;
+    if (req.kind === 'base') return { kept };
     const canLoad = req.kind === 'on-demand' && ctx.policy.maxLoadedAdapters > 0;
-    return { kept: candidates.filter((c) => c.holder || (canLoad && c.backend === 'vllm')) };
+    return { kept: kept.filter((c) => c.holder || (canLoad && c.backend === 'vllm')) };
   },
 };
+
+/** Unknown context (no report) fits: only a known shorter one excludes a replica. */
+function fits(
+  need: number | undefined,
+  contextOf: ((url: string) => number | undefined) | undefined,
+): ((c: Candidate) => boolean) | undefined {
+  if (need === undefined || !contextOf) return undefined;
+  return (c) => {
+    const len = contextOf(c.url);
+    return len === undefined || need <= len;
+  };
+}

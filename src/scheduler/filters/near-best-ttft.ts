@@ -1,0 +1,17 @@
+import type { Filter } from '../types';
+
+/**
+ * Keeps the candidates whose predicted TTFT is within `ttft_tolerance_ms` of the best, so the
+ * placement minimises it while the scorers and the picker still spread among near-equals
+ * (two idle replicas are not told apart by a millisecond of prediction).
+ */
+export const nearBestTtft: Filter = {
+  name: 'near-best-ttft',
+  filter(_req, candidates, ctx) {
+    let best = Infinity;
+    for (const c of candidates) if (c.ttftMs < best) best = c.ttftMs;
+    if (best === Infinity) return { kept: candidates };
+    const limit = best + (ctx.policy.ttftToleranceMs ?? 0);
+    return { kept: candidates.filter((c) => c.ttftMs <= limit) };
+  },
+};

@@ -1,0 +1,48 @@
+import type { Candidate, Filter } from '../types';
+
+/**
+ * The adapter-affinity rule with saturation measured in time (`saturation_mode: predicted`):
+ * holders keep the adapter's traffic while one is not saturated, and a holder is saturated when
+ * its predicted TTFT exceeds the best non-holder's, load included, by more than
+ * `saturation_margin_ms`. Two waiting 10k-token prompts (seconds of prefill) then spread the
+ * adapter where a 100 ms load is cheaper, which a count of waiting requests cannot tell.
+ * Holders whose reported residency holds the weights first, as in `adapter-affinity`.
+ */
+export const predictedAffinity: Filter = {
+  name: 'predicted-affinity',
+  filter(req, candidates, ctx) {
+    if (req.kind !== 'on-demand') return { kept: candidates, stage: req.kind };
+    const margin = ctx.policy.saturationMarginMs ?? 0;
+    let bestOther = Infinity;
+    let bestSpread = Infinity;
+    for (const c of candidates)
+      if (!c.holder) {
+        if (c.ttftMs < bestOther) bestOther = c.ttftMs;
+        const s = spreadCost(c);
+        if (s < bestSpread) bestSpread = s;
+      }
+    const holders = candidates.filter((c) => c.holder && c.ttftMs <= bestSpread + margin);
+    const warm = holders.filter((c) => !c.adapter?.evicted);
+    if (warm.length > 0) return { kept: warm, stage: 'holder' };
+    if (holders.length > 0) return { kept: holders, stage: 'holder' };
+    const others = candidates.filter((c) => !c.holder);
+    if (others.length === 0) return { kept: candidates, stage: 'any' };
+    const max = ctx.policy.maxLoadedAdapters;
+    return { kept: others, stage: others.some((c) => fastFree(c, bestOther, max)) ? 'free' : 'any' };
+  },
+};
+
+/**
+ * What loading the adapter on a non-holder costs: its own predicted TTFT, plus the load once
+ * more for each request already there: a load stalls the replica's engine (as the simulator
+ * models it, sim/engine/engine.ts `loadWeights`), so every request there waits for it too. An idle
+ * replica costs its TTFT alone, so spreading to idle capacity stays cheap.
+ */
+function spreadCost(c: Candidate): number {
+  return c.ttftMs + c.loadMs * Math.max(c.inFlight, c.running + c.waiting);
+}
+
+/** The best non-holder has a free slot: the load evicts nothing. */
+function fastFree(c: Candidate, best: number, max: number): boolean {
+  return c.ttftMs === best && c.residentCount < max;
+}

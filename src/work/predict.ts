@@ -1,0 +1,77 @@
+import type { AdapterPresence } from '../fleet/types';
+import type { LoadTimes } from './load-times';
+import type { WorkModel } from './work-model';
+
+/** What a prediction reads of a candidate replica. */
+export interface PredictCandidate {
+  url: string;
+  residentCount: number;
+  holder: boolean;
+  adapter?: Pick<AdapterPresence, 'state'> & Partial<Pick<AdapterPresence, 'evicted'>>;
+}
+
+export interface PredictRequest {
+  promptTokens: number;
+  maxTokens: number;
+  /** The on-demand adapter asked for; absent: base model or a static adapter. */
+  adapter?: string;
+  maxLoadedAdapters: number;
+  /** How long a load may wait for an idle adapter to unload (queue_timeout_ms). */
+  queueTimeoutMs: number;
+}
+
+export interface Prediction {
+  /** Before its prefill can start: a load (and an unload to make room), KV room. */
+  startMs: number;
+  /** Of `startMs`, the load (an unload, the wait for an idle adapter). */
+  loadMs: number;
+  /** The prefill queued ahead of it, at the replica's rate. */
+  aheadMs: number;
+  /** Its own prefill. */
+  ownMs: number;
+  totalMs: number;
+}
+
+/**
+ * Predicted time to first token on one replica: the wait for a slot or a load (learned load
+ * time, plus an unload when the replica is full, plus the queue timeout when no adapter there
+ * is idle), the KV wait, the prefill ahead over the replica's rate, and its own prefill. The KV
+ * wait and the prefill ahead overlap (queued requests wait for the same room), so the larger counts.
+ */
+/**
+ * `roomNow` is known only once residents are read: whether a load could start now (a free slot
+ * or an idle victim). `now` and `roomNow` are arguments, not request fields: this runs per
+ * replica per decision, where building an object per call costs more than the prediction.
+ */
+export function predictTtft(
+  c: PredictCandidate,
+  req: PredictRequest,
+  now: number,
+  work: WorkModel,
+  loads: LoadTimes,
+  roomNow?: boolean,
+): Prediction {
+  let slotMs = 0;
+  if (req.adapter !== undefined) {
+    if (c.holder) {
+      const state = c.adapter?.state;
+      // Loading (or placed, or registered but its weights evicted): about a load from now.
+      if ((state !== 'loaded' && state !== 'static') || c.adapter?.evicted) slotMs = loads.load(req.adapter);
+    } else {
+      slotMs = loads.load(req.adapter);
+      if (c.residentCount >= req.maxLoadedAdapters) slotMs += loads.unload();
+      if (roomNow === false) slotMs += req.queueTimeoutMs;
+    }
+  }
+  const kvMs = work.kvWaitMs(c.url, now, req.promptTokens + req.maxTokens);
+  const rate = work.prefillRate(c.url);
+  const aheadMs = (work.queuedPrefill(c.url, now) / rate) * 1000;
+  const ownMs = (req.promptTokens / rate) * 1000;
+  return {
+    startMs: slotMs + kvMs,
+    loadMs: slotMs,
+    aheadMs,
+    ownMs,
+    totalMs: slotMs + Math.max(kvMs, aheadMs) + ownMs,
+  };
+}

@@ -1,0 +1,281 @@
+import { Ewma } from './ewma';
+
+/** Output tokens assumed for the KV a request holds when the client sets no limit. */
+export const DEFAULT_MAX_TOKENS = 256;
+/** Prompt tokens assumed per waiting request a replica reports before anything is known. */
+const PRIOR_PROMPT_TOKENS = 512;
+/** A learned rate stays within this factor of the prior: one odd interval cannot zero it. */
+const RATE_BOUND = 20;
+const RATE_ALPHA = 0.2;
+
+export interface WorkOptions {
+  /** Prior prefill rate of a replica, tokens per second, until it is measured. */
+  prefillTokensPerS: number;
+  /** Prior decode time per output token of one request, ms (KV room frees as requests end). */
+  decodeMsPerToken?: number;
+}
+
+export interface Admission {
+  id: string;
+  url: string;
+  promptTokens: number;
+  maxTokens: number;
+  at: number;
+  /** Predicted wait before its prefill could start (a load, KV room): 0 when none. */
+  startMs?: number;
+}
+
+/** What the replica's last scrape said, as far as the work model reads it. */
+export interface ReplicaFigures {
+  waiting: number;
+  running: number;
+  kvUsage?: number;
+  /** vLLM `vllm:prompt_tokens_total` (llama.cpp `llamacpp:prompt_tokens_total`). */
+  promptTokensTotal?: number;
+  /** vLLM `vllm:time_to_first_token_seconds_count`: requests whose prefill ended. */
+  firstTokensTotal?: number;
+  /** vLLM `vllm:cache_config_info` num_gpu_blocks x block_size. */
+  kvCapacityTokens?: number;
+}
+
+/** What a finished request tells, when the caller saw it (the DES does; Kong's log phase does not). */
+export interface Observed {
+  /** From the request reaching the replica to its first token. */
+  ttftMs?: number;
+  /** From the request reaching the replica to its last token. */
+  e2eMs?: number;
+  completionTokens?: number;
+}
+
+export interface ReplicaWork {
+  /** Requests this router admitted and has not seen logged. */
+  inFlight: number;
+  /** Prompt tokens not yet prefilled: max of the router's own view and the replica-implied one. */
+  queuedPrefillTokens: number;
+  /** Of `inFlight`, those past their prefill (decoding). */
+  decodeInFlight: number;
+  /** KV the in-flight requests reserve (prompt + max tokens). */
+  kvReservedTokens: number;
+  prefillTokensPerS: number;
+}
+
+interface Entry {
+  id: string;
+  url: string;
+  prompt: number;
+  maxTokens: number;
+  at: number;
+  /** Cumulative admitted prompt tokens on its replica once this one's prefill ends (FIFO). */
+  end: number;
+  /** Prefill tokens ahead of it when admitted, for learning the rate from its TTFT. */
+  ahead: number;
+  startMs: number;
+  /** When its prefill was predicted to end, at admission. */
+  prefillEndAt: number;
+}
+
+class Replica {
+  rate: Ewma;
+  admitted = 0;
+  drained = 0;
+  drainedAt = 0;
+  kvReserved = 0;
+  readonly entries = new Map<string, Entry>();
+  implied: { tokens: number; at: number } | null = null;
+  impliedKv = 0;
+  kvCapacity: number | undefined;
+  last: { prompt: number; at: number; waiting: number } | null = null;
+  constructor(prior: number) {
+    this.rate = new Ewma(prior, RATE_ALPHA);
+  }
+}
+
+/**
+ * Per replica, the work this router put there and the replica's own figures: prefill tokens
+ * queued (drained at the replica's learned prefill rate, FIFO as vLLM schedules), requests
+ * decoding, KV reserved. Fresher than any scrape, since it moves with every admission; the
+ * scrape corrects it upward when another gateway shares the replica (its waiting requests
+ * times their mean prompt), and clears it when the replica reports itself idle.
+ */
+export class WorkModel {
+  private readonly replicas = new Map<string, Replica>();
+  private readonly byId = new Map<string, Entry>();
+  private readonly meanPrompt = new Ewma(PRIOR_PROMPT_TOKENS, 0.05);
+  private readonly decodeMs: Ewma;
+
+  constructor(private o: WorkOptions) {
+    this.decodeMs = new Ewma(o.decodeMsPerToken ?? 25, 0.1);
+  }
+
+  /** A router configuration's prior: replicas not measured yet take it (the last configured wins). */
+  configure(prefillTokensPerS: number): void {
+    if (prefillTokensPerS === this.o.prefillTokensPerS) return;
+    this.o = { ...this.o, prefillTokensPerS };
+    for (const r of this.replicas.values())
+      if (r.rate.count === 0) r.rate = new Ewma(prefillTokensPerS, RATE_ALPHA);
+  }
+
+  private replica(url: string): Replica {
+    let r = this.replicas.get(url);
+    if (!r) this.replicas.set(url, (r = new Replica(this.o.prefillTokensPerS)));
+    return r;
+  }
+
+  private advance(r: Replica, now: number): void {
+    if (now > r.drainedAt && r.admitted > r.drained)
+      r.drained = Math.min(r.admitted, r.drained + (r.rate.value * (now - r.drainedAt)) / 1000);
+    if (now > r.drainedAt) r.drainedAt = now;
+  }
+
+  admit(a: Admission): void {
+    const r = this.replica(a.url);
+    this.advance(r, a.at);
+    const ahead = r.admitted - r.drained;
+    // A request that waits for KV room (or a load) measures that wait, not the prefill rate.
+    const startMs = (a.startMs ?? 0) + this.kvWaitMs(a.url, a.at, a.promptTokens + a.maxTokens);
+    r.admitted += a.promptTokens;
+    const e: Entry = {
+      id: a.id,
+      url: a.url,
+      prompt: a.promptTokens,
+      maxTokens: a.maxTokens,
+      at: a.at,
+      end: r.admitted,
+      ahead,
+      startMs,
+      prefillEndAt: a.at + startMs + ((ahead + a.promptTokens) / r.rate.value) * 1000,
+    };
+    r.entries.set(a.id, e);
+    this.byId.set(a.id, e);
+    r.kvReserved += a.promptTokens + a.maxTokens;
+    this.meanPrompt.observe(a.promptTokens);
+  }
+
+  /** The log phase: the request ended, so its prefill (and every one admitted before it) is done. */
+  release(id: string, now: number, observed?: Observed): void {
+    const e = this.byId.get(id);
+    if (!e) return;
+    this.byId.delete(id);
+    const r = this.replica(e.url);
+    this.advance(r, now);
+    r.drained = Math.max(r.drained, e.end);
+    r.entries.delete(id);
+    r.kvReserved -= e.prompt + e.maxTokens;
+    if (r.entries.size === 0) {
+      // Nothing of ours left: start the next admission from a clean slate (no drift).
+      r.admitted = r.drained = 0;
+      r.kvReserved = 0;
+    }
+    const ttft = observed?.ttftMs;
+    // Only a request that waited for nothing but prefill teaches the prefill rate.
+    if (ttft !== undefined && ttft > 0 && e.startMs === 0)
+      this.observeRate(r, (e.ahead + e.prompt) / (ttft / 1000));
+    const e2e = observed?.e2eMs;
+    const n = observed?.completionTokens;
+    if (ttft !== undefined && e2e !== undefined && n !== undefined && n > 1 && e2e > ttft)
+      this.decodeMs.observe((e2e - ttft) / (n - 1));
+  }
+
+  private observeRate(r: Replica, sample: number): void {
+    const prior = this.o.prefillTokensPerS;
+    r.rate.observe(Math.min(prior * RATE_BOUND, Math.max(prior / RATE_BOUND, sample)));
+  }
+
+  /**
+   * A scrape of the replica at `at` (begun at `startedAt`): its queue times the mean prompt
+   * (from its own counters when it has them) overrides a smaller own view; the prompt-token
+   * counter over an interval with a queue throughout measures the rate it drains at.
+   * `vllm:request_prefill_time_seconds` is not read: PrometheusStatLogger observes it when a
+   * request finishes, while `vllm:prompt_tokens` moves at its first token (vllm/v1/metrics/
+   * loggers.py `record`, vllm 005a810bc4), so over one poll interval they describe different
+   * requests; and under chunked prefill each request's prefill time overlaps the others'.
+   */
+  observeReplica(url: string, f: ReplicaFigures, at: number, startedAt = at): void {
+    const r = this.replica(url);
+    this.advance(r, at);
+    if (f.kvCapacityTokens !== undefined && f.kvCapacityTokens > 0) r.kvCapacity = f.kvCapacityTokens;
+    const mean =
+      f.promptTokensTotal !== undefined && f.firstTokensTotal !== undefined && f.firstTokensTotal > 0
+        ? f.promptTokensTotal / f.firstTokensTotal
+        : this.meanPrompt.value;
+    r.implied = { tokens: f.waiting * mean, at };
+    r.impliedKv = f.kvUsage !== undefined && r.kvCapacity !== undefined ? f.kvUsage * r.kvCapacity : 0;
+    if (f.promptTokensTotal !== undefined) {
+      const last = r.last;
+      if (last && last.waiting > 0 && f.waiting > 0 && at > last.at && f.promptTokensTotal >= last.prompt)
+        this.observeRate(r, (f.promptTokensTotal - last.prompt) / ((at - last.at) / 1000));
+      r.last = { prompt: f.promptTokensTotal, at, waiting: f.waiting };
+    }
+    if (f.waiting === 0 && f.running === 0) {
+      // Idle when scraped: whatever we admitted before the scrape began has been prefilled.
+      for (const e of r.entries.values()) {
+        if (e.at > startedAt) break;
+        if (e.end > r.drained) r.drained = e.end;
+      }
+    }
+  }
+
+  setKvCapacity(url: string, tokens: number): void {
+    this.replica(url).kvCapacity = tokens;
+  }
+
+  prefillRate(url: string): number {
+    return this.replicas.get(url)?.rate.value ?? this.o.prefillTokensPerS;
+  }
+
+  /** Prompt tokens queued ahead of a request sent to `url` now. */
+  queuedPrefill(url: string, now: number): number {
+    const r = this.replicas.get(url);
+    if (!r) return 0;
+    this.advance(r, now);
+    const own = r.admitted - r.drained;
+    const imp = r.implied;
+    const implied = imp ? imp.tokens - (r.rate.value * Math.max(0, now - imp.at)) / 1000 : 0;
+    return Math.max(own, implied, 0);
+  }
+
+  /**
+   * How long a request needing `need` KV tokens waits for room on `url`: until enough of the
+   * requests there end (prefill, then their max tokens at the decode rate), taken in admission
+   * order (FIFO: no sort per candidate, which a decision over 64 replicas cannot afford). 0 when
+   * it fits or the capacity is unknown.
+   */
+  kvWaitMs(url: string, now: number, need: number): number {
+    const r = this.replicas.get(url);
+    const cap = r?.kvCapacity;
+    if (!r || cap === undefined || need > cap) return 0;
+    let toFree = Math.max(r.kvReserved, r.impliedKv) + need - cap;
+    if (toFree <= 0) return 0;
+    this.advance(r, now);
+    const rate = r.rate.value;
+    const decode = this.decodeMs.value;
+    let last = now;
+    for (const e of r.entries.values()) {
+      const prefillEnd =
+        e.end > r.drained ? now + ((e.end - r.drained) / rate) * 1000 : Math.max(now, e.prefillEndAt);
+      last = Math.max(last, prefillEnd + e.maxTokens * decode);
+      toFree -= e.prompt + e.maxTokens;
+      if (toFree <= 0) break;
+    }
+    return last - now;
+  }
+
+  view(url: string, now: number): ReplicaWork {
+    const r = this.replicas.get(url);
+    const queuedPrefillTokens = this.queuedPrefill(url, now);
+    let decodeInFlight = 0;
+    if (r) for (const e of r.entries.values()) if (e.end <= r.drained) decodeInFlight++;
+    return {
+      inFlight: r?.entries.size ?? 0,
+      queuedPrefillTokens,
+      decodeInFlight,
+      kvReservedTokens: r?.kvReserved ?? 0,
+      prefillTokensPerS: this.prefillRate(url),
+    };
+  }
+
+  /** Forgets requests admitted before `now - maxAgeMs`: their log phase never came (the lease expired). */
+  purge(now: number, maxAgeMs: number): void {
+    for (const e of this.byId.values()) if (now - e.at > maxAgeMs) this.release(e.id, now);
+  }
+}

@@ -1,0 +1,238 @@
+import { countTokens } from '../../sim/http/openai';
+import { seededRandom } from '../../src/random';
+import { estimateTokens } from '../../src/work/estimate';
+import { LoadTimes } from '../../src/work/load-times';
+import { predictTtft } from '../../src/work/predict';
+import { WorkModel } from '../../src/work/work-model';
+
+const A = 'http://a:8000';
+const B = 'http://b:8000';
+
+/** The simulator's count for a chat body: what it answers in `usage.prompt_tokens`. */
+function simChatTokens(messages: { content: string }[]): number {
+  return countTokens(messages.map((m) => m.content).join('')) + 4 * messages.length;
+}
+
+describe('prompt token estimate', () => {
+  it('counts chat messages as characters / 4 plus 4 a message, within 1% of the simulator', () => {
+    const messages = [
+      { role: 'system', content: 'You are a careful assistant. '.repeat(200) },
+      {
+        role: 'user',
+        content: 'Summarise the document below.\n' + 'lorem ipsum dolor sit amet '.repeat(900),
+      },
+    ];
+    const est = estimateTokens({ model: 'm', messages, max_tokens: 300 });
+    const sim = simChatTokens(messages);
+    expect(Math.abs(est.promptTokens - sim) / sim).toBeLessThan(0.01);
+    expect(est.maxTokens).toBe(300);
+  });
+
+  it("matches the simulator's count exactly on generated chat bodies (same rule: characters / 4, 4 a message)", () => {
+    const r = seededRandom(7);
+    const words = [
+      'the',
+      'adapter',
+      'replica',
+      'prefill',
+      'a',
+      'long',
+      'context',
+      'système',
+      '请求',
+      'tokens',
+    ];
+    let worst = 0;
+    for (let i = 0; i < 200; i++) {
+      const messages = Array.from({ length: 1 + Math.floor(r() * 5) }, () => ({
+        role: 'user',
+        content: Array.from(
+          { length: Math.floor(r() * 3000) },
+          () => words[Math.floor(r() * words.length)],
+        ).join(' '),
+      }));
+      const est = estimateTokens({ model: 'm', messages }).promptTokens;
+      worst = Math.max(worst, Math.abs(est - simChatTokens(messages)));
+    }
+    expect(worst).toBe(0);
+  });
+
+  it('reads completion prompts (text, token ids) and max_completion_tokens', () => {
+    expect(estimateTokens({ model: 'm', prompt: 'x'.repeat(4000) }).promptTokens).toBe(1000);
+    expect(estimateTokens({ model: 'm', prompt: [1, 2, 3, 4, 5] }).promptTokens).toBe(5);
+    expect(estimateTokens({ model: 'm', prompt: 'abcd', max_completion_tokens: 7 }).maxTokens).toBe(7);
+    expect(estimateTokens({ model: 'm', prompt: 'abcd' }).maxTokens).toBeUndefined();
+  });
+
+  it('counts text parts of multi-part chat content', () => {
+    const est = estimateTokens({
+      model: 'm',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'y'.repeat(400) }] }],
+    });
+    expect(est.promptTokens).toBe(100 + 4);
+  });
+});
+
+describe('work model', () => {
+  const rate = 10_000; // prior prefill tokens per second
+
+  it('adds admitted prompt tokens to the replica queue and drains them at the prefill rate', () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    w.admit({ id: '1', url: A, promptTokens: 20_000, maxTokens: 100, at: 0 });
+    w.admit({ id: '2', url: A, promptTokens: 10_000, maxTokens: 100, at: 0 });
+    expect(w.queuedPrefill(A, 0)).toBe(30_000);
+    expect(w.queuedPrefill(B, 0)).toBe(0);
+    // One second at 10k tokens/s: 20k left.
+    expect(w.queuedPrefill(A, 1000)).toBeCloseTo(20_000, 0);
+    expect(w.view(A, 1000).decodeInFlight).toBe(0);
+    // The first request's prefill is done by 2 s: it counts as decoding.
+    expect(w.view(A, 2500).decodeInFlight).toBe(1);
+  });
+
+  it('the log phase removes a request: its prefill and every earlier one are done', () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    w.admit({ id: '1', url: A, promptTokens: 20_000, maxTokens: 100, at: 0 });
+    w.admit({ id: '2', url: A, promptTokens: 10_000, maxTokens: 100, at: 0 });
+    w.release('2', 100);
+    expect(w.queuedPrefill(A, 100)).toBe(0);
+    expect(w.view(A, 100).inFlight).toBe(1);
+    w.release('1', 100);
+    expect(w.view(A, 100)).toMatchObject({ inFlight: 0, queuedPrefillTokens: 0, kvReservedTokens: 0 });
+  });
+
+  it("the replica's own figures override a smaller view (another gateway shares the replica)", () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    // This router admitted one short request; the replica reports 3 waiting, and its counters
+    // say a request averages 8k prompt tokens (prompt_tokens_total / TTFT count).
+    w.admit({ id: '1', url: A, promptTokens: 100, maxTokens: 10, at: 0 });
+    w.observeReplica(A, { waiting: 3, running: 1, promptTokensTotal: 16_000, firstTokensTotal: 2 }, 0);
+    expect(w.queuedPrefill(A, 0)).toBe(24_000);
+    // It drains like the router's own view.
+    expect(w.queuedPrefill(A, 1000)).toBeCloseTo(14_000, 0);
+    // A smaller replica figure does not lower the router's own view.
+    w.admit({ id: '2', url: B, promptTokens: 30_000, maxTokens: 10, at: 0 });
+    w.observeReplica(B, { waiting: 0, running: 1 }, 0);
+    expect(w.queuedPrefill(B, 0)).toBe(30_000);
+  });
+
+  it('learns the prefill rate per replica from observed TTFTs (EWMA), starting from the prior', () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    expect(w.prefillRate(A)).toBe(rate);
+    for (let i = 0; i < 30; i++) {
+      const at = i * 10_000;
+      w.admit({ id: `r${i}`, url: A, promptTokens: 5_000, maxTokens: 10, at });
+      // The replica is 5x slower than the prior: 5k tokens take 2.5 s, not 0.5 s.
+      w.release(`r${i}`, at + 3000, { ttftMs: 2500 });
+    }
+    expect(w.prefillRate(A)).toBeGreaterThan(1800);
+    expect(w.prefillRate(A)).toBeLessThan(2300);
+    expect(w.prefillRate(B)).toBe(rate);
+  });
+
+  it('learns the rate from the prompt-token counter while the replica had a queue', () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    w.observeReplica(A, { waiting: 4, running: 2, promptTokensTotal: 0 }, 0);
+    for (let t = 1; t <= 20; t++)
+      w.observeReplica(A, { waiting: 4, running: 2, promptTokensTotal: t * 3000 }, t * 1000);
+    expect(w.prefillRate(A)).toBeGreaterThan(2800);
+    expect(w.prefillRate(A)).toBeLessThan(3600);
+  });
+
+  it('an idle replica report clears prefill the router still thought queued', () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    w.admit({ id: '1', url: A, promptTokens: 50_000, maxTokens: 10, at: 0 });
+    w.observeReplica(A, { waiting: 0, running: 0 }, 500, 400);
+    expect(w.queuedPrefill(A, 500)).toBe(0);
+  });
+
+  it('forgets requests older than the lease age (their log phase never came)', () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    w.admit({ id: '1', url: A, promptTokens: 50_000, maxTokens: 10, at: 0 });
+    w.purge(700_000, 600_000);
+    expect(w.view(A, 700_000).inFlight).toBe(0);
+  });
+});
+
+describe('load times', () => {
+  it('learns per adapter, falls back to the fleet figure, then to the prior', () => {
+    const l = new LoadTimes(1000, 100);
+    expect(l.load('x')).toBe(1000);
+    l.observe({ op: 'load', adapter: 'x', ok: true, ms: 3000 });
+    expect(l.load('x')).toBe(3000);
+    expect(l.load('y')).toBeGreaterThan(1000);
+    expect(l.load('y')).toBeLessThanOrEqual(3000);
+    l.observe({ op: 'load', adapter: 'x', ok: false, ms: 5 });
+    expect(l.load('x')).toBe(3000);
+    l.observe({ op: 'unload', adapter: 'z', ok: true, ms: 40 });
+    expect(l.unload()).toBe(40);
+  });
+});
+
+describe('predicted TTFT', () => {
+  const base = { promptTokens: 10_000, maxTokens: 100, maxLoadedAdapters: 2, queueTimeoutMs: 30_000 };
+  const loads = new LoadTimes(1000, 100);
+  loads.observe({ op: 'load', adapter: 'hot', ok: true, ms: 100 });
+  loads.observe({ op: 'unload', adapter: 'old', ok: true, ms: 50 });
+
+  it('a loaded holder: the prefill ahead plus its own, over the replica rate', () => {
+    const w = new WorkModel({ prefillTokensPerS: 10_000 });
+    w.admit({ id: '1', url: A, promptTokens: 20_000, maxTokens: 10, at: 0 });
+    const p = predictTtft(
+      { url: A, residentCount: 1, adapter: { state: 'loaded' }, holder: true },
+      { ...base, adapter: 'hot' },
+      0,
+      w,
+      loads,
+    );
+    expect(p).toMatchObject({ startMs: 0, aheadMs: 2000, ownMs: 1000, totalMs: 3000 });
+  });
+
+  it('a non-holder pays the learned load, and an unload when full', () => {
+    const w = new WorkModel({ prefillTokensPerS: 10_000 });
+    const free = predictTtft(
+      { url: B, residentCount: 0, holder: false },
+      { ...base, adapter: 'hot' },
+      0,
+      w,
+      loads,
+    );
+    expect(free.totalMs).toBe(100 + 1000);
+    const full = predictTtft(
+      { url: B, residentCount: 2, holder: false },
+      { ...base, adapter: 'hot' },
+      0,
+      w,
+      loads,
+    );
+    expect(full.totalMs).toBe(100 + 50 + 1000);
+  });
+
+  it('a full replica with no idle adapter to unload waits up to the queue timeout', () => {
+    const w = new WorkModel({ prefillTokensPerS: 10_000 });
+    const p = predictTtft(
+      { url: B, residentCount: 2, holder: false },
+      { ...base, adapter: 'hot' },
+      0,
+      w,
+      loads,
+      false,
+    );
+    expect(p.startMs).toBe(100 + 50 + 30_000);
+  });
+
+  it('waits for KV room when the replica cannot hold the request beside what it runs', () => {
+    const w = new WorkModel({ prefillTokensPerS: 10_000, decodeMsPerToken: 20 });
+    // 50k of 64k reserved; the request needs 20k: the running one must finish its 1000 tokens.
+    w.admit({ id: '1', url: A, promptTokens: 49_000, maxTokens: 1000, at: 0 });
+    w.setKvCapacity(A, 64_000);
+    const p = predictTtft(
+      { url: A, residentCount: 1, adapter: { state: 'loaded' }, holder: true },
+      { ...base, promptTokens: 19_000, maxTokens: 1000, adapter: 'hot' },
+      0,
+      w,
+      loads,
+    );
+    // Its prefill ends at 4.9 s, then 1000 decode steps of 20 ms.
+    expect(p.startMs).toBeCloseTo(4900 + 20_000, -2);
+  });
+});
