@@ -44,6 +44,15 @@ export interface LoadRecord {
   ms: number;
 }
 
+/** An unload the replica's word stopped: it reported the adapter busy, or did not answer. */
+export interface Withheld {
+  url: string;
+  adapter: string;
+  reason: 'busy' | 'unreachable';
+}
+
+/** At most one log line per replica and adapter this often for withheld unloads. */
+const WITHHELD_LOG_EVERY_MS = 10_000;
 /** How long a wait for room sleeps without a signal (changes made by other processes). */
 export const ROOM_FALLBACK_MS = 250;
 /**
@@ -82,6 +91,12 @@ export class AdapterManager {
   readonly roomChanged = new Signal();
   /** Told after every load and unload call (metrics, status). */
   private readonly callListeners: ((r: LoadRecord) => void)[] = [];
+  /** Told whenever the replica's word withholds an unload (metrics). */
+  private readonly withheldListeners: ((w: Withheld) => void)[] = [];
+  /** When a withheld unload was last logged, per replica and adapter: retries come every 250 ms. */
+  private readonly withheldLogged = new LRUCache<string, number>({ max: 1024 });
+  /** Bound on the fresh scrape before an unload (the runtime sets the poller's timeout). */
+  activityTimeoutMs: () => number = () => 1000;
 
   constructor(
     private readonly store: FleetStore,
@@ -91,6 +106,11 @@ export class AdapterManager {
   ) {
     this.claims = new PlacementClaims(clock);
     this.backoff = new LoadBackoff(clock);
+  }
+
+  /** Adds a listener told whenever the replica's word withholds an unload; the others keep theirs. */
+  addWithheldListener(fn: (w: Withheld) => void): void {
+    this.withheldListeners.push(fn);
   }
 
   /** Adds a listener told after every load and unload call; the others keep theirs. */
@@ -311,7 +331,12 @@ export class AdapterManager {
     throw errors.unverifiedName(name, url, Math.max(1, Math.ceil((until - now) / 1000)));
   }
 
-  /** Unloads the cheapest idle adapter; false if every one is busy or moving. */
+  /**
+   * Unloads the cheapest idle adapter; false if every one is busy or moving, or the replica
+   * could not be asked. Idle takes two words: no lease holds it (the store), and the replica,
+   * asked afresh, does not report it running or waiting. Bookkeeping can be wrong after a
+   * partition, an expired lease or an emptied store; the replica knows what it runs.
+   */
   private async evictOne(
     url: string,
     occupying: ResidentAdapter[],
@@ -321,25 +346,75 @@ export class AdapterManager {
   ): Promise<boolean> {
     const idle = evictable(occupying, policy.isStatic).sort((a, b) => victimCost(a) - victimCost(b));
     const ttl = policy.loadTimeoutMs + LOCK_MARGIN_MS;
+    // Adapters the replica reported busy in this round: not worth another scrape.
+    const reportedBusy = new Set<string>();
     for (const victim of idle) {
+      if (reportedBusy.has(victim.name)) continue;
       // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
       const fence = await this.store.beginUnload(url, victim.name, this.clock.now(), ttl, forAdapter);
       if (fence === null) continue;
       const started = this.clock.now();
       let ok = false;
       let why: string | undefined;
+      let withheld: Withheld['reason'] | undefined;
       try {
         if (!(await this.store.holds(url, victim.name, fence))) continue;
-        await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
-        ok = true;
+        // Asked after beginUnload: requests admitted through the store from here wait for the
+        // unload, so the replica's answer covers every request that got past the router before.
+        withheld = await this.replicaWithholds(url, victim.name, reportedBusy);
+        if (!withheld) {
+          await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
+          ok = true;
+        }
       } catch (err) {
         why = (err as Error).message;
       }
       await this.finish('unload', url, victim.name, fence, ok);
+      // No call was made: the adapter stays loaded. A replica that cannot be asked now gets no
+      // unload at all (its callers wait for room, as for busy leases).
+      if (withheld === 'unreachable') return false;
+      if (withheld) continue;
       this.record({ url, adapter: victim.name, op: 'unload', ok, ms: this.clock.now() - started }, why);
       if (ok) return true;
     }
     return false;
+  }
+
+  /**
+   * The replica's word on unloading `name`: 'busy' if it reports it running or waiting,
+   * 'unreachable' if its /metrics did not answer, undefined to go ahead (idle by its report, or
+   * a replica that cannot say, where the lease rules alone decide).
+   */
+  private async replicaWithholds(
+    url: string,
+    name: string,
+    reportedBusy: Set<string>,
+  ): Promise<Withheld['reason'] | undefined> {
+    if (!this.api.activity) return undefined;
+    let busy: string[] | undefined;
+    try {
+      busy = (await this.api.activity(url, this.activityTimeoutMs())).busy;
+    } catch (err) {
+      this.withheld({ url, adapter: name, reason: 'unreachable' }, (err as Error).message);
+      return 'unreachable';
+    }
+    if (busy === undefined) return undefined;
+    for (const a of busy) reportedBusy.add(a);
+    if (!busy.includes(name)) return undefined;
+    this.withheld(
+      { url, adapter: name, reason: 'busy' },
+      'the replica reports requests of it running or waiting, though no lease holds it here',
+    );
+    return 'busy';
+  }
+
+  private withheld(w: Withheld, why: string): void {
+    for (const fn of this.withheldListeners) fn(w);
+    const key = `${w.url}\u0000${w.adapter}`;
+    const now = this.clock.now();
+    if (now - (this.withheldLogged.get(key) ?? -Infinity) < WITHHELD_LOG_EVERY_MS) return;
+    this.withheldLogged.set(key, now);
+    this.log.warn(`unload of adapter '${w.adapter}' on ${w.url} withheld: ${why}`);
   }
 
   private record(r: LoadRecord, why?: string): void {
