@@ -197,14 +197,27 @@ export class RouterService {
    * routed (Kong replaced it on a config change), and leases live in the runtime.
    */
   static async release(rt: FleetRuntime, leaseId: string, status: number | undefined): Promise<boolean> {
-    // One store call: the release, passive health (5xx: the replica refused, reset or timed
-    // out) and, on 404, forgetting the adapter (the replica restarted or another router
-    // unloaded it) so the next request loads it rather than waiting for the next poll.
-    const lease = await rt.release(leaseId, status);
+    // A 404 is the replica's "The model `x` does not exist." when it lost the adapter (a restart,
+    // another router's unload), or FastAPI's "Not Found" for a client's mistyped path under /v1;
+    // the log phase has the status but never the body (no `response` phase: docs/kong.md). So a
+    // 404 forgets nothing by itself: the replica's registry, read afresh, decides.
+    const lost = status === 404;
+    // One store call: the release and passive health (5xx: the replica refused, reset or timed out).
+    const lease = await rt.release(leaseId, lost ? undefined : status);
     if (!lease) return false;
     // Its adapter went idle there: it can now make room for a request waiting for a slot.
     if (lease.adapterIdle) rt.current().manager.roomChanged.notify();
+    if (lost && lease.adapter !== null) await RouterService.recheckResidency(rt.current(), lease.url);
     return true;
+  }
+
+  /**
+   * Polls `url` now (its /v1/models; after any poll under way, which may have read the registry
+   * before the 404): the reconciliation forgets what the registry no longer lists, and only that.
+   */
+  private static async recheckResidency(rt: FleetRuntime, url: string): Promise<void> {
+    const spec = (await rt.store.replicaSpecs()).find((s) => s.url === url);
+    if (spec) await rt.poller.refreshAfresh(spec);
   }
 
   /**
