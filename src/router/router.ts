@@ -197,10 +197,12 @@ export class RouterService {
    * routed (Kong replaced it on a config change), and leases live in the runtime.
    */
   static async release(rt: FleetRuntime, leaseId: string, status: number | undefined): Promise<boolean> {
-    // A 404 is the replica's "The model `x` does not exist." when it lost the adapter (a restart,
-    // another router's unload), or FastAPI's "Not Found" for a client's mistyped path under /v1;
-    // the log phase has the status but never the body (no `response` phase: docs/kong.md). So a
-    // 404 forgets nothing by itself: the replica's registry, read afresh, decides.
+    // A 404 is vLLM's "The model `x` does not exist." when it lost the adapter (a restart,
+    // another router's unload; serving_engine.py `_check_model`, vllm 7ded96b3c7), or FastAPI's
+    // `{"detail":"Not Found"}` for a client's mistyped path under /v1 (llama.cpp: "File Not
+    // Found", tools/server/server-http.cpp, llama.cpp aa6192d38d). The log phase has the status,
+    // never the body (no `response` phase: docs/kong.md), so a 404 forgets nothing by itself:
+    // the replica's registry, read afresh, decides.
     const lost = status === 404;
     // One store call: the release and passive health (5xx: the replica refused, reset or timed out).
     const lease = await rt.release(leaseId, lost ? undefined : status);
