@@ -177,7 +177,7 @@ describe('three Kong nodes sharing one Redis', () => {
     expect(unloadsUnderRequests()).toEqual([]);
   });
 
-  it('releases the leases of a node killed mid-request by expiry, so the others may unload its adapter', async () => {
+  it('releases the leases of a node killed mid-request by expiry; the others unload its adapter once the replica no longer runs it', async () => {
     fleet = await SimFleet.start([vllm({ engine: { loadBaseMs: 200 } })]);
     const [n0, n1] = await startNodes(
       3,
@@ -185,14 +185,17 @@ describe('three Kong nodes sharing one Redis', () => {
       { max_loaded_adapters: 1, queue_timeout_ms: 10_000 },
       { node_ttl_ms: 1000 },
     );
-    // Node 1 starts a long request for 'a', then dies before its log phase.
-    void chat(n1!, 'a', 5000).catch(() => null);
+    // Node 1 starts a long request for 'a' (about 4 s), then dies before its log phase; the
+    // gateway goes on proxying it.
+    void chat(n1!, 'a', 2000).catch(() => null);
     await waitFor(() => fleet!.replicas[0]!.engine.stats().running === 1, 5000, "node 1's request decoding");
     expect((await status(n0!)).inFlight).toBe(1);
     await n1!.server.kill();
-    // Node 0 needs the only slot for 'b': it waits while the dead node's lease stands, then loads.
+    // Node 0 needs the only slot for 'b': it waits while the dead node's lease stands, then
+    // while the replica still reports 'a' running (issue 24: the replica has the last word), then loads.
     const b = await chat(n0!, 'b');
     expect(b.status).toBe(200);
+    expect(unloadsUnderRequests()).toEqual([]);
     const s = await status(n0!);
     expect(s.events.some((e) => e.op === 'lease-expired' && /silent/.test(e.detail ?? ''))).toBe(true);
     expect(loads('b')).toHaveLength(1);
