@@ -134,8 +134,10 @@ export class FleetRuntime {
       this.log,
     );
     // The fresh scrape before an unload is bounded like a poll.
-    this.manager.activityTimeoutMs = () => this.poller.timeoutMs;
-    this.manager.addWithheldListener((w) => this.metrics.unloadsWithheld.inc({ reason: w.reason }));
+    this.manager.replicaWord.timeoutMs = () => this.poller.timeoutMs;
+    this.manager.replicaWord.addWithheldListener((w) =>
+      this.metrics.unloadsWithheld.inc({ reason: w.reason }),
+    );
     this.poller.isManaged = (name, path) => {
       for (const m of this.managed.list) if (m(name, path)) return true;
       return false;

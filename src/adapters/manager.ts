@@ -10,6 +10,7 @@ import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { LoadBackoff } from './backoff';
 import { PlacementClaims } from './claims';
+import { ReplicaWord, type Withheld } from './replica-word';
 import { evictable } from './eviction';
 import type { Logger } from '../log';
 
@@ -44,15 +45,6 @@ export interface LoadRecord {
   ms: number;
 }
 
-/** An unload the replica's word stopped: it reported the adapter busy, or did not answer. */
-export interface Withheld {
-  url: string;
-  adapter: string;
-  reason: 'busy' | 'unreachable';
-}
-
-/** At most one log line per replica and adapter this often for withheld unloads. */
-const WITHHELD_LOG_EVERY_MS = 10_000;
 /** How long a wait for room sleeps without a signal (changes made by other processes). */
 export const ROOM_FALLBACK_MS = 250;
 /**
@@ -91,12 +83,8 @@ export class AdapterManager {
   readonly roomChanged = new Signal();
   /** Told after every load and unload call (metrics, status). */
   private readonly callListeners: ((r: LoadRecord) => void)[] = [];
-  /** Told whenever the replica's word withholds an unload (metrics). */
-  private readonly withheldListeners: ((w: Withheld) => void)[] = [];
-  /** When a withheld unload was last logged, per replica and adapter: retries come every 250 ms. */
-  private readonly withheldLogged = new LRUCache<string, number>({ max: 1024 });
-  /** Bound on the fresh scrape before an unload (the runtime sets the poller's timeout). */
-  activityTimeoutMs: () => number = () => 1000;
+  /** What the replica itself says before an unload. */
+  readonly replicaWord: ReplicaWord;
 
   constructor(
     private readonly store: FleetStore,
@@ -106,11 +94,7 @@ export class AdapterManager {
   ) {
     this.claims = new PlacementClaims(clock);
     this.backoff = new LoadBackoff(clock);
-  }
-
-  /** Adds a listener told whenever the replica's word withholds an unload; the others keep theirs. */
-  addWithheldListener(fn: (w: Withheld) => void): void {
-    this.withheldListeners.push(fn);
+    this.replicaWord = new ReplicaWord(api, clock, log);
   }
 
   /** Adds a listener told after every load and unload call; the others keep theirs. */
@@ -361,7 +345,7 @@ export class AdapterManager {
         if (!(await this.store.holds(url, victim.name, fence))) continue;
         // Asked after beginUnload: requests admitted through the store from here wait for the
         // unload, so the replica's answer covers every request that got past the router before.
-        withheld = await this.replicaWithholds(url, victim.name, reportedBusy);
+        withheld = await this.replicaWord.withholds(url, victim.name, reportedBusy);
         if (!withheld) {
           await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
           ok = true;
@@ -378,43 +362,6 @@ export class AdapterManager {
       if (ok) return true;
     }
     return false;
-  }
-
-  /**
-   * The replica's word on unloading `name`: 'busy' if it reports it running or waiting,
-   * 'unreachable' if its /metrics did not answer, undefined to go ahead (idle by its report, or
-   * a replica that cannot say, where the lease rules alone decide).
-   */
-  private async replicaWithholds(
-    url: string,
-    name: string,
-    reportedBusy: Set<string>,
-  ): Promise<Withheld['reason'] | undefined> {
-    if (!this.api.activity) return undefined;
-    let busy: string[] | undefined;
-    try {
-      busy = (await this.api.activity(url, this.activityTimeoutMs())).busy;
-    } catch (err) {
-      this.withheld({ url, adapter: name, reason: 'unreachable' }, (err as Error).message);
-      return 'unreachable';
-    }
-    if (busy === undefined) return undefined;
-    for (const a of busy) reportedBusy.add(a);
-    if (!busy.includes(name)) return undefined;
-    this.withheld(
-      { url, adapter: name, reason: 'busy' },
-      'the replica reports requests of it running or waiting, though no lease holds it here',
-    );
-    return 'busy';
-  }
-
-  private withheld(w: Withheld, why: string): void {
-    for (const fn of this.withheldListeners) fn(w);
-    const key = `${w.url}\u0000${w.adapter}`;
-    const now = this.clock.now();
-    if (now - (this.withheldLogged.get(key) ?? -Infinity) < WITHHELD_LOG_EVERY_MS) return;
-    this.withheldLogged.set(key, now);
-    this.log.warn(`unload of adapter '${w.adapter}' on ${w.url} withheld: ${why}`);
   }
 
   private record(r: LoadRecord, why?: string): void {
