@@ -67,6 +67,11 @@ describe('the replica has the last word on unloads', () => {
       ['a', 200],
       ['b', 200],
     ]);
+    // Operators see the bookkeeping disagree with the replica.
+    const metrics = (await w.status.handle({ method: 'GET', path: '/lora/metrics' })).body.toString();
+    expect(
+      Number(/^lora_router_unloads_withheld_total\{reason="busy"\} (\d+)$/m.exec(metrics)?.[1]),
+    ).toBeGreaterThan(0);
   });
 
   it('a waiting request counts too: an adapter the replica reports waiting is not unloaded', async () => {
