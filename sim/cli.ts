@@ -33,8 +33,9 @@ Upstream behaviour (docs/replica-apis.md names the source and release of each):
                          the load_inplace hint)
   --unload MODE          vLLM unload: registry (released through 0.27.x: only the name goes,
                          the weights stay cached; default) or frees (the open fix)
-  --vllm-metrics MODE    released (default) or residency (lora_adapter_loaded,
+  --vllm-metrics MODE    released (default), residency (lora_adapter_loaded,
                          num_{gpu,cpu}_loaded_lora_adapters, num_requests_waiting_by_reason)
+                         or no-stats (--disable-log-stats: no vllm: family at all)
   --resolver-dir DIR     vLLM filesystem resolver (VLLM_PLUGINS=lora_filesystem_resolver,
                          VLLM_LORA_RESOLVER_CACHE_DIR=DIR): unknown models load from DIR/<name>
   --llama-lora-mode M    llama.cpp per-request lora: clear (older builds), empty-is-absent
@@ -109,7 +110,7 @@ async function main(): Promise<void> {
     errorStyle: oneOf('error-style', v['error-style'], ['nested', 'flat'] as const),
     loadErrors: oneOf('load-errors', v['load-errors'], ['released', 'main'] as const),
     unload: oneOf('unload', v.unload, ['registry', 'frees'] as const),
-    vllmMetrics: oneOf('vllm-metrics', v['vllm-metrics'], ['released', 'residency'] as const),
+    vllmMetrics: oneOf('vllm-metrics', v['vllm-metrics'], ['released', 'residency', 'no-stats'] as const),
     resolverDir: v['resolver-dir'],
     llamaLora: oneOf('llama-lora-mode', v['llama-lora-mode'], [
       'clear',

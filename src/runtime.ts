@@ -149,6 +149,11 @@ export class FleetRuntime {
       this.random,
       this.log,
     );
+    // The fresh scrape before an unload is bounded like a poll.
+    this.manager.replicaWord.timeoutMs = () => this.poller.timeoutMs;
+    this.manager.replicaWord.addWithheldListener((w) =>
+      this.metrics.unloadsWithheld.inc({ reason: w.reason }),
+    );
     this.poller.isManaged = (name, path) => {
       for (const m of this.managed.list) if (m(name, path)) return true;
       return false;

@@ -19,8 +19,12 @@ export type UnloadMode = 'registry' | 'frees';
  */
 export type LoadErrors = 'released' | 'main';
 
-/** vLLM's /metrics: `released`, or `residency` (open PR vllm#45411 plus `waiting_by_reason`). */
-export type VllmMetrics = 'released' | 'residency';
+/**
+ * vLLM's /metrics: `released`, or `residency` (open PR vllm#45411 plus `waiting_by_reason`), or
+ * `no-stats`: `--disable-log-stats`, where AsyncLLM builds no StatLoggerManager, so no `vllm:`
+ * family is exported, `lora_requests_info` included (vllm/v1/engine/async_llm.py, vllm 00080ee13c).
+ */
+export type VllmMetrics = 'released' | 'residency' | 'no-stats';
 
 /**
  * llama.cpp's per-request `lora` field. `clear`: older servers clear every scale, then set the

@@ -125,6 +125,20 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   return out.join('\n') + '\n';
 }
 
+/**
+ * vLLM's /metrics with `--disable-log-stats`: no `vllm:` family (no StatLoggerManager,
+ * vllm/v1/engine/async_llm.py, vllm 00080ee13c), only prometheus_client's own process
+ * collectors; one stands for them here (modelled, not read at a pinned version).
+ */
+export function processMetricsText(): string {
+  const out: string[] = [];
+  family(out, 'python_info', 'gauge', 'Python platform information');
+  out.push(
+    'python_info{implementation="CPython",major="3",minor="12",patchlevel="11",version="3.12.11"} 1.0',
+  );
+  return out.join('\n') + '\n';
+}
+
 /** The key of a `vllm:lora_requests_info` series (labels sorted, as prometheus_client writes them). */
 export function loraInfoKey(maxLoras: number, running: string[], waiting: string[]): string {
   return `max_lora="${maxLoras}",running_lora_adapters="${running.join(',')}",waiting_lora_adapters="${waiting.join(',')}"`;

@@ -1,6 +1,6 @@
 import type { EngineStats, RequestRecord } from '../engine/engine';
 import type { ReplicaContext } from './context';
-import { loraInfoKey, TTFT_BUCKETS, vllmMetricsText } from './metrics-text';
+import { loraInfoKey, processMetricsText, TTFT_BUCKETS, vllmMetricsText } from './metrics-text';
 
 /**
  * What a vLLM replica's /metrics accumulates between scrapes (vllm/v1/metrics/loggers.py): the
@@ -30,6 +30,7 @@ export class VllmMetricsState {
 
   text(): string {
     const { r } = this;
+    if (r.o.vllmMetrics === 'no-stats') return processMetricsText();
     // One snapshot of the engine per scrape: the text, the residency and the lora info agree.
     const stats = r.engine.stats();
     return vllmMetricsText({

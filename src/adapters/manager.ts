@@ -10,6 +10,7 @@ import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { LoadBackoff } from './backoff';
 import { PlacementClaims } from './claims';
+import { ReplicaWord, type Withheld } from './replica-word';
 import { evictable } from './eviction';
 import type { Logger } from '../log';
 
@@ -82,6 +83,8 @@ export class AdapterManager {
   readonly roomChanged = new Signal();
   /** Told after every load and unload call (metrics, status). */
   private readonly callListeners: ((r: LoadRecord) => void)[] = [];
+  /** What the replica itself says before an unload. */
+  readonly replicaWord: ReplicaWord;
 
   constructor(
     private readonly store: FleetStore,
@@ -91,6 +94,7 @@ export class AdapterManager {
   ) {
     this.claims = new PlacementClaims(clock);
     this.backoff = new LoadBackoff(clock);
+    this.replicaWord = new ReplicaWord(api, clock, log);
   }
 
   /** Adds a listener told after every load and unload call; the others keep theirs. */
@@ -312,7 +316,12 @@ export class AdapterManager {
     throw errors.unverifiedName(name, url, Math.max(1, Math.ceil((until - now) / 1000)));
   }
 
-  /** Unloads the cheapest idle adapter; false if every one is busy or moving. */
+  /**
+   * Unloads the cheapest idle adapter; false if every one is busy or moving, or the replica
+   * could not be asked. Idle takes two words: no lease holds it (the store), and the replica,
+   * asked afresh, does not report it running or waiting. Bookkeeping can be wrong after a
+   * partition, an expired lease or an emptied store; the replica knows what it runs.
+   */
   private async evictOne(
     url: string,
     occupying: ResidentAdapter[],
@@ -322,21 +331,34 @@ export class AdapterManager {
   ): Promise<boolean> {
     const idle = evictable(occupying, policy.isStatic).sort((a, b) => victimCost(a) - victimCost(b));
     const ttl = policy.loadTimeoutMs + LOCK_MARGIN_MS;
+    // Adapters the replica reported busy in this round: not worth another scrape.
+    const reportedBusy = new Set<string>();
     for (const victim of idle) {
+      if (reportedBusy.has(victim.name)) continue;
       // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
       const fence = await this.store.beginUnload(url, victim.name, this.clock.now(), ttl, forAdapter);
       if (fence === null) continue;
       const started = this.clock.now();
       let ok = false;
       let why: string | undefined;
+      let withheld: Withheld['reason'] | undefined;
       try {
         if (!(await this.store.holds(url, victim.name, fence))) continue;
-        await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
-        ok = true;
+        // Asked after beginUnload: requests admitted through the store from here wait for the
+        // unload, so the replica's answer covers every request that got past the router before.
+        withheld = await this.replicaWord.withholds(url, victim.name, reportedBusy);
+        if (!withheld) {
+          await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
+          ok = true;
+        }
       } catch (err) {
         why = (err as Error).message;
       }
       await this.finish('unload', url, victim.name, fence, ok);
+      // No call was made: the adapter stays loaded. A replica that cannot be asked now gets no
+      // unload at all (its callers wait for room, as for busy leases).
+      if (withheld === 'unreachable') return false;
+      if (withheld) continue;
       this.record({ url, adapter: victim.name, op: 'unload', ok, ms: this.clock.now() - started }, why);
       if (ok) return true;
     }

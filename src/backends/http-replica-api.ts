@@ -12,6 +12,7 @@ import {
   AdapterNotFoundError,
   AdapterRejectedError,
   type LoadOutcome,
+  type ReplicaActivity,
   type ReplicaApi,
   type Scrape,
   type UnloadOutcome,
@@ -70,6 +71,20 @@ export class HttpReplicaApi implements ReplicaApi {
     const message = replicaMessage(r.text);
     if (r.status === 404 && /cannot be found/.test(message)) return 'absent';
     throw new BackendError('http', message, r.status);
+  }
+
+  /**
+   * The replica's own word on what runs there: `vllm:lora_requests_info` lists the adapters with
+   * requests running or waiting (labels `running_lora_adapters`, `waiting_lora_adapters`, set on
+   * every stats record, vllm/v1/metrics/loggers.py, vllm 005a810bc4; an adapter leaves them when
+   * its last request finishes, LoRARequestStates in vllm/v1/metrics/stats.py, main). Without that
+   * gauge (`--disable-log-stats`: no stat loggers at all, vllm/v1/engine/async_llm.py, vllm
+   * 00080ee13c) the replica cannot say. The newer residency families (`vllm:lora_adapter_loaded`)
+   * say what is loaded, not what runs: they cannot speak for a request.
+   */
+  async activity(url: string, timeoutMs: number): Promise<ReplicaActivity> {
+    const load = readVllmLoad(await this.get(`${url}/metrics`, timeoutMs));
+    return load.reportsActivity ? { busy: load.activeAdapters } : {};
   }
 
   close(): Promise<void> {

@@ -13,6 +13,12 @@ export interface Scrape {
   maxModelLen?: number;
 }
 
+/** What a replica reports of its own work, read afresh right before an unload. */
+export interface ReplicaActivity {
+  /** Adapters with requests running or waiting there; undefined when the replica cannot say. */
+  busy?: string[];
+}
+
 /**
  * What the routing core asks of replicas. The HTTP implementation talks to vLLM and
  * llama.cpp; the discrete-event benchmark implements it on top of the engine model.
@@ -22,6 +28,12 @@ export interface ReplicaApi {
   scrape(replica: ReplicaSpec, timeoutMs: number): Promise<Scrape>;
   loadAdapter(url: string, name: string, path: string, timeoutMs: number): Promise<LoadOutcome>;
   unloadAdapter(url: string, name: string, timeoutMs: number): Promise<UnloadOutcome>;
+  /**
+   * A fresh read of what the replica is running (vLLM `/metrics`), asked only on the unload path.
+   * Throws BackendError when the replica does not answer. An implementation without it (the
+   * benchmark's engine model, whose leases are exact) leaves unloads to the lease rules.
+   */
+  activity?(url: string, timeoutMs: number): Promise<ReplicaActivity>;
 }
 
 /** The replica has no adapter at that path: the client's problem (unknown adapter), not the replica's. */

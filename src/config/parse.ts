@@ -42,12 +42,18 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
   if (c.adapter_path_template !== undefined && !c.adapter_path_template.includes('{name}')) {
     errors.push({ field: 'config.adapter_path_template', message: 'must contain {name}' });
   }
-  const urls = new Set<string>();
+  // Keyed by the normalised URL: one replica listed twice would get twice its adapter limit.
+  // The message names fields only: it reaches clients (a 500 on every request), addresses must not.
+  const urls = new Map<string, number>();
   c.replicas.forEach((r, i) => {
-    r.url = r.url.replace(/\/$/, '');
-    if (urls.has(r.url))
-      errors.push({ field: `config.replicas[${i + 1}].url`, message: `duplicate replica ${r.url}` });
-    urls.add(r.url);
+    r.url = normaliseReplicaUrl(r.url);
+    const first = urls.get(r.url);
+    if (first !== undefined)
+      errors.push({
+        field: `config.replicas[${i + 1}].url`,
+        message: `the same replica as config.replicas[${first + 1}]`,
+      });
+    else urls.set(r.url, i);
   });
   const names = new Set<string>();
   c.adapters.forEach((a, i) => {
@@ -73,6 +79,15 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
     errors.push({ field: 'config.backoff_max_ms', message: 'must be >= backoff_base_ms' });
   if (errors.length > 0) throw new ConfigError(errors);
   return c;
+}
+
+/**
+ * A replica URL as the router keys it: no trailing slash, scheme and host in lower case (both
+ * are case-insensitive in URLs, RFC 3986 3.1 and 3.2.2); the schema's pattern guarantees the rest.
+ */
+export function normaliseReplicaUrl(url: string): string {
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/]+?)\/?$/.exec(url);
+  return m ? `${m[1]!.toLowerCase()}://${m[2]!.toLowerCase()}` : url.replace(/\/$/, '');
 }
 
 export function parsePollerConfig(raw: unknown): PollerConfig {

@@ -102,6 +102,15 @@ export class Poller {
     return p;
   }
 
+  /**
+   * A poll of one replica that starts from now: waits out a poll under way (it may have read the
+   * replica before what the caller just learned), then polls or joins the next one.
+   */
+  async refreshAfresh(spec: ReplicaSpec): Promise<void> {
+    await this.inFlight.get(spec.url);
+    await this.refresh(spec);
+  }
+
   /** One round over every registered replica. */
   async pollAll(): Promise<void> {
     const specs = await this.store.replicaSpecs();

@@ -88,7 +88,8 @@ export interface FleetStore {
   /**
    * Gives the lease back; returns it the first time, undefined after (release once). With the
    * upstream `status`, also records passive health (5xx counts against the replica) and, on
-   * 404, forgets the runtime-loaded adapter there, in the same step.
+   * 404, forgets the runtime-loaded adapter there, in the same step. The router passes no 404:
+   * a 404 may be a client's mistyped path, so it re-reads the registry (RouterService.release).
    */
   release(leaseId: string, at: number, status?: number): Promise<Released | undefined>;
   /**

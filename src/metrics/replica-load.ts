@@ -8,6 +8,11 @@ export interface ReplicaLoad {
   kvUsage?: number;
   /** Adapters with requests running or waiting (vLLM `lora_requests_info`): activity, not residency. */
   activeAdapters: string[];
+  /**
+   * The replica exports `vllm:lora_requests_info`, so `activeAdapters` is its word (an empty list
+   * means idle). Absent: it cannot say (llama.cpp; vLLM with `--disable-log-stats`, or without LoRA).
+   */
+  reportsActivity?: boolean;
   malformedLines: number;
   /**
    * Where the figures came from: `/metrics`; or, for llama.cpp without `--metrics`, `/slots`
@@ -131,6 +136,7 @@ export function readVllmLoad(text: string): ReplicaLoad {
     waiting: deferred === undefined ? waiting : Math.max(0, waiting - deferred),
     kvUsage: kv ?? kvOld,
     activeAdapters: [...active].sort(),
+    ...(info ? { reportsActivity: true } : {}),
     malformedLines: stats.malformed,
     source: 'metrics',
     ...(deferred === undefined ? {} : { waitingDeferred: deferred }),

@@ -18,6 +18,7 @@ export class RouterMetrics {
   readonly recent = new RecentHistory();
   readonly loads: Counter<'result'>;
   readonly unloads: Counter<'result'>;
+  readonly unloadsWithheld: Counter<'reason'>;
   readonly loadSeconds: Histogram;
   readonly pollErrors: Counter<'replica'>;
   readonly leasesExpired: Counter;
@@ -52,6 +53,12 @@ export class RouterMetrics {
       name: 'lora_router_adapter_unloads_total',
       help: 'Adapter unload calls by result.',
       labelNames: ['result'],
+      registers,
+    });
+    this.unloadsWithheld = new Counter({
+      name: 'lora_router_unloads_withheld_total',
+      help: 'Unloads not made because the replica, asked just before, reported the adapter running or waiting (busy) or did not answer (unreachable).',
+      labelNames: ['reason'],
       registers,
     });
     this.loadSeconds = new Histogram({

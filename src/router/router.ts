@@ -215,13 +215,19 @@ export class RouterService {
   ): Promise<boolean> {
     // Its work ends with it, whatever the store answers (an expired lease is already gone there).
     rt.work.release(leaseId, rt.clock.now(), status === 200 ? observed : undefined);
-    // One store call: the release, passive health (5xx: the replica refused, reset or timed
-    // out) and, on 404, forgetting the adapter (the replica restarted or another router
-    // unloaded it) so the next request loads it rather than waiting for the next poll.
-    const lease = await rt.release(leaseId, status);
+    // A 404 is vLLM's "The model `x` does not exist." when it lost the adapter (a restart,
+    // another router's unload; serving_engine.py `_check_model`, vllm 7ded96b3c7), or FastAPI's
+    // `{"detail":"Not Found"}` for a client's mistyped path under /v1 (llama.cpp: "File Not
+    // Found", tools/server/server-http.cpp, llama.cpp aa6192d38d). The log phase has the status,
+    // never the body (no `response` phase: docs/kong.md), so a 404 forgets nothing by itself:
+    // the replica's registry, read afresh, decides.
+    const lost = status === 404;
+    // One store call: the release and passive health (5xx: the replica refused, reset or timed out).
+    const lease = await rt.release(leaseId, lost ? undefined : status);
     if (!lease) return false;
     // Its adapter went idle there: it can now make room for a request waiting for a slot.
     if (lease.adapterIdle) rt.current().manager.roomChanged.notify();
+    if (lost && lease.adapter !== null) await RouterService.recheckResidency(rt.current(), lease.url);
     return true;
   }
 
@@ -238,6 +244,15 @@ export class RouterService {
       ok: false,
       error: `Kong could not proxy to it (${status})`,
     });
+  }
+
+  /**
+   * Polls `url` now (its /v1/models; after any poll under way, which may have read the registry
+   * before the 404): the reconciliation forgets what the registry no longer lists, and only that.
+   */
+  private static async recheckResidency(rt: FleetRuntime, url: string): Promise<void> {
+    const spec = (await rt.store.replicaSpecs()).find((s) => s.url === url);
+    if (spec) await rt.poller.refreshAfresh(spec);
   }
 
   /**

@@ -3,6 +3,7 @@ import { BackendError } from '../../src/backends/errors';
 import {
   AdapterNotFoundError,
   type LoadOutcome,
+  type ReplicaActivity,
   type ReplicaApi,
   type UnloadOutcome,
 } from '../../src/backends/replica-api';
@@ -200,5 +201,105 @@ describe('AdapterManager', () => {
     const fresh = await store.views([U], { name: 'x' }, true);
     mgr.overlayClaims(fresh, 'x');
     expect([fresh[0]!.adapter, fresh[0]!.residentCount]).toEqual([undefined, 0]);
+  });
+});
+
+/** A replica that reports what it runs (vLLM's `lora_requests_info`), or fails to answer. */
+class ReportingApi extends FakeApi {
+  busy: string[] | undefined = [];
+  down = false;
+  asked = 0;
+  async activity(): Promise<ReplicaActivity> {
+    this.asked++;
+    this.calls.push('activity');
+    if (this.down) throw new BackendError('timeout', 'GET /metrics: no answer within 1000 ms');
+    return this.busy === undefined ? {} : { busy: [...this.busy] };
+  }
+}
+
+async function reportingSetup() {
+  const clock = new VirtualClock();
+  const store = new MemoryFleetStore();
+  await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+  const api = new ReportingApi(clock, 100);
+  const mgr = new AdapterManager(store, api, clock, silentLogger);
+  const ensure = (name: string, p = policy()) => mgr.ensure(U, { name, path: `/adapters/${name}` }, p);
+  const settle = async <T>(p: Promise<T>): Promise<T> => {
+    await clock.run();
+    return p;
+  };
+  return { clock, store, api, mgr, ensure, settle };
+}
+
+describe('AdapterManager: the replica has the last word on unloads', () => {
+  it('asks the replica nothing for a hit or a load into a free slot (the request path costs what it did)', async () => {
+    const { api, ensure, settle } = await reportingSetup();
+    await settle(ensure('a'));
+    await settle(ensure('a'));
+    await settle(ensure('b'));
+    expect(api.calls).toEqual(['load a', 'load b']);
+  });
+
+  it('asks afresh before each unload, and unloads an idle victim the replica does not report', async () => {
+    const { api, ensure, settle } = await reportingSetup();
+    await settle(ensure('a'));
+    await settle(ensure('b'));
+    await settle(ensure('c'));
+    expect(api.calls).toEqual(['load a', 'load b', 'activity', 'unload a', 'load c']);
+  });
+
+  it('passes over a victim the replica reports running or waiting (no lease holds it) for another idle one', async () => {
+    const { api, ensure, settle, store } = await reportingSetup();
+    await settle(ensure('a'));
+    await settle(ensure('b'));
+    api.busy = ['a']; // a runs there, unknown to the leases
+    await settle(ensure('c'));
+    // b is asked about afresh too: each unload has its own scrape, taken after its beginUnload.
+    expect(api.calls).toEqual(['load a', 'load b', 'activity', 'activity', 'unload b', 'load c']);
+    expect((await store.residents(U)).map((r) => [r.name, r.state]).sort()).toEqual([
+      ['a', 'loaded'],
+      ['c', 'loaded'],
+    ]);
+  });
+
+  it('waits for room while the replica reports every victim busy, then unloads once it reports one idle', async () => {
+    const { api, ensure, clock } = await reportingSetup();
+    const p = policy({ maxLoadedAdapters: 1, queueTimeoutMs: 5000 });
+    const first = ensure('a', p);
+    await clock.run();
+    await first;
+    api.busy = ['a'];
+    const pending = ensure('b', p);
+    await clock.run(clock.now() + 1000);
+    expect(api.calls.filter((c) => c.startsWith('unload'))).toEqual([]);
+    expect(api.asked).toBeGreaterThan(1); // asked again on each retry, never trusting an old answer
+    api.busy = [];
+    await clock.run();
+    expect(await pending).toBe('loaded');
+    expect(api.calls.slice(-2)).toEqual(['unload a', 'load b']);
+  });
+
+  it('unloads nothing on a replica that does not answer the fresh scrape: 503 after the queue timeout', async () => {
+    const { api, ensure, settle, store } = await reportingSetup();
+    const p = policy({ maxLoadedAdapters: 1 });
+    await settle(ensure('a', p));
+    api.down = true;
+    const err = await settle(caught(ensure('b', p)));
+    expect([err!.status, err!.code]).toEqual([503, 'adapter_slots_busy']);
+    expect(api.calls.filter((c) => c.startsWith('unload'))).toEqual([]);
+    expect((await store.residents(U)).map((r) => [r.name, r.state])).toEqual([['a', 'loaded']]);
+  });
+
+  it('a replica that cannot say (no lora_requests_info) leaves the decision to the leases', async () => {
+    const { api, ensure, settle, store } = await reportingSetup();
+    const p = policy({ maxLoadedAdapters: 1 });
+    await settle(ensure('a', p));
+    api.busy = undefined;
+    await store.acquire({ id: 'La', url: U, adapter: 'a', at: 0 });
+    const err = await settle(caught(ensure('b', p)));
+    expect(err!.code).toBe('adapter_slots_busy'); // the lease still forbids it
+    await store.release('La', 0);
+    expect(await settle(ensure('b', p))).toBe('loaded');
+    expect(api.calls.filter((c) => c.startsWith('unload'))).toEqual(['unload a']);
   });
 });

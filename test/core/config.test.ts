@@ -95,10 +95,33 @@ describe('lora-router config', () => {
     ).toMatchObject({
       'config.adapter_name_pattern': expect.stringMatching(/not a valid regular expression/),
       'config.adapter_path_template': 'must contain {name}',
-      'config.replicas[2].url': 'duplicate replica http://a:1',
+      'config.replicas[2].url': 'the same replica as config.replicas[1]',
       'config.adapters[2].name': 'duplicate adapter x',
       'config.backoff_max_ms': 'must be >= backoff_base_ms',
     });
+  });
+
+  it('compares replica URLs normalised (trailing slash, scheme and host case) and names no address in the error', () => {
+    const errs = fieldErrors(() =>
+      parseRouterConfig({
+        replicas: [
+          { url: 'http://10.0.0.7:8000' },
+          { url: 'http://10.0.0.7:8000/' },
+          { url: 'http://GPU-1:8000' },
+        ],
+      }),
+    );
+    expect(errs).toEqual({ 'config.replicas[2].url': 'the same replica as config.replicas[1]' });
+    expect(JSON.stringify(errs)).not.toContain('10.0.0.7');
+    expect(
+      fieldErrors(() =>
+        parseRouterConfig({ replicas: [{ url: 'http://gpu-1:8000/' }, { url: 'http://GPU-1:8000' }] }),
+      ),
+    ).toEqual({ 'config.replicas[2].url': 'the same replica as config.replicas[1]' });
+    // The normalised form is what the router keys replicas by.
+    expect(parseRouterConfig({ replicas: [{ url: 'https://GPU-1:8443/' }] }).replicas[0]!.url).toBe(
+      'https://gpu-1:8443',
+    );
   });
 
   it('exports the schema without descriptions, otherwise unchanged', () => {

@@ -91,9 +91,18 @@ describe('replica load from /metrics', () => {
       waiting: 3,
       kvUsage: 0.61,
       activeAdapters: ['chat-lora', 'sql-lora', 'x'],
+      reportsActivity: true,
       malformedLines: 0,
       source: 'metrics',
     });
+  });
+
+  it('says whether the replica reports activity: an empty lora_requests_info is idle, none is unknown', () => {
+    const idle =
+      'vllm:lora_requests_info{max_lora="1",running_lora_adapters="",waiting_lora_adapters=""} 1.7e+09';
+    expect(readVllmLoad(idle)).toMatchObject({ activeAdapters: [], reportsActivity: true });
+    // --disable-log-stats: no vllm: family at all.
+    expect(readVllmLoad('python_info{version="3.12.11"} 1.0').reportsActivity).toBeUndefined();
   });
 
   it('falls back to the deprecated gpu_cache_usage_perc, and prefers the new name when both exist', () => {

@@ -108,6 +108,37 @@ describe('8. lora-poller on every route of a service (or globally)', () => {
   });
 });
 
+describe('8b. lora-poller answers only under its base path, segment by segment', () => {
+  it('/lora answers /lora, /lora/ and /lora/status, and passes /loraX, /lora-status and /lora.json through', async () => {
+    w = await startWorld(driver, [vllm()], (u) => onDemand(u));
+    // The poller in front of a replica: whatever it passes on reaches the replica (404 there).
+    const front = await LocalGateway.create({
+      driver,
+      node: w.service.node,
+      plugins: [{ name: 'lora-poller', config: { poll_interval_ms: 50 } }],
+      serviceUrl: w.fleet.urls[0]!,
+    });
+    try {
+      for (const path of ['/lora', '/lora/', '/lora/status']) {
+        const r = await front.handle({ method: 'GET', path });
+        expect([path, r.status, r.kong.exit]).toEqual([path, 200, expect.anything()]);
+      }
+      for (const path of ['/loraX', '/lora-status', '/lora.json', '/lorastatus/status']) {
+        const r = await front.handle({ method: 'GET', path });
+        // Not answered by the poller (no exit; one PDK call), but by the replica behind it.
+        expect([path, r.kong.exit, r.kong.pdkCalls.access]).toEqual([
+          path,
+          undefined,
+          ['kong.request.get_path'],
+        ]);
+        expect([path, r.status, json(r.body)]).toEqual([path, 404, { detail: 'Not Found' }]);
+      }
+    } finally {
+      await front.close();
+    }
+  });
+});
+
 describe('6. instance ids after a plugin-server restart', () => {
   it("a worker's cached id never runs the other plugin's instance", async () => {
     const own = await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR });

@@ -397,27 +397,7 @@ describe('lora-router through the real plugin server', () => {
     expect(await counts()).toEqual({ total: 0, replica: 0, a: 0, b: 0 });
   });
 
-  it('hands the upstream status to the store in the log phase: a 404 from the replica forgets the adapter there', () =>
-    // A plugin server of its own (a fresh Kong node): this test changes process-wide settings.
-    ownNode(async (driver) => {
-      // No poll during the test (the router refreshes each replica once, on its first request):
-      // only the log phase can tell the router what happened.
-      w = await startWorld(driver, [vllm()], (u) => onDemand(u, { stale_after_ms: 3_600_000 }), {}, 600_000);
-      expect((await w.chat('a')).status).toBe(200);
-      const polls = (await w.statusJson()).poller.polls;
-      // The replica loses 'a' behind the router's back (as after a restart).
-      const res = await fetch(`${w.fleet.urls[0]}/v1/unload_lora_adapter`, {
-        method: 'POST',
-        body: JSON.stringify({ lora_name: 'a' }),
-      });
-      expect(res.status).toBe(200);
-      expect((await w.chat('a')).status).toBe(404); // the router still believed it resident
-      const view = (await w.statusJson()).replicas.find((x: { url: string }) => x.url === w.fleet.urls[0]);
-      expect(view.adapters).toEqual([]); // forgotten on that 404
-      expect((await w.statusJson()).poller.polls).toBe(polls); // no poll told it
-      expect((await w.chat('a')).status).toBe(200); // so it is loaded again
-      expect(w.loads(0, 'a').map((e) => e.status)).toEqual([200, 200]);
-    }));
+  // A 404 in the log phase: test/kong/upstream-404.test.ts.
 
   it('hands the upstream status to the store in the log phase: 5xx answers in a row take the replica out (passive health)', () =>
     // A plugin server of its own (a fresh Kong node): this test changes process-wide settings.

@@ -1,7 +1,7 @@
 /** The placement page in headless Chromium (Debian's), driven by playwright-core, while traffic runs. */
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { parse, stringify } from 'yaml';
 import { naturalOrder } from '../../src/status/status';
@@ -134,6 +134,48 @@ describe("the placement page behind kong.yml's key-auth", () => {
       await page.close();
     }
   });
+});
+
+describe('a replica whose polls stopped', () => {
+  let stack: LocalStack;
+  let staleDir: string | undefined;
+  beforeAll(async () => {
+    // kong.yml with a poll timeout of 20 s: a replica whose /metrics stalls is not failed (down)
+    // for that long, its figures just stop coming.
+    const deck = parse(readFileSync(join(ROOT, 'kong.yml'), 'utf8'));
+    const poller = deck.services[0].plugins.find((p: { name: string }) => p.name === 'lora-poller').config;
+    poller.timeout_ms = 20_000;
+    const file = join(mkdtempSync(join(tmpdir(), 'placement-stale-')), 'kong.yml');
+    writeFileSync(file, stringify(deck));
+    stack = await startStack(file, 4);
+    staleDir = dirname(file);
+  }, 60_000);
+  afterAll(async () => {
+    await stack?.stop();
+    if (staleDir) rmSync(staleDir, { recursive: true, force: true });
+  });
+
+  it('shows stale in /status and on the page, while the others stay up', async () => {
+    expect((await call(stack.url, '/v1/chat/completions', { body: chat('sql-lora', 2) })).status).toBe(200);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 700 } });
+    await page.goto(`${stack.url}/lora`);
+    await page.waitForSelector('tr[data-replica][data-state="up"]');
+    const stalled = stack.replicas[0]!.url;
+    // Its /metrics answers only after 15 s: the poll under way waits, and no new one starts.
+    await post(stalled, '/_sim/fault', { kind: 'slowMetrics', ms: 15_000 });
+    await page.waitForSelector(`tr[data-replica="${stalled}"][data-state="stale"]`, { timeout: 10_000 });
+    const status = (await get(stack.url, '/lora/status')).json();
+    const states = new Map(
+      status.replicas.map((r: { url: string; state: string }) => [r.url, r.state] as const),
+    );
+    expect(states.get(stalled)).toBe('stale');
+    expect(status.replicas.find((r: { url: string }) => r.url === stalled).health).toBe('up'); // not failed
+    const others = [...states].filter(([url]) => url !== stalled).map(([, st]) => st);
+    expect(others.length).toBeGreaterThan(0);
+    expect(others.filter((st) => st === 'stale')).toEqual([]);
+    expect(await page.locator('tr[data-replica][data-state="stale"]').count()).toBe(1);
+    await post(stalled, '/_sim/fault', { kind: 'slowMetrics', ms: 0 });
+  }, 60_000);
 });
 
 describe('the placement page at fleet size: 64 replicas, a few hundred adapters', () => {

@@ -1,0 +1,75 @@
+import { LRUCache } from 'lru-cache';
+import type { ReplicaApi } from '../backends/replica-api';
+import type { Clock } from '../clock';
+import type { Logger } from '../log';
+
+/** An unload the replica's word stopped: it reported the adapter busy, or did not answer. */
+export interface Withheld {
+  url: string;
+  adapter: string;
+  reason: 'busy' | 'unreachable';
+}
+
+/** At most one log line per replica and adapter this often: a waiting caller retries every 250 ms. */
+const LOG_EVERY_MS = 10_000;
+
+/**
+ * The replica's own word before an unload: a fresh read of what it runs (vLLM's
+ * `lora_requests_info`), never the last poll. Leases can be wrong after a partition, an expired
+ * lease or an emptied store; the replica knows what it is running.
+ */
+export class ReplicaWord {
+  /** Bound on the fresh read (the runtime sets the poller's timeout). */
+  timeoutMs: () => number = () => 1000;
+  private readonly listeners: ((w: Withheld) => void)[] = [];
+  private readonly logged = new LRUCache<string, number>({ max: 1024 });
+
+  constructor(
+    private readonly api: ReplicaApi,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  /** Adds a listener told whenever an unload is withheld (metrics); the others keep theirs. */
+  addWithheldListener(fn: (w: Withheld) => void): void {
+    this.listeners.push(fn);
+  }
+
+  /**
+   * Whether the replica withholds the unload of `name`: 'busy' if it reports it running or
+   * waiting, 'unreachable' if it did not answer; undefined to go ahead (idle by its report, or a
+   * replica that cannot say, where the lease rules alone decide). Adds every adapter it reports
+   * busy to `reportedBusy`.
+   */
+  async withholds(
+    url: string,
+    name: string,
+    reportedBusy: Set<string>,
+  ): Promise<Withheld['reason'] | undefined> {
+    if (!this.api.activity) return undefined;
+    let busy: string[] | undefined;
+    try {
+      busy = (await this.api.activity(url, this.timeoutMs())).busy;
+    } catch (err) {
+      this.withheld({ url, adapter: name, reason: 'unreachable' }, (err as Error).message);
+      return 'unreachable';
+    }
+    if (busy === undefined) return undefined;
+    for (const a of busy) reportedBusy.add(a);
+    if (!busy.includes(name)) return undefined;
+    this.withheld(
+      { url, adapter: name, reason: 'busy' },
+      'the replica reports requests of it running or waiting, though no lease holds it here',
+    );
+    return 'busy';
+  }
+
+  private withheld(w: Withheld, why: string): void {
+    for (const fn of this.listeners) fn(w);
+    const key = `${w.url}\u0000${w.adapter}`;
+    const now = this.clock.now();
+    if (now - (this.logged.get(key) ?? -Infinity) < LOG_EVERY_MS) return;
+    this.logged.set(key, now);
+    this.log.warn(`unload of adapter '${w.adapter}' on ${w.url} withheld: ${why}`);
+  }
+}
