@@ -27,6 +27,11 @@ export interface FieldDef {
   referenceable?: boolean;
   /** Kong encrypts this field at rest when a keyring is configured. */
   encrypted?: boolean;
+  /**
+   * Kong logs `message` when the field is used (Kong/kong 3.9.3 kong/db/schema/metaschema.lua
+   * `deprecation`; init.lua `validate_field`, not on data planes): an old name kept as an alias.
+   */
+  deprecation?: { message: string; removal_in_version: string };
   /** For the README's configuration table; stripped from the exported Schema (older Kong refuses it). */
   description?: string;
 }

@@ -1,4 +1,11 @@
-import { ConfigError, validateRecord, type FieldDef, type SchemaFields } from './kong-schema';
+import {
+  ConfigError,
+  validateRecord,
+  type FieldDef,
+  type FieldError,
+  type SchemaFields,
+} from './kong-schema';
+import { normalizeRedis, type RedisConfig } from './redis-schema';
 import { pollerSchema, type PollerConfig } from './poller-schema';
 import { routerSchema, type RouterConfig } from './router-schema';
 
@@ -62,9 +69,14 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-export function parseRouterConfig(raw: unknown): RouterConfig {
+/**
+ * The router's config from what Kong hands to StartInstance; throws ConfigError. Deprecated
+ * names in use are told to `onDeprecated` (each call: the caller decides how often to log).
+ */
+export function parseRouterConfig(raw: unknown, onDeprecated?: (message: string) => void): RouterConfig {
   const c = validateRecord(routerSchema, withoutKongKeys(raw, routerSchema)) as unknown as RouterConfig;
   const errors: { field: string; message: string }[] = [];
+  c.redis = redisOf(c.redis, errors, onDeprecated);
   try {
     new RegExp(c.adapter_name_pattern);
   } catch (err) {
@@ -109,6 +121,22 @@ export function parseRouterConfig(raw: unknown): RouterConfig {
   return c;
 }
 
-export function parsePollerConfig(raw: unknown): PollerConfig {
-  return validateRecord(pollerSchema, withoutKongKeys(raw, pollerSchema)) as unknown as PollerConfig;
+/** The poller's config from what Kong hands to StartInstance; throws ConfigError. */
+export function parsePollerConfig(raw: unknown, onDeprecated?: (message: string) => void): PollerConfig {
+  const c = validateRecord(pollerSchema, withoutKongKeys(raw, pollerSchema)) as unknown as PollerConfig;
+  const errors: FieldError[] = [];
+  c.redis = redisOf(c.redis, errors, onDeprecated);
+  if (errors.length > 0) throw new ConfigError(errors);
+  return c;
+}
+
+function redisOf(
+  raw: RedisConfig,
+  errors: FieldError[],
+  onDeprecated?: (message: string) => void,
+): RedisConfig {
+  const r = normalizeRedis(raw, 'config.redis');
+  errors.push(...r.errors);
+  for (const m of r.deprecations) onDeprecated?.(m);
+  return r.config;
 }

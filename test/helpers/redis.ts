@@ -88,9 +88,10 @@ export class RedisServer {
       host: '127.0.0.1',
       port: this.port,
       database: 0,
-      tls: false,
+      ssl: false,
+      ssl_verify: false,
       prefix,
-      timeout_ms: 200,
+      timeout: 200,
       node_ttl_ms: 10_000,
       ...extra,
     };

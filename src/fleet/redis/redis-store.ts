@@ -1,4 +1,4 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis } from 'ioredis';
 import type { RedisConfig } from '../../config/redis-schema';
 import { PASSIVE_FAILURE_LIMIT, samePath } from '../memory-store';
 import type { FleetDump, FleetStore } from '../store';
@@ -16,30 +16,10 @@ import type {
   ResidencyState,
   ResidentAdapter,
 } from '../types';
+import { RedisConnection, redisOptions } from './connection';
 import { scriptSource, SCRIPTS, type ScriptName } from './scripts';
 
 type Reply = string | number | null | Reply[];
-
-/** ioredis options for a plugin's `redis` record: bounded calls, no queueing while disconnected. */
-export function redisOptions(c: RedisConfig): RedisOptions {
-  return {
-    host: c.host,
-    port: c.port,
-    username: c.username,
-    password: c.password,
-    db: c.database,
-    tls: c.tls ? {} : undefined,
-    connectTimeout: c.timeout_ms,
-    commandTimeout: c.timeout_ms,
-    // A request must never wait for a reconnect: while down, calls fail at once (local decisions).
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: (times) => Math.min(100 * times, 2000),
-    // Concurrent requests' calls share round trips.
-    enableAutoPipelining: true,
-    lazyConnect: false,
-  };
-}
 
 /**
  * The fleet state in Redis, shared by every Kong node (and plugin-server process) configured
@@ -52,8 +32,8 @@ export class RedisFleetStore implements FleetStore {
   private readonly subscriber: Redis;
   private readonly prefix: string;
   private heartbeatTimer: NodeJS.Timeout | null = null;
-  /** The wait for a connection in progress, shared by every call made meanwhile. */
-  private ready: Promise<void> | null = null;
+  /** How the client is created, and when it may be used (connection.ts). */
+  private readonly link: RedisConnection;
   onRemoteChange: (() => void) | null = null;
 
   constructor(
@@ -62,9 +42,8 @@ export class RedisFleetStore implements FleetStore {
     readonly node: string,
   ) {
     this.prefix = config.prefix;
-    this.client = new Redis(redisOptions(config));
-    // Errors surface on calls; the connection's own events would only repeat them.
-    this.client.on('error', () => {});
+    this.link = new RedisConnection(config);
+    this.client = this.link.client;
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
       this.client.defineCommand(name, { numberOfKeys: 0, lua: scriptSource(name) });
     }
@@ -88,30 +67,9 @@ export class RedisFleetStore implements FleetStore {
     return scripts[name]!.call(client, this.prefix, ...args);
   }
 
-  /** The client once connected, waiting up to the timeout (calls do not queue while disconnected). */
-  private async connection(): Promise<Redis> {
-    if (this.client.status !== 'ready') await this.connected();
-    return this.client;
-  }
-
-  private connected(): Promise<void> {
-    this.ready ??= new Promise<void>((resolve, reject) => {
-      const done = (err?: Error) => {
-        clearTimeout(timer);
-        this.client.off('ready', onReady);
-        this.ready = null;
-        if (err) reject(err);
-        else resolve();
-      };
-      const onReady = () => done();
-      const timer = setTimeout(
-        () => done(new Error(`no connection to Redis within ${this.config.timeout_ms} ms`)),
-        this.config.timeout_ms,
-      );
-      timer.unref();
-      this.client.once('ready', onReady);
-    });
-    return this.ready;
+  /** The client once connected to a usable server, waiting up to the timeout (see RedisConnection). */
+  private connection(): Promise<Redis> {
+    return this.link.ready();
   }
 
   private heartbeat(): void {
