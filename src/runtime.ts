@@ -101,7 +101,7 @@ export class FleetRuntime {
     this.stateKey = stateKeyOf(o.redis);
     this.store = sharesState(o.redis)
       ? new FailoverFleetStore(
-          new RedisFleetStore(o.redis, this.leasePrefix),
+          new RedisFleetStore(o.redis, this.leasePrefix, this.log),
           this.log,
           undefined,
           this.clock,

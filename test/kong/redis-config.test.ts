@@ -98,4 +98,56 @@ describe('the redis record as Kong sends it', () => {
     );
     expect((await w.statusJson()).inFlight).toBe(0);
   });
+
+  it('refuses a Redis Cluster node with an error naming the mode, and keeps serving on local decisions', async () => {
+    redis = await RedisServer.start({ args: ['--cluster-enabled', 'yes'] });
+    const logged = server.log.length;
+    const w = await world({
+      host: '127.0.0.1',
+      port: redis.port,
+      prefix: `cl${randomBytes(4).toString('hex')}:`,
+    });
+    expect((await w.chat('a')).status).toBe(200);
+    await waitFor(async () => (await w.statusJson()).store === 'local', 5000, 'the node deciding alone');
+    // Said once, at the first look at the server (a call may have timed out before: the store then degraded already).
+    let said: string[] = [];
+    await waitFor(
+      () => (said = server.log.slice(logged).filter((l) => /Redis Cluster/.test(l))).length > 0,
+      5000,
+      'the refusal in the log',
+    );
+    expect(said).toEqual([
+      expect.stringMatching(
+        /Redis Cluster is not supported: 127\.0\.0\.1:\d+ runs in cluster mode \(cluster_enabled:1\).*Use a standalone Redis, or Sentinel/,
+      ),
+    ]);
+  });
+
+  it('warns once about the deprecated timeout_ms, and refuses it beside a different timeout', async () => {
+    redis = await RedisServer.start();
+    const logged = server.log.length;
+    const prefix = `dep${randomBytes(4).toString('hex')}:`;
+    const w = await world({ host: '127.0.0.1', port: redis.port, prefix, timeout_ms: 1500 });
+    for (let i = 0; i < 3; i++) expect((await w.chat('a')).status).toBe(200);
+    const warned = server.log.slice(logged).filter((l) => /deprecated/.test(l));
+    expect(warned).toEqual([
+      expect.stringMatching(
+        /warn: lora plugins: config\.redis\.timeout_ms is deprecated, use config\.redis\.timeout instead/,
+      ),
+    ]);
+    await w.router.configure([
+      {
+        name: 'lora-router',
+        config: {
+          replicas: fleet!.urls.map((url) => ({ url })),
+          redis: { host: '127.0.0.1', port: redis.port, prefix, timeout: 500, timeout_ms: 1500 },
+        },
+      },
+    ]);
+    const r = await w.chat('a');
+    expect(r.status).toBe(500);
+    expect(json(r.body).error.message).toMatch(
+      /config\.redis\.timeout_ms: deprecated alias of timeout, set to a different value \(timeout_ms: 1500, timeout: 500\): keep only timeout/,
+    );
+  });
 });

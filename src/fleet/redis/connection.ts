@@ -1,5 +1,6 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../../config/redis-schema';
+import type { Logger } from '../../log';
 
 /**
  * ioredis options for a plugin's `redis` record: a standalone Redis at `host`, or the primary
@@ -63,14 +64,22 @@ export class RedisConnection {
   /** The wait for a connection in progress, shared by every call made meanwhile. */
   private waiting: Promise<void> | null = null;
 
-  constructor(private readonly config: RedisConfig) {
+  constructor(
+    private readonly config: RedisConfig,
+    /** Told of a refused server when first seen (the failover store may have degraded for another reason already). */
+    private readonly log?: Logger,
+  ) {
     this.client = new Redis(redisOptions(config));
     // Errors surface on calls; the connection's own events would only repeat them.
     this.client.on('error', () => {});
   }
 
-  /** The client once connected and inspected, waiting up to the timeout (calls do not queue meanwhile). */
-  async ready(): Promise<Redis> {
+  /**
+   * The client once connected and inspected, waiting up to the timeout (calls do not queue
+   * meanwhile). `recovering`: the caller is taking its leases there again anyway (the failover
+   * store's probe), so a changed server is not reported as a failure, which would only delay that.
+   */
+  async ready(recovering = false): Promise<Redis> {
     if (this.client.status !== 'ready') await this.connected();
     const stream = this.client.stream;
     if (this.inspected?.stream !== stream) {
@@ -86,7 +95,7 @@ export class RedisConnection {
     if (this.switched !== null) {
       const why = this.switched;
       this.switched = null;
-      throw new Error(why);
+      if (!recovering) throw new Error(why);
     }
     return this.client;
   }
@@ -95,12 +104,15 @@ export class RedisConnection {
     const info = parseInfo(await this.client.info());
     const at = `${this.client.stream?.remoteAddress ?? '?'}:${this.client.stream?.remotePort ?? '?'}`;
     // redis.io cluster spec: INFO's `cluster_enabled:1` on a node started with cluster-enabled yes.
+    const refused = this.refusal !== null;
     this.refusal =
       info.get('cluster_enabled') === '1'
         ? new Error(
             `Redis Cluster is not supported: ${at} runs in cluster mode (cluster_enabled:1), and the fleet's scripts touch keys in many hash slots. Use a standalone Redis, or Sentinel (sentinel_master, sentinel_nodes)`,
           )
         : null;
+    if (this.refusal && !refused)
+      this.log?.error(`${this.refusal.message}: this node decides from its own state`);
     const runId = info.get('run_id') ?? null;
     if (this.runId !== null && runId !== this.runId)
       this.switched = `another Redis server answers (${at}, after a failover or a restart): this node takes its leases there again`;

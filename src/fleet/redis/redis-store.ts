@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { RedisConfig } from '../../config/redis-schema';
+import type { Logger } from '../../log';
 import { PASSIVE_FAILURE_LIMIT, samePath } from '../memory-store';
 import type { FleetDump, FleetStore } from '../store';
 import type {
@@ -40,9 +41,10 @@ export class RedisFleetStore implements FleetStore {
     private readonly config: RedisConfig,
     /** This node's id: its leases die with it (`node_ttl_ms` after its last heartbeat). */
     readonly node: string,
+    log?: Logger,
   ) {
     this.prefix = config.prefix;
-    this.link = new RedisConnection(config);
+    this.link = new RedisConnection(config, log);
     this.client = this.link.client;
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
       this.client.defineCommand(name, { numberOfKeys: 0, lua: scriptSource(name) });
@@ -265,8 +267,9 @@ export class RedisFleetStore implements FleetStore {
     return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
   }
 
+  /** The failover store's probe: it takes this node's leases there again after, whatever server answers. */
   async ping(): Promise<string> {
-    return (await this.connection()).ping();
+    return (await this.link.ready(true)).ping();
   }
 
   mode(): 'redis' {
