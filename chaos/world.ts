@@ -23,7 +23,7 @@ export interface WorldOptions {
   coldLoadsPerMinute: number;
   pollIntervalMs: number;
   skewMs: number;
-  /** The nodes' Redis timeouts (`timeout_ms`, `node_ttl_ms`); a `timeouts` record change adds a little to each. */
+  /** The nodes' Redis timeouts (`timeout`, `node_ttl_ms`); a `timeouts` record change adds a little to each. */
   timeoutMs: number;
   nodeTtlMs: number;
 }
@@ -82,9 +82,10 @@ export class ChaosWorld {
       host: '127.0.0.1',
       port,
       database: v.database,
-      tls: false,
+      ssl: false,
+      ssl_verify: false,
       prefix: PREFIX,
-      timeout_ms: this.o.timeoutMs + (v.timeouts ? 200 : 0),
+      timeout: this.o.timeoutMs + (v.timeouts ? 200 : 0),
       node_ttl_ms: this.o.nodeTtlMs + (v.timeouts ? 500 : 0),
     };
   }

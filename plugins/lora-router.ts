@@ -7,10 +7,13 @@ import { exportSchema } from '../src/config/kong-schema';
 import { parseRouterConfig } from '../src/config/parse';
 import { routerSchema } from '../src/config/router-schema';
 import { errors, type RouterError } from '../src/errors';
-import { operatorLog, stderrLogger, writeNotices } from '../src/log';
+import { onceEach, operatorLog, stderrLogger, writeNotices } from '../src/log';
 import { RouterService, type DecisionRecord } from '../src/router/router';
 import { runtimeOfLease, sharedRuntime } from '../src/runtime';
 import { packageVersion } from '../src/version';
+
+/** Deprecated config names in use, told once per process (Kong's data plane does not warn). */
+const deprecated = onceEach((m) => operatorLog.warn(m));
 
 /** Key in `kong.ctx.shared` for the decision: the log phase reads it, other plugins may. */
 const CTX_KEY = 'lora_router';
@@ -21,7 +24,7 @@ class LoraRouterPlugin {
 
   constructor(config: unknown) {
     try {
-      const c = parseRouterConfig(config);
+      const c = parseRouterConfig(config, deprecated);
       this.service = new RouterService(c, sharedRuntime(c.redis));
     } catch (err) {
       // Kong validated the schema; what is left (a bad regex...) is answered on each request.

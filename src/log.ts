@@ -75,3 +75,17 @@ export async function writeNotices(
 ): Promise<void> {
   for (const n of notices) await (n.level === 'err' ? log.err(n.msg) : log.warn(n.msg));
 }
+
+/**
+ * `log` for each distinct message once (the last `max` remembered): for what a configuration
+ * says, which Kong hands to every instance it starts, on every worker.
+ */
+export function onceEach(log: (msg: string) => void, max = 64): (msg: string) => void {
+  const seen = new Set<string>();
+  return (msg) => {
+    if (seen.has(msg)) return;
+    seen.add(msg);
+    if (seen.size > max) seen.delete(seen.values().next().value!);
+    log(msg);
+  };
+}

@@ -5,7 +5,7 @@ import { AdapterStats } from './adapters/stats';
 import { HttpReplicaApi } from './backends/http-replica-api';
 import type { ReplicaApi } from './backends/replica-api';
 import { systemClock, type Clock } from './clock';
-import type { RedisConfig } from './config/redis-schema';
+import { sharesState, type RedisConfig } from './config/redis-schema';
 import { MemoryFleetStore } from './fleet/memory-store';
 import { FailoverFleetStore } from './fleet/redis/failover-store';
 import { RedisFleetStore } from './fleet/redis/redis-store';
@@ -114,15 +114,14 @@ export class FleetRuntime {
     this.log = o.log ?? stderrLogger;
     this.leasePrefix = o.leasePrefix ?? randomBytes(4).toString('hex');
     this.stateKey = stateKeyOf(o.redis);
-    this.store =
-      o.redis?.host !== undefined
-        ? new FailoverFleetStore(
-            new RedisFleetStore(o.redis, this.leasePrefix),
-            this.log,
-            undefined,
-            this.clock,
-          )
-        : (o.store ?? new MemoryFleetStore());
+    this.store = sharesState(o.redis)
+      ? new FailoverFleetStore(
+          new RedisFleetStore(o.redis, this.leasePrefix, this.log),
+          this.log,
+          undefined,
+          this.clock,
+        )
+      : (o.store ?? new MemoryFleetStore());
     this.api = o.api ?? new HttpReplicaApi();
     this.random = seededRandom(o.seed ?? Date.now() ^ process.pid);
     this.metrics = new RouterMetrics(this.store, this.clock, (url) => this.saturationOf(url));
@@ -375,7 +374,7 @@ const replaced = new Map<string, FleetRuntime>();
  * and keeps its node id; one on other state replaces those whose replicas it takes over.
  */
 export function sharedRuntime(redis?: RedisConfig): FleetRuntime {
-  const key = redis?.host === undefined ? '' : JSON.stringify(redis);
+  const key = sharesState(redis) ? JSON.stringify(redis) : '';
   const rt = runtimes.get(key);
   if (rt) return rt;
   const stateKey = stateKeyOf(redis);
@@ -419,6 +418,10 @@ export function runtimeOfLease(leaseId: string): FleetRuntime | undefined {
 
 /** What a `redis` record addresses: records that differ only in timeouts share one state. */
 function stateKeyOf(redis?: RedisConfig): string {
-  if (redis?.host === undefined) return '';
-  return JSON.stringify([redis.host, redis.port, redis.database, redis.prefix, redis.username ?? '']);
+  if (!sharesState(redis)) return '';
+  const where =
+    redis.sentinel_master !== undefined
+      ? [redis.sentinel_master, (redis.sentinel_nodes ?? []).map((n) => `${n.host}:${n.port}`).sort()]
+      : [redis.host, redis.port];
+  return JSON.stringify([...where, redis.database, redis.prefix, redis.username ?? '']);
 }

@@ -37,6 +37,7 @@ function typeName(def: FieldDef): string {
 function rules(def: FieldDef): string {
   const r: string[] = [];
   if (def.required) r.push('required');
+  if (def.deprecation) r.push(`deprecated (removed in ${def.deprecation.removal_in_version})`);
   const oneOf = def.one_of ?? def.elements?.one_of;
   if (oneOf) r.push(`one of ${oneOf.map((v) => `\`${v}\``).join(', ')}`);
   if (def.between) r.push(`${def.between[0]}..${def.between[1]}`);

@@ -27,6 +27,11 @@ export interface FieldDef {
   referenceable?: boolean;
   /** Kong encrypts this field at rest when a keyring is configured. */
   encrypted?: boolean;
+  /**
+   * Kong logs `message` when the field is used (Kong/kong 3.9.3 kong/db/schema/metaschema.lua
+   * `deprecation`; init.lua `validate_field`, not on data planes): an old name kept as an alias.
+   */
+  deprecation?: { message: string; removal_in_version: string };
   /** For the README's configuration table; stripped from the exported Schema (older Kong refuses it). */
   description?: string;
 }
@@ -63,6 +68,7 @@ function checkRecord(
   value: unknown,
   path: string,
   errors: FieldError[],
+  recordsRequired = true,
 ): Record<string, unknown> {
   const input = value === undefined || value === null ? {} : value;
   if (typeof input !== 'object' || Array.isArray(input)) {
@@ -75,7 +81,7 @@ function checkRecord(
   for (const entry of fields) {
     for (const [name, def] of Object.entries(entry)) {
       known.add(name);
-      const v = checkField(def, given[name], `${path}.${name}`, errors);
+      const v = checkField(def, given[name], `${path}.${name}`, errors, { recordsRequired });
       if (v !== undefined) out[name] = v;
     }
   }
@@ -85,29 +91,65 @@ function checkRecord(
   return out;
 }
 
-function checkField(def: FieldDef, value: unknown, path: string, errors: FieldError[]): unknown {
+interface Where {
+  /**
+   * Records here are required unless they say `required: false`: Kong/kong 3.9.3
+   * kong/db/schema/entity.lua `make_records_required` marks the records of a plugin's schema
+   * so, recursing through records only (not into array elements or map values).
+   */
+  recordsRequired: boolean;
+  /** An array element or map value: Kong requires it (`validate_elements`, `validate_field` for maps). */
+  member?: boolean;
+}
+
+/**
+ * One field, as Kong/kong 3.9.3 kong/db/schema/init.lua treats it on insert:
+ * `handle_missing_field` for an absent value (the default; else nothing unless required; a
+ * required record built from its fields' defaults), then `validate_field` (null refused where
+ * required).
+ */
+function checkField(
+  def: FieldDef,
+  value: unknown,
+  path: string,
+  errors: FieldError[],
+  where: Where,
+): unknown {
+  const required = where.member || (def.required ?? (def.type === 'record' && where.recordsRequired));
+  if (value === null && required) {
+    errors.push({ field: path, message: 'required field missing' });
+    return undefined;
+  }
   if (value === undefined || value === null) {
+    // An explicit null elsewhere is stored as null, which the plugin receives as absent: the
+    // default then applies, as it does here.
     if (def.default !== undefined) value = structuredClone(def.default);
-    else if (def.required) {
+    else if (!required) return undefined;
+    else if (def.type === 'record' && def.fields)
+      return checkRecord(def.fields, {}, path, errors, where.recordsRequired);
+    else {
       errors.push({ field: path, message: 'required field missing' });
       return undefined;
-    } else if (def.type === 'record' && def.fields) return checkRecord(def.fields, {}, path, errors);
-    else return undefined;
+    }
   }
   const err = (message: string) => {
     errors.push({ field: path, message });
     return undefined;
   };
   switch (def.type) {
-    case 'string':
+    case 'string': {
       if (typeof value !== 'string') return err('expected a string');
-      if (def.len_min !== undefined && value.length < def.len_min)
-        return err(`length must be at least ${def.len_min}`);
-      if (def.len_max !== undefined && value.length > def.len_max)
+      // init.lua `validate_field`: "empty strings are not accepted by default" (len_min = 1
+      // unless the field sets one); `make_length_validator` counts `#value`: bytes.
+      const bytes = Buffer.byteLength(value, 'utf8');
+      const lenMin = def.len_min ?? 1;
+      if (bytes < lenMin) return err(`length must be at least ${lenMin}`);
+      if (def.len_max !== undefined && bytes > def.len_max)
         return err(`length must be at most ${def.len_max}`);
       if (def.match !== undefined && !luaPattern(def.match).test(value))
         return err(`invalid value: ${value}`);
       break;
+    }
     case 'number':
     case 'integer':
       if (typeof value !== 'number' || !Number.isFinite(value))
@@ -129,19 +171,24 @@ function checkField(def: FieldDef, value: unknown, path: string, errors: FieldEr
       if (def.len_min !== undefined && value.length < def.len_min)
         return err(`length must be at least ${def.len_min}`);
       const items = value.map((v, i) =>
-        def.elements ? checkField(def.elements, v, `${path}[${i + 1}]`, errors) : v,
+        def.elements
+          ? checkField(def.elements, v, `${path}[${i + 1}]`, errors, { recordsRequired: false, member: true })
+          : v,
       );
       if (def.type === 'set') return [...new Set(items)];
       return items;
     }
     case 'record':
-      return checkRecord(def.fields ?? [], value, path, errors);
+      return checkRecord(def.fields ?? [], value, path, errors, where.recordsRequired && !where.member);
     case 'map': {
       if (typeof value !== 'object' || Array.isArray(value)) return err('expected a map');
       const out: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-        if (def.keys) checkField(def.keys, k, `${path}.<key>`, errors);
-        out[k] = def.values ? checkField(def.values, v, `${path}.${k}`, errors) : v;
+        if (def.keys)
+          checkField(def.keys, k, `${path}.<key>`, errors, { recordsRequired: false, member: true });
+        out[k] = def.values
+          ? checkField(def.values, v, `${path}.${k}`, errors, { recordsRequired: false, member: true })
+          : v;
       }
       return out;
     }

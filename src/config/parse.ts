@@ -1,4 +1,11 @@
-import { ConfigError, validateRecord } from './kong-schema';
+import {
+  ConfigError,
+  validateRecord,
+  type FieldDef,
+  type FieldError,
+  type SchemaFields,
+} from './kong-schema';
+import { normalizeRedis, type RedisConfig } from './redis-schema';
 import { pollerSchema, type PollerConfig } from './poller-schema';
 import { routerSchema, type RouterConfig } from './router-schema';
 
@@ -15,6 +22,14 @@ const KONG_KEYS = new Set([
 ]);
 
 /**
+ * The key Kong adds inside every record holding a resolved `{vault://...}` reference, the
+ * config itself and each record nested in it: Kong/kong 3.9.3 kong/db/schema/init.lua
+ * `Schema:process_auto_fields` (on select, `data["$refs"] = refs`, reached for nested records
+ * through `adjust_field_for_context`), so `config.redis.$refs` when `redis.password` is a reference.
+ */
+const REFS_KEY = '$refs';
+
+/**
  * Kong's RPC to the plugin server gives up after nginx's 60 s socket read timeout (mp_rpc.lua
  * sets none), then proxies the request unrouted: every wait of one access phase stays below.
  */
@@ -22,15 +37,46 @@ export const KONG_RPC_TIMEOUT_MS = 60_000;
 /** Room left for the rest of the access phase (refresh, Redis, PDK round trips). */
 const ACCESS_WAIT_BUDGET_MS = 55_000;
 
-/** The plugin's own fields from what Kong hands to StartInstance. */
-export function withoutKongKeys(raw: unknown): unknown {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
-  return Object.fromEntries(Object.entries(raw).filter(([k]) => !KONG_KEYS.has(k) && !k.startsWith('__')));
+/** The plugin's own fields from what Kong hands to StartInstance, at every level of `fields`. */
+export function withoutKongKeys(raw: unknown, fields?: SchemaFields): unknown {
+  if (!isRecord(raw)) return raw;
+  const own = Object.entries(raw).filter(([k]) => !KONG_KEYS.has(k) && !k.startsWith('__'));
+  return fields ? withoutRefs(fields, Object.fromEntries(own)) : Object.fromEntries(own);
 }
 
-export function parseRouterConfig(raw: unknown): RouterConfig {
-  const c = validateRecord(routerSchema, withoutKongKeys(raw)) as unknown as RouterConfig;
+/** `$refs` dropped from a record and the records nested in it (through arrays and maps too). */
+function withoutRefs(fields: SchemaFields, value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const defs = new Map(fields.flatMap((e) => Object.entries(e)));
+  for (const [k, v] of Object.entries(value)) {
+    if (k === REFS_KEY) continue;
+    const def = defs.get(k);
+    out[k] = def ? withoutRefsIn(def, v) : v;
+  }
+  return out;
+}
+
+function withoutRefsIn(def: FieldDef, v: unknown): unknown {
+  if (def.type === 'record' && def.fields && isRecord(v)) return withoutRefs(def.fields, v);
+  if ((def.type === 'array' || def.type === 'set') && def.elements && Array.isArray(v))
+    return v.map((e) => withoutRefsIn(def.elements!, e));
+  if (def.type === 'map' && def.values && isRecord(v))
+    return Object.fromEntries(Object.entries(v).map(([k, e]) => [k, withoutRefsIn(def.values!, e)]));
+  return v;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The router's config from what Kong hands to StartInstance; throws ConfigError. Deprecated
+ * names in use are told to `onDeprecated` (each call: the caller decides how often to log).
+ */
+export function parseRouterConfig(raw: unknown, onDeprecated?: (message: string) => void): RouterConfig {
+  const c = validateRecord(routerSchema, withoutKongKeys(raw, routerSchema)) as unknown as RouterConfig;
   const errors: { field: string; message: string }[] = [];
+  c.redis = redisOf(c.redis, errors, onDeprecated);
   try {
     new RegExp(c.adapter_name_pattern);
   } catch (err) {
@@ -90,6 +136,22 @@ export function normaliseReplicaUrl(url: string): string {
   return m ? `${m[1]!.toLowerCase()}://${m[2]!.toLowerCase()}` : url.replace(/\/$/, '');
 }
 
-export function parsePollerConfig(raw: unknown): PollerConfig {
-  return validateRecord(pollerSchema, withoutKongKeys(raw)) as unknown as PollerConfig;
+/** The poller's config from what Kong hands to StartInstance; throws ConfigError. */
+export function parsePollerConfig(raw: unknown, onDeprecated?: (message: string) => void): PollerConfig {
+  const c = validateRecord(pollerSchema, withoutKongKeys(raw, pollerSchema)) as unknown as PollerConfig;
+  const errors: FieldError[] = [];
+  c.redis = redisOf(c.redis, errors, onDeprecated);
+  if (errors.length > 0) throw new ConfigError(errors);
+  return c;
+}
+
+function redisOf(
+  raw: RedisConfig,
+  errors: FieldError[],
+  onDeprecated?: (message: string) => void,
+): RedisConfig {
+  const r = normalizeRedis(raw, 'config.redis');
+  errors.push(...r.errors);
+  for (const m of r.deprecations) onDeprecated?.(m);
+  return r.config;
 }

@@ -145,9 +145,10 @@ describe('lora-poller config', () => {
       redis: {
         port: 6379,
         database: 0,
-        tls: false,
+        ssl: false,
+        ssl_verify: false,
         prefix: 'kong_lora_router:',
-        timeout_ms: 200,
+        timeout: 200,
         node_ttl_ms: 10000,
       },
     });
@@ -157,15 +158,107 @@ describe('lora-poller config', () => {
     });
   });
 
-  it('takes a shared Redis the way Kong plugins do, refusing bad bounds', () => {
-    const c = parsePollerConfig({ redis: { host: 'redis', port: 6380, password: 's', tls: true } });
-    expect(c.redis).toMatchObject({ host: 'redis', port: 6380, password: 's', tls: true, timeout_ms: 200 });
+  it("takes a shared Redis under the names of Kong's own Redis record (kong/tools/redis/schema.lua), refusing bad bounds", () => {
+    const c = parsePollerConfig({
+      redis: {
+        host: 'redis',
+        port: 6380,
+        password: 's',
+        ssl: true,
+        ssl_verify: true,
+        server_name: 'r.example',
+        timeout: 150,
+      },
+    });
+    expect(c.redis).toMatchObject({
+      host: 'redis',
+      port: 6380,
+      password: 's',
+      ssl: true,
+      ssl_verify: true,
+      server_name: 'r.example',
+      timeout: 150,
+    });
+    // Kong's Redis password has len_min = 0: "" means no AUTH.
+    expect(parsePollerConfig({ redis: { host: 'r', password: '' } }).redis.password).toBe('');
     expect(
-      fieldErrors(() => parsePollerConfig({ redis: { host: 'r', port: 0, timeout_ms: 1, nope: 1 } })),
+      fieldErrors(() => parsePollerConfig({ redis: { host: 'r', port: 0, timeout: 1, nope: 1 } })),
     ).toEqual({
       'config.redis.port': 'value should be between 1 and 65535',
-      'config.redis.timeout_ms': 'value should be between 10 and 60000',
+      'config.redis.timeout': 'value should be between 10 and 60000',
       'config.redis.nope': 'unknown field',
+    });
+  });
+
+  it('maps the deprecated tls and timeout_ms onto ssl (+ ssl_verify) and timeout, saying so, and refuses both names set apart', () => {
+    const said: string[] = [];
+    const c = parsePollerConfig({ redis: { host: 'r', tls: true, timeout_ms: 300 } }, (m) => said.push(m));
+    // tls always verified the certificate: it keeps doing so.
+    expect(c.redis).toMatchObject({ ssl: true, ssl_verify: true, timeout: 300 });
+    expect(c.redis).not.toHaveProperty('tls');
+    expect(c.redis).not.toHaveProperty('timeout_ms');
+    expect(said).toEqual([
+      expect.stringMatching(/config\.redis\.tls is deprecated, use config\.redis\.ssl/),
+      expect.stringMatching(/config\.redis\.timeout_ms is deprecated, use config\.redis\.timeout/),
+    ]);
+    // The same value under both names is fine.
+    expect(
+      parseRouterConfig({
+        replicas: [{ url: 'http://a:1' }],
+        redis: { host: 'r', timeout: 500, timeout_ms: 500 },
+      }).redis.timeout,
+    ).toBe(500);
+    expect(
+      fieldErrors(() =>
+        parseRouterConfig({
+          replicas: [{ url: 'http://a:1' }],
+          redis: { host: 'r', ssl: true, tls: false, timeout: 500, timeout_ms: 300 },
+        }),
+      ),
+    ).toEqual({
+      'config.redis.tls':
+        'deprecated alias of ssl, set to a different value (tls: false, ssl: true): keep only ssl',
+      'config.redis.timeout_ms':
+        'deprecated alias of timeout, set to a different value (timeout_ms: 300, timeout: 500): keep only timeout',
+    });
+    // Kong itself warns too: the old names carry Kong's `deprecation` attribute in the exported schema.
+    const exported = JSON.stringify(exportSchema(routerSchema));
+    expect(exported).toMatch(
+      /"tls":\{"type":"boolean","deprecation":\{"message":"[^"]+","removal_in_version":"2\.0\.0"\}\}/,
+    );
+  });
+
+  it("takes Sentinel under Kong Enterprise's names, refusing a half-set or read-only one", () => {
+    const c = parsePollerConfig({
+      redis: { sentinel_master: 'mymaster', sentinel_nodes: [{ host: 's1' }, { host: 's2', port: 26380 }] },
+    });
+    expect(c.redis).toMatchObject({
+      sentinel_master: 'mymaster',
+      sentinel_nodes: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 26380 },
+      ],
+    });
+    expect(fieldErrors(() => parsePollerConfig({ redis: { sentinel_master: 'm' } }))).toEqual({
+      'config.redis.sentinel_nodes': 'required with sentinel_master or sentinel_role',
+    });
+    expect(
+      fieldErrors(() =>
+        parsePollerConfig({
+          redis: { host: 'r', sentinel_nodes: [{ host: 's' }], sentinel_role: 'any' },
+        }),
+      ),
+    ).toEqual({
+      'config.redis.sentinel_master': 'required with sentinel_nodes or sentinel_role',
+      'config.redis.host':
+        'set host (a standalone Redis) or sentinel_master with sentinel_nodes (Sentinel), not both',
+      'config.redis.sentinel_role':
+        'only master is supported: the plugins write their fleet state, which a replica (any) refuses',
+    });
+    expect(
+      fieldErrors(() => parsePollerConfig({ redis: { sentinel_master: 'm', sentinel_nodes: [] } })),
+    ).toEqual({
+      'config.redis.sentinel_nodes': 'length must be at least 1',
     });
   });
 });

@@ -56,7 +56,7 @@ describe('item 4: a `redis` record change does not resurrect released leases', (
   it('requests ending one by one during the hand-over leave no lease open in the new store', async () => {
     const [p1, p2] = [prefix(), prefix()];
     // A timeout long enough for a loaded machine: a timed-out copy is another path (failover).
-    const old = runtime({ redis: redis.config(p1, { timeout_ms: 2000 }) });
+    const old = runtime({ redis: redis.config(p1, { timeout: 2000 }) });
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
     const ids: string[] = [];
@@ -65,7 +65,7 @@ describe('item 4: a `redis` record change does not resurrect released leases', (
       await old.store.acquire(l);
       ids.push(l.id);
     }
-    const next = runtime({ redis: redis.config(p2, { timeout_ms: 2000 }) });
+    const next = runtime({ redis: redis.config(p2, { timeout: 2000 }) });
     const retiring = old.retire(next);
     // Every request ends while the leases move, one after another (the log phase goes to the
     // runtime that issued the lease; it knows whether the lease moved).
@@ -83,7 +83,7 @@ describe('item 5: retiring a runtime on the same shared state keeps its failover
     const p = prefix();
     const proxy = await TcpProxy.start(redis.port);
     proxies.push(proxy);
-    const old = runtime({ redis: redis.config(p, { port: proxy.port, timeout_ms: 200 }) });
+    const old = runtime({ redis: redis.config(p, { port: proxy.port, timeout: 200 }) });
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
     const shared = lease(old);
@@ -93,9 +93,9 @@ describe('item 5: retiring a runtime on the same shared state keeps its failover
     await old.store.acquire(local); // Redis unreachable: counted only on this node
     expect(old.store.mode?.()).toBe('local');
     expect(await old.release(shared.id, 200)).toMatchObject({ id: shared.id }); // to replay
-    // The operator changes only timeout_ms: same state, same node id.
+    // The operator changes only timeout: same state, same node id.
     const next = runtime({
-      redis: redis.config(p, { port: proxy.port, timeout_ms: 300 }),
+      redis: redis.config(p, { port: proxy.port, timeout: 300 }),
       leasePrefix: old.leasePrefix,
     });
     await old.retire(next);

@@ -16,10 +16,16 @@ export class RedisServer {
   private child: ChildProcess | null = null;
   private readonly dir = mkdtempSync(join(tmpdir(), 'klr-redis-'));
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    /** `requirepass`: clients must AUTH with it. */
+    readonly password?: string,
+    /** More `redis-server` arguments (`--cluster-enabled yes`...). */
+    private readonly extraArgs: string[] = [],
+  ) {}
 
-  static async start(): Promise<RedisServer> {
-    const s = new RedisServer(await freePort());
+  static async start(o: { password?: string; args?: string[] } = {}): Promise<RedisServer> {
+    const s = new RedisServer(await freePort(), o.password, o.args);
     await s.start();
     return s;
   }
@@ -38,6 +44,8 @@ export class RedisServer {
         'no',
         '--dir',
         this.dir,
+        ...(this.password !== undefined ? ['--requirepass', this.password] : []),
+        ...this.extraArgs,
       ],
       { stdio: 'ignore' },
     );
@@ -106,9 +114,10 @@ export class RedisServer {
       host: '127.0.0.1',
       port: this.port,
       database: 0,
-      tls: false,
+      ssl: false,
+      ssl_verify: false,
       prefix,
-      timeout_ms: 200,
+      timeout: 200,
       node_ttl_ms: 10_000,
       ...extra,
     };
@@ -118,6 +127,7 @@ export class RedisServer {
     const c = new Redis({
       port: this.port,
       host: '127.0.0.1',
+      password: this.password,
       lazyConnect: true,
       maxRetriesPerRequest: 0,
       retryStrategy: () => null,
@@ -134,7 +144,7 @@ export class RedisServer {
   }
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once('error', reject);

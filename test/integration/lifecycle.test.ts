@@ -48,7 +48,7 @@ describe('a changed redis record (item 6)', () => {
       host: '127.0.0.1',
       port: redis.port,
       prefix: 'lc:',
-      timeout_ms: timeout,
+      timeout,
     });
     const admin = new Redis({ port: redis.port, host: '127.0.0.1' });
     const routers: RouterService[] = [];

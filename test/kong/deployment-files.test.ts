@@ -202,8 +202,8 @@ describe('docker-compose.yml', () => {
       (s.plugins ?? []).filter((p: any) => p.name.startsWith('lora-')),
     );
     expect(ours.map((p: any) => p.config.redis)).toEqual([
-      { host: 'redis', port: 6379, timeout_ms: 200 },
-      { host: 'redis', port: 6379, timeout_ms: 200 },
+      { host: 'redis', port: 6379, timeout: 200 },
+      { host: 'redis', port: 6379, timeout: 200 },
     ]);
     const fleetCmd: string = compose.services.fleet.command;
     const first = Number(fleetCmd.match(/--port (\d+)/)![1]);

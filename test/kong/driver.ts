@@ -9,6 +9,7 @@
 import { validateRecord, type FieldDef, type SchemaFields } from '../../src/config/kong-schema';
 import type { KongRequest } from './pdk';
 import { RpcConnection } from './rpc';
+import { envVault, resolveReferences } from './vault';
 
 export { PluginServerProcess, type PluginServerOptions } from './process';
 export { RpcConnection, RpcError } from './rpc';
@@ -90,6 +91,8 @@ export class KongDriver {
   // plugins_iterator.lua (3.9.3, 3.8.1) `get_plugin_config`:
   // `ngx.shared.kong:incr("plugins_iterator:__seq__", 1, 0, 0)`, so from 1.
   private seq = 0;
+  /** Where `{vault://...}` references resolve (vault.ts): Kong's `env` vault by default. */
+  vault: (ref: string) => string | undefined = envVault();
 
   constructor(readonly socketPath: string) {}
 
@@ -135,7 +138,7 @@ export class KongDriver {
    * The config Kong sends for one plugin: validated against the plugin's exported schema as
    * Kong does (defaults filled, errors keyed by field; throws ConfigError: kong/db/schema/init.lua
    * `handle_missing_field`, 3.9.3), unset fields as `null` (see withNulls: the driver's choice),
-   * plus Kong's keys.
+   * references resolved with their `$refs` (vault.ts), plus Kong's keys.
    */
   async kongConfig(
     name: string,
@@ -144,7 +147,11 @@ export class KongDriver {
   ): Promise<Record<string, unknown>> {
     const info = await this.pluginInfo(name);
     const fields = info.Schema.fields[0].config.fields;
-    const validated = withNulls(fields, validateRecord(fields, config));
+    const validated = resolveReferences(
+      fields,
+      withNulls(fields, validateRecord(fields, config)),
+      this.vault,
+    );
     const seq = keys.__seq__ ?? this.nextSeq();
     const wsId = keys.__ws_id ?? DEFAULT_WS_ID;
     return {

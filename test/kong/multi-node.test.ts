@@ -141,7 +141,7 @@ describe('three Kong nodes sharing one Redis', () => {
     fleet = await SimFleet.start([vllm(), vllm(), vllm()]);
     // A Redis timeout a starved machine cannot trip: nodes deciding alone (the degraded mode,
     // tested below) would each load.
-    const ns = await startNodes(3, fleet.urls, {}, { timeout_ms: 2000 });
+    const ns = await startNodes(3, fleet.urls, {}, { timeout: 2000 });
     const rs = await Promise.all(Array.from({ length: 300 }, (_, i) => chat(ns[i % 3]!, 'cold')));
     expect(rs.map((r) => r.status)).toEqual(Array(300).fill(200));
     expect(loads('cold')).toHaveLength(1);
@@ -212,7 +212,7 @@ describe('three Kong nodes sharing one Redis', () => {
       3,
       fleet.urls,
       { max_loaded_adapters: 2, queue_timeout_ms: 2000 },
-      { timeout_ms: 2000 },
+      { timeout: 2000 },
     );
     const names = Array.from({ length: 8 }, (_, i) => `mix-${i}`);
     let next = 0;

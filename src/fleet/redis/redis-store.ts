@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis } from 'ioredis';
 import type { RedisConfig } from '../../config/redis-schema';
+import type { Logger } from '../../log';
 import { PASSIVE_FAILURE_LIMIT, samePath } from '../memory-store';
 import type { FleetDump, FleetStore } from '../store';
 import type {
@@ -17,30 +18,10 @@ import type {
   ResidencyState,
   ResidentAdapter,
 } from '../types';
+import { RedisConnection, redisOptions } from './connection';
 import { scriptSource, SCRIPTS, type ScriptName } from './scripts';
 
 type Reply = string | number | null | Reply[];
-
-/** ioredis options for a plugin's `redis` record: bounded calls, no queueing while disconnected. */
-export function redisOptions(c: RedisConfig): RedisOptions {
-  return {
-    host: c.host,
-    port: c.port,
-    username: c.username,
-    password: c.password,
-    db: c.database,
-    tls: c.tls ? {} : undefined,
-    connectTimeout: c.timeout_ms,
-    commandTimeout: c.timeout_ms,
-    // A request must never wait for a reconnect: while down, calls fail at once (local decisions).
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: (times) => Math.min(100 * times, 2000),
-    // Concurrent requests' calls share round trips.
-    enableAutoPipelining: true,
-    lazyConnect: false,
-  };
-}
 
 /**
  * The fleet state in Redis, shared by every Kong node (and plugin-server process) configured
@@ -53,8 +34,8 @@ export class RedisFleetStore implements FleetStore {
   private readonly subscriber: Redis;
   private readonly prefix: string;
   private heartbeatTimer: NodeJS.Timeout | null = null;
-  /** The wait for a connection in progress, shared by every call made meanwhile. */
-  private ready: Promise<void> | null = null;
+  /** How the client is created, and when it may be used (connection.ts). */
+  private readonly link: RedisConnection;
   onRemoteChange: (() => void) | null = null;
   /**
    * The shared state's epoch as this node last saw it (see scripts.ts): null before the first
@@ -72,11 +53,11 @@ export class RedisFleetStore implements FleetStore {
     private readonly config: RedisConfig,
     /** This node's id: its leases die with it (`node_ttl_ms` after its last heartbeat). */
     readonly node: string,
+    log?: Logger,
   ) {
     this.prefix = config.prefix;
-    this.client = new Redis(redisOptions(config));
-    // Errors surface on calls; the connection's own events would only repeat them.
-    this.client.on('error', () => {});
+    this.link = new RedisConnection(config, log);
+    this.client = this.link.client;
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
       this.client.defineCommand(name, { numberOfKeys: 0, lua: scriptSource(name) });
     }
@@ -100,30 +81,9 @@ export class RedisFleetStore implements FleetStore {
     return scripts[name]!.call(client, this.prefix, ...args);
   }
 
-  /** The client once connected, waiting up to the timeout (calls do not queue while disconnected). */
-  private async connection(): Promise<Redis> {
-    if (this.client.status !== 'ready') await this.connected();
-    return this.client;
-  }
-
-  private connected(): Promise<void> {
-    this.ready ??= new Promise<void>((resolve, reject) => {
-      const done = (err?: Error) => {
-        clearTimeout(timer);
-        this.client.off('ready', onReady);
-        this.ready = null;
-        if (err) reject(err);
-        else resolve();
-      };
-      const onReady = () => done();
-      const timer = setTimeout(
-        () => done(new Error(`no connection to Redis within ${this.config.timeout_ms} ms`)),
-        this.config.timeout_ms,
-      );
-      timer.unref();
-      this.client.once('ready', onReady);
-    });
-    return this.ready;
+  /** The client once connected to a usable server, waiting up to the timeout (see RedisConnection). */
+  private connection(): Promise<Redis> {
+    return this.link.ready();
   }
 
   private heartbeat(): void {
@@ -359,8 +319,9 @@ export class RedisFleetStore implements FleetStore {
     return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
   }
 
+  /** The failover store's probe: it takes this node's leases there again after, whatever server answers. */
   async ping(): Promise<string> {
-    return (await this.connection()).ping();
+    return (await this.link.ready(true)).ping();
   }
 
   mode(): 'redis' {
