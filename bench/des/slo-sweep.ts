@@ -381,10 +381,12 @@ export function sloSection(points: SloPoint[], variants: string[], n: number, fu
 /**
  * lora-router configurations A/B'd on the routing goals (the first is the default): where and how
  * long a cold request waits for room (src/router/room-wait.ts), and when a holder counts as
- * saturated so its adapter spreads. The original default changes both.
+ * saturated so its adapter spreads: by counts, or by predicted time to first token (src/work/).
+ * The original default changes both.
  */
 export const ROUTING_VARIANTS: { name: string; config: Record<string, unknown> }[] = [
   { name: 'lora-router', config: {} },
+  { name: 'predicted TTFT (saturation_mode: predicted)', config: { saturation_mode: 'predicted' } },
   { name: 'escalate after 2 s on the chosen replica', config: { replica_wait_ms: 2000 } },
   { name: 'escalate, holders saturated at 4 waiting', config: { target_waiting_per_replica: 4 } },
   {
