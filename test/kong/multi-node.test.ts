@@ -243,7 +243,14 @@ describe('three Kong nodes sharing one Redis', () => {
   it('keeps serving on local decisions while Redis is down, unloading nothing though eviction is needed, and shares decisions again when it returns', async () => {
     // 2 replicas x 2 slots and 6 adapters: serving them all needs evictions.
     fleet = await SimFleet.start([vllm(), vllm()]);
-    const ns = await startNodes(3, fleet.urls, { max_loaded_adapters: 2, queue_timeout_ms: 300 });
+    // A Redis timeout generous enough that no node drops to local decisions before the outage on
+    // a starved machine (a stopped Redis refuses at once, so the outage is still seen at once).
+    const ns = await startNodes(
+      3,
+      fleet.urls,
+      { max_loaded_adapters: 2, queue_timeout_ms: 300 },
+      { timeout: 1000 },
+    );
     const names = ['x', 'y', 'z', 'u', 'v', 'w'];
     const round = async (models: string[]) => {
       const rs = await Promise.all(
