@@ -186,8 +186,10 @@ async function benchBed() {
   symlinkSync(join(DIST, 'plugins', 'lora-router.js'), join(dir, 'lora-router.js'));
   symlinkSync(join(DIST, 'plugins', 'lora-poller.js'), join(dir, 'lora-poller.js'));
   symlinkSync(join(DIST, 'bench', 'noop-plugin.js'), join(dir, 'lora-noop.js'));
+  // A context longer than the 1 MB body's ~260k tokens: the router refuses a request longer than
+  // every replica's max_model_len, and this part measures the body's cost, not that refusal.
   const fleet = await SimFleet.start([
-    { staticAdapters: [{ name: 'bench-adapter', path: '/adapters/bench-adapter' }] },
+    { staticAdapters: [{ name: 'bench-adapter', path: '/adapters/bench-adapter' }], maxModelLen: 1 << 20 },
   ]);
   const server = await PluginServerProcess.start({ pluginsDir: dir });
   const driver = new KongDriver(server.socketPath);
