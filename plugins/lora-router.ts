@@ -81,15 +81,16 @@ class LoraRouterPlugin {
     const record = (await kong.ctx.shared.get(CTX_KEY)) as DecisionRecord | null | undefined;
     if (!record || typeof record.lease !== 'string') return;
     const status = (await kong.response.getStatus()) as number | undefined;
+    // The lease first: nothing after it may keep it from going back.
+    await giveBack(record.lease, status);
     // Kong's own 502/504 (source "error": no attempt got a response) marks the replica down
     // at once; a replica's own 5xx (source "service") is left to passive health. Kong/kong
     // 3.9.3 kong/pdk/response.lua `get_source`, kong/init.lua `Kong.handle_error`.
     if (status === 502 || status === 504) {
-      const source = await (kong.response as unknown as { getSource(): Promise<string> }).getSource();
+      const source = await kong.response.getSource();
       const rt = source === 'error' ? runtimeOfLease(record.lease) : undefined;
       if (rt) await RouterService.proxyFailed(rt, record.replica, status);
     }
-    await giveBack(record.lease, status);
   }
 }
 

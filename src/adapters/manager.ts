@@ -330,7 +330,9 @@ export class AdapterManager {
     forAdapter: string,
   ): Promise<boolean> {
     const idle = evictable(occupying, policy.isStatic).sort((a, b) => victimCost(a) - victimCost(b));
-    const ttl = policy.loadTimeoutMs + LOCK_MARGIN_MS;
+    // The lock covers the replica's fresh word as well as the unload call: a lock that lapsed
+    // during a slow scrape would let new requests lease the adapter before the unload.
+    const ttl = policy.loadTimeoutMs + this.replicaWord.timeoutMs() + LOCK_MARGIN_MS;
     // Adapters the replica reported busy in this round: not worth another scrape.
     const reportedBusy = new Set<string>();
     for (const victim of idle) {
@@ -347,6 +349,8 @@ export class AdapterManager {
         // Asked after beginUnload: requests admitted through the store from here wait for the
         // unload, so the replica's answer covers every request that got past the router before.
         withheld = await this.replicaWord.withholds(url, victim.name, reportedBusy);
+        // Still ours after the scrape (a lock past its TTL hands the adapter back to requests).
+        if (!withheld && !(await this.store.holds(url, victim.name, fence))) continue;
         if (!withheld) {
           await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
           ok = true;

@@ -303,3 +303,48 @@ describe('AdapterManager: the replica has the last word on unloads', () => {
     expect(api.calls.filter((c) => c.startsWith('unload'))).toEqual(['unload a']);
   });
 });
+
+/**
+ * A store whose unload locks lapse as Redis's do (`expire` hands the adapter back to requests) when
+ * the replica's fresh word takes longer than the lock's TTL.
+ */
+class LapsingStore extends MemoryFleetStore {
+  ttls: number[] = [];
+  lapsed = false;
+  override async beginUnload(url: string, adapter: string, at: number, ttlMs?: number, forAdapter?: string) {
+    this.ttls.push(ttlMs ?? 0);
+    return super.beginUnload(url, adapter, at, ttlMs, forAdapter);
+  }
+  override async holds(url: string, adapter: string, fence: number): Promise<boolean> {
+    if (this.lapsed) return false;
+    return super.holds(url, adapter, fence);
+  }
+}
+
+describe('AdapterManager: the unload lock outlives the replica’s word', () => {
+  it('sizes the lock for the fresh scrape too, and unloads nothing once the lock lapsed during it', async () => {
+    const clock = new VirtualClock();
+    const store = new LapsingStore();
+    await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    const api = new ReportingApi(clock, 100);
+    const mgr = new AdapterManager(store, api, clock, silentLogger);
+    mgr.replicaWord.timeoutMs = () => 20_000; // a poll timeout of 20 s: a slow /metrics is not a failure
+    const p = policy({ queueTimeoutMs: 300 });
+    const ensure = async (name: string) => {
+      const r = mgr.ensure(U, { name, path: `/adapters/${name}` }, p).catch((e: Error) => e);
+      await clock.run();
+      return r;
+    };
+    await ensure('a');
+    await ensure('b');
+    // The scrape outlasts the lock: by the time the replica answers, the lock is gone.
+    const ask = api.activity.bind(api);
+    api.activity = async () => {
+      store.lapsed = true;
+      return ask();
+    };
+    await ensure('c');
+    expect(store.ttls[0]).toBeGreaterThanOrEqual(p.loadTimeoutMs + 20_000);
+    expect(api.calls.filter((c) => c.startsWith('unload'))).toEqual([]);
+  });
+});
