@@ -158,6 +158,18 @@ export class FleetRuntime {
       for (const m of this.managed.list) if (m(name, path)) return true;
       return false;
     };
+    // The replica's word before a load classifies its registry as a poll does, and a poll adopts
+    // what it holds unseen, so the usual unload path can make room there.
+    this.manager.replicaWord.isManaged = this.poller.isManaged;
+    this.manager.replicaWord.onUnknownResidents = (url) => {
+      this.store
+        .replicaSpecs()
+        .then((specs) => {
+          const spec = specs.find((s) => s.url === url);
+          return spec ? this.poller.refresh(spec) : undefined;
+        })
+        .catch((err: Error) => this.log.warn(`could not poll ${url}: ${err.message}`));
+    };
     this.poller.addExpiryListener((n) => this.metrics.leasesExpired.inc(n));
     // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
     const down = new Set<string>();
