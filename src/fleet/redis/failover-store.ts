@@ -42,6 +42,8 @@ export interface SharedStore extends FleetStore {
 const OPEN_LEASE_MEMORY_MS = 24 * 3600_000;
 /** Passes of a recovery re-taking leases admitted during the previous pass before it gives up until the next probe. */
 const RECOVERY_PASSES = 100;
+/** Budget keys whose recent spends this node remembers (one per router configuration in practice). */
+const RECENT_SPEND_KEYS = 1024;
 
 /**
  * Shared fleet state with a local fallback. While the shared store answers, it decides; the
@@ -69,6 +71,12 @@ export class FailoverFleetStore implements FleetStore {
   private readonly pendingReleases = new Set<string>();
   /** Cold loads granted from this node's share while degraded, merged into the shared budget on recovery. */
   private readonly localSpends = new Map<string, { count: number; windowMs: number }>();
+  /**
+   * When this node's cold loads were granted, per budget key, for the last window: re-published
+   * when the shared state is found emptied, so FLUSHALL or a restart without persistence does
+   * not hand out a fresh budget within the same window.
+   */
+  private readonly recentSpends = new Map<string, { at: number[]; windowMs: number }>();
   /** Re-registering and re-taking leases after the shared state was emptied, while under way. */
   private reclaiming: Promise<void> | null = null;
   /**
@@ -230,8 +238,39 @@ export class FailoverFleetStore implements FleetStore {
     this.reclaiming ??= (async () => {
       for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
       await this.restoreLeases(this.shared, false);
+      await this.republishSpends();
     })().finally(() => (this.reclaiming = null));
     return this.reclaiming;
+  }
+
+  /** Remembers a cold load granted to this node (shared or local) for the rest of its window. */
+  private rememberSpend(key: string, windowMs: number, at: number): void {
+    const r = this.recentSpends.get(key) ?? { at: [], windowMs };
+    r.windowMs = windowMs;
+    r.at = r.at.filter((t) => at - t < windowMs);
+    r.at.push(at);
+    // Re-inserted: the least recently spent keys go first past the bound.
+    this.recentSpends.delete(key);
+    this.recentSpends.set(key, r);
+    if (this.recentSpends.size > RECENT_SPEND_KEYS)
+      this.recentSpends.delete(this.recentSpends.keys().next().value!);
+  }
+
+  /**
+   * Adds this node's cold loads of the last window to the emptied shared budgets. Each node adds
+   * only its own, so the fleet's sum is what the lost window held; a window the re-publication
+   * opens starts now and may count them a little longer than the lost one would have (stricter).
+   */
+  private async republishSpends(): Promise<void> {
+    const now = this.clock.now();
+    for (const [key, r] of [...this.recentSpends]) {
+      r.at = r.at.filter((t) => now - t < r.windowMs);
+      if (r.at.length === 0) {
+        this.recentSpends.delete(key);
+        continue;
+      }
+      await this.shared.addToBudget?.(key, r.at.length, r.windowMs);
+    }
   }
 
   /**
@@ -436,9 +475,15 @@ export class FailoverFleetStore implements FleetStore {
       const had = this.localSpends.get(key);
       this.localSpends.set(key, { count: spent.count + (had?.count ?? 0), windowMs: spent.windowMs });
     }
+    // What it spent this window, to re-publish should the state be found emptied later.
+    for (const [key, r] of pred.recentSpends) {
+      const had = this.recentSpends.get(key);
+      this.recentSpends.set(key, { at: [...(had?.at ?? []), ...r.at], windowMs: r.windowMs });
+    }
     pred.mine.clear();
     pred.pendingReleases.clear();
     pred.localSpends.clear();
+    pred.recentSpends.clear();
     if (this.predecessor === pred) this.predecessor = null;
     await Promise.all(counted);
     if (this.degradedSince !== null) return; // the next probe's recovery hands them over
@@ -469,13 +514,18 @@ export class FailoverFleetStore implements FleetStore {
    */
   spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
     return this.decide(
-      (s) => s.spendBudget(key, limit, windowMs, at),
+      async (s) => {
+        const waitMs = await s.spendBudget(key, limit, windowMs, at);
+        if (waitMs === 0) this.rememberSpend(key, windowMs, this.clock.now());
+        return waitMs;
+      },
       async () => {
         const share = Math.floor(limit / Math.max(1, this.shared.liveNodes ?? 1));
         const waitMs = await this.local.spendBudget(key, share, windowMs, at);
         if (waitMs === 0) {
           const had = this.localSpends.get(key);
           this.localSpends.set(key, { count: (had?.count ?? 0) + 1, windowMs });
+          this.rememberSpend(key, windowMs, this.clock.now());
         }
         return waitMs;
       },
