@@ -44,6 +44,12 @@ export interface RuntimeOptions {
   poller?: Partial<PollerOptions>;
   /** Lease-id prefix and node id: a successor on the same shared state keeps its predecessor's. */
   leasePrefix?: string;
+  /**
+   * The lease-id counter, shared with the predecessor whose prefix this runtime keeps: a fresh
+   * counter would issue its first ids again while its requests still run (one acquire counting
+   * nothing, one release ending another request's lease).
+   */
+  leaseSeq?: { next: number };
 }
 
 /** The schema's defaults (`target_waiting_per_replica`, `kv_ceiling`), until a configuration registers. */
@@ -84,7 +90,7 @@ export class FleetRuntime {
   readonly leasePrefix: string;
   /** Which shared state the store addresses ('' in process): runtimes on one state are one node. */
   readonly stateKey: string;
-  private leaseSeq = 0;
+  readonly leaseSeq: { next: number };
   private readonly managed = new ConfigRegistry<(name: string, path: string) => boolean>();
   private readonly names = new ConfigRegistry<(path: string) => string | undefined>();
   /**
@@ -113,6 +119,7 @@ export class FleetRuntime {
     this.clock = o.clock ?? systemClock;
     this.log = o.log ?? stderrLogger;
     this.leasePrefix = o.leasePrefix ?? randomBytes(4).toString('hex');
+    this.leaseSeq = o.leaseSeq ?? { next: 0 };
     this.stateKey = stateKeyOf(o.redis);
     this.store =
       o.redis?.host !== undefined
@@ -268,7 +275,7 @@ export class FleetRuntime {
 
   /** A lease id unique in this process (across every plugin instance) and across processes. */
   nextLeaseId(): string {
-    return `${this.leasePrefix}-${(this.leaseSeq++).toString(36)}`;
+    return `${this.leasePrefix}-${(this.leaseSeq.next++).toString(36)}`;
   }
 
   stop(): void {
@@ -395,6 +402,7 @@ export function sharedRuntime(redis?: RedisConfig): FleetRuntime {
   const next = new FleetRuntime({
     redis: key === '' ? undefined : redis,
     leasePrefix: same?.leasePrefix,
+    leaseSeq: same?.leaseSeq,
     log: operatorLog,
   });
   runtimes.set(key, next);

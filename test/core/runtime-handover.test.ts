@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Lease, ReplicaSnapshot } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
-import { FleetRuntime } from '../../src/runtime';
+import { FleetRuntime, sharedRuntime } from '../../src/runtime';
 import { RedisServer } from '../helpers/redis';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { waitFor } from '../helpers/wait';
@@ -110,6 +110,32 @@ describe('item 5: retiring a runtime on the same shared state keeps its failover
     const [v] = await next.store.views([U], { name: 'a' });
     expect(v!.adapter?.inFlight).toBe(1);
     expect(await next.release(local.id, 200)).toMatchObject({ id: local.id });
+    expect(await openIn(p)).toEqual([]);
+  }, 30_000);
+});
+
+describe('a successor on the same shared state never reuses a lease id', () => {
+  it("a request admitted after a timeout_ms change is counted beside the predecessor's running ones", async () => {
+    // The chaos run's open leases: the successor keeps the node id (the lease prefix), so its
+    // first ids were its predecessor's first ids; one acquire counted nothing, one release
+    // ended another request's lease.
+    const p = prefix();
+    const old = sharedRuntime(redis.config(p, { timeout_ms: 2000 }));
+    runtimes.push(old);
+    await old.store.upsertReplica(SPEC);
+    await old.store.applySnapshot(U, poll());
+    const running = [lease(old), lease(old)];
+    for (const l of running) expect(await old.store.acquire(l)).toBe('loaded');
+    const next = sharedRuntime(redis.config(p, { timeout_ms: 3000 }));
+    runtimes.push(next);
+    expect(next).not.toBe(old);
+    expect(next.leasePrefix).toBe(old.leasePrefix);
+    const admitted = lease(next);
+    expect(await next.store.acquire(admitted)).toBe('loaded');
+    // Three requests run: three leases open, whichever runtime took them.
+    expect((await openIn(p)).length).toBe(3);
+    expect((await next.store.views([U], { name: 'a' }))[0]!.adapter?.inFlight).toBe(3);
+    for (const l of [...running, admitted]) expect(await next.release(l.id, 200)).toMatchObject({ id: l.id });
     expect(await openIn(p)).toEqual([]);
   }, 30_000);
 });
