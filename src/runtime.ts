@@ -336,6 +336,9 @@ export class FleetRuntime {
       this.endedDuringHandOver = new Set();
       // Leases count only against registered replicas: register them there first.
       for (const spec of await this.store.replicaSpecs()) await next.current().store.upsertReplica(spec);
+      const successor = next.current().store;
+      if (this.store instanceof FailoverFleetStore && successor instanceof FailoverFleetStore)
+        await successor.carrySpends(this.store);
       for (const lease of (await this.store.openLeases?.()) ?? []) {
         // Checked in the same step as the copy begins (handOver's first statements): a release
         // lands either here before (not copied) or after (sent to `next`).

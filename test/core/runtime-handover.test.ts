@@ -139,3 +139,22 @@ describe('a successor on the same shared state never reuses a lease id', () => {
     expect(await openIn(p)).toEqual([]);
   }, 30_000);
 });
+
+describe('a `redis` record change to other state does not reset the cold-load budget', () => {
+  it("the new database's window counts what the node spent in the old one", async () => {
+    const [p1, p2] = [prefix(), prefix()];
+    const old = runtime({ redis: redis.config(p1, { timeout_ms: 2000 }) });
+    await old.store.upsertReplica(SPEC);
+    const spend = async (rt: FleetRuntime, times: number) => {
+      let ok = 0;
+      for (let i = 0; i < times; i++)
+        if ((await rt.store.spendBudget('fleet', 6, 60_000, Date.now())) === 0) ok++;
+      return ok;
+    };
+    expect(await spend(old, 4)).toBe(4);
+    // The operator points the nodes at another database (here: another prefix, the same effect).
+    const next = runtime({ redis: redis.config(p2, { timeout_ms: 2000 }) });
+    await old.retire(next);
+    expect(await spend(next, 6)).toBe(2);
+  }, 30_000);
+});
