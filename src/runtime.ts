@@ -168,7 +168,12 @@ export class FleetRuntime {
     // The replica's word before a load classifies its registry as a poll does, and a poll adopts
     // what it holds unseen, so the usual unload path can make room there.
     this.manager.replicaWord.isManaged = this.poller.isManaged;
+    const asked = new Map<string, number>();
     this.manager.replicaWord.onUnknownResidents = (url) => {
+      // Once per poll interval per replica: loads waiting for room ask every 250 ms.
+      const now = this.clock.now();
+      if (now - (asked.get(url) ?? -Infinity) < this.poller.intervalMs) return;
+      asked.set(url, now);
       this.store
         .replicaSpecs()
         .then((specs) => {
