@@ -44,6 +44,12 @@ export interface RuntimeOptions {
   poller?: Partial<PollerOptions>;
   /** Lease-id prefix and node id: a successor on the same shared state keeps its predecessor's. */
   leasePrefix?: string;
+  /**
+   * The lease-id counter, shared with the predecessor whose prefix this runtime keeps: a fresh
+   * counter would issue its first ids again while its requests still run (one acquire counting
+   * nothing, one release ending another request's lease).
+   */
+  leaseSeq?: { next: number };
 }
 
 /** The schema's defaults (`target_waiting_per_replica`, `kv_ceiling`), until a configuration registers. */
@@ -84,7 +90,7 @@ export class FleetRuntime {
   readonly leasePrefix: string;
   /** Which shared state the store addresses ('' in process): runtimes on one state are one node. */
   readonly stateKey: string;
-  private leaseSeq = 0;
+  readonly leaseSeq: { next: number };
   private readonly managed = new ConfigRegistry<(name: string, path: string) => boolean>();
   private readonly names = new ConfigRegistry<(path: string) => string | undefined>();
   /**
@@ -113,6 +119,7 @@ export class FleetRuntime {
     this.clock = o.clock ?? systemClock;
     this.log = o.log ?? stderrLogger;
     this.leasePrefix = o.leasePrefix ?? randomBytes(4).toString('hex');
+    this.leaseSeq = o.leaseSeq ?? { next: 0 };
     this.stateKey = stateKeyOf(o.redis);
     this.store = sharesState(o.redis)
       ? new FailoverFleetStore(
@@ -156,6 +163,23 @@ export class FleetRuntime {
     this.poller.isManaged = (name, path) => {
       for (const m of this.managed.list) if (m(name, path)) return true;
       return false;
+    };
+    // The replica's word before a load classifies its registry as a poll does, and a poll adopts
+    // what it holds unseen, so the usual unload path can make room there.
+    this.manager.replicaWord.isManaged = this.poller.isManaged;
+    const asked = new Map<string, number>();
+    this.manager.replicaWord.onUnknownResidents = (url) => {
+      // Once per poll interval per replica: loads waiting for room ask every 250 ms.
+      const now = this.clock.now();
+      if (now - (asked.get(url) ?? -Infinity) < this.poller.intervalMs) return;
+      asked.set(url, now);
+      this.store
+        .replicaSpecs()
+        .then((specs) => {
+          const spec = specs.find((s) => s.url === url);
+          return spec ? this.poller.refresh(spec) : undefined;
+        })
+        .catch((err: Error) => this.log.warn(`could not poll ${url}: ${err.message}`));
     };
     this.poller.addExpiryListener((n) => this.metrics.leasesExpired.inc(n));
     // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
@@ -255,7 +279,7 @@ export class FleetRuntime {
 
   /** A lease id unique in this process (across every plugin instance) and across processes. */
   nextLeaseId(): string {
-    return `${this.leasePrefix}-${(this.leaseSeq++).toString(36)}`;
+    return `${this.leasePrefix}-${(this.leaseSeq.next++).toString(36)}`;
   }
 
   stop(): void {
@@ -316,6 +340,9 @@ export class FleetRuntime {
       this.endedDuringHandOver = new Set();
       // Leases count only against registered replicas: register them there first.
       for (const spec of await this.store.replicaSpecs()) await next.current().store.upsertReplica(spec);
+      const successor = next.current().store;
+      if (this.store instanceof FailoverFleetStore && successor instanceof FailoverFleetStore)
+        await successor.carrySpends(this.store);
       for (const lease of (await this.store.openLeases?.()) ?? []) {
         // Checked in the same step as the copy begins (handOver's first statements): a release
         // lands either here before (not copied) or after (sent to `next`).
@@ -382,6 +409,7 @@ export function sharedRuntime(redis?: RedisConfig): FleetRuntime {
   const next = new FleetRuntime({
     redis: key === '' ? undefined : redis,
     leasePrefix: same?.leasePrefix,
+    leaseSeq: same?.leaseSeq,
     log: operatorLog,
   });
   runtimes.set(key, next);

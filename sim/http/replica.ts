@@ -116,6 +116,7 @@ export class SimReplica implements ReplicaContext {
   readonly log: AdapterLogEntry[] = [];
   /** What differs between vLLM and llama.cpp: chosen once, never branched on here. */
   private readonly api: SimBackend;
+  private modelsReadCount = 0;
   private server: http.Server | null = null;
   private port: number;
   private sockets = new Set<Socket>();
@@ -283,6 +284,11 @@ export class SimReplica implements ReplicaContext {
     return [...this.log];
   }
 
+  /** How many times /v1/models was read (polls, and a router's word before a load). */
+  modelsReads(): number {
+    return this.modelsReadCount;
+  }
+
   registered(): string[] {
     return [...this.registry.keys()];
   }
@@ -331,8 +337,10 @@ export class SimReplica implements ReplicaContext {
     if (method === 'GET' && path === '/metrics') return this.metrics(res);
     const unavailable = this.api.unavailable();
     if (unavailable) return this.send(res, unavailable);
-    if (method === 'GET' && path === '/v1/models')
+    if (method === 'GET' && path === '/v1/models') {
+      this.modelsReadCount++;
       return this.send(res, { status: 200, body: this.api.models() });
+    }
     if (method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/completions')) {
       const body = parseJson(raw);
       if (body instanceof Error) return this.send(res, this.error(400, 'BadRequestError', body.message));

@@ -266,6 +266,23 @@ export class AdapterManager {
       const residents = await this.store.residents(url);
       if (residents.some((r) => r.name === name)) return null;
       const occupying = occupyingSlots(residents, policy);
+      // The replica's last word on loads too: after an emptied store or a load by a node cut
+      // off from it, the replica can hold adapters the store has never seen.
+      const unseen =
+        occupying.length < policy.maxLoadedAdapters
+          ? await this.replicaWord.occupied(url, name, new Set(residents.map((r) => r.name)), policy.isStatic)
+          : undefined;
+      if (unseen !== undefined && occupying.length + unseen.length >= policy.maxLoadedAdapters) {
+        // Full by its own word: make room among what the store knows (the usual unload path,
+        // which asks the replica what runs), else wait until a poll adopts the rest.
+        this.checkUnknownName(url, name, policy);
+        if (occupying.length > 0 && (await this.evictOne(url, occupying, policy, victimCost, name))) continue;
+        if (this.clock.now() >= deadline) {
+          throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
+        }
+        await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
+        continue;
+      }
       if (occupying.length < policy.maxLoadedAdapters) {
         // The store checks the limit again atomically: another node may have taken the slot.
         const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
@@ -285,18 +302,19 @@ export class AdapterManager {
 
   /**
    * Unloads idle adapters while `url` holds more than the limit (a load that timed out landed
-   * later, and a poll adopted it): the limit holds again once they are idle.
+   * later, two nodes took the last slot at once, a poll adopted what an emptied store forgot):
+   * the limit holds again on the poll that sees it, once the excess is idle. Not behind the room
+   * lock, which a load waiting for room holds up to the queue timeout: each unload is decided
+   * atomically in the store (its fence), and a load's own check of the limit follows it.
    */
   async trim(url: string, policy: AdapterPolicy): Promise<void> {
-    await this.roomLock.run(url, async () => {
-      for (;;) {
-        const residents = await this.store.residents(url);
-        const occupying = occupyingSlots(residents, policy);
-        if (occupying.length <= policy.maxLoadedAdapters) return;
-        // One trimming unload at a time per replica across nodes (they may all trim after a poll).
-        if (!(await this.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
-      }
-    });
+    for (;;) {
+      const residents = await this.store.residents(url);
+      const occupying = occupyingSlots(residents, policy);
+      if (occupying.length <= policy.maxLoadedAdapters) return;
+      // One trimming unload at a time per replica across nodes (they may all trim after a poll).
+      if (!(await this.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
+    }
   }
 
   /** A name known to exist: listed in the configuration, or loaded somewhere before. */

@@ -21,6 +21,13 @@ const LOG_EVERY_MS = 10_000;
 export class ReplicaWord {
   /** Bound on the fresh read (the runtime sets the poller's timeout). */
   timeoutMs: () => number = () => 1000;
+  /**
+   * Whether a registry entry the store does not know could have been loaded by a router (the
+   * poller's classifier): others are the replica's start-up adapters, which hold no slot.
+   */
+  isManaged: ((name: string, path: string) => boolean) | null = null;
+  /** Told when the replica holds adapters the store does not know, so a poll adopts them soon. */
+  onUnknownResidents: ((url: string) => void) | null = null;
   private readonly listeners: ((w: Withheld) => void)[] = [];
   private readonly logged = new LRUCache<string, number>({ max: 1024 });
 
@@ -62,6 +69,39 @@ export class ReplicaWord {
       'the replica reports requests of it running or waiting, though no lease holds it here',
     );
     return 'busy';
+  }
+
+  /**
+   * The replica's word before a load into a slot the store believes free: the adapters other
+   * than `name` that hold a slot there, by its own registry read afresh (undefined when it cannot
+   * list them or did not answer: the store's count alone decides, as before). `storeKnows` names
+   * what the store already records there (its own classification stands for those).
+   */
+  async occupied(
+    url: string,
+    name: string,
+    storeKnows: ReadonlySet<string>,
+    isStatic: (name: string) => boolean,
+  ): Promise<string[] | undefined> {
+    if (!this.api.residency) return undefined;
+    let entries: { name: string; path: string }[] | undefined;
+    try {
+      entries = await this.api.residency(url, this.timeoutMs());
+    } catch {
+      // Not answering /v1/models: the load call itself will tell; today's rules stand.
+      return undefined;
+    }
+    if (entries === undefined) return undefined;
+    const out: string[] = [];
+    let unknown = false;
+    for (const e of entries) {
+      if (e.name === name || isStatic(e.name) || storeKnows.has(e.name)) continue;
+      if (this.isManaged && !this.isManaged(e.name, e.path)) continue;
+      out.push(e.name);
+      unknown = true;
+    }
+    if (unknown) this.onUnknownResidents?.(url);
+    return out;
   }
 
   private withheld(w: Withheld, why: string): void {

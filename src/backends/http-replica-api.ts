@@ -87,6 +87,17 @@ export class HttpReplicaApi implements ReplicaApi {
     return load.reportsActivity ? { busy: load.activeAdapters } : {};
   }
 
+  /**
+   * What the replica holds, in its own word: vLLM's `/v1/models` lists every LoRA adapter in its
+   * registry (`show_available_models` adds one card per entry of `lora_requests`, parent = the
+   * base model; vllm/entrypoints/openai/serving_models.py, vllm 0f1457b0e1), which
+   * `load_lora_adapter` fills and `unload_lora_adapter` empties. A server whose list has no
+   * adapter cards at all (llama.cpp's single model card) says nothing the limit can use.
+   */
+  async residency(url: string, timeoutMs: number): Promise<{ name: string; path: string }[] | undefined> {
+    return parseModels(await this.get(`${url}/v1/models`, timeoutMs)).adapters;
+  }
+
   close(): Promise<void> {
     return this.http.close();
   }

@@ -34,6 +34,12 @@ export interface ReplicaApi {
    * benchmark's engine model, whose leases are exact) leaves unloads to the lease rules.
    */
   activity?(url: string, timeoutMs: number): Promise<ReplicaActivity>;
+  /**
+   * A fresh read of the adapters the replica holds (vLLM `/v1/models`), asked only on the load
+   * path before a load into a slot the router believes free; undefined when the replica cannot
+   * list them. Throws BackendError when the replica does not answer.
+   */
+  residency?(url: string, timeoutMs: number): Promise<{ name: string; path: string }[] | undefined>;
 }
 
 /** The replica has no adapter at that path: the client's problem (unknown adapter), not the replica's. */

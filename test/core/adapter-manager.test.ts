@@ -302,6 +302,39 @@ describe('AdapterManager: the replica has the last word on unloads', () => {
     expect(await settle(ensure('b', p))).toBe('loaded');
     expect(api.calls.filter((c) => c.startsWith('unload'))).toEqual(['unload a']);
   });
+
+  it('a trim after a poll acts at once, not behind a load waiting for room on the same replica', async () => {
+    // Limit 1: a busy, b's load waits for room (holding the replica's room lock). A load that
+    // landed late (c) shows up in a poll: the trim must unload the idle c on that poll, not
+    // after b's wait (up to the queue timeout) ends.
+    const { api, ensure, settle, store, clock, mgr } = await setup();
+    const one = policy({ maxLoadedAdapters: 1, queueTimeoutMs: 5000 });
+    await settle(ensure('a', one));
+    await store.acquire({ id: 'La', url: U, adapter: 'a', at: 0 });
+    const pending = caught(ensure('b', one));
+    await clock.run(clock.now() + 10);
+    expect(api.calls).toEqual(['load a']);
+    await store.applySnapshot(U, {
+      at: clock.now(),
+      ok: true,
+      registry: [
+        { name: 'boot', path: '/a/boot' },
+        { name: 'a', path: '/adapters/a' },
+        { name: 'c', path: '/adapters/c' },
+      ],
+      managed: () => true,
+    });
+    let trimmed = false;
+    void mgr.trim(U, one).then(() => (trimmed = true));
+    // No virtual time passes: the waiting load's next look is 250 ms away.
+    for (let i = 0; i < 50 && !trimmed; i++) await new Promise((r) => setImmediate(r));
+    expect(trimmed).toBe(true);
+    expect(api.calls).toEqual(['load a', 'unload c']);
+    await store.release('La', clock.now());
+    await clock.run();
+    expect(await pending).toBeUndefined();
+    expect(api.calls).toEqual(['load a', 'unload c', 'unload a', 'load b']);
+  });
 });
 
 /**

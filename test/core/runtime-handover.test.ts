@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Lease, ReplicaSnapshot } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
-import { FleetRuntime } from '../../src/runtime';
+import { FleetRuntime, sharedRuntime } from '../../src/runtime';
 import { RedisServer } from '../helpers/redis';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { waitFor } from '../helpers/wait';
@@ -111,5 +111,50 @@ describe('item 5: retiring a runtime on the same shared state keeps its failover
     expect(v!.adapter?.inFlight).toBe(1);
     expect(await next.release(local.id, 200)).toMatchObject({ id: local.id });
     expect(await openIn(p)).toEqual([]);
+  }, 30_000);
+});
+
+describe('a successor on the same shared state never reuses a lease id', () => {
+  it("a request admitted after a timeout_ms change is counted beside the predecessor's running ones", async () => {
+    // The chaos run's open leases: the successor keeps the node id (the lease prefix), so its
+    // first ids were its predecessor's first ids; one acquire counted nothing, one release
+    // ended another request's lease.
+    const p = prefix();
+    const old = sharedRuntime(redis.config(p, { timeout_ms: 2000 }));
+    runtimes.push(old);
+    await old.store.upsertReplica(SPEC);
+    await old.store.applySnapshot(U, poll());
+    const running = [lease(old), lease(old)];
+    for (const l of running) expect(await old.store.acquire(l)).toBe('loaded');
+    const next = sharedRuntime(redis.config(p, { timeout_ms: 3000 }));
+    runtimes.push(next);
+    expect(next).not.toBe(old);
+    expect(next.leasePrefix).toBe(old.leasePrefix);
+    const admitted = lease(next);
+    expect(await next.store.acquire(admitted)).toBe('loaded');
+    // Three requests run: three leases open, whichever runtime took them.
+    expect((await openIn(p)).length).toBe(3);
+    expect((await next.store.views([U], { name: 'a' }))[0]!.adapter?.inFlight).toBe(3);
+    for (const l of [...running, admitted]) expect(await next.release(l.id, 200)).toMatchObject({ id: l.id });
+    expect(await openIn(p)).toEqual([]);
+  }, 30_000);
+});
+
+describe('a `redis` record change to other state does not reset the cold-load budget', () => {
+  it("the new database's window counts what the node spent in the old one", async () => {
+    const [p1, p2] = [prefix(), prefix()];
+    const old = runtime({ redis: redis.config(p1, { timeout_ms: 2000 }) });
+    await old.store.upsertReplica(SPEC);
+    const spend = async (rt: FleetRuntime, times: number) => {
+      let ok = 0;
+      for (let i = 0; i < times; i++)
+        if ((await rt.store.spendBudget('fleet', 6, 60_000, Date.now())) === 0) ok++;
+      return ok;
+    };
+    expect(await spend(old, 4)).toBe(4);
+    // The operator points the nodes at another database (here: another prefix, the same effect).
+    const next = runtime({ redis: redis.config(p2, { timeout_ms: 2000 }) });
+    await old.retire(next);
+    expect(await spend(next, 6)).toBe(2);
   }, 30_000);
 });

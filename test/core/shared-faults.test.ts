@@ -238,6 +238,21 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
     expect(granted).toBeLessThanOrEqual(2 * LIMIT);
   });
 
+  it('an emptied Redis does not reset the window: each node re-publishes its own spends with its leases', async () => {
+    const p = prefix();
+    const a = await node(p, 'nA');
+    const b = await node(p, 'nB');
+    await a.s.applySnapshot(U, poll());
+    expect(await spend(a, 2)).toBe(2);
+    expect(await spend(b, 2)).toBe(2);
+    await admin.flushall(); // or a restart without persistence, or a `redis` database change
+    // Each notices on its next decision (the one round trip it makes anyway) and re-publishes.
+    await a.s.views([U], { name: 'a' });
+    await b.s.views([U], { name: 'a' });
+    // 4 of the window's 6 were spent before the flush: 2 are left, not a fresh 6.
+    expect((await spend(a, LIMIT)) + (await spend(b, LIMIT))).toBe(LIMIT - 4);
+  });
+
   it("a degraded node's spends count in Redis once it is back, within the same window", async () => {
     const p = prefix();
     const a = await node(p, 'nA', { viaProxy: true });

@@ -31,6 +31,8 @@ export interface SharedStore extends FleetStore {
   onStateLost?: (() => void) | null;
   /** Nodes sharing the state, as last seen: this node's share of a budget during an outage. */
   readonly liveNodes?: number;
+  /** The shared state's epoch as last seen (null before any): spends are counted under it. */
+  readonly currentEpoch?: string | null;
   /** Adds cold loads counted during an outage to the current window of `key`. */
   addToBudget?(key: string, count: number, windowMs: number): Promise<void>;
 }
@@ -42,6 +44,14 @@ export interface SharedStore extends FleetStore {
 const OPEN_LEASE_MEMORY_MS = 24 * 3600_000;
 /** Passes of a recovery re-taking leases admitted during the previous pass before it gives up until the next probe. */
 const RECOVERY_PASSES = 100;
+/** Budget keys whose recent spends this node remembers (one per router configuration in practice). */
+const RECENT_SPEND_KEYS = 1024;
+
+/** A cold load this node was granted, and the shared epoch it is counted under (null: none yet). */
+interface Spend {
+  t: number;
+  epoch: string | null;
+}
 
 /**
  * Shared fleet state with a local fallback. While the shared store answers, it decides; the
@@ -69,6 +79,12 @@ export class FailoverFleetStore implements FleetStore {
   private readonly pendingReleases = new Set<string>();
   /** Cold loads granted from this node's share while degraded, merged into the shared budget on recovery. */
   private readonly localSpends = new Map<string, { count: number; windowMs: number }>();
+  /**
+   * When this node's cold loads were granted, per budget key, for the last window: re-published
+   * when the shared state is found emptied, so FLUSHALL or a restart without persistence does
+   * not hand out a fresh budget within the same window.
+   */
+  private readonly recentSpends = new Map<string, { at: Spend[]; windowMs: number }>();
   /** Re-registering and re-taking leases after the shared state was emptied, while under way. */
   private reclaiming: Promise<void> | null = null;
   /**
@@ -230,8 +246,62 @@ export class FailoverFleetStore implements FleetStore {
     this.reclaiming ??= (async () => {
       for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
       await this.restoreLeases(this.shared, false);
+      await this.republishSpends();
     })().finally(() => (this.reclaiming = null));
     return this.reclaiming;
+  }
+
+  /**
+   * Takes over what `pred` (a runtime on other shared state: another database, prefix or server)
+   * spent this window and adds it to this state's budgets: the operator's change does not hand
+   * the fleet a fresh budget. Each node carries its own, so the new state's sum is the fleet's.
+   */
+  async carrySpends(pred: FailoverFleetStore): Promise<void> {
+    const now = this.clock.now();
+    for (const [key, r] of pred.recentSpends) {
+      const at = r.at.filter((s) => now - s.t < r.windowMs).map((s) => ({ t: s.t, epoch: null }));
+      if (at.length === 0) continue;
+      const had = this.recentSpends.get(key);
+      this.recentSpends.set(key, { at: [...(had?.at ?? []), ...at], windowMs: r.windowMs });
+    }
+    pred.recentSpends.clear();
+    if (this.degradedSince === null) await this.republishSpends().catch((err: Error) => this.degrade(err));
+  }
+
+  /** Remembers a cold load granted to this node (shared or local) for the rest of its window. */
+  private rememberSpend(key: string, windowMs: number, at: number): void {
+    const r = this.recentSpends.get(key) ?? { at: [], windowMs };
+    r.windowMs = windowMs;
+    r.at = r.at.filter((s) => at - s.t < windowMs);
+    // Counted in the state as last seen (a local one: merged there on recovery).
+    r.at.push({ t: at, epoch: this.shared.currentEpoch ?? null });
+    // Re-inserted: the least recently spent keys go first past the bound.
+    this.recentSpends.delete(key);
+    this.recentSpends.set(key, r);
+    if (this.recentSpends.size > RECENT_SPEND_KEYS)
+      this.recentSpends.delete(this.recentSpends.keys().next().value!);
+  }
+
+  /**
+   * Adds this node's cold loads of the last window that the shared state does not count (made
+   * under another epoch: before it was emptied, or on other state) to its budgets. Each node
+   * adds only its own, so the fleet's sum is what the lost window held; a window this opens
+   * starts now and may count them a little longer than the lost one would have (stricter).
+   */
+  private async republishSpends(): Promise<void> {
+    const now = this.clock.now();
+    const epoch = this.shared.currentEpoch ?? null;
+    for (const [key, r] of [...this.recentSpends]) {
+      r.at = r.at.filter((s) => now - s.t < r.windowMs);
+      if (r.at.length === 0) {
+        this.recentSpends.delete(key);
+        continue;
+      }
+      const missing = r.at.filter((s) => s.epoch === null || s.epoch !== epoch);
+      if (missing.length === 0) continue;
+      await this.shared.addToBudget?.(key, missing.length, r.windowMs);
+      for (const s of missing) s.epoch = epoch;
+    }
   }
 
   /**
@@ -436,9 +506,15 @@ export class FailoverFleetStore implements FleetStore {
       const had = this.localSpends.get(key);
       this.localSpends.set(key, { count: spent.count + (had?.count ?? 0), windowMs: spent.windowMs });
     }
+    // What it spent this window, to re-publish should the state be found emptied later.
+    for (const [key, r] of pred.recentSpends) {
+      const had = this.recentSpends.get(key);
+      this.recentSpends.set(key, { at: [...(had?.at ?? []), ...r.at], windowMs: r.windowMs });
+    }
     pred.mine.clear();
     pred.pendingReleases.clear();
     pred.localSpends.clear();
+    pred.recentSpends.clear();
     if (this.predecessor === pred) this.predecessor = null;
     await Promise.all(counted);
     if (this.degradedSince !== null) return; // the next probe's recovery hands them over
@@ -469,13 +545,18 @@ export class FailoverFleetStore implements FleetStore {
    */
   spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
     return this.decide(
-      (s) => s.spendBudget(key, limit, windowMs, at),
+      async (s) => {
+        const waitMs = await s.spendBudget(key, limit, windowMs, at);
+        if (waitMs === 0) this.rememberSpend(key, windowMs, this.clock.now());
+        return waitMs;
+      },
       async () => {
         const share = Math.floor(limit / Math.max(1, this.shared.liveNodes ?? 1));
         const waitMs = await this.local.spendBudget(key, share, windowMs, at);
         if (waitMs === 0) {
           const had = this.localSpends.get(key);
           this.localSpends.set(key, { count: (had?.count ?? 0) + 1, windowMs });
+          this.rememberSpend(key, windowMs, this.clock.now());
         }
         return waitMs;
       },

@@ -104,6 +104,11 @@ export class RedisFleetStore implements FleetStore {
     return lost;
   }
 
+  /** The shared state's epoch as last seen (null before any): what a count made now is counted under. */
+  get currentEpoch(): string | null {
+    return this.epoch;
+  }
+
   /** Whether Redis was emptied since this was last asked (the caller then takes its state back). */
   takeStateLost(): boolean {
     const lost = this.stateLost;
