@@ -120,13 +120,13 @@ describe('a successor on the same shared state never reuses a lease id', () => {
     // first ids were its predecessor's first ids; one acquire counted nothing, one release
     // ended another request's lease.
     const p = prefix();
-    const old = sharedRuntime(redis.config(p, { timeout_ms: 2000 }));
+    const old = sharedRuntime(redis.config(p, { timeout: 2000 }));
     runtimes.push(old);
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
     const running = [lease(old), lease(old)];
     for (const l of running) expect(await old.store.acquire(l)).toBe('loaded');
-    const next = sharedRuntime(redis.config(p, { timeout_ms: 3000 }));
+    const next = sharedRuntime(redis.config(p, { timeout: 3000 }));
     runtimes.push(next);
     expect(next).not.toBe(old);
     expect(next.leasePrefix).toBe(old.leasePrefix);
@@ -143,7 +143,7 @@ describe('a successor on the same shared state never reuses a lease id', () => {
 describe('a `redis` record change to other state does not reset the cold-load budget', () => {
   it("the new database's window counts what the node spent in the old one", async () => {
     const [p1, p2] = [prefix(), prefix()];
-    const old = runtime({ redis: redis.config(p1, { timeout_ms: 2000 }) });
+    const old = runtime({ redis: redis.config(p1, { timeout: 2000 }) });
     await old.store.upsertReplica(SPEC);
     const spend = async (rt: FleetRuntime, times: number) => {
       let ok = 0;
@@ -153,7 +153,7 @@ describe('a `redis` record change to other state does not reset the cold-load bu
     };
     expect(await spend(old, 4)).toBe(4);
     // The operator points the nodes at another database (here: another prefix, the same effect).
-    const next = runtime({ redis: redis.config(p2, { timeout_ms: 2000 }) });
+    const next = runtime({ redis: redis.config(p2, { timeout: 2000 }) });
     await old.retire(next);
     expect(await spend(next, 6)).toBe(2);
   }, 30_000);
