@@ -52,11 +52,11 @@ export interface RuntimeOptions {
   leaseSeq?: { next: number };
 }
 
-/** The schema's defaults (`target_waiting_per_replica`, `kv_ceiling`), until a configuration registers. */
 /** Priors until this fleet measures its own: a replica's prefill rate, a load and an unload. */
 const DEFAULT_PREFILL_TOKENS_PER_S = 10_000;
 const PRIOR_LOAD_MS = 1000;
 const PRIOR_UNLOAD_MS = 100;
+/** The schema's defaults (`target_waiting_per_replica`, `kv_ceiling`), until a configuration registers. */
 const DEFAULT_SATURATION: SaturationPolicy = { targetWaitingPerReplica: 2, kvCeiling: 0.8 };
 
 export const defaultPollerOptions: PollerOptions = {
@@ -82,8 +82,17 @@ export class FleetRuntime {
   readonly metrics: RouterMetrics;
   /** Decayed request frequency per adapter, for value-based eviction and placement. */
   readonly adapterStats = new AdapterStats();
-  /** Per replica, the prefill and decode work this process admitted, corrected by each poll. */
-  readonly work = new WorkModel({ prefillTokensPerS: DEFAULT_PREFILL_TOKENS_PER_S });
+  /**
+   * Per replica, the prefill and decode work this process admitted, corrected by each poll.
+   * Not readonly: a successor on the same shared state takes it over (its leases end there).
+   */
+  work = new WorkModel({ prefillTokensPerS: DEFAULT_PREFILL_TOKENS_PER_S });
+  /**
+   * Whether a router configuration on this runtime uses `saturation_mode: predicted`: only then
+   * do requests pay for the work model's admissions and releases (set once, never cleared, as
+   * configurations share the runtime).
+   */
+  predictsWork = false;
   /** Load and unload times of this fleet, as the adapter manager measured them. */
   readonly loadTimes = new LoadTimes(PRIOR_LOAD_MS, PRIOR_UNLOAD_MS);
   /** Prefix of this runtime's lease ids, and its node id in a shared store: unique across processes. */
@@ -191,7 +200,8 @@ export class FleetRuntime {
         this.log.warn(`replica ${url} stopped answering polls`);
       } else if (ok && down.delete(url)) this.log.warn(`replica ${url} answers polls again`);
       if (ok) this.trimAfterPoll(url);
-      const load = ok ? this.poller.lastLoad.get(url) : undefined;
+      // Only `saturation_mode: predicted` reads the work model.
+      const load = ok && this.predictsWork ? this.poller.lastLoad.get(url) : undefined;
       if (load) {
         const now = this.clock.now();
         this.work.observeReplica(url, load, now, now - ms);
@@ -325,6 +335,12 @@ export class FleetRuntime {
     // Same shared state: the successor takes this store's failover records once the decisions
     // under way end; until then a release of a lease it does not know goes back here.
     const sameState = next.stateKey === this.stateKey;
+    // Same lease prefix: the log phase of a lease taken here finds `next` (runtimeOfLease), so
+    // the work admitted here must be there. Synchronous, before `next` decides anything.
+    if (sameState) {
+      next.work = this.work;
+      next.predictsWork ||= this.predictsWork;
+    }
     if (sameState && this.store instanceof FailoverFleetStore && next.store instanceof FailoverFleetStore)
       next.store.predecessor = this.store;
     const polling = this.poller.running;

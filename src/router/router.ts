@@ -7,6 +7,7 @@ import { errors, RouterError } from '../errors';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { samePath } from '../fleet/memory-store';
 import { claimReplicas, type FleetRuntime } from '../runtime';
+import type { Poller } from '../fleet/poller';
 import { pipelineFor, SchedulingPipeline } from '../scheduler/pipeline';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
 import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
@@ -80,6 +81,8 @@ export class RouterService {
   private readonly coldBudget: ColdLoadBudget;
   /** Per error code: when its detail was last logged, and how many were not since. */
   private readonly internalLogged = new Map<string, { at: number; suppressed: number }>();
+  /** The fleet's largest context as last computed, and the poller version it was computed from. */
+  private contextCache: { poller: Poller; version: number; max: number | undefined } | undefined;
 
   /** The runtime decisions go to: the one given, or the one that replaced it (a new `redis` record). */
   private get rt(): FleetRuntime {
@@ -153,6 +156,7 @@ export class RouterService {
       });
     claimReplicas(rt, this.urls);
     rt.work.configure(config.prefill_tokens_per_second);
+    if (config.saturation_mode === 'predicted') rt.predictsWork = true;
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
       // Polling is what keeps decisions fresh: start it here too, in case lora-poller
       // runs in another process (or not at all).
@@ -214,7 +218,10 @@ export class RouterService {
     observed?: Observed,
   ): Promise<boolean> {
     // Its work ends with it, whatever the store answers (an expired lease is already gone there).
-    rt.work.release(leaseId, rt.clock.now(), status === 200 ? observed : undefined);
+    // Only a 2xx says its prefill (and every earlier one's) is done; any other ending drops its own.
+    const completed = status !== undefined && status >= 200 && status < 300;
+    if (rt.predictsWork)
+      rt.work.release(leaseId, rt.clock.now(), status === 200 ? observed : undefined, completed);
     // A 404 is vLLM's "The model `x` does not exist." when it lost the adapter (a restart,
     // another router's unload; serving_engine.py `_check_model`, vllm 7ded96b3c7), or FastAPI's
     // `{"detail":"Not Found"}` for a client's mistyped path under /v1 (llama.cpp: "File Not
@@ -295,7 +302,8 @@ export class RouterService {
       await spendColdLoad(this.rt, this.coldBudget, resolved.adapter.name, req.consumer);
       spent = true;
     };
-    const contextTokens = tokens ? tokens.promptTokens + (tokens.maxTokens ?? 1) : undefined;
+    // The longest prompt of a batch: vLLM checks each on its own (src/work/estimate.ts).
+    const contextTokens = tokens ? tokens.longestPromptTokens + (tokens.maxTokens ?? 1) : undefined;
     if (contextTokens !== undefined) ctx.contextOf = (url) => this.rt.poller.maxModelLen.get(url);
     return this.placement.place(
       { resolved, adapter, prompt, contextTokens, ctx, views, wait },
@@ -309,16 +317,29 @@ export class RouterService {
    * each): only when every replica has reported its `max_model_len`; unknown means no refusal.
    */
   private checkContext(t: TokenEstimate): void {
-    let max = 0;
-    for (const url of this.urls) {
-      const len = this.rt.poller.maxModelLen.get(url);
-      if (len === undefined) return;
-      if (len > max) max = len;
-    }
+    const max = this.largestContext();
     // Without max_tokens vLLM refuses a prompt that fills the context (serving_engine.py
     // `_validate_input`): it needs one token of room, as the eligibility filter counts.
-    if (t.promptTokens + (t.maxTokens ?? 1) > max)
-      throw errors.contextLengthExceeded(max, t.promptTokens, t.maxTokens);
+    if (max !== undefined && t.longestPromptTokens + (t.maxTokens ?? 1) > max)
+      throw errors.contextLengthExceeded(max, t.longestPromptTokens, t.maxTokens);
+  }
+
+  /** The fleet's largest context, undefined while a replica has not reported one: once per poll change. */
+  private largestContext(): number | undefined {
+    const poller = this.rt.poller;
+    const c = this.contextCache;
+    if (c && c.poller === poller && c.version === poller.maxModelLenVersion) return c.max;
+    let max: number | undefined = 0;
+    for (const url of this.urls) {
+      const len = poller.maxModelLen.get(url);
+      if (len === undefined) {
+        max = undefined;
+        break;
+      }
+      if (len > max) max = len;
+    }
+    this.contextCache = { poller, version: poller.maxModelLenVersion, max };
+    return max;
   }
 
   /** `saturation_mode: predicted`: each candidate's predicted TTFT for this request (src/work/predict.ts). */
@@ -389,7 +410,7 @@ export class RouterService {
       const state = replica.backend === 'vllm' ? held : replica.adapter?.state;
       const load = resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static';
       // Admitted to the work model before the load: requests routed meanwhile queue behind it.
-      if (tokens)
+      if (tokens && rt.predictsWork)
         rt.work.admit({
           id: leaseId,
           url: replica.url,
@@ -421,7 +442,7 @@ export class RouterService {
       // Not RouterService.release: that also wakes the requests waiting for room when the
       // adapter went idle, which changes how escalated requests retry (measured in every
       // routing figure where admissions fail); a change of behaviour for its own issue.
-      rt.work.release(leaseId, rt.clock.now());
+      if (rt.predictsWork) rt.work.release(leaseId, rt.clock.now(), undefined, false);
       await rt.store.release(leaseId, rt.clock.now());
       throw err;
     }

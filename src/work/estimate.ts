@@ -10,15 +10,23 @@ export const CHARS_PER_TOKEN = 4;
 export const TOKENS_PER_MESSAGE = 4;
 
 export interface TokenEstimate {
+  /** All prompts: a batch of completion prompts is all prefilled on the replica. */
   promptTokens: number;
+  /**
+   * The longest single prompt: vLLM checks each prompt of a batch against the context on its
+   * own (vllm/entrypoints/openai/serving_completion.py `create_completion`, vllm-project/vllm
+   * main: one engine request, and `get_max_tokens`, per engine prompt).
+   */
+  longestPromptTokens: number;
   /** `max_completion_tokens` or `max_tokens`, when the client set one. */
   maxTokens?: number;
 }
 
 export function estimateTokens(json: Record<string, unknown> | null): TokenEstimate {
-  if (!json) return { promptTokens: 0 };
+  if (!json) return { promptTokens: 0, longestPromptTokens: 0 };
   let chars = 0;
   let tokens = 0;
+  let longest = -1;
   if (Array.isArray(json.messages)) {
     for (const m of json.messages) {
       tokens += TOKENS_PER_MESSAGE;
@@ -34,17 +42,23 @@ export function estimateTokens(json: Record<string, unknown> | null): TokenEstim
     const p = json.prompt;
     if (typeof p === 'string') chars = p.length;
     else if (Array.isArray(p)) {
-      // Token ids count as they are; a list of strings (a batch) adds up.
+      // Token ids count as they are; a list of strings or of id lists (a batch) adds up.
       for (const x of p) {
+        let n = -1;
         if (typeof x === 'number') tokens++;
-        else if (typeof x === 'string') chars += x.length;
-        else if (Array.isArray(x)) tokens += x.length;
+        else if (typeof x === 'string') {
+          chars += x.length;
+          n = Math.ceil(x.length / CHARS_PER_TOKEN);
+        } else if (Array.isArray(x)) tokens += n = x.length;
+        if (n > longest) longest = n;
       }
     }
   }
   const promptTokens = tokens + (chars > 0 ? Math.ceil(chars / CHARS_PER_TOKEN) : 0);
+  // One prompt (chat, a string, a flat id list): the longest is the whole.
+  const longestPromptTokens = longest < 0 ? promptTokens : longest;
   const mt = json.max_completion_tokens ?? json.max_tokens;
   return typeof mt === 'number' && Number.isFinite(mt) && mt > 0
-    ? { promptTokens, maxTokens: Math.floor(mt) }
-    : { promptTokens };
+    ? { promptTokens, longestPromptTokens, maxTokens: Math.floor(mt) }
+    : { promptTokens, longestPromptTokens };
 }

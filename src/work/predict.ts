@@ -37,8 +37,7 @@ export interface Prediction {
  * time, plus an unload when the replica is full, plus the queue timeout when no adapter there
  * is idle), the KV wait, the prefill ahead over the replica's rate, and its own prefill. The KV
  * wait and the prefill ahead overlap (queued requests wait for the same room), so the larger counts.
- */
-/**
+ *
  * `roomNow` is known only once residents are read: whether a load could start now (a free slot
  * or an idle victim). `now` and `roomNow` are arguments, not request fields: this runs per
  * replica per decision, where building an object per call costs more than the prediction.

@@ -151,14 +151,30 @@ export class WorkModel {
     this.meanPrompt.observe(a.promptTokens);
   }
 
-  /** The log phase: the request ended, so its prefill (and every one admitted before it) is done. */
-  release(id: string, now: number, observed?: Observed): void {
+  /**
+   * The log phase (or a failed admission): the request ended. Only a completed one (2xx) says
+   * its prefill, and every one admitted before it on the replica, is done (FIFO); a failure (a
+   * load error, no room, a 4xx, a 499) drops what is left of its own prefill and its KV only.
+   */
+  release(id: string, now: number, observed?: Observed, completed = false): void {
     const e = this.byId.get(id);
     if (!e) return;
     this.byId.delete(id);
     const r = this.replica(e.url);
     this.advance(r, now);
-    r.drained = Math.max(r.drained, e.end);
+    if (completed) r.drained = Math.max(r.drained, e.end);
+    else {
+      const left = Math.min(e.prompt, Math.max(0, e.end - r.drained));
+      if (left > 0) {
+        r.admitted -= left;
+        // Those admitted after it no longer queue behind its prefill (rare: failures only).
+        let after = false;
+        for (const x of r.entries.values()) {
+          if (after) x.end -= left;
+          else if (x === e) after = true;
+        }
+      }
+    }
     r.entries.delete(id);
     r.kvReserved -= e.prompt + e.maxTokens;
     if (r.entries.size === 0) {
@@ -276,6 +292,10 @@ export class WorkModel {
 
   /** Forgets requests admitted before `now - maxAgeMs`: their log phase never came (the lease expired). */
   purge(now: number, maxAgeMs: number): void {
-    for (const e of this.byId.values()) if (now - e.at > maxAgeMs) this.release(e.id, now);
+    // `byId` is in admission order: the first young entry ends the walk (it runs every poll).
+    for (const e of this.byId.values()) {
+      if (now - e.at <= maxAgeMs) break;
+      this.release(e.id, now);
+    }
   }
 }

@@ -1,5 +1,7 @@
 import { countTokens } from '../../sim/http/openai';
+import { silentLogger } from '../../src/log';
 import { seededRandom } from '../../src/random';
+import { FleetRuntime } from '../../src/runtime';
 import { estimateTokens } from '../../src/work/estimate';
 import { LoadTimes } from '../../src/work/load-times';
 import { predictTtft } from '../../src/work/predict';
@@ -64,6 +66,28 @@ describe('prompt token estimate', () => {
     expect(estimateTokens({ model: 'm', prompt: 'abcd' }).maxTokens).toBeUndefined();
   });
 
+  it('a batch of completion prompts: the sum for the work, the longest one for the context', () => {
+    // vLLM checks each prompt of a batch against the context on its own.
+    const three = estimateTokens({
+      model: 'm',
+      prompt: ['x'.repeat(12_000), 'y'.repeat(12_000), 'z'.repeat(4000)],
+    });
+    expect(three).toMatchObject({ promptTokens: 7000, longestPromptTokens: 3000 });
+    const ids = estimateTokens({
+      model: 'm',
+      prompt: [
+        [1, 2, 3],
+        [4, 5, 6, 7, 8],
+      ],
+    });
+    expect(ids).toMatchObject({ promptTokens: 8, longestPromptTokens: 5 });
+    // One prompt of token ids, one string, one chat: the longest is the whole.
+    expect(estimateTokens({ model: 'm', prompt: [1, 2, 3, 4, 5] }).longestPromptTokens).toBe(5);
+    expect(estimateTokens({ model: 'm', prompt: 'x'.repeat(4000) }).longestPromptTokens).toBe(1000);
+    const chat = estimateTokens({ model: 'm', messages: [{ role: 'user', content: 'abcd' }] });
+    expect(chat.longestPromptTokens).toBe(chat.promptTokens);
+  });
+
   it('counts text parts of multi-part chat content', () => {
     const est = estimateTokens({
       model: 'm',
@@ -93,11 +117,25 @@ describe('work model', () => {
     const w = new WorkModel({ prefillTokensPerS: rate });
     w.admit({ id: '1', url: A, promptTokens: 20_000, maxTokens: 100, at: 0 });
     w.admit({ id: '2', url: A, promptTokens: 10_000, maxTokens: 100, at: 0 });
-    w.release('2', 100);
+    w.release('2', 100, undefined, true);
     expect(w.queuedPrefill(A, 100)).toBe(0);
     expect(w.view(A, 100).inFlight).toBe(1);
-    w.release('1', 100);
+    w.release('1', 100, undefined, true);
     expect(w.view(A, 100)).toMatchObject({ inFlight: 0, queuedPrefillTokens: 0, kvReservedTokens: 0 });
+  });
+
+  it('a request that failed (a load error, no room, a 4xx) drops its own prefill only', () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    w.admit({ id: '1', url: A, promptTokens: 20_000, maxTokens: 100, at: 0 });
+    w.admit({ id: '2', url: A, promptTokens: 10_000, maxTokens: 100, at: 0 });
+    w.admit({ id: '3', url: A, promptTokens: 5_000, maxTokens: 100, at: 0 });
+    // The last admission's load failed: the two before it are still queued.
+    w.release('3', 100, undefined, false);
+    expect(w.queuedPrefill(A, 100)).toBeCloseTo(29_000, 0);
+    expect(w.view(A, 100)).toMatchObject({ inFlight: 2, kvReservedTokens: 30_200 });
+    w.release('2', 100);
+    expect(w.queuedPrefill(A, 100)).toBeCloseTo(19_000, 0);
+    expect(w.view(A, 100).kvReservedTokens).toBe(20_100);
   });
 
   it("the replica's own figures override a smaller view (another gateway shares the replica)", () => {
@@ -148,8 +186,28 @@ describe('work model', () => {
   it('forgets requests older than the lease age (their log phase never came)', () => {
     const w = new WorkModel({ prefillTokensPerS: rate });
     w.admit({ id: '1', url: A, promptTokens: 50_000, maxTokens: 10, at: 0 });
+    w.admit({ id: '2', url: A, promptTokens: 1000, maxTokens: 10, at: 200_000 });
+    w.admit({ id: '3', url: B, promptTokens: 1000, maxTokens: 10, at: 300_000 });
     w.purge(700_000, 600_000);
-    expect(w.view(A, 700_000).inFlight).toBe(0);
+    expect(w.view(A, 700_000).inFlight).toBe(1);
+    expect(w.view(B, 700_000).inFlight).toBe(1);
+    w.purge(850_000, 600_000);
+    expect(w.view(A, 850_000).inFlight).toBe(0);
+    expect(w.view(B, 850_000).inFlight).toBe(1);
+  });
+
+  it('moves to the runtime that replaces it on the same shared state (the successor releases its leases)', async () => {
+    const old = new FleetRuntime({ log: silentLogger });
+    const next = new FleetRuntime({ log: silentLogger, leasePrefix: old.leasePrefix });
+    const id = old.nextLeaseId();
+    old.work.admit({ id, url: A, promptTokens: 1000, maxTokens: 10, at: 0 });
+    await old.retire(next);
+    // The log phase finds the runtime by lease prefix: now `next`.
+    expect(next.work.view(A, 0).inFlight).toBe(1);
+    next.work.release(id, 0, undefined, true);
+    expect(next.work.view(A, 0).inFlight).toBe(0);
+    old.stop();
+    next.stop();
   });
 });
 

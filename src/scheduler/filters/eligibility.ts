@@ -4,7 +4,8 @@ import type { Candidate, Filter } from '../types';
  * Hard constraint, never relaxed: replicas that can serve the request at all. An adapter is
  * served where it is resident, or on a vLLM replica the router may load it onto; llama.cpp
  * replicas serve only the adapters they were started with. A replica whose reported context
- * is shorter than the request (estimated) would answer 400: it is not eligible either.
+ * is shorter than the request (estimated; of a batch of prompts, the longest, as vLLM checks
+ * each on its own) would answer 400: it is not eligible either.
  */
 export const eligibility: Filter = {
   name: 'eligibility',
