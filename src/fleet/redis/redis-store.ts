@@ -18,7 +18,7 @@ import type {
   ResidencyState,
   ResidentAdapter,
 } from '../types';
-import { RedisConnection, redisOptions } from './connection';
+import { RedisConnection, redisOptions, ServerSwitched } from './connection';
 import { scriptSource, SCRIPTS, type ScriptName } from './scripts';
 
 type Reply = string | number | null | Reply[];
@@ -93,7 +93,14 @@ export class RedisFleetStore implements FleetStore {
         this.liveNodes = Math.max(1, nodes);
         if (this.noteEpoch(epoch)) this.onStateLost?.();
       })
-      .catch(() => {});
+      .catch((err: unknown) => {
+        // The switch is said once, to the first call: when that is the heartbeat, the leases
+        // the old primary acknowledged but never replicated must still be taken again here.
+        if (err instanceof ServerSwitched) {
+          this.stateLost = true;
+          this.onStateLost?.();
+        }
+      });
   }
 
   /** Records the epoch a reply carried; true if the state was emptied since the last one seen. */
