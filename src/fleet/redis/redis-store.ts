@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { RedisConfig } from '../../config/redis-schema';
 import type { Logger } from '../../log';
-import { PASSIVE_FAILURE_LIMIT, samePath } from '../memory-store';
+import { LEASE_CEILING, PASSIVE_FAILURE_LIMIT, samePath } from '../memory-store';
 import type { FleetDump, FleetStore } from '../store';
 import type {
   AdapterRef,
@@ -284,7 +284,13 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {
-    const raws = (await this.run('expire', now, maxAgeMs, this.config.node_ttl_ms)) as string[];
+    const raws = (await this.run(
+      'expire',
+      now,
+      maxAgeMs,
+      this.config.node_ttl_ms,
+      LEASE_CEILING * maxAgeMs,
+    )) as string[];
     return raws.map(leaseOf);
   }
 
