@@ -18,6 +18,14 @@ import type {
 
 /** Upstream failures in a row (from the proxy path) that mark a replica down until a poll succeeds. */
 export const PASSIVE_FAILURE_LIMIT = 3;
+/**
+ * A lease is renewed by its adapter's activity on the replica, which any request for that
+ * adapter keeps up: a lease whose log phase never came would then live forever on a hot
+ * adapter. Past this many `lease_max_age_ms` since it was taken it is reclaimed anyway. 4: the
+ * default max age is twice Kong's read_timeout, so only a request running over 40 min (by
+ * default) loses its lease; the orphan's inflated count lasts at most that long.
+ */
+export const LEASE_CEILING = 4;
 const EVENT_LIMIT = 200;
 
 interface ReplicaRecord {
@@ -56,6 +64,8 @@ export class MemoryFleetStore implements FleetStore {
   private leases = new Map<string, Lease>();
   /** When a poll last found a lease's adapter running or waiting on its replica (else its `at`). */
   private renewedAt = new Map<string, number>();
+  /** Open leases in the order taken, with when (their `at`): renewals end LEASE_CEILING max ages after. */
+  private takenAt = new Map<string, number>();
   private eventLog: FleetEvent[] = [];
   private lastFence = 0;
   /** Budget windows by key (consumers are many: least recently used out first). */
@@ -208,10 +218,12 @@ export class MemoryFleetStore implements FleetStore {
     }
   }
 
-  /** An upstream answer: passive health, and a 404 forgets the runtime-loaded adapter there. */
-  async observeOutcome(url: string, adapter: string | null, status: number, at: number): Promise<void> {
+  /**
+   * An upstream answer: passive health only. A 404 forgets nothing here: it may be a client's
+   * mistyped path, so the router re-reads the replica's registry (router.ts recheckResidency).
+   */
+  async observeOutcome(url: string, _adapter: string | null, status: number, at: number): Promise<void> {
     await this.reportOutcome(url, status < 500, at);
-    if (status === 404 && adapter !== null) await this.forget(url, adapter, at);
   }
 
   async residents(url: string): Promise<ResidentAdapter[]> {
@@ -306,6 +318,7 @@ export class MemoryFleetStore implements FleetStore {
     const state = lease.adapter === null ? undefined : r?.residency.get(lease.adapter)?.state;
     if (this.leases.has(lease.id)) return state;
     this.leases.set(lease.id, { ...lease });
+    this.takenAt.set(lease.id, lease.at);
     if (!r) return state;
     r.inFlight++;
     if (lease.adapter !== null)
@@ -334,6 +347,7 @@ export class MemoryFleetStore implements FleetStore {
     if (!lease) return undefined;
     this.leases.delete(leaseId);
     this.renewedAt.delete(leaseId);
+    this.takenAt.delete(leaseId);
     this.drop(lease);
     if (lease.adapter !== null) await this.touch(lease.url, lease.adapter, at);
     if (status !== undefined) await this.observeOutcome(lease.url, lease.adapter, status, at);
@@ -348,20 +362,30 @@ export class MemoryFleetStore implements FleetStore {
     // time grows with it: stop at the first young lease.
     for (const [id, lease] of this.leases) {
       if (now - (this.renewedAt.get(id) ?? lease.at) < maxAgeMs) break;
-      this.leases.delete(id);
-      this.renewedAt.delete(id);
-      this.drop(lease);
-      out.push({ ...lease });
-      this.event({
-        at: now,
-        url: lease.url,
-        adapter: lease.adapter ?? '',
-        op: 'lease-expired',
-        result: 'error',
-        detail: `lease ${id} held ${now - lease.at} ms`,
-      });
+      out.push(this.expire(id, lease, now));
+    }
+    // Renewed or not, a lease taken LEASE_CEILING max ages ago goes (order taken: stop at the first young one).
+    for (const [id, at] of this.takenAt) {
+      if (now - at < LEASE_CEILING * maxAgeMs) break;
+      out.push(this.expire(id, this.leases.get(id)!, now));
     }
     return out;
+  }
+
+  private expire(id: string, lease: Lease, now: number): Lease {
+    this.leases.delete(id);
+    this.renewedAt.delete(id);
+    this.takenAt.delete(id);
+    this.drop(lease);
+    this.event({
+      at: now,
+      url: lease.url,
+      adapter: lease.adapter ?? '',
+      op: 'lease-expired',
+      result: 'error',
+      detail: `lease ${id} held ${now - lease.at} ms`,
+    });
+    return { ...lease };
   }
 
   async inFlightTotal(): Promise<number> {

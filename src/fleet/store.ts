@@ -87,9 +87,9 @@ export interface FleetStore {
   acquire(lease: Lease): Promise<ResidencyState | undefined>;
   /**
    * Gives the lease back; returns it the first time, undefined after (release once). With the
-   * upstream `status`, also records passive health (5xx counts against the replica) and, on
-   * 404, forgets the runtime-loaded adapter there, in the same step. The router passes no 404:
-   * a 404 may be a client's mistyped path, so it re-reads the registry (RouterService.release).
+   * upstream `status`, also records passive health (5xx counts against the replica) in the same
+   * step. A 404 forgets nothing: it may be a client's mistyped path, so the router re-reads the
+   * replica's registry instead (router.ts recheckResidency).
    */
   release(leaseId: string, at: number, status?: number): Promise<Released | undefined>;
   /**

@@ -126,6 +126,33 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
     }
   });
 
+  it('after a failover to a server that missed its last writes, a heartbeat that sees the switch first still re-takes the leases', async () => {
+    const p = prefix();
+    // Heartbeats every 100 ms: with no decision to make, the heartbeat is the first call after the switch.
+    const shared = new RedisFleetStore(redis.config(p, { node_ttl_ms: 400 }), 'n5');
+    const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 });
+    try {
+      await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+      await s.applySnapshot(U, snapshot(1));
+      // The state as a replica has it (same epoch)...
+      await redis.command(['SAVE']);
+      // ...but not this lease: the old primary acknowledged it and failed before replicating it.
+      expect(await s.acquire({ id: 'W1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
+      await redis.stop();
+      await redis.start(); // another server (new run_id) with the saved state, W1 missing
+      await waitFor(
+        async () => Number(await redis.command(['HLEN', `${p}lease`])) === 1,
+        5000,
+        'W1 counted on the new server',
+      );
+      expect(s.mode()).toBe('redis');
+      expect(await s.release('W1', 3, 200)).toMatchObject({ id: 'W1' });
+      expect(await shared.inFlightTotal()).toBe(0);
+    } finally {
+      await s.close();
+    }
+  }, 15_000);
+
   it('item 3: when Redis loses everything without a disconnect (FLUSHALL), the next read takes the open leases again', async () => {
     const { shared, s } = await node(prefix(), 'n4');
     try {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { MemoryFleetStore, PASSIVE_FAILURE_LIMIT } from '../../src/fleet/memory-store';
+import { LEASE_CEILING, MemoryFleetStore, PASSIVE_FAILURE_LIMIT } from '../../src/fleet/memory-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { SKEW_MARGIN_MS } from '../../src/fleet/redis/scripts';
 import type { FleetStore } from '../../src/fleet/store';
@@ -191,7 +191,7 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.inFlightTotal()).toBe(1);
   });
 
-  it('records the upstream outcome with the release: 5xx counts against the replica, 404 forgets the adapter', async () => {
+  it('records the upstream outcome with the release: 5xx counts against the replica, 404 forgets nothing (the router re-reads the registry)', async () => {
     const s = await store();
     await s.applySnapshot(U, { at: 1, ok: true, load });
     await loadOn(s, 'a', 1);
@@ -202,7 +202,7 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect((await s.views([U]))[0]!.health).toBe('down');
     await s.acquire({ id: 'N', url: U, adapter: 'a', at: 4 });
     await s.release('N', 5, 404);
-    expect(await states(s)).toEqual({});
+    expect(await states(s)).toEqual({ a: 'loaded' });
     expect(await s.release('N', 6, 404)).toBeUndefined();
   });
 
@@ -236,6 +236,28 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     await new Promise((r) => setTimeout(r, 250));
     expired = (await s.expireLeases(Date.now(), 200)).map((l) => l.id);
     expect(expired).toEqual(['long']);
+  });
+
+  it('stops renewing a lease past LEASE_CEILING × the maximum age: an orphan on a hot adapter is reclaimed', async () => {
+    const s = await store();
+    const maxAge = 100; // ceiling: LEASE_CEILING × 100 ms
+    // Its log phase never comes (a killed node); other requests for `a` keep the adapter running.
+    await s.acquire({ id: 'orphan', url: U, adapter: 'a', at: Date.now() });
+    const taken = Date.now();
+    let expiredAt = 0;
+    const expired: string[] = [];
+    for (let i = 0; i < 60 && expiredAt === 0; i++) {
+      await s.acquire({ id: `live${i}`, url: U, adapter: 'a', at: Date.now() });
+      await new Promise((r) => setTimeout(r, 50));
+      await s.applySnapshot(U, { at: Date.now(), ok: true, load: { ...load, activeAdapters: ['a'] } });
+      await s.release(`live${i}`, Date.now());
+      const out = (await s.expireLeases(Date.now(), maxAge)).map((l) => l.id);
+      expired.push(...out);
+      if (out.includes('orphan')) expiredAt = Date.now();
+    }
+    expect(expired).toEqual(['orphan']);
+    expect(expiredAt - taken).toBeGreaterThanOrEqual(LEASE_CEILING * maxAge);
+    expect(await s.inFlightTotal()).toBe(0);
   });
 
   it('hands out copies: mutating a view changes nothing inside', async () => {

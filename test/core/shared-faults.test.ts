@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { LEASE_CEILING } from '../../src/fleet/memory-store';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { Lease, ReplicaSnapshot } from '../../src/fleet/types';
@@ -171,7 +172,8 @@ describe('item 8: lease expiry under long requests and skewed clocks', () => {
     await a.s.applySnapshot(U, poll());
     await a.s.acquire(lease('A1'));
     const MAX_AGE = 300;
-    const end = Date.now() + 4 * MAX_AGE;
+    // Three max ages: well past one, short of the ceiling where renewal stops.
+    const end = Date.now() + (LEASE_CEILING - 1) * MAX_AGE;
     while (Date.now() < end) {
       await sleep(60);
       await b.s.applySnapshot(U, poll(['a'])); // B's poll: the replica runs a request for `a`

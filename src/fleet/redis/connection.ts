@@ -45,6 +45,9 @@ export function redisOptions(c: RedisConfig): RedisOptions {
   };
 }
 
+/** A call's failure saying another Redis server answers: the caller must take its leases there again. */
+export class ServerSwitched extends Error {}
+
 /**
  * The command connection of a RedisFleetStore: the client, usable once connected and once the
  * server it reached was looked at (one INFO per connection). It refuses a Redis Cluster node,
@@ -95,7 +98,7 @@ export class RedisConnection {
     if (this.switched !== null) {
       const why = this.switched;
       this.switched = null;
-      if (!recovering) throw new Error(why);
+      if (!recovering) throw new ServerSwitched(why);
     }
     return this.client;
   }

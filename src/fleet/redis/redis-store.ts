@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { RedisConfig } from '../../config/redis-schema';
 import type { Logger } from '../../log';
-import { PASSIVE_FAILURE_LIMIT, samePath } from '../memory-store';
+import { LEASE_CEILING, PASSIVE_FAILURE_LIMIT, samePath } from '../memory-store';
 import type { FleetDump, FleetStore } from '../store';
 import type {
   AdapterRef,
@@ -18,7 +18,7 @@ import type {
   ResidencyState,
   ResidentAdapter,
 } from '../types';
-import { RedisConnection, redisOptions } from './connection';
+import { RedisConnection, redisOptions, ServerSwitched } from './connection';
 import { scriptSource, SCRIPTS, type ScriptName } from './scripts';
 
 type Reply = string | number | null | Reply[];
@@ -93,7 +93,14 @@ export class RedisFleetStore implements FleetStore {
         this.liveNodes = Math.max(1, nodes);
         if (this.noteEpoch(epoch)) this.onStateLost?.();
       })
-      .catch(() => {});
+      .catch((err: unknown) => {
+        // The switch is said once, to the first call: when that is the heartbeat, the leases
+        // the old primary acknowledged but never replicated must still be taken again here.
+        if (err instanceof ServerSwitched) {
+          this.stateLost = true;
+          this.onStateLost?.();
+        }
+      });
   }
 
   /** Records the epoch a reply carried; true if the state was emptied since the last one seen. */
@@ -282,7 +289,13 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {
-    const raws = (await this.run('expire', now, maxAgeMs, this.config.node_ttl_ms)) as string[];
+    const raws = (await this.run(
+      'expire',
+      now,
+      maxAgeMs,
+      this.config.node_ttl_ms,
+      LEASE_CEILING * maxAgeMs,
+    )) as string[];
     return raws.map(leaseOf);
   }
 

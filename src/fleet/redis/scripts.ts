@@ -10,6 +10,7 @@
  *   P gone:<url>      zset adapter -> when it was unloaded or forgotten, Redis time (bounded)
  *   P lease           hash lease id -> {id, url, adapter, at, node, c: counted in inFlight}
  *   P lease-at        zset id -> when the lease was taken or last renewed, Redis time
+ *   P lease-t0        zset id -> when the lease was taken, Redis time (renewals end at a ceiling)
  *   P ls:<url>|<name> set of the lease ids on one adapter of one replica (renewed together)
  *   P nl:<node>       set of a node's lease ids; P nodes zset node -> last heartbeat (Redis time)
  *   P epoch           a random id set by the first registration after Redis was empty: a node
@@ -100,6 +101,7 @@ local function lskey(url, name) return P .. 'ls:' .. url .. '|' .. name end
 local function droplease(id, lease)
   redis.call('HDEL', P .. 'lease', id)
   redis.call('ZREM', P .. 'lease-at', id)
+  redis.call('ZREM', P .. 'lease-t0', id)
   redis.call('SREM', P .. 'nl:' .. lease.node, id)
   if lease.adapter ~= '' then redis.call('SREM', lskey(lease.url, lease.adapter), id) end
   -- Only what acquire counted (its replica was registered then) is uncounted.
@@ -351,7 +353,9 @@ end
 redis.call('HSET', P .. 'lease', id,
   cjson.encode({id = id, url = url, adapter = name, at = at, node = node, c = counted}))
 -- Its age is kept on Redis's clock: nodes' clocks disagree (issue 24, item 8).
-redis.call('ZADD', P .. 'lease-at', now_ms(), id)
+local t = now_ms()
+redis.call('ZADD', P .. 'lease-at', t, id)
+redis.call('ZADD', P .. 'lease-t0', t, id)
 redis.call('SADD', P .. 'nl:' .. node, id)
 if name ~= '' then redis.call('SADD', lskey(url, name), id) end
 return state`,
@@ -370,18 +374,17 @@ if lease.adapter ~= '' then
 end
 if status and known(lease.url) then
   outcome(lease.url, status < 500, at, tonumber(ARGV[5]))
-  if status == 404 and lease.adapter ~= '' then forget(lease.url, lease.adapter, at) end
 end
 return {raw, idle}`,
 
   /**
-   * now, maxAge, nodeTtl -> expired lease JSONs. Ends the load/unload locks of nodes silent for
+   * now, maxAge, nodeTtl, ceiling -> expired lease JSONs. Ends the load/unload locks of nodes silent for
    * nodeTtl, any lease not taken or renewed for maxAge and any lock past its expiry, all by Redis
    * time. A silent node's leases stay: it may be cut off from Redis while its requests still run
    * on the replicas (a partition), and an unload under them is what must never happen.
    */
   expire: `
-local now, maxAge, nodeTtl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local now, maxAge, nodeTtl, ceiling = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local t = now_ms()
 local out = {}
 local function expire(id, why)
@@ -425,6 +428,10 @@ if #dead > 0 then
 end
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lease-at', '-inf', t - maxAge, 'LIMIT', 0, 1000)) do
   expire(id, 'held over ' .. maxAge .. ' ms')
+end
+-- Renewed or not, a lease taken this long ago goes (LEASE_CEILING in memory-store.ts).
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lease-t0', '-inf', t - ceiling, 'LIMIT', 0, 1000)) do
+  expire(id, 'taken over ' .. ceiling .. ' ms ago')
 end
 for _, f in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lock-until', '-inf', t, 'LIMIT', 0, 1000)) do
   local raw = redis.call('HGET', P .. 'lock', f)
