@@ -24,7 +24,7 @@ import { loadWorkload } from './workloads';
 const HELP = `Usage: npm run bench [-- options]
 
   --full             the full run (whole trace, finer sweep, more requests per point, more
-                     iterations); default: quick (about 8 min on 2 cores)
+                     iterations); default: quick (about 45 min on 2 cores)
   --trace FILE       workload CSV in the Azure LLM trace format, used as the conversation workload
                      (default ../shared/data/azure-llm-inference-2023/conversation.csv, else synthetic)
   --workload NAME    conversation (the trace), bursty (prefill-heavy bursts) or long (long-context
