@@ -16,7 +16,11 @@ export function installClockSkewHook(env: NodeJS.ProcessEnv = process.env): bool
   const raw = env[CLOCK_SKEW_ENV];
   if (raw === undefined || raw === '') return false;
   const skewMs = Number(raw);
-  if (!Number.isFinite(skewMs)) throw new RangeError(`${CLOCK_SKEW_ENV} must be a number of ms, got ${raw}`);
+  if (!Number.isFinite(skewMs)) {
+    // A stray value must not stop a gateway's plugin server from starting: say so, patch nothing.
+    console.error(`${CLOCK_SKEW_ENV} must be a number of ms, got ${raw}: ignored`);
+    return false;
+  }
   const trueNow = systemClock.now.bind(systemClock);
   let offset = 0;
   systemClock.now = () => trueNow() + offset;

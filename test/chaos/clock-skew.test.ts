@@ -5,7 +5,8 @@
  */
 import { join } from 'node:path';
 import { LocalGateway } from '../../stack/gateway';
-import { CLOCK_SKEW_ENV } from '../../pluginserver/clock-skew';
+import { CLOCK_SKEW_ENV, installClockSkewHook } from '../../pluginserver/clock-skew';
+import { systemClock } from '../../src/clock';
 import { KongDriver, PluginServerProcess } from '../kong/driver';
 import { ROOT } from '../kong/process';
 import { waitFor } from '../helpers/wait';
@@ -59,5 +60,13 @@ describe('plugin server clock-skew hook', () => {
     expect(within(await n.offset(), 0)).toBe(true);
     n.server.child.kill('SIGUSR2');
     await waitFor(() => n!.server.exited, 5000, 'exit on an unhandled SIGUSR2');
+  });
+});
+
+describe('the clock-skew hook with a value that is not a number', () => {
+  it('patches nothing and does not throw, so the plugin server still starts', () => {
+    const before = systemClock.now;
+    expect(installClockSkewHook({ [CLOCK_SKEW_ENV]: 'ten' })).toBe(false);
+    expect(systemClock.now).toBe(before);
   });
 });
