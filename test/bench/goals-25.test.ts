@@ -1,31 +1,10 @@
 import { chartFile, goals25, sloCharts, tally25 } from '../../bench/des/slo-goals-25';
 import type { PolicyResult } from '../../bench/des/run';
+import { policyResult } from '../helpers/policy-result';
 import type { SloPoint } from '../../bench/des/slo-sweep';
 import { e2eLongGoal } from '../../bench/parts/e2e-long';
 
-function result(policy: string, r: Partial<PolicyResult>): PolicyResult {
-  return {
-    policy,
-    requests: 100,
-    completed: 100,
-    errors: 0,
-    refused: 0,
-    sloAttainment: 1,
-    slo: {},
-    loads: 10,
-    unloads: 0,
-    hitRate: 0.9,
-    ttftP50: 100,
-    ttftP99: 1000,
-    ttftP99Served: 1000,
-    e2eP99: 1000,
-    throughput: 1,
-    busyUnloads: 0,
-    engineReloads: 0,
-    wallS: 0,
-    ...r,
-  };
-}
+const result = (policy: string, r: Partial<PolicyResult>): PolicyResult => policyResult(policy, { ...r });
 
 const point = (loadMs: number, load: number, router: Partial<PolicyResult>, seed = 1, workload = 'long') =>
   ({
