@@ -101,7 +101,7 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
   it('item 3: after Redis restarts empty, leases opened in Redis before the crash count again', async () => {
     const p = prefix();
     const { shared, s } = await node(p, 'n3');
-    const other = new RedisFleetStore(redis.config(p), 'n3-other');
+    let other: RedisFleetStore | undefined;
     try {
       await s.applySnapshot(U, snapshot(1));
       expect(await s.acquire({ id: 'R1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
@@ -110,6 +110,9 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
       expect(s.mode()).toBe('local');
       await redis.start(); // empty
       await waitFor(() => s.mode() === 'redis', 10_000, 'recovery');
+      // Another node, connecting to the restarted server: a bare store tells its caller once that
+      // the server changed (only the failover layer acts on it), so it must not predate the restart.
+      other = new RedisFleetStore(redis.config(p), 'n3-other');
       // The next poll adopts the adapter again; another node must see R1 in flight on it.
       await s.applySnapshot(U, snapshot(Date.now()));
       expect(await shared.inFlightTotal()).toBe(1);
@@ -121,7 +124,7 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
       expect(await s.release('R1', 3, 200)).toMatchObject({ id: 'R1' });
       expect(await shared.inFlightTotal()).toBe(0);
     } finally {
-      await other.close();
+      await other?.close();
       await s.close();
     }
   });
