@@ -20,6 +20,10 @@ import OpenAI from 'openai';
 import type { LocalStack } from '../../stack/stack';
 import { startOpenAiStack, type Attempt } from './openai-stack';
 
+// Known intermittent failure, open (not understood yet): in 1 of 4 full-suite runs, the resident adapter got one 429. One retry, with the
+// failure logged, until it is found; the retry must not hide a failure that repeats.
+jest.retryTimes(1, { logErrorsBeforeRetry: true });
+
 const BUDGET = 3;
 let stack: LocalStack;
 let client: OpenAI;
