@@ -8,14 +8,13 @@ import { exportSchema } from '../src/config/kong-schema';
 import { parsePollerConfig } from '../src/config/parse';
 import { errors } from '../src/errors';
 import { pollerSchema, type PollerConfig } from '../src/config/poller-schema';
-import { onceEach, operatorLog, writeNotices } from '../src/log';
+import { operatorLog, warnDeprecated, writeNotices } from '../src/log';
 import { packageVersion } from '../src/version';
 import { sharedRuntime, type FleetRuntime } from '../src/runtime';
 import { placementPage } from '../src/status/page';
 import { fleetStatus } from '../src/status/status';
 
 /** Deprecated config names in use, told once per process (Kong's data plane does not warn). */
-const deprecated = onceEach((m) => operatorLog.warn(m));
 
 class LoraPollerPlugin {
   private readonly config: PollerConfig;
@@ -24,7 +23,7 @@ class LoraPollerPlugin {
   private readonly base: string;
 
   constructor(raw: unknown) {
-    this.config = parsePollerConfig(raw, deprecated);
+    this.config = parsePollerConfig(raw, warnDeprecated);
     this.base = this.config.base_path.replace(/\/+$/, '');
     const rt = (this.rt = sharedRuntime(this.config.redis));
     // Kong's plugin id: a reload of this plugin replaces its settings, another plugin adds its own.

@@ -7,13 +7,12 @@ import { exportSchema } from '../src/config/kong-schema';
 import { parseRouterConfig } from '../src/config/parse';
 import { routerSchema } from '../src/config/router-schema';
 import { errors, type RouterError } from '../src/errors';
-import { onceEach, operatorLog, stderrLogger, writeNotices } from '../src/log';
+import { operatorLog, stderrLogger, warnDeprecated, writeNotices } from '../src/log';
 import { RouterService, type DecisionRecord } from '../src/router/router';
 import { runtimeOfLease, sharedRuntime } from '../src/runtime';
 import { packageVersion } from '../src/version';
 
 /** Deprecated config names in use, told once per process (Kong's data plane does not warn). */
-const deprecated = onceEach((m) => operatorLog.warn(m));
 
 /** Key in `kong.ctx.shared` for the decision: the log phase reads it, other plugins may. */
 const CTX_KEY = 'lora_router';
@@ -24,7 +23,7 @@ class LoraRouterPlugin {
 
   constructor(config: unknown) {
     try {
-      const c = parseRouterConfig(config, deprecated);
+      const c = parseRouterConfig(config, warnDeprecated);
       this.service = new RouterService(c, sharedRuntime(c.redis));
     } catch (err) {
       // Kong validated the schema; what is left (a bad regex...) is answered on each request.

@@ -89,3 +89,6 @@ export function onceEach(log: (msg: string) => void, max = 64): (msg: string) =>
     log(msg);
   };
 }
+
+/** A deprecated config name, told operators once per process, whichever plugin's config says it. */
+export const warnDeprecated = onceEach((msg) => operatorLog.warn(msg));

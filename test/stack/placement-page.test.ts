@@ -12,7 +12,7 @@ const ROOT = join(__dirname, '..', '..');
 const OUT = join(ROOT, 'test-output');
 let browser: Browser;
 
-const startStack = (kongYaml: string, timeScale: number) =>
+const startStack = (kongYaml: string, timeScale: number, keyAuth = false) =>
   LocalStack.start({
     port: 0,
     host: '127.0.0.1',
@@ -21,6 +21,7 @@ const startStack = (kongYaml: string, timeScale: number) =>
     timeScale,
     pluginsDir: join(ROOT, 'dist', 'plugins'),
     log: () => undefined,
+    keyAuth,
   });
 
 beforeAll(async () => {
@@ -96,16 +97,7 @@ describe("the placement page behind kong.yml's key-auth", () => {
   let stack: LocalStack;
   beforeAll(async () => {
     // The gateway enforces key-auth as Kong does (a key in the `apikey` header or query argument).
-    stack = await LocalStack.start({
-      port: 0,
-      host: '127.0.0.1',
-      fleetPort: 0,
-      kongYaml: join(ROOT, 'kong.yml'),
-      timeScale: 4,
-      pluginsDir: join(ROOT, 'dist', 'plugins'),
-      log: () => undefined,
-      keyAuth: true,
-    });
+    stack = await startStack(join(ROOT, 'kong.yml'), 4, true);
   });
   afterAll(async () => {
     await stack?.stop();
