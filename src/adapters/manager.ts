@@ -4,7 +4,7 @@ import { KeyedLock } from '../keyed-lock';
 import { Signal } from '../signal';
 import { BackendError } from '../backends/errors';
 import { AdapterNotFoundError, AdapterRejectedError } from '../backends/replica-api';
-import type { ReplicaApi } from '../backends/replica-api';
+import type { LoadOutcome, ReplicaApi } from '../backends/replica-api';
 import { errors } from '../errors';
 import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
@@ -205,10 +205,11 @@ export class AdapterManager {
     );
     if (fence === null) return false;
     const started = this.clock.now();
+    let outcome: LoadOutcome;
     try {
       // A holder that stalled past its lock must not call the replica on stale authority.
       if (!(await this.store.holds(url, adapter.name, fence))) return false;
-      await this.api.loadAdapter(url, adapter.name, adapter.path, policy.loadTimeoutMs);
+      outcome = await this.api.loadAdapter(url, adapter.name, adapter.path, policy.loadTimeoutMs);
     } catch (err) {
       const ms = this.clock.now() - started;
       await this.finish('load', url, adapter.name, fence, false);
@@ -233,9 +234,57 @@ export class AdapterManager {
     const ms = this.clock.now() - started;
     this.backoff.clear(key);
     this.verified.set(adapter.name, true);
+    if (outcome === 'loaded' && (await this.overLimitAfterLoad(url, adapter.name, policy))) {
+      this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
+      // Still `loading` in the store: no request was sent to it, here or on a node sharing it.
+      if (await this.undoLoad(url, adapter.name, policy)) {
+        await this.finish('load', url, adapter.name, fence, false);
+        throw errors.noRoom(adapter.name, url, 1, 'another router took the last slot at the same moment');
+      }
+      await this.finish('load', url, adapter.name, fence, true);
+      return true;
+    }
     await this.finish('load', url, adapter.name, fence, true);
     this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
     return true;
+  }
+
+  /**
+   * Whether `url` holds more than the limit now that this call's load of `name` landed, by the
+   * replica's own list. Loads decided on different words (nodes cut off from Redis, a runtime and
+   * its successor during a hand-over, a lock that lapsed) can each see the last slot free; vLLM
+   * adds an adapter to the list `/v1/models` shows only once `add_lora` returned, before it
+   * answers the load (`load_lora_adapter` appends to `lora_requests`; serving_models.py, vllm
+   * 075e9ba825), so of loads that overlap, the last to land sees them all.
+   */
+  private async overLimitAfterLoad(url: string, name: string, policy: AdapterPolicy): Promise<boolean> {
+    if (policy.maxLoadedAdapters === 0) return false;
+    const startUp = new Set(
+      (await this.store.residents(url)).filter((r) => r.state === 'static').map((r) => r.name),
+    );
+    const holding = await this.replicaWord.holding(url, policy.isStatic, startUp);
+    return holding !== undefined && holding.includes(name) && holding.length > policy.maxLoadedAdapters;
+  }
+
+  /**
+   * Unloads the adapter this call just loaded into a full replica, before any request is sent to
+   * it: it is the one adapter there that no request can be on (others may be another node's
+   * fresh load, about to be used). The replica's fresh word still decides, as for any unload (a
+   * node that adopted it by a poll could have sent a request). False if it stays loaded.
+   */
+  private async undoLoad(url: string, name: string, policy: AdapterPolicy): Promise<boolean> {
+    const started = this.clock.now();
+    if (await this.replicaWord.withholds(url, name, new Set())) return false;
+    let ok = false;
+    let why: string | undefined;
+    try {
+      await this.api.unloadAdapter(url, name, policy.loadTimeoutMs);
+      ok = true;
+    } catch (err) {
+      why = (err as Error).message;
+    }
+    this.record({ url, adapter: name, op: 'unload', ok, ms: this.clock.now() - started }, why);
+    return ok;
   }
 
   /** Ends a load or unload; a stale fence means another node took over, whose result stands. */

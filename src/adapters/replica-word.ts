@@ -104,6 +104,29 @@ export class ReplicaWord {
     return out;
   }
 
+  /**
+   * The adapters that hold a slot on `url` by its own registry read afresh, after a load landed
+   * there: runtime-loaded ones, neither configured static nor among `startUp` (what the store
+   * records the replica started with) nor entries the classifier says no router loaded.
+   * Undefined when it cannot list them or did not answer (the store's count alone decides).
+   */
+  async holding(
+    url: string,
+    isStatic: (name: string) => boolean,
+    startUp: ReadonlySet<string>,
+  ): Promise<string[] | undefined> {
+    if (!this.api.residency) return undefined;
+    let entries: { name: string; path: string }[] | undefined;
+    try {
+      entries = await this.api.residency(url, this.timeoutMs());
+    } catch {
+      return undefined;
+    }
+    return entries
+      ?.filter((e) => !isStatic(e.name) && !startUp.has(e.name) && (this.isManaged?.(e.name, e.path) ?? true))
+      .map((e) => e.name);
+  }
+
   private withheld(w: Withheld, why: string): void {
     for (const fn of this.listeners) fn(w);
     const key = `${w.url}\u0000${w.adapter}`;
