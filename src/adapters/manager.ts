@@ -234,47 +234,36 @@ export class AdapterManager {
     const ms = this.clock.now() - started;
     this.backoff.clear(key);
     this.verified.set(adapter.name, true);
-    if (outcome === 'loaded' && (await this.overLimitAfterLoad(url, adapter.name, policy))) {
-      this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
-      // Still `loading` in the store: no request was sent to it, here or on a node sharing it.
-      if (await this.undoLoad(url, adapter.name, policy)) {
-        await this.finish('load', url, adapter.name, fence, false);
-        throw errors.noRoom(adapter.name, url, 1, 'another router took the last slot at the same moment');
-      }
-      await this.finish('load', url, adapter.name, fence, true);
-      return true;
+    // Still `loading` in the store: no request was sent to it yet, here or on a node sharing it.
+    const word =
+      outcome === 'loaded' && policy.maxLoadedAdapters > 0
+        ? await this.replicaWord.afterLoad(url, adapter.name, policy.maxLoadedAdapters, policy.isStatic)
+        : 'within';
+    if (word === 'undo' && (await this.undoLoad(url, adapter.name, policy, ms))) {
+      await this.finish('load', url, adapter.name, fence, false);
+      throw errors.noRoom(adapter.name, url, 1, 'another router took the last slot at the same moment');
     }
     await this.finish('load', url, adapter.name, fence, true);
-    this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
+    if (word !== 'undo') this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
     return true;
   }
 
   /**
-   * Whether `url` holds more than the limit now that this call's load of `name` landed, by the
-   * replica's own list. Loads decided on different words (nodes cut off from Redis, a runtime and
-   * its successor during a hand-over, a lock that lapsed) can each see the last slot free; vLLM
-   * adds an adapter to the list `/v1/models` shows only once `add_lora` returned, before it
+   * Unloads the adapter this call just loaded, which took the replica over the limit (the
+   * replica's word, ReplicaWord.afterLoad): loads decided on different words (nodes cut off from
+   * Redis, a runtime and its successor during a hand-over, a lock that lapsed) can each see the
+   * last slot free. vLLM lists an adapter in `/v1/models` once `add_lora` returned, before it
    * answers the load (`load_lora_adapter` appends to `lora_requests`; serving_models.py, vllm
-   * 075e9ba825), so of loads that overlap, the last to land sees them all.
+   * 075e9ba825), so of loads that overlap, the last to land sees them all. Its own adapter is the
+   * one there no request can be on; the others may be another node's fresh load, about to be
+   * used. False if the unload failed: it stays loaded, and the trim after a poll takes over.
    */
-  private async overLimitAfterLoad(url: string, name: string, policy: AdapterPolicy): Promise<boolean> {
-    if (policy.maxLoadedAdapters === 0) return false;
-    const startUp = new Set(
-      (await this.store.residents(url)).filter((r) => r.state === 'static').map((r) => r.name),
+  private async undoLoad(url: string, name: string, policy: AdapterPolicy, loadMs: number): Promise<boolean> {
+    this.record({ url, adapter: name, op: 'load', ok: true, ms: loadMs });
+    this.log.warn(
+      `adapter '${name}' took ${url} over its limit of ${policy.maxLoadedAdapters}: unloading it`,
     );
-    const holding = await this.replicaWord.holding(url, policy.isStatic, startUp);
-    return holding !== undefined && holding.includes(name) && holding.length > policy.maxLoadedAdapters;
-  }
-
-  /**
-   * Unloads the adapter this call just loaded into a full replica, before any request is sent to
-   * it: it is the one adapter there that no request can be on (others may be another node's
-   * fresh load, about to be used). The replica's fresh word still decides, as for any unload (a
-   * node that adopted it by a poll could have sent a request). False if it stays loaded.
-   */
-  private async undoLoad(url: string, name: string, policy: AdapterPolicy): Promise<boolean> {
     const started = this.clock.now();
-    if (await this.replicaWord.withholds(url, name, new Set())) return false;
     let ok = false;
     let why: string | undefined;
     try {

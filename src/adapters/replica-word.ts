@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { ReplicaApi } from '../backends/replica-api';
+import type { ReplicaActivity, ReplicaApi } from '../backends/replica-api';
 import type { Clock } from '../clock';
 import type { Logger } from '../log';
 
@@ -12,6 +12,8 @@ export interface Withheld {
 
 /** At most one log line per replica and adapter this often: a waiting caller retries every 250 ms. */
 const LOG_EVERY_MS = 10_000;
+/** Least bound on the replica's word right after a load (it may be the poll's timeout, 500 ms). */
+const AFTER_LOAD_READ_MS = 2000;
 
 /**
  * The replica's own word before an unload: a fresh read of what it runs (vLLM's
@@ -105,26 +107,43 @@ export class ReplicaWord {
   }
 
   /**
-   * The adapters that hold a slot on `url` by its own registry read afresh, after a load landed
-   * there: runtime-loaded ones, neither configured static nor among `startUp` (what the store
-   * records the replica started with) nor entries the classifier says no router loaded.
-   * Undefined when it cannot list them or did not answer (the store's count alone decides).
+   * Right after this router's load of `name` landed on `url`, before any request is sent to it:
+   * 'undo' if the replica's own list now holds more than `max` runtime-loaded adapters and it
+   * does not report `name` running or waiting; 'keep' if over but it reports `name` busy or could
+   * not say; 'within' otherwise (also when it cannot list its adapters: the store's count and the
+   * trim after a poll decide, as before). Both reads go out at once: the excess lasts until the
+   * unload, and a second round trip would add to it.
    */
-  async holding(
+  async afterLoad(
     url: string,
+    name: string,
+    max: number,
     isStatic: (name: string) => boolean,
-    startUp: ReadonlySet<string>,
-  ): Promise<string[] | undefined> {
-    if (!this.api.residency) return undefined;
-    let entries: { name: string; path: string }[] | undefined;
-    try {
-      entries = await this.api.residency(url, this.timeoutMs());
-    } catch {
-      return undefined;
+  ): Promise<'within' | 'undo' | 'keep'> {
+    if (!this.api.residency) return 'within';
+    // The replica just answered a load: a slow answer now is a busy machine, not a dead replica.
+    const timeout = Math.max(this.timeoutMs(), AFTER_LOAD_READ_MS);
+    const [listed, activity] = await Promise.allSettled([
+      this.api.residency(url, timeout),
+      this.api.activity ? this.api.activity(url, timeout) : Promise.resolve<ReplicaActivity>({}),
+    ]);
+    if (listed.status === 'rejected' || listed.value === undefined) return 'within';
+    const holding = listed.value.filter(
+      (e) => !isStatic(e.name) && (this.isManaged?.(e.name, e.path) ?? true),
+    );
+    if (holding.length <= max || !holding.some((e) => e.name === name)) return 'within';
+    if (activity.status === 'rejected') {
+      this.withheld({ url, adapter: name, reason: 'unreachable' }, String(activity.reason));
+      return 'keep';
     }
-    return entries
-      ?.filter((e) => !isStatic(e.name) && !startUp.has(e.name) && (this.isManaged?.(e.name, e.path) ?? true))
-      .map((e) => e.name);
+    if (activity.value.busy?.includes(name)) {
+      this.withheld(
+        { url, adapter: name, reason: 'busy' },
+        'the replica reports requests of it running or waiting right after its load',
+      );
+      return 'keep';
+    }
+    return 'undo';
   }
 
   private withheld(w: Withheld, why: string): void {
