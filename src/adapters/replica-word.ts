@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { ReplicaActivity, ReplicaApi } from '../backends/replica-api';
+import type { ReplicaApi } from '../backends/replica-api';
 import type { Clock } from '../clock';
 import type { Logger } from '../log';
 
@@ -54,11 +54,12 @@ export class ReplicaWord {
     url: string,
     name: string,
     reportedBusy: Set<string>,
+    timeoutMs = this.timeoutMs(),
   ): Promise<Withheld['reason'] | undefined> {
     if (!this.api.activity) return undefined;
     let busy: string[] | undefined;
     try {
-      busy = (await this.api.activity(url, this.timeoutMs())).busy;
+      busy = (await this.api.activity(url, timeoutMs)).busy;
     } catch (err) {
       this.withheld({ url, adapter: name, reason: 'unreachable' }, (err as Error).message);
       return 'unreachable';
@@ -111,8 +112,7 @@ export class ReplicaWord {
    * 'undo' if the replica's own list now holds more than `max` runtime-loaded adapters and it
    * does not report `name` running or waiting; 'keep' if over but it reports `name` busy or could
    * not say; 'within' otherwise (also when it cannot list its adapters: the store's count and the
-   * trim after a poll decide, as before). Both reads go out at once: the excess lasts until the
-   * unload, and a second round trip would add to it.
+   * trim after a poll decide, as before).
    */
   async afterLoad(
     url: string,
@@ -123,27 +123,21 @@ export class ReplicaWord {
     if (!this.api.residency) return 'within';
     // The replica just answered a load: a slow answer now is a busy machine, not a dead replica.
     const timeout = Math.max(this.timeoutMs(), AFTER_LOAD_READ_MS);
-    const [listed, activity] = await Promise.allSettled([
-      this.api.residency(url, timeout),
-      this.api.activity ? this.api.activity(url, timeout) : Promise.resolve<ReplicaActivity>({}),
-    ]);
-    if (listed.status === 'rejected' || listed.value === undefined) return 'within';
-    const holding = listed.value.filter(
+    let listed: { name: string; path: string }[] | undefined;
+    try {
+      listed = await this.api.residency(url, timeout);
+    } catch {
+      return 'within';
+    }
+    const holding = (listed ?? []).filter(
       (e) => !isStatic(e.name) && (this.isManaged?.(e.name, e.path) ?? true),
     );
     if (holding.length <= max || !holding.some((e) => e.name === name)) return 'within';
-    if (activity.status === 'rejected') {
-      this.withheld({ url, adapter: name, reason: 'unreachable' }, String(activity.reason));
-      return 'keep';
-    }
-    if (activity.value.busy?.includes(name)) {
-      this.withheld(
-        { url, adapter: name, reason: 'busy' },
-        'the replica reports requests of it running or waiting right after its load',
-      );
-      return 'keep';
-    }
-    return 'undo';
+    // Asked after the list, right before the unload (not with it, though that would be sooner): a
+    // node that does not share this one's store may have adopted the adapter by a poll since it
+    // landed and sent requests to it.
+    const reason = await this.withholds(url, name, new Set(), timeout);
+    return reason ? 'keep' : 'undo';
   }
 
   private withheld(w: Withheld, why: string): void {
