@@ -322,9 +322,11 @@ export class AdapterManager {
         continue;
       }
       if (occupying.length < policy.maxLoadedAdapters) {
-        // The store checks the limit again atomically: another node may have taken the slot.
+        // The store checks the limit again atomically: another node may have taken the slot. Its
+        // count lacks what the replica holds unseen (an emptied store): those slots are taken too,
+        // or two nodes sharing the store each load into the one slot left.
         const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
-        const limit = policy.maxLoadedAdapters + configuredStatic.length;
+        const limit = policy.maxLoadedAdapters + configuredStatic.length - (unseen?.length ?? 0);
         const fence = await this.store.beginLoad(url, name, this.clock.now(), limit, ttl);
         if (fence !== null) return fence;
         continue;
