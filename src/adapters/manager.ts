@@ -4,7 +4,7 @@ import { KeyedLock } from '../keyed-lock';
 import { Signal } from '../signal';
 import { BackendError } from '../backends/errors';
 import { AdapterNotFoundError, AdapterRejectedError } from '../backends/replica-api';
-import type { ReplicaApi } from '../backends/replica-api';
+import type { LoadOutcome, ReplicaApi } from '../backends/replica-api';
 import { errors } from '../errors';
 import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
@@ -205,10 +205,11 @@ export class AdapterManager {
     );
     if (fence === null) return false;
     const started = this.clock.now();
+    let outcome: LoadOutcome;
     try {
       // A holder that stalled past its lock must not call the replica on stale authority.
       if (!(await this.store.holds(url, adapter.name, fence))) return false;
-      await this.api.loadAdapter(url, adapter.name, adapter.path, policy.loadTimeoutMs);
+      outcome = await this.api.loadAdapter(url, adapter.name, adapter.path, policy.loadTimeoutMs);
     } catch (err) {
       const ms = this.clock.now() - started;
       await this.finish('load', url, adapter.name, fence, false);
@@ -233,9 +234,46 @@ export class AdapterManager {
     const ms = this.clock.now() - started;
     this.backoff.clear(key);
     this.verified.set(adapter.name, true);
+    // Still `loading` in the store: no request was sent to it yet, here or on a node sharing it.
+    const word =
+      outcome === 'loaded' && policy.maxLoadedAdapters > 0
+        ? await this.replicaWord.afterLoad(url, adapter.name, policy.maxLoadedAdapters, policy.isStatic)
+        : 'within';
+    if (word === 'undo' && (await this.undoLoad(url, adapter.name, policy, ms))) {
+      await this.finish('load', url, adapter.name, fence, false);
+      throw errors.noRoom(adapter.name, url, 1, 'another router took the last slot at the same moment');
+    }
     await this.finish('load', url, adapter.name, fence, true);
-    this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
+    if (word !== 'undo') this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
     return true;
+  }
+
+  /**
+   * Unloads the adapter this call just loaded, which took the replica over the limit (the
+   * replica's word, ReplicaWord.afterLoad): loads decided on different words (nodes cut off from
+   * Redis, a runtime and its successor during a hand-over, a lock that lapsed) can each see the
+   * last slot free. vLLM lists an adapter in `/v1/models` once `add_lora` returned, before it
+   * answers the load (`load_lora_adapter` appends to `lora_requests`; serving_models.py, vllm
+   * 075e9ba825), so of loads that overlap, the last to land sees them all. Its own adapter is the
+   * one there no request can be on; the others may be another node's fresh load, about to be
+   * used. False if the unload failed: it stays loaded, and the trim after a poll takes over.
+   */
+  private async undoLoad(url: string, name: string, policy: AdapterPolicy, loadMs: number): Promise<boolean> {
+    this.record({ url, adapter: name, op: 'load', ok: true, ms: loadMs });
+    this.log.warn(
+      `adapter '${name}' took ${url} over its limit of ${policy.maxLoadedAdapters}: unloading it`,
+    );
+    const started = this.clock.now();
+    let ok = false;
+    let why: string | undefined;
+    try {
+      await this.api.unloadAdapter(url, name, policy.loadTimeoutMs);
+      ok = true;
+    } catch (err) {
+      why = (err as Error).message;
+    }
+    this.record({ url, adapter: name, op: 'unload', ok, ms: this.clock.now() - started }, why);
+    return ok;
   }
 
   /** Ends a load or unload; a stale fence means another node took over, whose result stands. */
@@ -284,9 +322,11 @@ export class AdapterManager {
         continue;
       }
       if (occupying.length < policy.maxLoadedAdapters) {
-        // The store checks the limit again atomically: another node may have taken the slot.
+        // The store checks the limit again atomically: another node may have taken the slot. Its
+        // count lacks what the replica holds unseen (an emptied store): those slots are taken too,
+        // or two nodes sharing the store each load into the one slot left.
         const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
-        const limit = policy.maxLoadedAdapters + configuredStatic.length;
+        const limit = policy.maxLoadedAdapters + configuredStatic.length - (unseen?.length ?? 0);
         const fence = await this.store.beginLoad(url, name, this.clock.now(), limit, ttl);
         if (fence !== null) return fence;
         continue;

@@ -12,6 +12,8 @@ export interface Withheld {
 
 /** At most one log line per replica and adapter this often: a waiting caller retries every 250 ms. */
 const LOG_EVERY_MS = 10_000;
+/** Least bound on the replica's word right after a load (it may be the poll's timeout, 500 ms). */
+const AFTER_LOAD_READ_MS = 2000;
 
 /**
  * The replica's own word before an unload: a fresh read of what it runs (vLLM's
@@ -52,11 +54,12 @@ export class ReplicaWord {
     url: string,
     name: string,
     reportedBusy: Set<string>,
+    timeoutMs = this.timeoutMs(),
   ): Promise<Withheld['reason'] | undefined> {
     if (!this.api.activity) return undefined;
     let busy: string[] | undefined;
     try {
-      busy = (await this.api.activity(url, this.timeoutMs())).busy;
+      busy = (await this.api.activity(url, timeoutMs)).busy;
     } catch (err) {
       this.withheld({ url, adapter: name, reason: 'unreachable' }, (err as Error).message);
       return 'unreachable';
@@ -102,6 +105,39 @@ export class ReplicaWord {
     }
     if (unknown) this.onUnknownResidents?.(url);
     return out;
+  }
+
+  /**
+   * Right after this router's load of `name` landed on `url`, before any request is sent to it:
+   * 'undo' if the replica's own list now holds more than `max` runtime-loaded adapters and it
+   * does not report `name` running or waiting; 'keep' if over but it reports `name` busy or could
+   * not say; 'within' otherwise (also when it cannot list its adapters: the store's count and the
+   * trim after a poll decide, as before).
+   */
+  async afterLoad(
+    url: string,
+    name: string,
+    max: number,
+    isStatic: (name: string) => boolean,
+  ): Promise<'within' | 'undo' | 'keep'> {
+    if (!this.api.residency) return 'within';
+    // The replica just answered a load: a slow answer now is a busy machine, not a dead replica.
+    const timeout = Math.max(this.timeoutMs(), AFTER_LOAD_READ_MS);
+    let listed: { name: string; path: string }[] | undefined;
+    try {
+      listed = await this.api.residency(url, timeout);
+    } catch {
+      return 'within';
+    }
+    const holding = (listed ?? []).filter(
+      (e) => !isStatic(e.name) && (this.isManaged?.(e.name, e.path) ?? true),
+    );
+    if (holding.length <= max || !holding.some((e) => e.name === name)) return 'within';
+    // Asked after the list, right before the unload (not with it, though that would be sooner): a
+    // node that does not share this one's store may have adopted the adapter by a poll since it
+    // landed and sent requests to it.
+    const reason = await this.withholds(url, name, new Set(), timeout);
+    return reason ? 'keep' : 'undo';
   }
 
   private withheld(w: Withheld, why: string): void {

@@ -381,3 +381,46 @@ describe('AdapterManager: the unload lock outlives the replica’s word', () => 
     expect(api.calls.filter((c) => c.startsWith('unload'))).toEqual([]);
   });
 });
+
+describe('AdapterManager: the limit when the store lacks what the replica holds', () => {
+  /** A replica that lists what it holds (`/v1/models`): `x0` loaded behind the store's back. */
+  class ListingApi extends FakeApi {
+    held = new Set(['x0']);
+    /** The most adapters held at once. */
+    peak = 1;
+    private asked: (() => void)[] = [];
+    private reads = 0;
+    override async loadAdapter(url: string, name: string): Promise<LoadOutcome> {
+      const r = await super.loadAdapter(url, name);
+      this.held.add(name);
+      this.peak = Math.max(this.peak, this.held.size);
+      return r;
+    }
+    override async unloadAdapter(url: string, name: string): Promise<UnloadOutcome> {
+      this.held.delete(name);
+      return super.unloadAdapter(url, name);
+    }
+    /** The first two reads answer together: both nodes read the replica before either claims. */
+    async residency(): Promise<{ name: string; path: string }[]> {
+      if (++this.reads === 1) await new Promise<void>((r) => this.asked.push(r));
+      else for (const r of this.asked.splice(0)) r();
+      return [...this.held].map((name) => ({ name, path: `/adapters/${name}` }));
+    }
+  }
+
+  it('two nodes sharing an emptied store and reading the replica at once: the replica never holds more than the limit', async () => {
+    const clock = new VirtualClock();
+    const store = new MemoryFleetStore(); // shared by both nodes, emptied: it never saw x0
+    await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    const api = new ListingApi(clock, 100);
+    const nodes = [0, 1].map(() => new AdapterManager(store, api, clock, silentLogger));
+    const outcomes = ['x1', 'x2'].map((name, i) =>
+      caught(nodes[i]!.ensure(U, { name, path: `/adapters/${name}` }, policy())),
+    );
+    await clock.run();
+    await Promise.all(outcomes);
+    // The store's atomic check counted x0 as taking a slot: the second load waited for room (and
+    // took it from the idle first one), never loading beside it into a full replica.
+    expect(api.peak).toBe(2);
+  });
+});

@@ -1,0 +1,131 @@
+/**
+ * Issue 24, invariant (ii): a replica's runtime-loaded adapters above `max_loaded_adapters` for
+ * no longer than one poll, whatever the network does. Two Kong nodes (each a FleetRuntime with a
+ * RouterService, as in the plugin server) share a real redis-server through TCP proxies the test
+ * cuts; the replica is the HTTP simulator, whose own adapter log the invariants read.
+ */
+import { randomBytes } from 'node:crypto';
+import { loadedWithinLimit, noBusyUnload, type ReplicaLogEntry } from '../../chaos/invariants';
+import { parseRouterConfig } from '../../src/config/parse';
+import { silentLogger } from '../../src/log';
+import { RouterService } from '../../src/router/router';
+import { FleetRuntime } from '../../src/runtime';
+import { SimFleet } from '../../sim/fleet';
+import { RedisServer } from '../helpers/redis';
+import { TcpProxy } from '../helpers/tcp-proxy';
+import { waitFor } from '../helpers/wait';
+
+const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
+const POLL_MS = 100;
+
+let redis: RedisServer;
+let fleet: SimFleet | undefined;
+const runtimes: FleetRuntime[] = [];
+const proxies: TcpProxy[] = [];
+
+beforeAll(async () => {
+  redis = await RedisServer.start();
+});
+afterEach(async () => {
+  for (const rt of runtimes.splice(0)) {
+    rt.stop();
+    await rt.store.close?.();
+  }
+  await Promise.all(proxies.splice(0).map((p) => p.close()));
+  await fleet?.stop();
+  fleet = undefined;
+});
+afterAll(async () => {
+  await redis.close();
+});
+
+interface Node {
+  rt: FleetRuntime;
+  router: RouterService;
+  proxy: TcpProxy;
+}
+
+/** A Kong node on shared prefix `p`: its link to Redis goes through its own TcpProxy. */
+async function node(p: string, urls: string[]): Promise<Node> {
+  const proxy = await TcpProxy.start(redis.port);
+  proxies.push(proxy);
+  const rt = new FleetRuntime({
+    log: silentLogger,
+    redis: redis.config(p, { port: proxy.port, timeout: 300 }),
+    poller: { intervalMs: POLL_MS, timeoutMs: 500 },
+  });
+  runtimes.push(rt);
+  const router = new RouterService(
+    parseRouterConfig({
+      replicas: urls.map((url) => ({ url })),
+      base_model: BASE,
+      adapter_path_template: '/adapters/{name}',
+      max_loaded_adapters: 1,
+      queue_timeout_ms: 500,
+      room_wait: 'replica',
+    }),
+    rt,
+  );
+  return { rt, router, proxy };
+}
+
+/** Routes one chat request on `n` and proxies it as Kong would; resolves to the status answered. */
+async function chat(n: Node, model: string, maxTokens: number): Promise<number> {
+  const raw = JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: maxTokens });
+  const outcome = await n.router.route({ path: '/v1/chat/completions', body: Buffer.from(raw) });
+  if (outcome.kind === 'respond') return outcome.status;
+  const res = await fetch(`${outcome.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: outcome.body ?? raw,
+    signal: AbortSignal.timeout(20_000),
+  });
+  await res.text();
+  await n.router.finish(outcome.leaseId, res.status);
+  return res.status;
+}
+
+const logOf = (f: SimFleet): ReplicaLogEntry[] =>
+  f.replicas.flatMap((r) => r.adapterLog().map((e) => ({ ...e, replica: r.url })));
+
+describe('invariant (ii): the limit holds after loads decided alone', () => {
+  it('two nodes cut off from Redis load into the same last slot: the adapter that took the replica over is unloaded before any request uses it', async () => {
+    fleet = await SimFleet.start([
+      // A load long enough that both nodes read the replica's list before either lands.
+      { adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 200 } },
+    ]);
+    const p = `la${randomBytes(4).toString('hex')}:`;
+    const a = await node(p, fleet.urls);
+    const b = await node(p, fleet.urls);
+    // Each node knows the replica (registered, polled) before Redis goes.
+    await waitFor(() => a.rt.poller.stats.polls > 1 && b.rt.poller.stats.polls > 1, 5000, 'first polls');
+    // Both nodes lose Redis: each decides alone, loading only into slots it sees free.
+    a.proxy.cut('refuse');
+    b.proxy.cut('refuse');
+    await waitFor(
+      () => a.rt.store.mode?.() === 'local' && b.rt.store.mode?.() === 'local',
+      5000,
+      'both nodes deciding alone',
+    );
+    // Requests that run ~1.5 s (75 decode steps of 20 ms) once their adapter is loaded.
+    const statuses = await Promise.all([chat(a, 'x1', 75), chat(b, 'x2', 75)]);
+    const end = Date.now();
+    const log = logOf(fleet);
+    // Both loads landed (each node saw the slot free); the replica answered every request.
+    expect(log.filter((e) => e.op === 'load' && e.status === 200)).toHaveLength(2);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(1);
+    expect(statuses.every((s) => s === 200 || s === 503)).toBe(true);
+    expect(noBusyUnload(log).violations).toEqual([]);
+    // Every stretch over the limit (grace 0 lists them all) ended with the unload of an adapter
+    // that no request reached: the excess was undone before it was used, not trimmed once idle.
+    const served = new Set(fleet.replicas[0]!.requestRecords().map((r) => r.adapter));
+    const stretches = loadedWithinLimit(log, 1, 0, end).violations;
+    expect(stretches.length).toBeGreaterThanOrEqual(1); // both loads landed: the race happened
+    const endedBy = stretches.map((v) => {
+      const e = log.find((l) => l.wallMs === v.until && l.op === 'unload' && l.loaded! <= 1);
+      if (!e) return ['-', 'still over the limit when the requests ended'];
+      return [e.name, served.has(e.name) ? 'unloaded after serving a request' : 'never used'];
+    });
+    expect(endedBy).toEqual(endedBy.map(([name]) => [name, 'never used']));
+  }, 30_000);
+});
