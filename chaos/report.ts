@@ -15,6 +15,7 @@ export function formatReport(r: ChaosReport, examples = 5): string {
     ),
     `settled (every node back on Redis): ${r.settled ? 'yes' : 'NO'}`,
     ...r.statusProblems.map((p) => `  status route failed: ${p}`),
+    `plugin servers died: ${r.deaths.length === 0 ? 'none' : r.deaths.map((d) => `node ${d.node}`).join(', ')}`,
     'invariants:',
   ];
   for (const [i, inv] of r.invariants.entries()) {
@@ -39,7 +40,16 @@ export function formatReport(r: ChaosReport, examples = 5): string {
       for (const l of notices.slice(0, 4 * examples)) lines.push(`  ${l.slice(0, 200)}`);
       if (notices.length > 4 * examples) lines.push(`  ... ${notices.length - 4 * examples} more`);
     }
-  lines.push(r.ok ? 'result: every invariant held' : 'result: VIOLATED');
+  for (const d of r.deaths) {
+    lines.push(
+      `node ${d.node}: plugin server DIED at +${((d.at - r.startedAt) / 1000).toFixed(1)} s (exit code ${d.code}, signal ${d.signal}); its last ${d.lastLines.length} lines:`,
+    );
+    const near = faultsNear(r, d.at - AFTERMATH_MS, d.at);
+    if (near) lines.push(`  faults then: ${near}`);
+    for (const l of d.lastLines) lines.push(`  | ${l}`);
+  }
+  if (r.deaths.length > 0) lines.push(`result: FAILED, ${r.deaths.length} plugin server(s) died`);
+  else lines.push(r.ok ? 'result: every invariant held' : 'result: VIOLATED');
   return lines.join('\n');
 }
 
