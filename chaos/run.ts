@@ -53,6 +53,8 @@ export interface ChaosReport {
   statusProblems: string[];
   /** Plugin servers that exited during the run (a failure of the run, whatever the invariants say). */
   deaths: (NodeDeath & { node: number })[];
+  /** Stray rejections a plugin server logged and survived, per node (a failure of the run too). */
+  strays: string[][];
   ok: boolean;
 }
 
@@ -176,7 +178,12 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
       .filter((n) => n.statusProblem)
       .map((n) => `node ${n.index}: ${n.statusProblem}`),
     deaths,
-    ok: settled && deaths.length === 0 && invariants.every((i) => i.violations.length === 0),
+    strays: world.nodes.map((n) => n.strays),
+    ok:
+      settled &&
+      deaths.length === 0 &&
+      world.nodes.every((n) => n.strays.length === 0) &&
+      invariants.every((i) => i.violations.length === 0),
   };
 }
 

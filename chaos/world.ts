@@ -48,6 +48,8 @@ export interface ChaosNode {
   statusProblem?: string;
   /** Set when the plugin server exited before the run stopped it: a failure of the run. */
   death?: NodeDeath;
+  /** Stray rejections the plugin server logged and survived (pluginserver/stray-errors.ts): bugs too. */
+  strays: string[];
 }
 
 /** A plugin server that exited on its own: how, when, and what it wrote last. */
@@ -129,12 +131,14 @@ export class ChaosWorld {
   private async startNode(index: number): Promise<ChaosNode> {
     const proxy = await TcpProxy.start(this.redis.port);
     const notices: { at: number; line: string }[] = [];
+    const strays: string[] = [];
     const server = await PluginServerProcess.start({
       pluginsDir: join(ROOT, 'dist', 'plugins'),
       env: { [CLOCK_SKEW_ENV]: String(this.o.skewMs) },
       // The router's warnings and errors (shared state lost, replicas down, unloads withheld) and
       // its shared-state notices, timed; not every load and unload (the sim log has those).
       onLog: (line) => {
+        if (line.includes('unhandled promise rejection') && strays.length < 20) strays.push(line);
         const notice =
           /\[kong-lora-router\] (warn|error):/.test(line) ||
           /\[kong-lora-router\] info: .*(shared|lease|epoch)/.test(line);
@@ -158,7 +162,7 @@ export class ChaosWorld {
       plugins: [{ name: 'lora-poller', config: this.pollerConfig(redis) }],
       serviceUrl: 'http://127.0.0.1:9',
     });
-    const node: ChaosNode = { index, server, proxy, router, status, variant, skewed: false, notices };
+    const node: ChaosNode = { index, server, proxy, router, status, variant, skewed: false, notices, strays };
     // 'close', not 'exit': by then its stdout and stderr are drained, so the last words are in.
     server.child.once('close', (code, signal) => {
       if (this.stopping) return;
