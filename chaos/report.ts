@@ -15,6 +15,9 @@ export function formatReport(r: ChaosReport, examples = 5): string {
     ),
     `settled (every node back on Redis): ${r.settled ? 'yes' : 'NO'}`,
     ...r.statusProblems.map((p) => `  status route failed: ${p}`),
+    `plugin servers died: ${r.deaths.length === 0 ? 'none' : r.deaths.map((d) => `node ${d.node}`).join(', ')}`,
+    `stray rejections logged: ${r.strays.map((l, i) => `node ${i}: ${l.length}`).join(', ')}`,
+    ...r.strays.flatMap((l, i) => l.slice(0, 3).map((line) => `  node ${i}: ${line.slice(0, 300)}`)),
     'invariants:',
   ];
   for (const [i, inv] of r.invariants.entries()) {
@@ -39,7 +42,18 @@ export function formatReport(r: ChaosReport, examples = 5): string {
       for (const l of notices.slice(0, 4 * examples)) lines.push(`  ${l.slice(0, 200)}`);
       if (notices.length > 4 * examples) lines.push(`  ... ${notices.length - 4 * examples} more`);
     }
-  lines.push(r.ok ? 'result: every invariant held' : 'result: VIOLATED');
+  for (const d of r.deaths) {
+    lines.push(
+      `node ${d.node}: plugin server DIED at +${((d.at - r.startedAt) / 1000).toFixed(1)} s (exit code ${d.code}, signal ${d.signal}); its last ${d.lastLines.length} lines:`,
+    );
+    const near = faultsNear(r, d.at - AFTERMATH_MS, d.at);
+    if (near) lines.push(`  faults then: ${near}`);
+    for (const l of d.lastLines) lines.push(`  | ${l}`);
+  }
+  const strays = r.strays.reduce((n, l) => n + l.length, 0);
+  if (r.deaths.length > 0) lines.push(`result: FAILED, ${r.deaths.length} plugin server(s) died`);
+  else if (strays > 0) lines.push(`result: FAILED, ${strays} stray rejection(s) logged`);
+  else lines.push(r.ok ? 'result: every invariant held' : 'result: VIOLATED');
   return lines.join('\n');
 }
 

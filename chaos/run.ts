@@ -17,7 +17,7 @@ import {
 } from './invariants';
 import { describeFault, faultDuration, makeSchedule, type Fault, type ScheduledFault } from './schedule';
 import { Traffic, type TrafficStats } from './traffic';
-import { ChaosWorld, PREFIX, type ChaosNode, type WorldOptions } from './world';
+import { ChaosWorld, PREFIX, type ChaosNode, type NodeDeath, type WorldOptions } from './world';
 
 export interface ChaosOptions {
   seed: number;
@@ -51,6 +51,10 @@ export interface ChaosReport {
   notices: string[][];
   /** Nodes whose status route failed at the end, and how. */
   statusProblems: string[];
+  /** Plugin servers that exited during the run (a failure of the run, whatever the invariants say). */
+  deaths: (NodeDeath & { node: number })[];
+  /** Stray rejections a plugin server logged and survived, per node (a failure of the run too). */
+  strays: string[][];
   ok: boolean;
 }
 
@@ -146,6 +150,9 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
     leasesReleased(leases),
     coldLoadsWithinBudget(log, WORLD.coldLoadsPerMinute, WINDOW_MS),
   ];
+  const deaths = world.nodes.flatMap((n) => (n.death ? [{ node: n.index, ...n.death }] : []));
+  for (const d of deaths)
+    say(`node ${d.node}: its plugin server DIED (exit code ${d.code}, signal ${d.signal})`);
   const resets = applied
     .filter(
       (f) =>
@@ -170,7 +177,13 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
     statusProblems: world.nodes
       .filter((n) => n.statusProblem)
       .map((n) => `node ${n.index}: ${n.statusProblem}`),
-    ok: settled && invariants.every((i) => i.violations.length === 0),
+    deaths,
+    strays: world.nodes.map((n) => n.strays),
+    ok:
+      settled &&
+      deaths.length === 0 &&
+      world.nodes.every((n) => n.strays.length === 0) &&
+      invariants.every((i) => i.violations.length === 0),
   };
 }
 

@@ -46,7 +46,26 @@ export interface ChaosNode {
   notices: { at: number; line: string }[];
   /** What the status route last answered instead of the fleet status (the report shows it). */
   statusProblem?: string;
+  /** Set when the plugin server exited before the run stopped it: a failure of the run. */
+  death?: NodeDeath;
+  /** Stray rejections the plugin server logged and survived (pluginserver/stray-errors.ts): bugs too. */
+  strays: string[];
 }
+
+/** A plugin server that exited on its own: how, when, and what it wrote last. */
+export interface NodeDeath {
+  /** Wall-clock Unix ms of the exit. */
+  at: number;
+  code: number | null;
+  signal: string | null;
+  /** The last lines of its stdout and stderr (DEATH_LINES). */
+  lastLines: string[];
+}
+
+/** How many of a dying plugin server's last output lines the report keeps. */
+export const DEATH_LINES = 200;
+/** Terminal escapes (kong-pdk's logger colours its lines): the report shows plain text. */
+const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*[A-Za-z]`, 'g');
 
 export class ChaosWorld {
   private constructor(
@@ -55,6 +74,9 @@ export class ChaosWorld {
     readonly fleet: SimFleet,
     readonly nodes: ChaosNode[],
   ) {}
+
+  /** Set by stop(): exits after it are the run's own. */
+  private stopping = false;
 
   static async start(o: WorldOptions): Promise<ChaosWorld> {
     const redis = await RedisServer.start();
@@ -109,12 +131,14 @@ export class ChaosWorld {
   private async startNode(index: number): Promise<ChaosNode> {
     const proxy = await TcpProxy.start(this.redis.port);
     const notices: { at: number; line: string }[] = [];
+    const strays: string[] = [];
     const server = await PluginServerProcess.start({
       pluginsDir: join(ROOT, 'dist', 'plugins'),
       env: { [CLOCK_SKEW_ENV]: String(this.o.skewMs) },
       // The router's warnings and errors (shared state lost, replicas down, unloads withheld) and
       // its shared-state notices, timed; not every load and unload (the sim log has those).
       onLog: (line) => {
+        if (line.includes('unhandled promise rejection') && strays.length < 20) strays.push(line);
         const notice =
           /\[kong-lora-router\] (warn|error):/.test(line) ||
           /\[kong-lora-router\] info: .*(shared|lease|epoch)/.test(line);
@@ -138,7 +162,17 @@ export class ChaosWorld {
       plugins: [{ name: 'lora-poller', config: this.pollerConfig(redis) }],
       serviceUrl: 'http://127.0.0.1:9',
     });
-    return { index, server, proxy, router, status, variant, skewed: false, notices };
+    const node: ChaosNode = { index, server, proxy, router, status, variant, skewed: false, notices, strays };
+    // 'close', not 'exit': by then its stdout and stderr are drained, so the last words are in.
+    server.child.once('close', (code, signal) => {
+      if (this.stopping) return;
+      const lastLines = server.log
+        .slice(-DEATH_LINES)
+        .map((l) => l.replace(ANSI, ''))
+        .filter((l) => l.trim() !== '');
+      node.death = { at: Date.now(), code, signal, lastLines };
+    });
+    return node;
   }
 
   /** A node's `redis` record changes (router and poller alike, as one Kong configuration). */
@@ -187,6 +221,7 @@ export class ChaosWorld {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     for (const n of this.nodes) {
       await n.router.close().catch(() => {});
       await n.status.close().catch(() => {});

@@ -5,10 +5,12 @@
  * events.ts. Kong's `pluginserver_*_start_cmd` and `query_cmd` run this (docker/kong.conf): the
  * npm package's `bin` (lib/pluginserver/main.js, from `npm run build:runtime`).
  */
+import type { Server as NetServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { encode } from '@msgpack/msgpack';
 import { installClockSkewHook } from './clock-skew';
 import { wrapServer, type KongPdkServer } from './events';
+import { attributeToPlugins, containConnectionErrors, installStrayRejectionHandler } from './stray-errors';
 
 const pdkDir = dirname(require.resolve('kong-pdk/package.json'));
 const cli = require('kong-pdk/cli') as { parse(): Record<string, string | undefined> };
@@ -20,7 +22,10 @@ const Server = require('kong-pdk/server') as new (
   getPlugins(): Map<string, unknown>;
   close(): void;
 };
-const Listener = require('kong-pdk/listener') as new (server: unknown, path: string) => { serve(): void };
+const Listener = require('kong-pdk/listener') as new (
+  server: unknown,
+  path: string,
+) => { serve(): NetServer };
 const logger = require(require.resolve('node-color-log', { paths: [pdkDir] })) as {
   setLevel(l?: string): void;
 };
@@ -37,8 +42,10 @@ if (opts.DumpPluginInfo) {
   );
 } else {
   installClockSkewHook();
+  installStrayRejectionHandler();
   wrapServer(server);
-  new Listener(server, join(opts.kongPrefix!, opts.sockName!)).serve();
+  attributeToPlugins(server);
+  containConnectionErrors(new Listener(server, join(opts.kongPrefix!, opts.sockName!)).serve());
 }
 // As kong-pdk's own entry: stops its instance-expiry timer (the listener keeps the process up).
 server.close();

@@ -66,10 +66,18 @@ export class RedisFleetStore implements FleetStore {
       ...redisOptions(config),
       enableOfflineQueue: true,
       commandTimeout: undefined,
+      // ioredis 5.11.1 re-subscribes after a reconnect from its ready handler and handles no
+      // failure of that SUBSCRIBE (built/redis/event_handler.js `readyHandler`; redis/ioredis#2187,
+      // merged after 6.0.0): a link closed before Redis answers (a reset, or close() here) rejects
+      // a promise nobody holds, and Node ends the plugin server. This subscribes on every
+      // 'ready' itself, and catches.
+      autoResubscribe: false,
     });
     this.subscriber.on('error', () => {});
     this.subscriber.on('message', () => this.onRemoteChange?.());
-    this.subscriber.subscribe(`${this.prefix}changed`).catch(() => {});
+    this.subscriber.on('ready', () => {
+      this.subscriber.subscribe(`${this.prefix}changed`).catch(() => {});
+    });
     this.heartbeat();
     this.heartbeatTimer = setInterval(() => this.heartbeat(), Math.max(100, config.node_ttl_ms / 4));
     this.heartbeatTimer.unref();
