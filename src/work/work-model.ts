@@ -36,6 +36,10 @@ export interface ReplicaFigures {
   firstTokensTotal?: number;
   /** vLLM `vllm:cache_config_info` num_gpu_blocks x block_size. */
   kvCapacityTokens?: number;
+  /** vLLM `vllm:request_prompt_tokens_sum`: prompt tokens of the finished requests. */
+  finishedPromptTokens?: number;
+  /** vLLM `vllm:request_prefill_time_seconds_sum`: the same requests' time in their prefill phase. */
+  prefillSeconds?: number;
 }
 
 /** What a finished request tells, when the caller saw it (the DES does; Kong's log phase does not). */
@@ -84,7 +88,8 @@ class Replica {
   implied: { tokens: number; at: number } | null = null;
   impliedKv = 0;
   kvCapacity: number | undefined;
-  last: { prompt: number; at: number; waiting: number } | null = null;
+  /** The last scrape's prefill histogram sums (prompt tokens, seconds) of finished requests. */
+  prefill: { tokens: number; seconds: number } | null = null;
   constructor(prior: number) {
     this.rate = new Ewma(prior, RATE_ALPHA);
   }
@@ -199,12 +204,15 @@ export class WorkModel {
 
   /**
    * A scrape of the replica at `at` (begun at `startedAt`): its queue times the mean prompt
-   * (from its own counters when it has them) overrides a smaller own view; the prompt-token
-   * counter over an interval with a queue throughout measures the rate it drains at.
-   * `vllm:request_prefill_time_seconds` is not read: PrometheusStatLogger observes it when a
-   * request finishes, while `vllm:prompt_tokens` moves at its first token (vllm/v1/metrics/
-   * loggers.py `record`, vllm 005a810bc4), so over one poll interval they describe different
-   * requests; and under chunked prefill each request's prefill time overlaps the others'.
+   * (from its own counters when it has them) overrides a smaller own view. The prefill rate is
+   * learned from vLLM's per-request histograms, which PrometheusStatLogger observes together
+   * when a request finishes (`histogram_num_prompt_tokens_request` and
+   * `histogram_prefill_time_request`, vllm/v1/metrics/loggers.py `record`, vllm 005a810bc4):
+   * over a poll interval both sums describe the same requests, so their ratio is the tokens a
+   * second their prefill ran at, decodes sharing the steps included. `vllm:prompt_tokens_total`
+   * is not a rate: it moves when a request is scheduled, and a queue waiting for KV room (long
+   * prompts) is scheduled only as running requests end, at the decode pace (measured in the DES:
+   * it taught rates 20x too low and predictions tens of seconds too long).
    */
   observeReplica(url: string, f: ReplicaFigures, at: number, startedAt = at): void {
     const r = this.replica(url);
@@ -216,11 +224,15 @@ export class WorkModel {
         : this.meanPrompt.value;
     r.implied = { tokens: f.waiting * mean, at };
     r.impliedKv = f.kvUsage !== undefined && r.kvCapacity !== undefined ? f.kvUsage * r.kvCapacity : 0;
-    if (f.promptTokensTotal !== undefined) {
-      const last = r.last;
-      if (last && last.waiting > 0 && f.waiting > 0 && at > last.at && f.promptTokensTotal >= last.prompt)
-        this.observeRate(r, (f.promptTokensTotal - last.prompt) / ((at - last.at) / 1000));
-      r.last = { prompt: f.promptTokensTotal, at, waiting: f.waiting };
+    if (f.finishedPromptTokens !== undefined && f.prefillSeconds !== undefined) {
+      const last = r.prefill;
+      if (last) {
+        const tokens = f.finishedPromptTokens - last.tokens;
+        const s = f.prefillSeconds - last.seconds;
+        // Nothing finished (or the replica restarted and its sums fell): no sample.
+        if (tokens > 0 && s > 0) this.observeRate(r, tokens / s);
+      }
+      r.prefill = { tokens: f.finishedPromptTokens, seconds: f.prefillSeconds };
     }
     if (f.waiting === 0 && f.running === 0) {
       // Idle when scraped: whatever we admitted before the scrape began has been prefilled.

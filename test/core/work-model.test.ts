@@ -167,13 +167,41 @@ describe('work model', () => {
     expect(w.prefillRate(B)).toBe(rate);
   });
 
-  it('learns the rate from the prompt-token counter while the replica had a queue', () => {
+  it('does not take the prompt-token counter for the prefill rate: a queue waiting for KV room moves it at the decode pace', () => {
     const w = new WorkModel({ prefillTokensPerS: rate });
+    // Four requests wait throughout, but for KV room: one long prompt is admitted (and counted)
+    // only when a running request ends, 3,000 tokens a second, whatever the prefill speed.
     w.observeReplica(A, { waiting: 4, running: 2, promptTokensTotal: 0 }, 0);
     for (let t = 1; t <= 20; t++)
       w.observeReplica(A, { waiting: 4, running: 2, promptTokensTotal: t * 3000 }, t * 1000);
-    expect(w.prefillRate(A)).toBeGreaterThan(2800);
-    expect(w.prefillRate(A)).toBeLessThan(3600);
+    expect(w.prefillRate(A)).toBe(rate);
+  });
+
+  it("learns the rate from vLLM's prefill-time and prompt-token histograms of finished requests", () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    // Each second two requests of 6,000 prompt tokens finish, each 2.4 s in its prefill phase:
+    // 2,500 tokens per second of prefill, while the prompt-token counter says nothing of it.
+    for (let t = 0; t <= 20; t++)
+      w.observeReplica(
+        A,
+        {
+          waiting: 1,
+          running: 3,
+          promptTokensTotal: t * 50_000,
+          finishedPromptTokens: t * 12_000,
+          prefillSeconds: t * 4.8,
+        },
+        t * 1000,
+      );
+    expect(w.prefillRate(A)).toBeGreaterThan(2300);
+    expect(w.prefillRate(A)).toBeLessThan(2700);
+    // An interval in which nothing finished says nothing.
+    w.observeReplica(
+      A,
+      { waiting: 1, running: 3, finishedPromptTokens: 240_000, prefillSeconds: 96 },
+      30_000,
+    );
+    expect(w.prefillRate(A)).toBeGreaterThan(2300);
   });
 
   it('an idle replica report clears prefill the router still thought queued', () => {
