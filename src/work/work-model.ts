@@ -88,6 +88,9 @@ class Replica {
   implied: { tokens: number; at: number } | null = null;
   impliedKv = 0;
   kvCapacity: number | undefined;
+  /** Requests the last scrape reported waiting, and ours admitted (+1) or ended (-1) since. */
+  scrapedWaiting = 0;
+  sinceScrape = 0;
   /** The last scrape's prefill histogram sums (prompt tokens, seconds) of finished requests. */
   prefill: { tokens: number; seconds: number } | null = null;
   constructor(prior: number) {
@@ -153,6 +156,7 @@ export class WorkModel {
     r.entries.set(a.id, e);
     this.byId.set(a.id, e);
     r.kvReserved += a.promptTokens + a.maxTokens;
+    r.sinceScrape++;
     this.meanPrompt.observe(a.promptTokens);
   }
 
@@ -182,6 +186,7 @@ export class WorkModel {
     }
     r.entries.delete(id);
     r.kvReserved -= e.prompt + e.maxTokens;
+    r.sinceScrape--;
     if (r.entries.size === 0) {
       // Nothing of ours left: start the next admission from a clean slate (no drift).
       r.admitted = r.drained = 0;
@@ -223,6 +228,8 @@ export class WorkModel {
         ? f.promptTokensTotal / f.firstTokensTotal
         : this.meanPrompt.value;
     r.implied = { tokens: f.waiting * mean, at };
+    r.scrapedWaiting = f.waiting;
+    r.sinceScrape = 0;
     r.impliedKv = f.kvUsage !== undefined && r.kvCapacity !== undefined ? f.kvUsage * r.kvCapacity : 0;
     if (f.finishedPromptTokens !== undefined && f.prefillSeconds !== undefined) {
       const last = r.prefill;
@@ -275,17 +282,45 @@ export class WorkModel {
     let toFree = Math.max(r.kvReserved, r.impliedKv) + need - cap;
     if (toFree <= 0) return 0;
     this.advance(r, now);
-    const rate = r.rate.value;
-    const decode = this.decodeMs.value;
     let last = now;
     for (const e of r.entries.values()) {
-      const prefillEnd =
-        e.end > r.drained ? now + ((e.end - r.drained) / rate) * 1000 : Math.max(now, e.prefillEndAt);
-      last = Math.max(last, prefillEnd + e.maxTokens * decode);
+      last = Math.max(last, this.endAt(r, e, now));
       toFree -= e.prompt + e.maxTokens;
       if (toFree <= 0) break;
     }
     return last - now;
+  }
+
+  /**
+   * When a request of ours on `r` is predicted to end: its prefill (still queued: at the
+   * replica's rate from now; done: when it was predicted to end) plus its max tokens at the
+   * decode rate. The replica's clock, not ours, says when decoding began: a request whose
+   * prefill ended seconds ago has that much less to decode.
+   */
+  private endAt(r: Replica, e: Entry, now: number): number {
+    const prefillEnd = e.end > r.drained ? now + ((e.end - r.drained) / r.rate.value) * 1000 : e.prefillEndAt;
+    return prefillEnd + e.maxTokens * this.decodeMs.value;
+  }
+
+  /**
+   * How long a request sent to `url` now waits for a running slot: when the last scrape reported
+   * a queue (slots, KV or the adapters a batch may mix are full), the requests waiting then, plus
+   * ours admitted since (less ours ended), go first; it starts when that many and one more of
+   * the requests there have ended, taken in admission order as `kvWaitMs` does. The prefill and
+   * KV figures miss this wait when decodes hold every slot (short prompts, long answers: vLLM's
+   * `max_num_seqs`). 0 when the replica reported no queue.
+   */
+  slotWaitMs(url: string, now: number): number {
+    const r = this.replicas.get(url);
+    if (!r || r.scrapedWaiting <= 0 || r.entries.size === 0) return 0;
+    this.advance(r, now);
+    let k = Math.max(1, r.scrapedWaiting + r.sinceScrape + 1);
+    let end = now;
+    for (const e of r.entries.values()) {
+      end = this.endAt(r, e, now);
+      if (--k === 0) break;
+    }
+    return Math.max(0, end - now);
   }
 
   view(url: string, now: number): ReplicaWork {

@@ -321,4 +321,26 @@ describe('predicted TTFT', () => {
     // Its prefill ends at 4.9 s, then 1000 decode steps of 20 ms.
     expect(p.startMs).toBeCloseTo(4900 + 20_000, -2);
   });
+
+  it('waits for a slot when the replica reports a queue its prefill and KV do not explain (all slots decoding)', () => {
+    const w = new WorkModel({ prefillTokensPerS: 10_000, decodeMsPerToken: 20 });
+    w.setKvCapacity(A, 1_000_000);
+    // 16 short prompts, 100 ms apart, each decoding 300 tokens (6 s): request i ends near
+    // i x 100 + 6050 ms. The replica reports 2 more waiting (another gateway's): slots are full.
+    for (let i = 0; i < 16; i++)
+      w.admit({ id: `d${i}`, url: A, promptTokens: 500, maxTokens: 300, at: i * 100 });
+    w.observeReplica(A, { waiting: 2, running: 16 }, 2000);
+    const req = { ...base, promptTokens: 500, maxTokens: 300, adapter: 'hot' };
+    const holder = { url: A, residentCount: 1, adapter: { state: 'loaded' as const }, holder: true };
+    const p = predictTtft(holder, req, 2000, w, loads);
+    // The 2 waiting take the first two slots that free; its own is the third (request 2, near
+    // 6250 ms): a 4.25 s wait, then its 50 ms prefill.
+    expect(p.totalMs).toBeCloseTo(4300, -2);
+    // A request this router admitted since the scrape queues too: one slot more to wait for.
+    w.admit({ id: 'late', url: A, promptTokens: 500, maxTokens: 300, at: 2000 });
+    expect(predictTtft(holder, req, 2000, w, loads).totalMs).toBeCloseTo(4400, -2);
+    // A replica reporting no queue has a slot free: no slot wait.
+    w.observeReplica(A, { waiting: 0, running: 15 }, 2000);
+    expect(predictTtft(holder, req, 2000, w, loads).totalMs).toBeLessThan(200);
+  });
 });
