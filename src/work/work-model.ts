@@ -90,6 +90,7 @@ class Replica {
   kvCapacity: number | undefined;
   /** Requests the last scrape reported waiting, and ours admitted (+1) or ended (-1) since. */
   scrapedWaiting = 0;
+  scrapedRunning = 0;
   sinceScrape = 0;
   /** The last scrape's prefill histogram sums (prompt tokens, seconds) of finished requests. */
   prefill: { tokens: number; seconds: number } | null = null;
@@ -109,6 +110,7 @@ export class WorkModel {
   private readonly replicas = new Map<string, Replica>();
   private readonly byId = new Map<string, Entry>();
   private readonly meanPrompt = new Ewma(PRIOR_PROMPT_TOKENS, 0.05);
+  private readonly meanMaxTokens = new Ewma(DEFAULT_MAX_TOKENS, 0.05);
   private readonly decodeMs: Ewma;
 
   constructor(private o: WorkOptions) {
@@ -158,6 +160,7 @@ export class WorkModel {
     r.kvReserved += a.promptTokens + a.maxTokens;
     r.sinceScrape++;
     this.meanPrompt.observe(a.promptTokens);
+    this.meanMaxTokens.observe(a.maxTokens);
   }
 
   /**
@@ -229,6 +232,7 @@ export class WorkModel {
         : this.meanPrompt.value;
     r.implied = { tokens: f.waiting * mean, at };
     r.scrapedWaiting = f.waiting;
+    r.scrapedRunning = f.running;
     r.sinceScrape = 0;
     r.impliedKv = f.kvUsage !== undefined && r.kvCapacity !== undefined ? f.kvUsage * r.kvCapacity : 0;
     if (f.finishedPromptTokens !== undefined && f.prefillSeconds !== undefined) {
@@ -308,19 +312,22 @@ export class WorkModel {
    * ours admitted since (less ours ended), go first; it starts when that many and one more of
    * the requests there have ended, taken in admission order as `kvWaitMs` does. The prefill and
    * KV figures miss this wait when decodes hold every slot (short prompts, long answers: vLLM's
-   * `max_num_seqs`). 0 when the replica reported no queue.
+   * `max_num_seqs`). Past the requests of ours (another gateway's queue), each further one
+   * is a typical request's decode over the slots the replica reported running. 0 when the
+   * replica reported no queue.
    */
   slotWaitMs(url: string, now: number): number {
     const r = this.replicas.get(url);
-    if (!r || r.scrapedWaiting <= 0 || r.entries.size === 0) return 0;
+    if (!r || r.scrapedWaiting <= 0) return 0;
     this.advance(r, now);
     let k = Math.max(1, r.scrapedWaiting + r.sinceScrape + 1);
     let end = now;
     for (const e of r.entries.values()) {
-      end = this.endAt(r, e, now);
-      if (--k === 0) break;
+      end = Math.max(now, this.endAt(r, e, now));
+      if (--k === 0) return end - now;
     }
-    return Math.max(0, end - now);
+    const perRequest = (this.meanMaxTokens.value * this.decodeMs.value) / Math.max(1, r.scrapedRunning);
+    return end + k * perRequest - now;
   }
 
   view(url: string, now: number): ReplicaWork {

@@ -343,4 +343,23 @@ describe('predicted TTFT', () => {
     w.observeReplica(A, { waiting: 0, running: 15 }, 2000);
     expect(predictTtft(holder, req, 2000, w, loads).totalMs).toBeLessThan(200);
   });
+
+  it("another gateway's queue, with no request of ours there: the replica's figures say the slot wait", () => {
+    const w = new WorkModel({ prefillTokensPerS: 10_000, decodeMsPerToken: 20 });
+    // Ours learned the typical request (500 prompt, 300 answer tokens), then ended.
+    w.admit({ id: 'x', url: B, promptTokens: 500, maxTokens: 300, at: 0 });
+    w.release('x', 100, undefined, true);
+    // The replica runs 1 and has 2 waiting, none of them ours: 3 requests' decodes (300 x 20 ms
+    // each, one slot) before this one starts.
+    w.observeReplica(A, { waiting: 2, running: 1 }, 1000);
+    const req = { ...base, promptTokens: 500, maxTokens: 300, adapter: 'hot' };
+    const p = predictTtft(
+      { url: A, residentCount: 1, adapter: { state: 'loaded' }, holder: true },
+      req,
+      1000,
+      w,
+      loads,
+    );
+    expect(p.totalMs).toBeGreaterThan(10_000);
+  });
 });
