@@ -406,9 +406,7 @@ describe('lora-router through the real plugin server', () => {
       w = await startWorld(
         driver,
         [vllm(), vllm()],
-        // Count mode: the predicted default prices a load on the other replica by reading its
-        // residents, which may poll it (once a poll interval), and this test counts every poll.
-        (u) => onDemand(u, { saturation_mode: 'count', stale_after_ms: 3_600_000, picker: 'max-score' }),
+        (u) => onDemand(u, { stale_after_ms: 3_600_000, picker: 'max-score' }),
         {},
         600_000,
       );
