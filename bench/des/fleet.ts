@@ -131,9 +131,12 @@ export class DesFleet implements ReplicaApi {
         kvUsage: s.kvUsage,
         activeAdapters: [...new Set([...s.runningAdapters, ...s.waitingAdapters])].sort(),
         malformedLines: 0,
-        // What vLLM's scrape gives the work model: its prompt-token counter and KV capacity.
+        // What vLLM's scrape gives the work model: its prompt-token counter, KV capacity and prefill histograms.
         promptTokensTotal: s.promptTokensTotal,
         kvCapacityTokens: this.engines[i]!.options.kvCapacityTokens,
+        // Its prefill histograms' sums, from which the router learns the prefill rate.
+        finishedPromptTokens: s.finishedPromptTokens,
+        prefillSeconds: s.prefillSeconds,
       },
       registry: [...this.registries[i]!.keys()].map((name) => ({ name, path: `/adapters/${name}` })),
     };

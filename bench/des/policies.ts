@@ -86,6 +86,9 @@ export function loraRouterNodes(
           routedBy.set(out.leaseId, svc);
           return { url: out.url, token: out.leaseId };
         },
+        // The status only, as Kong's log phase gives it (plugins/lora-router.ts `giveBack`): it
+        // sees no TTFT (latencies.proxy is time to response headers, which vLLM streams at once),
+        // so the work model learns the prefill rate from the replica's scraped histograms alone.
         async done(_url, token, { status }) {
           const svc = routedBy.get(token!)!;
           routedBy.delete(token!);

@@ -386,14 +386,28 @@ export function sloSection(points: SloPoint[], variants: string[], n: number, fu
  */
 export const ROUTING_VARIANTS: { name: string; config: Record<string, unknown> }[] = [
   { name: 'lora-router', config: {} },
-  { name: 'predicted TTFT (saturation_mode: predicted)', config: { saturation_mode: 'predicted' } },
-  { name: 'escalate after 2 s on the chosen replica', config: { replica_wait_ms: 2000 } },
-  { name: 'escalate, holders saturated at 4 waiting', config: { target_waiting_per_replica: 4 } },
+  { name: 'count thresholds (saturation_mode: count)', config: { saturation_mode: 'count' } },
   {
-    name: 'wait on the chosen replica, 10 s, 4 waiting (the original default)',
-    config: { room_wait: 'replica', queue_timeout_ms: 10000, target_waiting_per_replica: 4 },
+    name: 'count, escalate after 2 s on the chosen replica',
+    config: { saturation_mode: 'count', replica_wait_ms: 2000 },
   },
-  { name: 'wait for room anywhere, 10 s', config: { room_wait: 'anywhere', queue_timeout_ms: 10000 } },
+  {
+    name: 'count, holders saturated at 4 waiting',
+    config: { saturation_mode: 'count', target_waiting_per_replica: 4 },
+  },
+  {
+    name: 'count, wait on the chosen replica, 10 s, 4 waiting (the original default)',
+    config: {
+      saturation_mode: 'count',
+      room_wait: 'replica',
+      queue_timeout_ms: 10000,
+      target_waiting_per_replica: 4,
+    },
+  },
+  {
+    name: 'predicted, wait for room anywhere, 10 s',
+    config: { room_wait: 'anywhere', queue_timeout_ms: 10000 },
+  },
 ];
 
 /**

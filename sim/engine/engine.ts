@@ -84,6 +84,14 @@ export interface EngineStats {
   cacheMissLoads: number;
   /** Adapter weights pushed out of the host cache to make room (not counting unloads). */
   cacheEvictions: number;
+  /**
+   * Over the finished requests past their first token: their prompt tokens and their time from
+   * being scheduled to their first token, s (vLLM's `vllm:request_prompt_tokens_sum` and
+   * `vllm:request_prefill_time_seconds_sum`, both observed at finish: PrometheusStatLogger.record,
+   * vllm/v1/metrics/loggers.py, vllm 005a810bc4).
+   */
+  finishedPromptTokens: number;
+  prefillSeconds: number;
 }
 
 interface Seq {
@@ -116,6 +124,8 @@ export class ReplicaEngine {
     busySlots: 0,
     cacheMissLoads: 0,
     cacheEvictions: 0,
+    finishedPrompt: 0,
+    prefillMs: 0,
   };
   private listeners: ((rec: RequestRecord) => void)[] = [];
 
@@ -258,6 +268,8 @@ export class ReplicaEngine {
       busySlotsTotal: this.counters.busySlots,
       cacheMissLoads: this.counters.cacheMissLoads,
       cacheEvictions: this.counters.cacheEvictions,
+      finishedPromptTokens: this.counters.finishedPrompt,
+      prefillSeconds: this.counters.prefillMs / 1000,
     };
   }
 
@@ -355,6 +367,10 @@ export class ReplicaEngine {
   private finish(seq: Seq, aborted: boolean): void {
     seq.rec.end = this.clock.now();
     if (aborted) seq.rec.aborted = true;
+    if (seq.rec.firstToken !== undefined && seq.rec.start !== undefined) {
+      this.counters.finishedPrompt += seq.req.promptTokens;
+      this.counters.prefillMs += seq.rec.firstToken - seq.rec.start;
+    }
     seq.req.onFinish?.(seq.rec);
     for (const fn of this.listeners) fn(seq.rec);
   }

@@ -127,10 +127,10 @@ export const routerSchema: SchemaFields = [
   {
     saturation_mode: {
       type: 'string',
-      default: 'count',
+      default: 'predicted',
       one_of: ['count', 'predicted'],
       description:
-        "`count`: a holder is saturated at `target_waiting_per_replica` waiting or `kv_ceiling`. `predicted`: when its predicted time to first token (prefill queued ahead at its learned rate, KV room, loads) exceeds the best non-holder's, load included, by `saturation_margin_ms`; placement then minimises the prediction.",
+        "`count`: a holder is saturated at `target_waiting_per_replica` waiting or `kv_ceiling`. `predicted` (the default): when its predicted time to first token (prefill queued ahead at its learned rate, KV room or a running slot, loads) exceeds the best non-holder's, load included, by `saturation_margin_ms`; placement then minimises the prediction.",
     },
   },
   {
@@ -157,7 +157,7 @@ export const routerSchema: SchemaFields = [
       default: 10000,
       gt: 0,
       description:
-        "A replica's prefill rate until it is measured (from its TTFTs and prompt-token counter), tokens per second.",
+        "A replica's prefill rate until it is measured (from vLLM's prefill-time and prompt-token histograms), tokens per second.",
     },
   },
   {

@@ -43,6 +43,14 @@ export interface ReplicaLoad {
   firstTokensTotal?: number;
   /** vLLM: KV capacity in tokens, `num_gpu_blocks` x `block_size` of `vllm:cache_config_info`. */
   kvCapacityTokens?: number;
+  /**
+   * vLLM: `vllm:request_prompt_tokens_sum` and `vllm:request_prefill_time_seconds_sum`, both
+   * observed when a request finishes (PrometheusStatLogger.record, vllm/v1/metrics/loggers.py,
+   * vllm 005a810bc4): their deltas over a poll are the same requests' prompt tokens and prefill
+   * time, the replica's prefill rate.
+   */
+  finishedPromptTokens?: number;
+  prefillSeconds?: number;
 }
 
 export type LoadSource = 'metrics' | 'slots' | 'health';
@@ -58,6 +66,8 @@ const VLLM = new Set([
   'vllm:prompt_tokens_total',
   'vllm:time_to_first_token_seconds_count',
   'vllm:cache_config_info',
+  'vllm:request_prompt_tokens_sum',
+  'vllm:request_prefill_time_seconds_sum',
 ]);
 
 export function readVllmLoad(text: string): ReplicaLoad {
@@ -72,6 +82,8 @@ export function readVllmLoad(text: string): ReplicaLoad {
   let promptTokens: number | undefined;
   let firstTokens: number | undefined;
   let kvCapacity: number | undefined;
+  let finishedPrompt: number | undefined;
+  let prefillSeconds: number | undefined;
   const stats = forEachSample(
     text,
     (name, labels, value) => {
@@ -107,6 +119,12 @@ export function readVllmLoad(text: string): ReplicaLoad {
           break;
         case 'vllm:time_to_first_token_seconds_count':
           firstTokens = (firstTokens ?? 0) + value;
+          break;
+        case 'vllm:request_prompt_tokens_sum':
+          finishedPrompt = (finishedPrompt ?? 0) + value;
+          break;
+        case 'vllm:request_prefill_time_seconds_sum':
+          prefillSeconds = (prefillSeconds ?? 0) + value;
           break;
         case 'vllm:cache_config_info': {
           // An info gauge: CacheConfig.metrics_info() as labels (log_metrics_info, same file).
@@ -144,6 +162,8 @@ export function readVllmLoad(text: string): ReplicaLoad {
     ...(promptTokens === undefined ? {} : { promptTokensTotal: promptTokens }),
     ...(firstTokens === undefined ? {} : { firstTokensTotal: firstTokens }),
     ...(kvCapacity === undefined ? {} : { kvCapacityTokens: kvCapacity }),
+    ...(finishedPrompt === undefined ? {} : { finishedPromptTokens: finishedPrompt }),
+    ...(prefillSeconds === undefined ? {} : { prefillSeconds }),
   };
 }
 

@@ -31,7 +31,7 @@ export interface PipelineConfig {
 /** What of a plugin configuration decides its pipeline. */
 export interface PipelineSettings {
   room_wait: 'escalate' | 'replica' | 'anywhere';
-  /** Absent: `count` (the seed's rule). */
+  /** Absent: `count` (the seed's rule; the schema's default is `predicted`). */
   saturation_mode?: 'count' | 'predicted';
   scorer_weights: ScorerWeights;
   picker: string;
@@ -65,6 +65,7 @@ export function defaultWeights(): ScorerWeights {
 /** The pipeline of the default configuration (the schema's defaults). */
 export const defaultPipeline: PipelineConfig = pipelineFor({
   room_wait: 'escalate',
+  saturation_mode: 'predicted',
   scorer_weights: defaultWeights(),
   picker: 'p2c',
 });

@@ -62,7 +62,11 @@ export function predictTtft(
       if (roomNow === false) slotMs += req.queueTimeoutMs;
     }
   }
-  const kvMs = work.kvWaitMs(c.url, now, req.promptTokens + req.maxTokens);
+  // A slot and KV room are waited for together (the queue is admitted as both free): the larger counts.
+  const kvMs = Math.max(
+    work.kvWaitMs(c.url, now, req.promptTokens + req.maxTokens),
+    work.slotWaitMs(c.url, now),
+  );
   const rate = work.prefillRate(c.url);
   const aheadMs = (work.queuedPrefill(c.url, now) / rate) * 1000;
   const ownMs = (req.promptTokens / rate) * 1000;

@@ -36,6 +36,10 @@ export interface ReplicaFigures {
   firstTokensTotal?: number;
   /** vLLM `vllm:cache_config_info` num_gpu_blocks x block_size. */
   kvCapacityTokens?: number;
+  /** vLLM `vllm:request_prompt_tokens_sum`: prompt tokens of the finished requests. */
+  finishedPromptTokens?: number;
+  /** vLLM `vllm:request_prefill_time_seconds_sum`: the same requests' time in their prefill phase. */
+  prefillSeconds?: number;
 }
 
 /** What a finished request tells, when the caller saw it (the DES does; Kong's log phase does not). */
@@ -84,7 +88,12 @@ class Replica {
   implied: { tokens: number; at: number } | null = null;
   impliedKv = 0;
   kvCapacity: number | undefined;
-  last: { prompt: number; at: number; waiting: number } | null = null;
+  /** Requests the last scrape reported waiting, and ours admitted (+1) or ended (-1) since. */
+  scrapedWaiting = 0;
+  scrapedRunning = 0;
+  sinceScrape = 0;
+  /** The last scrape's prefill histogram sums (prompt tokens, seconds) of finished requests. */
+  prefill: { tokens: number; seconds: number } | null = null;
   constructor(prior: number) {
     this.rate = new Ewma(prior, RATE_ALPHA);
   }
@@ -101,6 +110,7 @@ export class WorkModel {
   private readonly replicas = new Map<string, Replica>();
   private readonly byId = new Map<string, Entry>();
   private readonly meanPrompt = new Ewma(PRIOR_PROMPT_TOKENS, 0.05);
+  private readonly meanMaxTokens = new Ewma(DEFAULT_MAX_TOKENS, 0.05);
   private readonly decodeMs: Ewma;
 
   constructor(private o: WorkOptions) {
@@ -148,7 +158,9 @@ export class WorkModel {
     r.entries.set(a.id, e);
     this.byId.set(a.id, e);
     r.kvReserved += a.promptTokens + a.maxTokens;
+    r.sinceScrape++;
     this.meanPrompt.observe(a.promptTokens);
+    this.meanMaxTokens.observe(a.maxTokens);
   }
 
   /**
@@ -177,6 +189,7 @@ export class WorkModel {
     }
     r.entries.delete(id);
     r.kvReserved -= e.prompt + e.maxTokens;
+    r.sinceScrape--;
     if (r.entries.size === 0) {
       // Nothing of ours left: start the next admission from a clean slate (no drift).
       r.admitted = r.drained = 0;
@@ -199,12 +212,15 @@ export class WorkModel {
 
   /**
    * A scrape of the replica at `at` (begun at `startedAt`): its queue times the mean prompt
-   * (from its own counters when it has them) overrides a smaller own view; the prompt-token
-   * counter over an interval with a queue throughout measures the rate it drains at.
-   * `vllm:request_prefill_time_seconds` is not read: PrometheusStatLogger observes it when a
-   * request finishes, while `vllm:prompt_tokens` moves at its first token (vllm/v1/metrics/
-   * loggers.py `record`, vllm 005a810bc4), so over one poll interval they describe different
-   * requests; and under chunked prefill each request's prefill time overlaps the others'.
+   * (from its own counters when it has them) overrides a smaller own view. The prefill rate is
+   * learned from vLLM's per-request histograms, which PrometheusStatLogger observes together
+   * when a request finishes (`histogram_num_prompt_tokens_request` and
+   * `histogram_prefill_time_request`, vllm/v1/metrics/loggers.py `record`, vllm 005a810bc4):
+   * over a poll interval both sums describe the same requests, so their ratio is the tokens a
+   * second their prefill ran at, decodes sharing the steps included. `vllm:prompt_tokens_total`
+   * is not a rate: it moves when a request is scheduled, and a queue waiting for KV room (long
+   * prompts) is scheduled only as running requests end, at the decode pace (measured in the DES:
+   * it taught rates 20x too low and predictions tens of seconds too long).
    */
   observeReplica(url: string, f: ReplicaFigures, at: number, startedAt = at): void {
     const r = this.replica(url);
@@ -215,12 +231,19 @@ export class WorkModel {
         ? f.promptTokensTotal / f.firstTokensTotal
         : this.meanPrompt.value;
     r.implied = { tokens: f.waiting * mean, at };
+    r.scrapedWaiting = f.waiting;
+    r.scrapedRunning = f.running;
+    r.sinceScrape = 0;
     r.impliedKv = f.kvUsage !== undefined && r.kvCapacity !== undefined ? f.kvUsage * r.kvCapacity : 0;
-    if (f.promptTokensTotal !== undefined) {
-      const last = r.last;
-      if (last && last.waiting > 0 && f.waiting > 0 && at > last.at && f.promptTokensTotal >= last.prompt)
-        this.observeRate(r, (f.promptTokensTotal - last.prompt) / ((at - last.at) / 1000));
-      r.last = { prompt: f.promptTokensTotal, at, waiting: f.waiting };
+    if (f.finishedPromptTokens !== undefined && f.prefillSeconds !== undefined) {
+      const last = r.prefill;
+      if (last) {
+        const tokens = f.finishedPromptTokens - last.tokens;
+        const s = f.prefillSeconds - last.seconds;
+        // Nothing finished (or the replica restarted and its sums fell): no sample.
+        if (tokens > 0 && s > 0) this.observeRate(r, tokens / s);
+      }
+      r.prefill = { tokens: f.finishedPromptTokens, seconds: f.prefillSeconds };
     }
     if (f.waiting === 0 && f.running === 0) {
       // Idle when scraped: whatever we admitted before the scrape began has been prefilled.
@@ -263,17 +286,48 @@ export class WorkModel {
     let toFree = Math.max(r.kvReserved, r.impliedKv) + need - cap;
     if (toFree <= 0) return 0;
     this.advance(r, now);
-    const rate = r.rate.value;
-    const decode = this.decodeMs.value;
     let last = now;
     for (const e of r.entries.values()) {
-      const prefillEnd =
-        e.end > r.drained ? now + ((e.end - r.drained) / rate) * 1000 : Math.max(now, e.prefillEndAt);
-      last = Math.max(last, prefillEnd + e.maxTokens * decode);
+      last = Math.max(last, this.endAt(r, e, now));
       toFree -= e.prompt + e.maxTokens;
       if (toFree <= 0) break;
     }
     return last - now;
+  }
+
+  /**
+   * When a request of ours on `r` is predicted to end: its prefill (still queued: at the
+   * replica's rate from now; done: when it was predicted to end) plus its max tokens at the
+   * decode rate. The replica's clock, not ours, says when decoding began: a request whose
+   * prefill ended seconds ago has that much less to decode.
+   */
+  private endAt(r: Replica, e: Entry, now: number): number {
+    const prefillEnd = e.end > r.drained ? now + ((e.end - r.drained) / r.rate.value) * 1000 : e.prefillEndAt;
+    return prefillEnd + e.maxTokens * this.decodeMs.value;
+  }
+
+  /**
+   * How long a request sent to `url` now waits for a running slot: when the last scrape reported
+   * a queue (slots, KV or the adapters a batch may mix are full), the requests waiting then, plus
+   * ours admitted since (less ours ended), go first; it starts when that many and one more of
+   * the requests there have ended, taken in admission order as `kvWaitMs` does. The prefill and
+   * KV figures miss this wait when decodes hold every slot (short prompts, long answers: vLLM's
+   * `max_num_seqs`). Past the requests of ours (another gateway's queue), each further one
+   * is a typical request's decode over the slots the replica reported running. 0 when the
+   * replica reported no queue.
+   */
+  slotWaitMs(url: string, now: number): number {
+    const r = this.replicas.get(url);
+    if (!r || r.scrapedWaiting <= 0) return 0;
+    this.advance(r, now);
+    let k = Math.max(1, r.scrapedWaiting + r.sinceScrape + 1);
+    let end = now;
+    for (const e of r.entries.values()) {
+      end = Math.max(now, this.endAt(r, e, now));
+      if (--k === 0) return end - now;
+    }
+    const perRequest = (this.meanMaxTokens.value * this.decodeMs.value) / Math.max(1, r.scrapedRunning);
+    return end + k * perRequest - now;
   }
 
   view(url: string, now: number): ReplicaWork {

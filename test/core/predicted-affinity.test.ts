@@ -57,6 +57,18 @@ describe('predicted-affinity', () => {
     expect(r.stage).toBe('holder');
   });
 
+  it('among non-holders about as fast, keeps those with a free slot: a load there evicts nothing', () => {
+    // c is full (an idle adapter to unload, 20 ms more), b has a free slot: within the tolerance,
+    // yet loading on c would evict an adapter someone may want next.
+    const full = { ...cand('c', false, 1120), residentCount: 2 };
+    const r = predictedAffinity.filter(req, [cand('a', true, 3000), cand('b', false, 1100), full], ctx);
+    expect(r).toEqual({ kept: [expect.objectContaining({ url: 'b' })], stage: 'free' });
+    // A full replica much faster than any free one still wins.
+    const fast = { ...cand('c', false, 500), residentCount: 2 };
+    const r2 = predictedAffinity.filter(req, [cand('a', true, 3000), cand('b', false, 1100), fast], ctx);
+    expect(r2.kept.map((c) => c.url)).toEqual(['b', 'c']);
+  });
+
   it('leaves base-model requests alone', () => {
     const all = [cand('a', false, 10), cand('b', false, 5000)];
     expect(predictedAffinity.filter({ kind: 'base' }, all, ctx)).toEqual({ kept: all, stage: 'base' });

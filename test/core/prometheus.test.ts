@@ -97,6 +97,21 @@ describe('replica load from /metrics', () => {
     });
   });
 
+  it("reads vLLM's per-request prompt-token and prefill-time histogram sums, summing engines", () => {
+    const text = [
+      'vllm:num_requests_running{engine="0",model_name="m"} 1.0',
+      'vllm:request_prompt_tokens_sum{engine="0",model_name="m"} 12000.0',
+      'vllm:request_prompt_tokens_sum{engine="1",model_name="m"} 8000.0',
+      'vllm:request_prompt_tokens_count{engine="0",model_name="m"} 3.0',
+      'vllm:request_prefill_time_seconds_sum{engine="0",model_name="m"} 2.5',
+      'vllm:request_prefill_time_seconds_sum{engine="1",model_name="m"} 1.5',
+      'vllm:request_prefill_time_seconds_bucket{engine="0",le="+Inf",model_name="m"} 3.0',
+    ].join('\n');
+    const load = readVllmLoad(text);
+    expect(load.finishedPromptTokens).toBe(20_000);
+    expect(load.prefillSeconds).toBe(4);
+  });
+
   it('says whether the replica reports activity: an empty lora_requests_info is idle, none is unknown', () => {
     const idle =
       'vllm:lora_requests_info{max_lora="1",running_lora_adapters="",waiting_lora_adapters=""} 1.7e+09';

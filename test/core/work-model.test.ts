@@ -167,13 +167,41 @@ describe('work model', () => {
     expect(w.prefillRate(B)).toBe(rate);
   });
 
-  it('learns the rate from the prompt-token counter while the replica had a queue', () => {
+  it('does not take the prompt-token counter for the prefill rate: a queue waiting for KV room moves it at the decode pace', () => {
     const w = new WorkModel({ prefillTokensPerS: rate });
+    // Four requests wait throughout, but for KV room: one long prompt is admitted (and counted)
+    // only when a running request ends, 3,000 tokens a second, whatever the prefill speed.
     w.observeReplica(A, { waiting: 4, running: 2, promptTokensTotal: 0 }, 0);
     for (let t = 1; t <= 20; t++)
       w.observeReplica(A, { waiting: 4, running: 2, promptTokensTotal: t * 3000 }, t * 1000);
-    expect(w.prefillRate(A)).toBeGreaterThan(2800);
-    expect(w.prefillRate(A)).toBeLessThan(3600);
+    expect(w.prefillRate(A)).toBe(rate);
+  });
+
+  it("learns the rate from vLLM's prefill-time and prompt-token histograms of finished requests", () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    // Each second two requests of 6,000 prompt tokens finish, each 2.4 s in its prefill phase:
+    // 2,500 tokens per second of prefill, while the prompt-token counter says nothing of it.
+    for (let t = 0; t <= 20; t++)
+      w.observeReplica(
+        A,
+        {
+          waiting: 1,
+          running: 3,
+          promptTokensTotal: t * 50_000,
+          finishedPromptTokens: t * 12_000,
+          prefillSeconds: t * 4.8,
+        },
+        t * 1000,
+      );
+    expect(w.prefillRate(A)).toBeGreaterThan(2300);
+    expect(w.prefillRate(A)).toBeLessThan(2700);
+    // An interval in which nothing finished says nothing.
+    w.observeReplica(
+      A,
+      { waiting: 1, running: 3, finishedPromptTokens: 240_000, prefillSeconds: 96 },
+      30_000,
+    );
+    expect(w.prefillRate(A)).toBeGreaterThan(2300);
   });
 
   it('an idle replica report clears prefill the router still thought queued', () => {
@@ -292,5 +320,46 @@ describe('predicted TTFT', () => {
     );
     // Its prefill ends at 4.9 s, then 1000 decode steps of 20 ms.
     expect(p.startMs).toBeCloseTo(4900 + 20_000, -2);
+  });
+
+  it('waits for a slot when the replica reports a queue its prefill and KV do not explain (all slots decoding)', () => {
+    const w = new WorkModel({ prefillTokensPerS: 10_000, decodeMsPerToken: 20 });
+    w.setKvCapacity(A, 1_000_000);
+    // 16 short prompts, 100 ms apart, each decoding 300 tokens (6 s): request i ends near
+    // i x 100 + 6050 ms. The replica reports 2 more waiting (another gateway's): slots are full.
+    for (let i = 0; i < 16; i++)
+      w.admit({ id: `d${i}`, url: A, promptTokens: 500, maxTokens: 300, at: i * 100 });
+    w.observeReplica(A, { waiting: 2, running: 16 }, 2000);
+    const req = { ...base, promptTokens: 500, maxTokens: 300, adapter: 'hot' };
+    const holder = { url: A, residentCount: 1, adapter: { state: 'loaded' as const }, holder: true };
+    const p = predictTtft(holder, req, 2000, w, loads);
+    // The 2 waiting take the first two slots that free; its own is the third (request 2, near
+    // 6250 ms): a 4.25 s wait, then its 50 ms prefill.
+    expect(p.totalMs).toBeCloseTo(4300, -2);
+    // A request this router admitted since the scrape queues too: one slot more to wait for.
+    w.admit({ id: 'late', url: A, promptTokens: 500, maxTokens: 300, at: 2000 });
+    expect(predictTtft(holder, req, 2000, w, loads).totalMs).toBeCloseTo(4400, -2);
+    // A replica reporting no queue has a slot free: no slot wait.
+    w.observeReplica(A, { waiting: 0, running: 15 }, 2000);
+    expect(predictTtft(holder, req, 2000, w, loads).totalMs).toBeLessThan(200);
+  });
+
+  it("another gateway's queue, with no request of ours there: the replica's figures say the slot wait", () => {
+    const w = new WorkModel({ prefillTokensPerS: 10_000, decodeMsPerToken: 20 });
+    // Ours learned the typical request (500 prompt, 300 answer tokens), then ended.
+    w.admit({ id: 'x', url: B, promptTokens: 500, maxTokens: 300, at: 0 });
+    w.release('x', 100, undefined, true);
+    // The replica runs 1 and has 2 waiting, none of them ours: 3 requests' decodes (300 x 20 ms
+    // each, one slot) before this one starts.
+    w.observeReplica(A, { waiting: 2, running: 1 }, 1000);
+    const req = { ...base, promptTokens: 500, maxTokens: 300, adapter: 'hot' };
+    const p = predictTtft(
+      { url: A, residentCount: 1, adapter: { state: 'loaded' }, holder: true },
+      req,
+      1000,
+      w,
+      loads,
+    );
+    expect(p.totalMs).toBeGreaterThan(10_000);
   });
 });

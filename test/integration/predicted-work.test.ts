@@ -35,7 +35,7 @@ describe('context check and work model, through RouterService', () => {
     expect(JSON.stringify(long)).toContain('context_length_exceeded');
   });
 
-  it('count mode (the default) admits nothing to the work model; predicted mode does', async () => {
+  it('count mode admits nothing to the work model; predicted mode (the default) does', async () => {
     for (const mode of ['count', 'predicted'] as const) {
       h = await CoreHarness.start([vllm()], (urls) => templatedRouter(urls, BASE, { saturation_mode: mode }));
       await h.nextPoll();

@@ -59,7 +59,13 @@ describe('routing core against simulated replicas over HTTP', () => {
     // requests saturate it.
     const oneSeq = () => vllm({ engine: { maxNumSeqs: 1, loadBaseMs: 100 } });
     h = await CoreHarness.start([oneSeq(), oneSeq()], (urls) =>
-      onDemand(urls, { max_loaded_adapters: 2, target_waiting_per_replica: 2, picker: 'max-score' }),
+      // The count rule's thresholds (test/kong/predicted-ttft.test.ts covers the predicted default).
+      onDemand(urls, {
+        saturation_mode: 'count',
+        max_loaded_adapters: 2,
+        target_waiting_per_replica: 2,
+        picker: 'max-score',
+      }),
     );
     const first = await h.chat('hot');
     const holder = first.outcome.kind === 'proxy' ? first.outcome.url : '';

@@ -145,7 +145,8 @@ describe('lora-router through the real plugin server', () => {
     w = await startWorld(
       driver,
       [vllm({ engine: { maxNumSeqs: 1 } }), vllm({ engine: { maxNumSeqs: 1 } })],
-      (u) => onDemand(u, { target_waiting_per_replica: 2, picker: 'max-score' }),
+      // The count rule's thresholds (test/kong/predicted-ttft.test.ts covers the default).
+      (u) => onDemand(u, { saturation_mode: 'count', target_waiting_per_replica: 2, picker: 'max-score' }),
     );
     const first = await w.chat('a');
     const holder = first.kong.ctxShared.get('lora_router') as { replica: string };

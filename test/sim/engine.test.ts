@@ -25,6 +25,18 @@ function engine(opts: ConstructorParameters<typeof ReplicaEngine>[1] = {}) {
 }
 
 describe('ReplicaEngine', () => {
+  it("sums the finished requests' prompt tokens and time from scheduled to first token (vLLM's prefill histograms)", async () => {
+    // Prefill 0.1 ms a token, decode 10 ms a step; KV for one at a time, so the second waits.
+    const { clock, e } = engine({ prefillMsPerToken: 0.1, kvCapacityTokens: 1500 });
+    e.submit({ id: 'r1', adapter: null, promptTokens: 1000, maxTokens: 5 });
+    e.submit({ id: 'r2', adapter: null, promptTokens: 500, maxTokens: 5 });
+    expect(e.stats()).toMatchObject({ finishedPromptTokens: 0, prefillSeconds: 0 });
+    await clock.run();
+    // r1: a 100 + 10 ms step; r2, scheduled once r1 ends: 50 + 10 ms. Its wait is queue time, not prefill.
+    expect(e.stats().finishedPromptTokens).toBe(1500);
+    expect(e.stats().prefillSeconds).toBeCloseTo(0.11 + 0.06, 6);
+  });
+
   it('generates one token per step and records arrival, start, first token and end', async () => {
     const { clock, e, done } = engine();
     e.preload('a', 8);

@@ -27,8 +27,12 @@ export const predictedAffinity: Filter = {
     if (holders.length > 0) return { kept: holders, stage: 'holder' };
     const others = candidates.filter((c) => !c.holder);
     if (others.length === 0) return { kept: candidates, stage: 'any' };
+    // As the count rule's second step: replicas with a free slot, when one is about as fast as
+    // the best (a load there evicts no adapter that the next request may want).
     const max = ctx.policy.maxLoadedAdapters;
-    return { kept: others, stage: others.some((c) => fastFree(c, bestOther, max)) ? 'free' : 'any' };
+    const near = bestOther + (ctx.policy.ttftToleranceMs ?? 0);
+    const free = others.filter((c) => c.residentCount < max && c.ttftMs <= near);
+    return free.length > 0 ? { kept: free, stage: 'free' } : { kept: others, stage: 'any' };
   },
 };
 
@@ -40,9 +44,4 @@ export const predictedAffinity: Filter = {
  */
 function spreadCost(c: Candidate): number {
   return c.ttftMs + c.loadMs * Math.max(c.inFlight, c.running + c.waiting);
-}
-
-/** The best non-holder has a free slot: the load evicts nothing. */
-function fastFree(c: Candidate, best: number, max: number): boolean {
-  return c.ttftMs === best && c.residentCount < max;
 }
