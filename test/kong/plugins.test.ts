@@ -134,13 +134,19 @@ describe('lora-router through the real plugin server', () => {
   });
 
   it('200 concurrent first requests for a cold adapter cause exactly one load', async () => {
-    // The holder never counts as saturated here: with the default 2 waiting, the burst queued on
-    // it (16 running) makes it saturated, and requests decided after a poll saw that spread the
-    // adapter to the other replica, as the routing rule says (a second load, more often the
-    // slower the machine decides 200 requests). What is tested is that concurrent cold requests
-    // share one load.
-    w = await startWorld(driver, [vllm(), vllm()], (u) =>
-      onDemand(u, { max_loaded_adapters: 4, target_waiting_per_replica: 1000 }),
+    // What is tested is that concurrent cold requests share one load, so the holder stays the
+    // holder. It never counts as saturated (with the default 2 waiting, the burst queued on it,
+    // 16 running, saturates it), and a poll has 5 s, not 500 ms (one poll past its timeout marks
+    // the holder down). Either way, the requests decided after that poll spread the adapter to
+    // the other replica as the routing rule says: a second load, the more often the slower the
+    // machine decides 200 requests.
+    w = await startWorld(
+      driver,
+      [vllm(), vllm()],
+      (u) => onDemand(u, { max_loaded_adapters: 4, target_waiting_per_replica: 1000 }),
+      {},
+      50,
+      5000,
     );
     const rs = await Promise.all(Array.from({ length: 200 }, () => w.chat('cold', 1)));
     expect(rs.map((r) => r.status)).toEqual(Array(200).fill(200));
