@@ -88,13 +88,21 @@ export class SentinelSet {
     };
   }
 
-  /** The primary's port as the sentinels report it. */
-  async primaryPort(): Promise<number> {
-    const [, port] = (await sentinelCall(this.sentinelPorts[0]!, 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as [
+  /** The primary's port as sentinel `i` reports it. */
+  async primaryPort(i = 0): Promise<number> {
+    const [, port] = (await sentinelCall(this.sentinelPorts[i]!, 'GET-MASTER-ADDR-BY-NAME', MASTER_NAME)) as [
       string,
       string,
     ];
     return Number(port);
+  }
+
+  /**
+   * Stops sentinel `i` (SIGSTOP) or lets it go on (SIGCONT): stopped, it still accepts
+   * connections (the kernel does) but answers nothing, as a sentinel on a starved host.
+   */
+  pause(i: number, stopped = true): void {
+    this.sentinels[i]!.kill(stopped ? 'SIGSTOP' : 'SIGCONT');
   }
 
   async close(): Promise<void> {

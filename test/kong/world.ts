@@ -55,6 +55,8 @@ export async function startWorld(
   routerConfig: (urls: string[]) => Record<string, unknown>,
   extra: Partial<GatewayOptions> = {},
   pollIntervalMs = 50,
+  /** lora-poller's `timeout_ms`: one poll past it marks the replica down. */
+  pollTimeoutMs = 500,
 ) {
   const fleet = await SimFleet.start(specs);
   const service = await LocalGateway.create({
@@ -68,7 +70,9 @@ export async function startWorld(
   });
   const status = await LocalGateway.create({
     driver,
-    plugins: [{ name: 'lora-poller', config: { poll_interval_ms: pollIntervalMs, timeout_ms: 500 } }],
+    plugins: [
+      { name: 'lora-poller', config: { poll_interval_ms: pollIntervalMs, timeout_ms: pollTimeoutMs } },
+    ],
     serviceUrl: 'http://127.0.0.1:9',
   });
   const chat = (model: string, maxTokens = 2, extra: Record<string, unknown> = {}) =>

@@ -19,7 +19,7 @@ export function redisOptions(c: RedisConfig): RedisOptions {
           sentinelPassword: c.sentinel_password,
           sentinelCommandTimeout: c.timeout,
           // All sentinels unreachable: ask again soon, as the standalone reconnect does.
-          sentinelRetryStrategy: (times) => Math.min(100 * times, 2000),
+          sentinelRetryStrategy: reconnectDelay,
           // Subscribes to the sentinels' +switch-master: the client leaves a demoted primary at once.
           failoverDetector: true,
           enableTLSForSentinelMode: c.ssl,
@@ -38,11 +38,37 @@ export function redisOptions(c: RedisConfig): RedisOptions {
     // A request must never wait for a reconnect: while down, calls fail at once (local decisions).
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    retryStrategy: (times) => Math.min(100 * times, 2000),
+    retryStrategy: reconnectDelay,
     // Concurrent requests' calls share round trips.
     enableAutoPipelining: true,
     lazyConnect: false,
   };
+}
+
+/**
+ * Connects `client` again whenever it ends without being closed (`closed()` false), after the
+ * same backoff as its reconnects. ioredis 5.11.1 can end a Sentinel client for good in a
+ * failover: `+switch-master` reaching the failover detector while a reconnect is still asking a
+ * sentinel for the primary stops the connector (FailoverDetector.js `disconnect`), the pending
+ * lookup then fails with "Connection is closed." (SentinelConnector/index.js `connectToNext`),
+ * and `Redis._connect` sets status `end` without asking `retryStrategy` (Redis.js). The node
+ * would decide alone until restarted; the window is a sentinel's answer time, wide under load.
+ */
+export function keepConnected(client: Redis, closed: () => boolean): void {
+  let attempts = 0;
+  client.on('ready', () => (attempts = 0));
+  client.on('end', () => {
+    if (closed()) return;
+    const timer = setTimeout(() => {
+      if (!closed() && client.status === 'end') client.connect().catch(() => {});
+    }, reconnectDelay(++attempts));
+    timer.unref();
+  });
+}
+
+/** Milliseconds before reconnect `times` (1, 2, ...): the standalone client's backoff too. */
+function reconnectDelay(times: number): number {
+  return Math.min(100 * times, 2000);
 }
 
 /** A call's failure saying another Redis server answers: the caller must take its leases there again. */
@@ -66,6 +92,7 @@ export class RedisConnection {
   private switched: string | null = null;
   /** The wait for a connection in progress, shared by every call made meanwhile. */
   private waiting: Promise<void> | null = null;
+  private closed = false;
 
   constructor(
     private readonly config: RedisConfig,
@@ -75,6 +102,12 @@ export class RedisConnection {
     this.client = new Redis(redisOptions(config));
     // Errors surface on calls; the connection's own events would only repeat them.
     this.client.on('error', () => {});
+    keepConnected(this.client, () => this.closed);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.client.disconnect();
   }
 
   /**

@@ -18,7 +18,7 @@ import type {
   ResidencyState,
   ResidentAdapter,
 } from '../types';
-import { RedisConnection, redisOptions, ServerSwitched } from './connection';
+import { keepConnected, RedisConnection, redisOptions, ServerSwitched } from './connection';
 import { scriptSource, SCRIPTS, type ScriptName } from './scripts';
 
 type Reply = string | number | null | Reply[];
@@ -37,6 +37,7 @@ export class RedisFleetStore implements FleetStore {
   /** How the client is created, and when it may be used (connection.ts). */
   private readonly link: RedisConnection;
   onRemoteChange: (() => void) | null = null;
+  private closed = false;
   /**
    * The shared state's epoch as this node last saw it (see scripts.ts): null before the first
    * answer. `stateLost` is set when it changed or vanished (Redis was emptied: FLUSHALL, or a
@@ -74,6 +75,7 @@ export class RedisFleetStore implements FleetStore {
       autoResubscribe: false,
     });
     this.subscriber.on('error', () => {});
+    keepConnected(this.subscriber, () => this.closed);
     this.subscriber.on('message', () => this.onRemoteChange?.());
     this.subscriber.on('ready', () => {
       this.subscriber.subscribe(`${this.prefix}changed`).catch(() => {});
@@ -357,8 +359,9 @@ export class RedisFleetStore implements FleetStore {
   async close(): Promise<void> {
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = null;
+    this.closed = true;
     this.subscriber.disconnect();
-    this.client.disconnect();
+    this.link.close();
   }
 }
 
