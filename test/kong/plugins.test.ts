@@ -135,8 +135,8 @@ describe('lora-router through the real plugin server', () => {
 
   it('200 concurrent first requests for a cold adapter cause exactly one load', async () => {
     // What is tested is that concurrent cold requests share one load, so the holder stays the
-    // holder. It never counts as saturated (with the default 2 waiting, the burst queued on it,
-    // 16 running, saturates it), a poll has 5 s, not 500 ms (one poll past its timeout marks the
+    // holder. It never counts as saturated (count mode at 1000 waiting: with 2 waiting, or with the
+    // default predicted mode, the burst queued on it, 16 running, saturates it), a poll has 5 s, not 500 ms (one poll past its timeout marks the
     // holder down), and its last poll counts as fresh for a minute, not 2 s (the other replica's
     // fresher one wins). Otherwise the requests decided after such a poll spread the adapter to
     // the other replica as the routing rule says: a second load, the more often the slower the
@@ -145,7 +145,12 @@ describe('lora-router through the real plugin server', () => {
       driver,
       [vllm(), vllm()],
       (u) =>
-        onDemand(u, { max_loaded_adapters: 4, target_waiting_per_replica: 1000, stale_after_ms: 60_000 }),
+        onDemand(u, {
+          max_loaded_adapters: 4,
+          saturation_mode: 'count',
+          target_waiting_per_replica: 1000,
+          stale_after_ms: 60_000,
+        }),
       {},
       50,
       5000,
