@@ -65,6 +65,13 @@ export interface E2eResult {
    * lag, which the engine no longer lets add up (sim/engine/engine.ts chainAt).
    */
   engineLagMsPerStep?: number;
+  /**
+   * Client to the replica's engine, modelled ms, over served requests: the access phase (the
+   * plugin server's RPC round trips, a load when the adapter is cold), and HTTP. Wall time, so a
+   * busy host counts timeScale x here.
+   */
+  toEngineP50?: number;
+  toEngineMean?: number;
 }
 
 export interface E2eRequest {
@@ -206,6 +213,7 @@ export async function runE2e(
     );
     for (const g of gateways) await g.close();
     const lag = fleet.replicas.map((r) => r.engine.lagStats());
+    const toEngine = perRequest.flatMap((x) => (x.toEngine === undefined ? [] : [x.toEngine]));
     return {
       policy: name,
       requests: arrivals.length,
@@ -220,6 +228,8 @@ export async function runE2e(
       ),
       sloAttainment: sloAttainment(ttft, SLOS_MS[0]!),
       perRequest,
+      toEngineP50: pct(toEngine, 0.5),
+      toEngineMean: toEngine.reduce((a, b) => a + b, 0) / Math.max(1, toEngine.length),
       engineLagMsPerStep:
         lag.reduce((n, l) => n + l.totalMs, 0) /
         Math.max(

@@ -49,10 +49,12 @@ export function e2eLongGoal(r: E2eLongRun) {
 }
 
 /**
- * The long-context workload end to end (issue 25): lora-router in the real plugin server and
- * Kong's round robin with vLLM's resolver, over HTTP to the simulator, beside the simulation of
- * the same requests at the same point; SLO attainment should agree within 5 points.
- * `--only e2e-long`; `--load` sets the point (default 50%).
+ * The long-context workload end to end (issue 25): lora-router in the real plugin server (in both
+ * saturation modes) and Kong's round robin with vLLM's resolver, over HTTP to the simulator,
+ * beside the simulation of the same requests at the same point; SLO attainment should agree
+ * within 5 points. Then the simulation's own spread on samples of this size. `--only e2e-long`;
+ * `--load` sets the point (default 50%), `--time-scale` the speed-up (default 2), and
+ * E2E_LONG_DUMP=<prefix> writes both runs per request (`<prefix>-<policy>.json`) to compare them.
  */
 export const e2eLongPart: BenchPart = {
   name: 'e2e-long',
@@ -153,7 +155,7 @@ export function e2eLongSection(r: E2eLongRun): string[] {
     '',
     ...(r.e2e.some((x) => x.engineLagMsPerStep !== undefined)
       ? [
-          `The replicas' engine step timers fired ${r.e2e.map((x) => `${(x.engineLagMsPerStep ?? NaN).toFixed(0)} ms`).join(' / ')} late a step on average (modelled ms, per policy above): the host's event-loop lag, which the engine no longer lets add up from step to step (before, it added up and the replicas served slower than the engine model). The access phase, HTTP hops and the plugin server's RPC are real time, counted ${r.timeScale}× in modelled ms.`,
+          `The replicas' engine step timers fired ${r.e2e.map((x) => `${(x.engineLagMsPerStep ?? NaN).toFixed(0)} ms`).join(' / ')} late a step on average (modelled ms, per policy above): the host's event-loop lag, which the engine no longer lets add up from step to step (before, it added up and the replicas served slower than the engine model). The access phase, HTTP hops and the plugin server's RPC are real time, counted ${r.timeScale}× in modelled ms${r.e2e.some((x) => x.toEngineP50 !== undefined) ? `: from the client to the replica's engine took ${r.e2e.map((x) => `${ms(x.toEngineP50 ?? NaN)} (mean ${ms(x.toEngineMean ?? NaN)})`).join(' / ')} at the median, a cold adapter's load included (the simulation counts loads too, and nothing else there)` : ''}.`,
           '',
         ]
       : []),
