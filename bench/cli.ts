@@ -41,7 +41,7 @@ const HELP = `Usage: npm run bench [-- options]
   --load-ms MS       adapter load time (default: the load model, local NVMe, ~100 ms at rank 16)
   --load X           fleet load for the main table (default 0.7)
   --requests N       requests from the workload (default quick 3000, full all)
-  --time-scale X     e2e-long: modelled time runs X times faster than the wall clock (default 2)
+  --time-scale X     e2e-long: modelled time runs X times faster than the wall clock (default 1)
   --out DIR          results directory (default bench/results; only then is README.md's
                      benchmark section regenerated)`;
 
