@@ -94,6 +94,12 @@ interface Seq {
   reserved: number;
 }
 
+/**
+ * Modelled ms a busy engine may run behind the clock and catch up (see ReplicaEngine.chainAt):
+ * five decode steps, several times a loaded host's usual timer lateness at time scale 1-2.
+ */
+export const MAX_CATCH_UP_MS = 100;
+
 export class ReplicaEngine {
   readonly options: EngineOptions;
   private waiting: Seq[] = [];
@@ -303,7 +309,10 @@ export class ReplicaEngine {
       // Busy: this step starts where the last one (or a load) ended in modelled time. With an
       // empty batch it starts no earlier than the first waiting request came.
       const first = this.running.length === 0 ? this.waiting[0]?.rec.arrival : undefined;
-      now = Math.max(this.chainAt, first ?? -Infinity);
+      // A host that cannot keep up at all (a long stall, a time scale past its speed) gives up
+      // the backlog beyond MAX_CATCH_UP_MS: requests that came meanwhile wait for the modelled
+      // timeline to reach them, and they must not wait for an ever longer backlog.
+      now = Math.max(this.chainAt, first ?? -Infinity, this.clock.now() - MAX_CATCH_UP_MS);
       this.chainAt = null;
     }
     if (now < this.blockedUntil) {

@@ -195,6 +195,31 @@ describe('ReplicaEngine on a host whose timers fire late', () => {
   });
 });
 
+describe('ReplicaEngine on a host that cannot keep up', () => {
+  it('gives up a backlog past MAX_CATCH_UP_MS: a request that came meanwhile does not wait for it', async () => {
+    // Every timer 300 ms late against 20 ms steps: the modelled timeline could never catch up.
+    const clock = laggingClock(300);
+    const e = new ReplicaEngine(clock, { prefillMsPerToken: 0, decodeMsPerStep: 20 });
+    e.submit({ id: 'long', adapter: null, promptTokens: 1, maxTokens: 100 });
+    let late: RequestRecord | undefined;
+    let seenAt = 0;
+    clock.after(1000, () => {
+      late = e.submit({
+        id: 'late',
+        adapter: null,
+        promptTokens: 1,
+        maxTokens: 1,
+        onToken: () => (seenAt = clock.now()),
+      });
+    });
+    await clock.run();
+    // When its token goes out on the clock: at most the bound, a few late timers and a step;
+    // unbounded, the modelled timeline reaches its arrival only after ~60 steps x 320 ms.
+    expect(seenAt - late!.arrival).toBeLessThan(2000);
+    expect(late!.start!).toBeGreaterThanOrEqual(late!.arrival);
+  });
+});
+
 describe('adapter load cost', () => {
   it('is the adapter bytes over the read bandwidth plus a fixed overhead', () => {
     // rank 16 on every linear layer of Llama-3.1-8B: 41.9M parameters, 84 MB in bf16.
