@@ -16,6 +16,7 @@ import { overheadPart } from './parts/overhead';
 import { qualityPart } from './parts/quality';
 import { sloPart } from './parts/slo';
 import { sweepPart } from './parts/sweep';
+import { tokensPart } from './parts/tokens';
 import { unloadPart } from './parts/unload';
 import { variantsPart } from './parts/variants';
 import { withBenchSections } from './readme';
@@ -31,7 +32,7 @@ const HELP = `Usage: npm run bench [-- options]
                      chat) for every part but slo (default conversation)
   --workloads LIST   the workloads of the slo part (default conversation,bursty,long)
   --only PARTS       comma list of overhead, quality, slo, nodes, sweep, loadtime, unload, variants,
-                     e2e, e2e-long (default all), or exits (1,000,000 refused requests: heap per exit;
+                     e2e, e2e-long, tokens (default all), or exits (1,000,000 refused requests: heap per exit;
                      only when named)
   --seeds LIST       comma list (default 1,2,3)
   --alphas LIST      Zipf exponents for the variants part (0 = uniform; default quick 1,0.8, full 0.8,1,1.2,0)
@@ -40,6 +41,7 @@ const HELP = `Usage: npm run bench [-- options]
   --load-ms MS       adapter load time (default: the load model, local NVMe, ~100 ms at rank 16)
   --load X           fleet load for the main table (default 0.7)
   --requests N       requests from the workload (default quick 3000, full all)
+  --time-scale X     e2e-long: modelled time runs X times faster than the wall clock (default 1)
   --out DIR          results directory (default bench/results; only then is README.md's
                      benchmark section regenerated)`;
 
@@ -56,6 +58,7 @@ const PARTS: BenchPart[] = [
   variantsPart,
   e2ePart,
   e2eLongPart,
+  tokensPart,
 ];
 
 async function main(): Promise<void> {
@@ -75,6 +78,7 @@ async function main(): Promise<void> {
       'load-ms': { type: 'string' },
       load: { type: 'string' },
       requests: { type: 'string' },
+      'time-scale': { type: 'string' },
       out: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },

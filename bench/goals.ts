@@ -8,6 +8,7 @@ import * as P from './des/policies';
 import type { PolicyResult, Scenario } from './des/run';
 import type { E2eResult } from './e2e';
 import type { E2eLongRun } from './parts/e2e-long';
+import type { TokenEstimateRun } from './parts/tokens';
 import type { OverheadRow, RedisCost } from './overhead';
 import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
 import type { ExitRun } from '../test/kong/exits';
@@ -104,6 +105,8 @@ export interface BenchResults {
   };
   /** Issue 25: the long-context workload end to end beside its simulation. */
   e2eLong?: E2eLongRun;
+  /** Issue 25: the prompt-token estimate against the simulator and real tokenizers. */
+  tokenEstimate?: TokenEstimateRun;
 }
 
 /** JSON has no Infinity (a p99 with refusals counted) or NaN: they are written as strings. */

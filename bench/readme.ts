@@ -28,6 +28,7 @@ import type { PolicyResult } from './des/run';
 import type { E2eResult } from './e2e';
 import { burstyE2e } from './e2e-render';
 import { e2eLongSection } from './parts/e2e-long';
+import { tokensSection } from './parts/tokens';
 
 type Renderer = (r: BenchResults) => string[] | undefined;
 
@@ -208,6 +209,9 @@ const e2e: Renderer = (r) => {
 /** Issue 25: the long-context workload end to end beside the simulation. */
 const e2eLong: Renderer = (r) => r.e2eLong && asParagraph(e2eLongSection(r.e2eLong));
 
+/** Issue 25: the prompt-token estimate's measured error. */
+const tokenEstimate: Renderer = (r) => r.tokenEstimate && asParagraph(tokensSection(r.tokenEstimate));
+
 /** A bench/results section as one README paragraph: its heading becomes the bold lead. */
 function asParagraph(lines: string[]): string[] {
   const [head, , first, ...rest] = lines;
@@ -259,6 +263,7 @@ const PARTS: Renderer[] = [
   nodes,
   e2e,
   e2eLong,
+  tokenEstimate,
 ];
 
 const redisCost: Renderer = (r) => {

@@ -102,6 +102,12 @@ interface Seq {
   reserved: number;
 }
 
+/**
+ * Modelled ms a busy engine may run behind the clock and catch up (see ReplicaEngine.chainAt):
+ * five decode steps, several times a loaded host's usual timer lateness at time scale 1-2.
+ */
+export const MAX_CATCH_UP_MS = 100;
+
 export class ReplicaEngine {
   readonly options: EngineOptions;
   private waiting: Seq[] = [];
@@ -116,6 +122,19 @@ export class ReplicaEngine {
   private stepEndsAt = 0;
   private stepPending = false;
   private cancelStep: (() => void) | null = null;
+  /**
+   * When the engine is busy, when its next step starts: the modelled end of the one before (or
+   * of a load), not when the timer fired. On the wall clock a timer fires late by the host's
+   * event-loop lag (1-10 ms under load, against 10 ms decode steps at time scale 2); starting
+   * each step from the late firing would add that lag to every step, and the replica would
+   * serve slower than the engine model says. A GPU's steps do not wait for the simulator's
+   * host: the lag stays a delay on when tokens are sent, never a loss of throughput. Null when
+   * idle (the next step starts when work arrives). On a virtual clock timers fire on time and
+   * this changes nothing. Set when a step is asked for (idle: the request's arrival).
+   */
+  private chainAt: number | null = null;
+  /** Wall-clock runs: modelled ms the step timers fired late in total, and steps (for the benchmark's report). */
+  private lag = { totalMs: 0, steps: 0 };
   private epoch = 0;
   private counters = {
     prompt: 0,
@@ -193,10 +212,13 @@ export class ReplicaEngine {
     this.blockedUntil = start + this.loadTime(rank);
     const epoch = this.epoch;
     return new Promise((resolve, reject) => {
-      this.clock.after(this.blockedUntil - this.clock.now(), () => {
+      const end = this.blockedUntil;
+      this.clock.after(end - this.clock.now(), () => {
         if (epoch !== this.epoch) return reject(new Error('engine restarted during load'));
         this.cacheInsert(adapter, rank);
         resolve();
+        // Steps waiting for this load start when it ends in modelled time, not when its timer fired.
+        if (!this.stepPending) this.chainAt = Math.max(this.chainAt ?? end, end);
         this.kick();
       });
     });
@@ -244,6 +266,7 @@ export class ReplicaEngine {
     this.cpuCache.clear();
     this.blockedUntil = 0;
     this.stepEndsAt = 0;
+    this.chainAt = null;
     for (const seq of all) this.finish(seq, true);
   }
 
@@ -273,19 +296,41 @@ export class ReplicaEngine {
     };
   }
 
+  /** Modelled ms step timers fired late, in total and per step (0 on a virtual clock). */
+  lagStats(): { totalMs: number; steps: number } {
+    return { ...this.lag };
+  }
+
   private kick(): void {
-    if (this.stepPending || (this.running.length === 0 && this.waiting.length === 0)) return;
+    if (this.stepPending) return;
+    if (this.running.length === 0 && this.waiting.length === 0) {
+      this.chainAt = null;
+      return;
+    }
     this.stepPending = true;
+    // The step starts now in modelled time (or where the last one ended), however late its timer fires.
+    this.chainAt = Math.max(this.chainAt ?? this.clock.now(), this.blockedUntil);
     const delay = Math.max(0, this.blockedUntil - this.clock.now());
     this.cancelStep = this.clock.after(delay, () => this.step());
   }
 
   /** One engine iteration: admit what fits, then prefill the admitted and decode the rest. */
   private step(): void {
-    const now = this.clock.now();
+    let now = this.clock.now();
+    if (this.chainAt !== null) {
+      // Busy: this step starts where the last one (or a load) ended in modelled time. With an
+      // empty batch it starts no earlier than the first waiting request came.
+      const first = this.running.length === 0 ? this.waiting[0]?.rec.arrival : undefined;
+      // A host that cannot keep up at all (a long stall, a time scale past its speed) gives up
+      // the backlog beyond MAX_CATCH_UP_MS: requests that came meanwhile wait for the modelled
+      // timeline to reach them, and they must not wait for an ever longer backlog.
+      now = Math.max(this.chainAt, first ?? -Infinity, this.clock.now() - MAX_CATCH_UP_MS);
+      this.chainAt = null;
+    }
     if (now < this.blockedUntil) {
       // A load arrived after this step was scheduled: wait for it, as the engine loop does.
-      this.cancelStep = this.clock.after(this.blockedUntil - now, () => this.step());
+      this.chainAt = this.blockedUntil;
+      this.cancelStep = this.clock.after(this.blockedUntil - this.clock.now(), () => this.step());
       return;
     }
     const { maxNumSeqs, maxLoras, kvCapacityTokens, prefillMsPerToken } = this.options;
@@ -301,6 +346,8 @@ export class ReplicaEngine {
         continue;
       }
       if (this.kvReserved + seq.reserved > kvCapacityTokens) break;
+      // Came after this step started (in modelled time, see chainAt): the next step takes it.
+      if (seq.rec.arrival > now) break;
       this.waiting.splice(i, 1);
       if (a !== null) batchAdapters.add(a);
       seq.rec.start = now;
@@ -330,19 +377,26 @@ export class ReplicaEngine {
     this.counters.steps++;
     this.counters.busySlots += batch;
     const epoch = this.epoch;
-    this.stepEndsAt = now + duration;
-    this.cancelStep = this.clock.after(duration, () => {
+    const end = now + duration;
+    this.stepEndsAt = end;
+    // Started late (chained, see chainAt): the timer makes up the lag. On time: exactly `duration`.
+    const wait = now === this.clock.now() ? duration : Math.max(0, end - this.clock.now());
+    this.cancelStep = this.clock.after(wait, () => {
       if (epoch !== this.epoch) return;
+      const late = this.clock.now() - end;
+      if (late > 0) this.lag.totalMs += late;
+      this.lag.steps++;
       this.stepEndsAt = 0;
       this.stepPending = false;
       this.cancelStep = null;
-      this.emitTokens();
+      this.emitTokens(end);
+      this.chainAt = end;
       this.kick();
     });
   }
 
-  private emitTokens(): void {
-    const now = this.clock.now();
+  /** The step that ended at `now` (modelled) emits a token for every running sequence. */
+  private emitTokens(now: number): void {
     const still: Seq[] = [];
     for (const seq of this.running) {
       seq.generated++;
@@ -353,7 +407,7 @@ export class ReplicaEngine {
       seq.req.onToken?.(seq.generated - 1);
       if (seq.generated >= seq.req.maxTokens) {
         this.release(seq);
-        this.finish(seq, false);
+        this.finish(seq, false, now);
       } else still.push(seq);
     }
     this.running = still;
@@ -364,8 +418,8 @@ export class ReplicaEngine {
     this.kvHeld -= seq.req.promptTokens + seq.generated;
   }
 
-  private finish(seq: Seq, aborted: boolean): void {
-    seq.rec.end = this.clock.now();
+  private finish(seq: Seq, aborted: boolean, at = this.clock.now()): void {
+    seq.rec.end = at;
     if (aborted) seq.rec.aborted = true;
     if (seq.rec.firstToken !== undefined && seq.rec.start !== undefined) {
       this.counters.finishedPrompt += seq.req.promptTokens;

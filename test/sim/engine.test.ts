@@ -1,4 +1,4 @@
-import { VirtualClock } from '../../src/clock';
+import { VirtualClock, type Clock } from '../../src/clock';
 import { ReplicaEngine, type RequestRecord } from '../../sim/engine/engine';
 import {
   adapterBytes,
@@ -163,6 +163,72 @@ describe('ReplicaEngine', () => {
     // Steps at 0-10, load 10-510, then a's next step reloads it first (500 ms) and evicts b.
     expect(done[0]!.end).toBe(510 + 500 + 10 + 10);
     expect(e.stats()).toMatchObject({ cacheMissLoads: 1, cachedAdapters: ['a'], cacheEvictions: 2 });
+  });
+});
+
+/**
+ * A wall clock's timers as a loaded host fires them: every one `lagMs` late (virtual time, so
+ * the test is deterministic). The HTTP simulator runs the engine on such a clock.
+ */
+function laggingClock(lagMs: number): VirtualClock & Clock {
+  const c = new VirtualClock();
+  const after = c.after.bind(c);
+  c.after = (ms, fn) => after(ms + lagMs, fn);
+  return c;
+}
+
+describe('ReplicaEngine on a host whose timers fire late', () => {
+  async function makespan(clock: VirtualClock) {
+    const e = new ReplicaEngine(clock, { prefillMsPerToken: 0.1, decodeMsPerStep: 20, maxNumSeqs: 16 });
+    const done: RequestRecord[] = [];
+    e.onRecord((r) => done.push(r));
+    for (let i = 0; i < 12; i++) e.submit({ id: `r${i}`, adapter: null, promptTokens: 3000, maxTokens: 150 });
+    // One more request arriving mid-run joins at the next step, as on time.
+    clock.after(1000, () => e.submit({ id: 'late', adapter: null, promptTokens: 500, maxTokens: 50 }));
+    await clock.run();
+    return { end: Math.max(...done.map((r) => r.end!)), done, lag: e.lagStats() };
+  }
+
+  it('keeps its modelled throughput: the lag delays when a step is seen, it does not add up over steps', async () => {
+    const onTime = await makespan(new VirtualClock());
+    const late = await makespan(laggingClock(3));
+    // 150 steps each fired 3 ms late: without catching up the run would end ~450 ms later.
+    expect(late.end).toBeLessThanOrEqual(onTime.end + 3);
+    expect(late.end).toBeGreaterThanOrEqual(onTime.end);
+    // Per request the modelled first token and end are the on-time run's.
+    const byId = new Map(onTime.done.map((r) => [r.id, r]));
+    for (const r of late.done) {
+      expect(r.firstToken).toBeCloseTo(byId.get(r.id)!.firstToken!, 6);
+      expect(r.start!).toBeGreaterThanOrEqual(r.arrival);
+    }
+    expect(late.lag.steps).toBeGreaterThanOrEqual(150);
+    expect(late.lag.totalMs).toBeGreaterThan(0);
+    expect(onTime.lag.totalMs).toBe(0);
+  });
+});
+
+describe('ReplicaEngine on a host that cannot keep up', () => {
+  it('gives up a backlog past MAX_CATCH_UP_MS: a request that came meanwhile does not wait for it', async () => {
+    // Every timer 300 ms late against 20 ms steps: the modelled timeline could never catch up.
+    const clock = laggingClock(300);
+    const e = new ReplicaEngine(clock, { prefillMsPerToken: 0, decodeMsPerStep: 20 });
+    e.submit({ id: 'long', adapter: null, promptTokens: 1, maxTokens: 100 });
+    let late: RequestRecord | undefined;
+    let seenAt = 0;
+    clock.after(1000, () => {
+      late = e.submit({
+        id: 'late',
+        adapter: null,
+        promptTokens: 1,
+        maxTokens: 1,
+        onToken: () => (seenAt = clock.now()),
+      });
+    });
+    await clock.run();
+    // When its token goes out on the clock: at most the bound, a few late timers and a step;
+    // unbounded, the modelled timeline reaches its arrival only after ~60 steps x 320 ms.
+    expect(seenAt - late!.arrival).toBeLessThan(2000);
+    expect(late!.start!).toBeGreaterThanOrEqual(late!.arrival);
   });
 });
 
