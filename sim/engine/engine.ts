@@ -92,6 +92,8 @@ export interface EngineStats {
    */
   finishedPromptTokens: number;
   prefillSeconds: number;
+  /** How many requests those sums are over (the histograms' `_count`). */
+  finishedRequests: number;
 }
 
 interface Seq {
@@ -145,6 +147,7 @@ export class ReplicaEngine {
     cacheEvictions: 0,
     finishedPrompt: 0,
     prefillMs: 0,
+    finished: 0,
   };
   private listeners: ((rec: RequestRecord) => void)[] = [];
 
@@ -293,6 +296,7 @@ export class ReplicaEngine {
       cacheEvictions: this.counters.cacheEvictions,
       finishedPromptTokens: this.counters.finishedPrompt,
       prefillSeconds: this.counters.prefillMs / 1000,
+      finishedRequests: this.counters.finished,
     };
   }
 
@@ -424,6 +428,7 @@ export class ReplicaEngine {
     if (seq.rec.firstToken !== undefined && seq.rec.start !== undefined) {
       this.counters.finishedPrompt += seq.req.promptTokens;
       this.counters.prefillMs += seq.rec.firstToken - seq.rec.start;
+      this.counters.finished++;
     }
     seq.req.onFinish?.(seq.rec);
     for (const fn of this.listeners) fn(seq.rec);

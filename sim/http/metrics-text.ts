@@ -101,6 +101,28 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   out.push(`vllm:prompt_tokens_total{${l}} ${goFloat(m.stats.promptTokensTotal)}`);
   family(out, 'vllm:generation_tokens_total', 'counter', 'Number of generation tokens processed.');
   out.push(`vllm:generation_tokens_total{${l}} ${goFloat(m.stats.generationTokensTotal)}`);
+  // Observed together at each request's finish (PrometheusStatLogger.record,
+  // vllm/v1/metrics/loggers.py, vllm 005a810bc4): the router's prefill rate is the ratio of
+  // their sums' growth. Only the +Inf bucket: nothing here reads the others.
+  const finishedHistogram = (name: string, help: string, sum: number) => {
+    family(out, name, 'histogram', help);
+    out.push(
+      `${name}_bucket{engine="0",le="+Inf",model_name="${m.model}"} ${goFloat(m.stats.finishedRequests)}`,
+    );
+    out.push(`${name}_count{${l}} ${goFloat(m.stats.finishedRequests)}`);
+    out.push(`${name}_sum{${l}} ${goFloat(sum)}`);
+    out.push(`${name}_created{${l}} ${goFloat(m.createdUnix)}`);
+  };
+  finishedHistogram(
+    'vllm:request_prompt_tokens',
+    'Number of prefill tokens processed.',
+    m.stats.finishedPromptTokens,
+  );
+  finishedHistogram(
+    'vllm:request_prefill_time_seconds',
+    'Histogram of time spent in PREFILL phase for request.',
+    m.stats.prefillSeconds,
+  );
   family(out, 'vllm:lora_requests_info', 'gauge', 'Running stats on lora requests.');
   for (const [key, ts] of m.loraInfo) out.push(`vllm:lora_requests_info{${key}} ${goFloat(ts)}`);
   family(

@@ -1,4 +1,5 @@
 import { SimFleet } from '../../sim/fleet';
+import { readVllmLoad } from '../../src/metrics/replica-load';
 import { chat, get, post, sseEvents } from '../helpers/http';
 import { waitFor } from '../helpers/wait';
 
@@ -255,6 +256,20 @@ describe('simulated vLLM replica, over HTTP', () => {
     expect(Number(info![1])).toBeGreaterThan(1.7e9);
     expect(r.text).not.toMatch(/gpu_cache_usage_perc/);
     expect((await get(flatUrl, '/metrics')).text).toMatch(/^vllm:gpu_cache_usage_perc\{/m);
+  });
+
+  it('exports the per-request prompt-token and prefill-time histograms the router learns its prefill rate from', async () => {
+    // vLLM observes both at a request's finish (PrometheusStatLogger.record,
+    // vllm/v1/metrics/loggers.py, vllm 005a810bc4): their sums describe the same requests.
+    const before = readVllmLoad((await get(url, '/metrics')).text);
+    const body = chat(BASE, 2, { messages: [{ role: 'user', content: 'x'.repeat(400) }] });
+    expect((await post(url, '/v1/chat/completions', body)).status).toBe(200);
+    const text = (await get(url, '/metrics')).text;
+    expect(text).toMatch(/^# TYPE vllm:request_prompt_tokens histogram$/m);
+    expect(text).toMatch(/^# TYPE vllm:request_prefill_time_seconds histogram$/m);
+    const after = readVllmLoad(text);
+    expect(after.finishedPromptTokens! - (before.finishedPromptTokens ?? 0)).toBeGreaterThanOrEqual(100);
+    expect(after.prefillSeconds!).toBeGreaterThan(before.prefillSeconds ?? 0);
   });
 
   it('adds a lora_requests_info series for each running/waiting set and never removes one', async () => {
