@@ -145,7 +145,7 @@ export class FailoverFleetStore implements FleetStore {
     this.degradedSince = this.clock.now();
     this.lastLog = this.degradedSince;
     this.log.error(
-      `shared fleet state unavailable (${err.message}): this node decides from its own state, loads only into free slots and unloads nothing until it returns`,
+      `shared fleet state unavailable (${err.message}): this node decides from its own state, loads only into free slots and evicts nothing until it returns`,
     );
     this.scheduleProbe();
   }
