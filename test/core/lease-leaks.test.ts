@@ -61,7 +61,9 @@ describe('a release Redis acknowledged and then lost in a restart', () => {
     // record change; a snapshot taken before a release brought the lease back, and its node,
     // alive and heartbeating, kept it open until lease_max_age_ms.
     const p = prefix();
-    const rt = runtime({ redis: redis.config(p, { timeout: 2000, node_ttl_ms: 1000 }) });
+    const proxy = await TcpProxy.start(redis.port);
+    proxies.push(proxy);
+    const rt = runtime({ redis: redis.config(p, { port: proxy.port, timeout: 2000, node_ttl_ms: 1000 }) });
     await rt.store.upsertReplica(SPEC);
     await rt.store.applySnapshot(U, poll());
     const running = lease(rt);
@@ -72,9 +74,12 @@ describe('a release Redis acknowledged and then lost in a restart', () => {
     await redis.command(['SAVE']);
     expect(await rt.release(ended.id, 200)).toMatchObject({ id: ended.id });
     expect(await openIn(p)).toEqual([running.id]);
+    // The node's link is cut over the restart, so the test sees what Redis came back with first.
+    proxy.cut('refuse');
     await redis.stop();
     await redis.start();
     expect(await openIn(p)).toEqual([ended.id, running.id].sort()); // the release was lost
+    proxy.restore();
     // The node learns of the restart from its next call or heartbeat (a changed run_id).
     await waitFor(
       async () => same(await openIn(p), [running.id]),
@@ -85,6 +90,42 @@ describe('a release Redis acknowledged and then lost in a restart', () => {
     const [v] = await rt.store.views([U], { name: 'a' });
     expect(v!.adapter?.inFlight).toBe(1);
     expect(await rt.release(running.id, 200)).toMatchObject({ id: running.id });
+    expect(await openIn(p)).toEqual([]);
+  }, 30_000);
+});
+
+describe('a release lost in a restart, then a `redis` record change on the same state', () => {
+  it('is dropped by the successor, whose own connection never saw the server change', async () => {
+    // The chaos run (seed 3, +99.8 s and +102.0 s): the predecessor saw the restart and was
+    // replaced (it must not drop leases its successor holds under the same node id); the
+    // successor connected to the restarted server only, so nothing told it to look.
+    const p = prefix();
+    // Heartbeats 15 s apart: the predecessor makes no call between the restart and its retirement.
+    const old = runtime({ redis: redis.config(p, { timeout: 2000, node_ttl_ms: 60_000 }) });
+    await old.store.upsertReplica(SPEC);
+    await old.store.applySnapshot(U, poll());
+    const running = lease(old);
+    const ended = lease(old);
+    expect(await old.store.acquire(running)).toBe('loaded');
+    expect(await old.store.acquire(ended)).toBe('loaded');
+    await redis.command(['SAVE']);
+    expect(await old.release(ended.id, 200)).toMatchObject({ id: ended.id });
+    await redis.stop();
+    await redis.start();
+    expect(await openIn(p)).toEqual([ended.id, running.id].sort());
+    // The operator changes only timeout_ms: same state, same node id and lease-id counter.
+    const next = runtime({
+      redis: redis.config(p, { timeout: 2500, node_ttl_ms: 60_000 }),
+      leasePrefix: old.leasePrefix,
+      leaseSeq: old.leaseSeq,
+    });
+    await old.retire(next);
+    await waitFor(
+      async () => same(await openIn(p), [running.id]),
+      10_000,
+      `only ${running.id} open in Redis after the hand-over`,
+    );
+    expect(await next.release(running.id, 200)).toMatchObject({ id: running.id });
     expect(await openIn(p)).toEqual([]);
   }, 30_000);
 });

@@ -600,6 +600,9 @@ export class FailoverFleetStore implements FleetStore {
       await this.replayReleases();
       await this.restoreLeases(this.shared, true);
       await this.mergeBudgets();
+      // `pred` may have seen the server restart from an old snapshot and, superseded, left the
+      // lost releases to this store, whose own connection may never have seen the change.
+      await this.pruneShared();
     } catch (err) {
       this.degrade(err as Error);
     }
