@@ -341,8 +341,10 @@ export class FleetRuntime {
       next.work = this.work;
       next.predictsWork ||= this.predictsWork;
     }
-    if (sameState && this.store instanceof FailoverFleetStore && next.store instanceof FailoverFleetStore)
+    if (sameState && this.store instanceof FailoverFleetStore && next.store instanceof FailoverFleetStore) {
       next.store.predecessor = this.store;
+      this.store.superseded = true;
+    }
     const polling = this.poller.running;
     this.poller.stop();
     if (polling) next.poller.start();
@@ -365,6 +367,14 @@ export class FleetRuntime {
         if (!this.endedDuringHandOver.has(lease.id)) await this.handOver(lease, next.current());
       }
       this.endedDuringHandOver = null;
+      // Every lease here moved or ended: what this node still holds in the old state (a release
+      // that failed while Redis was unreachable, a lost one) is dropped there once it answers.
+      if (this.store instanceof FailoverFleetStore) {
+        this.store
+          .leave(this.poller.leaseMaxAgeMs)
+          .catch((err: Error) => this.log.warn(`leaving the old shared fleet state failed: ${err.message}`));
+        return;
+      }
     } else if (this.store instanceof FailoverFleetStore && next.store instanceof FailoverFleetStore) {
       await next.store.adopt(this.store);
     }

@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../../clock';
+import { sleep, systemClock, type Clock } from '../../clock';
 import type { Logger } from '../../log';
 import { MemoryFleetStore } from '../memory-store';
 import type { FleetDump, FleetStore, StoreMode } from '../store';
@@ -35,6 +35,11 @@ export interface SharedStore extends FleetStore {
   readonly currentEpoch?: string | null;
   /** Adds cold loads counted during an outage to the current window of `key`. */
   addToBudget?(key: string, count: number, windowMs: number): Promise<void>;
+  /**
+   * Drops this node's leases in the shared state that `held` (read just before the call is sent)
+   * does not name; `leaving`: the node leaves this state for good.
+   */
+  prune?(held: () => string[], leaving?: boolean): Promise<number>;
 }
 
 /**
@@ -75,6 +80,18 @@ export class FailoverFleetStore implements FleetStore {
    * local lease whose shared acquire failed without an answer, so it may have run in Redis.
    */
   private readonly mine = new Map<string, { lease: Lease; shared: boolean; uncertain?: boolean }>();
+  /**
+   * Leases whose shared acquire or release is under way (not in `mine`, or out of it already):
+   * a prune sent meanwhile must keep them, or it could drop one just taken.
+   */
+  private readonly acquiring = new Set<string>();
+  private readonly releasing = new Set<string>();
+  /**
+   * Replaced on the same shared state (same node id): the successor prunes for both, this one
+   * never (it would drop the successor's leases, which it does not know).
+   */
+  superseded = false;
+  private closed = false;
   /** Shared releases that failed: replayed when the shared store returns. */
   private readonly pendingReleases = new Set<string>();
   /** Cold loads granted from this node's share while degraded, merged into the shared budget on recovery. */
@@ -201,6 +218,8 @@ export class FailoverFleetStore implements FleetStore {
         await this.restoreLeases(this.shared, true);
         await this.mergeBudgets();
       }
+      // The server that answers may have restarted from a snapshot older than some releases.
+      await this.pruneShared();
     } catch {
       return; // Not back yet: the next probe tries again.
     }
@@ -246,9 +265,57 @@ export class FailoverFleetStore implements FleetStore {
     this.reclaiming ??= (async () => {
       for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
       await this.restoreLeases(this.shared, false);
+      await this.pruneShared();
       await this.republishSpends();
     })().finally(() => (this.reclaiming = null));
     return this.reclaiming;
+  }
+
+  /** Every lease id this node may hold in the shared state: its own and an unadopted predecessor's. */
+  private held(): string[] {
+    const ids = [...this.mine.keys(), ...this.acquiring, ...this.releasing];
+    return this.predecessor ? [...ids, ...this.predecessor.held()] : ids;
+  }
+
+  /**
+   * Drops this node's leases that the shared state holds and this node does not: a release Redis
+   * acknowledged and then lost in a restart from a snapshot (chaos run seed 1: four leases open
+   * until lease_max_age_ms). This node's own list is the truth about its leases.
+   */
+  private async pruneShared(): Promise<void> {
+    if (this.superseded) return;
+    const n = (await this.shared.prune?.(() => this.held())) ?? 0;
+    if (n > 0) this.log.warn(`shared fleet state held ${n} lease(s) of this node it had released: dropped`);
+  }
+
+  /**
+   * This store's runtime moved to other shared state (a `redis` record change) and handed its
+   * leases over: replays the releases waiting here (the hand-over's own among them, while Redis
+   * was unreachable) and drops any lease of this node still there, then closes. Retried every
+   * probe while Redis is unreachable, for at most `maxMs` (after lease_max_age_ms they expire
+   * by age anyway); a retired store never decides again, so nothing else waits on this.
+   */
+  async leave(maxMs: number): Promise<void> {
+    this.cancelProbe?.();
+    this.cancelProbe = null;
+    const end = this.clock.now() + maxMs;
+    while (!this.closed) {
+      try {
+        await this.shared.ping();
+        await this.replayReleases();
+        await this.shared.prune?.(() => this.held(), true);
+        break;
+      } catch (err) {
+        if (this.clock.now() >= end) {
+          this.log.warn(
+            `left shared fleet state unreachable (${(err as Error).message}): its leases of this node expire by age`,
+          );
+          break;
+        }
+        await sleep(this.clock, this.options.probeMs);
+      }
+    }
+    await this.close();
   }
 
   /**
@@ -438,16 +505,21 @@ export class FailoverFleetStore implements FleetStore {
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {
     let shared = true;
     const tried = this.degradedSince === null;
-    const state = await this.decide(
-      (s) => s.acquire(lease),
-      () => {
-        shared = false;
-        return this.local.acquire(lease);
-      },
-    );
-    // The shared call failed (a timeout, say): Redis may still run it once it answers again.
-    this.mine.set(lease.id, { lease: { ...lease }, shared, uncertain: !shared && tried });
-    return state;
+    this.acquiring.add(lease.id);
+    try {
+      const state = await this.decide(
+        (s) => s.acquire(lease),
+        () => {
+          shared = false;
+          return this.local.acquire(lease);
+        },
+      );
+      // The shared call failed (a timeout, say): Redis may still run it once it answers again.
+      this.mine.set(lease.id, { lease: { ...lease }, shared, uncertain: !shared && tried });
+      return state;
+    } finally {
+      this.acquiring.delete(lease.id);
+    }
   }
 
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
@@ -461,15 +533,21 @@ export class FailoverFleetStore implements FleetStore {
       return this.local.release(leaseId, at, status);
     }
     // What the upstream said is an observation: the local store learns it too.
-    if (m && status !== undefined) await this.local.observeOutcome(m.lease.url, m.lease.adapter, status, at);
-    return this.decide(
-      (s) => s.release(leaseId, at, status),
-      async () => {
-        // Its count stays in the shared store until it returns: replay the release then.
-        if (m) this.pendingReleases.add(leaseId);
-        return m ? { ...m.lease, adapterIdle: true } : undefined;
-      },
-    );
+    this.releasing.add(leaseId);
+    try {
+      if (m && status !== undefined)
+        await this.local.observeOutcome(m.lease.url, m.lease.adapter, status, at);
+      return await this.decide(
+        (s) => s.release(leaseId, at, status),
+        async () => {
+          // Its count stays in the shared store until it returns: replay the release then.
+          if (m) this.pendingReleases.add(leaseId);
+          return m ? { ...m.lease, adapterIdle: true } : undefined;
+        },
+      );
+    } finally {
+      this.releasing.delete(leaseId);
+    }
   }
 
   async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {
@@ -522,6 +600,9 @@ export class FailoverFleetStore implements FleetStore {
       await this.replayReleases();
       await this.restoreLeases(this.shared, true);
       await this.mergeBudgets();
+      // `pred` may have seen the server restart from an old snapshot and, superseded, left the
+      // lost releases to this store, whose own connection may never have seen the change.
+      await this.pruneShared();
     } catch (err) {
       this.degrade(err as Error);
     }
@@ -582,6 +663,7 @@ export class FailoverFleetStore implements FleetStore {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.cancelProbe?.();
     this.cancelProbe = null;
     await this.shared.close?.();

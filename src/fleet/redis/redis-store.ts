@@ -347,6 +347,22 @@ export class RedisFleetStore implements FleetStore {
     return Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
   }
 
+  /**
+   * Drops this node's leases in Redis that `held` does not name (scripts.ts `prune`). `held` is
+   * read once connected, just before the script is sent: an acquire sent earlier is named there.
+   */
+  async prune(held: () => string[], leaving = false): Promise<number> {
+    const client = await this.connection();
+    const scripts = client as unknown as Record<string, (...a: (string | number)[]) => Promise<Reply>>;
+    return (await scripts.prune!.call(
+      client,
+      this.prefix,
+      this.node,
+      JSON.stringify(held()),
+      leaving ? 1 : 0,
+    )) as number;
+  }
+
   /** The failover store's probe: it takes this node's leases there again after, whatever server answers. */
   async ping(): Promise<string> {
     return (await this.link.ready(true)).ping();

@@ -439,6 +439,32 @@ for _, f in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lock-until', '-inf', t, 'LI
 end
 return out`,
 
+  /**
+   * node, ids it holds (JSON array), leaving (1|0) -> leases dropped. Drops the node's leases it
+   * no longer holds: a snapshot Redis restarted from (RDB, or AOF fsynced every second) may
+   * predate their release, and a live node's lease never expires by its silence. Leaving (its
+   * runtime moved to other state): it stops counting among the live nodes too.
+   */
+  prune: `
+local node = ARGV[2]
+local keep = {}
+for _, id in ipairs(cjson.decode(ARGV[3])) do keep[id] = true end
+local n = 0
+for _, id in ipairs(redis.call('SMEMBERS', P .. 'nl:' .. node)) do
+  if not keep[id] then
+    local raw = redis.call('HGET', P .. 'lease', id)
+    if raw then
+      droplease(id, cjson.decode(raw))
+      n = n + 1
+    else
+      redis.call('SREM', P .. 'nl:' .. node, id)
+    end
+  end
+end
+if ARGV[4] == '1' then redis.call('ZREM', P .. 'nodes', node) end
+if n > 0 then changed() end
+return n`,
+
   /** node: this node is alive (Redis time, so node clocks may disagree) -> {epoch, nodes} */
   heartbeat: `
 redis.call('ZADD', P .. 'nodes', now_ms(), ARGV[2])
