@@ -120,6 +120,8 @@ export interface FleetStore {
   sharedTime?(): Promise<number | undefined>;
   /** Shared stores: called when another process may have freed a slot or finished a load. */
   onRemoteChange?: (() => void) | null;
+  /** Shared stores: stop listening for the fleet's changes (a retired store decides nothing). */
+  unsubscribe?(): void;
   /** Shared stores: which store decides now, for status and metrics. */
   mode?(): StoreMode;
   /** Releases connections and timers. */

@@ -298,6 +298,8 @@ export class FailoverFleetStore implements FleetStore {
   async leave(maxMs: number): Promise<void> {
     this.cancelProbe?.();
     this.cancelProbe = null;
+    // Nothing here waits for room any more: only the command link stays, for the replay.
+    this.shared.unsubscribe?.();
     const end = this.clock.now() + maxMs;
     while (!this.closed) {
       try {

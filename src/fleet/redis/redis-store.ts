@@ -38,6 +38,8 @@ export class RedisFleetStore implements FleetStore {
   private readonly link: RedisConnection;
   onRemoteChange: (() => void) | null = null;
   private closed = false;
+  /** Cleared by unsubscribe(): the subscriber stays closed. */
+  private listening = true;
   /**
    * The shared state's epoch as this node last saw it (see scripts.ts): null before the first
    * answer. `stateLost` is set when it changed or vanished (Redis was emptied: FLUSHALL, or a
@@ -75,7 +77,7 @@ export class RedisFleetStore implements FleetStore {
       autoResubscribe: false,
     });
     this.subscriber.on('error', () => {});
-    keepConnected(this.subscriber, () => this.closed);
+    keepConnected(this.subscriber, () => this.closed || !this.listening);
     this.subscriber.on('message', () => this.onRemoteChange?.());
     this.subscriber.on('ready', () => {
       this.subscriber.subscribe(`${this.prefix}changed`).catch(() => {});
@@ -370,6 +372,11 @@ export class RedisFleetStore implements FleetStore {
 
   mode(): 'redis' {
     return 'redis';
+  }
+
+  unsubscribe(): void {
+    this.listening = false;
+    this.subscriber.disconnect();
   }
 
   async close(): Promise<void> {
