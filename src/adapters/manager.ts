@@ -396,7 +396,8 @@ export class AdapterManager {
     for (const victim of idle) {
       if (reportedBusy.has(victim.name)) continue;
       // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
-      const fence = await this.store.beginUnload(url, victim.name, this.clock.now(), ttl, forAdapter);
+      const begun = this.clock.now();
+      const fence = await this.store.beginUnload(url, victim.name, begun, ttl, forAdapter);
       if (fence === null) continue;
       const started = this.clock.now();
       let ok = false;
@@ -406,10 +407,16 @@ export class AdapterManager {
         if (!(await this.store.holds(url, victim.name, fence))) continue;
         // Asked after beginUnload: requests admitted through the store from here wait for the
         // unload, so the replica's answer covers every request that got past the router before.
-        // Still ours after the scrape (a lock past its TTL hands the adapter back to requests),
-        // checked within the word's freshness bound: the unload call follows with no await.
-        const word = await this.replicaWord.idleNow(url, victim.name, reportedBusy, undefined, () =>
-          this.store.holds(url, victim.name, fence),
+        // Still ours after the scrape (a lock past its TTL hands the adapter back to requests), by
+        // this node's clock against the TTL it set: a store round trip there would widen the
+        // window the replica's word must cover (ReplicaWord.idleNow). The unload call follows
+        // with no await.
+        const word = await this.replicaWord.idleNow(
+          url,
+          victim.name,
+          reportedBusy,
+          undefined,
+          () => this.clock.now() - begun < ttl - LOCK_MARGIN_MS,
         );
         if (word === 'lost') continue;
         withheld = word;

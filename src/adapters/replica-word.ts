@@ -94,24 +94,24 @@ export class ReplicaWord {
    * The replica's word right before an unload of `name`, fresh enough to act on: undefined to
    * unload now (no await may come between this and the unload call), else why not: 'busy',
    * 'unreachable', 'stale' (the idle word took longer than `freshMs` from asking, twice), or
-   * 'lost' when `stillOurs` (checked after each answer, inside the bound) says the caller's
-   * lock is gone. Every wait between the replica writing its answer and the unload (a slow
-   * network, a busy router process, a slow store round trip) is time in which a request routed
-   * by a node that does not see this unload reaches the engine unseen.
+   * 'lost' when `stillOurs` (checked after each answer) says the caller's lock is gone. Every
+   * wait between the replica writing its answer and the unload (a slow network, a busy router
+   * process) is time in which a request routed by a node that does not see this unload reaches
+   * the engine unseen.
    */
   async idleNow(
     url: string,
     name: string,
     reportedBusy: Set<string>,
     timeoutMs = this.timeoutMs(),
-    stillOurs?: () => Promise<boolean>,
+    stillOurs?: () => boolean,
   ): Promise<Withheld['reason'] | 'lost' | undefined> {
     let age = 0;
     for (let ask = 0; ask < FRESH_WORD_ASKS; ask++) {
       const askedAt = this.clock.now();
       const reason = await this.withholds(url, name, reportedBusy, timeoutMs);
       if (reason) return reason;
-      if (stillOurs && !(await stillOurs())) return 'lost';
+      if (stillOurs && !stillOurs()) return 'lost';
       age = this.clock.now() - askedAt;
       // A clock stepped back (skew corrected) could hide an old word: not fresh either.
       if (age >= 0 && age <= this.freshMs) return undefined;
