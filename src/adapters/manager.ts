@@ -10,7 +10,7 @@ import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { LoadBackoff } from './backoff';
 import { PlacementClaims } from './claims';
-import { ReplicaWord, type Withheld } from './replica-word';
+import { FRESH_WORD_ASKS, ReplicaWord, type Withheld } from './replica-word';
 import { evictable } from './eviction';
 import type { Logger } from '../log';
 
@@ -388,15 +388,16 @@ export class AdapterManager {
     forAdapter: string,
   ): Promise<boolean> {
     const idle = evictable(occupying, policy.isStatic).sort((a, b) => victimCost(a) - victimCost(b));
-    // The lock covers the replica's fresh word as well as the unload call: a lock that lapsed
-    // during a slow scrape would let new requests lease the adapter before the unload.
-    const ttl = policy.loadTimeoutMs + this.replicaWord.timeoutMs() + LOCK_MARGIN_MS;
+    // The lock covers the replica's fresh word (asked up to twice) as well as the unload call: a
+    // lock that lapsed during a slow scrape would let new requests lease the adapter before the unload.
+    const ttl = policy.loadTimeoutMs + FRESH_WORD_ASKS * this.replicaWord.timeoutMs() + LOCK_MARGIN_MS;
     // Adapters the replica reported busy in this round: not worth another scrape.
     const reportedBusy = new Set<string>();
     for (const victim of idle) {
       if (reportedBusy.has(victim.name)) continue;
       // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
-      const fence = await this.store.beginUnload(url, victim.name, this.clock.now(), ttl, forAdapter);
+      const begun = this.clock.now();
+      const fence = await this.store.beginUnload(url, victim.name, begun, ttl, forAdapter);
       if (fence === null) continue;
       const started = this.clock.now();
       let ok = false;
@@ -406,9 +407,19 @@ export class AdapterManager {
         if (!(await this.store.holds(url, victim.name, fence))) continue;
         // Asked after beginUnload: requests admitted through the store from here wait for the
         // unload, so the replica's answer covers every request that got past the router before.
-        withheld = await this.replicaWord.withholds(url, victim.name, reportedBusy);
-        // Still ours after the scrape (a lock past its TTL hands the adapter back to requests).
-        if (!withheld && !(await this.store.holds(url, victim.name, fence))) continue;
+        // Still ours after the scrape (a lock past its TTL hands the adapter back to requests), by
+        // this node's clock against the TTL it set: a store round trip there would widen the
+        // window the replica's word must cover (ReplicaWord.idleNow). The unload call follows
+        // with no await.
+        const word = await this.replicaWord.idleNow(
+          url,
+          victim.name,
+          reportedBusy,
+          undefined,
+          () => this.clock.now() - begun < ttl - LOCK_MARGIN_MS,
+        );
+        if (word === 'lost') continue;
+        withheld = word;
         if (!withheld) {
           await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
           ok = true;
@@ -417,9 +428,10 @@ export class AdapterManager {
         why = (err as Error).message;
       }
       await this.finish('unload', url, victim.name, fence, ok);
-      // No call was made: the adapter stays loaded. A replica that cannot be asked now gets no
-      // unload at all (its callers wait for room, as for busy leases).
-      if (withheld === 'unreachable') return false;
+      // No call was made: the adapter stays loaded. A replica that cannot be asked now, or whose
+      // word comes back too late to act on, gets no unload at all (its callers wait for room, as
+      // for busy leases).
+      if (withheld === 'unreachable' || withheld === 'stale') return false;
       if (withheld) continue;
       this.record({ url, adapter: victim.name, op: 'unload', ok, ms: this.clock.now() - started }, why);
       if (ok) return true;

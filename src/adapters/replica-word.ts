@@ -3,12 +3,26 @@ import type { ReplicaApi } from '../backends/replica-api';
 import type { Clock } from '../clock';
 import type { Logger } from '../log';
 
-/** An unload the replica's word stopped: it reported the adapter busy, or did not answer. */
+/**
+ * An unload the replica's word stopped: it reported the adapter busy, did not answer, or its
+ * idle word came back too late to act on (stale).
+ */
 export interface Withheld {
   url: string;
   adapter: string;
-  reason: 'busy' | 'unreachable';
+  reason: 'busy' | 'unreachable' | 'stale';
 }
+
+/**
+ * How old the replica's idle word may be (from asking to the unload call) for the unload to go
+ * out. The word says what ran when the replica wrote its answer; a request routed by a node that
+ * does not see this unload (one deciding alone after a partition, or on a store just emptied)
+ * can reach the engine unseen until the unload lands. Leases close that window among nodes that
+ * share a store; this bounds it for the others. Loopback and LAN scrapes take a few ms.
+ */
+export const FRESH_WORD_MS = 150;
+/** Asks before one unload: a slow answer is asked again once, then the unload is withheld. */
+export const FRESH_WORD_ASKS = 2;
 
 /** At most one log line per replica and adapter this often: a waiting caller retries every 250 ms. */
 const LOG_EVERY_MS = 10_000;
@@ -23,6 +37,8 @@ const AFTER_LOAD_READ_MS = 2000;
 export class ReplicaWord {
   /** Bound on the fresh read (the runtime sets the poller's timeout). */
   timeoutMs: () => number = () => 1000;
+  /** How old an idle word may be when the unload goes out (FRESH_WORD_MS). */
+  freshMs = FRESH_WORD_MS;
   /**
    * Whether a registry entry the store does not know could have been loaded by a router (the
    * poller's classifier): others are the replica's start-up adapters, which hold no slot.
@@ -72,6 +88,39 @@ export class ReplicaWord {
       'the replica reports requests of it running or waiting, though no lease holds it here',
     );
     return 'busy';
+  }
+
+  /**
+   * The replica's word right before an unload of `name`, fresh enough to act on: undefined to
+   * unload now (no await may come between this and the unload call), else why not: 'busy',
+   * 'unreachable', 'stale' (the idle word took longer than `freshMs` from asking, twice), or
+   * 'lost' when `stillOurs` (checked after each answer) says the caller's lock is gone. Every
+   * wait between the replica writing its answer and the unload (a slow network, a busy router
+   * process) is time in which a request routed by a node that does not see this unload reaches
+   * the engine unseen.
+   */
+  async idleNow(
+    url: string,
+    name: string,
+    reportedBusy: Set<string>,
+    timeoutMs = this.timeoutMs(),
+    stillOurs?: () => boolean,
+  ): Promise<Withheld['reason'] | 'lost' | undefined> {
+    let age = 0;
+    for (let ask = 0; ask < FRESH_WORD_ASKS; ask++) {
+      const askedAt = this.clock.now();
+      const reason = await this.withholds(url, name, reportedBusy, timeoutMs);
+      if (reason) return reason;
+      if (stillOurs && !stillOurs()) return 'lost';
+      age = this.clock.now() - askedAt;
+      // A clock stepped back (skew corrected) could hide an old word: not fresh either.
+      if (age >= 0 && age <= this.freshMs) return undefined;
+    }
+    this.withheld(
+      { url, adapter: name, reason: 'stale' },
+      `its word that the adapter is idle took ${Math.round(age)} ms to act on (at most ${this.freshMs})`,
+    );
+    return 'stale';
   }
 
   /**
@@ -135,8 +184,8 @@ export class ReplicaWord {
     if (holding.length <= max || !holding.some((e) => e.name === name)) return 'within';
     // Asked after the list, right before the unload (not with it, though that would be sooner): a
     // node that does not share this one's store may have adopted the adapter by a poll since it
-    // landed and sent requests to it.
-    const reason = await this.withholds(url, name, new Set(), timeout);
+    // landed and sent requests to it. A stale idle word keeps it: the trim after a poll decides.
+    const reason = await this.idleNow(url, name, new Set(), timeout);
     return reason ? 'keep' : 'undo';
   }
 

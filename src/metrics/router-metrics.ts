@@ -57,7 +57,7 @@ export class RouterMetrics {
     });
     this.unloadsWithheld = new Counter({
       name: 'lora_router_unloads_withheld_total',
-      help: 'Unloads not made because the replica, asked just before, reported the adapter running or waiting (busy) or did not answer (unreachable).',
+      help: 'Unloads not made because the replica, asked just before, reported the adapter running or waiting (busy), did not answer (unreachable), or answered idle too late to act on (stale).',
       labelNames: ['reason'],
       registers,
     });

@@ -370,9 +370,13 @@ describe('AdapterManager: the unload lock outlives the replica’s word', () => 
     };
     await ensure('a');
     await ensure('b');
-    // The scrape outlasts the lock: by the time the replica answers, the lock is gone.
+    // The scrape outlasts the lock: by the time the replica answers, the lock is gone (its TTL
+    // passed on this node's clock, which the unload checks; the word's freshness bound is lifted
+    // so that only the lock can stop it).
+    mgr.replicaWord.freshMs = Infinity;
     const ask = api.activity.bind(api);
     api.activity = async () => {
+      await sleep(clock, store.ttls.at(-1)!);
       store.lapsed = true;
       return ask();
     };

@@ -96,4 +96,26 @@ describe('FailoverFleetStore over a real redis-server', () => {
       await s.close();
     }
   });
+  it('unloads nothing for two probe intervals after Redis is back: peers hit by the same outage may still decide alone', async () => {
+    const shared = new RedisFleetStore(redis.config(`u${randomBytes(4).toString('hex')}:`), 'n4');
+    const probeMs = 1500;
+    const s = new FailoverFleetStore(shared, collectingLogger(), { probeMs, logEveryMs: 60_000 });
+    try {
+      await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+      await s.applySnapshot(U, snapshotWithA(1));
+      await redis.stop();
+      await s.views([U]); // fails within its timeout: this node decides alone
+      expect(s.mode()).toBe('local');
+      await redis.start();
+      await waitFor(() => s.mode() === 'redis', 10_000, 'recovery');
+      await s.applySnapshot(U, snapshotWithA(2)); // Redis came back empty: a poll tells it again
+      // Back, but a peer's own probe finds Redis up to a probe interval later; until then it
+      // routes to what its polls saw loaded and cannot see this node's unload.
+      expect(await s.beginUnload(U, 'a', 3, 60_000)).toBeNull();
+      await new Promise((r) => setTimeout(r, 2 * probeMs + 50));
+      expect(await s.beginUnload(U, 'a', 4, 60_000)).not.toBeNull();
+    } finally {
+      await s.close();
+    }
+  });
 });

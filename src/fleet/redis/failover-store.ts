@@ -15,6 +15,9 @@ import type {
   ResidentAdapter,
 } from '../types';
 
+/** Probe intervals after the shared store comes back during which this node unloads nothing. */
+export const UNLOAD_HOLD_OFF_PROBES = 2;
+
 export interface FailoverOptions {
   /** How often a degraded node checks whether the shared store is back. */
   probeMs: number;
@@ -72,6 +75,8 @@ export class FailoverFleetStore implements FleetStore {
   readonly local = new MemoryFleetStore();
   /** Since when this node decides alone, or null while the shared store answers. */
   private degradedSince: number | null = null;
+  /** When the shared store last came back to this node (this node's clock); null if never lost. */
+  private backSince: number | null = null;
   private lastLog = 0;
   /** Cancels the next probe while degraded. */
   private cancelProbe: (() => void) | null = null;
@@ -227,6 +232,7 @@ export class FailoverFleetStore implements FleetStore {
     this.cancelProbe = null;
     const s = Math.round((this.clock.now() - this.degradedSince!) / 1000);
     this.degradedSince = null;
+    this.backSince = this.clock.now();
     this.log.info(`shared fleet state is back after ${s} s: decisions are shared again`);
     this.shared.onRemoteChange?.();
   }
@@ -461,6 +467,13 @@ export class FailoverFleetStore implements FleetStore {
   }
 
   beginUnload(...args: Parameters<FleetStore['beginUnload']>): Promise<Fence | null> {
+    // Peers hit by the same outage decide alone until their own probe finds the shared store
+    // (up to a probe interval after this node did, plus the probe itself): they route to what
+    // their polls saw loaded and cannot see this unload. The fault run broke (i) that way: a node
+    // back 70 ms unloaded an adapter a peer still deciding alone had just sent a request to.
+    const back = this.backSince;
+    if (back !== null && this.clock.now() - back < UNLOAD_HOLD_OFF_PROBES * this.options.probeMs)
+      return Promise.resolve(null);
     return this.decide(
       (s) => s.beginUnload(...args),
       async () => null,

@@ -1,0 +1,102 @@
+/**
+ * Issue 24, invariant (i): never an unload while the engine has the adapter's requests running
+ * or waiting. The replica's word (a fresh `/metrics` read) says what ran when the replica wrote
+ * it; a request routed by a node that does not see this one's unload (deciding alone after a
+ * partition, or on a store just emptied) can reach the engine between that moment and the
+ * unload. The router bounds that window: a word older than `ReplicaWord.freshMs` when the unload
+ * would be sent is asked again, never trusted. Real parts: a FleetRuntime and RouterService as in
+ * the plugin server, the HTTP replica simulator, whose own log the invariant reads.
+ */
+import { noBusyUnload, type ReplicaLogEntry } from '../../chaos/invariants';
+import type { ReplicaApi } from '../../src/backends/replica-api';
+import { parseRouterConfig } from '../../src/config/parse';
+import { silentLogger } from '../../src/log';
+import { RouterService } from '../../src/router/router';
+import { FleetRuntime } from '../../src/runtime';
+import { SimFleet } from '../../sim/fleet';
+import { waitFor } from '../helpers/wait';
+
+const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
+
+let fleet: SimFleet | undefined;
+let rt: FleetRuntime | undefined;
+
+afterEach(async () => {
+  rt?.stop();
+  rt = undefined;
+  await fleet?.stop();
+  fleet = undefined;
+});
+
+const logOf = (f: SimFleet): ReplicaLogEntry[] =>
+  f.replicas.flatMap((r) => r.adapterLog().map((e) => ({ ...e, replica: r.url })));
+
+const chatBody = (model: string, maxTokens: number) =>
+  JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: maxTokens });
+
+/** Sends a chat request straight to the replica (what a node deciding alone does); its status. */
+async function direct(url: string, model: string, maxTokens: number): Promise<number> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: chatBody(model, maxTokens),
+    signal: AbortSignal.timeout(20_000),
+  });
+  await res.text();
+  return res.status;
+}
+
+/** Routes one chat request as Kong would and proxies it; the status answered. */
+async function chat(router: RouterService, model: string, maxTokens: number): Promise<number> {
+  const raw = chatBody(model, maxTokens);
+  const outcome = await router.route({ path: '/v1/chat/completions', body: Buffer.from(raw) });
+  if (outcome.kind === 'respond') return outcome.status;
+  const res = await fetch(`${outcome.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: outcome.body ?? raw,
+    signal: AbortSignal.timeout(20_000),
+  });
+  await res.text();
+  await router.finish(outcome.leaseId, res.status);
+  return res.status;
+}
+
+describe('invariant (i): the replica’s word is fresh when the unload is sent', () => {
+  it('a request that reaches the engine while the idle word travels back stops the unload', async () => {
+    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 50 } }]);
+    const url = fleet.urls[0]!;
+    rt = new FleetRuntime({ log: silentLogger, poller: { intervalMs: 100, timeoutMs: 2000 } });
+    const router = new RouterService(
+      parseRouterConfig({
+        replicas: [{ url }],
+        base_model: BASE,
+        adapter_path_template: '/adapters/{name}',
+        max_loaded_adapters: 1,
+        queue_timeout_ms: 500,
+      }),
+      rt,
+    );
+    await waitFor(() => rt!.poller.stats.polls > 1, 5000, 'first polls');
+    expect(await chat(router, 'a', 1)).toBe(200); // `a` loaded, idle
+    // The replica's answers take 300 ms to come back (a busy router process or network): the
+    // word says what ran when the replica wrote it, 300 ms before the router reads it.
+    await fleet.replicas[0]!.fault({ kind: 'slowMetrics', ms: 300 });
+    // 100 ms after the unload's fresh read was sent, another node's request for `a` arrives
+    // (that node decides alone: it sees `a` loaded by its own poll, not this node's unload).
+    const api = (rt.manager as unknown as { api: ReplicaApi }).api;
+    const activity = api.activity!.bind(api);
+    let other: Promise<number> | undefined;
+    api.activity = (u, t) => {
+      other ??= new Promise<void>((r) => setTimeout(r, 100)).then(() => direct(url, 'a', 100));
+      return activity(u, t);
+    };
+    const status = await chat(router, 'b', 1); // needs `a`'s slot
+    await waitFor(() => other !== undefined, 5000, 'the unload asked the replica');
+    expect(await other).toBe(200);
+    const log = logOf(fleet);
+    expect(noBusyUnload(log).violations).toEqual([]);
+    // `b` got the slot once `a`'s request ended, or a 503 to retry: never `a` unloaded under it.
+    expect([200, 503]).toContain(status);
+  }, 30_000);
+});
