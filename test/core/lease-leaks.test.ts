@@ -3,56 +3,11 @@
  * Redis acknowledged and then lost in a restart with persistence, and releases a runtime retired
  * for another database never replayed. Real redis-server, a TCP hop to cut a node's link.
  */
-import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
-import type { Lease, ReplicaSnapshot } from '../../src/fleet/types';
-import { silentLogger } from '../../src/log';
-import { FleetRuntime } from '../../src/runtime';
-import { RedisServer } from '../helpers/redis';
-import { TcpProxy } from '../helpers/tcp-proxy';
 import { waitFor } from '../helpers/wait';
+import { redisRuntimes, SPEC, U } from '../helpers/runtime-harness';
 
-const U = 'http://10.0.0.1:8000';
-const SPEC = { url: U, backend: 'vllm' as const, priority: 0 };
-
-let redis: RedisServer;
-let admin: Redis;
-const runtimes: FleetRuntime[] = [];
-const proxies: TcpProxy[] = [];
-
-beforeAll(async () => {
-  redis = await RedisServer.start();
-  admin = new Redis({ host: '127.0.0.1', port: redis.port, lazyConnect: true });
-  admin.on('error', () => {});
-  await admin.connect();
-});
-afterEach(async () => {
-  for (const rt of runtimes.splice(0)) rt.stop();
-  await Promise.all(proxies.splice(0).map((p) => p.close()));
-});
-afterAll(async () => {
-  admin.disconnect();
-  await redis.close();
-});
-
-const prefix = () => `ll${randomBytes(4).toString('hex')}:`;
-const poll = (): ReplicaSnapshot => ({
-  at: Date.now(),
-  ok: true,
-  load: { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
-  registry: [{ name: 'a', path: '/adapters/a' }],
-  managed: () => true,
-});
-
-function runtime(o: ConstructorParameters<typeof FleetRuntime>[0]): FleetRuntime {
-  const rt = new FleetRuntime({ log: silentLogger, ...o });
-  runtimes.push(rt);
-  return rt;
-}
-
-const lease = (rt: FleetRuntime): Lease => ({ id: rt.nextLeaseId(), url: U, adapter: 'a', at: Date.now() });
-/** Open lease ids in Redis under prefix `p`, read by a client of the test's own. */
-const openIn = async (p: string) => (await admin.hkeys(`${p}lease`)).sort();
+const h = redisRuntimes('ll');
+const { prefix, poll, runtime, lease, openIn } = h;
 const same = (a: string[], b: string[]) => JSON.stringify(a) === JSON.stringify(b);
 
 describe('a release Redis acknowledged and then lost in a restart', () => {
@@ -61,9 +16,8 @@ describe('a release Redis acknowledged and then lost in a restart', () => {
     // record change; a snapshot taken before a release brought the lease back, and its node,
     // alive and heartbeating, kept it open until lease_max_age_ms.
     const p = prefix();
-    const proxy = await TcpProxy.start(redis.port);
-    proxies.push(proxy);
-    const rt = runtime({ redis: redis.config(p, { port: proxy.port, timeout: 2000, node_ttl_ms: 1000 }) });
+    const proxy = await h.proxy();
+    const rt = runtime({ redis: h.redis.config(p, { port: proxy.port, timeout: 2000, node_ttl_ms: 1000 }) });
     await rt.store.upsertReplica(SPEC);
     await rt.store.applySnapshot(U, poll());
     const running = lease(rt);
@@ -71,13 +25,13 @@ describe('a release Redis acknowledged and then lost in a restart', () => {
     expect(await rt.store.acquire(running)).toBe('loaded');
     expect(await rt.store.acquire(ended)).toBe('loaded');
     // The snapshot (RDB, or an AOF fsynced every second) predates the release.
-    await redis.command(['SAVE']);
+    await h.redis.command(['SAVE']);
     expect(await rt.release(ended.id, 200)).toMatchObject({ id: ended.id });
     expect(await openIn(p)).toEqual([running.id]);
     // The node's link is cut over the restart, so the test sees what Redis came back with first.
     proxy.cut('refuse');
-    await redis.stop();
-    await redis.start();
+    await h.redis.stop();
+    await h.redis.start();
     expect(await openIn(p)).toEqual([ended.id, running.id].sort()); // the release was lost
     proxy.restore();
     // The node learns of the restart from its next call or heartbeat (a changed run_id).
@@ -101,21 +55,21 @@ describe('a release lost in a restart, then a `redis` record change on the same 
     // successor connected to the restarted server only, so nothing told it to look.
     const p = prefix();
     // Heartbeats 15 s apart: the predecessor makes no call between the restart and its retirement.
-    const old = runtime({ redis: redis.config(p, { timeout: 2000, node_ttl_ms: 60_000 }) });
+    const old = runtime({ redis: h.redis.config(p, { timeout: 2000, node_ttl_ms: 60_000 }) });
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
     const running = lease(old);
     const ended = lease(old);
     expect(await old.store.acquire(running)).toBe('loaded');
     expect(await old.store.acquire(ended)).toBe('loaded');
-    await redis.command(['SAVE']);
+    await h.redis.command(['SAVE']);
     expect(await old.release(ended.id, 200)).toMatchObject({ id: ended.id });
-    await redis.stop();
-    await redis.start();
+    await h.redis.stop();
+    await h.redis.start();
     expect(await openIn(p)).toEqual([ended.id, running.id].sort());
     // The operator changes only timeout_ms: same state, same node id and lease-id counter.
     const next = runtime({
-      redis: redis.config(p, { timeout: 2500, node_ttl_ms: 60_000 }),
+      redis: h.redis.config(p, { timeout: 2500, node_ttl_ms: 60_000 }),
       leasePrefix: old.leasePrefix,
       leaseSeq: old.leaseSeq,
     });
@@ -133,9 +87,8 @@ describe('a release lost in a restart, then a `redis` record change on the same 
 describe('a runtime retired for another database while its Redis link is down', () => {
   it('leaves no lease open in the old database once the link is back', async () => {
     const [p1, p2] = [prefix(), prefix()];
-    const proxy = await TcpProxy.start(redis.port);
-    proxies.push(proxy);
-    const old = runtime({ redis: redis.config(p1, { port: proxy.port, timeout: 300 }) });
+    const proxy = await h.proxy();
+    const old = runtime({ redis: h.redis.config(p1, { port: proxy.port, timeout: 300 }) });
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
     const ended = lease(old);
@@ -147,7 +100,7 @@ describe('a runtime retired for another database while its Redis link is down', 
     expect(await old.release(ended.id, 200)).toMatchObject({ id: ended.id });
     expect(old.store.mode?.()).toBe('local');
     // The operator points the nodes at another database (here: another prefix, the same effect).
-    const next = runtime({ redis: redis.config(p2, { timeout: 2000 }) });
+    const next = runtime({ redis: h.redis.config(p2, { timeout: 2000 }) });
     await old.retire(next);
     expect(await openIn(p2)).toEqual([running.id]);
     proxy.restore();

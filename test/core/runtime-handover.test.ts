@@ -2,61 +2,18 @@
  * Replacing a runtime (a changed `redis` record) while requests run (issue 24, items 4 and 5),
  * over a real redis-server. Each test fails on the hand-over before issue 24.
  */
-import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
-import type { Lease, ReplicaSnapshot } from '../../src/fleet/types';
-import { silentLogger } from '../../src/log';
-import { FleetRuntime, sharedRuntime } from '../../src/runtime';
-import { RedisServer } from '../helpers/redis';
-import { TcpProxy } from '../helpers/tcp-proxy';
+import { sharedRuntime, type FleetRuntime } from '../../src/runtime';
 import { waitFor } from '../helpers/wait';
+import { redisRuntimes, SPEC, U } from '../helpers/runtime-harness';
 
-const U = 'http://10.0.0.1:8000';
-const SPEC = { url: U, backend: 'vllm' as const, priority: 0 };
-
-let redis: RedisServer;
-let admin: Redis;
-const runtimes: FleetRuntime[] = [];
-const proxies: TcpProxy[] = [];
-
-beforeAll(async () => {
-  redis = await RedisServer.start();
-  admin = new Redis({ host: '127.0.0.1', port: redis.port, lazyConnect: true });
-  await admin.connect();
-});
-afterEach(async () => {
-  for (const rt of runtimes.splice(0)) rt.stop();
-  await Promise.all(proxies.splice(0).map((p) => p.close()));
-});
-afterAll(async () => {
-  admin.disconnect();
-  await redis.close();
-});
-
-const prefix = () => `rh${randomBytes(4).toString('hex')}:`;
-const poll = (): ReplicaSnapshot => ({
-  at: Date.now(),
-  ok: true,
-  load: { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
-  registry: [{ name: 'a', path: '/adapters/a' }],
-  managed: () => true,
-});
-
-function runtime(o: ConstructorParameters<typeof FleetRuntime>[0]): FleetRuntime {
-  const rt = new FleetRuntime({ log: silentLogger, ...o });
-  runtimes.push(rt);
-  return rt;
-}
-
-const lease = (rt: FleetRuntime): Lease => ({ id: rt.nextLeaseId(), url: U, adapter: 'a', at: Date.now() });
-/** Open lease ids in Redis under prefix `p`, read by a client of the test's own. */
-const openIn = async (p: string) => (await admin.hkeys(`${p}lease`)).sort();
+const h = redisRuntimes('rh');
+const { prefix, poll, runtime, lease, openIn } = h;
 
 describe('item 4: a `redis` record change does not resurrect released leases', () => {
   it('requests ending one by one during the hand-over leave no lease open in the new store', async () => {
     const [p1, p2] = [prefix(), prefix()];
     // A timeout long enough for a loaded machine: a timed-out copy is another path (failover).
-    const old = runtime({ redis: redis.config(p1, { timeout: 2000 }) });
+    const old = runtime({ redis: h.redis.config(p1, { timeout: 2000 }) });
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
     const ids: string[] = [];
@@ -65,7 +22,7 @@ describe('item 4: a `redis` record change does not resurrect released leases', (
       await old.store.acquire(l);
       ids.push(l.id);
     }
-    const next = runtime({ redis: redis.config(p2, { timeout: 2000 }) });
+    const next = runtime({ redis: h.redis.config(p2, { timeout: 2000 }) });
     const retiring = old.retire(next);
     // Every request ends while the leases move, one after another (the log phase goes to the
     // runtime that issued the lease; it knows whether the lease moved).
@@ -81,9 +38,8 @@ describe('item 4: a `redis` record change does not resurrect released leases', (
 describe('item 5: retiring a runtime on the same shared state keeps its failover records', () => {
   it('a lease taken locally during an outage and a release waiting to be replayed survive a timeout_ms change', async () => {
     const p = prefix();
-    const proxy = await TcpProxy.start(redis.port);
-    proxies.push(proxy);
-    const old = runtime({ redis: redis.config(p, { port: proxy.port, timeout: 200 }) });
+    const proxy = await h.proxy();
+    const old = runtime({ redis: h.redis.config(p, { port: proxy.port, timeout: 200 }) });
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
     const shared = lease(old);
@@ -95,7 +51,7 @@ describe('item 5: retiring a runtime on the same shared state keeps its failover
     expect(await old.release(shared.id, 200)).toMatchObject({ id: shared.id }); // to replay
     // The operator changes only timeout: same state, same node id.
     const next = runtime({
-      redis: redis.config(p, { port: proxy.port, timeout: 300 }),
+      redis: h.redis.config(p, { port: proxy.port, timeout: 300 }),
       leasePrefix: old.leasePrefix,
     });
     await old.retire(next);
@@ -120,14 +76,14 @@ describe('a successor on the same shared state never reuses a lease id', () => {
     // first ids were its predecessor's first ids; one acquire counted nothing, one release
     // ended another request's lease.
     const p = prefix();
-    const old = sharedRuntime(redis.config(p, { timeout: 2000 }));
-    runtimes.push(old);
+    const old = sharedRuntime(h.redis.config(p, { timeout: 2000 }));
+    h.track(old);
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
     const running = [lease(old), lease(old)];
     for (const l of running) expect(await old.store.acquire(l)).toBe('loaded');
-    const next = sharedRuntime(redis.config(p, { timeout: 3000 }));
-    runtimes.push(next);
+    const next = sharedRuntime(h.redis.config(p, { timeout: 3000 }));
+    h.track(next);
     expect(next).not.toBe(old);
     expect(next.leasePrefix).toBe(old.leasePrefix);
     const admitted = lease(next);
@@ -143,7 +99,7 @@ describe('a successor on the same shared state never reuses a lease id', () => {
 describe('a `redis` record change to other state does not reset the cold-load budget', () => {
   it("the new database's window counts what the node spent in the old one", async () => {
     const [p1, p2] = [prefix(), prefix()];
-    const old = runtime({ redis: redis.config(p1, { timeout: 2000 }) });
+    const old = runtime({ redis: h.redis.config(p1, { timeout: 2000 }) });
     await old.store.upsertReplica(SPEC);
     const spend = async (rt: FleetRuntime, times: number) => {
       let ok = 0;
@@ -153,7 +109,7 @@ describe('a `redis` record change to other state does not reset the cold-load bu
     };
     expect(await spend(old, 4)).toBe(4);
     // The operator points the nodes at another database (here: another prefix, the same effect).
-    const next = runtime({ redis: redis.config(p2, { timeout: 2000 }) });
+    const next = runtime({ redis: h.redis.config(p2, { timeout: 2000 }) });
     await old.retire(next);
     expect(await spend(next, 6)).toBe(2);
   }, 30_000);
