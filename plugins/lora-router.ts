@@ -12,8 +12,6 @@ import { RouterService, type DecisionRecord } from '../src/router/router';
 import { runtimeOfLease, sharedRuntime } from '../src/runtime';
 import { packageVersion } from '../src/version';
 
-/** Deprecated config names in use, told once per process (Kong's data plane does not warn). */
-
 /** Key in `kong.ctx.shared` for the decision: the log phase reads it, other plugins may. */
 const CTX_KEY = 'lora_router';
 

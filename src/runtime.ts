@@ -182,12 +182,8 @@ export class FleetRuntime {
       const now = this.clock.now();
       if (now - (asked.get(url) ?? -Infinity) < this.poller.intervalMs) return;
       asked.set(url, now);
-      this.store
-        .replicaSpecs()
-        .then((specs) => {
-          const spec = specs.find((s) => s.url === url);
-          return spec ? this.poller.refresh(spec) : undefined;
-        })
+      this.poller
+        .refreshUrl(url)
         .catch((err: Error) => this.log.warn(`could not poll ${url}: ${err.message}`));
     };
     this.poller.addExpiryListener((n) => this.metrics.leasesExpired.inc(n));

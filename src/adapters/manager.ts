@@ -310,27 +310,20 @@ export class AdapterManager {
         occupying.length < policy.maxLoadedAdapters
           ? await this.replicaWord.occupied(url, name, new Set(residents.map((r) => r.name)), policy.isStatic)
           : undefined;
-      if (unseen !== undefined && occupying.length + unseen.length >= policy.maxLoadedAdapters) {
-        // Full by its own word: make room among what the store knows (the usual unload path,
-        // which asks the replica what runs), else wait until a poll adopts the rest.
-        this.checkUnknownName(url, name, policy);
-        if (occupying.length > 0 && (await this.evictOne(url, occupying, policy, victimCost, name))) continue;
-        if (this.clock.now() >= deadline) {
-          throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
-        }
-        await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
-        continue;
-      }
-      if (occupying.length < policy.maxLoadedAdapters) {
+      const unseenN = unseen?.length ?? 0;
+      if (occupying.length + unseenN < policy.maxLoadedAdapters) {
         // The store checks the limit again atomically: another node may have taken the slot. Its
         // count lacks what the replica holds unseen (an emptied store): those slots are taken too,
         // or two nodes sharing the store each load into the one slot left.
         const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
-        const limit = policy.maxLoadedAdapters + configuredStatic.length - (unseen?.length ?? 0);
+        const limit = policy.maxLoadedAdapters + configuredStatic.length - unseenN;
         const fence = await this.store.beginLoad(url, name, this.clock.now(), limit, ttl);
         if (fence !== null) return fence;
         continue;
       }
+      // Full, by the store's count or the replica's own word: make room among what the store
+      // knows (the usual unload path, which asks the replica what runs), else wait until a poll
+      // adopts what the replica holds unseen.
       this.checkUnknownName(url, name, policy);
       if (await this.evictOne(url, occupying, policy, victimCost, name)) continue;
       if (this.clock.now() >= deadline) {
@@ -466,7 +459,6 @@ function occupyingSlots(residents: ResidentAdapter[], policy: AdapterPolicy): Re
   return residents.filter((r) => r.state !== 'static' && !policy.isStatic(r.name));
 }
 
-/** Why a load failed, as a client may read it: the replica's own message, never its address. */
 /**
  * What a client may read of a replica's refusal: the rank check's own words (no path in them:
  * vllm/lora/worker_manager.py `_load_adapter`, "LoRA rank {r} is greater than max_lora_rank
@@ -478,6 +470,7 @@ function rejectionReason(message: string): string {
   );
 }
 
+/** Why a load failed, as a client may read it: the replica's own message, never its address. */
 function clientReason(err: unknown): string {
   // vLLM's "No adapter found for <path>" names the path: not for the client.
   if (err instanceof AdapterNotFoundError) return 'the replica has no such adapter';

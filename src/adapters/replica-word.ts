@@ -66,7 +66,7 @@ export class ReplicaWord {
    * replica that cannot say, where the lease rules alone decide). Adds every adapter it reports
    * busy to `reportedBusy`.
    */
-  async withholds(
+  private async withholds(
     url: string,
     name: string,
     reportedBusy: Set<string>,

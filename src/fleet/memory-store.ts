@@ -220,7 +220,7 @@ export class MemoryFleetStore implements FleetStore {
 
   /**
    * An upstream answer: passive health only. A 404 forgets nothing here: it may be a client's
-   * mistyped path, so the router re-reads the replica's registry (router.ts recheckResidency).
+   * mistyped path, so the router re-reads the replica's registry (router.ts `release`: Poller.refreshUrl afresh).
    */
   async observeOutcome(url: string, _adapter: string | null, status: number, at: number): Promise<void> {
     await this.reportOutcome(url, status < 500, at);

@@ -113,6 +113,12 @@ export class Poller {
     await this.refresh(spec);
   }
 
+  /** `refresh` (or, `afresh`, `refreshAfresh`) of the replica registered at `url`; nothing if none is. */
+  async refreshUrl(url: string, afresh = false): Promise<void> {
+    const spec = (await this.store.replicaSpecs()).find((s) => s.url === url);
+    if (spec) await (afresh ? this.refreshAfresh(spec) : this.refresh(spec));
+  }
+
   /** One round over every registered replica. */
   async pollAll(): Promise<void> {
     const specs = await this.store.replicaSpecs();

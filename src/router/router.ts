@@ -234,7 +234,9 @@ export class RouterService {
     if (!lease) return false;
     // Its adapter went idle there: it can now make room for a request waiting for a slot.
     if (lease.adapterIdle) rt.current().manager.roomChanged.notify();
-    if (lost && lease.adapter !== null) await RouterService.recheckResidency(rt.current(), lease.url);
+    // Polled afresh (after any poll under way, which may have read the registry before the
+    // 404): the reconciliation forgets what the registry no longer lists, and only that.
+    if (lost && lease.adapter !== null) await rt.current().poller.refreshUrl(lease.url, true);
     return true;
   }
 
@@ -251,15 +253,6 @@ export class RouterService {
       ok: false,
       error: `Kong could not proxy to it (${status})`,
     });
-  }
-
-  /**
-   * Polls `url` now (its /v1/models; after any poll under way, which may have read the registry
-   * before the 404): the reconciliation forgets what the registry no longer lists, and only that.
-   */
-  private static async recheckResidency(rt: FleetRuntime, url: string): Promise<void> {
-    const spec = (await rt.store.replicaSpecs()).find((s) => s.url === url);
-    if (spec) await rt.poller.refreshAfresh(spec);
   }
 
   /**

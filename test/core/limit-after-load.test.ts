@@ -11,6 +11,7 @@ import { silentLogger } from '../../src/log';
 import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
 import { SimFleet } from '../../sim/fleet';
+import { sendVia } from '../helpers/core-harness';
 import { RedisServer } from '../helpers/redis';
 import { TcpProxy } from '../helpers/tcp-proxy';
 import { waitFor } from '../helpers/wait';
@@ -71,18 +72,8 @@ async function node(p: string, urls: string[]): Promise<Node> {
 
 /** Routes one chat request on `n` and proxies it as Kong would; resolves to the status answered. */
 async function chat(n: Node, model: string, maxTokens: number): Promise<number> {
-  const raw = JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: maxTokens });
-  const outcome = await n.router.route({ path: '/v1/chat/completions', body: Buffer.from(raw) });
-  if (outcome.kind === 'respond') return outcome.status;
-  const res = await fetch(`${outcome.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: outcome.body ?? raw,
-    signal: AbortSignal.timeout(20_000),
-  });
-  await res.text();
-  await n.router.finish(outcome.leaseId, res.status);
-  return res.status;
+  const body = { model, messages: [{ role: 'user', content: 'hi' }], max_tokens: maxTokens };
+  return (await sendVia(n.router, '/v1/chat/completions', body)).status;
 }
 
 const logOf = (f: SimFleet): ReplicaLogEntry[] =>

@@ -14,6 +14,7 @@ import { silentLogger } from '../../src/log';
 import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
 import { SimFleet } from '../../sim/fleet';
+import { sendVia } from '../helpers/core-harness';
 import { waitFor } from '../helpers/wait';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
@@ -48,18 +49,7 @@ async function direct(url: string, model: string, maxTokens: number): Promise<nu
 
 /** Routes one chat request as Kong would and proxies it; the status answered. */
 async function chat(router: RouterService, model: string, maxTokens: number): Promise<number> {
-  const raw = chatBody(model, maxTokens);
-  const outcome = await router.route({ path: '/v1/chat/completions', body: Buffer.from(raw) });
-  if (outcome.kind === 'respond') return outcome.status;
-  const res = await fetch(`${outcome.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: outcome.body ?? raw,
-    signal: AbortSignal.timeout(20_000),
-  });
-  await res.text();
-  await router.finish(outcome.leaseId, res.status);
-  return res.status;
+  return (await sendVia(router, '/v1/chat/completions', JSON.parse(chatBody(model, maxTokens)))).status;
 }
 
 describe('invariant (i): the replica’s word is fresh when the unload is sent', () => {

@@ -6,6 +6,35 @@ import { SimFleet } from '../../sim/fleet';
 import type { ReplicaOptions } from '../../sim/http/replica';
 
 /**
+ * Routes one request with `router`, proxies it to the chosen replica as Kong would and releases
+ * its lease with the replica's status, as the log phase does (502 when the replica could not
+ * be reached). The replica's body as text; a refusal's outcome carries its own.
+ */
+export async function sendVia(
+  router: RouterService,
+  path: string,
+  body: unknown,
+): Promise<{ outcome: RouteOutcome; status: number; text: string }> {
+  const raw = JSON.stringify(body);
+  const outcome = await router.route({ path, body: Buffer.from(raw) });
+  if (outcome.kind === 'respond') return { outcome, status: outcome.status, text: '' };
+  try {
+    const res = await fetch(`${outcome.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: outcome.body ?? raw,
+      signal: AbortSignal.timeout(20000),
+    });
+    const text = await res.text();
+    await router.finish(outcome.leaseId, res.status);
+    return { outcome, status: res.status, text };
+  } catch (err) {
+    await router.finish(outcome.leaseId, 502);
+    throw err;
+  }
+}
+
+/**
  * The routing core with simulated replicas on loopback: decide with RouterService, send the
  * request to the chosen target over HTTP, then release as the log phase would.
  */
@@ -33,23 +62,9 @@ export class CoreHarness {
 
   /** Routes and proxies one request; returns the router outcome and the replica's answer. */
   async send(path: string, body: unknown): Promise<{ outcome: RouteOutcome; status: number; json: any }> {
-    const raw = JSON.stringify(body);
-    const outcome = await this.router.route({ path, body: Buffer.from(raw) });
-    if (outcome.kind === 'respond') return { outcome, status: outcome.status, json: outcome.body };
-    try {
-      const res = await fetch(`${outcome.url}${path}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: outcome.body ?? raw,
-        signal: AbortSignal.timeout(20000),
-      });
-      const text = await res.text();
-      await this.router.finish(outcome.leaseId, res.status);
-      return { outcome, status: res.status, json: text ? JSON.parse(text) : null };
-    } catch (err) {
-      await this.router.finish(outcome.leaseId, 502);
-      throw err;
-    }
+    const r = await sendVia(this.router, path, body);
+    if (r.outcome.kind === 'respond') return { outcome: r.outcome, status: r.status, json: r.outcome.body };
+    return { outcome: r.outcome, status: r.status, json: r.text ? JSON.parse(r.text) : null };
   }
 
   chat(model: string, maxTokens = 2, extra: Record<string, unknown> = {}) {
