@@ -249,6 +249,18 @@ export class FailoverFleetStore implements FleetStore {
     return false;
   }
 
+  /** Cold loads granted here while deciding alone, to merge into the shared budget. */
+  private addLocalSpends(key: string, count: number, windowMs: number): void {
+    const had = this.localSpends.get(key);
+    this.localSpends.set(key, { count: count + (had?.count ?? 0), windowMs });
+  }
+
+  /** Spends of this window, kept to re-publish should the state be found emptied. */
+  private addRecentSpends(key: string, at: Spend[], windowMs: number): void {
+    const had = this.recentSpends.get(key);
+    this.recentSpends.set(key, { at: [...(had?.at ?? []), ...at], windowMs });
+  }
+
   /** Adds the cold loads granted locally during the outage to the shared budgets' windows. */
   private async mergeBudgets(): Promise<void> {
     for (const [key, spent] of [...this.localSpends]) {
@@ -256,8 +268,7 @@ export class FailoverFleetStore implements FleetStore {
       try {
         await this.shared.addToBudget?.(key, spent.count, spent.windowMs);
       } catch (err) {
-        const now = this.localSpends.get(key);
-        this.localSpends.set(key, { count: spent.count + (now?.count ?? 0), windowMs: spent.windowMs });
+        this.addLocalSpends(key, spent.count, spent.windowMs);
         throw err;
       }
     }
@@ -336,8 +347,7 @@ export class FailoverFleetStore implements FleetStore {
     for (const [key, r] of pred.recentSpends) {
       const at = r.at.filter((s) => now - s.t < r.windowMs).map((s) => ({ t: s.t, epoch: null }));
       if (at.length === 0) continue;
-      const had = this.recentSpends.get(key);
-      this.recentSpends.set(key, { at: [...(had?.at ?? []), ...at], windowMs: r.windowMs });
+      this.addRecentSpends(key, at, r.windowMs);
     }
     pred.recentSpends.clear();
     if (this.degradedSince === null) await this.republishSpends().catch((err: Error) => this.degrade(err));
@@ -595,15 +605,9 @@ export class FailoverFleetStore implements FleetStore {
       if (!m.shared) counted.push(this.local.acquire(m.lease));
     }
     for (const id of pred.pendingReleases) this.pendingReleases.add(id);
-    for (const [key, spent] of pred.localSpends) {
-      const had = this.localSpends.get(key);
-      this.localSpends.set(key, { count: spent.count + (had?.count ?? 0), windowMs: spent.windowMs });
-    }
+    for (const [key, spent] of pred.localSpends) this.addLocalSpends(key, spent.count, spent.windowMs);
     // What it spent this window, to re-publish should the state be found emptied later.
-    for (const [key, r] of pred.recentSpends) {
-      const had = this.recentSpends.get(key);
-      this.recentSpends.set(key, { at: [...(had?.at ?? []), ...r.at], windowMs: r.windowMs });
-    }
+    for (const [key, r] of pred.recentSpends) this.addRecentSpends(key, r.at, r.windowMs);
     pred.mine.clear();
     pred.pendingReleases.clear();
     pred.localSpends.clear();
@@ -650,8 +654,7 @@ export class FailoverFleetStore implements FleetStore {
         const share = Math.floor(limit / Math.max(1, this.shared.liveNodes ?? 1));
         const waitMs = await this.local.spendBudget(key, share, windowMs, at);
         if (waitMs === 0) {
-          const had = this.localSpends.get(key);
-          this.localSpends.set(key, { count: (had?.count ?? 0) + 1, windowMs });
+          this.addLocalSpends(key, 1, windowMs);
           this.rememberSpend(key, windowMs, this.clock.now());
         }
         return waitMs;

@@ -87,10 +87,15 @@ export class RedisFleetStore implements FleetStore {
     this.heartbeatTimer.unref();
   }
 
-  private async run(name: ScriptName, ...args: (string | number)[]): Promise<Reply> {
+  /** A script's call; `args` as a function is read once connected (prune's list of held leases). */
+  private async run(
+    name: ScriptName,
+    ...args: (string | number)[] | [() => (string | number)[]]
+  ): Promise<Reply> {
     const client = await this.connection();
     const scripts = client as unknown as Record<string, (...a: (string | number)[]) => Promise<Reply>>;
-    return scripts[name]!.call(client, this.prefix, ...args);
+    const values = typeof args[0] === 'function' ? args[0]() : (args as (string | number)[]);
+    return scripts[name]!.call(client, this.prefix, ...values);
   }
 
   /** The client once connected to a usable server, waiting up to the timeout (see RedisConnection). */
@@ -354,15 +359,7 @@ export class RedisFleetStore implements FleetStore {
    * read once connected, just before the script is sent: an acquire sent earlier is named there.
    */
   async prune(held: () => string[], leaving = false): Promise<number> {
-    const client = await this.connection();
-    const scripts = client as unknown as Record<string, (...a: (string | number)[]) => Promise<Reply>>;
-    return (await scripts.prune!.call(
-      client,
-      this.prefix,
-      this.node,
-      JSON.stringify(held()),
-      leaving ? 1 : 0,
-    )) as number;
+    return (await this.run('prune', () => [this.node, JSON.stringify(held()), leaving ? 1 : 0])) as number;
   }
 
   /** The failover store's probe: it takes this node's leases there again after, whatever server answers. */
