@@ -304,6 +304,9 @@ describe('three Kong nodes sharing one Redis', () => {
     await redis.start();
     for (const n of ns) await waitFor(async () => (await status(n)).store === 'redis', 10_000, 'recovery');
     expect(await sharedStateUp(ns[0]!)).toBe(1);
+    // A node back on Redis unloads nothing for two probe intervals (2 s), while the others may
+    // still decide alone (failover-store.ts UNLOAD_HOLD_OFF_PROBES): wait that out.
+    await new Promise((r) => setTimeout(r, 2500));
     // Shared again: eviction resumes (new adapters, so that it must).
     const recovered = unloads().length;
     const after: { model: string; status: number; code?: string }[] = [];
