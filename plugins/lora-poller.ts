@@ -31,6 +31,7 @@ class LoraPollerPlugin {
     rt.registerPolling(typeof pluginId === 'string' ? pluginId : JSON.stringify(raw), {
       intervalMs: this.config.poll_interval_ms,
       timeoutMs: this.config.timeout_ms,
+      unhealthyTimeouts: this.config.unhealthy_timeouts,
       jitter: this.config.jitter,
     });
     rt.poller.start();

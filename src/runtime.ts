@@ -31,7 +31,8 @@ export interface ReplicaSettings {
 }
 
 /** What one lora-poller configuration asks of the poller. */
-export type PollingSettings = Pick<PollerOptions, 'intervalMs' | 'timeoutMs' | 'jitter'>;
+export type PollingSettings = Pick<PollerOptions, 'intervalMs' | 'timeoutMs' | 'jitter'> &
+  Partial<Pick<PollerOptions, 'unhealthyTimeouts'>>;
 
 export interface RuntimeOptions {
   clock?: Clock;
@@ -256,8 +257,8 @@ export class FleetRuntime {
   /**
    * The polling settings of one lora-poller plugin (keyed by Kong's `__plugin_id`, so a reload
    * of the same plugin replaces its settings rather than adding to them). With several, the
-   * poller runs at the shortest interval, waits the longest timeout and uses the widest jitter:
-   * every configuration gets figures at least as fresh as it asked for.
+   * poller runs at the shortest interval, waits the longest timeout, uses the widest jitter and
+   * the lowest timeout threshold: every configuration gets figures at least as fresh as it asked for.
    */
   registerPolling(pluginId: string, settings: PollingSettings): void {
     this.pollingSettings.set(pluginId, settings);
@@ -266,6 +267,7 @@ export class FleetRuntime {
       intervalMs: Math.min(...all.map((s) => s.intervalMs)),
       timeoutMs: Math.max(...all.map((s) => s.timeoutMs)),
       jitter: Math.max(...all.map((s) => s.jitter)),
+      unhealthyTimeouts: Math.min(...all.map((s) => s.unhealthyTimeouts ?? 2)),
     });
   }
 

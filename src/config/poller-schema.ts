@@ -20,6 +20,15 @@ export const pollerSchema: SchemaFields = [
     },
   },
   {
+    unhealthy_timeouts: {
+      type: 'integer',
+      default: 2,
+      between: [1, 100],
+      description:
+        "Polls in a row that must time out before a replica is marked down (one slow `/metrics` does not send its adapters' traffic cold elsewhere). A refused connection or an error answer marks it down at once. Like `healthchecks.active.unhealthy.timeouts` of Kong's upstreams.",
+    },
+  },
+  {
     jitter: {
       type: 'number',
       default: 0.1,
@@ -51,6 +60,7 @@ export const pollerSchema: SchemaFields = [
 export interface PollerConfig {
   poll_interval_ms: number;
   timeout_ms: number;
+  unhealthy_timeouts: number;
   jitter: number;
   base_path: string;
   endpoints: ('status' | 'metrics' | 'page')[];

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock';
+import { BackendError } from '../backends/errors';
 import type { ReplicaApi } from '../backends/replica-api';
 import type { Logger } from '../log';
 import type { ReplicaLoad } from '../metrics/replica-load';
@@ -14,6 +15,14 @@ export interface PollerOptions {
   jitter: number;
   /** In-flight leases older than this are reclaimed (their log phase never came). */
   leaseMaxAgeMs: number;
+  /**
+   * Polls in a row that must time out before the replica is marked down (default 2). A refused
+   * connection or an error answer marks it down at once: only slowness gets the benefit of the
+   * doubt. Kong's healthchecks count timeouts against a threshold of their own, apart from TCP
+   * and HTTP failures (`healthchecks.active.unhealthy.timeouts`,
+   * kong/db/schema/entities/upstreams.lua, Kong 3.9.3).
+   */
+  unhealthyTimeouts?: number;
 }
 
 export interface PollStats {
@@ -29,6 +38,8 @@ export interface PollStats {
  */
 export class Poller {
   private inFlight = new Map<string, Promise<void>>();
+  /** Polls of each replica that timed out in a row since its last answer. */
+  private readonly timeoutsInRow = new Map<string, number>();
   private cancel: (() => void) | null = null;
   readonly stats: PollStats = { polls: 0, errors: 0, leasesExpired: 0 };
   /** Each replica's last load figures as read, for the status page (where they came from, residency). */
@@ -151,6 +162,7 @@ export class Poller {
     const sharedStartedAt = await this.store.sharedTime?.().catch(() => undefined);
     try {
       const s = await this.api.scrape(spec, this.options.timeoutMs);
+      this.timeoutsInRow.delete(spec.url);
       this.lastLoad.set(spec.url, s.load);
       if (this.maxModelLen.get(spec.url) !== s.maxModelLen) {
         if (s.maxModelLen !== undefined) this.maxModelLen.set(spec.url, s.maxModelLen);
@@ -171,6 +183,13 @@ export class Poller {
       for (const fn of this.pollListeners) fn(spec.url, true, this.clock.now() - started);
     } catch (err) {
       this.stats.errors++;
+      if (this.givesBenefitOfDoubt(spec.url, err)) {
+        this.log.warn(
+          `poll of ${spec.url} timed out; it stays up until the next poll: ${(err as Error).message}`,
+        );
+        for (const fn of this.pollListeners) fn(spec.url, false, this.clock.now() - started);
+        return;
+      }
       await this.store.applySnapshot(spec.url, {
         at: this.clock.now(),
         startedAt: started,
@@ -180,5 +199,16 @@ export class Poller {
       });
       for (const fn of this.pollListeners) fn(spec.url, false, this.clock.now() - started);
     }
+  }
+
+  /** A timeout below the threshold: counted, and the replica keeps its last word. */
+  private givesBenefitOfDoubt(url: string, err: unknown): boolean {
+    if (!(err instanceof BackendError) || err.code !== 'timeout') {
+      this.timeoutsInRow.delete(url);
+      return false;
+    }
+    const n = (this.timeoutsInRow.get(url) ?? 0) + 1;
+    this.timeoutsInRow.set(url, n);
+    return n < (this.options.unhealthyTimeouts ?? 2);
   }
 }

@@ -138,6 +138,7 @@ describe('lora-poller config', () => {
     expect(parsePollerConfig({ __plugin_id: 'x', route_id: 'r', plugin_instance_name: 'n' })).toEqual({
       poll_interval_ms: 500,
       timeout_ms: 1000,
+      unhealthy_timeouts: 2,
       jitter: 0.1,
       base_path: '/lora',
       endpoints: ['status', 'metrics', 'page'],

@@ -1,3 +1,4 @@
+import { BackendError } from '../../src/backends/errors';
 import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/backends/replica-api';
 import { sleep, VirtualClock } from '../../src/clock';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
@@ -14,7 +15,7 @@ class SlowApi implements ReplicaApi {
   constructor(
     private clock: VirtualClock,
     public ms: number,
-    public fail = false,
+    public fail: false | 'refused' | 'timeout' = false,
   ) {}
   async scrape(r: ReplicaSpec): Promise<Scrape> {
     const n = (this.active.get(r.url) ?? 0) + 1;
@@ -23,7 +24,8 @@ class SlowApi implements ReplicaApi {
     this.scrapes.push(this.clock.now());
     await sleep(this.clock, this.ms);
     this.active.set(r.url, n - 1);
-    if (this.fail) throw new Error('ECONNREFUSED');
+    if (this.fail === 'refused') throw new BackendError('connect', 'ECONNREFUSED');
+    if (this.fail === 'timeout') throw new BackendError('timeout', 'no answer within 1000 ms');
     return {
       load: { waiting: 1, running: 2, kvUsage: 0.5, activeAdapters: [], malformedLines: 0 },
       registry: [],
@@ -91,7 +93,7 @@ describe('Poller', () => {
       running: 2,
       kvUsage: 0.5,
     });
-    api.fail = true;
+    api.fail = 'refused';
     const c = poller.refresh(spec);
     await clock.run();
     await c;
@@ -110,5 +112,47 @@ describe('Poller', () => {
     poller.stop();
     expect(await store.inFlightTotal()).toBe(0);
     expect(poller.stats.leasesExpired).toBe(1);
+  });
+
+  it('marks a replica down after two polls in a row time out, at once when refused', async () => {
+    // One slow /metrics (a replica busy with a long prefill, a GC pause) must not send its
+    // resident adapters' traffic cold elsewhere; Kong's healthchecks count timeouts against
+    // their own threshold (`healthchecks.active.unhealthy.timeouts`,
+    // kong/db/schema/entities/upstreams.lua), apart from TCP and HTTP failures.
+    const { clock, store, api, poller } = await setup(50);
+    const spec = { url: 'http://r1:1', backend: 'vllm' as const, priority: 0 };
+    const poll = async () => {
+      const p = poller.refresh(spec);
+      await clock.run();
+      await p;
+      return (await store.views(['http://r1:1']))[0]!.health;
+    };
+    expect(await poll()).toBe('up');
+    api.fail = 'timeout';
+    expect(await poll()).toBe('up');
+    expect(await poll()).toBe('down');
+    api.fail = false;
+    expect(await poll()).toBe('up');
+    // A success in between starts the count again.
+    api.fail = 'timeout';
+    expect(await poll()).toBe('up');
+    api.fail = false;
+    expect(await poll()).toBe('up');
+    api.fail = 'timeout';
+    expect(await poll()).toBe('up');
+    // A refused connection is no slow answer: down at once.
+    api.fail = 'refused';
+    expect(await poll()).toBe('down');
+    expect(poller.stats.errors).toBe(5);
+  });
+
+  it('marks a replica down at the first timeout when configured with a threshold of 1', async () => {
+    const { clock, store, api, poller } = await setup(50, { unhealthyTimeouts: 1 });
+    const spec = { url: 'http://r1:1', backend: 'vllm' as const, priority: 0 };
+    api.fail = 'timeout';
+    const p = poller.refresh(spec);
+    await clock.run();
+    await p;
+    expect((await store.views(['http://r1:1']))[0]!.health).toBe('down');
   });
 });

@@ -55,7 +55,7 @@ export async function startWorld(
   routerConfig: (urls: string[]) => Record<string, unknown>,
   extra: Partial<GatewayOptions> = {},
   pollIntervalMs = 50,
-  /** lora-poller's `timeout_ms`: one poll past it marks the replica down. */
+  /** lora-poller's `timeout_ms`: two polls in a row past it mark the replica down. */
   pollTimeoutMs = 500,
 ) {
   const fleet = await SimFleet.start(specs);

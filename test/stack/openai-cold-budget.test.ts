@@ -20,14 +20,10 @@ import OpenAI from 'openai';
 import type { LocalStack } from '../../stack/stack';
 import { startOpenAiStack, type Attempt } from './openai-stack';
 
-// Known intermittent failure, open: in 1 of 4 full-suite runs, the resident adapter got one 429.
-// Not reproduced in 6 runs of this suite under load; the likely cause, reproduced on purpose (a
-// 1.5 s /metrics on the holder), is one poll of the holder past lora-poller's timeout_ms (1000 in
-// kong.yml): the holder is marked down, the request goes cold to another replica and the spent
-// budget refuses it ("Adapter 'sql-lora' is not loaded"). Whether a holder down by one missed poll
-// should still serve its adapter is a routing question for its own change. One retry, with the
-// failure logged, until then; the retry must not hide a failure that repeats.
-jest.retryTimes(1, { logErrorsBeforeRetry: true });
+// The resident adapter's request once got a 429 here (1 in 4 full-suite runs): one poll of its
+// holder past lora-poller's timeout_ms marked the holder down, so the request went cold to another
+// replica and the spent budget refused it. One timeout no longer marks a replica down
+// (`unhealthy_timeouts`, test/core/poller.test.ts); the suite runs without a retry.
 
 const BUDGET = 3;
 let stack: LocalStack;
