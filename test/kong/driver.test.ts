@@ -152,3 +152,47 @@ it('an empty body arrives as bin(0) (a Buffer), which the plugin refuses as a ba
   const r = await w.service.handle({ path: '/v1/chat/completions' });
   expect(r.status).toBe(400);
 });
+
+it('a plugin server that never listens is stopped when its start gives up, and the error carries its output', async () => {
+  // A start that gives up must not leave its child running: it would keep jest (and CI) alive
+  // after the failure (seen: a sentinel run on a loaded machine hung after "did not listen").
+  const { writeFileSync, mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'never-listens-'));
+  const binary = join(dir, 'never-listens.js');
+  writeFileSync(binary, "console.log('starting, never listening'); setInterval(() => {}, 1000);\n");
+  const pids: number[] = [];
+  try {
+    const err = await PluginServerProcess.start({
+      pluginsDir: PLUGINS_DIR,
+      binary,
+      readyMs: 2000,
+      onSpawn: (pid) => pids.push(pid),
+    }).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(err?.message).toMatch(/did not listen .* within 2000 ms/);
+    expect(err?.message).toContain('starting, never listening');
+    expect(pids).toHaveLength(1);
+    const alive = () => {
+      try {
+        process.kill(pids[0]!, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    expect(alive()).toBe(false);
+  } finally {
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -27,6 +27,10 @@ export interface PluginServerOptions {
   binary?: string;
   /** Extra environment (tests: NODE_EXTRA_CA_CERTS for a self-signed replica). */
   env?: Record<string, string>;
+  /** How long the server may take to listen (default 30 s: a loaded 2-core machine is slow to start node). */
+  readyMs?: number;
+  /** Told the child's pid once spawned (tests of the start itself). */
+  onSpawn?: (pid: number) => void;
 }
 
 export class PluginServerProcess {
@@ -87,8 +91,15 @@ export class PluginServerProcess {
     };
     child.stdout!.on('data', reader());
     child.stderr!.on('data', reader());
+    if (child.pid !== undefined) o.onSpawn?.(child.pid);
     const server = new PluginServerProcess(child, join(prefix, sockName), prefix, log, o);
-    await server.waitReady(15000);
+    try {
+      await server.waitReady(o.readyMs ?? 30_000);
+    } catch (err) {
+      // Nothing may outlive a failed start: a running child keeps jest (and CI) waiting.
+      await server.stop();
+      throw new Error(`${(err as Error).message}; its output:\n${log.join('\n')}`);
+    }
     return server;
   }
 
