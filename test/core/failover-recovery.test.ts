@@ -172,4 +172,44 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
       await s.close();
     }
   });
+
+  it('a release and an admission while recovery drops released leases (its last step) reach Redis', async () => {
+    // Seen in test/kong/sentinel.test.ts on a loaded machine: after a failover, two leases of
+    // ended requests stayed in the new primary (both of its replica's slots pinned). Recovery
+    // ended with an await (the prune) after its last check: a release in it was queued for a
+    // replay that never came, an admission stayed local-only.
+    const p = prefix();
+    const { shared, s } = await node(p, 'n6');
+    try {
+      await s.applySnapshot(U, snapshot(1));
+      expect(await s.acquire({ id: 'P1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
+      redis.pause();
+      expect(await s.acquire({ id: 'P2', url: U, adapter: 'a', at: 3 })).toBe('loaded');
+      expect(s.mode()).toBe('local');
+      // While the prune runs: P1's request ends, P3's is admitted.
+      let during: Promise<unknown> | null = null;
+      const prune = shared.prune.bind(shared);
+      shared.prune = (held) => {
+        during ??= Promise.all([
+          s.release('P1', 4, 200),
+          s.acquire({ id: 'P3', url: U, adapter: 'a', at: 4 }),
+        ]);
+        return prune(held);
+      };
+      redis.resume();
+      await waitFor(() => s.mode() === 'redis', 20_000, 'recovery');
+      await during;
+      expect(during).not.toBeNull();
+      // P2 and P3 run: both counted in Redis; P1 ended: not.
+      const open = async () => ((await redis.command(['HKEYS', `${p}lease`])) as string[]).sort();
+      expect(await open()).toEqual(['P2', 'P3']);
+      await s.release('P2', 5, 200);
+      await s.release('P3', 5, 200);
+      expect(await open()).toEqual([]);
+      expect(await shared.inFlightTotal()).toBe(0);
+    } finally {
+      redis.resume();
+      await s.close();
+    }
+  }, 30_000);
 });

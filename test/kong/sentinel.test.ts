@@ -163,11 +163,23 @@ it('fails over a real primary under traffic: every request answered, no lease lo
   // Shared again, evictions resume: requests served after the failover.
   expect(answered.filter((a) => a.phase === 'after' && a.status === 200).length).toBeGreaterThan(50);
   // No lease lost: every in-flight count back to 0, in the new primary and on each node.
+  const openLeases = async () =>
+    redisCall(set!.replica.port, 'HGETALL', `${prefix}lease`) as Promise<string[]>;
   await waitFor(
-    async () => Number(await redisCall(set!.replica.port, 'HLEN', `${prefix}lease`)) === 0,
+    async () => (await openLeases()).length === 0,
     5000,
     'no lease left in the new primary',
-  );
+  ).catch(async (err: Error) => {
+    // Which leases, and what the nodes said about the shared state: enough to find the path.
+    const said = ns.map((n, i) =>
+      n.server.log
+        .filter((l) => /shared|lease|epoch|Redis|unload/i.test(l))
+        .slice(-40)
+        .map((l) => `node ${i}: ${l}`)
+        .join('\n'),
+    );
+    throw new Error(`${err.message}: ${JSON.stringify(await openLeases())}\n${said.join('\n')}`);
+  });
   for (const n of ns) {
     const s = await status(n);
     expect(s.store).toBe('redis');

@@ -213,6 +213,10 @@ export class FailoverFleetStore implements FleetStore {
       for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
       await this.replayReleases();
       await this.restoreLeases(this.shared, false);
+      // The server that answers may have restarted from a snapshot older than some releases.
+      // Before the loop below, never after it: a release or an admission during any await after
+      // its last check would stay local (the sentinel failover test left two leases open so).
+      await this.pruneShared();
       // Requests admitted and ended during the walk were decided locally (still degraded):
       // take those leases, replay those releases and merge those budget spends too, until none
       // is left. No await separates the last check from sharing again.
@@ -223,8 +227,6 @@ export class FailoverFleetStore implements FleetStore {
         await this.restoreLeases(this.shared, true);
         await this.mergeBudgets();
       }
-      // The server that answers may have restarted from a snapshot older than some releases.
-      await this.pruneShared();
     } catch {
       return; // Not back yet: the next probe tries again.
     }
