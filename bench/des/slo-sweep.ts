@@ -386,6 +386,8 @@ export function sloSection(points: SloPoint[], variants: string[], n: number, fu
  */
 export const ROUTING_VARIANTS: { name: string; config: Record<string, unknown> }[] = [
   { name: 'lora-router', config: {} },
+  // What the hold in the gateway past the TTFT objective buys (src/router/room-wait.ts `holds`).
+  { name: 'predicted, no TTFT objective (ttft_slo_ms: 0)', config: { ttft_slo_ms: 0 } },
   { name: 'count thresholds (saturation_mode: count)', config: { saturation_mode: 'count' } },
   {
     name: 'count, escalate after 2 s on the chosen replica',

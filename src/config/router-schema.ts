@@ -152,6 +152,15 @@ export const routerSchema: SchemaFields = [
     },
   },
   {
+    ttft_slo_ms: {
+      type: 'integer',
+      default: 5000,
+      between: [0, 600000],
+      description:
+        '`saturation_mode: predicted` with `room_wait: escalate`: the time to first token aimed at. When even the fastest replica the rule allows is predicted past it (every queue is longer than the objective), the request waits in the gateway and is decided again as requests finish, until a replica is predicted to make it or until `ttft_slo_ms` before `queue_timeout_ms`, then goes to the fastest: an overload then costs the held requests their objective instead of every request. A request whose own prefill takes the objective waits only while the queues alone are past it. 0: never wait.',
+    },
+  },
+  {
     prefill_tokens_per_second: {
       type: 'number',
       default: 10000,
@@ -323,6 +332,7 @@ export interface RouterConfig {
   saturation_mode: 'count' | 'predicted';
   saturation_margin_ms: number;
   ttft_tolerance_ms: number;
+  ttft_slo_ms: number;
   prefill_tokens_per_second: number;
   load_timeout_ms: number;
   queue_timeout_ms: number;

@@ -84,6 +84,12 @@ export class Placement {
         ctx,
       );
       if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
+      // Every replica predicted past `ttft_slo_ms`: wait here for one that is not (room-wait.ts `holds`).
+      if (wait.holds(ctx.now, decision.replica)) {
+        await this.rt.manager.roomChanged.wait(this.rt.clock, ROOM_FALLBACK_MS);
+        views = await this.rt.store.views(this.deps.urls, adapter, withResidents);
+        continue;
+      }
       const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
       // A holder only by placement (nobody is loading it there yet) needs the shared placement
       // too: another node may have placed the adapter elsewhere meanwhile.

@@ -113,6 +113,7 @@ export class RouterService {
       saturationMode: config.saturation_mode,
       saturationMarginMs: config.saturation_margin_ms,
       ttftToleranceMs: config.ttft_tolerance_ms,
+      ttftSloMs: config.ttft_slo_ms,
     };
     this.adapterPolicy = {
       maxLoadedAdapters: config.max_loaded_adapters,
@@ -358,6 +359,7 @@ export class RouterService {
       );
       c.ttftMs = p.totalMs;
       c.loadMs = p.loadMs;
+      c.ownMs = p.ownMs;
     };
   }
 

@@ -31,6 +31,8 @@ export interface Candidate extends ReplicaView {
   ttftMs: number;
   /** Of `ttftMs`, the adapter load (and unload to make room) it would wait for there. */
   loadMs: number;
+  /** Of `ttftMs`, the request's own prefill there. */
+  ownMs: number;
 }
 
 export interface SchedulingPolicy {
@@ -43,6 +45,11 @@ export interface SchedulingPolicy {
   saturationMarginMs?: number;
   /** Candidates within this of the best predicted TTFT are near-equal (the picker spreads among them). */
   ttftToleranceMs?: number;
+  /**
+   * The TTFT objective (ms): a request no replica is predicted to start within it goes to the
+   * replica predicted slowest (`slo-triage`). 0 or absent: off.
+   */
+  ttftSloMs?: number;
 }
 
 export interface SchedulingContext {

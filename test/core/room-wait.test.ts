@@ -49,4 +49,32 @@ describe('room wait', () => {
       expect(w.escalate(busy, 1000)).toBe(false);
     }
   });
+
+  it('holds a request predicted past ttft_slo_ms everywhere, until that long before the bound (escalate, predicted)', () => {
+    const w = new RoomWait({ ...cfg('escalate'), saturation_mode: 'predicted', ttft_slo_ms: 5000 }, 1000);
+    // The bound is 30 s from arrival; the last 5 s are left for a slot.
+    expect(w.holdUntil).toBe(25000);
+    const at = (ttftMs: number, ownMs = 500) => ({ ttftMs, ownMs });
+    expect(w.holds(1000, at(5001))).toBe(true);
+    expect(w.holds(24999, at(60000))).toBe(true);
+    // A replica predicted within the objective takes it; past the hold it goes to the fastest.
+    expect(w.holds(1000, at(5000))).toBe(false);
+    expect(w.holds(25000, at(60000))).toBe(false);
+    // Its own prefill alone takes the objective: held only while the wait before it does too.
+    expect(w.holds(1000, at(9000, 6000))).toBe(false);
+    expect(w.holds(1000, at(12000, 6000))).toBe(true);
+  });
+
+  it('never holds with the objective off, under count saturation, or where the wait is per replica', () => {
+    const off = [
+      new RoomWait({ ...cfg('escalate'), saturation_mode: 'predicted', ttft_slo_ms: 0 }, 0),
+      new RoomWait({ ...cfg('escalate'), saturation_mode: 'count', ttft_slo_ms: 5000 }, 0),
+      new RoomWait({ ...cfg('replica'), saturation_mode: 'predicted', ttft_slo_ms: 5000 }, 0),
+      new RoomWait({ ...cfg('anywhere'), saturation_mode: 'predicted', ttft_slo_ms: 5000 }, 0),
+    ];
+    for (const w of off) expect(w.holds(0, { ttftMs: 60000, ownMs: 0 })).toBe(false);
+    // An objective longer than the whole wait leaves nothing to hold for.
+    const long = new RoomWait({ ...cfg('escalate'), saturation_mode: 'predicted', ttft_slo_ms: 40000 }, 0);
+    expect(long.holds(0, { ttftMs: 60000, ownMs: 0 })).toBe(false);
+  });
 });

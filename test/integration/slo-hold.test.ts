@@ -1,0 +1,83 @@
+/**
+ * `ttft_slo_ms` under overload, through RouterService against a simulated vLLM replica (real
+ * HTTP on loopback, modelled time = wall time): a request no replica is predicted to start within
+ * the objective waits in the router until one is (src/router/room-wait.ts `holds`); past the hold
+ * it is routed, not refused.
+ */
+import { CoreHarness, sendVia } from '../helpers/core-harness';
+import { templatedRouter } from '../helpers/replicas';
+import type { RouteOutcome } from '../../src/router/router';
+
+const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
+
+describe('the TTFT objective holds requests in overload, through RouterService', () => {
+  let h: CoreHarness | undefined;
+  afterEach(async () => {
+    await h?.stop();
+    h = undefined;
+  });
+
+  // The router assumes 2,000 prompt tokens a second until the replica's counters say otherwise:
+  // a 20k-token prompt ahead is ~10 s of prefill, past a 1 s objective (the replica takes ~2 s).
+  // The long request itself goes at once: its own prefill takes the objective, but nothing is
+  // queued ahead of it.
+  const start = (extra: Record<string, unknown>) =>
+    CoreHarness.start([{ adapterDirs: ['/adapters'], timeScale: 1, maxModelLen: 32768 }], (urls) =>
+      templatedRouter(urls, BASE, { prefill_tokens_per_second: 2000, ttft_slo_ms: 1000, ...extra }),
+    );
+  const body = (chars: number) => ({ model: BASE, prompt: 'a'.repeat(chars), max_tokens: 10 });
+  /** The long request, routed, proxied and released as Kong would; `done` once answered. */
+  const longRequest = () => {
+    const s = { done: false, status: 0 };
+    const p = sendVia(h!.router, '/v1/completions', body(80_000)).then((r) => {
+      s.done = true;
+      s.status = r.status;
+    });
+    return { s, p };
+  };
+  const route = (chars: number) =>
+    h!.router.route({ path: '/v1/completions', body: Buffer.from(JSON.stringify(body(chars))) });
+  const release = (o: RouteOutcome) => (o.kind === 'proxy' ? h!.router.finish(o.leaseId, 200) : undefined);
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it('waits while the queue ahead is past the objective, and goes once it ends', async () => {
+    h = await start({ queue_timeout_ms: 20000 });
+    await h.nextPoll();
+    const first = longRequest();
+    await sleep(200);
+    expect(first.s.done).toBe(false);
+    // Predicted ~10 s behind the long prompt on the only replica, with 19 s of hold left: it
+    // waits until the long request is answered and released.
+    const second = await route(400);
+    expect(second.kind).toBe('proxy');
+    expect(first.s.done).toBe(true);
+    expect(first.s.status).toBe(200);
+    await release(second);
+    await first.p;
+  });
+
+  it('past the hold, routes the request to the fastest replica instead of refusing it', async () => {
+    // The hold ends ttft_slo_ms before queue_timeout_ms: 0.5 s after arrival.
+    h = await start({ queue_timeout_ms: 1500 });
+    await h.nextPoll();
+    const first = longRequest();
+    await sleep(200);
+    const second = await route(400);
+    expect(second.kind).toBe('proxy');
+    expect(first.s.done).toBe(false);
+    await release(second);
+    await first.p;
+  });
+
+  it('with the objective off (0), routes at once behind the queue', async () => {
+    h = await start({ ttft_slo_ms: 0, queue_timeout_ms: 20000 });
+    await h.nextPoll();
+    const first = longRequest();
+    await sleep(200);
+    const second = await route(400);
+    expect(second.kind).toBe('proxy');
+    expect(first.s.done).toBe(false);
+    await release(second);
+    await first.p;
+  });
+});
