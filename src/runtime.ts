@@ -330,6 +330,18 @@ export class FleetRuntime {
    */
   async retire(next: FleetRuntime): Promise<void> {
     this.successor = next;
+    // Other state: the successor unloads nothing while this hands over, nor just after (peers).
+    let handedOver = () => {};
+    if (next.stateKey !== this.stateKey && next.store instanceof FailoverFleetStore)
+      void next.store.receiving(new Promise<void>((r) => (handedOver = r)));
+    try {
+      await this.stepDown(next);
+    } finally {
+      handedOver();
+    }
+  }
+
+  private async stepDown(next: FleetRuntime): Promise<void> {
     // Same shared state: the successor takes this store's failover records once the decisions
     // under way end; until then a release of a lease it does not know goes back here.
     const sameState = next.stateKey === this.stateKey;

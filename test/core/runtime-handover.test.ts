@@ -114,3 +114,32 @@ describe('a `redis` record change to other state does not reset the cold-load bu
     expect(await spend(next, 6)).toBe(2);
   }, 30_000);
 });
+
+describe('a `redis` record change to other state unloads nothing while peers may still decide on the old one', () => {
+  it('the new state unloads nothing until the hand-over has ended and two probe intervals have passed', async () => {
+    // Kong pushes a configuration to its nodes in turn: for a moment some decide on the old
+    // state and some on the new, and neither sees the other's leases. The 30-minute fault run
+    // broke (i) so: 290 ms after a change to another database, a node unloaded an adapter a peer
+    // still on the old state had just sent a request to (vLLM had it waiting).
+    const [p1, p2] = [prefix(), prefix()];
+    const old = runtime({ redis: h.redis.config(p1, { timeout: 2000 }) });
+    await old.store.upsertReplica(SPEC);
+    await old.store.applySnapshot(U, poll());
+    // A decision under way on the old runtime: the hand-over waits for it.
+    let endDecision!: () => void;
+    const decision = old.decision(() => new Promise<void>((r) => (endDecision = r)));
+    const next = runtime({ redis: h.redis.config(p2, { timeout: 2000 }) });
+    await next.store.upsertReplica(SPEC);
+    await next.store.applySnapshot(U, poll());
+    const retiring = old.retire(next);
+    const unload = () => next.store.beginUnload(U, 'a', Date.now(), 5000);
+    expect(await unload()).toBeNull(); // hand-over under way
+    endDecision();
+    await decision;
+    await retiring;
+    expect(await unload()).toBeNull(); // peers may still be on the old state
+    const probeMs = 1000; // FleetRuntime's failover probe interval
+    await new Promise((r) => setTimeout(r, 2 * probeMs + 100));
+    expect(await unload()).not.toBeNull();
+  }, 30_000);
+});
