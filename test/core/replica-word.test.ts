@@ -91,6 +91,9 @@ describe('ReplicaWord: an idle word is acted on only while fresh', () => {
   it('after a load over the limit: keeps the adapter on a stale idle word, undoes it on a fresh one', async () => {
     const slow = setup([FRESH_WORD_MS + 1], [], ['a', 'b', 'c']);
     expect(await slow.run(slow.word.afterLoad(U, 'c', 2, () => false))).toBe('keep');
+    // Asked while the check's bound (at least 2 s) lasted, not forever.
+    expect(slow.api.asked).toBe(Math.ceil(2000 / (FRESH_WORD_MS + 1)));
+    expect(slow.withheld).toEqual([{ url: U, adapter: 'c', reason: 'stale' }]);
     const fresh = setup([5], [], ['a', 'b', 'c']);
     expect(await fresh.run(fresh.word.afterLoad(U, 'c', 2, () => false))).toBe('undo');
   });
@@ -110,6 +113,16 @@ describe('ReplicaWord: an idle word is acted on only while fresh', () => {
     expect(await run(word.afterLoad(U, 'c', 2, () => false))).toBe('undo');
     expect(api.askedAt).toEqual([0, FRESH_WORD_MS + 1]);
     expect(withheld).toEqual([]);
+  });
+
+  it('after a load over the limit: a word stale twice (a starved process) is asked again while the check lasts, then acted on', async () => {
+    // Fault run seed 5 at load average ~13: every node deciding alone after a Redis restart, the
+    // check kept the excess on two slow answers (615 ms), and a node deciding alone trims
+    // nothing: 3 adapters on a replica limited to 2 for 4.9 s, until Redis was back.
+    const { api, word, clock, run } = setup([FRESH_WORD_MS + 1, FRESH_WORD_MS + 1, 5], [], ['a', 'b', 'c']);
+    expect(await run(word.afterLoad(U, 'c', 2, () => false))).toBe('undo');
+    expect(api.asked).toBe(3);
+    expect(clock.now()).toBe(2 * (FRESH_WORD_MS + 1) + 5);
   });
 
   it('after a load within the limit: a busy or unreachable word asked with the list counts no withheld unload', async () => {
