@@ -31,6 +31,7 @@ export function formatReport(r: ChaosReport, examples = 5): string {
       lines.push(`      ${at}${where ? where + ': ' : ''}${v.detail}`);
       const near = faultsNear(r, v.at, v.until);
       if (near) lines.push(`        faults then: ${near}`);
+      for (const e of replicaCallsNear(r, v.replica, v.at, v.until)) lines.push(`        ${e}`);
     }
     if (inv.violations.length > examples) lines.push(`      ... ${inv.violations.length - examples} more`);
   }
@@ -68,4 +69,20 @@ function faultsNear(r: ChaosReport, at?: number, until?: number): string {
     .filter((f) => f.appliedAt <= end && f.healedAt + AFTERMATH_MS >= at)
     .map((f) => `+${((f.appliedAt - r.startedAt) / 1000).toFixed(1)} s ${f.text}`)
     .join('; ');
+}
+
+/** The replica's loads and unloads from a second before a violation to half a second after it. */
+function replicaCallsNear(r: ChaosReport, replica?: string, at?: number, until?: number): string[] {
+  if (replica === undefined || at === undefined) return [];
+  const end = (until ?? at) + 500;
+  return r.replicaLog
+    .filter(
+      (e) => e.replica === replica && e.wallMs !== undefined && e.wallMs >= at - 1000 && e.wallMs <= end,
+    )
+    .map(
+      (e) =>
+        `| +${((e.wallMs! - r.startedAt) / 1000).toFixed(3)} s ${e.op} ${e.name} ${e.status} in ${Math.round(e.ms)} ms` +
+        (e.loaded !== undefined ? `, ${e.loaded} loaded after` : '') +
+        (e.op === 'unload' ? `, ${e.running ?? 0} running ${e.waiting ?? 0} waiting` : ''),
+    );
 }

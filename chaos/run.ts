@@ -47,6 +47,8 @@ export interface ChaosReport {
   traffic: TrafficStats;
   /** Every node back on Redis after the heal (else the lease counts are the local ones). */
   settled: boolean;
+  /** Every replica's adapter log (loads and unloads), to read a violation against. */
+  replicaLog: ReplicaLogEntry[];
   /** Each node's operational log lines (`+s line`), for reading violations against. */
   notices: string[][];
   /** Nodes whose status route failed at the end, and how. */
@@ -171,6 +173,7 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
     budgetWithResets: coldLoadsWithinBudget(log, WORLD.coldLoadsPerMinute, WINDOW_MS, resets),
     traffic: traffic.stats,
     settled,
+    replicaLog: log,
     notices: world.nodes.map((n) =>
       n.notices.map((l) => `+${((l.at - started) / 1000).toFixed(1)} s ${l.line}`),
     ),

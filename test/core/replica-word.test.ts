@@ -12,11 +12,15 @@ const U = 'http://r1:8000';
 /** Answers `busy` after `delays[i]` ms of virtual time for the i-th ask (the last one repeats). */
 class SlowWordApi implements ReplicaApi {
   asked = 0;
+  /** Virtual time of each activity ask. */
+  askedAt: number[] = [];
   constructor(
     private readonly clock: VirtualClock,
     private readonly delays: number[],
     public busy: string[] = [],
     private readonly listed: string[] = [],
+    /** How long the registry list takes to answer. */
+    private readonly listMs = 0,
   ) {}
   async scrape(): Promise<never> {
     throw new Error('not used');
@@ -28,18 +32,20 @@ class SlowWordApi implements ReplicaApi {
     throw new Error('not used');
   }
   async activity(): Promise<ReplicaActivity> {
+    this.askedAt.push(this.clock.now());
     const ms = this.delays[Math.min(this.asked++, this.delays.length - 1)]!;
     await sleep(this.clock, ms);
     return { busy: [...this.busy] };
   }
   async residency(): Promise<{ name: string; path: string }[]> {
+    await sleep(this.clock, this.listMs);
     return this.listed.map((name) => ({ name, path: `/adapters/${name}` }));
   }
 }
 
-function setup(delays: number[], busy: string[] = [], listed: string[] = []) {
+function setup(delays: number[], busy: string[] = [], listed: string[] = [], listMs = 0) {
   const clock = new VirtualClock();
-  const api = new SlowWordApi(clock, delays, busy, listed);
+  const api = new SlowWordApi(clock, delays, busy, listed, listMs);
   const word = new ReplicaWord(api, clock, silentLogger);
   const withheld: Withheld[] = [];
   word.addWithheldListener((w) => withheld.push(w));
@@ -85,7 +91,43 @@ describe('ReplicaWord: an idle word is acted on only while fresh', () => {
   it('after a load over the limit: keeps the adapter on a stale idle word, undoes it on a fresh one', async () => {
     const slow = setup([FRESH_WORD_MS + 1], [], ['a', 'b', 'c']);
     expect(await slow.run(slow.word.afterLoad(U, 'c', 2, () => false))).toBe('keep');
+    // Asked while the check's bound (at least 2 s) lasted, not forever.
+    expect(slow.api.asked).toBe(Math.ceil(2000 / (FRESH_WORD_MS + 1)));
+    expect(slow.withheld).toEqual([{ url: U, adapter: 'c', reason: 'stale' }]);
     const fresh = setup([5], [], ['a', 'b', 'c']);
     expect(await fresh.run(fresh.word.afterLoad(U, 'c', 2, () => false))).toBe('undo');
+  });
+
+  it('after a load: asks what runs together with the list, so the undo waits for one answer, not two', async () => {
+    // The excess lasts from the load landing to the undo's unload (the fault run's (ii) broke
+    // with 322 ms of it at load average ~12, three round trips): asking /metrics only once the
+    // list came back adds a round trip.
+    const { api, word, clock, run } = setup([100], [], ['a', 'b', 'c'], 100);
+    expect(await run(word.afterLoad(U, 'c', 2, () => false))).toBe('undo');
+    expect(api.askedAt).toEqual([0]);
+    expect(clock.now()).toBe(100);
+  });
+
+  it('after a load: an idle word made stale by waiting for the list is asked again, then acted on', async () => {
+    const { api, word, withheld, run } = setup([5], [], ['a', 'b', 'c'], FRESH_WORD_MS + 1);
+    expect(await run(word.afterLoad(U, 'c', 2, () => false))).toBe('undo');
+    expect(api.askedAt).toEqual([0, FRESH_WORD_MS + 1]);
+    expect(withheld).toEqual([]);
+  });
+
+  it('after a load over the limit: a word stale twice (a starved process) is asked again while the check lasts, then acted on', async () => {
+    // Fault run seed 5 at load average ~13: every node deciding alone after a Redis restart, the
+    // check kept the excess on two slow answers (615 ms), and a node deciding alone trims
+    // nothing: 3 adapters on a replica limited to 2 for 4.9 s, until Redis was back.
+    const { api, word, clock, run } = setup([FRESH_WORD_MS + 1, FRESH_WORD_MS + 1, 5], [], ['a', 'b', 'c']);
+    expect(await run(word.afterLoad(U, 'c', 2, () => false))).toBe('undo');
+    expect(api.asked).toBe(3);
+    expect(clock.now()).toBe(2 * (FRESH_WORD_MS + 1) + 5);
+  });
+
+  it('after a load within the limit: a busy or unreachable word asked with the list counts no withheld unload', async () => {
+    const { word, withheld, run } = setup([5], ['c'], ['a', 'c'], 20);
+    expect(await run(word.afterLoad(U, 'c', 2, () => false))).toBe('within');
+    expect(withheld).toEqual([]);
   });
 });
