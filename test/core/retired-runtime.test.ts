@@ -6,10 +6,12 @@
  * real redis-server.
  */
 import { parseRouterConfig } from '../../src/config/parse';
+import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
+import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { RedisConfig } from '../../src/config/redis-schema';
 import { RouterService } from '../../src/router/router';
 import { sharedRuntime, type FleetRuntime } from '../../src/runtime';
-import { redisRuntimes, U } from '../helpers/runtime-harness';
+import { redisRuntimes, SPEC, U } from '../helpers/runtime-harness';
 
 const h = redisRuntimes('rr');
 
@@ -41,5 +43,20 @@ describe('a runtime replaced by a `redis` record change', () => {
     // Which of the runtimes poll, by the order they were configured: only the last.
     const polling = seen.flatMap((rt, i) => (rt.poller.running ? [i] : []));
     expect(polling).toEqual([seen.length - 1]);
+  }, 30_000);
+
+  it('its closed store, called once more (a decision that ended late), does not probe Redis for ever', async () => {
+    // The fault run's nodes logged "shared fleet state still unavailable after 342 s" with Redis
+    // up: a retired runtime's store, closed, then degraded by a late call and probing on.
+    const warnings: string[] = [];
+    const log = { info: () => {}, warn: (m: string) => warnings.push(m), error: () => {} };
+    const shared = new RedisFleetStore(h.redis.config(h.prefix()), 'closed-node', log);
+    const s = new FailoverFleetStore(shared, log, { probeMs: 20, logEveryMs: 20 });
+    await s.upsertReplica(SPEC);
+    await s.close();
+    // A decision under way when the runtime retired ends now: its store answers from local state.
+    await s.views([U]);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(warnings.filter((w) => w.includes('still unavailable'))).toEqual([]);
   }, 30_000);
 });
