@@ -28,6 +28,13 @@ export const FRESH_WORD_ASKS = 2;
 const LOG_EVERY_MS = 10_000;
 /** Least bound on the replica's word right after a load (it may be the poll's timeout, 500 ms). */
 const AFTER_LOAD_READ_MS = 2000;
+/**
+ * Rounds of FRESH_WORD_ASKS after a load that took the replica over (within AFTER_LOAD_READ_MS):
+ * the adapter is still `loading` in the store (unrouted), so waiting for a fresh word costs only
+ * the loading request time, while keeping it on a stale one lets requests reach it and the excess
+ * outlive many polls.
+ */
+export const AFTER_LOAD_ROUNDS = 3;
 
 /**
  * The replica's own word before an unload: a fresh read of what it runs (vLLM's
@@ -184,9 +191,17 @@ export class ReplicaWord {
     if (holding.length <= max || !holding.some((e) => e.name === name)) return 'within';
     // Asked after the list, right before the unload (not with it, though that would be sooner): a
     // node that does not share this one's store may have adopted the adapter by a poll since it
-    // landed and sent requests to it. A stale idle word keeps it: the trim after a poll decides.
-    const reason = await this.idleNow(url, name, new Set(), timeout);
-    return reason ? 'keep' : 'undo';
+    // landed and sent requests to it. A stale idle word is asked again (a busy router process
+    // answers late in bursts: 692 ms in the fault run on a starved machine); stale every round,
+    // it keeps the adapter and the trim after a poll decides.
+    // Bounded in rounds and in time: the loading request waits through them.
+    const until = this.clock.now() + AFTER_LOAD_READ_MS;
+    for (let round = 0; round < AFTER_LOAD_ROUNDS; round++) {
+      const reason = await this.idleNow(url, name, new Set(), timeout);
+      if (reason === undefined) return 'undo';
+      if (reason !== 'stale' || this.clock.now() >= until) return 'keep';
+    }
+    return 'keep';
   }
 
   private withheld(w: Withheld, why: string): void {

@@ -88,4 +88,13 @@ describe('ReplicaWord: an idle word is acted on only while fresh', () => {
     const fresh = setup([5], [], ['a', 'b', 'c']);
     expect(await fresh.run(fresh.word.afterLoad(U, 'c', 2, () => false))).toBe('undo');
   });
+
+  it('after a load over the limit: asks again on a stale idle word while the adapter is still unrouted', async () => {
+    // The fault run's longest (ii) stretches (run on a starved 2-core machine): the after-load
+    // word took 692 ms to act on, the excess was kept, requests went to it, and the trim had to
+    // wait 15 s for an idle adapter. Still `loading` in the store, it can wait for a fresh word.
+    const { api, word, run } = setup([FRESH_WORD_MS + 1, FRESH_WORD_MS + 1, 5], [], ['a', 'b', 'c']);
+    expect(await run(word.afterLoad(U, 'c', 2, () => false))).toBe('undo');
+    expect(api.asked).toBe(3);
+  });
 });
