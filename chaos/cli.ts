@@ -1,7 +1,10 @@
 /**
- * `npm run chaos -- --minutes N --seed S`: the randomized fault run (chaos/run.ts). Prints the
- * schedule and, per invariant, the checks made and the violations; exits 1 on a violation.
+ * `npm run chaos -- --minutes N --seed S [--log-dir DIR] [--json]`: the randomized fault run
+ * (chaos/run.ts). Prints the schedule and, per invariant, the checks made and the violations;
+ * exits 1 on a violation. `--log-dir` keeps each node's whole log, resource samples and the
+ * report as JSON in DIR.
  */
+import { openLogDir } from './recorder';
 import { formatReport } from './report';
 import { runChaos } from './run';
 
@@ -16,9 +19,22 @@ function arg(name: string, fallback: number): number {
   return v;
 }
 
+function textArg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return undefined;
+  const v = process.argv[i + 1];
+  if (!v || v.startsWith('--')) {
+    console.error(`--${name} needs a value`);
+    process.exit(2);
+  }
+  return v;
+}
+
 async function main(): Promise<void> {
   const minutes = arg('minutes', 1);
   const seed = Math.floor(arg('seed', 1));
+  const logDir = textArg('log-dir');
+  if (logDir) openLogDir(logDir);
   // Every wait in the run is bounded; this bounds the whole, should one of them not be.
   const watchdog = setTimeout(
     () => {
@@ -31,6 +47,7 @@ async function main(): Promise<void> {
     seed,
     trafficMs: Math.round(minutes * 60_000),
     log: (l) => console.log(l),
+    logDir,
   });
   clearTimeout(watchdog);
   console.log(formatReport(report));

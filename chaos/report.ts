@@ -39,9 +39,10 @@ export function formatReport(r: ChaosReport, examples = 5): string {
   lines.push(`  (not an invariant) ${b.name}: ${b.checks} checks, ${b.violations.length} violations`);
   if (!r.ok)
     for (const [i, notices] of r.notices.entries()) {
-      lines.push(`node ${i} log (${notices.length} lines):`);
-      for (const l of notices.slice(0, 4 * examples)) lines.push(`  ${l.slice(0, 200)}`);
-      if (notices.length > 4 * examples) lines.push(`  ... ${notices.length - 4 * examples} more`);
+      // The last lines: a long run goes wrong, if it does, towards its end.
+      const total = notices.length + (r.noticesDropped[i] ?? 0);
+      lines.push(`node ${i} log (${total} lines, the last ${Math.min(notices.length, 4 * examples)}):`);
+      for (const l of notices.slice(-4 * examples)) lines.push(`  ${l.slice(0, 200)}`);
     }
   for (const d of r.deaths) {
     lines.push(

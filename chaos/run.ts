@@ -5,6 +5,8 @@
  * faults are healed, traffic stops, the nodes settle, and the invariants are checked from the
  * replicas' own logs and from Redis and each node.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import {
   coldLoadsWithinBudget,
@@ -17,6 +19,7 @@ import {
 } from './invariants';
 import { describeFault, faultDuration, makeSchedule, type Fault, type ScheduledFault } from './schedule';
 import { Traffic, type TrafficStats } from './traffic';
+import { procUsage, SAMPLE_HEADER, sampleLine, type NodeSample } from './recorder';
 import { ChaosWorld, PREFIX, type ChaosNode, type NodeDeath, type WorldOptions } from './world';
 
 export interface ChaosOptions {
@@ -25,7 +28,15 @@ export interface ChaosOptions {
   trafficMs: number;
   /** Prints progress lines (the CLI); silent in tests. */
   log?: (line: string) => void;
+  /**
+   * A directory (created) for each node's whole output (`node-N.log`), its resource samples
+   * (`samples.csv`) and the report (`report.json`).
+   */
+  logDir?: string;
 }
+
+/** How often each plugin server's memory, CPU, Redis connections and status latency are sampled. */
+export const SAMPLE_MS = 10_000;
 
 export interface AppliedFault extends ScheduledFault {
   /** Wall-clock Unix ms when it was applied and healed. */
@@ -49,8 +60,12 @@ export interface ChaosReport {
   settled: boolean;
   /** Every replica's adapter log (loads and unloads), to read a violation against. */
   replicaLog: ReplicaLogEntry[];
-  /** Each node's operational log lines (`+s line`), for reading violations against. */
+  /** Each node's last operational log lines (`+s line`), for reading violations against. */
   notices: string[][];
+  /** Per node, how many earlier operational lines were dropped to keep the last ones. */
+  noticesDropped: number[];
+  /** Each plugin server's resources every SAMPLE_MS (growth over a long run shows a leak). */
+  samples: NodeSample[];
   /** Nodes whose status route failed at the end, and how. */
   statusProblems: string[];
   /** Plugin servers that exited during the run (a failure of the run, whatever the invariants say). */
@@ -78,11 +93,20 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const say = o.log ?? (() => {});
-  const world = await ChaosWorld.start(WORLD);
+  const world = await ChaosWorld.start(WORLD, o.logDir);
+  let report: ChaosReport | undefined;
   try {
-    return await run(world, o, say);
+    report = await run(world, o, say);
+    return report;
   } finally {
     await world.stop();
+    if (o.logDir && report) {
+      writeFileSync(join(o.logDir, 'report.json'), JSON.stringify(report, null, 1));
+      writeFileSync(
+        join(o.logDir, 'samples.csv'),
+        [SAMPLE_HEADER, ...report.samples.map(sampleLine)].join('\n') + '\n',
+      );
+    }
   }
 }
 
@@ -116,6 +140,19 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
       await sleep(1000);
     }
   })();
+  const samples: NodeSample[] = [];
+  const sample = () => {
+    for (const n of world.nodes)
+      samples.push({
+        t: (Date.now() - started) / 1000,
+        node: n.index,
+        ...procUsage(n.server.child.pid),
+        redisConnections: n.proxy.connections,
+        statusMs: n.statusMs,
+      });
+  };
+  sample();
+  const sampler = setInterval(sample, SAMPLE_MS);
   const applied: AppliedFault[] = [];
   for (const s of schedule) {
     const wait = started + s.at - Date.now();
@@ -134,6 +171,8 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
   await traffic.stop();
   watching = false;
   await watcher;
+  clearInterval(sampler);
+  sample();
   say(`traffic stopped: ${traffic.stats.sent} requests, by status ${JSON.stringify(traffic.stats.byStatus)}`);
   const endMs = Date.now();
   // Settle: every node back on Redis, then long enough for a silent node's leases to expire
@@ -175,8 +214,10 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
     settled,
     replicaLog: log,
     notices: world.nodes.map((n) =>
-      n.notices.map((l) => `+${((l.at - started) / 1000).toFixed(1)} s ${l.line}`),
+      n.notices.toArray().map((l) => `+${((l.at - started) / 1000).toFixed(1)} s ${l.line}`),
     ),
+    noticesDropped: world.nodes.map((n) => n.notices.dropped),
+    samples,
     statusProblems: world.nodes
       .filter((n) => n.statusProblem)
       .map((n) => `node ${n.index}: ${n.statusProblem}`),

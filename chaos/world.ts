@@ -12,6 +12,7 @@ import { KongDriver, PluginServerProcess } from '../test/kong/driver';
 import { ROOT } from '../test/kong/process';
 import { RedisServer } from '../test/helpers/redis';
 import { TcpProxy } from '../test/helpers/tcp-proxy';
+import { BoundedLog, NODE_LOG_MAX_BYTES, nodeLogPath, Ring } from './recorder';
 
 export const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 export const PREFIX = 'chaos:';
@@ -42,8 +43,15 @@ export interface ChaosNode {
   status: LocalGateway;
   variant: RecordVariant;
   skewed: boolean;
-  /** The plugin server's operational log lines, with the wall-clock time they came. */
-  notices: { at: number; line: string }[];
+  /**
+   * The plugin server's last operational log lines, with the wall-clock time they came: the
+   * last, not the first, as the end of a long run is where a node goes wrong.
+   */
+  notices: Ring<{ at: number; line: string }>;
+  /** Every line of its output, with `--log-dir`. */
+  logFile?: BoundedLog;
+  /** How long its last answered status request took, ms (-1: none yet). */
+  statusMs: number;
   /** What the status route last answered instead of the fleet status (the report shows it). */
   statusProblem?: string;
   /** Set when the plugin server exited before the run stopped it: a failure of the run. */
@@ -62,6 +70,8 @@ export interface NodeDeath {
   lastLines: string[];
 }
 
+/** How many of each node's last operational lines the report keeps. */
+export const NOTICE_LINES = 1000;
 /** How many of a dying plugin server's last output lines the report keeps. */
 export const DEATH_LINES = 200;
 /** Terminal escapes (kong-pdk's logger colours its lines): the report shows plain text. */
@@ -78,7 +88,8 @@ export class ChaosWorld {
   /** Set by stop(): exits after it are the run's own. */
   private stopping = false;
 
-  static async start(o: WorldOptions): Promise<ChaosWorld> {
+  /** With `logDir`, each node's whole output goes to `node-N.log` there. */
+  static async start(o: WorldOptions, logDir?: string): Promise<ChaosWorld> {
     const redis = await RedisServer.start();
     const fleet = await SimFleet.start(
       Array.from({ length: o.replicas }, () => ({
@@ -90,7 +101,7 @@ export class ChaosWorld {
     );
     const world = new ChaosWorld(o, redis, fleet, []);
     try {
-      for (let i = 0; i < o.nodes; i++) world.nodes.push(await world.startNode(i));
+      for (let i = 0; i < o.nodes; i++) world.nodes.push(await world.startNode(i, logDir));
     } catch (err) {
       await world.stop();
       throw err;
@@ -128,9 +139,10 @@ export class ChaosWorld {
     return { poll_interval_ms: this.o.pollIntervalMs, timeout_ms: 500, redis };
   }
 
-  private async startNode(index: number): Promise<ChaosNode> {
+  private async startNode(index: number, logDir?: string): Promise<ChaosNode> {
     const proxy = await TcpProxy.start(this.redis.port);
-    const notices: { at: number; line: string }[] = [];
+    const notices = new Ring<{ at: number; line: string }>(NOTICE_LINES);
+    const logFile = logDir ? new BoundedLog(nodeLogPath(logDir, index), NODE_LOG_MAX_BYTES) : undefined;
     const strays: string[] = [];
     const server = await PluginServerProcess.start({
       pluginsDir: join(ROOT, 'dist', 'plugins'),
@@ -138,12 +150,12 @@ export class ChaosWorld {
       // The router's warnings and errors (shared state lost, replicas down, unloads withheld) and
       // its shared-state notices, timed; not every load and unload (the sim log has those).
       onLog: (line) => {
+        logFile?.line(`${new Date().toISOString()} ${line.replace(ANSI, '')}`);
         if (line.includes('unhandled promise rejection') && strays.length < 20) strays.push(line);
         const notice =
           /\[kong-lora-router\] (warn|error):/.test(line) ||
           /\[kong-lora-router\] info: .*(shared|lease|epoch)/.test(line);
-        if (notice && notices.length < 1000)
-          notices.push({ at: Date.now(), line: line.replace(/^.*\[kong-lora-router\] /, '') });
+        if (notice) notices.push({ at: Date.now(), line: line.replace(/^.*\[kong-lora-router\] /, '') });
       },
     });
     const variant: RecordVariant = { database: 0, timeouts: false };
@@ -162,7 +174,19 @@ export class ChaosWorld {
       plugins: [{ name: 'lora-poller', config: this.pollerConfig(redis) }],
       serviceUrl: 'http://127.0.0.1:9',
     });
-    const node: ChaosNode = { index, server, proxy, router, status, variant, skewed: false, notices, strays };
+    const node: ChaosNode = {
+      index,
+      server,
+      proxy,
+      router,
+      status,
+      variant,
+      skewed: false,
+      notices,
+      logFile,
+      statusMs: -1,
+      strays,
+    };
     // 'close', not 'exit': by then its stdout and stderr are drained, so the last words are in.
     server.child.once('close', (code, signal) => {
       if (this.stopping) return;
@@ -206,10 +230,12 @@ export class ChaosWorld {
   }
 
   private async readStatus(n: ChaosNode): Promise<{ store: string; inFlight: number } | null> {
+    const t0 = Date.now();
     try {
       const r = await n.status.handle({ method: 'GET', path: '/lora/status' });
       if (r.status === 200) {
         n.statusProblem = undefined;
+        n.statusMs = Date.now() - t0;
         return JSON.parse(r.body.toString()) as { store: string; inFlight: number };
       }
       n.statusProblem = `${r.status} ${r.body.toString().slice(0, 300)} ${r.kong.luaErrors.join('; ')}`;
@@ -227,6 +253,7 @@ export class ChaosWorld {
       await n.status.close().catch(() => {});
       await n.server.stop();
       await n.proxy.close();
+      n.logFile?.close();
     }
     await this.fleet.stop();
     await this.redis.close();

@@ -160,8 +160,10 @@ export class RouterService {
     if (config.saturation_mode === 'predicted') rt.predictsWork = true;
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
       // Polling is what keeps decisions fresh: start it here too, in case lora-poller
-      // runs in another process (or not at all).
-      rt.poller.start();
+      // runs in another process (or not at all). On the runtime current now: a `redis` record
+      // change during the registration retired `rt`, and a poller started there would poll a
+      // closed store for the rest of the process (the 30-minute fault run's silent nodes).
+      rt.current().poller.start();
     });
   }
 

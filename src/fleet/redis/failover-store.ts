@@ -168,6 +168,9 @@ export class FailoverFleetStore implements FleetStore {
     if (this.degradedSince !== null) return;
     this.degradedSince = this.clock.now();
     this.lastLog = this.degradedSince;
+    // Closed (a retired runtime's store, called by a decision that ended late): it answers from
+    // local state, and no probe runs, or it would probe a closed link for the rest of the process.
+    if (this.closed) return;
     this.log.error(
       `shared fleet state unavailable (${err.message}): this node decides from its own state, loads only into free slots and evicts nothing until it returns`,
     );
