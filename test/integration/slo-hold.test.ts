@@ -40,16 +40,22 @@ describe('the TTFT objective holds requests in overload, through RouterService',
   const release = (o: RouteOutcome) => (o.kind === 'proxy' ? h!.router.finish(o.leaseId, 200) : undefined);
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-  it('waits while the queue ahead is past the objective, and goes once it ends', async () => {
-    h = await start({ queue_timeout_ms: 20000 });
+  /** A long request on the only replica, then a short one routed 200 ms after it. */
+  const behindLong = async (config: Record<string, unknown>) => {
+    h = await start(config);
     await h.nextPoll();
     const first = longRequest();
     await sleep(200);
     expect(first.s.done).toBe(false);
-    // Predicted ~10 s behind the long prompt on the only replica, with 19 s of hold left: it
-    // waits until the long request is answered and released.
     const second = await route(400);
     expect(second.kind).toBe('proxy');
+    return { first, second };
+  };
+
+  it('waits while the queue ahead is past the objective, and goes once it ends', async () => {
+    // Predicted ~10 s behind the long prompt on the only replica, with 19 s of hold left: it
+    // waits until the long request is answered and released.
+    const { first, second } = await behindLong({ queue_timeout_ms: 20000 });
     expect(first.s.done).toBe(true);
     expect(first.s.status).toBe(200);
     await release(second);
@@ -58,24 +64,14 @@ describe('the TTFT objective holds requests in overload, through RouterService',
 
   it('past the hold, routes the request to the fastest replica instead of refusing it', async () => {
     // The hold ends ttft_slo_ms before queue_timeout_ms: 0.5 s after arrival.
-    h = await start({ queue_timeout_ms: 1500 });
-    await h.nextPoll();
-    const first = longRequest();
-    await sleep(200);
-    const second = await route(400);
-    expect(second.kind).toBe('proxy');
+    const { first, second } = await behindLong({ queue_timeout_ms: 1500 });
     expect(first.s.done).toBe(false);
     await release(second);
     await first.p;
   });
 
   it('with the objective off (0), routes at once behind the queue', async () => {
-    h = await start({ ttft_slo_ms: 0, queue_timeout_ms: 20000 });
-    await h.nextPoll();
-    const first = longRequest();
-    await sleep(200);
-    const second = await route(400);
-    expect(second.kind).toBe('proxy');
+    const { first, second } = await behindLong({ ttft_slo_ms: 0, queue_timeout_ms: 20000 });
     expect(first.s.done).toBe(false);
     await release(second);
     await first.p;
