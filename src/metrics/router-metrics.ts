@@ -14,6 +14,7 @@ export class RouterMetrics {
   readonly decisions: Counter<'stage'>;
   readonly errors: Counter<'code'>;
   readonly refusals: Counter;
+  readonly ttftHolds: Counter;
   /** The last minutes in buckets, for the placement page's charts. */
   readonly recent = new RecentHistory();
   readonly loads: Counter<'result'>;
@@ -41,6 +42,11 @@ export class RouterMetrics {
     this.refusals = new Counter({
       name: 'lora_router_refusals_total',
       help: 'Requests refused for lack of capacity, with Retry-After (a subset of the errors).',
+      registers,
+    });
+    this.ttftHolds = new Counter({
+      name: 'lora_router_ttft_holds_total',
+      help: 'Requests held in the gateway because every replica was predicted past ttft_slo_ms (once per request).',
       registers,
     });
     this.loads = new Counter({

@@ -67,6 +67,7 @@ export class Placement {
     let placementRounds = 0;
     /** Another router's placement of this cold adapter, once a claim lost to it: follow it. */
     let follow: string | undefined;
+    let held = false;
     for (;;) {
       ctx.now = this.rt.clock.now();
       if (withResidents) this.weighVictims(ctx, views);
@@ -86,6 +87,8 @@ export class Placement {
       if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
       // Every replica predicted past `ttft_slo_ms`: wait here for one that is not (room-wait.ts `holds`).
       if (wait.holds(ctx.now, decision.replica)) {
+        if (!held) this.rt.metrics.ttftHolds.inc();
+        held = true;
         await this.rt.manager.roomChanged.wait(this.rt.clock, ROOM_FALLBACK_MS);
         views = await this.rt.store.views(this.deps.urls, adapter, withResidents);
         continue;

@@ -40,6 +40,9 @@ describe('the TTFT objective holds requests in overload, through RouterService',
   const release = (o: RouteOutcome) => (o.kind === 'proxy' ? h!.router.finish(o.leaseId, 200) : undefined);
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+  /** Requests held so far, as lora-poller's metrics route reports them. */
+  const holds = async () => (await h!.rt.metrics.ttftHolds.get()).values[0]?.value ?? 0;
+
   /** A long request on the only replica, then a short one routed 200 ms after it. */
   const behindLong = async (config: Record<string, unknown>) => {
     h = await start(config);
@@ -57,6 +60,7 @@ describe('the TTFT objective holds requests in overload, through RouterService',
     // waits until the long request is answered and released.
     const { first, second } = await behindLong({ queue_timeout_ms: 20000 });
     expect(first.s.done).toBe(true);
+    expect(await holds()).toBe(1);
     expect(first.s.status).toBe(200);
     await release(second);
     await first.p;
@@ -73,6 +77,7 @@ describe('the TTFT objective holds requests in overload, through RouterService',
   it('with the objective off (0), routes at once behind the queue', async () => {
     const { first, second } = await behindLong({ ttft_slo_ms: 0, queue_timeout_ms: 20000 });
     expect(first.s.done).toBe(false);
+    expect(await holds()).toBe(0);
     await release(second);
     await first.p;
   });
