@@ -27,6 +27,8 @@ export interface WorldOptions {
   /** The nodes' Redis timeouts (`timeout`, `node_ttl_ms`); a `timeouts` record change adds a little to each. */
   timeoutMs: number;
   nodeTtlMs: number;
+  /** The compiled plugins the nodes load (default `dist/plugins`; a test points it elsewhere). */
+  pluginsDir?: string;
 }
 
 /** Which `redis` record the nodes use: the database (the state) and whether timeouts were changed. */
@@ -141,11 +143,28 @@ export class ChaosWorld {
 
   private async startNode(index: number, logDir?: string): Promise<ChaosNode> {
     const proxy = await TcpProxy.start(this.redis.port);
-    const notices = new Ring<{ at: number; line: string }>(NOTICE_LINES);
     const logFile = logDir ? new BoundedLog(nodeLogPath(logDir, index), NODE_LOG_MAX_BYTES) : undefined;
+    // What started so far, stopped in reverse if the node cannot start: a listening proxy or a
+    // running plugin server keeps the process (jest, CI) alive after the failure.
+    const started: (() => Promise<unknown> | void)[] = [() => proxy.close(), () => logFile?.close()];
+    try {
+      return await this.startNodeOn(index, proxy, logFile, started);
+    } catch (err) {
+      for (const stop of started.reverse()) await Promise.resolve(stop()).catch(() => {});
+      throw err;
+    }
+  }
+
+  private async startNodeOn(
+    index: number,
+    proxy: TcpProxy,
+    logFile: BoundedLog | undefined,
+    started: (() => Promise<unknown> | void)[],
+  ): Promise<ChaosNode> {
+    const notices = new Ring<{ at: number; line: string }>(NOTICE_LINES);
     const strays: string[] = [];
     const server = await PluginServerProcess.start({
-      pluginsDir: join(ROOT, 'dist', 'plugins'),
+      pluginsDir: this.o.pluginsDir ?? join(ROOT, 'dist', 'plugins'),
       env: { [CLOCK_SKEW_ENV]: String(this.o.skewMs) },
       // The router's warnings and errors (shared state lost, replicas down, unloads withheld) and
       // its shared-state notices, timed; not every load and unload (the sim log has those).
@@ -158,16 +177,19 @@ export class ChaosWorld {
         if (notice) notices.push({ at: Date.now(), line: line.replace(/^.*\[kong-lora-router\] /, '') });
       },
     });
+    started.push(() => server.stop());
     const variant: RecordVariant = { database: 0, timeouts: false };
     const redis = this.record(proxy.port, variant);
     // One driver per node, as Kong's node has: plugin ids (`__seq__`) are unique across its routes.
     const driver = new KongDriver(server.socketPath);
+    started.push(() => driver.close());
     const router = await LocalGateway.create({
       driver,
       plugins: [{ name: 'lora-router', config: this.routerConfig(redis) }],
       serviceUrl: this.fleet.urls[0]!,
       upstreamTimeoutMs: 30_000,
     });
+    started.push(() => router.close());
     const status = await LocalGateway.create({
       driver,
       node: router.node,

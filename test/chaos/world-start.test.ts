@@ -1,0 +1,20 @@
+/**
+ * A fault-run world whose node fails to start leaves nothing running: a listening proxy or a
+ * plugin server kept jest alive for 40 minutes after such a failure (a plugin server that could
+ * not start while `dist/` was being rebuilt).
+ */
+import { ChaosWorld } from '../../chaos/world';
+import { WORLD } from '../../chaos/run';
+
+/** Node's live handles (sockets, servers, child processes, timers with refs): what keeps jest alive. */
+const handles = () => (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles().length;
+
+it('stops every part it started when a node cannot start', async () => {
+  const before = handles();
+  await expect(ChaosWorld.start({ ...WORLD, pluginsDir: '/nonexistent-plugins' })).rejects.toThrow(
+    /plugin server/,
+  );
+  // Closed sockets leave the handle list on the next turns of the event loop.
+  for (let i = 0; i < 50 && handles() > before; i++) await new Promise((r) => setTimeout(r, 20));
+  expect(handles()).toBe(before);
+}, 60_000);
