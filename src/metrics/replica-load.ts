@@ -70,6 +70,19 @@ const VLLM = new Set([
   'vllm:request_prefill_time_seconds_sum',
 ]);
 
+/**
+ * Counters, a histogram count and histogram sums of vLLM's PrometheusStatLogger
+ * (vllm/v1/metrics/loggers.py, vllm 005a810bc4), by the field each goes to: one series per engine,
+ * which add up.
+ */
+const VLLM_TOTALS = {
+  'vllm:prompt_tokens_total': 'promptTokensTotal',
+  'vllm:time_to_first_token_seconds_count': 'firstTokensTotal',
+  'vllm:request_prompt_tokens_sum': 'finishedPromptTokens',
+  'vllm:request_prefill_time_seconds_sum': 'prefillSeconds',
+} as const satisfies Record<string, keyof ReplicaLoad>;
+type VllmTotal = (typeof VLLM_TOTALS)[keyof typeof VLLM_TOTALS];
+
 export function readVllmLoad(text: string): ReplicaLoad {
   let running = 0;
   let waiting = 0;
@@ -79,15 +92,17 @@ export function readVllmLoad(text: string): ReplicaLoad {
   let info: Record<string, string> | undefined;
   let deferred: number | undefined;
   let residency: { gpu: Set<string>; cpu: Set<string> } | undefined;
-  let promptTokens: number | undefined;
-  let firstTokens: number | undefined;
+  const totals: Partial<Record<VllmTotal, number>> = {};
   let kvCapacity: number | undefined;
-  let finishedPrompt: number | undefined;
-  let prefillSeconds: number | undefined;
   const stats = forEachSample(
     text,
     (name, labels, value) => {
       if (!Number.isFinite(value)) return;
+      const total = VLLM_TOTALS[name as keyof typeof VLLM_TOTALS];
+      if (total) {
+        totals[total] = (totals[total] ?? 0) + value;
+        return;
+      }
       switch (name) {
         // Data-parallel replicas report one series per engine: queues add up, KV is the worst.
         case 'vllm:num_requests_running':
@@ -111,20 +126,6 @@ export function readVllmLoad(text: string): ReplicaLoad {
           break;
         case 'vllm:num_requests_waiting_by_reason':
           if (labels.reason === 'deferred') deferred = (deferred ?? 0) + value;
-          break;
-        // Counters and a histogram count of vLLM's PrometheusStatLogger (vllm/v1/metrics/loggers.py,
-        // vllm 005a810bc4): one series per engine, which add up.
-        case 'vllm:prompt_tokens_total':
-          promptTokens = (promptTokens ?? 0) + value;
-          break;
-        case 'vllm:time_to_first_token_seconds_count':
-          firstTokens = (firstTokens ?? 0) + value;
-          break;
-        case 'vllm:request_prompt_tokens_sum':
-          finishedPrompt = (finishedPrompt ?? 0) + value;
-          break;
-        case 'vllm:request_prefill_time_seconds_sum':
-          prefillSeconds = (prefillSeconds ?? 0) + value;
           break;
         case 'vllm:cache_config_info': {
           // An info gauge: CacheConfig.metrics_info() as labels (log_metrics_info, same file).
@@ -159,11 +160,8 @@ export function readVllmLoad(text: string): ReplicaLoad {
     source: 'metrics',
     ...(deferred === undefined ? {} : { waitingDeferred: deferred }),
     ...(residency ? { residency: { gpu: [...residency.gpu].sort(), cpu: [...residency.cpu].sort() } } : {}),
-    ...(promptTokens === undefined ? {} : { promptTokensTotal: promptTokens }),
-    ...(firstTokens === undefined ? {} : { firstTokensTotal: firstTokens }),
+    ...totals,
     ...(kvCapacity === undefined ? {} : { kvCapacityTokens: kvCapacity }),
-    ...(finishedPrompt === undefined ? {} : { finishedPromptTokens: finishedPrompt }),
-    ...(prefillSeconds === undefined ? {} : { prefillSeconds }),
   };
 }
 
