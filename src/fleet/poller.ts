@@ -20,7 +20,7 @@ export interface PollerOptions {
    * connection or an error answer marks it down at once: only slowness gets the benefit of the
    * doubt. Kong's healthchecks count timeouts against a threshold of their own, apart from TCP
    * and HTTP failures (`healthchecks.active.unhealthy.timeouts`,
-   * kong/db/schema/entities/upstreams.lua, Kong 3.9.3).
+   * kong/db/schema/entities/upstreams.lua, Kong/kong at 0045b67290, read: defaults 0 = disabled).
    */
   unhealthyTimeouts?: number;
 }
