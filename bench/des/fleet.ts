@@ -137,6 +137,10 @@ export class DesFleet implements ReplicaApi {
         // Its prefill histograms' sums, from which the router learns the prefill rate.
         finishedPromptTokens: s.finishedPromptTokens,
         prefillSeconds: s.prefillSeconds,
+        // And its decode histograms, the decode time per token.
+        generationTokens: s.generationTokens,
+        finishedRequests: s.finishedRequests,
+        decodeSeconds: s.decodeSeconds,
       },
       registry: [...this.registries[i]!.keys()].map((name) => ({ name, path: `/adapters/${name}` })),
     };

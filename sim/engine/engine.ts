@@ -94,6 +94,13 @@ export interface EngineStats {
   prefillSeconds: number;
   /** How many requests those sums are over (the histograms' `_count`). */
   finishedRequests: number;
+  /**
+   * Over the same requests: their generated tokens and their time from first to last token, s
+   * (vLLM's `vllm:request_generation_tokens_sum` and `vllm:request_decode_time_seconds_sum`,
+   * observed with the two above).
+   */
+  generationTokens: number;
+  decodeSeconds: number;
 }
 
 interface Seq {
@@ -148,6 +155,8 @@ export class ReplicaEngine {
     finishedPrompt: 0,
     prefillMs: 0,
     finished: 0,
+    finishedGeneration: 0,
+    decodeMs: 0,
   };
   private listeners: ((rec: RequestRecord) => void)[] = [];
 
@@ -297,6 +306,8 @@ export class ReplicaEngine {
       finishedPromptTokens: this.counters.finishedPrompt,
       prefillSeconds: this.counters.prefillMs / 1000,
       finishedRequests: this.counters.finished,
+      generationTokens: this.counters.finishedGeneration,
+      decodeSeconds: this.counters.decodeMs / 1000,
     };
   }
 
@@ -429,6 +440,8 @@ export class ReplicaEngine {
       this.counters.finishedPrompt += seq.req.promptTokens;
       this.counters.prefillMs += seq.rec.firstToken - seq.rec.start;
       this.counters.finished++;
+      this.counters.finishedGeneration += seq.generated;
+      this.counters.decodeMs += at - seq.rec.firstToken;
     }
     seq.req.onFinish?.(seq.rec);
     for (const fn of this.listeners) fn(seq.rec);

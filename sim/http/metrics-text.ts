@@ -123,6 +123,17 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
     'Histogram of time spent in PREFILL phase for request.',
     m.stats.prefillSeconds,
   );
+  // And the decode time per output token, from these two.
+  finishedHistogram(
+    'vllm:request_generation_tokens',
+    'Number of generation tokens processed.',
+    m.stats.generationTokens,
+  );
+  finishedHistogram(
+    'vllm:request_decode_time_seconds',
+    'Histogram of time spent in DECODE phase for request.',
+    m.stats.decodeSeconds,
+  );
   family(out, 'vllm:lora_requests_info', 'gauge', 'Running stats on lora requests.');
   for (const [key, ts] of m.loraInfo) out.push(`vllm:lora_requests_info{${key}} ${goFloat(ts)}`);
   family(

@@ -51,6 +51,14 @@ export interface ReplicaLoad {
    */
   finishedPromptTokens?: number;
   prefillSeconds?: number;
+  /**
+   * vLLM: `vllm:request_generation_tokens_sum` and `_count`, and
+   * `vllm:request_decode_time_seconds_sum`, observed with the two above: their deltas over a poll
+   * are the decode time per output token after the first, long prefills sharing the steps included.
+   */
+  generationTokens?: number;
+  finishedRequests?: number;
+  decodeSeconds?: number;
 }
 
 export type LoadSource = 'metrics' | 'slots' | 'health';
@@ -68,6 +76,9 @@ const VLLM = new Set([
   'vllm:cache_config_info',
   'vllm:request_prompt_tokens_sum',
   'vllm:request_prefill_time_seconds_sum',
+  'vllm:request_generation_tokens_sum',
+  'vllm:request_generation_tokens_count',
+  'vllm:request_decode_time_seconds_sum',
 ]);
 
 /**
@@ -80,6 +91,9 @@ const VLLM_TOTALS = {
   'vllm:time_to_first_token_seconds_count': 'firstTokensTotal',
   'vllm:request_prompt_tokens_sum': 'finishedPromptTokens',
   'vllm:request_prefill_time_seconds_sum': 'prefillSeconds',
+  'vllm:request_generation_tokens_sum': 'generationTokens',
+  'vllm:request_generation_tokens_count': 'finishedRequests',
+  'vllm:request_decode_time_seconds_sum': 'decodeSeconds',
 } as const satisfies Record<string, keyof ReplicaLoad>;
 type VllmTotal = (typeof VLLM_TOTALS)[keyof typeof VLLM_TOTALS];
 

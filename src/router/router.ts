@@ -18,7 +18,7 @@ import { RoomWait } from './room-wait';
 import { loadCost } from '../scheduler/victims';
 import { estimateTokens, type TokenEstimate } from '../work/estimate';
 import { predictTtft } from '../work/predict';
-import { DEFAULT_MAX_TOKENS, type Observed } from '../work/work-model';
+import { DEFAULT_MAX_TOKENS } from '../work/work-model';
 
 export interface RouteRequest {
   path: string;
@@ -203,28 +203,23 @@ export class RouterService {
   }
 
   /**
-   * Log phase: gives the request's in-flight lease back (once) and records passive health.
-   * `observed`: what the caller saw of the request (the DES: its TTFT), which teaches the work model.
+   * Log phase: gives the request's in-flight lease back (once) and records passive health. It
+   * sees no TTFT (Kong's latencies.proxy is time to response headers, which vLLM streams at
+   * once): the work model learns its rates from the replicas' histograms, through the poll.
    */
-  finish(leaseId: string, status: number | undefined, observed?: Observed): Promise<boolean> {
-    return RouterService.release(this.rt, leaseId, status, observed);
+  finish(leaseId: string, status: number | undefined): Promise<boolean> {
+    return RouterService.release(this.rt, leaseId, status);
   }
 
   /**
    * The same, for any instance: the log phase may run on an instance other than the one that
    * routed (Kong replaced it on a config change), and leases live in the runtime.
    */
-  static async release(
-    rt: FleetRuntime,
-    leaseId: string,
-    status: number | undefined,
-    observed?: Observed,
-  ): Promise<boolean> {
+  static async release(rt: FleetRuntime, leaseId: string, status: number | undefined): Promise<boolean> {
     // Its work ends with it, whatever the store answers (an expired lease is already gone there).
     // Only a 2xx says its prefill (and every earlier one's) is done; any other ending drops its own.
     const completed = status !== undefined && status >= 200 && status < 300;
-    if (rt.predictsWork)
-      rt.work.release(leaseId, rt.clock.now(), status === 200 ? observed : undefined, completed);
+    if (rt.predictsWork) rt.work.release(leaseId, rt.clock.now(), completed);
     // A 404 is vLLM's "The model `x` does not exist." when it lost the adapter (a restart,
     // another router's unload; serving_engine.py `_check_model`, vllm 7ded96b3c7), or FastAPI's
     // `{"detail":"Not Found"}` for a client's mistyped path under /v1 (llama.cpp: "File Not
@@ -439,7 +434,7 @@ export class RouterService {
       // Not RouterService.release: that also wakes the requests waiting for room when the
       // adapter went idle, which changes how escalated requests retry (measured in every
       // routing figure where admissions fail); a change of behaviour for its own issue.
-      if (rt.predictsWork) rt.work.release(leaseId, rt.clock.now(), undefined, false);
+      if (rt.predictsWork) rt.work.release(leaseId, rt.clock.now(), false);
       await rt.store.release(leaseId, rt.clock.now());
       throw err;
     }

@@ -11,7 +11,10 @@ const RATE_ALPHA = 0.2;
 export interface WorkOptions {
   /** Prior prefill rate of a replica, tokens per second, until it is measured. */
   prefillTokensPerS: number;
-  /** Prior decode time per output token of one request, ms (KV room frees as requests end). */
+  /**
+   * Prior decode time per output token of one request, ms (KV room frees as requests end), until
+   * the replicas' decode histograms say it.
+   */
   decodeMsPerToken?: number;
 }
 
@@ -40,15 +43,12 @@ export interface ReplicaFigures {
   finishedPromptTokens?: number;
   /** vLLM `vllm:request_prefill_time_seconds_sum`: the same requests' time in their prefill phase. */
   prefillSeconds?: number;
-}
-
-/** What a finished request tells, when the caller saw it (the DES does; Kong's log phase does not). */
-export interface Observed {
-  /** From the request reaching the replica to its first token. */
-  ttftMs?: number;
-  /** From the request reaching the replica to its last token. */
-  e2eMs?: number;
-  completionTokens?: number;
+  /** vLLM `vllm:request_generation_tokens_sum`: the same requests' generated tokens. */
+  generationTokens?: number;
+  /** vLLM `vllm:request_generation_tokens_count`: how many requests those sums are over. */
+  finishedRequests?: number;
+  /** vLLM `vllm:request_decode_time_seconds_sum`: their time from first to last token. */
+  decodeSeconds?: number;
 }
 
 export interface ReplicaWork {
@@ -71,9 +71,6 @@ interface Entry {
   at: number;
   /** Cumulative admitted prompt tokens on its replica once this one's prefill ends (FIFO). */
   end: number;
-  /** Prefill tokens ahead of it when admitted, for learning the rate from its TTFT. */
-  ahead: number;
-  startMs: number;
   /** When its prefill was predicted to end, at admission. */
   prefillEndAt: number;
 }
@@ -94,6 +91,8 @@ class Replica {
   sinceScrape = 0;
   /** The last scrape's prefill histogram sums (prompt tokens, seconds) of finished requests. */
   prefill: { tokens: number; seconds: number } | null = null;
+  /** And its decode histogram sums: generated tokens, requests, seconds. */
+  decode: { tokens: number; requests: number; seconds: number } | null = null;
   constructor(prior: number) {
     this.rate = new Ewma(prior, RATE_ALPHA);
   }
@@ -151,8 +150,6 @@ export class WorkModel {
       maxTokens: a.maxTokens,
       at: a.at,
       end: r.admitted,
-      ahead,
-      startMs,
       prefillEndAt: a.at + startMs + ((ahead + a.promptTokens) / r.rate.value) * 1000,
     };
     r.entries.set(a.id, e);
@@ -168,7 +165,7 @@ export class WorkModel {
    * its prefill, and every one admitted before it on the replica, is done (FIFO); a failure (a
    * load error, no room, a 4xx, a 499) drops what is left of its own prefill and its KV only.
    */
-  release(id: string, now: number, observed?: Observed, completed = false): void {
+  release(id: string, now: number, completed = false): void {
     const e = this.byId.get(id);
     if (!e) return;
     this.byId.delete(id);
@@ -195,14 +192,6 @@ export class WorkModel {
       r.admitted = r.drained = 0;
       r.kvReserved = 0;
     }
-    const ttft = observed?.ttftMs;
-    // Only a request that waited for nothing but prefill teaches the prefill rate.
-    if (ttft !== undefined && ttft > 0 && e.startMs === 0)
-      this.observeRate(r, (e.ahead + e.prompt) / (ttft / 1000));
-    const e2e = observed?.e2eMs;
-    const n = observed?.completionTokens;
-    if (ttft !== undefined && e2e !== undefined && n !== undefined && n > 1 && e2e > ttft)
-      this.decodeMs.observe((e2e - ttft) / (n - 1));
   }
 
   private observeRate(r: Replica, sample: number): void {
@@ -245,6 +234,20 @@ export class WorkModel {
       }
       r.prefill = { tokens: f.finishedPromptTokens, seconds: f.prefillSeconds };
     }
+    if (
+      f.generationTokens !== undefined &&
+      f.finishedRequests !== undefined &&
+      f.decodeSeconds !== undefined
+    ) {
+      const last = r.decode;
+      if (last) {
+        // A request's first token is its prefill's: the decode phase made the rest.
+        const tokens = f.generationTokens - last.tokens - (f.finishedRequests - last.requests);
+        const s = f.decodeSeconds - last.seconds;
+        if (tokens > 0 && s > 0) this.decodeMs.observe((s * 1000) / tokens);
+      }
+      r.decode = { tokens: f.generationTokens, requests: f.finishedRequests, seconds: f.decodeSeconds };
+    }
     if (f.waiting === 0 && f.running === 0) {
       // Idle when scraped: whatever we admitted before the scrape began has been prefilled.
       for (const e of r.entries.values()) {
@@ -252,6 +255,11 @@ export class WorkModel {
         if (e.end > r.drained) r.drained = e.end;
       }
     }
+  }
+
+  /** Decode time per output token (ms), learned from the replicas' decode histograms. */
+  decodeMsPerToken(): number {
+    return this.decodeMs.value;
   }
 
   setKvCapacity(url: string, tokens: number): void {

@@ -112,6 +112,23 @@ describe('replica load from /metrics', () => {
     expect(load.prefillSeconds).toBe(4);
   });
 
+  it("reads vLLM's per-request decode-time and generation-token histograms (sums and count), summing engines", () => {
+    const text = [
+      'vllm:request_generation_tokens_sum{engine="0",model_name="m"} 900.0',
+      'vllm:request_generation_tokens_sum{engine="1",model_name="m"} 300.0',
+      'vllm:request_generation_tokens_count{engine="0",model_name="m"} 3.0',
+      'vllm:request_generation_tokens_count{engine="1",model_name="m"} 1.0',
+      'vllm:request_generation_tokens_bucket{engine="0",le="+Inf",model_name="m"} 3.0',
+      'vllm:request_decode_time_seconds_sum{engine="0",model_name="m"} 27.0',
+      'vllm:request_decode_time_seconds_sum{engine="1",model_name="m"} 9.0',
+      'vllm:request_decode_time_seconds_count{engine="0",model_name="m"} 3.0',
+    ].join('\n');
+    const load = readVllmLoad(text);
+    expect(load.generationTokens).toBe(1200);
+    expect(load.finishedRequests).toBe(4);
+    expect(load.decodeSeconds).toBe(36);
+  });
+
   it('says whether the replica reports activity: an empty lora_requests_info is idle, none is unknown', () => {
     const idle =
       'vllm:lora_requests_info{max_lora="1",running_lora_adapters="",waiting_lora_adapters=""} 1.7e+09';

@@ -117,10 +117,10 @@ describe('work model', () => {
     const w = new WorkModel({ prefillTokensPerS: rate });
     w.admit({ id: '1', url: A, promptTokens: 20_000, maxTokens: 100, at: 0 });
     w.admit({ id: '2', url: A, promptTokens: 10_000, maxTokens: 100, at: 0 });
-    w.release('2', 100, undefined, true);
+    w.release('2', 100, true);
     expect(w.queuedPrefill(A, 100)).toBe(0);
     expect(w.view(A, 100).inFlight).toBe(1);
-    w.release('1', 100, undefined, true);
+    w.release('1', 100, true);
     expect(w.view(A, 100)).toMatchObject({ inFlight: 0, queuedPrefillTokens: 0, kvReservedTokens: 0 });
   });
 
@@ -130,7 +130,7 @@ describe('work model', () => {
     w.admit({ id: '2', url: A, promptTokens: 10_000, maxTokens: 100, at: 0 });
     w.admit({ id: '3', url: A, promptTokens: 5_000, maxTokens: 100, at: 0 });
     // The last admission's load failed: the two before it are still queued.
-    w.release('3', 100, undefined, false);
+    w.release('3', 100, false);
     expect(w.queuedPrefill(A, 100)).toBeCloseTo(29_000, 0);
     expect(w.view(A, 100)).toMatchObject({ inFlight: 2, kvReservedTokens: 30_200 });
     w.release('2', 100);
@@ -151,20 +151,6 @@ describe('work model', () => {
     w.admit({ id: '2', url: B, promptTokens: 30_000, maxTokens: 10, at: 0 });
     w.observeReplica(B, { waiting: 0, running: 1 }, 0);
     expect(w.queuedPrefill(B, 0)).toBe(30_000);
-  });
-
-  it('learns the prefill rate per replica from observed TTFTs (EWMA), starting from the prior', () => {
-    const w = new WorkModel({ prefillTokensPerS: rate });
-    expect(w.prefillRate(A)).toBe(rate);
-    for (let i = 0; i < 30; i++) {
-      const at = i * 10_000;
-      w.admit({ id: `r${i}`, url: A, promptTokens: 5_000, maxTokens: 10, at });
-      // The replica is 5x slower than the prior: 5k tokens take 2.5 s, not 0.5 s.
-      w.release(`r${i}`, at + 3000, { ttftMs: 2500 });
-    }
-    expect(w.prefillRate(A)).toBeGreaterThan(1800);
-    expect(w.prefillRate(A)).toBeLessThan(2300);
-    expect(w.prefillRate(B)).toBe(rate);
   });
 
   it('does not take the prompt-token counter for the prefill rate: a queue waiting for KV room moves it at the decode pace', () => {
@@ -204,6 +190,43 @@ describe('work model', () => {
     expect(w.prefillRate(A)).toBeGreaterThan(2300);
   });
 
+  it("learns the decode time per output token from vLLM's decode-time and generation-token histograms", () => {
+    const w = new WorkModel({ prefillTokensPerS: rate, decodeMsPerToken: 25 });
+    expect(w.decodeMsPerToken()).toBe(25);
+    // Each second two requests finish, 301 tokens each (the first is the prefill's), 12 s of
+    // decode each: 40 ms a token, long prefills sharing the steps included.
+    for (let t = 0; t <= 40; t++)
+      w.observeReplica(
+        A,
+        {
+          waiting: 0,
+          running: 8,
+          finishedRequests: t * 2,
+          generationTokens: t * 602,
+          decodeSeconds: t * 24,
+        },
+        t * 1000,
+      );
+    expect(w.decodeMsPerToken()).toBeGreaterThan(38);
+    expect(w.decodeMsPerToken()).toBeLessThan(42);
+    // An interval in which nothing finished, or a restarted replica's fallen sums, says nothing.
+    w.observeReplica(
+      A,
+      { waiting: 0, running: 8, finishedRequests: 80, generationTokens: 24_080, decodeSeconds: 960 },
+      41_000,
+    );
+    w.observeReplica(
+      A,
+      { waiting: 0, running: 8, finishedRequests: 1, generationTokens: 301, decodeSeconds: 1 },
+      42_000,
+    );
+    expect(w.decodeMsPerToken()).toBeGreaterThan(38);
+    // It is what the KV wait counts: a request waiting for room waits for the decodes ahead.
+    w.setKvCapacity(B, 64_000);
+    w.admit({ id: 'k', url: B, promptTokens: 49_000, maxTokens: 1000, at: 0 });
+    expect(w.kvWaitMs(B, 0, 20_000)).toBeGreaterThan((49_000 / rate) * 1000 + 38_000);
+  });
+
   it('an idle replica report clears prefill the router still thought queued', () => {
     const w = new WorkModel({ prefillTokensPerS: rate });
     w.admit({ id: '1', url: A, promptTokens: 50_000, maxTokens: 10, at: 0 });
@@ -232,7 +255,7 @@ describe('work model', () => {
     await old.retire(next);
     // The log phase finds the runtime by lease prefix: now `next`.
     expect(next.work.view(A, 0).inFlight).toBe(1);
-    next.work.release(id, 0, undefined, true);
+    next.work.release(id, 0, true);
     expect(next.work.view(A, 0).inFlight).toBe(0);
     old.stop();
     next.stop();
@@ -348,7 +371,7 @@ describe('predicted TTFT', () => {
     const w = new WorkModel({ prefillTokensPerS: 10_000, decodeMsPerToken: 20 });
     // Ours learned the typical request (500 prompt, 300 answer tokens), then ended.
     w.admit({ id: 'x', url: B, promptTokens: 500, maxTokens: 300, at: 0 });
-    w.release('x', 100, undefined, true);
+    w.release('x', 100, true);
     // The replica runs 1 and has 2 waiting, none of them ours: 3 requests' decodes (300 x 20 ms
     // each, one slot) before this one starts.
     w.observeReplica(A, { waiting: 2, running: 1 }, 1000);

@@ -37,6 +37,17 @@ describe('ReplicaEngine', () => {
     expect(e.stats().prefillSeconds).toBeCloseTo(0.11 + 0.06, 6);
   });
 
+  it("sums the finished requests' generated tokens and time from first to last token (vLLM's decode histograms)", async () => {
+    // Decode 10 ms a step; r1 alone for its 5 tokens (prefill 100 ms in the first step).
+    const { clock, e } = engine({ prefillMsPerToken: 0.1, kvCapacityTokens: 1500 });
+    e.submit({ id: 'r1', adapter: null, promptTokens: 1000, maxTokens: 5 });
+    expect(e.stats()).toMatchObject({ generationTokens: 0, decodeSeconds: 0 });
+    await clock.run();
+    expect(e.stats().generationTokens).toBe(5);
+    // First token at the end of the first step; four more 10-ms steps to the last.
+    expect(e.stats().decodeSeconds).toBeCloseTo(0.04, 6);
+  });
+
   it('generates one token per step and records arrival, start, first token and end', async () => {
     const { clock, e, done } = engine();
     e.preload('a', 8);

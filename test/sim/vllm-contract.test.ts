@@ -272,6 +272,19 @@ describe('simulated vLLM replica, over HTTP', () => {
     expect(after.prefillSeconds!).toBeGreaterThan(before.prefillSeconds ?? 0);
   });
 
+  it('exports the per-request generation-token and decode-time histograms the router learns its decode time from', async () => {
+    const before = readVllmLoad((await get(url, '/metrics')).text);
+    const body = chat(BASE, 3, { messages: [{ role: 'user', content: 'x'.repeat(400) }] });
+    expect((await post(url, '/v1/chat/completions', body)).status).toBe(200);
+    const text = (await get(url, '/metrics')).text;
+    expect(text).toMatch(/^# TYPE vllm:request_generation_tokens histogram$/m);
+    expect(text).toMatch(/^# TYPE vllm:request_decode_time_seconds histogram$/m);
+    const after = readVllmLoad(text);
+    expect(after.generationTokens! - (before.generationTokens ?? 0)).toBe(3);
+    expect(after.finishedRequests! - (before.finishedRequests ?? 0)).toBe(1);
+    expect(after.decodeSeconds!).toBeGreaterThan(before.decodeSeconds ?? 0);
+  });
+
   it('adds a lora_requests_info series for each running/waiting set and never removes one', async () => {
     const replica = fleet.replicas[0]!;
     const before = (await get(url, '/metrics')).text.match(/^vllm:lora_requests_info/gm)!.length;
