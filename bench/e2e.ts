@@ -32,6 +32,7 @@ export function scaledDefaults(timeScale: number): Record<string, number> {
     replica_wait_ms: shorter(DEFAULTS.replica_wait_ms),
     saturation_margin_ms: shorter(DEFAULTS.saturation_margin_ms),
     ttft_tolerance_ms: shorter(DEFAULTS.ttft_tolerance_ms),
+    ttft_slo_ms: shorter(DEFAULTS.ttft_slo_ms),
     backoff_base_ms: shorter(DEFAULTS.backoff_base_ms),
     backoff_max_ms: shorter(DEFAULTS.backoff_max_ms),
     prefill_tokens_per_second: DEFAULTS.prefill_tokens_per_second * timeScale,

@@ -14,6 +14,8 @@ describe('end-to-end router configuration at a time scale (bench/e2e.ts)', () =>
     expect(c.saturation_margin_ms).toBe(Math.round(defaults.saturation_margin_ms / 2));
     expect(c.ttft_tolerance_ms).toBe(Math.round(defaults.ttft_tolerance_ms / 2));
     expect(c.queue_timeout_ms).toBe(Math.round(defaults.queue_timeout_ms / 2));
+    // The objective a held request waits for is a duration in modelled time too.
+    expect(c.ttft_slo_ms).toBe(Math.round(defaults.ttft_slo_ms / 2));
     expect(c.stale_after_ms).toBe(Math.round(defaults.stale_after_ms / 2));
     expect(c.cold_loads_per_minute).toBe(defaults.cold_loads_per_minute * 2);
   });
