@@ -7,26 +7,10 @@
  * (the "Benchmarks" section, in order) or a region of its own in REGIONS. A renderer returns
  * nothing when its part did not run.
  */
-import {
-  BASELINES,
-  bestBaseline,
-  byName,
-  e2eGoal,
-  mean,
-  nodesGoal,
-  overheadGoal,
-  qualityGoals,
-  scenarioLoadMs,
-  ROUTER,
-  type BenchResults,
-} from './goals';
-import { fmtNum, fmtPct, fmtRatio, METRICS, ms, spread, table } from './report';
-import { loadSweepSection, unloadSection } from './des/load-sweep';
+import { BASELINES, e2eGoal, mean, nodesGoal, overheadGoal, qualityGoals, type BenchResults } from './goals';
+import { fmtNum, fmtPct, fmtRatio, ms, spread, table } from './report';
 import { sloTally } from './des/slo-sweep';
 import { chartFile, decisionGoal, tally25 } from './des/slo-goals-25';
-import type { PolicyResult } from './des/run';
-import type { E2eResult } from './e2e';
-import { burstyE2e } from './e2e-render';
 import { e2eLongSection } from './parts/e2e-long';
 import { tokensSection } from './parts/tokens';
 
@@ -34,10 +18,8 @@ type Renderer = (r: BenchResults) => string[] | undefined;
 
 const verdict = (met: boolean) => (met ? '**met**' : '**missed**');
 const seedsOf = (xs: { seed: number }[]) => [...new Set(xs.map((x) => x.seed))];
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 const range = (xs: number[]) =>
   xs.length > 1 ? `${fmtRatio(mean(xs))} (seeds: ${xs.map(fmtRatio).join(', ')})` : fmtRatio(xs[0]!);
-const meanOf = (rs: PolicyResult[], k: keyof typeof METRICS) => METRICS[k][1](mean(rs.map(METRICS[k][0])));
 
 const provenance: Renderer = (r) => [
   `Figures from \`npm run bench${r.full ? ' -- --full' : ''}\` at commit ${r.commit ? `\`${r.commit.sha.slice(0, 12)}\`${r.commit.dirty ? ' with uncommitted changes' : ''}` : 'unknown'}, ${r.date.slice(0, 10)}${r.cores ? `, ${r.cores} cores` : ''}${r.node ? `, Node ${r.node}` : ''}. Every figure and verdict in this section is generated from [bench/results/results.json](bench/results/results.json); ratios compare figures measured in the same run. Loads and hit rate count served requests only, for every policy alike, with refusals beside them. "TTFT p99" counts a refused request as never answered; "served p99" leaves refusals out.`,
@@ -54,109 +36,20 @@ const overhead: Renderer = (r) => {
 };
 
 /** The sweep's points other than the main load (one seed, fewer requests), then the main table. */
+/**
+ * The seed's routing goals on the conversation trace at the main load, in one paragraph; the
+ * table per load is in bench/results/README.md.
+ */
 const quality: Renderer = (r) => {
   const q = r.quality;
   if (!q) return undefined;
-  const s = r.scenario;
-  const main = r.mainLoad ?? 0.7;
-  const requests = q[0]!.results[0]!.requests;
-  const points: { load: number; label: string; runs: { seed: number; results: PolicyResult[] }[] }[] = [];
-  for (const load of [...new Set((r.sweep ?? []).map((x) => x.load))].filter((l) => l !== main)) {
-    const runs = r.sweep!.filter((x) => x.load === load);
-    points.push({ load, label: loadLabel(load, runs), runs });
-  }
-  points.push({ load: main, label: loadLabel(main, q), runs: q });
-  points.sort((a, b) => a.load - b.load);
-  const rows: string[][] = [];
-  for (const p of points) {
-    const results = (name: string) => p.runs.map((x) => byName(x.results, name));
-    // The best baseline by mean TTFT p99 over this point's seeds.
-    const best = bestBaseline(
-      p.runs[0]!.results.map((x) => ({ ...x, ttftP99: mean(results(x.policy).map((y) => y.ttftP99)) })),
-    ).policy;
-    for (const [i, name] of [ROUTER, best, 'round robin'].entries()) {
-      if (i === 2 && name === best) continue;
-      const rs = results(name);
-      rows.push([
-        i === 0 ? p.label : '',
-        i === 1 ? `best baseline: ${name}` : name,
-        meanOf(rs, 'slo'),
-        meanOf(rs, 'errors'),
-        meanOf(rs, 'loads'),
-        meanOf(rs, 'beladyRatio'),
-        meanOf(rs, 'ttftP50'),
-        meanOf(rs, 'ttftP99'),
-        meanOf(rs, 'ttftP99Served'),
-      ]);
-    }
-  }
   const g = qualityGoals(q);
   const router = g.router;
-  const refusedShare = router.map((x) => x.errors / x.requests);
-  const lower = points
-    .filter((p) => p.load < main)
-    .map((p) => {
-      const rs = p.runs.map((x) => byName(x.results, ROUTER));
-      const ratio = p.runs.map((x, i) => rs[i]!.ttftP99 / bestBaseline(x.results).ttftP99);
-      return `${Math.round(p.load * 100)}%: ${plural(
-        rs.reduce((n, x) => n + x.errors, 0),
-        'refusal',
-      )}, TTFT p99 ${range(ratio)} the best baseline's`;
-    });
   return [
-    `**Routing quality.** A discrete-event simulation drives the real \`RouterService\` against the simulator's engine model. Workload: ${r.workload}; ${s.adapters} adapters drawn Zipf(${s.alpha}), ${s.replicas} replicas × ${s.slots} slots, ${(scenarioLoadMs(s) / 1000).toFixed(1)}-s blocking loads. The ${fmtPct(main).replace('.0%', '%')} rows are the mean over seeds ${seedsOf(q).join(', ')} of ${requests.toLocaleString('en-US')} requests each; the other loads come from the load sweep, with the seeds and requests their rows state.`,
-    '',
-    table(
-      [
-        'fleet load',
-        'policy',
-        'SLO attainment (TTFT ≤ 5 s)',
-        'refused',
-        'loads',
-        'loads ÷ Belady (served)',
-        'TTFT p50',
-        'TTFT p99',
-        'served p99',
-      ],
-      rows,
-    ),
-    '',
-    'Goals at the main load, as the benchmark computes them:',
-    '',
-    `- **Loads ≤ 1.2× Belady** over the same served requests: ${verdict(g.met.loads)}, ${range(g.loadsRatio)}.${g.met.loads ? '' : ` Belady may drop any adapter at any instant; a replica cannot unload one with requests in flight. Against Belady with that pinning: ${range(g.pinnedRatio)}.`} ${fmtPct(mean(router.map((x) => 1 - x.hitRate)))} of served requests needed a load.`,
-    `- **TTFT p99 ≤ 1.3× the unlimited-slot oracle**: ${verdict(g.met.oracle)}, ${range(g.oracleRatio)}.${g.met.oracle ? '' : ' The oracle never loads; every policy that loads pays a blocking load on the tail.'}`,
-    `- **TTFT p99 ≤ 0.5× the best baseline**: ${verdict(g.met.baseline)}, ${range(g.baselineRatio)}. lora-router refused ${spread(refusedShare, fmtPct)} of requests; its TTFT p50 is ${range(router.map((x, i) => x.ttftP50 / g.best[i]!.ttftP50))} and its served p99 ${range(router.map((x, i) => x.ttftP99Served / g.best[i]!.ttftP99Served))} the best baseline's.${lower.length ? ` At lower load (${lower.join('; ')}).` : ''}`,
-    `- **No adapter unloaded under a request**: ${g.busyUnloads === 0 ? '0 busy unloads' : `**${g.busyUnloads} busy unloads**`}.`,
-  ];
-};
-
-function loadLabel(load: number, runs: { seed: number; results: PolicyResult[] }[]): string {
-  const seeds = seedsOf(runs);
-  return `${Math.round(load * 100)}% (${seeds.length === 1 ? `seed ${seeds[0]}` : `seeds ${seeds.join(', ')}`}, ${runs[0]!.results[0]!.requests.toLocaleString('en-US')} requests)`;
-}
-
-const variants: Renderer = (r) => {
-  const v = r.variants;
-  if (!v?.length) return undefined;
-  const names = v[0]!.results.map((x) => x.policy);
-  const alphas = [...new Set(v.map((x) => x.alpha))];
-  const rows = alphas.flatMap((alpha) =>
-    names.map((name, i) => {
-      const rs = v.filter((x) => x.alpha === alpha).map((x) => byName(x.results, name));
-      return [
-        i === 0 ? (alpha === 0 ? 'uniform' : `Zipf ${alpha}`) : '',
-        name,
-        meanOf(rs, 'errors'),
-        meanOf(rs, 'beladyRatio'),
-        meanOf(rs, 'ttftP99'),
-        meanOf(rs, 'ttftP99Served'),
-      ];
-    }),
-  );
-  return [
-    `**Eviction and placement variants** (${v[0]!.results[0]!.requests.toLocaleString('en-US')} requests, seeds ${seedsOf(v).join(', ')}, mean; [details](bench/results/README.md#eviction-and-placement-variants)):`,
-    '',
-    table(['popularity', 'variant', 'refused', 'loads ÷ Belady (served)', 'TTFT p99', 'served p99'], rows),
+    `**Routing quality** (the conversation trace at ${fmtPct(r.mainLoad ?? 0.7).replace('.0%', '%')} load, seeds ${seedsOf(q).join(', ')}; [per load](bench/results/README.md#routing-quality-discrete-event-simulation)). lora-router answers ${fmtPct(mean(router.map((x) => x.sloAttainment)))} of requests within 5 s against ${fmtPct(mean(g.best.map((x) => x.sloAttainment)))} for the best baseline, refusing ${spread(
+      router.map((x) => x.errors / x.requests),
+      fmtPct,
+    )}. Loads ≤ 1.2× Belady: ${verdict(g.met.loads)}, ${range(g.loadsRatio)}${g.met.loads ? '' : ` (${range(g.pinnedRatio)} against Belady that cannot unload an adapter with requests in flight)`}. TTFT p99 ≤ 1.3× the unlimited-slot oracle: ${verdict(g.met.oracle)}, ${range(g.oracleRatio)}. TTFT p99 ≤ 0.5× the best baseline: ${verdict(g.met.baseline)}, ${range(g.baselineRatio)}. Adapters unloaded under a request: ${g.busyUnloads}.`,
   ];
 };
 
@@ -185,24 +78,8 @@ const e2e: Renderer = (r) => {
   const e = r.e2e;
   if (!e) return undefined;
   const g = e2eGoal(e);
-  const row = (label: string, sim: PolicyResult, real: E2eResult) => [
-    label,
-    `${sim.errors} / ${real.errors}`,
-    `${sim.loads} / ${real.loads}`,
-    `${ms(sim.ttftP50)} / ${ms(real.ttftP50)}`,
-    `${ms(sim.ttftP99)} / ${ms(real.ttftP99)}`,
-    `${ms(sim.ttftP99Served)} / ${ms(real.ttftP99Served)}`,
-  ];
   return [
-    `**End to end vs simulation.** The same ${e.e2e[0]!.requests} requests (4 replicas × 4 slots, 40 adapters) through the real plugin server and HTTP to the simulator${e.timeScale ? ` at time scale ${e.timeScale}` : ''}, and in the simulation; both count refusals alike (simulation / end to end):`,
-    '',
-    table(
-      ['policy', 'refused', 'loads', 'TTFT p50', 'TTFT p99', 'served p99'],
-      e.des.map((d, i) => row(d.policy, d, e.e2e[i]!)),
-    ),
-    '',
-    `Goal, round robin ÷ lora-router agreeing within 10% between the two: ${verdict(g.met)} (${g.rows.map((x) => `${x.name} ${fmtRatio(x.sim)} vs ${fmtRatio(x.real)}, ${x.diff >= 0 ? '+' : ''}${(x.diff * 100).toFixed(1)}%`).join('; ')}).`,
-    ...(e.bursty ? ['', ...burstyE2e(e.bursty).slice(0, -1)] : []),
+    `**End to end vs simulation** (the conversation trace, ${e.e2e[0]!.requests} requests, 4 replicas × 4 slots, through the real plugin server and HTTP to the simulator${e.timeScale ? ` at time scale ${e.timeScale}` : ''}; [tables](bench/results/README.md#end-to-end-vs-simulation)). Round robin ÷ lora-router agreeing within 10% between the two: ${verdict(g.met)} (${g.rows.map((x) => `${x.name} ${fmtRatio(x.sim)} vs ${fmtRatio(x.real)}, ${x.diff >= 0 ? '+' : ''}${(x.diff * 100).toFixed(1)}%`).join('; ')}).`,
   ];
 };
 
@@ -218,11 +95,19 @@ function asParagraph(lines: string[]): string[] {
   return [`**${head!.replace(/^#+ /, '')}.** ${first!}`, ...rest];
 }
 
-const loadTime: Renderer = (r) =>
-  r.loadTimeSweep && asParagraph(loadSweepSection(r.loadTimeSweep.points, r.loadTimeSweep.requests, r.full));
-
-const unload: Renderer = (r) =>
-  r.unload && asParagraph(unloadSection(r.unload.runs, r.unload.requests, r.full));
+/** The parts README only points to: their tables are in bench/results/README.md. */
+const more: Renderer = (r) => {
+  const parts = [
+    r.loadTimeSweep && '[the adapter load-time sweep](bench/results/README.md#adapter-load-time-sweep)',
+    r.unload && "[vLLM's unload as released](bench/results/README.md#vllm-unload-as-released)",
+    r.variants?.length &&
+      '[eviction and placement variants](bench/results/README.md#eviction-and-placement-variants)',
+    r.sweep && '[the load sweep](bench/results/README.md#load-sweep)',
+  ].filter((x): x is string => typeof x === 'string');
+  return parts.length
+    ? [`Also measured, with their tables in bench/results/README.md: ${parts.join(', ')}.`]
+    : undefined;
+};
 
 /**
  * Routing under bursts and long prompts (issues 15 and 25): a short summary with the charts; the
@@ -252,19 +137,7 @@ const slo: Renderer = (r) => {
 };
 
 /** The "Benchmarks" section, part by part; SLO attainment, what users feel, leads. */
-const PARTS: Renderer[] = [
-  provenance,
-  slo,
-  overhead,
-  quality,
-  loadTime,
-  unload,
-  variants,
-  nodes,
-  e2e,
-  e2eLong,
-  tokenEstimate,
-];
+const PARTS: Renderer[] = [provenance, slo, overhead, e2eLong, tokenEstimate, quality, nodes, e2e, more];
 
 const redisCost: Renderer = (r) => {
   const n = r.nodes;
