@@ -35,6 +35,8 @@ export interface VllmMetricsInput {
   ttftCount: number;
   createdUnix: number;
   emitDeprecatedKvMetric: boolean;
+  /** The engine's KV capacity in tokens, as `vllm:cache_config_info` says it (blocks x block size). */
+  kvCapacityTokens: number;
   /**
    * Newer vLLM: `num_requests_waiting` counts requests deferred for the LoRA budget and
    * `num_requests_waiting_by_reason{reason="capacity"|"deferred"}` splits them (version not pinned: not read
@@ -77,6 +79,13 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   }
   family(out, 'vllm:kv_cache_usage_perc', 'gauge', 'KV-cache usage. 1 means 100 percent usage.');
   out.push(`vllm:kv_cache_usage_perc{${l}} ${goFloat(m.stats.kvUsage)}`);
+  // An info gauge set to 1 at engine start: CacheConfig.metrics_info() as labels, plus `engine`
+  // (PrometheusStatLogger.log_metrics_info, vllm/v1/metrics/loggers.py, vllm 005a810bc4); a few
+  // of its fields, in blocks of vLLM's default 16 tokens.
+  family(out, 'vllm:cache_config_info', 'gauge', 'Information of the LLMEngine CacheConfig');
+  out.push(
+    `vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="True",engine="0",gpu_memory_utilization="0.9",num_cpu_blocks="None",num_gpu_blocks="${Math.floor(m.kvCapacityTokens / 16)}"} 1.0`,
+  );
   if (m.emitDeprecatedKvMetric) {
     family(out, 'vllm:gpu_cache_usage_perc', 'gauge', 'GPU KV-cache usage. 1 means 100 percent usage.');
     out.push(`vllm:gpu_cache_usage_perc{${l}} ${goFloat(m.stats.kvUsage)}`);

@@ -43,6 +43,7 @@ export class VllmMetricsState {
       ttftCount: this.ttftCount,
       createdUnix: this.createdUnix,
       emitDeprecatedKvMetric: r.o.deprecatedKvMetric,
+      kvCapacityTokens: r.engine.options.kvCapacityTokens,
       residency: r.o.vllmMetrics === 'residency' ? this.residency(stats) : undefined,
     });
   }

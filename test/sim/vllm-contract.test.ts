@@ -272,6 +272,14 @@ describe('simulated vLLM replica, over HTTP', () => {
     expect(after.prefillSeconds!).toBeGreaterThan(before.prefillSeconds ?? 0);
   });
 
+  it("exports vllm:cache_config_info, whose num_gpu_blocks x block_size is the engine's KV capacity", async () => {
+    // vLLM's log_metrics_info: an info gauge (value 1) with CacheConfig.metrics_info() as labels
+    // (vllm/v1/metrics/loggers.py, vllm 005a810bc4). The router's KV wait needs the capacity.
+    const text = (await get(url, '/metrics')).text;
+    expect(text).toMatch(/^# TYPE vllm:cache_config_info gauge$/m);
+    expect(readVllmLoad(text).kvCapacityTokens).toBe(fleet.replicas[0]!.engine.options.kvCapacityTokens);
+  });
+
   it('exports the per-request generation-token and decode-time histograms the router learns its decode time from', async () => {
     const before = readVllmLoad((await get(url, '/metrics')).text);
     const body = chat(BASE, 3, { messages: [{ role: 'user', content: 'x'.repeat(400) }] });
