@@ -65,7 +65,9 @@ export const e2eLongPart: BenchPart = {
     const load = v.load ? Number(v.load) : 0.5;
     // The plugin server's RPC, HTTP and the host's scheduling are wall time: they count timeScale x
     // in modelled ms. At 2 on 2 shared cores they put lora-router 9 points under the simulation
-    // (the requests reached the engine ~0.7 s later on average); at 1, 3-5.5 (issue 25 e2e check).
+    // (the requests reached the engine ~0.7 s later on average), so 1. A further 4.5-7 points of
+    // the predicted mode's gap were the simulator's missing `vllm:cache_config_info` (no KV wait
+    // in the router's prediction end to end): with it, 0 to 1.5 points.
     const timeScale = v['time-scale'] ? Number(v['time-scale']) : 1;
     const base = named('long').arrivals;
     const cap = fleetCapacity(s, base, defaultEngineOptions);
