@@ -3,7 +3,7 @@
  * run, where things go wrong, is never the part dropped), and with `--log-dir` every line on
  * disk, bounded, plus a resource sample per node now and then.
  */
-import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The last `capacity` items pushed, oldest first, and how many older ones were dropped. */
@@ -70,11 +70,6 @@ export class BoundedLog {
 
 /** Each node's full log may take this much; a few MB is usual for 30 minutes. */
 export const NODE_LOG_MAX_BYTES = 64 * 1024 * 1024;
-
-export function openLogDir(dir: string): string {
-  mkdirSync(dir, { recursive: true });
-  return dir;
-}
 
 export function nodeLogPath(dir: string, index: number): string {
   return join(dir, `node-${index}.log`);

@@ -9,6 +9,7 @@ import { sharesState, type RedisConfig } from './config/redis-schema';
 import { MemoryFleetStore } from './fleet/memory-store';
 import { FailoverFleetStore } from './fleet/redis/failover-store';
 import { RedisFleetStore } from './fleet/redis/redis-store';
+import { DEFAULT_UNHEALTHY_TIMEOUTS } from './config/poller-schema';
 import { Poller, type PollerOptions } from './fleet/poller';
 import type { SaturationPolicy } from './fleet/saturation';
 import type { FleetStore } from './fleet/store';
@@ -267,7 +268,7 @@ export class FleetRuntime {
       intervalMs: Math.min(...all.map((s) => s.intervalMs)),
       timeoutMs: Math.max(...all.map((s) => s.timeoutMs)),
       jitter: Math.max(...all.map((s) => s.jitter)),
-      unhealthyTimeouts: Math.min(...all.map((s) => s.unhealthyTimeouts ?? 2)),
+      unhealthyTimeouts: Math.min(...all.map((s) => s.unhealthyTimeouts ?? DEFAULT_UNHEALTHY_TIMEOUTS)),
     });
   }
 

@@ -1,6 +1,9 @@
 import type { SchemaFields } from './kong-schema';
 import { redisField, type RedisConfig } from './redis-schema';
 
+/** Polls in a row that must time out before a replica is marked down, by default. */
+export const DEFAULT_UNHEALTHY_TIMEOUTS = 2;
+
 /** `lora-poller`'s configuration. */
 export const pollerSchema: SchemaFields = [
   {
@@ -22,7 +25,7 @@ export const pollerSchema: SchemaFields = [
   {
     unhealthy_timeouts: {
       type: 'integer',
-      default: 2,
+      default: DEFAULT_UNHEALTHY_TIMEOUTS,
       between: [1, 100],
       description:
         "Polls in a row that must time out before a replica is marked down (one slow `/metrics` does not send its adapters' traffic cold elsewhere). A refused connection or an error answer marks it down at once. Like `healthchecks.active.unhealthy.timeouts` of Kong's upstreams.",

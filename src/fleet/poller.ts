@@ -1,5 +1,6 @@
 import type { Clock } from '../clock';
 import { BackendError } from '../backends/errors';
+import { DEFAULT_UNHEALTHY_TIMEOUTS } from '../config/poller-schema';
 import type { ReplicaApi } from '../backends/replica-api';
 import type { Logger } from '../log';
 import type { ReplicaLoad } from '../metrics/replica-load';
@@ -16,7 +17,8 @@ export interface PollerOptions {
   /** In-flight leases older than this are reclaimed (their log phase never came). */
   leaseMaxAgeMs: number;
   /**
-   * Polls in a row that must time out before the replica is marked down (default 2). A refused
+   * Polls in a row that must time out before the replica is marked down (default
+   * DEFAULT_UNHEALTHY_TIMEOUTS). A refused
    * connection or an error answer marks it down at once: only slowness gets the benefit of the
    * doubt. Kong's healthchecks count timeouts against a threshold of their own, apart from TCP
    * and HTTP failures (`healthchecks.active.unhealthy.timeouts`,
@@ -209,6 +211,6 @@ export class Poller {
     }
     const n = (this.timeoutsInRow.get(url) ?? 0) + 1;
     this.timeoutsInRow.set(url, n);
-    return n < (this.options.unhealthyTimeouts ?? 2);
+    return n < (this.options.unhealthyTimeouts ?? DEFAULT_UNHEALTHY_TIMEOUTS);
   }
 }

@@ -113,7 +113,6 @@ export class RouterService {
       saturationMode: config.saturation_mode,
       saturationMarginMs: config.saturation_margin_ms,
       ttftToleranceMs: config.ttft_tolerance_ms,
-      ttftSloMs: config.ttft_slo_ms,
     };
     this.adapterPolicy = {
       maxLoadedAdapters: config.max_loaded_adapters,

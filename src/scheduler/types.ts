@@ -45,11 +45,6 @@ export interface SchedulingPolicy {
   saturationMarginMs?: number;
   /** Candidates within this of the best predicted TTFT are near-equal (the picker spreads among them). */
   ttftToleranceMs?: number;
-  /**
-   * The TTFT objective (ms): a request no replica is predicted to start within it goes to the
-   * replica predicted slowest (`slo-triage`). 0 or absent: off.
-   */
-  ttftSloMs?: number;
 }
 
 export interface SchedulingContext {

@@ -1,3 +1,4 @@
+import type { ReplicaLoad } from '../metrics/replica-load';
 import { Ewma } from './ewma';
 
 /** Output tokens assumed for the KV a request holds when the client sets no limit. */
@@ -28,28 +29,21 @@ export interface Admission {
   startMs?: number;
 }
 
-/** What the replica's last scrape said, as far as the work model reads it. */
-export interface ReplicaFigures {
-  waiting: number;
-  running: number;
-  kvUsage?: number;
-  /** vLLM `vllm:prompt_tokens_total` (llama.cpp `llamacpp:prompt_tokens_total`). */
-  promptTokensTotal?: number;
-  /** vLLM `vllm:time_to_first_token_seconds_count`: requests whose prefill ended. */
-  firstTokensTotal?: number;
-  /** vLLM `vllm:cache_config_info` num_gpu_blocks x block_size. */
-  kvCapacityTokens?: number;
-  /** vLLM `vllm:request_prompt_tokens_sum`: prompt tokens of the finished requests. */
-  finishedPromptTokens?: number;
-  /** vLLM `vllm:request_prefill_time_seconds_sum`: the same requests' time in their prefill phase. */
-  prefillSeconds?: number;
-  /** vLLM `vllm:request_generation_tokens_sum`: the same requests' generated tokens. */
-  generationTokens?: number;
-  /** vLLM `vllm:request_generation_tokens_count`: how many requests those sums are over. */
-  finishedRequests?: number;
-  /** vLLM `vllm:request_decode_time_seconds_sum`: their time from first to last token. */
-  decodeSeconds?: number;
-}
+/** What the replica's last scrape said, as far as the work model reads it (see ReplicaLoad). */
+export type ReplicaFigures = Pick<
+  ReplicaLoad,
+  | 'waiting'
+  | 'running'
+  | 'kvUsage'
+  | 'promptTokensTotal'
+  | 'firstTokensTotal'
+  | 'kvCapacityTokens'
+  | 'finishedPromptTokens'
+  | 'prefillSeconds'
+  | 'generationTokens'
+  | 'finishedRequests'
+  | 'decodeSeconds'
+>;
 
 export interface ReplicaWork {
   /** Requests this router admitted and has not seen logged. */
