@@ -9,6 +9,8 @@ import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import { promisify } from 'node:util';
+import { parseAllDocuments } from 'yaml';
+import { parsePollerConfig, parseRouterConfig } from '../../src/config/parse';
 import { waitFor } from '../helpers/wait';
 
 const ROOT = join(__dirname, '..', '..');
@@ -70,6 +72,11 @@ function links(text: string): string[] {
       if (!/^[a-z][a-z0-9+.-]*:/i.test(target)) out.push(target);
     }
   return out;
+}
+
+/** The fenced blocks of a page, with the language after the fence. */
+function blocks(text: string): { lang: string; body: string }[] {
+  return [...text.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, body: m[2]! }));
 }
 
 /** Inline code spans and fenced code of a page. */
@@ -164,6 +171,53 @@ describe('README and docs: every link, file and command', () => {
       expect({ missing, unknown }).toEqual({ missing: [], unknown: [] });
     },
   );
+
+  it("README's YAML is valid, and every lora-router / lora-poller config in it passes the plugins' schema", () => {
+    const configs: { plugin: string; config: unknown }[] = [];
+    const visit = (x: unknown): void => {
+      if (Array.isArray(x)) return x.forEach(visit);
+      if (!x || typeof x !== 'object') return;
+      const o = x as Record<string, unknown>;
+      // decK names a plugin `name:`, a KongPlugin resource `plugin:`; both hold `config:`.
+      const plugin = (o.plugin ?? o.name) as unknown;
+      if ((plugin === 'lora-router' || plugin === 'lora-poller') && 'config' in o)
+        configs.push({ plugin, config: o.config });
+      Object.values(o).forEach(visit);
+    };
+    const yamls = blocks(readme).filter((b) => b.lang === 'yaml');
+    expect(yamls.length).toBeGreaterThanOrEqual(2);
+    for (const b of yamls)
+      for (const doc of parseAllDocuments(b.body)) {
+        expect(doc.errors).toEqual([]);
+        visit(doc.toJS());
+      }
+    expect(configs.map((c) => c.plugin).sort()).toEqual([
+      'lora-poller',
+      'lora-poller',
+      'lora-router',
+      'lora-router',
+    ]);
+    for (const c of configs) {
+      const parse = c.plugin === 'lora-router' ? parseRouterConfig : parsePollerConfig;
+      expect(() => parse(c.config)).not.toThrow();
+    }
+  });
+
+  it("README's kong.conf lines are those of the files the Docker image and the tests run", () => {
+    const conf = (file: string) =>
+      new Set(
+        read(file)
+          .split('\n')
+          .map((l) => l.trim()),
+      );
+    const [v39, v38] = blocks(readme)
+      .filter((b) => b.lang === '' && /^pluginserver_names/m.test(b.body))
+      .map((b) => b.body.split('\n').filter(Boolean));
+    expect(v39!.filter((l) => !conf('docker/kong-3.9.conf').has(l))).toEqual([]);
+    expect(v38!.filter((l) => !conf('docker/kong.conf').has(l))).toEqual([]);
+    expect(v39).toContain('pluginserver_names = lora_router,lora_poller');
+    expect(v38).toContain('pluginserver_names = lora');
+  });
 
   it('the quick start shows exactly the two set-up commands', () => {
     expect(readme).toContain('npm ci && npm start');
