@@ -91,7 +91,7 @@ const e2eLong: Renderer = (r) => r.e2eLong && asParagraph(e2eLongSection(r.e2eLo
 /** The prompt-token estimate's measured error. */
 const tokenEstimate: Renderer = (r) => r.tokenEstimate && asParagraph(tokensSection(r.tokenEstimate));
 
-/** A bench/results section as one README paragraph: its heading becomes the bold lead. */
+/** A bench/results section as one paragraph of the page: its heading becomes the bold lead. */
 function asParagraph(lines: string[]): string[] {
   const [head, , first, ...rest] = lines;
   return [`**${head!.replace(/^#+ /, '')}.** ${first!}`, ...rest];

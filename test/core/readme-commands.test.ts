@@ -17,9 +17,10 @@ const ROOT = join(__dirname, '..', '..');
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
 const run = promisify(execFile);
 
-/** The pages a user reaches from README: README itself and every page in docs/. */
+/** The pages a user reaches from README: README itself, DEVELOPERS.md and every page in docs/. */
 const PAGES = [
   'README.md',
+  'DEVELOPERS.md',
   ...readdirSync(join(ROOT, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),
@@ -108,7 +109,8 @@ function paths(text: string): string[] {
 function npmCommands(text: string): { run: boolean; name: string }[] {
   const out: { run: boolean; name: string }[] = [];
   for (const c of code(text))
-    for (const m of c.matchAll(/\bnpm\s+(run\s+)?([a-z][\w:-]*)/g)) out.push({ run: !!m[1], name: m[2]! });
+    for (const m of c.matchAll(/\bnpm\s+(run\s+)?([a-z][\w-]*(?::[a-z][\w-]*)*)/g))
+      out.push({ run: !!m[1], name: m[2]! });
   return out;
 }
 
@@ -237,10 +239,13 @@ describe('README and docs: every link, file and command', () => {
     let stack: ChildProcess | undefined;
     let out = '';
     afterAll(async () => {
-      if (!stack || stack.exitCode !== null) return;
-      const gone = new Promise((r) => stack!.once('exit', r));
-      stack.kill('SIGTERM');
-      await Promise.race([gone, new Promise((r) => setTimeout(r, 10_000))]);
+      if (!stack) return;
+      // 'close': the process has exited and its output pipes are closed too.
+      const closed = new Promise((r) => stack!.once('close', r));
+      if (stack.exitCode === null && stack.signalCode === null) stack.kill('SIGTERM');
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([closed, new Promise((r) => (timer = setTimeout(r, 10_000)))]);
+      clearTimeout(timer);
     });
 
     /** The curl commands of README's quick start, continuation lines joined. */
