@@ -66,13 +66,11 @@ function anchors(text: string): Set<string> {
 
 /** Relative link targets of a page (markdown links and images outside code). */
 function links(text: string): string[] {
-  const out: string[] = [];
-  for (const l of prose(text))
-    for (const m of l.matchAll(/!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
-      const target = m[1]!;
-      if (!/^[a-z][a-z0-9+.-]*:/i.test(target)) out.push(target);
-    }
-  return out;
+  // Joined, so that a link whose text wraps onto the next line is still found.
+  const matches = prose(text)
+    .join('\n')
+    .matchAll(/!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g);
+  return [...matches].map((m) => m[1]!).filter((target) => !/^[a-z][a-z0-9+.-]*:/i.test(target));
 }
 
 /** The fenced blocks of a page, with the language after the fence. */
@@ -303,11 +301,16 @@ describe('README and docs: every link, file and command', () => {
       '[x](docs/nowhere.md)',
       '[y](#no-such-heading)',
       '`docker/no-such-file`',
-      '`npm run no-such-script`',
+      '`npm run no-such-script` and `npm run build:runtime`:',
+      'a [link that\nwraps](docs/wrapped.md), and `[code](not-a-link.md)`',
+      '```\n[in a block](not-a-link.md)\n```',
     ].join('\n\n');
-    expect(links(page)).toEqual(['docs/nowhere.md', '#no-such-heading']);
+    expect(links(page)).toEqual(['docs/nowhere.md', '#no-such-heading', 'docs/wrapped.md']);
     expect(anchors('# A `b` (c)\n## A b c\n')).toEqual(new Set(['a-b-c', 'a-b-c-1']));
     expect(paths(page)).toEqual(['docker/no-such-file']);
-    expect(npmCommands(page)).toEqual([{ run: true, name: 'no-such-script' }]);
+    expect(npmCommands(page)).toEqual([
+      { run: true, name: 'no-such-script' },
+      { run: true, name: 'build:runtime' },
+    ]);
   });
 });
