@@ -19,7 +19,7 @@ import { sweepPart } from './parts/sweep';
 import { tokensPart } from './parts/tokens';
 import { unloadPart } from './parts/unload';
 import { variantsPart } from './parts/variants';
-import { withBenchSections } from './readme';
+import { BENCH_PAGE, withBenchSections } from './readme';
 import { loadWorkload } from './workloads';
 
 const HELP = `Usage: npm run bench [-- options]
@@ -42,8 +42,8 @@ const HELP = `Usage: npm run bench [-- options]
   --load X           fleet load for the main table (default 0.7)
   --requests N       requests from the workload (default quick 3000, full all)
   --time-scale X     e2e-long: modelled time runs X times faster than the wall clock (default 1)
-  --out DIR          results directory (default bench/results; only then is README.md's
-                     benchmark section regenerated)`;
+  --out DIR          results directory (default bench/results; only then are the figures of
+                     docs/benchmarks.md regenerated)`;
 
 /** The parts in the order they run and appear in bench/results/README.md. */
 const PARTS: BenchPart[] = [
@@ -151,11 +151,11 @@ async function main(): Promise<void> {
   writeFileSync(join(out, 'results.json'), stringifyResults(json) + '\n');
   log(`\nwrote ${join(out, 'README.md')} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
   if (v.out === undefined) {
-    // README's benchmark figures come from these results only (test/core/readme.test.ts checks).
-    const readme = join(root, 'README.md');
-    writeFileSync(readme, withBenchSections(readFileSync(readme, 'utf8'), json));
-    execFileSync(process.execPath, [require.resolve('prettier/bin/prettier.cjs'), '--write', readme]);
-    log(`regenerated the benchmark section of ${readme}`);
+    // The benchmark page's figures come from these results only (test/core/readme.test.ts checks).
+    const page = join(root, BENCH_PAGE);
+    writeFileSync(page, withBenchSections(readFileSync(page, 'utf8'), json));
+    execFileSync(process.execPath, [require.resolve('prettier/bin/prettier.cjs'), '--write', page]);
+    log(`regenerated the figures of ${page}`);
   }
 }
 

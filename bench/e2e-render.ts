@@ -3,7 +3,7 @@ import { SLOS_MS } from './des/run';
 import type { E2eResult } from './e2e';
 import { fmtPct, ms, table } from './report';
 
-/** The bursty workload end to end beside its simulation (README and bench/results). */
+/** The bursty workload end to end beside its simulation (docs/benchmarks.md and bench/results). */
 export function burstyE2e(b: { des: PolicyResult[]; e2e: E2eResult[] }): string[] {
   return [
     `On the bursty workload (the same number of requests, load and fleet), simulation / end to end:`,

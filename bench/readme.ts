@@ -1,11 +1,13 @@
 /**
- * README.md's benchmark figures, generated from bench/results/results.json as the configuration
- * tables are generated from the Schema: `npm run bench` (or `npm run docs`) rewrites what lies
- * between each region's markers, and test/core/readme.test.ts keeps README in sync.
+ * The benchmark page's figures (docs/benchmarks.md), generated from bench/results/results.json as
+ * the configuration reference is generated from the Schema: `npm run bench` (or `npm run docs`)
+ * rewrites what lies between each region's markers, and test/core/readme.test.ts keeps the page
+ * in sync.
  *
  * Data-driven so that a new part of the benchmark is an addition: give it a renderer in PARTS
- * (the "Benchmarks" section, in order) or a region of its own in REGIONS. A renderer returns
- * nothing when its part did not run.
+ * (the page's summary, in order) or a region of its own in REGIONS. A renderer returns nothing
+ * when its part did not run. Renderers link from the repository's root; the page is in docs/,
+ * so `withBenchSections` moves every relative link one folder up.
  */
 import { BASELINES, e2eGoal, mean, nodesGoal, overheadGoal, qualityGoals, type BenchResults } from './goals';
 import { fmtNum, fmtPct, fmtRatio, ms, spread, table } from './report';
@@ -83,13 +85,13 @@ const e2e: Renderer = (r) => {
   ];
 };
 
-/** Issue 25: the long-context workload end to end beside the simulation. */
+/** The long-context workload end to end beside the simulation. */
 const e2eLong: Renderer = (r) => r.e2eLong && asParagraph(e2eLongSection(r.e2eLong));
 
-/** Issue 25: the prompt-token estimate's measured error. */
+/** The prompt-token estimate's measured error. */
 const tokenEstimate: Renderer = (r) => r.tokenEstimate && asParagraph(tokensSection(r.tokenEstimate));
 
-/** A bench/results section as one README paragraph: its heading becomes the bold lead. */
+/** A bench/results section as one paragraph of the page: its heading becomes the bold lead. */
 function asParagraph(lines: string[]): string[] {
   const [head, , first, ...rest] = lines;
   return [`**${head!.replace(/^#+ /, '')}.** ${first!}`, ...rest];
@@ -110,7 +112,7 @@ const more: Renderer = (r) => {
 };
 
 /**
- * Routing under bursts and long prompts (issues 15 and 25): a short summary with the charts; the
+ * Routing under bursts and long prompts: a short summary with the charts; the
  * goal tables per point are in bench/results/README.md.
  */
 const slo: Renderer = (r) => {
@@ -127,7 +129,7 @@ const slo: Renderer = (r) => {
   const baselines = BASELINES.filter((b) => present.has(b)).length;
   const chart = (w: string, l: number) => `![${w}, ${ms(l)} loads](bench/results/${chartFile(w, l)})`;
   return [
-    `**Routing under bursts and long prompts: SLO attainment.** Each workload (${workloads.join(', ')}) at adapter load times ${loadTimes.map(ms).join(', ')} and fleet loads ${[...new Set(x.points.map((p) => p.load))].map((l) => `${l * 100}%`).join(', ')} of the fleet's capacity for that workload's token mix, ${x.requests.toLocaleString('en-US')} requests per point, seeds ${seeds.join(', ')}; the share of requests with TTFT within 5 s, a refusal counting as a miss, per policy (lora-router as configured by default, ${baselines} baselines and the unlimited-slot oracle). Issue 15's goals met: ${t15.met} of ${t15.of}. Issue 25's: ${t25.map((t) => `${t.name} ${t.met} of ${t.of}`).join('; ')}; 5. one decision ≤ 100 µs and the request path ratio: ${d ? `${d.met ? 'met' : 'missed'} (${d.us.toFixed(0)} µs, ${d.ratio.toFixed(2)})` : 'not measured in this run'}. Every goal per point, with why a missed one is missed, and each variant's trade: [bench/results/README.md](bench/results/README.md#routing-under-bursts-slo-attainment).`,
+    `**Routing under bursts and long prompts: SLO attainment.** Each workload (${workloads.join(', ')}) at adapter load times ${loadTimes.map(ms).join(', ')} and fleet loads ${[...new Set(x.points.map((p) => p.load))].map((l) => `${l * 100}%`).join(', ')} of the fleet's capacity for that workload's token mix, ${x.requests.toLocaleString('en-US')} requests per point, seeds ${seeds.join(', ')}; the share of requests with TTFT within 5 s, a refusal counting as a miss, per policy (lora-router as configured by default, ${baselines} baselines and the unlimited-slot oracle). Goals per point (no refusal at or below 50% load, SLO ≥ the best baseline, TTFT p99 ≤ 0.5× it, SLO ≥ 0.9× the oracle, loads ≤ 1.2× the fewest possible) met: ${t15.met} of ${t15.of}. Headline goals: ${t25.map((t) => `${t.name} ${t.met} of ${t.of}`).join('; ')}; 5. one decision ≤ 100 µs and the request path ratio: ${d ? `${d.met ? 'met' : 'missed'} (${d.us.toFixed(0)} µs, ${d.ratio.toFixed(2)})` : 'not measured in this run'}. Every goal per point, with why a missed one is missed, and each variant's trade: [bench/results/README.md](bench/results/README.md#routing-under-bursts-slo-attainment).`,
     '',
     table(
       ['workload', ...loadTimes.map((l) => `${ms(l)} loads`)],
@@ -136,7 +138,7 @@ const slo: Renderer = (r) => {
   ];
 };
 
-/** The "Benchmarks" section, part by part; SLO attainment, what users feel, leads. */
+/** The page's summary, part by part; SLO attainment, what users feel, leads. */
 const PARTS: Renderer[] = [provenance, slo, overhead, e2eLong, tokenEstimate, quality, nodes, e2e, more];
 
 const redisCost: Renderer = (r) => {
@@ -150,7 +152,7 @@ const redisCost: Renderer = (r) => {
   ];
 };
 
-/** Each generated region of README.md: its name in the markers, and what fills it. */
+/** Each generated region of docs/benchmarks.md: its name in the markers, and what fills it. */
 export const REGIONS: Record<string, Renderer> = {
   benchmarks: (r) =>
     PARTS.flatMap((part) => {
@@ -164,14 +166,20 @@ export const begin = (name: string) =>
   `<!-- bench:${name}:begin (generated from bench/results/results.json: npm run bench, or npm run docs) -->`;
 export const end = (name: string) => `<!-- bench:${name}:end -->`;
 
-/** README with every benchmark region regenerated from `results` (not yet prettier-formatted). */
-export function withBenchSections(readme: string, results: BenchResults): string {
-  let out = readme;
+/** Where the regions live, from the repository's root. */
+export const BENCH_PAGE = 'docs/benchmarks.md';
+
+/** Relative link targets (written from the root) as seen from a page one folder down. */
+const fromDocs = (md: string) => md.replace(/\]\((?![a-z][a-z0-9+.-]*:|#)([^)]+)\)/gi, '](../$1)');
+
+/** The benchmark page with every region regenerated from `results` (not yet prettier-formatted). */
+export function withBenchSections(page: string, results: BenchResults): string {
+  let out = page;
   for (const [name, render] of Object.entries(REGIONS)) {
     const i = out.indexOf(begin(name));
     const j = out.indexOf(end(name));
-    if (i < 0 || j < i) throw new Error(`README has no ${begin(name)} ... ${end(name)} markers`);
-    const body = (render(results) ?? []).join('\n').trim();
+    if (i < 0 || j < i) throw new Error(`${BENCH_PAGE} has no ${begin(name)} ... ${end(name)} markers`);
+    const body = fromDocs((render(results) ?? []).join('\n').trim());
     out = out.slice(0, i + begin(name).length) + '\n\n' + body + '\n\n' + out.slice(j);
   }
   return out;

@@ -5,7 +5,7 @@ import type { ReplicaOptions, StaticAdapter } from './http/replica';
 
 const HELP = `Usage: npm run sim -- [options]
 
-Starts simulated vLLM and llama.cpp replicas on loopback (see README, "Replica simulator").
+Starts simulated vLLM and llama.cpp replicas on loopback (see DEVELOPERS.md, "Replica simulator").
 
   --vllm N               vLLM replicas (default 2)
   --llamacpp N           llama.cpp replicas (default 0)

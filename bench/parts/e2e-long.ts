@@ -138,7 +138,7 @@ export function e2eLongSection(r: E2eLongRun): string[] {
   return [
     '## End to end vs simulation: long-context workload',
     '',
-    `${r.requests} requests of the long-context workload at ${r.load * 100}% load (4 replicas × 4 slots, 40 adapters) through the real plugin server and HTTP to the simulator at time scale ${r.timeScale}, and in the simulation (simulation / end to end). Goal (issue 25): SLO attainment within ${E2E_LONG_POINTS * 100} points — ${g.met ? '**met**' : '**missed**'}.`,
+    `${r.requests} requests of the long-context workload at ${r.load * 100}% load (4 replicas × 4 slots, 40 adapters) through the real plugin server and HTTP to the simulator at time scale ${r.timeScale}, and in the simulation (simulation / end to end). Goal: SLO attainment within ${E2E_LONG_POINTS * 100} points — ${g.met ? '**met**' : '**missed**'}.`,
     '',
     table(
       ['policy', 'SLO 5 s', 'difference', 'refused', 'loads', 'TTFT p50', 'served p99'],

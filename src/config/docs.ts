@@ -4,7 +4,7 @@ import type { FieldDef, SchemaFields } from './kong-schema';
 import { pollerSchema } from './poller-schema';
 import { routerSchema } from './router-schema';
 
-/** Markdown table of a plugin's configuration, generated from its Schema (README keeps it in sync). */
+/** Markdown table of a plugin's configuration, generated from its Schema (docs/configuration.md). */
 export function configTable(fields: SchemaFields): string {
   const rows: string[] = ['| field | type | default | rules | description |', '|---|---|---|---|---|'];
   const walk = (fs: SchemaFields, prefix: string) => {
@@ -48,14 +48,14 @@ function rules(def: FieldDef): string {
   return r.join(', ');
 }
 
-/** The README section between its markers. */
+/** docs/configuration.md's section between its markers: one table per plugin. */
 export function configSection(): string {
   return [
-    '### `lora-router`',
+    '## `lora-router`',
     '',
     configTable(routerSchema),
     '',
-    '### `lora-poller`',
+    '## `lora-poller`',
     '',
     configTable(pollerSchema),
   ].join('\n');
@@ -64,12 +64,12 @@ export function configSection(): string {
 export const CONFIG_BEGIN = '<!-- config-table:begin (generated from the Schema: npm run docs) -->';
 export const CONFIG_END = '<!-- config-table:end -->';
 
-/** README with the generated section replaced. */
-export function withConfigSection(readme: string): string {
-  const i = readme.indexOf(CONFIG_BEGIN);
-  const j = readme.indexOf(CONFIG_END);
-  if (i < 0 || j < i) throw new Error('README has no config-table markers');
-  return readme.slice(0, i + CONFIG_BEGIN.length) + '\n' + configSection() + '\n' + readme.slice(j);
+/** The configuration page (docs/configuration.md) with its generated section replaced. */
+export function withConfigSection(page: string): string {
+  const i = page.indexOf(CONFIG_BEGIN);
+  const j = page.indexOf(CONFIG_END);
+  if (i < 0 || j < i) throw new Error('docs/configuration.md has no config-table markers');
+  return page.slice(0, i + CONFIG_BEGIN.length) + '\n' + configSection() + '\n' + page.slice(j);
 }
 
 /** The scorers' table (src/scheduler/scorers/README.md), generated from their descriptors. */

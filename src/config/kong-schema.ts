@@ -32,7 +32,7 @@ export interface FieldDef {
    * `deprecation`; init.lua `validate_field`, not on data planes): an old name kept as an alias.
    */
   deprecation?: { message: string; removal_in_version: string };
-  /** For the README's configuration table; stripped from the exported Schema (older Kong refuses it). */
+  /** For the configuration reference (docs/configuration.md); stripped from the exported Schema (older Kong refuses it). */
   description?: string;
 }
 

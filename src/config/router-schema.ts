@@ -4,7 +4,7 @@ import type { ScorerDescriptor } from '../scheduler/types';
 import type { FieldDef, SchemaFields } from './kong-schema';
 import { redisField, type RedisConfig } from './redis-schema';
 
-/** `lora-router`'s configuration: the single source for Kong's validation, the typed config and the README. */
+/** `lora-router`'s configuration: the single source for Kong's validation, the typed config and docs/configuration.md. */
 export const routerSchema: SchemaFields = [
   {
     replicas: {

@@ -153,7 +153,7 @@ it('fails over a real primary under traffic: every request answered, no lease lo
   // load only into free slots); never an error. One exception for requests decided during the
   // outage (begun before it ended, ended after it began), while the nodes decide alone: a
   // node's own view of residency is as fresh as its last poll, so an adapter another node
-  // unloaded just before may still be routed to, and the replica's 404 comes back (README).
+  // unloaded just before may still be routed to, and the replica's 404 comes back (docs/routing.md, section 7).
   const overlapsOutage = (a: (typeof answered)[number]) => a.phase !== 'after' && a.ended !== 'before';
   const stale = (a: (typeof answered)[number]) => overlapsOutage(a) && a.status === 404 && a.code === 404;
   expect(answered.filter((a) => a.status !== 200 && a.code !== 'adapter_slots_busy' && !stale(a))).toEqual(

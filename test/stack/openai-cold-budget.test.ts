@@ -11,7 +11,7 @@
  * `retryRequest`) honoured a wait only if 0 <= wait < 60 s; 6.x has no bound, so the router's
  * Retry-After of up to 60 is honoured as sent.
  *
- * The local stack runs no key-auth (README), so no Kong consumer is identified and only the
+ * The local stack runs no key-auth (docs/deployment.md), so no Kong consumer is identified and only the
  * fleet-wide `cold_loads_per_minute` applies. Its window is 60 s from the first load counted,
  * on the plugin server's real clock: whichever way the burst is timed, being served again
  * takes one wait for the window's end, so this suite takes a little over a minute.
