@@ -21,15 +21,17 @@
  */
 import type { Server as NetServer, Socket } from 'node:net';
 import { decode, Encoder } from '@msgpack/msgpack';
+import { routerSchema } from '../src/config/router-schema';
 import type { KongPdkServer } from './events';
 import { scanValue } from './frames';
 
 /**
  * The largest message accepted: a Step carrying a request body, which lora-router reads up to
- * `max_body_bytes` (at most 1 GiB: src/config/router-schema.ts), plus room for the rest of the
- * message. A length announced past it closes the connection before anything is buffered.
+ * `max_body_bytes` (the Schema's bound: 1 GiB), plus room for the rest of the message. A length
+ * announced past it closes the connection before anything is buffered.
  */
-export const MAX_MESSAGE_BYTES = 2 ** 30 + 2 ** 20;
+export const MAX_MESSAGE_BYTES =
+  (routerSchema.find((f) => 'max_body_bytes' in f)?.max_body_bytes?.between?.[1] ?? 2 ** 30) + 2 ** 20;
 
 /**
  * kong-pdk 0.6.0's RPC methods (server.js: those marked "RPC method", and the Step<Entity>

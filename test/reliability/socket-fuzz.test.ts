@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decode } from '@msgpack/msgpack';
 import fc from 'fast-check';
+import { MAX_MESSAGE_BYTES } from '../../pluginserver/socket';
 import { KongDriver, type PluginServerProcess } from '../kong/driver';
 import { exchange, request } from '../kong/raw-socket';
 import { BASE, startWorld, startPluginServer, vllm } from '../kong/world';
@@ -147,7 +148,7 @@ function caseArbitrary(recorded: Buffer[]): fc.Arbitrary<Case> {
     fc
       .tuple(
         fc.constantFrom(0xc6, 0xc9, 0xdb, 0xdd, 0xdf),
-        fc.integer({ min: 2 ** 30 + 2 ** 20 + 1, max: 2 ** 32 - 1 }),
+        fc.integer({ min: MAX_MESSAGE_BYTES + 1, max: 2 ** 32 - 1 }),
         fc.boolean(),
       )
       .map(([header, length, inRequest]) => {
