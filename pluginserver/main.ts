@@ -12,7 +12,7 @@ import { encode } from '@msgpack/msgpack';
 import { cannotListenAt, projectVersion } from './cli';
 import { installClockSkewHook } from './clock-skew';
 import { wrapServer, type KongPdkServer } from './events';
-import { serveConnections, type PdkLogger } from './socket';
+import { RateLimitedLog, serveConnections, type PdkLogger } from './socket';
 import { attributeToPlugins, containConnectionErrors, installStrayRejectionHandler } from './stray-errors';
 
 // kong-pdk's cli answers --version with kong-pdk's own version (cli.js `program.version`).
@@ -70,8 +70,10 @@ if (opts.DumpPluginInfo) {
   attributeToPlugins(server);
   const listener = new Listener(server, socketPath).serve();
   listener.on('error', (err) => cannot(err.message));
-  containConnectionErrors(listener);
-  serveConnections(listener, server, logger);
+  // One budget for a peer's resets and its refused bytes: neither may flood Kong's error log.
+  const warn = new RateLimitedLog((line) => console.error(line));
+  containConnectionErrors(listener, (line) => warn.log(line));
+  serveConnections(listener, server, logger, warn);
 }
 // As kong-pdk's own entry: stops its instance-expiry timer (the listener keeps the process up).
 server.close();
