@@ -69,9 +69,15 @@ if (opts.DumpPluginInfo) {
   wrapServer(server);
   attributeToPlugins(server);
   const listener = new Listener(server, socketPath).serve();
-  listener.on('error', (err) => cannot(err.message));
   // One budget for a peer's resets and its refused bytes: neither may flood Kong's error log.
   const warn = new RateLimitedLog((line) => console.error(line));
+  // Before it listens, an error is the socket's; after, a failed accept (EMFILE) that kong-pdk
+  // left unhandled, ending the process.
+  let listening = false;
+  listener.once('listening', () => (listening = true));
+  listener.on('error', (err) =>
+    listening ? warn.log(`[kong-lora-pluginserver] warn: socket: ${err.message}`) : cannot(err.message),
+  );
   containConnectionErrors(listener, (line) => warn.log(line));
   serveConnections(listener, server, logger, warn);
 }

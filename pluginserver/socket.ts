@@ -97,7 +97,9 @@ export class RateLimitedLog {
     clearTimeout(this.flush);
     this.flush = undefined;
     if (this.held > 0)
-      this.write(`${LOG_PREFIX} ${this.held} more like it in ${this.windowMs / 1000} s not logged`);
+      this.write(
+        `${LOG_PREFIX} ${this.held} more warnings of the socket in ${this.windowMs / 1000} s not logged`,
+      );
     this.held = 0;
   }
 }
@@ -127,9 +129,10 @@ function isRequest(msg: unknown): msg is Request {
   );
 }
 
+/** The error text of a reply, as kong-pdk's listener.js `errToString` makes it. */
 function errorText(err: unknown): string {
   if (typeof err === 'string') return err;
-  if (err instanceof Error) return err.message;
+  if (typeof err === 'object' && err !== null && 'message' in err) return String(err.message);
   return String(err);
 }
 
@@ -194,6 +197,7 @@ class Connection {
       this.reply(msgid, `method ${cmd} not implemented`);
       return undefined;
     }
+    // kong-pdk also wrote the args as JSON here, at every level: a request body each time.
     this.logger.debug(`rpc: #${msgid} method: ${method}`);
     let call: Promise<unknown>;
     try {
@@ -204,7 +208,7 @@ class Connection {
     call.then(
       (result) => this.reply(msgid, undefined, result),
       (err: unknown) => {
-        this.logger.error(`rpc: # ${msgid} ${errorText(err)}`);
+        this.logger.error(`rpc: # ${msgid} ${String(err)}`);
         this.reply(msgid, errorText(err));
       },
     );
