@@ -3,7 +3,8 @@
  * bytes, mutations of the messages Kong sent for a real request, truncated, joined, split and
  * oversized ones. After each batch the same process answers the driver's next real request through
  * lora-router to a simulated replica. Seeded: a failure prints the seed and path fast-check needs to
- * replay it (`SOCKET_FUZZ_SEED=<seed>`).
+ * replay it (`SOCKET_FUZZ_SEED=<seed>`); the same choices then apply to a corpus whose instance ids
+ * (from the clock) and replica port differ. `SOCKET_FUZZ_REPORT=1` prints messages per second.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -11,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decode } from '@msgpack/msgpack';
 import fc from 'fast-check';
+import { scanValue } from '../../pluginserver/frames';
 import { MAX_MESSAGE_BYTES } from '../../pluginserver/socket';
 import { KongDriver, type PluginServerProcess } from '../kong/driver';
 import { exchange, request } from '../kong/raw-socket';
@@ -32,16 +34,24 @@ interface Case {
   answered?: number;
 }
 
-/** Records what the driver writes (each write one message: rpc.ts) on its way to the server. */
+/** Records the messages the driver sends, on their way to the server. */
 async function recordingProxy(target: string, dir: string) {
   const path = join(dir, 'recorder.sock');
   const recorded: Buffer[] = [];
   let recording = true;
   const proxy = net.createServer((client) => {
     const upstream = net.connect(target);
+    let pending = Buffer.alloc(0);
     client.on('data', (chunk: Buffer) => {
-      if (recording) recorded.push(Buffer.from(chunk));
       upstream.write(chunk);
+      if (!recording) return;
+      // Cut into messages: the socket may have joined or split the driver's writes.
+      pending = Buffer.concat([pending, chunk]);
+      for (let scan = scanValue(pending, 0, MAX_MESSAGE_BYTES); scan.kind === 'whole'; ) {
+        recorded.push(pending.subarray(0, scan.end));
+        pending = pending.subarray(scan.end);
+        scan = scanValue(pending, 0, MAX_MESSAGE_BYTES);
+      }
     });
     upstream.on('data', (chunk: Buffer) => client.write(chunk));
     const end = () => (client.destroy(), upstream.destroy());
