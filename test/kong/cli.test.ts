@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { KongDriver } from './driver';
 import { PluginServerProcess, ROOT } from './process';
 import { PLUGINS_DIR } from './world';
 
@@ -39,7 +40,6 @@ it('writes no colour or cursor codes when its output is not a terminal', async (
   const server = await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR });
   try {
     // An error line too: an unknown instance, logged by the dispatch.
-    const { KongDriver } = await import('./driver');
     const driver = new KongDriver(server.socketPath);
     await expect(driver.closeInstance(1)).rejects.toThrow('no plugin instance');
     driver.close();
