@@ -1,10 +1,12 @@
 /**
  * The real plugin server's socket fuzzed (pluginserver/socket.ts): over 10,000 messages of random
  * bytes, mutations of the messages Kong sent for a real request, truncated, joined, split and
- * oversized ones. After each batch the same process answers the driver's next real request through
- * lora-router to a simulated replica. Seeded: a failure prints the seed and path fast-check needs to
- * replay it (`SOCKET_FUZZ_SEED=<seed>`); the same choices then apply to a corpus whose instance ids
- * (from the clock) and replica port differ. `SOCKET_FUZZ_REPORT=1` prints messages per second.
+ * oversized ones. After each connection's bytes the server answers Kong's next call (a HandleEvent
+ * for an instance it does not hold), and after each batch of 60 connections the same process
+ * routes the driver's next real request through lora-router to a simulated replica.
+ * Seeded: a failure prints the seed and path fast-check needs to replay it
+ * (`SOCKET_FUZZ_SEED=<seed>`); the same choices then apply to a corpus whose instance ids (from the
+ * clock) and replica port differ. `SOCKET_FUZZ_REPORT=1` prints messages per second.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -218,14 +220,25 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-it('survives 10,000 fuzzed messages on its socket, answering a real request after each batch', async () => {
+it('survives 10,000 fuzzed messages on its socket, answering Kong after each connection and routing after each batch', async () => {
   const pid = server.child.pid;
   // The corpus: Kong's real sequence (GetPluginInfo, StartInstance, HandleEvent, the Steps).
   const methods = new Set(proxy.recorded.map((b) => (decode(b) as unknown[])[2]));
   expect([...methods]).toEqual(
     expect.arrayContaining(['plugin.StartInstance', 'plugin.HandleEvent', 'plugin.Step']),
   );
+  /**
+   * After each connection: Kong's next call on a connection of its own is answered. The cheapest
+   * one Kong makes: a HandleEvent for an instance the server does not hold (a worker's id from
+   * before a restart), answered "no plugin instance" (mp_rpc.lua `Rpc:handle_event` then starts one).
+   * Starting an instance each time would cost the run minutes; the batch's routed request does it.
+   */
+  const kongCallAnswered = () =>
+    expect(driver.call('plugin.HandleEvent', { InstanceId: 1, EventName: 'access' })).rejects.toThrow(
+      'no plugin instance #1',
+    );
   let messages = 0;
+  let kongCalls = 0;
   const kinds = new Map<string, number>();
   const started = Date.now();
   await fc.assert(
@@ -245,6 +258,8 @@ it('survives 10,000 fuzzed messages on its socket, answering a real request afte
               });
               if (c.answered !== undefined && r.replies.length < c.answered)
                 unanswered.push(`${c.kind}: ${r.replies.length} of ${c.answered} answered`);
+              await kongCallAnswered();
+              kongCalls++;
               messages += c.messages;
               kinds.set(c.kind, (kinds.get(c.kind) ?? 0) + c.messages);
             }
@@ -264,6 +279,7 @@ it('survives 10,000 fuzzed messages on its socket, answering a real request afte
     { seed: SEED, numRuns: BATCHES, endOnFailure: true },
   );
   expect(messages).toBeGreaterThanOrEqual(MIN_MESSAGES);
+  expect(kongCalls).toBe(BATCHES * CASES_PER_BATCH);
   if (process.env.SOCKET_FUZZ_REPORT)
     console.info(
       `${messages} messages in ${(Date.now() - started) / 1000} s: ${Math.round((messages * 1000) / (Date.now() - started))}/s`,
