@@ -90,3 +90,14 @@ it('installs the runtime dependencies only', () => {
     expect(modules).not.toContain(dev);
   }
 });
+
+it("answers --version with the package's version, read from the installed package.json", () => {
+  const { version } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  const out = execFileSync(bin, ['--version'], {
+    timeout: 20_000,
+    env: { ...process.env, PATH: `${join(process.execPath, '..')}:/usr/bin:/bin` },
+  });
+  expect(out.toString().trim()).toBe(version);
+});
