@@ -82,6 +82,7 @@ export interface ResolvedOptions {
   staticAdapters: StaticAdapter[];
   adapterPaths: Record<string, number>;
   adapterDirs: string[];
+  adapterDirHolds: RegExp | undefined;
   adapterBaseModels: Record<string, string>;
   resolverDir: string;
   defaultRank: number;

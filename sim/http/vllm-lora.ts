@@ -55,6 +55,9 @@ export class VllmLoraApi {
         );
       }
       const rank = adapterRank(r, path);
+      // LoRAAdapterNotFoundError's text (vllm/exceptions.py, as published for v0.29.0), which
+      // load_lora_adapter answers 404 NotFoundError as any "No adapter found" (serving_models.py,
+      // vllm 075e9ba825; the same in v0.10.0).
       if (rank === undefined)
         return logged(
           engineFailure(r, 404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${path}`),
@@ -188,7 +191,8 @@ export function adapterRank(r: ReplicaContext, path: string): number | undefined
   for (const dir of o.adapterDirs) {
     const d = dir.endsWith('/') ? dir : dir + '/';
     const rest = path.startsWith(d) ? path.slice(d.length) : '';
-    if (/^[A-Za-z0-9._-]+$/.test(rest) && rest !== '.' && rest !== '..') return o.defaultRank;
+    const named = /^[A-Za-z0-9._-]+$/.test(rest) && rest !== '.' && rest !== '..';
+    if (named && (o.adapterDirHolds === undefined || o.adapterDirHolds.test(rest))) return o.defaultRank;
   }
   return undefined;
 }
