@@ -13,7 +13,7 @@ import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../sc
 import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
 import { modelList } from './model-list';
 import { Placement } from './placement';
-import { allowedMethods, classifyPath, parseBody, promptText, type PathClass } from './request';
+import { allowedMethods, classifyPath, modelIdOf, parseBody, promptText, type PathClass } from './request';
 import { RoomWait } from './room-wait';
 import { loadCost } from '../scheduler/victims';
 import { estimateTokens, type TokenEstimate } from '../work/estimate';
@@ -259,13 +259,7 @@ export class RouterService {
   private async decide(req: RouteRequest, wait: RoomWait): Promise<RouteOutcome> {
     const cls = await this.checkPath(req);
     await this.ready;
-    if (cls === 'models')
-      return {
-        kind: 'respond',
-        status: 200,
-        body: modelList(this.config.base_model, this.catalog, await this.rt.store.dump(), this.urls),
-        headers: { 'Content-Type': 'application/json' },
-      };
+    if (cls === 'models' || cls === 'model') return this.answerModels(req.path, cls);
     const parsed = parseBody(req.body, cls, this.config.max_body_bytes);
     const tokens = cls === 'inference' ? estimateTokens(parsed.json) : undefined;
     const resolved: Resolved = this.catalog.resolve(parsed.model);
@@ -281,6 +275,13 @@ export class RouterService {
     if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
       throw errors.modelNotFound(resolved.adapter.name);
     }
+    // No load will ever bring it: a retry cannot succeed, unlike no_replica's.
+    if (
+      resolved.kind === 'on-demand' &&
+      !this.loads &&
+      !views.some((v) => v.adapter && v.adapter.state !== 'unloading')
+    )
+      throw errors.adapterLoadingDisabled(resolved.adapter.name);
     if (tokens) this.checkContext(tokens);
     if (tokens && this.config.saturation_mode === 'predicted') this.predictFor(ctx, tokens, resolved);
     // Only the prefix scorer reads the prompt.
@@ -300,6 +301,29 @@ export class RouterService {
       (decision, queueMs) =>
         this.admit(decision, resolved, parsed.json, ctx.victimCost, queueMs, spend, tokens),
     );
+  }
+
+  /** `max_loaded_adapters` > 0: the router loads on-demand adapters (0: never loads nor unloads). */
+  private get loads(): boolean {
+    return this.config.max_loaded_adapters > 0;
+  }
+
+  /** `/v1/models` and `/v1/models/{id}` (the SDK's `models.retrieve`): the fleet's list, or one card of it. */
+  private async answerModels(path: string, cls: 'models' | 'model'): Promise<RouteOutcome> {
+    const list = modelList(
+      this.config.base_model,
+      this.catalog,
+      await this.rt.store.dump(),
+      this.urls,
+      this.loads,
+    );
+    let body: unknown = list;
+    if (cls === 'model') {
+      const id = modelIdOf(path);
+      body = list.data.find((m) => m.id === id);
+      if (body === undefined) throw errors.modelNotFound(id);
+    }
+    return { kind: 'respond', status: 200, body, headers: { 'Content-Type': 'application/json' } };
   }
 
   /**
@@ -367,7 +391,7 @@ export class RouterService {
     }
     const allow = allowedMethods(cls);
     const bodyless = req.body === undefined || req.body === null || req.body.length === 0;
-    if (allow && req.method && (cls === 'models' || bodyless)) {
+    if (allow && req.method && (cls === 'models' || cls === 'model' || bodyless)) {
       const method = (await req.method()).toUpperCase();
       if (!allow.includes(method)) throw errors.methodNotAllowed(method, allow);
     }
