@@ -151,7 +151,10 @@ export class RouterService {
     for (const url of this.urls)
       rt.registerReplica(url, {
         limit: this.adapterPolicy,
-        saturation: this.policy.saturation,
+        saturation: {
+          ...this.policy.saturation,
+          predictedMarginMs: config.saturation_mode === 'predicted' ? config.saturation_margin_ms : undefined,
+        },
         leaseMaxAgeMs: config.lease_max_age_ms,
       });
     claimReplicas(rt, this.urls);
