@@ -62,13 +62,16 @@ export class VllmLoraApi {
         return logged(
           engineFailure(r, 404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${path}`),
         );
-      // WorkerLoRAManager._load_lora's text (vllm/lora/worker_manager.py, vllm 9495bf0d33).
+      // WorkerLoRAManager._load_lora's text (vllm/lora/worker_manager.py, vllm 9495bf0d33). Since
+      // vLLM #36201 (read at main 00153c8b79, vllm/entrypoints/openai/models/serving.py
+      // `load_lora_adapter`) any engine failure but "not found" answers 500 InternalServerError.
       if (rank > r.o.maxLoraRank) {
+        const main = r.o.loadErrors === 'main';
         return logged(
           engineFailure(
             r,
-            400,
-            'BadRequestError',
+            main ? 500 : 400,
+            main ? 'InternalServerError' : 'BadRequestError',
             `LoRA rank ${rank} is greater than max_lora_rank ${r.o.maxLoraRank}.`,
           ),
         );
