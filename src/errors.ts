@@ -40,7 +40,7 @@ export const CATALOGUE = {
     status: 400,
     type: 'invalid_request_error',
     retryAfter: false,
-    when: "The prompt (estimated from the body) plus `max_tokens` exceeds the reported context length (vLLM `max_model_len`) of every replica that could serve its model, each of which reports one: refused up front, never retried elsewhere.",
+    when: 'The prompt (estimated from the body) plus `max_tokens` exceeds the reported context length (vLLM `max_model_len`) of every replica that could serve its model, each of which reports one: refused up front, never retried elsewhere.',
   },
   adapter_rejected: {
     status: 400,
