@@ -7,10 +7,14 @@ import { exportSchema } from '../src/config/kong-schema';
 import { parseRouterConfig } from '../src/config/parse';
 import { routerSchema } from '../src/config/router-schema';
 import { errors, type RouterError } from '../src/errors';
-import { operatorLog, stderrLogger, warnDeprecated, writeNotices } from '../src/log';
+import { routerConfigWarnings } from '../src/config/warnings';
+import { onceEach, operatorLog, stderrLogger, warnDeprecated, writeNotices } from '../src/log';
 import { RouterService, type DecisionRecord } from '../src/router/router';
 import { runtimeOfLease, sharedRuntime } from '../src/runtime';
 import { packageVersion } from '../src/version';
+
+/** Once per process and message: Kong starts an instance of one config on every worker. */
+const warnConfig = onceEach((msg) => operatorLog.warn(msg));
 
 /** Key in `kong.ctx.shared` for the decision: the log phase reads it, other plugins may. */
 const CTX_KEY = 'lora_router';
@@ -22,6 +26,7 @@ class LoraRouterPlugin {
   constructor(config: unknown) {
     try {
       const c = parseRouterConfig(config, warnDeprecated);
+      for (const w of routerConfigWarnings(c)) warnConfig(w);
       this.service = new RouterService(c, sharedRuntime(c.redis));
     } catch (err) {
       // Kong validated the schema; what is left (a bad regex...) is answered on each request.

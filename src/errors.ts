@@ -40,7 +40,7 @@ export const CATALOGUE = {
     status: 400,
     type: 'invalid_request_error',
     retryAfter: false,
-    when: "The prompt (estimated from the body) plus `max_tokens` exceeds every replica's reported context length (vLLM `max_model_len`): refused up front, never retried elsewhere.",
+    when: 'The prompt (estimated from the body) plus `max_tokens` exceeds the reported context length (vLLM `max_model_len`) of every replica that could serve its model, each of which reports one: refused up front, never retried elsewhere.',
   },
   adapter_rejected: {
     status: 400,
@@ -58,7 +58,13 @@ export const CATALOGUE = {
     status: 404,
     type: 'invalid_request_error',
     retryAfter: false,
-    when: 'No replica has the adapter and none can load it (no path configured, or the path holds none).',
+    when: 'No replica has the adapter and none can load it (no path configured, or the path holds none); `GET /v1/models/{id}` for an id `/v1/models` does not list.',
+  },
+  adapter_loading_disabled: {
+    status: 404,
+    type: 'invalid_request_error',
+    retryAfter: false,
+    when: 'An on-demand adapter no replica holds, while `max_loaded_adapters` is 0 (the router loads no adapter): no retry can succeed until a replica holds it or the limit is raised; `/v1/models` does not offer it.',
   },
   not_found: {
     status: 404,
@@ -200,6 +206,12 @@ export const errors = {
         : `This model's maximum context length is ${maxModelLen} tokens. However, you requested about ${promptTokens + maxTokens} tokens (${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
     ),
   modelNotFound: (model: string) => catalogued('model_not_found', `The model \`${model}\` does not exist.`),
+  /** Not a retry's matter: nothing will load it (a 404, which clients such as the openai SDK do not retry). */
+  adapterLoadingDisabled: (model: string) =>
+    catalogued(
+      'adapter_loading_disabled',
+      `The model \`${model}\` is not loaded on any replica, and this gateway loads no adapters (lora-router's max_loaded_adapters is 0): ask its operator to raise it, or use a model /v1/models lists.`,
+    ),
   /** `lora-poller`: nothing it serves at this path. */
   notFound: (path: string) => catalogued('not_found', `Nothing is served at ${path}.`),
   forbidden: (message: string) => catalogued('forbidden', message),

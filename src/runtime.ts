@@ -11,14 +11,15 @@ import { FailoverFleetStore } from './fleet/redis/failover-store';
 import { RedisFleetStore } from './fleet/redis/redis-store';
 import { DEFAULT_UNHEALTHY_TIMEOUTS } from './config/poller-schema';
 import { Poller, type PollerOptions } from './fleet/poller';
-import type { SaturationPolicy } from './fleet/saturation';
+import { replicaSaturations, type SaturationPolicy } from './fleet/saturation';
 import type { FleetStore } from './fleet/store';
-import type { Lease, Released } from './fleet/types';
+import type { Lease, Released, ReplicaView } from './fleet/types';
 import { operatorLog, stderrLogger, type Logger } from './log';
 import { RouterMetrics } from './metrics/router-metrics';
 import { seededRandom, type Random } from './random';
 import { Signal } from './signal';
 import { LoadTimes } from './work/load-times';
+import { predictTtft } from './work/predict';
 import { WorkModel } from './work/work-model';
 
 /** What the router configuration routing to a replica asks of it. */
@@ -142,7 +143,7 @@ export class FleetRuntime {
       : (o.store ?? new MemoryFleetStore());
     this.api = o.api ?? new HttpReplicaApi();
     this.random = seededRandom(o.seed ?? Date.now() ^ process.pid);
-    this.metrics = new RouterMetrics(this.store, this.clock, (url) => this.saturationOf(url));
+    this.metrics = new RouterMetrics(this.store, (rs) => this.saturations(rs), this.clock);
     this.manager = new AdapterManager(this.store, this.api, this.clock, this.log);
     // Another node released a lease or finished a load or unload: waiters for room look again.
     this.store.onRemoteChange = () => this.manager.roomChanged.notify();
@@ -253,6 +254,24 @@ export class FleetRuntime {
   /** How saturation is judged on `url` for metrics and status: its configuration's policy. */
   saturationOf(url: string): SaturationPolicy {
     return this.replicas.get(url)?.saturation ?? DEFAULT_SATURATION;
+  }
+
+  /**
+   * The saturation metrics and status show, each replica's as its configuration judges it;
+   * predicted: the wait of a request arriving now for the base model (the prefill queued
+   * ahead, KV room or a running slot), from the work model.
+   */
+  saturations(replicas: readonly Pick<ReplicaView, 'url' | 'waiting' | 'kvUsage' | 'health'>[]): number[] {
+    const now = this.clock.now();
+    const arriving = { promptTokens: 0, maxTokens: 1, maxLoadedAdapters: 0, queueTimeoutMs: 0 };
+    const waitMs = (url: string) =>
+      predictTtft({ url, residentCount: 0, holder: false }, arriving, now, this.work, this.loadTimes).totalMs;
+    return replicaSaturations(
+      replicas,
+      (url) => this.saturationOf(url),
+      waitMs,
+      this.loadTimes.load(undefined),
+    );
   }
 
   /**

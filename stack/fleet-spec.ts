@@ -11,6 +11,13 @@ interface RouterAdapter {
 }
 
 /**
+ * Adapters the simulated vLLM replicas' adapter folder holds besides the listed ones: the
+ * start banner's example and the demo traffic's tenants (`cust-01`...). Any other name a
+ * template allows is not there, and its load is vLLM's 404, as on a real replica.
+ */
+export const SIMULATED_FOLDER_HOLDS = /^(my-adapter|cust-\d+)$/;
+
+/**
  * A simulated fleet shaped like a lora-router config: one simulated replica per configured
  * one, same backend. vLLM replicas load at run time from the template's root; llama.cpp
  * replicas start with the configured static adapters whose paths are .gguf files.
@@ -33,6 +40,7 @@ export function fleetFor(config: Record<string, unknown>, timeScale: number): Re
           backend: 'vllm',
           baseModel,
           adapterDirs: [root],
+          adapterDirHolds: SIMULATED_FOLDER_HOLDS,
           adapterPaths: listedPaths,
           timeScale,
           // Host memory holds what the router may load, plus room for churn.

@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { SimFleet } from '../sim/fleet';
 import { KongDriver, PluginServerProcess } from '../test/kong/driver';
+import { parseRouterConfig } from '../src/config/parse';
+import { routerConfigWarnings } from '../src/config/warnings';
 import { fleetFor } from './fleet-spec';
 import { keyAuthOf } from './key-auth';
 import { LocalGateway } from './gateway';
@@ -93,6 +95,8 @@ export class LocalStack {
           `${p.name}: kong.yml shares fleet state in Redis (${host}) for several Kong nodes; this one-node stack keeps it in process`,
         );
       }
+      // The plugin server says it when an instance starts (the first request): said at start here.
+      for (const w of configWarningsOf(config)) o.log(w);
       const serverLine = plainLines((line) => o.log(`[plugin-server] ${line}`));
       const pluginServer = await PluginServerProcess.start({
         pluginsDir: o.pluginsDir ?? join(__dirname, '..', 'plugins'),
@@ -185,4 +189,13 @@ async function baseModelOf(url: string): Promise<string> {
   const base = list?.data?.find((m) => !m.parent)?.id;
   if (!base) throw new Error(`${url}/v1/models names no base model; pass --base-model`);
   return base;
+}
+
+/** What the plugin will warn about this lora-router config; one Kong refuses is reported where it is refused. */
+function configWarningsOf(config: Record<string, unknown>): string[] {
+  try {
+    return routerConfigWarnings(parseRouterConfig(structuredClone(config)));
+  } catch {
+    return [];
+  }
 }

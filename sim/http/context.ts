@@ -15,7 +15,9 @@ export type UnloadMode = 'registry' | 'frees';
 /**
  * vLLM's load error texts. `released`: an engine-side failure comes back as
  * "Call to add_lora method failed: ..." (the utility-call wrapper of vllm/v1/engine/core_client.py).
- * `main`: "already loaded" adds the `load_inplace` hint.
+ * `main`: "already loaded" adds the `load_inplace` hint, and a load the adapter itself fails
+ * (rank above `--max-lora-rank`) answers 500 InternalServerError, not 400 (vLLM #36201, read at
+ * main 00153c8b79: `load_lora_adapter` in vllm/entrypoints/openai/models/serving.py).
  */
 export type LoadErrors = 'released' | 'main';
 
@@ -82,6 +84,7 @@ export interface ResolvedOptions {
   staticAdapters: StaticAdapter[];
   adapterPaths: Record<string, number>;
   adapterDirs: string[];
+  adapterDirHolds: RegExp | undefined;
   adapterBaseModels: Record<string, string>;
   resolverDir: string;
   defaultRank: number;

@@ -49,6 +49,12 @@ export interface ReplicaOptions {
   adapterPaths?: Record<string, number>;
   /** Directories under which any `<dir>/<name>` is an adapter of `defaultRank`. */
   adapterDirs?: string[];
+  /**
+   * The names the folders in `adapterDirs` hold, as a real adapter folder holds some and not
+   * others: a load of any other `<dir>/<name>` is vLLM's 404 "No adapter found". Unset: every
+   * well-formed name is there.
+   */
+  adapterDirHolds?: RegExp;
   /** Base model named by an adapter's adapter_config.json (default: the served model). */
   adapterBaseModels?: Record<string, string>;
   /**
@@ -141,6 +147,7 @@ export class SimReplica implements ReplicaContext {
       staticAdapters: options.staticAdapters ?? [],
       adapterPaths: options.adapterPaths ?? {},
       adapterDirs: options.adapterDirs ?? [],
+      adapterDirHolds: options.adapterDirHolds,
       adapterBaseModels: options.adapterBaseModels ?? {},
       resolverDir: options.resolverDir ?? '',
       defaultRank: options.defaultRank ?? 16,

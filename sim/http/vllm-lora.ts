@@ -55,17 +55,23 @@ export class VllmLoraApi {
         );
       }
       const rank = adapterRank(r, path);
+      // LoRAAdapterNotFoundError's text (vllm/exceptions.py, as published for v0.29.0), which
+      // load_lora_adapter answers 404 NotFoundError as any "No adapter found" (serving_models.py,
+      // vllm 075e9ba825; the same in v0.10.0).
       if (rank === undefined)
         return logged(
           engineFailure(r, 404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${path}`),
         );
-      // WorkerLoRAManager._load_lora's text (vllm/lora/worker_manager.py, vllm 9495bf0d33).
+      // WorkerLoRAManager._load_lora's text (vllm/lora/worker_manager.py, vllm 9495bf0d33). Since
+      // vLLM #36201 (read at main 00153c8b79, vllm/entrypoints/openai/models/serving.py
+      // `load_lora_adapter`) any engine failure but "not found" answers 500 InternalServerError.
       if (rank > r.o.maxLoraRank) {
+        const main = r.o.loadErrors === 'main';
         return logged(
           engineFailure(
             r,
-            400,
-            'BadRequestError',
+            main ? 500 : 400,
+            main ? 'InternalServerError' : 'BadRequestError',
             `LoRA rank ${rank} is greater than max_lora_rank ${r.o.maxLoraRank}.`,
           ),
         );
@@ -188,7 +194,8 @@ export function adapterRank(r: ReplicaContext, path: string): number | undefined
   for (const dir of o.adapterDirs) {
     const d = dir.endsWith('/') ? dir : dir + '/';
     const rest = path.startsWith(d) ? path.slice(d.length) : '';
-    if (/^[A-Za-z0-9._-]+$/.test(rest) && rest !== '.' && rest !== '..') return o.defaultRank;
+    const named = /^[A-Za-z0-9._-]+$/.test(rest) && rest !== '.' && rest !== '..';
+    if (named && (o.adapterDirHolds === undefined || o.adapterDirHolds.test(rest))) return o.defaultRank;
   }
   return undefined;
 }

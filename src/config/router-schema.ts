@@ -45,7 +45,8 @@ export const routerSchema: SchemaFields = [
   {
     base_model: {
       type: 'string',
-      description: 'The base model id. Requests naming it (or no model) skip adapter affinity.',
+      description:
+        "The model id the replicas serve as their base (vLLM's `--served-model-name`, else `--model`). A request naming it, or naming no `model`, is a base-model request: any replica may serve it (llama.cpp ones with every adapter's scale at 0), no adapter is loaded and adapter affinity does not apply. `/v1/models` lists it first and as each adapter's `parent`; no adapter may take its name. Unset: only a request with no `model` is one; a request naming the base model is taken for an adapter name (400 `invalid_model` when it contains `/`, else served or loaded as an adapter).",
     },
   },
   {

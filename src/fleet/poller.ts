@@ -48,8 +48,6 @@ export class Poller {
   readonly lastLoad = new Map<string, ReplicaLoad>();
   /** Each replica's context length as it last reported it (vLLM /v1/models), for refusing longer requests. */
   readonly maxModelLen = new Map<string, number>();
-  /** Grows when a reported context length changes: readers recompute what they derive from it. */
-  maxModelLenVersion = 0;
   /** Whether some router configuration could have loaded this registry entry (see ReplicaSnapshot). */
   isManaged: ((name: string, path: string) => boolean) | null = null;
   /** Grows when the set of router configurations behind `isManaged` changes. */
@@ -166,11 +164,8 @@ export class Poller {
       const s = await this.api.scrape(spec, this.options.timeoutMs);
       this.timeoutsInRow.delete(spec.url);
       this.lastLoad.set(spec.url, s.load);
-      if (this.maxModelLen.get(spec.url) !== s.maxModelLen) {
-        if (s.maxModelLen !== undefined) this.maxModelLen.set(spec.url, s.maxModelLen);
-        else this.maxModelLen.delete(spec.url);
-        this.maxModelLenVersion++;
-      }
+      if (s.maxModelLen !== undefined) this.maxModelLen.set(spec.url, s.maxModelLen);
+      else this.maxModelLen.delete(spec.url);
       await this.store.applySnapshot(spec.url, {
         at: this.clock.now(),
         startedAt: started,

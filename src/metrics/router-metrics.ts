@@ -1,7 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { FleetStore } from '../fleet/store';
 import type { ReplicaView } from '../fleet/types';
-import { saturation, type SaturationPolicy } from '../fleet/saturation';
 import type { Clock } from '../clock';
 import { RecentHistory } from '../status/history';
 
@@ -24,8 +23,8 @@ export class RouterMetrics {
   readonly pollErrors: Counter<'replica'>;
   readonly leasesExpired: Counter;
 
-  /** `policyOf`: how saturation is judged on each replica (its configuration's policy). */
-  constructor(store: FleetStore, clock: Clock, policyOf: (url: string) => SaturationPolicy) {
+  /** `saturations`: each replica's saturation as its configuration judges it (count or predicted). */
+  constructor(store: FleetStore, saturations: (replicas: readonly ReplicaView[]) => number[], clock: Clock) {
     const registers = [this.registry];
     this.decisions = new Counter({
       name: 'lora_router_decisions_total',
@@ -84,8 +83,14 @@ export class RouterMetrics {
       help: 'In-flight leases reclaimed after lease_max_age_ms: their log phase never came.',
       registers,
     });
+    // One computation per scrape: the predicted figure compares each replica with the others.
+    let figures: number[] = [];
     // Per-replica figures only: views, not a dump of every resident adapter.
-    const perReplica = (name: string, help: string, value: (r: ReplicaView) => number) =>
+    const perReplica = (
+      name: string,
+      help: string,
+      value: (r: ReplicaView, i: number, all: readonly ReplicaView[]) => number,
+    ) =>
       new Gauge({
         name,
         help,
@@ -93,16 +98,15 @@ export class RouterMetrics {
         registers,
         async collect() {
           this.reset();
-          for (const r of await store.views((await store.replicaSpecs()).map((x) => x.url))) {
-            this.set({ replica: r.url }, value(r));
-          }
+          const views = await store.views((await store.replicaSpecs()).map((x) => x.url));
+          views.forEach((r, i) => this.set({ replica: r.url }, value(r, i, views)));
         },
       });
     perReplica('lora_router_in_flight', 'Requests routed and not yet logged, by replica.', (r) => r.inFlight);
     perReplica(
       'lora_router_replica_saturation',
-      'max(waiting / target_waiting_per_replica, kv_usage / kv_ceiling) per replica; >= 1 is saturated.',
-      (r) => saturation(r, policyOf(r.url)),
+      "Per replica, as its saturation_mode judges it; >= 1 is saturated. count: max(waiting / target_waiting_per_replica, kv_usage / kv_ceiling). predicted: its predicted wait over the fastest other replica's with a load and saturation_margin_ms.",
+      (_r, i, all) => (i === 0 ? (figures = saturations(all)) : figures)[i]!,
     );
     perReplica(
       'lora_router_snapshot_age_seconds',

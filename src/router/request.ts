@@ -1,6 +1,6 @@
 import { errors } from '../errors';
 
-export type PathClass = 'admin' | 'models' | 'inference' | 'other';
+export type PathClass = 'admin' | 'models' | 'model' | 'inference' | 'other';
 
 /** Replica routes no client may reach through the gateway: adapter management and the simulator's control API. */
 const ADMIN_SEGMENTS = [
@@ -16,23 +16,34 @@ const ADMIN_SEGMENTS = [
  * so a route prefix (`/llm/v1/load_lora_adapter`), a double slash or `%2F` does not slip by.
  */
 export function classifyPath(rawPath: string): PathClass {
+  const path = normalisePath(rawPath).toLowerCase();
+  const withSlash = path.endsWith('/') ? path : path + '/';
+  for (const seg of ADMIN_SEGMENTS) {
+    if (withSlash.includes(seg.endsWith('/') ? seg : seg + '/')) return 'admin';
+  }
+  if (/\/v1\/models\/?$/.test(path)) return 'models';
+  if (MODEL_PATH.test(path)) return 'model';
+  if (INFERENCE_PATH.test(path)) return 'inference';
+  return 'other';
+}
+
+/** `GET /v1/models/{id}`: the id may hold slashes (`org/model`), as clients send it encoded or not. */
+const MODEL_PATH = /\/v1\/models\/(.+?)\/?$/;
+
+/** The path decoded, with repeated slashes and `/.` segments gone (case kept). */
+function normalisePath(rawPath: string): string {
   let path: string;
   try {
     path = decodeURIComponent(rawPath);
   } catch {
     path = rawPath;
   }
-  path = path
-    .toLowerCase()
-    .replace(/\/{2,}/g, '/')
-    .replace(/\/\.(?=\/|$)/g, '');
-  const withSlash = path.endsWith('/') ? path : path + '/';
-  for (const seg of ADMIN_SEGMENTS) {
-    if (withSlash.includes(seg.endsWith('/') ? seg : seg + '/')) return 'admin';
-  }
-  if (/\/v1\/models\/?$/.test(path)) return 'models';
-  if (INFERENCE_PATH.test(path)) return 'inference';
-  return 'other';
+  return path.replace(/\/{2,}/g, '/').replace(/\/\.(?=\/|$)/g, '');
+}
+
+/** The model id of a `model` path (`/v1/models/{id}`), as the client wrote it. */
+export function modelIdOf(rawPath: string): string {
+  return MODEL_PATH.exec(normalisePath(rawPath))?.[1] ?? '';
 }
 
 /**
@@ -62,7 +73,7 @@ const INFERENCE_PATH = new RegExp(
 /** The methods each class of path answers; anything else gets 405 (FastAPI's answer upstream). */
 export function allowedMethods(cls: PathClass): string[] | undefined {
   if (cls === 'inference') return ['POST'];
-  if (cls === 'models') return ['GET', 'HEAD'];
+  if (cls === 'models' || cls === 'model') return ['GET', 'HEAD'];
   return undefined;
 }
 

@@ -7,14 +7,14 @@ import { errors, RouterError } from '../errors';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { samePath } from '../fleet/memory-store';
 import { claimReplicas, type FleetRuntime } from '../runtime';
-import type { Poller } from '../fleet/poller';
 import { pipelineFor, SchedulingPipeline } from '../scheduler/pipeline';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
 import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
 import { modelList } from './model-list';
 import { Placement } from './placement';
-import { allowedMethods, classifyPath, parseBody, promptText, type PathClass } from './request';
+import { allowedMethods, classifyPath, modelIdOf, parseBody, promptText, type PathClass } from './request';
 import { RoomWait } from './room-wait';
+import { canServe } from '../scheduler/filters/eligibility';
 import { loadCost } from '../scheduler/victims';
 import { estimateTokens, type TokenEstimate } from '../work/estimate';
 import { predictTtft } from '../work/predict';
@@ -81,8 +81,6 @@ export class RouterService {
   private readonly coldBudget: ColdLoadBudget;
   /** Per error code: when its detail was last logged, and how many were not since. */
   private readonly internalLogged = new Map<string, { at: number; suppressed: number }>();
-  /** The fleet's largest context as last computed, and the poller version it was computed from. */
-  private contextCache: { poller: Poller; version: number; max: number | undefined } | undefined;
 
   /** The runtime decisions go to: the one given, or the one that replaced it (a new `redis` record). */
   private get rt(): FleetRuntime {
@@ -151,7 +149,10 @@ export class RouterService {
     for (const url of this.urls)
       rt.registerReplica(url, {
         limit: this.adapterPolicy,
-        saturation: this.policy.saturation,
+        saturation: {
+          ...this.policy.saturation,
+          predictedMarginMs: config.saturation_mode === 'predicted' ? config.saturation_margin_ms : undefined,
+        },
         leaseMaxAgeMs: config.lease_max_age_ms,
       });
     claimReplicas(rt, this.urls);
@@ -259,13 +260,7 @@ export class RouterService {
   private async decide(req: RouteRequest, wait: RoomWait): Promise<RouteOutcome> {
     const cls = await this.checkPath(req);
     await this.ready;
-    if (cls === 'models')
-      return {
-        kind: 'respond',
-        status: 200,
-        body: modelList(this.config.base_model, this.catalog, await this.rt.store.dump(), this.urls),
-        headers: { 'Content-Type': 'application/json' },
-      };
+    if (cls === 'models' || cls === 'model') return this.answerModels(req.path, cls);
     const parsed = parseBody(req.body, cls, this.config.max_body_bytes);
     const tokens = cls === 'inference' ? estimateTokens(parsed.json) : undefined;
     const resolved: Resolved = this.catalog.resolve(parsed.model);
@@ -281,7 +276,14 @@ export class RouterService {
     if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
       throw errors.modelNotFound(resolved.adapter.name);
     }
-    if (tokens) this.checkContext(tokens);
+    // No load will ever bring it: a retry cannot succeed, unlike no_replica's.
+    if (
+      resolved.kind === 'on-demand' &&
+      !this.loads &&
+      !views.some((v) => v.adapter && v.adapter.state !== 'unloading')
+    )
+      throw errors.adapterLoadingDisabled(resolved.adapter.name);
+    if (tokens) this.checkContext(tokens, resolved, views);
     if (tokens && this.config.saturation_mode === 'predicted') this.predictFor(ctx, tokens, resolved);
     // Only the prefix scorer reads the prompt.
     const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
@@ -302,34 +304,51 @@ export class RouterService {
     );
   }
 
-  /**
-   * Refuses up front a request longer than every replica's context (vLLM would answer 400 on
-   * each): only when every replica has reported its `max_model_len`; unknown means no refusal.
-   */
-  private checkContext(t: TokenEstimate): void {
-    const max = this.largestContext();
-    // Without max_tokens vLLM refuses a prompt that fills the context (serving_engine.py
-    // `_validate_input`): it needs one token of room, as the eligibility filter counts.
-    if (max !== undefined && t.longestPromptTokens + (t.maxTokens ?? 1) > max)
-      throw errors.contextLengthExceeded(max, t.longestPromptTokens, t.maxTokens);
+  /** `max_loaded_adapters` > 0: the router loads on-demand adapters (0: never loads nor unloads). */
+  private get loads(): boolean {
+    return this.config.max_loaded_adapters > 0;
   }
 
-  /** The fleet's largest context, undefined while a replica has not reported one: once per poll change. */
-  private largestContext(): number | undefined {
-    const poller = this.rt.poller;
-    const c = this.contextCache;
-    if (c && c.poller === poller && c.version === poller.maxModelLenVersion) return c.max;
-    let max: number | undefined = 0;
-    for (const url of this.urls) {
-      const len = poller.maxModelLen.get(url);
-      if (len === undefined) {
-        max = undefined;
-        break;
-      }
+  /** `/v1/models` and `/v1/models/{id}` (the SDK's `models.retrieve`): the fleet's list, or one card of it. */
+  private async answerModels(path: string, cls: 'models' | 'model'): Promise<RouteOutcome> {
+    const list = modelList(
+      this.config.base_model,
+      this.catalog,
+      await this.rt.store.dump(),
+      this.urls,
+      this.loads,
+    );
+    let body: unknown = list;
+    if (cls === 'model') {
+      const id = modelIdOf(path);
+      body = list.data.find((m) => m.id === id);
+      if (body === undefined) throw errors.modelNotFound(id);
+    }
+    return { kind: 'respond', status: 200, body, headers: { 'Content-Type': 'application/json' } };
+  }
+
+  /**
+   * Refuses up front a request longer than the context of every replica that could serve its
+   * model (vLLM would answer 400 on each): only when each of those has reported its
+   * `max_model_len`. One that reports none (llama.cpp) may have room: it gets the request and
+   * answers for itself. Health is not asked: a replica down now may come back with room.
+   */
+  private checkContext(t: TokenEstimate, resolved: Resolved, views: ReplicaView[]): void {
+    // Without max_tokens vLLM refuses a prompt that fills the context (serving_engine.py
+    // `_validate_input`): it needs one token of room, as the eligibility filter counts.
+    const need = t.longestPromptTokens + (t.maxTokens ?? 1);
+    const lens = this.rt.poller.maxModelLen;
+    let max = 0;
+    let serving = 0;
+    for (const v of views) {
+      const holder = v.adapter !== undefined && v.adapter.state !== 'unloading';
+      if (!canServe(resolved.kind, { holder, backend: v.backend }, this.config.max_loaded_adapters)) continue;
+      const len = lens.get(v.url);
+      if (len === undefined || need <= len) return;
+      serving++;
       if (len > max) max = len;
     }
-    this.contextCache = { poller, version: poller.maxModelLenVersion, max };
-    return max;
+    if (serving > 0) throw errors.contextLengthExceeded(max, t.longestPromptTokens, t.maxTokens);
   }
 
   /** `saturation_mode: predicted`: each candidate's predicted TTFT for this request (src/work/predict.ts). */
@@ -367,7 +386,7 @@ export class RouterService {
     }
     const allow = allowedMethods(cls);
     const bodyless = req.body === undefined || req.body === null || req.body.length === 0;
-    if (allow && req.method && (cls === 'models' || bodyless)) {
+    if (allow && req.method && (cls === 'models' || cls === 'model' || bodyless)) {
       const method = (await req.method()).toUpperCase();
       if (!allow.includes(method)) throw errors.methodNotAllowed(method, allow);
     }

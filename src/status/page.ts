@@ -140,7 +140,7 @@ function render(s) {
       (r.loadFrom && r.loadFrom !== 'metrics' ? ' <small class="nofig" title="llama.cpp without --metrics: routed on in-flight counts">no load figures (' + esc(r.loadFrom) + ')</small>' : '') +
       (r.residency && r.residency.disagree.length ? ' <small class="disagree" title="held: ' + esc(r.residency.cpu.join(', ')) + '">registry and residency differ: ' + esc(r.residency.disagree.join(', ')) + '</small>' : '') + '</td>' +
       '<td><span class="health ' + esc(st.replace(' ', '')) + '" title="' + esc(r.lastError || (r.snapshotAgeMs === null ? 'never polled' : 'polled ' + (r.snapshotAgeMs / 1000).toFixed(1) + ' s ago')) + '">' + esc(st) + '</span></td>' +
-      '<td class="num" style="text-align:left"><span class="bar' + (r.saturation >= 1 ? ' hot' : '') + '"><span style="width:' + pct + '%"></span></span>' + r.saturation.toFixed(2) + '</td>' +
+      '<td class="num" style="text-align:left" title="' + (r.saturationMode === 'predicted' ? 'predicted wait over that of the fastest other replica plus a load and saturation_margin_ms' : 'max(waiting / target_waiting_per_replica, kv usage / kv_ceiling)') + '" data-mode="' + esc(r.saturationMode || 'count') + '"><span class="bar' + (r.saturation >= 1 ? ' hot' : '') + '"><span style="width:' + pct + '%"></span></span>' + r.saturation.toFixed(2) + '</td>' +
       '<td class="num">' + r.waiting + ' / ' + r.running + '</td><td class="num">' + r.inFlight + '</td>' +
       '<td class="chips">' + (chips.length ? chips.map((c) => {
         const m = q && c.name.toLowerCase().includes(q);

@@ -1,4 +1,3 @@
-import { saturation } from '../fleet/saturation';
 import type { ReplicaLoad } from '../metrics/replica-load';
 import type { FleetRuntime } from '../runtime';
 import type { HistoryBucket } from './history';
@@ -29,7 +28,9 @@ export interface FleetStatus {
     waiting: number;
     running: number;
     kvUsage: number | null;
+    /** As its configuration's `saturation_mode` judges it (`saturationMode`); >= 1 is saturated. */
     saturation: number;
+    saturationMode: 'count' | 'predicted';
     inFlight: number;
     adapters: { name: string; state: string; inFlight: number; idleMs: number }[];
     /** `name`: what clients send for it, when a router configuration lists the file. */
@@ -67,6 +68,7 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
     rt.store.events(eventLimit),
     rt.store.inFlightTotal(),
   ]);
+  const saturations = rt.saturations(dump.replicas);
   return {
     now,
     poller: { running: rt.poller.running, ...rt.poller.stats },
@@ -76,7 +78,7 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
     },
     store: rt.store.mode?.() ?? 'memory',
     inFlight,
-    replicas: dump.replicas.map((r) => ({
+    replicas: dump.replicas.map((r, i) => ({
       url: r.url,
       backend: r.backend,
       priority: r.priority,
@@ -87,7 +89,8 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
       waiting: r.waiting,
       running: r.running,
       kvUsage: r.kvUsage ?? null,
-      saturation: saturation(r, rt.saturationOf(r.url)),
+      saturation: saturations[i]!,
+      saturationMode: rt.saturationOf(r.url).predictedMarginMs === undefined ? 'count' : 'predicted',
       inFlight: r.inFlight,
       adapters: r.adapters
         .map((a) => ({ name: a.name, state: a.state, inFlight: a.inFlight, idleMs: now - a.lastUsed }))

@@ -1,4 +1,5 @@
 import { AdapterCatalog, DEFAULT_NAME_PATTERN } from '../../src/adapters/catalog';
+import { routerSchema } from '../../src/config/router-schema';
 import { RouterError } from '../../src/errors';
 
 const catalog = (template?: string) =>
@@ -82,5 +83,25 @@ describe('AdapterCatalog', () => {
     expect(c.manages('cust-1', '/elsewhere/cust-1')).toBe(false); // same name, another path
     expect(c.manages('../x', '/adapters/../x')).toBe(false);
     expect(catalog().manages('cust-1', '/adapters/cust-1')).toBe(false); // no template
+  });
+});
+
+describe('base_model: what its description says is what it does', () => {
+  const field = routerSchema.find((f) => 'base_model' in f)!.base_model!;
+  const unset = (template?: string) =>
+    new AdapterCatalog({ adapters: [], pathTemplate: template, namePattern: DEFAULT_NAME_PATTERN });
+
+  it('set: a request naming it or no model is a base-model request', () => {
+    expect(catalog().resolve('base')).toEqual({ kind: 'base' });
+    expect(catalog().resolve(undefined)).toEqual({ kind: 'base' });
+    expect(field.description).toMatch(/A request naming it, or naming no `model`, is a base-model request/);
+  });
+
+  it("unset: only a request with no model is; the base model's id is taken for an adapter name", () => {
+    expect(unset().resolve(undefined)).toEqual({ kind: 'base' });
+    expect(refused(() => unset().resolve('meta-llama/Llama-3.1-8B-Instruct')).code).toBe('invalid_model');
+    expect(unset('/adapters/{name}').resolve('Llama-3.1-8B')).toMatchObject({ kind: 'on-demand' });
+    expect(field.description).toMatch(/Unset: only a request with no `model` is one/);
+    expect(field.description).toMatch(/400 `invalid_model` when it contains `\/`/);
   });
 });

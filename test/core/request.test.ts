@@ -1,11 +1,15 @@
 import { RouterError } from '../../src/errors';
-import { classifyPath, parseBody, promptText } from '../../src/router/request';
+import { classifyPath, modelIdOf, parseBody, promptText } from '../../src/router/request';
 
 describe('classifyPath', () => {
   it.each([
     ['/v1/chat/completions', 'inference'],
     ['/llm/v1/completions/', 'inference'],
     ['/v1/models', 'models'],
+    ['/v1/models/', 'models'],
+    ['/v1/models/sql-lora', 'model'],
+    ['/v1/models/meta-llama%2FLlama-3.1-8B-Instruct', 'model'],
+    ['/v1/models/meta-llama/Llama-3.1-8B-Instruct', 'model'],
     ['/v1/embeddings', 'inference'],
     ['/v1/rerank', 'inference'],
     ['/v1/audio/transcriptions', 'other'],
@@ -22,6 +26,17 @@ describe('classifyPath', () => {
     ['/v1/lora-adapters-report', 'other'],
   ])('%s is %s', (path, cls) => {
     expect(classifyPath(path)).toBe(cls);
+  });
+});
+
+describe('modelIdOf', () => {
+  it.each([
+    ['/v1/models/sql-lora', 'sql-lora'],
+    ['/v1/models/Sql-Lora/', 'Sql-Lora'],
+    ['/v1/models/meta-llama%2FLlama-3.1-8B-Instruct', 'meta-llama/Llama-3.1-8B-Instruct'],
+    ['/llm//v1/models/meta-llama/Llama-3.1-8B-Instruct', 'meta-llama/Llama-3.1-8B-Instruct'],
+  ])('%s names %s, its case kept', (path, id) => {
+    expect(modelIdOf(path)).toBe(id);
   });
 });
 

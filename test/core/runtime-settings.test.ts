@@ -14,11 +14,14 @@ function twoConfigs(order: 'ab' | 'ba') {
   const rt = new FleetRuntime({ clock: new VirtualClock(), log: silentLogger, seed: 1 });
   const a = parseRouterConfig({
     replicas: [{ url: A }],
+    // The count rule: its figure is the policy's (predicted figures: test/kong/saturation-figures.test.ts).
+    saturation_mode: 'count',
     target_waiting_per_replica: 1,
     lease_max_age_ms: 1000,
   });
   const b = parseRouterConfig({
     replicas: [{ url: B }],
+    saturation_mode: 'count',
     target_waiting_per_replica: 100,
     lease_max_age_ms: 900_000,
   });

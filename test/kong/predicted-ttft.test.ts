@@ -1,22 +1,12 @@
 import { LocalGateway } from '../../stack/gateway';
 import { waitFor } from '../helpers/wait';
 import type { KongDriver } from './driver';
-import { BASE, onDemand, startWorld, usePluginServer, vllm } from './world';
+import { BASE, chatBody, onDemand, startWorld, usePluginServer, vllm } from './world';
 
 let driver: KongDriver;
 usePluginServer((_s, d) => {
   driver = d;
 });
-
-/** A chat body whose prompt is about `tokens` tokens (4 characters a token). */
-const chatBody = (model: string, tokens: number, maxTokens: number) =>
-  Buffer.from(
-    JSON.stringify({
-      model,
-      messages: [{ role: 'user', content: 'lorem ipsum '.repeat(Math.ceil(tokens / 3)) }],
-      max_tokens: maxTokens,
-    }),
-  );
 
 describe('saturation_mode predicted, through the plugin server and simulated vLLM replicas', () => {
   let w: Awaited<ReturnType<typeof startWorld>> | undefined;

@@ -20,6 +20,16 @@ export function dumpPlugins(dir = PLUGINS_DIR): PluginInfo[] {
   );
 }
 
+/** A chat body whose prompt is about `tokens` tokens (4 characters a token). */
+export const chatBody = (model: string, tokens: number, maxTokens: number) =>
+  Buffer.from(
+    JSON.stringify({
+      model,
+      messages: [{ role: 'user', content: 'lorem ipsum '.repeat(Math.ceil(tokens / 3)) }],
+      max_tokens: maxTokens,
+    }),
+  );
+
 /** A lora-router config loading adapters on demand from /adapters/{name}, two per replica. */
 export const onDemand = (urls: string[], over: Record<string, unknown> = {}) => ({
   replicas: urls.map((url) => ({ url })),

@@ -104,7 +104,7 @@ describe('simulator modes', () => {
     await Promise.all(pending);
   });
 
-  it('vLLM main: "already loaded" carries the load_inplace hint, engine failures are not wrapped', async () => {
+  it('vLLM main: "already loaded" carries the load_inplace hint, engine failures are not wrapped and answer 500', async () => {
     const [u] = await start({
       loadErrors: 'main',
       adapterDirs: ['/adapters'],
@@ -124,8 +124,10 @@ describe('simulator modes', () => {
     });
     expect(inplace.status).toBe(200);
     const big = await post(u!, '/v1/load_lora_adapter', { lora_name: 'big', lora_path: '/big' });
-    expect([big.status, big.json().error.message]).toEqual([
-      400,
+    // Since vLLM #36201: any engine failure of a load but "not found" is a 500.
+    expect([big.status, big.json().error.type, big.json().error.message]).toEqual([
+      500,
+      'InternalServerError',
       'LoRA rank 128 is greater than max_lora_rank 64.',
     ]);
   });

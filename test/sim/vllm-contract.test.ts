@@ -386,3 +386,31 @@ describe('simulated vLLM replica, over HTTP', () => {
 function escape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+describe('simulated vLLM adapter folder with the adapters it holds named', () => {
+  let fleet: SimFleet;
+  afterAll(() => fleet?.stop());
+
+  it('loads the names it holds; any other path under it is vLLM\'s 404 "No adapter found"', async () => {
+    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], adapterDirHolds: /^held$/, timeScale: 20 }]);
+    const url = fleet.urls[0]!;
+    const held = await post(url, '/v1/load_lora_adapter', { lora_name: 'held', lora_path: '/adapters/held' });
+    expect(held.status).toBe(200);
+    const missing = await post(url, '/v1/load_lora_adapter', {
+      lora_name: 'missing',
+      lora_path: '/adapters/missing',
+    });
+    expect([missing.status, missing.json()]).toEqual([
+      404,
+      {
+        error: {
+          message:
+            'Call to add_lora method failed: Loading lora missing failed: No adapter found for /adapters/missing',
+          type: 'NotFoundError',
+          param: null,
+          code: 404,
+        },
+      },
+    ]);
+  });
+});

@@ -31,6 +31,8 @@ export interface OpenAiStack {
 /** Starts the stack on kong.yml as a user writes it, its lora-router config changed by `edit`. */
 export async function startOpenAiStack(
   edit: (router: Record<string, unknown>) => void,
+  /** Receives what `npm start` would print (the stack's and the plugin server's lines). */
+  log: (line: string) => void = () => undefined,
 ): Promise<OpenAiStack> {
   const deck = parse(readFileSync(join(ROOT, 'kong.yml'), 'utf8'));
   edit(deck.services[0].plugins.find((p: { name: string }) => p.name === 'lora-router').config);
@@ -45,7 +47,7 @@ export async function startOpenAiStack(
     kongYaml: file,
     timeScale: 4,
     pluginsDir: join(ROOT, 'dist', 'plugins'),
-    log: () => undefined,
+    log,
   }).finally(() => rmSync(dir, { recursive: true, force: true }));
   const attempts: Attempt[] = [];
   const recording: typeof fetch = async (input, init) => {

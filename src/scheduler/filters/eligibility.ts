@@ -1,4 +1,4 @@
-import type { Candidate, Filter } from '../types';
+import type { Candidate, Filter, RequestKind } from '../types';
 
 /**
  * Hard constraint, never relaxed: replicas that can serve the request at all. An adapter is
@@ -13,10 +13,19 @@ export const eligibility: Filter = {
     const fit = fits(req.contextTokens, ctx.contextOf);
     const kept = fit ? candidates.filter(fit) : candidates;
     if (req.kind === 'base') return { kept };
-    const canLoad = req.kind === 'on-demand' && ctx.policy.maxLoadedAdapters > 0;
-    return { kept: kept.filter((c) => c.holder || (canLoad && c.backend === 'vllm')) };
+    return { kept: kept.filter((c) => canServe(req.kind, c, ctx.policy.maxLoadedAdapters)) };
   },
 };
+
+/** Whether a replica can serve a request of this kind at all, its context apart. */
+export function canServe(
+  kind: RequestKind,
+  r: Pick<Candidate, 'holder' | 'backend'>,
+  maxLoadedAdapters: number,
+): boolean {
+  if (kind === 'base') return true;
+  return r.holder || (kind === 'on-demand' && maxLoadedAdapters > 0 && r.backend === 'vllm');
+}
 
 /** Unknown context (no report) fits: only a known shorter one excludes a replica. */
 function fits(
