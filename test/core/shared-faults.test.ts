@@ -72,6 +72,19 @@ async function node(
   return { s, shared, proxy };
 }
 
+/**
+ * A node whose process starts while its link to Redis (`proxy`) is cut: registering its replica
+ * (what a router configuration does first) fails, so it decides alone from its first request.
+ */
+async function nodeCutOff(p: string, id: string, proxy: TcpProxy): Promise<Node> {
+  const config = redis.config(p, { node_ttl_ms: 10_000, port: proxy.port, timeout: 300 });
+  const shared = new RedisFleetStore(config, id);
+  const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 });
+  stores.push(s);
+  await s.upsertReplica(SPEC);
+  return { s, shared, proxy };
+}
+
 const lease = (id: string, at = Date.now()): Lease => ({ id, url: U, adapter: 'a', at });
 
 describe('item 1: recovery races admission', () => {
@@ -238,6 +251,38 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
     expect(ns.every((n) => n.s.mode() === 'local')).toBe(true);
     // The budget plus one window: 12, not (3 + 1) x 6.
     expect(granted).toBeLessThanOrEqual(2 * LIMIT);
+  });
+
+  it('a node restarted during the outage grants nothing cold until it has heard from the fleet', async () => {
+    const p = prefix();
+    const ns = [
+      await node(p, 'n0', { viaProxy: true }),
+      await node(p, 'n1', { viaProxy: true }),
+      await node(p, 'n2', { viaProxy: true }),
+    ];
+    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
+    for (const n of ns) await n.s.views([U]);
+    let granted = await spend(ns[0]!, LIMIT); // the shared budget, spent by one node
+    for (const n of ns) n.proxy!.cut('refuse');
+    // Node 2's process restarts (Kong restarts a plugin server that died): a new node id, nothing
+    // in memory, its link to Redis still cut.
+    await ns[2]!.s.close();
+    const restarted = await nodeCutOff(p, 'n2b', ns[2]!.proxy!);
+    granted += await spend(restarted, LIMIT);
+    for (const n of ns.slice(0, 2)) granted += await spend(n, LIMIT);
+    expect(restarted.s.mode()).toBe('local');
+    // The budget plus one window at most: 12, not 16 (a restarted node granting the whole budget).
+    expect(granted).toBeLessThanOrEqual(2 * LIMIT);
+  });
+
+  it('a node that spent the whole budget before the outage is not granted it again in the same window', async () => {
+    const a = await node(prefix(), 'nA', { viaProxy: true });
+    await a.s.views([U]);
+    expect(await spend(a, LIMIT)).toBe(LIMIT);
+    a.proxy!.cut('refuse');
+    // Alone it knows what it spent in the window: its share is what is left of it, none.
+    expect(await spend(a, LIMIT)).toBe(0);
+    expect(a.s.mode()).toBe('local');
   });
 
   it('an emptied Redis does not reset the window: each node re-publishes its own spends with its leases', async () => {
