@@ -275,6 +275,29 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
     expect(granted).toBeLessThanOrEqual(2 * LIMIT);
   });
 
+  it('a node restarted before the outage, once back on Redis, keeps the fleet within the bound though it forgot its spends', async () => {
+    const p = prefix();
+    const ns = [
+      await node(p, 'n0', { viaProxy: true }),
+      await node(p, 'n1', { viaProxy: true }),
+      await node(p, 'n2', { viaProxy: true }),
+    ];
+    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
+    for (const n of ns) await n.s.views([U]);
+    let granted = await spend(ns[0]!, LIMIT);
+    // Node 0's process restarts with Redis up: its predecessor's spends are in Redis, not in it.
+    await ns[0]!.s.close();
+    const again = await node(p, 'n0b', { viaProxy: true });
+    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 4, 8000, "the new process's heartbeat");
+    for (const n of [again, ...ns.slice(1)]) await n.s.views([U]);
+    for (const n of [again, ...ns.slice(1)]) n.proxy!.cut('refuse');
+    for (const n of [again, ...ns.slice(1)]) granted += await spend(n, LIMIT);
+    // The old process still counts among the nodes (silent for less than node_ttl_ms), so the
+    // new one's share is smaller, not larger: within the budget plus one window.
+    expect(granted).toBeLessThanOrEqual(2 * LIMIT);
+    expect(again.s.mode()).toBe('local');
+  });
+
   it('a node that spent the whole budget before the outage is not granted it again in the same window', async () => {
     const a = await node(prefix(), 'nA', { viaProxy: true });
     await a.s.views([U]);

@@ -692,7 +692,10 @@ export class FailoverFleetStore implements FleetStore {
         const nodes = this.fleetNodes();
         const share = nodes === null ? 0 : Math.floor(limit / Math.max(1, nodes));
         const spent = this.spentInWindow(key, windowMs, now);
-        if (spent.length >= share) return spent.length > 0 ? spent[0]! + windowMs - now : windowMs;
+        // Refused: retry once enough of its grants left the window, or (no share) once a probe
+        // may have found the shared state again.
+        if (spent.length >= share)
+          return share > 0 ? spent[spent.length - share]! + windowMs - now : this.options.probeMs;
         this.addLocalSpends(key, 1, windowMs);
         this.rememberSpend(key, windowMs, now);
         return 0;
