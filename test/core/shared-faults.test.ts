@@ -233,8 +233,8 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
       if ((await n.s.spendBudget('fleet', LIMIT, WINDOW, Date.now())) === 0) ok++;
     return ok;
   };
-
-  it('three nodes cut off within the window get at most one more budget between them', async () => {
+  /** Three nodes on one state, each through its own hop, each knowing that three share the budget. */
+  const threeNodes = async () => {
     const p = prefix();
     const ns = [
       await node(p, 'n0', { viaProxy: true }),
@@ -242,8 +242,13 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
       await node(p, 'n2', { viaProxy: true }),
     ];
     await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
-    // Heartbeats tell each node how many share the budget.
+    // Each decision's reply tells a node how many share the budget.
     for (const n of ns) await n.s.views([U]);
+    return { p, ns };
+  };
+
+  it('three nodes cut off within the window get at most one more budget between them', async () => {
+    const { ns } = await threeNodes();
     let granted = await spend(ns[0]!, LIMIT + 2); // the shared budget: 6 granted, 2 refused
     expect(granted).toBe(LIMIT);
     for (const n of ns) n.proxy!.cut('refuse');
@@ -254,14 +259,7 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
   });
 
   it('a node restarted during the outage grants nothing cold until it has heard from the fleet', async () => {
-    const p = prefix();
-    const ns = [
-      await node(p, 'n0', { viaProxy: true }),
-      await node(p, 'n1', { viaProxy: true }),
-      await node(p, 'n2', { viaProxy: true }),
-    ];
-    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
-    for (const n of ns) await n.s.views([U]);
+    const { p, ns } = await threeNodes();
     let granted = await spend(ns[0]!, LIMIT); // the shared budget, spent by one node
     for (const n of ns) n.proxy!.cut('refuse');
     // Node 2's process restarts (Kong restarts a plugin server that died): a new node id, nothing
@@ -276,14 +274,7 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
   });
 
   it('a node restarted before the outage, once back on Redis, keeps the fleet within the bound though it forgot its spends', async () => {
-    const p = prefix();
-    const ns = [
-      await node(p, 'n0', { viaProxy: true }),
-      await node(p, 'n1', { viaProxy: true }),
-      await node(p, 'n2', { viaProxy: true }),
-    ];
-    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
-    for (const n of ns) await n.s.views([U]);
+    const { p, ns } = await threeNodes();
     let granted = await spend(ns[0]!, LIMIT);
     // Node 0's process restarts with Redis up: its predecessor's spends are in Redis, not in it.
     await ns[0]!.s.close();
