@@ -289,6 +289,21 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
     expect(again.s.mode()).toBe('local');
   });
 
+  it('a runtime replaced on the same state during the outage keeps its view of the fleet and what it spent', async () => {
+    const { p, ns } = await threeNodes();
+    expect(await spend(ns[0]!, 1)).toBe(1);
+    for (const n of ns) n.proxy!.cut('refuse');
+    // A `redis` record change on the same state (another timeout): same node id, a new store
+    // that never reached Redis, its predecessor's records not adopted yet, then adopted.
+    const next = await nodeCutOff(p, 'n0', ns[0]!.proxy!);
+    next.s.predecessor = ns[0]!.s;
+    ns[0]!.s.superseded = true;
+    // Its share, 6 / 3, less the one spent before the outage.
+    expect(await spend(next, LIMIT)).toBe(1);
+    await next.s.adopt(ns[0]!.s);
+    expect(await spend(next, LIMIT)).toBe(0);
+  });
+
   it('a node that spent the whole budget before the outage is not granted it again in the same window', async () => {
     const a = await node(prefix(), 'nA', { viaProxy: true });
     await a.s.views([U]);
