@@ -72,6 +72,19 @@ async function node(
   return { s, shared, proxy };
 }
 
+/**
+ * A node whose process starts while its link to Redis (`proxy`) is cut: registering its replica
+ * (what a router configuration does first) fails, so it decides alone from its first request.
+ */
+async function nodeCutOff(p: string, id: string, proxy: TcpProxy): Promise<Node> {
+  const config = redis.config(p, { node_ttl_ms: 10_000, port: proxy.port, timeout: 300 });
+  const shared = new RedisFleetStore(config, id);
+  const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 });
+  stores.push(s);
+  await s.upsertReplica(SPEC);
+  return { s, shared, proxy };
+}
+
 const lease = (id: string, at = Date.now()): Lease => ({ id, url: U, adapter: 'a', at });
 
 describe('item 1: recovery races admission', () => {
@@ -220,8 +233,8 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
       if ((await n.s.spendBudget('fleet', LIMIT, WINDOW, Date.now())) === 0) ok++;
     return ok;
   };
-
-  it('three nodes cut off within the window get at most one more budget between them', async () => {
+  /** Three nodes on one state, each through its own hop, each knowing that three share the budget. */
+  const threeNodes = async () => {
     const p = prefix();
     const ns = [
       await node(p, 'n0', { viaProxy: true }),
@@ -229,8 +242,13 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
       await node(p, 'n2', { viaProxy: true }),
     ];
     await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
-    // Heartbeats tell each node how many share the budget.
+    // Each decision's reply tells a node how many share the budget.
     for (const n of ns) await n.s.views([U]);
+    return { p, ns };
+  };
+
+  it('three nodes cut off within the window get at most one more budget between them', async () => {
+    const { ns } = await threeNodes();
     let granted = await spend(ns[0]!, LIMIT + 2); // the shared budget: 6 granted, 2 refused
     expect(granted).toBe(LIMIT);
     for (const n of ns) n.proxy!.cut('refuse');
@@ -238,6 +256,62 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
     expect(ns.every((n) => n.s.mode() === 'local')).toBe(true);
     // The budget plus one window: 12, not (3 + 1) x 6.
     expect(granted).toBeLessThanOrEqual(2 * LIMIT);
+  });
+
+  it('a node restarted during the outage grants nothing cold until it has heard from the fleet', async () => {
+    const { p, ns } = await threeNodes();
+    let granted = await spend(ns[0]!, LIMIT); // the shared budget, spent by one node
+    for (const n of ns) n.proxy!.cut('refuse');
+    // Node 2's process restarts (Kong restarts a plugin server that died): a new node id, nothing
+    // in memory, its link to Redis still cut.
+    await ns[2]!.s.close();
+    const restarted = await nodeCutOff(p, 'n2b', ns[2]!.proxy!);
+    granted += await spend(restarted, LIMIT);
+    for (const n of ns.slice(0, 2)) granted += await spend(n, LIMIT);
+    expect(restarted.s.mode()).toBe('local');
+    // The budget plus one window at most: 12, not 16 (a restarted node granting the whole budget).
+    expect(granted).toBeLessThanOrEqual(2 * LIMIT);
+  });
+
+  it('a node restarted before the outage, once back on Redis, keeps the fleet within the bound though it forgot its spends', async () => {
+    const { p, ns } = await threeNodes();
+    let granted = await spend(ns[0]!, LIMIT);
+    // Node 0's process restarts with Redis up: its predecessor's spends are in Redis, not in it.
+    await ns[0]!.s.close();
+    const again = await node(p, 'n0b', { viaProxy: true });
+    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 4, 8000, "the new process's heartbeat");
+    for (const n of [again, ...ns.slice(1)]) await n.s.views([U]);
+    for (const n of [again, ...ns.slice(1)]) n.proxy!.cut('refuse');
+    for (const n of [again, ...ns.slice(1)]) granted += await spend(n, LIMIT);
+    // The old process still counts among the nodes (silent for less than node_ttl_ms), so the
+    // new one's share is smaller, not larger: within the budget plus one window.
+    expect(granted).toBeLessThanOrEqual(2 * LIMIT);
+    expect(again.s.mode()).toBe('local');
+  });
+
+  it('a runtime replaced on the same state during the outage keeps its view of the fleet and what it spent', async () => {
+    const { p, ns } = await threeNodes();
+    expect(await spend(ns[0]!, 1)).toBe(1);
+    for (const n of ns) n.proxy!.cut('refuse');
+    // A `redis` record change on the same state (another timeout): same node id, a new store
+    // that never reached Redis, its predecessor's records not adopted yet, then adopted.
+    const next = await nodeCutOff(p, 'n0', ns[0]!.proxy!);
+    next.s.predecessor = ns[0]!.s;
+    ns[0]!.s.superseded = true;
+    // Its share, 6 / 3, less the one spent before the outage.
+    expect(await spend(next, LIMIT)).toBe(1);
+    await next.s.adopt(ns[0]!.s);
+    expect(await spend(next, LIMIT)).toBe(0);
+  });
+
+  it('a node that spent the whole budget before the outage is not granted it again in the same window', async () => {
+    const a = await node(prefix(), 'nA', { viaProxy: true });
+    await a.s.views([U]);
+    expect(await spend(a, LIMIT)).toBe(LIMIT);
+    a.proxy!.cut('refuse');
+    // Alone it knows what it spent in the window: its share is what is left of it, none.
+    expect(await spend(a, LIMIT)).toBe(0);
+    expect(a.s.mode()).toBe('local');
   });
 
   it('an emptied Redis does not reset the window: each node re-publishes its own spends with its leases', async () => {

@@ -8,12 +8,15 @@ import { LocalGateway } from '../../stack/gateway';
 import { SimFleet } from '../../sim/fleet';
 import type { RedisConfig } from '../../src/config/redis-schema';
 import { RedisServer } from '../helpers/redis';
+import { TcpProxy } from '../helpers/tcp-proxy';
 import { waitFor } from '../helpers/wait';
 import { KongDriver, PluginServerProcess } from './driver';
 import { BASE, PLUGINS_DIR, vllm } from './world';
 
 interface Node {
   server: PluginServerProcess;
+  /** The shared state's key prefix in Redis. */
+  prefix: string;
   driver: KongDriver;
   router: LocalGateway;
   status: LocalGateway;
@@ -22,6 +25,7 @@ interface Node {
 let redis: RedisServer;
 let nodes: Node[] = [];
 let fleet: SimFleet | undefined;
+let proxies: TcpProxy[] = [];
 
 beforeAll(async () => {
   redis = await RedisServer.start();
@@ -32,6 +36,8 @@ afterEach(async () => {
     await n.server.stop();
   }
   nodes = [];
+  await Promise.all(proxies.map((p) => p.close()));
+  proxies = [];
   await fleet?.stop();
   fleet = undefined;
   // A test that stopped Redis and failed before starting it again.
@@ -46,19 +52,21 @@ async function startNodes(
   n: number,
   urls: string[],
   over: Record<string, unknown> = {},
-  redisOver: Partial<RedisConfig> = {},
+  redisOver: Partial<RedisConfig> | ((i: number) => Partial<RedisConfig>) = {},
 ): Promise<Node[]> {
-  const shared = redis.config(`mn${randomBytes(4).toString('hex')}:`, redisOver);
-  const routerConfig = {
-    replicas: urls.map((url) => ({ url })),
-    base_model: BASE,
-    adapter_path_template: '/adapters/{name}',
-    max_loaded_adapters: 4,
-    redis: shared,
-    ...over,
-  };
+  const prefix = `mn${randomBytes(4).toString('hex')}:`;
   const started = await Promise.all(
-    Array.from({ length: n }, async () => {
+    Array.from({ length: n }, async (_, i) => {
+      // One shared state (same prefix); a node's own record may point at its own hop to Redis.
+      const shared = redis.config(prefix, typeof redisOver === 'function' ? redisOver(i) : redisOver);
+      const routerConfig = {
+        replicas: urls.map((url) => ({ url })),
+        base_model: BASE,
+        adapter_path_template: '/adapters/{name}',
+        max_loaded_adapters: 4,
+        redis: shared,
+        ...over,
+      };
       const server = await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR });
       const driver = new KongDriver(server.socketPath);
       const router = await LocalGateway.create({
@@ -71,7 +79,7 @@ async function startNodes(
         plugins: [{ name: 'lora-poller', config: { poll_interval_ms: 50, timeout_ms: 500, redis: shared } }],
         serviceUrl: 'http://127.0.0.1:9',
       });
-      return { server, driver, router, status };
+      return { server, prefix, driver, router, status };
     }),
   );
   nodes.push(...started);
@@ -317,4 +325,46 @@ describe('three Kong nodes sharing one Redis', () => {
     expect(ns.every((n) => n.server.log.some((l) => /shared fleet state is back/.test(l)))).toBe(true);
     expect(unloadsUnderRequests()).toEqual([]);
   });
+
+  it('a plugin server restarted while its node is cut off from Redis does not grant the fleet a fresh cold-load budget', async () => {
+    // Room for every load either way: a refusal must come from the budget, never from slots.
+    fleet = await SimFleet.start([
+      vllm({ engine: { loadBaseMs: 50 } }),
+      vllm({ engine: { loadBaseMs: 50 } }),
+    ]);
+    const LIMIT = 6;
+    proxies = await Promise.all([0, 1, 2].map(() => TcpProxy.start(redis.port)));
+    const ns = await startNodes(
+      3,
+      fleet.urls,
+      { max_loaded_adapters: 20, cold_loads_per_minute: LIMIT, cold_loads_per_consumer_per_minute: 0 },
+      // A Redis timeout a starved machine cannot trip before the cut (a cut link refuses at once).
+      (i) => ({ port: proxies[i]!.port, timeout: 2000 }),
+    );
+    // Each node's runtime starts with its first instance; then its heartbeats count it.
+    for (const n of ns) expect((await status(n)).store).toBe('redis');
+    const heartbeats = async () => Number(await redis.command(['ZCARD', `${ns[0]!.prefix}nodes`]));
+    await waitFor(async () => (await heartbeats()) === 3, 10_000, 'three heartbeats');
+    // Node 0 spends the fleet's whole budget while Redis answers.
+    for (let i = 0; i < LIMIT; i++) expect((await chat(ns[0]!, `before-${i}`)).status).toBe(200);
+    expect((await chat(ns[0]!, 'before-over')).status).toBe(429);
+    // Nodes 1 and 2 decide once on Redis (a resident adapter: no budget), learning the fleet's size.
+    for (const n of ns) expect((await chat(n, 'before-0')).status).toBe(200);
+    for (const p of proxies) p.cut('refuse');
+    // Node 2's plugin server dies and Kong starts it again, its link to Redis still cut.
+    ns[2]!.server = await ns[2]!.server.restart();
+    const during: number[][] = [];
+    for (const [k, n] of ns.entries()) {
+      during.push([]);
+      for (let i = 0; i < LIMIT; i++) during[k]!.push((await chat(n, `during-${k}-${i}`)).status);
+    }
+    for (const n of ns) expect((await status(n)).store).toBe('local');
+    // Only the budget refused (429); every other request was served.
+    expect(during.flat().filter((x) => x !== 200 && x !== 429)).toEqual([]);
+    // Node 0 spent its share (and more) before the outage: nothing. Node 1: its share, 6 / 3.
+    // Node 2 restarted knows neither the fleet nor what it spent: nothing until Redis answers.
+    expect(during.map((d) => d.filter((x) => x === 200).length)).toEqual([0, LIMIT / 3, 0]);
+    // The budget plus one window at most, whatever restarted: 12 load calls, not 16.
+    expect(loads().length).toBeLessThanOrEqual(2 * LIMIT);
+  }, 120_000); // four plugin-server starts: 20-30 s on a busy 2-core machine
 });

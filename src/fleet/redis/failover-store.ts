@@ -32,8 +32,11 @@ export interface SharedStore extends FleetStore {
   takeStateLost?(): boolean;
   /** Told when the shared state was found emptied outside a decision (a heartbeat). */
   onStateLost?: (() => void) | null;
-  /** Nodes sharing the state, as last seen: this node's share of a budget during an outage. */
-  readonly liveNodes?: number;
+  /**
+   * Nodes sharing the state, as last seen: this node's share of a budget during an outage. Null
+   * (or absent) until the state first answered this process: then its share is nothing.
+   */
+  readonly liveNodes?: number | null;
   /** The shared state's epoch as last seen (null before any): spends are counted under it. */
   readonly currentEpoch?: string | null;
   /** Adds cold loads counted during an outage to the current window of `key`. */
@@ -109,6 +112,8 @@ export class FailoverFleetStore implements FleetStore {
    * not hand out a fresh budget within the same window.
    */
   private readonly recentSpends = new Map<string, { at: Spend[]; windowMs: number }>();
+  /** The fleet's size as the store this one adopted last saw it, until this one's link answers. */
+  private inheritedNodes: number | null = null;
   /** Re-registering and re-taking leases after the shared state was emptied, while under way. */
   private reclaiming: Promise<void> | null = null;
   /**
@@ -634,6 +639,8 @@ export class FailoverFleetStore implements FleetStore {
     for (const [key, spent] of pred.localSpends) this.addLocalSpends(key, spent.count, spent.windowMs);
     // What it spent this window, to re-publish should the state be found emptied later.
     for (const [key, r] of pred.recentSpends) this.addRecentSpends(key, r.at, r.windowMs);
+    // The same node on the same state: the fleet it saw is this one's until this link answers.
+    this.inheritedNodes ??= pred.fleetNodes();
     pred.mine.clear();
     pred.pendingReleases.clear();
     pred.localSpends.clear();
@@ -666,8 +673,12 @@ export class FailoverFleetStore implements FleetStore {
 
   /**
    * Degraded, a node spends only its share of the budget (the budget over the nodes last seen
-   * sharing it, rounded down) and counts what it granted, merged into the shared window on
-   * recovery: N nodes cut off together get at most one more budget between them, not N.
+   * sharing it, rounded down) less what it was granted in the last window, shared or alone, and
+   * counts what it grants, merged into the shared window on recovery: N nodes cut off together
+   * get at most one more budget between them, not N, and a node that spent its share before the
+   * outage gets nothing more. A process that never heard from the shared state (started during
+   * the outage) knows neither the fleet's size nor what it spent before a restart: it grants
+   * nothing until the state answers.
    */
   spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
     return this.decide(
@@ -677,15 +688,39 @@ export class FailoverFleetStore implements FleetStore {
         return waitMs;
       },
       async () => {
-        const share = Math.floor(limit / Math.max(1, this.shared.liveNodes ?? 1));
-        const waitMs = await this.local.spendBudget(key, share, windowMs, at);
-        if (waitMs === 0) {
-          this.addLocalSpends(key, 1, windowMs);
-          this.rememberSpend(key, windowMs, this.clock.now());
-        }
-        return waitMs;
+        const now = this.clock.now();
+        const nodes = this.fleetNodes();
+        const share = nodes === null ? 0 : Math.floor(limit / Math.max(1, nodes));
+        const spent = this.spentInWindow(key, windowMs, now);
+        // Refused: retry once enough of its grants left the window, or (no share) once a probe
+        // may have found the shared state again.
+        if (spent.length >= share)
+          return share > 0 ? spent[spent.length - share]! + windowMs - now : this.options.probeMs;
+        this.addLocalSpends(key, 1, windowMs);
+        this.rememberSpend(key, windowMs, now);
+        return 0;
       },
     );
+  }
+
+  /**
+   * Nodes sharing the state as last seen by this node: by its own link, else by the store it
+   * replaces on the same state (same node, a changed `timeout` say); null if never seen.
+   */
+  private fleetNodes(): number | null {
+    return this.shared.liveNodes ?? this.predecessor?.fleetNodes() ?? this.inheritedNodes;
+  }
+
+  /** When this node (and a predecessor on the same state not adopted yet) spent from `key` in the last window, oldest first. */
+  private spentInWindow(key: string, windowMs: number, now: number): number[] {
+    const at = [
+      ...(this.recentSpends.get(key)?.at ?? []),
+      ...(this.predecessor?.recentSpends.get(key)?.at ?? []),
+    ];
+    return at
+      .map((s) => s.t)
+      .filter((t) => now - t < windowMs)
+      .sort((a, b) => a - b);
   }
 
   pushEvent(event: FleetEvent): Promise<void> {

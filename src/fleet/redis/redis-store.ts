@@ -49,8 +49,11 @@ export class RedisFleetStore implements FleetStore {
   private stateLost = false;
   /** Told when the epoch changed or vanished (from the heartbeat: a node may have no decision to make). */
   onStateLost: (() => void) | null = null;
-  /** Nodes heartbeating on this state, as last seen (1 until an answer): shares of budgets in an outage. */
-  liveNodes = 1;
+  /**
+   * Nodes heartbeating on this state, as last seen: shares of budgets in an outage. Null until
+   * the first answer (a process started during an outage knows nothing of the fleet).
+   */
+  liveNodes: number | null = null;
 
   constructor(
     private readonly config: RedisConfig,
