@@ -107,11 +107,11 @@ describe('docker/Dockerfile, replayed from its own lines (there is no Docker eng
     ...new Set(kongStage.steps.flatMap((s) => (s.kind === 'copy' && s.copy.from ? [s.copy.from] : []))),
   ];
 
-  it('builds a Kong 3.x image whose runtime stage compiles on Node 20 from exactly the files it COPYs', () => {
+  it('builds a Kong 3.x image whose runtime stage compiles on Node 24 from exactly the files it COPYs', () => {
     expect(dockerfile).toMatch(/ARG KONG_VERSION=3\.\d+/);
     expect(kongStage.base).toBe('kong:${KONG_VERSION}');
     expect(built).toEqual(['build']);
-    expect(stageChain(replay.stages, 'build')[0]!.base).toMatch(/^node:20-/);
+    expect(stageChain(replay.stages, 'build')[0]!.base).toMatch(/^node:24-/);
     const build = replay.stage('build');
     expect(build.ran.length).toBeGreaterThan(0);
   }, 240_000);
