@@ -1,12 +1,13 @@
 // `npm run package [-- <destination folder>]`: the tarball a Kong node installs with
 // `npm install -g ./kong-lora-router-<version>.tgz`. kong-pdk 0.6.0 lists typescript, ts-node and
-// @types/node as dependencies (ts-node compiles .ts plugins at start): installed from the registry
-// they are 65 of the 84 MB, and the plugins are compiled JavaScript. So the tarball bundles
-// kong-pdk (bundleDependencies: npm installs a bundle as it is, never resolving its dependencies
-// again) with what it runs: its files as published, unchanged, commander and node-color-log from
-// this checkout's lockfile, @msgpack/msgpack beside it, and for ts-node a stand-in whose register()
-// does nothing (scripts/pack/ts-node). The other dependencies come from the registry. Plain `npm pack` here is
-// refused (prepack): it would bundle nothing and install TypeScript on the node.
+// @types/node as dependencies (ts-node compiles .ts plugins at start): installed from the
+// registry they are 65 of the 84 MB, and the plugins are compiled JavaScript. So the tarball
+// bundles kong-pdk (bundleDependencies: npm installs a bundle as it is, never resolving its
+// dependencies again) with what it runs: its files as published, unchanged, commander and
+// node-color-log from this checkout's lockfile, @msgpack/msgpack beside it, and for ts-node a
+// stand-in whose register() does nothing (scripts/pack/ts-node). The other dependencies come
+// from the registry. Plain `npm pack` here is refused (prepack): it would bundle nothing and
+// install TypeScript on the Kong node.
 const { execFileSync } = require('node:child_process');
 const { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
 const { tmpdir } = require('node:os');
