@@ -19,7 +19,8 @@ const END_OF_LIFE: Record<number, string> = {
 
 const supportedToday = (major: number) => {
   const end = END_OF_LIFE[major];
-  if (end === undefined) throw new Error(`Node ${major}: not an LTS line this test knows; add its end of life`);
+  if (end === undefined)
+    throw new Error(`Node ${major}: not an LTS line this test knows; add its end of life`);
   return `Node ${major} ${Date.now() < Date.parse(`${end}T23:59:59Z`) ? 'supported' : `ended ${end}`}`;
 };
 
@@ -41,6 +42,10 @@ it("declares in engines a floor that is a supported Node, CI's oldest", () => {
   const engines = JSON.parse(read('package.json')).engines.node as string;
   const floor = Number(engines.match(/^>=(\d+)/)![1]);
   expect(supportedToday(floor)).toBe(`Node ${floor} supported`);
-  const ci = read('.ci/run').match(/^NODE_VERSIONS=\(([\d ]+)\)$/m)![1]!.trim().split(/\s+/).map(Number);
+  const ci = read('.ci/run')
+    .match(/^NODE_VERSIONS=\(([\d ]+)\)$/m)![1]!
+    .trim()
+    .split(/\s+/)
+    .map(Number);
   expect(floor).toBe(Math.min(...ci));
 });

@@ -20,7 +20,7 @@ import {
   symlinkSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { LocalGateway } from '../../stack/gateway';
 import { KongDriver, PluginServerProcess, type PluginInfo } from './driver';
 import { ROOT } from './process';
@@ -146,12 +146,10 @@ it('installs the runtime dependencies only', () => {
 
 it('puts under 15 MB on the Kong node: the runtime, without the TypeScript kong-pdk was published with', () => {
   expect(bytesUnder(prefix) / 2 ** 20).toBeLessThan(15);
-  for (const compiler of ['typescript', 'ts-node', '@types']) {
-    expect(existsSync(join(installed, 'node_modules', compiler))).toBe(false);
-    expect(existsSync(join(installed, 'node_modules', 'kong-pdk', 'node_modules', compiler, 'lib'))).toBe(
-      false,
-    );
-  }
+  const folders = (readdirSync(join(installed, 'node_modules'), { recursive: true }) as string[]).map((f) =>
+    f.split(sep).join('/'),
+  );
+  expect(folders.filter((f) => /(^|\/)(typescript|@types)$/.test(f))).toEqual([]);
 });
 
 it('starts the installed plugin server as start_cmd does, with no node on its PATH, and it answers Kong', async () => {
