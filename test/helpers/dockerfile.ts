@@ -10,7 +10,7 @@ import {
   symlinkSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join, posix } from 'node:path';
+import { basename, join, posix, relative, sep } from 'node:path';
 
 /**
  * There is no Docker engine here, so a test replays a Dockerfile's build stages on the host:
@@ -88,18 +88,55 @@ export function stageChain(stages: Stage[], name: string): Stage[] {
   return [...(stages.some((s) => s.name === stage.base) ? stageChain(stages, stage.base) : []), stage];
 }
 
+/** Docker's globs as regular expressions (moby/patternmatcher 1d6a3f4 `Pattern.compile`). */
+const GLOB: Record<string, string> = { '**/': '(.*/)?', '**': '.*', '*': '[^/]*', '?': '[^/]' };
+
+/**
+ * What `.dockerignore` leaves out of the build context, as Docker reads it (moby/patternmatcher
+ * 1d6a3f4 patternmatcher.go `MatchesOrParentMatches`; ignorefile_test.go `TestReadAll`): one
+ * pattern a line relative to the context (a leading `/` dropped, `#` a comment), `*` and `?`
+ * within one path segment, `**` across any number, `!` taking a path back in; the last pattern
+ * that matches the path or one of its parent folders decides.
+ */
+export function dockerIgnored(context: string): (path: string) => boolean {
+  const file = join(context, '.dockerignore');
+  const rules = (existsSync(file) ? readFileSync(file, 'utf8') : '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'))
+    .map((l) => {
+      const exclusion = l.startsWith('!');
+      const pattern = posix.normalize((exclusion ? l.slice(1) : l).replace(/^\//, ''));
+      const source = pattern
+        .split(/(\*\*\/?|\*|\?)/)
+        .map((part) => GLOB[part] ?? part.replace(/[.+()|{}$^]/g, '\\$&'))
+        .join('');
+      return { exclusion, re: new RegExp(`^${source}$`) };
+    });
+  return (path) => {
+    const parts = posix.normalize(path).split('/');
+    const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
+    let ignored = false;
+    for (const rule of rules) if (prefixes.some((p) => rule.re.test(p))) ignored = !rule.exclusion;
+    return ignored;
+  };
+}
+
 /**
  * Docker's COPY from the build context: a directory's contents go into the destination, a file
  * into it when the destination ends in `/` (or several sources are given), else to that path.
+ * What `.dockerignore` leaves out is not in the context.
  */
 function copyInto(context: string, root: string, workdir: string, copy: Copy): void {
   const dest = join(root, posix.resolve(workdir, copy.dest));
   const intoDir = copy.dest.endsWith('/') || copy.sources.length > 1;
+  const ignored = dockerIgnored(context);
+  const inContext = (path: string) => !ignored(relative(context, path).split(sep).join('/'));
   for (const source of copy.sources) {
     const from = join(context, source);
-    if (!existsSync(from)) throw new Error(`COPY ${source}: not in the build context`);
+    if (!existsSync(from) || !inContext(from)) throw new Error(`COPY ${source}: not in the build context`);
     if (statSync(from).isDirectory()) {
-      cpSync(from, dest, { recursive: true });
+      cpSync(from, dest, { recursive: true, filter: inContext });
     } else {
       const to = intoDir ? join(dest, basename(source)) : dest;
       mkdirSync(join(to, '..'), { recursive: true });

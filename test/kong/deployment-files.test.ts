@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { validateRecord } from '../../src/config/kong-schema';
 import { ROOT } from './process';
-import { DockerReplay, runReRooted, stageChain } from '../helpers/dockerfile';
+import { DockerReplay, dockerIgnored, parseDockerfile, runReRooted, stageChain } from '../helpers/dockerfile';
 import type { PluginInfo } from './driver';
 import { dumpPlugins } from './world';
 
@@ -107,11 +107,11 @@ describe('docker/Dockerfile, replayed from its own lines (there is no Docker eng
     ...new Set(kongStage.steps.flatMap((s) => (s.kind === 'copy' && s.copy.from ? [s.copy.from] : []))),
   ];
 
-  it('builds a Kong 3.x image whose runtime stage compiles on Node 20 from exactly the files it COPYs', () => {
+  it('builds a Kong 3.x image whose runtime stage compiles on Node 24 from exactly the files it COPYs', () => {
     expect(dockerfile).toMatch(/ARG KONG_VERSION=3\.\d+/);
     expect(kongStage.base).toBe('kong:${KONG_VERSION}');
     expect(built).toEqual(['build']);
-    expect(stageChain(replay.stages, 'build')[0]!.base).toMatch(/^node:20-/);
+    expect(stageChain(replay.stages, 'build')[0]!.base).toMatch(/^node:24-/);
     const build = replay.stage('build');
     expect(build.ran.length).toBeGreaterThan(0);
   }, 240_000);
@@ -164,6 +164,34 @@ describe('docker/Dockerfile, replayed from its own lines (there is no Docker eng
     },
     240_000,
   );
+});
+
+describe('the build context (.dockerignore; the replay above reads it too)', () => {
+  const ignored = dockerIgnored(ROOT);
+
+  it("leaves out the checkout's modules, builds, packed tarballs, sockets, test output and history", () => {
+    const left = [
+      '.git',
+      'node_modules',
+      'sim/node_modules/x/index.js',
+      'dist/plugins/lora-router.js',
+      'lib/pluginserver/main.js',
+      'coverage',
+      'test-output',
+      'kong-lora-router-0.1.0.tgz',
+      'docker/kong-lora-router-0.1.0.tgz',
+      'lora.sock',
+    ];
+    expect(left.filter((p) => !ignored(p))).toEqual([]);
+  });
+
+  it('keeps every file the Dockerfile COPYs from it, and the sources it compiles', () => {
+    const sources = parseDockerfile(dockerfile).flatMap((s) =>
+      s.steps.flatMap((step) => (step.kind === 'copy' && !step.copy.from ? step.copy.sources : [])),
+    );
+    expect(sources.length).toBeGreaterThan(5);
+    expect([...sources, 'src/runtime.ts', 'pluginserver/main.ts'].filter(ignored)).toEqual([]);
+  });
 });
 
 describe('docker-compose.yml', () => {

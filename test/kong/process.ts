@@ -25,6 +25,8 @@ export interface PluginServerOptions {
   nodeArgs?: string[];
   /** The server's entry script (default: the project's, `binary()`). */
   binary?: string;
+  /** An executable run instead of Node with `binary` (the installed `kong-lora-pluginserver`). */
+  command?: string;
   /** Extra environment (tests: NODE_EXTRA_CA_CERTS for a self-signed replica). */
   env?: Record<string, string>;
   /** How long the server may take to listen (default 30 s: a loaded 2-core machine is slow to start node). */
@@ -57,10 +59,9 @@ export class PluginServerProcess {
   ): Promise<PluginServerProcess> {
     const sockName = o.sockName ?? 'lora.sock';
     const child = spawn(
-      process.execPath,
+      o.command ?? process.execPath,
       [
-        ...(o.nodeArgs ?? []),
-        o.binary ?? PluginServerProcess.binary(),
+        ...(o.command ? [] : [...(o.nodeArgs ?? []), o.binary ?? PluginServerProcess.binary()]),
         '-d',
         resolve(o.pluginsDir),
         '-p',
