@@ -85,6 +85,11 @@ export class AdapterManager {
   private readonly callListeners: ((r: LoadRecord) => void)[] = [];
   /** What the replica itself says before an unload. */
   readonly replicaWord: ReplicaWord;
+  /**
+   * Whether a request this store does not count may be on an adapter (a replaced runtime's, on
+   * other shared state, still draining): such an adapter is not unloaded.
+   */
+  leasedElsewhere: ((url: string, adapter: string) => boolean) | null = null;
 
   constructor(
     private readonly store: FleetStore,
@@ -388,6 +393,8 @@ export class AdapterManager {
     const reportedBusy = new Set<string>();
     for (const victim of idle) {
       if (reportedBusy.has(victim.name)) continue;
+      // A request of a replaced runtime on other state may be on it (that store counts it, not this one).
+      if (this.leasedElsewhere?.(url, victim.name)) continue;
       // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
       const begun = this.clock.now();
       const fence = await this.store.beginUnload(url, victim.name, begun, ttl, forAdapter);

@@ -113,7 +113,8 @@ export class FailoverFleetStore implements FleetStore {
   private reclaiming: Promise<void> | null = null;
   /**
    * The store this one replaces on the same shared state (a runtime retired for a changed
-   * `timeout_ms`, say) until `adopt` takes its records: releases of its leases go to it.
+   * `timeout_ms`, say) until `adopt` takes what is left of its records: it still holds the
+   * leases taken through it (one node id), which pruning here must keep.
    */
   predecessor: FailoverFleetStore | null = null;
 
@@ -574,8 +575,6 @@ export class FailoverFleetStore implements FleetStore {
   }
 
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
-    if (!this.mine.has(leaseId) && this.predecessor?.mine.has(leaseId))
-      return this.predecessor.release(leaseId, at, status);
     const m = this.mine.get(leaseId);
     this.mine.delete(leaseId);
     if (m && !m.shared) {
@@ -613,6 +612,18 @@ export class FailoverFleetStore implements FleetStore {
     for (const l of shared) if (this.mine.get(l.id)?.shared) this.mine.delete(l.id);
     for (const [id, m] of this.mine) if (now - m.lease.at >= OPEN_LEASE_MEMORY_MS) this.mine.delete(id);
     return [...local, ...shared];
+  }
+
+  /**
+   * Replaces `pred` on the same shared state (one node id): `pred` keeps its leases until they
+   * are given back, and prunes nothing from here on; this store prunes for both, at once (`pred`
+   * may have seen the server restart from an old snapshot, this store's connection never did).
+   */
+  async succeed(pred: FailoverFleetStore): Promise<void> {
+    this.predecessor = pred;
+    pred.superseded = true;
+    if (this.degradedSince !== null) return; // the next probe's recovery prunes
+    await this.pruneShared().catch((err: Error) => this.degrade(err));
   }
 
   /**
