@@ -627,45 +627,28 @@ export class FailoverFleetStore implements FleetStore {
   }
 
   /**
-   * Takes over the records of `pred`, the store of a runtime replaced on the same shared state
-   * (only timeouts changed): its open leases (those taken locally during an outage too), its
-   * releases waiting to be replayed and its budget spends made alone. Moved without an await,
-   * so a release goes either to `pred` before or here after; then handed to Redis if it answers.
+   * Takes what is left of the records of `pred`, the store of a runtime replaced on the same
+   * shared state (only timeouts changed), once that runtime has drained: its releases waiting to
+   * be replayed and its budget spends. No lease moves: each was given back through `pred`
+   * (LeaseHandle) or aged out, and pruning here stops keeping `pred`'s.
    */
   async adopt(pred: FailoverFleetStore): Promise<void> {
-    for (const spec of await pred.local.replicaSpecs()) await this.local.upsertReplica(spec);
-    const counted: Promise<unknown>[] = [];
-    for (const [id, m] of pred.mine) {
-      if (this.mine.has(id)) continue;
-      this.mine.set(id, { ...m, lease: { ...m.lease } });
-      // MemoryFleetStore.acquire counts before its first await: in this same step.
-      if (!m.shared) counted.push(this.local.acquire(m.lease));
-    }
     for (const id of pred.pendingReleases) this.pendingReleases.add(id);
     for (const [key, spent] of pred.localSpends) this.addLocalSpends(key, spent.count, spent.windowMs);
     // What it spent this window, to re-publish should the state be found emptied later.
     for (const [key, r] of pred.recentSpends) this.addRecentSpends(key, r.at, r.windowMs);
-    pred.mine.clear();
     pred.pendingReleases.clear();
     pred.localSpends.clear();
     pred.recentSpends.clear();
     if (this.predecessor === pred) this.predecessor = null;
-    await Promise.all(counted);
-    if (this.degradedSince !== null) return; // the next probe's recovery hands them over
+    if (this.degradedSince !== null) return; // the next probe's recovery replays them
     try {
       await this.replayReleases();
-      await this.restoreLeases(this.shared, true);
       await this.mergeBudgets();
-      // `pred` may have seen the server restart from an old snapshot and, superseded, left the
-      // lost releases to this store, whose own connection may never have seen the change.
       await this.pruneShared();
     } catch (err) {
       this.degrade(err as Error);
     }
-  }
-
-  async openLeases(): Promise<Lease[]> {
-    return [...this.mine.values()].map((m) => ({ ...m.lease }));
   }
 
   inFlightTotal(): Promise<number> {
