@@ -5,6 +5,7 @@
  */
 import { HttpReplicaApi } from '../../src/backends/http-replica-api';
 import type { LoadOutcome, ReplicaApi, Scrape } from '../../src/backends/replica-api';
+import { VirtualClock } from '../../src/clock';
 import { parseRouterConfig } from '../../src/config/parse';
 import type { RedisConfig } from '../../src/config/redis-schema';
 import type { ReplicaSpec } from '../../src/fleet/types';
@@ -69,7 +70,7 @@ describe('a request whose decision spans two `redis` record changes', () => {
     const [pa, pb, pc] = [h.prefix(), h.prefix(), h.prefix()];
     const record = (p: string): RedisConfig => h.redis.config(p, { timeout: 2000 });
     const configure = (p: string, api: GatedApi): { rt: FleetRuntime; router: RouterService } => {
-      const rt = h.runtime({ redis: record(p), api, seed: 1 });
+      const rt = h.runtime({ redis: record(p), api, seed: 1, clock });
       const config = parseRouterConfig({
         replicas: [{ url }],
         base_model: BASE,
@@ -79,6 +80,8 @@ describe('a request whose decision spans two `redis` record changes', () => {
       });
       return { rt, router: new RouterService(config, rt) };
     };
+    // Time stands still unless the test moves it: no poll, probe or timer fires on its own.
+    const clock = new VirtualClock();
     const fresh = async (rt: FleetRuntime) => (await rt.store.views([url]))[0]?.health === 'up';
     const apiA = new GatedApi();
     const a = configure(pa, apiA);
@@ -92,7 +95,9 @@ describe('a request whose decision spans two `redis` record changes', () => {
     apiB.scrapes.release();
     const b = configure(pb, apiB);
     const aRetired = a.rt.retire(b.rt);
-    await waitFor(() => fresh(b.rt), 10_000, "B's first poll");
+    await (b.router as unknown as { ready: Promise<void> }).ready;
+    await b.rt.poller.refreshUrl(url);
+    expect(await fresh(b.rt)).toBe(true);
     apiA.scrapes.release();
     // It takes its lease and starts its load, which the replica holds.
     await waitFor(() => loads.asked === 1 || outcome !== undefined, 10_000, 'the load asked of the replica');
