@@ -144,8 +144,11 @@ export class FleetRuntime {
     this.random = seededRandom(o.seed ?? Date.now() ^ process.pid);
     this.metrics = new RouterMetrics(this.store, this.clock, (url) => this.saturationOf(url));
     this.manager = new AdapterManager(this.store, this.api, this.clock, this.log);
-    // A replaced runtime's requests on another state are not counted in this store.
+    // Requests this store does not count: once replaced, this runtime unloads nothing (its
+    // successors' requests on other state are not here; as a node deciding alone, it only loads
+    // into free slots); while current, not an adapter a draining predecessor on other state may use.
     this.manager.leasedElsewhere = (url, adapter) =>
+      this.successor !== null ||
       this.predecessors.some((p) => p.stateKey !== this.stateKey && p.uses(url, adapter));
     // Another node released a lease or finished a load or unload: waiters for room look again.
     this.store.onRemoteChange = () => this.manager.roomChanged.notify();

@@ -86,8 +86,8 @@ export class AdapterManager {
   /** What the replica itself says before an unload. */
   readonly replicaWord: ReplicaWord;
   /**
-   * Whether a request this store does not count may be on an adapter (a replaced runtime's, on
-   * other shared state, still draining): such an adapter is not unloaded.
+   * Whether a request this store does not count may be on an adapter (a `redis` record change:
+   * the other runtime's requests live in another state): such an adapter is not unloaded.
    */
   leasedElsewhere: ((url: string, adapter: string) => boolean) | null = null;
 
@@ -393,7 +393,7 @@ export class AdapterManager {
     const reportedBusy = new Set<string>();
     for (const victim of idle) {
       if (reportedBusy.has(victim.name)) continue;
-      // A request of a replaced runtime on other state may be on it (that store counts it, not this one).
+      // A request of another runtime (a `redis` record change) may be on it: that store counts it.
       if (this.leasedElsewhere?.(url, victim.name)) continue;
       // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
       const begun = this.clock.now();
