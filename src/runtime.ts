@@ -144,12 +144,7 @@ export class FleetRuntime {
     this.random = seededRandom(o.seed ?? Date.now() ^ process.pid);
     this.metrics = new RouterMetrics(this.store, this.clock, (url) => this.saturationOf(url));
     this.manager = new AdapterManager(this.store, this.api, this.clock, this.log);
-    // Requests this store does not count: once replaced, this runtime unloads nothing (its
-    // successors' requests on other state are not here; as a node deciding alone, it only loads
-    // into free slots); while current, not an adapter a draining predecessor on other state may use.
-    this.manager.leasedElsewhere = (url, adapter) =>
-      this.successor !== null ||
-      this.predecessors.some((p) => p.stateKey !== this.stateKey && p.uses(url, adapter));
+    this.manager.leasedElsewhere = (url, adapter) => this.usedElsewhere(url, adapter);
     // Another node released a lease or finished a load or unload: waiters for room look again.
     this.store.onRemoteChange = () => this.manager.roomChanged.notify();
     this.manager.addCallListener((r) => {
@@ -337,6 +332,19 @@ export class FleetRuntime {
     if (this.active > 0) return true;
     for (const l of this.leases) if (l.lease.url === url && l.lease.adapter === adapter) return true;
     return false;
+  }
+
+  /**
+   * Whether a request this store does not count may be on `adapter` of `url`: one of another
+   * runtime of this process on other state (a `redis` record change), whose own store counts it.
+   * The one current now may admit one at any moment, so a replaced runtime on other state
+   * unloads nothing (as a node deciding alone, it only loads into free slots); the others still
+   * draining are asked. Runtimes on this one's state count in its store already.
+   */
+  private usedElsewhere(url: string, adapter: string): boolean {
+    for (let s: FleetRuntime | null = this.successor; s; s = s.successor)
+      if (s.stateKey !== this.stateKey && (s.successor === null || s.uses(url, adapter))) return true;
+    return this.predecessors.some((p) => p.stateKey !== this.stateKey && p.uses(url, adapter));
   }
 
   /**
