@@ -365,7 +365,7 @@ export class FleetRuntime {
     if (!sameState && next.store instanceof FailoverFleetStore)
       void next.store.receiving(new Promise<void>((r) => (decided = r)));
     try {
-      this.handOverPolling(next, sameState);
+      this.passPolling(next, sameState);
       while (this.active > 0) await this.quieter.wait(this.clock, 1000);
       if (!sameState) await this.carrySpends(next.current());
     } finally {
@@ -388,7 +388,7 @@ export class FleetRuntime {
   }
 
   /** Polling and what the router configurations registered go to `next`, before it decides anything. */
-  private handOverPolling(next: FleetRuntime, sameState: boolean): void {
+  private passPolling(next: FleetRuntime, sameState: boolean): void {
     // Same state: one node, one work model (its replicas' queues include this runtime's requests).
     if (sameState) {
       next.work = this.work;

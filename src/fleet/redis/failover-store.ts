@@ -77,8 +77,8 @@ export class FailoverFleetStore implements FleetStore {
   private degradedSince: number | null = null;
   /** When the shared store last came back to this node (this node's clock); null if never lost. */
   private backSince: number | null = null;
-  /** Hand-overs into this store under way (`receiving`): no unload until they end. */
-  private handOvers = 0;
+  /** Record changes into this store whose old runtime still decides (`receiving`): no unload meanwhile. */
+  private recordChanges = 0;
   private lastLog = 0;
   /** Cancels the next probe while degraded. */
   private cancelProbe: (() => void) | null = null;
@@ -418,19 +418,19 @@ export class FailoverFleetStore implements FleetStore {
   }
 
   /**
-   * A `redis` record change from other state hands its runtime's leases to this store: until
-   * `handOver` ends, and for the hold-off after it, this node unloads nothing. The leases under
-   * way are not here yet, and Kong pushes a configuration to its nodes in turn, so peers may still
-   * decide on the old state, where this node cannot see their requests. The 30-minute fault run
-   * broke (i) so: 290 ms after a change to another database, an unload under a request a peer
-   * still on the old state had just sent (vLLM had it waiting).
+   * A `redis` record change from other state made this store the node's: until the replaced
+   * runtime's decisions under way end (`decided`), and for the hold-off after, this node unloads
+   * nothing. Kong pushes a configuration to its nodes in turn, so peers may still decide on the
+   * old state, where this node cannot see their requests. The 30-minute fault run broke (i) so:
+   * 290 ms after a change to another database, an unload under a request a peer still on the old
+   * state had just sent (vLLM had it waiting).
    */
-  async receiving(handOver: Promise<void>): Promise<void> {
-    this.handOvers++;
+  async receiving(decided: Promise<void>): Promise<void> {
+    this.recordChanges++;
     try {
-      await handOver;
+      await decided;
     } finally {
-      this.handOvers--;
+      this.recordChanges--;
       this.backSince = this.clock.now();
     }
   }
@@ -508,7 +508,7 @@ export class FailoverFleetStore implements FleetStore {
     // their polls saw loaded and cannot see this unload. The fault run broke (i) that way: a node
     // back 70 ms unloaded an adapter a peer still deciding alone had just sent a request to.
     const back = this.backSince;
-    if (this.handOvers > 0) return Promise.resolve(null);
+    if (this.recordChanges > 0) return Promise.resolve(null);
     if (back !== null && this.clock.now() - back < UNLOAD_HOLD_OFF_PROBES * this.options.probeMs)
       return Promise.resolve(null);
     return this.decide(
