@@ -10,7 +10,8 @@ import { errors, type RouterError } from '../src/errors';
 import { routerConfigWarnings } from '../src/config/warnings';
 import { onceEach, operatorLog, stderrLogger, warnDeprecated, writeNotices } from '../src/log';
 import { RouterService, type DecisionRecord } from '../src/router/router';
-import { runtimeOfLease, sharedRuntime } from '../src/runtime';
+import { LeaseHandle, LeaseNotOpen } from '../src/lease';
+import { sharedRuntime } from '../src/runtime';
 import { packageVersion } from '../src/version';
 
 /** Once per process and message: Kong starts an instance of one config on every worker. */
@@ -63,7 +64,8 @@ class LoraRouterPlugin {
       // First, so that from here on the log phase can always give the lease back.
       await kong.ctx.shared.set(CTX_KEY, record as never);
     } catch (err) {
-      await giveBack(r.leaseId, undefined);
+      const lease = LeaseHandle.find(r.leaseId);
+      if (lease) await RouterService.release(lease, undefined);
       throw err;
     }
     await kong.service.setTarget(r.host, r.port);
@@ -83,26 +85,15 @@ class LoraRouterPlugin {
     const record = (await kong.ctx.shared.get(CTX_KEY)) as DecisionRecord | null | undefined;
     if (!record || typeof record.lease !== 'string') return;
     const status = (await kong.response.getStatus()) as number | undefined;
-    // The lease first: nothing after it may keep it from going back.
-    await giveBack(record.lease, status);
-    // Kong's own 502/504 (source "error": no attempt got a response) marks the replica down
-    // at once; a replica's own 5xx (source "service") is left to passive health. Kong/kong
-    // 3.9.3 kong/pdk/response.lua `get_source`, kong/init.lua `Kong.handle_error`.
-    if (status === 502 || status === 504) {
-      const source = await kong.response.getSource();
-      const rt = source === 'error' ? runtimeOfLease(record.lease) : undefined;
-      if (rt) await RouterService.proxyFailed(rt, record.replica, status);
+    try {
+      await RouterService.logPhase(record, status, () => kong.response.getSource());
+    } catch (err) {
+      // Given back already (a second log phase for one request, a bug) or reclaimed by age:
+      // nothing is released twice, and the operator hears of it.
+      if (!(err instanceof LeaseNotOpen)) throw err;
+      await kong.log.err(`lora-router: ${err.message}`);
     }
   }
-}
-
-/**
- * Gives a lease back to the runtime that took it: Kong may have replaced this instance (and its
- * config) since, or a changed `redis` record the runtime.
- */
-async function giveBack(leaseId: string, status: number | undefined): Promise<void> {
-  const rt = runtimeOfLease(leaseId);
-  if (rt) await RouterService.release(rt, leaseId, status);
 }
 
 export const Plugin = LoraRouterPlugin;

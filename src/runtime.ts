@@ -10,10 +10,11 @@ import { MemoryFleetStore } from './fleet/memory-store';
 import { FailoverFleetStore } from './fleet/redis/failover-store';
 import { RedisFleetStore } from './fleet/redis/redis-store';
 import { DEFAULT_UNHEALTHY_TIMEOUTS } from './config/poller-schema';
+import type { LeaseHandle } from './lease';
 import { Poller, type PollerOptions } from './fleet/poller';
 import { replicaSaturations, type SaturationPolicy } from './fleet/saturation';
 import type { FleetStore } from './fleet/store';
-import type { Lease, Released, ReplicaView } from './fleet/types';
+import type { ReplicaView } from './fleet/types';
 import { operatorLog, stderrLogger, type Logger } from './log';
 import { RouterMetrics } from './metrics/router-metrics';
 import { seededRandom, type Random } from './random';
@@ -115,17 +116,17 @@ export class FleetRuntime {
   private readonly trimming = new Set<string>();
   /** The runtime that replaced this one (a changed `redis` record), or null while current. */
   successor: FleetRuntime | null = null;
-  /** Decisions under way here; a replaced runtime closes once none is left. */
-  private active = 0;
-  private readonly idle = new Signal();
-  /** Leases handed to a successor (their release goes there), and hand-overs under way. */
-  private readonly moved = new Map<string, FleetRuntime>();
-  private readonly moving = new Map<string, Promise<unknown>>();
   /**
-   * Leases released here while a hand-over to another shared state runs: the hand-over read the
-   * open leases once, and must not copy one whose request ended since (nothing would release it).
+   * Replaced runtimes still draining on this one's replicas (and theirs): their decisions under
+   * way and open leases are not in this store when the state differs, so unloads here ask them.
    */
-  private endedDuringHandOver: Set<string> | null = null;
+  private predecessors: FleetRuntime[] = [];
+  /** Decisions under way here; a replaced runtime hands over once none is left. */
+  private active = 0;
+  /** Leases taken here and not yet given back; a replaced runtime closes once none is left. */
+  private readonly leases = new Set<LeaseHandle>();
+  /** Told when a decision ends or a lease is given back here. */
+  private readonly quieter = new Signal();
 
   constructor(o: RuntimeOptions = {}) {
     this.clock = o.clock ?? systemClock;
@@ -145,6 +146,7 @@ export class FleetRuntime {
     this.random = seededRandom(o.seed ?? Date.now() ^ process.pid);
     this.metrics = new RouterMetrics(this.store, (rs) => this.saturations(rs), this.clock);
     this.manager = new AdapterManager(this.store, this.api, this.clock, this.log);
+    this.manager.leasedElsewhere = (url, adapter) => this.usedElsewhere(url, adapter);
     // Another node released a lease or finished a load or unload: waiters for room look again.
     this.store.onRemoteChange = () => this.manager.roomChanged.notify();
     this.manager.addCallListener((r) => {
@@ -326,55 +328,96 @@ export class FleetRuntime {
     try {
       return await fn();
     } finally {
-      if (--this.active === 0) this.idle.notify();
+      this.active--;
+      this.quieter.notify();
     }
   }
 
-  /** Gives a lease back where it lives now: here, or in the successor it was handed to. */
-  async release(leaseId: string, status: number | undefined): Promise<Released | undefined> {
-    const handing = this.moving.get(leaseId);
-    if (handing) await handing;
-    const to = this.moved.get(leaseId);
-    if (to) {
-      this.moved.delete(leaseId);
-      return to.release(leaseId, status);
-    }
-    this.endedDuringHandOver?.add(leaseId);
-    return this.store.release(leaseId, this.clock.now(), status);
+  /** A lease was taken here (LeaseHandle.take): this runtime closes only once it is given back. */
+  leaseOpened(lease: LeaseHandle): void {
+    this.leases.add(lease);
+  }
+
+  /** A lease taken here was given back, or aged out. */
+  leaseEnded(lease: LeaseHandle): void {
+    this.leases.delete(lease);
+    this.quieter.notify();
   }
 
   /**
-   * Steps down for `next` (same replicas, another `redis` record): polling stops at once, new
-   * decisions go to `next`; once the decisions under way here end, open leases move to `next`
-   * (unless both address one shared state, where they already count) and the store closes.
+   * Whether a request here may be on `adapter` of `url`: a lease of it is open, or a decision is
+   * under way (it may take one at any moment). Asked of a replaced runtime by its successors.
+   */
+  uses(url: string, adapter: string): boolean {
+    if (this.active > 0) return true;
+    for (const l of this.leases) if (l.lease.url === url && l.lease.adapter === adapter) return true;
+    return false;
+  }
+
+  /**
+   * Whether a request this store does not count may be on `adapter` of `url`: one of another
+   * runtime of this process on other state (a `redis` record change), whose own store counts it.
+   * The one current now may admit one at any moment, so a replaced runtime on other state
+   * unloads nothing (as a node deciding alone, it only loads into free slots); the others still
+   * draining are asked. Runtimes on this one's state count in its store already.
+   */
+  private usedElsewhere(url: string, adapter: string): boolean {
+    for (let s: FleetRuntime | null = this.successor; s; s = s.successor)
+      if (s.stateKey !== this.stateKey && (s.successor === null || s.uses(url, adapter))) return true;
+    return this.predecessors.some((p) => p.stateKey !== this.stateKey && p.uses(url, adapter));
+  }
+
+  /**
+   * Steps down for `next` (same replicas, another `redis` record): polling and new decisions go
+   * to `next` at once. Nothing moves between them: the decisions under way here end here, and
+   * each lease taken here is given back here (LeaseHandle); once the last one is, or every one
+   * is past the age at which its store reclaims it, the store closes. Meanwhile `next` unloads
+   * nothing a request here may be on (`uses`).
    */
   async retire(next: FleetRuntime): Promise<void> {
     this.successor = next;
-    // Other state: the successor unloads nothing while this hands over, nor just after (peers).
-    let handedOver = () => {};
-    if (next.stateKey !== this.stateKey && next.store instanceof FailoverFleetStore)
-      void next.store.receiving(new Promise<void>((r) => (handedOver = r)));
+    next.predecessors = [...next.predecessors, this, ...this.predecessors];
+    const sameState = next.stateKey === this.stateKey;
+    // Other state: until the decisions under way here end, and for the hold-off after, the new
+    // state unloads nothing: peers may still decide on the old state (Kong pushes a
+    // configuration to its nodes in turn), where this node cannot see their requests.
+    let decided = () => {};
+    if (!sameState && next.store instanceof FailoverFleetStore)
+      void next.store.receiving(new Promise<void>((r) => (decided = r)));
     try {
-      await this.stepDown(next);
+      this.passPolling(next, sameState);
+      while (this.active > 0) await this.quieter.wait(this.clock, 1000);
+      if (!sameState) await this.carrySpends(next.current());
     } finally {
-      handedOver();
+      decided();
     }
+    await this.drain();
+    for (let s: FleetRuntime | null = this.successor; s; s = s.successor)
+      s.predecessors = s.predecessors.filter((p) => p !== this);
+    await this.closeStore(next, sameState);
   }
 
-  private async stepDown(next: FleetRuntime): Promise<void> {
-    // Same shared state: the successor takes this store's failover records once the decisions
-    // under way end; until then a release of a lease it does not know goes back here.
-    const sameState = next.stateKey === this.stateKey;
-    // Same lease prefix: the log phase of a lease taken here finds `next` (runtimeOfLease), so
-    // the work admitted here must be there. Synchronous, before `next` decides anything.
+  /**
+   * Other state: what this node spent of the cold-load budgets this window counts there too, so
+   * the change hands out no fresh budget (registered first: the state's epoch dates the spends).
+   */
+  private async carrySpends(next: FleetRuntime): Promise<void> {
+    if (!(this.store instanceof FailoverFleetStore) || !(next.store instanceof FailoverFleetStore)) return;
+    for (const spec of await this.store.replicaSpecs()) await next.store.upsertReplica(spec);
+    await next.store.carrySpends(this.store);
+  }
+
+  /** Polling and what the router configurations registered go to `next`, before it decides anything. */
+  private passPolling(next: FleetRuntime, sameState: boolean): void {
+    // Same state: one node, one work model (its replicas' queues include this runtime's requests).
     if (sameState) {
       next.work = this.work;
       next.predictsWork ||= this.predictsWork;
     }
-    if (sameState && this.store instanceof FailoverFleetStore && next.store instanceof FailoverFleetStore) {
-      next.store.predecessor = this.store;
-      this.store.superseded = true;
-    }
+    // Same state: the successor's pruning keeps this store's leases (one node id), and this one
+    // prunes nothing (it would drop the successor's). Synchronous up to its first await.
+    if (sameState && this.store instanceof FailoverFleetStore && next.store instanceof FailoverFleetStore)
+      void next.store.succeed(this.store);
     const polling = this.poller.running;
     this.poller.stop();
     if (polling) next.poller.start();
@@ -383,42 +426,33 @@ export class FleetRuntime {
     for (const [k, n] of this.names.entries()) if (!next.names.has(k)) next.registerNames(k, n);
     for (const [k, p] of this.pollingSettings.entries())
       if (!next.pollingSettings.has(k)) next.registerPolling(k, p);
-    while (this.active > 0) await this.idle.wait(this.clock, 1000);
-    if (!sameState) {
-      this.endedDuringHandOver = new Set();
-      // Leases count only against registered replicas: register them there first.
-      for (const spec of await this.store.replicaSpecs()) await next.current().store.upsertReplica(spec);
-      const successor = next.current().store;
-      if (this.store instanceof FailoverFleetStore && successor instanceof FailoverFleetStore)
-        await successor.carrySpends(this.store);
-      for (const lease of (await this.store.openLeases?.()) ?? []) {
-        // Checked in the same step as the copy begins (handOver's first statements): a release
-        // lands either here before (not copied) or after (sent to `next`).
-        if (!this.endedDuringHandOver.has(lease.id)) await this.handOver(lease, next.current());
-      }
-      this.endedDuringHandOver = null;
-      // Every lease here moved or ended: what this node still holds in the old state (a release
-      // that failed while Redis was unreachable, a lost one) is dropped there once it answers.
-      if (this.store instanceof FailoverFleetStore) {
-        this.store
-          .leave(this.poller.leaseMaxAgeMs)
-          .catch((err: Error) => this.log.warn(`leaving the old shared fleet state failed: ${err.message}`));
-        return;
-      }
-    } else if (this.store instanceof FailoverFleetStore && next.store instanceof FailoverFleetStore) {
-      await next.store.adopt(this.store);
-    }
-    await this.store.close?.();
   }
 
-  private async handOver(lease: Lease, next: FleetRuntime): Promise<void> {
-    const copied = next.store.acquire(lease);
-    this.moving.set(lease.id, copied);
-    await copied;
-    // From here its release goes to `next` (synchronously with the copy: no release falls between).
-    this.moving.delete(lease.id);
-    this.moved.set(lease.id, next);
-    await this.store.release(lease.id, this.clock.now());
+  /** Waits until every lease taken here is given back, or past the age its store reclaims it at. */
+  private async drain(): Promise<void> {
+    for (;;) {
+      const now = this.clock.now();
+      for (const l of [...this.leases]) if (now - l.lease.at >= l.reclaimedAfterMs) l.agedOut();
+      if (this.leases.size === 0 && this.active === 0) return;
+      await this.quieter.wait(this.clock, 1000);
+    }
+  }
+
+  /**
+   * Other state: replays the releases that could not reach the old state and drops what is left
+   * of this node's leases there once it answers, then closes. Same state: the successor takes
+   * the failover records left (releases to replay, spends made alone).
+   */
+  private async closeStore(next: FleetRuntime, sameState: boolean): Promise<void> {
+    if (!sameState && this.store instanceof FailoverFleetStore) {
+      this.store
+        .leave(this.poller.leaseMaxAgeMs)
+        .catch((err: Error) => this.log.warn(`leaving the old shared fleet state failed: ${err.message}`));
+      return;
+    }
+    if (sameState && this.store instanceof FailoverFleetStore && next.store instanceof FailoverFleetStore)
+      await next.store.adopt(this.store);
+    await this.store.close?.();
   }
 }
 
@@ -447,8 +481,6 @@ class ConfigRegistry<T> {
 
 /** This process's current runtimes, by `redis` record (one without Redis). */
 const runtimes = new Map<string, FleetRuntime>();
-/** Replaced runtimes by lease prefix: they know where their leases went (bounded). */
-const replaced = new Map<string, FleetRuntime>();
 
 /**
  * The runtime of this plugin-server process for a plugin's `redis` record, created on first
@@ -486,18 +518,9 @@ export function claimReplicas(rt: FleetRuntime, urls: readonly string[]): void {
 
 function replace(old: FleetRuntime, next: FleetRuntime): void {
   for (const [k, r] of runtimes) if (r === old) runtimes.delete(k);
-  replaced.set(old.leasePrefix, old);
-  if (replaced.size > 16) replaced.delete(replaced.keys().next().value!);
   old
     .retire(next)
     .catch((err: Error) => next.log.error(`stopping a replaced runtime failed: ${err.message}`));
-}
-
-/** The runtime that issued `leaseId` (the log phase may run on an instance with another config). */
-export function runtimeOfLease(leaseId: string): FleetRuntime | undefined {
-  const prefix = leaseId.slice(0, leaseId.indexOf('-'));
-  for (const rt of runtimes.values()) if (rt.leasePrefix === prefix) return rt;
-  return replaced.get(prefix);
 }
 
 /** What a `redis` record addresses: records that differ only in timeouts share one state. */

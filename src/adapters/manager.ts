@@ -85,6 +85,11 @@ export class AdapterManager {
   private readonly callListeners: ((r: LoadRecord) => void)[] = [];
   /** What the replica itself says before an unload. */
   readonly replicaWord: ReplicaWord;
+  /**
+   * Whether a request this store does not count may be on an adapter (a `redis` record change:
+   * the other runtime's requests live in another state): such an adapter is not unloaded.
+   */
+  leasedElsewhere: ((url: string, adapter: string) => boolean) | null = null;
 
   constructor(
     private readonly store: FleetStore,
@@ -388,6 +393,8 @@ export class AdapterManager {
     const reportedBusy = new Set<string>();
     for (const victim of idle) {
       if (reportedBusy.has(victim.name)) continue;
+      // A request of another runtime (a `redis` record change) may be on it: that store counts it.
+      if (this.leasedElsewhere?.(url, victim.name)) continue;
       // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
       const begun = this.clock.now();
       const fence = await this.store.beginUnload(url, victim.name, begun, ttl, forAdapter);

@@ -392,10 +392,6 @@ export class MemoryFleetStore implements FleetStore {
     return this.leases.size;
   }
 
-  async openLeases(): Promise<Lease[]> {
-    return [...this.leases.values()].map((l) => ({ ...l }));
-  }
-
   async spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
     let b = this.budgets.get(key);
     if (!b || b.ends <= at) this.budgets.set(key, (b = { ends: at + windowMs, used: 0 }));

@@ -98,8 +98,6 @@ export interface FleetStore {
    */
   expireLeases(now: number, maxAgeMs: number): Promise<Lease[]>;
   inFlightTotal(): Promise<number>;
-  /** Leases this process holds open here (handed to a successor when its runtime is replaced). */
-  openLeases?(): Promise<Lease[]>;
 
   /**
    * Counts one use of `key`'s budget of `limit` per `windowMs` (fixed windows). Returns 0 if

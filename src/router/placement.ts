@@ -14,8 +14,6 @@ import type { RoomWait } from './room-wait';
 const MAX_PLACEMENT_ROUNDS = 3;
 
 export interface PlacementDeps {
-  /** The runtime decisions go to now (a replaced one hands over to its successor). */
-  runtime: () => FleetRuntime;
   pipeline: SchedulingPipeline;
   /** The pipeline once a request waits for room anywhere (with the `room` filter). */
   roomPipeline: SchedulingPipeline;
@@ -49,11 +47,9 @@ export interface PlacementRequest {
 export class Placement {
   constructor(private readonly deps: PlacementDeps) {}
 
-  private get rt(): FleetRuntime {
-    return this.deps.runtime();
-  }
-
+  /** Places one request, on `rt`: the runtime its decision runs on from start to end. */
   async place<T>(
+    rt: FleetRuntime,
     p: PlacementRequest,
     admit: (decision: Decision, queueTimeoutMs: number) => Promise<T>,
   ): Promise<T> {
@@ -69,12 +65,12 @@ export class Placement {
     let follow: string | undefined;
     let held = false;
     for (;;) {
-      ctx.now = this.rt.clock.now();
-      if (withResidents) this.weighVictims(ctx, views);
+      ctx.now = rt.clock.now();
+      if (withResidents) this.weighVictims(rt, ctx, views);
       // From here to the claim nothing awaits: the next request sees this one's placement.
       if (adapter) {
-        this.rt.manager.overlayClaims(views, adapter.name);
-        this.markEvicted(views, adapter.name);
+        rt.manager.overlayClaims(views, adapter.name);
+        this.markEvicted(rt, views, adapter.name);
       }
       const followed = follow === undefined ? [] : views.filter((v) => v.url === follow);
       const candidates = followed.length > 0 ? followed : views;
@@ -87,10 +83,10 @@ export class Placement {
       if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
       // Every replica predicted past `ttft_slo_ms`: wait here for one that is not (room-wait.ts `holds`).
       if (wait.holds(ctx.now, decision.replica)) {
-        if (!held) this.rt.metrics.ttftHolds.inc();
+        if (!held) rt.metrics.ttftHolds.inc();
         held = true;
-        await this.rt.manager.roomChanged.wait(this.rt.clock, ROOM_FALLBACK_MS);
-        views = await this.rt.store.views(this.deps.urls, adapter, withResidents);
+        await rt.manager.roomChanged.wait(rt.clock, ROOM_FALLBACK_MS);
+        views = await rt.store.views(this.deps.urls, adapter, withResidents);
         continue;
       }
       const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
@@ -103,7 +99,7 @@ export class Placement {
           : undefined;
       if (cold && weighsVictims && !withResidents) {
         withResidents = true;
-        views = await this.rt.store.views(this.deps.urls, adapter, true);
+        views = await rt.store.views(this.deps.urls, adapter, true);
         continue;
       }
       if (cold && withResidents && loadCost(decision.replica, ctx) === undefined) {
@@ -112,14 +108,12 @@ export class Placement {
         // No replica can start the load now (every adapter busy everywhere): wait for room
         // anywhere, rather than queue behind one replica's busy adapters.
         if (wait.anywhere && ctx.now < wait.deadline) {
-          await this.rt.manager.roomChanged.wait(this.rt.clock, ROOM_FALLBACK_MS);
-          views = await this.rt.store.views(this.deps.urls, adapter, withResidents);
+          await rt.manager.roomChanged.wait(rt.clock, ROOM_FALLBACK_MS);
+          views = await rt.store.views(this.deps.urls, adapter, withResidents);
           continue;
         }
       }
       const url = decision.replica.url;
-      // The claim is made, unclaimed and released on one runtime, even if it is replaced meanwhile.
-      const rt = this.rt;
       if (claim) {
         rt.manager.claim(url, claim);
         // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
@@ -154,7 +148,7 @@ export class Placement {
       }
       // No room on the chosen replica in time: look for room anywhere, with fresh views.
       follow = undefined;
-      views = await this.rt.store.views(this.deps.urls, adapter, withResidents);
+      views = await rt.store.views(this.deps.urls, adapter, withResidents);
     }
   }
 
@@ -181,9 +175,9 @@ export class Placement {
   }
 
   /** Registered holders whose reported residency (newer vLLM) lacks the adapter's weights. */
-  private markEvicted(views: ReplicaView[], name: string): void {
+  private markEvicted(rt: FleetRuntime, views: ReplicaView[], name: string): void {
     for (const v of views) {
-      const held = this.rt.poller.lastLoad.get(v.url)?.residency?.cpu;
+      const held = rt.poller.lastLoad.get(v.url)?.residency?.cpu;
       if (held && v.adapter?.state === 'loaded' && !held.includes(name)) v.adapter.evicted = true;
     }
   }
@@ -192,13 +186,13 @@ export class Placement {
    * Gives placement and eviction what they weigh: the configured policy's cost of each possible
    * victim, from decayed request frequency and how many replicas hold a copy.
    */
-  private weighVictims(ctx: SchedulingContext, views: ReplicaView[]): void {
+  private weighVictims(rt: FleetRuntime, ctx: SchedulingContext, views: ReplicaView[]): void {
     const copies = new Map<string, number>();
     for (const v of views)
       for (const r of v.residents ?? [])
         if (r.state !== 'unloading') copies.set(r.name, (copies.get(r.name) ?? 0) + 1);
     const now = ctx.now;
-    const stats = this.rt.adapterStats;
+    const stats = rt.adapterStats;
     const victimCtx = {
       now,
       frequency: (n: string) => stats.frequency(n, now),

@@ -6,6 +6,7 @@ import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { samePath } from '../fleet/memory-store';
+import { LeaseHandle, LeaseNotOpen } from '../lease';
 import { claimReplicas, type FleetRuntime } from '../runtime';
 import { pipelineFor, SchedulingPipeline } from '../scheduler/pipeline';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
@@ -82,11 +83,6 @@ export class RouterService {
   /** Per error code: when its detail was last logged, and how many were not since. */
   private readonly internalLogged = new Map<string, { at: number; suppressed: number }>();
 
-  /** The runtime decisions go to: the one given, or the one that replaced it (a new `redis` record). */
-  private get rt(): FleetRuntime {
-    return this.runtime.current();
-  }
-
   constructor(
     readonly config: RouterConfig,
     private readonly runtime: FleetRuntime,
@@ -126,7 +122,6 @@ export class RouterService {
       perConsumerPerMinute: config.cold_loads_per_consumer_per_minute,
     };
     this.placement = new Placement({
-      runtime: () => this.rt,
       pipeline: new SchedulingPipeline(pipelineFor(config)),
       // Once a request waits for room anywhere (`escalate`, after its wait on the chosen replica).
       roomPipeline: new SchedulingPipeline(pipelineFor({ ...config, room_wait: 'anywhere' })),
@@ -167,20 +162,24 @@ export class RouterService {
     });
   }
 
+  /**
+   * One decision, on one runtime from start to end: the one current when the request came (a
+   * `redis` record change meanwhile sends only later requests to the new one). Its lease is taken,
+   * and given back, there.
+   */
   async route(req: RouteRequest): Promise<RouteOutcome> {
-    const rt = this.rt;
+    const rt = this.runtime.current();
     const wait = new RoomWait(this.config, rt.clock.now());
     try {
-      return await rt.decision(() => this.decide(req, wait));
+      return await rt.decision(() => this.decide(rt, req, wait));
     } catch (err) {
       const e = err instanceof RouterError ? err : errors.internal();
-      if (!(err instanceof RouterError))
-        this.rt.log.error(`route failed: ${(err as Error).stack ?? String(err)}`);
-      else if (e.internal !== undefined) this.logInternal(e.code, e.internal);
-      this.rt.metrics.errors.inc({ code: e.code });
+      if (!(err instanceof RouterError)) rt.log.error(`route failed: ${(err as Error).stack ?? String(err)}`);
+      else if (e.internal !== undefined) this.logInternal(rt, e.code, e.internal);
+      rt.metrics.errors.inc({ code: e.code });
       if (e.retryAfterS !== undefined) {
-        this.rt.metrics.refusals.inc();
-        this.rt.metrics.recent.record('refusals', this.rt.clock.now());
+        rt.metrics.refusals.inc();
+        rt.metrics.recent.record('refusals', rt.clock.now());
       }
       return { kind: 'respond', status: e.status, body: e.body(), headers: e.headers() };
     }
@@ -190,8 +189,8 @@ export class RouterService {
    * Where a refusal happened (the replica's URL), for operators: the client's message omits it.
    * At most one line per error code every 10 s, so an overload does not flood the log.
    */
-  private logInternal(code: string, detail: string): void {
-    const now = this.rt.clock.now();
+  private logInternal(rt: FleetRuntime, code: string, detail: string): void {
+    const now = rt.clock.now();
     const last = this.internalLogged.get(code);
     if (last && now - last.at < INTERNAL_LOG_EVERY_MS) {
       last.suppressed++;
@@ -199,27 +198,26 @@ export class RouterService {
     }
     const more = last?.suppressed ? ` (and ${last.suppressed} more like it since the last line)` : '';
     this.internalLogged.set(code, { at: now, suppressed: 0 });
-    this.rt.log.warn(detail + more);
+    rt.log.warn(detail + more);
   }
 
   /**
-   * Log phase: gives the request's in-flight lease back (once) and records passive health. It
-   * sees no TTFT (Kong's latencies.proxy is time to response headers, which vLLM streams at
-   * once): the work model learns its rates from the replicas' histograms, through the poll.
+   * Log phase: gives the request's in-flight lease back and records passive health. False when
+   * no lease with this id is open in this process (given back already, reclaimed by age).
    */
-  finish(leaseId: string, status: number | undefined): Promise<boolean> {
-    return RouterService.release(this.rt, leaseId, status);
+  async finish(leaseId: string, status: number | undefined): Promise<boolean> {
+    const lease = LeaseHandle.find(leaseId);
+    return lease ? RouterService.release(lease, status) : false;
   }
 
   /**
    * The same, for any instance: the log phase may run on an instance other than the one that
-   * routed (Kong replaced it on a config change), and leases live in the runtime.
+   * routed (Kong replaced it on a config change); the lease knows the runtime it was taken on.
+   * It sees no TTFT (Kong's latencies.proxy is time to response headers, which vLLM streams at
+   * once): the work model learns its rates from the replicas' histograms, through the poll.
+   * Throws LeaseNotOpen if the lease was given back already.
    */
-  static async release(rt: FleetRuntime, leaseId: string, status: number | undefined): Promise<boolean> {
-    // Its work ends with it, whatever the store answers (an expired lease is already gone there).
-    // Only a 2xx says its prefill (and every earlier one's) is done; any other ending drops its own.
-    const completed = status !== undefined && status >= 200 && status < 300;
-    if (rt.predictsWork) rt.work.release(leaseId, rt.clock.now(), completed);
+  static async release(lease: LeaseHandle, status: number | undefined): Promise<boolean> {
     // A 404 is vLLM's "The model `x` does not exist." when it lost the adapter (a restart,
     // another router's unload; serving_engine.py `_check_model`, vllm 7ded96b3c7), or FastAPI's
     // `{"detail":"Not Found"}` for a client's mistyped path under /v1 (llama.cpp: "File Not
@@ -227,15 +225,42 @@ export class RouterService {
     // never the body (no `response` phase: docs/kong.md), so a 404 forgets nothing by itself:
     // the replica's registry, read afresh, decides.
     const lost = status === 404;
-    // One store call: the release and passive health (5xx: the replica refused, reset or timed out).
-    const lease = await rt.release(leaseId, lost ? undefined : status);
-    if (!lease) return false;
-    // Its adapter went idle there: it can now make room for a request waiting for a slot.
-    if (lease.adapterIdle) rt.current().manager.roomChanged.notify();
+    // One store call: the release and passive health (5xx: the replica refused, reset or timed
+    // out). Its work ends with it, whatever the store answers (an expired lease is gone there).
+    const released = await lease.release(lost ? undefined : status);
+    if (!released) return false;
+    // Its adapter went idle there: it can now make room for a request waiting for a slot, on
+    // the runtime it was taken on or the one deciding now.
+    const now = lease.rt.current();
+    if (released.adapterIdle) {
+      lease.rt.manager.roomChanged.notify();
+      if (now !== lease.rt) now.manager.roomChanged.notify();
+    }
     // Polled afresh (after any poll under way, which may have read the registry before the
     // 404): the reconciliation forgets what the registry no longer lists, and only that.
-    if (lost && lease.adapter !== null) await rt.current().poller.refreshUrl(lease.url, true);
+    if (lost && released.adapter !== null) await now.poller.refreshUrl(released.url, true);
     return true;
+  }
+
+  /**
+   * The log phase of a routed request: its lease first (it knows the runtime it was taken on:
+   * Kong may have replaced the instance and its config since, or a changed `redis` record the
+   * runtime), nothing before it may keep it from going back. Then Kong's own 502/504 (source
+   * "error": no attempt got a response) marks the replica down at once; a replica's own 5xx
+   * (source "service") is left to passive health. Kong/kong 3.9.3 kong/pdk/response.lua
+   * `get_source`, kong/init.lua `Kong.handle_error`. Throws LeaseNotOpen when the lease is not
+   * open here (given back already, reclaimed by age).
+   */
+  static async logPhase(
+    record: DecisionRecord,
+    status: number | undefined,
+    source: () => Promise<unknown>,
+  ): Promise<void> {
+    const lease = LeaseHandle.find(record.lease);
+    if (!lease) throw new LeaseNotOpen(record.lease);
+    await RouterService.release(lease, status);
+    if ((status === 502 || status === 504) && (await source()) === 'error')
+      await RouterService.proxyFailed(lease.rt.current(), record.replica, status);
   }
 
   /**
@@ -257,19 +282,20 @@ export class RouterService {
    * The routing rule: a path the gateway serves, the model it names, the replicas' fresh views;
    * then placement picks the replica and admission takes the lease and ensures the adapter.
    */
-  private async decide(req: RouteRequest, wait: RoomWait): Promise<RouteOutcome> {
+  private async decide(rt: FleetRuntime, req: RouteRequest, wait: RoomWait): Promise<RouteOutcome> {
     const cls = await this.checkPath(req);
     await this.ready;
-    if (cls === 'models' || cls === 'model') return this.answerModels(req.path, cls);
+    if (cls === 'models' || cls === 'model') return this.answerModels(rt, req.path, cls);
     const parsed = parseBody(req.body, cls, this.config.max_body_bytes);
     const tokens = cls === 'inference' ? estimateTokens(parsed.json) : undefined;
     const resolved: Resolved = this.catalog.resolve(parsed.model);
     const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
-    const ctx: SchedulingContext = { now: this.rt.clock.now(), policy: this.policy, random: this.rt.random };
+    const ctx: SchedulingContext = { now: rt.clock.now(), policy: this.policy, random: rt.random };
     // Decayed frequencies are read only by `eviction: value`.
-    if (adapter && this.config.eviction === 'value') this.rt.adapterStats.observe(adapter.name, ctx.now);
+    if (adapter && this.config.eviction === 'value') rt.adapterStats.observe(adapter.name, ctx.now);
     const views = await this.refreshIfStale(
-      await this.rt.store.views(this.urls, adapter, false),
+      rt,
+      await rt.store.views(this.urls, adapter, false),
       adapter,
       false,
     );
@@ -283,24 +309,25 @@ export class RouterService {
       !views.some((v) => v.adapter && v.adapter.state !== 'unloading')
     )
       throw errors.adapterLoadingDisabled(resolved.adapter.name);
-    if (tokens) this.checkContext(tokens, resolved, views);
-    if (tokens && this.config.saturation_mode === 'predicted') this.predictFor(ctx, tokens, resolved);
+    if (tokens) this.checkContext(rt, tokens, resolved, views);
+    if (tokens && this.config.saturation_mode === 'predicted') this.predictFor(rt, ctx, tokens, resolved);
     // Only the prefix scorer reads the prompt.
     const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
     // A request spends the cold-load budget once, however often escalation sends it to ensure.
     let spent = false;
     const spend = async () => {
       if (spent || resolved.kind !== 'on-demand') return;
-      await spendColdLoad(this.rt, this.coldBudget, resolved.adapter.name, req.consumer);
+      await spendColdLoad(rt, this.coldBudget, resolved.adapter.name, req.consumer);
       spent = true;
     };
     // The longest prompt of a batch: vLLM checks each on its own (src/work/estimate.ts).
     const contextTokens = tokens ? tokens.longestPromptTokens + (tokens.maxTokens ?? 1) : undefined;
-    if (contextTokens !== undefined) ctx.contextOf = (url) => this.rt.poller.maxModelLen.get(url);
+    if (contextTokens !== undefined) ctx.contextOf = (url) => rt.poller.maxModelLen.get(url);
     return this.placement.place(
+      rt,
       { resolved, adapter, prompt, contextTokens, ctx, views, wait },
       (decision, queueMs) =>
-        this.admit(decision, resolved, parsed.json, ctx.victimCost, queueMs, spend, tokens),
+        this.admit(rt, decision, resolved, parsed.json, ctx.victimCost, queueMs, spend, tokens),
     );
   }
 
@@ -310,11 +337,11 @@ export class RouterService {
   }
 
   /** `/v1/models` and `/v1/models/{id}` (the SDK's `models.retrieve`): the fleet's list, or one card of it. */
-  private async answerModels(path: string, cls: 'models' | 'model'): Promise<RouteOutcome> {
+  private async answerModels(rt: FleetRuntime, path: string, cls: 'models' | 'model'): Promise<RouteOutcome> {
     const list = modelList(
       this.config.base_model,
       this.catalog,
-      await this.rt.store.dump(),
+      await rt.store.dump(),
       this.urls,
       this.loads,
     );
@@ -333,11 +360,11 @@ export class RouterService {
    * `max_model_len`. One that reports none (llama.cpp) may have room: it gets the request and
    * answers for itself. Health is not asked: a replica down now may come back with room.
    */
-  private checkContext(t: TokenEstimate, resolved: Resolved, views: ReplicaView[]): void {
+  private checkContext(rt: FleetRuntime, t: TokenEstimate, resolved: Resolved, views: ReplicaView[]): void {
     // Without max_tokens vLLM refuses a prompt that fills the context (serving_engine.py
     // `_validate_input`): it needs one token of room, as the eligibility filter counts.
     const need = t.longestPromptTokens + (t.maxTokens ?? 1);
-    const lens = this.rt.poller.maxModelLen;
+    const lens = rt.poller.maxModelLen;
     let max = 0;
     let serving = 0;
     for (const v of views) {
@@ -352,8 +379,7 @@ export class RouterService {
   }
 
   /** `saturation_mode: predicted`: each candidate's predicted TTFT for this request (src/work/predict.ts). */
-  private predictFor(ctx: SchedulingContext, t: TokenEstimate, resolved: Resolved): void {
-    const rt = this.rt;
+  private predictFor(rt: FleetRuntime, ctx: SchedulingContext, t: TokenEstimate, resolved: Resolved): void {
     const adapter = resolved.kind === 'on-demand' ? resolved.adapter.name : undefined;
     const base = {
       promptTokens: t.promptTokens,
@@ -395,6 +421,7 @@ export class RouterService {
 
   /** Takes the lease, makes sure the adapter is there, and shapes the proxied request. */
   private async admit(
+    rt: FleetRuntime,
     decision: Decision,
     resolved: Resolved,
     json: Record<string, unknown> | null,
@@ -403,17 +430,11 @@ export class RouterService {
     spend: () => Promise<void>,
     tokens: TokenEstimate | undefined,
   ): Promise<RouteOutcome> {
-    // One runtime for the lease's whole life here: a replaced runtime hands its leases over.
-    const rt = this.rt;
     const replica = decision.replica;
     const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
-    const leaseId = rt.nextLeaseId();
-    const held = await rt.store.acquire({
-      id: leaseId,
-      url: replica.url,
-      adapter: adapterName,
-      at: rt.clock.now(),
-    });
+    // Taken on the decision's runtime, and given back there whatever happens meanwhile.
+    const { lease, state: held } = await LeaseHandle.take(rt, replica.url, adapterName);
+    const leaseId = lease.id;
     // From here on, any failure gives the lease back before it is answered.
     try {
       // The state under the lease, not the decision's: an unload may have begun since the views.
@@ -452,8 +473,7 @@ export class RouterService {
       // Not RouterService.release: that also wakes the requests waiting for room when the
       // adapter went idle, which changes how escalated requests retry (measured in every
       // routing figure where admissions fail); a change of behaviour for its own issue.
-      if (rt.predictsWork) rt.work.release(leaseId, rt.clock.now(), false);
-      await rt.store.release(leaseId, rt.clock.now());
+      await lease.release();
       throw err;
     }
   }
@@ -464,20 +484,21 @@ export class RouterService {
    * in the poller; bounded by `refresh_timeout_ms`.
    */
   private async refreshIfStale(
+    rt: FleetRuntime,
     views: ReplicaView[],
     adapter: AdapterRef | undefined,
     withResidents: boolean,
   ): Promise<ReplicaView[]> {
-    const now = this.rt.clock.now();
+    const now = rt.clock.now();
     const stale = (t: number | null) => t === null || now - t > this.config.stale_after_ms;
     const need = views.filter((v) => stale(v.snapshotAt) && stale(v.checkedAt));
     if (need.length === 0) return views;
     const specs = need.map((v) => this.specs.find((s) => s.url === v.url)!);
     await Promise.race([
-      Promise.all(specs.map((s) => this.rt.poller.refresh(s))),
-      sleep(this.rt.clock, this.config.refresh_timeout_ms),
+      Promise.all(specs.map((s) => rt.poller.refresh(s))),
+      sleep(rt.clock, this.config.refresh_timeout_ms),
     ]);
-    return this.rt.store.views(this.urls, adapter, withResidents);
+    return rt.store.views(this.urls, adapter, withResidents);
   }
 }
 

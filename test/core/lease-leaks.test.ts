@@ -7,7 +7,7 @@ import { waitFor } from '../helpers/wait';
 import { redisRuntimes, SPEC, U } from '../helpers/runtime-harness';
 
 const h = redisRuntimes('ll');
-const { prefix, poll, runtime, lease, openIn } = h;
+const { prefix, poll, runtime, take, openIn } = h;
 const same = (a: string[], b: string[]) => JSON.stringify(a) === JSON.stringify(b);
 
 describe('a release Redis acknowledged and then lost in a restart', () => {
@@ -20,13 +20,11 @@ describe('a release Redis acknowledged and then lost in a restart', () => {
     const rt = runtime({ redis: h.redis.config(p, { port: proxy.port, timeout: 2000, node_ttl_ms: 1000 }) });
     await rt.store.upsertReplica(SPEC);
     await rt.store.applySnapshot(U, poll());
-    const running = lease(rt);
-    const ended = lease(rt);
-    expect(await rt.store.acquire(running)).toBe('loaded');
-    expect(await rt.store.acquire(ended)).toBe('loaded');
+    const running = await take(rt);
+    const ended = await take(rt);
     // The snapshot (RDB, or an AOF fsynced every second) predates the release.
     await h.redis.command(['SAVE']);
-    expect(await rt.release(ended.id, 200)).toMatchObject({ id: ended.id });
+    expect(await ended.release(200)).toMatchObject({ id: ended.id });
     expect(await openIn(p)).toEqual([running.id]);
     // The node's link is cut over the restart, so the test sees what Redis came back with first.
     proxy.cut('refuse');
@@ -43,7 +41,7 @@ describe('a release Redis acknowledged and then lost in a restart', () => {
     await waitFor(() => rt.store.mode?.() === 'redis', 10_000, 'the node shares decisions');
     const [v] = await rt.store.views([U], { name: 'a' });
     expect(v!.adapter?.inFlight).toBe(1);
-    expect(await rt.release(running.id, 200)).toMatchObject({ id: running.id });
+    expect(await running.release(200)).toMatchObject({ id: running.id });
     expect(await openIn(p)).toEqual([]);
   }, 30_000);
 });
@@ -58,12 +56,10 @@ describe('a release lost in a restart, then a `redis` record change on the same 
     const old = runtime({ redis: h.redis.config(p, { timeout: 2000, node_ttl_ms: 60_000 }) });
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
-    const running = lease(old);
-    const ended = lease(old);
-    expect(await old.store.acquire(running)).toBe('loaded');
-    expect(await old.store.acquire(ended)).toBe('loaded');
+    const running = await take(old);
+    const ended = await take(old);
     await h.redis.command(['SAVE']);
-    expect(await old.release(ended.id, 200)).toMatchObject({ id: ended.id });
+    expect(await ended.release(200)).toMatchObject({ id: ended.id });
     await h.redis.stop();
     await h.redis.start();
     expect(await openIn(p)).toEqual([ended.id, running.id].sort());
@@ -73,13 +69,15 @@ describe('a release lost in a restart, then a `redis` record change on the same 
       leasePrefix: old.leasePrefix,
       leaseSeq: old.leaseSeq,
     });
-    await old.retire(next);
+    // The predecessor keeps its running request's lease until it is given back.
+    const retiring = old.retire(next);
     await waitFor(
       async () => same(await openIn(p), [running.id]),
       10_000,
-      `only ${running.id} open in Redis after the hand-over`,
+      `only ${running.id} open in Redis after the record change`,
     );
-    expect(await next.release(running.id, 200)).toMatchObject({ id: running.id });
+    expect(await running.release(200)).toMatchObject({ id: running.id });
+    await retiring;
     expect(await openIn(p)).toEqual([]);
   }, 30_000);
 });
@@ -91,22 +89,21 @@ describe('a runtime retired for another database while its Redis link is down', 
     const old = runtime({ redis: h.redis.config(p1, { port: proxy.port, timeout: 300 }) });
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
-    const ended = lease(old);
-    const running = lease(old);
-    expect(await old.store.acquire(ended)).toBe('loaded');
-    expect(await old.store.acquire(running)).toBe('loaded');
+    const ended = await take(old);
+    const running = await take(old);
     proxy.cut('refuse');
     // Ends while Redis is unreachable: its release waits to be replayed.
-    expect(await old.release(ended.id, 200)).toMatchObject({ id: ended.id });
+    expect(await ended.release(200)).toMatchObject({ id: ended.id });
     expect(old.store.mode?.()).toBe('local');
     // The operator points the nodes at another database (here: another prefix, the same effect).
     const next = runtime({ redis: h.redis.config(p2, { timeout: 2000 }) });
-    await old.retire(next);
-    expect(await openIn(p2)).toEqual([running.id]);
-    proxy.restore();
-    await waitFor(async () => same(await openIn(p1), []), 10_000, `no lease open in the old database`);
-    expect(await old.release(running.id, 200)).toMatchObject({ id: running.id });
+    const retiring = old.retire(next);
+    // Nothing moves: the running request's lease stays where it was taken, given back there.
     expect(await openIn(p2)).toEqual([]);
-    expect(await openIn(p1)).toEqual([]);
+    expect(await running.release(200)).toMatchObject({ id: running.id });
+    proxy.restore();
+    await retiring;
+    await waitFor(async () => same(await openIn(p1), []), 10_000, `no lease open in the old database`);
+    expect(await openIn(p2)).toEqual([]);
   }, 30_000);
 });

@@ -7,26 +7,22 @@ import { waitFor } from '../helpers/wait';
 import { redisRuntimes, SPEC, U } from '../helpers/runtime-harness';
 
 const h = redisRuntimes('rh');
-const { prefix, poll, runtime, lease, openIn } = h;
+const { prefix, poll, runtime, take, openIn } = h;
 
 describe('item 4: a `redis` record change does not resurrect released leases', () => {
-  it('requests ending one by one during the hand-over leave no lease open in the new store', async () => {
+  it('requests ending one by one after the change leave no lease open in either store', async () => {
     const [p1, p2] = [prefix(), prefix()];
     // A timeout long enough for a loaded machine: a timed-out copy is another path (failover).
     const old = runtime({ redis: h.redis.config(p1, { timeout: 2000 }) });
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
-    const ids: string[] = [];
-    for (let i = 0; i < 1000; i++) {
-      const l = lease(old);
-      await old.store.acquire(l);
-      ids.push(l.id);
-    }
+    const leases = [];
+    for (let i = 0; i < 1000; i++) leases.push(await take(old));
     const next = runtime({ redis: h.redis.config(p2, { timeout: 2000 }) });
     const retiring = old.retire(next);
-    // Every request ends while the leases move, one after another (the log phase goes to the
-    // runtime that issued the lease; it knows whether the lease moved).
-    for (const id of ids) expect(await old.release(id, 200)).toMatchObject({ id });
+    // Every request ends after the change, one after another, where its lease was taken.
+    for (const l of leases) expect(await l.release(200)).toMatchObject({ id: l.id });
+    // The old runtime closes once its last lease is given back.
     await retiring;
     expect(next.store.mode?.()).toBe('redis');
     expect(await openIn(p2)).toEqual([]);
@@ -42,19 +38,17 @@ describe('item 5: retiring a runtime on the same shared state keeps its failover
     const old = runtime({ redis: h.redis.config(p, { port: proxy.port, timeout: 200 }) });
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
-    const shared = lease(old);
-    expect(await old.store.acquire(shared)).toBe('loaded');
+    const shared = await take(old);
     proxy.cut('refuse');
-    const local = lease(old);
-    await old.store.acquire(local); // Redis unreachable: counted only on this node
+    const local = await take(old); // Redis unreachable: counted only on this node
     expect(old.store.mode?.()).toBe('local');
-    expect(await old.release(shared.id, 200)).toMatchObject({ id: shared.id }); // to replay
+    expect(await shared.release(200)).toMatchObject({ id: shared.id }); // to replay
     // The operator changes only timeout: same state, same node id.
     const next = runtime({
       redis: h.redis.config(p, { port: proxy.port, timeout: 300 }),
       leasePrefix: old.leasePrefix,
     });
-    await old.retire(next);
+    const retiring = old.retire(next);
     proxy.restore();
     // Redis ends up with the open local lease counted, and the ended one released.
     await waitFor(
@@ -65,7 +59,8 @@ describe('item 5: retiring a runtime on the same shared state keeps its failover
     await waitFor(() => next.store.mode?.() === 'redis', 10_000, 'next shares decisions');
     const [v] = await next.store.views([U], { name: 'a' });
     expect(v!.adapter?.inFlight).toBe(1);
-    expect(await next.release(local.id, 200)).toMatchObject({ id: local.id });
+    expect(await local.release(200)).toMatchObject({ id: local.id });
+    await retiring;
     expect(await openIn(p)).toEqual([]);
   }, 30_000);
 });
@@ -80,18 +75,16 @@ describe('a successor on the same shared state never reuses a lease id', () => {
     h.track(old);
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
-    const running = [lease(old), lease(old)];
-    for (const l of running) expect(await old.store.acquire(l)).toBe('loaded');
+    const running = [await take(old), await take(old)];
     const next = sharedRuntime(h.redis.config(p, { timeout: 3000 }));
     h.track(next);
     expect(next).not.toBe(old);
     expect(next.leasePrefix).toBe(old.leasePrefix);
-    const admitted = lease(next);
-    expect(await next.store.acquire(admitted)).toBe('loaded');
+    const admitted = await take(next);
     // Three requests run: three leases open, whichever runtime took them.
     expect((await openIn(p)).length).toBe(3);
     expect((await next.store.views([U], { name: 'a' }))[0]!.adapter?.inFlight).toBe(3);
-    for (const l of [...running, admitted]) expect(await next.release(l.id, 200)).toMatchObject({ id: l.id });
+    for (const l of [...running, admitted]) expect(await l.release(200)).toMatchObject({ id: l.id });
     expect(await openIn(p)).toEqual([]);
   }, 30_000);
 });

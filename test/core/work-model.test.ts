@@ -247,13 +247,13 @@ describe('work model', () => {
     expect(w.view(B, 850_000).inFlight).toBe(1);
   });
 
-  it('moves to the runtime that replaces it on the same shared state (the successor releases its leases)', async () => {
+  it('is shared with the runtime that replaces it on the same shared state (one node, one queue per replica)', async () => {
     const old = new FleetRuntime({ log: silentLogger });
     const next = new FleetRuntime({ log: silentLogger, leasePrefix: old.leasePrefix });
     const id = old.nextLeaseId();
     old.work.admit({ id, url: A, promptTokens: 1000, maxTokens: 10, at: 0 });
     await old.retire(next);
-    // The log phase finds the runtime by lease prefix: now `next`.
+    // The successor's decisions see the work admitted before the change.
     expect(next.work.view(A, 0).inFlight).toBe(1);
     next.work.release(id, 0, true);
     expect(next.work.view(A, 0).inFlight).toBe(0);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Lease, ReplicaSnapshot } from '../../src/fleet/types';
+import { LeaseHandle } from '../../src/lease';
 import { silentLogger } from '../../src/log';
 import { FleetRuntime } from '../../src/runtime';
 import { RedisServer } from './redis';
@@ -66,6 +67,8 @@ export function redisRuntimes(tag: string) {
       return p;
     },
     lease: (rt: FleetRuntime): Lease => ({ id: rt.nextLeaseId(), url: U, adapter: 'a', at: Date.now() }),
+    /** A request's lease on adapter 'a' of U, taken on `rt` as admission takes it. */
+    take: async (rt: FleetRuntime) => (await LeaseHandle.take(rt, U, 'a')).lease,
     /** Open lease ids in Redis under prefix `p`, read by the test's own client. */
     openIn: async (p: string) => (await admin.hkeys(`${p}lease`)).sort(),
   };

@@ -7,7 +7,8 @@ import { Redis } from 'ioredis';
 import { parseRouterConfig } from '../../src/config/parse';
 import { silentLogger } from '../../src/log';
 import { RouterService } from '../../src/router/router';
-import { FleetRuntime, runtimeOfLease, sharedRuntime } from '../../src/runtime';
+import { LeaseHandle, LeaseNotOpen } from '../../src/lease';
+import { FleetRuntime, sharedRuntime } from '../../src/runtime';
 import { SimFleet } from '../../sim/fleet';
 import { RedisServer } from '../helpers/redis';
 import { waitFor } from '../helpers/wait';
@@ -74,20 +75,24 @@ describe('a changed redis record (item 6)', () => {
         5000,
         'old Redis connections closed',
       );
-      // The request admitted first counts in the state the latest runtime decides with
-      await waitFor(async () => (await latest.store.inFlightTotal()) === 1, 5000, 'lease handed over');
+      // The request admitted first stays on the first runtime, which drains: its lease is not in
+      // the state the latest runtime decides with, which asks the first before an unload
       // (so a cold adapter on the full replica must not unload 'a' under it).
+      const lease = LeaseHandle.find(leaseId)!;
+      expect(lease.rt).toBe(rts[0]);
+      expect(await latest.store.inFlightTotal()).toBe(0);
       const cold = await routers[2]!.route({ path: '/v1/chat/completions', body: chat('b') });
       expect(cold).toMatchObject({ kind: 'respond', status: 503 });
       expect(fleet.replicas[0]!.adapterLog().filter((e) => e.op === 'unload')).toEqual([]);
-      // Its log phase gives the lease back exactly once, wherever it lives now.
-      expect(await RouterService.release(runtimeOfLease(leaseId)!, leaseId, 200)).toBe(true);
-      expect(await RouterService.release(runtimeOfLease(leaseId)!, leaseId, 200)).toBe(false);
-      expect(await latest.store.inFlightTotal()).toBe(0);
+      // Its log phase gives the lease back exactly once, where it was taken; a second time is an error.
+      expect(await routers[2]!.finish(leaseId, 200)).toBe(true);
+      expect(await routers[2]!.finish(leaseId, 200)).toBe(false);
+      await expect(RouterService.release(lease, 200)).rejects.toThrow(LeaseNotOpen);
+      expect(await rts[0]!.store.inFlightTotal()).toBe(0);
       // Now 'b' may take the slot.
       const b = await routers[2]!.route({ path: '/v1/chat/completions', body: chat('b') });
       expect(b.kind).toBe('proxy');
-      await RouterService.release(latest, (b as { leaseId: string }).leaseId, 200);
+      await routers[2]!.finish((b as { leaseId: string }).leaseId, 200);
     } finally {
       admin.disconnect();
       for (const rt of new Set(routers.map(runtimeOf))) rt.stop();
@@ -133,7 +138,7 @@ describe('a load that lands after its timeout (item 7)', () => {
       await waitFor(landed, 5000, 'late landing');
       const b = await router.route({ path: '/v1/chat/completions', body: chat('b') });
       expect(b.kind).toBe('proxy');
-      await RouterService.release(rt, (b as { leaseId: string }).leaseId, 200);
+      await router.finish((b as { leaseId: string }).leaseId, 200);
       // The router read the replica's own list before loading 'b' into the slot it believed free
       // (issue 24: the replica has the last word on loads too): 'slow' was there, so it made room
       // first, and the replica never held more than its limit, by its own log.
@@ -197,7 +202,7 @@ describe('classification after another route registered first (item 8)', () => {
       await rt.poller.pollAll();
       const r = await router.route({ path: '/v1/chat/completions', body: chat('x') });
       expect(r.kind).toBe('proxy');
-      await RouterService.release(rt, (r as { leaseId: string }).leaseId, 200);
+      await router.finish((r as { leaseId: string }).leaseId, 200);
       const models = (await (await fetch(`${url}/v1/models`)).json()) as {
         data: { parent: string | null }[];
       };

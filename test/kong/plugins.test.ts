@@ -367,12 +367,17 @@ describe('lora-router through the real plugin server', () => {
     expect(refused.kong.pdkCalls.log).toEqual(['kong.ctx.shared.get']); // log did, and stopped there
     keyAuth.refuse(false);
     const ok = await w.chat('a');
-    // The same log phase twice (Kong would not, but a second release must change nothing).
+    // Its log phase gave the lease back once: a second release there would be reported.
+    expect(ok.kong.logs.filter((l) => l.level === 'err')).toEqual([]);
+    // The same log phase twice (Kong would not): the second releases nothing and says so.
     const again = new KongRequest({ path: '/v1/chat/completions' });
     for (const [k, v] of ok.kong.ctxShared) again.ctxShared.set(k, v);
     again.status = 200;
     await driver.handleEvent(w.service.instances[0]!.id, 'log', again);
     expect((await w.statusJson()).inFlight).toBe(0);
+    expect(again.logs.map((l) => [l.level, String(l.args[0])])).toEqual([
+      ['err', expect.stringMatching(/lease .* is not open/)],
+    ]);
   });
 
   it('keeps per-replica and per-adapter in-flight counts exact after every path: served, refused, upstream error, config change', async () => {

@@ -80,8 +80,8 @@ export class FailoverFleetStore implements FleetStore {
   private degradedSince: number | null = null;
   /** When the shared store last came back to this node (this node's clock); null if never lost. */
   private backSince: number | null = null;
-  /** Hand-overs into this store under way (`receiving`): no unload until they end. */
-  private handOvers = 0;
+  /** Record changes into this store whose old runtime still decides (`receiving`): no unload meanwhile. */
+  private recordChanges = 0;
   private lastLog = 0;
   /** Cancels the next probe while degraded. */
   private cancelProbe: (() => void) | null = null;
@@ -118,7 +118,8 @@ export class FailoverFleetStore implements FleetStore {
   private reclaiming: Promise<void> | null = null;
   /**
    * The store this one replaces on the same shared state (a runtime retired for a changed
-   * `timeout_ms`, say) until `adopt` takes its records: releases of its leases go to it.
+   * `timeout_ms`, say) until `adopt` takes what is left of its records: it still holds the
+   * leases taken through it (one node id), which pruning here must keep.
    */
   predecessor: FailoverFleetStore | null = null;
 
@@ -422,19 +423,19 @@ export class FailoverFleetStore implements FleetStore {
   }
 
   /**
-   * A `redis` record change from other state hands its runtime's leases to this store: until
-   * `handOver` ends, and for the hold-off after it, this node unloads nothing. The leases under
-   * way are not here yet, and Kong pushes a configuration to its nodes in turn, so peers may still
-   * decide on the old state, where this node cannot see their requests. The 30-minute fault run
-   * broke (i) so: 290 ms after a change to another database, an unload under a request a peer
-   * still on the old state had just sent (vLLM had it waiting).
+   * A `redis` record change from other state made this store the node's: until the replaced
+   * runtime's decisions under way end (`decided`), and for the hold-off after, this node unloads
+   * nothing. Kong pushes a configuration to its nodes in turn, so peers may still decide on the
+   * old state, where this node cannot see their requests. The 30-minute fault run broke (i) so:
+   * 290 ms after a change to another database, an unload under a request a peer still on the old
+   * state had just sent (vLLM had it waiting).
    */
-  async receiving(handOver: Promise<void>): Promise<void> {
-    this.handOvers++;
+  async receiving(decided: Promise<void>): Promise<void> {
+    this.recordChanges++;
     try {
-      await handOver;
+      await decided;
     } finally {
-      this.handOvers--;
+      this.recordChanges--;
       this.backSince = this.clock.now();
     }
   }
@@ -512,7 +513,7 @@ export class FailoverFleetStore implements FleetStore {
     // their polls saw loaded and cannot see this unload. The fault run broke (i) that way: a node
     // back 70 ms unloaded an adapter a peer still deciding alone had just sent a request to.
     const back = this.backSince;
-    if (this.handOvers > 0) return Promise.resolve(null);
+    if (this.recordChanges > 0) return Promise.resolve(null);
     if (back !== null && this.clock.now() - back < UNLOAD_HOLD_OFF_PROBES * this.options.probeMs)
       return Promise.resolve(null);
     return this.decide(
@@ -579,8 +580,6 @@ export class FailoverFleetStore implements FleetStore {
   }
 
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
-    if (!this.mine.has(leaseId) && this.predecessor?.mine.has(leaseId))
-      return this.predecessor.release(leaseId, at, status);
     const m = this.mine.get(leaseId);
     this.mine.delete(leaseId);
     if (m && !m.shared) {
@@ -621,47 +620,42 @@ export class FailoverFleetStore implements FleetStore {
   }
 
   /**
-   * Takes over the records of `pred`, the store of a runtime replaced on the same shared state
-   * (only timeouts changed): its open leases (those taken locally during an outage too), its
-   * releases waiting to be replayed and its budget spends made alone. Moved without an await,
-   * so a release goes either to `pred` before or here after; then handed to Redis if it answers.
+   * Replaces `pred` on the same shared state (one node id): `pred` keeps its leases until they
+   * are given back, and prunes nothing from here on; this store prunes for both, at once (`pred`
+   * may have seen the server restart from an old snapshot, this store's connection never did).
+   */
+  async succeed(pred: FailoverFleetStore): Promise<void> {
+    this.predecessor = pred;
+    pred.superseded = true;
+    if (this.degradedSince !== null) return; // the next probe's recovery prunes
+    await this.pruneShared().catch((err: Error) => this.degrade(err));
+  }
+
+  /**
+   * Takes what is left of the records of `pred`, the store of a runtime replaced on the same
+   * shared state (only timeouts changed), once that runtime has drained: its releases waiting to
+   * be replayed and its budget spends. No lease moves: each was given back through `pred`
+   * (LeaseHandle) or aged out, and pruning here stops keeping `pred`'s.
    */
   async adopt(pred: FailoverFleetStore): Promise<void> {
-    for (const spec of await pred.local.replicaSpecs()) await this.local.upsertReplica(spec);
-    const counted: Promise<unknown>[] = [];
-    for (const [id, m] of pred.mine) {
-      if (this.mine.has(id)) continue;
-      this.mine.set(id, { ...m, lease: { ...m.lease } });
-      // MemoryFleetStore.acquire counts before its first await: in this same step.
-      if (!m.shared) counted.push(this.local.acquire(m.lease));
-    }
     for (const id of pred.pendingReleases) this.pendingReleases.add(id);
     for (const [key, spent] of pred.localSpends) this.addLocalSpends(key, spent.count, spent.windowMs);
     // What it spent this window, to re-publish should the state be found emptied later.
     for (const [key, r] of pred.recentSpends) this.addRecentSpends(key, r.at, r.windowMs);
     // The same node on the same state: the fleet it saw is this one's until this link answers.
     this.inheritedNodes ??= pred.fleetNodes();
-    pred.mine.clear();
     pred.pendingReleases.clear();
     pred.localSpends.clear();
     pred.recentSpends.clear();
     if (this.predecessor === pred) this.predecessor = null;
-    await Promise.all(counted);
-    if (this.degradedSince !== null) return; // the next probe's recovery hands them over
+    if (this.degradedSince !== null) return; // the next probe's recovery replays them
     try {
       await this.replayReleases();
-      await this.restoreLeases(this.shared, true);
       await this.mergeBudgets();
-      // `pred` may have seen the server restart from an old snapshot and, superseded, left the
-      // lost releases to this store, whose own connection may never have seen the change.
       await this.pruneShared();
     } catch (err) {
       this.degrade(err as Error);
     }
-  }
-
-  async openLeases(): Promise<Lease[]> {
-    return [...this.mine.values()].map((m) => ({ ...m.lease }));
   }
 
   inFlightTotal(): Promise<number> {

@@ -1,0 +1,104 @@
+import { LEASE_CEILING } from './fleet/memory-store';
+import type { Lease, Released, ResidencyState } from './fleet/types';
+import type { FleetRuntime } from './runtime';
+
+/**
+ * A lease given back that is not open: given back already (a bug in the caller; the store would
+ * ignore a second release silently), or reclaimed by age.
+ */
+export class LeaseNotOpen extends Error {
+  override readonly name = 'LeaseNotOpen';
+  constructor(readonly leaseId: string) {
+    super(`lease ${leaseId} is not open (given back already, or reclaimed by age)`);
+  }
+}
+
+/**
+ * This process's open leases by id: the log phase is another call of the plugin server, and
+ * Kong carries only the id from access to log. An entry leaves when its lease is given back, or
+ * once the lease is past the age at which every store has reclaimed it.
+ */
+const open = new Map<string, LeaseHandle>();
+
+/**
+ * One request's lease, taken at admission on the runtime its decision runs on (captured once).
+ * It is given back there, once, whatever path ends the request (served, load failed, client
+ * gone, refused after admission) and whatever `redis` record changes came meanwhile: a replaced
+ * runtime keeps its store until its last lease is given back (FleetRuntime.retire), so nothing
+ * moves between runtimes. Renewal is the store's, from the replica's word on the adapter.
+ */
+export class LeaseHandle {
+  private ended = false;
+
+  private constructor(
+    readonly lease: Lease,
+    /** The runtime the lease was taken on: its store counts it, its work model holds its work. */
+    readonly rt: FleetRuntime,
+  ) {}
+
+  get id(): string {
+    return this.lease.id;
+  }
+
+  /** Takes a lease on `url`'s `adapter` in `rt`'s store; also the adapter's state under it. */
+  static async take(
+    rt: FleetRuntime,
+    url: string,
+    adapter: string | null,
+  ): Promise<{ lease: LeaseHandle; state: ResidencyState | undefined }> {
+    sweep(rt.clock.now());
+    const h = new LeaseHandle({ id: rt.nextLeaseId(), url, adapter, at: rt.clock.now() }, rt);
+    // Counted before the acquire's first await: a runtime retired meanwhile waits for it.
+    open.set(h.id, h);
+    rt.leaseOpened(h);
+    try {
+      return { lease: h, state: await rt.store.acquire({ ...h.lease }) };
+    } catch (err) {
+      // The acquire may have counted it before failing: give it back as any other ending.
+      await h.release().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** The open lease with this id in this process, if any (the log phase's way back to it). */
+  static find(id: string): LeaseHandle | undefined {
+    return open.get(id);
+  }
+
+  /**
+   * Gives the lease back where it was taken, with the upstream status (passive health; only a
+   * 2xx says its work completed). A second call throws LeaseNotOpen: the first ended it.
+   */
+  async release(status?: number): Promise<Released | undefined> {
+    if (this.ended) throw new LeaseNotOpen(this.id);
+    this.end();
+    const rt = this.rt;
+    const completed = status !== undefined && status >= 200 && status < 300;
+    if (rt.predictsWork) rt.work.release(this.id, rt.clock.now(), completed);
+    return rt.store.release(this.id, rt.clock.now(), status);
+  }
+
+  /** Forgotten without a store call: every store reclaimed it by age already. */
+  agedOut(): void {
+    if (!this.ended) this.end();
+  }
+
+  /** Age past which every store has reclaimed the lease (renewed or not). */
+  get reclaimedAfterMs(): number {
+    return LEASE_CEILING * this.rt.poller.leaseMaxAgeMs;
+  }
+
+  private end(): void {
+    this.ended = true;
+    if (open.get(this.id) === this) open.delete(this.id);
+    this.rt.leaseEnded(this);
+  }
+}
+
+/** Drops the oldest entries that every store reclaimed by age (their log phase never came). */
+function sweep(now: number): void {
+  for (const h of open.values()) {
+    if (now - h.lease.at < h.reclaimedAfterMs) return;
+    h.agedOut();
+  }
+}

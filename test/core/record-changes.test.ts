@@ -1,0 +1,174 @@
+/**
+ * A request whose decision spans `redis` record changes, through RouterService against a
+ * simulated vLLM replica (real HTTP on loopback) and a real redis-server. The replica's answers
+ * are gated by the test (`GatedApi`), so each step happens in the order written, not by timing.
+ */
+import { HttpReplicaApi } from '../../src/backends/http-replica-api';
+import type { LoadOutcome, ReplicaApi, Scrape } from '../../src/backends/replica-api';
+import { systemClock, VirtualClock, type Clock } from '../../src/clock';
+import { parseRouterConfig } from '../../src/config/parse';
+import type { RedisConfig } from '../../src/config/redis-schema';
+import type { ReplicaSpec } from '../../src/fleet/types';
+import { RouterService, type RouteOutcome } from '../../src/router/router';
+import type { FleetRuntime } from '../../src/runtime';
+import { SimFleet } from '../../sim/fleet';
+import { redisRuntimes } from '../helpers/runtime-harness';
+import { waitFor } from '../helpers/wait';
+
+const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
+const h = redisRuntimes('rc');
+
+/** A gate the test opens: calls wait on it until then. */
+class Gate {
+  private opened!: () => void;
+  readonly open = new Promise<void>((r) => (this.opened = r));
+  release(): void {
+    this.opened();
+  }
+}
+
+/** Loads asked of the replica, held until the test lets them go (shared by the runtimes' clients). */
+interface Loads {
+  gate: Gate;
+  asked: number;
+}
+
+/** The real HTTP client of one runtime, with its scrapes and loads held until the test lets them go. */
+class GatedApi implements ReplicaApi {
+  private readonly http = new HttpReplicaApi();
+  readonly scrapes = new Gate();
+  scrapesAsked = 0;
+
+  constructor(private readonly loads: Loads) {}
+
+  async scrape(replica: ReplicaSpec, timeoutMs: number): Promise<Scrape> {
+    this.scrapesAsked++;
+    await this.scrapes.open;
+    return this.http.scrape(replica, timeoutMs);
+  }
+  async loadAdapter(url: string, name: string, path: string, timeoutMs: number): Promise<LoadOutcome> {
+    this.loads.asked++;
+    await this.loads.gate.open;
+    return this.http.loadAdapter(url, name, path, timeoutMs);
+  }
+  unloadAdapter(url: string, name: string, timeoutMs: number) {
+    return this.http.unloadAdapter(url, name, timeoutMs);
+  }
+  activity(url: string, timeoutMs: number) {
+    return this.http.activity(url, timeoutMs);
+  }
+  residency(url: string, timeoutMs: number) {
+    return this.http.residency(url, timeoutMs);
+  }
+}
+
+/** Router configurations on runtimes of their own, one `redis` state (prefix) each, over one replica. */
+function node(url: string, clock: Clock, extra: Record<string, unknown> = {}) {
+  const record = (p: string): RedisConfig => h.redis.config(p, { timeout: 2000 });
+  return (p: string, api: GatedApi): { rt: FleetRuntime; router: RouterService } => {
+    const rt = h.runtime({ redis: record(p), api, seed: 1, clock });
+    const config = parseRouterConfig({
+      replicas: [{ url }],
+      base_model: BASE,
+      adapter_path_template: '/adapters/{name}',
+      redis: record(p),
+      ...extra,
+    });
+    return { rt, router: new RouterService(config, rt) };
+  };
+}
+
+const fresh = async (rt: FleetRuntime, url: string) => (await rt.store.views([url]))[0]?.health === 'up';
+const completion = (model: string) => Buffer.from(JSON.stringify({ model, prompt: 'hi', max_tokens: 1 }));
+
+describe('a request whose decision spans two `redis` record changes', () => {
+  let fleet: SimFleet | undefined;
+  afterEach(async () => {
+    await fleet?.stop();
+    fleet = undefined;
+  });
+
+  it('leaves no lease open in any state when its slow load fails after the second change', async () => {
+    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 20 }]);
+    const url = fleet.urls[0]!;
+    const [pa, pb, pc] = [h.prefix(), h.prefix(), h.prefix()];
+    // Time stands still unless the test moves it: no poll, probe or timer fires on its own.
+    const configure = node(url, new VirtualClock(), { max_loaded_adapters: 2 });
+    const loads: Loads = { gate: new Gate(), asked: 0 };
+    const apiA = new GatedApi(loads);
+    const a = configure(pa, apiA);
+    // The request starts on A and waits there, for the replica's first scrape (no fresh view yet).
+    let outcome: RouteOutcome | undefined;
+    const routed = a.router
+      .route({ path: '/v1/completions', body: completion('x') })
+      .then((o) => (outcome = o));
+    await waitFor(() => apiA.scrapesAsked > 0, 10_000, 'the scrape on A');
+    // The record changes A -> B while it waits; B polls the replica.
+    const apiB = new GatedApi(loads);
+    apiB.scrapes.release();
+    const b = configure(pb, apiB);
+    const aRetired = a.rt.retire(b.rt);
+    await (b.router as unknown as { ready: Promise<void> }).ready;
+    await b.rt.poller.refreshUrl(url);
+    expect(await fresh(b.rt, url)).toBe(true);
+    apiA.scrapes.release();
+    // It takes its lease and starts its load, which the replica holds.
+    await waitFor(() => loads.asked === 1 || outcome !== undefined, 10_000, 'the load asked of the replica');
+    expect(outcome).toBeUndefined();
+    // The record changes B -> C during the load.
+    const apiC = new GatedApi(loads);
+    apiC.scrapes.release();
+    const c = configure(pc, apiC);
+    await b.rt.retire(c.rt);
+    // The load fails: the replica answers 500.
+    await fleet.replicas[0]!.fault({ kind: 'failLoads', count: 1 });
+    loads.gate.release();
+    await routed;
+    expect(outcome).toMatchObject({ kind: 'respond', status: 502 });
+    await aRetired;
+    // Its lease is given back: open in no state the node used (before: open in C's until
+    // lease_max_age_ms, where nothing would release it).
+    expect({ a: await h.openIn(pa), b: await h.openIn(pb), c: await h.openIn(pc) }).toEqual({
+      a: [],
+      b: [],
+      c: [],
+    });
+  }, 30_000);
+
+  it("a decision ending on a replaced runtime unloads nothing: the new runtime's requests are not in its store", async () => {
+    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 20 }]);
+    const url = fleet.urls[0]!;
+    const [pa, pb] = [h.prefix(), h.prefix()];
+    const configure = node(url, systemClock, {
+      max_loaded_adapters: 1,
+      room_wait: 'replica',
+      queue_timeout_ms: 1500,
+    });
+    const loads: Loads = { gate: new Gate(), asked: 0 };
+    loads.gate.release();
+    const [apiA, apiB] = [new GatedApi(loads), new GatedApi(loads)];
+    apiA.scrapes.release();
+    apiB.scrapes.release();
+    const a = configure(pa, apiA);
+    // 'p' takes the only slot, its request still running; a request for 'q' waits on A for room.
+    const p = await a.router.route({ path: '/v1/completions', body: completion('p') });
+    expect(p.kind).toBe('proxy');
+    let q: RouteOutcome | undefined;
+    const routed = a.router.route({ path: '/v1/completions', body: completion('q') }).then((o) => (q = o));
+    // The record changes A -> B; a request for 'p' comes to B (its lease in B's state only).
+    const b = configure(pb, apiB);
+    const aRetired = a.rt.retire(b.rt);
+    await (b.router as unknown as { ready: Promise<void> }).ready;
+    await b.rt.poller.refreshUrl(url);
+    const onB = await b.router.route({ path: '/v1/completions', body: completion('p') });
+    expect(onB).toMatchObject({ kind: 'proxy', stage: 'holder' });
+    // The first request for 'p' ends: on A's count 'p' is idle, and neither request reached the
+    // replica, whose own word says idle too. Only B knows its request.
+    expect(await a.router.finish((p as { leaseId: string }).leaseId, 200)).toBe(true);
+    await routed;
+    expect(q).toMatchObject({ kind: 'respond', status: 503 });
+    expect(fleet.replicas[0]!.adapterLog().filter((e) => e.op === 'unload')).toEqual([]);
+    expect(await b.router.finish((onB as { leaseId: string }).leaseId, 200)).toBe(true);
+    await aRetired;
+  }, 30_000);
+});
