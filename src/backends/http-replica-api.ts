@@ -37,7 +37,11 @@ export class HttpReplicaApi implements ReplicaApi {
     ]);
     const m = parseModels(models);
     return {
-      load: readVllmLoad(metrics),
+      // Read for every adapter it holds: one named with a comma renews its leases while it runs.
+      load: readVllmLoad(
+        metrics,
+        m.adapters.map((a) => a.name),
+      ),
       registry: m.adapters,
       ...(m.maxModelLen === undefined ? {} : { maxModelLen: m.maxModelLen }),
     };
@@ -82,8 +86,8 @@ export class HttpReplicaApi implements ReplicaApi {
    * 00080ee13c) the replica cannot say. The newer residency families (`vllm:lora_adapter_loaded`)
    * say what is loaded, not what runs: they cannot speak for a request.
    */
-  async activity(url: string, timeoutMs: number): Promise<ReplicaActivity> {
-    const load = readVllmLoad(await this.get(`${url}/metrics`, timeoutMs));
+  async activity(url: string, timeoutMs: number, names?: readonly string[]): Promise<ReplicaActivity> {
+    const load = readVllmLoad(await this.get(`${url}/metrics`, timeoutMs), names);
     return load.reportsActivity ? { busy: load.activeAdapters } : {};
   }
 

@@ -63,7 +63,8 @@ export const routerSchema: SchemaFields = [
               required: true,
               len_min: 1,
               len_max: 256,
-              description: 'The `model` clients send.',
+              description:
+                'The `model` clients send. No `,` unless `static`: vLLM reports the adapters it runs as names joined with `,`, so the router could not tell such an adapter idle.',
             },
           },
           {
@@ -95,7 +96,8 @@ export const routerSchema: SchemaFields = [
     adapter_name_pattern: {
       type: 'string',
       default: DEFAULT_NAME_PATTERN,
-      description: 'JS regular expression a templated adapter name must match.',
+      description:
+        'JS regular expression a templated adapter name must match. A name it lets through with a `,` is never unloaded while the replica reports a running or waiting adapter list that could hold it (vLLM joins the names with `,`).',
     },
   },
   {

@@ -97,7 +97,15 @@ const VLLM_TOTALS = {
 } as const satisfies Record<string, keyof ReplicaLoad>;
 type VllmTotal = (typeof VLLM_TOTALS)[keyof typeof VLLM_TOTALS];
 
-export function readVllmLoad(text: string): ReplicaLoad {
+/**
+ * `names`: adapters the caller asks about (the replica's registry, the adapter about to be
+ * unloaded). vLLM writes `running_lora_adapters` and `waiting_lora_adapters` as the names joined
+ * with `,` (PrometheusStatLogger.record, vllm/v1/metrics/loggers.py, vllm 005a810bc4; unchanged
+ * since the gauge came in with vllm#9477, v0.6.4), so a name with a comma cannot be read back:
+ * each such name asked about is active whenever a label may carry it as a run of whole names.
+ * The report can then only say "busy" for it, never "idle" by mistake.
+ */
+export function readVllmLoad(text: string, names: readonly string[] = []): ReplicaLoad {
   let running = 0;
   let waiting = 0;
   let kv: number | undefined;
@@ -160,7 +168,9 @@ export function readVllmLoad(text: string): ReplicaLoad {
   );
   const active = new Set<string>();
   for (const key of ['running_lora_adapters', 'waiting_lora_adapters']) {
-    for (const a of (info?.[key] ?? '').split(',')) if (a) active.add(a);
+    const joined = info?.[key] ?? '';
+    for (const a of joined.split(',')) if (a) active.add(a);
+    for (const n of names) if (n.includes(',') && `,${joined},`.includes(`,${n},`)) active.add(n);
   }
   return {
     running,

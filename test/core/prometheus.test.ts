@@ -137,6 +137,22 @@ describe('replica load from /metrics', () => {
     expect(readVllmLoad('python_info{version="3.12.11"} 1.0').reportsActivity).toBeUndefined();
   });
 
+  it('reads a name with a comma as active whenever the joined labels may carry it, never as idle then', () => {
+    // vLLM writes each label as the names joined with ',' (PrometheusStatLogger.record,
+    // vllm/v1/metrics/loggers.py): 'team,a' running reads as 'team,a', or as 'team' and 'a'.
+    const info = (running: string, waiting = '') =>
+      `vllm:lora_requests_info{max_lora="4",running_lora_adapters="${running}",waiting_lora_adapters="${waiting}"} 1.7e+09`;
+    const asked = ['team,a', 'a,b', 'team,b', 'x'];
+    expect(readVllmLoad(info('team,a'), asked).activeAdapters).toEqual(['a', 'team', 'team,a']);
+    // 'team,a,b' may be team,a and b, or team and a,b: both are busy.
+    expect(readVllmLoad(info('team,a,b'), asked).activeAdapters).toEqual(['a', 'a,b', 'b', 'team', 'team,a']);
+    expect(readVllmLoad(info('', 'x,team,b'), asked).activeAdapters).toEqual(['b', 'team', 'team,b', 'x']);
+    // Whole names only: 'team,ab' does not carry 'team,a'; a name is never read across the two labels.
+    expect(readVllmLoad(info('team,ab'), asked).activeAdapters).toEqual(['ab', 'team']);
+    expect(readVllmLoad(info('team', 'a'), asked).activeAdapters).toEqual(['a', 'team']);
+    expect(readVllmLoad(info(''), asked)).toMatchObject({ activeAdapters: [], reportsActivity: true });
+  });
+
   it('falls back to the deprecated gpu_cache_usage_perc, and prefers the new name when both exist', () => {
     expect(readVllmLoad('vllm:gpu_cache_usage_perc{engine="0"} 0.3').kvUsage).toBe(0.3);
     expect(readVllmLoad('vllm:gpu_cache_usage_perc 0.3\nvllm:kv_cache_usage_perc 0.5').kvUsage).toBe(0.5);
