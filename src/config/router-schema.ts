@@ -159,7 +159,7 @@ export const routerSchema: SchemaFields = [
       default: 5000,
       between: [0, 600000],
       description:
-        '`saturation_mode: predicted` with `room_wait: escalate`: the time to first token aimed at. When even the fastest replica the rule allows is predicted past it (every queue is longer than the objective), the request waits in the gateway and is decided again as requests finish, until a replica is predicted to make it or until `ttft_slo_ms` before `queue_timeout_ms`, then goes to the fastest: an overload then costs the held requests their objective instead of every request. A request whose own prefill takes the objective waits only while the queues alone are past it. 0: never wait.',
+        '`saturation_mode: predicted` with `room_wait: escalate`: the time to first token aimed at. When even the fastest replica the rule allows is predicted past it (every queue is longer than the objective), the request waits in the gateway and is decided again as requests finish, until a replica is predicted to make it or until `ttft_slo_ms` before `queue_timeout_ms`, then goes to the fastest: an overload then costs the held requests their objective instead of every request. A request whose load and prefill take the objective waits only while queues alone are past it. 0: never wait.',
     },
   },
   {
