@@ -149,9 +149,9 @@ describe('a poll renews the lease of an adapter named with a comma while the rep
         onDemand(u, { lease_max_age_ms: 1000, adapter_name_pattern: '^[A-Za-z0-9][A-Za-z0-9._,-]{0,127}$' }),
       );
       const started = Date.now();
-      // 1200 tokens at 20 ms per step, time scaled by 10: about 2.4 s, over twice the lease's age
-      // (below LEASE_CEILING of them, past which a lease is reclaimed however renewed).
-      const r = await w.chat('team,a', 1200);
+      // 800 tokens at 20 ms per step, time scaled by 10: about 1.6 s, past the lease's age and
+      // well below LEASE_CEILING of them (4 s), past which a lease is reclaimed however renewed.
+      const r = await w.chat('team,a', 800);
       expect(r.status).toBe(200);
       expect(Date.now() - started).toBeGreaterThan(1000); // the lease outlived lease_max_age_ms
       expect((await w.statusJson()).poller.leasesExpired).toBe(0);
