@@ -188,7 +188,8 @@ export function readVllmLoad(text: string, names: readonly string[] = [], replic
 
 /**
  * How late a current `lora_requests_info` series may be against the replica's `Date` header: the
- * header has whole seconds, and uvicorn refreshes it once a second (`on_tick`, uvicorn/server.py).
+ * header has whole seconds, and uvicorn refreshes it once a second (`Server.on_tick`,
+ * uvicorn/server.py, uvicorn 00c1280cf9; `date_header` on by default).
  */
 const DATE_SLACK_S = 2;
 

@@ -57,7 +57,7 @@ export class RoomWait {
    * load and prefill alone take the objective misses it anyway: it is held only while the wait
    * that shrinks exceeds the objective too (the queues alone are past it), so on a fleet that is
    * not overloaded it goes at once, however slow its load.
-   * Measured in the DES (issue 25), long workload, 1 s loads, 90% load: 5% of requests within
+   * Measured in the DES while a hold still counted the adapter's load (issue 25), long workload, 1 s loads, 90% load: 5% of requests within
    * 5 s without it, 11.5% with it (Dynamo's demand-sized set 13.3%); at 3 s loads and 70%, 1.3% and
    * 6.7%. llm-d's flow control likewise keeps requests queued in the
    * gateway while its saturation gate pauses dispatch (kubernetes-sigs/gateway-api-inference-extension
