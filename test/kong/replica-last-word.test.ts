@@ -146,14 +146,14 @@ describe('a poll renews the lease of an adapter named with a comma while the rep
     let w: Awaited<ReturnType<typeof startWorld>> | undefined;
     try {
       w = await startWorld(own.driver, [vllm({ adapterPaths: { '/adapters/team,a': 8 } })], (u) =>
-        onDemand(u, { lease_max_age_ms: 1000, adapter_name_pattern: '^[A-Za-z0-9][A-Za-z0-9._,-]{0,127}$' }),
+        onDemand(u, { lease_max_age_ms: 3000, adapter_name_pattern: '^[A-Za-z0-9][A-Za-z0-9._,-]{0,127}$' }),
       );
       const started = Date.now();
-      // 800 tokens at 20 ms per step, time scaled by 10: about 1.6 s, past the lease's age and
-      // well below LEASE_CEILING of them (4 s), past which a lease is reclaimed however renewed.
-      const r = await w.chat('team,a', 800);
+      // 2000 tokens at 20 ms per step, time scaled by 10: about 4 s, past the lease's age (3 s)
+      // and well below LEASE_CEILING of them (12 s), past which a lease is reclaimed however renewed.
+      const r = await w.chat('team,a', 2000);
       expect(r.status).toBe(200);
-      expect(Date.now() - started).toBeGreaterThan(1000); // the lease outlived lease_max_age_ms
+      expect(Date.now() - started).toBeGreaterThan(3000); // the lease outlived lease_max_age_ms
       expect((await w.statusJson()).poller.leasesExpired).toBe(0);
     } finally {
       await w?.stop();
