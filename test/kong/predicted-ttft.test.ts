@@ -97,11 +97,11 @@ describe('ttft_slo_ms on an idle fleet, through the plugin server and a simulate
 
   it('a cold request whose load alone takes the objective is not held: its load cannot start while it waits', async () => {
     // Loads of 10 s modelled, 1 s of real time; the router's prior (1 s) and then what it learns
-    // are past a 500 ms objective. The hold window would be 5.5 s (queue_timeout_ms - ttft_slo_ms).
+    // are past a 500 ms objective. The hold window would be 11.5 s (queue_timeout_ms - ttft_slo_ms).
     w = await startWorld(driver, [vllm({ engine: { loadBaseMs: 10_000 } })], (u) =>
-      onDemand(u, { ttft_slo_ms: 500, queue_timeout_ms: 6000 }),
+      onDemand(u, { ttft_slo_ms: 500, queue_timeout_ms: 12_000 }),
     );
-    const holdWindowMs = 6000 - 500;
+    const holdWindowMs = 12_000 - 500;
     for (const adapter of ['a', 'b']) {
       const sent = Date.now();
       const r = await w.chat(adapter);
