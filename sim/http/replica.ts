@@ -387,7 +387,11 @@ export class SimReplica implements ReplicaContext {
       if (res.destroyed) return;
       // Prometheus text 0.0.4: llama.cpp sets `text/plain; version=0.0.4` (tools/server/server.cpp get_metrics,
       // llama.cpp aa6192d38d); vLLM's prometheus_client adds `; charset=utf-8` (not read at a pinned version).
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
+      // uvicorn's Date, on the clock vLLM's gauges take their times from (the modelled one here).
+      res.writeHead(200, {
+        'content-type': 'text/plain; version=0.0.4; charset=utf-8',
+        date: new Date(this.nowUnix() * 1000).toUTCString(),
+      });
       res.end(text);
     };
     // Fault delays are wall-clock: they test the router's real timeouts.

@@ -77,7 +77,7 @@ export class ReplicaWord {
     answer?: Promise<Activity>,
   ): Promise<Withheld['reason'] | undefined> {
     if (!this.api.activity) return undefined;
-    const got = await (answer ?? this.ask(url, timeoutMs));
+    const got = await (answer ?? this.ask(url, name, timeoutMs));
     if ('failed' in got) {
       this.withheld({ url, adapter: name, reason: 'unreachable' }, got.failed.message);
       return 'unreachable';
@@ -93,10 +93,13 @@ export class ReplicaWord {
     return 'busy';
   }
 
-  /** What the replica reports running or waiting (`busy` undefined: it cannot say); never rejects. */
-  private async ask(url: string, timeoutMs: number): Promise<Activity> {
+  /**
+   * What the replica reports running or waiting (`busy` undefined: it cannot say), `name` among it
+   * whenever the report may be naming it; never rejects.
+   */
+  private async ask(url: string, name: string, timeoutMs: number): Promise<Activity> {
     try {
-      return { busy: (await this.api.activity!(url, timeoutMs)).busy };
+      return { busy: (await this.api.activity!(url, timeoutMs, [name])).busy };
     } catch (err) {
       return { failed: err as Error };
     }
@@ -196,7 +199,7 @@ export class ReplicaWord {
     // from asking, the wait for the list included, so a word the list made stale is asked again
     // (idleNow). Only judged when the list says over: within, the answer is dropped unread.
     const askedAt = this.clock.now();
-    const answer = this.api.activity ? this.ask(url, timeout) : undefined;
+    const answer = this.api.activity ? this.ask(url, name, timeout) : undefined;
     let listed: { name: string; path: string }[] | undefined;
     try {
       listed = await this.api.residency(url, timeout);

@@ -7,7 +7,7 @@ import {
 } from '../metrics/replica-load';
 import type { LlamaAdapter, ReplicaSpec } from '../fleet/types';
 import { BackendError } from './errors';
-import { ReplicaHttp, replicaMessage } from './http';
+import { ReplicaHttp, replicaMessage, type HttpReply } from './http';
 import {
   AdapterNotFoundError,
   AdapterRejectedError,
@@ -43,12 +43,17 @@ export class HttpReplicaApi implements ReplicaApi {
       return { load, llamaAdapters: parseLoraAdapters(adapters) };
     }
     const [metrics, models] = await Promise.all([
-      this.get(`${url}/metrics`, timeoutMs),
+      this.reply(`${url}/metrics`, timeoutMs),
       this.get(`${url}/v1/models`, timeoutMs),
     ]);
     const m = parseModels(models);
     return {
-      load: readVllmLoad(metrics),
+      // Read for every adapter it holds: one named with a comma renews its leases while it runs.
+      load: readVllmLoad(
+        metrics.text,
+        m.adapters.map((a) => a.name),
+        metrics.dateS,
+      ),
       registry: m.adapters,
       ...(m.maxModelLen === undefined ? {} : { maxModelLen: m.maxModelLen }),
     };
@@ -95,8 +100,9 @@ export class HttpReplicaApi implements ReplicaApi {
    * 00080ee13c) the replica cannot say. The newer residency families (`vllm:lora_adapter_loaded`)
    * say what is loaded, not what runs: they cannot speak for a request.
    */
-  async activity(url: string, timeoutMs: number): Promise<ReplicaActivity> {
-    const load = readVllmLoad(await this.get(`${url}/metrics`, timeoutMs));
+  async activity(url: string, timeoutMs: number, names?: readonly string[]): Promise<ReplicaActivity> {
+    const metrics = await this.reply(`${url}/metrics`, timeoutMs);
+    const load = readVllmLoad(metrics.text, names, metrics.dateS);
     return load.reportsActivity ? { busy: load.activeAdapters } : {};
   }
 
@@ -134,10 +140,15 @@ export class HttpReplicaApi implements ReplicaApi {
   }
 
   private async get(url: string, timeoutMs: number): Promise<string> {
+    return (await this.reply(url, timeoutMs)).text;
+  }
+
+  /** A 200 answer with its `Date` (vLLM's /metrics: the clock its gauges' times are on). */
+  private async reply(url: string, timeoutMs: number): Promise<HttpReply> {
     const r = await this.http.call('GET', url, timeoutMs);
     if (r.status !== 200)
       throw new BackendError('http', `GET ${url}: ${r.status} ${replicaMessage(r.text)}`, r.status);
-    return r.text;
+    return r;
   }
 }
 

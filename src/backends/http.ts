@@ -4,6 +4,8 @@ import { BackendError } from './errors';
 export interface HttpReply {
   status: number;
   text: string;
+  /** The replica's clock when it answered, Unix seconds (its `Date` header, whole seconds); absent if none. */
+  dateS?: number;
 }
 
 /**
@@ -34,7 +36,8 @@ export class ReplicaHttp {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.body.text();
-      return { status: res.statusCode, text };
+      const date = Date.parse(String(res.headers.date ?? ''));
+      return { status: res.statusCode, text, ...(Number.isFinite(date) ? { dateS: date / 1000 } : {}) };
     } catch (err) {
       throw toBackendError(err, method, url, timeoutMs, signal.aborted);
     }

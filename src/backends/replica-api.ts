@@ -32,8 +32,10 @@ export interface ReplicaApi {
    * A fresh read of what the replica is running (vLLM `/metrics`), asked only on the unload path.
    * Throws BackendError when the replica does not answer. An implementation without it (the
    * benchmark's engine model, whose leases are exact) leaves unloads to the lease rules.
+   * `names`: the adapters asked about; one the report cannot carry unambiguously (vLLM joins
+   * names with `,`) is listed busy whenever the report may be naming it.
    */
-  activity?(url: string, timeoutMs: number): Promise<ReplicaActivity>;
+  activity?(url: string, timeoutMs: number, names?: readonly string[]): Promise<ReplicaActivity>;
   /**
    * A fresh read of the adapters the replica holds (vLLM `/v1/models`), asked only on the load
    * path before a load into a slot the router believes free; undefined when the replica cannot

@@ -106,6 +106,14 @@ export function parseRouterConfig(raw: unknown, onDeprecated?: (message: string)
     if (names.has(a.name))
       errors.push({ field: `config.adapters[${i + 1}].name`, message: `duplicate adapter ${a.name}` });
     names.add(a.name);
+    // vLLM reports the adapters it runs as names joined with ',': a loaded adapter named with one
+    // could be seen running only as its pieces (the router reads such a name as busy whenever it
+    // may be there, so it would hold its slot while anything like it runs).
+    if (!a.static && a.name.includes(','))
+      errors.push({
+        field: `config.adapters[${i + 1}].name`,
+        message: `may not contain ',' unless static: vLLM reports the adapters it runs as names joined with ','`,
+      });
     if (a.name === c.base_model)
       errors.push({
         field: `config.adapters[${i + 1}].name`,

@@ -64,7 +64,8 @@ export const routerSchema: SchemaFields = [
               required: true,
               len_min: 1,
               len_max: 256,
-              description: 'The `model` clients send.',
+              description:
+                'The `model` clients send. No `,` unless `static`: vLLM reports the adapters it runs as names joined with `,`, so the router could not tell such an adapter idle.',
             },
           },
           {
@@ -96,7 +97,8 @@ export const routerSchema: SchemaFields = [
     adapter_name_pattern: {
       type: 'string',
       default: DEFAULT_NAME_PATTERN,
-      description: 'JS regular expression a templated adapter name must match.',
+      description:
+        'JS regular expression a templated adapter name must match. A name it lets through with a `,` is never unloaded while the replica reports a running or waiting adapter list that could hold it (vLLM joins the names with `,`).',
     },
   },
   {
@@ -158,7 +160,7 @@ export const routerSchema: SchemaFields = [
       default: 5000,
       between: [0, 600000],
       description:
-        '`saturation_mode: predicted` with `room_wait: escalate`: the time to first token aimed at. When even the fastest replica the rule allows is predicted past it (every queue is longer than the objective), the request waits in the gateway and is decided again as requests finish, until a replica is predicted to make it or until `ttft_slo_ms` before `queue_timeout_ms`, then goes to the fastest: an overload then costs the held requests their objective instead of every request. A request whose own prefill takes the objective waits only while the queues alone are past it. 0: never wait.',
+        '`saturation_mode: predicted` with `room_wait: escalate`: the time to first token aimed at. When even the fastest replica the rule allows is predicted past it (every queue is longer than the objective), the request waits in the gateway and is decided again as requests finish, until a replica is predicted to make it or until `ttft_slo_ms` before `queue_timeout_ms`, then goes to the fastest: an overload then costs the held requests their objective instead of every request. A request whose load and prefill take the objective waits only while queues alone are past it. 0: never wait.',
     },
   },
   {

@@ -245,7 +245,12 @@ export class MemoryFleetStore implements FleetStore {
     const cur = r?.residency.get(adapter);
     if (!r || cur?.state !== 'loading' || cur.fence !== fence) return false;
     if (ok) putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: at });
-    else dropResidency(r, adapter);
+    else {
+      // Ended without it (a failure, or the after-load undo unloaded it): a registry read begun
+      // before now may still list it, and must not bring it back.
+      dropResidency(r, adapter);
+      markGone(r, adapter, at);
+    }
     return true;
   }
 

@@ -97,13 +97,20 @@ const VLLM_TOTALS = {
 } as const satisfies Record<string, keyof ReplicaLoad>;
 type VllmTotal = (typeof VLLM_TOTALS)[keyof typeof VLLM_TOTALS];
 
-export function readVllmLoad(text: string): ReplicaLoad {
+/**
+ * `names`: adapters the caller asks about (the replica's registry, the adapter about to be
+ * unloaded). vLLM writes `running_lora_adapters` and `waiting_lora_adapters` as the names joined
+ * with `,` (PrometheusStatLogger.record, vllm/v1/metrics/loggers.py, vllm 005a810bc4; unchanged
+ * since the gauge came in with vllm#9477, v0.6.4), so a name with a comma cannot be read back:
+ * each such name asked about is active whenever a label may carry it as a run of whole names.
+ * The report can then only say "busy" for it, never "idle" by mistake.
+ */
+export function readVllmLoad(text: string, names: readonly string[] = [], replicaNowS?: number): ReplicaLoad {
   let running = 0;
   let waiting = 0;
   let kv: number | undefined;
   let kvOld: number | undefined;
-  let infoTs = -Infinity;
-  let info: Record<string, string> | undefined;
+  const infos: { labels: Record<string, string>; at: number }[] = [];
   let deferred: number | undefined;
   let residency: { gpu: Set<string>; cpu: Set<string> } | undefined;
   const totals: Partial<Record<VllmTotal, number>> = {};
@@ -132,11 +139,7 @@ export function readVllmLoad(text: string): ReplicaLoad {
           kvOld = Math.max(kvOld ?? 0, value);
           break;
         case 'vllm:lora_requests_info':
-          // The value is a unix timestamp and old label sets never go away: the latest wins.
-          if (value > infoTs) {
-            infoTs = value;
-            info = labels;
-          }
+          infos.push({ labels, at: value });
           break;
         case 'vllm:num_requests_waiting_by_reason':
           if (labels.reason === 'deferred') deferred = (deferred ?? 0) + value;
@@ -158,10 +161,14 @@ export function readVllmLoad(text: string): ReplicaLoad {
     },
     (name) => VLLM.has(name),
   );
+  const reading = loraInfoReading(infos, replicaNowS);
   const active = new Set<string>();
-  for (const key of ['running_lora_adapters', 'waiting_lora_adapters']) {
-    for (const a of (info?.[key] ?? '').split(',')) if (a) active.add(a);
-  }
+  for (const info of reading ?? [])
+    for (const key of ['running_lora_adapters', 'waiting_lora_adapters']) {
+      const joined = info[key] ?? '';
+      for (const a of joined.split(',')) if (a) active.add(a);
+      for (const n of names) if (n.includes(',') && `,${joined},`.includes(`,${n},`)) active.add(n);
+    }
   return {
     running,
     // Newer vLLM counts requests deferred for the LoRA budget as waiting; released vLLM does
@@ -169,7 +176,7 @@ export function readVllmLoad(text: string): ReplicaLoad {
     waiting: deferred === undefined ? waiting : Math.max(0, waiting - deferred),
     kvUsage: kv ?? kvOld,
     activeAdapters: [...active].sort(),
-    ...(info ? { reportsActivity: true } : {}),
+    ...(reading ? { reportsActivity: true } : {}),
     malformedLines: stats.malformed,
     source: 'metrics',
     ...(deferred === undefined ? {} : { waitingDeferred: deferred }),
@@ -177,6 +184,39 @@ export function readVllmLoad(text: string): ReplicaLoad {
     ...totals,
     ...(kvCapacity === undefined ? {} : { kvCapacityTokens: kvCapacity }),
   };
+}
+
+/**
+ * How late a current `lora_requests_info` series may be against the replica's `Date` header: the
+ * header has whole seconds, and uvicorn refreshes it once a second (`Server.on_tick`,
+ * uvicorn/server.py, uvicorn 00c1280cf9; `date_header` on by default).
+ */
+const DATE_SLACK_S = 2;
+
+/**
+ * Which `vllm:lora_requests_info` series say what runs: undefined when the replica cannot say.
+ * The value is the time the label set was last set (`set_to_current_time`, PrometheusStatLogger.record,
+ * vllm/v1/metrics/loggers.py, vllm 005a810bc4) and old label sets never go away, so the latest
+ * is the current one, as long as the values read as times on the replica's clock (`replicaNowS`,
+ * its `Date` header; unknown: the latest is trusted):
+ * - A value past 1.5 x the replica's time is no time at all: several API server processes
+ *   (`--api-server-count` > 1) share the gauge in Prometheus' multiprocess mode, which sums each
+ *   label set's times over the processes (`multiprocess_mode="sum"`, same file), and each process
+ *   reports only its own requests. No series is the current one: the replica cannot say.
+ * - A value after the replica's time (beyond the header's resolution) was set before its clock
+ *   stepped back, and outranks the set written since until the clock catches up: every series
+ *   is read, so nothing they name is idle meanwhile.
+ */
+function loraInfoReading(
+  infos: { labels: Record<string, string>; at: number }[],
+  replicaNowS: number | undefined,
+): Record<string, string>[] | undefined {
+  if (infos.length === 0) return undefined;
+  const latest = infos.reduce((a, b) => (b.at > a.at ? b : a));
+  if (replicaNowS === undefined || !(replicaNowS > 0)) return [latest.labels];
+  if (latest.at > replicaNowS * 1.5) return undefined;
+  if (latest.at > replicaNowS + DATE_SLACK_S) return infos.map((i) => i.labels);
+  return [latest.labels];
 }
 
 export function readLlamacppLoad(text: string): ReplicaLoad {

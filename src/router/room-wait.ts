@@ -51,19 +51,23 @@ export class RoomWait {
    * enough for new requests to meet it, and it goes as soon as one replica is predicted to start
    * it in time. Its wait so far is not counted: a held request still wants the fastest start.
    * Past `holdUntil` it goes to the fastest replica (then a 503 only as the room wait says).
-   * A request whose own prefill alone takes the objective misses it anyway: it is held only
-   * while the wait before its prefill exceeds the objective too (the queues alone are past it),
-   * so on a fleet that is not overloaded it goes at once.
-   * Measured in the DES (issue 25), long workload, 1 s loads, 90% load: 5% of requests within
+   * Only what waiting shortens is waited for: queued work draining, KV room, a slot or an idle
+   * adapter freeing. The adapter's load and the unload making room for it (`fixedMs`) take as
+   * long whenever it goes, and its own load cannot start while it is held. A request whose own
+   * load and prefill alone take the objective misses it anyway: it is held only while the wait
+   * that shrinks exceeds the objective too (the queues alone are past it), so on a fleet that is
+   * not overloaded it goes at once, however slow its load.
+   * Measured in the DES while a hold still counted the adapter's load (issue 25), long workload, 1 s loads, 90% load: 5% of requests within
    * 5 s without it, 11.5% with it (Dynamo's demand-sized set 13.3%); at 3 s loads and 70%, 1.3% and
    * 6.7%. llm-d's flow control likewise keeps requests queued in the
    * gateway while its saturation gate pauses dispatch (kubernetes-sigs/gateway-api-inference-extension
    * pkg/epp/flowcontrol/controller/internal/processor.go `dispatchCycle`, 04a97e67f7).
    */
-  holds(now: number, decided: Pick<Candidate, 'ttftMs' | 'ownMs'>): boolean {
+  holds(now: number, decided: Pick<Candidate, 'ttftMs' | 'ownMs' | 'fixedMs'>): boolean {
     if (now >= this.holdUntil) return false;
-    const start = decided.ttftMs - decided.ownMs;
-    return decided.ownMs < this.sloMs ? decided.ttftMs > this.sloMs : start > this.sloMs;
+    const own = decided.fixedMs + decided.ownMs;
+    const shrinks = decided.ttftMs - own;
+    return own < this.sloMs ? decided.ttftMs > this.sloMs : shrinks > this.sloMs;
   }
 
   /**

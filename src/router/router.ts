@@ -400,6 +400,7 @@ export class RouterService {
       );
       c.ttftMs = p.totalMs;
       c.loadMs = p.loadMs;
+      c.fixedMs = p.fixedMs;
       c.ownMs = p.ownMs;
     };
   }

@@ -138,6 +138,7 @@ export function toCandidate(v: ReplicaView, ctx: SchedulingContext): Candidate {
   c.holder = p !== undefined && p.state !== 'unloading';
   c.ttftMs = 0;
   c.loadMs = 0;
+  c.fixedMs = 0;
   c.ownMs = 0;
   ctx.predict?.(c);
   return c;

@@ -31,6 +31,8 @@ export interface Candidate extends ReplicaView {
   ttftMs: number;
   /** Of `ttftMs`, the adapter load (and unload to make room) it would wait for there. */
   loadMs: number;
+  /** Of `loadMs`, what no wait in the gateway shortens (src/work/predict.ts `fixedMs`). */
+  fixedMs: number;
   /** Of `ttftMs`, the request's own prefill there. */
   ownMs: number;
 }
@@ -59,7 +61,7 @@ export interface SchedulingContext {
   isStatic?: (name: string) => boolean;
   /** A replica's context length (vLLM `max_model_len`), when it reported one. */
   contextOf?: (url: string) => number | undefined;
-  /** Sets a candidate's `ttftMs` and `loadMs`, under `saturation_mode: predicted`. */
+  /** Sets a candidate's `ttftMs`, `loadMs`, `fixedMs` and `ownMs`, under `saturation_mode: predicted`. */
   predict?: (c: Candidate) => void;
 }
 

@@ -25,6 +25,13 @@ export interface Prediction {
   startMs: number;
   /** Of `startMs`, the load (an unload, the wait for an idle adapter). */
   loadMs: number;
+  /**
+   * Of `loadMs`, what no wait in the gateway shortens: the adapter's load there (its own, which
+   * starts only once the request goes, or one under way that it would join) and the unload
+   * making room. The rest of the wait (queued work, KV room, a slot or an idle adapter freeing)
+   * shrinks as requests end: only that is worth holding a request for.
+   */
+  fixedMs: number;
   /** The prefill queued ahead of it, at the replica's rate. */
   aheadMs: number;
   /** Its own prefill. */
@@ -50,18 +57,21 @@ export function predictTtft(
   loads: LoadTimes,
   roomNow?: boolean,
 ): Prediction {
-  let slotMs = 0;
+  let fixedMs = 0;
+  let roomMs = 0;
   if (req.adapter !== undefined) {
     if (c.holder) {
       const state = c.adapter?.state;
       // Loading (or placed, or registered but its weights evicted): about a load from now.
-      if ((state !== 'loaded' && state !== 'static') || c.adapter?.evicted) slotMs = loads.load(req.adapter);
+      if ((state !== 'loaded' && state !== 'static') || c.adapter?.evicted) fixedMs = loads.load(req.adapter);
     } else {
-      slotMs = loads.load(req.adapter);
-      if (c.residentCount >= req.maxLoadedAdapters) slotMs += loads.unload();
-      if (roomNow === false) slotMs += req.queueTimeoutMs;
+      fixedMs = loads.load(req.adapter);
+      // With no limit set (0) the router never unloads.
+      if (req.maxLoadedAdapters > 0 && c.residentCount >= req.maxLoadedAdapters) fixedMs += loads.unload();
+      if (roomNow === false) roomMs = req.queueTimeoutMs;
     }
   }
+  const slotMs = fixedMs + roomMs;
   // A slot and KV room are waited for together (the queue is admitted as both free): the larger counts.
   const kvMs = Math.max(
     work.kvWaitMs(c.url, now, req.promptTokens + req.maxTokens),
@@ -73,6 +83,7 @@ export function predictTtft(
   return {
     startMs: slotMs + kvMs,
     loadMs: slotMs,
+    fixedMs,
     aheadMs,
     ownMs,
     totalMs: slotMs + Math.max(kvMs, aheadMs) + ownMs,

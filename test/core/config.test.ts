@@ -101,6 +101,23 @@ describe('lora-router config', () => {
     });
   });
 
+  it('refuses a loaded adapter named with a comma, which vLLM cannot report running unambiguously', () => {
+    expect(
+      fieldErrors(() =>
+        parseRouterConfig({
+          replicas: [{ url: 'http://a:1' }],
+          adapters: [
+            { name: 'ok' },
+            { name: 'team,a', path: '/adapters/team-a' },
+            { name: 's,t', static: true },
+          ],
+        }),
+      ),
+    ).toEqual({
+      'config.adapters[2].name': expect.stringMatching(/may not contain ','.*joined with ','/),
+    });
+  });
+
   it('compares replica URLs normalised (trailing slash, scheme and host case) and names no address in the error', () => {
     const errs = fieldErrors(() =>
       parseRouterConfig({

@@ -332,6 +332,23 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await states(s)).toEqual({ old: 'loaded' });
   });
 
+  it('does not let a registry read before an undone load revive the adapter (the after-load undo)', async () => {
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, registry: [] });
+    // x's load lands at 10; a scrape starting at 11 reads it registered; the after-load check
+    // finds the replica over its limit, unloads x and ends the load as failed at 13; the
+    // scrape lands at 15. Adopted, x would be routed to where the replica no longer has it.
+    const f = await s.beginLoad(U, 'x', 10, LIMIT, TTL);
+    expect(await s.finishLoad(U, 'x', f!, false, 13)).toBe(true);
+    await s.applySnapshot(U, { at: 15, startedAt: 11, ok: true, registry: [{ name: 'x', path: '' }] });
+    expect(await states(s)).toEqual({});
+    // A registry read after it is the truth again: a load that failed on its timeout but landed
+    // is adopted by the next poll.
+    await settle();
+    await s.applySnapshot(U, { at: 31, startedAt: 30, ok: true, registry: [{ name: 'x', path: '' }] });
+    expect(await states(s)).toEqual({ x: 'loaded' });
+  });
+
   it('forgets a loaded adapter a replica answered 404 for, but not a static one', async () => {
     const s = await store();
     await s.applySnapshot(U, { at: 1, ok: true, registry: [{ name: 'boot', path: '' }] });

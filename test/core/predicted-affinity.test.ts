@@ -34,6 +34,7 @@ function cand(url: string, holder: boolean, ttftMs: number, loadMs = holder ? 0 
     holder,
     ttftMs,
     loadMs,
+    fixedMs: loadMs,
     ownMs: 0,
   };
 }

@@ -137,6 +137,53 @@ describe('replica load from /metrics', () => {
     expect(readVllmLoad('python_info{version="3.12.11"} 1.0').reportsActivity).toBeUndefined();
   });
 
+  it('reads a name with a comma as active whenever the joined labels may carry it, never as idle then', () => {
+    // vLLM writes each label as the names joined with ',' (PrometheusStatLogger.record,
+    // vllm/v1/metrics/loggers.py): 'team,a' running reads as 'team,a', or as 'team' and 'a'.
+    const info = (running: string, waiting = '') =>
+      `vllm:lora_requests_info{max_lora="4",running_lora_adapters="${running}",waiting_lora_adapters="${waiting}"} 1.7e+09`;
+    const asked = ['team,a', 'a,b', 'team,b', 'x'];
+    expect(readVllmLoad(info('team,a'), asked).activeAdapters).toEqual(['a', 'team', 'team,a']);
+    // 'team,a,b' may be team,a and b, or team and a,b: both are busy.
+    expect(readVllmLoad(info('team,a,b'), asked).activeAdapters).toEqual(['a', 'a,b', 'b', 'team', 'team,a']);
+    expect(readVllmLoad(info('', 'x,team,b'), asked).activeAdapters).toEqual(['b', 'team', 'team,b', 'x']);
+    // Whole names only: 'team,ab' does not carry 'team,a'; a name is never read across the two labels.
+    expect(readVllmLoad(info('team,ab'), asked).activeAdapters).toEqual(['ab', 'team']);
+    expect(readVllmLoad(info('team', 'a'), asked).activeAdapters).toEqual(['a', 'team']);
+    expect(readVllmLoad(info(''), asked)).toMatchObject({ activeAdapters: [], reportsActivity: true });
+  });
+
+  describe('which lora_requests_info series says what runs: the latest, unless the values cannot be read as times', () => {
+    const info = (running: string, value: number) =>
+      `vllm:lora_requests_info{max_lora="4",running_lora_adapters="${running}",waiting_lora_adapters=""} ${value}`;
+    // The replica's clock by its own Date header, in seconds.
+    const now = 1_750_000_000;
+
+    it('a clock stepped back: a series from before the step outlives the current one, so none is read as idle', () => {
+      // Idle at now + 60 s, then the clock stepped back a minute; b runs since, its series set to the
+      // replica's time (set_to_current_time, PrometheusStatLogger.record, vllm/v1/metrics/loggers.py).
+      const text = [info('', now + 60), info('b', now - 1)].join('\n');
+      expect(readVllmLoad(text, [], now)).toMatchObject({ activeAdapters: ['b'], reportsActivity: true });
+      // Every series is a time not after the replica's own: the latest wins.
+      expect(
+        readVllmLoad([info('a', now - 30), info('', now - 1)].join('\n'), [], now).activeAdapters,
+      ).toEqual([]);
+      // Within the Date header's resolution and uvicorn's once-a-second refresh of it.
+      expect(
+        readVllmLoad([info('a', now - 30), info('', now + 1.5)].join('\n'), [], now).activeAdapters,
+      ).toEqual([]);
+    });
+
+    it('several API server processes (--api-server-count > 1): summed timestamps mean the replica cannot say', () => {
+      // multiprocess_mode="sum" (vllm/v1/metrics/loggers.py): a label set two processes wrote is
+      // the sum of their times, and wins over the set a process running a request writes now.
+      const text = [info('', 2 * now - 100), info('a', now - 1)].join('\n');
+      const load = readVllmLoad(text, [], now);
+      expect(load.reportsActivity).toBeUndefined();
+      expect(load.activeAdapters).toEqual([]);
+    });
+  });
+
   it('falls back to the deprecated gpu_cache_usage_perc, and prefers the new name when both exist', () => {
     expect(readVllmLoad('vllm:gpu_cache_usage_perc{engine="0"} 0.3').kvUsage).toBe(0.3);
     expect(readVllmLoad('vllm:gpu_cache_usage_perc 0.3\nvllm:kv_cache_usage_perc 0.5').kvUsage).toBe(0.5);

@@ -1,5 +1,9 @@
+import { VirtualClock } from '../../src/clock';
 import { errors } from '../../src/errors';
 import { RoomWait } from '../../src/router/room-wait';
+import { LoadTimes } from '../../src/work/load-times';
+import { predictTtft } from '../../src/work/predict';
+import { WorkModel } from '../../src/work/work-model';
 
 const cfg = (room_wait: 'escalate' | 'replica' | 'anywhere', replica_wait_ms = 0) => ({
   room_wait,
@@ -54,7 +58,7 @@ describe('room wait', () => {
     const w = new RoomWait({ ...cfg('escalate'), saturation_mode: 'predicted', ttft_slo_ms: 5000 }, 1000);
     // The bound is 30 s from arrival; the last 5 s are left for a slot.
     expect(w.holdUntil).toBe(25000);
-    const at = (ttftMs: number, ownMs = 500) => ({ ttftMs, ownMs });
+    const at = (ttftMs: number, ownMs = 500) => ({ ttftMs, ownMs, fixedMs: 0 });
     expect(w.holds(1000, at(5001))).toBe(true);
     expect(w.holds(24999, at(60000))).toBe(true);
     // A replica predicted within the objective takes it; past the hold it goes to the fastest.
@@ -72,9 +76,47 @@ describe('room wait', () => {
       new RoomWait({ ...cfg('replica'), saturation_mode: 'predicted', ttft_slo_ms: 5000 }, 0),
       new RoomWait({ ...cfg('anywhere'), saturation_mode: 'predicted', ttft_slo_ms: 5000 }, 0),
     ];
-    for (const w of off) expect(w.holds(0, { ttftMs: 60000, ownMs: 0 })).toBe(false);
+    for (const w of off) expect(w.holds(0, { ttftMs: 60000, ownMs: 0, fixedMs: 0 })).toBe(false);
     // An objective longer than the whole wait leaves nothing to hold for.
     const long = new RoomWait({ ...cfg('escalate'), saturation_mode: 'predicted', ttft_slo_ms: 40000 }, 0);
-    expect(long.holds(0, { ttftMs: 60000, ownMs: 0 })).toBe(false);
+    expect(long.holds(0, { ttftMs: 60000, ownMs: 0, fixedMs: 0 })).toBe(false);
+  });
+
+  it('holds only for what waiting shortens: never for the adapter load itself (injected clock)', async () => {
+    const clock = new VirtualClock();
+    const url = 'http://b:8000';
+    const slo = { ...cfg('escalate'), saturation_mode: 'predicted' as const, ttft_slo_ms: 5000 };
+    // This adapter's learned load (8 s) alone is past the objective.
+    const loads = new LoadTimes(1000, 100);
+    loads.observe({ op: 'load', adapter: 'big', ok: true, ms: 8000 });
+    const work = new WorkModel({ prefillTokensPerS: 10_000 });
+    const req = {
+      promptTokens: 1000,
+      maxTokens: 10,
+      adapter: 'big',
+      maxLoadedAdapters: 2,
+      queueTimeoutMs: 29000,
+    };
+    const decided = (roomNow?: boolean) => {
+      const p = predictTtft({ url, residentCount: 2, holder: false }, req, clock.now(), work, loads, roomNow);
+      return { ttftMs: p.totalMs, ownMs: p.ownMs, fixedMs: p.fixedMs };
+    };
+    // An idle fleet: nothing to wait for, at any moment of the hold window.
+    const idle = new RoomWait(slo, clock.now());
+    for (let i = 0; i < 30 && clock.now() < idle.holdUntil; i++) {
+      expect(idle.holds(clock.now(), decided())).toBe(false);
+      await clock.run(clock.now() + 1000);
+    }
+    // 100k tokens queued ahead (10 s of prefill): held while they drain, then goes.
+    work.admit({ id: 'ahead', url, promptTokens: 100_000, maxTokens: 10, at: clock.now() });
+    const behind = new RoomWait(slo, clock.now());
+    expect(behind.holds(clock.now(), decided())).toBe(true);
+    await clock.run(clock.now() + 6000);
+    expect(behind.holds(clock.now(), decided())).toBe(false);
+    work.release('ahead', clock.now(), true);
+    // No idle adapter to unload: held until one is (roomNow), never for the load after it.
+    const full = new RoomWait(slo, clock.now());
+    expect(full.holds(clock.now(), decided(false))).toBe(true);
+    expect(full.holds(clock.now(), decided(true))).toBe(false);
   });
 });

@@ -316,6 +316,36 @@ describe('predicted TTFT', () => {
     expect(full.totalMs).toBe(100 + 50 + 1000);
   });
 
+  it('with max_loaded_adapters 0 adds no unload (the router never unloads)', () => {
+    const w = new WorkModel({ prefillTokensPerS: 10_000 });
+    const p = predictTtft(
+      { url: B, residentCount: 0, holder: false },
+      { ...base, maxLoadedAdapters: 0, adapter: 'hot' },
+      0,
+      w,
+      loads,
+    );
+    expect(p.totalMs).toBe(100 + 1000);
+  });
+
+  it('says which part of the wait no hold shortens: the adapter load there and the unload making room', () => {
+    const w = new WorkModel({ prefillTokensPerS: 10_000 });
+    const full = { url: B, residentCount: 2, holder: false };
+    // Room now: the load and the unload take as long whenever it goes.
+    expect(predictTtft(full, { ...base, adapter: 'hot' }, 0, w, loads)).toMatchObject({
+      loadMs: 150,
+      fixedMs: 150,
+    });
+    // No idle adapter: the wait for one to free shrinks as requests end; the load and unload do not.
+    expect(predictTtft(full, { ...base, adapter: 'hot' }, 0, w, loads, false)).toMatchObject({
+      loadMs: 30_150,
+      fixedMs: 150,
+    });
+    // A load under way on the holder: going now joins it, so a hold gains nothing on it.
+    const loading = { url: A, residentCount: 1, adapter: { state: 'loading' as const }, holder: true };
+    expect(predictTtft(loading, { ...base, adapter: 'hot' }, 0, w, loads)).toMatchObject({ fixedMs: 100 });
+  });
+
   it('a full replica with no idle adapter to unload waits up to the queue timeout', () => {
     const w = new WorkModel({ prefillTokensPerS: 10_000 });
     const p = predictTtft(

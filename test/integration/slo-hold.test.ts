@@ -81,4 +81,28 @@ describe('the TTFT objective holds requests in overload, through RouterService',
     await release(second);
     await first.p;
   });
+
+  it('leaves no wake-up behind in the room signal once held requests end (base-model traffic never notifies)', async () => {
+    // KV room for one long answer: while it runs (it reserves its prompt and max_tokens), the
+    // others are predicted to wait for KV room well past the objective, and are held for the
+    // 2 s window, woken only by the room signal's 250 ms fallback.
+    h = await CoreHarness.start(
+      [{ timeScale: 20, maxModelLen: 2048, engine: { kvCapacityTokens: 2048 } }],
+      (urls) => templatedRouter(urls, BASE, { ttft_slo_ms: 1000, queue_timeout_ms: 3000 }),
+    );
+    await h.nextPoll(); // its KV capacity (vllm:cache_config_info)
+    const long = sendVia(h.router, '/v1/completions', { model: BASE, prompt: 'hi', max_tokens: 2030 });
+    const replica = h.fleet.replicas[0]!;
+    const end = Date.now() + 5000;
+    while (replica.engine.stats().running === 0 && Date.now() < end) await sleep(10);
+    const held = await Promise.all(
+      [1, 2, 3].map(() =>
+        sendVia(h!.router, '/v1/completions', { model: BASE, prompt: 'hi', max_tokens: 100 }),
+      ),
+    );
+    expect(held.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(await holds()).toBe(3);
+    expect((await long).status).toBe(200);
+    expect(h.rt.manager.roomChanged.waiting).toBe(0);
+  });
 });

@@ -78,6 +78,33 @@ describe('saturation_mode predicted, through the plugin server and simulated vLL
   });
 });
 
+describe('ttft_slo_ms on an idle fleet, through the plugin server and a simulated vLLM replica', () => {
+  let w: Awaited<ReturnType<typeof startWorld>> | undefined;
+  afterEach(async () => {
+    await w?.stop();
+    w = undefined;
+  });
+
+  it('a cold request whose load alone takes the objective is not held: its load cannot start while it waits', async () => {
+    // Loads of 10 s modelled, 1 s of real time; the router's prior (1 s) and then what it learns
+    // are past a 500 ms objective. The hold window would be 11.5 s (queue_timeout_ms - ttft_slo_ms).
+    w = await startWorld(driver, [vllm({ engine: { loadBaseMs: 10_000 } })], (u) =>
+      onDemand(u, { ttft_slo_ms: 500, queue_timeout_ms: 12_000 }),
+    );
+    const holdWindowMs = 12_000 - 500;
+    for (const adapter of ['a', 'b']) {
+      const sent = Date.now();
+      const r = await w.chat(adapter);
+      expect(r.status).toBe(200);
+      // Answered before a hold would have ended: nothing queued, so nothing to wait for.
+      expect(Date.now() - sent).toBeLessThan(holdWindowMs);
+      expect(w.loads(0, adapter)).toHaveLength(1);
+    }
+    const metrics = (await w.status.handle({ method: 'GET', path: '/lora/metrics' })).body.toString();
+    expect(metrics).toMatch(/^lora_router_ttft_holds_total 0$/m);
+  });
+});
+
 describe('requests longer than every replica context', () => {
   let w: Awaited<ReturnType<typeof startWorld>> | undefined;
   afterEach(async () => {

@@ -9,7 +9,7 @@
 import type { SimReplica } from '../../sim/http/replica';
 import { waitFor } from '../helpers/wait';
 import { KongDriver, PluginServerProcess } from './driver';
-import { BASE, onDemand, startWorld, usePluginServer, vllm } from './world';
+import { BASE, onDemand, startPluginServer, startWorld, usePluginServer, vllm } from './world';
 
 let driver: KongDriver;
 usePluginServer((_s: PluginServerProcess, d) => {
@@ -96,6 +96,31 @@ describe('the replica has the last word on unloads', () => {
     expect(unloads.map((e) => [e.name, e.inFlight])).toEqual([['a', 0]]);
   });
 
+  it('an adapter named with a comma is not unloaded under a request the replica reports running', async () => {
+    // vLLM joins the names in lora_requests_info with ',' (PrometheusStatLogger.record,
+    // vllm/v1/metrics/loggers.py): 'team,a' running reads as 'team' and 'a' running. A name the
+    // report cannot carry unambiguously is busy whenever the report may be naming it.
+    w = await startWorld(driver, [vllm({ adapterPaths: { '/adapters/team,a': 8 } })], (u) =>
+      onDemand(u, {
+        max_loaded_adapters: 1,
+        queue_timeout_ms: 20_000,
+        adapter_name_pattern: '^[A-Za-z0-9][A-Za-z0-9._,-]{0,127}$',
+      }),
+    );
+    const replica = w.fleet.replicas[0]!;
+    expect((await w.chat('team,a')).status).toBe(200); // the router loads team,a
+    const direct = behindTheRoutersBack(replica, 'team,a', 800);
+    const b = await w.chat('b'); // needs team,a's slot
+    const d = await direct;
+    expect(d.status).toBe(200);
+    const record = replica.requestRecords().find((r) => r.adapter === 'team,a' && r.outputTokens === 800)!;
+    // team,a was never unloaded while the engine had a request of it (the simulator's own count).
+    const unloads = replica.adapterLog().filter((e) => e.op === 'unload');
+    expect(unloads.map((e) => [e.name, e.inFlight])).toEqual([['team,a', 0]]);
+    expect(unloads[0]!.at).toBeGreaterThanOrEqual(record.end!);
+    expect(b.status).toBe(200);
+  });
+
   it('a replica that cannot say (no lora_requests_info: vLLM with --disable-log-stats) keeps the lease rules alone', async () => {
     w = await startWorld(driver, [vllm({ vllmMetrics: 'no-stats' })], (u) =>
       onDemand(u, { max_loaded_adapters: 1, queue_timeout_ms: 20_000 }),
@@ -110,5 +135,30 @@ describe('the replica has the last word on unloads', () => {
     const unloads = replica.adapterLog().filter((e) => e.op === 'unload');
     expect(unloads.map((e) => [e.name, e.inFlight])).toEqual([['a', 1]]);
     expect((await direct).status).toBe(200);
+  });
+});
+
+describe('a poll renews the lease of an adapter named with a comma while the replica runs it', () => {
+  it('a request longer than lease_max_age_ms keeps its lease', async () => {
+    // A plugin server of its own: leases are reclaimed past the longest lease_max_age_ms any
+    // configuration in the process registered.
+    const own = await startPluginServer();
+    let w: Awaited<ReturnType<typeof startWorld>> | undefined;
+    try {
+      w = await startWorld(own.driver, [vllm({ adapterPaths: { '/adapters/team,a': 8 } })], (u) =>
+        onDemand(u, { lease_max_age_ms: 3000, adapter_name_pattern: '^[A-Za-z0-9][A-Za-z0-9._,-]{0,127}$' }),
+      );
+      const started = Date.now();
+      // 2000 tokens at 20 ms per step, time scaled by 10: about 4 s, past the lease's age (3 s)
+      // and well below LEASE_CEILING of them (12 s), past which a lease is reclaimed however renewed.
+      const r = await w.chat('team,a', 2000);
+      expect(r.status).toBe(200);
+      expect(Date.now() - started).toBeGreaterThan(3000); // the lease outlived lease_max_age_ms
+      expect((await w.statusJson()).poller.leasesExpired).toBe(0);
+    } finally {
+      await w?.stop();
+      own.driver.close();
+      await own.server.stop();
+    }
   });
 });

@@ -260,7 +260,12 @@ unlock(fence)
 local res = getres(url, name)
 if not res or res.state ~= 'loading' or res.fence ~= fence then return 0 end
 if ARGV[5] == '1' then putres(url, name, {state = 'loaded', since = at, lastUsed = at})
-else dropres(url, name) end
+else
+  -- Ended without it (a failure, or the after-load undo unloaded it): a registry read begun
+  -- before now may still list it, and must not bring it back.
+  dropres(url, name)
+  markgone(url, name)
+end
 changed()
 return 1`,
 
