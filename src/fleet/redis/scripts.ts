@@ -73,6 +73,14 @@ local function unlock(fence)
   redis.call('HDEL', P .. 'lock', fence)
   redis.call('ZREM', P .. 'lock-until', fence)
 end
+-- A finish ends the lock of its own change only: a fence named with another replica or adapter
+-- grants nothing there, so it must not end that change's lock either.
+local function unlockown(fence, url, name)
+  local raw = redis.call('HGET', P .. 'lock', fence)
+  if not raw then return end
+  local k = cjson.decode(raw)
+  if k[1] == url and k[2] == name then unlock(fence) end
+end
 local function touch(url, name, at)
   local res = getres(url, name)
   if res and res.lastUsed < at then
@@ -256,7 +264,7 @@ return fence`,
   /** url, adapter, fence, ok, at -> 1 if the fence was current */
   finishLoad: `
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
-unlock(fence)
+unlockown(fence, url, name)
 local res = getres(url, name)
 if not res or res.state ~= 'loading' or res.fence ~= fence then return 0 end
 if ARGV[5] == '1' then putres(url, name, {state = 'loaded', since = at, lastUsed = at})
@@ -290,7 +298,7 @@ return fence`,
   /** url, adapter, fence, ok, at -> 1 if the fence was current */
   finishUnload: `
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
-unlock(fence)
+unlockown(fence, url, name)
 local res = getres(url, name)
 if not res or res.state ~= 'unloading' or res.fence ~= fence then return 0 end
 if ARGV[5] == '1' then
@@ -367,10 +375,11 @@ local raw = redis.call('HGET', P .. 'lease', id)
 if not raw then return false end
 local lease = cjson.decode(raw)
 droplease(id, lease)
-local idle = 1
+-- A base-model lease was no adapter's: releasing it leaves none idle.
+local idle = 0
 if lease.adapter ~= '' then
   touch(lease.url, lease.adapter, at)
-  if tonumber(redis.call('HGET', busykey(lease.url), lease.adapter) or '0') > 0 then idle = 0 end
+  if tonumber(redis.call('HGET', busykey(lease.url), lease.adapter) or '0') == 0 then idle = 1 end
 end
 if status and known(lease.url) then
   outcome(lease.url, status < 500, at, tonumber(ARGV[5]))
