@@ -41,7 +41,7 @@ async function freshSides(): Promise<{ memory: MemoryFleetStore; nodes: RedisFle
   const prefix = `d${randomBytes(3).toString('hex')}:`;
   const nodes = Array.from(
     { length: NODES },
-    (_, i) => new RedisFleetStore(redis.config(prefix, { node_ttl_ms: 60_000 }), `n${i}`),
+    (_, i) => new RedisFleetStore(redis.config(prefix, { node_ttl_ms: 60_000, timeout: 2000 }), `n${i}`),
   );
   return { memory: new MemoryFleetStore(), nodes };
 }
@@ -76,7 +76,9 @@ async function replay(ops: readonly Op[]): Promise<void> {
       const ms = await observe(memory, k);
       const rs = await observe(nodes[seenBy]!, k);
       if (!isDeepStrictEqual(ms, rs))
-        throw new Error(`${where()}: state differs\nmemory ${JSON.stringify(ms)}\nredis  ${JSON.stringify(rs)}`);
+        throw new Error(
+          `${where()}: state differs\nmemory ${JSON.stringify(ms)}\nredis  ${JSON.stringify(rs)}`,
+        );
       // Redis's clock moves on before the next step reads it: no change shares a ms with a poll's start.
       await sleep(2);
     }
@@ -89,7 +91,9 @@ describe('memory store ≡ Redis scripts (differential, real redis-server)', () 
   it(`answers alike over ${RUNS} generated sequences of up to ${MAX_STEPS} steps from ${NODES} nodes`, async () => {
     const started = Date.now();
     await fc.assert(
-      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: MAX_STEPS, size: 'max' }), (ops) => replay(ops)),
+      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: MAX_STEPS, size: 'max' }), (ops) =>
+        replay(ops),
+      ),
       { seed: SEED, numRuns: RUNS, endOnFailure: false },
     );
     // For the record (the report quotes it): how much ran, and how long it took.

@@ -92,7 +92,14 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   {
     weight: 3,
-    arbitrary: fc.record({ op: fc.constant('finishLoad' as const), node, url, adapter, fence, ok: fc.boolean() }),
+    arbitrary: fc.record({
+      op: fc.constant('finishLoad' as const),
+      node,
+      url,
+      adapter,
+      fence,
+      ok: fc.boolean(),
+    }),
   },
   {
     weight: 3,
@@ -106,7 +113,14 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   {
     weight: 3,
-    arbitrary: fc.record({ op: fc.constant('finishUnload' as const), node, url, adapter, fence, ok: fc.boolean() }),
+    arbitrary: fc.record({
+      op: fc.constant('finishUnload' as const),
+      node,
+      url,
+      adapter,
+      fence,
+      ok: fc.boolean(),
+    }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('holds' as const), node, url, adapter, fence }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('forget' as const), node, url, adapter }) },
@@ -228,7 +242,13 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
     case 'touch':
       return s.touch(u(op.url), a(op.adapter), at);
     case 'place':
-      return s.claimPlacement(a(op.adapter), u(op.url), op.seen === null ? undefined : u(op.seen), at, LONG_MS);
+      return s.claimPlacement(
+        a(op.adapter),
+        u(op.url),
+        op.seen === null ? undefined : u(op.seen),
+        at,
+        LONG_MS,
+      );
     case 'unplace':
       return s.releasePlacement(a(op.adapter), u(op.url));
     case 'acquire':

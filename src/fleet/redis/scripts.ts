@@ -15,6 +15,7 @@
  *   P nl:<node>       set of a node's lease ids; P nodes zset node -> last heartbeat (Redis time)
  *   P epoch           a random id set by the first registration after Redis was empty: a node
  *                     that sees it change or vanish takes its leases again (FLUSHALL, restart)
+ *   P reborn          set (PX node_ttl_ms) when a node that knew an older epoch sets a new one: no unload meanwhile
  *   P fence           counter; P lock hash fence -> [url, adapter]; P lock-until zset fence -> expiry
  *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
  *   P events          list of fleet events, newest first; channel P changed: room may have freed
@@ -126,14 +127,22 @@ end
 
 /** name -> body; each runs with ARGV[1] = prefix and no KEYS. */
 export const SCRIPTS = {
-  /** url, spec JSON, epoch candidate -> the state's epoch (the candidate if Redis had none) */
+  /**
+   * url, spec JSON, epoch candidate, grace ms (0: none) -> the state's epoch (the candidate if
+   * Redis had none). A grace is asked by a node that knew an older epoch: the state was emptied
+   * (FLUSHALL, a restart without persistence), and this call begins it anew. The other nodes'
+   * leases count nowhere until each learns of it from its heartbeat (every node_ttl_ms / 4) or a
+   * call, so no unload is granted for the grace (beginUnload).
+   */
   upsert: `
 local url = ARGV[2]
 redis.call('HSET', P .. 'spec', url, ARGV[3])
 if redis.call('EXISTS', rkey(url)) == 0 then
   redis.call('HSET', rkey(url), 'health', 'unknown', 'residents', 0, 'inFlight', 0)
 end
-redis.call('SET', P .. 'epoch', ARGV[4], 'NX')
+if redis.call('SET', P .. 'epoch', ARGV[4], 'NX') and tonumber(ARGV[5]) > 0 then
+  redis.call('SET', P .. 'reborn', '1', 'PX', ARGV[5])
+end
 return redis.call('GET', P .. 'epoch')`,
 
   /** adapter ('' none), withResidents '0'|'1', urls... -> {placement, rows, epoch, nodes} */
@@ -274,13 +283,16 @@ return 1`,
 
   /**
    * url, adapter, at, ttl, node, for ('' none) -> fence or nil (busy on any node, static, absent
-   * or moving; or made room for an adapter that is resident already or has an unload under way)
+   * or moving; or made room for an adapter that is resident already or has an unload under way;
+   * or the state was begun anew within its grace, see upsert)
    */
   beginUnload: `
 local url, name, at, ttl, forName = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[7]
 local res = getres(url, name)
 if not res or res.state ~= 'loaded' then return false end
 if tonumber(redis.call('HGET', busykey(url), name) or '0') > 0 then return false end
+-- The state was emptied and begun anew lately: other nodes may not have re-taken their leases yet.
+if redis.call('EXISTS', P .. 'reborn') == 1 then return false end
 if forName ~= '' then
   -- Another node is making room for the same adapter: one unload per load.
   if redis.call('HEXISTS', reskey(url), forName) == 1 then return false end
