@@ -24,7 +24,7 @@ import { RedisServer } from '../helpers/redis';
 import { NODES, newWorld, noteStep, observe, opArb, plain, runStep, type Op } from '../helpers/store-ops';
 
 const SEED = Number(process.env.STORE_DIFF_SEED ?? 3131);
-const RUNS = Number(process.env.STORE_DIFF_RUNS ?? 40);
+const RUNS = Number(process.env.STORE_DIFF_RUNS ?? 50);
 const MAX_STEPS = 60;
 
 let redis: RedisServer;
@@ -122,6 +122,15 @@ describe('differences found, fixed', () => {
       { op: 'beginLoad', node: 0, url: 1, adapter: 0, limit: 1 },
       { op: 'finishUnload', node: 0, url: 0, adapter: 0, fence: 0, ok: false },
       { op: 'holds', node: 0, url: 1, adapter: 0, fence: 0 },
+    ]));
+
+  it('leases one poll renewed together and one expiry reclaimed are reported in either order', () =>
+    replay([
+      { op: 'acquire', node: 0, lease: 1, url: 2, adapter: 0 },
+      { op: 'upsert', node: 0, url: 2, priority: 0 },
+      { op: 'acquire', node: 0, lease: 0, url: 2, adapter: 0 },
+      { op: 'snapshot', node: 0, url: 2, ok: true, back: 0, registry: [], active: [0], waiting: 0 },
+      { op: 'expire', node: 0, maxAge: 0 },
     ]));
 
   it('a base-model lease released leaves no adapter idle (no adapter was its)', () =>
