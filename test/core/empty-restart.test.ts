@@ -11,8 +11,8 @@ import { RedisServer } from '../helpers/redis';
 import { waitFor } from '../helpers/wait';
 
 const U = 'http://10.0.0.1:8000';
-/** Heartbeats every 500 ms: node_ttl_ms / 4. */
-const NODE_TTL_MS = 2000;
+/** Heartbeats every second: node_ttl_ms / 4. */
+const NODE_TTL_MS = 4000;
 const P = 'er:';
 
 let redis: RedisServer;
