@@ -45,10 +45,20 @@ export type Op =
     }
   | { op: 'outcome'; node: number; url: number; ok: boolean }
   | { op: 'beginLoad'; node: number; url: number; adapter: number; limit: number }
-  | { op: 'finishLoad'; node: number; url: number; adapter: number; fence: number; ok: boolean }
-  | { op: 'beginUnload'; node: number; url: number; adapter: number; for: number | null }
-  | { op: 'finishUnload'; node: number; url: number; adapter: number; fence: number; ok: boolean }
-  | { op: 'holds'; node: number; url: number; adapter: number; fence: number }
+  /** `own`: the fence's own replica and adapter (else `url`, `adapter`: a caller confused or stale). */
+  | { op: 'finishLoad'; node: number; url: number; adapter: number; fence: number; own: boolean; ok: boolean }
+  /** `pick`: an adapter loaded now (in the memory store; `adapter` chooses which), else `url`, `adapter`. */
+  | { op: 'beginUnload'; node: number; url: number; adapter: number; for: number | null; pick: boolean }
+  | {
+      op: 'finishUnload';
+      node: number;
+      url: number;
+      adapter: number;
+      fence: number;
+      own: boolean;
+      ok: boolean;
+    }
+  | { op: 'holds'; node: number; url: number; adapter: number; fence: number; own: boolean }
   | { op: 'forget'; node: number; url: number; adapter: number }
   | { op: 'touch'; node: number; url: number; adapter: number }
   | { op: 'place'; node: number; adapter: number; url: number; seen: number | null }
@@ -69,6 +79,14 @@ const adapter = fc.nat(ADAPTERS.length - 1);
 /** Index into the fences handed out so far (mod their count), or a fence never handed out. */
 const fence = fc.nat(12);
 const subset = (n: number) => fc.uniqueArray(fc.nat(n - 1), { maxLength: n });
+/**
+ * Mostly true: finishes and checks name their fence's own change, loads succeed, unloads pick a
+ * loaded adapter, so sequences reach loaded and unloaded states (uniform choices rarely do).
+ */
+const mostly = fc.oneof(
+  { weight: 4, arbitrary: fc.constant(true) },
+  { weight: 1, arbitrary: fc.constant(false) },
+);
 
 export const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ op: fc.constant('upsert' as const), node, url, priority: fc.nat(1) }) },
@@ -97,8 +115,9 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
       node,
       url,
       adapter,
+      own: mostly,
       fence,
-      ok: fc.boolean(),
+      ok: mostly,
     }),
   },
   {
@@ -108,6 +127,7 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
       node,
       url,
       adapter,
+      pick: mostly,
       for: fc.option(adapter, { nil: null }),
     }),
   },
@@ -118,11 +138,15 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
       node,
       url,
       adapter,
+      own: mostly,
       fence,
       ok: fc.boolean(),
     }),
   },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('holds' as const), node, url, adapter, fence }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('holds' as const), node, url, adapter, fence, own: mostly }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('forget' as const), node, url, adapter }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('touch' as const), node, url, adapter }) },
   {
@@ -177,17 +201,26 @@ export interface World {
   managedVersion: number;
   /** Shared time before each step so far (Redis TIME), oldest first. */
   times: number[];
-  /** Fences handed out, in order (from the memory side: the sides must agree anyway). */
-  fences: number[];
+  /** Fences handed out, in order, with their change (from the memory side: the sides must agree anyway). */
+  fences: { fence: number; url: string; adapter: string; kind: 'load' | 'unload' }[];
 }
 
 export function newWorld(): World {
   return { managed: new Set(), managedVersion: 0, times: [], fences: [] };
 }
 
-function fenceOf(w: World, i: number): number {
-  // Index 12: a fence nobody was handed (a stale holder's guess).
-  return i < 12 && w.fences.length > 0 ? w.fences[i % w.fences.length]! : 1_000_000 + i;
+/** The change a finish or check names: a fence handed out (index 12: one nobody was handed). */
+function changeOf(
+  w: World,
+  op: { url: number; adapter: number; fence: number; own: boolean },
+  kind?: 'load' | 'unload',
+): [string, string, number] {
+  // Its own change: a fence of the kind it finishes (a load's fence finishing an unload is the
+  // confused caller's case, below).
+  const of = op.own && kind ? w.fences.filter((f) => f.kind === kind) : w.fences;
+  const f = op.fence < 12 && of.length > 0 ? of[op.fence % of.length]! : undefined;
+  if (f && op.own) return [f.url, f.adapter, f.fence];
+  return [URLS[op.url]!, ADAPTERS[op.adapter]!, f?.fence ?? 1_000_000 + op.fence];
 }
 
 function snapshotOf(op: Extract<Op, { op: 'snapshot' }>, w: World, at: number): ReplicaSnapshot {
@@ -230,13 +263,13 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
     case 'beginLoad':
       return s.beginLoad(u(op.url), a(op.adapter), at, op.limit, LONG_MS);
     case 'finishLoad':
-      return s.finishLoad(u(op.url), a(op.adapter), fenceOf(w, op.fence), op.ok, at);
+      return s.finishLoad(...changeOf(w, op, 'load'), op.ok, at);
     case 'beginUnload':
       return s.beginUnload(u(op.url), a(op.adapter), at, LONG_MS, op.for === null ? undefined : a(op.for));
     case 'finishUnload':
-      return s.finishUnload(u(op.url), a(op.adapter), fenceOf(w, op.fence), op.ok, at);
+      return s.finishUnload(...changeOf(w, op, 'unload'), op.ok, at);
     case 'holds':
-      return s.holds(u(op.url), a(op.adapter), fenceOf(w, op.fence));
+      return s.holds(...changeOf(w, op));
     case 'forget':
       return s.forget(u(op.url), a(op.adapter), at);
     case 'touch':
@@ -274,13 +307,38 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
   }
 }
 
+/**
+ * The step as both sides run it: an unload that picks a loaded adapter names it (read from the
+ * memory store, so both sides get the same arguments; a difference shows in the answers anyway).
+ */
+export async function resolve(op: Op, memory: FleetStore): Promise<Op> {
+  if (op.op !== 'beginUnload' || !op.pick) return op;
+  const loaded: [number, number][] = [];
+  for (const [u, url] of URLS.entries())
+    for (const r of await memory.residents(url))
+      if (r.state === 'loaded') loaded.push([u, ADAPTERS.indexOf(r.name as (typeof ADAPTERS)[number])]);
+  const hit = loaded[op.adapter % Math.max(1, loaded.length)];
+  return hit ? { ...op, url: hit[0], adapter: hit[1], pick: false } : op;
+}
+
+/** Every replica registered, as each node does when it starts (a sequence begins so; a flush undoes it). */
+export async function registerAll(s: FleetStore): Promise<void> {
+  for (const spec of SPECS) await s.upsertReplica(spec);
+}
+
 /** Applies what a step changes outside the stores (configurations, fences handed out). */
 export function noteStep(op: Op, w: World, answer: unknown): void {
   if (op.op === 'configure' && !w.managed.has(ADAPTERS[op.adapter]!)) {
     w.managed.add(ADAPTERS[op.adapter]!);
     w.managedVersion++;
   }
-  if ((op.op === 'beginLoad' || op.op === 'beginUnload') && typeof answer === 'number') w.fences.push(answer);
+  if ((op.op === 'beginLoad' || op.op === 'beginUnload') && typeof answer === 'number')
+    w.fences.push({
+      fence: answer,
+      url: URLS[op.url]!,
+      adapter: ADAPTERS[op.adapter]!,
+      kind: op.op === 'beginLoad' ? 'load' : 'unload',
+    });
 }
 
 const byName = <T extends { name: string }>(xs: T[]) => [...xs].sort((x, y) => x.name.localeCompare(y.name));

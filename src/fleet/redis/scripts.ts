@@ -74,9 +74,11 @@ local function unlock(fence)
   redis.call('HDEL', P .. 'lock', fence)
   redis.call('ZREM', P .. 'lock-until', fence)
 end
--- A finish ends the lock of its own change only: a fence named with another replica or adapter
--- grants nothing there, so it must not end that change's lock either.
-local function unlockown(fence, url, name)
+-- A finish refused (not the change its fence began) ends the lock only of a change that is over
+-- (the entry holds another fence now): a fence named with another replica or adapter, or a load's
+-- fence given to finish an unload, must not end the live change's lock.
+local function unlockstale(fence, url, name, res)
+  if res and res.fence == fence then return end
   local raw = redis.call('HGET', P .. 'lock', fence)
   if not raw then return end
   local k = cjson.decode(raw)
@@ -273,9 +275,12 @@ return fence`,
   /** url, adapter, fence, ok, at -> 1 if the fence was current */
   finishLoad: `
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
-unlockown(fence, url, name)
 local res = getres(url, name)
-if not res or res.state ~= 'loading' or res.fence ~= fence then return 0 end
+if not res or res.state ~= 'loading' or res.fence ~= fence then
+  unlockstale(fence, url, name, res)
+  return 0
+end
+unlock(fence)
 if ARGV[5] == '1' then putres(url, name, {state = 'loaded', since = at, lastUsed = at})
 else dropres(url, name) end
 changed()
@@ -310,9 +315,12 @@ return fence`,
   /** url, adapter, fence, ok, at -> 1 if the fence was current */
   finishUnload: `
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
-unlockown(fence, url, name)
 local res = getres(url, name)
-if not res or res.state ~= 'unloading' or res.fence ~= fence then return 0 end
+if not res or res.state ~= 'unloading' or res.fence ~= fence then
+  unlockstale(fence, url, name, res)
+  return 0
+end
+unlock(fence)
 if ARGV[5] == '1' then
   dropres(url, name)
   markgone(url, name)
