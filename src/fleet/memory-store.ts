@@ -435,7 +435,7 @@ export class MemoryFleetStore implements FleetStore {
 
   private drop(lease: Lease): void {
     const r = this.replicas.get(lease.url);
-    if (!r) return;
+    if (this.uncounted.delete(lease.id) || !r) return;
     r.inFlight--;
     if (lease.adapter !== null) {
       const n = (r.inFlightByAdapter.get(lease.adapter) ?? 1) - 1;
