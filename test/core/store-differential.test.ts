@@ -152,7 +152,8 @@ describe('differences found, fixed', () => {
   it("finishing an unload with a load's fence (or the reverse) leaves that change's lock alone", () =>
     replay([
       { op: 'beginLoad', node: 0, url: 0, adapter: 0, limit: 1 },
-      { op: 'finishUnload', node: 0, url: 0, adapter: 0, own: true, fence: 0, ok: false },
+      // The load's fence, named for its own replica and adapter, given to finish an unload.
+      { op: 'finishUnload', node: 0, url: 0, adapter: 0, own: false, fence: 0, ok: false },
       { op: 'holds', node: 0, url: 0, adapter: 0, fence: 0, own: true },
     ]));
 
