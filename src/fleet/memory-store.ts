@@ -66,6 +66,11 @@ export class MemoryFleetStore implements FleetStore {
   private renewedAt = new Map<string, number>();
   /** Open leases in the order taken, with when (their `at`): renewals end LEASE_CEILING max ages after. */
   private takenAt = new Map<string, number>();
+  /**
+   * Open leases taken while their replica was not registered: counted nowhere, so uncounted
+   * nowhere when they end (as the Redis lease's `c`).
+   */
+  private uncounted = new Set<string>();
   private eventLog: FleetEvent[] = [];
   private lastFence = 0;
   /** Budget windows by key (consumers are many: least recently used out first). */
@@ -324,7 +329,10 @@ export class MemoryFleetStore implements FleetStore {
     if (this.leases.has(lease.id)) return state;
     this.leases.set(lease.id, { ...lease });
     this.takenAt.set(lease.id, lease.at);
-    if (!r) return state;
+    if (!r) {
+      this.uncounted.add(lease.id);
+      return state;
+    }
     r.inFlight++;
     if (lease.adapter !== null)
       r.inFlightByAdapter.set(lease.adapter, (r.inFlightByAdapter.get(lease.adapter) ?? 0) + 1);
@@ -367,17 +375,18 @@ export class MemoryFleetStore implements FleetStore {
     // time grows with it: stop at the first young lease.
     for (const [id, lease] of this.leases) {
       if (now - (this.renewedAt.get(id) ?? lease.at) < maxAgeMs) break;
-      out.push(this.expire(id, lease, now));
+      out.push(this.expire(id, lease, now, `held over ${maxAgeMs} ms`));
     }
     // Renewed or not, a lease taken LEASE_CEILING max ages ago goes (order taken: stop at the first young one).
     for (const [id, at] of this.takenAt) {
       if (now - at < LEASE_CEILING * maxAgeMs) break;
-      out.push(this.expire(id, this.leases.get(id)!, now));
+      out.push(this.expire(id, this.leases.get(id)!, now, `taken over ${LEASE_CEILING * maxAgeMs} ms ago`));
     }
     return out;
   }
 
-  private expire(id: string, lease: Lease, now: number): Lease {
+  /** `why` is worded as the Redis script words it (the status page shows either). */
+  private expire(id: string, lease: Lease, now: number, why: string): Lease {
     this.leases.delete(id);
     this.renewedAt.delete(id);
     this.takenAt.delete(id);
@@ -388,7 +397,7 @@ export class MemoryFleetStore implements FleetStore {
       adapter: lease.adapter ?? '',
       op: 'lease-expired',
       result: 'error',
-      detail: `lease ${id} held ${now - lease.at} ms`,
+      detail: `lease ${id} ${why}`,
     });
     return { ...lease };
   }
@@ -427,7 +436,7 @@ export class MemoryFleetStore implements FleetStore {
 
   private drop(lease: Lease): void {
     const r = this.replicas.get(lease.url);
-    if (!r) return;
+    if (this.uncounted.delete(lease.id) || !r) return;
     r.inFlight--;
     if (lease.adapter !== null) {
       const n = (r.inFlightByAdapter.get(lease.adapter) ?? 1) - 1;

@@ -97,8 +97,13 @@ describe('FailoverFleetStore over a real redis-server', () => {
     }
   });
   it('unloads nothing for two probe intervals after Redis is back: peers hit by the same outage may still decide alone', async () => {
-    const shared = new RedisFleetStore(redis.config(`u${randomBytes(4).toString('hex')}:`), 'n4');
     const probeMs = 1500;
+    // Redis comes back empty: for node_ttl_ms no node unloads either (every node's heartbeat
+    // re-takes its leases meanwhile); shorter than the hold-off here, so the hold-off is what shows.
+    const shared = new RedisFleetStore(
+      redis.config(`u${randomBytes(4).toString('hex')}:`, { node_ttl_ms: probeMs }),
+      'n4',
+    );
     const s = new FailoverFleetStore(shared, collectingLogger(), { probeMs, logEveryMs: 60_000 });
     try {
       await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });

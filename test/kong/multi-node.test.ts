@@ -255,11 +255,13 @@ describe('three Kong nodes sharing one Redis', () => {
     fleet = await SimFleet.start([vllm(), vllm()]);
     // A Redis timeout generous enough that no node drops to local decisions before the outage on
     // a starved machine (a stopped Redis refuses at once, so the outage is still seen at once).
+    // Redis comes back empty: no node unloads for node_ttl_ms after the first registers again
+    // (every node's heartbeat re-takes its leases meanwhile); 2 s, within the wait below.
     const ns = await startNodes(
       3,
       fleet.urls,
       { max_loaded_adapters: 2, queue_timeout_ms: 300 },
-      { timeout: 1000 },
+      { timeout: 1000, node_ttl_ms: 2000 },
     );
     const names = ['x', 'y', 'z', 'u', 'v', 'w'];
     const round = async (models: string[]) => {
@@ -315,7 +317,8 @@ describe('three Kong nodes sharing one Redis', () => {
     for (const n of ns) await waitFor(async () => (await status(n)).store === 'redis', 10_000, 'recovery');
     expect(await sharedStateUp(ns[0]!)).toBe(1);
     // A node back on Redis unloads nothing for two probe intervals (2 s), while the others may
-    // still decide alone (failover-store.ts UNLOAD_HOLD_OFF_PROBES): wait that out.
+    // still decide alone (failover-store.ts UNLOAD_HOLD_OFF_PROBES), nor for node_ttl_ms after
+    // the first re-registered: wait that out.
     await new Promise((r) => setTimeout(r, 2500));
     // Shared again: eviction resumes (new adapters, so that it must).
     const recovered = unloads().length;

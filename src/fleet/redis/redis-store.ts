@@ -144,11 +144,16 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async upsertReplica(spec: ReplicaSpec): Promise<void> {
+    // This node knew the state before it was emptied: should this call begin it anew, no node
+    // unloads for node_ttl_ms, time for every live node's heartbeats to find the new state and
+    // re-take their leases (scripts.ts `upsert`).
+    const grace = this.epoch !== null ? this.config.node_ttl_ms : 0;
     const epoch = (await this.run(
       'upsert',
       spec.url,
       JSON.stringify(spec),
       randomBytes(8).toString('hex'),
+      grace,
     )) as string;
     this.noteEpoch(epoch);
   }

@@ -15,6 +15,7 @@
  *   P nl:<node>       set of a node's lease ids; P nodes zset node -> last heartbeat (Redis time)
  *   P epoch           a random id set by the first registration after Redis was empty: a node
  *                     that sees it change or vanish takes its leases again (FLUSHALL, restart)
+ *   P reborn          set (PX node_ttl_ms) when a node that knew an older epoch sets a new one: no unload meanwhile
  *   P fence           counter; P lock hash fence -> [url, adapter]; P lock-until zset fence -> expiry
  *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
  *   P events          list of fleet events, newest first; channel P changed: room may have freed
@@ -73,6 +74,16 @@ local function unlock(fence)
   redis.call('HDEL', P .. 'lock', fence)
   redis.call('ZREM', P .. 'lock-until', fence)
 end
+-- A finish refused (not the change its fence began) ends the lock only of a change that is over
+-- (the entry holds another fence now): a fence named with another replica or adapter, or a load's
+-- fence given to finish an unload, must not end the live change's lock.
+local function unlockstale(fence, url, name, res)
+  if res and res.fence == fence then return end
+  local raw = redis.call('HGET', P .. 'lock', fence)
+  if not raw then return end
+  local k = cjson.decode(raw)
+  if k[1] == url and k[2] == name then unlock(fence) end
+end
 local function touch(url, name, at)
   local res = getres(url, name)
   if res and res.lastUsed < at then
@@ -118,14 +129,22 @@ end
 
 /** name -> body; each runs with ARGV[1] = prefix and no KEYS. */
 export const SCRIPTS = {
-  /** url, spec JSON, epoch candidate -> the state's epoch (the candidate if Redis had none) */
+  /**
+   * url, spec JSON, epoch candidate, grace ms (0: none) -> the state's epoch (the candidate if
+   * Redis had none). A grace is asked by a node that knew an older epoch: the state was emptied
+   * (FLUSHALL, a restart without persistence), and this call begins it anew. The other nodes'
+   * leases count nowhere until each learns of it from its heartbeat (every node_ttl_ms / 4) or a
+   * call, so no unload is granted for the grace (beginUnload).
+   */
   upsert: `
 local url = ARGV[2]
 redis.call('HSET', P .. 'spec', url, ARGV[3])
 if redis.call('EXISTS', rkey(url)) == 0 then
   redis.call('HSET', rkey(url), 'health', 'unknown', 'residents', 0, 'inFlight', 0)
 end
-redis.call('SET', P .. 'epoch', ARGV[4], 'NX')
+if redis.call('SET', P .. 'epoch', ARGV[4], 'NX') and tonumber(ARGV[5]) > 0 then
+  redis.call('SET', P .. 'reborn', '1', 'PX', ARGV[5])
+end
 return redis.call('GET', P .. 'epoch')`,
 
   /** adapter ('' none), withResidents '0'|'1', urls... -> {placement, rows, epoch, nodes} */
@@ -256,9 +275,12 @@ return fence`,
   /** url, adapter, fence, ok, at -> 1 if the fence was current */
   finishLoad: `
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
-unlock(fence)
 local res = getres(url, name)
-if not res or res.state ~= 'loading' or res.fence ~= fence then return 0 end
+if not res or res.state ~= 'loading' or res.fence ~= fence then
+  unlockstale(fence, url, name, res)
+  return 0
+end
+unlock(fence)
 if ARGV[5] == '1' then putres(url, name, {state = 'loaded', since = at, lastUsed = at})
 else
   -- Ended without it (a failure, or the after-load undo unloaded it): a registry read begun
@@ -271,13 +293,16 @@ return 1`,
 
   /**
    * url, adapter, at, ttl, node, for ('' none) -> fence or nil (busy on any node, static, absent
-   * or moving; or made room for an adapter that is resident already or has an unload under way)
+   * or moving; or made room for an adapter that is resident already or has an unload under way;
+   * or the state was begun anew within its grace, see upsert)
    */
   beginUnload: `
 local url, name, at, ttl, forName = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[7]
 local res = getres(url, name)
 if not res or res.state ~= 'loaded' then return false end
 if tonumber(redis.call('HGET', busykey(url), name) or '0') > 0 then return false end
+-- The state was emptied and begun anew lately: other nodes may not have re-taken their leases yet.
+if redis.call('EXISTS', P .. 'reborn') == 1 then return false end
 if forName ~= '' then
   -- Another node is making room for the same adapter: one unload per load.
   if redis.call('HEXISTS', reskey(url), forName) == 1 then return false end
@@ -295,9 +320,12 @@ return fence`,
   /** url, adapter, fence, ok, at -> 1 if the fence was current */
   finishUnload: `
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
-unlock(fence)
 local res = getres(url, name)
-if not res or res.state ~= 'unloading' or res.fence ~= fence then return 0 end
+if not res or res.state ~= 'unloading' or res.fence ~= fence then
+  unlockstale(fence, url, name, res)
+  return 0
+end
+unlock(fence)
 if ARGV[5] == '1' then
   dropres(url, name)
   markgone(url, name)
@@ -372,10 +400,11 @@ local raw = redis.call('HGET', P .. 'lease', id)
 if not raw then return false end
 local lease = cjson.decode(raw)
 droplease(id, lease)
-local idle = 1
+-- A base-model lease was no adapter's: releasing it leaves none idle.
+local idle = 0
 if lease.adapter ~= '' then
   touch(lease.url, lease.adapter, at)
-  if tonumber(redis.call('HGET', busykey(lease.url), lease.adapter) or '0') > 0 then idle = 0 end
+  if tonumber(redis.call('HGET', busykey(lease.url), lease.adapter) or '0') == 0 then idle = 1 end
 end
 if status and known(lease.url) then
   outcome(lease.url, status < 500, at, tonumber(ARGV[5]))

@@ -1,0 +1,375 @@
+import fc from 'fast-check';
+import type { FleetStore } from '../../src/fleet/store';
+import type { FleetEvent, ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
+
+/**
+ * Operation sequences for the differential test of the fleet stores (store-differential.test.ts):
+ * the same steps run against the in-process store and against Redis stores of several nodes
+ * sharing one prefix. Everything here is data (printable, shrinkable); `runStep` gives a step's
+ * answer as plain JSON, `observe` the state every caller can see.
+ */
+
+export const URLS = ['http://10.0.0.1:8000', 'http://10.0.0.2:8000', 'http://10.0.0.3:8080'] as const;
+/** The third replica is llama.cpp: its adapters are matched by path. */
+export const SPECS: ReplicaSpec[] = [
+  { url: URLS[0], backend: 'vllm', priority: 0 },
+  { url: URLS[1], backend: 'vllm', priority: 1 },
+  { url: URLS[2], backend: 'llamacpp', priority: 0 },
+];
+export const ADAPTERS = ['a', 'b', 'c', 'd'] as const;
+export const NODES = 3;
+const LEASES = ['l0', 'l1', 'l2', 'l3', 'l4', 'l5'] as const;
+const BUDGET_KEYS = ['fleet', 'consumer:x'] as const;
+/**
+ * Times the memory store and Redis measure alike only when nothing expires during a run: lock
+ * TTLs, placements and budget windows are a minute; lease ages are either 0 (every lease is
+ * older) or an hour (none is).
+ */
+export const LONG_MS = 60_000;
+const MAX_AGES = [0, 3_600_000] as const;
+
+const pathOf = (name: string) => `/adapters/${name}`;
+
+export type Op =
+  | { op: 'upsert'; node: number; url: number; priority: number }
+  | {
+      op: 'snapshot';
+      node: number;
+      url: number;
+      ok: boolean;
+      /** The poll began this many steps back (0: just before this step). */
+      back: number;
+      registry: number[];
+      active: number[];
+      waiting: number;
+    }
+  | { op: 'outcome'; node: number; url: number; ok: boolean }
+  | { op: 'beginLoad'; node: number; url: number; adapter: number; limit: number }
+  /** `own`: the fence's own replica and adapter (else `url`, `adapter`: a caller confused or stale). */
+  | { op: 'finishLoad'; node: number; url: number; adapter: number; fence: number; own: boolean; ok: boolean }
+  /** `pick`: an adapter loaded now (in the memory store; `adapter` chooses which), else `url`, `adapter`. */
+  | { op: 'beginUnload'; node: number; url: number; adapter: number; for: number | null; pick: boolean }
+  | {
+      op: 'finishUnload';
+      node: number;
+      url: number;
+      adapter: number;
+      fence: number;
+      own: boolean;
+      ok: boolean;
+    }
+  | { op: 'holds'; node: number; url: number; adapter: number; fence: number; own: boolean }
+  | { op: 'forget'; node: number; url: number; adapter: number }
+  | { op: 'touch'; node: number; url: number; adapter: number }
+  | { op: 'place'; node: number; adapter: number; url: number; seen: number | null }
+  | { op: 'unplace'; node: number; adapter: number; url: number }
+  | { op: 'acquire'; node: number; lease: number; url: number; adapter: number | null }
+  | { op: 'release'; node: number; lease: number; status: number | null }
+  | { op: 'expire'; node: number; maxAge: number }
+  | { op: 'budget'; node: number; key: number; limit: number }
+  | { op: 'event'; node: number; url: number; adapter: number }
+  /** A router configuration registers: it manages one more adapter name. */
+  | { op: 'configure'; adapter: number }
+  /** Redis is emptied (FLUSHALL) and every process restarts: the memory store starts afresh. */
+  | { op: 'flush' };
+
+const node = fc.nat(NODES - 1);
+const url = fc.nat(URLS.length - 1);
+const adapter = fc.nat(ADAPTERS.length - 1);
+/** Index into the fences handed out so far (mod their count), or a fence never handed out. */
+const fence = fc.nat(12);
+const subset = (n: number) => fc.uniqueArray(fc.nat(n - 1), { maxLength: n });
+/**
+ * Mostly true: finishes and checks name their fence's own change, loads succeed, unloads pick a
+ * loaded adapter, so sequences reach loaded and unloaded states (uniform choices rarely do).
+ */
+const mostly = fc.oneof(
+  { weight: 4, arbitrary: fc.constant(true) },
+  { weight: 1, arbitrary: fc.constant(false) },
+);
+
+export const opArb: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('upsert' as const), node, url, priority: fc.nat(1) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('snapshot' as const),
+      node,
+      url,
+      ok: fc.boolean(),
+      back: fc.nat(3),
+      registry: subset(ADAPTERS.length),
+      active: subset(ADAPTERS.length),
+      waiting: fc.nat(3),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('outcome' as const), node, url, ok: fc.boolean() }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ op: fc.constant('beginLoad' as const), node, url, adapter, limit: fc.nat(3) }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('finishLoad' as const),
+      node,
+      url,
+      adapter,
+      own: mostly,
+      fence,
+      ok: mostly,
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('beginUnload' as const),
+      node,
+      url,
+      adapter,
+      pick: mostly,
+      for: fc.option(adapter, { nil: null }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('finishUnload' as const),
+      node,
+      url,
+      adapter,
+      own: mostly,
+      fence,
+      ok: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('holds' as const), node, url, adapter, fence, own: mostly }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('forget' as const), node, url, adapter }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('touch' as const), node, url, adapter }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('place' as const),
+      node,
+      adapter,
+      url,
+      seen: fc.option(url, { nil: null }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('unplace' as const), node, adapter, url }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant('acquire' as const),
+      node,
+      lease: fc.nat(LEASES.length - 1),
+      url,
+      adapter: fc.option(adapter, { nil: null }),
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('release' as const),
+      node,
+      lease: fc.nat(LEASES.length - 1),
+      status: fc.option(fc.constantFrom(200, 404, 502), { nil: null }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('expire' as const), node, maxAge: fc.nat(1) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ op: fc.constant('budget' as const), node, key: fc.nat(1), limit: fc.nat(2) }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('event' as const), node, url, adapter }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('configure' as const), adapter }) },
+  { weight: 1, arbitrary: fc.constant({ op: 'flush' as const }) },
+);
+
+/** One side of the comparison: the stores its nodes call (one shared in-process store, or one Redis store per node). */
+export interface Side {
+  node(i: number): FleetStore;
+}
+
+/** What the router has configured and the fences handed out: the same for both sides. */
+export interface World {
+  /** Adapter names some configuration manages, and how often that set grew. */
+  managed: Set<string>;
+  managedVersion: number;
+  /** Shared time before each step so far (Redis TIME), oldest first. */
+  times: number[];
+  /** Fences handed out, in order, with their change (from the memory side: the sides must agree anyway). */
+  fences: { fence: number; url: string; adapter: string; kind: 'load' | 'unload' }[];
+}
+
+export function newWorld(): World {
+  return { managed: new Set(), managedVersion: 0, times: [], fences: [] };
+}
+
+/** The change a finish or check names: a fence handed out (index 12: one nobody was handed). */
+function changeOf(
+  w: World,
+  op: { url: number; adapter: number; fence: number; own: boolean },
+  kind?: 'load' | 'unload',
+): [string, string, number] {
+  // Its own change: a fence of the kind it finishes (a load's fence finishing an unload is the
+  // confused caller's case, below).
+  const of = op.own && kind ? w.fences.filter((f) => f.kind === kind) : w.fences;
+  const f = op.fence < 12 && of.length > 0 ? of[op.fence % of.length]! : undefined;
+  if (f && op.own) return [f.url, f.adapter, f.fence];
+  return [URLS[op.url]!, ADAPTERS[op.adapter]!, f?.fence ?? 1_000_000 + op.fence];
+}
+
+function snapshotOf(op: Extract<Op, { op: 'snapshot' }>, w: World, at: number): ReplicaSnapshot {
+  const startedAt = w.times[Math.max(0, w.times.length - 1 - op.back)]!;
+  if (!op.ok) return { at, startedAt, sharedStartedAt: startedAt, ok: false, error: 'ECONNREFUSED' };
+  const names = op.registry.map((i) => ADAPTERS[i]!);
+  const llama = SPECS[op.url]!.backend === 'llamacpp';
+  return {
+    at,
+    startedAt,
+    sharedStartedAt: startedAt,
+    ok: true,
+    load: {
+      waiting: op.waiting,
+      running: op.active.length,
+      kvUsage: llama ? undefined : 0.25,
+      activeAdapters: op.active.map((i) => ADAPTERS[i]!).sort(),
+      malformedLines: 0,
+    },
+    registry: llama ? undefined : names.map((name) => ({ name, path: pathOf(name) })),
+    llamaAdapters: llama ? names.map((name, id) => ({ id, path: pathOf(name) })) : undefined,
+    managed: (name) => w.managed.has(name),
+    managedVersion: w.managedVersion,
+  };
+}
+
+/** Runs one step on one side at shared time `at`; returns its answer as plain JSON. */
+export async function runStep(side: Side, op: Op, w: World, at: number): Promise<unknown> {
+  if (op.op === 'flush' || op.op === 'configure') return null;
+  const s = side.node(op.node);
+  const u = (i: number) => URLS[i]!;
+  const a = (i: number) => ADAPTERS[i]!;
+  switch (op.op) {
+    case 'upsert':
+      return s.upsertReplica({ ...SPECS[op.url]!, priority: op.priority });
+    case 'snapshot':
+      return s.applySnapshot(u(op.url), snapshotOf(op, w, at));
+    case 'outcome':
+      return s.reportOutcome(u(op.url), op.ok, at);
+    case 'beginLoad':
+      return s.beginLoad(u(op.url), a(op.adapter), at, op.limit, LONG_MS);
+    case 'finishLoad':
+      return s.finishLoad(...changeOf(w, op, 'load'), op.ok, at);
+    case 'beginUnload':
+      return s.beginUnload(u(op.url), a(op.adapter), at, LONG_MS, op.for === null ? undefined : a(op.for));
+    case 'finishUnload':
+      return s.finishUnload(...changeOf(w, op, 'unload'), op.ok, at);
+    case 'holds':
+      return s.holds(...changeOf(w, op));
+    case 'forget':
+      return s.forget(u(op.url), a(op.adapter), at);
+    case 'touch':
+      return s.touch(u(op.url), a(op.adapter), at);
+    case 'place':
+      return s.claimPlacement(
+        a(op.adapter),
+        u(op.url),
+        op.seen === null ? undefined : u(op.seen),
+        at,
+        LONG_MS,
+      );
+    case 'unplace':
+      return s.releasePlacement(a(op.adapter), u(op.url));
+    case 'acquire':
+      return s.acquire({
+        id: LEASES[op.lease]!,
+        url: u(op.url),
+        adapter: op.adapter === null ? null : a(op.adapter),
+        at,
+      });
+    case 'release':
+      return s.release(LEASES[op.lease]!, at, op.status ?? undefined);
+    case 'expire': {
+      const gone = await s.expireLeases(at, MAX_AGES[op.maxAge]!);
+      return gone.sort((x, y) => x.id.localeCompare(y.id));
+    }
+    case 'budget': {
+      // The wait is measured on two clocks (the caller's, Redis's): compare whether, and roughly.
+      const wait = await s.spendBudget(BUDGET_KEYS[op.key]!, op.limit, LONG_MS, at);
+      return wait === 0 ? 0 : { waits: wait > 0 && wait <= LONG_MS };
+    }
+    case 'event':
+      return s.pushEvent({ at, url: u(op.url), adapter: a(op.adapter), op: 'load', result: 'ok', ms: 5 });
+  }
+}
+
+/**
+ * The step as both sides run it: an unload that picks a loaded adapter names it (read from the
+ * memory store, so both sides get the same arguments; a difference shows in the answers anyway).
+ */
+export async function resolve(op: Op, memory: FleetStore): Promise<Op> {
+  if (op.op !== 'beginUnload' || !op.pick) return op;
+  const loaded: [number, number][] = [];
+  for (const [u, url] of URLS.entries())
+    for (const r of await memory.residents(url))
+      if (r.state === 'loaded') loaded.push([u, ADAPTERS.indexOf(r.name as (typeof ADAPTERS)[number])]);
+  const hit = loaded[op.adapter % Math.max(1, loaded.length)];
+  return hit ? { ...op, url: hit[0], adapter: hit[1], pick: false } : op;
+}
+
+/** Every replica registered, as each node does when it starts (a sequence begins so; a flush undoes it). */
+export async function registerAll(s: FleetStore): Promise<void> {
+  for (const spec of SPECS) await s.upsertReplica(spec);
+}
+
+/** Applies what a step changes outside the stores (configurations, fences handed out). */
+export function noteStep(op: Op, w: World, answer: unknown): void {
+  if (op.op === 'configure' && !w.managed.has(ADAPTERS[op.adapter]!)) {
+    w.managed.add(ADAPTERS[op.adapter]!);
+    w.managedVersion++;
+  }
+  if ((op.op === 'beginLoad' || op.op === 'beginUnload') && typeof answer === 'number')
+    w.fences.push({
+      fence: answer,
+      url: URLS[op.url]!,
+      adapter: ADAPTERS[op.adapter]!,
+      kind: op.op === 'beginLoad' ? 'load' : 'unload',
+    });
+}
+
+const byName = <T extends { name: string }>(xs: T[]) => [...xs].sort((x, y) => x.name.localeCompare(y.name));
+
+/** What any caller of the store can see, normalized (order of hash fields, absent vs undefined). */
+export async function observe(s: FleetStore, adapterIndex: number): Promise<unknown> {
+  const name = ADAPTERS[adapterIndex % ADAPTERS.length]!;
+  const dump = await s.dump();
+  const views = await s.views(URLS, { name, path: pathOf(name) }, true);
+  return plain({
+    specs: (await s.replicaSpecs()).sort((x, y) => x.url.localeCompare(y.url)),
+    dump: dump.replicas
+      .map((r) => ({ ...r, adapters: byName(r.adapters) }))
+      .sort((x, y) => x.url.localeCompare(y.url)),
+    views: views.map((v) => ({ ...v, residents: v.residents && byName(v.residents) })),
+    inFlightTotal: await s.inFlightTotal(),
+    events: byStep(await s.events(200)),
+  });
+}
+
+/**
+ * Events in order of their step (each step's events carry its time), and within one step in a
+ * fixed order: the order in which one expiry reclaims leases renewed at the same moment is not
+ * part of the contract (the memory store keeps the order they were taken, Redis orders by id).
+ */
+function byStep(events: FleetEvent[]): FleetEvent[] {
+  const key = (e: FleetEvent) => JSON.stringify(Object.entries(e).sort(([x], [y]) => x.localeCompare(y)));
+  return [...events].sort((x, y) => x.at - y.at || key(x).localeCompare(key(y)));
+}
+
+/** JSON's view of a value: undefined fields dropped, as a reply over the wire would. */
+export function plain(x: unknown): unknown {
+  return x === undefined ? null : (JSON.parse(JSON.stringify(x)) as unknown);
+}
