@@ -6,8 +6,8 @@ import type { ReplicaOptions } from '../sim/http/replica';
 import { chatBody } from '../sim/workload/body';
 import type { Arrival } from '../sim/workload/workload';
 import { LocalGateway } from '../stack/gateway';
-import { KongDriver, PluginServerProcess } from '../test/kong/driver';
-import { RedisServer } from '../test/helpers/redis';
+import { KongDriver, PluginServerProcess } from '../harness/kong/driver';
+import { RedisServer } from '../harness/redis/server';
 import { SLOS_MS, sloAttainment, type Scenario } from './des/run';
 import { percentile as pct } from '../sim/workload/percentile';
 

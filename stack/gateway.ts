@@ -9,7 +9,7 @@ import {
   type KongKeys,
   type PluginEntity,
   type RequestInit,
-} from '../test/kong/driver';
+} from '../harness/kong/driver';
 
 export interface GatewayPlugin {
   name: string;

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { SimFleet } from '../sim/fleet';
-import { KongDriver, PluginServerProcess } from '../test/kong/driver';
+import { KongDriver, PluginServerProcess } from '../harness/kong/driver';
 import { fleetFor } from './fleet-spec';
 import { keyAuthOf } from './key-auth';
 import { LocalGateway } from './gateway';

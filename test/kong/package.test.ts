@@ -8,8 +8,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PluginInfo } from './driver';
-import { ROOT } from './process';
+import type { PluginInfo } from '../../harness/kong/driver';
+import { ROOT } from '../../harness/kong/process';
 import { dumpPlugins } from './world';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';

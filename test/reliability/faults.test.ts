@@ -8,9 +8,9 @@
  * every in-flight count is 0 and no adapter was unloaded under a request.
  */
 import type { Fault } from '../../sim/http/replica';
-import { KongDriver, PluginServerProcess } from '../kong/driver';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, usePluginServer, startWorld, vllm } from '../kong/world';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 let server: PluginServerProcess;
 let driver: KongDriver;

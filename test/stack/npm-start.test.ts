@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 const ROOT = join(__dirname, '..', '..');
 
