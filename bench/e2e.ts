@@ -159,7 +159,7 @@ export async function runE2e(
             : [],
           serviceUrl: fleet.urls[0]!,
           upstreamTargets: router ? undefined : fleet.urls,
-          upstreamTimeoutMs: 600_000,
+          timeouts: { read_timeout: 600_000 },
         }),
       );
     }

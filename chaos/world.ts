@@ -187,7 +187,7 @@ export class ChaosWorld {
       driver,
       plugins: [{ name: 'lora-router', config: this.routerConfig(redis) }],
       serviceUrl: this.fleet.urls[0]!,
-      upstreamTimeoutMs: 30_000,
+      timeouts: { read_timeout: 30_000 },
     });
     started.push(() => router.close());
     const status = await LocalGateway.create({

@@ -108,6 +108,7 @@ export class LocalStack {
           plugins: s.plugins,
           serviceUrl: s.fallbackUrl,
           responseBuffering: s.responseBuffering,
+          timeouts: s.timeouts,
           bodyBufferBytes: 10 * 1024 * 1024,
           maxBodyBytes: 10 * 1024 * 1024,
           before: o.keyAuth ? keyAuthOf(o.kongYaml, s.name) : undefined,

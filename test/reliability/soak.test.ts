@@ -63,7 +63,7 @@ it(
         backoff_base_ms: 200,
         backoff_max_ms: 1000,
       }),
-      { upstreamTimeoutMs: 1000 },
+      { timeouts: { read_timeout: 1000 } },
     );
     try {
       const rand = seededRandom(5);
