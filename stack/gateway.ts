@@ -183,7 +183,9 @@ export class LocalGateway {
         ...(p.instanceName !== undefined ? { plugin_instance_name: p.instanceName } : {}),
         ...p.keys,
       };
-      const conf = await this.o.driver.kongConfig(p.name, p.config, keys);
+      const conf = await this.o.driver.kongConfig(p.name, p.config, keys).catch((err: Error) => {
+        throw new Error(`plugin ${p.name}: ${err.message}`);
+      });
       next.push({ name: p.name, conf, priority: info.Priority, phases: info.Phases });
     }
     this.plugins = next.sort((a, b) => b.priority - a.priority);

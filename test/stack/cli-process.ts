@@ -24,11 +24,16 @@ export interface CliProcess {
   stop: () => Promise<void>;
 }
 
-export function startCli(args: string[], env: Record<string, string> = {}): CliProcess {
+/** Starts the CLI; `detached`: in a process group of its own, as a terminal's job is. */
+export function startCli(
+  args: string[],
+  o: { env?: Record<string, string>; detached?: boolean } = {},
+): CliProcess {
   let out = '';
   const child = spawn(process.execPath, [CLI, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...o.env },
+    detached: o.detached,
   });
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
 import { waitFor } from '../../harness/wait';
+import { kongYamlCopy } from './cli-process';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -105,16 +106,19 @@ describe('npm start through npm', () => {
     }, 60_000);
   }
 
-  it('a start that fails after the stack is up (--trace of a missing file) leaves no process and no folder', async () => {
+  it('a start that fails once the fleet and the plugin server run (a plugin config Kong refuses) leaves no process and no folder', async () => {
     // Its own TMPDIR: the plugin server's prefix folder is made there, and its command line names it.
     const tmp = mkdtempSync(join(tmpdir(), 'npm-start-fail-'));
+    // The plugin server validates the config: the fleet and it are up by then.
+    const config = kongYamlCopy((deck) => {
+      deck.services[0].plugins.find((p: { name: string }) => p.name === 'lora-router').config.kv_ceiling = 2;
+    });
     try {
       const child = spawn(
         process.execPath,
         [
           join(ROOT, 'dist', 'stack', 'cli.js'),
-          ...['--port', '0', '--fleet-port', '0', '--traffic', '--requests', '5', '--exit'],
-          ...['--trace', join(tmp, 'nonexistent.csv')],
+          ...['--port', '0', '--fleet-port', '0', '--config', config.file],
         ],
         { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: tmp } },
       );
@@ -122,7 +126,7 @@ describe('npm start through npm', () => {
       child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
       child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
       expect(await exited(child, 30_000)).toBe(1);
-      expect(out).toMatch(/nonexistent\.csv/);
+      expect(out).toMatch(/plugin lora-router: invalid configuration: config\.kv_ceiling/);
       // Nothing started under that TMPDIR is left running, by command line (read from /proc).
       const left = () =>
         readdirSync('/proc')
@@ -143,6 +147,7 @@ describe('npm start through npm', () => {
       expect({ orphans, folders }).toEqual({ orphans: [], folders: [] });
     } finally {
       rmSync(tmp, { recursive: true, force: true });
+      config.done();
     }
   }, 40_000);
 
