@@ -155,6 +155,8 @@ Ctrl-C stops everything.`);
       maxOutputTokens: 128,
       maxInFlight: 64,
       loads: () => stack.loads(),
+      // A terminal gets a line redrawn each second; a log (Kong's, a CI job's) a line every few.
+      progressEveryMs: tty ? 1000 : 5000,
       onProgress: (p) =>
         tty ? process.stderr.write(`\r${progressLine(p)}   `) : console.error(progressLine(p)),
     });

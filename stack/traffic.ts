@@ -25,6 +25,8 @@ export interface TrafficOptions {
   /** Adapter loads so far (from the fleet), for the hit rate. */
   loads: () => number;
   onProgress?: (s: TrafficStats) => void;
+  /** How often `onProgress` is told (default every second). */
+  progressEveryMs?: number;
 }
 
 export interface TrafficStats {
@@ -73,7 +75,7 @@ export async function runTraffic(o: TrafficOptions): Promise<TrafficStats> {
       throughput: elapsedS > 0 ? ok / elapsedS : 0,
     };
   };
-  const progress = o.onProgress ? setInterval(() => o.onProgress!(stats()), 1000) : null;
+  const progress = o.onProgress ? setInterval(() => o.onProgress!(stats()), o.progressEveryMs ?? 1000) : null;
   const one = async (a: Arrival): Promise<void> => {
     const model = o.adapters[pick()]!;
     const prompt = 'word '.repeat(Math.min(a.promptTokens, o.maxPromptTokens)).slice(0, -1);
