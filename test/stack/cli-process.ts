@@ -3,7 +3,7 @@
  * it comes, a bounded wait for a line, and a stop that never leaves it running.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -69,4 +69,37 @@ export function kongYamlCopy(edit: (deck: any) => void): { file: string; done: (
   const file = join(dir, 'kong.yml');
   writeFileSync(file, stringify(deck));
   return { file, done: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A TMPDIR of its own: the plugin server's prefix folder is made there, and its command line names it. */
+export function ownTmp() {
+  const dir = mkdtempSync(join(tmpdir(), 'klr-start-'));
+  // (v8-compile-cache-*: a compile cache a dependency keeps there, not ours to remove.)
+  const folders = () => readdirSync(dir).filter((f) => !f.startsWith('v8-compile-cache'));
+  /** Pids whose command line names the folder (read from /proc). */
+  const processes = () =>
+    readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .filter((d) => {
+        try {
+          return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(dir);
+        } catch {
+          return false; // exited meanwhile
+        }
+      })
+      .map(Number);
+  return {
+    dir,
+    folders,
+    /** What is left once the processes had 5 s to end: processes and folders. */
+    leftBehind: async () => {
+      await waitFor(() => processes().length === 0, 5000, 'no process left').catch(() => undefined);
+      return { processes: processes(), folders: folders() };
+    },
+    /** Ends what a failed stop left (by pid) and removes the folder. */
+    done: () => {
+      for (const pid of processes()) process.kill(pid, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

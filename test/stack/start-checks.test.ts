@@ -3,37 +3,11 @@
  * its arguments are checked before anything starts, its errors name what is wrong and where,
  * and the "Try:" lines name only models the running fleet serves.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '../../harness/wait';
 import { call, chat } from '../helpers/http';
-import { kongYamlCopy, startCli } from './cli-process';
+import { kongYamlCopy, ownTmp, startCli } from './cli-process';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
-
-/** A TMPDIR of its own: the plugin server's prefix folder is made there, and its command line names it. */
-function ownTmp() {
-  const dir = mkdtempSync(join(tmpdir(), 'klr-start-'));
-  return {
-    dir,
-    // (v8-compile-cache-*: a compile cache a dependency keeps there, not ours to remove.)
-    folders: () => readdirSync(dir).filter((f) => !f.startsWith('v8-compile-cache')),
-    /** Pids whose command line names the folder (read from /proc). */
-    processes: () =>
-      readdirSync('/proc')
-        .filter((d) => /^\d+$/.test(d))
-        .filter((d) => {
-          try {
-            return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(dir);
-          } catch {
-            return false; // exited meanwhile
-          }
-        })
-        .map(Number),
-    done: () => rmSync(dir, { recursive: true, force: true }),
-  };
-}
 
 it('SIGHUP (the terminal closed: its whole process group) stops it as Ctrl-C does, leaving nothing', async () => {
   const tmp = ownTmp();
@@ -44,11 +18,9 @@ it('SIGHUP (the terminal closed: its whole process group) stops it as Ctrl-C doe
     process.kill(-cli.child.pid!, 'SIGHUP');
     expect(await cli.exited(20_000)).toBe(0);
     expect(cli.out()).toMatch(/stopping…/);
-    await waitFor(() => tmp.processes().length === 0, 5000, 'no process left').catch(() => undefined);
-    expect({ processes: tmp.processes(), folders: tmp.folders() }).toEqual({ processes: [], folders: [] });
+    expect(await tmp.leftBehind()).toEqual({ processes: [], folders: [] });
   } finally {
     await cli.stop();
-    for (const pid of tmp.processes()) process.kill(pid, 'SIGKILL'); // what a failed stop left (by pid)
     tmp.done();
   }
 }, 60_000);
@@ -106,18 +78,24 @@ describe('arguments checked before anything starts: the error alone is printed, 
   });
 });
 
-it("names the file, the service and the plugin of a configuration Kong's schema refuses", async () => {
+it("names the file, the service and the plugin of a configuration Kong's schema refuses, leaving nothing", async () => {
   const c = kongYamlCopy((deck) => {
     deck.services[0].plugins.find((p: { name: string }) => p.name === 'lora-router').config.kv_ceiling = 2;
   });
-  const cli = startCli(['--port', '0', '--fleet-port', '0', '--config', c.file]);
+  // The plugin server validates the config: the fleet and it run by then, and must be stopped.
+  const tmp = ownTmp();
+  const cli = startCli(['--port', '0', '--fleet-port', '0', '--config', c.file], {
+    env: { TMPDIR: tmp.dir },
+  });
   try {
     expect(await cli.exited(30_000)).toBe(1);
     expect(cli.out()).toContain(
       `npm start: ${c.file}: service "llm-fleet": plugin lora-router: invalid configuration: config.kv_ceiling: value should be between 0.05 and 1`,
     );
+    expect(await tmp.leftBehind()).toEqual({ processes: [], folders: [] });
   } finally {
     await cli.stop();
+    tmp.done();
     c.done();
   }
 });
