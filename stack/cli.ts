@@ -192,7 +192,7 @@ function watchReplicas(statusUrl: string, print: (line: string) => void): NodeJS
   return timer;
 }
 
-/** A file argument's path, once it names a file this process can read. */
+/** A file argument's path, once it names an existing file (reading it may still fail, with its path). */
 function readableFile(name: string, path: string): string {
   const st = statSync(path, { throwIfNoEntry: false });
   if (!st) throw new Error(`--${name}: no such file: ${path}`);

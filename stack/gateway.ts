@@ -452,6 +452,7 @@ class WriteTimeoutError extends Error {}
 class WriteWatch {
   private readonly abort = new AbortController();
   private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
   timedOut: WriteTimeoutError | undefined;
 
   constructor(private readonly ms: number) {}
@@ -471,13 +472,15 @@ class WriteWatch {
     }
   }
 
-  /** The response came (or the request failed): no write is pending any more. */
+  /** The response came (or the request failed): from then on no write can time it out. */
   stop(): void {
+    this.stopped = true;
     clearTimeout(this.timer);
   }
 
   private arm(): void {
     clearTimeout(this.timer);
+    if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.timedOut = new WriteTimeoutError(`write_timeout (${this.ms} ms) passed sending the request`);
       this.abort.abort(this.timedOut);
