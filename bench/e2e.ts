@@ -6,8 +6,8 @@ import type { ReplicaOptions } from '../sim/http/replica';
 import { chatBody } from '../sim/workload/body';
 import type { Arrival } from '../sim/workload/workload';
 import { LocalGateway } from '../stack/gateway';
-import { KongDriver, PluginServerProcess } from '../test/kong/driver';
-import { RedisServer } from '../test/helpers/redis';
+import { KongDriver, PluginServerProcess } from '../harness/kong/driver';
+import { RedisServer } from '../harness/redis/server';
 import { SLOS_MS, sloAttainment, type Scenario } from './des/run';
 import { percentile as pct } from '../sim/workload/percentile';
 
@@ -159,7 +159,7 @@ export async function runE2e(
             : [],
           serviceUrl: fleet.urls[0]!,
           upstreamTargets: router ? undefined : fleet.urls,
-          upstreamTimeoutMs: 600_000,
+          timeouts: { read_timeout: 600_000 },
         }),
       );
     }

@@ -11,7 +11,7 @@ import type { E2eLongRun } from './parts/e2e-long';
 import type { TokenEstimateRun } from './parts/tokens';
 import type { OverheadRow, RedisCost } from './overhead';
 import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
-import type { ExitRun } from '../test/kong/exits';
+import type { ExitRun } from '../harness/kong/exits';
 import type { SloPoint } from './des/slo-sweep';
 import { defaultLoadCost, loadMs } from '../sim/engine/load-cost';
 

@@ -16,8 +16,8 @@ import { silentLogger } from '../src/log';
 import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
 import { SimFleet } from '../sim/fleet';
-import { KongDriver, KongRequest, PluginServerProcess } from '../test/kong/driver';
-import { RedisServer } from '../test/helpers/redis';
+import { KongDriver, KongRequest, PluginServerProcess } from '../harness/kong/driver';
+import { RedisServer } from '../harness/redis/server';
 import { percentile as pct } from '../sim/workload/percentile';
 
 /** Median and p99 of one plugin's access event, log event, and both, in ms. */

@@ -8,10 +8,10 @@ import { SimFleet } from '../sim/fleet';
 import { LocalGateway } from '../stack/gateway';
 import { CLOCK_SKEW_ENV } from '../pluginserver/clock-skew';
 import type { RedisConfig } from '../src/config/redis-schema';
-import { KongDriver, PluginServerProcess } from '../test/kong/driver';
-import { ROOT } from '../test/kong/process';
-import { RedisServer } from '../test/helpers/redis';
-import { TcpProxy } from '../test/helpers/tcp-proxy';
+import { KongDriver, PluginServerProcess } from '../harness/kong/driver';
+import { ROOT } from '../harness/kong/process';
+import { RedisServer } from '../harness/redis/server';
+import { TcpProxy } from '../harness/net/tcp-proxy';
 import { BoundedLog, NODE_LOG_MAX_BYTES, nodeLogPath, Ring } from './recorder';
 
 export const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
@@ -187,7 +187,7 @@ export class ChaosWorld {
       driver,
       plugins: [{ name: 'lora-router', config: this.routerConfig(redis) }],
       serviceUrl: this.fleet.urls[0]!,
-      upstreamTimeoutMs: 30_000,
+      timeouts: { read_timeout: 30_000 },
     });
     started.push(() => router.close());
     const status = await LocalGateway.create({

@@ -5,7 +5,7 @@
 // What is watched comes from the build itself, so it cannot drift from it: the `include` of
 // tsconfig.build.json (and of what it extends), the config files, package-lock.json, and the
 // source of every file the last build wrote to dist/ (files compiled only because an included
-// one imports them, such as test/kong/rpc.ts through test/kong/driver.ts).
+// one imports them).
 const { readFileSync, readdirSync, statSync } = require('node:fs');
 const { dirname, join, relative } = require('node:path');
 const { spawnSync } = require('node:child_process');

@@ -1,6 +1,9 @@
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { readTrace } from '../sim/workload/workload';
 import type { FleetStatus } from '../src/status/status';
+import { servedExamples } from './hints';
 import { routerConfig } from './kong-config';
 import { LocalStack } from './stack';
 import { progressLine, runTraffic, summaryTable } from './traffic';
@@ -52,9 +55,19 @@ async function main(): Promise<void> {
     },
   });
   if (v.help) return void console.log(HELP);
+  // A signal while the stack starts stops it once up (it cleans up its own failed start).
+  let stopRequested = false;
+  let onStop = () => void (stopRequested = true);
+  // SIGHUP: the terminal closed. Default handling would end node at once, leaving the plugin
+  // server's prefix folder and the replicas' ports behind.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => onStop());
+
+  // Every argument is checked before anything starts.
   // The demo's hit rate counts the simulator's loads, which the user's replicas do not report here.
   if (v.traffic && v.replicas)
     throw new Error('--traffic runs against the simulated fleet only, not with --replicas');
+  for (const name of ['requests', 'duration', 'rate', 'alpha', 'trace', 'seed', 'exit'] as const)
+    if (v[name] !== undefined && !v.traffic) throw new Error(`--${name} applies to the demo: add --traffic`);
   const num = (name: string, s: string | undefined, d: number) => {
     if (s === undefined) return d;
     const n = Number(s);
@@ -64,12 +77,24 @@ async function main(): Promise<void> {
   // 0 arrivals a second would be no demo at all (and was read as "the trace's own rate").
   if (v.rate !== undefined && !(num('rate', v.rate, 0) > 0))
     throw new Error(`--rate must be a positive number, got "${v.rate}"`);
+  const demo = {
+    requests: num('requests', v.requests, 300),
+    durationS: num('duration', v.duration, 120),
+    ratePerS: v.rate === undefined ? undefined : num('rate', v.rate, 5.5),
+    alpha: num('alpha', v.alpha, 1),
+    seed: num('seed', v.seed, 1),
+    trace: v.trace === undefined ? undefined : traceOf(v.trace),
+  };
   const root = join(__dirname, '..', '..');
+  const kongYaml = readableFile('config', v.config ?? join(root, 'kong.yml'));
+  const port = num('port', v.port, 8000);
+  const fleetPort = num('fleet-port', v['fleet-port'], 8100);
+  const timeScale = num('time-scale', v['time-scale'], 1) || 1;
   const stack = (started = await LocalStack.start({
-    port: num('port', v.port, 8000),
+    port,
     host: v.host ?? '127.0.0.1',
-    fleetPort: num('fleet-port', v['fleet-port'], 8100),
-    kongYaml: v.config ?? join(root, 'kong.yml'),
+    fleetPort,
+    kongYaml,
     replicas:
       v.replicas === undefined
         ? undefined
@@ -77,12 +102,14 @@ async function main(): Promise<void> {
           ? 'config'
           : v.replicas.split(',').filter(Boolean),
     baseModel: v['base-model'],
-    timeScale: num('time-scale', v['time-scale'], 1) || 1,
+    timeScale,
     log: (line) => {
       // The stack's own notes always; the plugin server's log with --verbose, or its errors.
       if (v.verbose || !line.startsWith('[plugin-server]') || / error: /.test(line)) console.error(line);
     },
   }));
+  const status = stack.statusPath ?? '/lora';
+  const watch = watchReplicas(`${stack.url}${status}/status`, (line) => console.log(line));
   let stopping = false;
   const stop = async (code = 0) => {
     if (stopping) return;
@@ -92,21 +119,16 @@ async function main(): Promise<void> {
     await stack.stop();
     process.exit(code);
   };
-  process.on('SIGINT', () => void stop());
-  process.on('SIGTERM', () => void stop());
-  const status = stack.statusPath ?? '/lora';
-  const watch = watchReplicas(`${stack.url}${status}/status`, (line) => console.log(line));
+  onStop = () => void stop();
+  if (stopRequested) return stop();
 
   const u = stack.url;
   const fleetService = stack.services.find((s) => routerConfig(s))!;
   const cfg = routerConfig(fleetService)!;
-  const adapters = (cfg.adapters as { name: string; static?: boolean }[] | undefined) ?? [];
-  const listed = adapters.map((a) => a.name);
-  const onDemand = adapters.find((a) => !a.static)?.name ?? 'my-adapter';
-  // A start-up adapter is served by a llama.cpp replica only: no curl for it without one.
-  const llama = stack.replicas.some((r) => r.backend === 'llamacpp')
-    ? adapters.find((a) => a.static)?.name
-    : undefined;
+  const listed = ((cfg.adapters as { name: string }[] | undefined) ?? []).map((a) => a.name);
+  const examples = await servedExamples(cfg, stack.replicas);
+  const curl = (model: string) =>
+    `  curl -s ${u}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${model}","messages":[{"role":"user","content":"hi"}]}'\n`;
   console.log(`kong-lora-router local stack: a development harness, not Kong.
   gateway      ${u}  (Kong's proxy path for ${stack.services.map((s) => s.name).join(', ')}, from kong.yml)
   plugins run  lora-router, lora-poller in the real plugin server (kong-pdk's, wrapped: kong-lora-pluginserver; dist/plugins)
@@ -115,9 +137,7 @@ async function main(): Promise<void> {
   placement    ${u}${status}   (JSON: ${status}/status, metrics: ${status}/metrics)
 
 Try:
-  curl -s ${u}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${cfg.base_model}","messages":[{"role":"user","content":"hi"}]}'
-  curl -s ${u}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${onDemand}","messages":[{"role":"user","content":"hi"}]}'
-${llama ? `  curl -s ${u}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"${llama}","messages":[{"role":"user","content":"hi"}]}'\n` : ''}
+${[examples.base, examples.onDemand, examples.resident].flatMap((m) => (m ? [curl(m)] : [])).join('')}
 Ctrl-C stops everything.`);
 
   if (v.traffic) {
@@ -125,21 +145,18 @@ Ctrl-C stops everything.`);
     const adapters = [...listed, ...templated];
     const tty = process.stderr.isTTY;
     console.log(
-      `\ndemo traffic: ${num('requests', v.requests, 300)} requests at most, ${num('duration', v.duration, 120)} s at most, Zipf(${num('alpha', v.alpha, 1)}) over ${adapters.length} adapters, ${v.trace ? `trace ${v.trace}` : 'synthetic workload fitted to the Azure 2023 conversation trace'}`,
+      `\ndemo traffic: ${demo.requests} requests at most, ${demo.durationS} s at most, Zipf(${demo.alpha}) over ${adapters.length} adapters, ${v.trace ? `trace ${v.trace}` : 'synthetic workload fitted to the Azure 2023 conversation trace'}`,
     );
     const s = await runTraffic({
       gatewayUrl: u,
       adapters,
-      requests: num('requests', v.requests, 300),
-      durationS: num('duration', v.duration, 120),
-      ratePerS: v.rate === undefined ? undefined : num('rate', v.rate, 5.5),
-      alpha: num('alpha', v.alpha, 1),
-      seed: num('seed', v.seed, 1),
-      trace: v.trace,
+      ...demo,
       maxPromptTokens: 2000,
       maxOutputTokens: 128,
       maxInFlight: 64,
       loads: () => stack.loads(),
+      // A terminal gets a line redrawn each second; a log (Kong's, a CI job's) a line every few.
+      progressEveryMs: tty ? 1000 : 5000,
       onProgress: (p) =>
         tty ? process.stderr.write(`\r${progressLine(p)}   `) : console.error(progressLine(p)),
     });
@@ -173,6 +190,23 @@ function watchReplicas(statusUrl: string, print: (line: string) => void): NodeJS
   }, 1000);
   timer.unref();
   return timer;
+}
+
+/** A file argument's path, once it names an existing file (reading it may still fail, with its path). */
+function readableFile(name: string, path: string): string {
+  const st = statSync(path, { throwIfNoEntry: false });
+  if (!st) throw new Error(`--${name}: no such file: ${path}`);
+  if (!st.isFile()) throw new Error(`--${name}: not a file: ${path}`);
+  return path;
+}
+
+/** The demo's arrivals from a `--trace` file, read in full before anything starts. */
+function traceOf(path: string) {
+  try {
+    return readTrace(readableFile('trace', path));
+  } catch (err) {
+    throw new Error((err as Error).message.replace(/^(--trace: )?/, '--trace: '));
+  }
 }
 
 /** The stack once up: a failure after that stops it (plugin server, prefix folder, fleet) first. */

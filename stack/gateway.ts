@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import type { Readable } from 'node:stream';
 import { Agent, errors, request as undiciRequest } from 'undici';
 import {
   KongDriver,
@@ -9,7 +10,29 @@ import {
   type KongKeys,
   type PluginEntity,
   type RequestInit,
-} from '../test/kong/driver';
+} from '../harness/kong/driver';
+
+/**
+ * A Kong service's upstream timeouts in milliseconds, named as in its schema (Kong/kong 3.9.3
+ * kong/db/schema/entities/services.lua: integers from 1 to 2^31 - 2, default 60000). Kong hands
+ * them to nginx per request (kong/init.lua `Kong.balancer`: `set_timeouts(connect_timeout,
+ * write_timeout, read_timeout)` in seconds): connecting, between two writes of the request,
+ * between two reads of the response; any of them passing is a 504.
+ */
+export interface ServiceTimeouts {
+  connect_timeout: number;
+  write_timeout: number;
+  read_timeout: number;
+}
+
+export const KONG_DEFAULT_TIMEOUTS: ServiceTimeouts = {
+  connect_timeout: 60_000,
+  write_timeout: 60_000,
+  read_timeout: 60_000,
+};
+
+/** Slices of a request body handed to the upstream one at a time (write_timeout is per write). */
+const WRITE_SLICE = 64 * 1024;
 
 export interface GatewayPlugin {
   name: string;
@@ -30,7 +53,8 @@ export interface GatewayOptions {
   bodyBufferBytes?: number;
   /** nginx client_max_body_size: larger bodies get 413 before any plugin (0 = no limit). */
   maxBodyBytes?: number;
-  upstreamTimeoutMs?: number;
+  /** The service's upstream timeouts (Kong's defaults, 60 s each, for those not given). */
+  timeouts?: Partial<ServiceTimeouts>;
   /** Stands in for bundled Lua plugins that run before ours (key-auth...): may end the request. */
   before?: (req: KongRequest) => ExitResponse | undefined;
   onError?: (msg: string) => void;
@@ -109,13 +133,15 @@ export class LocalGateway {
   /** Requests between access and the end of their log phase: close() lets them finish. */
   private readonly active = new Set<Promise<void>>();
   private readonly agent: Agent;
+  private readonly timeouts: ServiceTimeouts;
   readonly node: KongNode;
 
   private constructor(private readonly o: GatewayOptions) {
+    this.timeouts = { ...KONG_DEFAULT_TIMEOUTS, ...o.timeouts };
     this.agent = new Agent({
       connections: 256,
       keepAliveTimeout: 10_000,
-      ...(o.upstreamCa ? { connect: { ca: o.upstreamCa } } : {}),
+      connect: { timeout: this.timeouts.connect_timeout, ...(o.upstreamCa ? { ca: o.upstreamCa } : {}) },
     });
     this.node = o.node ?? new KongNode(o.driver, o.workers ?? 2);
     this.node.onError ??= o.onError;
@@ -157,7 +183,9 @@ export class LocalGateway {
         ...(p.instanceName !== undefined ? { plugin_instance_name: p.instanceName } : {}),
         ...p.keys,
       };
-      const conf = await this.o.driver.kongConfig(p.name, p.config, keys);
+      const conf = await this.o.driver.kongConfig(p.name, p.config, keys).catch((err: Error) => {
+        throw new Error(`plugin ${p.name}: ${err.message}`);
+      });
       next.push({ name: p.name, conf, priority: info.Priority, phases: info.Phases });
     }
     this.plugins = next.sort((a, b) => b.priority - a.priority);
@@ -215,18 +243,24 @@ export class LocalGateway {
     return { origin: `${scheme}://${u.host}`, host: u.host };
   }
 
-  /** Sends the request where the plugins pointed it, with the body they set. */
-  private forward(req: KongRequest, clientGone?: AbortSignal) {
+  /**
+   * Sends the request where the plugins pointed it, with the body they set, under the
+   * service's timeouts: connect_timeout in the agent, read_timeout for the response head and
+   * between body chunks, write_timeout between writes of the request body (`sending`).
+   */
+  private forward(req: KongRequest, sending: WriteWatch, clientGone?: AbortSignal) {
     const { origin, host } = this.upstream(req);
     const body = req.serviceBody !== undefined ? Buffer.from(req.serviceBody) : req.body;
+    const signals = [sending.signal, ...(clientGone ? [clientGone] : [])];
     return undiciRequest(origin + req.path, {
       method: req.method as 'POST',
       headers: this.proxyHeaders(req, host, body ? body.length : null),
-      body: body ?? undefined,
+      // undici takes an async iterable body (lib/core/request.js `isIterable`); its types name Readable.
+      body: body ? (sending.slices(body) as unknown as Readable) : undefined,
       dispatcher: this.agent,
-      headersTimeout: this.o.upstreamTimeoutMs ?? 60_000,
-      bodyTimeout: this.o.upstreamTimeoutMs ?? 60_000,
-      signal: clientGone,
+      headersTimeout: this.timeouts.read_timeout,
+      bodyTimeout: this.timeouts.read_timeout,
+      signal: AbortSignal.any(signals),
     });
   }
 
@@ -257,8 +291,9 @@ export class LocalGateway {
       const exit = req.exit ?? (await this.access(req, plugins, worker));
       // kong/pdk/response.lua (3.9.3) `send`: exit's headers are set after earlier set_header calls.
       if (exit) return sink.send(exit.status, mergeHeaders(req.responseHeaders, exit.headers), exit.body);
+      const sending = new WriteWatch(this.timeouts.write_timeout);
       try {
-        const up = await this.forward(req, sink.clientGone);
+        const up = await this.forward(req, sending, sink.clientGone).finally(() => sending.stop());
         req.status = up.statusCode;
         const headers: Record<string, string | string[]> = { ...req.responseHeaders };
         for (const [k, v] of Object.entries(up.headers))
@@ -282,7 +317,7 @@ export class LocalGateway {
           return sink.abort();
         }
         if (sink.started) return sink.abort();
-        const failure = upstreamFailure(err);
+        const failure = upstreamFailure(sending.timedOut ?? err);
         req.status = failure.status;
         req.unexpected = true;
         // The client gets Kong's fixed text; the cause (which names the replica) is the operator's.
@@ -406,6 +441,53 @@ function mergeHeaders(...sets: Record<string, string>[]): Record<string, string>
   return out;
 }
 
+class WriteTimeoutError extends Error {}
+
+/**
+ * nginx's proxy_send_timeout (Kong's write_timeout) for one request: the body goes to undici in
+ * slices, and undici asks for the next only once the socket took the last (undici 7
+ * lib/dispatcher/client-h1.js `writeIterable` waits for 'drain'), so a wait longer than `ms`
+ * between asks is a write that stalled. The request's signal then aborts it.
+ */
+class WriteWatch {
+  private readonly abort = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  timedOut: WriteTimeoutError | undefined;
+
+  constructor(private readonly ms: number) {}
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  async *slices(body: Buffer): AsyncGenerator<Buffer> {
+    try {
+      for (let at = 0; at < body.length; at += WRITE_SLICE) {
+        this.arm();
+        yield body.subarray(at, at + WRITE_SLICE);
+      }
+    } finally {
+      this.stop();
+    }
+  }
+
+  /** The response came (or the request failed): from then on no write can time it out. */
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private arm(): void {
+    clearTimeout(this.timer);
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.timedOut = new WriteTimeoutError(`write_timeout (${this.ms} ms) passed sending the request`);
+      this.abort.abort(this.timedOut);
+    }, this.ms);
+  }
+}
+
 /**
  * Kong's answers when the upstream fails: 504 for a timeout, 502 for anything else, with the
  * fixed texts of Kong/kong 3.9.3 kong/error_handlers.lua `BODIES` (never the cause); `detail`
@@ -416,8 +498,11 @@ function upstreamFailure(err: unknown): { status: number; message: string; detai
   if (
     e instanceof errors.HeadersTimeoutError ||
     e instanceof errors.BodyTimeoutError ||
+    e instanceof errors.ConnectTimeoutError ||
+    e instanceof WriteTimeoutError ||
     e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
-    e.code === 'UND_ERR_BODY_TIMEOUT'
+    e.code === 'UND_ERR_BODY_TIMEOUT' ||
+    e.code === 'UND_ERR_CONNECT_TIMEOUT'
   ) {
     return { status: 504, message: 'The upstream server is timing out', detail: e.message };
   }

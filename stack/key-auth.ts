@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import type { ExitResponse, KongRequest } from '../test/kong/driver';
+import type { ExitResponse, KongRequest } from '../harness/kong/driver';
 
 /**
  * Kong's key-auth, as far as a browser or a client meets it, for the local gateway (opt-in:

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
+import { KONG_DEFAULT_TIMEOUTS, type ServiceTimeouts } from './gateway';
 
 /** Plugins this harness runs through the plugin server; anything else in kong.yml is Kong's own. */
 export const OUR_PLUGINS = new Set(['lora-router', 'lora-poller']);
@@ -14,6 +15,8 @@ export interface StackService {
   notRun: string[];
   /** Each route's `response_buffering` (Kong's default true), by path: false streams as responses come. */
   responseBuffering: (path: string) => boolean;
+  /** The service's connect, write and read timeouts (ms), Kong's default for those not set. */
+  timeouts: ServiceTimeouts;
 }
 
 interface DeckPlugin {
@@ -31,6 +34,9 @@ interface DeckService {
   host?: string;
   port?: number;
   protocol?: string;
+  connect_timeout?: unknown;
+  write_timeout?: unknown;
+  read_timeout?: unknown;
   routes?: DeckRoute[];
   plugins?: DeckPlugin[];
 }
@@ -57,8 +63,26 @@ export function readKongYaml(path: string): StackService[] {
       responseBuffering: (path: string) =>
         (s.routes ?? []).find((r) => (r.paths ?? []).some((p) => path.startsWith(p)))?.response_buffering !==
         false,
+      timeouts: serviceTimeouts(s, path),
     };
   });
+}
+
+/** Kong's services schema: each timeout an integer from 1 to 2^31 - 2 ms (services.lua `nonzero_timeout`). */
+const MAX_TIMEOUT_MS = 2 ** 31 - 2;
+
+function serviceTimeouts(s: DeckService, file: string): ServiceTimeouts {
+  const out = { ...KONG_DEFAULT_TIMEOUTS };
+  for (const field of Object.keys(out) as (keyof ServiceTimeouts)[]) {
+    const v = s[field];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_TIMEOUT_MS)
+      throw new Error(
+        `${file}: service "${s.name}": ${field} must be an integer from 1 to ${MAX_TIMEOUT_MS} (milliseconds), got ${JSON.stringify(v)}`,
+      );
+    out[field] = v;
+  }
+  return out;
 }
 
 function fallbackUrl(s: DeckService, deck: Deck): string {

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { SimFleet } from '../sim/fleet';
-import { KongDriver, PluginServerProcess } from '../test/kong/driver';
+import { KongDriver, PluginServerProcess } from '../harness/kong/driver';
 import { parseRouterConfig } from '../src/config/parse';
 import { routerConfigWarnings } from '../src/config/warnings';
 import { fleetFor } from './fleet-spec';
@@ -112,10 +112,13 @@ export class LocalStack {
           plugins: s.plugins,
           serviceUrl: s.fallbackUrl,
           responseBuffering: s.responseBuffering,
+          timeouts: s.timeouts,
           bodyBufferBytes: 10 * 1024 * 1024,
           maxBodyBytes: 10 * 1024 * 1024,
           before: o.keyAuth ? keyAuthOf(o.kongYaml, s.name) : undefined,
           onError: (m) => o.log(`[gateway] ${m}`),
+        }).catch((err: Error) => {
+          throw new Error(`${o.kongYaml}: service "${s.name}": ${err.message}`);
         });
         gateways.push(g);
         for (const p of s.paths) routes.push({ prefix: p, gateway: g });
@@ -157,12 +160,19 @@ export class LocalStack {
   }
 }
 
+const BACKENDS = ['vllm', 'llamacpp'];
+
 /** `URL`, `vllm=URL` or `llamacpp=URL`; a bare URL's backend is probed (llama.cpp answers `/lora-adapters`). */
 async function userReplicas(specs: string[]): Promise<{ url: string; backend: string }[]> {
   if (specs.length === 0) throw new Error('--replicas needs at least one URL');
   return Promise.all(
     specs.map(async (spec) => {
-      const m = /^(vllm|llamacpp)=(.*)$/.exec(spec);
+      // `NAME=` before a URL names a backend (a URL's scheme has no `=` before its `://`).
+      const m = /^([^=:/]+)=(.*)$/.exec(spec);
+      if (m && !BACKENDS.includes(m[1]!))
+        throw new Error(
+          `--replicas: unknown backend "${m[1]}" in "${spec}" (backends: ${BACKENDS.join(', ')})`,
+        );
       const url = (m ? m[2]! : spec).replace(/\/+$/, '');
       if (!/^https?:\/\/[^/\s]+:\d+$/.test(url))
         throw new Error(`--replicas: "${spec}" is not http(s)://host:port (the router's replica URL form)`);

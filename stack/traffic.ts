@@ -1,6 +1,6 @@
 import { Agent, request } from 'undici';
 import { seededRandom } from '../src/random';
-import { atRate, readTrace, syntheticWorkload, type Arrival } from '../sim/workload/workload';
+import { atRate, syntheticWorkload, type Arrival } from '../sim/workload/workload';
 import { percentile as pct } from '../sim/workload/percentile';
 import { zipfSampler } from '../sim/workload/zipf';
 
@@ -15,8 +15,8 @@ export interface TrafficOptions {
   ratePerS?: number;
   alpha: number;
   seed: number;
-  /** Replay this CSV (Azure trace format) instead of the synthetic workload. */
-  trace?: string;
+  /** Replay these arrivals (an Azure-format trace, read by `readTrace`) instead of the synthetic workload. */
+  trace?: Arrival[];
   /** Token counts are capped so one request stays short on the simulator. */
   maxPromptTokens: number;
   maxOutputTokens: number;
@@ -25,6 +25,8 @@ export interface TrafficOptions {
   /** Adapter loads so far (from the fleet), for the hit rate. */
   loads: () => number;
   onProgress?: (s: TrafficStats) => void;
+  /** How often `onProgress` is told (default every second). */
+  progressEveryMs?: number;
 }
 
 export interface TrafficStats {
@@ -43,7 +45,7 @@ export interface TrafficStats {
 
 /** Sends a bounded, seeded workload through the gateway as streaming chat requests. */
 export async function runTraffic(o: TrafficOptions): Promise<TrafficStats> {
-  const base = o.trace ? readTrace(o.trace).slice(0, o.requests) : syntheticWorkload(o.requests, o.seed);
+  const base = o.trace ? o.trace.slice(0, o.requests) : syntheticWorkload(o.requests, o.seed);
   const arrivals: Arrival[] = o.ratePerS ? atRate(base, o.ratePerS) : base;
   const pick = zipfSampler(o.adapters.length, o.alpha, seededRandom(o.seed + 1));
   const agent = new Agent({ connections: o.maxInFlight, keepAliveTimeout: 10_000 });
@@ -73,7 +75,7 @@ export async function runTraffic(o: TrafficOptions): Promise<TrafficStats> {
       throughput: elapsedS > 0 ? ok / elapsedS : 0,
     };
   };
-  const progress = o.onProgress ? setInterval(() => o.onProgress!(stats()), 1000) : null;
+  const progress = o.onProgress ? setInterval(() => o.onProgress!(stats()), o.progressEveryMs ?? 1000) : null;
   const one = async (a: Arrival): Promise<void> => {
     const model = o.adapters[pick()]!;
     const prompt = 'word '.repeat(Math.min(a.promptTokens, o.maxPromptTokens)).slice(0, -1);

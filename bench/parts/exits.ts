@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { refuseMany } from '../../test/kong/exits';
+import { refuseMany } from '../../harness/kong/exits';
 import type { BenchPart } from './context';
 
 /** Memory per exit (issue 13): refused requests through the project's plugin server. Opt-in: about 5 minutes. */

@@ -43,7 +43,7 @@ function overheadSection(
   return [
     '## Request-path overhead',
     '',
-    'One access and one log event through the real `kong-js-pluginserver`, driven as Kong drives it (test/kong/driver.ts). lora-router has the adapter resident and a fresh snapshot. The no-op plugin makes the same PDK calls and decides nothing. The two run interleaved in one process.',
+    'One access and one log event through the real `kong-js-pluginserver`, driven as Kong drives it (harness/kong/driver.ts). lora-router has the adapter resident and a fresh snapshot. The no-op plugin makes the same PDK calls and decides nothing. The two run interleaved in one process.',
     '',
     table(
       [

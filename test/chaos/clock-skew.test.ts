@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { LocalGateway } from '../../stack/gateway';
 import { CLOCK_SKEW_ENV, installClockSkewHook } from '../../pluginserver/clock-skew';
 import { systemClock } from '../../src/clock';
-import { KongDriver, PluginServerProcess } from '../kong/driver';
-import { ROOT } from '../kong/process';
-import { waitFor } from '../helpers/wait';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
+import { ROOT } from '../../harness/kong/process';
+import { waitFor } from '../../harness/wait';
 
 const PLUGINS = join(ROOT, 'dist', 'plugins');
 

@@ -7,8 +7,8 @@
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { silentLogger } from '../../src/log';
-import { RedisServer } from '../helpers/redis';
-import { waitFor } from '../helpers/wait';
+import { RedisServer } from '../../harness/redis/server';
+import { waitFor } from '../../harness/wait';
 
 const U = 'http://10.0.0.1:8000';
 /** Heartbeats every second: node_ttl_ms / 4. */

@@ -8,8 +8,8 @@ import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { silentLogger } from '../../src/log';
 import type { Lease } from '../../src/fleet/types';
-import { RedisServer } from '../helpers/redis';
-import { waitFor } from '../helpers/wait';
+import { RedisServer } from '../../harness/redis/server';
+import { waitFor } from '../../harness/wait';
 import { snapshotWithA } from './helpers';
 
 const U = 'http://10.0.0.1:8000';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
-import { RedisServer } from '../helpers/redis';
-import { waitFor } from '../helpers/wait';
+import { RedisServer } from '../../harness/redis/server';
+import { waitFor } from '../../harness/wait';
 import { collectingLogger } from '../helpers/log';
 import { snapshotWithA } from './helpers';
 

@@ -3,7 +3,7 @@
  * Redis acknowledged and then lost in a restart with persistence, and releases a runtime retired
  * for another database never replayed. Real redis-server, a TCP hop to cut a node's link.
  */
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 import { redisRuntimes, SPEC, U } from '../helpers/runtime-harness';
 
 const h = redisRuntimes('ll');

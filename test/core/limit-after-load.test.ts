@@ -12,9 +12,9 @@ import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
 import { SimFleet } from '../../sim/fleet';
 import { sendVia } from '../helpers/core-harness';
-import { RedisServer } from '../helpers/redis';
-import { TcpProxy } from '../helpers/tcp-proxy';
-import { waitFor } from '../helpers/wait';
+import { RedisServer } from '../../harness/redis/server';
+import { TcpProxy } from '../../harness/net/tcp-proxy';
+import { waitFor } from '../../harness/wait';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 const POLL_MS = 100;

@@ -11,7 +11,7 @@ import { dirname, join, normalize } from 'node:path';
 import { promisify } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { parsePollerConfig, parseRouterConfig } from '../../src/config/parse';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 const ROOT = join(__dirname, '..', '..');
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');

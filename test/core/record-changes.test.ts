@@ -13,7 +13,7 @@ import { RouterService, type RouteOutcome } from '../../src/router/router';
 import type { FleetRuntime } from '../../src/runtime';
 import { SimFleet } from '../../sim/fleet';
 import { redisRuntimes } from '../helpers/runtime-harness';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 const h = redisRuntimes('rc');

@@ -12,8 +12,8 @@ import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
 import { SimFleet } from '../../sim/fleet';
 import { sendVia } from '../helpers/core-harness';
-import { RedisServer } from '../helpers/redis';
-import { waitFor } from '../helpers/wait';
+import { RedisServer } from '../../harness/redis/server';
+import { waitFor } from '../../harness/wait';
 
 let redis: RedisServer;
 let fleet: SimFleet;

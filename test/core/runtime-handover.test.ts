@@ -3,7 +3,7 @@
  * over a real redis-server. Each test fails on the hand-over before issue 24.
  */
 import { sharedRuntime, type FleetRuntime } from '../../src/runtime';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 import { redisRuntimes, SPEC, U } from '../helpers/runtime-harness';
 
 const h = redisRuntimes('rh');

@@ -1,6 +1,6 @@
 /**
  * The fleet store's Redis connections through Sentinel (src/fleet/redis/connection.ts), against
- * a real primary, replica and three redis-sentinel processes (test/helpers/sentinel.ts), in the
+ * a real primary, replica and three redis-sentinel processes (harness/redis/sentinel.ts), in the
  * moment a failover is most likely to meet a client: while it is still asking a sentinel where
  * the primary is. Sentinel 0, the one a client asks first, is stopped (SIGSTOP: it accepts
  * connections and answers nothing, as on a starved host) before the primary goes, and stays
@@ -12,8 +12,8 @@ import type { RedisConfig } from '../../src/config/redis-schema';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { silentLogger } from '../../src/log';
-import { MASTER_NAME, redisCall, SentinelSet } from '../helpers/sentinel';
-import { waitFor } from '../helpers/wait';
+import { MASTER_NAME, redisCall, SentinelSet } from '../../harness/redis/sentinel';
+import { waitFor } from '../../harness/wait';
 
 const U = 'http://10.0.0.1:8000';
 const SPEC = { url: U, backend: 'vllm' as const, priority: 0 };

@@ -1,6 +1,6 @@
 /**
  * The shared state under faults (issue 24, items 1, 2, 3, 7 and 8), over a real redis-server
- * and a TCP hop per node that a test cuts, blackholes and restores (test/helpers/tcp-proxy.ts).
+ * and a TCP hop per node that a test cuts, blackholes and restores (harness/net/tcp-proxy.ts).
  * Each test fails on the bookkeeping before issue 24.
  */
 import { randomBytes } from 'node:crypto';
@@ -10,9 +10,9 @@ import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { Lease, ReplicaSnapshot } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
-import { RedisServer } from '../helpers/redis';
-import { TcpProxy } from '../helpers/tcp-proxy';
-import { waitFor } from '../helpers/wait';
+import { RedisServer } from '../../harness/redis/server';
+import { TcpProxy } from '../../harness/net/tcp-proxy';
+import { waitFor } from '../../harness/wait';
 
 const U = 'http://10.0.0.1:8000';
 const SPEC = { url: U, backend: 'vllm' as const, priority: 0 };

@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
-import { RedisServer } from '../helpers/redis';
+import { RedisServer } from '../../harness/redis/server';
 import {
   NODES,
   newWorld,

@@ -15,7 +15,7 @@ import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
 import { SimFleet } from '../../sim/fleet';
 import { sendVia } from '../helpers/core-harness';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 

@@ -1,5 +1,5 @@
 import type { FleetStore } from '../../src/fleet/store';
-import { RedisServer } from './redis';
+import { RedisServer } from '../../harness/redis/server';
 
 /**
  * A redis-server for the whole test file, and the stores a test opens (push them on `open`:

@@ -4,8 +4,8 @@ import type { Lease, ReplicaSnapshot } from '../../src/fleet/types';
 import { LeaseHandle } from '../../src/lease';
 import { silentLogger } from '../../src/log';
 import { FleetRuntime } from '../../src/runtime';
-import { RedisServer } from './redis';
-import { TcpProxy } from './tcp-proxy';
+import { RedisServer } from '../../harness/redis/server';
+import { TcpProxy } from '../../harness/net/tcp-proxy';
 
 /** The one replica these suites register. */
 export const U = 'http://10.0.0.1:8000';

@@ -5,7 +5,7 @@
  */
 import type { Logger } from '../../src/log';
 import { CoreHarness } from '../helpers/core-harness';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 import { collectingLogger } from '../helpers/log';
 import { templatedRouter } from '../helpers/replicas';
 

@@ -10,8 +10,8 @@ import { RouterService } from '../../src/router/router';
 import { LeaseHandle, LeaseNotOpen } from '../../src/lease';
 import { FleetRuntime, sharedRuntime } from '../../src/runtime';
 import { SimFleet } from '../../sim/fleet';
-import { RedisServer } from '../helpers/redis';
-import { waitFor } from '../helpers/wait';
+import { RedisServer } from '../../harness/redis/server';
+import { waitFor } from '../../harness/wait';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 const chat = (model: string) =>

@@ -1,7 +1,7 @@
 import { fleetStatus } from '../../src/status/status';
 import type { ReplicaOptions } from '../../sim/fleet';
 import { CoreHarness } from '../helpers/core-harness';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 import { oneLoraPerBatch } from '../helpers/replicas';
 
 /**

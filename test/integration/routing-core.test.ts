@@ -1,5 +1,5 @@
 import { CoreHarness } from '../helpers/core-harness';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 import { templatedRouter } from '../helpers/replicas';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';

@@ -7,8 +7,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KongDriver } from './driver';
-import { PluginServerProcess, ROOT } from './process';
+import { KongDriver } from '../../harness/kong/driver';
+import { PluginServerProcess, ROOT } from '../../harness/kong/process';
 import { PLUGINS_DIR } from './world';
 
 /** ESC: every colour and cursor code node-color-log writes starts with it. */

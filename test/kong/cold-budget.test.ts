@@ -4,8 +4,8 @@
  * plugin identified one) and fleet-wide; requests for resident adapters are never refused, and
  * their access phase still makes exactly 4 PDK calls (the consumer is read only when cold).
  */
-import type { KongDriver } from './driver';
-import { waitFor } from '../helpers/wait';
+import type { KongDriver } from '../../harness/kong/driver';
+import { waitFor } from '../../harness/wait';
 import { BASE, startPluginServer, startWorld, usePluginServer, vllm } from './world';
 
 let driver: KongDriver;

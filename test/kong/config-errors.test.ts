@@ -1,4 +1,4 @@
-import { KongDriver, PluginServerProcess } from './driver';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { json, onDemand, startWorld, usePluginServer, vllm } from './world';
 
 let driver: KongDriver;

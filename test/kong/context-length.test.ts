@@ -4,8 +4,8 @@
  * every replica that could serve its model reports a context and none has room; a replica that
  * could serve it but reports none (llama.cpp) gets it and answers for itself.
  */
-import { waitFor } from '../helpers/wait';
-import type { KongDriver } from './driver';
+import { waitFor } from '../../harness/wait';
+import type { KongDriver } from '../../harness/kong/driver';
 import { BASE, json, startWorld, usePluginServer, vllm } from './world';
 
 let driver: KongDriver;

@@ -7,9 +7,9 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { validateRecord } from '../../src/config/kong-schema';
-import { ROOT } from './process';
+import { ROOT } from '../../harness/kong/process';
 import { DockerReplay, dockerIgnored, parseDockerfile, runReRooted, stageChain } from '../helpers/dockerfile';
-import type { PluginInfo } from './driver';
+import type { PluginInfo } from '../../harness/kong/driver';
 import { dumpPlugins } from './world';
 
 const read = (p: string) => readFileSync(join(ROOT, p), 'utf8');

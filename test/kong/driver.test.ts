@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LocalGateway } from '../../stack/gateway';
-import { KongDriver, KongRequest, PluginServerProcess } from './driver';
+import { KongDriver, KongRequest, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, PLUGINS_DIR, startWorld, usePluginServer, vllm } from './world';
 
 let driver: KongDriver;

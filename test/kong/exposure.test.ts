@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { ROOT } from './process';
+import { ROOT } from '../../harness/kong/process';
 
 interface Plugin {
   name: string;

@@ -3,8 +3,8 @@
  * Lua code drives it (driver.ts: several workers, lazy instances, fix_raw, Lua errors).
  */
 import { LocalGateway } from '../../stack/gateway';
-import { KongDriver, KongRequest, PluginServerProcess } from './driver';
-import { waitFor } from '../helpers/wait';
+import { KongDriver, KongRequest, PluginServerProcess } from '../../harness/kong/driver';
+import { waitFor } from '../../harness/wait';
 import { BASE, json, onDemand, PLUGINS_DIR, startPluginServer, startWorld, vllm } from './world';
 
 const chatBody = (model: string, extra: Record<string, unknown> = {}) =>

@@ -7,10 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { LocalGateway } from '../../stack/gateway';
 import { SimFleet } from '../../sim/fleet';
 import type { RedisConfig } from '../../src/config/redis-schema';
-import { RedisServer } from '../helpers/redis';
-import { TcpProxy } from '../helpers/tcp-proxy';
-import { waitFor } from '../helpers/wait';
-import { KongDriver, PluginServerProcess } from './driver';
+import { RedisServer } from '../../harness/redis/server';
+import { TcpProxy } from '../../harness/net/tcp-proxy';
+import { waitFor } from '../../harness/wait';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, PLUGINS_DIR, vllm } from './world';
 
 interface Node {

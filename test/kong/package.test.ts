@@ -22,8 +22,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { LocalGateway } from '../../stack/gateway';
-import { KongDriver, PluginServerProcess, type PluginInfo } from './driver';
-import { ROOT } from './process';
+import { KongDriver, PluginServerProcess, type PluginInfo } from '../../harness/kong/driver';
+import { ROOT } from '../../harness/kong/process';
 import { dumpPlugins } from './world';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';

@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { ConfigError } from '../../src/config/kong-schema';
-import { waitFor } from '../helpers/wait';
-import { KongDriver, KongRequest, PluginServerProcess } from './driver';
+import { waitFor } from '../../harness/wait';
+import { KongDriver, KongRequest, PluginServerProcess } from '../../harness/kong/driver';
 import { packageVersion } from '../../src/version';
 import {
   BASE,

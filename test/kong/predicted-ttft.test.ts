@@ -1,6 +1,6 @@
 import { LocalGateway } from '../../stack/gateway';
-import { waitFor } from '../helpers/wait';
-import type { KongDriver } from './driver';
+import { waitFor } from '../../harness/wait';
+import type { KongDriver } from '../../harness/kong/driver';
 import { BASE, chatBody, onDemand, startWorld, usePluginServer, vllm } from './world';
 
 let driver: KongDriver;

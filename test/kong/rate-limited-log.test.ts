@@ -1,6 +1,6 @@
 /** Unit test of the plugin server's rate-limited warnings (pluginserver/socket.ts). */
 import { RateLimitedLog } from '../../pluginserver/socket';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 it('writes the first lines of a window, then how many it held back when the window ends', async () => {
   const lines: string[] = [];

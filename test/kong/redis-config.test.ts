@@ -7,9 +7,9 @@
 import { randomBytes } from 'node:crypto';
 import { LocalGateway } from '../../stack/gateway';
 import { SimFleet } from '../../sim/fleet';
-import { RedisServer } from '../helpers/redis';
-import { waitFor } from '../helpers/wait';
-import { KongDriver, PluginServerProcess } from './driver';
+import { RedisServer } from '../../harness/redis/server';
+import { waitFor } from '../../harness/wait';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, PLUGINS_DIR, json, vllm } from './world';
 
 let server: PluginServerProcess;

@@ -7,8 +7,8 @@
  * Every verdict comes from the simulator's own log and request records, not from the router.
  */
 import type { SimReplica } from '../../sim/http/replica';
-import { waitFor } from '../helpers/wait';
-import { KongDriver, PluginServerProcess } from './driver';
+import { waitFor } from '../../harness/wait';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, onDemand, startPluginServer, startWorld, usePluginServer, vllm } from './world';
 
 let driver: KongDriver;

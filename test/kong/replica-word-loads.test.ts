@@ -7,7 +7,7 @@
  * Verdicts come from the simulator's own registry and adapter log.
  */
 import type { SimReplica } from '../../sim/http/replica';
-import { KongDriver, PluginServerProcess } from './driver';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, onDemand, startWorld, usePluginServer, vllm } from './world';
 
 let driver: KongDriver;

@@ -3,8 +3,8 @@
  * `lora_router_replica_saturation` is the one its configuration decides with: with
  * `saturation_mode: predicted`, the predicted wait, not the waiting count.
  */
-import { waitFor } from '../helpers/wait';
-import type { KongDriver } from './driver';
+import { waitFor } from '../../harness/wait';
+import type { KongDriver } from '../../harness/kong/driver';
 import { chatBody, onDemand, startWorld, usePluginServer, vllm } from './world';
 
 let driver: KongDriver;

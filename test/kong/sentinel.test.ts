@@ -10,9 +10,9 @@
 import { randomBytes } from 'node:crypto';
 import { LocalGateway } from '../../stack/gateway';
 import { SimFleet } from '../../sim/fleet';
-import { redisCall, SentinelSet } from '../helpers/sentinel';
-import { waitFor } from '../helpers/wait';
-import { KongDriver, PluginServerProcess } from './driver';
+import { redisCall, SentinelSet } from '../../harness/redis/sentinel';
+import { waitFor } from '../../harness/wait';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, PLUGINS_DIR, json, vllm } from './world';
 
 interface Node {

@@ -5,8 +5,8 @@
  * worker of the node; a request for something the server does not do gets an RPC error reply.
  */
 import { Encoder } from '@msgpack/msgpack';
-import { waitFor } from '../helpers/wait';
-import { KongDriver, PluginServerProcess } from './driver';
+import { waitFor } from '../../harness/wait';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { exchange, request } from './raw-socket';
 import { PLUGINS_DIR } from './world';
 

@@ -11,8 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Encoder } from '@msgpack/msgpack';
 import { LocalGateway } from '../../stack/gateway';
-import { waitFor } from '../helpers/wait';
-import { KongDriver, PluginServerProcess } from './driver';
+import { waitFor } from '../../harness/wait';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 
 /** A plugin that starts work and forgets it: both failures reach no caller. */
 const STRAY_PLUGIN = `

@@ -5,7 +5,7 @@
  * mistyped path under /v1 (FastAPI's `{"detail":"Not Found"}`). The router does not guess: it
  * asks the replica's registry afresh, and forgets the adapter only if the registry lacks it.
  */
-import { KongDriver, PluginServerProcess } from './driver';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { json, onDemand, startWorld, usePluginServer, vllm } from './world';
 
 let driver: KongDriver;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { LocalGateway, type GatewayOptions } from '../../stack/gateway';
 import { SimFleet } from '../../sim/fleet';
 import type { ReplicaOptions } from '../../sim/http/replica';
-import { KongDriver, PluginServerProcess, type PluginInfo } from './driver';
+import { KongDriver, PluginServerProcess, type PluginInfo } from '../../harness/kong/driver';
 
 export const PLUGINS_DIR = join(__dirname, '..', '..', 'dist', 'plugins');
 export const BASE = 'meta-llama/Llama-3.1-8B-Instruct';

@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { LocalGateway } from '../../stack/gateway';
 import { SimFleet } from '../../sim/fleet';
-import { KongDriver, PluginServerProcess } from '../kong/driver';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, PLUGINS_DIR, vllm } from '../kong/world';
-import { RedisServer } from '../helpers/redis';
+import { RedisServer } from '../../harness/redis/server';
 
 const ROOT = join(__dirname, '..', '..');
 const dashboard = JSON.parse(

@@ -4,7 +4,7 @@
  * request or load call reaches a replica.
  */
 import { seededRandom } from '../../src/random';
-import { KongDriver, PluginServerProcess } from '../kong/driver';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, usePluginServer, startWorld, vllm } from '../kong/world';
 
 let server: PluginServerProcess;

@@ -2,9 +2,9 @@
  * Instance churn: Kong starts a new plugin instance on every config change and closes the old
  * one, while requests are in flight. No in-flight count may be lost, and no timer may leak.
  */
-import type { KongDriver } from '../kong/driver';
+import type { KongDriver } from '../../harness/kong/driver';
 import { BASE, usePluginServer, startWorld, vllm } from '../kong/world';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 let driver: KongDriver;
 usePluginServer((_server, d) => {

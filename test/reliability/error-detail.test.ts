@@ -3,7 +3,7 @@
  * replica's address or its error text (on real vLLM a load error can name storage paths).
  * The operator gets the detail in the log. Through the real plugin server and the local gateway.
  */
-import { KongDriver, PluginServerProcess } from '../kong/driver';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, PLUGINS_DIR, json, onDemand, startWorld, vllm } from '../kong/world';
 
 let server: PluginServerProcess;

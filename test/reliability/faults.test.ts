@@ -8,9 +8,9 @@
  * every in-flight count is 0 and no adapter was unloaded under a request.
  */
 import type { Fault } from '../../sim/http/replica';
-import { KongDriver, PluginServerProcess } from '../kong/driver';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, usePluginServer, startWorld, vllm } from '../kong/world';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 let server: PluginServerProcess;
 let driver: KongDriver;
@@ -46,7 +46,7 @@ it('routes around a killed, a hanging, a load-failing, a restarting and a failin
       backoff_base_ms: BACKOFF_MS,
       backoff_max_ms: BACKOFF_MS,
     }),
-    { upstreamTimeoutMs: 500 },
+    { timeouts: { read_timeout: 500 } },
   );
   await driver.startInstance('lora-poller', { poll_interval_ms: 100, timeout_ms: 200 });
   const [r0, r1, r2, r3] = w.fleet.replicas as [

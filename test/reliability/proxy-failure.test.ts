@@ -4,7 +4,7 @@
  * gateway: the requests after it go elsewhere, without waiting for a poll or for passive
  * health's three failures in a row.
  */
-import { KongDriver, PluginServerProcess } from '../kong/driver';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, usePluginServer, startWorld, vllm } from '../kong/world';
 
 let driver: KongDriver;

@@ -3,9 +3,9 @@
  * from the replicas' registries on the first request, no adapter is loaded twice, the adapter
  * limit holds, and requests resume.
  */
-import { PluginServerProcess, KongDriver } from '../kong/driver';
+import { PluginServerProcess, KongDriver } from '../../harness/kong/driver';
 import { BASE, startWorld, vllm, PLUGINS_DIR } from '../kong/world';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 it('rebuilds residency after a plugin-server restart without reloading anything, and keeps the limit', async () => {
   let server = await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR });

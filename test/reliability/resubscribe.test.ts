@@ -12,10 +12,10 @@
 import { Redis } from 'ioredis';
 import { SimFleet } from '../../sim/fleet';
 import { LocalGateway } from '../../stack/gateway';
-import { RedisServer } from '../helpers/redis';
-import { TcpProxy } from '../helpers/tcp-proxy';
-import { waitFor } from '../helpers/wait';
-import { KongDriver, PluginServerProcess } from '../kong/driver';
+import { RedisServer } from '../../harness/redis/server';
+import { TcpProxy } from '../../harness/net/tcp-proxy';
+import { waitFor } from '../../harness/wait';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, PLUGINS_DIR, vllm } from '../kong/world';
 
 const PREFIX = 'resub:';

@@ -7,7 +7,8 @@
  */
 import { join } from 'node:path';
 import { seededRandom } from '../../src/random';
-import { KongDriver, PluginServerProcess } from '../kong/driver';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
+import { ROOT } from '../../harness/kong/process';
 import { BASE, PLUGINS_DIR, startWorld, vllm } from '../kong/world';
 
 const N = Number(process.env.SOAK_REQUESTS ?? 10_000);
@@ -20,7 +21,7 @@ const unhandled: string[] = [];
 beforeAll(async () => {
   server = await PluginServerProcess.start({
     pluginsDir: PLUGINS_DIR,
-    nodeArgs: ['--expose-gc', '--require', join(__dirname, 'heap-probe.cjs')],
+    nodeArgs: ['--expose-gc', '--require', join(ROOT, 'harness', 'kong', 'heap-probe.cjs')],
     // Watch the stream itself: a long run logs more lines than the driver keeps.
     onLog: (line) => {
       if (line.startsWith('heap-probe ')) heapAnswers.push(Number(line.split(' ')[1]));
@@ -62,7 +63,7 @@ it(
         backoff_base_ms: 200,
         backoff_max_ms: 1000,
       }),
-      { upstreamTimeoutMs: 1000 },
+      { timeouts: { read_timeout: 1000 } },
     );
     try {
       const rand = seededRandom(5);

@@ -16,7 +16,7 @@ import { decode } from '@msgpack/msgpack';
 import fc from 'fast-check';
 import { scanValue } from '../../pluginserver/frames';
 import { MAX_MESSAGE_BYTES } from '../../pluginserver/socket';
-import { KongDriver, type PluginServerProcess } from '../kong/driver';
+import { KongDriver, type PluginServerProcess } from '../../harness/kong/driver';
 import { exchange, request } from '../kong/raw-socket';
 import { BASE, startWorld, startPluginServer, vllm } from '../kong/world';
 

@@ -1,8 +1,8 @@
 import net from 'node:net';
 import { Redis } from 'ioredis';
-import { RedisServer } from '../helpers/redis';
-import { TcpProxy } from '../helpers/tcp-proxy';
-import { waitFor } from '../helpers/wait';
+import { RedisServer } from '../../harness/redis/server';
+import { TcpProxy } from '../../harness/net/tcp-proxy';
+import { waitFor } from '../../harness/wait';
 
 /** The test helper that cuts a node's link to Redis, against a real redis-server. */
 describe('TcpProxy', () => {

@@ -1,6 +1,6 @@
 import { SimFleet } from '../../sim/fleet';
 import { call, chat, get, post } from '../helpers/http';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 describe('simulator fault injection', () => {
   let fleet: SimFleet;

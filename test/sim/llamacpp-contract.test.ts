@@ -1,6 +1,6 @@
 import { SimFleet } from '../../sim/fleet';
 import { call, chat, get, post, sseEvents } from '../helpers/http';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 describe('simulated llama.cpp replica, over HTTP', () => {
   let fleet: SimFleet;

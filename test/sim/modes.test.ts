@@ -1,6 +1,6 @@
 import { SimFleet, type ReplicaOptions } from '../../sim/fleet';
 import { chat, get, post } from '../helpers/http';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 import { oneLoraPerBatch } from '../helpers/replicas';
 
 /** The simulator's selectable upstream behaviours (docs/replica-apis.md, "Modes"), over HTTP. */

@@ -1,7 +1,7 @@
 import { SimFleet } from '../../sim/fleet';
 import { readVllmLoad } from '../../src/metrics/replica-load';
 import { chat, get, post, sseEvents } from '../helpers/http';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 

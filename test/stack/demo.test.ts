@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { plainLines } from '../../stack/log-lines';
 import { progressLine, type TrafficStats } from '../../stack/traffic';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 const CLI = join(__dirname, '..', '..', 'dist', 'stack', 'cli.js');
 

@@ -5,9 +5,9 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { KongDriver, PluginServerProcess } from '../kong/driver';
+import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { onDemand, startWorld, usePluginServer, vllm } from '../kong/world';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 let driver: KongDriver;
 usePluginServer((_s: PluginServerProcess, d) => {

@@ -5,7 +5,7 @@
  */
 import OpenAI from 'openai';
 import type { LocalStack } from '../../stack/stack';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 import { startOpenAiStack, type Attempt } from './openai-stack';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';

@@ -3,11 +3,10 @@
  * frees its ports, and `--help` answers without rebuilding.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -104,47 +103,6 @@ describe('npm start through npm', () => {
       }
     }, 60_000);
   }
-
-  it('a start that fails after the stack is up (--trace of a missing file) leaves no process and no folder', async () => {
-    // Its own TMPDIR: the plugin server's prefix folder is made there, and its command line names it.
-    const tmp = mkdtempSync(join(tmpdir(), 'npm-start-fail-'));
-    try {
-      const child = spawn(
-        process.execPath,
-        [
-          join(ROOT, 'dist', 'stack', 'cli.js'),
-          ...['--port', '0', '--fleet-port', '0', '--traffic', '--requests', '5', '--exit'],
-          ...['--trace', join(tmp, 'nonexistent.csv')],
-        ],
-        { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: tmp } },
-      );
-      let out = '';
-      child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-      child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-      expect(await exited(child, 30_000)).toBe(1);
-      expect(out).toMatch(/nonexistent\.csv/);
-      // Nothing started under that TMPDIR is left running, by command line (read from /proc).
-      const left = () =>
-        readdirSync('/proc')
-          .filter((d) => /^\d+$/.test(d))
-          .filter((d) => {
-            try {
-              return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(tmp);
-            } catch {
-              return false;
-            }
-          })
-          .map(Number);
-      await waitFor(() => left().length === 0, 5000, 'no process left').catch(() => undefined);
-      const orphans = left();
-      for (const pid of orphans) process.kill(pid, 'SIGKILL'); // what the failed start left (by pid)
-      // (v8-compile-cache-*: a compile cache a dependency keeps there, not ours to remove.)
-      const folders = readdirSync(tmp).filter((f) => !f.startsWith('v8-compile-cache'));
-      expect({ orphans, folders }).toEqual({ orphans: [], folders: [] });
-    } finally {
-      rmSync(tmp, { recursive: true, force: true });
-    }
-  }, 40_000);
 
   it('answers --help without rebuilding dist/', async () => {
     const before = statSync(join(ROOT, 'dist', 'stack', 'cli.js')).mtimeMs;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { SimFleet } from '../../sim/fleet';
 import { call, chat } from '../helpers/http';
-import { waitFor } from '../helpers/wait';
+import { waitFor } from '../../harness/wait';
 
 const CLI = join(__dirname, '..', '..', 'dist', 'stack', 'cli.js');
 const BASE = 'acme/base-7b';

@@ -1,4 +1,4 @@
-// Test-only preload for the plugin server: on SIGUSR2, collect garbage and print the heap in
+// Preload for the plugin server (the soak test, the benchmark's exit run): on SIGUSR2, collect garbage and print the heap in
 // use, so a soak can compare memory without a debugger.
 process.on('SIGUSR2', () => {
   globalThis.gc?.();

@@ -9,7 +9,7 @@ import { RpcConnection } from './rpc';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 
-/** The repository root, from test/kong (ts-jest) or dist/test/kong (compiled). */
+/** The repository root, from harness/kong (ts-jest) or dist/harness/kong (compiled). */
 export const ROOT = join(
   __dirname,
   ...(__dirname.includes(`${sep}dist${sep}`) ? ['..', '..', '..'] : ['..', '..']),

@@ -16,13 +16,13 @@ export interface ExitRun {
   statuses: Record<number, number>;
 }
 
-/** A plugin server with the heap probe (test/reliability/heap-probe.cjs) preloaded. */
+/** A plugin server with the heap probe (harness/kong/heap-probe.cjs) preloaded. */
 async function startProbedServer(pluginsDir: string, binary?: string) {
   const answers: number[] = [];
   const server = await PluginServerProcess.start({
     pluginsDir,
     binary,
-    nodeArgs: ['--expose-gc', '--require', join(ROOT, 'test', 'reliability', 'heap-probe.cjs')],
+    nodeArgs: ['--expose-gc', '--require', join(ROOT, 'harness', 'kong', 'heap-probe.cjs')],
     onLog: (line) => {
       if (line.startsWith('heap-probe ')) answers.push(Number(line.split(' ')[1]));
     },

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { RedisConfig } from '../../src/config/redis-schema';
-import { waitFor } from './wait';
+import { waitFor } from '../wait';
 
 /**
  * A real `redis-server` (Debian's package) on a loopback port for one test file: no

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { RedisConfig } from '../../src/config/redis-schema';
-import { freePort, RedisServer } from './redis';
-import { waitFor } from './wait';
+import { freePort, RedisServer } from './server';
+import { waitFor } from '../wait';
 
 export const MASTER_NAME = 'lora';
 
