@@ -20,7 +20,9 @@ export type UnloadMode = 'registry' | 'frees';
 export type LoadErrors = 'released' | 'main';
 
 /**
- * vLLM's /metrics: `released`, or `residency` (open PR vllm#45411 plus `waiting_by_reason`), or
+ * vLLM's /metrics: `released` (releases before PR #38435: no `num_requests_waiting_by_reason`), or `residency`
+ * (`num_requests_waiting_by_reason` of PR #38435, merged 2026-03, plus the families of open PR
+ * vllm#45411), or
  * `no-stats`: `--disable-log-stats`, where AsyncLLM builds no StatLoggerManager, so no `vllm:`
  * family is exported, `lora_requests_info` included (vllm/v1/engine/async_llm.py, vllm 00080ee13c).
  */

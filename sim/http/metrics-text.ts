@@ -38,11 +38,11 @@ export interface VllmMetricsInput {
   /** The engine's KV capacity in tokens, as `vllm:cache_config_info` says it (blocks x block size). */
   kvCapacityTokens: number;
   /**
-   * Newer vLLM: `num_requests_waiting` counts requests deferred for the LoRA budget and
-   * `num_requests_waiting_by_reason{reason="capacity"|"deferred"}` splits them (version not pinned: not read
-   * upstream here); the residency families of PR vllm#45411 (closed; continued in open PR vllm#54830), names
-   * from the PR descriptions, no commit read (adapter -> level and pinned). Absent: released vLLM, whose
-   * `num_requests_waiting` leaves the deferred ones out.
+   * Mode `residency`: `num_requests_waiting_by_reason{reason="capacity"|"deferred"}` (vLLM PR #38435,
+   * merged 2026-03; `PrometheusStatLogger.record`, vllm/v1/metrics/loggers.py) and the residency
+   * families of PR vllm#45411 (closed; continued in open PR vllm#54830), names from the PR
+   * descriptions (adapter -> level and pinned). In every mode `num_requests_waiting` counts the
+   * requests deferred by the LoRA budget, as every vLLM release does.
    */
   residency?: { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[];
 }
@@ -57,8 +57,12 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   family(out, 'vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.');
   out.push(`vllm:num_requests_running{${l}} ${goFloat(m.stats.running)}`);
   family(out, 'vllm:num_requests_waiting', 'gauge', 'Number of requests waiting to be processed.');
+  // The skipped (LoRA-deferred) requests are counted: before PR #38435 the scheduler puts them
+  // back in the waiting queue before make_stats reads its length (`schedule`, `make_stats`,
+  // vllm/v1/core/sched/scheduler.py); since PR #38435 the gauge is
+  // `num_waiting_reqs + num_skipped_waiting_reqs` (vllm/v1/metrics/loggers.py).
   const deferred = m.stats.waitingForLora;
-  out.push(`vllm:num_requests_waiting{${l}} ${goFloat(m.stats.waiting - (m.residency ? 0 : deferred))}`);
+  out.push(`vllm:num_requests_waiting{${l}} ${goFloat(m.stats.waiting)}`);
   if (m.residency) {
     family(out, 'vllm:num_requests_waiting_by_reason', 'gauge', 'Number of requests waiting, by reason.');
     out.push(

@@ -20,8 +20,9 @@ export interface ReplicaLoad {
    */
   source?: LoadSource;
   /**
-   * Newer vLLM: waiting requests held back by the LoRA budget (`waiting_by_reason{reason="deferred"}`),
-   * left out of `waiting`.
+   * vLLM since PR #38435: waiting requests held back by the LoRA budget
+   * (`waiting_by_reason{reason="deferred"}`), then left out of `waiting`; without it `waiting`
+   * includes them.
    */
   waitingDeferred?: number;
   /**
@@ -164,8 +165,10 @@ export function readVllmLoad(text: string): ReplicaLoad {
   }
   return {
     running,
-    // Newer vLLM counts requests deferred for the LoRA budget as waiting; released vLLM does
-    // not. Without them `waiting` means the same on both: requests waiting for capacity.
+    // Every vLLM release counts requests deferred for the LoRA budget as waiting (older ones put
+    // them back in the queue before the gauge is read). Where the replica splits them out
+    // (`_by_reason`, since PR #38435) `waiting` is the capacity queue alone; elsewhere it
+    // cannot be told apart and holds both.
     waiting: deferred === undefined ? waiting : Math.max(0, waiting - deferred),
     kvUsage: kv ?? kvOld,
     activeAdapters: [...active].sort(),

@@ -88,7 +88,7 @@ describe('simulator modes', () => {
     });
   });
 
-  it('vLLM residency metrics: waiting counts requests deferred for max_loras, split by reason', async () => {
+  it('vLLM metrics: waiting counts requests deferred for max_loras in every mode, split by reason in residency', async () => {
     const urls = await start(oneLoraPerBatch('released'), oneLoraPerBatch('residency'));
     const pending = urls.flatMap((u) => [
       post(u, '/v1/chat/completions', chat('a', 30)),
@@ -96,7 +96,7 @@ describe('simulator modes', () => {
     ]);
     await waitFor(() => fleet!.replicas.every((r) => r.engine.stats().waitingForLora === 1));
     const [released, residency] = await Promise.all(urls.map(async (u) => (await get(u, '/metrics')).text));
-    expect(released).toMatch(/^vllm:num_requests_waiting\{.*\} 0\.0$/m);
+    expect(released).toMatch(/^vllm:num_requests_waiting\{.*\} 1\.0$/m);
     expect(released).not.toMatch(/waiting_by_reason|lora_adapter_loaded/);
     expect(residency).toMatch(/^vllm:num_requests_waiting\{.*\} 1\.0$/m);
     expect(residency).toMatch(/^vllm:num_requests_waiting_by_reason\{.*reason="deferred"\} 1\.0$/m);
