@@ -36,8 +36,8 @@ Upstream behaviour (docs/replica-apis.md names the source and release of each):
   --vllm-metrics MODE    released (default), residency (lora_adapter_loaded,
                          num_{gpu,cpu}_loaded_lora_adapters, num_requests_waiting_by_reason)
                          or no-stats (--disable-log-stats: no vllm: family at all)
-  --resolver-dir DIR     vLLM filesystem resolver (VLLM_PLUGINS=lora_filesystem_resolver,
-                         VLLM_LORA_RESOLVER_CACHE_DIR=DIR): unknown models load from DIR/<name>
+  --resolver-dir DIR     vLLM filesystem resolver (VLLM_LORA_RESOLVER_CACHE_DIR=DIR, VLLM_PLUGINS
+                         unset or listing it): unknown models load from DIR/<name>
   --llama-lora-mode M    llama.cpp per-request lora: clear (older builds), empty-is-absent
                          (current, default) or listed-only (newest)
   --llama-no-metrics     llama.cpp without --metrics (/metrics answers 501)

@@ -52,8 +52,8 @@ export interface ReplicaOptions {
   /** Base model named by an adapter's adapter_config.json (default: the served model). */
   adapterBaseModels?: Record<string, string>;
   /**
-   * vLLM's filesystem resolver (`VLLM_PLUGINS=lora_filesystem_resolver`,
-   * `VLLM_LORA_RESOLVER_CACHE_DIR`; needs `runtimeLoading` too): a request for an unknown
+   * vLLM's filesystem resolver (`VLLM_LORA_RESOLVER_CACHE_DIR`, with `VLLM_PLUGINS` unset or
+   * listing `lora_filesystem_resolver`; needs `runtimeLoading` too): a request for an unknown
    * `model=foo` loads `<dir>/foo` first. No bound, no unload.
    */
   resolverDir?: string;

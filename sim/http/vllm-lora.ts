@@ -137,8 +137,9 @@ export class VllmLoraApi {
   }
 
   /**
-   * The filesystem resolver (vllm/plugins/lora_resolvers/filesystem_resolver.py), active only
-   * with `VLLM_ALLOW_RUNTIME_LORA_UPDATING` and `VLLM_PLUGINS=lora_filesystem_resolver`:
+   * The filesystem resolver (vllm/plugins/lora_resolvers/filesystem_resolver.py), active with
+   * `VLLM_ALLOW_RUNTIME_LORA_UPDATING` and `VLLM_LORA_RESOLVER_CACHE_DIR` unless `VLLM_PLUGINS`
+   * is set without it (unset, vllm/plugins/__init__.py loads every plugin):
    * `<dir>/<name>` whose adapter_config.json names the served model as its base. It loads the
    * weights eagerly, under the name's lock, before the request queues. Found but not loadable:
    * 400; not found: the caller's 404.
