@@ -31,6 +31,9 @@ Upstream behaviour (docs/replica-apis.md names the source and release of each):
   --load-errors MODE     vLLM load errors: released (engine failures prefixed "Call to
                          add_lora method failed: ", default) or main ("already loaded" adds
                          the load_inplace hint)
+  --context-errors MODE  vLLM over-long prompt text: released ("you requested N tokens (P in
+                         the messages, M in the completion)", default) or renderer (newer: "you
+                         requested M output tokens and your prompt contains at least P ...")
   --unload MODE          vLLM unload: registry (released through 0.27.x: only the name goes,
                          the weights stay cached; default) or frees (the open fix)
   --vllm-metrics MODE    released (default), residency (lora_adapter_loaded,
@@ -83,6 +86,7 @@ async function main(): Promise<void> {
       'llama-no-slots': { type: 'boolean' },
       'load-read-mbps': { type: 'string' },
       'load-errors': { type: 'string' },
+      'context-errors': { type: 'string' },
       unload: { type: 'string' },
       'vllm-metrics': { type: 'string' },
       'resolver-dir': { type: 'string' },
@@ -109,6 +113,7 @@ async function main(): Promise<void> {
     timeScale: int('time-scale', v['time-scale'], 1) || 1,
     errorStyle: oneOf('error-style', v['error-style'], ['nested', 'flat'] as const),
     loadErrors: oneOf('load-errors', v['load-errors'], ['released', 'main'] as const),
+    contextErrors: oneOf('context-errors', v['context-errors'], ['released', 'renderer'] as const),
     unload: oneOf('unload', v.unload, ['registry', 'frees'] as const),
     vllmMetrics: oneOf('vllm-metrics', v['vllm-metrics'], ['released', 'residency', 'no-stats'] as const),
     resolverDir: v['resolver-dir'],

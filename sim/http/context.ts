@@ -1,4 +1,5 @@
 import type { Clock } from '../../src/clock';
+import type { ContextErrors } from '../engine/context';
 import type { ReplicaEngine } from '../engine/engine';
 import type { ErrorStyle, SimError } from './errors';
 
@@ -96,6 +97,7 @@ export interface ResolvedOptions {
   unload: UnloadMode;
   loadErrors: LoadErrors;
   vllmMetrics: VllmMetrics;
+  contextErrors: ContextErrors;
   llamaLora: LlamaLoraMode;
   llamaMetrics: boolean;
   llamaSlots: boolean;

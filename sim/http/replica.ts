@@ -16,7 +16,7 @@ import type {
   VllmMetrics,
 } from './context';
 import { Registry } from './context';
-import { contextLength, contextLengthError } from '../engine/context';
+import { contextLength, contextLengthError, type ContextErrors } from '../engine/context';
 import { LlamaCppBackend, VllmBackend, type SimBackend } from './backends';
 import type { ErrorStyle, SimError } from './errors';
 import { freshFaults, type Fault, type FaultState } from './faults';
@@ -76,6 +76,8 @@ export interface ReplicaOptions {
   loadErrors?: LoadErrors;
   /** vLLM: /metrics families (default `released`). */
   vllmMetrics?: VllmMetrics;
+  /** vLLM: the over-long prompt text (default `released`; sim/engine/context.ts). */
+  contextErrors?: ContextErrors;
   /** llama.cpp: per-request `lora` semantics (default `empty-is-absent`, current builds). */
   llamaLora?: LlamaLoraMode;
   /** llama.cpp `--metrics` (default on here; llama-server's own default is off: /metrics 501). */
@@ -153,6 +155,7 @@ export class SimReplica implements ReplicaContext {
       unload: options.unload ?? 'registry',
       loadErrors: options.loadErrors ?? 'released',
       vllmMetrics: options.vllmMetrics ?? 'released',
+      contextErrors: options.contextErrors ?? 'released',
       llamaLora: options.llamaLora ?? 'empty-is-absent',
       llamaMetrics: options.llamaMetrics ?? true,
       llamaSlots: options.llamaSlots ?? true,
@@ -407,8 +410,9 @@ export class SimReplica implements ReplicaContext {
       contextLength(this.o.maxModelLen, this.engine.options.kvCapacityTokens),
       p.promptTokens,
       p.maxTokens,
+      this.o.contextErrors,
     );
-    if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong));
+    if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong.message, tooLong.param));
     const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${requestId()}`;
     const created = Math.floor(this.nowUnix());
     // vLLM echoes the adapter name (serving_models.py `model_name`, vllm 075e9ba825); llama.cpp echoes the request's

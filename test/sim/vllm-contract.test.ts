@@ -114,6 +114,25 @@ describe('simulated vLLM replica, over HTTP', () => {
     expect(r.json().error.message).toMatch(/maximum context length is 8192 tokens/);
   });
 
+  it("answers an over-long prompt with each release's text; both start with the maximum context length", async () => {
+    const f = await SimFleet.start([{ contextErrors: 'renderer' }]);
+    try {
+      const long = chat(BASE, 16, { messages: [{ role: 'user', content: 'x'.repeat(40000) }] });
+      const r = await post(f.urls[0]!, '/v1/chat/completions', long);
+      expect(r.status).toBe(400);
+      // Newer vLLM checks the tokenized prompt against max_model_len - max_tokens, tokenizing at
+      // most one token past it (TokenizeParams, vllm/renderers/params.py): 8192 - 16 + 1.
+      expect(r.json().error).toMatchObject({
+        type: 'BadRequestError',
+        param: 'input_tokens',
+        message:
+          "This model's maximum context length is 8192 tokens. However, you requested 16 output tokens and your prompt contains at least 8177 input tokens, for a total of at least 8193 tokens. Please reduce the length of the input prompt or the number of requested output tokens.",
+      });
+    } finally {
+      await f.stop();
+    }
+  });
+
   it('loads and unloads adapters with plain-text success bodies; the registry follows', async () => {
     const load = await post(url, '/v1/load_lora_adapter', {
       lora_name: 'chat-lora',
