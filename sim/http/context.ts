@@ -25,7 +25,7 @@ export type LoadErrors = 'released' | 'main';
  * (`num_requests_waiting_by_reason` of PR #38435, merged 2026-03, plus the families of open PR
  * vllm#45411), or
  * `no-stats`: `--disable-log-stats`, where AsyncLLM builds no StatLoggerManager, so no `vllm:`
- * family is exported, `lora_requests_info` included (vllm/v1/engine/async_llm.py, vllm 00080ee13c).
+ * family is exported, `lora_requests_info` included (vllm/v1/engine/async_llm.py, vLLM v0.11.0).
  */
 export type VllmMetrics = 'released' | 'residency' | 'no-stats';
 

@@ -38,7 +38,7 @@ export interface ReplicaLoad {
   /**
    * vLLM: requests past their first token (`vllm:time_to_first_token_seconds_count`). vLLM counts
    * a request's prompt tokens in the same iteration as its first token (IterationStats, read by
-   * PrometheusStatLogger.record in vllm/v1/metrics/loggers.py, vllm 005a810bc4), so
+   * PrometheusStatLogger.record in vllm/v1/metrics/loggers.py, vLLM v0.11.0), so
    * promptTokensTotal / firstTokensTotal is the replica's mean prompt, other gateways' included.
    */
   firstTokensTotal?: number;
@@ -47,7 +47,7 @@ export interface ReplicaLoad {
   /**
    * vLLM: `vllm:request_prompt_tokens_sum` and `vllm:request_prefill_time_seconds_sum`, both
    * observed when a request finishes (PrometheusStatLogger.record, vllm/v1/metrics/loggers.py,
-   * vllm 005a810bc4): their deltas over a poll are the same requests' prompt tokens and prefill
+   * vLLM v0.11.0): their deltas over a poll are the same requests' prompt tokens and prefill
    * time, the replica's prefill rate.
    */
   finishedPromptTokens?: number;
@@ -84,7 +84,7 @@ const VLLM = new Set([
 
 /**
  * Counters, a histogram count and histogram sums of vLLM's PrometheusStatLogger
- * (vllm/v1/metrics/loggers.py, vllm 005a810bc4), by the field each goes to: one series per engine,
+ * (vllm/v1/metrics/loggers.py, vLLM v0.11.0), by the field each goes to: one series per engine,
  * which add up.
  */
 const VLLM_TOTALS = {

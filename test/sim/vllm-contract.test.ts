@@ -279,7 +279,7 @@ describe('simulated vLLM replica, over HTTP', () => {
 
   it('exports the per-request prompt-token and prefill-time histograms the router learns its prefill rate from', async () => {
     // vLLM observes both at a request's finish (PrometheusStatLogger.record,
-    // vllm/v1/metrics/loggers.py, vllm 005a810bc4): their sums describe the same requests.
+    // vllm/v1/metrics/loggers.py, vLLM v0.11.0): their sums describe the same requests.
     const before = readVllmLoad((await get(url, '/metrics')).text);
     const body = chat(BASE, 2, { messages: [{ role: 'user', content: 'x'.repeat(400) }] });
     expect((await post(url, '/v1/chat/completions', body)).status).toBe(200);
@@ -293,7 +293,7 @@ describe('simulated vLLM replica, over HTTP', () => {
 
   it("exports vllm:cache_config_info, whose num_gpu_blocks x block_size is the engine's KV capacity", async () => {
     // vLLM's log_metrics_info: an info gauge (value 1) with CacheConfig.metrics_info() as labels
-    // (vllm/v1/metrics/loggers.py, vllm 005a810bc4). The router's KV wait needs the capacity.
+    // (vllm/v1/metrics/loggers.py, vLLM v0.11.0). The router's KV wait needs the capacity.
     const text = (await get(url, '/metrics')).text;
     expect(text).toMatch(/^# TYPE vllm:cache_config_info gauge$/m);
     expect(readVllmLoad(text).kvCapacityTokens).toBe(fleet.replicas[0]!.engine.options.kvCapacityTokens);
