@@ -10,44 +10,39 @@ import type { FieldError, SchemaFields } from './kong-schema';
  * (`{ip, port}`), `cluster_max_redirections` (5), `connection_is_proxied` (false). No defaults
  * here: unset, `timeout` bounds connecting and each call.
  */
+/** An integer field of Kong Enterprise's record, between `min` and `max`, with no default. */
+const integer = (name: string, min: number, max: number, description: string) => ({
+  [name]: { type: 'integer' as const, between: [min, max] as [number, number], description },
+});
+
+const NO_EFFECT = "Accepted from Kong Enterprise's record, no effect";
+
 export const enterpriseRedisFields: SchemaFields = [
-  {
-    connect_timeout: {
-      type: 'integer',
-      between: [10, 60000],
-      description: "Bound on connecting, in ms (Kong Enterprise's name). Unset: `timeout`.",
-    },
-  },
-  {
-    send_timeout: {
-      type: 'integer',
-      between: [10, 60000],
-      description:
-        "Kong Enterprise's bound on sending a call, in ms. The client bounds a whole call (sent and answered) with one timer: the larger of `send_timeout` and `read_timeout`. Unset: `timeout`.",
-    },
-  },
-  {
-    read_timeout: {
-      type: 'integer',
-      between: [10, 60000],
-      description: "Kong Enterprise's bound on an answer, in ms; see `send_timeout`. Unset: `timeout`.",
-    },
-  },
-  {
-    keepalive_pool_size: {
-      type: 'integer',
-      between: [1, 2147483646],
-      description:
-        "Accepted from Kong Enterprise's record, no effect: each plugin process keeps one pipelined connection, not a pool.",
-    },
-  },
-  {
-    keepalive_backlog: {
-      type: 'integer',
-      between: [0, 2147483646],
-      description: "Accepted from Kong Enterprise's record, no effect (see `keepalive_pool_size`).",
-    },
-  },
+  integer(
+    'connect_timeout',
+    10,
+    60000,
+    "Bound on connecting, in ms (Kong Enterprise's name). Unset: `timeout`.",
+  ),
+  integer(
+    'send_timeout',
+    10,
+    60000,
+    "Kong Enterprise's bound on sending a call, in ms. The client bounds a whole call (sent and answered) with one timer: the larger of `send_timeout` and `read_timeout`. Unset: `timeout`.",
+  ),
+  integer(
+    'read_timeout',
+    10,
+    60000,
+    "Kong Enterprise's bound on an answer, in ms; see `send_timeout`. Unset: `timeout`.",
+  ),
+  integer(
+    'keepalive_pool_size',
+    1,
+    2147483646,
+    `${NO_EFFECT}: each plugin process keeps one pipelined connection, not a pool.`,
+  ),
+  integer('keepalive_backlog', 0, 2147483646, `${NO_EFFECT} (see \`keepalive_pool_size\`).`),
   {
     cluster_nodes: {
       type: 'array',
@@ -62,13 +57,7 @@ export const enterpriseRedisFields: SchemaFields = [
       },
     },
   },
-  {
-    cluster_max_redirections: {
-      type: 'integer',
-      between: [0, 2147483646],
-      description: "Accepted from Kong Enterprise's record, no effect (no Redis Cluster).",
-    },
-  },
+  integer('cluster_max_redirections', 0, 2147483646, `${NO_EFFECT} (no Redis Cluster).`),
   {
     connection_is_proxied: {
       type: 'boolean',
