@@ -21,13 +21,14 @@ export type UnloadMode = 'registry' | 'frees';
 export type LoadErrors = 'released' | 'main';
 
 /**
- * vLLM's /metrics: `released` (releases before PR #38435: no `num_requests_waiting_by_reason`), or `residency`
- * (`num_requests_waiting_by_reason` of PR #38435, merged 2026-03, plus the families of open PR
- * vllm#45411), or
- * `no-stats`: `--disable-log-stats`, where AsyncLLM builds no StatLoggerManager, so no `vllm:`
- * family is exported, `lora_requests_info` included (vllm/v1/engine/async_llm.py, vLLM v0.11.0).
+ * vLLM's /metrics. `released` (v0.11.0, and every release before vLLM PR #38435): no
+ * `num_requests_waiting_by_reason`. `by-reason` (releases since PR #38435, merged 2026-03): that
+ * split, summing to `num_requests_waiting`. `residency`: the split plus the families of open PR
+ * vllm#45411. `no-stats`: `--disable-log-stats`, where AsyncLLM builds no StatLoggerManager, so
+ * no `vllm:` family is exported, `lora_requests_info` included (vllm/v1/engine/async_llm.py,
+ * vLLM v0.11.0). In every mode `num_requests_waiting` counts requests deferred by the LoRA budget.
  */
-export type VllmMetrics = 'released' | 'residency' | 'no-stats';
+export type VllmMetrics = 'released' | 'by-reason' | 'residency' | 'no-stats';
 
 /**
  * llama.cpp's per-request `lora` field. `clear`: older servers clear every scale, then set the

@@ -39,12 +39,14 @@ export interface VllmMetricsInput {
   kvCapacityTokens: number;
   /**
    * Mode `residency`: `num_requests_waiting_by_reason{reason="capacity"|"deferred"}` (vLLM PR #38435,
-   * merged 2026-03; `PrometheusStatLogger.record`, vllm/v1/metrics/loggers.py) and the residency
+   * merged 2026-03, alone in mode `by-reason`; `PrometheusStatLogger.record`, vllm/v1/metrics/loggers.py) and the residency
    * families of PR vllm#45411 (closed; continued in open PR vllm#54830), names from the PR
    * descriptions (adapter -> level and pinned). In every mode `num_requests_waiting` counts the
    * requests deferred by the LoRA budget, as every vLLM release does.
    */
   residency?: { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[];
+  /** `num_requests_waiting_by_reason` (vLLM PR #38435); implied by `residency`. */
+  waitingByReason?: boolean;
 }
 
 function family(out: string[], name: string, type: string, help: string): void {
@@ -63,12 +65,14 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   // `num_waiting_reqs + num_skipped_waiting_reqs` (vllm/v1/metrics/loggers.py).
   const deferred = m.stats.waitingForLora;
   out.push(`vllm:num_requests_waiting{${l}} ${goFloat(m.stats.waiting)}`);
-  if (m.residency) {
+  if (m.waitingByReason || m.residency) {
     family(out, 'vllm:num_requests_waiting_by_reason', 'gauge', 'Number of requests waiting, by reason.');
     out.push(
       `vllm:num_requests_waiting_by_reason{${l},reason="capacity"} ${goFloat(m.stats.waiting - deferred)}`,
     );
     out.push(`vllm:num_requests_waiting_by_reason{${l},reason="deferred"} ${goFloat(deferred)}`);
+  }
+  if (m.residency) {
     const count = (level: string) =>
       new Set(m.residency!.filter((r) => r.level === level).map((r) => r.adapter)).size;
     family(out, 'vllm:num_gpu_loaded_lora_adapters', 'gauge', 'LoRA adapters in GPU slots.');
