@@ -31,13 +31,17 @@ Upstream behaviour (docs/replica-apis.md names the source and release of each):
   --load-errors MODE     vLLM load errors: released (engine failures prefixed "Call to
                          add_lora method failed: ", default) or main ("already loaded" adds
                          the load_inplace hint)
+  --context-errors MODE  vLLM over-long prompt text: released ("you requested N tokens (P in
+                         the messages, M in the completion)", default) or renderer (newer: "you
+                         requested M output tokens and your prompt contains at least P ...")
   --unload MODE          vLLM unload: registry (released through 0.27.x: only the name goes,
                          the weights stay cached; default) or frees (the open fix)
-  --vllm-metrics MODE    released (default), residency (lora_adapter_loaded,
-                         num_{gpu,cpu}_loaded_lora_adapters, num_requests_waiting_by_reason)
-                         or no-stats (--disable-log-stats: no vllm: family at all)
-  --resolver-dir DIR     vLLM filesystem resolver (VLLM_PLUGINS=lora_filesystem_resolver,
-                         VLLM_LORA_RESOLVER_CACHE_DIR=DIR): unknown models load from DIR/<name>
+  --vllm-metrics MODE    released (v0.11.0, default), by-reason (num_requests_waiting_by_reason,
+                         newer releases), residency (by-reason plus lora_adapter_loaded,
+                         num_{gpu,cpu}_loaded_lora_adapters: an open PR) or no-stats
+                         (--disable-log-stats: no vllm: family at all)
+  --resolver-dir DIR     vLLM filesystem resolver (VLLM_LORA_RESOLVER_CACHE_DIR=DIR, VLLM_PLUGINS
+                         unset or listing it): unknown models load from DIR/<name>
   --llama-lora-mode M    llama.cpp per-request lora: clear (older builds), empty-is-absent
                          (current, default) or listed-only (newest)
   --llama-no-metrics     llama.cpp without --metrics (/metrics answers 501)
@@ -83,6 +87,7 @@ async function main(): Promise<void> {
       'llama-no-slots': { type: 'boolean' },
       'load-read-mbps': { type: 'string' },
       'load-errors': { type: 'string' },
+      'context-errors': { type: 'string' },
       unload: { type: 'string' },
       'vllm-metrics': { type: 'string' },
       'resolver-dir': { type: 'string' },
@@ -109,8 +114,14 @@ async function main(): Promise<void> {
     timeScale: int('time-scale', v['time-scale'], 1) || 1,
     errorStyle: oneOf('error-style', v['error-style'], ['nested', 'flat'] as const),
     loadErrors: oneOf('load-errors', v['load-errors'], ['released', 'main'] as const),
+    contextErrors: oneOf('context-errors', v['context-errors'], ['released', 'renderer'] as const),
     unload: oneOf('unload', v.unload, ['registry', 'frees'] as const),
-    vllmMetrics: oneOf('vllm-metrics', v['vllm-metrics'], ['released', 'residency', 'no-stats'] as const),
+    vllmMetrics: oneOf('vllm-metrics', v['vllm-metrics'], [
+      'released',
+      'by-reason',
+      'residency',
+      'no-stats',
+    ] as const),
     resolverDir: v['resolver-dir'],
     llamaLora: oneOf('llama-lora-mode', v['llama-lora-mode'], [
       'clear',

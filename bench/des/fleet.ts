@@ -106,7 +106,7 @@ export class DesFleet implements ReplicaApi {
     const i = this.index(url);
     const engine = this.engines[i]!;
     const tooLong = contextLengthError(engine.options.kvCapacityTokens, promptTokens, outputTokens);
-    if (tooLong) return { status: 400, message: tooLong };
+    if (tooLong) return { status: 400, message: tooLong.message };
     if (this.o.mode === 'resolver' && adapter !== null) await this.resolve(i, adapter);
     return new Promise((resolve) => {
       engine.submit({

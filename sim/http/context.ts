@@ -1,4 +1,5 @@
 import type { Clock } from '../../src/clock';
+import type { ContextErrors } from '../engine/context';
 import type { ReplicaEngine } from '../engine/engine';
 import type { ErrorStyle, SimError } from './errors';
 
@@ -22,11 +23,14 @@ export type UnloadMode = 'registry' | 'frees';
 export type LoadErrors = 'released' | 'main';
 
 /**
- * vLLM's /metrics: `released`, or `residency` (open PR vllm#45411 plus `waiting_by_reason`), or
- * `no-stats`: `--disable-log-stats`, where AsyncLLM builds no StatLoggerManager, so no `vllm:`
- * family is exported, `lora_requests_info` included (vllm/v1/engine/async_llm.py, vllm 00080ee13c).
+ * vLLM's /metrics. `released` (v0.11.0, and every release before vLLM PR #38435): no
+ * `num_requests_waiting_by_reason`. `by-reason` (releases since PR #38435, merged 2026-03): that
+ * split, summing to `num_requests_waiting`. `residency`: the split plus the families of open PR
+ * vllm#45411. `no-stats`: `--disable-log-stats`, where AsyncLLM builds no StatLoggerManager, so
+ * no `vllm:` family is exported, `lora_requests_info` included (vllm/v1/engine/async_llm.py,
+ * vLLM v0.11.0). In every mode `num_requests_waiting` counts requests deferred by the LoRA budget.
  */
-export type VllmMetrics = 'released' | 'residency' | 'no-stats';
+export type VllmMetrics = 'released' | 'by-reason' | 'residency' | 'no-stats';
 
 /**
  * llama.cpp's per-request `lora` field. `clear`: older servers clear every scale, then set the
@@ -97,6 +101,7 @@ export interface ResolvedOptions {
   unload: UnloadMode;
   loadErrors: LoadErrors;
   vllmMetrics: VllmMetrics;
+  contextErrors: ContextErrors;
   llamaLora: LlamaLoraMode;
   llamaMetrics: boolean;
   llamaSlots: boolean;

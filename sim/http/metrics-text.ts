@@ -38,13 +38,15 @@ export interface VllmMetricsInput {
   /** The engine's KV capacity in tokens, as `vllm:cache_config_info` says it (blocks x block size). */
   kvCapacityTokens: number;
   /**
-   * Newer vLLM: `num_requests_waiting` counts requests deferred for the LoRA budget and
-   * `num_requests_waiting_by_reason{reason="capacity"|"deferred"}` splits them (version not pinned: not read
-   * upstream here); the residency families of PR vllm#45411 (closed; continued in open PR vllm#54830), names
-   * from the PR descriptions, no commit read (adapter -> level and pinned). Absent: released vLLM, whose
-   * `num_requests_waiting` leaves the deferred ones out.
+   * Mode `residency`: `num_requests_waiting_by_reason{reason="capacity"|"deferred"}` (vLLM PR #38435,
+   * merged 2026-03, alone in mode `by-reason`; `PrometheusStatLogger.record`, vllm/v1/metrics/loggers.py) and the residency
+   * families of PR vllm#45411 (closed; continued in open PR vllm#54830), names from the PR
+   * descriptions (adapter -> level and pinned). In every mode `num_requests_waiting` counts the
+   * requests deferred by the LoRA budget, as every vLLM release does.
    */
   residency?: { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[];
+  /** `num_requests_waiting_by_reason` (vLLM PR #38435); implied by `residency`. */
+  waitingByReason?: boolean;
 }
 
 function family(out: string[], name: string, type: string, help: string): void {
@@ -57,14 +59,20 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   family(out, 'vllm:num_requests_running', 'gauge', 'Number of requests in model execution batches.');
   out.push(`vllm:num_requests_running{${l}} ${goFloat(m.stats.running)}`);
   family(out, 'vllm:num_requests_waiting', 'gauge', 'Number of requests waiting to be processed.');
+  // The skipped (LoRA-deferred) requests are counted: before PR #38435 the scheduler puts them
+  // back in the waiting queue before make_stats reads its length (`schedule`, `make_stats`,
+  // vllm/v1/core/sched/scheduler.py); since PR #38435 the gauge is
+  // `num_waiting_reqs + num_skipped_waiting_reqs` (vllm/v1/metrics/loggers.py).
   const deferred = m.stats.waitingForLora;
-  out.push(`vllm:num_requests_waiting{${l}} ${goFloat(m.stats.waiting - (m.residency ? 0 : deferred))}`);
-  if (m.residency) {
+  out.push(`vllm:num_requests_waiting{${l}} ${goFloat(m.stats.waiting)}`);
+  if (m.waitingByReason || m.residency) {
     family(out, 'vllm:num_requests_waiting_by_reason', 'gauge', 'Number of requests waiting, by reason.');
     out.push(
       `vllm:num_requests_waiting_by_reason{${l},reason="capacity"} ${goFloat(m.stats.waiting - deferred)}`,
     );
     out.push(`vllm:num_requests_waiting_by_reason{${l},reason="deferred"} ${goFloat(deferred)}`);
+  }
+  if (m.residency) {
     const count = (level: string) =>
       new Set(m.residency!.filter((r) => r.level === level).map((r) => r.adapter)).size;
     family(out, 'vllm:num_gpu_loaded_lora_adapters', 'gauge', 'LoRA adapters in GPU slots.');
@@ -80,7 +88,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   family(out, 'vllm:kv_cache_usage_perc', 'gauge', 'KV-cache usage. 1 means 100 percent usage.');
   out.push(`vllm:kv_cache_usage_perc{${l}} ${goFloat(m.stats.kvUsage)}`);
   // An info gauge set to 1 at engine start: CacheConfig.metrics_info() as labels, plus `engine`
-  // (PrometheusStatLogger.log_metrics_info, vllm/v1/metrics/loggers.py, vllm 005a810bc4); a few
+  // (PrometheusStatLogger.log_metrics_info, vllm/v1/metrics/loggers.py, vLLM v0.11.0); a few
   // of its fields, in blocks of vLLM's default 16 tokens.
   family(out, 'vllm:cache_config_info', 'gauge', 'Information of the LLMEngine CacheConfig');
   out.push(
@@ -111,7 +119,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   family(out, 'vllm:generation_tokens_total', 'counter', 'Number of generation tokens processed.');
   out.push(`vllm:generation_tokens_total{${l}} ${goFloat(m.stats.generationTokensTotal)}`);
   // Observed together at each request's finish (PrometheusStatLogger.record,
-  // vllm/v1/metrics/loggers.py, vllm 005a810bc4): the router's prefill rate is the ratio of
+  // vllm/v1/metrics/loggers.py, vLLM v0.11.0): the router's prefill rate is the ratio of
   // their sums' growth. Only the +Inf bucket: nothing here reads the others.
   const finishedHistogram = (name: string, help: string, sum: number) => {
     family(out, name, 'histogram', help);
@@ -169,7 +177,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
 
 /**
  * vLLM's /metrics with `--disable-log-stats`: no `vllm:` family (no StatLoggerManager,
- * vllm/v1/engine/async_llm.py, vllm 00080ee13c), only prometheus_client's own process
+ * vllm/v1/engine/async_llm.py, vLLM v0.11.0), only prometheus_client's own process
  * collectors; one stands for them here (modelled, not read at a pinned version).
  */
 export function processMetricsText(): string {

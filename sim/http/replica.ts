@@ -16,7 +16,7 @@ import type {
   VllmMetrics,
 } from './context';
 import { Registry } from './context';
-import { contextLength, contextLengthError } from '../engine/context';
+import { contextLength, contextLengthError, type ContextErrors } from '../engine/context';
 import { LlamaCppBackend, VllmBackend, type SimBackend } from './backends';
 import type { ErrorStyle, SimError } from './errors';
 import { freshFaults, type Fault, type FaultState } from './faults';
@@ -58,8 +58,8 @@ export interface ReplicaOptions {
   /** Base model named by an adapter's adapter_config.json (default: the served model). */
   adapterBaseModels?: Record<string, string>;
   /**
-   * vLLM's filesystem resolver (`VLLM_PLUGINS=lora_filesystem_resolver`,
-   * `VLLM_LORA_RESOLVER_CACHE_DIR`; needs `runtimeLoading` too): a request for an unknown
+   * vLLM's filesystem resolver (`VLLM_LORA_RESOLVER_CACHE_DIR`, with `VLLM_PLUGINS` unset or
+   * listing `lora_filesystem_resolver`; needs `runtimeLoading` too): a request for an unknown
    * `model=foo` loads `<dir>/foo` first. No bound, no unload.
    */
   resolverDir?: string;
@@ -82,6 +82,8 @@ export interface ReplicaOptions {
   loadErrors?: LoadErrors;
   /** vLLM: /metrics families (default `released`). */
   vllmMetrics?: VllmMetrics;
+  /** vLLM: the over-long prompt text (default `released`; sim/engine/context.ts). */
+  contextErrors?: ContextErrors;
   /** llama.cpp: per-request `lora` semantics (default `empty-is-absent`, current builds). */
   llamaLora?: LlamaLoraMode;
   /** llama.cpp `--metrics` (default on here; llama-server's own default is off: /metrics 501). */
@@ -160,6 +162,7 @@ export class SimReplica implements ReplicaContext {
       unload: options.unload ?? 'registry',
       loadErrors: options.loadErrors ?? 'released',
       vllmMetrics: options.vllmMetrics ?? 'released',
+      contextErrors: options.contextErrors ?? 'released',
       llamaLora: options.llamaLora ?? 'empty-is-absent',
       llamaMetrics: options.llamaMetrics ?? true,
       llamaSlots: options.llamaSlots ?? true,
@@ -402,9 +405,9 @@ export class SimReplica implements ReplicaContext {
   // ---- completions ----------------------------------------------------------------------
 
   private async completion(endpoint: Endpoint, body: unknown, res: http.ServerResponse): Promise<void> {
-    // Text of V0's MQEngineDeadError (vllm/engine/multiprocessing/__init__.py, vllm 9cfdcd89fe); V1's EngineDeadError
-    // says "EngineCore encountered an issue..." (vllm/v1/engine/exceptions.py, f218d64df6) and launcher.py (6cfc259b54)
-    // answers a bare 500; newer server_utils.py engine_error_handler (0753ceeb9c) a JSON error. The body is modelled.
+    // Text of V0's MQEngineDeadError (vllm/engine/multiprocessing/__init__.py, vLLM v0.10.0, the V0 engine); V1's EngineDeadError
+    // says "EngineCore encountered an issue..." (vllm/v1/engine/exceptions.py, vLLM v0.11.0) and launcher.py (vLLM v0.11.0)
+    // answers a bare 500; newer server_utils.py engine_error_handler (main, December 2026) a JSON error. The body is modelled.
     if (this.faults.dead)
       return this.send(res, this.error(500, 'EngineDeadError', 'Engine loop is not running.'));
     const p = parseCompletion(endpoint, body, this.o.defaultMaxTokens);
@@ -418,11 +421,12 @@ export class SimReplica implements ReplicaContext {
       contextLength(this.o.maxModelLen, this.engine.options.kvCapacityTokens),
       p.promptTokens,
       p.maxTokens,
+      this.o.contextErrors,
     );
-    if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong));
+    if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong.message, tooLong.param));
     const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${requestId()}`;
     const created = Math.floor(this.nowUnix());
-    // vLLM echoes the adapter name (serving_models.py `model_name`, vllm 075e9ba825); llama.cpp echoes the request's
+    // vLLM echoes the adapter name (serving_models.py `model_name`, vLLM v0.11.0); llama.cpp echoes the request's
     // `model` (tools/server/server-task.cpp params_from_json_cmpl, llama.cpp aa6192d38d).
     const model = p.model;
     const answer: { onToken?: (i: number) => void; onFinish: (rec: RequestRecord) => void } = p.stream

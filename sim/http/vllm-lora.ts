@@ -9,7 +9,7 @@ import type { RegistryEntry, ReplicaContext } from './context';
 export class VllmLoraApi {
   /** vLLM's per-name `lora_resolver_lock`: loads, unloads and resolutions of one name queue (main; not re-read at a pinned commit). */
   private readonly locks = new KeyedLock();
-  /** `lora_id_counter`: every new load takes the next `lora_int_id`, never reusing one (serving_models.py, vllm 075e9ba825). */
+  /** `lora_id_counter`: every new load takes the next `lora_int_id`, never reusing one (serving_models.py, vLLM v0.11.0). */
   private nextLoraId = 1;
 
   constructor(private readonly r: ReplicaContext) {}
@@ -41,7 +41,7 @@ export class VllmLoraApi {
     // FastAPI validates the body first: a missing or non-string field is a pydantic 400 (see validationError).
     const missing = ['lora_name', 'lora_path'].filter((k) => typeof b[k] !== 'string');
     if (missing.length > 0) return logged(validationError(r, missing, b));
-    // _check_load_lora_adapter_request (serving_models.py, vllm 075e9ba825), as the "already loaded" 400 below.
+    // _check_load_lora_adapter_request (serving_models.py, vLLM v0.11.0), as the "already loaded" 400 below.
     if (!name || !path) {
       return logged(r.error(400, 'InvalidUserInput', "Both 'lora_name' and 'lora_path' must be provided."));
     }
@@ -62,7 +62,7 @@ export class VllmLoraApi {
         return logged(
           engineFailure(r, 404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${path}`),
         );
-      // WorkerLoRAManager._load_lora's text (vllm/lora/worker_manager.py, vllm 9495bf0d33). Since
+      // WorkerLoRAManager._load_lora's text (vllm/lora/worker_manager.py, vLLM v0.11.0). Since
       // vLLM #36201 (read at main 00153c8b79, vllm/entrypoints/openai/models/serving.py
       // `load_lora_adapter`) any engine failure but "not found" answers 500 InternalServerError.
       if (rank > r.o.maxLoraRank) {
@@ -136,15 +136,16 @@ export class VllmLoraApi {
     // What the engine has of the name at this moment: the fault run's invariant reads it (never > 0).
     const busy = r.engine.requestsOf(name);
     r.registry.delete(name);
-    // Released vLLM only forgets the name (unload_lora_adapter, serving_models.py, vllm 075e9ba825): the weights
+    // Released vLLM only forgets the name (unload_lora_adapter, serving_models.py, vLLM v0.11.0): the weights
     // stay cached until the LRU pushes them out.
     if (r.o.unload === 'frees') r.engine.dropWeights(entry.weights);
     return logged({ status: 200, body: `Success: LoRA adapter '${name}' removed successfully.` }, busy);
   }
 
   /**
-   * The filesystem resolver (vllm/plugins/lora_resolvers/filesystem_resolver.py), active only
-   * with `VLLM_ALLOW_RUNTIME_LORA_UPDATING` and `VLLM_PLUGINS=lora_filesystem_resolver`:
+   * The filesystem resolver (vllm/plugins/lora_resolvers/filesystem_resolver.py), active with
+   * `VLLM_ALLOW_RUNTIME_LORA_UPDATING` and `VLLM_LORA_RESOLVER_CACHE_DIR` unless `VLLM_PLUGINS`
+   * is set without it (unset, vllm/plugins/__init__.py loads every plugin):
    * `<dir>/<name>` whose adapter_config.json names the served model as its base. It loads the
    * weights eagerly, under the name's lock, before the request queues. Found but not loadable:
    * 400; not found: the caller's 404.
@@ -202,8 +203,8 @@ export function adapterRank(r: ReplicaContext, path: string): number | undefined
 
 /**
  * A failure raised inside the engine: released vLLM wraps its text in the utility call's ("Call to add_lora method
- * failed: ", EngineCoreProc._handle_client_request, vllm/v1/engine/core.py, vllm ac3cb2e2ec); any such failure is a
- * 400, or a 404 when the text has "No adapter found" (load_lora_adapter, serving_models.py, vllm 075e9ba825).
+ * failed: ", EngineCoreProc._handle_client_request, vllm/v1/engine/core.py, vLLM v0.11.0); any such failure is a
+ * 400, or a 404 when the text has "No adapter found" (load_lora_adapter, serving_models.py, vLLM v0.11.0).
  */
 function engineFailure(r: ReplicaContext, status: number, type: string, message: string): SimError {
   const text = r.o.loadErrors === 'released' ? `Call to add_lora method failed: ${message}` : message;
@@ -212,8 +213,8 @@ function engineFailure(r: ReplicaContext, status: number, type: string, message:
 
 /**
  * FastAPI's RequestValidationError as vLLM's handler answers it: 400, type "Bad Request" (HTTPStatus.BAD_REQUEST.phrase,
- * validation_exception_handler in vllm/entrypoints/serve/utils/server_utils.py, vllm 0753ceeb9c, registered by
- * api_server.py 0001948bc7). That version words the message "N validation error(s): ..."; the `[{...}]` list of
+ * validation_exception_handler in vllm/entrypoints/serve/utils/server_utils.py, vLLM main, December 2026, registered by
+ * api_server.py, main). That version words the message "N validation error(s): ..."; the `[{...}]` list of
  * pydantic's errors here is the older `str(exc.errors())` form, not read at a pinned commit.
  */
 function validationError(r: ReplicaContext, missing: string[], input: Record<string, unknown>): SimError {

@@ -45,6 +45,7 @@ export class VllmMetricsState {
       emitDeprecatedKvMetric: r.o.deprecatedKvMetric,
       kvCapacityTokens: r.engine.options.kvCapacityTokens,
       residency: r.o.vllmMetrics === 'residency' ? this.residency(stats) : undefined,
+      waitingByReason: r.o.vllmMetrics === 'by-reason',
     });
   }
 

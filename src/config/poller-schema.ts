@@ -28,7 +28,7 @@ export const pollerSchema: SchemaFields = [
       default: DEFAULT_UNHEALTHY_TIMEOUTS,
       between: [1, 100],
       description:
-        "Polls in a row that must time out before a replica is marked down (one slow `/metrics` does not send its adapters' traffic cold elsewhere). A refused connection or an error answer marks it down at once. Like `healthchecks.active.unhealthy.timeouts` of Kong's upstreams.",
+        "Polls in a row that must time out before a replica is marked down (one slow `/metrics` does not send its adapters' traffic cold elsewhere). A refused connection or an error answer marks it down at once; a successful poll starts the count again. Kong's upstreams count timeouts the same way (`healthchecks.active.unhealthy.timeouts`, a success clears the count) but default it to 0, which never marks a target down for timeouts.",
     },
   },
   {

@@ -1,4 +1,5 @@
 import type { FieldDef, FieldError } from './kong-schema';
+import { checkEnterpriseRedis, enterpriseRedisFields, type EnterpriseRedis } from './redis-enterprise';
 
 /**
  * The `redis` record both plugins take, under the names Kong's own plugins use, so that what an
@@ -8,7 +9,8 @@ import type { FieldDef, FieldError } from './kong-schema';
  * exposes them (Kong/sdk-konnect-go docs/models/components/sentinelrole.md and
  * sentinelnodes.md at 01ea966; docs.konghq.com rate-limiting-advanced configuration):
  * `sentinel_master`, `sentinel_role` (master, slave, any), `sentinel_nodes` (`{host, port}`
- * records), `sentinel_username`, `sentinel_password`. Ours besides: `prefix`, `node_ttl_ms`.
+ * records), `sentinel_username`, `sentinel_password`; its other fields in redis-enterprise.ts.
+ * Ours besides: `prefix`, `node_ttl_ms`.
  * Where ours differ from Kong's: `timeout` defaults to 200 ms, not 2000 (a slow Redis must
  * not stall routing: past it the node decides alone), `port` and `database` are bounded.
  * Redis Cluster is refused (fleet/redis/connection.ts): the scripts touch keys in many slots.
@@ -32,7 +34,7 @@ const TIMEOUT_DEFAULT = 200;
 export const redisField: FieldDef = {
   type: 'record',
   description:
-    "Shared fleet state for several Kong nodes, named as Kong's own plugins name it: `{host, port, username, password, database, ssl, ssl_verify, server_name, timeout}`, or Sentinel with `{sentinel_master, sentinel_role, sentinel_nodes, sentinel_username, sentinel_password}`; plus `prefix` and `node_ttl_ms`. Without `host` or `sentinel_master`, state stays in this process. Configure both plugins alike.",
+    "Shared fleet state for several Kong nodes, named as Kong's own plugins name it: `{host, port, username, password, database, ssl, ssl_verify, server_name, timeout}`, or Sentinel with `{sentinel_master, sentinel_role, sentinel_nodes, sentinel_username, sentinel_password}`; plus `prefix` and `node_ttl_ms`. Kong Enterprise's `connect_timeout`, `send_timeout`, `read_timeout` are taken, its `keepalive_*` and `cluster_max_redirections` accepted without effect, `cluster_nodes` refused. Without `host` or `sentinel_master`, state stays in this process. Configure both plugins alike.",
   fields: [
     {
       host: {
@@ -110,7 +112,13 @@ export const redisField: FieldDef = {
           fields: [
             { host: { type: 'string', required: true, description: 'Sentinel host.' } },
             {
-              port: { type: 'integer', default: 26379, between: [1, 65535], description: 'Sentinel port.' },
+              port: {
+                type: 'integer',
+                default: 26379,
+                between: [1, 65535],
+                description:
+                  "Sentinel port. Kong Enterprise's default is 6379 (the Redis port); 26379 here, the port a sentinel listens on unless told otherwise: write it for each sentinel if yours differ.",
+              },
             },
           ],
         },
@@ -149,6 +157,7 @@ export const redisField: FieldDef = {
           'A node silent this long is gone: its load and unload locks end. Its in-flight leases stay until not renewed for `lease_max_age_ms` (it may be cut off from Redis with requests running).',
       },
     },
+    ...enterpriseRedisFields,
     {
       tls: {
         type: 'boolean',
@@ -174,7 +183,7 @@ export interface SentinelNode {
 }
 
 /** The record after `normalizeRedis`: Kong's names only. */
-export interface RedisConfig {
+export interface RedisConfig extends EnterpriseRedis {
   host?: string;
   port: number;
   timeout: number;
@@ -260,5 +269,6 @@ export function normalizeRedis(
         message: `only master is supported: the plugins write their fleet state, which a ${c.sentinel_role === 'slave' ? 'replica' : 'replica (any)'} refuses`,
       });
   }
+  errors.push(...checkEnterpriseRedis(c, path));
   return { config, errors, deprecations };
 }

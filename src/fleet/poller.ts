@@ -20,9 +20,12 @@ export interface PollerOptions {
    * Polls in a row that must time out before the replica is marked down (default
    * DEFAULT_UNHEALTHY_TIMEOUTS). A refused
    * connection or an error answer marks it down at once: only slowness gets the benefit of the
-   * doubt. Kong's healthchecks count timeouts against a threshold of their own, apart from TCP
-   * and HTTP failures (`healthchecks.active.unhealthy.timeouts`,
-   * kong/db/schema/entities/upstreams.lua, Kong/kong at 0045b67290, read: defaults 0 = disabled).
+   * doubt; a successful poll starts the count again. Kong's healthchecks count timeouts against
+   * a threshold of their own, apart from TCP and HTTP failures
+   * (`healthchecks.active.unhealthy.timeouts`, kong/db/schema/entities/upstreams.lua
+   * `healthchecks_config`, Kong 3.9.3: default 0, which disables the count, so by default a
+   * timeout never takes a Kong target down), and a success there also clears every failure
+   * counter (`incr_counter`, lib/resty/healthcheck.lua, lua-resty-healthcheck 3.1.0).
    */
   unhealthyTimeouts?: number;
 }

@@ -20,8 +20,9 @@ export interface ReplicaLoad {
    */
   source?: LoadSource;
   /**
-   * Newer vLLM: waiting requests held back by the LoRA budget (`waiting_by_reason{reason="deferred"}`),
-   * left out of `waiting`.
+   * vLLM since PR #38435: waiting requests held back by the LoRA budget
+   * (`waiting_by_reason{reason="deferred"}`), then left out of `waiting`; without it `waiting`
+   * includes them.
    */
   waitingDeferred?: number;
   /**
@@ -37,7 +38,7 @@ export interface ReplicaLoad {
   /**
    * vLLM: requests past their first token (`vllm:time_to_first_token_seconds_count`). vLLM counts
    * a request's prompt tokens in the same iteration as its first token (IterationStats, read by
-   * PrometheusStatLogger.record in vllm/v1/metrics/loggers.py, vllm 005a810bc4), so
+   * PrometheusStatLogger.record in vllm/v1/metrics/loggers.py, vLLM v0.11.0), so
    * promptTokensTotal / firstTokensTotal is the replica's mean prompt, other gateways' included.
    */
   firstTokensTotal?: number;
@@ -46,7 +47,7 @@ export interface ReplicaLoad {
   /**
    * vLLM: `vllm:request_prompt_tokens_sum` and `vllm:request_prefill_time_seconds_sum`, both
    * observed when a request finishes (PrometheusStatLogger.record, vllm/v1/metrics/loggers.py,
-   * vllm 005a810bc4): their deltas over a poll are the same requests' prompt tokens and prefill
+   * vLLM v0.11.0): their deltas over a poll are the same requests' prompt tokens and prefill
    * time, the replica's prefill rate.
    */
   finishedPromptTokens?: number;
@@ -83,7 +84,7 @@ const VLLM = new Set([
 
 /**
  * Counters, a histogram count and histogram sums of vLLM's PrometheusStatLogger
- * (vllm/v1/metrics/loggers.py, vllm 005a810bc4), by the field each goes to: one series per engine,
+ * (vllm/v1/metrics/loggers.py, vLLM v0.11.0), by the field each goes to: one series per engine,
  * which add up.
  */
 const VLLM_TOTALS = {
@@ -171,8 +172,10 @@ export function readVllmLoad(text: string, names: readonly string[] = [], replic
     }
   return {
     running,
-    // Newer vLLM counts requests deferred for the LoRA budget as waiting; released vLLM does
-    // not. Without them `waiting` means the same on both: requests waiting for capacity.
+    // Every vLLM release counts requests deferred for the LoRA budget as waiting (older ones put
+    // them back in the queue before the gauge is read). Where the replica splits them out
+    // (`_by_reason`, since PR #38435) `waiting` is the capacity queue alone; elsewhere it
+    // cannot be told apart and holds both.
     waiting: deferred === undefined ? waiting : Math.max(0, waiting - deferred),
     kvUsage: kv ?? kvOld,
     activeAdapters: [...active].sort(),

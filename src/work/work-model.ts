@@ -198,7 +198,7 @@ export class WorkModel {
    * (from its own counters when it has them) overrides a smaller own view. The prefill rate is
    * learned from vLLM's per-request histograms, which PrometheusStatLogger observes together
    * when a request finishes (`histogram_num_prompt_tokens_request` and
-   * `histogram_prefill_time_request`, vllm/v1/metrics/loggers.py `record`, vllm 005a810bc4):
+   * `histogram_prefill_time_request`, vllm/v1/metrics/loggers.py `record`, vLLM v0.11.0):
    * over a poll interval both sums describe the same requests, so their ratio is the tokens a
    * second their prefill ran at, decodes sharing the steps included. `vllm:prompt_tokens_total`
    * is not a rate: it moves when a request is scheduled, and a queue waiting for KV room (long

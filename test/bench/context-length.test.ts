@@ -5,7 +5,7 @@ import { post } from '../helpers/http';
 
 const scenario: Scenario = { replicas: 2, slots: 2, adapters: 4, alpha: 1, seed: 1, engine: {} };
 // The engine's KV capacity (65,536 tokens) is the replica's context: vLLM will not start with a
-// longer max_model_len (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory, bbf906a88b).
+// longer max_model_len (vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory, vLLM v0.11.0).
 const arrivals = [
   { at: 0, promptTokens: 1000, outputTokens: 10 },
   { at: 10, promptTokens: 70_000, outputTokens: 300 },

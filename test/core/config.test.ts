@@ -1,6 +1,7 @@
 import { ConfigError, exportSchema, luaPattern, validateRecord } from '../../src/config/kong-schema';
 import { parsePollerConfig, parseRouterConfig } from '../../src/config/parse';
 import { routerSchema } from '../../src/config/router-schema';
+import { redisOptions } from '../../src/fleet/redis/connection';
 
 function fieldErrors(fn: () => unknown): Record<string, string> {
   try {
@@ -277,6 +278,54 @@ describe('lora-poller config', () => {
       fieldErrors(() => parsePollerConfig({ redis: { sentinel_master: 'm', sentinel_nodes: [] } })),
     ).toEqual({
       'config.redis.sentinel_nodes': 'length must be at least 1',
+    });
+  });
+});
+
+describe("Kong Enterprise's Redis fields", () => {
+  // Kong Enterprise's Redis record (rate-limiting-advanced and its partials): connect_timeout,
+  // send_timeout and read_timeout (ms, default 2000 each), keepalive_pool_size (256) and
+  // keepalive_backlog, cluster_nodes with cluster_max_redirections (5), connection_is_proxied
+  // (false); sentinel_nodes default to host 127.0.0.1, port 6379 (Kong/sdk-konnect-go,
+  // konnect Terraform provider 3.4.3 `gateway_partial` redis-ee).
+  const ee = {
+    host: 'r',
+    connect_timeout: 300,
+    send_timeout: 150,
+    read_timeout: 400,
+    keepalive_pool_size: 256,
+    keepalive_backlog: 10,
+    cluster_max_redirections: 5,
+    connection_is_proxied: true,
+  };
+
+  it('takes the timeouts into the ioredis bounds and accepts the pool fields', () => {
+    const c = parsePollerConfig({ redis: ee });
+    const o = redisOptions(c.redis);
+    expect(o.connectTimeout).toBe(300);
+    // ioredis bounds a whole call (sent, then answered) with one timer: the larger of the two.
+    expect(o.commandTimeout).toBe(400);
+    // Unset, `timeout` bounds both.
+    const plain = redisOptions(parsePollerConfig({ redis: { host: 'r', timeout: 250 } }).redis);
+    expect([plain.connectTimeout, plain.commandTimeout]).toEqual([250, 250]);
+  });
+
+  it('refuses a Redis Cluster and a proxied Sentinel, saying what to write instead', () => {
+    expect(
+      fieldErrors(() => parsePollerConfig({ redis: { cluster_nodes: [{ ip: '10.0.0.1', port: 6379 }] } })),
+    ).toEqual({
+      'config.redis.cluster_nodes':
+        "Redis Cluster is not supported (the plugins' scripts touch keys in many hash slots): set host and port of a standalone Redis, or sentinel_master with sentinel_nodes",
+    });
+    expect(
+      fieldErrors(() =>
+        parsePollerConfig({
+          redis: { sentinel_master: 'm', sentinel_nodes: [{ host: 's' }], connection_is_proxied: true },
+        }),
+      ),
+    ).toEqual({
+      'config.redis.connection_is_proxied':
+        'a proxied connection goes to host and port (the proxy), not through Sentinel: set host and port, or leave connection_is_proxied false',
     });
   });
 });

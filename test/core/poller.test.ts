@@ -118,7 +118,8 @@ describe('Poller', () => {
     // One slow /metrics (a replica busy with a long prefill, a GC pause) must not send its
     // resident adapters' traffic cold elsewhere; Kong's healthchecks count timeouts against
     // their own threshold (`healthchecks.active.unhealthy.timeouts`,
-    // kong/db/schema/entities/upstreams.lua), apart from TCP and HTTP failures.
+    // kong/db/schema/entities/upstreams.lua, Kong 3.9.3), apart from TCP and HTTP failures, and
+    // a success clears them (lua-resty-healthcheck 3.1.0 `incr_counter`).
     const { clock, store, api, poller } = await setup(50);
     const spec = { url: 'http://r1:1', backend: 'vllm' as const, priority: 0 };
     const poll = async () => {

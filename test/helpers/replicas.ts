@@ -1,10 +1,11 @@
 import type { ReplicaOptions } from '../../sim/fleet';
+import type { VllmMetrics } from '../../sim/http/context';
 
 /**
  * A vLLM replica with two start-up adapters, a and b, and room for one adapter per batch: a
  * request of b waits (deferred for the LoRA budget) while one of a runs.
  */
-export function oneLoraPerBatch(vllmMetrics: 'released' | 'residency'): ReplicaOptions {
+export function oneLoraPerBatch(vllmMetrics: VllmMetrics): ReplicaOptions {
   return {
     vllmMetrics,
     staticAdapters: [

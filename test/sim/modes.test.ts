@@ -88,15 +88,25 @@ describe('simulator modes', () => {
     });
   });
 
-  it('vLLM residency metrics: waiting counts requests deferred for max_loras, split by reason', async () => {
-    const urls = await start(oneLoraPerBatch('released'), oneLoraPerBatch('residency'));
+  it('vLLM metrics: waiting counts requests deferred for max_loras in every mode, split by reason in residency', async () => {
+    const urls = await start(
+      oneLoraPerBatch('released'),
+      oneLoraPerBatch('residency'),
+      oneLoraPerBatch('by-reason'),
+    );
     const pending = urls.flatMap((u) => [
       post(u, '/v1/chat/completions', chat('a', 30)),
       post(u, '/v1/chat/completions', chat('b', 1)),
     ]);
     await waitFor(() => fleet!.replicas.every((r) => r.engine.stats().waitingForLora === 1));
-    const [released, residency] = await Promise.all(urls.map(async (u) => (await get(u, '/metrics')).text));
-    expect(released).toMatch(/^vllm:num_requests_waiting\{.*\} 0\.0$/m);
+    const [released, residency, byReason] = await Promise.all(
+      urls.map(async (u) => (await get(u, '/metrics')).text),
+    );
+    // Releases since vLLM PR #38435: the split, without the residency families.
+    expect(byReason).toMatch(/^vllm:num_requests_waiting\{.*\} 1\.0$/m);
+    expect(byReason).toMatch(/^vllm:num_requests_waiting_by_reason\{.*reason="deferred"\} 1\.0$/m);
+    expect(byReason).not.toMatch(/lora_adapter_loaded/);
+    expect(released).toMatch(/^vllm:num_requests_waiting\{.*\} 1\.0$/m);
     expect(released).not.toMatch(/waiting_by_reason|lora_adapter_loaded/);
     expect(residency).toMatch(/^vllm:num_requests_waiting\{.*\} 1\.0$/m);
     expect(residency).toMatch(/^vllm:num_requests_waiting_by_reason\{.*reason="deferred"\} 1\.0$/m);

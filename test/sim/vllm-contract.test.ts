@@ -114,6 +114,25 @@ describe('simulated vLLM replica, over HTTP', () => {
     expect(r.json().error.message).toMatch(/maximum context length is 8192 tokens/);
   });
 
+  it("answers an over-long prompt with each release's text; both start with the maximum context length", async () => {
+    const f = await SimFleet.start([{ contextErrors: 'renderer' }]);
+    try {
+      const long = chat(BASE, 16, { messages: [{ role: 'user', content: 'x'.repeat(40000) }] });
+      const r = await post(f.urls[0]!, '/v1/chat/completions', long);
+      expect(r.status).toBe(400);
+      // Newer vLLM checks the tokenized prompt against max_model_len - max_tokens, tokenizing at
+      // most one token past it (TokenizeParams, vllm/renderers/params.py): 8192 - 16 + 1.
+      expect(r.json().error).toMatchObject({
+        type: 'BadRequestError',
+        param: 'input_tokens',
+        message:
+          "This model's maximum context length is 8192 tokens. However, you requested 16 output tokens and your prompt contains at least 8177 input tokens, for a total of at least 8193 tokens. Please reduce the length of the input prompt or the number of requested output tokens.",
+      });
+    } finally {
+      await f.stop();
+    }
+  });
+
   it('loads and unloads adapters with plain-text success bodies; the registry follows', async () => {
     const load = await post(url, '/v1/load_lora_adapter', {
       lora_name: 'chat-lora',
@@ -260,7 +279,7 @@ describe('simulated vLLM replica, over HTTP', () => {
 
   it('exports the per-request prompt-token and prefill-time histograms the router learns its prefill rate from', async () => {
     // vLLM observes both at a request's finish (PrometheusStatLogger.record,
-    // vllm/v1/metrics/loggers.py, vllm 005a810bc4): their sums describe the same requests.
+    // vllm/v1/metrics/loggers.py, vLLM v0.11.0): their sums describe the same requests.
     const before = readVllmLoad((await get(url, '/metrics')).text);
     const body = chat(BASE, 2, { messages: [{ role: 'user', content: 'x'.repeat(400) }] });
     expect((await post(url, '/v1/chat/completions', body)).status).toBe(200);
@@ -274,7 +293,7 @@ describe('simulated vLLM replica, over HTTP', () => {
 
   it("exports vllm:cache_config_info, whose num_gpu_blocks x block_size is the engine's KV capacity", async () => {
     // vLLM's log_metrics_info: an info gauge (value 1) with CacheConfig.metrics_info() as labels
-    // (vllm/v1/metrics/loggers.py, vllm 005a810bc4). The router's KV wait needs the capacity.
+    // (vllm/v1/metrics/loggers.py, vLLM v0.11.0). The router's KV wait needs the capacity.
     const text = (await get(url, '/metrics')).text;
     expect(text).toMatch(/^# TYPE vllm:cache_config_info gauge$/m);
     expect(readVllmLoad(text).kvCapacityTokens).toBe(fleet.replicas[0]!.engine.options.kvCapacityTokens);
@@ -372,6 +391,11 @@ describe('simulated vLLM replica, over HTTP', () => {
       expect(e.stats()).toMatchObject({ waitingAdapters: ['b'], runningAdapters: ['a'] });
       const metrics = (await get(u, '/metrics')).text;
       expect(metrics).toMatch(/running_lora_adapters="a",waiting_lora_adapters="b"/);
+      // b has no LoRA slot, yet vLLM counts it as waiting in every release: older schedulers put
+      // the skipped requests back in the queue before make_stats reads its length, since PR
+      // #38435 the gauge adds num_skipped_waiting_reqs (vllm/v1/metrics/loggers.py).
+      expect(metrics).toMatch(/^vllm:num_requests_waiting\{.*\} 1\.0$/m);
+      expect(readVllmLoad(metrics).waiting).toBe(1);
       await Promise.all([long, blocked]);
       const rec = f.replicas[0]!.requestRecords().find((r) => r.adapter === 'b')!;
       expect(rec.start).toBeGreaterThan(

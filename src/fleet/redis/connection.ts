@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { redisBounds } from '../../config/redis-enterprise';
 import type { RedisConfig } from '../../config/redis-schema';
 import type { Logger } from '../../log';
 
@@ -9,6 +10,7 @@ import type { Logger } from '../../log';
  */
 export function redisOptions(c: RedisConfig): RedisOptions {
   const tls = c.ssl ? { rejectUnauthorized: c.ssl_verify, servername: c.server_name } : undefined;
+  const bound = redisBounds(c);
   const where: RedisOptions =
     c.sentinel_master !== undefined
       ? {
@@ -17,7 +19,7 @@ export function redisOptions(c: RedisConfig): RedisOptions {
           role: 'master',
           sentinelUsername: c.sentinel_username,
           sentinelPassword: c.sentinel_password,
-          sentinelCommandTimeout: c.timeout,
+          sentinelCommandTimeout: bound.call,
           // All sentinels unreachable: ask again soon, as the standalone reconnect does.
           sentinelRetryStrategy: reconnectDelay,
           // Subscribes to the sentinels' +switch-master: the client leaves a demoted primary at once.
@@ -33,8 +35,8 @@ export function redisOptions(c: RedisConfig): RedisOptions {
     password: c.password === '' ? undefined : c.password,
     db: c.database,
     tls,
-    connectTimeout: c.timeout,
-    commandTimeout: c.timeout,
+    connectTimeout: bound.connect,
+    commandTimeout: bound.call,
     // A request must never wait for a reconnect: while down, calls fail at once (local decisions).
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
@@ -165,10 +167,8 @@ export class RedisConnection {
         else resolve();
       };
       const onReady = () => done();
-      const timer = setTimeout(
-        () => done(new Error(`no connection to Redis within ${this.config.timeout} ms`)),
-        this.config.timeout,
-      );
+      const { connect } = redisBounds(this.config);
+      const timer = setTimeout(() => done(new Error(`no connection to Redis within ${connect} ms`)), connect);
       timer.unref();
       this.client.once('ready', onReady);
     });

@@ -202,7 +202,7 @@ if type(s.load) == 'table' then
   -- The replica runs or queues requests for these adapters: their leases are alive, whichever
   -- node holds them and whatever its clock. vLLM's vllm:lora_requests_info gauge, labels
   -- running_lora_adapters and waiting_lora_adapters (vllm/v1/metrics/loggers.py,
-  -- PrometheusStatLogger.record, at 005a810bc40faa25b8870fbc8559c3462581eee3), parsed in
+  -- PrometheusStatLogger.record, at vLLM v0.11.0), parsed in
   -- src/metrics/replica-load.ts.
   if type(s.load.activeAdapters) == 'table' then
     local t = now_ms()
