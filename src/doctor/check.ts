@@ -1,6 +1,6 @@
 import { BackendError } from '../backends/errors';
 import { HttpReplicaApi, parseLoraAdapters, parseModels } from '../backends/http-replica-api';
-import { ReplicaHttp, replicaMessage } from '../backends/http';
+import type { ReplicaHttp } from '../backends/http';
 import { AdapterNotFoundError, AdapterRejectedError } from '../backends/replica-api';
 import type { Backend } from '../fleet/types';
 import { forEachSample } from '../metrics/prometheus';
@@ -65,9 +65,6 @@ export interface CheckOptions {
   /** Load this adapter, time it, and unload it: the only change the check ever makes. */
   tryLoad?: { name: string; path: string };
 }
-
-/** A name no adapter has: unloading it is a no-op that tells whether the route exists. */
-export const PROBE_NAME = 'kong-lora-router-doctor-probe';
 
 /**
  * Reads one replica, changing nothing on it (unless asked to try a load): its backend, version,
@@ -225,13 +222,14 @@ async function detectBackend(
 }
 
 /**
- * Whether vLLM's load/unload routes exist: an unload of a name it cannot hold answers its own
- * 404 "cannot be found" when they do, FastAPI's `{"detail":"Not Found"}` when they do not
- * (docs/replica-apis.md). Nothing changes either way.
+ * Whether vLLM's load/unload routes exist (registered only with
+ * `VLLM_ALLOW_RUNTIME_LORA_UPDATING`): a GET of the POST-only load route answers Starlette's 405
+ * when the route is there (Route.matches gives a partial match, starlette/routing.py), FastAPI's
+ * 404 `{"detail":"Not Found"}` when it is not. A GET runs no handler: nothing changes.
  */
 async function runtimeLoraOn(http: ReplicaHttp, url: string, timeoutMs: number): Promise<boolean> {
-  const r = await http.call('POST', `${url}/v1/unload_lora_adapter`, timeoutMs, { lora_name: PROBE_NAME });
-  return r.status !== 404 || /cannot be found/.test(replicaMessage(r.text));
+  const r = await http.call('GET', `${url}/v1/load_lora_adapter`, timeoutMs);
+  return r.status === 405;
 }
 
 async function tryLoad(

@@ -1,0 +1,27 @@
+import { SimFleet } from '../../sim/fleet';
+import { get } from '../helpers/http';
+
+/**
+ * vLLM registers its load/unload routes only with `VLLM_ALLOW_RUNTIME_LORA_UPDATING`; Starlette
+ * answers another method on a registered path 405 (starlette/routing.py, Route.matches), an
+ * unregistered path FastAPI's 404. The preflight check tells the two apart by a GET.
+ */
+describe('simulated vLLM: the LoRA routes with another method', () => {
+  let fleet: SimFleet | undefined;
+  afterEach(async () => {
+    await fleet?.stop();
+    fleet = undefined;
+  });
+
+  it('answers GET 405 with runtime loading on, 404 with it off, and logs no call', async () => {
+    fleet = await SimFleet.start([{}, { runtimeLoading: false }]);
+    const [on, off] = fleet.urls;
+    for (const path of ['/v1/load_lora_adapter', '/v1/unload_lora_adapter']) {
+      const a = await get(on!, path);
+      expect([a.status, a.json()]).toEqual([405, { detail: 'Method Not Allowed' }]);
+      const b = await get(off!, path);
+      expect([b.status, b.json()]).toEqual([404, { detail: 'Not Found' }]);
+    }
+    expect(fleet.replicas[0]!.adapterLog()).toEqual([]);
+  });
+});
