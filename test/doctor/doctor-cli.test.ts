@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { SimFleet, type ReplicaOptions } from '../../sim/fleet';
+import { useSimFleet } from '../helpers/sim-fleet';
 
 /**
  * `kong-lora-router doctor` as an operator runs it (the built bin), over real HTTP to simulated
@@ -18,15 +18,7 @@ function doctor(...args: string[]): Promise<{ code: number; out: string; err: st
 }
 
 describe('kong-lora-router doctor', () => {
-  let fleet: SimFleet | undefined;
-  afterEach(async () => {
-    await fleet?.stop();
-    fleet = undefined;
-  });
-  const start = async (...specs: ReplicaOptions[]) => {
-    fleet = await SimFleet.start(specs);
-    return fleet.urls;
-  };
+  const { start, fleet, stop } = useSimFleet();
 
   it('finds a released vLLM and a llama.cpp with --metrics fit, and changes nothing on them', async () => {
     const [v, l] = await start({ engine: { maxLoras: 4 } }, { backend: 'llamacpp' });
@@ -41,8 +33,8 @@ describe('kong-lora-router doctor', () => {
     expect(r.out).toMatch(/signal max_model_len: MISSING .*the replica answers for itself/);
     expect(r.out).toContain('fleet: fit (2 replicas)');
     // No load or unload call at all.
-    expect(fleet!.replicas[0]!.adapterLog()).toEqual([]);
-    expect(fleet!.replicas[0]!.state().registry).toEqual([]);
+    expect(fleet().replicas[0]!.adapterLog()).toEqual([]);
+    expect(fleet().replicas[0]!.state().registry).toEqual([]);
   });
 
   it('says what the router falls back to where vLLM runs with --disable-log-stats', async () => {
@@ -88,10 +80,8 @@ describe('kong-lora-router doctor', () => {
 
   it('finds an unreachable replica unfit', async () => {
     const [v] = await start({});
-    const url = v!;
-    await fleet!.stop();
-    fleet = undefined;
-    const r = await doctor('--replicas', url, '--timeout-ms', '2000');
+    await stop();
+    const r = await doctor('--replicas', v!, '--timeout-ms', '2000');
     expect(r.code).toBe(1);
     expect(r.out).toMatch(/UNFIT[\s\S]*error: unreachable/);
   });
@@ -101,12 +91,14 @@ describe('kong-lora-router doctor', () => {
     const r = await doctor('--replicas', v!, '--try-load', 'sql=/adapters/sql');
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/try-load sql: loaded in \d+ ms, unloaded in \d+ ms/);
-    const log = fleet!.replicas[0]!.adapterLog().filter((e) => e.status === 200);
+    const log = fleet()
+      .replicas[0]!.adapterLog()
+      .filter((e) => e.status === 200);
     expect(log.map((e) => [e.op, e.name])).toEqual([
       ['load', 'sql'],
       ['unload', 'sql'],
     ]);
-    expect(fleet!.replicas[0]!.state().registry).toEqual([]);
+    expect(fleet().replicas[0]!.state().registry).toEqual([]);
   });
 
   it('--try-load of an adapter the replica rejects makes the fleet unfit', async () => {

@@ -1,4 +1,4 @@
-import { SimFleet } from '../../sim/fleet';
+import { useSimFleet } from '../helpers/sim-fleet';
 import { get } from '../helpers/http';
 
 /**
@@ -7,21 +7,16 @@ import { get } from '../helpers/http';
  * unregistered path FastAPI's 404. The preflight check tells the two apart by a GET.
  */
 describe('simulated vLLM: the LoRA routes with another method', () => {
-  let fleet: SimFleet | undefined;
-  afterEach(async () => {
-    await fleet?.stop();
-    fleet = undefined;
-  });
+  const { start, fleet } = useSimFleet();
 
   it('answers GET 405 with runtime loading on, 404 with it off, and logs no call', async () => {
-    fleet = await SimFleet.start([{}, { runtimeLoading: false }]);
-    const [on, off] = fleet.urls;
+    const [on, off] = await start({}, { runtimeLoading: false });
     for (const path of ['/v1/load_lora_adapter', '/v1/unload_lora_adapter']) {
       const a = await get(on!, path);
       expect([a.status, a.json()]).toEqual([405, { detail: 'Method Not Allowed' }]);
       const b = await get(off!, path);
       expect([b.status, b.json()]).toEqual([404, { detail: 'Not Found' }]);
     }
-    expect(fleet.replicas[0]!.adapterLog()).toEqual([]);
+    expect(fleet().replicas[0]!.adapterLog()).toEqual([]);
   });
 });
