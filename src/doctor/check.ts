@@ -99,6 +99,7 @@ async function probe(http: ReplicaHttp, url: string, o: CheckOptions, out: Repli
   if (out.backend === 'unknown') out.backend = await detectBackend(get, models.text);
   if (o.maxLoadedAdapters !== undefined) out.maxLoadedAdapters = o.maxLoadedAdapters;
   if (out.backend === 'llamacpp') return probeLlamacpp(get, out);
+  // `{"version": VLLM_VERSION}` (show_version, vllm/entrypoints/openai/api_server.py).
   const version = await get('/version');
   if (version.status === 200) {
     const v = jsonField(version.text, 'version');
@@ -154,7 +155,11 @@ async function probe(http: ReplicaHttp, url: string, o: CheckOptions, out: Repli
     });
 }
 
-/** `max_loaded_adapters` against `--max-loras` (GPU slots) and `--max-cpu-loras` (the CPU LRU). */
+/**
+ * `max_loaded_adapters` against `--max-loras` (GPU slots) and `--max-cpu-loras` (the CPU LRU),
+ * which vLLM sets to `--max-loras` when not given (LoRAConfig._validate_lora_config,
+ * vllm/config/lora.py, read on main; no tag pinned) and exports nowhere.
+ */
 function budgetFindings(out: ReplicaCheck): void {
   const n = out.maxLoadedAdapters;
   const slots = out.maxLoras;
