@@ -26,15 +26,16 @@ export const VLLM_SIGNALS: readonly SignalSpec[] = [
   {
     id: 'queue',
     source: 'vllm:num_requests_running, vllm:num_requests_waiting',
-    // readVllmLoad counts 0 for both (src/metrics/replica-load.ts); saturation then rests on
-    // the router's own in-flight leases.
-    without: "saturation counts only this router's in-flight leases; another gateway's queue is unseen",
+    // readVllmLoad reads 0 for both (src/metrics/replica-load.ts): the queue scorer and the
+    // count-mode saturation (src/fleet/saturation.ts) see nothing; the in-flight scorer remains.
+    without:
+      "the queue reads 0: never saturated by its queue, spread by this router's in-flight leases alone; another gateway's requests are unseen",
   },
   {
     id: 'kv_usage',
     source: 'vllm:kv_cache_usage_perc (or the deleted vllm:gpu_cache_usage_perc)',
-    // saturation.ts: kvUsage undefined counts 0 against kv_ceiling.
-    without: 'kv_ceiling never saturates the replica: only the waiting queue does',
+    // saturation.ts: kvUsage undefined counts 0 against kv_ceiling; the kv-cache scorer has no figure.
+    without: 'kv_ceiling never saturates the replica and KV use does not steer placement',
   },
   {
     id: 'lora_requests_info',
@@ -85,7 +86,7 @@ export const LLAMACPP_SIGNALS: readonly SignalSpec[] = [
     source: 'llamacpp:requests_processing, llamacpp:requests_deferred (--metrics)',
     // http-replica-api.ts llamaLoad: /slots (busy slots, no queue), then /health alone.
     without:
-      "busy slots from /slots, or none; no queue: saturation counts only this router's in-flight leases",
+      "busy slots from /slots, or none; no queue: never saturated by its queue, spread by this router's in-flight leases alone",
   },
   {
     id: 'mean_prompt',
