@@ -11,6 +11,7 @@ import { ReplicaHttp } from '../src/backends/http';
 import { checkReplica } from '../src/doctor/check';
 import { fleetFromKongConfig, fleetFromUrls, type DoctorTarget } from '../src/doctor/fleet-config';
 import { fleetReport } from '../src/doctor/report';
+import { projectVersion } from './cli';
 
 const USAGE = `usage: kong-lora-router doctor (--replicas URL[,URL...] | --config kong.yml) [options]
   --replicas URL,...         replicas to check; write llamacpp=URL or vllm=URL to skip detection
@@ -59,6 +60,10 @@ function parseArgs(argv: string[]): Args {
 
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
+  if (argv.includes('--version')) {
+    console.log(projectVersion());
+    return 0;
+  }
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(USAGE);
     return 0;

@@ -108,6 +108,12 @@ describe('kong-lora-router doctor', () => {
     expect(r.out).toMatch(/try-load nope: failed: the adapter: .*No adapter found/);
   });
 
+  it("answers --version with the package's version", async () => {
+    const r = await doctor('--version');
+    expect(r.code).toBe(0);
+    expect(r.out.trim()).toBe((require('../../package.json') as { version: string }).version);
+  });
+
   it('answers a usage error with exit status 2', async () => {
     const r = await doctor('--max-loaded-adapters', '4');
     expect(r.code).toBe(2);
