@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache';
 import { AdapterManager, type AdapterPolicy } from './adapters/manager';
 import { AdapterStats } from './adapters/stats';
 import { HttpReplicaApi } from './backends/http-replica-api';
+import { checkReplica } from './doctor/check';
 import type { ReplicaApi } from './backends/replica-api';
 import { systemClock, type Clock } from './clock';
 import { sharesState, type RedisConfig } from './config/redis-schema';
@@ -169,6 +170,20 @@ export class FleetRuntime {
       this.random,
       this.log,
     );
+    // Over HTTP, each replica's preflight check once, when the poller first meets it.
+    if (this.api instanceof HttpReplicaApi) {
+      const http = this.api.http;
+      this.poller.preflight = (spec) => {
+        const max = this.replicas.get(spec.url)?.limit.maxLoadedAdapters;
+        return checkReplica(http, spec.url, {
+          backend: spec.backend,
+          ...(max === undefined ? {} : { maxLoadedAdapters: max }),
+          timeoutMs: this.poller.timeoutMs,
+          nowUnix: this.clock.now() / 1000,
+          now: () => this.clock.now(),
+        });
+      };
+    }
     // The fresh scrape before an unload is bounded like a poll.
     this.manager.replicaWord.timeoutMs = () => this.poller.timeoutMs;
     this.manager.replicaWord.addWithheldListener((w) =>

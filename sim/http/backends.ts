@@ -1,7 +1,7 @@
 import type { RequestRecord } from '../engine/engine';
 import type { ParsedCompletion } from './openai';
 import type { ReplicaContext } from './context';
-import { fastapiNotFound, llamacppError, vllmError, type SimError } from './errors';
+import { fastapiMethodNotAllowed, fastapiNotFound, llamacppError, vllmError, type SimError } from './errors';
 import { LlamaCppAdapters, metricsNotSupported } from './llamacpp';
 import { llamacppMetricsText } from './metrics-text';
 import { VllmLoraApi } from './vllm-lora';
@@ -75,7 +75,13 @@ export class VllmBackend implements SimBackend {
   }
 
   async route(method: string, path: string, body: () => unknown): Promise<SimError | undefined> {
-    if (!this.r.o.runtimeLoading || method !== 'POST') return undefined;
+    if (!this.r.o.runtimeLoading) return undefined;
+    // Starlette answers a route's path with another method 405 (Route.matches gives a partial
+    // match; starlette/routing.py): the routes exist only with runtime loading on.
+    if (method !== 'POST')
+      return path === '/v1/load_lora_adapter' || path === '/v1/unload_lora_adapter'
+        ? fastapiMethodNotAllowed
+        : undefined;
     if (path === '/v1/load_lora_adapter') return this.lora.load(body());
     if (path === '/v1/unload_lora_adapter') return this.lora.unload(body());
     return undefined;

@@ -25,3 +25,4 @@ export function llamacppError(status: number, type: string, message: string): Si
 
 /** FastAPI's answer for a route that does not exist (vLLM without runtime LoRA updating). */
 export const fastapiNotFound: SimError = { status: 404, body: { detail: 'Not Found' } };
+export const fastapiMethodNotAllowed: SimError = { status: 405, body: { detail: 'Method Not Allowed' } };

@@ -31,7 +31,8 @@ const ADAPTER_FAULT =
 
 /** vLLM and llama.cpp over HTTP (see docs/replica-apis.md for every status handled here). */
 export class HttpReplicaApi implements ReplicaApi {
-  constructor(private readonly http = new ReplicaHttp()) {}
+  /** `http`: its connections, shared with the preflight check (src/doctor). */
+  constructor(readonly http = new ReplicaHttp()) {}
 
   async scrape(replica: ReplicaSpec, timeoutMs: number): Promise<Scrape> {
     const { url, backend } = replica;

@@ -2,6 +2,8 @@ import type { Clock } from '../clock';
 import { BackendError } from '../backends/errors';
 import { DEFAULT_UNHEALTHY_TIMEOUTS } from '../config/poller-schema';
 import type { ReplicaApi } from '../backends/replica-api';
+import type { ReplicaCheck } from '../doctor/check';
+import { replicaLines } from '../doctor/report';
 import type { Logger } from '../log';
 import type { ReplicaLoad } from '../metrics/replica-load';
 import type { Random } from '../random';
@@ -55,6 +57,14 @@ export class Poller {
   isManaged: ((name: string, path: string) => boolean) | null = null;
   /** Grows when the set of router configurations behind `isManaged` changes. */
   managedVersion = 0;
+  /**
+   * The preflight check of a replica (src/doctor), run once per replica when the poller first
+   * meets it; null where replicas are not reached over HTTP (the benchmark's engine model).
+   */
+  preflight: ((spec: ReplicaSpec) => Promise<ReplicaCheck>) | null = null;
+  /** Each replica's preflight check, for `/lora/status`, once it has finished. */
+  readonly preflightChecks = new Map<string, ReplicaCheck>();
+  private readonly preflightStarted = new Set<string>();
   /** Told after each poll with its outcome (metrics, trimming). */
   private readonly pollListeners: ((url: string, ok: boolean, ms: number) => void)[] = [];
   /** Told how many leases a round reclaimed by age (metrics). */
@@ -158,7 +168,26 @@ export class Poller {
     });
   }
 
+  /**
+   * Once per replica: the same summary `kong-lora-router doctor` prints, in the log (a warning
+   * when the replica is unfit) and on the status route. Never awaited by a poll.
+   */
+  private runPreflight(spec: ReplicaSpec): void {
+    if (!this.preflight || this.preflightStarted.has(spec.url)) return;
+    this.preflightStarted.add(spec.url);
+    this.preflight(spec).then(
+      (check) => {
+        this.preflightChecks.set(spec.url, check);
+        const text = `preflight of replica ${replicaLines(check).join('\n')}`;
+        if (check.fit) this.log.info(text);
+        else this.log.warn(text);
+      },
+      (err: Error) => this.log.warn(`preflight of replica ${spec.url} failed: ${err.message}`),
+    );
+  }
+
   private async poll(spec: ReplicaSpec): Promise<void> {
+    this.runPreflight(spec);
     const started = this.clock.now();
     this.stats.polls++;
     // Before the scrape: the registry it reads is at least this recent, by the shared clock.

@@ -1,3 +1,4 @@
+import type { ReplicaCheck } from '../doctor/check';
 import type { ReplicaLoad } from '../metrics/replica-load';
 import type { FleetRuntime } from '../runtime';
 import type { HistoryBucket } from './history';
@@ -46,6 +47,12 @@ export interface FleetStatus {
      * cache); null when the replica does not report residency.
      */
     residency: { gpu: string[]; cpu: string[]; disagree: string[] } | null;
+    /**
+     * The preflight check run when the poller first met the replica (what
+     * `kong-lora-router doctor` reports); null until it has finished, or where replicas are not
+     * reached over HTTP.
+     */
+    preflight: ReplicaCheck | null;
   }[];
   /** This node's last minutes, oldest bucket first. */
   history: { bucketMs: number; buckets: HistoryBucket[] };
@@ -100,6 +107,7 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
         return name === undefined ? a : { ...a, name };
       }),
       ...loadStatus(rt.poller.lastLoad.get(r.url), r.adapters),
+      preflight: rt.poller.preflightChecks.get(r.url) ?? null,
     })),
     history: { bucketMs: rt.metrics.recent.bucketMs, buckets: rt.metrics.recent.series(now) },
     events: events.reverse().map((e) => ({ ...e, ageMs: now - e.at })),

@@ -6,7 +6,7 @@
  * resolves the other dependencies from npm's cache first (warm after `npm ci`), the registry
  * otherwise.
  */
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import {
   existsSync,
   lstatSync,
@@ -18,12 +18,14 @@ import {
   renameSync,
   rmSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { LocalGateway } from '../../stack/gateway';
 import { KongDriver, PluginServerProcess, type PluginInfo } from '../../harness/kong/driver';
 import { ROOT } from '../../harness/kong/process';
+import { SimFleet } from '../../sim/fleet';
 import { dumpPlugins } from './world';
 
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -120,10 +122,11 @@ it('installs the runtime dependencies only', () => {
     'lru-cache',
     'prom-client',
     'undici',
+    'yaml',
   ]);
   // The simulator's and the tests' modules stay out.
   const modules = readdirSync(join(installed, 'node_modules'));
-  for (const dev of ['yaml', 'node-fetch', 'uuid', 'jest', 'openai', 'playwright-core', 'eslint']) {
+  for (const dev of ['node-fetch', 'uuid', 'jest', 'openai', 'playwright-core', 'eslint']) {
     expect(modules).not.toContain(dev);
   }
   // kong-pdk as published, with what it runs beside it, each with its licence; for ts-node, which
@@ -243,3 +246,27 @@ it("answers --version with the package's version, read from the installed packag
   });
   expect(out.toString().trim()).toBe(version);
 });
+
+it('installs kong-lora-router, whose doctor reads a Kong YAML configuration and checks its replicas', async () => {
+  const fleet = await SimFleet.start([{}]);
+  try {
+    const config = join(tmp, 'kong.yml');
+    writeFileSync(
+      config,
+      `_format_version: '3.0'\nplugins:\n  - name: lora-router\n    config:\n      max_loaded_adapters: 2\n      replicas:\n        - url: ${fleet.urls[0]}\n`,
+    );
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(
+        join(prefix, 'bin', 'kong-lora-router'),
+        ['doctor', '--config', config],
+        { timeout: 20_000, env: { ...process.env, PATH: `${join(process.execPath, '..')}:/usr/bin:/bin` } },
+        (err, stdout) => (err ? reject(err) : resolve(stdout)),
+      ),
+    );
+    expect(out).toContain(`${fleet.urls[0]}: fit (vllm`);
+    expect(out).toContain('max_loaded_adapters: 2');
+    expect(out).toContain('fleet: fit (1 replica)');
+  } finally {
+    await fleet.stop();
+  }
+}, 60_000);
