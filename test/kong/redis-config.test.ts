@@ -107,8 +107,12 @@ describe('the redis record as Kong sends it', () => {
       port: redis.port,
       prefix: `cl${randomBytes(4).toString('hex')}:`,
     });
-    expect((await w.chat('a')).status).toBe(200);
+    // Deciding alone, it serves what needs no load; it starts no cold load, for it has never seen
+    // the fleet whose budget it would share (docs/reliability.md, the cold-load budget).
+    expect((await w.chat(BASE)).status).toBe(200);
     await waitFor(async () => (await w.statusJson()).store === 'local', 5000, 'the node deciding alone');
+    const cold = await w.chat('a');
+    expect([cold.status, json(cold.body).error.code]).toEqual([429, 'rate_limit_exceeded']);
     // Said once, at the first look at the server (a call may have timed out before: the store then degraded already).
     let said: string[] = [];
     await waitFor(
