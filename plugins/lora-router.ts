@@ -11,7 +11,7 @@ import { routerConfigWarnings } from '../src/config/warnings';
 import { onceEach, operatorLog, stderrLogger, warnDeprecated, writeNotices } from '../src/log';
 import { RouterService, type DecisionRecord } from '../src/router/router';
 import { LeaseHandle, LeaseNotOpen } from '../src/lease';
-import { sharedRuntime } from '../src/runtime';
+import { sharedRuntime } from '../src/runtime-registry';
 import { packageVersion } from '../src/version';
 
 /** Once per process and message: Kong starts an instance of one config on every worker. */
