@@ -5,7 +5,7 @@ import { sleep } from '../clock';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
-import { samePath } from '../fleet/memory-store';
+import { samePath } from '../fleet/replica-record';
 import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
 import { claimReplicas } from '../runtime-registry';
