@@ -1,4 +1,3 @@
-import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock';
 import { KeyedLock } from '../keyed-lock';
 import { Signal } from '../signal';
@@ -12,6 +11,8 @@ import { LoadBackoff } from './backoff';
 import { PlacementClaims } from './claims';
 import { FRESH_WORD_ASKS, ReplicaWord, type Withheld } from './replica-word';
 import { evictable } from './eviction';
+import { clientReason, rejectionReason } from './load-failures';
+import { UnknownNames } from './unknown-names';
 import type { Logger } from '../log';
 
 export interface AdapterPolicy {
@@ -54,8 +55,6 @@ export const ROOM_FALLBACK_MS = 250;
 export const LOCK_MARGIN_MS = 5000;
 /** What a trimming unload makes room for: no adapter name can be this. */
 const EXCESS = '\u0000excess';
-/** Bound on the names remembered as loaded at least once. */
-export const VERIFIED_NAMES = 4096;
 
 /**
  * Puts adapters on replicas: each cold adapter is loaded once (concurrent callers wait on the
@@ -71,14 +70,8 @@ export class AdapterManager {
   private readonly roomLock = new KeyedLock();
   private readonly claims: PlacementClaims;
   private readonly backoff: LoadBackoff;
-  /** Names this process has seen load (known to exist): bounded like the backoff. */
-  private readonly verified = new LRUCache<string, true>({ max: VERIFIED_NAMES });
-  /**
-   * Per replica: until when a name nobody has seen load may not evict there, because the last
-   * such name was not found. vLLM cannot say whether a path exists without loading it, so
-   * this bounds what invented names cost: one eviction per backoff window per replica.
-   */
-  private readonly unknownNamesBlocked = new Map<string, number>();
+  /** Names known to exist, and the replicas where an unknown one may not evict for now. */
+  private readonly unknownNames: UnknownNames;
   /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
   readonly roomChanged = new Signal();
   /** Told after every load and unload call (metrics, status). */
@@ -99,6 +92,7 @@ export class AdapterManager {
   ) {
     this.claims = new PlacementClaims(clock);
     this.backoff = new LoadBackoff(clock);
+    this.unknownNames = new UnknownNames(clock);
     this.replicaWord = new ReplicaWord(api, clock, log);
   }
 
@@ -228,8 +222,7 @@ export class AdapterManager {
       this.backoff.fail(key, policy, told);
       this.record({ url, adapter: adapter.name, op: 'load', ok: false, ms }, why);
       if (err instanceof AdapterNotFoundError) {
-        if (!this.known(adapter.name, policy))
-          this.unknownNamesBlocked.set(url, this.clock.now() + policy.backoffBaseMs);
+        this.unknownNames.notFound(url, adapter.name, policy);
         throw errors.modelNotFound(adapter.name);
       }
       if (err instanceof AdapterRejectedError)
@@ -238,7 +231,7 @@ export class AdapterManager {
     }
     const ms = this.clock.now() - started;
     this.backoff.clear(key);
-    this.verified.set(adapter.name, true);
+    this.unknownNames.loaded(adapter.name);
     // Still `loading` in the store: no request was sent to it yet, here or on a node sharing it.
     const word =
       outcome === 'loaded' && policy.maxLoadedAdapters > 0
@@ -329,7 +322,7 @@ export class AdapterManager {
       // Full, by the store's count or the replica's own word: make room among what the store
       // knows (the usual unload path, which asks the replica what runs), else wait until a poll
       // adopts what the replica holds unseen.
-      this.checkUnknownName(url, name, policy);
+      this.unknownNames.check(url, name, policy);
       if (await this.evictOne(url, occupying, policy, victimCost, name)) continue;
       if (this.clock.now() >= deadline) {
         throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
@@ -353,23 +346,6 @@ export class AdapterManager {
       // One trimming unload at a time per replica across nodes (they may all trim after a poll).
       if (!(await this.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
     }
-  }
-
-  /** A name known to exist: listed in the configuration, or loaded somewhere before. */
-  private known(name: string, policy: AdapterPolicy): boolean {
-    return this.verified.has(name) || policy.isListed?.(name) === true;
-  }
-
-  /** Refuses to evict for a name not known to exist on a replica where such a name was just not found. */
-  private checkUnknownName(url: string, name: string, policy: AdapterPolicy): void {
-    const until = this.unknownNamesBlocked.get(url);
-    if (until === undefined || this.known(name, policy)) return;
-    const now = this.clock.now();
-    if (now >= until) {
-      this.unknownNamesBlocked.delete(url);
-      return;
-    }
-    throw errors.unverifiedName(name, url, Math.max(1, Math.ceil((until - now) / 1000)));
   }
 
   /**
@@ -464,30 +440,4 @@ export class AdapterManager {
 /** Residents that count against the limit: neither static on the replica nor configured static. */
 function occupyingSlots(residents: ResidentAdapter[], policy: AdapterPolicy): ResidentAdapter[] {
   return residents.filter((r) => r.state !== 'static' && !policy.isStatic(r.name));
-}
-
-/**
- * What a client may read of a replica's refusal: the rank check's own words (no path in them:
- * vllm/lora/worker_manager.py `_load_adapter`, "LoRA rank {r} is greater than max_lora_rank
- * {m}."), else a fixed text.
- */
-function rejectionReason(message: string): string {
-  return (
-    /LoRA rank \d+ is greater than max_lora_rank \d+/.exec(message)?.[0] ?? 'the replica refused it (400)'
-  );
-}
-
-/** Why a load failed, as a client may read it: the replica's own message, never its address. */
-function clientReason(err: unknown): string {
-  // vLLM's "No adapter found for <path>" names the path: not for the client.
-  if (err instanceof AdapterNotFoundError) return 'the replica has no such adapter';
-  // Fixed texts: a replica's own error text can name storage paths (vLLM's load errors quote
-  // the adapter's path); the operator log keeps it.
-  if (err instanceof BackendError) {
-    if (err.code === 'timeout') return 'the replica did not answer in time';
-    if (err.code === 'connect') return 'the replica could not be reached';
-    if (err.code === 'http') return `the replica answered ${err.status ?? 'an error'}`;
-    return 'the replica answered something the router cannot read';
-  }
-  return 'internal error';
 }
