@@ -9,8 +9,8 @@ import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { LoadBackoff } from './backoff';
 import { PlacementClaims } from './claims';
-import { FRESH_WORD_ASKS, ReplicaWord, type Withheld } from './replica-word';
-import { evictable } from './eviction';
+import { IdleUnload, LOCK_MARGIN_MS } from './idle-unload';
+import { ReplicaWord } from './replica-word';
 import { clientReason, rejectionReason } from './load-failures';
 import { UnknownNames } from './unknown-names';
 import type { Logger } from '../log';
@@ -48,11 +48,6 @@ export interface LoadRecord {
 
 /** How long a wait for room sleeps without a signal (changes made by other processes). */
 export const ROOM_FALLBACK_MS = 250;
-/**
- * A load or unload lock outlives its replica call (bounded by the load timeout) by this much;
- * past it, a shared store lets another node take over from a holder that died or stalled.
- */
-export const LOCK_MARGIN_MS = 5000;
 /** What a trimming unload makes room for: no adapter name can be this. */
 const EXCESS = '\u0000excess';
 
@@ -78,6 +73,8 @@ export class AdapterManager {
   private readonly callListeners: ((r: LoadRecord) => void)[] = [];
   /** What the replica itself says before an unload. */
   readonly replicaWord: ReplicaWord;
+  /** Unloads only what no lease holds and the replica, asked afresh, does not run. */
+  private readonly idleUnload: IdleUnload;
   /**
    * Whether a request this store does not count may be on an adapter (a `redis` record change:
    * the other runtime's requests live in another state): such an adapter is not unloaded.
@@ -94,6 +91,15 @@ export class AdapterManager {
     this.backoff = new LoadBackoff(clock);
     this.unknownNames = new UnknownNames(clock);
     this.replicaWord = new ReplicaWord(api, clock, log);
+    this.idleUnload = new IdleUnload(
+      store,
+      api,
+      clock,
+      this.replicaWord,
+      () => this.leasedElsewhere,
+      (url, adapter, fence, ok) => this.finish('unload', url, adapter, fence, ok),
+      (r, why) => this.record(r, why),
+    );
   }
 
   /** Adds a listener told after every load and unload call; the others keep theirs. */
@@ -323,7 +329,7 @@ export class AdapterManager {
       // knows (the usual unload path, which asks the replica what runs), else wait until a poll
       // adopts what the replica holds unseen.
       this.unknownNames.check(url, name, policy);
-      if (await this.evictOne(url, occupying, policy, victimCost, name)) continue;
+      if (await this.idleUnload.evictOne(url, occupying, policy, victimCost, name)) continue;
       if (this.clock.now() >= deadline) {
         throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
       }
@@ -344,75 +350,8 @@ export class AdapterManager {
       const occupying = occupyingSlots(residents, policy);
       if (occupying.length <= policy.maxLoadedAdapters) return;
       // One trimming unload at a time per replica across nodes (they may all trim after a poll).
-      if (!(await this.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
+      if (!(await this.idleUnload.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
     }
-  }
-
-  /**
-   * Unloads the cheapest idle adapter; false if every one is busy or moving, or the replica
-   * could not be asked. Idle takes two words: no lease holds it (the store), and the replica,
-   * asked afresh, does not report it running or waiting. Bookkeeping can be wrong after a
-   * partition, an expired lease or an emptied store; the replica knows what it runs.
-   */
-  private async evictOne(
-    url: string,
-    occupying: ResidentAdapter[],
-    policy: AdapterPolicy,
-    victimCost: (v: ResidentAdapter) => number,
-    forAdapter: string,
-  ): Promise<boolean> {
-    const idle = evictable(occupying, policy.isStatic).sort((a, b) => victimCost(a) - victimCost(b));
-    // The lock covers the replica's fresh word (asked up to twice) as well as the unload call: a
-    // lock that lapsed during a slow scrape would let new requests lease the adapter before the unload.
-    const ttl = policy.loadTimeoutMs + FRESH_WORD_ASKS * this.replicaWord.timeoutMs() + LOCK_MARGIN_MS;
-    // Adapters the replica reported busy in this round: not worth another scrape.
-    const reportedBusy = new Set<string>();
-    for (const victim of idle) {
-      if (reportedBusy.has(victim.name)) continue;
-      // A request of another runtime (a `redis` record change) may be on it: that store counts it.
-      if (this.leasedElsewhere?.(url, victim.name)) continue;
-      // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
-      const begun = this.clock.now();
-      const fence = await this.store.beginUnload(url, victim.name, begun, ttl, forAdapter);
-      if (fence === null) continue;
-      const started = this.clock.now();
-      let ok = false;
-      let why: string | undefined;
-      let withheld: Withheld['reason'] | undefined;
-      try {
-        if (!(await this.store.holds(url, victim.name, fence))) continue;
-        // Asked after beginUnload: requests admitted through the store from here wait for the
-        // unload, so the replica's answer covers every request that got past the router before.
-        // Still ours after the scrape (a lock past its TTL hands the adapter back to requests), by
-        // this node's clock against the TTL it set: a store round trip there would widen the
-        // window the replica's word must cover (ReplicaWord.idleNow). The unload call follows
-        // with no await.
-        const word = await this.replicaWord.idleNow(
-          url,
-          victim.name,
-          reportedBusy,
-          undefined,
-          () => this.clock.now() - begun < ttl - LOCK_MARGIN_MS,
-        );
-        if (word === 'lost') continue;
-        withheld = word;
-        if (!withheld) {
-          await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
-          ok = true;
-        }
-      } catch (err) {
-        why = (err as Error).message;
-      }
-      await this.finish('unload', url, victim.name, fence, ok);
-      // No call was made: the adapter stays loaded. A replica that cannot be asked now, or whose
-      // word comes back too late to act on, gets no unload at all (its callers wait for room, as
-      // for busy leases).
-      if (withheld === 'unreachable' || withheld === 'stale') return false;
-      if (withheld) continue;
-      this.record({ url, adapter: victim.name, op: 'unload', ok, ms: this.clock.now() - started }, why);
-      if (ok) return true;
-    }
-    return false;
   }
 
   private record(r: LoadRecord, why?: string): void {
