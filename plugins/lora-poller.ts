@@ -10,7 +10,8 @@ import { errors } from '../src/errors';
 import { pollerSchema, type PollerConfig } from '../src/config/poller-schema';
 import { operatorLog, warnDeprecated, writeNotices } from '../src/log';
 import { packageVersion } from '../src/version';
-import { sharedRuntime, type FleetRuntime } from '../src/runtime';
+import type { FleetRuntime } from '../src/runtime';
+import { sharedRuntime } from '../src/runtime-registry';
 import { placementPage } from '../src/status/page';
 import { fleetStatus } from '../src/status/status';
 

@@ -9,9 +9,10 @@ import { routerSchema } from '../src/config/router-schema';
 import { errors, type RouterError } from '../src/errors';
 import { routerConfigWarnings } from '../src/config/warnings';
 import { onceEach, operatorLog, stderrLogger, warnDeprecated, writeNotices } from '../src/log';
-import { RouterService, type DecisionRecord } from '../src/router/router';
+import { logPhase, releaseLease, type DecisionRecord } from '../src/router/log-phase';
+import { RouterService } from '../src/router/router';
 import { LeaseHandle, LeaseNotOpen } from '../src/lease';
-import { sharedRuntime } from '../src/runtime';
+import { sharedRuntime } from '../src/runtime-registry';
 import { packageVersion } from '../src/version';
 
 /** Once per process and message: Kong starts an instance of one config on every worker. */
@@ -65,7 +66,7 @@ class LoraRouterPlugin {
       await kong.ctx.shared.set(CTX_KEY, record as never);
     } catch (err) {
       const lease = LeaseHandle.find(r.leaseId);
-      if (lease) await RouterService.release(lease, undefined);
+      if (lease) await releaseLease(lease, undefined);
       throw err;
     }
     await kong.service.setTarget(r.host, r.port);
@@ -86,7 +87,7 @@ class LoraRouterPlugin {
     if (!record || typeof record.lease !== 'string') return;
     const status = (await kong.response.getStatus()) as number | undefined;
     try {
-      await RouterService.logPhase(record, status, () => kong.response.getSource());
+      await logPhase(record, status, () => kong.response.getSource());
     } catch (err) {
       // Given back already (a second log phase for one request, a bug) or reclaimed by age:
       // nothing is released twice, and the operator hears of it.

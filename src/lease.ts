@@ -1,4 +1,4 @@
-import { LEASE_CEILING } from './fleet/memory-store';
+import { LEASE_CEILING } from './fleet/memory-leases';
 import type { Lease, Released, ResidencyState } from './fleet/types';
 import type { FleetRuntime } from './runtime';
 

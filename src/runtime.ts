@@ -1,61 +1,35 @@
 import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { AdapterManager, type AdapterPolicy } from './adapters/manager';
+import { AdapterManager } from './adapters/manager';
 import { AdapterStats } from './adapters/stats';
 import { HttpReplicaApi } from './backends/http-replica-api';
 import { checkReplica } from './doctor/check';
 import type { ReplicaApi } from './backends/replica-api';
 import { systemClock, type Clock } from './clock';
-import { sharesState, type RedisConfig } from './config/redis-schema';
+import { sharesState, stateKeyOf } from './config/redis-schema';
 import { MemoryFleetStore } from './fleet/memory-store';
 import { FailoverFleetStore } from './fleet/redis/failover-store';
 import { RedisFleetStore } from './fleet/redis/redis-store';
 import { DEFAULT_UNHEALTHY_TIMEOUTS } from './config/poller-schema';
 import type { LeaseHandle } from './lease';
-import { Poller, type PollerOptions } from './fleet/poller';
+import { Poller } from './fleet/poller';
 import { replicaSaturations, type SaturationPolicy } from './fleet/saturation';
 import type { FleetStore } from './fleet/store';
 import type { ReplicaView } from './fleet/types';
-import { operatorLog, stderrLogger, type Logger } from './log';
+import { stderrLogger, type Logger } from './log';
 import { RouterMetrics } from './metrics/router-metrics';
+import {
+  ConfigRegistry,
+  defaultPollerOptions,
+  type PollingSettings,
+  type ReplicaSettings,
+  type RuntimeOptions,
+} from './runtime-settings';
 import { seededRandom, type Random } from './random';
 import { Signal } from './signal';
 import { LoadTimes } from './work/load-times';
 import { predictTtft } from './work/predict';
 import { WorkModel } from './work/work-model';
-
-/** What the router configuration routing to a replica asks of it. */
-export interface ReplicaSettings {
-  /** Adapter limit and load policy (trimming after a late load). */
-  limit: AdapterPolicy;
-  /** How saturation is judged there (metrics, status). */
-  saturation: SaturationPolicy;
-  /** `lease_max_age_ms`. */
-  leaseMaxAgeMs: number;
-}
-
-/** What one lora-poller configuration asks of the poller. */
-export type PollingSettings = Pick<PollerOptions, 'intervalMs' | 'timeoutMs' | 'jitter'> &
-  Partial<Pick<PollerOptions, 'unhealthyTimeouts'>>;
-
-export interface RuntimeOptions {
-  clock?: Clock;
-  store?: FleetStore;
-  /** With a host: fleet state shared in Redis (with a local fallback) instead of `store`. */
-  redis?: RedisConfig;
-  api?: ReplicaApi;
-  log?: Logger;
-  seed?: number;
-  poller?: Partial<PollerOptions>;
-  /** Lease-id prefix and node id: a successor on the same shared state keeps its predecessor's. */
-  leasePrefix?: string;
-  /**
-   * The lease-id counter, shared with the predecessor whose prefix this runtime keeps: a fresh
-   * counter would issue its first ids again while its requests still run (one acquire counting
-   * nothing, one release ending another request's lease).
-   */
-  leaseSeq?: { next: number };
-}
 
 /** Priors until this fleet measures its own: a replica's prefill rate, a load and an unload. */
 const DEFAULT_PREFILL_TOKENS_PER_S = 10_000;
@@ -63,13 +37,6 @@ const PRIOR_LOAD_MS = 1000;
 const PRIOR_UNLOAD_MS = 100;
 /** The schema's defaults (`target_waiting_per_replica`, `kv_ceiling`), until a configuration registers. */
 const DEFAULT_SATURATION: SaturationPolicy = { targetWaitingPerReplica: 2, kvCeiling: 0.8 };
-
-export const defaultPollerOptions: PollerOptions = {
-  intervalMs: 500,
-  timeoutMs: 1000,
-  jitter: 0.1,
-  leaseMaxAgeMs: 600_000,
-};
 
 /**
  * What one process shares across plugin instances: the fleet store, the adapter manager,
@@ -469,81 +436,4 @@ export class FleetRuntime {
       await next.store.adopt(this.store);
     await this.store.close?.();
   }
-}
-
-/**
- * What each router configuration registered, keyed by the configuration so Kong's instance
- * churn does not grow it: the 32 most recently registered are kept (lru-cache). Read on every
- * poll, so readers get a plain array (iterating the cache costs 5x a Map's values()).
- */
-class ConfigRegistry<T> {
-  private readonly cache = new LRUCache<string, { value: T }>({ max: 32 });
-  list: T[] = [];
-
-  set(key: string, value: T): void {
-    this.cache.set(key, { value });
-    this.list = [...this.cache.values()].map((e) => e.value);
-  }
-
-  has(key: string): boolean {
-    return this.cache.has(key);
-  }
-
-  entries(): [string, T][] {
-    return [...this.cache.entries()].map(([k, e]) => [k, e.value]);
-  }
-}
-
-/** This process's current runtimes, by `redis` record (one without Redis). */
-const runtimes = new Map<string, FleetRuntime>();
-
-/**
- * The runtime of this plugin-server process for a plugin's `redis` record, created on first
- * use: lora-router and lora-poller configured alike share it, whatever instances Kong creates.
- * A new record on the same shared state (a changed timeout, say) replaces the runtime at once
- * and keeps its node id; one on other state replaces those whose replicas it takes over.
- */
-export function sharedRuntime(redis?: RedisConfig): FleetRuntime {
-  const key = sharesState(redis) ? JSON.stringify(redis) : '';
-  const rt = runtimes.get(key);
-  if (rt) return rt;
-  const stateKey = stateKeyOf(redis);
-  const same = [...runtimes.values()].find((r) => r.stateKey === stateKey);
-  const next = new FleetRuntime({
-    redis: key === '' ? undefined : redis,
-    leasePrefix: same?.leasePrefix,
-    leaseSeq: same?.leaseSeq,
-    log: operatorLog,
-  });
-  runtimes.set(key, next);
-  if (same) replace(same, next);
-  return next;
-}
-
-/**
- * A router configuration on `rt` routes to `urls`: runtimes of other records that route to
- * any of them step down for `rt` (one process, one view of a replica, or loads would collide).
- */
-export function claimReplicas(rt: FleetRuntime, urls: readonly string[]): void {
-  for (const other of [...runtimes.values()]) {
-    if (other === rt || other.stateKey === rt.stateKey) continue;
-    if (urls.some((u) => other.routesTo(u))) replace(other, rt);
-  }
-}
-
-function replace(old: FleetRuntime, next: FleetRuntime): void {
-  for (const [k, r] of runtimes) if (r === old) runtimes.delete(k);
-  old
-    .retire(next)
-    .catch((err: Error) => next.log.error(`stopping a replaced runtime failed: ${err.message}`));
-}
-
-/** What a `redis` record addresses: records that differ only in timeouts share one state. */
-function stateKeyOf(redis?: RedisConfig): string {
-  if (!sharesState(redis)) return '';
-  const where =
-    redis.sentinel_master !== undefined
-      ? [redis.sentinel_master, (redis.sentinel_nodes ?? []).map((n) => `${n.host}:${n.port}`).sort()]
-      : [redis.host, redis.port];
-  return JSON.stringify([...where, redis.database, redis.prefix, redis.username ?? '']);
 }

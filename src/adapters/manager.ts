@@ -1,4 +1,3 @@
-import { LRUCache } from 'lru-cache';
 import type { Clock } from '../clock';
 import { KeyedLock } from '../keyed-lock';
 import { Signal } from '../signal';
@@ -10,8 +9,10 @@ import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { LoadBackoff } from './backoff';
 import { PlacementClaims } from './claims';
-import { FRESH_WORD_ASKS, ReplicaWord, type Withheld } from './replica-word';
-import { evictable } from './eviction';
+import { IdleUnload, LOCK_MARGIN_MS } from './idle-unload';
+import { ReplicaWord } from './replica-word';
+import { clientReason, rejectionReason } from './load-failures';
+import { UnknownNames } from './unknown-names';
 import type { Logger } from '../log';
 
 export interface AdapterPolicy {
@@ -47,15 +48,8 @@ export interface LoadRecord {
 
 /** How long a wait for room sleeps without a signal (changes made by other processes). */
 export const ROOM_FALLBACK_MS = 250;
-/**
- * A load or unload lock outlives its replica call (bounded by the load timeout) by this much;
- * past it, a shared store lets another node take over from a holder that died or stalled.
- */
-export const LOCK_MARGIN_MS = 5000;
 /** What a trimming unload makes room for: no adapter name can be this. */
 const EXCESS = '\u0000excess';
-/** Bound on the names remembered as loaded at least once. */
-export const VERIFIED_NAMES = 4096;
 
 /**
  * Puts adapters on replicas: each cold adapter is loaded once (concurrent callers wait on the
@@ -71,20 +65,16 @@ export class AdapterManager {
   private readonly roomLock = new KeyedLock();
   private readonly claims: PlacementClaims;
   private readonly backoff: LoadBackoff;
-  /** Names this process has seen load (known to exist): bounded like the backoff. */
-  private readonly verified = new LRUCache<string, true>({ max: VERIFIED_NAMES });
-  /**
-   * Per replica: until when a name nobody has seen load may not evict there, because the last
-   * such name was not found. vLLM cannot say whether a path exists without loading it, so
-   * this bounds what invented names cost: one eviction per backoff window per replica.
-   */
-  private readonly unknownNamesBlocked = new Map<string, number>();
+  /** Names known to exist, and the replicas where an unknown one may not evict for now. */
+  private readonly unknownNames: UnknownNames;
   /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
   readonly roomChanged = new Signal();
   /** Told after every load and unload call (metrics, status). */
   private readonly callListeners: ((r: LoadRecord) => void)[] = [];
   /** What the replica itself says before an unload. */
   readonly replicaWord: ReplicaWord;
+  /** Unloads only what no lease holds and the replica, asked afresh, does not run. */
+  private readonly idleUnload: IdleUnload;
   /**
    * Whether a request this store does not count may be on an adapter (a `redis` record change:
    * the other runtime's requests live in another state): such an adapter is not unloaded.
@@ -99,7 +89,17 @@ export class AdapterManager {
   ) {
     this.claims = new PlacementClaims(clock);
     this.backoff = new LoadBackoff(clock);
+    this.unknownNames = new UnknownNames(clock);
     this.replicaWord = new ReplicaWord(api, clock, log);
+    this.idleUnload = new IdleUnload(
+      store,
+      api,
+      clock,
+      this.replicaWord,
+      () => this.leasedElsewhere,
+      (url, adapter, fence, ok) => this.finish('unload', url, adapter, fence, ok),
+      (r, why) => this.record(r, why),
+    );
   }
 
   /** Adds a listener told after every load and unload call; the others keep theirs. */
@@ -228,8 +228,7 @@ export class AdapterManager {
       this.backoff.fail(key, policy, told);
       this.record({ url, adapter: adapter.name, op: 'load', ok: false, ms }, why);
       if (err instanceof AdapterNotFoundError) {
-        if (!this.known(adapter.name, policy))
-          this.unknownNamesBlocked.set(url, this.clock.now() + policy.backoffBaseMs);
+        this.unknownNames.notFound(url, adapter.name, policy);
         throw errors.modelNotFound(adapter.name);
       }
       if (err instanceof AdapterRejectedError)
@@ -238,7 +237,7 @@ export class AdapterManager {
     }
     const ms = this.clock.now() - started;
     this.backoff.clear(key);
-    this.verified.set(adapter.name, true);
+    this.unknownNames.loaded(adapter.name);
     // Still `loading` in the store: no request was sent to it yet, here or on a node sharing it.
     const word =
       outcome === 'loaded' && policy.maxLoadedAdapters > 0
@@ -329,8 +328,8 @@ export class AdapterManager {
       // Full, by the store's count or the replica's own word: make room among what the store
       // knows (the usual unload path, which asks the replica what runs), else wait until a poll
       // adopts what the replica holds unseen.
-      this.checkUnknownName(url, name, policy);
-      if (await this.evictOne(url, occupying, policy, victimCost, name)) continue;
+      this.unknownNames.check(url, name, policy);
+      if (await this.idleUnload.evictOne(url, occupying, policy, victimCost, name)) continue;
       if (this.clock.now() >= deadline) {
         throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
       }
@@ -351,92 +350,8 @@ export class AdapterManager {
       const occupying = occupyingSlots(residents, policy);
       if (occupying.length <= policy.maxLoadedAdapters) return;
       // One trimming unload at a time per replica across nodes (they may all trim after a poll).
-      if (!(await this.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
+      if (!(await this.idleUnload.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
     }
-  }
-
-  /** A name known to exist: listed in the configuration, or loaded somewhere before. */
-  private known(name: string, policy: AdapterPolicy): boolean {
-    return this.verified.has(name) || policy.isListed?.(name) === true;
-  }
-
-  /** Refuses to evict for a name not known to exist on a replica where such a name was just not found. */
-  private checkUnknownName(url: string, name: string, policy: AdapterPolicy): void {
-    const until = this.unknownNamesBlocked.get(url);
-    if (until === undefined || this.known(name, policy)) return;
-    const now = this.clock.now();
-    if (now >= until) {
-      this.unknownNamesBlocked.delete(url);
-      return;
-    }
-    throw errors.unverifiedName(name, url, Math.max(1, Math.ceil((until - now) / 1000)));
-  }
-
-  /**
-   * Unloads the cheapest idle adapter; false if every one is busy or moving, or the replica
-   * could not be asked. Idle takes two words: no lease holds it (the store), and the replica,
-   * asked afresh, does not report it running or waiting. Bookkeeping can be wrong after a
-   * partition, an expired lease or an emptied store; the replica knows what it runs.
-   */
-  private async evictOne(
-    url: string,
-    occupying: ResidentAdapter[],
-    policy: AdapterPolicy,
-    victimCost: (v: ResidentAdapter) => number,
-    forAdapter: string,
-  ): Promise<boolean> {
-    const idle = evictable(occupying, policy.isStatic).sort((a, b) => victimCost(a) - victimCost(b));
-    // The lock covers the replica's fresh word (asked up to twice) as well as the unload call: a
-    // lock that lapsed during a slow scrape would let new requests lease the adapter before the unload.
-    const ttl = policy.loadTimeoutMs + FRESH_WORD_ASKS * this.replicaWord.timeoutMs() + LOCK_MARGIN_MS;
-    // Adapters the replica reported busy in this round: not worth another scrape.
-    const reportedBusy = new Set<string>();
-    for (const victim of idle) {
-      if (reportedBusy.has(victim.name)) continue;
-      // A request of another runtime (a `redis` record change) may be on it: that store counts it.
-      if (this.leasedElsewhere?.(url, victim.name)) continue;
-      // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
-      const begun = this.clock.now();
-      const fence = await this.store.beginUnload(url, victim.name, begun, ttl, forAdapter);
-      if (fence === null) continue;
-      const started = this.clock.now();
-      let ok = false;
-      let why: string | undefined;
-      let withheld: Withheld['reason'] | undefined;
-      try {
-        if (!(await this.store.holds(url, victim.name, fence))) continue;
-        // Asked after beginUnload: requests admitted through the store from here wait for the
-        // unload, so the replica's answer covers every request that got past the router before.
-        // Still ours after the scrape (a lock past its TTL hands the adapter back to requests), by
-        // this node's clock against the TTL it set: a store round trip there would widen the
-        // window the replica's word must cover (ReplicaWord.idleNow). The unload call follows
-        // with no await.
-        const word = await this.replicaWord.idleNow(
-          url,
-          victim.name,
-          reportedBusy,
-          undefined,
-          () => this.clock.now() - begun < ttl - LOCK_MARGIN_MS,
-        );
-        if (word === 'lost') continue;
-        withheld = word;
-        if (!withheld) {
-          await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
-          ok = true;
-        }
-      } catch (err) {
-        why = (err as Error).message;
-      }
-      await this.finish('unload', url, victim.name, fence, ok);
-      // No call was made: the adapter stays loaded. A replica that cannot be asked now, or whose
-      // word comes back too late to act on, gets no unload at all (its callers wait for room, as
-      // for busy leases).
-      if (withheld === 'unreachable' || withheld === 'stale') return false;
-      if (withheld) continue;
-      this.record({ url, adapter: victim.name, op: 'unload', ok, ms: this.clock.now() - started }, why);
-      if (ok) return true;
-    }
-    return false;
   }
 
   private record(r: LoadRecord, why?: string): void {
@@ -464,30 +379,4 @@ export class AdapterManager {
 /** Residents that count against the limit: neither static on the replica nor configured static. */
 function occupyingSlots(residents: ResidentAdapter[], policy: AdapterPolicy): ResidentAdapter[] {
   return residents.filter((r) => r.state !== 'static' && !policy.isStatic(r.name));
-}
-
-/**
- * What a client may read of a replica's refusal: the rank check's own words (no path in them:
- * vllm/lora/worker_manager.py `_load_adapter`, "LoRA rank {r} is greater than max_lora_rank
- * {m}."), else a fixed text.
- */
-function rejectionReason(message: string): string {
-  return (
-    /LoRA rank \d+ is greater than max_lora_rank \d+/.exec(message)?.[0] ?? 'the replica refused it (400)'
-  );
-}
-
-/** Why a load failed, as a client may read it: the replica's own message, never its address. */
-function clientReason(err: unknown): string {
-  // vLLM's "No adapter found for <path>" names the path: not for the client.
-  if (err instanceof AdapterNotFoundError) return 'the replica has no such adapter';
-  // Fixed texts: a replica's own error text can name storage paths (vLLM's load errors quote
-  // the adapter's path); the operator log keeps it.
-  if (err instanceof BackendError) {
-    if (err.code === 'timeout') return 'the replica did not answer in time';
-    if (err.code === 'connect') return 'the replica could not be reached';
-    if (err.code === 'http') return `the replica answered ${err.status ?? 'an error'}`;
-    return 'the replica answered something the router cannot read';
-  }
-  return 'internal error';
 }

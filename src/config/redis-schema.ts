@@ -210,6 +210,16 @@ export function sharesState(c: RedisConfig | undefined): c is RedisConfig {
   return c !== undefined && (c.host !== undefined || c.sentinel_master !== undefined);
 }
 
+/** What a `redis` record addresses: records that differ only in timeouts share one state. */
+export function stateKeyOf(redis?: RedisConfig): string {
+  if (!sharesState(redis)) return '';
+  const where =
+    redis.sentinel_master !== undefined
+      ? [redis.sentinel_master, (redis.sentinel_nodes ?? []).map((n) => `${n.host}:${n.port}`).sort()]
+      : [redis.host, redis.port];
+  return JSON.stringify([...where, redis.database, redis.prefix, redis.username ?? '']);
+}
+
 /**
  * Maps the deprecated names onto Kong's and checks what the schema language cannot say.
  * Kong fills defaults before the plugin sees the record, so a new field holding its default

@@ -1,12 +1,19 @@
 import { LRUCache } from 'lru-cache';
-import { ResidencyTable, type ResidencyEntry } from './residency-table';
+import { MemoryLeases } from './memory-leases';
+import {
+  dropResidency,
+  markGone,
+  newReplicaRecord,
+  putResidency,
+  replicaView,
+  residentsOf,
+  type ReplicaRecord,
+} from './replica-record';
 import type { FleetDump, FleetStore } from './store';
 import type {
-  AdapterPresence,
   AdapterRef,
   Fence,
   FleetEvent,
-  LlamaAdapter,
   Lease,
   Released,
   ReplicaSnapshot,
@@ -18,41 +25,7 @@ import type {
 
 /** Upstream failures in a row (from the proxy path) that mark a replica down until a poll succeeds. */
 export const PASSIVE_FAILURE_LIMIT = 3;
-/**
- * A lease is renewed by its adapter's activity on the replica, which any request for that
- * adapter keeps up: a lease whose log phase never came would then live forever on a hot
- * adapter. Past this many `lease_max_age_ms` since it was taken it is reclaimed anyway. 4: the
- * default max age is twice Kong's read_timeout, so only a request running over 40 min (by
- * default) loses its lease; the orphan's inflated count lasts at most that long.
- */
-export const LEASE_CEILING = 4;
 const EVENT_LIMIT = 200;
-
-interface ReplicaRecord {
-  spec: ReplicaSpec;
-  health: ReplicaView['health'];
-  snapshotAt: number | null;
-  checkedAt: number | null;
-  /** When the newest applied poll began: an older poll finishing later is not applied. */
-  scrapedAt: number;
-  lastError?: string;
-  waiting: number;
-  running: number;
-  kvUsage?: number;
-  residency: ResidencyTable;
-  /** Non-static entries in `residency` (kept by putResidency/dropResidency: read per request). */
-  residentCount: number;
-  llamaAdapters: LlamaAdapter[];
-  /** A router began a load here: registry entries seen after this are not start-up adapters. */
-  everLoaded: boolean;
-  /** The `managedVersion` static entries were last classified under. */
-  classifiedUnder?: number;
-  inFlight: number;
-  inFlightByAdapter: Map<string, number>;
-  passiveFailures: number;
-  /** When each adapter was last unloaded or forgotten here, so an older registry cannot revive it. */
-  gone: Map<string, number>;
-}
 
 /**
  * The fleet state in this process's memory: one per plugin-server process, shared by every
@@ -60,17 +33,8 @@ interface ReplicaRecord {
  */
 export class MemoryFleetStore implements FleetStore {
   private replicas = new Map<string, ReplicaRecord>();
-  /** Open leases, oldest renewal first (a renewal moves a lease to the end). */
-  private leases = new Map<string, Lease>();
-  /** When a poll last found a lease's adapter running or waiting on its replica (else its `at`). */
-  private renewedAt = new Map<string, number>();
-  /** Open leases in the order taken, with when (their `at`): renewals end LEASE_CEILING max ages after. */
-  private takenAt = new Map<string, number>();
-  /**
-   * Open leases taken while their replica was not registered: counted nowhere, so uncounted
-   * nowhere when they end (as the Redis lease's `c`).
-   */
-  private uncounted = new Set<string>();
+  /** Open leases, counted in their replicas' in-flight figures. */
+  private leases = new MemoryLeases((url) => this.replicas.get(url));
   private eventLog: FleetEvent[] = [];
   private lastFence = 0;
   /** Budget windows by key (consumers are many: least recently used out first). */
@@ -81,25 +45,7 @@ export class MemoryFleetStore implements FleetStore {
   async upsertReplica(spec: ReplicaSpec): Promise<void> {
     const r = this.replicas.get(spec.url);
     if (r) r.spec = { ...spec };
-    else {
-      this.replicas.set(spec.url, {
-        spec: { ...spec },
-        health: 'unknown',
-        snapshotAt: null,
-        checkedAt: null,
-        scrapedAt: -Infinity,
-        waiting: 0,
-        running: 0,
-        residency: new ResidencyTable(),
-        residentCount: 0,
-        llamaAdapters: [],
-        everLoaded: false,
-        inFlight: 0,
-        inFlightByAdapter: new Map(),
-        passiveFailures: 0,
-        gone: new Map(),
-      });
-    }
+    else this.replicas.set(spec.url, newReplicaRecord(spec));
   }
 
   async replicaSpecs(): Promise<ReplicaSpec[]> {
@@ -111,7 +57,7 @@ export class MemoryFleetStore implements FleetStore {
     for (const url of urls) {
       const r = this.replicas.get(url);
       if (!r) continue;
-      const v = view(r, adapter);
+      const v = replicaView(r, adapter);
       if (withResidents) v.residents = residentsOf(r);
       out.push(v);
     }
@@ -148,7 +94,7 @@ export class MemoryFleetStore implements FleetStore {
     r.lastError = undefined;
     r.passiveFailures = 0;
     r.snapshotAt = s.at;
-    if (s.load && s.load.activeAdapters.length > 0) this.renew(url, s.load.activeAdapters, s.at);
+    if (s.load && s.load.activeAdapters.length > 0) this.leases.renew(url, s.load.activeAdapters, s.at);
     if (s.load) {
       r.waiting = s.load.waiting;
       r.running = s.load.running;
@@ -225,7 +171,8 @@ export class MemoryFleetStore implements FleetStore {
 
   /**
    * An upstream answer: passive health only. A 404 forgets nothing here: it may be a client's
-   * mistyped path, so the router re-reads the replica's registry (router.ts `release`: Poller.refreshUrl afresh).
+   * mistyped path, so the router re-reads the replica's registry (router/log-phase.ts
+   * `releaseLease`: Poller.refreshUrl afresh).
    */
   async observeOutcome(url: string, _adapter: string | null, status: number, at: number): Promise<void> {
     await this.reportOutcome(url, status < 500, at);
@@ -326,42 +273,13 @@ export class MemoryFleetStore implements FleetStore {
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {
     const r = this.replicas.get(lease.url);
     const state = lease.adapter === null ? undefined : r?.residency.get(lease.adapter)?.state;
-    if (this.leases.has(lease.id)) return state;
-    this.leases.set(lease.id, { ...lease });
-    this.takenAt.set(lease.id, lease.at);
-    if (!r) {
-      this.uncounted.add(lease.id);
-      return state;
-    }
-    r.inFlight++;
-    if (lease.adapter !== null)
-      r.inFlightByAdapter.set(lease.adapter, (r.inFlightByAdapter.get(lease.adapter) ?? 0) + 1);
+    this.leases.take(lease);
     return state;
   }
 
-  /**
-   * The replica runs or queues requests for `active` adapters: their leases are alive however
-   * long they last (a stream may outlive `lease_max_age_ms`), so their age starts again.
-   */
-  private renew(url: string, active: readonly string[], at: number): void {
-    const names = new Set(active);
-    const renewed: [string, Lease][] = [];
-    for (const [id, l] of this.leases)
-      if (l.url === url && l.adapter !== null && names.has(l.adapter)) renewed.push([id, l]);
-    for (const [id, l] of renewed) {
-      this.leases.delete(id);
-      this.leases.set(id, l);
-      this.renewedAt.set(id, at);
-    }
-  }
-
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
-    const lease = this.leases.get(leaseId);
+    const lease = this.leases.end(leaseId);
     if (!lease) return undefined;
-    this.leases.delete(leaseId);
-    this.renewedAt.delete(leaseId);
-    this.takenAt.delete(leaseId);
-    this.drop(lease);
     if (lease.adapter !== null) await this.touch(lease.url, lease.adapter, at);
     if (status !== undefined) await this.observeOutcome(lease.url, lease.adapter, status, at);
     const left =
@@ -370,36 +288,18 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {
-    const out: Lease[] = [];
-    // Map order is renewal order (acquisition, or the last poll that found it running), and the
-    // time grows with it: stop at the first young lease.
-    for (const [id, lease] of this.leases) {
-      if (now - (this.renewedAt.get(id) ?? lease.at) < maxAgeMs) break;
-      out.push(this.expire(id, lease, now, `held over ${maxAgeMs} ms`));
-    }
-    // Renewed or not, a lease taken LEASE_CEILING max ages ago goes (order taken: stop at the first young one).
-    for (const [id, at] of this.takenAt) {
-      if (now - at < LEASE_CEILING * maxAgeMs) break;
-      out.push(this.expire(id, this.leases.get(id)!, now, `taken over ${LEASE_CEILING * maxAgeMs} ms ago`));
-    }
-    return out;
-  }
-
-  /** `why` is worded as the Redis script words it (the status page shows either). */
-  private expire(id: string, lease: Lease, now: number, why: string): Lease {
-    this.leases.delete(id);
-    this.renewedAt.delete(id);
-    this.takenAt.delete(id);
-    this.drop(lease);
-    this.event({
-      at: now,
-      url: lease.url,
-      adapter: lease.adapter ?? '',
-      op: 'lease-expired',
-      result: 'error',
-      detail: `lease ${id} ${why}`,
+    return this.leases.expire(now, maxAgeMs).map(({ id, lease, why }) => {
+      // `why` is worded as the Redis script words it (the status page shows either).
+      this.event({
+        at: now,
+        url: lease.url,
+        adapter: lease.adapter ?? '',
+        op: 'lease-expired',
+        result: 'error',
+        detail: `lease ${id} ${why}`,
+      });
+      return { ...lease };
     });
-    return { ...lease };
   }
 
   async inFlightTotal(): Promise<number> {
@@ -424,7 +324,7 @@ export class MemoryFleetStore implements FleetStore {
   async dump(): Promise<FleetDump> {
     return {
       replicas: [...this.replicas.values()].map((r) => {
-        const { adapter: _none, ...v } = view(r);
+        const { adapter: _none, ...v } = replicaView(r);
         return {
           ...v,
           adapters: residentsOf(r),
@@ -434,89 +334,8 @@ export class MemoryFleetStore implements FleetStore {
     };
   }
 
-  private drop(lease: Lease): void {
-    const r = this.replicas.get(lease.url);
-    if (this.uncounted.delete(lease.id) || !r) return;
-    r.inFlight--;
-    if (lease.adapter !== null) {
-      const n = (r.inFlightByAdapter.get(lease.adapter) ?? 1) - 1;
-      if (n > 0) r.inFlightByAdapter.set(lease.adapter, n);
-      else r.inFlightByAdapter.delete(lease.adapter);
-    }
-  }
-
   private event(e: FleetEvent): void {
     this.eventLog.push(e);
     if (this.eventLog.length > EVENT_LIMIT) this.eventLog.splice(0, this.eventLog.length - EVENT_LIMIT);
   }
-}
-
-/** Bounded: entries older than the oldest scrape still in flight are useless; keep the last 256. */
-function markGone(r: ReplicaRecord, adapter: string, at: number): void {
-  r.gone.delete(adapter);
-  r.gone.set(adapter, at);
-  if (r.gone.size > 256) r.gone.delete(r.gone.keys().next().value!);
-}
-
-function residentsOf(r: ReplicaRecord): ResidentAdapter[] {
-  return [...r.residency.entries()].map(([name, res]) => ({
-    name,
-    state: res.state,
-    since: res.since,
-    lastUsed: res.lastUsed,
-    inFlight: r.inFlightByAdapter.get(name) ?? 0,
-  }));
-}
-
-/** Sets an entry, keeping `residentCount` (an entry may turn from static to loaded, never back). */
-function putResidency(r: ReplicaRecord, name: string, res: ResidencyEntry): void {
-  const was = r.residency.get(name);
-  if (res.state !== 'static' && (!was || was.state === 'static')) r.residentCount++;
-  r.residency.set(name, res);
-}
-
-function dropResidency(r: ReplicaRecord, name: string): void {
-  const was = r.residency.get(name);
-  if (was && r.residency.delete(name) && was.state !== 'static') r.residentCount--;
-}
-
-function view(r: ReplicaRecord, adapter?: AdapterRef): ReplicaView {
-  const residentCount = r.residentCount;
-  return {
-    url: r.spec.url,
-    backend: r.spec.backend,
-    priority: r.spec.priority,
-    health: r.health,
-    snapshotAt: r.snapshotAt,
-    checkedAt: r.checkedAt,
-    lastError: r.lastError,
-    waiting: r.waiting,
-    running: r.running,
-    kvUsage: r.kvUsage,
-    inFlight: r.inFlight,
-    residentCount,
-    adapter: adapter ? presence(r, adapter) : undefined,
-    llamaIds: r.spec.backend === 'llamacpp' ? r.llamaAdapters.map((a) => a.id) : undefined,
-  };
-}
-
-function presence(r: ReplicaRecord, a: AdapterRef): AdapterPresence | undefined {
-  const inFlight = r.inFlightByAdapter.get(a.name) ?? 0;
-  if (r.spec.backend === 'llamacpp') {
-    const hit = a.path === undefined ? undefined : r.llamaAdapters.find((e) => samePath(e.path, a.path!));
-    return hit ? { state: 'static', lastUsed: 0, inFlight, llamaId: hit.id } : undefined;
-  }
-  const slot = r.residency.slotOf(a.name);
-  return slot === undefined
-    ? undefined
-    : { state: r.residency.stateAt(slot), lastUsed: r.residency.lastUsedAt(slot), inFlight };
-}
-
-/** llama.cpp lists the path it was started with: match it whole, or by file name. */
-export function samePath(listed: string, configured: string): boolean {
-  return listed === configured || baseName(listed) === baseName(configured);
-}
-
-function baseName(p: string): string {
-  return p.slice(p.lastIndexOf('/') + 1);
 }

@@ -89,7 +89,7 @@ export interface FleetStore {
    * Gives the lease back; returns it the first time, undefined after (release once). With the
    * upstream `status`, also records passive health (5xx counts against the replica) in the same
    * step. A 404 forgets nothing: it may be a client's mistyped path, so the router re-reads the
-   * replica's registry instead (router.ts `release`: Poller.refreshUrl afresh).
+   * replica's registry instead (log-phase.ts `releaseLease`: Poller.refreshUrl afresh).
    */
   release(leaseId: string, at: number, status?: number): Promise<Released | undefined>;
   /**

@@ -5,17 +5,19 @@ import { sleep } from '../clock';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
 import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
-import { samePath } from '../fleet/memory-store';
-import { LeaseHandle, LeaseNotOpen } from '../lease';
-import { claimReplicas, type FleetRuntime } from '../runtime';
+import { samePath } from '../fleet/replica-record';
+import { LeaseHandle } from '../lease';
+import type { FleetRuntime } from '../runtime';
+import { claimReplicas } from '../runtime-registry';
 import { pipelineFor, SchedulingPipeline } from '../scheduler/pipeline';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
 import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
-import { modelList } from './model-list';
+import { answerModels, checkContext, checkPath } from './direct-answers';
+import { releaseLease } from './log-phase';
 import { Placement } from './placement';
-import { allowedMethods, classifyPath, modelIdOf, parseBody, promptText, type PathClass } from './request';
+import { parseBody, promptText } from './request';
 import { RoomWait } from './room-wait';
-import { canServe } from '../scheduler/filters/eligibility';
+
 import { loadCost } from '../scheduler/victims';
 import { estimateTokens, type TokenEstimate } from '../work/estimate';
 import { predictTtft } from '../work/predict';
@@ -52,14 +54,6 @@ export type RouteOutcome =
       /** Rewritten body (llama.cpp: the adapter's `lora` field), if any. */
       body?: string;
     };
-
-/** Kept in `kong.ctx.shared` from access to log: what the log phase needs, and what other plugins may read. */
-export interface DecisionRecord {
-  lease: string;
-  replica: string;
-  stage: Stage;
-  adapter: string | null;
-}
 
 const PROMPT_CHARS = 4096;
 const INTERNAL_LOG_EVERY_MS = 10_000;
@@ -207,75 +201,7 @@ export class RouterService {
    */
   async finish(leaseId: string, status: number | undefined): Promise<boolean> {
     const lease = LeaseHandle.find(leaseId);
-    return lease ? RouterService.release(lease, status) : false;
-  }
-
-  /**
-   * The same, for any instance: the log phase may run on an instance other than the one that
-   * routed (Kong replaced it on a config change); the lease knows the runtime it was taken on.
-   * It sees no TTFT (Kong's latencies.proxy is time to response headers, which vLLM streams at
-   * once): the work model learns its rates from the replicas' histograms, through the poll.
-   * Throws LeaseNotOpen if the lease was given back already.
-   */
-  static async release(lease: LeaseHandle, status: number | undefined): Promise<boolean> {
-    // A 404 is vLLM's "The model `x` does not exist." when it lost the adapter (a restart,
-    // another router's unload; serving_engine.py `_check_model`, vLLM v0.11.0), or FastAPI's
-    // `{"detail":"Not Found"}` for a client's mistyped path under /v1 (llama.cpp: "File Not
-    // Found", tools/server/server-http.cpp, llama.cpp aa6192d38d). The log phase has the status,
-    // never the body (no `response` phase: docs/kong.md), so a 404 forgets nothing by itself:
-    // the replica's registry, read afresh, decides.
-    const lost = status === 404;
-    // One store call: the release and passive health (5xx: the replica refused, reset or timed
-    // out). Its work ends with it, whatever the store answers (an expired lease is gone there).
-    const released = await lease.release(lost ? undefined : status);
-    if (!released) return false;
-    // Its adapter went idle there: it can now make room for a request waiting for a slot, on
-    // the runtime it was taken on or the one deciding now.
-    const now = lease.rt.current();
-    if (released.adapterIdle) {
-      lease.rt.manager.roomChanged.notify();
-      if (now !== lease.rt) now.manager.roomChanged.notify();
-    }
-    // Polled afresh (after any poll under way, which may have read the registry before the
-    // 404): the reconciliation forgets what the registry no longer lists, and only that.
-    if (lost && released.adapter !== null) await now.poller.refreshUrl(released.url, true);
-    return true;
-  }
-
-  /**
-   * The log phase of a routed request: its lease first (it knows the runtime it was taken on:
-   * Kong may have replaced the instance and its config since, or a changed `redis` record the
-   * runtime), nothing before it may keep it from going back. Then Kong's own 502/504 (source
-   * "error": no attempt got a response) marks the replica down at once; a replica's own 5xx
-   * (source "service") is left to passive health. Kong/kong 3.9.3 kong/pdk/response.lua
-   * `get_source`, kong/init.lua `Kong.handle_error`. Throws LeaseNotOpen when the lease is not
-   * open here (given back already, reclaimed by age).
-   */
-  static async logPhase(
-    record: DecisionRecord,
-    status: number | undefined,
-    source: () => Promise<unknown>,
-  ): Promise<void> {
-    const lease = LeaseHandle.find(record.lease);
-    if (!lease) throw new LeaseNotOpen(record.lease);
-    await RouterService.release(lease, status);
-    if ((status === 502 || status === 504) && (await source()) === 'error')
-      await RouterService.proxyFailed(lease.rt.current(), record.replica, status);
-  }
-
-  /**
-   * Kong could not proxy a routed request to `url` (its own 502 or 504: connection refused or
-   * reset, a timeout, every retry spent): down for routing now, as a failed poll marks it, so
-   * the next requests go elsewhere; the next poll that reaches it brings it back.
-   */
-  static async proxyFailed(rt: FleetRuntime, url: string, status: number): Promise<void> {
-    const at = rt.clock.now();
-    await rt.store.applySnapshot(url, {
-      at,
-      startedAt: at,
-      ok: false,
-      error: `Kong could not proxy to it (${status})`,
-    });
+    return lease ? releaseLease(lease, status) : false;
   }
 
   /**
@@ -283,9 +209,15 @@ export class RouterService {
    * then placement picks the replica and admission takes the lease and ensures the adapter.
    */
   private async decide(rt: FleetRuntime, req: RouteRequest, wait: RoomWait): Promise<RouteOutcome> {
-    const cls = await this.checkPath(req);
+    const cls = await checkPath(req);
     await this.ready;
-    if (cls === 'models' || cls === 'model') return this.answerModels(rt, req.path, cls);
+    if (cls === 'models' || cls === 'model')
+      return answerModels(rt, req.path, cls, {
+        baseModel: this.config.base_model,
+        catalog: this.catalog,
+        urls: this.urls,
+        loads: this.loads,
+      });
     const parsed = parseBody(req.body, cls, this.config.max_body_bytes);
     const tokens = cls === 'inference' ? estimateTokens(parsed.json) : undefined;
     const resolved: Resolved = this.catalog.resolve(parsed.model);
@@ -309,7 +241,7 @@ export class RouterService {
       !views.some((v) => v.adapter && v.adapter.state !== 'unloading')
     )
       throw errors.adapterLoadingDisabled(resolved.adapter.name);
-    if (tokens) this.checkContext(rt, tokens, resolved, views);
+    if (tokens) checkContext(rt, tokens, resolved, views, this.config.max_loaded_adapters);
     if (tokens && this.config.saturation_mode === 'predicted') this.predictFor(rt, ctx, tokens, resolved);
     // Only the prefix scorer reads the prompt.
     const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
@@ -334,48 +266,6 @@ export class RouterService {
   /** `max_loaded_adapters` > 0: the router loads on-demand adapters (0: never loads nor unloads). */
   private get loads(): boolean {
     return this.config.max_loaded_adapters > 0;
-  }
-
-  /** `/v1/models` and `/v1/models/{id}` (the SDK's `models.retrieve`): the fleet's list, or one card of it. */
-  private async answerModels(rt: FleetRuntime, path: string, cls: 'models' | 'model'): Promise<RouteOutcome> {
-    const list = modelList(
-      this.config.base_model,
-      this.catalog,
-      await rt.store.dump(),
-      this.urls,
-      this.loads,
-    );
-    let body: unknown = list;
-    if (cls === 'model') {
-      const id = modelIdOf(path);
-      body = list.data.find((m) => m.id === id);
-      if (body === undefined) throw errors.modelNotFound(id);
-    }
-    return { kind: 'respond', status: 200, body, headers: { 'Content-Type': 'application/json' } };
-  }
-
-  /**
-   * Refuses up front a request longer than the context of every replica that could serve its
-   * model (vLLM would answer 400 on each): only when each of those has reported its
-   * `max_model_len`. One that reports none (llama.cpp) may have room: it gets the request and
-   * answers for itself. Health is not asked: a replica down now may come back with room.
-   */
-  private checkContext(rt: FleetRuntime, t: TokenEstimate, resolved: Resolved, views: ReplicaView[]): void {
-    // Without max_tokens vLLM refuses a prompt that fills the context (serving_engine.py
-    // `_validate_input`): it needs one token of room, as the eligibility filter counts.
-    const need = t.longestPromptTokens + (t.maxTokens ?? 1);
-    const lens = rt.poller.maxModelLen;
-    let max = 0;
-    let serving = 0;
-    for (const v of views) {
-      const holder = v.adapter !== undefined && v.adapter.state !== 'unloading';
-      if (!canServe(resolved.kind, { holder, backend: v.backend }, this.config.max_loaded_adapters)) continue;
-      const len = lens.get(v.url);
-      if (len === undefined || need <= len) return;
-      serving++;
-      if (len > max) max = len;
-    }
-    if (serving > 0) throw errors.contextLengthExceeded(max, t.longestPromptTokens, t.maxTokens);
   }
 
   /** `saturation_mode: predicted`: each candidate's predicted TTFT for this request (src/work/predict.ts). */
@@ -403,21 +293,6 @@ export class RouterService {
       c.fixedMs = p.fixedMs;
       c.ownMs = p.ownMs;
     };
-  }
-
-  /** Refuses the replicas' management paths, and methods a path does not take. */
-  private async checkPath(req: RouteRequest): Promise<PathClass> {
-    const cls = classifyPath(req.path);
-    if (cls === 'admin') {
-      throw errors.forbidden('This path manages the replicas and is not available through the gateway.');
-    }
-    const allow = allowedMethods(cls);
-    const bodyless = req.body === undefined || req.body === null || req.body.length === 0;
-    if (allow && req.method && (cls === 'models' || cls === 'model' || bodyless)) {
-      const method = (await req.method()).toUpperCase();
-      if (!allow.includes(method)) throw errors.methodNotAllowed(method, allow);
-    }
-    return cls;
   }
 
   /** Takes the lease, makes sure the adapter is there, and shapes the proxied request. */
@@ -471,7 +346,7 @@ export class RouterService {
             : undefined,
       };
     } catch (err) {
-      // Not RouterService.release: that also wakes the requests waiting for room when the
+      // Not releaseLease (log-phase.ts): that also wakes the requests waiting for room when the
       // adapter went idle, which changes how escalated requests retry (measured in every
       // routing figure where admissions fail); a change of behaviour for its own issue.
       await lease.release();

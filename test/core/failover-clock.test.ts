@@ -1,5 +1,6 @@
 import { VirtualClock } from '../../src/clock';
-import { FailoverFleetStore, type SharedStore } from '../../src/fleet/redis/failover-store';
+import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
+import type { SharedStore } from '../../src/fleet/redis/shared-store';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { Logger } from '../../src/log';
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { LEASE_CEILING, MemoryFleetStore, PASSIVE_FAILURE_LIMIT } from '../../src/fleet/memory-store';
+import { LEASE_CEILING } from '../../src/fleet/memory-leases';
+import { MemoryFleetStore, PASSIVE_FAILURE_LIMIT } from '../../src/fleet/memory-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { SKEW_MARGIN_MS } from '../../src/fleet/redis/scripts';
 import type { FleetStore } from '../../src/fleet/store';

@@ -10,7 +10,8 @@ import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { RedisConfig } from '../../src/config/redis-schema';
 import { RouterService } from '../../src/router/router';
-import { sharedRuntime, type FleetRuntime } from '../../src/runtime';
+import type { FleetRuntime } from '../../src/runtime';
+import { sharedRuntime } from '../../src/runtime-registry';
 import { redisRuntimes, SPEC, U } from '../helpers/runtime-harness';
 
 const h = redisRuntimes('rr');

@@ -2,7 +2,8 @@
  * Replacing a runtime (a changed `redis` record) while requests run (issue 24, items 4 and 5),
  * over a real redis-server. Each test fails on the hand-over before issue 24.
  */
-import { sharedRuntime, type FleetRuntime } from '../../src/runtime';
+import type { FleetRuntime } from '../../src/runtime';
+import { sharedRuntime } from '../../src/runtime-registry';
 import { waitFor } from '../../harness/wait';
 import { redisRuntimes, SPEC, U } from '../helpers/runtime-harness';
 

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { LEASE_CEILING } from '../../src/fleet/memory-store';
+import { LEASE_CEILING } from '../../src/fleet/memory-leases';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { Lease, ReplicaSnapshot } from '../../src/fleet/types';

@@ -6,9 +6,11 @@
 import { Redis } from 'ioredis';
 import { parseRouterConfig } from '../../src/config/parse';
 import { silentLogger } from '../../src/log';
+import { releaseLease } from '../../src/router/log-phase';
 import { RouterService } from '../../src/router/router';
 import { LeaseHandle, LeaseNotOpen } from '../../src/lease';
-import { FleetRuntime, sharedRuntime } from '../../src/runtime';
+import { FleetRuntime } from '../../src/runtime';
+import { sharedRuntime } from '../../src/runtime-registry';
 import { SimFleet } from '../../sim/fleet';
 import { RedisServer } from '../../harness/redis/server';
 import { waitFor } from '../../harness/wait';
@@ -87,7 +89,7 @@ describe('a changed redis record (item 6)', () => {
       // Its log phase gives the lease back exactly once, where it was taken; a second time is an error.
       expect(await routers[2]!.finish(leaseId, 200)).toBe(true);
       expect(await routers[2]!.finish(leaseId, 200)).toBe(false);
-      await expect(RouterService.release(lease, 200)).rejects.toThrow(LeaseNotOpen);
+      await expect(releaseLease(lease, 200)).rejects.toThrow(LeaseNotOpen);
       expect(await rts[0]!.store.inFlightTotal()).toBe(0);
       // Now 'b' may take the slot.
       const b = await routers[2]!.route({ path: '/v1/chat/completions', body: chat('b') });

@@ -317,7 +317,7 @@ describe('three Kong nodes sharing one Redis', () => {
     for (const n of ns) await waitFor(async () => (await status(n)).store === 'redis', 10_000, 'recovery');
     expect(await sharedStateUp(ns[0]!)).toBe(1);
     // A node back on Redis unloads nothing for two probe intervals (2 s), while the others may
-    // still decide alone (failover-store.ts UNLOAD_HOLD_OFF_PROBES), nor for node_ttl_ms after
+    // still decide alone (fleet/redis/outage.ts UNLOAD_HOLD_OFF_PROBES), nor for node_ttl_ms after
     // the first re-registered: wait that out.
     await new Promise((r) => setTimeout(r, 2500));
     // Shared again: eviction resumes (new adapters, so that it must).

@@ -5,7 +5,7 @@
  */
 const { PluginTest, Request } = require('kong-pdk/plugin_test.js');
 import * as poller from '../../plugins/lora-poller';
-import { sharedRuntime } from '../../src/runtime';
+import { sharedRuntime } from '../../src/runtime-registry';
 
 afterAll(() => sharedRuntime().stop());
 

@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { RedisConfig } from '../../config/redis-schema';
 import type { Logger } from '../../log';
-import { LEASE_CEILING, PASSIVE_FAILURE_LIMIT, samePath } from '../memory-store';
+import { LEASE_CEILING } from '../memory-leases';
+import { PASSIVE_FAILURE_LIMIT } from '../memory-store';
+import { samePath } from '../replica-record';
 import type { FleetDump, FleetStore } from '../store';
 import type {
   AdapterRef,

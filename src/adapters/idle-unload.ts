@@ -1,0 +1,107 @@
+/**
+ * An unload happens only to an idle adapter, and idle takes two words: no lease holds it (the
+ * store, atomically, under a fenced lock) and the replica, asked afresh after the lock was
+ * taken, does not report it running or waiting. Bookkeeping can be wrong after a partition, an
+ * expired lease or an emptied store; the replica knows what it runs.
+ */
+import type { ReplicaApi } from '../backends/replica-api';
+import type { Clock } from '../clock';
+import type { FleetStore } from '../fleet/store';
+import type { Fence, ResidentAdapter } from '../fleet/types';
+import { evictable } from './eviction';
+import { FRESH_WORD_ASKS, type ReplicaWord, type Withheld } from './replica-word';
+
+/**
+ * A load or unload lock outlives its replica call (bounded by the load timeout) by this much;
+ * past it, a shared store lets another node take over from a holder that died or stalled.
+ */
+export const LOCK_MARGIN_MS = 5000;
+
+/** What of a configuration's adapter policy an unload needs (AdapterPolicy, manager.ts). */
+type UnloadPolicy = { loadTimeoutMs: number; isStatic: (name: string) => boolean };
+
+/** An unload call made, as the manager records it (LoadRecord, manager.ts). */
+type UnloadRecord = { url: string; adapter: string; op: 'unload'; ok: boolean; ms: number };
+
+export class IdleUnload {
+  /**
+   * `leasedElsewhere`: whether a request another store counts may be on an adapter (a `redis`
+   * record change); `finish` ends the unload's lock; `record` reports the call.
+   */
+  constructor(
+    private readonly store: FleetStore,
+    private readonly api: ReplicaApi,
+    private readonly clock: Clock,
+    private readonly replicaWord: ReplicaWord,
+    private readonly leasedElsewhere: () => ((url: string, adapter: string) => boolean) | null,
+    private readonly finish: (url: string, adapter: string, fence: Fence, ok: boolean) => Promise<void>,
+    private readonly record: (r: UnloadRecord, why?: string) => void,
+  ) {}
+
+  /**
+   * Unloads the cheapest idle adapter; false if every one is busy or moving, or the replica
+   * could not be asked. Idle takes two words: no lease holds it (the store), and the replica,
+   * asked afresh, does not report it running or waiting. Bookkeeping can be wrong after a
+   * partition, an expired lease or an emptied store; the replica knows what it runs.
+   */
+  async evictOne(
+    url: string,
+    occupying: ResidentAdapter[],
+    policy: UnloadPolicy,
+    victimCost: (v: ResidentAdapter) => number,
+    forAdapter: string,
+  ): Promise<boolean> {
+    const idle = evictable(occupying, policy.isStatic).sort((a, b) => victimCost(a) - victimCost(b));
+    // The lock covers the replica's fresh word (asked up to twice) as well as the unload call: a
+    // lock that lapsed during a slow scrape would let new requests lease the adapter before the unload.
+    const ttl = policy.loadTimeoutMs + FRESH_WORD_ASKS * this.replicaWord.timeoutMs() + LOCK_MARGIN_MS;
+    // Adapters the replica reported busy in this round: not worth another scrape.
+    const reportedBusy = new Set<string>();
+    for (const victim of idle) {
+      if (reportedBusy.has(victim.name)) continue;
+      // A request of another runtime (a `redis` record change) may be on it: that store counts it.
+      if (this.leasedElsewhere()?.(url, victim.name)) continue;
+      // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
+      const begun = this.clock.now();
+      const fence = await this.store.beginUnload(url, victim.name, begun, ttl, forAdapter);
+      if (fence === null) continue;
+      const started = this.clock.now();
+      let ok = false;
+      let why: string | undefined;
+      let withheld: Withheld['reason'] | undefined;
+      try {
+        if (!(await this.store.holds(url, victim.name, fence))) continue;
+        // Asked after beginUnload: requests admitted through the store from here wait for the
+        // unload, so the replica's answer covers every request that got past the router before.
+        // Still ours after the scrape (a lock past its TTL hands the adapter back to requests), by
+        // this node's clock against the TTL it set: a store round trip there would widen the
+        // window the replica's word must cover (ReplicaWord.idleNow). The unload call follows
+        // with no await.
+        const word = await this.replicaWord.idleNow(
+          url,
+          victim.name,
+          reportedBusy,
+          undefined,
+          () => this.clock.now() - begun < ttl - LOCK_MARGIN_MS,
+        );
+        if (word === 'lost') continue;
+        withheld = word;
+        if (!withheld) {
+          await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
+          ok = true;
+        }
+      } catch (err) {
+        why = (err as Error).message;
+      }
+      await this.finish(url, victim.name, fence, ok);
+      // No call was made: the adapter stays loaded. A replica that cannot be asked now, or whose
+      // word comes back too late to act on, gets no unload at all (its callers wait for room, as
+      // for busy leases).
+      if (withheld === 'unreachable' || withheld === 'stale') return false;
+      if (withheld) continue;
+      this.record({ url, adapter: victim.name, op: 'unload', ok, ms: this.clock.now() - started }, why);
+      if (ok) return true;
+    }
+    return false;
+  }
+}

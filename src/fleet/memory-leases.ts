@@ -1,0 +1,118 @@
+/**
+ * The in-process store's open leases: each counted once in its replica's in-flight figures
+ * (unless its replica was not registered when taken) and uncounted once when it ends; renewed
+ * while the replica reports its adapter running, reclaimed after `lease_max_age_ms` without a
+ * renewal, and after LEASE_CEILING of them whatever the renewals.
+ */
+import type { ReplicaRecord } from './replica-record';
+import type { Lease } from './types';
+
+/**
+ * A lease is renewed by its adapter's activity on the replica, which any request for that
+ * adapter keeps up: a lease whose log phase never came would then live forever on a hot
+ * adapter. Past this many `lease_max_age_ms` since it was taken it is reclaimed anyway. 4: the
+ * default max age is twice Kong's read_timeout, so only a request running over 40 min (by
+ * default) loses its lease; the orphan's inflated count lasts at most that long.
+ */
+export const LEASE_CEILING = 4;
+
+/** A lease reclaimed by age, and why (worded as the Redis script words it). */
+export interface ExpiredLease {
+  id: string;
+  lease: Lease;
+  why: string;
+}
+
+export class MemoryLeases {
+  /** Open leases, oldest renewal first (a renewal moves a lease to the end). */
+  private leases = new Map<string, Lease>();
+  /** When a poll last found a lease's adapter running or waiting on its replica (else its `at`). */
+  private renewedAt = new Map<string, number>();
+  /** Open leases in the order taken, with when (their `at`): renewals end LEASE_CEILING max ages after. */
+  private takenAt = new Map<string, number>();
+  /**
+   * Open leases taken while their replica was not registered: counted nowhere, so uncounted
+   * nowhere when they end (as the Redis lease's `c`).
+   */
+  private uncounted = new Set<string>();
+
+  constructor(private readonly replica: (url: string) => ReplicaRecord | undefined) {}
+
+  get size(): number {
+    return this.leases.size;
+  }
+
+  /** Takes `lease` and counts it on its replica; false if it is open already (taken once). */
+  take(lease: Lease): boolean {
+    if (this.leases.has(lease.id)) return false;
+    this.leases.set(lease.id, { ...lease });
+    this.takenAt.set(lease.id, lease.at);
+    const r = this.replica(lease.url);
+    if (!r) {
+      this.uncounted.add(lease.id);
+      return true;
+    }
+    r.inFlight++;
+    if (lease.adapter !== null)
+      r.inFlightByAdapter.set(lease.adapter, (r.inFlightByAdapter.get(lease.adapter) ?? 0) + 1);
+    return true;
+  }
+
+  /**
+   * The replica runs or queues requests for `active` adapters: their leases are alive however
+   * long they last (a stream may outlive `lease_max_age_ms`), so their age starts again.
+   */
+  renew(url: string, active: readonly string[], at: number): void {
+    const names = new Set(active);
+    const renewed: [string, Lease][] = [];
+    for (const [id, l] of this.leases)
+      if (l.url === url && l.adapter !== null && names.has(l.adapter)) renewed.push([id, l]);
+    for (const [id, l] of renewed) {
+      this.leases.delete(id);
+      this.leases.set(id, l);
+      this.renewedAt.set(id, at);
+    }
+  }
+
+  /** Ends the lease and uncounts it; undefined if it is not open (released once). */
+  end(id: string): Lease | undefined {
+    const lease = this.leases.get(id);
+    if (!lease) return undefined;
+    this.leases.delete(id);
+    this.renewedAt.delete(id);
+    this.takenAt.delete(id);
+    this.drop(lease);
+    return lease;
+  }
+
+  /** Ends the leases past their age, in the order reclaimed. */
+  expire(now: number, maxAgeMs: number): ExpiredLease[] {
+    const out: ExpiredLease[] = [];
+    // Map order is renewal order (acquisition, or the last poll that found it running), and the
+    // time grows with it: stop at the first young lease.
+    for (const [id, lease] of this.leases) {
+      if (now - (this.renewedAt.get(id) ?? lease.at) < maxAgeMs) break;
+      this.end(id);
+      out.push({ id, lease, why: `held over ${maxAgeMs} ms` });
+    }
+    // Renewed or not, a lease taken LEASE_CEILING max ages ago goes (order taken: stop at the first young one).
+    for (const [id, at] of this.takenAt) {
+      if (now - at < LEASE_CEILING * maxAgeMs) break;
+      const lease = this.leases.get(id)!;
+      this.end(id);
+      out.push({ id, lease, why: `taken over ${LEASE_CEILING * maxAgeMs} ms ago` });
+    }
+    return out;
+  }
+
+  private drop(lease: Lease): void {
+    const r = this.replica(lease.url);
+    if (this.uncounted.delete(lease.id) || !r) return;
+    r.inFlight--;
+    if (lease.adapter !== null) {
+      const n = (r.inFlightByAdapter.get(lease.adapter) ?? 1) - 1;
+      if (n > 0) r.inFlightByAdapter.set(lease.adapter, n);
+      else r.inFlightByAdapter.delete(lease.adapter);
+    }
+  }
+}

@@ -1,0 +1,191 @@
+/**
+ * Which store decides each operation of a failover store, and what a node deciding alone may do:
+ * decisions go to the shared store while it answers, observations (polls, upstream outcomes) go
+ * to both so the local store is warm, and degraded a node loads into free slots but never
+ * unloads (it cannot see other nodes' requests, and an adapter in flight must never be
+ * unloaded). Fences from the local store are negative, so a change ends in the store that began
+ * it. Leases, the budget and recovery are the subclass's (failover-store.ts).
+ */
+import type { Clock } from '../../clock';
+import type { Logger } from '../../log';
+import { MemoryFleetStore } from '../memory-store';
+import type { FleetDump, FleetStore, StoreMode } from '../store';
+import type { Fence, FleetEvent, ReplicaSnapshot, ReplicaSpec, ResidentAdapter } from '../types';
+import { Outage, type FailoverOptions } from './outage';
+import type { SharedStore } from './shared-store';
+
+export abstract class DegradableFleetStore {
+  readonly local = new MemoryFleetStore();
+  protected readonly outage: Outage;
+
+  constructor(
+    readonly shared: SharedStore,
+    protected readonly log: Logger,
+    options: FailoverOptions,
+    protected readonly clock: Clock,
+  ) {
+    this.outage = new Outage(shared, log, options, clock, () => this.recover());
+  }
+
+  /**
+   * Hands what this node decided alone to the shared store, after a probe found it answering;
+   * true once all of it is there (decisions are shared again).
+   */
+  protected abstract recover(): Promise<boolean>;
+
+  get onRemoteChange(): (() => void) | null {
+    return this.shared.onRemoteChange ?? null;
+  }
+
+  set onRemoteChange(fn: (() => void) | null) {
+    this.shared.onRemoteChange = fn;
+  }
+
+  mode(): StoreMode {
+    return this.outage.degraded ? 'local' : 'redis';
+  }
+
+  /** Runs `op` on the shared store unless degraded; on failure degrades and runs `fallback`. */
+  protected decide<T>(op: (s: SharedStore) => Promise<T>, fallback: () => Promise<T>): Promise<T> {
+    return this.outage.decide(op, fallback);
+  }
+
+  /** Observations go to both: the local store must be warm when it has to decide. */
+  protected async observe(op: (s: FleetStore) => Promise<void>): Promise<void> {
+    await op(this.local);
+    if (this.outage.degraded) return;
+    try {
+      await op(this.shared);
+    } catch (err) {
+      this.degrade(err as Error);
+    }
+  }
+
+  protected degrade(err: Error): void {
+    this.outage.degrade(err);
+  }
+
+  sharedTime(): Promise<number | undefined> {
+    return this.decide(
+      async (s) => s.sharedTime?.(),
+      async () => undefined,
+    );
+  }
+
+  upsertReplica(spec: ReplicaSpec): Promise<void> {
+    return this.observe((s) => s.upsertReplica(spec));
+  }
+
+  replicaSpecs(): Promise<ReplicaSpec[]> {
+    return this.decide(
+      (s) => s.replicaSpecs(),
+      () => this.local.replicaSpecs(),
+    );
+  }
+
+  applySnapshot(url: string, snapshot: ReplicaSnapshot): Promise<void> {
+    return this.observe((s) => s.applySnapshot(url, snapshot));
+  }
+
+  reportOutcome(url: string, ok: boolean, at: number): Promise<void> {
+    return this.observe((s) => s.reportOutcome(url, ok, at));
+  }
+
+  residents(url: string): Promise<ResidentAdapter[]> {
+    return this.decide(
+      (s) => s.residents(url),
+      () => this.local.residents(url),
+    );
+  }
+
+  // Fences from the local store are negative, so a change ends in the store that began it.
+  beginLoad(url: string, adapter: string, at: number, limit: number, ttlMs: number): Promise<Fence | null> {
+    return this.decide(
+      (s) => s.beginLoad(url, adapter, at, limit, ttlMs),
+      async () => negate(await this.local.beginLoad(url, adapter, at, limit)),
+    );
+  }
+
+  async finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
+    if (fence < 0) return this.local.finishLoad(url, adapter, -fence, ok, at);
+    // Shared gone meanwhile: its lock expires there, and polls tell the local store.
+    return this.decide(
+      (s) => s.finishLoad(url, adapter, fence, ok, at),
+      async () => false,
+    );
+  }
+
+  beginUnload(...args: Parameters<FleetStore['beginUnload']>): Promise<Fence | null> {
+    if (this.outage.unloadHeldOff()) return Promise.resolve(null);
+    return this.decide(
+      (s) => s.beginUnload(...args),
+      async () => null,
+    );
+  }
+
+  finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
+    return this.decide(
+      (s) => s.finishUnload(url, adapter, fence, ok, at),
+      async () => false,
+    );
+  }
+
+  holds(url: string, adapter: string, fence: Fence): Promise<boolean> {
+    if (fence < 0) return this.local.holds(url, adapter, -fence);
+    return this.decide(
+      (s) => s.holds(url, adapter, fence),
+      async () => false,
+    );
+  }
+
+  forget(url: string, adapter: string, at: number): Promise<void> {
+    return this.observe((s) => s.forget(url, adapter, at));
+  }
+
+  touch(url: string, adapter: string, at: number): Promise<void> {
+    return this.decide(
+      (s) => s.touch(url, adapter, at),
+      () => this.local.touch(url, adapter, at),
+    );
+  }
+
+  claimPlacement(adapter: string, url: string, seen: string | undefined, at: number, ttlMs: number) {
+    return this.decide(
+      (s) => s.claimPlacement(adapter, url, seen, at, ttlMs),
+      () => this.local.claimPlacement(adapter, url, seen, at, ttlMs),
+    );
+  }
+
+  releasePlacement(adapter: string, url: string): Promise<void> {
+    return this.observe((s) => s.releasePlacement(adapter, url));
+  }
+
+  inFlightTotal(): Promise<number> {
+    return this.decide(
+      (s) => s.inFlightTotal(),
+      () => this.local.inFlightTotal(),
+    );
+  }
+
+  pushEvent(event: FleetEvent): Promise<void> {
+    return this.observe((s) => s.pushEvent(event));
+  }
+
+  events(limit: number): Promise<FleetEvent[]> {
+    return this.decide(
+      (s) => s.events(limit),
+      () => this.local.events(limit),
+    );
+  }
+
+  dump(): Promise<FleetDump> {
+    return this.decide(
+      (s) => s.dump(),
+      () => this.local.dump(),
+    );
+  }
+}
+
+function negate(fence: Fence | null): Fence | null {
+  return fence === null ? null : -fence;
+}

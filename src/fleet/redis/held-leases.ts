@@ -1,0 +1,94 @@
+/**
+ * The leases this node holds and where each was taken, so that each is released in the store
+ * that counts it: local leases are re-taken in the shared store on recovery (or after it was
+ * found emptied), and shared releases that failed are replayed there. This list is the truth
+ * about this node's leases: pruning keeps in the shared state only what `held` names.
+ */
+import type { Clock } from '../../clock';
+import type { MemoryFleetStore } from '../memory-store';
+import type { Lease } from '../types';
+import type { SharedStore } from './shared-store';
+
+/**
+ * How long this node remembers an open lease whose release never came (Kong skipped its log
+ * phase): bounds memory only; the stores reclaim such leases after `lease_max_age_ms`.
+ */
+const OPEN_LEASE_MEMORY_MS = 24 * 3600_000;
+
+/** A lease this node holds. `uncertain`: local, its shared acquire failed without an answer, so it may have run in Redis. */
+export interface HeldLease {
+  lease: Lease;
+  shared: boolean;
+  uncertain?: boolean;
+}
+
+export class HeldLeases {
+  /** Leases this node holds, and where: released in the store that took them. */
+  readonly mine = new Map<string, HeldLease>();
+  /**
+   * Leases whose shared acquire or release is under way (not in `mine`, or out of it already):
+   * a prune sent meanwhile must keep them, or it could drop one just taken.
+   */
+  readonly acquiring = new Set<string>();
+  readonly releasing = new Set<string>();
+  /** Shared releases that failed: replayed when the shared store returns. */
+  readonly pendingReleases = new Set<string>();
+
+  constructor(
+    private readonly local: MemoryFleetStore,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Every lease id this node may hold in the shared state (a predecessor's aside). */
+  ids(): string[] {
+    return [...this.mine.keys(), ...this.acquiring, ...this.releasing];
+  }
+
+  holdsLocal(): boolean {
+    for (const m of this.mine.values()) if (!m.shared) return true;
+    return false;
+  }
+
+  async replayReleases(shared: SharedStore): Promise<void> {
+    for (const id of [...this.pendingReleases]) {
+      await shared.release(id, this.clock.now());
+      this.pendingReleases.delete(id);
+    }
+  }
+
+  /**
+   * Takes this node's open leases in `shared` (again); local ones move there. `onlyLocal`: those
+   * not counted there yet (admitted while degraded).
+   */
+  async restore(shared: SharedStore, onlyLocal: boolean): Promise<void> {
+    for (const [id, m] of [...this.mine]) {
+      if (this.mine.get(id) !== m) continue; // ended meanwhile
+      if (onlyLocal && m.shared) continue;
+      await shared.acquire(m.lease);
+      // Its request may have ended while the shared copy was being taken.
+      if (this.mine.get(id) !== m) {
+        await shared.release(id, this.clock.now());
+        continue;
+      }
+      if (m.shared) continue;
+      m.shared = true;
+      await this.local.release(id, this.clock.now());
+    }
+  }
+
+  /**
+   * Forgotten here only once a store reclaimed it (a lease the replica reports running is
+   * renewed and may outlive lease_max_age_ms), or after a day whatever happened.
+   */
+  forgetExpired(local: Lease[], shared: Lease[], now: number): void {
+    for (const l of local) if (this.mine.get(l.id)?.shared === false) this.mine.delete(l.id);
+    for (const l of shared) if (this.mine.get(l.id)?.shared) this.mine.delete(l.id);
+    for (const [id, m] of this.mine) if (now - m.lease.at >= OPEN_LEASE_MEMORY_MS) this.mine.delete(id);
+  }
+
+  /** Takes the releases `pred` (the same node on the same state) still had to replay. */
+  adopt(pred: HeldLeases): void {
+    for (const id of pred.pendingReleases) this.pendingReleases.add(id);
+    pred.pendingReleases.clear();
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * Leases: a request's hold on its replica and adapter, counted in flight once, released once,
+ * expired by age (never by its node's silence: a partitioned node's requests may still run), and
+ * pruned when the node that took them no longer holds them.
+ * Each runs after the prelude (prelude.ts), with ARGV[1] = the prefix and no KEYS.
+ */
+export const LEASE_SCRIPTS = {
+  /** id, url, adapter ('' none), at, node -> the adapter's state, or nil */
+  acquire: `
+local id, url, name, at, node = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local state = false
+if name ~= '' then
+  local res = getres(url, name)
+  if res then state = res.state end
+end
+if redis.call('HEXISTS', P .. 'lease', id) == 1 then return state end
+local counted = 0
+if known(url) then
+  counted = 1
+  redis.call('HINCRBY', rkey(url), 'inFlight', 1)
+  if name ~= '' then redis.call('HINCRBY', busykey(url), name, 1) end
+end
+redis.call('HSET', P .. 'lease', id,
+  cjson.encode({id = id, url = url, adapter = name, at = at, node = node, c = counted}))
+-- Its age is kept on Redis's clock: nodes' clocks disagree (issue 24, item 8).
+local t = now_ms()
+redis.call('ZADD', P .. 'lease-at', t, id)
+redis.call('ZADD', P .. 'lease-t0', t, id)
+redis.call('SADD', P .. 'nl:' .. node, id)
+if name ~= '' then redis.call('SADD', lskey(url, name), id) end
+return state`,
+
+  /** id, at, upstream status ('' none), failure limit -> {lease JSON, idle 1|0} or nil (released already) */
+  release: `
+local id, at, status = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local raw = redis.call('HGET', P .. 'lease', id)
+if not raw then return false end
+local lease = cjson.decode(raw)
+droplease(id, lease)
+-- A base-model lease was no adapter's: releasing it leaves none idle.
+local idle = 0
+if lease.adapter ~= '' then
+  touch(lease.url, lease.adapter, at)
+  if tonumber(redis.call('HGET', busykey(lease.url), lease.adapter) or '0') == 0 then idle = 1 end
+end
+if status and known(lease.url) then
+  outcome(lease.url, status < 500, at, tonumber(ARGV[5]))
+end
+return {raw, idle}`,
+
+  /**
+   * now, maxAge, nodeTtl, ceiling -> expired lease JSONs. Ends the load/unload locks of nodes silent for
+   * nodeTtl, any lease not taken or renewed for maxAge and any lock past its expiry, all by Redis
+   * time. A silent node's leases stay: it may be cut off from Redis while its requests still run
+   * on the replicas (a partition), and an unload under them is what must never happen.
+   */
+  expire: `
+local now, maxAge, nodeTtl, ceiling = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local t = now_ms()
+local out = {}
+local function expire(id, why)
+  local raw = redis.call('HGET', P .. 'lease', id)
+  if not raw then return end
+  local lease = cjson.decode(raw)
+  droplease(id, lease)
+  out[#out + 1] = raw
+  event({at = now, url = lease.url, adapter = lease.adapter, op = 'lease-expired', result = 'error',
+    detail = 'lease ' .. id .. ' ' .. why})
+end
+local function endlock(f, raw, why)
+  unlock(f)
+  local k = cjson.decode(raw)
+  local url, name = k[1], k[2]
+  local res = getres(url, name)
+  if not res or res.fence ~= tonumber(f) then return end
+  -- Its holder died or stalled: a load is forgotten (the next poll adopts it if it landed),
+  -- an unload leaves the adapter loaded (a 404 or the next poll corrects that).
+  local op = 'load'
+  if res.state == 'loading' then dropres(url, name)
+  else
+    op = 'unload'
+    putres(url, name, {state = 'loaded', since = res.since, lastUsed = res.lastUsed})
+  end
+  event({at = now, url = url, adapter = name, op = op, result = 'error', detail = why})
+  changed()
+end
+local dead = redis.call('ZRANGEBYSCORE', P .. 'nodes', '-inf', t - nodeTtl, 'LIMIT', 0, 100)
+if #dead > 0 then
+  local gone = {}
+  for _, node in ipairs(dead) do
+    gone[node] = true
+    redis.call('ZREM', P .. 'nodes', node)
+  end
+  local locks = redis.call('HGETALL', P .. 'lock')
+  for i = 1, #locks, 2 do
+    local node = cjson.decode(locks[i + 1])[3]
+    if gone[node] then endlock(locks[i], locks[i + 1], 'lock of node ' .. node .. ', which stopped') end
+  end
+end
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lease-at', '-inf', t - maxAge, 'LIMIT', 0, 1000)) do
+  expire(id, 'held over ' .. maxAge .. ' ms')
+end
+-- Renewed or not, a lease taken this long ago goes (LEASE_CEILING in memory-store.ts).
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lease-t0', '-inf', t - ceiling, 'LIMIT', 0, 1000)) do
+  expire(id, 'taken over ' .. ceiling .. ' ms ago')
+end
+for _, f in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lock-until', '-inf', t, 'LIMIT', 0, 1000)) do
+  local raw = redis.call('HGET', P .. 'lock', f)
+  if raw then endlock(f, raw, 'lock expired') else unlock(f) end
+end
+return out`,
+
+  /**
+   * node, ids it holds (JSON array), leaving (1|0) -> leases dropped. Drops the node's leases it
+   * no longer holds: a snapshot Redis restarted from (RDB, or AOF fsynced every second) may
+   * predate their release, and a live node's lease never expires by its silence. Leaving (its
+   * runtime moved to other state): it stops counting among the live nodes too.
+   */
+  prune: `
+local node = ARGV[2]
+local keep = {}
+for _, id in ipairs(cjson.decode(ARGV[3])) do keep[id] = true end
+local n = 0
+for _, id in ipairs(redis.call('SMEMBERS', P .. 'nl:' .. node)) do
+  if not keep[id] then
+    local raw = redis.call('HGET', P .. 'lease', id)
+    if raw then
+      droplease(id, cjson.decode(raw))
+      n = n + 1
+    else
+      redis.call('SREM', P .. 'nl:' .. node, id)
+    end
+  end
+end
+if ARGV[4] == '1' then redis.call('ZREM', P .. 'nodes', node) end
+if n > 0 then changed() end
+return n`,
+} as const;

@@ -1,0 +1,88 @@
+/**
+ * Loads and unloads under a fenced lock: a load begins only into a free slot, an unload only when
+ * no node holds a lease on the adapter (and not during the grace after the state was emptied),
+ * and a change ends only with the fence that began it.
+ * Each runs after the prelude (prelude.ts), with ARGV[1] = the prefix and no KEYS.
+ */
+export const LOAD_LOCK_SCRIPTS = {
+  /** url, adapter, at, limit, ttl, node -> fence or nil */
+  beginLoad: `
+local url, name, at, limit, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+if not known(url) or redis.call('HEXISTS', reskey(url), name) == 1 then return false end
+if tonumber(redis.call('HGET', rkey(url), 'residents') or '0') >= limit then return false end
+local fence = redis.call('INCR', P .. 'fence')
+putres(url, name, {state = 'loading', since = at, lastUsed = at, fence = fence})
+redis.call('HSET', rkey(url), 'everLoaded', '1')
+lock(url, name, fence, ttl, ARGV[7])
+return fence`,
+
+  /** url, adapter, fence, ok, at -> 1 if the fence was current */
+  finishLoad: `
+local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
+local res = getres(url, name)
+if not res or res.state ~= 'loading' or res.fence ~= fence then
+  unlockstale(fence, url, name, res)
+  return 0
+end
+unlock(fence)
+if ARGV[5] == '1' then putres(url, name, {state = 'loaded', since = at, lastUsed = at})
+else
+  -- Ended without it (a failure, or the after-load undo unloaded it): a registry read begun
+  -- before now may still list it, and must not bring it back.
+  dropres(url, name)
+  markgone(url, name)
+end
+changed()
+return 1`,
+
+  /**
+   * url, adapter, at, ttl, node, for ('' none) -> fence or nil (busy on any node, static, absent
+   * or moving; or made room for an adapter that is resident already or has an unload under way;
+   * or the state was begun anew within its grace, see upsert)
+   */
+  beginUnload: `
+local url, name, at, ttl, forName = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[7]
+local res = getres(url, name)
+if not res or res.state ~= 'loaded' then return false end
+if tonumber(redis.call('HGET', busykey(url), name) or '0') > 0 then return false end
+-- The state was emptied and begun anew lately: other nodes may not have re-taken their leases yet.
+if redis.call('EXISTS', P .. 'reborn') == 1 then return false end
+if forName ~= '' then
+  -- Another node is making room for the same adapter: one unload per load.
+  if redis.call('HEXISTS', reskey(url), forName) == 1 then return false end
+  local all = redis.call('HVALS', reskey(url))
+  for _, raw in ipairs(all) do
+    local o = cjson.decode(raw)
+    if o.state == 'unloading' and o['for'] == forName then return false end
+  end
+end
+local fence = redis.call('INCR', P .. 'fence')
+putres(url, name, {state = 'unloading', since = at, lastUsed = res.lastUsed, fence = fence, ['for'] = forName})
+lock(url, name, fence, ttl, ARGV[6])
+return fence`,
+
+  /** url, adapter, fence, ok, at -> 1 if the fence was current */
+  finishUnload: `
+local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
+local res = getres(url, name)
+if not res or res.state ~= 'unloading' or res.fence ~= fence then
+  unlockstale(fence, url, name, res)
+  return 0
+end
+unlock(fence)
+if ARGV[5] == '1' then
+  dropres(url, name)
+  markgone(url, name)
+else
+  putres(url, name, {state = 'loaded', since = at, lastUsed = res.lastUsed})
+end
+changed()
+return 1`,
+
+  /** url, adapter, fence -> 1 if it still grants the change */
+  holds: `
+local res = getres(ARGV[2], ARGV[3])
+local until_ = redis.call('ZSCORE', P .. 'lock-until', ARGV[4])
+if res and res.fence == tonumber(ARGV[4]) and until_ and tonumber(until_) > now_ms() then return 1 end
+return 0`,
+} as const;

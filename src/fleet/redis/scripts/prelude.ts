@@ -1,0 +1,130 @@
+/**
+ * The Redis fleet store's operations, each one Lua script: Redis runs a script alone, so every
+ * conditional change (begin a load, unload only when no node holds a lease, release once) is
+ * decided atomically for all Kong nodes. Keys are built from the prefix in ARGV[1] (standalone
+ * Redis, or an address that follows a replicated primary; not Cluster). Layout, P the prefix:
+ *   P spec            hash url -> replica spec JSON
+ *   P r:<url>         hash of the replica's figures (health, waiting, residents, inFlight...)
+ *   P res:<url>       hash adapter -> residency JSON {state, since, lastUsed, t (Redis time), fence?, for?}
+ *   P busy:<url>      hash adapter -> in-flight count
+ *   P gone:<url>      zset adapter -> when it was unloaded or forgotten, Redis time (bounded)
+ *   P lease           hash lease id -> {id, url, adapter, at, node, c: counted in inFlight}
+ *   P lease-at        zset id -> when the lease was taken or last renewed, Redis time
+ *   P lease-t0        zset id -> when the lease was taken, Redis time (renewals end at a ceiling)
+ *   P ls:<url>|<name> set of the lease ids on one adapter of one replica (renewed together)
+ *   P nl:<node>       set of a node's lease ids; P nodes zset node -> last heartbeat (Redis time)
+ *   P epoch           a random id set by the first registration after Redis was empty: a node
+ *                     that sees it change or vanish takes its leases again (FLUSHALL, restart)
+ *   P reborn          set (PX node_ttl_ms) when a node that knew an older epoch sets a new one: no unload meanwhile
+ *   P fence           counter; P lock hash fence -> [url, adapter]; P lock-until zset fence -> expiry
+ *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
+ *   P events          list of fleet events, newest first; channel P changed: room may have freed
+ *   P budget:<key>    cold loads counted in the current window (expires with it)
+ *
+ * This file: the helpers every script begins with; the scripts are grouped by concern beside it.
+ */
+
+/** How much earlier than measured a poll counts as begun (the snapshot call's own trip to Redis). */
+export const SKEW_MARGIN_MS = 50;
+
+export const PRELUDE = `
+local P = ARGV[1]
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function rkey(url) return P .. 'r:' .. url end
+local function reskey(url) return P .. 'res:' .. url end
+local function busykey(url) return P .. 'busy:' .. url end
+local function known(url) return redis.call('HEXISTS', P .. 'spec', url) == 1 end
+local function getres(url, name)
+  local v = redis.call('HGET', reskey(url), name)
+  if v then return cjson.decode(v) end
+  return nil
+end
+-- residents: non-static entries, read per request, kept by putres/dropres. t: when the entry
+-- last changed, by Redis's clock (the one clock every node's poll is compared with).
+local function putres(url, name, res)
+  local was = redis.call('HGET', reskey(url), name)
+  if res.state ~= 'static' and (not was or cjson.decode(was).state == 'static') then
+    redis.call('HINCRBY', rkey(url), 'residents', 1)
+  end
+  res.t = now_ms()
+  redis.call('HSET', reskey(url), name, cjson.encode(res))
+end
+local function dropres(url, name)
+  local was = redis.call('HGET', reskey(url), name)
+  if not was then return end
+  redis.call('HDEL', reskey(url), name)
+  if cjson.decode(was).state ~= 'static' then redis.call('HINCRBY', rkey(url), 'residents', -1) end
+end
+local function event(e)
+  redis.call('LPUSH', P .. 'events', cjson.encode(e))
+  redis.call('LTRIM', P .. 'events', 0, 199)
+end
+local function changed() redis.call('PUBLISH', P .. 'changed', '1') end
+local function markgone(url, name)
+  local k = P .. 'gone:' .. url
+  redis.call('ZADD', k, now_ms(), name)
+  if redis.call('ZCARD', k) > 256 then redis.call('ZREMRANGEBYRANK', k, 0, 0) end
+end
+local function lock(url, name, fence, ttl, node)
+  redis.call('HSET', P .. 'lock', fence, cjson.encode({url, name, node}))
+  redis.call('ZADD', P .. 'lock-until', now_ms() + ttl, fence)
+end
+local function unlock(fence)
+  redis.call('HDEL', P .. 'lock', fence)
+  redis.call('ZREM', P .. 'lock-until', fence)
+end
+-- A finish refused (not the change its fence began) ends the lock only of a change that is over
+-- (the entry holds another fence now): a fence named with another replica or adapter, or a load's
+-- fence given to finish an unload, must not end the live change's lock.
+local function unlockstale(fence, url, name, res)
+  if res and res.fence == fence then return end
+  local raw = redis.call('HGET', P .. 'lock', fence)
+  if not raw then return end
+  local k = cjson.decode(raw)
+  if k[1] == url and k[2] == name then unlock(fence) end
+end
+local function touch(url, name, at)
+  local res = getres(url, name)
+  if res and res.lastUsed < at then
+    res.lastUsed = at
+    redis.call('HSET', reskey(url), name, cjson.encode(res))
+  end
+end
+local function outcome(url, ok, at, limit)
+  local r = rkey(url)
+  if ok then redis.call('HSET', r, 'passive', 0) return end
+  local n = redis.call('HINCRBY', r, 'passive', 1)
+  if n == limit and redis.call('HGET', r, 'health') ~= 'down' then
+    local why = limit .. ' upstream failures in a row'
+    redis.call('HSET', r, 'health', 'down', 'lastError', why)
+    event({at = at, url = url, adapter = '', op = 'replica-down', result = 'error', detail = why})
+  end
+end
+local function forget(url, name, at)
+  local res = getres(url, name)
+  if not res or res.state ~= 'loaded' then return 0 end
+  dropres(url, name)
+  markgone(url, name)
+  return 1
+end
+local function lskey(url, name) return P .. 'ls:' .. url .. '|' .. name end
+local function droplease(id, lease)
+  redis.call('HDEL', P .. 'lease', id)
+  redis.call('ZREM', P .. 'lease-at', id)
+  redis.call('ZREM', P .. 'lease-t0', id)
+  redis.call('SREM', P .. 'nl:' .. lease.node, id)
+  if lease.adapter ~= '' then redis.call('SREM', lskey(lease.url, lease.adapter), id) end
+  -- Only what acquire counted (its replica was registered then) is uncounted.
+  if lease.c ~= 1 then return end
+  redis.call('HINCRBY', rkey(lease.url), 'inFlight', -1)
+  if lease.adapter ~= '' then
+    if redis.call('HINCRBY', busykey(lease.url), lease.adapter, -1) <= 0 then
+      redis.call('HDEL', busykey(lease.url), lease.adapter)
+      changed()
+    end
+  end
+end
+`;

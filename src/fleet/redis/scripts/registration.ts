@@ -1,0 +1,48 @@
+/**
+ * Registration and the state's epoch: a replica's spec, a node's heartbeat (the live nodes), the
+ * dump and the event list. The epoch set by the first registration after Redis was empty is how a
+ * node learns the state was emptied (FLUSHALL, a restart without persistence) and must re-take its
+ * leases; the grace after it (`reborn`) grants no unload meanwhile.
+ * Each runs after the prelude (prelude.ts), with ARGV[1] = the prefix and no KEYS.
+ */
+export const REGISTRATION_SCRIPTS = {
+  /**
+   * url, spec JSON, epoch candidate, grace ms (0: none) -> the state's epoch (the candidate if
+   * Redis had none). A grace is asked by a node that knew an older epoch: the state was emptied
+   * (FLUSHALL, a restart without persistence), and this call begins it anew. The other nodes'
+   * leases count nowhere until each learns of it from its heartbeat (every node_ttl_ms / 4) or a
+   * call, so no unload is granted for the grace (beginUnload).
+   */
+  upsert: `
+local url = ARGV[2]
+redis.call('HSET', P .. 'spec', url, ARGV[3])
+if redis.call('EXISTS', rkey(url)) == 0 then
+  redis.call('HSET', rkey(url), 'health', 'unknown', 'residents', 0, 'inFlight', 0)
+end
+if redis.call('SET', P .. 'epoch', ARGV[4], 'NX') and tonumber(ARGV[5]) > 0 then
+  redis.call('SET', P .. 'reborn', '1', 'PX', ARGV[5])
+end
+return redis.call('GET', P .. 'epoch')`,
+
+  /** node: this node is alive (Redis time, so node clocks may disagree) -> {epoch, nodes} */
+  heartbeat: `
+redis.call('ZADD', P .. 'nodes', now_ms(), ARGV[2])
+return {redis.call('GET', P .. 'epoch'), redis.call('ZCARD', P .. 'nodes')}`,
+
+  /** -> rows {url, spec, figures, residency, busy} for every replica */
+  dump: `
+local out = {}
+local specs = redis.call('HGETALL', P .. 'spec')
+for i = 1, #specs, 2 do
+  local url = specs[i]
+  out[#out + 1] = {url, specs[i + 1], redis.call('HGETALL', rkey(url)),
+    redis.call('HGETALL', reskey(url)), redis.call('HGETALL', busykey(url))}
+end
+return out`,
+
+  /** event JSON */
+  event: `
+redis.call('LPUSH', P .. 'events', ARGV[2])
+redis.call('LTRIM', P .. 'events', 0, 199)
+return 1`,
+} as const;

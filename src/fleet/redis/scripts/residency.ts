@@ -1,0 +1,150 @@
+/**
+ * Residency as polls and upstream outcomes report it: a poll begun before the last one applied
+ * changes nothing, an adapter missing from a registry read after its entry last changed is
+ * dropped (a load under way never is), and a cold adapter is placed on one replica for the whole
+ * fleet (`place`).
+ * Each runs after the prelude (prelude.ts), with ARGV[1] = the prefix and no KEYS.
+ */
+import { SKEW_MARGIN_MS } from './prelude';
+
+export const RESIDENCY_SCRIPTS = {
+  /** adapter ('' none), withResidents '0'|'1', urls... -> {placement, rows, epoch, nodes} */
+  views: `
+local adapter, withRes = ARGV[2], ARGV[3]
+local placed = false
+if adapter ~= '' then placed = redis.call('GET', P .. 'place:' .. adapter) end
+local out = {}
+for i = 4, #ARGV do
+  local url = ARGV[i]
+  local spec = redis.call('HGET', P .. 'spec', url)
+  if spec then
+    local row = {url, spec, redis.call('HGETALL', rkey(url)), false, false, false, false}
+    if adapter ~= '' then
+      row[4] = redis.call('HGET', reskey(url), adapter)
+      row[5] = redis.call('HGET', busykey(url), adapter)
+    end
+    if withRes == '1' then
+      row[6] = redis.call('HGETALL', reskey(url))
+      row[7] = redis.call('HGETALL', busykey(url))
+    end
+    out[#out + 1] = row
+  end
+end
+-- The epoch and the node count ride on the round trip every decision makes anyway.
+return {placed, out, redis.call('GET', P .. 'epoch'), redis.call('ZCARD', P .. 'nodes')}`,
+
+  /** url, snapshot JSON {at, startedAt, sharedStartedAt?, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
+  snapshot: `
+local url = ARGV[2]
+if not known(url) then return 0 end
+local s = cjson.decode(ARGV[3])
+local r = rkey(url)
+-- When the scrape began, by Redis's clock (nodes' clocks disagree): read before the scrape, or
+-- else estimated from its duration, with a margin for this call's trip to Redis (an entry
+-- changed within it is kept until the next poll).
+local started = s.sharedStartedAt
+if type(started) ~= 'number' then started = now_ms() - (s.at - s.startedAt) - ${SKEW_MARGIN_MS} end
+local prev = redis.call('HGET', r, 'scrapedAt')
+-- Any node may poll: a poll that began before the one applied last is older news.
+if prev and started < tonumber(prev) then return 0 end
+redis.call('HSET', r, 'scrapedAt', started, 'checkedAt', s.at)
+local health = redis.call('HGET', r, 'health')
+if not s.ok then
+  if health ~= 'down' then
+    event({at = s.at, url = url, adapter = '', op = 'replica-down', result = 'error', detail = s.error})
+  end
+  redis.call('HSET', r, 'health', 'down', 'lastError', s.error)
+  return 1
+end
+if health == 'down' then event({at = s.at, url = url, adapter = '', op = 'replica-up', result = 'ok'}) end
+redis.call('HSET', r, 'health', 'up', 'passive', 0, 'snapshotAt', s.at)
+redis.call('HDEL', r, 'lastError')
+if type(s.load) == 'table' then
+  -- The replica runs or queues requests for these adapters: their leases are alive, whichever
+  -- node holds them and whatever its clock. vLLM's vllm:lora_requests_info gauge, labels
+  -- running_lora_adapters and waiting_lora_adapters (vllm/v1/metrics/loggers.py,
+  -- PrometheusStatLogger.record, at vLLM v0.11.0), parsed in
+  -- src/metrics/replica-load.ts.
+  if type(s.load.activeAdapters) == 'table' then
+    local t = now_ms()
+    for _, name in ipairs(s.load.activeAdapters) do
+      for _, id in ipairs(redis.call('SMEMBERS', lskey(url, name))) do
+        redis.call('ZADD', P .. 'lease-at', 'XX', t, id)
+      end
+    end
+  end
+  redis.call('HSET', r, 'waiting', s.load.waiting, 'running', s.load.running)
+  if type(s.load.kvUsage) == 'number' then redis.call('HSET', r, 'kvUsage', s.load.kvUsage)
+  else redis.call('HDEL', r, 'kvUsage') end
+end
+if ARGV[4] ~= '' then redis.call('HSET', r, 'llama', ARGV[4]) end
+if type(s.registry) ~= 'table' then return 1 end
+local present = {}
+for _, e in ipairs(s.registry) do present[e.name] = true end
+local vanished = 0
+local all = redis.call('HGETALL', reskey(url))
+for i = 1, #all, 2 do
+  local name, res = all[i], cjson.decode(all[i + 1])
+  -- Missing from a registry read before this entry changed: the registry is the older truth.
+  if not present[name] and res.state ~= 'loading' and (res.t or res.since) < started then
+    if res.state == 'loaded' then vanished = vanished + 1 end
+    dropres(url, name)
+  end
+end
+local everLoaded = redis.call('HGET', r, 'everLoaded') == '1'
+for _, e in ipairs(s.registry) do
+  local cur = getres(url, e.name)
+  if not cur then
+    local gone = redis.call('ZSCORE', P .. 'gone:' .. url, e.name)
+    if not gone or tonumber(gone) < started then
+      local state = 'static'
+      if everLoaded or e.managed then state = 'loaded' end
+      putres(url, e.name, {state = state, since = s.at, lastUsed = s.at})
+    end
+  elseif cur.state == 'static' and e.managed then
+    -- Classified before the configuration that manages it registered: a router's load after all.
+    putres(url, e.name, {state = 'loaded', since = cur.since, lastUsed = cur.lastUsed})
+  end
+end
+if vanished > 0 then
+  event({at = s.at, url = url, adapter = '', op = 'replica-restart', result = 'ok',
+    detail = vanished .. ' loaded adapter(s) left the registry'})
+end
+return 1`,
+
+  /** url, ok '1'|'0', at, failure limit */
+  outcome: `
+if known(ARGV[2]) then outcome(ARGV[2], ARGV[3] == '1', tonumber(ARGV[4]), tonumber(ARGV[5])) end
+return 1`,
+
+  /** url -> {residency hash, busy hash} */
+  residents: `
+local url = ARGV[2]
+return {redis.call('HGETALL', reskey(url)), redis.call('HGETALL', busykey(url))}`,
+
+  /** url, adapter, at */
+  forget: `
+return forget(ARGV[2], ARGV[3], tonumber(ARGV[4]))`,
+
+  /** url, adapter, at */
+  touch: `
+touch(ARGV[2], ARGV[3], tonumber(ARGV[4]))
+return 1`,
+
+  /** adapter, url, seen ('' none), ttl -> the replica holding the placement */
+  place: `
+local k, url, seen = P .. 'place:' .. ARGV[2], ARGV[3], ARGV[4]
+local cur = redis.call('GET', k)
+if not cur then
+  redis.call('SET', k, url, 'PX', ARGV[5])
+  return url
+end
+if cur == url or cur == seen then return url end
+return cur`,
+
+  /** adapter, url */
+  unplace: `
+local k = P .. 'place:' .. ARGV[2]
+if redis.call('GET', k) == ARGV[3] then redis.call('DEL', k) end
+return 1`,
+} as const;

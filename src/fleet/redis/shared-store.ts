@@ -1,0 +1,28 @@
+/**
+ * What a failover store asks of the shared side: the store operations, a cheap liveness check,
+ * and what it needs to hand back leases and budget spends after an outage or an emptied state.
+ */
+import type { FleetStore } from '../store';
+
+/** What the shared side must offer besides the store operations: a cheap liveness check. */
+export interface SharedStore extends FleetStore {
+  ping(): Promise<unknown>;
+  /** Whether the shared state was emptied since last asked (its epoch changed or vanished). */
+  takeStateLost?(): boolean;
+  /** Told when the shared state was found emptied outside a decision (a heartbeat). */
+  onStateLost?: (() => void) | null;
+  /**
+   * Nodes sharing the state, as last seen: this node's share of a budget during an outage. Null
+   * (or absent) until the state first answered this process: then its share is nothing.
+   */
+  readonly liveNodes?: number | null;
+  /** The shared state's epoch as last seen (null before any): spends are counted under it. */
+  readonly currentEpoch?: string | null;
+  /** Adds cold loads counted during an outage to the current window of `key`. */
+  addToBudget?(key: string, count: number, windowMs: number): Promise<void>;
+  /**
+   * Drops this node's leases in the shared state that `held` (read just before the call is sent)
+   * does not name; `leaving`: the node leaves this state for good.
+   */
+  prune?(held: () => string[], leaving?: boolean): Promise<number>;
+}

@@ -1,0 +1,132 @@
+/**
+ * One replica as the in-process store keeps it, and how it reads as a view: `residentCount`
+ * changes with every residency entry that turns resident or goes (read per request), in-flight
+ * counts are kept per adapter, and an adapter unloaded or forgotten is remembered as gone so an
+ * older registry cannot revive it.
+ */
+import { ResidencyTable, type ResidencyEntry } from './residency-table';
+import type {
+  AdapterPresence,
+  AdapterRef,
+  LlamaAdapter,
+  ReplicaSpec,
+  ReplicaView,
+  ResidentAdapter,
+} from './types';
+
+export interface ReplicaRecord {
+  spec: ReplicaSpec;
+  health: ReplicaView['health'];
+  snapshotAt: number | null;
+  checkedAt: number | null;
+  /** When the newest applied poll began: an older poll finishing later is not applied. */
+  scrapedAt: number;
+  lastError?: string;
+  waiting: number;
+  running: number;
+  kvUsage?: number;
+  residency: ResidencyTable;
+  /** Non-static entries in `residency` (kept by putResidency/dropResidency: read per request). */
+  residentCount: number;
+  llamaAdapters: LlamaAdapter[];
+  /** A router began a load here: registry entries seen after this are not start-up adapters. */
+  everLoaded: boolean;
+  /** The `managedVersion` static entries were last classified under. */
+  classifiedUnder?: number;
+  inFlight: number;
+  inFlightByAdapter: Map<string, number>;
+  passiveFailures: number;
+  /** When each adapter was last unloaded or forgotten here, so an older registry cannot revive it. */
+  gone: Map<string, number>;
+}
+
+/** A replica just registered: nothing polled, nothing resident, nothing in flight. */
+export function newReplicaRecord(spec: ReplicaSpec): ReplicaRecord {
+  return {
+    spec: { ...spec },
+    health: 'unknown',
+    snapshotAt: null,
+    checkedAt: null,
+    scrapedAt: -Infinity,
+    waiting: 0,
+    running: 0,
+    residency: new ResidencyTable(),
+    residentCount: 0,
+    llamaAdapters: [],
+    everLoaded: false,
+    inFlight: 0,
+    inFlightByAdapter: new Map(),
+    passiveFailures: 0,
+    gone: new Map(),
+  };
+}
+
+/** Bounded: entries older than the oldest scrape still in flight are useless; keep the last 256. */
+export function markGone(r: ReplicaRecord, adapter: string, at: number): void {
+  r.gone.delete(adapter);
+  r.gone.set(adapter, at);
+  if (r.gone.size > 256) r.gone.delete(r.gone.keys().next().value!);
+}
+
+export function residentsOf(r: ReplicaRecord): ResidentAdapter[] {
+  return [...r.residency.entries()].map(([name, res]) => ({
+    name,
+    state: res.state,
+    since: res.since,
+    lastUsed: res.lastUsed,
+    inFlight: r.inFlightByAdapter.get(name) ?? 0,
+  }));
+}
+
+/** Sets an entry, keeping `residentCount` (an entry may turn from static to loaded, never back). */
+export function putResidency(r: ReplicaRecord, name: string, res: ResidencyEntry): void {
+  const was = r.residency.get(name);
+  if (res.state !== 'static' && (!was || was.state === 'static')) r.residentCount++;
+  r.residency.set(name, res);
+}
+
+export function dropResidency(r: ReplicaRecord, name: string): void {
+  const was = r.residency.get(name);
+  if (was && r.residency.delete(name) && was.state !== 'static') r.residentCount--;
+}
+
+export function replicaView(r: ReplicaRecord, adapter?: AdapterRef): ReplicaView {
+  const residentCount = r.residentCount;
+  return {
+    url: r.spec.url,
+    backend: r.spec.backend,
+    priority: r.spec.priority,
+    health: r.health,
+    snapshotAt: r.snapshotAt,
+    checkedAt: r.checkedAt,
+    lastError: r.lastError,
+    waiting: r.waiting,
+    running: r.running,
+    kvUsage: r.kvUsage,
+    inFlight: r.inFlight,
+    residentCount,
+    adapter: adapter ? presence(r, adapter) : undefined,
+    llamaIds: r.spec.backend === 'llamacpp' ? r.llamaAdapters.map((a) => a.id) : undefined,
+  };
+}
+
+function presence(r: ReplicaRecord, a: AdapterRef): AdapterPresence | undefined {
+  const inFlight = r.inFlightByAdapter.get(a.name) ?? 0;
+  if (r.spec.backend === 'llamacpp') {
+    const hit = a.path === undefined ? undefined : r.llamaAdapters.find((e) => samePath(e.path, a.path!));
+    return hit ? { state: 'static', lastUsed: 0, inFlight, llamaId: hit.id } : undefined;
+  }
+  const slot = r.residency.slotOf(a.name);
+  return slot === undefined
+    ? undefined
+    : { state: r.residency.stateAt(slot), lastUsed: r.residency.lastUsedAt(slot), inFlight };
+}
+
+/** llama.cpp lists the path it was started with: match it whole, or by file name. */
+export function samePath(listed: string, configured: string): boolean {
+  return listed === configured || baseName(listed) === baseName(configured);
+}
+
+function baseName(p: string): string {
+  return p.slice(p.lastIndexOf('/') + 1);
+}

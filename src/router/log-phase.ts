@@ -1,0 +1,84 @@
+/**
+ * The log phase of a routed request: its lease goes back first, whatever instance or runtime
+ * Kong runs it on, and Kong's own 502/504 marks the replica down at once. Nothing routes here.
+ */
+import { LeaseHandle, LeaseNotOpen } from '../lease';
+import type { FleetRuntime } from '../runtime';
+import type { Stage } from '../scheduler/types';
+
+/** Kept in `kong.ctx.shared` from access to log: what the log phase needs, and what other plugins may read. */
+export interface DecisionRecord {
+  lease: string;
+  replica: string;
+  stage: Stage;
+  adapter: string | null;
+}
+
+/**
+ * Gives the request's in-flight lease back and records passive health, for any instance: the
+ * log phase may run on an instance other than the one that routed (Kong replaced it on a config
+ * change); the lease knows the runtime it was taken on.
+ * It sees no TTFT (Kong's latencies.proxy is time to response headers, which vLLM streams at
+ * once): the work model learns its rates from the replicas' histograms, through the poll.
+ * Throws LeaseNotOpen if the lease was given back already.
+ */
+export async function releaseLease(lease: LeaseHandle, status: number | undefined): Promise<boolean> {
+  // A 404 is vLLM's "The model `x` does not exist." when it lost the adapter (a restart,
+  // another router's unload; serving_engine.py `_check_model`, vLLM v0.11.0), or FastAPI's
+  // `{"detail":"Not Found"}` for a client's mistyped path under /v1 (llama.cpp: "File Not
+  // Found", tools/server/server-http.cpp, llama.cpp aa6192d38d). The log phase has the status,
+  // never the body (no `response` phase: docs/kong.md), so a 404 forgets nothing by itself:
+  // the replica's registry, read afresh, decides.
+  const lost = status === 404;
+  // One store call: the release and passive health (5xx: the replica refused, reset or timed
+  // out). Its work ends with it, whatever the store answers (an expired lease is gone there).
+  const released = await lease.release(lost ? undefined : status);
+  if (!released) return false;
+  // Its adapter went idle there: it can now make room for a request waiting for a slot, on
+  // the runtime it was taken on or the one deciding now.
+  const now = lease.rt.current();
+  if (released.adapterIdle) {
+    lease.rt.manager.roomChanged.notify();
+    if (now !== lease.rt) now.manager.roomChanged.notify();
+  }
+  // Polled afresh (after any poll under way, which may have read the registry before the
+  // 404): the reconciliation forgets what the registry no longer lists, and only that.
+  if (lost && released.adapter !== null) await now.poller.refreshUrl(released.url, true);
+  return true;
+}
+
+/**
+ * The log phase of a routed request: its lease first (it knows the runtime it was taken on:
+ * Kong may have replaced the instance and its config since, or a changed `redis` record the
+ * runtime), nothing before it may keep it from going back. Then Kong's own 502/504 (source
+ * "error": no attempt got a response) marks the replica down at once; a replica's own 5xx
+ * (source "service") is left to passive health. Kong/kong 3.9.3 kong/pdk/response.lua
+ * `get_source`, kong/init.lua `Kong.handle_error`. Throws LeaseNotOpen when the lease is not
+ * open here (given back already, reclaimed by age).
+ */
+export async function logPhase(
+  record: DecisionRecord,
+  status: number | undefined,
+  source: () => Promise<unknown>,
+): Promise<void> {
+  const lease = LeaseHandle.find(record.lease);
+  if (!lease) throw new LeaseNotOpen(record.lease);
+  await releaseLease(lease, status);
+  if ((status === 502 || status === 504) && (await source()) === 'error')
+    await proxyFailed(lease.rt.current(), record.replica, status);
+}
+
+/**
+ * Kong could not proxy a routed request to `url` (its own 502 or 504: connection refused or
+ * reset, a timeout, every retry spent): down for routing now, as a failed poll marks it, so
+ * the next requests go elsewhere; the next poll that reaches it brings it back.
+ */
+export async function proxyFailed(rt: FleetRuntime, url: string, status: number): Promise<void> {
+  const at = rt.clock.now();
+  await rt.store.applySnapshot(url, {
+    at,
+    startedAt: at,
+    ok: false,
+    error: `Kong could not proxy to it (${status})`,
+  });
+}

@@ -1,0 +1,77 @@
+/**
+ * What the plugin configurations sharing a runtime register with it, and the runtime's
+ * defaults: each configuration's asks are kept by its key, so Kong's instance churn neither
+ * grows them nor loses the latest.
+ */
+import { LRUCache } from 'lru-cache';
+import type { AdapterPolicy } from './adapters/manager';
+import type { ReplicaApi } from './backends/replica-api';
+import type { Clock } from './clock';
+import type { RedisConfig } from './config/redis-schema';
+import type { PollerOptions } from './fleet/poller';
+import type { SaturationPolicy } from './fleet/saturation';
+import type { FleetStore } from './fleet/store';
+import type { Logger } from './log';
+
+/** What the router configuration routing to a replica asks of it. */
+export interface ReplicaSettings {
+  /** Adapter limit and load policy (trimming after a late load). */
+  limit: AdapterPolicy;
+  /** How saturation is judged there (metrics, status). */
+  saturation: SaturationPolicy;
+  /** `lease_max_age_ms`. */
+  leaseMaxAgeMs: number;
+}
+
+/** What one lora-poller configuration asks of the poller. */
+export type PollingSettings = Pick<PollerOptions, 'intervalMs' | 'timeoutMs' | 'jitter'> &
+  Partial<Pick<PollerOptions, 'unhealthyTimeouts'>>;
+
+export interface RuntimeOptions {
+  clock?: Clock;
+  store?: FleetStore;
+  /** With a host: fleet state shared in Redis (with a local fallback) instead of `store`. */
+  redis?: RedisConfig;
+  api?: ReplicaApi;
+  log?: Logger;
+  seed?: number;
+  poller?: Partial<PollerOptions>;
+  /** Lease-id prefix and node id: a successor on the same shared state keeps its predecessor's. */
+  leasePrefix?: string;
+  /**
+   * The lease-id counter, shared with the predecessor whose prefix this runtime keeps: a fresh
+   * counter would issue its first ids again while its requests still run (one acquire counting
+   * nothing, one release ending another request's lease).
+   */
+  leaseSeq?: { next: number };
+}
+
+export const defaultPollerOptions: PollerOptions = {
+  intervalMs: 500,
+  timeoutMs: 1000,
+  jitter: 0.1,
+  leaseMaxAgeMs: 600_000,
+};
+
+/**
+ * What each router configuration registered, keyed by the configuration so Kong's instance
+ * churn does not grow it: the 32 most recently registered are kept (lru-cache). Read on every
+ * poll, so readers get a plain array (iterating the cache costs 5x a Map's values()).
+ */
+export class ConfigRegistry<T> {
+  private readonly cache = new LRUCache<string, { value: T }>({ max: 32 });
+  list: T[] = [];
+
+  set(key: string, value: T): void {
+    this.cache.set(key, { value });
+    this.list = [...this.cache.values()].map((e) => e.value);
+  }
+
+  has(key: string): boolean {
+    return this.cache.has(key);
+  }
+
+  entries(): [string, T][] {
+    return [...this.cache.entries()].map(([k, e]) => [k, e.value]);
+  }
+}
