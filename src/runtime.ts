@@ -432,8 +432,17 @@ export class FleetRuntime {
         .catch((err: Error) => this.log.warn(`leaving the old shared fleet state failed: ${err.message}`));
       return;
     }
-    if (sameState && this.store instanceof FailoverFleetStore && next.store instanceof FailoverFleetStore)
-      await next.store.adopt(this.store);
+    // `next` may itself have been replaced on this state since (and closed): the newest one takes them.
+    const heir = this.sameStateHeir(next);
+    if (sameState && this.store instanceof FailoverFleetStore && heir.store instanceof FailoverFleetStore)
+      await heir.store.adopt(this.store);
     await this.store.close?.();
+  }
+
+  /** The newest runtime in `next`'s line of successors still on this one's state. */
+  private sameStateHeir(next: FleetRuntime): FleetRuntime {
+    let heir = next;
+    while (heir.successor && heir.successor.stateKey === this.stateKey) heir = heir.successor;
+    return heir;
   }
 }
