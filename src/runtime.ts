@@ -341,12 +341,17 @@ export class FleetRuntime {
    * runtime of this process on other state (a `redis` record change), whose own store counts it.
    * The one current now may admit one at any moment, so a replaced runtime on other state
    * unloads nothing (as a node deciding alone, it only loads into free slots); the others still
-   * draining are asked. Runtimes on this one's state count in its store already.
+   * draining are asked. Runtimes on this one's shared state count in its store already.
    */
   private usedElsewhere(url: string, adapter: string): boolean {
     for (let s: FleetRuntime | null = this.successor; s; s = s.successor)
-      if (s.stateKey !== this.stateKey && (s.successor === null || s.uses(url, adapter))) return true;
-    return this.predecessors.some((p) => p.stateKey !== this.stateKey && p.uses(url, adapter));
+      if (!this.countsLeasesOf(s) && (s.successor === null || s.uses(url, adapter))) return true;
+    return this.predecessors.some((p) => !this.countsLeasesOf(p) && p.uses(url, adapter));
+  }
+
+  /** Whether `other`'s leases are counted in this store: one shared state (each in-process store is its own). */
+  private countsLeasesOf(other: FleetRuntime): boolean {
+    return other.stateKey === this.stateKey && this.stateKey !== stateKeyOf(undefined);
   }
 
   /**
@@ -432,8 +437,17 @@ export class FleetRuntime {
         .catch((err: Error) => this.log.warn(`leaving the old shared fleet state failed: ${err.message}`));
       return;
     }
-    if (sameState && this.store instanceof FailoverFleetStore && next.store instanceof FailoverFleetStore)
-      await next.store.adopt(this.store);
+    // `next` may itself have been replaced on this state since (and closed): the newest one takes them.
+    const heir = this.sameStateHeir(next);
+    if (sameState && this.store instanceof FailoverFleetStore && heir.store instanceof FailoverFleetStore)
+      await heir.store.adopt(this.store);
     await this.store.close?.();
+  }
+
+  /** The newest runtime in `next`'s line of successors still on this one's state. */
+  private sameStateHeir(next: FleetRuntime): FleetRuntime {
+    let heir = next;
+    while (heir.successor && heir.successor.stateKey === this.stateKey) heir = heir.successor;
+    return heir;
   }
 }

@@ -12,7 +12,7 @@ import type { ReplicaSpec } from '../../src/fleet/types';
 import { RouterService, type RouteOutcome } from '../../src/router/router';
 import type { FleetRuntime } from '../../src/runtime';
 import { SimFleet } from '../../sim/fleet';
-import { redisRuntimes } from '../helpers/runtime-harness';
+import { redisRuntimes, SPEC, U } from '../helpers/runtime-harness';
 import { waitFor } from '../../harness/wait';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
@@ -170,5 +170,23 @@ describe('a request whose decision spans two `redis` record changes', () => {
     expect(fleet.replicas[0]!.adapterLog().filter((e) => e.op === 'unload')).toEqual([]);
     expect(await b.router.finish((onB as { leaseId: string }).leaseId, 200)).toBe(true);
     await aRetired;
+  }, 30_000);
+});
+
+describe('record changes from no `redis` record and back again', () => {
+  it("the new in-process runtime does not unload under a request counted only in the first one's store", async () => {
+    // Every runtime without Redis has the same (empty) state key, yet each keeps its own
+    // in-process store: the newest one's store does not count the first one's leases.
+    const m1 = h.runtime({});
+    await m1.store.upsertReplica(SPEC);
+    const running = await h.take(m1);
+    const y = h.runtime({ redis: h.redis.config(h.prefix(), { timeout: 2000 }) });
+    const m1Retiring = m1.retire(y);
+    const m2 = h.runtime({});
+    await y.retire(m2);
+    expect(m2.manager.leasedElsewhere!(U, 'a')).toBe(true);
+    expect(await running.release(200)).toMatchObject({ id: running.id });
+    await m1Retiring;
+    expect(m2.manager.leasedElsewhere!(U, 'a')).toBe(false);
   }, 30_000);
 });

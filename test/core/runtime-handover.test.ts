@@ -2,6 +2,7 @@
  * Replacing a runtime (a changed `redis` record) while requests run (issue 24, items 4 and 5),
  * over a real redis-server. Each test fails on the hand-over before issue 24.
  */
+import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import type { FleetRuntime } from '../../src/runtime';
 import { sharedRuntime } from '../../src/runtime-registry';
 import { waitFor } from '../../harness/wait';
@@ -63,6 +64,39 @@ describe('item 5: retiring a runtime on the same shared state keeps its failover
     expect(await local.release(200)).toMatchObject({ id: local.id });
     await retiring;
     expect(await openIn(p)).toEqual([]);
+  }, 30_000);
+});
+
+describe('two `redis` record changes on the same shared state in a row', () => {
+  it("the newest runtime keeps the oldest one's open lease in Redis, and the oldest one's release lands", async () => {
+    // A replaced by B, B (idle) replaced by C: B drains at once and hands its records to C,
+    // while A still holds a request. One node id: C's pruning must keep A's lease.
+    const p = prefix();
+    const same = (o: { timeout: number }, from?: FleetRuntime) =>
+      runtime({
+        redis: h.redis.config(p, o),
+        ...(from && { leasePrefix: from.leasePrefix, leaseSeq: from.leaseSeq }),
+      });
+    const a = same({ timeout: 2000 });
+    await a.store.upsertReplica(SPEC);
+    await a.store.applySnapshot(U, poll());
+    const l = await take(a);
+    const b = same({ timeout: 2100 }, a);
+    const aRetiring = a.retire(b);
+    const c = same({ timeout: 2200 }, a);
+    await b.retire(c);
+    expect(await openIn(p)).toEqual([l.id]);
+    expect((await c.store.views([U], { name: 'a' }))[0]!.adapter?.inFlight).toBe(1);
+    // A drains into the runtime current on the state (C), not into B's closed store.
+    expect(await l.release(200)).toMatchObject({ id: l.id });
+    expect(a.store.mode?.()).toBe('redis'); // released in Redis, not left to replay
+    expect(await openIn(p)).toEqual([]);
+    await aRetiring;
+    expect(await openIn(p)).toEqual([]);
+    // C took A's records (releases to replay, spends): none of A's is left behind in B's closed store.
+    expect((c.store as FailoverFleetStore).predecessor).toBeNull();
+    expect(c.store.mode?.()).toBe('redis');
+    expect(await c.store.inFlightTotal()).toBe(0);
   }, 30_000);
 });
 

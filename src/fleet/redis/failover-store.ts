@@ -256,12 +256,16 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    * Takes what is left of the records of `pred`, the store of a runtime replaced on the same
    * shared state (only timeouts changed), once that runtime has drained: its releases waiting to
    * be replayed and its budget spends. No lease moves: each was given back through `pred`
-   * (LeaseHandle) or aged out, and pruning here stops keeping `pred`'s.
+   * (LeaseHandle) or aged out, and pruning here stops keeping `pred`'s. `pred` leaves the chain
+   * of predecessors; those it replaced stay in it (their leases are still open until they drain).
    */
   async adopt(pred: FailoverFleetStore): Promise<void> {
     this.leases.adopt(pred.leases);
     this.budget.adopt(pred.budget);
-    if (this.predecessor === pred) this.predecessor = null;
+    if (this.predecessor === pred) this.predecessor = pred.predecessor;
+    else
+      for (let s = this.predecessor; s; s = s.predecessor)
+        if (s.predecessor === pred) s.predecessor = pred.predecessor;
     if (this.outage.degraded) return; // the next probe's recovery replays them
     try {
       await this.leases.replayReleases(this.shared);

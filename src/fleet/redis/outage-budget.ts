@@ -79,16 +79,17 @@ export class OutageBudget {
     return this.shared.liveNodes ?? this.predecessor()?.fleetNodes() ?? this.inheritedNodes;
   }
 
-  /** When this node (and a predecessor on the same state not adopted yet) spent from `key` in the last window, oldest first. */
+  /** When this node (and its predecessors on the same state not adopted yet) spent from `key` in the last window, oldest first. */
   private spentInWindow(key: string, windowMs: number, now: number): number[] {
-    const at = [
-      ...(this.recentSpends.get(key)?.at ?? []),
-      ...(this.predecessor()?.recentSpends.get(key)?.at ?? []),
-    ];
-    return at
+    return this.spendsOf(key)
       .map((s) => s.t)
       .filter((t) => now - t < windowMs)
       .sort((a, b) => a - b);
+  }
+
+  /** This node's spends from `key` here and in every predecessor not adopted yet (two record changes in a row). */
+  private spendsOf(key: string): Spend[] {
+    return [...(this.recentSpends.get(key)?.at ?? []), ...(this.predecessor()?.spendsOf(key) ?? [])];
   }
 
   /** Cold loads granted here while deciding alone, to merge into the shared budget. */
