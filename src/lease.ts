@@ -71,11 +71,18 @@ export class LeaseHandle {
    */
   async release(status?: number): Promise<Released | undefined> {
     if (this.ended) throw new LeaseNotOpen(this.id);
-    this.end();
+    this.ended = true;
+    if (open.get(this.id) === this) open.delete(this.id);
     const rt = this.rt;
     const completed = status !== undefined && status >= 200 && status < 300;
     if (rt.predictsWork) rt.work.release(this.id, rt.clock.now(), completed);
-    return rt.store.release(this.id, rt.clock.now(), status);
+    // Counted on its runtime until the store has it: a replaced runtime drains on this count,
+    // and closing its store under a release under way would lose the release.
+    try {
+      return await rt.store.release(this.id, rt.clock.now(), status);
+    } finally {
+      rt.leaseEnded(this);
+    }
   }
 
   /** Forgotten without a store call: every store reclaimed it by age already. */

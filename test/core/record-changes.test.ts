@@ -189,4 +189,28 @@ describe('record changes from no `redis` record and back again', () => {
     await m1Retiring;
     expect(m2.manager.leasedElsewhere!(U, 'a')).toBe(false);
   }, 30_000);
+
+  it('a replaced runtime closes only after its last release has reached its store', async () => {
+    const m1 = h.runtime({});
+    await m1.store.upsertReplica(SPEC);
+    const running = await h.take(m1);
+    // The store's release waits on a gate: the release is under way, not yet counted.
+    let open = () => {};
+    const gate = new Promise<void>((r) => (open = r));
+    const release = m1.store.release.bind(m1.store);
+    m1.store.release = async (...args) => {
+      await gate;
+      return release(...args);
+    };
+    let retired = false;
+    const m1Retiring = m1.retire(h.runtime({})).then(() => (retired = true));
+    const released = running.release(200);
+    await new Promise((r) => setTimeout(r, 50));
+    // Still draining: closing now would drop the release on the floor (or into a closed store).
+    expect(retired).toBe(false);
+    open();
+    expect(await released).toMatchObject({ id: running.id });
+    await m1Retiring;
+    expect(retired).toBe(true);
+  }, 30_000);
 });
