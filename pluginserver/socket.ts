@@ -20,7 +20,7 @@
  * The dispatch is otherwise kong-pdk's: the same error texts, replies in the order calls end.
  */
 import type { Server as NetServer, Socket } from 'node:net';
-import { decode, Encoder } from '@msgpack/msgpack';
+import { Decoder, Encoder } from '@msgpack/msgpack';
 import { routerSchema } from '../src/config/router-schema';
 import type { KongPdkServer } from './events';
 import { scanValue } from './frames';
@@ -139,6 +139,7 @@ function errorText(err: unknown): string {
 /** One Kong connection: its bytes cut into messages, each dispatched to kong-pdk's Server. */
 class Connection {
   private readonly encoder = new Encoder();
+  private readonly decoder = new Decoder();
   private chunks: Buffer[] = [];
   private buffered = 0;
   /** Bytes the message under way needs before it is worth scanning again. */
@@ -179,7 +180,7 @@ class Connection {
   private dispatch(bytes: Buffer): string | undefined {
     let msg: unknown;
     try {
-      msg = decode(bytes);
+      msg = this.decoder.decode(bytes);
     } catch (err) {
       return `undecodable message (${errorText(err)})`;
     }

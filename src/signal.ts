@@ -14,6 +14,8 @@ export class Signal {
   }
 
   notify(): void {
+    // Called after every decision and every release: most find no one waiting.
+    if (this.waiters.size === 0) return;
     const w = this.waiters;
     this.waiters = new Set();
     for (const wake of w) wake();
