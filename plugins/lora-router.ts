@@ -9,9 +9,9 @@ import { routerSchema } from '../src/config/router-schema';
 import { errors, type RouterError } from '../src/errors';
 import { routerConfigWarnings } from '../src/config/warnings';
 import { onceEach, operatorLog, stderrLogger, warnDeprecated, writeNotices } from '../src/log';
-import { logPhase, releaseLease, type DecisionRecord } from '../src/router/log-phase';
+import { logPhase, type DecisionRecord } from '../src/router/log-phase';
 import { RouterService } from '../src/router/router';
-import { LeaseHandle, LeaseNotOpen } from '../src/lease';
+import { LeaseNotOpen } from '../src/lease';
 import { sharedRuntime } from '../src/runtime-registry';
 import { packageVersion } from '../src/version';
 
@@ -65,8 +65,7 @@ class LoraRouterPlugin {
       // First, so that from here on the log phase can always give the lease back.
       await kong.ctx.shared.set(CTX_KEY, record as never);
     } catch (err) {
-      const lease = LeaseHandle.find(r.leaseId);
-      if (lease) await releaseLease(lease, undefined);
+      await this.service.finish(r.leaseId, undefined);
       throw err;
     }
     await kong.service.setTarget(r.host, r.port);

@@ -90,6 +90,11 @@ export class LeaseHandle {
     if (!this.ended) this.end();
   }
 
+  /** Whether every store has reclaimed it by age at `now` (its log phase never came). */
+  reclaimedBy(now: number): boolean {
+    return now - this.lease.at >= this.reclaimedAfterMs;
+  }
+
   /** Age past which every store has reclaimed the lease (renewed or not). */
   get reclaimedAfterMs(): number {
     return LEASE_CEILING * this.rt.poller.leaseMaxAgeMs;
@@ -105,7 +110,7 @@ export class LeaseHandle {
 /** Drops the oldest entries that every store reclaimed by age (their log phase never came). */
 function sweep(now: number): void {
   for (const h of open.values()) {
-    if (now - h.lease.at < h.reclaimedAfterMs) return;
+    if (!h.reclaimedBy(now)) return;
     h.agedOut();
   }
 }

@@ -419,7 +419,7 @@ export class FleetRuntime {
   private async drain(): Promise<void> {
     for (;;) {
       const now = this.clock.now();
-      for (const l of [...this.leases]) if (now - l.lease.at >= l.reclaimedAfterMs) l.agedOut();
+      for (const l of [...this.leases]) if (l.reclaimedBy(now)) l.agedOut();
       if (this.leases.size === 0 && this.active === 0) return;
       await this.quieter.wait(this.clock, 1000);
     }

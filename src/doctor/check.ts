@@ -4,6 +4,7 @@ import type { ReplicaHttp } from '../backends/http';
 import { AdapterNotFoundError, AdapterRejectedError } from '../backends/replica-api';
 import type { Backend } from '../fleet/types';
 import { forEachSample } from '../metrics/prometheus';
+import { summedOverProcesses } from '../metrics/replica-load';
 import { LLAMACPP_SIGNALS, VLLM_FAMILIES, VLLM_SIGNALS, type SignalId } from './signals';
 
 export interface Finding {
@@ -128,7 +129,7 @@ async function probe(http: ReplicaHttp, url: string, o: CheckOptions, out: Repli
   if (m?.maxLora !== undefined) out.maxLoras = m.maxLora;
   if (m?.prefixCaching !== undefined) out.prefixCaching = m.prefixCaching;
   // A gauge summed over processes (Prometheus multiprocess mode): its timestamps add up.
-  if (m?.loraInfoMax !== undefined && m.loraInfoMax > 1.5 * o.nowUnix) {
+  if (m?.loraInfoMax !== undefined && summedOverProcesses(m.loraInfoMax, o.nowUnix)) {
     out.apiServers = Math.round(m.loraInfoMax / o.nowUnix);
     out.findings.push({
       level: 'warn',

@@ -210,6 +210,11 @@ const DATE_SLACK_S = 2;
  *   stepped back, and outranks the set written since until the clock catches up: every series
  *   is read, so nothing they name is idle meanwhile.
  */
+/** A `lora_requests_info` value summed over several API server processes: past 1.5 x the time `nowS`. */
+export function summedOverProcesses(at: number, nowS: number): boolean {
+  return at > nowS * 1.5;
+}
+
 function loraInfoReading(
   infos: { labels: Record<string, string>; at: number }[],
   replicaNowS: number | undefined,
@@ -217,7 +222,7 @@ function loraInfoReading(
   if (infos.length === 0) return undefined;
   const latest = infos.reduce((a, b) => (b.at > a.at ? b : a));
   if (replicaNowS === undefined || !(replicaNowS > 0)) return [latest.labels];
-  if (latest.at > replicaNowS * 1.5) return undefined;
+  if (summedOverProcesses(latest.at, replicaNowS)) return undefined;
   if (latest.at > replicaNowS + DATE_SLACK_S) return infos.map((i) => i.labels);
   return [latest.labels];
 }

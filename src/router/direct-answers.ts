@@ -8,6 +8,7 @@ import { errors } from '../errors';
 import type { ReplicaView } from '../fleet/types';
 import type { FleetRuntime } from '../runtime';
 import { canServe } from '../scheduler/filters/eligibility';
+import { isHolder } from '../scheduler/pipeline';
 import type { TokenEstimate } from '../work/estimate';
 import { modelList } from './model-list';
 import { allowedMethods, classifyPath, modelIdOf, type PathClass } from './request';
@@ -56,11 +57,11 @@ export function checkContext(
   // `_validate_input`): it needs one token of room, as the eligibility filter counts.
   const need = t.longestPromptTokens + (t.maxTokens ?? 1);
   const lens = rt.poller.maxModelLen;
+  if (lens.size === 0) return; // no replica reported its context: none can refuse
   let max = 0;
   let serving = 0;
   for (const v of views) {
-    const holder = v.adapter !== undefined && v.adapter.state !== 'unloading';
-    if (!canServe(resolved.kind, { holder, backend: v.backend }, maxLoadedAdapters)) continue;
+    if (!canServe(resolved.kind, { holder: isHolder(v), backend: v.backend }, maxLoadedAdapters)) continue;
     const len = lens.get(v.url);
     if (len === undefined || need <= len) return;
     serving++;

@@ -9,7 +9,7 @@ import { samePath } from '../fleet/replica-record';
 import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
 import { claimReplicas } from '../runtime-registry';
-import { pipelineFor, SchedulingPipeline } from '../scheduler/pipeline';
+import { isHolder, pipelineFor, SchedulingPipeline } from '../scheduler/pipeline';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
 import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
 import { answerModels, checkContext, checkPath } from './direct-answers';
@@ -235,11 +235,7 @@ export class RouterService {
       throw errors.modelNotFound(resolved.adapter.name);
     }
     // No load will ever bring it: a retry cannot succeed, unlike no_replica's.
-    if (
-      resolved.kind === 'on-demand' &&
-      !this.loads &&
-      !views.some((v) => v.adapter && v.adapter.state !== 'unloading')
-    )
+    if (resolved.kind === 'on-demand' && !this.loads && !views.some(isHolder))
       throw errors.adapterLoadingDisabled(resolved.adapter.name);
     if (tokens) checkContext(rt, tokens, resolved, views, this.config.max_loaded_adapters);
     if (tokens && this.config.saturation_mode === 'predicted') this.predictFor(rt, ctx, tokens, resolved);

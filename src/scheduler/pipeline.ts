@@ -129,13 +129,17 @@ export class SchedulingPipeline {
   }
 }
 
+/** A holder: the adapter is resident on the replica and not being unloaded. */
+export function isHolder(v: ReplicaView): boolean {
+  return v.adapter !== undefined && v.adapter.state !== 'unloading';
+}
+
 /** Completes a view into a candidate, in place: views are per-request copies, and this runs per replica per request. */
 export function toCandidate(v: ReplicaView, ctx: SchedulingContext): Candidate {
   const c = v as Candidate;
-  const p = v.adapter;
   c.saturation = saturation(v, ctx.policy.saturation);
   c.stale = v.snapshotAt === null || ctx.now - v.snapshotAt > ctx.policy.staleAfterMs;
-  c.holder = p !== undefined && p.state !== 'unloading';
+  c.holder = isHolder(v);
   c.ttftMs = 0;
   c.loadMs = 0;
   c.fixedMs = 0;
