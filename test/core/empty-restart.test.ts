@@ -35,7 +35,7 @@ const snapshot = (at: number) => ({
 });
 
 function node(id: string) {
-  const shared = new RedisFleetStore(redis.config(P, { node_ttl_ms: NODE_TTL_MS }), id);
+  const shared = new RedisFleetStore(redis.config(P, { node_ttl_ms: NODE_TTL_MS, timeout: 2000 }), id);
   return { id, shared, s: new FailoverFleetStore(shared, silentLogger) };
 }
 

@@ -81,11 +81,19 @@ const logOf = (f: SimFleet): ReplicaLogEntry[] =>
 
 describe('invariant (ii): the limit holds after loads decided alone', () => {
   it('two nodes cut off from Redis load into the same last slot: the adapter that took the replica over is unloaded before any request uses it', async () => {
-    fleet = await SimFleet.start([
-      // A load long enough that both nodes read the replica's list before either lands, on a
-      // loaded machine too (200 ms was not: one node once saw the other's load landed, 1 load).
-      { adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 1000 } },
-    ]);
+    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 200 } }]);
+    // Both loads start before either lands, however loaded the machine: the replica's engine
+    // holds the first until the second has started (a 1 s load still lost the race under load).
+    const engine = fleet.replicas[0]!.engine;
+    const loadWeights = engine.loadWeights.bind(engine);
+    const started: (() => void)[] = [];
+    engine.loadWeights = async (adapter, rank) => {
+      await new Promise<void>((go) => {
+        started.push(go);
+        if (started.length === 2) for (const g of started) g();
+      });
+      return loadWeights(adapter, rank);
+    };
     const p = `la${randomBytes(4).toString('hex')}:`;
     const a = await node(p, fleet.urls);
     const b = await node(p, fleet.urls);

@@ -17,6 +17,8 @@ import { useRedisStores } from '../helpers/redis-stores';
 const U = 'http://10.0.0.1:8000';
 const load = { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 };
 const TTL = 60_000;
+/** Nothing here takes Redis away: a connect bound a loaded machine cannot miss. */
+const CALM = { timeout: 2000 };
 
 const env = useRedisStores();
 const open = env.open;
@@ -24,7 +26,7 @@ const open = env.open;
 /** Two nodes' stores on one prefix. */
 function nodes(n = 2): RedisFleetStore[] {
   const p = `sr${randomBytes(4).toString('hex')}:`;
-  const out = Array.from({ length: n }, (_, i) => new RedisFleetStore(env.redis.config(p), `node${i}`));
+  const out = Array.from({ length: n }, (_, i) => new RedisFleetStore(env.redis.config(p, CALM), `node${i}`));
   open.push(...out);
   return out;
 }

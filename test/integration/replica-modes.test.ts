@@ -39,6 +39,7 @@ describe('the router against replicas as they really are', () => {
     async (llamaLora) => {
       h = await CoreHarness.start([llama({ llamaLora })], llamaConfig);
       const replica = h.fleet.replicas[0]!;
+      await h.nextPoll(); // the list read (before it: the test below)
       for (const [model, expected] of [
         [BASE, null],
         ['b', '/models/b.gguf'],
@@ -55,6 +56,24 @@ describe('the router against replicas as they really are', () => {
       ]);
     },
   );
+
+  it('llama.cpp whose adapter list is not read yet gets no request: its global scales would apply', async () => {
+    // The first poll outlasts the router's own refresh: without the list, a body cannot name
+    // every adapter at scale 0, and this build applies its global scales to an empty list.
+    h = await CoreHarness.start([llama({ llamaLora: 'empty-is-absent' })], (urls) => ({
+      ...llamaConfig(urls),
+      refresh_timeout_ms: 50,
+    }));
+    const replica = h.fleet.replicas[0]!;
+    replica.fault({ kind: 'slowMetrics', ms: 1000 });
+    const first = await h.chat(BASE, 1);
+    expect(replica.requestRecords().map((r) => r.adapter)).toEqual([]);
+    expect(first.status).toBe(503);
+    replica.fault({ kind: 'slowMetrics', ms: 0 });
+    await h.nextPoll();
+    expect((await h.chat(BASE, 1)).status).toBe(200);
+    expect(replica.requestRecords().map((r) => r.adapter)).toEqual([null]);
+  });
 
   it('llama.cpp without --metrics: routes on /slots and in-flight counts, and says so on the status page', async () => {
     h = await CoreHarness.start(

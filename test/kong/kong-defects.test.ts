@@ -280,7 +280,11 @@ describe('12. config reloads under load (log phases with the old __seq__)', () =
       ]);
     }
     const replies = await Promise.all(inflight);
-    expect(replies.map((r) => r.status).filter((s) => s !== 200)).toEqual([]);
+    // On a failure, what each replica's engine did (its adapter log) says why.
+    expect({
+      failed: replies.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.body.toString()}`),
+      logs: w.fleet.replicas.map((r) => r.adapterLog()),
+    }).toEqual({ failed: [], logs: expect.anything() });
     const s = await w.statusJson();
     expect(s.inFlight).toBe(0);
     expect(

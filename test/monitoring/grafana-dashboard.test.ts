@@ -75,7 +75,7 @@ beforeAll(async () => {
           base_model: BASE,
           adapter_path_template: '/adapters/{name}',
           max_loaded_adapters: 1,
-          queue_timeout_ms: 50,
+          queue_timeout_ms: 5000,
           redis: shared,
         },
       },

@@ -68,7 +68,8 @@ function descendants(pid: number): number[] {
 
 async function startedStack(): Promise<{ child: ChildProcess; ports: number[]; output: () => string }> {
   const run = npm(['start', '--', '--port', '0', '--fleet-port', '0']);
-  await waitFor(() => /Ctrl-C stops everything/.test(run.output()), 30_000, 'the stack started');
+  // A build check, a fleet and a plugin server start: seconds quiet, a minute on a loaded machine.
+  await waitFor(() => /Ctrl-C stops everything/.test(run.output()), 120_000, 'the stack started');
   const ports = [...run.output().matchAll(/http:\/\/127\.0\.0\.1:(\d+)/g)].map((m) => Number(m[1]));
   return { ...run, ports: [...new Set(ports)] };
 }
@@ -101,7 +102,7 @@ describe('npm start through npm', () => {
           }
         }
       }
-    }, 60_000);
+    }, 180_000);
   }
 
   it('answers --help without rebuilding dist/', async () => {

@@ -5,13 +5,16 @@ import type { Candidate, Filter, RequestKind } from '../types';
  * served where it is resident, or on a vLLM replica the router may load it onto; llama.cpp
  * replicas serve only the adapters they were started with. A replica whose reported context
  * is shorter than the request (estimated; of a batch of prompts, the longest, as vLLM checks
- * each on its own) would answer 400: it is not eligible either.
+ * each on its own) would answer 400: it is not eligible either. Nor is a llama.cpp replica whose
+ * adapter list was never read: a body must name every adapter it holds at scale 0, and builds
+ * apply their global scales to the adapters a request leaves out (router.ts `llamaBody`).
  */
 export const eligibility: Filter = {
   name: 'eligibility',
   filter(req, candidates, ctx) {
     const fit = fits(req.contextTokens, ctx.contextOf);
-    const kept = fit ? candidates.filter(fit) : candidates;
+    const known = candidates.filter((c) => c.backend !== 'llamacpp' || c.snapshotAt !== null);
+    const kept = fit ? known.filter(fit) : known;
     if (req.kind === 'base') return { kept };
     return { kept: kept.filter((c) => canServe(req.kind, c, ctx.policy.maxLoadedAdapters)) };
   },
