@@ -101,6 +101,8 @@ export interface ResolvedOptions {
   unload: UnloadMode;
   loadErrors: LoadErrors;
   vllmMetrics: VllmMetrics;
+  vllmVersion: string;
+  apiServers: number;
   contextErrors: ContextErrors;
   llamaLora: LlamaLoraMode;
   llamaMetrics: boolean;

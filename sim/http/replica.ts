@@ -82,6 +82,10 @@ export interface ReplicaOptions {
   loadErrors?: LoadErrors;
   /** vLLM: /metrics families (default `released`). */
   vllmMetrics?: VllmMetrics;
+  /** vLLM: what `GET /version` answers (default `0.11.0`). */
+  vllmVersion?: string;
+  /** vLLM `--api-server-count` (default 1): above 1, Prometheus multiprocess mode sums the gauges. */
+  apiServers?: number;
   /** vLLM: the over-long prompt text (default `released`; sim/engine/context.ts). */
   contextErrors?: ContextErrors;
   /** llama.cpp: per-request `lora` semantics (default `empty-is-absent`, current builds). */
@@ -162,6 +166,8 @@ export class SimReplica implements ReplicaContext {
       unload: options.unload ?? 'registry',
       loadErrors: options.loadErrors ?? 'released',
       vllmMetrics: options.vllmMetrics ?? 'released',
+      vllmVersion: options.vllmVersion ?? '0.11.0',
+      apiServers: Math.max(1, Math.floor(options.apiServers ?? 1)),
       contextErrors: options.contextErrors ?? 'released',
       llamaLora: options.llamaLora ?? 'empty-is-absent',
       llamaMetrics: options.llamaMetrics ?? true,
