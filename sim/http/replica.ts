@@ -411,8 +411,8 @@ export class SimReplica implements ReplicaContext {
   // ---- completions ----------------------------------------------------------------------
 
   private async completion(endpoint: Endpoint, body: unknown, res: http.ServerResponse): Promise<void> {
-    // Text of V0's MQEngineDeadError (vllm/engine/multiprocessing/__init__.py, vLLM v0.10.0, the V0 engine); V1's EngineDeadError
-    // says "EngineCore encountered an issue..." (vllm/v1/engine/exceptions.py, vLLM v0.11.0) and launcher.py (vLLM v0.11.0)
+    // Text of V0's MQEngineDeadError (vllm/engine/multiprocessing/__init__.py, vLLM v0.10.0 (unverified), the V0 engine); V1's EngineDeadError
+    // says "EngineCore encountered an issue..." (vllm/v1/engine/exceptions.py, vLLM v0.11.0 (unverified)) and launcher.py (vLLM v0.11.0 (unverified))
     // answers a bare 500; newer server_utils.py engine_error_handler (main, December 2026) a JSON error. The body is modelled.
     if (this.faults.dead)
       return this.send(res, this.error(500, 'EngineDeadError', 'Engine loop is not running.'));
@@ -432,7 +432,7 @@ export class SimReplica implements ReplicaContext {
     if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong.message, tooLong.param));
     const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${requestId()}`;
     const created = Math.floor(this.nowUnix());
-    // vLLM echoes the adapter name (serving_models.py `model_name`, vLLM v0.11.0); llama.cpp echoes the request's
+    // vLLM echoes the adapter name (serving_models.py `model_name`, vLLM v0.11.0 (unverified)); llama.cpp echoes the request's
     // `model` (tools/server/server-task.cpp params_from_json_cmpl, llama.cpp aa6192d38d).
     const model = p.model;
     const answer: { onToken?: (i: number) => void; onFinish: (rec: RequestRecord) => void } = p.stream
