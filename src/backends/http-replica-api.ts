@@ -73,8 +73,10 @@ export class HttpReplicaApi implements ReplicaApi {
     if (r.status === 200) return 'loaded';
     const message = replicaMessage(r.text);
     // Another router (or an earlier timed-out call of ours) loaded it: that is success. Newer
-    // text goes on with a `load_inplace` hint.
-    if (r.status === 400 && /has already been loaded/.test(message)) return 'already-loaded';
+    // text goes on with a `load_inplace` hint; the Rust frontend says "LoRA adapter `a` is already
+    // loaded" (`LoadLoraError::AlreadyLoaded`, rust/src/server/src/lora.rs; docs/replica-apis.md).
+    if (r.status === 400 && /has already been loaded|is already loaded/.test(message))
+      return 'already-loaded';
     if (r.status < 500 && /No adapter found/i.test(message)) throw new AdapterNotFoundError(message);
     // Any other 400 (rank above --max-lora-rank, bad adapter_config.json, a validation error):
     // this adapter cannot be loaded as asked; the replica is fine. Since vLLM #36201 the same
@@ -88,7 +90,9 @@ export class HttpReplicaApi implements ReplicaApi {
     const r = await this.http.call('POST', `${url}/v1/unload_lora_adapter`, timeoutMs, { lora_name: name });
     if (r.status === 200) return 'unloaded';
     const message = replicaMessage(r.text);
-    if (r.status === 404 && /cannot be found/.test(message)) return 'absent';
+    // The Rust frontend answers an unknown name as an unknown model (`UnloadLoraError::NotFound` →
+    // `ApiError::model_not_found`, rust/src/server/src/routes/lora.rs).
+    if (r.status === 404 && /cannot be found|does not exist/.test(message)) return 'absent';
     throw new BackendError('http', message, r.status);
   }
 
