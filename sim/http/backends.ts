@@ -77,7 +77,14 @@ export class VllmBackend implements SimBackend {
   async route(method: string, path: string, body: () => unknown): Promise<SimError | undefined> {
     // `{"version": VLLM_VERSION}` (`show_version`, vllm/entrypoints/openai/api_server.py): served
     // whatever the LoRA settings.
-    if (method === 'GET' && path === '/version') return { status: 200, body: { version: this.r.o.vllmVersion } };
+    if (method === 'GET' && path === '/version') {
+      const { vllmVersion: version, vllmFrontend } = this.r.o;
+      // The Rust frontend adds its own build's version (`VersionResponse`, routes/version.rs).
+      return {
+        status: 200,
+        body: vllmFrontend === 'rust' ? { version, rust_frontend_version: version } : { version },
+      };
+    }
     if (!this.r.o.runtimeLoading) return undefined;
     // Starlette answers a route's path with another method 405 (Route.matches gives a partial
     // match; starlette/routing.py): the routes exist only with runtime loading on.

@@ -18,6 +18,13 @@ export type Backend = 'vllm' | 'llamacpp';
 export type UnloadMode = 'registry' | 'frees';
 
 /**
+ * vLLM's API server process: the Python one, or the Rust one (`VLLM_USE_RUST_FRONTEND=1`,
+ * rust/src/server/src/: lora.rs, routes/lora.rs, routes/version.rs, error.rs; vllm 0a44ad5bdb,
+ * 030ea52eff, 00d4191780; no release tag verified).
+ */
+export type VllmFrontend = 'python' | 'rust';
+
+/**
  * vLLM's load error texts. `released`: an engine-side failure comes back as
  * "Call to add_lora method failed: ..." (the utility-call wrapper of vllm/v1/engine/core_client.py).
  * `main`: "already loaded" adds the `load_inplace` hint, and a load the adapter itself fails
@@ -105,6 +112,7 @@ export interface ResolvedOptions {
   unload: UnloadMode;
   loadErrors: LoadErrors;
   vllmMetrics: VllmMetrics;
+  vllmFrontend: VllmFrontend;
   vllmVersion: string;
   apiServers: number;
   contextErrors: ContextErrors;

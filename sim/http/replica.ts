@@ -13,6 +13,7 @@ import type {
   ResolvedOptions,
   StaticAdapter,
   UnloadMode,
+  VllmFrontend,
   VllmMetrics,
 } from './context';
 import { Registry } from './context';
@@ -32,6 +33,7 @@ export type {
   RegistryEntry,
   StaticAdapter,
   UnloadMode,
+  VllmFrontend,
   VllmMetrics,
 };
 
@@ -82,6 +84,12 @@ export interface ReplicaOptions {
   loadErrors?: LoadErrors;
   /** vLLM: /metrics families (default `released`). */
   vllmMetrics?: VllmMetrics;
+  /**
+   * vLLM's API server: `python` (default) or `rust` (`VLLM_USE_RUST_FRONTEND=1`): an unload frees the
+   * weights (unless `unload` says otherwise), `/version` adds `rust_frontend_version`, and the LoRA
+   * routes answer its texts for "already loaded" and an unknown name.
+   */
+  vllmFrontend?: VllmFrontend;
   /** vLLM: what `GET /version` answers (default `0.11.0`). */
   vllmVersion?: string;
   /** vLLM `--api-server-count` (default 1): above 1, Prometheus multiprocess mode sums the gauges. */
@@ -163,7 +171,8 @@ export class SimReplica implements ReplicaContext {
       errorStyle: options.errorStyle ?? 'nested',
       deprecatedKvMetric: options.deprecatedKvMetric ?? false,
       startupMs: options.startupMs ?? 0,
-      unload: options.unload ?? 'registry',
+      unload: options.unload ?? (options.vllmFrontend === 'rust' ? 'frees' : 'registry'),
+      vllmFrontend: options.vllmFrontend ?? 'python',
       loadErrors: options.loadErrors ?? 'released',
       vllmMetrics: options.vllmMetrics ?? 'released',
       vllmVersion: options.vllmVersion ?? '0.11.0',

@@ -19,6 +19,10 @@ export class VllmLoraApi {
 
   constructor(private readonly r: ReplicaContext) {}
 
+  private get rust(): boolean {
+    return this.r.o.vllmFrontend === 'rust';
+  }
+
   /** The engine key of a newly loaded copy of `name`'s weights. */
   newWeights(name: string): string {
     return `${name}#${this.nextLoraId++}`;
@@ -53,6 +57,14 @@ export class VllmLoraApi {
     return this.locks.run(name, async () => {
       const main = r.o.loadErrors === 'main';
       const existing = r.registry.get(name);
+      if (existing && this.rust && b.load_inplace !== true)
+        return logged(
+          rustError(
+            400,
+            `LoRA adapter \`${name}\` is already loaded. If you want to load the adapter in place, set 'load_inplace' to true.`,
+            'lora_name',
+          ),
+        );
       if (existing && !(main && b.load_inplace === true)) {
         const hint = main ? " If you want to load the adapter in place, set 'load_inplace' to True." : '';
         return logged(
@@ -138,6 +150,7 @@ export class VllmLoraApi {
         r.error(400, 'InvalidUserInput', "'lora_name' needs to be provided to unload a LoRA adapter."),
       );
     const entry = r.registry.get(name);
+    if (!entry && this.rust) return logged(rustModelNotFound(name));
     if (!entry) return logged(r.error(404, 'NotFoundError', `The lora adapter '${name}' cannot be found.`));
     // What the engine has of the name at this moment: the fault run's invariant reads it (never > 0).
     const busy = r.engine.requestsOf(name);
@@ -230,4 +243,31 @@ function validationError(r: ReplicaContext, missing: string[], input: Record<str
       `{'type': 'missing', 'loc': ('body', '${k}'), 'msg': 'Field required', 'input': ${JSON.stringify(input)}}`,
   );
   return r.error(400, 'Bad Request', `[${errs.join(', ')}]`);
+}
+
+/**
+ * The Rust frontend's `ApiError` bodies (rust/src/server/src/error.rs, vllm 00d4191780):
+ * `invalid_request_error`, its code the type again, for the LoRA routes' own refusals
+ * (routes/lora.rs).
+ */
+function rustError(status: number, message: string, param: string | null): SimError {
+  return {
+    status,
+    body: { error: { message, type: 'invalid_request_error', param, code: 'invalid_request_error' } },
+  };
+}
+
+/** The Rust frontend's unload of a name it does not hold: `ApiError::model_not_found` (routes/lora.rs). */
+function rustModelNotFound(name: string): SimError {
+  return {
+    status: 404,
+    body: {
+      error: {
+        message: `The model \`${name}\` does not exist.`,
+        type: 'invalid_request_error',
+        param: 'model',
+        code: 'model_not_found',
+      },
+    },
+  };
 }

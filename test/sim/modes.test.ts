@@ -97,6 +97,33 @@ describe('simulator modes', () => {
     expect((await get(b!, '/version')).json()).toEqual({ version: '0.11.0' });
   });
 
+  it("vLLM's Rust frontend: /version names it, unload frees the weights, its texts for already loaded and unknown", async () => {
+    const [u] = await start({ vllmFrontend: 'rust', adapterDirs: ['/adapters'] });
+    expect((await get(u!, '/version')).json()).toEqual({
+      version: '0.11.0',
+      rust_frontend_version: '0.11.0',
+    });
+    const load = () => post(u!, '/v1/load_lora_adapter', { lora_name: 'a', lora_path: '/adapters/a' });
+    expect((await load()).status).toBe(200);
+    const again = await load();
+    expect(again.status).toBe(400);
+    expect(again.json().error).toEqual({
+      message:
+        "LoRA adapter `a` is already loaded. If you want to load the adapter in place, set 'load_inplace' to true.",
+      type: 'invalid_request_error',
+      param: 'lora_name',
+      code: 'invalid_request_error',
+    });
+    expect((await post(u!, '/v1/unload_lora_adapter', { lora_name: 'a' })).status).toBe(200);
+    expect(fleet!.replicas[0]!.engine.stats().cachedAdapters).toEqual([]);
+    const absent = await post(u!, '/v1/unload_lora_adapter', { lora_name: 'a' });
+    expect(absent.status).toBe(404);
+    expect(absent.json().error).toMatchObject({
+      message: 'The model `a` does not exist.',
+      code: 'model_not_found',
+    });
+  });
+
   it('vLLM --api-server-count 3: lora_requests_info values add up over the processes, so no series reads as a time', async () => {
     const [one, three] = await start({}, { apiServers: 3 });
     const latest = async (u: string) => {
