@@ -43,6 +43,14 @@ describe('kong-lora-router doctor', () => {
     expect(r.out).toContain(`${v}: fit (vllm 0.12.0)`);
   });
 
+  it("tells vLLM's Rust frontend from its /version, and what differs there", async () => {
+    const [v] = await start({ vllmFrontend: 'rust', vllmVersion: '0.30.0' });
+    const r = await doctor('--replicas', v!);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`${v}: fit (vllm 0.30.0, Rust frontend)`);
+    expect(r.out).toMatch(/info: Rust frontend: an unload frees .*VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES/);
+  });
+
   it('tells several API server processes (summed lora_requests_info) and says what the router does instead', async () => {
     const [v] = await start({ apiServers: 3 });
     // Each process has set the idle label set once the doctor reads: one scrape each.
