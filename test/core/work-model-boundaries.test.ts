@@ -15,7 +15,13 @@ describe('decode time per output token, short answers', () => {
     for (let t = 0; t <= 40; t++)
       w.observeReplica(
         A,
-        { waiting: 0, running: 4, finishedRequests: t * 10, generationTokens: t * 20, decodeSeconds: t * 0.4 },
+        {
+          waiting: 0,
+          running: 4,
+          finishedRequests: t * 10,
+          generationTokens: t * 20,
+          decodeSeconds: t * 0.4,
+        },
         t * 1000,
       );
     // Without the correction: 400 ms over 20 tokens, 20 ms.
@@ -28,7 +34,13 @@ describe('decode time per output token, short answers', () => {
     for (let t = 0; t <= 10; t++)
       w.observeReplica(
         A,
-        { waiting: 0, running: 4, finishedRequests: t * 10, generationTokens: t * 10, decodeSeconds: t * 0.01 },
+        {
+          waiting: 0,
+          running: 4,
+          finishedRequests: t * 10,
+          generationTokens: t * 10,
+          decodeSeconds: t * 0.01,
+        },
         t * 1000,
       );
     expect(w.decodeMsPerToken()).toBe(25);
