@@ -9,40 +9,25 @@ const A = 'http://a:8000';
  * test allows; with short answers it halves it.
  */
 describe('decode time per output token, short answers', () => {
-  it('takes one token a request off the generation tokens: 2-token answers, 40 ms for the second', () => {
+  /** For `seconds` s, `finished` requests end each second with `tokens` tokens each, `decodeS` s of decode in all. */
+  function learn(seconds: number, each: { finished: number; tokens: number; decodeS: number }): WorkModel {
     const w = new WorkModel({ prefillTokensPerS: 5000, decodeMsPerToken: 25 });
-    // Each second 10 requests finish with 2 tokens each (one from the prefill, one decoded in 40 ms).
-    for (let t = 0; t <= 40; t++)
-      w.observeReplica(
-        A,
-        {
-          waiting: 0,
-          running: 4,
-          finishedRequests: t * 10,
-          generationTokens: t * 20,
-          decodeSeconds: t * 0.4,
-        },
-        t * 1000,
-      );
+    for (let t = 0; t <= seconds; t++) {
+      const f = { finishedRequests: t * each.finished, generationTokens: t * each.finished * each.tokens };
+      w.observeReplica(A, { waiting: 0, running: 4, ...f, decodeSeconds: t * each.decodeS }, t * 1000);
+    }
+    return w;
+  }
+
+  it('takes one token a request off the generation tokens: 2-token answers, 40 ms for the second', () => {
+    // 10 requests a second, one token from the prefill and one decoded in 40 ms each.
+    const w = learn(40, { finished: 10, tokens: 2, decodeS: 0.4 });
     // Without the correction: 400 ms over 20 tokens, 20 ms.
     expect(w.decodeMsPerToken()).toBeGreaterThan(38);
     expect(w.decodeMsPerToken()).toBeLessThan(42);
   });
 
   it('single-token answers leave nothing to decode: no sample, the prior stays', () => {
-    const w = new WorkModel({ prefillTokensPerS: 5000, decodeMsPerToken: 25 });
-    for (let t = 0; t <= 10; t++)
-      w.observeReplica(
-        A,
-        {
-          waiting: 0,
-          running: 4,
-          finishedRequests: t * 10,
-          generationTokens: t * 10,
-          decodeSeconds: t * 0.01,
-        },
-        t * 1000,
-      );
-    expect(w.decodeMsPerToken()).toBe(25);
+    expect(learn(10, { finished: 10, tokens: 1, decodeS: 0.01 }).decodeMsPerToken()).toBe(25);
   });
 });
