@@ -88,6 +88,27 @@ describe('kong-lora-router doctor', () => {
     expect(r.out).toMatch(/warn: max_loaded_adapters 4 > --max-loras 2: .*--max-cpu-loras/);
   });
 
+  it('finds the other simulator modes fit, a load tried on each vLLM', async () => {
+    const dirs = { adapterDirs: ['/adapters'] };
+    const urls = await start(
+      { ...dirs, unload: 'frees' },
+      { ...dirs, contextErrors: 'renderer' },
+      { ...dirs, errorStyle: 'flat' },
+      { ...dirs, resolverDir: '/adapters' },
+      { backend: 'llamacpp', llamaLora: 'clear' },
+      { backend: 'llamacpp', llamaLora: 'listed-only', llamaAdapterInfo: false },
+    );
+    const r = await doctor(
+      '--replicas',
+      urls.map((u, i) => (i >= 4 ? `llamacpp=${u}` : u)).join(','),
+      '--try-load',
+      'sql=/adapters/sql',
+    );
+    expect(r.code).toBe(0);
+    expect(r.out.match(/try-load sql: loaded in \d+ ms, unloaded in \d+ ms/g)).toHaveLength(4);
+    expect(r.out).toContain('fleet: fit (6 replicas)');
+  });
+
   it('finds a vLLM without runtime loading unfit, with exit status 1', async () => {
     const [v, ok] = await start({ runtimeLoading: false }, {});
     const r = await doctor('--replicas', `${v},${ok}`);
