@@ -75,8 +75,8 @@ export class VllmBackend implements SimBackend {
   }
 
   async route(method: string, path: string, body: () => unknown): Promise<SimError | undefined> {
-    // `{"version": VLLM_VERSION}` (`show_version`, vllm/entrypoints/openai/api_server.py): served
-    // whatever the LoRA settings.
+    // `{"version": VLLM_VERSION}` (`show_version`: vllm/entrypoints/openai/api_server.py, by v0.16.0
+    // openai/basic/api_router.py; no tag verified, docs/replica-apis.md), whatever the LoRA settings.
     if (method === 'GET' && path === '/version') {
       const { vllmVersion: version, vllmFrontend } = this.r.o;
       // The Rust frontend adds its own build's version (`VersionResponse`, routes/version.rs).

@@ -102,7 +102,7 @@ async function probe(http: ReplicaHttp, url: string, o: CheckOptions, out: Repli
   if (out.backend === 'unknown') out.backend = await detectBackend(get, models.text);
   if (o.maxLoadedAdapters !== undefined) out.maxLoadedAdapters = o.maxLoadedAdapters;
   if (out.backend === 'llamacpp') return probeLlamacpp(get, out);
-  // `{"version": VLLM_VERSION}` (show_version, vllm/entrypoints/openai/api_server.py); the Rust
+  // `{"version": VLLM_VERSION}` (show_version; docs/replica-apis.md says where and what was read); the Rust
   // frontend adds `rust_frontend_version` (rust/src/server/src/routes/version.rs).
   const version = await get('/version');
   if (version.status === 200) {
