@@ -40,6 +40,11 @@ Upstream behaviour (docs/replica-apis.md names the source and release of each):
                          newer releases), residency (by-reason plus lora_adapter_loaded,
                          num_{gpu,cpu}_loaded_lora_adapters: an open PR) or no-stats
                          (--disable-log-stats: no vllm: family at all)
+  --vllm-version V       what vLLM's GET /version answers (default 0.11.0)
+  --vllm-frontend F      python (default) or rust (VLLM_USE_RUST_FRONTEND=1: unload frees the
+                         weights, its own texts for "already loaded" and an unknown name)
+  --api-servers N        vLLM --api-server-count: above 1, /metrics sums each gauge over the
+                         processes (Prometheus multiprocess mode; lora_requests_info's times add up)
   --resolver-dir DIR     vLLM filesystem resolver (VLLM_LORA_RESOLVER_CACHE_DIR=DIR, VLLM_PLUGINS
                          unset or listing it): unknown models load from DIR/<name>
   --llama-lora-mode M    llama.cpp per-request lora: clear (older builds), empty-is-absent
@@ -90,6 +95,9 @@ async function main(): Promise<void> {
       'context-errors': { type: 'string' },
       unload: { type: 'string' },
       'vllm-metrics': { type: 'string' },
+      'vllm-version': { type: 'string' },
+      'vllm-frontend': { type: 'string' },
+      'api-servers': { type: 'string' },
       'resolver-dir': { type: 'string' },
       'adapter-dir': { type: 'string' },
       'no-runtime-loading': { type: 'boolean' },
@@ -122,6 +130,9 @@ async function main(): Promise<void> {
       'residency',
       'no-stats',
     ] as const),
+    vllmVersion: v['vllm-version'],
+    vllmFrontend: oneOf('vllm-frontend', v['vllm-frontend'], ['python', 'rust'] as const),
+    apiServers: int('api-servers', v['api-servers'], 1),
     resolverDir: v['resolver-dir'],
     llamaLora: oneOf('llama-lora-mode', v['llama-lora-mode'], [
       'clear',

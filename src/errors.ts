@@ -195,7 +195,7 @@ export const errors = {
   ) => catalogued(code, message),
   invalidModel: (message: string) => catalogued('invalid_model', message),
   /**
-   * vLLM's text (vllm/entrypoints/openai/serving_engine.py `_validate_input`, vLLM v0.11.0),
+   * vLLM's text (vllm/entrypoints/openai/serving_engine.py `_validate_input`, vLLM v0.11.0 (unverified)),
    * with "about": the router counts tokens by estimate, not with the model's tokenizer.
    */
   contextLengthExceeded: (maxModelLen: number, promptTokens: number, maxTokens: number | undefined) =>

@@ -1,7 +1,7 @@
 /**
  * A replica's context length and vLLM's answer to a request longer than it. vLLM will not start
  * with a `max_model_len` its KV cache cannot hold for one request
- * (vllm/v1/core/kv_cache_utils.py `check_enough_kv_cache_memory`, vLLM v0.11.0), so the
+ * (vllm/v1/core/kv_cache_utils.py `check_enough_kv_cache_memory`, vLLM v0.11.0 (unverified)), so the
  * context a replica answers by is the smaller of its `max_model_len` and its KV capacity.
  */
 export function contextLength(maxModelLen: number, kvCapacityTokens: number): number {

@@ -88,7 +88,7 @@ export interface EngineStats {
    * Over the finished requests past their first token: their prompt tokens and their time from
    * being scheduled to their first token, s (vLLM's `vllm:request_prompt_tokens_sum` and
    * `vllm:request_prefill_time_seconds_sum`, both observed at finish: PrometheusStatLogger.record,
-   * vllm/v1/metrics/loggers.py, vLLM v0.11.0).
+   * vllm/v1/metrics/loggers.py, vLLM v0.11.0 (unverified)).
    */
   finishedPromptTokens: number;
   prefillSeconds: number;
@@ -218,7 +218,7 @@ export class ReplicaEngine {
    * engine steps: no step runs until the load is done. Resolves when the weights are in.
    */
   loadWeights(adapter: string, rank: number): Promise<void> {
-    // A utility call runs between engine steps (EngineCore.run_busy_loop, vllm/v1/engine/core.py, vLLM v0.11.0):
+    // A utility call runs between engine steps (EngineCore.run_busy_loop, vllm/v1/engine/core.py, vLLM v0.11.0 (unverified)):
     // one that arrives during a step starts when that step ends.
     const start = Math.max(this.clock.now(), this.blockedUntil, this.stepEndsAt);
     this.blockedUntil = start + this.loadTime(rank);
@@ -355,7 +355,7 @@ export class ReplicaEngine {
       const seq = this.waiting[i]!;
       const a = weightsOf(seq);
       // vLLM V1 skips (keeps waiting) a request whose adapter would exceed max_loras, and
-      // goes on with the ones behind it (Scheduler.schedule, vllm/v1/core/sched/scheduler.py, vLLM v0.11.0).
+      // goes on with the ones behind it (Scheduler.schedule, vllm/v1/core/sched/scheduler.py, vLLM v0.11.0 (unverified)).
       if (a !== null && !batchAdapters.has(a) && batchAdapters.size >= maxLoras) {
         i++;
         continue;
@@ -373,7 +373,7 @@ export class ReplicaEngine {
       admitted.push(seq);
     }
     // Every step activates the batch's adapters (LRUCacheWorkerLoRAManager._apply_adapters,
-    // vllm/lora/worker_manager.py, vLLM v0.11.0): a cached one is touched, one pushed out of host memory
+    // vllm/lora/worker_manager.py, vLLM v0.11.0 (unverified)): a cached one is touched, one pushed out of host memory
     // (even while in use) is read again from its path, inside this step.
     let missMs = 0;
     for (const a of batchAdapters) {
@@ -457,7 +457,7 @@ export class ReplicaEngine {
    * vLLM's LRUCacheWorkerLoRAManager.add_adapter (vllm/lora/worker_manager.py, v0.8 on): load
    * first, then remove the least recently used adapter while over `max_cpu_loras`, in use or
    * not (only pinned adapters are spared, and nothing here pins). Load-first not re-read upstream
-   * here: v0.6.0 evicts first, then loads; v0.11.0 loads first, then evicts.
+   * here: v0.6.0 (unverified) evicts first, then loads; v0.11.0 (unverified) loads first, then evicts.
    */
   private cacheInsert(weights: string, rank: number): void {
     this.cpuCache.delete(weights);

@@ -6,12 +6,23 @@ import type { ErrorStyle, SimError } from './errors';
 export type Backend = 'vllm' | 'llamacpp';
 
 /**
- * What vLLM's `unload_lora_adapter` frees. `registry`: released vLLM through 0.27.x, only the
- * name leaves the API registry (serving_models.py); the weights stay in the worker's CPU LRU
- * until evicted, and a later load of the name gets a new `lora_int_id`, so a second copy
- * (vLLM issues 42633, 54839). `frees`: the open fix, the weights leave the cache too.
+ * What vLLM's `unload_lora_adapter` frees. `registry`: the Python frontend through 0.27.x, only
+ * the name leaves the API registry (serving_models.py, vllm 075e9ba825; quoted at 0.27.2rc0,
+ * c0adee9231, in vllm#54839); the weights stay in the worker's CPU LRU until evicted. `frees`:
+ * the engine's `remove_lora` too: the Rust frontend (`VLLM_USE_RUST_FRONTEND=1`,
+ * `LoraManager::unload_lora`, rust/src/server/src/lora.rs, vllm 0a44ad5bdb) and the Python one
+ * on main (openai/models/serving.py, vllm 00153c8b79; fix PR vllm#54939); no release tag
+ * verified for either. In both a later load of the name gets a new `lora_int_id`: a storage
+ * read, never a CPU-cache hit.
  */
 export type UnloadMode = 'registry' | 'frees';
+
+/**
+ * vLLM's API server process: the Python one, or the Rust one (`VLLM_USE_RUST_FRONTEND=1`,
+ * rust/src/server/src/: lora.rs, routes/lora.rs, routes/version.rs, error.rs; vllm 0a44ad5bdb,
+ * 030ea52eff, 00d4191780; no release tag verified).
+ */
+export type VllmFrontend = 'python' | 'rust';
 
 /**
  * vLLM's load error texts. `released`: an engine-side failure comes back as
@@ -23,12 +34,12 @@ export type UnloadMode = 'registry' | 'frees';
 export type LoadErrors = 'released' | 'main';
 
 /**
- * vLLM's /metrics. `released` (v0.11.0, and every release before vLLM PR #38435): no
+ * vLLM's /metrics. `released` (v0.11.0 (unverified), and every release before vLLM PR #38435): no
  * `num_requests_waiting_by_reason`. `by-reason` (releases since PR #38435, merged 2026-03): that
  * split, summing to `num_requests_waiting`. `residency`: the split plus the families of open PR
  * vllm#45411. `no-stats`: `--disable-log-stats`, where AsyncLLM builds no StatLoggerManager, so
  * no `vllm:` family is exported, `lora_requests_info` included (vllm/v1/engine/async_llm.py,
- * vLLM v0.11.0). In every mode `num_requests_waiting` counts requests deferred by the LoRA budget.
+ * vLLM v0.11.0 (unverified)). In every mode `num_requests_waiting` counts requests deferred by the LoRA budget.
  */
 export type VllmMetrics = 'released' | 'by-reason' | 'residency' | 'no-stats';
 
@@ -101,6 +112,9 @@ export interface ResolvedOptions {
   unload: UnloadMode;
   loadErrors: LoadErrors;
   vllmMetrics: VllmMetrics;
+  vllmFrontend: VllmFrontend;
+  vllmVersion: string;
+  apiServers: number;
   contextErrors: ContextErrors;
   llamaLora: LlamaLoraMode;
   llamaMetrics: boolean;

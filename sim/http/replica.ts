@@ -13,6 +13,7 @@ import type {
   ResolvedOptions,
   StaticAdapter,
   UnloadMode,
+  VllmFrontend,
   VllmMetrics,
 } from './context';
 import { Registry } from './context';
@@ -32,6 +33,7 @@ export type {
   RegistryEntry,
   StaticAdapter,
   UnloadMode,
+  VllmFrontend,
   VllmMetrics,
 };
 
@@ -82,6 +84,16 @@ export interface ReplicaOptions {
   loadErrors?: LoadErrors;
   /** vLLM: /metrics families (default `released`). */
   vllmMetrics?: VllmMetrics;
+  /**
+   * vLLM's API server: `python` (default) or `rust` (`VLLM_USE_RUST_FRONTEND=1`): an unload frees the
+   * weights (unless `unload` says otherwise), `/version` adds `rust_frontend_version`, and the LoRA
+   * routes answer its texts for "already loaded" and an unknown name.
+   */
+  vllmFrontend?: VllmFrontend;
+  /** vLLM: what `GET /version` answers (default `0.11.0`). */
+  vllmVersion?: string;
+  /** vLLM `--api-server-count` (default 1): above 1, Prometheus multiprocess mode sums the gauges. */
+  apiServers?: number;
   /** vLLM: the over-long prompt text (default `released`; sim/engine/context.ts). */
   contextErrors?: ContextErrors;
   /** llama.cpp: per-request `lora` semantics (default `empty-is-absent`, current builds). */
@@ -159,9 +171,12 @@ export class SimReplica implements ReplicaContext {
       errorStyle: options.errorStyle ?? 'nested',
       deprecatedKvMetric: options.deprecatedKvMetric ?? false,
       startupMs: options.startupMs ?? 0,
-      unload: options.unload ?? 'registry',
+      unload: options.unload ?? (options.vllmFrontend === 'rust' ? 'frees' : 'registry'),
+      vllmFrontend: options.vllmFrontend ?? 'python',
       loadErrors: options.loadErrors ?? 'released',
       vllmMetrics: options.vllmMetrics ?? 'released',
+      vllmVersion: options.vllmVersion ?? '0.11.0',
+      apiServers: Math.max(1, Math.floor(options.apiServers ?? 1)),
       contextErrors: options.contextErrors ?? 'released',
       llamaLora: options.llamaLora ?? 'empty-is-absent',
       llamaMetrics: options.llamaMetrics ?? true,
@@ -405,8 +420,8 @@ export class SimReplica implements ReplicaContext {
   // ---- completions ----------------------------------------------------------------------
 
   private async completion(endpoint: Endpoint, body: unknown, res: http.ServerResponse): Promise<void> {
-    // Text of V0's MQEngineDeadError (vllm/engine/multiprocessing/__init__.py, vLLM v0.10.0, the V0 engine); V1's EngineDeadError
-    // says "EngineCore encountered an issue..." (vllm/v1/engine/exceptions.py, vLLM v0.11.0) and launcher.py (vLLM v0.11.0)
+    // Text of V0's MQEngineDeadError (vllm/engine/multiprocessing/__init__.py, vLLM v0.10.0 (unverified), the V0 engine); V1's EngineDeadError
+    // says "EngineCore encountered an issue..." (vllm/v1/engine/exceptions.py, vLLM v0.11.0 (unverified)) and launcher.py (vLLM v0.11.0 (unverified))
     // answers a bare 500; newer server_utils.py engine_error_handler (main, December 2026) a JSON error. The body is modelled.
     if (this.faults.dead)
       return this.send(res, this.error(500, 'EngineDeadError', 'Engine loop is not running.'));
@@ -426,7 +441,7 @@ export class SimReplica implements ReplicaContext {
     if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong.message, tooLong.param));
     const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${requestId()}`;
     const created = Math.floor(this.nowUnix());
-    // vLLM echoes the adapter name (serving_models.py `model_name`, vLLM v0.11.0); llama.cpp echoes the request's
+    // vLLM echoes the adapter name (serving_models.py `model_name`, vLLM v0.11.0 (unverified)); llama.cpp echoes the request's
     // `model` (tools/server/server-task.cpp params_from_json_cmpl, llama.cpp aa6192d38d).
     const model = p.model;
     const answer: { onToken?: (i: number) => void; onFinish: (rec: RequestRecord) => void } = p.stream

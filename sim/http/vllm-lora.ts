@@ -9,10 +9,19 @@ import type { RegistryEntry, ReplicaContext } from './context';
 export class VllmLoraApi {
   /** vLLM's per-name `lora_resolver_lock`: loads, unloads and resolutions of one name queue (main; not re-read at a pinned commit). */
   private readonly locks = new KeyedLock();
-  /** `lora_id_counter`: every new load takes the next `lora_int_id`, never reusing one (serving_models.py, vLLM v0.11.0). */
+  /**
+   * `lora_id_counter`: a load of a name not in the registry takes the next `lora_int_id`, so a name
+   * loaded again after an unload is a new engine key, read from storage again (`load_lora_adapter`:
+   * vllm 075e9ba825 serving_models.py; vllm 00153c8b79 openai/models/serving.py; the Rust
+   * frontend's `LoraManager::load_lora`, rust/src/server/src/lora.rs, vllm 0a44ad5bdb).
+   */
   private nextLoraId = 1;
 
   constructor(private readonly r: ReplicaContext) {}
+
+  private get rust(): boolean {
+    return this.r.o.vllmFrontend === 'rust';
+  }
 
   /** The engine key of a newly loaded copy of `name`'s weights. */
   newWeights(name: string): string {
@@ -41,13 +50,21 @@ export class VllmLoraApi {
     // FastAPI validates the body first: a missing or non-string field is a pydantic 400 (see validationError).
     const missing = ['lora_name', 'lora_path'].filter((k) => typeof b[k] !== 'string');
     if (missing.length > 0) return logged(validationError(r, missing, b));
-    // _check_load_lora_adapter_request (serving_models.py, vLLM v0.11.0), as the "already loaded" 400 below.
+    // _check_load_lora_adapter_request (serving_models.py, vLLM v0.11.0 (unverified)), as the "already loaded" 400 below.
     if (!name || !path) {
       return logged(r.error(400, 'InvalidUserInput', "Both 'lora_name' and 'lora_path' must be provided."));
     }
     return this.locks.run(name, async () => {
       const main = r.o.loadErrors === 'main';
       const existing = r.registry.get(name);
+      if (existing && this.rust && b.load_inplace !== true)
+        return logged(
+          rustError(
+            400,
+            `LoRA adapter \`${name}\` is already loaded. If you want to load the adapter in place, set 'load_inplace' to true.`,
+            'lora_name',
+          ),
+        );
       if (existing && !(main && b.load_inplace === true)) {
         const hint = main ? " If you want to load the adapter in place, set 'load_inplace' to True." : '';
         return logged(
@@ -55,14 +72,15 @@ export class VllmLoraApi {
         );
       }
       const rank = adapterRank(r, path);
-      // LoRAAdapterNotFoundError's text (vllm/exceptions.py, as published for v0.29.0), which
-      // load_lora_adapter answers 404 NotFoundError as any "No adapter found" (serving_models.py,
-      // vllm 075e9ba825; the same in v0.10.0).
+      // LoRAAdapterNotFoundError's text (vllm/exceptions.py; on main a shim to
+      // vllm/foundation/system/exceptions.py, vllm 055e47c280; the text not read at a tag), which
+      // load_lora_adapter answers 404 NotFoundError: any "No adapter found" at vllm 075e9ba825
+      // (serving_models.py), that exception's text at vllm 00153c8b79 (openai/models/serving.py).
       if (rank === undefined)
         return logged(
           engineFailure(r, 404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${path}`),
         );
-      // WorkerLoRAManager._load_lora's text (vllm/lora/worker_manager.py, vLLM v0.11.0). Since
+      // WorkerLoRAManager._load_lora's text (vllm/lora/worker_manager.py, vLLM v0.11.0 (unverified)). Since
       // vLLM #36201 (read at main 00153c8b79, vllm/entrypoints/openai/models/serving.py
       // `load_lora_adapter`) any engine failure but "not found" answers 500 InternalServerError.
       if (rank > r.o.maxLoraRank) {
@@ -132,12 +150,14 @@ export class VllmLoraApi {
         r.error(400, 'InvalidUserInput', "'lora_name' needs to be provided to unload a LoRA adapter."),
       );
     const entry = r.registry.get(name);
+    if (!entry && this.rust) return logged(rustModelNotFound(name));
     if (!entry) return logged(r.error(404, 'NotFoundError', `The lora adapter '${name}' cannot be found.`));
     // What the engine has of the name at this moment: the fault run's invariant reads it (never > 0).
     const busy = r.engine.requestsOf(name);
     r.registry.delete(name);
-    // Released vLLM only forgets the name (unload_lora_adapter, serving_models.py, vLLM v0.11.0): the weights
-    // stay cached until the LRU pushes them out.
+    // The Python frontend through 0.27.x only forgets the name (unload_lora_adapter: vllm 075e9ba825; quoted at
+    // 0.27.2rc0 c0adee9231 in vllm#54839): the weights stay cached until the LRU pushes them out. `frees`: the
+    // engine's remove_lora too (the Rust frontend; the Python one on main, vllm 00153c8b79).
     if (r.o.unload === 'frees') r.engine.dropWeights(entry.weights);
     return logged({ status: 200, body: `Success: LoRA adapter '${name}' removed successfully.` }, busy);
   }
@@ -203,8 +223,8 @@ export function adapterRank(r: ReplicaContext, path: string): number | undefined
 
 /**
  * A failure raised inside the engine: released vLLM wraps its text in the utility call's ("Call to add_lora method
- * failed: ", EngineCoreProc._handle_client_request, vllm/v1/engine/core.py, vLLM v0.11.0); any such failure is a
- * 400, or a 404 when the text has "No adapter found" (load_lora_adapter, serving_models.py, vLLM v0.11.0).
+ * failed: ", EngineCoreProc._handle_client_request, vllm/v1/engine/core.py, vLLM v0.11.0 (unverified)); any such failure is a
+ * 400, or a 404 when the text has "No adapter found" (load_lora_adapter, serving_models.py, vLLM v0.11.0 (unverified)).
  */
 function engineFailure(r: ReplicaContext, status: number, type: string, message: string): SimError {
   const text = r.o.loadErrors === 'released' ? `Call to add_lora method failed: ${message}` : message;
@@ -223,4 +243,31 @@ function validationError(r: ReplicaContext, missing: string[], input: Record<str
       `{'type': 'missing', 'loc': ('body', '${k}'), 'msg': 'Field required', 'input': ${JSON.stringify(input)}}`,
   );
   return r.error(400, 'Bad Request', `[${errs.join(', ')}]`);
+}
+
+/**
+ * The Rust frontend's `ApiError` bodies (rust/src/server/src/error.rs, vllm 00d4191780):
+ * `invalid_request_error`, its code the type again, for the LoRA routes' own refusals
+ * (routes/lora.rs).
+ */
+function rustError(status: number, message: string, param: string | null): SimError {
+  return {
+    status,
+    body: { error: { message, type: 'invalid_request_error', param, code: 'invalid_request_error' } },
+  };
+}
+
+/** The Rust frontend's unload of a name it does not hold: `ApiError::model_not_found` (routes/lora.rs). */
+function rustModelNotFound(name: string): SimError {
+  return {
+    status: 404,
+    body: {
+      error: {
+        message: `The model \`${name}\` does not exist.`,
+        type: 'invalid_request_error',
+        param: 'model',
+        code: 'model_not_found',
+      },
+    },
+  };
 }

@@ -8,8 +8,9 @@ import { loraInfoKey, processMetricsText, TTFT_BUCKETS, vllmMetricsText } from '
  * mode `residency` the residency families of PR vllm#45411.
  */
 export class VllmMetricsState {
-  private loraInfo = new Map<string, number>();
-  private lastLoraKey = '';
+  /** Per API server process, the `lora_requests_info` series it has set (one process unless `apiServers`). */
+  private readonly processes: { info: Map<string, number>; last: string }[];
+  private statsDelivered = 0;
   private ttftCounts = TTFT_BUCKETS.map(() => 0);
   private ttftSum = 0;
   private ttftCount = 0;
@@ -17,7 +18,9 @@ export class VllmMetricsState {
   constructor(
     private readonly r: ReplicaContext,
     private readonly createdUnix: number,
-  ) {}
+  ) {
+    this.processes = Array.from({ length: r.o.apiServers }, () => ({ info: new Map(), last: '' }));
+  }
 
   record(rec: RequestRecord): void {
     if (rec.firstToken === undefined || rec.aborted) return;
@@ -63,13 +66,25 @@ export class VllmMetricsState {
     ]);
   }
 
-  /** vLLM adds a `vllm:lora_requests_info` series whenever the running/waiting sets change. */
+  /**
+   * vLLM sets the current `vllm:lora_requests_info` label set to the time on every stats record
+   * (here: when the running/waiting sets change); old label sets stay. With several API server
+   * processes (`--api-server-count`), the engine returns each step's stats to one front-end only
+   * ("Return stats to only one of the front-ends", `Scheduler.update_from_output`,
+   * vllm/v1/core/sched/scheduler.py), here the next process in turn at each scrape, and
+   * Prometheus' multiprocess mode sums each label set over the processes (`multiprocess_mode="sum"`,
+   * vllm/v1/metrics/loggers.py): the values add up, and the set every process has seen (idle) wins.
+   */
   private currentLoraInfo(s: EngineStats): Map<string, number> {
     const key = loraInfoKey(this.r.engine.options.maxLoras, s.runningAdapters, s.waitingAdapters);
-    if (key !== this.lastLoraKey || !this.loraInfo.has(key)) {
-      this.lastLoraKey = key;
-      this.loraInfo.set(key, this.r.nowUnix());
+    const p = this.processes[this.statsDelivered++ % this.processes.length]!;
+    if (key !== p.last || !p.info.has(key)) {
+      p.last = key;
+      p.info.set(key, this.r.nowUnix());
     }
-    return this.loraInfo;
+    if (this.processes.length === 1) return p.info;
+    const summed = new Map<string, number>();
+    for (const q of this.processes) for (const [k, at] of q.info) summed.set(k, (summed.get(k) ?? 0) + at);
+    return summed;
   }
 }

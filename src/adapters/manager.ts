@@ -258,7 +258,7 @@ export class AdapterManager {
    * Redis, a runtime and its successor during a hand-over, a lock that lapsed) can each see the
    * last slot free. vLLM lists an adapter in `/v1/models` once `add_lora` returned, before it
    * answers the load (`load_lora_adapter` appends to `lora_requests`; serving_models.py, vLLM
-   * v0.11.0), so of loads that overlap, the last to land sees them all. Its own adapter is the
+   * v0.11.0 (unverified)), so of loads that overlap, the last to land sees them all. Its own adapter is the
    * one there no request can be on; the others may be another node's fresh load, about to be
    * used. False if the unload failed: it stays loaded, and the trim after a poll takes over.
    */

@@ -73,8 +73,10 @@ export class HttpReplicaApi implements ReplicaApi {
     if (r.status === 200) return 'loaded';
     const message = replicaMessage(r.text);
     // Another router (or an earlier timed-out call of ours) loaded it: that is success. Newer
-    // text goes on with a `load_inplace` hint.
-    if (r.status === 400 && /has already been loaded/.test(message)) return 'already-loaded';
+    // text goes on with a `load_inplace` hint; the Rust frontend says "LoRA adapter `a` is already
+    // loaded" (`LoadLoraError::AlreadyLoaded`, rust/src/server/src/lora.rs; docs/replica-apis.md).
+    if (r.status === 400 && /has already been loaded|is already loaded/.test(message))
+      return 'already-loaded';
     if (r.status < 500 && /No adapter found/i.test(message)) throw new AdapterNotFoundError(message);
     // Any other 400 (rank above --max-lora-rank, bad adapter_config.json, a validation error):
     // this adapter cannot be loaded as asked; the replica is fine. Since vLLM #36201 the same
@@ -88,17 +90,19 @@ export class HttpReplicaApi implements ReplicaApi {
     const r = await this.http.call('POST', `${url}/v1/unload_lora_adapter`, timeoutMs, { lora_name: name });
     if (r.status === 200) return 'unloaded';
     const message = replicaMessage(r.text);
-    if (r.status === 404 && /cannot be found/.test(message)) return 'absent';
+    // The Rust frontend answers an unknown name as an unknown model (`UnloadLoraError::NotFound` →
+    // `ApiError::model_not_found`, rust/src/server/src/routes/lora.rs).
+    if (r.status === 404 && /cannot be found|does not exist/.test(message)) return 'absent';
     throw new BackendError('http', message, r.status);
   }
 
   /**
    * The replica's own word on what runs there: `vllm:lora_requests_info` lists the adapters with
    * requests running or waiting (labels `running_lora_adapters`, `waiting_lora_adapters`, set on
-   * every stats record, vllm/v1/metrics/loggers.py, vLLM v0.11.0; an adapter leaves them when
+   * every stats record, vllm/v1/metrics/loggers.py, vLLM v0.11.0 (unverified); an adapter leaves them when
    * its last request finishes, LoRARequestStates in vllm/v1/metrics/stats.py, main). Without that
    * gauge (`--disable-log-stats`: no stat loggers at all, vllm/v1/engine/async_llm.py, vLLM
-   * v0.11.0) the replica cannot say. The newer residency families (`vllm:lora_adapter_loaded`)
+   * v0.11.0 (unverified)) the replica cannot say. The newer residency families (`vllm:lora_adapter_loaded`)
    * say what is loaded, not what runs: they cannot speak for a request.
    */
   async activity(url: string, timeoutMs: number, names?: readonly string[]): Promise<ReplicaActivity> {
@@ -110,7 +114,7 @@ export class HttpReplicaApi implements ReplicaApi {
   /**
    * What the replica holds, in its own word: vLLM's `/v1/models` lists every LoRA adapter in its
    * registry (`show_available_models` adds one card per entry of `lora_requests`, parent = the
-   * base model; vllm/entrypoints/openai/serving_models.py, vLLM v0.11.0), which
+   * base model; vllm/entrypoints/openai/serving_models.py, vLLM v0.11.0 (unverified)), which
    * `load_lora_adapter` fills and `unload_lora_adapter` empties. A server whose list has no
    * adapter cards at all (llama.cpp's single model card) says nothing the limit can use.
    */
@@ -175,7 +179,7 @@ export function parseModels(text: string): {
     if (card.parent === null || card.parent === undefined) {
       base ??= card.id;
       // The base card's ModelCard.max_model_len (serving_models.py show_available_models, vLLM
-      // v0.11.0); adapter cards carry null.
+      // v0.11.0 (unverified)); adapter cards carry null.
       const len = card.max_model_len;
       if (maxModelLen === undefined && typeof len === 'number' && len > 0) maxModelLen = len;
     } else adapters.push({ name: card.id, path: typeof card.root === 'string' ? card.root : '' });

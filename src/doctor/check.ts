@@ -27,6 +27,8 @@ export interface ReplicaCheck {
   backend: Backend | 'unknown';
   /** vLLM's `GET /version`; undefined when the replica does not say. */
   version?: string;
+  /** vLLM's Rust API server (`VLLM_USE_RUST_FRONTEND=1`): its `/version` adds `rust_frontend_version`. */
+  rustFrontend?: boolean;
   reachable: boolean;
   /** vLLM: `VLLM_ALLOW_RUNTIME_LORA_UPDATING` (the load/unload routes answer); false on llama.cpp. */
   runtimeLora?: boolean;
@@ -100,11 +102,19 @@ async function probe(http: ReplicaHttp, url: string, o: CheckOptions, out: Repli
   if (out.backend === 'unknown') out.backend = await detectBackend(get, models.text);
   if (o.maxLoadedAdapters !== undefined) out.maxLoadedAdapters = o.maxLoadedAdapters;
   if (out.backend === 'llamacpp') return probeLlamacpp(get, out);
-  // `{"version": VLLM_VERSION}` (show_version, vllm/entrypoints/openai/api_server.py).
+  // `{"version": VLLM_VERSION}` (show_version; docs/replica-apis.md says where and what was read); the Rust
+  // frontend adds `rust_frontend_version` (rust/src/server/src/routes/version.rs).
   const version = await get('/version');
   if (version.status === 200) {
     const v = jsonField(version.text, 'version');
     if (typeof v === 'string') out.version = v;
+    if (typeof jsonField(version.text, 'rust_frontend_version') === 'string') {
+      out.rustFrontend = true;
+      out.findings.push({
+        level: 'info',
+        text: "Rust frontend: an unload frees the adapter's weights; a local lora_path loads only under VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES (try --try-load)",
+      });
+    }
   }
   const maxModelLen = models.status === 200 ? parseModels(models.text).maxModelLen : undefined;
   const metrics = await get('/metrics');

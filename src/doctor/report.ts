@@ -5,7 +5,7 @@ export function replicaLines(c: ReplicaCheck): string[] {
   const lines: string[] = [];
   const what = c.backend === 'unknown' ? 'unknown backend' : c.backend;
   lines.push(
-    `${c.url}: ${c.fit ? 'fit' : 'UNFIT'} (${what}${c.version ? ` ${c.version}` : ', version not reported'})`,
+    `${c.url}: ${c.fit ? 'fit' : 'UNFIT'} (${what}${c.version ? ` ${c.version}` : ', version not reported'}${c.rustFrontend ? ', Rust frontend' : ''})`,
   );
   if (!c.reachable) {
     for (const f of c.findings) lines.push(`  ${f.level}: ${f.text}`);

@@ -8,9 +8,9 @@ import { checkReplica } from '../../src/doctor/check';
 import { fleetFromKongConfig, fleetFromUrls } from '../../src/doctor/fleet-config';
 
 /**
- * The preflight check alone, against a loopback server answering what the simulator does not
- * play: vLLM's `/version`, and `/metrics` from several API server processes (Prometheus
- * multiprocess mode sums each `lora_requests_info` series' timestamp over the processes).
+ * The preflight check alone, against a loopback server whose answers each test sets: vLLM's
+ * `/version`, and `/metrics` as one or several API server processes write it (the simulator
+ * plays both too: test/doctor/doctor-cli.test.ts).
  */
 describe('checkReplica', () => {
   const now = 1_780_000_000;

@@ -37,6 +37,38 @@ describe('kong-lora-router doctor', () => {
     expect(fleet().replicas[0]!.state().registry).toEqual([]);
   });
 
+  it("reports the version vLLM's /version answers", async () => {
+    const [v] = await start({ vllmVersion: '0.12.0' });
+    const r = await doctor('--replicas', v!);
+    expect(r.out).toContain(`${v}: fit (vllm 0.12.0)`);
+  });
+
+  it("tells vLLM's Rust frontend from its /version, and what differs there", async () => {
+    const [v] = await start({ vllmFrontend: 'rust', vllmVersion: '0.30.0' });
+    const r = await doctor('--replicas', v!);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`${v}: fit (vllm 0.30.0, Rust frontend)`);
+    expect(r.out).toMatch(/info: Rust frontend: an unload frees .*VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES/);
+  });
+
+  it('tells several API server processes (summed lora_requests_info) and says what the router does instead', async () => {
+    const [v] = await start({ apiServers: 3 });
+    // Each process has set the idle label set once the doctor reads: one scrape each.
+    for (let i = 0; i < 3; i++) await fetch(`${v}/metrics`);
+    const r = await doctor('--replicas', v!);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('API servers: 3');
+    expect(r.out).toMatch(/warn: 3 API server processes .*unloads rest on the router's leases/);
+  });
+
+  it('reads the by-reason metrics mode (num_requests_waiting_by_reason) like the released one', async () => {
+    const [v] = await start({ vllmMetrics: 'by-reason' });
+    const r = await doctor('--replicas', v!, '--max-loaded-adapters', '4');
+    expect(r.code).toBe(0);
+    for (const s of ['queue', 'lora_requests_info', 'cache_config_info', 'prefill_histograms'])
+      expect(r.out).toContain(`signal ${s}: exported`);
+  });
+
   it('says what the router falls back to where vLLM runs with --disable-log-stats', async () => {
     const [v] = await start({ vllmMetrics: 'no-stats' });
     const r = await doctor('--replicas', v!);
@@ -54,6 +86,27 @@ describe('kong-lora-router doctor', () => {
     expect(r.code).toBe(0);
     expect(r.out).toContain('signal lora_requests_info: exported');
     expect(r.out).toMatch(/warn: max_loaded_adapters 4 > --max-loras 2: .*--max-cpu-loras/);
+  });
+
+  it('finds the other simulator modes fit, a load tried on each vLLM', async () => {
+    const dirs = { adapterDirs: ['/adapters'] };
+    const urls = await start(
+      { ...dirs, unload: 'frees' },
+      { ...dirs, contextErrors: 'renderer' },
+      { ...dirs, errorStyle: 'flat' },
+      { ...dirs, resolverDir: '/adapters' },
+      { backend: 'llamacpp', llamaLora: 'clear' },
+      { backend: 'llamacpp', llamaLora: 'listed-only', llamaAdapterInfo: false },
+    );
+    const r = await doctor(
+      '--replicas',
+      urls.map((u, i) => (i >= 4 ? `llamacpp=${u}` : u)).join(','),
+      '--try-load',
+      'sql=/adapters/sql',
+    );
+    expect(r.code).toBe(0);
+    expect(r.out.match(/try-load sql: loaded in \d+ ms, unloaded in \d+ ms/g)).toHaveLength(4);
+    expect(r.out).toContain('fleet: fit (6 replicas)');
   });
 
   it('finds a vLLM without runtime loading unfit, with exit status 1', async () => {

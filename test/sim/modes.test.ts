@@ -2,6 +2,7 @@ import { SimFleet, type ReplicaOptions } from '../../sim/fleet';
 import { chat, get, post } from '../helpers/http';
 import { waitFor } from '../../harness/wait';
 import { oneLoraPerBatch } from '../helpers/replicas';
+import { readVllmLoad, summedOverProcesses } from '../../src/metrics/replica-load';
 
 /** The simulator's selectable upstream behaviours (docs/replica-apis.md, "Modes"), over HTTP. */
 describe('simulator modes', () => {
@@ -80,12 +81,66 @@ describe('simulator modes', () => {
       expect(engine.stats().cachedAdapters).toEqual(['a#2', 'b#3', 'c#4']);
     });
 
-    it('fixed: unload frees the weights', async () => {
+    it('fixed (the Rust frontend): unload frees the weights; a reload reads storage under a new id', async () => {
       const [u] = await start(spec('frees'));
       await load(u!, 'a');
       await unload(u!, 'a');
       expect(fleet!.replicas[0]!.engine.stats().cachedAdapters).toEqual([]);
+      await load(u!, 'a');
+      expect(fleet!.replicas[0]!.engine.stats().cachedAdapters).toEqual(['a#2']);
     });
+  });
+
+  it('vLLM GET /version: {"version": ...}, with or without runtime LoRA updating', async () => {
+    const [a, b] = await start({ vllmVersion: '0.12.0' }, { runtimeLoading: false });
+    expect((await get(a!, '/version')).json()).toEqual({ version: '0.12.0' });
+    expect((await get(b!, '/version')).json()).toEqual({ version: '0.11.0' });
+  });
+
+  it("vLLM's Rust frontend: /version names it, unload frees the weights, its texts for already loaded and unknown", async () => {
+    const [u] = await start({ vllmFrontend: 'rust', adapterDirs: ['/adapters'] });
+    expect((await get(u!, '/version')).json()).toEqual({
+      version: '0.11.0',
+      rust_frontend_version: '0.11.0',
+    });
+    const load = () => post(u!, '/v1/load_lora_adapter', { lora_name: 'a', lora_path: '/adapters/a' });
+    expect((await load()).status).toBe(200);
+    const again = await load();
+    expect(again.status).toBe(400);
+    expect(again.json().error).toEqual({
+      message:
+        "LoRA adapter `a` is already loaded. If you want to load the adapter in place, set 'load_inplace' to true.",
+      type: 'invalid_request_error',
+      param: 'lora_name',
+      code: 'invalid_request_error',
+    });
+    expect((await post(u!, '/v1/unload_lora_adapter', { lora_name: 'a' })).status).toBe(200);
+    expect(fleet!.replicas[0]!.engine.stats().cachedAdapters).toEqual([]);
+    const absent = await post(u!, '/v1/unload_lora_adapter', { lora_name: 'a' });
+    expect(absent.status).toBe(404);
+    expect(absent.json().error).toMatchObject({
+      message: 'The model `a` does not exist.',
+      code: 'model_not_found',
+    });
+  });
+
+  it('vLLM --api-server-count 3: lora_requests_info values add up over the processes, so no series reads as a time', async () => {
+    const [one, three] = await start({}, { apiServers: 3 });
+    const latest = async (u: string) => {
+      let text = '';
+      for (let i = 0; i < 3; i++) text = (await get(u, '/metrics')).text;
+      const values = [...text.matchAll(/^vllm:lora_requests_info\{.*\} (\S+)$/gm)].map((m) => Number(m[1]));
+      return { text, at: Math.max(...values) };
+    };
+    const now = Date.now() / 1000;
+    const single = await latest(one!);
+    expect(Math.abs(single.at - now)).toBeLessThan(60);
+    expect(readVllmLoad(single.text, [], now).reportsActivity).toBe(true);
+    const summed = await latest(three!);
+    // Every process has set the idle label set once: three times the time.
+    expect(summed.at / now).toBeCloseTo(3, 3);
+    expect(summedOverProcesses(summed.at, now)).toBe(true);
+    expect(readVllmLoad(summed.text, [], now).reportsActivity).toBeFalsy();
   });
 
   it('vLLM metrics: waiting counts requests deferred for max_loras in every mode, split by reason in residency', async () => {
