@@ -31,10 +31,13 @@ class SlowWordApi implements ReplicaApi {
   async unloadAdapter(): Promise<never> {
     throw new Error('not used');
   }
+  /** The activity read fails (the replica did not answer /metrics) after its delay. */
+  unanswered = false;
   async activity(): Promise<ReplicaActivity> {
     this.askedAt.push(this.clock.now());
     const ms = this.delays[Math.min(this.asked++, this.delays.length - 1)]!;
     await sleep(this.clock, ms);
+    if (this.unanswered) throw new Error('connect ECONNREFUSED');
     return { busy: [...this.busy] };
   }
   async residency(): Promise<{ name: string; path: string }[]> {
@@ -86,6 +89,23 @@ describe('ReplicaWord: an idle word is acted on only while fresh', () => {
   it('a busy answer withholds whatever its age', async () => {
     const { word, run } = setup([5], ['a']);
     expect(await run(word.idleNow(U, 'a', new Set()))).toBe('busy');
+  });
+
+  it('a replica that does not answer what it runs withholds the unload (unreachable): no word is not an idle word', async () => {
+    const { api, word, withheld, run } = setup([5]);
+    api.unanswered = true;
+    const reportedBusy = new Set<string>();
+    expect(await run(word.idleNow(U, 'a', reportedBusy))).toBe('unreachable');
+    expect(api.asked).toBe(1);
+    expect(withheld).toEqual([{ url: U, adapter: 'a', reason: 'unreachable' }]);
+    expect([...reportedBusy]).toEqual([]);
+  });
+
+  it('after a load over the limit: a replica that does not answer what it runs keeps the adapter', async () => {
+    const { api, word, withheld, run } = setup([5], [], ['a', 'b', 'c']);
+    api.unanswered = true;
+    expect(await run(word.afterLoad(U, 'c', 2, () => false))).toBe('keep');
+    expect(withheld).toEqual([{ url: U, adapter: 'c', reason: 'unreachable' }]);
   });
 
   it('after a load over the limit: keeps the adapter on a stale idle word, undoes it on a fresh one', async () => {
