@@ -4,6 +4,7 @@
  * the caller sees (LeaseNotOpen), never a store call the store would ignore silently.
  */
 import type { ReplicaApi } from '../../src/backends/replica-api';
+import { VirtualClock } from '../../src/clock';
 import { LeaseHandle, LeaseNotOpen } from '../../src/lease';
 import { silentLogger } from '../../src/log';
 import { FleetRuntime } from '../../src/runtime';
@@ -101,6 +102,24 @@ describe('the log phase gives a lease back once', () => {
     await logPhase(record, 502, async () => 'service');
     expect(r.releases).toEqual([record.lease]);
     expect(await health(rt)).toBe('up');
+  });
+
+  it('the release that leaves its adapter idle wakes the requests waiting for room at once', async () => {
+    const r = await runtimeWithReplica();
+    rt = r.rt;
+    const first = await admitted(rt);
+    const second = await admitted(rt);
+    const woken: string[] = [];
+    // On a clock that never moves: only a notify wakes it, never the fallback.
+    const waitForRoom = (tag: string) =>
+      void rt!.manager.roomChanged.wait(new VirtualClock(), 60_000).then(() => woken.push(tag));
+    waitForRoom('after first');
+    await logPhase(first, 200, async () => 'service');
+    await new Promise((done) => setImmediate(done));
+    expect(woken).toEqual([]); // 'a' still has a request in flight
+    await logPhase(second, 200, async () => 'service');
+    await new Promise((done) => setImmediate(done));
+    expect(woken).toEqual(['after first']);
   });
 
   it('a lease this process does not hold open throws LeaseNotOpen and calls no store', async () => {
