@@ -49,7 +49,7 @@ async function runtimeWithReplica() {
 
 async function admitted(rt: FleetRuntime): Promise<DecisionRecord> {
   const { lease } = await LeaseHandle.take(rt, U, 'a');
-  return { lease: lease.id, replica: U, stage: 'resident', adapter: 'a' };
+  return { lease: lease.id, replica: U, stage: 'holder', adapter: 'a' };
 }
 
 const inFlight = async (rt: FleetRuntime) => (await rt.store.views([U], { name: 'a' }))[0]!.adapter?.inFlight;
@@ -125,7 +125,7 @@ describe('the log phase gives a lease back once', () => {
   it('a lease this process does not hold open throws LeaseNotOpen and calls no store', async () => {
     const r = await runtimeWithReplica();
     rt = r.rt;
-    const record: DecisionRecord = { lease: 'unknown-lease', replica: U, stage: 'resident', adapter: 'a' };
+    const record: DecisionRecord = { lease: 'unknown-lease', replica: U, stage: 'holder', adapter: 'a' };
     await expect(logPhase(record, 200, async () => 'service')).rejects.toThrow(LeaseNotOpen);
     expect(r.releases).toEqual([]);
   });
