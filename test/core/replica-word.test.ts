@@ -3,7 +3,7 @@
  * test/core/unload-window.test.ts): an idle word is acted on only within `freshMs` of asking.
  */
 import type { ReplicaActivity, ReplicaApi } from '../../src/backends/replica-api';
-import { sleep, VirtualClock } from '../../src/clock';
+import { sleep, VirtualClock, type Clock } from '../../src/clock';
 import { silentLogger } from '../../src/log';
 import { FRESH_WORD_MS, ReplicaWord, type Withheld } from '../../src/adapters/replica-word';
 
@@ -31,14 +31,24 @@ class SlowWordApi implements ReplicaApi {
   async unloadAdapter(): Promise<never> {
     throw new Error('not used');
   }
-  async activity(): Promise<ReplicaActivity> {
+  /** The activity read fails (the replica did not answer /metrics) after its delay. */
+  unanswered = false;
+  /** The adapters each activity ask named. */
+  names: (readonly string[] | undefined)[] = [];
+  /** What the registry read answers instead of the list: undefined (cannot list) or a failure. */
+  registry: 'list' | 'cannot list' | 'fails' = 'list';
+  async activity(_url: string, _timeoutMs: number, names?: readonly string[]): Promise<ReplicaActivity> {
+    this.names.push(names);
     this.askedAt.push(this.clock.now());
     const ms = this.delays[Math.min(this.asked++, this.delays.length - 1)]!;
     await sleep(this.clock, ms);
+    if (this.unanswered) throw new Error('connect ECONNREFUSED');
     return { busy: [...this.busy] };
   }
-  async residency(): Promise<{ name: string; path: string }[]> {
+  async residency(): Promise<{ name: string; path: string }[] | undefined> {
     await sleep(this.clock, this.listMs);
+    if (this.registry === 'fails') throw new Error('connect ECONNREFUSED');
+    if (this.registry === 'cannot list') return undefined;
     return this.listed.map((name) => ({ name, path: `/adapters/${name}` }));
   }
 }
@@ -83,9 +93,43 @@ describe('ReplicaWord: an idle word is acted on only while fresh', () => {
     expect(api.asked).toBe(1);
   });
 
-  it('a busy answer withholds whatever its age', async () => {
-    const { word, run } = setup([5], ['a']);
-    expect(await run(word.idleNow(U, 'a', new Set()))).toBe('busy');
+  it('a busy answer withholds whatever its age, and says so to the listeners', async () => {
+    const { api, word, withheld, run } = setup([5], ['a', 'b']);
+    const reportedBusy = new Set<string>();
+    expect(await run(word.idleNow(U, 'a', reportedBusy))).toBe('busy');
+    expect(withheld).toEqual([{ url: U, adapter: 'a', reason: 'busy' }]);
+    expect([...reportedBusy].sort()).toEqual(['a', 'b']);
+    // The adapter is named in the ask: a name the report cannot carry is then read busy (1a).
+    expect(api.names).toEqual([['a']]);
+  });
+
+  it('a word whose age is negative (the router clock stepped back) is not fresh', async () => {
+    const { api, run } = setup([0]);
+    let t = 10_000;
+    // Every reading 100 ms earlier than the last: the answer seems to come before the ask.
+    const back: Clock = { now: () => (t -= 100), after: (_ms, fn) => (fn(), () => undefined) };
+    const word = new ReplicaWord(api, back, silentLogger);
+    const withheld: Withheld[] = [];
+    word.addWithheldListener((w) => withheld.push(w));
+    expect(await run(word.idleNow(U, 'a', new Set()))).toBe('stale');
+    expect(withheld).toEqual([{ url: U, adapter: 'a', reason: 'stale' }]);
+  });
+
+  it('a replica that does not answer what it runs withholds the unload (unreachable): no word is not an idle word', async () => {
+    const { api, word, withheld, run } = setup([5]);
+    api.unanswered = true;
+    const reportedBusy = new Set<string>();
+    expect(await run(word.idleNow(U, 'a', reportedBusy))).toBe('unreachable');
+    expect(api.asked).toBe(1);
+    expect(withheld).toEqual([{ url: U, adapter: 'a', reason: 'unreachable' }]);
+    expect([...reportedBusy]).toEqual([]);
+  });
+
+  it('after a load over the limit: a replica that does not answer what it runs keeps the adapter', async () => {
+    const { api, word, withheld, run } = setup([5], [], ['a', 'b', 'c']);
+    api.unanswered = true;
+    expect(await run(word.afterLoad(U, 'c', 2, () => false))).toBe('keep');
+    expect(withheld).toEqual([{ url: U, adapter: 'c', reason: 'unreachable' }]);
   });
 
   it('after a load over the limit: keeps the adapter on a stale idle word, undoes it on a fresh one', async () => {
@@ -129,5 +173,56 @@ describe('ReplicaWord: an idle word is acted on only while fresh', () => {
     const { word, withheld, run } = setup([5], ['c'], ['a', 'c'], 20);
     expect(await run(word.afterLoad(U, 'c', 2, () => false))).toBe('within');
     expect(withheld).toEqual([]);
+  });
+});
+
+describe('ReplicaWord: its registry, read before a load and after one', () => {
+  it('before a load: the adapters holding a slot the store does not know, skipping the one asked for, static, known and unmanaged ones', async () => {
+    const { api, word, run } = setup([5], [], ['c', 'static', 'known', 'theirs', 'x', 'y']);
+    const told: string[] = [];
+    word.isManaged = (name) => name !== 'theirs';
+    word.onUnknownResidents = (url) => told.push(url);
+    const got = await run(word.occupied(U, 'c', new Set(['known']), (n) => n === 'static'));
+    expect(got).toEqual(['x', 'y']);
+    expect(told).toEqual([U]);
+    // Nothing unknown there: no early poll asked for.
+    api.registry = 'list';
+    const none = await run(word.occupied(U, 'c', new Set(['known', 'x', 'y']), (n) => n === 'static'));
+    expect(none).toEqual([]);
+    expect(told).toEqual([U]);
+  });
+
+  it("before a load: a replica that cannot list or does not answer leaves it to the store's count (undefined)", async () => {
+    const cannot = setup([5], [], ['x']);
+    cannot.api.registry = 'cannot list';
+    expect(await cannot.run(cannot.word.occupied(U, 'c', new Set(), () => false))).toBeUndefined();
+    const fails = setup([5], [], ['x']);
+    fails.api.registry = 'fails';
+    expect(await fails.run(fails.word.occupied(U, 'c', new Set(), () => false))).toBeUndefined();
+    const without = setup([5], [], ['x']);
+    (without.api as { residency?: unknown }).residency = undefined;
+    expect(await without.run(without.word.occupied(U, 'c', new Set(), () => false))).toBeUndefined();
+  });
+
+  it('after a load: static and unmanaged adapters do not count against the limit', async () => {
+    const { word, run } = setup([5], [], ['a', 'static', 'theirs', 'c']);
+    word.isManaged = (name) => name !== 'theirs';
+    expect(await run(word.afterLoad(U, 'c', 2, (n) => n === 'static'))).toBe('within');
+  });
+
+  it('after a load: over the limit without the loaded adapter listed is not its excess (within)', async () => {
+    const { word, run } = setup([5], [], ['a', 'b', 'd']);
+    expect(await run(word.afterLoad(U, 'c', 2, () => false))).toBe('within');
+  });
+
+  it('after a load: a replica that cannot list, does not answer or has no registry read is within', async () => {
+    for (const registry of ['cannot list', 'fails'] as const) {
+      const { api, word, run } = setup([5], [], ['a', 'b', 'c']);
+      api.registry = registry;
+      expect(await run(word.afterLoad(U, 'c', 0, () => false))).toBe('within');
+    }
+    const { api, word, run } = setup([5], [], ['a', 'b', 'c']);
+    (api as { residency?: unknown }).residency = undefined;
+    expect(await run(word.afterLoad(U, 'c', 0, () => false))).toBe('within');
   });
 });

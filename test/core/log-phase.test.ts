@@ -1,0 +1,132 @@
+/**
+ * The log phase (src/router/log-phase.ts), the plugin's only way a proxied request's lease goes
+ * back: once, where it was taken, whatever status Kong reports. A second give-back is an error
+ * the caller sees (LeaseNotOpen), never a store call the store would ignore silently.
+ */
+import type { ReplicaApi } from '../../src/backends/replica-api';
+import { VirtualClock } from '../../src/clock';
+import { LeaseHandle, LeaseNotOpen } from '../../src/lease';
+import { silentLogger } from '../../src/log';
+import { FleetRuntime } from '../../src/runtime';
+import { logPhase, type DecisionRecord } from '../../src/router/log-phase';
+import { SPEC, U } from '../helpers/runtime-harness';
+
+/**
+ * A memory-store runtime with one replica holding adapter 'a'; counts the store's releases and
+ * the replica's scrapes (which fail: no network here).
+ */
+async function runtimeWithReplica() {
+  const scrapes: string[] = [];
+  const api: ReplicaApi = {
+    scrape: async (spec) => {
+      scrapes.push(spec.url);
+      throw new Error('not reached in this test');
+    },
+    loadAdapter: async () => {
+      throw new Error('no loads in this test');
+    },
+    unloadAdapter: async () => {
+      throw new Error('no unloads in this test');
+    },
+  };
+  const rt = new FleetRuntime({ log: silentLogger, seed: 1, api });
+  await rt.store.upsertReplica(SPEC);
+  await rt.store.applySnapshot(U, {
+    at: rt.clock.now(),
+    ok: true,
+    load: { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
+    registry: [{ name: 'a', path: '/adapters/a' }],
+    managed: () => true,
+  });
+  const releases: string[] = [];
+  const release = rt.store.release.bind(rt.store);
+  rt.store.release = (id, now, status) => {
+    releases.push(id);
+    return release(id, now, status);
+  };
+  return { rt, releases, scrapes };
+}
+
+async function admitted(rt: FleetRuntime): Promise<DecisionRecord> {
+  const { lease } = await LeaseHandle.take(rt, U, 'a');
+  return { lease: lease.id, replica: U, stage: 'holder', adapter: 'a' };
+}
+
+const inFlight = async (rt: FleetRuntime) => (await rt.store.views([U], { name: 'a' }))[0]!.adapter?.inFlight;
+const health = async (rt: FleetRuntime) => (await rt.store.views([U], { name: 'a' }))[0]!.health;
+
+describe('the log phase gives a lease back once', () => {
+  let rt: FleetRuntime | undefined;
+  afterEach(() => rt?.stop());
+
+  it.each([200, 500, 404, undefined])(
+    'status %p: one store release, and a second log phase for the same lease throws LeaseNotOpen',
+    async (status) => {
+      const r = await runtimeWithReplica();
+      rt = r.rt;
+      const record = await admitted(rt);
+      expect(await inFlight(rt)).toBe(1);
+      const source = jest.fn(async () => 'service');
+      await logPhase(record, status, source);
+      expect(r.releases).toEqual([record.lease]);
+      expect(await inFlight(rt)).toBe(0);
+      expect(LeaseHandle.find(record.lease)).toBeUndefined();
+      // Kong's source is read only for its own 502/504; a 404 reads the replica's registry afresh.
+      expect(source).not.toHaveBeenCalled();
+      expect(r.scrapes).toEqual(status === 404 ? [U] : []);
+      await expect(logPhase(record, status, source)).rejects.toThrow(LeaseNotOpen);
+      expect(r.releases).toEqual([record.lease]);
+    },
+  );
+
+  it.each([502, 504])(
+    "Kong's own %p: released once, then the replica is down for routing at once",
+    async (status) => {
+      const r = await runtimeWithReplica();
+      rt = r.rt;
+      const record = await admitted(rt);
+      expect(await health(rt)).toBe('up');
+      await logPhase(record, status, async () => 'error');
+      expect(r.releases).toEqual([record.lease]);
+      expect(await inFlight(rt)).toBe(0);
+      expect(await health(rt)).toBe('down');
+      await expect(logPhase(record, status, async () => 'error')).rejects.toThrow(LeaseNotOpen);
+      expect(r.releases).toEqual([record.lease]);
+    },
+  );
+
+  it("a replica's own 502 (source service) releases once and leaves health to the polls", async () => {
+    const r = await runtimeWithReplica();
+    rt = r.rt;
+    const record = await admitted(rt);
+    await logPhase(record, 502, async () => 'service');
+    expect(r.releases).toEqual([record.lease]);
+    expect(await health(rt)).toBe('up');
+  });
+
+  it('the release that leaves its adapter idle wakes the requests waiting for room at once', async () => {
+    const r = await runtimeWithReplica();
+    rt = r.rt;
+    const first = await admitted(rt);
+    const second = await admitted(rt);
+    const woken: string[] = [];
+    // On a clock that never moves: only a notify wakes it, never the fallback.
+    const waitForRoom = (tag: string) =>
+      void rt!.manager.roomChanged.wait(new VirtualClock(), 60_000).then(() => woken.push(tag));
+    waitForRoom('after first');
+    await logPhase(first, 200, async () => 'service');
+    await new Promise((done) => setImmediate(done));
+    expect(woken).toEqual([]); // 'a' still has a request in flight
+    await logPhase(second, 200, async () => 'service');
+    await new Promise((done) => setImmediate(done));
+    expect(woken).toEqual(['after first']);
+  });
+
+  it('a lease this process does not hold open throws LeaseNotOpen and calls no store', async () => {
+    const r = await runtimeWithReplica();
+    rt = r.rt;
+    const record: DecisionRecord = { lease: 'unknown-lease', replica: U, stage: 'holder', adapter: 'a' };
+    await expect(logPhase(record, 200, async () => 'service')).rejects.toThrow(LeaseNotOpen);
+    expect(r.releases).toEqual([]);
+  });
+});

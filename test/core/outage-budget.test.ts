@@ -1,0 +1,155 @@
+/**
+ * Unit test of OutageBudget (src/fleet/redis/outage-budget.ts, one module): the cold-load budget a
+ * node grants while the shared store does not answer. The real-parts proof over a real
+ * redis-server is test/core/shared-faults.test.ts (item 7); this one pins what those runs cannot
+ * see: the wait a refusal gives (a cold-load 429's Retry-After; anything but a positive wait is
+ * a grant to the caller), windows passing during an outage, and what is re-published, merged
+ * and adopted. Written against the survivors of `npm run mutation` (docs/reliability.md).
+ */
+import type { Clock } from '../../src/clock';
+import { OutageBudget } from '../../src/fleet/redis/outage-budget';
+import type { SharedStore } from '../../src/fleet/redis/shared-store';
+
+const LIMIT = 6;
+const W = 60_000;
+const PROBE_MS = 50;
+
+/** The shared side as OutageBudget reads it: nodes last seen, the epoch, the budget adds it sends. */
+class FakeShared {
+  liveNodes: number | null = 3;
+  currentEpoch: string | null = 'e1';
+  adds: [string, number, number][] = [];
+  failAdds = 0;
+  async addToBudget(key: string, count: number, windowMs: number): Promise<void> {
+    if (this.failAdds > 0) {
+      this.failAdds--;
+      throw new Error('connection lost');
+    }
+    this.adds.push([key, count, windowMs]);
+  }
+}
+
+function setup(pred: () => OutageBudget | null = () => null) {
+  const t = { now: 0 };
+  const clock: Clock = { now: () => t.now, after: () => () => undefined };
+  const shared = new FakeShared();
+  const budget = new OutageBudget(shared as unknown as SharedStore, clock, pred);
+  /** spendAlone's answer at `at`: 0 granted, else the wait before a retry. */
+  const spend = (at: number, key = 'fleet') => {
+    t.now = at;
+    return budget.spendAlone(key, LIMIT, W, PROBE_MS);
+  };
+  return { t, shared, budget, spend };
+}
+
+describe('OutageBudget: the share a node grants alone', () => {
+  it('a process that never heard from the shared state refuses, with a positive wait (a probe) each time', () => {
+    const { shared, spend } = setup();
+    shared.liveNodes = null;
+    for (let i = 0; i < 3; i++) expect(spend(i)).toBe(PROBE_MS);
+  });
+
+  it('more nodes than the budget: a share of none, refused with a positive wait', () => {
+    const { shared, spend } = setup();
+    shared.liveNodes = LIMIT + 1;
+    expect(spend(0)).toBe(PROBE_MS);
+  });
+
+  it('grants floor(budget / nodes), then refuses until its oldest grant leaves the window, and says when', () => {
+    const { spend } = setup();
+    expect(spend(0)).toBe(0);
+    expect(spend(1000)).toBe(0);
+    // 6 over 3 nodes: 2 granted. The third waits for the grant at 0 to leave the window.
+    expect(spend(2000)).toBe(W - 2000);
+    expect(spend(30_000)).toBe(W - 30_000);
+    // A spend exactly one window old is out of it (the shared budget's fixed window ends there too).
+    expect(spend(W)).toBe(0);
+    expect(spend(W + 500)).toBe(1000 + W - (W + 500));
+  });
+
+  it('a window that passed during the outage grants the share again', () => {
+    const { spend } = setup();
+    expect([spend(0), spend(1), spend(2)]).toEqual([0, 0, W - 2]);
+    expect([spend(2 * W), spend(2 * W + 1), spend(2 * W + 2)]).toEqual([0, 0, W - 2]);
+  });
+
+  it('counts what its predecessor on the same state spent (oldest first for the wait)', () => {
+    const old = setup();
+    expect(old.spend(0)).toBe(0);
+    const next = setup(() => old.budget);
+    // Its share, 2, less the predecessor's one: one grant, then a wait for the grant at 0.
+    expect(next.spend(10_000)).toBe(0);
+    expect(next.spend(20_000)).toBe(W - 20_000);
+  });
+});
+
+describe('OutageBudget: what goes back to the shared state', () => {
+  it('merges what it granted alone; a merge that fails keeps it for the next one', async () => {
+    const { shared, budget, spend } = setup();
+    expect(spend(0)).toBe(0);
+    expect(budget.unmerged).toBe(true);
+    shared.failAdds = 1;
+    await expect(budget.merge()).rejects.toThrow('connection lost');
+    expect(budget.unmerged).toBe(true);
+    await budget.merge();
+    expect(shared.adds).toEqual([['fleet', 1, W]]);
+    expect(budget.unmerged).toBe(false);
+  });
+
+  it('re-publishes the spends of this window the state does not count (emptied: a new epoch), once, and no older ones', async () => {
+    const { t, shared, budget } = setup();
+    t.now = 0;
+    budget.spentShared('old', W);
+    t.now = 30_000;
+    budget.spentShared('fleet', W);
+    budget.spentShared('fleet', W);
+    // Nothing missing under the same epoch: nothing sent.
+    await budget.republish();
+    expect(shared.adds).toEqual([]);
+    shared.currentEpoch = 'e2';
+    t.now = W; // the spend of 'old' is exactly one window old: out
+    await budget.republish();
+    expect(shared.adds).toEqual([['fleet', 2, W]]);
+    await budget.republish();
+    expect(shared.adds).toEqual([['fleet', 2, W]]);
+  });
+
+  it('carries the spends of this window from a store on other state, no older ones', async () => {
+    const a = setup();
+    a.t.now = 0;
+    a.budget.spentShared('old', W);
+    a.t.now = 30_000;
+    a.budget.spentShared('fleet', W);
+    const b = setup();
+    b.t.now = W;
+    b.budget.carry(a.budget);
+    await b.budget.republish();
+    expect(b.shared.adds).toEqual([['fleet', 1, W]]);
+  });
+
+  it('adopting its predecessor on the same state takes what it granted alone, spent, and the fleet it saw', async () => {
+    const old = setup();
+    expect(old.spend(0)).toBe(0);
+    const next = setup();
+    // The new store's link never answered: it knows the fleet only from its predecessor.
+    next.shared.liveNodes = null;
+    next.budget.adopt(old.budget);
+    expect(next.budget.unmerged).toBe(true);
+    expect(old.budget.unmerged).toBe(false);
+    // Share 2 less the predecessor's grant: one more, then a wait.
+    expect(next.spend(1000)).toBe(0);
+    expect(next.spend(2000)).toBe(W - 2000);
+    await next.budget.merge();
+    expect(next.shared.adds).toEqual([['fleet', 2, W]]);
+  });
+
+  it('remembers the spends of at most 1024 budget keys (the least recently spent go first)', async () => {
+    const { t, shared, budget } = setup();
+    t.now = 0;
+    for (let i = 0; i <= 1024; i++) budget.spentShared(`consumer:${i}`, W);
+    shared.currentEpoch = 'e2';
+    await budget.republish();
+    expect(shared.adds.length).toBe(1024);
+    expect(shared.adds.map(([k]) => k)).not.toContain('consumer:0');
+  });
+});
