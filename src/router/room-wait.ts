@@ -84,7 +84,10 @@ export class RoomWait {
    * here counted, is refused instead (throws `shed_low_priority`): held, it would only stand in
    * the way of the classes above it.
    */
-  holds(now: number, decided: Pick<Candidate, 'ttftMs' | 'ownMs' | 'fixedMs'>): boolean {
+  holds(
+    now: number,
+    decided: Pick<Candidate, 'ttftMs' | 'ownMs' | 'fixedMs'> & Partial<Pick<Candidate, 'loadMs'>>,
+  ): boolean {
     if (this.gateMs <= 0) return false;
     const own = decided.fixedMs + decided.ownMs;
     const shrinks = decided.ttftMs - own;
@@ -92,13 +95,17 @@ export class RoomWait {
     if (!busy) return false;
     // llm-d refuses a sheddable request when no endpoint is predicted within its objective
     // (gateway-api-inference-extension v1.5.0, admitter/latencyslo/plugin.go `AdmitRequest`);
-    // here its wait in the gateway so far counts, as it does toward its objective.
-    if (this.sheddable && now - this.started + decided.ttftMs > this.objectiveMs)
+    // here its wait in the gateway so far counts, as it does toward its objective. Not the wait
+    // for an idle adapter: the prediction counts all of `queue_timeout_ms` for it, a bound, not an
+    // estimate (adapters go idle sooner below capacity: counted, it shed batch requests at 70% load).
+    const roomMs = (decided.loadMs ?? decided.fixedMs) - decided.fixedMs;
+    const expected = now - this.started + decided.ttftMs - roomMs;
+    if (this.sheddable && expected > this.objectiveMs)
       throw errors.shedLowPriority(
         this.className,
         this.objectiveMs,
-        now - this.started + decided.ttftMs,
-        Math.min(60, Math.max(1, Math.ceil(shrinks / 1000))),
+        expected,
+        Math.min(60, Math.max(1, Math.ceil((shrinks - roomMs) / 1000))),
       );
     return now < this.holdUntil;
   }
