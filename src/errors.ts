@@ -130,7 +130,7 @@ export const CATALOGUE = {
     status: 503,
     type: 'server_error',
     retryAfter: true,
-    when: "Overload: a request of a sheddable class (`slo_classes` priority < 0) that no replica is predicted to serve within its objective, while the queues are past the objective of a class above it. `Retry-After`: about how long the queues take to drain. Requests of higher classes are served meanwhile.",
+    when: 'Overload: a request of a sheddable class (`slo_classes` priority < 0) that no replica is predicted to serve within its objective, while the queues are past the objective of a class above it. `Retry-After`: about how long the queues take to drain. Requests of higher classes are served meanwhile.',
   },
   no_replica: {
     status: 503,

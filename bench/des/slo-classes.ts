@@ -79,7 +79,12 @@ export async function classPoint(
 /** The sweep, point by point in report order (each point is single-threaded virtual time). */
 export async function classSweep(
   scenario: Scenario,
-  o: { workload: { name: string; arrivals: Arrival[] }; loadTimes: number[]; loads: number[]; seeds: number[] },
+  o: {
+    workload: { name: string; arrivals: Arrival[] };
+    loadTimes: number[];
+    loads: number[];
+    seeds: number[];
+  },
   log: (s: string) => void,
 ): Promise<ClassPoint[]> {
   const capacity = fleetCapacity(scenario, o.workload.arrivals, defaultEngineOptions);

@@ -146,10 +146,16 @@ function sloClassErrors(c: RouterConfig): FieldError[] {
     names.add(k.name);
   });
   if (c.default_slo_class !== undefined && !names.has(c.default_slo_class))
-    errors.push({ field: 'config.default_slo_class', message: `no class ${c.default_slo_class} in slo_classes` });
+    errors.push({
+      field: 'config.default_slo_class',
+      message: `no class ${c.default_slo_class} in slo_classes`,
+    });
   for (const [consumer, name] of Object.entries(c.consumer_slo_class))
     if (!names.has(name))
-      errors.push({ field: `config.consumer_slo_class.${consumer}`, message: `no class ${name} in slo_classes` });
+      errors.push({
+        field: `config.consumer_slo_class.${consumer}`,
+        message: `no class ${name} in slo_classes`,
+      });
   if (names.size > 0 && c.saturation_mode !== 'predicted')
     errors.push({
       field: 'config.slo_classes',

@@ -177,8 +177,8 @@ export const routerSchema: SchemaFields = [
               type: 'string',
               required: true,
               len_min: 1,
-              len_max: 128,
-              description: 'What `x-gateway-inference-objective`, `default_slo_class` and `consumer_slo_class` name.',
+              description:
+                'What `x-gateway-inference-objective`, `default_slo_class` and `consumer_slo_class` name.',
             },
           },
           {
@@ -215,7 +215,7 @@ export const routerSchema: SchemaFields = [
       keys: { type: 'string' },
       values: { type: 'string' },
       description:
-        "Kong consumer (username or id) -> its default class (of `slo_classes`), read when an authentication plugin identified one. The consumer is then read on every request (one more PDK call).",
+        'Kong consumer (username or id) -> its default class (of `slo_classes`), read when an authentication plugin identified one. The consumer is then read on every request (one more PDK call).',
     },
   },
   {

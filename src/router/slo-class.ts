@@ -47,7 +47,10 @@ export interface RequestSlo {
 /** Upper bound on `x-slo-ttft-ms` (the schema's bound on `ttft_ms`). */
 const MAX_OBJECTIVE_MS = 600_000;
 
-type ClassConfig = Pick<RouterConfig, 'slo_classes' | 'default_slo_class' | 'consumer_slo_class' | 'ttft_slo_ms'>;
+type ClassConfig = Pick<
+  RouterConfig,
+  'slo_classes' | 'default_slo_class' | 'consumer_slo_class' | 'ttft_slo_ms'
+>;
 
 /** The classes of one configuration, resolved per request. */
 export class SloClasses {
@@ -68,7 +71,8 @@ export class SloClasses {
       gateMs: Math.min(objectiveMs, this.above.get(priority)!),
     });
     this.byName = new Map(classes.map((c) => [c.name, slo(c.name, c.ttft_ms, c.priority)]));
-    const named = config.default_slo_class === undefined ? undefined : this.byName.get(config.default_slo_class);
+    const named =
+      config.default_slo_class === undefined ? undefined : this.byName.get(config.default_slo_class);
     // No default class: priority 0 and `ttft_slo_ms`, behind any class of higher priority.
     this.fallback = named ?? slo('', config.ttft_slo_ms, 0);
   }
@@ -97,7 +101,9 @@ export class SloClasses {
 
   private consumerClass(c: { id?: string; username?: string }): RequestSlo | undefined {
     const map = this.config.consumer_slo_class;
-    const name = (c.username !== undefined ? map[c.username] : undefined) ?? (c.id !== undefined ? map[c.id] : undefined);
+    const name =
+      (c.username !== undefined ? map[c.username] : undefined) ??
+      (c.id !== undefined ? map[c.id] : undefined);
     return name === undefined ? undefined : this.byName.get(name);
   }
 }

@@ -22,8 +22,17 @@ describe('SLO classes: which class a request has', () => {
   const c = new SloClasses(config());
 
   it('takes the class its objective header names, else its consumer’s, else the default', () => {
-    expect(c.resolve({})).toMatchObject({ name: 'interactive', objectiveMs: 2000, priority: 0, sheddable: false });
-    expect(c.resolve({ objective: 'batch' })).toMatchObject({ name: 'batch', objectiveMs: 30000, sheddable: true });
+    expect(c.resolve({})).toMatchObject({
+      name: 'interactive',
+      objectiveMs: 2000,
+      priority: 0,
+      sheddable: false,
+    });
+    expect(c.resolve({ objective: 'batch' })).toMatchObject({
+      name: 'batch',
+      objectiveMs: 30000,
+      sheddable: true,
+    });
     expect(c.resolve({ consumer: { username: 'nightly' } })).toMatchObject({ name: 'batch' });
     // A consumer is matched by username or by id.
     expect(c.resolve({ consumer: { id: 'id-vip', username: 'v' } })).toMatchObject({ name: 'premium' });
@@ -40,11 +49,18 @@ describe('SLO classes: which class a request has', () => {
   });
 
   it('x-slo-ttft-ms sets the objective, not the priority; a value that is no positive number is ignored', () => {
-    expect(c.resolve({ ttftMs: '500' })).toMatchObject({ name: 'interactive', objectiveMs: 500, gateMs: 500 });
+    expect(c.resolve({ ttftMs: '500' })).toMatchObject({
+      name: 'interactive',
+      objectiveMs: 500,
+      gateMs: 500,
+    });
     expect(c.resolve({ ttftMs: '0' }).objectiveMs).toBe(2000);
     expect(c.resolve({ ttftMs: 'soon' }).objectiveMs).toBe(2000);
     // Looser than the class above it: it still waits for the queues that class may join.
-    expect(c.resolve({ objective: 'batch', ttftMs: '60000' })).toMatchObject({ objectiveMs: 60000, gateMs: 1000 });
+    expect(c.resolve({ objective: 'batch', ttftMs: '60000' })).toMatchObject({
+      objectiveMs: 60000,
+      gateMs: 1000,
+    });
   });
 
   it('a class may join queues no longer than the objective of every class above it', () => {
@@ -61,14 +77,20 @@ describe('SLO classes: which class a request has', () => {
 
   it('refuses a class named but not defined, a duplicate, or classes without predicted saturation', () => {
     expect(() => config({ default_slo_class: 'gold' })).toThrow(/default_slo_class.*no class gold/);
-    expect(() => config({ consumer_slo_class: { bob: 'gold' } })).toThrow(/consumer_slo_class\.bob.*no class gold/);
+    expect(() => config({ consumer_slo_class: { bob: 'gold' } })).toThrow(
+      /consumer_slo_class\.bob.*no class gold/,
+    );
     expect(() => config({ slo_classes: [...classes, classes[0]] })).toThrow(/duplicate class interactive/);
     expect(() => config({ saturation_mode: 'count' })).toThrow(/needs saturation_mode: predicted/);
   });
 });
 
 describe('SLO classes: holding, delaying and shedding (the room wait)', () => {
-  const cfg = parseRouterConfig({ ...base, slo_classes: classes.slice(0, 2), default_slo_class: 'interactive' });
+  const cfg = parseRouterConfig({
+    ...base,
+    slo_classes: classes.slice(0, 2),
+    default_slo_class: 'interactive',
+  });
   const c = new SloClasses(cfg);
   const at = (ttftMs: number, ownMs = 100) => ({ ttftMs, ownMs, fixedMs: 0 });
 
@@ -110,5 +132,14 @@ describe('SLO classes: holding, delaying and shedding (the room wait)', () => {
     expect(() => w.holds(25_000, at(6000))).toThrow(/sheddable class 'batch'/);
     // An interactive request (not sheddable) under the same queue is held, never shed.
     expect(new RoomWait(cfg, 0, c.resolve({})).holds(0, at(40_000))).toBe(true);
+  });
+
+  it('does not shed for the idle-adapter wait the prediction bounds by queue_timeout_ms', () => {
+    const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
+    // No idle adapter anywhere now: the prediction adds all 29 s of queue_timeout_ms (a bound).
+    const cold = { ttftMs: 300 + 29_000 + 3000, ownMs: 100, fixedMs: 300, loadMs: 300 + 29_000 };
+    expect(w.holds(0, cold)).toBe(true);
+    // With 31 s of queued work besides, it cannot make its objective: shed.
+    expect(() => w.holds(0, { ...cold, ttftMs: cold.ttftMs + 31_000 })).toThrow(/shed|sheddable/);
   });
 });

@@ -89,7 +89,9 @@ describe('slo_classes, through the plugin server', () => {
       expect(err.message).not.toMatch(/https?:\/\//);
     }
     // Refused in the gateway, not after a wait, while the jam still runs.
-    expect(w.fleet.replicas[0]!.engine.stats().running + w.fleet.replicas[0]!.engine.stats().waiting).toBeGreaterThan(0);
+    expect(
+      w.fleet.replicas[0]!.engine.stats().running + w.fleet.replicas[0]!.engine.stats().waiting,
+    ).toBeGreaterThan(0);
     expect(Date.now() - shedAt).toBeLessThan(5000);
 
     // An interactive request under the same overload is served (held until the queue drains).
