@@ -17,7 +17,7 @@ import { releaseLease } from './log-phase';
 import { Placement } from './placement';
 import { parseBody, promptText } from './request';
 import { RoomWait } from './room-wait';
-import { SloClasses, type SloHints } from './slo-class';
+import { HeldClasses, SloClasses, type SloHints } from './slo-class';
 
 import { loadCost } from '../scheduler/victims';
 import { estimateTokens, type TokenEstimate } from '../work/estimate';
@@ -82,6 +82,8 @@ export class RouterService {
   private readonly coldBudget: ColdLoadBudget;
   /** `slo_classes`: each request's objective and priority. */
   readonly classes: SloClasses;
+  /** Requests held in the gateway per priority (this configuration, this process). */
+  private readonly held = new HeldClasses();
   /** Per error code: when its detail was last logged, and how many were not since. */
   private readonly internalLogged = new Map<string, { at: number; suppressed: number }>();
 
@@ -230,7 +232,12 @@ export class RouterService {
     const parsed = parseBody(req.body, cls, this.config.max_body_bytes);
     // With classes, the request's own objective and priority: its wait still counts from arrival.
     if (this.classes.enabled)
-      wait = new RoomWait(this.config, wait.started, this.classes.resolve((await req.slo?.()) ?? {}));
+      wait = new RoomWait(
+        this.config,
+        wait.started,
+        this.classes.resolve((await req.slo?.()) ?? {}),
+        this.held,
+      );
     const tokens = cls === 'inference' ? estimateTokens(parsed.json) : undefined;
     const resolved: Resolved = this.catalog.resolve(parsed.model);
     const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
@@ -263,12 +270,16 @@ export class RouterService {
     // The longest prompt of a batch: vLLM checks each on its own (src/work/estimate.ts).
     const contextTokens = tokens ? tokens.longestPromptTokens + (tokens.maxTokens ?? 1) : undefined;
     if (contextTokens !== undefined) ctx.contextOf = (url) => rt.poller.maxModelLen.get(url);
-    return this.placement.place(
-      rt,
-      { resolved, adapter, prompt, contextTokens, ctx, views, wait },
-      (decision, queueMs) =>
-        this.admit(rt, decision, resolved, parsed.json, ctx.victimCost, queueMs, spend, tokens),
-    );
+    try {
+      return await this.placement.place(
+        rt,
+        { resolved, adapter, prompt, contextTokens, ctx, views, wait },
+        (decision, queueMs) =>
+          this.admit(rt, decision, resolved, parsed.json, ctx.victimCost, queueMs, spend, tokens),
+      );
+    } finally {
+      wait.leave();
+    }
   }
 
   /** `max_loaded_adapters` > 0: the router loads on-demand adapters (0: never loads nor unloads). */

@@ -107,3 +107,28 @@ export class SloClasses {
     return name === undefined ? undefined : this.byName.get(name);
   }
 }
+
+/**
+ * The requests of each priority held in the gateway now (one plugin configuration, one process):
+ * a request of a lower class does not go while one of a higher class waits, or it would take the
+ * room the higher one waits for (both are decided again on the same signal).
+ */
+export class HeldClasses {
+  private readonly count = new Map<number, number>();
+
+  enter(priority: number): void {
+    this.count.set(priority, (this.count.get(priority) ?? 0) + 1);
+  }
+
+  leave(priority: number): void {
+    const n = (this.count.get(priority) ?? 0) - 1;
+    if (n > 0) this.count.set(priority, n);
+    else this.count.delete(priority);
+  }
+
+  /** Whether a request of higher priority than `priority` is held. */
+  above(priority: number): boolean {
+    for (const p of this.count.keys()) if (p > priority) return true;
+    return false;
+  }
+}

@@ -1,7 +1,7 @@
 import { parseRouterConfig } from '../../src/config/parse';
 import { RouterError } from '../../src/errors';
 import { RoomWait } from '../../src/router/room-wait';
-import { SloClasses } from '../../src/router/slo-class';
+import { HeldClasses, SloClasses } from '../../src/router/slo-class';
 
 const base = { replicas: [{ url: 'http://r:8000' }] };
 const classes = [
@@ -141,5 +141,35 @@ describe('SLO classes: holding, delaying and shedding (the room wait)', () => {
     expect(w.holds(0, cold)).toBe(true);
     // With 31 s of queued work besides, it cannot make its objective: shed.
     expect(() => w.holds(0, { ...cold, ttftMs: cold.ttftMs + 31_000 })).toThrow(/shed|sheddable/);
+  });
+});
+
+describe('SLO classes: a lower class never goes while a higher one is held', () => {
+  const cfg = parseRouterConfig({
+    ...base,
+    slo_classes: classes.slice(0, 2),
+    default_slo_class: 'interactive',
+  });
+  const c = new SloClasses(cfg);
+  const at = (ttftMs: number) => ({ ttftMs, ownMs: 100, fixedMs: 0 });
+
+  it('holds a batch request with a short queue while an interactive one waits, for up to half its objective', () => {
+    const held = new HeldClasses();
+    const interactive = new RoomWait(cfg, 0, c.resolve({}), held);
+    const batch = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }), held);
+    // Nothing held: a batch request with a 1 s queue goes.
+    expect(batch.holds(0, at(1000))).toBe(false);
+    // An interactive request predicted at 3 s waits in the gateway; a batch one now waits behind it.
+    expect(interactive.holds(0, at(3000))).toBe(true);
+    expect(batch.holds(100, at(1000))).toBe(true);
+    // Past half its objective it goes: the rest is left for the queue it joins.
+    expect(batch.holds(14_500, at(1000))).toBe(false);
+    // The interactive request leaves (sent): the batch one goes.
+    expect(interactive.holds(200, at(1500))).toBe(false);
+    expect(batch.holds(200, at(1000))).toBe(false);
+    // Refused or failed while held: it no longer counts.
+    expect(interactive.holds(300, at(3000))).toBe(true);
+    interactive.leave();
+    expect(held.above(-1)).toBe(false);
   });
 });
