@@ -85,14 +85,17 @@ describe('SLO classes: which class a request has', () => {
   });
 });
 
+/** Interactive (2 s) and batch (30 s, sheddable), interactive by default; a decision predicted at `ttftMs`. */
+const twoClasses = parseRouterConfig({
+  ...base,
+  slo_classes: classes.slice(0, 2),
+  default_slo_class: 'interactive',
+});
+const at = (ttftMs: number, ownMs = 100) => ({ ttftMs, ownMs, fixedMs: 0 });
+
 describe('SLO classes: holding, delaying and shedding (the room wait)', () => {
-  const cfg = parseRouterConfig({
-    ...base,
-    slo_classes: classes.slice(0, 2),
-    default_slo_class: 'interactive',
-  });
+  const cfg = twoClasses;
   const c = new SloClasses(cfg);
-  const at = (ttftMs: number, ownMs = 100) => ({ ttftMs, ownMs, fixedMs: 0 });
 
   it('holds an interactive request by its own objective, not ttft_slo_ms', () => {
     // ttft_slo_ms is 5 s: a 3 s prediction would go at once without classes.
@@ -145,13 +148,8 @@ describe('SLO classes: holding, delaying and shedding (the room wait)', () => {
 });
 
 describe('SLO classes: a lower class never goes while a higher one is held', () => {
-  const cfg = parseRouterConfig({
-    ...base,
-    slo_classes: classes.slice(0, 2),
-    default_slo_class: 'interactive',
-  });
+  const cfg = twoClasses;
   const c = new SloClasses(cfg);
-  const at = (ttftMs: number) => ({ ttftMs, ownMs: 100, fixedMs: 0 });
 
   it('holds a batch request with a short queue while an interactive one waits, for up to half its objective', () => {
     const held = new HeldClasses();
