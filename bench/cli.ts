@@ -16,6 +16,7 @@ import { overheadPart } from './parts/overhead';
 import { qualityPart } from './parts/quality';
 import { sloPart } from './parts/slo';
 import { sweepPart } from './parts/sweep';
+import { classesPart } from './parts/classes';
 import { tokensPart } from './parts/tokens';
 import { unloadPart } from './parts/unload';
 import { variantsPart } from './parts/variants';
@@ -32,7 +33,7 @@ const HELP = `Usage: npm run bench [-- options]
                      chat) for every part but slo (default conversation)
   --workloads LIST   the workloads of the slo part (default conversation,bursty,long)
   --only PARTS       comma list of overhead, quality, slo, nodes, sweep, loadtime, unload, variants,
-                     e2e, e2e-long, tokens (default all), or exits (1,000,000 refused requests: heap per exit;
+                     e2e, e2e-long, tokens, classes (default all), or exits (1,000,000 refused requests: heap per exit;
                      only when named)
   --seeds LIST       comma list (default 1,2,3)
   --alphas LIST      Zipf exponents for the variants part (0 = uniform; default quick 1,0.8, full 0.8,1,1.2,0)
@@ -41,6 +42,8 @@ const HELP = `Usage: npm run bench [-- options]
   --load-ms MS       adapter load time (default: the load model, local NVMe, ~100 ms at rank 16)
   --load X           fleet load for the main table (default 0.7)
   --requests N       requests from the workload (default quick 3000, full all)
+  --class-loads L    classes: comma list of fleet loads (default 0.3,0.5,0.7,0.9,1.2)
+  --class-load-ms L  classes: comma list of adapter load times (default 100,300,1000)
   --time-scale X     e2e-long: modelled time runs X times faster than the wall clock (default 1)
   --out DIR          results directory (default bench/results; only then are the figures of
                      docs/benchmarks.md regenerated)`;
@@ -59,6 +62,7 @@ const PARTS: BenchPart[] = [
   e2ePart,
   e2eLongPart,
   tokensPart,
+  classesPart,
 ];
 
 async function main(): Promise<void> {
@@ -79,6 +83,8 @@ async function main(): Promise<void> {
       load: { type: 'string' },
       requests: { type: 'string' },
       'time-scale': { type: 'string' },
+      'class-loads': { type: 'string' },
+      'class-load-ms': { type: 'string' },
       out: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },

@@ -13,6 +13,7 @@ import type { OverheadRow, RedisCost } from './overhead';
 import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
 import type { ExitRun } from '../harness/kong/exits';
 import type { SloPoint } from './des/slo-sweep';
+import type { ClassPoint } from './des/slo-classes';
 import { defaultLoadCost, loadMs } from '../sim/engine/load-cost';
 
 /** Policy names the routing-quality goals refer to (bench/des/policies.ts). */
@@ -107,6 +108,8 @@ export interface BenchResults {
   e2eLong?: E2eLongRun;
   /** Issue 25: the prompt-token estimate against the simulator and real tokenizers. */
   tokenEstimate?: TokenEstimateRun;
+  /** Issue 34: the two-class workload, per class. */
+  classes?: { requests: number; points: ClassPoint[] };
 }
 
 /** JSON has no Infinity (a p99 with refusals counted) or NaN: they are written as strings. */
@@ -199,4 +202,31 @@ export function e2eGoal(e: NonNullable<BenchResults['e2e']>) {
     return { name, sim, real, diff, agree: Math.abs(diff) <= 0.1 };
   });
   return { rows, met: rows.every((r) => r.agree) };
+}
+
+/** The two-class workload's configuration the goals are about (bench/des/slo-classes.ts). */
+export const CLASS_POLICY = 'lora-router, SLO classes';
+
+/**
+ * The two-class workload's goals at one point, for lora-router with the classes: interactive
+ * requests within 2 s for at least 99% up to 70% load with loads up to 1 s; batch never starved:
+ * at least 99% within 30 s below capacity. `why` names what missed.
+ */
+export function classGoal(p: ClassPoint): { applies: boolean; met: boolean; why?: string } {
+  const mine = p.policies.find((x) => x.policy === CLASS_POLICY);
+  if (!mine) throw new Error(`no result for ${CLASS_POLICY}`);
+  const interactiveApplies = p.load <= 0.7 && p.loadMs <= 1000;
+  const batchApplies = p.load < 1;
+  const why: string[] = [];
+  const i = mine.byClass.interactive!;
+  const b = mine.byClass.batch!;
+  if (interactiveApplies && i.within < 0.99)
+    why.push(`interactive ${(i.within * 100).toFixed(1)}% within 2 s (${i.refused} refused)`);
+  if (batchApplies && b.within < 0.99)
+    why.push(`batch ${(b.within * 100).toFixed(1)}% within 30 s (${b.refused} refused)`);
+  return {
+    applies: interactiveApplies || batchApplies,
+    met: why.length === 0,
+    ...(why.length ? { why: why.join('; ') } : {}),
+  };
 }

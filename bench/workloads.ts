@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { burstyWorkload } from '../sim/workload/bursty';
 import { longWorkload } from '../sim/workload/long';
+import { seededRandom } from '../src/random';
 import { readTrace, syntheticWorkload, type Arrival } from '../sim/workload/workload';
 
 /**
@@ -44,4 +45,23 @@ export function loadWorkload(
     arrivals: all.slice(0, n),
     note: `${path.endsWith('conversation.csv') ? 'the Azure LLM inference trace 2023 (conversation)' : path}: ${Math.min(n, all.length).toLocaleString('en-US')} of ${all.length.toLocaleString('en-US')} requests, arrival times rescaled to the target load`,
   };
+}
+
+/**
+ * The two-class workload (issue 34): any workload's requests, each interactive (2 s objective)
+ * or batch (30 s, sheddable: priority < 0 as in llm-d), `batchShare` of them batch, drawn per
+ * request with the seed. `classes` is lora-router's `slo_classes` for it; a request names its
+ * class as llm-d's `x-gateway-inference-objective` header would.
+ */
+export const TWO_CLASSES = {
+  classes: [
+    { name: 'interactive', ttft_ms: 2000, priority: 0 },
+    { name: 'batch', ttft_ms: 30000, priority: -1 },
+  ],
+  batchShare: 0.3,
+};
+
+export function twoClassSequence(n: number, seed: number, batchShare = TWO_CLASSES.batchShare): string[] {
+  const r = seededRandom(seed * 104_729 + 34);
+  return Array.from({ length: n }, () => (r() < batchShare ? 'batch' : 'interactive'));
 }

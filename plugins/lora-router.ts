@@ -11,12 +11,16 @@ import { routerConfigWarnings } from '../src/config/warnings';
 import { onceEach, operatorLog, stderrLogger, warnDeprecated, writeNotices } from '../src/log';
 import { logPhase, type DecisionRecord } from '../src/router/log-phase';
 import { RouterService } from '../src/router/router';
+import { OBJECTIVE_HEADER, TTFT_HEADER, type SloHints } from '../src/router/slo-class';
 import { LeaseNotOpen } from '../src/lease';
 import { sharedRuntime } from '../src/runtime-registry';
 import { packageVersion } from '../src/version';
 
 /** Once per process and message: Kong starts an instance of one config on every worker. */
 const warnConfig = onceEach((msg) => operatorLog.warn(msg));
+
+/** What `kong.client.get_consumer()` gives (a consumer entity), as far as the router reads it. */
+type Consumer = { id?: string | null; username?: string | null };
 
 /** Key in `kong.ctx.shared` for the decision: the log phase reads it, other plugins may. */
 const CTX_KEY = 'lora_router';
@@ -51,9 +55,24 @@ class LoraRouterPlugin {
       max: number,
     ) => Promise<Uint8Array | string | null>;
     const body = await getRawBody(this.service.config.max_body_bytes);
-    // The consumer (an authentication plugin's) is read only if the request would start a load.
-    const consumer = async () => ((await kong.client.getConsumer()) as { id?: string } | null)?.id;
-    const r = await this.service.route({ path, body, consumer, method: () => kong.request.getMethod() });
+    // The consumer (an authentication plugin's) is read only if the request would start a load,
+    // or a class is configured per consumer; once, whoever asks.
+    let once: Promise<Consumer | null> | undefined;
+    const consumerOf = () => (once ??= kong.client.getConsumer() as Promise<Consumer | null>);
+    const consumer = async () => (await consumerOf())?.id ?? undefined;
+    const perConsumer = Object.keys(this.service.config.consumer_slo_class).length > 0;
+    // `slo_classes`: the objective headers in one PDK call (plus the consumer when classes are per consumer).
+    const slo = async (): Promise<SloHints> => {
+      const h = (await kong.request.getHeaders()) as Record<string, string | string[] | undefined>;
+      const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+      const c = perConsumer ? await consumerOf() : null;
+      return {
+        objective: first(h[OBJECTIVE_HEADER]),
+        ttftMs: first(h[TTFT_HEADER]),
+        consumer: c ? { id: c.id ?? undefined, username: c.username ?? undefined } : undefined,
+      };
+    };
+    const r = await this.service.route({ path, body, consumer, slo, method: () => kong.request.getMethod() });
     if (r.kind === 'respond') {
       // Refusals are the cold path: rare operational notices may ride on them.
       await writeNotices(kong.log);

@@ -126,6 +126,12 @@ export const CATALOGUE = {
     retryAfter: true,
     when: 'The adapter failed to load on that replica recently; the next attempt waits (`backoff_base_ms`).',
   },
+  shed_low_priority: {
+    status: 503,
+    type: 'server_error',
+    retryAfter: true,
+    when: 'Overload: a request of a sheddable class (`slo_classes` priority < 0) that no replica is predicted to serve within its objective, while the queues are past the objective of a class above it. `Retry-After`: about how long the queues take to drain. Requests of higher classes are served meanwhile.',
+  },
   no_replica: {
     status: 503,
     type: 'server_error',
@@ -272,6 +278,13 @@ export const errors = {
     catalogued(
       'rate_limit_exceeded',
       `Adapter '${adapter}' is not loaded, and ${scope === 'consumer' ? 'this consumer has' : 'the fleet has'} started its allowed adapter loads for this minute. Retry in ${retryAfterS} s, or use a loaded adapter.`,
+      retryAfterS,
+    ),
+  /** Refused by class, not by capacity alone: the message names the class so a client knows a higher one fares better. */
+  shedLowPriority: (sloClass: string, objectiveMs: number, predictedMs: number, retryAfterS: number) =>
+    catalogued(
+      'shed_low_priority',
+      `The gateway is overloaded: requests of the sheddable class${sloClass ? ` '${sloClass}'` : ''} are refused first, and no replica is predicted to answer this one within its ${objectiveMs} ms objective (about ${Math.round(predictedMs)} ms). Retry in ${retryAfterS} s.`,
       retryAfterS,
     ),
   noReplica: (what: string) => catalogued('no_replica', `No replica can serve ${what}.`, 1),

@@ -16,6 +16,8 @@ export type Routed = { url: string; token?: string } | { error: number };
 export interface DesRequest {
   adapter: string;
   arrival: Arrival;
+  /** The SLO class the request names (`x-gateway-inference-objective`), if any. */
+  sloClass?: string;
 }
 
 /** How a routed request ended: the replica's status, and its time to first token when served. */
@@ -77,11 +79,12 @@ export function loraRouterNodes(
       const routedBy = new Map<string, RouterService>();
       let next = 0;
       return {
-        async route({ adapter, arrival }) {
+        async route({ adapter, arrival, sloClass }) {
           const { svc } = members[next++ % members.length]!;
           // Built here and dropped after the decision: memory stays bounded by the requests in flight.
           const body = chatBody(adapter, arrival);
-          const out = await svc.route({ path: '/v1/chat/completions', body });
+          const slo = sloClass === undefined ? undefined : async () => ({ objective: sloClass });
+          const out = await svc.route({ path: '/v1/chat/completions', body, slo });
           if (out.kind !== 'proxy') return { error: out.status };
           routedBy.set(out.leaseId, svc);
           return { url: out.url, token: out.leaseId };

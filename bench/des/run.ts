@@ -76,6 +76,8 @@ export interface PolicyResult {
   pinnedLru?: number;
   /** Per request: arrival and end (virtual ms; Infinity: refused), for bounds that need them. */
   intervals?: { start: number[]; end: number[] };
+  /** Per request, with `classes` given: its TTFT (Infinity: refused), for per-class goals. */
+  ttftOf?: number[];
 }
 
 /** The adapter of each request: Zipf(alpha) over `adapters` names, seeded. */
@@ -97,6 +99,8 @@ export async function runPolicy(
   scenario: Scenario,
   arrivals: Arrival[],
   adapters: string[],
+  /** Per request, the SLO class it names (llm-d's objective header), if any. */
+  classes?: readonly string[],
 ): Promise<PolicyResult> {
   const started = Date.now();
   const clock = new VirtualClock();
@@ -116,12 +120,13 @@ export async function runPolicy(
   let finished = 0;
   let lastEnd = 0;
   const ends = new Array<number>(arrivals.length).fill(Infinity);
+  const ttftOf = new Array<number>(arrivals.length).fill(Infinity);
   arrivals.forEach((a, i) => {
     clock.after(a.at, () => {
       void (async () => {
         const t0 = clock.now();
         try {
-          const r = await router.route({ adapter: adapters[i]!, arrival: a });
+          const r = await router.route({ adapter: adapters[i]!, arrival: a, sloClass: classes?.[i] });
           if ('error' in r) {
             // A refused request counts as never answered: it must not flatter the percentiles.
             errors++;
@@ -144,6 +149,7 @@ export async function runPolicy(
           e2e.push(rec.end! - t0);
           lastEnd = Math.max(lastEnd, rec.end!);
           ends[i] = rec.end!;
+          ttftOf[i] = rec.firstToken! - t0;
         } finally {
           finished++;
         }
@@ -185,6 +191,7 @@ export async function runPolicy(
     engineReloads: policy.mode === 'oracle' ? 0 : fleet.engineReloads(),
     wallS: (Date.now() - started) / 1000,
     intervals: { start: arrivals.map((a) => a.at), end: ends },
+    ...(classes ? { ttftOf } : {}),
   };
 }
 

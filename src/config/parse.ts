@@ -129,10 +129,39 @@ export function parseRouterConfig(raw: unknown, onDeprecated?: (message: string)
       field: 'config.load_timeout_ms',
       message: `refresh_timeout_ms + ${waits > 1 ? '2 x queue_timeout_ms (room_wait: anywhere)' : 'queue_timeout_ms'} + 2 x load_timeout_ms (an unload, then the load) is ${worst} ms: it must stay within ${ACCESS_WAIT_BUDGET_MS} ms, as Kong gives up on the plugin server after ${KONG_RPC_TIMEOUT_MS / 1000} s and proxies the request unrouted`,
     });
+  errors.push(...sloClassErrors(c));
   if (c.backoff_max_ms < c.backoff_base_ms)
     errors.push({ field: 'config.backoff_max_ms', message: 'must be >= backoff_base_ms' });
   if (errors.length > 0) throw new ConfigError(errors);
   return c;
+}
+
+/** `slo_classes` and what names them: unique names, named classes exist, a prediction to hold by. */
+function sloClassErrors(c: RouterConfig): FieldError[] {
+  const errors: FieldError[] = [];
+  const names = new Set<string>();
+  c.slo_classes.forEach((k, i) => {
+    if (names.has(k.name))
+      errors.push({ field: `config.slo_classes[${i + 1}].name`, message: `duplicate class ${k.name}` });
+    names.add(k.name);
+  });
+  if (c.default_slo_class !== undefined && !names.has(c.default_slo_class))
+    errors.push({
+      field: 'config.default_slo_class',
+      message: `no class ${c.default_slo_class} in slo_classes`,
+    });
+  for (const [consumer, name] of Object.entries(c.consumer_slo_class))
+    if (!names.has(name))
+      errors.push({
+        field: `config.consumer_slo_class.${consumer}`,
+        message: `no class ${name} in slo_classes`,
+      });
+  if (names.size > 0 && c.saturation_mode !== 'predicted')
+    errors.push({
+      field: 'config.slo_classes',
+      message: 'needs saturation_mode: predicted (classes are held and shed by predicted TTFT)',
+    });
+  return errors;
 }
 
 /**

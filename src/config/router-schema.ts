@@ -164,6 +164,61 @@ export const routerSchema: SchemaFields = [
     },
   },
   {
+    slo_classes: {
+      type: 'array',
+      default: [],
+      description:
+        "`saturation_mode: predicted`: classes of requests, `{name, ttft_ms, priority}` each, as llm-d's InferenceObjectives: a request names its class with the `x-gateway-inference-objective` header (else its consumer's class, else `default_slo_class`) and may set its own objective with `x-slo-ttft-ms`. Under overload a class waits in the gateway while sending it would queue it past the objective of a class of higher priority, and a sheddable class (priority < 0) is refused (503 `shed_low_priority`, with `Retry-After`) once it cannot meet its own objective. A header may lower a request's priority, never raise it above its default's. See docs/routing.md. Empty: every request has `ttft_slo_ms`.",
+      elements: {
+        type: 'record',
+        fields: [
+          {
+            name: {
+              type: 'string',
+              required: true,
+              len_min: 1,
+              description:
+                'What `x-gateway-inference-objective`, `default_slo_class` and `consumer_slo_class` name.',
+            },
+          },
+          {
+            ttft_ms: {
+              type: 'integer',
+              required: true,
+              between: [1, 600000],
+              description: 'The time to first token aimed at for the class (ms), in place of `ttft_slo_ms`.',
+            },
+          },
+          {
+            priority: {
+              type: 'integer',
+              default: 0,
+              between: [-1000, 1000],
+              description: 'Higher goes first; below 0 the class is sheddable (llm-d: priority < 0).',
+            },
+          },
+        ],
+      },
+    },
+  },
+  {
+    default_slo_class: {
+      type: 'string',
+      description:
+        'The class (of `slo_classes`) of a request whose consumer has none. Unset: priority 0 and `ttft_slo_ms`.',
+    },
+  },
+  {
+    consumer_slo_class: {
+      type: 'map',
+      default: {},
+      keys: { type: 'string' },
+      values: { type: 'string' },
+      description:
+        'Kong consumer (username or id) -> its default class (of `slo_classes`), read when an authentication plugin identified one. The consumer is then read on every request (one more PDK call).',
+    },
+  },
+  {
     prefill_tokens_per_second: {
       type: 'number',
       default: 10000,
@@ -336,6 +391,9 @@ export interface RouterConfig {
   saturation_margin_ms: number;
   ttft_tolerance_ms: number;
   ttft_slo_ms: number;
+  slo_classes: { name: string; ttft_ms: number; priority: number }[];
+  default_slo_class?: string;
+  consumer_slo_class: Record<string, string>;
   prefill_tokens_per_second: number;
   load_timeout_ms: number;
   queue_timeout_ms: number;

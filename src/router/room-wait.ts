@@ -1,6 +1,7 @@
 import type { RouterConfig } from '../config/router-schema';
-import { RouterError } from '../errors';
+import { errors, RouterError } from '../errors';
 import type { Candidate } from '../scheduler/types';
+import type { HeldClasses, RequestSlo } from './slo-class';
 
 /**
  * Where and how long one cold request waits for an adapter slot when every adapter on the
@@ -16,35 +17,57 @@ import type { Candidate } from '../scheduler/types';
  *
  * Before any of that, under `escalate` with `saturation_mode: predicted`, a request no replica is
  * predicted to start within `ttft_slo_ms` waits here for one that is, until `ttft_slo_ms` before
- * that bound (the rest is left for a slot): see `holds`.
+ * that bound (the rest is left for a slot): see `holds`. With `slo_classes`, the objective is the
+ * request's own (src/router/slo-class.ts), a class behind a higher one waits while the queues are
+ * past the higher class's objective, and a sheddable class is refused once it cannot meet its own.
  */
 export class RoomWait {
   /** Past this, no more waiting: 503. */
   readonly deadline: number;
   /** Waiting for room on any replica (the pipeline with the `room` filter decides). */
   anywhere: boolean;
-  /** Until then a request predicted to miss `ttft_slo_ms` everywhere waits here (`holds`). */
+  /** Until then a request predicted to miss its objective everywhere waits here (`holds`). */
   readonly holdUntil: number;
-  private readonly sloMs: number;
+  /** The queue (predicted ms before its start) the request may join: see RequestSlo.gateMs. */
+  private readonly gateMs: number;
+  /** Its own objective: past it a sheddable request is refused rather than sent. */
+  private readonly objectiveMs: number;
+  private readonly sheddable: boolean;
+  private readonly className: string;
+  private readonly priority: number;
+  /** Registered as held in `held` (its priority), until it goes or is refused. */
+  private entered = false;
 
   constructor(
     private readonly config: Pick<RouterConfig, 'room_wait' | 'replica_wait_ms' | 'queue_timeout_ms'> &
       Partial<Pick<RouterConfig, 'saturation_mode' | 'ttft_slo_ms'>>,
-    private readonly started: number,
+    readonly started: number,
+    slo?: RequestSlo,
+    private readonly held?: HeldClasses,
   ) {
     this.deadline = started + config.queue_timeout_ms;
     this.anywhere = config.room_wait === 'anywhere';
-    this.sloMs = config.saturation_mode === 'predicted' ? (config.ttft_slo_ms ?? 0) : 0;
+    const predicted = config.saturation_mode === 'predicted';
+    this.objectiveMs = predicted ? (slo?.objectiveMs ?? config.ttft_slo_ms ?? 0) : 0;
+    this.gateMs = predicted ? (slo?.gateMs ?? this.objectiveMs) : 0;
+    this.sheddable = predicted && slo?.sheddable === true;
+    this.className = slo?.name ?? '';
+    this.priority = slo?.priority ?? 0;
     // Only `escalate` keeps the whole wait within `queue_timeout_ms` of arrival (Kong's RPC bound);
-    // the other modes wait that long again on a replica.
+    // the other modes wait that long again on a replica. A class behind a higher one waits up to
+    // its own objective (it still meets it if the queues drain by then); the top class until its
+    // objective before that bound, then goes to the fastest.
     this.holdUntil =
-      config.room_wait === 'escalate' && this.sloMs > 0
-        ? Math.max(started, this.deadline - this.sloMs)
-        : started;
+      config.room_wait !== 'escalate' || this.gateMs <= 0
+        ? started
+        : this.gateMs < this.objectiveMs
+          ? Math.min(this.deadline, started + this.objectiveMs)
+          : Math.max(started, this.deadline - this.objectiveMs);
   }
 
   /**
-   * Overload: the decision (the fastest the rule allows) is predicted past `ttft_slo_ms`, so
+   * Overload: the decision (the fastest the rule allows) is predicted past the objective (the
+   * request's class's, else `ttft_slo_ms`; for a class behind a higher one, the higher one's), so
    * every replica's queue is already longer than the objective. True to wait here and decide
    * again as requests finish, rather than join a queue: queued, it would delay the requests after
    * it past the objective too, until no request meets it; held, the replicas' queues stay short
@@ -62,12 +85,64 @@ export class RoomWait {
    * 6.7%. llm-d's flow control likewise keeps requests queued in the
    * gateway while its saturation gate pauses dispatch (kubernetes-sigs/gateway-api-inference-extension
    * pkg/epp/flowcontrol/controller/internal/processor.go `dispatchCycle`, 04a97e67f7).
+   * A sheddable request (`slo_classes` priority < 0) that cannot meet its own objective, its wait
+   * here counted, is refused instead (throws `shed_low_priority`): held, it would only stand in
+   * the way of the classes above it.
    */
-  holds(now: number, decided: Pick<Candidate, 'ttftMs' | 'ownMs' | 'fixedMs'>): boolean {
-    if (now >= this.holdUntil) return false;
+  holds(
+    now: number,
+    decided: Pick<Candidate, 'ttftMs' | 'ownMs' | 'fixedMs'> & Partial<Pick<Candidate, 'loadMs'>>,
+  ): boolean {
+    const held = this.holdsNow(now, decided);
+    if (held !== this.entered && this.held) {
+      if (held) this.held.enter(this.priority);
+      else this.held.leave(this.priority);
+      this.entered = held;
+    }
+    return held;
+  }
+
+  /** The request leaves the gateway (sent, refused or failed): no longer counted as held. */
+  leave(): void {
+    if (this.entered) this.held?.leave(this.priority);
+    this.entered = false;
+  }
+
+  private holdsNow(
+    now: number,
+    decided: Pick<Candidate, 'ttftMs' | 'ownMs' | 'fixedMs'> & Partial<Pick<Candidate, 'loadMs'>>,
+  ): boolean {
+    if (this.gateMs <= 0) return false;
     const own = decided.fixedMs + decided.ownMs;
     const shrinks = decided.ttftMs - own;
-    return own < this.sloMs ? decided.ttftMs > this.sloMs : shrinks > this.sloMs;
+    const busy = own < this.gateMs ? decided.ttftMs > this.gateMs : shrinks > this.gateMs;
+    // A class behind a higher one also waits while a request of that class is held here: both are
+    // decided again on the same signal, and the room freed is the higher one's.
+    if (!busy)
+      return (
+        this.gateMs < this.objectiveMs &&
+        // ...for the first half of its objective: the rest is left for the queue it then joins, so
+        // it is rarely shed for having waited (all of it shed 72 of 311 batch requests at 70% load, 1 s loads).
+        now - this.started + decided.ttftMs < this.objectiveMs / 2 &&
+        this.held?.above(this.priority) === true
+      );
+    // llm-d refuses a sheddable request when no endpoint is predicted within its objective
+    // (gateway-api-inference-extension v1.5.0, admitter/latencyslo/plugin.go `AdmitRequest`);
+    // here its wait in the gateway so far counts, as it does toward its objective. Not the wait
+    // for an idle adapter: the prediction counts all of `queue_timeout_ms` for it, a bound, not an
+    // estimate (adapters go idle sooner below capacity: counted, it shed batch requests at 70% load).
+    const roomMs = (decided.loadMs ?? decided.fixedMs) - decided.fixedMs;
+    const expected = now - this.started + decided.ttftMs - roomMs;
+    if (this.sheddable && expected > this.objectiveMs) {
+      this.leave();
+      throw errors.shedLowPriority(
+        this.className,
+        this.objectiveMs,
+        expected,
+        Math.min(60, Math.max(1, Math.ceil((shrinks - roomMs) / 1000))),
+      );
+    }
+    return now < this.holdUntil;
   }
 
   /**

@@ -17,6 +17,7 @@ import { releaseLease } from './log-phase';
 import { Placement } from './placement';
 import { parseBody, promptText } from './request';
 import { RoomWait } from './room-wait';
+import { HeldClasses, SloClasses, type SloHints } from './slo-class';
 
 import { loadCost } from '../scheduler/victims';
 import { estimateTokens, type TokenEstimate } from '../work/estimate';
@@ -37,6 +38,11 @@ export interface RouteRequest {
    * load (the cold-load budget), so a resident adapter's request makes no PDK call for it.
    */
   consumer?: () => Promise<string | undefined>;
+  /**
+   * The request's class hints (its objective headers, its consumer): asked only with
+   * `slo_classes` configured and for a path the router routes.
+   */
+  slo?: () => Promise<SloHints>;
 }
 
 export type RouteOutcome =
@@ -74,6 +80,10 @@ export class RouterService {
   private readonly adapterPolicy: AdapterPolicy;
   private readonly ready: Promise<void>;
   private readonly coldBudget: ColdLoadBudget;
+  /** `slo_classes`: each request's objective and priority. */
+  readonly classes: SloClasses;
+  /** Requests held in the gateway per priority (this configuration, this process). */
+  private readonly held = new HeldClasses();
   /** Per error code: when its detail was last logged, and how many were not since. */
   private readonly internalLogged = new Map<string, { at: number; suppressed: number }>();
 
@@ -115,6 +125,7 @@ export class RouterService {
       perMinute: config.cold_loads_per_minute,
       perConsumerPerMinute: config.cold_loads_per_consumer_per_minute,
     };
+    this.classes = new SloClasses(config);
     this.placement = new Placement({
       pipeline: new SchedulingPipeline(pipelineFor(config)),
       // Once a request waits for room anywhere (`escalate`, after its wait on the chosen replica).
@@ -219,6 +230,14 @@ export class RouterService {
         loads: this.loads,
       });
     const parsed = parseBody(req.body, cls, this.config.max_body_bytes);
+    // With classes, the request's own objective and priority: its wait still counts from arrival.
+    if (this.classes.enabled)
+      wait = new RoomWait(
+        this.config,
+        wait.started,
+        this.classes.resolve((await req.slo?.()) ?? {}),
+        this.held,
+      );
     const tokens = cls === 'inference' ? estimateTokens(parsed.json) : undefined;
     const resolved: Resolved = this.catalog.resolve(parsed.model);
     const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
@@ -251,12 +270,16 @@ export class RouterService {
     // The longest prompt of a batch: vLLM checks each on its own (src/work/estimate.ts).
     const contextTokens = tokens ? tokens.longestPromptTokens + (tokens.maxTokens ?? 1) : undefined;
     if (contextTokens !== undefined) ctx.contextOf = (url) => rt.poller.maxModelLen.get(url);
-    return this.placement.place(
-      rt,
-      { resolved, adapter, prompt, contextTokens, ctx, views, wait },
-      (decision, queueMs) =>
-        this.admit(rt, decision, resolved, parsed.json, ctx.victimCost, queueMs, spend, tokens),
-    );
+    try {
+      return await this.placement.place(
+        rt,
+        { resolved, adapter, prompt, contextTokens, ctx, views, wait },
+        (decision, queueMs) =>
+          this.admit(rt, decision, resolved, parsed.json, ctx.victimCost, queueMs, spend, tokens),
+      );
+    } finally {
+      wait.leave();
+    }
   }
 
   /** `max_loaded_adapters` > 0: the router loads on-demand adapters (0: never loads nor unloads). */

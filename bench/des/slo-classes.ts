@@ -1,0 +1,151 @@
+/**
+ * The two-class workload (issue 34): interactive requests (2 s objective) and batch ones (30 s,
+ * sheddable) on the same fleet; lora-router with `slo_classes` beside lora-router treating every
+ * request alike (`ttft_slo_ms`), on the same requests, per class.
+ */
+import { defaultEngineOptions } from '../../sim/engine/engine';
+import { percentile as pct } from '../../sim/workload/percentile';
+import { atRate, type Arrival } from '../../sim/workload/workload';
+import { classGoal, CLASS_POLICY } from '../goals';
+import { fmtPct, ms, table } from '../report';
+import { TWO_CLASSES, twoClassSequence } from '../workloads';
+import * as P from './policies';
+import { adapterSequence, fleetCapacity, runPolicy, type Scenario } from './run';
+
+export const CLASS_LOADS = [0.3, 0.5, 0.7, 0.9, 1.2];
+export const CLASS_LOAD_MS = [100, 300, 1000];
+
+/** The configurations compared: the classes, and one objective for every request (as before). */
+export const CLASS_VARIANTS = [
+  {
+    name: CLASS_POLICY,
+    config: { slo_classes: TWO_CLASSES.classes, default_slo_class: 'interactive' },
+  },
+  { name: 'lora-router, one class', config: {} },
+];
+
+/** One class's requests under one policy. */
+export interface ClassFigures {
+  requests: number;
+  /** Refused (by the router, or over a replica's context). */
+  refused: number;
+  /** Share of the class's requests answered within its objective; a refusal is a miss. */
+  within: number;
+  ttftP50: number;
+  /** Over the served requests. */
+  ttftP99Served: number;
+}
+
+export interface ClassPoint {
+  workload: string;
+  loadMs: number;
+  load: number;
+  seed: number;
+  policies: { policy: string; byClass: Record<string, ClassFigures> }[];
+}
+
+/** Every variant at one point, on the same requests and classes. */
+export async function classPoint(
+  scenario: Scenario,
+  w: { name: string; arrivals: Arrival[]; capacity: number },
+  loadMs: number,
+  load: number,
+  seed: number,
+): Promise<ClassPoint> {
+  const s = { ...scenario, seed, loadMs };
+  const arrivals = atRate(w.arrivals, w.capacity * load);
+  const adapters = adapterSequence(arrivals.length, s);
+  const classes = twoClassSequence(arrivals.length, seed);
+  const policies: ClassPoint['policies'] = [];
+  for (const v of CLASS_VARIANTS) {
+    const r = await runPolicy(P.loraRouter(v.name, v.config), s, arrivals, adapters, classes);
+    const byClass: Record<string, ClassFigures> = {};
+    for (const c of TWO_CLASSES.classes) {
+      const ttft = r.ttftOf!.filter((_, i) => classes[i] === c.name);
+      const served = ttft.filter((t) => t !== Infinity);
+      byClass[c.name] = {
+        requests: ttft.length,
+        refused: ttft.length - served.length,
+        within: ttft.filter((t) => t <= c.ttft_ms).length / ttft.length,
+        ttftP50: pct(ttft, 0.5),
+        ttftP99Served: pct(served, 0.99),
+      };
+    }
+    policies.push({ policy: v.name, byClass });
+  }
+  return { workload: w.name, loadMs, load, seed, policies };
+}
+
+/** The sweep, point by point in report order (each point is single-threaded virtual time). */
+export async function classSweep(
+  scenario: Scenario,
+  o: {
+    workload: { name: string; arrivals: Arrival[] };
+    loadTimes: number[];
+    loads: number[];
+    seeds: number[];
+  },
+  log: (s: string) => void,
+): Promise<ClassPoint[]> {
+  const capacity = fleetCapacity(scenario, o.workload.arrivals, defaultEngineOptions);
+  const w = { ...o.workload, capacity };
+  const points: ClassPoint[] = [];
+  for (const loadMs of o.loadTimes)
+    for (const load of o.loads)
+      for (const seed of o.seeds) {
+        const p = await classPoint(scenario, w, loadMs, load, seed);
+        points.push(p);
+        log(describe(p));
+      }
+  return points;
+}
+
+function describe(p: ClassPoint): string {
+  const parts = p.policies.map(
+    (x) =>
+      `${x.policy}: interactive ${fmtPct(x.byClass.interactive!.within)} in 2 s (${x.byClass.interactive!.refused} refused), batch ${fmtPct(x.byClass.batch!.within)} in 30 s (${x.byClass.batch!.refused} refused)`,
+  );
+  const g = classGoal(p);
+  return `  ${p.workload} load ${ms(p.loadMs)} at ${Math.round(p.load * 100)}% seed ${p.seed}: ${parts.join(' · ')}${g.why ? ` — missed: ${g.why}` : ''}`;
+}
+
+/** bench/results/README.md's section: per point, each class under both configurations, and the goals. */
+export function classSection(points: ClassPoint[], requests: number): string[] {
+  const cell = (f: ClassFigures) => `${fmtPct(f.within)}${f.refused ? ` (${f.refused} refused)` : ''}`;
+  const rows = points.map((p) => {
+    const [mine, one] = [p.policies[0]!, p.policies[1]!];
+    const g = classGoal(p);
+    return [
+      ms(p.loadMs),
+      `${Math.round(p.load * 100)}%`,
+      p.seed,
+      cell(mine.byClass.interactive!),
+      cell(one.byClass.interactive!),
+      cell(mine.byClass.batch!),
+      cell(one.byClass.batch!),
+      ms(mine.byClass.interactive!.ttftP99Served),
+      g.applies ? (g.met ? 'met' : `missed: ${g.why}`) : 'n/a',
+    ];
+  });
+  return [
+    '## SLO classes: interactive and batch on one fleet',
+    '',
+    `${points[0]?.workload ?? ''} workload, ${requests} requests a point, ${Math.round(TWO_CLASSES.batchShare * 100)}% of them batch (drawn per request with the seed). Interactive: 2 s objective, priority 0; batch: 30 s, priority -1 (sheddable). "Classes" is lora-router with \`slo_classes\`, the request naming its class; "one class" is lora-router treating every request alike (\`ttft_slo_ms\` 5 s). A cell is the share of the class's requests answered within its objective (a refusal is a miss). Goals: interactive ≥ 99% up to 70% load with loads ≤ 1 s; batch ≥ 99% within 30 s below capacity (never starved).`,
+    '',
+    table(
+      [
+        'load time',
+        'load',
+        'seed',
+        'interactive, classes',
+        'interactive, one class',
+        'batch, classes',
+        'batch, one class',
+        'interactive served p99, classes',
+        'goals',
+      ],
+      rows,
+    ),
+    '',
+  ];
+}

@@ -1,0 +1,134 @@
+import type { RouterConfig } from '../config/router-schema';
+
+/**
+ * The objective and priority a request carries: from its class (`slo_classes`), named by the
+ * request's objective header, else its consumer's class (`consumer_slo_class`), else
+ * `default_slo_class`.
+ *
+ * The headers are llm-d's (kubernetes-sigs/gateway-api-inference-extension v1.5.0):
+ * - `x-gateway-inference-objective` names an InferenceObjective, whose priority the request
+ *   takes; an unknown name gets the default (pkg/epp/metadata/consts.go `ObjectiveKey`,
+ *   pkg/epp/requestcontrol/director.go `getInferenceObjective`). Here it names a class.
+ * - `x-slo-ttft-ms` is the request's own TTFT objective, milliseconds; a value that is not a
+ *   positive number is no objective (pkg/epp/framework/plugins/requestcontrol/admitter/latencyslo/
+ *   plugin.go `parseFloatHeaderValue`). `x-slo-tpot-ms` is not read: the router predicts no TPOT.
+ * - Sheddable means priority < 0 (pkg/epp/util/request/sheddable.go `IsSheddable`).
+ */
+export const OBJECTIVE_HEADER = 'x-gateway-inference-objective';
+export const TTFT_HEADER = 'x-slo-ttft-ms';
+
+/** What the plugin read of the request: plain values, no PDK. */
+export interface SloHints {
+  /** The objective header's value. */
+  objective?: string;
+  /** The `x-slo-ttft-ms` header's value. */
+  ttftMs?: string;
+  /** The consumer Kong identified: its username and id, as `consumer_slo_class` may key it. */
+  consumer?: { id?: string; username?: string };
+}
+
+/** One request's objective, as the room wait (src/router/room-wait.ts) holds, delays and sheds by it. */
+export interface RequestSlo {
+  /** The class's name, or '' for a request with no class. */
+  name: string;
+  /** Its time-to-first-token objective (ms). */
+  objectiveMs: number;
+  priority: number;
+  /** Priority < 0: refused first when the fleet cannot meet its objective. */
+  sheddable: boolean;
+  /**
+   * The queue it may join (ms): the least objective of any class of higher priority, if below its
+   * own. A request of a lower class sent into a queue longer than that would stand ahead of a
+   * higher class's request past that request's objective, so it waits in the gateway instead.
+   */
+  gateMs: number;
+}
+
+/** Upper bound on `x-slo-ttft-ms` (the schema's bound on `ttft_ms`). */
+const MAX_OBJECTIVE_MS = 600_000;
+
+type ClassConfig = Pick<
+  RouterConfig,
+  'slo_classes' | 'default_slo_class' | 'consumer_slo_class' | 'ttft_slo_ms'
+>;
+
+/** The classes of one configuration, resolved per request. */
+export class SloClasses {
+  private readonly byName: Map<string, RequestSlo>;
+  private readonly fallback: RequestSlo;
+  /** Per priority: the least objective of the classes above it (Infinity: none). */
+  private readonly above = new Map<number, number>();
+
+  constructor(private readonly config: ClassConfig) {
+    const classes = config.slo_classes;
+    const aboveOf = (p: number) => Math.min(...classes.filter((o) => o.priority > p).map((o) => o.ttft_ms));
+    for (const p of [0, ...classes.map((c) => c.priority)]) this.above.set(p, aboveOf(p));
+    const slo = (name: string, objectiveMs: number, priority: number): RequestSlo => ({
+      name,
+      objectiveMs,
+      priority,
+      sheddable: priority < 0,
+      gateMs: Math.min(objectiveMs, this.above.get(priority)!),
+    });
+    this.byName = new Map(classes.map((c) => [c.name, slo(c.name, c.ttft_ms, c.priority)]));
+    const named =
+      config.default_slo_class === undefined ? undefined : this.byName.get(config.default_slo_class);
+    // No default class: priority 0 and `ttft_slo_ms`, behind any class of higher priority.
+    this.fallback = named ?? slo('', config.ttft_slo_ms, 0);
+  }
+
+  /** Whether any class is configured: only then does the plugin read headers or the consumer for it. */
+  get enabled(): boolean {
+    return this.config.slo_classes.length > 0;
+  }
+
+  /**
+   * The request's class: the one its header names, if that is no higher in priority than its
+   * default (its consumer's, else `default_slo_class`): a client may lower its own priority,
+   * never raise it above what the operator gave its consumer. `x-slo-ttft-ms` then sets its
+   * objective (never its priority).
+   */
+  resolve(h: SloHints): RequestSlo {
+    const byConsumer = h.consumer ? this.consumerClass(h.consumer) : undefined;
+    const base = byConsumer ?? this.fallback;
+    const asked = h.objective === undefined ? undefined : this.byName.get(h.objective.trim());
+    const chosen = asked && asked.priority <= base.priority ? asked : base;
+    const own = Number(h.ttftMs);
+    if (h.ttftMs === undefined || !(own > 0)) return chosen;
+    const objectiveMs = Math.min(Math.round(own), MAX_OBJECTIVE_MS);
+    return { ...chosen, objectiveMs, gateMs: Math.min(objectiveMs, this.above.get(chosen.priority)!) };
+  }
+
+  private consumerClass(c: { id?: string; username?: string }): RequestSlo | undefined {
+    const map = this.config.consumer_slo_class;
+    const name =
+      (c.username !== undefined ? map[c.username] : undefined) ??
+      (c.id !== undefined ? map[c.id] : undefined);
+    return name === undefined ? undefined : this.byName.get(name);
+  }
+}
+
+/**
+ * The requests of each priority held in the gateway now (one plugin configuration, one process):
+ * a request of a lower class does not go while one of a higher class waits, or it would take the
+ * room the higher one waits for (both are decided again on the same signal).
+ */
+export class HeldClasses {
+  private readonly count = new Map<number, number>();
+
+  enter(priority: number): void {
+    this.count.set(priority, (this.count.get(priority) ?? 0) + 1);
+  }
+
+  leave(priority: number): void {
+    const n = (this.count.get(priority) ?? 0) - 1;
+    if (n > 0) this.count.set(priority, n);
+    else this.count.delete(priority);
+  }
+
+  /** Whether a request of higher priority than `priority` is held. */
+  above(priority: number): boolean {
+    for (const p of this.count.keys()) if (p > priority) return true;
+    return false;
+  }
+}

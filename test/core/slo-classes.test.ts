@@ -1,0 +1,173 @@
+import { parseRouterConfig } from '../../src/config/parse';
+import { RouterError } from '../../src/errors';
+import { RoomWait } from '../../src/router/room-wait';
+import { HeldClasses, SloClasses } from '../../src/router/slo-class';
+
+const base = { replicas: [{ url: 'http://r:8000' }] };
+const classes = [
+  { name: 'interactive', ttft_ms: 2000, priority: 0 },
+  { name: 'batch', ttft_ms: 30000, priority: -1 },
+  { name: 'premium', ttft_ms: 1000, priority: 10 },
+];
+const config = (over: Record<string, unknown> = {}) =>
+  parseRouterConfig({
+    ...base,
+    slo_classes: classes,
+    default_slo_class: 'interactive',
+    consumer_slo_class: { nightly: 'batch', 'id-vip': 'premium' },
+    ...over,
+  });
+
+describe('SLO classes: which class a request has', () => {
+  const c = new SloClasses(config());
+
+  it('takes the class its objective header names, else its consumer’s, else the default', () => {
+    expect(c.resolve({})).toMatchObject({
+      name: 'interactive',
+      objectiveMs: 2000,
+      priority: 0,
+      sheddable: false,
+    });
+    expect(c.resolve({ objective: 'batch' })).toMatchObject({
+      name: 'batch',
+      objectiveMs: 30000,
+      sheddable: true,
+    });
+    expect(c.resolve({ consumer: { username: 'nightly' } })).toMatchObject({ name: 'batch' });
+    // A consumer is matched by username or by id.
+    expect(c.resolve({ consumer: { id: 'id-vip', username: 'v' } })).toMatchObject({ name: 'premium' });
+    // An unknown objective is the default (llm-d: no InferenceObjective found, the default).
+    expect(c.resolve({ objective: 'gold' })).toMatchObject({ name: 'interactive' });
+  });
+
+  it('lets a header lower a request’s priority, never raise it above its default', () => {
+    expect(c.resolve({ objective: 'premium' })).toMatchObject({ name: 'interactive' });
+    expect(c.resolve({ objective: 'interactive', consumer: { username: 'nightly' } })).toMatchObject({
+      name: 'batch',
+    });
+    expect(c.resolve({ objective: 'batch', consumer: { id: 'id-vip' } })).toMatchObject({ name: 'batch' });
+  });
+
+  it('x-slo-ttft-ms sets the objective, not the priority; a value that is no positive number is ignored', () => {
+    expect(c.resolve({ ttftMs: '500' })).toMatchObject({
+      name: 'interactive',
+      objectiveMs: 500,
+      gateMs: 500,
+    });
+    expect(c.resolve({ ttftMs: '0' }).objectiveMs).toBe(2000);
+    expect(c.resolve({ ttftMs: 'soon' }).objectiveMs).toBe(2000);
+    // Looser than the class above it: it still waits for the queues that class may join.
+    expect(c.resolve({ objective: 'batch', ttftMs: '60000' })).toMatchObject({
+      objectiveMs: 60000,
+      gateMs: 1000,
+    });
+  });
+
+  it('a class may join queues no longer than the objective of every class above it', () => {
+    expect(c.resolve({ consumer: { id: 'id-vip' } }).gateMs).toBe(1000);
+    expect(c.resolve({}).gateMs).toBe(1000);
+    expect(c.resolve({ objective: 'batch' }).gateMs).toBe(1000);
+  });
+
+  it('without a default class, a request has priority 0 and ttft_slo_ms', () => {
+    const d = new SloClasses(config({ default_slo_class: undefined, ttft_slo_ms: 7000 }));
+    expect(d.resolve({})).toMatchObject({ name: '', objectiveMs: 7000, priority: 0, gateMs: 1000 });
+    expect(new SloClasses(parseRouterConfig(base)).enabled).toBe(false);
+  });
+
+  it('refuses a class named but not defined, a duplicate, or classes without predicted saturation', () => {
+    expect(() => config({ default_slo_class: 'gold' })).toThrow(/default_slo_class.*no class gold/);
+    expect(() => config({ consumer_slo_class: { bob: 'gold' } })).toThrow(
+      /consumer_slo_class\.bob.*no class gold/,
+    );
+    expect(() => config({ slo_classes: [...classes, classes[0]] })).toThrow(/duplicate class interactive/);
+    expect(() => config({ saturation_mode: 'count' })).toThrow(/needs saturation_mode: predicted/);
+  });
+});
+
+/** Interactive (2 s) and batch (30 s, sheddable), interactive by default; a decision predicted at `ttftMs`. */
+const twoClasses = parseRouterConfig({
+  ...base,
+  slo_classes: classes.slice(0, 2),
+  default_slo_class: 'interactive',
+});
+const at = (ttftMs: number, ownMs = 100) => ({ ttftMs, ownMs, fixedMs: 0 });
+
+describe('SLO classes: holding, delaying and shedding (the room wait)', () => {
+  const cfg = twoClasses;
+  const c = new SloClasses(cfg);
+
+  it('holds an interactive request by its own objective, not ttft_slo_ms', () => {
+    // ttft_slo_ms is 5 s: a 3 s prediction would go at once without classes.
+    expect(new RoomWait(cfg, 0).holds(0, at(3000))).toBe(false);
+    const w = new RoomWait(cfg, 0, c.resolve({}));
+    expect(w.holds(0, at(3000))).toBe(true);
+    expect(w.holds(0, at(2000))).toBe(false);
+    expect(w.holdUntil).toBe(29000 - 2000);
+  });
+
+  it('delays a batch request while the queues are past the interactive objective, up to its own objective', () => {
+    const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
+    // Within 2 s: it goes at once (below capacity a batch request is never held).
+    expect(w.holds(0, at(1900))).toBe(false);
+    // 10 s of queue: an interactive request arriving now would wait behind it past 2 s.
+    expect(w.holds(0, at(10_000))).toBe(true);
+    expect(w.holds(15_000, at(10_000))).toBe(true);
+    expect(w.holdUntil).toBe(29000);
+  });
+
+  it('sheds a batch request that can no longer meet its own objective, with Retry-After', () => {
+    const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
+    // At once: 40 s of queue is past its 30 s objective.
+    const shed = (() => {
+      try {
+        w.holds(0, at(40_000));
+      } catch (err) {
+        return err;
+      }
+    })() as RouterError;
+    expect(shed).toBeInstanceOf(RouterError);
+    expect(shed.status).toBe(503);
+    expect(shed.body().error).toMatchObject({ type: 'server_error', code: 'shed_low_priority' });
+    expect(shed.body().error.message).toMatch(/'batch'/);
+    expect(shed.headers()['Retry-After']).toBe('40');
+    // After 25 s held, 6 s more of queue would end past its objective: shed then.
+    expect(() => w.holds(25_000, at(6000))).toThrow(/sheddable class 'batch'/);
+    // An interactive request (not sheddable) under the same queue is held, never shed.
+    expect(new RoomWait(cfg, 0, c.resolve({})).holds(0, at(40_000))).toBe(true);
+  });
+
+  it('does not shed for the idle-adapter wait the prediction bounds by queue_timeout_ms', () => {
+    const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
+    // No idle adapter anywhere now: the prediction adds all 29 s of queue_timeout_ms (a bound).
+    const cold = { ttftMs: 300 + 29_000 + 3000, ownMs: 100, fixedMs: 300, loadMs: 300 + 29_000 };
+    expect(w.holds(0, cold)).toBe(true);
+    // With 31 s of queued work besides, it cannot make its objective: shed.
+    expect(() => w.holds(0, { ...cold, ttftMs: cold.ttftMs + 31_000 })).toThrow(/shed|sheddable/);
+  });
+});
+
+describe('SLO classes: a lower class never goes while a higher one is held', () => {
+  const cfg = twoClasses;
+  const c = new SloClasses(cfg);
+
+  it('holds a batch request with a short queue while an interactive one waits, for up to half its objective', () => {
+    const held = new HeldClasses();
+    const interactive = new RoomWait(cfg, 0, c.resolve({}), held);
+    const batch = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }), held);
+    // Nothing held: a batch request with a 1 s queue goes.
+    expect(batch.holds(0, at(1000))).toBe(false);
+    // An interactive request predicted at 3 s waits in the gateway; a batch one now waits behind it.
+    expect(interactive.holds(0, at(3000))).toBe(true);
+    expect(batch.holds(100, at(1000))).toBe(true);
+    // Past half its objective it goes: the rest is left for the queue it joins.
+    expect(batch.holds(14_500, at(1000))).toBe(false);
+    // The interactive request leaves (sent): the batch one goes.
+    expect(interactive.holds(200, at(1500))).toBe(false);
+    expect(batch.holds(200, at(1000))).toBe(false);
+    // Refused or failed while held: it no longer counts.
+    expect(interactive.holds(300, at(3000))).toBe(true);
+    interactive.leave();
+    expect(held.above(-1)).toBe(false);
+  });
+});

@@ -1,0 +1,108 @@
+/**
+ * SLO classes through the real plugin server and a simulated vLLM replica: under overload the
+ * sheddable class (named by llm-d's objective header, or by the Kong consumer's class) is refused
+ * first, 503 `shed_low_priority` with Retry-After in OpenAI's format, while interactive requests
+ * are served; once the queue drains a batch request is served again.
+ */
+import type { KongDriver } from '../../harness/kong/driver';
+import { waitFor } from '../../harness/wait';
+import { LocalGateway } from '../../stack/gateway';
+import { BASE, chatBody, onDemand, startWorld, usePluginServer, vllm } from './world';
+
+let driver: KongDriver;
+usePluginServer((_s, d) => {
+  driver = d;
+});
+
+describe('slo_classes, through the plugin server', () => {
+  let w: Awaited<ReturnType<typeof startWorld>> | undefined;
+  let jamRoute: LocalGateway | undefined;
+  afterEach(async () => {
+    await jamRoute?.close();
+    await w?.stop();
+    jamRoute = w = undefined;
+  });
+
+  it('sheds the batch class first under overload, with Retry-After and an OpenAI error, and serves interactive requests', async () => {
+    // One sequence at a time, prefill at 1,000 tokens a modelled second (the router's prior
+    // too), time 50x: a 40k-token prompt is predicted at 40 s and takes 0.8 s.
+    const replica = vllm({
+      timeScale: 50,
+      maxModelLen: 200_000,
+      engine: { maxNumSeqs: 1, kvCapacityTokens: 1_000_000, prefillMsPerToken: 1 },
+    });
+    const common = { prefill_tokens_per_second: 1000 };
+    w = await startWorld(
+      driver,
+      [replica],
+      (u) =>
+        onDemand(u, {
+          ...common,
+          slo_classes: [
+            { name: 'interactive', ttft_ms: 2000, priority: 0 },
+            { name: 'batch', ttft_ms: 30000, priority: -1 },
+          ],
+          default_slo_class: 'interactive',
+          consumer_slo_class: { nightly: 'batch' },
+        }),
+      {
+        // key-auth's part: the consumer Kong identified (ngx.ctx.authenticated_consumer).
+        before: (req) => {
+          const key = req.headers['apikey'];
+          if (key) req.consumer = { id: `id-${key}`, username: key };
+          return undefined;
+        },
+      },
+    );
+    // The overload comes through another route on the same node (it shares the replica's work
+    // model, as two routes on one Kong node do), one that never holds.
+    jamRoute = await LocalGateway.create({
+      driver,
+      plugins: [{ name: 'lora-router', config: onDemand(w.fleet.urls, { ...common, ttft_slo_ms: 0 }) }],
+      serviceUrl: w.fleet.urls[0]!,
+    });
+    const send = (gw: LocalGateway, tokens: number, headers: Record<string, string> = {}) =>
+      gw.handle({
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: chatBody(BASE, tokens, 5),
+      });
+    // The router has seen the replica (one request each way, so nothing is held on a blind view).
+    expect((await send(w.service, 10)).status).toBe(200);
+
+    const jam = [send(jamRoute, 40_000), send(jamRoute, 40_000)];
+    await waitFor(() => w!.fleet.replicas[0]!.engine.stats().waiting >= 1);
+
+    // Batch by header, and batch by consumer (whose header cannot raise it): refused at once.
+    const shedAt = Date.now();
+    const byHeader = await send(w.service, 10, { 'x-gateway-inference-objective': 'batch' });
+    const byConsumer = await send(w.service, 10, {
+      apikey: 'nightly',
+      'x-gateway-inference-objective': 'interactive',
+    });
+    for (const r of [byHeader, byConsumer]) {
+      expect(r.status).toBe(503);
+      expect(Number(r.headers['Retry-After'])).toBeGreaterThanOrEqual(1);
+      const err = JSON.parse(r.body.toString()).error;
+      expect(err).toMatchObject({ type: 'server_error', code: 'shed_low_priority' });
+      expect(err.message).toMatch(/'batch'/);
+      expect(err.message).not.toMatch(/https?:\/\//);
+    }
+    // Refused in the gateway, not after a wait, while the jam still runs.
+    expect(
+      w.fleet.replicas[0]!.engine.stats().running + w.fleet.replicas[0]!.engine.stats().waiting,
+    ).toBeGreaterThan(0);
+    expect(Date.now() - shedAt).toBeLessThan(5000);
+
+    // An interactive request under the same overload is served (held until the queue drains).
+    const interactive = await send(w.service, 10);
+    expect(interactive.status).toBe(200);
+    for (const r of await Promise.all(jam)) expect(r.status).toBe(200);
+    // Below capacity the batch class is served.
+    expect((await send(w.service, 10, { 'x-gateway-inference-objective': 'batch' })).status).toBe(200);
+    expect((await send(w.service, 10, { apikey: 'nightly' })).status).toBe(200);
+    const metrics = (await w.status.handle({ method: 'GET', path: '/lora/metrics' })).body.toString();
+    expect(metrics).toMatch(/code="shed_low_priority"\} 2$/m);
+    expect((await w.statusJson()).inFlight).toBe(0);
+  });
+});
