@@ -15,6 +15,7 @@
  *   P nl:<node>       set of a node's lease ids; P nodes zset node -> last heartbeat (Redis time)
  *   P epoch           a random id set by the first registration after Redis was empty: a node
  *                     that sees it change or vanish takes its leases again (FLUSHALL, restart)
+ *   P epoch-at        when the epoch was set (Redis time): the live-node count is whole only node_ttl_ms after
  *   P reborn          set (PX node_ttl_ms) when a node that knew an older epoch sets a new one: no unload meanwhile
  *   P fence           counter; P lock hash fence -> [url, adapter]; P lock-until zset fence -> expiry
  *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
@@ -63,6 +64,16 @@ local function event(e)
   redis.call('LTRIM', P .. 'events', 0, 199)
 end
 local function changed() redis.call('PUBLISH', P .. 'changed', '1') end
+-- The nodes heartbeating here and how long ago the state began (0: emptied, no epoch yet; -1: its
+-- start unknown, long ago): until every live node's heartbeat came since, the count misses some.
+local function livenodes()
+  local age = 0
+  if redis.call('EXISTS', P .. 'epoch') == 1 then
+    local at = redis.call('GET', P .. 'epoch-at')
+    age = at and math.max(0, now_ms() - tonumber(at)) or -1
+  end
+  return {redis.call('ZCARD', P .. 'nodes'), age}
+end
 local function markgone(url, name)
   local k = P .. 'gone:' .. url
   redis.call('ZADD', k, now_ms(), name)
