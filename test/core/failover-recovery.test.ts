@@ -50,10 +50,10 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
       expect(s.mode()).toBe('local');
       // Release S1 as soon as the hand-over has begun (the store still says `local` then).
       let released: Promise<unknown> | null = null;
-      const acquire = shared.acquire.bind(shared);
-      shared.acquire = (l) => {
+      const retake = shared.retake.bind(shared);
+      shared.retake = (l) => {
         if (!released) released = s.release('S1', 4, 200);
-        return acquire(l);
+        return retake(l);
       };
       redis.resume();
       await waitFor(() => s.mode() === 'redis', 20_000, 'recovery');

@@ -103,10 +103,10 @@ describe('item 1: recovery races admission', () => {
     expect(a.s.mode()).toBe('local');
     // A request is admitted (still locally: the node is degraded) while recovery re-takes leases.
     let admitted: Promise<unknown> | null = null;
-    const acquire = a.shared.acquire.bind(a.shared);
-    a.shared.acquire = (l) => {
+    const retake = a.shared.retake.bind(a.shared);
+    a.shared.retake = (l) => {
       admitted ??= a.s.acquire(lease('L2'));
-      return acquire(l);
+      return retake(l);
     };
     a.proxy!.restore();
     await waitFor(() => a.s.mode() === 'redis', 10_000, 'recovery');
@@ -180,6 +180,27 @@ describe('item 3: a partitioned node keeps its leases', () => {
       "A's lease reclaimed by age",
     );
     expect(await b.s.beginUnload(U, 'a', Date.now(), TTL)).not.toBeNull();
+  });
+});
+
+describe("a lease reclaimed by another node's expiry sweep", () => {
+  it('is not taken again when its node recovers from an outage', async () => {
+    const p = prefix();
+    const a = await node(p, 'nA', { viaProxy: true });
+    const b = await node(p, 'nB');
+    await a.s.applySnapshot(U, poll());
+    await a.s.acquire(lease('A1'));
+    // Its log phase never comes; node B's sweep reclaims it once older than 100 ms.
+    await sleep(150);
+    expect((await b.s.expireLeases(Date.now(), 100)).map((l) => l.id)).toEqual(['A1']);
+    // Node A's link fails, then comes back: its recovery re-takes the leases it holds.
+    a.proxy!.cut('refuse');
+    await a.s.acquire(lease('A2'));
+    expect(a.s.mode()).toBe('local');
+    a.proxy!.restore();
+    await waitFor(() => a.s.mode() === 'redis', 10_000, 'recovery');
+    // A2 (admitted during the outage) is counted in Redis; A1 stays reclaimed.
+    expect((await admin.hkeys(`${p}lease`)).sort()).toEqual(['A2']);
   });
 });
 

@@ -316,8 +316,14 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {
-    const state = await this.run('acquire', lease.id, lease.url, lease.adapter ?? '', lease.at, this.node);
+    const state = await this.run('acquire', lease.id, lease.url, lease.adapter ?? '', lease.at, this.node, 0);
     return (state as ResidencyState | null) ?? undefined;
+  }
+
+  /** Takes again a lease this node holds (recovery); false if the expiry sweep reclaimed it (it stays so). */
+  async retake(lease: Lease): Promise<boolean> {
+    const r = await this.run('acquire', lease.id, lease.url, lease.adapter ?? '', lease.at, this.node, 1);
+    return r !== -1;
   }
 
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {

@@ -12,6 +12,7 @@
  *   P lease-at        zset id -> when the lease was taken or last renewed, Redis time
  *   P lease-t0        zset id -> when the lease was taken, Redis time (renewals end at a ceiling)
  *   P ls:<url>|<name> set of the lease ids on one adapter of one replica (renewed together)
+ *   P reclaimed       zset id -> when the expiry sweep reclaimed the lease (kept LEASE_CEILING max ages)
  *   P nl:<node>       set of a node's lease ids; P nodes zset node -> last heartbeat (Redis time)
  *   P epoch           a random id set by the first registration after Redis was empty: a node
  *                     that sees it change or vanish takes its leases again (FLUSHALL, restart)
