@@ -72,6 +72,13 @@ export class LeaseHandle {
     return open.get(id);
   }
 
+  /** The open lease with this id in this process; LeaseNotOpen if given back already or reclaimed by age. */
+  static open(id: string): LeaseHandle {
+    const h = open.get(id);
+    if (!h) throw new LeaseNotOpen(id);
+    return h;
+  }
+
   /**
    * Gives the lease back where it was taken, with the upstream status (passive health; only a
    * 2xx says its work completed). A second call throws LeaseNotOpen: the first ended it.

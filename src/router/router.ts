@@ -79,7 +79,8 @@ export class RouterService {
 
   constructor(
     readonly config: RouterConfig,
-    private readonly runtime: FleetRuntime,
+    /** The runtime this configuration began on (`current()` follows `redis` record changes). */
+    readonly runtime: FleetRuntime,
   ) {
     const rt = runtime;
     this.catalog = new AdapterCatalog({
@@ -196,12 +197,12 @@ export class RouterService {
   }
 
   /**
-   * Log phase: gives the request's in-flight lease back and records passive health. False when
-   * no lease with this id is open in this process (given back already, reclaimed by age).
+   * Gives the request's in-flight lease back and records passive health (the log phase without
+   * Kong's own 502/504: log-phase.ts `logPhase`). Throws LeaseNotOpen when no lease with this id is open in
+   * this process (given back already, reclaimed by age).
    */
-  async finish(leaseId: string, status: number | undefined): Promise<boolean> {
-    const lease = LeaseHandle.find(leaseId);
-    return lease ? releaseLease(lease, status) : false;
+  async finish(leaseId: string, status: number | undefined): Promise<void> {
+    await releaseLease(LeaseHandle.open(leaseId), status);
   }
 
   /**
