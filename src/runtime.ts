@@ -371,10 +371,11 @@ export class FleetRuntime {
     let decided = () => {};
     if (!sameState && next.store instanceof FailoverFleetStore)
       void next.store.receiving(new Promise<void>((r) => (decided = r)));
+    // Before `next` decides anything: what this node spent this window counts there too.
+    if (!sameState) this.carrySpends(next);
     try {
       this.passPolling(next, sameState);
       while (this.active > 0) await this.quieter.wait(this.clock, 1000);
-      if (!sameState) await this.carrySpends(next.current());
     } finally {
       decided();
     }
@@ -385,13 +386,17 @@ export class FleetRuntime {
   }
 
   /**
-   * Other state: what this node spent of the cold-load budgets this window counts there too, so
-   * the change hands out no fresh budget (registered first: the state's epoch dates the spends).
+   * Other state: what this node spent of the cold-load budgets this window, and what the
+   * decisions still under way here are granted, counts there too, so the change hands out no
+   * fresh budget (registered first: the state's epoch dates the spends).
    */
-  private async carrySpends(next: FleetRuntime): Promise<void> {
-    if (!(this.store instanceof FailoverFleetStore) || !(next.store instanceof FailoverFleetStore)) return;
-    for (const spec of await this.store.replicaSpecs()) await next.store.upsertReplica(spec);
-    await next.store.carrySpends(this.store);
+  private carrySpends(next: FleetRuntime): void {
+    const [from, to] = [this.store, next.store];
+    if (!(from instanceof FailoverFleetStore) || !(to instanceof FailoverFleetStore)) return;
+    const registered = (async () => {
+      for (const spec of await from.replicaSpecs()) await to.upsertReplica(spec);
+    })();
+    void to.carrySpends(from, registered);
   }
 
   /** Polling and what the router configurations registered go to `next`, before it decides anything. */
