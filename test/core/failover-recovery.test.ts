@@ -156,6 +156,36 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
     }
   }, 15_000);
 
+  it('after a failover to a server that missed a lease, calls that run beside the one told of the switch unload nothing under it', async () => {
+    const p = prefix();
+    // Heartbeats every 2.5 s: the calls below are the first after the switch.
+    const shared = new RedisFleetStore(redis.config(p, { node_ttl_ms: 10_000 }), 'n6');
+    const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 });
+    try {
+      await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+      await s.applySnapshot(U, snapshot(1));
+      await redis.command(['SAVE']);
+      // Acknowledged by the old primary, never replicated: the new server lacks it.
+      expect(await s.acquire({ id: 'X1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
+      await redis.stop();
+      await redis.start();
+      // Two decisions at once: one is told of the switch; the other must not unload 'a' under X1.
+      const [, unload] = await Promise.all([
+        s.views([U], { name: 'a' }),
+        s.beginUnload(U, 'a', Date.now(), 60_000),
+      ]);
+      expect(unload).toBeNull();
+      await waitFor(
+        async () => Number(await redis.command(['HLEN', `${p}lease`])) === 1,
+        5000,
+        'X1 counted on the new server',
+      );
+      expect(await s.release('X1', 3, 200)).toMatchObject({ id: 'X1' });
+    } finally {
+      await s.close();
+    }
+  }, 15_000);
+
   it('item 3: when Redis loses everything without a disconnect (FLUSHALL), the next read takes the open leases again', async () => {
     const { shared, s } = await node(prefix(), 'n4');
     try {
