@@ -35,7 +35,7 @@ const REFS_KEY = '$refs';
  */
 export const KONG_RPC_TIMEOUT_MS = 60_000;
 /** Room left for the rest of the access phase (refresh, Redis, PDK round trips). */
-const ACCESS_WAIT_BUDGET_MS = 55_000;
+export const ACCESS_WAIT_BUDGET_MS = 55_000;
 
 /** The plugin's own fields from what Kong hands to StartInstance, at every level of `fields`. */
 export function withoutKongKeys(raw: unknown, fields?: SchemaFields): unknown {

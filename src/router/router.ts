@@ -256,7 +256,16 @@ export class RouterService {
       rt,
       { resolved, adapter, prompt, contextTokens, ctx, views, wait },
       (decision, queueMs) =>
-        this.admit(rt, decision, resolved, parsed.json, ctx.victimCost, queueMs, spend, tokens),
+        this.admit(
+          rt,
+          decision,
+          resolved,
+          parsed.json,
+          ctx.victimCost,
+          { queueMs, until: wait.accessDeadline },
+          spend,
+          tokens,
+        ),
     );
   }
 
@@ -299,7 +308,8 @@ export class RouterService {
     resolved: Resolved,
     json: Record<string, unknown> | null,
     victimCost: ((v: ResidentAdapter) => number) | undefined,
-    queueTimeoutMs: number,
+    /** How long the load may wait for room, and when the access phase must be over. */
+    wait: { queueMs: number; until: number },
     spend: () => Promise<void>,
     tokens: TokenEstimate | undefined,
   ): Promise<RouteOutcome> {
@@ -325,7 +335,7 @@ export class RouterService {
         });
       if (load) {
         const adapter = resolved.adapter;
-        const policy = { ...this.adapterPolicy, queueTimeoutMs };
+        const policy = { ...this.adapterPolicy, queueTimeoutMs: wait.queueMs, deadline: wait.until };
         await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
       }
       rt.metrics.decisions.inc({ stage: decision.stage });
