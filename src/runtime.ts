@@ -56,7 +56,8 @@ export class FleetRuntime {
   readonly adapterStats = new AdapterStats();
   /**
    * Per replica, the prefill and decode work this process admitted, corrected by each poll.
-   * Not readonly: a successor on the same shared state takes it over (its leases end there).
+   * Not readonly: a successor on the same shared state shares it (one node: the replicas' queues
+   * hold both runtimes' requests, and each lease's work ends on the runtime it was taken on).
    */
   work = new WorkModel({ prefillTokensPerS: DEFAULT_PREFILL_TOKENS_PER_S });
   /**
@@ -89,7 +90,7 @@ export class FleetRuntime {
    * way and open leases are not in this store when the state differs, so unloads here ask them.
    */
   private predecessors: FleetRuntime[] = [];
-  /** Decisions under way here; a replaced runtime hands over once none is left. */
+  /** Decisions under way here; a replaced runtime drains, and its closing waits, until none is left. */
   private active = 0;
   /** Leases taken here and not yet given back; a replaced runtime closes once none is left. */
   private readonly leases = new Set<LeaseHandle>();

@@ -129,9 +129,9 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   }
 
   /**
-   * This store's runtime moved to other shared state (a `redis` record change) and handed its
-   * leases over: replays the releases waiting here (the hand-over's own among them, while Redis
-   * was unreachable) and drops any lease of this node still there, then closes. Retried every
+   * This store's runtime moved to other shared state (a `redis` record change) and its last
+   * lease was given back here: replays the releases waiting here (those made while Redis was
+   * unreachable) and drops any lease of this node still there, then closes. Retried every
    * probe while Redis is unreachable, for at most `maxMs` (after lease_max_age_ms they expire
    * by age anyway); a retired store never decides again, so nothing else waits on this.
    */
