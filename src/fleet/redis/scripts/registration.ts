@@ -43,7 +43,6 @@ return out`,
 
   /** event JSON */
   event: `
-redis.call('LPUSH', P .. 'events', ARGV[2])
-redis.call('LTRIM', P .. 'events', 0, 199)
+pushevent(ARGV[2])
 return 1`,
 } as const;
