@@ -105,7 +105,7 @@ class LoraRouterPlugin {
     if (!record || typeof record.lease !== 'string') return;
     const status = (await kong.response.getStatus()) as number | undefined;
     try {
-      await logPhase(record, status, () => kong.response.getSource());
+      await logPhase(this.service?.runtime ?? null, record, status, () => kong.response.getSource());
     } catch (err) {
       // Given back already (a second log phase for one request, a bug) or reclaimed by age:
       // nothing is released twice, and the operator hears of it.

@@ -19,6 +19,11 @@ export class LeaseNotOpen extends Error {
  * once the lease is past the age at which every store has reclaimed it.
  */
 const open = new Map<string, LeaseHandle>();
+/**
+ * The same handles per runtime, in the order taken: each runtime has its own reclaim age, so
+ * only within one runtime does the oldest come first (the sweep stops at the first young one).
+ */
+const byRuntime = new Map<FleetRuntime, Set<LeaseHandle>>();
 
 /**
  * One request's lease, taken at admission on the runtime its decision runs on (captured once).
@@ -50,6 +55,8 @@ export class LeaseHandle {
     const h = new LeaseHandle({ id: rt.nextLeaseId(), url, adapter, at: rt.clock.now() }, rt);
     // Counted before the acquire's first await: a runtime retired meanwhile waits for it.
     open.set(h.id, h);
+    const mine = byRuntime.get(rt) ?? new Set<LeaseHandle>();
+    byRuntime.set(rt, mine.add(h));
     rt.leaseOpened(h);
     try {
       return { lease: h, state: await rt.store.acquire({ ...h.lease }) };
@@ -65,14 +72,20 @@ export class LeaseHandle {
     return open.get(id);
   }
 
+  /** The open lease with this id in this process; LeaseNotOpen if given back already or reclaimed by age. */
+  static open(id: string): LeaseHandle {
+    const h = open.get(id);
+    if (!h) throw new LeaseNotOpen(id);
+    return h;
+  }
+
   /**
    * Gives the lease back where it was taken, with the upstream status (passive health; only a
    * 2xx says its work completed). A second call throws LeaseNotOpen: the first ended it.
    */
   async release(status?: number): Promise<Released | undefined> {
     if (this.ended) throw new LeaseNotOpen(this.id);
-    this.ended = true;
-    if (open.get(this.id) === this) open.delete(this.id);
+    this.forget();
     const rt = this.rt;
     const completed = status !== undefined && status >= 200 && status < 300;
     if (rt.predictsWork) rt.work.release(this.id, rt.clock.now(), completed);
@@ -101,16 +114,29 @@ export class LeaseHandle {
   }
 
   private end(): void {
+    this.forget();
+    this.rt.leaseEnded(this);
+  }
+
+  /** Ended: out of the process's lists (its runtime still counts it until its store has it). */
+  private forget(): void {
     this.ended = true;
     if (open.get(this.id) === this) open.delete(this.id);
-    this.rt.leaseEnded(this);
+    const mine = byRuntime.get(this.rt);
+    mine?.delete(this);
+    if (mine?.size === 0) byRuntime.delete(this.rt);
   }
 }
 
-/** Drops the oldest entries that every store reclaimed by age (their log phase never came). */
+/**
+ * Drops, per runtime, the oldest entries that every store reclaimed by age (their log phase
+ * never came): one runtime's young lease must not hide another's reclaimed ones.
+ */
 function sweep(now: number): void {
-  for (const h of open.values()) {
-    if (!h.reclaimedBy(now)) return;
-    h.agedOut();
-  }
+  // Deleting the entry being visited is safe while iterating a Map or a Set.
+  for (const mine of byRuntime.values())
+    for (const h of mine) {
+      if (!h.reclaimedBy(now)) break;
+      h.agedOut();
+    }
 }

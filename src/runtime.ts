@@ -56,7 +56,8 @@ export class FleetRuntime {
   readonly adapterStats = new AdapterStats();
   /**
    * Per replica, the prefill and decode work this process admitted, corrected by each poll.
-   * Not readonly: a successor on the same shared state takes it over (its leases end there).
+   * Not readonly: a successor on the same shared state shares it (one node: the replicas' queues
+   * hold both runtimes' requests, and each lease's work ends on the runtime it was taken on).
    */
   work = new WorkModel({ prefillTokensPerS: DEFAULT_PREFILL_TOKENS_PER_S });
   /**
@@ -89,7 +90,7 @@ export class FleetRuntime {
    * way and open leases are not in this store when the state differs, so unloads here ask them.
    */
   private predecessors: FleetRuntime[] = [];
-  /** Decisions under way here; a replaced runtime hands over once none is left. */
+  /** Decisions under way here; a replaced runtime drains, and its closing waits, until none is left. */
   private active = 0;
   /** Leases taken here and not yet given back; a replaced runtime closes once none is left. */
   private readonly leases = new Set<LeaseHandle>();
@@ -371,10 +372,11 @@ export class FleetRuntime {
     let decided = () => {};
     if (!sameState && next.store instanceof FailoverFleetStore)
       void next.store.receiving(new Promise<void>((r) => (decided = r)));
+    // Before `next` decides anything: what this node spent this window counts there too.
+    if (!sameState) this.carrySpends(next);
     try {
       this.passPolling(next, sameState);
       while (this.active > 0) await this.quieter.wait(this.clock, 1000);
-      if (!sameState) await this.carrySpends(next.current());
     } finally {
       decided();
     }
@@ -385,13 +387,17 @@ export class FleetRuntime {
   }
 
   /**
-   * Other state: what this node spent of the cold-load budgets this window counts there too, so
-   * the change hands out no fresh budget (registered first: the state's epoch dates the spends).
+   * Other state: what this node spent of the cold-load budgets this window, and what the
+   * decisions still under way here are granted, counts there too, so the change hands out no
+   * fresh budget (registered first: the state's epoch dates the spends).
    */
-  private async carrySpends(next: FleetRuntime): Promise<void> {
-    if (!(this.store instanceof FailoverFleetStore) || !(next.store instanceof FailoverFleetStore)) return;
-    for (const spec of await this.store.replicaSpecs()) await next.store.upsertReplica(spec);
-    await next.store.carrySpends(this.store);
+  private carrySpends(next: FleetRuntime): void {
+    const [from, to] = [this.store, next.store];
+    if (!(from instanceof FailoverFleetStore) || !(to instanceof FailoverFleetStore)) return;
+    const registered = (async () => {
+      for (const spec of await from.replicaSpecs()) await to.upsertReplica(spec);
+    })();
+    void to.carrySpends(from, registered);
   }
 
   /** Polling and what the router configurations registered go to `next`, before it decides anything. */

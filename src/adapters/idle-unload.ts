@@ -50,6 +50,8 @@ export class IdleUnload {
     policy: UnloadPolicy,
     victimCost: (v: ResidentAdapter) => number,
     forAdapter: string,
+    /** When the caller's wait ends, on the clock: no victim is tried, asked or unloaded past it. */
+    until = Infinity,
   ): Promise<boolean> {
     const idle = evictable(occupying, policy.isStatic).sort((a, b) => victimCost(a) - victimCost(b));
     // The lock covers the replica's fresh word (asked up to twice) as well as the unload call: a
@@ -58,6 +60,7 @@ export class IdleUnload {
     // Adapters the replica reported busy in this round: not worth another scrape.
     const reportedBusy = new Set<string>();
     for (const victim of idle) {
+      if (this.clock.now() >= until) return false;
       if (reportedBusy.has(victim.name)) continue;
       // A request of another runtime (a `redis` record change) may be on it: that store counts it.
       if (this.leasedElsewhere()?.(url, victim.name)) continue;
@@ -77,17 +80,21 @@ export class IdleUnload {
         // this node's clock against the TTL it set: a store round trip there would widen the
         // window the replica's word must cover (ReplicaWord.idleNow). The unload call follows
         // with no await.
+        // Each ask, and the unload, gets no more than the wait has left.
+        const asks = Math.min(this.replicaWord.timeoutMs(), (until - started) / (FRESH_WORD_ASKS + 1));
         const word = await this.replicaWord.idleNow(
           url,
           victim.name,
           reportedBusy,
-          undefined,
+          asks,
           () => this.clock.now() - begun < ttl - LOCK_MARGIN_MS,
         );
         if (word === 'lost') continue;
         withheld = word;
+        const callMs = Math.min(policy.loadTimeoutMs, until - this.clock.now());
+        if (!withheld && callMs <= 0) withheld = 'stale';
         if (!withheld) {
-          await this.api.unloadAdapter(url, victim.name, policy.loadTimeoutMs);
+          await this.api.unloadAdapter(url, victim.name, callMs);
           ok = true;
         }
       } catch (err) {

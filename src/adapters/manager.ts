@@ -28,6 +28,11 @@ export interface AdapterPolicy {
   isStatic: (name: string) => boolean;
   /** Adapters the configuration lists (known to exist); others are names a client chose. */
   isListed?: (name: string) => boolean;
+  /**
+   * When the request's access phase must be over, on the clock (Kong gives up on the plugin
+   * server at 60 s): every wait, scrape, unload, load and retry of this call ends by then.
+   */
+  deadline?: number;
 }
 
 export type EnsureOutcome =
@@ -121,7 +126,7 @@ export class AdapterManager {
     beforeLoad?: () => Promise<void>,
   ): Promise<EnsureOutcome> {
     const key = `${url}\u0000${adapter.name}`;
-    const deadline = this.clock.now() + policy.queueTimeoutMs + policy.loadTimeoutMs;
+    const deadline = Math.min(this.clock.now() + policy.queueTimeoutMs + policy.loadTimeoutMs, end(policy));
     let joined = false;
     for (;;) {
       const flight = this.flights.get(key);
@@ -203,18 +208,25 @@ export class AdapterManager {
   ): Promise<boolean> {
     if (adapter.path === undefined)
       throw errors.loadFailed(adapter.name, url, 'no path is configured for this adapter');
-    // The queue timeout counts from here, including the wait for the room lock.
-    const deadline = this.clock.now() + policy.queueTimeoutMs;
+    // The queue timeout counts from here, including the wait for the room lock; a retry (ensure
+    // looks again) gets no more than the access phase has left.
+    const deadline = Math.min(this.clock.now() + policy.queueTimeoutMs, end(policy));
     const fence = await this.roomLock.run(url, () =>
       this.makeRoomAndClaim(url, adapter.name, policy, deadline, victimCost),
     );
     if (fence === null) return false;
     const started = this.clock.now();
+    // Room was made until the access phase ran out of time: no load call.
+    const callMs = this.within(policy, policy.loadTimeoutMs);
+    if (callMs <= 0) {
+      await this.finish('load', url, adapter.name, fence, false);
+      throw errors.noRoom(adapter.name, url, 1);
+    }
     let outcome: LoadOutcome;
     try {
       // A holder that stalled past its lock must not call the replica on stale authority.
       if (!(await this.store.holds(url, adapter.name, fence))) return false;
-      outcome = await this.api.loadAdapter(url, adapter.name, adapter.path, policy.loadTimeoutMs);
+      outcome = await this.api.loadAdapter(url, adapter.name, adapter.path, callMs);
     } catch (err) {
       const ms = this.clock.now() - started;
       await this.finish('load', url, adapter.name, fence, false);
@@ -241,7 +253,13 @@ export class AdapterManager {
     // Still `loading` in the store: no request was sent to it yet, here or on a node sharing it.
     const word =
       outcome === 'loaded' && policy.maxLoadedAdapters > 0
-        ? await this.replicaWord.afterLoad(url, adapter.name, policy.maxLoadedAdapters, policy.isStatic)
+        ? await this.replicaWord.afterLoad(
+            url,
+            adapter.name,
+            policy.maxLoadedAdapters,
+            policy.isStatic,
+            this.within(policy, Infinity),
+          )
         : 'within';
     if (word === 'undo' && (await this.undoLoad(url, adapter.name, policy, ms))) {
       await this.finish('load', url, adapter.name, fence, false);
@@ -270,8 +288,11 @@ export class AdapterManager {
     const started = this.clock.now();
     let ok = false;
     let why: string | undefined;
+    // Past the access deadline the excess stays for the trim after a poll.
+    const callMs = this.within(policy, policy.loadTimeoutMs);
     try {
-      await this.api.unloadAdapter(url, name, policy.loadTimeoutMs);
+      if (callMs <= 0) throw new Error('the access phase ran out of time before the undo');
+      await this.api.unloadAdapter(url, name, callMs);
       ok = true;
     } catch (err) {
       why = (err as Error).message;
@@ -312,7 +333,13 @@ export class AdapterManager {
       // off from it, the replica can hold adapters the store has never seen.
       const unseen =
         occupying.length < policy.maxLoadedAdapters
-          ? await this.replicaWord.occupied(url, name, new Set(residents.map((r) => r.name)), policy.isStatic)
+          ? await this.replicaWord.occupied(
+              url,
+              name,
+              new Set(residents.map((r) => r.name)),
+              policy.isStatic,
+              this.within(policy, Infinity),
+            )
           : undefined;
       const unseenN = unseen?.length ?? 0;
       if (occupying.length + unseenN < policy.maxLoadedAdapters) {
@@ -329,7 +356,8 @@ export class AdapterManager {
       // knows (the usual unload path, which asks the replica what runs), else wait until a poll
       // adopts what the replica holds unseen.
       this.unknownNames.check(url, name, policy);
-      if (await this.idleUnload.evictOne(url, occupying, policy, victimCost, name)) continue;
+      // Tried even with no queue time left (a 0 wait), as long as the access phase has time.
+      if (await this.idleUnload.evictOne(url, occupying, policy, victimCost, name, end(policy))) continue;
       if (this.clock.now() >= deadline) {
         throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
       }
@@ -354,6 +382,11 @@ export class AdapterManager {
     }
   }
 
+  /** `ms`, cut to what the access phase has left (`policy.deadline`); 0 or less: none left. */
+  private within(policy: AdapterPolicy, ms: number): number {
+    return Math.min(ms, end(policy) - this.clock.now());
+  }
+
   private record(r: LoadRecord, why?: string): void {
     this.store
       .pushEvent({
@@ -374,6 +407,11 @@ export class AdapterManager {
     for (const fn of this.callListeners) fn(r);
     this.roomChanged.notify();
   }
+}
+
+/** When the access phase must be over (never, without a deadline). */
+function end(policy: AdapterPolicy): number {
+  return policy.deadline ?? Infinity;
 }
 
 /** Residents that count against the limit: neither static on the replica nor configured static. */

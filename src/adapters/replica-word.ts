@@ -154,11 +154,14 @@ export class ReplicaWord {
     name: string,
     storeKnows: ReadonlySet<string>,
     isStatic: (name: string) => boolean,
+    /** What the access phase has left (ms): the read gets no longer. */
+    leftMs = Infinity,
   ): Promise<string[] | undefined> {
     if (!this.api.residency) return undefined;
     let entries: { name: string; path: string }[] | undefined;
     try {
-      entries = await this.api.residency(url, this.timeoutMs());
+      if (leftMs <= 0) return undefined;
+      entries = await this.api.residency(url, Math.min(this.timeoutMs(), leftMs));
     } catch {
       // Not answering /v1/models: the load call itself will tell; today's rules stand.
       return undefined;
@@ -188,10 +191,12 @@ export class ReplicaWord {
     name: string,
     max: number,
     isStatic: (name: string) => boolean,
+    /** What the access phase has left (ms): the check (its asks again included) takes no longer. */
+    leftMs = Infinity,
   ): Promise<'within' | 'undo' | 'keep'> {
-    if (!this.api.residency) return 'within';
+    if (!this.api.residency || leftMs <= 0) return 'within';
     // The replica just answered a load: a slow answer now is a busy machine, not a dead replica.
-    const timeout = Math.max(this.timeoutMs(), AFTER_LOAD_READ_MS);
+    const timeout = Math.min(Math.max(this.timeoutMs(), AFTER_LOAD_READ_MS), leftMs / (FRESH_WORD_ASKS + 1));
     // What runs is asked together with the list, not once it answers: the excess lasts from the
     // load landing to the undo's unload, and a second round trip there broke invariant (ii) under
     // load (the fault run: 322 ms at load average ~12, grace 250). Asked after the load answered,

@@ -35,7 +35,19 @@ const REFS_KEY = '$refs';
  */
 export const KONG_RPC_TIMEOUT_MS = 60_000;
 /** Room left for the rest of the access phase (refresh, Redis, PDK round trips). */
-const ACCESS_WAIT_BUDGET_MS = 55_000;
+export const ACCESS_WAIT_BUDGET_MS = 55_000;
+
+/**
+ * The longest access phase a configuration asks for: a refresh, the wait for room (twice with
+ * `anywhere`: for room anywhere, then on the replica), an unload to make it, the load. The
+ * access deadline (ACCESS_WAIT_BUDGET_MS from arrival) ends it sooner in any case.
+ */
+export function accessWorstMs(
+  c: Pick<RouterConfig, 'room_wait' | 'refresh_timeout_ms' | 'queue_timeout_ms' | 'load_timeout_ms'>,
+): number {
+  const waits = c.room_wait === 'anywhere' ? 2 : 1;
+  return c.refresh_timeout_ms + waits * c.queue_timeout_ms + 2 * c.load_timeout_ms;
+}
 
 /** The plugin's own fields from what Kong hands to StartInstance, at every level of `fields`. */
 export function withoutKongKeys(raw: unknown, fields?: SchemaFields): unknown {
@@ -120,10 +132,8 @@ export function parseRouterConfig(raw: unknown, onDeprecated?: (message: string)
         message: 'an adapter cannot be named like the base model',
       });
   });
-  // The longest access phase: a refresh, the wait for room (twice with `anywhere`: for room
-  // anywhere, then on the replica), an unload to make it, the load.
   const waits = c.room_wait === 'anywhere' ? 2 : 1;
-  const worst = c.refresh_timeout_ms + waits * c.queue_timeout_ms + 2 * c.load_timeout_ms;
+  const worst = accessWorstMs(c);
   if (worst > ACCESS_WAIT_BUDGET_MS)
     errors.push({
       field: 'config.load_timeout_ms',

@@ -2,7 +2,7 @@
  * The log phase of a routed request: its lease goes back first, whatever instance or runtime
  * Kong runs it on, and Kong's own 502/504 marks the replica down at once. Nothing routes here.
  */
-import { LeaseHandle, LeaseNotOpen } from '../lease';
+import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
 import type { Stage } from '../scheduler/types';
 
@@ -22,7 +22,7 @@ export interface DecisionRecord {
  * once): the work model learns its rates from the replicas' histograms, through the poll.
  * Throws LeaseNotOpen if the lease was given back already.
  */
-export async function releaseLease(lease: LeaseHandle, status: number | undefined): Promise<boolean> {
+export async function releaseLease(lease: LeaseHandle, status: number | undefined): Promise<void> {
   // A 404 is vLLM's "The model `x` does not exist." when it lost the adapter (a restart,
   // another router's unload; serving_engine.py `_check_model`, vLLM v0.11.0 (unverified)), or FastAPI's
   // `{"detail":"Not Found"}` for a client's mistyped path under /v1 (llama.cpp: "File Not
@@ -33,7 +33,7 @@ export async function releaseLease(lease: LeaseHandle, status: number | undefine
   // One store call: the release and passive health (5xx: the replica refused, reset or timed
   // out). Its work ends with it, whatever the store answers (an expired lease is gone there).
   const released = await lease.release(lost ? undefined : status);
-  if (!released) return false;
+  if (!released) return;
   // Its adapter went idle there: it can now make room for a request waiting for a slot, on
   // the runtime it was taken on or the one deciding now.
   const now = lease.rt.current();
@@ -44,28 +44,33 @@ export async function releaseLease(lease: LeaseHandle, status: number | undefine
   // Polled afresh (after any poll under way, which may have read the registry before the
   // 404): the reconciliation forgets what the registry no longer lists, and only that.
   if (lost && released.adapter !== null) await now.poller.refreshUrl(released.url, true);
-  return true;
 }
 
 /**
  * The log phase of a routed request: its lease first (it knows the runtime it was taken on:
  * Kong may have replaced the instance and its config since, or a changed `redis` record the
  * runtime), nothing before it may keep it from going back. Then Kong's own 502/504 (source
- * "error": no attempt got a response) marks the replica down at once; a replica's own 5xx
- * (source "service") is left to passive health. Kong/kong 3.9.3 kong/pdk/response.lua
- * `get_source`, kong/init.lua `Kong.handle_error`. Throws LeaseNotOpen when the lease is not
- * open here (given back already, reclaimed by age).
+ * "error": no attempt got a response) marks the replica down at once, whatever became of the
+ * lease (reclaimed by age, say): the answer is about the replica. A replica's own 5xx (source
+ * "service") is left to passive health. Kong/kong 3.9.3 kong/pdk/response.lua `get_source`,
+ * kong/init.lua `Kong.handle_error`. Throws LeaseNotOpen when the lease is not open here (given
+ * back already, reclaimed by age); `rt`, the instance's runtime (none: its configuration is
+ * broken), then says where the replica is marked.
  */
 export async function logPhase(
+  rt: FleetRuntime | null,
   record: DecisionRecord,
   status: number | undefined,
   source: () => Promise<unknown>,
 ): Promise<void> {
   const lease = LeaseHandle.find(record.lease);
-  if (!lease) throw new LeaseNotOpen(record.lease);
-  await releaseLease(lease, status);
-  if ((status === 502 || status === 504) && (await source()) === 'error')
-    await proxyFailed(lease.rt.current(), record.replica, status);
+  try {
+    await releaseLease(lease ?? LeaseHandle.open(record.lease), status);
+  } finally {
+    const on = lease?.rt ?? rt;
+    if (on && (status === 502 || status === 504) && (await source()) === 'error')
+      await proxyFailed(on.current(), record.replica, status);
+  }
 }
 
 /**

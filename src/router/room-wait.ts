@@ -1,3 +1,4 @@
+import { ACCESS_WAIT_BUDGET_MS } from '../config/parse';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
 import type { Candidate } from '../scheduler/types';
@@ -24,6 +25,11 @@ import type { HeldClasses, RequestSlo } from './slo-class';
 export class RoomWait {
   /** Past this, no more waiting: 503. */
   readonly deadline: number;
+  /**
+   * When the whole access phase must be over (Kong gives up on the plugin server at 60 s): every
+   * scrape, unload, load, after-load check and retry of the request ends by then.
+   */
+  readonly accessDeadline: number;
   /** Waiting for room on any replica (the pipeline with the `room` filter decides). */
   anywhere: boolean;
   /** Until then a request predicted to miss its objective everywhere waits here (`holds`). */
@@ -46,6 +52,7 @@ export class RoomWait {
     private readonly held?: HeldClasses,
   ) {
     this.deadline = started + config.queue_timeout_ms;
+    this.accessDeadline = started + ACCESS_WAIT_BUDGET_MS;
     this.anywhere = config.room_wait === 'anywhere';
     const predicted = config.saturation_mode === 'predicted';
     this.objectiveMs = predicted ? (slo?.objectiveMs ?? config.ttft_slo_ms ?? 0) : 0;

@@ -89,7 +89,8 @@ export class RouterService {
 
   constructor(
     readonly config: RouterConfig,
-    private readonly runtime: FleetRuntime,
+    /** The runtime this configuration began on (`current()` follows `redis` record changes). */
+    readonly runtime: FleetRuntime,
   ) {
     const rt = runtime;
     this.catalog = new AdapterCatalog({
@@ -207,12 +208,12 @@ export class RouterService {
   }
 
   /**
-   * Log phase: gives the request's in-flight lease back and records passive health. False when
-   * no lease with this id is open in this process (given back already, reclaimed by age).
+   * Gives the request's in-flight lease back and records passive health (the log phase without
+   * Kong's own 502/504: log-phase.ts `logPhase`). Throws LeaseNotOpen when no lease with this id is open in
+   * this process (given back already, reclaimed by age).
    */
-  async finish(leaseId: string, status: number | undefined): Promise<boolean> {
-    const lease = LeaseHandle.find(leaseId);
-    return lease ? releaseLease(lease, status) : false;
+  async finish(leaseId: string, status: number | undefined): Promise<void> {
+    await releaseLease(LeaseHandle.open(leaseId), status);
   }
 
   /**
@@ -275,7 +276,16 @@ export class RouterService {
         rt,
         { resolved, adapter, prompt, contextTokens, ctx, views, wait },
         (decision, queueMs) =>
-          this.admit(rt, decision, resolved, parsed.json, ctx.victimCost, queueMs, spend, tokens),
+          this.admit(
+            rt,
+            decision,
+            resolved,
+            parsed.json,
+            ctx.victimCost,
+            { queueMs, until: wait.accessDeadline },
+            spend,
+            tokens,
+          ),
       );
     } finally {
       wait.leave();
@@ -321,7 +331,8 @@ export class RouterService {
     resolved: Resolved,
     json: Record<string, unknown> | null,
     victimCost: ((v: ResidentAdapter) => number) | undefined,
-    queueTimeoutMs: number,
+    /** How long the load may wait for room, and when the access phase must be over. */
+    wait: { queueMs: number; until: number },
     spend: () => Promise<void>,
     tokens: TokenEstimate | undefined,
   ): Promise<RouteOutcome> {
@@ -347,7 +358,7 @@ export class RouterService {
         });
       if (load) {
         const adapter = resolved.adapter;
-        const policy = { ...this.adapterPolicy, queueTimeoutMs };
+        const policy = { ...this.adapterPolicy, queueTimeoutMs: wait.queueMs, deadline: wait.until };
         await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
       }
       rt.metrics.decisions.inc({ stage: decision.stage });

@@ -1,6 +1,7 @@
 import { ConfigError, exportSchema, luaPattern, validateRecord } from '../../src/config/kong-schema';
 import { parsePollerConfig, parseRouterConfig } from '../../src/config/parse';
 import { routerSchema } from '../../src/config/router-schema';
+import { routerConfigWarnings } from '../../src/config/warnings';
 import { redisOptions } from '../../src/fleet/redis/connection';
 
 function fieldErrors(fn: () => unknown): Record<string, string> {
@@ -343,5 +344,23 @@ describe('Lua patterns (Kong `match`)', () => {
     ['^%d+%.%d+$', '1x5', false],
   ])('%s against %s is %s', (pattern, value, expected) => {
     expect(luaPattern(pattern).test(value)).toBe(expected);
+  });
+});
+
+describe('lease_max_age_ms against the access phase', () => {
+  const base = {
+    replicas: [{ url: 'http://10.0.0.1:8000' }],
+    base_model: 'm',
+    adapter_path_template: '/adapters/{name}',
+    max_loaded_adapters: 4,
+  };
+
+  it('warns, saying what to write, when a lease may be reclaimed while its request still waits for its adapter', () => {
+    const c = parseRouterConfig({ ...base, lease_max_age_ms: 3000 });
+    // The defaults: refresh 1 s + queue 29 s + 2 x load 10 s = 50 s.
+    expect(routerConfigWarnings(c)).toEqual([
+      expect.stringMatching(/lease_max_age_ms \(3000\) is below .* Set lease_max_age_ms to 50000 or more/),
+    ]);
+    expect(routerConfigWarnings(parseRouterConfig({ ...base, lease_max_age_ms: 50_000 }))).toEqual([]);
   });
 });

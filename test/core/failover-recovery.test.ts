@@ -50,10 +50,10 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
       expect(s.mode()).toBe('local');
       // Release S1 as soon as the hand-over has begun (the store still says `local` then).
       let released: Promise<unknown> | null = null;
-      const acquire = shared.acquire.bind(shared);
-      shared.acquire = (l) => {
+      const retake = shared.retake.bind(shared);
+      shared.retake = (l) => {
         if (!released) released = s.release('S1', 4, 200);
-        return acquire(l);
+        return retake(l);
       };
       redis.resume();
       await waitFor(() => s.mode() === 'redis', 20_000, 'recovery');
@@ -129,28 +129,58 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
     }
   });
 
+  /**
+   * A node on prefix `p` holds lease `id` on adapter 'a'; then another server (new run_id)
+   * answers with the state as a replica had it (same epoch), `id` missing: the old primary
+   * acknowledged it and failed before replicating it. `nodeTtlMs` sets the heartbeat (a quarter).
+   */
+  async function switchedLosing(p: string, node: string, id: string, nodeTtlMs: number) {
+    const shared = new RedisFleetStore(redis.config(p, { node_ttl_ms: nodeTtlMs }), node);
+    const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 });
+    await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    await s.applySnapshot(U, snapshot(1));
+    await redis.command(['SAVE']);
+    expect(await s.acquire({ id, url: U, adapter: 'a', at: 2 })).toBe('loaded');
+    await redis.stop();
+    await redis.start();
+    return { shared, s };
+  }
+
+  /** Waits until the node's lease `id` is counted on the new server, then gives it back there. */
+  async function retakenThenReleased(p: string, s: FailoverFleetStore, id: string): Promise<void> {
+    await waitFor(
+      async () => Number(await redis.command(['HLEN', `${p}lease`])) === 1,
+      5000,
+      `${id} counted on the new server`,
+    );
+    expect(s.mode()).toBe('redis');
+    expect(await s.release(id, 3, 200)).toMatchObject({ id });
+  }
+
   it('after a failover to a server that missed its last writes, a heartbeat that sees the switch first still re-takes the leases', async () => {
     const p = prefix();
     // Heartbeats every 100 ms: with no decision to make, the heartbeat is the first call after the switch.
-    const shared = new RedisFleetStore(redis.config(p, { node_ttl_ms: 400 }), 'n5');
-    const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 });
+    const { shared, s } = await switchedLosing(p, 'n5', 'W1', 400);
     try {
-      await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-      await s.applySnapshot(U, snapshot(1));
-      // The state as a replica has it (same epoch)...
-      await redis.command(['SAVE']);
-      // ...but not this lease: the old primary acknowledged it and failed before replicating it.
-      expect(await s.acquire({ id: 'W1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
-      await redis.stop();
-      await redis.start(); // another server (new run_id) with the saved state, W1 missing
-      await waitFor(
-        async () => Number(await redis.command(['HLEN', `${p}lease`])) === 1,
-        5000,
-        'W1 counted on the new server',
-      );
-      expect(s.mode()).toBe('redis');
-      expect(await s.release('W1', 3, 200)).toMatchObject({ id: 'W1' });
+      await retakenThenReleased(p, s, 'W1');
       expect(await shared.inFlightTotal()).toBe(0);
+    } finally {
+      await s.close();
+    }
+  }, 15_000);
+
+  it('after a failover to a server that missed a lease, calls that run beside the one told of the switch unload nothing under it', async () => {
+    const p = prefix();
+    // Heartbeats every 2.5 s: the calls below are the first after the switch.
+    const { s } = await switchedLosing(p, 'n6', 'X1', 10_000);
+    try {
+      // Two decisions at once: one is told of the switch; the other must not unload 'a' under X1.
+      const [, unload] = await Promise.all([
+        s.views([U], { name: 'a' }),
+        s.beginUnload(U, 'a', Date.now(), 60_000),
+      ]);
+      expect(unload).toBeNull();
+      await retakenThenReleased(p, s, 'X1');
     } finally {
       await s.close();
     }

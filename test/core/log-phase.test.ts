@@ -67,14 +67,14 @@ describe('the log phase gives a lease back once', () => {
       const record = await admitted(rt);
       expect(await inFlight(rt)).toBe(1);
       const source = jest.fn(async () => 'service');
-      await logPhase(record, status, source);
+      await logPhase(rt, record, status, source);
       expect(r.releases).toEqual([record.lease]);
       expect(await inFlight(rt)).toBe(0);
       expect(LeaseHandle.find(record.lease)).toBeUndefined();
       // Kong's source is read only for its own 502/504; a 404 reads the replica's registry afresh.
       expect(source).not.toHaveBeenCalled();
       expect(r.scrapes).toEqual(status === 404 ? [U] : []);
-      await expect(logPhase(record, status, source)).rejects.toThrow(LeaseNotOpen);
+      await expect(logPhase(rt, record, status, source)).rejects.toThrow(LeaseNotOpen);
       expect(r.releases).toEqual([record.lease]);
     },
   );
@@ -86,11 +86,11 @@ describe('the log phase gives a lease back once', () => {
       rt = r.rt;
       const record = await admitted(rt);
       expect(await health(rt)).toBe('up');
-      await logPhase(record, status, async () => 'error');
+      await logPhase(rt, record, status, async () => 'error');
       expect(r.releases).toEqual([record.lease]);
       expect(await inFlight(rt)).toBe(0);
       expect(await health(rt)).toBe('down');
-      await expect(logPhase(record, status, async () => 'error')).rejects.toThrow(LeaseNotOpen);
+      await expect(logPhase(rt, record, status, async () => 'error')).rejects.toThrow(LeaseNotOpen);
       expect(r.releases).toEqual([record.lease]);
     },
   );
@@ -99,7 +99,7 @@ describe('the log phase gives a lease back once', () => {
     const r = await runtimeWithReplica();
     rt = r.rt;
     const record = await admitted(rt);
-    await logPhase(record, 502, async () => 'service');
+    await logPhase(rt, record, 502, async () => 'service');
     expect(r.releases).toEqual([record.lease]);
     expect(await health(rt)).toBe('up');
   });
@@ -114,10 +114,10 @@ describe('the log phase gives a lease back once', () => {
     const waitForRoom = (tag: string) =>
       void rt!.manager.roomChanged.wait(new VirtualClock(), 60_000).then(() => woken.push(tag));
     waitForRoom('after first');
-    await logPhase(first, 200, async () => 'service');
+    await logPhase(rt, first, 200, async () => 'service');
     await new Promise((done) => setImmediate(done));
     expect(woken).toEqual([]); // 'a' still has a request in flight
-    await logPhase(second, 200, async () => 'service');
+    await logPhase(rt, second, 200, async () => 'service');
     await new Promise((done) => setImmediate(done));
     expect(woken).toEqual(['after first']);
   });
@@ -126,7 +126,7 @@ describe('the log phase gives a lease back once', () => {
     const r = await runtimeWithReplica();
     rt = r.rt;
     const record: DecisionRecord = { lease: 'unknown-lease', replica: U, stage: 'holder', adapter: 'a' };
-    await expect(logPhase(record, 200, async () => 'service')).rejects.toThrow(LeaseNotOpen);
+    await expect(logPhase(rt, record, 200, async () => 'service')).rejects.toThrow(LeaseNotOpen);
     expect(r.releases).toEqual([]);
   });
 });

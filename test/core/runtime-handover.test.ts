@@ -125,21 +125,44 @@ describe('a successor on the same shared state never reuses a lease id', () => {
 });
 
 describe('a `redis` record change to other state does not reset the cold-load budget', () => {
+  /** Asks `rt` for `times` cold loads of a budget of 6 a minute; how many it granted. */
+  const spend = async (rt: FleetRuntime, times: number) => {
+    let ok = 0;
+    for (let i = 0; i < times; i++)
+      if ((await rt.store.spendBudget('fleet', 6, 60_000, Date.now())) === 0) ok++;
+    return ok;
+  };
+
   it("the new database's window counts what the node spent in the old one", async () => {
     const [p1, p2] = [prefix(), prefix()];
     const old = runtime({ redis: h.redis.config(p1, { timeout: 2000 }) });
     await old.store.upsertReplica(SPEC);
-    const spend = async (rt: FleetRuntime, times: number) => {
-      let ok = 0;
-      for (let i = 0; i < times; i++)
-        if ((await rt.store.spendBudget('fleet', 6, 60_000, Date.now())) === 0) ok++;
-      return ok;
-    };
     expect(await spend(old, 4)).toBe(4);
     // The operator points the nodes at another database (here: another prefix, the same effect).
     const next = runtime({ redis: h.redis.config(p2, { timeout: 2000 }) });
     await old.retire(next);
     expect(await spend(next, 6)).toBe(2);
+  }, 30_000);
+
+  it('while a decision still runs on the old state, the new state grants only what the node left of the window', async () => {
+    const [p1, p2] = [prefix(), prefix()];
+    const old = runtime({ redis: h.redis.config(p1, { timeout: 2000 }) });
+    await old.store.upsertReplica(SPEC);
+    expect(await spend(old, 4)).toBe(4);
+    // A decision under way on the old runtime: the hand-over waits for it to end.
+    let endDecision!: () => void;
+    const decision = old.decision(() => new Promise<void>((r) => (endDecision = r)));
+    const next = runtime({ redis: h.redis.config(p2, { timeout: 2000 }) });
+    await next.store.upsertReplica(SPEC);
+    const retired = old.retire(next);
+    // The decision under way is granted a cold load on the old state after the change.
+    expect(await spend(old, 1)).toBe(1);
+    // New requests go to the new state at once; it knows what this node spent in the window.
+    expect(await spend(next, 6)).toBe(1);
+    endDecision();
+    await decision;
+    await retired;
+    expect(await spend(next, 6)).toBe(0);
   }, 30_000);
 });
 

@@ -85,6 +85,12 @@ async function nodeCutOff(p: string, id: string, proxy: TcpProxy): Promise<Node>
   return { s, shared, proxy };
 }
 
+/**
+ * The state on prefix `p` began more than node_ttl_ms ago: every live node's heartbeat has come
+ * since, so the node count a reply carries is whole (a young state's may miss some).
+ */
+const beganLongAgo = async (p: string) => void (await admin.set(`${p}epoch-at`, 0));
+
 const lease = (id: string, at = Date.now()): Lease => ({ id, url: U, adapter: 'a', at });
 
 describe('item 1: recovery races admission', () => {
@@ -97,10 +103,10 @@ describe('item 1: recovery races admission', () => {
     expect(a.s.mode()).toBe('local');
     // A request is admitted (still locally: the node is degraded) while recovery re-takes leases.
     let admitted: Promise<unknown> | null = null;
-    const acquire = a.shared.acquire.bind(a.shared);
-    a.shared.acquire = (l) => {
+    const retake = a.shared.retake.bind(a.shared);
+    a.shared.retake = (l) => {
       admitted ??= a.s.acquire(lease('L2'));
-      return acquire(l);
+      return retake(l);
     };
     a.proxy!.restore();
     await waitFor(() => a.s.mode() === 'redis', 10_000, 'recovery');
@@ -177,6 +183,27 @@ describe('item 3: a partitioned node keeps its leases', () => {
   });
 });
 
+describe("a lease reclaimed by another node's expiry sweep", () => {
+  it('is not taken again when its node recovers from an outage', async () => {
+    const p = prefix();
+    const a = await node(p, 'nA', { viaProxy: true });
+    const b = await node(p, 'nB');
+    await a.s.applySnapshot(U, poll());
+    await a.s.acquire(lease('A1'));
+    // Its log phase never comes; node B's sweep reclaims it once older than 100 ms.
+    await sleep(150);
+    expect((await b.s.expireLeases(Date.now(), 100)).map((l) => l.id)).toEqual(['A1']);
+    // Node A's link fails, then comes back: its recovery re-takes the leases it holds.
+    a.proxy!.cut('refuse');
+    await a.s.acquire(lease('A2'));
+    expect(a.s.mode()).toBe('local');
+    a.proxy!.restore();
+    await waitFor(() => a.s.mode() === 'redis', 10_000, 'recovery');
+    // A2 (admitted during the outage) is counted in Redis; A1 stays reclaimed.
+    expect((await admin.hkeys(`${p}lease`)).sort()).toEqual(['A2']);
+  });
+});
+
 describe('item 8: lease expiry under long requests and skewed clocks', () => {
   it('a request longer than lease_max_age_ms keeps its lease while the replica reports its adapter running', async () => {
     const p = prefix();
@@ -242,6 +269,7 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
       await node(p, 'n2', { viaProxy: true }),
     ];
     await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
+    await beganLongAgo(p);
     // Each decision's reply tells a node how many share the budget.
     for (const n of ns) await n.s.views([U]);
     return { p, ns };
@@ -256,6 +284,20 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
     expect(ns.every((n) => n.s.mode() === 'local')).toBe(true);
     // The budget plus one window: 12, not (3 + 1) x 6.
     expect(granted).toBeLessThanOrEqual(2 * LIMIT);
+  });
+
+  it("after the state is emptied, a node cut off before the others' heartbeats came back grants only its share", async () => {
+    const { p, ns } = await threeNodes();
+    // Redis emptied (a restart without persistence, or FLUSHALL): the live nodes' heartbeats
+    // come back over the next node_ttl_ms / 4; node 0's next decision comes first.
+    const keys = await admin.keys(`${p}*`);
+    if (keys.length > 0) await admin.del(...keys);
+    await ns[0]!.s.views([U]);
+    ns[0]!.proxy!.cut('refuse');
+    const granted = await spend(ns[0]!, LIMIT);
+    expect(ns[0]!.s.mode()).toBe('local');
+    // Its share of three nodes: 2, not the whole budget of a node that thinks it is alone.
+    expect(granted).toBeLessThanOrEqual(Math.floor(LIMIT / 3));
   });
 
   it('a node restarted during the outage grants nothing cold until it has heard from the fleet', async () => {
@@ -335,6 +377,7 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
     const b = await node(p, 'nB');
     const c = await node(p, 'nC');
     await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
+    await beganLongAgo(p);
     await a.s.views([U]);
     a.proxy!.cut('refuse');
     const local = await spend(a, LIMIT); // its share: 6 / 3 nodes

@@ -18,6 +18,7 @@ export async function sendVia(
   const raw = JSON.stringify(body);
   const outcome = await router.route({ path, body: Buffer.from(raw) });
   if (outcome.kind === 'respond') return { outcome, status: outcome.status, text: '' };
+  let answer: { status: number; text: string };
   try {
     const res = await fetch(`${outcome.url}${path}`, {
       method: 'POST',
@@ -25,13 +26,14 @@ export async function sendVia(
       body: outcome.body ?? raw,
       signal: AbortSignal.timeout(20000),
     });
-    const text = await res.text();
-    await router.finish(outcome.leaseId, res.status);
-    return { outcome, status: res.status, text };
+    answer = { status: res.status, text: await res.text() };
   } catch (err) {
     await router.finish(outcome.leaseId, 502);
     throw err;
   }
+  // Once, outside the catch: a release that throws must not be followed by a second.
+  await router.finish(outcome.leaseId, answer.status);
+  return { outcome, ...answer };
 }
 
 /**

@@ -87,8 +87,8 @@ describe('a changed redis record (item 6)', () => {
       expect(cold).toMatchObject({ kind: 'respond', status: 503 });
       expect(fleet.replicas[0]!.adapterLog().filter((e) => e.op === 'unload')).toEqual([]);
       // Its log phase gives the lease back exactly once, where it was taken; a second time is an error.
-      expect(await routers[2]!.finish(leaseId, 200)).toBe(true);
-      expect(await routers[2]!.finish(leaseId, 200)).toBe(false);
+      await routers[2]!.finish(leaseId, 200);
+      await expect(routers[2]!.finish(leaseId, 200)).rejects.toThrow(LeaseNotOpen);
       await expect(releaseLease(lease, 200)).rejects.toThrow(LeaseNotOpen);
       expect(await rts[0]!.store.inFlightTotal()).toBe(0);
       // Now 'b' may take the slot.

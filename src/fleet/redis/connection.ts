@@ -90,7 +90,11 @@ export class RedisConnection {
   /** Why this server cannot hold the fleet state, or null. */
   private refusal: Error | null = null;
   private runId: string | null = null;
-  /** A server other than the last one answered: said once, by the next call. */
+  /**
+   * A server other than the last one answered: said to every call until the failover store's
+   * probe (`ready(true)`) takes this node's leases there again. Said once, the calls beside that
+   * one ran on a server that may lack this node's leases (an unload granted under one).
+   */
   private switched: string | null = null;
   /** The wait for a connection in progress, shared by every call made meanwhile. */
   private waiting: Promise<void> | null = null;
@@ -131,9 +135,8 @@ export class RedisConnection {
     await this.inspected!.done;
     if (this.refusal) throw this.refusal;
     if (this.switched !== null) {
-      const why = this.switched;
+      if (!recovering) throw new ServerSwitched(this.switched);
       this.switched = null;
-      if (!recovering) throw new ServerSwitched(why);
     }
     return this.client;
   }

@@ -33,6 +33,13 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    * never (it would drop the successor's leases, which it does not know).
    */
   superseded = false;
+  /**
+   * The store of the runtime that replaced this one on other state: each cold load granted here
+   * from then on counts there too, before its caller has it (`carrySpends`).
+   */
+  private spendsGoTo: FailoverFleetStore | null = null;
+  /** Spends carried from a predecessor on other state, until added here: grants wait for them. */
+  private carrying: Promise<void> = Promise.resolve();
   /** Re-registering and re-taking leases after the shared state was emptied, while under way. */
   private reclaiming: Promise<void> | null = null;
   /**
@@ -122,9 +129,9 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   }
 
   /**
-   * This store's runtime moved to other shared state (a `redis` record change) and handed its
-   * leases over: replays the releases waiting here (the hand-over's own among them, while Redis
-   * was unreachable) and drops any lease of this node still there, then closes. Retried every
+   * This store's runtime moved to other shared state (a `redis` record change) and its last
+   * lease was given back here: replays the releases waiting here (those made while Redis was
+   * unreachable) and drops any lease of this node still there, then closes. Retried every
    * probe while Redis is unreachable, for at most `maxMs` (after lease_max_age_ms they expire
    * by age anyway); a retired store never decides again, so nothing else waits on this.
    */
@@ -154,11 +161,28 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
 
   /**
    * Takes over what `pred` (a runtime on other shared state: another database, prefix or server)
-   * spent this window and adds it to this state's budgets: the operator's change does not hand
-   * the fleet a fresh budget. Each node carries its own, so the new state's sum is the fleet's.
+   * spent this window and adds it to this state's budgets, once `registered` (the state's epoch
+   * dates the spends): the operator's change does not hand the fleet a fresh budget. Each node
+   * carries its own, so the new state's sum is the fleet's. From now on a grant here waits until
+   * they are added, and what `pred`'s decisions still under way are granted counts here before
+   * they have it.
    */
-  async carrySpends(pred: FailoverFleetStore): Promise<void> {
+  carrySpends(pred: FailoverFleetStore, registered: Promise<void>): Promise<void> {
+    pred.spendsGoTo = this;
+    // Never rejects: a grant waits for it, and a failure here is logged, then the budget goes on.
+    this.carrying = this.carrying
+      .then(async () => {
+        await registered;
+        await this.takeSpendsOf(pred);
+      })
+      .catch((err: Error) => this.log.warn(`carrying this window's cold loads failed: ${err.message}`));
+    return this.carrying;
+  }
+
+  /** What `pred` spent and this store does not count yet, added here (or where this one's go now). */
+  private async takeSpendsOf(pred: FailoverFleetStore): Promise<void> {
     this.budget.carry(pred.budget);
+    if (this.spendsGoTo) return this.spendsGoTo.takeSpendsOf(this);
     if (!this.outage.degraded) await this.budget.republish().catch((err: Error) => this.degrade(err));
   }
 
@@ -277,8 +301,9 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   }
 
   /** Degraded, a node grants cold loads only from its share of the budget: see `OutageBudget`. */
-  spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
-    return this.decide(
+  async spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
+    await this.carrying;
+    const waitMs = await this.decide(
       async (s) => {
         const waitMs = await s.spendBudget(key, limit, windowMs, at);
         if (waitMs === 0) this.budget.spentShared(key, windowMs);
@@ -286,6 +311,8 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       },
       async () => this.budget.spendAlone(key, limit, windowMs, this.outage.options.probeMs),
     );
+    if (waitMs === 0 && this.spendsGoTo) await this.spendsGoTo.takeSpendsOf(this);
+    return waitMs;
   }
 
   async close(): Promise<void> {

@@ -64,7 +64,13 @@ export class HeldLeases {
     for (const [id, m] of [...this.mine]) {
       if (this.mine.get(id) !== m) continue; // ended meanwhile
       if (onlyLocal && m.shared) continue;
-      await shared.acquire(m.lease);
+      const taken = await retake(shared, m.lease);
+      // Reclaimed by age by a node's expiry sweep: it stays so (its store forgot it; a local copy goes too).
+      if (!taken) {
+        if (this.mine.get(id) === m) this.mine.delete(id);
+        if (!m.shared) await this.local.release(id, this.clock.now());
+        continue;
+      }
       // Its request may have ended while the shared copy was being taken.
       if (this.mine.get(id) !== m) {
         await shared.release(id, this.clock.now());
@@ -91,4 +97,11 @@ export class HeldLeases {
     for (const id of pred.pendingReleases) this.pendingReleases.add(id);
     pred.pendingReleases.clear();
   }
+}
+
+/** Takes `lease` again in `shared`; false if its expiry sweep reclaimed it (see SharedStore.retake). */
+async function retake(shared: SharedStore, lease: Lease): Promise<boolean> {
+  if (shared.retake) return shared.retake(lease);
+  await shared.acquire(lease);
+  return true;
 }

@@ -52,8 +52,9 @@ export class RedisFleetStore implements FleetStore {
   /** Told when the epoch changed or vanished (from the heartbeat: a node may have no decision to make). */
   onStateLost: (() => void) | null = null;
   /**
-   * Nodes heartbeating on this state, as last seen: shares of budgets in an outage. Null until
-   * the first answer (a process started during an outage knows nothing of the fleet).
+   * Nodes heartbeating on this state, as last seen (`noteNodes`): shares of budgets in an
+   * outage. Null until the first answer (a process started during an outage knows nothing of
+   * the fleet).
    */
   liveNodes: number | null = null;
 
@@ -111,8 +112,8 @@ export class RedisFleetStore implements FleetStore {
   private heartbeat(): void {
     this.run('heartbeat', this.node)
       .then((r) => {
-        const [epoch, nodes] = r as [string | null, number];
-        this.liveNodes = Math.max(1, nodes);
+        const [epoch, nodes] = r as [string | null, [number, number]];
+        this.noteNodes(nodes);
         if (this.noteEpoch(epoch)) this.onStateLost?.();
       })
       .catch((err: unknown) => {
@@ -123,6 +124,18 @@ export class RedisFleetStore implements FleetStore {
           this.onStateLost?.();
         }
       });
+  }
+
+  /**
+   * Records the live-node count a reply carried, with the age of the state's epoch. Until every
+   * live node's heartbeat (each node_ttl_ms / 4) came since the state began, the count misses
+   * those not heard from yet (after an emptied Redis, it reads 1): the count this node saw
+   * before stays a floor meanwhile. A process that saw none takes the count as it is (a fleet
+   * just started: the nodes not counted yet have granted nothing either).
+   */
+  private noteNodes([nodes, epochAgeMs]: [number, number]): void {
+    const whole = epochAgeMs < 0 || epochAgeMs >= this.config.node_ttl_ms;
+    this.liveNodes = Math.max(1, nodes, whole ? 0 : (this.liveNodes ?? 0));
   }
 
   /** Records the epoch a reply carried; true if the state was emptied since the last one seen. */
@@ -171,8 +184,8 @@ export class RedisFleetStore implements FleetStore {
       adapter?.name ?? '',
       withResidents ? '1' : '0',
       ...urls,
-    )) as [string | null, Reply[][], string | null, number];
-    this.liveNodes = Math.max(1, nodes);
+    )) as [string | null, Reply[][], string | null, [number, number]];
+    this.noteNodes(nodes);
     this.noteEpoch(epoch);
     const out: ReplicaView[] = [];
     for (const row of rows) {
@@ -303,8 +316,14 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {
-    const state = await this.run('acquire', lease.id, lease.url, lease.adapter ?? '', lease.at, this.node);
+    const state = await this.run('acquire', lease.id, lease.url, lease.adapter ?? '', lease.at, this.node, 0);
     return (state as ResidencyState | null) ?? undefined;
+  }
+
+  /** Takes again a lease this node holds (recovery); false if the expiry sweep reclaimed it (it stays so). */
+  async retake(lease: Lease): Promise<boolean> {
+    const r = await this.run('acquire', lease.id, lease.url, lease.adapter ?? '', lease.at, this.node, 1);
+    return r !== -1;
   }
 
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {

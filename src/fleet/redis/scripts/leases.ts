@@ -5,9 +5,13 @@
  * Each runs after the prelude (prelude.ts), with ARGV[1] = the prefix and no KEYS.
  */
 export const LEASE_SCRIPTS = {
-  /** id, url, adapter ('' none), at, node -> the adapter's state, or nil */
+  /**
+   * id, url, adapter ('' none), at, node, retake ('1': a node re-taking a lease it holds) -> the
+   * adapter's state, or nil; -1 if retaking a lease the expiry sweep reclaimed (it stays so).
+   */
   acquire: `
 local id, url, name, at, node = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
+if ARGV[7] == '1' and redis.call('ZSCORE', P .. 'reclaimed', id) then return -1 end
 local state = false
 if name ~= '' then
   local res = getres(url, name)
@@ -63,6 +67,8 @@ local function expire(id, why)
   if not raw then return end
   local lease = cjson.decode(raw)
   droplease(id, lease)
+  -- Remembered while any store could still hold it: its node's recovery must not re-take it.
+  redis.call('ZADD', P .. 'reclaimed', t, id)
   out[#out + 1] = raw
   event({at = now, url = lease.url, adapter = lease.adapter, op = 'lease-expired', result = 'error',
     detail = 'lease ' .. id .. ' ' .. why})
@@ -104,6 +110,7 @@ end
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lease-t0', '-inf', t - ceiling, 'LIMIT', 0, 1000)) do
   expire(id, 'taken over ' .. ceiling .. ' ms ago')
 end
+redis.call('ZREMRANGEBYSCORE', P .. 'reclaimed', '-inf', t - ceiling)
 for _, f in ipairs(redis.call('ZRANGEBYSCORE', P .. 'lock-until', '-inf', t, 'LIMIT', 0, 1000)) do
   local raw = redis.call('HGET', P .. 'lock', f)
   if raw then endlock(f, raw, 'lock expired') else unlock(f) end

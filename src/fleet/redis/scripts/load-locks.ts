@@ -19,19 +19,10 @@ return fence`,
   /** url, adapter, fence, ok, at -> 1 if the fence was current */
   finishLoad: `
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
-local res = getres(url, name)
-if not res or res.state ~= 'loading' or res.fence ~= fence then
-  unlockstale(fence, url, name, res)
-  return 0
-end
-unlock(fence)
+if not endchange(url, name, fence, 'loading') then return 0 end
 if ARGV[5] == '1' then putres(url, name, {state = 'loaded', since = at, lastUsed = at})
-else
-  -- Ended without it (a failure, or the after-load undo unloaded it): a registry read begun
-  -- before now may still list it, and must not bring it back.
-  dropres(url, name)
-  markgone(url, name)
-end
+-- Ended without it: a failure, or the after-load undo unloaded it.
+else gone(url, name) end
 changed()
 return 1`,
 
@@ -64,18 +55,10 @@ return fence`,
   /** url, adapter, fence, ok, at -> 1 if the fence was current */
   finishUnload: `
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
-local res = getres(url, name)
-if not res or res.state ~= 'unloading' or res.fence ~= fence then
-  unlockstale(fence, url, name, res)
-  return 0
-end
-unlock(fence)
-if ARGV[5] == '1' then
-  dropres(url, name)
-  markgone(url, name)
-else
-  putres(url, name, {state = 'loaded', since = at, lastUsed = res.lastUsed})
-end
+local res = endchange(url, name, fence, 'unloading')
+if not res then return 0 end
+if ARGV[5] == '1' then gone(url, name)
+else putres(url, name, {state = 'loaded', since = at, lastUsed = res.lastUsed}) end
 changed()
 return 1`,
 

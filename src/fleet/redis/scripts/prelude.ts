@@ -12,9 +12,11 @@
  *   P lease-at        zset id -> when the lease was taken or last renewed, Redis time
  *   P lease-t0        zset id -> when the lease was taken, Redis time (renewals end at a ceiling)
  *   P ls:<url>|<name> set of the lease ids on one adapter of one replica (renewed together)
+ *   P reclaimed       zset id -> when the expiry sweep reclaimed the lease (kept LEASE_CEILING max ages)
  *   P nl:<node>       set of a node's lease ids; P nodes zset node -> last heartbeat (Redis time)
  *   P epoch           a random id set by the first registration after Redis was empty: a node
  *                     that sees it change or vanish takes its leases again (FLUSHALL, restart)
+ *   P epoch-at        when the epoch was set (Redis time): the live-node count is whole only node_ttl_ms after
  *   P reborn          set (PX node_ttl_ms) when a node that knew an older epoch sets a new one: no unload meanwhile
  *   P fence           counter; P lock hash fence -> [url, adapter]; P lock-until zset fence -> expiry
  *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
@@ -58,11 +60,23 @@ local function dropres(url, name)
   redis.call('HDEL', reskey(url), name)
   if cjson.decode(was).state ~= 'static' then redis.call('HINCRBY', rkey(url), 'residents', -1) end
 end
-local function event(e)
-  redis.call('LPUSH', P .. 'events', cjson.encode(e))
+-- The event list keeps the newest 200: pushevent takes one already encoded (a node's own JSON).
+local function pushevent(raw)
+  redis.call('LPUSH', P .. 'events', raw)
   redis.call('LTRIM', P .. 'events', 0, 199)
 end
+local function event(e) pushevent(cjson.encode(e)) end
 local function changed() redis.call('PUBLISH', P .. 'changed', '1') end
+-- The nodes heartbeating here and how long ago the state began (0: emptied, no epoch yet; -1: its
+-- start unknown, long ago): until every live node's heartbeat came since, the count misses some.
+local function livenodes()
+  local age = 0
+  if redis.call('EXISTS', P .. 'epoch') == 1 then
+    local at = redis.call('GET', P .. 'epoch-at')
+    age = at and math.max(0, now_ms() - tonumber(at)) or -1
+  end
+  return {redis.call('ZCARD', P .. 'nodes'), age}
+end
 local function markgone(url, name)
   local k = P .. 'gone:' .. url
   redis.call('ZADD', k, now_ms(), name)
@@ -86,6 +100,22 @@ local function unlockstale(fence, url, name, res)
   local k = cjson.decode(raw)
   if k[1] == url and k[2] == name then unlock(fence) end
 end
+-- Ends the change the fence began on the adapter (a load: 'loading', an unload: 'unloading'): its entry,
+-- or nil if the fence is no longer current (a stale lock is ended only if its change is over).
+local function endchange(url, name, fence, state)
+  local res = getres(url, name)
+  if not res or res.state ~= state or res.fence ~= fence then
+    unlockstale(fence, url, name, res)
+    return nil
+  end
+  unlock(fence)
+  return res
+end
+-- Gone from the replica: a registry read begun before now may still list it, and must not bring it back.
+local function gone(url, name)
+  dropres(url, name)
+  markgone(url, name)
+end
 local function touch(url, name, at)
   local res = getres(url, name)
   if res and res.lastUsed < at then
@@ -106,8 +136,7 @@ end
 local function forget(url, name, at)
   local res = getres(url, name)
   if not res or res.state ~= 'loaded' then return 0 end
-  dropres(url, name)
-  markgone(url, name)
+  gone(url, name)
   return 1
 end
 local function lskey(url, name) return P .. 'ls:' .. url .. '|' .. name end

@@ -19,15 +19,16 @@ redis.call('HSET', P .. 'spec', url, ARGV[3])
 if redis.call('EXISTS', rkey(url)) == 0 then
   redis.call('HSET', rkey(url), 'health', 'unknown', 'residents', 0, 'inFlight', 0)
 end
-if redis.call('SET', P .. 'epoch', ARGV[4], 'NX') and tonumber(ARGV[5]) > 0 then
-  redis.call('SET', P .. 'reborn', '1', 'PX', ARGV[5])
+if redis.call('SET', P .. 'epoch', ARGV[4], 'NX') then
+  redis.call('SET', P .. 'epoch-at', now_ms())
+  if tonumber(ARGV[5]) > 0 then redis.call('SET', P .. 'reborn', '1', 'PX', ARGV[5]) end
 end
 return redis.call('GET', P .. 'epoch')`,
 
-  /** node: this node is alive (Redis time, so node clocks may disagree) -> {epoch, nodes} */
+  /** node: this node is alive (Redis time, so node clocks may disagree) -> {epoch, {nodes, epoch age}} */
   heartbeat: `
 redis.call('ZADD', P .. 'nodes', now_ms(), ARGV[2])
-return {redis.call('GET', P .. 'epoch'), redis.call('ZCARD', P .. 'nodes')}`,
+return {redis.call('GET', P .. 'epoch'), livenodes()}`,
 
   /** -> rows {url, spec, figures, residency, busy} for every replica */
   dump: `
@@ -42,7 +43,6 @@ return out`,
 
   /** event JSON */
   event: `
-redis.call('LPUSH', P .. 'events', ARGV[2])
-redis.call('LTRIM', P .. 'events', 0, 199)
+pushevent(ARGV[2])
 return 1`,
 } as const;

@@ -8,7 +8,7 @@
 import { SKEW_MARGIN_MS } from './prelude';
 
 export const RESIDENCY_SCRIPTS = {
-  /** adapter ('' none), withResidents '0'|'1', urls... -> {placement, rows, epoch, nodes} */
+  /** adapter ('' none), withResidents '0'|'1', urls... -> {placement, rows, epoch, {nodes, epoch age}} */
   views: `
 local adapter, withRes = ARGV[2], ARGV[3]
 local placed = false
@@ -31,7 +31,7 @@ for i = 4, #ARGV do
   end
 end
 -- The epoch and the node count ride on the round trip every decision makes anyway.
-return {placed, out, redis.call('GET', P .. 'epoch'), redis.call('ZCARD', P .. 'nodes')}`,
+return {placed, out, redis.call('GET', P .. 'epoch'), livenodes()}`,
 
   /** url, snapshot JSON {at, startedAt, sharedStartedAt?, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
   snapshot: `

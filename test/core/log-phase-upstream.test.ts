@@ -1,0 +1,43 @@
+/**
+ * The log phase's two jobs, each on its own: the lease goes back once (a second release is an
+ * error a caller can assert), and Kong's own 502/504 marks the replica down whatever became of
+ * the lease (the answer is about the replica).
+ */
+import { LeaseNotOpen } from '../../src/lease';
+import { logPhase } from '../../src/router/log-phase';
+import type { RouteOutcome } from '../../src/router/router';
+import { CoreHarness } from '../helpers/core-harness';
+import { templatedRouter } from '../helpers/replicas';
+
+const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
+const vllm = () => ({ adapterDirs: ['/adapters'], timeScale: 10 });
+
+let h: CoreHarness | undefined;
+afterEach(async () => {
+  await h?.stop();
+  h = undefined;
+});
+
+async function routed(): Promise<Extract<RouteOutcome, { kind: 'proxy' }>> {
+  h = await CoreHarness.start([vllm()], (urls) => templatedRouter(urls, BASE, {}));
+  await h.nextPoll();
+  const body = Buffer.from(JSON.stringify({ model: BASE, messages: [{ role: 'user', content: 'hi' }] }));
+  const o = await h.router.route({ path: '/v1/chat/completions', body });
+  if (o.kind !== 'proxy') throw new Error(`not routed: ${JSON.stringify(o)}`);
+  return o;
+}
+
+it('RouterService.finish: a second release of one lease is an error', async () => {
+  const o = await routed();
+  await h!.router.finish(o.leaseId, 200);
+  await expect(h!.router.finish(o.leaseId, 200)).rejects.toThrow(LeaseNotOpen);
+});
+
+it("Kong's own 502 marks the replica down though its lease is no longer open here", async () => {
+  const o = await routed();
+  await h!.router.finish(o.leaseId, 200); // given back (or reclaimed by age) before this log phase
+  const record = { lease: o.leaseId, replica: o.url, stage: o.stage, adapter: o.adapter };
+  await expect(logPhase(h!.rt, record, 502, async () => 'error')).rejects.toThrow(LeaseNotOpen);
+  const [view] = await h!.rt.store.views([o.url]);
+  expect(view!.health).toBe('down');
+});
