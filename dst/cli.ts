@@ -129,7 +129,9 @@ async function explore(a: Args): Promise<number> {
   const cmd = (seed: number, keep?: number[]) =>
     `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
-    process.stdout.write(`\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`);
+    process.stdout.write(
+      `\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`,
+    );
     if (!a.shrink) continue;
     const s = await shrink(f.seed, o, f.invariant);
     const full = (await runSeed(f.seed, o)).schedule;

@@ -81,21 +81,30 @@ export class LogChecks {
       if (o) {
         o.alone ||= w.degraded;
         if (!o.alone && w.now - o.since > this.limits.excessGraceMs)
-          this.fail(w, 'loaded adapters within max_loaded_adapters', `${src.url} over the limit for ${w.now - o.since} ms`);
+          this.fail(
+            w,
+            'loaded adapters within max_loaded_adapters',
+            `${src.url} over the limit for ${w.now - o.since} ms`,
+          );
       }
     });
   }
 
   private entry(i: number, e: ReplicaLogEntry, w: WorldView): void {
     const busy = noBusyUnload([e]);
-    if (busy.violations.length > 0) this.fail(w, 'no unload of a busy adapter', describe(busy.violations[0]!));
+    if (busy.violations.length > 0)
+      this.fail(w, 'no unload of a busy adapter', describe(busy.violations[0]!));
     if (e.op === 'load') this.load(e, w);
     if (e.loaded !== undefined) {
       const max = this.limits.maxLoadedAdapters;
       // Nodes deciding alone read the registry before each load: only loads under way at once on
       // several nodes pass the limit, at most one per node (docs/reliability.md, Redis stopped mid-run).
       if (e.loaded > max + this.limits.nodes)
-        this.fail(w, 'loaded adapters within max_loaded_adapters', `${e.replica} holds ${e.loaded} (limit ${max})`);
+        this.fail(
+          w,
+          'loaded adapters within max_loaded_adapters',
+          `${e.replica} holds ${e.loaded} (limit ${max})`,
+        );
       if (e.loaded > max) this.over[i] ??= { since: w.now, alone: w.degraded };
       else this.over[i] = null;
     }
@@ -114,7 +123,11 @@ export class LogChecks {
     if (quiet && e.status === 200)
       for (const l of others)
         if (l.url !== e.replica && l.end > start)
-          this.fail(w, 'each cold adapter loaded once per burst', `${e.name} loading on ${l.url} and ${e.replica} at once`);
+          this.fail(
+            w,
+            'each cold adapter loaded once per burst',
+            `${e.name} loading on ${l.url} and ${e.replica} at once`,
+          );
     others.push({ url: e.replica, start, end: e.at });
     this.loading.set(e.name, others);
   }

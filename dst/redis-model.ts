@@ -30,7 +30,7 @@ import type {
   ResidentAdapter,
 } from '../src/fleet/types';
 import type { Random } from '../src/random';
-import type { Scheduler } from './scheduler';
+import { trip, type Scheduler } from './scheduler';
 
 /** The Lua snapshot script's margin for a poll without a shared start (scripts/residency.ts). */
 const SKEW_MARGIN_MS = 50;
@@ -50,7 +50,10 @@ class ServerState {
   /** Open lease id -> its node (the scripts' `nl:<node>` sets). */
   leaseNode = new Map<string, string>();
   /** Load and unload locks: fence -> holder and expiry. */
-  locks = new Map<Fence, { node: string; url: string; adapter: string; until: number; op: 'load' | 'unload' }>();
+  locks = new Map<
+    Fence,
+    { node: string; url: string; adapter: string; until: number; op: 'load' | 'unload' }
+  >();
   fence = 0;
 }
 
@@ -165,9 +168,11 @@ export class RedisModel {
         return r;
       }
       case 'release': {
-        const r = (await s.store.release(args[0] as string, args[1] as number, args[2] as number | undefined)) as
-          | Released
-          | undefined;
+        const r = (await s.store.release(
+          args[0] as string,
+          args[1] as number,
+          args[2] as number | undefined,
+        )) as Released | undefined;
         s.leaseNode.delete(args[0] as string);
         return r;
       }
@@ -205,7 +210,13 @@ export class RedisModel {
             ? await s.store.beginLoad(url, adapter, at, args[5] as number)
             : await s.store.beginUnload(url, adapter, at, ttl, args[5] as string | undefined);
         if (f !== null)
-          s.locks.set(f, { node, url, adapter, until: at + ttl, op: name === 'beginLoad' ? 'load' : 'unload' });
+          s.locks.set(f, {
+            node,
+            url,
+            adapter,
+            until: at + ttl,
+            op: name === 'beginLoad' ? 'load' : 'unload',
+          });
         return f;
       }
       case 'finishLoad':
@@ -333,16 +344,13 @@ export class RedisLink implements SharedStore {
       );
       if (this.closed) return settle(() => reject(new Error('Connection is closed.')));
       if (this.faults.partitioned) return; // blackholed: the timeout answers
-      // The request's trip: 0-2 ms, seeded (interleavings between nodes).
-      const trip = Math.floor(this.random() * 3);
       const slow = this.faults.slowMs;
-      this.clock.after(trip, () => {
+      trip(this.clock, this.random, () => {
         if (server.down) return settle(() => reject(new Error('connect ECONNREFUSED')));
         if (this.faults.partitioned) return;
         if (this.runIdSeen !== null && this.runIdSeen !== server.runId) {
           this.runIdSeen = server.runId;
-          if (!o.recovering)
-            return settle(() => reject(new ServerSwitched('another Redis server answers')));
+          if (!o.recovering) return settle(() => reject(new ServerSwitched('another Redis server answers')));
         }
         this.runIdSeen = server.runId;
         const now = server.clock.now();
@@ -352,7 +360,9 @@ export class RedisLink implements SharedStore {
         void run.then(
           (r) => {
             if (PUBLISHING.has(name)) server.publish();
-            this.clock.after(slow + trip, () => settle(() => resolve(r)));
+            const back = () => trip(this.clock, this.random, () => settle(() => resolve(r)));
+            if (slow > 0) this.clock.after(slow, back);
+            else back();
           },
           (err: Error) => settle(() => reject(err)),
         );
@@ -376,7 +386,11 @@ export class RedisLink implements SharedStore {
     return (await this.call('replicaSpecs', [], { pure: (s) => s.store.replicaSpecs() })) as ReplicaSpec[];
   }
 
-  async views(urls: readonly string[], adapter?: AdapterRef, withResidents?: boolean): Promise<ReplicaView[]> {
+  async views(
+    urls: readonly string[],
+    adapter?: AdapterRef,
+    withResidents?: boolean,
+  ): Promise<ReplicaView[]> {
     const r = (await this.call('views', [], {
       pure: async (s) => ({
         views: await s.store.views(urls, adapter, withResidents),
@@ -421,15 +435,29 @@ export class RedisLink implements SharedStore {
     return (await this.call('residents', [], { pure: (s) => s.store.residents(url) })) as ResidentAdapter[];
   }
 
-  async beginLoad(url: string, adapter: string, at: number, limit: number, ttlMs: number): Promise<Fence | null> {
-    return (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], { at: [2] })) as Fence | null;
+  async beginLoad(
+    url: string,
+    adapter: string,
+    at: number,
+    limit: number,
+    ttlMs: number,
+  ): Promise<Fence | null> {
+    return (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
+      at: [2],
+    })) as Fence | null;
   }
 
   async finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
     return (await this.call('finishLoad', [url, adapter, fence, ok, at], { at: [4] })) as boolean;
   }
 
-  async beginUnload(url: string, adapter: string, at: number, ttlMs: number, forAdapter?: string): Promise<Fence | null> {
+  async beginUnload(
+    url: string,
+    adapter: string,
+    at: number,
+    ttlMs: number,
+    forAdapter?: string,
+  ): Promise<Fence | null> {
     return (await this.call('beginUnload', [url, adapter, at, ttlMs, this.node, forAdapter], {
       at: [2],
     })) as Fence | null;

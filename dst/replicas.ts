@@ -10,6 +10,7 @@ import type { Clock } from '../src/clock';
 import type { Random } from '../src/random';
 import { loadCostFor } from '../sim/engine/load-cost';
 import { SimReplica } from '../sim/http/replica';
+import { trip } from './scheduler';
 
 /** Unix seconds at virtual time 0: a fixed date, so the replicas' `Date` headers replay exactly. */
 const EPOCH_UNIX = 1_780_000_000;
@@ -56,12 +57,17 @@ export class ReplicaSet {
   }
 
   /**
-   * A process's HTTP to the replicas: each call takes 0-2 ms each way (seeded), is answered by
+   * A process's HTTP to the replicas: each call takes 0-2 ms each way (seeded, `trip`), is answered by
    * the replica in process and bounded by `timeoutMs` on `clock`. `alive`: a dead process's
    * calls are never answered (its pending work just stops).
    */
   http(clock: Clock, random: Random, alive: () => boolean): ReplicaHttp {
-    const call = (method: 'GET' | 'POST', url: string, timeoutMs: number, body?: unknown): Promise<HttpReply> => {
+    const call = (
+      method: 'GET' | 'POST',
+      url: string,
+      timeoutMs: number,
+      body?: unknown,
+    ): Promise<HttpReply> => {
       const u = new URL(url);
       const replica = this.replica(u.origin);
       return new Promise<HttpReply>((resolve, reject) => {
@@ -73,12 +79,12 @@ export class ReplicaSet {
           reject(new BackendError('timeout', `${method} ${url}: no answer within ${timeoutMs} ms`));
         });
         let abort = () => {};
-        clock.after(Math.floor(random() * 3), () => {
+        trip(clock, random, () => {
           if (settled || !alive()) return;
           const x = replica.exchange(method, u.pathname, body === undefined ? '' : JSON.stringify(body));
           abort = x.abort;
           void x.reply.then((r) => {
-            clock.after(Math.floor(random() * 3), () => {
+            trip(clock, random, () => {
               if (settled || !alive()) return;
               settled = true;
               cancel();

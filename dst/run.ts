@@ -11,7 +11,11 @@ export async function runSchedule(s: Schedule): Promise<RunResult> {
   return new World(s).run();
 }
 
-export async function runSeed(seed: number, o: ScheduleOptions = DEFAULT_OPTIONS, keep?: readonly number[]): Promise<RunResult & { schedule: Schedule }> {
+export async function runSeed(
+  seed: number,
+  o: ScheduleOptions = DEFAULT_OPTIONS,
+  keep?: readonly number[],
+): Promise<RunResult & { schedule: Schedule }> {
   const full = generate(seed, o);
   const schedule = keep ? { ...full, actions: keep.map((i) => full.actions[i]!) } : full;
   return { ...(await runSchedule(schedule)), schedule };
@@ -22,7 +26,12 @@ export async function runSeed(seed: number, o: ScheduleOptions = DEFAULT_OPTIONS
  * removal after which the same invariant still breaks. Returns the indices kept (into the
  * seed's generated actions), so `--seed S --keep i,j,k` replays it.
  */
-export async function shrink(seed: number, o: ScheduleOptions, invariant: string, budget = 200): Promise<{ keep: number[]; result: RunResult }> {
+export async function shrink(
+  seed: number,
+  o: ScheduleOptions,
+  invariant: string,
+  budget = 200,
+): Promise<{ keep: number[]; result: RunResult }> {
   const full = generate(seed, o);
   let keep = full.actions.map((_, i) => i);
   let best: RunResult | null = null;

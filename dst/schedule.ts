@@ -71,7 +71,7 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
     maxLoadedAdapters: int(r, 1, 2),
     adapters: ADAPTERS.slice(0, int(r, 4, ADAPTERS.length)),
     loadMs: [200, 800, 1500][int(r, 0, 2)]!,
-    decodeMsPerStep: [50, 200][int(r, 0, 1)]!,
+    decodeMsPerStep: [50, 100][int(r, 0, 1)]!,
     coldLoadsPerMinute: [3, 6, 1000][int(r, 0, 2)]!,
     leaseMaxAgeMs: 4000,
     ttftSloMs: [0, 1000][int(r, 0, 1)]!,

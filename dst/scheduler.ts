@@ -16,6 +16,16 @@ interface Timer {
   live: boolean;
 }
 
+/**
+ * A message's trip: most arrive within the same instant (a microtask, no step), the rest 1-2 ms
+ * later (a step of their own), seeded: the interleavings of calls from several nodes.
+ */
+export function trip(clock: Clock, random: Random, fn: () => void): void {
+  const ms = Math.floor(random() * 4) - 1;
+  if (ms <= 0) void Promise.resolve().then(fn);
+  else clock.after(ms, fn);
+}
+
 export class Scheduler implements Clock {
   private t = 0;
   private heap: Timer[] = [];

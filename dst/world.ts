@@ -22,11 +22,11 @@ import { ReplicaSet } from './replicas';
 import { NodeClock, Scheduler } from './scheduler';
 import type { Action, Schedule } from './schedule';
 
-const POLL_MS = 500;
+const POLL_MS = 1000;
 const PROBE_MS = 1000;
 const NODE_TTL_MS = 2000;
 /** After the span: faults healed, traffic done, the world settles this long before the lease check. */
-const SETTLE_MS = 4 * PROBE_MS + NODE_TTL_MS;
+const SETTLE_MS = 3 * PROBE_MS;
 /** Bounded memory: wake-ups per node beyond one per request under way there. */
 const WAKEUP_SLACK = 8;
 const TIMER_BOUND = 20_000;
@@ -144,7 +144,13 @@ export class World {
     });
   }
 
-  private runtime(proc: { node: number; gen: number; clock: NodeClock; alive: () => boolean }, db: number, recordGen: number, prefix: string, seq?: { next: number }): FleetRuntime {
+  private runtime(
+    proc: { node: number; gen: number; clock: NodeClock; alive: () => boolean },
+    db: number,
+    recordGen: number,
+    prefix: string,
+    seq?: { next: number },
+  ): FleetRuntime {
     const redis = this.redisConfig(db, recordGen);
     return new FleetRuntime({
       clock: proc.clock,
@@ -192,16 +198,25 @@ export class World {
       const w = this.view();
       this.checks.check(w);
       if (secondReleases.length > 0)
-        this.checks.fail(w, 'every in-flight count released exactly once', `second release of ${secondReleases[0]} (LeaseNotOpen)`);
+        this.checks.fail(
+          w,
+          'every in-flight count released exactly once',
+          `second release of ${secondReleases[0]} (LeaseNotOpen)`,
+        );
       for (const p of this.procs) {
         if (!p.alive) continue;
         for (const rt of p.runtimes) {
           const waiting = rt.manager.roomChanged.waiting;
           if (waiting > p.routing + WAKEUP_SLACK)
-            this.checks.fail(w, 'bounded memory', `node ${p.node}: ${waiting} wake-ups left with ${p.routing} requests routing`);
+            this.checks.fail(
+              w,
+              'bounded memory',
+              `node ${p.node}: ${waiting} wake-ups left with ${p.routing} requests routing`,
+            );
         }
       }
-      if (this.sched.pending > TIMER_BOUND) this.checks.fail(w, 'bounded memory', `${this.sched.pending} timers pending`);
+      if (this.sched.pending > TIMER_BOUND)
+        this.checks.fail(w, 'bounded memory', `${this.sched.pending} timers pending`);
     } catch (err) {
       if (err instanceof InvariantBroken) this.violation = err.v;
       else throw err;
@@ -234,11 +249,15 @@ export class World {
         return this.during(
           a.ms,
           () => links().forEach((l) => (l.faults.partitioned = true)),
-          () => this.procs[a.node]!.runtimes.forEach((rt) => (((rt.store as FailoverFleetStore).shared as RedisLink).faults.partitioned = false)),
+          () =>
+            this.procs[a.node]!.runtimes.forEach(
+              (rt) => (((rt.store as FailoverFleetStore).shared as RedisLink).faults.partitioned = false),
+            ),
         );
       }
       case 'slow': {
-        const links = () => this.procs[a.node]!.runtimes.map((rt) => (rt.store as FailoverFleetStore).shared as RedisLink);
+        const links = () =>
+          this.procs[a.node]!.runtimes.map((rt) => (rt.store as FailoverFleetStore).shared as RedisLink);
         return this.during(
           a.ms,
           () => links().forEach((l) => (l.faults.slowMs = a.slowMs)),
@@ -260,7 +279,9 @@ export class World {
       case 'record-change':
         this.fault();
         // Kong pushes the new configuration to its nodes in turn.
-        return this.procs.forEach((_, n) => this.sched.after(n * a.gapMs, () => this.recordChange(n, a.otherState)));
+        return this.procs.forEach((_, n) =>
+          this.sched.after(n * a.gapMs, () => this.recordChange(n, a.otherState)),
+        );
       case 'process-restart':
         this.fault();
         return this.restartProcess(a.node);
@@ -322,7 +343,9 @@ export class World {
       p.routing--;
       if (out.kind !== 'proxy' || !p.alive) return;
       const path = new URL(out.url).origin;
-      const reply = await this.replicas.replica(path).exchange('POST', '/v1/chat/completions', out.body ?? body).reply;
+      const reply = await this.replicas
+        .replica(path)
+        .exchange('POST', '/v1/chat/completions', out.body ?? body).reply;
       // The log phase, on the process that routed it (a dead one never runs it).
       if (!p.alive) return;
       await svc.finish(out.leaseId, reply.status);
@@ -335,7 +358,8 @@ export class World {
     secondReleases = [];
     for (const a of this.schedule.actions) this.sched.after(a.at, () => this.apply(a));
     // Snapshots (RDB saves) every second, for restarts from an older one.
-    for (let t = 500; t < this.w.spanMs; t += 1000) this.sched.after(t, () => this.redis.forEach((r) => r.takeSnapshot()));
+    for (let t = 500; t < this.w.spanMs; t += 1000)
+      this.sched.after(t, () => this.redis.forEach((r) => r.takeSnapshot()));
     const stop = () => this.violation !== null;
     const step = () => this.afterStep();
     try {
@@ -348,7 +372,11 @@ export class World {
     } finally {
       this.close();
     }
-    return { steps: this.sched.steps, simMs: this.sched.now(), ...(this.violation ? { violation: this.violation } : {}) };
+    return {
+      steps: this.sched.steps,
+      simMs: this.sched.now(),
+      ...(this.violation ? { violation: this.violation } : {}),
+    };
   }
 
   /** Every request ended and the world settled: no live node holds a lease, in Redis or alone. */
@@ -362,7 +390,12 @@ export class World {
     for (const [i, r] of this.redis.entries())
       for (const [id, node] of used.has(i) ? r.openLeases() : [])
         if (live.has(node)) {
-          this.violation = { invariant: 'no lease left open after quiescence', detail: `db ${i}: lease ${id} of live node ${node} open ${SETTLE_MS} ms after the last request ended`, at: w.now, step: w.step };
+          this.violation = {
+            invariant: 'no lease left open after quiescence',
+            detail: `db ${i}: lease ${id} of live node ${node} open ${SETTLE_MS} ms after the last request ended`,
+            at: w.now,
+            step: w.step,
+          };
           return;
         }
     for (const p of this.procs) {
@@ -370,7 +403,12 @@ export class World {
       for (const rt of p.runtimes) {
         const open = await (rt.store as FailoverFleetStore).local.inFlightTotal();
         if (open > 0) {
-          this.violation = { invariant: 'no lease left open after quiescence', detail: `node ${p.node}: ${open} lease(s) open in its local store`, at: w.now, step: w.step };
+          this.violation = {
+            invariant: 'no lease left open after quiescence',
+            detail: `node ${p.node}: ${open} lease(s) open in its local store`,
+            at: w.now,
+            step: w.step,
+          };
           return;
         }
       }
