@@ -57,7 +57,7 @@ export interface ScheduleOptions {
   faults?: readonly FaultKind[];
 }
 
-const ADAPTERS = ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law'];
+const ADAPTERS = ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'];
 
 function int(r: Random, lo: number, hi: number): number {
   return lo + Math.floor(r() * (hi - lo + 1));
@@ -68,7 +68,7 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   const world: WorldSettings = {
     nodes: 3,
     replicas: int(r, 2, 3),
-    maxLoadedAdapters: int(r, 1, 2),
+    maxLoadedAdapters: [1, 2, 4][int(r, 0, 2)]!,
     adapters: ADAPTERS.slice(0, int(r, 4, ADAPTERS.length)),
     loadMs: [200, 800, 1500][int(r, 0, 2)]!,
     decodeMsPerStep: [50, 100][int(r, 0, 1)]!,
@@ -97,13 +97,14 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
     const kind = faults[int(r, 0, faults.length - 1)]!;
     switch (kind) {
       case 'partition':
-        actions.push({ at, kind, node, ms: int(r, 200, 3000) });
+        // Now and then every node at once (Redis unreachable to the whole fleet).
+        actions.push({ at, kind, node: r() < 0.3 ? -1 : node, ms: int(r, 200, 3000) });
         break;
       case 'slow':
         actions.push({ at, kind, node, ms: int(r, 200, 3000), slowMs: int(r, 50, 3000) });
         break;
       case 'redis-restart':
-        actions.push({ at, kind, empty: r() < 0.5, downMs: int(r, 0, 1500) });
+        actions.push({ at, kind, empty: r() < 0.5, downMs: int(r, 0, 3000) });
         break;
       case 'flushall':
         actions.push({ at, kind });

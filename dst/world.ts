@@ -17,7 +17,7 @@ import { seededRandom, type Random } from '../src/random';
 import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
 import { InvariantBroken, LogChecks, type Violation, type WorldView } from './invariants';
-import { RedisModel, type RedisLink } from './redis-model';
+import { RedisModel, type LinkFaults } from './redis-model';
 import { ReplicaSet } from './replicas';
 import { NodeClock, Scheduler } from './scheduler';
 import type { Action, Schedule } from './schedule';
@@ -61,7 +61,7 @@ interface Process {
   svc: RouterService;
   /** Every runtime this process made (a record change adds one): their stores' checks. */
   runtimes: FleetRuntime[];
-  links: RedisLink[];
+
   /** Requests in its access phase now. */
   routing: number;
   /** Which shared state its current runtime uses (0 or 1: two databases). */
@@ -88,6 +88,8 @@ export class World {
   private inFlight = 0;
   private violation: Violation | null = null;
   private readonly w: Schedule['world'];
+  /** Per node (its host, whatever process runs there): the faults of its links to Redis. */
+  private readonly linkFaults: { link: LinkFaults; partitions: number; slow: number }[];
 
   constructor(private readonly schedule: Schedule) {
     this.w = schedule.world;
@@ -99,6 +101,11 @@ export class World {
       loadMs: this.w.loadMs,
       decodeMsPerStep: this.w.decodeMsPerStep,
     });
+    this.linkFaults = Array.from({ length: this.w.nodes }, () => ({
+      link: { partitioned: false, slowMs: 0 },
+      partitions: 0,
+      slow: 0,
+    }));
     this.redis = [0, 1].map((db) => new RedisModel(this.sched, this.redisConfig(db, 0), this.random));
     for (let n = 0; n < this.w.nodes; n++) this.procs.push(this.start(n, 0, 0, new NodeClock(this.sched)));
     this.checks = new LogChecks(
@@ -155,7 +162,11 @@ export class World {
     return new FleetRuntime({
       clock: proc.clock,
       redis,
-      sharedStore: (_r, node) => this.redis[db]!.link(node, proc.clock),
+      sharedStore: (_r, node) => {
+        const link = this.redis[db]!.link(node, proc.clock);
+        link.faults = this.linkFaults[proc.node]!.link;
+        return link;
+      },
       api: new HttpReplicaApi(this.replicas.http(proc.clock, this.random, proc.alive)),
       log: silentLogger,
       seed: this.schedule.seed * 31 + proc.node * 7 + proc.gen,
@@ -243,25 +254,20 @@ export class World {
     switch (a.kind) {
       case 'request':
         return void this.request(a);
-      case 'partition': {
-        const p = this.procs[a.node]!;
-        const links = () => p.runtimes.map((rt) => (rt.store as FailoverFleetStore).shared as RedisLink);
-        return this.during(
-          a.ms,
-          () => links().forEach((l) => (l.faults.partitioned = true)),
-          () =>
-            this.procs[a.node]!.runtimes.forEach(
-              (rt) => (((rt.store as FailoverFleetStore).shared as RedisLink).faults.partitioned = false),
-            ),
-        );
-      }
+      case 'partition':
       case 'slow': {
-        const links = () =>
-          this.procs[a.node]!.runtimes.map((rt) => (rt.store as FailoverFleetStore).shared as RedisLink);
+        const nodes = this.linkFaults.filter((_, n) => a.node < 0 || n === a.node);
+        const set = (d: number) =>
+          nodes.forEach((f) => {
+            if (a.kind === 'partition') f.partitions += d;
+            else f.slow += d;
+            f.link.partitioned = f.partitions > 0;
+            f.link.slowMs = f.slow > 0 ? Math.max(f.link.slowMs, a.kind === 'slow' ? a.slowMs : 0) : 0;
+          });
         return this.during(
           a.ms,
-          () => links().forEach((l) => (l.faults.slowMs = a.slowMs)),
-          () => links().forEach((l) => (l.faults.slowMs = 0)),
+          () => set(1),
+          () => set(-1),
         );
       }
       case 'redis-restart':
