@@ -86,6 +86,8 @@ export class World {
   /** Faults under way (partitions, slow links, a Redis down), healed by their own timers. */
   private faultsOpen = 0;
   private inFlight = 0;
+  /** Requests that came so far. */
+  private arrivals = 0;
   private violation: Violation | null = null;
   private readonly w: Schedule['world'];
   /** Per node (its host, whatever process runs there): the faults of its links to Redis. */
@@ -234,6 +236,11 @@ export class World {
     }
   }
 
+  /** The longest an idle fleet may take to route a request: its load, an unload making room, polls and probes. */
+  private holdBoundMs(): number {
+    return 2 * this.w.loadMs + 2 * PROBE_MS + POLL_MS;
+  }
+
   private fault(): void {
     this.lastFaultAt = this.sched.now();
   }
@@ -341,12 +348,26 @@ export class World {
       messages: [{ role: 'user', content: 'x '.repeat(a.prompt) }],
       max_tokens: a.tokens,
     });
+    // Alone on an idle fleet: nothing else can change while it routes (the hold's invariant).
+    const alone = this.inFlight === 0;
+    const arrivals = ++this.arrivals;
+    const began = this.sched.now();
     this.inFlight++;
     p.routing++;
     const svc = p.svc;
     try {
       const out = await svc.route({ path: '/v1/chat/completions', body });
       p.routing--;
+      const took = this.sched.now() - began;
+      if (alone && arrivals === this.arrivals && this.lastFaultAt < began && took > this.holdBoundMs()) {
+        const w = this.view();
+        this.violation ??= {
+          invariant: 'a hold never waits with nothing that could change',
+          detail: `${model} alone on an idle fleet routed after ${Math.round(took)} ms`,
+          at: w.now,
+          step: w.step,
+        };
+      }
       if (out.kind !== 'proxy' || !p.alive) return;
       const path = new URL(out.url).origin;
       const reply = await this.replicas
