@@ -46,7 +46,7 @@ export class Scheduler implements Clock {
     };
   }
 
-  /** Timers not yet fired nor cancelled (bounded-memory check). */
+  /** Timers queued, cancelled ones included until their time comes (bounded-memory check). */
   get pending(): number {
     return this.heap.length;
   }
