@@ -8,7 +8,7 @@ const TEST_IMPORT = {
   message: 'Tools never import from test/: move what they share into harness/ (DEVELOPERS.md).',
 };
 const TOOLS_IMPORT = {
-  regex: topLevel(['harness', 'test', 'sim', 'stack', 'bench', 'chaos']),
+  regex: topLevel(['harness', 'test', 'sim', 'stack', 'bench', 'chaos', 'dst']),
   message: 'What Kong runs imports only plugins/, pluginserver/ and src/ (DEVELOPERS.md).',
 };
 
@@ -45,9 +45,16 @@ export default tseslint.config(
     },
   },
   {
-    // The tools (local gateway, benchmark, fault run, simulator) and the harness they share never
-    // reach into test/: what they use of the Kong side and of Redis lives in harness/.
-    files: ['stack/**/*.ts', 'bench/**/*.ts', 'chaos/**/*.ts', 'sim/**/*.ts', 'harness/**/*.ts'],
+    // The tools (local gateway, benchmark, fault run, deterministic simulation, simulator) and the
+    // harness they share never reach into test/: what they use of the Kong side and of Redis lives in harness/.
+    files: [
+      'stack/**/*.ts',
+      'bench/**/*.ts',
+      'chaos/**/*.ts',
+      'dst/**/*.ts',
+      'sim/**/*.ts',
+      'harness/**/*.ts',
+    ],
     rules: { 'no-restricted-imports': ['error', { patterns: [TEST_IMPORT] }] },
   },
   {

@@ -11,6 +11,7 @@ import type { RedisConfig } from './config/redis-schema';
 import type { PollerOptions } from './fleet/poller';
 import type { SaturationPolicy } from './fleet/saturation';
 import type { FleetStore } from './fleet/store';
+import type { SharedStore } from './fleet/redis/shared-store';
 import type { Logger } from './log';
 
 /** What the router configuration routing to a replica asks of it. */
@@ -32,6 +33,11 @@ export interface RuntimeOptions {
   store?: FleetStore;
   /** With a host: fleet state shared in Redis (with a local fallback) instead of `store`. */
   redis?: RedisConfig;
+  /**
+   * The shared side of that fallback for `redis`, as node `node` (default: a RedisFleetStore).
+   * The deterministic simulation (dst/) puts its modelled Redis here, under the real failover store.
+   */
+  sharedStore?: (redis: RedisConfig, node: string, log: Logger) => SharedStore;
   api?: ReplicaApi;
   log?: Logger;
   seed?: number;

@@ -105,7 +105,8 @@ export class FleetRuntime {
     this.stateKey = stateKeyOf(o.redis);
     this.store = sharesState(o.redis)
       ? new FailoverFleetStore(
-          new RedisFleetStore(o.redis, this.leasePrefix, this.log),
+          o.sharedStore?.(o.redis, this.leasePrefix, this.log) ??
+            new RedisFleetStore(o.redis, this.leasePrefix, this.log),
           this.log,
           undefined,
           this.clock,

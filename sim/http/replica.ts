@@ -104,6 +104,15 @@ export interface ReplicaOptions {
   llamaSlots?: boolean;
   /** llama.cpp: /lora-adapters lists `task_name` and `prompt_prefix` (newer builds; default on). */
   llamaAdapterInfo?: boolean;
+  /** Unix seconds at clock time 0 for a virtual clock (default: now); fixed, a run replays exactly. */
+  epochUnix?: number;
+}
+
+/** One answer of `exchange`: status, body text and the `Date` header, as ReplicaHttp reads them. */
+export interface Exchanged {
+  status: number;
+  text: string;
+  dateS?: number;
 }
 
 /** What the simulator's control API and `state()` report. */
@@ -184,7 +193,7 @@ export class SimReplica implements ReplicaContext {
       llamaAdapterInfo: options.llamaAdapterInfo ?? true,
     };
     // A clock on Unix milliseconds (SystemClock) needs no offset; virtual time starts at 0.
-    this.epochUnix = this.clock.now() > 1e12 ? 0 : Date.now() / 1000;
+    this.epochUnix = this.clock.now() > 1e12 ? 0 : (options.epochUnix ?? Date.now() / 1000);
     this.createdUnix = Math.floor(this.nowUnix());
     this.port = options.port ?? 0;
     this.engine = new ReplicaEngine(this.clock, {
@@ -332,6 +341,54 @@ export class SimReplica implements ReplicaContext {
   }
 
   // ---- HTTP -----------------------------------------------------------------------------
+
+  /**
+   * One HTTP exchange without a socket (the deterministic simulation, dst/): the routes and
+   * answers of `handle`, into a response that only collects them. `abort`: the client went away.
+   */
+  exchange(method: string, path: string, body: string): { reply: Promise<Exchanged>; abort: () => void } {
+    let done: (r: Exchanged) => void = () => {};
+    const reply = new Promise<Exchanged>((r) => (done = r));
+    const closed: (() => void)[] = [];
+    let text = '';
+    const res = {
+      headersSent: false,
+      destroyed: false,
+      statusCode: 0,
+      date: undefined as string | undefined,
+      writeHead(status: number, headers?: Record<string, string | number>) {
+        res.statusCode = status;
+        res.headersSent = true;
+        if (typeof headers?.date === 'string') res.date = headers.date;
+        return res;
+      },
+      write(chunk: string) {
+        text += chunk;
+        return true;
+      },
+      end(chunk?: string) {
+        text += chunk ?? '';
+        const date = res.date === undefined ? NaN : Date.parse(res.date);
+        done({ status: res.statusCode, text, ...(Number.isFinite(date) ? { dateS: date / 1000 } : {}) });
+        for (const fn of closed.splice(0)) fn();
+      },
+      on(event: string, fn: () => void) {
+        if (event === 'close') closed.push(fn);
+        return res;
+      },
+      destroy() {
+        if (res.destroyed) return;
+        res.destroyed = true;
+        done({ status: 0, text: 'connection reset' });
+        for (const fn of closed.splice(0)) fn();
+      },
+    };
+    const out = res as unknown as http.ServerResponse;
+    void this.route(method, path, Buffer.from(body), out).catch((err: Error) => {
+      if (!res.headersSent) this.send(out, this.error(400, 'BadRequestError', err.message));
+    });
+    return { reply, abort: () => res.destroy() };
+  }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const path = (req.url ?? '/').split('?')[0]!;

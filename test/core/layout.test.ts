@@ -1,6 +1,6 @@
 /**
  * The layout's import rules (DEVELOPERS.md), as eslint.config.mjs's `no-restricted-imports`
- * enforces them: the tools (stack/, bench/, chaos/, sim/) and harness/ never import from test/;
+ * enforces them: the tools (stack/, bench/, chaos/, dst/, sim/) and harness/ never import from test/;
  * what Kong runs (plugins/, pluginserver/, src/) imports neither harness/ nor the tools. Checked
  * by ESLint itself in a process of its own, on probe sources and on the checkout.
  */
@@ -32,7 +32,7 @@ function lint(probes: Probe[]): { probes: string[][]; tree: string[] } {
         out.probes.push(restricted(await eslint.lintText(text, { filePath: join(process.cwd(), p.file) })));
       }
       out.tree = restricted(
-        await eslint.lintFiles(['stack', 'bench', 'chaos', 'sim', 'harness', 'plugins', 'pluginserver', 'src']),
+        await eslint.lintFiles(['stack', 'bench', 'chaos', 'dst', 'sim', 'harness', 'plugins', 'pluginserver', 'src']),
       );
       process.stdout.write(JSON.stringify(out));
     })();
@@ -50,6 +50,8 @@ const REFUSED: Probe[] = [
   { file: 'stack/probe.ts', from: '../test/kong/driver' },
   { file: 'bench/parts/probe.ts', from: '../../test/helpers/log' },
   { file: 'chaos/probe.ts', from: '../test/kong/world' },
+  { file: 'dst/probe.ts', from: '../test/helpers/log' },
+  { file: 'src/fleet/probe.ts', from: '../../dst/world' },
   { file: 'sim/http/probe.ts', from: '../../test/helpers/replicas' },
   { file: 'harness/kong/probe.ts', from: '../../test/kong/world' },
   { file: 'src/router/probe.ts', from: '../../harness/kong/driver' },
@@ -61,6 +63,7 @@ const ALLOWED: Probe[] = [
   { file: 'stack/probe.ts', from: '../harness/kong/driver' },
   { file: 'bench/parts/probe.ts', from: '../../harness/redis/server' },
   { file: 'chaos/probe.ts', from: '../harness/net/tcp-proxy' },
+  { file: 'dst/probe.ts', from: '../chaos/invariants' },
   { file: 'harness/kong/probe.ts', from: '../../src/config/parse' },
   { file: 'src/router/probe.ts', from: '../fleet/store' },
 ];

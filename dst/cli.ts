@@ -1,0 +1,178 @@
+/**
+ * `npm run dst -- --seeds N [--start S] [--steps K] [--workers W]`: explores N schedules (seeds
+ * S.. S+N-1) over W worker processes and prints schedules per minute, steps per schedule and,
+ * for each failing seed, the invariant it broke, the shrunk schedule and the replay command.
+ * `npm run dst -- --seed S [--keep i,j,...]` replays one seed (or its shrunk schedule) exactly.
+ * `--steps K`: actions (requests and faults) generated per schedule; the steps reported are the
+ * events the scheduler fired.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { DEFAULT_OPTIONS, runSeed, shrink } from './run';
+import type { ScheduleOptions } from './schedule';
+
+interface Args {
+  seeds: number;
+  start: number;
+  seed?: number;
+  keep?: number[];
+  actions: number;
+  workers: number;
+  shrink: boolean;
+}
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { seeds: 100, start: 1, actions: DEFAULT_OPTIONS.actions, workers: 2, shrink: true };
+  for (let i = 0; i < argv.length; i++) {
+    const v = () => argv[++i] ?? '';
+    switch (argv[i]) {
+      case '--seeds':
+        a.seeds = Number(v());
+        break;
+      case '--start':
+        a.start = Number(v());
+        break;
+      case '--seed':
+        a.seed = Number(v());
+        break;
+      case '--keep':
+        a.keep = v()
+          .split(',')
+          .filter((x) => x !== '')
+          .map(Number);
+        break;
+      case '--steps':
+        a.actions = Number(v());
+        break;
+      case '--workers':
+        a.workers = Math.max(1, Number(v()));
+        break;
+      case '--no-shrink':
+        a.shrink = false;
+        break;
+      default:
+        throw new Error(`unknown argument ${argv[i]}`);
+    }
+  }
+  return a;
+}
+
+/** What a worker reports for a batch of seeds. */
+interface BatchReport {
+  schedules: number;
+  steps: number;
+  failures: { seed: number; invariant: string; detail: string; step: number; at: number }[];
+}
+
+async function runBatch(from: number, to: number, o: ScheduleOptions): Promise<BatchReport> {
+  const r: BatchReport = { schedules: 0, steps: 0, failures: [] };
+  for (let seed = from; seed < to; seed++) {
+    const out = await runSeed(seed, o);
+    r.schedules++;
+    r.steps += out.steps;
+    if (out.violation) r.failures.push({ seed, ...out.violation });
+  }
+  return r;
+}
+
+/** Worker side: batches in, reports out, until told to stop. */
+function worker(): void {
+  process.on('message', (m: { from: number; to: number; o: ScheduleOptions } | 'stop') => {
+    if (m === 'stop') process.exit(0);
+    void runBatch(m.from, m.to, m.o).then((r) => process.send!(r));
+  });
+}
+
+async function explore(a: Args): Promise<number> {
+  const o: ScheduleOptions = { actions: a.actions };
+  const started = Date.now();
+  const total: BatchReport = { schedules: 0, steps: 0, failures: [] };
+  let next = a.start;
+  const end = a.start + a.seeds;
+  const batch = Math.max(1, Math.min(200, Math.ceil(a.seeds / (a.workers * 8))));
+  let lastPrint = started;
+  const print = (final = false) => {
+    const min = (Date.now() - started) / 60_000;
+    const line = `${total.schedules} schedules, ${Math.round(total.schedules / Math.max(min, 1e-9))}/min, ${Math.round(total.steps / Math.max(1, total.schedules))} steps/schedule, ${total.failures.length} failing`;
+    process.stdout.write(`${final ? '' : '  '}${line}\n`);
+  };
+  const children: ChildProcess[] = [];
+  await Promise.all(
+    Array.from({ length: a.workers }, () => {
+      const child = fork(__filename, ['--worker'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      children.push(child);
+      return new Promise<void>((resolve, reject) => {
+        const send = () => {
+          if (next >= end) {
+            child.send('stop');
+            return;
+          }
+          const from = next;
+          next = Math.min(end, next + batch);
+          child.send({ from, to: next, o });
+        };
+        child.on('message', (r: BatchReport) => {
+          total.schedules += r.schedules;
+          total.steps += r.steps;
+          total.failures.push(...r.failures);
+          if (Date.now() - lastPrint > 10_000) {
+            lastPrint = Date.now();
+            print();
+          }
+          send();
+        });
+        child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`worker exited ${code}`))));
+        send();
+      });
+    }),
+  );
+  print(true);
+  const cmd = (seed: number, keep?: number[]) =>
+    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${keep ? ` --keep ${keep.join(',')}` : ''}`;
+  for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
+    process.stdout.write(
+      `\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`,
+    );
+    if (!a.shrink) continue;
+    const s = await shrink(f.seed, o, f.invariant);
+    const full = (await runSeed(f.seed, o)).schedule;
+    process.stdout.write(
+      `  shrunk to ${s.keep.length} of ${full.actions.length} actions (${s.result.steps} steps): ${s.result.violation?.detail}\n` +
+        s.keep.map((i) => `    ${JSON.stringify(full.actions[i])}\n`).join('') +
+        `  replay shrunk: ${cmd(f.seed, s.keep)}\n`,
+    );
+  }
+  return total.failures.length > 0 ? 1 : 0;
+}
+
+async function replay(a: Args): Promise<number> {
+  const o: ScheduleOptions = { actions: a.actions };
+  const r = await runSeed(a.seed!, o, a.keep);
+  process.stdout.write(`world ${JSON.stringify(r.schedule.world)}\n`);
+  for (const x of r.schedule.actions) process.stdout.write(`  ${JSON.stringify(x)}\n`);
+  process.stdout.write(`${r.steps} steps, ${r.simMs} simulated ms\n`);
+  if (!r.violation) {
+    process.stdout.write('no invariant broken\n');
+    return 0;
+  }
+  const v = r.violation;
+  process.stdout.write(`${v.invariant}: ${v.detail} (step ${v.step}, t=${v.at} ms)\n`);
+  if (a.shrink && !a.keep) {
+    const s = await shrink(a.seed!, o, v.invariant);
+    process.stdout.write(
+      `shrunk to ${s.keep.length} actions (${s.result.steps} steps): npm run dst -- --seed ${a.seed} --keep ${s.keep.join(',')}\n`,
+    );
+  }
+  return 1;
+}
+
+if (process.argv.includes('--worker')) worker();
+else {
+  const a = parseArgs(process.argv.slice(2));
+  (a.seed !== undefined ? replay(a) : explore(a)).then(
+    (code) => process.exit(code),
+    (err: Error) => {
+      process.stderr.write(`${err.stack ?? err.message}\n`);
+      process.exit(2);
+    },
+  );
+}

@@ -1,0 +1,142 @@
+/**
+ * The invariants of docs/reliability.md, checked after every step of a schedule from the
+ * replicas' own adapter logs (what each engine had running and waiting at an unload, how many
+ * adapters its registry held after each call), the modelled Redis and each node's wake-up
+ * lists: never from the router's counters. The log-based ones are chaos/invariants.ts's
+ * functions, fed incrementally.
+ */
+import {
+  coldLoadsWithinBudget,
+  noBusyUnload,
+  type ReplicaLogEntry,
+  type Violation as ChaosViolation,
+} from '../chaos/invariants';
+import type { AdapterLogEntry } from '../sim/http/replica';
+
+export interface Violation {
+  invariant: string;
+  detail: string;
+  /** Simulated ms and step when it was found. */
+  at: number;
+  step: number;
+}
+
+/** Found a violation: the schedule stops there. */
+export class InvariantBroken extends Error {
+  constructor(readonly v: Violation) {
+    super(`${v.invariant}: ${v.detail} (t=${v.at} ms, step ${v.step})`);
+  }
+}
+
+export interface LogSource {
+  url: string;
+  log: readonly AdapterLogEntry[];
+}
+
+/** What the checks need to know of the world at a step. */
+export interface WorldView {
+  now: number;
+  step: number;
+  /** Whether any node decides alone now (Redis unreachable to it), or a fault is under way. */
+  degraded: boolean;
+  /** When the last fault began or healed (the world is quiet this long after). */
+  lastFaultAt: number;
+  /** Times the shared state was emptied (each allows one more budget, docs/reliability.md (iv)). */
+  resets: readonly number[];
+}
+
+export interface Limits {
+  maxLoadedAdapters: number;
+  nodes: number;
+  coldLoadsPerMinute: number;
+  /** How long a replica may hold more than the limit once no node decides alone (a late load trimmed). */
+  excessGraceMs: number;
+  /** How long after a fault the world counts as quiet (one load per burst is checked then). */
+  quietAfterMs: number;
+}
+
+/** Incremental checks over the replicas' logs: each entry is looked at once. */
+export class LogChecks {
+  private seen: number[];
+  private readonly loads: ReplicaLogEntry[] = [];
+  /** Per replica: since when it holds more than the limit, and whether some node decided alone meanwhile. */
+  private over: ({ since: number; alone: boolean } | null)[];
+  /** Load calls under way, by adapter: [replica, start] (one load per burst). */
+  private readonly loading = new Map<string, { url: string; start: number; end: number }[]>();
+
+  constructor(
+    private readonly sources: LogSource[],
+    private readonly limits: Limits,
+  ) {
+    this.seen = sources.map(() => 0);
+    this.over = sources.map(() => null);
+  }
+
+  check(w: WorldView): void {
+    this.sources.forEach((src, i) => {
+      const fresh = src.log.slice(this.seen[i]);
+      this.seen[i] = src.log.length;
+      for (const e of fresh) this.entry(i, { ...e, replica: src.url, wallMs: e.at }, w);
+      const o = this.over[i];
+      if (o) {
+        o.alone ||= w.degraded;
+        if (!o.alone && w.now - o.since > this.limits.excessGraceMs)
+          this.fail(
+            w,
+            'loaded adapters within max_loaded_adapters',
+            `${src.url} over the limit for ${w.now - o.since} ms`,
+          );
+      }
+    });
+  }
+
+  private entry(i: number, e: ReplicaLogEntry, w: WorldView): void {
+    const busy = noBusyUnload([e]);
+    if (busy.violations.length > 0)
+      this.fail(w, 'no unload of a busy adapter', describe(busy.violations[0]!));
+    if (e.op === 'load') this.load(e, w);
+    if (e.loaded !== undefined) {
+      const max = this.limits.maxLoadedAdapters;
+      // Nodes deciding alone read the registry before each load: only loads under way at once on
+      // several nodes pass the limit, at most one per node (docs/reliability.md, Redis stopped mid-run).
+      if (e.loaded > max + this.limits.nodes)
+        this.fail(
+          w,
+          'loaded adapters within max_loaded_adapters',
+          `${e.replica} holds ${e.loaded} (limit ${max})`,
+        );
+      if (e.loaded > max) this.over[i] ??= { since: w.now, alone: w.degraded };
+      else this.over[i] = null;
+    }
+  }
+
+  private load(e: ReplicaLogEntry, w: WorldView): void {
+    this.loads.push(e);
+    const budget = coldLoadsWithinBudget(this.loads, this.limits.coldLoadsPerMinute, 60_000, w.resets);
+    if (budget.violations.length > 0)
+      this.fail(w, 'cold loads within the budget per window', describe(budget.violations[0]!));
+    // One load per cold adapter per burst while Redis answers everyone: no two load calls of one
+    // adapter on two replicas at once.
+    const start = e.at - e.ms;
+    const quiet = !w.degraded && start - w.lastFaultAt > this.limits.quietAfterMs;
+    const others = (this.loading.get(e.name) ?? []).filter((l) => l.end > start - 60_000);
+    if (quiet && e.status === 200)
+      for (const l of others)
+        if (l.url !== e.replica && l.end > start)
+          this.fail(
+            w,
+            'each cold adapter loaded once per burst',
+            `${e.name} loading on ${l.url} and ${e.replica} at once`,
+          );
+    others.push({ url: e.replica, start, end: e.at });
+    this.loading.set(e.name, others);
+  }
+
+  fail(w: WorldView, invariant: string, detail: string): never {
+    throw new InvariantBroken({ invariant, detail, at: w.now, step: w.step });
+  }
+}
+
+function describe(v: ChaosViolation): string {
+  return [v.replica, v.adapter, v.detail].filter((x) => x !== undefined).join(' ');
+}

@@ -1,0 +1,558 @@
+/**
+ * The modelled Redis under the real failover store: one server (the in-memory store, which
+ * test/core/store-differential.test.ts keeps equal to the Lua scripts on a real redis-server,
+ * plus what the scripts add around it: the epoch, the `reborn` grace, heartbeats and the live
+ * node count, each node's lease list for `prune`, lock expiry of silent nodes, pub/sub), and per
+ * node a link implementing SharedStore (what RedisFleetStore offers the failover store) through
+ * the fault layer: partition (calls never arrive, the caller times out), slow replies (the call
+ * runs at the server, the reply comes too late), a restart empty or from an older snapshot, a
+ * FLUSHALL and a Sentinel switch (a new server run id, said once to the next call as
+ * ServerSwitched, as src/fleet/redis/connection.ts does). The scripts read Redis's clock: every
+ * time a call carries is replaced by the server's (true time), as the differential test runs them.
+ */
+import type { Clock } from '../src/clock';
+import type { RedisConfig } from '../src/config/redis-schema';
+import { LEASE_CEILING } from '../src/fleet/memory-leases';
+import { MemoryFleetStore } from '../src/fleet/memory-store';
+import { ServerSwitched } from '../src/fleet/redis/connection';
+import type { SharedStore } from '../src/fleet/redis/shared-store';
+import type { FleetDump, FleetStore } from '../src/fleet/store';
+import type {
+  AdapterRef,
+  Fence,
+  FleetEvent,
+  Lease,
+  Released,
+  ReplicaSnapshot,
+  ReplicaSpec,
+  ReplicaView,
+  ResidencyState,
+  ResidentAdapter,
+} from '../src/fleet/types';
+import type { Random } from '../src/random';
+import { trip, type Scheduler } from './scheduler';
+
+/** The Lua snapshot script's margin for a poll without a shared start (scripts/residency.ts). */
+const SKEW_MARGIN_MS = 50;
+/** Operations after which the scripts publish "room may have freed" (`changed()`). */
+const PUBLISHING = new Set(['finishLoad', 'finishUnload', 'release', 'expireLeases', 'prune']);
+
+/** One mutating call as the server applied it: replayed to rebuild an older snapshot. */
+type Op = { name: string; args: unknown[] };
+
+/** The server's state: rebuilt from the op log for a restart from a snapshot. */
+class ServerState {
+  store = new MemoryFleetStore();
+  epoch: string | null = null;
+  rebornUntil = -Infinity;
+  /** node -> last heartbeat (server time). */
+  nodes = new Map<string, number>();
+  /** Open lease id -> its node (the scripts' `nl:<node>` sets). */
+  leaseNode = new Map<string, string>();
+  /** Load and unload locks: fence -> holder and expiry. */
+  locks = new Map<
+    Fence,
+    { node: string; url: string; adapter: string; until: number; op: 'load' | 'unload' }
+  >();
+  fence = 0;
+}
+
+export class RedisModel {
+  private s = new ServerState();
+  private log: Op[] = [];
+  /** Op-log lengths at the snapshots taken (RDB saves), oldest first. */
+  private snapshots: number[] = [];
+  runId = 1;
+  /** Down (restarting): calls are refused. */
+  down = false;
+  private readonly links: RedisLink[] = [];
+  /** Times the state was emptied (FLUSHALL, empty or snapshot restart): one budget more each. */
+  readonly resets: number[] = [];
+
+  constructor(
+    readonly clock: Scheduler,
+    readonly config: RedisConfig,
+    private readonly random: Random,
+  ) {}
+
+  link(node: string, nodeClock: Clock): RedisLink {
+    const l = new RedisLink(this, node, nodeClock, this.random);
+    this.links.push(l);
+    return l;
+  }
+
+  get epoch(): string | null {
+    return this.s.epoch;
+  }
+
+  /** Open leases as the server holds them (lease id -> node). */
+  openLeases(): ReadonlyMap<string, string> {
+    return this.s.leaseNode;
+  }
+
+  /** The scripts' ZCARD of `nodes`: every node heartbeating, until `expire` finds it silent. */
+  liveNodeCount(): number {
+    return this.s.nodes.size;
+  }
+
+  get store(): MemoryFleetStore {
+    return this.s.store;
+  }
+
+  takeSnapshot(): void {
+    this.snapshots.push(this.log.length);
+    if (this.snapshots.length > 8) this.snapshots.shift();
+  }
+
+  flushAll(): void {
+    this.s = new ServerState();
+    this.log = [];
+    this.snapshots = [];
+    this.resets.push(this.clock.now());
+  }
+
+  /** A restart: down for `downMs`, back empty or from the oldest snapshot kept (`fromSnapshot`). */
+  restart(downMs: number, fromSnapshot: boolean): void {
+    this.down = true;
+    this.runId++;
+    const keep = fromSnapshot ? (this.snapshots[0] ?? 0) : 0;
+    this.clock.after(downMs, () => {
+      void this.rebuild(keep).then(() => {
+        this.down = false;
+      });
+    });
+    this.resets.push(this.clock.now());
+  }
+
+  /** A Sentinel switch: the replica promoted missed the last `lost` writes. */
+  switchPrimary(lost: number): void {
+    this.runId++;
+    this.down = true;
+    void this.rebuild(Math.max(0, this.log.length - lost)).then(() => (this.down = false));
+    if (lost > 0) this.resets.push(this.clock.now());
+  }
+
+  private async rebuild(keep: number): Promise<void> {
+    const ops = this.log.slice(0, keep);
+    this.s = new ServerState();
+    this.log = [];
+    this.snapshots = [];
+    for (const op of ops) await this.apply(op.name, op.args);
+  }
+
+  /** Runs one script atomically at the server (true time); logs it for snapshots. */
+  async apply(name: string, args: unknown[]): Promise<unknown> {
+    const s = this.s;
+    this.log.push({ name, args });
+    const st = s.store as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+    switch (name) {
+      case 'upsert': {
+        const [spec, grace, candidate] = args as [ReplicaSpec, number, string];
+        if (s.epoch === null) {
+          s.epoch = candidate;
+          if (grace > 0) s.rebornUntil = (args[3] as number) + grace;
+        }
+        await s.store.upsertReplica(spec);
+        return s.epoch;
+      }
+      case 'heartbeat': {
+        const [node, at] = args as [string, number];
+        s.nodes.set(node, at);
+        return [s.epoch, s.nodes.size];
+      }
+      case 'acquire': {
+        const lease = args[0] as Lease;
+        const node = args[1] as string;
+        const r = await s.store.acquire(lease);
+        s.leaseNode.set(lease.id, node);
+        return r;
+      }
+      case 'release': {
+        const r = (await s.store.release(
+          args[0] as string,
+          args[1] as number,
+          args[2] as number | undefined,
+        )) as Released | undefined;
+        s.leaseNode.delete(args[0] as string);
+        return r;
+      }
+      case 'expireLeases': {
+        const [now, maxAge, nodeTtl] = args as [number, number, number];
+        for (const [node, at] of [...s.nodes]) if (at <= now - nodeTtl) s.nodes.delete(node);
+        for (const [fence, l] of [...s.locks])
+          if (l.until <= now || !s.nodes.has(l.node)) {
+            s.locks.delete(fence);
+            if (l.op === 'load') await s.store.finishLoad(l.url, l.adapter, fence, false, now);
+            else await s.store.finishUnload(l.url, l.adapter, fence, false, now);
+          }
+        const out = await s.store.expireLeases(now, maxAge);
+        for (const l of out) s.leaseNode.delete(l.id);
+        return out;
+      }
+      case 'prune': {
+        const [node, held, leaving, at] = args as [string, string[], boolean, number];
+        const keep = new Set(held);
+        let n = 0;
+        for (const [id, owner] of [...s.leaseNode])
+          if (owner === node && !keep.has(id)) {
+            s.leaseNode.delete(id);
+            if (await s.store.release(id, at)) n++;
+          }
+        if (leaving) s.nodes.delete(node);
+        return n;
+      }
+      case 'beginLoad':
+      case 'beginUnload': {
+        const [url, adapter, at, ttl, node] = args as [string, string, number, number, string];
+        if (name === 'beginUnload' && at < s.rebornUntil) return null;
+        const f =
+          name === 'beginLoad'
+            ? await s.store.beginLoad(url, adapter, at, args[5] as number)
+            : await s.store.beginUnload(url, adapter, at, ttl, args[5] as string | undefined);
+        if (f !== null)
+          s.locks.set(f, {
+            node,
+            url,
+            adapter,
+            until: at + ttl,
+            op: name === 'beginLoad' ? 'load' : 'unload',
+          });
+        return f;
+      }
+      case 'finishLoad':
+      case 'finishUnload': {
+        const [url, adapter, fence, ok, at] = args as [string, string, Fence, boolean, number];
+        const r = await st[name]!.call(s.store, url, adapter, fence, ok, at);
+        if (r === true) s.locks.delete(fence);
+        return r;
+      }
+      case 'addToBudget': {
+        // The budget script's window, counted `count` times more (scripts/budget.ts budgetAdd).
+        const [key, count, windowMs, at] = args as [string, number, number, number];
+        for (let i = 0; i < count; i++) await s.store.spendBudget(key, Number.MAX_SAFE_INTEGER, windowMs, at);
+        return null;
+      }
+      default:
+        return st[name]!.apply(s.store, args);
+    }
+  }
+
+  /** Pub/sub: every link that hears the server is told, a tick later. */
+  publish(): void {
+    for (const l of this.links) l.hear();
+  }
+}
+
+/** What one call does on the link: how late its request and reply are, or whether it is lost. */
+export interface LinkFaults {
+  /** Partitioned: calls never reach the server and time out; pub/sub is silent. */
+  partitioned: boolean;
+  /** Extra ms before the reply (a slow server or link); past the timeout, the call ran anyway. */
+  slowMs: number;
+}
+
+/**
+ * One node's connection to the modelled Redis: RedisFleetStore's face (SharedStore) over the
+ * fault layer. Calls are bounded by the record's `timeout` on the node's clock.
+ */
+export class RedisLink implements SharedStore {
+  faults: LinkFaults = { partitioned: false, slowMs: 0 };
+  onRemoteChange: (() => void) | null = null;
+  onStateLost: (() => void) | null = null;
+  liveNodes: number | null = null;
+  private epochSeen: string | null = null;
+  private stateLost = false;
+  private runIdSeen: number | null = null;
+  private closed = false;
+  private listening = true;
+  private cancelHeartbeat: (() => void) | null = null;
+  private seq = 0;
+
+  constructor(
+    private readonly server: RedisModel,
+    readonly node: string,
+    private readonly clock: Clock,
+    private readonly random: Random,
+  ) {
+    this.heartbeat();
+  }
+
+  get currentEpoch(): string | null {
+    return this.epochSeen;
+  }
+
+  takeStateLost(): boolean {
+    const lost = this.stateLost;
+    this.stateLost = false;
+    return lost;
+  }
+
+  /** A published change reaches this node (its subscriber), unless cut off. */
+  hear(): void {
+    if (this.closed || !this.listening || this.faults.partitioned) return;
+    this.clock.after(1, () => this.onRemoteChange?.());
+  }
+
+  private heartbeat(): void {
+    if (this.closed) return;
+    this.call('heartbeat', [this.node, 0], { at: [1] })
+      .then((r) => {
+        const [epoch, nodes] = r as [string | null, number];
+        this.liveNodes = Math.max(1, nodes);
+        if (this.noteEpoch(epoch)) this.onStateLost?.();
+      })
+      .catch((err: unknown) => {
+        if (err instanceof ServerSwitched) {
+          this.stateLost = true;
+          this.onStateLost?.();
+        }
+      });
+    this.cancelHeartbeat = this.clock.after(Math.max(100, this.server.config.node_ttl_ms / 4), () =>
+      this.heartbeat(),
+    );
+  }
+
+  private noteEpoch(epoch: string | null): boolean {
+    const lost = epoch === null || (this.epochSeen !== null && epoch !== this.epochSeen);
+    if (epoch !== null) this.epochSeen = epoch;
+    if (lost) this.stateLost = true;
+    return lost;
+  }
+
+  /**
+   * One script call through the fault layer. `at`: argument positions that carry a time (the
+   * server's clock replaces them, as the scripts read TIME). `recovering`: the probe's ping,
+   * which takes a changed server without reporting it.
+   */
+  private call(
+    name: string,
+    args: unknown[],
+    o: { at?: number[]; recovering?: boolean; pure?: (server: RedisModel) => unknown } = {},
+  ): Promise<unknown> {
+    const server = this.server;
+    const timeoutMs = server.config.timeout;
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const settle = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        cancelTimeout();
+        fn();
+      };
+      const cancelTimeout = this.clock.after(timeoutMs, () =>
+        settle(() => reject(new Error(`Command timed out (${name})`))),
+      );
+      if (this.closed) return settle(() => reject(new Error('Connection is closed.')));
+      if (this.faults.partitioned) return; // blackholed: the timeout answers
+      const slow = this.faults.slowMs;
+      trip(this.clock, this.random, () => {
+        if (server.down) return settle(() => reject(new Error('connect ECONNREFUSED')));
+        if (this.faults.partitioned) return;
+        if (this.runIdSeen !== null && this.runIdSeen !== server.runId) {
+          this.runIdSeen = server.runId;
+          if (!o.recovering) return settle(() => reject(new ServerSwitched('another Redis server answers')));
+        }
+        this.runIdSeen = server.runId;
+        const now = server.clock.now();
+        const real = args.slice();
+        for (const i of o.at ?? []) real[i] = now;
+        const run = o.pure ? Promise.resolve(o.pure(server)) : server.apply(name, real);
+        void run.then(
+          (r) => {
+            if (PUBLISHING.has(name)) server.publish();
+            const back = () => trip(this.clock, this.random, () => settle(() => resolve(r)));
+            if (slow > 0) this.clock.after(slow, back);
+            else back();
+          },
+          (err: Error) => settle(() => reject(err)),
+        );
+      });
+    });
+  }
+
+  ping(): Promise<unknown> {
+    return this.call('ping', [], { recovering: true, pure: () => 'PONG' });
+  }
+
+  async upsertReplica(spec: ReplicaSpec): Promise<void> {
+    const grace = this.epochSeen !== null ? this.server.config.node_ttl_ms : 0;
+    const epoch = (await this.call('upsert', [spec, grace, `${this.node}.${this.seq++}`, 0], {
+      at: [3],
+    })) as string;
+    this.noteEpoch(epoch);
+  }
+
+  async replicaSpecs(): Promise<ReplicaSpec[]> {
+    return (await this.call('replicaSpecs', [], { pure: (s) => s.store.replicaSpecs() })) as ReplicaSpec[];
+  }
+
+  async views(
+    urls: readonly string[],
+    adapter?: AdapterRef,
+    withResidents?: boolean,
+  ): Promise<ReplicaView[]> {
+    const r = (await this.call('views', [], {
+      pure: async (s) => ({
+        views: await s.store.views(urls, adapter, withResidents),
+        epoch: s.epoch,
+        nodes: s.liveNodeCount(),
+      }),
+    })) as { views: ReplicaView[]; epoch: string | null; nodes: number };
+    this.liveNodes = Math.max(1, r.nodes);
+    this.noteEpoch(r.epoch);
+    return r.views;
+  }
+
+  async applySnapshot(url: string, snap: ReplicaSnapshot): Promise<void> {
+    const now = this.server.clock.now();
+    // As the Lua script: the poll's start on Redis's clock, from the shared read before it or estimated.
+    const startedAt = snap.sharedStartedAt ?? now - (snap.at - (snap.startedAt ?? snap.at)) - SKEW_MARGIN_MS;
+    const { managed, ...rest } = snap;
+    const registry = snap.registry?.map((e) => ({ ...e }));
+    const isManaged = managed
+      ? (() => {
+          const m = new Map(snap.registry?.map((e) => [e.name, managed(e.name, e.path)]) ?? []);
+          return (name: string) => m.get(name) ?? false;
+        })()
+      : undefined;
+    await this.call('applySnapshot', [
+      url,
+      {
+        ...rest,
+        registry,
+        startedAt,
+        at: now,
+        ...(isManaged ? { managed: (name: string) => isManaged(name) } : {}),
+      },
+    ]);
+  }
+
+  async reportOutcome(url: string, ok: boolean, at: number): Promise<void> {
+    await this.call('reportOutcome', [url, ok, at], { at: [2] });
+  }
+
+  async residents(url: string): Promise<ResidentAdapter[]> {
+    return (await this.call('residents', [], { pure: (s) => s.store.residents(url) })) as ResidentAdapter[];
+  }
+
+  async beginLoad(
+    url: string,
+    adapter: string,
+    at: number,
+    limit: number,
+    ttlMs: number,
+  ): Promise<Fence | null> {
+    return (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
+      at: [2],
+    })) as Fence | null;
+  }
+
+  async finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
+    return (await this.call('finishLoad', [url, adapter, fence, ok, at], { at: [4] })) as boolean;
+  }
+
+  async beginUnload(
+    url: string,
+    adapter: string,
+    at: number,
+    ttlMs: number,
+    forAdapter?: string,
+  ): Promise<Fence | null> {
+    return (await this.call('beginUnload', [url, adapter, at, ttlMs, this.node, forAdapter], {
+      at: [2],
+    })) as Fence | null;
+  }
+
+  async finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
+    return (await this.call('finishUnload', [url, adapter, fence, ok, at], { at: [4] })) as boolean;
+  }
+
+  async holds(url: string, adapter: string, fence: Fence): Promise<boolean> {
+    return (await this.call('holds', [], { pure: (s) => s.store.holds(url, adapter, fence) })) as boolean;
+  }
+
+  async forget(url: string, adapter: string, at: number): Promise<void> {
+    await this.call('forget', [url, adapter, at], { at: [2] });
+  }
+
+  async touch(url: string, adapter: string, at: number): Promise<void> {
+    await this.call('touch', [url, adapter, at], { at: [2] });
+  }
+
+  async claimPlacement(adapter: string, url: string, seen: string | undefined, at: number, ttlMs: number) {
+    return (await this.call('claimPlacement', [adapter, url, seen, at, ttlMs], { at: [3] })) as string;
+  }
+
+  async releasePlacement(adapter: string, url: string): Promise<void> {
+    await this.call('releasePlacement', [adapter, url]);
+  }
+
+  async acquire(lease: Lease): Promise<ResidencyState | undefined> {
+    // Aged on Redis's clock: the lease's `at` is the server's.
+    const r = await this.call('acquire', [], {
+      pure: (s) => s.apply('acquire', [{ ...lease, at: s.clock.now() }, this.node]),
+    });
+    if (r !== undefined) this.server.publish();
+    return r as ResidencyState | undefined;
+  }
+
+  async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
+    return (await this.call('release', [leaseId, at, status], { at: [1] })) as Released | undefined;
+  }
+
+  async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {
+    return (await this.call('expireLeases', [now, maxAgeMs, this.server.config.node_ttl_ms, LEASE_CEILING], {
+      at: [0],
+    })) as Lease[];
+  }
+
+  async inFlightTotal(): Promise<number> {
+    return (await this.call('inFlightTotal', [], { pure: (s) => s.store.inFlightTotal() })) as number;
+  }
+
+  async spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
+    return (await this.call('spendBudget', [key, limit, windowMs, at], { at: [3] })) as number;
+  }
+
+  async addToBudget(key: string, count: number, windowMs: number): Promise<void> {
+    await this.call('addToBudget', [key, count, windowMs, 0], { at: [3] });
+  }
+
+  async pushEvent(e: FleetEvent): Promise<void> {
+    await this.call('pushEvent', [e]);
+  }
+
+  async events(limit: number): Promise<FleetEvent[]> {
+    return (await this.call('events', [], { pure: (s) => s.store.events(limit) })) as FleetEvent[];
+  }
+
+  async dump(): Promise<FleetDump> {
+    return (await this.call('dump', [], { pure: (s) => s.store.dump() })) as FleetDump;
+  }
+
+  async sharedTime(): Promise<number> {
+    return (await this.call('time', [], { pure: (s) => s.clock.now() })) as number;
+  }
+
+  async prune(held: () => string[], leaving = false): Promise<number> {
+    // `held` is read when the script runs (RedisFleetStore reads it once connected, just before sending).
+    return (await this.call('prune', [], {
+      pure: (s) => s.apply('prune', [this.node, held(), leaving, s.clock.now()]),
+    })) as number;
+  }
+
+  mode(): 'redis' {
+    return 'redis';
+  }
+
+  unsubscribe(): void {
+    this.listening = false;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.cancelHeartbeat?.();
+  }
+}
+
+export type { FleetStore };

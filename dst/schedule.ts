@@ -1,0 +1,132 @@
+/**
+ * A schedule: what happens to the simulated world and when (requests, and every fault kind),
+ * generated from a seed. The world's own choices (message trips, timers due at the same instant)
+ * come from the same seed through another stream, so dropping actions (shrinking) keeps the rest.
+ */
+import { seededRandom, type Random } from '../src/random';
+
+export type Action =
+  | { at: number; kind: 'request'; node: number; adapter: number; tokens: number; prompt: number }
+  | { at: number; kind: 'partition'; node: number; ms: number }
+  | { at: number; kind: 'slow'; node: number; ms: number; slowMs: number }
+  | { at: number; kind: 'redis-restart'; empty: boolean; downMs: number }
+  | { at: number; kind: 'flushall' }
+  | { at: number; kind: 'switch'; lost: number }
+  | { at: number; kind: 'record-change'; otherState: boolean; gapMs: number }
+  | { at: number; kind: 'process-restart'; node: number }
+  | { at: number; kind: 'skew'; node: number; ms: number };
+
+export type FaultKind = Exclude<Action['kind'], 'request'>;
+export const FAULT_KINDS: readonly FaultKind[] = [
+  'partition',
+  'slow',
+  'redis-restart',
+  'flushall',
+  'switch',
+  'record-change',
+  'process-restart',
+  'skew',
+];
+
+/** The world a seed builds: sizes and settings, drawn once per seed. */
+export interface WorldSettings {
+  nodes: number;
+  replicas: number;
+  maxLoadedAdapters: number;
+  /** Adapter names (one with a comma: what vLLM's running list cannot carry unambiguously). */
+  adapters: string[];
+  loadMs: number;
+  decodeMsPerStep: number;
+  coldLoadsPerMinute: number;
+  leaseMaxAgeMs: number;
+  ttftSloMs: number;
+  /** ms of traffic and faults; then faults heal and the world settles. */
+  spanMs: number;
+}
+
+export interface Schedule {
+  seed: number;
+  world: WorldSettings;
+  actions: Action[];
+}
+
+export interface ScheduleOptions {
+  /** Actions to generate (requests and faults). */
+  actions: number;
+  /** Fault kinds enabled (default: all). */
+  faults?: readonly FaultKind[];
+}
+
+const ADAPTERS = ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'];
+
+function int(r: Random, lo: number, hi: number): number {
+  return lo + Math.floor(r() * (hi - lo + 1));
+}
+
+export function generate(seed: number, o: ScheduleOptions): Schedule {
+  const r = seededRandom(seed * 2654435761);
+  const world: WorldSettings = {
+    nodes: 3,
+    replicas: int(r, 2, 3),
+    maxLoadedAdapters: [1, 2, 4][int(r, 0, 2)]!,
+    adapters: ADAPTERS.slice(0, int(r, 4, ADAPTERS.length)),
+    loadMs: [200, 800, 1500][int(r, 0, 2)]!,
+    decodeMsPerStep: [50, 100][int(r, 0, 1)]!,
+    coldLoadsPerMinute: [3, 6, 1000][int(r, 0, 2)]!,
+    leaseMaxAgeMs: 4000,
+    ttftSloMs: [0, 1000][int(r, 0, 1)]!,
+    spanMs: 6000,
+  };
+  const faults = o.faults ?? FAULT_KINDS;
+  const actions: Action[] = [];
+  // A quarter of the seeds are quiet: a few requests far apart and one fault at most, where a
+  // request is often alone on an idle fleet (what the hold must never wait on).
+  const quiet = r() < 0.25;
+  const count = quiet ? Math.min(o.actions, 6) : o.actions;
+  for (let i = 0; i < count; i++) {
+    const at = Math.floor(r() * world.spanMs);
+    const node = int(r, 0, world.nodes - 1);
+    if (faults.length === 0 || r() < (quiet ? 0.95 : 0.8)) {
+      actions.push({
+        at,
+        kind: 'request',
+        node,
+        adapter: int(r, -1, world.adapters.length - 1),
+        // Mostly short; some run longer than lease_max_age_ms (renewed by the replica's word).
+        tokens: r() < 0.1 ? int(r, 20, 60) : int(r, 1, 6),
+        prompt: int(r, 10, 2000),
+      });
+      continue;
+    }
+    const kind = faults[int(r, 0, faults.length - 1)]!;
+    switch (kind) {
+      case 'partition':
+        // Now and then every node at once (Redis unreachable to the whole fleet).
+        actions.push({ at, kind, node: r() < 0.3 ? -1 : node, ms: int(r, 200, 3000) });
+        break;
+      case 'slow':
+        actions.push({ at, kind, node, ms: int(r, 200, 3000), slowMs: int(r, 50, 3000) });
+        break;
+      case 'redis-restart':
+        actions.push({ at, kind, empty: r() < 0.5, downMs: int(r, 0, 3000) });
+        break;
+      case 'flushall':
+        actions.push({ at, kind });
+        break;
+      case 'switch':
+        actions.push({ at, kind, lost: int(r, 0, 6) });
+        break;
+      case 'record-change':
+        actions.push({ at, kind, otherState: r() < 0.5, gapMs: int(r, 0, 1500) });
+        break;
+      case 'process-restart':
+        actions.push({ at, kind, node });
+        break;
+      case 'skew':
+        actions.push({ at, kind, node, ms: int(r, -300, 300) });
+        break;
+    }
+  }
+  actions.sort((a, b) => a.at - b.at);
+  return { seed, world, actions };
+}

@@ -1,0 +1,137 @@
+/**
+ * One seeded scheduler for the whole simulated world: every timer of every node, replica and
+ * modelled Redis fires from here, in time order, with events due at the same instant ordered by
+ * the seeded PRNG (the interleavings explored). Between events the microtask queue drains, so
+ * promise chains started by one event settle before the next fires, as on the wall clock. No
+ * real timer, socket or process: the same seed fires the same events in the same order.
+ */
+import type { Clock } from '../src/clock';
+import type { Random } from '../src/random';
+
+interface Timer {
+  at: number;
+  /** Seeded tie-break among timers due at the same instant. */
+  key: number;
+  fn: () => void;
+  live: boolean;
+}
+
+/**
+ * A message's trip: most arrive within the same instant (a microtask, no step), the rest 1-2 ms
+ * later (a step of their own), seeded: the interleavings of calls from several nodes.
+ */
+export function trip(clock: Clock, random: Random, fn: () => void): void {
+  const ms = Math.floor(random() * 4) - 1;
+  if (ms <= 0) void Promise.resolve().then(fn);
+  else clock.after(ms, fn);
+}
+
+export class Scheduler implements Clock {
+  private t = 0;
+  private heap: Timer[] = [];
+  /** Events fired so far: the schedule's steps. */
+  steps = 0;
+
+  constructor(private readonly random: Random) {}
+
+  now(): number {
+    return this.t;
+  }
+
+  after(ms: number, fn: () => void): () => void {
+    const ev: Timer = { at: this.t + Math.max(0, ms), key: this.random(), fn, live: true };
+    this.push(ev);
+    return () => {
+      ev.live = false;
+    };
+  }
+
+  /** Timers queued, cancelled ones included until their time comes (bounded-memory check). */
+  get pending(): number {
+    return this.heap.length;
+  }
+
+  /**
+   * Fires events in order until none is due by `until` or `stop()` says so; `afterStep` runs once
+   * each event's microtasks settled (the invariants). Returns when time reached `until`.
+   */
+  async run(until: number, afterStep: () => void, stop: () => boolean): Promise<void> {
+    await drain();
+    for (;;) {
+      if (stop()) return;
+      const top = this.heap[0];
+      if (!top || top.at > until) break;
+      this.pop();
+      if (!top.live) continue;
+      this.t = top.at;
+      this.steps++;
+      top.fn();
+      await drain();
+      afterStep();
+    }
+    if (until > this.t) this.t = until;
+  }
+
+  private push(ev: Timer): void {
+    const h = this.heap;
+    h.push(ev);
+    let i = h.length - 1;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!less(h[i]!, h[p]!)) break;
+      [h[i], h[p]] = [h[p]!, h[i]!];
+      i = p;
+    }
+  }
+
+  private pop(): void {
+    const h = this.heap;
+    const last = h.pop()!;
+    if (h.length === 0) return;
+    h[0] = last;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < h.length && less(h[l]!, h[m]!)) m = l;
+      if (r < h.length && less(h[r]!, h[m]!)) m = r;
+      if (m === i) break;
+      [h[i], h[m]] = [h[m]!, h[i]!];
+      i = m;
+    }
+  }
+}
+
+function less(a: Timer, b: Timer): boolean {
+  return a.at < b.at || (a.at === b.at && a.key < b.key);
+}
+
+/** Every queued promise continuation runs before this resolves (the check phase follows them). */
+function drain(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * A node's view of the scheduler: its wall clock runs `skew` ms off true time (changed by the
+ * clock-skew fault). Durations are true durations: skew moves timestamps, not rates.
+ */
+export class NodeClock implements Clock {
+  /** Cleared when its process dies: none of its timers fires again, its pending work just stops. */
+  alive = true;
+
+  constructor(
+    private readonly s: Scheduler,
+    public skew = 0,
+  ) {}
+
+  now(): number {
+    return this.s.now() + this.skew;
+  }
+
+  after(ms: number, fn: () => void): () => void {
+    return this.s.after(ms, () => {
+      if (this.alive) fn();
+    });
+  }
+}

@@ -1,0 +1,451 @@
+/**
+ * The simulated world of one schedule: router nodes running the real code of src/ (FleetRuntime
+ * with its failover store, held leases, outage budget, adapter manager, poller; RouterService with
+ * placement, the hold and room waits), each node a plugin-server process on its own skewed clock;
+ * the modelled Redis (redis-model.ts) under their failover stores; the simulator's vLLM replicas
+ * (replicas.ts). Kong's part is modelled: it sends each request to one node's access phase,
+ * proxies it to the replica chosen and runs the log phase on the same process, if still alive.
+ */
+import { HttpReplicaApi } from '../src/backends/http-replica-api';
+import { parseRouterConfig } from '../src/config/parse';
+import type { RedisConfig } from '../src/config/redis-schema';
+import type { RouterConfig } from '../src/config/router-schema';
+import { FailoverFleetStore } from '../src/fleet/redis/failover-store';
+import { LeaseHandle, LeaseNotOpen } from '../src/lease';
+import { silentLogger } from '../src/log';
+import { seededRandom, type Random } from '../src/random';
+import { RouterService } from '../src/router/router';
+import { FleetRuntime } from '../src/runtime';
+import { InvariantBroken, LogChecks, type Violation, type WorldView } from './invariants';
+import { RedisModel, type LinkFaults } from './redis-model';
+import { ReplicaSet } from './replicas';
+import { NodeClock, Scheduler } from './scheduler';
+import type { Action, Schedule } from './schedule';
+
+const POLL_MS = 1000;
+const PROBE_MS = 1000;
+const NODE_TTL_MS = 2000;
+/** After the span: faults healed, traffic done, the world settles this long before the lease check. */
+const SETTLE_MS = 3 * PROBE_MS;
+/** Bounded memory: wake-ups per node beyond one per request under way there. */
+const WAKEUP_SLACK = 8;
+const TIMER_BOUND = 20_000;
+
+/** Every lease id the world handed out, for the end-of-run sweep of the process-wide map. */
+const handed = new Set<string>();
+/** A second release anywhere in src/ (LeaseNotOpen) is a violation: counted by wrapping release once. */
+let secondReleases: string[] = [];
+const take = LeaseHandle.take.bind(LeaseHandle);
+LeaseHandle.take = async (...args: Parameters<typeof LeaseHandle.take>) => {
+  const id = `${args[0].leasePrefix}-${args[0].leaseSeq.next.toString(36)}`;
+  handed.add(id);
+  return take(...args);
+};
+const release = LeaseHandle.prototype.release;
+LeaseHandle.prototype.release = async function (this: LeaseHandle, status?: number) {
+  try {
+    return await release.call(this, status);
+  } catch (err) {
+    if (err instanceof LeaseNotOpen) secondReleases.push(err.leaseId);
+    throw err;
+  }
+};
+
+/** One plugin-server process of a node: its runtime(s) and the router service Kong calls. */
+interface Process {
+  node: number;
+  gen: number;
+  alive: boolean;
+  clock: NodeClock;
+  rt: FleetRuntime;
+  svc: RouterService;
+  /** Every runtime this process made (a record change adds one): their stores' checks. */
+  runtimes: FleetRuntime[];
+
+  /** Requests in its access phase now. */
+  routing: number;
+  /** Which shared state its current runtime uses (0 or 1: two databases). */
+  db: number;
+  recordGen: number;
+}
+
+export interface RunResult {
+  steps: number;
+  violation?: Violation;
+  simMs: number;
+}
+
+export class World {
+  readonly sched: Scheduler;
+  private readonly random: Random;
+  private readonly redis: RedisModel[];
+  private readonly replicas: ReplicaSet;
+  private readonly procs: Process[] = [];
+  private readonly checks: LogChecks;
+  private lastFaultAt = -Infinity;
+  /** Faults under way (partitions, slow links, a Redis down), healed by their own timers. */
+  private faultsOpen = 0;
+  private inFlight = 0;
+  /** Requests that came so far. */
+  private arrivals = 0;
+  private violation: Violation | null = null;
+  private readonly w: Schedule['world'];
+  /** Per node (its host, whatever process runs there): the faults of its links to Redis. */
+  private readonly linkFaults: { link: LinkFaults; partitions: number; slow: number }[];
+
+  constructor(private readonly schedule: Schedule) {
+    this.w = schedule.world;
+    this.random = seededRandom(schedule.seed ^ 0x5bd1e995);
+    this.sched = new Scheduler(seededRandom(schedule.seed ^ 0x27d4eb2f));
+    this.replicas = new ReplicaSet(this.sched, {
+      replicas: this.w.replicas,
+      maxLoras: this.w.maxLoadedAdapters + this.w.nodes + 1,
+      loadMs: this.w.loadMs,
+      decodeMsPerStep: this.w.decodeMsPerStep,
+    });
+    this.linkFaults = Array.from({ length: this.w.nodes }, () => ({
+      link: { partitioned: false, slowMs: 0 },
+      partitions: 0,
+      slow: 0,
+    }));
+    this.redis = [0, 1].map((db) => new RedisModel(this.sched, this.redisConfig(db, 0), this.random));
+    for (let n = 0; n < this.w.nodes; n++) this.procs.push(this.start(n, 0, 0, new NodeClock(this.sched)));
+    this.checks = new LogChecks(
+      this.replicas.replicas.map((r, i) => ({ url: this.replicas.urls[i]!, log: r.log })),
+      {
+        maxLoadedAdapters: this.w.maxLoadedAdapters,
+        nodes: this.w.nodes,
+        coldLoadsPerMinute: this.w.coldLoadsPerMinute,
+        excessGraceMs: 2 * POLL_MS + this.w.loadMs + 2 * PROBE_MS + 1000,
+        quietAfterMs: NODE_TTL_MS + 2 * PROBE_MS,
+      },
+    );
+  }
+
+  private redisConfig(db: number, recordGen: number): RedisConfig {
+    return {
+      host: 'redis',
+      port: 6379,
+      // Same state, another record: only the timeout differs.
+      timeout: 500 + (recordGen % 2),
+      database: db,
+      ssl: false,
+      ssl_verify: false,
+      prefix: 'lora:',
+      node_ttl_ms: NODE_TTL_MS,
+    };
+  }
+
+  private routerConfig(redis: RedisConfig): RouterConfig {
+    return parseRouterConfig({
+      replicas: this.replicas.urls.map((url) => ({ url })),
+      base_model: 'meta-llama/Llama-3.1-8B-Instruct',
+      adapter_path_template: '/adapters/{name}',
+      adapter_name_pattern: '^[a-z,]+$',
+      max_loaded_adapters: this.w.maxLoadedAdapters,
+      cold_loads_per_minute: this.w.coldLoadsPerMinute,
+      lease_max_age_ms: this.w.leaseMaxAgeMs,
+      ttft_slo_ms: this.w.ttftSloMs,
+      queue_timeout_ms: 8000,
+      // A decision (room wait and two load calls) ends before LEASE_CEILING x lease_max_age_ms.
+      load_timeout_ms: 3000,
+      redis,
+    });
+  }
+
+  private runtime(
+    proc: { node: number; gen: number; clock: NodeClock; alive: () => boolean },
+    db: number,
+    recordGen: number,
+    prefix: string,
+    seq?: { next: number },
+  ): FleetRuntime {
+    const redis = this.redisConfig(db, recordGen);
+    return new FleetRuntime({
+      clock: proc.clock,
+      redis,
+      sharedStore: (_r, node) => {
+        const link = this.redis[db]!.link(node, proc.clock);
+        link.faults = this.linkFaults[proc.node]!.link;
+        return link;
+      },
+      api: new HttpReplicaApi(this.replicas.http(proc.clock, this.random, proc.alive)),
+      log: silentLogger,
+      seed: this.schedule.seed * 31 + proc.node * 7 + proc.gen,
+      poller: { intervalMs: POLL_MS, timeoutMs: 1000 },
+      leasePrefix: prefix,
+      ...(seq ? { leaseSeq: seq } : {}),
+    });
+  }
+
+  /** A plugin-server process of node `n` starts (generation `gen`): no memory of any before it. */
+  private start(n: number, gen: number, db: number, clock: NodeClock): Process {
+    const p = { node: n, gen, clock, alive: true } as Process;
+    const rt = this.runtime({ ...p, alive: () => p.alive }, db, 0, `n${n}g${gen}`);
+    Object.assign(p, {
+      rt,
+      svc: new RouterService(this.routerConfig(this.redisConfig(db, 0)), rt),
+      runtimes: [rt],
+      routing: 0,
+      db,
+      recordGen: 0,
+    });
+    return p;
+  }
+
+  private view(): WorldView {
+    let degraded = this.faultsOpen > 0;
+    for (const p of this.procs) if (p.alive && p.rt.store.mode?.() === 'local') degraded = true;
+    return {
+      now: this.sched.now(),
+      step: this.sched.steps,
+      degraded,
+      lastFaultAt: this.lastFaultAt,
+      resets: [...this.redis[0]!.resets, ...this.redis[1]!.resets],
+    };
+  }
+
+  private afterStep(): void {
+    if (this.violation) return;
+    try {
+      const w = this.view();
+      this.checks.check(w);
+      if (secondReleases.length > 0)
+        this.checks.fail(
+          w,
+          'every in-flight count released exactly once',
+          `second release of ${secondReleases[0]} (LeaseNotOpen)`,
+        );
+      for (const p of this.procs) {
+        if (!p.alive) continue;
+        for (const rt of p.runtimes) {
+          const waiting = rt.manager.roomChanged.waiting;
+          if (waiting > p.routing + WAKEUP_SLACK)
+            this.checks.fail(
+              w,
+              'bounded memory',
+              `node ${p.node}: ${waiting} wake-ups left with ${p.routing} requests routing`,
+            );
+        }
+      }
+      if (this.sched.pending > TIMER_BOUND)
+        this.checks.fail(w, 'bounded memory', `${this.sched.pending} timers pending`);
+    } catch (err) {
+      if (err instanceof InvariantBroken) this.violation = err.v;
+      else throw err;
+    }
+  }
+
+  /** The longest an idle fleet may take to route a request: its load, an unload making room, polls and probes. */
+  private holdBoundMs(): number {
+    return 2 * this.w.loadMs + 2 * PROBE_MS + POLL_MS;
+  }
+
+  private fault(): void {
+    this.lastFaultAt = this.sched.now();
+  }
+
+  /** Opens a fault for `ms`, then heals it. */
+  private during(ms: number, open: () => void, heal: () => void): void {
+    this.fault();
+    this.faultsOpen++;
+    open();
+    this.sched.after(ms, () => {
+      heal();
+      this.faultsOpen--;
+      this.fault();
+    });
+  }
+
+  private apply(a: Action): void {
+    switch (a.kind) {
+      case 'request':
+        return void this.request(a);
+      case 'partition':
+      case 'slow': {
+        const nodes = this.linkFaults.filter((_, n) => a.node < 0 || n === a.node);
+        const set = (d: number) =>
+          nodes.forEach((f) => {
+            if (a.kind === 'partition') f.partitions += d;
+            else f.slow += d;
+            f.link.partitioned = f.partitions > 0;
+            f.link.slowMs = f.slow > 0 ? Math.max(f.link.slowMs, a.kind === 'slow' ? a.slowMs : 0) : 0;
+          });
+        return this.during(
+          a.ms,
+          () => set(1),
+          () => set(-1),
+        );
+      }
+      case 'redis-restart':
+        return this.during(
+          a.downMs + 1,
+          () => this.redis.forEach((r) => r.restart(a.downMs, !a.empty)),
+          () => undefined,
+        );
+      case 'flushall':
+        this.fault();
+        return this.redis.forEach((r) => r.flushAll());
+      case 'switch':
+        this.fault();
+        return this.redis.forEach((r) => r.switchPrimary(a.lost));
+      case 'record-change':
+        this.fault();
+        // Kong pushes the new configuration to its nodes in turn.
+        return this.procs.forEach((_, n) =>
+          this.sched.after(n * a.gapMs, () => this.recordChange(n, a.otherState)),
+        );
+      case 'process-restart':
+        this.fault();
+        return this.restartProcess(a.node);
+      case 'skew':
+        this.fault();
+        this.procs[a.node]!.clock.skew = a.ms;
+        return;
+    }
+  }
+
+  /** A `redis` record change on one node: a new runtime takes new requests, the old one drains (FleetRuntime.retire). */
+  private recordChange(n: number, otherState: boolean): void {
+    const p = this.procs[n]!;
+    if (!p.alive) return;
+    const old = p.rt;
+    const db = otherState ? 1 - p.db : p.db;
+    const recordGen = p.recordGen + 1;
+    const same = !otherState;
+    const rt = this.runtime(
+      { node: n, gen: p.gen, clock: p.clock, alive: () => p.alive },
+      db,
+      recordGen,
+      same ? old.leasePrefix : `n${n}g${p.gen}r${recordGen}`,
+      same ? old.leaseSeq : undefined,
+    );
+    p.rt = rt;
+    p.db = db;
+    p.recordGen = recordGen;
+    p.runtimes.push(rt);
+    p.svc = new RouterService(this.routerConfig(this.redisConfig(db, recordGen)), rt);
+    // As the registry's `replace` (src/runtime-registry.ts).
+    old.retire(rt).catch(() => undefined);
+  }
+
+  /** The plugin-server process of node `n` dies and Kong starts another: nothing of it is left. */
+  private restartProcess(n: number): void {
+    const old = this.procs[n]!;
+    old.alive = false;
+    for (const rt of old.runtimes) rt.stop();
+    // Its timers never fire again: a new clock, the same skew.
+    old.clock.alive = false;
+    this.procs[n] = this.start(n, old.gen + 1, 0, new NodeClock(this.sched, old.clock.skew));
+  }
+
+  private async request(a: Extract<Action, { kind: 'request' }>): Promise<void> {
+    const p = this.procs[a.node]!;
+    if (!p.alive) return;
+    const model = a.adapter < 0 ? 'meta-llama/Llama-3.1-8B-Instruct' : this.w.adapters[a.adapter]!;
+    const body = JSON.stringify({
+      model,
+      messages: [{ role: 'user', content: 'x '.repeat(a.prompt) }],
+      max_tokens: a.tokens,
+    });
+    // Alone on an idle fleet: nothing else can change while it routes (the hold's invariant).
+    const alone = this.inFlight === 0;
+    const arrivals = ++this.arrivals;
+    const began = this.sched.now();
+    this.inFlight++;
+    p.routing++;
+    const svc = p.svc;
+    try {
+      const out = await svc.route({ path: '/v1/chat/completions', body });
+      p.routing--;
+      const took = this.sched.now() - began;
+      if (alone && arrivals === this.arrivals && this.lastFaultAt < began && took > this.holdBoundMs()) {
+        const w = this.view();
+        this.violation ??= {
+          invariant: 'a hold never waits with nothing that could change',
+          detail: `${model} alone on an idle fleet routed after ${Math.round(took)} ms`,
+          at: w.now,
+          step: w.step,
+        };
+      }
+      if (out.kind !== 'proxy' || !p.alive) return;
+      const path = new URL(out.url).origin;
+      const reply = await this.replicas
+        .replica(path)
+        .exchange('POST', '/v1/chat/completions', out.body ?? body).reply;
+      // The log phase, on the process that routed it (a dead one never runs it).
+      if (!p.alive) return;
+      await svc.finish(out.leaseId, reply.status);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  async run(): Promise<RunResult> {
+    secondReleases = [];
+    for (const a of this.schedule.actions) this.sched.after(a.at, () => this.apply(a));
+    // Snapshots (RDB saves) every second, for restarts from an older one.
+    for (let t = 500; t < this.w.spanMs; t += 1000)
+      this.sched.after(t, () => this.redis.forEach((r) => r.takeSnapshot()));
+    const stop = () => this.violation !== null;
+    const step = () => this.afterStep();
+    try {
+      await this.sched.run(this.w.spanMs, step, stop);
+      // Traffic stops; faults heal by their timers. Settle until every request ended.
+      for (let i = 0; i < 40 && !stop() && (this.inFlight > 0 || this.faultsOpen > 0); i++)
+        await this.sched.run(this.sched.now() + 1000, step, stop);
+      if (!stop()) await this.sched.run(this.sched.now() + SETTLE_MS, step, stop);
+      if (!stop()) await this.quiescence();
+    } finally {
+      this.close();
+    }
+    return {
+      steps: this.sched.steps,
+      simMs: this.sched.now(),
+      ...(this.violation ? { violation: this.violation } : {}),
+    };
+  }
+
+  /** Every request ended and the world settled: no live node holds a lease, in Redis or alone. */
+  private async quiescence(): Promise<void> {
+    const w = this.view();
+    if (this.inFlight > 0) return; // a request still runs (a hung one is not this check's)
+    const live = new Set<string>();
+    for (const p of this.procs) if (p.alive) for (const rt of p.runtimes) live.add(rt.leasePrefix);
+    // A state no live node uses any more is nobody's to clean (its leases go by age, once polled).
+    const used = new Set(this.procs.filter((p) => p.alive).map((p) => p.db));
+    for (const [i, r] of this.redis.entries())
+      for (const [id, node] of used.has(i) ? r.openLeases() : [])
+        if (live.has(node)) {
+          this.violation = {
+            invariant: 'no lease left open after quiescence',
+            detail: `db ${i}: lease ${id} of live node ${node} open ${SETTLE_MS} ms after the last request ended`,
+            at: w.now,
+            step: w.step,
+          };
+          return;
+        }
+    for (const p of this.procs) {
+      if (!p.alive) continue;
+      for (const rt of p.runtimes) {
+        const open = await (rt.store as FailoverFleetStore).local.inFlightTotal();
+        if (open > 0) {
+          this.violation = {
+            invariant: 'no lease left open after quiescence',
+            detail: `node ${p.node}: ${open} lease(s) open in its local store`,
+            at: w.now,
+            step: w.step,
+          };
+          return;
+        }
+      }
+    }
+  }
+
+  private close(): void {
+    for (const p of this.procs) for (const rt of p.runtimes) rt.stop();
+    // The process-wide lease map (src/lease.ts) outlives a schedule: forget this world's leases.
+    for (const id of handed) LeaseHandle.find(id)?.agedOut();
+    handed.clear();
+  }
+}
