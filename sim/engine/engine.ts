@@ -61,7 +61,8 @@ export interface EngineRequest {
   /**
    * The prompt's full KV blocks (`KV_BLOCK_TOKENS` each), by a key that names the block and
    * everything before it (vLLM chains each block's hash with its parent's): requests sharing a
-   * prefix share its keys. Absent: the prompt shares nothing.
+   * prefix share its keys. Blocks past the prompt's are its answer's, cached when it finishes (a
+   * conversation's next turn opens with this one's prompt and answer). Absent: nothing shared.
    */
   blocks?: readonly string[];
   maxTokens: number;
@@ -480,6 +481,12 @@ export class ReplicaEngine {
   private finish(seq: Seq, aborted: boolean, at = this.clock.now()): void {
     seq.rec.end = at;
     if (aborted) seq.rec.aborted = true;
+    else if (this.options.prefixCaching && seq.req.blocks)
+      this.cacheBlocks(
+        seq.req.blocks,
+        Math.floor(seq.req.promptTokens / KV_BLOCK_TOKENS),
+        seq.req.blocks.length,
+      );
     if (seq.rec.firstToken !== undefined && seq.rec.start !== undefined) {
       this.counters.finishedPrompt += seq.req.promptTokens;
       this.counters.finishedComputed += seq.req.promptTokens - (seq.rec.cachedTokens ?? 0);
@@ -501,18 +508,24 @@ export class ReplicaEngine {
    */
   private prefixHit(req: EngineRequest): number {
     if (!this.options.prefixCaching || !req.blocks) return 0;
+    const n = Math.min(req.blocks.length, Math.floor(req.promptTokens / KV_BLOCK_TOKENS));
     let hits = 0;
-    while (hits < req.blocks.length && this.prefixBlocks.has(req.blocks[hits]!)) hits++;
-    const capacity = Math.floor(this.options.kvCapacityTokens / KV_BLOCK_TOKENS);
-    for (const key of req.blocks) {
-      this.prefixBlocks.delete(key);
-      this.prefixBlocks.set(key, true);
+    while (hits < n && this.prefixBlocks.has(req.blocks[hits]!)) hits++;
+    this.cacheBlocks(req.blocks, 0, n);
+    return Math.max(0, Math.min(hits * KV_BLOCK_TOKENS, req.promptTokens - 1));
+  }
+
+  /** Blocks `[from, to)` of `blocks` are cached, most recent last; the oldest go past the pool's size. */
+  private cacheBlocks(blocks: readonly string[], from: number, to: number): void {
+    for (let i = from; i < to; i++) {
+      this.prefixBlocks.delete(blocks[i]!);
+      this.prefixBlocks.set(blocks[i]!, true);
     }
+    const capacity = Math.floor(this.options.kvCapacityTokens / KV_BLOCK_TOKENS);
     for (const key of this.prefixBlocks.keys()) {
       if (this.prefixBlocks.size <= capacity) break;
       this.prefixBlocks.delete(key);
     }
-    return Math.max(0, Math.min(hits * KV_BLOCK_TOKENS, req.promptTokens - 1));
   }
 
   private touch(adapter: string): void {

@@ -8,6 +8,11 @@ export interface Arrival {
   outputTokens: number;
   /** A system prompt shared with other requests: which one, and its tokens (part of `promptTokens`). */
   prefix?: { id: number; tokens: number };
+  /**
+   * A later turn of a conversation: its earlier messages (user, assistant, user, ...), their
+   * tokens each, after the system prompt and before the new user message (part of `promptTokens`).
+   */
+  history?: { conversation: number; turns: number[] };
 }
 
 /**

@@ -54,9 +54,12 @@ export type RouteOutcome =
       adapter: string | null;
       /** Rewritten body (llama.cpp: the adapter's `lora` field), if any. */
       body?: string;
+      /** `saturation_mode: predicted`: the TTFT predicted on the chosen replica, ms. */
+      predictedTtftMs?: number;
     };
 
-const PROMPT_CHARS = 4096;
+/** The prefix index's reach: its 32 blocks of 256 characters (src/scheduler/prefix-index.ts). */
+const PROMPT_CHARS = 8192;
 const INTERNAL_LOG_EVERY_MS = 10_000;
 
 /**
@@ -359,6 +362,7 @@ export class RouterService {
           replica.backend === 'llamacpp' && json
             ? llamaBody(json, replica.adapter?.llamaId, replica.llamaIds ?? [])
             : undefined,
+        ...(this.config.saturation_mode === 'predicted' ? { predictedTtftMs: replica.ttftMs } : {}),
       };
     } catch (err) {
       // Not releaseLease (log-phase.ts): that also wakes the requests waiting for room when the

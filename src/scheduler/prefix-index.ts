@@ -3,8 +3,10 @@ import { LRUCache } from 'lru-cache';
 export interface PrefixOptions {
   /** Characters per block (about 64 tokens). */
   blockChars: number;
-  /** Leading blocks considered. */
+  /** Leading blocks indexed (what the TTFT prediction can credit). */
   maxBlocks: number;
+  /** Of those, the leading blocks the prefix scorer ranks by. */
+  scoredBlocks: number;
   /** Blocks remembered; least recently used forgotten first. */
   capacity: number;
 }
@@ -22,7 +24,9 @@ export class PrefixIndex {
   private last: { prompt: string; adapter: string; hashes: number[] } | null = null;
 
   constructor(options: Partial<PrefixOptions> = {}) {
-    this.o = { blockChars: 256, maxBlocks: 16, capacity: 65536, ...options };
+    // 32 blocks of 256 characters: about 2,048 tokens of prefix (a system prompt and a few turns),
+    // the first 16 scored as before; hashing them costs about twice what 16 did.
+    this.o = { blockChars: 256, maxBlocks: 32, scoredBlocks: 16, capacity: 131072, ...options };
     this.owner = new LRUCache<number, string>({ max: this.o.capacity });
   }
 
@@ -45,9 +49,9 @@ export class PrefixIndex {
    * How many of `hashes`' leading blocks `url` served last: a cache hit needs the whole prefix
    * before it. `peek`: looking is no use; only the replica that served a block renews it.
    */
-  held(hashes: readonly number[], url: string): number {
+  held(hashes: readonly number[], url: string, max = hashes.length): number {
     let n = 0;
-    while (n < hashes.length && this.owner.peek(hashes[n]!) === url) n++;
+    while (n < max && n < hashes.length && this.owner.peek(hashes[n]!) === url) n++;
     return n;
   }
 

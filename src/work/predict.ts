@@ -39,7 +39,7 @@ export interface Prediction {
   fixedMs: number;
   /** The prefill queued ahead of it, at the replica's rate. */
   aheadMs: number;
-  /** Its own prefill. */
+  /** Its own prefill: its computed tokens at the replica's rate (and the step ending it, `WorkModel.prefillStepMs`). */
   ownMs: number;
   /** Of its prompt, the prefix credited as cached there (no prefill). */
   cachedTokens: number;
@@ -87,7 +87,7 @@ export function predictTtft(
   const rate = work.prefillRate(c.url);
   const aheadMs = (work.queuedPrefill(c.url, now) / rate) * 1000;
   const cachedTokens = prefixCredit(c, req, work);
-  const ownMs = ((req.promptTokens - cachedTokens) / rate) * 1000;
+  const ownMs = ((req.promptTokens - cachedTokens) / rate) * 1000 + work.prefillStepMs(c.url);
   return {
     startMs: slotMs + kvMs,
     loadMs: slotMs,

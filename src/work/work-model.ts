@@ -94,7 +94,9 @@ class Replica {
    * The last scrape's prefill histogram sums of finished requests: tokens (computed ones where
    * the replica exports them, else prompt tokens), seconds.
    */
-  prefill: { tokens: number; seconds: number; computed: boolean } | null = null;
+  prefill: { tokens: number; seconds: number; computed: boolean; requests?: number } | null = null;
+  /** Its rate was learned with each request's last prefill step taken out (`prefillStepMs`). */
+  stepApart = false;
   /** Its rate was learned from prompt tokens, prefix-cache hits included: a cached prefix is priced in already. */
   promptUnits = false;
   /** And its decode histogram sums: generated tokens, requests, seconds. */
@@ -264,24 +266,42 @@ export class WorkModel {
    * over prefill seconds where the replica exports them (`finishedComputedTokens`); prompt tokens
    * only where it does not. Prefix caching is on by default in vLLM's V1 engine, and a cache hit
    * costs no prefill: over prompt tokens, a replica serving repeated system prompts learns a rate
-   * far above its real one and predicts an uncached prompt too fast. Each request's prefill phase
-   * still ends with one engine step however little it computed, which stays in the rate: a
-   * workload of mostly cached prompts learns a rate below the engine's.
+   * far above its real one and predicts an uncached prompt too fast.
    */
   private learnPrefill(r: Replica, f: ReplicaFigures): void {
     if (f.finishedPromptTokens === undefined || f.prefillSeconds === undefined) return;
     const computed = f.finishedComputedTokens !== undefined;
     const total = f.finishedComputedTokens ?? f.finishedPromptTokens;
+    const requests = computed ? f.finishedRequests : undefined;
     const last = r.prefill;
     // The same kind of tokens as last time (an upgrade between scrapes gives no sample).
     if (last && last.computed === computed) {
       const tokens = total - last.tokens;
-      const s = f.prefillSeconds - last.seconds;
+      let s = f.prefillSeconds - last.seconds;
+      if (requests !== undefined && last.requests !== undefined) {
+        // Each request's prefill phase ends with an engine step however little it computed (a
+        // cached prompt still runs its last token); a decode step's time, which the decode
+        // histograms measure, is taken out (`prefillStepMs`, and the prediction adds it back).
+        // Left in, mostly cached prompts teach a rate far below the engine's. An interval that is
+        // mostly such steps says little of the rate: no sample.
+        const steps = ((requests - last.requests) * this.decodeMs.value) / 1000;
+        s = s - steps >= s / 4 ? s - steps : 0;
+      }
       // Nothing finished (or the replica restarted and its sums fell): no sample.
       if (tokens > 0 && s > 0) this.observeRate(r, tokens / s);
     }
-    r.prefill = { tokens: total, seconds: f.prefillSeconds, computed };
+    r.prefill = { tokens: total, seconds: f.prefillSeconds, computed, requests };
     r.promptUnits = !computed;
+    r.stepApart = requests !== undefined;
+  }
+
+  /**
+   * What a request's prefill costs on `url` beyond its computed tokens over the rate: one engine
+   * step, where the rate was learned without it (computed tokens and the decode figures); 0 where
+   * the rate has it in (prompt tokens, or the prior).
+   */
+  prefillStepMs(url: string): number {
+    return this.replicas.get(url)?.stepApart ? this.decodeMs.value : 0;
   }
 
   /**

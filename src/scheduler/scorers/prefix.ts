@@ -5,7 +5,7 @@ export type { PrefixOptions } from '../prefix-index';
 
 /**
  * Approximate prefix-cache affinity over the pipeline's prefix index (src/scheduler/prefix-index.ts):
- * a replica scores the share of the prompt's leading blocks it served last.
+ * a replica scores the share of the prompt's leading `scoredBlocks` blocks it served last.
  */
 export function prefixScorer(options: Partial<PrefixOptions> = {}, index = new PrefixIndex(options)): Scorer {
   return {
@@ -13,8 +13,9 @@ export function prefixScorer(options: Partial<PrefixOptions> = {}, index = new P
     score(req, candidates) {
       if (!req.prompt) return candidates.map(() => 0);
       const hs = index.blocks(req.prompt, req.adapter?.name);
-      if (hs.length === 0) return candidates.map(() => 0);
-      return candidates.map((c) => index.held(hs, c.url) / hs.length);
+      const k = Math.min(hs.length, index.o.scoredBlocks);
+      if (k === 0) return candidates.map(() => 0);
+      return candidates.map((c) => index.held(hs, c.url, k) / k);
     },
     observe(req, chosen) {
       if (!req.prompt) return;
