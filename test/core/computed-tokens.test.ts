@@ -64,6 +64,33 @@ describe('prefill rate from computed tokens (prefix caching)', () => {
   });
 });
 
+describe('the step that ends each prefill', () => {
+  it('is taken out of the rate learned from computed tokens, and the prediction adds it back', () => {
+    // 50 requests a second, each 20 computed tokens (the rest cached) and 30 ms of prefill: 10 ms
+    // of computing at 2,000 tokens a second, then a 20 ms step (the decode time per token).
+    const w = new WorkModel({ prefillTokensPerS: 5000, decodeMsPerToken: 20 });
+    for (let t = 0; t <= 20; t++)
+      w.observeReplica(
+        A,
+        {
+          waiting: 0,
+          running: 2,
+          finishedPromptTokens: t * 50 * 2000,
+          finishedComputedTokens: t * 50 * 20,
+          prefillSeconds: t * 50 * 0.03,
+          generationTokens: t * 50 * 11,
+          finishedRequests: t * 50,
+          decodeSeconds: t * 50 * 0.2,
+        } as Parameters<WorkModel['observeReplica']>[1],
+        t * 1000,
+      );
+    expect(w.prefillRate(A)).toBeCloseTo(2000, 0);
+    const held = { url: A, residentCount: 0, holder: true, prefixTokens: 1980 } as PredictCandidate;
+    const req = { promptTokens: 2000, maxTokens: 10, maxLoadedAdapters: 4, queueTimeoutMs: 1000 };
+    expect(predictTtft(held, req, 20_000, w, new LoadTimes(500, 50)).ownMs).toBeCloseTo(30, 5);
+  });
+});
+
 describe('prefix credit in the predicted TTFT', () => {
   const req = { promptTokens: 2000, maxTokens: 10, maxLoadedAdapters: 4, queueTimeoutMs: 1000 };
   const loads = new LoadTimes(500, 50);
