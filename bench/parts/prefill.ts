@@ -55,6 +55,8 @@ export const prefillPart: BenchPart = {
     const { full, seeds, scenario, mainLoad, log, json, md, named, root } = c;
     const n = full ? 6000 : 2000;
     const seed = seeds[0]!;
+    // The commit measured: read before the run, which takes minutes.
+    const commit = gitHead(root);
     const rows: PrefillRow[] = [];
     log(
       `TTFT prediction error, prompt- against computed-token learning (${n} requests, ${mainLoad * 100}% load):`,
@@ -74,7 +76,7 @@ export const prefillPart: BenchPart = {
     }
     const run: PrefillRun = {
       command: `npm run bench -- --only prefill${full ? ' --full' : ''}`,
-      commit: gitHead(root),
+      commit,
       date: new Date().toISOString(),
       requests: n,
       load: mainLoad,
