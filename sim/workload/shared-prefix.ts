@@ -1,5 +1,5 @@
 import { seededRandom } from '../../src/random';
-import { normal, type Arrival } from './workload';
+import { draws, type Arrival } from './workload';
 import { zipfSampler } from './zipf';
 
 /**
@@ -35,12 +35,8 @@ const PER_MESSAGE = 4;
 export function sharedPrefixWorkload(count: number, seed: number): Arrival[] {
   const r = seededRandom(seed * 6151 + 29);
   const s = SHARED_PREFIX_SHAPE;
-  const exp = (mean: number) => -Math.log(1 - r()) * mean;
-  const logNormal = (d: { mu: number; sigma: number; min: number; max: number }) =>
-    Math.min(d.max, Math.max(d.min, Math.round(Math.exp(d.mu + d.sigma * normal(r)))));
-  const systemLength = Array.from({ length: s.systemPrompts }, () =>
-    Math.round(s.systemTokens.min + r() * (s.systemTokens.max - s.systemTokens.min)),
-  );
+  const { exp, logNormal, uniform } = draws(r);
+  const systemLength = Array.from({ length: s.systemPrompts }, () => uniform(s.systemTokens));
   const pickSystem = zipfSampler(s.systemPrompts, 1, r);
   const out: Arrival[] = [];
   let start = 0;

@@ -98,6 +98,16 @@ export function atRate(arrivals: Arrival[], ratePerS: number): Arrival[] {
   return arrivals.map((a) => ({ ...a, at: (a.at - arrivals[0]!.at) * k }));
 }
 
+/** Draws over `r` the generators share: exponential by its mean, log-normal rounded into [min, max], uniform in [min, max] rounded. */
+export function draws(r: Random) {
+  return {
+    exp: (mean: number) => -Math.log(1 - r()) * mean,
+    logNormal: (d: { mu: number; sigma: number; min: number; max: number }) =>
+      Math.min(d.max, Math.max(d.min, Math.round(Math.exp(d.mu + d.sigma * normal(r))))),
+    uniform: (d: { min: number; max: number }) => Math.round(d.min + r() * (d.max - d.min)),
+  };
+}
+
 export function normal(r: Random): number {
   const u = 1 - r();
   const v = r();
