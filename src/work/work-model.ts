@@ -94,8 +94,9 @@ class Replica {
    * The last scrape's prefill histogram sums of finished requests: tokens (computed ones where
    * the replica exports them, else prompt tokens), seconds.
    */
-  prefill: { tokens: number; seconds: number; computed: boolean; requests?: number } | null = null;
-  /** Its rate was learned with each request's last prefill step taken out (`prefillStepMs`). */
+  prefill: { tokens: number; prompt: number; seconds: number; computed: boolean; requests?: number } | null =
+    null;
+  /** Its last rate sample had each request's last prefill step taken out (`prefillStepMs`). */
   stepApart = false;
   /** Its rate was learned from prompt tokens, prefix-cache hits included: a cached prefix is priced in already. */
   promptUnits = false;
@@ -278,21 +279,31 @@ export class WorkModel {
     if (last && last.computed === computed) {
       const tokens = total - last.tokens;
       let s = f.prefillSeconds - last.seconds;
-      if (requests !== undefined && last.requests !== undefined) {
-        // Each request's prefill phase ends with an engine step however little it computed (a
-        // cached prompt still runs its last token); a decode step's time, which the decode
-        // histograms measure, is taken out (`prefillStepMs`, and the prediction adds it back).
-        // Left in, mostly cached prompts teach a rate far below the engine's. An interval that is
-        // mostly such steps says little of the rate: no sample.
+      // Some of the prompts were cache hits: each request's prefill phase ends with an engine step
+      // however little it computed (a cached prompt still runs its last token); a decode step's
+      // time, which the decode histograms measure, is taken out (`prefillStepMs`, and the
+      // prediction adds it back). Left in, mostly cached prompts teach a rate far below the
+      // engine's. An interval that is mostly such steps says little of the rate: no sample.
+      // Without hits the rate is the prompt tokens' (long prefills inflate the decode figure).
+      const hits = f.finishedPromptTokens - last.prompt > tokens;
+      if (hits && requests !== undefined && last.requests !== undefined) {
         const steps = ((requests - last.requests) * this.decodeMs.value) / 1000;
         s = s - steps >= s / 4 ? s - steps : 0;
       }
       // Nothing finished (or the replica restarted and its sums fell): no sample.
-      if (tokens > 0 && s > 0) this.observeRate(r, tokens / s);
+      if (tokens > 0 && s > 0) {
+        this.observeRate(r, tokens / s);
+        r.stepApart = hits && requests !== undefined && last.requests !== undefined;
+      }
     }
-    r.prefill = { tokens: total, seconds: f.prefillSeconds, computed, requests };
+    r.prefill = {
+      tokens: total,
+      prompt: f.finishedPromptTokens,
+      seconds: f.prefillSeconds,
+      computed,
+      requests,
+    };
     r.promptUnits = !computed;
-    r.stepApart = requests !== undefined;
   }
 
   /**
