@@ -18,6 +18,7 @@ import { sloPart } from './parts/slo';
 import { sweepPart } from './parts/sweep';
 import { classesPart } from './parts/classes';
 import { tokensPart } from './parts/tokens';
+import { prefillPart } from './parts/prefill';
 import { unloadPart } from './parts/unload';
 import { variantsPart } from './parts/variants';
 import { BENCH_PAGE, withBenchSections } from './readme';
@@ -29,11 +30,12 @@ const HELP = `Usage: npm run bench [-- options]
                      iterations); default: quick (about 45 min on 2 cores)
   --trace FILE       workload CSV in the Azure LLM trace format, used as the conversation workload
                      (default ../shared/data/azure-llm-inference-2023/conversation.csv, else synthetic)
-  --workload NAME    conversation (the trace), bursty (prefill-heavy bursts) or long (long-context
-                     chat) for every part but slo (default conversation)
+  --workload NAME    conversation (the trace), bursty (prefill-heavy bursts), long (long-context
+                     chat) or shared-prefix (system prompts, multi-turn) for every part but slo
+                     (default conversation)
   --workloads LIST   the workloads of the slo part (default conversation,bursty,long)
   --only PARTS       comma list of overhead, quality, slo, nodes, sweep, loadtime, unload, variants,
-                     e2e, e2e-long, tokens, classes (default all), or exits (1,000,000 refused requests: heap per exit;
+                     e2e, e2e-long, tokens, classes, prefill (default all), or exits (1,000,000 refused requests: heap per exit;
                      only when named)
   --seeds LIST       comma list (default 1,2,3)
   --alphas LIST      Zipf exponents for the variants part (0 = uniform; default quick 1,0.8, full 0.8,1,1.2,0)
@@ -63,6 +65,7 @@ const PARTS: BenchPart[] = [
   e2eLongPart,
   tokensPart,
   classesPart,
+  prefillPart,
 ];
 
 async function main(): Promise<void> {

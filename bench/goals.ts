@@ -9,6 +9,7 @@ import type { PolicyResult, Scenario } from './des/run';
 import type { E2eResult } from './e2e';
 import type { E2eLongRun } from './parts/e2e-long';
 import type { TokenEstimateRun } from './parts/tokens';
+import type { PrefillRun } from './parts/prefill';
 import type { OverheadRow, RedisCost } from './overhead';
 import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
 import type { ExitRun } from '../harness/kong/exits';
@@ -110,6 +111,8 @@ export interface BenchResults {
   tokenEstimate?: TokenEstimateRun;
   /** Issue 34: the two-class workload, per class. */
   classes?: { requests: number; points: ClassPoint[] };
+  /** The TTFT prediction's error with prefix caching, prompt- against computed-token learning (issue 32). */
+  prefill?: PrefillRun;
 }
 
 /** JSON has no Infinity (a p99 with refusals counted) or NaN: they are written as strings. */

@@ -15,6 +15,7 @@ import { sloTally } from './des/slo-sweep';
 import { chartFile, decisionGoal, tally25 } from './des/slo-goals-25';
 import { e2eLongSection } from './parts/e2e-long';
 import { tokensSection } from './parts/tokens';
+import { prefillSection } from './parts/prefill';
 
 type Renderer = (r: BenchResults) => string[] | undefined;
 
@@ -91,6 +92,9 @@ const e2eLong: Renderer = (r) => r.e2eLong && asParagraph(e2eLongSection(r.e2eLo
 /** The prompt-token estimate's measured error. */
 const tokenEstimate: Renderer = (r) => r.tokenEstimate && asParagraph(tokensSection(r.tokenEstimate));
 
+/** The TTFT prediction's error with prefix caching, prompt- against computed-token learning. */
+const prefill: Renderer = (r) => r.prefill && asParagraph(prefillSection(r.prefill));
+
 /** A bench/results section as one paragraph of the page: its heading becomes the bold lead. */
 function asParagraph(lines: string[]): string[] {
   const [head, , first, ...rest] = lines;
@@ -139,7 +143,18 @@ const slo: Renderer = (r) => {
 };
 
 /** The page's summary, part by part; SLO attainment, what users feel, leads. */
-const PARTS: Renderer[] = [provenance, slo, overhead, e2eLong, tokenEstimate, quality, nodes, e2e, more];
+const PARTS: Renderer[] = [
+  provenance,
+  slo,
+  overhead,
+  e2eLong,
+  tokenEstimate,
+  prefill,
+  quality,
+  nodes,
+  e2e,
+  more,
+];
 
 const redisCost: Renderer = (r) => {
   const n = r.nodes;

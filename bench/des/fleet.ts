@@ -26,6 +26,11 @@ export interface DesFleetOptions {
   /** What vLLM's unload frees (see ReplicaOptions.unload); default the released behaviour. */
   unload?: UnloadMode;
   engine?: Partial<EngineOptions>;
+  /**
+   * The replicas export the computed-token families of newer vLLM (`vllm:request_prefill_kv_computed_tokens`,
+   * `vllm:prompt_tokens_by_source`); default: as v0.11.0, prompt tokens only.
+   */
+  computedTokens?: boolean;
 }
 
 const RANK = 16;
@@ -102,6 +107,7 @@ export class DesFleet implements ReplicaApi {
     adapter: string | null,
     promptTokens: number,
     outputTokens: number,
+    blocks?: readonly string[],
   ): Promise<RequestRecord | ContextRefusal> {
     const i = this.index(url);
     const engine = this.engines[i]!;
@@ -115,6 +121,7 @@ export class DesFleet implements ReplicaApi {
         weights: adapter === null ? undefined : this.registries[i]!.get(adapter),
         adapterRank: RANK,
         promptTokens,
+        blocks,
         maxTokens: outputTokens,
         onFinish: resolve,
       });
@@ -141,6 +148,12 @@ export class DesFleet implements ReplicaApi {
         generationTokens: s.generationTokens,
         finishedRequests: s.finishedRequests,
         decodeSeconds: s.decodeSeconds,
+        ...(this.o.computedTokens
+          ? {
+              finishedComputedTokens: s.finishedComputedTokens,
+              computedTokensTotal: s.computedPromptTokensTotal,
+            }
+          : {}),
       },
       registry: [...this.registries[i]!.keys()].map((name) => ({ name, path: `/adapters/${name}` })),
     };

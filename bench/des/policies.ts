@@ -10,7 +10,7 @@ import type { AdapterMode, DesFleet } from './fleet';
 import { sharedStoreHandles } from './shared-store';
 
 /** Where one request goes, or the error status the router answered. */
-export type Routed = { url: string; token?: string } | { error: number };
+export type Routed = { url: string; token?: string; predictedMs?: number } | { error: number };
 
 /** One request as a router sees it: the adapter, and its arrival (token counts) for the body. */
 export interface DesRequest {
@@ -87,7 +87,7 @@ export function loraRouterNodes(
           const out = await svc.route({ path: '/v1/chat/completions', body, slo });
           if (out.kind !== 'proxy') return { error: out.status };
           routedBy.set(out.leaseId, svc);
-          return { url: out.url, token: out.leaseId };
+          return { url: out.url, token: out.leaseId, predictedMs: out.predictedTtftMs };
         },
         // The status only, as Kong's log phase gives it (plugins/lora-router.ts `giveBack`): it
         // sees no TTFT (latencies.proxy is time to response headers, which vLLM streams at once),

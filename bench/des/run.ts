@@ -1,6 +1,6 @@
 import { VirtualClock } from '../../src/clock';
 import { seededRandom } from '../../src/random';
-import type { EngineOptions } from '../../sim/engine/engine';
+import type { EngineOptions, RequestRecord } from '../../sim/engine/engine';
 import type { UnloadMode } from '../../sim/http/replica';
 import type { Arrival } from '../../sim/workload/workload';
 import { percentile as pct } from '../../sim/workload/percentile';
@@ -20,6 +20,18 @@ export interface Scenario {
   alpha: number;
   seed: number;
   engine: Partial<EngineOptions>;
+  /** The replicas export vLLM's computed-token families (DesFleetOptions.computedTokens). */
+  computedTokens?: boolean;
+}
+
+/** What a run may add per request: its KV blocks for the prefix cache, and what was predicted against what came. */
+export interface RunHooks {
+  /** Per request, the SLO class it names (llm-d's objective header), if any. */
+  classes?: readonly string[];
+  /** Request `i`'s blocks (`EngineRequest.blocks`); absent: its prompt shares nothing. */
+  blocks?: (i: number) => readonly string[] | undefined;
+  /** A served request: the replica, the TTFT the router predicted there (if it did), the TTFT it got, its record. */
+  served?: (url: string, predictedMs: number | undefined, ttftMs: number, rec: RequestRecord) => void;
 }
 
 /** TTFT objectives (ms) SLO attainment is reported at; the first is the default. */
@@ -99,8 +111,7 @@ export async function runPolicy(
   scenario: Scenario,
   arrivals: Arrival[],
   adapters: string[],
-  /** Per request, the SLO class it names (llm-d's objective header), if any. */
-  classes?: readonly string[],
+  hooks: RunHooks = {},
 ): Promise<PolicyResult> {
   const started = Date.now();
   const clock = new VirtualClock();
@@ -111,6 +122,7 @@ export async function runPolicy(
     unload: scenario.unload,
     mode: policy.mode,
     engine: scenario.engine,
+    computedTokens: scenario.computedTokens,
   });
   const router = policy.create(clock, fleet, scenario.seed, scenario.slots);
   const ttft: number[] = [];
@@ -126,7 +138,7 @@ export async function runPolicy(
       void (async () => {
         const t0 = clock.now();
         try {
-          const r = await router.route({ adapter: adapters[i]!, arrival: a, sloClass: classes?.[i] });
+          const r = await router.route({ adapter: adapters[i]!, arrival: a, sloClass: hooks.classes?.[i] });
           if ('error' in r) {
             // A refused request counts as never answered: it must not flatter the percentiles.
             errors++;
@@ -134,7 +146,13 @@ export async function runPolicy(
             e2e.push(Infinity);
             return;
           }
-          const rec = await fleet.submit(r.url, adapters[i]!, a.promptTokens, a.outputTokens);
+          const rec = await fleet.submit(
+            r.url,
+            adapters[i]!,
+            a.promptTokens,
+            a.outputTokens,
+            hooks.blocks?.(i),
+          );
           if ('status' in rec) {
             // Longer than the replica's context: vLLM's 400, a miss for every policy alike.
             await router.done(r.url, r.token, { status: rec.status });
@@ -145,6 +163,7 @@ export async function runPolicy(
             return;
           }
           await router.done(r.url, r.token, { status: 200, ttftMs: rec.firstToken! - t0 });
+          hooks.served?.(r.url, r.predictedMs, rec.firstToken! - t0, rec);
           ttft.push(rec.firstToken! - t0);
           e2e.push(rec.end! - t0);
           lastEnd = Math.max(lastEnd, rec.end!);
@@ -191,7 +210,7 @@ export async function runPolicy(
     engineReloads: policy.mode === 'oracle' ? 0 : fleet.engineReloads(),
     wallS: (Date.now() - started) / 1000,
     intervals: { start: arrivals.map((a) => a.at), end: ends },
-    ...(classes ? { ttftOf } : {}),
+    ...(hooks.classes ? { ttftOf } : {}),
   };
 }
 

@@ -58,7 +58,7 @@ export async function classPoint(
   const classes = twoClassSequence(arrivals.length, seed);
   const policies: ClassPoint['policies'] = [];
   for (const v of CLASS_VARIANTS) {
-    const r = await runPolicy(P.loraRouter(v.name, v.config), s, arrivals, adapters, classes);
+    const r = await runPolicy(P.loraRouter(v.name, v.config), s, arrivals, adapters, { classes });
     const byClass: Record<string, ClassFigures> = {};
     for (const c of TWO_CLASSES.classes) {
       const ttft = r.ttftOf!.filter((_, i) => classes[i] === c.name);

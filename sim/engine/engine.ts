@@ -23,6 +23,12 @@ export interface EngineOptions extends LoadCostOptions {
   decodeMsPerStep: number;
   /** Each further running sequence makes a decode step this fraction slower. */
   decodeSlowdownPerSeq: number;
+  /**
+   * Automatic prefix caching, on by default in vLLM's V1 engine (`CacheConfig.enable_prefix_caching
+   * = True`, vllm/config/cache.py): a prompt's leading KV blocks already cached cost no prefill.
+   * Only requests that name their blocks (`EngineRequest.blocks`) can hit.
+   */
+  prefixCaching: boolean;
 }
 
 export const defaultEngineOptions: EngineOptions = {
@@ -33,8 +39,12 @@ export const defaultEngineOptions: EngineOptions = {
   prefillMsPerToken: 0.1,
   decodeMsPerStep: 20,
   decodeSlowdownPerSeq: 0.03,
+  prefixCaching: true,
   ...defaultLoadCost,
 };
+
+/** Tokens per KV block: vLLM's default `block_size` (CacheConfig.DEFAULT_BLOCK_SIZE, vllm/config/cache.py). */
+export const KV_BLOCK_TOKENS = 16;
 
 export interface EngineRequest {
   id: string;
@@ -48,6 +58,13 @@ export interface EngineRequest {
   /** Rank of that adapter: what a reload from its path costs if it left the host cache. */
   adapterRank?: number;
   promptTokens: number;
+  /**
+   * The prompt's full KV blocks (`KV_BLOCK_TOKENS` each), by a key that names the block and
+   * everything before it (vLLM chains each block's hash with its parent's): requests sharing a
+   * prefix share its keys. Blocks past the prompt's are its answer's, cached when it finishes (a
+   * conversation's next turn opens with this one's prompt and answer). Absent: nothing shared.
+   */
+  blocks?: readonly string[];
   maxTokens: number;
   onToken?: (index: number) => void;
   onFinish?: (record: RequestRecord) => void;
@@ -57,6 +74,8 @@ export interface RequestRecord {
   id: string;
   adapter: string | null;
   promptTokens: number;
+  /** Of `promptTokens`, those found in the prefix cache when it was scheduled (no prefill). */
+  cachedTokens?: number;
   outputTokens: number;
   arrival: number;
   start?: number;
@@ -101,6 +120,18 @@ export interface EngineStats {
    */
   generationTokens: number;
   decodeSeconds: number;
+  /**
+   * Prompt tokens by where their KV came from, counted when a request is scheduled: prefilled
+   * here, or found in the prefix cache (vLLM's `vllm:prompt_tokens_by_source{source=
+   * "local_compute"|"local_cache_hit"}`).
+   */
+  computedPromptTokensTotal: number;
+  cachedPromptTokensTotal: number;
+  /**
+   * Over the finished requests of `finishedPromptTokens`: their prompt tokens less those cached
+   * (vLLM's `vllm:request_prefill_kv_computed_tokens_sum`, observed at finish).
+   */
+  finishedComputedTokens: number;
 }
 
 interface Seq {
@@ -125,6 +156,8 @@ export class ReplicaEngine {
   private kvHeld = 0;
   /** Host-memory adapter cache, Map order = LRU order (first = least recent). */
   private cpuCache = new Map<string, number>();
+  /** KV blocks holding a cached prompt prefix, by key; Map order = LRU order (first = least recent). */
+  private prefixBlocks = new Map<string, true>();
   /** Engine steps may not start before this time (adapter loads block the loop). */
   private blockedUntil = 0;
   /** When the step under way ends (0 when none is). */
@@ -157,6 +190,9 @@ export class ReplicaEngine {
     finished: 0,
     finishedGeneration: 0,
     decodeMs: 0,
+    computed: 0,
+    cached: 0,
+    finishedComputed: 0,
   };
   private listeners: ((rec: RequestRecord) => void)[] = [];
 
@@ -276,6 +312,7 @@ export class ReplicaEngine {
     this.kvHeld = 0;
     this.kvReserved = 0;
     this.cpuCache.clear();
+    this.prefixBlocks.clear();
     this.blockedUntil = 0;
     this.stepEndsAt = 0;
     this.chainAt = null;
@@ -308,6 +345,9 @@ export class ReplicaEngine {
       finishedRequests: this.counters.finished,
       generationTokens: this.counters.finishedGeneration,
       decodeSeconds: this.counters.decodeMs / 1000,
+      computedPromptTokensTotal: this.counters.computed,
+      cachedPromptTokensTotal: this.counters.cached,
+      finishedComputedTokens: this.counters.finishedComputed,
     };
   }
 
@@ -366,9 +406,13 @@ export class ReplicaEngine {
       this.waiting.splice(i, 1);
       if (a !== null) batchAdapters.add(a);
       seq.rec.start = now;
+      const cached = this.prefixHit(seq.req);
+      if (cached > 0) seq.rec.cachedTokens = cached;
       this.kvReserved += seq.reserved;
       this.kvHeld += seq.req.promptTokens;
       this.counters.prompt += seq.req.promptTokens;
+      this.counters.computed += seq.req.promptTokens - cached;
+      this.counters.cached += cached;
       this.running.push(seq);
       admitted.push(seq);
     }
@@ -385,7 +429,8 @@ export class ReplicaEngine {
         this.cacheInsert(a, rank);
       }
     }
-    const prefillTokens = admitted.reduce((n, s) => n + s.req.promptTokens, 0);
+    // A cached prefix costs no prefill: only the tokens after it are computed.
+    const prefillTokens = admitted.reduce((n, s) => n + s.req.promptTokens - (s.rec.cachedTokens ?? 0), 0);
     const batch = this.running.length;
     const decodeMs = this.options.decodeMsPerStep * (1 + this.options.decodeSlowdownPerSeq * (batch - 1));
     const duration = missMs + prefillTokens * prefillMsPerToken + decodeMs;
@@ -436,8 +481,15 @@ export class ReplicaEngine {
   private finish(seq: Seq, aborted: boolean, at = this.clock.now()): void {
     seq.rec.end = at;
     if (aborted) seq.rec.aborted = true;
+    else if (this.options.prefixCaching && seq.req.blocks)
+      this.cacheBlocks(
+        seq.req.blocks,
+        Math.floor(seq.req.promptTokens / KV_BLOCK_TOKENS),
+        seq.req.blocks.length,
+      );
     if (seq.rec.firstToken !== undefined && seq.rec.start !== undefined) {
       this.counters.finishedPrompt += seq.req.promptTokens;
+      this.counters.finishedComputed += seq.req.promptTokens - (seq.rec.cachedTokens ?? 0);
       this.counters.prefillMs += seq.rec.firstToken - seq.rec.start;
       this.counters.finished++;
       this.counters.finishedGeneration += seq.generated;
@@ -445,6 +497,35 @@ export class ReplicaEngine {
     }
     seq.req.onFinish?.(seq.rec);
     for (const fn of this.listeners) fn(seq.rec);
+  }
+
+  /**
+   * Tokens of `req`'s prompt already in the prefix cache: its leading blocks found there
+   * (KVCacheManager.get_computed_blocks, vllm/v1/core/kv_cache_manager.py), at most all but the
+   * last token, which vLLM always computes to produce logits. Then every full block of the prompt
+   * is cached, the least recently used pushed out past the KV pool's blocks: freed blocks keep
+   * their contents until the pool hands them out again.
+   */
+  private prefixHit(req: EngineRequest): number {
+    if (!this.options.prefixCaching || !req.blocks) return 0;
+    const n = Math.min(req.blocks.length, Math.floor(req.promptTokens / KV_BLOCK_TOKENS));
+    let hits = 0;
+    while (hits < n && this.prefixBlocks.has(req.blocks[hits]!)) hits++;
+    this.cacheBlocks(req.blocks, 0, n);
+    return Math.max(0, Math.min(hits * KV_BLOCK_TOKENS, req.promptTokens - 1));
+  }
+
+  /** Blocks `[from, to)` of `blocks` are cached, most recent last; the oldest go past the pool's size. */
+  private cacheBlocks(blocks: readonly string[], from: number, to: number): void {
+    for (let i = from; i < to; i++) {
+      this.prefixBlocks.delete(blocks[i]!);
+      this.prefixBlocks.set(blocks[i]!, true);
+    }
+    const capacity = Math.floor(this.options.kvCapacityTokens / KV_BLOCK_TOKENS);
+    for (const key of this.prefixBlocks.keys()) {
+      if (this.prefixBlocks.size <= capacity) break;
+      this.prefixBlocks.delete(key);
+    }
   }
 
   private touch(adapter: string): void {

@@ -47,6 +47,8 @@ export interface VllmMetricsInput {
   residency?: { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[];
   /** `num_requests_waiting_by_reason` (vLLM PR #38435); implied by `residency`. */
   waitingByReason?: boolean;
+  /** The computed-token families (vLLM PRs #30189 and #33290): see `computedTokenFamilies`. */
+  computedTokens?: boolean;
 }
 
 function family(out: string[], name: string, type: string, help: string): void {
@@ -112,7 +114,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
     'counter',
     'Prefix cache hits, in terms of number of cached tokens.',
   );
-  out.push(`vllm:prefix_cache_hits_total{${l}} 0.0`);
+  out.push(`vllm:prefix_cache_hits_total{${l}} ${goFloat(m.stats.cachedPromptTokensTotal)}`);
   out.push(`vllm:prefix_cache_hits_created{${l}} ${goFloat(m.createdUnix)}`);
   family(out, 'vllm:prompt_tokens_total', 'counter', 'Number of prefill tokens processed.');
   out.push(`vllm:prompt_tokens_total{${l}} ${goFloat(m.stats.promptTokensTotal)}`);
@@ -151,6 +153,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
     'Histogram of time spent in DECODE phase for request.',
     m.stats.decodeSeconds,
   );
+  if (m.computedTokens) computedTokenFamilies(out, m, finishedHistogram);
   family(out, 'vllm:lora_requests_info', 'gauge', 'Running stats on lora requests.');
   for (const [key, ts] of m.loraInfo) out.push(`vllm:lora_requests_info{${key}} ${goFloat(ts)}`);
   family(
@@ -173,6 +176,42 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   out.push(`vllm:time_to_first_token_seconds_sum{${l}} ${goFloat(m.ttftSum)}`);
   out.push(`vllm:time_to_first_token_seconds_created{${l}} ${goFloat(m.createdUnix)}`);
   return out.join('\n') + '\n';
+}
+
+/**
+ * The prompt tokens vLLM computed, apart from those its prefix cache served (newer than v0.11.0,
+ * which has neither; the router learns its prefill rate from them where they are exported):
+ * - `vllm:prompt_tokens_by_source` (counter; labels `model_name`, `engine`, `source` =
+ *   `local_compute` | `local_cache_hit` | `external_kv_transfer`, vLLM PR #33290), counted when a
+ *   request's prefill is scheduled; no KV connector here, so `external_kv_transfer` stays 0;
+ * - `vllm:request_prefill_kv_computed_tokens` (histogram, same two labels as the others, vLLM PR
+ *   #30189), observed at a request's finish with the prefill-time histogram: its prompt tokens
+ *   less those cached.
+ */
+function computedTokenFamilies(
+  out: string[],
+  m: VllmMetricsInput,
+  finishedHistogram: (name: string, help: string, sum: number) => void,
+): void {
+  family(out, 'vllm:prompt_tokens_by_source', 'counter', 'Number of prompt tokens by source.');
+  const bySource: [string, number][] = [
+    ['local_compute', m.stats.computedPromptTokensTotal],
+    ['local_cache_hit', m.stats.cachedPromptTokensTotal],
+    ['external_kv_transfer', 0],
+  ];
+  for (const [source, n] of bySource)
+    out.push(
+      `vllm:prompt_tokens_by_source_total{engine="0",model_name="${m.model}",source="${source}"} ${goFloat(n)}`,
+    );
+  for (const [source] of bySource)
+    out.push(
+      `vllm:prompt_tokens_by_source_created{engine="0",model_name="${m.model}",source="${source}"} ${goFloat(m.createdUnix)}`,
+    );
+  finishedHistogram(
+    'vllm:request_prefill_kv_computed_tokens',
+    'Histogram of new KV tokens computed during prefill (excluding cached tokens).',
+    m.stats.finishedComputedTokens,
+  );
 }
 
 /**

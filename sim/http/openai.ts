@@ -8,6 +8,8 @@ export interface ParsedCompletion {
   stream: boolean;
   includeUsage: boolean;
   promptTokens: number;
+  /** The prompt's text (chat: the messages' contents in order), whose blocks the prefix cache keys. */
+  promptText: string;
   maxTokens: number;
   /** llama.cpp's per-request adapter scales. */
   lora?: unknown;
@@ -35,6 +37,7 @@ export function parseCompletion(
   const b = body as Record<string, unknown>;
   if (typeof b.model !== 'string') return "Field 'model' is required and must be a string.";
   let promptTokens: number;
+  let promptText = '';
   if (endpoint === 'chat') {
     if (!Array.isArray(b.messages) || b.messages.length === 0)
       return "Field 'messages' must be a non-empty array.";
@@ -50,13 +53,14 @@ export function parseCompletion(
         }
     }
     promptTokens = countTokens(text) + 4 * b.messages.length;
+    promptText = text;
   } else {
     const p = b.prompt;
-    if (typeof p === 'string') promptTokens = countTokens(p);
+    if (typeof p === 'string') promptTokens = countTokens((promptText = p));
     else if (Array.isArray(p) && p.length > 0 && p.every((x) => typeof x === 'number'))
       promptTokens = p.length;
     else if (Array.isArray(p) && p.length > 0 && p.every((x) => typeof x === 'string'))
-      promptTokens = countTokens(p.join(''));
+      promptTokens = countTokens((promptText = p.join('')));
     else return "Field 'prompt' must be a string, a list of strings or a list of token ids.";
   }
   const mt = b.max_completion_tokens ?? b.max_tokens ?? defaultMaxTokens;
@@ -68,6 +72,7 @@ export function parseCompletion(
     stream: b.stream === true,
     includeUsage: so?.include_usage === true,
     promptTokens,
+    promptText,
     maxTokens: mt,
     lora: b.lora,
   };

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { SystemClock, type Clock } from '../../src/clock';
 import { ReplicaEngine, type EngineOptions, type RequestRecord } from '../engine/engine';
+import { textBlocks } from '../engine/prefix-blocks';
 import type {
   AdapterLogEntry,
   Backend,
@@ -517,6 +518,11 @@ export class SimReplica implements ReplicaContext {
       weights,
       adapterRank: rank,
       promptTokens: p.promptTokens,
+      // vLLM's prefix cache (llama.cpp's per-slot prompt cache is not modelled), keyed by adapter too.
+      blocks:
+        this.backend === 'vllm'
+          ? textBlocks(p.promptText, weights ?? adapter ?? '', p.promptTokens)
+          : undefined,
       maxTokens: p.maxTokens,
       onToken: answer.onToken,
       onFinish: (rec) => {

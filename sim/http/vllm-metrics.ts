@@ -1,5 +1,5 @@
 import type { EngineStats, RequestRecord } from '../engine/engine';
-import type { ReplicaContext } from './context';
+import type { ReplicaContext, VllmMetrics } from './context';
 import { loraInfoKey, processMetricsText, TTFT_BUCKETS, vllmMetricsText } from './metrics-text';
 
 /**
@@ -49,6 +49,7 @@ export class VllmMetricsState {
       kvCapacityTokens: r.engine.options.kvCapacityTokens,
       residency: r.o.vllmMetrics === 'residency' ? this.residency(stats) : undefined,
       waitingByReason: r.o.vllmMetrics === 'by-reason',
+      computedTokens: exportsComputedTokens(r.o.vllmMetrics),
     });
   }
 
@@ -87,4 +88,13 @@ export class VllmMetricsState {
     for (const q of this.processes) for (const [k, at] of q.info) summed.set(k, (summed.get(k) ?? 0) + at);
     return summed;
   }
+}
+
+/**
+ * Whether a mode's vLLM exports the computed-token families (`computedTokenFamilies` in
+ * metrics-text.ts, vLLM PRs #30189 and #33290, both merged before PR #38435): the modes of
+ * releases since PR #38435 do; `released` (v0.11.0) does not.
+ */
+export function exportsComputedTokens(mode: VllmMetrics): boolean {
+  return mode === 'by-reason' || mode === 'residency';
 }

@@ -1,6 +1,6 @@
 import { seededRandom } from '../../src/random';
 import { zipfSampler } from './zipf';
-import { normal, type Arrival } from './workload';
+import { draws, type Arrival } from './workload';
 
 /**
  * The shape of long-context chat (agent and RAG traffic, issue 25): prompts about ten times the
@@ -32,12 +32,8 @@ export const LONG_SHAPE = {
 export function longWorkload(count: number, seed: number): Arrival[] {
   const r = seededRandom(seed * 7727 + 11);
   const s = LONG_SHAPE;
-  const exp = (mean: number) => -Math.log(1 - r()) * mean;
-  const logNormal = (d: { mu: number; sigma: number; min: number; max: number }) =>
-    Math.min(d.max, Math.max(d.min, Math.round(Math.exp(d.mu + d.sigma * normal(r)))));
-  const prefixLength = Array.from({ length: s.prefixes }, () =>
-    Math.round(s.prefixTokens.min + r() * (s.prefixTokens.max - s.prefixTokens.min)),
-  );
+  const { exp, logNormal, uniform } = draws(r);
+  const prefixLength = Array.from({ length: s.prefixes }, () => uniform(s.prefixTokens));
   const pickPrefix = zipfSampler(s.prefixes, 1, r);
   const times: number[] = [];
   let t = 0;

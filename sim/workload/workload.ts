@@ -8,6 +8,11 @@ export interface Arrival {
   outputTokens: number;
   /** A system prompt shared with other requests: which one, and its tokens (part of `promptTokens`). */
   prefix?: { id: number; tokens: number };
+  /**
+   * A later turn of a conversation: its earlier messages (user, assistant, user, ...), their
+   * tokens each, after the system prompt and before the new user message (part of `promptTokens`).
+   */
+  history?: { conversation: number; turns: number[] };
 }
 
 /**
@@ -91,6 +96,16 @@ export function atRate(arrivals: Arrival[], ratePerS: number): Arrival[] {
   const current = ((arrivals.length - 1) / span) * 1000;
   const k = current / ratePerS;
   return arrivals.map((a) => ({ ...a, at: (a.at - arrivals[0]!.at) * k }));
+}
+
+/** Draws over `r` the generators share: exponential by its mean, log-normal rounded into [min, max], uniform in [min, max] rounded. */
+export function draws(r: Random) {
+  return {
+    exp: (mean: number) => -Math.log(1 - r()) * mean,
+    logNormal: (d: { mu: number; sigma: number; min: number; max: number }) =>
+      Math.min(d.max, Math.max(d.min, Math.round(Math.exp(d.mu + d.sigma * normal(r))))),
+    uniform: (d: { min: number; max: number }) => Math.round(d.min + r() * (d.max - d.min)),
+  };
 }
 
 export function normal(r: Random): number {

@@ -53,6 +53,15 @@ export interface ReplicaLoad {
   finishedPromptTokens?: number;
   prefillSeconds?: number;
   /**
+   * Newer vLLM (not v0.11.0): the prompt tokens it computed, prefix-cache hits left out.
+   * `vllm:request_prefill_kv_computed_tokens_sum` (vLLM PR #30189) is observed at finish with
+   * the two above, so over a poll it is those requests' computed tokens: the prefill rate
+   * without the hits. `vllm:prompt_tokens_by_source_total{source="local_compute"}` (PR #33290)
+   * counts with `promptTokensTotal`, so over `firstTokensTotal` it is the mean computed prompt.
+   */
+  finishedComputedTokens?: number;
+  computedTokensTotal?: number;
+  /**
    * vLLM: `vllm:request_generation_tokens_sum` and `_count`, and
    * `vllm:request_decode_time_seconds_sum`, observed with the two above: their deltas over a poll
    * are the decode time per output token after the first, long prefills sharing the steps included.
@@ -80,6 +89,8 @@ const VLLM = new Set([
   'vllm:request_generation_tokens_sum',
   'vllm:request_generation_tokens_count',
   'vllm:request_decode_time_seconds_sum',
+  'vllm:request_prefill_kv_computed_tokens_sum',
+  'vllm:prompt_tokens_by_source_total',
 ]);
 
 /**
@@ -95,8 +106,9 @@ const VLLM_TOTALS = {
   'vllm:request_generation_tokens_sum': 'generationTokens',
   'vllm:request_generation_tokens_count': 'finishedRequests',
   'vllm:request_decode_time_seconds_sum': 'decodeSeconds',
+  'vllm:request_prefill_kv_computed_tokens_sum': 'finishedComputedTokens',
 } as const satisfies Record<string, keyof ReplicaLoad>;
-type VllmTotal = (typeof VLLM_TOTALS)[keyof typeof VLLM_TOTALS];
+type VllmTotal = (typeof VLLM_TOTALS)[keyof typeof VLLM_TOTALS] | 'computedTokensTotal';
 
 /**
  * `names`: adapters the caller asks about (the replica's registry, the adapter about to be
@@ -144,6 +156,10 @@ export function readVllmLoad(text: string, names: readonly string[] = [], replic
           break;
         case 'vllm:num_requests_waiting_by_reason':
           if (labels.reason === 'deferred') deferred = (deferred ?? 0) + value;
+          break;
+        case 'vllm:prompt_tokens_by_source_total':
+          if (labels.source === 'local_compute')
+            totals.computedTokensTotal = (totals.computedTokensTotal ?? 0) + value;
           break;
         case 'vllm:cache_config_info': {
           // An info gauge: CacheConfig.metrics_info() as labels (log_metrics_info, same file).

@@ -10,6 +10,7 @@ import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
 import { claimReplicas } from '../runtime-registry';
 import { isHolder, pipelineFor, SchedulingPipeline } from '../scheduler/pipeline';
+import { PrefixIndex } from '../scheduler/prefix-index';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
 import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
 import { answerModels, checkContext, checkPath } from './direct-answers';
@@ -20,7 +21,7 @@ import { RoomWait } from './room-wait';
 import { HeldClasses, SloClasses, type SloHints } from './slo-class';
 
 import { loadCost } from '../scheduler/victims';
-import { estimateTokens, type TokenEstimate } from '../work/estimate';
+import { CHARS_PER_TOKEN, estimateTokens, type TokenEstimate } from '../work/estimate';
 import { predictTtft } from '../work/predict';
 import { DEFAULT_MAX_TOKENS } from '../work/work-model';
 
@@ -59,9 +60,12 @@ export type RouteOutcome =
       adapter: string | null;
       /** Rewritten body (llama.cpp: the adapter's `lora` field), if any. */
       body?: string;
+      /** `saturation_mode: predicted`: the TTFT predicted on the chosen replica, ms. */
+      predictedTtftMs?: number;
     };
 
-const PROMPT_CHARS = 4096;
+/** The prefix index's reach: its 32 blocks of 256 characters (src/scheduler/prefix-index.ts). */
+const PROMPT_CHARS = 8192;
 const INTERNAL_LOG_EVERY_MS = 10_000;
 
 /**
@@ -84,6 +88,8 @@ export class RouterService {
   readonly classes: SloClasses;
   /** Requests held in the gateway per priority (this configuration, this process). */
   private readonly held = new HeldClasses();
+  /** Which replica served each prompt prefix last: the prefix scorer's, shared by both pipelines and the prediction. */
+  private readonly prefixIndex = new PrefixIndex();
   /** Per error code: when its detail was last logged, and how many were not since. */
   private readonly internalLogged = new Map<string, { at: number; suppressed: number }>();
 
@@ -128,9 +134,11 @@ export class RouterService {
     };
     this.classes = new SloClasses(config);
     this.placement = new Placement({
-      pipeline: new SchedulingPipeline(pipelineFor(config)),
+      pipeline: new SchedulingPipeline(pipelineFor(config), { prefixIndex: this.prefixIndex }),
       // Once a request waits for room anywhere (`escalate`, after its wait on the chosen replica).
-      roomPipeline: new SchedulingPipeline(pipelineFor({ ...config, room_wait: 'anywhere' })),
+      roomPipeline: new SchedulingPipeline(pipelineFor({ ...config, room_wait: 'anywhere' }), {
+        prefixIndex: this.prefixIndex,
+      }),
       urls: this.urls,
       config,
       eviction: EVICTION_POLICIES[config.eviction]!,
@@ -258,9 +266,10 @@ export class RouterService {
     if (resolved.kind === 'on-demand' && !this.loads && !views.some(isHolder))
       throw errors.adapterLoadingDisabled(resolved.adapter.name);
     if (tokens) checkContext(rt, tokens, resolved, views, this.config.max_loaded_adapters);
-    if (tokens && this.config.saturation_mode === 'predicted') this.predictFor(rt, ctx, tokens, resolved);
-    // Only the prefix scorer reads the prompt.
+    // Only the prefix index reads the prompt: the scorer, and the prediction's prefix credit.
     const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
+    if (tokens && this.config.saturation_mode === 'predicted')
+      this.predictFor(rt, ctx, tokens, resolved, prompt, adapter?.name);
     // A request spends the cold-load budget once, however often escalation sends it to ensure.
     let spent = false;
     const spend = async () => {
@@ -298,8 +307,18 @@ export class RouterService {
   }
 
   /** `saturation_mode: predicted`: each candidate's predicted TTFT for this request (src/work/predict.ts). */
-  private predictFor(rt: FleetRuntime, ctx: SchedulingContext, t: TokenEstimate, resolved: Resolved): void {
+  private predictFor(
+    rt: FleetRuntime,
+    ctx: SchedulingContext,
+    t: TokenEstimate,
+    resolved: Resolved,
+    prompt: string | undefined,
+    adapterName: string | undefined,
+  ): void {
     const adapter = resolved.kind === 'on-demand' ? resolved.adapter.name : undefined;
+    // The prompt's blocks in the prefix index (hashed once: the scorer reads the same).
+    const blocks = prompt === undefined ? undefined : this.prefixIndex.blocks(prompt, adapterName);
+    const tokensPerBlock = this.prefixIndex.o.blockChars / CHARS_PER_TOKEN;
     const base = {
       promptTokens: t.promptTokens,
       maxTokens: t.maxTokens ?? DEFAULT_MAX_TOKENS,
@@ -308,6 +327,7 @@ export class RouterService {
       queueTimeoutMs: this.config.queue_timeout_ms,
     };
     ctx.predict = (c) => {
+      c.prefixTokens = blocks ? this.prefixIndex.held(blocks, c.url) * tokensPerBlock : 0;
       const p = predictTtft(
         c,
         base,
@@ -321,6 +341,7 @@ export class RouterService {
       c.loadMs = p.loadMs;
       c.fixedMs = p.fixedMs;
       c.ownMs = p.ownMs;
+      c.cachedTokens = p.cachedTokens;
     };
   }
 
@@ -355,6 +376,7 @@ export class RouterService {
           maxTokens: tokens.maxTokens ?? DEFAULT_MAX_TOKENS,
           at: rt.clock.now(),
           startMs: load && adapterName !== null ? rt.loadTimes.load(adapterName) : 0,
+          cachedTokens: replica.cachedTokens,
         });
       if (load) {
         const adapter = resolved.adapter;
@@ -374,6 +396,7 @@ export class RouterService {
           replica.backend === 'llamacpp' && json
             ? llamaBody(json, replica.adapter?.llamaId, replica.llamaIds ?? [])
             : undefined,
+        ...(this.config.saturation_mode === 'predicted' ? { predictedTtftMs: replica.ttftMs } : {}),
       };
     } catch (err) {
       // Not releaseLease (log-phase.ts): that also wakes the requests waiting for room when the

@@ -16,6 +16,7 @@ import type {
   Filter,
   Picker,
   Scorer,
+  ScorerShared,
   SchedulingContext,
   SchedulingRequest,
   Stage,
@@ -79,8 +80,8 @@ const FILTERS: Record<string, Filter> = {
   'near-best-ttft': nearBestTtft,
   'pool-priority': poolPriority,
 };
-/** Factories: a stateful scorer (the prefix index) belongs to one pipeline. */
-const SCORER_FACTORIES: Record<string, () => Scorer> = Object.fromEntries(
+/** Factories: a stateful scorer (the prefix index) belongs to one pipeline, unless shared. */
+const SCORER_FACTORIES: Record<string, (shared?: ScorerShared) => Scorer> = Object.fromEntries(
   SCORERS.map((d) => [d.name, d.create]),
 );
 const PICKERS: Record<string, Picker> = { p2c: powerOfTwo, 'max-score': maxScore };
@@ -92,11 +93,11 @@ export class SchedulingPipeline {
   private readonly picker: Picker;
   private readonly weightTotal: number;
 
-  constructor(config: PipelineConfig = defaultPipeline) {
+  constructor(config: PipelineConfig = defaultPipeline, shared?: ScorerShared) {
     this.filters = config.filters.map((n) => lookup(FILTERS, n, 'filter'));
     this.scorers = config.scorers
       .filter((s) => s.weight > 0)
-      .map((s) => ({ scorer: lookup(SCORER_FACTORIES, s.name, 'scorer')(), weight: s.weight }));
+      .map((s) => ({ scorer: lookup(SCORER_FACTORIES, s.name, 'scorer')(shared), weight: s.weight }));
     this.picker = lookup(PICKERS, config.picker, 'picker');
     this.weightTotal = this.scorers.reduce((n, s) => n + s.weight, 0);
   }

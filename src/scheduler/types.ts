@@ -1,6 +1,7 @@
 import type { SaturationPolicy } from '../fleet/saturation';
 import type { AdapterRef, ReplicaView, ResidentAdapter } from '../fleet/types';
 import type { Random } from '../random';
+import type { PrefixIndex } from './prefix-index';
 
 /**
  * base: the base model (no adapter). static: an adapter registered at replica start (only its
@@ -35,6 +36,10 @@ export interface Candidate extends ReplicaView {
   fixedMs: number;
   /** Of `ttftMs`, the request's own prefill there. */
   ownMs: number;
+  /** Of the prompt, the leading tokens the prefix index says this replica served last. */
+  prefixTokens?: number;
+  /** Of those, the ones the prediction credited as cached (no prefill; src/work/predict.ts `prefixCredit`). */
+  cachedTokens?: number;
 }
 
 export interface SchedulingPolicy {
@@ -106,8 +111,13 @@ export interface ScorerDescriptor<K extends string = string> {
   readonly reads: string;
   /** Not a default: its description says so. */
   readonly experimental?: boolean;
-  /** A fresh unit: a stateful scorer (the prefix index) belongs to one pipeline. */
-  create(): Scorer;
+  /** A fresh unit: a stateful scorer's state (the prefix index) is the pipeline's, or `shared`. */
+  create(shared?: ScorerShared): Scorer;
+}
+
+/** State a router's pipelines share with each other and with its TTFT prediction. */
+export interface ScorerShared {
+  prefixIndex?: PrefixIndex;
 }
 
 /** Keeps the literal `configKey`, so the typed config's `scorer_weights` follows the list. */

@@ -8,6 +8,11 @@ export interface PredictCandidate {
   residentCount: number;
   holder: boolean;
   adapter?: Pick<AdapterPresence, 'state'> & Partial<Pick<AdapterPresence, 'evicted'>>;
+  /**
+   * Of the prompt, the leading tokens the router knows this replica caches (its prefix index:
+   * the replica served them last): they cost no prefill there.
+   */
+  prefixTokens?: number;
 }
 
 export interface PredictRequest {
@@ -34,8 +39,10 @@ export interface Prediction {
   fixedMs: number;
   /** The prefill queued ahead of it, at the replica's rate. */
   aheadMs: number;
-  /** Its own prefill. */
+  /** Its own prefill: its computed tokens at the replica's rate (and the step ending it, `WorkModel.prefillStepMs`). */
   ownMs: number;
+  /** Of its prompt, the prefix credited as cached there (no prefill). */
+  cachedTokens: number;
   totalMs: number;
 }
 
@@ -79,13 +86,26 @@ export function predictTtft(
   );
   const rate = work.prefillRate(c.url);
   const aheadMs = (work.queuedPrefill(c.url, now) / rate) * 1000;
-  const ownMs = (req.promptTokens / rate) * 1000;
+  const cachedTokens = prefixCredit(c, req, work);
+  const ownMs = ((req.promptTokens - cachedTokens) / rate) * 1000 + work.prefillStepMs(c.url);
   return {
     startMs: slotMs + kvMs,
     loadMs: slotMs,
     fixedMs,
     aheadMs,
     ownMs,
+    cachedTokens,
     totalMs: slotMs + Math.max(kvMs, aheadMs) + ownMs,
   };
+}
+
+/**
+ * The prefix of the prompt credited as cached on `c`: what the router knows it holds, at most all
+ * but the last token (vLLM always computes that one), and none where the replica's rate already
+ * prices its cache hits in (`WorkModel.creditsPrefix`).
+ */
+export function prefixCredit(c: PredictCandidate, req: PredictRequest, work: WorkModel): number {
+  const known = c.prefixTokens ?? 0;
+  if (known <= 0 || !work.creditsPrefix(c.url)) return 0;
+  return Math.max(0, Math.min(known, req.promptTokens - 1));
 }

@@ -27,6 +27,8 @@ export interface Admission {
   at: number;
   /** Predicted wait before its prefill could start (a load, KV room): 0 when none. */
   startMs?: number;
+  /** Of `promptTokens`, a prefix credited as cached there (`prefixCredit`): no prefill queued for it. */
+  cachedTokens?: number;
 }
 
 /** What the replica's last scrape said, as far as the work model reads it (see ReplicaLoad). */
@@ -40,6 +42,8 @@ export type ReplicaFigures = Pick<
   | 'kvCapacityTokens'
   | 'finishedPromptTokens'
   | 'prefillSeconds'
+  | 'finishedComputedTokens'
+  | 'computedTokensTotal'
   | 'generationTokens'
   | 'finishedRequests'
   | 'decodeSeconds'
@@ -60,7 +64,10 @@ export interface ReplicaWork {
 interface Entry {
   id: string;
   url: string;
+  /** Its prefill: the prompt past a credited prefix. */
   prompt: number;
+  /** The KV it reserves: its whole prompt (a cached prefix included) and max tokens. */
+  kv: number;
   maxTokens: number;
   at: number;
   /** Cumulative admitted prompt tokens on its replica once this one's prefill ends (FIFO). */
@@ -83,8 +90,16 @@ class Replica {
   scrapedWaiting = 0;
   scrapedRunning = 0;
   sinceScrape = 0;
-  /** The last scrape's prefill histogram sums (prompt tokens, seconds) of finished requests. */
-  prefill: { tokens: number; seconds: number } | null = null;
+  /**
+   * The last scrape's prefill histogram sums of finished requests: tokens (computed ones where
+   * the replica exports them, else prompt tokens), seconds.
+   */
+  prefill: { tokens: number; prompt: number; seconds: number; computed: boolean; requests?: number } | null =
+    null;
+  /** Its last rate sample had each request's last prefill step taken out (`prefillStepMs`). */
+  stepApart = false;
+  /** Its rate was learned from prompt tokens, prefix-cache hits included: a cached prefix is priced in already. */
+  promptUnits = false;
   /** And its decode histogram sums: generated tokens, requests, seconds. */
   decode: { tokens: number; requests: number; seconds: number } | null = null;
   constructor(prior: number) {
@@ -136,19 +151,22 @@ export class WorkModel {
     const ahead = r.admitted - r.drained;
     // A request that waits for KV room (or a load) measures that wait, not the prefill rate.
     const startMs = (a.startMs ?? 0) + this.kvWaitMs(a.url, a.at, a.promptTokens + a.maxTokens);
-    r.admitted += a.promptTokens;
+    // Its queued prefill: the prompt past a prefix credited as cached there.
+    const prefill = Math.max(0, a.promptTokens - (a.cachedTokens ?? 0));
+    r.admitted += prefill;
     const e: Entry = {
       id: a.id,
       url: a.url,
-      prompt: a.promptTokens,
+      prompt: prefill,
+      kv: a.promptTokens + a.maxTokens,
       maxTokens: a.maxTokens,
       at: a.at,
       end: r.admitted,
-      prefillEndAt: a.at + startMs + ((ahead + a.promptTokens) / r.rate.value) * 1000,
+      prefillEndAt: a.at + startMs + ((ahead + prefill) / r.rate.value) * 1000,
     };
     r.entries.set(a.id, e);
     this.byId.set(a.id, e);
-    r.kvReserved += a.promptTokens + a.maxTokens;
+    r.kvReserved += e.kv;
     r.sinceScrape++;
     this.meanPrompt.observe(a.promptTokens);
     this.meanMaxTokens.observe(a.maxTokens);
@@ -179,7 +197,7 @@ export class WorkModel {
       }
     }
     r.entries.delete(id);
-    r.kvReserved -= e.prompt + e.maxTokens;
+    r.kvReserved -= e.kv;
     r.sinceScrape--;
     if (r.entries.size === 0) {
       // Nothing of ours left: start the next admission from a clean slate (no drift).
@@ -209,25 +227,18 @@ export class WorkModel {
     const r = this.replica(url);
     this.advance(r, at);
     if (f.kvCapacityTokens !== undefined && f.kvCapacityTokens > 0) r.kvCapacity = f.kvCapacityTokens;
+    // Its mean computed prompt where it exports computed tokens: a waiting request's cached prefix queues no prefill.
+    const queued = f.computedTokensTotal ?? f.promptTokensTotal;
     const mean =
-      f.promptTokensTotal !== undefined && f.firstTokensTotal !== undefined && f.firstTokensTotal > 0
-        ? f.promptTokensTotal / f.firstTokensTotal
+      queued !== undefined && f.firstTokensTotal !== undefined && f.firstTokensTotal > 0
+        ? queued / f.firstTokensTotal
         : this.meanPrompt.value;
     r.implied = { tokens: f.waiting * mean, at };
     r.scrapedWaiting = f.waiting;
     r.scrapedRunning = f.running;
     r.sinceScrape = 0;
     r.impliedKv = f.kvUsage !== undefined && r.kvCapacity !== undefined ? f.kvUsage * r.kvCapacity : 0;
-    if (f.finishedPromptTokens !== undefined && f.prefillSeconds !== undefined) {
-      const last = r.prefill;
-      if (last) {
-        const tokens = f.finishedPromptTokens - last.tokens;
-        const s = f.prefillSeconds - last.seconds;
-        // Nothing finished (or the replica restarted and its sums fell): no sample.
-        if (tokens > 0 && s > 0) this.observeRate(r, tokens / s);
-      }
-      r.prefill = { tokens: f.finishedPromptTokens, seconds: f.prefillSeconds };
-    }
+    this.learnPrefill(r, f);
     if (
       f.generationTokens !== undefined &&
       f.finishedRequests !== undefined &&
@@ -249,6 +260,68 @@ export class WorkModel {
         if (e.end > r.drained) r.drained = e.end;
       }
     }
+  }
+
+  /**
+   * The prefill rate from the prefill histograms' growth since the last scrape: computed tokens
+   * over prefill seconds where the replica exports them (`finishedComputedTokens`); prompt tokens
+   * only where it does not. Prefix caching is on by default in vLLM's V1 engine, and a cache hit
+   * costs no prefill: over prompt tokens, a replica serving repeated system prompts learns a rate
+   * far above its real one and predicts an uncached prompt too fast.
+   */
+  private learnPrefill(r: Replica, f: ReplicaFigures): void {
+    if (f.finishedPromptTokens === undefined || f.prefillSeconds === undefined) return;
+    const computed = f.finishedComputedTokens !== undefined;
+    const total = f.finishedComputedTokens ?? f.finishedPromptTokens;
+    const requests = computed ? f.finishedRequests : undefined;
+    const last = r.prefill;
+    // The same kind of tokens as last time (an upgrade between scrapes gives no sample).
+    if (last && last.computed === computed) {
+      const tokens = total - last.tokens;
+      let s = f.prefillSeconds - last.seconds;
+      // Some of the prompts were cache hits: each request's prefill phase ends with an engine step
+      // however little it computed (a cached prompt still runs its last token); a decode step's
+      // time, which the decode histograms measure, is taken out (`prefillStepMs`, and the
+      // prediction adds it back). Left in, mostly cached prompts teach a rate far below the
+      // engine's. An interval that is mostly such steps says little of the rate: no sample.
+      // Without hits the rate is the prompt tokens' (long prefills inflate the decode figure).
+      const hits = f.finishedPromptTokens - last.prompt > tokens;
+      if (hits && requests !== undefined && last.requests !== undefined) {
+        const steps = ((requests - last.requests) * this.decodeMs.value) / 1000;
+        s = s - steps >= s / 4 ? s - steps : 0;
+      }
+      // Nothing finished (or the replica restarted and its sums fell): no sample.
+      if (tokens > 0 && s > 0) {
+        this.observeRate(r, tokens / s);
+        r.stepApart = hits && requests !== undefined && last.requests !== undefined;
+      }
+    }
+    r.prefill = {
+      tokens: total,
+      prompt: f.finishedPromptTokens,
+      seconds: f.prefillSeconds,
+      computed,
+      requests,
+    };
+    r.promptUnits = !computed;
+  }
+
+  /**
+   * What a request's prefill costs on `url` beyond its computed tokens over the rate: one engine
+   * step, where the rate was learned without it (computed tokens and the decode figures); 0 where
+   * the rate has it in (prompt tokens, or the prior).
+   */
+  prefillStepMs(url: string): number {
+    return this.replicas.get(url)?.stepApart ? this.decodeMs.value : 0;
+  }
+
+  /**
+   * Whether a prefix cached on `url` shortens a prediction there: not where its rate was learned
+   * from prompt tokens, which prices the replica's usual cache hits in already (crediting them
+   * again would count them twice). The configured prior is a rate of computed tokens.
+   */
+  creditsPrefix(url: string): boolean {
+    return this.replicas.get(url)?.promptUnits !== true;
   }
 
   /** Decode time per output token (ms), learned from the replicas' decode histograms. */
@@ -291,7 +364,7 @@ export class WorkModel {
     let last = now;
     for (const e of r.entries.values()) {
       last = Math.max(last, this.endAt(r, e, now));
-      toFree -= e.prompt + e.maxTokens;
+      toFree -= e.kv;
       if (toFree <= 0) break;
     }
     return last - now;
