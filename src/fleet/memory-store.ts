@@ -53,6 +53,20 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   async views(urls: readonly string[], adapter?: AdapterRef, withResidents = false): Promise<ReplicaView[]> {
+    return this.viewsNow(urls, adapter, withResidents);
+  }
+
+  /** The views, then the lease, with nothing between (no await): the Redis script's twin. */
+  async viewsAndLease(
+    urls: readonly string[],
+    adapter: AdapterRef | undefined,
+    lease: Lease,
+  ): Promise<{ views: ReplicaView[]; state: ResidencyState | undefined }> {
+    const views = this.viewsNow(urls, adapter, false);
+    return { views, state: this.acquireNow(lease) };
+  }
+
+  private viewsNow(urls: readonly string[], adapter: AdapterRef | undefined, withResidents: boolean) {
     const out: ReplicaView[] = [];
     for (const url of urls) {
       const r = this.replicas.get(url);
@@ -271,6 +285,10 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {
+    return this.acquireNow(lease);
+  }
+
+  private acquireNow(lease: Lease): ResidencyState | undefined {
     const r = this.replicas.get(lease.url);
     const state = lease.adapter === null ? undefined : r?.residency.get(lease.adapter)?.state;
     this.leases.take(lease);

@@ -64,6 +64,8 @@ export type Op =
   | { op: 'place'; node: number; adapter: number; url: number; seen: number | null }
   | { op: 'unplace'; node: number; adapter: number; url: number }
   | { op: 'acquire'; node: number; lease: number; url: number; adapter: number | null }
+  /** The request path's one round trip: views of every replica, then a lease (acquire's). */
+  | { op: 'viewsAndLease'; node: number; lease: number; url: number; adapter: number | null }
   | { op: 'release'; node: number; lease: number; status: number | null }
   | { op: 'expire'; node: number; maxAge: number }
   | { op: 'budget'; node: number; key: number; limit: number }
@@ -164,6 +166,16 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
     weight: 5,
     arbitrary: fc.record({
       op: fc.constant('acquire' as const),
+      node,
+      lease: fc.nat(LEASES.length - 1),
+      url,
+      adapter: fc.option(adapter, { nil: null }),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('viewsAndLease' as const),
       node,
       lease: fc.nat(LEASES.length - 1),
       url,
@@ -291,6 +303,12 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
         adapter: op.adapter === null ? null : a(op.adapter),
         at,
       });
+    case 'viewsAndLease': {
+      const name = op.adapter === null ? null : a(op.adapter);
+      const lease = { id: LEASES[op.lease]!, url: u(op.url), adapter: name, at };
+      const ref = name === null ? undefined : { name, path: pathOf(name) };
+      return s.viewsAndLease!(URLS, ref, lease);
+    }
     case 'release':
       return s.release(LEASES[op.lease]!, at, op.status ?? undefined);
     case 'expire': {
