@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { HolderIndex } from './holder-index';
 import { MemoryLeases } from './memory-leases';
 import {
   dropResidency,
@@ -33,6 +34,8 @@ const EVENT_LIMIT = 200;
  */
 export class MemoryFleetStore implements FleetStore {
   private replicas = new Map<string, ReplicaRecord>();
+  /** Every replica's residency by adapter: one lookup a decision (views). */
+  private readonly holders = new HolderIndex();
   /** Open leases, counted in their replicas' in-flight figures. */
   private leases = new MemoryLeases((url) => this.replicas.get(url));
   private eventLog: FleetEvent[] = [];
@@ -45,7 +48,7 @@ export class MemoryFleetStore implements FleetStore {
   async upsertReplica(spec: ReplicaSpec): Promise<void> {
     const r = this.replicas.get(spec.url);
     if (r) r.spec = { ...spec };
-    else this.replicas.set(spec.url, newReplicaRecord(spec));
+    else this.replicas.set(spec.url, newReplicaRecord(spec, this.holders));
   }
 
   async replicaSpecs(): Promise<ReplicaSpec[]> {
@@ -68,10 +71,11 @@ export class MemoryFleetStore implements FleetStore {
 
   private viewsNow(urls: readonly string[], adapter: AdapterRef | undefined, withResidents: boolean) {
     const out: ReplicaView[] = [];
+    const mark = adapter ? this.holders.mark(adapter.name) : undefined;
     for (const url of urls) {
       const r = this.replicas.get(url);
       if (!r) continue;
-      const v = replicaView(r, adapter);
+      const v = replicaView(r, adapter, mark);
       if (withResidents) v.residents = residentsOf(r);
       out.push(v);
     }
