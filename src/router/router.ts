@@ -241,7 +241,8 @@ export class RouterService {
     // Where this adapter's last request went: the lease is taken there with the views (one
     // round trip to a shared store) and kept if the decision goes there again.
     const leaseAdapter = resolved.kind === 'base' ? null : resolved.adapter.name;
-    const last = this.lastReplica.get(leaseAdapter ?? '');
+    // In process there is no round trip to save: no guess.
+    const last = rt.store.mode?.() === 'redis' ? this.lastReplica.get(leaseAdapter ?? '') : undefined;
     const guess: GuessedLease = {};
     let first: ReplicaView[];
     if (last !== undefined) {
@@ -415,7 +416,7 @@ export class RouterService {
         const policy = { ...this.adapterPolicy, queueTimeoutMs };
         await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
       }
-      this.rememberReplica(adapterName, replica.url);
+      if (rt.store.mode) this.rememberReplica(adapterName, replica.url);
       rt.metrics.decisions.inc({ stage: decision.stage });
       rt.metrics.recent.record('requests', rt.clock.now());
       return {
