@@ -78,6 +78,17 @@ export type Op =
 const node = fc.nat(NODES - 1);
 const url = fc.nat(URLS.length - 1);
 const adapter = fc.nat(ADAPTERS.length - 1);
+/** A step that takes a lease (alone, or with the views). */
+function leaseTaking<K extends 'acquire' | 'viewsAndLease'>(op: K) {
+  return fc.record({
+    op: fc.constant(op),
+    node,
+    lease: fc.nat(LEASES.length - 1),
+    url,
+    adapter: fc.option(adapter, { nil: null }),
+  });
+}
+
 /** Index into the fences handed out so far (mod their count), or a fence never handed out. */
 const fence = fc.nat(12);
 const subset = (n: number) => fc.uniqueArray(fc.nat(n - 1), { maxLength: n });
@@ -162,26 +173,8 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
     }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('unplace' as const), node, adapter, url }) },
-  {
-    weight: 5,
-    arbitrary: fc.record({
-      op: fc.constant('acquire' as const),
-      node,
-      lease: fc.nat(LEASES.length - 1),
-      url,
-      adapter: fc.option(adapter, { nil: null }),
-    }),
-  },
-  {
-    weight: 3,
-    arbitrary: fc.record({
-      op: fc.constant('viewsAndLease' as const),
-      node,
-      lease: fc.nat(LEASES.length - 1),
-      url,
-      adapter: fc.option(adapter, { nil: null }),
-    }),
-  },
+  { weight: 5, arbitrary: leaseTaking('acquire') },
+  { weight: 3, arbitrary: leaseTaking('viewsAndLease') },
   {
     weight: 4,
     arbitrary: fc.record({
