@@ -83,6 +83,8 @@ export interface BenchResults {
     prefixScorer?: { usPerDecision: number };
     /** One decision at 64 x 10k under `saturation_mode: predicted` (work model under load). */
     predictedUsPerDecision?: number;
+    /** Redis round trips of one request for a resident adapter, access and log phase. */
+    redisRoundTrips?: { access: number; log: number };
   };
   quality?: QualitySeed[];
   nodes?: { runs: NodesRun[]; redisCost: RedisCost };
@@ -187,6 +189,46 @@ export function overheadGoal(rows: OverheadRow[]) {
     met: worst <= 1.15,
     pdkMet: rows.every((r) => r.pdkAccess <= 4 && r.pdkLog <= 2),
   };
+}
+
+/**
+ * The request path's budget (issue 34, item 5), each figure from the overhead part of one run:
+ * access + log at 1 KB against the no-op plugin (ratio and µs added, medians), route + release
+ * in process, one decision at 64 x 10,000 (the slower of the two saturation modes), and the
+ * Redis round trips of a resident adapter's access phase.
+ */
+export function requestPathGoals(o: NonNullable<BenchResults['overhead']>) {
+  const kb = o.rows.find((r) => r.size === '1 KB');
+  const addedUs = kb ? (kb.router.totalP50 - kb.noop.totalP50) * 1000 : NaN;
+  const routeUs = o.heap.at(-1)!.usPerDecision;
+  const decisionUs = Math.max(o.memory.usPerDecision, o.predictedUsPerDecision ?? 0);
+  const trips = o.redisRoundTrips;
+  return [
+    {
+      name: 'access + log at 1 KB',
+      goal: '≤ 1.10× the no-op plugin, ≤ 20 µs added',
+      result: kb ? `${kb.ratioP50.toFixed(3)}×, ${addedUs.toFixed(0)} µs added` : 'not measured',
+      met: kb !== undefined && kb.ratioP50 <= 1.1 && addedUs <= 20,
+    },
+    {
+      name: 'route + release in process',
+      goal: '≤ 20 µs',
+      result: `${routeUs.toFixed(1)} µs`,
+      met: routeUs <= 20,
+    },
+    {
+      name: 'one decision at 64 replicas × 10,000 adapters',
+      goal: '≤ 50 µs',
+      result: `${o.memory.usPerDecision.toFixed(0)} µs (count), ${o.predictedUsPerDecision === undefined ? '?' : o.predictedUsPerDecision.toFixed(0)} µs (predicted)`,
+      met: decisionUs <= 50,
+    },
+    {
+      name: 'Redis round trips in access, resident adapter',
+      goal: '1',
+      result: trips ? `${trips.access} (and ${trips.log} in the log phase)` : 'not measured',
+      met: trips !== undefined && trips.access <= 1,
+    },
+  ];
 }
 
 /** The figures compared between the simulation and the end-to-end run, counted alike in both. */

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../src/backends/replica-api';
+import type { ReplicaSpec } from '../src/fleet/types';
 import { parseRouterConfig } from '../src/config/parse';
 import { MemoryFleetStore } from '../src/fleet/memory-store';
 import { seededRandom } from '../src/random';
@@ -15,6 +16,7 @@ import { WorkModel } from '../src/work/work-model';
 import { silentLogger } from '../src/log';
 import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
+import { RedisFleetStore } from '../src/fleet/redis/redis-store';
 import { SimFleet } from '../sim/fleet';
 import { KongDriver, KongRequest, PluginServerProcess } from '../harness/kong/driver';
 import { RedisServer } from '../harness/redis/server';
@@ -223,11 +225,16 @@ function chatBody(bytes: number): Buffer {
 
 /** A replica API answering from memory: memory benchmarks measure the core, not the network. */
 class StaticApi implements ReplicaApi {
-  constructor(private readonly adapters: number) {}
-  async scrape(): Promise<Scrape> {
+  /** `only`: the one replica that holds the adapters (else every replica holds them). */
+  constructor(
+    private readonly adapters: number,
+    private readonly only?: string,
+  ) {}
+  async scrape(replica: ReplicaSpec): Promise<Scrape> {
+    const n = this.only === undefined || replica.url === this.only ? this.adapters : 0;
     return {
       load: { waiting: 0, running: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
-      registry: Array.from({ length: this.adapters }, (_, i) => ({ name: `a${i}`, path: `/adapters/a${i}` })),
+      registry: Array.from({ length: n }, (_, i) => ({ name: `a${i}`, path: `/adapters/a${i}` })),
     };
   }
   async loadAdapter(): Promise<LoadOutcome> {
@@ -373,6 +380,62 @@ export async function decisionHeap(
   }
   rt.stop();
   return out;
+}
+
+/**
+ * Redis round trips of one request for a resident adapter, in the access phase (route) and in
+ * the log phase (finish): counted at the store's one door to Redis (`RedisFleetStore.run`, one
+ * script call each), heartbeats (a timer) left out; the routing core in process, a real
+ * redis-server on loopback, two replicas, the adapter resident on one. The first requests are
+ * not counted.
+ */
+export async function redisRoundTrips(): Promise<{ access: number; log: number }> {
+  const redis = await RedisServer.start();
+  const config = redis.config('trips:', { timeout: 2000 });
+  const rt = new FleetRuntime({
+    api: new StaticApi(1, 'http://10.2.0.1:8000'),
+    log: silentLogger,
+    seed: 1,
+    redis: config,
+    poller: { intervalMs: 600_000 },
+  });
+  const door = RedisFleetStore.prototype as unknown as { run: (name: string, ...a: unknown[]) => unknown };
+  const run = door.run;
+  const calls: string[] = [];
+  door.run = function (this: unknown, name: string, ...a: unknown[]) {
+    if (name !== 'heartbeat') calls.push(name);
+    return run.call(this, name, ...a);
+  };
+  try {
+    const svc = new RouterService(
+      parseRouterConfig({
+        replicas: [{ url: 'http://10.2.0.1:8000' }, { url: 'http://10.2.0.2:8000' }],
+        base_model: 'base',
+        adapter_path_template: '/adapters/{name}',
+        max_loaded_adapters: 4,
+        stale_after_ms: 600_000,
+        redis: config,
+      }),
+      rt,
+    );
+    await rt.poller.pollAll();
+    const body = Buffer.from('{"model":"a0","messages":[{"role":"user","content":"hi"}]}');
+    const request = async () => {
+      const r = await svc.route({ path: '/v1/chat/completions', body });
+      if (r.kind !== 'proxy') throw new Error(`round trips: ${JSON.stringify(r.body)}`);
+      return r.leaseId;
+    };
+    for (let i = 0; i < 3; i++) await svc.finish(await request(), 200);
+    calls.length = 0;
+    const id = await request();
+    const access = calls.length;
+    await svc.finish(id, 200);
+    return { access, log: calls.length - access };
+  } finally {
+    door.run = run;
+    rt.stop();
+    await redis.close();
+  }
 }
 
 /**

@@ -14,6 +14,7 @@ import { fmtNum, fmtPct, fmtRatio, ms, spread, table } from './report';
 import { sloTally } from './des/slo-sweep';
 import { chartFile, decisionGoal, tally25 } from './des/slo-goals-25';
 import { e2eLongSection } from './parts/e2e-long';
+import { requestPathSection } from './parts/overhead';
 import { tokensSection } from './parts/tokens';
 import { prefillSection } from './parts/prefill';
 
@@ -35,6 +36,8 @@ const overhead: Renderer = (r) => {
   const heap = o.heap;
   return [
     `**Request path.** One access plus log event through the real \`kong-js-pluginserver\`, against a no-op plugin making the same PDK calls. Median ratio: ${o.rows.map((x) => `${x.ratioP50.toFixed(2)} (${x.size} body)`).join(', ')}; goal ≤ 1.15: ${verdict(g.met)}. PDK calls ${o.rows[0]!.pdkAccess} in access and ${o.rows[0]!.pdkLog} in log (goal ≤ 4 and ≤ 2: ${verdict(g.pdkMet)}). Fleet state for 64 replicas × 10,000 resident adapters: ${o.memory.mb.toFixed(0)} MB of heap, one decision ${o.memory.usPerDecision.toFixed(0)} µs. Heap ${heap.map((h) => `${h.heapMb.toFixed(1)} MB after ${h.decisions.toLocaleString('en-US')} in-process decisions`).join(', ')} (${heap.at(-1)!.usPerDecision.toFixed(0)} µs each).${o.prefixScorer ? ` The prefix scorer with its index full: ${o.prefixScorer.usPerDecision.toFixed(1)} µs per decision.` : ''}`,
+    '',
+    ...requestPathSection(o),
   ];
 };
 
@@ -163,7 +166,7 @@ const redisCost: Renderer = (r) => {
   const f = (x: number) => `${x.toFixed(2)} ms`;
   const g = nodesGoal(n.runs);
   return [
-    `**What it costs** (\`npm run bench -- --only nodes\`, measured through the real plugin server against a real \`redis-server\` on loopback, ${r.cores ?? '?'} cores shared by all of them): a request for a resident adapter makes three Redis calls: the views and the lease in the access phase, the release in the log phase, which Kong runs after the response. Here that adds ${f(c.redis.accessP50 - c.memory.accessP50)} to the median access phase (${f(c.redis.accessP50)} against ${f(c.memory.accessP50)} in process) and ${f(c.redis.p50 - c.memory.p50)} to access + log (${f(c.redis.p50)} against ${f(c.memory.p50)}; the no-op plugin takes ${f(c.noop.p50)}). Each call is one round trip to Redis, so on a network add its round-trip time three times. In the routing benchmark three nodes sharing the store made ${fmtNum(mean(n.runs.map((x) => x.three.loads)))} adapter loads against ${fmtNum(mean(n.runs.map((x) => x.one.loads)))} for one node (${g.ratios.map((x) => x.toFixed(3)).join(', ')}× the loads per served request, per seed; goal within 5%: ${verdict(g.met)}).`,
+    `**What it costs** (\`npm run bench -- --only nodes\`, measured through the real plugin server against a real \`redis-server\` on loopback, ${r.cores ?? '?'} cores shared by all of them): a request for a resident adapter makes two Redis calls: the views and the lease in one script in the access phase (the lease taken where the adapter's last request went, and moved if the decision goes elsewhere), the release in the log phase, which Kong runs after the response. Here that adds ${f(c.redis.accessP50 - c.memory.accessP50)} to the median access phase (${f(c.redis.accessP50)} against ${f(c.memory.accessP50)} in process) and ${f(c.redis.p50 - c.memory.p50)} to access + log (${f(c.redis.p50)} against ${f(c.memory.p50)}; the no-op plugin takes ${f(c.noop.p50)}). Each call is one round trip to Redis, so on a network add its round-trip time twice. In the routing benchmark three nodes sharing the store made ${fmtNum(mean(n.runs.map((x) => x.three.loads)))} adapter loads against ${fmtNum(mean(n.runs.map((x) => x.one.loads)))} for one node (${g.ratios.map((x) => x.toFixed(3)).join(', ')}× the loads per served request, per seed; goal within 5%: ${verdict(g.met)}).`,
   ];
 };
 

@@ -1,5 +1,5 @@
 import { LEASE_CEILING } from './fleet/memory-leases';
-import type { Lease, Released, ResidencyState } from './fleet/types';
+import type { AdapterRef, Lease, Released, ReplicaView, ResidencyState } from './fleet/types';
 import type { FleetRuntime } from './runtime';
 
 /**
@@ -46,11 +46,40 @@ export class LeaseHandle {
   }
 
   /** Takes a lease on `url`'s `adapter` in `rt`'s store; also the adapter's state under it. */
-  static async take(
+  static take(
     rt: FleetRuntime,
     url: string,
     adapter: string | null,
   ): Promise<{ lease: LeaseHandle; state: ResidencyState | undefined }> {
+    return LeaseHandle.opened(rt, url, adapter, async (l) => ({ state: await rt.store.acquire(l) }));
+  }
+
+  /**
+   * `rt`'s views of `urls` (with `ref`'s presence), then a lease as `take` takes it, in one store
+   * step: one round trip to a shared store, for a request whose replica is guessed before its
+   * decision. The views are read before the lease, as `views` then `take` read them.
+   */
+  static takeWithViews(
+    rt: FleetRuntime,
+    url: string,
+    adapter: string | null,
+    urls: readonly string[],
+    ref: AdapterRef | undefined,
+  ): Promise<{ lease: LeaseHandle; state: ResidencyState | undefined; views: ReplicaView[] }> {
+    const store = rt.store;
+    return LeaseHandle.opened(rt, url, adapter, async (l) =>
+      store.viewsAndLease
+        ? store.viewsAndLease(urls, ref, l)
+        : { views: await store.views(urls, ref), state: await store.acquire(l) },
+    );
+  }
+
+  private static async opened<T>(
+    rt: FleetRuntime,
+    url: string,
+    adapter: string | null,
+    acquire: (lease: Lease) => Promise<T>,
+  ): Promise<T & { lease: LeaseHandle }> {
     sweep(rt.clock.now());
     const h = new LeaseHandle({ id: rt.nextLeaseId(), url, adapter, at: rt.clock.now() }, rt);
     // Counted before the acquire's first await: a runtime retired meanwhile waits for it.
@@ -59,7 +88,7 @@ export class LeaseHandle {
     byRuntime.set(rt, mine.add(h));
     rt.leaseOpened(h);
     try {
-      return { lease: h, state: await rt.store.acquire({ ...h.lease }) };
+      return { ...(await acquire({ ...h.lease })), lease: h };
     } catch (err) {
       // The acquire may have counted it before failing: give it back as any other ending.
       await h.release().catch(() => undefined);

@@ -1,5 +1,12 @@
-import { overheadGoal } from '../goals';
-import { decisionHeap, fleetAtScale, measureOverhead, type OverheadRow, prefixScorerCost } from '../overhead';
+import { overheadGoal, requestPathGoals, type BenchResults } from '../goals';
+import {
+  decisionHeap,
+  fleetAtScale,
+  measureOverhead,
+  type OverheadRow,
+  prefixScorerCost,
+  redisRoundTrips,
+} from '../overhead';
 import { table } from '../report';
 import { type BenchPart } from './context';
 
@@ -22,16 +29,30 @@ export const overheadPart: BenchPart = {
     const prefix = prefixScorerCost();
     log(`  prefix scorer (index full, 8 candidates): ${prefix.usPerDecision.toFixed(2)} µs per decision`);
     const heap = await decisionHeap([10_000, 1_000_000], log);
+    const trips = await redisRoundTrips();
+    log(`  Redis round trips, resident adapter: ${trips.access} in access, ${trips.log} in log`);
     json.overhead = {
       rows,
       memory: mem,
       heap,
       prefixScorer: prefix,
       predictedUsPerDecision: predicted.usPerDecision,
+      redisRoundTrips: trips,
     };
-    md.push(...overheadSection(rows, mem, heap));
+    md.push(...overheadSection(rows, mem, heap), ...requestPathSection(json.overhead));
   },
 };
+
+/** The request path's four budget figures, goal beside result (bench/goals.ts `requestPathGoals`). */
+export function requestPathSection(o: NonNullable<BenchResults['overhead']>): string[] {
+  return [
+    table(
+      ['request path', 'goal', 'result', ''],
+      requestPathGoals(o).map((g) => [g.name, g.goal, g.result, g.met ? 'met' : '**missed**']),
+    ),
+    '',
+  ];
+}
 
 function overheadSection(
   rows: OverheadRow[],

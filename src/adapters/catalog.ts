@@ -22,6 +22,8 @@ export type Resolved =
 
 export const DEFAULT_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$';
 const MAX_NAME = 256;
+/** Templated names remembered (more, and the memory is emptied and refilled). */
+const TEMPLATED_NAMES = 4096;
 
 /**
  * Which adapters exist and where their files are. A request's `model` resolves to the base
@@ -32,6 +34,8 @@ export class AdapterCatalog {
   private readonly byName = new Map<string, { path?: string; static: boolean }>();
   private readonly pattern: RegExp;
   private readonly root: string | undefined;
+  /** Templated paths by name, as resolved before (a request's name is checked once, not each time). */
+  private readonly templated = new Map<string, string>();
 
   constructor(private readonly config: CatalogConfig) {
     for (const a of config.adapters) this.byName.set(a.name, { path: a.path, static: a.static });
@@ -77,10 +81,15 @@ export class AdapterCatalog {
     const known = this.byName.get(model);
     if (known)
       return { kind: known.static ? 'static' : 'on-demand', adapter: { name: model, path: known.path } };
+    const seen = this.templated.get(model);
+    if (seen !== undefined) return { kind: 'on-demand', adapter: { name: model, path: seen } };
     this.checkName(model);
     // No template: the name can only be one a replica registered at start (--lora-modules).
     if (this.root === undefined) return { kind: 'static', adapter: { name: model }, discovered: true };
-    return { kind: 'on-demand', adapter: { name: model, path: this.templatedPath(model) } };
+    const path = this.templatedPath(model);
+    if (this.templated.size >= TEMPLATED_NAMES) this.templated.clear();
+    this.templated.set(model, path);
+    return { kind: 'on-demand', adapter: { name: model, path } };
   }
 
   private checkName(name: string): void {

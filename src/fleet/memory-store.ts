@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { HolderIndex } from './holder-index';
 import { MemoryLeases } from './memory-leases';
 import {
   dropResidency,
@@ -33,6 +34,8 @@ const EVENT_LIMIT = 200;
  */
 export class MemoryFleetStore implements FleetStore {
   private replicas = new Map<string, ReplicaRecord>();
+  /** Every replica's residency by adapter: one lookup a decision (views). */
+  private readonly holders = new HolderIndex();
   /** Open leases, counted in their replicas' in-flight figures. */
   private leases = new MemoryLeases((url) => this.replicas.get(url));
   private eventLog: FleetEvent[] = [];
@@ -45,7 +48,7 @@ export class MemoryFleetStore implements FleetStore {
   async upsertReplica(spec: ReplicaSpec): Promise<void> {
     const r = this.replicas.get(spec.url);
     if (r) r.spec = { ...spec };
-    else this.replicas.set(spec.url, newReplicaRecord(spec));
+    else this.replicas.set(spec.url, newReplicaRecord(spec, this.holders));
   }
 
   async replicaSpecs(): Promise<ReplicaSpec[]> {
@@ -53,11 +56,26 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   async views(urls: readonly string[], adapter?: AdapterRef, withResidents = false): Promise<ReplicaView[]> {
+    return this.viewsNow(urls, adapter, withResidents);
+  }
+
+  /** The views, then the lease, with nothing between (no await): the Redis script's twin. */
+  async viewsAndLease(
+    urls: readonly string[],
+    adapter: AdapterRef | undefined,
+    lease: Lease,
+  ): Promise<{ views: ReplicaView[]; state: ResidencyState | undefined }> {
+    const views = this.viewsNow(urls, adapter, false);
+    return { views, state: this.acquireNow(lease) };
+  }
+
+  private viewsNow(urls: readonly string[], adapter: AdapterRef | undefined, withResidents: boolean) {
     const out: ReplicaView[] = [];
+    const mark = adapter ? this.holders.mark(adapter.name) : undefined;
     for (const url of urls) {
       const r = this.replicas.get(url);
       if (!r) continue;
-      const v = replicaView(r, adapter);
+      const v = replicaView(r, adapter, mark);
       if (withResidents) v.residents = residentsOf(r);
       out.push(v);
     }
@@ -271,6 +289,10 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {
+    return this.acquireNow(lease);
+  }
+
+  private acquireNow(lease: Lease): ResidencyState | undefined {
     const r = this.replicas.get(lease.url);
     const state = lease.adapter === null ? undefined : r?.residency.get(lease.adapter)?.state;
     this.leases.take(lease);

@@ -4,6 +4,7 @@
  * counts are kept per adapter, and an adapter unloaded or forgotten is remembered as gone so an
  * older registry cannot revive it.
  */
+import type { HolderIndex } from './holder-index';
 import { ResidencyTable, type ResidencyEntry } from './residency-table';
 import type {
   AdapterPresence,
@@ -41,7 +42,7 @@ export interface ReplicaRecord {
 }
 
 /** A replica just registered: nothing polled, nothing resident, nothing in flight. */
-export function newReplicaRecord(spec: ReplicaSpec): ReplicaRecord {
+export function newReplicaRecord(spec: ReplicaSpec, holders?: HolderIndex): ReplicaRecord {
   return {
     spec: { ...spec },
     health: 'unknown',
@@ -50,7 +51,7 @@ export function newReplicaRecord(spec: ReplicaSpec): ReplicaRecord {
     scrapedAt: -Infinity,
     waiting: 0,
     running: 0,
-    residency: new ResidencyTable(),
+    residency: new ResidencyTable(holders),
     residentCount: 0,
     llamaAdapters: [],
     everLoaded: false,
@@ -90,7 +91,8 @@ export function dropResidency(r: ReplicaRecord, name: string): void {
   if (was && r.residency.delete(name) && was.state !== 'static') r.residentCount--;
 }
 
-export function replicaView(r: ReplicaRecord, adapter?: AdapterRef): ReplicaView {
+/** `mark`: the adapter's HolderIndex mark (its slot on each replica found without a lookup per replica). */
+export function replicaView(r: ReplicaRecord, adapter?: AdapterRef, mark?: number): ReplicaView {
   const residentCount = r.residentCount;
   return {
     url: r.spec.url,
@@ -105,18 +107,18 @@ export function replicaView(r: ReplicaRecord, adapter?: AdapterRef): ReplicaView
     kvUsage: r.kvUsage,
     inFlight: r.inFlight,
     residentCount,
-    adapter: adapter ? presence(r, adapter) : undefined,
+    adapter: adapter ? presence(r, adapter, mark) : undefined,
     llamaIds: r.spec.backend === 'llamacpp' ? r.llamaAdapters.map((a) => a.id) : undefined,
   };
 }
 
-function presence(r: ReplicaRecord, a: AdapterRef): AdapterPresence | undefined {
-  const inFlight = r.inFlightByAdapter.get(a.name) ?? 0;
+function presence(r: ReplicaRecord, a: AdapterRef, mark: number | undefined): AdapterPresence | undefined {
+  const inFlight = r.inFlightByAdapter.size === 0 ? 0 : (r.inFlightByAdapter.get(a.name) ?? 0);
   if (r.spec.backend === 'llamacpp') {
     const hit = a.path === undefined ? undefined : r.llamaAdapters.find((e) => samePath(e.path, a.path!));
     return hit ? { state: 'static', lastUsed: 0, inFlight, llamaId: hit.id } : undefined;
   }
-  const slot = r.residency.slotOf(a.name);
+  const slot = mark === undefined ? r.residency.slotOf(a.name) : r.residency.markedSlot(mark);
   return slot === undefined
     ? undefined
     : { state: r.residency.stateAt(slot), lastUsed: r.residency.lastUsedAt(slot), inFlight };

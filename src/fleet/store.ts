@@ -86,6 +86,16 @@ export interface FleetStore {
    */
   acquire(lease: Lease): Promise<ResidencyState | undefined>;
   /**
+   * `views(urls, adapter)` then `acquire(lease)`, as one atomic step: a shared store's one round
+   * trip for a request whose replica is known before its decision (the adapter resident where
+   * the last decision sent it). Optional: without it, the two calls.
+   */
+  viewsAndLease?(
+    urls: readonly string[],
+    adapter: AdapterRef | undefined,
+    lease: Lease,
+  ): Promise<{ views: ReplicaView[]; state: ResidencyState | undefined }>;
+  /**
    * Gives the lease back; returns it the first time, undefined after (release once). With the
    * upstream `status`, also records passive health (5xx counts against the replica) in the same
    * step. A 404 forgets nothing: it may be a client's mistyped path, so the router re-reads the

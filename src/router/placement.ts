@@ -36,6 +36,8 @@ export interface PlacementRequest {
   views: ReplicaView[];
   /** Where and how long this request waits for an adapter slot (`room_wait`). */
   wait: RoomWait;
+  /** Told each decision's replica as soon as it is taken (before any wait for room). */
+  decided?: (url: string) => void;
 }
 
 /**
@@ -81,6 +83,7 @@ export class Placement {
         ctx,
       );
       if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
+      p.decided?.(decision.replica.url);
       // Every replica predicted past `ttft_slo_ms`: wait here for one that is not (room-wait.ts `holds`).
       if (wait.holds(ctx.now, decision.replica)) {
         if (!held) rt.metrics.ttftHolds.inc();

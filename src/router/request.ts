@@ -16,6 +16,21 @@ const ADMIN_SEGMENTS = [
  * so a route prefix (`/llm/v1/load_lora_adapter`), a double slash or `%2F` does not slip by.
  */
 export function classifyPath(rawPath: string): PathClass {
+  let cls = classified.get(rawPath);
+  if (cls === undefined) {
+    cls = classifyOnce(rawPath);
+    // A gateway sees few paths; a client inventing paths only empties this now and then.
+    if (classified.size >= CLASSIFIED_PATHS) classified.clear();
+    classified.set(rawPath, cls);
+  }
+  return cls;
+}
+
+/** Raw paths classified so far (the same few on every request). */
+const classified = new Map<string, PathClass>();
+const CLASSIFIED_PATHS = 1024;
+
+function classifyOnce(rawPath: string): PathClass {
   const path = normalisePath(rawPath).toLowerCase();
   const withSlash = path.endsWith('/') ? path : path + '/';
   for (const seg of ADMIN_SEGMENTS) {

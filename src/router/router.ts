@@ -4,7 +4,7 @@ import type { AdapterPolicy } from '../adapters/manager';
 import { sleep } from '../clock';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
-import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
+import type { AdapterRef, ReplicaSpec, ReplicaView, ResidencyState, ResidentAdapter } from '../fleet/types';
 import { samePath } from '../fleet/replica-record';
 import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
@@ -16,7 +16,7 @@ import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
 import { answerModels, checkContext, checkPath } from './direct-answers';
 import { releaseLease } from './log-phase';
 import { Placement } from './placement';
-import { parseBody, promptText } from './request';
+import { parseBody, promptText, type ParsedBody } from './request';
 import { RoomWait } from './room-wait';
 import { HeldClasses, SloClasses, type SloHints } from './slo-class';
 
@@ -66,6 +66,17 @@ export type RouteOutcome =
 
 /** The prefix index's reach: its 32 blocks of 256 characters (src/scheduler/prefix-index.ts). */
 const PROMPT_CHARS = 8192;
+/** Adapters whose last replica is remembered (the one guess a request's lease is taken on). */
+const LAST_REPLICAS = 4096;
+
+/**
+ * A lease taken with the views, on the replica the adapter's last request went to, before the
+ * decision: used if the decision goes there, else given back as the decision is known.
+ */
+interface GuessedLease {
+  held?: { lease: LeaseHandle; state: ResidencyState | undefined };
+  givingBack?: Promise<unknown>;
+}
 const INTERNAL_LOG_EVERY_MS = 10_000;
 
 /**
@@ -90,6 +101,8 @@ export class RouterService {
   private readonly held = new HeldClasses();
   /** Which replica served each prompt prefix last: the prefix scorer's, shared by both pipelines and the prediction. */
   private readonly prefixIndex = new PrefixIndex();
+  /** Per adapter ('' the base model): the replica its last request was admitted on. */
+  private readonly lastReplica = new Map<string, string>();
   /** Per error code: when its detail was last logged, and how many were not since. */
   private readonly internalLogged = new Map<string, { at: number; suppressed: number }>();
 
@@ -253,12 +266,43 @@ export class RouterService {
     const ctx: SchedulingContext = { now: rt.clock.now(), policy: this.policy, random: rt.random };
     // Decayed frequencies are read only by `eviction: value`.
     if (adapter && this.config.eviction === 'value') rt.adapterStats.observe(adapter.name, ctx.now);
-    const views = await this.refreshIfStale(
-      rt,
-      await rt.store.views(this.urls, adapter, false),
-      adapter,
-      false,
-    );
+    // Where this adapter's last request went: the lease is taken there with the views (one
+    // round trip to a shared store) and kept if the decision goes there again.
+    const leaseAdapter = resolved.kind === 'base' ? null : resolved.adapter.name;
+    // In process there is no round trip to save: no guess.
+    const last = rt.store.mode?.() === 'redis' ? this.lastReplica.get(leaseAdapter ?? '') : undefined;
+    const guess: GuessedLease = {};
+    let first: ReplicaView[];
+    if (last !== undefined) {
+      const t = await LeaseHandle.takeWithViews(rt, last, leaseAdapter, this.urls, adapter);
+      guess.held = { lease: t.lease, state: t.state };
+      first = t.views;
+    } else first = await rt.store.views(this.urls, adapter, false);
+    try {
+      return await this.decideOn(rt, req, wait, { parsed, tokens, resolved, adapter, ctx, guess, first });
+    } finally {
+      this.giveBack(rt, guess);
+      await guess.givingBack;
+    }
+  }
+
+  /** The decision on the first views, with the guessed lease (if any) in `guess`. */
+  private async decideOn(
+    rt: FleetRuntime,
+    req: RouteRequest,
+    wait: RoomWait,
+    d: {
+      parsed: ParsedBody;
+      tokens: TokenEstimate | undefined;
+      resolved: Resolved;
+      adapter: AdapterRef | undefined;
+      ctx: SchedulingContext;
+      guess: GuessedLease;
+      first: ReplicaView[];
+    },
+  ): Promise<RouteOutcome> {
+    const { parsed, tokens, resolved, adapter, ctx, guess } = d;
+    const views = await this.refreshIfStale(rt, d.first, adapter, false);
     if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
       throw errors.modelNotFound(resolved.adapter.name);
     }
@@ -280,10 +324,14 @@ export class RouterService {
     // The longest prompt of a batch: vLLM checks each on its own (src/work/estimate.ts).
     const contextTokens = tokens ? tokens.longestPromptTokens + (tokens.maxTokens ?? 1) : undefined;
     if (contextTokens !== undefined) ctx.contextOf = (url) => rt.poller.maxModelLen.get(url);
+    // The guessed lease goes back as soon as a decision goes elsewhere (before any wait for room).
+    const decided = (url: string) => {
+      if (guess.held && guess.held.lease.lease.url !== url) this.giveBack(rt, guess);
+    };
     try {
       return await this.placement.place(
         rt,
-        { resolved, adapter, prompt, contextTokens, ctx, views, wait },
+        { resolved, adapter, prompt, contextTokens, ctx, views, wait, decided },
         (decision, queueMs) =>
           this.admit(
             rt,
@@ -294,11 +342,52 @@ export class RouterService {
             { queueMs, until: wait.accessDeadline },
             spend,
             tokens,
+            guess,
           ),
       );
     } finally {
       wait.leave();
     }
+  }
+
+  /** Gives the guessed lease back, unused (its release under way in `givingBack`). */
+  private giveBack(rt: FleetRuntime, guess: GuessedLease): void {
+    const held = guess.held;
+    if (!held) return;
+    guess.held = undefined;
+    const before = guess.givingBack;
+    guess.givingBack = Promise.all([
+      before,
+      releaseLease(held.lease, undefined).catch((err: Error) =>
+        rt.log.warn(`could not give back lease ${held.lease.id}: ${err.message}`),
+      ),
+    ]);
+  }
+
+  /** The guessed lease if the decision went to its replica, else a new one. */
+  private takeLease(
+    rt: FleetRuntime,
+    url: string,
+    adapter: string | null,
+    guess: GuessedLease,
+  ): Promise<{ lease: LeaseHandle; state: ResidencyState | undefined }> {
+    const held = guess.held;
+    if (held && held.lease.lease.url === url) {
+      guess.held = undefined;
+      return Promise.resolve(held);
+    }
+    this.giveBack(rt, guess);
+    return LeaseHandle.take(rt, url, adapter);
+  }
+
+  /** Remembers where `adapter`'s request was admitted (the next one's guess), the oldest out past the bound. */
+  private rememberReplica(adapter: string | null, url: string): void {
+    const key = adapter ?? '';
+    if (this.lastReplica.get(key) === url) return;
+    this.lastReplica.delete(key);
+    if (this.lastReplica.size >= LAST_REPLICAS)
+      this.lastReplica.delete(this.lastReplica.keys().next().value!);
+    this.lastReplica.set(key, url);
   }
 
   /** `max_loaded_adapters` > 0: the router loads on-demand adapters (0: never loads nor unloads). */
@@ -356,11 +445,12 @@ export class RouterService {
     wait: { queueMs: number; until: number },
     spend: () => Promise<void>,
     tokens: TokenEstimate | undefined,
+    guess: GuessedLease,
   ): Promise<RouteOutcome> {
     const replica = decision.replica;
     const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
     // Taken on the decision's runtime, and given back there whatever happens meanwhile.
-    const { lease, state: held } = await LeaseHandle.take(rt, replica.url, adapterName);
+    const { lease, state: held } = await this.takeLease(rt, replica.url, adapterName, guess);
     const leaseId = lease.id;
     // From here on, any failure gives the lease back before it is answered.
     try {
@@ -383,6 +473,7 @@ export class RouterService {
         const policy = { ...this.adapterPolicy, queueTimeoutMs: wait.queueMs, deadline: wait.until };
         await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
       }
+      if (rt.store.mode) this.rememberReplica(adapterName, replica.url);
       rt.metrics.decisions.inc({ stage: decision.stage });
       rt.metrics.recent.record('requests', rt.clock.now());
       return {

@@ -124,9 +124,23 @@ export class SchedulingPipeline {
     }
     const chosen = this.picker.pick(scored, ctx).candidate;
     for (const { scorer } of this.scorers) scorer.observe?.(req, chosen, ctx);
+    return new ScoredDecision(chosen, stage, scored, trail);
+  }
+}
+
+/** A decision whose scores by URL are built only when read (never on the request path). */
+class ScoredDecision implements Decision {
+  constructor(
+    readonly replica: Candidate,
+    readonly stage: Stage,
+    private readonly scored: readonly { candidate: Candidate; score: number }[],
+    readonly filters: Decision['filters'],
+  ) {}
+
+  get scores(): Record<string, number> {
     const scores: Record<string, number> = {};
-    for (const s of scored) scores[s.candidate.url] = s.score;
-    return { replica: chosen, stage, scores, filters: trail };
+    for (const s of this.scored) scores[s.candidate.url] = s.score;
+    return scores;
   }
 }
 

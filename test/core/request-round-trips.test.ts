@@ -26,7 +26,7 @@ afterAll(async () => {
   await redis?.close();
 });
 
-it('a request for a resident adapter makes three Redis round trips (views and lease, then release) and no scrape', async () => {
+it('a request for a resident adapter makes one Redis round trip in access (views and lease in one script), one in log, and no scrape', async () => {
   const calls: string[] = [];
   const proto = RedisFleetStore.prototype as unknown as {
     run: (name: string, ...a: unknown[]) => Promise<unknown>;
@@ -64,6 +64,8 @@ it('a request for a resident adapter makes three Redis round trips (views and le
         base_model: 'base',
         adapter_path_template: '/adapters/{name}',
         max_loaded_adapters: 2,
+        // No refresh of a stale snapshot during the count either (a busy machine is slow).
+        stale_after_ms: 600_000,
         redis: redis.config('rt:', { timeout: 2000 }),
       }),
       rt,
@@ -72,14 +74,16 @@ it('a request for a resident adapter makes three Redis round trips (views and le
     // Cold: a load (the load path reads the replica and the store more).
     expect((await sendVia(router, '/v1/chat/completions', chat)).status).toBe(200);
     await waitFor(() => rt.store.mode?.() === 'redis', 5000, 'sharing state');
-    // Warm: count one hit, with heartbeats (a timer, not the request) left out.
-    calls.length = 0;
-    asked.length = 0;
-    const hit = await sendVia(router, '/v1/chat/completions', chat);
-    expect(hit.status).toBe(200);
-    expect(hit.outcome.kind).toBe('proxy');
-    expect(calls.filter((c) => c !== 'heartbeat')).toEqual(['views', 'acquire', 'release']);
-    expect(asked).toEqual([]);
+    // Warm: count hits, with heartbeats (a timer, not the request) left out.
+    for (let i = 0; i < 3; i++) {
+      calls.length = 0;
+      asked.length = 0;
+      const hit = await sendVia(router, '/v1/chat/completions', chat);
+      expect(hit.status).toBe(200);
+      expect(hit.outcome.kind).toBe('proxy');
+      expect(calls.filter((c) => c !== 'heartbeat')).toEqual(['viewsAndLease', 'release']);
+      expect(asked).toEqual([]);
+    }
   } finally {
     spy.mockRestore();
     for (const s of spies) s.mockRestore();

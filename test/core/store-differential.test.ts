@@ -133,6 +133,20 @@ describe('memory store ≡ Redis scripts (differential, real redis-server)', () 
   );
 });
 
+describe('the request path in one round trip (views and lease)', () => {
+  it('reads the views before the lease, on a resident adapter and with no replica registered', () =>
+    replay([
+      { op: 'snapshot', node: 0, url: 0, ok: true, back: 0, registry: [0], active: [], waiting: 0 },
+      { op: 'viewsAndLease', node: 1, lease: 0, url: 0, adapter: 0 },
+      { op: 'viewsAndLease', node: 0, lease: 1, url: 0, adapter: 0 },
+      { op: 'release', node: 1, lease: 0, status: 200 },
+      { op: 'flush' },
+      { op: 'viewsAndLease', node: 0, lease: 2, url: 1, adapter: null },
+      { op: 'upsert', node: 0, url: 1, priority: 0 },
+      { op: 'release', node: 0, lease: 2, status: null },
+    ]));
+});
+
 /** Sequences the property found (shrunk), each a difference fixed since: they must stay alike. */
 describe('differences found, fixed', () => {
   it('an expired lease is reported alike (the event says the age it was held over, as Redis says it)', () =>

@@ -64,6 +64,8 @@ export type Op =
   | { op: 'place'; node: number; adapter: number; url: number; seen: number | null }
   | { op: 'unplace'; node: number; adapter: number; url: number }
   | { op: 'acquire'; node: number; lease: number; url: number; adapter: number | null }
+  /** The request path's one round trip: views of every replica, then a lease (acquire's). */
+  | { op: 'viewsAndLease'; node: number; lease: number; url: number; adapter: number | null }
   | { op: 'release'; node: number; lease: number; status: number | null }
   | { op: 'expire'; node: number; maxAge: number }
   | { op: 'budget'; node: number; key: number; limit: number }
@@ -76,6 +78,17 @@ export type Op =
 const node = fc.nat(NODES - 1);
 const url = fc.nat(URLS.length - 1);
 const adapter = fc.nat(ADAPTERS.length - 1);
+/** A step that takes a lease (alone, or with the views). */
+function leaseTaking<K extends 'acquire' | 'viewsAndLease'>(op: K) {
+  return fc.record({
+    op: fc.constant(op),
+    node,
+    lease: fc.nat(LEASES.length - 1),
+    url,
+    adapter: fc.option(adapter, { nil: null }),
+  });
+}
+
 /** Index into the fences handed out so far (mod their count), or a fence never handed out. */
 const fence = fc.nat(12);
 const subset = (n: number) => fc.uniqueArray(fc.nat(n - 1), { maxLength: n });
@@ -160,16 +173,8 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
     }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('unplace' as const), node, adapter, url }) },
-  {
-    weight: 5,
-    arbitrary: fc.record({
-      op: fc.constant('acquire' as const),
-      node,
-      lease: fc.nat(LEASES.length - 1),
-      url,
-      adapter: fc.option(adapter, { nil: null }),
-    }),
-  },
+  { weight: 5, arbitrary: leaseTaking('acquire') },
+  { weight: 3, arbitrary: leaseTaking('viewsAndLease') },
   {
     weight: 4,
     arbitrary: fc.record({
@@ -291,6 +296,12 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
         adapter: op.adapter === null ? null : a(op.adapter),
         at,
       });
+    case 'viewsAndLease': {
+      const name = op.adapter === null ? null : a(op.adapter);
+      const lease = { id: LEASES[op.lease]!, url: u(op.url), adapter: name, at };
+      const ref = name === null ? undefined : { name, path: pathOf(name) };
+      return s.viewsAndLease!(URLS, ref, lease);
+    }
     case 'release':
       return s.release(LEASES[op.lease]!, at, op.status ?? undefined);
     case 'expire': {

@@ -228,6 +228,45 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     }
   }
 
+  /**
+   * `views` then `acquire` in one shared round trip. Found emptied (or the replicas unknown
+   * there), the lease is given back and both are done again as `views` and `acquire` do them:
+   * the state registered anew first, so that the lease counts.
+   */
+  async viewsAndLease(
+    urls: readonly string[],
+    adapter: AdapterRef | undefined,
+    lease: Lease,
+  ): Promise<{ views: ReplicaView[]; state: ResidencyState | undefined }> {
+    let shared = true;
+    const tried = !this.outage.degraded;
+    this.leases.acquiring.add(lease.id);
+    try {
+      const r = await this.decide(
+        async (s) => {
+          const r = s.viewsAndLease
+            ? await s.viewsAndLease(urls, adapter, lease)
+            : { views: await s.views(urls, adapter), state: await s.acquire(lease) };
+          const lost = this.shared.takeStateLost?.() ?? false;
+          if (r.views.length === urls.length && !lost) return r;
+          await s.release(lease.id, this.clock.now());
+          await this.reclaim();
+          const views = await s.views(urls, adapter);
+          return { views, state: await s.acquire(lease) };
+        },
+        () => {
+          shared = false;
+          return this.local.viewsAndLease(urls, adapter, lease);
+        },
+      );
+      // The shared call failed (a timeout, say): Redis may still run it once it answers again.
+      this.leases.mine.set(lease.id, { lease: { ...lease }, shared, uncertain: !shared && tried });
+      return r;
+    } finally {
+      this.leases.acquiring.delete(lease.id);
+    }
+  }
+
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
     const m = this.leases.mine.get(leaseId);
     this.leases.mine.delete(leaseId);

@@ -179,12 +179,31 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async views(urls: readonly string[], adapter?: AdapterRef, withResidents = false): Promise<ReplicaView[]> {
-    const [placed, rows, epoch, nodes] = (await this.run(
-      'views',
+    const reply = await this.run('views', adapter?.name ?? '', withResidents ? '1' : '0', ...urls);
+    return this.viewsOf(reply, adapter, withResidents);
+  }
+
+  async viewsAndLease(
+    urls: readonly string[],
+    adapter: AdapterRef | undefined,
+    lease: Lease,
+  ): Promise<{ views: ReplicaView[]; state: ResidencyState | undefined }> {
+    const [views, state] = (await this.run(
+      'viewsAndLease',
+      lease.id,
+      lease.url,
+      lease.adapter ?? '',
+      lease.at,
+      this.node,
       adapter?.name ?? '',
-      withResidents ? '1' : '0',
       ...urls,
-    )) as [string | null, Reply[][], string | null, [number, number]];
+    )) as [Reply, ResidencyState | null];
+    return { views: this.viewsOf(views, adapter, false), state: state ?? undefined };
+  }
+
+  /** The `views` script's reply as views (the epoch and node count it carries noted). */
+  private viewsOf(reply: Reply, adapter: AdapterRef | undefined, withResidents: boolean): ReplicaView[] {
+    const [placed, rows, epoch, nodes] = reply as [string | null, Reply[][], string | null, [number, number]];
     this.noteNodes(nodes);
     this.noteEpoch(epoch);
     const out: ReplicaView[] = [];

@@ -8,6 +8,8 @@ import type { Filter } from '../types';
 export const poolPriority: Filter = {
   name: 'pool-priority',
   filter(_req, candidates) {
+    // One pool (the usual fleet): nothing to choose, nothing to allocate.
+    if (candidates.every((c) => c.priority === candidates[0]!.priority)) return { kept: candidates };
     const levels = [...new Set(candidates.map((c) => c.priority))].sort((a, b) => b - a);
     if (levels.length < 2) return { kept: candidates };
     for (const p of levels) {

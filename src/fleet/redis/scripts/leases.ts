@@ -4,35 +4,51 @@
  * pruned when the node that took them no longer holds them.
  * Each runs after the prelude (prelude.ts), with ARGV[1] = the prefix and no KEYS.
  */
+import { VIEWS_FN } from './residency';
+
+/** Takes a lease and returns the adapter's state on its replica (false: none), as a Lua function. */
+const ACQUIRE_FN = `
+local function acquire(id, url, name, at, node)
+  local state = false
+  if name ~= '' then
+    local res = getres(url, name)
+    if res then state = res.state end
+  end
+  if redis.call('HEXISTS', P .. 'lease', id) == 1 then return state end
+  local counted = 0
+  if known(url) then
+    counted = 1
+    redis.call('HINCRBY', rkey(url), 'inFlight', 1)
+    if name ~= '' then redis.call('HINCRBY', busykey(url), name, 1) end
+  end
+  redis.call('HSET', P .. 'lease', id,
+    cjson.encode({id = id, url = url, adapter = name, at = at, node = node, c = counted}))
+  -- Its age is kept on Redis's clock: nodes' clocks disagree (issue 24, item 8).
+  local t = now_ms()
+  redis.call('ZADD', P .. 'lease-at', t, id)
+  redis.call('ZADD', P .. 'lease-t0', t, id)
+  redis.call('SADD', P .. 'nl:' .. node, id)
+  if name ~= '' then redis.call('SADD', lskey(url, name), id) end
+  return state
+end`;
+
 export const LEASE_SCRIPTS = {
   /**
    * id, url, adapter ('' none), at, node, retake ('1': a node re-taking a lease it holds) -> the
    * adapter's state, or nil; -1 if retaking a lease the expiry sweep reclaimed (it stays so).
    */
-  acquire: `
-local id, url, name, at, node = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
-if ARGV[7] == '1' and redis.call('ZSCORE', P .. 'reclaimed', id) then return -1 end
-local state = false
-if name ~= '' then
-  local res = getres(url, name)
-  if res then state = res.state end
-end
-if redis.call('HEXISTS', P .. 'lease', id) == 1 then return state end
-local counted = 0
-if known(url) then
-  counted = 1
-  redis.call('HINCRBY', rkey(url), 'inFlight', 1)
-  if name ~= '' then redis.call('HINCRBY', busykey(url), name, 1) end
-end
-redis.call('HSET', P .. 'lease', id,
-  cjson.encode({id = id, url = url, adapter = name, at = at, node = node, c = counted}))
--- Its age is kept on Redis's clock: nodes' clocks disagree (issue 24, item 8).
-local t = now_ms()
-redis.call('ZADD', P .. 'lease-at', t, id)
-redis.call('ZADD', P .. 'lease-t0', t, id)
-redis.call('SADD', P .. 'nl:' .. node, id)
-if name ~= '' then redis.call('SADD', lskey(url, name), id) end
-return state`,
+  acquire: `${ACQUIRE_FN}
+if ARGV[7] == '1' and redis.call('ZSCORE', P .. 'reclaimed', ARGV[2]) then return -1 end
+return acquire(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6])`,
+
+  /**
+   * id, url, adapter ('' none), at, node, views' adapter ('' none), urls... -> {views, state}:
+   * `views` then `acquire`, atomically, in the one round trip a resident adapter's request makes
+   * in the access phase (the lease on the replica its last decision chose).
+   */
+  viewsAndLease: `${VIEWS_FN}${ACQUIRE_FN}
+local v = views(ARGV[7], '0', 8)
+return {v, acquire(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6])}`,
 
   /** id, at, upstream status ('' none), failure limit -> {lease JSON, idle 1|0} or nil (released already) */
   release: `

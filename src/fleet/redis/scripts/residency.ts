@@ -7,31 +7,39 @@
  */
 import { SKEW_MARGIN_MS } from './prelude';
 
+/**
+ * The replicas' views (ARGV[from..] the urls), as a Lua function: the `views` script and the
+ * request path's `viewsAndLease` (leases.ts) read them alike.
+ */
+export const VIEWS_FN = `
+local function views(adapter, withRes, from)
+  local placed = false
+  if adapter ~= '' then placed = redis.call('GET', P .. 'place:' .. adapter) end
+  local out = {}
+  for i = from, #ARGV do
+    local url = ARGV[i]
+    local spec = redis.call('HGET', P .. 'spec', url)
+    if spec then
+      local row = {url, spec, redis.call('HGETALL', rkey(url)), false, false, false, false}
+      if adapter ~= '' then
+        row[4] = redis.call('HGET', reskey(url), adapter)
+        row[5] = redis.call('HGET', busykey(url), adapter)
+      end
+      if withRes == '1' then
+        row[6] = redis.call('HGETALL', reskey(url))
+        row[7] = redis.call('HGETALL', busykey(url))
+      end
+      out[#out + 1] = row
+    end
+  end
+  -- The epoch and the node count ride on the round trip every decision makes anyway.
+  return {placed, out, redis.call('GET', P .. 'epoch'), livenodes()}
+end`;
+
 export const RESIDENCY_SCRIPTS = {
   /** adapter ('' none), withResidents '0'|'1', urls... -> {placement, rows, epoch, {nodes, epoch age}} */
-  views: `
-local adapter, withRes = ARGV[2], ARGV[3]
-local placed = false
-if adapter ~= '' then placed = redis.call('GET', P .. 'place:' .. adapter) end
-local out = {}
-for i = 4, #ARGV do
-  local url = ARGV[i]
-  local spec = redis.call('HGET', P .. 'spec', url)
-  if spec then
-    local row = {url, spec, redis.call('HGETALL', rkey(url)), false, false, false, false}
-    if adapter ~= '' then
-      row[4] = redis.call('HGET', reskey(url), adapter)
-      row[5] = redis.call('HGET', busykey(url), adapter)
-    end
-    if withRes == '1' then
-      row[6] = redis.call('HGETALL', reskey(url))
-      row[7] = redis.call('HGETALL', busykey(url))
-    end
-    out[#out + 1] = row
-  end
-end
--- The epoch and the node count ride on the round trip every decision makes anyway.
-return {placed, out, redis.call('GET', P .. 'epoch'), livenodes()}`,
+  views: `${VIEWS_FN}
+return views(ARGV[2], ARGV[3], 4)`,
 
   /** url, snapshot JSON {at, startedAt, sharedStartedAt?, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
   snapshot: `
