@@ -41,6 +41,7 @@ const HELP = `Usage: npm run bench [-- options]
   --load-ms MS       adapter load time (default: the load model, local NVMe, ~100 ms at rank 16)
   --load X           fleet load for the main table (default 0.7)
   --requests N       requests from the workload (default quick 3000, full all)
+  --variants N       the slo part: only the first N lora-router variants (default all; 1: the default)
   --time-scale X     e2e-long: modelled time runs X times faster than the wall clock (default 1)
   --out DIR          results directory (default bench/results; only then are the figures of
                      docs/benchmarks.md regenerated)`;
@@ -78,6 +79,7 @@ async function main(): Promise<void> {
       'load-ms': { type: 'string' },
       load: { type: 'string' },
       requests: { type: 'string' },
+      variants: { type: 'string' },
       'time-scale': { type: 'string' },
       out: { type: 'string' },
       help: { type: 'boolean', short: 'h' },

@@ -20,7 +20,14 @@ export interface BenchContext {
   /** Results directory (charts go there). */
   out: string;
   /** Raw options a part reads itself. */
-  v: { alphas?: string; workloads?: string; requests?: string; load?: string; 'time-scale'?: string };
+  v: {
+    alphas?: string;
+    workloads?: string;
+    requests?: string;
+    variants?: string;
+    load?: string;
+    'time-scale'?: string;
+  };
   /** results.json, filled in by each part. */
   json: BenchResults;
   /** bench/results/README.md, one section per part. */
