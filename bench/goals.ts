@@ -101,7 +101,13 @@ export interface BenchResults {
   /** Requests refused through the project's plugin server, heap after GC before and after (opt-in). */
   exits?: ExitRun;
   /** Issue 15's routing goals on both workloads: variants and policies per point. */
-  slo?: { requests: number; variants: string[]; points: SloPoint[] };
+  slo?: {
+    requests: number;
+    variants: string[];
+    points: SloPoint[];
+    /** When this part was measured in a run of its own: its command, commit and date. */
+    run?: { command: string; commit: string; date: string };
+  };
   /** vLLM's released unload against the fix, lora-router per setup. */
   unload?: { requests: number; runs: UnloadRun[] };
   e2e?: {

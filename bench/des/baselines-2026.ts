@@ -15,15 +15,7 @@ import {
   loadedOn,
   tokensOf,
 } from './peers/dynamo-demand';
-import {
-  loraLoadStateScorer,
-  maxScorePicker,
-  queueScorer,
-  rendezvous,
-  schedule,
-  scraper,
-  type Profile,
-} from './peers/profile';
+import { loraLoadStateScorer, maxScorePicker, profilePolicy, queueScorer, rendezvous } from './peers/profile';
 
 /**
  * Least outstanding tokens: the replica with the fewest prompt + answer tokens routed there and
@@ -110,27 +102,14 @@ export const dynamoDemandSized: Policy = {
  * slots here are the `max_loras` most recently used adapters of the engine's host cache (vLLM's
  * GPU LRU); `loadHorizonSeconds` is off, its default. Queue: (max - waiting) / (max - min).
  */
-export const llmdLoraLoadState: Policy = {
-  name: 'llm-d lora-load-state + queue',
-  mode: 'resolver',
-  create(clock, fleet, seed, slots) {
-    const scraped = scraper(clock, fleet, slots);
-    const profile: Profile = {
-      filters: [],
-      scorers: [
-        [loraLoadStateScorer((a) => rendezvous(a, fleet.urls, fnv)), 1],
-        [queueScorer, 1],
-      ],
-      picker: maxScorePicker,
-    };
-    const router = counting(
-      fleet,
-      (_a, _in, random, req) => schedule(profile, req, scraped.get(), random).i,
-      seed,
-    );
-    return { ...router, stop: () => scraped.stop() };
-  },
-};
+export const llmdLoraLoadState = profilePolicy('llm-d lora-load-state + queue', (fleet) => ({
+  filters: [],
+  scorers: [
+    [loraLoadStateScorer((a) => rendezvous(a, fleet.urls, fnv)), 1],
+    [queueScorer, 1],
+  ],
+  picker: maxScorePicker,
+}));
 
 /**
  * llm-d's latency-observation scorer, alone in its profile with a max-score picker (llm-d/llm-d-router

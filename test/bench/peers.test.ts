@@ -1,8 +1,8 @@
+import { arrival, desSetup, routeOk } from '../helpers/des-router';
 import { VirtualClock } from '../../src/clock';
 import { seededRandom } from '../../src/random';
 import * as P from '../../bench/des/policies';
 import { DesFleet } from '../../bench/des/fleet';
-import type { DesRouter, Policy } from '../../bench/des/policies';
 import { freeLoadPolicies, freeLoadsBound, pooledBound, POOLED } from '../../bench/des/bounds';
 import { adapterSequence, fleetCapacity, runPolicy, type Scenario } from '../../bench/des/run';
 import { dynamoMcf, mcfPlace } from '../../bench/des/peers/dynamo-mcf';
@@ -12,22 +12,8 @@ import { loraResidencyFilter, type Endpoint } from '../../bench/des/peers/profil
 import { MinCostFlow } from '../../bench/des/peers/min-cost-flow';
 import { BASELINE_POLICIES } from '../../bench/goals';
 import { defaultEngineOptions } from '../../sim/engine/engine';
-import { atRate, type Arrival } from '../../sim/workload/workload';
+import { atRate } from '../../sim/workload/workload';
 import { burstyWorkload } from '../../sim/workload/bursty';
-
-function setup(policy: Policy, replicas = 4, slots = 2, loadMs?: number) {
-  const clock = new VirtualClock();
-  const fleet = new DesFleet(clock, { replicas, slots, mode: policy.mode, loadMs });
-  const router = policy.create(clock, fleet, 1, slots);
-  return { clock, fleet, router };
-}
-
-const arrival = (promptTokens: number, outputTokens = 10): Arrival => ({ at: 0, promptTokens, outputTokens });
-const route = async (r: DesRouter, adapter: string, a = arrival(100)) => {
-  const x = await r.route({ adapter, arrival: a });
-  if ('error' in x) throw new Error(`refused ${x.error}`);
-  return x;
-};
 
 const endpoint = (i: number, o: Partial<Endpoint> = {}): Endpoint => ({
   i,
@@ -72,19 +58,19 @@ describe('llm-d lora-residency-filter', () => {
   });
 
   it('in the DES, requests stay on the replica holding the adapter until its queue passes 8', async () => {
-    const { clock, fleet, router } = setup(llmdResidency, 4, 2);
+    const { clock, fleet, router } = desSetup(llmdResidency, 4, 2);
     fleet.engines[2]!.preload('ad#1', 16);
     await clock.run(60); // a metrics scrape
     // Long prompts keep them waiting: a queue builds on the holder.
     for (let i = 0; i < 30; i++) {
-      const x = await route(router, 'ad', arrival(4000, 50));
+      const x = await routeOk(router, 'ad', arrival(4000, 50));
       expect(x.url).toBe(fleet.urls[2]);
       void fleet.submit(x.url, 'ad', 4000, 50);
     }
     await clock.run(clock.now() + 1000); // the resolver's load, admission, a scrape
     expect(fleet.engines[2]!.stats().waiting).toBeGreaterThan(8);
     // Saturated now: the next one may make a copy elsewhere.
-    expect((await route(router, 'ad', arrival(4000, 50))).url).not.toBe(fleet.urls[2]);
+    expect((await routeOk(router, 'ad', arrival(4000, 50))).url).not.toBe(fleet.urls[2]);
     router.stop();
   });
 });
@@ -116,7 +102,7 @@ describe('llm-d predicted latency', () => {
   });
 
   it('refuses under overload, where a scheduler without the admitter queues everything', async () => {
-    const { clock, fleet, router } = setup(llmdPredictedLatency, 2, 2);
+    const { clock, fleet, router } = desSetup(llmdPredictedLatency, 2, 2);
     let shed = 0;
     // 8,000-token prompts every 100 ms on two replicas: 800 ms of prefill each, four times capacity.
     for (let i = 0; i < 200; i++) {
@@ -161,9 +147,9 @@ describe("Dynamo's min-cost-flow placement", () => {
   });
 
   it('drives loads at its tick, ahead of the requests, sized to demand', async () => {
-    const { clock, fleet, router } = setup(dynamoMcf, 4, 2, 100);
+    const { clock, fleet, router } = desSetup(dynamoMcf, 4, 2, 100);
     for (let i = 0; i < 60; i++) {
-      const x = await route(router, 'hot');
+      const x = await routeOk(router, 'hot');
       await router.done(x.url, x.token, { status: 200 });
     }
     const before = fleet.loads;

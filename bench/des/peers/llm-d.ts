@@ -12,6 +12,7 @@ import {
   loraLoadStateScorer,
   loraResidencyFilter,
   maxScorePicker,
+  profilePolicy,
   queueScorer,
   rendezvous,
   schedule,
@@ -30,27 +31,14 @@ import {
  * scraped every 50 ms. Sources: filter/loraresidency/{plugin.go,README.md} at llm-d/llm-d-router
  * 5640bafae9 (after v0.10.0: no release has it yet), scorer/loraloadstate at 0bcc84e113.
  */
-export const llmdResidency: Policy = {
-  name: 'llm-d residency filter + load-state + queue',
-  mode: 'resolver',
-  create(clock, fleet, seed, slots) {
-    const scraped = scraper(clock, fleet, slots);
-    const profile: Profile = {
-      filters: [loraResidencyFilter({ maxReplicas: 2, queueThreshold: 8, kvCacheThreshold: 0.8 })],
-      scorers: [
-        [loraLoadStateScorer((a) => rendezvous(a, fleet.urls, fnv)), 1],
-        [queueScorer, 2],
-      ],
-      picker: maxScorePicker,
-    };
-    const router = counting(
-      fleet,
-      (_a, _in, random, req) => schedule(profile, req, scraped.get(), random).i,
-      seed,
-    );
-    return { ...router, stop: () => scraped.stop() };
-  },
-};
+export const llmdResidency = profilePolicy('llm-d residency filter + load-state + queue', (fleet) => ({
+  filters: [loraResidencyFilter({ maxReplicas: 2, queueThreshold: 8, kvCacheThreshold: 0.8 })],
+  scorers: [
+    [loraLoadStateScorer((a) => rendezvous(a, fleet.urls, fnv)), 1],
+    [queueScorer, 2],
+  ],
+  picker: maxScorePicker,
+}));
 
 /** Status of a request the admitter sheds (llm-d answers resource exhaustion with 429). */
 const SHED = 429;

@@ -6,7 +6,7 @@
 import type { VirtualClock } from '../../../src/clock';
 import type { Random } from '../../../src/random';
 import type { DesFleet } from '../fleet';
-import type { DesRequest } from '../policies';
+import { counting, type DesRequest, type Policy } from '../policies';
 
 /** One endpoint as llm-d's datalayer sees it from the last metrics scrape, plus what a producer attached. */
 export interface Endpoint {
@@ -215,4 +215,22 @@ export function scraper(clock: VirtualClock, fleet: DesFleet, slots: number, eve
     cancel = clock.after(everyMs, tick);
   });
   return { get: () => eps, stop: () => cancel() };
+}
+
+/** A baseline that runs `profile` on every request over endpoints scraped every 50 ms. */
+export function profilePolicy(name: string, profile: (fleet: DesFleet) => Profile): Policy {
+  return {
+    name,
+    mode: 'resolver',
+    create(clock, fleet, seed, slots) {
+      const scraped = scraper(clock, fleet, slots);
+      const p = profile(fleet);
+      const router = counting(
+        fleet,
+        (_a, _in, random, req) => schedule(p, req, scraped.get(), random).i,
+        seed,
+      );
+      return { ...router, stop: () => scraped.stop() };
+    },
+  };
 }
