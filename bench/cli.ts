@@ -46,6 +46,7 @@ const HELP = `Usage: npm run bench [-- options]
   --requests N       requests from the workload (default quick 3000, full all)
   --class-loads L    classes: comma list of fleet loads (default 0.3,0.5,0.7,0.9,1.2)
   --class-load-ms L  classes: comma list of adapter load times (default 100,300,1000)
+  --variants N       the slo part: only the first N lora-router variants (default all; 1: the default)
   --time-scale X     e2e-long: modelled time runs X times faster than the wall clock (default 1)
   --out DIR          results directory (default bench/results; only then are the figures of
                      docs/benchmarks.md regenerated)`;
@@ -85,6 +86,7 @@ async function main(): Promise<void> {
       'load-ms': { type: 'string' },
       load: { type: 'string' },
       requests: { type: 'string' },
+      variants: { type: 'string' },
       'time-scale': { type: 'string' },
       'class-loads': { type: 'string' },
       'class-load-ms': { type: 'string' },

@@ -5,6 +5,8 @@
  */
 import * as B from './des/baselines-2026';
 import * as P from './des/policies';
+import * as D from './des/peers/dynamo-mcf';
+import * as L from './des/peers/llm-d';
 import type { PolicyResult, Scenario } from './des/run';
 import type { E2eResult } from './e2e';
 import type { E2eLongRun } from './parts/e2e-long';
@@ -23,7 +25,9 @@ export const ORACLE = P.oracle.name;
 /**
  * The baselines lora-router is measured against: Kong's balancers and llm-d's soft affinity, and
  * (issue 25) what a 2026 user would pick instead: least outstanding tokens, Dynamo's
- * demand-sized replica sets, llm-d's prefer-resident and latency-observation scorers.
+ * demand-sized replica sets, llm-d's prefer-resident and latency-observation scorers; and (issue 34)
+ * the peers' strongest setups: llm-d's LoRA residency profile, its predicted-latency scheduling,
+ * Dynamo's min-cost-flow placement controller.
  */
 export const BASELINE_POLICIES = [
   P.roundRobin,
@@ -34,7 +38,13 @@ export const BASELINE_POLICIES = [
   B.dynamoDemandSized,
   B.llmdLoraLoadState,
   B.llmdLatencyObservation,
+  // Issue 34: the peers' strongest setups, as they run them.
+  L.llmdResidency,
+  L.llmdPredictedLatency,
+  D.dynamoMcf,
 ];
+/** Of the baselines, the peers' strongest setups (issue 34). */
+export const PEERS = [L.llmdResidency, L.llmdPredictedLatency, D.dynamoMcf].map((p) => p.name);
 export const BASELINES = BASELINE_POLICIES.map((p) => p.name);
 
 export interface QualitySeed {
@@ -95,7 +105,13 @@ export interface BenchResults {
   /** Requests refused through the project's plugin server, heap after GC before and after (opt-in). */
   exits?: ExitRun;
   /** Issue 15's routing goals on both workloads: variants and policies per point. */
-  slo?: { requests: number; variants: string[]; points: SloPoint[] };
+  slo?: {
+    requests: number;
+    variants: string[];
+    points: SloPoint[];
+    /** When this part was measured in a run of its own: its command, commit and date. */
+    run?: { command: string; commit: string; date: string };
+  };
   /** vLLM's released unload against the fix, lora-router per setup. */
   unload?: { requests: number; runs: UnloadRun[] };
   e2e?: {

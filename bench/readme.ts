@@ -9,7 +9,17 @@
  * when its part did not run. Renderers link from the repository's root; the page is in docs/,
  * so `withBenchSections` moves every relative link one folder up.
  */
-import { BASELINES, e2eGoal, mean, nodesGoal, overheadGoal, qualityGoals, type BenchResults } from './goals';
+import {
+  BASELINES,
+  e2eGoal,
+  mean,
+  nodesGoal,
+  overheadGoal,
+  PEERS,
+  qualityGoals,
+  type BenchResults,
+} from './goals';
+import { peerTally } from './des/peers-report';
 import { fmtNum, fmtPct, fmtRatio, ms, spread, table } from './report';
 import { sloTally } from './des/slo-sweep';
 import { chartFile, decisionGoal, tally25 } from './des/slo-goals-25';
@@ -135,8 +145,18 @@ const slo: Renderer = (r) => {
   const present = new Set(x.points[0]!.results.map((p) => p.policy));
   const baselines = BASELINES.filter((b) => present.has(b)).length;
   const chart = (w: string, l: number) => `![${w}, ${ms(l)} loads](bench/results/${chartFile(w, l)})`;
+  const peers = x.points[0]!.results.some((p) => PEERS.includes(p.policy))
+    ? peerTally(x.points, router)
+    : undefined;
+  const run = x.run
+    ? ` (this part: \`${x.run.command}\` at commit \`${x.run.commit.slice(0, 12)}\`, ${x.run.date.slice(0, 10)})`
+    : '';
   return [
-    `**Routing under bursts and long prompts: SLO attainment.** Each workload (${workloads.join(', ')}) at adapter load times ${loadTimes.map(ms).join(', ')} and fleet loads ${[...new Set(x.points.map((p) => p.load))].map((l) => `${l * 100}%`).join(', ')} of the fleet's capacity for that workload's token mix, ${x.requests.toLocaleString('en-US')} requests per point, seeds ${seeds.join(', ')}; the share of requests with TTFT within 5 s, a refusal counting as a miss, per policy (lora-router as configured by default, ${baselines} baselines and the unlimited-slot oracle). Goals per point (no refusal at or below 50% load, SLO ≥ the best baseline, TTFT p99 ≤ 0.5× it, SLO ≥ 0.9× the oracle, loads ≤ 1.2× the fewest possible) met: ${t15.met} of ${t15.of}. Headline goals: ${t25.map((t) => `${t.name} ${t.met} of ${t.of}`).join('; ')}; 5. one decision ≤ 100 µs and the request path ratio: ${d ? `${d.met ? 'met' : 'missed'} (${d.us.toFixed(0)} µs, ${d.ratio.toFixed(2)})` : 'not measured in this run'}. Every goal per point, with why a missed one is missed, and each variant's trade: [bench/results/README.md](bench/results/README.md#routing-under-bursts-slo-attainment).`,
+    `**Routing under bursts and long prompts: SLO attainment.** Each workload (${workloads.join(', ')}) at adapter load times ${loadTimes.map(ms).join(', ')} and fleet loads ${[...new Set(x.points.map((p) => p.load))].map((l) => `${l * 100}%`).join(', ')} of the fleet's capacity for that workload's token mix, ${x.requests.toLocaleString('en-US')} requests per point, seeds ${seeds.join(', ')}; the share of requests with TTFT within 5 s, a refusal counting as a miss, per policy (lora-router as configured by default, ${baselines} baselines and the unlimited-slot oracle). Goals per point (no refusal at or below 50% load, SLO ≥ the best baseline, TTFT p99 ≤ 0.5× it, SLO ≥ 0.9× the oracle, loads ≤ 1.2× the fewest possible) met: ${t15.met} of ${t15.of}. Headline goals: ${t25.map((t) => `${t.name} ${t.met} of ${t.of}`).join('; ')}; 5. one decision ≤ 100 µs and the request path ratio: ${d ? `${d.met ? 'met' : 'missed'} (${d.us.toFixed(0)} µs, ${d.ratio.toFixed(2)})` : 'not measured in this run'}. Every goal per point, with why a missed one is missed, and each variant's trade: [bench/results/README.md](bench/results/README.md#routing-under-bursts-slo-attainment).${
+      peers
+        ? ` Against the peers' strongest setups as they run them (${PEERS.join('; ')}) and two bounds (the fleet pooled in one engine with every adapter resident; the fleet's slots with loads that take no time), per point: SLO ≥ the peers' best ${peers.vsPeers.met} of ${peers.vsPeers.of}; SLO ≥ 0.9× the pooled bound with loads ≤ 0.3 s ${peers.vsPooled.met} of ${peers.vsPooled.of}; load/unload operations per served request ≤ Dynamo's min-cost-flow controller's at equal or better SLO ${peers.churn.met} of ${peers.churn.of} ([per point, with churn per policy](bench/results/README.md#issue-34-the-peers-as-they-run-and-the-bounds)). The charts draw lora-router, the best baseline at each load, the three peers, the two bounds and the oracle.`
+        : ''
+    }${run}`,
     '',
     table(
       ['workload', ...loadTimes.map((l) => `${ms(l)} loads`)],

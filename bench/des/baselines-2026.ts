@@ -6,9 +6,16 @@
 import { seededRandom } from '../../src/random';
 import { percentile } from '../../sim/workload/percentile';
 import { counting, fnv, leastIndex, type DesRequest, type Policy } from './policies';
-
-/** Tokens a request occupies on a replica until it ends: its prompt and its answer. */
-const tokensOf = (req: DesRequest) => req.arrival.promptTokens + req.arrival.outputTokens;
+import {
+  DYNAMO_TICK_MS,
+  dynamoDemand,
+  dynamoRouter,
+  hrwRanked,
+  hysteresis,
+  loadedOn,
+  tokensOf,
+} from './peers/dynamo-demand';
+import { loraLoadStateScorer, maxScorePicker, profilePolicy, queueScorer, rendezvous } from './peers/profile';
 
 /**
  * Least outstanding tokens: the replica with the fewest prompt + answer tokens routed there and
@@ -25,9 +32,6 @@ export const leastOutstandingTokens: Policy = {
     });
   },
 };
-
-/** Adapter names in an engine's host cache: the DES registers copies as `name#n`. */
-const nameOf = (weights: string) => weights.replace(/#\d+$/, '');
 
 /**
  * NVIDIA Dynamo's LoRA allocation (ai-dynamo/dynamo lib/llm/src/lora/controller.rs 0a8cd5a4b8,
@@ -47,113 +51,42 @@ export const dynamoDemandSized: Policy = {
   name: 'Dynamo demand-sized set',
   mode: 'resolver',
   create(clock, fleet, seed, slots) {
-    const TICK_MS = 3000;
-    const WINDOW_S = 90;
-    const ALPHA = 0.3;
-    const COOLDOWN = 3;
-    const n = fleet.urls.length;
-    const outstanding = fleet.urls.map(() => 0);
-    const arrivals = new Map<string, number[]>(); // arrival times (ms) in the window
-    const ema = new Map<string, number>();
+    const demand = dynamoDemand(clock, fleet.urls.length, slots);
     const table = new Map<string, { set: number[]; lastScaleDown?: number }>();
     let tick = 0;
-    const ranked = (adapter: string) =>
-      fleet.urls
-        .map((u, i) => [fnv(`${adapter}\0${u}`), i] as const)
-        .sort((a, b) => b[0] - a[0] || a[1] - b[1]);
-    const loaded = (i: number) => new Set(fleet.engines[i]!.stats().cachedAdapters.map(nameOf));
     const recompute = () => {
       tick++;
-      const now = clock.now();
-      const loads = new Map<string, number>();
-      for (const [a, ts] of arrivals) {
-        while (ts.length && ts[0]! < now - WINDOW_S * 1000) ts.shift();
-        const smoothed = ALPHA * ts.length + (1 - ALPHA) * (ema.get(a) ?? ts.length);
-        ema.set(a, smoothed);
-        loads.set(a, Math.round(smoothed));
-        if (ts.length === 0 && smoothed < 0.5) arrivals.delete(a);
-      }
-      const active = [...loads]
-        .filter(([, l]) => l > 0)
-        .sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1));
-      const totalSlots = n * slots;
-      const kept = active.slice(0, totalSlots);
-      const total = kept.reduce((s, [, l]) => s + l, 0);
-      const desired = new Map<string, number>();
-      let raw = kept.map(
-        ([a, l]) => [a, Math.min(n, Math.max(1, Math.ceil((l / total) * totalSlots)))] as const,
-      );
-      const sum = raw.reduce((s, [, c]) => s + c, 0);
-      if (sum > totalSlots) {
-        const scale = totalSlots / sum;
-        const floored = raw.map(([a, c]) => {
-          const x = Math.max(1, c * scale);
-          return [a, Math.max(1, Math.floor(x)), x - Math.floor(x)] as [string, number, number];
-        });
-        let left = totalSlots - floored.reduce((s, [, f]) => s + f, 0);
-        floored.sort((x, y) => y[2] - x[2] || (x[0] < y[0] ? -1 : 1));
-        for (const f of floored)
-          if (left > 0 && f[1] < n) {
-            f[1]++;
-            left--;
-          }
-        raw = floored.map(([a, f]) => [a, Math.min(n, f)] as const);
-      }
-      for (const [a, c] of raw) desired.set(a, c);
-      const usage = fleet.urls.map((_, i) => Math.min(slots, loaded(i).size));
+      const desired = demand.desired();
+      const loaded = fleet.urls.map((_, i) => loadedOn(fleet, i));
+      const usage = loaded.map((l) => Math.min(slots, l.size));
       for (const [a, want] of [...desired].sort((x, y) => (x[0] < y[0] ? -1 : 1))) {
         const cur = table.get(a);
-        let k = want;
-        if (cur && want < cur.set.length) {
-          // Scale-down hysteresis (controller.rs apply_hysteresis): defer until the cooldown passed.
-          if (cur.lastScaleDown === undefined) {
-            cur.lastScaleDown = tick;
-            k = cur.set.length;
-          } else if (tick - cur.lastScaleDown < COOLDOWN) k = cur.set.length;
-          else cur.lastScaleDown = tick;
-        }
-        const own = fleet.urls.map((_, i) => loaded(i).has(a));
+        const { replicas: k, lastScaleDown } = hysteresis(
+          want,
+          cur?.set.length ?? 0,
+          cur?.lastScaleDown,
+          tick,
+        );
+        const own = loaded.map((l) => l.has(a));
         const full = (i: number) => usage[i]! - (own[i] ? 1 : 0) >= slots;
-        const order = ranked(a).map(([, i]) => i);
+        const order = hrwRanked(a, fleet.urls);
         const prior = new Set(cur?.set ?? []);
         const set: number[] = [];
         for (const i of order) if (set.length < k && prior.has(i) && !full(i)) set.push(i);
         for (const i of order) if (set.length < k && !set.includes(i) && !full(i)) set.push(i);
         if (set.length === 0) set.push(...order.slice(0, k));
         for (const i of set) if (!own[i]) usage[i]!++;
-        // A growth or a steady size clears the cooldown (apply_hysteresis removes the entry).
-        table.set(a, { set, lastScaleDown: want >= (cur?.set.length ?? 0) ? undefined : cur?.lastScaleDown });
+        table.set(a, { set, lastScaleDown });
       }
       // Known adapters with no load: one HRW-pinned cold-start replica, no cooldown.
-      for (const a of table.keys()) if (!desired.has(a)) table.set(a, { set: [ranked(a)[0]![1]] });
+      for (const a of table.keys())
+        if (!desired.has(a)) table.set(a, { set: [hrwRanked(a, fleet.urls)[0]!] });
     };
-    let cancel = clock.after(TICK_MS, function loop() {
+    let cancel = clock.after(DYNAMO_TICK_MS, function loop() {
       recompute();
-      cancel = clock.after(TICK_MS, loop);
+      cancel = clock.after(DYNAMO_TICK_MS, loop);
     });
-    const random = seededRandom(seed);
-    const router = counting(
-      fleet,
-      (adapter) => {
-        const set = table.get(adapter)?.set ?? [ranked(adapter)[0]![1]];
-        return set[
-          leastIndex(
-            set.map((i) => outstanding[i]!),
-            random,
-          )
-        ]!;
-      },
-      seed,
-      {
-        routed: (i, req) => {
-          outstanding[i]! += tokensOf(req);
-          const ts = arrivals.get(req.adapter) ?? [];
-          ts.push(clock.now());
-          arrivals.set(req.adapter, ts);
-        },
-        done: (i, req) => void (outstanding[i]! -= tokensOf(req)),
-      },
-    );
+    const router = dynamoRouter(fleet, seed, (a) => table.get(a)?.set, demand);
     return { ...router, stop: () => cancel() };
   },
 };
@@ -169,76 +102,14 @@ export const dynamoDemandSized: Policy = {
  * slots here are the `max_loras` most recently used adapters of the engine's host cache (vLLM's
  * GPU LRU); `loadHorizonSeconds` is off, its default. Queue: (max - waiting) / (max - min).
  */
-export const llmdLoraLoadState: Policy = {
-  name: 'llm-d lora-load-state + queue',
-  mode: 'resolver',
-  create(clock, fleet, seed, slots) {
-    const random = seededRandom(seed);
-    type Snap = { waiting: number; gpu: Set<string>; cpu: Set<string>; active: Set<string> };
-    let snaps: Snap[] = [];
-    const refresh = () => {
-      snaps = fleet.engines.map((e) => {
-        const s = e.stats();
-        const cached = s.cachedAdapters.map(nameOf);
-        return {
-          waiting: s.waiting,
-          gpu: new Set(cached.slice(-slots)),
-          cpu: new Set(cached.slice(0, -slots)),
-          active: new Set([...s.runningAdapters, ...s.waitingAdapters]),
-        };
-      });
-    };
-    refresh();
-    let cancel = clock.after(50, function tick() {
-      refresh();
-      cancel = clock.after(50, tick);
-    });
-    const SCALE = 1 - 0.06;
-    const router = counting(
-      fleet,
-      (adapter) => {
-        const preferred = rendezvous(adapter, fleet.urls);
-        const qs = snaps.map((s) => s.waiting);
-        const qmin = Math.min(...qs);
-        const qmax = Math.max(...qs);
-        const scores = snaps.map((s, i) => {
-          const inGpu = s.gpu.has(adapter);
-          const idleResident = [...s.gpu].some((a) => !s.active.has(a));
-          const tier = inGpu
-            ? 1
-            : s.cpu.has(adapter)
-              ? 0.7
-              : s.gpu.size < slots
-                ? 0.6
-                : idleResident
-                  ? 0.3
-                  : 0;
-          let lora = tier * SCALE;
-          if (i === preferred && !inGpu) lora += 0.03;
-          if (s.gpu.size < slots) lora += (0.03 * (slots - s.gpu.size)) / slots;
-          const queue = qmax > qmin ? (qmax - s.waiting) / (qmax - qmin) : 1;
-          return lora + queue;
-        });
-        const best = Math.max(...scores);
-        const ties = scores.flatMap((x, i) => (x === best ? [i] : []));
-        return ties[Math.floor(random() * ties.length)]!;
-      },
-      seed,
-    );
-    return { ...router, stop: () => cancel() };
-  },
-};
-
-/** The endpoint with the highest FNV-64a-style hash of (adapter, endpoint) (lora_load_state.go `rendezvous`). */
-function rendezvous(adapter: string, urls: string[]): number {
-  let best = 0;
-  let bestHash = -1;
-  urls.forEach((u, i) => {
-    const h = fnv(`${adapter}\0${u}`);
-    if (h > bestHash) [best, bestHash] = [i, h];
-  });
-  return best;
-}
+export const llmdLoraLoadState = profilePolicy('llm-d lora-load-state + queue', (fleet) => ({
+  filters: [],
+  scorers: [
+    [loraLoadStateScorer((a) => rendezvous(a, fleet.urls, fnv)), 1],
+    [queueScorer, 1],
+  ],
+  picker: maxScorePicker,
+}));
 
 /**
  * llm-d's latency-observation scorer, alone in its profile with a max-score picker (llm-d/llm-d-router

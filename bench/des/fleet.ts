@@ -1,7 +1,12 @@
 import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/backends/replica-api';
 import type { Clock } from '../../src/clock';
 import type { ReplicaSpec } from '../../src/fleet/types';
-import { ReplicaEngine, type EngineOptions, type RequestRecord } from '../../sim/engine/engine';
+import {
+  defaultEngineOptions,
+  ReplicaEngine,
+  type EngineOptions,
+  type RequestRecord,
+} from '../../sim/engine/engine';
 import { contextLengthError } from '../../sim/engine/context';
 import { loadCostFor } from '../../sim/engine/load-cost';
 import type { UnloadMode } from '../../sim/http/replica';
@@ -13,8 +18,11 @@ import type { UnloadMode } from '../../sim/http/replica';
  * later miss in the `max_cpu_loras` LRU reloads it inside the engine loop (the baselines, which
  * route blind to residency).
  * `oracle`: every adapter resident everywhere, loads free (the TTFT bound).
+ * `pooled`: the replicas pooled into one engine with their total capacity (every replica's
+ * running slots and KV cache, their prefill and decode throughput) and every adapter resident,
+ * loads free: no placement, no imbalance (the pooled bound, bench/des/bounds.ts).
  */
-export type AdapterMode = 'managed' | 'resolver' | 'oracle';
+export type AdapterMode = 'managed' | 'resolver' | 'oracle' | 'pooled';
 
 export interface DesFleetOptions {
   replicas: number;
@@ -52,6 +60,8 @@ export class DesFleet implements ReplicaApi {
   /** Per replica: registered name -> the weights copy it runs with (vLLM's `lora_int_id`). */
   private readonly registries: Map<string, string>[];
   private readonly byUrl = new Map<string, number>();
+  /** One replica's context (its KV capacity): longer requests get vLLM's 400. */
+  private readonly contextTokens: number;
   loads = 0;
   unloads = 0;
   /** Unloads answered while the adapter had requests in the engine (must stay 0). */
@@ -64,9 +74,11 @@ export class DesFleet implements ReplicaApi {
     private readonly clock: Clock,
     readonly o: DesFleetOptions,
   ) {
-    const unlimited = o.mode === 'oracle';
+    const pooled = o.mode === 'pooled';
+    const unlimited = o.mode === 'oracle' || pooled;
     const cost = unlimited ? loadCostFor(0, RANK) : o.loadMs === undefined ? {} : loadCostFor(o.loadMs, RANK);
-    this.urls = Array.from({ length: o.replicas }, (_, i) => `http://replica-${i}:8000`);
+    this.contextTokens = { ...defaultEngineOptions, ...o.engine }.kvCapacityTokens;
+    this.urls = Array.from({ length: pooled ? 1 : o.replicas }, (_, i) => `http://replica-${i}:8000`);
     this.urls.forEach((u, i) => this.byUrl.set(u, i));
     this.engines = this.urls.map(
       () =>
@@ -77,6 +89,7 @@ export class DesFleet implements ReplicaApi {
           // cached, and without the spare slot they push registered adapters out (docs/replica-apis.md).
           maxCpuLoras: unlimited ? Infinity : (o.engine?.maxCpuLoras ?? o.slots + 1),
           ...cost,
+          ...(pooled ? pooledEngine({ ...defaultEngineOptions, ...o.engine }, o.replicas) : {}),
         }),
     );
     this.registries = this.urls.map(() => new Map());
@@ -111,7 +124,8 @@ export class DesFleet implements ReplicaApi {
   ): Promise<RequestRecord | ContextRefusal> {
     const i = this.index(url);
     const engine = this.engines[i]!;
-    const tooLong = contextLengthError(engine.options.kvCapacityTokens, promptTokens, outputTokens);
+    // A replica's context, also in the pooled engine: pooling adds capacity, not context length.
+    const tooLong = contextLengthError(this.contextTokens, promptTokens, outputTokens);
     if (tooLong) return { status: 400, message: tooLong.message };
     if (this.o.mode === 'resolver' && adapter !== null) await this.resolve(i, adapter);
     return new Promise((resolve) => {
@@ -157,6 +171,11 @@ export class DesFleet implements ReplicaApi {
       },
       registry: [...this.registries[i]!.keys()].map((name) => ({ name, path: `/adapters/${name}` })),
     };
+  }
+
+  /** Adapter names registered on replica `i` (what its /v1/models lists). */
+  registeredOn(i: number): string[] {
+    return [...this.registries[i]!.keys()];
   }
 
   async loadAdapter(url: string, name: string): Promise<LoadOutcome> {
@@ -206,4 +225,18 @@ export class DesFleet implements ReplicaApi {
     if (i === undefined) throw new Error(`no replica ${url}`);
     return i;
   }
+}
+
+/**
+ * One engine with the capacity of `n`: n times the running slots and KV cache, a prompt token
+ * prefilled n times faster, and a decode step of n·b sequences as long as one replica's step of b
+ * (each further sequence slows it 1/n as much).
+ */
+function pooledEngine(e: EngineOptions, n: number): Partial<EngineOptions> {
+  return {
+    maxNumSeqs: e.maxNumSeqs * n,
+    kvCapacityTokens: e.kvCapacityTokens * n,
+    prefillMsPerToken: e.prefillMsPerToken / n,
+    decodeSlowdownPerSeq: e.decodeSlowdownPerSeq / n,
+  };
 }

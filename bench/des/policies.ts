@@ -35,6 +35,8 @@ export interface DesRouter {
 export interface Policy {
   name: string;
   mode: AdapterMode;
+  /** The adapter load time this policy's fleet runs with, when not the scenario's (a bound's free loads). */
+  loadMs?: number;
   create(clock: VirtualClock, fleet: DesFleet, seed: number, slots: number): DesRouter;
 }
 

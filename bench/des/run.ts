@@ -86,6 +86,12 @@ export interface PolicyResult {
   pinnedBelady?: number;
   /** That demand paging with LRU instead of foresight: what an online cache needs (set by the benchmark). */
   pinnedLru?: number;
+  /**
+   * Churn as Dynamo measures it (issue 34): adapter loads and unloads (through the API and inside
+   * the engines) counted per `tickMs` interval from the first arrival until the last request
+   * ended; `quiet` intervals had none. Absent in results from before issue 34.
+   */
+  churn?: { tickMs: number; ticks: number; ops: number; quiet: number };
   /** Per request: arrival and end (virtual ms; Infinity: refused), for bounds that need them. */
   intervals?: { start: number[]; end: number[] };
   /** Per request, with `classes` given: its TTFT (Infinity: refused), for per-class goals. */
@@ -118,7 +124,7 @@ export async function runPolicy(
   const fleet = new DesFleet(clock, {
     replicas: scenario.replicas,
     slots: scenario.slots,
-    loadMs: scenario.loadMs,
+    loadMs: policy.loadMs ?? scenario.loadMs,
     unload: scenario.unload,
     mode: policy.mode,
     engine: scenario.engine,
@@ -175,6 +181,7 @@ export async function runPolicy(
       })();
     });
   });
+  const churn = churnCounter(clock, fleet, arrivals[0]!.at, () => finished === arrivals.length);
   // Pollers tick forever: advance in slices until every request has finished.
   const step = 60_000;
   while (finished < arrivals.length) {
@@ -183,9 +190,12 @@ export async function runPolicy(
       throw new Error(`${policy.name}: requests still running an hour after the last arrival`);
   }
   router.stop();
+  churn.stop();
   const span = (lastEnd - arrivals[0]!.at) / 1000;
   const loads = fleet.totalLoads();
   const served = ttft.length - errors;
+  // Every adapter resident with free loads: its loads are no placement's doing.
+  const free = policy.mode === 'oracle' || policy.mode === 'pooled';
   return {
     policy: policy.name,
     requests: arrivals.length,
@@ -195,9 +205,9 @@ export async function runPolicy(
     overContext,
     sloAttainment: sloAttainment(ttft, SLOS_MS[0]!),
     slo: Object.fromEntries(SLOS_MS.map((t) => [String(t), sloAttainment(ttft, t)])),
-    loads: policy.mode === 'oracle' ? 0 : loads,
-    unloads: policy.mode === 'oracle' ? 0 : fleet.totalUnloads(),
-    hitRate: policy.mode === 'oracle' ? 1 : served === 0 ? NaN : 1 - loads / served,
+    loads: free ? 0 : loads,
+    unloads: free ? 0 : fleet.totalUnloads(),
+    hitRate: free ? 1 : served === 0 ? NaN : 1 - loads / served,
     ttftP50: pct(ttft, 0.5),
     ttftP99: pct(ttft, 0.99),
     ttftP99Served: pct(
@@ -207,10 +217,39 @@ export async function runPolicy(
     e2eP99: pct(e2e, 0.99),
     throughput: served / span,
     busyUnloads: fleet.busyUnloads,
-    engineReloads: policy.mode === 'oracle' ? 0 : fleet.engineReloads(),
+    engineReloads: free ? 0 : fleet.engineReloads(),
+    // Every adapter resident: the engines' reloads at no cost are no churn.
+    churn: free ? { ...churn.result(), ops: 0, quiet: churn.result().ticks } : churn.result(),
     wallS: (Date.now() - started) / 1000,
     intervals: { start: arrivals.map((a) => a.at), end: ends },
     ...(hooks.classes ? { ttftOf } : {}),
+  };
+}
+
+/** Dynamo's controller timestep (lib/llm/src/lora/config.rs `timestep_secs`, 3 s): churn's interval. */
+export const CHURN_TICK_MS = 3000;
+
+/**
+ * Counts the fleet's loads and unloads per CHURN_TICK_MS from `from` until `done()` (the last
+ * request ended), as Dynamo's churn gauges do per controller tick.
+ */
+function churnCounter(clock: VirtualClock, fleet: DesFleet, from: number, done: () => boolean) {
+  const ops = () => fleet.totalLoads() + fleet.totalUnloads();
+  let last = ops();
+  let ticks = 0;
+  let quiet = 0;
+  let total = 0;
+  let cancel = clock.after(from + CHURN_TICK_MS - clock.now(), function tick() {
+    const now = ops();
+    ticks++;
+    total += now - last;
+    if (now === last) quiet++;
+    last = now;
+    if (!done()) cancel = clock.after(CHURN_TICK_MS, tick);
+  });
+  return {
+    stop: () => cancel(),
+    result: () => ({ tickMs: CHURN_TICK_MS, ticks, ops: total, quiet }),
   };
 }
 

@@ -3,7 +3,8 @@
  * charts: SLO attainment against load per policy, one SVG per workload and load time. Each
  * missed goal says why from figures of the same run.
  */
-import { BASELINES, byName, mean, ORACLE } from '../goals';
+import { BASELINES, byName, mean, ORACLE, PEERS } from '../goals';
+import { FREE_LOADS, freeLoadsBound, POOLED } from './bounds';
 import { fmtNum, fmtPct, fmtRatio, lineChart, ms, table } from '../report';
 import type { PolicyResult } from './run';
 import type { SloPoint } from './slo-sweep';
@@ -174,10 +175,39 @@ export function goals25Section(
   ];
 }
 
-/** Policies drawn in the charts: the default router, every baseline and the oracle present. */
-function charted(points: SloPoint[], router: string): string[] {
+/**
+ * Lines drawn in the charts: the default router, the best baseline at each load (the peers
+ * included), each of the peers' strongest setups (issue 34), the bounds and the oracle present.
+ * Each line is its SLO attainment (%) at each load, mean over seeds.
+ */
+function charted(
+  points: SloPoint[],
+  router: string,
+  loads: number[],
+): { name: string; points: [number, number][] }[] {
   const present = new Set(points[0]!.results.map((r) => r.policy));
-  return [router, ...BASELINES, ORACLE].filter((n) => present.has(n));
+  const at = (l: number, name: string) =>
+    mean(points.filter((p) => p.load === l).map((p) => byName(p.results, name).sloAttainment * 100));
+  const line = (name: string, f: (l: number) => number) => ({
+    name,
+    points: loads.map((l): [number, number] => [l * 100, f(l)]),
+  });
+  const baselines = BASELINES.filter((n) => present.has(n));
+  const named = (n: string) => line(n, (l) => at(l, n));
+  return [
+    named(router),
+    line('best baseline at each load', (l) => Math.max(...baselines.map((n) => at(l, n)))),
+    ...PEERS.filter((n) => present.has(n)).map(named),
+    ...[POOLED].filter((n) => present.has(n)).map(named),
+    ...(points[0]!.results.some((r) => r.policy.endsWith(FREE_LOADS))
+      ? [
+          line('bound: fleet, loads free', (l) =>
+            mean(points.filter((p) => p.load === l).map((p) => freeLoadsBound(p.results) * 100)),
+          ),
+        ]
+      : []),
+    ...[ORACLE].filter((n) => present.has(n)).map(named),
+  ];
 }
 
 /** SLO attainment (5 s, refusals missed) against load per policy: one chart per workload and load time. */
@@ -189,13 +219,7 @@ export function sloCharts(points: SloPoint[], router: string): { file: string; s
     const loadMs = Number(loadMsText);
     const mine = points.filter((p) => p.workload === workload && p.loadMs === loadMs);
     const loads = [...new Set(mine.map((p) => p.load))].sort((a, b) => a - b);
-    const series = charted(mine, router).map((name) => ({
-      name,
-      points: loads.map((l): [number, number] => [
-        l * 100,
-        mean(mine.filter((p) => p.load === l).map((p) => byName(p.results, name).sloAttainment * 100)),
-      ]),
-    }));
+    const series = charted(mine, router, loads);
     out.push({
       file: chartFile(workload, loadMs),
       svg: lineChart({

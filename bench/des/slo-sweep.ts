@@ -12,7 +12,8 @@ import { BASELINE_POLICIES, bestBaseline, byName, mean, ORACLE } from '../goals'
 import { fmtCount, fmtNum, fmtPct, fmtRatio, ms, table } from '../report';
 import { runPoint } from './point';
 import * as P from './policies';
-import { fleetCapacity, runPolicy, SLOS_MS, type PolicyResult, type Scenario } from './run';
+import { fleetCapacity, SLOS_MS, type PolicyResult, type Scenario } from './run';
+import { freeLoadPolicies, pooledBound } from './bounds';
 import { freeLoadsWhy, goal3Applies } from './slo-goals-25';
 
 export const SLO_LOADS = [0.3, 0.5, 0.7, 0.9];
@@ -69,20 +70,28 @@ export async function sloPoint(
   const s = { ...scenario, seed: t.seed, loadMs: t.loadMs };
   const arrivals = atRate(t.arrivals, t.capacity * t.load);
   const names = new Set(variants.map((v) => v.name));
-  const { adapters, pinned, results } = await runPoint(
-    [...variants.map((v) => P.loraRouter(v.name, v.config)), ...BASELINE_POLICIES, P.oracle],
+  const first = variants[0]!;
+  // The bounds (issue 34) run beside the policies: the fleet pooled in one engine, and the fleet
+  // with loads that take no time (the default variant and least request there).
+  const frees = freeLoadPolicies(first.name, first.config);
+  const { pinned, results } = await runPoint(
+    [
+      ...variants.map((v) => P.loraRouter(v.name, v.config)),
+      ...BASELINE_POLICIES,
+      P.oracle,
+      pooledBound,
+      ...frees,
+    ],
     s,
     arrivals,
     { lruFor: (policy) => names.has(policy) },
   );
   const blocked = (pinned * t.loadMs) / (s.replicas * (arrivals.at(-1)!.at - arrivals[0]!.at));
-  // Where goal 3 compares with the oracle (which never loads): the default variant again with
-  // loads that take no time, to tell the loads' time from the placement (issue 26).
-  const first = variants[0]!;
+  // Where goal 3 compares with the oracle (which never loads): the default variant with loads
+  // that take no time, to tell the loads' time from the placement (issue 26).
   const freeLoads =
     goal3Applies(t.loadMs, t.load) && t.loadMs > 0
-      ? (await runPolicy(P.loraRouter(first.name, first.config), { ...s, loadMs: 0 }, arrivals, adapters))
-          .sloAttainment
+      ? byName(results, frees[0]!.name).sloAttainment
       : undefined;
   return {
     workload: t.workload,

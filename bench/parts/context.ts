@@ -24,6 +24,7 @@ export interface BenchContext {
     alphas?: string;
     workloads?: string;
     requests?: string;
+    variants?: string;
     load?: string;
     'time-scale'?: string;
     'class-loads'?: string;

@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { goals25Section, sloCharts } from '../des/slo-goals-25';
+import { peersSection } from '../des/peers-report';
 import { SWEEP_LOAD_MS } from '../des/load-sweep';
 import { ROUTING_VARIANTS, SLO_LOADS, sloSection, sloSweep } from '../des/slo-sweep';
 import { ms } from '../report';
@@ -23,7 +24,7 @@ export const sloPart: BenchPart = {
       loadTimes: SWEEP_LOAD_MS,
       loads: SLO_LOADS,
       seeds,
-      variants: ROUTING_VARIANTS,
+      variants: ROUTING_VARIANTS.slice(0, v.variants ? Number(v.variants) : undefined),
     };
     log(
       `SLO attainment, ${o.workloads.map((w) => w.name).join(' and ')}, load times ${o.loadTimes.map(ms).join(', ')}, loads ${o.loads.map((l) => `${l * 100}%`).join(', ')}, seeds ${o.seeds.join(', ')}, ${n} requests${full ? '' : ' (quick run)'}:`,
@@ -42,6 +43,7 @@ export const sloPart: BenchPart = {
         json.overhead,
         charts.map((ch) => ch.file),
       ),
+      ...peersSection(points, json.slo.variants[0]!),
     );
   },
 };

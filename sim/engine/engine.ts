@@ -300,6 +300,30 @@ export class ReplicaEngine {
     return { running, waiting };
   }
 
+  /**
+   * The queue as the engine holds it, read-only: when the step under way ends (0 when none is),
+   * each running sequence's KV reservation and tokens still to generate, and each waiting one's
+   * prompt, answer and reservation in FIFO order. For a benchmark predictor that reads the
+   * engine's own state (bench/des/peers/predictor.ts); routing never sees it.
+   */
+  queueView(): {
+    stepEndsAt: number;
+    kvReserved: number;
+    running: { reserved: number; left: number }[];
+    waiting: { prompt: number; output: number; reserved: number }[];
+  } {
+    return {
+      stepEndsAt: this.stepEndsAt,
+      kvReserved: this.kvReserved,
+      running: this.running.map((s) => ({ reserved: s.reserved, left: s.req.maxTokens - s.generated })),
+      waiting: this.waiting.map((s) => ({
+        prompt: s.req.promptTokens,
+        output: s.req.maxTokens,
+        reserved: s.reserved,
+      })),
+    };
+  }
+
   /** Everything in flight ends aborted; caches empty (a process restart). */
   reset(): void {
     this.epoch++;

@@ -93,7 +93,8 @@ describe("issue 25's goals (bench/des/slo-goals-25.ts)", () => {
     expect(
       (await sloPoint(scenario, { ...task, loadMs: 1000, load: 0.5 }, variants)).freeLoads,
     ).toBeUndefined();
-  });
+    // Every baseline, the oracle and the bounds run at each point (issue 34): a busy machine needs time.
+  }, 180_000);
 
   it('bounds loads per served request by those of the baseline with the best SLO', () => {
     expect(goals25([point(100, 0.3, { loads: 19 })], 'lora-router').loads.met).toBe(true);
@@ -106,7 +107,9 @@ describe("issue 25's goals (bench/des/slo-goals-25.ts)", () => {
     expect(tally25(ps, 'lora-router').map((t) => t.of)).toEqual([3, 1, 1, 3]);
     const charts = sloCharts(ps, 'lora-router');
     expect(charts.map((c) => c.file)).toEqual([chartFile('long', 100), chartFile('bursty', 3000)]);
-    expect(charts[0]!.svg).toContain('least outstanding tokens');
+    // The router against the best baseline at each load (issue 34: the peers' best) and the oracle.
+    expect(charts[0]!.svg).toContain('best baseline at each load');
+    expect(charts[0]!.svg).toContain('oracle (unlimited slots)');
   });
 });
 
