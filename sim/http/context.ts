@@ -29,13 +29,15 @@ export type UnloadMode = 'registry' | 'frees';
 export type VllmFrontend = 'python' | 'rust';
 
 /**
- * vLLM's load error texts. `released` models v0.17.x and earlier (texts read at v0.11.0
- * (unverified)): an engine-side failure comes back as "Call to add_lora method failed: ..." (the
+ * vLLM's load error texts. `released` models the statuses of v0.17.x and earlier (texts read at
+ * v0.11.0 (unverified); whether v0.15.0 to v0.17.x already add the `load_inplace` hint is not
+ * checked): an engine-side failure comes back as "Call to add_lora method failed: ..." (the
  * utility-call wrapper of vllm/v1/engine/core_client.py), a load the adapter fails is a 400.
  * `main`: such a load answers 500 InternalServerError (vLLM PR #36201, first in v0.18.0 by its
- * release window), "already loaded" adds the `load_inplace` hint and the prefix is gone (both read
- * at main 00153c8b79, `load_lora_adapter` in vllm/entrypoints/openai/models/serving.py; first
- * release not pinned), so `main` is a v0.18.0-or-later vLLM with main's texts.
+ * release window), "already loaded" adds the `load_inplace` hint (the parameter is PR #31326,
+ * v0.15.0) and the prefix is gone (both read at main 00153c8b79, `load_lora_adapter` in
+ * vllm/entrypoints/openai/models/serving.py; first release not pinned), so `main` is a
+ * v0.18.0-or-later vLLM with main's texts.
  */
 export type LoadErrors = 'released' | 'main';
 
