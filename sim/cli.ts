@@ -28,21 +28,23 @@ from the rank, Llama-3.1-8B's linear layers and bf16; rank 16 = 84 MB, ~100 ms b
 
 Upstream behaviour (docs/replica-apis.md names the source and release of each):
   --error-style STYLE    vLLM error body: nested (>= 0.10.1, default) or flat
-  --load-errors MODE     vLLM load errors: released (engine failures prefixed "Call to
-                         add_lora method failed: ", default) or main ("already loaded" adds
-                         the load_inplace hint)
+  --load-errors MODE     vLLM load errors: released (<= v0.17: engine failures prefixed "Call
+                         to add_lora method failed: ", default) or main (>= v0.18.0 with main's
+                         texts: a rejected adapter is a 500, "already loaded" adds the
+                         load_inplace hint)
   --context-errors MODE  vLLM over-long prompt text: released ("you requested N tokens (P in
-                         the messages, M in the completion)", default) or renderer (newer: "you
+                         the messages, M in the completion)", default) or renderer (main: "you
                          requested M output tokens and your prompt contains at least P ...")
-  --unload MODE          vLLM unload: registry (released through 0.27.x: only the name goes,
-                         the weights stay cached; default) or frees (the open fix)
-  --vllm-metrics MODE    released (v0.11.0, default), by-reason (num_requests_waiting_by_reason,
-                         newer releases), residency (by-reason plus lora_adapter_loaded,
-                         num_{gpu,cpu}_loaded_lora_adapters: an open PR) or no-stats
-                         (--disable-log-stats: no vllm: family at all)
+  --unload MODE          vLLM unload: registry (Python frontend, every release: only the name
+                         goes, the weights stay cached; default) or frees (Rust frontend
+                         >= v0.23.0, and the open Python fix)
+  --vllm-metrics MODE    released (v0.11.0 to v0.19.x, default), by-reason (>= v0.20.0:
+                         num_requests_waiting_by_reason, computed tokens), residency (by-reason
+                         plus lora_adapter_loaded, num_{gpu,cpu}_loaded_lora_adapters: an open
+                         PR) or no-stats (--disable-log-stats: no vllm: family at all)
   --vllm-version V       what vLLM's GET /version answers (default 0.11.0)
-  --vllm-frontend F      python (default) or rust (VLLM_USE_RUST_FRONTEND=1: unload frees the
-                         weights, its own texts for "already loaded" and an unknown name)
+  --vllm-frontend F      python (default) or rust (VLLM_USE_RUST_FRONTEND=1, >= v0.23.0: unload
+                         frees the weights, its own texts for "already loaded" and an unknown name)
   --api-servers N        vLLM --api-server-count: above 1, /metrics sums each gauge over the
                          processes (Prometheus multiprocess mode; lora_requests_info's times add up)
   --resolver-dir DIR     vLLM filesystem resolver (VLLM_LORA_RESOLVER_CACHE_DIR=DIR, VLLM_PLUGINS

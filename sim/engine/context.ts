@@ -9,8 +9,9 @@ export function contextLength(maxModelLen: number, kvCapacityTokens: number): nu
 }
 
 /**
- * vLLM's over-long prompt texts. `released`: `_validate_input`
- * (vllm/entrypoints/openai/serving_engine.py) counts prompt + max_tokens. `renderer`: newer
+ * vLLM's over-long prompt texts. `released` (v0.11.0 (unverified)): `_validate_input`
+ * (vllm/entrypoints/openai/serving_engine.py) counts prompt + max_tokens. `renderer` (main; first
+ * release not pinned, vLLM PR #36197 of v0.18.0's window a candidate not checked): newer
  * releases check the tokenized prompt against max_model_len - max_tokens in
  * `TokenizeParams._token_len_check` (vllm/renderers/params.py), tokenizing at most one token
  * past that bound (`get_encode_kwargs`), hence "at least"; `param` is `input_tokens`. Both start

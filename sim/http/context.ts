@@ -6,40 +6,51 @@ import type { ErrorStyle, SimError } from './errors';
 export type Backend = 'vllm' | 'llamacpp';
 
 /**
- * What vLLM's `unload_lora_adapter` frees. `registry`: the Python frontend through 0.27.x, only
- * the name leaves the API registry (serving_models.py, vllm 075e9ba825; quoted at 0.27.2rc0,
- * c0adee9231, in vllm#54839); the weights stay in the worker's CPU LRU until evicted. `frees`:
- * the engine's `remove_lora` too: the Rust frontend (`VLLM_USE_RUST_FRONTEND=1`,
- * `LoraManager::unload_lora`, rust/src/server/src/lora.rs, vllm 0a44ad5bdb) and the Python one
- * on main (openai/models/serving.py, vllm 00153c8b79; fix PR vllm#54939); no release tag
- * verified for either. In both a later load of the name gets a new `lora_int_id`: a storage
- * read, never a CPU-cache hit.
+ * What vLLM's `unload_lora_adapter` frees (how each tag below was found: docs/replica-apis.md,
+ * "First release of each vLLM PR").
+ * `registry` models the Python frontend of every release to date (read at vllm 075e9ba825,
+ * serving_models.py; quoted at 0.27.2rc0, c0adee9231, in vllm#54839; seen at v0.17.1 in
+ * vllm#42207): only the name leaves the API registry, the weights stay in the worker's CPU LRU
+ * until evicted. `frees`: the engine's `remove_lora` too: the Rust frontend
+ * (`VLLM_USE_RUST_FRONTEND=1`), whose LoRA routes are first in v0.23.0 (PR #43778, in its release
+ * notes; `LoraManager::unload_lora` read at vllm 0a44ad5bdb, not at the tag), and the Python one
+ * on main (openai/models/serving.py, vllm 00153c8b79; fix PR vllm#54939, no release). In both a
+ * later load of the name gets a new `lora_int_id`: a storage read, never a CPU-cache hit.
  */
 export type UnloadMode = 'registry' | 'frees';
 
 /**
- * vLLM's API server process: the Python one, or the Rust one (`VLLM_USE_RUST_FRONTEND=1`,
- * rust/src/server/src/: lora.rs, routes/lora.rs, routes/version.rs, error.rs; vllm 0a44ad5bdb,
- * 030ea52eff, 00d4191780; no release tag verified).
+ * vLLM's API server process: the Python one, or the Rust one (`VLLM_USE_RUST_FRONTEND=1`). `rust`
+ * models v0.23.0 and later: its LoRA routes (PR #43778) and `/version` (PR #43854) are first in
+ * v0.23.0 (release notes); the texts were read at commits, not at the tag
+ * (rust/src/server/src/: lora.rs, routes/lora.rs, routes/version.rs, error.rs; vllm 0a44ad5bdb,
+ * 030ea52eff, 00d4191780).
  */
 export type VllmFrontend = 'python' | 'rust';
 
 /**
- * vLLM's load error texts. `released`: an engine-side failure comes back as
- * "Call to add_lora method failed: ..." (the utility-call wrapper of vllm/v1/engine/core_client.py).
- * `main`: "already loaded" adds the `load_inplace` hint, and a load the adapter itself fails
- * (rank above `--max-lora-rank`) answers 500 InternalServerError, not 400 (vLLM #36201, read at
- * main 00153c8b79: `load_lora_adapter` in vllm/entrypoints/openai/models/serving.py).
+ * vLLM's load error texts. `released` models the statuses of v0.17.x and earlier (texts read at
+ * v0.11.0 (unverified); whether v0.15.0 to v0.17.x already add the `load_inplace` hint is not
+ * checked): an engine-side failure comes back as "Call to add_lora method failed: ..." (the
+ * utility-call wrapper of vllm/v1/engine/core_client.py), a load the adapter fails is a 400.
+ * `main`: such a load answers 500 InternalServerError (vLLM PR #36201, first in v0.18.0 by its
+ * release window), "already loaded" adds the `load_inplace` hint (the parameter is PR #31326,
+ * v0.15.0) and the prefix is gone (both read at main 00153c8b79, `load_lora_adapter` in
+ * vllm/entrypoints/openai/models/serving.py; first release not pinned), so `main` is a
+ * v0.18.0-or-later vLLM with main's texts.
  */
 export type LoadErrors = 'released' | 'main';
 
 /**
- * vLLM's /metrics. `released` (v0.11.0 (unverified), and every release before vLLM PR #38435): no
- * `num_requests_waiting_by_reason`. `by-reason` (releases since PR #38435, merged 2026-03): that
- * split, summing to `num_requests_waiting`. `residency`: the split plus the families of open PR
- * vllm#45411. `no-stats`: `--disable-log-stats`, where AsyncLLM builds no StatLoggerManager, so
- * no `vllm:` family is exported, `lora_requests_info` included (vllm/v1/engine/async_llm.py,
- * vLLM v0.11.0 (unverified)). In every mode `num_requests_waiting` counts requests deferred by the LoRA budget.
+ * vLLM's /metrics. `released` models v0.11.0 (read there, unverified) and every release before
+ * v0.20.0: no `num_requests_waiting_by_reason`, no computed-token families. `by-reason` models
+ * v0.20.0 and later: that split (PR #38435, in the v0.20.0 release notes), summing to
+ * `num_requests_waiting`, and the computed-token families (PR #33290, v0.16.0; PR #30189, first
+ * release not pinned). `residency`: the split plus the families of open PR vllm#45411 (no
+ * release). `no-stats`: `--disable-log-stats` in any release, where AsyncLLM builds no
+ * StatLoggerManager, so no `vllm:` family is exported, `lora_requests_info` included
+ * (vllm/v1/engine/async_llm.py, vLLM v0.11.0 (unverified)). In every mode `num_requests_waiting`
+ * counts requests deferred by the LoRA budget.
  */
 export type VllmMetrics = 'released' | 'by-reason' | 'residency' | 'no-stats';
 

@@ -39,15 +39,15 @@ export interface VllmMetricsInput {
   kvCapacityTokens: number;
   /**
    * Mode `residency`: `num_requests_waiting_by_reason{reason="capacity"|"deferred"}` (vLLM PR #38435,
-   * merged 2026-03, alone in mode `by-reason`; `PrometheusStatLogger.record`, vllm/v1/metrics/loggers.py) and the residency
-   * families of PR vllm#45411 (closed; continued in open PR vllm#54830), names from the PR
+   * v0.20.0, alone in mode `by-reason`; `PrometheusStatLogger.record`, vllm/v1/metrics/loggers.py)
+   * and the residency families of PR vllm#45411 (closed; continued in open PR vllm#54830), names from the PR
    * descriptions (adapter -> level and pinned). In every mode `num_requests_waiting` counts the
    * requests deferred by the LoRA budget, as every vLLM release does.
    */
   residency?: { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[];
-  /** `num_requests_waiting_by_reason` (vLLM PR #38435); implied by `residency`. */
+  /** `num_requests_waiting_by_reason` (vLLM PR #38435, v0.20.0); implied by `residency`. */
   waitingByReason?: boolean;
-  /** The computed-token families (vLLM PRs #30189 and #33290): see `computedTokenFamilies`. */
+  /** The computed-token families (vLLM PRs #30189, release not pinned, and #33290, v0.16.0). */
   computedTokens?: boolean;
 }
 
@@ -182,11 +182,11 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
  * The prompt tokens vLLM computed, apart from those its prefix cache served (newer than v0.11.0,
  * which has neither; the router learns its prefill rate from them where they are exported):
  * - `vllm:prompt_tokens_by_source` (counter; labels `model_name`, `engine`, `source` =
- *   `local_compute` | `local_cache_hit` | `external_kv_transfer`, vLLM PR #33290), counted when a
+ *   `local_compute` | `local_cache_hit` | `external_kv_transfer`, PR #33290, v0.16.0), counted when a
  *   request's prefill is scheduled; no KV connector here, so `external_kv_transfer` stays 0;
  * - `vllm:request_prefill_kv_computed_tokens` (histogram, same two labels as the others, vLLM PR
- *   #30189), observed at a request's finish with the prefill-time histogram: its prompt tokens
- *   less those cached.
+ *   #30189, first release not pinned), observed at a request's finish with the prefill-time
+ *   histogram: its prompt tokens less those cached.
  */
 function computedTokenFamilies(
   out: string[],

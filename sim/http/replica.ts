@@ -71,7 +71,10 @@ export interface ReplicaOptions {
   maxModelLen?: number;
   defaultMaxTokens?: number;
   errorStyle?: ErrorStyle;
-  /** Also emit the pre-0.11 `vllm:gpu_cache_usage_perc`. */
+  /**
+   * Also emit `vllm:gpu_cache_usage_perc`: shown through v0.10 (unverified), hidden in v0.11
+   * unless `--show-hidden-metrics-for-version=0.10`, deleted in v0.12.0 (PR #29330, release window).
+   */
   deprecatedKvMetric?: boolean;
   engine?: Partial<EngineOptions>;
   /** Modelled durations are divided by this (ignored when `clock` is given). */
@@ -79,7 +82,7 @@ export interface ReplicaOptions {
   clock?: Clock;
   /** llama.cpp: modelled ms that /health answers 503 "Loading model" after (re)start. */
   startupMs?: number;
-  /** vLLM: what an unload frees (default `registry`, released vLLM). */
+  /** vLLM: what an unload frees (default `registry`, every Python-frontend release). */
   unload?: UnloadMode;
   /** vLLM: load error texts (default `released`). */
   loadErrors?: LoadErrors;

@@ -81,8 +81,9 @@ export class VllmLoraApi {
           engineFailure(r, 404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${path}`),
         );
       // WorkerLoRAManager._load_lora's text (vllm/lora/worker_manager.py, vLLM v0.11.0 (unverified)). Since
-      // vLLM #36201 (read at main 00153c8b79, vllm/entrypoints/openai/models/serving.py
-      // `load_lora_adapter`) any engine failure but "not found" answers 500 InternalServerError.
+      // vLLM #36201 (v0.18.0 by its release window; read at main 00153c8b79,
+      // vllm/entrypoints/openai/models/serving.py `load_lora_adapter`) any engine failure but
+      // "not found" answers 500 InternalServerError.
       if (rank > r.o.maxLoraRank) {
         const main = r.o.loadErrors === 'main';
         return logged(

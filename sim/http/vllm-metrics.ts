@@ -93,7 +93,8 @@ export class VllmMetricsState {
 /**
  * Whether a mode's vLLM exports the computed-token families (`computedTokenFamilies` in
  * metrics-text.ts, vLLM PRs #30189 and #33290, both merged before PR #38435): the modes of
- * releases since PR #38435 do; `released` (v0.11.0) does not.
+ * v0.20.0 and later (PR #38435's release) do; `released` (v0.11.0 to v0.19.x) does not, although
+ * v0.16.0 to v0.19.x already export `prompt_tokens_by_source` (PR #33290 is in v0.16.0).
  */
 export function exportsComputedTokens(mode: VllmMetrics): boolean {
   return mode === 'by-reason' || mode === 'residency';

@@ -20,9 +20,10 @@ import {
 
 /**
  * vLLM's texts for a load that fails on the adapter itself, which vLLM answers 500
- * InternalServerError since #36201 (`load_lora_adapter`, vllm/entrypoints/openai/models/serving.py,
- * read at main 00153c8b79): the rank and extra-vocabulary checks (vllm/lora/worker_manager.py,
- * vllm 9495bf0d33) and PEFTHelper's feature and field checks of adapter_config.json
+ * InternalServerError since #36201 (v0.18.0 by its release window; `load_lora_adapter`,
+ * vllm/entrypoints/openai/models/serving.py, read at main 00153c8b79): the rank and
+ * extra-vocabulary checks (vllm/lora/worker_manager.py, vllm 9495bf0d33) and PEFTHelper's
+ * feature and field checks of adapter_config.json
  * (vllm/lora/peft_helper.py, vllm 02143692ba). Any other 500 is the replica's (an engine that
  * died or restarted, out of memory).
  */
@@ -79,7 +80,7 @@ export class HttpReplicaApi implements ReplicaApi {
       return 'already-loaded';
     if (r.status < 500 && /No adapter found/i.test(message)) throw new AdapterNotFoundError(message);
     // Any other 400 (rank above --max-lora-rank, bad adapter_config.json, a validation error):
-    // this adapter cannot be loaded as asked; the replica is fine. Since vLLM #36201 the same
+    // this adapter cannot be loaded as asked; the replica is fine. Since vLLM #36201 (v0.18.0) the same
     // failures answer 500: the adapter's fault is then told apart by vLLM's own texts.
     if (r.status === 400 || (r.status === 500 && ADAPTER_FAULT.test(message)))
       throw new AdapterRejectedError(message);

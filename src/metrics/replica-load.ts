@@ -20,7 +20,7 @@ export interface ReplicaLoad {
    */
   source?: LoadSource;
   /**
-   * vLLM since PR #38435: waiting requests held back by the LoRA budget
+   * vLLM since PR #38435 (v0.20.0): waiting requests held back by the LoRA budget
    * (`waiting_by_reason{reason="deferred"}`), then left out of `waiting`; without it `waiting`
    * includes them.
    */
@@ -54,9 +54,10 @@ export interface ReplicaLoad {
   prefillSeconds?: number;
   /**
    * Newer vLLM (not v0.11.0): the prompt tokens it computed, prefix-cache hits left out.
-   * `vllm:request_prefill_kv_computed_tokens_sum` (vLLM PR #30189) is observed at finish with
-   * the two above, so over a poll it is those requests' computed tokens: the prefill rate
-   * without the hits. `vllm:prompt_tokens_by_source_total{source="local_compute"}` (PR #33290)
+   * `vllm:request_prefill_kv_computed_tokens_sum` (vLLM PR #30189; release not pinned) is
+   * observed at finish with the two above, so over a poll it is those requests' computed
+   * tokens: the prefill rate without the hits.
+   * `vllm:prompt_tokens_by_source_total{source="local_compute"}` (PR #33290, v0.16.0)
    * counts with `promptTokensTotal`, so over `firstTokensTotal` it is the mean computed prompt.
    */
   finishedComputedTokens?: number;
