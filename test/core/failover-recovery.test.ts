@@ -148,12 +148,13 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
 
   /** Waits until the node's lease `id` is counted on the new server, then gives it back there. */
   async function retakenThenReleased(p: string, s: FailoverFleetStore, id: string): Promise<void> {
+    // Recovery re-takes the leases, then shares decisions again: on a loaded machine the first
+    // can be seen a while before the second.
     await waitFor(
-      async () => Number(await redis.command(['HLEN', `${p}lease`])) === 1,
+      async () => Number(await redis.command(['HLEN', `${p}lease`])) === 1 && s.mode() === 'redis',
       5000,
-      `${id} counted on the new server`,
+      `${id} counted on the new server, and the node back on it`,
     );
-    expect(s.mode()).toBe('redis');
     expect(await s.release(id, 3, 200)).toMatchObject({ id });
   }
 
