@@ -153,3 +153,32 @@ describe('OutageBudget: what goes back to the shared state', () => {
     expect(shared.adds.map(([k]) => k)).not.toContain('consumer:0');
   });
 });
+
+describe('OutageBudget.republish run twice at once (a record change carrying spends while a grant pushes them on)', () => {
+  it('adds each spend to the new state once', async () => {
+    const { shared, budget } = setup();
+    for (let i = 0; i < 5; i++) budget.spentShared('fleet', W);
+    shared.currentEpoch = 'e2'; // the new state: none of the five is counted there yet
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const add = shared.addToBudget.bind(shared);
+    shared.addToBudget = async (key, count, windowMs) => {
+      await gate;
+      return add(key, count, windowMs);
+    };
+    const both = Promise.all([budget.republish(), budget.republish()]);
+    release();
+    await both;
+    expect(shared.adds).toEqual([['fleet', 5, W]]);
+  });
+
+  it('a failed add leaves the spends to the next republish', async () => {
+    const { shared, budget } = setup();
+    budget.spentShared('fleet', W);
+    shared.currentEpoch = 'e2';
+    shared.failAdds = 1;
+    await expect(budget.republish()).rejects.toThrow('connection lost');
+    await budget.republish();
+    expect(shared.adds).toEqual([['fleet', 1, W]]);
+  });
+});

@@ -148,8 +148,16 @@ export class OutageBudget {
       }
       const missing = r.at.filter((s) => s.epoch === null || s.epoch !== epoch);
       if (missing.length === 0) continue;
-      await this.shared.addToBudget?.(key, missing.length, r.windowMs);
+      // Marked before the add: a republish run meanwhile (a record change carrying spends while a
+      // grant pushes them on) must not add them too. A failed add leaves them to the next one.
+      const was = missing.map((s) => s.epoch);
       for (const s of missing) s.epoch = epoch;
+      try {
+        await this.shared.addToBudget?.(key, missing.length, r.windowMs);
+      } catch (err) {
+        missing.forEach((s, i) => (s.epoch = was[i] ?? null));
+        throw err;
+      }
     }
   }
 
