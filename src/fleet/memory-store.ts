@@ -44,6 +44,14 @@ export class MemoryFleetStore implements FleetStore {
   private budgets = new LRUCache<string, { ends: number; used: number }>({ max: 10_000 });
   /** Placements of cold adapters not yet resident, by adapter. */
   private placements = new Map<string, { url: string; until: number }>();
+  /**
+   * Per replica, the adapters an ended unload made room for, until their load begins (or the
+   * unload's lock TTL passes): another node making room for the same adapter waits instead of
+   * unloading a second one (one unload per load).
+   */
+  private roomMade = new Map<string, Map<string, number>>();
+  /** The lock TTL of each unload under way (`url\0adapter`), for the room it makes. */
+  private unloadTtls = new Map<string, number>();
 
   async upsertReplica(spec: ReplicaSpec): Promise<void> {
     const r = this.replicas.get(spec.url);
@@ -203,6 +211,8 @@ export class MemoryFleetStore implements FleetStore {
 
   async beginLoad(url: string, adapter: string, at: number, limit: number): Promise<Fence | null> {
     const r = this.replicas.get(url);
+    // Made for it or not, the room is taken now (by this load, or by another adapter's).
+    this.roomMade.get(url)?.delete(adapter);
     if (!r || r.residency.has(adapter) || r.residentCount >= limit) return null;
     const fence = ++this.lastFence;
     putResidency(r, adapter, { state: 'loading', since: at, lastUsed: at, fence });
@@ -228,7 +238,7 @@ export class MemoryFleetStore implements FleetStore {
     url: string,
     adapter: string,
     at: number,
-    _ttlMs?: number,
+    ttlMs?: number,
     forAdapter?: string,
   ): Promise<Fence | null> {
     const r = this.replicas.get(url);
@@ -237,7 +247,9 @@ export class MemoryFleetStore implements FleetStore {
     if (forAdapter !== undefined && forAdapter !== '') {
       if (r.residency.has(forAdapter)) return null;
       for (const o of r.residency.values()) if (o.state === 'unloading' && o.for === forAdapter) return null;
+      if ((this.roomMade.get(url)?.get(forAdapter) ?? -Infinity) > at) return null;
     }
+    if (ttlMs !== undefined) this.unloadTtls.set(`${url}\u0000${adapter}`, ttlMs);
     const fence = ++this.lastFence;
     putResidency(r, adapter, { ...cur, state: 'unloading', since: at, fence, for: forAdapter });
     return fence;
@@ -247,9 +259,16 @@ export class MemoryFleetStore implements FleetStore {
     const r = this.replicas.get(url);
     const cur = r?.residency.get(adapter);
     if (!r || cur?.state !== 'unloading' || cur.fence !== fence) return false;
+    const ttl = this.unloadTtls.get(`${url}\u0000${adapter}`);
+    this.unloadTtls.delete(`${url}\u0000${adapter}`);
     if (ok) {
       dropResidency(r, adapter);
       markGone(r, adapter, at);
+      if (cur.for && ttl !== undefined) {
+        const made = this.roomMade.get(url) ?? new Map<string, number>();
+        for (const [name, until] of made) if (until <= at) made.delete(name);
+        this.roomMade.set(url, made.set(cur.for, at + ttl));
+      }
     } else putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: cur.lastUsed });
     return true;
   }

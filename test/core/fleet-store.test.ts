@@ -61,6 +61,29 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     return f !== null && (await s.finishUnload(U, name, f, ok, at + 1));
   }
 
+  it('makes room once per load: after an unload for x, another unload for x waits for x to be loaded', async () => {
+    // Two nodes making room for one cold adapter: the first's unload ended, its load not begun.
+    const s = await store();
+    for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL, 'x');
+    expect(ua).not.toBeNull();
+    expect(await s.finishUnload(U, 'a', ua!, true, 7)).toBe(true);
+    expect(await s.beginUnload(U, 'b', 8, TTL, 'x')).toBeNull(); // room made for x already
+    expect(await s.beginUnload(U, 'b', 8, TTL, 'y')).not.toBeNull(); // another adapter's room
+    const x = await s.beginLoad(U, 'x', 9, LIMIT, TTL);
+    expect(x).not.toBeNull();
+  });
+
+  it('a load of x that finds no room (another took the slot) lets the next unload for x go', async () => {
+    const s = await store();
+    for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL, 'x');
+    expect(await s.finishUnload(U, 'a', ua!, true, 7)).toBe(true);
+    expect(await loadOn(s, 'y', 8)).toBe(true); // another adapter took the slot made for x
+    expect(await s.beginLoad(U, 'x', 9, 2, TTL)).toBeNull(); // full again
+    expect(await s.beginUnload(U, 'b', 10, TTL, 'x')).not.toBeNull();
+  });
+
   it('classifies adapters in the first registry as static, later ones (another router) as loaded', async () => {
     const s = await store();
     await s.applySnapshot(U, { at: 1, ok: true, load, registry: [{ name: 'boot', path: '/a/boot' }] });

@@ -8,6 +8,8 @@ export const LOAD_LOCK_SCRIPTS = {
   /** url, adapter, at, limit, ttl, node -> fence or nil */
   beginLoad: `
 local url, name, at, limit, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+-- Made for it or not, the room is taken now (by this load, or by another adapter's).
+redis.call('HDEL', P .. 'made:' .. url, name)
 if not known(url) or redis.call('HEXISTS', reskey(url), name) == 1 then return false end
 if tonumber(redis.call('HGET', rkey(url), 'residents') or '0') >= limit then return false end
 local fence = redis.call('INCR', P .. 'fence')
@@ -46,9 +48,11 @@ if forName ~= '' then
     local o = cjson.decode(raw)
     if o.state == 'unloading' and o['for'] == forName then return false end
   end
+  -- An unload for it ended and its load has not begun: one unload per load.
+  if tonumber(redis.call('HGET', P .. 'made:' .. url, forName) or '0') > now_ms() then return false end
 end
 local fence = redis.call('INCR', P .. 'fence')
-putres(url, name, {state = 'unloading', since = at, lastUsed = res.lastUsed, fence = fence, ['for'] = forName})
+putres(url, name, {state = 'unloading', since = at, lastUsed = res.lastUsed, fence = fence, ['for'] = forName, ttl = ttl})
 lock(url, name, fence, ttl, ARGV[6])
 return fence`,
 
@@ -57,7 +61,13 @@ return fence`,
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
 local res = endchange(url, name, fence, 'unloading')
 if not res then return 0 end
-if ARGV[5] == '1' then gone(url, name)
+if ARGV[5] == '1' then
+  gone(url, name)
+  -- The room it made is for its adapter until that load begins (or the unload's TTL passes).
+  if res['for'] and res['for'] ~= '' and res.ttl then
+    redis.call('HSET', P .. 'made:' .. url, res['for'], now_ms() + res.ttl)
+    redis.call('PEXPIRE', P .. 'made:' .. url, res.ttl)
+  end
 else putres(url, name, {state = 'loaded', since = at, lastUsed = res.lastUsed}) end
 changed()
 return 1`,
