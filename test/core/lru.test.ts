@@ -17,11 +17,15 @@ describe('Lru answers as lru-cache does', () => {
       for (let i = 0; i < 400; i++) {
         const k = Math.floor(r() * (max * 2 + 1));
         const op = Math.floor(r() * 5);
-        if (op === 0) (a.push(ours.get(k)), b.push(theirs.get(k)));
-        else if (op === 1) (a.push(ours.peek(k)), b.push(theirs.peek(k)));
-        else if (op === 2) (a.push(ours.has(k)), b.push(theirs.has(k)));
-        else if (op === 3) (ours.set(k, i), theirs.set(k, i));
-        else (a.push(ours.delete(k)), b.push(theirs.delete(k)));
+        const answer = (x: unknown, y: unknown) => {
+          a.push(x);
+          b.push(y);
+        };
+        if (op === 0) answer(ours.get(k), theirs.get(k));
+        else if (op === 1) answer(ours.peek(k), theirs.peek(k));
+        else if (op === 2) answer(ours.has(k), theirs.has(k));
+        else if (op === 3) answer(ours.set(k, i).size, theirs.set(k, i).size);
+        else answer(ours.delete(k), theirs.delete(k));
         a.push(`step ${i} op ${op} key ${k} size ${ours.size}`);
         b.push(`step ${i} op ${op} key ${k} size ${theirs.size}`);
       }
