@@ -1,10 +1,12 @@
 /**
- * `npm run dst -- --seeds N [--start S] [--steps K] [--workers W]`: explores N schedules (seeds
- * S.. S+N-1) over W worker processes and prints schedules per minute, steps per schedule and,
+ * `npm run dst -- --seeds N [--start S] [--steps K] [--span MS] [--workers W]`: explores N
+ * schedules (seeds S.. S+N-1) over W worker processes and prints schedules per minute, the
+ * workers' CPU seconds per schedule (steadier than the rate on a shared machine), steps per schedule and,
  * for each failing seed, the invariant it broke, the shrunk schedule and the replay command.
  * `npm run dst -- --seed S [--keep i,j,...]` replays one seed (or its shrunk schedule) exactly.
  * `--steps K`: actions (requests and faults) generated per schedule; the steps reported are the
- * events the scheduler fired.
+ * events the scheduler fired. `--span MS`: ms of traffic and faults before the world settles
+ * (default 6000); a shorter span makes shorter schedules, more of them a minute.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { DEFAULT_OPTIONS, runSeed, shrink } from './run';
@@ -16,6 +18,7 @@ interface Args {
   seed?: number;
   keep?: number[];
   actions: number;
+  spanMs?: number;
   workers: number;
   shrink: boolean;
 }
@@ -43,6 +46,9 @@ function parseArgs(argv: string[]): Args {
       case '--steps':
         a.actions = Number(v());
         break;
+      case '--span':
+        a.spanMs = Number(v());
+        break;
       case '--workers':
         a.workers = Math.max(1, Number(v()));
         break;
@@ -56,21 +62,30 @@ function parseArgs(argv: string[]): Args {
   return a;
 }
 
+function options(a: Args): ScheduleOptions {
+  return { actions: a.actions, ...(a.spanMs !== undefined ? { spanMs: a.spanMs } : {}) };
+}
+
 /** What a worker reports for a batch of seeds. */
 interface BatchReport {
   schedules: number;
   steps: number;
+  /** The worker's CPU (user and system) for the batch, µs. */
+  cpuUs: number;
   failures: { seed: number; invariant: string; detail: string; step: number; at: number }[];
 }
 
 async function runBatch(from: number, to: number, o: ScheduleOptions): Promise<BatchReport> {
-  const r: BatchReport = { schedules: 0, steps: 0, failures: [] };
+  const r: BatchReport = { schedules: 0, steps: 0, cpuUs: 0, failures: [] };
+  const cpu = process.cpuUsage();
   for (let seed = from; seed < to; seed++) {
     const out = await runSeed(seed, o);
     r.schedules++;
     r.steps += out.steps;
     if (out.violation) r.failures.push({ seed, ...out.violation });
   }
+  const used = process.cpuUsage(cpu);
+  r.cpuUs = used.user + used.system;
   return r;
 }
 
@@ -83,16 +98,17 @@ function worker(): void {
 }
 
 async function explore(a: Args): Promise<number> {
-  const o: ScheduleOptions = { actions: a.actions };
+  const o = options(a);
   const started = Date.now();
-  const total: BatchReport = { schedules: 0, steps: 0, failures: [] };
+  const total: BatchReport = { schedules: 0, steps: 0, cpuUs: 0, failures: [] };
   let next = a.start;
   const end = a.start + a.seeds;
   const batch = Math.max(1, Math.min(200, Math.ceil(a.seeds / (a.workers * 8))));
   let lastPrint = started;
   const print = (final = false) => {
     const min = (Date.now() - started) / 60_000;
-    const line = `${total.schedules} schedules, ${Math.round(total.schedules / Math.max(min, 1e-9))}/min, ${Math.round(total.steps / Math.max(1, total.schedules))} steps/schedule, ${total.failures.length} failing`;
+    const per = Math.max(1, total.schedules);
+    const line = `${total.schedules} schedules, ${Math.round(total.schedules / Math.max(min, 1e-9))}/min on ${a.workers} worker(s), ${(total.cpuUs / 1e6 / per).toFixed(4)} CPU s/schedule, ${Math.round(total.steps / per)} steps/schedule, ${total.failures.length} failing`;
     process.stdout.write(`${final ? '' : '  '}${line}\n`);
   };
   const children: ChildProcess[] = [];
@@ -113,6 +129,7 @@ async function explore(a: Args): Promise<number> {
         child.on('message', (r: BatchReport) => {
           total.schedules += r.schedules;
           total.steps += r.steps;
+          total.cpuUs += r.cpuUs;
           total.failures.push(...r.failures);
           if (Date.now() - lastPrint > 10_000) {
             lastPrint = Date.now();
@@ -127,7 +144,7 @@ async function explore(a: Args): Promise<number> {
   );
   print(true);
   const cmd = (seed: number, keep?: number[]) =>
-    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${keep ? ` --keep ${keep.join(',')}` : ''}`;
+    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
     process.stdout.write(
       `\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`,
@@ -145,7 +162,7 @@ async function explore(a: Args): Promise<number> {
 }
 
 async function replay(a: Args): Promise<number> {
-  const o: ScheduleOptions = { actions: a.actions };
+  const o = options(a);
   const r = await runSeed(a.seed!, o, a.keep);
   process.stdout.write(`world ${JSON.stringify(r.schedule.world)}\n`);
   for (const x of r.schedule.actions) process.stdout.write(`  ${JSON.stringify(x)}\n`);

@@ -55,6 +55,8 @@ export interface ScheduleOptions {
   actions: number;
   /** Fault kinds enabled (default: all). */
   faults?: readonly FaultKind[];
+  /** ms of traffic and faults before the world settles (default 6000). */
+  spanMs?: number;
 }
 
 const ADAPTERS = ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'];
@@ -75,7 +77,7 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
     coldLoadsPerMinute: [3, 6, 1000][int(r, 0, 2)]!,
     leaseMaxAgeMs: 4000,
     ttftSloMs: [0, 1000][int(r, 0, 1)]!,
-    spanMs: 6000,
+    spanMs: o.spanMs ?? 6000,
   };
   const faults = o.faults ?? FAULT_KINDS;
   const actions: Action[] = [];

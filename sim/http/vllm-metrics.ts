@@ -1,6 +1,12 @@
 import type { EngineStats, RequestRecord } from '../engine/engine';
 import type { ReplicaContext, VllmMetrics } from './context';
-import { loraInfoKey, processMetricsText, TTFT_BUCKETS, vllmMetricsText } from './metrics-text';
+import {
+  loraInfoKey,
+  processMetricsText,
+  TTFT_BUCKETS,
+  vllmMetricsText,
+  type VllmMetricsInput,
+} from './metrics-text';
 
 /**
  * What a vLLM replica's /metrics accumulates between scrapes (vllm/v1/metrics/loggers.py): the
@@ -14,6 +20,8 @@ export class VllmMetricsState {
   private ttftCounts = TTFT_BUCKETS.map(() => 0);
   private ttftSum = 0;
   private ttftCount = 0;
+  /** The last text rendered, by its input (see `text`). */
+  private rendered: { key: string; text: string } | null = null;
 
   constructor(
     private readonly r: ReplicaContext,
@@ -36,7 +44,7 @@ export class VllmMetricsState {
     if (r.o.vllmMetrics === 'no-stats') return processMetricsText();
     // One snapshot of the engine per scrape: the text, the residency and the lora info agree.
     const stats = r.engine.stats();
-    return vllmMetricsText({
+    const input: VllmMetricsInput = {
       model: r.o.baseModel,
       stats,
       maxLoras: r.engine.options.maxLoras,
@@ -50,7 +58,12 @@ export class VllmMetricsState {
       residency: r.o.vllmMetrics === 'residency' ? this.residency(stats) : undefined,
       waitingByReason: r.o.vllmMetrics === 'by-reason',
       computedTokens: exportsComputedTokens(r.o.vllmMetrics),
-    });
+    };
+    // The text is a function of its input: an idle replica's scrapes (most of them) render it
+    // once. The TTFT histogram changes only with its count, so the count stands for it.
+    const key = JSON.stringify({ ...input, loraInfo: [...input.loraInfo], ttftCounts: undefined });
+    if (this.rendered?.key !== key) this.rendered = { key, text: vllmMetricsText(input) };
+    return this.rendered.text;
   }
 
   /**

@@ -1,4 +1,4 @@
-import { LRUCache } from 'lru-cache';
+import { Lru } from '../lru';
 import type { Clock } from '../clock';
 import { errors } from '../errors';
 
@@ -11,9 +11,9 @@ export const BACKOFF_ENTRIES = 1024;
  * first): a name pushed out merely loses its backoff.
  */
 export class LoadBackoff {
-  private readonly entries = new LRUCache<string, { failures: number; until: number; why: string }>({
-    max: BACKOFF_ENTRIES,
-  });
+  private readonly entries = new Lru<string, { failures: number; until: number; why: string }>(
+    BACKOFF_ENTRIES,
+  );
 
   constructor(private readonly clock: Clock) {}
 

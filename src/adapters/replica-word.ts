@@ -1,4 +1,4 @@
-import { LRUCache } from 'lru-cache';
+import { Lru } from '../lru';
 import type { ReplicaApi } from '../backends/replica-api';
 import type { Clock } from '../clock';
 import type { Logger } from '../log';
@@ -50,7 +50,7 @@ export class ReplicaWord {
   /** Told when the replica holds adapters the store does not know, so a poll adopts them soon. */
   onUnknownResidents: ((url: string) => void) | null = null;
   private readonly listeners: ((w: Withheld) => void)[] = [];
-  private readonly logged = new LRUCache<string, number>({ max: 1024 });
+  private readonly logged = new Lru<string, number>(1024);
 
   constructor(
     private readonly api: ReplicaApi,

@@ -4,7 +4,7 @@
  * evict there for a backoff window (one eviction per window per replica for invented names).
  * A name is known once listed in the configuration or loaded somewhere by this process.
  */
-import { LRUCache } from 'lru-cache';
+import { Lru } from '../lru';
 import type { Clock } from '../clock';
 import { errors } from '../errors';
 
@@ -16,7 +16,7 @@ type NamePolicy = { backoffBaseMs: number; isListed?: (name: string) => boolean 
 
 export class UnknownNames {
   /** Names this process has seen load (known to exist): bounded like the backoff. */
-  private readonly verified = new LRUCache<string, true>({ max: VERIFIED_NAMES });
+  private readonly verified = new Lru<string, true>(VERIFIED_NAMES);
   /** Per replica: until when a name nobody has seen load may not evict there. */
   private readonly blocked = new Map<string, number>();
 

@@ -1,5 +1,5 @@
-import { LRUCache } from 'lru-cache';
 import { HolderIndex } from './holder-index';
+import { Lru } from '../lru';
 import { MemoryLeases } from './memory-leases';
 import {
   dropResidency,
@@ -41,7 +41,7 @@ export class MemoryFleetStore implements FleetStore {
   private eventLog: FleetEvent[] = [];
   private lastFence = 0;
   /** Budget windows by key (consumers are many: least recently used out first). */
-  private budgets = new LRUCache<string, { ends: number; used: number }>({ max: 10_000 });
+  private budgets = new Lru<string, { ends: number; used: number }>(10_000);
   /** Placements of cold adapters not yet resident, by adapter. */
   private placements = new Map<string, { url: string; until: number }>();
   /**

@@ -1,4 +1,4 @@
-import { LRUCache } from 'lru-cache';
+import { Lru } from '../lru';
 
 export interface PrefixOptions {
   /** Characters per block (about 64 tokens). */
@@ -19,7 +19,7 @@ export interface PrefixOptions {
  */
 export class PrefixIndex {
   readonly o: PrefixOptions;
-  private readonly owner: LRUCache<number, string>;
+  private readonly owner: Lru<number, string>;
   // score(), observe() and the prediction see the same prompt in one decision: hash it once.
   private last: { prompt: string; adapter: string; hashes: number[] } | null = null;
 
@@ -27,7 +27,7 @@ export class PrefixIndex {
     // 32 blocks of 256 characters: about 2,048 tokens of prefix (a system prompt and a few turns),
     // the first 16 scored as before; hashing them costs about twice what 16 did.
     this.o = { blockChars: 256, maxBlocks: 32, scoredBlocks: 16, capacity: 131072, ...options };
-    this.owner = new LRUCache<number, string>({ max: this.o.capacity });
+    this.owner = new Lru<number, string>(this.o.capacity);
   }
 
   /** The chained hashes of `prompt`'s leading full blocks. */

@@ -1,4 +1,4 @@
-import { LRUCache } from 'lru-cache';
+import { Lru } from '../lru';
 import { Ewma } from './ewma';
 
 /** Adapters whose load time is remembered; the least recently loaded are forgotten first. */
@@ -10,7 +10,7 @@ const ADAPTERS = 16_384;
  * the prior. Only successful calls teach: a failed load says nothing about the next one.
  */
 export class LoadTimes {
-  private readonly perAdapter = new LRUCache<string, Ewma>({ max: ADAPTERS });
+  private readonly perAdapter = new Lru<string, Ewma>(ADAPTERS);
   private readonly fleet: Ewma;
   private readonly unloads: Ewma;
 

@@ -1,0 +1,40 @@
+import { LRUCache } from 'lru-cache';
+import { Lru } from '../../src/lru';
+import { seededRandom } from '../../src/random';
+
+// Lru replaced lru-cache's LRUCache where the bound is large (a pure performance change): the
+// same operations give the same answers and leave the same entries, whatever the sequence.
+describe('Lru answers as lru-cache does', () => {
+  it.each([1, 2, 3, 8])('with max %i, over random get/peek/has/set/delete sequences', (max) => {
+    for (let seed = 1; seed <= 50; seed++) {
+      const r = seededRandom(seed);
+      const ours = new Lru<number, number>(max);
+      const theirs = new LRUCache<number, number>({ max });
+      // Each step's answer and size, from both: compared once per seed (cheap, and the first
+      // difference shows its step).
+      const a: unknown[] = [];
+      const b: unknown[] = [];
+      for (let i = 0; i < 400; i++) {
+        const k = Math.floor(r() * (max * 2 + 1));
+        const op = Math.floor(r() * 5);
+        const answer = (x: unknown, y: unknown) => {
+          a.push(x);
+          b.push(y);
+        };
+        if (op === 0) answer(ours.get(k), theirs.get(k));
+        else if (op === 1) answer(ours.peek(k), theirs.peek(k));
+        else if (op === 2) answer(ours.has(k), theirs.has(k));
+        else if (op === 3) answer(ours.set(k, i).size, theirs.set(k, i).size);
+        else answer(ours.delete(k), theirs.delete(k));
+        a.push(`step ${i} op ${op} key ${k} size ${ours.size}`);
+        b.push(`step ${i} op ${op} key ${k} size ${theirs.size}`);
+      }
+      expect(a).toEqual(b);
+      for (let k = 0; k <= max * 2; k++) expect(ours.peek(k)).toBe(theirs.peek(k));
+    }
+  });
+
+  it('refuses a bound below one', () => {
+    expect(() => new Lru(0)).toThrow(/at least 1/);
+  });
+});
