@@ -122,6 +122,12 @@ export interface FleetStore {
   unsubscribe?(): void;
   /** Shared stores: which store decides now, for status and metrics. */
   mode?(): StoreMode;
+  /**
+   * Failover stores: whether unloads are held off now (a `redis` record change from other state,
+   * or the shared store just back: peers may route where this node cannot see). `beginUnload`
+   * grants none meanwhile; the after-load undo, which needs no grant, asks this.
+   */
+  unloadsHeldOff?(): boolean;
   /** Releases connections and timers. */
   close?(): Promise<void>;
 }

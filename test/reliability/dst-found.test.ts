@@ -47,4 +47,41 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 789 (--keep 1,2,3,4,5,6,8,10,11,12,13,14,20,21,22): a record change to another database
+  // reaches node 0 at 595 ms, node 2 only at 2737 ms. Node 0's new runtime loads `team` on
+  // replica-2 (from 621 ms, 3 s); node 2, still on the old state, loads it there too (1759 ms).
+  // vLLM answers node 0 200 and node 2 "already loaded"; node 2 sends its request, and node 0's
+  // after-load check, finding the replica over its limit of 1, undoes the load under it. The
+  // record change's hold-off (docs/reliability.md: "the new state unloads nothing" until the old
+  // runtime's decisions end and two probe intervals after) held off every unload but the undo.
+  it("seed 789: no after-load undo during a record change's hold-off", async () => {
+    const r = await runSchedule({
+      seed: 789,
+      world: {
+        ...WORLD,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math'],
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 3,
+        ttftSloMs: 0,
+      },
+      actions: [
+        { at: 553, kind: 'request', node: 0, adapter: 4, tokens: 6, prompt: 746 },
+        { at: 584, kind: 'request', node: 0, adapter: -1, tokens: 45, prompt: 1223 },
+        { at: 595, kind: 'record-change', otherState: true, gapMs: 1071 },
+        { at: 602, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 1848 },
+        { at: 790, kind: 'request', node: 2, adapter: 0, tokens: 55, prompt: 1991 },
+        { at: 907, kind: 'request', node: 0, adapter: 0, tokens: 2, prompt: 1095 },
+        { at: 1423, kind: 'record-change', otherState: true, gapMs: 1495 },
+        { at: 1608, kind: 'slow', node: 1, ms: 309, slowMs: 2500 },
+        { at: 1709, kind: 'flushall' },
+        { at: 1732, kind: 'request', node: 2, adapter: 3, tokens: 3, prompt: 951 },
+        { at: 1755, kind: 'request', node: 2, adapter: 1, tokens: 4, prompt: 714 },
+        { at: 1825, kind: 'request', node: 2, adapter: 6, tokens: 5, prompt: 297 },
+        { at: 2420, kind: 'request', node: 2, adapter: 1, tokens: 4, prompt: 1316 },
+        { at: 2808, kind: 'request', node: 0, adapter: 2, tokens: 3, prompt: 1473 },
+        { at: 3172, kind: 'request', node: 0, adapter: 2, tokens: 3, prompt: 89 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
 });
