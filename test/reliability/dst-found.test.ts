@@ -84,4 +84,52 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 1111 (--keep 0,1,2,3,4,5,7,8,9,11,12,13,14,16,18,21,23,24,27,31,32,33,34,35,36,38,39):
+  // node 0 and node 2, each cut off from Redis, decide alone to load `a` on replica-1 (5418 and
+  // 5551 ms); both are back before the loads end (5504, 6491 ms; node 2's lease re-taken in
+  // Redis). vLLM answers node 0 200 and node 2 "already loaded"; node 2 sends its request, and node
+  // 0's after-load check (2.3 s after its hold-off ended) undoes the load under it. A load decided
+  // alone is not undone once Redis is back: the trim after a poll asks the leases and the replica.
+  it('seed 1111: no after-load undo of a load decided alone once Redis is back', async () => {
+    const r = await runSchedule({
+      seed: 1111,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law'],
+        decodeMsPerStep: 50,
+      },
+      actions: [
+        { at: 89, kind: 'request', node: 1, adapter: 6, tokens: 2, prompt: 512 },
+        { at: 112, kind: 'request', node: 1, adapter: 6, tokens: 6, prompt: 1505 },
+        { at: 132, kind: 'request', node: 0, adapter: 3, tokens: 6, prompt: 1094 },
+        { at: 421, kind: 'slow', node: 1, ms: 405, slowMs: 683 },
+        { at: 437, kind: 'request', node: 1, adapter: 6, tokens: 2, prompt: 1932 },
+        { at: 574, kind: 'request', node: 2, adapter: 5, tokens: 4, prompt: 112 },
+        { at: 1041, kind: 'process-restart', node: 1 },
+        { at: 1108, kind: 'request', node: 2, adapter: 7, tokens: 2, prompt: 1307 },
+        { at: 1214, kind: 'partition', node: -1, ms: 1234 },
+        { at: 2026, kind: 'partition', node: 0, ms: 2838 },
+        { at: 2351, kind: 'request', node: 1, adapter: 5, tokens: 5, prompt: 972 },
+        { at: 2427, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 69 },
+        { at: 2498, kind: 'process-restart', node: 0 },
+        { at: 2757, kind: 'partition', node: 1, ms: 1587 },
+        { at: 2866, kind: 'request', node: 1, adapter: 4, tokens: 5, prompt: 1825 },
+        { at: 3760, kind: 'request', node: 2, adapter: 3, tokens: 5, prompt: 1544 },
+        { at: 4093, kind: 'process-restart', node: 2 },
+        { at: 4131, kind: 'slow', node: 2, ms: 1848, slowMs: 1130 },
+        { at: 4290, kind: 'request', node: 2, adapter: 0, tokens: 1, prompt: 1030 },
+        { at: 4869, kind: 'request', node: 2, adapter: 1, tokens: 6, prompt: 299 },
+        { at: 4980, kind: 'process-restart', node: 2 },
+        { at: 5355, kind: 'process-restart', node: 1 },
+        { at: 5417, kind: 'request', node: 0, adapter: 4, tokens: 3, prompt: 1680 },
+        { at: 5507, kind: 'request', node: 1, adapter: -1, tokens: 45, prompt: 42 },
+        { at: 5549, kind: 'request', node: 2, adapter: 4, tokens: 3, prompt: 1697 },
+        { at: 5929, kind: 'request', node: 2, adapter: 2, tokens: 5, prompt: 1762 },
+        { at: 5992, kind: 'request', node: 1, adapter: 3, tokens: 3, prompt: 1481 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
 });
