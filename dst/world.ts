@@ -218,6 +218,11 @@ export class World {
   private view(): WorldView {
     let degraded = this.faultsOpen > 0;
     for (const p of this.procs) if (p.alive && p.rt.store.mode?.() === 'local') degraded = true;
+    // A node whose unloads are held off (a record change from other state, Redis just back) keeps
+    // an excess its after-load check found: a peer on the old state may be using it (seed 704).
+    for (const p of this.procs)
+      if (p.alive && p.runtimes.some((rt) => (rt.store as FailoverFleetStore).unloadsHeldOff?.()))
+        degraded = true;
     return {
       now: this.sched.now(),
       step: this.sched.steps,
