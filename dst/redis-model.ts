@@ -116,7 +116,11 @@ export class RedisModel {
     this.down = true;
     this.runId++;
     const keep = fromSnapshot ? (this.snapshots[0] ?? 0) : 0;
+    const run = this.runId;
     this.clock.after(downMs, () => {
+      // Sentinel promoted a replica meanwhile: the old primary comes back as its replica (it
+      // takes the new primary's data), not as the primary with its snapshot (dst seed 394).
+      if (this.runId !== run) return;
       void this.rebuild(keep).then(() => {
         this.down = false;
       });

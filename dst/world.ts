@@ -6,6 +6,7 @@
  * (replicas.ts). Kong's part is modelled: it sends each request to one node's access phase,
  * proxies it to the replica chosen and runs the log phase on the same process, if still alive.
  */
+import type { ReplicaHttp } from '../src/backends/http';
 import { HttpReplicaApi } from '../src/backends/http-replica-api';
 import { parseRouterConfig } from '../src/config/parse';
 import type { RedisConfig } from '../src/config/redis-schema';
@@ -82,6 +83,8 @@ export class World {
   private readonly replicas: ReplicaSet;
   private readonly procs: Process[] = [];
   private readonly checks: LogChecks;
+  /** By replica and adapter: whether the last unload sent there came from a node deciding alone. */
+  private readonly unloadAlone = new Map<string, boolean>();
   private lastFaultAt = -Infinity;
   /** Faults under way (partitions, slow links, a Redis down), healed by their own timers. */
   private faultsOpen = 0;
@@ -119,6 +122,7 @@ export class World {
         excessGraceMs: 2 * POLL_MS + this.w.loadMs + 2 * PROBE_MS + 1000,
         quietAfterMs: NODE_TTL_MS + 2 * PROBE_MS,
       },
+      (replica, adapter) => this.unloadAlone.get(`${replica}\u0000${adapter}`) === true,
     );
   }
 
@@ -161,7 +165,7 @@ export class World {
     seq?: { next: number },
   ): FleetRuntime {
     const redis = this.redisConfig(db, recordGen);
-    return new FleetRuntime({
+    const rt: FleetRuntime = new FleetRuntime({
       clock: proc.clock,
       redis,
       sharedStore: (_r, node) => {
@@ -169,13 +173,31 @@ export class World {
         link.faults = this.linkFaults[proc.node]!.link;
         return link;
       },
-      api: new HttpReplicaApi(this.replicas.http(proc.clock, this.random, proc.alive)),
+      api: new HttpReplicaApi(
+        this.unloadsSeen(this.replicas.http(proc.clock, this.random, proc.alive), () => rt),
+      ),
       log: silentLogger,
       seed: this.schedule.seed * 31 + proc.node * 7 + proc.gen,
       poller: { intervalMs: POLL_MS, timeoutMs: 1000 },
       leasePrefix: prefix,
       ...(seq ? { leaseSeq: seq } : {}),
     });
+    return rt;
+  }
+
+  /**
+   * Notes, for each unload a runtime sends, whether it decided alone then (its store degraded):
+   * such an unload (the after-load undo) cannot see requests other nodes route to the adapter.
+   */
+  private unloadsSeen(http: ReplicaHttp, rt: () => FleetRuntime): ReplicaHttp {
+    const call = http.call.bind(http);
+    http.call = (method, url, timeoutMs, body?) => {
+      const name = (body as { lora_name?: string } | undefined)?.lora_name;
+      if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined)
+        this.unloadAlone.set(`${new URL(url).origin}\u0000${name}`, rt().store.mode?.() === 'local');
+      return call(method, url, timeoutMs, body);
+    };
+    return http;
   }
 
   /** A plugin-server process of node `n` starts (generation `gen`): no memory of any before it. */
@@ -196,6 +218,11 @@ export class World {
   private view(): WorldView {
     let degraded = this.faultsOpen > 0;
     for (const p of this.procs) if (p.alive && p.rt.store.mode?.() === 'local') degraded = true;
+    // A node whose unloads are held off (a record change from other state, Redis just back) keeps
+    // an excess its after-load check found: a peer on the old state may be using it (seed 704).
+    for (const p of this.procs)
+      if (p.alive && p.runtimes.some((rt) => (rt.store as FailoverFleetStore).unloadsHeldOff?.()))
+        degraded = true;
     return {
       now: this.sched.now(),
       step: this.sched.steps,

@@ -261,12 +261,18 @@ export class AdapterManager {
             this.within(policy, Infinity),
           )
         : 'within';
-    if (word === 'undo' && (await this.undoLoad(url, adapter.name, policy, ms))) {
+    // Not during an unload hold-off (a record change from other state, Redis just back: a peer
+    // still on the old state loaded the same adapter at once, answered "already loaded", and sent
+    // its request unseen here, dst seed 789), nor for a load decided alone once Redis is back (a
+    // peer that also decided alone did the same, its lease now in Redis, seed 1111). The trim
+    // after a poll decides: it asks the leases and the replica.
+    const undo = word === 'undo' && !(this.store.undoHeldOff?.(fence) ?? false);
+    if (undo && (await this.undoLoad(url, adapter.name, policy, ms))) {
       await this.finish('load', url, adapter.name, fence, false);
       throw errors.noRoom(adapter.name, url, 1, 'another router took the last slot at the same moment');
     }
     await this.finish('load', url, adapter.name, fence, true);
-    if (word !== 'undo') this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
+    if (!undo) this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
     return true;
   }
 

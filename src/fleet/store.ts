@@ -132,6 +132,14 @@ export interface FleetStore {
   unsubscribe?(): void;
   /** Shared stores: which store decides now, for status and metrics. */
   mode?(): StoreMode;
+  /**
+   * Failover stores: whether the after-load undo of the load `fence` granted is held off now. It
+   * is during an unload hold-off (a `redis` record change from other state, or the shared store
+   * just back: peers may route where this node cannot see; `beginUnload` grants nothing then),
+   * and for a load decided alone once the shared store is back: other nodes, deciding without
+   * seeing it, may have loaded the same adapter and leased it.
+   */
+  undoHeldOff?(fence: Fence): boolean;
   /** Releases connections and timers. */
   close?(): Promise<void>;
 }

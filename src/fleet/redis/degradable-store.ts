@@ -45,6 +45,15 @@ export abstract class DegradableFleetStore {
     return this.outage.degraded ? 'local' : 'redis';
   }
 
+  /** Whether unloads are held off now (a record change from other state, the shared store just back). */
+  unloadsHeldOff(): boolean {
+    return this.outage.unloadHeldOff();
+  }
+
+  undoHeldOff(fence: Fence): boolean {
+    return this.unloadsHeldOff() || (fence < 0 && !this.outage.degraded);
+  }
+
   /** Runs `op` on the shared store unless degraded; on failure degrades and runs `fallback`. */
   protected decide<T>(op: (s: SharedStore) => Promise<T>, fallback: () => Promise<T>): Promise<T> {
     return this.outage.decide(op, fallback);
@@ -116,7 +125,7 @@ export abstract class DegradableFleetStore {
   }
 
   beginUnload(...args: Parameters<FleetStore['beginUnload']>): Promise<Fence | null> {
-    if (this.outage.unloadHeldOff()) return Promise.resolve(null);
+    if (this.unloadsHeldOff()) return Promise.resolve(null);
     return this.decide(
       (s) => s.beginUnload(...args),
       async () => null,
