@@ -264,7 +264,8 @@ export class MemoryFleetStore implements FleetStore {
     if (ok) {
       dropResidency(r, adapter);
       markGone(r, adapter, at);
-      if (cur.for && ttl !== undefined) {
+      // A trim's `for` (starting with NUL, never an adapter's name) makes room for no one.
+      if (cur.for && !cur.for.startsWith('\u0000') && ttl !== undefined) {
         const made = this.roomMade.get(url) ?? new Map<string, number>();
         for (const [name, until] of made) if (until <= at) made.delete(name);
         this.roomMade.set(url, made.set(cur.for, at + ttl));

@@ -74,6 +74,15 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(x).not.toBeNull();
   });
 
+  it('a trim (its `for` starts with NUL, never a name) keeps no room: trims follow one another', async () => {
+    const s = await store();
+    for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const trim = '\u0000excess';
+    const ua = await s.beginUnload(U, 'a', 6, TTL, trim);
+    expect(await s.finishUnload(U, 'a', ua!, true, 7)).toBe(true);
+    expect(await s.beginUnload(U, 'b', 8, TTL, trim)).not.toBeNull();
+  });
+
   it('a load of x that finds no room (another took the slot) lets the next unload for x go', async () => {
     const s = await store();
     for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);

@@ -63,8 +63,9 @@ local res = endchange(url, name, fence, 'unloading')
 if not res then return 0 end
 if ARGV[5] == '1' then
   gone(url, name)
-  -- The room it made is for its adapter until that load begins (or the unload's TTL passes).
-  if res['for'] and res['for'] ~= '' and res.ttl then
+  -- The room it made is for its adapter until that load begins (or the unload's TTL passes); a
+  -- trim's (a name starting with NUL, never an adapter's) makes room for no one.
+  if res['for'] and res['for'] ~= '' and string.byte(res['for'], 1) ~= 0 and res.ttl then
     redis.call('HSET', P .. 'made:' .. url, res['for'], now_ms() + res.ttl)
     redis.call('PEXPIRE', P .. 'made:' .. url, res.ttl)
   end
