@@ -7,6 +7,7 @@
  */
 import type { Clock } from '../src/clock';
 import type { Random } from '../src/random';
+import { heapPop, heapPush } from '../src/heap';
 
 interface Timer {
   at: number;
@@ -40,7 +41,7 @@ export class Scheduler implements Clock {
 
   after(ms: number, fn: () => void): () => void {
     const ev: Timer = { at: this.t + Math.max(0, ms), key: this.random(), fn, live: true };
-    this.push(ev);
+    heapPush(this.heap, ev, less);
     return () => {
       ev.live = false;
     };
@@ -61,7 +62,7 @@ export class Scheduler implements Clock {
       if (stop()) return;
       const top = this.heap[0];
       if (!top || top.at > until) break;
-      this.pop();
+      heapPop(this.heap, less);
       if (!top.live) continue;
       this.t = top.at;
       this.steps++;
@@ -70,36 +71,6 @@ export class Scheduler implements Clock {
       afterStep();
     }
     if (until > this.t) this.t = until;
-  }
-
-  private push(ev: Timer): void {
-    const h = this.heap;
-    h.push(ev);
-    let i = h.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (!less(h[i]!, h[p]!)) break;
-      [h[i], h[p]] = [h[p]!, h[i]!];
-      i = p;
-    }
-  }
-
-  private pop(): void {
-    const h = this.heap;
-    const last = h.pop()!;
-    if (h.length === 0) return;
-    h[0] = last;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < h.length && less(h[l]!, h[m]!)) m = l;
-      if (r < h.length && less(h[r]!, h[m]!)) m = r;
-      if (m === i) break;
-      [h[i], h[m]] = [h[m]!, h[i]!];
-      i = m;
-    }
   }
 }
 

@@ -3,6 +3,8 @@
  * discrete-event benchmark) takes a Clock, so the same code runs on the wall clock, on a
  * scaled clock (the simulator replaying an hour in minutes) and on virtual time.
  */
+import { heapPop, heapPush } from './heap';
+
 export interface Clock {
   /** Milliseconds on this clock's own time line. */
   now(): number;
@@ -56,7 +58,7 @@ export class VirtualClock implements Clock {
 
   after(ms: number, fn: () => void): () => void {
     const ev = { at: this.t + Math.max(0, ms), seq: this.seq++, fn, live: true };
-    this.push(ev);
+    heapPush(this.heap, ev, less);
     return () => {
       ev.live = false;
     };
@@ -73,43 +75,13 @@ export class VirtualClock implements Clock {
     for (;;) {
       const top = this.heap[0];
       if (!top || top.at > until) break;
-      this.pop();
+      heapPop(this.heap, less);
       if (!top.live) continue;
       this.t = top.at;
       top.fn();
       await flushMicrotasks();
     }
     if (until !== Infinity && until > this.t) this.t = until;
-  }
-
-  private push(ev: (typeof this.heap)[number]): void {
-    const h = this.heap;
-    h.push(ev);
-    let i = h.length - 1;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (!less(h[i]!, h[p]!)) break;
-      [h[i], h[p]] = [h[p]!, h[i]!];
-      i = p;
-    }
-  }
-
-  private pop(): void {
-    const h = this.heap;
-    const last = h.pop()!;
-    if (h.length === 0) return;
-    h[0] = last;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < h.length && less(h[l]!, h[m]!)) m = l;
-      if (r < h.length && less(h[r]!, h[m]!)) m = r;
-      if (m === i) break;
-      [h[i], h[m]] = [h[m]!, h[i]!];
-      i = m;
-    }
   }
 }
 
