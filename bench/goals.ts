@@ -17,9 +17,9 @@ import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
 import type { ExitRun } from '../harness/kong/exits';
 import type { SloPoint } from './des/slo-sweep';
 import type { ClassPoint } from './des/slo-classes';
-import type { PartRun } from './merge';
 import { defaultLoadCost, loadMs } from '../sim/engine/load-cost';
 import { fmtPct, mean, ms } from './report';
+import type { PartRun } from './merge';
 
 /** Policy names the routing-quality goals refer to (bench/des/policies.ts). */
 export const ROUTER = P.loraRouter().name;
