@@ -66,11 +66,12 @@ export function peerGoals(g: SloPoint[], router: string) {
      */
     vsPooled:
       loadMs <= 300
-        ? goal(mine / pooled, 0.9, mine >= 0.9 * pooled - 1e-12, () =>
-            [
-              `pooled ${fmtPct(pooled)}; the fleet's slots with loads free reach ${fmtPct(free)} (${fmtRatio(free / pooled)} pooled: ${free < 0.9 * pooled ? 'the split into replicas and slots alone misses the goal' : 'the split into replicas and slots is not the gap'})`,
-              `lora-router ${fmtPct(mine)} is ${fmtRatio(mine / free)} that: ${mine < 0.9 * free ? 'the time its loads stop the engines and its placement are the gap' : 'its loads and placement cost little beyond the split'}`,
-            ].join('; '),
+        ? goal(
+            mine / pooled,
+            0.9,
+            mine >= 0.9 * pooled - 1e-12,
+            () =>
+              `pooled ${fmtPct(pooled)}; with loads free the fleet's replicas and slots reach ${fmtPct(free)} (${fmtRatio(free / pooled)}: what the split into replicas costs), lora-router ${fmtPct(mine)} (${fmtRatio(mine / free)} that: what its loads and placement cost)`,
           )
         : undefined,
     vsFree: mine / free,
