@@ -1,11 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { defaultEngineOptions } from '../sim/engine/engine';
 import { fleetCapacity, type Scenario } from './des/run';
-import { stringifyResults, type BenchResults } from './goals';
+import { parseResults, stringifyResults, type BenchResults } from './goals';
+import { goalListSection } from './goal-list';
+import { mergeReadme, mergeResults, runLine, type PartRun } from './merge';
 import type { BenchContext, BenchPart } from './parts/context';
 import { e2ePart } from './parts/e2e';
 import { e2eLongPart } from './parts/e2e-long';
@@ -49,7 +51,11 @@ const HELP = `Usage: npm run bench [-- options]
   --variants N       the slo part: only the first N lora-router variants (default all; 1: the default)
   --time-scale X     e2e-long: modelled time runs X times faster than the wall clock (default 1)
   --out DIR          results directory (default bench/results; only then are the figures of
-                     docs/benchmarks.md regenerated)`;
+                     docs/benchmarks.md regenerated). The parts run are merged into the
+                     results.json and README.md already there: the other parts' stay, each part
+                     naming the run it came from
+  --merge FILE       with --only: take the named parts (overhead, slo, classes) from FILE, another
+                     run's results.json, instead of running them, and merge them in`;
 
 /** The parts in the order they run and appear in bench/results/README.md. */
 const PARTS: BenchPart[] = [
@@ -91,10 +97,13 @@ async function main(): Promise<void> {
       'class-loads': { type: 'string' },
       'class-load-ms': { type: 'string' },
       out: { type: 'string' },
+      merge: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (v.help) return void console.log(HELP);
+  if (v.merge !== undefined && v.only === undefined)
+    throw new Error('--merge needs --only: the parts to take');
   const full = v.full === true;
   // Every part but `exits` (a million refused requests) unless named.
   const parts = new Set(v.only?.split(',') ?? PARTS.filter((p) => p !== exitsPart).map((p) => p.name));
@@ -132,12 +141,12 @@ async function main(): Promise<void> {
     workload: workloadNote,
     capacity,
   };
-  md.push(
+  const head = [
     `# Benchmark results`,
     '',
-    `\`npm run bench${full ? ' -- --full' : ''}\` on ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores, Node ${process.version}. Every ratio below compares figures measured in the same run.`,
+    `\`npm run bench${full ? ' -- --full' : ''}\` on ${new Date().toISOString().slice(0, 10)}, ${cpus().length} cores, Node ${process.version}. Every ratio below compares figures measured in the same run; a part measured by a run of its own names it at its end.`,
     '',
-  );
+  ].join('\n');
 
   const c: BenchContext = {
     full,
@@ -155,19 +164,84 @@ async function main(): Promise<void> {
     json,
     md,
   };
-  for (const part of PARTS) if (parts.has(part.name)) await part.run(c);
-
-  md.push('', `Total benchmark time: ${((Date.now() - started) / 1000).toFixed(0)} s.`, '');
-  writeFileSync(join(out, 'README.md'), md.join('\n'));
-  writeFileSync(join(out, 'results.json'), stringifyResults(json) + '\n');
-  log(`\nwrote ${join(out, 'README.md')} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+  // Each part's section and run, merged into what the results directory holds (bench/merge.ts).
+  const sections = new Map<string, string[]>();
+  const from = v.merge === undefined ? undefined : parseResults(readFileSync(v.merge, 'utf8'));
+  json.runs = {};
+  for (const part of PARTS) {
+    if (!parts.has(part.name)) continue;
+    const at = md.length;
+    const t0 = Date.now();
+    let run: PartRun;
+    if (from) run = takePart(part, from, c);
+    else {
+      await part.run(c);
+      run = {
+        command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+        ...(json.commit ? { commit: json.commit.sha, dirty: json.commit.dirty } : {}),
+        date: new Date(t0).toISOString(),
+        seeds,
+        seconds: (Date.now() - t0) / 1000,
+      };
+    }
+    json.runs[part.name] = run;
+    sections.set(part.name, md.slice(at));
+  }
+  const whole = v.only === undefined;
+  const resultsFile = join(out, 'results.json');
+  const readmeFile = join(out, 'README.md');
+  const read = (f: string) => (existsSync(f) ? readFileSync(f, 'utf8') : undefined);
+  const old = read(resultsFile);
+  const merged = mergeResults(old === undefined ? undefined : parseResults(old), json, whole);
+  writeFileSync(resultsFile, stringifyResults(merged) + '\n');
+  // A section that renders from results alone is rendered from the merged ones (the slo part's
+  // reads the overhead part's, perhaps of another run).
+  for (const [name, lines] of sections) {
+    const m = PARTS.find((p) => p.name === name)!.fromResults;
+    sections.set(name, [...(m ? m.section(merged) : lines), '', runLine(name, merged.runs![name])]);
+  }
+  writeFileSync(
+    readmeFile,
+    mergeReadme(read(readmeFile), {
+      head,
+      keepHead: !whole,
+      goals: goalListSection(merged),
+      sections,
+      order: PARTS.map((p) => p.name),
+    }),
+  );
+  log(`\nwrote ${readmeFile} (${((Date.now() - started) / 1000).toFixed(0)} s)`);
   if (v.out === undefined) {
     // The benchmark page's figures come from these results only (test/core/readme.test.ts checks).
     const page = join(root, BENCH_PAGE);
-    writeFileSync(page, withBenchSections(readFileSync(page, 'utf8'), json));
+    writeFileSync(page, withBenchSections(readFileSync(page, 'utf8'), merged));
     execFileSync(process.execPath, [require.resolve('prettier/bin/prettier.cjs'), '--write', page]);
     log(`regenerated the figures of ${page}`);
   }
+}
+
+/**
+ * A part taken from another run's results (`--merge`): its results and files; its run, as
+ * recorded there or as that file's header names it.
+ */
+function takePart(part: BenchPart, from: BenchResults, c: BenchContext): PartRun {
+  const m = part.fromResults;
+  const data = m && (from[m.key] as { points?: { seed: number }[] } | undefined);
+  if (!data)
+    throw new Error(
+      `--merge: ${m ? `the file has no ${part.name} results` : `${part.name} renders only as it runs`}`,
+    );
+  Object.assign(c.json, { [m.key]: data });
+  for (const f of m.files?.(c.json) ?? []) writeFileSync(join(c.out, f.file), f.text);
+  return (
+    from.runs?.[part.name] ?? {
+      command: `npm run bench${from.full ? ' -- --full' : ''}`,
+      ...(from.commit ? { commit: from.commit.sha, dirty: from.commit.dirty } : {}),
+      date: from.date,
+      seeds: [...new Set((data.points ?? []).map((p) => p.seed))],
+      seconds: NaN,
+    }
+  );
 }
 
 /** The commit measured, and whether tracked files differed from it (undefined outside git). */

@@ -19,6 +19,7 @@ import {
   qualityGoals,
   type BenchResults,
 } from './goals';
+import { goalListTable } from './goal-list';
 import { peerTally } from './des/peers-report';
 import { fmtNum, fmtPct, fmtRatio, ms, spread, table } from './report';
 import { sloTally } from './des/slo-sweep';
@@ -35,8 +36,22 @@ const seedsOf = (xs: { seed: number }[]) => [...new Set(xs.map((x) => x.seed))];
 const range = (xs: number[]) =>
   xs.length > 1 ? `${fmtRatio(mean(xs))} (seeds: ${xs.map(fmtRatio).join(', ')})` : fmtRatio(xs[0]!);
 
-const provenance: Renderer = (r) => [
-  `Figures from \`npm run bench${r.full ? ' -- --full' : ''}\` at commit ${r.commit ? `\`${r.commit.sha.slice(0, 12)}\`${r.commit.dirty ? ' with uncommitted changes' : ''}` : 'unknown'}, ${r.date.slice(0, 10)}${r.cores ? `, ${r.cores} cores` : ''}${r.node ? `, Node ${r.node}` : ''}. Every figure and verdict in this section is generated from [bench/results/results.json](bench/results/results.json); ratios compare figures measured in the same run. Loads and hit rate count served requests only, for every policy alike, with refusals beside them. "TTFT p99" counts a refused request as never answered; "served p99" leaves refusals out.`,
+const provenance: Renderer = (r) => {
+  // Parts merged from a run of their own (bench/merge.ts) name it.
+  const own = Object.entries(r.runs ?? {}).map(
+    ([name, run]) =>
+      `${name} by \`${run.command}\`${run.commit ? ` at \`${run.commit.slice(0, 12)}\`` : ''}, ${run.date.slice(0, 10)}`,
+  );
+  return [
+    `Figures from \`npm run bench${r.full ? ' -- --full' : ''}\` at commit ${r.commit ? `\`${r.commit.sha.slice(0, 12)}\`${r.commit.dirty ? ' with uncommitted changes' : ''}` : 'unknown'}, ${r.date.slice(0, 10)}${r.cores ? `, ${r.cores} cores` : ''}${r.node ? `, Node ${r.node}` : ''}${own.length ? `; parts measured by a run of their own: ${own.join('; ')}` : ''}. Every figure and verdict in this section is generated from [bench/results/results.json](bench/results/results.json); ratios compare figures measured in the same run. Loads and hit rate count served requests only, for every policy alike, with refusals beside them. "TTFT p99" counts a refused request as never answered; "served p99" leaves refusals out.`,
+  ];
+};
+
+/** Issue 34's goals, each with its verdict and a link to its table per point. */
+const goals: Renderer = (r) => [
+  "**Issue 34's goals**, each over the points it applies to (a point: workload, adapter load time and fleet load, means over its seeds); the linked tables give every point and why a missed one is missed.",
+  '',
+  goalListTable(r),
 ];
 
 const overhead: Renderer = (r) => {
@@ -148,15 +163,12 @@ const slo: Renderer = (r) => {
   const peers = x.points[0]!.results.some((p) => PEERS.includes(p.policy))
     ? peerTally(x.points, router)
     : undefined;
-  const run = x.run
-    ? ` (this part: \`${x.run.command}\` at commit \`${x.run.commit.slice(0, 12)}\`, ${x.run.date.slice(0, 10)})`
-    : '';
   return [
     `**Routing under bursts and long prompts: SLO attainment.** Each workload (${workloads.join(', ')}) at adapter load times ${loadTimes.map(ms).join(', ')} and fleet loads ${[...new Set(x.points.map((p) => p.load))].map((l) => `${l * 100}%`).join(', ')} of the fleet's capacity for that workload's token mix, ${x.requests.toLocaleString('en-US')} requests per point, seeds ${seeds.join(', ')}; the share of requests with TTFT within 5 s, a refusal counting as a miss, per policy (lora-router as configured by default, ${baselines} baselines and the unlimited-slot oracle). Goals per point (no refusal at or below 50% load, SLO ≥ the best baseline, TTFT p99 ≤ 0.5× it, SLO ≥ 0.9× the oracle, loads ≤ 1.2× the fewest possible) met: ${t15.met} of ${t15.of}. Headline goals: ${t25.map((t) => `${t.name} ${t.met} of ${t.of}`).join('; ')}; 5. one decision ≤ 100 µs and the request path ratio: ${d ? `${d.met ? 'met' : 'missed'} (${d.us.toFixed(0)} µs, ${d.ratio.toFixed(2)})` : 'not measured in this run'}. Every goal per point, with why a missed one is missed, and each variant's trade: [bench/results/README.md](bench/results/README.md#routing-under-bursts-slo-attainment).${
       peers
-        ? ` Against the peers' strongest setups as they run them (${PEERS.join('; ')}) and two bounds (the fleet pooled in one engine with every adapter resident; the fleet's slots with loads that take no time), per point: SLO ≥ the peers' best ${peers.vsPeers.met} of ${peers.vsPeers.of}; SLO ≥ 0.9× the pooled bound with loads ≤ 0.3 s ${peers.vsPooled.met} of ${peers.vsPooled.of}; load/unload operations per served request ≤ Dynamo's min-cost-flow controller's at equal or better SLO ${peers.churn.met} of ${peers.churn.of} ([per point, with churn per policy](bench/results/README.md#issue-34-the-peers-as-they-run-and-the-bounds)). The charts draw lora-router, the best baseline at each load, the three peers, the two bounds and the oracle.`
+        ? ` Against the peers' strongest setups as they run them (${PEERS.join('; ')}) and two bounds (the fleet pooled in one engine with every adapter resident; the fleet's slots with loads that take no time), per point: SLO ≥ the peers' best ${peers.vsPeers.met} of ${peers.vsPeers.of}; SLO ≥ 0.9× the pooled bound with loads ≤ 0.3 s ${peers.vsPooled.met} of ${peers.vsPooled.of}; load/unload operations per served request ≤ Dynamo's min-cost-flow controller's at equal or better SLO ${peers.churn.met} of ${peers.churn.of}; TTFT p99 below capacity ≤ the best baseline's ${peers.p99.met} of ${peers.p99.of} ([per point, with churn per policy](bench/results/README.md#issue-34-the-peers-as-they-run-and-the-bounds)). The charts draw lora-router, the best baseline at each load, the peers' best at each load, the two bounds and the oracle.`
         : ''
-    }${run}`,
+    }`,
     '',
     table(
       ['workload', ...loadTimes.map((l) => `${ms(l)} loads`)],
@@ -168,6 +180,7 @@ const slo: Renderer = (r) => {
 /** The page's summary, part by part; SLO attainment, what users feel, leads. */
 const PARTS: Renderer[] = [
   provenance,
+  goals,
   slo,
   overhead,
   e2eLong,

@@ -24,4 +24,5 @@ export const classesPart: BenchPart = {
     json.classes = { requests: n, points };
     md.push(...classSection(points, n));
   },
+  fromResults: { key: 'classes', section: (r) => classSection(r.classes!.points, r.classes!.requests) },
 };

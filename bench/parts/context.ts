@@ -40,6 +40,16 @@ export interface BenchContext {
 export interface BenchPart {
   name: string;
   run(c: BenchContext): Promise<void>;
+  /**
+   * For a part whose section renders from its results alone: its key in results.json, its
+   * section and the files it draws, so that `--merge FILE` can take it from another run's
+   * results.json (bench/merge.ts).
+   */
+  fromResults?: {
+    key: keyof BenchResults;
+    section(r: BenchResults): string[];
+    files?(r: BenchResults): { file: string; text: string }[];
+  };
 }
 
 export const POLICIES = [P.loraRouter(), ...BASELINE_POLICIES, P.oracle];

@@ -39,16 +39,28 @@ export const overheadPart: BenchPart = {
       predictedUsPerDecision: predicted.usPerDecision,
       redisRoundTrips: trips,
     };
-    md.push(...overheadSection(rows, mem, heap), ...requestPathSection(json.overhead));
+    md.push(...overheadReport(json));
   },
+  fromResults: { key: 'overhead', section: (r) => overheadReport(r) },
 };
+
+/** The part's section of bench/results/README.md, from its results. */
+function overheadReport(r: BenchResults): string[] {
+  const o = r.overhead!;
+  return [...overheadSection(o.rows, o.memory, o.heap), ...requestPathSection(o)];
+}
 
 /** The request path's four budget figures, goal beside result (bench/goals.ts `requestPathGoals`). */
 export function requestPathSection(o: NonNullable<BenchResults['overhead']>): string[] {
   return [
     table(
       ['request path', 'goal', 'result', ''],
-      requestPathGoals(o).map((g) => [g.name, g.goal, g.result, g.met ? 'met' : '**missed**']),
+      requestPathGoals(o).map((g) => [
+        g.name,
+        g.goal,
+        g.result,
+        g.met === undefined ? 'not measured' : g.met ? 'met' : '**missed**',
+      ]),
     ),
     '',
   ];

@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { goals25Section, sloCharts } from '../des/slo-goals-25';
+import { chartFile, goals25Section, sloCharts } from '../des/slo-goals-25';
+import type { BenchResults } from '../goals';
 import { peersSection } from '../des/peers-report';
 import { SWEEP_LOAD_MS } from '../des/load-sweep';
 import { ROUTING_VARIANTS, SLO_LOADS, sloSection, sloSweep } from '../des/slo-sweep';
@@ -32,18 +33,27 @@ export const sloPart: BenchPart = {
     // Points are independent: one worker thread per core.
     const points = await sloSweep(scenario, o, log, availableParallelism());
     json.slo = { requests: n, variants: o.variants.map((x) => x.name), points };
-    md.push(...sloSection(points, json.slo.variants, n, full));
-    // Issue 25: SLO attainment against load per policy, one chart per workload and load time.
-    const charts = sloCharts(points, json.slo.variants[0]!);
-    for (const ch of charts) writeFileSync(join(c.out, ch.file), ch.svg);
-    md.push(
-      ...goals25Section(
-        points,
-        json.slo.variants[0]!,
-        json.overhead,
-        charts.map((ch) => ch.file),
-      ),
-      ...peersSection(points, json.slo.variants[0]!),
-    );
+    for (const f of sloFiles(json)) writeFileSync(join(c.out, f.file), f.text);
+    md.push(...sloReport(json));
   },
+  fromResults: { key: 'slo', section: (r) => sloReport(r), files: (r) => sloFiles(r) },
 };
+
+/** Issue 25: SLO attainment against load per policy, one chart per workload and load time. */
+function sloFiles(r: BenchResults): { file: string; text: string }[] {
+  const x = r.slo!;
+  return sloCharts(x.points, x.variants[0]!).map((ch) => ({ file: ch.file, text: ch.svg }));
+}
+
+/** The part's sections of bench/results/README.md, from its results (and the overhead part's). */
+function sloReport(r: BenchResults): string[] {
+  const x = r.slo!;
+  const router = x.variants[0]!;
+  const charts = [...new Set(x.points.map((p) => chartFile(p.workload, p.loadMs)))];
+  // The quick run has at most 1,000 requests a point, the full one 3,000.
+  return [
+    ...sloSection(x.points, x.variants, x.requests, x.requests >= 3000),
+    ...goals25Section(x.points, router, r.overhead, charts),
+    ...peersSection(x.points, router),
+  ];
+}

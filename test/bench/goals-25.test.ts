@@ -110,6 +110,13 @@ describe("issue 25's goals (bench/des/slo-goals-25.ts)", () => {
     // The router against the best baseline at each load (issue 34: the peers' best) and the oracle.
     expect(charts[0]!.svg).toContain('best baseline at each load');
     expect(charts[0]!.svg).toContain('oracle (unlimited slots)');
+    // Issue 34: the peers' best at each load, one line, where the peers ran.
+    expect(charts[0]!.svg).not.toContain("peers' best at each load");
+    const peer = (p: SloPoint) => ({
+      ...p,
+      results: [...p.results, result('Dynamo min-cost-flow placement, loads ahead', { sloAttainment: 0.7 })],
+    });
+    expect(sloCharts(ps.map(peer), 'lora-router')[0]!.svg).toContain("peers' best at each load");
   });
 });
 
