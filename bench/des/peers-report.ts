@@ -15,9 +15,9 @@ const DYNAMO_MCF = PEERS[2]!;
 /** Load and unload operations per served request, through the API and inside the engines. */
 export const opsPerServed = (r: PolicyResult) => (r.loads + r.unloads) / Math.max(1, r.completed);
 /** The same per minute, over the intervals churn was counted in. */
-const opsPerMinute = (r: PolicyResult) =>
+export const opsPerMinute = (r: PolicyResult) =>
   r.churn ? (r.churn.ops / (r.churn.ticks * r.churn.tickMs)) * 60_000 : NaN;
-const quietShare = (r: PolicyResult) => (r.churn ? r.churn.quiet / r.churn.ticks : NaN);
+export const quietShare = (r: PolicyResult) => (r.churn ? r.churn.quiet / r.churn.ticks : NaN);
 
 /** Issue 34's goals for `router` at one workload, load time and load (means over seeds). */
 export function peerGoals(g: SloPoint[], router: string) {

@@ -379,7 +379,7 @@ export const routerSchema: SchemaFields = [
   {
     prefetch_hysteresis: {
       type: 'number',
-      default: 0.5,
+      default: 1,
       between: [0, 10],
       description:
         "A copy is made only when an adapter's target (its share of demand times the fleet's slots) exceeds its copies by this many, and a copy is displaced only when its adapter stays within this many of its own target: no copy is made and dropped in turn.",
@@ -388,7 +388,7 @@ export const routerSchema: SchemaFields = [
   {
     prefetch_evict_factor: {
       type: 'number',
-      default: 4,
+      default: 8,
       between: [1, 1000],
       description:
         "A prefetch may unload an idle adapter (the usual unload path, with its guards) only when that adapter's demand times this is below the newcomer's.",
