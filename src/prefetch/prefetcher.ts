@@ -12,7 +12,7 @@ export interface PrefetchSettings {
   intervalMs: number;
   hysteresis: number;
   evictFactor: number;
-  /** Prefetch loads a minute, fleet-wide; and at most half of `coldLoadsPerMinute` when that is set. */
+  /** Prefetch loads a minute, fleet-wide; and at most a quarter of `coldLoadsPerMinute` when that is set. */
   loadsPerMinute: number;
   /** The configuration's `cold_loads_per_minute` (0: no fleet budget). */
   coldLoadsPerMinute: number;
@@ -44,8 +44,8 @@ class OverBudget extends Error {}
  * not plan twice), from the demand this process saw and the store's residency; every load goes
  * through the manager's load path (once per cold adapter, load locks, `max_loaded_adapters`, the
  * unload path's guards for a victim) and spends the cold-load budget first: prefetch's own key
- * (`loadsPerMinute`, and never more than half of `cold_loads_per_minute`) and then the fleet's, so
- * requests keep at least half of the fleet's budget in every window.
+ * (`prefetchLimit`) and then the fleet's, so requests keep at least half of the fleet's budget in
+ * every window of it.
  */
 export class Prefetcher {
   readonly demand: DemandTracker;
@@ -159,19 +159,31 @@ export class Prefetcher {
     }
   }
 
-  /** Prefetch's own window first, then the fleet's: requests keep at least half of the fleet's. */
   private async spend(s: PrefetchSettings): Promise<void> {
-    const limit =
-      s.coldLoadsPerMinute > 0
-        ? Math.min(s.loadsPerMinute, Math.floor(s.coldLoadsPerMinute / 2))
-        : s.loadsPerMinute;
-    const now = this.clock.now();
-    if (limit <= 0 || (await this.store.spendBudget(PREFETCH_BUDGET_KEY, limit, WINDOW_MS, now)) > 0)
-      throw new OverBudget();
-    if (
-      s.coldLoadsPerMinute > 0 &&
-      (await this.store.spendBudget('fleet', s.coldLoadsPerMinute, WINDOW_MS, now)) > 0
-    )
-      throw new OverBudget();
+    if (!(await spendPrefetchBudget(this.store, s, this.clock.now()))) throw new OverBudget();
   }
+}
+
+/**
+ * Prefetching's budget a minute: `loadsPerMinute`, and at most a quarter of the fleet's
+ * `cold_loads_per_minute`. Both are fixed one-minute windows that open at their first spend, so
+ * one window of the fleet's overlaps at most two of prefetching's: requests keep at least half.
+ */
+export function prefetchLimit(s: Pick<PrefetchSettings, 'loadsPerMinute' | 'coldLoadsPerMinute'>): number {
+  return s.coldLoadsPerMinute > 0
+    ? Math.min(s.loadsPerMinute, Math.floor(s.coldLoadsPerMinute / 4))
+    : s.loadsPerMinute;
+}
+
+/** Spends one prefetch load: prefetching's own window first, then the fleet's. False: refused. */
+export async function spendPrefetchBudget(
+  store: Pick<FleetStore, 'spendBudget'>,
+  s: Pick<PrefetchSettings, 'loadsPerMinute' | 'coldLoadsPerMinute'>,
+  now: number,
+): Promise<boolean> {
+  const limit = prefetchLimit(s);
+  if (limit <= 0 || (await store.spendBudget(PREFETCH_BUDGET_KEY, limit, WINDOW_MS, now)) > 0) return false;
+  return !(
+    s.coldLoadsPerMinute > 0 && (await store.spendBudget('fleet', s.coldLoadsPerMinute, WINDOW_MS, now)) > 0
+  );
 }

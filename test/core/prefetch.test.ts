@@ -6,7 +6,7 @@ import type { ResidencyState } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { DemandTracker, type AdapterDemand } from '../../src/prefetch/demand';
 import { planPrefetch, type PlannerReplica } from '../../src/prefetch/planner';
-import { Prefetcher, type PrefetchSettings } from '../../src/prefetch/prefetcher';
+import { Prefetcher, spendPrefetchBudget, type PrefetchSettings } from '../../src/prefetch/prefetcher';
 
 const R1 = 'http://r1:8000';
 const R2 = 'http://r2:8000';
@@ -217,14 +217,31 @@ describe('Prefetcher', () => {
     expect(p.stats).toMatchObject({ loaded: 1, overBudget: 0 });
   });
 
-  it('spends its own budget, never more than half of the fleet’s cold loads a minute', async () => {
+  it('leaves requests half of every window of the fleet’s budget, however the windows fall', async () => {
+    // cold_loads_per_minute 4. A request opens the fleet's window at -10 s; prefetching's opens
+    // at 0; the next fleet window opens at 50.001 s by a request, and prefetching tries every
+    // second from 55 s: late in its first window and early in its second, both in that fleet window.
+    const store = new MemoryFleetStore();
+    const s = { loadsPerMinute: 100, coldLoadsPerMinute: 4 };
+    const request = async (t: number) => (await store.spendBudget('fleet', 4, 60_000, t)) === 0;
+    expect(await request(-10_000)).toBe(true);
+    const granted: number[] = [];
+    if (await spendPrefetchBudget(store, s, 0)) granted.push(0);
+    expect(await request(50_001)).toBe(true);
+    for (let t = 55_000; t <= 100_000; t += 1000) if (await spendPrefetchBudget(store, s, t)) granted.push(t);
+    expect(granted.filter((t) => t >= 50_001 && t < 110_001).length).toBeLessThanOrEqual(2);
+    // Requests still get two more loads (with the request that opened it, half of 4) in that window.
+    expect([await request(100_000), await request(100_001)]).toEqual([true, true]);
+  });
+
+  it('spends its own budget, never more than a quarter of the fleet’s cold loads a minute', async () => {
     const { api, node, tick, clock } = await fleet();
     const p = node();
-    p.configure({ ...on, coldLoadsPerMinute: 2, loadsPerMinute: 10 });
+    p.configure({ ...on, coldLoadsPerMinute: 4, loadsPerMinute: 10 });
     p.observe({ name: 'a', path: '/a/a' }, URLS, 0);
     p.observe({ name: 'b', path: '/a/b' }, URLS, 0);
     await tick(p);
-    // Two loads planned (one a replica), one granted: half of 2 a minute.
+    // Two loads planned (one a replica), one granted: a quarter of 4 a minute.
     expect(api.calls).toHaveLength(1);
     expect(p.stats.overBudget).toBe(1);
     await clock.run(clock.now() + 1000);
