@@ -21,6 +21,7 @@ import { sweepPart } from './parts/sweep';
 import { classesPart } from './parts/classes';
 import { tokensPart } from './parts/tokens';
 import { prefillPart } from './parts/prefill';
+import { prefetchPart } from './parts/prefetch';
 import { unloadPart } from './parts/unload';
 import { variantsPart } from './parts/variants';
 import { BENCH_PAGE, withBenchSections } from './readme';
@@ -35,9 +36,10 @@ const HELP = `Usage: npm run bench [-- options]
   --workload NAME    conversation (the trace), bursty (prefill-heavy bursts), long (long-context
                      chat) or shared-prefix (system prompts, multi-turn) for every part but slo
                      (default conversation)
-  --workloads LIST   the workloads of the slo part (default conversation,bursty,long)
+  --workloads LIST   the workloads of the slo and prefetch parts (default conversation,bursty,long;
+                     prefetch: bursty,conversation,long)
   --only PARTS       comma list of overhead, quality, slo, nodes, sweep, loadtime, unload, variants,
-                     e2e, e2e-long, tokens, classes, prefill (default all), or exits (1,000,000 refused requests: heap per exit;
+                     e2e, e2e-long, tokens, classes, prefill, prefetch (default all), or exits (1,000,000 refused requests: heap per exit;
                      only when named)
   --seeds LIST       comma list (default 1,2,3)
   --alphas LIST      Zipf exponents for the variants part (0 = uniform; default quick 1,0.8, full 0.8,1,1.2,0)
@@ -73,6 +75,7 @@ const PARTS: BenchPart[] = [
   tokensPart,
   classesPart,
   prefillPart,
+  prefetchPart,
 ];
 
 async function main(): Promise<void> {

@@ -17,6 +17,7 @@ import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
 import type { ExitRun } from '../harness/kong/exits';
 import type { SloPoint } from './des/slo-sweep';
 import type { ClassPoint } from './des/slo-classes';
+import type { PrefetchResults } from './des/prefetch';
 import { defaultLoadCost, loadMs } from '../sim/engine/load-cost';
 import { fmtPct, mean, ms } from './report';
 import type { PartRun } from './merge';
@@ -136,6 +137,8 @@ export interface BenchResults {
   classes?: { requests: number; points: ClassPoint[] };
   /** The TTFT prediction's error with prefix caching, prompt- against computed-token learning (issue 32). */
   prefill?: PrefillRun;
+  /** Issue 34: placement ahead of demand, with and without `prefetch`. */
+  prefetch?: PrefetchResults;
 }
 
 /** JSON has no Infinity (a p99 with refusals counted) or NaN: they are written as strings. */

@@ -13,6 +13,7 @@ import { RedisFleetStore } from './fleet/redis/redis-store';
 import { DEFAULT_UNHEALTHY_TIMEOUTS } from './config/poller-schema';
 import type { LeaseHandle } from './lease';
 import { Poller } from './fleet/poller';
+import { Prefetcher } from './prefetch/prefetcher';
 import { replicaSaturations, type SaturationPolicy } from './fleet/saturation';
 import type { FleetStore } from './fleet/store';
 import type { ReplicaView } from './fleet/types';
@@ -52,6 +53,8 @@ export class FleetRuntime {
   readonly manager: AdapterManager;
   readonly poller: Poller;
   readonly metrics: RouterMetrics;
+  /** Placement ahead of demand (`prefetch`): ticks after the poller's rounds. */
+  readonly prefetcher: Prefetcher;
   /** Decayed request frequency per adapter, for value-based eviction and placement. */
   readonly adapterStats = new AdapterStats();
   /**
@@ -139,6 +142,15 @@ export class FleetRuntime {
       this.random,
       this.log,
     );
+    this.prefetcher = new Prefetcher(
+      this.store,
+      this.manager,
+      this.clock,
+      this.log,
+      (url) => this.replicas.get(url)?.limit,
+    );
+    // After a round the residency it plans on is fresh; it plans once its interval has passed.
+    this.poller.addRoundListener(() => void this.prefetcher.maybeTick());
     // Over HTTP, each replica's preflight check once, when the poller first meets it.
     if (this.api instanceof HttpReplicaApi) {
       const http = this.api.http;
@@ -418,6 +430,8 @@ export class FleetRuntime {
     for (const [key, m] of this.managed.entries()) if (!next.managed.has(key)) next.registerManaged(key, m);
     for (const [url, r] of this.replicas) if (!next.replicas.has(url)) next.registerReplica(url, r);
     for (const [k, n] of this.names.entries()) if (!next.names.has(k)) next.registerNames(k, n);
+    if (this.prefetcher.settings && !next.prefetcher.settings)
+      next.prefetcher.configure(this.prefetcher.settings);
     for (const [k, p] of this.pollingSettings.entries())
       if (!next.pollingSettings.has(k)) next.registerPolling(k, p);
   }

@@ -15,9 +15,9 @@ const DYNAMO_MCF = PEERS[2]!;
 /** Load and unload operations per served request, through the API and inside the engines. */
 export const opsPerServed = (r: PolicyResult) => (r.loads + r.unloads) / Math.max(1, r.completed);
 /** The same per minute, over the intervals churn was counted in. */
-const opsPerMinute = (r: PolicyResult) =>
+export const opsPerMinute = (r: PolicyResult) =>
   r.churn ? (r.churn.ops / (r.churn.ticks * r.churn.tickMs)) * 60_000 : NaN;
-const quietShare = (r: PolicyResult) => (r.churn ? r.churn.quiet / r.churn.ticks : NaN);
+export const quietShare = (r: PolicyResult) => (r.churn ? r.churn.quiet / r.churn.ticks : NaN);
 
 /** A goal at one point: the figure, its bound, whether it holds, and what stands in the way if not. */
 export interface PeerGoal {

@@ -33,6 +33,11 @@ export interface AdapterPolicy {
    * server at 60 s): every wait, scrape, unload, load and retry of this call ends by then.
    */
   deadline?: number;
+  /**
+   * Which idle residents this call may unload for room (default: any). A prefetch narrows it to
+   * adapters far colder than its own; every guard of the unload path still applies.
+   */
+  mayEvict?: (name: string) => boolean;
 }
 
 export type EnsureOutcome =
@@ -363,7 +368,8 @@ export class AdapterManager {
       // adopts what the replica holds unseen.
       this.unknownNames.check(url, name, policy);
       // Tried even with no queue time left (a 0 wait), as long as the access phase has time.
-      if (await this.idleUnload.evictOne(url, occupying, policy, victimCost, name, end(policy))) continue;
+      const victims = policy.mayEvict ? occupying.filter((r) => policy.mayEvict!(r.name)) : occupying;
+      if (await this.idleUnload.evictOne(url, victims, policy, victimCost, name, end(policy))) continue;
       if (this.clock.now() >= deadline) {
         throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
       }

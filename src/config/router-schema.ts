@@ -351,6 +351,59 @@ export const routerSchema: SchemaFields = [
     },
   },
   {
+    prefetch: {
+      type: 'boolean',
+      default: false,
+      description:
+        'Placement ahead of demand: every `prefetch_interval_ms` one Kong node of the fleet loads the adapters requests ask for most into free slots of idle replicas (nothing waiting), copies in proportion to demand, through the usual load path and the cold-load budget. See docs/routing.md.',
+    },
+  },
+  {
+    prefetch_half_life_ms: {
+      type: 'integer',
+      default: 60000,
+      between: [1000, 3600000],
+      description:
+        "Half-life of the decayed request counts that measure each adapter's demand (a fixed number of adapters is tracked per node).",
+    },
+  },
+  {
+    prefetch_interval_ms: {
+      type: 'integer',
+      default: 5000,
+      between: [500, 600000],
+      description:
+        "How often prefetching plans, on the poller's timer (fleet-wide: one node plans a window).",
+    },
+  },
+  {
+    prefetch_hysteresis: {
+      type: 'number',
+      default: 1,
+      between: [0, 10],
+      description:
+        "A copy is made only when an adapter's target (its share of demand times the fleet's slots) exceeds its copies by this many, and a copy is displaced only when its adapter stays within this many of its own target: no copy is made and dropped in turn.",
+    },
+  },
+  {
+    prefetch_evict_factor: {
+      type: 'number',
+      default: 8,
+      between: [1, 1000],
+      description:
+        "A prefetch may unload an idle adapter (the usual unload path, with its guards) only when that adapter's demand times this is below the newcomer's.",
+    },
+  },
+  {
+    prefetch_loads_per_minute: {
+      type: 'integer',
+      default: 30,
+      between: [0, 1000000],
+      description:
+        'Prefetch loads the fleet may start per minute; never more than a quarter of `cold_loads_per_minute` when that is set, so requests keep at least half of every minute of that budget. Each also counts against `cold_loads_per_minute`.',
+    },
+  },
+  {
     decision_headers: {
       type: 'boolean',
       default: false,
@@ -410,6 +463,12 @@ export interface RouterConfig {
   room_wait: 'anywhere' | 'replica' | 'escalate';
   replica_wait_ms: number;
   picker: 'p2c' | 'max-score';
+  prefetch: boolean;
+  prefetch_half_life_ms: number;
+  prefetch_interval_ms: number;
+  prefetch_hysteresis: number;
+  prefetch_evict_factor: number;
+  prefetch_loads_per_minute: number;
   decision_headers: boolean;
   redis: RedisConfig;
 }

@@ -69,6 +69,8 @@ export class Poller {
   private readonly pollListeners: ((url: string, ok: boolean, ms: number) => void)[] = [];
   /** Told how many leases a round reclaimed by age (metrics). */
   private readonly expiryListeners: ((count: number) => void)[] = [];
+  /** Told after each timed round over every replica (prefetching). */
+  private readonly roundListeners: (() => void)[] = [];
 
   constructor(
     private readonly store: FleetStore,
@@ -99,6 +101,11 @@ export class Poller {
   /** Adds a listener told how many leases a round reclaimed; the others keep theirs. */
   addExpiryListener(fn: (count: number) => void): void {
     this.expiryListeners.push(fn);
+  }
+
+  /** Adds a listener told after each timed round; the others keep theirs. */
+  addRoundListener(fn: () => void): void {
+    this.roundListeners.push(fn);
   }
 
   get running(): boolean {
@@ -164,7 +171,11 @@ export class Poller {
       if (!this.cancel) return;
       // The next round is timed from this one's start: a slow replica does not slow the rest.
       this.schedule();
-      this.pollAll().catch((err: Error) => this.log.error(`poll round failed: ${err.message}`));
+      this.pollAll()
+        .then(() => {
+          for (const fn of this.roundListeners) fn();
+        })
+        .catch((err: Error) => this.log.error(`poll round failed: ${err.message}`));
     });
   }
 

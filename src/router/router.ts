@@ -178,6 +178,17 @@ export class RouterService {
         leaseMaxAgeMs: config.lease_max_age_ms,
       });
     claimReplicas(rt, this.urls);
+    // The latest configuration registered sets prefetching for the runtime (as replicas' limits).
+    rt.prefetcher.configure({
+      enabled: config.prefetch,
+      halfLifeMs: config.prefetch_half_life_ms,
+      intervalMs: config.prefetch_interval_ms,
+      hysteresis: config.prefetch_hysteresis,
+      evictFactor: config.prefetch_evict_factor,
+      loadsPerMinute: config.prefetch_loads_per_minute,
+      coldLoadsPerMinute: config.cold_loads_per_minute,
+      staleAfterMs: config.stale_after_ms,
+    });
     rt.work.configure(config.prefill_tokens_per_second);
     if (config.saturation_mode === 'predicted') rt.predictsWork = true;
     this.ready = Promise.all(this.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
@@ -266,6 +277,9 @@ export class RouterService {
     const ctx: SchedulingContext = { now: rt.clock.now(), policy: this.policy, random: rt.random };
     // Decayed frequencies are read only by `eviction: value`.
     if (adapter && this.config.eviction === 'value') rt.adapterStats.observe(adapter.name, ctx.now);
+    // Demand for placement ahead of it (`prefetch`): loads only ever bring on-demand adapters.
+    if (resolved.kind === 'on-demand' && this.config.prefetch)
+      rt.prefetcher.observe(resolved.adapter, this.urls, ctx.now);
     // Where this adapter's last request went: the lease is taken there with the views (one
     // round trip to a shared store) and kept if the decision goes there again.
     const leaseAdapter = resolved.kind === 'base' ? null : resolved.adapter.name;

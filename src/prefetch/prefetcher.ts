@@ -1,0 +1,189 @@
+import type { Clock } from '../clock';
+import type { AdapterManager, AdapterPolicy } from '../adapters/manager';
+import type { FleetStore } from '../fleet/store';
+import type { Logger } from '../log';
+import { DemandTracker } from './demand';
+import { planPrefetch, type PlannerReplica, type PrefetchLoad } from './planner';
+
+/** A router configuration's prefetch settings (router-schema.ts `prefetch_*`). */
+export interface PrefetchSettings {
+  enabled: boolean;
+  halfLifeMs: number;
+  intervalMs: number;
+  hysteresis: number;
+  evictFactor: number;
+  /** Prefetch loads a minute, fleet-wide; and at most a quarter of `coldLoadsPerMinute` when that is set. */
+  loadsPerMinute: number;
+  /** The configuration's `cold_loads_per_minute` (0: no fleet budget). */
+  coldLoadsPerMinute: number;
+  /** A snapshot older than this is not planned on (`stale_after_ms`). */
+  staleAfterMs: number;
+}
+
+export interface PrefetchStats {
+  ticks: number;
+  /** Loads planned and started, those that ended with the adapter resident, and those refused. */
+  planned: number;
+  loaded: number;
+  failed: number;
+  /** Loads the budget refused (the tick stops at the first). */
+  overBudget: number;
+}
+
+/** Fixed-window budget keys in the fleet store (shared by every node on one state). */
+const WINDOW_MS = 60_000;
+export const PREFETCH_BUDGET_KEY = 'prefetch';
+const TICK_KEY = 'prefetch-tick';
+
+/** Raised by the budget check inside the manager's `beforeLoad`: no load was started. */
+class OverBudget extends Error {}
+
+/**
+ * Loads hot adapters ahead of demand, one tick every `intervalMs` (driven by the poller's timer).
+ * Each tick, one node of the fleet plans (a fixed-window token in the store: concurrent nodes do
+ * not plan twice), from the demand this process saw and the store's residency; every load goes
+ * through the manager's load path (once per cold adapter, load locks, `max_loaded_adapters`, the
+ * unload path's guards for a victim) and spends the cold-load budget first: prefetch's own key
+ * (`prefetchLimit`) and then the fleet's, so requests keep at least half of the fleet's budget in
+ * every window of it.
+ */
+export class Prefetcher {
+  readonly demand: DemandTracker;
+  readonly stats: PrefetchStats = { ticks: 0, planned: 0, loaded: 0, failed: 0, overBudget: 0 };
+  settings: PrefetchSettings | null = null;
+  private lastTick = -Infinity;
+  private running = false;
+
+  constructor(
+    private readonly store: FleetStore,
+    private readonly manager: AdapterManager,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    /** The adapter policy of the configuration routing to a replica, if one does. */
+    private readonly policyOf: (url: string) => AdapterPolicy | undefined,
+    halfLifeMs = 60_000,
+  ) {
+    this.demand = new DemandTracker(halfLifeMs);
+  }
+
+  /** Turns prefetching on or off with a configuration's settings (the latest registered wins). */
+  configure(settings: PrefetchSettings): void {
+    this.settings = settings;
+    this.demand.halfLifeMs = settings.halfLifeMs;
+  }
+
+  /** A request asked for an on-demand adapter (the access phase; synchronous and O(1) when tracked). */
+  observe(adapter: { name: string; path?: string }, urls: readonly string[], now: number): void {
+    if (this.settings?.enabled) this.demand.observe(adapter, urls, now);
+  }
+
+  /** Runs a tick if one is due and none is under way; the poller calls it after each round. */
+  maybeTick(): Promise<void> {
+    const s = this.settings;
+    const now = this.clock.now();
+    if (!s?.enabled || this.running || now - this.lastTick < s.intervalMs) return Promise.resolve();
+    this.lastTick = now;
+    this.running = true;
+    return this.tick(s)
+      .catch((err: Error) => this.log.warn(`prefetch tick failed: ${err.message}`))
+      .finally(() => (this.running = false));
+  }
+
+  private async tick(s: PrefetchSettings): Promise<void> {
+    const now = this.clock.now();
+    const demand = this.demand.snapshot(now);
+    if (demand.length === 0) return;
+    // One planner a window across the nodes sharing the store.
+    if ((await this.store.spendBudget(TICK_KEY, 1, s.intervalMs, now)) > 0) return;
+    this.stats.ticks++;
+    const urls = [...new Set(demand.flatMap((d) => d.demand.urls))];
+    const views = await this.store.views(urls, undefined, true);
+    const replicas: PlannerReplica[] = [];
+    for (const v of views) {
+      const policy = this.policyOf(v.url);
+      if (!policy) continue;
+      replicas.push({
+        url: v.url,
+        maxLoadedAdapters: policy.maxLoadedAdapters,
+        available:
+          v.health === 'up' &&
+          v.snapshotAt !== null &&
+          now - v.snapshotAt <= s.staleAfterMs &&
+          v.waiting === 0 &&
+          v.backend === 'vllm',
+        residents: v.residents ?? [],
+        isStatic: policy.isStatic,
+      });
+    }
+    const plan = planPrefetch(demand, replicas, {
+      hysteresis: s.hysteresis,
+      evictFactor: s.evictFactor,
+      maxLoads: replicas.length,
+    });
+    const count = new Map(demand.map((d) => [d.demand.adapter.name, d.count]));
+    // One load a replica, in parallel; the budget is spent just before each load starts.
+    await Promise.all(plan.map((p) => this.load(p, s, count)));
+  }
+
+  private async load(p: PrefetchLoad, s: PrefetchSettings, count: Map<string, number>): Promise<void> {
+    const policy = this.policyOf(p.url);
+    if (!policy) return;
+    const victims = new Set(p.victims);
+    this.stats.planned++;
+    try {
+      const outcome = await this.manager.ensure(
+        p.url,
+        p.adapter,
+        {
+          ...policy,
+          // Never waits for room: a slot free now, or an allowed idle victim now, or nothing.
+          queueTimeoutMs: 0,
+          deadline: this.clock.now() + policy.loadTimeoutMs + 1000,
+          mayEvict: (name) => victims.has(name),
+        },
+        (v) => count.get(v.name) ?? 0,
+        () => this.spend(s),
+      );
+      if (outcome === 'loaded') {
+        this.stats.loaded++;
+        this.log.info(
+          `prefetched adapter '${p.adapter.name}' on ${p.url} (target ${p.target.toFixed(2)} copies, had ${p.copies})`,
+        );
+      }
+    } catch (err) {
+      if (err instanceof OverBudget) this.stats.overBudget++;
+      else {
+        this.stats.failed++;
+        this.log.info(`prefetch of '${p.adapter.name}' on ${p.url} not made: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  private async spend(s: PrefetchSettings): Promise<void> {
+    if (!(await spendPrefetchBudget(this.store, s, this.clock.now()))) throw new OverBudget();
+  }
+}
+
+/**
+ * Prefetching's budget a minute: `loadsPerMinute`, and at most a quarter of the fleet's
+ * `cold_loads_per_minute`. Both are fixed one-minute windows that open at their first spend, so
+ * one window of the fleet's overlaps at most two of prefetching's: requests keep at least half.
+ */
+export function prefetchLimit(s: Pick<PrefetchSettings, 'loadsPerMinute' | 'coldLoadsPerMinute'>): number {
+  return s.coldLoadsPerMinute > 0
+    ? Math.min(s.loadsPerMinute, Math.floor(s.coldLoadsPerMinute / 4))
+    : s.loadsPerMinute;
+}
+
+/** Spends one prefetch load: prefetching's own window first, then the fleet's. False: refused. */
+export async function spendPrefetchBudget(
+  store: Pick<FleetStore, 'spendBudget'>,
+  s: Pick<PrefetchSettings, 'loadsPerMinute' | 'coldLoadsPerMinute'>,
+  now: number,
+): Promise<boolean> {
+  const limit = prefetchLimit(s);
+  if (limit <= 0 || (await store.spendBudget(PREFETCH_BUDGET_KEY, limit, WINDOW_MS, now)) > 0) return false;
+  return !(
+    s.coldLoadsPerMinute > 0 && (await store.spendBudget('fleet', s.coldLoadsPerMinute, WINDOW_MS, now)) > 0
+  );
+}
