@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -9,7 +9,7 @@ import { MemoryFleetStore } from '../src/fleet/memory-store';
 import { seededRandom } from '../src/random';
 import { defaultWeights, pipelineFor, SchedulingPipeline } from '../src/scheduler/pipeline';
 import { prefixScorer } from '../src/scheduler/scorers/prefix';
-import type { Candidate, SchedulingContext } from '../src/scheduler/types';
+import type { Candidate, Decision, SchedulingContext } from '../src/scheduler/types';
 import { LoadTimes } from '../src/work/load-times';
 import { predictTtft } from '../src/work/predict';
 import { WorkModel } from '../src/work/work-model';
@@ -117,6 +117,50 @@ export async function measureOverhead(
   }
 }
 
+/**
+ * CPU time the plugin server spends on one access + log event pair at `bytes` of body, lora-router
+ * (adapter resident) against the no-op plugin, µs: its process's user + system time over `n`
+ * requests of each (interleaved in blocks, after a warm-up), from /proc. Counted rather than
+ * timed: the driver's and other processes' time do not enter it. bench/profile-decision.ts.
+ */
+export async function pluginServerCpu(
+  n: number,
+  bytes = 1024,
+): Promise<{ routerUs: number; noopUs: number }> {
+  const { fleet, driver, url, close, server } = await benchBed();
+  try {
+    const router = await driver.startInstance('lora-router', {
+      replicas: [{ url: fleet.urls[0] }],
+      base_model: 'base',
+      max_loaded_adapters: 4,
+    });
+    const noop = await driver.startInstance('lora-noop', { host: url.hostname, port: Number(url.port) });
+    const body = chatBody(bytes);
+    const pid = server.child.pid!;
+    // utime + stime of the server process, clock ticks (100 a second on Linux).
+    const ticks = () => {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return Number(f[11]) + Number(f[12]);
+    };
+    for (let i = 0; i < 500; i++) {
+      await timedRequest(driver, router.Id, body);
+      await timedRequest(driver, noop.Id, body);
+    }
+    const spent = { [router.Id]: 0, [noop.Id]: 0 };
+    const block = 500;
+    for (let done = 0; done < n; done += block)
+      for (const id of [router.Id, noop.Id]) {
+        const t0 = ticks();
+        for (let i = 0; i < block; i++) await timedRequest(driver, id, body);
+        spent[id]! += ticks() - t0;
+      }
+    const us = (t: number) => (t * 10_000) / (Math.ceil(n / block) * block);
+    return { routerUs: us(spent[router.Id]!), noopUs: us(spent[noop.Id]!) };
+  } finally {
+    await close();
+  }
+}
+
 /** Median and p99 of access + log, and the median of access alone (what a client waits for), ms. */
 export interface CostStats {
   p50: number;
@@ -201,7 +245,7 @@ async function benchBed() {
     await fleet.stop();
     rmSync(dir, { recursive: true, force: true });
   };
-  return { fleet, driver, url: new URL(fleet.urls[0]!), close };
+  return { fleet, driver, url: new URL(fleet.urls[0]!), close, server };
 }
 
 /** One request's access and log events as Kong sends them (status 200), timed; fails on an exit. */
@@ -260,6 +304,29 @@ export async function fleetAtScale(
   adapters: number,
   saturationMode: 'count' | 'predicted' = 'count',
 ): Promise<{ mb: number; perEntryBytes: number; usPerDecision: number }> {
+  const bed = await decisionBed(replicas, adapters, saturationMode);
+  // Timed once warm: the first decisions after building the store pay for compiling the code
+  // and collecting the build's garbage (about 2.5x a steady decision), which a running node does not.
+  const warm = 1000;
+  for (let i = 0; i < warm; i++) await bed.decide(i);
+  const n = 2000;
+  const t0 = performance.now();
+  for (let i = warm; i < warm + n; i++) await bed.decide(i);
+  const usPerDecision = ((performance.now() - t0) * 1000) / n;
+  return { mb: bed.mb, perEntryBytes: bed.perEntryBytes, usPerDecision };
+}
+
+/**
+ * The fleet of `fleetAtScale` (every replica holding every adapter, fresh snapshots) and one
+ * decision on it, the i-th adapter's: the store's views, then the scheduling pipeline (with
+ * `predicted`, every replica with 16 requests of ours in flight). Shared with
+ * bench/profile-decision.ts, which counts what a decision costs in instructions.
+ */
+export async function decisionBed(
+  replicas: number,
+  adapters: number,
+  saturationMode: 'count' | 'predicted',
+): Promise<{ mb: number; perEntryBytes: number; decide: (i: number) => Promise<Decision | null> }> {
   // Heap and typed-array memory alike (the store keeps timestamps in typed arrays).
   const memoryMb = () => heapMb() + process.memoryUsage().arrayBuffers / 1024 / 1024;
   // A real clock's milliseconds: not small integers, which V8 stores more cheaply than doubles.
@@ -309,9 +376,7 @@ export async function fleetAtScale(
       for (let k = 0; k < 16; k++)
         work.admit({ id: `${r}-${k}`, url, promptTokens: 3000 + 100 * k, maxTokens: 300, at });
     });
-  const n = 2000;
-  const t0 = performance.now();
-  for (let i = 0; i < n; i++) {
+  const decide = async (i: number) => {
     const adapter = { name: `adapter-${i % adapters}` };
     if (predicted) {
       const req = {
@@ -327,21 +392,23 @@ export async function fleetAtScale(
         c.loadMs = p.loadMs;
       };
     }
-    pipeline.schedule({ kind: 'on-demand', adapter }, await store.views(urls, adapter), ctx);
-  }
-  const usPerDecision = ((performance.now() - t0) * 1000) / n;
+    return pipeline.schedule({ kind: 'on-demand', adapter }, await store.views(urls, adapter), ctx);
+  };
   return {
     mb: after - before,
     perEntryBytes: ((after - before) * 1024 * 1024) / (replicas * adapters),
-    usPerDecision,
+    decide,
   };
 }
 
-/** Heap after N routing decisions (resident adapters, in-process, no network): leaks show as growth. */
-export async function decisionHeap(
-  checkpoints: number[],
-  log: (s: string) => void,
-): Promise<{ decisions: number; heapMb: number; usPerDecision: number }[]> {
+/**
+ * In-process route + release on 8 replicas holding 16 adapters (resident, fresh): the i-th
+ * request names the (i mod 16)-th adapter. Shared with bench/profile-decision.ts.
+ */
+export async function routeBed(): Promise<{
+  routeRelease: (i: number) => Promise<string>;
+  stop: () => void;
+}> {
   const rt = new FleetRuntime({
     api: new StaticApi(16),
     log: silentLogger,
@@ -361,16 +428,27 @@ export async function decisionHeap(
   const bodies = Array.from({ length: 16 }, (_, i) =>
     Buffer.from(`{"model":"a${i}","messages":[{"role":"user","content":"hello ${i}"}]}`),
   );
+  const routeRelease = async (i: number) => {
+    const r = await svc.route({ path: '/v1/chat/completions', body: bodies[i % 16]! });
+    if (r.kind !== 'proxy') throw new Error(`decision ${i}: ${JSON.stringify(r.body)}`);
+    await svc.finish(r.leaseId, 200);
+    return r.url;
+  };
+  return { routeRelease, stop: () => rt.stop() };
+}
+
+/** Heap after N routing decisions (resident adapters, in-process, no network): leaks show as growth. */
+export async function decisionHeap(
+  checkpoints: number[],
+  log: (s: string) => void,
+): Promise<{ decisions: number; heapMb: number; usPerDecision: number }[]> {
+  const bed = await routeBed();
   const out: { decisions: number; heapMb: number; usPerDecision: number }[] = [];
   let done = 0;
   for (const target of checkpoints) {
     const t0 = performance.now();
     const start = done;
-    for (; done < target; done++) {
-      const r = await svc.route({ path: '/v1/chat/completions', body: bodies[done % 16]! });
-      if (r.kind !== 'proxy') throw new Error(`decision ${done}: ${JSON.stringify(r.body)}`);
-      await svc.finish(r.leaseId, 200);
-    }
+    for (; done < target; done++) await bed.routeRelease(done);
     const us = ((performance.now() - t0) * 1000) / (done - start);
     const heap = heapMb();
     out.push({ decisions: done, heapMb: heap, usPerDecision: us });
@@ -378,7 +456,7 @@ export async function decisionHeap(
       `  ${done.toLocaleString('en-US')} decisions: heap ${heap.toFixed(1)} MB, ${us.toFixed(1)} µs per decision`,
     );
   }
-  rt.stop();
+  bed.stop();
   return out;
 }
 

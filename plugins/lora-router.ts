@@ -28,12 +28,15 @@ const CTX_KEY = 'lora_router';
 class LoraRouterPlugin {
   private readonly service: RouterService | null = null;
   private readonly configError: RouterError | null = null;
+  /** `consumer_slo_class` names any consumer: classes then read the consumer (decided once, not per request). */
+  private readonly perConsumer: boolean = false;
 
   constructor(config: unknown) {
     try {
       const c = parseRouterConfig(config, warnDeprecated);
       for (const w of routerConfigWarnings(c)) warnConfig(w);
       this.service = new RouterService(c, sharedRuntime(c.redis));
+      this.perConsumer = Object.keys(c.consumer_slo_class).length > 0;
     } catch (err) {
       // Kong validated the schema; what is left (a bad regex...) is answered on each request.
       this.configError = errors.misconfigured((err as Error).message);
@@ -60,7 +63,7 @@ class LoraRouterPlugin {
     let once: Promise<Consumer | null> | undefined;
     const consumerOf = () => (once ??= kong.client.getConsumer() as Promise<Consumer | null>);
     const consumer = async () => (await consumerOf())?.id ?? undefined;
-    const perConsumer = Object.keys(this.service.config.consumer_slo_class).length > 0;
+    const perConsumer = this.perConsumer;
     // `slo_classes`: the objective headers in one PDK call (plus the consumer when classes are per consumer).
     const slo = async (): Promise<SloHints> => {
       const h = (await kong.request.getHeaders()) as Record<string, string | string[] | undefined>;

@@ -4,7 +4,7 @@ import type { AdapterPolicy } from '../adapters/manager';
 import { sleep } from '../clock';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
-import type { AdapterRef, ReplicaSpec, ReplicaView, ResidencyState, ResidentAdapter } from '../fleet/types';
+import type { AdapterRef, ReplicaSpec, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { samePath } from '../fleet/replica-record';
 import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
@@ -12,18 +12,18 @@ import { claimReplicas } from '../runtime-registry';
 import { isHolder, pipelineFor, SchedulingPipeline } from '../scheduler/pipeline';
 import { PrefixIndex } from '../scheduler/prefix-index';
 import type { Decision, SchedulingContext, SchedulingPolicy, Stage } from '../scheduler/types';
+import { estimateTokens, type TokenEstimate } from '../work/estimate';
+import { DEFAULT_MAX_TOKENS } from '../work/work-model';
 import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
 import { answerModels, checkContext, checkPath } from './direct-answers';
+import { giveBack, LastReplicas, takeLease, type GuessedLease } from './guessed-lease';
 import { releaseLease } from './log-phase';
 import { Placement } from './placement';
+import { predictFor } from './prediction';
+import { llamaBody, targetOf } from './proxied-request';
 import { parseBody, promptText, type ParsedBody } from './request';
 import { RoomWait } from './room-wait';
 import { HeldClasses, SloClasses, type SloHints } from './slo-class';
-
-import { loadCost } from '../scheduler/victims';
-import { CHARS_PER_TOKEN, estimateTokens, type TokenEstimate } from '../work/estimate';
-import { predictTtft } from '../work/predict';
-import { DEFAULT_MAX_TOKENS } from '../work/work-model';
 
 export interface RouteRequest {
   path: string;
@@ -66,17 +66,6 @@ export type RouteOutcome =
 
 /** The prefix index's reach: its 32 blocks of 256 characters (src/scheduler/prefix-index.ts). */
 const PROMPT_CHARS = 8192;
-/** Adapters whose last replica is remembered (the one guess a request's lease is taken on). */
-const LAST_REPLICAS = 4096;
-
-/**
- * A lease taken with the views, on the replica the adapter's last request went to, before the
- * decision: used if the decision goes there, else given back as the decision is known.
- */
-interface GuessedLease {
-  held?: { lease: LeaseHandle; state: ResidencyState | undefined };
-  givingBack?: Promise<unknown>;
-}
 const INTERNAL_LOG_EVERY_MS = 10_000;
 
 /**
@@ -101,8 +90,8 @@ export class RouterService {
   private readonly held = new HeldClasses();
   /** Which replica served each prompt prefix last: the prefix scorer's, shared by both pipelines and the prediction. */
   private readonly prefixIndex = new PrefixIndex();
-  /** Per adapter ('' the base model): the replica its last request was admitted on. */
-  private readonly lastReplica = new Map<string, string>();
+  /** Per adapter: the replica its last request was admitted on (the next one's guessed lease). */
+  private readonly lastReplica = new LastReplicas();
   /** Per error code: when its detail was last logged, and how many were not since. */
   private readonly internalLogged = new Map<string, { at: number; suppressed: number }>();
 
@@ -284,7 +273,7 @@ export class RouterService {
     // round trip to a shared store) and kept if the decision goes there again.
     const leaseAdapter = resolved.kind === 'base' ? null : resolved.adapter.name;
     // In process there is no round trip to save: no guess.
-    const last = rt.store.mode?.() === 'redis' ? this.lastReplica.get(leaseAdapter ?? '') : undefined;
+    const last = rt.store.mode?.() === 'redis' ? this.lastReplica.get(leaseAdapter) : undefined;
     const guess: GuessedLease = {};
     let first: ReplicaView[];
     if (last !== undefined) {
@@ -295,7 +284,7 @@ export class RouterService {
     try {
       return await this.decideOn(rt, req, wait, { parsed, tokens, resolved, adapter, ctx, guess, first });
     } finally {
-      this.giveBack(rt, guess);
+      giveBack(rt, guess);
       await guess.givingBack;
     }
   }
@@ -327,7 +316,7 @@ export class RouterService {
     // Only the prefix index reads the prompt: the scorer, and the prediction's prefix credit.
     const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
     if (tokens && this.config.saturation_mode === 'predicted')
-      this.predictFor(rt, ctx, tokens, resolved, prompt, adapter?.name);
+      predictFor(rt, ctx, tokens, resolved, prompt, adapter?.name, this.prefixIndex, this.config);
     // A request spends the cold-load budget once, however often escalation sends it to ensure.
     let spent = false;
     const spend = async () => {
@@ -340,7 +329,7 @@ export class RouterService {
     if (contextTokens !== undefined) ctx.contextOf = (url) => rt.poller.maxModelLen.get(url);
     // The guessed lease goes back as soon as a decision goes elsewhere (before any wait for room).
     const decided = (url: string) => {
-      if (guess.held && guess.held.lease.lease.url !== url) this.giveBack(rt, guess);
+      if (guess.held && guess.held.lease.lease.url !== url) giveBack(rt, guess);
     };
     try {
       return await this.placement.place(
@@ -364,88 +353,9 @@ export class RouterService {
     }
   }
 
-  /** Gives the guessed lease back, unused (its release under way in `givingBack`). */
-  private giveBack(rt: FleetRuntime, guess: GuessedLease): void {
-    const held = guess.held;
-    if (!held) return;
-    guess.held = undefined;
-    const before = guess.givingBack;
-    guess.givingBack = Promise.all([
-      before,
-      releaseLease(held.lease, undefined).catch((err: Error) =>
-        rt.log.warn(`could not give back lease ${held.lease.id}: ${err.message}`),
-      ),
-    ]);
-  }
-
-  /** The guessed lease if the decision went to its replica, else a new one. */
-  private takeLease(
-    rt: FleetRuntime,
-    url: string,
-    adapter: string | null,
-    guess: GuessedLease,
-  ): Promise<{ lease: LeaseHandle; state: ResidencyState | undefined }> {
-    const held = guess.held;
-    if (held && held.lease.lease.url === url) {
-      guess.held = undefined;
-      return Promise.resolve(held);
-    }
-    this.giveBack(rt, guess);
-    return LeaseHandle.take(rt, url, adapter);
-  }
-
-  /** Remembers where `adapter`'s request was admitted (the next one's guess), the oldest out past the bound. */
-  private rememberReplica(adapter: string | null, url: string): void {
-    const key = adapter ?? '';
-    if (this.lastReplica.get(key) === url) return;
-    this.lastReplica.delete(key);
-    if (this.lastReplica.size >= LAST_REPLICAS)
-      this.lastReplica.delete(this.lastReplica.keys().next().value!);
-    this.lastReplica.set(key, url);
-  }
-
   /** `max_loaded_adapters` > 0: the router loads on-demand adapters (0: never loads nor unloads). */
   private get loads(): boolean {
     return this.config.max_loaded_adapters > 0;
-  }
-
-  /** `saturation_mode: predicted`: each candidate's predicted TTFT for this request (src/work/predict.ts). */
-  private predictFor(
-    rt: FleetRuntime,
-    ctx: SchedulingContext,
-    t: TokenEstimate,
-    resolved: Resolved,
-    prompt: string | undefined,
-    adapterName: string | undefined,
-  ): void {
-    const adapter = resolved.kind === 'on-demand' ? resolved.adapter.name : undefined;
-    // The prompt's blocks in the prefix index (hashed once: the scorer reads the same).
-    const blocks = prompt === undefined ? undefined : this.prefixIndex.blocks(prompt, adapterName);
-    const tokensPerBlock = this.prefixIndex.o.blockChars / CHARS_PER_TOKEN;
-    const base = {
-      promptTokens: t.promptTokens,
-      maxTokens: t.maxTokens ?? DEFAULT_MAX_TOKENS,
-      adapter,
-      maxLoadedAdapters: this.config.max_loaded_adapters,
-      queueTimeoutMs: this.config.queue_timeout_ms,
-    };
-    ctx.predict = (c) => {
-      c.prefixTokens = blocks ? this.prefixIndex.held(blocks, c.url) * tokensPerBlock : 0;
-      const p = predictTtft(
-        c,
-        base,
-        ctx.now,
-        rt.work,
-        rt.loadTimes,
-        // Residents are read once a cold decision weighs victims: then it is known whether a load can start now.
-        c.holder || c.residents === undefined ? undefined : loadCost(c, ctx) !== undefined,
-      );
-      c.ttftMs = p.totalMs;
-      c.loadMs = p.loadMs;
-      c.fixedMs = p.fixedMs;
-      c.ownMs = p.ownMs;
-      c.cachedTokens = p.cachedTokens;
-    };
   }
 
   /** Takes the lease, makes sure the adapter is there, and shapes the proxied request. */
@@ -464,7 +374,7 @@ export class RouterService {
     const replica = decision.replica;
     const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
     // Taken on the decision's runtime, and given back there whatever happens meanwhile.
-    const { lease, state: held } = await this.takeLease(rt, replica.url, adapterName, guess);
+    const { lease, state: held } = await takeLease(rt, replica.url, adapterName, guess);
     const leaseId = lease.id;
     // From here on, any failure gives the lease back before it is answered.
     try {
@@ -487,7 +397,7 @@ export class RouterService {
         const policy = { ...this.adapterPolicy, queueTimeoutMs: wait.queueMs, deadline: wait.until };
         await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
       }
-      if (rt.store.mode) this.rememberReplica(adapterName, replica.url);
+      if (rt.store.mode) this.lastReplica.remember(adapterName, replica.url);
       rt.metrics.decisions.inc({ stage: decision.stage });
       rt.metrics.recent.record('requests', rt.clock.now());
       return {
@@ -533,29 +443,5 @@ export class RouterService {
       sleep(rt.clock, this.config.refresh_timeout_ms),
     ]);
     return rt.store.views(this.urls, adapter, withResidents);
-  }
-}
-
-/** Host and port of a replica URL, as `kong.service.set_target` takes them (IPv6 unbracketed), and its scheme. */
-function targetOf(url: string): { host: string; port: number; https: boolean } {
-  const u = new URL(url);
-  const https = u.protocol === 'https:';
-  return { host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || (https ? 443 : 80)), https };
-}
-
-/**
- * A llama.cpp request's body: every adapter the replica lists, with an explicit scale (1 for
- * the requested one, 0 for the others; all 0 for the base model). Builds differ on what an empty
- * or partial list means (older: unlisted at 0; current: an empty list is no field, so the global
- * scales apply, llama.cpp issue 28674; newest: unlisted keep their global scale), and a full
- * list means the same on all of them. The client's own `lora` is replaced.
- */
-function llamaBody(json: Record<string, unknown>, llamaId: number | undefined, ids: number[]): string {
-  try {
-    const all = llamaId === undefined || ids.includes(llamaId) ? ids : [...ids, llamaId];
-    return JSON.stringify({ ...json, lora: all.map((id) => ({ id, scale: id === llamaId ? 1.0 : 0.0 })) });
-  } catch {
-    // V8 parses nesting it cannot serialise again.
-    throw errors.badRequest('The request body is nested too deeply.', 'invalid_json');
   }
 }

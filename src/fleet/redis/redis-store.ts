@@ -4,26 +4,22 @@ import type { RedisConfig } from '../../config/redis-schema';
 import type { Logger } from '../../log';
 import { LEASE_CEILING } from '../memory-leases';
 import { PASSIVE_FAILURE_LIMIT } from '../memory-store';
-import { samePath } from '../replica-record';
 import type { FleetDump, FleetStore } from '../store';
 import type {
   AdapterRef,
   Fence,
   FleetEvent,
   Lease,
-  LlamaAdapter,
   Released,
   ReplicaSnapshot,
   ReplicaSpec,
   ReplicaView,
-  Residency,
   ResidencyState,
   ResidentAdapter,
 } from '../types';
 import { keepConnected, RedisConnection, redisOptions, ServerSwitched } from './connection';
+import { leaseOf, llamaOf, pairs, residentsOf, viewOf, viewsReply, type Reply } from './replies';
 import { scriptSource, SCRIPTS, type ScriptName } from './scripts';
-
-type Reply = string | number | null | Reply[];
 
 /**
  * The fleet state in Redis, shared by every Kong node (and plugin-server process) configured
@@ -203,40 +199,10 @@ export class RedisFleetStore implements FleetStore {
 
   /** The `views` script's reply as views (the epoch and node count it carries noted). */
   private viewsOf(reply: Reply, adapter: AdapterRef | undefined, withResidents: boolean): ReplicaView[] {
-    const [placed, rows, epoch, nodes] = reply as [string | null, Reply[][], string | null, [number, number]];
+    const { views, epoch, nodes } = viewsReply(reply, adapter, withResidents);
     this.noteNodes(nodes);
     this.noteEpoch(epoch);
-    const out: ReplicaView[] = [];
-    for (const row of rows) {
-      const [url, spec, figures, res, busy, allRes, allBusy] = row as [
-        string,
-        string,
-        string[],
-        string | null,
-        string | null,
-        string[] | null,
-        string[] | null,
-      ];
-      const r = pairs(figures);
-      const v = viewOf(url, JSON.parse(spec) as ReplicaSpec, r);
-      if (adapter) {
-        if (v.backend === 'llamacpp') {
-          const hit =
-            adapter.path === undefined ? undefined : llamaOf(r).find((e) => samePath(e.path, adapter.path!));
-          if (hit) v.adapter = { state: 'static', lastUsed: 0, inFlight: Number(busy ?? 0), llamaId: hit.id };
-        } else if (res !== null) {
-          const p = JSON.parse(res) as Residency;
-          v.adapter = { state: p.state, lastUsed: p.lastUsed, inFlight: Number(busy ?? 0) };
-        } else if (placed === url) {
-          // Another router placed this cold adapter here and is about to load it.
-          v.adapter = { state: 'loading', lastUsed: 0, inFlight: 0, placed: true };
-          v.residentCount++;
-        }
-      }
-      if (withResidents) v.residents = residentsOf(allRes ?? [], allBusy ?? []);
-      out.push(v);
-    }
-    return out;
+    return views;
   }
 
   async applySnapshot(url: string, s: ReplicaSnapshot): Promise<void> {
@@ -431,59 +397,4 @@ export class RedisFleetStore implements FleetStore {
     this.subscriber.disconnect();
     this.link.close();
   }
-}
-
-function pairs(flat: string[]): Map<string, string> {
-  const m = new Map<string, string>();
-  for (let i = 0; i + 1 < flat.length; i += 2) m.set(flat[i]!, flat[i + 1]!);
-  return m;
-}
-
-function num(s: string | undefined): number | null {
-  return s === undefined ? null : Number(s);
-}
-
-function viewOf(url: string, spec: ReplicaSpec, r: Map<string, string>): ReplicaView {
-  return {
-    url,
-    backend: spec.backend,
-    priority: spec.priority,
-    health: (r.get('health') ?? 'unknown') as ReplicaView['health'],
-    snapshotAt: num(r.get('snapshotAt')),
-    checkedAt: num(r.get('checkedAt')),
-    lastError: r.get('lastError'),
-    waiting: Number(r.get('waiting') ?? 0),
-    running: Number(r.get('running') ?? 0),
-    kvUsage: num(r.get('kvUsage')) ?? undefined,
-    inFlight: Number(r.get('inFlight') ?? 0),
-    residentCount: Number(r.get('residents') ?? 0),
-    llamaIds: spec.backend === 'llamacpp' ? llamaOf(r).map((a) => a.id) : undefined,
-  };
-}
-
-function llamaOf(r: Map<string, string>): LlamaAdapter[] {
-  const raw = r.get('llama');
-  // cjson cannot tell an empty array from an empty object; the JSON here came from JS.
-  return raw ? (JSON.parse(raw) as LlamaAdapter[]) : [];
-}
-
-function residentsOf(resFlat: string[], busyFlat: string[]): ResidentAdapter[] {
-  const busy = pairs(busyFlat);
-  const out: ResidentAdapter[] = [];
-  for (const [name, raw] of pairs(resFlat)) {
-    const r = JSON.parse(raw) as Residency;
-    out.push({
-      name,
-      state: r.state,
-      since: r.since,
-      lastUsed: r.lastUsed,
-      inFlight: Number(busy.get(name) ?? 0),
-    });
-  }
-  return out;
-}
-
-function leaseOf(raw: string): Lease {
-  const l = JSON.parse(raw) as { id: string; url: string; adapter: string; at: number };
-  return { id: l.id, url: l.url, adapter: l.adapter === '' ? null : l.adapter, at: l.at };
 }

@@ -7,7 +7,7 @@ import type { Candidate, Filter, RequestKind } from '../types';
  * is shorter than the request (estimated; of a batch of prompts, the longest, as vLLM checks
  * each on its own) would answer 400: it is not eligible either. Nor is a llama.cpp replica whose
  * adapter list was never read: a body must name every adapter it holds at scale 0, and builds
- * apply their global scales to the adapters a request leaves out (router.ts `llamaBody`).
+ * apply their global scales to the adapters a request leaves out (src/router/proxied-request.ts `llamaBody`).
  */
 export const eligibility: Filter = {
   name: 'eligibility',

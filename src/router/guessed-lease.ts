@@ -1,0 +1,65 @@
+import { LeaseHandle } from '../lease';
+import type { ResidencyState } from '../fleet/types';
+import type { FleetRuntime } from '../runtime';
+import { releaseLease } from './log-phase';
+
+/** Adapters whose last replica is remembered (the one guess a request's lease is taken on). */
+const LAST_REPLICAS = 4096;
+
+/**
+ * A lease taken with the views, on the replica the adapter's last request went to, before the
+ * decision: used if the decision goes there, else given back as the decision is known. With a
+ * shared store this saves the access phase a round trip (views and lease in one script).
+ */
+export interface GuessedLease {
+  held?: { lease: LeaseHandle; state: ResidencyState | undefined };
+  givingBack?: Promise<unknown>;
+}
+
+/** Gives the guessed lease back, unused (its release under way in `givingBack`). */
+export function giveBack(rt: FleetRuntime, guess: GuessedLease): void {
+  const held = guess.held;
+  if (!held) return;
+  guess.held = undefined;
+  const before = guess.givingBack;
+  guess.givingBack = Promise.all([
+    before,
+    releaseLease(held.lease, undefined).catch((err: Error) =>
+      rt.log.warn(`could not give back lease ${held.lease.id}: ${err.message}`),
+    ),
+  ]);
+}
+
+/** The guessed lease if the decision went to its replica, else a new one (the guess given back). */
+export function takeLease(
+  rt: FleetRuntime,
+  url: string,
+  adapter: string | null,
+  guess: GuessedLease,
+): Promise<{ lease: LeaseHandle; state: ResidencyState | undefined }> {
+  const held = guess.held;
+  if (held && held.lease.lease.url === url) {
+    guess.held = undefined;
+    return Promise.resolve(held);
+  }
+  giveBack(rt, guess);
+  return LeaseHandle.take(rt, url, adapter);
+}
+
+/** Per adapter ('' the base model): the replica its last request was admitted on, bounded. */
+export class LastReplicas {
+  private readonly last = new Map<string, string>();
+
+  get(adapter: string | null): string | undefined {
+    return this.last.get(adapter ?? '');
+  }
+
+  /** Remembers where `adapter`'s request was admitted (the next one's guess), the oldest out past the bound. */
+  remember(adapter: string | null, url: string): void {
+    const key = adapter ?? '';
+    if (this.last.get(key) === url) return;
+    this.last.delete(key);
+    if (this.last.size >= LAST_REPLICAS) this.last.delete(this.last.keys().next().value!);
+    this.last.set(key, url);
+  }
+}
