@@ -210,4 +210,46 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 910 (--keep 10,11,12,13,14,15,16,17,18,19,22,23,24,25,26,28,29,30,31,32,33,34,35,36,37,38;
+  // also seeds 748 and 1484): Redis restarts empty at 2983 ms, down 2.3 s. Node 0 and node 1, deciding alone,
+  // each claim `code` on the replica they picked (replica-2 and replica-0, in their local stores)
+  // and wait for room there: every replica holds its one adapter in use. Redis is back with no
+  // placement; once room frees (11.4 s), each loads on its own stale claim, both in quiet: `code
+  // loading on replica-2 and replica-0 at once`. A load that waited for room now claims the
+  // placement again first, and follows another node's (test/core/placement-recheck.test.ts).
+  it('seed 910: a load that waited for room checks its placement claim again', async () => {
+    const r = await runSchedule({
+      seed: 910,
+      world: { ...WORLD, adapters: WORLD.adapters.slice(0, 11), loadMs: 800, decodeMsPerStep: 50 },
+      actions: [
+        { at: 2282, kind: 'request', node: 0, adapter: 10, tokens: 1, prompt: 803 },
+        { at: 2311, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 1638 },
+        { at: 2585, kind: 'request', node: 0, adapter: 3, tokens: 4, prompt: 1614 },
+        { at: 2646, kind: 'request', node: 0, adapter: 4, tokens: 5, prompt: 285 },
+        { at: 2653, kind: 'request', node: 1, adapter: 5, tokens: 6, prompt: 479 },
+        { at: 2696, kind: 'request', node: 1, adapter: 8, tokens: 4, prompt: 1628 },
+        { at: 2701, kind: 'request', node: 0, adapter: -1, tokens: 2, prompt: 981 },
+        { at: 2890, kind: 'request', node: 2, adapter: 6, tokens: 48, prompt: 851 },
+        { at: 2983, kind: 'redis-restart', empty: true, downMs: 2300 },
+        { at: 2990, kind: 'request', node: 2, adapter: 6, tokens: 2, prompt: 1501 },
+        { at: 3504, kind: 'request', node: 1, adapter: -1, tokens: 4, prompt: 1176 },
+        { at: 3532, kind: 'request', node: 2, adapter: 6, tokens: 3, prompt: 1710 },
+        { at: 3879, kind: 'request', node: 2, adapter: 5, tokens: 6, prompt: 1112 },
+        { at: 3917, kind: 'request', node: 2, adapter: 6, tokens: 1, prompt: 374 },
+        { at: 3999, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 1050 },
+        { at: 4249, kind: 'request', node: 1, adapter: 5, tokens: 1, prompt: 232 },
+        { at: 4685, kind: 'request', node: 2, adapter: 5, tokens: 3, prompt: 126 },
+        { at: 4710, kind: 'request', node: 2, adapter: 1, tokens: 4, prompt: 1389 },
+        { at: 4862, kind: 'request', node: 1, adapter: 6, tokens: 3, prompt: 411 },
+        { at: 5335, kind: 'request', node: 1, adapter: 2, tokens: 2, prompt: 818 },
+        { at: 5380, kind: 'request', node: 0, adapter: 8, tokens: 1, prompt: 1734 },
+        { at: 5576, kind: 'skew', node: 2, ms: -187 },
+        { at: 5610, kind: 'request', node: 0, adapter: 1, tokens: 4, prompt: 1523 },
+        { at: 5718, kind: 'request', node: 2, adapter: 5, tokens: 6, prompt: 1550 },
+        { at: 5774, kind: 'request', node: 1, adapter: 7, tokens: 6, prompt: 1581 },
+        { at: 5955, kind: 'request', node: 1, adapter: -1, tokens: 6, prompt: 1497 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
 });
