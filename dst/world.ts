@@ -89,6 +89,11 @@ export class World {
   /** Faults under way (partitions, slow links, a Redis down), healed by their own timers. */
   private faultsOpen = 0;
   private inFlight = 0;
+  /**
+   * Of those, requests a dead process was routing: its timers never fire again, so they never
+   * end. The settling waits for the others only.
+   */
+  private abandoned = 0;
   /** Requests that came so far. */
   private arrivals = 0;
   private violation: Violation | null = null;
@@ -360,6 +365,7 @@ export class World {
   private restartProcess(n: number): void {
     const old = this.procs[n]!;
     old.alive = false;
+    this.abandoned += old.routing;
     for (const rt of old.runtimes) rt.stop();
     // Its timers never fire again: a new clock, the same skew.
     old.clock.alive = false;
@@ -381,10 +387,16 @@ export class World {
     const began = this.sched.now();
     this.inFlight++;
     p.routing++;
+    let routing = true;
+    const routed = () => {
+      routing = false;
+      p.routing--;
+      if (!p.alive) this.abandoned--;
+    };
     const svc = p.svc;
     try {
       const out = await svc.route({ path: '/v1/chat/completions', body });
-      p.routing--;
+      routed();
       const took = this.sched.now() - began;
       if (alone && arrivals === this.arrivals && this.lastFaultAt < began && took > this.holdBoundMs()) {
         const w = this.view();
@@ -404,6 +416,7 @@ export class World {
       if (!p.alive) return;
       await svc.finish(out.leaseId, reply.status);
     } finally {
+      if (routing) routed();
       this.inFlight--;
     }
   }
@@ -419,7 +432,7 @@ export class World {
     try {
       await this.sched.run(this.w.spanMs, step, stop);
       // Traffic stops; faults heal by their timers. Settle until every request ended.
-      for (let i = 0; i < 40 && !stop() && (this.inFlight > 0 || this.faultsOpen > 0); i++)
+      for (let i = 0; i < 40 && !stop() && (this.running > 0 || this.faultsOpen > 0); i++)
         await this.sched.run(this.sched.now() + 1000, step, stop);
       if (!stop()) await this.sched.run(this.sched.now() + SETTLE_MS, step, stop);
       if (!stop()) await this.quiescence();
@@ -433,10 +446,15 @@ export class World {
     };
   }
 
+  /** Requests under way that can still end: those of live processes, and those proxied already. */
+  private get running(): number {
+    return this.inFlight - this.abandoned;
+  }
+
   /** Every request ended and the world settled: no live node holds a lease, in Redis or alone. */
   private async quiescence(): Promise<void> {
     const w = this.view();
-    if (this.inFlight > 0) return; // a request still runs (a hung one is not this check's)
+    if (this.running > 0) return; // a request still runs (a hung one is not this check's)
     const live = new Set<string>();
     for (const p of this.procs) if (p.alive) for (const rt of p.runtimes) live.add(rt.leasePrefix);
     // A state no live node uses any more is nobody's to clean (its leases go by age, once polled).
