@@ -140,6 +140,11 @@ export class LogChecks {
     this.loading.set(e.name, others);
   }
 
+  /** Whether a replica holds more than the limit now (its grace may still be running). */
+  overLimit(): boolean {
+    return this.over.some((o) => o !== null);
+  }
+
   fail(w: WorldView, invariant: string, detail: string): never {
     throw new InvariantBroken({ invariant, detail, at: w.now, step: w.step });
   }

@@ -26,8 +26,15 @@ import type { Action, Schedule } from './schedule';
 const POLL_MS = 1000;
 const PROBE_MS = 1000;
 const NODE_TTL_MS = 2000;
-/** After the span: faults healed, traffic done, the world settles this long before the lease check. */
+/**
+ * After the span: faults healed, traffic done, the world settles at most this long before the
+ * lease check; less once it is quiescent (`settled`).
+ */
 const SETTLE_MS = 3 * PROBE_MS;
+/** How often the settling looks whether the world is quiescent. */
+const SETTLE_TICK_MS = 100;
+/** The longest the traffic's tail may run after the span (requests waiting for room, faults healing). */
+const TAIL_MS = 40_000;
 /** Bounded memory: wake-ups per node beyond one per request under way there. */
 const WAKEUP_SLACK = 8;
 const TIMER_BOUND = 20_000;
@@ -88,6 +95,8 @@ export class World {
   private lastFaultAt = -Infinity;
   /** Faults under way (partitions, slow links, a Redis down), healed by their own timers. */
   private faultsOpen = 0;
+  /** A record change's pushes to the nodes not made yet. */
+  private pushesPending = 0;
   private inFlight = 0;
   /**
    * Of those, requests a dead process was routing: its timers never fire again, so they never
@@ -324,8 +333,12 @@ export class World {
       case 'record-change':
         this.fault();
         // Kong pushes the new configuration to its nodes in turn.
+        this.pushesPending += this.procs.length;
         return this.procs.forEach((_, n) =>
-          this.sched.after(n * a.gapMs, () => this.recordChange(n, a.otherState)),
+          this.sched.after(n * a.gapMs, () => {
+            this.pushesPending--;
+            this.recordChange(n, a.otherState);
+          }),
         );
       case 'process-restart':
         this.fault();
@@ -432,9 +445,15 @@ export class World {
     try {
       await this.sched.run(this.w.spanMs, step, stop);
       // Traffic stops; faults heal by their timers. Settle until every request ended.
-      for (let i = 0; i < 40 && !stop() && (this.running > 0 || this.faultsOpen > 0); i++)
-        await this.sched.run(this.sched.now() + 1000, step, stop);
-      if (!stop()) await this.sched.run(this.sched.now() + SETTLE_MS, step, stop);
+      await this.sched.run(
+        this.sched.now() + TAIL_MS,
+        step,
+        () => stop() || (this.running === 0 && this.faultsOpen === 0),
+      );
+      // Then until the world is quiescent, or SETTLE_MS at most, before the lease check.
+      const settleBy = this.sched.now() + SETTLE_MS;
+      while (!stop() && this.sched.now() < settleBy && !(await this.settled()))
+        await this.sched.run(Math.min(settleBy, this.sched.now() + SETTLE_TICK_MS), step, stop);
       if (!stop()) await this.quiescence();
     } finally {
       this.close();
@@ -451,40 +470,62 @@ export class World {
     return this.inFlight - this.abandoned;
   }
 
+  /**
+   * Quiescent: nothing left that could change what the lease check sees. No request under way,
+   * no fault open or recent (a heartbeat or a probe still to find its end), no record change
+   * still to reach a node, every live runtime sharing decisions again with nothing held or owed
+   * (its lease list empty, no release to replay), no replica over the limit (its grace still
+   * running), and no lease open.
+   */
+  private async settled(): Promise<boolean> {
+    if (this.running > 0 || this.faultsOpen > 0 || this.pushesPending > 0) return false;
+    if (this.sched.now() - this.lastFaultAt < PROBE_MS || this.checks.overLimit()) return false;
+    for (const p of this.procs)
+      if (p.alive)
+        for (const rt of p.runtimes) {
+          const store = rt.store as FailoverFleetStore;
+          if (store.mode() !== 'redis' || store.unloadsHeldOff()) return false;
+          // The lease list is the failover store's own (private): read here, never changed.
+          const held = (
+            store as unknown as { leases: { mine: Map<string, unknown>; pendingReleases: Set<string> } }
+          ).leases;
+          if (held.mine.size > 0 || held.pendingReleases.size > 0) return false;
+        }
+    return (await this.openLease()) === null;
+  }
+
   /** Every request ended and the world settled: no live node holds a lease, in Redis or alone. */
   private async quiescence(): Promise<void> {
-    const w = this.view();
     if (this.running > 0) return; // a request still runs (a hung one is not this check's)
+    const open = await this.openLease();
+    if (open === null) return;
+    const w = this.view();
+    this.violation = {
+      invariant: 'no lease left open after quiescence',
+      detail: open,
+      at: w.now,
+      step: w.step,
+    };
+  }
+
+  /** A lease of a live node still open, in Redis or in its local store: what, or null. */
+  private async openLease(): Promise<string | null> {
     const live = new Set<string>();
     for (const p of this.procs) if (p.alive) for (const rt of p.runtimes) live.add(rt.leasePrefix);
     // A state no live node uses any more is nobody's to clean (its leases go by age, once polled).
     const used = new Set(this.procs.filter((p) => p.alive).map((p) => p.db));
     for (const [i, r] of this.redis.entries())
       for (const [id, node] of used.has(i) ? r.openLeases() : [])
-        if (live.has(node)) {
-          this.violation = {
-            invariant: 'no lease left open after quiescence',
-            detail: `db ${i}: lease ${id} of live node ${node} open ${SETTLE_MS} ms after the last request ended`,
-            at: w.now,
-            step: w.step,
-          };
-          return;
-        }
+        if (live.has(node))
+          return `db ${i}: lease ${id} of live node ${node} open after the last request ended`;
     for (const p of this.procs) {
       if (!p.alive) continue;
       for (const rt of p.runtimes) {
         const open = await (rt.store as FailoverFleetStore).local.inFlightTotal();
-        if (open > 0) {
-          this.violation = {
-            invariant: 'no lease left open after quiescence',
-            detail: `node ${p.node}: ${open} lease(s) open in its local store`,
-            at: w.now,
-            step: w.step,
-          };
-          return;
-        }
+        if (open > 0) return `node ${p.node}: ${open} lease(s) open in its local store`;
       }
     }
+    return null;
   }
 
   private close(): void {
