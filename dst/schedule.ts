@@ -4,6 +4,7 @@
  * come from the same seed through another stream, so dropping actions (shrinking) keeps the rest.
  */
 import { seededRandom, type Random } from '../src/random';
+import type { LoadFailure, ScrapeFault } from './replicas';
 
 export type Action =
   | { at: number; kind: 'request'; node: number; adapter: number; tokens: number; prompt: number }
@@ -14,7 +15,11 @@ export type Action =
   | { at: number; kind: 'switch'; lost: number }
   | { at: number; kind: 'record-change'; otherState: boolean; gapMs: number }
   | { at: number; kind: 'process-restart'; node: number }
-  | { at: number; kind: 'skew'; node: number; ms: number };
+  | { at: number; kind: 'skew'; node: number; ms: number }
+  | { at: number; kind: 'replica-restart'; replica: number; downMs: number }
+  | { at: number; kind: 'scrape'; replica: number; ms: number; mode: ScrapeFault }
+  | { at: number; kind: 'slow-load'; replica: number; ms: number; slowMs: number }
+  | { at: number; kind: 'load-fail'; replica: number; count: number; failure: LoadFailure };
 
 export type FaultKind = Exclude<Action['kind'], 'request'>;
 export const FAULT_KINDS: readonly FaultKind[] = [
@@ -26,6 +31,10 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'record-change',
   'process-restart',
   'skew',
+  'replica-restart',
+  'scrape',
+  'slow-load',
+  'load-fail',
 ];
 
 /** The world a seed builds: sizes and settings, drawn once per seed. */
@@ -35,6 +44,11 @@ export interface WorldSettings {
   maxLoadedAdapters: number;
   /** Adapter names (one with a comma: what vLLM's running list cannot carry unambiguously). */
   adapters: string[];
+  /**
+   * Adapters every replica holds from its start (static to the router), after `adapters` in a
+   * request's index. A comma joins two of `adapters`' names: running, vLLM's report spells them.
+   */
+  staticAdapters?: string[];
   loadMs: number;
   decodeMsPerStep: number;
   coldLoadsPerMinute: number;
@@ -59,6 +73,9 @@ export interface ScheduleOptions {
   spanMs?: number;
 }
 
+const SCRAPE_FAULTS: readonly ScrapeFault[] = ['error', 'timeout', 'garbled', 'truncated'];
+const LOAD_FAILURES: readonly LoadFailure[] = ['not-found', 'rank', 'engine'];
+
 const ADAPTERS = ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'];
 
 function int(r: Random, lo: number, hi: number): number {
@@ -79,6 +96,10 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
     ttftSloMs: [0, 1000][int(r, 0, 1)]!,
     spanMs: o.spanMs ?? 6000,
   };
+  // Drawn from a stream of their own, so the draws above (and the seeds found before) stay.
+  const rs = seededRandom(seed * 2654435761 + 1);
+  if (rs() < 0.3) world.staticAdapters = ['sql,chat'];
+  const requestable = world.adapters.length + (world.staticAdapters?.length ?? 0);
   const faults = o.faults ?? FAULT_KINDS;
   const actions: Action[] = [];
   // A quarter of the seeds are quiet: a few requests far apart and one fault at most, where a
@@ -93,7 +114,7 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
         at,
         kind: 'request',
         node,
-        adapter: int(r, -1, world.adapters.length - 1),
+        adapter: int(r, -1, requestable - 1),
         // Mostly short; some run longer than lease_max_age_ms (renewed by the replica's word).
         tokens: r() < 0.1 ? int(r, 20, 60) : int(r, 1, 6),
         prompt: int(r, 10, 2000),
@@ -126,6 +147,36 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
         break;
       case 'skew':
         actions.push({ at, kind, node, ms: int(r, -300, 300) });
+        break;
+      case 'replica-restart':
+        actions.push({ at, kind, replica: int(rs, 0, world.replicas - 1), downMs: int(rs, 0, 2000) });
+        break;
+      case 'scrape':
+        actions.push({
+          at,
+          kind,
+          replica: int(rs, 0, world.replicas - 1),
+          ms: int(rs, 200, 4000),
+          mode: SCRAPE_FAULTS[int(rs, 0, SCRAPE_FAULTS.length - 1)]!,
+        });
+        break;
+      case 'slow-load':
+        actions.push({
+          at,
+          kind,
+          replica: int(rs, 0, world.replicas - 1),
+          ms: int(rs, 500, 4000),
+          slowMs: int(rs, 500, 5000),
+        });
+        break;
+      case 'load-fail':
+        actions.push({
+          at,
+          kind,
+          replica: int(rs, 0, world.replicas - 1),
+          count: int(rs, 1, 4),
+          failure: LOAD_FAILURES[int(rs, 0, LOAD_FAILURES.length - 1)]!,
+        });
         break;
     }
   }

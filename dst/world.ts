@@ -18,7 +18,7 @@ import { VLLM_SAMPLES } from '../src/metrics/replica-load';
 import { seededRandom, type Random } from '../src/random';
 import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
-import { InvariantBroken, LogChecks, type Violation, type WorldView } from './invariants';
+import { InvariantBroken, LogChecks, type LoadCall, type Violation, type WorldView } from './invariants';
 import { RedisModel, type LinkFaults } from './redis-model';
 import { ReplicaSet } from './replicas';
 import { NodeClock, Scheduler } from './scheduler';
@@ -39,6 +39,8 @@ const TAIL_MS = 40_000;
 /** Bounded memory: wake-ups per node beyond one per request under way there. */
 const WAKEUP_SLACK = 8;
 const TIMER_BOUND = 20_000;
+/** backoff_base_ms (the Schema's default): a failed load is not tried again sooner by its runtime. */
+const BACKOFF_BASE_MS = 1000;
 
 /** Parsed router configurations by their input (frozen: a runtime never changes its own). */
 const configs = new Map<string, RouterConfig>();
@@ -97,6 +99,8 @@ export class World {
   private readonly checks: LogChecks;
   /** By replica and adapter: whether the last unload sent there came from a node deciding alone. */
   private readonly unloadAlone = new Map<string, boolean>();
+  /** Load calls as each runtime sent them (the checks read them after each step). */
+  private readonly loadCalls: LoadCall[] = [];
   private lastFaultAt = -Infinity;
   /** Faults under way (partitions, slow links, a Redis down), healed by their own timers. */
   private faultsOpen = 0;
@@ -124,7 +128,9 @@ export class World {
       maxLoras: this.w.maxLoadedAdapters + this.w.nodes + 1,
       loadMs: this.w.loadMs,
       decodeMsPerStep: this.w.decodeMsPerStep,
+      staticAdapters: this.w.staticAdapters ?? [],
     });
+    this.samplesOnly();
     this.linkFaults = Array.from({ length: this.w.nodes }, () => ({
       link: { partitioned: false, slowMs: 0 },
       partitions: 0,
@@ -142,6 +148,7 @@ export class World {
         quietAfterMs: NODE_TTL_MS + 2 * PROBE_MS,
       },
       (replica, adapter) => this.unloadAlone.get(`${replica}\u0000${adapter}`) === true,
+      { loads: this.loadCalls, failed: this.replicas.failedLoads, backoffMs: BACKOFF_BASE_MS },
     );
   }
 
@@ -201,7 +208,12 @@ export class World {
         return link;
       },
       api: new HttpReplicaApi(
-        this.unloadsSeen(this.metricsRead(this.replicas.http(proc.clock, this.random, proc.alive)), () => rt),
+        this.callsSeen(
+          this.replicas.http(proc.clock, this.random, proc.alive, `${prefix}r${recordGen}`),
+          () => rt,
+          `n${proc.node}g${proc.gen}`,
+          `${prefix}r${recordGen}`,
+        ),
       ),
       log: silentLogger,
       seed: this.schedule.seed * 31 + proc.node * 7 + proc.gen,
@@ -213,35 +225,43 @@ export class World {
   }
 
   /**
-   * Three schedules in four: each /metrics answer keeps only the samples the router reads
-   * (VLLM_SAMPLES), so its parse reads a tenth of the text and gives the same figures; the
-   * fourth reads the whole text, as a replica writes it.
+   * Three schedules in four: each replica's /metrics answer keeps only the samples the router
+   * reads (VLLM_SAMPLES), so its parse reads a tenth of the text and gives the same figures (a
+   * fault then garbles or cuts that text); the fourth reads the whole text, as vLLM writes it.
    */
-  private metricsRead(http: ReplicaHttp): ReplicaHttp {
-    if (this.schedule.seed % 4 === 0) return http;
-    const call = http.call.bind(http);
-    /** By replica: the last text read and what was kept of it (an idle replica's text repeats). */
-    const last = new Map<string, { text: string; kept: string }>();
-    http.call = async (method, url, timeoutMs, body?) => {
-      const r = await call(method, url, timeoutMs, body);
-      if (method !== 'GET' || r.status !== 200 || !url.endsWith('/metrics')) return r;
-      let seen = last.get(url);
-      if (seen?.text !== r.text) last.set(url, (seen = { text: r.text, kept: samplesRead(r.text) }));
-      return { ...r, text: seen.kept };
-    };
-    return http;
+  private samplesOnly(): void {
+    if (this.schedule.seed % 4 === 0) return;
+    for (const replica of this.replicas.replicas) {
+      // The vLLM backend's metrics state (private to the simulator's replica): its text, cut as
+      // it is rendered, so the answer's way (its microtasks) stays the same.
+      const state = (replica as unknown as { api: { metricsState?: { text(): string } } }).api.metricsState;
+      if (!state) continue;
+      const text = state.text.bind(state);
+      /** The last text rendered and what was kept of it (an idle replica's text repeats). */
+      let last = { text: '', kept: '' };
+      state.text = () => {
+        const t = text();
+        if (last.text !== t) last = { text: t, kept: samplesRead(t) };
+        return last.kept;
+      };
+    }
   }
 
   /**
    * Notes, for each unload a runtime sends, whether it decided alone then (its store degraded):
    * such an unload (the after-load undo) cannot see requests other nodes route to the adapter.
+   * Each load call goes to the checks with its sender (`proc`: the plugin-server process) and
+   * whether it decided alone.
    */
-  private unloadsSeen(http: ReplicaHttp, rt: () => FleetRuntime): ReplicaHttp {
+  private callsSeen(http: ReplicaHttp, rt: () => FleetRuntime, proc: string, sender: string): ReplicaHttp {
     const call = http.call.bind(http);
     http.call = (method, url, timeoutMs, body?) => {
       const name = (body as { lora_name?: string } | undefined)?.lora_name;
+      const alone = rt().store.mode?.() === 'local';
       if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined)
-        this.unloadAlone.set(`${new URL(url).origin}\u0000${name}`, rt().store.mode?.() === 'local');
+        this.unloadAlone.set(`${new URL(url).origin}\u0000${name}`, alone);
+      if (url.endsWith('/v1/load_lora_adapter') && name !== undefined)
+        this.loadCalls.push({ at: this.sched.now(), url: new URL(url).origin, name, proc, sender, alone });
       return call(method, url, timeoutMs, body);
     };
     return http;
@@ -380,6 +400,27 @@ export class World {
         this.fault();
         this.procs[a.node]!.clock.skew = a.ms;
         return;
+      case 'replica-restart':
+        return this.during(
+          a.downMs + 1,
+          () => this.replicas.restart(a.replica, a.downMs),
+          () => undefined,
+        );
+      case 'scrape':
+        return this.during(
+          a.ms,
+          () => this.replicas.breakScrapes(a.replica, a.ms, a.mode),
+          () => undefined,
+        );
+      case 'slow-load':
+        return this.during(
+          a.ms + a.slowMs,
+          () => this.replicas.slowLoads(a.replica, a.ms, a.slowMs),
+          () => undefined,
+        );
+      case 'load-fail':
+        this.fault();
+        return this.replicas.failLoads(a.replica, a.count, a.failure);
     }
   }
 
@@ -421,7 +462,8 @@ export class World {
   private async request(a: Extract<Action, { kind: 'request' }>): Promise<void> {
     const p = this.procs[a.node]!;
     if (!p.alive) return;
-    const model = a.adapter < 0 ? 'meta-llama/Llama-3.1-8B-Instruct' : this.w.adapters[a.adapter]!;
+    const named = [...this.w.adapters, ...(this.w.staticAdapters ?? [])];
+    const model = a.adapter < 0 ? 'meta-llama/Llama-3.1-8B-Instruct' : named[a.adapter]!;
     const body = JSON.stringify({
       model,
       messages: [{ role: 'user', content: 'x '.repeat(a.prompt) }],
@@ -454,13 +496,16 @@ export class World {
         };
       }
       if (out.kind !== 'proxy' || !p.alive) return;
-      const path = new URL(out.url).origin;
-      const reply = await this.replicas
-        .replica(path)
-        .exchange('POST', '/v1/chat/completions', out.body ?? body).reply;
+      const reply = await this.replicas.exchange(
+        new URL(out.url).origin,
+        'POST',
+        '/v1/chat/completions',
+        out.body ?? body,
+      ).reply;
       // The log phase, on the process that routed it (a dead one never runs it).
       if (!p.alive) return;
-      await svc.finish(out.leaseId, reply.status);
+      // A connection refused or reset: Kong answers 502 and logs that status.
+      await svc.finish(out.leaseId, reply.status === 0 ? 502 : reply.status);
     } finally {
       if (routing) routed();
       this.inFlight--;

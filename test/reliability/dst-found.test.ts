@@ -252,4 +252,51 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Issue 31 item 1f, found with the fix reverted (a node cut off granted its share afresh,
+  // counting only what it spent alone): seed 6 (--keep 2,3,7,11,12). Node 1 spends the whole
+  // budget of 3 (team, a, law: three cold loads while Redis answers); a Sentinel switch losing
+  // the last 4 writes makes it decide alone until its leases are back there, and `law`, lost
+  // with those writes, is cold again: granted a 4th load within the minute (`n1g0 sent 4 load
+  // calls in 60 s (budget 3), the last deciding alone`). With the fix its share is what is left.
+  it('seed 6 (issue 31 item 1f): a node that spent the whole budget gets nothing more alone', async () => {
+    const r = await runSchedule({
+      seed: 6,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med'],
+        loadMs: 200,
+        coldLoadsPerMinute: 3,
+        ttftSloMs: 0,
+      },
+      actions: [
+        { at: 340, kind: 'request', node: 1, adapter: 3, tokens: 3, prompt: 339 },
+        { at: 545, kind: 'request', node: 1, adapter: 4, tokens: 3, prompt: 1865 },
+        { at: 899, kind: 'request', node: 1, adapter: 7, tokens: 4, prompt: 1856 },
+        { at: 1796, kind: 'switch', lost: 4 },
+        { at: 1954, kind: 'request', node: 1, adapter: 7, tokens: 39, prompt: 377 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+  // Issue 31 item 1c, found with the fix reverted (the hold counted the request's own load as
+  // wait): seed 288 (--keep 5). One request for a cold adapter on an idle fleet whose loads take
+  // 1.5 s against a 1 s objective was held for the whole hold window (`chat alone on an idle
+  // fleet routed after 8533 ms`); now it goes at once and its load starts.
+  it('seed 288 (issue 31 item 1c): a cold request alone on an idle fleet is not held', async () => {
+    const r = await runSchedule({
+      seed: 288,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team'],
+        decodeMsPerStep: 50,
+        staticAdapters: ['sql,chat'],
+      },
+      actions: [{ at: 5642, kind: 'request', node: 2, adapter: 1, tokens: 6, prompt: 1765 }],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
 });
