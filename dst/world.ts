@@ -268,16 +268,16 @@ export class World {
   }
 
   /** A plugin-server process of node `n` starts (generation `gen`): no memory of any before it. */
-  private start(n: number, gen: number, db: number, clock: NodeClock): Process {
+  private start(n: number, gen: number, db: number, clock: NodeClock, recordGen = 0): Process {
     const p = { node: n, gen, clock, alive: true } as Process;
-    const rt = this.runtime({ ...p, alive: () => p.alive }, db, 0, `n${n}g${gen}`);
+    const rt = this.runtime({ ...p, alive: () => p.alive }, db, recordGen, `n${n}g${gen}`);
     Object.assign(p, {
       rt,
-      svc: new RouterService(this.routerConfig(this.redisConfig(db, 0)), rt),
+      svc: new RouterService(this.routerConfig(this.redisConfig(db, recordGen)), rt),
       runtimes: [rt],
       routing: 0,
       db,
-      recordGen: 0,
+      recordGen,
     });
     return p;
   }
@@ -456,7 +456,14 @@ export class World {
     for (const rt of old.runtimes) rt.stop();
     // Its timers never fire again: a new clock, the same skew.
     old.clock.alive = false;
-    this.procs[n] = this.start(n, old.gen + 1, 0, new NodeClock(this.sched, old.clock.skew));
+    // Kong starts it with the node's current `redis` record (seed 65: not the first one).
+    this.procs[n] = this.start(
+      n,
+      old.gen + 1,
+      old.db,
+      new NodeClock(this.sched, old.clock.skew),
+      old.recordGen,
+    );
   }
 
   private async request(a: Extract<Action, { kind: 'request' }>): Promise<void> {

@@ -299,4 +299,47 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 65 (--keep 0,1,4,5,11,13,15,16,17,18,19,27,28,29,30,31,32,35,36,37,38): a record change
+  // moves every node to the other database (2047 ms, pushed 1 s apart); node 2's plugin server
+  // restarts at 4261 ms and the model started it on the first database again, as if Kong gave
+  // it the old record. Node 0 (new state) and node 2 (old state) then place `team` each in its
+  // own state and load it on replica-0 and replica-1 at once. A restarted process gets the
+  // node's current record; the model, not src/, was wrong.
+  it('seed 65: a restarted plugin server takes the current redis record, not the first', async () => {
+    const r = await runSchedule({
+      seed: 65,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law'],
+        coldLoadsPerMinute: 6,
+        ttftSloMs: 0,
+        staticAdapters: ['sql,chat'],
+      },
+      actions: [
+        { at: 72, kind: 'request', node: 2, adapter: 0, tokens: 4, prompt: 810 },
+        { at: 108, kind: 'request', node: 1, adapter: 6, tokens: 38, prompt: 326 },
+        { at: 699, kind: 'request', node: 1, adapter: 1, tokens: 6, prompt: 1411 },
+        { at: 714, kind: 'request', node: 0, adapter: 1, tokens: 6, prompt: 1993 },
+        { at: 1595, kind: 'request', node: 2, adapter: 1, tokens: 1, prompt: 1845 },
+        { at: 1694, kind: 'switch', lost: 6 },
+        { at: 2041, kind: 'request', node: 2, adapter: 4, tokens: 5, prompt: 1453 },
+        { at: 2047, kind: 'record-change', otherState: true, gapMs: 1006 },
+        { at: 2563, kind: 'request', node: 1, adapter: 6, tokens: 60, prompt: 349 },
+        { at: 2656, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 1541 },
+        { at: 2658, kind: 'request', node: 0, adapter: 7, tokens: 1, prompt: 620 },
+        { at: 4243, kind: 'request', node: 1, adapter: 7, tokens: 2, prompt: 730 },
+        { at: 4261, kind: 'process-restart', node: 2 },
+        { at: 4319, kind: 'request', node: 0, adapter: 0, tokens: 43, prompt: 457 },
+        { at: 4468, kind: 'request', node: 2, adapter: 1, tokens: 5, prompt: 495 },
+        { at: 4510, kind: 'request', node: 0, adapter: 2, tokens: 4, prompt: 437 },
+        { at: 4667, kind: 'request', node: 0, adapter: 6, tokens: 2, prompt: 574 },
+        { at: 5264, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 83 },
+        { at: 5266, kind: 'redis-restart', empty: false, downMs: 1162 },
+        { at: 5358, kind: 'request', node: 0, adapter: 3, tokens: 37, prompt: 1893 },
+        { at: 5869, kind: 'request', node: 1, adapter: 0, tokens: 1, prompt: 210 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
 });
