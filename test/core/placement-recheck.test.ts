@@ -7,52 +7,34 @@
  * HTTP replica simulator, whose own log says where each adapter was loaded; the other node is its
  * store calls.
  */
-import { parseRouterConfig } from '../../src/config/parse';
-import { silentLogger } from '../../src/log';
-import { RouterService } from '../../src/router/router';
-import { FleetRuntime } from '../../src/runtime';
-import { SimFleet } from '../../sim/fleet';
-import { sendVia } from '../helpers/core-harness';
+import { CoreHarness } from '../helpers/core-harness';
 import { waitFor } from '../../harness/wait';
 
-const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
-
-let fleet: SimFleet | undefined;
-let rt: FleetRuntime | undefined;
+let h: CoreHarness | undefined;
 
 afterEach(async () => {
-  rt?.stop();
-  rt = undefined;
-  await fleet?.stop();
-  fleet = undefined;
+  await h?.stop();
+  h = undefined;
 });
-
-const chat = (router: RouterService, model: string, maxTokens: number) =>
-  sendVia(router, '/v1/chat/completions', {
-    model,
-    messages: [{ role: 'user', content: 'hi' }],
-    max_tokens: maxTokens,
-  });
 
 it('a cold request that waited for room follows the placement another node made meanwhile, not its stale claim', async () => {
   // Decode steps of 20 ms: `a` runs ~0.8 s, `b` ~1.6 s, once loaded.
-  fleet = await SimFleet.start(
+  h = await CoreHarness.start(
     [0, 1].map(() => ({ adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 50 } })),
-  );
-  const urls = fleet.urls;
-  rt = new FleetRuntime({ log: silentLogger, seed: 1, poller: { intervalMs: 100, timeoutMs: 2000 } });
-  const router = new RouterService(
-    parseRouterConfig({
+    (urls) => ({
       replicas: urls.map((url) => ({ url })),
-      base_model: BASE,
+      base_model: 'meta-llama/Llama-3.1-8B-Instruct',
       adapter_path_template: '/adapters/{name}',
       max_loaded_adapters: 1,
       queue_timeout_ms: 15_000,
       room_wait: 'replica',
     }),
-    rt,
+    100,
   );
-  await waitFor(() => rt!.poller.stats.polls > 1, 5000, 'first polls');
+  const { fleet, rt } = h;
+  const urls = fleet.urls;
+  const chat = (model: string, maxTokens: number) => h!.chat(model, maxTokens);
+  await waitFor(() => rt.poller.stats.polls > 1, 5000, 'first polls');
   const store = rt.store;
   // Where this node claims `x`.
   const claims: string[] = [];
@@ -62,20 +44,20 @@ it('a cold request that waited for room follows the placement another node made 
     return claimPlacement(adapter, url, seen, at, ttl);
   };
   // Each replica full (limit 1) with an adapter in use: `a` on one, `b` on the other.
-  const a = chat(router, 'a', 40);
+  const a = chat('a', 40);
   await waitFor(
-    () => fleet!.replicas.some((r) => r.adapterLog().some((e) => e.name === 'a')),
+    () => fleet.replicas.some((r) => r.adapterLog().some((e) => e.name === 'a')),
     5000,
     'a loaded',
   );
-  const b = chat(router, 'b', 80);
+  const b = chat('b', 80);
   await waitFor(
-    () => fleet!.replicas.some((r) => r.adapterLog().some((e) => e.name === 'b')),
+    () => fleet.replicas.some((r) => r.adapterLog().some((e) => e.name === 'b')),
     5000,
     'b loaded',
   );
   // `x` is decided, claimed, and waits for room on one of them.
-  const x = chat(router, 'x', 1);
+  const x = chat('x', 1);
   await waitFor(() => claims.length > 0, 5000, 'x claimed');
   const waitsOn = claims[0]!;
   const other = urls.find((u) => u !== waitsOn)!;
