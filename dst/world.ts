@@ -24,6 +24,9 @@ import { NodeClock, Scheduler } from './scheduler';
 import type { Action, Schedule } from './schedule';
 
 const POLL_MS = 1000;
+const POLL_TIMEOUT_MS = 1000;
+/** A poll's trips and the store call that records what it saw. */
+const SEEN_SLACK_MS = 500;
 const PROBE_MS = 1000;
 const NODE_TTL_MS = 2000;
 /** After the span: faults healed, traffic done, the world settles this long before the lease check. */
@@ -31,6 +34,8 @@ const SETTLE_MS = 3 * PROBE_MS;
 /** Bounded memory: wake-ups per node beyond one per request under way there. */
 const WAKEUP_SLACK = 8;
 const TIMER_BOUND = 20_000;
+/** Kong's upstream read timeout (the proxy's 504). */
+const UPSTREAM_TIMEOUT_MS = 10_000;
 /** backoff_base_ms (the Schema's default): a failed load is not tried again sooner by its runtime. */
 const BACKOFF_BASE_MS = 1000;
 
@@ -67,6 +72,9 @@ interface Process {
 
   /** Requests in its access phase now. */
   routing: number;
+  /** Requests it took that have not ended (routing, proxied or logging). */
+  open: number;
+  startedAt: number;
   /** Which shared state its current runtime uses (0 or 1: two databases). */
   db: number;
   recordGen: number;
@@ -90,6 +98,7 @@ export class World {
   /** Load calls as each runtime sent them (the checks read them after each step). */
   private readonly loadCalls: LoadCall[] = [];
   private lastFaultAt = -Infinity;
+  private lastRecordChange = -Infinity;
   /** Faults under way (partitions, slow links, a Redis down), healed by their own timers. */
   private faultsOpen = 0;
   private inFlight = 0;
@@ -189,7 +198,7 @@ export class World {
       ),
       log: silentLogger,
       seed: this.schedule.seed * 31 + proc.node * 7 + proc.gen,
-      poller: { intervalMs: POLL_MS, timeoutMs: 1000 },
+      poller: { intervalMs: POLL_MS, timeoutMs: POLL_TIMEOUT_MS },
       leasePrefix: prefix,
       ...(seq ? { leaseSeq: seq } : {}),
     });
@@ -225,6 +234,8 @@ export class World {
       svc: new RouterService(this.routerConfig(this.redisConfig(db, 0)), rt),
       runtimes: [rt],
       routing: 0,
+      open: 0,
+      startedAt: this.sched.now(),
       db,
       recordGen: 0,
     });
@@ -334,6 +345,7 @@ export class World {
         return this.redis.forEach((r) => r.switchPrimary(a.lost));
       case 'record-change':
         this.fault();
+        this.lastRecordChange = this.sched.now() + (this.w.nodes - 1) * a.gapMs;
         // Kong pushes the new configuration to its nodes in turn.
         return this.procs.forEach((_, n) =>
           this.sched.after(n * a.gapMs, () => this.recordChange(n, a.otherState)),
@@ -349,6 +361,12 @@ export class World {
         return this.during(
           a.downMs + 1,
           () => this.replicas.restart(a.replica, a.downMs),
+          () => undefined,
+        );
+      case 'replica-outage':
+        return this.during(
+          a.ms,
+          () => this.replicas.outage(a.replica, a.ms, a.mode),
           () => undefined,
         );
       case 'scrape':
@@ -418,6 +436,7 @@ export class World {
     const arrivals = ++this.arrivals;
     const began = this.sched.now();
     this.inFlight++;
+    p.open++;
     p.routing++;
     const svc = p.svc;
     try {
@@ -434,19 +453,38 @@ export class World {
         };
       }
       if (out.kind !== 'proxy' || !p.alive) return;
-      const reply = await this.replicas.exchange(
+      this.avoided(p, new URL(out.url).origin);
+      const status = await this.replicas.proxy(
         new URL(out.url).origin,
-        'POST',
         '/v1/chat/completions',
         out.body ?? body,
-      ).reply;
+        UPSTREAM_TIMEOUT_MS,
+      );
       // The log phase, on the process that routed it (a dead one never runs it).
       if (!p.alive) return;
-      // A connection refused or reset: Kong answers 502 and logs that status.
-      await svc.finish(out.leaseId, reply.status === 0 ? 502 : reply.status);
+      await svc.finish(out.leaseId, status);
     } finally {
       this.inFlight--;
+      p.open--;
     }
+  }
+
+  /**
+   * A replica down (refused, hanging, answering 500) since before this process and its runtime's
+   * state began, and for longer than its poller takes to see it, gets no request from it.
+   */
+  private avoided(p: Process, origin: string): void {
+    const d = this.replicas.down(origin, POLL_MS, POLL_TIMEOUT_MS);
+    if (!d || d.since < Math.max(p.startedAt, this.lastRecordChange)) return;
+    const ms = this.sched.now() - d.since;
+    if (ms <= d.seenWithinMs + SEEN_SLACK_MS) return;
+    const w = this.view();
+    this.violation ??= {
+      invariant: 'a replica seen down gets no request',
+      detail: `node ${p.node} routed to ${origin}, down for ${Math.round(ms)} ms`,
+      at: w.now,
+      step: w.step,
+    };
   }
 
   async run(): Promise<RunResult> {
@@ -460,7 +498,8 @@ export class World {
     try {
       await this.sched.run(this.w.spanMs, step, stop);
       // Traffic stops; faults heal by their timers. Settle until every request ended.
-      for (let i = 0; i < 40 && !stop() && (this.inFlight > 0 || this.faultsOpen > 0); i++)
+      // Past the access deadline (55 s) and the upstream timeout after the last request came.
+      for (let i = 0; i < 70 && !stop() && (this.liveOpen() > 0 || this.faultsOpen > 0); i++)
         await this.sched.run(this.sched.now() + 1000, step, stop);
       if (!stop()) await this.sched.run(this.sched.now() + SETTLE_MS, step, stop);
       if (!stop()) await this.quiescence();
@@ -474,10 +513,25 @@ export class World {
     };
   }
 
+  /** Requests of live processes not ended (a dead one's end with its socket: Kong answers them). */
+  private liveOpen(): number {
+    return this.procs.filter((p) => p.alive).reduce((n, p) => n + p.open, 0);
+  }
+
   /** Every request ended and the world settled: no live node holds a lease, in Redis or alone. */
   private async quiescence(): Promise<void> {
     const w = this.view();
-    if (this.inFlight > 0) return; // a request still runs (a hung one is not this check's)
+    if (this.inFlight > 0 && this.liveOpen() === 0) return; // a dead process's request still runs
+    const unanswered = this.liveOpen();
+    if (unanswered > 0) {
+      this.violation = {
+        invariant: 'every request answered',
+        detail: `${unanswered} request(s) unanswered 70 s after the last came`,
+        at: w.now,
+        step: w.step,
+      };
+      return;
+    }
     const live = new Set<string>();
     for (const p of this.procs) if (p.alive) for (const rt of p.runtimes) live.add(rt.leasePrefix);
     // A state no live node uses any more is nobody's to clean (its leases go by age, once polled).
