@@ -141,6 +141,11 @@ export class ReplicaSet {
     });
   }
 
+  /** Whether the replica's `/metrics` answers go wrong now (its poller may see it down). */
+  scrapesBroken(origin: string): boolean {
+    return this.clock.now() < this.faults[this.index(origin)]!.scrapeUntil;
+  }
+
   /**
    * Since when the replica at `origin` has refused, hung or answered 500 without a break, if it
    * does now; with how long a poller takes to see it (a refusal or a 500 counts at once, a hang

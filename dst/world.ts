@@ -471,13 +471,18 @@ export class World {
 
   /**
    * A replica down (refused, hanging, answering 500) since before this process and its runtime's
-   * state began, and for longer than its poller takes to see it, gets no request from it.
+   * state began, and for longer than its poller takes to see it, gets no request from it while
+   * another replica is up (test/reliability/faults.test.ts's "once seen, none goes there").
    */
   private avoided(p: Process, origin: string): void {
     const d = this.replicas.down(origin, POLL_MS, POLL_TIMEOUT_MS);
     if (!d || d.since < Math.max(p.startedAt, this.lastRecordChange)) return;
     const ms = this.sched.now() - d.since;
     if (ms <= d.seenWithinMs + SEEN_SLACK_MS) return;
+    // Every replica down, or its scrape failing: the router may have nowhere better to send it.
+    const up = (u: string) =>
+      !this.replicas.down(u, POLL_MS, POLL_TIMEOUT_MS) && !this.replicas.scrapesBroken(u);
+    if (!this.replicas.urls.some(up)) return;
     const w = this.view();
     this.violation ??= {
       invariant: 'a replica seen down gets no request',
