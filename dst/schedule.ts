@@ -194,8 +194,9 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   // Shapes the draws above rarely make, from a stream of their own: a request on the name with a
   // comma running longer than lease_max_age_ms (its lease renewed only by the replica's word on
   // it, issue 31 item 1a), early, so the requests after it press for its slot.
+  // Then, once its lease could have aged out, more cold adapters than a replica's slots ask.
   const shape = seededRandom(seed * 2654435761 + 2);
-  if (!quiet && shape() < 0.15)
+  if (!quiet && shape() < 0.15) {
     actions.push({
       at: int(shape, 0, 1500),
       kind: 'request',
@@ -204,6 +205,16 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
       tokens: int(shape, 80, 120),
       prompt: int(shape, 10, 2000),
     });
+    for (let i = 0; i <= world.maxLoadedAdapters * world.replicas; i++)
+      actions.push({
+        at: int(shape, Math.min(4500, world.spanMs - 1), world.spanMs),
+        kind: 'request',
+        node: int(shape, 0, world.nodes - 1),
+        adapter: int(shape, 0, world.adapters.length - 1),
+        tokens: int(shape, 1, 6),
+        prompt: int(shape, 10, 2000),
+      });
+  }
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
 }
