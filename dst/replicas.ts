@@ -27,6 +27,11 @@ export interface ReplicaSetOptions {
   loadMs: number;
   /** ms per decode step: a request of n tokens takes about n steps. */
   decodeMsPerStep: number;
+  /**
+   * Adapters the router may load: those with a comma are put at their paths by name (the
+   * simulator's adapter directories hold plain names only).
+   */
+  adapters?: readonly string[];
   /** Adapters every replica holds from its start (vLLM `--lora-modules`): static to the router. */
   staticAdapters?: readonly string[];
 }
@@ -86,6 +91,9 @@ export class ReplicaSet {
           clock,
           epochUnix: EPOCH_UNIX,
           adapterDirs: ['/adapters'],
+          adapterPaths: Object.fromEntries(
+            (o.adapters ?? []).filter((n) => n.includes(',')).map((n) => [`/adapters/${n}`, 16]),
+          ),
           staticAdapters: (o.staticAdapters ?? []).map((name) => ({ name, path: `/static/${name}` })),
           engine: {
             maxLoras: o.maxLoras,

@@ -118,6 +118,7 @@ export class World {
       maxLoras: this.w.maxLoadedAdapters + this.w.nodes + 1,
       loadMs: this.w.loadMs,
       decodeMsPerStep: this.w.decodeMsPerStep,
+      adapters: this.w.adapters,
       staticAdapters: this.w.staticAdapters ?? [],
     });
     this.linkFaults = Array.from({ length: this.w.nodes }, () => ({
