@@ -151,43 +151,11 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
         actions.push({ at, kind, node, ms: int(r, -300, 300) });
         break;
       case 'replica-restart':
-        actions.push({ at, kind, replica: int(rs, 0, world.replicas - 1), downMs: int(rs, 0, 2000) });
-        break;
       case 'replica-outage':
-        actions.push({
-          at,
-          kind,
-          replica: int(rs, 0, world.replicas - 1),
-          ms: int(rs, 500, 4000),
-          mode: rs() < 0.5 ? 'hang' : 'error500',
-        });
-        break;
       case 'scrape':
-        actions.push({
-          at,
-          kind,
-          replica: int(rs, 0, world.replicas - 1),
-          ms: int(rs, 200, 4000),
-          mode: SCRAPE_FAULTS[int(rs, 0, SCRAPE_FAULTS.length - 1)]!,
-        });
-        break;
       case 'slow-load':
-        actions.push({
-          at,
-          kind,
-          replica: int(rs, 0, world.replicas - 1),
-          ms: int(rs, 500, 4000),
-          slowMs: int(rs, 500, 5000),
-        });
-        break;
       case 'load-fail':
-        actions.push({
-          at,
-          kind,
-          replica: int(rs, 0, world.replicas - 1),
-          count: int(rs, 1, 4),
-          failure: LOAD_FAILURES[int(rs, 0, LOAD_FAILURES.length - 1)]!,
-        });
+        actions.push(replicaFault(rs, kind, at, world.replicas));
         break;
     }
   }
@@ -217,4 +185,24 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   }
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
+}
+
+type ReplicaFaultKind = Extract<Action, { replica: number }>['kind'];
+
+/** A fault of one replica, drawn from `rs` (the replica first, then the fault's own draws). */
+function replicaFault(rs: Random, kind: ReplicaFaultKind, at: number, replicas: number): Action {
+  const replica = int(rs, 0, replicas - 1);
+  const pick = <T>(xs: readonly T[]): T => xs[int(rs, 0, xs.length - 1)]!;
+  switch (kind) {
+    case 'replica-restart':
+      return { at, kind, replica, downMs: int(rs, 0, 2000) };
+    case 'replica-outage':
+      return { at, kind, replica, ms: int(rs, 500, 4000), mode: rs() < 0.5 ? 'hang' : 'error500' };
+    case 'scrape':
+      return { at, kind, replica, ms: int(rs, 200, 4000), mode: pick(SCRAPE_FAULTS) };
+    case 'slow-load':
+      return { at, kind, replica, ms: int(rs, 500, 4000), slowMs: int(rs, 500, 5000) };
+    case 'load-fail':
+      return { at, kind, replica, count: int(rs, 1, 4), failure: pick(LOAD_FAILURES) };
+  }
 }
