@@ -27,18 +27,29 @@ export interface ReplicaSetOptions {
   loadMs: number;
   /** ms per decode step: a request of n tokens takes about n steps. */
   decodeMsPerStep: number;
+  /**
+   * Adapters the router may load: those with a comma are put at their paths by name (the
+   * simulator's adapter directories hold plain names only).
+   */
+  adapters?: readonly string[];
   /** Adapters every replica holds from its start (vLLM `--lora-modules`): static to the router. */
   staticAdapters?: readonly string[];
 }
 
 /** How a `/metrics` answer goes wrong. */
 export type ScrapeFault = 'error' | 'timeout' | 'garbled' | 'truncated';
+/** A replica that answers nothing (hangs) or 500 on every route, for a while. */
+export type Outage = 'hang' | 'error500';
 /** Why a load fails: vLLM's answers (docs/replica-apis.md, "vLLM engine-side load failure text"). */
 export type LoadFailure = 'not-found' | 'rank' | 'engine';
 
 /** The faults of one replica now (times on the scheduler's clock). */
 interface FaultState {
+  /** When the current restart, hang or 500s began (NEVER: none under way). */
+  since: number;
   downUntil: number;
+  outage: Outage;
+  outageUntil: number;
   scrape: ScrapeFault;
   scrapeUntil: number;
   slowLoadMs: number;
@@ -80,6 +91,9 @@ export class ReplicaSet {
           clock,
           epochUnix: EPOCH_UNIX,
           adapterDirs: ['/adapters'],
+          adapterPaths: Object.fromEntries(
+            (o.adapters ?? []).filter((n) => n.includes(',')).map((n) => [`/adapters/${n}`, 16]),
+          ),
           staticAdapters: (o.staticAdapters ?? []).map((name) => ({ name, path: `/static/${name}` })),
           engine: {
             maxLoras: o.maxLoras,
@@ -92,7 +106,10 @@ export class ReplicaSet {
     this.urls = this.replicas.map((_, i) => `http://replica-${i}:8000`);
     this.urls.forEach((url, i) => this.byOrigin.set(url, i));
     this.faults = this.replicas.map(() => ({
+      since: NEVER,
       downUntil: NEVER,
+      outage: 'hang',
+      outageUntil: NEVER,
       scrape: 'error',
       scrapeUntil: NEVER,
       slowLoadMs: 0,
@@ -120,6 +137,56 @@ export class ReplicaSet {
     for (const abort of [...f.pending]) abort();
     this.replicas[i]!.reboot();
     f.downUntil = this.clock.now() + downMs;
+    f.since = this.clock.now();
+  }
+
+  /** For `ms`, the replica hangs (answers nothing) or answers 500 on every route. */
+  outage(i: number, ms: number, mode: Outage): void {
+    Object.assign(this.faults[i]!, {
+      outage: mode,
+      outageUntil: this.clock.now() + ms,
+      since: this.clock.now(),
+    });
+  }
+
+  /** Whether the replica's `/metrics` answers go wrong now (its poller may see it down). */
+  scrapesBroken(origin: string): boolean {
+    return this.clock.now() < this.faults[this.index(origin)]!.scrapeUntil;
+  }
+
+  /**
+   * Since when the replica at `origin` has refused, hung or answered 500 without a break, if it
+   * does now; with how long a poller takes to see it (a refusal or a 500 counts at once, a hang
+   * after `unhealthy_timeouts` (2) polls in a row time out).
+   */
+  down(origin: string, pollMs: number, timeoutMs: number): { since: number; seenWithinMs: number } | null {
+    const f = this.faults[this.index(origin)]!;
+    const now = this.clock.now();
+    if (now < f.downUntil) return { since: f.since, seenWithinMs: pollMs };
+    if (now < f.outageUntil)
+      return {
+        since: f.since,
+        seenWithinMs: f.outage === 'hang' ? pollMs + 2 * (pollMs + timeoutMs) : pollMs,
+      };
+    return null;
+  }
+
+  /**
+   * Kong proxying a request to the replica at `origin`: the status its log phase sees (502 for a
+   * connection refused or reset, 504 past the upstream `timeoutMs`).
+   */
+  async proxy(origin: string, path: string, body: string, timeoutMs: number): Promise<number> {
+    const x = this.exchange(origin, 'POST', path, body);
+    let cancel = () => {};
+    const late = new Promise<number>((resolve) => {
+      cancel = this.clock.after(timeoutMs, () => {
+        x.abort();
+        resolve(504);
+      });
+    });
+    const status = await Promise.race([x.reply.then((r) => (r.status === 0 ? 502 : r.status)), late]);
+    cancel();
+    return status;
   }
 
   /** For `ms`, the replica's `/metrics` answers go wrong the way `mode` says. */
@@ -154,6 +221,11 @@ export class ReplicaSet {
     const now = this.clock.now();
     if (now < f.downUntil)
       return { reply: Promise.resolve({ status: 0, text: 'connection refused' }), abort: () => {} };
+    if (now < f.outageUntil && f.outage === 'error500')
+      return {
+        reply: Promise.resolve(answer(replica.error(500, 'InternalServerError', 'Internal Server Error'))),
+        abort: () => {},
+      };
     let done: (r: Exchanged) => void = () => {};
     const reply = new Promise<Exchanged>((r) => (done = r));
     let inner = () => {};
@@ -169,6 +241,8 @@ export class ReplicaSet {
       settle({ status: 0, text: 'connection reset' });
     };
     f.pending.add(reset);
+    // Hanging: never answered; the caller's bound (or Kong's upstream timeout) ends it.
+    if (now < f.outageUntil) return { reply, abort: reset };
     const forward = (transform?: (r: Exchanged) => Exchanged) => {
       if (settled) return;
       const x = replica.exchange(method, path, body);

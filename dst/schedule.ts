@@ -4,7 +4,7 @@
  * come from the same seed through another stream, so dropping actions (shrinking) keeps the rest.
  */
 import { seededRandom, type Random } from '../src/random';
-import type { LoadFailure, ScrapeFault } from './replicas';
+import type { LoadFailure, Outage, ScrapeFault } from './replicas';
 
 export type Action =
   | { at: number; kind: 'request'; node: number; adapter: number; tokens: number; prompt: number }
@@ -17,6 +17,7 @@ export type Action =
   | { at: number; kind: 'process-restart'; node: number }
   | { at: number; kind: 'skew'; node: number; ms: number }
   | { at: number; kind: 'replica-restart'; replica: number; downMs: number }
+  | { at: number; kind: 'replica-outage'; replica: number; ms: number; mode: Outage }
   | { at: number; kind: 'scrape'; replica: number; ms: number; mode: ScrapeFault }
   | { at: number; kind: 'slow-load'; replica: number; ms: number; slowMs: number }
   | { at: number; kind: 'load-fail'; replica: number; count: number; failure: LoadFailure };
@@ -32,6 +33,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'process-restart',
   'skew',
   'replica-restart',
+  'replica-outage',
   'scrape',
   'slow-load',
   'load-fail',
@@ -149,37 +151,58 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
         actions.push({ at, kind, node, ms: int(r, -300, 300) });
         break;
       case 'replica-restart':
-        actions.push({ at, kind, replica: int(rs, 0, world.replicas - 1), downMs: int(rs, 0, 2000) });
-        break;
+      case 'replica-outage':
       case 'scrape':
-        actions.push({
-          at,
-          kind,
-          replica: int(rs, 0, world.replicas - 1),
-          ms: int(rs, 200, 4000),
-          mode: SCRAPE_FAULTS[int(rs, 0, SCRAPE_FAULTS.length - 1)]!,
-        });
-        break;
       case 'slow-load':
-        actions.push({
-          at,
-          kind,
-          replica: int(rs, 0, world.replicas - 1),
-          ms: int(rs, 500, 4000),
-          slowMs: int(rs, 500, 5000),
-        });
-        break;
       case 'load-fail':
-        actions.push({
-          at,
-          kind,
-          replica: int(rs, 0, world.replicas - 1),
-          count: int(rs, 1, 4),
-          failure: LOAD_FAILURES[int(rs, 0, LOAD_FAILURES.length - 1)]!,
-        });
+        actions.push(replicaFault(rs, kind, at, world.replicas));
         break;
     }
   }
+  // Shapes the draws above rarely make, from a stream of their own: a request on the name with a
+  // comma running longer than lease_max_age_ms (its lease renewed only by the replica's word on
+  // it, issue 31 item 1a), early, so the requests after it press for its slot.
+  // Then, once its lease could have aged out, more cold adapters than a replica's slots ask.
+  const shape = seededRandom(seed * 2654435761 + 2);
+  if (!quiet && shape() < 0.15) {
+    actions.push({
+      at: int(shape, 0, 1500),
+      kind: 'request',
+      node: int(shape, 0, world.nodes - 1),
+      adapter: world.adapters.indexOf('team,a'),
+      tokens: int(shape, 80, 120),
+      prompt: int(shape, 10, 2000),
+    });
+    for (let i = 0; i <= world.maxLoadedAdapters * world.replicas; i++)
+      actions.push({
+        at: int(shape, Math.min(4500, world.spanMs - 1), world.spanMs),
+        kind: 'request',
+        node: int(shape, 0, world.nodes - 1),
+        adapter: int(shape, 0, world.adapters.length - 1),
+        tokens: int(shape, 1, 6),
+        prompt: int(shape, 10, 2000),
+      });
+  }
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
+}
+
+type ReplicaFaultKind = Extract<Action, { replica: number }>['kind'];
+
+/** A fault of one replica, drawn from `rs` (the replica first, then the fault's own draws). */
+function replicaFault(rs: Random, kind: ReplicaFaultKind, at: number, replicas: number): Action {
+  const replica = int(rs, 0, replicas - 1);
+  const pick = <T>(xs: readonly T[]): T => xs[int(rs, 0, xs.length - 1)]!;
+  switch (kind) {
+    case 'replica-restart':
+      return { at, kind, replica, downMs: int(rs, 0, 2000) };
+    case 'replica-outage':
+      return { at, kind, replica, ms: int(rs, 500, 4000), mode: rs() < 0.5 ? 'hang' : 'error500' };
+    case 'scrape':
+      return { at, kind, replica, ms: int(rs, 200, 4000), mode: pick(SCRAPE_FAULTS) };
+    case 'slow-load':
+      return { at, kind, replica, ms: int(rs, 500, 4000), slowMs: int(rs, 500, 5000) };
+    case 'load-fail':
+      return { at, kind, replica, count: int(rs, 1, 4), failure: pick(LOAD_FAILURES) };
+  }
 }

@@ -25,6 +25,9 @@ import { NodeClock, Scheduler } from './scheduler';
 import type { Action, Schedule } from './schedule';
 
 const POLL_MS = 1000;
+const POLL_TIMEOUT_MS = 1000;
+/** A poll's trips and the store call that records what it saw. */
+const SEEN_SLACK_MS = 500;
 const PROBE_MS = 1000;
 const NODE_TTL_MS = 2000;
 /**
@@ -34,11 +37,16 @@ const NODE_TTL_MS = 2000;
 const SETTLE_MS = 3 * PROBE_MS;
 /** How often the settling looks whether the world is quiescent. */
 const SETTLE_TICK_MS = 100;
-/** The longest the traffic's tail may run after the span (requests waiting for room, faults healing). */
-const TAIL_MS = 40_000;
+/**
+ * The longest the traffic's tail may run after the span (requests waiting for room, faults
+ * healing): past the access deadline (55 s) and Kong's upstream timeout.
+ */
+const TAIL_MS = 70_000;
 /** Bounded memory: wake-ups per node beyond one per request under way there. */
 const WAKEUP_SLACK = 8;
 const TIMER_BOUND = 20_000;
+/** Kong's upstream read timeout (the proxy's 504). */
+const UPSTREAM_TIMEOUT_MS = 10_000;
 /** backoff_base_ms (the Schema's default): a failed load is not tried again sooner by its runtime. */
 const BACKOFF_BASE_MS = 1000;
 
@@ -79,6 +87,9 @@ interface Process {
 
   /** Requests in its access phase now. */
   routing: number;
+  /** Requests it took that have not ended (routing, proxied or logging). */
+  open: number;
+  startedAt: number;
   /** Which shared state its current runtime uses (0 or 1: two databases). */
   db: number;
   recordGen: number;
@@ -102,16 +113,12 @@ export class World {
   /** Load calls as each runtime sent them (the checks read them after each step). */
   private readonly loadCalls: LoadCall[] = [];
   private lastFaultAt = -Infinity;
+  private lastRecordChange = -Infinity;
   /** Faults under way (partitions, slow links, a Redis down), healed by their own timers. */
   private faultsOpen = 0;
   /** A record change's pushes to the nodes not made yet. */
   private pushesPending = 0;
   private inFlight = 0;
-  /**
-   * Of those, requests a dead process was routing: its timers never fire again, so they never
-   * end. The settling waits for the others only.
-   */
-  private abandoned = 0;
   /** Requests that came so far. */
   private arrivals = 0;
   private violation: Violation | null = null;
@@ -128,6 +135,7 @@ export class World {
       maxLoras: this.w.maxLoadedAdapters + this.w.nodes + 1,
       loadMs: this.w.loadMs,
       decodeMsPerStep: this.w.decodeMsPerStep,
+      adapters: this.w.adapters,
       staticAdapters: this.w.staticAdapters ?? [],
     });
     this.samplesOnly();
@@ -217,7 +225,7 @@ export class World {
       ),
       log: silentLogger,
       seed: this.schedule.seed * 31 + proc.node * 7 + proc.gen,
-      poller: { intervalMs: POLL_MS, timeoutMs: 1000 },
+      poller: { intervalMs: POLL_MS, timeoutMs: POLL_TIMEOUT_MS },
       leasePrefix: prefix,
       ...(seq ? { leaseSeq: seq } : {}),
     });
@@ -276,6 +284,8 @@ export class World {
       svc: new RouterService(this.routerConfig(this.redisConfig(db, recordGen)), rt),
       runtimes: [rt],
       routing: 0,
+      open: 0,
+      startedAt: this.sched.now(),
       db,
       recordGen,
     });
@@ -385,6 +395,7 @@ export class World {
         return this.redis.forEach((r) => r.switchPrimary(a.lost));
       case 'record-change':
         this.fault();
+        this.lastRecordChange = this.sched.now() + (this.w.nodes - 1) * a.gapMs;
         // Kong pushes the new configuration to its nodes in turn.
         this.pushesPending += this.procs.length;
         return this.procs.forEach((_, n) =>
@@ -404,6 +415,12 @@ export class World {
         return this.during(
           a.downMs + 1,
           () => this.replicas.restart(a.replica, a.downMs),
+          () => undefined,
+        );
+      case 'replica-outage':
+        return this.during(
+          a.ms,
+          () => this.replicas.outage(a.replica, a.ms, a.mode),
           () => undefined,
         );
       case 'scrape':
@@ -452,7 +469,6 @@ export class World {
   private restartProcess(n: number): void {
     const old = this.procs[n]!;
     old.alive = false;
-    this.abandoned += old.routing;
     for (const rt of old.runtimes) rt.stop();
     // Its timers never fire again: a new clock, the same skew.
     old.clock.alive = false;
@@ -481,12 +497,13 @@ export class World {
     const arrivals = ++this.arrivals;
     const began = this.sched.now();
     this.inFlight++;
+    p.open++;
     p.routing++;
     let routing = true;
+    // Counted out of routing once, whether route answered or threw.
     const routed = () => {
       routing = false;
       p.routing--;
-      if (!p.alive) this.abandoned--;
     };
     const svc = p.svc;
     try {
@@ -503,20 +520,44 @@ export class World {
         };
       }
       if (out.kind !== 'proxy' || !p.alive) return;
-      const reply = await this.replicas.exchange(
+      this.avoided(p, new URL(out.url).origin);
+      const status = await this.replicas.proxy(
         new URL(out.url).origin,
-        'POST',
         '/v1/chat/completions',
         out.body ?? body,
-      ).reply;
+        UPSTREAM_TIMEOUT_MS,
+      );
       // The log phase, on the process that routed it (a dead one never runs it).
       if (!p.alive) return;
-      // A connection refused or reset: Kong answers 502 and logs that status.
-      await svc.finish(out.leaseId, reply.status === 0 ? 502 : reply.status);
+      await svc.finish(out.leaseId, status);
     } finally {
       if (routing) routed();
       this.inFlight--;
+      p.open--;
     }
+  }
+
+  /**
+   * A replica down (refused, hanging, answering 500) since before this process and its runtime's
+   * state began, and for longer than its poller takes to see it, gets no request from it while
+   * another replica is up (test/reliability/faults.test.ts's "once seen, none goes there").
+   */
+  private avoided(p: Process, origin: string): void {
+    const d = this.replicas.down(origin, POLL_MS, POLL_TIMEOUT_MS);
+    if (!d || d.since < Math.max(p.startedAt, this.lastRecordChange)) return;
+    const ms = this.sched.now() - d.since;
+    if (ms <= d.seenWithinMs + SEEN_SLACK_MS) return;
+    // Every replica down, or its scrape failing: the router may have nowhere better to send it.
+    const up = (u: string) =>
+      !this.replicas.down(u, POLL_MS, POLL_TIMEOUT_MS) && !this.replicas.scrapesBroken(u);
+    if (!this.replicas.urls.some(up)) return;
+    const w = this.view();
+    this.violation ??= {
+      invariant: 'a replica seen down gets no request',
+      detail: `node ${p.node} routed to ${origin}, down for ${Math.round(ms)} ms`,
+      at: w.now,
+      step: w.step,
+    };
   }
 
   async run(): Promise<RunResult> {
@@ -530,10 +571,11 @@ export class World {
     try {
       await this.sched.run(this.w.spanMs, step, stop);
       // Traffic stops; faults heal by their timers. Settle until every request ended.
+      // Past the access deadline (55 s) and the upstream timeout after the last request came.
       await this.sched.run(
         this.sched.now() + TAIL_MS,
         step,
-        () => stop() || (this.running === 0 && this.faultsOpen === 0),
+        () => stop() || (this.liveOpen() === 0 && this.faultsOpen === 0),
       );
       // Then until the world is quiescent, or SETTLE_MS at most, before the lease check.
       const settleBy = this.sched.now() + SETTLE_MS;
@@ -550,9 +592,9 @@ export class World {
     };
   }
 
-  /** Requests under way that can still end: those of live processes, and those proxied already. */
-  private get running(): number {
-    return this.inFlight - this.abandoned;
+  /** Requests of live processes not ended (a dead one's end with its socket: Kong answers them). */
+  private liveOpen(): number {
+    return this.procs.filter((p) => p.alive).reduce((n, p) => n + p.open, 0);
   }
 
   /**
@@ -563,7 +605,7 @@ export class World {
    * running), and no lease open.
    */
   private async settled(): Promise<boolean> {
-    if (this.running > 0 || this.faultsOpen > 0 || this.pushesPending > 0) return false;
+    if (this.liveOpen() > 0 || this.faultsOpen > 0 || this.pushesPending > 0) return false;
     if (this.sched.now() - this.lastFaultAt < PROBE_MS || this.checks.overLimit()) return false;
     for (const p of this.procs)
       if (p.alive)
@@ -581,16 +623,24 @@ export class World {
 
   /** Every request ended and the world settled: no live node holds a lease, in Redis or alone. */
   private async quiescence(): Promise<void> {
-    if (this.running > 0) return; // a request still runs (a hung one is not this check's)
-    const open = await this.openLease();
-    if (open === null) return;
     const w = this.view();
-    this.violation = {
-      invariant: 'no lease left open after quiescence',
-      detail: open,
-      at: w.now,
-      step: w.step,
-    };
+    if (this.inFlight > 0 && this.liveOpen() === 0) return; // a dead process's request still runs
+    const unanswered = this.liveOpen();
+    const open = unanswered > 0 ? null : await this.openLease();
+    if (unanswered > 0)
+      this.violation = {
+        invariant: 'every request answered',
+        detail: `${unanswered} request(s) unanswered 70 s after the last came`,
+        at: w.now,
+        step: w.step,
+      };
+    else if (open !== null)
+      this.violation = {
+        invariant: 'no lease left open after quiescence',
+        detail: open,
+        at: w.now,
+        step: w.step,
+      };
   }
 
   /** A lease of a live node still open, in Redis or in its local store: what, or null. */

@@ -253,29 +253,28 @@ describe('schedules the simulation found', () => {
     expect(r.violation).toBeUndefined();
   }, 30_000);
   // Issue 31 item 1f, found with the fix reverted (a node cut off granted its share afresh,
-  // counting only what it spent alone): seed 6 (--keep 2,3,7,11,12). Node 1 spends the whole
-  // budget of 3 (team, a, law: three cold loads while Redis answers); a Sentinel switch losing
-  // the last 4 writes makes it decide alone until its leases are back there, and `law`, lost
-  // with those writes, is cold again: granted a 4th load within the minute (`n1g0 sent 4 load
-  // calls in 60 s (budget 3), the last deciding alone`). With the fix its share is what is left.
-  it('seed 6 (issue 31 item 1f): a node that spent the whole budget gets nothing more alone', async () => {
+  // counting only what it spent alone): seed 84 (--keep 2,3,4,16,19). Node 1 spends the whole
+  // budget of 3 (chat, sql, team: three cold loads while Redis answers); every node is cut off
+  // from Redis, and a request for the cold `team,a` on node 1 is granted a 4th load within the
+  // minute (`n1g0 sent 4 load calls in 60 s (budget 3), the last deciding alone`). With the fix
+  // its share is what is left of it: nothing.
+  it('seed 84 (issue 31 item 1f): a node that spent the whole budget gets nothing more alone', async () => {
     const r = await runSchedule({
-      seed: 6,
+      seed: 84,
       world: {
         ...WORLD,
-        replicas: 2,
         maxLoadedAdapters: 2,
-        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med'],
-        loadMs: 200,
+        adapters: ['sql', 'chat', 'team,a', 'team'],
+        decodeMsPerStep: 50,
         coldLoadsPerMinute: 3,
         ttftSloMs: 0,
       },
       actions: [
-        { at: 340, kind: 'request', node: 1, adapter: 3, tokens: 3, prompt: 339 },
-        { at: 545, kind: 'request', node: 1, adapter: 4, tokens: 3, prompt: 1865 },
-        { at: 899, kind: 'request', node: 1, adapter: 7, tokens: 4, prompt: 1856 },
-        { at: 1796, kind: 'switch', lost: 4 },
-        { at: 1954, kind: 'request', node: 1, adapter: 7, tokens: 39, prompt: 377 },
+        { at: 388, kind: 'request', node: 1, adapter: 1, tokens: 3, prompt: 779 },
+        { at: 558, kind: 'request', node: 1, adapter: 0, tokens: 5, prompt: 1720 },
+        { at: 714, kind: 'request', node: 1, adapter: 3, tokens: 1, prompt: 1178 },
+        { at: 2383, kind: 'partition', node: -1, ms: 1832 },
+        { at: 2814, kind: 'request', node: 1, adapter: 2, tokens: 3, prompt: 522 },
       ],
     });
     expect(r.violation).toBeUndefined();
@@ -338,6 +337,127 @@ describe('schedules the simulation found', () => {
         { at: 5266, kind: 'redis-restart', empty: false, downMs: 1162 },
         { at: 5358, kind: 'request', node: 0, adapter: 3, tokens: 37, prompt: 1893 },
         { at: 5869, kind: 'request', node: 1, adapter: 0, tokens: 1, prompt: 210 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+  // Issue 31 item 1a, found with the fix reverted (a name with a comma never read back from
+  // vLLM's joined running_lora_adapters): seed 45 (--keep 0,1,2,3,4,5,6,7), the generator's
+  // comma shape. Node 0, cut off from Redis with the others, sends a 109-token request for
+  // `team,a`; its lease is never renewed by the replica's word, ages out, and an unload making
+  // room takes `team,a` on a word that reads `team` and `a` busy, not it (`team,a unloaded with 1
+  // running and 0 waiting`).
+  it('seed 45 (issue 31 item 1a): a name with a comma is not unloaded under its running request', async () => {
+    const r = await runSchedule({
+      seed: 45,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        decodeMsPerStep: 50,
+        ttftSloMs: 0,
+      },
+      actions: [
+        { at: 290, kind: 'request', node: 1, adapter: 2, tokens: 3, prompt: 1044 },
+        { at: 319, kind: 'request', node: 2, adapter: 7, tokens: 6, prompt: 1447 },
+        { at: 1067, kind: 'partition', node: -1, ms: 2455 },
+        { at: 1234, kind: 'request', node: 0, adapter: 2, tokens: 109, prompt: 702 },
+        { at: 1287, kind: 'request', node: 0, adapter: -1, tokens: 3, prompt: 1566 },
+        { at: 1693, kind: 'request', node: 0, adapter: 1, tokens: 2, prompt: 238 },
+        { at: 1849, kind: 'record-change', otherState: false, gapMs: 350 },
+        { at: 1933, kind: 'request', node: 2, adapter: 3, tokens: 5, prompt: 1034 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+  // Issue 31 item 1b's kind of break (a lease given back on another runtime's store than the one
+  // that counts it), found with a planted change: LeaseHandle.release giving back on the newest
+  // runtime of the node instead of where the lease was taken (the original 1b needs the old
+  // hand-over, which moved leases between runtimes and is gone). Seed 6 (--keep 16,17,21): node
+  // 1, cut off, takes a lease in its local store; a same-state record change comes before the
+  // log phase, the release goes to the successor, and the lease stays open in the first
+  // runtime's local store (`node 1: 1 lease(s) open in its local store`).
+  it('seed 6 (issue 31 item 1b): a lease is given back where it was taken across a record change', async () => {
+    const r = await runSchedule({
+      seed: 6,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med'],
+        loadMs: 200,
+        coldLoadsPerMinute: 3,
+        ttftSloMs: 0,
+      },
+      actions: [
+        { at: 2731, kind: 'partition', node: 1, ms: 599 },
+        { at: 2738, kind: 'request', node: 1, adapter: 0, tokens: 2, prompt: 425 },
+        { at: 3192, kind: 'record-change', otherState: false, gapMs: 358 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+  // Seed 962 on the current generator (shrunk by one action only): found with the placement's
+  // re-check taken out (`math loading on replica-1 and replica-0 at once`, after record changes, a
+  // FLUSHALL, a process restart and replica faults); the seed 910 schedule above no longer reaches
+  // the break once the replicas load names with a comma. Not diagnosed step by step.
+  it('seed 962: a load that waited for room checks its placement claim again (current generator)', async () => {
+    const r = await runSchedule({
+      seed: 962,
+      world: {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med'],
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 6000,
+        staticAdapters: ['sql,chat'],
+      },
+      actions: [
+        { at: 232, kind: 'request', node: 0, adapter: 8, tokens: 5, prompt: 453 },
+        { at: 576, kind: 'record-change', otherState: false, gapMs: 1194 },
+        { at: 602, kind: 'request', node: 2, adapter: -1, tokens: 6, prompt: 1909 },
+        { at: 931, kind: 'request', node: 0, adapter: 4, tokens: 4, prompt: 347 },
+        { at: 1004, kind: 'flushall' },
+        { at: 1120, kind: 'request', node: 0, adapter: 9, tokens: 6, prompt: 1670 },
+        { at: 1453, kind: 'request', node: 0, adapter: 5, tokens: 6, prompt: 1547 },
+        { at: 1505, kind: 'request', node: 2, adapter: 4, tokens: 1, prompt: 255 },
+        { at: 1583, kind: 'slow-load', replica: 1, ms: 3142, slowMs: 1108 },
+        { at: 1724, kind: 'request', node: 2, adapter: 2, tokens: 6, prompt: 1786 },
+        { at: 1886, kind: 'request', node: 0, adapter: 2, tokens: 2, prompt: 468 },
+        { at: 2003, kind: 'request', node: 0, adapter: 9, tokens: 4, prompt: 385 },
+        { at: 2215, kind: 'request', node: 0, adapter: 8, tokens: 59, prompt: 874 },
+        { at: 2319, kind: 'request', node: 2, adapter: 6, tokens: 2, prompt: 287 },
+        { at: 2343, kind: 'request', node: 1, adapter: 4, tokens: 5, prompt: 421 },
+        { at: 2530, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 1108 },
+        { at: 2879, kind: 'record-change', otherState: false, gapMs: 672 },
+        { at: 2896, kind: 'replica-outage', replica: 1, ms: 2852, mode: 'hang' },
+        { at: 3143, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 17 },
+        { at: 3270, kind: 'request', node: 0, adapter: 9, tokens: 6, prompt: 263 },
+        { at: 3363, kind: 'request', node: 0, adapter: 3, tokens: 3, prompt: 1765 },
+        { at: 3438, kind: 'request', node: 2, adapter: 3, tokens: 1, prompt: 687 },
+        { at: 3442, kind: 'request', node: 1, adapter: 3, tokens: 6, prompt: 1003 },
+        { at: 3488, kind: 'request', node: 1, adapter: 0, tokens: 3, prompt: 568 },
+        { at: 3491, kind: 'process-restart', node: 0 },
+        { at: 3978, kind: 'request', node: 2, adapter: -1, tokens: 3, prompt: 1930 },
+        { at: 4087, kind: 'replica-outage', replica: 1, ms: 1805, mode: 'error500' },
+        { at: 4378, kind: 'request', node: 1, adapter: 6, tokens: 2, prompt: 521 },
+        { at: 4478, kind: 'request', node: 2, adapter: 2, tokens: 3, prompt: 405 },
+        { at: 4607, kind: 'request', node: 2, adapter: 4, tokens: 52, prompt: 1516 },
+        { at: 4783, kind: 'request', node: 2, adapter: 0, tokens: 5, prompt: 1892 },
+        { at: 4788, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 818 },
+        { at: 4872, kind: 'request', node: 2, adapter: 7, tokens: 3, prompt: 1498 },
+        { at: 4935, kind: 'request', node: 0, adapter: 1, tokens: 3, prompt: 680 },
+        { at: 5195, kind: 'request', node: 1, adapter: 2, tokens: 4, prompt: 1834 },
+        { at: 5411, kind: 'request', node: 0, adapter: 1, tokens: 5, prompt: 987 },
+        { at: 5448, kind: 'request', node: 1, adapter: 7, tokens: 6, prompt: 1990 },
+        { at: 5456, kind: 'record-change', otherState: false, gapMs: 155 },
+        { at: 5733, kind: 'request', node: 1, adapter: -1, tokens: 6, prompt: 586 },
       ],
     });
     expect(r.violation).toBeUndefined();
