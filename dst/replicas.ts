@@ -45,8 +45,10 @@ export type LoadFailure = 'not-found' | 'rank' | 'engine';
 
 /** The faults of one replica now (times on the scheduler's clock). */
 interface FaultState {
-  /** When the current restart, hang or 500s began (NEVER: none under way). */
+  /** When the current stretch of restarts, hangs or 500s began (NEVER: none under way). */
   since: number;
+  /** Whether the stretch had a hang (polls time out before they see it down). */
+  hung: boolean;
   downUntil: number;
   outage: Outage;
   outageUntil: number;
@@ -107,6 +109,7 @@ export class ReplicaSet {
     this.urls.forEach((url, i) => this.byOrigin.set(url, i));
     this.faults = this.replicas.map(() => ({
       since: NEVER,
+      hung: false,
       downUntil: NEVER,
       outage: 'hang',
       outageUntil: NEVER,
@@ -136,17 +139,22 @@ export class ReplicaSet {
     const f = this.faults[i]!;
     for (const abort of [...f.pending]) abort();
     this.replicas[i]!.reboot();
+    this.stretch(f, false);
     f.downUntil = this.clock.now() + downMs;
-    f.since = this.clock.now();
   }
 
   /** For `ms`, the replica hangs (answers nothing) or answers 500 on every route. */
   outage(i: number, ms: number, mode: Outage): void {
-    Object.assign(this.faults[i]!, {
-      outage: mode,
-      outageUntil: this.clock.now() + ms,
-      since: this.clock.now(),
-    });
+    const f = this.faults[i]!;
+    this.stretch(f, mode === 'hang');
+    Object.assign(f, { outage: mode, outageUntil: this.clock.now() + ms });
+  }
+
+  /** A restart, hang or 500s begins: a new stretch down, or the one under way goes on. */
+  private stretch(f: FaultState, hang: boolean): void {
+    const now = this.clock.now();
+    if (now < f.downUntil || now < f.outageUntil) f.hung ||= hang;
+    else Object.assign(f, { since: now, hung: hang });
   }
 
   /** Whether the replica's `/metrics` answers go wrong now (its poller may see it down). */
@@ -162,13 +170,8 @@ export class ReplicaSet {
   down(origin: string, pollMs: number, timeoutMs: number): { since: number; seenWithinMs: number } | null {
     const f = this.faults[this.index(origin)]!;
     const now = this.clock.now();
-    if (now < f.downUntil) return { since: f.since, seenWithinMs: pollMs };
-    if (now < f.outageUntil)
-      return {
-        since: f.since,
-        seenWithinMs: f.outage === 'hang' ? pollMs + 2 * (pollMs + timeoutMs) : pollMs,
-      };
-    return null;
+    if (now >= f.downUntil && now >= f.outageUntil) return null;
+    return { since: f.since, seenWithinMs: f.hung ? pollMs + 2 * (pollMs + timeoutMs) : pollMs };
   }
 
   /**
