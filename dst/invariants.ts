@@ -12,6 +12,7 @@ import {
   type Violation as ChaosViolation,
 } from '../chaos/invariants';
 import type { AdapterLogEntry } from '../sim/http/replica';
+import type { FailedLoad } from './replicas';
 
 export interface Violation {
   invariant: string;
@@ -55,6 +56,27 @@ export interface Limits {
   quietAfterMs: number;
 }
 
+/** A load call as a runtime sent it. */
+export interface LoadCall {
+  at: number;
+  url: string;
+  name: string;
+  /** The plugin-server process (node and generation): its budget share is its own. */
+  proc: string;
+  /** The runtime (its backoff is its own). */
+  sender: string;
+  /** Its store decided alone (Redis unreachable to it) when it sent the call. */
+  alone: boolean;
+}
+
+/** What the runtimes sent and what the fault layer failed (the per-node checks). */
+export interface CallSource {
+  loads: readonly LoadCall[];
+  failed: readonly FailedLoad[];
+  /** backoff_base_ms: a load that failed is not tried again by its runtime sooner. */
+  backoffMs: number;
+}
+
 /** Incremental checks over the replicas' logs: each entry is looked at once. */
 export class LogChecks {
   private seen: number[];
@@ -73,12 +95,14 @@ export class LogChecks {
      * holds when Redis is lost for good". Such an unload is not held to (i).
      */
     private readonly sentAlone: (replica: string, adapter: string) => boolean = () => false,
+    private readonly calls: CallSource = { loads: [], failed: [], backoffMs: 0 },
   ) {
     this.seen = sources.map(() => 0);
     this.over = sources.map(() => null);
   }
 
   check(w: WorldView): void {
+    this.checkCalls(w);
     this.sources.forEach((src, i) => {
       const fresh = src.log.slice(this.seen[i]);
       this.seen[i] = src.log.length;
@@ -94,6 +118,47 @@ export class LogChecks {
           );
       }
     });
+  }
+
+  private callsSeen = 0;
+  /** By process: its load calls, oldest first (the share check's window). */
+  private readonly byProc = new Map<string, LoadCall[]>();
+
+  /**
+   * Each load call a runtime sent: (a) not within `backoffMs` of a load of the same adapter on the
+   * same replica that failed for that runtime (docs/reliability.md, per-name state: "tried at most
+   * once per (replica, adapter) per backoff window"); (b) sent deciding alone, its process's load
+   * calls in the last window (this one included, failed ones not) stay within the budget: a node
+   * cut off grants only what is left of its share (issue 31 item 1f).
+   */
+  private checkCalls(w: WorldView): void {
+    const { loads, failed, backoffMs } = this.calls;
+    for (; this.callsSeen < loads.length; this.callsSeen++) {
+      const c = loads[this.callsSeen]!;
+      const last = failed
+        .filter((f) => f.sender === c.sender && f.url === c.url && f.name === c.name && f.at <= c.at)
+        .at(-1);
+      if (last && c.at - last.at < backoffMs)
+        this.fail(
+          w,
+          'a failed load is not tried again within the backoff',
+          `${c.name} on ${c.url} by ${c.sender} ${c.at - last.at} ms after it failed there`,
+        );
+      const mine = this.byProc.get(c.proc) ?? [];
+      const recent = mine.filter((m) => c.at - m.at < 60_000);
+      recent.push(c);
+      this.byProc.set(c.proc, recent);
+      const counted = recent.filter(
+        (m) =>
+          !failed.some((f) => f.sender === m.sender && f.url === m.url && f.name === m.name && f.at >= m.at),
+      );
+      if (c.alone && counted.length > this.limits.coldLoadsPerMinute)
+        this.fail(
+          w,
+          'a node deciding alone grants only what is left of its share',
+          `${c.proc} sent ${counted.length} load calls in 60 s (budget ${this.limits.coldLoadsPerMinute}), the last deciding alone: ${c.name} on ${c.url}`,
+        );
+    }
   }
 
   private entry(i: number, e: ReplicaLogEntry, w: WorldView): void {
@@ -138,6 +203,11 @@ export class LogChecks {
           );
     others.push({ url: e.replica, start, end: e.at, quiet });
     this.loading.set(e.name, others);
+  }
+
+  /** Whether a replica holds more than the limit now (its grace may still be running). */
+  overLimit(): boolean {
+    return this.over.some((o) => o !== null);
   }
 
   fail(w: WorldView, invariant: string, detail: string): never {

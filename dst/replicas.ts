@@ -3,13 +3,17 @@
  * texts and /metrics as the real one answers) around its engine model, reached in process. Each
  * node talks to them through the real HttpReplicaApi, whose ReplicaHttp is replaced here by a
  * call without a socket: same answers, bounded by the caller's timeout on its node's clock.
+ * Replica faults sit between the two: a restart that forgets the adapters loaded at run time
+ * (calls refused while down, every exchange under way reset), a `/metrics` that fails, never
+ * answers, or comes garbled or truncated, slow loads, and loads that fail with vLLM's texts.
  */
 import { BackendError } from '../src/backends/errors';
 import type { HttpReply, ReplicaHttp } from '../src/backends/http';
 import type { Clock } from '../src/clock';
 import type { Random } from '../src/random';
 import { loadCostFor } from '../sim/engine/load-cost';
-import { SimReplica } from '../sim/http/replica';
+import type { SimError } from '../sim/http/errors';
+import { SimReplica, type Exchanged } from '../sim/http/replica';
 import { trip } from './scheduler';
 
 /** Unix seconds at virtual time 0: a fixed date, so the replicas' `Date` headers replay exactly. */
@@ -23,14 +27,65 @@ export interface ReplicaSetOptions {
   loadMs: number;
   /** ms per decode step: a request of n tokens takes about n steps. */
   decodeMsPerStep: number;
+  /**
+   * Adapters the router may load: those with a comma are put at their paths by name (the
+   * simulator's adapter directories hold plain names only).
+   */
+  adapters?: readonly string[];
+  /** Adapters every replica holds from its start (vLLM `--lora-modules`): static to the router. */
+  staticAdapters?: readonly string[];
 }
+
+/** How a `/metrics` answer goes wrong. */
+export type ScrapeFault = 'error' | 'timeout' | 'garbled' | 'truncated';
+/** A replica that answers nothing (hangs) or 500 on every route, for a while. */
+export type Outage = 'hang' | 'error500';
+/** Why a load fails: vLLM's answers (docs/replica-apis.md, "vLLM engine-side load failure text"). */
+export type LoadFailure = 'not-found' | 'rank' | 'engine';
+
+/** The faults of one replica now (times on the scheduler's clock). */
+interface FaultState {
+  /** When the current stretch of restarts, hangs or 500s began (NEVER: none under way). */
+  since: number;
+  /** Whether the stretch had a hang (polls time out before they see it down). */
+  hung: boolean;
+  downUntil: number;
+  outage: Outage;
+  outageUntil: number;
+  scrape: ScrapeFault;
+  scrapeUntil: number;
+  slowLoadMs: number;
+  slowLoadUntil: number;
+  failLoads: number;
+  failure: LoadFailure;
+  /** Garbled or truncated answers so far: which way the next one breaks. */
+  broken: number;
+  /** Exchanges under way: a restart resets their connections. */
+  pending: Set<() => void>;
+}
+
+/** A load call the fault layer answered with a failure: sent by `sender`, answered at `at`. */
+export interface FailedLoad {
+  at: number;
+  url: string;
+  name: string;
+  sender: string;
+}
+
+const NEVER = -Infinity;
 
 export class ReplicaSet {
   readonly replicas: SimReplica[];
   readonly urls: string[];
-  private readonly byOrigin = new Map<string, SimReplica>();
+  private readonly byOrigin = new Map<string, number>();
+  private readonly faults: FaultState[];
+  /** Loads the fault layer failed, in order: the backoff invariant reads them. */
+  readonly failedLoads: FailedLoad[] = [];
 
-  constructor(clock: Clock, o: ReplicaSetOptions) {
+  constructor(
+    private readonly clock: Clock,
+    private readonly o: ReplicaSetOptions,
+  ) {
     this.replicas = Array.from(
       { length: o.replicas },
       () =>
@@ -38,6 +93,10 @@ export class ReplicaSet {
           clock,
           epochUnix: EPOCH_UNIX,
           adapterDirs: ['/adapters'],
+          adapterPaths: Object.fromEntries(
+            (o.adapters ?? []).filter((n) => n.includes(',')).map((n) => [`/adapters/${n}`, 16]),
+          ),
+          staticAdapters: (o.staticAdapters ?? []).map((name) => ({ name, path: `/static/${name}` })),
           engine: {
             maxLoras: o.maxLoras,
             maxCpuLoras: o.maxLoras + 1,
@@ -47,21 +106,190 @@ export class ReplicaSet {
         }),
     );
     this.urls = this.replicas.map((_, i) => `http://replica-${i}:8000`);
-    this.replicas.forEach((r, i) => this.byOrigin.set(this.urls[i]!, r));
+    this.urls.forEach((url, i) => this.byOrigin.set(url, i));
+    this.faults = this.replicas.map(() => ({
+      since: NEVER,
+      hung: false,
+      downUntil: NEVER,
+      outage: 'hang',
+      outageUntil: NEVER,
+      scrape: 'error',
+      scrapeUntil: NEVER,
+      slowLoadMs: 0,
+      slowLoadUntil: NEVER,
+      failLoads: 0,
+      failure: 'engine',
+      broken: 0,
+      pending: new Set(),
+    }));
+  }
+
+  private index(origin: string): number {
+    const i = this.byOrigin.get(origin);
+    if (i === undefined) throw new Error(`no replica ${origin}`);
+    return i;
   }
 
   replica(url: string): SimReplica {
-    const r = this.byOrigin.get(url);
-    if (!r) throw new Error(`no replica ${url}`);
-    return r;
+    return this.replicas[this.index(url)]!;
+  }
+
+  /** The replica restarts: what it ran and loaded at run time is gone; refused for `downMs`. */
+  restart(i: number, downMs: number): void {
+    const f = this.faults[i]!;
+    for (const abort of [...f.pending]) abort();
+    this.replicas[i]!.reboot();
+    this.stretch(f, false);
+    f.downUntil = this.clock.now() + downMs;
+  }
+
+  /** For `ms`, the replica hangs (answers nothing) or answers 500 on every route. */
+  outage(i: number, ms: number, mode: Outage): void {
+    const f = this.faults[i]!;
+    this.stretch(f, mode === 'hang');
+    Object.assign(f, { outage: mode, outageUntil: this.clock.now() + ms });
+  }
+
+  /** A restart, hang or 500s begins: a new stretch down, or the one under way goes on. */
+  private stretch(f: FaultState, hang: boolean): void {
+    const now = this.clock.now();
+    if (now < f.downUntil || now < f.outageUntil) f.hung ||= hang;
+    else Object.assign(f, { since: now, hung: hang });
+  }
+
+  /** Whether the replica's `/metrics` answers go wrong now (its poller may see it down). */
+  scrapesBroken(origin: string): boolean {
+    return this.clock.now() < this.faults[this.index(origin)]!.scrapeUntil;
   }
 
   /**
-   * A process's HTTP to the replicas: each call takes 0-2 ms each way (seeded, `trip`), is answered by
-   * the replica in process and bounded by `timeoutMs` on `clock`. `alive`: a dead process's
-   * calls are never answered (its pending work just stops).
+   * Since when the replica at `origin` has refused, hung or answered 500 without a break, if it
+   * does now; with how long a poller takes to see it (a refusal or a 500 counts at once, a hang
+   * after `unhealthy_timeouts` (2) polls in a row time out).
    */
-  http(clock: Clock, random: Random, alive: () => boolean): ReplicaHttp {
+  down(origin: string, pollMs: number, timeoutMs: number): { since: number; seenWithinMs: number } | null {
+    const f = this.faults[this.index(origin)]!;
+    const now = this.clock.now();
+    if (now >= f.downUntil && now >= f.outageUntil) return null;
+    return { since: f.since, seenWithinMs: f.hung ? pollMs + 2 * (pollMs + timeoutMs) : pollMs };
+  }
+
+  /**
+   * Kong proxying a request to the replica at `origin`: the status its log phase sees (502 for a
+   * connection refused or reset, 504 past the upstream `timeoutMs`).
+   */
+  async proxy(origin: string, path: string, body: string, timeoutMs: number): Promise<number> {
+    const x = this.exchange(origin, 'POST', path, body);
+    let cancel = () => {};
+    const late = new Promise<number>((resolve) => {
+      cancel = this.clock.after(timeoutMs, () => {
+        x.abort();
+        resolve(504);
+      });
+    });
+    const status = await Promise.race([x.reply.then((r) => (r.status === 0 ? 502 : r.status)), late]);
+    cancel();
+    return status;
+  }
+
+  /** For `ms`, the replica's `/metrics` answers go wrong the way `mode` says. */
+  breakScrapes(i: number, ms: number, mode: ScrapeFault): void {
+    Object.assign(this.faults[i]!, { scrape: mode, scrapeUntil: this.clock.now() + ms });
+  }
+
+  /** For `ms`, each load call reaches the replica `slowMs` late (a slow disk or download). */
+  slowLoads(i: number, ms: number, slowMs: number): void {
+    Object.assign(this.faults[i]!, { slowLoadMs: slowMs, slowLoadUntil: this.clock.now() + ms });
+  }
+
+  /** The replica's next `count` loads fail, answered as vLLM answers `failure`. */
+  failLoads(i: number, count: number, failure: LoadFailure): void {
+    Object.assign(this.faults[i]!, { failLoads: count, failure });
+  }
+
+  /**
+   * One exchange with the replica at `origin` through its faults; `sender` names the caller (the
+   * backoff invariant's key). Status 0: the connection was refused or reset.
+   */
+  exchange(
+    origin: string,
+    method: string,
+    path: string,
+    body: string,
+    sender = '',
+  ): { reply: Promise<Exchanged>; abort: () => void } {
+    const i = this.index(origin);
+    const f = this.faults[i]!;
+    const replica = this.replicas[i]!;
+    const now = this.clock.now();
+    if (now < f.downUntil)
+      return { reply: Promise.resolve({ status: 0, text: 'connection refused' }), abort: () => {} };
+    if (now < f.outageUntil && f.outage === 'error500')
+      return {
+        reply: Promise.resolve(answer(replica.error(500, 'InternalServerError', 'Internal Server Error'))),
+        abort: () => {},
+      };
+    let done: (r: Exchanged) => void = () => {};
+    const reply = new Promise<Exchanged>((r) => (done = r));
+    let inner = () => {};
+    let settled = false;
+    const settle = (r: Exchanged) => {
+      if (settled) return;
+      settled = true;
+      f.pending.delete(reset);
+      done(r);
+    };
+    const reset = () => {
+      inner();
+      settle({ status: 0, text: 'connection reset' });
+    };
+    f.pending.add(reset);
+    // Hanging: never answered; the caller's bound (or Kong's upstream timeout) ends it.
+    if (now < f.outageUntil) return { reply, abort: reset };
+    const forward = (transform?: (r: Exchanged) => Exchanged) => {
+      if (settled) return;
+      const x = replica.exchange(method, path, body);
+      inner = x.abort;
+      void x.reply.then((r) => settle(transform ? transform(r) : r));
+    };
+    if (method === 'GET' && path === '/metrics' && now < f.scrapeUntil) {
+      if (f.scrape === 'error')
+        settle(answer(replica.error(500, 'InternalServerError', 'Internal Server Error')));
+      else if (f.scrape === 'garbled' || f.scrape === 'truncated') {
+        const n = f.broken++;
+        forward((r) => ({ ...r, text: f.scrape === 'garbled' ? garble(r.text, n) : truncate(r.text, n) }));
+      }
+      // 'timeout': never answered; the caller's bound ends it.
+      return { reply, abort: reset };
+    }
+    if (method === 'POST' && path === '/v1/load_lora_adapter') {
+      if (f.failLoads > 0) {
+        f.failLoads--;
+        const name = (JSON.parse(body) as { lora_name?: string }).lora_name ?? '';
+        const failed = loadFailure(replica, f.failure, name);
+        // An engine failure costs the load's time; the others are refused before it.
+        this.clock.after(f.failure === 'engine' ? this.o.loadMs : 0, () => {
+          if (settled) return;
+          this.failedLoads.push({ at: this.clock.now(), url: origin, name, sender });
+          settle(answer(failed));
+        });
+        return { reply, abort: reset };
+      }
+      if (now < f.slowLoadUntil) {
+        this.clock.after(f.slowLoadMs, () => forward());
+        return { reply, abort: reset };
+      }
+    }
+    forward();
+    return { reply, abort: reset };
+  }
+
+  /**
+   * A process's HTTP to the replicas: each call takes 0-2 ms each way (seeded, `trip`), goes
+   * through the replica's faults and is bounded by `timeoutMs` on `clock`. `alive`: a dead
+   * process's calls are never answered (its pending work just stops).
+   */
+  http(clock: Clock, random: Random, alive: () => boolean, sender = ''): ReplicaHttp {
     const call = (
       method: 'GET' | 'POST',
       url: string,
@@ -69,7 +297,6 @@ export class ReplicaSet {
       body?: unknown,
     ): Promise<HttpReply> => {
       const u = new URL(url);
-      const replica = this.replica(u.origin);
       return new Promise<HttpReply>((resolve, reject) => {
         let settled = false;
         const cancel = clock.after(timeoutMs, () => {
@@ -81,14 +308,22 @@ export class ReplicaSet {
         let abort = () => {};
         trip(clock, random, () => {
           if (settled || !alive()) return;
-          const x = replica.exchange(method, u.pathname, body === undefined ? '' : JSON.stringify(body));
+          const x = this.exchange(
+            u.origin,
+            method,
+            u.pathname,
+            body === undefined ? '' : JSON.stringify(body),
+            sender,
+          );
           abort = x.abort;
           void x.reply.then((r) => {
             trip(clock, random, () => {
               if (settled || !alive()) return;
               settled = true;
               cancel();
-              resolve(r);
+              if (r.status === 0)
+                reject(new BackendError('connect', `${method} ${url}: ECONNRESET: ${r.text}`));
+              else resolve(r);
             });
           });
         });
@@ -96,4 +331,51 @@ export class ReplicaSet {
     };
     return { call, close: async () => undefined } as unknown as ReplicaHttp;
   }
+}
+
+function answer(e: SimError): Exchanged {
+  return { status: e.status, text: typeof e.body === 'string' ? e.body : JSON.stringify(e.body) };
+}
+
+/** vLLM's answers to a failed load, released form (docs/replica-apis.md, sim/http/vllm-lora.ts). */
+function loadFailure(r: SimReplica, why: LoadFailure, name: string): SimError {
+  const prefix = 'Call to add_lora method failed: ';
+  switch (why) {
+    case 'not-found':
+      return r.error(
+        404,
+        'NotFoundError',
+        `${prefix}Loading lora ${name} failed: No adapter found for /adapters/${name}`,
+      );
+    case 'rank':
+      return r.error(400, 'BadRequestError', `${prefix}LoRA rank 128 is greater than max_lora_rank 64.`);
+    case 'engine':
+      return r.error(
+        500,
+        'InternalServerError',
+        `${prefix}Loading lora ${name} failed: CUDA out of memory. Tried to allocate 64.00 MiB`,
+      );
+  }
+}
+
+/**
+ * A `/metrics` text broken as a proxy or a half-written buffer breaks it: label quotes gone, a
+ * line cut short and joined with the next, or a page of something else with status 200.
+ */
+function garble(text: string, n: number): string {
+  switch (n % 3) {
+    case 0:
+      return text.replace(/="/g, '=').replace(/",/g, ',');
+    case 1: {
+      const lines = text.split('\n');
+      return lines.map((l, i) => (i % 7 === 3 ? l.slice(0, l.length >> 1) : l)).join('\n');
+    }
+    default:
+      return '<html><body><h1>502 Bad Gateway</h1></body></html>';
+  }
+}
+
+/** The answer cut short: the connection closed mid-body (a tenth, half, or nine tenths of it). */
+function truncate(text: string, n: number): string {
+  return text.slice(0, Math.floor((text.length * [1, 5, 9][n % 3]!) / 10));
 }

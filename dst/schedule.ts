@@ -4,6 +4,7 @@
  * come from the same seed through another stream, so dropping actions (shrinking) keeps the rest.
  */
 import { seededRandom, type Random } from '../src/random';
+import type { LoadFailure, Outage, ScrapeFault } from './replicas';
 
 export type Action =
   | { at: number; kind: 'request'; node: number; adapter: number; tokens: number; prompt: number }
@@ -14,7 +15,12 @@ export type Action =
   | { at: number; kind: 'switch'; lost: number }
   | { at: number; kind: 'record-change'; otherState: boolean; gapMs: number }
   | { at: number; kind: 'process-restart'; node: number }
-  | { at: number; kind: 'skew'; node: number; ms: number };
+  | { at: number; kind: 'skew'; node: number; ms: number }
+  | { at: number; kind: 'replica-restart'; replica: number; downMs: number }
+  | { at: number; kind: 'replica-outage'; replica: number; ms: number; mode: Outage }
+  | { at: number; kind: 'scrape'; replica: number; ms: number; mode: ScrapeFault }
+  | { at: number; kind: 'slow-load'; replica: number; ms: number; slowMs: number }
+  | { at: number; kind: 'load-fail'; replica: number; count: number; failure: LoadFailure };
 
 export type FaultKind = Exclude<Action['kind'], 'request'>;
 export const FAULT_KINDS: readonly FaultKind[] = [
@@ -26,6 +32,11 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'record-change',
   'process-restart',
   'skew',
+  'replica-restart',
+  'replica-outage',
+  'scrape',
+  'slow-load',
+  'load-fail',
 ];
 
 /** The world a seed builds: sizes and settings, drawn once per seed. */
@@ -35,6 +46,11 @@ export interface WorldSettings {
   maxLoadedAdapters: number;
   /** Adapter names (one with a comma: what vLLM's running list cannot carry unambiguously). */
   adapters: string[];
+  /**
+   * Adapters every replica holds from its start (static to the router), after `adapters` in a
+   * request's index. A comma joins two of `adapters`' names: running, vLLM's report spells them.
+   */
+  staticAdapters?: string[];
   loadMs: number;
   decodeMsPerStep: number;
   coldLoadsPerMinute: number;
@@ -59,6 +75,9 @@ export interface ScheduleOptions {
   spanMs?: number;
 }
 
+const SCRAPE_FAULTS: readonly ScrapeFault[] = ['error', 'timeout', 'garbled', 'truncated'];
+const LOAD_FAILURES: readonly LoadFailure[] = ['not-found', 'rank', 'engine'];
+
 const ADAPTERS = ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'];
 
 function int(r: Random, lo: number, hi: number): number {
@@ -79,6 +98,10 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
     ttftSloMs: [0, 1000][int(r, 0, 1)]!,
     spanMs: o.spanMs ?? 6000,
   };
+  // Drawn from a stream of their own, so the draws above (and the seeds found before) stay.
+  const rs = seededRandom(seed * 2654435761 + 1);
+  if (rs() < 0.3) world.staticAdapters = ['sql,chat'];
+  const requestable = world.adapters.length + (world.staticAdapters?.length ?? 0);
   const faults = o.faults ?? FAULT_KINDS;
   const actions: Action[] = [];
   // A quarter of the seeds are quiet: a few requests far apart and one fault at most, where a
@@ -93,7 +116,7 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
         at,
         kind: 'request',
         node,
-        adapter: int(r, -1, world.adapters.length - 1),
+        adapter: int(r, -1, requestable - 1),
         // Mostly short; some run longer than lease_max_age_ms (renewed by the replica's word).
         tokens: r() < 0.1 ? int(r, 20, 60) : int(r, 1, 6),
         prompt: int(r, 10, 2000),
@@ -127,8 +150,59 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
       case 'skew':
         actions.push({ at, kind, node, ms: int(r, -300, 300) });
         break;
+      case 'replica-restart':
+      case 'replica-outage':
+      case 'scrape':
+      case 'slow-load':
+      case 'load-fail':
+        actions.push(replicaFault(rs, kind, at, world.replicas));
+        break;
     }
+  }
+  // Shapes the draws above rarely make, from a stream of their own: a request on the name with a
+  // comma running longer than lease_max_age_ms (its lease renewed only by the replica's word on
+  // it, issue 31 item 1a), early, so the requests after it press for its slot.
+  // Then, once its lease could have aged out, more cold adapters than a replica's slots ask.
+  const shape = seededRandom(seed * 2654435761 + 2);
+  if (!quiet && shape() < 0.15) {
+    actions.push({
+      at: int(shape, 0, 1500),
+      kind: 'request',
+      node: int(shape, 0, world.nodes - 1),
+      adapter: world.adapters.indexOf('team,a'),
+      tokens: int(shape, 80, 120),
+      prompt: int(shape, 10, 2000),
+    });
+    for (let i = 0; i <= world.maxLoadedAdapters * world.replicas; i++)
+      actions.push({
+        at: int(shape, Math.min(4500, world.spanMs - 1), world.spanMs),
+        kind: 'request',
+        node: int(shape, 0, world.nodes - 1),
+        adapter: int(shape, 0, world.adapters.length - 1),
+        tokens: int(shape, 1, 6),
+        prompt: int(shape, 10, 2000),
+      });
   }
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
+}
+
+type ReplicaFaultKind = Extract<Action, { replica: number }>['kind'];
+
+/** A fault of one replica, drawn from `rs` (the replica first, then the fault's own draws). */
+function replicaFault(rs: Random, kind: ReplicaFaultKind, at: number, replicas: number): Action {
+  const replica = int(rs, 0, replicas - 1);
+  const pick = <T>(xs: readonly T[]): T => xs[int(rs, 0, xs.length - 1)]!;
+  switch (kind) {
+    case 'replica-restart':
+      return { at, kind, replica, downMs: int(rs, 0, 2000) };
+    case 'replica-outage':
+      return { at, kind, replica, ms: int(rs, 500, 4000), mode: rs() < 0.5 ? 'hang' : 'error500' };
+    case 'scrape':
+      return { at, kind, replica, ms: int(rs, 200, 4000), mode: pick(SCRAPE_FAULTS) };
+    case 'slow-load':
+      return { at, kind, replica, ms: int(rs, 500, 4000), slowMs: int(rs, 500, 5000) };
+    case 'load-fail':
+      return { at, kind, replica, count: int(rs, 1, 4), failure: pick(LOAD_FAILURES) };
+  }
 }

@@ -304,6 +304,17 @@ export class SimReplica implements ReplicaContext {
     }
   }
 
+  /**
+   * A restart without a socket (the deterministic simulation, dst/): the engine drops what it
+   * runs and waits, the registry holds only the start-up adapters, faults are cleared. The
+   * caller models the downtime (calls refused meanwhile).
+   */
+  reboot(): void {
+    this.engine.reset();
+    this.boot();
+    this.faults = freshFaults();
+  }
+
   state(): ReplicaState {
     return {
       backend: this.backend,

@@ -52,3 +52,16 @@ export class PlacementClaims {
     }
   }
 }
+
+/**
+ * Thrown by a load that waited for room once the shared placement, checked again, names another
+ * replica (`AdapterPolicy.recheckPlacement`): the request follows it instead of loading a second copy.
+ */
+export class PlacedElsewhere extends Error {
+  constructor(
+    readonly adapter: string,
+    readonly url: string,
+  ) {
+    super(`adapter '${adapter}' was placed on ${url} while this load waited for room`);
+  }
+}

@@ -8,7 +8,7 @@ import { errors } from '../errors';
 import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { LoadBackoff } from './backoff';
-import { PlacementClaims } from './claims';
+import { PlacedElsewhere, PlacementClaims } from './claims';
 import { IdleUnload, LOCK_MARGIN_MS } from './idle-unload';
 import { ReplicaWord } from './replica-word';
 import { clientReason, rejectionReason } from './load-failures';
@@ -38,6 +38,13 @@ export interface AdapterPolicy {
    * adapters far colder than its own; every guard of the unload path still applies.
    */
   mayEvict?: (name: string) => boolean;
+  /**
+   * Claims the adapter's shared placement again (the claim the decision made for this replica);
+   * the replica it names now. Asked before a load that waited for room: meanwhile the shared
+   * state may have lost the claim (emptied, or the claim was made while this node decided alone)
+   * and another node placed the adapter elsewhere (dst seed 910: two loads of one adapter).
+   */
+  recheckPlacement?: () => Promise<string>;
 }
 
 export type EnsureOutcome =
@@ -133,6 +140,8 @@ export class AdapterManager {
     const key = `${url}\u0000${adapter.name}`;
     const deadline = Math.min(this.clock.now() + policy.queueTimeoutMs + policy.loadTimeoutMs, end(policy));
     let joined = false;
+    /** Waited for another process's load or unload: the placement is checked again before a load. */
+    let waited = false;
     for (;;) {
       const flight = this.flights.get(key);
       if (flight) {
@@ -153,6 +162,7 @@ export class AdapterManager {
         // Another process (sharing the store) is loading or unloading it: wait and look again.
         if (this.clock.now() >= deadline) throw errors.noRoom(adapter.name, url, 1);
         await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
+        waited = true;
         continue;
       }
       // Someone in this process started the load while we read the store: join it.
@@ -163,7 +173,7 @@ export class AdapterManager {
         // Someone in this process started it meanwhile: join that load instead.
         if (this.flights.has(key)) continue;
       }
-      const load = this.load(url, adapter, policy, key, victimCost);
+      const load = this.load(url, adapter, policy, key, victimCost, waited);
       this.flights.set(key, load);
       try {
         // false: it became resident (or started loading elsewhere) while we made room; look again.
@@ -210,14 +220,24 @@ export class AdapterManager {
     policy: AdapterPolicy,
     key: string,
     victimCost: (v: ResidentAdapter) => number,
+    waited: boolean,
   ): Promise<boolean> {
     if (adapter.path === undefined)
       throw errors.loadFailed(adapter.name, url, 'no path is configured for this adapter');
     // The queue timeout counts from here, including the wait for the room lock; a retry (ensure
     // looks again) gets no more than the access phase has left.
-    const deadline = Math.min(this.clock.now() + policy.queueTimeoutMs, end(policy));
+    const asked = this.clock.now();
+    const deadline = Math.min(asked + policy.queueTimeoutMs, end(policy));
     const fence = await this.roomLock.run(url, () =>
-      this.makeRoomAndClaim(url, adapter.name, policy, deadline, victimCost),
+      // Behind another load's room-making here: that is a wait too.
+      this.makeRoomAndClaim(
+        url,
+        adapter.name,
+        policy,
+        deadline,
+        victimCost,
+        waited || this.clock.now() > asked,
+      ),
     );
     if (fence === null) return false;
     const started = this.clock.now();
@@ -334,6 +354,7 @@ export class AdapterManager {
     policy: AdapterPolicy,
     deadline: number,
     victimCost: (v: ResidentAdapter) => number,
+    waited: boolean,
   ): Promise<Fence | null> {
     const ttl = policy.loadTimeoutMs + LOCK_MARGIN_MS;
     for (;;) {
@@ -359,6 +380,11 @@ export class AdapterManager {
         // or two nodes sharing the store each load into the one slot left.
         const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
         const limit = policy.maxLoadedAdapters + configuredStatic.length - unseenN;
+        if (waited && policy.recheckPlacement) {
+          const placedOn = await policy.recheckPlacement();
+          if (placedOn !== url) throw new PlacedElsewhere(name, placedOn);
+          waited = false;
+        }
         const fence = await this.store.beginLoad(url, name, this.clock.now(), limit, ttl);
         if (fence !== null) return fence;
         continue;
@@ -369,11 +395,15 @@ export class AdapterManager {
       this.unknownNames.check(url, name, policy);
       // Tried even with no queue time left (a 0 wait), as long as the access phase has time.
       const victims = policy.mayEvict ? occupying.filter((r) => policy.mayEvict!(r.name)) : occupying;
-      if (await this.idleUnload.evictOne(url, victims, policy, victimCost, name, end(policy))) continue;
+      if (await this.idleUnload.evictOne(url, victims, policy, victimCost, name, end(policy))) {
+        waited = true;
+        continue;
+      }
       if (this.clock.now() >= deadline) {
         throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
       }
       await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
+      waited = true;
     }
   }
 

@@ -74,7 +74,8 @@ export interface ReplicaLoad {
 
 export type LoadSource = 'metrics' | 'slots' | 'health';
 
-const VLLM = new Set([
+/** The vLLM samples the router reads; every other line of its /metrics is skipped. */
+export const VLLM_SAMPLES: ReadonlySet<string> = new Set([
   'vllm:num_requests_running',
   'vllm:num_requests_waiting',
   'vllm:kv_cache_usage_perc',
@@ -177,7 +178,7 @@ export function readVllmLoad(text: string, names: readonly string[] = [], replic
         }
       }
     },
-    (name) => VLLM.has(name),
+    (name) => VLLM_SAMPLES.has(name),
   );
   const reading = loraInfoReading(infos, replicaNowS);
   const active = new Set<string>();

@@ -1,4 +1,5 @@
 import type { Resolved } from '../adapters/catalog';
+import { PlacedElsewhere } from '../adapters/claims';
 import type { EvictionPolicy } from '../adapters/eviction';
 import { ROOM_FALLBACK_MS } from '../adapters/manager';
 import type { RouterConfig } from '../config/router-schema';
@@ -53,7 +54,7 @@ export class Placement {
   async place<T>(
     rt: FleetRuntime,
     p: PlacementRequest,
-    admit: (decision: Decision, queueTimeoutMs: number) => Promise<T>,
+    admit: (decision: Decision, queueTimeoutMs: number, recheck?: () => Promise<string>) => Promise<T>,
   ): Promise<T> {
     const { resolved, adapter, prompt, contextTokens, ctx, wait } = p;
     let views = p.views;
@@ -117,6 +118,7 @@ export class Placement {
         }
       }
       const url = decision.replica.url;
+      let recheck: (() => Promise<string>) | undefined;
       if (claim) {
         rt.manager.claim(url, claim);
         // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
@@ -136,11 +138,19 @@ export class Placement {
           views = await rt.store.views(this.deps.urls, adapter, withResidents);
           continue;
         }
+        // Ours: a load that waits for room claims it again first (the claim may be lost meanwhile).
+        if (placedOn === url && placementRounds < MAX_PLACEMENT_ROUNDS)
+          recheck = () => rt.store.claimPlacement(claim, url, undefined, rt.clock.now(), ttl);
       }
+      /** Where another node placed the adapter while this decision's load waited for room. */
+      let placedElsewhere: string | undefined;
       try {
-        return await admit(decision, wait.loadQueueMs(rt.clock.now()));
+        return await admit(decision, wait.loadQueueMs(rt.clock.now()), recheck);
       } catch (err) {
-        if (!wait.escalate(err, rt.clock.now())) throw err;
+        if (err instanceof PlacedElsewhere) {
+          placementRounds++;
+          placedElsewhere = err.url;
+        } else if (!wait.escalate(err, rt.clock.now())) throw err;
       } finally {
         if (claim) {
           rt.manager.unclaim(url, claim);
@@ -149,8 +159,12 @@ export class Placement {
             .catch((err: Error) => rt.log.warn(`could not release placement: ${err.message}`));
         }
       }
-      // No room on the chosen replica in time: look for room anywhere, with fresh views.
-      follow = undefined;
+      // Placed elsewhere meanwhile: go there too. No room on the chosen replica in time: look
+      // for room anywhere. With fresh views, either way.
+      follow =
+        placedElsewhere !== undefined && this.deps.urls.includes(placedElsewhere)
+          ? placedElsewhere
+          : undefined;
       views = await rt.store.views(this.deps.urls, adapter, withResidents);
     }
   }

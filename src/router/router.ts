@@ -335,14 +335,14 @@ export class RouterService {
       return await this.placement.place(
         rt,
         { resolved, adapter, prompt, contextTokens, ctx, views, wait, decided },
-        (decision, queueMs) =>
+        (decision, queueMs, recheckPlacement) =>
           this.admit(
             rt,
             decision,
             resolved,
             parsed.json,
             ctx.victimCost,
-            { queueMs, until: wait.accessDeadline },
+            { queueMs, until: wait.accessDeadline, recheckPlacement },
             spend,
             tokens,
             guess,
@@ -365,8 +365,8 @@ export class RouterService {
     resolved: Resolved,
     json: Record<string, unknown> | null,
     victimCost: ((v: ResidentAdapter) => number) | undefined,
-    /** How long the load may wait for room, and when the access phase must be over. */
-    wait: { queueMs: number; until: number },
+    /** How long the load may wait for room, when the access phase must be over, and the placement's check after a wait. */
+    wait: { queueMs: number; until: number; recheckPlacement?: () => Promise<string> },
     spend: () => Promise<void>,
     tokens: TokenEstimate | undefined,
     guess: GuessedLease,
@@ -394,7 +394,12 @@ export class RouterService {
         });
       if (load) {
         const adapter = resolved.adapter;
-        const policy = { ...this.adapterPolicy, queueTimeoutMs: wait.queueMs, deadline: wait.until };
+        const policy = {
+          ...this.adapterPolicy,
+          queueTimeoutMs: wait.queueMs,
+          deadline: wait.until,
+          ...(wait.recheckPlacement ? { recheckPlacement: wait.recheckPlacement } : {}),
+        };
         await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
       }
       if (rt.store.mode) this.lastReplica.remember(adapterName, replica.url);

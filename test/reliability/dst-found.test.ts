@@ -210,4 +210,258 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 910 (--keep 10,11,12,13,14,15,16,17,18,19,22,23,24,25,26,28,29,30,31,32,33,34,35,36,37,38;
+  // also seeds 748 and 1484): Redis restarts empty at 2983 ms, down 2.3 s. Node 0 and node 1, deciding alone,
+  // each claim `code` on the replica they picked (replica-2 and replica-0, in their local stores)
+  // and wait for room there: every replica holds its one adapter in use. Redis is back with no
+  // placement; once room frees (11.4 s), each loads on its own stale claim, both in quiet: `code
+  // loading on replica-2 and replica-0 at once`. A load that waited for room now claims the
+  // placement again first, and follows another node's (test/core/placement-recheck.test.ts).
+  // Since the replicas load names with a comma (dst-reach) this schedule no longer reaches the
+  // break with the re-check taken out: seed 962 below does.
+  it('seed 910: a load that waited for room checks its placement claim again', async () => {
+    const r = await runSchedule({
+      seed: 910,
+      world: { ...WORLD, adapters: WORLD.adapters.slice(0, 11), loadMs: 800, decodeMsPerStep: 50 },
+      actions: [
+        { at: 2282, kind: 'request', node: 0, adapter: 10, tokens: 1, prompt: 803 },
+        { at: 2311, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 1638 },
+        { at: 2585, kind: 'request', node: 0, adapter: 3, tokens: 4, prompt: 1614 },
+        { at: 2646, kind: 'request', node: 0, adapter: 4, tokens: 5, prompt: 285 },
+        { at: 2653, kind: 'request', node: 1, adapter: 5, tokens: 6, prompt: 479 },
+        { at: 2696, kind: 'request', node: 1, adapter: 8, tokens: 4, prompt: 1628 },
+        { at: 2701, kind: 'request', node: 0, adapter: -1, tokens: 2, prompt: 981 },
+        { at: 2890, kind: 'request', node: 2, adapter: 6, tokens: 48, prompt: 851 },
+        { at: 2983, kind: 'redis-restart', empty: true, downMs: 2300 },
+        { at: 2990, kind: 'request', node: 2, adapter: 6, tokens: 2, prompt: 1501 },
+        { at: 3504, kind: 'request', node: 1, adapter: -1, tokens: 4, prompt: 1176 },
+        { at: 3532, kind: 'request', node: 2, adapter: 6, tokens: 3, prompt: 1710 },
+        { at: 3879, kind: 'request', node: 2, adapter: 5, tokens: 6, prompt: 1112 },
+        { at: 3917, kind: 'request', node: 2, adapter: 6, tokens: 1, prompt: 374 },
+        { at: 3999, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 1050 },
+        { at: 4249, kind: 'request', node: 1, adapter: 5, tokens: 1, prompt: 232 },
+        { at: 4685, kind: 'request', node: 2, adapter: 5, tokens: 3, prompt: 126 },
+        { at: 4710, kind: 'request', node: 2, adapter: 1, tokens: 4, prompt: 1389 },
+        { at: 4862, kind: 'request', node: 1, adapter: 6, tokens: 3, prompt: 411 },
+        { at: 5335, kind: 'request', node: 1, adapter: 2, tokens: 2, prompt: 818 },
+        { at: 5380, kind: 'request', node: 0, adapter: 8, tokens: 1, prompt: 1734 },
+        { at: 5576, kind: 'skew', node: 2, ms: -187 },
+        { at: 5610, kind: 'request', node: 0, adapter: 1, tokens: 4, prompt: 1523 },
+        { at: 5718, kind: 'request', node: 2, adapter: 5, tokens: 6, prompt: 1550 },
+        { at: 5774, kind: 'request', node: 1, adapter: 7, tokens: 6, prompt: 1581 },
+        { at: 5955, kind: 'request', node: 1, adapter: -1, tokens: 6, prompt: 1497 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+  // Issue 31 item 1f, found with the fix reverted (a node cut off granted its share afresh,
+  // counting only what it spent alone): seed 84 (--keep 2,3,4,16,19). Node 1 spends the whole
+  // budget of 3 (chat, sql, team: three cold loads while Redis answers); every node is cut off
+  // from Redis, and a request for the cold `team,a` on node 1 is granted a 4th load within the
+  // minute (`n1g0 sent 4 load calls in 60 s (budget 3), the last deciding alone`). With the fix
+  // its share is what is left of it: nothing.
+  it('seed 84 (issue 31 item 1f): a node that spent the whole budget gets nothing more alone', async () => {
+    const r = await runSchedule({
+      seed: 84,
+      world: {
+        ...WORLD,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team'],
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 3,
+        ttftSloMs: 0,
+      },
+      actions: [
+        { at: 388, kind: 'request', node: 1, adapter: 1, tokens: 3, prompt: 779 },
+        { at: 558, kind: 'request', node: 1, adapter: 0, tokens: 5, prompt: 1720 },
+        { at: 714, kind: 'request', node: 1, adapter: 3, tokens: 1, prompt: 1178 },
+        { at: 2383, kind: 'partition', node: -1, ms: 1832 },
+        { at: 2814, kind: 'request', node: 1, adapter: 2, tokens: 3, prompt: 522 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+  // Issue 31 item 1c, found with the fix reverted (the hold counted the request's own load as
+  // wait): seed 288 (--keep 5). One request for a cold adapter on an idle fleet whose loads take
+  // 1.5 s against a 1 s objective was held for the whole hold window (`chat alone on an idle
+  // fleet routed after 8533 ms`); now it goes at once and its load starts.
+  it('seed 288 (issue 31 item 1c): a cold request alone on an idle fleet is not held', async () => {
+    const r = await runSchedule({
+      seed: 288,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team'],
+        decodeMsPerStep: 50,
+        staticAdapters: ['sql,chat'],
+      },
+      actions: [{ at: 5642, kind: 'request', node: 2, adapter: 1, tokens: 6, prompt: 1765 }],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+  // Seed 65 (--keep 0,1,4,5,11,13,15,16,17,18,19,27,28,29,30,31,32,35,36,37,38): a record change
+  // moves every node to the other database (2047 ms, pushed 1 s apart); node 2's plugin server
+  // restarts at 4261 ms and the model started it on the first database again, as if Kong gave
+  // it the old record. Node 0 (new state) and node 2 (old state) then place `team` each in its
+  // own state and load it on replica-0 and replica-1 at once. A restarted process gets the
+  // node's current record; the model, not src/, was wrong.
+  it('seed 65: a restarted plugin server takes the current redis record, not the first', async () => {
+    const r = await runSchedule({
+      seed: 65,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law'],
+        coldLoadsPerMinute: 6,
+        ttftSloMs: 0,
+        staticAdapters: ['sql,chat'],
+      },
+      actions: [
+        { at: 72, kind: 'request', node: 2, adapter: 0, tokens: 4, prompt: 810 },
+        { at: 108, kind: 'request', node: 1, adapter: 6, tokens: 38, prompt: 326 },
+        { at: 699, kind: 'request', node: 1, adapter: 1, tokens: 6, prompt: 1411 },
+        { at: 714, kind: 'request', node: 0, adapter: 1, tokens: 6, prompt: 1993 },
+        { at: 1595, kind: 'request', node: 2, adapter: 1, tokens: 1, prompt: 1845 },
+        { at: 1694, kind: 'switch', lost: 6 },
+        { at: 2041, kind: 'request', node: 2, adapter: 4, tokens: 5, prompt: 1453 },
+        { at: 2047, kind: 'record-change', otherState: true, gapMs: 1006 },
+        { at: 2563, kind: 'request', node: 1, adapter: 6, tokens: 60, prompt: 349 },
+        { at: 2656, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 1541 },
+        { at: 2658, kind: 'request', node: 0, adapter: 7, tokens: 1, prompt: 620 },
+        { at: 4243, kind: 'request', node: 1, adapter: 7, tokens: 2, prompt: 730 },
+        { at: 4261, kind: 'process-restart', node: 2 },
+        { at: 4319, kind: 'request', node: 0, adapter: 0, tokens: 43, prompt: 457 },
+        { at: 4468, kind: 'request', node: 2, adapter: 1, tokens: 5, prompt: 495 },
+        { at: 4510, kind: 'request', node: 0, adapter: 2, tokens: 4, prompt: 437 },
+        { at: 4667, kind: 'request', node: 0, adapter: 6, tokens: 2, prompt: 574 },
+        { at: 5264, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 83 },
+        { at: 5266, kind: 'redis-restart', empty: false, downMs: 1162 },
+        { at: 5358, kind: 'request', node: 0, adapter: 3, tokens: 37, prompt: 1893 },
+        { at: 5869, kind: 'request', node: 1, adapter: 0, tokens: 1, prompt: 210 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+  // Issue 31 item 1a, found with the fix reverted (a name with a comma never read back from
+  // vLLM's joined running_lora_adapters): seed 45 (--keep 0,1,2,3,4,5,6,7), the generator's
+  // comma shape. Node 0, cut off from Redis with the others, sends a 109-token request for
+  // `team,a`; its lease is never renewed by the replica's word, ages out, and an unload making
+  // room takes `team,a` on a word that reads `team` and `a` busy, not it (`team,a unloaded with 1
+  // running and 0 waiting`).
+  it('seed 45 (issue 31 item 1a): a name with a comma is not unloaded under its running request', async () => {
+    const r = await runSchedule({
+      seed: 45,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        decodeMsPerStep: 50,
+        ttftSloMs: 0,
+      },
+      actions: [
+        { at: 290, kind: 'request', node: 1, adapter: 2, tokens: 3, prompt: 1044 },
+        { at: 319, kind: 'request', node: 2, adapter: 7, tokens: 6, prompt: 1447 },
+        { at: 1067, kind: 'partition', node: -1, ms: 2455 },
+        { at: 1234, kind: 'request', node: 0, adapter: 2, tokens: 109, prompt: 702 },
+        { at: 1287, kind: 'request', node: 0, adapter: -1, tokens: 3, prompt: 1566 },
+        { at: 1693, kind: 'request', node: 0, adapter: 1, tokens: 2, prompt: 238 },
+        { at: 1849, kind: 'record-change', otherState: false, gapMs: 350 },
+        { at: 1933, kind: 'request', node: 2, adapter: 3, tokens: 5, prompt: 1034 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+  // Issue 31 item 1b's kind of break (a lease given back on another runtime's store than the one
+  // that counts it), found with a planted change: LeaseHandle.release giving back on the newest
+  // runtime of the node instead of where the lease was taken (the original 1b needs the old
+  // hand-over, which moved leases between runtimes and is gone). Seed 6 (--keep 16,17,21): node
+  // 1, cut off, takes a lease in its local store; a same-state record change comes before the
+  // log phase, the release goes to the successor, and the lease stays open in the first
+  // runtime's local store (`node 1: 1 lease(s) open in its local store`).
+  it('seed 6 (issue 31 item 1b): a lease is given back where it was taken across a record change', async () => {
+    const r = await runSchedule({
+      seed: 6,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med'],
+        loadMs: 200,
+        coldLoadsPerMinute: 3,
+        ttftSloMs: 0,
+      },
+      actions: [
+        { at: 2731, kind: 'partition', node: 1, ms: 599 },
+        { at: 2738, kind: 'request', node: 1, adapter: 0, tokens: 2, prompt: 425 },
+        { at: 3192, kind: 'record-change', otherState: false, gapMs: 358 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+  // Seed 962 on the current generator (shrunk by one action only): found with the placement's
+  // re-check taken out (`math loading on replica-1 and replica-0 at once`, after record changes, a
+  // FLUSHALL, a process restart and replica faults); the seed 910 schedule above no longer reaches
+  // the break once the replicas load names with a comma. Not diagnosed step by step.
+  it('seed 962: a load that waited for room checks its placement claim again (current generator)', async () => {
+    const r = await runSchedule({
+      seed: 962,
+      world: {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med'],
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 6000,
+        staticAdapters: ['sql,chat'],
+      },
+      actions: [
+        { at: 232, kind: 'request', node: 0, adapter: 8, tokens: 5, prompt: 453 },
+        { at: 576, kind: 'record-change', otherState: false, gapMs: 1194 },
+        { at: 602, kind: 'request', node: 2, adapter: -1, tokens: 6, prompt: 1909 },
+        { at: 931, kind: 'request', node: 0, adapter: 4, tokens: 4, prompt: 347 },
+        { at: 1004, kind: 'flushall' },
+        { at: 1120, kind: 'request', node: 0, adapter: 9, tokens: 6, prompt: 1670 },
+        { at: 1453, kind: 'request', node: 0, adapter: 5, tokens: 6, prompt: 1547 },
+        { at: 1505, kind: 'request', node: 2, adapter: 4, tokens: 1, prompt: 255 },
+        { at: 1583, kind: 'slow-load', replica: 1, ms: 3142, slowMs: 1108 },
+        { at: 1724, kind: 'request', node: 2, adapter: 2, tokens: 6, prompt: 1786 },
+        { at: 1886, kind: 'request', node: 0, adapter: 2, tokens: 2, prompt: 468 },
+        { at: 2003, kind: 'request', node: 0, adapter: 9, tokens: 4, prompt: 385 },
+        { at: 2215, kind: 'request', node: 0, adapter: 8, tokens: 59, prompt: 874 },
+        { at: 2319, kind: 'request', node: 2, adapter: 6, tokens: 2, prompt: 287 },
+        { at: 2343, kind: 'request', node: 1, adapter: 4, tokens: 5, prompt: 421 },
+        { at: 2530, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 1108 },
+        { at: 2879, kind: 'record-change', otherState: false, gapMs: 672 },
+        { at: 2896, kind: 'replica-outage', replica: 1, ms: 2852, mode: 'hang' },
+        { at: 3143, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 17 },
+        { at: 3270, kind: 'request', node: 0, adapter: 9, tokens: 6, prompt: 263 },
+        { at: 3363, kind: 'request', node: 0, adapter: 3, tokens: 3, prompt: 1765 },
+        { at: 3438, kind: 'request', node: 2, adapter: 3, tokens: 1, prompt: 687 },
+        { at: 3442, kind: 'request', node: 1, adapter: 3, tokens: 6, prompt: 1003 },
+        { at: 3488, kind: 'request', node: 1, adapter: 0, tokens: 3, prompt: 568 },
+        { at: 3491, kind: 'process-restart', node: 0 },
+        { at: 3978, kind: 'request', node: 2, adapter: -1, tokens: 3, prompt: 1930 },
+        { at: 4087, kind: 'replica-outage', replica: 1, ms: 1805, mode: 'error500' },
+        { at: 4378, kind: 'request', node: 1, adapter: 6, tokens: 2, prompt: 521 },
+        { at: 4478, kind: 'request', node: 2, adapter: 2, tokens: 3, prompt: 405 },
+        { at: 4607, kind: 'request', node: 2, adapter: 4, tokens: 52, prompt: 1516 },
+        { at: 4783, kind: 'request', node: 2, adapter: 0, tokens: 5, prompt: 1892 },
+        { at: 4788, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 818 },
+        { at: 4872, kind: 'request', node: 2, adapter: 7, tokens: 3, prompt: 1498 },
+        { at: 4935, kind: 'request', node: 0, adapter: 1, tokens: 3, prompt: 680 },
+        { at: 5195, kind: 'request', node: 1, adapter: 2, tokens: 4, prompt: 1834 },
+        { at: 5411, kind: 'request', node: 0, adapter: 1, tokens: 5, prompt: 987 },
+        { at: 5448, kind: 'request', node: 1, adapter: 7, tokens: 6, prompt: 1990 },
+        { at: 5456, kind: 'record-change', otherState: false, gapMs: 155 },
+        { at: 5733, kind: 'request', node: 1, adapter: -1, tokens: 6, prompt: 586 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
 });
