@@ -182,9 +182,17 @@ export class RedisModel {
       }
       case 'expireLeases': {
         const [now, maxAge, nodeTtl] = args as [number, number, number];
-        for (const [node, at] of [...s.nodes]) if (at <= now - nodeTtl) s.nodes.delete(node);
+        // As the script: the locks of nodes found silent now (in `nodes`, heartbeat older than
+        // nodeTtl), not of a node merely absent from it, as each is after a FLUSHALL until its
+        // next heartbeat (dst seed 10: a load lock taken then ended, a second load granted).
+        const silent = new Set<string>();
+        for (const [node, at] of [...s.nodes])
+          if (at <= now - nodeTtl) {
+            s.nodes.delete(node);
+            silent.add(node);
+          }
         for (const [fence, l] of [...s.locks])
-          if (l.until <= now || !s.nodes.has(l.node)) {
+          if (l.until <= now || silent.has(l.node)) {
             s.locks.delete(fence);
             if (l.op === 'load') await s.store.finishLoad(l.url, l.adapter, fence, false, now);
             else await s.store.finishUnload(l.url, l.adapter, fence, false, now);
