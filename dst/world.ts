@@ -284,6 +284,7 @@ export class World {
           proc,
           sender,
           alone,
+          degraded: this.view().degraded,
           request: routingRequest.getStore(),
         });
       return call(method, url, timeoutMs, body);

@@ -493,4 +493,39 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 102680 (--keep 17,18,19,20,23,24,26,27,28,29,32,33,34): loads on replica-1 reach it 2.6 s
+  // late. Node 1 (cut off) sends `med` and `chat`, node 2 (slow links, deciding alone) `law` and
+  // `team`, node 0 `team,a` and, on the new database of a record change, `code`: each view counts
+  // its own loads under way, none sees the others', and the six land together, 6 for a limit of 2.
+  // docs/reliability.md leaves the slot bound while nodes decide alone uncovered (loads under way at
+  // once can pass it); the check's "one per node beyond the limit" was stated for loads decided
+  // while no node decided alone, and now holds only for them.
+  it('seed 102680: loads decided alone may land together past the limit', async () => {
+    const r = await runSchedule({
+      seed: 102680,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: WORLD.adapters.slice(0, 11),
+        loadMs: 200,
+      },
+      actions: [
+        { at: 3400, kind: 'request', node: 2, adapter: 4, tokens: 6, prompt: 1066 },
+        { at: 3419, kind: 'slow-load', replica: 1, ms: 3170, slowMs: 2603 },
+        { at: 3834, kind: 'request', node: 0, adapter: 2, tokens: 2, prompt: 1651 },
+        { at: 4020, kind: 'request', node: 0, adapter: 4, tokens: 2, prompt: 1132 },
+        { at: 4182, kind: 'partition', node: 1, ms: 1561 },
+        { at: 4212, kind: 'record-change', otherState: true, gapMs: 1405 },
+        { at: 4544, kind: 'request', node: 1, adapter: 8, tokens: 2, prompt: 1372 },
+        { at: 4556, kind: 'request', node: 2, adapter: 6, tokens: 6, prompt: 919 },
+        { at: 4605, kind: 'slow', node: 2, ms: 2167, slowMs: 2601 },
+        { at: 4754, kind: 'request', node: 2, adapter: 7, tokens: 1, prompt: 689 },
+        { at: 4929, kind: 'request', node: 0, adapter: 5, tokens: 2, prompt: 482 },
+        { at: 4978, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 157 },
+        { at: 5178, kind: 'request', node: 2, adapter: 3, tokens: 5, prompt: 1251 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
 });
