@@ -6,6 +6,7 @@
  * (replicas.ts). Kong's part is modelled: it sends each request to one node's access phase,
  * proxies it to the replica chosen and runs the log phase on the same process, if still alive.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ReplicaHttp } from '../src/backends/http';
 import { HttpReplicaApi } from '../src/backends/http-replica-api';
 import { parseRouterConfig } from '../src/config/parse';
@@ -49,6 +50,13 @@ const TIMER_BOUND = 20_000;
 const UPSTREAM_TIMEOUT_MS = 10_000;
 /** backoff_base_ms (the Schema's default): a failed load is not tried again sooner by its runtime. */
 const BACKOFF_BASE_MS = 1000;
+
+/**
+ * The request whose access phase is running (its arrival number): a load call sent within it is
+ * that request's. The budget charges a request once however often it loads (docs/reliability.md,
+ * "A request is charged once however often escalation moves it").
+ */
+const routingRequest = new AsyncLocalStorage<number>();
 
 /** Parsed router configurations by their input (frozen: a runtime never changes its own). */
 const configs = new Map<string, RouterConfig>();
@@ -269,7 +277,16 @@ export class World {
       if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined)
         this.unloadAlone.set(`${new URL(url).origin}\u0000${name}`, alone);
       if (url.endsWith('/v1/load_lora_adapter') && name !== undefined)
-        this.loadCalls.push({ at: this.sched.now(), url: new URL(url).origin, name, proc, sender, alone });
+        this.loadCalls.push({
+          at: this.sched.now(),
+          url: new URL(url).origin,
+          name,
+          proc,
+          sender,
+          alone,
+          degraded: this.view().degraded,
+          request: routingRequest.getStore(),
+        });
       return call(method, url, timeoutMs, body);
     };
     return http;
@@ -507,7 +524,7 @@ export class World {
     };
     const svc = p.svc;
     try {
-      const out = await svc.route({ path: '/v1/chat/completions', body });
+      const out = await routingRequest.run(arrivals, () => svc.route({ path: '/v1/chat/completions', body }));
       routed();
       const took = this.sched.now() - began;
       if (alone && arrivals === this.arrivals && this.lastFaultAt < began && took > this.holdBoundMs()) {

@@ -172,6 +172,8 @@ export class AdapterManager {
         await beforeLoad();
         // Someone in this process started it meanwhile: join that load instead.
         if (this.flights.has(key)) continue;
+        // Or started and failed it meanwhile (the spend is a Redis call): its backoff holds here too.
+        this.backoff.check(key, adapter.name, url);
       }
       const load = this.load(url, adapter, policy, key, victimCost, waited);
       this.flights.set(key, load);

@@ -165,6 +165,20 @@ describe('AdapterManager', () => {
     expect(await ensure('a')).toBe('hit');
   });
 
+  it('a caller that passed the backoff check before a peer load failed does not load within the backoff', async () => {
+    // The caller's budget spend (`beforeLoad`, a Redis call) outlasts a peer's load of the same
+    // adapter, which fails meanwhile: the caller must look at the backoff again, not call at once.
+    const { mgr, clock, api, settle } = await setup(10);
+    api.failNext.push(new BackendError('http', 'engine failure', 500));
+    const ref = { name: 'a', path: '/adapters/a' };
+    const slowSpend = () => sleep(clock, 50);
+    const late = caught(mgr.ensure(U, ref, policy(), undefined, slowSpend));
+    const first = caught(mgr.ensure(U, ref, policy()));
+    const [firstErr, lateErr] = await settle(Promise.all([first, late]));
+    expect(api.calls).toEqual(['load a']);
+    expect([firstErr?.code, lateErr?.code]).toEqual(['adapter_load_failed', 'adapter_load_backoff']);
+  });
+
   it('answers 404 when the replica has no adapter at the path (the client asked for an unknown adapter)', async () => {
     const { ensure, settle, api, store } = await setup();
     api.failNext.push(new AdapterNotFoundError('Loading lora a failed: No adapter found for /adapters/a'));
