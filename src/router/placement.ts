@@ -14,6 +14,17 @@ import type { RoomWait } from './room-wait';
 /** Decisions a cold request retakes because another router placed its adapter first. */
 const MAX_PLACEMENT_ROUNDS = 3;
 
+/**
+ * Thrown by an admission whose replica, up when the request was decided, was seen down while its
+ * load ran or waited for room: the request is decided again on fresh views, as one that came now
+ * would be ("once seen down, it gets no request", docs/reliability.md).
+ */
+export class SeenDown extends Error {
+  constructor(readonly url: string) {
+    super(`replica ${url} was seen down while the request's load ran`);
+  }
+}
+
 export interface PlacementDeps {
   pipeline: SchedulingPipeline;
   /** The pipeline once a request waits for room anywhere (with the `room` filter). */
@@ -67,6 +78,8 @@ export class Placement {
     /** Another router's placement of this cold adapter, once a claim lost to it: follow it. */
     let follow: string | undefined;
     let held = false;
+    /** Decisions retaken because their replica was seen down while the load ran. */
+    let downRounds = 0;
     for (;;) {
       ctx.now = rt.clock.now();
       if (withResidents) this.weighVictims(rt, ctx, views);
@@ -150,6 +163,10 @@ export class Placement {
         if (err instanceof PlacedElsewhere) {
           placementRounds++;
           placedElsewhere = err.url;
+        } else if (err instanceof SeenDown) {
+          // Each round needs a replica decided up and seen down after: bounded by the replicas.
+          if (++downRounds > this.deps.urls.length)
+            throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
         } else if (!wait.escalate(err, rt.clock.now())) throw err;
       } finally {
         if (claim) {

@@ -565,4 +565,34 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 101429 (--keep 0,1,3,4,5,8; 100796, 101079 and 102325 are the same kind): node 0 decides
+  // at 1463 ms to load `a` on replica-1, up then; replica-1 answers 500 on every route from 1577 ms,
+  // and node 0's poll sees it down at 1950 ms. The load, under way in the engine before the fault,
+  // answers 200 at 3306 ms, the after-load check's reads get 500, and the request is proxied to
+  // replica-1, seen down 1.4 s before. A decision's replica is checked again once its load ends: seen
+  // down meanwhile, the request is decided again (test/core/down-after-load.test.ts).
+  it('seed 101429: a request whose replica was seen down during its load is decided again', async () => {
+    const r = await runSchedule({
+      seed: 101429,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: WORLD.adapters.slice(0, 9),
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        ttftSloMs: 0,
+      },
+      actions: [
+        { at: 449, kind: 'request', node: 1, adapter: 2, tokens: 1, prompt: 1827 },
+        { at: 893, kind: 'request', node: 1, adapter: 6, tokens: 6, prompt: 41 },
+        { at: 1053, kind: 'request', node: 2, adapter: 3, tokens: 3, prompt: 1430 },
+        { at: 1102, kind: 'request', node: 1, adapter: -1, tokens: 4, prompt: 1990 },
+        { at: 1456, kind: 'request', node: 0, adapter: 4, tokens: 1, prompt: 465 },
+        { at: 1577, kind: 'replica-outage', replica: 1, ms: 3995, mode: 'error500' },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
 });

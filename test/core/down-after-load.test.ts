@@ -1,0 +1,61 @@
+/**
+ * A cold request is decided on the replicas' health when it comes, then waits for its load; the
+ * replica it chose may be seen down meanwhile (the simulation's seeds 100796, 101079, 101429 and
+ * 102325: a load sent before the replica began answering 500 landed 1.5-2.8 s later, and the
+ * request was proxied to a replica its node had polled down a second before). "Once seen down, it
+ * gets no request" (docs/reliability.md, "Faults of replicas") holds for it too: it is decided
+ * again. Real parts: a FleetRuntime and RouterService as in the plugin server, the HTTP replica
+ * simulator on loopback; the load's answer is held (not timed) until the poller has seen the
+ * replica answer 500.
+ */
+import { CoreHarness } from '../helpers/core-harness';
+import { waitFor } from '../../harness/wait';
+
+let h: CoreHarness | undefined;
+
+afterEach(async () => {
+  await h?.stop();
+  h = undefined;
+});
+
+it('a request whose replica was seen down while its load ran goes to another replica', async () => {
+  h = await CoreHarness.start(
+    [0, 1].map(() => ({ adapterDirs: ['/adapters'], timeScale: 1 })),
+    (urls) => ({
+      replicas: urls.map((url) => ({ url })),
+      base_model: 'meta-llama/Llama-3.1-8B-Instruct',
+      adapter_path_template: '/adapters/{name}',
+      max_loaded_adapters: 2,
+    }),
+    50,
+  );
+  const { fleet, rt } = h;
+  await waitFor(() => rt.poller.stats.polls > 1, 5000, 'first polls');
+  // The first load of `x` lands, and its answer waits here until the replica is seen down.
+  let firstLoad: string | undefined;
+  let seenDown = () => {};
+  const gate = new Promise<void>((resolve) => (seenDown = resolve));
+  const loadAdapter = rt.api.loadAdapter.bind(rt.api);
+  rt.api.loadAdapter = async (url, name, path, timeoutMs) => {
+    const outcome = await loadAdapter(url, name, path, timeoutMs);
+    if (firstLoad === undefined) {
+      firstLoad = url;
+      await gate;
+    }
+    return outcome;
+  };
+  const x = h.chat('x', 1);
+  await waitFor(() => firstLoad !== undefined, 5000, 'x loaded');
+  const down = fleet.byUrl(firstLoad!)!;
+  await down.fault({ kind: 'error500', on: true });
+  await waitFor(
+    async () => (await rt.store.views([firstLoad!], undefined, false))[0]?.health === 'down',
+    5000,
+    'the replica polled down',
+  );
+  seenDown();
+  const r = await x;
+  expect(r.outcome.kind).toBe('proxy');
+  expect(r.outcome.kind === 'proxy' ? r.outcome.url : undefined).not.toBe(firstLoad);
+  expect(r.status).toBe(200);
+}, 30_000);
