@@ -88,7 +88,9 @@ export class Placement {
         rt.manager.overlayClaims(views, adapter.name);
         this.markEvicted(rt, views, adapter.name);
       }
-      const followed = follow === undefined ? [] : views.filter((v) => v.url === follow);
+      // Never onto a replica seen down: a request could only fail there.
+      const followed =
+        follow === undefined ? [] : views.filter((v) => v.url === follow && v.health !== 'down');
       const candidates = followed.length > 0 ? followed : views;
       const pipeline = wait.anywhere ? this.deps.roomPipeline : this.deps.pipeline;
       const decision = pipeline.schedule(
@@ -137,13 +139,17 @@ export class Placement {
         // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
         // or each loads it on the replica it picked.
         const ttl = this.deps.config.queue_timeout_ms + this.deps.config.load_timeout_ms;
-        const placedOn = await rt.store.claimPlacement(
+        let placedOn = await rt.store.claimPlacement(
           claim,
           url,
           this.spreading(cold, views, ctx, decision.replica.ttftMs),
           ctx.now,
           ttl,
         );
+        // Placed on a replica seen down (by a node that saw it up, or this request's own claim
+        // whose release is still on its way): overridden, not followed (seed 101079).
+        if (placedOn !== url && views.find((v) => v.url === placedOn)?.health === 'down')
+          placedOn = await rt.store.claimPlacement(claim, url, placedOn, ctx.now, ttl);
         if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
           // Placed elsewhere first: go there too (if it is one of ours), with fresh views.
           rt.manager.unclaim(url, claim);
