@@ -15,7 +15,8 @@ import { variedBed } from './varied-fleet';
  *   node dist/bench/profile-decision.js                 CPU µs per call (process.cpuUsage)
  *   node dist/bench/profile-decision.js --callgrind     instructions per call: two runs under
  *       valgrind's callgrind, `warm` and `warm + n` calls, their difference / n (setup and
- *       JIT warm-up cancel out)
+ *       JIT warm-up cancel out; a collection that falls in one run and not the other does not:
+ *       a negative or outsized figure says so, run again or raise --n)
  *   node dist/bench/profile-decision.js --picks         a digest of every call's pick, to show
  *       that a change decides exactly as before (same inputs, same seed)
  *   --case decision-count|decision-predicted|route-release (default all three), --n, --warm
