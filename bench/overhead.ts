@@ -405,7 +405,7 @@ export async function decisionBed(
  * In-process route + release on 8 replicas holding 16 adapters (resident, fresh): the i-th
  * request names the (i mod 16)-th adapter. Shared with bench/profile-decision.ts.
  */
-export async function routeBed(): Promise<{
+export async function routeBed(config: Record<string, unknown> = {}): Promise<{
   routeRelease: (i: number) => Promise<string>;
   stop: () => void;
 }> {
@@ -421,6 +421,7 @@ export async function routeBed(): Promise<{
       base_model: 'base',
       adapter_path_template: '/adapters/{name}',
       max_loaded_adapters: 16,
+      ...config,
     }),
     rt,
   );

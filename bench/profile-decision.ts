@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { decisionBed, pluginServerCpu, routeBed } from './overhead';
+import { variedBed } from './varied-fleet';
 
 /**
  * What one request-path operation costs, counted rather than timed (a busy machine makes wall
@@ -14,10 +15,15 @@ import { decisionBed, pluginServerCpu, routeBed } from './overhead';
  *   node dist/bench/profile-decision.js                 CPU µs per call (process.cpuUsage)
  *   node dist/bench/profile-decision.js --callgrind     instructions per call: two runs under
  *       valgrind's callgrind, `warm` and `warm + n` calls, their difference / n (setup and
- *       JIT warm-up cancel out)
+ *       JIT warm-up cancel out; a collection that falls in one run and not the other does not:
+ *       a negative or outsized figure says so, run again or raise --n)
  *   node dist/bench/profile-decision.js --picks         a digest of every call's pick, to show
  *       that a change decides exactly as before (same inputs, same seed)
  *   --case decision-count|decision-predicted|route-release (default all three), --n, --warm
+ *   --case decision-varied    (with --picks) predicted decisions on a seeded fleet that differs
+ *       replica by replica and moves between decisions (bench/varied-fleet.ts): its digest covers
+ *       every candidate's prediction and score, so a change to the work model or the pipeline
+ *       that moves any figure, not only a pick, shows
  *   --case plugin-server      the real plugin server's CPU time per 1 KB access + log event
  *       pair, lora-router against the no-op plugin (bench/overhead.ts `pluginServerCpu`)
  */
@@ -25,10 +31,14 @@ const HELP =
   'Usage: node dist/bench/profile-decision.js [--case NAME] [--n N] [--warm W] [--callgrind | --picks]';
 
 const CASES = ['decision-count', 'decision-predicted', 'route-release'] as const;
-type Case = (typeof CASES)[number];
+type Case = (typeof CASES)[number] | 'decision-varied';
 
 /** One case's operation, the i-th call returning what it picked (a replica's URL). */
 async function operation(name: Case): Promise<{ op: (i: number) => Promise<string>; stop: () => void }> {
+  if (name === 'decision-varied') {
+    const bed = await variedBed(64, 10_000, 1);
+    return { op: bed.decide, stop: () => {} };
+  }
   if (name === 'route-release') {
     const bed = await routeBed();
     return { op: bed.routeRelease, stop: bed.stop };
@@ -108,7 +118,8 @@ async function main(): Promise<void> {
     );
   }
   const cases = (v.case === undefined ? [...CASES] : v.case.split(',')) as Case[];
-  for (const c of cases) if (!CASES.includes(c)) throw new Error(`unknown case ${c}; ${HELP}`);
+  for (const c of cases)
+    if (c !== 'decision-varied' && !CASES.includes(c)) throw new Error(`unknown case ${c}; ${HELP}`);
   if (v.inner) {
     const r = await inner(cases[0]!, Number(v.warm ?? 0), Number(v.n ?? 0));
     return console.log(JSON.stringify(r));

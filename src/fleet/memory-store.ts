@@ -34,6 +34,8 @@ const EVENT_LIMIT = 200;
  */
 export class MemoryFleetStore implements FleetStore {
   private replicas = new Map<string, ReplicaRecord>();
+  /** Each URL list asked about, its records (`recordsOf`). */
+  private readonly byList = new WeakMap<readonly string[], ReplicaRecord[]>();
   /** Every replica's residency by adapter: one lookup a decision (views). */
   private readonly holders = new HolderIndex();
   /** Open leases, counted in their replicas' in-flight figures. */
@@ -80,15 +82,32 @@ export class MemoryFleetStore implements FleetStore {
   private viewsNow(urls: readonly string[], adapter: AdapterRef | undefined, withResidents: boolean) {
     const out: ReplicaView[] = [];
     const mark = adapter ? this.holders.mark(adapter.name) : undefined;
-    for (const url of urls) {
-      const r = this.replicas.get(url);
-      if (!r) continue;
+    for (const r of this.recordsOf(urls)) {
       const v = replicaView(r, adapter, mark);
       if (withResidents) v.residents = residentsOf(r);
       out.push(v);
     }
     if (adapter) this.showPlacement(out, adapter.name);
     return out;
+  }
+
+  /**
+   * The records of `urls`, in order: a router asks with the same list on every request, and a
+   * lookup by URL per replica per request is a good part of a decision at 64 replicas. Records
+   * are never dropped nor replaced, so a list's records stay right while its URLs do (checked:
+   * a caller may change its array in place).
+   */
+  private recordsOf(urls: readonly string[]): ReplicaRecord[] {
+    const hit = this.byList.get(urls);
+    if (hit !== undefined && sameUrls(hit, urls)) return hit;
+    const records: ReplicaRecord[] = [];
+    for (const url of urls) {
+      const r = this.replicas.get(url);
+      if (r) records.push(r);
+    }
+    // A list naming a replica not registered yet is read afresh until it is.
+    if (records.length === urls.length) this.byList.set(urls, records);
+    return records;
   }
 
   /** A cold adapter's placement shows as a loading holder on its replica (a slot spoken for). */
@@ -380,4 +399,10 @@ export class MemoryFleetStore implements FleetStore {
     this.eventLog.push(e);
     if (this.eventLog.length > EVENT_LIMIT) this.eventLog.splice(0, this.eventLog.length - EVENT_LIMIT);
   }
+}
+
+function sameUrls(records: readonly ReplicaRecord[], urls: readonly string[]): boolean {
+  if (records.length !== urls.length) return false;
+  for (let i = 0; i < urls.length; i++) if (records[i]!.spec.url !== urls[i]) return false;
+  return true;
 }

@@ -79,15 +79,13 @@ export function predictTtft(
     }
   }
   const slotMs = fixedMs + roomMs;
+  const w = work.outlook(c.url, now, req.promptTokens + req.maxTokens);
   // A slot and KV room are waited for together (the queue is admitted as both free): the larger counts.
-  const kvMs = Math.max(
-    work.kvWaitMs(c.url, now, req.promptTokens + req.maxTokens),
-    work.slotWaitMs(c.url, now),
-  );
-  const rate = work.prefillRate(c.url);
-  const aheadMs = (work.queuedPrefill(c.url, now) / rate) * 1000;
-  const cachedTokens = prefixCredit(c, req, work);
-  const ownMs = ((req.promptTokens - cachedTokens) / rate) * 1000 + work.prefillStepMs(c.url);
+  const kvMs = w.waitMs;
+  const rate = w.rate;
+  const aheadMs = (w.queuedTokens / rate) * 1000;
+  const cachedTokens = prefixCredit(c.prefixTokens, req.promptTokens, w.creditsPrefix);
+  const ownMs = ((req.promptTokens - cachedTokens) / rate) * 1000 + w.stepMs;
   return {
     startMs: slotMs + kvMs,
     loadMs: slotMs,
@@ -100,12 +98,11 @@ export function predictTtft(
 }
 
 /**
- * The prefix of the prompt credited as cached on `c`: what the router knows it holds, at most all
- * but the last token (vLLM always computes that one), and none where the replica's rate already
- * prices its cache hits in (`WorkModel.creditsPrefix`).
+ * The prefix of the prompt credited as cached: what the router knows the replica holds (`known`),
+ * at most all but the last token (vLLM always computes that one), and none where the replica's
+ * rate already prices its cache hits in (`credits` false: `WorkModel.creditsPrefix`).
  */
-export function prefixCredit(c: PredictCandidate, req: PredictRequest, work: WorkModel): number {
-  const known = c.prefixTokens ?? 0;
-  if (known <= 0 || !work.creditsPrefix(c.url)) return 0;
-  return Math.max(0, Math.min(known, req.promptTokens - 1));
+export function prefixCredit(known = 0, promptTokens: number, credits: boolean): number {
+  if (known <= 0 || !credits) return 0;
+  return Math.max(0, Math.min(known, promptTokens - 1));
 }

@@ -107,6 +107,20 @@ class Replica {
   }
 }
 
+/** What a prediction reads of one replica (`WorkModel.outlook`). */
+export interface Outlook {
+  /** The wait for KV room or a running slot, whichever is longer (`kvWaitMs`, `slotWaitMs`). */
+  waitMs: number;
+  /** Prefill tokens a second (`prefillRate`). */
+  rate: number;
+  /** Prompt tokens queued ahead (`queuedPrefill`). */
+  queuedTokens: number;
+  /** `prefillStepMs`. */
+  stepMs: number;
+  /** `creditsPrefix`. */
+  creditsPrefix: boolean;
+}
+
 /**
  * Per replica, the work this router put there and the replica's own figures: prefill tokens
  * queued (drained at the replica's learned prefill rate, FIFO as vLLM schedules), requests
@@ -120,6 +134,7 @@ export class WorkModel {
   private readonly meanPrompt = new Ewma(PRIOR_PROMPT_TOKENS, 0.05);
   private readonly meanMaxTokens = new Ewma(DEFAULT_MAX_TOKENS, 0.05);
   private readonly decodeMs: Ewma;
+  private readonly scratch: Outlook = { waitMs: 0, rate: 0, queuedTokens: 0, stepMs: 0, creditsPrefix: true };
 
   constructor(private o: WorkOptions) {
     this.decodeMs = new Ewma(o.decodeMsPerToken ?? 25, 0.1);
@@ -337,11 +352,40 @@ export class WorkModel {
     return this.replicas.get(url)?.rate.value ?? this.o.prefillTokensPerS;
   }
 
+  /**
+   * Everything a prediction reads of `url` (src/work/predict.ts), for a request needing `need`
+   * KV tokens: one lookup, not one per figure, as this runs per replica per decision. The same figures as `kvWaitMs`, `slotWaitMs`, `prefillRate`, `queuedPrefill`,
+   * `prefillStepMs` and `creditsPrefix` called at `now`. Valid until the next call: one object
+   * is reused (a decision over 64 replicas would otherwise make one per replica).
+   */
+  outlook(url: string, now: number, need: number): Readonly<Outlook> {
+    const o = this.scratch;
+    const r = this.replicas.get(url);
+    if (!r) {
+      o.waitMs = o.queuedTokens = o.stepMs = 0;
+      o.rate = this.o.prefillTokensPerS;
+      o.creditsPrefix = true;
+      return o;
+    }
+    o.waitMs = Math.max(this.kvWait(r, now, need), this.slotWait(r, now));
+    o.rate = r.rate.value;
+    this.advance(r, now);
+    o.queuedTokens = this.queued(r, now);
+    o.stepMs = r.stepApart ? this.decodeMs.value : 0;
+    o.creditsPrefix = !r.promptUnits;
+    return o;
+  }
+
   /** Prompt tokens queued ahead of a request sent to `url` now. */
   queuedPrefill(url: string, now: number): number {
     const r = this.replicas.get(url);
     if (!r) return 0;
     this.advance(r, now);
+    return this.queued(r, now);
+  }
+
+  /** `queuedPrefill` on a replica advanced to `now`. */
+  private queued(r: Replica, now: number): number {
     const own = r.admitted - r.drained;
     const imp = r.implied;
     const implied = imp ? imp.tokens - (r.rate.value * Math.max(0, now - imp.at)) / 1000 : 0;
@@ -356,8 +400,12 @@ export class WorkModel {
    */
   kvWaitMs(url: string, now: number, need: number): number {
     const r = this.replicas.get(url);
-    const cap = r?.kvCapacity;
-    if (!r || cap === undefined || need > cap) return 0;
+    return r ? this.kvWait(r, now, need) : 0;
+  }
+
+  private kvWait(r: Replica, now: number, need: number): number {
+    const cap = r.kvCapacity;
+    if (cap === undefined || need > cap) return 0;
     let toFree = Math.max(r.kvReserved, r.impliedKv) + need - cap;
     if (toFree <= 0) return 0;
     this.advance(r, now);
@@ -393,7 +441,11 @@ export class WorkModel {
    */
   slotWaitMs(url: string, now: number): number {
     const r = this.replicas.get(url);
-    if (!r || r.scrapedWaiting <= 0) return 0;
+    return r ? this.slotWait(r, now) : 0;
+  }
+
+  private slotWait(r: Replica, now: number): number {
+    if (r.scrapedWaiting <= 0) return 0;
     this.advance(r, now);
     let k = Math.max(1, r.scrapedWaiting + r.sinceScrape + 1);
     let end = now;
