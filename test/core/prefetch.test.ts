@@ -6,7 +6,12 @@ import type { ResidencyState } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { DemandTracker, type AdapterDemand } from '../../src/prefetch/demand';
 import { planPrefetch, type PlannerReplica } from '../../src/prefetch/planner';
-import { Prefetcher, spendPrefetchBudget, type PrefetchSettings } from '../../src/prefetch/prefetcher';
+import {
+  PREFETCH_BUDGET_KEY,
+  Prefetcher,
+  spendPrefetchBudget,
+  type PrefetchSettings,
+} from '../../src/prefetch/prefetcher';
 
 const R1 = 'http://r1:8000';
 const R2 = 'http://r2:8000';
@@ -279,6 +284,29 @@ describe('Prefetcher', () => {
     await clock.run();
     expect(await refused).toMatch(/No adapter slot/);
     expect(api.calls).toEqual([]);
+  });
+
+  it('a planned load another router made first leaves its budget to the next planned copy', async () => {
+    // The two-node flake (test/kong/prefetch.test.ts): a tick plans `a` on R1 and R2 (budget: one
+    // load a minute); R1's load spends the budget, but a request on another node began loading `a`
+    // on R1 meanwhile, so this one loads nothing, and R2 is refused: no second copy for a minute.
+    const { api, node, store, clock } = await fleet();
+    const p = node();
+    p.configure({ ...on, loadsPerMinute: 1 });
+    const spend = store.spendBudget.bind(store);
+    // The budget's round trip is where the request's load slips in.
+    jest.spyOn(store, 'spendBudget').mockImplementation(async (key, limit, windowMs, at) => {
+      if (key === PREFETCH_BUDGET_KEY) await sleep(clock, 10);
+      return spend(key, limit, windowMs, at);
+    });
+    p.observe({ name: 'a', path: '/a/a' }, URLS, 0);
+    const other = new AdapterManager(store, api, clock, silentLogger);
+    const t = p.maybeTick();
+    const request = other.ensure(R1, { name: 'a', path: '/a/a' }, policy);
+    await clock.run();
+    await Promise.all([t, request]);
+    expect(api.calls.sort()).toEqual([`load a@${R1}`, `load a@${R2}`]);
+    expect(p.stats).toMatchObject({ loaded: 1, overBudget: 0 });
   });
 
   it('two nodes on one store plan once a tick and load an adapter once', async () => {
