@@ -121,14 +121,31 @@ export class Prefetcher {
       maxLoads: replicas.length,
     });
     const count = new Map(demand.map((d) => [d.demand.adapter.name, d.count]));
+    const placing = await this.placing(plan, urls);
+    const loads = plan.filter((p) => !placing.has(p.adapter.name));
     // One load a replica, in parallel; the budget is spent just before each load starts.
     const budget = new TickBudget(() => spendPrefetchBudget(this.store, s, this.clock.now()));
-    this.stats.planned += plan.length;
-    const outcomes = await Promise.all(plan.map((p) => this.load(p, count, budget)));
+    this.stats.planned += loads.length;
+    const outcomes = await Promise.all(loads.map((p) => this.load(p, count, budget)));
     // A unit spent by a load another router made first goes to a load the budget refused.
-    for (const [i, p] of plan.entries())
+    for (const [i, p] of loads.entries())
       if (outcomes[i] === 'refused' && budget.spare > 0) outcomes[i] = await this.load(p, count, budget);
     this.stats.overBudget += outcomes.filter((o) => o === 'refused').length;
+  }
+
+  /**
+   * Planned adapters a request is placing (its cold load about to start, on this node or another
+   * sharing the store): that request makes the copy, on its own budget, and the residency the plan
+   * read does not show it yet. Their loads wait for the next tick, which sees it loading.
+   */
+  private async placing(plan: readonly PrefetchLoad[], urls: readonly string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const adapter of new Map(plan.map((p) => [p.adapter.name, p.adapter])).values()) {
+      const views = await this.store.views(urls, adapter);
+      this.manager.overlayClaims(views, adapter.name);
+      if (views.some((v) => v.adapter?.placed || v.adapter?.claimed)) out.add(adapter.name);
+    }
+    return out;
   }
 
   /** 'refused': the budget refused it (no unit left); 'done': it ran its course, whatever came of it. */

@@ -309,6 +309,30 @@ describe('Prefetcher', () => {
     expect(p.stats).toMatchObject({ loaded: 1, overBudget: 0 });
   });
 
+  it('leaves the copy a request is placing to that request, and makes the next one', async () => {
+    // The two-node flake's other schedule: a tick planned `a` on R1 while a request had placed its
+    // cold load there (not loading yet: the residency shows nothing), the prefetch made that load
+    // and the request joined it: the one unit of the minute bought the copy the request was making.
+    const { api, node, store, clock, tick } = await fleet();
+    const p = node();
+    p.configure({ ...on, loadsPerMinute: 1 });
+    p.observe({ name: 'a', path: '/a/a' }, URLS, 0);
+    // A request on another node placed `a` on R1.
+    expect(await store.claimPlacement('a', R1, undefined, 0, 10_000)).toBe(R1);
+    await tick(p);
+    expect(api.calls).toEqual([]);
+    // The request loads it and lets its placement go: the next tick makes the second copy.
+    const other = new AdapterManager(store, api, clock, silentLogger);
+    const request = other.ensure(R1, { name: 'a', path: '/a/a' }, policy);
+    await clock.run();
+    await request;
+    await store.releasePlacement('a', R1);
+    await clock.run(clock.now() + on.intervalMs);
+    await tick(p);
+    expect(api.calls).toEqual([`load a@${R1}`, `load a@${R2}`]);
+    expect(p.stats).toMatchObject({ loaded: 1, overBudget: 0 });
+  });
+
   it('two nodes on one store plan once a tick and load an adapter once', async () => {
     const { api, node, clock } = await fleet();
     const [p, q] = [node(), node()];
