@@ -121,8 +121,13 @@ export class Prefetcher {
       maxLoads: replicas.length,
     });
     const count = new Map(demand.map((d) => [d.demand.adapter.name, d.count]));
-    const placing = await this.placing(plan, urls);
-    const loads = plan.filter((p) => !placing.has(p.adapter.name));
+    // Copies requests are making are theirs: the plan's loads of those adapters wait a tick.
+    const asked = new Map(demand.map((d) => [d.demand.adapter.name, d.demand.at]));
+    const theirs = await this.placing(plan, urls);
+    for (const p of plan)
+      if (p.copies === 0 && now - (asked.get(p.adapter.name) ?? -Infinity) < s.intervalMs)
+        theirs.add(p.adapter.name);
+    const loads = plan.filter((p) => !theirs.has(p.adapter.name));
     // One load a replica, in parallel; the budget is spent just before each load starts.
     const budget = new TickBudget(() => spendPrefetchBudget(this.store, s, this.clock.now()));
     this.stats.planned += loads.length;
@@ -136,7 +141,9 @@ export class Prefetcher {
   /**
    * Planned adapters a request is placing (its cold load about to start, on this node or another
    * sharing the store): that request makes the copy, on its own budget, and the residency the plan
-   * read does not show it yet. Their loads wait for the next tick, which sees it loading.
+   * read does not show it yet. Their loads wait for the next tick, which sees it loading. A request
+   * still deciding has no placement yet: the tick leaves to it the first copy of an adapter asked
+   * for within the last interval (refused for want of room, it leaves none a prefetch would find).
    */
   private async placing(plan: readonly PrefetchLoad[], urls: readonly string[]): Promise<Set<string>> {
     const out = new Set<string>();

@@ -170,6 +170,8 @@ const policy: AdapterPolicy = {
   backoffMaxMs: 8000,
   isStatic: () => false,
 };
+/** A request seen an interval ago: a first copy of its adapter is no longer that request's to make. */
+const AGO = -1000;
 const on: PrefetchSettings = {
   enabled: true,
   halfLifeMs: 60_000,
@@ -213,7 +215,7 @@ describe('Prefetcher', () => {
   it('loads a demanded adapter into a free slot through the manager, once', async () => {
     const { api, node, tick, store } = await fleet();
     const p = node();
-    for (let i = 0; i < 3; i++) p.observe({ name: 'a', path: '/a/a' }, [R1], 0);
+    for (let i = 0; i < 3; i++) p.observe({ name: 'a', path: '/a/a' }, [R1], AGO);
     await tick(p);
     expect(api.calls).toEqual([`load a@${R1}`]);
     expect((await store.views([R1], { name: 'a' }))[0]!.adapter?.state).toBe('loaded');
@@ -243,8 +245,8 @@ describe('Prefetcher', () => {
     const { api, node, tick, clock } = await fleet();
     const p = node();
     p.configure({ ...on, coldLoadsPerMinute: 4, loadsPerMinute: 10 });
-    p.observe({ name: 'a', path: '/a/a' }, URLS, 0);
-    p.observe({ name: 'b', path: '/a/b' }, URLS, 0);
+    p.observe({ name: 'a', path: '/a/a' }, URLS, AGO);
+    p.observe({ name: 'b', path: '/a/b' }, URLS, AGO);
     await tick(p);
     // Two loads planned (one a replica), one granted: a quarter of 4 a minute.
     expect(api.calls).toHaveLength(1);
@@ -259,14 +261,14 @@ describe('Prefetcher', () => {
     const p = node();
     // b is resident on both replicas (1 slot each) and asked as often as a: not a victim.
     for (let i = 0; i < 4; i++) {
-      p.observe({ name: 'a', path: '/a/a' }, URLS, 0);
-      p.observe({ name: 'b', path: '/a/b' }, URLS, 0);
+      p.observe({ name: 'a', path: '/a/a' }, URLS, AGO);
+      p.observe({ name: 'b', path: '/a/b' }, URLS, AGO);
     }
     await tick(p);
     expect(api.calls).toEqual([]);
     // A lease on b (a request in flight) on R1 while a's demand grows far past it: R1's b stays.
     await store.acquire({ id: 'l1', url: R1, adapter: 'b', at: 0 });
-    for (let i = 0; i < 40; i++) p.observe({ name: 'a', path: '/a/a' }, URLS, 0);
+    for (let i = 0; i < 40; i++) p.observe({ name: 'a', path: '/a/a' }, URLS, AGO);
     await clock.run(clock.now() + 1000);
     await tick(p);
     expect(api.calls).toEqual([`unload b@${R2}`, `load a@${R2}`]);
@@ -299,7 +301,7 @@ describe('Prefetcher', () => {
       if (key === PREFETCH_BUDGET_KEY) await sleep(clock, 10);
       return spend(key, limit, windowMs, at);
     });
-    p.observe({ name: 'a', path: '/a/a' }, URLS, 0);
+    p.observe({ name: 'a', path: '/a/a' }, URLS, AGO);
     const other = new AdapterManager(store, api, clock, silentLogger);
     const t = p.maybeTick();
     const request = other.ensure(R1, { name: 'a', path: '/a/a' }, policy);
@@ -316,7 +318,7 @@ describe('Prefetcher', () => {
     const { api, node, store, clock, tick } = await fleet();
     const p = node();
     p.configure({ ...on, loadsPerMinute: 1 });
-    p.observe({ name: 'a', path: '/a/a' }, URLS, 0);
+    p.observe({ name: 'a', path: '/a/a' }, URLS, AGO);
     // A request on another node placed `a` on R1.
     expect(await store.claimPlacement('a', R1, undefined, 0, 10_000)).toBe(R1);
     await tick(p);
@@ -333,10 +335,24 @@ describe('Prefetcher', () => {
     expect(p.stats).toMatchObject({ loaded: 1, overBudget: 0 });
   });
 
+  it('leaves the first copy of an adapter asked for within the interval to the request deciding', async () => {
+    // A request observed (the access phase) but not yet placed: a tick then sees no copy and no
+    // placement. It is the request's to make; an interval later with no copy, the prefetch's.
+    const { api, node, clock, tick } = await fleet();
+    const p = node();
+    p.observe({ name: 'a', path: '/a/a' }, [R1], 0);
+    await clock.run(on.intervalMs - 1);
+    await tick(p);
+    expect(api.calls).toEqual([]);
+    await clock.run(2 * on.intervalMs - 1);
+    await tick(p);
+    expect(api.calls).toEqual([`load a@${R1}`]);
+  });
+
   it('two nodes on one store plan once a tick and load an adapter once', async () => {
     const { api, node, clock } = await fleet();
     const [p, q] = [node(), node()];
-    for (const n of [p, q]) for (let i = 0; i < 3; i++) n.observe({ name: 'a', path: '/a/a' }, [R1], 0);
+    for (const n of [p, q]) for (let i = 0; i < 3; i++) n.observe({ name: 'a', path: '/a/a' }, [R1], AGO);
     const both = Promise.all([p.maybeTick(), q.maybeTick()]);
     await clock.run();
     await both;
