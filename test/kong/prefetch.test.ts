@@ -79,8 +79,8 @@ describe('prefetch, through the plugin server', () => {
 
 describe('prefetch on two plugin servers sharing Redis', () => {
   let redis: RedisServer;
-  const nodes: { server: PluginServerProcess; driver: Driver; router: LocalGateway; status: LocalGateway }[] =
-    [];
+  const servers: PluginServerProcess[] = [];
+  const nodes: { driver: Driver; router: LocalGateway; status: LocalGateway }[] = [];
   let fleet: SimFleet | undefined;
   beforeAll(async () => {
     redis = await RedisServer.start();
@@ -90,8 +90,8 @@ describe('prefetch on two plugin servers sharing Redis', () => {
       await n.router.close();
       await n.status.close();
       n.driver.close();
-      await n.server.stop();
     }
+    for (const server of servers) await server.stop();
     await fleet?.stop();
     await redis.close();
   });
@@ -101,30 +101,34 @@ describe('prefetch on two plugin servers sharing Redis', () => {
   // that load, the others were refused: no second copy for a minute. test/core/prefetch.test.ts
   // ("leaves its budget to the next planned copy") is that schedule.
   it('do not load one adapter twice, and share one budget', async () => {
-    fleet = await SimFleet.start([vllm(), vllm(), vllm()]);
+    // The replicas and both plugin servers start together (most of this case's time, loaded).
+    await Promise.all([
+      SimFleet.start([vllm(), vllm(), vllm()]).then((f) => (fleet = f)),
+      ...[0, 1].map(async () => servers.push(await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR }))),
+    ]);
+    const urls = fleet!.urls;
     // Redis calls get 2 s, not the harness's 200 ms: on a loaded machine one slow call left a node
     // deciding alone, and a node alone that has not yet counted the fleet's nodes grants no cold
     // load (the first request's 429 in 3 runs of 13): the outage budget, not what this tests.
     const shared = redis.config(`pf${randomBytes(4).toString('hex')}:`, { timeout: 2000 });
-    for (let i = 0; i < 2; i++) {
-      const server = await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR });
+    for (const server of servers) {
       const d = new Driver(server.socketPath);
       const router = await LocalGateway.create({
         driver: d,
         plugins: [
           {
             name: 'lora-router',
-            config: onDemand(fleet.urls, { ...PREFETCH, prefetch_loads_per_minute: 1, redis: shared }),
+            config: onDemand(urls, { ...PREFETCH, prefetch_loads_per_minute: 1, redis: shared }),
           },
         ],
-        serviceUrl: fleet.urls[0]!,
+        serviceUrl: urls[0]!,
       });
       const status = await LocalGateway.create({
         driver: d,
         plugins: [{ name: 'lora-poller', config: { poll_interval_ms: 50, timeout_ms: 500, redis: shared } }],
         serviceUrl: 'http://127.0.0.1:9',
       });
-      nodes.push({ server, driver: d, router, status });
+      nodes.push({ driver: d, router, status });
     }
     const chat = (n: number) =>
       nodes[n]!.router.handle({
@@ -150,9 +154,7 @@ describe('prefetch on two plugin servers sharing Redis', () => {
     // (CI's Node 22 stage once took over 10 s), so this waits longer; what it asserts is unchanged.
     await waitFor(() => holders().length === 2, 30_000).catch((err: Error) => {
       // What each node did with `hot`: the plugin servers' log says why a copy did not come.
-      const said = nodes.map(
-        (n, i) => `node ${i}:\n${n.server.log.filter((l) => l.includes('hot')).join('\n')}`,
-      );
+      const said = servers.map((s, i) => `node ${i}:\n${s.log.filter((l) => l.includes('hot')).join('\n')}`);
       throw new Error(`${err.message}\n${said.join('\n')}`);
     });
     // Several ticks on each node: one budget of one prefetch a minute for both.
