@@ -37,10 +37,20 @@ export const value: EvictionPolicy = {
 
 export const EVICTION_POLICIES: Record<string, EvictionPolicy> = { lru, value };
 
+type Resident = Pick<ResidentAdapter, 'name' | 'state' | 'inFlight'>;
+
 /** Idle adapters a replica may unload (loaded, no request in flight, not configured static). */
-export function evictable(
-  residents: readonly ResidentAdapter[],
+export function evictable<R extends Resident>(
+  residents: readonly R[],
   isStatic: (name: string) => boolean,
-): ResidentAdapter[] {
+): R[] {
   return residents.filter((r) => r.state === 'loaded' && r.inFlight === 0 && !isStatic(r.name));
+}
+
+/** Residents that count against `max_loaded_adapters`: neither static on the replica nor configured static. */
+export function occupyingSlots<R extends Pick<Resident, 'name' | 'state'>>(
+  residents: readonly R[],
+  isStatic: (name: string) => boolean,
+): R[] {
+  return residents.filter((r) => r.state !== 'static' && !isStatic(r.name));
 }

@@ -8,6 +8,7 @@ import { errors } from '../errors';
 import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { LoadBackoff } from './backoff';
+import { occupyingSlots } from './eviction';
 import { PlacedElsewhere, PlacementClaims } from './claims';
 import { IdleUnload, LOCK_MARGIN_MS } from './idle-unload';
 import { ReplicaWord } from './replica-word';
@@ -362,7 +363,7 @@ export class AdapterManager {
     for (;;) {
       const residents = await this.store.residents(url);
       if (residents.some((r) => r.name === name)) return null;
-      const occupying = occupyingSlots(residents, policy);
+      const occupying = occupyingSlots(residents, policy.isStatic);
       // The replica's last word on loads too: after an emptied store or a load by a node cut
       // off from it, the replica can hold adapters the store has never seen.
       const unseen =
@@ -419,7 +420,7 @@ export class AdapterManager {
   async trim(url: string, policy: AdapterPolicy): Promise<void> {
     for (;;) {
       const residents = await this.store.residents(url);
-      const occupying = occupyingSlots(residents, policy);
+      const occupying = occupyingSlots(residents, policy.isStatic);
       if (occupying.length <= policy.maxLoadedAdapters) return;
       // One trimming unload at a time per replica across nodes (they may all trim after a poll).
       if (!(await this.idleUnload.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
@@ -456,9 +457,4 @@ export class AdapterManager {
 /** When the access phase must be over (never, without a deadline). */
 function end(policy: AdapterPolicy): number {
   return policy.deadline ?? Infinity;
-}
-
-/** Residents that count against the limit: neither static on the replica nor configured static. */
-function occupyingSlots(residents: ResidentAdapter[], policy: AdapterPolicy): ResidentAdapter[] {
-  return residents.filter((r) => r.state !== 'static' && !policy.isStatic(r.name));
 }

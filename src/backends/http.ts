@@ -24,6 +24,9 @@ export class ReplicaHttp {
   }
 
   async call(method: 'GET' | 'POST', url: string, timeoutMs: number, body?: unknown): Promise<HttpReply> {
+    // Whole milliseconds, as AbortSignal.timeout takes them: what a deadline leaves on the clock
+    // has fractions (a RangeError here failed the load before any call).
+    timeoutMs = Math.max(1, Math.ceil(timeoutMs));
     const signal = AbortSignal.timeout(timeoutMs);
     try {
       const res = await request(url, {

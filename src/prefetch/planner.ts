@@ -1,4 +1,5 @@
 import type { AdapterRef, ResidencyState } from '../fleet/types';
+import { evictable, occupyingSlots } from '../adapters/eviction';
 import type { AdapterDemand } from './demand';
 
 /** What the planner knows of one replica: fresh, up, and whether a load there would stall no queue. */
@@ -83,17 +84,13 @@ export function planPrefetch(
     for (const r of avail) {
       if (used.has(r.url) || !urls.has(r.url) || held.get(r.url)!.has(name)) continue;
       // Every non-static resident holds a slot, one being unloaded too (as the manager counts).
-      const occupying = r.residents.filter((a) => a.state !== 'static' && !r.isStatic(a.name)).length;
-      if (occupying < r.maxLoadedAdapters) {
+      if (occupyingSlots(r.residents, r.isStatic).length < r.maxLoadedAdapters) {
         choice = { r, victims: [] };
         break;
       }
-      const victims = r.residents
+      const victims = evictable(r.residents, r.isStatic)
         .filter(
           (a) =>
-            a.state === 'loaded' &&
-            a.inFlight === 0 &&
-            !r.isStatic(a.name) &&
             held.get(r.url)!.has(a.name) &&
             (countOf.get(a.name) ?? 0) * s.evictFactor < best.count &&
             copies(a.name) - 1 + s.hysteresis > target(a.name),

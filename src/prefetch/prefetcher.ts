@@ -22,11 +22,11 @@ export interface PrefetchSettings {
 
 export interface PrefetchStats {
   ticks: number;
-  /** Loads planned and started, those that ended with the adapter resident, and those refused. */
+  /** Loads planned, those that ended with the adapter resident, and those that failed. */
   planned: number;
   loaded: number;
   failed: number;
-  /** Loads the budget refused (the tick stops at the first). */
+  /** Planned loads the budget refused (no unit of the store's, nor one a load of the tick left unused). */
   overBudget: number;
 }
 
@@ -121,15 +121,51 @@ export class Prefetcher {
       maxLoads: replicas.length,
     });
     const count = new Map(demand.map((d) => [d.demand.adapter.name, d.count]));
+    // Copies requests are making are theirs: the plan's loads of those adapters wait a tick.
+    const asked = new Map(demand.map((d) => [d.demand.adapter.name, d.demand.at]));
+    const theirs = await this.placing(plan, urls);
+    for (const p of plan)
+      if (p.copies === 0 && now - (asked.get(p.adapter.name) ?? -Infinity) < s.intervalMs)
+        theirs.add(p.adapter.name);
+    const loads = plan.filter((p) => !theirs.has(p.adapter.name));
     // One load a replica, in parallel; the budget is spent just before each load starts.
-    await Promise.all(plan.map((p) => this.load(p, s, count)));
+    const budget = new TickBudget(() => spendPrefetchBudget(this.store, s, this.clock.now()));
+    this.stats.planned += loads.length;
+    const outcomes = await Promise.all(loads.map((p) => this.load(p, count, budget)));
+    // A unit spent by a load another router made first goes to a load the budget refused.
+    for (const [i, p] of loads.entries())
+      if (outcomes[i] === 'refused' && budget.spare > 0) outcomes[i] = await this.load(p, count, budget);
+    this.stats.overBudget += outcomes.filter((o) => o === 'refused').length;
   }
 
-  private async load(p: PrefetchLoad, s: PrefetchSettings, count: Map<string, number>): Promise<void> {
+  /**
+   * Planned adapters a request is placing (its cold load about to start, on this node or another
+   * sharing the store): that request makes the copy, on its own budget, and the residency the plan
+   * read does not show it yet. Their loads wait for the next tick, which sees it loading. A request
+   * still deciding has no placement yet: the tick leaves to it the first copy of an adapter asked
+   * for within the last interval (refused for want of room, it leaves none a prefetch would find).
+   */
+  private async placing(plan: readonly PrefetchLoad[], urls: readonly string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const adapter of new Map(plan.map((p) => [p.adapter.name, p.adapter])).values()) {
+      const views = await this.store.views(urls, adapter);
+      this.manager.overlayClaims(views, adapter.name);
+      if (views.some((v) => v.adapter?.placed || v.adapter?.claimed)) out.add(adapter.name);
+    }
+    return out;
+  }
+
+  /** 'refused': the budget refused it (no unit left); 'done': it ran its course, whatever came of it. */
+  private async load(
+    p: PrefetchLoad,
+    count: Map<string, number>,
+    budget: TickBudget,
+  ): Promise<'done' | 'refused'> {
     const policy = this.policyOf(p.url);
-    if (!policy) return;
+    if (!policy) return 'done';
     const victims = new Set(p.victims);
-    this.stats.planned++;
+    /** The unit this call holds: the manager may ask again after a load it lost to another router. */
+    let held = false;
     try {
       const outcome = await this.manager.ensure(
         p.url,
@@ -142,25 +178,51 @@ export class Prefetcher {
           mayEvict: (name) => victims.has(name),
         },
         (v) => count.get(v.name) ?? 0,
-        () => this.spend(s),
+        async () => {
+          if (held) return;
+          if (!(await budget.take())) throw new OverBudget();
+          held = true;
+        },
       );
       if (outcome === 'loaded') {
         this.stats.loaded++;
         this.log.info(
           `prefetched adapter '${p.adapter.name}' on ${p.url} (target ${p.target.toFixed(2)} copies, had ${p.copies})`,
         );
+      } else if (held) {
+        // Another router loaded it here between the spend and the load (a request's cold load):
+        // this call made no load call, and its unit is the tick's to use.
+        budget.giveBack();
       }
     } catch (err) {
-      if (err instanceof OverBudget) this.stats.overBudget++;
-      else {
-        this.stats.failed++;
-        this.log.info(`prefetch of '${p.adapter.name}' on ${p.url} not made: ${(err as Error).message}`);
-      }
+      if (err instanceof OverBudget) return 'refused';
+      this.stats.failed++;
+      this.log.info(`prefetch of '${p.adapter.name}' on ${p.url} not made: ${(err as Error).message}`);
     }
+    return 'done';
+  }
+}
+
+/**
+ * The prefetch budget of one tick's loads: units spent in the store, and those a load spent but
+ * did not use ('hit' or 'joined': no load call), which the next load takes instead of spending
+ * again. A spare unit left at the end of the tick is lost, as it was counted in the store.
+ */
+class TickBudget {
+  spare = 0;
+  constructor(private readonly spendOne: () => Promise<boolean>) {}
+
+  /** A spare unit, else one from the store; false: refused. */
+  async take(): Promise<boolean> {
+    if (this.spare > 0) {
+      this.spare--;
+      return true;
+    }
+    return this.spendOne();
   }
 
-  private async spend(s: PrefetchSettings): Promise<void> {
-    if (!(await spendPrefetchBudget(this.store, s, this.clock.now()))) throw new OverBudget();
+  giveBack(): void {
+    this.spare++;
   }
 }
 

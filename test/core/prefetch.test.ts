@@ -6,7 +6,12 @@ import type { ResidencyState } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { DemandTracker, type AdapterDemand } from '../../src/prefetch/demand';
 import { planPrefetch, type PlannerReplica } from '../../src/prefetch/planner';
-import { Prefetcher, spendPrefetchBudget, type PrefetchSettings } from '../../src/prefetch/prefetcher';
+import {
+  PREFETCH_BUDGET_KEY,
+  Prefetcher,
+  spendPrefetchBudget,
+  type PrefetchSettings,
+} from '../../src/prefetch/prefetcher';
 
 const R1 = 'http://r1:8000';
 const R2 = 'http://r2:8000';
@@ -165,6 +170,8 @@ const policy: AdapterPolicy = {
   backoffMaxMs: 8000,
   isStatic: () => false,
 };
+/** A request seen an interval ago: a first copy of its adapter is no longer that request's to make. */
+const AGO = -1000;
 const on: PrefetchSettings = {
   enabled: true,
   halfLifeMs: 60_000,
@@ -208,7 +215,7 @@ describe('Prefetcher', () => {
   it('loads a demanded adapter into a free slot through the manager, once', async () => {
     const { api, node, tick, store } = await fleet();
     const p = node();
-    for (let i = 0; i < 3; i++) p.observe({ name: 'a', path: '/a/a' }, [R1], 0);
+    for (let i = 0; i < 3; i++) p.observe({ name: 'a', path: '/a/a' }, [R1], AGO);
     await tick(p);
     expect(api.calls).toEqual([`load a@${R1}`]);
     expect((await store.views([R1], { name: 'a' }))[0]!.adapter?.state).toBe('loaded');
@@ -238,8 +245,8 @@ describe('Prefetcher', () => {
     const { api, node, tick, clock } = await fleet();
     const p = node();
     p.configure({ ...on, coldLoadsPerMinute: 4, loadsPerMinute: 10 });
-    p.observe({ name: 'a', path: '/a/a' }, URLS, 0);
-    p.observe({ name: 'b', path: '/a/b' }, URLS, 0);
+    p.observe({ name: 'a', path: '/a/a' }, URLS, AGO);
+    p.observe({ name: 'b', path: '/a/b' }, URLS, AGO);
     await tick(p);
     // Two loads planned (one a replica), one granted: a quarter of 4 a minute.
     expect(api.calls).toHaveLength(1);
@@ -254,14 +261,14 @@ describe('Prefetcher', () => {
     const p = node();
     // b is resident on both replicas (1 slot each) and asked as often as a: not a victim.
     for (let i = 0; i < 4; i++) {
-      p.observe({ name: 'a', path: '/a/a' }, URLS, 0);
-      p.observe({ name: 'b', path: '/a/b' }, URLS, 0);
+      p.observe({ name: 'a', path: '/a/a' }, URLS, AGO);
+      p.observe({ name: 'b', path: '/a/b' }, URLS, AGO);
     }
     await tick(p);
     expect(api.calls).toEqual([]);
     // A lease on b (a request in flight) on R1 while a's demand grows far past it: R1's b stays.
     await store.acquire({ id: 'l1', url: R1, adapter: 'b', at: 0 });
-    for (let i = 0; i < 40; i++) p.observe({ name: 'a', path: '/a/a' }, URLS, 0);
+    for (let i = 0; i < 40; i++) p.observe({ name: 'a', path: '/a/a' }, URLS, AGO);
     await clock.run(clock.now() + 1000);
     await tick(p);
     expect(api.calls).toEqual([`unload b@${R2}`, `load a@${R2}`]);
@@ -281,10 +288,71 @@ describe('Prefetcher', () => {
     expect(api.calls).toEqual([]);
   });
 
+  it('a planned load another router made first leaves its budget to the next planned copy', async () => {
+    // The two-node flake (test/kong/prefetch.test.ts): a tick plans `a` on R1 and R2 (budget: one
+    // load a minute); R1's load spends the budget, but a request on another node began loading `a`
+    // on R1 meanwhile, so this one loads nothing, and R2 is refused: no second copy for a minute.
+    const { api, node, store, clock } = await fleet();
+    const p = node();
+    p.configure({ ...on, loadsPerMinute: 1 });
+    const spend = store.spendBudget.bind(store);
+    // The budget's round trip is where the request's load slips in.
+    jest.spyOn(store, 'spendBudget').mockImplementation(async (key, limit, windowMs, at) => {
+      if (key === PREFETCH_BUDGET_KEY) await sleep(clock, 10);
+      return spend(key, limit, windowMs, at);
+    });
+    p.observe({ name: 'a', path: '/a/a' }, URLS, AGO);
+    const other = new AdapterManager(store, api, clock, silentLogger);
+    const t = p.maybeTick();
+    const request = other.ensure(R1, { name: 'a', path: '/a/a' }, policy);
+    await clock.run();
+    await Promise.all([t, request]);
+    expect(api.calls.sort()).toEqual([`load a@${R1}`, `load a@${R2}`]);
+    expect(p.stats).toMatchObject({ loaded: 1, overBudget: 0 });
+  });
+
+  it('leaves the copy a request is placing to that request, and makes the next one', async () => {
+    // The two-node flake's other schedule: a tick planned `a` on R1 while a request had placed its
+    // cold load there (not loading yet: the residency shows nothing), the prefetch made that load
+    // and the request joined it: the one unit of the minute bought the copy the request was making.
+    const { api, node, store, clock, tick } = await fleet();
+    const p = node();
+    p.configure({ ...on, loadsPerMinute: 1 });
+    p.observe({ name: 'a', path: '/a/a' }, URLS, AGO);
+    // A request on another node placed `a` on R1.
+    expect(await store.claimPlacement('a', R1, undefined, 0, 10_000)).toBe(R1);
+    await tick(p);
+    expect(api.calls).toEqual([]);
+    // The request loads it and lets its placement go: the next tick makes the second copy.
+    const other = new AdapterManager(store, api, clock, silentLogger);
+    const request = other.ensure(R1, { name: 'a', path: '/a/a' }, policy);
+    await clock.run();
+    await request;
+    await store.releasePlacement('a', R1);
+    await clock.run(clock.now() + on.intervalMs);
+    await tick(p);
+    expect(api.calls).toEqual([`load a@${R1}`, `load a@${R2}`]);
+    expect(p.stats).toMatchObject({ loaded: 1, overBudget: 0 });
+  });
+
+  it('leaves the first copy of an adapter asked for within the interval to the request deciding', async () => {
+    // A request observed (the access phase) but not yet placed: a tick then sees no copy and no
+    // placement. It is the request's to make; an interval later with no copy, the prefetch's.
+    const { api, node, clock, tick } = await fleet();
+    const p = node();
+    p.observe({ name: 'a', path: '/a/a' }, [R1], 0);
+    await clock.run(on.intervalMs - 1);
+    await tick(p);
+    expect(api.calls).toEqual([]);
+    await clock.run(2 * on.intervalMs - 1);
+    await tick(p);
+    expect(api.calls).toEqual([`load a@${R1}`]);
+  });
+
   it('two nodes on one store plan once a tick and load an adapter once', async () => {
     const { api, node, clock } = await fleet();
     const [p, q] = [node(), node()];
-    for (const n of [p, q]) for (let i = 0; i < 3; i++) n.observe({ name: 'a', path: '/a/a' }, [R1], 0);
+    for (const n of [p, q]) for (let i = 0; i < 3; i++) n.observe({ name: 'a', path: '/a/a' }, [R1], AGO);
     const both = Promise.all([p.maybeTick(), q.maybeTick()]);
     await clock.run();
     await both;

@@ -79,8 +79,8 @@ describe('prefetch, through the plugin server', () => {
 
 describe('prefetch on two plugin servers sharing Redis', () => {
   let redis: RedisServer;
-  const nodes: { server: PluginServerProcess; driver: Driver; router: LocalGateway; status: LocalGateway }[] =
-    [];
+  const servers: PluginServerProcess[] = [];
+  const nodes: { driver: Driver; router: LocalGateway; status: LocalGateway }[] = [];
   let fleet: SimFleet | undefined;
   beforeAll(async () => {
     redis = await RedisServer.start();
@@ -90,38 +90,45 @@ describe('prefetch on two plugin servers sharing Redis', () => {
       await n.router.close();
       await n.status.close();
       n.driver.close();
-      await n.server.stop();
     }
+    for (const server of servers) await server.stop();
     await fleet?.stop();
     await redis.close();
   });
 
-  // Skipped: intermittent. In 2 of about 9 runs (CI replays at aaa7a8c on Node 22 and at 0e6c9ec on
-  // Node 24) the second copy never came within 30 s; not diagnosed yet (a plan-window token spent by
-  // a node that then plans nothing, or a prefetch load refused after its budget spend, are the
-  // suspects). Until it is, prefetch across nodes is not shown to work, only on one node.
-  it.skip('do not load one adapter twice, and share one budget', async () => {
-    fleet = await SimFleet.start([vllm(), vllm(), vllm()]);
-    const shared = redis.config(`pf${randomBytes(4).toString('hex')}:`);
-    for (let i = 0; i < 2; i++) {
-      const server = await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR });
+  // It failed 2 runs in 9 (it was skipped at 0b9d50f): a tick planned `hot` on every replica, the
+  // load on the replica a request was loading it on spent the one unit of the minute and joined
+  // that load, the others were refused: no second copy for a minute. test/core/prefetch.test.ts
+  // ("leaves its budget to the next planned copy") is that schedule.
+  it('do not load one adapter twice, and share one budget', async () => {
+    // The replicas and both plugin servers start together (most of this case's time, loaded).
+    await Promise.all([
+      SimFleet.start([vllm(), vllm(), vllm()]).then((f) => (fleet = f)),
+      ...[0, 1].map(async () => servers.push(await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR }))),
+    ]);
+    const urls = fleet!.urls;
+    // Redis calls get 2 s, not the harness's 200 ms: on a loaded machine one slow call left a node
+    // deciding alone, and a node alone that has not yet counted the fleet's nodes grants no cold
+    // load (the first request's 429 in 3 runs of 13): the outage budget, not what this tests.
+    const shared = redis.config(`pf${randomBytes(4).toString('hex')}:`, { timeout: 2000 });
+    for (const server of servers) {
       const d = new Driver(server.socketPath);
       const router = await LocalGateway.create({
         driver: d,
         plugins: [
           {
             name: 'lora-router',
-            config: onDemand(fleet.urls, { ...PREFETCH, prefetch_loads_per_minute: 1, redis: shared }),
+            config: onDemand(urls, { ...PREFETCH, prefetch_loads_per_minute: 1, redis: shared }),
           },
         ],
-        serviceUrl: fleet.urls[0]!,
+        serviceUrl: urls[0]!,
       });
       const status = await LocalGateway.create({
         driver: d,
         plugins: [{ name: 'lora-poller', config: { poll_interval_ms: 50, timeout_ms: 500, redis: shared } }],
         serviceUrl: 'http://127.0.0.1:9',
       });
-      nodes.push({ server, driver: d, router, status });
+      nodes.push({ driver: d, router, status });
     }
     const chat = (n: number) =>
       nodes[n]!.router.handle({
@@ -145,7 +152,11 @@ describe('prefetch on two plugin servers sharing Redis', () => {
     const holders = () => [0, 1, 2].filter((i) => loads(i).length > 0);
     // A plan needs a freshly polled replica with nothing waiting: on a loaded machine the polls lag
     // (CI's Node 22 stage once took over 10 s), so this waits longer; what it asserts is unchanged.
-    await waitFor(() => holders().length === 2, 30_000);
+    await waitFor(() => holders().length === 2, 30_000).catch((err: Error) => {
+      // What each node did with `hot`: the plugin servers' log says why a copy did not come.
+      const said = servers.map((s, i) => `node ${i}:\n${s.log.filter((l) => l.includes('hot')).join('\n')}`);
+      throw new Error(`${err.message}\n${said.join('\n')}`);
+    });
     // Several ticks on each node: one budget of one prefetch a minute for both.
     await sleep(2500);
     expect(holders()).toHaveLength(2);
