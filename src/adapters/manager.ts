@@ -8,66 +8,17 @@ import { errors } from '../errors';
 import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { LoadBackoff } from './backoff';
-import { occupyingSlots } from './eviction';
-import { PlacedElsewhere, PlacementClaims } from './claims';
-import { IdleUnload, LOCK_MARGIN_MS } from './idle-unload';
+import { PlacementClaims } from './claims';
+import { IdleUnload } from './idle-unload';
+import { accessEnd, within, type AdapterPolicy, type EnsureOutcome, type LoadRecord } from './policy';
+import { Room, ROOM_FALLBACK_MS } from './room';
+
+export type { AdapterPolicy, EnsureOutcome, LoadRecord } from './policy';
+export { ROOM_FALLBACK_MS } from './room';
 import { ReplicaWord } from './replica-word';
 import { clientReason, rejectionReason } from './load-failures';
 import { UnknownNames } from './unknown-names';
 import type { Logger } from '../log';
-
-export interface AdapterPolicy {
-  /** Non-static adapters a replica may hold. */
-  maxLoadedAdapters: number;
-  loadTimeoutMs: number;
-  /** How long a load may wait for a busy replica's adapter to go idle before 503. */
-  queueTimeoutMs: number;
-  /** First backoff after a failed load; doubles per failure up to `backoffMaxMs`. */
-  backoffBaseMs: number;
-  backoffMaxMs: number;
-  /** Configured static adapters: never victims. */
-  isStatic: (name: string) => boolean;
-  /** Adapters the configuration lists (known to exist); others are names a client chose. */
-  isListed?: (name: string) => boolean;
-  /**
-   * When the request's access phase must be over, on the clock (Kong gives up on the plugin
-   * server at 60 s): every wait, scrape, unload, load and retry of this call ends by then.
-   */
-  deadline?: number;
-  /**
-   * Which idle residents this call may unload for room (default: any). A prefetch narrows it to
-   * adapters far colder than its own; every guard of the unload path still applies.
-   */
-  mayEvict?: (name: string) => boolean;
-  /**
-   * Claims the adapter's shared placement again (the claim the decision made for this replica);
-   * the replica it names now. Asked before a load that waited for room: meanwhile the shared
-   * state may have lost the claim (emptied, or the claim was made while this node decided alone)
-   * and another node placed the adapter elsewhere (dst seed 910: two loads of one adapter).
-   */
-  recheckPlacement?: () => Promise<string>;
-}
-
-export type EnsureOutcome =
-  /** Resident already: nothing to do. */
-  | 'hit'
-  /** This call loaded it. */
-  | 'loaded'
-  /** Another caller was loading it; this one waited for that load. */
-  | 'joined';
-
-export interface LoadRecord {
-  url: string;
-  adapter: string;
-  op: 'load' | 'unload';
-  ok: boolean;
-  ms: number;
-}
-
-/** How long a wait for room sleeps without a signal (changes made by other processes). */
-export const ROOM_FALLBACK_MS = 250;
-/** What a trimming unload makes room for: no adapter name can be this. */
-const EXCESS = '\u0000excess';
 
 /**
  * Puts adapters on replicas: each cold adapter is loaded once (concurrent callers wait on the
@@ -86,7 +37,8 @@ export class AdapterManager {
   /** Names known to exist, and the replicas where an unknown one may not evict for now. */
   private readonly unknownNames: UnknownNames;
   /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
-  readonly roomChanged = new Signal();
+  readonly roomChanged: Signal;
+  private readonly room: Room;
   /** Told after every load and unload call (metrics, status). */
   private readonly callListeners: ((r: LoadRecord) => void)[] = [];
   /** What the replica itself says before an unload. */
@@ -118,6 +70,13 @@ export class AdapterManager {
       (url, adapter, fence, ok) => this.finish('unload', url, adapter, fence, ok),
       (r, why) => this.record(r, why),
     );
+    this.room = new Room(store, clock, this.replicaWord, this.unknownNames, this.idleUnload);
+    this.roomChanged = this.room.changed;
+  }
+
+  /** Unloads idle adapters while `url` holds more than the limit (Room.trim). */
+  trim(url: string, policy: AdapterPolicy): Promise<void> {
+    return this.room.trim(url, policy);
   }
 
   /** Adds a listener told after every load and unload call; the others keep theirs. */
@@ -139,7 +98,10 @@ export class AdapterManager {
     beforeLoad?: () => Promise<void>,
   ): Promise<EnsureOutcome> {
     const key = `${url}\u0000${adapter.name}`;
-    const deadline = Math.min(this.clock.now() + policy.queueTimeoutMs + policy.loadTimeoutMs, end(policy));
+    const deadline = Math.min(
+      this.clock.now() + policy.queueTimeoutMs + policy.loadTimeoutMs,
+      accessEnd(policy),
+    );
     let joined = false;
     /** Waited for another process's load or unload: the placement is checked again before a load. */
     let waited = false;
@@ -230,10 +192,10 @@ export class AdapterManager {
     // The queue timeout counts from here, including the wait for the room lock; a retry (ensure
     // looks again) gets no more than the access phase has left.
     const asked = this.clock.now();
-    const deadline = Math.min(asked + policy.queueTimeoutMs, end(policy));
+    const deadline = Math.min(asked + policy.queueTimeoutMs, accessEnd(policy));
     const fence = await this.roomLock.run(url, () =>
       // Behind another load's room-making here: that is a wait too.
-      this.makeRoomAndClaim(
+      this.room.claimSlot(
         url,
         adapter.name,
         policy,
@@ -245,7 +207,7 @@ export class AdapterManager {
     if (fence === null) return false;
     const started = this.clock.now();
     // Room was made until the access phase ran out of time: no load call.
-    const callMs = this.within(policy, policy.loadTimeoutMs);
+    const callMs = within(policy, policy.loadTimeoutMs, this.clock.now());
     if (callMs <= 0) {
       await this.finish('load', url, adapter.name, fence, false);
       throw errors.noRoom(adapter.name, url, 1);
@@ -286,7 +248,7 @@ export class AdapterManager {
             adapter.name,
             policy.maxLoadedAdapters,
             policy.isStatic,
-            this.within(policy, Infinity),
+            within(policy, Infinity, this.clock.now()),
           )
         : 'within';
     // Not during an unload hold-off (a record change from other state, Redis just back: a peer
@@ -323,7 +285,7 @@ export class AdapterManager {
     let ok = false;
     let why: string | undefined;
     // Past the access deadline the excess stays for the trim after a poll.
-    const callMs = this.within(policy, policy.loadTimeoutMs);
+    const callMs = within(policy, policy.loadTimeoutMs, this.clock.now());
     try {
       if (callMs <= 0) throw new Error('the access phase ran out of time before the undo');
       await this.api.unloadAdapter(url, name, callMs);
@@ -346,92 +308,6 @@ export class AdapterManager {
       this.log.warn(`${op} of adapter '${adapter}' on ${url} outlived its lock; the next poll reconciles it`);
   }
 
-  /**
-   * Under the replica's room lock: unload the cheapest idle adapters until a slot is
-   * free, then claim it (state `loading`). Waits for an adapter to go idle up to the queue
-   * timeout. Returns the load's fence, or null if the adapter became resident meanwhile.
-   */
-  private async makeRoomAndClaim(
-    url: string,
-    name: string,
-    policy: AdapterPolicy,
-    deadline: number,
-    victimCost: (v: ResidentAdapter) => number,
-    waited: boolean,
-  ): Promise<Fence | null> {
-    const ttl = policy.loadTimeoutMs + LOCK_MARGIN_MS;
-    for (;;) {
-      const residents = await this.store.residents(url);
-      if (residents.some((r) => r.name === name)) return null;
-      const occupying = occupyingSlots(residents, policy.isStatic);
-      // The replica's last word on loads too: after an emptied store or a load by a node cut
-      // off from it, the replica can hold adapters the store has never seen.
-      const unseen =
-        occupying.length < policy.maxLoadedAdapters
-          ? await this.replicaWord.occupied(
-              url,
-              name,
-              new Set(residents.map((r) => r.name)),
-              policy.isStatic,
-              this.within(policy, Infinity),
-            )
-          : undefined;
-      const unseenN = unseen?.length ?? 0;
-      if (occupying.length + unseenN < policy.maxLoadedAdapters) {
-        // The store checks the limit again atomically: another node may have taken the slot. Its
-        // count lacks what the replica holds unseen (an emptied store): those slots are taken too,
-        // or two nodes sharing the store each load into the one slot left.
-        const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
-        const limit = policy.maxLoadedAdapters + configuredStatic.length - unseenN;
-        if (waited && policy.recheckPlacement) {
-          const placedOn = await policy.recheckPlacement();
-          if (placedOn !== url) throw new PlacedElsewhere(name, placedOn);
-          waited = false;
-        }
-        const fence = await this.store.beginLoad(url, name, this.clock.now(), limit, ttl);
-        if (fence !== null) return fence;
-        continue;
-      }
-      // Full, by the store's count or the replica's own word: make room among what the store
-      // knows (the usual unload path, which asks the replica what runs), else wait until a poll
-      // adopts what the replica holds unseen.
-      this.unknownNames.check(url, name, policy);
-      // Tried even with no queue time left (a 0 wait), as long as the access phase has time.
-      const victims = policy.mayEvict ? occupying.filter((r) => policy.mayEvict!(r.name)) : occupying;
-      if (await this.idleUnload.evictOne(url, victims, policy, victimCost, name, end(policy))) {
-        waited = true;
-        continue;
-      }
-      if (this.clock.now() >= deadline) {
-        throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
-      }
-      await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
-      waited = true;
-    }
-  }
-
-  /**
-   * Unloads idle adapters while `url` holds more than the limit (a load that timed out landed
-   * later, two nodes took the last slot at once, a poll adopted what an emptied store forgot):
-   * the limit holds again on the poll that sees it, once the excess is idle. Not behind the room
-   * lock, which a load waiting for room holds up to the queue timeout: each unload is decided
-   * atomically in the store (its fence), and a load's own check of the limit follows it.
-   */
-  async trim(url: string, policy: AdapterPolicy): Promise<void> {
-    for (;;) {
-      const residents = await this.store.residents(url);
-      const occupying = occupyingSlots(residents, policy.isStatic);
-      if (occupying.length <= policy.maxLoadedAdapters) return;
-      // One trimming unload at a time per replica across nodes (they may all trim after a poll).
-      if (!(await this.idleUnload.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
-    }
-  }
-
-  /** `ms`, cut to what the access phase has left (`policy.deadline`); 0 or less: none left. */
-  private within(policy: AdapterPolicy, ms: number): number {
-    return Math.min(ms, end(policy) - this.clock.now());
-  }
-
   private record(r: LoadRecord, why?: string): void {
     this.store
       .pushEvent({
@@ -452,9 +328,4 @@ export class AdapterManager {
     for (const fn of this.callListeners) fn(r);
     this.roomChanged.notify();
   }
-}
-
-/** When the access phase must be over (never, without a deadline). */
-function end(policy: AdapterPolicy): number {
-  return policy.deadline ?? Infinity;
 }

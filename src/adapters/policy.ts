@@ -1,0 +1,58 @@
+/** What one router configuration asks of the adapter manager, and what a call of it reports. */
+export interface AdapterPolicy {
+  /** Non-static adapters a replica may hold. */
+  maxLoadedAdapters: number;
+  loadTimeoutMs: number;
+  /** How long a load may wait for a busy replica's adapter to go idle before 503. */
+  queueTimeoutMs: number;
+  /** First backoff after a failed load; doubles per failure up to `backoffMaxMs`. */
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** Configured static adapters: never victims. */
+  isStatic: (name: string) => boolean;
+  /** Adapters the configuration lists (known to exist); others are names a client chose. */
+  isListed?: (name: string) => boolean;
+  /**
+   * When the request's access phase must be over, on the clock (Kong gives up on the plugin
+   * server at 60 s): every wait, scrape, unload, load and retry of this call ends by then.
+   */
+  deadline?: number;
+  /**
+   * Which idle residents this call may unload for room (default: any). A prefetch narrows it to
+   * adapters far colder than its own; every guard of the unload path still applies.
+   */
+  mayEvict?: (name: string) => boolean;
+  /**
+   * Claims the adapter's shared placement again (the claim the decision made for this replica);
+   * the replica it names now. Asked before a load that waited for room: meanwhile the shared
+   * state may have lost the claim (emptied, or the claim was made while this node decided alone)
+   * and another node placed the adapter elsewhere (dst seed 910: two loads of one adapter).
+   */
+  recheckPlacement?: () => Promise<string>;
+}
+
+export type EnsureOutcome =
+  /** Resident already: nothing to do. */
+  | 'hit'
+  /** This call loaded it. */
+  | 'loaded'
+  /** Another caller was loading it; this one waited for that load. */
+  | 'joined';
+
+export interface LoadRecord {
+  url: string;
+  adapter: string;
+  op: 'load' | 'unload';
+  ok: boolean;
+  ms: number;
+}
+
+/** When the access phase must be over (never, without a deadline). */
+export function accessEnd(policy: AdapterPolicy): number {
+  return policy.deadline ?? Infinity;
+}
+
+/** `ms`, cut to what the access phase has left (`policy.deadline`) at `now`; 0 or less: none left. */
+export function within(policy: AdapterPolicy, ms: number, now: number): number {
+  return Math.min(ms, accessEnd(policy) - now);
+}

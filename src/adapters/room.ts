@@ -1,0 +1,114 @@
+import type { Clock } from '../clock';
+import { errors } from '../errors';
+import type { FleetStore } from '../fleet/store';
+import type { Fence, ResidentAdapter } from '../fleet/types';
+import { Signal } from '../signal';
+import { PlacedElsewhere } from './claims';
+import { occupyingSlots } from './eviction';
+import { IdleUnload, LOCK_MARGIN_MS } from './idle-unload';
+import { accessEnd, within, type AdapterPolicy } from './policy';
+import type { ReplicaWord } from './replica-word';
+import type { UnknownNames } from './unknown-names';
+
+/** How long a wait for room sleeps without a signal (changes made by other processes). */
+export const ROOM_FALLBACK_MS = 250;
+/** What a trimming unload makes room for: no adapter name can be this. */
+const EXCESS = '\u0000excess';
+
+/**
+ * A replica's slots: a free one claimed for a load (room made among idle adapters, or waited
+ * for), and the excess over the limit trimmed. Every unload goes through IdleUnload's guards.
+ */
+export class Room {
+  /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
+  readonly changed = new Signal();
+
+  constructor(
+    private readonly store: FleetStore,
+    private readonly clock: Clock,
+    private readonly replicaWord: ReplicaWord,
+    private readonly unknownNames: UnknownNames,
+    private readonly idleUnload: IdleUnload,
+  ) {}
+
+  /**
+   * Under the replica's room lock: unload the cheapest idle adapters until a slot is
+   * free, then claim it (state `loading`). Waits for an adapter to go idle up to the queue
+   * timeout. Returns the load's fence, or null if the adapter became resident meanwhile.
+   */
+  async claimSlot(
+    url: string,
+    name: string,
+    policy: AdapterPolicy,
+    deadline: number,
+    victimCost: (v: ResidentAdapter) => number,
+    waited: boolean,
+  ): Promise<Fence | null> {
+    const ttl = policy.loadTimeoutMs + LOCK_MARGIN_MS;
+    for (;;) {
+      const residents = await this.store.residents(url);
+      if (residents.some((r) => r.name === name)) return null;
+      const occupying = occupyingSlots(residents, policy.isStatic);
+      // The replica's last word on loads too: after an emptied store or a load by a node cut
+      // off from it, the replica can hold adapters the store has never seen.
+      const unseen =
+        occupying.length < policy.maxLoadedAdapters
+          ? await this.replicaWord.occupied(
+              url,
+              name,
+              new Set(residents.map((r) => r.name)),
+              policy.isStatic,
+              within(policy, Infinity, this.clock.now()),
+            )
+          : undefined;
+      const unseenN = unseen?.length ?? 0;
+      if (occupying.length + unseenN < policy.maxLoadedAdapters) {
+        // The store checks the limit again atomically: another node may have taken the slot. Its
+        // count lacks what the replica holds unseen (an emptied store): those slots are taken too,
+        // or two nodes sharing the store each load into the one slot left.
+        const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
+        const limit = policy.maxLoadedAdapters + configuredStatic.length - unseenN;
+        if (waited && policy.recheckPlacement) {
+          const placedOn = await policy.recheckPlacement();
+          if (placedOn !== url) throw new PlacedElsewhere(name, placedOn);
+          waited = false;
+        }
+        const fence = await this.store.beginLoad(url, name, this.clock.now(), limit, ttl);
+        if (fence !== null) return fence;
+        continue;
+      }
+      // Full, by the store's count or the replica's own word: make room among what the store
+      // knows (the usual unload path, which asks the replica what runs), else wait until a poll
+      // adopts what the replica holds unseen.
+      this.unknownNames.check(url, name, policy);
+      // Tried even with no queue time left (a 0 wait), as long as the access phase has time.
+      const victims = policy.mayEvict ? occupying.filter((r) => policy.mayEvict!(r.name)) : occupying;
+      if (await this.idleUnload.evictOne(url, victims, policy, victimCost, name, accessEnd(policy))) {
+        waited = true;
+        continue;
+      }
+      if (this.clock.now() >= deadline) {
+        throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
+      }
+      await this.changed.wait(this.clock, ROOM_FALLBACK_MS);
+      waited = true;
+    }
+  }
+
+  /**
+   * Unloads idle adapters while `url` holds more than the limit (a load that timed out landed
+   * later, two nodes took the last slot at once, a poll adopted what an emptied store forgot):
+   * the limit holds again on the poll that sees it, once the excess is idle. Not behind the room
+   * lock, which a load waiting for room holds up to the queue timeout: each unload is decided
+   * atomically in the store (its fence), and a load's own check of the limit follows it.
+   */
+  async trim(url: string, policy: AdapterPolicy): Promise<void> {
+    for (;;) {
+      const residents = await this.store.residents(url);
+      const occupying = occupyingSlots(residents, policy.isStatic);
+      if (occupying.length <= policy.maxLoadedAdapters) return;
+      // One trimming unload at a time per replica across nodes (they may all trim after a poll).
+      if (!(await this.idleUnload.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
+    }
+  }
+}
