@@ -565,4 +565,34 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 102764 (--keep 0,2,6,9,10,19,20,21,24): node 2, cut off from Redis, sends a long request
+  // for `med` to replica-1 with no lease in Redis; replica-1's `/metrics` then answers 200 with its
+  // label quotes gone (the garbled fault), so no `vllm:lora_requests_info` line parses; node 1,
+  // making room for `code`, read that as a replica that cannot say and unloaded `med` on the
+  // lease rules alone: `med unloaded with 1 running and 0 waiting`. A text with a line no
+  // Prometheus client writes is now no word to unload on (test/core/broken-word.test.ts).
+  it('seed 102764: a /metrics text not written whole is no word to unload on', async () => {
+    const r = await runSchedule({
+      seed: 102764,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: WORLD.adapters.slice(0, 10),
+        loadMs: 200,
+      },
+      actions: [
+        { at: 210, kind: 'request', node: 0, adapter: 3, tokens: 2, prompt: 308 },
+        { at: 426, kind: 'request', node: 1, adapter: 8, tokens: 1, prompt: 1016 },
+        { at: 1089, kind: 'partition', node: 2, ms: 2317 },
+        { at: 1192, kind: 'request', node: 0, adapter: 9, tokens: 4, prompt: 1530 },
+        { at: 1280, kind: 'request', node: 2, adapter: 8, tokens: 51, prompt: 1097 },
+        { at: 2610, kind: 'request', node: 1, adapter: 3, tokens: 45, prompt: 1437 },
+        { at: 2615, kind: 'scrape', replica: 1, ms: 2312, mode: 'garbled' },
+        { at: 2701, kind: 'request', node: 1, adapter: 6, tokens: 3, prompt: 135 },
+        { at: 3424, kind: 'request', node: 1, adapter: 5, tokens: 6, prompt: 1602 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
 });
