@@ -595,4 +595,63 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 1223 (--keep 0,1,2,5,6,18; 102148 is the same kind): node 2 spends the whole budget of 3
+  // on its first runtime; a record change to other state carries those spends to the new runtime's
+  // store, and a Sentinel switch then degrades the old store, where a request admitted before the
+  // change still decides. Alone, it counted only its own spends (carried away: none) and granted a
+  // fourth load in the minute. A store now counts the spends of the stores that replaced it.
+  it('seed 1223: a retired store deciding alone counts what it carried to its successor', async () => {
+    const r = await runSchedule({
+      seed: 1223,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 3,
+        ttftSloMs: 0,
+        staticAdapters: ['sql,chat'],
+      },
+      actions: [
+        { at: 184, kind: 'record-change', otherState: true, gapMs: 1350 },
+        { at: 335, kind: 'request', node: 2, adapter: 0, tokens: 6, prompt: 1278 },
+        { at: 518, kind: 'request', node: 2, adapter: 2, tokens: 1, prompt: 1496 },
+        { at: 767, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 1613 },
+        { at: 1292, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 175 },
+        { at: 2848, kind: 'switch', lost: 5 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+  // Seed 102791 (--keep 3,4,6,7,26,27,36): node 0 spends the budget of 3, its runtime is replaced
+  // on the same state, then on other state 3 ms before a partition cuts it off; the spends were to
+  // be carried once the new state took the registration, which the partition failed, and the new
+  // store, knowing the fleet from its first heartbeat, granted a fresh share alone. They are now
+  // counted there at once.
+  it('seed 102791: a record change carries the spends before the new state answers', async () => {
+    const r = await runSchedule({
+      seed: 102791,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 3,
+        ttftSloMs: 0,
+        staticAdapters: ['sql,chat'],
+      },
+      actions: [
+        { at: 407, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 1921 },
+        { at: 449, kind: 'request', node: 0, adapter: 1, tokens: 4, prompt: 1017 },
+        { at: 520, kind: 'request', node: 0, adapter: 4, tokens: 4, prompt: 1514 },
+        { at: 760, kind: 'record-change', otherState: false, gapMs: 560 },
+        { at: 3386, kind: 'record-change', otherState: true, gapMs: 921 },
+        { at: 3389, kind: 'partition', node: 0, ms: 1940 },
+        { at: 5694, kind: 'request', node: 0, adapter: 2, tokens: 3, prompt: 469 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
 });
