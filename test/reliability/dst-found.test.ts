@@ -654,4 +654,70 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 102923 (all 45 actions: dropping any changes the seeded trips and the break goes): a
+  // request for `chat` takes its lease at admission on node 0 (5890 ms) and waits for another
+  // node's load, slowed (2.7 s late, given up at load_timeout_ms), which lands later and a poll
+  // adopts; meanwhile node 1's expiry sweep reclaims the lease by age (lease_max_age_ms 4 s,
+  // 10096 ms). Node 2 trims the replica's excess and unloads `chat` as the request, proxied on the
+  // reclaimed lease, arrives: `chat unloaded with 0 running and 1 waiting`. An admission that
+  // waited past half lease_max_age_ms now takes a fresh lease (test/core/lease-through-load.test.ts).
+  it('seed 102923: a request is proxied on a lease the store holds, however long it waited', async () => {
+    const r = await runSchedule({
+      seed: 102923,
+      world: {
+        ...WORLD,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+        decodeMsPerStep: 50,
+        ttftSloMs: 0,
+      },
+      actions: [
+        { at: 270, kind: 'request', node: 0, adapter: 2, tokens: 4, prompt: 1927 },
+        { at: 285, kind: 'request', node: 0, adapter: 2, tokens: 6, prompt: 509 },
+        { at: 698, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 522 },
+        { at: 1019, kind: 'request', node: 1, adapter: 4, tokens: 1, prompt: 359 },
+        { at: 1226, kind: 'request', node: 2, adapter: 2, tokens: 87, prompt: 1052 },
+        { at: 1505, kind: 'request', node: 1, adapter: 1, tokens: 3, prompt: 1476 },
+        { at: 1598, kind: 'request', node: 2, adapter: 3, tokens: 5, prompt: 732 },
+        { at: 1703, kind: 'request', node: 2, adapter: 3, tokens: 1, prompt: 1789 },
+        { at: 1718, kind: 'request', node: 2, adapter: 2, tokens: 1, prompt: 95 },
+        { at: 1770, kind: 'request', node: 1, adapter: 0, tokens: 3, prompt: 1207 },
+        { at: 1918, kind: 'request', node: 2, adapter: 2, tokens: 4, prompt: 1969 },
+        { at: 2080, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 1497 },
+        { at: 2124, kind: 'redis-restart', empty: true, downMs: 112 },
+        { at: 2204, kind: 'request', node: 1, adapter: -1, tokens: 4, prompt: 1860 },
+        { at: 2240, kind: 'request', node: 0, adapter: 0, tokens: 57, prompt: 1021 },
+        { at: 2314, kind: 'request', node: 0, adapter: 0, tokens: 3, prompt: 1283 },
+        { at: 2316, kind: 'request', node: 2, adapter: 0, tokens: 53, prompt: 184 },
+        { at: 2554, kind: 'request', node: 0, adapter: 2, tokens: 3, prompt: 880 },
+        { at: 2584, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 1134 },
+        { at: 2614, kind: 'request', node: 0, adapter: 4, tokens: 3, prompt: 1885 },
+        { at: 2715, kind: 'request', node: 0, adapter: 3, tokens: 35, prompt: 796 },
+        { at: 2838, kind: 'request', node: 2, adapter: 1, tokens: 1, prompt: 225 },
+        { at: 2866, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 784 },
+        { at: 2881, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 1583 },
+        { at: 3080, kind: 'request', node: 2, adapter: 0, tokens: 5, prompt: 1810 },
+        { at: 3183, kind: 'request', node: 1, adapter: 2, tokens: 30, prompt: 825 },
+        { at: 3247, kind: 'request', node: 0, adapter: 4, tokens: 2, prompt: 613 },
+        { at: 3430, kind: 'request', node: 2, adapter: 4, tokens: 2, prompt: 1860 },
+        { at: 3448, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 1982 },
+        { at: 3665, kind: 'request', node: 0, adapter: 0, tokens: 4, prompt: 1888 },
+        { at: 3861, kind: 'request', node: 1, adapter: 0, tokens: 3, prompt: 842 },
+        { at: 3878, kind: 'request', node: 1, adapter: 2, tokens: 6, prompt: 1379 },
+        { at: 4075, kind: 'request', node: 0, adapter: 2, tokens: 2, prompt: 1537 },
+        { at: 4329, kind: 'request', node: 2, adapter: 0, tokens: 4, prompt: 818 },
+        { at: 4456, kind: 'request', node: 0, adapter: 3, tokens: 6, prompt: 886 },
+        { at: 4510, kind: 'request', node: 0, adapter: 1, tokens: 1, prompt: 897 },
+        { at: 4837, kind: 'request', node: 2, adapter: 3, tokens: 35, prompt: 1539 },
+        { at: 4922, kind: 'request', node: 0, adapter: 3, tokens: 6, prompt: 658 },
+        { at: 4994, kind: 'request', node: 2, adapter: -1, tokens: 3, prompt: 1139 },
+        { at: 5081, kind: 'slow-load', replica: 2, ms: 3215, slowMs: 2709 },
+        { at: 5358, kind: 'request', node: 2, adapter: 2, tokens: 53, prompt: 926 },
+        { at: 5455, kind: 'request', node: 2, adapter: 0, tokens: 6, prompt: 1439 },
+        { at: 5507, kind: 'request', node: 0, adapter: 0, tokens: 1, prompt: 1147 },
+        { at: 5849, kind: 'request', node: 2, adapter: 2, tokens: 6, prompt: 812 },
+        { at: 5882, kind: 'request', node: 1, adapter: 2, tokens: 30, prompt: 1093 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 60_000);
 });
