@@ -3,7 +3,6 @@ import { LRUCache } from 'lru-cache';
 import { AdapterManager } from './adapters/manager';
 import { AdapterStats } from './adapters/stats';
 import { HttpReplicaApi } from './backends/http-replica-api';
-import { checkReplica } from './doctor/check';
 import type { ReplicaApi } from './backends/replica-api';
 import { systemClock, type Clock } from './clock';
 import { sharesState, stateKeyOf } from './config/redis-schema';
@@ -27,7 +26,8 @@ import {
   type RuntimeOptions,
 } from './runtime-settings';
 import { seededRandom, type Random } from './random';
-import { Signal } from './signal';
+import { RuntimeDrain } from './runtime-drain';
+import { wireRuntime } from './runtime-wiring';
 import { LoadTimes } from './work/load-times';
 import { predictTtft } from './work/predict';
 import { WorkModel } from './work/work-model';
@@ -93,15 +93,12 @@ export class FleetRuntime {
    * way and open leases are not in this store when the state differs, so unloads here ask them.
    */
   private predecessors: FleetRuntime[] = [];
-  /** Decisions under way here; a replaced runtime drains, and its closing waits, until none is left. */
-  private active = 0;
-  /** Leases taken here and not yet given back; a replaced runtime closes once none is left. */
-  private readonly leases = new Set<LeaseHandle>();
-  /** Told when a decision ends or a lease is given back here. */
-  private readonly quieter = new Signal();
+  /** Decisions under way and leases open here: a replaced runtime closes once they end. */
+  private readonly drain: RuntimeDrain;
 
   constructor(o: RuntimeOptions = {}) {
     this.clock = o.clock ?? systemClock;
+    this.drain = new RuntimeDrain(this.clock);
     this.log = o.log ?? stderrLogger;
     this.leasePrefix = o.leasePrefix ?? randomBytes(4).toString('hex');
     this.leaseSeq = o.leaseSeq ?? { next: 0 };
@@ -122,18 +119,6 @@ export class FleetRuntime {
     this.manager.leasedElsewhere = (url, adapter) => this.usedElsewhere(url, adapter);
     // Another node released a lease or finished a load or unload: waiters for room look again.
     this.store.onRemoteChange = () => this.manager.roomChanged.notify();
-    this.manager.addCallListener((r) => {
-      this.loadTimes.observe(r);
-      const counter = r.op === 'load' ? this.metrics.loads : this.metrics.unloads;
-      counter.inc({ result: r.ok ? 'ok' : 'error' });
-      if (r.op === 'load' && r.ok) this.metrics.loadSeconds.observe(r.ms / 1000);
-      if (r.ok)
-        this.metrics.recent.record(
-          r.op === 'load' ? 'loads' : 'unloads',
-          this.clock.now(),
-          r.op === 'load' ? r.ms : undefined,
-        );
-    });
     this.poller = new Poller(
       this.store,
       this.api,
@@ -151,60 +136,13 @@ export class FleetRuntime {
     );
     // After a round the residency it plans on is fresh; it plans once its interval has passed.
     this.poller.addRoundListener(() => void this.prefetcher.maybeTick());
-    // Over HTTP, each replica's preflight check once, when the poller first meets it.
-    if (this.api instanceof HttpReplicaApi) {
-      const http = this.api.http;
-      this.poller.preflight = (spec) => {
-        const max = this.replicas.get(spec.url)?.limit.maxLoadedAdapters;
-        return checkReplica(http, spec.url, {
-          backend: spec.backend,
-          ...(max === undefined ? {} : { maxLoadedAdapters: max }),
-          timeoutMs: this.poller.timeoutMs,
-          nowUnix: this.clock.now() / 1000,
-          now: () => this.clock.now(),
-        });
-      };
-    }
-    // The fresh scrape before an unload is bounded like a poll.
-    this.manager.replicaWord.timeoutMs = () => this.poller.timeoutMs;
-    this.manager.replicaWord.addWithheldListener((w) =>
-      this.metrics.unloadsWithheld.inc({ reason: w.reason }),
-    );
-    this.poller.isManaged = (name, path) => {
-      for (const m of this.managed.list) if (m(name, path)) return true;
-      return false;
-    };
-    // The replica's word before a load classifies its registry as a poll does, and a poll adopts
-    // what it holds unseen, so the usual unload path can make room there.
-    this.manager.replicaWord.isManaged = this.poller.isManaged;
-    const asked = new Map<string, number>();
-    this.manager.replicaWord.onUnknownResidents = (url) => {
-      // Once per poll interval per replica: loads waiting for room ask every 250 ms.
-      const now = this.clock.now();
-      if (now - (asked.get(url) ?? -Infinity) < this.poller.intervalMs) return;
-      asked.set(url, now);
-      this.poller
-        .refreshUrl(url)
-        .catch((err: Error) => this.log.warn(`could not poll ${url}: ${err.message}`));
-    };
-    this.poller.addExpiryListener((n) => this.metrics.leasesExpired.inc(n));
-    // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
-    const down = new Set<string>();
-    this.poller.addPollListener((url, ok, ms) => {
-      if (!ok) this.metrics.pollErrors.inc({ replica: url });
-      if (!ok && !down.has(url)) {
-        down.add(url);
-        this.log.warn(`replica ${url} stopped answering polls`);
-      } else if (ok && down.delete(url)) this.log.warn(`replica ${url} answers polls again`);
-      if (ok) this.trimAfterPoll(url);
-      // Only `saturation_mode: predicted` reads the work model.
-      const load = ok && this.predictsWork ? this.poller.lastLoad.get(url) : undefined;
-      if (load) {
-        const now = this.clock.now();
-        this.work.observeReplica(url, load, now, now - ms);
-        // A lease reclaimed by age leaves its work behind: forget it the same way.
-        this.work.purge(now, this.poller.leaseMaxAgeMs);
-      }
+    wireRuntime(this, {
+      maxLoadedAdapters: (url) => this.replicas.get(url)?.limit.maxLoadedAdapters,
+      isManaged: (name, path) => {
+        for (const m of this.managed.list) if (m(name, path)) return true;
+        return false;
+      },
+      trimAfterPoll: (url) => this.trimAfterPoll(url),
     });
   }
 
@@ -319,25 +257,18 @@ export class FleetRuntime {
   }
 
   /** Runs one decision here, so that a replaced runtime knows when its last one ended. */
-  async decision<T>(fn: () => Promise<T>): Promise<T> {
-    this.active++;
-    try {
-      return await fn();
-    } finally {
-      this.active--;
-      this.quieter.notify();
-    }
+  decision<T>(fn: () => Promise<T>): Promise<T> {
+    return this.drain.decision(fn);
   }
 
   /** A lease was taken here (LeaseHandle.take): this runtime closes only once it is given back. */
   leaseOpened(lease: LeaseHandle): void {
-    this.leases.add(lease);
+    this.drain.leaseOpened(lease);
   }
 
   /** A lease taken here was given back, or aged out. */
   leaseEnded(lease: LeaseHandle): void {
-    this.leases.delete(lease);
-    this.quieter.notify();
+    this.drain.leaseEnded(lease);
   }
 
   /**
@@ -345,9 +276,7 @@ export class FleetRuntime {
    * under way (it may take one at any moment). Asked of a replaced runtime by its successors.
    */
   uses(url: string, adapter: string): boolean {
-    if (this.active > 0) return true;
-    for (const l of this.leases) if (l.lease.url === url && l.lease.adapter === adapter) return true;
-    return false;
+    return this.drain.uses(url, adapter);
   }
 
   /**
@@ -389,11 +318,11 @@ export class FleetRuntime {
     if (!sameState) this.carrySpends(next);
     try {
       this.passPolling(next, sameState);
-      while (this.active > 0) await this.quieter.wait(this.clock, 1000);
+      await this.drain.decisionsEnded();
     } finally {
       decided();
     }
-    await this.drain();
+    await this.drain.drained();
     for (let s: FleetRuntime | null = this.successor; s; s = s.successor)
       s.predecessors = s.predecessors.filter((p) => p !== this);
     await this.closeStore(next, sameState);
@@ -434,16 +363,6 @@ export class FleetRuntime {
       next.prefetcher.configure(this.prefetcher.settings);
     for (const [k, p] of this.pollingSettings.entries())
       if (!next.pollingSettings.has(k)) next.registerPolling(k, p);
-  }
-
-  /** Waits until every lease taken here is given back, or past the age its store reclaims it at. */
-  private async drain(): Promise<void> {
-    for (;;) {
-      const now = this.clock.now();
-      for (const l of [...this.leases]) if (l.reclaimedBy(now)) l.agedOut();
-      if (this.leases.size === 0 && this.active === 0) return;
-      await this.quieter.wait(this.clock, 1000);
-    }
   }
 
   /**

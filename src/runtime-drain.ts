@@ -1,0 +1,61 @@
+import type { Clock } from './clock';
+import type { LeaseHandle } from './lease';
+import { Signal } from './signal';
+
+/**
+ * What a runtime must see end before it closes once a `redis` record change replaced it: the
+ * decisions under way on it and the leases taken on it, each given back where it was taken
+ * (LeaseHandle). Its successors ask it, meanwhile, whether a request here may be on an adapter.
+ */
+export class RuntimeDrain {
+  /** Decisions under way. */
+  private active = 0;
+  /** Leases taken and not yet given back. */
+  private readonly leases = new Set<LeaseHandle>();
+  /** Told when a decision ends or a lease is given back. */
+  private readonly quieter = new Signal();
+
+  constructor(private readonly clock: Clock) {}
+
+  /** Runs one decision, counted until it ends. */
+  async decision<T>(fn: () => Promise<T>): Promise<T> {
+    this.active++;
+    try {
+      return await fn();
+    } finally {
+      this.active--;
+      this.quieter.notify();
+    }
+  }
+
+  leaseOpened(lease: LeaseHandle): void {
+    this.leases.add(lease);
+  }
+
+  leaseEnded(lease: LeaseHandle): void {
+    this.leases.delete(lease);
+    this.quieter.notify();
+  }
+
+  /** Whether a request here may be on `adapter` of `url`: a lease of it is open, or a decision may take one. */
+  uses(url: string, adapter: string): boolean {
+    if (this.active > 0) return true;
+    for (const l of this.leases) if (l.lease.url === url && l.lease.adapter === adapter) return true;
+    return false;
+  }
+
+  /** Resolves once no decision is under way. */
+  async decisionsEnded(): Promise<void> {
+    while (this.active > 0) await this.quieter.wait(this.clock, 1000);
+  }
+
+  /** Resolves once every lease is given back, or past the age its store reclaims it at, and no decision is under way. */
+  async drained(): Promise<void> {
+    for (;;) {
+      const now = this.clock.now();
+      for (const l of [...this.leases]) if (l.reclaimedBy(now)) l.agedOut();
+      if (this.leases.size === 0 && this.active === 0) return;
+      await this.quieter.wait(this.clock, 1000);
+    }
+  }
+}

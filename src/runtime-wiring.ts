@@ -1,0 +1,81 @@
+import { HttpReplicaApi } from './backends/http-replica-api';
+import { checkReplica } from './doctor/check';
+import type { FleetRuntime } from './runtime';
+
+/** What the wiring needs of the runtime's router configurations. */
+export interface WiringHooks {
+  /** The `max_loaded_adapters` a router configuration set for `url`, if one routes there. */
+  maxLoadedAdapters(url: string): number | undefined;
+  /** Whether a router configuration manages this adapter (a poll adopts only those). */
+  isManaged(name: string, path: string): boolean;
+  /** A poll of `url` answered: unload the excess over the limit once idle. */
+  trimAfterPoll(url: string): void;
+}
+
+/**
+ * Connects a runtime's parts once it is built: the adapter manager's calls to the load times and
+ * metrics, the poller's rounds to the preflight check, the replica's word, the lease expiries,
+ * the operator's log and the work model.
+ */
+export function wireRuntime(rt: FleetRuntime, hooks: WiringHooks): void {
+  rt.manager.addCallListener((r) => {
+    rt.loadTimes.observe(r);
+    const counter = r.op === 'load' ? rt.metrics.loads : rt.metrics.unloads;
+    counter.inc({ result: r.ok ? 'ok' : 'error' });
+    if (r.op === 'load' && r.ok) rt.metrics.loadSeconds.observe(r.ms / 1000);
+    if (r.ok)
+      rt.metrics.recent.record(
+        r.op === 'load' ? 'loads' : 'unloads',
+        rt.clock.now(),
+        r.op === 'load' ? r.ms : undefined,
+      );
+  });
+  // Over HTTP, each replica's preflight check once, when the poller first meets it.
+  if (rt.api instanceof HttpReplicaApi) {
+    const http = rt.api.http;
+    rt.poller.preflight = (spec) => {
+      const max = hooks.maxLoadedAdapters(spec.url);
+      return checkReplica(http, spec.url, {
+        backend: spec.backend,
+        ...(max === undefined ? {} : { maxLoadedAdapters: max }),
+        timeoutMs: rt.poller.timeoutMs,
+        nowUnix: rt.clock.now() / 1000,
+        now: () => rt.clock.now(),
+      });
+    };
+  }
+  // The fresh scrape before an unload is bounded like a poll.
+  rt.manager.replicaWord.timeoutMs = () => rt.poller.timeoutMs;
+  rt.manager.replicaWord.addWithheldListener((w) => rt.metrics.unloadsWithheld.inc({ reason: w.reason }));
+  rt.poller.isManaged = hooks.isManaged;
+  // The replica's word before a load classifies its registry as a poll does, and a poll adopts
+  // what it holds unseen, so the usual unload path can make room there.
+  rt.manager.replicaWord.isManaged = rt.poller.isManaged;
+  const asked = new Map<string, number>();
+  rt.manager.replicaWord.onUnknownResidents = (url) => {
+    // Once per poll interval per replica: loads waiting for room ask every 250 ms.
+    const now = rt.clock.now();
+    if (now - (asked.get(url) ?? -Infinity) < rt.poller.intervalMs) return;
+    asked.set(url, now);
+    rt.poller.refreshUrl(url).catch((err: Error) => rt.log.warn(`could not poll ${url}: ${err.message}`));
+  };
+  rt.poller.addExpiryListener((n) => rt.metrics.leasesExpired.inc(n));
+  // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
+  const down = new Set<string>();
+  rt.poller.addPollListener((url, ok, ms) => {
+    if (!ok) rt.metrics.pollErrors.inc({ replica: url });
+    if (!ok && !down.has(url)) {
+      down.add(url);
+      rt.log.warn(`replica ${url} stopped answering polls`);
+    } else if (ok && down.delete(url)) rt.log.warn(`replica ${url} answers polls again`);
+    if (ok) hooks.trimAfterPoll(url);
+    // Only `saturation_mode: predicted` reads the work model.
+    const load = ok && rt.predictsWork ? rt.poller.lastLoad.get(url) : undefined;
+    if (load) {
+      const now = rt.clock.now();
+      rt.work.observeReplica(url, load, now, now - ms);
+      // A lease reclaimed by age leaves its work behind: forget it the same way.
+      rt.work.purge(now, rt.poller.leaseMaxAgeMs);
+    }
+  });
+}
