@@ -109,6 +109,14 @@ export class HttpReplicaApi implements ReplicaApi {
   async activity(url: string, timeoutMs: number, names?: readonly string[]): Promise<ReplicaActivity> {
     const metrics = await this.reply(`${url}/metrics`, timeoutMs);
     const load = readVllmLoad(metrics.text, names, metrics.dateS);
+    // A line no Prometheus client writes (a proxy's page, quotes lost, a line cut short) may be
+    // the series naming a running adapter: such a text is no word, neither "idle" nor "cannot
+    // say" (where the lease rules alone decide). The simulation's seed 102764.
+    if (load.malformedLines > 0)
+      throw new BackendError(
+        'protocol',
+        `GET ${url}/metrics: ${load.malformedLines} line(s) unreadable: what runs there cannot be read`,
+      );
     return load.reportsActivity ? { busy: load.activeAdapters } : {};
   }
 

@@ -1,4 +1,3 @@
-import { ACCESS_WAIT_BUDGET_MS, accessWorstMs } from './parse';
 import type { RouterConfig } from './router-schema';
 
 /** How many listed adapter names a warning spells out before "and N more". */
@@ -25,12 +24,5 @@ export function routerConfigWarnings(c: RouterConfig): string[] {
       `lora-router: max_loaded_adapters is 0: the router loads no adapter, so ${which} are served only where a replica already holds them; the others get 404 adapter_loading_disabled. Set max_loaded_adapters (at most the replicas' --max-cpu-loras) to load them on demand.`,
     );
   }
-  // A lease is taken at admission, before the wait for room, the unload and the load: one
-  // reclaimed by age meanwhile lets its adapter be unloaded under the request about to use it.
-  const access = Math.min(accessWorstMs(c), ACCESS_WAIT_BUDGET_MS);
-  if (c.max_loaded_adapters > 0 && c.lease_max_age_ms < access)
-    warnings.push(
-      `lora-router: lease_max_age_ms (${c.lease_max_age_ms}) is below the longest access phase this configuration allows (${access} ms: refresh, wait for room, unload, load): a request's lease may be reclaimed while it still waits for its adapter, which another request may then unload. Set lease_max_age_ms to ${access} or more.`,
-    );
   return warnings;
 }

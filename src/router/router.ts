@@ -67,6 +67,11 @@ export type RouteOutcome =
 /** The prefix index's reach: its 32 blocks of 256 characters (src/scheduler/prefix-index.ts). */
 const PROMPT_CHARS = 8192;
 const INTERNAL_LOG_EVERY_MS = 10_000;
+/**
+ * Fresh leases one admission may take after waits longer than half `lease_max_age_ms` (each wait
+ * an unload met and the adapter loaded again): past them, 503 and the client retries.
+ */
+const RETAKES = 4;
 
 /**
  * The request path for one plugin configuration: classify, schedule, ensure the adapter,
@@ -353,6 +358,15 @@ export class RouterService {
     }
   }
 
+  /**
+   * Whether `lease` is old enough that a store's expiry sweep may have reclaimed it: past half of
+   * `lease_max_age_ms` (this node's clock against Redis's: half leaves room for any skew the
+   * store's own age allows).
+   */
+  private mayBeReclaimed(rt: FleetRuntime, lease: LeaseHandle): boolean {
+    return rt.clock.now() - lease.lease.at >= this.config.lease_max_age_ms / 2;
+  }
+
   /** `max_loaded_adapters` > 0: the router loads on-demand adapters (0: never loads nor unloads). */
   private get loads(): boolean {
     return this.config.max_loaded_adapters > 0;
@@ -374,38 +388,59 @@ export class RouterService {
     const replica = decision.replica;
     const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
     // Taken on the decision's runtime, and given back there whatever happens meanwhile.
-    const { lease, state: held } = await takeLease(rt, replica.url, adapterName, guess);
-    const leaseId = lease.id;
+    let { lease, state: held } = await takeLease(rt, replica.url, adapterName, guess);
     // From here on, any failure gives the lease back before it is answered.
     try {
-      // The state under the lease, not the decision's: an unload may have begun since the views.
-      const state = replica.backend === 'vllm' ? held : replica.adapter?.state;
-      const load = resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static';
       // Admitted to the work model before the load: requests routed meanwhile queue behind it.
-      if (tokens && rt.predictsWork)
-        rt.work.admit({
-          id: leaseId,
-          url: replica.url,
-          promptTokens: tokens.promptTokens,
-          maxTokens: tokens.maxTokens ?? DEFAULT_MAX_TOKENS,
-          at: rt.clock.now(),
-          startMs: load && adapterName !== null ? rt.loadTimes.load(adapterName) : 0,
-          cachedTokens: replica.cachedTokens,
-        });
-      if (load) {
-        const adapter = resolved.adapter;
-        const policy = {
-          ...this.adapterPolicy,
-          queueTimeoutMs: wait.queueMs,
-          deadline: wait.until,
-          ...(wait.recheckPlacement ? { recheckPlacement: wait.recheckPlacement } : {}),
-        };
-        await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
-        // The load (or its wait for room) took time: a replica seen down meanwhile gets no request.
-        if (replica.health !== 'down') {
-          const [now] = await rt.store.views([replica.url], undefined, false);
-          if (now?.health === 'down') throw new SeenDown(replica.url);
+      const admitWork = (id: string, load: boolean) => {
+        if (tokens && rt.predictsWork)
+          rt.work.admit({
+            id,
+            url: replica.url,
+            promptTokens: tokens.promptTokens,
+            maxTokens: tokens.maxTokens ?? DEFAULT_MAX_TOKENS,
+            at: rt.clock.now(),
+            startMs: load && adapterName !== null ? rt.loadTimes.load(adapterName) : 0,
+            cachedTokens: replica.cachedTokens,
+          });
+      };
+      for (let round = 0; ; round++) {
+        // The state under the lease, not the decision's: an unload may have begun since the views.
+        const state = replica.backend === 'vllm' ? held : replica.adapter?.state;
+        const load = resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static';
+        if (round === 0) admitWork(lease.id, load);
+        if (load) {
+          const adapter = resolved.adapter;
+          const policy = {
+            ...this.adapterPolicy,
+            queueTimeoutMs: wait.queueMs,
+            deadline: wait.until,
+            ...(wait.recheckPlacement ? { recheckPlacement: wait.recheckPlacement } : {}),
+          };
+          await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
+          // The load (or its wait for room) took time: a replica seen down meanwhile gets no request.
+          if (replica.health !== 'down') {
+            const [now] = await rt.store.views([replica.url], undefined, false);
+            if (now?.health === 'down') throw new SeenDown(replica.url);
+          }
         }
+        if (!this.mayBeReclaimed(rt, lease)) break;
+        if (round >= RETAKES)
+          throw errors.noRoom(
+            adapterName ?? 'base',
+            replica.url,
+            1,
+            'it was unloaded each time it was about to be used',
+          );
+        // Waited so long that an expiry sweep may have reclaimed the lease (a load slower than
+        // lease_max_age_ms): a fresh one, taken before the old goes back so one always holds the
+        // adapter, with the state under it; an unload begun meanwhile is waited out and the
+        // adapter loaded again, as for any request (seed 102923).
+        const fresh = await LeaseHandle.take(rt, replica.url, adapterName);
+        const old = lease;
+        ({ lease, state: held } = fresh);
+        await old.release();
+        admitWork(lease.id, false);
       }
       if (rt.store.mode) this.lastReplica.remember(adapterName, replica.url);
       rt.metrics.decisions.inc({ stage: decision.stage });
@@ -414,7 +449,7 @@ export class RouterService {
         kind: 'proxy',
         url: replica.url,
         ...this.targets.get(replica.url)!,
-        leaseId,
+        leaseId: lease.id,
         stage: decision.stage,
         adapter: adapterName,
         body:

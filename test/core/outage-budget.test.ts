@@ -7,7 +7,9 @@
  * and adopted. Written against the survivors of `npm run mutation` (docs/reliability.md).
  */
 import type { Clock } from '../../src/clock';
+import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { OutageBudget } from '../../src/fleet/redis/outage-budget';
+import { silentLogger } from '../../src/log';
 import type { SharedStore } from '../../src/fleet/redis/shared-store';
 
 const LIMIT = 6;
@@ -80,6 +82,39 @@ describe('OutageBudget: the share a node grants alone', () => {
     // Its share, 2, less the predecessor's one: one grant, then a wait for the grant at 0.
     expect(next.spend(10_000)).toBe(0);
     expect(next.spend(20_000)).toBe(W - 20_000);
+  });
+
+  // The simulation's seeds 1223, 102148, 102791: a `redis` record change to other state carries
+  // the node's spends to the new runtime's store; a decision still under way on the old one, cut
+  // off, then granted from a share it read as unspent (4 load calls in 60 s for a budget of 3).
+  it('a store whose spends were carried to its successor on other state still counts them', () => {
+    const old = setup();
+    expect([old.spend(0), old.spend(1)]).toEqual([0, 0]);
+    const next = setup();
+    next.budget.carry(old.budget);
+    // The node spent its share of 2: neither store grants it a third.
+    expect(old.spend(2)).toBe(W - 2);
+    expect(next.spend(3)).toBe(W - 3);
+  });
+
+  it('a store replaced on the same state counts what its successor spent since', () => {
+    const old = setup();
+    const next = setup(() => old.budget);
+    old.budget.succeededBy(next.budget);
+    expect([next.spend(0), next.spend(1)]).toEqual([0, 0]);
+    // A decision still under way on the old store: the node's share is spent.
+    expect(old.spend(2)).toBe(W - 2);
+  });
+
+  it('grants carried on from an old store count once, wherever they now are', () => {
+    const old = setup();
+    const next = setup();
+    next.budget.carry(old.budget);
+    expect(old.spend(0)).toBe(0);
+    // The grant is carried on, as FailoverFleetStore.spendBudget does after each one.
+    next.budget.carry(old.budget);
+    expect(next.spend(1)).toBe(0);
+    expect(old.spend(2)).toBe(W - 2);
   });
 });
 
@@ -180,5 +215,33 @@ describe('OutageBudget.republish run twice at once (a record change carrying spe
     await expect(budget.republish()).rejects.toThrow('connection lost');
     await budget.republish();
     expect(shared.adds).toEqual([['fleet', 1, W]]);
+  });
+});
+
+describe("FailoverFleetStore.carrySpends: the new state counts the node's spends at once", () => {
+  // The simulation's seed 102791: a record change to other state, then a partition before the
+  // new state took the registration; the spends waited on it and never came, and the new
+  // store, cut off but knowing the fleet's size, granted its share afresh.
+  it('a new store cut off before its registration answered grants only what the node left', async () => {
+    const clock: Clock = { now: () => 1000, after: () => () => undefined };
+    const cutOff = () => Promise.reject(new Error('connection lost'));
+    const old = new FailoverFleetStore(
+      { spendBudget: async () => 0, liveNodes: 3, currentEpoch: 'e1' } as unknown as SharedStore,
+      silentLogger,
+      { probeMs: PROBE_MS, logEveryMs: W },
+      clock,
+    );
+    for (let i = 0; i < 2; i++) expect(await old.spendBudget('fleet', LIMIT, W, 1000)).toBe(0);
+    // The new state answered once (its heartbeat: 3 nodes), then is cut off.
+    const next = new FailoverFleetStore(
+      { spendBudget: cutOff, liveNodes: 3, currentEpoch: 'e2' } as unknown as SharedStore,
+      silentLogger,
+      { probeMs: PROBE_MS, logEveryMs: W },
+      clock,
+    );
+    await next.carrySpends(old, cutOff());
+    // Share 2 of 6 over 3 nodes, both spent before the change: nothing more alone.
+    expect(await next.spendBudget('fleet', LIMIT, W, 1000)).toBeGreaterThan(0);
+    expect(next.mode()).toBe('local');
   });
 });

@@ -19,6 +19,11 @@ const WORLD: Schedule['world'] = {
   spanMs: 6000,
 };
 
+/** Replays a kept schedule: every invariant must hold now. */
+async function holds(seed: number, world: Schedule['world'], actions: Schedule['actions']): Promise<void> {
+  expect((await runSchedule({ seed, world, actions })).violation).toBeUndefined();
+}
+
 describe('schedules the simulation found', () => {
   // Seed 101 (--keep 0,1,2,4,5,6,7,12,13,14): node 2, cut off from Redis, and node 0, degraded by
   // a Sentinel switch, each decide alone to load `team` on replica-0. vLLM serializes the two
@@ -565,6 +570,169 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 102764 (--keep 0,2,6,9,10,19,20,21,24): node 2, cut off from Redis, sends a long request
+  // for `med` to replica-1 with no lease in Redis; replica-1's `/metrics` then answers 200 with its
+  // label quotes gone (the garbled fault), so no `vllm:lora_requests_info` line parses; node 1,
+  // making room for `code`, read that as a replica that cannot say and unloaded `med` on the
+  // lease rules alone: `med unloaded with 1 running and 0 waiting`. A text with a line no
+  // Prometheus client writes is now no word to unload on (test/core/replica-clock.test.ts).
+  it(
+    'seed 102764: a /metrics text not written whole is no word to unload on',
+    () =>
+      holds(
+        102764,
+        {
+          ...WORLD,
+          replicas: 2,
+          maxLoadedAdapters: 2,
+          adapters: WORLD.adapters.slice(0, 10),
+          loadMs: 200,
+        },
+        [
+          { at: 210, kind: 'request', node: 0, adapter: 3, tokens: 2, prompt: 308 },
+          { at: 426, kind: 'request', node: 1, adapter: 8, tokens: 1, prompt: 1016 },
+          { at: 1089, kind: 'partition', node: 2, ms: 2317 },
+          { at: 1192, kind: 'request', node: 0, adapter: 9, tokens: 4, prompt: 1530 },
+          { at: 1280, kind: 'request', node: 2, adapter: 8, tokens: 51, prompt: 1097 },
+          { at: 2610, kind: 'request', node: 1, adapter: 3, tokens: 45, prompt: 1437 },
+          { at: 2615, kind: 'scrape', replica: 1, ms: 2312, mode: 'garbled' },
+          { at: 2701, kind: 'request', node: 1, adapter: 6, tokens: 3, prompt: 135 },
+          { at: 3424, kind: 'request', node: 1, adapter: 5, tokens: 6, prompt: 1602 },
+        ],
+      ),
+    30_000,
+  );
+  // Seed 1223 (--keep 0,1,2,5,6,18; 102148 is the same kind): node 2 spends the whole budget of 3
+  // on its first runtime; a record change to other state carries those spends to the new runtime's
+  // store, and a Sentinel switch then degrades the old store, where a request admitted before the
+  // change still decides. Alone, it counted only its own spends (carried away: none) and granted a
+  // fourth load in the minute. A store now counts the spends of the stores that replaced it.
+  it(
+    'seed 1223: a retired store deciding alone counts what it carried to its successor',
+    () =>
+      holds(
+        1223,
+        {
+          ...WORLD,
+          replicas: 2,
+          maxLoadedAdapters: 2,
+          adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+          decodeMsPerStep: 50,
+          coldLoadsPerMinute: 3,
+          ttftSloMs: 0,
+          staticAdapters: ['sql,chat'],
+        },
+        [
+          { at: 184, kind: 'record-change', otherState: true, gapMs: 1350 },
+          { at: 335, kind: 'request', node: 2, adapter: 0, tokens: 6, prompt: 1278 },
+          { at: 518, kind: 'request', node: 2, adapter: 2, tokens: 1, prompt: 1496 },
+          { at: 767, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 1613 },
+          { at: 1292, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 175 },
+          { at: 2848, kind: 'switch', lost: 5 },
+        ],
+      ),
+    30_000,
+  );
+  // Seed 102791 (--keep 3,4,6,7,26,27,36): node 0 spends the budget of 3, its runtime is replaced
+  // on the same state, then on other state 3 ms before a partition cuts it off; the spends were to
+  // be carried once the new state took the registration, which the partition failed, and the new
+  // store, knowing the fleet from its first heartbeat, granted a fresh share alone. They are now
+  // counted there at once.
+  it(
+    'seed 102791: a record change carries the spends before the new state answers',
+    () =>
+      holds(
+        102791,
+        {
+          ...WORLD,
+          replicas: 2,
+          maxLoadedAdapters: 4,
+          adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+          decodeMsPerStep: 50,
+          coldLoadsPerMinute: 3,
+          ttftSloMs: 0,
+          staticAdapters: ['sql,chat'],
+        },
+        [
+          { at: 407, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 1921 },
+          { at: 449, kind: 'request', node: 0, adapter: 1, tokens: 4, prompt: 1017 },
+          { at: 520, kind: 'request', node: 0, adapter: 4, tokens: 4, prompt: 1514 },
+          { at: 760, kind: 'record-change', otherState: false, gapMs: 560 },
+          { at: 3386, kind: 'record-change', otherState: true, gapMs: 921 },
+          { at: 3389, kind: 'partition', node: 0, ms: 1940 },
+          { at: 5694, kind: 'request', node: 0, adapter: 2, tokens: 3, prompt: 469 },
+        ],
+      ),
+    30_000,
+  );
+  // Seed 102923 (all 45 actions: dropping any changes the seeded trips and the break goes): a
+  // request for `chat` takes its lease at admission on node 0 (5890 ms) and waits for another
+  // node's load, slowed (2.7 s late, given up at load_timeout_ms), which lands later and a poll
+  // adopts; meanwhile node 1's expiry sweep reclaims the lease by age (lease_max_age_ms 4 s,
+  // 10096 ms). Node 2 trims the replica's excess and unloads `chat` as the request, proxied on the
+  // reclaimed lease, arrives: `chat unloaded with 0 running and 1 waiting`. An admission that
+  // waited past half lease_max_age_ms now takes a fresh lease (test/core/lease-through-load.test.ts).
+  it(
+    'seed 102923: a request is proxied on a lease the store holds, however long it waited',
+    () =>
+      holds(
+        102923,
+        {
+          ...WORLD,
+          adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+          decodeMsPerStep: 50,
+          ttftSloMs: 0,
+        },
+        [
+          { at: 270, kind: 'request', node: 0, adapter: 2, tokens: 4, prompt: 1927 },
+          { at: 285, kind: 'request', node: 0, adapter: 2, tokens: 6, prompt: 509 },
+          { at: 698, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 522 },
+          { at: 1019, kind: 'request', node: 1, adapter: 4, tokens: 1, prompt: 359 },
+          { at: 1226, kind: 'request', node: 2, adapter: 2, tokens: 87, prompt: 1052 },
+          { at: 1505, kind: 'request', node: 1, adapter: 1, tokens: 3, prompt: 1476 },
+          { at: 1598, kind: 'request', node: 2, adapter: 3, tokens: 5, prompt: 732 },
+          { at: 1703, kind: 'request', node: 2, adapter: 3, tokens: 1, prompt: 1789 },
+          { at: 1718, kind: 'request', node: 2, adapter: 2, tokens: 1, prompt: 95 },
+          { at: 1770, kind: 'request', node: 1, adapter: 0, tokens: 3, prompt: 1207 },
+          { at: 1918, kind: 'request', node: 2, adapter: 2, tokens: 4, prompt: 1969 },
+          { at: 2080, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 1497 },
+          { at: 2124, kind: 'redis-restart', empty: true, downMs: 112 },
+          { at: 2204, kind: 'request', node: 1, adapter: -1, tokens: 4, prompt: 1860 },
+          { at: 2240, kind: 'request', node: 0, adapter: 0, tokens: 57, prompt: 1021 },
+          { at: 2314, kind: 'request', node: 0, adapter: 0, tokens: 3, prompt: 1283 },
+          { at: 2316, kind: 'request', node: 2, adapter: 0, tokens: 53, prompt: 184 },
+          { at: 2554, kind: 'request', node: 0, adapter: 2, tokens: 3, prompt: 880 },
+          { at: 2584, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 1134 },
+          { at: 2614, kind: 'request', node: 0, adapter: 4, tokens: 3, prompt: 1885 },
+          { at: 2715, kind: 'request', node: 0, adapter: 3, tokens: 35, prompt: 796 },
+          { at: 2838, kind: 'request', node: 2, adapter: 1, tokens: 1, prompt: 225 },
+          { at: 2866, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 784 },
+          { at: 2881, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 1583 },
+          { at: 3080, kind: 'request', node: 2, adapter: 0, tokens: 5, prompt: 1810 },
+          { at: 3183, kind: 'request', node: 1, adapter: 2, tokens: 30, prompt: 825 },
+          { at: 3247, kind: 'request', node: 0, adapter: 4, tokens: 2, prompt: 613 },
+          { at: 3430, kind: 'request', node: 2, adapter: 4, tokens: 2, prompt: 1860 },
+          { at: 3448, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 1982 },
+          { at: 3665, kind: 'request', node: 0, adapter: 0, tokens: 4, prompt: 1888 },
+          { at: 3861, kind: 'request', node: 1, adapter: 0, tokens: 3, prompt: 842 },
+          { at: 3878, kind: 'request', node: 1, adapter: 2, tokens: 6, prompt: 1379 },
+          { at: 4075, kind: 'request', node: 0, adapter: 2, tokens: 2, prompt: 1537 },
+          { at: 4329, kind: 'request', node: 2, adapter: 0, tokens: 4, prompt: 818 },
+          { at: 4456, kind: 'request', node: 0, adapter: 3, tokens: 6, prompt: 886 },
+          { at: 4510, kind: 'request', node: 0, adapter: 1, tokens: 1, prompt: 897 },
+          { at: 4837, kind: 'request', node: 2, adapter: 3, tokens: 35, prompt: 1539 },
+          { at: 4922, kind: 'request', node: 0, adapter: 3, tokens: 6, prompt: 658 },
+          { at: 4994, kind: 'request', node: 2, adapter: -1, tokens: 3, prompt: 1139 },
+          { at: 5081, kind: 'slow-load', replica: 2, ms: 3215, slowMs: 2709 },
+          { at: 5358, kind: 'request', node: 2, adapter: 2, tokens: 53, prompt: 926 },
+          { at: 5455, kind: 'request', node: 2, adapter: 0, tokens: 6, prompt: 1439 },
+          { at: 5507, kind: 'request', node: 0, adapter: 0, tokens: 1, prompt: 1147 },
+          { at: 5849, kind: 'request', node: 2, adapter: 2, tokens: 6, prompt: 812 },
+          { at: 5882, kind: 'request', node: 1, adapter: 2, tokens: 30, prompt: 1093 },
+        ],
+      ),
+    60_000,
+  );
   // Seed 101429 (--keep 0,1,3,4,5,8; 100796, 101079 and 102325 are the same kind): node 0 decides
   // at 1463 ms to load `a` on replica-1, up then; replica-1 answers 500 on every route from 1577 ms,
   // and node 0's poll sees it down at 1950 ms. The load, under way in the engine before the fault,

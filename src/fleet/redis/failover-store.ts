@@ -169,6 +169,10 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    */
   carrySpends(pred: FailoverFleetStore, registered: Promise<void>): Promise<void> {
     pred.spendsGoTo = this;
+    // Counted here at once, whether or not this state answers the registration: deciding alone,
+    // this store grants only what the node left of its share (seed 102791: a registration cut off
+    // by a partition left them behind, and a fresh share was granted here).
+    this.budget.carry(pred.budget);
     // Never rejects: a grant waits for it, and a failure here is logged, then the budget goes on.
     this.carrying = this.carrying
       .then(async () => {
@@ -311,6 +315,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   async succeed(pred: FailoverFleetStore): Promise<void> {
     this.predecessor = pred;
     pred.superseded = true;
+    pred.budget.succeededBy(this.budget);
     if (this.outage.degraded) return; // the next probe's recovery prunes
     await this.pruneShared().catch((err: Error) => this.degrade(err));
   }

@@ -28,6 +28,12 @@ export class OutageBudget {
   private readonly recentSpends = new Map<string, { at: Spend[]; windowMs: number }>();
   /** The fleet's size as the store this one adopted last saw it, until this one's link answers. */
   private inheritedNodes: number | null = null;
+  /**
+   * The budget of the store that replaced this one (a `redis` record change, same or other
+   * state): the node's spends move there (`carry`, `adopt`) or are made there, while decisions
+   * under way here may still spend alone.
+   */
+  private successor: OutageBudget | null = null;
 
   /**
    * `predecessor`: the budget of the store this one replaces on the same shared state, until
@@ -79,17 +85,32 @@ export class OutageBudget {
     return this.shared.liveNodes ?? this.predecessor()?.fleetNodes() ?? this.inheritedNodes;
   }
 
-  /** When this node (and its predecessors on the same state not adopted yet) spent from `key` in the last window, oldest first. */
+  /**
+   * When this node spent from `key` in the last window, oldest first: here and in every store of
+   * the process this one replaced or was replaced by (predecessors not adopted yet, successors on
+   * the same or other state). Each spend is kept by one of them (`carry` and `adopt` move it), so
+   * each counts once; a decision under way on a replaced store sees what its successor spent
+   * (seeds 1223, 102148, 102791: a retired store, its spends carried away, granted a fresh share).
+   */
   private spentInWindow(key: string, windowMs: number, now: number): number[] {
-    return this.spendsOf(key)
+    const family = new Set<OutageBudget>();
+    const visit = (b: OutageBudget | null): void => {
+      if (!b || family.has(b)) return;
+      family.add(b);
+      visit(b.predecessor());
+      visit(b.successor);
+    };
+    visit(this);
+    return [...family]
+      .flatMap((b) => b.recentSpends.get(key)?.at ?? [])
       .map((s) => s.t)
       .filter((t) => now - t < windowMs)
       .sort((a, b) => a - b);
   }
 
-  /** This node's spends from `key` here and in every predecessor not adopted yet (two record changes in a row). */
-  private spendsOf(key: string): Spend[] {
-    return [...(this.recentSpends.get(key)?.at ?? []), ...(this.predecessor()?.spendsOf(key) ?? [])];
+  /** `next`'s store replaced this one's on the same state: its spends count here too. */
+  succeededBy(next: OutageBudget): void {
+    this.successor = next;
   }
 
   /** Cold loads granted here while deciding alone, to merge into the shared budget. */
@@ -162,17 +183,22 @@ export class OutageBudget {
   }
 
   /**
-   * Takes over what `pred` (on other shared state) spent this window, as not counted here yet:
-   * `republish` adds it to this state's budgets.
+   * Takes over what `pred` (on other shared state) and its predecessors not adopted yet spent
+   * this window, as not counted here yet: `republish` adds it to this state's budgets. `pred`
+   * counts it here from then on (`spentInWindow`).
    */
   carry(pred: OutageBudget): void {
+    pred.successor = this;
     const now = this.clock.now();
-    for (const [key, r] of pred.recentSpends) {
-      const at = r.at.filter((s) => now - s.t < r.windowMs).map((s) => ({ t: s.t, epoch: null }));
-      if (at.length === 0) continue;
-      this.addRecentSpends(key, at, r.windowMs);
+    // Its predecessors on its state not adopted yet too: every spend of the node is here from now on.
+    for (let b: OutageBudget | null = pred; b; b = b.predecessor()) {
+      for (const [key, r] of b.recentSpends) {
+        const at = r.at.filter((s) => now - s.t < r.windowMs).map((s) => ({ t: s.t, epoch: null }));
+        if (at.length === 0) continue;
+        this.addRecentSpends(key, at, r.windowMs);
+      }
+      b.recentSpends.clear();
     }
-    pred.recentSpends.clear();
   }
 
   /** Takes what `pred` (the same node on the same state) spent alone and this window. */
