@@ -19,13 +19,29 @@ const TARGETS = [
   ['src/router/room-wait.ts', core('room-wait', 'slo-classes', 'mutation-room-wait')],
   ['src/router/cold-budget.ts', core('mutation-cold-budget')],
   ['src/adapters/manager.ts', core('adapter-manager', 'shared-races', 'access-deadline')],
-  ['src/fleet/redis/held-leases.ts', core('shared-faults', 'empty-restart', 'failover-recovery', 'runtime-handover')],
-  ['src/fleet/redis/outage.ts', core('shared-faults', 'empty-restart', 'failover-recovery', 'failover-clock')],
+  [
+    'src/fleet/redis/held-leases.ts',
+    core('shared-faults', 'empty-restart', 'failover-recovery', 'runtime-handover'),
+  ],
+  [
+    'src/fleet/redis/outage.ts',
+    core('shared-faults', 'empty-restart', 'failover-recovery', 'failover-clock'),
+  ],
   [
     'src/fleet/redis/failover-store.ts',
-    core('failover-store', 'failover-recovery', 'failover-clock', 'empty-restart', 'shared-faults', 'runtime-handover'),
+    core(
+      'failover-store',
+      'failover-recovery',
+      'failover-clock',
+      'empty-restart',
+      'shared-faults',
+      'runtime-handover',
+    ),
   ],
-  ['src/router/placement.ts', core('placement-recheck', 'record-changes', 'unload-window', 'request-round-trips')],
+  [
+    'src/router/placement.ts',
+    core('placement-recheck', 'record-changes', 'unload-window', 'request-round-trips'),
+  ],
   ['src/adapters/claims.ts', core('shared-races', 'placement-recheck', 'mutation-claims')],
 ];
 
@@ -35,7 +51,14 @@ function summary(file, json) {
   const valid = mutants.length - n('Ignored') - n('CompileError') - n('RuntimeError');
   const killed = n('Killed') + n('Timeout');
   const score = valid ? ((100 * killed) / valid).toFixed(1) : '-';
-  return { mutants: valid, killed, timeout: n('Timeout'), survived: n('Survived'), noCoverage: n('NoCoverage'), score };
+  return {
+    mutants: valid,
+    killed,
+    timeout: n('Timeout'),
+    survived: n('Survived'),
+    noCoverage: n('NoCoverage'),
+    score,
+  };
 }
 
 const wanted = process.argv.slice(2);

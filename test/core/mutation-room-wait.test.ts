@@ -63,7 +63,7 @@ describe('RoomWait: bounds from arrival', () => {
 });
 
 describe('RoomWait: a hold waits only for what holding shortens', () => {
-  it("own load and prefill exactly the objective: held only while the queue alone is past it", () => {
+  it('own load and prefill exactly the objective: held only while the queue alone is past it', () => {
     const w = new RoomWait(predicted(), S);
     // own = fixed + own prefill = the objective; the queue 1 s: holding cannot help it make 2 s.
     expect(w.holds(S, decided(1_000, 1_500, 500))).toBe(false);
