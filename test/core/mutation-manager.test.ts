@@ -1,0 +1,198 @@
+/**
+ * Unit test of AdapterManager (src/adapters/manager.ts, one module), written against the survivors
+ * of `npm run mutation:safety -- manager` (docs/reliability.md#mutation-testing): the undo of a load
+ * that took the replica over its limit, a load another process has under way, a lock that lapsed
+ * before the load call, configured static adapters and the limit, a joiner's
+ * own deadline, and what the call listeners and the event log are told. A virtual clock started
+ * well past 0, so a time measured from the wrong origin shows.
+ */
+import { AdapterManager, type AdapterPolicy, type LoadRecord } from '../../src/adapters/manager';
+import { BackendError } from '../../src/backends/errors';
+import type { LoadOutcome, ReplicaActivity, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
+import { sleep, VirtualClock } from '../../src/clock';
+import { RouterError } from '../../src/errors';
+import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import { silentLogger } from '../../src/log';
+
+const U = 'http://r1:8000';
+const T0 = 100_000;
+
+/** A replica: loads take `loadMs`; it lists what it holds (`held`, or `listed` once set) and runs nothing. */
+class Replica implements ReplicaApi {
+  calls: string[] = [];
+  held = new Set<string>();
+  /** What its model list says after the next load (another node's load landing at the same time). */
+  listAfterLoad: string[] | undefined;
+  failNext: Error | undefined;
+  constructor(
+    private readonly clock: VirtualClock,
+    private readonly loadMs = 100,
+  ) {}
+  async scrape(): Promise<never> {
+    throw new Error('not used');
+  }
+  async loadAdapter(_url: string, name: string): Promise<LoadOutcome> {
+    this.calls.push(`load ${name}`);
+    await sleep(this.clock, this.loadMs);
+    const f = this.failNext;
+    this.failNext = undefined;
+    if (f) throw f;
+    this.held.add(name);
+    if (this.listAfterLoad) for (const n of this.listAfterLoad) this.held.add(n);
+    return 'loaded';
+  }
+  async unloadAdapter(_url: string, name: string): Promise<UnloadOutcome> {
+    this.calls.push(`unload ${name}`);
+    this.held.delete(name);
+    return 'unloaded';
+  }
+  async activity(): Promise<ReplicaActivity> {
+    return { busy: [] };
+  }
+  async residency(): Promise<{ name: string; path: string }[]> {
+    return [...this.held].map((name) => ({ name, path: `/adapters/${name}` }));
+  }
+}
+
+const policy = (over: Partial<AdapterPolicy> = {}): AdapterPolicy => ({
+  maxLoadedAdapters: 2,
+  loadTimeoutMs: 1000,
+  queueTimeoutMs: 500,
+  backoffBaseMs: 1000,
+  backoffMaxMs: 8000,
+  isStatic: () => false,
+  ...over,
+});
+
+async function setup(loaded: string[] = [], loadMs = 100) {
+  const clock = new VirtualClock();
+  await clock.run(T0);
+  const store = new MemoryFleetStore();
+  await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+  await store.applySnapshot(U, {
+    at: T0,
+    ok: true,
+    registry: loaded.map((name) => ({ name, path: `/adapters/${name}` })),
+  });
+  const api = new Replica(clock, loadMs);
+  for (const n of loaded) api.held.add(n);
+  const mgr = new AdapterManager(store, api, clock, silentLogger);
+  const records: LoadRecord[] = [];
+  mgr.addCallListener((r) => records.push(r));
+  const ensure = (name: string, p = policy()) => mgr.ensure(U, { name, path: `/adapters/${name}` }, p);
+  /** Runs the clock until `p` settles: its error (or undefined), and when. */
+  const outcome = async (p: Promise<unknown>) => {
+    let at: number | undefined;
+    const settled = p.then(
+      () => {
+        at = clock.now();
+        return undefined;
+      },
+      (e: unknown) => {
+        at = clock.now();
+        return e;
+      },
+    );
+    await clock.run();
+    return { err: (await settled) as RouterError | undefined, at: at! };
+  };
+  const names = async () => (await store.residents(U)).map((r) => r.name).sort();
+  return { clock, store, api, mgr, records, ensure, outcome, names };
+}
+
+describe('AdapterManager: after a load, the replica over its limit', () => {
+  it('unloads the adapter it just loaded, gives a 503, and the store does not hold it', async () => {
+    const { api, ensure, outcome, names, records } = await setup([], 100);
+    // Another node's load of `b` lands with ours: the replica lists two, the limit is 1.
+    api.listAfterLoad = ['b'];
+    const { err } = await outcome(ensure('a', policy({ maxLoadedAdapters: 1 })));
+    expect(err).toBeInstanceOf(RouterError);
+    expect(err!.status).toBe(503);
+    expect(api.calls).toEqual(['load a', 'unload a']);
+    expect(await names()).toEqual([]);
+    expect(records.map((r) => [r.op, r.adapter, r.ok])).toEqual([
+      ['load', 'a', true],
+      ['unload', 'a', true],
+    ]);
+  });
+});
+
+describe('AdapterManager: a load already under way elsewhere', () => {
+  it('another process loading the adapter: waits for it, loads nothing itself, and uses it', async () => {
+    const { api, store, clock, ensure, outcome } = await setup();
+    const fence = await store.beginLoad(U, 'a', T0, 2);
+    clock.after(600, () => void store.finishLoad(U, 'a', fence!, true, clock.now()));
+    const p = ensure('a');
+    const { err } = await outcome(p);
+    expect(err).toBeUndefined();
+    expect(await p).toBe('hit');
+    expect(api.calls).toEqual([]);
+  });
+
+  it('a load elsewhere that never ends: 503 at the deadline (queue + load timeouts), not a poll later', async () => {
+    const { api, store, ensure, outcome } = await setup();
+    await store.beginLoad(U, 'a', T0, 2);
+    const { err, at } = await outcome(ensure('a'));
+    expect(err!.status).toBe(503);
+    expect(at).toBe(T0 + 1500);
+    expect(api.calls).toEqual([]);
+  });
+
+  it('a joiner keeps its own deadline, counted from when it came', async () => {
+    const { ensure, clock, outcome } = await setup([], 5000);
+    const long = ensure('a', policy({ queueTimeoutMs: 30_000, loadTimeoutMs: 30_000 }));
+    await clock.run(T0 + 10);
+    const { err, at } = await outcome(ensure('a'));
+    expect(err!.status).toBe(503);
+    expect(at).toBe(T0 + 10 + 1500);
+    expect((await outcome(long)).err).toBeUndefined();
+  });
+});
+
+describe('AdapterManager: the load lock and the limit', () => {
+  it('calls the replica on no lapsed lock: a load whose lock is no longer its own is not sent', async () => {
+    const { api, store, ensure, outcome } = await setup();
+    store.holds = async () => false;
+    const { err } = await outcome(ensure('a'));
+    expect(err!.status).toBe(503);
+    expect(api.calls).toEqual([]);
+  });
+
+  it('a configured static adapter the store holds as loaded takes no slot', async () => {
+    const { api, ensure, outcome, names } = await setup(['boot']);
+    const p = policy({ maxLoadedAdapters: 1, isStatic: (n) => n === 'boot' });
+    const { err } = await outcome(ensure('a', p));
+    expect(err).toBeUndefined();
+    expect(api.calls).toEqual(['load a']);
+    expect(await names()).toEqual(['a', 'boot']);
+  });
+});
+
+describe('AdapterManager: what it tells', () => {
+  it('tells the listeners and the event log each load, ok or failed, with its time', async () => {
+    const { api, store, ensure, outcome, records } = await setup([], 100);
+    await outcome(ensure('a'));
+    api.failNext = new BackendError('timeout', 'no answer');
+    const { err } = await outcome(ensure('b'));
+    expect(err!.status).toBe(502);
+    expect(records).toEqual([
+      { url: U, adapter: 'a', op: 'load', ok: true, ms: 100 },
+      { url: U, adapter: 'b', op: 'load', ok: false, ms: 100 },
+    ]);
+    const events = await store.events(10);
+    expect(events.map((e) => [e.adapter, e.op, e.result, e.ms])).toEqual([
+      ['a', 'load', 'ok', 100],
+      ['b', 'load', 'error', 100],
+    ]);
+  });
+
+  it('wakes a wait for room when a load ends', async () => {
+    const { mgr, ensure, clock } = await setup([], 100);
+    let woke: number | undefined;
+    void mgr.roomChanged.wait(clock, 10_000).then(() => (woke = clock.now()));
+    const p = ensure('a');
+    await clock.run();
+    await p;
+    expect(woke).toBe(T0 + 100);
+  });
+});
