@@ -69,11 +69,8 @@ async function setup(loaded: string[] = [], loadMs = 100) {
   await clock.run(T0);
   const store = new MemoryFleetStore();
   await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-  await store.applySnapshot(U, {
-    at: T0,
-    ok: true,
-    registry: loaded.map((name) => ({ name, path: `/adapters/${name}` })),
-  });
+  // Loaded by a router (a registry read at start would make them static on the replica).
+  for (const n of loaded) await store.finishLoad(U, n, (await store.beginLoad(U, n, T0, 100))!, true, T0);
   const api = new Replica(clock, loadMs);
   for (const n of loaded) api.held.add(n);
   const mgr = new AdapterManager(store, api, clock, silentLogger);
@@ -127,6 +124,27 @@ describe('AdapterManager: a load already under way elsewhere', () => {
     expect(err).toBeUndefined();
     expect(await p).toBe('hit');
     expect(api.calls).toEqual([]);
+  });
+
+  it('another process unloading the adapter: waits for the unload to end, then loads it again', async () => {
+    const { api, store, clock, ensure, outcome, names } = await setup(['a']);
+    const fence = await store.beginUnload(U, 'a', T0);
+    clock.after(600, () => void store.finishUnload(U, 'a', fence!, true, clock.now()));
+    const { err, at } = await outcome(ensure('a'));
+    expect(err).toBeUndefined();
+    // The unload ended at +600; the wait for it looks again every 250 ms (+750), then a 100 ms load.
+    expect(at).toBe(T0 + 850);
+    expect(api.calls).toEqual(['load a']);
+    expect(await names()).toEqual(['a']);
+  });
+
+  it('two adapters loaded at once on one replica: each its own load, at the same time', async () => {
+    const { ensure, clock } = await setup([], 100);
+    const done: number[] = [];
+    const both = ['a', 'b'].map((n) => ensure(n).then(() => done.push(clock.now())));
+    await clock.run();
+    await Promise.all(both);
+    expect(done).toEqual([T0 + 100, T0 + 100]);
   });
 
   it('a load elsewhere that never ends: 503 at the deadline (queue + load timeouts), not a poll later', async () => {
