@@ -8,7 +8,13 @@
  */
 import { AdapterManager, type AdapterPolicy, type LoadRecord } from '../../src/adapters/manager';
 import { BackendError } from '../../src/backends/errors';
-import type { LoadOutcome, ReplicaActivity, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
+import {
+  AdapterRejectedError,
+  type LoadOutcome,
+  type ReplicaActivity,
+  type ReplicaApi,
+  type UnloadOutcome,
+} from '../../src/backends/replica-api';
 import { sleep, VirtualClock } from '../../src/clock';
 import { RouterError } from '../../src/errors';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
@@ -24,6 +30,8 @@ class Replica implements ReplicaApi {
   /** What its model list says after the next load (another node's load landing at the same time). */
   listAfterLoad: string[] | undefined;
   failNext: Error | undefined;
+  /** The next load answers "already loaded" (another node's load landed first). */
+  alreadyNext = false;
   constructor(
     private readonly clock: VirtualClock,
     private readonly loadMs = 100,
@@ -39,6 +47,10 @@ class Replica implements ReplicaApi {
     if (f) throw f;
     this.held.add(name);
     if (this.listAfterLoad) for (const n of this.listAfterLoad) this.held.add(n);
+    if (this.alreadyNext) {
+      this.alreadyNext = false;
+      return 'already-loaded';
+    }
     return 'loaded';
   }
   async unloadAdapter(_url: string, name: string): Promise<UnloadOutcome> {
@@ -112,6 +124,16 @@ describe('AdapterManager: after a load, the replica over its limit', () => {
       ['unload', 'a', true],
     ]);
   });
+
+  it('checks nothing after a load the replica answered "already loaded" (another node loaded it)', async () => {
+    const { api, ensure, outcome, names } = await setup([], 100);
+    api.listAfterLoad = ['b'];
+    api.alreadyNext = true;
+    const { err } = await outcome(ensure('a', policy({ maxLoadedAdapters: 1 })));
+    expect(err).toBeUndefined();
+    expect(api.calls).toEqual(['load a']);
+    expect(await names()).toEqual(['a']);
+  });
 });
 
 describe('AdapterManager: a load already under way elsewhere', () => {
@@ -184,6 +206,34 @@ describe('AdapterManager: the load lock and the limit', () => {
     expect(api.calls).toEqual(['load a']);
     expect(await names()).toEqual(['a', 'boot']);
   });
+
+  it('a load with no access time left once room is made calls no replica: 503', async () => {
+    const { api, ensure, outcome, names } = await setup();
+    const { err, at } = await outcome(ensure('a', policy({ deadline: T0 })));
+    expect(err!.status).toBe(503);
+    expect(at).toBe(T0);
+    expect(api.calls).toEqual([]);
+    expect(await names()).toEqual([]);
+  });
+
+  it('an adapter already on the replica from its start (static there) is a hit: no load', async () => {
+    const { api, store, ensure, outcome } = await setup();
+    await store.applySnapshot(U, { at: T0, ok: true, registry: [{ name: 'boot', path: '/adapters/boot' }] });
+    const p = ensure('boot');
+    expect((await outcome(p)).err).toBeUndefined();
+    expect(await p).toBe('hit');
+    expect(api.calls).toEqual([]);
+  });
+
+  it('the trim unloads the excess only, down to the limit, and tells the listeners', async () => {
+    const { api, mgr, clock, names, records } = await setup(['a', 'b', 'c']);
+    const trimmed = mgr.trim(U, policy({ maxLoadedAdapters: 2 }));
+    await clock.run();
+    await trimmed;
+    expect(api.calls).toEqual(['unload a']);
+    expect(await names()).toEqual(['b', 'c']);
+    expect(records.map((r) => [r.op, r.adapter, r.ok])).toEqual([['unload', 'a', true]]);
+  });
 });
 
 describe('AdapterManager: what it tells', () => {
@@ -202,6 +252,12 @@ describe('AdapterManager: what it tells', () => {
       ['a', 'load', 'ok', 100],
       ['b', 'load', 'error', 100],
     ]);
+  });
+
+  it("a load the replica rejects is the client's 400, not a 502", async () => {
+    const { api, ensure, outcome } = await setup();
+    api.failNext = new AdapterRejectedError('400 Bad Request: rank 64 exceeds max_lora_rank 16');
+    expect((await outcome(ensure('a'))).err!.status).toBe(400);
   });
 
   it('wakes a wait for room when a load ends', async () => {
