@@ -18,7 +18,7 @@ const core = (...names) => names.map((n) => (n.includes('/') ? `test/${n}` : `te
 const TARGETS = [
   ['src/router/room-wait.ts', core('room-wait', 'slo-classes', 'mutation-room-wait')],
   ['src/router/cold-budget.ts', core('mutation-cold-budget')],
-  ['src/adapters/manager.ts', core('adapter-manager', 'shared-races', 'access-deadline')],
+  ['src/adapters/manager.ts', core('adapter-manager', 'shared-races', 'access-deadline', 'mutation-manager')],
   [
     'src/fleet/redis/held-leases.ts',
     core('shared-faults', 'empty-restart', 'failover-recovery', 'runtime-handover'),
@@ -42,7 +42,7 @@ const TARGETS = [
     'src/router/placement.ts',
     core('placement-recheck', 'record-changes', 'unload-window', 'request-round-trips'),
   ],
-  ['src/adapters/claims.ts', core('shared-races', 'placement-recheck', 'mutation-claims')],
+  ['src/adapters/claims.ts', core('shared-races', 'placement-recheck')],
 ];
 
 function summary(file, json) {
