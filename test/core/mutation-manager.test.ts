@@ -6,7 +6,8 @@
  * own deadline, and what the call listeners and the event log are told. A virtual clock started
  * well past 0, so a time measured from the wrong origin shows.
  */
-import { AdapterManager, type AdapterPolicy, type LoadRecord } from '../../src/adapters/manager';
+import { AdapterManager, type LoadRecord } from '../../src/adapters/manager';
+import { adapterPolicy } from '../helpers/adapter-policy';
 import { BackendError } from '../../src/backends/errors';
 import {
   AdapterRejectedError,
@@ -66,15 +67,7 @@ class Replica implements ReplicaApi {
   }
 }
 
-const policy = (over: Partial<AdapterPolicy> = {}): AdapterPolicy => ({
-  maxLoadedAdapters: 2,
-  loadTimeoutMs: 1000,
-  queueTimeoutMs: 500,
-  backoffBaseMs: 1000,
-  backoffMaxMs: 8000,
-  isStatic: () => false,
-  ...over,
-});
+const policy = adapterPolicy;
 
 async function setup(loaded: string[] = [], loadMs = 100) {
   const clock = new VirtualClock();

@@ -92,10 +92,11 @@ describe('RoomWait: a hold waits only for what holding shortens', () => {
 
 describe('RoomWait: held requests are counted once per class', () => {
   const late = decided(60_000);
+  const topClass = (held: HeldClasses) => new RoomWait(predicted(), S, slo({ priority: 5 }), held);
 
   it('a request held twice is counted once, and uncounted once it leaves', () => {
     const held = new HeldClasses();
-    const top = new RoomWait(predicted(), S, slo({ priority: 5 }), held);
+    const top = topClass(held);
     expect(top.holds(S, late)).toBe(true);
     expect(top.holds(S + 250, late)).toBe(true);
     top.leave();
@@ -104,9 +105,9 @@ describe('RoomWait: held requests are counted once per class', () => {
 
   it('leaving twice, or without having been held, uncounts no other request', () => {
     const held = new HeldClasses();
-    const a = new RoomWait(predicted(), S, slo({ priority: 5 }), held);
-    const b = new RoomWait(predicted(), S, slo({ priority: 5 }), held);
-    const never = new RoomWait(predicted(), S, slo({ priority: 5 }), held);
+    const a = topClass(held);
+    const b = topClass(held);
+    const never = topClass(held);
     expect(a.holds(S, late)).toBe(true);
     expect(b.holds(S, late)).toBe(true);
     never.leave();
@@ -120,8 +121,8 @@ describe('RoomWait: held requests are counted once per class', () => {
 
   it('a request no longer held is uncounted at once, and a refused one leaves for good', () => {
     const held = new HeldClasses();
-    const other = new RoomWait(predicted(), S, slo({ priority: 5 }), held);
-    const a = new RoomWait(predicted(), S, slo({ priority: 5 }), held);
+    const other = topClass(held);
+    const a = topClass(held);
     expect(other.holds(S, late)).toBe(true);
     expect(a.holds(S, late)).toBe(true);
     expect(a.holds(S, decided(0))).toBe(false);
