@@ -54,8 +54,11 @@ class Replica implements ReplicaApi {
     }
     return 'loaded';
   }
+  /** The next unload fails (the replica does not answer). */
+  unloadFails = false;
   async unloadAdapter(_url: string, name: string): Promise<UnloadOutcome> {
     this.calls.push(`unload ${name}`);
+    if (this.unloadFails) throw new BackendError('timeout', 'no answer');
     this.held.delete(name);
     return 'unloaded';
   }
@@ -125,6 +128,17 @@ describe('AdapterManager: after a load, the replica over its limit', () => {
     const { err } = await outcome(ensure('a', policy({ maxLoadedAdapters: 1 })));
     expect(err).toBeUndefined();
     expect(api.calls).toEqual(['load a']);
+    expect(await names()).toEqual(['a']);
+  });
+
+  it('an undo whose unload fails keeps the adapter loaded, in the store too, and serves the request', async () => {
+    const { api, ensure, outcome, names } = await setup([], 100);
+    api.listAfterLoad = ['b'];
+    api.unloadFails = true;
+    const p = ensure('a', policy({ maxLoadedAdapters: 1 }));
+    expect((await outcome(p)).err).toBeUndefined();
+    expect(await p).toBe('loaded');
+    expect(api.calls).toEqual(['load a', 'unload a']);
     expect(await names()).toEqual(['a']);
   });
 });
@@ -198,6 +212,21 @@ describe('AdapterManager: the load lock and the limit', () => {
     expect(err).toBeUndefined();
     expect(api.calls).toEqual(['load a']);
     expect(await names()).toEqual(['a', 'boot']);
+  });
+
+  it('a slot taken by another node at the last moment: tries again, the cold-load budget spent once', async () => {
+    const { api, store, mgr, outcome } = await setup();
+    const begin = store.beginLoad.bind(store);
+    let refused = 0;
+    store.beginLoad = async (...args) => (refused++ === 0 ? null : begin(...args));
+    let spent = 0;
+    const p = mgr.ensure(U, { name: 'a', path: '/adapters/a' }, policy(), undefined, async () => {
+      spent++;
+    });
+    expect((await outcome(p)).err).toBeUndefined();
+    expect(await p).toBe('loaded');
+    expect(spent).toBe(1);
+    expect(api.calls).toEqual(['load a']);
   });
 
   it('a load with no access time left once room is made calls no replica: 503', async () => {
