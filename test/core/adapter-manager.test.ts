@@ -1,4 +1,5 @@
-import { AdapterManager, type AdapterPolicy } from '../../src/adapters/manager';
+import { AdapterManager } from '../../src/adapters/manager';
+import { adapterPolicy } from '../helpers/adapter-policy';
 import { BackendError } from '../../src/backends/errors';
 import {
   AdapterNotFoundError,
@@ -38,15 +39,7 @@ class FakeApi implements ReplicaApi {
   }
 }
 
-const policy = (over: Partial<AdapterPolicy> = {}): AdapterPolicy => ({
-  maxLoadedAdapters: 2,
-  loadTimeoutMs: 1000,
-  queueTimeoutMs: 500,
-  backoffBaseMs: 1000,
-  backoffMaxMs: 8000,
-  isStatic: () => false,
-  ...over,
-});
+const policy = adapterPolicy;
 
 async function setup(loadMs = 100) {
   const clock = new VirtualClock();

@@ -1,0 +1,102 @@
+// `npm run mutation:safety [-- file ...]`: StrykerJS over the safety files of src/fleet, src/adapters
+// and src/router, one file at a time against the in-process suites aimed at it (the whole three
+// folders against every suite is a run of many hours on 2 shared cores: docs/reliability.md).
+// Each file keeps its own incremental file and JSON report under reports/mutation/, so a run
+// resumes where it stopped and a rerun costs only what changed; a summary row is printed per
+// file (the table in docs/reliability.md#mutation-testing). Arguments select files by a part of
+// their path (`-- room-wait manager`); none runs them all, in the order below.
+const { copyFileSync, existsSync, mkdirSync, readFileSync } = require('node:fs');
+const { basename, join } = require('node:path');
+const { spawnSync } = require('node:child_process');
+
+const root = join(__dirname, '..');
+const reports = join(root, 'reports', 'mutation');
+
+const core = (...names) => names.map((n) => (n.includes('/') ? `test/${n}` : `test/core/${n}`) + '.test.ts');
+
+/** Safety file → the suites that guard it (fast, in-process; a real redis-server where named). */
+const TARGETS = [
+  ['src/router/room-wait.ts', core('room-wait', 'slo-classes', 'mutation-room-wait')],
+  ['src/router/cold-budget.ts', core('mutation-cold-budget')],
+  ['src/adapters/manager.ts', core('adapter-manager', 'shared-races', 'access-deadline', 'mutation-manager')],
+  [
+    'src/fleet/redis/held-leases.ts',
+    core('shared-faults', 'empty-restart', 'failover-recovery', 'runtime-handover'),
+  ],
+  [
+    'src/fleet/redis/outage.ts',
+    core('shared-faults', 'empty-restart', 'failover-recovery', 'failover-clock'),
+  ],
+  [
+    'src/fleet/redis/failover-store.ts',
+    core(
+      'failover-store',
+      'failover-recovery',
+      'failover-clock',
+      'empty-restart',
+      'shared-faults',
+      'runtime-handover',
+    ),
+  ],
+  [
+    'src/router/placement.ts',
+    core('placement-recheck', 'record-changes', 'unload-window', 'request-round-trips'),
+  ],
+  ['src/adapters/claims.ts', core('shared-races', 'placement-recheck')],
+];
+
+function summary(file, json) {
+  const mutants = JSON.parse(readFileSync(json, 'utf8')).files[file]?.mutants ?? [];
+  const n = (s) => mutants.filter((m) => m.status === s).length;
+  const valid = mutants.length - n('Ignored') - n('CompileError') - n('RuntimeError');
+  const killed = n('Killed') + n('Timeout');
+  const score = valid ? ((100 * killed) / valid).toFixed(1) : '-';
+  return {
+    mutants: valid,
+    killed,
+    timeout: n('Timeout'),
+    survived: n('Survived'),
+    noCoverage: n('NoCoverage'),
+    score,
+  };
+}
+
+const wanted = process.argv.slice(2);
+const chosen = TARGETS.filter(([f]) => wanted.length === 0 || wanted.some((w) => f.includes(w)));
+if (chosen.length === 0) {
+  console.error(`no safety file matches ${wanted.join(' ')}; known: ${TARGETS.map(([f]) => f).join(' ')}`);
+  process.exit(2);
+}
+mkdirSync(reports, { recursive: true });
+let failed = 0;
+for (const [file, suites] of chosen) {
+  const slug = basename(file, '.ts');
+  const started = Date.now();
+  const run = spawnSync(
+    'npx',
+    [
+      'stryker',
+      'run',
+      '--mutate',
+      file,
+      '--concurrency',
+      '1',
+      '--incrementalFile',
+      `reports/mutation/${slug}.incremental.json`,
+    ],
+    { cwd: root, stdio: 'inherit', env: { ...process.env, MUTATION_SUITES: suites.join(',') } },
+  );
+  const seconds = Math.round((Date.now() - started) / 1000);
+  const json = join(reports, 'mutation.json');
+  if (run.status !== 0 || !existsSync(json)) {
+    console.error(`${file}: stryker exited ${run.status} after ${seconds} s`);
+    failed++;
+    continue;
+  }
+  copyFileSync(json, join(reports, `${slug}.json`));
+  const s = summary(file, json);
+  console.log(
+    `| \`${slug}.ts\` | ${s.mutants} | ${s.killed} (${s.timeout}) | ${s.survived} | ${s.noCoverage} | ${s.score}% | ${seconds} s |`,
+  );
+}
+process.exit(failed ? 1 : 0);
