@@ -23,7 +23,7 @@ import { InvariantBroken, LogChecks, type LoadCall, type Violation, type WorldVi
 import { RedisModel, type LinkFaults } from './redis-model';
 import { ReplicaSet } from './replicas';
 import { NodeClock, Scheduler } from './scheduler';
-import type { Action, Schedule } from './schedule';
+import type { Action, FaultKind, Schedule } from './schedule';
 
 const POLL_MS = 1000;
 const POLL_TIMEOUT_MS = 1000;
@@ -107,6 +107,11 @@ export interface RunResult {
   steps: number;
   violation?: Violation;
   simMs: number;
+  /**
+   * The fault kinds this schedule fired, and those fired while a request or a load call was
+   * under way (the coverage the CLI prints: a fault on an idle world explores little).
+   */
+  faults: { fired: FaultKind[]; busy: FaultKind[] };
 }
 
 export class World {
@@ -127,6 +132,10 @@ export class World {
   /** A record change's pushes to the nodes not made yet. */
   private pushesPending = 0;
   private inFlight = 0;
+  /** Load calls sent and not answered yet (any node). */
+  private loadsInFlight = 0;
+  private readonly fired = new Set<FaultKind>();
+  private readonly firedBusy = new Set<FaultKind>();
   /** Requests that came so far. */
   private arrivals = 0;
   private violation: Violation | null = null;
@@ -287,7 +296,9 @@ export class World {
           degraded: this.view().degraded,
           request: routingRequest.getStore(),
         });
-      return call(method, url, timeoutMs, body);
+      if (!url.endsWith('/v1/load_lora_adapter')) return call(method, url, timeoutMs, body);
+      this.loadsInFlight++;
+      return call(method, url, timeoutMs, body).finally(() => this.loadsInFlight--);
     };
     return http;
   }
@@ -379,6 +390,10 @@ export class World {
   }
 
   private apply(a: Action): void {
+    if (a.kind !== 'request') {
+      this.fired.add(a.kind);
+      if (this.inFlight > 0 || this.loadsInFlight > 0) this.firedBusy.add(a.kind);
+    }
     switch (a.kind) {
       case 'request':
         return void this.request(a);
@@ -580,8 +595,9 @@ export class World {
   async run(): Promise<RunResult> {
     secondReleases = [];
     for (const a of this.schedule.actions) this.sched.after(a.at, () => this.apply(a));
-    // Snapshots (RDB saves) every second, for restarts from an older one.
-    for (let t = 500; t < this.w.spanMs; t += 1000)
+    // Snapshots (RDB saves) six a span (every second of a 6 s one), for restarts from an older one.
+    const every = this.w.spanMs / 6;
+    for (let t = every / 2; t < this.w.spanMs; t += every)
       this.sched.after(t, () => this.redis.forEach((r) => r.takeSnapshot()));
     const stop = () => this.violation !== null;
     const step = () => this.afterStep();
@@ -605,6 +621,7 @@ export class World {
     return {
       steps: this.sched.steps,
       simMs: this.sched.now(),
+      faults: { fired: [...this.fired], busy: [...this.firedBusy] },
       ...(this.violation ? { violation: this.violation } : {}),
     };
   }
