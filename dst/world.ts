@@ -107,6 +107,8 @@ export interface RunResult {
   steps: number;
   violation?: Violation;
   simMs: number;
+  /** The scheduler's digest of when each step fired (Scheduler.digest). */
+  digest: number;
   /**
    * The fault kinds this schedule fired, and those fired while a request or a load call was
    * under way (the coverage the CLI prints: a fault on an idle world explores little).
@@ -621,6 +623,7 @@ export class World {
     return {
       steps: this.sched.steps,
       simMs: this.sched.now(),
+      digest: this.sched.digest,
       faults: { fired: [...this.fired], busy: [...this.firedBusy] },
       ...(this.violation ? { violation: this.violation } : {}),
     };
