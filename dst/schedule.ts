@@ -56,6 +56,13 @@ export interface WorldSettings {
   coldLoadsPerMinute: number;
   leaseMaxAgeMs: number;
   ttftSloMs: number;
+  /**
+   * queue_timeout_ms (default 8000): how long a request may wait for room. Shorter where the hold
+   * is off, so a crowded schedule's waiters give up sooner (idle simulated time, not exploration).
+   */
+  queueTimeoutMs?: number;
+  /** Kong's upstream read timeout (default 10,000 ms): a request proxied to a hung replica waits this long. */
+  upstreamTimeoutMs?: number;
   /** ms of traffic and faults; then faults heal and the world settles. */
   spanMs: number;
 }
@@ -118,6 +125,10 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   // Drawn from a stream of their own, so the draws above (and the seeds found before) stay.
   const rs = seededRandom(seed * 2654435761 + 1);
   if (rs() < 0.3) world.staticAdapters = ['sql,chat'];
+  // The hold (ttft_slo_ms) waits up to queue_timeout_ms - ttft_slo_ms: with it on, the default
+  // 8 s, long enough for a hold past its bound (item 1c) to show; off, 4 s.
+  if (world.ttftSloMs === 0) world.queueTimeoutMs = 4000;
+  world.upstreamTimeoutMs = 5000;
   const requestable = world.adapters.length + (world.staticAdapters?.length ?? 0);
   const faults = o.faults ?? FAULT_KINDS;
   const actions: Action[] = [];

@@ -46,8 +46,10 @@ const TAIL_MS = 70_000;
 /** Bounded memory: wake-ups per node beyond one per request under way there. */
 const WAKEUP_SLACK = 8;
 const TIMER_BOUND = 20_000;
-/** Kong's upstream read timeout (the proxy's 504). */
+/** Kong's upstream read timeout (the proxy's 504), unless the world sets its own. */
 const UPSTREAM_TIMEOUT_MS = 10_000;
+/** queue_timeout_ms, unless the world sets its own. */
+const QUEUE_TIMEOUT_MS = 8000;
 /** backoff_base_ms (the Schema's default): a failed load is not tried again sooner by its runtime. */
 const BACKOFF_BASE_MS = 1000;
 
@@ -203,7 +205,7 @@ export class World {
       cold_loads_per_minute: this.w.coldLoadsPerMinute,
       lease_max_age_ms: this.w.leaseMaxAgeMs,
       ttft_slo_ms: this.w.ttftSloMs,
-      queue_timeout_ms: 8000,
+      queue_timeout_ms: this.w.queueTimeoutMs ?? QUEUE_TIMEOUT_MS,
       // A decision (room wait and two load calls) ends before LEASE_CEILING x lease_max_age_ms.
       load_timeout_ms: 3000,
       redis,
@@ -300,7 +302,11 @@ export class World {
         });
       if (!url.endsWith('/v1/load_lora_adapter')) return call(method, url, timeoutMs, body);
       this.loadsInFlight++;
-      return call(method, url, timeoutMs, body).finally(() => this.loadsInFlight--);
+      const reply = call(method, url, timeoutMs, body);
+      // Beside the caller's own handlers, not chained before them: its answer comes no later.
+      const done = () => void this.loadsInFlight--;
+      reply.then(done, done);
+      return reply;
     };
     return http;
   }
@@ -559,7 +565,7 @@ export class World {
         new URL(out.url).origin,
         '/v1/chat/completions',
         out.body ?? body,
-        UPSTREAM_TIMEOUT_MS,
+        this.w.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS,
       );
       // The log phase, on the process that routed it (a dead one never runs it).
       if (!p.alive) return;
