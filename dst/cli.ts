@@ -1,12 +1,13 @@
 /**
  * `npm run dst -- --seeds N [--start S] [--steps K] [--span MS] [--workers W]`: explores N
  * schedules (seeds S.. S+N-1) over W worker processes and prints schedules per minute, the
- * workers' CPU seconds per schedule (steadier than the rate on a shared machine), steps per schedule and,
+ * workers' CPU seconds per schedule (steadier than the rate on a shared machine), the mean and the fewest
+ * steps a schedule, a coverage table (per fault kind, the schedules that fired it with work under way) and,
  * for each failing seed, the invariant it broke, the shrunk schedule and the replay command.
  * `npm run dst -- --seed S [--keep i,j,...]` replays one seed (or its shrunk schedule) exactly.
  * `--steps K`: actions (requests and faults) generated per schedule; the steps reported are the
  * events the scheduler fired. `--span MS`: ms of traffic and faults before the world settles
- * (default 6000); a shorter span makes shorter schedules, more of them a minute.
+ * (default DEFAULT_SPAN_MS, 2000); a shorter span makes shorter schedules, more of them a minute.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { DEFAULT_OPTIONS, runSeed, shrink } from './run';
