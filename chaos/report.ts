@@ -34,6 +34,10 @@ export function formatReport(r: ChaosReport, examples = 5): string {
       for (const e of replicaCallsNear(r, v.replica, v.at, v.until)) lines.push(`        ${e}`);
     }
     if (inv.violations.length > examples) lines.push(`      ... ${inv.violations.length - examples} more`);
+    if (inv.excused?.stretches)
+      lines.push(
+        `      excused: ${inv.excused.stretches} stretches over the limit while a node decided alone or a fault was under way (longest ${inv.excused.longestMs} ms)`,
+      );
   }
   const b = r.budgetWithResets;
   lines.push(`  (not an invariant) ${b.name}: ${b.checks} checks, ${b.violations.length} violations`);

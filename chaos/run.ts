@@ -21,6 +21,7 @@ import { describeFault, faultDuration, makeSchedule, type Fault, type ScheduledF
 import { Traffic, type TrafficStats } from './traffic';
 import { procUsage, SAMPLE_HEADER, sampleLine, type NodeSample } from './recorder';
 import { ChaosWorld, PREFIX, type ChaosNode, type NodeDeath, type WorldOptions } from './world';
+import { UNLOAD_HOLD_OFF_PROBES } from '../src/fleet/redis/outage';
 
 export interface ChaosOptions {
   seed: number;
@@ -88,6 +89,12 @@ export const WORLD: WorldOptions = {
 const ADAPTERS = 10;
 const CLIENTS_PER_NODE = 3;
 const WINDOW_MS = 60_000;
+/**
+ * How long (ii) still excuses an excess once every node shares decisions and no fault is under way:
+ * a node back from an outage unloads nothing for two probe intervals (src/fleet/redis/outage.ts,
+ * the failover store's default probe of 1 s), then polls find the excess and trim it once idle.
+ */
+const AFTER_OUTAGE_MS = UNLOAD_HOLD_OFF_PROBES * 1000 + 4 * WORLD.pollIntervalMs;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -187,7 +194,13 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
   );
   const invariants = [
     noBusyUnload(log),
-    loadedWithinLimit(log, WORLD.maxLoadedAdapters, WORLD.pollIntervalMs, endMs),
+    loadedWithinLimit(log, WORLD.maxLoadedAdapters, WORLD.pollIntervalMs, endMs, {
+      spans: [
+        ...world.nodes.flatMap((n) => n.alone.until(endMs)),
+        ...applied.map((f) => ({ from: f.appliedAt, to: f.healedAt })),
+      ],
+      afterMs: AFTER_OUTAGE_MS,
+    }),
     leasesReleased(leases),
     coldLoadsWithinBudget(log, WORLD.coldLoadsPerMinute, WINDOW_MS),
   ];

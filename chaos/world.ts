@@ -13,6 +13,7 @@ import { ROOT } from '../harness/kong/process';
 import { RedisServer } from '../harness/redis/server';
 import { TcpProxy } from '../harness/net/tcp-proxy';
 import { BoundedLog, NODE_LOG_MAX_BYTES, nodeLogPath, Ring } from './recorder';
+import { AloneSpans } from './alone';
 
 export const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 export const PREFIX = 'chaos:';
@@ -50,6 +51,8 @@ export interface ChaosNode {
    * last, not the first, as the end of a long run is where a node goes wrong.
    */
   notices: Ring<{ at: number; line: string }>;
+  /** When it decided alone (Redis unreachable to it), from its own log: (ii)'s excuses. */
+  alone: AloneSpans;
   /** Every line of its output, with `--log-dir`. */
   logFile?: BoundedLog;
   /** How long its last answered status request took, ms (-1: none yet). */
@@ -162,6 +165,7 @@ export class ChaosWorld {
     started: (() => Promise<unknown> | void)[],
   ): Promise<ChaosNode> {
     const notices = new Ring<{ at: number; line: string }>(NOTICE_LINES);
+    const alone = new AloneSpans();
     const strays: string[] = [];
     const server = await PluginServerProcess.start({
       pluginsDir: this.o.pluginsDir ?? join(ROOT, 'dist', 'plugins'),
@@ -175,6 +179,7 @@ export class ChaosWorld {
           /\[kong-lora-router\] (warn|error):/.test(line) ||
           /\[kong-lora-router\] info: .*(shared|lease|epoch)/.test(line);
         if (notice) notices.push({ at: Date.now(), line: line.replace(/^.*\[kong-lora-router\] /, '') });
+        alone.push(Date.now(), line);
       },
     });
     started.push(() => server.stop());
@@ -205,6 +210,7 @@ export class ChaosWorld {
       variant,
       skewed: false,
       notices,
+      alone,
       logFile,
       statusMs: -1,
       strays,

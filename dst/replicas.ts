@@ -157,11 +157,6 @@ export class ReplicaSet {
     else Object.assign(f, { since: now, hung: hang });
   }
 
-  /** Whether the replica's `/metrics` answers go wrong now (its poller may see it down). */
-  scrapesBroken(origin: string): boolean {
-    return this.clock.now() < this.faults[this.index(origin)]!.scrapeUntil;
-  }
-
   /**
    * Since when the replica at `origin` has refused, hung or answered 500 without a break, if it
    * does now; with how long a poller takes to see it (a refusal or a 500 counts at once, a hang
@@ -172,6 +167,19 @@ export class ReplicaSet {
     const now = this.clock.now();
     if (now >= f.downUntil && now >= f.outageUntil) return null;
     return { since: f.since, seenWithinMs: f.hung ? pollMs + 2 * (pollMs + timeoutMs) : pollMs };
+  }
+
+  /**
+   * Since when the replica at `origin` has answered and been scraped without a fault, if it does
+   * now; with how long a poller takes to see it so (the next poll; one more when a poll begun while
+   * it hung or its scrape timed out may still be waiting out its timeout).
+   */
+  up(origin: string, pollMs: number, timeoutMs: number): { since: number; seenWithinMs: number } | null {
+    const f = this.faults[this.index(origin)]!;
+    const since = Math.max(f.downUntil, f.outageUntil, f.scrapeUntil);
+    if (this.clock.now() < since) return null;
+    const slow = (f.hung && since === f.outageUntil) || (f.scrape === 'timeout' && since === f.scrapeUntil);
+    return { since, seenWithinMs: pollMs + (slow ? pollMs + timeoutMs : 0) };
   }
 
   /**

@@ -587,9 +587,12 @@ export class World {
     if (!d || d.since < Math.max(p.startedAt, this.lastRecordChange)) return;
     const ms = this.sched.now() - d.since;
     if (ms <= d.seenWithinMs + SEEN_SLACK_MS) return;
-    // Every replica down, or its scrape failing: the router may have nowhere better to send it.
-    const up = (u: string) =>
-      !this.replicas.down(u, POLL_MS, POLL_TIMEOUT_MS) && !this.replicas.scrapesBroken(u);
+    // Every replica down, its scrape failing, or back too recently for a poll to have seen it
+    // (seeds 1046, 102325): the router fails open and may have nowhere better to send it.
+    const up = (u: string) => {
+      const r = this.replicas.up(u, POLL_MS, POLL_TIMEOUT_MS);
+      return r !== null && this.sched.now() - r.since > r.seenWithinMs + SEEN_SLACK_MS;
+    };
     if (!this.replicas.urls.some(up)) return;
     const w = this.view();
     this.violation ??= {

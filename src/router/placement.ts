@@ -14,6 +14,17 @@ import type { RoomWait } from './room-wait';
 /** Decisions a cold request retakes because another router placed its adapter first. */
 const MAX_PLACEMENT_ROUNDS = 3;
 
+/**
+ * Thrown by an admission whose replica, up when the request was decided, was seen down while its
+ * load ran or waited for room: the request is decided again on fresh views, as one that came now
+ * would be ("once seen down, it gets no request", docs/reliability.md).
+ */
+export class SeenDown extends Error {
+  constructor(readonly url: string) {
+    super(`replica ${url} was seen down while the request's load ran`);
+  }
+}
+
 export interface PlacementDeps {
   pipeline: SchedulingPipeline;
   /** The pipeline once a request waits for room anywhere (with the `room` filter). */
@@ -67,6 +78,8 @@ export class Placement {
     /** Another router's placement of this cold adapter, once a claim lost to it: follow it. */
     let follow: string | undefined;
     let held = false;
+    /** Decisions retaken because their replica was seen down while the load ran. */
+    let downRounds = 0;
     for (;;) {
       ctx.now = rt.clock.now();
       if (withResidents) this.weighVictims(rt, ctx, views);
@@ -75,7 +88,9 @@ export class Placement {
         rt.manager.overlayClaims(views, adapter.name);
         this.markEvicted(rt, views, adapter.name);
       }
-      const followed = follow === undefined ? [] : views.filter((v) => v.url === follow);
+      // Never onto a replica seen down: a request could only fail there.
+      const followed =
+        follow === undefined ? [] : views.filter((v) => v.url === follow && v.health !== 'down');
       const candidates = followed.length > 0 ? followed : views;
       const pipeline = wait.anywhere ? this.deps.roomPipeline : this.deps.pipeline;
       const decision = pipeline.schedule(
@@ -124,13 +139,17 @@ export class Placement {
         // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
         // or each loads it on the replica it picked.
         const ttl = this.deps.config.queue_timeout_ms + this.deps.config.load_timeout_ms;
-        const placedOn = await rt.store.claimPlacement(
+        let placedOn = await rt.store.claimPlacement(
           claim,
           url,
           this.spreading(cold, views, ctx, decision.replica.ttftMs),
           ctx.now,
           ttl,
         );
+        // Placed on a replica seen down (by a node that saw it up, or this request's own claim
+        // whose release is still on its way): overridden, not followed (seed 101079).
+        if (placedOn !== url && views.find((v) => v.url === placedOn)?.health === 'down')
+          placedOn = await rt.store.claimPlacement(claim, url, placedOn, ctx.now, ttl);
         if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
           // Placed elsewhere first: go there too (if it is one of ours), with fresh views.
           rt.manager.unclaim(url, claim);
@@ -150,6 +169,10 @@ export class Placement {
         if (err instanceof PlacedElsewhere) {
           placementRounds++;
           placedElsewhere = err.url;
+        } else if (err instanceof SeenDown) {
+          // Each round needs a replica decided up and seen down after: bounded by the replicas.
+          if (++downRounds > this.deps.urls.length)
+            throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
         } else if (!wait.escalate(err, rt.clock.now())) throw err;
       } finally {
         if (claim) {

@@ -18,7 +18,7 @@ import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
 import { answerModels, checkContext, checkPath } from './direct-answers';
 import { giveBack, LastReplicas, takeLease, type GuessedLease } from './guessed-lease';
 import { releaseLease } from './log-phase';
-import { Placement } from './placement';
+import { Placement, SeenDown } from './placement';
 import { predictFor } from './prediction';
 import { llamaBody, targetOf } from './proxied-request';
 import { parseBody, promptText, type ParsedBody } from './request';
@@ -401,6 +401,11 @@ export class RouterService {
           ...(wait.recheckPlacement ? { recheckPlacement: wait.recheckPlacement } : {}),
         };
         await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
+        // The load (or its wait for room) took time: a replica seen down meanwhile gets no request.
+        if (replica.health !== 'down') {
+          const [now] = await rt.store.views([replica.url], undefined, false);
+          if (now?.health === 'down') throw new SeenDown(replica.url);
+        }
       }
       if (rt.store.mode) this.lastReplica.remember(adapterName, replica.url);
       rt.metrics.decisions.inc({ stage: decision.stage });

@@ -2,6 +2,7 @@
  * The fault run's invariant checks and schedule, on recorded logs: each check must catch what
  * breaks it (a unit test of pure functions; the run itself is fault-run.test.ts).
  */
+import { AloneSpans } from '../../chaos/alone';
 import {
   coldLoadsWithinBudget,
   leasesReleased,
@@ -68,6 +69,51 @@ describe('fault-run invariants', () => {
       [2000, '3 adapters loaded (limit 2) for 1000 ms'],
     ]);
     expect(loadedWithinLimit(log, 3, 250, 3000).violations).toEqual([]);
+  });
+
+  it('(ii) excuses an excess while a node decides alone or a fault is under way, and for the hold-off after it', () => {
+    const log = [
+      load(0, 'a', 1),
+      load(10, 'b', 2),
+      load(1000, 'c', 3), // over from 1000 while node 1 decides alone (900-5000)...
+      unload(7000, 'a', 2), // ...ends 2000 ms after: within the 3000 ms allowed after
+      load(10_000, 'd', 3), // over from 10000 during a fault (9900-10100)...
+      unload(14_000, 'b', 2), // ...ends 3900 ms after it: 900 ms beyond, past the 250 ms grace
+    ];
+    const excuses = {
+      spans: [
+        { from: 900, to: 5000 },
+        { from: 9900, to: 10_100 },
+      ],
+      afterMs: 3000,
+    };
+    const r = loadedWithinLimit(log, 2, 250, 20_000, excuses);
+    expect(r.violations.map((v) => [v.at, v.detail])).toEqual([
+      [
+        10_000,
+        '3 adapters loaded (limit 2) for 4000 ms (900 ms of it with no node alone and no fault for 3000 ms)',
+      ],
+    ]);
+    expect(r.excused).toEqual({ stretches: 1, longestMs: 6000 });
+  });
+
+  it('(ii) reads when each node decided alone from its own log lines', () => {
+    const lines = [
+      { at: 100, line: 'warn: poll of http://x timed out' },
+      {
+        at: 200,
+        line: 'error: shared fleet state unavailable (no connection): this node decides from its own state',
+      },
+      { at: 300, line: 'error: shared fleet state unavailable (again)' },
+      { at: 900, line: 'info: shared fleet state is back after 1 s: decisions are shared again' },
+      { at: 1500, line: 'error: shared fleet state unavailable (x)' },
+    ];
+    const spans = new AloneSpans();
+    for (const l of lines) spans.push(l.at, l.line);
+    expect(spans.until(2000)).toEqual([
+      { from: 200, to: 900 },
+      { from: 1500, to: 2000 },
+    ]);
   });
 
   it('(iii) flags every place a lease is still open, or could not be read', () => {
