@@ -1,16 +1,17 @@
 /**
  * `npm run dst -- --seeds N [--start S] [--steps K] [--span MS] [--workers W]`: explores N
  * schedules (seeds S.. S+N-1) over W worker processes and prints schedules per minute, the
- * workers' CPU seconds per schedule (steadier than the rate on a shared machine), steps per schedule and,
+ * workers' CPU seconds per schedule (steadier than the rate on a shared machine), the mean and the fewest
+ * steps a schedule, a coverage table (per fault kind, the schedules that fired it with work under way) and,
  * for each failing seed, the invariant it broke, the shrunk schedule and the replay command.
  * `npm run dst -- --seed S [--keep i,j,...]` replays one seed (or its shrunk schedule) exactly.
  * `--steps K`: actions (requests and faults) generated per schedule; the steps reported are the
  * events the scheduler fired. `--span MS`: ms of traffic and faults before the world settles
- * (default 6000); a shorter span makes shorter schedules, more of them a minute.
+ * (default DEFAULT_SPAN_MS, 2000); a shorter span makes shorter schedules, more of them a minute.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { DEFAULT_OPTIONS, runSeed, shrink } from './run';
-import type { ScheduleOptions } from './schedule';
+import { FAULT_KINDS, type FaultKind, type ScheduleOptions } from './schedule';
 
 interface Args {
   seeds: number;
@@ -70,23 +71,60 @@ function options(a: Args): ScheduleOptions {
 interface BatchReport {
   schedules: number;
   steps: number;
+  /** The fewest steps of a schedule in the batch (the issue asks at least 100 each). */
+  minSteps: number;
+  /** By fault kind: schedules that fired it, and those that fired it with a request or load under way. */
+  fired: Partial<Record<FaultKind, number>>;
+  busy: Partial<Record<FaultKind, number>>;
   /** The worker's CPU (user and system) for the batch, µs. */
   cpuUs: number;
   failures: { seed: number; invariant: string; detail: string; step: number; at: number }[];
 }
 
 async function runBatch(from: number, to: number, o: ScheduleOptions): Promise<BatchReport> {
-  const r: BatchReport = { schedules: 0, steps: 0, cpuUs: 0, failures: [] };
+  const r = emptyReport();
   const cpu = process.cpuUsage();
   for (let seed = from; seed < to; seed++) {
     const out = await runSeed(seed, o);
     r.schedules++;
     r.steps += out.steps;
+    r.minSteps = Math.min(r.minSteps, out.steps);
+    for (const k of out.faults.fired) r.fired[k] = (r.fired[k] ?? 0) + 1;
+    for (const k of out.faults.busy) r.busy[k] = (r.busy[k] ?? 0) + 1;
     if (out.violation) r.failures.push({ seed, ...out.violation });
   }
   const used = process.cpuUsage(cpu);
   r.cpuUs = used.user + used.system;
   return r;
+}
+
+function emptyReport(): BatchReport {
+  return { schedules: 0, steps: 0, minSteps: Infinity, fired: {}, busy: {}, cpuUs: 0, failures: [] };
+}
+
+/** Folds a worker's batch into the run's total. */
+function add(total: BatchReport, r: BatchReport): void {
+  total.schedules += r.schedules;
+  total.steps += r.steps;
+  // Infinity does not survive IPC's JSON: an empty batch's minimum arrives as null.
+  total.minSteps = Math.min(total.minSteps, r.minSteps ?? Infinity);
+  total.cpuUs += r.cpuUs;
+  total.failures.push(...r.failures);
+  for (const k of FAULT_KINDS) {
+    if (r.fired[k]) total.fired[k] = (total.fired[k] ?? 0) + r.fired[k];
+    if (r.busy[k]) total.busy[k] = (total.busy[k] ?? 0) + r.busy[k];
+  }
+}
+
+/**
+ * Per fault kind, the share of schedules that fired it and that fired it while a request or a
+ * load call was under way: a fast run that fires its faults on an idle world explores little.
+ */
+function coverage(total: BatchReport): string {
+  const per = Math.max(1, total.schedules);
+  const pct = (n = 0) => `${((100 * n) / per).toFixed(1)}%`.padStart(7);
+  const rows = FAULT_KINDS.map((k) => `  ${k.padEnd(16)}${pct(total.fired[k])}${pct(total.busy[k])}\n`);
+  return `fault kind         fired   busy (share of schedules; busy: a request or load under way)\n${rows.join('')}`;
 }
 
 /** Worker side: batches in, reports out, until told to stop. */
@@ -100,7 +138,7 @@ function worker(): void {
 async function explore(a: Args): Promise<number> {
   const o = options(a);
   const started = Date.now();
-  const total: BatchReport = { schedules: 0, steps: 0, cpuUs: 0, failures: [] };
+  const total = emptyReport();
   let next = a.start;
   const end = a.start + a.seeds;
   const batch = Math.max(1, Math.min(200, Math.ceil(a.seeds / (a.workers * 8))));
@@ -108,7 +146,7 @@ async function explore(a: Args): Promise<number> {
   const print = (final = false) => {
     const min = (Date.now() - started) / 60_000;
     const per = Math.max(1, total.schedules);
-    const line = `${total.schedules} schedules, ${Math.round(total.schedules / Math.max(min, 1e-9))}/min on ${a.workers} worker(s), ${(total.cpuUs / 1e6 / per).toFixed(4)} CPU s/schedule, ${Math.round(total.steps / per)} steps/schedule, ${total.failures.length} failing`;
+    const line = `${total.schedules} schedules, ${Math.round(total.schedules / Math.max(min, 1e-9))}/min on ${a.workers} worker(s), ${(total.cpuUs / 1e6 / per).toFixed(4)} CPU s/schedule, ${Math.round(total.steps / per)} steps/schedule (min ${total.minSteps}), ${total.failures.length} failing`;
     process.stdout.write(`${final ? '' : '  '}${line}\n`);
   };
   const children: ChildProcess[] = [];
@@ -127,10 +165,7 @@ async function explore(a: Args): Promise<number> {
           child.send({ from, to: next, o });
         };
         child.on('message', (r: BatchReport) => {
-          total.schedules += r.schedules;
-          total.steps += r.steps;
-          total.cpuUs += r.cpuUs;
-          total.failures.push(...r.failures);
+          add(total, r);
           if (Date.now() - lastPrint > 10_000) {
             lastPrint = Date.now();
             print();
@@ -143,6 +178,7 @@ async function explore(a: Args): Promise<number> {
     }),
   );
   print(true);
+  process.stdout.write(coverage(total));
   const cmd = (seed: number, keep?: number[]) =>
     `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {

@@ -5,7 +5,7 @@
 import { generate, type Schedule, type ScheduleOptions } from './schedule';
 import { World, type RunResult } from './world';
 
-export const DEFAULT_OPTIONS: ScheduleOptions = { actions: 40 };
+export const DEFAULT_OPTIONS: ScheduleOptions = { actions: 16 };
 
 export async function runSchedule(s: Schedule): Promise<RunResult> {
   return new World(s).run();

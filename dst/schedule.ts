@@ -56,6 +56,13 @@ export interface WorldSettings {
   coldLoadsPerMinute: number;
   leaseMaxAgeMs: number;
   ttftSloMs: number;
+  /**
+   * queue_timeout_ms (default 8000): how long a request may wait for room. Shorter where the hold
+   * is off, so a crowded schedule's waiters give up sooner (idle simulated time, not exploration).
+   */
+  queueTimeoutMs?: number;
+  /** Kong's upstream read timeout (default 10,000 ms): a request proxied to a hung replica waits this long. */
+  upstreamTimeoutMs?: number;
   /** ms of traffic and faults; then faults heal and the world settles. */
   spanMs: number;
 }
@@ -71,9 +78,16 @@ export interface ScheduleOptions {
   actions: number;
   /** Fault kinds enabled (default: all). */
   faults?: readonly FaultKind[];
-  /** ms of traffic and faults before the world settles (default 6000). */
+  /** ms of traffic and faults before the world settles (default DEFAULT_SPAN_MS). */
   spanMs?: number;
 }
+
+/**
+ * The span of a schedule: short, so the requests and faults crowd together (their overlaps come
+ * sooner) and little simulated time is idle background (heartbeats and polls cost steps whether
+ * anything happens or not).
+ */
+export const DEFAULT_SPAN_MS = 2000;
 
 const SCRAPE_FAULTS: readonly ScrapeFault[] = ['error', 'timeout', 'garbled', 'truncated'];
 const LOAD_FAILURES: readonly LoadFailure[] = ['not-found', 'rank', 'engine'];
@@ -82,6 +96,16 @@ const ADAPTERS = ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', '
 
 function int(r: Random, lo: number, hi: number): number {
   return lo + Math.floor(r() * (hi - lo + 1));
+}
+
+/**
+ * A fault's duration in [lo, hi], most of them short (the mean a third of the range's): every
+ * length stays reachable (a partition past the node TTL, a load past its timeout), while the
+ * world spends less simulated time healing after the span.
+ */
+function dur(r: Random, lo: number, hi: number): number {
+  const x = r();
+  return lo + Math.floor(x * x * (hi - lo + 1));
 }
 
 export function generate(seed: number, o: ScheduleOptions): Schedule {
@@ -96,18 +120,22 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
     coldLoadsPerMinute: [3, 6, 1000][int(r, 0, 2)]!,
     leaseMaxAgeMs: 4000,
     ttftSloMs: [0, 1000][int(r, 0, 1)]!,
-    spanMs: o.spanMs ?? 6000,
+    spanMs: o.spanMs ?? DEFAULT_SPAN_MS,
   };
   // Drawn from a stream of their own, so the draws above (and the seeds found before) stay.
   const rs = seededRandom(seed * 2654435761 + 1);
   if (rs() < 0.3) world.staticAdapters = ['sql,chat'];
+  // The hold (ttft_slo_ms) waits up to queue_timeout_ms - ttft_slo_ms: with it on, the default
+  // 8 s, long enough for a hold past its bound (item 1c) to show; off, 4 s.
+  if (world.ttftSloMs === 0) world.queueTimeoutMs = 4000;
+  world.upstreamTimeoutMs = 5000;
   const requestable = world.adapters.length + (world.staticAdapters?.length ?? 0);
   const faults = o.faults ?? FAULT_KINDS;
   const actions: Action[] = [];
   // A quarter of the seeds are quiet: a few requests far apart and one fault at most, where a
   // request is often alone on an idle fleet (what the hold must never wait on).
   const quiet = r() < 0.25;
-  const count = quiet ? Math.min(o.actions, 6) : o.actions;
+  const count = quiet ? Math.min(o.actions, 3) : o.actions;
   for (let i = 0; i < count; i++) {
     const at = Math.floor(r() * world.spanMs);
     const node = int(r, 0, world.nodes - 1);
@@ -118,7 +146,7 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
         node,
         adapter: int(r, -1, requestable - 1),
         // Mostly short; some run longer than lease_max_age_ms (renewed by the replica's word).
-        tokens: r() < 0.1 ? int(r, 20, 60) : int(r, 1, 6),
+        tokens: r() < 0.05 ? int(r, 20, 60) : int(r, 1, 6),
         prompt: int(r, 10, 2000),
       });
       continue;
@@ -127,13 +155,13 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
     switch (kind) {
       case 'partition':
         // Now and then every node at once (Redis unreachable to the whole fleet).
-        actions.push({ at, kind, node: r() < 0.3 ? -1 : node, ms: int(r, 200, 3000) });
+        actions.push({ at, kind, node: r() < 0.3 ? -1 : node, ms: dur(r, 200, 3000) });
         break;
       case 'slow':
-        actions.push({ at, kind, node, ms: int(r, 200, 3000), slowMs: int(r, 50, 3000) });
+        actions.push({ at, kind, node, ms: dur(r, 200, 3000), slowMs: dur(r, 50, 3000) });
         break;
       case 'redis-restart':
-        actions.push({ at, kind, empty: r() < 0.5, downMs: int(r, 0, 3000) });
+        actions.push({ at, kind, empty: r() < 0.5, downMs: dur(r, 0, 3000) });
         break;
       case 'flushall':
         actions.push({ at, kind });
@@ -142,7 +170,7 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
         actions.push({ at, kind, lost: int(r, 0, 6) });
         break;
       case 'record-change':
-        actions.push({ at, kind, otherState: r() < 0.5, gapMs: int(r, 0, 1500) });
+        actions.push({ at, kind, otherState: r() < 0.5, gapMs: dur(r, 0, 1500) });
         break;
       case 'process-restart':
         actions.push({ at, kind, node });
@@ -164,7 +192,7 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   // it, issue 31 item 1a), early, so the requests after it press for its slot.
   // Then, once its lease could have aged out, more cold adapters than a replica's slots ask.
   const shape = seededRandom(seed * 2654435761 + 2);
-  if (!quiet && shape() < 0.15) {
+  if (!quiet && shape() < 0.1) {
     actions.push({
       at: int(shape, 0, 1500),
       kind: 'request',
@@ -173,9 +201,12 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
       tokens: int(shape, 80, 120),
       prompt: int(shape, 10, 2000),
     });
+    // Past lease_max_age_ms whatever the span: these schedules run longer.
+    const press = world.leaseMaxAgeMs + 500;
+    world.spanMs = Math.max(world.spanMs, press + 1500);
     for (let i = 0; i <= world.maxLoadedAdapters * world.replicas; i++)
       actions.push({
-        at: int(shape, Math.min(4500, world.spanMs - 1), world.spanMs),
+        at: int(shape, press, world.spanMs),
         kind: 'request',
         node: int(shape, 0, world.nodes - 1),
         adapter: int(shape, 0, world.adapters.length - 1),
@@ -195,13 +226,13 @@ function replicaFault(rs: Random, kind: ReplicaFaultKind, at: number, replicas: 
   const pick = <T>(xs: readonly T[]): T => xs[int(rs, 0, xs.length - 1)]!;
   switch (kind) {
     case 'replica-restart':
-      return { at, kind, replica, downMs: int(rs, 0, 2000) };
+      return { at, kind, replica, downMs: dur(rs, 0, 2000) };
     case 'replica-outage':
-      return { at, kind, replica, ms: int(rs, 500, 4000), mode: rs() < 0.5 ? 'hang' : 'error500' };
+      return { at, kind, replica, ms: dur(rs, 500, 4000), mode: rs() < 0.5 ? 'hang' : 'error500' };
     case 'scrape':
-      return { at, kind, replica, ms: int(rs, 200, 4000), mode: pick(SCRAPE_FAULTS) };
+      return { at, kind, replica, ms: dur(rs, 200, 4000), mode: pick(SCRAPE_FAULTS) };
     case 'slow-load':
-      return { at, kind, replica, ms: int(rs, 500, 4000), slowMs: int(rs, 500, 5000) };
+      return { at, kind, replica, ms: dur(rs, 500, 4000), slowMs: dur(rs, 500, 5000) };
     case 'load-fail':
       return { at, kind, replica, count: int(rs, 1, 4), failure: pick(LOAD_FAILURES) };
   }

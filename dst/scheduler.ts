@@ -32,6 +32,11 @@ export class Scheduler implements Clock {
   private heap: Timer[] = [];
   /** Events fired so far: the schedule's steps. */
   steps = 0;
+  /**
+   * A digest of the times the steps fired at: two runs with the same digest fired their events at
+   * the same instants (the replay and state-leak checks compare it, not only the step count).
+   */
+  digest = 0;
 
   constructor(private readonly random: Random) {}
 
@@ -66,6 +71,7 @@ export class Scheduler implements Clock {
       if (!top.live) continue;
       this.t = top.at;
       this.steps++;
+      this.digest = (Math.imul(this.digest, 31) + Math.round(top.at * 1000)) | 0;
       top.fn();
       await drain();
       afterStep();

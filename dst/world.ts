@@ -23,7 +23,7 @@ import { InvariantBroken, LogChecks, type LoadCall, type Violation, type WorldVi
 import { RedisModel, type LinkFaults } from './redis-model';
 import { ReplicaSet } from './replicas';
 import { NodeClock, Scheduler } from './scheduler';
-import type { Action, Schedule } from './schedule';
+import type { Action, FaultKind, Schedule } from './schedule';
 
 const POLL_MS = 1000;
 const POLL_TIMEOUT_MS = 1000;
@@ -46,8 +46,10 @@ const TAIL_MS = 70_000;
 /** Bounded memory: wake-ups per node beyond one per request under way there. */
 const WAKEUP_SLACK = 8;
 const TIMER_BOUND = 20_000;
-/** Kong's upstream read timeout (the proxy's 504). */
+/** Kong's upstream read timeout (the proxy's 504), unless the world sets its own. */
 const UPSTREAM_TIMEOUT_MS = 10_000;
+/** queue_timeout_ms, unless the world sets its own. */
+const QUEUE_TIMEOUT_MS = 8000;
 /** backoff_base_ms (the Schema's default): a failed load is not tried again sooner by its runtime. */
 const BACKOFF_BASE_MS = 1000;
 
@@ -107,6 +109,13 @@ export interface RunResult {
   steps: number;
   violation?: Violation;
   simMs: number;
+  /** The scheduler's digest of when each step fired (Scheduler.digest). */
+  digest: number;
+  /**
+   * The fault kinds this schedule fired, and those fired while a request or a load call was
+   * under way (the coverage the CLI prints: a fault on an idle world explores little).
+   */
+  faults: { fired: FaultKind[]; busy: FaultKind[] };
 }
 
 export class World {
@@ -127,6 +136,10 @@ export class World {
   /** A record change's pushes to the nodes not made yet. */
   private pushesPending = 0;
   private inFlight = 0;
+  /** Load calls sent and not answered yet (any node). */
+  private loadsInFlight = 0;
+  private readonly fired = new Set<FaultKind>();
+  private readonly firedBusy = new Set<FaultKind>();
   /** Requests that came so far. */
   private arrivals = 0;
   private violation: Violation | null = null;
@@ -192,7 +205,7 @@ export class World {
       cold_loads_per_minute: this.w.coldLoadsPerMinute,
       lease_max_age_ms: this.w.leaseMaxAgeMs,
       ttft_slo_ms: this.w.ttftSloMs,
-      queue_timeout_ms: 8000,
+      queue_timeout_ms: this.w.queueTimeoutMs ?? QUEUE_TIMEOUT_MS,
       // A decision (room wait and two load calls) ends before LEASE_CEILING x lease_max_age_ms.
       load_timeout_ms: 3000,
       redis,
@@ -287,7 +300,13 @@ export class World {
           degraded: this.view().degraded,
           request: routingRequest.getStore(),
         });
-      return call(method, url, timeoutMs, body);
+      if (!url.endsWith('/v1/load_lora_adapter')) return call(method, url, timeoutMs, body);
+      this.loadsInFlight++;
+      const reply = call(method, url, timeoutMs, body);
+      // Beside the caller's own handlers, not chained before them: its answer comes no later.
+      const done = () => void this.loadsInFlight--;
+      reply.then(done, done);
+      return reply;
     };
     return http;
   }
@@ -379,6 +398,10 @@ export class World {
   }
 
   private apply(a: Action): void {
+    if (a.kind !== 'request') {
+      this.fired.add(a.kind);
+      if (this.inFlight > 0 || this.loadsInFlight > 0) this.firedBusy.add(a.kind);
+    }
     switch (a.kind) {
       case 'request':
         return void this.request(a);
@@ -542,7 +565,7 @@ export class World {
         new URL(out.url).origin,
         '/v1/chat/completions',
         out.body ?? body,
-        UPSTREAM_TIMEOUT_MS,
+        this.w.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS,
       );
       // The log phase, on the process that routed it (a dead one never runs it).
       if (!p.alive) return;
@@ -583,8 +606,9 @@ export class World {
   async run(): Promise<RunResult> {
     secondReleases = [];
     for (const a of this.schedule.actions) this.sched.after(a.at, () => this.apply(a));
-    // Snapshots (RDB saves) every second, for restarts from an older one.
-    for (let t = 500; t < this.w.spanMs; t += 1000)
+    // Snapshots (RDB saves) six a span (every second of a 6 s one), for restarts from an older one.
+    const every = this.w.spanMs / 6;
+    for (let t = every / 2; t < this.w.spanMs; t += every)
       this.sched.after(t, () => this.redis.forEach((r) => r.takeSnapshot()));
     const stop = () => this.violation !== null;
     const step = () => this.afterStep();
@@ -608,6 +632,8 @@ export class World {
     return {
       steps: this.sched.steps,
       simMs: this.sched.now(),
+      digest: this.sched.digest,
+      faults: { fired: [...this.fired], busy: [...this.firedBusy] },
       ...(this.violation ? { violation: this.violation } : {}),
     };
   }
