@@ -9,6 +9,7 @@ import type { FleetRuntime } from '../runtime';
 import { toCandidate, type SchedulingPipeline } from '../scheduler/pipeline';
 import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext } from '../scheduler/types';
+import { withPolledHealth } from './polled-health';
 import type { RoomWait } from './room-wait';
 
 /** Decisions a cold request retakes because another router placed its adapter first. */
@@ -81,6 +82,8 @@ export class Placement {
     /** Decisions retaken because their replica was seen down while the load ran. */
     let downRounds = 0;
     for (;;) {
+      // Replaced meanwhile (a `redis` record change): health as the runtime polling now sees it.
+      if (rt.successor) views = await withPolledHealth(rt, views);
       ctx.now = rt.clock.now();
       if (withResidents) this.weighVictims(rt, ctx, views);
       // From here to the claim nothing awaits: the next request sees this one's placement.

@@ -19,6 +19,7 @@ import { answerModels, checkContext, checkPath } from './direct-answers';
 import { giveBack, LastReplicas, takeLease, type GuessedLease } from './guessed-lease';
 import { releaseLease } from './log-phase';
 import { Placement, SeenDown } from './placement';
+import { withPolledHealth } from './polled-health';
 import { predictFor } from './prediction';
 import { llamaBody, targetOf } from './proxied-request';
 import { parseBody, promptText, type ParsedBody } from './request';
@@ -420,7 +421,7 @@ export class RouterService {
           await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
           // The load (or its wait for room) took time: a replica seen down meanwhile gets no request.
           if (replica.health !== 'down') {
-            const [now] = await rt.store.views([replica.url], undefined, false);
+            const [now] = await withPolledHealth(rt, await rt.store.views([replica.url], undefined, false));
             if (now?.health === 'down') throw new SeenDown(replica.url);
           }
         }

@@ -38,16 +38,22 @@ class GatedApi implements ReplicaApi {
   private readonly http = new HttpReplicaApi();
   readonly scrapes = new Gate();
   scrapesAsked = 0;
+  /** Replicas whose scrapes fail as this client sees them (its runtime polls them down). */
+  readonly down = new Set<string>();
+  /** The replica each load was asked of, in order. */
+  readonly loadedOn: string[] = [];
 
   constructor(private readonly loads: Loads) {}
 
   async scrape(replica: ReplicaSpec, timeoutMs: number): Promise<Scrape> {
     this.scrapesAsked++;
     await this.scrapes.open;
+    if (this.down.has(replica.url)) throw new Error('HTTP 500');
     return this.http.scrape(replica, timeoutMs);
   }
   async loadAdapter(url: string, name: string, path: string, timeoutMs: number): Promise<LoadOutcome> {
     this.loads.asked++;
+    this.loadedOn.push(url);
     await this.loads.gate.open;
     return this.http.loadAdapter(url, name, path, timeoutMs);
   }
@@ -62,13 +68,13 @@ class GatedApi implements ReplicaApi {
   }
 }
 
-/** Router configurations on runtimes of their own, one `redis` state (prefix) each, over one replica. */
-function node(url: string, clock: Clock, extra: Record<string, unknown> = {}) {
+/** Router configurations on runtimes of their own, one `redis` state (prefix) each, over the replicas. */
+function node(url: string | string[], clock: Clock, extra: Record<string, unknown> = {}) {
   const record = (p: string): RedisConfig => h.redis.config(p, { timeout: 2000 });
   return (p: string, api: GatedApi): { rt: FleetRuntime; router: RouterService } => {
     const rt = h.runtime({ redis: record(p), api, seed: 1, clock });
     const config = parseRouterConfig({
-      replicas: [{ url }],
+      replicas: [url].flat().map((u) => ({ url: u })),
       base_model: BASE,
       adapter_path_template: '/adapters/{name}',
       redis: record(p),
@@ -81,13 +87,14 @@ function node(url: string, clock: Clock, extra: Record<string, unknown> = {}) {
 const fresh = async (rt: FleetRuntime, url: string) => (await rt.store.views([url]))[0]?.health === 'up';
 const completion = (model: string) => Buffer.from(JSON.stringify({ model, prompt: 'hi', max_tokens: 1 }));
 
-describe('a request whose decision spans two `redis` record changes', () => {
-  let fleet: SimFleet | undefined;
-  afterEach(async () => {
-    await fleet?.stop();
-    fleet = undefined;
-  });
+/** The simulated replicas of the running test, stopped after it. */
+let fleet: SimFleet | undefined;
+afterEach(async () => {
+  await fleet?.stop();
+  fleet = undefined;
+});
 
+describe('a request whose decision spans two `redis` record changes', () => {
   it('leaves no lease open in any state when its slow load fails after the second change', async () => {
     fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 20 }]);
     const url = fleet.urls[0]!;
@@ -169,6 +176,42 @@ describe('a request whose decision spans two `redis` record changes', () => {
     expect(q).toMatchObject({ kind: 'respond', status: 503 });
     expect(fleet.replicas[0]!.adapterLog().filter((e) => e.op === 'unload')).toEqual([]);
     await b.router.finish((onB as { leaseId: string }).leaseId, 200);
+    await aRetired;
+  }, 30_000);
+});
+
+describe('a decision on a runtime replaced by a change to other state', () => {
+  it('goes to no replica the runtime polling now has seen down meanwhile', async () => {
+    // Seed 100526: polling passed to the successor, so the replaced runtime's own store still
+    // said "up" when the decision's wait ended, 1.8 s after the successor had polled it down.
+    fleet = await SimFleet.start([0, 1].map(() => ({ adapterDirs: ['/adapters'], timeScale: 20 })));
+    const clock = new VirtualClock();
+    const configure = node(fleet.urls, clock, { max_loaded_adapters: 2 });
+    const loads: Loads = { gate: new Gate(), asked: 0 };
+    const [apiA, apiB] = [new GatedApi(loads), new GatedApi(loads)];
+    apiA.scrapes.release();
+    apiB.scrapes.release();
+    const a = configure(h.prefix(), apiA);
+    // A request for 'x' is decided on A, both replicas up, and its load is held by the replica.
+    let outcome: RouteOutcome | undefined;
+    const routed = a.router
+      .route({ path: '/v1/completions', body: completion('x') })
+      .then((o) => (outcome = o));
+    await waitFor(() => loads.asked === 1 || outcome !== undefined, 10_000, 'the load asked of the replica');
+    const chosen = apiA.loadedOn[0]!;
+    // The record changes A -> B (other state); B, polling now, sees that replica down.
+    const b = configure(h.prefix(), apiB);
+    const aRetired = a.rt.retire(b.rt);
+    await (b.router as unknown as { ready: Promise<void> }).ready;
+    await clock.run(clock.now() + 100);
+    apiB.down.add(chosen);
+    await b.rt.poller.refreshUrl(chosen);
+    expect((await b.rt.store.views([chosen]))[0]?.health).toBe('down');
+    // The load lands: the request is decided again, onto the other replica.
+    loads.gate.release();
+    await routed;
+    expect(outcome?.kind === 'proxy' ? outcome.url : outcome).toBe(fleet.urls.find((u) => u !== chosen));
+    await a.router.finish((outcome as { leaseId: string }).leaseId, 200);
     await aRetired;
   }, 30_000);
 });

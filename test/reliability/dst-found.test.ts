@@ -839,4 +839,36 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 100526 (--keep 0,1,4,5,6,10,15,16,19,27,36): a record change to other state at 2591 ms
+  // retires node 1's runtime while its request for `math` waits for room there; polling passes to
+  // the successor, which polls replica-0 down once it answers 500 (from 4534 ms). The old runtime's
+  // store, polled no more, still said "up", and at 6586 ms the request went to replica-0, down for
+  // 2052 ms. A replaced runtime's decisions now read health from the runtime polling now.
+  it('seed 100526: a decision on a replaced runtime reads health from the runtime polling now', async () => {
+    const r = await runSchedule({
+      seed: 100526,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        adapters: WORLD.adapters.slice(0, 7),
+        loadMs: 200,
+        coldLoadsPerMinute: 6,
+        ttftSloMs: 0,
+      },
+      actions: [
+        { at: 280, kind: 'request', node: 0, adapter: 5, tokens: 6, prompt: 973 },
+        { at: 339, kind: 'partition', node: 1, ms: 2805 },
+        { at: 711, kind: 'request', node: 2, adapter: 4, tokens: 38, prompt: 1883 },
+        { at: 802, kind: 'request', node: 1, adapter: 1, tokens: 5, prompt: 346 },
+        { at: 1002, kind: 'partition', node: 0, ms: 1065 },
+        { at: 1682, kind: 'request', node: 1, adapter: 6, tokens: 5, prompt: 1832 },
+        { at: 2306, kind: 'request', node: 1, adapter: 6, tokens: 2, prompt: 227 },
+        { at: 2591, kind: 'record-change', otherState: true, gapMs: 232 },
+        { at: 2715, kind: 'request', node: 2, adapter: 6, tokens: 6, prompt: 100 },
+        { at: 4534, kind: 'replica-outage', replica: 0, ms: 3480, mode: 'error500' },
+        { at: 5255, kind: 'slow', node: 1, ms: 1821, slowMs: 426 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
 });
