@@ -13,6 +13,7 @@ import type { E2eLongRun } from './parts/e2e-long';
 import type { TokenEstimateRun } from './parts/tokens';
 import type { PrefillRun } from './parts/prefill';
 import type { OverheadRow, RedisCost } from './overhead';
+import type { BodyReadCost, ColdRouteCost } from './request-path';
 import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
 import type { ExitRun } from '../harness/kong/exits';
 import type { SloPoint } from './des/slo-sweep';
@@ -103,6 +104,12 @@ export interface BenchResults {
     predictedUsPerDecision?: number;
     /** Redis round trips of one request for a resident adapter, access and log phase. */
     redisRoundTrips?: { access: number; log: number };
+    /** The plugin server's CPU per 1 KB access + log pair, lora-router and the no-op (bench/overhead.ts `pluginServerCpu`). */
+    pluginServerCpu?: { routerUs: number; noopUs: number; pairs: number };
+    /** In-process route + release, back to back and each after a sleep (bench/request-path.ts). */
+    routeReleaseCold?: ColdRouteCost;
+    /** Reading the body in process at the rows' sizes (bench/request-path.ts `bodyReadCost`). */
+    bodyRead?: BodyReadCost[];
   };
   quality?: QualitySeed[];
   nodes?: { runs: NodesRun[]; redisCost: RedisCost };
@@ -232,6 +239,8 @@ export function requestPathGoals(o: BenchResults['overhead']): {
   const addedUs = kb ? (kb.router.totalP50 - kb.noop.totalP50) * 1000 : NaN;
   const routeUs = o?.heap.at(-1)?.usPerDecision;
   const trips = o?.redisRoundTrips;
+  const cpu = o?.pluginServerCpu;
+  const cold = o?.routeReleaseCold;
   const predicted = o?.predictedUsPerDecision;
   const decisionUs = o && Math.max(o.memory.usPerDecision, predicted ?? 0);
   const unmeasured = 'not measured';
@@ -243,9 +252,22 @@ export function requestPathGoals(o: BenchResults['overhead']): {
       met: kb && kb.ratioP50 <= 1.1 && addedUs <= 20,
     },
     {
+      // Counted, not timed: on a busy machine the medians above move by more than the budget.
+      name: 'access + log at 1 KB, plugin-server CPU',
+      goal: '≤ 20 µs added',
+      result: cpu
+        ? `${cpu.routerUs.toFixed(0)} µs vs ${cpu.noopUs.toFixed(0)} µs: ${(cpu.routerUs - cpu.noopUs).toFixed(0)} µs added`
+        : unmeasured,
+      met: cpu === undefined ? undefined : cpu.routerUs - cpu.noopUs <= 20,
+    },
+    {
       name: 'route + release in process',
       goal: '≤ 20 µs',
-      result: routeUs === undefined ? unmeasured : `${routeUs.toFixed(1)} µs`,
+      // The cold figure is what the plugin server pays (it sleeps between PDK replies): shown, not judged.
+      result:
+        routeUs === undefined
+          ? unmeasured
+          : `${routeUs.toFixed(1)} µs${cold ? ` (CPU alone: ${cold.hotUs.toFixed(1)} µs back to back, ${cold.coldUs.toFixed(0)} µs each after a ${cold.gapMs} ms sleep)` : ''}`,
       met: routeUs === undefined ? undefined : routeUs <= 20,
     },
     {

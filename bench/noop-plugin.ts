@@ -1,9 +1,16 @@
 /**
  * Benchmark baseline: a plugin that makes exactly lora-router's PDK calls for a resident adapter
- * (4 in access, 2 in log) and decides nothing. Never installed: the benchmark links it into a
- * temporary plugins directory.
+ * (4 in access, 2 in log), with the same arguments, and decides nothing. Never installed: the
+ * benchmark links it into a temporary plugins directory.
  */
 import type Kong from 'kong-pdk/kong';
+import { parseRouterConfig } from '../src/config/parse';
+
+/** lora-router's `max_body_bytes` by default: it passes it to `get_raw_body` (plugins/lora-router.ts). */
+const MAX_BODY_BYTES = parseRouterConfig({
+  replicas: [{ url: 'http://127.0.0.1:1' }],
+  base_model: 'b',
+}).max_body_bytes;
 
 class NoopPlugin {
   private readonly host: string;
@@ -14,7 +21,8 @@ class NoopPlugin {
   }
   async access(kong: Kong): Promise<void> {
     await kong.request.getPath();
-    await kong.request.getRawBody();
+    const getRawBody = kong.request.getRawBody as unknown as (max: number) => Promise<unknown>;
+    await getRawBody(MAX_BODY_BYTES);
     await kong.ctx.shared.set('lora_router', {
       lease: 'noop',
       replica: '',

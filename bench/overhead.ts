@@ -261,7 +261,8 @@ async function timedRequest(driver: KongDriver, id: number, body: Buffer) {
   return { access: t1 - t0, log: t2 - t1, req };
 }
 
-function chatBody(bytes: number): Buffer {
+/** An OpenAI chat body of `bytes` bytes naming the benchmark's adapter. */
+export function chatBody(bytes: number): Buffer {
   const head = '{"model":"bench-adapter","max_tokens":1,"messages":[{"role":"user","content":"';
   const tail = '"}]}';
   return Buffer.from(head + 'x'.repeat(Math.max(0, bytes - head.length - tail.length)) + tail);
