@@ -871,4 +871,36 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 1002201 (--keep 3,6,7,8,9,12,13,15): node 1 loaded `chat` on replica-0 (finishLoad at
+  // 1397 ms); a Sentinel switch at 1423 ms lost the last writes, that end among them, so the new
+  // primary said `chat` was loading there until the lock's TTL. Node 2's request for `chat`, alone
+  // on an idle fleet from 1805 ms, waited for that load twice and got a 503 after 7,032 ms. A node
+  // now sends again, once it finds the server changed, the ends of its locks that may be lost.
+  it('seed 1002201: a load whose end a Sentinel switch lost is ended again on the new primary', async () => {
+    await holds(
+      1002201,
+      {
+        ...WORLD,
+        adapters: WORLD.adapters.slice(0, 4),
+        maxLoadedAdapters: 4,
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 445, kind: 'request', node: 0, adapter: -1, tokens: 1, prompt: 755 },
+        { at: 889, kind: 'request', node: 1, adapter: 2, tokens: 4, prompt: 756 },
+        { at: 962, kind: 'request', node: 1, adapter: -1, tokens: 4, prompt: 648 },
+        { at: 973, kind: 'request', node: 1, adapter: 3, tokens: 5, prompt: 1347 },
+        { at: 988, kind: 'request', node: 1, adapter: 1, tokens: 2, prompt: 322 },
+        { at: 1283, kind: 'request', node: 0, adapter: 0, tokens: 2, prompt: 1929 },
+        { at: 1423, kind: 'switch', lost: 5 },
+        { at: 1805, kind: 'request', node: 2, adapter: 1, tokens: 5, prompt: 1522 },
+      ],
+    );
+  }, 30_000);
 });
