@@ -10,7 +10,14 @@ import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/t
 import { LoadBackoff } from './backoff';
 import { PlacementClaims } from './claims';
 import { IdleUnload } from './idle-unload';
-import { accessEnd, within, type AdapterPolicy, type EnsureOutcome, type LoadRecord } from './policy';
+import {
+  accessEnd,
+  loadWaitRanOut,
+  within,
+  type AdapterPolicy,
+  type EnsureOutcome,
+  type LoadRecord,
+} from './policy';
 import { Room, ROOM_FALLBACK_MS } from './room';
 
 export type { AdapterPolicy, EnsureOutcome, LoadRecord } from './policy';
@@ -110,7 +117,7 @@ export class AdapterManager {
       if (flight) {
         // A joiner keeps its own bound: the load it joins may have begun long after it came
         // (an escalated request), and Kong gives up on the plugin server at 60 s.
-        if (!(await this.joinWithin(flight, deadline))) throw errors.noRoom(adapter.name, url, 1);
+        if (!(await this.joinWithin(flight, deadline))) throw loadWaitRanOut(adapter.name, url);
         joined = true;
         continue;
       }
@@ -123,7 +130,8 @@ export class AdapterManager {
       }
       if (state === 'loading' || state === 'unloading') {
         // Another process (sharing the store) is loading or unloading it: wait and look again.
-        if (this.clock.now() >= deadline) throw errors.noRoom(adapter.name, url, 1);
+        if (this.clock.now() >= deadline)
+          throw state === 'loading' ? loadWaitRanOut(adapter.name, url) : errors.noRoom(adapter.name, url, 1);
         await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
         waited = true;
         continue;

@@ -1,3 +1,4 @@
+import { errors, RouterError } from '../errors';
 /** What one router configuration asks of the adapter manager, and what a call of it reports. */
 export interface AdapterPolicy {
   /** Non-static adapters a replica may hold. */
@@ -55,4 +56,22 @@ export function accessEnd(policy: AdapterPolicy): number {
 /** `ms`, cut to what the access phase has left (`policy.deadline`) at `now`; 0 or less: none left. */
 export function within(policy: AdapterPolicy, ms: number, now: number): number {
   return Math.min(ms, accessEnd(policy) - now);
+}
+
+/** The 503s of a wait for the adapter's own load under way on the chosen replica (`loadWaitRanOut`). */
+const loadWaits = new WeakSet<RouterError>();
+
+/**
+ * A 503 for a wait that ran out while the adapter's own load (another request's, here or on a node
+ * sharing the store) was still under way on the chosen replica: no lack of room, so it is not
+ * escalated, or the request would load the adapter on a second replica beside it (dst seed 1001999).
+ */
+export function loadWaitRanOut(adapter: string, url: string): RouterError {
+  const err = errors.noRoom(adapter, url, 1, 'its load is still under way');
+  loadWaits.add(err);
+  return err;
+}
+
+export function isLoadWaitRanOut(err: unknown): boolean {
+  return err instanceof RouterError && loadWaits.has(err);
 }

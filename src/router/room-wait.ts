@@ -1,5 +1,6 @@
 import { ACCESS_WAIT_BUDGET_MS } from '../config/parse';
 import type { RouterConfig } from '../config/router-schema';
+import { isLoadWaitRanOut } from '../adapters/policy';
 import { errors, RouterError } from '../errors';
 import type { Candidate } from '../scheduler/types';
 import type { HeldClasses, RequestSlo } from './slo-class';
@@ -180,6 +181,8 @@ export class RoomWait {
   escalate(err: unknown, now: number): boolean {
     if (this.config.room_wait !== 'escalate' || now >= this.deadline) return false;
     if (!(err instanceof RouterError) || err.code !== 'adapter_slots_busy') return false;
+    // Waited for the adapter's own load under way: elsewhere it would be a second load beside it.
+    if (isLoadWaitRanOut(err)) return false;
     this.anywhere = true;
     return true;
   }

@@ -187,6 +187,31 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
     }
   }, 15_000);
 
+  it('after a failover to a server that missed the end of a load, the load is ended there again (dst seed 1002201)', async () => {
+    // The lost end left the adapter `loading` there until the lock's TTL: a request alone on
+    // an idle fleet waited for it 7 s, then got a 503.
+    const p = prefix();
+    const shared = new RedisFleetStore(redis.config(p, { node_ttl_ms: 400 }), 'n7');
+    const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 });
+    try {
+      await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+      await s.applySnapshot(U, snapshot(1));
+      const fence = await s.beginLoad(U, 'b', Date.now(), 4, 60_000);
+      expect(fence).not.toBeNull();
+      await redis.command(['SAVE']);
+      expect(await s.finishLoad(U, 'b', fence!, true, Date.now())).toBe(true);
+      await redis.stop();
+      await redis.start();
+      // The first decision is told of the switch; the probe's recovery shares decisions again.
+      await s.views([U], { name: 'b' });
+      await waitFor(async () => s.mode() === 'redis', 5000, 'the node back on the new server');
+      const [view] = await s.views([U], { name: 'b' });
+      expect(view!.adapter?.state).toBe('loaded');
+    } finally {
+      await s.close();
+    }
+  }, 15_000);
+
   it('item 3: when Redis loses everything without a disconnect (FLUSHALL), the next read takes the open leases again', async () => {
     const { shared, s } = await node(prefix(), 'n4');
     try {

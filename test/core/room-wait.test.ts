@@ -1,4 +1,5 @@
 import { VirtualClock } from '../../src/clock';
+import { loadWaitRanOut } from '../../src/adapters/policy';
 import { errors } from '../../src/errors';
 import { RoomWait } from '../../src/router/room-wait';
 import { LoadTimes } from '../../src/work/load-times';
@@ -13,6 +14,14 @@ const cfg = (room_wait: 'escalate' | 'replica' | 'anywhere', replica_wait_ms = 0
 const busy = errors.noRoom('a', 'http://r:1', 1);
 
 describe('room wait', () => {
+  it("escalate: a wait for the adapter's own load under way is no lack of room (dst seed 1001999)", () => {
+    const w = new RoomWait(cfg('escalate', 2000), 0);
+    // Escalated, it would load the adapter on a second replica beside the load under way.
+    expect(w.escalate(loadWaitRanOut('a', 'http://r:1'), 2000)).toBe(false);
+    expect(w.anywhere).toBe(false);
+    expect(w.escalate(busy, 2000)).toBe(true);
+  });
+
   it('escalate: the chosen replica only if it can load now, then room anywhere, within one bound from arrival', () => {
     const w = new RoomWait(cfg('escalate'), 1000);
     expect(w.anywhere).toBe(false);

@@ -871,4 +871,69 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Seed 1002201 (--keep 3,6,7,8,9,12,13,15): node 1 loaded `chat` on replica-0 (finishLoad at
+  // 1397 ms); a Sentinel switch at 1423 ms lost the last writes, that end among them, so the new
+  // primary said `chat` was loading there until the lock's TTL. Node 2's request for `chat`, alone
+  // on an idle fleet from 1805 ms, waited for that load twice and got a 503 after 7,032 ms. A node
+  // now sends again, once it finds the server changed, the ends of its locks that may be lost.
+  it('seed 1002201: a load whose end a Sentinel switch lost is ended again on the new primary', async () => {
+    await holds(
+      1002201,
+      {
+        ...WORLD,
+        adapters: WORLD.adapters.slice(0, 4),
+        maxLoadedAdapters: 4,
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 445, kind: 'request', node: 0, adapter: -1, tokens: 1, prompt: 755 },
+        { at: 889, kind: 'request', node: 1, adapter: 2, tokens: 4, prompt: 756 },
+        { at: 962, kind: 'request', node: 1, adapter: -1, tokens: 4, prompt: 648 },
+        { at: 973, kind: 'request', node: 1, adapter: 3, tokens: 5, prompt: 1347 },
+        { at: 988, kind: 'request', node: 1, adapter: 1, tokens: 2, prompt: 322 },
+        { at: 1283, kind: 'request', node: 0, adapter: 0, tokens: 2, prompt: 1929 },
+        { at: 1423, kind: 'switch', lost: 5 },
+        { at: 1805, kind: 'request', node: 2, adapter: 1, tokens: 5, prompt: 1522 },
+      ],
+    );
+  }, 30_000);
+  // Seed 1001999 (--keep 0,1,2,3,4,5,6,7,11,14,15): node 0's load of `math` on replica-0 (from
+  // 1619 ms) timed out at 4624 ms; node 2's first request for `math` loaded it there again at
+  // 4629 ms, and its second, joining that load, reached its wait on the chosen replica at 4994 ms:
+  // the 503 (`adapter_slots_busy`) was escalated and the request loaded `math` on replica-1 beside
+  // the load under way. A wait for the adapter's own load is no lack of room: it is not escalated.
+  it("seed 1001999: a wait for the adapter's own load under way is not escalated to a second load", async () => {
+    await holds(
+      1001999,
+      {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: WORLD.adapters.slice(0, 7),
+        decodeMsPerStep: 50,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 365, kind: 'request', node: 2, adapter: -1, tokens: 6, prompt: 1133 },
+        { at: 563, kind: 'request', node: 1, adapter: 5, tokens: 5, prompt: 667 },
+        { at: 692, kind: 'request', node: 2, adapter: 2, tokens: 4, prompt: 1210 },
+        { at: 929, kind: 'request', node: 1, adapter: 0, tokens: 49, prompt: 932 },
+        { at: 1161, kind: 'request', node: 2, adapter: 3, tokens: 4, prompt: 75 },
+        { at: 1232, kind: 'request', node: 1, adapter: -1, tokens: 5, prompt: 813 },
+        { at: 1606, kind: 'request', node: 0, adapter: 6, tokens: 5, prompt: 996 },
+        { at: 1817, kind: 'request', node: 2, adapter: 6, tokens: 5, prompt: 1324 },
+        { at: 1955, kind: 'request', node: 1, adapter: 0, tokens: 2, prompt: 1300 },
+        { at: 1988, kind: 'request', node: 2, adapter: 6, tokens: 23, prompt: 707 },
+      ],
+    );
+  }, 30_000);
 });

@@ -9,8 +9,9 @@
 import { sleep, systemClock, type Clock } from '../../clock';
 import type { Logger } from '../../log';
 import type { FleetStore } from '../store';
-import type { AdapterRef, Lease, Released, ReplicaView, ResidencyState } from '../types';
+import type { AdapterRef, Fence, Lease, Released, ReplicaView, ResidencyState } from '../types';
 import { DegradableFleetStore } from './degradable-store';
+import { EndedLocks } from './ended-locks';
 import { HeldLeases } from './held-leases';
 import type { FailoverOptions } from './outage';
 import { OutageBudget } from './outage-budget';
@@ -28,6 +29,8 @@ const RECOVERY_PASSES = 100;
 export class FailoverFleetStore extends DegradableFleetStore implements FleetStore {
   private readonly leases: HeldLeases;
   private readonly budget: OutageBudget;
+  /** Locks this node ended whose end a server that missed the last writes may lack. */
+  private readonly endedLocks: EndedLocks;
   /**
    * Replaced on the same shared state (same node id): the successor prunes for both, this one
    * never (it would drop the successor's leases, which it does not know).
@@ -57,6 +60,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   ) {
     super(shared, log, options, clock);
     this.leases = new HeldLeases(this.local, clock);
+    this.endedLocks = new EndedLocks(clock);
     this.budget = new OutageBudget(shared, clock, () => this.predecessor?.budget ?? null);
     // An emptied Redis seen from a heartbeat: a node with requests running but no decision to
     // make must re-take its leases too, or another node may unload under them.
@@ -77,6 +81,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
       await this.leases.replayReleases(this.shared);
       await this.leases.restore(this.shared, false);
+      await this.endedLocks.replay(this.shared);
       // The server that answers may have restarted from a snapshot older than some releases.
       // Before the loop below, never after it: a release or an admission during any await after
       // its last check would stay local (the sentinel failover test left two leases open so).
@@ -105,6 +110,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     this.reclaiming ??= (async () => {
       for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
       await this.leases.restore(this.shared, false);
+      await this.endedLocks.replay(this.shared);
       await this.pruneShared();
       await this.budget.republish();
     })().finally(() => (this.reclaiming = null));
@@ -295,6 +301,25 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     } finally {
       this.leases.releasing.delete(leaseId);
     }
+  }
+
+  // Each lock's TTL and end is noted (ended-locks.ts): a server that missed the end is told again.
+  override async beginLoad(...a: Parameters<FleetStore['beginLoad']>): Promise<Fence | null> {
+    return this.endedLocks.begin(await super.beginLoad(...a), a[4]);
+  }
+
+  override finishLoad(...a: Parameters<FleetStore['finishLoad']>): Promise<boolean> {
+    this.endedLocks.end('load', ...a);
+    return super.finishLoad(...a);
+  }
+
+  override async beginUnload(...a: Parameters<FleetStore['beginUnload']>): Promise<Fence | null> {
+    return this.endedLocks.begin(await super.beginUnload(...a), a[3]);
+  }
+
+  override finishUnload(...a: Parameters<FleetStore['finishUnload']>): Promise<boolean> {
+    this.endedLocks.end('unload', ...a);
+    return super.finishUnload(...a);
   }
 
   async expireLeases(now: number, maxAgeMs: number): Promise<Lease[]> {

@@ -1,0 +1,60 @@
+/**
+ * The load and unload locks this node ended in the shared store, kept until each lock's TTL has
+ * passed: a server that missed the last writes (a Sentinel switch, a restart from a snapshot)
+ * may still hold one of them, so the adapter reads `loading` or `unloading` there until the TTL
+ * while the replica has finished (dst seed 1002201: a finished load lost, a request alone on an
+ * idle fleet waited 7 s for it and got a 503). Each end is sent again once the server is found
+ * changed; the fence makes it a no-op where the lock is gone or another holder has it.
+ */
+import type { Clock } from '../../clock';
+import type { Fence } from '../types';
+import type { SharedStore } from './shared-store';
+
+interface EndedLock {
+  op: 'load' | 'unload';
+  url: string;
+  adapter: string;
+  fence: Fence;
+  ok: boolean;
+  /** On this node's clock: past it the lock has expired in the shared store anyway. */
+  until: number;
+}
+
+export class EndedLocks {
+  /** TTL end of each lock this node holds in the shared store, by fence. */
+  private readonly begun = new Map<Fence, number>();
+  private ended: EndedLock[] = [];
+
+  constructor(private readonly clock: Clock) {}
+
+  /** A lock this node was granted in the shared store, for `ttlMs` (a local one's fence is negative). */
+  begin(fence: Fence | null, ttlMs: number): Fence | null {
+    if (fence !== null && fence > 0) this.begun.set(fence, this.clock.now() + ttlMs);
+    return fence;
+  }
+
+  /** The shared store took this end of a lock begun there. */
+  end(op: EndedLock['op'], url: string, adapter: string, fence: Fence, ok: boolean, _at?: number): void {
+    const until = this.begun.get(fence);
+    this.begun.delete(fence);
+    if (until === undefined) return;
+    this.forgetExpired();
+    this.ended.push({ op, url, adapter, fence, ok, until });
+  }
+
+  /** Sends each end again whose lock may still be held in `shared`. */
+  async replay(shared: SharedStore): Promise<void> {
+    this.forgetExpired();
+    for (const e of [...this.ended]) {
+      const at = this.clock.now();
+      if (e.op === 'load') await shared.finishLoad(e.url, e.adapter, e.fence, e.ok, at);
+      else await shared.finishUnload(e.url, e.adapter, e.fence, e.ok, at);
+    }
+  }
+
+  private forgetExpired(): void {
+    const now = this.clock.now();
+    this.ended = this.ended.filter((e) => e.until > now);
+    for (const [fence, until] of this.begun) if (until <= now) this.begun.delete(fence);
+  }
+}
