@@ -111,7 +111,9 @@ export class HttpReplicaApi implements ReplicaApi {
     const load = readVllmLoad(metrics.text, names, metrics.dateS);
     // A line no Prometheus client writes (a proxy's page, quotes lost, a line cut short) may be
     // the series naming a running adapter: such a text is no word, neither "idle" nor "cannot
-    // say" (where the lease rules alone decide). The simulation's seed 102764.
+    // say" (where the lease rules alone decide). The simulation's seed 102764. A well-formed line
+    // is `name{label="value",...} value [timestamp]`, label values in double quotes (prometheus/docs
+    // content/docs/instrumenting/exposition_formats.md, read at commit a3a0fda; no tag checked).
     if (load.malformedLines > 0)
       throw new BackendError(
         'protocol',

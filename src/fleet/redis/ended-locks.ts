@@ -5,6 +5,9 @@
  * while the replica has finished (dst seed 1002201: a finished load lost, a request alone on an
  * idle fleet waited 7 s for it and got a 503). Each end is sent again once the server is found
  * changed; the fence makes it a no-op where the lock is gone or another holder has it.
+ * Why a switch can lose acknowledged writes: "Redis replication is asynchronous" (redis/redis
+ * `redis.conf`, REPLICATION section, read at commit 001730cb; no release tag checked), so a
+ * promoted replica may lack the primary's last writes.
  */
 import type { Clock } from '../../clock';
 import type { Fence } from '../types';
