@@ -480,10 +480,15 @@ describe('AdapterManager: record changes and unknown replicas', () => {
 
 describe('Room: a slot for a load, and the trim (src/adapters/room.ts through the manager)', () => {
   it('a slot another node took between the read and the claim: the limit holds (statics excepted only if configured)', async () => {
-    const { api, store, clock, ensure, outcome } = await setup(['x']);
+    const { api, store, clock, ensure, outcome } = await setup();
     // `boot` is on the replica from its start and configured static: it takes no slot, either way.
     await store.applySnapshot(U, { at: T0, ok: true, registry: [{ name: 'boot', path: '/adapters/boot' }] });
-    api.held.add('boot');
+    await store.finishLoad(U, 'x', (await store.beginLoad(U, 'x', T0, 100))!, true, T0);
+    api.held.add('boot').add('x');
+    expect((await store.residents(U)).map((r) => [r.name, r.state])).toEqual([
+      ['boot', 'static'],
+      ['x', 'loaded'],
+    ]);
     const begin = store.beginLoad.bind(store);
     let raced = false;
     store.beginLoad = async (url, name, ...rest) => {
