@@ -22,6 +22,8 @@ import { isLoadWaitRanOut } from '../../src/adapters/policy';
 import { PlacedElsewhere } from '../../src/adapters/claims';
 import { RouterError } from '../../src/errors';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import type { FleetStore } from '../../src/fleet/store';
+import type { Fence } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 
 const U = 'http://r1:8000';
@@ -162,7 +164,7 @@ describe('AdapterManager: after a load, the replica over its limit', () => {
     const { api, store, ensure, outcome, names } = await setup([], 100);
     api.listAfterLoad = ['b'];
     const fences: unknown[] = [];
-    store.undoHeldOff = (fence) => (fences.push(fence), true);
+    (store as FleetStore).undoHeldOff = (fence: Fence) => (fences.push(fence), true);
     const p = ensure('a', policy({ maxLoadedAdapters: 1 }));
     expect((await outcome(p)).err).toBeUndefined();
     expect(await p).toBe('loaded');
@@ -388,7 +390,7 @@ describe('AdapterManager: what it tells', () => {
       await outcome(ensure(`x${i}`));
     }
     const details = (await store.events(10)).map((e) => e.detail);
-    expect(details).toEqual([thrown[0].message, thrown[1].message, 'Error: socket hang up']);
+    expect(details).toEqual([...thrown.slice(0, 2).map((e) => e.message), 'Error: socket hang up']);
   });
 
   it("a load the replica rejects is the client's 400, not a 502", async () => {
