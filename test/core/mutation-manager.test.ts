@@ -220,26 +220,24 @@ describe('AdapterManager: a load already under way elsewhere', () => {
     expect(done).toEqual([T0 + 100, T0 + 100]);
   });
 
-  it('a load elsewhere that never ends: 503 at the deadline (queue + load timeouts), not a poll later', async () => {
-    const { api, store, ensure, outcome } = await setup();
-    await store.beginLoad(U, 'a', T0, 2);
-    const { err, at } = await outcome(ensure('a'));
-    expect(err!.status).toBe(503);
-    expect(at).toBe(T0 + 1500);
-    expect(api.calls).toEqual([]);
-    // A wait for the adapter's own load: not escalated to a load on another replica.
-    expect(isLoadWaitRanOut(err)).toBe(true);
-  });
-
-  it('an unload elsewhere that never ends: 503 at the deadline, a lack of room (may be escalated)', async () => {
-    const { api, store, ensure, outcome } = await setup(['a']);
-    await store.beginUnload(U, 'a', T0);
-    const { err, at } = await outcome(ensure('a'));
-    expect(err!.status).toBe(503);
-    expect(at).toBe(T0 + 1500);
-    expect(api.calls).toEqual([]);
-    expect(isLoadWaitRanOut(err)).toBe(false);
-  });
+  // A wait for the adapter's own load is not escalated to a load on another replica; a wait for an
+  // unload is a lack of room, which may be.
+  it.each([
+    ['a load elsewhere', 'load', true],
+    ['an unload elsewhere', 'unload', false],
+  ] as const)(
+    '%s that never ends: 503 at the deadline (queue + load timeouts), not a poll later',
+    async (_, op, ownLoad) => {
+      const { api, store, ensure, outcome } = await setup(op === 'unload' ? ['a'] : []);
+      if (op === 'load') await store.beginLoad(U, 'a', T0, 2);
+      else await store.beginUnload(U, 'a', T0);
+      const { err, at } = await outcome(ensure('a'));
+      expect(err!.status).toBe(503);
+      expect(at).toBe(T0 + 1500);
+      expect(api.calls).toEqual([]);
+      expect(isLoadWaitRanOut(err)).toBe(ownLoad);
+    },
+  );
 
   it('a joiner with no time left gives its 503 at once, and a join that ends leaves no timer behind', async () => {
     const { ensure, clock, outcome } = await setup([], 100);
