@@ -134,6 +134,20 @@ describe('planPrefetch', () => {
     expect(planned(planPrefetch(demandOf({ a: 20, c: 4 }), one, { ...s, hysteresis: 0.1 }))).toEqual([]);
   });
 
+  it('leaves a replica alone while a request waits there for room for an adapter it does not hold', () => {
+    // A request held (or waiting for room) wants R1 for `x`: R1's free slot is its, not a's.
+    const both = [replica(R1, [], { roomWanted: ['x'] }), replica(R2)];
+    expect(planned(planPrefetch(demandOf({ a: 5, b: 5 }), both, settings))).toEqual([`a@${R2}`]);
+    // Nor an idle adapter there that a prefetch could evict.
+    const full = [replica(R1, [{ name: 'c' }], { maxLoadedAdapters: 1, roomWanted: ['x'] })];
+    expect(planned(planPrefetch(demandOf({ a: 20, c: 1 }), full, { ...settings, maxLoads: 1 }))).toEqual([]);
+    // Held for the queue on a replica that holds its adapter: it wants no slot there.
+    const holds = [replica(R1, [{ name: 'x' }], { roomWanted: ['x'] })];
+    expect(planned(planPrefetch(demandOf({ a: 5, b: 5 }), holds, { ...settings, maxLoads: 1 }))).toEqual([
+      `a@${R1}`,
+    ]);
+  });
+
   it('plans nothing on a busy replica, and one load a replica', () => {
     const p = planPrefetch(
       demandOf({ a: 5, b: 5 }),
@@ -347,6 +361,24 @@ describe('Prefetcher', () => {
     await clock.run(2 * on.intervalMs - 1);
     await tick(p);
     expect(api.calls).toEqual([`load a@${R1}`]);
+  });
+
+  it('drops a planned load at its start once a request waits for room on its replica', async () => {
+    // The plan saw R1 free; a request for `x` begins waiting for room there before the load starts.
+    const { api, store, clock, tick } = await fleet();
+    const manager = new AdapterManager(store, api, clock, silentLogger);
+    const p = new Prefetcher(store, manager, clock, silentLogger, () => policy);
+    p.configure(on);
+    p.observe({ name: 'a', path: '/a/a' }, [R1], AGO);
+    const views = store.views.bind(store);
+    // The tick's look at the planned adapter's placement is where the request comes in.
+    jest.spyOn(store, 'views').mockImplementation(async (urls, adapter, withResidents) => {
+      if (adapter?.name === 'a') manager.roomWants.add('x', [R1]);
+      return views(urls, adapter, withResidents);
+    });
+    await tick(p);
+    expect(api.calls).toEqual([]);
+    expect(p.stats).toMatchObject({ planned: 1, loaded: 0, failed: 0, leftToRequests: 1 });
   });
 
   it('two nodes on one store plan once a tick and load an adapter once', async () => {
