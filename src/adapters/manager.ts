@@ -287,10 +287,12 @@ export class AdapterManager {
    * replica's word, ReplicaWord.afterLoad): loads decided on different words (nodes cut off from
    * Redis, a runtime and its successor during a hand-over, a lock that lapsed) can each see the
    * last slot free. vLLM lists an adapter in `/v1/models` once `add_lora` returned, before it
-   * answers the load (`load_lora_adapter` appends to `lora_requests`; serving_models.py, vLLM
-   * v0.11.0 (unverified)), so of loads that overlap, the last to land sees them all. Its own adapter is the
-   * one there no request can be on; the others may be another node's fresh load, about to be
-   * used. False if the unload failed: it stays loaded, and the trim after a poll takes over.
+   * answers the load (`load_lora_adapter` awaits `engine_client.add_lora`, then appends to
+   * `lora_requests`, which `show_available_models` lists, and returns with no await between;
+   * vllm/entrypoints/openai/serving_models.py at vllm 075e9ba825 and 0f1457b0e1, V0-era commits;
+   * not read at a release tag), so of loads that overlap, the last to land sees them all. Its own
+   * adapter is the one there no request can be on; the others may be another node's fresh load,
+   * about to be used. False if the unload failed: it stays loaded, and the trim after a poll takes over.
    */
   private async undoLoad(url: string, name: string, policy: AdapterPolicy, loadMs: number): Promise<boolean> {
     this.record({ url, adapter: name, op: 'load', ok: true, ms: loadMs });
