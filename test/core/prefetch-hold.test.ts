@@ -56,4 +56,6 @@ it('a request held for the queue keeps the free slot: no prefetch takes it (or e
   expect((await long).status).toBe(200);
   // The slot stayed the held request's: its load needed no unload, and no prefetch came first.
   expect(log).toEqual(['load x']);
+  // Its want of room ended with it.
+  expect(h.rt.manager.roomWants.size).toBe(0);
 }, 20_000);

@@ -1,6 +1,7 @@
 import { AdapterManager, type AdapterPolicy } from '../../src/adapters/manager';
 import type { LoadOutcome, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
 import { sleep, VirtualClock } from '../../src/clock';
+import { RoomWants, Wanting } from '../../src/adapters/room-wants';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { ResidencyState } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
@@ -42,6 +43,24 @@ describe('DemandTracker', () => {
     d.observe({ name: 'a' }, URLS, 0);
     expect(d.snapshot(10_000)).toEqual([]);
     expect(d.size).toBe(0);
+  });
+});
+
+describe('RoomWants', () => {
+  it('lists the adapters waiting requests want per replica, until each wait ends', () => {
+    const wants = new RoomWants();
+    const end = wants.add('x', URLS);
+    const held = new Wanting(wants, 'y', [R2]);
+    held.on();
+    held.on();
+    expect([wants.on(R1), wants.on(R2)]).toEqual([['x'], ['x', 'y']]);
+    end();
+    held.off();
+    held.off();
+    expect(wants.size).toBe(0);
+    // The base model or a static adapter wants no slot.
+    new Wanting(wants, undefined, URLS).on();
+    expect(wants.size).toBe(0);
   });
 });
 
