@@ -292,7 +292,8 @@ export class AdapterManager {
    * vllm/entrypoints/openai/serving_models.py at vllm 075e9ba825 and 0f1457b0e1, V0-era commits;
    * not read at a release tag), so of loads that overlap, the last to land sees them all. Its own
    * adapter is the one there no request can be on; the others may be another node's fresh load,
-   * about to be used. False if the unload failed: it stays loaded, and the trim after a poll takes over.
+   * about to be used. False if the unload failed: it stays loaded, and the trim after a poll takes
+   * over.
    */
   private async undoLoad(url: string, name: string, policy: AdapterPolicy, loadMs: number): Promise<boolean> {
     this.record({ url, adapter: name, op: 'load', ok: true, ms: loadMs });
