@@ -39,6 +39,7 @@ export class RoomWants {
  */
 export class Wanting {
   private end: (() => void) | undefined;
+  private wanted: readonly string[] = [];
 
   constructor(
     private readonly wants: RoomWants,
@@ -46,12 +47,21 @@ export class Wanting {
     private readonly urls: readonly string[],
   ) {}
 
-  on(): void {
-    if (this.adapter !== undefined) this.end ??= this.wants.add(this.adapter, this.urls);
+  /** Wants room on `urls` (default: every replica of the configuration), and nowhere else. */
+  on(urls: readonly string[] = this.urls): void {
+    if (this.adapter === undefined) return;
+    if (this.end && sameUrls(this.wanted, urls)) return;
+    this.off();
+    this.wanted = urls;
+    this.end = this.wants.add(this.adapter, urls);
   }
 
   off(): void {
     this.end?.();
     this.end = undefined;
   }
+}
+
+function sameUrls(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((u, i) => u === b[i]);
 }

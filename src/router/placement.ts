@@ -68,9 +68,9 @@ export class Placement {
 
   /** Places one request, on `rt`: the runtime its decision runs on from start to end. */
   async place<T>(rt: FleetRuntime, p: PlacementRequest, admit: Admit<T>): Promise<T> {
-    // Once held or waiting for room anywhere, a request for an adapter to load wants a slot on
-    // any replica until it is placed: a prefetch takes none meanwhile (src/adapters/room-wants.ts).
-    // Not dropped when it goes: its load has not claimed the slot yet.
+    // Held for a replica without its adapter, a request wants a slot there; waiting for room
+    // anywhere, on any replica: a prefetch takes none of those until it is placed
+    // (src/adapters/room-wants.ts). Not dropped when it goes: its load has not claimed the slot yet.
     const wanting = new Wanting(
       rt.manager.roomWants,
       p.resolved.kind === 'on-demand' ? p.resolved.adapter.name : undefined,
@@ -128,7 +128,10 @@ export class Placement {
       if (wait.holds(ctx.now, decision.replica)) {
         if (!held) rt.metrics.ttftHolds.inc();
         held = true;
-        wanting.on();
+        // Held for its best start: on a replica holding its adapter it wants no slot; on another,
+        // the slot it goes for there once the queues drain.
+        if (decision.replica.holder) wanting.off();
+        else wanting.on([decision.replica.url]);
         await rt.manager.roomChanged.wait(rt.clock, ROOM_FALLBACK_MS);
         views = await rt.store.views(this.deps.urls, adapter, withResidents);
         continue;

@@ -54,6 +54,9 @@ describe('RoomWants', () => {
     held.on();
     held.on();
     expect([wants.on(R1), wants.on(R2)]).toEqual([['x'], ['x', 'y']]);
+    // Decided again, held for another replica: it wants room there instead.
+    held.on([R1]);
+    expect([wants.on(R1), wants.on(R2)]).toEqual([['x', 'y'], ['x']]);
     end();
     held.off();
     held.off();
