@@ -19,6 +19,7 @@ import {
   type LoadRecord,
 } from './policy';
 import { Room, ROOM_FALLBACK_MS } from './room';
+import { RoomWants } from './room-wants';
 
 export type { AdapterPolicy, EnsureOutcome, LoadRecord } from './policy';
 export { ROOM_FALLBACK_MS } from './room';
@@ -46,6 +47,8 @@ export class AdapterManager {
   /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
   readonly roomChanged: Signal;
   private readonly room: Room;
+  /** Requests of this process waiting for room: prefetching leaves their replicas alone. */
+  readonly roomWants = new RoomWants();
   /** Told after every load and unload call (metrics, status). */
   private readonly callListeners: ((r: LoadRecord) => void)[] = [];
   /** What the replica itself says before an unload. */
@@ -201,17 +204,22 @@ export class AdapterManager {
     // looks again) gets no more than the access phase has left.
     const asked = this.clock.now();
     const deadline = Math.min(asked + policy.queueTimeoutMs, accessEnd(policy));
-    const fence = await this.roomLock.run(url, () =>
-      // Behind another load's room-making here: that is a wait too.
-      this.room.claimSlot(
-        url,
-        adapter.name,
-        policy,
-        deadline,
-        victimCost,
-        waited || this.clock.now() > asked,
-      ),
-    );
+    // Until its slot is claimed (behind another load's room-making, or waiting for an adapter to
+    // go idle) the room it waits for is no prefetch's; once claimed, it is resident (`loading`).
+    const unwant = this.roomWants.add(adapter.name, [url]);
+    const fence = await this.roomLock
+      .run(url, () =>
+        // Behind another load's room-making here: that is a wait too.
+        this.room.claimSlot(
+          url,
+          adapter.name,
+          policy,
+          deadline,
+          victimCost,
+          waited || this.clock.now() > asked,
+        ),
+      )
+      .finally(unwant);
     if (fence === null) return false;
     const started = this.clock.now();
     // Room was made until the access phase ran out of time: no load call.
@@ -279,10 +287,13 @@ export class AdapterManager {
    * replica's word, ReplicaWord.afterLoad): loads decided on different words (nodes cut off from
    * Redis, a runtime and its successor during a hand-over, a lock that lapsed) can each see the
    * last slot free. vLLM lists an adapter in `/v1/models` once `add_lora` returned, before it
-   * answers the load (`load_lora_adapter` appends to `lora_requests`; serving_models.py, vLLM
-   * v0.11.0 (unverified)), so of loads that overlap, the last to land sees them all. Its own adapter is the
-   * one there no request can be on; the others may be another node's fresh load, about to be
-   * used. False if the unload failed: it stays loaded, and the trim after a poll takes over.
+   * answers the load (`load_lora_adapter` awaits `engine_client.add_lora`, then appends to
+   * `lora_requests`, which `show_available_models` lists, and returns with no await between;
+   * vllm/entrypoints/openai/serving_models.py at vllm 075e9ba825 and 0f1457b0e1, V0-era commits;
+   * not read at a release tag), so of loads that overlap, the last to land sees them all. Its own
+   * adapter is the one there no request can be on; the others may be another node's fresh load,
+   * about to be used. False if the unload failed: it stays loaded, and the trim after a poll takes
+   * over.
    */
   private async undoLoad(url: string, name: string, policy: AdapterPolicy, loadMs: number): Promise<boolean> {
     this.record({ url, adapter: name, op: 'load', ok: true, ms: loadMs });
