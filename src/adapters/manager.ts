@@ -97,8 +97,8 @@ export class AdapterManager {
   /**
    * Makes `adapter` resident on `url`; throws a RouterError (502/503/404) when it cannot.
    * `victimCost` orders idle adapters when room must be made (cheapest first; default LRU).
-   * `beforeLoad` runs only when this call is about to start a load (not when it joins one), and
-   * may refuse it by throwing (the cold-load budget).
+   * `beforeLoad` runs once, when this call has room to load into (not when it joins a load, nor
+   * when no slot frees up in time), and may refuse the load by throwing (the cold-load budget).
    */
   async ensure(
     url: string,
@@ -142,14 +142,9 @@ export class AdapterManager {
       // Someone in this process started the load while we read the store: join it.
       if (this.flights.has(key)) continue;
       this.backoff.check(key, adapter.name, url);
-      if (beforeLoad) {
-        await beforeLoad();
-        // Someone in this process started it meanwhile: join that load instead.
-        if (this.flights.has(key)) continue;
-        // Or started and failed it meanwhile (the spend is a Redis call): its backoff holds here too.
-        this.backoff.check(key, adapter.name, url);
-      }
-      const load = this.load(url, adapter, policy, key, victimCost, waited);
+      // `beforeLoad` runs inside, once there is room to load into (Room.claimSlot); the flight
+      // is set first, so requests here that come meanwhile join this load instead of spending.
+      const load = this.load(url, adapter, policy, key, victimCost, waited, beforeLoad);
       this.flights.set(key, load);
       try {
         // false: it became resident (or started loading elsewhere) while we made room; look again.
@@ -197,6 +192,7 @@ export class AdapterManager {
     key: string,
     victimCost: (v: ResidentAdapter) => number,
     waited: boolean,
+    beforeLoad?: () => Promise<void>,
   ): Promise<boolean> {
     if (adapter.path === undefined)
       throw errors.loadFailed(adapter.name, url, 'no path is configured for this adapter');
@@ -217,6 +213,7 @@ export class AdapterManager {
           deadline,
           victimCost,
           waited || this.clock.now() > asked,
+          beforeLoad,
         ),
       )
       .finally(unwant);

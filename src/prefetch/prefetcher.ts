@@ -168,8 +168,10 @@ export class Prefetcher {
   }
 
   /** Whether a request of this process waits for room on `url` for an adapter it does not hold. */
-  private async roomWaited(url: string): Promise<boolean> {
-    const roomWanted = this.manager.roomWants.on(url);
+  private async roomWaited(url: string, adapter: string): Promise<boolean> {
+    // Asked from inside the load, which wants room for its own adapter: a request waiting for
+    // that adapter here is served by this load.
+    const roomWanted = this.manager.roomWants.on(url).filter((name) => name !== adapter);
     return roomWanted.length > 0 && roomWaitedFor({ residents: await this.store.residents(url), roomWanted });
   }
 
@@ -199,7 +201,7 @@ export class Prefetcher {
         async () => {
           if (held) return;
           // The plan is a tick old: a request may have begun waiting for room here since.
-          if (await this.roomWaited(p.url)) throw new RoomWaited();
+          if (await this.roomWaited(p.url, p.adapter.name)) throw new RoomWaited();
           if (!(await budget.take())) throw new OverBudget();
           held = true;
         },
