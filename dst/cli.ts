@@ -8,10 +8,12 @@
  * `--steps K`: actions (requests and faults) generated per schedule; the steps reported are the
  * events the scheduler fired. `--span MS`: ms of traffic and faults before the world settles
  * (default DEFAULT_SPAN_MS, 2000); a shorter span makes shorter schedules, more of them a minute.
+ * `--split`: where a schedule's CPU goes (dst/split.ts), in this process, seeds S.. S+N-1.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { DEFAULT_OPTIONS, runSeed, shrink } from './run';
 import { FAULT_KINDS, type FaultKind, type ScheduleOptions } from './schedule';
+import { describeSplit, split } from './split';
 
 interface Args {
   seeds: number;
@@ -22,10 +24,18 @@ interface Args {
   spanMs?: number;
   workers: number;
   shrink: boolean;
+  split: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seeds: 100, start: 1, actions: DEFAULT_OPTIONS.actions, workers: 2, shrink: true };
+  const a: Args = {
+    seeds: 100,
+    start: 1,
+    actions: DEFAULT_OPTIONS.actions,
+    workers: 2,
+    shrink: true,
+    split: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const v = () => argv[++i] ?? '';
     switch (argv[i]) {
@@ -55,6 +65,9 @@ function parseArgs(argv: string[]): Args {
         break;
       case '--no-shrink':
         a.shrink = false;
+        break;
+      case '--split':
+        a.split = true;
         break;
       default:
         throw new Error(`unknown argument ${argv[i]}`);
@@ -221,7 +234,12 @@ async function replay(a: Args): Promise<number> {
 if (process.argv.includes('--worker')) worker();
 else {
   const a = parseArgs(process.argv.slice(2));
-  (a.seed !== undefined ? replay(a) : explore(a)).then(
+  const run = a.split
+    ? split(a.start, a.seeds, options(a)).then((s) => (process.stdout.write(describeSplit(s)), 0))
+    : a.seed !== undefined
+      ? replay(a)
+      : explore(a);
+  run.then(
     (code) => process.exit(code),
     (err: Error) => {
       process.stderr.write(`${err.stack ?? err.message}\n`);
