@@ -9,6 +9,8 @@
  * events the scheduler fired. `--span MS`: ms of traffic and faults before the world settles
  * (default DEFAULT_SPAN_MS, 2000); a shorter span makes shorter schedules, more of them a minute.
  * `--split`: where a schedule's CPU goes (dst/split.ts), in this process, seeds S.. S+N-1.
+ * The figures depend on the Node running it (a schedule took about 1.7 times the CPU on Node 20
+ * that it took on Node 24, side by side), so each line names it.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { DEFAULT_OPTIONS, runSeed, shrink } from './run';
@@ -159,7 +161,7 @@ async function explore(a: Args): Promise<number> {
   const print = (final = false) => {
     const min = (Date.now() - started) / 60_000;
     const per = Math.max(1, total.schedules);
-    const line = `${total.schedules} schedules, ${Math.round(total.schedules / Math.max(min, 1e-9))}/min on ${a.workers} worker(s), ${(total.cpuUs / 1e6 / per).toFixed(4)} CPU s/schedule, ${Math.round(total.steps / per)} steps/schedule (min ${total.minSteps}), ${total.failures.length} failing`;
+    const line = `${total.schedules} schedules, ${Math.round(total.schedules / Math.max(min, 1e-9))}/min on ${a.workers} worker(s) (Node ${process.versions.node}), ${(total.cpuUs / 1e6 / per).toFixed(4)} CPU s/schedule, ${Math.round(total.steps / per)} steps/schedule (min ${total.minSteps}), ${total.failures.length} failing`;
     process.stdout.write(`${final ? '' : '  '}${line}\n`);
   };
   const children: ChildProcess[] = [];
