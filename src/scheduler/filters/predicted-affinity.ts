@@ -1,4 +1,6 @@
 import type { Candidate, Filter } from '../types';
+import { holdsWeights } from './adapter-affinity';
+import { keep } from './keep';
 
 /**
  * The adapter-affinity rule with saturation measured in time (`saturation_mode: predicted`):
@@ -22,7 +24,7 @@ export const predictedAffinity: Filter = {
         if (s < bestSpread) bestSpread = s;
       }
     const holders = candidates.filter((c) => c.holder && c.ttftMs <= bestSpread + margin);
-    const warm = holders.filter((c) => !c.adapter?.evicted);
+    const warm = keep(holders, holdsWeights);
     if (warm.length > 0) return { kept: warm, stage: 'holder' };
     if (holders.length > 0) return { kept: holders, stage: 'holder' };
     const others = candidates.filter((c) => !c.holder);
