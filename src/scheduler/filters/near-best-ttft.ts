@@ -10,7 +10,8 @@ export const nearBestTtft: Filter = {
   name: 'near-best-ttft',
   filter(_req, candidates, ctx) {
     let best = Infinity;
-    for (const c of candidates) if (c.ttftMs < best) best = c.ttftMs;
+    for (let i = 0; i < candidates.length; i++)
+      if (candidates[i]!.ttftMs < best) best = candidates[i]!.ttftMs;
     if (best === Infinity) return { kept: candidates };
     const limit = best + (ctx.policy.ttftToleranceMs ?? 0);
     return { kept: keep(candidates, (c) => c.ttftMs <= limit) };

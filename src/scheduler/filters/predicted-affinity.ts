@@ -17,12 +17,14 @@ export const predictedAffinity: Filter = {
     const margin = ctx.policy.saturationMarginMs ?? 0;
     let bestOther = Infinity;
     let bestSpread = Infinity;
-    for (const c of candidates)
+    for (let i = 0; i < candidates.length; i++) {
+      const c = candidates[i]!;
       if (!c.holder) {
         if (c.ttftMs < bestOther) bestOther = c.ttftMs;
         const s = spreadCost(c);
         if (s < bestSpread) bestSpread = s;
       }
+    }
     const holders = candidates.filter((c) => c.holder && c.ttftMs <= bestSpread + margin);
     const warm = keep(holders, holdsWeights);
     if (warm.length > 0) return { kept: warm, stage: 'holder' };
