@@ -5,7 +5,7 @@ import type { Logger } from '../log';
 import { DemandTracker } from './demand';
 import { planPrefetch, type PlannerReplica, type PrefetchLoad } from './planner';
 
-/** A router configuration's prefetch settings (router-schema.ts `prefetch_*`). */
+/** A router configuration's prefetch settings (config/router-fields/placement.ts `prefetch_*`). */
 export interface PrefetchSettings {
   enabled: boolean;
   halfLifeMs: number;
