@@ -74,7 +74,12 @@ describe('a large body reads as JSON.parse reads it', () => {
     expect(scanJson(Buffer.from(body)) === undefined).toBe(unusual);
   });
 
-  it('at any alignment of the bytes in their buffer (msgpack hands over a view)', () => {
+  it('at any alignment of the bytes in their buffer (msgpack hands over a view), at any length', () => {
+    for (const text of ['1', '[]', '{}', '"ab"', ' 12 ', 'true']) {
+      const view = new Uint8Array(new ArrayBuffer(16), 1, text.length);
+      view.set(Buffer.from(text));
+      expect(scanJson(view)).toStrictEqual(JSON.parse(text));
+    }
     const body = Buffer.from(large('"model":"a",').replace('xxxxxxx', 'x","y":"é😀z'));
     for (let offset = 0; offset < 8; offset++) {
       const view = new Uint8Array(new ArrayBuffer(body.length + 8), offset, body.length);
