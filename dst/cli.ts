@@ -8,10 +8,14 @@
  * `--steps K`: actions (requests and faults) generated per schedule; the steps reported are the
  * events the scheduler fired. `--span MS`: ms of traffic and faults before the world settles
  * (default DEFAULT_SPAN_MS, 2000); a shorter span makes shorter schedules, more of them a minute.
+ * `--split`: where a schedule's CPU goes (dst/split.ts), in this process, seeds S.. S+N-1.
+ * The figures depend on the Node running it (a schedule took about 1.7 times the CPU on Node 20
+ * that it took on Node 24, side by side), so each line names it.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { DEFAULT_OPTIONS, runSeed, shrink } from './run';
 import { FAULT_KINDS, type FaultKind, type ScheduleOptions } from './schedule';
+import { describeSplit, split } from './split';
 
 interface Args {
   seeds: number;
@@ -22,10 +26,18 @@ interface Args {
   spanMs?: number;
   workers: number;
   shrink: boolean;
+  split: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seeds: 100, start: 1, actions: DEFAULT_OPTIONS.actions, workers: 2, shrink: true };
+  const a: Args = {
+    seeds: 100,
+    start: 1,
+    actions: DEFAULT_OPTIONS.actions,
+    workers: 2,
+    shrink: true,
+    split: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const v = () => argv[++i] ?? '';
     switch (argv[i]) {
@@ -55,6 +67,9 @@ function parseArgs(argv: string[]): Args {
         break;
       case '--no-shrink':
         a.shrink = false;
+        break;
+      case '--split':
+        a.split = true;
         break;
       default:
         throw new Error(`unknown argument ${argv[i]}`);
@@ -146,7 +161,7 @@ async function explore(a: Args): Promise<number> {
   const print = (final = false) => {
     const min = (Date.now() - started) / 60_000;
     const per = Math.max(1, total.schedules);
-    const line = `${total.schedules} schedules, ${Math.round(total.schedules / Math.max(min, 1e-9))}/min on ${a.workers} worker(s), ${(total.cpuUs / 1e6 / per).toFixed(4)} CPU s/schedule, ${Math.round(total.steps / per)} steps/schedule (min ${total.minSteps}), ${total.failures.length} failing`;
+    const line = `${total.schedules} schedules, ${Math.round(total.schedules / Math.max(min, 1e-9))}/min on ${a.workers} worker(s) (Node ${process.versions.node}), ${(total.cpuUs / 1e6 / per).toFixed(4)} CPU s/schedule, ${Math.round(total.steps / per)} steps/schedule (min ${total.minSteps}), ${total.failures.length} failing`;
     process.stdout.write(`${final ? '' : '  '}${line}\n`);
   };
   const children: ChildProcess[] = [];
@@ -221,7 +236,12 @@ async function replay(a: Args): Promise<number> {
 if (process.argv.includes('--worker')) worker();
 else {
   const a = parseArgs(process.argv.slice(2));
-  (a.seed !== undefined ? replay(a) : explore(a)).then(
+  const run = a.split
+    ? split(a.start, a.seeds, options(a)).then((s) => (process.stdout.write(describeSplit(s)), 0))
+    : a.seed !== undefined
+      ? replay(a)
+      : explore(a);
+  run.then(
     (code) => process.exit(code),
     (err: Error) => {
       process.stderr.write(`${err.stack ?? err.message}\n`);

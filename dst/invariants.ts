@@ -111,9 +111,12 @@ export class LogChecks {
   check(w: WorldView): void {
     this.checkCalls(w);
     this.sources.forEach((src, i) => {
-      const fresh = src.log.slice(this.seen[i]);
-      this.seen[i] = src.log.length;
-      for (const e of fresh) this.entry(i, { ...e, replica: src.url, wallMs: e.at }, w);
+      // Each entry once: most steps add none.
+      for (let k = this.seen[i]!; k < src.log.length; k++) {
+        const e = src.log[k]!;
+        this.seen[i] = k + 1;
+        this.entry(i, { ...e, replica: src.url, wallMs: e.at }, w);
+      }
       const o = this.over[i];
       if (o) {
         o.alone ||= w.degraded;

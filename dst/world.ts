@@ -21,7 +21,7 @@ import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
 import { InvariantBroken, LogChecks, type LoadCall, type Violation, type WorldView } from './invariants';
 import { RedisModel, type LinkFaults } from './redis-model';
-import { ReplicaSet } from './replicas';
+import { ReplicaSet, urlParts } from './replicas';
 import { NodeClock, Scheduler } from './scheduler';
 import type { Action, FaultKind, Schedule } from './schedule';
 
@@ -288,16 +288,16 @@ export class World {
       const name = (body as { lora_name?: string } | undefined)?.lora_name;
       const alone = rt().store.mode?.() === 'local';
       if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined)
-        this.unloadAlone.set(`${new URL(url).origin}\u0000${name}`, alone);
+        this.unloadAlone.set(`${urlParts(url).origin}\u0000${name}`, alone);
       if (url.endsWith('/v1/load_lora_adapter') && name !== undefined)
         this.loadCalls.push({
           at: this.sched.now(),
-          url: new URL(url).origin,
+          url: urlParts(url).origin,
           name,
           proc,
           sender,
           alone,
-          degraded: this.view().degraded,
+          degraded: this.degraded(),
           request: routingRequest.getStore(),
         });
       if (!url.endsWith('/v1/load_lora_adapter')) return call(method, url, timeoutMs, body);
@@ -328,21 +328,30 @@ export class World {
     return p;
   }
 
+  /**
+   * The world as the checks see it now. `degraded` and `resets` are read only when a check needs
+   * them (a new log entry, a replica over the limit, a load call): most steps need neither, and
+   * the checks run after every step.
+   */
   private view(): WorldView {
-    let degraded = this.faultsOpen > 0;
-    for (const p of this.procs) if (p.alive && p.rt.store.mode?.() === 'local') degraded = true;
+    return new StepView(this.sched.now(), this.sched.steps, this.lastFaultAt, this);
+  }
+
+  /** Times either shared state was emptied (one budget more each). */
+  resets(): number[] {
+    return [...this.redis[0]!.resets, ...this.redis[1]!.resets];
+  }
+
+  /** Whether any node decides alone now, holds off its unloads, or a fault is under way. */
+  degraded(): boolean {
+    if (this.faultsOpen > 0) return true;
+    for (const p of this.procs) if (p.alive && p.rt.store.mode?.() === 'local') return true;
     // A node whose unloads are held off (a record change from other state, Redis just back) keeps
     // an excess its after-load check found: a peer on the old state may be using it (seed 704).
     for (const p of this.procs)
       if (p.alive && p.runtimes.some((rt) => (rt.store as FailoverFleetStore).unloadsHeldOff?.()))
-        degraded = true;
-    return {
-      now: this.sched.now(),
-      step: this.sched.steps,
-      degraded,
-      lastFaultAt: this.lastFaultAt,
-      resets: [...this.redis[0]!.resets, ...this.redis[1]!.resets],
-    };
+        return true;
+    return false;
   }
 
   private afterStep(): void {
@@ -560,9 +569,9 @@ export class World {
         };
       }
       if (out.kind !== 'proxy' || !p.alive) return;
-      this.avoided(p, new URL(out.url).origin);
+      this.avoided(p, urlParts(out.url).origin);
       const status = await this.replicas.proxy(
-        new URL(out.url).origin,
+        urlParts(out.url).origin,
         '/v1/chat/completions',
         out.body ?? body,
         this.w.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS,
@@ -714,6 +723,31 @@ export class World {
     // The process-wide lease map (src/lease.ts) outlives a schedule: forget this world's leases.
     for (const id of handed) LeaseHandle.find(id)?.agedOut();
     handed.clear();
+  }
+}
+
+/**
+ * The world as the checks see it at a step. `degraded` and `resets` are read only when a check
+ * needs them (a new log entry, a replica over the limit, a load call): most steps need neither,
+ * and the checks run after every step.
+ */
+class StepView implements WorldView {
+  private d: boolean | undefined;
+  private r: number[] | undefined;
+
+  constructor(
+    readonly now: number,
+    readonly step: number,
+    readonly lastFaultAt: number,
+    private readonly world: World,
+  ) {}
+
+  get degraded(): boolean {
+    return (this.d ??= this.world.degraded());
+  }
+
+  get resets(): readonly number[] {
+    return (this.r ??= this.world.resets());
   }
 }
 

@@ -19,6 +19,7 @@ import {
   type LoadRecord,
 } from './policy';
 import { Room, ROOM_FALLBACK_MS } from './room';
+import { RoomWants } from './room-wants';
 
 export type { AdapterPolicy, EnsureOutcome, LoadRecord } from './policy';
 export { ROOM_FALLBACK_MS } from './room';
@@ -46,6 +47,8 @@ export class AdapterManager {
   /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
   readonly roomChanged: Signal;
   private readonly room: Room;
+  /** Requests of this process waiting for room: prefetching leaves their replicas alone. */
+  readonly roomWants = new RoomWants();
   /** Told after every load and unload call (metrics, status). */
   private readonly callListeners: ((r: LoadRecord) => void)[] = [];
   /** What the replica itself says before an unload. */
@@ -94,8 +97,8 @@ export class AdapterManager {
   /**
    * Makes `adapter` resident on `url`; throws a RouterError (502/503/404) when it cannot.
    * `victimCost` orders idle adapters when room must be made (cheapest first; default LRU).
-   * `beforeLoad` runs only when this call is about to start a load (not when it joins one), and
-   * may refuse it by throwing (the cold-load budget).
+   * `beforeLoad` runs once, when this call has room to load into (not when it joins a load, nor
+   * when no slot frees up in time), and may refuse the load by throwing (the cold-load budget).
    */
   async ensure(
     url: string,
@@ -139,14 +142,9 @@ export class AdapterManager {
       // Someone in this process started the load while we read the store: join it.
       if (this.flights.has(key)) continue;
       this.backoff.check(key, adapter.name, url);
-      if (beforeLoad) {
-        await beforeLoad();
-        // Someone in this process started it meanwhile: join that load instead.
-        if (this.flights.has(key)) continue;
-        // Or started and failed it meanwhile (the spend is a Redis call): its backoff holds here too.
-        this.backoff.check(key, adapter.name, url);
-      }
-      const load = this.load(url, adapter, policy, key, victimCost, waited);
+      // `beforeLoad` runs inside, once there is room to load into (Room.claimSlot); the flight
+      // is set first, so requests here that come meanwhile join this load instead of spending.
+      const load = this.load(url, adapter, policy, key, victimCost, waited, beforeLoad);
       this.flights.set(key, load);
       try {
         // false: it became resident (or started loading elsewhere) while we made room; look again.
@@ -194,6 +192,7 @@ export class AdapterManager {
     key: string,
     victimCost: (v: ResidentAdapter) => number,
     waited: boolean,
+    beforeLoad?: () => Promise<void>,
   ): Promise<boolean> {
     if (adapter.path === undefined)
       throw errors.loadFailed(adapter.name, url, 'no path is configured for this adapter');
@@ -201,17 +200,23 @@ export class AdapterManager {
     // looks again) gets no more than the access phase has left.
     const asked = this.clock.now();
     const deadline = Math.min(asked + policy.queueTimeoutMs, accessEnd(policy));
-    const fence = await this.roomLock.run(url, () =>
-      // Behind another load's room-making here: that is a wait too.
-      this.room.claimSlot(
-        url,
-        adapter.name,
-        policy,
-        deadline,
-        victimCost,
-        waited || this.clock.now() > asked,
-      ),
-    );
+    // Until its slot is claimed (behind another load's room-making, or waiting for an adapter to
+    // go idle) the room it waits for is no prefetch's; once claimed, it is resident (`loading`).
+    const unwant = this.roomWants.add(adapter.name, [url]);
+    const fence = await this.roomLock
+      .run(url, () =>
+        // Behind another load's room-making here: that is a wait too.
+        this.room.claimSlot(
+          url,
+          adapter.name,
+          policy,
+          deadline,
+          victimCost,
+          waited || this.clock.now() > asked,
+          beforeLoad,
+        ),
+      )
+      .finally(unwant);
     if (fence === null) return false;
     const started = this.clock.now();
     // Room was made until the access phase ran out of time: no load call.
@@ -279,10 +284,13 @@ export class AdapterManager {
    * replica's word, ReplicaWord.afterLoad): loads decided on different words (nodes cut off from
    * Redis, a runtime and its successor during a hand-over, a lock that lapsed) can each see the
    * last slot free. vLLM lists an adapter in `/v1/models` once `add_lora` returned, before it
-   * answers the load (`load_lora_adapter` appends to `lora_requests`; serving_models.py, vLLM
-   * v0.11.0 (unverified)), so of loads that overlap, the last to land sees them all. Its own adapter is the
-   * one there no request can be on; the others may be another node's fresh load, about to be
-   * used. False if the unload failed: it stays loaded, and the trim after a poll takes over.
+   * answers the load (`load_lora_adapter` awaits `engine_client.add_lora`, then appends to
+   * `lora_requests`, which `show_available_models` lists, and returns with no await between;
+   * vllm/entrypoints/openai/serving_models.py at vllm 075e9ba825 and 0f1457b0e1, V0-era commits;
+   * not read at a release tag), so of loads that overlap, the last to land sees them all. Its own
+   * adapter is the one there no request can be on; the others may be another node's fresh load,
+   * about to be used. False if the unload failed: it stays loaded, and the trim after a poll takes
+   * over.
    */
   private async undoLoad(url: string, name: string, policy: AdapterPolicy, loadMs: number): Promise<boolean> {
     this.record({ url, adapter: name, op: 'load', ok: true, ms: loadMs });

@@ -112,8 +112,10 @@ export class HttpReplicaApi implements ReplicaApi {
     // A line no Prometheus client writes (a proxy's page, quotes lost, a line cut short) may be
     // the series naming a running adapter: such a text is no word, neither "idle" nor "cannot
     // say" (where the lease rules alone decide). The simulation's seed 102764. A well-formed line
-    // is `name{label="value",...} value [timestamp]`, label values in double quotes (prometheus/docs
-    // content/docs/instrumenting/exposition_formats.md, read at commit a3a0fda; no tag checked).
+    // is `name{label="value",...} value [timestamp]`, label values in double quotes (the grammar:
+    // prometheus/docs content/docs/instrumenting/exposition_formats.md at commit a3a0fda, a repository
+    // without release tags; Prometheus's own parser refuses a label value without its opening quote:
+    // prometheus/common expfmt/text_parse.go `startLabelValue` at tag v0.62.0).
     if (load.malformedLines > 0)
       throw new BackendError(
         'protocol',

@@ -47,13 +47,13 @@ export const VLLM_SIGNALS: readonly SignalSpec[] = [
   {
     id: 'cache_config_info',
     source: 'vllm:cache_config_info (num_gpu_blocks x block_size; enable_prefix_caching)',
-    // work-model.ts: kvCapacity undefined implies no KV held by other gateways' requests.
+    // waits.ts kvWait: kvCapacity undefined implies no KV held by other gateways' requests.
     without: "the predicted KV room counts only this router's requests; prefix caching cannot be told",
   },
   {
     id: 'prefill_histograms',
     source: 'vllm:request_prompt_tokens_sum, vllm:request_prefill_time_seconds_sum',
-    // work-model.ts observeReplica: no sample, the rate stays at its prior.
+    // scrape-learning.ts learnFromScrape: no sample, the rate stays at its prior.
     without: 'the prefill rate stays at prefill_tokens_per_second (the configured default), never learned',
   },
   {
@@ -75,7 +75,7 @@ export const VLLM_SIGNALS: readonly SignalSpec[] = [
   {
     id: 'max_model_len',
     source: 'GET /v1/models (the base card)',
-    // router.ts checkContext: one holder without it and no request is refused up front.
+    // direct-answers.ts checkContext: one holder without it and no request is refused up front.
     without: 'over-long prompts are not refused by the router; the replica answers for itself',
   },
 ];

@@ -94,7 +94,7 @@ export function dropResidency(r: ReplicaRecord, name: string): void {
 /** `mark`: the adapter's HolderIndex mark (its slot on each replica found without a lookup per replica). */
 export function replicaView(r: ReplicaRecord, adapter?: AdapterRef, mark?: number): ReplicaView {
   const residentCount = r.residentCount;
-  return {
+  const view = {
     url: r.spec.url,
     backend: r.spec.backend,
     priority: r.spec.priority,
@@ -109,7 +109,20 @@ export function replicaView(r: ReplicaRecord, adapter?: AdapterRef, mark?: numbe
     residentCount,
     adapter: adapter ? presence(r, adapter, mark) : undefined,
     llamaIds: r.spec.backend === 'llamacpp' ? r.llamaAdapters.map((a) => a.id) : undefined,
+    residents: undefined,
+    // Room for what the scheduler completes a view with, in place (src/scheduler/pipeline.ts
+    // `toCandidate`): fields added later would each grow a properties store per view per request.
+    saturation: undefined,
+    stale: undefined,
+    holder: undefined,
+    ttftMs: undefined,
+    loadMs: undefined,
+    fixedMs: undefined,
+    ownMs: undefined,
+    prefixTokens: undefined,
+    cachedTokens: undefined,
   };
+  return view;
 }
 
 function presence(r: ReplicaRecord, a: AdapterRef, mark: number | undefined): AdapterPresence | undefined {

@@ -1,5 +1,6 @@
 /**
- * Prometheus text exposition format (0.0.4) parser. It runs on every poll of every replica,
+ * Prometheus text exposition format (0.0.4: prometheus/common expfmt/expfmt.go `TextVersion` at
+ * tag v0.62.0) parser. It runs on every poll of every replica,
  * so it walks the text once with indexOf, allocates label maps only for the families the
  * caller asks for, and never throws: a malformed line is counted and skipped, since one bad
  * line from a replica must not blind the router to the rest.

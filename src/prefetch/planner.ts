@@ -11,6 +11,8 @@ export interface PlannerReplica {
   available: boolean;
   residents: readonly { name: string; state: ResidencyState; inFlight: number }[];
   isStatic: (name: string) => boolean;
+  /** Adapters requests waiting in the gateway want room for here (held, or waiting for room). */
+  roomWanted?: readonly string[];
 }
 
 export interface PlannerSettings {
@@ -36,20 +38,32 @@ export interface PrefetchLoad {
 const COPY: ReadonlySet<ResidencyState> = new Set(['loaded', 'loading', 'static']);
 
 /**
+ * Whether a request waiting in the gateway wants room here for an adapter the replica does not
+ * hold: it goes as soon as the replica can take it, so a prefetch takes neither the free slot nor
+ * an idle adapter it could unload, and plans nothing here while it waits.
+ */
+export function roomWaitedFor(r: Pick<PlannerReplica, 'residents' | 'roomWanted'>): boolean {
+  if (!r.roomWanted?.length) return false;
+  const copies = new Set(r.residents.filter((a) => COPY.has(a.state)).map((a) => a.name));
+  return r.roomWanted.some((name) => !copies.has(name));
+}
+
+/**
  * Where to load adapters ahead of demand: each adapter's target is its share of the demand times
  * the slots of the available replicas (at most one copy a replica); a copy is made where the
  * target exceeds the copies by `hysteresis`, the largest shortfall first, one load a replica,
  * into a free slot when there is one. Else it may take the slot of an idle adapter only when that
  * one's demand times `evictFactor` is below the newcomer's and losing the copy leaves it within
  * `hysteresis` of its own target (so it would not be made again at the next tick: no copy is
- * made and dropped in turn). Pure: what it decides the manager carries out with all its guards.
+ * made and dropped in turn). A replica where a waiting request wants room (`roomWaitedFor`) is
+ * left out. Pure: what it decides the manager carries out with all its guards.
  */
 export function planPrefetch(
   demand: readonly { demand: AdapterDemand; count: number }[],
   replicas: readonly PlannerReplica[],
   s: PlannerSettings,
 ): PrefetchLoad[] {
-  const avail = replicas.filter((r) => r.available && r.maxLoadedAdapters > 0);
+  const avail = replicas.filter((r) => r.available && r.maxLoadedAdapters > 0 && !roomWaitedFor(r));
   const slots = avail.reduce((n, r) => n + r.maxLoadedAdapters, 0);
   const total = demand.reduce((n, d) => n + d.count, 0);
   if (s.maxLoads <= 0 || slots === 0 || total <= 0) return [];

@@ -3,9 +3,9 @@ import type { AdapterManager, AdapterPolicy } from '../adapters/manager';
 import type { FleetStore } from '../fleet/store';
 import type { Logger } from '../log';
 import { DemandTracker } from './demand';
-import { planPrefetch, type PlannerReplica, type PrefetchLoad } from './planner';
+import { planPrefetch, roomWaitedFor, type PlannerReplica, type PrefetchLoad } from './planner';
 
-/** A router configuration's prefetch settings (router-schema.ts `prefetch_*`). */
+/** A router configuration's prefetch settings (config/router-fields/placement.ts `prefetch_*`). */
 export interface PrefetchSettings {
   enabled: boolean;
   halfLifeMs: number;
@@ -28,6 +28,8 @@ export interface PrefetchStats {
   failed: number;
   /** Planned loads the budget refused (no unit of the store's, nor one a load of the tick left unused). */
   overBudget: number;
+  /** Planned loads dropped at their start: a request began waiting for room on that replica. */
+  leftToRequests: number;
 }
 
 /** Fixed-window budget keys in the fleet store (shared by every node on one state). */
@@ -37,6 +39,8 @@ const TICK_KEY = 'prefetch-tick';
 
 /** Raised by the budget check inside the manager's `beforeLoad`: no load was started. */
 class OverBudget extends Error {}
+/** Raised inside `beforeLoad` when a request waits for room on the replica: no load was started. */
+class RoomWaited extends Error {}
 
 /**
  * Loads hot adapters ahead of demand, one tick every `intervalMs` (driven by the poller's timer).
@@ -49,7 +53,14 @@ class OverBudget extends Error {}
  */
 export class Prefetcher {
   readonly demand: DemandTracker;
-  readonly stats: PrefetchStats = { ticks: 0, planned: 0, loaded: 0, failed: 0, overBudget: 0 };
+  readonly stats: PrefetchStats = {
+    ticks: 0,
+    planned: 0,
+    loaded: 0,
+    failed: 0,
+    overBudget: 0,
+    leftToRequests: 0,
+  };
   settings: PrefetchSettings | null = null;
   private lastTick = -Infinity;
   private running = false;
@@ -113,6 +124,7 @@ export class Prefetcher {
           v.backend === 'vllm',
         residents: v.residents ?? [],
         isStatic: policy.isStatic,
+        roomWanted: this.manager.roomWants.on(v.url),
       });
     }
     const plan = planPrefetch(demand, replicas, {
@@ -155,6 +167,14 @@ export class Prefetcher {
     return out;
   }
 
+  /** Whether a request of this process waits for room on `url` for an adapter it does not hold. */
+  private async roomWaited(url: string, adapter: string): Promise<boolean> {
+    // Asked from inside the load, which wants room for its own adapter: a request waiting for
+    // that adapter here is served by this load.
+    const roomWanted = this.manager.roomWants.on(url).filter((name) => name !== adapter);
+    return roomWanted.length > 0 && roomWaitedFor({ residents: await this.store.residents(url), roomWanted });
+  }
+
   /** 'refused': the budget refused it (no unit left); 'done': it ran its course, whatever came of it. */
   private async load(
     p: PrefetchLoad,
@@ -180,6 +200,8 @@ export class Prefetcher {
         (v) => count.get(v.name) ?? 0,
         async () => {
           if (held) return;
+          // The plan is a tick old: a request may have begun waiting for room here since.
+          if (await this.roomWaited(p.url, p.adapter.name)) throw new RoomWaited();
           if (!(await budget.take())) throw new OverBudget();
           held = true;
         },
@@ -196,6 +218,11 @@ export class Prefetcher {
       }
     } catch (err) {
       if (err instanceof OverBudget) return 'refused';
+      if (err instanceof RoomWaited) {
+        this.stats.leftToRequests++;
+        this.log.info(`prefetch of '${p.adapter.name}' on ${p.url} left out: a request waits for room there`);
+        return 'done';
+      }
       this.stats.failed++;
       this.log.info(`prefetch of '${p.adapter.name}' on ${p.url} not made: ${(err as Error).message}`);
     }

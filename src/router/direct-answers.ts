@@ -12,7 +12,7 @@ import { isHolder } from '../scheduler/pipeline';
 import type { TokenEstimate } from '../work/estimate';
 import { modelList } from './model-list';
 import { allowedMethods, classifyPath, modelIdOf, type PathClass } from './request';
-import type { RouteOutcome, RouteRequest } from './router';
+import type { RouteOutcome, RouteRequest } from './outcome';
 
 /** What the model list is built from: one router configuration's fleet. */
 export interface ModelFleet {

@@ -2,6 +2,7 @@ import type { Resolved } from '../adapters/catalog';
 import { PlacedElsewhere } from '../adapters/claims';
 import type { EvictionPolicy } from '../adapters/eviction';
 import { ROOM_FALLBACK_MS } from '../adapters/manager';
+import { Wanting } from '../adapters/room-wants';
 import type { RouterConfig } from '../config/router-schema';
 import { errors } from '../errors';
 import type { AdapterRef, ReplicaView } from '../fleet/types';
@@ -53,6 +54,9 @@ export interface PlacementRequest {
   decided?: (url: string) => void;
 }
 
+/** Runs on the decision, claim held, with how long the load may wait for an idle adapter there. */
+type Admit<T> = (decision: Decision, queueTimeoutMs: number, recheck?: () => Promise<string>) => Promise<T>;
+
 /**
  * Where a request goes, agreed with the other routers on the fleet: schedule, and for a cold
  * adapter claim the placement, follow another router's placement, or spread past a saturated
@@ -63,10 +67,27 @@ export class Placement {
   constructor(private readonly deps: PlacementDeps) {}
 
   /** Places one request, on `rt`: the runtime its decision runs on from start to end. */
-  async place<T>(
+  async place<T>(rt: FleetRuntime, p: PlacementRequest, admit: Admit<T>): Promise<T> {
+    // Held for a replica without its adapter, a request wants a slot there; waiting for room
+    // anywhere, on any replica: a prefetch takes none of those until it is placed
+    // (src/adapters/room-wants.ts). Not dropped when it goes: its load has not claimed the slot yet.
+    const wanting = new Wanting(
+      rt.manager.roomWants,
+      p.resolved.kind === 'on-demand' ? p.resolved.adapter.name : undefined,
+      this.deps.urls,
+    );
+    try {
+      return await this.placeWanting(rt, p, admit, wanting);
+    } finally {
+      wanting.off();
+    }
+  }
+
+  private async placeWanting<T>(
     rt: FleetRuntime,
     p: PlacementRequest,
-    admit: (decision: Decision, queueTimeoutMs: number, recheck?: () => Promise<string>) => Promise<T>,
+    admit: Admit<T>,
+    wanting: Wanting,
   ): Promise<T> {
     const { resolved, adapter, prompt, contextTokens, ctx, wait } = p;
     let views = p.views;
@@ -107,6 +128,10 @@ export class Placement {
       if (wait.holds(ctx.now, decision.replica)) {
         if (!held) rt.metrics.ttftHolds.inc();
         held = true;
+        // Held for its best start: on a replica holding its adapter it wants no slot; on another,
+        // the slot it goes for there once the queues drain.
+        if (decision.replica.holder) wanting.off();
+        else wanting.on([decision.replica.url]);
         await rt.manager.roomChanged.wait(rt.clock, ROOM_FALLBACK_MS);
         views = await rt.store.views(this.deps.urls, adapter, withResidents);
         continue;
@@ -130,6 +155,7 @@ export class Placement {
         // No replica can start the load now (every adapter busy everywhere): wait for room
         // anywhere, rather than queue behind one replica's busy adapters.
         if (wait.anywhere && ctx.now < wait.deadline) {
+          wanting.on();
           await rt.manager.roomChanged.wait(rt.clock, ROOM_FALLBACK_MS);
           views = await rt.store.views(this.deps.urls, adapter, withResidents);
           continue;

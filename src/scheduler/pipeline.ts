@@ -104,10 +104,13 @@ export class SchedulingPipeline {
 
   /** The decision, or null when no replica can serve the request at all. */
   schedule(req: SchedulingRequest, views: readonly ReplicaView[], ctx: SchedulingContext): Decision | null {
+    // Indexed loops: a for-of's iterator results are allocated wherever the optimiser does not
+    // remove them, and this runs per replica per request (bench/profile-decision.ts counts bytes).
     let candidates = views.map((v) => toCandidate(v, ctx));
     const trail: Decision['filters'] = [];
     let stage: Stage = req.kind === 'on-demand' ? 'any' : req.kind;
-    for (const f of this.filters) {
+    for (let k = 0; k < this.filters.length; k++) {
+      const f = this.filters[k]!;
       const r = f.filter(req, candidates, ctx);
       candidates = r.kept;
       if (r.stage) stage = r.stage;
@@ -116,14 +119,15 @@ export class SchedulingPipeline {
     }
     const scored = candidates.map((candidate) => ({ candidate, score: 0 }));
     if (this.weightTotal > 0 && candidates.length > 1) {
-      for (const { scorer, weight } of this.scorers) {
+      for (let k = 0; k < this.scorers.length; k++) {
+        const { scorer, weight } = this.scorers[k]!;
         const s = scorer.score(req, candidates, ctx);
         for (let i = 0; i < scored.length; i++) scored[i]!.score += weight * clamp01(s[i] ?? 0);
       }
-      for (const s of scored) s.score /= this.weightTotal;
+      for (let i = 0; i < scored.length; i++) scored[i]!.score /= this.weightTotal;
     }
     const chosen = this.picker.pick(scored, ctx).candidate;
-    for (const { scorer } of this.scorers) scorer.observe?.(req, chosen, ctx);
+    for (let k = 0; k < this.scorers.length; k++) this.scorers[k]!.scorer.observe?.(req, chosen, ctx);
     return new ScoredDecision(chosen, stage, scored, trail);
   }
 }

@@ -1,13 +1,20 @@
-import type { ReplicaLoad } from '../metrics/replica-load';
+/**
+ * The work model: per replica, what this router admitted and has not seen end, and what a
+ * request sent there now would wait. Its parts each have a file: a replica's state and its FIFO
+ * drain (replica-state.ts), what a scrape teaches (scrape-learning.ts), the waits for KV room and
+ * a slot (waits.ts); this file keeps the admissions and the reads a prediction makes.
+ */
 import { Ewma } from './ewma';
+import { advance, queued, RATE_ALPHA, ReplicaState, type Entry } from './replica-state';
+import { learnFromScrape, type ReplicaFigures } from './scrape-learning';
+import { kvWait, slotWait } from './waits';
+
+export type { ReplicaFigures } from './scrape-learning';
 
 /** Output tokens assumed for the KV a request holds when the client sets no limit. */
 export const DEFAULT_MAX_TOKENS = 256;
 /** Prompt tokens assumed per waiting request a replica reports before anything is known. */
 const PRIOR_PROMPT_TOKENS = 512;
-/** A learned rate stays within this factor of the prior: one odd interval cannot zero it. */
-const RATE_BOUND = 20;
-const RATE_ALPHA = 0.2;
 
 export interface WorkOptions {
   /** Prior prefill rate of a replica, tokens per second, until it is measured. */
@@ -31,24 +38,6 @@ export interface Admission {
   cachedTokens?: number;
 }
 
-/** What the replica's last scrape said, as far as the work model reads it (see ReplicaLoad). */
-export type ReplicaFigures = Pick<
-  ReplicaLoad,
-  | 'waiting'
-  | 'running'
-  | 'kvUsage'
-  | 'promptTokensTotal'
-  | 'firstTokensTotal'
-  | 'kvCapacityTokens'
-  | 'finishedPromptTokens'
-  | 'prefillSeconds'
-  | 'finishedComputedTokens'
-  | 'computedTokensTotal'
-  | 'generationTokens'
-  | 'finishedRequests'
-  | 'decodeSeconds'
->;
-
 export interface ReplicaWork {
   /** Requests this router admitted and has not seen logged. */
   inFlight: number;
@@ -59,52 +48,6 @@ export interface ReplicaWork {
   /** KV the in-flight requests reserve (prompt + max tokens). */
   kvReservedTokens: number;
   prefillTokensPerS: number;
-}
-
-interface Entry {
-  id: string;
-  url: string;
-  /** Its prefill: the prompt past a credited prefix. */
-  prompt: number;
-  /** The KV it reserves: its whole prompt (a cached prefix included) and max tokens. */
-  kv: number;
-  maxTokens: number;
-  at: number;
-  /** Cumulative admitted prompt tokens on its replica once this one's prefill ends (FIFO). */
-  end: number;
-  /** When its prefill was predicted to end, at admission. */
-  prefillEndAt: number;
-}
-
-class Replica {
-  rate: Ewma;
-  admitted = 0;
-  drained = 0;
-  drainedAt = 0;
-  kvReserved = 0;
-  readonly entries = new Map<string, Entry>();
-  implied: { tokens: number; at: number } | null = null;
-  impliedKv = 0;
-  kvCapacity: number | undefined;
-  /** Requests the last scrape reported waiting, and ours admitted (+1) or ended (-1) since. */
-  scrapedWaiting = 0;
-  scrapedRunning = 0;
-  sinceScrape = 0;
-  /**
-   * The last scrape's prefill histogram sums of finished requests: tokens (computed ones where
-   * the replica exports them, else prompt tokens), seconds.
-   */
-  prefill: { tokens: number; prompt: number; seconds: number; computed: boolean; requests?: number } | null =
-    null;
-  /** Its last rate sample had each request's last prefill step taken out (`prefillStepMs`). */
-  stepApart = false;
-  /** Its rate was learned from prompt tokens, prefix-cache hits included: a cached prefix is priced in already. */
-  promptUnits = false;
-  /** And its decode histogram sums: generated tokens, requests, seconds. */
-  decode: { tokens: number; requests: number; seconds: number } | null = null;
-  constructor(prior: number) {
-    this.rate = new Ewma(prior, RATE_ALPHA);
-  }
 }
 
 /** What a prediction reads of one replica (`WorkModel.outlook`). */
@@ -129,7 +72,7 @@ export interface Outlook {
  * times their mean prompt), and clears it when the replica reports itself idle.
  */
 export class WorkModel {
-  private readonly replicas = new Map<string, Replica>();
+  private readonly replicas = new Map<string, ReplicaState>();
   private readonly byId = new Map<string, Entry>();
   private readonly meanPrompt = new Ewma(PRIOR_PROMPT_TOKENS, 0.05);
   private readonly meanMaxTokens = new Ewma(DEFAULT_MAX_TOKENS, 0.05);
@@ -148,21 +91,15 @@ export class WorkModel {
       if (r.rate.count === 0) r.rate = new Ewma(prefillTokensPerS, RATE_ALPHA);
   }
 
-  private replica(url: string): Replica {
+  private replica(url: string): ReplicaState {
     let r = this.replicas.get(url);
-    if (!r) this.replicas.set(url, (r = new Replica(this.o.prefillTokensPerS)));
+    if (!r) this.replicas.set(url, (r = new ReplicaState(this.o.prefillTokensPerS)));
     return r;
-  }
-
-  private advance(r: Replica, now: number): void {
-    if (now > r.drainedAt && r.admitted > r.drained)
-      r.drained = Math.min(r.admitted, r.drained + (r.rate.value * (now - r.drainedAt)) / 1000);
-    if (now > r.drainedAt) r.drainedAt = now;
   }
 
   admit(a: Admission): void {
     const r = this.replica(a.url);
-    this.advance(r, a.at);
+    advance(r, a.at);
     const ahead = r.admitted - r.drained;
     // A request that waits for KV room (or a load) measures that wait, not the prefill rate.
     const startMs = (a.startMs ?? 0) + this.kvWaitMs(a.url, a.at, a.promptTokens + a.maxTokens);
@@ -197,7 +134,7 @@ export class WorkModel {
     if (!e) return;
     this.byId.delete(id);
     const r = this.replica(e.url);
-    this.advance(r, now);
+    advance(r, now);
     if (completed) r.drained = Math.max(r.drained, e.end);
     else {
       const left = Math.min(e.prompt, Math.max(0, e.end - r.drained));
@@ -221,104 +158,18 @@ export class WorkModel {
     }
   }
 
-  private observeRate(r: Replica, sample: number): void {
-    const prior = this.o.prefillTokensPerS;
-    r.rate.observe(Math.min(prior * RATE_BOUND, Math.max(prior / RATE_BOUND, sample)));
-  }
-
   /**
-   * A scrape of the replica at `at` (begun at `startedAt`): its queue times the mean prompt
-   * (from its own counters when it has them) overrides a smaller own view. The prefill rate is
-   * learned from vLLM's per-request histograms, which PrometheusStatLogger observes together
-   * when a request finishes (`histogram_num_prompt_tokens_request` and
-   * `histogram_prefill_time_request`, vllm/v1/metrics/loggers.py `record`, vLLM v0.11.0):
-   * over a poll interval both sums describe the same requests, so their ratio is the tokens a
-   * second their prefill ran at, decodes sharing the steps included. `vllm:prompt_tokens_total`
-   * is not a rate: it moves when a request is scheduled, and a queue waiting for KV room (long
-   * prompts) is scheduled only as running requests end, at the decode pace (measured in the DES:
-   * it taught rates 20x too low and predictions tens of seconds too long).
+   * A scrape of the replica at `at` (begun at `startedAt`): what it teaches is in
+   * scrape-learning.ts (`learnFromScrape`).
    */
   observeReplica(url: string, f: ReplicaFigures, at: number, startedAt = at): void {
     const r = this.replica(url);
-    this.advance(r, at);
-    if (f.kvCapacityTokens !== undefined && f.kvCapacityTokens > 0) r.kvCapacity = f.kvCapacityTokens;
-    // Its mean computed prompt where it exports computed tokens: a waiting request's cached prefix queues no prefill.
-    const queued = f.computedTokensTotal ?? f.promptTokensTotal;
-    const mean =
-      queued !== undefined && f.firstTokensTotal !== undefined && f.firstTokensTotal > 0
-        ? queued / f.firstTokensTotal
-        : this.meanPrompt.value;
-    r.implied = { tokens: f.waiting * mean, at };
-    r.scrapedWaiting = f.waiting;
-    r.scrapedRunning = f.running;
-    r.sinceScrape = 0;
-    r.impliedKv = f.kvUsage !== undefined && r.kvCapacity !== undefined ? f.kvUsage * r.kvCapacity : 0;
-    this.learnPrefill(r, f);
-    if (
-      f.generationTokens !== undefined &&
-      f.finishedRequests !== undefined &&
-      f.decodeSeconds !== undefined
-    ) {
-      const last = r.decode;
-      if (last) {
-        // A request's first token is its prefill's: the decode phase made the rest.
-        const tokens = f.generationTokens - last.tokens - (f.finishedRequests - last.requests);
-        const s = f.decodeSeconds - last.seconds;
-        if (tokens > 0 && s > 0) this.decodeMs.observe((s * 1000) / tokens);
-      }
-      r.decode = { tokens: f.generationTokens, requests: f.finishedRequests, seconds: f.decodeSeconds };
-    }
-    if (f.waiting === 0 && f.running === 0) {
-      // Idle when scraped: whatever we admitted before the scrape began has been prefilled.
-      for (const e of r.entries.values()) {
-        if (e.at > startedAt) break;
-        if (e.end > r.drained) r.drained = e.end;
-      }
-    }
-  }
-
-  /**
-   * The prefill rate from the prefill histograms' growth since the last scrape: computed tokens
-   * over prefill seconds where the replica exports them (`finishedComputedTokens`); prompt tokens
-   * only where it does not. Prefix caching is on by default in vLLM's V1 engine, and a cache hit
-   * costs no prefill: over prompt tokens, a replica serving repeated system prompts learns a rate
-   * far above its real one and predicts an uncached prompt too fast.
-   */
-  private learnPrefill(r: Replica, f: ReplicaFigures): void {
-    if (f.finishedPromptTokens === undefined || f.prefillSeconds === undefined) return;
-    const computed = f.finishedComputedTokens !== undefined;
-    const total = f.finishedComputedTokens ?? f.finishedPromptTokens;
-    const requests = computed ? f.finishedRequests : undefined;
-    const last = r.prefill;
-    // The same kind of tokens as last time (an upgrade between scrapes gives no sample).
-    if (last && last.computed === computed) {
-      const tokens = total - last.tokens;
-      let s = f.prefillSeconds - last.seconds;
-      // Some of the prompts were cache hits: each request's prefill phase ends with an engine step
-      // however little it computed (a cached prompt still runs its last token); a decode step's
-      // time, which the decode histograms measure, is taken out (`prefillStepMs`, and the
-      // prediction adds it back). Left in, mostly cached prompts teach a rate far below the
-      // engine's. An interval that is mostly such steps says little of the rate: no sample.
-      // Without hits the rate is the prompt tokens' (long prefills inflate the decode figure).
-      const hits = f.finishedPromptTokens - last.prompt > tokens;
-      if (hits && requests !== undefined && last.requests !== undefined) {
-        const steps = ((requests - last.requests) * this.decodeMs.value) / 1000;
-        s = s - steps >= s / 4 ? s - steps : 0;
-      }
-      // Nothing finished (or the replica restarted and its sums fell): no sample.
-      if (tokens > 0 && s > 0) {
-        this.observeRate(r, tokens / s);
-        r.stepApart = hits && requests !== undefined && last.requests !== undefined;
-      }
-    }
-    r.prefill = {
-      tokens: total,
-      prompt: f.finishedPromptTokens,
-      seconds: f.prefillSeconds,
-      computed,
-      requests,
-    };
-    r.promptUnits = !computed;
+    advance(r, at);
+    learnFromScrape(r, f, at, startedAt, {
+      priorTokensPerS: this.o.prefillTokensPerS,
+      meanPrompt: this.meanPrompt,
+      decodeMs: this.decodeMs,
+    });
   }
 
   /**
@@ -367,10 +218,13 @@ export class WorkModel {
       o.creditsPrefix = true;
       return o;
     }
-    o.waitMs = Math.max(this.kvWait(r, now, need), this.slotWait(r, now));
+    o.waitMs = Math.max(
+      kvWait(r, now, need, this.decodeMs.value),
+      slotWait(r, now, this.meanMaxTokens.value, this.decodeMs.value),
+    );
     o.rate = r.rate.value;
-    this.advance(r, now);
-    o.queuedTokens = this.queued(r, now);
+    advance(r, now);
+    o.queuedTokens = queued(r, now);
     o.stepMs = r.stepApart ? this.decodeMs.value : 0;
     o.creditsPrefix = !r.promptUnits;
     return o;
@@ -380,81 +234,20 @@ export class WorkModel {
   queuedPrefill(url: string, now: number): number {
     const r = this.replicas.get(url);
     if (!r) return 0;
-    this.advance(r, now);
-    return this.queued(r, now);
+    advance(r, now);
+    return queued(r, now);
   }
 
-  /** `queuedPrefill` on a replica advanced to `now`. */
-  private queued(r: Replica, now: number): number {
-    const own = r.admitted - r.drained;
-    const imp = r.implied;
-    const implied = imp ? imp.tokens - (r.rate.value * Math.max(0, now - imp.at)) / 1000 : 0;
-    return Math.max(own, implied, 0);
-  }
-
-  /**
-   * How long a request needing `need` KV tokens waits for room on `url`: until enough of the
-   * requests there end (prefill, then their max tokens at the decode rate), taken in admission
-   * order (FIFO: no sort per candidate, which a decision over 64 replicas cannot afford). 0 when
-   * it fits or the capacity is unknown.
-   */
+  /** How long a request needing `need` KV tokens waits for room on `url` (waits.ts `kvWait`). */
   kvWaitMs(url: string, now: number, need: number): number {
     const r = this.replicas.get(url);
-    return r ? this.kvWait(r, now, need) : 0;
+    return r ? kvWait(r, now, need, this.decodeMs.value) : 0;
   }
 
-  private kvWait(r: Replica, now: number, need: number): number {
-    const cap = r.kvCapacity;
-    if (cap === undefined || need > cap) return 0;
-    let toFree = Math.max(r.kvReserved, r.impliedKv) + need - cap;
-    if (toFree <= 0) return 0;
-    this.advance(r, now);
-    let last = now;
-    for (const e of r.entries.values()) {
-      last = Math.max(last, this.endAt(r, e, now));
-      toFree -= e.kv;
-      if (toFree <= 0) break;
-    }
-    return last - now;
-  }
-
-  /**
-   * When a request of ours on `r` is predicted to end: its prefill (still queued: at the
-   * replica's rate from now; done: when it was predicted to end) plus its max tokens at the
-   * decode rate. The replica's clock, not ours, says when decoding began: a request whose
-   * prefill ended seconds ago has that much less to decode.
-   */
-  private endAt(r: Replica, e: Entry, now: number): number {
-    const prefillEnd = e.end > r.drained ? now + ((e.end - r.drained) / r.rate.value) * 1000 : e.prefillEndAt;
-    return prefillEnd + e.maxTokens * this.decodeMs.value;
-  }
-
-  /**
-   * How long a request sent to `url` now waits for a running slot: when the last scrape reported
-   * a queue (slots, KV or the adapters a batch may mix are full), the requests waiting then, plus
-   * ours admitted since (less ours ended), go first; it starts when that many and one more of
-   * the requests there have ended, taken in admission order as `kvWaitMs` does. The prefill and
-   * KV figures miss this wait when decodes hold every slot (short prompts, long answers: vLLM's
-   * `max_num_seqs`). Past the requests of ours (another gateway's queue), each further one
-   * is a typical request's decode over the slots the replica reported running. 0 when the
-   * replica reported no queue.
-   */
+  /** How long a request sent to `url` now waits for a running slot (waits.ts `slotWait`). */
   slotWaitMs(url: string, now: number): number {
     const r = this.replicas.get(url);
-    return r ? this.slotWait(r, now) : 0;
-  }
-
-  private slotWait(r: Replica, now: number): number {
-    if (r.scrapedWaiting <= 0) return 0;
-    this.advance(r, now);
-    let k = Math.max(1, r.scrapedWaiting + r.sinceScrape + 1);
-    let end = now;
-    for (const e of r.entries.values()) {
-      end = Math.max(now, this.endAt(r, e, now));
-      if (--k === 0) return end - now;
-    }
-    const perRequest = (this.meanMaxTokens.value * this.decodeMs.value) / Math.max(1, r.scrapedRunning);
-    return end + k * perRequest - now;
+    return r ? slotWait(r, now, this.meanMaxTokens.value, this.decodeMs.value) : 0;
   }
 
   view(url: string, now: number): ReplicaWork {

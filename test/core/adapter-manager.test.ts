@@ -158,18 +158,22 @@ describe('AdapterManager', () => {
     expect(await ensure('a')).toBe('hit');
   });
 
-  it('a caller that passed the backoff check before a peer load failed does not load within the backoff', async () => {
-    // The caller's budget spend (`beforeLoad`, a Redis call) outlasts a peer's load of the same
-    // adapter, which fails meanwhile: the caller must look at the backoff again, not call at once.
+  it('a caller whose budget spend is slow is already the load: a peer joins it, and no second load follows its failure', async () => {
+    // The budget spend (`beforeLoad`, a Redis call) runs inside the load, once room is there: the
+    // flight is set before it, so a peer that comes during the spend joins instead of loading
+    // beside it (before, the peer loaded, failed, and the spender had to look at the backoff again).
     const { mgr, clock, api, settle } = await setup(10);
     api.failNext.push(new BackendError('http', 'engine failure', 500));
     const ref = { name: 'a', path: '/adapters/a' };
     const slowSpend = () => sleep(clock, 50);
-    const late = caught(mgr.ensure(U, ref, policy(), undefined, slowSpend));
-    const first = caught(mgr.ensure(U, ref, policy()));
-    const [firstErr, lateErr] = await settle(Promise.all([first, late]));
+    const spender = caught(mgr.ensure(U, ref, policy(), undefined, slowSpend));
+    const peer = caught(mgr.ensure(U, ref, policy()));
+    const [spenderErr, peerErr] = await settle(Promise.all([spender, peer]));
     expect(api.calls).toEqual(['load a']);
-    expect([firstErr?.code, lateErr?.code]).toEqual(['adapter_load_failed', 'adapter_load_backoff']);
+    expect([spenderErr?.code, peerErr?.code]).toEqual(['adapter_load_failed', 'adapter_load_failed']);
+    const again = await settle(caught(mgr.ensure(U, ref, policy(), undefined, slowSpend)));
+    expect(again?.code).toBe('adapter_load_backoff');
+    expect(api.calls).toEqual(['load a']);
   });
 
   it('answers 404 when the replica has no adapter at the path (the client asked for an unknown adapter)', async () => {

@@ -273,7 +273,10 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
 
   it('stops renewing a lease past LEASE_CEILING × the maximum age: an orphan on a hot adapter is reclaimed', async () => {
     const s = await store();
-    const maxAge = 100; // ceiling: LEASE_CEILING × 100 ms
+    // Ceiling: LEASE_CEILING × 300 ms. Each pass renews within 300 ms of the last however slow
+    // the machine (a pass is a 50 ms sleep and four calls): with 100 ms, one pass past 100 ms
+    // on a loaded machine let the orphan age out before its ceiling.
+    const maxAge = 300;
     // Its log phase never comes (a killed node); other requests for `a` keep the adapter running.
     await s.acquire({ id: 'orphan', url: U, adapter: 'a', at: Date.now() });
     const taken = Date.now();
@@ -513,9 +516,12 @@ describe('redis fleet store across nodes', () => {
     const a = node(p, 'nodeA');
     const b = node(p, 'nodeB');
     await a.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-    await b.applySnapshot(U, { at: 20, startedAt: 15, ok: true, load: { ...load, waiting: 7 } });
-    await a.applySnapshot(U, { at: 25, startedAt: 10, ok: true, load: { ...load, waiting: 1 } });
-    expect((await a.views([U]))[0]).toMatchObject({ waiting: 7, snapshotAt: 20 });
+    // Redis dates a poll's start from its duration (at - startedAt) back from its own clock:
+    // A's poll took 5 s, B's 5 ms, so A's began seconds earlier however far apart the two
+    // calls land (with a 10 ms gap between the durations, a loaded machine reordered them).
+    await b.applySnapshot(U, { at: 5_015, startedAt: 5_010, ok: true, load: { ...load, waiting: 7 } });
+    await a.applySnapshot(U, { at: 5_020, startedAt: 20, ok: true, load: { ...load, waiting: 1 } });
+    expect((await a.views([U]))[0]).toMatchObject({ waiting: 7, snapshotAt: 5_015 });
   });
 
   async function states2(s: FleetStore) {

@@ -1,6 +1,7 @@
 import { AdapterManager, type AdapterPolicy } from '../../src/adapters/manager';
 import type { LoadOutcome, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
 import { sleep, VirtualClock } from '../../src/clock';
+import { RoomWants, Wanting } from '../../src/adapters/room-wants';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { ResidencyState } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
@@ -42,6 +43,27 @@ describe('DemandTracker', () => {
     d.observe({ name: 'a' }, URLS, 0);
     expect(d.snapshot(10_000)).toEqual([]);
     expect(d.size).toBe(0);
+  });
+});
+
+describe('RoomWants', () => {
+  it('lists the adapters waiting requests want per replica, until each wait ends', () => {
+    const wants = new RoomWants();
+    const end = wants.add('x', URLS);
+    const held = new Wanting(wants, 'y', [R2]);
+    held.on();
+    held.on();
+    expect([wants.on(R1), wants.on(R2)]).toEqual([['x'], ['x', 'y']]);
+    // Decided again, held for another replica: it wants room there instead.
+    held.on([R1]);
+    expect([wants.on(R1), wants.on(R2)]).toEqual([['x', 'y'], ['x']]);
+    end();
+    held.off();
+    held.off();
+    expect(wants.size).toBe(0);
+    // The base model or a static adapter wants no slot.
+    new Wanting(wants, undefined, URLS).on();
+    expect(wants.size).toBe(0);
   });
 });
 
@@ -132,6 +154,20 @@ describe('planPrefetch', () => {
     expect(planned(planPrefetch(demandOf({ a: 20, c: 4 }), one, s))).toEqual([`a@${R1}`]);
     // 1 slot: c's target is 4/24 = 0.17; with hysteresis 0.1, 0 copies would be short by 0.17 > 0.1.
     expect(planned(planPrefetch(demandOf({ a: 20, c: 4 }), one, { ...s, hysteresis: 0.1 }))).toEqual([]);
+  });
+
+  it('leaves a replica alone while a request waits there for room for an adapter it does not hold', () => {
+    // A request held (or waiting for room) wants R1 for `x`: R1's free slot is its, not a's.
+    const both = [replica(R1, [], { roomWanted: ['x'] }), replica(R2)];
+    expect(planned(planPrefetch(demandOf({ a: 5, b: 5 }), both, settings))).toEqual([`a@${R2}`]);
+    // Nor an idle adapter there that a prefetch could evict.
+    const full = [replica(R1, [{ name: 'c' }], { maxLoadedAdapters: 1, roomWanted: ['x'] })];
+    expect(planned(planPrefetch(demandOf({ a: 20, c: 1 }), full, { ...settings, maxLoads: 1 }))).toEqual([]);
+    // Held for the queue on a replica that holds its adapter: it wants no slot there.
+    const holds = [replica(R1, [{ name: 'x' }], { roomWanted: ['x'] })];
+    expect(planned(planPrefetch(demandOf({ a: 5, b: 5 }), holds, { ...settings, maxLoads: 1 }))).toEqual([
+      `a@${R1}`,
+    ]);
   });
 
   it('plans nothing on a busy replica, and one load a replica', () => {
@@ -347,6 +383,24 @@ describe('Prefetcher', () => {
     await clock.run(2 * on.intervalMs - 1);
     await tick(p);
     expect(api.calls).toEqual([`load a@${R1}`]);
+  });
+
+  it('drops a planned load at its start once a request waits for room on its replica', async () => {
+    // The plan saw R1 free; a request for `x` begins waiting for room there before the load starts.
+    const { api, store, clock, tick } = await fleet();
+    const manager = new AdapterManager(store, api, clock, silentLogger);
+    const p = new Prefetcher(store, manager, clock, silentLogger, () => policy);
+    p.configure(on);
+    p.observe({ name: 'a', path: '/a/a' }, [R1], AGO);
+    const views = store.views.bind(store);
+    // The tick's look at the planned adapter's placement is where the request comes in.
+    jest.spyOn(store, 'views').mockImplementation(async (urls, adapter, withResidents) => {
+      if (adapter?.name === 'a') manager.roomWants.add('x', [R1]);
+      return views(urls, adapter, withResidents);
+    });
+    await tick(p);
+    expect(api.calls).toEqual([]);
+    expect(p.stats).toMatchObject({ planned: 1, loaded: 0, failed: 0, leftToRequests: 1 });
   });
 
   it('two nodes on one store plan once a tick and load an adapter once', async () => {

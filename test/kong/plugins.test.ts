@@ -68,7 +68,7 @@ describe('the build and the plugin server contract', () => {
     const r = spawnSync(
       process.execPath,
       [PluginServerProcess.binary(), '-d', PLUGINS_DIR, '--dump-plugin-info', 'lora-router'],
-      { timeout: 5000 },
+      { timeout: 20_000 },
     );
     expect(r.status).toBe(0);
     expect(r.stderr.toString()).toBe('');

@@ -15,7 +15,7 @@ export const json = (b: Buffer) => JSON.parse(b.toString('utf8'));
 export function dumpPlugins(dir = PLUGINS_DIR): PluginInfo[] {
   return JSON.parse(
     execFileSync(process.execPath, [PluginServerProcess.binary(), '-d', dir, '--dump-all-plugins'], {
-      timeout: 5000,
+      timeout: 20_000,
     }).toString(),
   );
 }

@@ -6,8 +6,8 @@
  * idle fleet waited 7 s for it and got a 503). Each end is sent again once the server is found
  * changed; the fence makes it a no-op where the lock is gone or another holder has it.
  * Why a switch can lose acknowledged writes: "Redis replication is asynchronous" (redis/redis
- * `redis.conf`, REPLICATION section, read at commit 001730cb; no release tag checked), so a
- * promoted replica may lack the primary's last writes.
+ * `redis.conf`, REPLICATION section, point 1, at tag 7.0.15, the `redis-server` the tests run, and
+ * the same at 8.0.0), so a promoted replica may lack the primary's last writes.
  */
 import type { Clock } from '../../clock';
 import type { Fence } from '../types';

@@ -1,4 +1,5 @@
-import type { Filter } from '../types';
+import type { Candidate, Filter } from '../types';
+import { keep } from './keep';
 
 /**
  * The routing rule. Holders of the adapter (loaded or loading) while one is not saturated, those
@@ -13,7 +14,7 @@ export const adapterAffinity: Filter = {
     if (req.kind !== 'on-demand') return { kept: candidates, stage: req.kind };
     const holders = candidates.filter((c) => c.holder && c.saturation < 1);
     // Residency a replica reports beats its registry: holders that really hold the weights first.
-    const warm = holders.filter((c) => !c.adapter?.evicted);
+    const warm = keep(holders, holdsWeights);
     if (warm.length > 0) return { kept: warm, stage: 'holder' };
     if (holders.length > 0) return { kept: holders, stage: 'holder' };
     const max = ctx.policy.maxLoadedAdapters;
@@ -22,3 +23,6 @@ export const adapterAffinity: Filter = {
     return { kept: candidates, stage: 'any' };
   },
 };
+
+/** Its reported residency holds the weights (not evicted to CPU memory). */
+export const holdsWeights = (c: Candidate) => !c.adapter?.evicted;

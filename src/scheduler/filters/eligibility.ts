@@ -1,4 +1,5 @@
 import type { Candidate, Filter, RequestKind } from '../types';
+import { keep } from './keep';
 
 /**
  * Hard constraint, never relaxed: replicas that can serve the request at all. An adapter is
@@ -13,12 +14,15 @@ export const eligibility: Filter = {
   name: 'eligibility',
   filter(req, candidates, ctx) {
     const fit = fits(req.contextTokens, ctx.contextOf);
-    const known = candidates.filter((c) => c.backend !== 'llamacpp' || c.snapshotAt !== null);
-    const kept = fit ? known.filter(fit) : known;
+    const known = keep(candidates, listed);
+    const kept = fit ? keep(known, fit) : known;
     if (req.kind === 'base') return { kept };
-    return { kept: kept.filter((c) => canServe(req.kind, c, ctx.policy.maxLoadedAdapters)) };
+    return { kept: keep(kept, (c) => canServe(req.kind, c, ctx.policy.maxLoadedAdapters)) };
   },
 };
+
+/** Not a llama.cpp replica whose adapter list was never read. */
+const listed = (c: Candidate) => c.backend !== 'llamacpp' || c.snapshotAt !== null;
 
 /** Whether a replica can serve a request of this kind at all, its context apart. */
 export function canServe(

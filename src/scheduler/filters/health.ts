@@ -1,4 +1,5 @@
-import type { Filter } from '../types';
+import type { Candidate, Filter } from '../types';
+import { keep } from './keep';
 
 /**
  * Drops replicas that are down; keeps stale ones (figures unknown) only when no fresh one
@@ -8,10 +9,13 @@ import type { Filter } from '../types';
 export const health: Filter = {
   name: 'health',
   filter(_req, candidates) {
-    const alive = candidates.filter((c) => c.health !== 'down');
-    const fresh = alive.filter((c) => !c.stale);
+    const alive = keep(candidates, notDown);
+    const fresh = keep(alive, notStale);
     if (fresh.length > 0) return { kept: fresh };
     if (alive.length > 0) return { kept: alive };
     return { kept: candidates };
   },
 };
+
+const notDown = (c: Candidate) => c.health !== 'down';
+const notStale = (c: Candidate) => !c.stale;

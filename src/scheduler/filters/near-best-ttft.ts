@@ -1,4 +1,5 @@
 import type { Filter } from '../types';
+import { keep } from './keep';
 
 /**
  * Keeps the candidates whose predicted TTFT is within `ttft_tolerance_ms` of the best, so the
@@ -9,9 +10,10 @@ export const nearBestTtft: Filter = {
   name: 'near-best-ttft',
   filter(_req, candidates, ctx) {
     let best = Infinity;
-    for (const c of candidates) if (c.ttftMs < best) best = c.ttftMs;
+    for (let i = 0; i < candidates.length; i++)
+      if (candidates[i]!.ttftMs < best) best = candidates[i]!.ttftMs;
     if (best === Infinity) return { kept: candidates };
     const limit = best + (ctx.policy.ttftToleranceMs ?? 0);
-    return { kept: candidates.filter((c) => c.ttftMs <= limit) };
+    return { kept: keep(candidates, (c) => c.ttftMs <= limit) };
   },
 };

@@ -1,4 +1,6 @@
 import type { Candidate, Filter } from '../types';
+import { holdsWeights } from './adapter-affinity';
+import { keep } from './keep';
 
 /**
  * The adapter-affinity rule with saturation measured in time (`saturation_mode: predicted`):
@@ -15,14 +17,16 @@ export const predictedAffinity: Filter = {
     const margin = ctx.policy.saturationMarginMs ?? 0;
     let bestOther = Infinity;
     let bestSpread = Infinity;
-    for (const c of candidates)
+    for (let i = 0; i < candidates.length; i++) {
+      const c = candidates[i]!;
       if (!c.holder) {
         if (c.ttftMs < bestOther) bestOther = c.ttftMs;
         const s = spreadCost(c);
         if (s < bestSpread) bestSpread = s;
       }
+    }
     const holders = candidates.filter((c) => c.holder && c.ttftMs <= bestSpread + margin);
-    const warm = holders.filter((c) => !c.adapter?.evicted);
+    const warm = keep(holders, holdsWeights);
     if (warm.length > 0) return { kept: warm, stage: 'holder' };
     if (holders.length > 0) return { kept: holders, stage: 'holder' };
     const others = candidates.filter((c) => !c.holder);

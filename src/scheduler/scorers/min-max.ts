@@ -2,7 +2,8 @@
 export function lowerIsBetter(values: number[]): number[] {
   let min = Infinity;
   let max = -Infinity;
-  for (const v of values) {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
     if (v < min) min = v;
     if (v > max) max = v;
   }

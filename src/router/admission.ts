@@ -1,0 +1,143 @@
+/**
+ * Admission: the lease taken on the decision's replica, the adapter made sure of under it (a load,
+ * a wait for room), a fresh lease when a slow load let the old one age past what a store's sweep
+ * may reclaim, and the proxied request shaped. Apart from the service (router.ts) because this is
+ * where "an adapter is never unloaded under a request" is kept for the request path: from the
+ * lease's taking to the answer, every failure gives it back.
+ */
+import type { Resolved } from '../adapters/catalog';
+import type { AdapterPolicy } from '../adapters/manager';
+import type { RouterConfig } from '../config/router-schema';
+import { errors } from '../errors';
+import type { ResidentAdapter } from '../fleet/types';
+import { LeaseHandle } from '../lease';
+import type { FleetRuntime } from '../runtime';
+import type { Decision } from '../scheduler/types';
+import type { TokenEstimate } from '../work/estimate';
+import { DEFAULT_MAX_TOKENS } from '../work/work-model';
+import { takeLease, type GuessedLease, type LastReplicas } from './guessed-lease';
+import type { RouteOutcome } from './outcome';
+import { SeenDown } from './placement';
+import { withPolledHealth } from './polled-health';
+import { llamaBody, type targetOf } from './proxied-request';
+
+/**
+ * Fresh leases one admission may take after waits longer than half `lease_max_age_ms` (each wait
+ * an unload met and the adapter loaded again): past them, 503 and the client retries.
+ */
+const RETAKES = 4;
+
+/** What admission reads of its router configuration. */
+export interface AdmissionSetup {
+  config: RouterConfig;
+  adapterPolicy: AdapterPolicy;
+  /** Where Kong's set_target points for each replica. */
+  targets: ReadonlyMap<string, ReturnType<typeof targetOf>>;
+  /** Per adapter: the replica its last request was admitted on (the next one's guessed lease). */
+  lastReplica: LastReplicas;
+}
+
+/**
+ * Whether `lease` is old enough that a store's expiry sweep may have reclaimed it: past half of
+ * `lease_max_age_ms` (this node's clock against Redis's: half leaves room for any skew the
+ * store's own age allows).
+ */
+function mayBeReclaimed(rt: FleetRuntime, lease: LeaseHandle, config: RouterConfig): boolean {
+  return rt.clock.now() - lease.lease.at >= config.lease_max_age_ms / 2;
+}
+
+/** Takes the lease, makes sure the adapter is there, and shapes the proxied request. */
+export async function admit(
+  setup: AdmissionSetup,
+  rt: FleetRuntime,
+  decision: Decision,
+  resolved: Resolved,
+  json: Record<string, unknown> | null,
+  victimCost: ((v: ResidentAdapter) => number) | undefined,
+  /** How long the load may wait for room, when the access phase must be over, and the placement's check after a wait. */
+  wait: { queueMs: number; until: number; recheckPlacement?: () => Promise<string> },
+  spend: () => Promise<void>,
+  tokens: TokenEstimate | undefined,
+  guess: GuessedLease,
+): Promise<RouteOutcome> {
+  const replica = decision.replica;
+  const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
+  // Taken on the decision's runtime, and given back there whatever happens meanwhile.
+  let { lease, state: held } = await takeLease(rt, replica.url, adapterName, guess);
+  // From here on, any failure gives the lease back before it is answered.
+  try {
+    // Admitted to the work model before the load: requests routed meanwhile queue behind it.
+    const admitWork = (id: string, load: boolean) => {
+      if (tokens && rt.predictsWork)
+        rt.work.admit({
+          id,
+          url: replica.url,
+          promptTokens: tokens.promptTokens,
+          maxTokens: tokens.maxTokens ?? DEFAULT_MAX_TOKENS,
+          at: rt.clock.now(),
+          startMs: load && adapterName !== null ? rt.loadTimes.load(adapterName) : 0,
+          cachedTokens: replica.cachedTokens,
+        });
+    };
+    for (let round = 0; ; round++) {
+      // The state under the lease, not the decision's: an unload may have begun since the views.
+      const state = replica.backend === 'vllm' ? held : replica.adapter?.state;
+      const load = resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static';
+      if (round === 0) admitWork(lease.id, load);
+      if (load) {
+        const adapter = resolved.adapter;
+        const policy = {
+          ...setup.adapterPolicy,
+          queueTimeoutMs: wait.queueMs,
+          deadline: wait.until,
+          ...(wait.recheckPlacement ? { recheckPlacement: wait.recheckPlacement } : {}),
+        };
+        await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
+        // The load (or its wait for room) took time: a replica seen down meanwhile gets no request.
+        if (replica.health !== 'down') {
+          const [now] = await withPolledHealth(rt, await rt.store.views([replica.url], undefined, false));
+          if (now?.health === 'down') throw new SeenDown(replica.url);
+        }
+      }
+      if (!mayBeReclaimed(rt, lease, setup.config)) break;
+      if (round >= RETAKES)
+        throw errors.noRoom(
+          adapterName ?? 'base',
+          replica.url,
+          1,
+          'it was unloaded each time it was about to be used',
+        );
+      // Waited so long that an expiry sweep may have reclaimed the lease (a load slower than
+      // lease_max_age_ms): a fresh one, taken before the old goes back so one always holds the
+      // adapter, with the state under it; an unload begun meanwhile is waited out and the
+      // adapter loaded again, as for any request (seed 102923).
+      const fresh = await LeaseHandle.take(rt, replica.url, adapterName);
+      const old = lease;
+      ({ lease, state: held } = fresh);
+      await old.release();
+      admitWork(lease.id, false);
+    }
+    if (rt.store.mode) setup.lastReplica.remember(adapterName, replica.url);
+    rt.metrics.decisions.inc({ stage: decision.stage });
+    rt.metrics.recent.record('requests', rt.clock.now());
+    return {
+      kind: 'proxy',
+      url: replica.url,
+      ...setup.targets.get(replica.url)!,
+      leaseId: lease.id,
+      stage: decision.stage,
+      adapter: adapterName,
+      body:
+        replica.backend === 'llamacpp' && json
+          ? llamaBody(json, replica.adapter?.llamaId, replica.llamaIds ?? [])
+          : undefined,
+      ...(setup.config.saturation_mode === 'predicted' ? { predictedTtftMs: replica.ttftMs } : {}),
+    };
+  } catch (err) {
+    // Not releaseLease (log-phase.ts): that also wakes the requests waiting for room when the
+    // adapter went idle, which changes how escalated requests retry (measured in every
+    // routing figure where admissions fail); a change of behaviour for its own issue.
+    await lease.release();
+    throw err;
+  }
+}

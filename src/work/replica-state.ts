@@ -1,0 +1,83 @@
+/**
+ * One replica's state in the work model: the requests this router admitted there, in admission
+ * order, and the prefill they queue, drained at the replica's learned rate (FIFO, as vLLM
+ * schedules). Apart from the model (work-model.ts) because the other parts read the same few
+ * operations on it: learning from scrapes (scrape-learning.ts) and the waits (waits.ts).
+ */
+import { Ewma } from './ewma';
+
+/** A learned rate stays within this factor of the prior: one odd interval cannot zero it. */
+export const RATE_BOUND = 20;
+export const RATE_ALPHA = 0.2;
+
+export interface Entry {
+  id: string;
+  url: string;
+  /** Its prefill: the prompt past a credited prefix. */
+  prompt: number;
+  /** The KV it reserves: its whole prompt (a cached prefix included) and max tokens. */
+  kv: number;
+  maxTokens: number;
+  at: number;
+  /** Cumulative admitted prompt tokens on its replica once this one's prefill ends (FIFO). */
+  end: number;
+  /** When its prefill was predicted to end, at admission. */
+  prefillEndAt: number;
+}
+
+export class ReplicaState {
+  rate: Ewma;
+  admitted = 0;
+  drained = 0;
+  drainedAt = 0;
+  kvReserved = 0;
+  readonly entries = new Map<string, Entry>();
+  implied: { tokens: number; at: number } | null = null;
+  impliedKv = 0;
+  kvCapacity: number | undefined;
+  /** Requests the last scrape reported waiting, and ours admitted (+1) or ended (-1) since. */
+  scrapedWaiting = 0;
+  scrapedRunning = 0;
+  sinceScrape = 0;
+  /**
+   * The last scrape's prefill histogram sums of finished requests: tokens (computed ones where
+   * the replica exports them, else prompt tokens), seconds.
+   */
+  prefill: { tokens: number; prompt: number; seconds: number; computed: boolean; requests?: number } | null =
+    null;
+  /** Its last rate sample had each request's last prefill step taken out (`prefillStepMs`). */
+  stepApart = false;
+  /** Its rate was learned from prompt tokens, prefix-cache hits included: a cached prefix is priced in already. */
+  promptUnits = false;
+  /** And its decode histogram sums: generated tokens, requests, seconds. */
+  decode: { tokens: number; requests: number; seconds: number } | null = null;
+  constructor(prior: number) {
+    this.rate = new Ewma(prior, RATE_ALPHA);
+  }
+}
+
+/** Drains `r`'s queued prefill up to `now` at its learned rate. */
+export function advance(r: ReplicaState, now: number): void {
+  if (now > r.drainedAt && r.admitted > r.drained)
+    r.drained = Math.min(r.admitted, r.drained + (r.rate.value * (now - r.drainedAt)) / 1000);
+  if (now > r.drainedAt) r.drainedAt = now;
+}
+
+/** `WorkModel.queuedPrefill` on a replica advanced to `now`. */
+export function queued(r: ReplicaState, now: number): number {
+  const own = r.admitted - r.drained;
+  const imp = r.implied;
+  const implied = imp ? imp.tokens - (r.rate.value * Math.max(0, now - imp.at)) / 1000 : 0;
+  return Math.max(own, implied, 0);
+}
+
+/**
+ * When a request of ours on `r` is predicted to end: its prefill (still queued: at the
+ * replica's rate from now; done: when it was predicted to end) plus its max tokens at the
+ * decode rate (`decodeMsPerToken`). The replica's clock, not ours, says when decoding began: a
+ * request whose prefill ended seconds ago has that much less to decode.
+ */
+export function endAt(r: ReplicaState, e: Entry, now: number, decodeMsPerToken: number): number {
+  const prefillEnd = e.end > r.drained ? now + ((e.end - r.drained) / r.rate.value) * 1000 : e.prefillEndAt;
+  return prefillEnd + e.maxTokens * decodeMsPerToken;
+}
