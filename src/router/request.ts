@@ -1,5 +1,4 @@
 import { errors } from '../errors';
-import { SCANNED_BODY_BYTES, scanJson } from './body-json';
 
 export type PathClass = 'admin' | 'models' | 'model' | 'inference' | 'other';
 
@@ -120,20 +119,18 @@ export function parseBody(
     if (cls === 'inference') throw errors.badRequest('The request body is empty; expected a JSON object.');
     return { json: null };
   }
-  // A large body's bytes read as JSON directly (body-json.ts); undefined: JSON.parse decides.
-  let value = typeof body !== 'string' && size >= SCANNED_BODY_BYTES ? scanJson(body) : undefined;
-  if (value === undefined)
-    try {
-      // msgpack `bin` arrives as a plain Uint8Array, whose toString() is not the text.
-      value = JSON.parse(
-        typeof body === 'string'
-          ? body
-          : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'),
-      );
-    } catch (err) {
-      const reason = err instanceof RangeError ? 'it is nested too deeply' : 'it is not valid JSON';
-      throw errors.badRequest(`The request body could not be parsed: ${reason}.`, 'invalid_json');
-    }
+  let value: unknown;
+  try {
+    // msgpack `bin` arrives as a plain Uint8Array, whose toString() is not the text.
+    value = JSON.parse(
+      typeof body === 'string'
+        ? body
+        : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'),
+    );
+  } catch (err) {
+    const reason = err instanceof RangeError ? 'it is nested too deeply' : 'it is not valid JSON';
+    throw errors.badRequest(`The request body could not be parsed: ${reason}.`, 'invalid_json');
+  }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw errors.badRequest('The request body must be a JSON object.', 'invalid_json');
   }
