@@ -23,7 +23,7 @@ const TARGETS = [
   ['src/adapters/room.ts', core('adapter-manager', 'shared-races', 'access-deadline', 'mutation-manager')],
   [
     'src/fleet/redis/held-leases.ts',
-    core('shared-faults', 'empty-restart', 'failover-recovery', 'runtime-handover'),
+    core('shared-faults', 'empty-restart', 'failover-recovery', 'runtime-handover', 'mutation-held-leases'),
   ],
   [
     'src/fleet/redis/outage.ts',

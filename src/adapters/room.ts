@@ -87,6 +87,11 @@ export class Room {
         await spendOnce();
         const fence = await this.store.beginLoad(url, name, this.clock.now(), limit, ttl);
         if (fence !== null) return fence;
+        // Refused: another node took the slot (the next read sees it full), or the store does not
+        // know the replica (an emptied Redis before it is registered again), where every read says
+        // free and every load is refused: a 503, not a retry without end.
+        if ((await this.store.views([url])).length === 0)
+          throw errors.noRoom(name, url, 1, 'the fleet state does not know this replica right now');
         continue;
       }
       // Full, by the store's count or the replica's own word: make room among what the store

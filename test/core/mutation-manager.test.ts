@@ -10,6 +10,7 @@ import { AdapterManager, type LoadRecord } from '../../src/adapters/manager';
 import { adapterPolicy } from '../helpers/adapter-policy';
 import { BackendError } from '../../src/backends/errors';
 import {
+  AdapterNotFoundError,
   AdapterRejectedError,
   type LoadOutcome,
   type ReplicaActivity,
@@ -17,8 +18,12 @@ import {
   type UnloadOutcome,
 } from '../../src/backends/replica-api';
 import { sleep, VirtualClock } from '../../src/clock';
+import { isLoadWaitRanOut } from '../../src/adapters/policy';
+import { PlacedElsewhere } from '../../src/adapters/claims';
 import { RouterError } from '../../src/errors';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import type { FleetStore } from '../../src/fleet/store';
+import type { Fence } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 
 const U = 'http://r1:8000';
@@ -33,6 +38,8 @@ class Replica implements ReplicaApi {
   failNext: Error | undefined;
   /** The next load answers "already loaded" (another node's load landed first). */
   alreadyNext = false;
+  /** How long its model list takes to answer. */
+  residencyMs = 0;
   constructor(
     private readonly clock: VirtualClock,
     private readonly loadMs = 100,
@@ -62,10 +69,13 @@ class Replica implements ReplicaApi {
     this.held.delete(name);
     return 'unloaded';
   }
+  /** Adapters it reports running (never idle enough to unload). */
+  busy: string[] = [];
   async activity(): Promise<ReplicaActivity> {
-    return { busy: [] };
+    return { busy: [...this.busy] };
   }
   async residency(): Promise<{ name: string; path: string }[]> {
+    if (this.residencyMs > 0) await sleep(this.clock, this.residencyMs);
     return [...this.held].map((name) => ({ name, path: `/adapters/${name}` }));
   }
 }
@@ -115,9 +125,10 @@ describe('AdapterManager: after a load, the replica over its limit', () => {
     expect(err!.status).toBe(503);
     expect(api.calls).toEqual(['load a', 'unload a']);
     expect(await names()).toEqual([]);
-    expect(records.map((r) => [r.op, r.adapter, r.ok])).toEqual([
-      ['load', 'a', true],
-      ['unload', 'a', true],
+    // The unload's own time (an instant one here), not a time measured from the wrong origin.
+    expect(records.map((r) => [r.op, r.adapter, r.ok, r.ms])).toEqual([
+      ['load', 'a', true, 100],
+      ['unload', 'a', true, 0],
     ]);
   });
 
@@ -132,13 +143,46 @@ describe('AdapterManager: after a load, the replica over its limit', () => {
   });
 
   it('an undo whose unload fails keeps the adapter loaded, in the store too, and serves the request', async () => {
-    const { api, ensure, outcome, names } = await setup([], 100);
+    const { api, store, ensure, outcome, names, records } = await setup([], 100);
     api.listAfterLoad = ['b'];
     api.unloadFails = true;
     const p = ensure('a', policy({ maxLoadedAdapters: 1 }));
     expect((await outcome(p)).err).toBeUndefined();
     expect(await p).toBe('loaded');
     expect(api.calls).toEqual(['load a', 'unload a']);
+    expect(await names()).toEqual(['a']);
+    // The load told once, the failed unload with its reason.
+    expect(records.map((r) => [r.op, r.adapter, r.ok])).toEqual([
+      ['load', 'a', true],
+      ['unload', 'a', false],
+    ]);
+    const unload = (await store.events(10)).find((e) => e.op === 'unload');
+    expect(unload?.detail).toBe(new BackendError('timeout', 'no answer').message);
+  });
+
+  it('an undo held off by the store (Redis just back, a record change) unloads nothing: the request is served', async () => {
+    const { api, store, ensure, outcome, names } = await setup([], 100);
+    api.listAfterLoad = ['b'];
+    const fences: unknown[] = [];
+    (store as FleetStore).undoHeldOff = (fence: Fence) => (fences.push(fence), true);
+    const p = ensure('a', policy({ maxLoadedAdapters: 1 }));
+    expect((await outcome(p)).err).toBeUndefined();
+    expect(await p).toBe('loaded');
+    expect(api.calls).toEqual(['load a']);
+    expect(await names()).toEqual(['a']);
+    expect(fences).toHaveLength(1);
+  });
+
+  it('an undo with no access time left after the check unloads nothing: the trim after a poll decides', async () => {
+    const { api, ensure, outcome, names } = await setup([], 100);
+    api.listAfterLoad = ['b'];
+    // The list takes 10 ms: before the load (T0 -> +10), then the load (+110), then after it (+120).
+    api.residencyMs = 10;
+    const p = ensure('a', policy({ maxLoadedAdapters: 1, deadline: T0 + 120 }));
+    const { err, at } = await outcome(p);
+    expect(err).toBeUndefined();
+    expect(at).toBe(T0 + 120);
+    expect(api.calls).toEqual(['load a']);
     expect(await names()).toEqual(['a']);
   });
 });
@@ -176,12 +220,68 @@ describe('AdapterManager: a load already under way elsewhere', () => {
     expect(done).toEqual([T0 + 100, T0 + 100]);
   });
 
-  it('a load elsewhere that never ends: 503 at the deadline (queue + load timeouts), not a poll later', async () => {
-    const { api, store, ensure, outcome } = await setup();
-    await store.beginLoad(U, 'a', T0, 2);
-    const { err, at } = await outcome(ensure('a'));
+  // A wait for the adapter's own load is not escalated to a load on another replica; a wait for an
+  // unload is a lack of room, which may be.
+  it.each([
+    ['a load elsewhere', 'load', true],
+    ['an unload elsewhere', 'unload', false],
+  ] as const)(
+    '%s that never ends: 503 at the deadline (queue + load timeouts), not a poll later',
+    async (_, op, ownLoad) => {
+      const { api, store, ensure, outcome } = await setup(op === 'unload' ? ['a'] : []);
+      if (op === 'load') await store.beginLoad(U, 'a', T0, 2);
+      else await store.beginUnload(U, 'a', T0);
+      const { err, at } = await outcome(ensure('a'));
+      expect(err!.status).toBe(503);
+      expect(at).toBe(T0 + 1500);
+      expect(api.calls).toEqual([]);
+      expect(isLoadWaitRanOut(err)).toBe(ownLoad);
+    },
+  );
+
+  it('a joiner with no time left gives its 503 at once, and a join that ends leaves no timer behind', async () => {
+    const { ensure, clock, outcome } = await setup([], 100);
+    const first = ensure('a');
+    await clock.run(T0);
+    const { err, at } = await outcome(ensure('a', policy({ deadline: T0 })));
     expect(err!.status).toBe(503);
-    expect(at).toBe(T0 + 1500);
+    expect(at).toBe(T0);
+    expect(isLoadWaitRanOut(err)).toBe(true);
+    expect((await outcome(first)).err).toBeUndefined();
+    // A joiner whose load ends before its deadline: its deadline timer is cancelled.
+    const { ensure: ensure2, clock: clock2 } = await setup([], 100);
+    const loads = [ensure2('b'), ensure2('b')];
+    await clock2.run(T0 + 100);
+    expect(await Promise.all(loads)).toEqual(['loaded', 'joined']);
+    expect(clock2.pending()).toBe(0);
+  });
+
+  it('a load started by another call here while this one spent its cold-load budget: joined, one load', async () => {
+    const { api, clock, mgr, outcome } = await setup([], 100);
+    const spend = () => sleep(clock, 10);
+    const calls = [0, 1].map(() =>
+      mgr.ensure(U, { name: 'a', path: '/adapters/a' }, policy(), undefined, spend),
+    );
+    for (const c of calls) expect((await outcome(c)).err).toBeUndefined();
+    expect((await Promise.all(calls)).sort()).toEqual(['joined', 'loaded']);
+    expect(api.calls).toEqual(['load a']);
+  });
+
+  it('resident meanwhile (loaded by another process while this call spent its budget), no access time left: a hit', async () => {
+    const { api, clock, store, mgr, outcome } = await setup([], 100);
+    const spend = async () => {
+      await sleep(clock, 10);
+      await store.finishLoad(U, 'a', (await store.beginLoad(U, 'a', clock.now(), 100))!, true, clock.now());
+    };
+    const p = mgr.ensure(
+      U,
+      { name: 'a', path: '/adapters/a' },
+      policy({ deadline: T0 + 10 }),
+      undefined,
+      spend,
+    );
+    expect((await outcome(p)).err).toBeUndefined();
+    expect(await p).toBe('hit');
     expect(api.calls).toEqual([]);
   });
 
@@ -270,10 +370,25 @@ describe('AdapterManager: what it tells', () => {
       { url: U, adapter: 'b', op: 'load', ok: false, ms: 100 },
     ]);
     const events = await store.events(10);
-    expect(events.map((e) => [e.adapter, e.op, e.result, e.ms])).toEqual([
-      ['a', 'load', 'ok', 100],
-      ['b', 'load', 'error', 100],
+    expect(events.map((e) => [e.adapter, e.op, e.result, e.ms, e.detail])).toEqual([
+      ['a', 'load', 'ok', 100, undefined],
+      ['b', 'load', 'error', 100, new BackendError('timeout', 'no answer').message],
     ]);
+  });
+
+  it("records a failed load's reason: a known error's message, anything else as a whole", async () => {
+    const { api, store, ensure, outcome } = await setup([], 100);
+    const thrown = [
+      new AdapterRejectedError('400 Bad Request: rank 64 exceeds max_lora_rank 16'),
+      new AdapterNotFoundError('404 Not Found: no such adapter'),
+      new Error('socket hang up'),
+    ];
+    for (const [i, e] of thrown.entries()) {
+      api.failNext = e;
+      await outcome(ensure(`x${i}`));
+    }
+    const details = (await store.events(10)).map((e) => e.detail);
+    expect(details).toEqual([...thrown.slice(0, 2).map((e) => e.message), 'Error: socket hang up']);
   });
 
   it("a load the replica rejects is the client's 400, not a 502", async () => {
@@ -290,5 +405,164 @@ describe('AdapterManager: what it tells', () => {
     await clock.run();
     await p;
     expect(woke).toBe(T0 + 100);
+  });
+});
+
+describe('AdapterManager: the placement checked again after a wait', () => {
+  /** A recheck that counts its calls and names `placedOn`. */
+  const recheck = (placedOn: string) => {
+    const asked = { n: 0 };
+    return { asked, fn: async () => (asked.n++, placedOn) };
+  };
+
+  it('a load that waited for nothing does not ask again', async () => {
+    const { api, ensure, outcome } = await setup();
+    const { asked, fn } = recheck('http://elsewhere:8000');
+    expect((await outcome(ensure('a', policy({ recheckPlacement: fn })))).err).toBeUndefined();
+    expect(asked.n).toBe(0);
+    expect(api.calls).toEqual(['load a']);
+  });
+
+  it("after waiting for another process's unload, a placement moved elsewhere: no load here", async () => {
+    const { api, store, clock, ensure, outcome } = await setup(['a']);
+    const fence = await store.beginUnload(U, 'a', T0);
+    clock.after(600, () => void store.finishUnload(U, 'a', fence!, true, clock.now()));
+    const { asked, fn } = recheck('http://elsewhere:8000');
+    const { err } = await outcome(ensure('a', policy({ recheckPlacement: fn })));
+    expect(err).toBeInstanceOf(PlacedElsewhere);
+    expect(asked.n).toBe(1);
+    expect(api.calls).toEqual([]);
+  });
+
+  it("after waiting behind another load's room-making in this process: asks again", async () => {
+    const { api, ensure, outcome } = await setup();
+    // Each load reads the replica's list first (10 ms), under the replica's room lock.
+    api.residencyMs = 10;
+    const first = recheck(U);
+    const second = recheck(U);
+    const loads = [
+      ensure('a', policy({ recheckPlacement: first.fn })),
+      ensure('b', policy({ recheckPlacement: second.fn })),
+    ];
+    for (const l of loads) expect((await outcome(l)).err).toBeUndefined();
+    expect([first.asked.n, second.asked.n]).toEqual([0, 1]);
+  });
+});
+
+describe('AdapterManager: record changes and unknown replicas', () => {
+  it('unloads nothing another store may have a request on (a record change), even in excess', async () => {
+    const { api, mgr, clock, names } = await setup(['a', 'b', 'c']);
+    mgr.leasedElsewhere = () => true;
+    const trimmed = mgr.trim(U, policy({ maxLoadedAdapters: 2 }));
+    await clock.run();
+    await trimmed;
+    expect(api.calls).toEqual([]);
+    expect(await names()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('a replica the store does not know (an emptied Redis before its re-registration): 503, no endless retry', async () => {
+    const { api, store, mgr, outcome } = await setup();
+    // Bounds the loop of the bug this found: the store refusing every load on a replica it does not know.
+    const begin = store.beginLoad.bind(store);
+    let begun = 0;
+    store.beginLoad = async (...args) => {
+      if (++begun > 100) throw new Error('beginLoad refused 100 times in a row: an endless retry');
+      return begin(...args);
+    };
+    const { err } = await outcome(
+      mgr.ensure('http://unknown:8000', { name: 'a', path: '/adapters/a' }, policy()),
+    );
+    expect(err).toBeInstanceOf(RouterError);
+    expect(err!.status).toBe(503);
+    expect(api.calls).toEqual([]);
+  });
+});
+
+describe('Room: a slot for a load, and the trim (src/adapters/room.ts through the manager)', () => {
+  it('a slot another node took between the read and the claim: the limit holds (statics excepted only if configured)', async () => {
+    const { api, store, clock, ensure, outcome } = await setup();
+    // `boot` is on the replica from its start and configured static: it takes no slot, either way.
+    await store.applySnapshot(U, { at: T0, ok: true, registry: [{ name: 'boot', path: '/adapters/boot' }] });
+    await store.finishLoad(U, 'x', (await store.beginLoad(U, 'x', T0, 100))!, true, T0);
+    api.held.add('boot').add('x');
+    expect((await store.residents(U)).map((r) => [r.name, r.state])).toEqual([
+      ['boot', 'static'],
+      ['x', 'loaded'],
+    ]);
+    const begin = store.beginLoad.bind(store);
+    let raced = false;
+    store.beginLoad = async (url, name, ...rest) => {
+      if (!raced && name === 'a') {
+        raced = true;
+        await begin(U, 'b', clock.now(), 100); // another node's load, under way
+      }
+      return begin(url, name, ...rest);
+    };
+    const p = policy({ maxLoadedAdapters: 2, isStatic: (n) => n === 'boot' });
+    expect((await outcome(ensure('a', p))).err).toBeUndefined();
+    expect(api.calls).toEqual(['unload x', 'load a']);
+    const occupying = (await store.residents(U)).filter((r) => r.name !== 'boot').map((r) => r.name);
+    expect(occupying.sort()).toEqual(['a', 'b']);
+  });
+
+  it('a prefetch unloads only what it may evict', async () => {
+    const { api, store, ensure, outcome } = await setup(['x', 'y']);
+    await store.touch(U, 'y', T0 + 50); // x is the least recently used
+    const { err } = await outcome(ensure('a', policy({ mayEvict: (n) => n === 'y' })));
+    expect(err).toBeUndefined();
+    expect(api.calls).toEqual(['unload y', 'load a']);
+  });
+
+  it('room made by an unload: loads at once, with no wait for room', async () => {
+    const { api, ensure, outcome } = await setup(['x', 'y']);
+    const { err, at } = await outcome(ensure('a'));
+    expect(err).toBeUndefined();
+    expect(at).toBe(T0 + 100);
+    expect(api.calls).toEqual(['unload x', 'load a']);
+  });
+
+  it('room made by an unload is a wait: the placement is checked again before the load', async () => {
+    const { api, ensure, outcome } = await setup(['x', 'y']);
+    let asked = 0;
+    const p = policy({ recheckPlacement: async () => (asked++, 'http://elsewhere:8000') });
+    expect((await outcome(ensure('a', p))).err).toBeInstanceOf(PlacedElsewhere);
+    expect(asked).toBe(1);
+    expect(api.calls).toEqual(['unload x']);
+  });
+
+  it('a slot freed by another node while this load waited for room: the placement is checked again', async () => {
+    const { api, store, clock, ensure, outcome } = await setup();
+    const fence = await store.beginLoad(U, 'b', T0, 100);
+    // Another node's load of b fails at +300: its slot is free again.
+    clock.after(300, () => void store.finishLoad(U, 'b', fence!, false, clock.now()));
+    let asked = 0;
+    const p = policy({
+      maxLoadedAdapters: 1,
+      recheckPlacement: async () => (asked++, 'http://elsewhere:8000'),
+    });
+    expect((await outcome(ensure('a', p))).err).toBeInstanceOf(PlacedElsewhere);
+    expect(asked).toBe(1);
+    expect(api.calls).toEqual([]);
+  });
+
+  it('every slot busy: 503 at the queue timeout exactly, Retry-After its seconds rounded up', async () => {
+    const { api, ensure, outcome } = await setup(['x', 'y']);
+    api.busy = ['x', 'y'];
+    const { err, at } = await outcome(ensure('a', policy({ queueTimeoutMs: 2500 })));
+    expect(err!.status).toBe(503);
+    expect(at).toBe(T0 + 2500);
+    expect(err!.retryAfterS).toBe(3);
+    expect(api.calls).toEqual([]);
+  });
+
+  it('the trim unloads the whole excess, least recently used first', async () => {
+    const { api, store, mgr, clock, names } = await setup(['a', 'b', 'c', 'd']);
+    await store.touch(U, 'a', T0 + 50);
+    await store.touch(U, 'b', T0 + 40);
+    const trimmed = mgr.trim(U, policy({ maxLoadedAdapters: 2 }));
+    await clock.run();
+    await trimmed;
+    expect(api.calls).toEqual(['unload c', 'unload d']);
+    expect(await names()).toEqual(['a', 'b']);
   });
 });
