@@ -4,7 +4,7 @@ import type { FleetStore } from '../fleet/store';
 import type { Fence, ResidentAdapter } from '../fleet/types';
 import { Signal } from '../signal';
 import { PlacedElsewhere } from './claims';
-import { evictable, occupyingSlots } from './eviction';
+import { occupyingSlots } from './eviction';
 import { IdleUnload, LOCK_MARGIN_MS } from './idle-unload';
 import { accessEnd, within, type AdapterPolicy } from './policy';
 import type { ReplicaWord } from './replica-word';
@@ -35,10 +35,12 @@ export class Room {
    * Under the replica's room lock: unload the cheapest idle adapters until a slot is
    * free, then claim it (state `loading`). Waits for an adapter to go idle up to the queue
    * timeout. Returns the load's fence, or null if the adapter became resident meanwhile.
-   * `spend` (the cold-load budget; it may refuse by throwing) runs once, when room is there to
-   * take: before claiming a free slot, or before unloading an adapter the store counts idle. A
-   * request refused for want of a slot starts no load, so it spends nothing (a 30-minute fault
-   * run spent the whole budget so: 28 loads in 30 minutes, 15,049 requests refused 429).
+   * `spend` (the cold-load budget; it may refuse by throwing) runs once, just before a free slot
+   * is claimed: a request refused for want of a slot starts no load, so it spends nothing (a
+   * 30-minute fault run spent the whole budget so: 28 loads in 30 minutes, 15,049 requests
+   * refused 429). Not before an unload either, which the replica may still refuse (it runs
+   * requests the leases do not show). So a request the budget refuses may have unloaded an idle
+   * adapter: the slot stays free for the next load, without unloading again.
    */
   async claimSlot(
     url: string,
@@ -100,7 +102,6 @@ export class Room {
       this.unknownNames.check(url, name, policy);
       // Tried even with no queue time left (a 0 wait), as long as the access phase has time.
       const victims = policy.mayEvict ? occupying.filter((r) => policy.mayEvict!(r.name)) : occupying;
-      if (evictable(victims, policy.isStatic).length > 0) await spendOnce();
       if (await this.idleUnload.evictOne(url, victims, policy, victimCost, name, accessEnd(policy))) {
         waited = true;
         continue;

@@ -7,7 +7,7 @@
  * the real AdapterManager on the memory store, a stand-in replica API on a virtual clock.
  */
 import { AdapterManager } from '../../src/adapters/manager';
-import type { LoadOutcome, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
+import type { LoadOutcome, ReplicaActivity, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
 import { sleep, VirtualClock } from '../../src/clock';
 import { RouterError } from '../../src/errors';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
@@ -18,6 +18,8 @@ const U = 'http://r1:8000';
 
 class Api implements ReplicaApi {
   calls: string[] = [];
+  /** What the replica reports running or waiting (vLLM's `lora_requests_info`). */
+  busy: string[] = [];
   constructor(private clock: VirtualClock) {}
   async scrape(): Promise<never> {
     throw new Error('not used');
@@ -26,6 +28,9 @@ class Api implements ReplicaApi {
     this.calls.push(`load ${name}`);
     await sleep(this.clock, 100);
     return 'loaded';
+  }
+  async activity(): Promise<ReplicaActivity> {
+    return { busy: [...this.busy] };
   }
   async unloadAdapter(_url: string, name: string): Promise<UnloadOutcome> {
     this.calls.push(`unload ${name}`);
@@ -69,6 +74,18 @@ describe('the cold-load budget is spent by loads only', () => {
     await store.acquire({ id: 'La', url: U, adapter: 'a', at: 0 }); // the only slot, busy
     const refused = await ensure('b');
     expect(refused).toBeInstanceOf(RouterError);
+    expect((refused as RouterError).code).toBe('adapter_slots_busy');
+    expect(api.calls).toEqual(['load a']);
+    expect(spends).toEqual(['a']);
+  });
+
+  it('a request refused 503 because the replica reports the only victim busy (no lease holds it) spends nothing', async () => {
+    // The fault run's case: a node cut off from Redis runs requests the shared leases do not
+    // show, so the store counts the adapter idle and the replica's word keeps it.
+    const { api, spends, ensure } = await world();
+    expect(await ensure('a')).toBe('loaded');
+    api.busy = ['a'];
+    const refused = await ensure('b');
     expect((refused as RouterError).code).toBe('adapter_slots_busy');
     expect(api.calls).toEqual(['load a']);
     expect(spends).toEqual(['a']);
