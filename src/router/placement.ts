@@ -70,155 +70,149 @@ export class Placement {
   async place<T>(rt: FleetRuntime, p: PlacementRequest, admit: Admit<T>): Promise<T> {
     // Held for a replica without its adapter, a request wants a slot there; waiting for room
     // anywhere, on any replica: a prefetch takes none of those until it is placed
-    // (src/adapters/room-wants.ts). Not dropped when it goes: its load has not claimed the slot yet.
-    const wanting = new Wanting(
-      rt.manager.roomWants,
-      p.resolved.kind === 'on-demand' ? p.resolved.adapter.name : undefined,
-      this.deps.urls,
-    );
+    // (src/adapters/room-wants.ts). Not dropped when it goes: its load has not claimed the slot
+    // yet. Made on the first wait: most requests never wait.
+    let wanting: Wanting | undefined;
     try {
-      return await this.placeWanting(rt, p, admit, wanting);
-    } finally {
-      wanting.off();
-    }
-  }
-
-  private async placeWanting<T>(
-    rt: FleetRuntime,
-    p: PlacementRequest,
-    admit: Admit<T>,
-    wanting: Wanting,
-  ): Promise<T> {
-    const { resolved, adapter, prompt, contextTokens, ctx, wait } = p;
-    let views = p.views;
-    // Residents (the victims a cold load could evict) are read only once a decision needs a
-    // load and the configuration weighs victims: a resident adapter's request never pays for them.
-    const weighsVictims =
-      resolved.kind === 'on-demand' && ctx.policy.maxLoadedAdapters > 0 && this.deps.weighsVictims;
-    let withResidents = false;
-    let placementRounds = 0;
-    /** Another router's placement of this cold adapter, once a claim lost to it: follow it. */
-    let follow: string | undefined;
-    let held = false;
-    /** Decisions retaken because their replica was seen down while the load ran. */
-    let downRounds = 0;
-    for (;;) {
-      // Replaced meanwhile (a `redis` record change): health as the runtime polling now sees it.
-      if (rt.successor) views = await withPolledHealth(rt, views);
-      ctx.now = rt.clock.now();
-      if (withResidents) this.weighVictims(rt, ctx, views);
-      // From here to the claim nothing awaits: the next request sees this one's placement.
-      if (adapter) {
-        rt.manager.overlayClaims(views, adapter.name);
-        this.markEvicted(rt, views, adapter.name);
-      }
-      // Never onto a replica seen down: a request could only fail there.
-      const followed =
-        follow === undefined ? [] : views.filter((v) => v.url === follow && v.health !== 'down');
-      const candidates = followed.length > 0 ? followed : views;
-      const pipeline = wait.anywhere ? this.deps.roomPipeline : this.deps.pipeline;
-      const decision = pipeline.schedule(
-        { kind: resolved.kind, adapter, prompt, contextTokens },
-        candidates,
-        ctx,
-      );
-      if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
-      p.decided?.(decision.replica.url);
-      // Every replica predicted past `ttft_slo_ms`: wait here for one that is not (room-wait.ts `holds`).
-      if (wait.holds(ctx.now, decision.replica)) {
-        if (!held) rt.metrics.ttftHolds.inc();
-        held = true;
-        // Held for its best start: on a replica holding its adapter it wants no slot; on another,
-        // the slot it goes for there once the queues drain.
-        if (decision.replica.holder) wanting.off();
-        else wanting.on([decision.replica.url]);
-        await rt.manager.roomChanged.wait(rt.clock, ROOM_FALLBACK_MS);
-        views = await rt.store.views(this.deps.urls, adapter, withResidents);
-        continue;
-      }
-      const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
-      // A holder only by placement (nobody is loading it there yet) needs the shared placement
-      // too: another node may have placed the adapter elsewhere meanwhile.
-      const presence = decision.replica.adapter;
-      const claim =
-        cold || (resolved.kind === 'on-demand' && (presence?.placed || presence?.claimed))
-          ? resolved.adapter.name
-          : undefined;
-      if (cold && weighsVictims && !withResidents) {
-        withResidents = true;
-        views = await rt.store.views(this.deps.urls, adapter, true);
-        continue;
-      }
-      if (cold && withResidents && loadCost(decision.replica, ctx) === undefined) {
-        // The chosen replica cannot load now and its wait is over: decide again among those that can.
-        if (wait.escalateNow(ctx.now)) continue;
-        // No replica can start the load now (every adapter busy everywhere): wait for room
-        // anywhere, rather than queue behind one replica's busy adapters.
-        if (wait.anywhere && ctx.now < wait.deadline) {
-          wanting.on();
+      const { resolved, adapter, prompt, contextTokens, ctx, wait } = p;
+      let views = p.views;
+      // Residents (the victims a cold load could evict) are read only once a decision needs a
+      // load and the configuration weighs victims: a resident adapter's request never pays for them.
+      const weighsVictims =
+        resolved.kind === 'on-demand' && ctx.policy.maxLoadedAdapters > 0 && this.deps.weighsVictims;
+      let withResidents = false;
+      let placementRounds = 0;
+      /** Another router's placement of this cold adapter, once a claim lost to it: follow it. */
+      let follow: string | undefined;
+      let held = false;
+      /** Decisions retaken because their replica was seen down while the load ran. */
+      let downRounds = 0;
+      for (;;) {
+        // Replaced meanwhile (a `redis` record change): health as the runtime polling now sees it.
+        if (rt.successor) views = await withPolledHealth(rt, views);
+        ctx.now = rt.clock.now();
+        if (withResidents) this.weighVictims(rt, ctx, views);
+        // From here to the claim nothing awaits: the next request sees this one's placement.
+        if (adapter) {
+          rt.manager.overlayClaims(views, adapter.name);
+          this.markEvicted(rt, views, adapter.name);
+        }
+        // Never onto a replica seen down: a request could only fail there.
+        const followed =
+          follow === undefined ? [] : views.filter((v) => v.url === follow && v.health !== 'down');
+        const candidates = followed.length > 0 ? followed : views;
+        const pipeline = wait.anywhere ? this.deps.roomPipeline : this.deps.pipeline;
+        const decision = pipeline.schedule(
+          { kind: resolved.kind, adapter, prompt, contextTokens },
+          candidates,
+          ctx,
+        );
+        if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
+        p.decided?.(decision.replica.url);
+        // Every replica predicted past `ttft_slo_ms`: wait here for one that is not (room-wait.ts `holds`).
+        if (wait.holds(ctx.now, decision.replica)) {
+          if (!held) rt.metrics.ttftHolds.inc();
+          held = true;
+          // Held for its best start: on a replica holding its adapter it wants no slot; on another,
+          // the slot it goes for there once the queues drain.
+          if (decision.replica.holder) wanting?.off();
+          else (wanting ??= this.wanting(rt, p)).on([decision.replica.url]);
           await rt.manager.roomChanged.wait(rt.clock, ROOM_FALLBACK_MS);
           views = await rt.store.views(this.deps.urls, adapter, withResidents);
           continue;
         }
-      }
-      const url = decision.replica.url;
-      let recheck: (() => Promise<string>) | undefined;
-      if (claim) {
-        rt.manager.claim(url, claim);
-        // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
-        // or each loads it on the replica it picked.
-        const ttl = this.deps.config.queue_timeout_ms + this.deps.config.load_timeout_ms;
-        let placedOn = await rt.store.claimPlacement(
-          claim,
-          url,
-          this.spreading(cold, views, ctx, decision.replica.ttftMs),
-          ctx.now,
-          ttl,
-        );
-        // Placed on a replica seen down (by a node that saw it up, or this request's own claim
-        // whose release is still on its way): overridden, not followed (seed 101079).
-        if (placedOn !== url && views.find((v) => v.url === placedOn)?.health === 'down')
-          placedOn = await rt.store.claimPlacement(claim, url, placedOn, ctx.now, ttl);
-        if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
-          // Placed elsewhere first: go there too (if it is one of ours), with fresh views.
-          rt.manager.unclaim(url, claim);
-          if (this.deps.urls.includes(placedOn)) follow = placedOn;
-          views = await rt.store.views(this.deps.urls, adapter, withResidents);
+        const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
+        // A holder only by placement (nobody is loading it there yet) needs the shared placement
+        // too: another node may have placed the adapter elsewhere meanwhile.
+        const presence = decision.replica.adapter;
+        const claim =
+          cold || (resolved.kind === 'on-demand' && (presence?.placed || presence?.claimed))
+            ? resolved.adapter.name
+            : undefined;
+        if (cold && weighsVictims && !withResidents) {
+          withResidents = true;
+          views = await rt.store.views(this.deps.urls, adapter, true);
           continue;
         }
-        // Ours: a load that waits for room claims it again first (the claim may be lost meanwhile).
-        if (placedOn === url && placementRounds < MAX_PLACEMENT_ROUNDS)
-          recheck = () => rt.store.claimPlacement(claim, url, undefined, rt.clock.now(), ttl);
-      }
-      /** Where another node placed the adapter while this decision's load waited for room. */
-      let placedElsewhere: string | undefined;
-      try {
-        return await admit(decision, wait.loadQueueMs(rt.clock.now()), recheck);
-      } catch (err) {
-        if (err instanceof PlacedElsewhere) {
-          placementRounds++;
-          placedElsewhere = err.url;
-        } else if (err instanceof SeenDown) {
-          // Each round needs a replica decided up and seen down after: bounded by the replicas.
-          if (++downRounds > this.deps.urls.length)
-            throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
-        } else if (!wait.escalate(err, rt.clock.now())) throw err;
-      } finally {
-        if (claim) {
-          rt.manager.unclaim(url, claim);
-          rt.store
-            .releasePlacement(claim, url)
-            .catch((err: Error) => rt.log.warn(`could not release placement: ${err.message}`));
+        if (cold && withResidents && loadCost(decision.replica, ctx) === undefined) {
+          // The chosen replica cannot load now and its wait is over: decide again among those that can.
+          if (wait.escalateNow(ctx.now)) continue;
+          // No replica can start the load now (every adapter busy everywhere): wait for room
+          // anywhere, rather than queue behind one replica's busy adapters.
+          if (wait.anywhere && ctx.now < wait.deadline) {
+            (wanting ??= this.wanting(rt, p)).on();
+            await rt.manager.roomChanged.wait(rt.clock, ROOM_FALLBACK_MS);
+            views = await rt.store.views(this.deps.urls, adapter, withResidents);
+            continue;
+          }
         }
+        const url = decision.replica.url;
+        let recheck: (() => Promise<string>) | undefined;
+        if (claim) {
+          rt.manager.claim(url, claim);
+          // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
+          // or each loads it on the replica it picked.
+          const ttl = this.deps.config.queue_timeout_ms + this.deps.config.load_timeout_ms;
+          let placedOn = await rt.store.claimPlacement(
+            claim,
+            url,
+            this.spreading(cold, views, ctx, decision.replica.ttftMs),
+            ctx.now,
+            ttl,
+          );
+          // Placed on a replica seen down (by a node that saw it up, or this request's own claim
+          // whose release is still on its way): overridden, not followed (seed 101079).
+          if (placedOn !== url && views.find((v) => v.url === placedOn)?.health === 'down')
+            placedOn = await rt.store.claimPlacement(claim, url, placedOn, ctx.now, ttl);
+          if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
+            // Placed elsewhere first: go there too (if it is one of ours), with fresh views.
+            rt.manager.unclaim(url, claim);
+            if (this.deps.urls.includes(placedOn)) follow = placedOn;
+            views = await rt.store.views(this.deps.urls, adapter, withResidents);
+            continue;
+          }
+          // Ours: a load that waits for room claims it again first (the claim may be lost meanwhile).
+          if (placedOn === url && placementRounds < MAX_PLACEMENT_ROUNDS)
+            recheck = () => rt.store.claimPlacement(claim, url, undefined, rt.clock.now(), ttl);
+        }
+        /** Where another node placed the adapter while this decision's load waited for room. */
+        let placedElsewhere: string | undefined;
+        try {
+          return await admit(decision, wait.loadQueueMs(rt.clock.now()), recheck);
+        } catch (err) {
+          if (err instanceof PlacedElsewhere) {
+            placementRounds++;
+            placedElsewhere = err.url;
+          } else if (err instanceof SeenDown) {
+            // Each round needs a replica decided up and seen down after: bounded by the replicas.
+            if (++downRounds > this.deps.urls.length)
+              throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
+          } else if (!wait.escalate(err, rt.clock.now())) throw err;
+        } finally {
+          if (claim) {
+            rt.manager.unclaim(url, claim);
+            rt.store
+              .releasePlacement(claim, url)
+              .catch((err: Error) => rt.log.warn(`could not release placement: ${err.message}`));
+          }
+        }
+        // Placed elsewhere meanwhile: go there too. No room on the chosen replica in time: look
+        // for room anywhere. With fresh views, either way.
+        follow =
+          placedElsewhere !== undefined && this.deps.urls.includes(placedElsewhere)
+            ? placedElsewhere
+            : undefined;
+        views = await rt.store.views(this.deps.urls, adapter, withResidents);
       }
-      // Placed elsewhere meanwhile: go there too. No room on the chosen replica in time: look
-      // for room anywhere. With fresh views, either way.
-      follow =
-        placedElsewhere !== undefined && this.deps.urls.includes(placedElsewhere)
-          ? placedElsewhere
-          : undefined;
-      views = await rt.store.views(this.deps.urls, adapter, withResidents);
+    } finally {
+      wanting?.off();
     }
+  }
+
+  /** A request's want of room, for prefetching to leave alone (`place`). */
+  private wanting(rt: FleetRuntime, p: PlacementRequest): Wanting {
+    const adapter = p.resolved.kind === 'on-demand' ? p.resolved.adapter.name : undefined;
+    return new Wanting(rt.manager.roomWants, adapter, this.deps.urls);
   }
 
   /**
