@@ -113,6 +113,15 @@ export class AdapterManager {
       accessEnd(policy),
     );
     let joined = false;
+    // Once however often a load loses its slot and this call looks again.
+    let spent = false;
+    const spendOnce =
+      beforeLoad &&
+      (async () => {
+        if (spent) return;
+        await beforeLoad();
+        spent = true;
+      });
     /** Waited for another process's load or unload: the placement is checked again before a load. */
     let waited = false;
     for (;;) {
@@ -144,7 +153,7 @@ export class AdapterManager {
       this.backoff.check(key, adapter.name, url);
       // `beforeLoad` runs inside, once there is room to load into (Room.claimSlot); the flight
       // is set first, so requests here that come meanwhile join this load instead of spending.
-      const load = this.load(url, adapter, policy, key, victimCost, waited, beforeLoad);
+      const load = this.load(url, adapter, policy, key, victimCost, waited, spendOnce);
       this.flights.set(key, load);
       try {
         // false: it became resident (or started loading elsewhere) while we made room; look again.

@@ -35,12 +35,12 @@ export class Room {
    * Under the replica's room lock: unload the cheapest idle adapters until a slot is
    * free, then claim it (state `loading`). Waits for an adapter to go idle up to the queue
    * timeout. Returns the load's fence, or null if the adapter became resident meanwhile.
-   * `spend` (the cold-load budget; it may refuse by throwing) runs once, just before a free slot
-   * is claimed: a request refused for want of a slot starts no load, so it spends nothing (a
-   * 30-minute fault run spent the whole budget so: 28 loads in 30 minutes, 15,049 requests
-   * refused 429). Not before an unload either, which the replica may still refuse (it runs
-   * requests the leases do not show). So a request the budget refuses may have unloaded an idle
-   * adapter: the slot stays free for the next load, without unloading again.
+   * `spend` (the cold-load budget, which may refuse by throwing; the manager runs it once per
+   * call) comes just before a free slot is claimed: a request refused for want of a slot starts
+   * no load, so it spends nothing (a 30-minute fault run spent the whole budget so: 28 loads in
+   * 30 minutes, 15,049 requests refused 429). Not before an unload either, which the replica may
+   * still refuse (it runs requests the leases do not show). So a request the budget refuses may
+   * have unloaded an idle adapter: the slot stays free for the next load, without unloading again.
    */
   async claimSlot(
     url: string,
@@ -52,12 +52,6 @@ export class Room {
     spend?: () => Promise<void>,
   ): Promise<Fence | null> {
     const ttl = policy.loadTimeoutMs + LOCK_MARGIN_MS;
-    let spent = spend === undefined;
-    const spendOnce = async () => {
-      if (spent) return;
-      await spend!();
-      spent = true;
-    };
     for (;;) {
       const residents = await this.store.residents(url);
       if (residents.some((r) => r.name === name)) return null;
@@ -86,7 +80,7 @@ export class Room {
           if (placedOn !== url) throw new PlacedElsewhere(name, placedOn);
           waited = false;
         }
-        await spendOnce();
+        await spend?.();
         const fence = await this.store.beginLoad(url, name, this.clock.now(), limit, ttl);
         if (fence !== null) return fence;
         // Refused: another node took the slot (the next read sees it full), or the store does not
