@@ -94,6 +94,7 @@ export function dropResidency(r: ReplicaRecord, name: string): void {
 /** `mark`: the adapter's HolderIndex mark (its slot on each replica found without a lookup per replica). */
 export function replicaView(r: ReplicaRecord, adapter?: AdapterRef, mark?: number): ReplicaView {
   const residentCount = r.residentCount;
+  // Not returned as a literal: the scheduler's fields below are not ReplicaView's.
   const view = {
     url: r.spec.url,
     backend: r.spec.backend,
