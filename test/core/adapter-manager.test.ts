@@ -439,3 +439,61 @@ describe('AdapterManager: the limit when the store lacks what the replica holds'
     expect(api.peak).toBe(2);
   });
 });
+
+/**
+ * The cold-load budget counts loads, not attempts (`beforeLoad`, spent just before a free slot is
+ * claimed): a request refused for want of a slot starts no load, so it spends nothing. Found in the
+ * 30-minute fault run (seed 11, 2026-12-03): 28 loads in 30 minutes against a budget of 20 a minute,
+ * 556 requests refused 503 `adapter_slots_busy` and 15,049 refused 429 "the fleet has started its
+ * allowed adapter loads" though no load had started.
+ */
+describe('AdapterManager: the cold-load budget is spent by loads only', () => {
+  async function budgeted() {
+    const s = await reportingSetup();
+    const spends: string[] = [];
+    const p = policy({ maxLoadedAdapters: 1 });
+    const ensure = (name: string) =>
+      s.mgr.ensure(U, { name, path: `/adapters/${name}` }, p, undefined, async () => {
+        spends.push(name);
+      });
+    /** The replica's load and unload calls (the fresh asks before an unload left out). */
+    const ops = () => s.api.calls.filter((c) => c !== 'activity');
+    return { ...s, spends, ensure, ops };
+  }
+
+  it('a request refused 503 for want of a slot spends nothing', async () => {
+    const { store, spends, ensure, ops, settle } = await budgeted();
+    expect(await settle(ensure('a'))).toBe('loaded');
+    await store.acquire({ id: 'La', url: U, adapter: 'a', at: 0 }); // the only slot, busy
+    const refused = await settle(caught(ensure('b')));
+    expect(refused).toBeInstanceOf(RouterError);
+    expect(refused!.code).toBe('adapter_slots_busy');
+    expect(ops()).toEqual(['load a']);
+    expect(spends).toEqual(['a']);
+  });
+
+  it('a request refused 503 because the replica reports the only victim busy (no lease holds it) spends nothing', async () => {
+    // The fault run's case: a node cut off from Redis runs requests the shared leases do not
+    // show, so the store counts the adapter idle and the replica's word keeps it.
+    const { api, spends, ensure, ops, settle } = await budgeted();
+    expect(await settle(ensure('a'))).toBe('loaded');
+    api.busy = ['a'];
+    const refused = await settle(caught(ensure('b')));
+    expect(refused!.code).toBe('adapter_slots_busy');
+    expect(ops()).toEqual(['load a']);
+    expect(spends).toEqual(['a']);
+  });
+
+  it('a request that waits for the slot and then loads spends once', async () => {
+    const { store, spends, ensure, ops, settle, clock } = await budgeted();
+    expect(await settle(ensure('a'))).toBe('loaded');
+    await store.acquire({ id: 'La', url: U, adapter: 'a', at: 0 });
+    // Released while b waits for room (its 500 ms queue timeout): a is unloaded, b loaded.
+    const pending = ensure('b');
+    await clock.run(clock.now() + 100);
+    await store.release('La', clock.now());
+    expect(await settle(pending)).toBe('loaded');
+    expect(ops()).toEqual(['load a', 'unload a', 'load b']);
+    expect(spends).toEqual(['a', 'b']);
+  });
+});
