@@ -27,6 +27,17 @@ type Activity = { busy?: string[] } | { failed: Error };
 /** Asks before one unload: a slow answer is asked again once, then the unload is withheld. */
 export const FRESH_WORD_ASKS = 2;
 
+/**
+ * How long an adapter the replica reported busy while no lease held it here stays withheld from
+ * unloads, however idle it reads meanwhile. Its requests come from a router this node cannot see
+ * (one deciding alone after a partition, or on a store just emptied), which keeps sending them:
+ * an idle word read between two of them is followed by the next within the window the fresh word
+ * leaves (the fault run at c170734 broke (i) twice so, 0.4-0.6 s after a busy word). Two probe
+ * intervals, as a node back from an outage holds off its unloads: the time for that router to
+ * find the shared state again, after which its requests take leases.
+ */
+export const UNSEEN_HOLD_MS = 2000;
+
 /** At most one log line per replica and adapter this often: a waiting caller retries every 250 ms. */
 const LOG_EVERY_MS = 10_000;
 /** Least bound on the replica's word right after a load (it may be the poll's timeout, 500 ms). */
@@ -51,6 +62,8 @@ export class ReplicaWord {
   onUnknownResidents: ((url: string) => void) | null = null;
   private readonly listeners: ((w: Withheld) => void)[] = [];
   private readonly logged = new Lru<string, number>(1024);
+  /** Replica and adapter → when the replica last reported it busy with no lease here (UNSEEN_HOLD_MS). */
+  private readonly unseen = new Lru<string, number>(1024);
 
   constructor(
     private readonly api: ReplicaApi,
@@ -85,10 +98,22 @@ export class ReplicaWord {
     const busy = got.busy;
     if (busy === undefined) return undefined;
     for (const a of busy) reportedBusy.add(a);
-    if (!busy.includes(name)) return undefined;
+    const key = `${url}\u0000${name}`;
+    const now = this.clock.now();
+    if (busy.includes(name)) {
+      this.unseen.set(key, now);
+      this.withheld(
+        { url, adapter: name, reason: 'busy' },
+        'the replica reports requests of it running or waiting, though no lease holds it here',
+      );
+      return 'busy';
+    }
+    // A clock stepped back by less than the hold counts as within it; by more, it holds no longer.
+    const since = now - (this.unseen.get(key) ?? -Infinity);
+    if (Math.abs(since) >= UNSEEN_HOLD_MS) return undefined;
     this.withheld(
       { url, adapter: name, reason: 'busy' },
-      'the replica reports requests of it running or waiting, though no lease holds it here',
+      `the replica reported requests of it ${Math.round(Math.max(0, since))} ms ago with no lease here: a router this node cannot see sends them (held ${UNSEEN_HOLD_MS} ms)`,
     );
     return 'busy';
   }

@@ -5,7 +5,7 @@
 import type { ReplicaActivity, ReplicaApi } from '../../src/backends/replica-api';
 import { sleep, VirtualClock, type Clock } from '../../src/clock';
 import { silentLogger } from '../../src/log';
-import { FRESH_WORD_MS, ReplicaWord, type Withheld } from '../../src/adapters/replica-word';
+import { FRESH_WORD_MS, ReplicaWord, UNSEEN_HOLD_MS, type Withheld } from '../../src/adapters/replica-word';
 
 const U = 'http://r1:8000';
 
@@ -101,6 +101,34 @@ describe('ReplicaWord: an idle word is acted on only while fresh', () => {
     expect([...reportedBusy].sort()).toEqual(['a', 'b']);
     // The adapter is named in the ask: a name the report cannot carry is then read busy (1a).
     expect(api.names).toEqual([['a']]);
+  });
+
+  it('an adapter reported busy with no lease here stays withheld for UNSEEN_HOLD_MS after, however idle it reads', async () => {
+    const { api, word, withheld, run, clock } = setup([5], ['a']);
+    expect(await run(word.idleNow(U, 'a', new Set()))).toBe('busy');
+    api.busy = [];
+    // Idle now, 5 ms after the busy word: a router this node cannot see is between two requests.
+    expect(await run(word.idleNow(U, 'a', new Set()))).toBe('busy');
+    expect(await run(word.idleNow(U, 'b', new Set()))).toBeUndefined(); // only the adapter reported
+    expect(await run(word.idleNow('http://r2:8000', 'a', new Set()))).toBeUndefined(); // on that replica
+    await run(sleep(clock, UNSEEN_HOLD_MS - 30));
+    expect(await run(word.idleNow(U, 'a', new Set()))).toBe('busy');
+    await run(sleep(clock, 30));
+    expect(await run(word.idleNow(U, 'a', new Set()))).toBeUndefined();
+    expect(withheld.map((w) => w.reason)).toEqual(['busy', 'busy', 'busy']);
+  });
+
+  it('the unseen hold ends when the clock stepped back past it', async () => {
+    const { api, run } = setup([0], ['a']);
+    let t = 10_000;
+    const clock: Clock = { now: () => t, after: (_ms, fn) => (fn(), () => undefined) };
+    const word = new ReplicaWord(api, clock, silentLogger);
+    expect(await run(word.idleNow(U, 'a', new Set()))).toBe('busy');
+    api.busy = [];
+    t -= UNSEEN_HOLD_MS - 1;
+    expect(await run(word.idleNow(U, 'a', new Set()))).toBe('busy');
+    t -= 1;
+    expect(await run(word.idleNow(U, 'a', new Set()))).toBeUndefined();
   });
 
   it('a word whose age is negative (the router clock stepped back) is not fresh', async () => {

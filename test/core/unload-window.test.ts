@@ -90,3 +90,53 @@ describe('invariant (i): the replica’s word is fresh when the unload is sent',
     expect([200, 503]).toContain(status);
   }, 30_000);
 });
+
+describe('invariant (i): an adapter someone unseen routes is not unloaded between its requests', () => {
+  // The 30-minute fault run at c170734 (seed 11) broke (i) twice this way: node 0, cut off from
+  // Redis, routed `chaos-2` alone; node 2 found it busy with no lease (withheld), and 0.4 s later,
+  // between two of node 0's requests, read it idle and unloaded it as the next one reached the engine.
+  it('a busy report with no lease here holds the adapter past the next idle word', async () => {
+    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 50 } }]);
+    const url = fleet.urls[0]!;
+    rt = new FleetRuntime({ log: silentLogger, poller: { intervalMs: 100, timeoutMs: 2000 } });
+    const router = new RouterService(
+      parseRouterConfig({
+        replicas: [{ url }],
+        base_model: BASE,
+        adapter_path_template: '/adapters/{name}',
+        max_loaded_adapters: 1,
+        queue_timeout_ms: 2500,
+      }),
+      rt,
+    );
+    await waitFor(() => rt!.poller.stats.polls > 1, 5000, 'first polls');
+    expect(await chat(router, 'a', 1)).toBe(200); // `a` loaded, idle
+    // Someone this node cannot see (a node deciding alone) runs a request of `a`.
+    let firstDone = false;
+    const first = direct(url, 'a', 30).then((s) => ((firstDone = true), s));
+    await waitFor(() => fleet!.replicas[0]!.engine.inFlight('a') > 0, 5000, 'the unseen request running');
+    // Once it has ended, the next ask of the unload's fresh read is answered 100 ms late (fresh
+    // enough to act on), and the unseen router's next request of `a` reaches the engine 30 ms
+    // after the replica wrote that idle word.
+    const api = (rt.manager as unknown as { api: ReplicaApi }).api;
+    const activity = api.activity!.bind(api);
+    let second: Promise<number> | undefined;
+    let seenBusy = false;
+    api.activity = async (u, t, names) => {
+      if (seenBusy && firstDone && second === undefined) {
+        await fleet!.replicas[0]!.fault({ kind: 'slowMetrics', ms: 100 });
+        second = new Promise<void>((r) => setTimeout(r, 30)).then(() => direct(url, 'a', 20));
+      }
+      const word = await activity(u, t, names);
+      seenBusy ||= word.busy?.includes('a') ?? false;
+      return word;
+    };
+    const status = await chat(router, 'b', 1); // needs `a`'s slot: withheld while `a` runs
+    expect(await first).toBe(200);
+    expect(seenBusy).toBe(true); // the unload was withheld while the unseen request ran
+    expect(second).toBeDefined();
+    await second;
+    expect(noBusyUnload(logOf(fleet)).violations).toEqual([]);
+    expect([200, 503]).toContain(status);
+  }, 30_000);
+});
