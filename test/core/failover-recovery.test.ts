@@ -9,7 +9,7 @@ import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { silentLogger } from '../../src/log';
 import type { Lease } from '../../src/fleet/types';
 import { RedisServer } from '../../harness/redis/server';
-import { waitFor } from '../../harness/wait';
+import { answered, waitFor } from '../../harness/wait';
 import { snapshotWithA } from './helpers';
 
 const U = 'http://10.0.0.1:8000';
@@ -22,21 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await redis.close();
 });
-
-/** A read of the shared store itself, asked again while its reply comes late (a stalled machine). */
-async function answered<T>(read: () => Promise<T>): Promise<T> {
-  let reply: { value: T } | undefined;
-  await waitFor(
-    () =>
-      read().then(
-        (value) => ((reply = { value }), true),
-        () => false,
-      ),
-    5000,
-    'a reply from the shared store',
-  );
-  return reply!.value;
-}
 
 /**
  * Until the node decides on the shared store again: a call whose reply came late (a stalled
