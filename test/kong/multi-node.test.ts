@@ -51,7 +51,7 @@ afterAll(async () => {
 async function startNodes(
   n: number,
   urls: string[],
-  over: Record<string, unknown> | ((i: number) => Record<string, unknown>) = {},
+  over: Record<string, unknown> = {},
   redisOver: Partial<RedisConfig> | ((i: number) => Partial<RedisConfig>) = {},
 ): Promise<Node[]> {
   const prefix = `mn${randomBytes(4).toString('hex')}:`;
@@ -65,7 +65,7 @@ async function startNodes(
         adapter_path_template: '/adapters/{name}',
         max_loaded_adapters: 4,
         redis: shared,
-        ...(typeof over === 'function' ? over(i) : over),
+        ...over,
       };
       const server = await PluginServerProcess.start({ pluginsDir: PLUGINS_DIR });
       const driver = new KongDriver(server.socketPath);
