@@ -361,7 +361,8 @@ describe('three Kong nodes sharing one Redis', () => {
     for (const n of ns) expect((await status(n)).inFlight).toBe(0);
     expect(ns.every((n) => n.server.log.some((l) => /shared fleet state is back/.test(l)))).toBe(true);
     expect(unloadsUnderRequests()).toEqual([]);
-  });
+    // 120 requests, three recoveries and a 2.5 s hold-off: 29-31 s at a quarter of a core. A bound.
+  }, 120_000);
 
   it('a plugin server restarted while its node is cut off from Redis does not grant the fleet a fresh cold-load budget', async () => {
     // Room for every load either way: a refusal must come from the budget, never from slots.
