@@ -10,3 +10,21 @@ export async function waitFor(
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+/**
+ * What `read` answers, asked again while it fails (a reply past its timeout on a stalled
+ * machine); fails after `ms`. For reads of a shared store itself, which throw rather than fall back.
+ */
+export async function answered<T>(read: () => Promise<T>, ms = 5000, what = 'a reply'): Promise<T> {
+  let reply: { value: T } | undefined;
+  await waitFor(
+    () =>
+      read().then(
+        (value) => ((reply = { value }), true),
+        () => false,
+      ),
+    ms,
+    what,
+  );
+  return reply!.value;
+}

@@ -291,6 +291,11 @@ export class ReplicaEngine {
     return running + waiting;
   }
 
+  /** Ids of `adapter`'s requests running or waiting (a test ends one with `abort`). */
+  inFlightIds(adapter: string): string[] {
+    return [...this.running, ...this.waiting].filter((s) => s.req.adapter === adapter).map((s) => s.req.id);
+  }
+
   /** Requests of `adapter` in the batch (running) and queued (waiting), apart. */
   requestsOf(adapter: string): { running: number; waiting: number } {
     let running = 0;

@@ -5,7 +5,7 @@
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import type { FleetRuntime } from '../../src/runtime';
 import { sharedRuntime } from '../../src/runtime-registry';
-import { waitFor } from '../../harness/wait';
+import { answered, waitFor } from '../../harness/wait';
 import { redisRuntimes, SPEC, U } from '../helpers/runtime-harness';
 
 const h = redisRuntimes('rh');
@@ -59,7 +59,9 @@ describe('item 5: retiring a runtime on the same shared state keeps its failover
       `only ${local.id} open in Redis`,
     );
     await waitFor(() => next.store.mode?.() === 'redis', 10_000, 'next shares decisions');
-    const [v] = await next.store.views([U], { name: 'a' });
+    // Read in Redis itself: through the node, a reply past its 300 ms timeout on a stalled machine
+    // falls back to the new runtime's own state, which never polled 'a' (Received undefined).
+    const [v] = await answered(() => (next.store as FailoverFleetStore).shared.views([U], { name: 'a' }));
     expect(v!.adapter?.inFlight).toBe(1);
     expect(await local.release(200)).toMatchObject({ id: local.id });
     await retiring;

@@ -148,8 +148,16 @@ describe('three Kong nodes sharing one Redis', () => {
   it('300 concurrent first requests for one cold adapter, spread over three nodes, cause exactly one load', async () => {
     fleet = await SimFleet.start([vllm(), vllm(), vllm()]);
     // A Redis timeout a starved machine cannot trip: nodes deciding alone (the degraded mode,
-    // tested below) would each load.
-    const ns = await startNodes(3, fleet.urls, {}, { timeout: 2000 });
+    // tested below) would each load. No copy for saturation either: on an eighth of the machine
+    // the 300 requests queued long enough on the holder that a second replica loaded 'cold' 6 s
+    // after the first (Received length 2), as `saturation_mode: predicted` should; here any
+    // second load is a duplicate.
+    const ns = await startNodes(
+      3,
+      fleet.urls,
+      { saturation_mode: 'count', target_waiting_per_replica: 1000, kv_ceiling: 1 },
+      { timeout: 2000 },
+    );
     const rs = await Promise.all(Array.from({ length: 300 }, (_, i) => chat(ns[i % 3]!, 'cold')));
     expect(rs.map((r) => r.status)).toEqual(Array(300).fill(200));
     expect(loads('cold')).toHaveLength(1);
@@ -159,29 +167,42 @@ describe('three Kong nodes sharing one Redis', () => {
     expect(replicas.size).toBe(1);
     for (const n of ns) expect((await status(n)).store).toBe('redis');
     expect((await status(ns[0]!)).inFlight).toBe(0);
-  });
+    // Three plugin servers and 300 requests: 25 s of a quarter of a core.
+  }, 120_000);
 
   it("never unloads an adapter in flight on another node: one node's LRU skips it, or waits and answers 503", async () => {
     // One replica with room for two adapters; 'a' is the least recently used.
     fleet = await SimFleet.start([vllm({ engine: { loadBaseMs: 200 } })]);
-    const [n0, n1] = await startNodes(3, fleet.urls, { max_loaded_adapters: 2, queue_timeout_ms: 600 });
+    // A Redis timeout a starved machine cannot trip: node 1 deciding alone evicts nothing, and
+    // answered 'c' 503 on an eighth of the machine.
+    const [n0, n1] = await startNodes(
+      3,
+      fleet.urls,
+      { max_loaded_adapters: 2, queue_timeout_ms: 600 },
+      { timeout: 2000 },
+    );
     expect((await chat(n0!, 'a')).status).toBe(200);
     expect((await chat(n0!, 'b')).status).toBe(200);
-    // A long request for 'a' on node 0 (about 2 s of decoding at the simulator's pace).
-    const longA = chat(n0!, 'a', 2000);
+    // A long request for 'a' on node 0 (16 s of decoding at the simulator's pace), ended below by
+    // the test: 2,000 tokens (4 s) could end before 'd' asks on a loaded machine.
+    const longA = chat(n0!, 'a', 8000);
     await waitFor(async () => (await status(n1!)).inFlight === 1, 5000, "node 1 seeing node 0's lease");
     // Node 1 needs room for 'c': its LRU would pick 'a', which is busy on node 0, so 'b' goes.
     expect((await chat(n1!, 'c')).status).toBe(200);
     const unloaded = fleet.replicas[0]!.adapterLog().filter((e) => e.op === 'unload');
     expect(unloaded.map((e) => e.name)).toEqual(['b']);
     // Now 'a' (busy on node 0) and 'c' (busy on node 1) fill the replica: 'd' must wait, then 503.
-    const longC = chat(n1!, 'c', 2000);
+    const longC = chat(n1!, 'c', 8000);
     await waitFor(async () => (await status(n0!)).inFlight === 2, 5000, 'both leases visible');
     const d = await chat(n0!, 'd');
     expect(d.status).toBe(503);
     expect(JSON.parse(d.body.toString()).error.code).toBe('adapter_slots_busy');
-    expect((await longA).status).toBe(200);
-    expect((await longC).status).toBe(200);
+    // Both still decoding: cut, their connections drop (Kong's 502) and their leases are given back.
+    const engine = fleet.replicas[0]!.engine;
+    for (const id of [...engine.inFlightIds('a'), ...engine.inFlightIds('c')])
+      expect(engine.abort(id)).toBe(true);
+    expect((await longA).status).toBe(502);
+    expect((await longC).status).toBe(502);
     expect(unloadsUnderRequests()).toEqual([]);
   });
 
@@ -191,18 +212,29 @@ describe('three Kong nodes sharing one Redis', () => {
       3,
       fleet.urls,
       { max_loaded_adapters: 1, queue_timeout_ms: 20_000, lease_max_age_ms: 3000 },
-      { node_ttl_ms: 1000 },
+      // A Redis timeout a starved machine cannot trip: node 0 deciding alone counts no lease of
+      // node 1's (Received 0 with 200 ms, beside a mutation run).
+      { node_ttl_ms: 1000, timeout: 2000 },
     );
-    // Node 1 starts a request for 'a' (400 tokens, about 8 s), then its plugin server dies before
-    // the log phase: nginx still proxies the request, the replica still runs it (issue 24, item 3).
-    void chat(n1!, 'a', 400).catch(() => null);
-    await waitFor(() => fleet!.replicas[0]!.engine.stats().running === 1, 5000, "node 1's request decoding");
+    // Node 1 starts a request for 'a' (8,000 tokens, 16 s at the simulator's pace; ended below by
+    // the test), then its plugin server dies before the log phase: nginx still proxies the request,
+    // the replica still runs it (issue 24, item 3). 400 tokens (0.8 s) ended before node 0 read
+    // its count on an eighth of the machine (Received 0).
+    const engine = fleet.replicas[0]!.engine;
+    const taken = Date.now();
+    void chat(n1!, 'a', 8000).catch(() => null);
+    await waitFor(() => engine.stats().running === 1, 5000, "node 1's request decoding");
     expect((await status(n0!)).inFlight).toBe(1);
     await n1!.server.kill();
     // Node 0 needs the only slot for 'b': it waits while the request runs on the replica (the
     // polls renew its lease, node 1 silent or not), then for lease_max_age_ms, then loads.
-    const b = await chat(n0!, 'b');
-    expect(b.status).toBe(200);
+    const b = chat(n0!, 'b');
+    // Running past lease_max_age_ms: only the polls' renewals keep its lease (a lower bound: a
+    // loaded machine only makes it later).
+    await waitFor(() => Date.now() - taken > 3500, 10_000, 'the request running past its lease age');
+    expect((await status(n0!)).inFlight).toBe(1);
+    expect(engine.abort(engine.inFlightIds('a')[0]!)).toBe(true);
+    expect((await b).status).toBe(200);
     expect(unloadsUnderRequests()).toEqual([]);
     const s = await status(n0!);
     expect(s.events.some((e) => e.op === 'lease-expired' && /held over/.test(e.detail ?? ''))).toBe(true);
@@ -329,7 +361,8 @@ describe('three Kong nodes sharing one Redis', () => {
     for (const n of ns) expect((await status(n)).inFlight).toBe(0);
     expect(ns.every((n) => n.server.log.some((l) => /shared fleet state is back/.test(l)))).toBe(true);
     expect(unloadsUnderRequests()).toEqual([]);
-  });
+    // 120 requests, three recoveries and a 2.5 s hold-off: 29-31 s at a quarter of a core. A bound.
+  }, 120_000);
 
   it('a plugin server restarted while its node is cut off from Redis does not grant the fleet a fresh cold-load budget', async () => {
     // Room for every load either way: a refusal must come from the budget, never from slots.

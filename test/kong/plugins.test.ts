@@ -393,8 +393,12 @@ describe('lora-router through the real plugin server', () => {
       return { total: s.inFlight, replica: r.inFlight, a: byAdapter.a ?? 0, b: byAdapter.b ?? 0 };
     };
     // One request for 'a' stays in flight throughout: a double release would show against it.
-    const long = w.chat('a', 400);
+    // It ends when this test ends it, not after its decode steps: 400 tokens (0.8 s at the
+    // simulator's pace) ended before the refused request on an eighth of the machine
+    // (Received total 0). 8,000 tokens take 16 s, and are cut short below.
+    const long = w.chat('a', 8000);
     await waitFor(() => w.fleet.replicas[0]!.engine.inFlight('a') === 1);
+    const [longId] = w.fleet.replicas[0]!.engine.inFlightIds('a');
     const one = { total: 1, replica: 1, a: 1, b: 0 };
     expect(await counts()).toEqual(one);
     expect((await w.chat('a')).status).toBe(200); // served, same adapter
@@ -419,7 +423,10 @@ describe('lora-router through the real plugin server', () => {
     expect(await counts()).toEqual(one);
     expect((await w.chat('a')).status).toBe(200); // through the new instance
     expect(await counts()).toEqual(one);
-    expect((await long).status).toBe(200); // released by the instance that was replaced
+    // Still decoding, then cut: the replica drops the connection (Kong's 502), and the instance
+    // that was replaced gives the lease back.
+    expect(w.fleet.replicas[0]!.engine.abort(longId!)).toBe(true);
+    expect((await long).status).toBe(502);
     expect(await counts()).toEqual({ total: 0, replica: 0, a: 0, b: 0 });
   });
 
