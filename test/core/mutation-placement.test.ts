@@ -1,0 +1,288 @@
+/**
+ * Unit test of Placement (src/router/placement.ts, one module), written against the survivors of
+ * `npm run mutation:safety -- placement` (docs/reliability.md#mutation-testing): where a cold
+ * adapter goes when another node placed it first, on a replica seen down, or saturated; how many
+ * times a decision is taken again; and that a decision's claim and placement end with it. The
+ * runtime is real (an in-process store on a virtual clock); the replicas' views are the test's own,
+ * so each decision sees exactly what is written here, and `admit` is the test's too.
+ */
+import type { Resolved } from '../../src/adapters/catalog';
+import { PlacedElsewhere } from '../../src/adapters/claims';
+import { EVICTION_POLICIES } from '../../src/adapters/eviction';
+import { VirtualClock } from '../../src/clock';
+import { parseRouterConfig } from '../../src/config/parse';
+import { RouterError } from '../../src/errors';
+import type { ReplicaView } from '../../src/fleet/types';
+import { silentLogger } from '../../src/log';
+import { Placement, SeenDown } from '../../src/router/placement';
+import { schedulingPolicy } from '../../src/router/registration';
+import { RoomWait } from '../../src/router/room-wait';
+import { FleetRuntime } from '../../src/runtime';
+import { pipelineFor, SchedulingPipeline } from '../../src/scheduler/pipeline';
+import type { Decision, SchedulingContext } from '../../src/scheduler/types';
+import { view } from './helpers';
+
+const R1 = 'http://r1:8000';
+const R2 = 'http://r2:8000';
+const R3 = 'http://r3:8000';
+const T0 = 100_000;
+const X: Resolved = { kind: 'on-demand', adapter: { name: 'x', path: '/adapters/x' }, discovered: false };
+
+/** Fresh views of the test's replicas at the clock's time; `over` per URL. */
+type World = Record<string, Partial<ReplicaView>>;
+
+async function setup(world: World, extra: Record<string, unknown> = {}) {
+  const clock = new VirtualClock();
+  await clock.run(T0);
+  const rt = new FleetRuntime({ log: silentLogger, clock, seed: 1 });
+  const urls = Object.keys(world);
+  const config = parseRouterConfig({
+    replicas: urls.map((url) => ({ url })),
+    base_model: 'base',
+    adapter_path_template: '/adapters/{name}',
+    max_loaded_adapters: 2,
+    ...extra,
+  });
+  const placement = new Placement({
+    pipeline: new SchedulingPipeline(pipelineFor(config)),
+    roomPipeline: new SchedulingPipeline(pipelineFor({ ...config, room_wait: 'anywhere' })),
+    urls,
+    config,
+    eviction: EVICTION_POLICIES[config.eviction]!,
+    isStatic: () => false,
+    weighsVictims: config.room_wait !== 'replica' || config.eviction !== 'lru',
+  });
+  const views = (): ReplicaView[] =>
+    urls.map((url) => view(url, { snapshotAt: clock.now(), checkedAt: clock.now(), ...world[url] }));
+  // The views every later read of the store gives: the test's world as it is then.
+  const reads: number[] = [];
+  rt.store.views = async () => {
+    reads.push(clock.now());
+    return views();
+  };
+  /** Placement claims this node sent, as `adapter@url[ seen]`. */
+  const claims: string[] = [];
+  const claimPlacement = rt.store.claimPlacement.bind(rt.store);
+  rt.store.claimPlacement = (adapter, url, seen, at, ttl) => {
+    claims.push(`${adapter}@${url}${seen ? ` seen ${seen}` : ''}`);
+    return claimPlacement(adapter, url, seen, at, ttl);
+  };
+  const released: string[] = [];
+  const releasePlacement = rt.store.releasePlacement.bind(rt.store);
+  rt.store.releasePlacement = (adapter, url) => {
+    released.push(`${adapter}@${url}`);
+    return releasePlacement(adapter, url);
+  };
+  /** Places one request for `x`; each decision `admit` is given is recorded. */
+  const place = async <T>(
+    admit: (d: Decision, queueMs: number, recheck?: () => Promise<string>) => Promise<T>,
+    first: ReplicaView[] = views(),
+    resolved: Resolved = X,
+  ) => {
+    const ctx: SchedulingContext = { now: clock.now(), policy: schedulingPolicy(config), random: rt.random };
+    const wait = new RoomWait(config, clock.now());
+    const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
+    return placement.place(rt, { resolved, adapter, ctx, views: first, wait }, admit);
+  };
+  /** Runs the clock until `p` settles: its value or error. */
+  const settle = async <T>(p: Promise<T>) => {
+    const s = p.then(
+      (v) => ({ v, err: undefined }),
+      (err: unknown) => ({ v: undefined, err }),
+    );
+    await clock.run();
+    return s;
+  };
+  return { clock, rt, config, place, settle, claims, released, reads, world, views };
+}
+
+/** Whether this process still shows a claim of `x` on any replica (an unclaimed decision shows none). */
+function claimedHere(rt: FleetRuntime, urls: string[]): string[] {
+  const vs = urls.map((url) => view(url));
+  rt.manager.overlayClaims(vs, 'x');
+  return vs.filter((v) => v.adapter?.claimed).map((v) => v.url);
+}
+
+describe('Placement: another node placed the cold adapter first', () => {
+  it('follows it with fresh views, admits there with its claim checked again on a wait, and ends the claim', async () => {
+    const s = await setup({ [R1]: {}, [R2]: {} });
+    const { rt } = s;
+    // Another node placed `x` on R2 (nobody loads it there yet).
+    await rt.store.claimPlacement('x', R2, undefined, T0, 60_000);
+    s.claims.length = 0;
+    const went: string[] = [];
+    let recheck: (() => Promise<string>) | undefined;
+    const r = await s.settle(
+      s.place(async (d, _q, again) => {
+        went.push(d.replica.url);
+        recheck = again;
+        // While the load runs, this node shows its claim to its own next decisions.
+        expect(claimedHere(rt, [R1, R2])).toEqual([d.replica.url]);
+        return d.replica.url;
+      }),
+    );
+    expect(r.err).toBeUndefined();
+    expect(went).toEqual([R2]);
+    // A load that waits for room claims again first, on the replica it loads on, seeing nothing.
+    expect(recheck).toBeDefined();
+    s.claims.length = 0;
+    expect(await recheck!()).toBe(R2);
+    expect(s.claims).toEqual([`x@${R2}`]);
+    // The decision's claim and placement end with it.
+    expect(claimedHere(rt, [R1, R2])).toEqual([]);
+    expect(s.released).toEqual([`x@${R2}`]);
+  });
+
+  it('overrides a placement on a replica it has seen down, and never goes there', async () => {
+    const s = await setup({ [R1]: {}, [R2]: { health: 'down' } });
+    await s.rt.store.claimPlacement('x', R2, undefined, T0, 60_000);
+    s.claims.length = 0;
+    const went: string[] = [];
+    const r = await s.settle(
+      s.place(async (d) => {
+        went.push(d.replica.url);
+        return d.replica.url;
+      }),
+    );
+    expect(r.err).toBeUndefined();
+    expect(went).toEqual([R1]);
+    // Claimed where it decided, refused, then claimed again having seen R2's placement.
+    expect(s.claims).toEqual([`x@${R1}`, `x@${R1} seen ${R2}`]);
+  });
+
+  it('does not follow a placement onto a replica seen down since: it decides among the others', async () => {
+    // The request came when R2 was up (and busier than R1); another node has placed `x` on R2.
+    const s = await setup({ [R1]: {}, [R2]: { waiting: 3 } });
+    const { rt } = s;
+    await rt.store.claimPlacement('x', R2, undefined, T0, 60_000);
+    s.claims.length = 0;
+    // Seen down by every read after its first claim.
+    const claim = rt.store.claimPlacement.bind(rt.store);
+    rt.store.claimPlacement = (...a) => {
+      s.world[R2] = { health: 'down' };
+      return claim(...a);
+    };
+    const went: string[] = [];
+    const r = await s.settle(
+      s.place(async (d) => {
+        went.push(d.replica.url);
+        return d.replica.url;
+      }),
+    );
+    expect(r.err).toBeUndefined();
+    expect(went).toEqual([R1]);
+    // Its first claim lost to R2 (up as it decided); the next, R2 now down, overrides it.
+    expect(s.claims).toEqual([`x@${R1}`, `x@${R1}`, `x@${R1} seen ${R2}`]);
+  });
+
+  it('decides again at most three times when the placement keeps moving, then loads where it decided', async () => {
+    const s = await setup({ [R1]: {}, [R2]: {} });
+    const { rt } = s;
+    // Every claim finds the adapter placed on a replica of another router's configuration.
+    const elsewhere = 'http://theirs:8000';
+    rt.store.claimPlacement = async (adapter, url, seen) => {
+      s.claims.push(`${adapter}@${url}${seen ? ` seen ${seen}` : ''}`);
+      return elsewhere;
+    };
+    const admitted: { url: string; recheck: boolean }[] = [];
+    const r = await s.settle(
+      s.place(async (d, _q, recheck) => {
+        admitted.push({ url: d.replica.url, recheck: recheck !== undefined });
+        return d.replica.url;
+      }),
+    );
+    expect(r.err).toBeUndefined();
+    // The first claim and three more rounds; then its own decision, with no recheck to lose again.
+    expect(s.claims).toHaveLength(4);
+    expect(admitted).toHaveLength(1);
+    expect(admitted[0]!.recheck).toBe(false);
+    // Each round released its claim here.
+    expect(claimedHere(rt, [R1, R2])).toEqual([]);
+  });
+
+  it('a load told the adapter was placed elsewhere while it waited follows that placement', async () => {
+    const s = await setup({ [R1]: {}, [R2]: {} });
+    const { rt } = s;
+    const went: string[] = [];
+    const r = await s.settle(
+      s.place(async (d) => {
+        went.push(d.replica.url);
+        if (went.length === 1) {
+          // Another node took the placement while this load waited for room.
+          const other = d.replica.url === R1 ? R2 : R1;
+          await rt.store.releasePlacement('x', d.replica.url);
+          await rt.store.claimPlacement('x', other, undefined, rt.clock.now(), 60_000);
+          throw new PlacedElsewhere('x', other);
+        }
+        return d.replica.url;
+      }),
+    );
+    expect(r.err).toBeUndefined();
+    expect(went).toHaveLength(2);
+    expect(went[1]).not.toBe(went[0]);
+    expect(claimedHere(rt, [R1, R2])).toEqual([]);
+  });
+});
+
+describe('Placement: spreading past a saturated placement', () => {
+  // Saturation by the replicas' queues (`count`): what the views say, without the work model.
+  const COUNT = { saturation_mode: 'count' };
+  const placed = { adapter: { state: 'loading' as const, lastUsed: 0, inFlight: 0, placed: true } };
+
+  it('claims a second replica over a placement whose replica is up, fresh and saturated', async () => {
+    const s = await setup({ [R1]: { ...placed, waiting: 100 }, [R2]: {} }, COUNT);
+    await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
+    s.claims.length = 0;
+    const went: string[] = [];
+    const r = await s.settle(s.place(async (d) => (went.push(d.replica.url), d.replica.url)));
+    expect(r.err).toBeUndefined();
+    expect(went).toEqual([R2]);
+    expect(s.claims).toEqual([`x@${R2} seen ${R1}`]);
+  });
+
+  it('follows a placement it cannot judge (no fresh poll) or that is not saturated', async () => {
+    for (const r1 of [{ ...placed, waiting: 100, snapshotAt: 0, checkedAt: 0 }, { ...placed }]) {
+      const s = await setup({ [R1]: r1, [R2]: { waiting: 1 } }, COUNT);
+      await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
+      s.claims.length = 0;
+      const went: string[] = [];
+      const r = await s.settle(s.place(async (d) => (went.push(d.replica.url), d.replica.url)));
+      expect(r.err).toBeUndefined();
+      expect(went).toEqual([R1]);
+      expect(s.claims.every((c) => !c.includes('seen'))).toBe(true);
+    }
+  });
+});
+
+describe('Placement: a replica seen down while the load ran', () => {
+  it('decides again, once per replica at most, then refuses with no_replica', async () => {
+    const s = await setup({ [R1]: {}, [R2]: {} });
+    let admits = 0;
+    const r = await s.settle(
+      s.place(async (d) => {
+        admits++;
+        throw new SeenDown(d.replica.url);
+      }),
+    );
+    expect(r.err).toBeInstanceOf(RouterError);
+    expect((r.err as RouterError).code).toBe('no_replica');
+    expect(admits).toBe(3);
+    expect(claimedHere(s.rt, [R1, R2])).toEqual([]);
+  });
+
+  it('gives any other error of the load to the caller, claim and placement ended', async () => {
+    const s = await setup({ [R1]: {}, [R2]: {} });
+    const boom = new Error('load failed');
+    let admits = 0;
+    const r = await s.settle(
+      s.place(async () => {
+        admits++;
+        throw boom;
+      }),
+    );
+    expect(r.err).toBe(boom);
+    expect(admits).toBe(1);
+    expect(claimedHere(s.rt, [R1, R2])).toEqual([]);
+    expect(s.released).toHaveLength(1);
+  });
+});
