@@ -11,7 +11,7 @@ import { PlacedElsewhere } from '../../src/adapters/claims';
 import { EVICTION_POLICIES } from '../../src/adapters/eviction';
 import { VirtualClock } from '../../src/clock';
 import { parseRouterConfig } from '../../src/config/parse';
-import { RouterError } from '../../src/errors';
+import { errors, RouterError } from '../../src/errors';
 import type { ReplicaView } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { Placement, SeenDown } from '../../src/router/placement';
@@ -55,16 +55,19 @@ async function setup(world: World, extra: Record<string, unknown> = {}) {
   const views = (): ReplicaView[] =>
     urls.map((url) => view(url, { snapshotAt: clock.now(), checkedAt: clock.now(), ...world[url] }));
   // The views every later read of the store gives: the test's world as it is then.
-  const reads: number[] = [];
-  rt.store.views = async () => {
-    reads.push(clock.now());
+  /** Each later read: whether it asked for the replicas' residents. */
+  const reads: boolean[] = [];
+  rt.store.views = async (_urls, _adapter, residents) => {
+    reads.push(residents === true);
     return views();
   };
   /** Placement claims this node sent, as `adapter@url[ seen]`. */
   const claims: string[] = [];
+  const ttls: number[] = [];
   const claimPlacement = rt.store.claimPlacement.bind(rt.store);
   rt.store.claimPlacement = (adapter, url, seen, at, ttl) => {
     claims.push(`${adapter}@${url}${seen ? ` seen ${seen}` : ''}`);
+    ttls.push(ttl);
     return claimPlacement(adapter, url, seen, at, ttl);
   };
   const released: string[] = [];
@@ -93,7 +96,7 @@ async function setup(world: World, extra: Record<string, unknown> = {}) {
     await clock.run();
     return s;
   };
-  return { clock, rt, config, place, settle, claims, released, reads, world, views };
+  return { clock, rt, config, place, settle, claims, ttls, released, reads, world, views };
 }
 
 /** Whether this process still shows a claim of `x` on any replica (an unclaimed decision shows none). */
@@ -110,6 +113,7 @@ describe('Placement: another node placed the cold adapter first', () => {
     // Another node placed `x` on R2 (nobody loads it there yet).
     await rt.store.claimPlacement('x', R2, undefined, T0, 60_000);
     s.claims.length = 0;
+    s.ttls.length = 0;
     const went: string[] = [];
     let recheck: (() => Promise<string>) | undefined;
     const r = await s.settle(
@@ -123,6 +127,8 @@ describe('Placement: another node placed the cold adapter first', () => {
     );
     expect(r.err).toBeUndefined();
     expect(went).toEqual([R2]);
+    // Held until the request could be queued and loaded: as long as the placement's wait lasts.
+    expect(s.ttls.every((t) => t === s.config.queue_timeout_ms + s.config.load_timeout_ms)).toBe(true);
     // A load that waits for room claims again first, on the replica it loads on, seeing nothing.
     expect(recheck).toBeDefined();
     s.claims.length = 0;
@@ -201,7 +207,8 @@ describe('Placement: another node placed the cold adapter first', () => {
   });
 
   it('a load told the adapter was placed elsewhere while it waited follows that placement', async () => {
-    const s = await setup({ [R1]: {}, [R2]: {} });
+    // R2 busier: a decision of its own goes to R1.
+    const s = await setup({ [R1]: {}, [R2]: { waiting: 1 } }, { saturation_mode: 'count' });
     const { rt } = s;
     const went: string[] = [];
     const r = await s.settle(
@@ -209,18 +216,55 @@ describe('Placement: another node placed the cold adapter first', () => {
         went.push(d.replica.url);
         if (went.length === 1) {
           // Another node took the placement while this load waited for room.
-          const other = d.replica.url === R1 ? R2 : R1;
-          await rt.store.releasePlacement('x', d.replica.url);
-          await rt.store.claimPlacement('x', other, undefined, rt.clock.now(), 60_000);
-          throw new PlacedElsewhere('x', other);
+          await rt.store.releasePlacement('x', R1);
+          await rt.store.claimPlacement('x', R2, undefined, rt.clock.now(), 60_000);
+          s.claims.length = 0;
+          throw new PlacedElsewhere('x', R2);
         }
         return d.replica.url;
       }),
     );
     expect(r.err).toBeUndefined();
-    expect(went).toHaveLength(2);
-    expect(went[1]).not.toBe(went[0]);
+    expect(went).toEqual([R1, R2]);
+    // Straight there: no claim of its own lost first.
+    expect(s.claims).toEqual([`x@${R2}`]);
     expect(claimedHere(rt, [R1, R2])).toEqual([]);
+  });
+
+  it('each placement lost while waiting counts as a round: at most three, then it loads where it decided', async () => {
+    const s = await setup({ [R1]: {}, [R2]: {} });
+    // A recheck (given while rounds are left) always finds the adapter placed by another configuration.
+    const admitted: boolean[] = [];
+    const r = await s.settle(
+      s.place(async (d, _q, recheck) => {
+        admitted.push(recheck !== undefined);
+        if (recheck) throw new PlacedElsewhere('x', 'http://theirs:8000');
+        return d.replica.url;
+      }),
+    );
+    expect(r.err).toBeUndefined();
+    expect(admitted).toEqual([true, true, true, false]);
+  });
+
+  it('a decision shows its claim to the next decision of this process before any await', async () => {
+    const s = await setup({ [R1]: {}, [R2]: {} });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const seen: (boolean | undefined)[] = [];
+    const first = s.place(async (d) => {
+      await gate;
+      return d.replica.url;
+    });
+    await s.clock.run();
+    const second = s.place(async (d) => {
+      seen.push(d.replica.adapter?.claimed);
+      return d.replica.url;
+    });
+    const r2 = await s.settle(second);
+    release();
+    const r1 = await s.settle(first);
+    expect([r1.v, r2.v]).toEqual([r2.v, r1.v]);
+    expect(seen).toEqual([true]);
   });
 });
 
@@ -251,6 +295,74 @@ describe('Placement: spreading past a saturated placement', () => {
       expect(went).toEqual([R1]);
       expect(s.claims.every((c) => !c.includes('seen'))).toBe(true);
     }
+  });
+});
+
+describe('Placement: what needs a claim', () => {
+  it('a replica holding the adapter only by another node\'s placement is claimed; a static adapter never', async () => {
+    const placed = { adapter: { state: 'loading' as const, lastUsed: 0, inFlight: 0, placed: true } };
+    const s = await setup({ [R1]: placed, [R2]: { waiting: 1 } }, { saturation_mode: 'count' });
+    await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
+    s.claims.length = 0;
+    const r = await s.settle(s.place(async (d) => d.replica.url));
+    expect(r.v).toBe(R1);
+    expect(s.claims).toEqual([`x@${R1}`]);
+    // A static adapter is never loaded by the router: no placement to agree on.
+    s.claims.length = 0;
+    const boot: Resolved = { kind: 'static', adapter: { name: 'x' } };
+    const st = await s.settle(s.place(async (d) => d.replica.url, s.views(), boot));
+    expect(st.err).toBeUndefined();
+    expect(s.claims).toEqual([]);
+  });
+
+  it('no replica can serve it: no_replica, not a failure of its own', async () => {
+    // llama.cpp serves only the adapters it was started with: no replica can load `x`.
+    const s = await setup({ [R1]: { backend: 'llamacpp' }, [R2]: { backend: 'llamacpp' } });
+    const r = await s.settle(s.place(async (d) => d.replica.url));
+    expect((r.err as RouterError).code).toBe('no_replica');
+    expect(s.claims).toEqual([]);
+  });
+});
+
+describe('Placement: no room on the chosen replica', () => {
+  it('escalates a 503 for no room to a wait for room anywhere, decided again', async () => {
+    const s = await setup({ [R1]: {}, [R2]: {} }, { room_wait: 'escalate' });
+    const queues: number[] = [];
+    const r = await s.settle(
+      s.place(async (d, q) => {
+        queues.push(q);
+        if (queues.length === 1) throw errors.noRoom('x', d.replica.url, 1);
+        return d.replica.url;
+      }),
+    );
+    expect(r.err).toBeUndefined();
+    expect(queues).toHaveLength(2);
+    // Every claim of the request ended.
+    expect(claimedHere(s.rt, [R1, R2])).toEqual([]);
+    expect(s.released).toHaveLength(2);
+  });
+
+  it('waits for room anywhere while no replica can start the load, wanted on every replica, until its deadline', async () => {
+    const busy = {
+      residentCount: 2,
+      residents: ['a', 'b'].map((name) => ({ name, state: 'loaded' as const, since: 0, lastUsed: 0, inFlight: 1 })),
+    };
+    const s = await setup({ [R1]: busy, [R2]: busy }, { room_wait: 'anywhere', queue_timeout_ms: 2000 });
+    const wanted: string[][] = [];
+    const at: number[] = [];
+    const r = await s.settle(
+      s.place(async (d) => {
+        at.push(s.clock.now());
+        return d.replica.url;
+      }),
+    );
+    void wanted;
+    expect(r.err).toBeUndefined();
+    // Admitted (its load to wait on the chosen replica) only once the wait for room anywhere ran out.
+    expect(at).toHaveLength(1);
+    expect(at[0]).toBeGreaterThanOrEqual(T0 + 2000);
+    // Its want of room ended with it.
+    expect(s.rt.manager.roomWants.size).toBe(0);
   });
 });
 
