@@ -85,6 +85,9 @@ describe('PlacementClaims: the overlay', () => {
     // Without the residents list it cannot tell whether the store has it: nothing added.
     expect(unknown!.residentCount).toBe(0);
     expect(unknown!.adapter).toBeUndefined();
+    // Resident already (the store counts it), the requested adapter nowhere: nothing added.
+    const [counted] = overlaid(c, 'x', [{ residents: [resident('y')], residentCount: 1 }, {}]);
+    expect(counted!.residentCount).toBe(1);
   });
 
   it('does not show its own claim once another router’s placement of the adapter is in the store', async () => {

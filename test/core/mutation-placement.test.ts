@@ -14,6 +14,7 @@ import { parseRouterConfig } from '../../src/config/parse';
 import { errors, RouterError } from '../../src/errors';
 import type { ReplicaView } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
+import { ROOM_FALLBACK_MS } from '../../src/adapters/manager';
 import { Placement, SeenDown } from '../../src/router/placement';
 import { schedulingPolicy } from '../../src/router/registration';
 import { RoomWait } from '../../src/router/room-wait';
@@ -53,7 +54,7 @@ async function setup(world: World, extra: Record<string, unknown> = {}) {
     weighsVictims: config.room_wait !== 'replica' || config.eviction !== 'lru',
   });
   const views = (): ReplicaView[] =>
-    urls.map((url) => view(url, { snapshotAt: clock.now(), checkedAt: clock.now(), ...world[url] }));
+    urls.map((url) => view(url, { snapshotAt: clock.now(), checkedAt: clock.now(), ...structuredClone(world[url]) }));
   // The views every later read of the store gives: the test's world as it is then.
   /** Each later read: whether it asked for the replicas' residents. */
   const reads: boolean[] = [];
@@ -81,9 +82,9 @@ async function setup(world: World, extra: Record<string, unknown> = {}) {
     admit: (d: Decision, queueMs: number, recheck?: () => Promise<string>) => Promise<T>,
     first: ReplicaView[] = views(),
     resolved: Resolved = X,
+    wait = new RoomWait(config, clock.now()),
+    ctx: SchedulingContext = { now: clock.now(), policy: schedulingPolicy(config), random: rt.random },
   ) => {
-    const ctx: SchedulingContext = { now: clock.now(), policy: schedulingPolicy(config), random: rt.random };
-    const wait = new RoomWait(config, clock.now());
     const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
     return placement.place(rt, { resolved, adapter, ctx, views: first, wait }, admit);
   };
@@ -363,6 +364,135 @@ describe('Placement: no room on the chosen replica', () => {
     expect(at[0]).toBeGreaterThanOrEqual(T0 + 2000);
     // Its want of room ended with it.
     expect(s.rt.manager.roomWants.size).toBe(0);
+  });
+});
+
+/** A RoomWait whose TTFT hold says "hold" for its first `n` decisions (what `holds` weighs is room-wait.ts's). */
+class HoldsFor extends RoomWait {
+  decided: string[] = [];
+  constructor(
+    private n: number,
+    config: ConstructorParameters<typeof RoomWait>[0],
+    started: number,
+  ) {
+    super(config, started);
+  }
+  override holds(_now: number, d: Parameters<RoomWait['holds']>[1]): boolean {
+    this.decided.push((d as { url: string }).url);
+    return this.n-- > 0;
+  }
+}
+
+describe('Placement: held for the TTFT objective', () => {
+  it('waits a fallback period per hold, decides again on fresh views, counts the request held once, wants room while held', async () => {
+    // Waiting on the replica with lru: no victims read, so each decision is one hold check.
+    const s = await setup({ [R1]: {}, [R2]: {} }, { room_wait: 'replica' });
+    const wait = new HoldsFor(2, s.config, T0);
+    const wanted: string[][] = [];
+    const holds = async () => (await s.rt.metrics.ttftHolds.get()).values[0]?.value ?? 0;
+    const views = s.rt.store.views.bind(s.rt.store);
+    s.rt.store.views = (...a) => {
+      wanted.push([R1, R2].flatMap((u) => s.rt.manager.roomWants.on(u).map((n) => `${n}@${u}`)));
+      return views(...a);
+    };
+    const at: number[] = [];
+    const r = await s.settle(s.place(async (d) => (at.push(s.clock.now()), d.replica.url), s.views(), X, wait));
+    expect(r.err).toBeUndefined();
+    expect(wait.decided).toHaveLength(3);
+    expect(at).toEqual([T0 + 2 * ROOM_FALLBACK_MS]);
+    expect(await holds()).toBe(1);
+    // While held for a replica without `x`, it wants the slot it goes for there (and only there).
+    expect(wanted.slice(0, 2)).toEqual(wait.decided.slice(0, 2).map((u) => [`x@${u}`]));
+    expect(s.rt.manager.roomWants.size).toBe(0);
+  });
+
+  it('held for a replica holding its adapter, it wants no slot', async () => {
+    const loaded = { adapter: { state: 'loaded' as const, lastUsed: 0, inFlight: 0 } };
+    const s = await setup({ [R1]: loaded, [R2]: loaded });
+    const wait = new HoldsFor(1, s.config, T0);
+    let wants = -1;
+    const views = s.rt.store.views.bind(s.rt.store);
+    s.rt.store.views = (...a) => {
+      wants = s.rt.manager.roomWants.size;
+      return views(...a);
+    };
+    const r = await s.settle(s.place(async (d) => d.replica.url, s.views(), X, wait));
+    expect(r.err).toBeUndefined();
+    expect(wants).toBe(0);
+  });
+});
+
+describe('Placement: what a decision weighs', () => {
+  it('reads the residents (victims) once, only for a cold decision whose configuration weighs them', async () => {
+    // `eviction: value` weighs victims; a cold request reads residents once, then decides on them.
+    const s = await setup({ [R1]: {}, [R2]: {} }, { eviction: 'value' });
+    await s.settle(s.place(async (d) => d.replica.url));
+    expect(s.reads).toEqual([true]);
+    // A request for a resident adapter never pays for them.
+    s.reads.length = 0;
+    const loaded = { adapter: { state: 'loaded' as const, lastUsed: 0, inFlight: 0 } };
+    s.world[R1] = loaded;
+    s.world[R2] = loaded;
+    await s.settle(s.place(async (d) => d.replica.url));
+    expect(s.reads).toEqual([]);
+    // Nor the base model, nor a fleet that never loads (`max_loaded_adapters: 0`).
+    s.world[R1] = {};
+    s.world[R2] = {};
+    await s.settle(s.place(async (d) => d.replica.url, s.views(), { kind: 'base' }));
+    expect(s.reads).toEqual([]);
+    const never = await setup({ [R1]: {}, [R2]: {} }, { eviction: 'value', max_loaded_adapters: 0 });
+    const boot: Resolved = { kind: 'static', adapter: { name: 'x' } };
+    await never.settle(never.place(async (d) => d.replica.url, never.views(), boot));
+    expect(never.reads).toEqual([]);
+  });
+
+  it('the default configuration (lru, wait on the replica) does not read residents at all', async () => {
+    const s = await setup({ [R1]: {}, [R2]: {} }, { room_wait: 'replica' });
+    await s.settle(s.place(async (d) => d.replica.url));
+    expect(s.reads).toEqual([]);
+  });
+
+  it('gives the victims their cost by the configured policy: frequency, and copies not being unloaded', async () => {
+    const held = (names: string[], unloading: string[] = []) => ({
+      residentCount: names.length,
+      residents: names.map((name) => ({
+        name,
+        state: unloading.includes(name) ? ('unloading' as const) : ('loaded' as const),
+        since: 0,
+        lastUsed: 0,
+        inFlight: 0,
+      })),
+    });
+    const s = await setup({ [R1]: held(['a', 'b']), [R2]: held(['a', 'b'], ['b']) }, { eviction: 'value' });
+    s.rt.adapterStats.observe('a', T0);
+    const ctx: SchedulingContext = { now: T0, policy: schedulingPolicy(s.config), random: s.rt.random };
+    await s.settle(s.place(async (d) => d.replica.url, s.views(), X, undefined, ctx));
+    const r = (name: string) => ({ name, state: 'loaded' as const, since: 0, lastUsed: 0, inFlight: 0 });
+    const policy = EVICTION_POLICIES.value!;
+    const vctx = (freq: number, copies: number) => ({ now: T0, frequency: () => freq, copies: () => copies });
+    // `a`: asked for once, two copies; `b`: never asked, one copy left (the other is being unloaded).
+    expect(ctx.victimCost!(r('a'))).toBe(policy.cost(r('a'), vctx(s.rt.adapterStats.frequency('a', T0), 2)));
+    expect(ctx.victimCost!(r('b'))).toBe(policy.cost(r('b'), vctx(0, 1)));
+    // An adapter on no replica counts as one copy.
+    expect(ctx.victimCost!(r('c'))).toBe(policy.cost(r('c'), vctx(0, 1)));
+    expect(ctx.isStatic!('x')).toBe(false);
+  });
+
+  it('marks a registered holder whose reported residency lacks the weights as evicted', async () => {
+    const loaded = { adapter: { state: 'loaded' as const, lastUsed: 0, inFlight: 0 } };
+    const s = await setup({ [R1]: loaded });
+    const residency = (cpu: string[]) => ({ residency: { cpu } }) as never;
+    const evicted: (boolean | undefined)[] = [];
+    for (const cpu of [['y'], ['x']]) {
+      s.rt.poller.lastLoad.set(R1, residency(cpu));
+      await s.settle(s.place(async (d) => (evicted.push(d.replica.adapter?.evicted), d.replica.url)));
+    }
+    expect(evicted).toEqual([true, undefined]);
+    // A placed (not yet loaded) holder is not "evicted": it has no weights yet.
+    s.world[R1] = { adapter: { state: 'loading', lastUsed: 0, inFlight: 0, placed: true } };
+    s.rt.poller.lastLoad.set(R1, residency([]));
+    await s.settle(s.place(async (d) => (evicted.push(d.replica.adapter?.evicted), d.replica.url)));
+    expect(evicted[2]).toBeUndefined();
   });
 });
 
