@@ -20,10 +20,20 @@ async function claimsAt() {
   return new PlacementClaims(clock);
 }
 
-const resident = (name: string): ResidentAdapter => ({ name, state: 'loaded', since: 0, lastUsed: 0, inFlight: 0 });
+const resident = (name: string): ResidentAdapter => ({
+  name,
+  state: 'loaded',
+  since: 0,
+  lastUsed: 0,
+  inFlight: 0,
+});
 
 /** Fresh views of R1 and R2 (`over` for each), overlaid for a request of `adapter`. */
-function overlaid(c: PlacementClaims, adapter: string, over: Partial<ReplicaView>[] = [{}, {}]): ReplicaView[] {
+function overlaid(
+  c: PlacementClaims,
+  adapter: string,
+  over: Partial<ReplicaView>[] = [{}, {}],
+): ReplicaView[] {
   const vs = [view(R1, over[0]), view(R2, over[1])];
   c.overlay(vs, adapter);
   return vs;

@@ -54,7 +54,9 @@ async function setup(world: World, extra: Record<string, unknown> = {}) {
     weighsVictims: config.room_wait !== 'replica' || config.eviction !== 'lru',
   });
   const views = (): ReplicaView[] =>
-    urls.map((url) => view(url, { snapshotAt: clock.now(), checkedAt: clock.now(), ...structuredClone(world[url]) }));
+    urls.map((url) =>
+      view(url, { snapshotAt: clock.now(), checkedAt: clock.now(), ...structuredClone(world[url]) }),
+    );
   // The views every later read of the store gives: the test's world as it is then.
   /** Each later read: whether it asked for the replicas' residents. */
   const reads: boolean[] = [];
@@ -80,13 +82,22 @@ async function setup(world: World, extra: Record<string, unknown> = {}) {
   /** Places one request for `x`; each decision `admit` is given is recorded. */
   const place = async <T>(
     admit: (d: Decision, queueMs: number, recheck?: () => Promise<string>) => Promise<T>,
-    first: ReplicaView[] = views(),
-    resolved: Resolved = X,
-    wait = new RoomWait(config, clock.now()),
-    ctx: SchedulingContext = { now: clock.now(), policy: schedulingPolicy(config), random: rt.random },
+    o: {
+      resolved?: Resolved;
+      wait?: RoomWait;
+      ctx?: SchedulingContext;
+      contextTokens?: number;
+    } = {},
   ) => {
+    const resolved = o.resolved ?? X;
+    const wait = o.wait ?? new RoomWait(config, clock.now());
+    const ctx = o.ctx ?? { now: clock.now(), policy: schedulingPolicy(config), random: rt.random };
     const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
-    return placement.place(rt, { resolved, adapter, ctx, views: first, wait }, admit);
+    return placement.place(
+      rt,
+      { resolved, adapter, ctx, views: views(), wait, contextTokens: o.contextTokens },
+      admit,
+    );
   };
   /** Runs the clock until `p` settles: its value or error. */
   const settle = async <T>(p: Promise<T>) => {
@@ -297,10 +308,54 @@ describe('Placement: spreading past a saturated placement', () => {
       expect(s.claims.every((c) => !c.includes('seen'))).toBe(true);
     }
   });
+
+  it('under predicted saturation, spreads past a placement predicted slower than the chosen replica by the margin', async () => {
+    const s = await setup({ [R1]: placed, [R2]: {} }, { saturation_mode: 'predicted' });
+    await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
+    s.claims.length = 0;
+    const ctx: SchedulingContext = {
+      now: T0,
+      policy: schedulingPolicy(s.config),
+      random: s.rt.random,
+      // R1's queue is predicted 10 s long, R2's 100 ms.
+      predict: (c) => {
+        c.ttftMs = c.url === R1 ? 10_000 : 100;
+      },
+    };
+    const r = await s.settle(s.place(async (d) => d.replica.url, { ctx }));
+    expect(r.v).toBe(R2);
+    expect(s.claims).toEqual([`x@${R2} seen ${R1}`]);
+  });
+
+  it('never spreads past a placement on a replica seen down: it overrides it, a round trip later', async () => {
+    const s = await setup({ [R1]: { ...placed, waiting: 100, health: 'down' }, [R2]: {} }, COUNT);
+    await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
+    s.claims.length = 0;
+    const r = await s.settle(s.place(async (d) => d.replica.url));
+    expect(r.v).toBe(R2);
+    expect(s.claims).toEqual([`x@${R2}`, `x@${R2} seen ${R1}`]);
+  });
+
+  it('a request the placed replica cannot serve (its context is too short) goes to one that can', async () => {
+    const s = await setup({ [R1]: placed, [R2]: {} }, COUNT);
+    await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
+    const ctx: SchedulingContext = {
+      now: T0,
+      policy: schedulingPolicy(s.config),
+      random: s.rt.random,
+      contextOf: (url) => (url === R1 ? 2048 : 32_768),
+    };
+    s.claims.length = 0;
+    const r = await s.settle(s.place(async (d) => d.replica.url, { ctx, contextTokens: 4000 }));
+    expect(r.err).toBeUndefined();
+    expect(r.v).toBe(R2);
+    // Its claim lost to R1's placement, which it cannot follow: a copy past it (R1's placement stays).
+    expect(s.claims).toEqual([`x@${R2}`, `x@${R2} seen ${R1}`]);
+  });
 });
 
 describe('Placement: what needs a claim', () => {
-  it('a replica holding the adapter only by another node\'s placement is claimed; a static adapter never', async () => {
+  it("a replica holding the adapter only by another node's placement is claimed; a static adapter never", async () => {
     const placed = { adapter: { state: 'loading' as const, lastUsed: 0, inFlight: 0, placed: true } };
     const s = await setup({ [R1]: placed, [R2]: { waiting: 1 } }, { saturation_mode: 'count' });
     await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
@@ -311,7 +366,7 @@ describe('Placement: what needs a claim', () => {
     // A static adapter is never loaded by the router: no placement to agree on.
     s.claims.length = 0;
     const boot: Resolved = { kind: 'static', adapter: { name: 'x' } };
-    const st = await s.settle(s.place(async (d) => d.replica.url, s.views(), boot));
+    const st = await s.settle(s.place(async (d) => d.replica.url, { resolved: boot }));
     expect(st.err).toBeUndefined();
     expect(s.claims).toEqual([]);
   });
@@ -346,7 +401,13 @@ describe('Placement: no room on the chosen replica', () => {
   it('waits for room anywhere while no replica can start the load, wanted on every replica, until its deadline', async () => {
     const busy = {
       residentCount: 2,
-      residents: ['a', 'b'].map((name) => ({ name, state: 'loaded' as const, since: 0, lastUsed: 0, inFlight: 1 })),
+      residents: ['a', 'b'].map((name) => ({
+        name,
+        state: 'loaded' as const,
+        since: 0,
+        lastUsed: 0,
+        inFlight: 1,
+      })),
     };
     const s = await setup({ [R1]: busy, [R2]: busy }, { room_wait: 'anywhere', queue_timeout_ms: 2000 });
     const wanted: string[][] = [];
@@ -396,7 +457,7 @@ describe('Placement: held for the TTFT objective', () => {
       return views(...a);
     };
     const at: number[] = [];
-    const r = await s.settle(s.place(async (d) => (at.push(s.clock.now()), d.replica.url), s.views(), X, wait));
+    const r = await s.settle(s.place(async (d) => (at.push(s.clock.now()), d.replica.url), { wait }));
     expect(r.err).toBeUndefined();
     expect(wait.decided).toHaveLength(3);
     expect(at).toEqual([T0 + 2 * ROOM_FALLBACK_MS]);
@@ -416,7 +477,7 @@ describe('Placement: held for the TTFT objective', () => {
       wants = s.rt.manager.roomWants.size;
       return views(...a);
     };
-    const r = await s.settle(s.place(async (d) => d.replica.url, s.views(), X, wait));
+    const r = await s.settle(s.place(async (d) => d.replica.url, { wait }));
     expect(r.err).toBeUndefined();
     expect(wants).toBe(0);
   });
@@ -438,11 +499,11 @@ describe('Placement: what a decision weighs', () => {
     // Nor the base model, nor a fleet that never loads (`max_loaded_adapters: 0`).
     s.world[R1] = {};
     s.world[R2] = {};
-    await s.settle(s.place(async (d) => d.replica.url, s.views(), { kind: 'base' }));
+    await s.settle(s.place(async (d) => d.replica.url, { resolved: { kind: 'base' } }));
     expect(s.reads).toEqual([]);
     const never = await setup({ [R1]: {}, [R2]: {} }, { eviction: 'value', max_loaded_adapters: 0 });
     const boot: Resolved = { kind: 'static', adapter: { name: 'x' } };
-    await never.settle(never.place(async (d) => d.replica.url, never.views(), boot));
+    await never.settle(never.place(async (d) => d.replica.url, { resolved: boot }));
     expect(never.reads).toEqual([]);
   });
 
@@ -466,7 +527,7 @@ describe('Placement: what a decision weighs', () => {
     const s = await setup({ [R1]: held(['a', 'b']), [R2]: held(['a', 'b'], ['b']) }, { eviction: 'value' });
     s.rt.adapterStats.observe('a', T0);
     const ctx: SchedulingContext = { now: T0, policy: schedulingPolicy(s.config), random: s.rt.random };
-    await s.settle(s.place(async (d) => d.replica.url, s.views(), X, undefined, ctx));
+    await s.settle(s.place(async (d) => d.replica.url, { ctx }));
     const r = (name: string) => ({ name, state: 'loaded' as const, since: 0, lastUsed: 0, inFlight: 0 });
     const policy = EVICTION_POLICIES.value!;
     const vctx = (freq: number, copies: number) => ({ now: T0, frequency: () => freq, copies: () => copies });
