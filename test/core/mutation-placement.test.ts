@@ -398,33 +398,58 @@ describe('Placement: no room on the chosen replica', () => {
     expect(s.released).toHaveLength(2);
   });
 
-  it('waits for room anywhere while no replica can start the load, wanted on every replica, until its deadline', async () => {
-    const busy = {
-      residentCount: 2,
-      residents: ['a', 'b'].map((name) => ({
-        name,
-        state: 'loaded' as const,
-        since: 0,
-        lastUsed: 0,
-        inFlight: 1,
-      })),
+  const busy = {
+    residentCount: 2,
+    residents: ['a', 'b'].map((name) => ({
+      name,
+      state: 'loaded' as const,
+      since: 0,
+      lastUsed: 0,
+      inFlight: 1,
+    })),
+  };
+
+  /** Places `x` on a fleet where every adapter is busy; when it is admitted, and what it wanted meanwhile. */
+  async function busyFleet(extra: Record<string, unknown>, resolved: Resolved = X) {
+    const s = await setup({ [R1]: busy, [R2]: busy }, extra);
+    const wanted = new Set<string>();
+    const views = s.rt.store.views.bind(s.rt.store);
+    s.rt.store.views = (...a) => {
+      for (const u of [R1, R2]) for (const n of s.rt.manager.roomWants.on(u)) wanted.add(`${n}@${u}`);
+      return views(...a);
     };
-    const s = await setup({ [R1]: busy, [R2]: busy }, { room_wait: 'anywhere', queue_timeout_ms: 2000 });
-    const wanted: string[][] = [];
     const at: number[] = [];
-    const r = await s.settle(
-      s.place(async (d) => {
-        at.push(s.clock.now());
-        return d.replica.url;
-      }),
-    );
-    void wanted;
+    const r = await s.settle(s.place(async (d) => (at.push(s.clock.now()), d.replica.url), { resolved }));
     expect(r.err).toBeUndefined();
-    // Admitted (its load to wait on the chosen replica) only once the wait for room anywhere ran out.
-    expect(at).toHaveLength(1);
-    expect(at[0]).toBeGreaterThanOrEqual(T0 + 2000);
+    return { s, at, wanted: [...wanted].sort() };
+  }
+
+  it('waits for room anywhere while no replica can start the load, wanted on every replica, until its deadline', async () => {
+    const { s, at, wanted } = await busyFleet({ room_wait: 'anywhere', queue_timeout_ms: 2000 });
+    // Admitted (its load to wait on the chosen replica) once the wait for room anywhere ran out, not after.
+    expect(at).toEqual([T0 + 2000]);
+    expect(wanted).toEqual([`x@${R1}`, `x@${R2}`]);
     // Its want of room ended with it.
     expect(s.rt.manager.roomWants.size).toBe(0);
+  });
+
+  it('under escalate, past replica_wait_ms with no replica able to load, it waits for room anywhere', async () => {
+    const { at } = await busyFleet({ room_wait: 'escalate', replica_wait_ms: 0, queue_timeout_ms: 2000 });
+    expect(at).toEqual([T0 + 2000]);
+  });
+
+  it('a base-model request held for the objective wants no slot', async () => {
+    const s = await setup({ [R1]: {}, [R2]: {} }, { room_wait: 'replica' });
+    const wait = new HoldsFor(1, s.config, T0);
+    let wants = -1;
+    const views = s.rt.store.views.bind(s.rt.store);
+    s.rt.store.views = (...a) => {
+      wants = s.rt.manager.roomWants.size;
+      return views(...a);
+    };
+    const r = await s.settle(s.place(async (d) => d.replica.url, { wait, resolved: { kind: 'base' } }));
+    expect(r.err).toBeUndefined();
+    expect(wants).toBe(0);
   });
 });
 
