@@ -585,6 +585,10 @@ describe('Placement: what a decision weighs', () => {
     s.rt.poller.lastLoad.set(R1, residency([]));
     await s.settle(s.place(async (d) => (evicted.push(d.replica.adapter?.evicted), d.replica.url)));
     expect(evicted[2]).toBeUndefined();
+    // A replica without the adapter, its residency reported: nothing to mark, and no failure.
+    s.world[R1] = {};
+    const r = await s.settle(s.place(async (d) => d.replica.url));
+    expect(r.err).toBeUndefined();
   });
 });
 
