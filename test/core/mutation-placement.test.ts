@@ -296,6 +296,18 @@ describe('Placement: spreading past a saturated placement', () => {
     expect(s.claims).toEqual([`x@${R2} seen ${R1}`]);
   });
 
+  it('a placement on a replica exactly at saturation 1 is saturated: spread past, not followed', async () => {
+    const s = await setup(
+      { [R1]: { ...placed, waiting: 4 }, [R2]: {} },
+      { ...COUNT, target_waiting_per_replica: 4 },
+    );
+    await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
+    s.claims.length = 0;
+    const r = await s.settle(s.place(async (d) => d.replica.url));
+    expect(r.v).toBe(R2);
+    expect(s.claims).toEqual([`x@${R2} seen ${R1}`]);
+  });
+
   it('follows a placement it cannot judge (no fresh poll) or that is not saturated', async () => {
     for (const r1 of [{ ...placed, waiting: 100, snapshotAt: 0, checkedAt: 0 }, { ...placed }]) {
       const s = await setup({ [R1]: r1, [R2]: { waiting: 1 } }, COUNT);
