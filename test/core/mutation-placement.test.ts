@@ -25,7 +25,6 @@ import { view } from './helpers';
 
 const R1 = 'http://r1:8000';
 const R2 = 'http://r2:8000';
-const R3 = 'http://r3:8000';
 const T0 = 100_000;
 const X: Resolved = { kind: 'on-demand', adapter: { name: 'x', path: '/adapters/x' }, discovered: false };
 
@@ -476,7 +475,7 @@ class HoldsFor extends RoomWait {
     super(config, started);
   }
   override holds(_now: number, d: Parameters<RoomWait['holds']>[1]): boolean {
-    this.decided.push((d as { url: string }).url);
+    this.decided.push((d as unknown as { url: string }).url);
     return this.n-- > 0;
   }
 }
