@@ -107,7 +107,29 @@ async function setup(world: World, extra: Record<string, unknown> = {}) {
     await clock.run();
     return s;
   };
-  return { clock, rt, config, place, settle, claims, ttls, released, reads, world, views };
+  /** Another node places `x` on `url` (not in this node's claim log). */
+  const placedBy = (url: string) => claimPlacement('x', url, undefined, T0, 60_000);
+  /** Places one request for `x`, admitted wherever it is decided: the outcome, and where it was admitted. */
+  const placeAnywhere = async () => {
+    const went: string[] = [];
+    const r = await settle(place(async (d) => (went.push(d.replica.url), d.replica.url)));
+    return { r, went };
+  };
+  return {
+    clock,
+    rt,
+    config,
+    place,
+    settle,
+    placedBy,
+    placeAnywhere,
+    claims,
+    ttls,
+    released,
+    reads,
+    world,
+    views,
+  };
 }
 
 /** Whether this process still shows a claim of `x` on any replica (an unclaimed decision shows none). */
@@ -122,8 +144,7 @@ describe('Placement: another node placed the cold adapter first', () => {
     const s = await setup({ [R1]: {}, [R2]: {} });
     const { rt } = s;
     // Another node placed `x` on R2 (nobody loads it there yet).
-    await rt.store.claimPlacement('x', R2, undefined, T0, 60_000);
-    s.claims.length = 0;
+    await s.placedBy(R2);
     s.ttls.length = 0;
     const went: string[] = [];
     let recheck: (() => Promise<string>) | undefined;
@@ -152,15 +173,8 @@ describe('Placement: another node placed the cold adapter first', () => {
 
   it('overrides a placement on a replica it has seen down, and never goes there', async () => {
     const s = await setup({ [R1]: {}, [R2]: { health: 'down' } });
-    await s.rt.store.claimPlacement('x', R2, undefined, T0, 60_000);
-    s.claims.length = 0;
-    const went: string[] = [];
-    const r = await s.settle(
-      s.place(async (d) => {
-        went.push(d.replica.url);
-        return d.replica.url;
-      }),
-    );
+    await s.placedBy(R2);
+    const { r, went } = await s.placeAnywhere();
     expect(r.err).toBeUndefined();
     expect(went).toEqual([R1]);
     // Claimed where it decided, refused, then claimed again having seen R2's placement.
@@ -171,21 +185,14 @@ describe('Placement: another node placed the cold adapter first', () => {
     // The request came when R2 was up (and busier than R1); another node has placed `x` on R2.
     const s = await setup({ [R1]: {}, [R2]: { waiting: 3 } });
     const { rt } = s;
-    await rt.store.claimPlacement('x', R2, undefined, T0, 60_000);
-    s.claims.length = 0;
+    await s.placedBy(R2);
     // Seen down by every read after its first claim.
     const claim = rt.store.claimPlacement.bind(rt.store);
     rt.store.claimPlacement = (...a) => {
       s.world[R2] = { health: 'down' };
       return claim(...a);
     };
-    const went: string[] = [];
-    const r = await s.settle(
-      s.place(async (d) => {
-        went.push(d.replica.url);
-        return d.replica.url;
-      }),
-    );
+    const { r, went } = await s.placeAnywhere();
     expect(r.err).toBeUndefined();
     expect(went).toEqual([R1]);
     // Its first claim lost to R2 (up as it decided); the next, R2 now down, overrides it.
@@ -286,10 +293,8 @@ describe('Placement: spreading past a saturated placement', () => {
 
   it('claims a second replica over a placement whose replica is up, fresh and saturated', async () => {
     const s = await setup({ [R1]: { ...placed, waiting: 100 }, [R2]: {} }, COUNT);
-    await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
-    s.claims.length = 0;
-    const went: string[] = [];
-    const r = await s.settle(s.place(async (d) => (went.push(d.replica.url), d.replica.url)));
+    await s.placedBy(R1);
+    const { r, went } = await s.placeAnywhere();
     expect(r.err).toBeUndefined();
     expect(went).toEqual([R2]);
     expect(s.claims).toEqual([`x@${R2} seen ${R1}`]);
@@ -300,8 +305,7 @@ describe('Placement: spreading past a saturated placement', () => {
       { [R1]: { ...placed, waiting: 4 }, [R2]: {} },
       { ...COUNT, target_waiting_per_replica: 4 },
     );
-    await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
-    s.claims.length = 0;
+    await s.placedBy(R1);
     const r = await s.settle(s.place(async (d) => d.replica.url));
     expect(r.v).toBe(R2);
     expect(s.claims).toEqual([`x@${R2} seen ${R1}`]);
@@ -310,10 +314,8 @@ describe('Placement: spreading past a saturated placement', () => {
   it('follows a placement it cannot judge (no fresh poll) or that is not saturated', async () => {
     for (const r1 of [{ ...placed, waiting: 100, snapshotAt: 0, checkedAt: 0 }, { ...placed }]) {
       const s = await setup({ [R1]: r1, [R2]: { waiting: 1 } }, COUNT);
-      await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
-      s.claims.length = 0;
-      const went: string[] = [];
-      const r = await s.settle(s.place(async (d) => (went.push(d.replica.url), d.replica.url)));
+      await s.placedBy(R1);
+      const { r, went } = await s.placeAnywhere();
       expect(r.err).toBeUndefined();
       expect(went).toEqual([R1]);
       expect(s.claims.every((c) => !c.includes('seen'))).toBe(true);
@@ -322,8 +324,7 @@ describe('Placement: spreading past a saturated placement', () => {
 
   it('under predicted saturation, spreads past a placement predicted slower than the chosen replica by the margin', async () => {
     const s = await setup({ [R1]: placed, [R2]: {} }, { saturation_mode: 'predicted' });
-    await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
-    s.claims.length = 0;
+    await s.placedBy(R1);
     const ctx: SchedulingContext = {
       now: T0,
       policy: schedulingPolicy(s.config),
@@ -340,8 +341,7 @@ describe('Placement: spreading past a saturated placement', () => {
 
   it('never spreads past a placement on a replica seen down: it overrides it, a round trip later', async () => {
     const s = await setup({ [R1]: { ...placed, waiting: 100, health: 'down' }, [R2]: {} }, COUNT);
-    await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
-    s.claims.length = 0;
+    await s.placedBy(R1);
     const r = await s.settle(s.place(async (d) => d.replica.url));
     expect(r.v).toBe(R2);
     expect(s.claims).toEqual([`x@${R2}`, `x@${R2} seen ${R1}`]);
@@ -349,7 +349,7 @@ describe('Placement: spreading past a saturated placement', () => {
 
   it('a request the placed replica cannot serve (its context is too short) goes to one that can', async () => {
     const s = await setup({ [R1]: placed, [R2]: {} }, COUNT);
-    await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
+    await s.placedBy(R1);
     const ctx: SchedulingContext = {
       now: T0,
       policy: schedulingPolicy(s.config),
@@ -369,8 +369,7 @@ describe('Placement: what needs a claim', () => {
   it("a replica holding the adapter only by another node's placement is claimed; a static adapter never", async () => {
     const placed = { adapter: { state: 'loading' as const, lastUsed: 0, inFlight: 0, placed: true } };
     const s = await setup({ [R1]: placed, [R2]: { waiting: 1 } }, { saturation_mode: 'count' });
-    await s.rt.store.claimPlacement('x', R1, undefined, T0, 60_000);
-    s.claims.length = 0;
+    await s.placedBy(R1);
     const r = await s.settle(s.place(async (d) => d.replica.url));
     expect(r.v).toBe(R1);
     expect(s.claims).toEqual([`x@${R1}`]);
@@ -448,20 +447,6 @@ describe('Placement: no room on the chosen replica', () => {
     const { at } = await busyFleet({ room_wait: 'escalate', replica_wait_ms: 0, queue_timeout_ms: 2000 });
     expect(at).toEqual([T0 + 2000]);
   });
-
-  it('a base-model request held for the objective wants no slot', async () => {
-    const s = await setup({ [R1]: {}, [R2]: {} }, { room_wait: 'replica' });
-    const wait = new HoldsFor(1, s.config, T0);
-    let wants = -1;
-    const views = s.rt.store.views.bind(s.rt.store);
-    s.rt.store.views = (...a) => {
-      wants = s.rt.manager.roomWants.size;
-      return views(...a);
-    };
-    const r = await s.settle(s.place(async (d) => d.replica.url, { wait, resolved: { kind: 'base' } }));
-    expect(r.err).toBeUndefined();
-    expect(wants).toBe(0);
-  });
 });
 
 /** A RoomWait whose TTFT hold says "hold" for its first `n` decisions (what `holds` weighs is room-wait.ts's). */
@@ -478,6 +463,21 @@ class HoldsFor extends RoomWait {
     this.decided.push((d as unknown as { url: string }).url);
     return this.n-- > 0;
   }
+}
+
+/** Places one request held once for the objective: how many wants of room there were while it was held. */
+async function wantsWhileHeldOnce(world: World, resolved: Resolved = X) {
+  const s = await setup(world, { room_wait: 'replica' });
+  const wait = new HoldsFor(1, s.config, T0);
+  let wants = -1;
+  const views = s.rt.store.views.bind(s.rt.store);
+  s.rt.store.views = (...a) => {
+    wants = s.rt.manager.roomWants.size;
+    return views(...a);
+  };
+  const r = await s.settle(s.place(async (d) => d.replica.url, { wait, resolved }));
+  expect(r.err).toBeUndefined();
+  return { s, wants };
 }
 
 describe('Placement: held for the TTFT objective', () => {
@@ -503,21 +503,16 @@ describe('Placement: held for the TTFT objective', () => {
     expect(s.rt.manager.roomWants.size).toBe(0);
   });
 
-  it('held for a replica holding its adapter, it wants no slot', async () => {
+  it('held for a replica holding its adapter, it wants no slot; counted once', async () => {
     const loaded = { adapter: { state: 'loaded' as const, lastUsed: 0, inFlight: 0 } };
-    const s = await setup({ [R1]: loaded, [R2]: loaded });
-    const wait = new HoldsFor(1, s.config, T0);
-    let wants = -1;
-    const views = s.rt.store.views.bind(s.rt.store);
-    s.rt.store.views = (...a) => {
-      wants = s.rt.manager.roomWants.size;
-      return views(...a);
-    };
-    const r = await s.settle(s.place(async (d) => d.replica.url, { wait }));
-    expect(r.err).toBeUndefined();
+    const { s, wants } = await wantsWhileHeldOnce({ [R1]: loaded, [R2]: loaded });
     expect(wants).toBe(0);
-    // Held once: counted once.
     expect((await s.rt.metrics.ttftHolds.get()).values[0]?.value).toBe(1);
+  });
+
+  it('a base-model request held wants no slot', async () => {
+    const { wants } = await wantsWhileHeldOnce({ [R1]: {}, [R2]: {} }, { kind: 'base' });
+    expect(wants).toBe(0);
   });
 });
 
