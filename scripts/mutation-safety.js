@@ -42,9 +42,9 @@ const TARGETS = [
   ],
   [
     'src/router/placement.ts',
-    core('placement-recheck', 'record-changes', 'unload-window', 'request-round-trips'),
+    core('placement-recheck', 'record-changes', 'unload-window', 'request-round-trips', 'mutation-placement'),
   ],
-  ['src/adapters/claims.ts', core('shared-races', 'placement-recheck')],
+  ['src/adapters/claims.ts', core('shared-races', 'placement-recheck', 'mutation-claims')],
 ];
 
 function summary(file, json) {

@@ -100,13 +100,13 @@ export class Placement {
         // Never onto a replica seen down: a request could only fail there.
         const followed =
           follow === undefined ? [] : views.filter((v) => v.url === follow && v.health !== 'down');
-        const candidates = followed.length > 0 ? followed : views;
         const pipeline = wait.anywhere ? this.deps.roomPipeline : this.deps.pipeline;
-        const decision = pipeline.schedule(
-          { kind: resolved.kind, adapter, prompt, contextTokens },
-          candidates,
-          ctx,
-        );
+        const want = { kind: resolved.kind, adapter, prompt, contextTokens };
+        let decision = followed.length > 0 ? pipeline.schedule(want, followed, ctx) : null;
+        // The placement's replica cannot serve this request (a context longer than its own): decide
+        // among all, and load a copy past the placement rather than refuse.
+        const past = followed.length > 0 && !decision ? follow : undefined;
+        decision ??= pipeline.schedule(want, views, ctx);
         if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
         p.decided?.(decision.replica.url);
         // Every replica predicted past `ttft_slo_ms`: wait here for one that is not (room-wait.ts `holds`).
@@ -156,7 +156,7 @@ export class Placement {
           let placedOn = await rt.store.claimPlacement(
             claim,
             url,
-            this.spreading(cold, views, ctx, decision.replica.ttftMs),
+            past ?? this.spreading(cold, views, ctx, decision.replica.ttftMs),
             ctx.now,
             ttl,
           );
