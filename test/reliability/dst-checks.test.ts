@@ -185,6 +185,23 @@ describe('the simulation sees the cold-load budget spent without a load', () => 
     expect(judged(r2, o).verdict()).toBeUndefined();
   });
 
+  it('takes the window from the spend that opened it, a rounding error early (seed 177: a false alarm without it)', () => {
+    // Fractional server times: the window's end less 60 s (946) sits a hair after the add that opened it.
+    const ledger: BudgetOp[] = [
+      { op: 'add', at: 945.9999999999999, key: 'fleet', count: 2 },
+      grant(2272, 1),
+      { op: 'spend', at: 3246, key: 'fleet', waitMs: 57_700, request: 2, delivered: true },
+    ];
+    const loads = [{ at: 2278, url, name: 'chat', request: 1, proc: 'n0g0', sender: 'n0g0r0', alone: false }];
+    const budget: BudgetSource = {
+      ledgers: [ledger],
+      refusals: [{ at: 3248, request: 2 }],
+      fate: () => 'answered',
+    };
+    const checks = new LogChecks([], LIMITS, () => false, { loads, failed: [], backoffMs: 1000 }, budget);
+    expect(broken(checks, 4000)).toBeUndefined();
+  });
+
   it("counts the refusing window only (Redis's fixed window, opened by its first spend)", () => {
     // Request 5 granted at 5 ms with no load opened a window that ended at 60,005 ms; the
     // refusing window opened at 70,000 ms, where request 2 loaded (quiet), or did not (broken).
