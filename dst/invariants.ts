@@ -12,7 +12,12 @@ import {
   type Violation as ChaosViolation,
 } from '../chaos/invariants';
 import type { AdapterLogEntry } from '../sim/http/replica';
+import type { BudgetOp } from './redis-model';
 import type { FailedLoad } from './replicas';
+
+/** The fleet's budget key (src/router/cold-budget.ts) and its fixed window (the Lua script's). */
+const FLEET_BUDGET = 'fleet';
+const BUDGET_WINDOW_MS = 60_000;
 
 export interface Violation {
   invariant: string;
@@ -81,6 +86,32 @@ export interface CallSource {
   backoffMs: number;
 }
 
+/** A request answered 429 for the fleet's cold-load budget: when, and which (arrival number). */
+export interface BudgetRefusal {
+  at: number;
+  request: number;
+}
+
+/** What the budget check reads: the shared states' budget calls and the refusals clients got. */
+export interface BudgetSource {
+  /** Per shared state (database): its budget calls and slot claims as the server ran them. */
+  ledgers: readonly (readonly BudgetOp[])[];
+  refusals: readonly BudgetRefusal[];
+  /** How a request's decision ended: its route answered, its process died, or not yet. */
+  fate(request: number): 'answered' | 'died' | undefined;
+}
+
+/** A refusal by the shared window, judged once every request granted in that window is decided. */
+interface Judged {
+  refusal: BudgetRefusal;
+  /** The window's start, server time (the spend that opened it). */
+  from: number;
+  /** The grants counted in that window before the refusal. */
+  grants: Extract<BudgetOp, { op: 'spend' }>[];
+  /** Spends counted there elsewhere first: a node's alone, or before an emptied store. */
+  added: number;
+}
+
 /** Incremental checks over the replicas' logs: each entry is looked at once. */
 export class LogChecks {
   private seen: number[];
@@ -103,6 +134,7 @@ export class LogChecks {
      */
     private readonly sentAlone: (replica: string, adapter: string) => boolean = () => false,
     private readonly calls: CallSource = { loads: [], failed: [], backoffMs: 0 },
+    private readonly budget?: BudgetSource,
   ) {
     this.seen = sources.map(() => 0);
     this.over = sources.map(() => null);
@@ -110,6 +142,7 @@ export class LogChecks {
 
   check(w: WorldView): void {
     this.checkCalls(w);
+    this.checkRefusals(w);
     this.sources.forEach((src, i) => {
       // Each entry once: most steps add none.
       for (let k = this.seen[i]!; k < src.log.length; k++) {
@@ -188,6 +221,86 @@ export class LogChecks {
           `${c.proc} sent ${counted.length} load calls in 60 s (budget ${this.limits.coldLoadsPerMinute}), the last deciding alone: ${c.name} on ${c.url}`,
         );
     }
+  }
+
+  private refusalsSeen = 0;
+  /** Refusals by the shared window whose grants are not all decided yet. */
+  private judging: Judged[] = [];
+
+  /**
+   * The budget goes to loads: a request refused 429 for the fleet's budget by the shared window
+   * (a fixed window in Redis time, opened by its first spend: scripts/budget.ts, the memory
+   * store's `spendBudget`) had at least `cold_loads_per_minute` spends in that window before it
+   * that went to a load. Judged once every request granted there has decided. A grant counts
+   * when its request sent a load call (failed or undone ones too), or claimed a slot for it
+   * (`beginLoad`: another node may have taken the slot first, or the access phase ran out before
+   * the call), or its process died, or the grant's answer never reached the router (a slow reply:
+   * Redis counted it, the router decided alone). Spends added to the window by a node (granted
+   * while it decided alone, or re-published after an emptied store) count as spent. A refusal
+   * by a node deciding alone (its share: a sliding 60 s on its own clock, of a node count the
+   * checks do not know) is not judged.
+   */
+  private checkRefusals(w: WorldView): void {
+    const b = this.budget;
+    if (!b) return;
+    for (; this.refusalsSeen < b.refusals.length; this.refusalsSeen++) {
+      const refusal = b.refusals[this.refusalsSeen]!;
+      const judged = this.sharedRefusal(b, refusal);
+      if (judged) this.judging.push(judged);
+    }
+    if (this.judging.length === 0) return;
+    this.judging = this.judging.filter((j) => !this.judge(b, j, w));
+  }
+
+  /** The shared window that refused `refusal`'s request, or null if it was refused alone. */
+  private sharedRefusal(b: BudgetSource, refusal: BudgetRefusal): Judged | null {
+    let last: { ledger: readonly BudgetOp[]; i: number } | null = null;
+    for (const ledger of b.ledgers)
+      for (let i = ledger.length - 1; i >= 0; i--) {
+        const op = ledger[i]!;
+        if (op.op !== 'spend' || op.key !== FLEET_BUDGET || op.request !== refusal.request) continue;
+        if (!last || op.at > last.ledger[last.i]!.at) last = { ledger, i };
+        break;
+      }
+    const spend = last?.ledger[last.i];
+    // Granted by Redis (its answer late: the router decided alone), or never asked there.
+    if (!last || spend?.op !== 'spend' || spend.waitMs === 0) return null;
+    // Times are fractional ms: the spend that opened the window may sit a rounding error before it.
+    const from = spend.at + spend.waitMs - BUDGET_WINDOW_MS - 1e-6;
+    const grants: Judged['grants'] = [];
+    let added = 0;
+    for (let i = 0; i < last.i; i++) {
+      const op = last.ledger[i]!;
+      if (op.op === 'claim' || op.key !== FLEET_BUDGET || op.at < from) continue;
+      if (op.op === 'add') added += op.count;
+      else if (op.waitMs === 0) grants.push(op);
+    }
+    return { refusal, from, grants, added };
+  }
+
+  /** Judges `j` if every request granted in its window has decided: true when done. */
+  private judge(b: BudgetSource, j: Judged, w: WorldView): boolean {
+    const unused: number[] = [];
+    for (const g of j.grants) {
+      if (!g.delivered || g.request === undefined) continue;
+      const fate = b.fate(g.request);
+      if (fate === undefined) return false;
+      if (fate === 'died' || this.calls.loads.some((c) => c.request === g.request)) continue;
+      const claimed = b.ledgers.some((l) =>
+        l.some((op) => op.op === 'claim' && op.request === g.request && op.at >= g.at),
+      );
+      if (!claimed) unused.push(g.request);
+    }
+    const counted = j.grants.length - unused.length + j.added;
+    if (counted < this.limits.coldLoadsPerMinute)
+      this.fail(
+        w,
+        'the cold-load budget goes to loads',
+        `request ${j.refusal.request} refused 429 at ${Math.round(j.refusal.at)} ms by the window from ` +
+          `${Math.round(j.from)} ms (budget ${this.limits.coldLoadsPerMinute}): ${j.grants.length} grant(s), ` +
+          `${j.added} added, requests ${unused.join(', ')} granted with no load nor slot claimed`,
+      );
+    return true;
   }
 
   private entry(i: number, e: ReplicaLogEntry, w: WorldView): void {

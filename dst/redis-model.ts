@@ -40,6 +40,17 @@ const PUBLISHING = new Set(['finishLoad', 'finishUnload', 'release', 'expireLeas
 /** One mutating call as the server applied it: replayed to rebuild an older snapshot. */
 type Op = { name: string; args: unknown[] };
 
+/**
+ * A cold-load budget call as the server ran it (its time), for the checks: a spend granted or
+ * refused (with the ms left of its window), spends a node adds (counted alone, or before an
+ * emptied store), or a slot claimed for a load (`beginLoad`, any answer). `request`: the request
+ * whose decision made the call, if any; `delivered`: its answer reached the caller in time.
+ */
+export type BudgetOp =
+  | { op: 'spend'; at: number; key: string; waitMs: number; request?: number; delivered: boolean }
+  | { op: 'add'; at: number; key: string; count: number }
+  | { op: 'claim'; at: number; request?: number };
+
 /** The server's state: rebuilt from the op log for a restart from a snapshot. */
 class ServerState {
   store = new MemoryFleetStore();
@@ -68,6 +79,8 @@ export class RedisModel {
   private readonly links: RedisLink[] = [];
   /** Times the state was emptied (FLUSHALL, empty or snapshot restart): one budget more each. */
   readonly resets: number[] = [];
+  /** Budget calls and slot claims as they ran, oldest first (a rebuild does not repeat them). */
+  readonly budget: BudgetOp[] = [];
 
   constructor(
     readonly clock: Scheduler,
@@ -272,6 +285,8 @@ export class RedisLink implements SharedStore {
   onRemoteChange: (() => void) | null = null;
   onStateLost: (() => void) | null = null;
   liveNodes: number | null = null;
+  /** The request whose decision makes a call now (read when the call is made), for `RedisModel.budget`. */
+  request: () => number | undefined = () => undefined;
   private epochSeen: string | null = null;
   private stateLost = false;
   private runIdSeen: number | null = null;
@@ -339,7 +354,13 @@ export class RedisLink implements SharedStore {
   private call(
     name: string,
     args: unknown[],
-    o: { at?: number[]; recovering?: boolean; pure?: (server: RedisModel) => unknown } = {},
+    o: {
+      at?: number[];
+      recovering?: boolean;
+      pure?: (server: RedisModel) => unknown;
+      /** Told when the server ran it (its time) and its answer. */
+      ran?: (now: number, r: unknown) => void;
+    } = {},
   ): Promise<unknown> {
     const server = this.server;
     const timeoutMs = server.config.timeout;
@@ -371,6 +392,7 @@ export class RedisLink implements SharedStore {
         const run = o.pure ? Promise.resolve(o.pure(server)) : server.apply(name, real);
         void run.then(
           (r) => {
+            o.ran?.(now, r);
             if (PUBLISHING.has(name)) server.publish();
             const back = () => trip(this.clock, this.random, () => settle(() => resolve(r)));
             if (slow > 0) this.clock.after(slow, back);
@@ -454,8 +476,11 @@ export class RedisLink implements SharedStore {
     limit: number,
     ttlMs: number,
   ): Promise<Fence | null> {
+    const request = this.request();
     return (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
       at: [2],
+      ran: (now) =>
+        this.server.budget.push({ op: 'claim', at: now, ...(request === undefined ? {} : { request }) }),
     })) as Fence | null;
   }
 
@@ -523,11 +548,26 @@ export class RedisLink implements SharedStore {
   }
 
   async spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
-    return (await this.call('spendBudget', [key, limit, windowMs, at], { at: [3] })) as number;
+    const request = this.request();
+    const ran: { op?: Extract<BudgetOp, { op: 'spend' }> } = {};
+    const waitMs = (await this.call('spendBudget', [key, limit, windowMs, at], {
+      at: [3],
+      ran: (now, r) => {
+        ran.op = { op: 'spend', at: now, key, waitMs: r as number, delivered: false };
+        if (request !== undefined) ran.op.request = request;
+        this.server.budget.push(ran.op);
+      },
+    })) as number;
+    // The server may run a call whose answer comes after the caller gave up (a slow reply).
+    if (ran.op) ran.op.delivered = true;
+    return waitMs;
   }
 
   async addToBudget(key: string, count: number, windowMs: number): Promise<void> {
-    await this.call('addToBudget', [key, count, windowMs, 0], { at: [3] });
+    await this.call('addToBudget', [key, count, windowMs, 0], {
+      at: [3],
+      ran: (now) => this.server.budget.push({ op: 'add', at: now, key, count }),
+    });
   }
 
   async pushEvent(e: FleetEvent): Promise<void> {

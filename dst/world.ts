@@ -19,7 +19,14 @@ import { VLLM_SAMPLES } from '../src/metrics/replica-load';
 import { seededRandom, type Random } from '../src/random';
 import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
-import { InvariantBroken, LogChecks, type LoadCall, type Violation, type WorldView } from './invariants';
+import {
+  InvariantBroken,
+  LogChecks,
+  type BudgetRefusal,
+  type LoadCall,
+  type Violation,
+  type WorldView,
+} from './invariants';
 import { RedisModel, type LinkFaults } from './redis-model';
 import { ReplicaSet, urlParts } from './replicas';
 import { NodeClock, Scheduler } from './scheduler';
@@ -129,6 +136,10 @@ export class World {
   private readonly unloadAlone = new Map<string, boolean>();
   /** Load calls as each runtime sent them (the checks read them after each step). */
   private readonly loadCalls: LoadCall[] = [];
+  /** Requests answered 429 for the fleet's cold-load budget (the budget check reads them). */
+  private readonly refusals: BudgetRefusal[] = [];
+  /** By request (arrival number): its process, and whether its route answered. */
+  private readonly fates = new Map<number, { p: Process; answered: boolean }>();
   private lastFaultAt = -Infinity;
   private lastRecordChange = -Infinity;
   /** Faults under way (partitions, slow links, a Redis down), healed by their own timers. */
@@ -178,6 +189,14 @@ export class World {
       },
       (replica, adapter) => this.unloadAlone.get(`${replica}\u0000${adapter}`) === true,
       { loads: this.loadCalls, failed: this.replicas.failedLoads, backoffMs: BACKOFF_BASE_MS },
+      {
+        ledgers: this.redis.map((r) => r.budget),
+        refusals: this.refusals,
+        fate: (request) => {
+          const f = this.fates.get(request);
+          return f?.answered ? 'answered' : f && !f.p.alive ? 'died' : undefined;
+        },
+      },
     );
   }
 
@@ -234,6 +253,7 @@ export class World {
       sharedStore: (_r, node) => {
         const link = this.redis[db]!.link(node, proc.clock);
         link.faults = this.linkFaults[proc.node]!.link;
+        link.request = () => routingRequest.getStore();
         return link;
       },
       api: new HttpReplicaApi(
@@ -549,15 +569,20 @@ export class World {
     p.open++;
     p.routing++;
     let routing = true;
+    const fate = { p, answered: false };
+    this.fates.set(arrivals, fate);
     // Counted out of routing once, whether route answered or threw.
     const routed = () => {
       routing = false;
       p.routing--;
+      fate.answered = true;
     };
     const svc = p.svc;
     try {
       const out = await routingRequest.run(arrivals, () => svc.route({ path: '/v1/chat/completions', body }));
       routed();
+      if (out.kind === 'respond' && refusedForFleetBudget(out.status, out.body))
+        this.refusals.push({ at: this.sched.now(), request: arrivals });
       const took = this.sched.now() - began;
       if (alone && arrivals === this.arrivals && this.lastFaultAt < began && took > this.holdBoundMs()) {
         const w = this.view();
@@ -749,6 +774,12 @@ class StepView implements WorldView {
   get resets(): readonly number[] {
     return (this.r ??= this.world.resets());
   }
+}
+
+/** A 429 for the fleet's cold-load budget (errors.coldLoadBudget, scope fleet). */
+function refusedForFleetBudget(status: number, body: unknown): boolean {
+  const e = (body as { error?: { code?: string; message?: string } } | undefined)?.error;
+  return status === 429 && e?.code === 'rate_limit_exceeded' && e.message?.includes('the fleet has') === true;
 }
 
 /** The lines of a vLLM /metrics text whose sample the router reads (no comments). */

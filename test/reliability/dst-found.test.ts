@@ -936,4 +936,38 @@ describe('schedules the simulation found', () => {
       ],
     );
   }, 30_000);
+  // Seed 235 (--keep 0,1,2,3,5,6,8,11), found by "the cold-load budget goes to loads" with the
+  // spend moved back before the wait for room (815bea7^'s order): node 0 loads `sql` on replica-0
+  // and `bio` on replica-1 (one slot each), then its process restarts at 473 ms; their leases stay
+  // open until they age out. `math`, `chat` and `code` (nodes 1 and 2) wait for room; near their
+  // deadline each spends the budget (6), finds every slot busy and gets 503 adapter_slots_busy.
+  // Node 0's new process loads `math` (the sixth spend), and its request for `geo` at 1190 ms is
+  // refused 429 at 5280 ms: a window of 6 grants, 3 of them loads. Charged only on a free slot,
+  // the three 503s spend nothing and `geo` loads.
+  it('seed 235: requests refused for want of a slot leave the cold-load budget to loads', async () => {
+    await holds(
+      235,
+      {
+        ...WORLD,
+        replicas: 2,
+        loadMs: 200,
+        coldLoadsPerMinute: 6,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 7, kind: 'request', node: 0, adapter: 0, tokens: 27, prompt: 1849 },
+        { at: 114, kind: 'request', node: 0, adapter: 10, tokens: 3, prompt: 1688 },
+        { at: 156, kind: 'request', node: 2, adapter: 6, tokens: 1, prompt: 427 },
+        { at: 235, kind: 'request', node: 2, adapter: 1, tokens: 3, prompt: 368 },
+        { at: 431, kind: 'request', node: 1, adapter: 5, tokens: 4, prompt: 1323 },
+        { at: 473, kind: 'process-restart', node: 0 },
+        { at: 895, kind: 'request', node: 0, adapter: 6, tokens: 5, prompt: 1312 },
+        { at: 1190, kind: 'request', node: 0, adapter: 11, tokens: 4, prompt: 514 },
+      ],
+    );
+  }, 30_000);
 });
