@@ -34,8 +34,8 @@ import { trip, type Scheduler } from './scheduler';
 
 /** The Lua snapshot script's margin for a poll without a shared start (scripts/residency.ts). */
 const SKEW_MARGIN_MS = 50;
-/** Operations after which the scripts publish "room may have freed" (`changed()`). */
-const PUBLISHING = new Set(['finishLoad', 'finishUnload', 'release', 'expireLeases', 'prune']);
+/** The memory store's per-replica counts (private to it): which adapters its leases keep busy. */
+type BusyCounts = { replicas: Map<string, { inFlightByAdapter: Map<string, number> }> };
 
 /** One mutating call as the server applied it: replayed to rebuild an older snapshot. */
 type Op = { name: string; args: unknown[] };
@@ -77,6 +77,7 @@ export class RedisModel {
   /** Down (restarting): calls are refused. */
   down = false;
   private readonly links: RedisLink[] = [];
+  private replaying = false;
   /** Times the state was emptied (FLUSHALL, empty or snapshot restart): one budget more each. */
   readonly resets: number[] = [];
   /** Budget calls and slot claims as they ran, oldest first (a rebuild does not repeat them). */
@@ -154,11 +155,46 @@ export class RedisModel {
     this.s = new ServerState();
     this.log = [];
     this.snapshots = [];
-    for (const op of ops) await this.apply(op.name, op.args);
+    // The ops were published when first applied: a replica catching up publishes nothing.
+    this.replaying = true;
+    try {
+      for (const op of ops) await this.apply(op.name, op.args);
+    } finally {
+      this.replaying = false;
+    }
   }
 
-  /** Runs one script atomically at the server (true time); logs it for snapshots. */
+  /**
+   * Runs one script atomically at the server (true time); logs it for snapshots; publishes
+   * "room may have freed" where the script calls `changed()` (src/fleet/redis/scripts): a
+   * finished load or unload whose fence was current, an adapter's busy count reaching 0 (a lease
+   * released, expired or pruned), a lock of a silent node or past its expiry ended on its
+   * adapter, a prune that dropped a lease. Never for an acquire.
+   */
   async apply(name: string, args: unknown[]): Promise<unknown> {
+    const watched = name === 'release' || name === 'expireLeases' || name === 'prune';
+    const busyBefore = watched ? this.busyAdapters() : null;
+    const c = { changed: 0 };
+    const r = await this.run(name, args, c);
+    let published = c.changed;
+    if (busyBefore) {
+      const now = this.busyAdapters();
+      for (const k of busyBefore) if (!now.has(k)) published++;
+    }
+    if (!this.replaying) for (let i = 0; i < published; i++) this.publish();
+    return r;
+  }
+
+  /** Replica and adapter pairs with a lease counted on them (the scripts' `busy:<url>` hashes). */
+  private busyAdapters(): Set<string> {
+    const out = new Set<string>();
+    for (const [url, r] of (this.s.store as unknown as BusyCounts).replicas)
+      for (const [adapter, n] of r.inFlightByAdapter) if (n > 0) out.add(`${url}\u0000${adapter}`);
+    return out;
+  }
+
+  /** One script's effect on the state; `c.changed`: its `changed()` calls but those of busy counts reaching 0. */
+  private async run(name: string, args: unknown[], c: { changed: number }): Promise<unknown> {
     const s = this.s;
     this.log.push({ name, args });
     const st = s.store as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
@@ -207,8 +243,12 @@ export class RedisModel {
         for (const [fence, l] of [...s.locks])
           if (l.until <= now || silent.has(l.node)) {
             s.locks.delete(fence);
-            if (l.op === 'load') await s.store.finishLoad(l.url, l.adapter, fence, false, now);
-            else await s.store.finishUnload(l.url, l.adapter, fence, false, now);
+            // endlock: changed() once the lock still held its adapter.
+            const ended =
+              l.op === 'load'
+                ? await s.store.finishLoad(l.url, l.adapter, fence, false, now)
+                : await s.store.finishUnload(l.url, l.adapter, fence, false, now);
+            if (ended) c.changed++;
           }
         const out = await s.store.expireLeases(now, maxAge);
         for (const l of out) s.leaseNode.delete(l.id);
@@ -224,6 +264,7 @@ export class RedisModel {
             if (await s.store.release(id, at)) n++;
           }
         if (leaving) s.nodes.delete(node);
+        if (n > 0) c.changed++;
         return n;
       }
       case 'beginLoad':
@@ -248,7 +289,10 @@ export class RedisModel {
       case 'finishUnload': {
         const [url, adapter, fence, ok, at] = args as [string, string, Fence, boolean, number];
         const r = await st[name]!.call(s.store, url, adapter, fence, ok, at);
-        if (r === true) s.locks.delete(fence);
+        if (r === true) {
+          s.locks.delete(fence);
+          c.changed++;
+        }
         return r;
       }
       case 'addToBudget': {
@@ -393,7 +437,6 @@ export class RedisLink implements SharedStore {
         void run.then(
           (r) => {
             o.ran?.(now, r);
-            if (PUBLISHING.has(name)) server.publish();
             const back = () => trip(this.clock, this.random, () => settle(() => resolve(r)));
             if (slow > 0) this.clock.after(slow, back);
             else back();
@@ -529,7 +572,6 @@ export class RedisLink implements SharedStore {
     const r = await this.call('acquire', [], {
       pure: (s) => s.apply('acquire', [{ ...lease, at: s.clock.now() }, this.node]),
     });
-    if (r !== undefined) this.server.publish();
     return r as ResidencyState | undefined;
   }
 

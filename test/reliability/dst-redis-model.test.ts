@@ -43,3 +43,57 @@ describe('the simulated Redis ends locks as the expire script does', () => {
     expect(await m.apply('beginLoad', [URL, 'chat', 3010, 8000, 'n2', 1])).not.toBeNull();
   });
 });
+
+describe('the simulated Redis publishes "changed" where the scripts call changed()', () => {
+  const lease = (id: string, adapter: string | null) => ({ id, url: URL, adapter, at: 0 });
+
+  async function published(m: RedisModel, name: string, args: unknown[]): Promise<number> {
+    const publish = jest.spyOn(m, 'publish');
+    publish.mockClear();
+    await m.apply(name, args);
+    const n = publish.mock.calls.length;
+    publish.mockRestore();
+    return n;
+  }
+
+  it('a lease taken publishes nothing; released, only the last of its adapter on the replica does', async () => {
+    const m = model();
+    await registered(m);
+    expect(await published(m, 'acquire', [lease('l1', 'chat'), 'n0'])).toBe(0);
+    expect(await published(m, 'acquire', [lease('l2', 'chat'), 'n1'])).toBe(0);
+    expect(await published(m, 'acquire', [lease('l3', null), 'n1'])).toBe(0);
+    expect(await published(m, 'release', ['l1', 10])).toBe(0);
+    // A base-model lease is no adapter's: its release leaves none idle.
+    expect(await published(m, 'release', ['l3', 10])).toBe(0);
+    expect(await published(m, 'release', ['l2', 10])).toBe(1);
+    // Released already: nothing changed.
+    expect(await published(m, 'release', ['l2', 10])).toBe(0);
+  });
+
+  it('a load or unload finished publishes while its fence is current; a stale one does not', async () => {
+    const m = model();
+    await registered(m);
+    const fence = await m.apply('beginLoad', [URL, 'chat', 10, 8000, 'n0', 4]);
+    expect(await published(m, 'finishLoad', [URL, 'chat', fence, true, 20])).toBe(1);
+    expect(await published(m, 'finishLoad', [URL, 'chat', fence, true, 30])).toBe(0);
+  });
+
+  it('an expiry publishes for each adapter it leaves idle and each lock it ends on its adapter; a prune once it dropped one', async () => {
+    const m = model();
+    await registered(m);
+    await m.apply('heartbeat', ['n0', 0]);
+    await m.apply('acquire', [lease('l1', 'chat'), 'n0']);
+    await m.apply('acquire', [lease('l2', 'sql'), 'n0']);
+    await m.apply('beginLoad', [URL, 'code', 10, 100, 'n0', 4]);
+    // Nothing old enough yet.
+    expect(await published(m, 'expireLeases', [50, 4000, 60_000, 60_000])).toBe(0);
+    // The lock past its expiry, and both leases past lease_max_age_ms (Redis's clock: the scheduler's, at 0).
+    expect(await published(m, 'expireLeases', [200, -1, 60_000, 60_000])).toBe(3);
+    await m.apply('acquire', [lease('l3', 'chat'), 'n1']);
+    await m.apply('acquire', [lease('l4', null), 'n1']);
+    expect(await published(m, 'prune', ['n1', ['l3', 'l4'], false, 300])).toBe(0);
+    // l4 dropped (no adapter: a changed() of its own), then l3 (chat idle: one more).
+    expect(await published(m, 'prune', ['n1', ['l3'], false, 300])).toBe(1);
+    expect(await published(m, 'prune', ['n1', [], false, 300])).toBe(2);
+  });
+});
