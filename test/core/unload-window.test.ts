@@ -52,29 +52,35 @@ async function chat(router: RouterService, model: string, maxTokens: number): Pr
   return (await sendVia(router, '/v1/chat/completions', JSON.parse(chatBody(model, maxTokens)))).status;
 }
 
+/** One replica with one slot, a router polling it every 100 ms, and `a` loaded there, idle. */
+async function oneSlotWithAIdle(queueTimeoutMs: number): Promise<{ url: string; router: RouterService }> {
+  fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 50 } }]);
+  const url = fleet.urls[0]!;
+  rt = new FleetRuntime({ log: silentLogger, poller: { intervalMs: 100, timeoutMs: 2000 } });
+  const router = new RouterService(
+    parseRouterConfig({
+      replicas: [{ url }],
+      base_model: BASE,
+      adapter_path_template: '/adapters/{name}',
+      max_loaded_adapters: 1,
+      queue_timeout_ms: queueTimeoutMs,
+    }),
+    rt,
+  );
+  await waitFor(() => rt!.poller.stats.polls > 1, 5000, 'first polls');
+  expect(await chat(router, 'a', 1)).toBe(200);
+  return { url, router };
+}
+
 describe('invariant (i): the replica’s word is fresh when the unload is sent', () => {
   it('a request that reaches the engine while the idle word travels back stops the unload', async () => {
-    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 50 } }]);
-    const url = fleet.urls[0]!;
-    rt = new FleetRuntime({ log: silentLogger, poller: { intervalMs: 100, timeoutMs: 2000 } });
-    const router = new RouterService(
-      parseRouterConfig({
-        replicas: [{ url }],
-        base_model: BASE,
-        adapter_path_template: '/adapters/{name}',
-        max_loaded_adapters: 1,
-        queue_timeout_ms: 500,
-      }),
-      rt,
-    );
-    await waitFor(() => rt!.poller.stats.polls > 1, 5000, 'first polls');
-    expect(await chat(router, 'a', 1)).toBe(200); // `a` loaded, idle
+    const { url, router } = await oneSlotWithAIdle(500);
     // The replica's answers take 300 ms to come back (a busy router process or network): the
     // word says what ran when the replica wrote it, 300 ms before the router reads it.
-    await fleet.replicas[0]!.fault({ kind: 'slowMetrics', ms: 300 });
+    await fleet!.replicas[0]!.fault({ kind: 'slowMetrics', ms: 300 });
     // 100 ms after the unload's fresh read was sent, another node's request for `a` arrives
     // (that node decides alone: it sees `a` loaded by its own poll, not this node's unload).
-    const api = (rt.manager as unknown as { api: ReplicaApi }).api;
+    const api = (rt!.manager as unknown as { api: ReplicaApi }).api;
     const activity = api.activity!.bind(api);
     let other: Promise<number> | undefined;
     api.activity = (u, t) => {
@@ -84,7 +90,7 @@ describe('invariant (i): the replica’s word is fresh when the unload is sent',
     const status = await chat(router, 'b', 1); // needs `a`'s slot
     await waitFor(() => other !== undefined, 5000, 'the unload asked the replica');
     expect(await other).toBe(200);
-    const log = logOf(fleet);
+    const log = logOf(fleet!);
     expect(noBusyUnload(log).violations).toEqual([]);
     // `b` got the slot once `a`'s request ended, or a 503 to retry: never `a` unloaded under it.
     expect([200, 503]).toContain(status);
@@ -96,21 +102,7 @@ describe('invariant (i): an adapter someone unseen routes is not unloaded betwee
   // Redis, routed `chaos-2` alone; node 2 found it busy with no lease (withheld), and 0.4 s later,
   // between two of node 0's requests, read it idle and unloaded it as the next one reached the engine.
   it('a busy report with no lease here holds the adapter past the next idle word', async () => {
-    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 50 } }]);
-    const url = fleet.urls[0]!;
-    rt = new FleetRuntime({ log: silentLogger, poller: { intervalMs: 100, timeoutMs: 2000 } });
-    const router = new RouterService(
-      parseRouterConfig({
-        replicas: [{ url }],
-        base_model: BASE,
-        adapter_path_template: '/adapters/{name}',
-        max_loaded_adapters: 1,
-        queue_timeout_ms: 2500,
-      }),
-      rt,
-    );
-    await waitFor(() => rt!.poller.stats.polls > 1, 5000, 'first polls');
-    expect(await chat(router, 'a', 1)).toBe(200); // `a` loaded, idle
+    const { url, router } = await oneSlotWithAIdle(2500);
     // Someone this node cannot see (a node deciding alone) runs a request of `a`.
     let firstDone = false;
     const first = direct(url, 'a', 30).then((s) => ((firstDone = true), s));
@@ -118,7 +110,7 @@ describe('invariant (i): an adapter someone unseen routes is not unloaded betwee
     // Once it has ended, the next ask of the unload's fresh read is answered 100 ms late (fresh
     // enough to act on), and the unseen router's next request of `a` reaches the engine 30 ms
     // after the replica wrote that idle word.
-    const api = (rt.manager as unknown as { api: ReplicaApi }).api;
+    const api = (rt!.manager as unknown as { api: ReplicaApi }).api;
     const activity = api.activity!.bind(api);
     let second: Promise<number> | undefined;
     let seenBusy = false;
@@ -136,7 +128,7 @@ describe('invariant (i): an adapter someone unseen routes is not unloaded betwee
     expect(seenBusy).toBe(true); // the unload was withheld while the unseen request ran
     expect(second).toBeDefined();
     await second;
-    expect(noBusyUnload(logOf(fleet)).violations).toEqual([]);
+    expect(noBusyUnload(logOf(fleet!)).violations).toEqual([]);
     expect([200, 503]).toContain(status);
   }, 30_000);
 });
