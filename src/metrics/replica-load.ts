@@ -1,4 +1,3 @@
-import { Lru } from '../lru';
 import { forEachSample } from './prometheus';
 
 /** What the router needs from a replica's /metrics. */
@@ -122,83 +121,11 @@ type VllmTotal = (typeof VLLM_TOTALS)[keyof typeof VLLM_TOTALS] | 'computedToken
  * The report can then only say "busy" for it, never "idle" by mistake.
  */
 export function readVllmLoad(text: string, names: readonly string[] = [], replicaNowS?: number): ReplicaLoad {
-  const s = vllmSamples(text);
-  const reading = loraInfoReading(s.infos, replicaNowS);
-  const active = new Set<string>();
-  for (const info of reading ?? [])
-    for (const key of ['running_lora_adapters', 'waiting_lora_adapters']) {
-      const joined = info[key] ?? '';
-      for (const a of joined.split(',')) if (a) active.add(a);
-      for (const n of names) if (n.includes(',') && `,${joined},`.includes(`,${n},`)) active.add(n);
-    }
-  const { deferred, residency } = s;
-  return {
-    running: s.running,
-    // Every vLLM release counts requests deferred for the LoRA budget as waiting (older ones put
-    // them back in the queue before the gauge is read). Where the replica splits them out
-    // (`_by_reason`, since PR #38435) `waiting` is the capacity queue alone; elsewhere it
-    // cannot be told apart and holds both.
-    waiting: deferred === undefined ? s.waiting : Math.max(0, s.waiting - deferred),
-    kvUsage: s.kv ?? s.kvOld,
-    activeAdapters: [...active].sort(),
-    ...(reading ? { reportsActivity: true } : {}),
-    malformedLines: s.malformed,
-    source: 'metrics',
-    ...(deferred === undefined ? {} : { waitingDeferred: deferred }),
-    ...(residency ? { residency: { gpu: [...residency.gpu], cpu: [...residency.cpu] } } : {}),
-    ...s.totals,
-    ...(s.kvCapacity === undefined ? {} : { kvCapacityTokens: s.kvCapacity }),
-  };
-}
-
-/** What a vLLM /metrics text says, before the caller's names and the replica's time are applied. */
-interface VllmSamples {
-  readonly running: number;
-  readonly waiting: number;
-  readonly kv: number | undefined;
-  readonly kvOld: number | undefined;
-  readonly infos: readonly LoraInfo[];
-  readonly deferred: number | undefined;
-  /** Sorted. */
-  readonly residency: { readonly gpu: readonly string[]; readonly cpu: readonly string[] } | undefined;
-  readonly totals: Readonly<Partial<Record<VllmTotal, number>>>;
-  readonly kvCapacity: number | undefined;
-  readonly malformed: number;
-}
-
-interface LoraInfo {
-  readonly labels: Readonly<Record<string, string>>;
-  readonly at: number;
-}
-
-/**
- * Texts parsed lately, by their text: an idle replica's /metrics repeats from poll to poll (in
- * the simulation two scrapes in three read a text seen before), and a hit costs a hash and a
- * compare of the text instead of its parse. Bounded: a few entries, and texts past
- * PARSED_TEXT_MAX_CHARS are parsed every time, not kept.
- */
-const parsedTexts = new Lru<string, VllmSamples>(16);
-export const PARSED_TEXT_MAX_CHARS = 64 * 1024;
-
-/** Texts whose parse is kept (test/core/prometheus.test.ts holds it within its bound). */
-export function parsedTextsKept(): { kept: number; max: number } {
-  return { kept: parsedTexts.size, max: parsedTexts.max };
-}
-
-function vllmSamples(text: string): VllmSamples {
-  const kept = parsedTexts.get(text);
-  if (kept) return kept;
-  const s = parseVllmSamples(text);
-  if (text.length <= PARSED_TEXT_MAX_CHARS) parsedTexts.set(text, s);
-  return s;
-}
-
-function parseVllmSamples(text: string): VllmSamples {
   let running = 0;
   let waiting = 0;
   let kv: number | undefined;
   let kvOld: number | undefined;
-  const infos: LoraInfo[] = [];
+  const infos: { labels: Record<string, string>; at: number }[] = [];
   let deferred: number | undefined;
   let residency: { gpu: Set<string>; cpu: Set<string> } | undefined;
   const totals: Partial<Record<VllmTotal, number>> = {};
@@ -253,17 +180,30 @@ function parseVllmSamples(text: string): VllmSamples {
     },
     (name) => VLLM_SAMPLES.has(name),
   );
+  const reading = loraInfoReading(infos, replicaNowS);
+  const active = new Set<string>();
+  for (const info of reading ?? [])
+    for (const key of ['running_lora_adapters', 'waiting_lora_adapters']) {
+      const joined = info[key] ?? '';
+      for (const a of joined.split(',')) if (a) active.add(a);
+      for (const n of names) if (n.includes(',') && `,${joined},`.includes(`,${n},`)) active.add(n);
+    }
   return {
     running,
-    waiting,
-    kv,
-    kvOld,
-    infos,
-    deferred,
-    residency: residency && { gpu: [...residency.gpu].sort(), cpu: [...residency.cpu].sort() },
-    totals,
-    kvCapacity,
-    malformed: stats.malformed,
+    // Every vLLM release counts requests deferred for the LoRA budget as waiting (older ones put
+    // them back in the queue before the gauge is read). Where the replica splits them out
+    // (`_by_reason`, since PR #38435) `waiting` is the capacity queue alone; elsewhere it
+    // cannot be told apart and holds both.
+    waiting: deferred === undefined ? waiting : Math.max(0, waiting - deferred),
+    kvUsage: kv ?? kvOld,
+    activeAdapters: [...active].sort(),
+    ...(reading ? { reportsActivity: true } : {}),
+    malformedLines: stats.malformed,
+    source: 'metrics',
+    ...(deferred === undefined ? {} : { waitingDeferred: deferred }),
+    ...(residency ? { residency: { gpu: [...residency.gpu].sort(), cpu: [...residency.cpu].sort() } } : {}),
+    ...totals,
+    ...(kvCapacity === undefined ? {} : { kvCapacityTokens: kvCapacity }),
   };
 }
 
@@ -294,9 +234,9 @@ export function summedOverProcesses(at: number, nowS: number): boolean {
 }
 
 function loraInfoReading(
-  infos: readonly LoraInfo[],
+  infos: { labels: Record<string, string>; at: number }[],
   replicaNowS: number | undefined,
-): Readonly<Record<string, string>>[] | undefined {
+): Record<string, string>[] | undefined {
   if (infos.length === 0) return undefined;
   const latest = infos.reduce((a, b) => (b.at > a.at ? b : a));
   if (replicaNowS === undefined || !(replicaNowS > 0)) return [latest.labels];

@@ -1,10 +1,5 @@
 import { forEachSample, parsePrometheus } from '../../src/metrics/prometheus';
-import {
-  PARSED_TEXT_MAX_CHARS,
-  parsedTextsKept,
-  readLlamacppLoad,
-  readVllmLoad,
-} from '../../src/metrics/replica-load';
+import { readLlamacppLoad, readVllmLoad } from '../../src/metrics/replica-load';
 
 describe('Prometheus text parser', () => {
   it('parses comments, labels with escapes, special values, timestamps and histograms', () => {
@@ -189,12 +184,12 @@ describe('replica load from /metrics', () => {
     });
   });
 
-  it('reads a text seen before as it read it the first time, with the names and time of this call', () => {
+  it('reads one text again with the names and time of each call, and each answer is the caller’s own', () => {
     const info = (running: string, value: number) =>
       `vllm:lora_requests_info{max_lora="4",running_lora_adapters="${running}",waiting_lora_adapters=""} ${value}`;
     const now = 1_750_000_000;
-    // Kept by its text: the second read is a hit, yet the names asked about and the replica's
-    // time apply to it as to a fresh parse (a comma name, a clock stepped back, summed times).
+    // The names asked about and the replica's time apply per call (a comma name, a clock stepped
+    // back, summed times).
     const text = [
       info('team,a', now + 60),
       info('b', now - 1),
@@ -213,19 +208,6 @@ describe('replica load from /metrics', () => {
       activeAdapters: ['a', 'team'],
       residency: { gpu: ['b'], cpu: [] },
     });
-  });
-
-  it('keeps the parses of a few texts only, and none of a text past its size bound', () => {
-    const { max } = parsedTextsKept();
-    for (let i = 0; i < 3 * max; i++) readVllmLoad(`vllm:num_requests_running ${i}`);
-    expect(parsedTextsKept().kept).toBe(max);
-    // Still read right once its parse was dropped.
-    expect(readVllmLoad('vllm:num_requests_running 0').running).toBe(0);
-    const big = `vllm:num_requests_running 7\n${'#'.repeat(PARSED_TEXT_MAX_CHARS)}`;
-    for (let i = 0; i < max; i++) readVllmLoad(`vllm:num_requests_waiting ${i}`);
-    expect(readVllmLoad(big).running).toBe(7);
-    // The big text pushed no kept parse out: the last `max` small ones are all still there.
-    expect(parsedTextsKept().kept).toBe(max);
   });
 
   it('falls back to the deprecated gpu_cache_usage_perc, and prefers the new name when both exist', () => {
