@@ -12,12 +12,9 @@ import {
   type Violation as ChaosViolation,
 } from '../chaos/invariants';
 import type { AdapterLogEntry } from '../sim/http/replica';
+import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../src/router/cold-budget';
 import type { BudgetOp } from './redis-model';
 import type { FailedLoad } from './replicas';
-
-/** The fleet's budget key (src/router/cold-budget.ts) and its fixed window (the Lua script's). */
-const FLEET_BUDGET = 'fleet';
-const BUDGET_WINDOW_MS = 60_000;
 
 export interface Violation {
   invariant: string;
@@ -258,7 +255,7 @@ export class LogChecks {
     for (const ledger of b.ledgers)
       for (let i = ledger.length - 1; i >= 0; i--) {
         const op = ledger[i]!;
-        if (op.op !== 'spend' || op.key !== FLEET_BUDGET || op.request !== refusal.request) continue;
+        if (op.op !== 'spend' || op.key !== FLEET_BUDGET_KEY || op.request !== refusal.request) continue;
         if (!last || op.at > last.ledger[last.i]!.at) last = { ledger, i };
         break;
       }
@@ -266,12 +263,12 @@ export class LogChecks {
     // Granted by Redis (its answer late: the router decided alone), or never asked there.
     if (!last || spend?.op !== 'spend' || spend.waitMs === 0) return null;
     // Times are fractional ms: the spend that opened the window may sit a rounding error before it.
-    const from = spend.at + spend.waitMs - BUDGET_WINDOW_MS - 1e-6;
+    const from = spend.at + spend.waitMs - COLD_LOAD_WINDOW_MS - 1e-6;
     const grants: Judged['grants'] = [];
     let added = 0;
     for (let i = 0; i < last.i; i++) {
       const op = last.ledger[i]!;
-      if (op.op === 'claim' || op.key !== FLEET_BUDGET || op.at < from) continue;
+      if (op.op === 'claim' || op.key !== FLEET_BUDGET_KEY || op.at < from) continue;
       if (op.op === 'add') added += op.count;
       else if (op.waitMs === 0) grants.push(op);
     }

@@ -2,6 +2,7 @@ import type { Clock } from '../clock';
 import type { AdapterManager, AdapterPolicy } from '../adapters/manager';
 import type { FleetStore } from '../fleet/store';
 import type { Logger } from '../log';
+import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../router/cold-budget';
 import { DemandTracker } from './demand';
 import { planPrefetch, roomWaitedFor, type PlannerReplica, type PrefetchLoad } from './planner';
 
@@ -273,6 +274,7 @@ export async function spendPrefetchBudget(
   const limit = prefetchLimit(s);
   if (limit <= 0 || (await store.spendBudget(PREFETCH_BUDGET_KEY, limit, WINDOW_MS, now)) > 0) return false;
   return !(
-    s.coldLoadsPerMinute > 0 && (await store.spendBudget('fleet', s.coldLoadsPerMinute, WINDOW_MS, now)) > 0
+    s.coldLoadsPerMinute > 0 &&
+    (await store.spendBudget(FLEET_BUDGET_KEY, s.coldLoadsPerMinute, COLD_LOAD_WINDOW_MS, now)) > 0
   );
 }

@@ -7,7 +7,10 @@ export interface ColdLoadBudget {
   perConsumerPerMinute: number;
 }
 
-const WINDOW_MS = 60_000;
+/** The budgets' window (a fixed one in the store, opened by its first spend). */
+export const COLD_LOAD_WINDOW_MS = 60_000;
+/** The store's key of the fleet's budget (the simulation's checks read its spends). */
+export const FLEET_BUDGET_KEY = 'fleet';
 
 /**
  * Counts a load a request is about to start against its consumer's budget and the fleet's;
@@ -24,9 +27,9 @@ export async function spendColdLoad(
   const id = budget.perConsumerPerMinute > 0 && consumer ? await consumer() : undefined;
   const spend: [string, number, 'consumer' | 'fleet'][] = [];
   if (id !== undefined) spend.push([`consumer:${id}`, budget.perConsumerPerMinute, 'consumer']);
-  if (budget.perMinute > 0) spend.push(['fleet', budget.perMinute, 'fleet']);
+  if (budget.perMinute > 0) spend.push([FLEET_BUDGET_KEY, budget.perMinute, 'fleet']);
   for (const [key, limit, scope] of spend) {
-    const waitMs = await rt.store.spendBudget(key, limit, WINDOW_MS, rt.clock.now());
+    const waitMs = await rt.store.spendBudget(key, limit, COLD_LOAD_WINDOW_MS, rt.clock.now());
     if (waitMs > 0) throw errors.coldLoadBudget(adapter, scope, Math.max(1, Math.ceil(waitMs / 1000)));
   }
 }
