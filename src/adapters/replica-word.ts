@@ -38,6 +38,9 @@ export const FRESH_WORD_ASKS = 2;
  */
 export const UNSEEN_HOLD_MS = 2000;
 
+/** The key of a replica and an adapter in the maps below. */
+const pairKey = (url: string, adapter: string): string => `${url}\u0000${adapter}`;
+
 /** At most one log line per replica and adapter this often: a waiting caller retries every 250 ms. */
 const LOG_EVERY_MS = 10_000;
 /** Least bound on the replica's word right after a load (it may be the poll's timeout, 500 ms). */
@@ -98,7 +101,7 @@ export class ReplicaWord {
     const busy = got.busy;
     if (busy === undefined) return undefined;
     for (const a of busy) reportedBusy.add(a);
-    const key = `${url}\u0000${name}`;
+    const key = pairKey(url, name);
     const now = this.clock.now();
     if (busy.includes(name)) {
       this.unseen.set(key, now);
@@ -259,7 +262,7 @@ export class ReplicaWord {
 
   private withheld(w: Withheld, why: string): void {
     for (const fn of this.listeners) fn(w);
-    const key = `${w.url}\u0000${w.adapter}`;
+    const key = pairKey(w.url, w.adapter);
     const now = this.clock.now();
     if (now - (this.logged.get(key) ?? -Infinity) < LOG_EVERY_MS) return;
     this.logged.set(key, now);
