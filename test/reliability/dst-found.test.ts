@@ -1028,4 +1028,41 @@ describe('schedules the simulation found', () => {
       ],
     );
   }, 30_000);
+  // Seed 1018463 (--keep 0,1,2,3,4,5,6,7,9,10,11,12,13,15): node 1 begins loading `team,a` on
+  // replica-0 (limit 1, `team` there) at 1094 ms; FLUSHALLs at 944 and 1152 ms lose its load lock.
+  // Node 2 locks and loads `team,a` there too (1496 ms); vLLM answers node 1 200 and node 2
+  // "already loaded" at 2394 ms, and node 2 sends its request. Node 1's after-load check finds the
+  // replica over its limit and the adapter idle (asked before node 2's request came) and undoes
+  // its load under it: `team,a unloaded with 0 running and 1 waiting`. An undo now needs the load's
+  // lock still its own; otherwise the trim after a poll decides.
+  it('seed 1018463: no after-load undo of a load whose lock a FLUSHALL lost', async () => {
+    await holds(
+      1018463,
+      {
+        ...WORLD,
+        adapters: WORLD.adapters.slice(0, 5),
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        spanMs: 2000,
+        staticAdapters: ['sql,chat'],
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 146, kind: 'scrape', replica: 2, ms: 686, mode: 'truncated' },
+        { at: 264, kind: 'load-fail', replica: 2, count: 4, failure: 'rank' },
+        { at: 603, kind: 'request', node: 2, adapter: 2, tokens: 5, prompt: 941 },
+        { at: 767, kind: 'request', node: 0, adapter: 3, tokens: 3, prompt: 1396 },
+        { at: 815, kind: 'request', node: 1, adapter: 1, tokens: 6, prompt: 1127 },
+        { at: 944, kind: 'flushall' },
+        { at: 1079, kind: 'request', node: 1, adapter: 2, tokens: 1, prompt: 1174 },
+        { at: 1152, kind: 'flushall' },
+        { at: 1330, kind: 'request', node: 1, adapter: -1, tokens: 5, prompt: 545 },
+        { at: 1430, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 1630 },
+        { at: 1452, kind: 'request', node: 1, adapter: 2, tokens: 5, prompt: 111 },
+        { at: 1479, kind: 'request', node: 2, adapter: 2, tokens: 3, prompt: 618 },
+        { at: 1664, kind: 'request', node: 1, adapter: 5, tokens: 4, prompt: 579 },
+        { at: 1782, kind: 'request', node: 1, adapter: -1, tokens: 5, prompt: 1023 },
+      ],
+    );
+  }, 30_000);
 });
