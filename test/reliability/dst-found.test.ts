@@ -970,4 +970,40 @@ describe('schedules the simulation found', () => {
       ],
     );
   }, 30_000);
+  // Seed 1004317 (all 16 actions; none can be dropped): node 0's request for `math`, decided alone
+  // during a Redis restart, loads it on replica-0 (381-3133 ms); its second load finds no slot and
+  // it is decided again, now on replica-0 as a holder: no placement claim. Its lease finds `math`
+  // unloading there (node 2, 3850 ms), so it waits for room and loads `math` at 7903 ms with no
+  // claim, while node 1's request, placed on replica-1, loads it there (6446-7947 ms). A decision
+  // on a holder whose lease finds the adapter gone claims the placement before its load.
+  it('seed 1004317: a decision on a holder whose lease finds the adapter gone claims the placement first', async () => {
+    await holds(
+      1004317,
+      {
+        ...WORLD,
+        replicas: 2,
+        adapters: WORLD.adapters.slice(0, 8),
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 111, kind: 'request', node: 2, adapter: 5, tokens: 6, prompt: 1056 },
+        { at: 121, kind: 'request', node: 2, adapter: 4, tokens: 5, prompt: 1579 },
+        { at: 334, kind: 'redis-restart', empty: false, downMs: 723 },
+        { at: 376, kind: 'request', node: 0, adapter: 6, tokens: 5, prompt: 1815 },
+        { at: 408, kind: 'request', node: 2, adapter: 0, tokens: 1, prompt: 201 },
+        { at: 663, kind: 'flushall' },
+        { at: 952, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 384 },
+        { at: 977, kind: 'request', node: 2, adapter: 4, tokens: 6, prompt: 927 },
+        { at: 996, kind: 'request', node: 0, adapter: -1, tokens: 1, prompt: 74 },
+        { at: 1132, kind: 'request', node: 2, adapter: 7, tokens: 1, prompt: 1690 },
+        { at: 1287, kind: 'request', node: 0, adapter: 0, tokens: 3, prompt: 382 },
+        { at: 1294, kind: 'request', node: 0, adapter: 7, tokens: 2, prompt: 445 },
+        { at: 1368, kind: 'request', node: 2, adapter: -1, tokens: 23, prompt: 935 },
+        { at: 1762, kind: 'request', node: 2, adapter: 3, tokens: 3, prompt: 1064 },
+        { at: 1852, kind: 'request', node: 2, adapter: 7, tokens: 2, prompt: 1473 },
+        { at: 1862, kind: 'request', node: 1, adapter: 6, tokens: 1, prompt: 14 },
+      ],
+    );
+  }, 30_000);
 });
