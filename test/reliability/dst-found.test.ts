@@ -1006,4 +1006,39 @@ describe('schedules the simulation found', () => {
       ],
     );
   }, 30_000);
+  // Seed 1793 (--keep 0,1,2,3,4,5,6,7,13,14): a Sentinel switch cuts nodes 1 and 2 off (280 ms).
+  // Node 0, on Redis, loads `team` on replica-1 from 708 ms; node 1, deciding alone, loads it there
+  // too at 1049 ms, and is back on Redis at 1490 ms. vLLM answers node 0 200 and node 1 "already
+  // loaded" (2079 ms); node 1 sends its request, and node 0's after-load check, finding the replica
+  // over its limit of 1 (node 2's `a`), undoes its own load, still `loading` in Redis, on a word
+  // asked before that request came: `team unloaded with 1 running and 0 waiting`. A load decided
+  // alone answered "already loaded" once Redis is back looks at the shared state again first.
+  it('seed 1793: a load decided alone answered "already loaded" waits for the load under way in Redis', async () => {
+    await holds(
+      1793,
+      {
+        ...WORLD,
+        adapters: WORLD.adapters.slice(0, 8),
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 280, kind: 'switch', lost: 2 },
+        { at: 472, kind: 'request', node: 2, adapter: 4, tokens: 1, prompt: 975 },
+        { at: 476, kind: 'request', node: 1, adapter: 1, tokens: 5, prompt: 291 },
+        { at: 685, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 1636 },
+        { at: 883, kind: 'request', node: 2, adapter: 4, tokens: 2, prompt: 583 },
+        { at: 1029, kind: 'request', node: 2, adapter: 5, tokens: 4, prompt: 358 },
+        { at: 1049, kind: 'request', node: 1, adapter: 3, tokens: 5, prompt: 326 },
+        { at: 1188, kind: 'process-restart', node: 2 },
+        { at: 1919, kind: 'request', node: 0, adapter: 4, tokens: 3, prompt: 1439 },
+        { at: 1954, kind: 'request', node: 1, adapter: 4, tokens: 5, prompt: 59 },
+      ],
+    );
+  }, 30_000);
 });
