@@ -127,7 +127,8 @@ export class LogChecks {
     /**
      * Whether the unload of `adapter` on `replica` came from a node deciding alone (its after-load
      * undo): it cannot see requests other nodes route there, docs/reliability.md "What still
-     * holds when Redis is lost for good". Such an unload is not held to (i).
+     * holds when Redis is lost for good"; or its requests there were an unseen router's first
+     * (World.unseenFirst). Such an unload is not held to (i).
      */
     private readonly sentAlone: (replica: string, adapter: string) => boolean = () => false,
     private readonly calls: CallSource = { loads: [], failed: [], backoffMs: 0 },

@@ -54,8 +54,17 @@ export interface PlacementRequest {
   decided?: (url: string) => void;
 }
 
-/** Runs on the decision, claim held, with how long the load may wait for an idle adapter there. */
-type Admit<T> = (decision: Decision, queueTimeoutMs: number, recheck?: () => Promise<string>) => Promise<T>;
+/**
+ * Runs on the decision, claim held, with how long the load may wait for an idle adapter there and
+ * how to claim the placement again before a load (`recheck`), or claim it first, for a decision on
+ * a holder that took none (`placeHere`).
+ */
+type Admit<T> = (
+  decision: Decision,
+  queueTimeoutMs: number,
+  recheck?: () => Promise<string>,
+  placeHere?: () => Promise<string>,
+) => Promise<T>;
 
 /**
  * Where a request goes, agreed with the other routers on the fleet: schedule, and for a cold
@@ -147,12 +156,23 @@ export class Placement {
           }
         }
         const url = decision.replica.url;
+        const ttl = this.deps.config.queue_timeout_ms + this.deps.config.load_timeout_ms;
         let recheck: (() => Promise<string>) | undefined;
+        // Decided on a holder: no placement. Should its lease find the adapter gone or going there,
+        // the load it makes is a cold one and claims the placement first (seed 1004317).
+        let placedHere = false;
+        const unplaced = resolved.kind === 'on-demand' && !claim ? resolved.adapter.name : undefined;
+        const placeHere =
+          unplaced !== undefined
+            ? () => {
+                placedHere = true;
+                return rt.store.claimPlacement(unplaced, url, undefined, rt.clock.now(), ttl);
+              }
+            : undefined;
         if (claim) {
           rt.manager.claim(url, claim);
           // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
           // or each loads it on the replica it picked.
-          const ttl = this.deps.config.queue_timeout_ms + this.deps.config.load_timeout_ms;
           let placedOn = await rt.store.claimPlacement(
             claim,
             url,
@@ -178,7 +198,7 @@ export class Placement {
         /** Where another node placed the adapter while this decision's load waited for room. */
         let placedElsewhere: string | undefined;
         try {
-          return await admit(decision, wait.loadQueueMs(rt.clock.now()), recheck);
+          return await admit(decision, wait.loadQueueMs(rt.clock.now()), recheck, placeHere);
         } catch (err) {
           if (err instanceof PlacedElsewhere) {
             placementRounds++;
@@ -189,12 +209,12 @@ export class Placement {
               throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
           } else if (!wait.escalate(err, rt.clock.now())) throw err;
         } finally {
-          if (claim) {
-            rt.manager.unclaim(url, claim);
+          if (claim) rt.manager.unclaim(url, claim);
+          const placed = claim ?? (placedHere ? unplaced : undefined);
+          if (placed)
             rt.store
-              .releasePlacement(claim, url)
+              .releasePlacement(placed, url)
               .catch((err: Error) => rt.log.warn(`could not release placement: ${err.message}`));
-          }
         }
         // Placed elsewhere meanwhile: go there too. No room on the chosen replica in time: look
         // for room anywhere. With fresh views, either way.
