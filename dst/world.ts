@@ -309,23 +309,27 @@ export class World {
       const alone = rt().store.mode?.() === 'local';
       if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined)
         this.unloadAlone.set(`${urlParts(url).origin}\u0000${name}`, alone);
-      if (url.endsWith('/v1/load_lora_adapter') && name !== undefined)
-        this.loadCalls.push({
-          at: this.sched.now(),
-          url: urlParts(url).origin,
-          name,
-          proc,
-          sender,
-          alone,
-          degraded: this.degraded(),
-          request: routingRequest.getStore(),
-        });
-      if (!url.endsWith('/v1/load_lora_adapter')) return call(method, url, timeoutMs, body);
+      if (!url.endsWith('/v1/load_lora_adapter') || name === undefined)
+        return call(method, url, timeoutMs, body);
+      const sent: LoadCall = {
+        at: this.sched.now(),
+        url: urlParts(url).origin,
+        name,
+        proc,
+        sender,
+        alone,
+        degraded: this.degraded(),
+        request: routingRequest.getStore(),
+      };
+      this.loadCalls.push(sent);
       this.loadsInFlight++;
       const reply = call(method, url, timeoutMs, body);
       // Beside the caller's own handlers, not chained before them: its answer comes no later.
       const done = () => void this.loadsInFlight--;
-      reply.then(done, done);
+      reply.then(done, () => {
+        sent.gaveUpAt = this.sched.now();
+        done();
+      });
       return reply;
     };
     return http;
