@@ -334,23 +334,27 @@ export class World {
           this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
         );
       }
-      if (url.endsWith('/v1/load_lora_adapter') && name !== undefined)
-        this.loadCalls.push({
-          at: this.sched.now(),
-          url: urlParts(url).origin,
-          name,
-          proc,
-          sender,
-          alone,
-          degraded: this.degraded(),
-          request: routingRequest.getStore(),
-        });
-      if (!url.endsWith('/v1/load_lora_adapter')) return call(method, url, timeoutMs, body);
+      if (!url.endsWith('/v1/load_lora_adapter') || name === undefined)
+        return call(method, url, timeoutMs, body);
+      const sent: LoadCall = {
+        at: this.sched.now(),
+        url: urlParts(url).origin,
+        name,
+        proc,
+        sender,
+        alone,
+        degraded: this.degraded(),
+        request: routingRequest.getStore(),
+      };
+      this.loadCalls.push(sent);
       this.loadsInFlight++;
       const reply = call(method, url, timeoutMs, body);
       // Beside the caller's own handlers, not chained before them: its answer comes no later.
       const done = () => void this.loadsInFlight--;
-      reply.then(done, done);
+      reply.then(done, () => {
+        sent.gaveUpAt = this.sched.now();
+        done();
+      });
       return reply;
     };
     return http;
