@@ -28,8 +28,8 @@ export class ReplicaHttp {
     // has fractions (a RangeError here failed the load before any call).
     timeoutMs = Math.max(1, Math.ceil(timeoutMs));
     // Not AbortSignal.timeout: its timer fires after every call, however fast the answer, and
-    // makes a DOMException with a stack; in the plugin server that was the replica polls' largest
-    // single cost (docs/benchmarks.md). This one is cleared with the answer.
+    // makes a DOMException with a stack: about a tenth of what the replica polls cost the plugin
+    // server (docs/benchmarks.md). This one is cleared with the answer.
     const abort = new AbortController();
     const { signal } = abort;
     const timer = setTimeout(

@@ -21,7 +21,7 @@ describe('a replica call bounded by a fractional timeout', () => {
   });
 
   // AbortSignal.timeout's timer fired after every call, however fast the answer, and made a
-  // DOMException with a stack: in the plugin server, the replica polls' largest single cost.
+  // DOMException with a stack: about a tenth of what the replica polls cost the plugin server.
   it('leaves no timer to fire once it has its answer', async () => {
     const ms = 377; // no other timer of the process has this length
     const created = new Set<number>();
