@@ -785,10 +785,18 @@ function refusedForFleetBudget(status: number, body: unknown): boolean {
 /** The lines of a vLLM /metrics text whose sample the router reads (no comments). */
 function samplesRead(text: string): string {
   let kept = '';
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const end = line.search(/[{ ]/);
-    if (VLLM_SAMPLES.has(end < 0 ? line : line.slice(0, end))) kept += `${line}\n`;
+  for (let pos = 0; pos < text.length; ) {
+    let end = text.indexOf('\n', pos);
+    if (end < 0) end = text.length;
+    const c = text.charCodeAt(pos);
+    if (end > pos && c !== 35 /* # */) {
+      // The name ends at the first `{` or space of the line, or with it.
+      let nameEnd = pos;
+      for (let d = text.charCodeAt(nameEnd); nameEnd < end && d !== 123 && d !== 32; )
+        d = text.charCodeAt(++nameEnd);
+      if (VLLM_SAMPLES.has(text.slice(pos, nameEnd))) kept += `${text.slice(pos, end)}\n`;
+    }
+    pos = end + 1;
   }
   return kept;
 }
