@@ -305,6 +305,38 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Issue 31 item 1e, found with the fix reverted (a store that never heard from its shared state
+  // counted the fleet as one node, so its share was the whole budget): seed 413 (--keep
+  // 0,2,3,8,9,12,13,14,15). Every node is cut off from Redis at 172 ms and a `redis` record change
+  // to other state at 985 ms gives each a new runtime that has not reached its state: each granted
+  // the whole budget of 3 alone, 7 load calls within 1.5 s where the fleet's bound is 6. Now such a
+  // runtime grants no cold load until its state answers.
+  it('seed 413 (issue 31 item 1e): a runtime that never reached its state grants no cold load alone', async () => {
+    const r = await runSchedule({
+      seed: 413,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math'],
+        coldLoadsPerMinute: 3,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+      },
+      actions: [
+        { at: 75, kind: 'request', node: 0, adapter: 2, tokens: 4, prompt: 1320 },
+        { at: 172, kind: 'request', node: 1, adapter: 0, tokens: 2, prompt: 579 },
+        { at: 172, kind: 'partition', node: -1, ms: 2586 },
+        { at: 985, kind: 'record-change', otherState: true, gapMs: 8 },
+        { at: 1111, kind: 'request', node: 1, adapter: 0, tokens: 4, prompt: 1211 },
+        { at: 1327, kind: 'request', node: 2, adapter: 4, tokens: 5, prompt: 1991 },
+        { at: 1484, kind: 'request', node: 2, adapter: 5, tokens: 2, prompt: 1796 },
+        { at: 1568, kind: 'request', node: 1, adapter: 3, tokens: 2, prompt: 1867 },
+        { at: 1581, kind: 'request', node: 2, adapter: 6, tokens: 3, prompt: 652 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
   // Seed 65 (--keep 0,1,4,5,11,13,15,16,17,18,19,27,28,29,30,31,32,35,36,37,38): a record change
   // moves every node to the other database (2047 ms, pushed 1 s apart); node 2's plugin server
   // restarts at 4261 ms and the model started it on the first database again, as if Kong gave
