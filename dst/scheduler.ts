@@ -59,24 +59,42 @@ export class Scheduler implements Clock {
 
   /**
    * Fires events in order until none is due by `until` or `stop()` says so; `afterStep` runs once
-   * each event's microtasks settled (the invariants). Returns when time reached `until`.
+   * each event's microtasks settled (the invariants). Resolves when time reached `until`.
+   * Driven by callbacks, not an await per step: each step's settling is one queued microtask and
+   * one tick (see `settled`), with no promise of its own to resolve and resume.
    */
-  async run(until: number, afterStep: () => void, stop: () => boolean): Promise<void> {
-    await drain();
-    for (;;) {
-      if (stop()) return;
-      const top = this.heap[0];
-      if (!top || top.at > until) break;
-      heapPop(this.heap, less);
-      if (!top.live) continue;
-      this.t = top.at;
-      this.steps++;
-      this.digest = (Math.imul(this.digest, 31) + Math.round(top.at * 1000)) | 0;
-      top.fn();
-      await drain();
-      afterStep();
-    }
-    if (until > this.t) this.t = until;
+  run(until: number, afterStep: () => void, stop: () => boolean): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const next = () => {
+        try {
+          for (;;) {
+            if (stop()) return resolve();
+            const top = this.heap[0];
+            if (!top || top.at > until) break;
+            heapPop(this.heap, less);
+            if (!top.live) continue;
+            this.t = top.at;
+            this.steps++;
+            this.digest = (Math.imul(this.digest, 31) + Math.round(top.at * 1000)) | 0;
+            top.fn();
+            return settled(checked);
+          }
+          if (until > this.t) this.t = until;
+          resolve();
+        } catch (err) {
+          reject(err as Error);
+        }
+      };
+      const checked = () => {
+        try {
+          afterStep();
+        } catch (err) {
+          return reject(err as Error);
+        }
+        next();
+      };
+      settled(next);
+    });
   }
 }
 
@@ -85,16 +103,16 @@ function less(a: Timer, b: Timer): boolean {
 }
 
 /**
- * Every queued promise continuation runs before this resolves (the check phase follows them).
- * A microtask that queues a tick, not a turn of the event loop (setImmediate cost about 3 µs a
+ * Calls `then` once every queued promise continuation ran (the check phase follows them). A
+ * microtask that queues a tick, not a turn of the event loop (setImmediate cost about 3 µs a
  * step, a twentieth of one): V8 runs the microtask queue to empty once it starts, and Node runs
  * ticks only between such runs, so the tick finds every continuation queued before it, and those
  * they queued, done. (A tick queued directly can run before microtasks already queued: Node runs
  * the ticks first after a callback.) Nothing the world runs queues ticks or macrotasks of its own
  * (every timer is the scheduler's); dst-isolation and the replay tests compare the steps' times.
  */
-function drain(): Promise<void> {
-  return new Promise((resolve) => queueMicrotask(() => process.nextTick(resolve)));
+function settled(then: () => void): void {
+  queueMicrotask(() => process.nextTick(then));
 }
 
 /**

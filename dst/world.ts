@@ -849,10 +849,25 @@ function refusedForFleetBudget(status: number, body: unknown): boolean {
 /** The lines of a vLLM /metrics text whose sample the router reads (no comments). */
 function samplesRead(text: string): string {
   let kept = '';
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const end = line.search(/[{ ]/);
-    if (VLLM_SAMPLES.has(end < 0 ? line : line.slice(0, end))) kept += `${line}\n`;
+  const n = text.length;
+  // The next `{` at or after where it was last looked for (n: none left): each found once.
+  let brace = -1;
+  for (let pos = 0; pos < n; ) {
+    let end = text.indexOf('\n', pos);
+    if (end < 0) end = n;
+    if (end > pos && text.charCodeAt(pos) !== 35 /* # */) {
+      // The name ends at the line's first `{` or space, or with the line.
+      if (brace < pos) {
+        const b = text.indexOf('{', pos);
+        brace = b < 0 ? n : b;
+      }
+      let nameEnd = Math.min(brace, end);
+      const space = text.indexOf(' ', pos);
+      if (space >= 0 && space < nameEnd) nameEnd = space;
+      if (VLLM_SAMPLES.has(text.slice(pos, nameEnd)))
+        kept += end < n ? text.slice(pos, end + 1) : `${text.slice(pos, n)}\n`;
+    }
+    pos = end + 1;
   }
   return kept;
 }

@@ -7,6 +7,8 @@ import type { EngineStats } from '../engine/engine';
 
 /** Python prometheus_client's number format (vLLM): `6.0`, `+Inf`, Go-style exponents. */
 export function goFloat(d: number): string {
+  // Most values: a whole number short of the exponent form.
+  if (Number.isInteger(d) && d < 1e6 && d > -1e20) return `${d}.0`;
   if (d === Infinity) return '+Inf';
   if (d === -Infinity) return '-Inf';
   if (Number.isNaN(d)) return 'NaN';

@@ -20,8 +20,8 @@ export class VllmMetricsState {
   private ttftCounts = TTFT_BUCKETS.map(() => 0);
   private ttftSum = 0;
   private ttftCount = 0;
-  /** The last text rendered, by its input (see `text`). */
-  private rendered: { key: string; text: string } | null = null;
+  /** The last text rendered, with its input (see `text`) and its `lora_requests_info` series then. */
+  private rendered: { input: VllmMetricsInput; loraInfo: [string, number][]; text: string } | null = null;
 
   constructor(
     private readonly r: ReplicaContext,
@@ -61,8 +61,9 @@ export class VllmMetricsState {
     };
     // The text is a function of its input: an idle replica's scrapes (most of them) render it
     // once. The TTFT histogram changes only with its count, so the count stands for it.
-    const key = JSON.stringify({ ...input, loraInfo: [...input.loraInfo], ttftCounts: undefined });
-    if (this.rendered?.key !== key) this.rendered = { key, text: vllmMetricsText(input) };
+    const last = this.rendered;
+    if (last && sameInput(last.input, input) && sameSeries(last.loraInfo, input.loraInfo)) return last.text;
+    this.rendered = { input, loraInfo: [...input.loraInfo], text: vllmMetricsText(input) };
     return this.rendered.text;
   }
 
@@ -111,4 +112,46 @@ export class VllmMetricsState {
  */
 export function exportsComputedTokens(mode: VllmMetrics): boolean {
   return mode === 'by-reason' || mode === 'residency';
+}
+
+/**
+ * Whether two scrapes' inputs render the same text: every field but the TTFT buckets (their count
+ * stands for them) and the `lora_requests_info` series (a map the state changes in place: `sameSeries`).
+ */
+function sameInput(a: VllmMetricsInput, b: VllmMetricsInput): boolean {
+  for (const k in b) {
+    if (k === 'loraInfo' || k === 'ttftCounts') continue;
+    if (!sameData(a[k as keyof VllmMetricsInput], b[k as keyof VllmMetricsInput])) return false;
+  }
+  return true;
+}
+
+/** Plain data (numbers, strings, booleans, arrays and objects of them) equal field by field. */
+function sameData(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameData(a[i], b[i])) return false;
+    return true;
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let n = 0;
+  for (const k in y) {
+    n++;
+    if (!sameData(x[k], y[k])) return false;
+  }
+  for (const _ in x) n--;
+  return n === 0;
+}
+
+function sameSeries(kept: [string, number][], now: Map<string, number>): boolean {
+  if (kept.length !== now.size) return false;
+  let i = 0;
+  for (const [k, at] of now) {
+    const e = kept[i++]!;
+    if (e[0] !== k || e[1] !== at) return false;
+  }
+  return true;
 }

@@ -74,25 +74,38 @@ export interface ReplicaLoad {
 
 export type LoadSource = 'metrics' | 'slots' | 'health';
 
+/**
+ * The vLLM samples the router reads, each with whether its labels are read; every other line of
+ * its /metrics is skipped, and the labels of the rest are not copied.
+ */
+const VLLM_READ: ReadonlyMap<string, boolean> = new Map([
+  ['vllm:num_requests_running', false],
+  ['vllm:num_requests_waiting', false],
+  ['vllm:kv_cache_usage_perc', false],
+  ['vllm:gpu_cache_usage_perc', false],
+  ['vllm:lora_requests_info', true],
+  ['vllm:num_requests_waiting_by_reason', true],
+  ['vllm:lora_adapter_loaded', true],
+  ['vllm:prompt_tokens_total', false],
+  ['vllm:time_to_first_token_seconds_count', false],
+  ['vllm:cache_config_info', true],
+  ['vllm:request_prompt_tokens_sum', false],
+  ['vllm:request_prefill_time_seconds_sum', false],
+  ['vllm:request_generation_tokens_sum', false],
+  ['vllm:request_generation_tokens_count', false],
+  ['vllm:request_decode_time_seconds_sum', false],
+  ['vllm:request_prefill_kv_computed_tokens_sum', false],
+  ['vllm:prompt_tokens_by_source_total', true],
+]);
+
 /** The vLLM samples the router reads; every other line of its /metrics is skipped. */
-export const VLLM_SAMPLES: ReadonlySet<string> = new Set([
-  'vllm:num_requests_running',
-  'vllm:num_requests_waiting',
-  'vllm:kv_cache_usage_perc',
-  'vllm:gpu_cache_usage_perc',
-  'vllm:lora_requests_info',
-  'vllm:num_requests_waiting_by_reason',
-  'vllm:lora_adapter_loaded',
-  'vllm:prompt_tokens_total',
-  'vllm:time_to_first_token_seconds_count',
-  'vllm:cache_config_info',
-  'vllm:request_prompt_tokens_sum',
-  'vllm:request_prefill_time_seconds_sum',
-  'vllm:request_generation_tokens_sum',
-  'vllm:request_generation_tokens_count',
-  'vllm:request_decode_time_seconds_sum',
-  'vllm:request_prefill_kv_computed_tokens_sum',
-  'vllm:prompt_tokens_by_source_total',
+export const VLLM_SAMPLES: ReadonlySet<string> = new Set(VLLM_READ.keys());
+
+/** The llama.cpp samples the router reads (no labels). */
+const LLAMACPP_READ: ReadonlyMap<string, boolean> = new Map([
+  ['llamacpp:requests_processing', false],
+  ['llamacpp:requests_deferred', false],
+  ['llamacpp:prompt_tokens_total', false],
 ]);
 
 /**
@@ -178,7 +191,7 @@ export function readVllmLoad(text: string, names: readonly string[] = [], replic
         }
       }
     },
-    (name) => VLLM_SAMPLES.has(name),
+    VLLM_READ,
   );
   const reading = loraInfoReading(infos, replicaNowS);
   const active = new Set<string>();
@@ -257,10 +270,7 @@ export function readLlamacppLoad(text: string): ReplicaLoad {
       else if (name === 'llamacpp:prompt_tokens_total') promptTokens = value;
       else waiting = value;
     },
-    (name) =>
-      name === 'llamacpp:requests_processing' ||
-      name === 'llamacpp:requests_deferred' ||
-      name === 'llamacpp:prompt_tokens_total',
+    LLAMACPP_READ,
   );
   return {
     running,

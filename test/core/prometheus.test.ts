@@ -72,6 +72,34 @@ describe('Prometheus text parser', () => {
     );
     expect(seen).toEqual([{ y: '2' }]);
   });
+
+  it('with a map for a filter, copies labels only where the map says so, and checks every line whole', () => {
+    const seen: [string, Record<string, string>, number][] = [];
+    const stats = forEachSample(
+      [
+        'a{x="1"} 1.0',
+        'b{y="2"} 2',
+        'bb{y="3"} 3',
+        'c{z="with \\"quote\\" and \\\\"} 4',
+        'skipped{w="x} 5',
+        'skipped{w="\\"} 6',
+        'a 0.0',
+      ].join('\n'),
+      (n, l, v) => seen.push([n, l, v]),
+      new Map([
+        ['a', false],
+        ['b', true],
+        ['c', true],
+      ]),
+    );
+    expect(seen).toEqual([
+      ['a', {}, 1],
+      ['b', { y: '2' }, 2],
+      ['c', { z: 'with "quote" and \\' }, 4],
+      ['a', {}, 0],
+    ]);
+    expect(stats).toEqual({ samples: 5, malformed: 2 });
+  });
 });
 
 describe('replica load from /metrics', () => {
