@@ -21,8 +21,7 @@ afterAll(async () => {
   await redis.close();
 });
 
-const node = (id: string) =>
-  new RedisFleetStore(redis.config(P, { node_ttl_ms: 60_000, timeout: 2000 }), id);
+const node = (id: string) => new RedisFleetStore(redis.config(P, { node_ttl_ms: 60_000, timeout: 2000 }), id);
 
 /** A's load lock is wiped by `wipe`; B then begins a load of the same adapter on the same replica. */
 async function staleFenceAfter(wipe: () => Promise<void>): Promise<void> {
@@ -75,10 +74,10 @@ it('memory store: a store begun anew later (the simulated FLUSHALL) does not rep
   const t = Date.now();
   const before = new MemoryFleetStore();
   await before.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-  const stale = await before.beginLoad(U, 'x', t, 4, TTL);
+  const stale = await before.beginLoad(U, 'x', t, 4);
   const after = new MemoryFleetStore();
   await after.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-  const fresh = await after.beginLoad(U, 'x', t + 1, 4, TTL);
+  const fresh = await after.beginLoad(U, 'x', t + 1, 4);
   expect(await after.holds(U, 'x', stale!)).toBe(false);
   expect(await after.finishLoad(U, 'x', stale!, false, t + 2)).toBe(false);
   expect(fresh).not.toBe(stale);
