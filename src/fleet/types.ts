@@ -39,7 +39,8 @@ export const FENCE_PER_MS = 10;
 
 /** The fence after `last`, handed out at `now` (ms) of the store's clock: the scripts' `newfence`. */
 export function nextFence(last: Fence, now: number): Fence {
-  return Math.max(last + 1, Math.floor(now) * FENCE_PER_MS);
+  const floor = Math.floor(now) * FENCE_PER_MS;
+  return floor > last ? floor : last + 1;
 }
 
 /** An adapter as a request names it: `path` locates it on llama.cpp replicas. */
