@@ -23,6 +23,7 @@ import { FENCE_PER_MS } from '../../types';
  *   P fence           the last fence handed out (newfence); P lock hash fence -> [url, adapter];
  *                     P lock-until zset fence -> expiry
  *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
+ *   P placers:<adapter> set of the requests sharing that placement (expires with it)
  *   P events          list of fleet events, newest first; channel P changed: room may have freed
  *   P budget:<key>    cold loads counted in the current window (expires with it)
  *
