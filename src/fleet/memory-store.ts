@@ -23,6 +23,7 @@ import type {
   ResidencyState,
   ResidentAdapter,
 } from './types';
+import { nextFence } from './types';
 
 /** Upstream failures in a row (from the proxy path) that mark a replica down until a poll succeeds. */
 export const PASSIVE_FAILURE_LIMIT = 3;
@@ -247,7 +248,7 @@ export class MemoryFleetStore implements FleetStore {
     // Made for it or not, the room is taken now (by this load, or by another adapter's).
     this.roomMade.get(url)?.delete(adapter);
     if (!r || r.residency.has(adapter) || r.residentCount >= limit) return null;
-    const fence = ++this.lastFence;
+    const fence = (this.lastFence = nextFence(this.lastFence, at));
     putResidency(r, adapter, { state: 'loading', since: at, lastUsed: at, fence });
     r.everLoaded = true;
     return fence;
@@ -283,7 +284,7 @@ export class MemoryFleetStore implements FleetStore {
       if ((this.roomMade.get(url)?.get(forAdapter) ?? -Infinity) > at) return null;
     }
     if (ttlMs !== undefined) this.unloadTtls.set(`${url}\u0000${adapter}`, ttlMs);
-    const fence = ++this.lastFence;
+    const fence = (this.lastFence = nextFence(this.lastFence, at));
     putResidency(r, adapter, { ...cur, state: 'unloading', since: at, fence, for: forAdapter });
     return fence;
   }

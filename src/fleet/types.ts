@@ -23,9 +23,25 @@ export interface Residency {
 
 /**
  * Authority over one load or unload, from a counter that only grows: a holder whose lock
- * expired (it stalled or died) cannot finish its change over a newer holder's.
+ * expired (it stalled or died) cannot finish its change over a newer holder's. It grows across
+ * an emptied or rolled-back state too (see `nextFence`), whose old holders may still name theirs.
  */
 export type Fence = number;
+
+/**
+ * Fences per ms of the store's clock: a fence is at least that clock's time in tenths of a ms,
+ * so one handed out after the state was emptied (FLUSHALL, a restart without persistence) or
+ * rolled back (a restart from an older snapshot) exceeds every earlier one, unless more than ten
+ * a ms were handed out on average just before. 14 digits until the year 2286 (Redis's cjson
+ * writes numbers with 14 significant digits).
+ */
+export const FENCE_PER_MS = 10;
+
+/** The fence after `last`, handed out at `now` (ms) of the store's clock: the scripts' `newfence`. */
+export function nextFence(last: Fence, now: number): Fence {
+  const floor = Math.floor(now) * FENCE_PER_MS;
+  return floor > last ? floor : last + 1;
+}
 
 /** An adapter as a request names it: `path` locates it on llama.cpp replicas. */
 export interface AdapterRef {

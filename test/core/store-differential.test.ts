@@ -32,6 +32,7 @@ import {
   resolve,
   runStep,
   type Op,
+  type World,
 } from '../helpers/store-ops';
 
 const SEED = Number(process.env.STORE_DIFF_SEED ?? 3131);
@@ -71,6 +72,20 @@ function tally(op: Op, answer: unknown): void {
   if (granted || done) ran.granted[op.op] = (ran.granted[op.op] ?? 0) + 1;
 }
 
+/** A fence handed out, whichever: each side's clock sets its value (`World.fences`). */
+const asFence = (x: unknown) => (typeof x === 'number' ? 'fence' : x);
+
+/** Each side's fence exceeds every one it handed out before, across flushes too (no holder's can repeat). */
+function newFences(op: Op, w: World, m: unknown, r: unknown, where: () => string): void {
+  if (op.op !== 'beginLoad' && op.op !== 'beginUnload') return;
+  if (typeof m !== 'number' || typeof r !== 'number') return;
+  const last = w.fences.at(-1);
+  if (last && (m <= last.fence || r <= last.shared))
+    throw new Error(
+      `${where()}: fence handed out again or lower: memory ${m} after ${last.fence}, redis ${r} after ${last.shared}`,
+    );
+}
+
 /** Runs `ops` on both sides; throws at the first step whose answer or visible state differs. */
 async function replay(ops: readonly Op[]): Promise<void> {
   let sides = await freshSides();
@@ -90,11 +105,12 @@ async function replay(ops: readonly Op[]): Promise<void> {
       const { memory, nodes } = sides;
       const op = await resolve(given, memory);
       const m = plain(await runStep({ node: () => memory }, op, w, at));
-      const r = plain(await runStep({ node: (i) => nodes[i]! }, op, w, at));
+      const r = plain(await runStep({ node: (i) => nodes[i]!, redis: true }, op, w, at));
       const where = () => `step ${k} ${JSON.stringify(op)}`;
-      if (!isDeepStrictEqual(m, r))
+      if (!isDeepStrictEqual(asFence(m), asFence(r)))
         throw new Error(`${where()}: memory answered ${JSON.stringify(m)}, redis ${JSON.stringify(r)}`);
-      noteStep(op, w, m);
+      newFences(op, w, m, r, where);
+      noteStep(op, w, m, r);
       tally(op, m);
       const seenBy = 'node' in op ? op.node : 0;
       const ms = await observe(memory, k);

@@ -203,6 +203,8 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
 /** One side of the comparison: the stores its nodes call (one shared in-process store, or one Redis store per node). */
 export interface Side {
   node(i: number): FleetStore;
+  /** The Redis side: its fences are its own (each side's clock sets them, see `World.fences`). */
+  redis?: boolean;
 }
 
 /** What the router has configured and the fences handed out: the same for both sides. */
@@ -212,8 +214,13 @@ export interface World {
   managedVersion: number;
   /** Shared time before each step so far (Redis TIME), oldest first. */
   times: number[];
-  /** Fences handed out, in order, with their change (from the memory side: the sides must agree anyway). */
-  fences: { fence: number; url: string; adapter: string; kind: 'load' | 'unload' }[];
+  /**
+   * Fences handed out, in order, with their change: the memory side's (`fence`) and the Redis
+   * side's (`shared`). They differ: each is at least its store's clock in tenths of a ms (the
+   * step's `at`, Redis's TIME as the script runs), so the sides must agree on whether one was
+   * handed out, and each side's must exceed every earlier one, across flushes too.
+   */
+  fences: { fence: number; shared: number; url: string; adapter: string; kind: 'load' | 'unload' }[];
 }
 
 export function newWorld(): World {
@@ -222,6 +229,7 @@ export function newWorld(): World {
 
 /** The change a finish or check names: a fence handed out (index 12: one nobody was handed). */
 function changeOf(
+  side: Side,
   w: World,
   op: { url: number; adapter: number; fence: number; own: boolean },
   kind?: 'load' | 'unload',
@@ -230,8 +238,9 @@ function changeOf(
   // confused caller's case, below).
   const of = op.own && kind ? w.fences.filter((f) => f.kind === kind) : w.fences;
   const f = op.fence < 12 && of.length > 0 ? of[op.fence % of.length]! : undefined;
-  if (f && op.own) return [f.url, f.adapter, f.fence];
-  return [URLS[op.url]!, ADAPTERS[op.adapter]!, f?.fence ?? 1_000_000 + op.fence];
+  const given = f && (side.redis ? f.shared : f.fence);
+  if (f && op.own) return [f.url, f.adapter, given!];
+  return [URLS[op.url]!, ADAPTERS[op.adapter]!, given ?? 1_000_000 + op.fence];
 }
 
 function snapshotOf(op: Extract<Op, { op: 'snapshot' }>, w: World, at: number): ReplicaSnapshot {
@@ -274,13 +283,13 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
     case 'beginLoad':
       return s.beginLoad(u(op.url), a(op.adapter), at, op.limit, LONG_MS);
     case 'finishLoad':
-      return s.finishLoad(...changeOf(w, op, 'load'), op.ok, at);
+      return s.finishLoad(...changeOf(side, w, op, 'load'), op.ok, at);
     case 'beginUnload':
       return s.beginUnload(u(op.url), a(op.adapter), at, LONG_MS, op.for === null ? undefined : a(op.for));
     case 'finishUnload':
-      return s.finishUnload(...changeOf(w, op, 'unload'), op.ok, at);
+      return s.finishUnload(...changeOf(side, w, op, 'unload'), op.ok, at);
     case 'holds':
-      return s.holds(...changeOf(w, op));
+      return s.holds(...changeOf(side, w, op));
     case 'forget':
       return s.forget(u(op.url), a(op.adapter), at);
     case 'touch':
@@ -344,8 +353,8 @@ export async function registerAll(s: FleetStore): Promise<void> {
   for (const spec of SPECS) await s.upsertReplica(spec);
 }
 
-/** Applies what a step changes outside the stores (configurations, fences handed out). */
-export function noteStep(op: Op, w: World, answer: unknown): void {
+/** Applies what a step changes outside the stores (configurations, fences handed out: `answer` the memory side's, `shared` Redis's). */
+export function noteStep(op: Op, w: World, answer: unknown, shared: unknown = answer): void {
   if (op.op === 'configure' && !w.managed.has(ADAPTERS[op.adapter]!)) {
     w.managed.add(ADAPTERS[op.adapter]!);
     w.managedVersion++;
@@ -353,6 +362,7 @@ export function noteStep(op: Op, w: World, answer: unknown): void {
   if ((op.op === 'beginLoad' || op.op === 'beginUnload') && typeof answer === 'number')
     w.fences.push({
       fence: answer,
+      shared: typeof shared === 'number' ? shared : answer,
       url: URLS[op.url]!,
       adapter: ADAPTERS[op.adapter]!,
       kind: op.op === 'beginLoad' ? 'load' : 'unload',

@@ -12,7 +12,7 @@ local url, name, at, limit, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(
 redis.call('HDEL', P .. 'made:' .. url, name)
 if not known(url) or redis.call('HEXISTS', reskey(url), name) == 1 then return false end
 if tonumber(redis.call('HGET', rkey(url), 'residents') or '0') >= limit then return false end
-local fence = redis.call('INCR', P .. 'fence')
+local fence = newfence()
 putres(url, name, {state = 'loading', since = at, lastUsed = at, fence = fence})
 redis.call('HSET', rkey(url), 'everLoaded', '1')
 lock(url, name, fence, ttl, ARGV[7])
@@ -51,7 +51,7 @@ if forName ~= '' then
   -- An unload for it ended and its load has not begun: one unload per load.
   if tonumber(redis.call('HGET', P .. 'made:' .. url, forName) or '0') > now_ms() then return false end
 end
-local fence = redis.call('INCR', P .. 'fence')
+local fence = newfence()
 putres(url, name, {state = 'unloading', since = at, lastUsed = res.lastUsed, fence = fence, ['for'] = forName, ttl = ttl})
 lock(url, name, fence, ttl, ARGV[6])
 return fence`,

@@ -1,3 +1,5 @@
+import { FENCE_PER_MS } from '../../types';
+
 /**
  * The Redis fleet store's operations, each one Lua script: Redis runs a script alone, so every
  * conditional change (begin a load, unload only when no node holds a lease, release once) is
@@ -18,7 +20,8 @@
  *                     that sees it change or vanish takes its leases again (FLUSHALL, restart)
  *   P epoch-at        when the epoch was set (Redis time): the live-node count is whole only node_ttl_ms after
  *   P reborn          set (PX node_ttl_ms) when a node that knew an older epoch sets a new one: no unload meanwhile
- *   P fence           counter; P lock hash fence -> [url, adapter]; P lock-until zset fence -> expiry
+ *   P fence           the last fence handed out (newfence); P lock hash fence -> [url, adapter];
+ *                     P lock-until zset fence -> expiry
  *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
  *   P placers:<adapter> set of the requests sharing that placement (expires with it)
  *   P events          list of fleet events, newest first; channel P changed: room may have freed
@@ -82,6 +85,13 @@ local function markgone(url, name)
   local k = P .. 'gone:' .. url
   redis.call('ZADD', k, now_ms(), name)
   if redis.call('ZCARD', k) > 256 then redis.call('ZREMRANGEBYRANK', k, 0, 0) end
+end
+-- A lock's fence (types.ts nextFence): above the last one here and at least Redis's time in
+-- tenths of a ms, so not one a state since emptied or rolled back handed out to a holder still naming it.
+local function newfence()
+  local f = math.max(tonumber(redis.call('GET', P .. 'fence') or '0') + 1, now_ms() * ${FENCE_PER_MS})
+  redis.call('SET', P .. 'fence', f)
+  return f
 end
 local function lock(url, name, fence, ttl, node)
   redis.call('HSET', P .. 'lock', fence, cjson.encode({url, name, node}))
