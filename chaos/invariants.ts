@@ -98,12 +98,21 @@ export function unseenFirst(
     (c) => c.replica === e.replica && c.at <= at && c.at >= at - SENDER_WITHIN_MS,
   );
   const call = latest(calls, () => true);
-  if (!call || calls.some((c) => c.node !== call.node))
+  if (!call || call.node < 0 || calls.some((c) => c.node !== call.node))
     return { excused: false, detail: 'its sender is not known' };
   const wordAt = latest(
     w.asks,
     (c) => c.replica === e.replica && c.node === call.node && c.at <= call.at,
   )?.at;
+  // An ask from no known node after it may have been the unloading node's own, later word.
+  const unknownAsk = w.asks.some(
+    (c) => c.replica === e.replica && c.node < 0 && c.at > (wordAt ?? -Infinity) && c.at <= call.at,
+  );
+  if (unknownAsk)
+    return {
+      excused: false,
+      detail: `node ${call.node} unloaded; a /metrics ask from no known node came after its last`,
+    };
   const mine = w.requests.filter((q) => q.replica === e.replica && q.adapter === e.name);
   const open = mine.filter((q) => q.at <= at && q.ended > at);
   const said = (q: (typeof open)[number]) => {

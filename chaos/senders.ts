@@ -28,6 +28,7 @@ export interface ProxiedRequest {
 /** A call of a node's own to a replica: a `/metrics` ask (its word) or an unload. */
 export interface NodeCall {
   replica: string;
+  /** -1: its sender was not found among the nodes' processes. */
   node: number;
   at: number;
 }
@@ -73,14 +74,16 @@ export class Senders implements Witness {
     const list = path === '/metrics' ? this.asks : path === '/v1/unload_lora_adapter' ? this.unloads : null;
     if (!list || list.length >= MAX_RECORDS) return;
     const peer = this.peerNode(req.socket);
-    if (peer !== undefined) list.push({ replica, node: peer, at });
-    else this.unattributed++;
+    // One from no node is kept as node -1: the check then trusts no ask of that replica around it.
+    list.push({ replica, node: peer ?? -1, at });
+    if (peer === undefined) this.unattributed++;
   }
 
   /** How much it saw, for the report: a witness that saw nothing excuses nothing. */
   counts(): { requests: number; asks: number; unloads: number; unattributed: number } {
     const { requests, asks, unloads, unattributed } = this;
-    return { requests: requests.length, asks: asks.length, unloads: unloads.length, unattributed };
+    const found = (l: NodeCall[]) => l.filter((c) => c.node >= 0).length;
+    return { requests: requests.length, asks: found(asks), unloads: found(unloads), unattributed };
   }
 
   /** The node whose process holds the other end of `s` (a loopback connection), once per connection. */

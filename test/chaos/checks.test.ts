@@ -110,6 +110,8 @@ describe('fault-run invariants', () => {
       // Two nodes' unload calls on the replica at once: which one landed is not known.
       const two = witness(req(1, true, 1_110_880));
       expect(flagged({ ...two, unloads: [...two.unloads, { replica: R, node: 2, at: 1_110_895 }] })).toBe(1);
+      // An ask of the replica from no known node after the unloading node's last: maybe its own.
+      expect(flagged({ ...two, asks: [...two.asks, { replica: R, node: -1, at: 1_110_870 }] })).toBe(1);
       // No witness at all: every busy unload is a violation, as before.
       expect(noBusyUnload([busy]).violations).toHaveLength(1);
     });
