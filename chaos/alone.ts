@@ -24,6 +24,11 @@ export class AloneSpans {
     }
   }
 
+  /** Whether it decides alone now (a span is open). */
+  get now(): boolean {
+    return this.since !== null;
+  }
+
   /** The spans so far, one still open ending at `endMs`. */
   until(endMs: number): Span[] {
     return this.since === null ? [...this.done] : [...this.done, { from: this.since, to: endMs }];

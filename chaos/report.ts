@@ -8,6 +8,7 @@ export function formatReport(r: ChaosReport, examples = 5): string {
     `  ${w.nodes} Kong nodes, ${w.replicas} vLLM replicas x ${w.maxLoadedAdapters} adapter slots, ${w.adapters} adapters, ${w.clients} clients, cold_loads_per_minute ${w.coldLoadsPerMinute}, poll ${w.pollIntervalMs} ms`,
     `  requests: ${r.traffic.sent} sent, by status ${JSON.stringify(r.traffic.byStatus)}; well-formed answered 404 by the replica: ${r.traffic.replica404}`,
     `  refusals: ${JSON.stringify(r.traffic.refusals)}`,
+    `  seen by the replicas, by sender: ${r.witness.requests} proxied requests, ${r.witness.asks} /metrics asks and ${r.witness.unloads} unload calls from a node, ${r.witness.unattributed} from none`,
     `schedule (${r.schedule.length} faults):`,
     ...r.schedule.map(
       (s) =>
@@ -34,6 +35,15 @@ export function formatReport(r: ChaosReport, examples = 5): string {
       for (const e of replicaCallsNear(r, v.replica, v.at, v.until)) lines.push(`        ${e}`);
     }
     if (inv.violations.length > examples) lines.push(`      ... ${inv.violations.length - examples} more`);
+    const excusedUnloads = inv.excusedUnloads ?? [];
+    if (excusedUnloads.length > 0)
+      lines.push(
+        `      excused: ${excusedUnloads.length} busy unloads, each an unseen router's first request of the adapter (the window docs/reliability.md leaves open):`,
+      );
+    for (const v of [...excusedUnloads].sort((a, b) => (a.at ?? 0) - (b.at ?? 0)).slice(0, examples)) {
+      const at = v.at !== undefined ? `+${((v.at - r.startedAt) / 1000).toFixed(1)} s ` : '';
+      lines.push(`        ${at}${[v.replica, v.adapter].filter(Boolean).join(' ')}: ${v.detail}`);
+    }
     if (inv.excused?.stretches)
       lines.push(
         `      excused: ${inv.excused.stretches} stretches over the limit while a node decided alone or a fault was under way (longest ${inv.excused.longestMs} ms)`,

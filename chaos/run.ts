@@ -57,6 +57,8 @@ export interface ChaosReport {
   /** Not an invariant: (iv) again, allowing one more budget per fault that emptied the store. */
   budgetWithResets: InvariantResult;
   traffic: TrafficStats;
+  /** What (i)'s witness saw: proxied requests, /metrics asks and unload calls by node, and calls from no node. */
+  witness: ReturnType<ChaosWorld['senders']['counts']>;
   /** Every node back on Redis after the heal (else the lease counts are the local ones). */
   settled: boolean;
   /** Every replica's adapter log (loads and unloads), to read a violation against. */
@@ -193,7 +195,7 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
     r.adapterLog().map((e) => ({ ...e, replica: r.url })),
   );
   const invariants = [
-    noBusyUnload(log),
+    noBusyUnload(log, world.senders),
     loadedWithinLimit(log, WORLD.maxLoadedAdapters, WORLD.pollIntervalMs, endMs, {
       spans: [
         ...world.nodes.flatMap((n) => n.alone.until(endMs)),
@@ -224,6 +226,7 @@ async function run(world: ChaosWorld, o: ChaosOptions, say: (l: string) => void)
     invariants,
     budgetWithResets: coldLoadsWithinBudget(log, WORLD.coldLoadsPerMinute, WINDOW_MS, resets),
     traffic: traffic.stats,
+    witness: world.senders.counts(),
     settled,
     replicaLog: log,
     notices: world.nodes.map((n) =>

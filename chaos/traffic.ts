@@ -5,6 +5,7 @@
  */
 import { seededRandom } from '../src/random';
 import type { ChaosNode } from './world';
+import { ADAPTER_HEADER, NODE_HEADER } from './senders';
 
 export interface TrafficOptions {
   seed: number;
@@ -62,7 +63,12 @@ export class Traffic {
       try {
         const r = await n.router.handle({
           path: mistyped ? '/v1/chat/completion' : '/v1/chat/completions',
-          headers: { 'content-type': 'application/json' },
+          // Forwarded upstream as Kong does: the replica's witness reads who sent it ((i)).
+          headers: {
+            'content-type': 'application/json',
+            [NODE_HEADER]: String(n.index),
+            [ADAPTER_HEADER]: adapter,
+          },
           body: Buffer.from(JSON.stringify(body)),
         });
         status = r.status;

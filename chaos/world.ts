@@ -14,6 +14,7 @@ import { RedisServer } from '../harness/redis/server';
 import { TcpProxy } from '../harness/net/tcp-proxy';
 import { BoundedLog, NODE_LOG_MAX_BYTES, nodeLogPath, Ring } from './recorder';
 import { AloneSpans } from './alone';
+import { Senders } from './senders';
 
 export const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 export const PREFIX = 'chaos:';
@@ -93,6 +94,12 @@ export class ChaosWorld {
   /** Set by stop(): exits after it are the run's own. */
   private stopping = false;
 
+  /** Who sent each request the replicas received, and when it reached them: (i)'s witness. */
+  readonly senders = new Senders(
+    () => new Map(this.nodes.flatMap((n) => (n.server.child.pid ? [[n.server.child.pid, n.index]] : []))),
+    (node) => this.nodes[node]?.alone.now ?? false,
+  );
+
   /** With `logDir`, each node's whole output goes to `node-N.log` there. */
   static async start(o: WorldOptions, logDir?: string): Promise<ChaosWorld> {
     const redis = await RedisServer.start();
@@ -105,6 +112,7 @@ export class ChaosWorld {
       })),
     );
     const world = new ChaosWorld(o, redis, fleet, []);
+    for (const r of fleet.replicas) r.onRequest = (req, res) => world.senders.onRequest(r.url, req, res);
     try {
       for (let i = 0; i < o.nodes; i++) world.nodes.push(await world.startNode(i, logDir));
     } catch (err) {

@@ -405,7 +405,14 @@ export class SimReplica implements ReplicaContext {
     return { reply, abort: () => res.destroy() };
   }
 
+  /**
+   * Told of every HTTP request as it arrives, before it is answered (a harness records who sent
+   * what and when: the fault run's (i) reads it); nothing else depends on it.
+   */
+  onRequest: ((req: http.IncomingMessage, res: http.ServerResponse) => void) | null = null;
+
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.onRequest?.(req, res);
     const path = (req.url ?? '/').split('?')[0]!;
     if (path.startsWith(CONTROL_PREFIX)) {
       void this.control(req, res, path);

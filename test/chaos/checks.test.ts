@@ -11,6 +11,7 @@ import {
   type ReplicaLogEntry,
 } from '../../chaos/invariants';
 import { makeSchedule } from '../../chaos/schedule';
+import type { ProxiedRequest, Witness } from '../../chaos/senders';
 
 const R = 'http://127.0.0.1:1';
 const load = (wallMs: number, name: string, loaded: number, ms = 100): ReplicaLogEntry => ({
@@ -50,6 +51,70 @@ describe('fault-run invariants', () => {
       ['b', 'unloaded with 0 running and 1 waiting'],
       ['c', 'unloaded with 2 running and 0 waiting'],
     ]);
+  });
+
+  describe("(i) excuses exactly an unseen router's first request of the adapter", () => {
+    // The 30-minute run at 3be912e (seed 11): node 0 unloaded chaos-1 at +1110.901 s with 0 running
+    // and 1 waiting; node 1, cut off from Redis, decided alone from +1110.048 s. Times in ms from
+    // the run's start; node 0's last /metrics ask of the replica 50 ms before its unload call.
+    const busy = unload(1_110_901, 'chaos-1', 1, 0, 1);
+    const req = (node: number, alone: boolean, at: number, ended = Infinity): ProxiedRequest => ({
+      replica: R,
+      adapter: 'chaos-1',
+      node,
+      alone,
+      at,
+      ended,
+    });
+    const witness = (...requests: ProxiedRequest[]): Witness => ({
+      requests,
+      asks: [
+        { replica: R, node: 0, at: 1_110_851 },
+        // Another node's poll after it: not the unloading node's word.
+        { replica: R, node: 2, at: 1_110_890 },
+      ],
+      unloads: [{ replica: R, node: 0, at: 1_110_900 }],
+    });
+
+    it("excuses the alone node's first request of it there, reaching it after the unloading node's ask", () => {
+      const r = noBusyUnload([busy], witness(req(1, true, 1_110_880)));
+      expect(r.violations).toEqual([]);
+      expect(r.excusedUnloads!.map((v) => v.detail)).toEqual([
+        'unloaded with 0 running and 1 waiting: node 0 unloaded (its last /metrics ask 50 ms before); under way: node 1 alone, reached it 29 ms after the ask, its first',
+      ]);
+      // Its first after UNSEEN_HOLD_MS (2 s) of quiet counts as a first.
+      expect(
+        noBusyUnload([busy], witness(req(1, true, 1_108_000, 1_108_800), req(1, true, 1_110_880))).violations,
+      ).toEqual([]);
+    });
+
+    it('flags a repeated request of the alone node (one within 2 s before, or one still under way)', () => {
+      // What node 2's withheld unload at +1110.3 s read: node 1's earlier request of chaos-1 there.
+      const r = noBusyUnload([busy], witness(req(1, true, 1_110_100, 1_110_700), req(1, true, 1_110_880)));
+      expect(r.violations.map((v) => v.detail)).toEqual([
+        'unloaded with 0 running and 1 waiting: node 0 unloaded (its last /metrics ask 50 ms before); under way: node 1 alone, reached it 29 ms after the ask, not its first in 2000 ms',
+      ]);
+      expect(r.excusedUnloads).toEqual([]);
+      expect(
+        noBusyUnload([busy], witness(req(1, true, 1_110_850, 1_111_000), req(1, true, 1_110_880))).violations,
+      ).toHaveLength(1);
+    });
+
+    it('flags a request from a node on Redis, one before the ask, one unseen, or an unknown sender', () => {
+      const flagged = (w: Witness, log = [busy]) => noBusyUnload(log, w).violations.length;
+      expect(flagged(witness(req(2, false, 1_110_880)))).toBe(1);
+      expect(flagged(witness(req(1, true, 1_110_840)))).toBe(1);
+      // The engine counted one waiting; the witness saw none (or one of two).
+      expect(flagged(witness())).toBe(1);
+      expect(flagged(witness(req(1, true, 1_110_880)), [unload(1_110_901, 'chaos-1', 1, 1, 1)])).toBe(1);
+      // Two nodes' unload calls on the replica at once: which one landed is not known.
+      const two = witness(req(1, true, 1_110_880));
+      expect(flagged({ ...two, unloads: [...two.unloads, { replica: R, node: 2, at: 1_110_895 }] })).toBe(1);
+      // An ask of the replica from no known node after the unloading node's last: maybe its own.
+      expect(flagged({ ...two, asks: [...two.asks, { replica: R, node: -1, at: 1_110_870 }] })).toBe(1);
+      // No witness at all: every busy unload is a violation, as before.
+      expect(noBusyUnload([busy]).violations).toHaveLength(1);
+    });
   });
 
   it('(ii) allows an excess for one poll interval, flags a longer one and one still open at the end', () => {
