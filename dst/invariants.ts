@@ -76,6 +76,8 @@ export interface LoadCall {
   degraded?: boolean;
   /** The request whose decision sent it (none: not sent for a request). */
   request?: number;
+  /** When its sender gave up on it (no answer within its timeout): the replica may still load it. */
+  gaveUpAt?: number;
 }
 
 /** What the runtimes sent and what the fault layer failed (the per-node checks). */
@@ -122,7 +124,10 @@ export class LogChecks {
   /** Per replica: since when it holds more than the limit, and whether some node decided alone meanwhile. */
   private over: ({ since: number; alone: boolean; blind: boolean } | null)[];
   /** Load calls under way, by adapter: [replica, start] (one load per burst). */
-  private readonly loading = new Map<string, { url: string; start: number; end: number; quiet: boolean }[]>();
+  private readonly loading = new Map<
+    string,
+    { url: string; start: number; end: number; quiet: boolean; gaveUpAt: number }[]
+  >();
 
   constructor(
     private readonly sources: LogSource[],
@@ -347,17 +352,30 @@ export class LogChecks {
     const quiet = !w.degraded && start - w.lastFaultAt > this.limits.quietAfterMs;
     const others = (this.loading.get(e.name) ?? []).filter((l) => l.end > start - 60_000);
     // Both decided while Redis answered everyone: a load begun during a fault (decided alone,
-    // perhaps given up on at load_timeout_ms while the replica went on) is nobody's to join.
+    // perhaps given up on at load_timeout_ms while the replica went on) is nobody's to join; nor
+    // is one its sender gave up on before the other began (seed 1015286: a replica's queue of
+    // loads made one outlast load_timeout_ms with no fault, and it landed after all).
+    const gaveUpAt = this.gaveUpAt(e, start);
     if (quiet && e.status === 200)
       for (const l of others)
-        if (l.quiet && l.url !== e.replica && l.end > start)
+        if (l.quiet && l.url !== e.replica && l.end > start && l.gaveUpAt > start && gaveUpAt > l.start)
           this.fail(
             w,
             'each cold adapter loaded once per burst',
             `${e.name} loading on ${l.url} and ${e.replica} at once`,
           );
-    others.push({ url: e.replica, start, end: e.at, quiet });
+    others.push({ url: e.replica, start, end: e.at, quiet, gaveUpAt });
     this.loading.set(e.name, others);
+  }
+
+  /** When the sender of the load call `e` answers gave up on it (Infinity: it did not). */
+  private gaveUpAt(e: ReplicaLogEntry, start: number): number {
+    const loads = this.calls.loads;
+    for (let k = loads.length - 1; k >= 0; k--) {
+      const c = loads[k]!;
+      if (c.url === e.replica && c.name === e.name && c.at <= start) return c.gaveUpAt ?? Infinity;
+    }
+    return Infinity;
   }
 
   /** Whether a replica holds more than the limit now (its grace may still be running). */

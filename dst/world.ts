@@ -7,6 +7,7 @@
  * proxies it to the replica chosen and runs the log phase on the same process, if still alive.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { BackendError } from '../src/backends/errors';
 import type { ReplicaHttp } from '../src/backends/http';
 import { HttpReplicaApi } from '../src/backends/http-replica-api';
 import { parseRouterConfig } from '../src/config/parse';
@@ -311,23 +312,30 @@ export class World {
       const alone = rt().store.mode?.() === 'local';
       if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined)
         this.unloadAlone.set(`${urlParts(url).origin}\u0000${name}`, alone);
-      if (url.endsWith('/v1/load_lora_adapter') && name !== undefined)
-        this.loadCalls.push({
-          at: this.sched.now(),
-          url: urlParts(url).origin,
-          name,
-          proc,
-          sender,
-          alone,
-          degraded: this.degraded(),
-          request: routingRequest.getStore(),
-        });
       if (!url.endsWith('/v1/load_lora_adapter')) return call(method, url, timeoutMs, body);
+      const sent: LoadCall | undefined =
+        name === undefined
+          ? undefined
+          : {
+              at: this.sched.now(),
+              url: urlParts(url).origin,
+              name,
+              proc,
+              sender,
+              alone,
+              degraded: this.degraded(),
+              request: routingRequest.getStore(),
+            };
+      if (sent) this.loadCalls.push(sent);
       this.loadsInFlight++;
       const reply = call(method, url, timeoutMs, body);
       // Beside the caller's own handlers, not chained before them: its answer comes no later.
       const done = () => void this.loadsInFlight--;
-      reply.then(done, done);
+      reply.then(done, (err: unknown) => {
+        // No answer within its time: the router gave up on it, the replica may go on and load.
+        if (sent && err instanceof BackendError && err.code === 'timeout') sent.gaveUpAt = this.sched.now();
+        done();
+      });
       return reply;
     };
     return http;
