@@ -1041,4 +1041,41 @@ describe('schedules the simulation found', () => {
       ],
     );
   }, 30_000);
+  // Seed 1012214 (--keep 0,1,2,3,4,5,6,7,8,9,10): a record change to another database reaches node 0
+  // at 407 ms (node 2 only at 2493), and a FLUSHALL at 1166 ms empties both states, forgetting node
+  // 1's load of `a` under way on replica-0 (limit 1). Node 2 (old state) finds its state emptied,
+  // registers again and loads `sql` on replica-0 (1249 ms); node 0 (new state) does too (1279 ms).
+  // vLLM loads `a`, then answers node 2 200 and node 0 "already loaded"; node 0 sends its request,
+  // and node 2's after-load check, the replica over its limit, undoes `sql` under it: `sql unloaded
+  // with 0 running and 1 waiting`. The server's grace after an emptied state refused beginUnload,
+  // never the undo; a node that found its state emptied now holds off its unloads, the undo
+  // included, for two probe intervals, as one back from an outage.
+  it('seed 1012214: no after-load undo right after the node found its state emptied', async () => {
+    await holds(
+      1012214,
+      {
+        ...WORLD,
+        replicas: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 407, kind: 'record-change', otherState: true, gapMs: 1043 },
+        { at: 412, kind: 'request', node: 2, adapter: 1, tokens: 2, prompt: 695 },
+        { at: 576, kind: 'request', node: 1, adapter: -1, tokens: 5, prompt: 378 },
+        { at: 628, kind: 'request', node: 2, adapter: -1, tokens: 4, prompt: 1966 },
+        { at: 648, kind: 'request', node: 1, adapter: 4, tokens: 6, prompt: 1797 },
+        { at: 1019, kind: 'request', node: 2, adapter: 3, tokens: 54, prompt: 526 },
+        { at: 1056, kind: 'request', node: 1, adapter: -1, tokens: 4, prompt: 1549 },
+        { at: 1090, kind: 'request', node: 2, adapter: 0, tokens: 5, prompt: 584 },
+        { at: 1166, kind: 'flushall' },
+        { at: 1180, kind: 'request', node: 1, adapter: 2, tokens: 40, prompt: 1897 },
+        { at: 1250, kind: 'request', node: 0, adapter: 0, tokens: 2, prompt: 1420 },
+      ],
+    );
+  }, 30_000);
 });

@@ -107,6 +107,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    * found the shared state emptied (FLUSHALL, or a restart without persistence).
    */
   private reclaim(): Promise<void> {
+    this.outage.stateEmptied();
     this.reclaiming ??= (async () => {
       for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
       await this.leases.restore(this.shared, false);
