@@ -262,23 +262,28 @@ export class AdapterManager {
     const ms = this.clock.now() - started;
     this.backoff.clear(key);
     this.unknownNames.loaded(adapter.name);
-    // Still `loading` in the store: no request was sent to it yet, here or on a node sharing it.
-    const word =
-      outcome === 'loaded' && policy.maxLoadedAdapters > 0
-        ? await this.replicaWord.afterLoad(
-            url,
-            adapter.name,
-            policy.maxLoadedAdapters,
-            policy.isStatic,
-            within(policy, Infinity, this.clock.now()),
-          )
-        : 'within';
+    // Still `loading` in the store: no request was sent to it yet, here or on a node sharing it,
+    // while its lock is this load's (asked with the replica's word, not after it: the unload must
+    // go out on a fresh word).
+    const checked = outcome === 'loaded' && policy.maxLoadedAdapters > 0;
+    const ours = checked ? this.store.holds(url, adapter.name, fence).catch(() => false) : undefined;
+    const word = checked
+      ? await this.replicaWord.afterLoad(
+          url,
+          adapter.name,
+          policy.maxLoadedAdapters,
+          policy.isStatic,
+          within(policy, Infinity, this.clock.now()),
+        )
+      : 'within';
     // Not during an unload hold-off (a record change from other state, Redis just back: a peer
     // still on the old state loaded the same adapter at once, answered "already loaded", and sent
     // its request unseen here, dst seed 789), nor for a load decided alone once Redis is back (a
-    // peer that also decided alone did the same, its lease now in Redis, seed 1111). The trim
+    // peer that also decided alone did the same, its lease now in Redis, seed 1111), nor once the
+    // load's lock is no longer its own (a FLUSHALL lost it, a peer then loaded the same adapter
+    // there, was answered "already loaded" and sent its request: dst seed 1018463). The trim
     // after a poll decides: it asks the leases and the replica.
-    const undo = word === 'undo' && !(this.store.undoHeldOff?.(fence) ?? false);
+    const undo = word === 'undo' && !(this.store.undoHeldOff?.(fence) ?? false) && (await ours) === true;
     if (undo && (await this.undoLoad(url, adapter.name, policy, ms))) {
       await this.finish('load', url, adapter.name, fence, false);
       throw errors.noRoom(adapter.name, url, 1, 'another router took the last slot at the same moment');

@@ -69,6 +69,20 @@ export class MemoryFleetStore implements FleetStore {
     return this.viewsNow(urls, adapter, withResidents);
   }
 
+  /**
+   * The replicas this store has seen down (a failed poll, or upstream failures in a row), each as
+   * a failed poll begun when its newest poll here began and ended `now`: what a node that decided
+   * alone owes the shared store (failover-store.ts), which keeps it only if no poll it applied
+   * began later.
+   */
+  seenDown(now: number): { url: string; snapshot: ReplicaSnapshot }[] {
+    const down: { url: string; snapshot: ReplicaSnapshot }[] = [];
+    for (const [url, r] of this.replicas)
+      if (r.health === 'down' && r.checkedAt !== null)
+        down.push({ url, snapshot: { at: now, startedAt: r.scrapedAt, ok: false, error: r.lastError } });
+    return down;
+  }
+
   /** The views, then the lease, with nothing between (no await): the Redis script's twin. */
   async viewsAndLease(
     urls: readonly string[],

@@ -173,6 +173,22 @@ describe('AdapterManager: after a load, the replica over its limit', () => {
     expect(fences).toHaveLength(1);
   });
 
+  it('an undo whose load lock is no longer its own unloads nothing: another node may have loaded it since and sent its request (dst seed 1018463)', async () => {
+    const { api, store, ensure, outcome, names } = await setup([], 100);
+    api.listAfterLoad = ['b'];
+    // Held before the load call; lost by the time it lands (a FLUSHALL emptied Redis, and another
+    // node's load of `a` there took a lock of its own, answered "already loaded", and proxied).
+    const holds = store.holds.bind(store);
+    let asked = 0;
+    store.holds = async (...a) => (++asked === 1 ? holds(...a) : false);
+    const p = ensure('a', policy({ maxLoadedAdapters: 1 }));
+    expect((await outcome(p)).err).toBeUndefined();
+    expect(await p).toBe('loaded');
+    expect(api.calls).toEqual(['load a']);
+    expect(await names()).toEqual(['a']);
+    expect(asked).toBe(2);
+  });
+
   it('an undo with no access time left after the check unloads nothing: the trim after a poll decides', async () => {
     const { api, ensure, outcome, names } = await setup([], 100);
     api.listAfterLoad = ['b'];

@@ -204,6 +204,41 @@ describe("a lease reclaimed by another node's expiry sweep", () => {
   });
 });
 
+/** A poll of U that failed (the replica answered 500 or refused). */
+const pollDown = (): ReplicaSnapshot => ({ at: Date.now(), ok: false, error: 'GET /metrics: 500' });
+
+describe('a replica polled down while its node decided alone (dst seeds 1025140, 1039269)', () => {
+  /** Node A, cut off from Redis, polls U down: heard by its local store only. B stays on Redis. */
+  async function polledDownAlone() {
+    const p = prefix();
+    const a = await node(p, 'nA', { viaProxy: true });
+    const b = await node(p, 'nB');
+    await a.s.applySnapshot(U, poll());
+    a.proxy!.cut('refuse');
+    await a.s.applySnapshot(U, pollDown());
+    expect(a.s.mode()).toBe('local');
+    return { a, b };
+  }
+  const recovered = (a: Node) => waitFor(() => a.s.mode() === 'redis', 10_000, 'recovery');
+
+  it('reads down in Redis once the node is back, when no node polled it since', async () => {
+    const { a, b } = await polledDownAlone();
+    a.proxy!.restore();
+    await recovered(a);
+    expect((await a.s.views([U]))[0]!.health).toBe('down');
+    expect((await b.s.views([U]))[0]!.health).toBe('down');
+  });
+
+  it('leaves a newer poll by another node as it is', async () => {
+    const { a, b } = await polledDownAlone();
+    await sleep(100);
+    await b.s.applySnapshot(U, poll()); // the replica is back, and B saw it
+    a.proxy!.restore();
+    await recovered(a);
+    expect((await b.s.views([U]))[0]!.health).toBe('up');
+  });
+});
+
 describe('item 8: lease expiry under long requests and skewed clocks', () => {
   it('a request longer than lease_max_age_ms keeps its lease while the replica reports its adapter running', async () => {
     const p = prefix();

@@ -305,6 +305,38 @@ describe('schedules the simulation found', () => {
     });
     expect(r.violation).toBeUndefined();
   }, 30_000);
+  // Issue 31 item 1e, found with the fix reverted (a store that never heard from its shared state
+  // counted the fleet as one node, so its share was the whole budget): seed 413 (--keep
+  // 0,2,3,8,9,12,13,14,15). Every node is cut off from Redis at 172 ms and a `redis` record change
+  // to other state at 985 ms gives each a new runtime that has not reached its state: each granted
+  // the whole budget of 3 alone, 7 load calls within 1.5 s where the fleet's bound is 6. Now such a
+  // runtime grants no cold load until its state answers.
+  it('seed 413 (issue 31 item 1e): a runtime that never reached its state grants no cold load alone', async () => {
+    const r = await runSchedule({
+      seed: 413,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math'],
+        coldLoadsPerMinute: 3,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+      },
+      actions: [
+        { at: 75, kind: 'request', node: 0, adapter: 2, tokens: 4, prompt: 1320 },
+        { at: 172, kind: 'request', node: 1, adapter: 0, tokens: 2, prompt: 579 },
+        { at: 172, kind: 'partition', node: -1, ms: 2586 },
+        { at: 985, kind: 'record-change', otherState: true, gapMs: 8 },
+        { at: 1111, kind: 'request', node: 1, adapter: 0, tokens: 4, prompt: 1211 },
+        { at: 1327, kind: 'request', node: 2, adapter: 4, tokens: 5, prompt: 1991 },
+        { at: 1484, kind: 'request', node: 2, adapter: 5, tokens: 2, prompt: 1796 },
+        { at: 1568, kind: 'request', node: 1, adapter: 3, tokens: 2, prompt: 1867 },
+        { at: 1581, kind: 'request', node: 2, adapter: 6, tokens: 3, prompt: 652 },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
   // Seed 65 (--keep 0,1,4,5,11,13,15,16,17,18,19,27,28,29,30,31,32,35,36,37,38): a record change
   // moves every node to the other database (2047 ms, pushed 1 s apart); node 2's plugin server
   // restarts at 4261 ms and the model started it on the first database again, as if Kong gave
@@ -967,6 +999,101 @@ describe('schedules the simulation found', () => {
         { at: 473, kind: 'process-restart', node: 0 },
         { at: 895, kind: 'request', node: 0, adapter: 6, tokens: 5, prompt: 1312 },
         { at: 1190, kind: 'request', node: 0, adapter: 11, tokens: 4, prompt: 514 },
+      ],
+    );
+  }, 30_000);
+  // Seed 1025140 (--keep 4,5,8,9,11,12): replica-1 answers 500 on every route from 1411 ms and
+  // every node is cut off from Redis from 1540 to 2610 ms. Node 1's load of `code` there, sent at
+  // 1404 ms, lands at 3876 ms; its poll at 2985 ms saw replica-1 down, but only its local store
+  // heard (it still decided alone). Back on Redis, its after-load check read Redis's health, the
+  // last written before the cut (up at 1040 ms), and the request went to replica-1, down 2.5 s.
+  // A node back from deciding alone now hands Redis the replicas its polls found down meanwhile.
+  it('seed 1025140: a replica polled down while every node decided alone reads down once Redis is back', async () => {
+    await holds(
+      1025140,
+      {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: WORLD.adapters.slice(0, 9),
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 841, kind: 'request', node: 2, adapter: 4, tokens: 1, prompt: 510 },
+        { at: 934, kind: 'request', node: 2, adapter: 0, tokens: 6, prompt: 1496 },
+        { at: 1321, kind: 'request', node: 0, adapter: 0, tokens: 3, prompt: 1020 },
+        { at: 1394, kind: 'request', node: 1, adapter: 5, tokens: 6, prompt: 1705 },
+        { at: 1411, kind: 'replica-outage', replica: 1, ms: 2635, mode: 'error500' },
+        { at: 1540, kind: 'partition', node: -1, ms: 1070 },
+      ],
+    );
+  }, 30_000);
+  // Seed 1039269 (--keep 0,1,3,6,7,9,15), the same break through a fresh decision: a Redis
+  // restart (379-772 ms, from a snapshot) leaves every node deciding alone while replica-0
+  // restarts (682-2499 ms); each node polls it down into its local store only. Node 0, back on
+  // Redis, read replica-0 up as last polled at 102 ms and sent its request at 1817 ms there.
+  it('seed 1039269: a replica polled down during a Redis restart reads down once Redis is back', async () => {
+    await holds(
+      1039269,
+      {
+        ...WORLD,
+        replicas: 2,
+        adapters: WORLD.adapters.slice(0, 8),
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 99, kind: 'request', node: 2, adapter: 5, tokens: 3, prompt: 1695 },
+        { at: 121, kind: 'replica-outage', replica: 0, ms: 1246, mode: 'error500' },
+        { at: 379, kind: 'redis-restart', empty: false, downMs: 393 },
+        { at: 682, kind: 'replica-restart', replica: 0, downMs: 1817 },
+        { at: 710, kind: 'request', node: 1, adapter: 6, tokens: 4, prompt: 1467 },
+        { at: 763, kind: 'request', node: 0, adapter: 7, tokens: 40, prompt: 1689 },
+        { at: 1817, kind: 'request', node: 0, adapter: -1, tokens: 3, prompt: 1954 },
+      ],
+    );
+  }, 30_000);
+  // Seed 1018463 (--keep 0,1,2,3,4,5,6,7,9,10,11,12,13,15): node 1 begins loading `team,a` on
+  // replica-0 (limit 1, `team` there) at 1094 ms; FLUSHALLs at 944 and 1152 ms lose its load lock.
+  // Node 2 locks and loads `team,a` there too (1496 ms); vLLM answers node 1 200 and node 2
+  // "already loaded" at 2394 ms, and node 2 sends its request. Node 1's after-load check finds the
+  // replica over its limit and the adapter idle (asked before node 2's request came) and undoes
+  // its load under it: `team,a unloaded with 0 running and 1 waiting`. An undo now needs the load's
+  // lock still its own; otherwise the trim after a poll decides.
+  it('seed 1018463: no after-load undo of a load whose lock a FLUSHALL lost', async () => {
+    await holds(
+      1018463,
+      {
+        ...WORLD,
+        adapters: WORLD.adapters.slice(0, 5),
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        spanMs: 2000,
+        staticAdapters: ['sql,chat'],
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 146, kind: 'scrape', replica: 2, ms: 686, mode: 'truncated' },
+        { at: 264, kind: 'load-fail', replica: 2, count: 4, failure: 'rank' },
+        { at: 603, kind: 'request', node: 2, adapter: 2, tokens: 5, prompt: 941 },
+        { at: 767, kind: 'request', node: 0, adapter: 3, tokens: 3, prompt: 1396 },
+        { at: 815, kind: 'request', node: 1, adapter: 1, tokens: 6, prompt: 1127 },
+        { at: 944, kind: 'flushall' },
+        { at: 1079, kind: 'request', node: 1, adapter: 2, tokens: 1, prompt: 1174 },
+        { at: 1152, kind: 'flushall' },
+        { at: 1330, kind: 'request', node: 1, adapter: -1, tokens: 5, prompt: 545 },
+        { at: 1430, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 1630 },
+        { at: 1452, kind: 'request', node: 1, adapter: 2, tokens: 5, prompt: 111 },
+        { at: 1479, kind: 'request', node: 2, adapter: 2, tokens: 3, prompt: 618 },
+        { at: 1664, kind: 'request', node: 1, adapter: 5, tokens: 4, prompt: 579 },
+        { at: 1782, kind: 'request', node: 1, adapter: -1, tokens: 5, prompt: 1023 },
       ],
     );
   }, 30_000);

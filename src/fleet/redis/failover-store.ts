@@ -78,7 +78,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   protected async recover(): Promise<boolean> {
     try {
       // First the replicas (Redis may have come back empty): leases count only against known ones.
-      for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
+      await this.registerReplicas();
       await this.leases.replayReleases(this.shared);
       await this.leases.restore(this.shared, false);
       await this.endedLocks.replay(this.shared);
@@ -109,13 +109,25 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   private reclaim(): Promise<void> {
     this.outage.stateEmptied();
     this.reclaiming ??= (async () => {
-      for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
+      await this.registerReplicas();
       await this.leases.restore(this.shared, false);
       await this.endedLocks.replay(this.shared);
       await this.pruneShared();
       await this.budget.republish();
     })().finally(() => (this.reclaiming = null));
     return this.reclaiming;
+  }
+
+  /**
+   * Registers this node's replicas in the shared store, with those it has seen down: a poll made
+   * while it decided alone reached its local store only, and the shared one would still say up as
+   * last polled before the outage, sending a request to a replica this node saw down (dst seeds
+   * 1025140, 1039269). A poll the shared store applied that began later (another node's) wins.
+   */
+  private async registerReplicas(): Promise<void> {
+    for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
+    for (const { url, snapshot } of this.local.seenDown(this.clock.now()))
+      await this.shared.applySnapshot(url, snapshot);
   }
 
   /** Every lease id this node may hold in the shared state: its own and an unadopted predecessor's. */
