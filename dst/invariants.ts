@@ -76,7 +76,10 @@ export interface LoadCall {
   degraded?: boolean;
   /** The request whose decision sent it (none: not sent for a request). */
   request?: number;
-  /** When its sender gave up on it (no answer within its timeout): the replica may still load it. */
+  /**
+   * When the router gave up on it (no answer: `load_timeout_ms`, a reset). It ended its lock,
+   * the shared state says nothing loads there, yet the replica may go on and land it.
+   */
   gaveUpAt?: number;
 }
 
@@ -135,7 +138,8 @@ export class LogChecks {
     /**
      * Whether the unload of `adapter` on `replica` came from a node deciding alone (its after-load
      * undo): it cannot see requests other nodes route there, docs/reliability.md "What still
-     * holds when Redis is lost for good". Such an unload is not held to (i).
+     * holds when Redis is lost for good"; or its requests there were an unseen router's first
+     * (World.unseenFirst). Such an unload is not held to (i).
      */
     private readonly sentAlone: (replica: string, adapter: string) => boolean = () => false,
     private readonly calls: CallSource = { loads: [], failed: [], backoffMs: 0 },
@@ -352,28 +356,28 @@ export class LogChecks {
     const quiet = !w.degraded && start - w.lastFaultAt > this.limits.quietAfterMs;
     const others = (this.loading.get(e.name) ?? []).filter((l) => l.end > start - 60_000);
     // Both decided while Redis answered everyone: a load begun during a fault (decided alone,
-    // perhaps given up on at load_timeout_ms while the replica went on) is nobody's to join; nor
-    // is one its sender gave up on before the other began (seed 1015286: a replica's queue of
-    // loads made one outlast load_timeout_ms with no fault, and it landed after all).
-    const gaveUpAt = this.gaveUpAt(e, start);
+    // perhaps given up on at load_timeout_ms while the replica went on) is nobody's to join;
+    // so is one the router gave up on before the other began, fault or not (seed 2300: a
+    // replica running its loads one by one answered a third after 4 s, a load timeout of 3 s).
+    const gaveUp = this.gaveUpAt(e.replica, e.name, start);
     if (quiet && e.status === 200)
       for (const l of others)
-        if (l.quiet && l.url !== e.replica && l.end > start && l.gaveUpAt > start && gaveUpAt > l.start)
+        if (l.quiet && l.url !== e.replica && l.end > start && !(l.gaveUpAt <= start) && !(gaveUp <= l.start))
           this.fail(
             w,
             'each cold adapter loaded once per burst',
             `${e.name} loading on ${l.url} and ${e.replica} at once`,
           );
-    others.push({ url: e.replica, start, end: e.at, quiet, gaveUpAt });
+    others.push({ url: e.replica, start, end: e.at, quiet, gaveUpAt: gaveUp });
     this.loading.set(e.name, others);
   }
 
-  /** When the sender of the load call `e` answers gave up on it (Infinity: it did not). */
-  private gaveUpAt(e: ReplicaLogEntry, start: number): number {
+  /** When the router gave up on the load call the replica began at `start` (Infinity: it did not). */
+  private gaveUpAt(url: string, name: string, start: number): number {
     const loads = this.calls.loads;
     for (let k = loads.length - 1; k >= 0; k--) {
       const c = loads[k]!;
-      if (c.url === e.replica && c.name === e.name && c.at <= start) return c.gaveUpAt ?? Infinity;
+      if (c.url === url && c.name === name && c.at <= start) return c.gaveUpAt ?? Infinity;
     }
     return Infinity;
   }

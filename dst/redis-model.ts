@@ -559,12 +559,12 @@ export class RedisLink implements SharedStore {
     await this.call('touch', [url, adapter, at], { at: [2] });
   }
 
-  async claimPlacement(adapter: string, url: string, seen: string | undefined, at: number, ttlMs: number) {
-    return (await this.call('claimPlacement', [adapter, url, seen, at, ttlMs], { at: [3] })) as string;
+  async claimPlacement(...args: Parameters<FleetStore['claimPlacement']>) {
+    return (await this.call('claimPlacement', args, { at: [3] })) as string;
   }
 
-  async releasePlacement(adapter: string, url: string): Promise<void> {
-    await this.call('releasePlacement', [adapter, url]);
+  async releasePlacement(adapter: string, url: string, claimer?: string): Promise<void> {
+    await this.call('releasePlacement', [adapter, url, claimer]);
   }
 
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {

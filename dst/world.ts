@@ -7,7 +7,6 @@
  * proxies it to the replica chosen and runs the log phase on the same process, if still alive.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { BackendError } from '../src/backends/errors';
 import type { ReplicaHttp } from '../src/backends/http';
 import { HttpReplicaApi } from '../src/backends/http-replica-api';
 import { parseRouterConfig } from '../src/config/parse';
@@ -18,6 +17,7 @@ import { LeaseHandle, LeaseNotOpen } from '../src/lease';
 import { silentLogger } from '../src/log';
 import { VLLM_SAMPLES } from '../src/metrics/replica-load';
 import { seededRandom, type Random } from '../src/random';
+import { UNSEEN_HOLD_MS } from '../src/adapters/replica-word';
 import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
 import {
@@ -92,6 +92,16 @@ LeaseHandle.prototype.release = async function (this: LeaseHandle, status?: numb
   }
 };
 
+/** A request Kong proxied to an adapter on a replica (the busy-unload check's record). */
+interface ProxiedRequest {
+  proc: Process;
+  /** Its process decided alone (Redis unreachable to it) when it was routed: no lease in Redis. */
+  alone: boolean;
+  at: number;
+  /** When the replica answered it (Infinity until then). */
+  ended: number;
+}
+
 /** One plugin-server process of a node: its runtime(s) and the router service Kong calls. */
 interface Process {
   node: number;
@@ -135,6 +145,12 @@ export class World {
   private readonly checks: LogChecks;
   /** By replica and adapter: whether the last unload sent there came from a node deciding alone. */
   private readonly unloadAlone = new Map<string, boolean>();
+  /** By replica and adapter: when the sender of the last unload there last asked its `/metrics` (its word). */
+  private readonly unloadWordAt = new Map<string, number>();
+  /** By runtime and replica: when it last asked the replica's `/metrics`. */
+  private readonly askedAt = new Map<string, number>();
+  /** By replica and adapter: requests proxied there, by which process, whether it decided alone, until when. */
+  private readonly proxied = new Map<string, ProxiedRequest[]>();
   /** Load calls as each runtime sent them (the checks read them after each step). */
   private readonly loadCalls: LoadCall[] = [];
   /** Requests answered 429 for the fleet's cold-load budget (the budget check reads them). */
@@ -190,7 +206,8 @@ export class World {
         excessGraceMs: 2 * POLL_MS + this.w.loadMs + 2 * PROBE_MS + 1000,
         quietAfterMs: NODE_TTL_MS + 2 * PROBE_MS,
       },
-      (replica, adapter) => this.unloadAlone.get(`${replica}\u0000${adapter}`) === true,
+      (replica, adapter) =>
+        this.unloadAlone.get(`${replica}\u0000${adapter}`) === true || this.unseenFirst(replica, adapter),
       { loads: this.loadCalls, failed: this.replicas.failedLoads, backoffMs: BACKOFF_BASE_MS },
       {
         ledgers: this.redis.map((r) => r.budget),
@@ -310,30 +327,34 @@ export class World {
     http.call = (method, url, timeoutMs, body?) => {
       const name = (body as { lora_name?: string } | undefined)?.lora_name;
       const alone = rt().store.mode?.() === 'local';
-      if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined)
-        this.unloadAlone.set(`${urlParts(url).origin}\u0000${name}`, alone);
-      if (!url.endsWith('/v1/load_lora_adapter')) return call(method, url, timeoutMs, body);
-      const sent: LoadCall | undefined =
-        name === undefined
-          ? undefined
-          : {
-              at: this.sched.now(),
-              url: urlParts(url).origin,
-              name,
-              proc,
-              sender,
-              alone,
-              degraded: this.degraded(),
-              request: routingRequest.getStore(),
-            };
-      if (sent) this.loadCalls.push(sent);
+      const origin = urlParts(url).origin;
+      if (url.endsWith('/metrics')) this.askedAt.set(`${sender}\u0000${origin}`, this.sched.now());
+      if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined) {
+        this.unloadAlone.set(`${origin}\u0000${name}`, alone);
+        this.unloadWordAt.set(
+          `${origin}\u0000${name}`,
+          this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
+        );
+      }
+      if (!url.endsWith('/v1/load_lora_adapter') || name === undefined)
+        return call(method, url, timeoutMs, body);
+      const sent: LoadCall = {
+        at: this.sched.now(),
+        url: urlParts(url).origin,
+        name,
+        proc,
+        sender,
+        alone,
+        degraded: this.degraded(),
+        request: routingRequest.getStore(),
+      };
+      this.loadCalls.push(sent);
       this.loadsInFlight++;
       const reply = call(method, url, timeoutMs, body);
       // Beside the caller's own handlers, not chained before them: its answer comes no later.
       const done = () => void this.loadsInFlight--;
-      reply.then(done, (err: unknown) => {
-        // No answer within its time: the router gave up on it, the replica may go on and load.
-        if (sent && err instanceof BackendError && err.code === 'timeout') sent.gaveUpAt = this.sched.now();
+      reply.then(done, () => {
+        sent.gaveUpAt = this.sched.now();
         done();
       });
       return reply;
@@ -592,6 +613,7 @@ export class World {
       fate.answered = true;
     };
     const svc = p.svc;
+    let sent: ProxiedRequest | undefined;
     try {
       const out = await routingRequest.run(arrivals, () => svc.route({ path: '/v1/chat/completions', body }));
       routed();
@@ -609,6 +631,14 @@ export class World {
       }
       if (out.kind !== 'proxy' || !p.alive) return;
       this.avoided(p, urlParts(out.url).origin);
+      if (a.adapter >= 0) {
+        const key = `${urlParts(out.url).origin}\u0000${model}`;
+        let list = this.proxied.get(key);
+        if (!list) this.proxied.set(key, (list = []));
+        list.push(
+          (sent = { proc: p, alone: p.rt.store.mode?.() === 'local', at: this.sched.now(), ended: Infinity }),
+        );
+      }
       const status = await this.replicas.proxy(
         urlParts(out.url).origin,
         '/v1/chat/completions',
@@ -619,10 +649,36 @@ export class World {
       if (!p.alive) return;
       await svc.finish(out.leaseId, status);
     } finally {
+      if (sent) sent.ended = this.sched.now();
       if (routing) routed();
       this.inFlight--;
       p.open--;
     }
+  }
+
+  /**
+   * Whether every request under way on `adapter` at `replica` when its unload went out came from a
+   * router the unloading node could not see (a process deciding alone when it routed it), reached
+   * the replica after the unloading node asked its word, and was that router's first request of the
+   * adapter there or its first after UNSEEN_HOLD_MS with none under way: docs/reliability.md ("An
+   * adapter someone unseen routes is held", not covered) leaves that request to chance, as the
+   * replica's word said what ran when it was written (seed 1026501). Any other busy unload is (i) broken.
+   */
+  private unseenFirst(replica: string, adapter: string): boolean {
+    const key = `${replica}\u0000${adapter}`;
+    const wordAt = this.unloadWordAt.get(key) ?? -Infinity;
+    const now = this.sched.now();
+    const sent = this.proxied.get(key) ?? [];
+    const open = sent.filter((r) => r.ended >= now);
+    return (
+      open.length > 0 &&
+      open.every(
+        (r) =>
+          r.alone &&
+          r.at >= wordAt &&
+          !sent.some((q) => q !== r && q.proc === r.proc && q.at < r.at && q.ended > r.at - UNSEEN_HOLD_MS),
+      )
+    );
   }
 
   /**

@@ -262,6 +262,15 @@ export class AdapterManager {
     const ms = this.clock.now() - started;
     this.backoff.clear(key);
     this.unknownNames.loaded(adapter.name);
+    // "Already loaded" while this load's undo is held off (decided alone, Redis now back; a record
+    // change): the copy may be a peer's load, still `loading` in the shared state, whose after-load
+    // check may undo it, having seen no request of it. Looked at again there, as any request
+    // would: its load under way is waited for (dst seed 1793).
+    if (outcome === 'already-loaded' && this.store.undoHeldOff?.(fence)) {
+      await this.finish('load', url, adapter.name, fence, true);
+      this.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
+      return false;
+    }
     // Still `loading` in the store: no request was sent to it yet, here or on a node sharing it,
     // while its lock is this load's (asked with the replica's word, not after it: the unload must
     // go out on a fresh word).

@@ -44,8 +44,8 @@ export class MemoryFleetStore implements FleetStore {
   private lastFence = 0;
   /** Budget windows by key (consumers are many: least recently used out first). */
   private budgets = new Lru<string, { ends: number; used: number }>(10_000);
-  /** Placements of cold adapters not yet resident, by adapter. */
-  private placements = new Map<string, { url: string; until: number }>();
+  /** Placements of cold adapters not yet resident, by adapter, with the requests sharing each. */
+  private placements = new Map<string, { url: string; until: number; claimers: Set<string> }>();
   /**
    * Per replica, the adapters an ended unload made room for, until their load begins (or the
    * unload's lock TTL passes): another node making room for the same adapter waits instead of
@@ -328,17 +328,22 @@ export class MemoryFleetStore implements FleetStore {
     seen: string | undefined,
     at: number,
     ttlMs: number,
+    claimer?: string,
   ): Promise<string> {
     const cur = this.placements.get(adapter);
     if (!cur || cur.until <= at) {
-      this.placements.set(adapter, { url, until: at + ttlMs });
+      this.placements.set(adapter, { url, until: at + ttlMs, claimers: new Set(claimer ? [claimer] : []) });
       return url;
     }
-    return cur.url === seen ? url : cur.url;
+    if (cur.url === url && claimer) cur.claimers.add(claimer);
+    return cur.url === url || cur.url === seen ? url : cur.url;
   }
 
-  async releasePlacement(adapter: string, url: string): Promise<void> {
-    if (this.placements.get(adapter)?.url === url) this.placements.delete(adapter);
+  async releasePlacement(adapter: string, url: string, claimer?: string): Promise<void> {
+    const cur = this.placements.get(adapter);
+    if (cur?.url !== url) return;
+    if (claimer) cur.claimers.delete(claimer);
+    if (!claimer || cur.claimers.size === 0) this.placements.delete(adapter);
   }
 
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {

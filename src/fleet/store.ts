@@ -68,7 +68,8 @@ export interface FleetStore {
    * Places a cold `adapter` on `url` for every router sharing the store, until it is resident
    * (or `ttlMs` passes). Returns the replica that holds the placement: `url` if this caller won,
    * or if the current placement is `seen` (the caller saw it and chose to spread the adapter);
-   * otherwise the other placement, which the caller should decide again with.
+   * otherwise the other placement, which the caller should decide again with. `claimer` (one
+   * request's decision) shares the placement when it is on `url` already (its TTL unchanged).
    */
   claimPlacement(
     adapter: string,
@@ -76,9 +77,15 @@ export interface FleetStore {
     seen: string | undefined,
     at: number,
     ttlMs: number,
+    claimer?: string,
   ): Promise<string>;
-  /** Drops the placement if it is still `url`'s (its load ended). */
-  releasePlacement(adapter: string, url: string): Promise<void>;
+  /**
+   * Gives `claimer`'s share of the placement back if it is still on `url` (its load ended): the
+   * placement goes once no claimer is left (without `claimer`: at once). A request whose load
+   * failed must not drop the placement another request claimed since for its own load there
+   * (dst seed 2300: a third request then loaded the adapter on a second replica beside it).
+   */
+  releasePlacement(adapter: string, url: string, claimer?: string): Promise<void>;
 
   /**
    * Takes an in-flight lease (the request counts against the replica and its adapter). Returns

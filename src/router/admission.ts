@@ -6,6 +6,7 @@
  * lease's taking to the answer, every failure gives it back.
  */
 import type { Resolved } from '../adapters/catalog';
+import { PlacedElsewhere } from '../adapters/claims';
 import type { AdapterPolicy } from '../adapters/manager';
 import type { RouterConfig } from '../config/router-schema';
 import { errors } from '../errors';
@@ -54,8 +55,16 @@ export async function admit(
   resolved: Resolved,
   json: Record<string, unknown> | null,
   victimCost: ((v: ResidentAdapter) => number) | undefined,
-  /** How long the load may wait for room, when the access phase must be over, and the placement's check after a wait. */
-  wait: { queueMs: number; until: number; recheckPlacement?: () => Promise<string> },
+  /**
+   * How long the load may wait for room, when the access phase must be over, the placement's check
+   * after a wait, and (a decision on a holder, which claimed none) the placement's claim before a load.
+   */
+  wait: {
+    queueMs: number;
+    until: number;
+    recheckPlacement?: () => Promise<string>;
+    placeHere?: () => Promise<string>;
+  },
   spend: () => Promise<void>,
   tokens: TokenEstimate | undefined,
   guess: GuessedLease,
@@ -86,11 +95,19 @@ export async function admit(
       if (round === 0) admitWork(lease.id, load);
       if (load) {
         const adapter = resolved.adapter;
+        // Decided on a holder, no placement claimed: gone or going under the lease (another node
+        // unloads it), the load is a cold one and follows another node's placement made meanwhile
+        // (seed 1004317). Another's load under way is waited for: a load after it claims then.
+        const recheckPlacement = wait.recheckPlacement ?? wait.placeHere;
+        if (wait.placeHere && state !== 'loading') {
+          const placedOn = await wait.placeHere();
+          if (placedOn !== replica.url) throw new PlacedElsewhere(adapter.name, placedOn);
+        }
         const policy = {
           ...setup.adapterPolicy,
           queueTimeoutMs: wait.queueMs,
           deadline: wait.until,
-          ...(wait.recheckPlacement ? { recheckPlacement: wait.recheckPlacement } : {}),
+          ...(recheckPlacement ? { recheckPlacement } : {}),
         };
         await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
         // The load (or its wait for room) took time: a replica seen down meanwhile gets no request.

@@ -16,6 +16,9 @@ import type { RoomWait } from './room-wait';
 /** Decisions a cold request retakes because another router placed its adapter first. */
 const MAX_PLACEMENT_ROUNDS = 3;
 
+/** Names each placement claim in this process (with the node's lease prefix: in the fleet). */
+let claims = 0;
+
 /**
  * Thrown by an admission whose replica, up when the request was decided, was seen down while its
  * load ran or waited for room: the request is decided again on fresh views, as one that came now
@@ -54,8 +57,17 @@ export interface PlacementRequest {
   decided?: (url: string) => void;
 }
 
-/** Runs on the decision, claim held, with how long the load may wait for an idle adapter there. */
-type Admit<T> = (decision: Decision, queueTimeoutMs: number, recheck?: () => Promise<string>) => Promise<T>;
+/**
+ * Runs on the decision, claim held, with how long the load may wait for an idle adapter there and
+ * how to claim the placement again before a load (`recheck`), or claim it first, for a decision on
+ * a holder that took none (`placeHere`).
+ */
+type Admit<T> = (
+  decision: Decision,
+  queueTimeoutMs: number,
+  recheck?: () => Promise<string>,
+  placeHere?: () => Promise<string>,
+) => Promise<T>;
 
 /**
  * Where a request goes, agreed with the other routers on the fleet: schedule, and for a cold
@@ -147,23 +159,41 @@ export class Placement {
           }
         }
         const url = decision.replica.url;
+        const ttl = this.deps.config.queue_timeout_ms + this.deps.config.load_timeout_ms;
         let recheck: (() => Promise<string>) | undefined;
+        /** This decision's share of the placement: giving it back leaves others' loads under it. */
+        let claimer = '';
+        const nextClaimer = () =>
+          `${rt.leasePrefix}.${(claims = (claims + 1) % Number.MAX_SAFE_INTEGER).toString(36)}`;
+        // Decided on a holder: no placement. Should its lease find the adapter gone or going there,
+        // the load it makes is a cold one and claims the placement first (seed 1004317).
+        let placedHere = false;
+        const unplaced = resolved.kind === 'on-demand' && !claim ? resolved.adapter.name : undefined;
+        const placeHere =
+          unplaced !== undefined
+            ? () => {
+                placedHere = true;
+                claimer ||= nextClaimer();
+                return rt.store.claimPlacement(unplaced, url, undefined, rt.clock.now(), ttl, claimer);
+              }
+            : undefined;
         if (claim) {
+          claimer = nextClaimer();
           rt.manager.claim(url, claim);
           // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
           // or each loads it on the replica it picked.
-          const ttl = this.deps.config.queue_timeout_ms + this.deps.config.load_timeout_ms;
           let placedOn = await rt.store.claimPlacement(
             claim,
             url,
             past ?? this.spreading(cold, views, ctx, decision.replica.ttftMs),
             ctx.now,
             ttl,
+            claimer,
           );
           // Placed on a replica seen down (by a node that saw it up, or this request's own claim
           // whose release is still on its way): overridden, not followed (seed 101079).
           if (placedOn !== url && views.find((v) => v.url === placedOn)?.health === 'down')
-            placedOn = await rt.store.claimPlacement(claim, url, placedOn, ctx.now, ttl);
+            placedOn = await rt.store.claimPlacement(claim, url, placedOn, ctx.now, ttl, claimer);
           if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
             // Placed elsewhere first: go there too (if it is one of ours), with fresh views.
             rt.manager.unclaim(url, claim);
@@ -173,12 +203,12 @@ export class Placement {
           }
           // Ours: a load that waits for room claims it again first (the claim may be lost meanwhile).
           if (placedOn === url && placementRounds < MAX_PLACEMENT_ROUNDS)
-            recheck = () => rt.store.claimPlacement(claim, url, undefined, rt.clock.now(), ttl);
+            recheck = () => rt.store.claimPlacement(claim, url, undefined, rt.clock.now(), ttl, claimer);
         }
         /** Where another node placed the adapter while this decision's load waited for room. */
         let placedElsewhere: string | undefined;
         try {
-          return await admit(decision, wait.loadQueueMs(rt.clock.now()), recheck);
+          return await admit(decision, wait.loadQueueMs(rt.clock.now()), recheck, placeHere);
         } catch (err) {
           if (err instanceof PlacedElsewhere) {
             placementRounds++;
@@ -189,12 +219,12 @@ export class Placement {
               throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
           } else if (!wait.escalate(err, rt.clock.now())) throw err;
         } finally {
-          if (claim) {
-            rt.manager.unclaim(url, claim);
+          if (claim) rt.manager.unclaim(url, claim);
+          const placed = claim ?? (placedHere ? unplaced : undefined);
+          if (placed)
             rt.store
-              .releasePlacement(claim, url)
+              .releasePlacement(placed, url, claimer)
               .catch((err: Error) => rt.log.warn(`could not release placement: ${err.message}`));
-          }
         }
         // Placed elsewhere meanwhile: go there too. No room on the chosen replica in time: look
         // for room anywhere. With fresh views, either way.

@@ -242,7 +242,7 @@ export class RouterService {
       return await this.placement.place(
         rt,
         { resolved, adapter, prompt, contextTokens, ctx, views, wait, decided },
-        (decision, queueMs, recheckPlacement) =>
+        (decision, queueMs, recheckPlacement, placeHere) =>
           admit(
             this.admission,
             rt,
@@ -250,7 +250,7 @@ export class RouterService {
             resolved,
             parsed.json,
             ctx.victimCost,
-            { queueMs, until: wait.accessDeadline, recheckPlacement },
+            { queueMs, until: wait.accessDeadline, recheckPlacement, placeHere },
             spend,
             tokens,
             guess,

@@ -211,6 +211,27 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.claimPlacement('x', V, undefined, 2, TTL)).toBe(V);
   });
 
+  it('keeps a placement two requests claimed on one replica until each gave it back (dst seed 2300)', async () => {
+    // Node 2's load of x on U timed out; node 1's request, waiting for it, claimed U again and
+    // loaded there; node 2's failed request then gave back its claim: the placement must stand
+    // for node 1's load, or a third request spreads x to V while it runs.
+    const s = await store();
+    const V = 'http://10.0.0.2:8000';
+    await s.upsertReplica({ url: V, backend: 'vllm', priority: 0 });
+    expect(await s.claimPlacement('x', U, undefined, 1, TTL, 'n2-a')).toBe(U);
+    expect(await s.claimPlacement('x', U, undefined, 2, TTL, 'n1-b')).toBe(U);
+    await s.releasePlacement('x', U, 'n2-a');
+    expect((await s.views([U], { name: 'x' }))[0]!.adapter).toMatchObject({ placed: true });
+    expect(await s.claimPlacement('x', V, undefined, 3, TTL, 'n2-c')).toBe(U);
+    // A claimer that gave it back already, or never claimed it, takes nothing more away.
+    await s.releasePlacement('x', U, 'n2-a');
+    await s.releasePlacement('x', U, 'n2-c');
+    expect(await s.claimPlacement('x', V, undefined, 4, TTL, 'n2-d')).toBe(U);
+    await s.releasePlacement('x', U, 'n1-b');
+    expect((await s.views([U], { name: 'x' }))[0]!.adapter).toBeUndefined();
+    expect(await s.claimPlacement('x', V, undefined, 5, TTL, 'n2-e')).toBe(V);
+  });
+
   it('counts in-flight leases per replica and adapter, releases each once, and touches recency on release', async () => {
     const s = await store();
     await loadOn(s, 'a', 0);

@@ -189,6 +189,26 @@ describe('AdapterManager: after a load, the replica over its limit', () => {
     expect(asked).toBe(2);
   });
 
+  it('a load whose undo is held off, answered "already loaded", waits for the load the store shows under way', async () => {
+    // Decided alone, answered once Redis is back: the copy on the replica may be another node's
+    // load, still `loading` in Redis, whose after-load check may undo it (dst seed 1793).
+    const { api, store, clock, ensure, outcome } = await setup([], 100);
+    (store as FleetStore).undoHeldOff = () => true;
+    api.alreadyNext = true;
+    // Once that answer came, the store shows the other node's load under way until T0 + 700.
+    const views = store.views.bind(store);
+    store.views = async (urls, adapter, withResidents) => {
+      const v = await views(urls, adapter, withResidents);
+      if (api.calls.length > 0 && clock.now() < T0 + 700)
+        for (const x of v) if (x.adapter) x.adapter = { ...x.adapter, state: 'loading' };
+      return v;
+    };
+    const { err, at } = await outcome(ensure('a', policy({ maxLoadedAdapters: 1 })));
+    expect(err).toBeUndefined();
+    expect(at).toBeGreaterThanOrEqual(T0 + 700);
+    expect(api.calls).toEqual(['load a']);
+  });
+
   it('an undo with no access time left after the check unloads nothing: the trim after a poll decides', async () => {
     const { api, ensure, outcome, names } = await setup([], 100);
     api.listAfterLoad = ['b'];

@@ -61,8 +61,8 @@ export type Op =
   | { op: 'holds'; node: number; url: number; adapter: number; fence: number; own: boolean }
   | { op: 'forget'; node: number; url: number; adapter: number }
   | { op: 'touch'; node: number; url: number; adapter: number }
-  | { op: 'place'; node: number; adapter: number; url: number; seen: number | null }
-  | { op: 'unplace'; node: number; adapter: number; url: number }
+  | { op: 'place'; node: number; adapter: number; url: number; seen: number | null; claimer: number | null }
+  | { op: 'unplace'; node: number; adapter: number; url: number; claimer: number | null }
   | { op: 'acquire'; node: number; lease: number; url: number; adapter: number | null }
   /** The request path's one round trip: views of every replica, then a lease (acquire's). */
   | { op: 'viewsAndLease'; node: number; lease: number; url: number; adapter: number | null }
@@ -78,6 +78,8 @@ export type Op =
 const node = fc.nat(NODES - 1);
 const url = fc.nat(URLS.length - 1);
 const adapter = fc.nat(ADAPTERS.length - 1);
+/** A placement's claimer (one request's decision), or none (a caller that drops it at once). */
+const claimer = fc.option(fc.nat(2), { nil: null });
 /** A step that takes a lease (alone, or with the views). */
 function leaseTaking<K extends 'acquire' | 'viewsAndLease'>(op: K) {
   return fc.record({
@@ -170,9 +172,13 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
       adapter,
       url,
       seen: fc.option(url, { nil: null }),
+      claimer,
     }),
   },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('unplace' as const), node, adapter, url }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('unplace' as const), node, adapter, url, claimer }),
+  },
   { weight: 5, arbitrary: leaseTaking('acquire') },
   { weight: 3, arbitrary: leaseTaking('viewsAndLease') },
   {
@@ -286,9 +292,10 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
         op.seen === null ? undefined : u(op.seen),
         at,
         LONG_MS,
+        op.claimer === null ? undefined : `c${op.claimer}`,
       );
     case 'unplace':
-      return s.releasePlacement(a(op.adapter), u(op.url));
+      return s.releasePlacement(a(op.adapter), u(op.url), op.claimer === null ? undefined : `c${op.claimer}`);
     case 'acquire':
       return s.acquire({
         id: LEASES[op.lease]!,

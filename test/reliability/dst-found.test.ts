@@ -19,6 +19,16 @@ const WORLD: Schedule['world'] = {
   spanMs: 6000,
 };
 
+/** Seed 2300's world: two replicas of four slots, the static `sql,chat` on each. */
+const WORLD_2300: Schedule['world'] = {
+  ...WORLD,
+  replicas: 2,
+  maxLoadedAdapters: 4,
+  adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math'],
+  staticAdapters: ['sql,chat'],
+  upstreamTimeoutMs: 5000,
+};
+
 /** Replays a kept schedule: every invariant must hold now. */
 async function holds(seed: number, world: Schedule['world'], actions: Schedule['actions']): Promise<void> {
   expect((await runSchedule({ seed, world, actions })).violation).toBeUndefined();
@@ -214,6 +224,56 @@ describe('schedules the simulation found', () => {
       ],
     });
     expect(r.violation).toBeUndefined();
+  }, 30_000);
+  // Seed 2300 (--keep 0,1,2,3,4,5,6,8,9,10,11,15,16,17,18,19,20,21,22,23,24,25; no fault): vLLM
+  // runs its loads one by one, so node 2's load of `sql` on replica-0 (sent at 895 ms, third in
+  // line) times out at 3,895 ms. Node 1's request, waiting for that load, claims replica-0 again
+  // (the placement still stood there) and loads `sql` there; node 2's failed request then gives
+  // its claim back, which dropped the placement node 1's load was under. Node 2's next request
+  // for `sql` (4,700 ms) predicts the loading replica-0 slower than a copy and, no placement to
+  // follow, loads `sql` on replica-1 while node 1's load runs. A placement now goes once every
+  // request that claimed it gave it back (`claimPlacement`'s claimer).
+  it("seed 2300: a failed request's claim given back leaves another's placement on that replica", async () => {
+    await holds(2300, WORLD_2300, [
+      { at: 377, kind: 'request', node: 1, adapter: 6, tokens: 2, prompt: 1402 },
+      { at: 440, kind: 'request', node: 2, adapter: 1, tokens: 1, prompt: 110 },
+      { at: 502, kind: 'request', node: 0, adapter: 6, tokens: 4, prompt: 1299 },
+      { at: 631, kind: 'request', node: 2, adapter: 2, tokens: 92, prompt: 1816 },
+      { at: 700, kind: 'request', node: 1, adapter: 5, tokens: 6, prompt: 1195 },
+      { at: 882, kind: 'request', node: 2, adapter: 0, tokens: 1, prompt: 1654 },
+      { at: 884, kind: 'request', node: 1, adapter: 0, tokens: 5, prompt: 713 },
+      { at: 954, kind: 'request', node: 2, adapter: 1, tokens: 1, prompt: 1012 },
+      { at: 1113, kind: 'request', node: 1, adapter: 6, tokens: 2, prompt: 570 },
+      { at: 1281, kind: 'request', node: 0, adapter: 7, tokens: 3, prompt: 1576 },
+      { at: 1301, kind: 'request', node: 1, adapter: 6, tokens: 4, prompt: 342 },
+      { at: 1958, kind: 'request', node: 2, adapter: 6, tokens: 6, prompt: 484 },
+      { at: 1971, kind: 'request', node: 0, adapter: 1, tokens: 6, prompt: 1032 },
+      { at: 4548, kind: 'request', node: 0, adapter: 2, tokens: 1, prompt: 986 },
+      { at: 4581, kind: 'request', node: 1, adapter: 0, tokens: 2, prompt: 926 },
+      { at: 4700, kind: 'request', node: 2, adapter: 0, tokens: 3, prompt: 1835 },
+      { at: 4916, kind: 'request', node: 1, adapter: 0, tokens: 2, prompt: 1605 },
+      { at: 4996, kind: 'request', node: 2, adapter: 6, tokens: 6, prompt: 986 },
+      { at: 5176, kind: 'request', node: 1, adapter: 5, tokens: 1, prompt: 757 },
+      { at: 5657, kind: 'request', node: 0, adapter: 4, tokens: 5, prompt: 417 },
+      { at: 5728, kind: 'request', node: 0, adapter: 4, tokens: 1, prompt: 227 },
+      { at: 5944, kind: 'request', node: 0, adapter: 6, tokens: 3, prompt: 1241 },
+    ]);
+  }, 30_000);
+  // Seed 2300 shrunk by its invariant alone (--keep 6,8,13,14,15,21; no fault) breaks another
+  // way: node 2's load of `math` on replica-1 waits behind two others there and times out at
+  // 4,971 ms (3 s); its request gets 502 and the lock ends. Its next request for `math` (4,996
+  // ms) loads it on replica-0 while replica-1 goes on and lands the first at 5,407 ms. As seed
+  // 549's load given up on during a fault, a load the router gave up on (no answer) is nobody's
+  // to join: the check held it to "one load per burst" only because no fault was under way.
+  it('seed 2300: a load the router gave up on, fault or not, is not a second load of the burst', async () => {
+    await holds(2300, WORLD_2300, [
+      { at: 884, kind: 'request', node: 1, adapter: 0, tokens: 5, prompt: 713 },
+      { at: 954, kind: 'request', node: 2, adapter: 1, tokens: 1, prompt: 1012 },
+      { at: 1655, kind: 'request', node: 2, adapter: -1, tokens: 1, prompt: 441 },
+      { at: 1727, kind: 'request', node: 1, adapter: 5, tokens: 2, prompt: 1166 },
+      { at: 1958, kind: 'request', node: 2, adapter: 6, tokens: 6, prompt: 484 },
+      { at: 4996, kind: 'request', node: 2, adapter: 6, tokens: 6, prompt: 986 },
+    ]);
   }, 30_000);
   // Seed 910 (--keep 10,11,12,13,14,15,16,17,18,19,22,23,24,25,26,28,29,30,31,32,33,34,35,36,37,38;
   // also seeds 748 and 1484): Redis restarts empty at 2983 ms, down 2.3 s. Node 0 and node 1, deciding alone,
@@ -1094,6 +1154,116 @@ describe('schedules the simulation found', () => {
         { at: 1479, kind: 'request', node: 2, adapter: 2, tokens: 3, prompt: 618 },
         { at: 1664, kind: 'request', node: 1, adapter: 5, tokens: 4, prompt: 579 },
         { at: 1782, kind: 'request', node: 1, adapter: -1, tokens: 5, prompt: 1023 },
+      ],
+    );
+  }, 30_000);
+  // Seed 1004317 (all 16 actions; none can be dropped): node 0's request for `math`, decided alone
+  // during a Redis restart, loads it on replica-0 (381-3133 ms); its second load finds no slot and
+  // it is decided again, now on replica-0 as a holder: no placement claim. Its lease finds `math`
+  // unloading there (node 2, 3850 ms), so it waits for room and loads `math` at 7903 ms with no
+  // claim, while node 1's request, placed on replica-1, loads it there (6446-7947 ms). A decision
+  // on a holder whose lease finds the adapter gone claims the placement before its load.
+  it('seed 1004317: a decision on a holder whose lease finds the adapter gone claims the placement first', async () => {
+    await holds(
+      1004317,
+      {
+        ...WORLD,
+        replicas: 2,
+        adapters: WORLD.adapters.slice(0, 8),
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 111, kind: 'request', node: 2, adapter: 5, tokens: 6, prompt: 1056 },
+        { at: 121, kind: 'request', node: 2, adapter: 4, tokens: 5, prompt: 1579 },
+        { at: 334, kind: 'redis-restart', empty: false, downMs: 723 },
+        { at: 376, kind: 'request', node: 0, adapter: 6, tokens: 5, prompt: 1815 },
+        { at: 408, kind: 'request', node: 2, adapter: 0, tokens: 1, prompt: 201 },
+        { at: 663, kind: 'flushall' },
+        { at: 952, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 384 },
+        { at: 977, kind: 'request', node: 2, adapter: 4, tokens: 6, prompt: 927 },
+        { at: 996, kind: 'request', node: 0, adapter: -1, tokens: 1, prompt: 74 },
+        { at: 1132, kind: 'request', node: 2, adapter: 7, tokens: 1, prompt: 1690 },
+        { at: 1287, kind: 'request', node: 0, adapter: 0, tokens: 3, prompt: 382 },
+        { at: 1294, kind: 'request', node: 0, adapter: 7, tokens: 2, prompt: 445 },
+        { at: 1368, kind: 'request', node: 2, adapter: -1, tokens: 23, prompt: 935 },
+        { at: 1762, kind: 'request', node: 2, adapter: 3, tokens: 3, prompt: 1064 },
+        { at: 1852, kind: 'request', node: 2, adapter: 7, tokens: 2, prompt: 1473 },
+        { at: 1862, kind: 'request', node: 1, adapter: 6, tokens: 1, prompt: 14 },
+      ],
+    );
+  }, 30_000);
+  // Seed 1793 (--keep 0,1,2,3,4,5,6,7,13,14): a Sentinel switch cuts nodes 1 and 2 off (280 ms).
+  // Node 0, on Redis, loads `team` on replica-1 from 708 ms; node 1, deciding alone, loads it there
+  // too at 1049 ms, and is back on Redis at 1490 ms. vLLM answers node 0 200 and node 1 "already
+  // loaded" (2079 ms); node 1 sends its request, and node 0's after-load check, finding the replica
+  // over its limit of 1 (node 2's `a`), undoes its own load, still `loading` in Redis, on a word
+  // asked before that request came: `team unloaded with 1 running and 0 waiting`. A load decided
+  // alone answered "already loaded" once Redis is back looks at the shared state again first.
+  it('seed 1793: a load decided alone answered "already loaded" waits for the load under way in Redis', async () => {
+    await holds(
+      1793,
+      {
+        ...WORLD,
+        adapters: WORLD.adapters.slice(0, 8),
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 280, kind: 'switch', lost: 2 },
+        { at: 472, kind: 'request', node: 2, adapter: 4, tokens: 1, prompt: 975 },
+        { at: 476, kind: 'request', node: 1, adapter: 1, tokens: 5, prompt: 291 },
+        { at: 685, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 1636 },
+        { at: 883, kind: 'request', node: 2, adapter: 4, tokens: 2, prompt: 583 },
+        { at: 1029, kind: 'request', node: 2, adapter: 5, tokens: 4, prompt: 358 },
+        { at: 1049, kind: 'request', node: 1, adapter: 3, tokens: 5, prompt: 326 },
+        { at: 1188, kind: 'process-restart', node: 2 },
+        { at: 1919, kind: 'request', node: 0, adapter: 4, tokens: 3, prompt: 1439 },
+        { at: 1954, kind: 'request', node: 1, adapter: 4, tokens: 5, prompt: 59 },
+      ],
+    );
+  }, 30_000);
+  // Seed 1026501 (all 16 actions): node 0, cut off from Redis since 426 ms, decides alone to load
+  // `a` on replica-1 (1299 ms), where node 2 had loaded it; vLLM answers "already loaded" and node 0
+  // sends its first request of `a` (1301.0 ms). Node 2, on Redis, making room for `code`, had read
+  // the replica's word (idle) before that request came, and no lease holds `a` in Redis: it unloads
+  // `a` 0.3 ms after (`a unloaded with 1 running and 0 waiting`). docs/reliability.md ("An adapter
+  // someone unseen routes is held", not covered) leaves an unseen router's first request to chance:
+  // the check held the router to more than the docs promise, and now exempts such a request.
+  it("seed 1026501: an unseen router's first request, after the unloading node's word, is not held to (i)", async () => {
+    await holds(
+      1026501,
+      {
+        ...WORLD,
+        replicas: 2,
+        adapters: WORLD.adapters.slice(0, 9),
+        loadMs: 200,
+        coldLoadsPerMinute: 6,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+      },
+      [
+        { at: 54, kind: 'request', node: 0, adapter: 8, tokens: 4, prompt: 159 },
+        { at: 228, kind: 'request', node: 1, adapter: 1, tokens: 3, prompt: 1776 },
+        { at: 426, kind: 'partition', node: 0, ms: 1221 },
+        { at: 591, kind: 'request', node: 2, adapter: 4, tokens: 2, prompt: 378 },
+        { at: 840, kind: 'request', node: 0, adapter: 3, tokens: 1, prompt: 1016 },
+        { at: 1269, kind: 'request', node: 2, adapter: 5, tokens: 2, prompt: 806 },
+        { at: 1298, kind: 'request', node: 0, adapter: 4, tokens: 4, prompt: 403 },
+        { at: 1407, kind: 'request', node: 1, adapter: 6, tokens: 2, prompt: 1194 },
+        { at: 1539, kind: 'request', node: 0, adapter: -1, tokens: 5, prompt: 1840 },
+        { at: 1701, kind: 'redis-restart', empty: true, downMs: 1884 },
+        { at: 1767, kind: 'replica-restart', replica: 1, downMs: 203 },
+        { at: 1835, kind: 'request', node: 1, adapter: 5, tokens: 6, prompt: 142 },
+        { at: 1931, kind: 'skew', node: 0, ms: -123 },
+        { at: 1951, kind: 'request', node: 2, adapter: 4, tokens: 3, prompt: 1305 },
+        { at: 1958, kind: 'request', node: 2, adapter: 6, tokens: 3, prompt: 960 },
+        { at: 1987, kind: 'request', node: 1, adapter: 8, tokens: 60, prompt: 1295 },
       ],
     );
   }, 30_000);

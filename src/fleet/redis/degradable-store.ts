@@ -158,15 +158,15 @@ export abstract class DegradableFleetStore {
     );
   }
 
-  claimPlacement(adapter: string, url: string, seen: string | undefined, at: number, ttlMs: number) {
+  claimPlacement(...args: Parameters<FleetStore['claimPlacement']>) {
     return this.decide(
-      (s) => s.claimPlacement(adapter, url, seen, at, ttlMs),
-      () => this.local.claimPlacement(adapter, url, seen, at, ttlMs),
+      (s) => s.claimPlacement(...args),
+      () => this.local.claimPlacement(...args),
     );
   }
 
-  releasePlacement(adapter: string, url: string): Promise<void> {
-    return this.observe((s) => s.releasePlacement(adapter, url));
+  releasePlacement(adapter: string, url: string, claimer?: string): Promise<void> {
+    return this.observe((s) => s.releasePlacement(adapter, url, claimer));
   }
 
   inFlightTotal(): Promise<number> {

@@ -292,12 +292,14 @@ export class RedisFleetStore implements FleetStore {
     seen: string | undefined,
     _at: number,
     ttlMs: number,
+    claimer?: string,
   ): Promise<string> {
-    return (await this.run('place', adapter, url, seen ?? '', Math.max(1, Math.ceil(ttlMs)))) as string;
+    const ttl = Math.max(1, Math.ceil(ttlMs));
+    return (await this.run('place', adapter, url, seen ?? '', ttl, claimer ?? '')) as string;
   }
 
-  async releasePlacement(adapter: string, url: string): Promise<void> {
-    await this.run('unplace', adapter, url);
+  async releasePlacement(adapter: string, url: string, claimer?: string): Promise<void> {
+    await this.run('unplace', adapter, url, claimer ?? '');
   }
 
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {

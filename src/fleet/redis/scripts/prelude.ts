@@ -20,6 +20,7 @@
  *   P reborn          set (PX node_ttl_ms) when a node that knew an older epoch sets a new one: no unload meanwhile
  *   P fence           counter; P lock hash fence -> [url, adapter]; P lock-until zset fence -> expiry
  *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
+ *   P placers:<adapter> set of the requests sharing that placement (expires with it)
  *   P events          list of fleet events, newest first; channel P changed: room may have freed
  *   P budget:<key>    cold loads counted in the current window (expires with it)
  *

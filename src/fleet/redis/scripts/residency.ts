@@ -139,20 +139,36 @@ return forget(ARGV[2], ARGV[3], tonumber(ARGV[4]))`,
 touch(ARGV[2], ARGV[3], tonumber(ARGV[4]))
 return 1`,
 
-  /** adapter, url, seen ('' none), ttl -> the replica holding the placement */
+  /** adapter, url, seen ('' none), ttl, claimer ('' none) -> the replica holding the placement */
   place: `
-local k, url, seen = P .. 'place:' .. ARGV[2], ARGV[3], ARGV[4]
+local k, url, seen, claimer = P .. 'place:' .. ARGV[2], ARGV[3], ARGV[4], ARGV[6]
+local c = P .. 'placers:' .. ARGV[2]
 local cur = redis.call('GET', k)
 if not cur then
   redis.call('SET', k, url, 'PX', ARGV[5])
+  redis.call('DEL', c)
+  if claimer ~= '' then
+    redis.call('SADD', c, claimer)
+    redis.call('PEXPIRE', c, ARGV[5])
+  end
   return url
+end
+if cur == url and claimer ~= '' then
+  redis.call('SADD', c, claimer)
+  local left = redis.call('PTTL', k)
+  if left > 0 then redis.call('PEXPIRE', c, left) end
 end
 if cur == url or cur == seen then return url end
 return cur`,
 
-  /** adapter, url */
+  /** adapter, url, claimer ('' none: drop it at once) */
   unplace: `
-local k = P .. 'place:' .. ARGV[2]
-if redis.call('GET', k) == ARGV[3] then redis.call('DEL', k) end
+local k, c = P .. 'place:' .. ARGV[2], P .. 'placers:' .. ARGV[2]
+if redis.call('GET', k) ~= ARGV[3] then return 1 end
+if ARGV[4] ~= '' then
+  redis.call('SREM', c, ARGV[4])
+  if redis.call('SCARD', c) > 0 then return 1 end
+end
+redis.call('DEL', k, c)
 return 1`,
 } as const;
