@@ -197,6 +197,28 @@ describe('FailoverFleetStore after an emptied state', () => {
     expect(sh.prunes).toHaveLength(1);
   });
 
+  it('a decision that finds its replicas unknown there (not emptied) registers them and reads again', async () => {
+    const { sh, s } = await setup();
+    await s.acquire(lease('S1'));
+    sh.empty(); // as a peer saw it: the epoch unchanged, the replicas gone
+    expect((await s.views([U], { name: 'a' })).map((v) => v.url)).toEqual([U]);
+    expect(await sh.inner().inFlightTotal()).toBe(1);
+  });
+
+  it('a store replaced on the same state prunes nothing: its successor prunes for both', async () => {
+    const { sh, s, clock } = await setup();
+    const next = new FailoverFleetStore(sh.store, silentLogger, { probeMs: PROBE, logEveryMs: 60_000 }, clock);
+    await s.acquire(lease('S1'));
+    await next.succeed(s);
+    expect(sh.prunes.at(-1)).toEqual(['S1']);
+    sh.prunes.length = 0;
+    sh.empty();
+    sh.lost.value = true;
+    await s.views([U], { name: 'a' });
+    expect(await sh.inner().inFlightTotal()).toBe(1);
+    expect(sh.prunes).toEqual([]);
+  });
+
   it('emptied a second time, it is taken again the second time too', async () => {
     const { sh, s } = await setup();
     await s.acquire(lease('S1'));

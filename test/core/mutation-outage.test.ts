@@ -174,6 +174,15 @@ describe('Outage probes', () => {
   });
 });
 
+/** Held off until `from` plus two probe intervals, not a millisecond more. */
+async function heldOffTwoProbesFrom(clock: VirtualClock, outage: Outage, from: number) {
+  expect(outage.unloadHeldOff()).toBe(true);
+  await clock.run(from + UNLOAD_HOLD_OFF_PROBES * PROBE - 1);
+  expect(outage.unloadHeldOff()).toBe(true);
+  await clock.run(from + UNLOAD_HOLD_OFF_PROBES * PROBE);
+  expect(outage.unloadHeldOff()).toBe(false);
+}
+
 describe('Outage.unloadHeldOff', () => {
   it('false when the shared store was never lost', async () => {
     const { clock, outage } = setup();
@@ -188,11 +197,7 @@ describe('Outage.unloadHeldOff', () => {
     up.value = true;
     await clock.run(PROBE); // back at 1 s
     expect(outage.degraded).toBe(false);
-    expect(outage.unloadHeldOff()).toBe(true);
-    await clock.run(PROBE + UNLOAD_HOLD_OFF_PROBES * PROBE - 1);
-    expect(outage.unloadHeldOff()).toBe(true);
-    await clock.run(PROBE + UNLOAD_HOLD_OFF_PROBES * PROBE);
-    expect(outage.unloadHeldOff()).toBe(false);
+    await heldOffTwoProbesFrom(clock, outage, PROBE);
   });
 
   it("held off while a record change's old runtime decides, however long, and two probe intervals after", async () => {
@@ -210,11 +215,7 @@ describe('Outage.unloadHeldOff', () => {
     expect(outage.unloadHeldOff()).toBe(true);
     decidedB();
     await b;
-    const ended = clock.now();
-    await clock.run(ended + UNLOAD_HOLD_OFF_PROBES * PROBE - 1);
-    expect(outage.unloadHeldOff()).toBe(true);
-    await clock.run(ended + UNLOAD_HOLD_OFF_PROBES * PROBE);
-    expect(outage.unloadHeldOff()).toBe(false);
+    await heldOffTwoProbesFrom(clock, outage, clock.now());
   });
 
   it('a record change whose decisions end in failure lifts the hold the same way', async () => {
@@ -228,8 +229,6 @@ describe('Outage.unloadHeldOff', () => {
     await clock.run(5_000);
     fail(new Error('gone'));
     await expect(p).rejects.toThrow('gone');
-    expect(outage.unloadHeldOff()).toBe(true);
-    await clock.run(5_000 + UNLOAD_HOLD_OFF_PROBES * PROBE);
-    expect(outage.unloadHeldOff()).toBe(false);
+    await heldOffTwoProbesFrom(clock, outage, 5_000);
   });
 });
