@@ -82,6 +82,13 @@ export class RedisModel {
   readonly resets: number[] = [];
   /** Budget calls and slot claims as they ran, oldest first (a rebuild does not repeat them). */
   readonly budget: BudgetOp[] = [];
+  /** Node ids that left this state (a retired runtime's last prune), acknowledged: a rebuild does not undo it. */
+  private readonly left = new Set<string>();
+  /**
+   * Leases a rebuild brought back under a node id that had left: nobody's to drop, they age out
+   * as a dead node's (docs/reliability.md, "A release Redis acknowledged and then lost").
+   */
+  private readonly revived = new Set<string>();
 
   constructor(
     readonly clock: Scheduler,
@@ -99,9 +106,9 @@ export class RedisModel {
     return this.s.epoch;
   }
 
-  /** Open leases as the server holds them (lease id -> node). */
+  /** Open leases as the server holds them (lease id -> node), but those left to age (`revived`). */
   openLeases(): ReadonlyMap<string, string> {
-    return this.s.leaseNode;
+    return new Map([...this.s.leaseNode].filter(([id]) => !this.revived.has(id)));
   }
 
   /** The scripts' ZCARD of `nodes`: every node heartbeating, until `expire` finds it silent. */
@@ -162,6 +169,7 @@ export class RedisModel {
     } finally {
       this.replaying = false;
     }
+    for (const [id, node] of this.s.leaseNode) if (this.left.has(node)) this.revived.add(id);
   }
 
   /**
@@ -216,6 +224,7 @@ export class RedisModel {
       case 'acquire': {
         const lease = args[0] as Lease;
         const node = args[1] as string;
+        this.revived.delete(lease.id);
         const r = await s.store.acquire(lease);
         s.leaseNode.set(lease.id, node);
         return r;
@@ -263,7 +272,10 @@ export class RedisModel {
             s.leaseNode.delete(id);
             if (await s.store.release(id, at)) n++;
           }
-        if (leaving) s.nodes.delete(node);
+        if (leaving) {
+          s.nodes.delete(node);
+          if (!this.replaying) this.left.add(node);
+        }
         if (n > 0) c.changed++;
         return n;
       }
