@@ -265,8 +265,10 @@ export function coldLoadsWithinBudget(
    * Wall-clock times at which the budget's store was emptied (FLUSHALL, a restart without
    * persistence, another database): each one in a span allows one more budget there. Empty for
    * the invariant; the report also shows the count with them, to tell resets from other excess.
+   * An interval: a change to another database reaching the nodes in turn, the old and the new
+   * state each keeping a window meanwhile; it allows one more budget to a span it overlaps.
    */
-  resets: readonly number[] = [],
+  resets: readonly (number | { from: number; to: number })[] = [],
 ): InvariantResult {
   const r: InvariantResult = {
     name: `cold loads <= ${perWindow} per ${windowMs / 1000} s window (+1 window${resets.length ? ', +1 budget per emptied store' : ''})`,
@@ -284,7 +286,11 @@ export function coldLoadsWithinBudget(
     for (let j = i; j < starts.length; j++) {
       const span = starts[j]! - starts[i]!;
       // A span of 0 may still straddle a window's end: at least two windows.
-      const emptied = resets.filter((t) => t >= starts[i]! && t <= starts[j]!).length;
+      const emptied = resets.filter((t) =>
+        typeof t === 'number'
+          ? t >= starts[i]! && t <= starts[j]!
+          : t.from <= starts[j]! && t.to >= starts[i]!,
+      ).length;
       const allowed = perWindow * (Math.max(1, Math.ceil(span / windowMs)) + 1 + emptied);
       if (j - i + 1 > allowed) {
         r.violations.push({

@@ -44,8 +44,11 @@ export interface WorldView {
   degraded: boolean;
   /** When the last fault began or healed (the world is quiet this long after). */
   lastFaultAt: number;
-  /** Times the shared state was emptied (each allows one more budget, docs/reliability.md (iv)). */
-  resets: readonly number[];
+  /**
+   * Times the shared state was emptied, and spans while a `redis` record change to other state
+   * reached the nodes in turn (each allows one more budget, docs/reliability.md (iv)).
+   */
+  resets: readonly (number | { from: number; to: number })[];
 }
 
 export interface Limits {

@@ -159,6 +159,8 @@ export class World {
   private readonly fates = new Map<number, { p: Process; answered: boolean }>();
   private lastFaultAt = -Infinity;
   private lastRecordChange = -Infinity;
+  /** Record changes to other state, from the first node's push to the last's. */
+  private readonly stateMoves: { from: number; to: number }[] = [];
   /** Faults under way (partitions, slow links, a Redis down), healed by their own timers. */
   private faultsOpen = 0;
   /** A record change's pushes to the nodes not made yet. */
@@ -386,9 +388,12 @@ export class World {
     return new StepView(this.sched.now(), this.sched.steps, this.lastFaultAt, this);
   }
 
-  /** Times either shared state was emptied (one budget more each). */
-  resets(): number[] {
-    return [...this.redis[0]!.resets, ...this.redis[1]!.resets];
+  /**
+   * Times either shared state was emptied, and the spans of record changes to other state (one
+   * budget more each: the old and the new state each keep a window until the last node moves).
+   */
+  resets(): (number | { from: number; to: number })[] {
+    return [...this.redis[0]!.resets, ...this.redis[1]!.resets, ...this.stateMoves];
   }
 
   /** Whether any node decides alone now, holds off its unloads, or a fault is under way. */
@@ -494,6 +499,7 @@ export class World {
       case 'record-change':
         this.fault();
         this.lastRecordChange = this.sched.now() + (this.w.nodes - 1) * a.gapMs;
+        if (a.otherState) this.stateMoves.push({ from: this.sched.now(), to: this.lastRecordChange });
         // Kong pushes the new configuration to its nodes in turn.
         this.pushesPending += this.procs.length;
         return this.procs.forEach((_, n) =>
@@ -822,7 +828,7 @@ export class World {
  */
 class StepView implements WorldView {
   private d: boolean | undefined;
-  private r: number[] | undefined;
+  private r: (number | { from: number; to: number })[] | undefined;
 
   constructor(
     readonly now: number,
@@ -835,7 +841,7 @@ class StepView implements WorldView {
     return (this.d ??= this.world.degraded());
   }
 
-  get resets(): readonly number[] {
+  get resets(): readonly (number | { from: number; to: number })[] {
     return (this.r ??= this.world.resets());
   }
 }

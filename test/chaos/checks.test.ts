@@ -210,6 +210,10 @@ describe('fault-run invariants', () => {
     // A store emptied within the span (FLUSHALL at 500 ms) allows one budget more there.
     expect(coldLoadsWithinBudget(five, 2, W, [500]).violations).toEqual([]);
     expect(coldLoadsWithinBudget(five, 2, W, [5000]).violations).toHaveLength(1);
+    // A change to another database reaching the nodes in turn (from its first push to its last)
+    // allows one budget more to a span it overlaps, though it began before the span's first load.
+    expect(coldLoadsWithinBudget(five, 2, W, [{ from: -500, to: 150 }]).violations).toEqual([]);
+    expect(coldLoadsWithinBudget(five, 2, W, [{ from: 2000, to: 3000 }]).violations).toHaveLength(1);
   });
 });
 

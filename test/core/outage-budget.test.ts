@@ -97,6 +97,20 @@ describe('OutageBudget: the share a node grants alone', () => {
     expect(next.spend(3)).toBe(W - 3);
   });
 
+  // A record change to other state reaches the nodes in turn: the first on the new state reads one
+  // node there (itself) while the others still grant from the old state's window. Cut off, it
+  // granted the whole budget alone (the simulation's seed 1023153 did so too, its fleet 67 ms old:
+  // the node had seen only itself before, which this floor cannot help).
+  it('a store on other state counts no fewer nodes than its predecessor saw', () => {
+    const old = setup();
+    const next = setup();
+    next.shared.liveNodes = 1;
+    next.budget.carry(old.budget);
+    // 6 over the 3 nodes the node saw: 2 alone, not 6.
+    expect([next.spend(0), next.spend(1)]).toEqual([0, 0]);
+    expect(next.spend(2)).toBe(W - 2);
+  });
+
   it('a store replaced on the same state counts what its successor spent since', () => {
     const old = setup();
     const next = setup(() => old.budget);

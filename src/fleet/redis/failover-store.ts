@@ -107,6 +107,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    * found the shared state emptied (FLUSHALL, or a restart without persistence).
    */
   private reclaim(): Promise<void> {
+    this.outage.stateEmptied();
     this.reclaiming ??= (async () => {
       await this.registerReplicas();
       await this.leases.restore(this.shared, false);

@@ -29,6 +29,13 @@ export class OutageBudget {
   /** The fleet's size as the store this one adopted last saw it, until this one's link answers. */
   private inheritedNodes: number | null = null;
   /**
+   * The fleet's size as the store this one carried from (other state) saw it: a floor for this
+   * store's life. The new state counts only the nodes the record change reached so far, while the
+   * others still grant from the old state's window: the first node there, cut off, would read
+   * one node and grant the whole budget alone.
+   */
+  private carriedNodes = 0;
+  /**
    * The budget of the store that replaced this one (a `redis` record change, same or other
    * state): the node's spends move there (`carry`, `adopt`) or are made there, while decisions
    * under way here may still spend alone.
@@ -79,10 +86,12 @@ export class OutageBudget {
 
   /**
    * Nodes sharing the state as last seen by this node: by its own link, else by the store it
-   * replaces on the same state (same node, a changed `timeout` say); null if never seen.
+   * replaces on the same state (same node, a changed `timeout` say), no fewer than the store it
+   * carried from on other state saw; null if never seen here.
    */
   private fleetNodes(): number | null {
-    return this.shared.liveNodes ?? this.predecessor()?.fleetNodes() ?? this.inheritedNodes;
+    const seen = this.shared.liveNodes ?? this.predecessor()?.fleetNodes() ?? this.inheritedNodes;
+    return seen === null ? null : Math.max(seen, this.carriedNodes);
   }
 
   /**
@@ -189,6 +198,7 @@ export class OutageBudget {
    */
   carry(pred: OutageBudget): void {
     pred.successor = this;
+    this.carriedNodes = Math.max(this.carriedNodes, pred.fleetNodes() ?? 0);
     const now = this.clock.now();
     // Its predecessors on its state not adopted yet too: every spend of the node is here from now on.
     for (let b: OutageBudget | null = pred; b; b = b.predecessor()) {
