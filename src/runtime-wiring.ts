@@ -1,3 +1,4 @@
+import { holdUnseenBusy } from './adapters/unseen-busy';
 import { HttpReplicaApi } from './backends/http-replica-api';
 import { checkReplica } from './doctor/check';
 import type { FleetRuntime } from './runtime';
@@ -59,6 +60,9 @@ export function wireRuntime(rt: FleetRuntime, hooks: WiringHooks): void {
     asked.set(url, now);
     rt.poller.refreshUrl(url).catch((err: Error) => rt.log.warn(`could not poll ${url}: ${err.message}`));
   };
+  // What a poll reads busy with no lease here is held from unloads, as the unload's word does.
+  rt.poller.onReading = (url, load, startedAt) =>
+    holdUnseenBusy(rt.store, rt.manager.replicaWord, rt.manager.leasedElsewhere, url, load, startedAt);
   rt.poller.addExpiryListener((n) => rt.metrics.leasesExpired.inc(n));
   // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
   const down = new Set<string>();

@@ -104,7 +104,7 @@ export class ReplicaWord {
     const key = pairKey(url, name);
     const now = this.clock.now();
     if (busy.includes(name)) {
-      this.unseen.set(key, now);
+      this.holdUnseen(url, name, now);
       this.withheld(
         { url, adapter: name, reason: 'busy' },
         'the replica reports requests of it running or waiting, though no lease holds it here',
@@ -119,6 +119,14 @@ export class ReplicaWord {
       `the replica reported requests of it ${Math.round(Math.max(0, since))} ms ago with no lease here: a router this node cannot see sends them (held ${UNSEEN_HOLD_MS} ms)`,
     );
     return 'busy';
+  }
+
+  /**
+   * Starts (or renews) the unseen hold of `adapter` on `url` (UNSEEN_HOLD_MS): a read of this node
+   * (the unload's word, or a poll) found it running or waiting with no lease here at `at`.
+   */
+  holdUnseen(url: string, adapter: string, at = this.clock.now()): void {
+    this.unseen.set(pairKey(url, adapter), at);
   }
 
   /**

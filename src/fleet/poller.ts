@@ -62,6 +62,11 @@ export class Poller {
    * meets it; null where replicas are not reached over HTTP (the benchmark's engine model).
    */
   preflight: ((spec: ReplicaSpec) => Promise<ReplicaCheck>) | null = null;
+  /**
+   * Told of each answered poll's reading, and awaited, before the poll's listeners (a trim after
+   * the poll must see what it starts): the unseen hold (src/adapters/unseen-busy.ts).
+   */
+  onReading: ((url: string, load: ReplicaLoad, startedAt: number) => Promise<void>) | null = null;
   /** Each replica's preflight check, for `/lora/status`, once it has finished. */
   readonly preflightChecks = new Map<string, ReplicaCheck>();
   private readonly preflightStarted = new Set<string>();
@@ -220,6 +225,9 @@ export class Poller {
         managedVersion: this.managedVersion,
         llamaAdapters: s.llamaAdapters,
       });
+      await this.onReading?.(spec.url, s.load, started).catch((err: Error) =>
+        this.log.warn(`could not judge the reading of ${spec.url}: ${err.message}`),
+      );
       for (const fn of this.pollListeners) fn(spec.url, true, this.clock.now() - started);
     } catch (err) {
       this.stats.errors++;

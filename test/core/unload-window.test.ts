@@ -139,39 +139,49 @@ describe('invariant (i): a busy report any read of this node made holds the adap
   // unload had never read it busy, read it idle 0.6 s later between two of node 1's requests and
   // unloaded it as the next one reached the engine (`unloaded with 0 running and 1 waiting`). Node
   // 0's polls (every 250 ms) read the replica meanwhile: the hold is fed only by the unload's own word.
-  // Not fixed yet (`it.failing`: it fails today, `unloaded with 1 running and 0 waiting`); the fix
-  // makes it `it`.
-  it.failing(
-    'a poll that finds the adapter busy with no lease here holds it past the next idle word',
-    async () => {
-      const { url, router } = await oneSlotWithAIdle(2500);
-      const replica = fleet!.replicas[0]!;
-      // Someone this node cannot see runs a request of `a`; this node's polls read it, no unload asks.
-      const polls = rt!.poller.stats.polls;
-      const first = direct(url, 'a', 30);
-      await waitFor(() => replica.engine.inFlight('a') > 0, 5000, 'the unseen request running');
-      await waitFor(() => rt!.poller.stats.polls >= polls + 2, 5000, 'two polls while it runs');
-      const ranWhilePolled = replica.engine.inFlight('a') > 0;
-      expect(await first).toBe(200);
-      // The unload's fresh read is answered 100 ms late (fresh enough to act on), and the unseen
-      // router's next request of `a` reaches the engine 30 ms after the replica wrote that idle word.
-      const api = (rt!.manager as unknown as { api: ReplicaApi }).api;
-      const activity = api.activity!.bind(api);
-      let second: Promise<number> | undefined;
-      api.activity = async (u, t, names) => {
-        if (second === undefined) {
-          await replica.fault({ kind: 'slowMetrics', ms: 100 });
-          second = new Promise<void>((r) => setTimeout(r, 30)).then(() => direct(url, 'a', 20));
-        }
-        return activity(u, t, names);
-      };
-      const status = await chat(router, 'b', 1); // needs `a`'s slot
-      expect(ranWhilePolled).toBe(true);
-      expect(second).toBeDefined();
-      await second;
-      expect(noBusyUnload(logOf(fleet!)).violations).toEqual([]);
-      expect([200, 503]).toContain(status);
-    },
-    30_000,
-  );
+  it('a poll that finds the adapter busy with no lease here holds it past the next idle word', async () => {
+    const { url, router } = await oneSlotWithAIdle(2500);
+    const replica = fleet!.replicas[0]!;
+    // Someone this node cannot see runs a request of `a`; this node's polls read it, no unload asks.
+    const polls = rt!.poller.stats.polls;
+    const first = direct(url, 'a', 30);
+    await waitFor(() => replica.engine.inFlight('a') > 0, 5000, 'the unseen request running');
+    await waitFor(() => rt!.poller.stats.polls >= polls + 2, 5000, 'two polls while it runs');
+    const ranWhilePolled = replica.engine.inFlight('a') > 0;
+    expect(await first).toBe(200);
+    // The unload's fresh read is answered 100 ms late (fresh enough to act on), and the unseen
+    // router's next request of `a` reaches the engine 30 ms after the replica wrote that idle word.
+    const api = (rt!.manager as unknown as { api: ReplicaApi }).api;
+    const activity = api.activity!.bind(api);
+    let second: Promise<number> | undefined;
+    api.activity = async (u, t, names) => {
+      if (second === undefined) {
+        await replica.fault({ kind: 'slowMetrics', ms: 100 });
+        second = new Promise<void>((r) => setTimeout(r, 30)).then(() => direct(url, 'a', 20));
+      }
+      return activity(u, t, names);
+    };
+    const status = await chat(router, 'b', 1); // needs `a`'s slot
+    expect(ranWhilePolled).toBe(true);
+    expect(second).toBeDefined();
+    await second;
+    expect(noBusyUnload(logOf(fleet!)).violations).toEqual([]);
+    expect([200, 503]).toContain(status);
+  }, 30_000);
+});
+
+describe('invariant (i): a poll that finds the adapter busy under a lease here holds nothing', () => {
+  it('the adapter this node routed is unloaded for the next one without waiting out a hold', async () => {
+    const { router } = await oneSlotWithAIdle(2500);
+    const withheld: string[] = [];
+    rt!.manager.replicaWord.addWithheldListener((w) => withheld.push(`${w.adapter} ${w.reason}`));
+    // This node's own request of `a` (its lease here), read busy by two polls while it runs.
+    const polls = rt!.poller.stats.polls;
+    const mine = chat(router, 'a', 30);
+    await waitFor(() => fleet!.replicas[0]!.engine.inFlight('a') > 0, 5000, 'the request running');
+    await waitFor(() => rt!.poller.stats.polls >= polls + 2, 5000, 'two polls while it runs');
+    expect(await mine).toBe(200);
+    expect(await chat(router, 'b', 1)).toBe(200); // `a`'s slot, as soon as its request ended
+    expect(withheld).toEqual([]);
+  }, 30_000);
 });

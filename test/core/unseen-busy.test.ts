@@ -1,0 +1,68 @@
+/**
+ * Which adapters a poll's reading holds from unloads (src/adapters/unseen-busy.ts): those the
+ * replica reports running or waiting that no lease here holds, nor held since the poll began, nor
+ * another runtime's store counts. Unit test of the one module: the in-process store, and a
+ * ReplicaWord that records the holds it is asked to start.
+ */
+import type { ReplicaWord } from '../../src/adapters/replica-word';
+import { holdUnseenBusy } from '../../src/adapters/unseen-busy';
+import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import type { ReplicaLoad } from '../../src/metrics/replica-load';
+
+const U = 'http://10.0.0.1:8000';
+const POLL_STARTED = 1000;
+
+const reading = (active: string[], reportsActivity = true): ReplicaLoad => ({
+  running: active.length,
+  waiting: 0,
+  activeAdapters: active,
+  malformedLines: 0,
+  ...(reportsActivity ? { reportsActivity } : {}),
+});
+
+/** `a`, `b`, `c` loaded on U before the poll began; `b` under a lease of this node. */
+async function fleet(): Promise<MemoryFleetStore> {
+  const store = new MemoryFleetStore();
+  await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+  for (const name of ['a', 'b', 'c']) {
+    const f = await store.beginLoad(U, name, 10, 10);
+    expect(await store.finishLoad(U, name, f!, true, 11)).toBe(true);
+  }
+  await store.acquire({ id: 'mine', url: U, adapter: 'b', at: 500 });
+  return store;
+}
+
+async function heldBy(
+  store: MemoryFleetStore,
+  load: ReplicaLoad,
+  leasedElsewhere: ((url: string, adapter: string) => boolean) | null = null,
+): Promise<string[]> {
+  const held: string[] = [];
+  const word = { holdUnseen: (url: string, name: string) => held.push(`${url} ${name}`) };
+  await holdUnseenBusy(store, word as unknown as ReplicaWord, leasedElsewhere, U, load, POLL_STARTED);
+  return held;
+}
+
+describe('a poll’s reading and the unseen hold', () => {
+  it('holds what runs with no lease here, resident or not, never what a lease here holds', async () => {
+    const store = await fleet();
+    expect(await heldBy(store, reading(['a', 'b', 'x']))).toEqual([`${U} a`, `${U} x`]);
+  });
+
+  it('holds nothing a lease released since the poll began may explain', async () => {
+    const store = await fleet();
+    await store.acquire({ id: 'short', url: U, adapter: 'c', at: 900 });
+    await store.release('short', POLL_STARTED + 5);
+    expect(await heldBy(store, reading(['c']))).toEqual([]);
+  });
+
+  it('holds nothing another runtime’s store counts', async () => {
+    const store = await fleet();
+    expect(await heldBy(store, reading(['a', 'c']), (_u, name) => name === 'a')).toEqual([`${U} c`]);
+  });
+
+  it('holds nothing from a replica that cannot say what runs', async () => {
+    const store = await fleet();
+    expect(await heldBy(store, reading(['a'], false))).toEqual([]);
+  });
+});
