@@ -207,7 +207,12 @@ describe('FailoverFleetStore after an emptied state', () => {
 
   it('a store replaced on the same state prunes nothing: its successor prunes for both', async () => {
     const { sh, s, clock } = await setup();
-    const next = new FailoverFleetStore(sh.store, silentLogger, { probeMs: PROBE, logEveryMs: 60_000 }, clock);
+    const next = new FailoverFleetStore(
+      sh.store,
+      silentLogger,
+      { probeMs: PROBE, logEveryMs: 60_000 },
+      clock,
+    );
     await s.acquire(lease('S1'));
     await next.succeed(s);
     expect(sh.prunes.at(-1)).toEqual(['S1']);
