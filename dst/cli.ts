@@ -1,5 +1,5 @@
 /**
- * `npm run dst -- --seeds N [--start S] [--steps K] [--span MS] [--workers W]`: explores N
+ * `npm run dst -- --seeds N [--start S] [--steps K] [--span MS] [--node-ttl MS] [--workers W]`: explores N
  * schedules (seeds S.. S+N-1) over W worker processes and prints schedules per minute, the
  * workers' CPU seconds per schedule (steadier than the rate on a shared machine), the mean and the fewest
  * steps a schedule, a coverage table (per fault kind, the schedules that fired it with work under way) and,
@@ -8,6 +8,8 @@
  * `--steps K`: actions (requests and faults) generated per schedule; the steps reported are the
  * events the scheduler fired. `--span MS`: ms of traffic and faults before the world settles
  * (default DEFAULT_SPAN_MS, 2000); a shorter span makes shorter schedules, more of them a minute.
+ * `--node-ttl MS`: the nodes' node_ttl_ms (default 2000): shorter than the span, a node cut off
+ * reads a whole node count in time and grants its share of cold loads alone (500 runs that share).
  * `--split`: where a schedule's CPU goes (dst/split.ts), in this process, seeds S.. S+N-1.
  * The figures depend on the Node running it (a schedule took about 1.7 times the CPU on Node 20
  * that it took on Node 24, side by side), so each line names it.
@@ -24,6 +26,7 @@ interface Args {
   keep?: number[];
   actions: number;
   spanMs?: number;
+  nodeTtlMs?: number;
   workers: number;
   shrink: boolean;
   split: boolean;
@@ -62,6 +65,9 @@ function parseArgs(argv: string[]): Args {
       case '--span':
         a.spanMs = Number(v());
         break;
+      case '--node-ttl':
+        a.nodeTtlMs = Number(v());
+        break;
       case '--workers':
         a.workers = Math.max(1, Number(v()));
         break;
@@ -79,7 +85,11 @@ function parseArgs(argv: string[]): Args {
 }
 
 function options(a: Args): ScheduleOptions {
-  return { actions: a.actions, ...(a.spanMs !== undefined ? { spanMs: a.spanMs } : {}) };
+  return {
+    actions: a.actions,
+    ...(a.spanMs !== undefined ? { spanMs: a.spanMs } : {}),
+    ...(a.nodeTtlMs !== undefined ? { nodeTtlMs: a.nodeTtlMs } : {}),
+  };
 }
 
 /** What a worker reports for a batch of seeds. */
@@ -195,7 +205,7 @@ async function explore(a: Args): Promise<number> {
   print(true);
   process.stdout.write(coverage(total));
   const cmd = (seed: number, keep?: number[]) =>
-    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${keep ? ` --keep ${keep.join(',')}` : ''}`;
+    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
     process.stdout.write(
       `\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`,

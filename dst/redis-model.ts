@@ -55,6 +55,8 @@ export type BudgetOp =
 class ServerState {
   store = new MemoryFleetStore();
   epoch: string | null = null;
+  /** When the epoch was set (server time): the live-node count is whole only node_ttl_ms after. */
+  epochAt = 0;
   rebornUntil = -Infinity;
   /** node -> last heartbeat (server time). */
   nodes = new Map<string, number>();
@@ -111,9 +113,12 @@ export class RedisModel {
     return new Map([...this.s.leaseNode].filter(([id]) => !this.revived.has(id)));
   }
 
-  /** The scripts' ZCARD of `nodes`: every node heartbeating, until `expire` finds it silent. */
-  liveNodeCount(): number {
-    return this.s.nodes.size;
+  /**
+   * The scripts' `livenodes()` at server time `now`: the ZCARD of `nodes` (every node heartbeating,
+   * until `expire` finds it silent) and the epoch's age (0: no epoch yet).
+   */
+  liveNodes(now: number): [number, number] {
+    return [this.s.nodes.size, this.s.epoch === null ? 0 : Math.max(0, now - this.s.epochAt)];
   }
 
   get store(): MemoryFleetStore {
@@ -211,6 +216,7 @@ export class RedisModel {
         const [spec, grace, candidate] = args as [ReplicaSpec, number, string];
         if (s.epoch === null) {
           s.epoch = candidate;
+          s.epochAt = args[3] as number;
           if (grace > 0) s.rebornUntil = (args[3] as number) + grace;
         }
         await s.store.upsertReplica(spec);
@@ -219,7 +225,7 @@ export class RedisModel {
       case 'heartbeat': {
         const [node, at] = args as [string, number];
         s.nodes.set(node, at);
-        return [s.epoch, s.nodes.size];
+        return [s.epoch, this.liveNodes(at)];
       }
       case 'acquire': {
         const lease = args[0] as Lease;
@@ -380,8 +386,8 @@ export class RedisLink implements SharedStore {
     if (this.closed) return;
     this.call('heartbeat', [this.node, 0], { at: [1] })
       .then((r) => {
-        const [epoch, nodes] = r as [string | null, number];
-        this.liveNodes = Math.max(1, nodes);
+        const [epoch, nodes] = r as [string | null, [number, number]];
+        this.noteNodes(nodes);
         if (this.noteEpoch(epoch)) this.onStateLost?.();
       })
       .catch((err: unknown) => {
@@ -393,6 +399,12 @@ export class RedisLink implements SharedStore {
     this.cancelHeartbeat = this.clock.after(Math.max(100, this.server.config.node_ttl_ms / 4), () =>
       this.heartbeat(),
     );
+  }
+
+  /** As RedisFleetStore's `noteNodes`: a count is taken only from a state node_ttl_ms old, else kept a floor. */
+  private noteNodes([nodes, epochAgeMs]: [number, number]): void {
+    if (epochAgeMs >= this.server.config.node_ttl_ms) this.liveNodes = Math.max(1, nodes);
+    else if (this.liveNodes !== null) this.liveNodes = Math.max(this.liveNodes, nodes);
   }
 
   private noteEpoch(epoch: string | null): boolean {
@@ -484,10 +496,10 @@ export class RedisLink implements SharedStore {
       pure: async (s) => ({
         views: await s.store.views(urls, adapter, withResidents),
         epoch: s.epoch,
-        nodes: s.liveNodeCount(),
+        nodes: s.liveNodes(s.clock.now()),
       }),
-    })) as { views: ReplicaView[]; epoch: string | null; nodes: number };
-    this.liveNodes = Math.max(1, r.nodes);
+    })) as { views: ReplicaView[]; epoch: string | null; nodes: [number, number] };
+    this.noteNodes(r.nodes);
     this.noteEpoch(r.epoch);
     return r.views;
   }

@@ -65,6 +65,11 @@ export interface WorldSettings {
   upstreamTimeoutMs?: number;
   /** ms of traffic and faults; then faults heal and the world settles. */
   spanMs: number;
+  /**
+   * node_ttl_ms (default 2000, the span: no state is that old before a schedule ends, so a node
+   * cut off never reads a whole node count and grants no cold load alone). Shorter, the share runs.
+   */
+  nodeTtlMs?: number;
 }
 
 export interface Schedule {
@@ -80,6 +85,8 @@ export interface ScheduleOptions {
   faults?: readonly FaultKind[];
   /** ms of traffic and faults before the world settles (default DEFAULT_SPAN_MS). */
   spanMs?: number;
+  /** The world's node_ttl_ms (default the world's, 2000): set after the draws, so a seed's schedule stays. */
+  nodeTtlMs?: number;
 }
 
 /**
@@ -129,6 +136,7 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   // 8 s, long enough for a hold past its bound (item 1c) to show; off, 4 s.
   if (world.ttftSloMs === 0) world.queueTimeoutMs = 4000;
   world.upstreamTimeoutMs = 5000;
+  if (o.nodeTtlMs !== undefined) world.nodeTtlMs = o.nodeTtlMs;
   const requestable = world.adapters.length + (world.staticAdapters?.length ?? 0);
   const faults = o.faults ?? FAULT_KINDS;
   const actions: Action[] = [];

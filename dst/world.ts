@@ -204,7 +204,7 @@ export class World {
         nodes: this.w.nodes,
         coldLoadsPerMinute: this.w.coldLoadsPerMinute,
         excessGraceMs: 2 * POLL_MS + this.w.loadMs + 2 * PROBE_MS + 1000,
-        quietAfterMs: NODE_TTL_MS + 2 * PROBE_MS,
+        quietAfterMs: (this.w.nodeTtlMs ?? NODE_TTL_MS) + 2 * PROBE_MS,
       },
       (replica, adapter) =>
         this.unloadAlone.get(`${replica}\u0000${adapter}`) === true || this.unseenFirst(replica, adapter),
@@ -230,7 +230,7 @@ export class World {
       ssl: false,
       ssl_verify: false,
       prefix: 'lora:',
-      node_ttl_ms: NODE_TTL_MS,
+      node_ttl_ms: this.w.nodeTtlMs ?? NODE_TTL_MS,
     };
   }
 

@@ -335,6 +335,25 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
     expect(granted).toBeLessThanOrEqual(Math.floor(LIMIT / 3));
   });
 
+  it('nodes of a fleet starting up, cut off before the state is node_ttl_ms old, grant at most one budget between them', async () => {
+    const p = prefix();
+    const ns: Node[] = [];
+    // Each registers and decides once before the next starts: the count it reads is the nodes
+    // heard so far (1, 2, 3), the later ones missing (the simulation's seeds 5060, 1063116).
+    for (const id of ['n0', 'n1', 'n2']) {
+      const n = await node(p, id, { viaProxy: true });
+      await waitFor(async () => (await admin.zcard(`${p}nodes`)) === ns.length + 1, 8000, 'its heartbeat');
+      await n.s.views([U]);
+      ns.push(n);
+    }
+    for (const n of ns) n.proxy!.cut('refuse');
+    let granted = 0;
+    for (const n of ns) granted += await spend(n, LIMIT);
+    expect(ns.every((n) => n.s.mode() === 'local')).toBe(true);
+    // None knows the fleet yet: nothing alone (6 + 3 + 2 before, shares of 1, 2 and 3 nodes).
+    expect(granted).toBeLessThanOrEqual(LIMIT);
+  });
+
   it('a node restarted during the outage grants nothing cold until it has heard from the fleet', async () => {
     const { p, ns } = await threeNodes();
     let granted = await spend(ns[0]!, LIMIT); // the shared budget, spent by one node

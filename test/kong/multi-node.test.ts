@@ -307,6 +307,11 @@ describe('three Kong nodes sharing one Redis', () => {
       }));
     };
     expect((await round(['x', 'y'])).map((r) => r.status)).toEqual(Array(30).fill(200));
+    // The fleet began more than node_ttl_ms ago (its state's epoch is set by the first request's
+    // registration): the node count each node's next decision reads is whole. A younger state's
+    // may miss nodes not heard from yet, and a node that saw none whole grants nothing alone.
+    await redis.command(['SET', `${ns[0]!.prefix}epoch-at`, 0]);
+    expect((await round(['x', 'y'])).map((r) => r.status)).toEqual(Array(30).fill(200));
     const logged = ns.map((n) => n.server.log.length);
     const outageAt = Math.max(0, ...fleet.replicas.flatMap((r) => r.adapterLog().map((e) => e.at)));
     await redis.stop();
@@ -386,6 +391,10 @@ describe('three Kong nodes sharing one Redis', () => {
     // Node 0 spends the fleet's whole budget while Redis answers.
     for (let i = 0; i < LIMIT; i++) expect((await chat(ns[0]!, `before-${i}`)).status).toBe(200);
     expect((await chat(ns[0]!, 'before-over')).status).toBe(429);
+    // The fleet began more than node_ttl_ms ago (its state's epoch is set by the first request's
+    // registration): the node count the next replies carry is whole. A younger state's may miss
+    // nodes not heard from yet, and a node that saw none whole grants nothing alone.
+    await redis.command(['SET', `${ns[0]!.prefix}epoch-at`, 0]);
     // Nodes 1 and 2 decide once on Redis (a resident adapter: no budget), learning the fleet's size.
     for (const n of ns) expect((await chat(n, 'before-0')).status).toBe(200);
     for (const p of proxies) p.cut('refuse');

@@ -1420,3 +1420,177 @@ describe('schedules the simulation found', () => {
     );
   }, 30_000);
 });
+
+/** The budget seeds' world: three replicas of four slots, a budget of 3 cold loads a minute. */
+const BUDGET_WORLD: Schedule['world'] = {
+  ...WORLD,
+  maxLoadedAdapters: 4,
+  coldLoadsPerMinute: 3,
+  spanMs: 2000,
+  upstreamTimeoutMs: 5000,
+};
+
+describe('cold loads within the budget per window: node counts read while the state is young', () => {
+  // Seven schedules, 7 load calls in one window on main at b0f2ae1 where 6 (twice the budget of 3) are
+  // allowed. A node cut off grants alone the budget over the nodes it last saw; a count read less than
+  // node_ttl_ms after the state began misses nodes not heard from yet. It is now only a floor over a count
+  // seen before, and a process that saw none whole grants nothing alone; the modelled Redis reports the
+  // epoch's age and keeps that floor as RedisFleetStore does.
+  // Seed 5060 (--keep 0,1,2,3,4,5,6,7,12,14): node 0, cut off from 5 ms, had read itself alone (the first
+  // heartbeat) and granted 3 alone; node 1, cut off at 1,276 ms, 1 of 3 nodes; with the shared window, 7.
+  it('seed 5060', async () => {
+    await holds(
+      5060,
+      { ...BUDGET_WORLD, adapters: WORLD.adapters.slice(0, 4), loadMs: 800, decodeMsPerStep: 100 },
+      [
+        { at: 5, kind: 'partition', node: 0, ms: 1765 },
+        { at: 243, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 1755 },
+        { at: 1050, kind: 'request', node: 0, adapter: 1, tokens: 3, prompt: 605 },
+        { at: 1128, kind: 'request', node: 2, adapter: 2, tokens: 6, prompt: 1458 },
+        { at: 1166, kind: 'request', node: 0, adapter: 1, tokens: 5, prompt: 1907 },
+        { at: 1276, kind: 'partition', node: 1, ms: 1154 },
+        { at: 1324, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 966 },
+        { at: 1361, kind: 'request', node: 1, adapter: 2, tokens: 4, prompt: 361 },
+        { at: 1888, kind: 'request', node: 2, adapter: 1, tokens: 6, prompt: 1912 },
+        { at: 1931, kind: 'request', node: 0, adapter: 1, tokens: 6, prompt: 962 },
+      ],
+    );
+  }, 30_000);
+  // Seed 1063116 (--keep 2,3,4,5,6,12,13,14,15): node 1, cut off at 202 ms, had read itself alone and granted
+  // 3 alone; node 2, cut off at 451 ms, had read two and granted 1.
+  it('seed 1063116', async () => {
+    await holds(
+      1063116,
+      { ...BUDGET_WORLD, adapters: WORLD.adapters.slice(0, 9), loadMs: 1500, decodeMsPerStep: 100 },
+      [
+        { at: 121, kind: 'request', node: 0, adapter: 8, tokens: 1, prompt: 335 },
+        { at: 202, kind: 'partition', node: 1, ms: 2246 },
+        { at: 242, kind: 'request', node: 1, adapter: 2, tokens: 3, prompt: 404 },
+        { at: 451, kind: 'partition', node: 2, ms: 1774 },
+        { at: 1015, kind: 'request', node: 1, adapter: 0, tokens: 6, prompt: 1876 },
+        { at: 1672, kind: 'request', node: 0, adapter: 5, tokens: 6, prompt: 756 },
+        { at: 1725, kind: 'request', node: 2, adapter: 2, tokens: 2, prompt: 536 },
+        { at: 1782, kind: 'request', node: 1, adapter: 7, tokens: 2, prompt: 1500 },
+        { at: 1819, kind: 'request', node: 0, adapter: 6, tokens: 5, prompt: 1405 },
+      ],
+    );
+  }, 30_000);
+  // Seed 1076049 (--keep 0,1,3,5,9,12,13,14,15): node 0, cut off at 193 ms (after a Sentinel switch at 122
+  // ms), had read itself alone and granted 3 alone.
+  it('seed 1076049', async () => {
+    await holds(
+      1076049,
+      { ...BUDGET_WORLD, adapters: WORLD.adapters.slice(0, 8), loadMs: 800, decodeMsPerStep: 100 },
+      [
+        { at: 94, kind: 'request', node: 1, adapter: 3, tokens: 6, prompt: 695 },
+        { at: 122, kind: 'switch', lost: 4 },
+        { at: 193, kind: 'partition', node: 0, ms: 1888 },
+        { at: 650, kind: 'request', node: 2, adapter: 2, tokens: 5, prompt: 1681 },
+        { at: 774, kind: 'request', node: 0, adapter: 6, tokens: 1, prompt: 862 },
+        { at: 1416, kind: 'request', node: 0, adapter: 0, tokens: 2, prompt: 1890 },
+        { at: 1436, kind: 'request', node: 2, adapter: 5, tokens: 6, prompt: 569 },
+        { at: 1747, kind: 'request', node: 2, adapter: 4, tokens: 4, prompt: 1327 },
+        { at: 1760, kind: 'request', node: 0, adapter: 1, tokens: 2, prompt: 1297 },
+      ],
+    );
+  }, 30_000);
+  // Seed 1052030 (--keep 0,1,3,4,6,7,8,9): Redis restarted empty at 47 ms; node 2 read itself alone and
+  // granted 3 alone, node 0 one more.
+  it('seed 1052030', async () => {
+    await holds(
+      1052030,
+      {
+        ...BUDGET_WORLD,
+        adapters: WORLD.adapters.slice(0, 12),
+        maxLoadedAdapters: 2,
+        loadMs: 800,
+        decodeMsPerStep: 100,
+      },
+      [
+        { at: 47, kind: 'redis-restart', empty: true, downMs: 62 },
+        { at: 102, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 1733 },
+        { at: 320, kind: 'request', node: 0, adapter: 2, tokens: 2, prompt: 1349 },
+        { at: 490, kind: 'request', node: 2, adapter: 11, tokens: 2, prompt: 1223 },
+        { at: 909, kind: 'request', node: 1, adapter: 7, tokens: 5, prompt: 200 },
+        { at: 953, kind: 'request', node: 2, adapter: 1, tokens: 2, prompt: 755 },
+        { at: 983, kind: 'request', node: 1, adapter: 6, tokens: 6, prompt: 81 },
+        { at: 1048, kind: 'request', node: 1, adapter: 5, tokens: 5, prompt: 98 },
+      ],
+    );
+  }, 30_000);
+  // Seed 5560 (--keep 0,1,2,3,4,5,6,7,8,10,11): Redis restarted empty at 32 ms: node 2 read itself alone (3
+  // alone); node 0 read 2, then 1 from the emptied state (the model kept no floor), 3 alone too; node 1, 1.
+  it('seed 5560', async () => {
+    await holds(
+      5560,
+      {
+        ...BUDGET_WORLD,
+        adapters: WORLD.adapters.slice(0, 5),
+        loadMs: 1500,
+        decodeMsPerStep: 100,
+        ttftSloMs: 0,
+        queueTimeoutMs: 4000,
+      },
+      [
+        { at: 14, kind: 'request', node: 1, adapter: 2, tokens: 2, prompt: 939 },
+        { at: 32, kind: 'redis-restart', empty: true, downMs: 250 },
+        { at: 48, kind: 'request', node: 2, adapter: 1, tokens: 6, prompt: 1425 },
+        { at: 275, kind: 'request', node: 1, adapter: -1, tokens: 6, prompt: 1409 },
+        { at: 347, kind: 'request', node: 0, adapter: 1, tokens: 1, prompt: 676 },
+        { at: 347, kind: 'request', node: 1, adapter: 2, tokens: 4, prompt: 148 },
+        { at: 429, kind: 'request', node: 1, adapter: 0, tokens: 4, prompt: 1640 },
+        { at: 600, kind: 'request', node: 2, adapter: 2, tokens: 2, prompt: 1531 },
+        { at: 615, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 362 },
+        { at: 878, kind: 'request', node: 0, adapter: 0, tokens: 2, prompt: 1654 },
+        { at: 1207, kind: 'request', node: 0, adapter: 2, tokens: 5, prompt: 408 },
+      ],
+    );
+  }, 30_000);
+  // Seed 1048867 (--keep 0,1,2,3,4,6,7,9,10,11): Redis restarted empty at 877 ms, every node cut off at 1,211
+  // ms: each read itself alone from the emptied state (the model kept no floor of 3) and granted 2, 1 and 2
+  // alone.
+  it('seed 1048867', async () => {
+    await holds(
+      1048867,
+      { ...BUDGET_WORLD, adapters: WORLD.adapters.slice(0, 7), loadMs: 1500, decodeMsPerStep: 50 },
+      [
+        { at: 16, kind: 'scrape', replica: 2, ms: 472, mode: 'timeout' },
+        { at: 33, kind: 'request', node: 1, adapter: 5, tokens: 4, prompt: 1618 },
+        { at: 195, kind: 'request', node: 0, adapter: 2, tokens: 1, prompt: 378 },
+        { at: 341, kind: 'request', node: 2, adapter: 0, tokens: 1, prompt: 283 },
+        { at: 358, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 1385 },
+        { at: 745, kind: 'request', node: 2, adapter: 1, tokens: 3, prompt: 502 },
+        { at: 759, kind: 'request', node: 0, adapter: 0, tokens: 2, prompt: 832 },
+        { at: 877, kind: 'redis-restart', empty: true, downMs: 68 },
+        { at: 1211, kind: 'partition', node: -1, ms: 699 },
+        { at: 1258, kind: 'request', node: 1, adapter: 0, tokens: 4, prompt: 1961 },
+      ],
+    );
+  }, 30_000);
+  // Seed 1055440 (--keep 0,1,2,3,4,5,7,8,9,10): Redis restarted from a snapshot at 164 ms: node 1 read itself
+  // alone (1 alone); node 2's count fell from 2 to 1 (the model kept no floor) and it granted 3 alone.
+  it('seed 1055440', async () => {
+    await holds(
+      1055440,
+      {
+        ...BUDGET_WORLD,
+        adapters: WORLD.adapters.slice(0, 11),
+        replicas: 2,
+        loadMs: 800,
+        decodeMsPerStep: 50,
+      },
+      [
+        { at: 164, kind: 'redis-restart', empty: false, downMs: 69 },
+        { at: 269, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 1289 },
+        { at: 331, kind: 'request', node: 1, adapter: 4, tokens: 6, prompt: 1272 },
+        { at: 340, kind: 'request', node: 2, adapter: 7, tokens: 1, prompt: 1441 },
+        { at: 509, kind: 'request', node: 0, adapter: 7, tokens: 4, prompt: 379 },
+        { at: 597, kind: 'request', node: 0, adapter: 5, tokens: 2, prompt: 617 },
+        { at: 977, kind: 'slow', node: 2, ms: 543, slowMs: 2204 },
+        { at: 1153, kind: 'request', node: 0, adapter: 2, tokens: 3, prompt: 999 },
+        { at: 1289, kind: 'request', node: 2, adapter: 1, tokens: 6, prompt: 380 },
+        { at: 1498, kind: 'request', node: 2, adapter: 5, tokens: 4, prompt: 1025 },
+      ],
+    );
+  }, 30_000);
+});

@@ -97,3 +97,28 @@ describe('the simulated Redis publishes "changed" where the scripts call changed
     expect(await published(m, 'prune', ['n1', [], false, 300])).toBe(2);
   });
 });
+
+describe("the simulated Redis's links count the nodes as RedisFleetStore does", () => {
+  it('a count read before the state is node_ttl_ms old is no count, or a floor over one seen before (seeds 5560, 1048867)', async () => {
+    const random = seededRandom(1);
+    const clock = new Scheduler(random);
+    const m = new RedisModel(clock, { node_ttl_ms: NODE_TTL, timeout: 1000 } as RedisConfig, random);
+    const until = (t: number) => clock.run(t, () => {}, () => false);
+    const spec = { url: URL, backend: 'vllm', priority: 0 } as const;
+    const [n0, n1] = [m.link('n0', clock), m.link('n1', clock)];
+    await until(50);
+    void n0.upsertReplica(spec);
+    await until(600); // a heartbeat each since the epoch began
+    // Both counted, but the state is young: a node not heard from yet would be missing.
+    expect([n0.liveNodes, n1.liveNodes]).toEqual([null, null]);
+    await until(NODE_TTL + 600);
+    expect([n0.liveNodes, n1.liveNodes]).toEqual([2, 2]);
+    // Emptied: node 0 registers again first and reads itself alone; it keeps counting two.
+    m.flushAll();
+    void n0.upsertReplica(spec);
+    await until(NODE_TTL + 650);
+    void n0.views([URL]);
+    await until(NODE_TTL + 700);
+    expect(n0.liveNodes).toBe(2);
+  });
+});

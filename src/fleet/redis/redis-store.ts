@@ -48,9 +48,9 @@ export class RedisFleetStore implements FleetStore {
   /** Told when the epoch changed or vanished (from the heartbeat: a node may have no decision to make). */
   onStateLost: (() => void) | null = null;
   /**
-   * Nodes heartbeating on this state, as last seen (`noteNodes`): shares of budgets in an
-   * outage. Null until the first answer (a process started during an outage knows nothing of
-   * the fleet).
+   * Nodes heartbeating on this state, as last seen whole (`noteNodes`): shares of budgets in an
+   * outage. Null until this process first saw the count whole (a process started during an
+   * outage, or while the state is younger than node_ttl_ms, knows nothing of the fleet).
    */
   liveNodes: number | null = null;
 
@@ -125,13 +125,16 @@ export class RedisFleetStore implements FleetStore {
   /**
    * Records the live-node count a reply carried, with the age of the state's epoch. Until every
    * live node's heartbeat (each node_ttl_ms / 4) came since the state began, the count misses
-   * those not heard from yet (after an emptied Redis, it reads 1): the count this node saw
-   * before stays a floor meanwhile. A process that saw none takes the count as it is (a fleet
-   * just started: the nodes not counted yet have granted nothing either).
+   * those not heard from yet: after an emptied Redis it reads 1, and in a fleet starting up each
+   * node counts only those registered before it (the first, itself alone: the simulation's seed
+   * 5560, two nodes each granting the whole budget alone). Meanwhile the count this node saw
+   * before stays a floor, and a process that saw none knows none (it grants nothing alone, as
+   * one started during an outage).
    */
   private noteNodes([nodes, epochAgeMs]: [number, number]): void {
     const whole = epochAgeMs < 0 || epochAgeMs >= this.config.node_ttl_ms;
-    this.liveNodes = Math.max(1, nodes, whole ? 0 : (this.liveNodes ?? 0));
+    if (whole) this.liveNodes = Math.max(1, nodes);
+    else if (this.liveNodes !== null) this.liveNodes = Math.max(this.liveNodes, nodes);
   }
 
   /** Records the epoch a reply carried; true if the state was emptied since the last one seen. */
