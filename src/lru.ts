@@ -2,7 +2,8 @@
  * A least-recently-used map of at most `max` entries, on a Map's insertion order: the first key
  * is the least recently used. The same answers as lru-cache's LRUCache for the calls here (`get`
  * renews an entry, `peek` and `has` do not, `set` renews or adds and then drops the least
- * recently used past `max`; test/core/lru.test.ts runs both on the same operations), but it
+ * recently used past `max`, `entries` and `values` list the most recently used first;
+ * test/core/lru.test.ts runs both on the same operations), but it
  * costs what it holds, not its bound: LRUCache fills arrays of `max` slots when made (29 ms for
  * the prefix index's 131,072), paid by every runtime, router and store made, used or not.
  */
@@ -51,6 +52,16 @@ export class Lru<K, V> {
 
   delete(key: K): boolean {
     return this.map.delete(key);
+  }
+
+  /** Key and value pairs, the most recently used first (as LRUCache's `entries`). */
+  entries(): [K, V][] {
+    return [...this.map.entries()].reverse();
+  }
+
+  /** The values, the most recently used first (as LRUCache's `values`). */
+  values(): V[] {
+    return [...this.map.values()].reverse();
   }
 
   private nextOldest(): K {

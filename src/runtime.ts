@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 import { AdapterManager } from './adapters/manager';
 import { AdapterStats } from './adapters/stats';
 import { HttpReplicaApi } from './backends/http-replica-api';
@@ -29,6 +28,7 @@ import { seededRandom, type Random } from './random';
 import { RuntimeDrain } from './runtime-drain';
 import { wireRuntime } from './runtime-wiring';
 import { LoadTimes } from './work/load-times';
+import { Lru } from './lru';
 import { predictTtft } from './work/predict';
 import { WorkModel } from './work/work-model';
 
@@ -84,7 +84,7 @@ export class FleetRuntime {
    */
   private readonly replicas = new Map<string, ReplicaSettings>();
   /** Each lora-poller plugin's polling settings, by plugin id (bounded: Kong's plugins, not instances). */
-  private readonly pollingSettings = new LRUCache<string, PollingSettings>({ max: 64 });
+  private readonly pollingSettings = new Lru<string, PollingSettings>(64);
   private readonly trimming = new Set<string>();
   /** The runtime that replaced this one (a changed `redis` record), or null while current. */
   successor: FleetRuntime | null = null;
@@ -218,7 +218,7 @@ export class FleetRuntime {
    */
   registerPolling(pluginId: string, settings: PollingSettings): void {
     this.pollingSettings.set(pluginId, settings);
-    const all = [...this.pollingSettings.values()];
+    const all = this.pollingSettings.values();
     this.poller.configure({
       intervalMs: Math.min(...all.map((s) => s.intervalMs)),
       timeoutMs: Math.max(...all.map((s) => s.timeoutMs)),

@@ -32,6 +32,9 @@ describe('Lru answers as lru-cache does', () => {
       }
       expect(a).toEqual(b);
       for (let k = 0; k <= max * 2; k++) expect(ours.peek(k)).toBe(theirs.peek(k));
+      // Listed in the same order (the most recently used first).
+      expect(ours.entries()).toEqual([...theirs.entries()]);
+      expect(ours.values()).toEqual([...theirs.values()]);
     }
   });
 
