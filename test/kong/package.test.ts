@@ -119,7 +119,6 @@ it('installs the runtime dependencies only', () => {
     '@msgpack/msgpack',
     'ioredis',
     'kong-pdk',
-    'lru-cache',
     'prom-client',
     'undici',
     'yaml',
