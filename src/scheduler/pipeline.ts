@@ -139,10 +139,7 @@ export class SchedulingPipeline {
       const s = scorer.score(req, candidates, ctx);
       for (let i = 0; i < n; i++) totals[i] = totals[i]! + weight * clamp01(s[i] ?? 0);
     }
-    const scored: Scored[] = [];
-    for (let i = 0; i < n; i++)
-      scored.push({ candidate: candidates[i]!, score: totals[i]! / this.weightTotal });
-    return scored;
+    return candidates.map((candidate, i) => ({ candidate, score: totals[i]! / this.weightTotal }));
   }
 }
 
