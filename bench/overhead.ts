@@ -11,7 +11,7 @@ import { defaultWeights, pipelineFor, SchedulingPipeline } from '../src/schedule
 import { prefixScorer } from '../src/scheduler/scorers/prefix';
 import type { Candidate, Decision, SchedulingContext } from '../src/scheduler/types';
 import { LoadTimes } from '../src/work/load-times';
-import { predictTtft } from '../src/work/predict';
+import { predictTtft, scratchPrediction } from '../src/work/predict';
 import { WorkModel } from '../src/work/work-model';
 import { silentLogger } from '../src/log';
 import { RouterService } from '../src/router/router';
@@ -377,6 +377,8 @@ export async function decisionBed(
       for (let k = 0; k < 16; k++)
         work.admit({ id: `${r}-${k}`, url, promptTokens: 3000 + 100 * k, maxTokens: 300, at });
     });
+  // As src/router/prediction.ts: one prediction filled per candidate.
+  const out = scratchPrediction();
   const decide = async (i: number) => {
     const adapter = { name: `adapter-${i % adapters}` };
     if (predicted) {
@@ -388,7 +390,7 @@ export async function decisionBed(
         queueTimeoutMs: 29_000,
       };
       ctx.predict = (c) => {
-        const p = predictTtft(c, req, ctx.now, work, loads);
+        const p = predictTtft(c, req, ctx.now, work, loads, undefined, out);
         c.ttftMs = p.totalMs;
         c.loadMs = p.loadMs;
       };

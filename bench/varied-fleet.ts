@@ -13,12 +13,13 @@ import { WorkModel } from '../src/work/work-model';
  * digest as it was. Each replica holds its own share of the adapters; two pools; KV capacity
  * known on most; requests admitted where decided and released (completed or failed) at random;
  * scrapes that move the queue, KV use and the learned rates; replicas going down and up; loads
- * teaching per-adapter load times.
+ * teaching per-adapter load times. `count`: the same fleet and requests under the count rule (no predictions).
  */
 export async function variedBed(
   replicas: number,
   adapters: number,
   seed: number,
+  saturationMode: 'count' | 'predicted' = 'predicted',
 ): Promise<{ decide: (i: number) => Promise<string> }> {
   const rand = seededRandom(seed);
   const int = (n: number) => Math.floor(rand() * n);
@@ -79,7 +80,7 @@ export async function variedBed(
       room_wait: 'escalate',
       scorer_weights: defaultWeights(),
       picker: 'p2c',
-      saturation_mode: 'predicted',
+      saturation_mode: saturationMode,
     }),
   );
   const ctx: SchedulingContext = {
@@ -89,7 +90,7 @@ export async function variedBed(
       saturation: { targetWaitingPerReplica: 2, kvCeiling: 0.8 },
       maxLoadedAdapters: Math.ceil(adapters * 0.3),
       staleAfterMs: 5000,
-      saturationMode: 'predicted',
+      saturationMode,
       saturationMarginMs: 250,
       ttftToleranceMs: 100,
     },
@@ -110,16 +111,26 @@ export async function variedBed(
     };
     const figures: number[] = [];
     const prefixSeed = int(1000);
-    ctx.predict = (c) => {
-      c.prefixTokens = ((prefixSeed * 31 + c.url.length * 7 + c.residentCount) % 5) * 256;
-      const p = predictTtft(c, req, ctx.now, work, loads, c.residentCount % 11 === 0 ? false : undefined);
-      c.ttftMs = p.totalMs;
-      c.loadMs = p.loadMs;
-      c.fixedMs = p.fixedMs;
-      c.ownMs = p.ownMs;
-      c.cachedTokens = p.cachedTokens;
-      figures.push(p.startMs, p.loadMs, p.fixedMs, p.aheadMs, p.ownMs, p.cachedTokens, p.totalMs);
-    };
+    ctx.predict =
+      saturationMode === 'count'
+        ? undefined
+        : (c) => {
+            c.prefixTokens = ((prefixSeed * 31 + c.url.length * 7 + c.residentCount) % 5) * 256;
+            const p = predictTtft(
+              c,
+              req,
+              ctx.now,
+              work,
+              loads,
+              c.residentCount % 11 === 0 ? false : undefined,
+            );
+            c.ttftMs = p.totalMs;
+            c.loadMs = p.loadMs;
+            c.fixedMs = p.fixedMs;
+            c.ownMs = p.ownMs;
+            c.cachedTokens = p.cachedTokens;
+            figures.push(p.startMs, p.loadMs, p.fixedMs, p.aheadMs, p.ownMs, p.cachedTokens, p.totalMs);
+          };
     const d = pipeline.schedule(
       { kind: 'on-demand', adapter: { name: adapter } },
       await store.views(urls, { name: adapter }),

@@ -5,7 +5,7 @@ import type { PrefixIndex } from '../scheduler/prefix-index';
 import type { SchedulingContext } from '../scheduler/types';
 import { loadCost } from '../scheduler/victims';
 import { CHARS_PER_TOKEN, type TokenEstimate } from '../work/estimate';
-import { predictTtft } from '../work/predict';
+import { predictTtft, scratchPrediction } from '../work/predict';
 import { DEFAULT_MAX_TOKENS } from '../work/work-model';
 
 /**
@@ -33,6 +33,7 @@ export function predictFor(
     maxLoadedAdapters: config.max_loaded_adapters,
     queueTimeoutMs: config.queue_timeout_ms,
   };
+  const out = scratchPrediction();
   ctx.predict = (c) => {
     c.prefixTokens = blocks ? prefixIndex.held(blocks, c.url) * tokensPerBlock : 0;
     const p = predictTtft(
@@ -43,6 +44,7 @@ export function predictFor(
       rt.loadTimes,
       // Residents are read once a cold decision weighs victims: then it is known whether a load can start now.
       c.holder || c.residents === undefined ? undefined : loadCost(c, ctx) !== undefined,
+      out,
     );
     c.ttftMs = p.totalMs;
     c.loadMs = p.loadMs;

@@ -54,7 +54,9 @@ export interface Prediction {
  *
  * `roomNow` is known only once residents are read: whether a load could start now (a free slot
  * or an idle victim). `now` and `roomNow` are arguments, not request fields: this runs per
- * replica per decision, where building an object per call costs more than the prediction.
+ * replica per decision, where building an object per call costs more than the prediction; for
+ * the same reason `out`, when given, is filled and returned instead of a new object (whether
+ * the optimiser removed that object depended on what else it inlined).
  */
 export function predictTtft(
   c: PredictCandidate,
@@ -63,6 +65,7 @@ export function predictTtft(
   work: WorkModel,
   loads: LoadTimes,
   roomNow?: boolean,
+  out?: Prediction,
 ): Prediction {
   let fixedMs = 0;
   let roomMs = 0;
@@ -86,15 +89,22 @@ export function predictTtft(
   const aheadMs = (w.queuedTokens / rate) * 1000;
   const cachedTokens = prefixCredit(c.prefixTokens, req.promptTokens, w.creditsPrefix);
   const ownMs = ((req.promptTokens - cachedTokens) / rate) * 1000 + w.stepMs;
-  return {
-    startMs: slotMs + kvMs,
-    loadMs: slotMs,
-    fixedMs,
-    aheadMs,
-    ownMs,
-    cachedTokens,
-    totalMs: slotMs + Math.max(kvMs, aheadMs) + ownMs,
-  };
+  const totalMs = slotMs + Math.max(kvMs, aheadMs) + ownMs;
+  if (out === undefined)
+    return { startMs: slotMs + kvMs, loadMs: slotMs, fixedMs, aheadMs, ownMs, cachedTokens, totalMs };
+  out.startMs = slotMs + kvMs;
+  out.loadMs = slotMs;
+  out.fixedMs = fixedMs;
+  out.aheadMs = aheadMs;
+  out.ownMs = ownMs;
+  out.cachedTokens = cachedTokens;
+  out.totalMs = totalMs;
+  return out;
+}
+
+/** A prediction to fill in place (`predictTtft`'s `out`): a decision reads each one before the next. */
+export function scratchPrediction(): Prediction {
+  return { startMs: 0, loadMs: 0, fixedMs: 0, aheadMs: 0, ownMs: 0, cachedTokens: 0, totalMs: 0 };
 }
 
 /**

@@ -12,13 +12,13 @@ export const adapterAffinity: Filter = {
   name: 'adapter-affinity',
   filter(req, candidates, ctx) {
     if (req.kind !== 'on-demand') return { kept: candidates, stage: req.kind };
-    const holders = candidates.filter((c) => c.holder && c.saturation < 1);
+    const holders = keep(candidates, (c) => c.holder && c.saturation < 1);
     // Residency a replica reports beats its registry: holders that really hold the weights first.
     const warm = keep(holders, holdsWeights);
     if (warm.length > 0) return { kept: warm, stage: 'holder' };
     if (holders.length > 0) return { kept: holders, stage: 'holder' };
     const max = ctx.policy.maxLoadedAdapters;
-    const free = candidates.filter((c) => !c.holder && c.residentCount < max && c.saturation < 1);
+    const free = keep(candidates, (c) => !c.holder && c.residentCount < max && c.saturation < 1);
     if (free.length > 0) return { kept: free, stage: 'free' };
     return { kept: candidates, stage: 'any' };
   },

@@ -25,17 +25,17 @@ export const predictedAffinity: Filter = {
         if (s < bestSpread) bestSpread = s;
       }
     }
-    const holders = candidates.filter((c) => c.holder && c.ttftMs <= bestSpread + margin);
+    const holders = keep(candidates, (c) => c.holder && c.ttftMs <= bestSpread + margin);
     const warm = keep(holders, holdsWeights);
     if (warm.length > 0) return { kept: warm, stage: 'holder' };
     if (holders.length > 0) return { kept: holders, stage: 'holder' };
-    const others = candidates.filter((c) => !c.holder);
+    const others = keep(candidates, (c) => !c.holder);
     if (others.length === 0) return { kept: candidates, stage: 'any' };
     // As the count rule's second step: replicas with a free slot, when one is about as fast as
     // the best (a load there evicts no adapter that the next request may want).
     const max = ctx.policy.maxLoadedAdapters;
     const near = bestOther + (ctx.policy.ttftToleranceMs ?? 0);
-    const free = others.filter((c) => c.residentCount < max && c.ttftMs <= near);
+    const free = keep(others, (c) => c.residentCount < max && c.ttftMs <= near);
     return free.length > 0 ? { kept: free, stage: 'free' } : { kept: others, stage: 'any' };
   },
 };

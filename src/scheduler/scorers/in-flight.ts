@@ -1,5 +1,5 @@
 import { defineScorer, type Scorer } from '../types';
-import { lowerIsBetter } from './min-max';
+import { lowerIsBetterBy } from './min-max';
 
 /**
  * Fewer requests this router has in flight there scores higher. Fresher than any scrape: it
@@ -7,7 +7,7 @@ import { lowerIsBetter } from './min-max';
  */
 export const inFlight: Scorer = {
   name: 'in-flight',
-  score: (_req, candidates) => lowerIsBetter(candidates.map((c) => c.inFlight)),
+  score: (_req, candidates) => lowerIsBetterBy(candidates, (c) => c.inFlight),
 };
 
 export const inFlightDescriptor = defineScorer({

@@ -1,10 +1,10 @@
 import { defineScorer, type Scorer } from '../types';
-import { lowerIsBetter } from './min-max';
+import { lowerIsBetterBy } from './min-max';
 
 /** Shorter waiting queue (from the replica's metrics) scores higher. */
 export const queue: Scorer = {
   name: 'queue',
-  score: (_req, candidates) => lowerIsBetter(candidates.map((c) => c.waiting)),
+  score: (_req, candidates) => lowerIsBetterBy(candidates, (c) => c.waiting),
 };
 
 export const queueDescriptor = defineScorer({
