@@ -103,7 +103,12 @@ describe("the simulated Redis's links count the nodes as RedisFleetStore does", 
     const random = seededRandom(1);
     const clock = new Scheduler(random);
     const m = new RedisModel(clock, { node_ttl_ms: NODE_TTL, timeout: 1000 } as RedisConfig, random);
-    const until = (t: number) => clock.run(t, () => {}, () => false);
+    const until = (t: number) =>
+      clock.run(
+        t,
+        () => {},
+        () => false,
+      );
     const spec = { url: URL, backend: 'vllm', priority: 0 } as const;
     const [n0, n1] = [m.link('n0', clock), m.link('n1', clock)];
     await until(50);
