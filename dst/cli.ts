@@ -2,8 +2,8 @@
  * `npm run dst -- --seeds N [--start S] [--steps K] [--span MS] [--node-ttl MS] [--workers W]`: explores N
  * schedules (seeds S.. S+N-1) over W worker processes and prints schedules per minute, the
  * workers' CPU seconds per schedule (steadier than the rate on a shared machine), the mean and the fewest
- * steps a schedule, a coverage table (per fault kind, the schedules that fired it with work under way) and,
- * for each failing seed, the invariant it broke, the shrunk schedule and the replay command.
+ * steps a schedule, a coverage table (per fault kind, the schedules that fired it with work under way; the
+ * schedules where a node sent a load deciding alone) and, for each failing seed, the invariant it broke, the shrunk schedule and the replay command.
  * `npm run dst -- --seed S [--keep i,j,...]` replays one seed (or its shrunk schedule) exactly.
  * `--steps K`: actions (requests and faults) generated per schedule; the steps reported are the
  * events the scheduler fired. `--span MS`: ms of traffic and faults before the world settles
