@@ -2,14 +2,15 @@
  * `npm run dst -- --seeds N [--start S] [--steps K] [--span MS] [--node-ttl MS] [--workers W]`: explores N
  * schedules (seeds S.. S+N-1) over W worker processes and prints schedules per minute, the
  * workers' CPU seconds per schedule (steadier than the rate on a shared machine), the mean and the fewest
- * steps a schedule, a coverage table (per fault kind, the schedules that fired it with work under way) and,
- * for each failing seed, the invariant it broke, the shrunk schedule and the replay command.
+ * steps a schedule, a coverage table (per fault kind, the schedules that fired it with work under way; the
+ * schedules where a node sent a load deciding alone) and, for each failing seed, the invariant it broke, the shrunk schedule and the replay command.
  * `npm run dst -- --seed S [--keep i,j,...]` replays one seed (or its shrunk schedule) exactly.
  * `--steps K`: actions (requests and faults) generated per schedule; the steps reported are the
  * events the scheduler fired. `--span MS`: ms of traffic and faults before the world settles
  * (default DEFAULT_SPAN_MS, 2000); a shorter span makes shorter schedules, more of them a minute.
- * `--node-ttl MS`: the nodes' node_ttl_ms (default 2000): shorter than the span, a node cut off
- * reads a whole node count in time and grants its share of cold loads alone (500 runs that share).
+ * `--node-ttl MS`: the nodes' node_ttl_ms for every seed (default: each seed draws 500 or 2000, half
+ * each): shorter than the span, a node cut off reads a whole node count in time and grants its share
+ * of cold loads alone; at 2000 it rarely does.
  * `--split`: where a schedule's CPU goes (dst/split.ts), in this process, seeds S.. S+N-1.
  * The figures depend on the Node running it (a schedule took about 1.7 times the CPU on Node 20
  * that it took on Node 24, side by side), so each line names it.
@@ -101,6 +102,11 @@ interface BatchReport {
   /** By fault kind: schedules that fired it, and those that fired it with a request or load under way. */
   fired: Partial<Record<FaultKind, number>>;
   busy: Partial<Record<FaultKind, number>>;
+  /** Schedules by their world's node_ttl_ms. */
+  byNodeTtl: Record<string, number>;
+  /** Schedules where a node sent a load call deciding alone, and those calls. */
+  aloneSchedules: number;
+  aloneLoads: number;
   /** The worker's CPU (user and system) for the batch, µs. */
   cpuUs: number;
   failures: { seed: number; invariant: string; detail: string; step: number; at: number }[];
@@ -116,6 +122,10 @@ async function runBatch(from: number, to: number, o: ScheduleOptions): Promise<B
     r.minSteps = Math.min(r.minSteps, out.steps);
     for (const k of out.faults.fired) r.fired[k] = (r.fired[k] ?? 0) + 1;
     for (const k of out.faults.busy) r.busy[k] = (r.busy[k] ?? 0) + 1;
+    const ttl = String(out.schedule.world.nodeTtlMs ?? 'default');
+    r.byNodeTtl[ttl] = (r.byNodeTtl[ttl] ?? 0) + 1;
+    if (out.aloneLoads > 0) r.aloneSchedules++;
+    r.aloneLoads += out.aloneLoads;
     if (out.violation) r.failures.push({ seed, ...out.violation });
   }
   const used = process.cpuUsage(cpu);
@@ -124,7 +134,18 @@ async function runBatch(from: number, to: number, o: ScheduleOptions): Promise<B
 }
 
 function emptyReport(): BatchReport {
-  return { schedules: 0, steps: 0, minSteps: Infinity, fired: {}, busy: {}, cpuUs: 0, failures: [] };
+  return {
+    schedules: 0,
+    steps: 0,
+    minSteps: Infinity,
+    fired: {},
+    busy: {},
+    byNodeTtl: {},
+    aloneSchedules: 0,
+    aloneLoads: 0,
+    cpuUs: 0,
+    failures: [],
+  };
 }
 
 /** Folds a worker's batch into the run's total. */
@@ -135,6 +156,9 @@ function add(total: BatchReport, r: BatchReport): void {
   total.minSteps = Math.min(total.minSteps, r.minSteps ?? Infinity);
   total.cpuUs += r.cpuUs;
   total.failures.push(...r.failures);
+  for (const [ttl, n] of Object.entries(r.byNodeTtl)) total.byNodeTtl[ttl] = (total.byNodeTtl[ttl] ?? 0) + n;
+  total.aloneSchedules += r.aloneSchedules;
+  total.aloneLoads += r.aloneLoads;
   for (const k of FAULT_KINDS) {
     if (r.fired[k]) total.fired[k] = (total.fired[k] ?? 0) + r.fired[k];
     if (r.busy[k]) total.busy[k] = (total.busy[k] ?? 0) + r.busy[k];
@@ -144,12 +168,20 @@ function add(total: BatchReport, r: BatchReport): void {
 /**
  * Per fault kind, the share of schedules that fired it and that fired it while a request or a
  * load call was under way: a fast run that fires its faults on an idle world explores little.
+ * Then the share where a node sent a cold load deciding alone (its budget share, which only a
+ * node_ttl_ms shorter than the span reaches): a change that starves it shows there.
  */
 function coverage(total: BatchReport): string {
   const per = Math.max(1, total.schedules);
   const pct = (n = 0) => `${((100 * n) / per).toFixed(1)}%`.padStart(7);
   const rows = FAULT_KINDS.map((k) => `  ${k.padEnd(16)}${pct(total.fired[k])}${pct(total.busy[k])}\n`);
-  return `fault kind         fired   busy (share of schedules; busy: a request or load under way)\n${rows.join('')}`;
+  const ttls = Object.entries(total.byNodeTtl)
+    .map(([ttl, n]) => `${ttl} ms ${pct(n).trim()}`)
+    .join(', ');
+  return (
+    `fault kind         fired   busy (share of schedules; busy: a request or load under way)\n${rows.join('')}` +
+    `  loads alone     ${pct(total.aloneSchedules)}         (${total.aloneLoads} load calls sent deciding alone; node_ttl_ms: ${ttls})\n`
+  );
 }
 
 /** Worker side: batches in, reports out, until told to stop. */

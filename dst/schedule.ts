@@ -66,11 +66,17 @@ export interface WorldSettings {
   /** ms of traffic and faults; then faults heal and the world settles. */
   spanMs: number;
   /**
-   * node_ttl_ms (default 2000, the span: no state is that old before a schedule ends, so a node
+   * node_ttl_ms (absent: 2000, the span: no state is that old before a schedule ends, so a node
    * cut off never reads a whole node count and grants no cold load alone). Shorter, the share runs.
    */
   nodeTtlMs?: number;
 }
+
+/**
+ * The node_ttl_ms a seed draws: half the seeds the schema's smallest (500, a node cut off reads a
+ * whole node count in time and grants its share alone), half the span's 2000 (it rarely does).
+ */
+export const NODE_TTLS_MS: readonly number[] = [500, 2000];
 
 export interface Schedule {
   seed: number;
@@ -85,7 +91,7 @@ export interface ScheduleOptions {
   faults?: readonly FaultKind[];
   /** ms of traffic and faults before the world settles (default DEFAULT_SPAN_MS). */
   spanMs?: number;
-  /** The world's node_ttl_ms (default the world's, 2000): set after the draws, so a seed's schedule stays. */
+  /** The world's node_ttl_ms for every seed (default: each seed draws one of NODE_TTLS_MS, apart from the other draws). */
   nodeTtlMs?: number;
 }
 
@@ -136,7 +142,9 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   // 8 s, long enough for a hold past its bound (item 1c) to show; off, 4 s.
   if (world.ttftSloMs === 0) world.queueTimeoutMs = 4000;
   world.upstreamTimeoutMs = 5000;
-  if (o.nodeTtlMs !== undefined) world.nodeTtlMs = o.nodeTtlMs;
+  // A stream of its own too: every seed's other draws and actions stay as they were before it.
+  world.nodeTtlMs =
+    o.nodeTtlMs ?? NODE_TTLS_MS[int(seededRandom(seed * 2654435761 + 3), 0, NODE_TTLS_MS.length - 1)]!;
   const requestable = world.adapters.length + (world.staticAdapters?.length ?? 0);
   const faults = o.faults ?? FAULT_KINDS;
   const actions: Action[] = [];

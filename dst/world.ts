@@ -25,10 +25,11 @@ import {
   LogChecks,
   type BudgetRefusal,
   type LoadCall,
+  type PlacementSpread,
   type Violation,
   type WorldView,
 } from './invariants';
-import { RedisModel, type LinkFaults } from './redis-model';
+import { RedisModel, type LinkFaults, type RedisLink } from './redis-model';
 import { ReplicaSet, urlParts } from './replicas';
 import { NodeClock, Scheduler } from './scheduler';
 import type { Action, FaultKind, Schedule } from './schedule';
@@ -134,6 +135,8 @@ export interface RunResult {
    * under way (the coverage the CLI prints: a fault on an idle world explores little).
    */
   faults: { fired: FaultKind[]; busy: FaultKind[] };
+  /** Load calls a node sent deciding alone (its share of the budget): what a short node_ttl_ms runs. */
+  aloneLoads: number;
 }
 
 export class World {
@@ -153,6 +156,8 @@ export class World {
   private readonly proxied = new Map<string, ProxiedRequest[]>();
   /** Load calls as each runtime sent them (the checks read them after each step). */
   private readonly loadCalls: LoadCall[] = [];
+  /** Placements a runtime claimed past another's, as Redis granted them (the one-load-per-burst check). */
+  private readonly spreads: PlacementSpread[] = [];
   /** Requests answered 429 for the fleet's cold-load budget (the budget check reads them). */
   private readonly refusals: BudgetRefusal[] = [];
   /** By request (arrival number): its process, and whether its route answered. */
@@ -208,7 +213,12 @@ export class World {
       },
       (replica, adapter) =>
         this.unloadAlone.get(`${replica}\u0000${adapter}`) === true || this.unseenFirst(replica, adapter),
-      { loads: this.loadCalls, failed: this.replicas.failedLoads, backoffMs: BACKOFF_BASE_MS },
+      {
+        loads: this.loadCalls,
+        spreads: this.spreads,
+        failed: this.replicas.failedLoads,
+        backoffMs: BACKOFF_BASE_MS,
+      },
       {
         ledgers: this.redis.map((r) => r.budget),
         refusals: this.refusals,
@@ -274,6 +284,7 @@ export class World {
         const link = this.redis[db]!.link(node, proc.clock);
         link.faults = this.linkFaults[proc.node]!.link;
         link.request = () => routingRequest.getStore();
+        this.spreadsSeen(link);
         return link;
       },
       api: new HttpReplicaApi(
@@ -314,6 +325,17 @@ export class World {
         return last.kept;
       };
     }
+  }
+
+  /** Notes each placement a runtime claims, and wins, past another it saw (`seen`): a copy on purpose. */
+  private spreadsSeen(link: RedisLink): void {
+    const claim = link.claimPlacement.bind(link);
+    link.claimPlacement = async (adapter, url, seen, ...rest) => {
+      const placed = await claim(adapter, url, seen, ...rest);
+      if (seen && seen !== url && placed === url)
+        this.spreads.push({ at: this.sched.now(), adapter, url, past: seen });
+      return placed;
+    };
   }
 
   /**
@@ -738,6 +760,7 @@ export class World {
       simMs: this.sched.now(),
       digest: this.sched.digest,
       faults: { fired: [...this.fired], busy: [...this.firedBusy] },
+      aloneLoads: this.loadCalls.filter((c) => c.alone).length,
       ...(this.violation ? { violation: this.violation } : {}),
     };
   }

@@ -212,3 +212,57 @@ describe('the simulation sees the cold-load budget spent without a load', () => 
     );
   });
 });
+
+describe('the simulation holds a cold adapter to one load per burst, but for a copy placed on purpose', () => {
+  const [r0, r1, r2] = ['http://replica-0:8000', 'http://replica-1:8000', 'http://replica-2:8000'];
+  /** `chat` loading on replica-0 and replica-1 at once (seed 719's shape), with the placements claimed past another. */
+  const overlapping = (spreads: { at: number; adapter: string; url: string; past: string }[]) => {
+    const entry = (at: number) => ({
+      at,
+      op: 'load' as const,
+      name: 'chat',
+      status: 200,
+      ms: 1500,
+      loaded: 1,
+    });
+    const loads = [r0, r1].map((url, i) => ({
+      at: 1945 + i * 6,
+      url,
+      name: 'chat',
+      proc: `n${i}g0`,
+      sender: `n${i}g0r0`,
+      alone: false,
+      degraded: false,
+    }));
+    const log = (at: number) => [entry(at)];
+    return broken(
+      new LogChecks(
+        [
+          { url: r0, log: log(3450) },
+          { url: r1, log: log(3456) },
+        ],
+        { ...LIMITS, maxLoadedAdapters: 2 },
+        () => false,
+        { loads, spreads, failed: [], backoffMs: 1000 },
+      ),
+      3500,
+    );
+  };
+
+  it('two nodes loading it on two replicas at once break it', () => {
+    expect(overlapping([])).toBe('each cold adapter loaded once per burst');
+  });
+
+  it('a copy claimed past the placement it saw holds (docs/routing.md: spreading on purpose)', () => {
+    expect(overlapping([{ at: 1942, adapter: 'chat', url: r1, past: r0 }])).toBeUndefined();
+  });
+
+  it('a copy claimed past another replica, or of another adapter, is no excuse', () => {
+    expect(overlapping([{ at: 1942, adapter: 'chat', url: r1, past: r2 }])).toBe(
+      'each cold adapter loaded once per burst',
+    );
+    expect(overlapping([{ at: 1942, adapter: 'sql', url: r1, past: r0 }])).toBe(
+      'each cold adapter loaded once per burst',
+    );
+  });
+});

@@ -1593,4 +1593,29 @@ describe('cold loads within the budget per window: node counts read while the st
       ],
     );
   }, 30_000);
+  // Seed 719 at node_ttl_ms 500 (--keep 0,1,2; no fault): node 2 placed `chat` on replica-2 at 1,937 ms and
+  // loaded it there; node 1, deciding at 1,940 ms, saw that placement with node 2's request queued on it,
+  // predicted it 1,385 ms against 1,086 ms for a copy on replica-1 (past the 250 ms saturation margin) and
+  // claimed a copy past it (`seen`): two loads at once, on purpose (docs/routing.md). The check took it for
+  // two nodes racing; it now lets a copy placed past the other load's placement overlap it.
+  it('seed 719: a copy spread past a saturated placement is no second load of a burst', async () => {
+    await holds(
+      719,
+      {
+        ...WORLD,
+        maxLoadedAdapters: 2,
+        adapters: WORLD.adapters.slice(0, 8),
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 1244, kind: 'request', node: 1, adapter: -1, tokens: 1, prompt: 280 },
+        { at: 1933, kind: 'request', node: 2, adapter: 1, tokens: 2, prompt: 1201 },
+        { at: 1939, kind: 'request', node: 1, adapter: 1, tokens: 5, prompt: 1713 },
+      ],
+    );
+  }, 30_000);
 });
