@@ -62,7 +62,9 @@ async function node(p: string, urls: string[]): Promise<Node> {
       base_model: BASE,
       adapter_path_template: '/adapters/{name}',
       max_loaded_adapters: 1,
-      queue_timeout_ms: 500,
+      // Far past the two loads: the after-load check runs within the access phase, and a 500 ms
+      // phase ran out under load before the second load landed (no undo: the excess stayed).
+      queue_timeout_ms: 10_000,
       room_wait: 'replica',
     }),
     rt,
@@ -82,23 +84,42 @@ const logOf = (f: SimFleet): ReplicaLogEntry[] =>
 describe('invariant (ii): the limit holds after loads decided alone', () => {
   it('two nodes cut off from Redis load into the same last slot: the adapter that took the replica over is unloaded before any request uses it', async () => {
     fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 200 } }]);
-    // Both loads start before either lands, however loaded the machine: the replica's engine
-    // holds the first until the second has started (a 1 s load still lost the race under load).
+    // Both loads start before either lands (a 1 s load still lost that race under load), and the
+    // second lands only once the first's request is on the replica: the first node's after-load
+    // check saw the limit held, the second's sees it broken, in that order however loaded the
+    // machine.
     const engine = fleet.replicas[0]!.engine;
     const loadWeights = engine.loadWeights.bind(engine);
+    const submit = engine.submit.bind(engine);
     const started: (() => void)[] = [];
-    engine.loadWeights = async (adapter, rank) => {
+    let first: string | undefined; // the weights loading first (a copy's id, not the adapter's name)
+    let firstServed!: () => void;
+    const firstOnReplica = new Promise<void>((go) => (firstServed = go));
+    engine.submit = (req) => {
+      if ((req.weights ?? req.adapter) === first) firstServed();
+      return submit(req);
+    };
+    engine.loadWeights = async (weights, rank) => {
       await new Promise<void>((go) => {
         started.push(go);
         if (started.length === 2) for (const g of started) g();
       });
-      return loadWeights(adapter, rank);
+      if (first === undefined) first = weights;
+      else await firstOnReplica;
+      return loadWeights(weights, rank);
     };
     const p = `la${randomBytes(4).toString('hex')}:`;
     const a = await node(p, fleet.urls);
     const b = await node(p, fleet.urls);
     // Each node knows the replica (registered, polled) before Redis goes.
     await waitFor(() => a.rt.poller.stats.polls > 1 && b.rt.poller.stats.polls > 1, 5000, 'first polls');
+    // A node whose first word from Redis came before any registration (no epoch yet) took the
+    // state for emptied and holds off its unloads, the undo included, for two probes: past them.
+    await waitFor(
+      () => a.rt.store.undoHeldOff?.(1) === false && b.rt.store.undoHeldOff?.(1) === false,
+      5000,
+      'no unload held off since the start',
+    );
     // Both nodes lose Redis: each decides alone, loading only into slots it sees free.
     a.proxy.cut('refuse');
     b.proxy.cut('refuse');

@@ -44,7 +44,9 @@ describe('a changed redis record (item 6)', () => {
         base_model: BASE,
         adapter_path_template: '/adapters/{name}',
         max_loaded_adapters: 1,
-        queue_timeout_ms: 300,
+        // Room for 'b' once 'a' is released takes Redis round trips, the replica's word and the
+        // unload within the access phase: 300 ms ran out on a loaded machine (503 for 'b').
+        queue_timeout_ms: 3000,
         ...(redisRecord ? { redis: redisRecord } : {}),
       });
     const record = (timeout: number) => ({
