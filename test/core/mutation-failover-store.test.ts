@@ -403,6 +403,40 @@ describe('FailoverFleetStore: leases decided alone, leaving, successors', () => 
     expect(await sh.inner().holds(U, 'a', fence!)).toBe(false);
   });
 
+  it('views and a lease in one round trip: shared, taken again after an emptied state, or alone', async () => {
+    const { sh, s, back } = await setup();
+    const r = await s.viewsAndLease([U], { name: 'a' }, lease('V1'));
+    expect(r.views.map((v) => v.url)).toEqual([U]);
+    expect(r.state).toBe('loaded');
+    expect(await sh.inner().inFlightTotal()).toBe(1);
+    expect(await s.local.inFlightTotal()).toBe(0);
+    expect(sh.prunes).toEqual([]); // nothing found emptied: nothing taken again
+    // Emptied, and the replica registered again by a peer first: this node's lease taken again too.
+    sh.empty();
+    await sh.inner().upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    sh.lost.value = true;
+    const again = await s.viewsAndLease([U], { name: 'a' }, lease('V2'));
+    expect(again.views.map((v) => v.url)).toEqual([U]);
+    expect((await sh.inner().views([U], { name: 'a' }))[0]!.inFlight).toBe(2);
+    // Its replicas unknown there, not seen emptied: registered again and read again.
+    sh.empty();
+    const unknown = await s.viewsAndLease([U], { name: 'a' }, lease('V4'));
+    expect(unknown.views.map((v) => v.url)).toEqual([U]);
+    for (const id of ['V1', 'V2', 'V4']) await s.release(id, 3, 200);
+    expect(await sh.inner().inFlightTotal()).toBe(0);
+    // A round trip that timed out after it ran there: decided alone, then released there too once back.
+    await sh.inner().acquire(lease('V3'));
+    sh.down.value = true;
+    const alone = await s.viewsAndLease([U], { name: 'a' }, lease('V3'));
+    expect(s.mode()).toBe('local');
+    expect(alone.views.map((v) => v.url)).toEqual([U]);
+    expect(await s.local.inFlightTotal()).toBe(1);
+    await s.release('V3', 4, 200);
+    expect(await s.local.inFlightTotal()).toBe(0);
+    await back();
+    expect(await sh.inner().inFlightTotal()).toBe(0);
+  });
+
   it('adopting takes the predecessor out of the chain, wherever it is in it', async () => {
     const { clock, sh, s: z } = await setup();
     const [a, b, c] = [another(sh, clock), another(sh, clock), another(sh, clock)];
