@@ -43,7 +43,14 @@ const TARGETS = [
   ],
   [
     'src/fleet/redis/degradable-store.ts',
-    core('failover-store', 'failover-clock', 'empty-restart', 'shared-faults', 'failover-recovery'),
+    core(
+      'failover-store',
+      'failover-clock',
+      'empty-restart',
+      'shared-faults',
+      'failover-recovery',
+      'mutation-degradable-store',
+    ),
   ],
   ['src/fleet/memory-store.ts', core('fleet-store', 'store-url-lists', 'store-differential', 'shared-races')],
   [

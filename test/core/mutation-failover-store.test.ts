@@ -8,7 +8,7 @@
  * `prune`; the clock is virtual, so a probe runs when the test says.
  */
 import { VirtualClock } from '../../src/clock';
-import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import { MemoryFleetStore, PASSIVE_FAILURE_LIMIT } from '../../src/fleet/memory-store';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import type { SharedStore } from '../../src/fleet/redis/shared-store';
 import type { Lease } from '../../src/fleet/types';
@@ -24,11 +24,16 @@ function fakeShared() {
   const down = { value: false };
   const lost = { value: false };
   const prunes: string[][] = [];
+  /** Whether each prune was a leaving one. */
+  const leaving: boolean[] = [];
+  /** Every call sent, answered or not. */
+  const calls: string[] = [];
   let inner = new MemoryFleetStore();
   const extra = {
     ping: async () => 'PONG',
-    prune: async (held: () => string[]) => {
+    prune: async (held: () => string[], leaves?: boolean) => {
       prunes.push(held());
+      leaving.push(leaves === true);
       return 0;
     },
     takeStateLost: () => {
@@ -45,6 +50,7 @@ function fakeShared() {
       const v = own ?? (Reflect.get(inner, key, inner) as unknown);
       if (typeof v !== 'function') return v;
       return (...args: unknown[]) => {
+        calls.push(String(key));
         if (down.value && key !== 'takeStateLost') return Promise.reject(new Error('shared store down'));
         return (v as (...a: unknown[]) => unknown).apply(own ? target : inner, args);
       };
@@ -59,6 +65,8 @@ function fakeShared() {
     down,
     lost,
     prunes,
+    leaving,
+    calls,
     inner: () => inner,
     /** The shared state emptied (a restart without persistence, FLUSHALL). */
     empty: () => {
@@ -259,5 +267,201 @@ describe('FailoverFleetStore after an emptied state', () => {
     sh.store.onStateLost!();
     await new Promise((r) => setImmediate(r));
     expect(await sh.inner().inFlightTotal()).toBe(0);
+  });
+});
+
+describe('FailoverFleetStore: leases decided alone, leaving, successors', () => {
+  const another = (sh: ReturnType<typeof fakeShared>, clock: VirtualClock) =>
+    new FailoverFleetStore(sh.store, silentLogger, { probeMs: PROBE, logEveryMs: 60_000 }, clock);
+
+  it('a lease whose shared acquire failed is released there too once back: the acquire may have run', async () => {
+    const { sh, s, back } = await setup();
+    await sh.inner().acquire(lease('T1')); // ran there, then timed out here
+    sh.down.value = true;
+    await s.acquire(lease('T1'));
+    expect(s.mode()).toBe('local');
+    expect(await s.local.inFlightTotal()).toBe(1);
+    await s.release('T1', 3, 200);
+    expect(await s.local.inFlightTotal()).toBe(0);
+    await back();
+    expect(s.mode()).toBe('redis');
+    expect(await sh.inner().inFlightTotal()).toBe(0);
+  });
+
+  it("a shared lease's release tells the local store the upstream's answer; none, nothing", async () => {
+    const { s } = await setup();
+    const health = async () => (await s.local.views([U]))[0]!.health;
+    for (let i = 0; i < PASSIVE_FAILURE_LIMIT; i++) {
+      await s.acquire(lease(`N${i}`));
+      await s.release(`N${i}`, 3);
+    }
+    expect(await health()).toBe('up');
+    // An id this node never leased: nothing to observe, no error.
+    expect(await s.release('unknown', 3, 503)).toBeUndefined();
+    for (let i = 0; i < PASSIVE_FAILURE_LIMIT; i++) {
+      await s.acquire(lease(`F${i}`));
+      await s.release(`F${i}`, 3, 503);
+    }
+    expect(await health()).toBe('down');
+  });
+
+  it('deciding alone, the lease sweep finds nothing shared to expire', async () => {
+    const { s, cut } = await setup();
+    await cut();
+    expect(await s.expireLeases(10, 60_000)).toEqual([]);
+  });
+
+  it('leaving replays the releases made alone, prunes as a leaver, and stops', async () => {
+    const { sh, s, cut } = await setup();
+    await s.acquire(lease('S1'));
+    await cut();
+    await s.release('S1', 3, 200);
+    sh.down.value = false;
+    sh.prunes.length = 0;
+    await s.leave(10 * PROBE);
+    expect(await sh.inner().inFlightTotal()).toBe(0);
+    expect(sh.prunes).toEqual([[]]);
+    expect(sh.leaving).toEqual([true]);
+  });
+
+  it('leaving an unreachable state tries at every probe, and is done once it answers', async () => {
+    const { clock, sh, s, cut } = await setup();
+    await s.acquire(lease('S1'));
+    await cut();
+    await s.release('S1', 3, 200);
+    let done = false;
+    const left = s.leave(5 * PROBE).then(() => (done = true));
+    await clock.run(clock.now() + PROBE);
+    expect(done).toBe(false);
+    sh.down.value = false;
+    await clock.run(clock.now() + PROBE);
+    await left;
+    expect(await sh.inner().inFlightTotal()).toBe(0);
+    expect(sh.leaving).toEqual([true]);
+  });
+
+  it('leaving a state that never answers gives up at maxMs, not a probe later', async () => {
+    const { clock, sh, s, cut } = await setup();
+    await cut();
+    let done = false;
+    void s.leave(3 * PROBE).then(() => (done = true));
+    await clock.run(clock.now() + 3 * PROBE);
+    expect(done).toBe(true);
+    // At 0, 1, 2 and 3 probe intervals.
+    expect(sh.calls.filter((c) => c === 'ping')).toHaveLength(4);
+  });
+
+  it('a successor whose prune fails decides alone', async () => {
+    const { clock, sh, s } = await setup();
+    const next = another(sh, clock);
+    sh.down.value = true;
+    await next.succeed(s);
+    expect(next.mode()).toBe('local');
+    sh.down.value = false;
+    await s.close();
+    await next.close();
+  });
+
+  it('adopting a predecessor replays its releases made alone, and degrades if that fails', async () => {
+    for (const fails of [false, true]) {
+      const { clock, sh, s, cut } = await setup();
+      await s.acquire(lease('S1'));
+      await cut();
+      await s.release('S1', 3, 200);
+      sh.down.value = false;
+      const next = another(sh, clock);
+      await next.succeed(s);
+      sh.down.value = fails;
+      await next.adopt(s);
+      expect(next.mode()).toBe(fails ? 'local' : 'redis');
+      sh.down.value = false;
+      expect(await sh.inner().inFlightTotal()).toBe(fails ? 1 : 0);
+      await s.close();
+      await next.close();
+    }
+  });
+
+  it('a record change received holds unloads off until the old runtime is done', async () => {
+    const { clock, s } = await setup();
+    let decided!: () => void;
+    const receiving = s.receiving(new Promise<void>((r) => (decided = r)));
+    expect(s.unloadsHeldOff()).toBe(true);
+    decided();
+    await receiving;
+    await clock.run(clock.now() + 2 * PROBE);
+    expect(s.unloadsHeldOff()).toBe(false);
+  });
+
+  it('sends again the end of an unload lock begun there', async () => {
+    const { sh, s, cut, back } = await setup();
+    const fence = await s.beginUnload(U, 'a', 2, 60_000);
+    expect(fence).toBeGreaterThan(0);
+    await cut();
+    expect(await s.finishUnload(U, 'a', fence!, true, 3)).toBe(false);
+    expect(await sh.inner().holds(U, 'a', fence!)).toBe(true);
+    await back();
+    expect(await sh.inner().holds(U, 'a', fence!)).toBe(false);
+  });
+
+  it('views and a lease in one round trip: shared, taken again after an emptied state, or alone', async () => {
+    const { sh, s, back } = await setup();
+    const r = await s.viewsAndLease([U], { name: 'a' }, lease('V1'));
+    expect(r.views.map((v) => v.url)).toEqual([U]);
+    expect(r.state).toBe('loaded');
+    expect(await sh.inner().inFlightTotal()).toBe(1);
+    expect(await s.local.inFlightTotal()).toBe(0);
+    expect(sh.prunes).toEqual([]); // nothing found emptied: nothing taken again
+    // Emptied, and the replica registered again by a peer first: this node's lease taken again too.
+    sh.empty();
+    await sh.inner().upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    sh.lost.value = true;
+    const again = await s.viewsAndLease([U], { name: 'a' }, lease('V2'));
+    expect(again.views.map((v) => v.url)).toEqual([U]);
+    expect((await sh.inner().views([U], { name: 'a' }))[0]!.inFlight).toBe(2);
+    // Its replicas unknown there, not seen emptied: registered again and read again.
+    sh.empty();
+    const unknown = await s.viewsAndLease([U], { name: 'a' }, lease('V4'));
+    expect(unknown.views.map((v) => v.url)).toEqual([U]);
+    for (const id of ['V1', 'V2', 'V4']) await s.release(id, 3, 200);
+    expect(await sh.inner().inFlightTotal()).toBe(0);
+    // A round trip that timed out after it ran there: decided alone, then released there too once back.
+    await sh.inner().acquire(lease('V3'));
+    sh.down.value = true;
+    const alone = await s.viewsAndLease([U], { name: 'a' }, lease('V3'));
+    expect(s.mode()).toBe('local');
+    expect(alone.views.map((v) => v.url)).toEqual([U]);
+    expect(await s.local.inFlightTotal()).toBe(1);
+    await s.release('V3', 4, 200);
+    expect(await s.local.inFlightTotal()).toBe(0);
+    await back();
+    expect(await sh.inner().inFlightTotal()).toBe(0);
+  });
+
+  it('a lease given back is no longer kept by the prune, however it was taken', async () => {
+    const { sh, s } = await setup();
+    await s.acquire(lease('A1'));
+    await s.viewsAndLease([U], { name: 'a' }, lease('A2'));
+    await s.release('A1', 3, 200);
+    await s.release('A2', 3, 200);
+    sh.prunes.length = 0;
+    sh.empty();
+    sh.lost.value = true;
+    await s.views([U], { name: 'a' });
+    // A restored snapshot may bring A1 or A2 back there: the prune must drop them.
+    expect(sh.prunes).toEqual([[]]);
+  });
+
+  it('adopting takes the predecessor out of the chain, wherever it is in it', async () => {
+    const { clock, sh, s: z } = await setup();
+    const [a, b, c] = [another(sh, clock), another(sh, clock), another(sh, clock)];
+    await a.succeed(z);
+    await b.succeed(a);
+    await c.succeed(b);
+    await c.adopt(a);
+    expect(c.predecessor).toBe(b);
+    expect(b.predecessor).toBe(z);
+    await c.adopt(b);
+    expect(c.predecessor).toBe(z);
+    for (const x of [z, a, b, c]) await x.close();
   });
 });
