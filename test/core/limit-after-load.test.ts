@@ -113,6 +113,18 @@ describe('invariant (ii): the limit holds after loads decided alone', () => {
     const b = await node(p, fleet.urls);
     // Each node knows the replica (registered, polled) before Redis goes.
     await waitFor(() => a.rt.poller.stats.polls > 1 && b.rt.poller.stats.polls > 1, 5000, 'first polls');
+    // The state began more than node_ttl_ms ago (its epoch is set by the first registration): the
+    // node count each node reads next is whole. Until a node has read one, it grants no cold load
+    // alone (a young state's count may miss nodes not heard from yet).
+    await redis.command(['SET', `${p}epoch-at`, '0']);
+    await waitFor(
+      () =>
+        [a, b].every(
+          (n) => (n.rt.store as { shared?: { liveNodes?: number | null } }).shared?.liveNodes === 2,
+        ),
+      10_000,
+      'each node has read the whole node count',
+    );
     // A node whose first word from Redis came before any registration (no epoch yet) took the
     // state for emptied and holds off its unloads, the undo included, for two probes: past them.
     await waitFor(
