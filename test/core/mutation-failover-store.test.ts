@@ -35,7 +35,7 @@ function fakeShared() {
   const extra = {
     // The fleet as its heartbeats read it, and the epoch that dates the budget spends.
     liveNodes: 3,
-    currentEpoch: 'e1',
+    currentEpoch: 'e1' as string | null,
     addToBudget: async (key: string, count: number) => {
       if (failAdds.value > 0 && failAdds.value--) throw new Error('connection lost');
       adds.push([key, count]);
@@ -79,6 +79,8 @@ function fakeShared() {
     calls,
     adds,
     failAdds,
+    /** The epoch the shared side reports (null: none read yet). */
+    epoch: (e: string | null) => (extra.currentEpoch = e),
     inner: () => inner,
     /** The shared state emptied (a restart without persistence, FLUSHALL). */
     empty: () => {
@@ -554,5 +556,39 @@ describe("FailoverFleetStore: the node's cold-load spends, shared, alone and car
     await d.s.carrySpends(c.s, Promise.resolve());
     expect(d.s.mode()).toBe('local');
     for (const x of [a, b, c, d]) await x.s.close();
+  });
+
+  it('what a store deciding alone was carried is added to the new state once a probe finds it', async () => {
+    const clock = new VirtualClock();
+    const [a, b] = [await setup(clock), await setup(clock)];
+    expect(await spend(a.s, clock)).toBe(0);
+    await b.cut(); // the record change's registration reached only the local store
+    await b.s.carrySpends(a.s, Promise.resolve());
+    expect(await spend(a.s, clock)).toBe(0);
+    await b.back();
+    expect(b.s.mode()).toBe('redis');
+    expect(b.sh.adds).toEqual([['fleet', 2]]);
+    // Counted there once: the next recovery adds nothing more.
+    await b.cut();
+    await b.back();
+    expect(b.s.mode()).toBe('redis');
+    expect(b.sh.adds).toEqual([['fleet', 2]]);
+    for (const x of [a, b]) await x.s.close();
+  });
+
+  it('a recovery that read no epoch leaves the carried spends for one that does, and adds them once', async () => {
+    const clock = new VirtualClock();
+    const [a, b] = [await setup(clock), await setup(clock)];
+    expect(await spend(a.s, clock)).toBe(0);
+    await b.cut();
+    await b.s.carrySpends(a.s, Promise.resolve());
+    b.sh.epoch(null);
+    await b.back();
+    expect(b.sh.adds).toEqual([]);
+    b.sh.epoch('e1');
+    await b.cut();
+    await b.back();
+    expect(b.sh.adds).toEqual([['fleet', 1]]);
+    for (const x of [a, b]) await x.s.close();
   });
 });
