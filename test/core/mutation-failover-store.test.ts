@@ -28,8 +28,18 @@ function fakeShared() {
   const leaving: boolean[] = [];
   /** Every call sent, answered or not. */
   const calls: string[] = [];
+  /** The budget adds it took (key, count), and how many more it refuses (the link lost mid-call). */
+  const adds: [string, number][] = [];
+  const failAdds = { value: 0 };
   let inner = new MemoryFleetStore();
   const extra = {
+    // The fleet as its heartbeats read it, and the epoch that dates the budget spends.
+    liveNodes: 3,
+    currentEpoch: 'e1' as string | null,
+    addToBudget: async (key: string, count: number) => {
+      if (failAdds.value > 0 && failAdds.value--) throw new Error('connection lost');
+      adds.push([key, count]);
+    },
     ping: async () => 'PONG',
     prune: async (held: () => string[], leaves?: boolean) => {
       prunes.push(held());
@@ -67,6 +77,10 @@ function fakeShared() {
     prunes,
     leaving,
     calls,
+    adds,
+    failAdds,
+    /** The epoch the shared side reports (null: none read yet). */
+    epoch: (e: string | null) => (extra.currentEpoch = e),
     inner: () => inner,
     /** The shared state emptied (a restart without persistence, FLUSHALL). */
     empty: () => {
@@ -75,8 +89,7 @@ function fakeShared() {
   };
 }
 
-async function setup() {
-  const clock = new VirtualClock();
+async function setup(clock = new VirtualClock()) {
   const sh = fakeShared();
   const s = new FailoverFleetStore(sh.store, silentLogger, { probeMs: PROBE, logEveryMs: 60_000 }, clock);
   await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
@@ -463,5 +476,119 @@ describe('FailoverFleetStore: leases decided alone, leaving, successors', () => 
     await c.adopt(b);
     expect(c.predecessor).toBe(z);
     for (const x of [z, a, b, c]) await x.close();
+  });
+});
+
+describe("FailoverFleetStore: the node's cold-load spends, shared, alone and carried", () => {
+  const LIMIT = 6; // over the fake's 3 nodes: a share of 2 alone
+  const W = 60_000;
+  const spend = (s: FailoverFleetStore, clock: VirtualClock) => s.spendBudget('fleet', LIMIT, W, clock.now());
+  /** Cold loads the shared window granted other nodes. */
+  const othersSpent = async (sh: ReturnType<typeof fakeShared>, n: number) => {
+    for (let i = 0; i < n; i++) await sh.inner().spendBudget('fleet', LIMIT, W, 0);
+  };
+
+  it('a cold load the shared window granted counts in the share it grants alone; a refusal there does not', async () => {
+    // Granted 2 there (the others spent 4), refused the third: its share alone is spent.
+    const spentThere = await setup();
+    await othersSpent(spentThere.sh, 4);
+    const there: number[] = [];
+    for (let i = 0; i < 3; i++) there.push(await spend(spentThere.s, spentThere.clock));
+    expect(there.map((w) => w === 0)).toEqual([true, true, false]);
+    await spentThere.cut();
+    expect(await spend(spentThere.s, spentThere.clock)).toBeGreaterThan(0);
+    // Refused there twice (the others spent the window): its whole share alone, then nothing.
+    const refused = await setup();
+    await othersSpent(refused.sh, LIMIT);
+    expect(await spend(refused.s, refused.clock)).toBeGreaterThan(0);
+    expect(await spend(refused.s, refused.clock)).toBeGreaterThan(0);
+    await refused.cut();
+    const alone: number[] = [];
+    for (let i = 0; i < 3; i++) alone.push(await spend(refused.s, refused.clock));
+    expect(alone.map((w) => w === 0)).toEqual([true, true, false]);
+  });
+
+  it('a store on other state counts what the node spent, and what the old stores still grant, down the chain', async () => {
+    const clock = new VirtualClock();
+    const [a, b, c] = [await setup(clock), await setup(clock), await setup(clock)];
+    expect([await spend(a.s, clock), await spend(a.s, clock)]).toEqual([0, 0]);
+    await b.s.carrySpends(a.s, Promise.resolve());
+    expect(b.sh.adds).toEqual([['fleet', 2]]);
+    // A decision still under way on the old store, granted there: counted on the new state too.
+    expect(await spend(a.s, clock)).toBe(0);
+    expect(b.sh.adds).toEqual([
+      ['fleet', 2],
+      ['fleet', 1],
+    ]);
+    // A refusal there is no spend: nothing is carried for it.
+    await othersSpent(a.sh, LIMIT);
+    expect(await spend(a.s, clock)).toBeGreaterThan(0);
+    expect(b.sh.adds).toHaveLength(2);
+    // Changed again: the newest state counts all three, and what the oldest store grants goes to it.
+    await c.s.carrySpends(b.s, Promise.resolve());
+    expect(c.sh.adds).toEqual([['fleet', 3]]);
+    a.sh.empty(); // a fresh window there, so the old store grants again
+    expect(await spend(a.s, clock)).toBe(0);
+    expect(c.sh.adds).toEqual([
+      ['fleet', 3],
+      ['fleet', 1],
+    ]);
+    expect(b.sh.adds).toHaveLength(2);
+    for (const x of [a, b, c]) await x.s.close();
+  });
+
+  it('a carry to a store deciding alone sends nothing while it does; a carry the new state refuses degrades it', async () => {
+    const clock = new VirtualClock();
+    const [a, b] = [await setup(clock), await setup(clock)];
+    expect(await spend(a.s, clock)).toBe(0);
+    await b.cut();
+    b.sh.calls.length = 0;
+    await b.s.carrySpends(a.s, Promise.resolve());
+    // A grant on the old store waits for the carry: never on a store known down (a command timeout).
+    expect(await spend(a.s, clock)).toBe(0);
+    expect(b.sh.calls).not.toContain('addToBudget');
+    // Alone, the new store counts both: the share (2) is spent.
+    expect(await spend(b.s, clock)).toBeGreaterThan(0);
+    // The new state answers the registration, then loses the add: it decides alone until a probe.
+    const [c, d] = [await setup(clock), await setup(clock)];
+    expect(await spend(c.s, clock)).toBe(0);
+    d.sh.failAdds.value = 1;
+    await d.s.carrySpends(c.s, Promise.resolve());
+    expect(d.s.mode()).toBe('local');
+    for (const x of [a, b, c, d]) await x.s.close();
+  });
+
+  it('what a store deciding alone was carried is added to the new state once a probe finds it', async () => {
+    const clock = new VirtualClock();
+    const [a, b] = [await setup(clock), await setup(clock)];
+    expect(await spend(a.s, clock)).toBe(0);
+    await b.cut(); // the record change's registration reached only the local store
+    await b.s.carrySpends(a.s, Promise.resolve());
+    expect(await spend(a.s, clock)).toBe(0);
+    await b.back();
+    expect(b.s.mode()).toBe('redis');
+    expect(b.sh.adds).toEqual([['fleet', 2]]);
+    // Counted there once: the next recovery adds nothing more.
+    await b.cut();
+    await b.back();
+    expect(b.s.mode()).toBe('redis');
+    expect(b.sh.adds).toEqual([['fleet', 2]]);
+    for (const x of [a, b]) await x.s.close();
+  });
+
+  it('a recovery that read no epoch leaves the carried spends for one that does, and adds them once', async () => {
+    const clock = new VirtualClock();
+    const [a, b] = [await setup(clock), await setup(clock)];
+    expect(await spend(a.s, clock)).toBe(0);
+    await b.cut();
+    await b.s.carrySpends(a.s, Promise.resolve());
+    b.sh.epoch(null);
+    await b.back();
+    expect(b.sh.adds).toEqual([]);
+    b.sh.epoch('e1');
+    await b.cut();
+    await b.back();
+    expect(b.sh.adds).toEqual([['fleet', 1]]);
+    for (const x of [a, b]) await x.s.close();
   });
 });

@@ -86,6 +86,10 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       // Before the loop below, never after it: a release or an admission during any await after
       // its last check would stay local (the sentinel failover test left two leases open so).
       await this.pruneShared();
+      // Spends carried here from other state while this store decided alone (a record change
+      // during an outage): counted here only now. Dated by the epoch the registration read; none
+      // read (no replica), left for a later one, or each recovery would add them again.
+      if ((this.shared.currentEpoch ?? null) !== null) await this.budget.republish();
       // Requests admitted and ended during the walk were decided locally (still degraded):
       // take those leases, replay those releases and merge those budget spends too, until none
       // is left. No await separates the last check from sharing again.
