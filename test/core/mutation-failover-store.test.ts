@@ -592,3 +592,41 @@ describe("FailoverFleetStore: the node's cold-load spends, shared, alone and car
     for (const x of [a, b]) await x.s.close();
   });
 });
+
+describe('cold loads granted alone are added to the shared window once on recovery', () => {
+  const LIMIT = 6;
+  const W = 60_000;
+  const spend = (s: FailoverFleetStore, clock: VirtualClock) => s.spendBudget('fleet', LIMIT, W, clock.now());
+  const added = (adds: [string, number][]) => adds.reduce((n, [, c]) => n + c, 0);
+
+  // A runtime replaced on the same state during an outage has read no epoch: its grants alone were
+  // dated none, and recovery's republish added them besides merge ([["fleet",1],["fleet",1]]).
+  it('by a store that read no epoch before it decided alone', async () => {
+    const { sh, s, cut, back, clock } = await setup();
+    await cut();
+    sh.epoch(null);
+    expect(await spend(s, clock)).toBe(0);
+    sh.epoch('e1');
+    await back();
+    expect(s.mode()).toBe('redis');
+    expect(added(sh.adds)).toBe(1);
+    await s.close();
+  });
+
+  // Redis restarted empty during the outage: merge adds the grants to the new state; neither the
+  // recovery's republish nor a later one for the emptied state adds them again.
+  it('when the state came back emptied', async () => {
+    const { sh, s, cut, back, clock } = await setup();
+    await cut();
+    expect(await spend(s, clock)).toBe(0);
+    expect(await spend(s, clock)).toBe(0);
+    sh.empty();
+    sh.epoch('e2');
+    await back();
+    expect(s.mode()).toBe('redis');
+    expect(added(sh.adds)).toBe(2);
+    await s.views([U]);
+    expect(added(sh.adds)).toBe(2);
+    await s.close();
+  });
+});

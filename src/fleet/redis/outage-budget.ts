@@ -15,6 +15,8 @@ const RECENT_SPEND_KEYS = 1024;
 interface Spend {
   t: number;
   epoch: string | null;
+  /** Granted alone and not merged yet: `merge` adds it (from `localSpends`), `republish` must not too. */
+  alone?: true;
 }
 
 export class OutageBudget {
@@ -80,7 +82,7 @@ export class OutageBudget {
     // may have found the shared state again.
     if (spent.length >= share) return share > 0 ? spent[spent.length - share]! + windowMs - now : retryMs;
     this.addLocalSpends(key, 1, windowMs);
-    this.rememberSpend(key, windowMs, now);
+    this.rememberSpend(key, windowMs, now, true);
     return 0;
   }
 
@@ -135,12 +137,12 @@ export class OutageBudget {
   }
 
   /** Remembers a cold load granted to this node (shared or local) for the rest of its window. */
-  private rememberSpend(key: string, windowMs: number, at: number): void {
+  private rememberSpend(key: string, windowMs: number, at: number, alone = false): void {
     const r = this.recentSpends.get(key) ?? { at: [], windowMs };
     r.windowMs = windowMs;
     r.at = r.at.filter((s) => at - s.t < windowMs);
     // Counted in the state as last seen (a local one: merged there on recovery).
-    r.at.push({ t: at, epoch: this.shared.currentEpoch ?? null });
+    r.at.push({ t: at, epoch: this.shared.currentEpoch ?? null, ...(alone ? { alone: true as const } : {}) });
     // Re-inserted: the least recently spent keys go first past the bound.
     this.recentSpends.delete(key);
     this.recentSpends.set(key, r);
@@ -158,6 +160,13 @@ export class OutageBudget {
         this.addLocalSpends(key, spent.count, spent.windowMs);
         throw err;
       }
+      // Counted now in the state that answered: a later emptying re-publishes them from here.
+      const epoch = this.shared.currentEpoch ?? null;
+      for (const s of this.recentSpends.get(key)?.at ?? [])
+        if (s.alone) {
+          delete s.alone;
+          s.epoch = epoch;
+        }
     }
   }
 
@@ -176,7 +185,10 @@ export class OutageBudget {
         this.recentSpends.delete(key);
         continue;
       }
-      const missing = r.at.filter((s) => s.epoch === null || s.epoch !== epoch);
+      // A spend granted alone and not merged yet is `merge`'s to add (counted twice before: a
+      // runtime replaced during an outage dated its grants with no epoch, and recovery added them
+      // here and in `merge`).
+      const missing = r.at.filter((s) => !s.alone && (s.epoch === null || s.epoch !== epoch));
       if (missing.length === 0) continue;
       // Marked before the add: a republish run meanwhile (a record change carrying spends while a
       // grant pushes them on) must not add them too. A failed add leaves them to the next one.
