@@ -130,6 +130,11 @@ it('fails over a real primary under traffic: every request answered, no lease lo
   );
   // The failover, mid-traffic: SHUTDOWN the primary (Redis 7 lets the replica catch up first).
   await waitFor(() => answered.length >= 100, 60_000, '100 requests before the failover');
+  // The fleet began more than node_ttl_ms ago (its state's epoch is set by the first request's
+  // registration): the node count each decision reads from here is whole. A node that read none
+  // whole grants no cold load alone (cold requests 429 until Redis answers again).
+  await redisCall(oldPrimary, 'SET', `${prefix}epoch-at`, '0');
+  await waitFor(() => answered.length >= 140, 60_000, 'both nodes deciding on a whole node count');
   phase = 'outage';
   await redisCall(oldPrimary, 'SHUTDOWN', 'NOSAVE').catch(() => undefined);
   await waitFor(
