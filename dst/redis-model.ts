@@ -30,6 +30,7 @@ import type {
   ResidentAdapter,
 } from '../src/fleet/types';
 import type { Random } from '../src/random';
+import { nextNodeCount, NO_COUNT, type NodeCount } from '../src/fleet/redis/live-nodes';
 import { trip, type Scheduler } from './scheduler';
 
 /** The Lua snapshot script's margin for a poll without a shared start (scripts/residency.ts). */
@@ -347,6 +348,7 @@ export class RedisLink implements SharedStore {
   onRemoteChange: (() => void) | null = null;
   onStateLost: (() => void) | null = null;
   liveNodes: number | null = null;
+  private nodeCount: NodeCount = NO_COUNT;
   /** The request whose decision makes a call now (read when the call is made), for `RedisModel.budget`. */
   request: () => number | undefined = () => undefined;
   private epochSeen: string | null = null;
@@ -401,10 +403,10 @@ export class RedisLink implements SharedStore {
     );
   }
 
-  /** As RedisFleetStore's `noteNodes`: a count is taken only from a state node_ttl_ms old, else kept a floor. */
+  /** As RedisFleetStore's `noteNodes` (src/fleet/redis/live-nodes.ts). */
   private noteNodes([nodes, epochAgeMs]: [number, number]): void {
-    if (epochAgeMs >= this.server.config.node_ttl_ms) this.liveNodes = Math.max(1, nodes);
-    else if (this.liveNodes !== null) this.liveNodes = Math.max(this.liveNodes, nodes);
+    this.nodeCount = nextNodeCount(this.nodeCount, nodes, epochAgeMs, this.server.config.node_ttl_ms);
+    this.liveNodes = this.nodeCount.nodes;
   }
 
   private noteEpoch(epoch: string | null): boolean {

@@ -356,6 +356,41 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
     expect(granted).toBeLessThanOrEqual(LIMIT);
   });
 
+  it('nodes cut off one after another stay within twice the budget: a count that went down is held for the window', async () => {
+    const p = prefix();
+    const ns: Node[] = [];
+    for (const id of ['n0', 'n1', 'n2']) ns.push(await node(p, id, { viaProxy: true, nodeTtlMs: 500 }));
+    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
+    await beganLongAgo(p);
+    for (const n of ns) await n.s.views([U]);
+    /** The last node cut off falls silent past node_ttl_ms: a sweep drops it from the count. */
+    const swept = async (left: number, by: Node) =>
+      waitFor(
+        async () => {
+          await by.shared.expireLeases(Date.now(), 60_000);
+          return (await admin.zcard(`${p}nodes`)) === left;
+        },
+        8000,
+        `${left} node(s) left in the count`,
+      );
+    // C spends the shared window's whole budget, then is cut off (its share spent).
+    let granted = await spend(ns[2]!, LIMIT);
+    ns[2]!.proxy!.cut('refuse');
+    granted += await spend(ns[2]!, LIMIT);
+    // Once C is swept, B reads 2 nodes and is cut off; once B is swept, A reads 1 and is cut off.
+    await swept(2, ns[1]!);
+    await ns[1]!.s.views([U]);
+    ns[1]!.proxy!.cut('refuse');
+    granted += await spend(ns[1]!, LIMIT);
+    await swept(1, ns[0]!);
+    await ns[0]!.s.views([U]);
+    ns[0]!.proxy!.cut('refuse');
+    granted += await spend(ns[0]!, LIMIT);
+    expect(ns.every((n) => n.s.mode() === 'local')).toBe(true);
+    // 6 + 2 + 2: each keeps the three it saw for the window (6 + 3 + 6 = 15 before).
+    expect(granted).toBeLessThanOrEqual(2 * LIMIT);
+  });
+
   it('a node restarted during the outage grants nothing cold until it has heard from the fleet', async () => {
     const { p, ns } = await threeNodes();
     let granted = await spend(ns[0]!, LIMIT); // the shared budget, spent by one node

@@ -18,6 +18,7 @@ import type {
   ResidentAdapter,
 } from '../types';
 import { keepConnected, RedisConnection, redisOptions, ServerSwitched } from './connection';
+import { nextNodeCount, NO_COUNT, type NodeCount } from './live-nodes';
 import { leaseOf, llamaOf, pairs, residentsOf, viewOf, viewsReply, type Reply } from './replies';
 import { scriptSource, SCRIPTS, type ScriptName } from './scripts';
 
@@ -53,6 +54,7 @@ export class RedisFleetStore implements FleetStore {
    * outage, or while the state is younger than node_ttl_ms, knows nothing of the fleet).
    */
   liveNodes: number | null = null;
+  private nodeCount: NodeCount = NO_COUNT;
 
   constructor(
     private readonly config: RedisConfig,
@@ -123,18 +125,14 @@ export class RedisFleetStore implements FleetStore {
   }
 
   /**
-   * Records the live-node count a reply carried, with the age of the state's epoch. Until every
-   * live node's heartbeat (each node_ttl_ms / 4) came since the state began, the count misses
-   * those not heard from yet: after an emptied Redis it reads 1, and in a fleet starting up each
-   * node counts only those registered before it (the first, itself alone: the simulation's seed
-   * 5560, two nodes each granting the whole budget alone). Meanwhile the count this node saw
-   * before stays a floor, and a process that saw none knows none (it grants nothing alone, as
-   * one started during an outage).
+   * Records the live-node count a reply carried, with the age of the state's epoch: a young
+   * state's count is only a floor, a whole count that went down is held for one budget window,
+   * and a process that saw none whole knows none (it grants nothing alone, as one started during
+   * an outage): src/fleet/redis/live-nodes.ts.
    */
   private noteNodes([nodes, epochAgeMs]: [number, number]): void {
-    const whole = epochAgeMs < 0 || epochAgeMs >= this.config.node_ttl_ms;
-    if (whole) this.liveNodes = Math.max(1, nodes);
-    else if (this.liveNodes !== null) this.liveNodes = Math.max(this.liveNodes, nodes);
+    this.nodeCount = nextNodeCount(this.nodeCount, nodes, epochAgeMs, this.config.node_ttl_ms);
+    this.liveNodes = this.nodeCount.nodes;
   }
 
   /** Records the epoch a reply carried; true if the state was emptied since the last one seen. */
