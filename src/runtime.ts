@@ -356,12 +356,14 @@ export class FleetRuntime {
     const polling = this.poller.running;
     this.poller.stop();
     if (polling) next.poller.start();
-    for (const [key, m] of this.managed.entries()) if (!next.managed.has(key)) next.registerManaged(key, m);
+    // Oldest first (entries() lists the newest first): the newest stays first in `next` too.
+    for (const [key, m] of this.managed.entries().reverse())
+      if (!next.managed.has(key)) next.registerManaged(key, m);
     for (const [url, r] of this.replicas) if (!next.replicas.has(url)) next.registerReplica(url, r);
-    for (const [k, n] of this.names.entries()) if (!next.names.has(k)) next.registerNames(k, n);
+    for (const [k, n] of this.names.entries().reverse()) if (!next.names.has(k)) next.registerNames(k, n);
     if (this.prefetcher.settings && !next.prefetcher.settings)
       next.prefetcher.configure(this.prefetcher.settings);
-    for (const [k, p] of this.pollingSettings.entries())
+    for (const [k, p] of this.pollingSettings.entries().reverse())
       if (!next.pollingSettings.has(k)) next.registerPolling(k, p);
   }
 
