@@ -210,12 +210,19 @@ describe("a lease reclaimed by another node's expiry sweep", () => {
 const pollDown = (): ReplicaSnapshot => ({ at: Date.now(), ok: false, error: 'GET /metrics: 500' });
 
 describe('a replica polled down while its node decided alone (dst seeds 1025140, 1039269)', () => {
-  /** Node A, cut off from Redis, polls U down: heard by its local store only. B stays on Redis. */
+  /**
+   * Node A polls U up, then, cut off from Redis, down: heard by its local store only. B stays on
+   * Redis. The up poll carries Redis's time read before it, as the poller's do: without it, Redis
+   * dates a poll by when it runs it, and on a stalled machine it ran A's (timed out) after A's
+   * down poll, which the recovery's push then lost to. The down poll begins past the 50 ms margin
+   * Redis takes off the start it estimates for that push.
+   */
   async function polledDownAlone() {
     const p = prefix();
     const a = await node(p, 'nA', { viaProxy: true });
     const b = await node(p, 'nB');
-    await a.s.applySnapshot(U, poll());
+    await a.s.applySnapshot(U, { ...poll(), sharedStartedAt: await a.s.sharedTime() });
+    await sleep(100);
     a.proxy!.cut('refuse');
     await a.s.applySnapshot(U, pollDown());
     expect(a.s.mode()).toBe('local');
