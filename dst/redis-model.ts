@@ -347,7 +347,9 @@ export class RedisLink implements SharedStore {
   faults: LinkFaults = { partitioned: false, slowMs: 0 };
   onRemoteChange: (() => void) | null = null;
   onStateLost: (() => void) | null = null;
-  liveNodes: number | null = null;
+  get liveNodes(): number | null {
+    return this.nodeCount.nodes;
+  }
   private nodeCount: NodeCount = NO_COUNT;
   /** The request whose decision makes a call now (read when the call is made), for `RedisModel.budget`. */
   request: () => number | undefined = () => undefined;
@@ -406,7 +408,6 @@ export class RedisLink implements SharedStore {
   /** As RedisFleetStore's `noteNodes` (src/fleet/redis/live-nodes.ts). */
   private noteNodes([nodes, epochAgeMs]: [number, number]): void {
     this.nodeCount = nextNodeCount(this.nodeCount, nodes, epochAgeMs, this.server.config.node_ttl_ms);
-    this.liveNodes = this.nodeCount.nodes;
   }
 
   private noteEpoch(epoch: string | null): boolean {

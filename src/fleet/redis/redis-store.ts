@@ -53,7 +53,9 @@ export class RedisFleetStore implements FleetStore {
    * outage. Null until this process first saw the count whole (a process started during an
    * outage, or while the state is younger than node_ttl_ms, knows nothing of the fleet).
    */
-  liveNodes: number | null = null;
+  get liveNodes(): number | null {
+    return this.nodeCount.nodes;
+  }
   private nodeCount: NodeCount = NO_COUNT;
 
   constructor(
@@ -132,7 +134,6 @@ export class RedisFleetStore implements FleetStore {
    */
   private noteNodes([nodes, epochAgeMs]: [number, number]): void {
     this.nodeCount = nextNodeCount(this.nodeCount, nodes, epochAgeMs, this.config.node_ttl_ms);
-    this.liveNodes = this.nodeCount.nodes;
   }
 
   /** Records the epoch a reply carried; true if the state was emptied since the last one seen. */
