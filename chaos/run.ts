@@ -1,5 +1,5 @@
 /**
- * The randomized fault run (docs/reliability.md, "Randomized fault run"): traffic through three
+ * The randomized fault run (docs/reliability/fault-run.md): traffic through three
  * Kong nodes while a seeded nemesis partitions a node from Redis, flushes Redis, restarts it with
  * and without persistence, changes the nodes' `redis` record and skews a node's clock; then the
  * faults are healed, traffic stops, the nodes settle, and the invariants are checked from the

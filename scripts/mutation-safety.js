@@ -1,9 +1,9 @@
 // `npm run mutation:safety [-- file ...]`: StrykerJS over the safety files of src/fleet, src/adapters
 // and src/router, one file at a time against the in-process suites aimed at it (the whole three
-// folders against every suite is a run of many hours on 2 shared cores: docs/reliability.md).
+// folders against every suite is a run of many hours on 2 shared cores: docs/reliability/mutation-testing.md).
 // Each file keeps its own incremental file and JSON report under reports/mutation/, so a run
 // resumes where it stopped and a rerun costs only what changed; a summary row is printed per
-// file (the table in docs/reliability.md#mutation-testing). Arguments select files by a part of
+// file (the table in docs/reliability/mutation-testing.md). Arguments select files by a part of
 // their path (`-- room-wait manager`); none runs them all, in the order below.
 const { copyFileSync, existsSync, mkdirSync, readFileSync } = require('node:fs');
 const { basename, join } = require('node:path');
@@ -19,7 +19,7 @@ const TARGETS = [
   ['src/router/room-wait.ts', core('room-wait', 'slo-classes', 'mutation-room-wait')],
   ['src/router/cold-budget.ts', core('mutation-cold-budget')],
   ['src/adapters/manager.ts', core('adapter-manager', 'shared-races', 'access-deadline', 'mutation-manager')],
-  // Split out of manager.ts after the run reported in docs/reliability.md (the same suites guard it).
+  // Split out of manager.ts after the run reported in docs/reliability/mutation-testing.md (the same suites guard it).
   ['src/adapters/room.ts', core('adapter-manager', 'shared-races', 'access-deadline', 'mutation-manager')],
   [
     'src/fleet/redis/held-leases.ts',

@@ -1,5 +1,5 @@
 /**
- * The randomized fault run, short (docs/reliability.md "Randomized fault run"): 35 s of traffic
+ * The randomized fault run, short (docs/reliability/fault-run.md): 35 s of traffic
  * through three real plugin servers sharing one redis-server, each node's link through a TCP
  * proxy, while the nemesis meets every kind of fault once. Every invariant must hold, checked
  * from the simulated replicas' own logs and from Redis and each node after the run.

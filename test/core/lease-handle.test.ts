@@ -32,7 +32,7 @@ it("one runtime's young lease does not hide another runtime's reclaimed ones fro
   fast.stop();
 });
 
-// Mutation testing (StrykerJS on src/lease.ts, docs/reliability.md) let these through the
+// Mutation testing (StrykerJS on src/lease.ts, docs/reliability/mutation-testing.md) let these through the
 // suites that use the handle: each is a path no request-level test tells apart.
 describe('the handle on its own paths', () => {
   it('an acquire that fails after counting gives the lease back once, and forgets it', async () => {

@@ -5,8 +5,8 @@ import type { ReplicaSpec } from '../../src/fleet/types';
 // The in-process store's lease accounting, module by module: every in-flight figure a lease adds
 // is taken back once when it ends, renewals touch only the replica and adapters a poll named, and
 // reclaiming starts at exactly the age the docs give. The suites through the store let mutants
-// of these through (StrykerJS on src/fleet/memory-leases.ts: docs/reliability.md, "Mutation
-// testing"): a release counting up, a renewal of every replica's leases.
+// of these through (StrykerJS on src/fleet/memory-leases.ts, docs/reliability/mutation-testing.md):
+// a release counting up, a renewal of every replica's leases.
 const A = 'http://a:8000';
 const B = 'http://b:8000';
 

@@ -1,6 +1,6 @@
 /**
  * Unit test of PlacementClaims (src/adapters/claims.ts, one module), written against the survivors
- * of `npm run mutation:safety -- claims` (docs/reliability.md#mutation-testing): a claim counts
+ * of `npm run mutation:safety -- claims` (docs/reliability/mutation-testing.md): a claim counts
  * each decision that made it and lasts until the last one ends; the overlay shows a claim as a
  * slot spoken for (and the requested adapter as loading there) only while the store does not
  * show it yet, and not once another router's placement of the adapter is in the store.

@@ -3,7 +3,7 @@
  * counted against, in which order, and the 429 a refusal gives. The real-parts proof is
  * test/kong/cold-budget.test.ts (a plugin server, too slow for `npm run mutation:safety`); no
  * in-process suite asserted this module, so every mutant of it survived there
- * (docs/reliability.md#mutation-testing). The store is the in-process one, spied on.
+ * (docs/reliability/mutation-testing.md). The store is the in-process one, spied on.
  */
 import type { Clock } from '../../src/clock';
 import { RouterError } from '../../src/errors';

@@ -1,6 +1,6 @@
 /**
  * Unit test of DegradableFleetStore (src/fleet/redis/degradable-store.ts, one module), written
- * against its mutation run (docs/reliability.md#mutation-testing): which store decides each
+ * against its mutation run (docs/reliability/mutation-testing.md): which store decides each
  * operation (the shared one while it answers, the local one once a call failed), that
  * observations reach both but never a shared store known to be down, that local fences are
  * negative and end in the local store, and the unload and undo hold-offs. The shared side is an

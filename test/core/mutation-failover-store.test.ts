@@ -1,6 +1,6 @@
 /**
  * Unit test of FailoverFleetStore's recovery (src/fleet/redis/failover-store.ts, one module),
- * written against the survivors of its mutation run (docs/reliability.md#mutation-testing): what
+ * written against the survivors of its mutation run (docs/reliability/mutation-testing.md): what
  * a node hands the shared store after deciding alone (its replicas, its leases, its missed
  * releases and lock ends, a prune of what it released) and after finding the state emptied, and
  * that it shares decisions again only once all of it is there. The shared side is the in-process

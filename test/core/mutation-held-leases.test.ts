@@ -1,6 +1,6 @@
 /**
  * Unit test of HeldLeases (src/fleet/redis/held-leases.ts, one module), written against the
- * survivors of its mutation run (docs/reliability.md#mutation-testing): a lease the shared store
+ * survivors of its mutation run (docs/reliability/mutation-testing.md): a lease the shared store
  * reclaimed is forgotten here and its local copy released, a restore of local leases only leaves
  * the shared ones alone, what each store reclaimed is forgotten only for the copy it holds, and a
  * predecessor's releases are adopted. The shared store is a recording fake; the local one is real.

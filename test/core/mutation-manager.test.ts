@@ -1,6 +1,6 @@
 /**
  * Unit test of AdapterManager (src/adapters/manager.ts, one module), written against the survivors
- * of `npm run mutation:safety -- manager` (docs/reliability.md#mutation-testing): the undo of a load
+ * of `npm run mutation:safety -- manager` (docs/reliability/mutation-testing.md): the undo of a load
  * that took the replica over its limit, a load another process has under way, a lock that lapsed
  * before the load call, configured static adapters and the limit, a joiner's
  * own deadline, and what the call listeners and the event log are told. A virtual clock started

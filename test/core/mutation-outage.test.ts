@@ -1,6 +1,6 @@
 /**
  * Unit test of Outage (src/fleet/redis/outage.ts, one module), written against the survivors of
- * its mutation run (docs/reliability.md#mutation-testing): a node deciding alone never asks the
+ * its mutation run (docs/reliability/mutation-testing.md): a node deciding alone never asks the
  * shared store, probes it every `probeMs` and no sooner, ends the outage only once the hand-back
  * took everything, and unloads nothing for two probe intervals after the shared store is back or
  * while a record change's old runtime still decides. The shared store is a fake answering `ping`;

@@ -1,6 +1,6 @@
 /**
  * Unit test of Placement (src/router/placement.ts, one module), written against the survivors of
- * `npm run mutation:safety -- placement` (docs/reliability.md#mutation-testing): where a cold
+ * `npm run mutation:safety -- placement` (docs/reliability/mutation-testing.md): where a cold
  * adapter goes when another node placed it first, on a replica seen down, or saturated; how many
  * times a decision is taken again; and that a decision's claim and placement end with it. The
  * runtime is real (an in-process store on a virtual clock); the replicas' views are the test's own,

@@ -1,6 +1,6 @@
 /**
  * Unit test of RoomWait's hold (src/router/room-wait.ts, one module), written against the survivors
- * of `npm run mutation:safety -- room-wait` (docs/reliability.md#mutation-testing): the hold's
+ * of `npm run mutation:safety -- room-wait` (docs/reliability/mutation-testing.md): the hold's
  * boundaries (a hold waits only for what holding shortens: issue 31 item 1c), the count of held
  * requests per class (a request counted once, uncounted once), a sheddable request's refusal and its
  * Retry-After, and the access deadline. The request starts at a non-zero time so that a wait measured

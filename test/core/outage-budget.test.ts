@@ -4,7 +4,7 @@
  * redis-server is test/core/shared-faults.test.ts (item 7); this one pins what those runs cannot
  * see: the wait a refusal gives (a cold-load 429's Retry-After; anything but a positive wait is
  * a grant to the caller), windows passing during an outage, and what is re-published, merged
- * and adopted. Written against the survivors of `npm run mutation` (docs/reliability.md).
+ * and adopted. Written against the survivors of `npm run mutation` (docs/reliability/mutation-testing.md).
  */
 import type { Clock } from '../../src/clock';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';

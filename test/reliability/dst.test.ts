@@ -1,5 +1,5 @@
 /**
- * The deterministic simulation (dst/, docs/reliability.md "Explored schedules"): a short run of
+ * The deterministic simulation (dst/, docs/reliability/explored-schedules.md): a short run of
  * fixed seeds holds every invariant; a seed replays exactly (same steps, same outcome); and a
  * violation planted in the real code (the log phase giving its lease back twice, as round 3's
  * hand-planted bug that no test saw) is found, replayed from its seed and shrunk to a short
