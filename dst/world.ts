@@ -29,6 +29,7 @@ import {
   type Violation,
   type WorldView,
 } from './invariants';
+import { waitedIdle } from './hold-check';
 import { RedisModel, type LinkFaults, type RedisLink } from './redis-model';
 import { ReplicaSet, urlParts } from './replicas';
 import { NodeClock, Scheduler } from './scheduler';
@@ -642,7 +643,12 @@ export class World {
       if (out.kind === 'respond' && refusedForFleetBudget(out.status, out.body))
         this.refusals.push({ at: this.sched.now(), request: arrivals });
       const took = this.sched.now() - began;
-      if (alone && arrivals === this.arrivals && this.lastFaultAt < began && took > this.holdBoundMs()) {
+      const scope = {
+        lastFaultAt: this.lastFaultAt,
+        lastRecordChange: this.lastRecordChange,
+        boundMs: this.holdBoundMs(),
+      };
+      if (waitedIdle({ began, took, alone, last: arrivals === this.arrivals }, scope)) {
         const w = this.view();
         this.violation ??= {
           invariant: 'a hold never waits with nothing that could change',

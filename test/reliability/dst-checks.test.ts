@@ -7,6 +7,7 @@
  * allow: a slot claimed and lost, a process gone, a late answer, spends added by a node).
  */
 import { InvariantBroken, LogChecks, type BudgetSource, type LoadCall } from '../../dst/invariants';
+import { waitedIdle } from '../../dst/hold-check';
 import type { BudgetOp } from '../../dst/redis-model';
 
 const LIMITS = {
@@ -264,5 +265,27 @@ describe('the simulation holds a cold adapter to one load per burst, but for a c
     expect(overlapping([{ at: 1942, adapter: 'sql', url: r1, past: r0 }])).toBe(
       'each cold adapter loaded once per burst',
     );
+  });
+});
+
+describe('the simulation judges a hold idle only when nothing could change while it routed (issue 31 item 1c)', () => {
+  // Seed 16974's figures: bound 3,400 ms (loads of 200 ms), the request at 1,811 ms routed in 8,055 ms.
+  const request = { began: 1811, took: 8055, alone: true, last: true };
+  const scope = { lastFaultAt: 1756, lastRecordChange: -Infinity, boundMs: 3400 };
+
+  it('a request alone, no fault since it came, routed past the bound breaks it', () => {
+    expect(waitedIdle(request, scope)).toBe(true);
+    expect(waitedIdle({ ...request, took: 3400 }, scope)).toBe(false);
+    expect(waitedIdle({ ...request, alone: false }, scope)).toBe(false);
+    expect(waitedIdle({ ...request, last: false }, scope)).toBe(false);
+    expect(waitedIdle(request, { ...scope, lastFaultAt: 1900 })).toBe(false);
+  });
+
+  it('a request that came while a record change still reached the nodes is out of scope (seed 16974)', () => {
+    // Pushed from 34 ms to the three nodes 1,189 ms apart: node 2 took it at 2,412 ms, after the request came.
+    expect(waitedIdle(request, { ...scope, lastRecordChange: 2412 })).toBe(false);
+    expect(waitedIdle(request, { ...scope, lastRecordChange: 1811 })).toBe(false);
+    // Every node had taken it before the request came: judged.
+    expect(waitedIdle(request, { ...scope, lastRecordChange: 1223 })).toBe(true);
   });
 });

@@ -1705,4 +1705,32 @@ describe('cold loads within the budget per window: node counts read while the st
       ],
     );
   }, 30_000);
+  // Seed 16974 (--keep 0,1,8,14,15): a `redis` record change to other state pushed to the nodes 1,189 ms
+  // apart (node 2 at 2,412 ms); Redis restarted from its snapshot at 1,750 ms. Node 2's request for `sql` came
+  // at 1,811 ms, before its push, and waited on its old runtime for room on replica-0 (`team` idle there):
+  // refused while node 2 decided alone, then, the runtime retired to other state, by the runtime itself
+  // (its successor may admit a request at once) while the successor unloads nothing until that decision
+  // ends. A 503 after 8 s. The hold's check took it for a request with nothing that could change.
+  it('seed 16974: a request that came before its node took a record change is no idle hold', async () => {
+    await holds(
+      16974,
+      {
+        ...WORLD,
+        adapters: WORLD.adapters.slice(0, 4),
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 3,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 34, kind: 'record-change', otherState: true, gapMs: 1189 },
+        { at: 411, kind: 'request', node: 0, adapter: 1, tokens: 6, prompt: 1126 },
+        { at: 1055, kind: 'request', node: 0, adapter: 3, tokens: 4, prompt: 481 },
+        { at: 1750, kind: 'redis-restart', empty: false, downMs: 5 },
+        { at: 1811, kind: 'request', node: 2, adapter: 0, tokens: 4, prompt: 374 },
+      ],
+    );
+  }, 30_000);
 });
