@@ -60,11 +60,15 @@ interface Node {
 async function node(
   p: string,
   id: string,
-  o: { viaProxy?: boolean; nodeTtlMs?: number } = {},
+  o: { viaProxy?: boolean; nodeTtlMs?: number; timeoutMs?: number } = {},
 ): Promise<Node> {
   const proxy = o.viaProxy ? await TcpProxy.start(redis.port) : undefined;
   if (proxy) proxies.push(proxy);
-  const config = redis.config(p, { node_ttl_ms: o.nodeTtlMs ?? 10_000, port: proxy?.port ?? redis.port });
+  const config = redis.config(p, {
+    node_ttl_ms: o.nodeTtlMs ?? 10_000,
+    port: proxy?.port ?? redis.port,
+    ...(o.timeoutMs !== undefined && { timeout: o.timeoutMs }),
+  });
   const shared = new RedisFleetStore(config, id);
   const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 });
   stores.push(s);
@@ -217,9 +221,9 @@ describe('a replica polled down while its node decided alone (dst seeds 1025140,
    * down poll, which the recovery's push then lost to. The down poll begins past the 50 ms margin
    * Redis takes off the start it estimates for that push.
    */
-  async function polledDownAlone() {
+  async function polledDownAlone(timeoutMs?: number) {
     const p = prefix();
-    const a = await node(p, 'nA', { viaProxy: true });
+    const a = await node(p, 'nA', { viaProxy: true, timeoutMs });
     const b = await node(p, 'nB');
     await a.s.applySnapshot(U, { ...poll(), sharedStartedAt: await a.s.sharedTime() });
     await sleep(100);
@@ -245,6 +249,35 @@ describe('a replica polled down while its node decided alone (dst seeds 1025140,
     a.proxy!.restore();
     await recovered(a);
     expect((await b.s.views([U]))[0]!.health).toBe('up');
+  });
+
+  /**
+   * The push reaches Redis late (a slow link): dated by when Redis ran it, A's down poll looked
+   * newer than B's up poll that began after it, and Redis said a healthy replica down until the
+   * next poll. Each way of every call of A waits 400 ms, within its 3 s timeout.
+   */
+  it('leaves a newer poll by another node as it is, however late the push reaches Redis', async () => {
+    const { a, b } = await polledDownAlone(3000);
+    await sleep(50);
+    // The replica is back and B saw it, its poll dated by Redis's time as the poller's are.
+    await b.s.applySnapshot(U, { ...poll(), sharedStartedAt: await b.s.sharedTime() });
+    a.proxy!.restore();
+    a.proxy!.delay(400);
+    await recovered(a);
+    expect((await b.s.views([U]))[0]!.health).toBe('up');
+  });
+
+  /**
+   * The other side of dating the push early: over the same slow link (an 800 ms round trip,
+   * longer than the 100 ms between A's up poll and its down poll), the push must still not lose
+   * to A's own older up poll.
+   */
+  it('reads down once the node is back over a slow link, when no node polled it since', async () => {
+    const { a, b } = await polledDownAlone(3000);
+    a.proxy!.restore();
+    a.proxy!.delay(400);
+    await recovered(a);
+    expect((await b.s.views([U]))[0]!.health).toBe('down');
   });
 });
 

@@ -9,12 +9,21 @@
 import { sleep, systemClock, type Clock } from '../../clock';
 import type { Logger } from '../../log';
 import type { FleetStore } from '../store';
-import type { AdapterRef, Fence, Lease, Released, ReplicaView, ResidencyState } from '../types';
+import type {
+  AdapterRef,
+  Fence,
+  Lease,
+  Released,
+  ReplicaSnapshot,
+  ReplicaView,
+  ResidencyState,
+} from '../types';
 import { DegradableFleetStore } from './degradable-store';
 import { EndedLocks } from './ended-locks';
 import { HeldLeases } from './held-leases';
 import type { FailoverOptions } from './outage';
 import { OutageBudget } from './outage-budget';
+import { SeenDown } from './seen-down';
 import type { SharedStore } from './shared-store';
 
 /** Passes of a recovery re-taking leases admitted during the previous pass before it gives up until the next probe. */
@@ -31,6 +40,8 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   private readonly budget: OutageBudget;
   /** Locks this node ended whose end a server that missed the last writes may lack. */
   private readonly endedLocks: EndedLocks;
+  /** The replicas this node saw down while it decided alone, owed to the shared store on recovery. */
+  private readonly seenDown = new SeenDown();
   /**
    * Replaced on the same shared state (same node id): the successor prunes for both, this one
    * never (it would drop the successor's leases, which it does not know).
@@ -130,8 +141,12 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    */
   private async registerReplicas(): Promise<void> {
     for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
-    for (const { url, snapshot } of this.local.seenDown(this.clock.now()))
-      await this.shared.applySnapshot(url, snapshot);
+    await this.seenDown.push(this.local, this.shared, this.clock);
+  }
+
+  override applySnapshot(url: string, snapshot: ReplicaSnapshot): Promise<void> {
+    this.seenDown.note(url, snapshot);
+    return super.applySnapshot(url, snapshot);
   }
 
   /** Every lease id this node may hold in the shared state: its own and an unadopted predecessor's. */

@@ -1,0 +1,58 @@
+/**
+ * What a node that decided alone owes the shared store about the replicas it saw down meanwhile:
+ * its polls then reached its local store only (dst seeds 1025140, 1039269).
+ */
+import type { Clock } from '../../clock';
+import type { MemoryFleetStore } from '../memory-store';
+import type { ReplicaSnapshot } from '../types';
+import type { SharedStore } from './shared-store';
+import { SKEW_MARGIN_MS } from './scripts/prelude';
+
+/**
+ * Hands the shared store each replica the local store holds down, as a failed poll begun when its
+ * newest poll began, dated here on the shared clock: the shared store keeps it only if no poll it
+ * applied began later. Left to the store to date by when it runs the call, a push that reached it
+ * late looked newer than another node's up poll begun after the down one, and the shared state
+ * said a healthy replica down until the next poll.
+ *
+ * Both errors matter. Too late, that newer poll is overwritten; too early, the push loses to this
+ * node's own up poll before the down one (the seeds' bug). So the start is the shared clock read
+ * now, less the local time since the down poll began and a margin (never later than the truth,
+ * however slow the read), but never before the shared start of this node's last poll that began
+ * no later and carried one (`note`): that one the shared store may hold, and it is older news.
+ */
+export class SeenDown {
+  /** Per replica, this node's newest poll that carried a shared start: when it began, on each clock. */
+  private readonly dated = new Map<string, { local: number; shared: number }>();
+
+  /** A poll this node made (`sharedStartedAt`: the shared clock read before its scrape, poller.ts). */
+  note(url: string, s: ReplicaSnapshot): void {
+    if (s.sharedStartedAt === undefined) return;
+    const local = s.startedAt ?? s.at;
+    const cur = this.dated.get(url);
+    if (!cur || local >= cur.local) this.dated.set(url, { local, shared: s.sharedStartedAt });
+  }
+
+  async push(local: MemoryFleetStore, shared: SharedStore, clock: Clock): Promise<void> {
+    const down = local.seenDown(clock.now());
+    if (down.length === 0) return;
+    const sharedNow = await shared.sharedTime?.();
+    const localNow = clock.now();
+    for (const { url, snapshot } of down) {
+      const sharedStartedAt = this.sharedStart(url, snapshot.startedAt, sharedNow, localNow);
+      await shared.applySnapshot(url, { ...snapshot, sharedStartedAt });
+    }
+  }
+
+  private sharedStart(
+    url: string,
+    began: number | undefined,
+    sharedNow: number | undefined,
+    localNow: number,
+  ): number | undefined {
+    if (sharedNow === undefined || began === undefined || !Number.isFinite(began)) return undefined;
+    const last = this.dated.get(url);
+    const floor = last && last.local <= began ? last.shared : -Infinity;
+    return Math.max(sharedNow - (localNow - began) - SKEW_MARGIN_MS, floor);
+  }
+}
