@@ -291,8 +291,16 @@ export class AdapterManager {
     // peer that also decided alone did the same, its lease now in Redis, seed 1111), nor once the
     // load's lock is no longer its own (a FLUSHALL lost it, a peer then loaded the same adapter
     // there, was answered "already loaded" and sent its request: dst seed 1018463). The trim
-    // after a poll decides: it asks the leases and the replica.
-    const undo = word === 'undo' && !(this.store.undoHeldOff?.(fence) ?? false) && (await ours) === true;
+    // after a poll decides: it asks the leases and the replica. Nor where another runtime of this
+    // process, on other state, may have a request on it, as for any unload; a runtime replaced by a
+    // record change to other state never undoes: requests routed on the new state, this node's or a
+    // peer's, are not in its store (a peer there loaded the adapter at once, was answered "already
+    // loaded" and sent its request: dst seed 13185).
+    const undo =
+      word === 'undo' &&
+      !(this.store.undoHeldOff?.(fence) ?? false) &&
+      !(this.leasedElsewhere?.(url, adapter.name) ?? false) &&
+      (await ours) === true;
     if (undo && (await this.undoLoad(url, adapter.name, policy, ms))) {
       await this.finish('load', url, adapter.name, fence, false);
       throw errors.noRoom(adapter.name, url, 1, 'another router took the last slot at the same moment');

@@ -8,6 +8,7 @@ import type { LoadOutcome, ReplicaApi, Scrape } from '../../src/backends/replica
 import { systemClock, VirtualClock, type Clock } from '../../src/clock';
 import { parseRouterConfig } from '../../src/config/parse';
 import type { RedisConfig } from '../../src/config/redis-schema';
+import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import type { ReplicaSpec } from '../../src/fleet/types';
 import { RouterService, type RouteOutcome } from '../../src/router/router';
 import type { FleetRuntime } from '../../src/runtime';
@@ -176,6 +177,82 @@ describe('a request whose decision spans two `redis` record changes', () => {
     expect(q).toMatchObject({ kind: 'respond', status: 503 });
     expect(fleet.replicas[0]!.adapterLog().filter((e) => e.op === 'unload')).toEqual([]);
     await b.router.finish((onB as { leaseId: string }).leaseId, 200);
+    await aRetired;
+  }, 30_000);
+});
+
+/** A GatedApi whose replica reads (registry and activity) wait on `held` while it is set. */
+class HeldReadsApi extends GatedApi {
+  held: Gate | null = null;
+  readsAsked = 0;
+  override async residency(url: string, timeoutMs: number) {
+    this.readsAsked++;
+    if (this.held) await this.held.open;
+    return super.residency(url, timeoutMs);
+  }
+  override async activity(url: string, timeoutMs: number) {
+    if (this.held) await this.held.open;
+    return super.activity(url, timeoutMs);
+  }
+}
+
+describe('a load decided on a runtime replaced by a change to other state', () => {
+  it("is not undone over the limit: the new state's requests of it are not in the old store", async () => {
+    // Seed 13185: a node's request decided on the old state and a peer's on the new one each
+    // loaded `team,a` on one replica; the old runtime's load landed over the limit, and its
+    // after-load check, the replica's word saying idle, unloaded it as the new state's request
+    // reached the engine (`unloaded with 0 running and 1 waiting`).
+    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 20 }]);
+    const url = fleet.urls[0]!;
+    // Time stands still unless the test moves it: the replica's word A's check waits for stays fresh.
+    const clock = new VirtualClock();
+    const configure = node(url, clock, { max_loaded_adapters: 1 });
+    const loadsA: Loads = { gate: new Gate(), asked: 0 };
+    const loadsB: Loads = { gate: new Gate(), asked: 0 };
+    loadsB.gate.release();
+    const [apiA, apiB] = [new HeldReadsApi(loadsA), new HeldReadsApi(loadsB)];
+    apiA.scrapes.release();
+    apiB.scrapes.release();
+    const a = configure(h.prefix(), apiA);
+    // A's state is past the hold-off a fresh state starts with (found emptied: no epoch yet).
+    await (a.router as unknown as { ready: Promise<void> }).ready;
+    await a.rt.poller.refreshUrl(url);
+    // In steps, each store round trip answered before the next: a heartbeat's first reply finds no epoch.
+    for (let i = 0; i < 40; i++) {
+      await clock.run(clock.now() + 100);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect((a.rt.store as FailoverFleetStore).unloadsHeldOff()).toBe(false);
+    // A request for 'x' is decided on A, the replica empty; the replica holds its load.
+    let x: RouteOutcome | undefined;
+    const routed = a.router.route({ path: '/v1/completions', body: completion('x') }).then((o) => (x = o));
+    await waitFor(() => loadsA.asked === 1 || x !== undefined, 10_000, "A's load asked of the replica");
+    expect(x).toBeUndefined();
+    // The record changes A -> B (other state); B loads 'y' into the slot its state sees free.
+    const b = configure(h.prefix(), apiB);
+    const aRetired = a.rt.retire(b.rt);
+    await (b.router as unknown as { ready: Promise<void> }).ready;
+    await b.rt.poller.refreshUrl(url);
+    const y = await b.router.route({ path: '/v1/completions', body: completion('y') });
+    expect(y).toMatchObject({ kind: 'proxy' });
+    // A's load lands, over the limit of 1; its after-load check waits for the replica's answers.
+    apiA.held = new Gate();
+    const asked = apiA.readsAsked;
+    loadsA.gate.release();
+    await waitFor(() => apiA.readsAsked > asked, 10_000, "A's after-load check");
+    // B adopts 'x' from a poll and sends a request to it: its lease is in B's state only.
+    await b.rt.poller.refreshUrl(url);
+    const onB = await b.router.route({ path: '/v1/completions', body: completion('x') });
+    expect(onB).toMatchObject({ kind: 'proxy', stage: 'holder' });
+    // A's check reads the replica over its limit with 'x' idle (B's request not yet queued).
+    apiA.held.release();
+    const unloads = () => fleet!.replicas[0]!.adapterLog().filter((e) => e.op === 'unload');
+    await waitFor(() => x !== undefined || unloads().length > 0, 10_000, "the end of A's check");
+    expect(unloads()).toEqual([]);
+    await routed;
+    expect(x).toMatchObject({ kind: 'proxy' });
+    for (const o of [x, y, onB])
+      await (o === x ? a : b).router.finish((o as { leaseId: string }).leaseId, 200);
     await aRetired;
   }, 30_000);
 });

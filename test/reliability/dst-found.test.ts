@@ -1733,4 +1733,43 @@ describe('cold loads within the budget per window: node counts read while the st
       ],
     );
   }, 30_000);
+  // Seed 13185 (--keep 0,1,2,3,4,5,7,8,9,13,15): a `redis` record change to other state reaches node 0 at
+  // 361 ms, node 1 at 1,347 ms. Node 1's request for `team,a`, decided on the old state at 897 ms, and
+  // node 0's, decided on the new one at 1,046 ms, each load it on replica-1 beside `a` and `code`: node 1's
+  // lands "loaded", node 0's "already loaded", and node 0 proxies its request at 2,739 ms. Node 1's retired
+  // runtime, its after-load check reading the replica over its limit of 2 with `team,a` idle, undid its
+  // load at 2,740 ms under node 0's request (`unloaded with 0 running and 1 waiting`): a replaced runtime on
+  // other state cannot see the requests of the state the node moved to, and now keeps the excess.
+  it('seed 13185: a runtime replaced for other state does not undo its load under the new state', async () => {
+    await holds(
+      13185,
+      {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: WORLD.adapters.slice(0, 8),
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 3,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 131, kind: 'request', node: 2, adapter: 1, tokens: 4, prompt: 208 },
+        { at: 141, kind: 'request', node: 0, adapter: -1, tokens: 2, prompt: 1418 },
+        { at: 325, kind: 'request', node: 2, adapter: 4, tokens: 3, prompt: 292 },
+        { at: 361, kind: 'record-change', otherState: true, gapMs: 986 },
+        { at: 487, kind: 'request', node: 0, adapter: 5, tokens: 1, prompt: 1109 },
+        { at: 788, kind: 'request', node: 0, adapter: 6, tokens: 1, prompt: 77 },
+        { at: 897, kind: 'request', node: 1, adapter: 2, tokens: 1, prompt: 972 },
+        { at: 1046, kind: 'request', node: 0, adapter: 2, tokens: 1, prompt: 215 },
+        { at: 1167, kind: 'request', node: 0, adapter: 6, tokens: 1, prompt: 75 },
+        { at: 1831, kind: 'request', node: 0, adapter: 2, tokens: 4, prompt: 1510 },
+        { at: 1965, kind: 'request', node: 2, adapter: 0, tokens: 3, prompt: 1754 },
+      ],
+    );
+  }, 30_000);
 });
