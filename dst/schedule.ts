@@ -230,8 +230,88 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
         prompt: int(shape, 10, 2000),
       });
   }
+  // Nodes cut off one after another, from a stream of its own too (seeds without it unchanged).
+  const stagger = seededRandom(seed * 2654435761 + 4);
+  if (
+    !quiet &&
+    faults.includes('partition') &&
+    world.nodeTtlMs <= STAGGER_MAX_TTL_MS &&
+    world.coldLoadsPerMinute <= STAGGER_MAX_BUDGET &&
+    stagger() < STAGGER_SHARE
+  ) {
+    // Redis's other faults would blur it: each emptied state or record change allows one budget
+    // more, and a link cut or slow, or a process restarted, moves the counts the shape sets up.
+    const kept = actions.filter((a) => !REDIS_FAULTS.has(a.kind));
+    actions.splice(0, actions.length, ...kept, ...staggeredCutOffs(stagger, world));
+  }
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
+}
+
+/** The staggered cut-offs' share of the seeds that may draw them (node_ttl_ms 500, a budget of 3 or 6). */
+const STAGGER_SHARE = 0.1;
+/** Three cut-offs each past the previous one's node_ttl_ms and sweep fit in a few seconds at 500. */
+const STAGGER_MAX_TTL_MS = 500;
+/** A budget of 1000 is never reached: the shape could break nothing there. */
+const STAGGER_MAX_BUDGET = 6;
+/** What the staggered cut-offs leave out of their schedules: the faults of Redis and its links. */
+const REDIS_FAULTS: ReadonlySet<Action['kind']> = new Set<FaultKind>([
+  'partition',
+  'slow',
+  'redis-restart',
+  'flushall',
+  'switch',
+  'record-change',
+  'process-restart',
+]);
+/** world.ts's poll round, whose expireLeases sweeps a node silent past node_ttl_ms from the count. */
+const SWEEP_EVERY_MS = 1000;
+
+/**
+ * Nodes cut off from Redis one after another (found by review at 752c5d6: no schedule drawn
+ * before reached it): the first spends the shared window's budget with cold requests, then is
+ * cut off; each next is cut off once the previous one's silence passed node_ttl_ms and a poll
+ * round swept it from the live-node count, and sends cold requests deciding alone. Read whole and
+ * lower, the count would grow each later node's share: budget 6, three nodes, 6 + 3 + 6 cold
+ * loads in one window, over the fleet bound of twice the budget. All heal together, once the
+ * last node's requests have decided.
+ */
+function staggeredCutOffs(r: Random, world: WorldSettings): Action[] {
+  const ttl = world.nodeTtlMs!;
+  const budget = world.coldLoadsPerMinute;
+  const nodes = Array.from({ length: world.nodes }, (_, i) => i);
+  for (let i = nodes.length - 1; i > 0; i--) {
+    const j = int(r, 0, i);
+    [nodes[i], nodes[j]] = [nodes[j]!, nodes[i]!];
+  }
+  // Adapters in turn, the first node's, then the last's (whose share grows most), then the
+  // middle one's: each cold unless the turn came round to one loaded before.
+  const first = int(r, 0, world.adapters.length - 1);
+  const turn = (k: number) => (k === 0 ? 0 : k === nodes.length - 1 ? budget : budget + (budget + 2) * k);
+  const cold = (k: number, i: number, from: number, to: number): Action => ({
+    at: int(r, from, to),
+    kind: 'request',
+    node: nodes[k]!,
+    adapter: (first + turn(k) + i) % world.adapters.length,
+    tokens: int(r, 1, 6),
+    prompt: int(r, 10, 2000),
+  });
+  const actions: Action[] = [];
+  // The first node's requests come first, so it spends the shared window's budget itself (a
+  // node that spent from it has that much less of its share alone).
+  for (let i = 0; i < budget; i++) actions.push(cold(0, i, 0, 20));
+  // Each cut-off once the state is node_ttl_ms old (a whole count read), or the previous node
+  // silent past node_ttl_ms, swept by a poll round and the count read by a heartbeat after.
+  const cuts = [int(r, ttl + 200, ttl + 400)];
+  while (cuts.length < nodes.length) cuts.push(cuts.at(-1)! + ttl + SWEEP_EVERY_MS + int(r, 200, 400));
+  const heal = cuts.at(-1)! + int(r, 1000, 2000);
+  nodes.forEach((node, k) => {
+    actions.push({ at: cuts[k]!, kind: 'partition', node, ms: heal - cuts[k]! });
+    // More than its share: some may find their adapter resident.
+    if (k > 0) for (let i = 0; i < budget + 2; i++) actions.push(cold(k, i, cuts[k]! + 50, cuts[k]! + 600));
+  });
+  world.spanMs = Math.max(world.spanMs, cuts.at(-1)! + 700);
+  return actions;
 }
 
 type ReplicaFaultKind = Extract<Action, { replica: number }>['kind'];

@@ -1773,3 +1773,59 @@ describe('cold loads within the budget per window: node counts read while the st
     );
   }, 30_000);
 });
+
+describe('cold loads within the budget per window: nodes cut off one after another', () => {
+  // Seed 228 (--keep 3,4,5,6,7,8,9,10,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,42,43,44,45,46,47), the
+  // staggered cut-offs' shape, found with e6d3f0b's hold reverted: the budget of 6 spent in the shared
+  // window (node 2 four, nodes 0 and 1 one each); node 2 cut off at 893 ms; node 0 cut off at 2,608 ms, once
+  // node 2 was swept, read 2 nodes and granted 3 less the 1 it spent, 2 alone; node 1 cut off at 4,319 ms,
+  // once node 0 was swept, read 1 and granted 6 less its 1, 5 alone: 13 loads in one window, over twice the
+  // budget. A count that went down is now held for the window: 6 + 1 + 1.
+  it('seed 228: a node cut off after the others were swept grants no larger share', async () => {
+    await holds(
+      228,
+      {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: WORLD.adapters.slice(0, 9),
+        coldLoadsPerMinute: 6,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 15, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 1841 },
+        { at: 17, kind: 'request', node: 2, adapter: 7, tokens: 6, prompt: 327 },
+        { at: 20, kind: 'request', node: 2, adapter: 0, tokens: 5, prompt: 109 },
+        { at: 309, kind: 'request', node: 0, adapter: 0, tokens: 4, prompt: 1382 },
+        { at: 428, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 1262 },
+        { at: 489, kind: 'request', node: 2, adapter: 1, tokens: 3, prompt: 1379 },
+        { at: 723, kind: 'request', node: 0, adapter: 3, tokens: 6, prompt: 1450 },
+        { at: 893, kind: 'partition', node: 2, ms: 4512 },
+        { at: 1614, kind: 'request', node: 2, adapter: 3, tokens: 4, prompt: 933 },
+        { at: 1716, kind: 'replica-restart', replica: 0, downMs: 461 },
+        { at: 1718, kind: 'load-fail', replica: 1, count: 1, failure: 'engine' },
+        { at: 1770, kind: 'request', node: 1, adapter: 2, tokens: 5, prompt: 903 },
+        { at: 1908, kind: 'request', node: 0, adapter: -1, tokens: 2, prompt: 1716 },
+        { at: 2608, kind: 'partition', node: 0, ms: 2797 },
+        { at: 2736, kind: 'request', node: 0, adapter: 6, tokens: 2, prompt: 1106 },
+        { at: 2841, kind: 'request', node: 0, adapter: 5, tokens: 3, prompt: 1472 },
+        { at: 2845, kind: 'request', node: 0, adapter: 8, tokens: 5, prompt: 1080 },
+        { at: 2858, kind: 'request', node: 0, adapter: 4, tokens: 5, prompt: 639 },
+        { at: 2906, kind: 'request', node: 0, adapter: 7, tokens: 1, prompt: 1306 },
+        { at: 2980, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 1745 },
+        { at: 3094, kind: 'request', node: 0, adapter: 1, tokens: 3, prompt: 1496 },
+        { at: 3188, kind: 'request', node: 0, adapter: 0, tokens: 6, prompt: 1232 },
+        { at: 4319, kind: 'partition', node: 1, ms: 1086 },
+        { at: 4449, kind: 'request', node: 1, adapter: 5, tokens: 3, prompt: 503 },
+        { at: 4516, kind: 'request', node: 1, adapter: 6, tokens: 1, prompt: 1988 },
+        { at: 4806, kind: 'request', node: 1, adapter: 7, tokens: 3, prompt: 321 },
+        { at: 5128, kind: 'request', node: 0, adapter: 8, tokens: 3, prompt: 1984 },
+        { at: 5136, kind: 'request', node: 1, adapter: 6, tokens: 6, prompt: 395 },
+        { at: 5179, kind: 'request', node: 1, adapter: 2, tokens: 1, prompt: 74 },
+        { at: 5205, kind: 'request', node: 1, adapter: 1, tokens: 4, prompt: 176 },
+        { at: 5316, kind: 'request', node: 2, adapter: 2, tokens: 6, prompt: 619 },
+      ],
+    );
+  }, 30_000);
+});
