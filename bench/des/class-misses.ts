@@ -88,17 +88,24 @@ function traced(p: Policy, loads: LoadSpan[], heldOnArrival: Map<Arrival, boolea
     create(clock: VirtualClock, fleet: DesFleet, seed: number, slots: number) {
       fleet.engines.forEach((e, i) => {
         const load = e.loadWeights.bind(e);
-        e.loadWeights = async (weights, rank) => {
+        // The same promise back, recorded beside: an await here would reorder the run's events.
+        e.loadWeights = (weights, rank) => {
           const asked = clock.now();
-          await load(weights, rank);
-          const end = clock.now();
-          loads.push({
-            url: fleet.urls[i]!,
-            adapter: weights.split('#')[0]!,
-            asked,
-            start: end - e.loadTime(rank),
-            end,
-          });
+          const done = load(weights, rank);
+          done.then(
+            () => {
+              const end = clock.now();
+              loads.push({
+                url: fleet.urls[i]!,
+                adapter: weights.split('#')[0]!,
+                asked,
+                start: end - e.loadTime(rank),
+                end,
+              });
+            },
+            () => undefined,
+          );
+          return done;
         };
       });
       const router = p.create(clock, fleet, seed, slots);
