@@ -60,6 +60,11 @@ export class AdapterManager {
    * the other runtime's requests live in another state): such an adapter is not unloaded.
    */
   leasedElsewhere: ((url: string, adapter: string) => boolean) | null = null;
+  /**
+   * Whether this runtime was replaced by one on other state: a wait for room here ends at once
+   * (RuntimeReplaced) and the request is decided again there.
+   */
+  replaced: () => boolean = () => false;
 
   constructor(
     private readonly store: FleetStore,
@@ -80,7 +85,9 @@ export class AdapterManager {
       (url, adapter, fence, ok) => this.finish('unload', url, adapter, fence, ok),
       (r, why) => this.record(r, why),
     );
-    this.room = new Room(store, clock, this.replicaWord, this.unknownNames, this.idleUnload);
+    this.room = new Room(store, clock, this.replicaWord, this.unknownNames, this.idleUnload, () =>
+      this.replaced(),
+    );
     this.roomChanged = this.room.changed;
   }
 
