@@ -117,6 +117,7 @@ export class FleetRuntime {
     this.metrics = new RouterMetrics(this.store, (rs) => this.saturations(rs), this.clock);
     this.manager = new AdapterManager(this.store, this.api, this.clock, this.log);
     this.manager.leasedElsewhere = (url, adapter) => this.usedElsewhere(url, adapter);
+    this.manager.replaced = () => this.successor !== null && !this.countsLeasesOf(this.current());
     // Another node released a lease or finished a load or unload: waiters for room look again.
     this.store.onRemoteChange = () => this.manager.roomChanged.notify();
     this.poller = new Poller(
@@ -318,6 +319,9 @@ export class FleetRuntime {
     if (!sameState) this.carrySpends(next);
     try {
       this.passPolling(next, sameState);
+      // Waits for room here end at once, decided again on `next` (RuntimeReplaced): this store
+      // unloads nothing now, and `next` nothing until they end.
+      if (this.manager.replaced()) this.manager.roomChanged.notify();
       await this.drain.decisionsEnded();
     } finally {
       decided();

@@ -62,6 +62,11 @@ export class AdapterManager {
   leasedElsewhere: ((url: string, adapter: string) => boolean) | null = null;
   /** Told as each load call goes to a replica; the function it returns, when the call ends (the work model's engine stalls). */
   onLoadCall: ((url: string, adapter: string) => (() => void) | undefined) | null = null;
+  /**
+   * Whether this runtime was replaced by one on other state: a wait for room here ends at once
+   * (RuntimeReplaced) and the request is decided again there.
+   */
+  replaced: () => boolean = () => false;
 
   constructor(
     private readonly store: FleetStore,
@@ -82,7 +87,9 @@ export class AdapterManager {
       (url, adapter, fence, ok) => this.finish('unload', url, adapter, fence, ok),
       (r, why) => this.record(r, why),
     );
-    this.room = new Room(store, clock, this.replicaWord, this.unknownNames, this.idleUnload);
+    this.room = new Room(store, clock, this.replicaWord, this.unknownNames, this.idleUnload, () =>
+      this.replaced(),
+    );
     this.roomChanged = this.room.changed;
   }
 

@@ -16,6 +16,19 @@ export const ROOM_FALLBACK_MS = 250;
 const EXCESS = '\u0000excess';
 
 /**
+ * Thrown by a wait for room (or for a replica with room) on a runtime replaced by a `redis` record
+ * change to other state: there no unload will make room (the new runtime may admit a request on
+ * any adapter, unseen here), and the new runtime unloads nothing while this decision runs (its
+ * hold-off), so the wait could only end at `queue_timeout_ms` (seed 16974). The decision gives
+ * back what it took here and is decided again on the runtime current now (RouterService.route).
+ */
+export class RuntimeReplaced extends Error {
+  constructor() {
+    super('the runtime was replaced while the request waited for room: decided again on the new one');
+  }
+}
+
+/**
  * A replica's slots: a free one claimed for a load (room made among idle adapters, or waited
  * for), and the excess over the limit trimmed. Every unload goes through IdleUnload's guards.
  */
@@ -29,6 +42,8 @@ export class Room {
     private readonly replicaWord: ReplicaWord,
     private readonly unknownNames: UnknownNames,
     private readonly idleUnload: IdleUnload,
+    /** Whether this runtime was replaced by one on other state (RuntimeReplaced). */
+    private readonly replaced: () => boolean = () => false,
   ) {}
 
   /**
@@ -103,6 +118,8 @@ export class Room {
       if (this.clock.now() >= deadline) {
         throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
       }
+      // No slot claimed yet, so nothing to undo here: the caller gives its lease back.
+      if (this.replaced()) throw new RuntimeReplaced();
       await this.changed.wait(this.clock, ROOM_FALLBACK_MS);
       waited = true;
     }

@@ -1,5 +1,6 @@
 import { AdapterCatalog, type Resolved } from '../adapters/catalog';
 import { EVICTION_POLICIES } from '../adapters/eviction';
+import { RuntimeReplaced } from '../adapters/room';
 import type { AdapterPolicy } from '../adapters/manager';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
@@ -115,13 +116,27 @@ export class RouterService {
   /**
    * One decision, on one runtime from start to end: the one current when the request came (a
    * `redis` record change meanwhile sends only later requests to the new one). Its lease is taken,
-   * and given back, there.
+   * and given back, there. Except a decision that would wait for room on a runtime replaced by
+   * one on other state (RuntimeReplaced): it gives back what it took there and is decided again
+   * on the runtime current now, its wait still counted from arrival. Each such round moves to a
+   * newer runtime, so they end.
    */
   async route(req: RouteRequest): Promise<RouteOutcome> {
-    const rt = this.runtime.current();
+    let rt = this.runtime.current();
     const wait = new RoomWait(this.config, rt.clock.now());
+    // A request spends the cold-load budget once, on whichever runtime: a grant a replaced
+    // runtime made is counted in its successor's state already (FleetRuntime.carrySpends).
+    const budget = { spent: false };
     try {
-      return await rt.decision(() => this.decide(rt, req, wait));
+      for (;;) {
+        const on = rt;
+        try {
+          return await on.decision(() => this.decide(on, req, wait, budget));
+        } catch (err) {
+          if (!(err instanceof RuntimeReplaced) || on.current() === on) throw err;
+          rt = on.current();
+        }
+      }
     } catch (err) {
       const e = err instanceof RouterError ? err : errors.internal();
       if (!(err instanceof RouterError)) rt.log.error(`route failed: ${(err as Error).stack ?? String(err)}`);
@@ -148,7 +163,12 @@ export class RouterService {
    * The routing rule: a path the gateway serves, the model it names, the replicas' fresh views;
    * then placement picks the replica and admission takes the lease and ensures the adapter.
    */
-  private async decide(rt: FleetRuntime, req: RouteRequest, wait: RoomWait): Promise<RouteOutcome> {
+  private async decide(
+    rt: FleetRuntime,
+    req: RouteRequest,
+    wait: RoomWait,
+    budget: { spent: boolean },
+  ): Promise<RouteOutcome> {
     const cls = await checkPath(req);
     await this.ready;
     if (cls === 'models' || cls === 'model')
@@ -189,7 +209,15 @@ export class RouterService {
       first = t.views;
     } else first = await rt.store.views(this.urls, adapter, false);
     try {
-      return await this.decideOn(rt, req, wait, { parsed, tokens, resolved, adapter, ctx, guess, first });
+      return await this.decideOn(rt, req, wait, budget, {
+        parsed,
+        tokens,
+        resolved,
+        adapter,
+        ctx,
+        guess,
+        first,
+      });
     } finally {
       giveBack(rt, guess);
       await guess.givingBack;
@@ -201,6 +229,7 @@ export class RouterService {
     rt: FleetRuntime,
     req: RouteRequest,
     wait: RoomWait,
+    budget: { spent: boolean },
     d: {
       parsed: ParsedBody;
       tokens: TokenEstimate | undefined;
@@ -225,11 +254,10 @@ export class RouterService {
     if (tokens && this.config.saturation_mode === 'predicted')
       predictFor(rt, ctx, tokens, resolved, prompt, adapter?.name, this.prefixIndex, this.config);
     // A request spends the cold-load budget once, however often escalation sends it to ensure.
-    let spent = false;
     const spend = async () => {
-      if (spent || resolved.kind !== 'on-demand') return;
+      if (budget.spent || resolved.kind !== 'on-demand') return;
       await spendColdLoad(rt, this.coldBudget, resolved.adapter.name, req.consumer);
-      spent = true;
+      budget.spent = true;
     };
     // The longest prompt of a batch: vLLM checks each on its own (src/work/estimate.ts).
     const contextTokens = tokens ? tokens.longestPromptTokens + (tokens.maxTokens ?? 1) : undefined;

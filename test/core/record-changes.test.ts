@@ -171,7 +171,8 @@ describe('a request whose decision spans two `redis` record changes', () => {
     const onB = await b.router.route({ path: '/v1/completions', body: completion('p') });
     expect(onB).toMatchObject({ kind: 'proxy', stage: 'holder' });
     // The first request for 'p' ends: on A's count 'p' is idle, and neither request reached the
-    // replica, whose own word says idle too. Only B knows its request.
+    // replica, whose own word says idle too. Only B knows its request. The request for 'q' is
+    // decided again on B (its wait for room on A ended with the change), where 'p' is busy: 503.
     await a.router.finish((p as { leaseId: string }).leaseId, 200);
     await routed;
     expect(q).toMatchObject({ kind: 'respond', status: 503 });
@@ -258,6 +259,55 @@ describe('a load decided on a runtime replaced by a change to other state', () =
 });
 
 describe('a decision on a runtime replaced by a change to other state', () => {
+  it.each(['replica', 'anywhere'])(
+    'a cold request waiting for room there is decided again on the new runtime and served (room_wait %s)',
+    async (roomWait) => {
+      // Seed 16974: the old runtime unloads nothing once replaced, and the new one unloads nothing
+      // while the old one's decisions run, this request's among them: it waited until
+      // queue_timeout_ms for an adapter idle all along, then 503.
+      fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 20 }]);
+      const url = fleet.urls[0]!;
+      const queueTimeoutMs = 10_000;
+      const configure = node(url, systemClock, {
+        max_loaded_adapters: 1,
+        room_wait: roomWait,
+        queue_timeout_ms: queueTimeoutMs,
+      });
+      const loads: Loads = { gate: new Gate(), asked: 0 };
+      loads.gate.release();
+      const [apiA, apiB] = [new GatedApi(loads), new GatedApi(loads)];
+      apiA.scrapes.release();
+      apiB.scrapes.release();
+      const a = configure(h.prefix(), apiA);
+      // 'p' takes the only slot, its request still running; a request for 'q' waits on A for room
+      // (`anywhere`: for a replica with room, in the placement).
+      const p = await a.router.route({ path: '/v1/completions', body: completion('p') });
+      expect(p.kind).toBe('proxy');
+      const asked = Date.now();
+      let q: RouteOutcome | undefined;
+      const routed = a.router.route({ path: '/v1/completions', body: completion('q') }).then((o) => (q = o));
+      await waitFor(() => a.rt.manager.roomWants.size > 0 || q !== undefined, 10_000, "q's wait for room");
+      // The record changes A -> B (other state); then the request for 'p' ends: 'p' is idle.
+      const b = configure(h.prefix(), apiB);
+      const aRetired = a.rt.retire(b.rt);
+      await (b.router as unknown as { ready: Promise<void> }).ready;
+      await b.rt.poller.refreshUrl(url);
+      await a.router.finish((p as { leaseId: string }).leaseId, 200);
+      await routed;
+      // Served once the new state's hold-off (two probe intervals) is over, not 503 at the queue timeout.
+      expect(q).toMatchObject({ kind: 'proxy', adapter: 'q' });
+      expect(Date.now() - asked).toBeLessThan(queueTimeoutMs / 2);
+      expect(fleet.replicas[0]!.adapterLog().map((e) => `${e.op} ${e.name}`)).toEqual([
+        'load p',
+        'unload p',
+        'load q',
+      ]);
+      await b.router.finish((q as { leaseId: string }).leaseId, 200);
+      await aRetired;
+    },
+    30_000,
+  );
+
   it('goes to no replica the runtime polling now has seen down meanwhile', async () => {
     // Seed 100526: polling passed to the successor, so the replaced runtime's own store still
     // said "up" when the decision's wait ended, 1.8 s after the successor had polled it down.
