@@ -17,6 +17,7 @@ import type { BodyReadCost, ColdRouteCost } from './request-path';
 import type { LoadSweepPoint, UnloadRun } from './des/load-sweep';
 import type { ExitRun } from '../harness/kong/exits';
 import type { SloPoint } from './des/slo-sweep';
+import { MISS_CAUSE_TEXT, MISS_CAUSES, type ClassMisses } from './des/class-misses';
 import type { ClassPoint } from './des/slo-classes';
 import type { PrefetchResults } from './des/prefetch';
 import { defaultLoadCost, loadMs } from '../sim/engine/load-cost';
@@ -318,11 +319,30 @@ export interface ClassGoal {
 }
 
 /**
+ * Where the late requests' time went, over the seeds (bench/des/class-misses.ts): how many, how
+ * many of their adapters no replica held on arrival, and their causes, most first. Empty for
+ * results recorded before the causes were.
+ */
+function lateCauses(ms: (ClassMisses | undefined)[]): string {
+  if (ms.some((m) => m === undefined)) return '';
+  const all = ms as ClassMisses[];
+  const sum = (f: (m: ClassMisses) => number) => all.reduce((n, m) => n + f(m), 0);
+  const late = sum((m) => m.late);
+  if (late === 0) return '';
+  const causes = MISS_CAUSES.map((c) => [c, sum((m) => m.byCause[c])] as const)
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([c, n]) => `${MISS_CAUSE_TEXT[c]} ${n}`);
+  const alone = sum((m) => m.ownLoadAlone);
+  return `; ${late} late, ${sum((m) => m.coldAtArrival)} of them for an adapter no replica held, put down to ${causes.join(', ')}${alone > 0 ? ` (${alone} past the objective by their own load and prefill alone)` : ''}`;
+}
+
+/**
  * The two-class workload's goals at one point (its seeds: means over them), per class, for
  * lora-router with the classes: interactive requests within 2 s for at least 99% up to 70% load
  * with loads up to 1 s; batch never starved: at least 99% within 30 s below capacity. A class's
  * goal is absent where it does not apply; `why` says whether refusals or waiting missed it, beside
- * the same requests under one class.
+ * the same requests under one class, and where the late requests' time went.
  */
 export function classGoal(g: ClassPoint[]): { interactive?: ClassGoal; batch?: ClassGoal } {
   const { load, loadMs } = g[0]!;
@@ -341,7 +361,7 @@ export function classGoal(g: ClassPoint[]): { interactive?: ClassGoal; batch?: C
     return {
       value,
       met: false,
-      why: `${fmtPct(value)} within ${objective}: ${fmtPct(refused)} refused, served p99 ${ms(mean(fs.map((f) => f.ttftP99Served)))}; treated alike (one class) ${fmtPct(alike)}`,
+      why: `${fmtPct(value)} within ${objective}: ${fmtPct(refused)} refused, served p99 ${ms(mean(fs.map((f) => f.ttftP99Served)))}; treated alike (one class) ${fmtPct(alike)}${lateCauses(g.map((p) => p.misses?.[cls]))}`,
     };
   };
   return {

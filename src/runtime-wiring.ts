@@ -31,6 +31,12 @@ export function wireRuntime(rt: FleetRuntime, hooks: WiringHooks): void {
         r.op === 'load' ? r.ms : undefined,
       );
   });
+  // A load stops the replica's engine: the work model counts it for the requests sent there meanwhile.
+  rt.manager.onLoadCall = (url, adapter) => {
+    if (!rt.predictsWork) return undefined;
+    const ended = rt.work.engineLoads.begun(url, rt.clock.now(), rt.loadTimes.load(adapter));
+    return () => ended(rt.clock.now());
+  };
   // Over HTTP, each replica's preflight check once, when the poller first meets it.
   if (rt.api instanceof HttpReplicaApi) {
     const http = rt.api.http;

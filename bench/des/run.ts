@@ -30,8 +30,14 @@ export interface RunHooks {
   classes?: readonly string[];
   /** Request `i`'s blocks (`EngineRequest.blocks`); absent: its prompt shares nothing. */
   blocks?: (i: number) => readonly string[] | undefined;
-  /** A served request: the replica, the TTFT the router predicted there (if it did), the TTFT it got, its record. */
-  served?: (url: string, predictedMs: number | undefined, ttftMs: number, rec: RequestRecord) => void;
+  /** A served request: the replica, the TTFT the router predicted there (if it did), the TTFT it got, its record, its index. */
+  served?: (
+    url: string,
+    predictedMs: number | undefined,
+    ttftMs: number,
+    rec: RequestRecord,
+    i: number,
+  ) => void;
 }
 
 /** TTFT objectives (ms) SLO attainment is reported at; the first is the default. */
@@ -169,7 +175,7 @@ export async function runPolicy(
             return;
           }
           await router.done(r.url, r.token, { status: 200, ttftMs: rec.firstToken! - t0 });
-          hooks.served?.(r.url, r.predictedMs, rec.firstToken! - t0, rec);
+          hooks.served?.(r.url, r.predictedMs, rec.firstToken! - t0, rec, i);
           ttft.push(rec.firstToken! - t0);
           e2e.push(rec.end! - t0);
           lastEnd = Math.max(lastEnd, rec.end!);

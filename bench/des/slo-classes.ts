@@ -10,7 +10,8 @@ import { classGoal, CLASS_POLICY, CLASS_VARIANT_ONE, type ClassGoal } from '../g
 import { fmtPct, ms, table } from '../report';
 import { TWO_CLASSES, twoClassSequence } from '../workloads';
 import * as P from './policies';
-import { adapterSequence, fleetCapacity, runPolicy, type Scenario } from './run';
+import { classMisses, type ClassMisses } from './class-misses';
+import { adapterSequence, fleetCapacity, runPolicy, type PolicyResult, type Scenario } from './run';
 
 export const CLASS_LOADS = [0.3, 0.5, 0.7, 0.9, 1.2];
 export const CLASS_LOAD_MS = [100, 300, 1000];
@@ -42,6 +43,8 @@ export interface ClassPoint {
   load: number;
   seed: number;
   policies: { policy: string; byClass: Record<string, ClassFigures> }[];
+  /** With the classes (the first policy): each class's late requests by cause; absent in results from before. */
+  misses?: Record<string, ClassMisses>;
 }
 
 /** Every variant at one point, on the same requests and classes. */
@@ -57,8 +60,14 @@ export async function classPoint(
   const adapters = adapterSequence(arrivals.length, s);
   const classes = twoClassSequence(arrivals.length, seed);
   const policies: ClassPoint['policies'] = [];
+  let misses: ClassPoint['misses'];
   for (const v of CLASS_VARIANTS) {
-    const r = await runPolicy(P.loraRouter(v.name, v.config), s, arrivals, adapters, { classes });
+    const policy = P.loraRouter(v.name, v.config);
+    let r: PolicyResult;
+    // The classes' run also says where the late requests' time went.
+    if (v.name === CLASS_POLICY)
+      ({ result: r, misses } = await classMisses(policy, s, arrivals, adapters, classes));
+    else r = await runPolicy(policy, s, arrivals, adapters, { classes });
     const byClass: Record<string, ClassFigures> = {};
     for (const c of TWO_CLASSES.classes) {
       const ttft = r.ttftOf!.filter((_, i) => classes[i] === c.name);
@@ -73,7 +82,7 @@ export async function classPoint(
     }
     policies.push({ policy: v.name, byClass });
   }
-  return { workload: w.name, loadMs, load, seed, policies };
+  return { workload: w.name, loadMs, load, seed, policies, ...(misses ? { misses } : {}) };
 }
 
 /** The sweep, point by point in report order (each point is single-threaded virtual time). */
@@ -155,7 +164,7 @@ export function classSection(points: ClassPoint[], requests: number): string[] {
   return [
     '## SLO classes: interactive and batch on one fleet',
     '',
-    `${points[0]?.workload ?? ''} workload, ${requests} requests a point, seeds ${seeds.join(', ')}, ${Math.round(TWO_CLASSES.batchShare * 100)}% of them batch (drawn per request with the seed). Interactive: 2 s objective, priority 0; batch: 30 s, priority -1 (sheddable). "Classes" is lora-router with \`slo_classes\`, the request naming its class; "one class" is lora-router treating every request alike (\`ttft_slo_ms\` 5 s). A cell is the share of the class's requests answered within its objective (a refusal is a miss). Goals, for the classes, means over seeds: interactive ≥ 99% within 2 s up to 70% load with loads ≤ 1 s (met at ${t.interactive.met} of ${t.interactive.of} points); batch ≥ 99% within 30 s below capacity, never starved (met at ${t.batch.met} of ${t.batch.of}). A missed goal gives the class's refusals and served p99, and the same requests treated alike.`,
+    `${points[0]?.workload ?? ''} workload, ${requests} requests a point, seeds ${seeds.join(', ')}, ${Math.round(TWO_CLASSES.batchShare * 100)}% of them batch (drawn per request with the seed). Interactive: 2 s objective, priority 0; batch: 30 s, priority -1 (sheddable). "Classes" is lora-router with \`slo_classes\`, the request naming its class; "one class" is lora-router treating every request alike (\`ttft_slo_ms\` 5 s). A cell is the share of the class's requests answered within its objective (a refusal is a miss). Goals, for the classes, means over seeds: interactive ≥ 99% within 2 s up to 70% load with loads ≤ 1 s (met at ${t.interactive.met} of ${t.interactive.of} points); batch ≥ 99% within 30 s below capacity, never starved (met at ${t.batch.met} of ${t.batch.of}). A missed goal gives the class's refusals and served p99, the same requests treated alike, and where the late requests' time went (bench/des/class-misses.ts, over the seeds): how many were for an adapter no replica held when they arrived, and what each is put down to: the largest part of its wait that a router could shorten (another adapter's load on its engine, before its own load or while it was queued there; the replica's queue behind other requests; held in the gateway or waiting for room), else its own load and prefill.`,
     '',
     table(['load time', 'load', 'interactive ≥ 99% in 2 s', 'batch ≥ 99% in 30 s'], goalRows),
     '',

@@ -60,6 +60,8 @@ export class AdapterManager {
    * the other runtime's requests live in another state): such an adapter is not unloaded.
    */
   leasedElsewhere: ((url: string, adapter: string) => boolean) | null = null;
+  /** Told as each load call goes to a replica; the function it returns, when the call ends (the work model's engine stalls). */
+  onLoadCall: ((url: string, adapter: string) => (() => void) | undefined) | null = null;
   /**
    * Whether this runtime was replaced by one on other state: a wait for room here ends at once
    * (RuntimeReplaced) and the request is decided again there.
@@ -245,7 +247,12 @@ export class AdapterManager {
     try {
       // A holder that stalled past its lock must not call the replica on stale authority.
       if (!(await this.store.holds(url, adapter.name, fence))) return false;
-      outcome = await this.api.loadAdapter(url, adapter.name, adapter.path, callMs);
+      const ended = this.onLoadCall?.(url, adapter.name);
+      try {
+        outcome = await this.api.loadAdapter(url, adapter.name, adapter.path, callMs);
+      } finally {
+        ended?.();
+      }
     } catch (err) {
       const ms = this.clock.now() - started;
       await this.finish('load', url, adapter.name, fence, false);

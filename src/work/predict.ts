@@ -26,7 +26,7 @@ export interface PredictRequest {
 }
 
 export interface Prediction {
-  /** Before its prefill can start: a load (and an unload to make room), KV room. */
+  /** Before its prefill can start: a load (and an unload to make room) after the loads under way there, KV room. */
   startMs: number;
   /** Of `startMs`, the load (an unload, the wait for an idle adapter). */
   loadMs: number;
@@ -49,7 +49,7 @@ export interface Prediction {
 /**
  * Predicted time to first token on one replica: the wait for a slot or a load (learned load
  * time, plus an unload when the replica is full, plus the queue timeout when no adapter there
- * is idle), the KV wait, the prefill ahead over the replica's rate, and its own prefill. The KV
+ * is idle; not held there: after the loads under way there, which stop its engine), the KV wait, the prefill ahead over the replica's rate, and its own prefill. The KV
  * wait and the prefill ahead overlap (queued requests wait for the same room), so the larger counts.
  *
  * `roomNow` is known only once residents are read: whether a load could start now (a free slot
@@ -81,18 +81,31 @@ export function predictTtft(
       if (roomNow === false) roomMs = req.queueTimeoutMs;
     }
   }
-  const slotMs = fixedMs + roomMs;
   const w = work.outlook(c.url, now, req.promptTokens + req.maxTokens);
+  // Loads under way there stop the engine: a load of its own starts only after them. Not counted
+  // for a holder: a stall of a load or two would spread a hot adapter to a replica where its own
+  // load stalls others (bursty workload, 1 s loads, 30% load, seeds 1-8: counted for holders too,
+  // 2 points fewer requests within 5 s than without the count; for cold requests only, 4.7 more).
+  const stallMs = c.holder ? 0 : w.stallMs;
+  const slotMs = fixedMs + roomMs;
   // A slot and KV room are waited for together (the queue is admitted as both free): the larger counts.
   const kvMs = w.waitMs;
   const rate = w.rate;
   const aheadMs = (w.queuedTokens / rate) * 1000;
   const cachedTokens = prefixCredit(c.prefixTokens, req.promptTokens, w.creditsPrefix);
   const ownMs = ((req.promptTokens - cachedTokens) / rate) * 1000 + w.stepMs;
-  const totalMs = slotMs + Math.max(kvMs, aheadMs) + ownMs;
+  const totalMs = slotMs + stallMs + Math.max(kvMs, aheadMs) + ownMs;
   if (out === undefined)
-    return { startMs: slotMs + kvMs, loadMs: slotMs, fixedMs, aheadMs, ownMs, cachedTokens, totalMs };
-  out.startMs = slotMs + kvMs;
+    return {
+      startMs: slotMs + stallMs + kvMs,
+      loadMs: slotMs,
+      fixedMs,
+      aheadMs,
+      ownMs,
+      cachedTokens,
+      totalMs,
+    };
+  out.startMs = slotMs + stallMs + kvMs;
   out.loadMs = slotMs;
   out.fixedMs = fixedMs;
   out.aheadMs = aheadMs;

@@ -4,6 +4,7 @@
  * drain (replica-state.ts), what a scrape teaches (scrape-learning.ts), the waits for KV room and
  * a slot (waits.ts); this file keeps the admissions and the reads a prediction makes.
  */
+import { EngineLoads } from './engine-loads';
 import { Ewma } from './ewma';
 import { advance, queued, RATE_ALPHA, ReplicaState, type Entry } from './replica-state';
 import { learnFromScrape, type ReplicaFigures } from './scrape-learning';
@@ -62,6 +63,8 @@ export interface Outlook {
   stepMs: number;
   /** `creditsPrefix`. */
   creditsPrefix: boolean;
+  /** How long loads this router began there keep the engine stopped (`EngineLoads.stallMs`). */
+  stallMs: number;
 }
 
 /**
@@ -77,7 +80,16 @@ export class WorkModel {
   private readonly meanPrompt = new Ewma(PRIOR_PROMPT_TOKENS, 0.05);
   private readonly meanMaxTokens = new Ewma(DEFAULT_MAX_TOKENS, 0.05);
   private readonly decodeMs: Ewma;
-  private readonly scratch: Outlook = { waitMs: 0, rate: 0, queuedTokens: 0, stepMs: 0, creditsPrefix: true };
+  private readonly scratch: Outlook = {
+    waitMs: 0,
+    rate: 0,
+    queuedTokens: 0,
+    stepMs: 0,
+    creditsPrefix: true,
+    stallMs: 0,
+  };
+  /** The adapter loads under way per replica (the adapter manager tells, runtime-wiring.ts). */
+  readonly engineLoads = new EngineLoads();
 
   constructor(private o: WorkOptions) {
     this.decodeMs = new Ewma(o.decodeMsPerToken ?? 25, 0.1);
@@ -211,6 +223,7 @@ export class WorkModel {
    */
   outlook(url: string, now: number, need: number): Readonly<Outlook> {
     const o = this.scratch;
+    o.stallMs = this.engineLoads.stallMs(url, now);
     const r = this.replicas.get(url);
     if (!r) {
       o.waitMs = o.queuedTokens = o.stepMs = 0;
