@@ -18,6 +18,7 @@ import { silentLogger } from '../src/log';
 import { VLLM_SAMPLES } from '../src/metrics/replica-load';
 import { seededRandom, type Random } from '../src/random';
 import { UNSEEN_HOLD_MS } from '../src/adapters/replica-word';
+import { unseenFirst, type SentRequest, type Unloader } from './unseen-check';
 import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
 import {
@@ -94,16 +95,6 @@ LeaseHandle.prototype.release = async function (this: LeaseHandle, status?: numb
   }
 };
 
-/** A request Kong proxied to an adapter on a replica (the busy-unload check's record). */
-interface ProxiedRequest {
-  proc: Process;
-  /** Its process decided alone (Redis unreachable to it) when it was routed: no lease in Redis. */
-  alone: boolean;
-  at: number;
-  /** When the replica answered it (Infinity until then). */
-  ended: number;
-}
-
 /** One plugin-server process of a node: its runtime(s) and the router service Kong calls. */
 interface Process {
   node: number;
@@ -149,12 +140,14 @@ export class World {
   private readonly checks: LogChecks;
   /** By replica and adapter: whether the last unload sent there came from a node deciding alone. */
   private readonly unloadAlone = new Map<string, boolean>();
-  /** By replica and adapter: when the sender of the last unload there last asked its `/metrics` (its word). */
-  private readonly unloadWordAt = new Map<string, number>();
+  /** By replica and adapter: the sender of the last unload there, its state and its word's time. */
+  private readonly unloaders = new Map<string, Unloader>();
   /** By runtime and replica: when it last asked the replica's `/metrics`. */
   private readonly askedAt = new Map<string, number>();
   /** By replica and adapter: requests proxied there, by which process, whether it decided alone, until when. */
-  private readonly proxied = new Map<string, ProxiedRequest[]>();
+  private readonly proxied = new Map<string, SentRequest[]>();
+  /** By lease prefix (a runtime's, shared by its successors on the same state): the state it uses. */
+  private readonly prefixDb = new Map<string, number>();
   /** Load calls as each runtime sent them (the checks read them after each step). */
   private readonly loadCalls: LoadCall[] = [];
   /** Placements a runtime claimed past another's, as Redis granted them (the one-load-per-burst check). */
@@ -278,6 +271,7 @@ export class World {
     seq?: { next: number },
   ): FleetRuntime {
     const redis = this.redisConfig(db, recordGen);
+    this.prefixDb.set(prefix, db);
     const rt: FleetRuntime = new FleetRuntime({
       clock: proc.clock,
       redis,
@@ -292,6 +286,7 @@ export class World {
         this.callsSeen(
           this.replicas.http(proc.clock, this.random, proc.alive, `${prefix}r${recordGen}`),
           () => rt,
+          db,
           `n${proc.node}g${proc.gen}`,
           `${prefix}r${recordGen}`,
         ),
@@ -345,7 +340,13 @@ export class World {
    * Each load call goes to the checks with its sender (`proc`: the plugin-server process) and
    * whether it decided alone.
    */
-  private callsSeen(http: ReplicaHttp, rt: () => FleetRuntime, proc: string, sender: string): ReplicaHttp {
+  private callsSeen(
+    http: ReplicaHttp,
+    rt: () => FleetRuntime,
+    db: number,
+    proc: string,
+    sender: string,
+  ): ReplicaHttp {
     const call = http.call.bind(http);
     http.call = (method, url, timeoutMs, body?) => {
       const name = (body as { lora_name?: string } | undefined)?.lora_name;
@@ -354,10 +355,11 @@ export class World {
       if (url.endsWith('/metrics')) this.askedAt.set(`${sender}\u0000${origin}`, this.sched.now());
       if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined) {
         this.unloadAlone.set(`${origin}\u0000${name}`, alone);
-        this.unloadWordAt.set(
-          `${origin}\u0000${name}`,
-          this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
-        );
+        this.unloaders.set(`${origin}\u0000${name}`, {
+          proc,
+          db,
+          wordAt: this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
+        });
       }
       if (!url.endsWith('/v1/load_lora_adapter') || name === undefined)
         return call(method, url, timeoutMs, body);
@@ -636,7 +638,7 @@ export class World {
       fate.answered = true;
     };
     const svc = p.svc;
-    let sent: ProxiedRequest | undefined;
+    let sent: SentRequest | undefined;
     try {
       const out = await routingRequest.run(arrivals, () => svc.route({ path: '/v1/chat/completions', body }));
       routed();
@@ -663,8 +665,17 @@ export class World {
         const key = `${urlParts(out.url).origin}\u0000${model}`;
         let list = this.proxied.get(key);
         if (!list) this.proxied.set(key, (list = []));
+        // The state its lease is on: the runtime that decided it (after a record change to other
+        // state, a request waiting for room is decided again on the new one).
+        const prefix = out.leaseId.slice(0, out.leaseId.lastIndexOf('-'));
         list.push(
-          (sent = { proc: p, alone: p.rt.store.mode?.() === 'local', at: this.sched.now(), ended: Infinity }),
+          (sent = {
+            proc: `n${p.node}g${p.gen}`,
+            alone: p.rt.store.mode?.() === 'local',
+            db: this.prefixDb.get(prefix) ?? p.db,
+            at: this.sched.now(),
+            ended: Infinity,
+          }),
         );
       }
       const status = await this.replicas.proxy(
@@ -685,28 +696,15 @@ export class World {
   }
 
   /**
-   * Whether every request under way on `adapter` at `replica` when its unload went out came from a
-   * router the unloading node could not see (a process deciding alone when it routed it), reached
-   * the replica after the unloading node asked its word, and was that router's first request of the
-   * adapter there or its first after UNSEEN_HOLD_MS with none under way: docs/reliability.md ("An
-   * adapter someone unseen routes is held", not covered) leaves that request to chance, as the
-   * replica's word said what ran when it was written (seed 1026501). Any other busy unload is (i) broken.
+   * Whether every request under way on `adapter` at `replica` when its unload went out is an unseen
+   * router's first there (dst/unseen-check.ts): docs/reliability.md ("An adapter someone unseen
+   * routes is held", not covered) leaves it to chance (seeds 1026501, 37593). Any other busy unload
+   * is (i) broken.
    */
   private unseenFirst(replica: string, adapter: string): boolean {
     const key = `${replica}\u0000${adapter}`;
-    const wordAt = this.unloadWordAt.get(key) ?? -Infinity;
-    const now = this.sched.now();
-    const sent = this.proxied.get(key) ?? [];
-    const open = sent.filter((r) => r.ended >= now);
-    return (
-      open.length > 0 &&
-      open.every(
-        (r) =>
-          r.alone &&
-          r.at >= wordAt &&
-          !sent.some((q) => q !== r && q.proc === r.proc && q.at < r.at && q.ended > r.at - UNSEEN_HOLD_MS),
-      )
-    );
+    const u = this.unloaders.get(key);
+    return u !== undefined && unseenFirst(this.proxied.get(key) ?? [], u, this.sched.now(), UNSEEN_HOLD_MS);
   }
 
   /**

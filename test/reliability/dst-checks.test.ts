@@ -8,6 +8,7 @@
  */
 import { InvariantBroken, LogChecks, type BudgetSource, type LoadCall } from '../../dst/invariants';
 import { waitedIdle } from '../../dst/hold-check';
+import { unseenFirst, type SentRequest } from '../../dst/unseen-check';
 import type { BudgetOp } from '../../dst/redis-model';
 
 const LIMITS = {
@@ -287,5 +288,43 @@ describe('the simulation judges a hold idle only when nothing could change while
     expect(waitedIdle(request, { ...scope, lastRecordChange: 1811 })).toBe(false);
     // Every node had taken it before the request came: judged.
     expect(waitedIdle(request, { ...scope, lastRecordChange: 1223 })).toBe(true);
+  });
+});
+
+describe("the simulation leaves to chance only an unseen router's first request after the word (invariant i)", () => {
+  // Seed 37593's figures: node 2, on the old state, asked replica-0's word at 1,925 ms and unloaded
+  // `chat` at 1,927 ms; node 0's request, routed on the new state (database 1), reached it at 1,926 ms.
+  // Node 0's earlier request of `chat` (966-1,200 ms) was routed on the old state, seen by node 2.
+  const unloader = { proc: 'n2g0', db: 0, wordAt: 1925 };
+  const earlier: SentRequest = { proc: 'n0g0', alone: false, db: 0, at: 966, ended: 1200 };
+  const request: SentRequest = { proc: 'n0g0', alone: false, db: 1, at: 1926, ended: Infinity };
+  const judged = (sent: SentRequest[], u = unloader) => unseenFirst(sent, u, 1927, 2000);
+
+  it('a peer request on other state, sent after the word, is the window left open (seed 37593)', () => {
+    expect(judged([earlier, request])).toBe(true);
+  });
+
+  it("a request on the unloader's own state, or sent before its word, breaks it", () => {
+    expect(judged([{ ...request, db: 0 }])).toBe(false);
+    expect(judged([{ ...request, at: 1924 }])).toBe(false);
+  });
+
+  it("the unloader's own process on other state is seen (its runtimes are asked: leasedElsewhere)", () => {
+    expect(judged([request], { ...unloader, proc: 'n0g0' })).toBe(false);
+  });
+
+  it('a second unseen request within the hold breaks it: the first could have started the hold', () => {
+    expect(judged([{ ...request, at: 1000, ended: 1300 }, request])).toBe(false);
+    expect(judged([{ ...request, at: 1000, ended: -100 }, request])).toBe(true);
+  });
+
+  it('a router deciding alone on the same state is unseen, as before (seed 1026501)', () => {
+    expect(judged([{ ...request, db: 0, alone: true }])).toBe(true);
+    expect(
+      judged([
+        { ...request, db: 0, alone: true },
+        { ...earlier, ended: Infinity },
+      ]),
+    ).toBe(false);
   });
 });

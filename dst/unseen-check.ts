@@ -1,0 +1,58 @@
+/**
+ * Invariant (i)'s exemption, "no unload of a busy adapter": the window docs/reliability.md leaves
+ * open ("An adapter someone unseen routes is held", not covered). A request routed by a router the
+ * unloading runtime cannot see (no lease of it in that runtime's store) that reaches the engine
+ * after the unloader asked the replica's word is left to chance, as the word said what ran when it
+ * was written, unless the hold could have covered it.
+ */
+
+/** A request proxied to an adapter on a replica, as the busy-unload check sees it. */
+export interface SentRequest {
+  /** The plugin-server process that routed it (node and generation). */
+  proc: string;
+  /** Its process decided alone (Redis unreachable to it) when it was routed: no lease in Redis. */
+  alone: boolean;
+  /** The shared state (database) the runtime that routed it used. */
+  db: number;
+  at: number;
+  /** When the replica answered it (Infinity until then). */
+  ended: number;
+}
+
+/** The runtime that sent the unload: its process and the shared state it read. */
+export interface Unloader {
+  proc: string;
+  db: number;
+  /** When it last asked that replica's `/metrics` before the unload (its word). */
+  wordAt: number;
+}
+
+/**
+ * Whether the unloader could not see `r`'s lease: routed alone, or on another shared state by
+ * another process (a `redis` record change reaching the nodes in turn: seed 37593). A process's
+ * own runtimes on other state are asked before each unload (`leasedElsewhere`), so they are seen.
+ */
+export function unseenBy(r: SentRequest, u: Unloader): boolean {
+  return r.alone || (r.db !== u.db && r.proc !== u.proc);
+}
+
+/**
+ * Whether every request under way (`ended >= now`) on the adapter there is an unseen router's
+ * first: unseen by the unloader, sent after its word, with no request of that process it could
+ * not see under way in the `holdMs` before (whose busy reading with no lease would have held the
+ * adapter). Any other busy unload breaks (i).
+ */
+export function unseenFirst(sent: SentRequest[], u: Unloader, now: number, holdMs: number): boolean {
+  const open = sent.filter((r) => r.ended >= now);
+  return (
+    open.length > 0 &&
+    open.every(
+      (r) =>
+        unseenBy(r, u) &&
+        r.at >= u.wordAt &&
+        !sent.some(
+          (q) => q !== r && q.proc === r.proc && unseenBy(q, u) && q.at < r.at && q.ended > r.at - holdMs,
+        ),
+    )
+  );
+}
