@@ -236,6 +236,10 @@ export class AdapterManager {
       )
       .finally(unwant);
     if (fence === null) return false;
+    // Held off when decided: a peer still on the old state may load the same adapter beside this one,
+    // be answered "already loaded" when this lands (vLLM runs loads one by one), after the hold-off,
+    // and send its request (dst seed 37497).
+    const heldOffAtClaim = this.store.undoHeldOff?.(fence) ?? false;
     const started = this.clock.now();
     // Room was made until the access phase ran out of time: no load call.
     const callMs = within(policy, policy.loadTimeoutMs, this.clock.now());
@@ -299,7 +303,7 @@ export class AdapterManager {
           within(policy, Infinity, this.clock.now()),
         )
       : 'within';
-    // Not during an unload hold-off (a record change from other state, Redis just back: a peer
+    // Not during an unload hold-off (a record change from other state, Redis just back), at the claim or now (a peer
     // still on the old state loaded the same adapter at once, answered "already loaded", and sent
     // its request unseen here, dst seed 789), nor for a load decided alone once Redis is back (a
     // peer that also decided alone did the same, its lease now in Redis, seed 1111), nor once the
@@ -312,6 +316,7 @@ export class AdapterManager {
     // loaded" and sent its request: dst seed 13185).
     const undo =
       word === 'undo' &&
+      !heldOffAtClaim &&
       !(this.store.undoHeldOff?.(fence) ?? false) &&
       !(this.leasedElsewhere?.(url, adapter.name) ?? false) &&
       (await ours) === true;

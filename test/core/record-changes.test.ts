@@ -258,6 +258,54 @@ describe('a load decided on a runtime replaced by a change to other state', () =
   }, 30_000);
 });
 
+describe("a load decided during the new state's unload hold-off", () => {
+  it('is not undone over the limit when it lands after the hold-off', async () => {
+    // Seed 37497: a peer still on the old state loaded the same adapter beside this load; vLLM ran
+    // them one by one, so the peer was answered "already loaded", its request sent, only once this
+    // load landed, after the hold-off: the after-load check, asking the hold-off only then, undid it.
+    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 20 }]);
+    const url = fleet.urls[0]!;
+    const clock = new VirtualClock();
+    const configure = node(url, clock, { max_loaded_adapters: 1 });
+    const loadsA: Loads = { gate: new Gate(), asked: 0 };
+    const loadsB: Loads = { gate: new Gate(), asked: 0 };
+    loadsA.gate.release();
+    const [apiA, apiB] = [new GatedApi(loadsA), new GatedApi(loadsB)];
+    apiA.scrapes.release();
+    apiB.scrapes.release();
+    const a = configure(h.prefix(), apiA);
+    await (a.router as unknown as { ready: Promise<void> }).ready;
+    // The record changes A -> B (other state): B holds off its unloads.
+    const b = configure(h.prefix(), apiB);
+    const aRetired = a.rt.retire(b.rt);
+    await (b.router as unknown as { ready: Promise<void> }).ready;
+    await b.rt.poller.refreshUrl(url);
+    const store = b.rt.store as FailoverFleetStore;
+    expect(store.unloadsHeldOff()).toBe(true);
+    // A request for 'x' is decided on B during the hold-off; the replica holds its load.
+    let x: RouteOutcome | undefined;
+    const routed = b.router.route({ path: '/v1/completions', body: completion('x') }).then((o) => (x = o));
+    await waitFor(() => loadsB.asked === 1 || x !== undefined, 10_000, "B's load asked of the replica");
+    expect(x).toBeUndefined();
+    // The hold-off ends (two probe intervals), in steps, each store round trip answered before the next.
+    for (let i = 0; i < 40 && store.unloadsHeldOff(); i++) {
+      await clock.run(clock.now() + 100);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(store.unloadsHeldOff()).toBe(false);
+    // A peer's load on the old state lands first ('y', unseen by B): B's load lands over the limit of 1.
+    await new HttpReplicaApi().loadAdapter(url, 'y', '/adapters/y', 5000);
+    loadsB.gate.release();
+    const unloads = () => fleet!.replicas[0]!.adapterLog().filter((e) => e.op === 'unload');
+    await waitFor(() => x !== undefined || unloads().length > 0, 10_000, "the end of B's after-load check");
+    expect(unloads()).toEqual([]);
+    await routed;
+    expect(x).toMatchObject({ kind: 'proxy' });
+    await b.router.finish((x as { leaseId: string }).leaseId, 200);
+    await aRetired;
+  }, 30_000);
+});
+
 describe('a decision on a runtime replaced by a change to other state', () => {
   it.each(['replica', 'anywhere'])(
     'a cold request waiting for room there is decided again on the new runtime and served (room_wait %s)',

@@ -1876,4 +1876,40 @@ describe('no unload of a busy adapter: a peer on other state during a record cha
       ],
     );
   }, 30_000);
+  // Seed 37497 (--keep 0,1,2,3,4,5,8,9,10,13,14,21): a `redis` record change to other state reaches node 0 at
+  // 469 ms, node 2 at 1,857 ms. Node 0's new runtime, holding off its unloads, loads `team` on replica-1 at
+  // 733 ms; node 2, still on the old state, loads it there too at 1,710 ms. vLLM runs the loads one by one:
+  // node 0's lands at 2,869 ms, once its hold-off (2 s after its change) is over, and its after-load check,
+  // reading the replica over its limit of 2 at once, undid it; node 2's, answered "already loaded", had
+  // sent its request (`team unloaded with 0 running and 1 waiting`). A load decided while unloads are held
+  // off is not undone even if it lands after.
+  it('seed 37497: a load decided during the unload hold-off is not undone when it lands after it', async () => {
+    await holds(
+      37497,
+      {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: WORLD.adapters.slice(0, 6),
+        loadMs: 800,
+        coldLoadsPerMinute: 6,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 307, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 197 },
+        { at: 446, kind: 'request', node: 1, adapter: 1, tokens: 2, prompt: 1271 },
+        { at: 469, kind: 'record-change', otherState: true, gapMs: 694 },
+        { at: 580, kind: 'request', node: 0, adapter: 1, tokens: 4, prompt: 462 },
+        { at: 712, kind: 'request', node: 0, adapter: 0, tokens: 2, prompt: 996 },
+        { at: 720, kind: 'request', node: 0, adapter: 3, tokens: 4, prompt: 201 },
+        { at: 1039, kind: 'request', node: 2, adapter: 1, tokens: 6, prompt: 698 },
+        { at: 1071, kind: 'request', node: 0, adapter: -1, tokens: 4, prompt: 1547 },
+        { at: 1215, kind: 'request', node: 2, adapter: 2, tokens: 1, prompt: 179 },
+        { at: 1541, kind: 'request', node: 0, adapter: 4, tokens: 1, prompt: 735 },
+        { at: 1698, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 348 },
+        { at: 5866, kind: 'request', node: 0, adapter: 5, tokens: 3, prompt: 1391 },
+      ],
+    );
+  }, 30_000);
 });
