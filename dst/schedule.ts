@@ -23,7 +23,8 @@ export type Action =
   | { at: number; kind: 'load-fail'; replica: number; count: number; failure: LoadFailure };
 
 export type FaultKind = Exclude<Action['kind'], 'request'>;
-export const FAULT_KINDS: readonly FaultKind[] = [
+/** The faults of Redis and the nodes' links to it (what the staggered cut-offs leave out). */
+const SHARED_STATE_FAULTS: readonly FaultKind[] = [
   'partition',
   'slow',
   'redis-restart',
@@ -31,6 +32,10 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'switch',
   'record-change',
   'process-restart',
+];
+/** Every fault kind, in the order a seed draws them from (the seeds found depend on it). */
+export const FAULT_KINDS: readonly FaultKind[] = [
+  ...SHARED_STATE_FAULTS,
   'skew',
   'replica-restart',
   'replica-outage',
@@ -255,15 +260,7 @@ const STAGGER_MAX_TTL_MS = 500;
 /** A budget of 1000 is never reached: the shape could break nothing there. */
 const STAGGER_MAX_BUDGET = 6;
 /** What the staggered cut-offs leave out of their schedules: the faults of Redis and its links. */
-const REDIS_FAULTS: ReadonlySet<Action['kind']> = new Set<FaultKind>([
-  'partition',
-  'slow',
-  'redis-restart',
-  'flushall',
-  'switch',
-  'record-change',
-  'process-restart',
-]);
+const REDIS_FAULTS: ReadonlySet<Action['kind']> = new Set<FaultKind>(SHARED_STATE_FAULTS);
 /** world.ts's poll round, whose expireLeases sweeps a node silent past node_ttl_ms from the count. */
 const SWEEP_EVERY_MS = 1000;
 

@@ -68,6 +68,11 @@ export class AdapterManager {
    */
   replaced: () => boolean = () => false;
 
+  /** A wait for room to change, ended by RuntimeReplaced on a replaced runtime (Room.waitForRoom). */
+  waitForRoom(): Promise<void> {
+    return this.room.waitForRoom();
+  }
+
   constructor(
     private readonly store: FleetStore,
     private readonly api: ReplicaApi,

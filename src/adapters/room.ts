@@ -47,6 +47,16 @@ export class Room {
   ) {}
 
   /**
+   * Waits for room to change (a release, a load or unload ended here or on another node), at most
+   * ROOM_FALLBACK_MS; on a runtime replaced by one on other state, throws RuntimeReplaced instead:
+   * no room will come here. Every wait for room goes through this (placement's too).
+   */
+  async waitForRoom(): Promise<void> {
+    if (this.replaced()) throw new RuntimeReplaced();
+    await this.changed.wait(this.clock, ROOM_FALLBACK_MS);
+  }
+
+  /**
    * Under the replica's room lock: unload the cheapest idle adapters until a slot is
    * free, then claim it (state `loading`). Waits for an adapter to go idle up to the queue
    * timeout. Returns the load's fence, or null if the adapter became resident meanwhile.
@@ -119,8 +129,7 @@ export class Room {
         throw errors.noRoom(name, url, Math.max(1, Math.ceil(policy.queueTimeoutMs / 1000)));
       }
       // No slot claimed yet, so nothing to undo here: the caller gives its lease back.
-      if (this.replaced()) throw new RuntimeReplaced();
-      await this.changed.wait(this.clock, ROOM_FALLBACK_MS);
+      await this.waitForRoom();
       waited = true;
     }
   }

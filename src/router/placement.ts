@@ -1,8 +1,6 @@
 import type { Resolved } from '../adapters/catalog';
 import { PlacedElsewhere } from '../adapters/claims';
 import type { EvictionPolicy } from '../adapters/eviction';
-import { ROOM_FALLBACK_MS } from '../adapters/manager';
-import { RuntimeReplaced } from '../adapters/room';
 import { Wanting } from '../adapters/room-wants';
 import type { RouterConfig } from '../config/router-schema';
 import { errors } from '../errors';
@@ -130,8 +128,7 @@ export class Placement {
           // the slot it goes for there once the queues drain.
           if (decision.replica.holder) wanting?.off();
           else (wanting ??= this.wanting(rt, p)).on([decision.replica.url]);
-          if (rt.manager.replaced()) throw new RuntimeReplaced();
-          await rt.manager.roomChanged.wait(rt.clock, ROOM_FALLBACK_MS);
+          await rt.manager.waitForRoom();
           views = await rt.store.views(this.deps.urls, adapter, withResidents);
           continue;
         }
@@ -155,8 +152,7 @@ export class Placement {
           // anywhere, rather than queue behind one replica's busy adapters.
           if (wait.anywhere && ctx.now < wait.deadline) {
             (wanting ??= this.wanting(rt, p)).on();
-            if (rt.manager.replaced()) throw new RuntimeReplaced();
-            await rt.manager.roomChanged.wait(rt.clock, ROOM_FALLBACK_MS);
+            await rt.manager.waitForRoom();
             views = await rt.store.views(this.deps.urls, adapter, withResidents);
             continue;
           }
