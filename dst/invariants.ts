@@ -64,6 +64,8 @@ export interface Limits {
 /** A load call as a runtime sent it. */
 export interface LoadCall {
   at: number;
+  /** `at` on its sender's clock (skewed): the one its backoff runs on (none: true time). */
+  clockAt?: number;
   url: string;
   name: string;
   /** The plugin-server process (node and generation): its budget share is its own. */
@@ -192,12 +194,15 @@ export class LogChecks {
   /**
    * Each load call a runtime sent: (a) not within `backoffMs` of a load of the same adapter on the
    * same replica that failed for that runtime (docs/reliability.md, per-name state: "tried at most
-   * once per (replica, adapter) per backoff window"); (b) sent deciding alone, its process's load
-   * calls in the last window (this one included, failed ones not) stay within the budget: a node
-   * cut off grants only what is left of its share (issue 31 item 1f); (c) the fleet's load calls
-   * within the budget plus one window (the fault run's (iv)). (b) and (c) count a request's first
-   * load call only: the budget charges a request once however often it loads (seed 1076: one
-   * request's load undone twice, an excess on a full replica, three calls on one grant).
+   * once per (replica, adapter) per backoff window"), measured on the runtime's own clock as the
+   * router measures it: a skew fault stepping that clock ahead mid-backoff shortens the backoff in
+   * true time by the step (seed 134920; a real node's clock is monotonic within a process); (b)
+   * sent deciding alone, its process's load calls in the last window (this one included, failed
+   * ones not) stay within the budget: a node cut off grants only what is left of its share (issue
+   * 31 item 1f); (c) the fleet's load calls within the budget plus one window (the fault run's
+   * (iv)). (b) and (c) count a request's first load call only: the budget charges a request once
+   * however often it loads (seed 1076: one request's load undone twice, an excess on a full
+   * replica, three calls on one grant).
    */
   private checkCalls(w: WorldView): void {
     const { loads, failed, backoffMs } = this.calls;
@@ -206,11 +211,12 @@ export class LogChecks {
       const last = failed
         .filter((f) => f.sender === c.sender && f.url === c.url && f.name === c.name && f.at <= c.at)
         .at(-1);
-      if (last && c.at - last.at < backoffMs)
+      const since = last ? (c.clockAt ?? c.at) - last.clockAt : Infinity;
+      if (last && since < backoffMs)
         this.fail(
           w,
           'a failed load is not tried again within the backoff',
-          `${c.name} on ${c.url} by ${c.sender} ${c.at - last.at} ms after it failed there`,
+          `${c.name} on ${c.url} by ${c.sender} ${since} ms after it failed there on its clock (${c.at - last.at} ms of true time)`,
         );
       // A request is charged once however often it loads (escalation after a failed or undone
       // load, docs/reliability.md "The cold-load budget"): its later calls spend nothing.

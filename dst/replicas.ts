@@ -67,6 +67,8 @@ interface FaultState {
 /** A load call the fault layer answered with a failure: sent by `sender`, answered at `at`. */
 export interface FailedLoad {
   at: number;
+  /** `at` on the sender's clock (skewed): the one its backoff runs on (seed 134920). */
+  clockAt: number;
   url: string;
   name: string;
   sender: string;
@@ -217,7 +219,7 @@ export class ReplicaSet {
 
   /**
    * One exchange with the replica at `origin` through its faults; `sender` names the caller (the
-   * backoff invariant's key). Status 0: the connection was refused or reset.
+   * backoff invariant's key), `senderClock` is its clock. Status 0: the connection was refused or reset.
    */
   exchange(
     origin: string,
@@ -225,6 +227,7 @@ export class ReplicaSet {
     path: string,
     body: string,
     sender = '',
+    senderClock: Clock = this.clock,
   ): { reply: Promise<Exchanged>; abort: () => void } {
     const i = this.index(origin);
     const f = this.faults[i]!;
@@ -285,7 +288,13 @@ export class ReplicaSet {
         // An engine failure costs the load's time; the others are refused before it.
         this.clock.after(f.failure === 'engine' ? this.o.loadMs : 0, () => {
           if (settled) return;
-          this.failedLoads.push({ at: this.clock.now(), url: origin, name, sender });
+          this.failedLoads.push({
+            at: this.clock.now(),
+            clockAt: senderClock.now(),
+            url: origin,
+            name,
+            sender,
+          });
           settle(answer(failed));
         });
         return { reply, abort: reset };
@@ -329,6 +338,7 @@ export class ReplicaSet {
             u.pathname,
             body === undefined ? '' : JSON.stringify(body),
             sender,
+            clock,
           );
           abort = x.abort;
           void x.reply.then((r) => {

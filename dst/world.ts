@@ -289,6 +289,7 @@ export class World {
           db,
           `n${proc.node}g${proc.gen}`,
           `${prefix}r${recordGen}`,
+          proc.clock,
         ),
       ),
       log: silentLogger,
@@ -337,8 +338,8 @@ export class World {
   /**
    * Notes, for each unload a runtime sends, whether it decided alone then (its store degraded):
    * such an unload (the after-load undo) cannot see requests other nodes route to the adapter.
-   * Each load call goes to the checks with its sender (`proc`: the plugin-server process) and
-   * whether it decided alone.
+   * Each load call goes to the checks with its sender (`proc`: the plugin-server process), the
+   * time on its clock and whether it decided alone.
    */
   private callsSeen(
     http: ReplicaHttp,
@@ -346,6 +347,7 @@ export class World {
     db: number,
     proc: string,
     sender: string,
+    clock: NodeClock,
   ): ReplicaHttp {
     const call = http.call.bind(http);
     http.call = (method, url, timeoutMs, body?) => {
@@ -365,6 +367,7 @@ export class World {
         return call(method, url, timeoutMs, body);
       const sent: LoadCall = {
         at: this.sched.now(),
+        clockAt: clock.now(),
         url: urlParts(url).origin,
         name,
         proc,

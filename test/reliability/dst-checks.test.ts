@@ -328,3 +328,34 @@ describe("the simulation leaves to chance only an unseen router's first request 
     ).toBe(false);
   });
 });
+
+describe("the simulation measures a failed load's backoff on its sender's clock, as the router does", () => {
+  // Seed 134920's figures: `team` failed on replica-0 for n0g0r0 at 1,288 ms, its node's clock 279 ms
+  // behind; at 1,700 ms the clock stepped to 247 ms ahead, and the load was sent again at 2,011 ms:
+  // 723 ms later in true time, 1,249 ms later on the node's clock (backoff_base_ms 1,000).
+  const url = 'http://replica-0:8000';
+  const sender = { proc: 'n0g0', sender: 'n0g0r0', alone: false };
+  const failedAt = { at: 1288, clockAt: 1288 - 279 };
+  const backedOff = (again: { at: number; clockAt: number }): string | undefined => {
+    const loads = [
+      { ...sender, url, name: 'team', at: 1286, clockAt: 1286 - 279, request: 1 },
+      { ...sender, url, name: 'team', ...again, request: 2 },
+    ];
+    const failed = [{ url, name: 'team', sender: sender.sender, ...failedAt }];
+    return broken(new LogChecks([], LIMITS, () => false, { loads, failed, backoffMs: 1000 }), 10_000);
+  };
+
+  it('a clock stepped ahead during the backoff shortens it in true time by the step (seed 134920)', () => {
+    expect(backedOff({ at: 2011, clockAt: 2011 + 247 })).toBeUndefined();
+  });
+
+  it('sent again within the backoff on its own clock breaks it, however long it was in true time', () => {
+    expect(backedOff({ at: 2011, clockAt: 2011 - 279 })).toBe(
+      'a failed load is not tried again within the backoff',
+    );
+    // A clock stepped back: 1,100 ms in true time, 800 on the node's clock.
+    expect(backedOff({ at: 2388, clockAt: 2388 - 579 })).toBe(
+      'a failed load is not tried again within the backoff',
+    );
+  });
+});

@@ -1913,3 +1913,35 @@ describe('no unload of a busy adapter: a peer on other state during a record cha
     );
   }, 30_000);
 });
+
+describe('a failed load is not tried again within the backoff: on the clock the router measures it', () => {
+  // Seed 134920 (--keep 0,3,10,14,15): node 0's clock is 279 ms behind from 238 ms; replica-0 fails the
+  // next four loads (vLLM's 404). Node 0's load of `team` fails there at 1,288 ms; at 1,700 ms its clock
+  // steps to 247 ms ahead, and it loads `team` there again at 2,011 ms: 723 ms later in true time, 1,249 ms
+  // on its own clock, past backoff_base_ms (1 s). The router measures the backoff on its clock (a real
+  // node's is monotonic within a process: SystemClock); the check measured true time and now measures the
+  // sender's clock.
+  it("seed 134920: a failed load's backoff is measured on its node's clock, stepped ahead by a skew", async () => {
+    await holds(
+      134920,
+      {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: WORLD.adapters.slice(0, 5),
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 238, kind: 'skew', node: 0, ms: -279 },
+        { at: 758, kind: 'load-fail', replica: 0, count: 4, failure: 'not-found' },
+        { at: 1272, kind: 'request', node: 0, adapter: 3, tokens: 6, prompt: 1205 },
+        { at: 1700, kind: 'skew', node: 0, ms: 247 },
+        { at: 1992, kind: 'request', node: 0, adapter: 3, tokens: 4, prompt: 980 },
+      ],
+    );
+  }, 30_000);
+});
