@@ -384,6 +384,11 @@ export class RedisLink implements SharedStore {
     return this.epochSeen;
   }
 
+  /** As RedisFleetStore's. */
+  inheritEpoch(epoch: string | null): void {
+    this.epochSeen ??= epoch;
+  }
+
   takeStateLost(): boolean {
     const lost = this.stateLost;
     this.stateLost = false;
