@@ -80,6 +80,7 @@ export class RedisModel {
   /** Down (restarting): calls are refused. */
   down = false;
   private readonly links: RedisLink[] = [];
+  private candidates = 0;
   private replaying = false;
   /** Times the state was emptied (FLUSHALL, empty or snapshot restart): one budget more each. */
   readonly resets: number[] = [];
@@ -98,6 +99,16 @@ export class RedisModel {
     readonly config: RedisConfig,
     private readonly random: Random,
   ) {}
+
+  /**
+   * A registration's epoch candidate, never handed out twice, as the script's 64 random bits. Not
+   * per link: a runtime replaced on the same state has a new link with the same node id, and a
+   * candidate counted per link repeated the epoch its predecessor had set before a FLUSHALL, so the
+   * nodes that knew it never learned the state was emptied (seed 150271).
+   */
+  epochCandidate(node: string): string {
+    return `${node}.${this.candidates++}`;
+  }
 
   link(node: string, nodeClock: Clock): RedisLink {
     const l = new RedisLink(this, node, nodeClock, this.random);
@@ -359,7 +370,6 @@ export class RedisLink implements SharedStore {
   private closed = false;
   private listening = true;
   private cancelHeartbeat: (() => void) | null = null;
-  private seq = 0;
 
   constructor(
     private readonly server: RedisModel,
@@ -372,6 +382,11 @@ export class RedisLink implements SharedStore {
 
   get currentEpoch(): string | null {
     return this.epochSeen;
+  }
+
+  /** As RedisFleetStore's. */
+  inheritEpoch(epoch: string | null): void {
+    this.epochSeen ??= epoch;
   }
 
   takeStateLost(): boolean {
@@ -480,7 +495,7 @@ export class RedisLink implements SharedStore {
 
   async upsertReplica(spec: ReplicaSpec): Promise<void> {
     const grace = this.epochSeen !== null ? this.server.config.node_ttl_ms : 0;
-    const epoch = (await this.call('upsert', [spec, grace, `${this.node}.${this.seq++}`, 0], {
+    const epoch = (await this.call('upsert', [spec, grace, this.server.epochCandidate(this.node), 0], {
       at: [3],
     })) as string;
     this.noteEpoch(epoch);

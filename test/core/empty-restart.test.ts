@@ -96,3 +96,33 @@ it("after an empty restart, the first node to re-register unloads nothing under 
     for (const n of nodes) await n.s.close();
   }
 }, 30_000);
+
+it('a runtime replaced on the same state that registers first after a FLUSHALL begins it with the grace: no node unloads under a lease not yet taken again', async () => {
+  const old = node('C');
+  const peer = node('D');
+  let successor: ReturnType<typeof node> | null = null;
+  try {
+    for (const n of [old, peer]) await n.s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    await old.s.applySnapshot(U, snapshot(Date.now()));
+    // The old runtime's request on adapter a: a lease the FLUSHALL loses.
+    expect(await old.s.acquire({ id: 'LC', url: U, adapter: 'a', at: Date.now() })).toBe('loaded');
+    const before = peer.shared.currentEpoch;
+    expect(before).not.toBeNull();
+
+    await redis.command(['FLUSHALL']);
+    // A `redis` record change on the same state (only `timeout` changed): node C's new runtime, one
+    // node id, a new connection, registers the replicas first (src/runtime.ts, `passPolling`).
+    successor = node('C');
+    await successor.s.succeed(old.s);
+    await successor.s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    await successor.s.applySnapshot(U, snapshot(Date.now()));
+    // Neither the old runtime nor the peer has heard of it yet (their heartbeats come each second):
+    // lease LC counts nowhere, and `a` reads idle.
+    expect(peer.shared.currentEpoch).toBe(before);
+    expect(await busy('a')).toBe(0);
+    // The successor's node knew the old state: its registration asked the grace, so no unload.
+    expect(await peer.s.beginUnload(U, 'a', Date.now(), 60_000)).toBeNull();
+  } finally {
+    for (const n of [old, peer, ...(successor ? [successor] : [])]) await n.s.close();
+  }
+}, 30_000);

@@ -1945,3 +1945,47 @@ describe('a failed load is not tried again within the backoff: on the clock the 
     );
   }, 30_000);
 });
+
+describe('no unload of a busy adapter: a FLUSHALL, then a record change on the same state', () => {
+  // Seed 150271 (16 actions, none can be dropped): a FLUSHALL at 1,828 ms, then a `redis` record change on the
+  // same state reaches node 0 at 1,933 ms, whose new runtime registers the replicas first. The simulated
+  // Redis counted epoch candidates per link (`n0g0.0`), so it set the very epoch node 0's first runtime had
+  // set at the start: no node that knew the old state learned it was emptied. Node 0's old runtime never
+  // took again the lease of its request for `sql` waiting for room since 573 ms, node 2 never held off, and
+  // its eviction unloaded `sql` on replica-1 at 2,396 ms as that request went there (`sql unloaded with 1
+  // running and 0 waiting`). The model's, not the router's: the script's epochs are 64 random bits.
+  it("seed 150271: a same-state successor's registration after a FLUSHALL sets an epoch nobody saw", async () => {
+    await holds(
+      150271,
+      {
+        ...WORLD,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: WORLD.adapters.slice(0, 6),
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 66, kind: 'request', node: 1, adapter: -1, tokens: 5, prompt: 1037 },
+        { at: 204, kind: 'request', node: 2, adapter: 5, tokens: 1, prompt: 850 },
+        { at: 447, kind: 'request', node: 0, adapter: 1, tokens: 2, prompt: 867 },
+        { at: 573, kind: 'request', node: 0, adapter: 0, tokens: 1, prompt: 798 },
+        { at: 590, kind: 'request', node: 2, adapter: 1, tokens: 4, prompt: 1638 },
+        { at: 698, kind: 'load-fail', replica: 0, count: 2, failure: 'rank' },
+        { at: 854, kind: 'request', node: 1, adapter: -1, tokens: 4, prompt: 102 },
+        { at: 990, kind: 'request', node: 1, adapter: 4, tokens: 6, prompt: 410 },
+        { at: 1227, kind: 'request', node: 0, adapter: 5, tokens: 1, prompt: 1120 },
+        { at: 1347, kind: 'request', node: 2, adapter: 4, tokens: 6, prompt: 1127 },
+        { at: 1548, kind: 'request', node: 1, adapter: 4, tokens: 1, prompt: 1164 },
+        { at: 1710, kind: 'request', node: 2, adapter: 1, tokens: 2, prompt: 46 },
+        { at: 1823, kind: 'request', node: 2, adapter: -1, tokens: 1, prompt: 1345 },
+        { at: 1828, kind: 'flushall' },
+        { at: 1933, kind: 'record-change', otherState: false, gapMs: 1156 },
+        { at: 1952, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 1071 },
+      ],
+    );
+  }, 30_000);
+});

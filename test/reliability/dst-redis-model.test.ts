@@ -127,3 +127,40 @@ describe("the simulated Redis's links count the nodes as RedisFleetStore does", 
     expect(n0.liveNodes).toBe(2);
   });
 });
+
+describe("the simulated Redis's epochs are unique, as the upsert script's random ones", () => {
+  it('a runtime replaced on the same state (one node id, a new link) begins an emptied state with an epoch no other link saw (seed 150271)', async () => {
+    const random = seededRandom(1);
+    const clock = new Scheduler(random);
+    const m = new RedisModel(clock, { node_ttl_ms: NODE_TTL, timeout: 1000 } as RedisConfig, random);
+    const until = (t: number) =>
+      clock.run(
+        t,
+        () => {},
+        () => false,
+      );
+    const spec = { url: URL, backend: 'vllm', priority: 0 } as const;
+    const old = m.link('n0', clock);
+    const peer = m.link('n2', clock);
+    void old.upsertReplica(spec);
+    await until(50);
+    void peer.views([URL]);
+    await until(100);
+    const before = m.epoch;
+    expect(peer.currentEpoch).toBe(before);
+    // Emptied between two heartbeats; then node 0's new runtime (same node id) registers first.
+    m.flushAll();
+    const successor = m.link('n0', clock);
+    void successor.upsertReplica(spec);
+    await until(150);
+    expect(m.epoch).not.toBeNull();
+    expect(m.epoch).not.toBe(before);
+    // The old runtime and the peer learn of it from their next reply, whichever it is.
+    const lost = jest.fn();
+    old.onStateLost = lost;
+    peer.onStateLost = lost;
+    await until(NODE_TTL / 4 + 200);
+    expect(lost).toHaveBeenCalledTimes(2);
+    expect(peer.takeStateLost()).toBe(true);
+  });
+});

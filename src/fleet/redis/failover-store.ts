@@ -370,6 +370,10 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    * may have seen the server restart from an old snapshot, this store's connection never did).
    */
   async succeed(pred: FailoverFleetStore): Promise<void> {
+    // Before this store registers anything: should its registration be the first after a FLUSHALL,
+    // it asks the grace, as `pred` would have (before: none, and a peer not yet told unloaded under
+    // a lease the FLUSHALL lost; test/core/empty-restart.test.ts).
+    this.shared.inheritEpoch?.(pred.shared.currentEpoch ?? null);
     this.predecessor = pred;
     pred.superseded = true;
     pred.budget.succeededBy(this.budget);

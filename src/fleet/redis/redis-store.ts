@@ -149,6 +149,15 @@ export class RedisFleetStore implements FleetStore {
     return this.epoch;
   }
 
+  /**
+   * The epoch the runtime this store's replaces on the same state last saw (one node id, a new
+   * connection): this node knew that state, so a reply without that epoch says it was emptied,
+   * and a registration that begins it anew asks the grace (seed 150271's kind).
+   */
+  inheritEpoch(epoch: string | null): void {
+    this.epoch ??= epoch;
+  }
+
   /** Whether Redis was emptied since this was last asked (the caller then takes its state back). */
   takeStateLost(): boolean {
     const lost = this.stateLost;

@@ -19,6 +19,8 @@ export interface SharedStore extends FleetStore {
   readonly liveNodes?: number | null;
   /** The shared state's epoch as last seen (null before any): spends are counted under it. */
   readonly currentEpoch?: string | null;
+  /** Takes the epoch a runtime this one replaces on the same state saw, if none was seen yet. */
+  inheritEpoch?(epoch: string | null): void;
   /**
    * Takes again a lease this node holds (recovery, an emptied state); false if the shared
    * state's expiry sweep reclaimed it meanwhile: it is not brought back. Absent: `acquire`.
