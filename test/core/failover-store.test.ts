@@ -123,4 +123,35 @@ describe('FailoverFleetStore over a real redis-server', () => {
       await s.close();
     }
   });
+
+  // The simulation's seed 264535: a node deciding alone while Redis was emptied takes its state back
+  // at its probe and holds off its unloads from then. Its registration there read the new epoch and
+  // left "the state was lost" noted; the next views call (a poll, a request) took the state back
+  // again and held unloads off anew: a request alone on an idle fleet waited for room 880 ms longer.
+  it('holds off its unloads once for an outage that emptied Redis, not again at its next views', async () => {
+    const probeMs = 1500;
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+    const shared = new RedisFleetStore(
+      redis.config(`v${randomBytes(4).toString('hex')}:`, { node_ttl_ms: probeMs }),
+      'n5',
+    );
+    const s = new FailoverFleetStore(shared, collectingLogger(), { probeMs, logEveryMs: 60_000 });
+    try {
+      await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+      await s.applySnapshot(U, snapshotWithA(1));
+      await redis.stop();
+      await s.views([U]); // fails within its timeout: this node decides alone
+      expect(s.mode()).toBe('local');
+      await redis.start(); // empty: the recovery registers the replica anew
+      await waitFor(() => s.mode() === 'redis', 10_000, 'recovery');
+      const back = Date.now();
+      await s.applySnapshot(U, snapshotWithA(2));
+      await sleep(probeMs / 2);
+      expect((await s.views([U])).map((v) => v.url)).toEqual([U]);
+      await sleep(back + 2 * probeMs + 100 - Date.now());
+      expect(await s.beginUnload(U, 'a', 4, 60_000)).not.toBeNull();
+    } finally {
+      await s.close();
+    }
+  });
 });

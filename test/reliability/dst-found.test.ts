@@ -1989,3 +1989,40 @@ describe('no unload of a busy adapter: a FLUSHALL, then a record change on the s
     );
   }, 30_000);
 });
+
+describe('a hold never waits with nothing that could change: a node back from an outage during a FLUSHALL', () => {
+  // Seed 264535 (--keep 0,1,2,8,9,12,13,15): a partition of every node (430-684 ms) left node 0
+  // deciding alone from 1,045 ms (a release sent into it timed out), and a FLUSHALL at 1,554 ms
+  // emptied Redis meanwhile. Node 0's probe took its state back at 2,065 ms, its registration
+  // reading the new epoch, and it held off its unloads from then; but the "state lost" note that
+  // registration left was taken only by a views call at 2,945 ms, which took the state back again
+  // and held unloads off anew until 4,945 ms. Node 0's request for `code` (1,884 ms), alone on an
+  // idle fleet, waited for room on replica-1 (`chat` and `a` idle) until 5,087 ms: routed after
+  // 3,429 ms, past the bound of 3,400.
+  it('seed 264535: a node back from an outage during a FLUSHALL holds off its unloads once', async () => {
+    await holds(
+      264535,
+      {
+        ...WORLD,
+        maxLoadedAdapters: 2,
+        adapters: WORLD.adapters.slice(0, 7),
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 51, kind: 'request', node: 2, adapter: 1, tokens: 4, prompt: 1553 },
+        { at: 160, kind: 'request', node: 0, adapter: 2, tokens: 3, prompt: 234 },
+        { at: 430, kind: 'partition', node: -1, ms: 254 },
+        { at: 1174, kind: 'request', node: 1, adapter: -1, tokens: 1, prompt: 1304 },
+        { at: 1220, kind: 'replica-restart', replica: 0, downMs: 3 },
+        { at: 1327, kind: 'request', node: 1, adapter: 4, tokens: 2, prompt: 1349 },
+        { at: 1554, kind: 'flushall' },
+        { at: 1884, kind: 'request', node: 0, adapter: 5, tokens: 3, prompt: 1257 },
+      ],
+    );
+  }, 30_000);
+});

@@ -141,6 +141,10 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    */
   private async registerReplicas(): Promise<void> {
     for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
+    // An emptied state noted so far (this registration reads the new epoch) is taken back by the
+    // caller, recovery or `reclaim`, whose hold-off runs from now: left noted, the next views
+    // call took it back again and held unloads off anew (the simulation's seed 264535).
+    this.shared.takeStateLost?.();
     await this.seenDown.push(this.local, this.shared, this.clock);
   }
 
