@@ -55,6 +55,55 @@ describe('the simulation counts cold loads as the budget charges them', () => {
   });
 });
 
+describe('the simulation holds a node deciding alone to its share (issue 31 item 1f)', () => {
+  const url = 'http://replica-0:8000';
+  /**
+   * Node 1's four requests (budget 3): the first three granted by Redis and sent so, the fourth's
+   * spend as `spend4` says (none: never asked there), its load call sent once the node decides alone.
+   */
+  const fourth = (spend4: BudgetOp | null): string | undefined => {
+    const grant = (at: number, request: number): BudgetOp => ({
+      op: 'spend',
+      at,
+      key: 'fleet',
+      waitMs: 0,
+      request,
+      delivered: true,
+    });
+    const ledger = [grant(712, 1), grant(1060, 2), grant(1107, 3), ...(spend4 ? [spend4] : [])];
+    const loads = [714, 1068, 1110, 1809].map((at, i) => ({
+      at,
+      url,
+      name: `a${i + 1}`,
+      request: i + 1,
+      proc: 'n1g0',
+      sender: 'n1g0r0',
+      alone: at === 1809,
+    }));
+    const budget: BudgetSource = { ledgers: [ledger, []], refusals: [], fate: () => 'answered' };
+    return broken(
+      new LogChecks([], LIMITS, () => false, { loads, failed: [], backoffMs: 1000 }, budget),
+      2000,
+    );
+  };
+
+  it('a fourth load in 60 s granted alone breaks it', () => {
+    expect(fourth(null)).toBe('a node deciding alone grants only what is left of its share');
+  });
+
+  it('a fourth whose spend Redis counted but answered too late (the router decided alone) breaks it', () => {
+    const late: BudgetOp = { op: 'spend', at: 1304, key: 'fleet', waitMs: 0, request: 4, delivered: false };
+    expect(fourth(late)).toBe('a node deciding alone grants only what is left of its share');
+  });
+
+  it('a fourth granted by Redis, its answer back, then sent while the node decides alone holds (seed 179824)', () => {
+    // A Sentinel switch lost the first spend: Redis's window granted it again (the fleet's bound,
+    // one budget more per switch that loses writes); the node granted nothing alone.
+    const shared: BudgetOp = { op: 'spend', at: 1304, key: 'fleet', waitMs: 0, request: 4, delivered: true };
+    expect(fourth(shared)).toBeUndefined();
+  });
+});
+
 describe('the simulation bounds a replica past the limit as docs/reliability.md does', () => {
   const url = 'http://replica-0:8000';
   /** Six loads landing on one replica (limit 1, three nodes), each sent degraded or not. */
