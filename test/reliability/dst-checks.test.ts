@@ -10,6 +10,8 @@ import { InvariantBroken, LogChecks, type BudgetSource, type LoadCall } from '..
 import { waitedIdle } from '../../dst/hold-check';
 import { unseenFirst, type SentRequest } from '../../dst/unseen-check';
 import type { BudgetOp } from '../../dst/redis-model';
+import type { Schedule } from '../../dst/schedule';
+import { World } from '../../dst/world';
 
 const LIMITS = {
   maxLoadedAdapters: 1,
@@ -406,5 +408,46 @@ describe("the simulation measures a failed load's backoff on its sender's clock,
     expect(backedOff({ at: 2388, clockAt: 2388 - 579 })).toBe(
       'a failed load is not tried again within the backoff',
     );
+  });
+});
+
+describe('the simulation allows one budget more per emptied state the nodes use, not per database', () => {
+  // The world models two databases (the second for `redis` record changes to other state), and
+  // each fault empties both; before any node moved to the second, its resets allowed the fleet a
+  // second budget more per FLUSHALL, restart or lossy switch (seed 179824's helper saw
+  // [179, 834, 179, 834] for two switches).
+  const world: Schedule['world'] = {
+    nodes: 3,
+    replicas: 3,
+    maxLoadedAdapters: 2,
+    adapters: ['sql', 'chat'],
+    loadMs: 200,
+    decodeMsPerStep: 50,
+    coldLoadsPerMinute: 3,
+    leaseMaxAgeMs: 4000,
+    ttftSloMs: 1000,
+    spanMs: 1000,
+    upstreamTimeoutMs: 5000,
+  };
+  const resetsAfter = async (actions: Schedule['actions']) => {
+    const w = new World({ seed: 1, world, actions });
+    await w.run();
+    return w.resets();
+  };
+
+  it('a FLUSHALL and a lossy switch before any record change count once each', async () => {
+    const resets = await resetsAfter([
+      { at: 100, kind: 'flushall' },
+      { at: 300, kind: 'switch', lost: 2 },
+    ]);
+    expect(resets).toEqual([100, 300]);
+  });
+
+  it("after a record change to the other state, that state's resets count too", async () => {
+    const resets = await resetsAfter([
+      { at: 100, kind: 'record-change', otherState: true, gapMs: 200 },
+      { at: 500, kind: 'flushall' },
+    ]);
+    expect(resets.filter((t) => t === 500)).toHaveLength(2);
   });
 });
