@@ -56,6 +56,16 @@ describe('a poll’s reading and the unseen hold', () => {
     expect(await heldBy(store, reading(['c']))).toEqual([]);
   });
 
+  it('holds nothing a lease released the moment the poll began may explain, but holds one released before', async () => {
+    const store = await fleet();
+    await store.acquire({ id: 'edge', url: U, adapter: 'c', at: 900 });
+    await store.release('edge', POLL_STARTED);
+    expect(await heldBy(store, reading(['c']))).toEqual([]);
+    await store.acquire({ id: 'before', url: U, adapter: 'a', at: 900 });
+    await store.release('before', POLL_STARTED - 1);
+    expect(await heldBy(store, reading(['a']))).toEqual([`${U} a`]);
+  });
+
   it('holds nothing another runtime’s store counts', async () => {
     const store = await fleet();
     expect(await heldBy(store, reading(['a', 'c']), (_u, name) => name === 'a')).toEqual([`${U} c`]);

@@ -1,0 +1,91 @@
+/**
+ * Unit test of LoadBackoff (src/adapters/backoff.ts, one module), written against the survivors
+ * of its mutation run (docs/reliability/mutation-testing.md): each failed load doubles the wait
+ * before the next attempt on that replica, from the base to the bound; the wait ends exactly at
+ * its end; a success starts again from the base; entries are bounded. The clock is a counter.
+ */
+import type { Clock } from '../../src/clock';
+import { RouterError } from '../../src/errors';
+import { BACKOFF_ENTRIES, LoadBackoff } from '../../src/adapters/backoff';
+
+const policy = { backoffBaseMs: 1_000, backoffMaxMs: 5_000 };
+const A = 'http://a:8000';
+
+function setup() {
+  const t = { now: 1_000_000 };
+  const clock: Clock = { now: () => t.now, after: () => () => undefined };
+  return { t, b: new LoadBackoff(clock) };
+}
+
+function refusal(f: () => void): RouterError | undefined {
+  try {
+    f();
+  } catch (e) {
+    if (e instanceof RouterError) return e;
+    throw e;
+  }
+  return undefined;
+}
+
+/** How long `key` waits from now, read as the first moment check lets it through. */
+function waitOf(t: { now: number }, b: LoadBackoff, key: string): number {
+  const start = t.now;
+  for (let ms = 0; ms <= 10_000; ms += 250) {
+    t.now = start + ms;
+    if (!refusal(() => b.check(key, 'x', A))) {
+      t.now = start;
+      return ms;
+    }
+  }
+  t.now = start;
+  return Infinity;
+}
+
+describe('LoadBackoff', () => {
+  it('doubles the wait per failure from the base up to the bound', () => {
+    const { t, b } = setup();
+    expect(waitOf(t, b, 'k')).toBe(0);
+    const waits: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      b.fail('k', policy, 'the replica answered 500');
+      waits.push(waitOf(t, b, 'k'));
+    }
+    expect(waits).toEqual([1_000, 2_000, 4_000, 5_000, 5_000]);
+  });
+
+  it('refuses with a 503, its Retry-After rounded up, and the failure named; free at the end exactly', () => {
+    const { t, b } = setup();
+    b.fail('k', { backoffBaseMs: 2_500, backoffMaxMs: 60_000 }, 'why-text');
+    const e = refusal(() => b.check('k', 'ad', A));
+    expect(e?.code).toBe('adapter_load_backoff');
+    expect(e?.status).toBe(503);
+    expect(e?.retryAfterS).toBe(3);
+    expect(e?.message).toContain('why-text');
+    t.now += 2_499;
+    expect(refusal(() => b.check('k', 'ad', A))?.retryAfterS).toBe(1);
+    t.now += 1;
+    expect(refusal(() => b.check('k', 'ad', A))).toBeUndefined();
+    // Another key is not held.
+    t.now -= 2_500;
+    expect(refusal(() => b.check('other', 'ad', A))).toBeUndefined();
+  });
+
+  it('a success starts the next failure from the base again', () => {
+    const { t, b } = setup();
+    b.fail('k', policy, 'w');
+    b.fail('k', policy, 'w');
+    b.clear('k');
+    expect(waitOf(t, b, 'k')).toBe(0);
+    expect(b.size).toBe(0);
+    b.fail('k', policy, 'w');
+    expect(waitOf(t, b, 'k')).toBe(1_000);
+  });
+
+  it('keeps at most BACKOFF_ENTRIES, the least recently used out first', () => {
+    const { t, b } = setup();
+    for (let i = 0; i <= BACKOFF_ENTRIES; i++) b.fail(`k${i}`, policy, 'w');
+    expect(b.size).toBe(BACKOFF_ENTRIES);
+    expect(waitOf(t, b, 'k0')).toBe(0);
+    expect(waitOf(t, b, 'k1')).toBe(1_000);
+  });
+});

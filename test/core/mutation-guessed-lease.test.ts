@@ -1,0 +1,117 @@
+/**
+ * Unit test of the guessed lease (src/router/guessed-lease.ts, one module), written against the
+ * survivors of its mutation run (docs/reliability/mutation-testing.md): a lease taken on the
+ * adapter's last replica before the decision is used only if the decision goes there, else given
+ * back once, its release chained after any earlier one and its failure logged; the last replicas
+ * are remembered per adapter, bounded, the oldest out first. Leases are fakes recording releases.
+ */
+import { LeaseHandle } from '../../src/lease';
+import type { FleetRuntime } from '../../src/runtime';
+import { giveBack, LastReplicas, takeLease, type GuessedLease } from '../../src/router/guessed-lease';
+
+const A = 'http://a:8000';
+const B = 'http://b:8000';
+
+function setup(fail = false) {
+  const warnings: string[] = [];
+  const released: (number | undefined)[] = [];
+  const rt = { log: { warn: (m: string) => warnings.push(m) } } as unknown as FleetRuntime;
+  const lease = {
+    id: 'L1',
+    lease: { url: A },
+    rt,
+    release: async (status?: number) => {
+      released.push(status);
+      if (fail) throw new Error('store down');
+      return undefined;
+    },
+  } as unknown as LeaseHandle;
+  const guess: GuessedLease = { held: { lease, state: 'loaded' } };
+  return { rt, lease, guess, warnings, released };
+}
+
+afterEach(() => jest.restoreAllMocks());
+
+describe('the guessed lease', () => {
+  it('is used, not given back, when the decision goes to its replica', async () => {
+    const { rt, lease, guess, released } = setup();
+    const take = jest.spyOn(LeaseHandle, 'take');
+    const got = await takeLease(rt, A, 'x', guess);
+    expect(got).toEqual({ lease, state: 'loaded' });
+    expect(guess.held).toBeUndefined();
+    expect(guess.givingBack).toBeUndefined();
+    expect(released).toEqual([]);
+    expect(take).not.toHaveBeenCalled();
+  });
+
+  it('is given back once, and a new lease taken, when the decision goes elsewhere', async () => {
+    const { rt, guess, released } = setup();
+    const fresh = { lease: { id: 'L2' } as unknown as LeaseHandle, state: undefined };
+    const take = jest.spyOn(LeaseHandle, 'take').mockResolvedValue(fresh);
+    expect(await takeLease(rt, B, 'x', guess)).toBe(fresh);
+    expect(take).toHaveBeenCalledWith(rt, B, 'x');
+    expect(guess.held).toBeUndefined();
+    await guess.givingBack;
+    expect(released).toEqual([undefined]);
+    giveBack(rt, guess);
+    await guess.givingBack;
+    expect(released).toEqual([undefined]);
+  });
+
+  it('without a guess takes a new lease and gives nothing back', async () => {
+    const { rt, released } = setup();
+    const guess: GuessedLease = {};
+    const fresh = { lease: { id: 'L2' } as unknown as LeaseHandle, state: undefined };
+    jest.spyOn(LeaseHandle, 'take').mockResolvedValue(fresh);
+    expect(await takeLease(rt, A, null, guess)).toBe(fresh);
+    expect(guess.givingBack).toBeUndefined();
+    expect(released).toEqual([]);
+  });
+
+  it('chains the give-back after an earlier one, and logs a failed release', async () => {
+    const { rt, guess, warnings, released } = setup(true);
+    let earlierDone = false;
+    guess.givingBack = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        earlierDone = true;
+        resolve();
+      }, 20),
+    );
+    giveBack(rt, guess);
+    expect(guess.held).toBeUndefined();
+    await guess.givingBack;
+    expect(earlierDone).toBe(true);
+    expect(released).toEqual([undefined]);
+    expect(warnings).toEqual(['could not give back lease L1: store down']);
+  });
+});
+
+describe('LastReplicas', () => {
+  it('remembers the last replica per adapter, the base model apart', () => {
+    const last = new LastReplicas();
+    expect(last.get('x')).toBeUndefined();
+    last.remember('x', A);
+    last.remember(null, B);
+    expect(last.get('x')).toBe(A);
+    expect(last.get(null)).toBe(B);
+    expect(last.get('')).toBe(B);
+    last.remember('x', B);
+    expect(last.get('x')).toBe(B);
+  });
+
+  it('keeps 4096 adapters, the least recently moved out first', () => {
+    const last = new LastReplicas();
+    last.remember('first', A);
+    last.remember('again', A);
+    for (let i = 0; i < 4094; i++) last.remember(`n${i}`, A);
+    last.remember('again', A); // the same replica: its age unchanged
+    last.remember('first', B); // moved: now the newest
+    last.remember('new1', A);
+    expect(last.get('first')).toBe(B);
+    expect(last.get('again')).toBeUndefined();
+    expect(last.get('n0')).toBe(A);
+    last.remember('new2', A);
+    expect(last.get('n0')).toBeUndefined();
+    expect(last.get('n1')).toBe(A);
+  });
+});
