@@ -111,10 +111,13 @@ export async function admit(
         };
         await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
         // The load (or its wait for room) took time: a replica seen down meanwhile gets no request.
-        if (replica.health !== 'down') {
-          const [now] = await withPolledHealth(rt, await rt.store.views([replica.url], undefined, false));
-          if (now?.health === 'down') throw new SeenDown(replica.url);
-        }
+        // Nor does one decided down (every replica was: the health filter failed open) once another
+        // is seen up meanwhile (seed 317260); while every one still is, it stays the decision.
+        const urls = replica.health === 'down' ? [...setup.targets.keys()] : [replica.url];
+        const now = await withPolledHealth(rt, await rt.store.views(urls, undefined, false));
+        const here = now.find((v) => v.url === replica.url);
+        const elsewhere = replica.health !== 'down' || now.some((v) => v.health !== 'down');
+        if (here?.health === 'down' && elsewhere) throw new SeenDown(replica.url);
       }
       if (!mayBeReclaimed(rt, lease, setup.config)) break;
       if (round >= RETAKES)

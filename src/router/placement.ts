@@ -20,8 +20,9 @@ let claims = 0;
 
 /**
  * Thrown by an admission whose replica, up when the request was decided, was seen down while its
- * load ran or waited for room: the request is decided again on fresh views, as one that came now
- * would be ("once seen down, it gets no request", docs/reliability.md).
+ * load ran or waited for room, or, decided down (every replica was), is still down with another
+ * seen up since: the request is decided again on fresh views, as one that came now would be
+ * ("once seen down, it gets no request", docs/reliability.md).
  */
 export class SeenDown extends Error {
   constructor(readonly url: string) {
@@ -213,7 +214,8 @@ export class Placement {
             placementRounds++;
             placedElsewhere = err.url;
           } else if (err instanceof SeenDown) {
-            // Each round needs a replica decided up and seen down after: bounded by the replicas.
+            // Each round needs a replica decided up and seen down after, or decided down and
+            // another seen up after: bounded by the replicas.
             if (++downRounds > this.deps.urls.length)
               throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
           } else if (!wait.escalate(err, rt.clock.now())) throw err;

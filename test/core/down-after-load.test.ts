@@ -95,3 +95,65 @@ it('nor does it follow a placement another node made on the replica seen down', 
   };
   await servedElsewhere(harness, downAfterLoad);
 }, 30_000);
+
+/**
+ * The simulation's seed 317260: with every replica seen down (one answering 500, the other
+ * restarting) the health filter fails open and a cold request is decided on one seen down, to wait
+ * for a load there. Its load (under way in the engine before the fault, begun by another node)
+ * lands, held until `meanwhile` has run; returns the request's outcome and that replica.
+ */
+async function decidedDown(
+  meanwhile: (fleet: CoreHarness['fleet'], other: string) => Promise<void>,
+): Promise<{ url: string; status: number; decided: string; other: string }> {
+  const harness = await CoreHarness.start(
+    [0, 1].map(() => ({ adapterDirs: ['/adapters'], timeScale: 1 })),
+    (urls) => ({
+      replicas: urls.map((url) => ({ url })),
+      base_model: 'meta-llama/Llama-3.1-8B-Instruct',
+      adapter_path_template: '/adapters/{name}',
+      max_loaded_adapters: 2,
+    }),
+    50,
+  );
+  h = harness;
+  const { fleet, rt } = harness;
+  await waitFor(() => rt.poller.stats.polls > 1, 5000, 'first polls');
+  for (const url of fleet.urls) await fleet.byUrl(url)!.fault({ kind: 'error500', on: true });
+  for (const url of fleet.urls)
+    await waitFor(async () => (await health(harness, url)) === 'down', 5000, 'polled down');
+  let first: string | undefined;
+  let landed = () => {};
+  const gate = new Promise<void>((resolve) => (landed = resolve));
+  const loadAdapter = rt.api.loadAdapter.bind(rt.api);
+  rt.api.loadAdapter = async (url, name, path, timeoutMs) => {
+    if (first !== undefined) return loadAdapter(url, name, path, timeoutMs);
+    first = url;
+    await gate;
+    return 'loaded';
+  };
+  const x = harness.chat('x', 1);
+  await waitFor(() => first !== undefined, 5000, 'the load on a replica seen down began');
+  const other = fleet.urls.find((u) => u !== first)!;
+  await meanwhile(fleet, other);
+  landed();
+  const r = await x;
+  const url = r.outcome.kind === 'proxy' ? r.outcome.url : r.outcome.kind;
+  return { url, status: r.status, decided: first!, other };
+}
+
+const health = async (harness: CoreHarness, url: string) =>
+  (await harness.rt.store.views([url], undefined, false))[0]?.health;
+
+it('a request decided failing open on a replica seen down goes to one seen up while it loaded', async () => {
+  const r = await decidedDown(async (fleet, other) => {
+    await fleet.byUrl(other)!.fault({ kind: 'error500', on: false });
+    await waitFor(async () => (await health(h!, other)) === 'up', 5000, 'the other replica polled up');
+  });
+  expect(r.url).toBe(r.other);
+  expect(r.status).toBe(200);
+}, 30_000);
+
+it('while every replica is still seen down, it stays where it was decided (failing open)', async () => {
+  const r = await decidedDown(async () => {});
+  expect(r.url).toBe(r.decided);
+}, 30_000);

@@ -2059,3 +2059,48 @@ describe('a hold never waits with nothing that could change: a node back from an
     );
   }, 30_000);
 });
+
+describe('a replica seen down gets no request: a decision made while every replica was down', () => {
+  // Seed 317260 (--keep 0,1,3,4,5,6,7,8,9,10,11,15,16,17): replica-0 answers 500 from 948 ms and is
+  // polled down at 949 ms; replica-1, restarting from 923 ms, is polled down at 1,047 ms. Node 2's
+  // request for `team` (1,942 ms) sees every replica down, the health filter fails open, and it is
+  // decided on replica-0 to wait for node 1's load of `team` there (begun at 422 ms). Replica-1 is
+  // polled up at 1,987 ms; the load ends at 3,124 ms and the request was proxied to replica-0, seen
+  // down 2.2 s: the check after the load was made only for a replica decided up. It is made for one
+  // decided down too, and with another seen up now the request is decided again.
+  it('seed 317260: a request decided failing open is decided again once another replica is seen up', async () => {
+    await holds(
+      317260,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law'],
+        loadMs: 1500,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 3,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 6000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 84, kind: 'request', node: 1, adapter: 4, tokens: 6, prompt: 1643 },
+        { at: 101, kind: 'request', node: 1, adapter: 2, tokens: 100, prompt: 465 },
+        { at: 337, kind: 'skew', node: 0, ms: 141 },
+        { at: 412, kind: 'request', node: 1, adapter: 3, tokens: 3, prompt: 1418 },
+        { at: 615, kind: 'request', node: 2, adapter: 2, tokens: 6, prompt: 831 },
+        { at: 652, kind: 'request', node: 2, adapter: 1, tokens: 1, prompt: 260 },
+        { at: 831, kind: 'request', node: 0, adapter: -1, tokens: 4, prompt: 343 },
+        { at: 923, kind: 'replica-restart', replica: 1, downMs: 580 },
+        { at: 948, kind: 'replica-outage', replica: 0, ms: 2461, mode: 'error500' },
+        { at: 1090, kind: 'request', node: 2, adapter: 2, tokens: 1, prompt: 597 },
+        { at: 1299, kind: 'request', node: 2, adapter: -1, tokens: 5, prompt: 714 },
+        { at: 1579, kind: 'request', node: 0, adapter: 5, tokens: 2, prompt: 656 },
+        { at: 1942, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 1374 },
+        { at: 4668, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 1174 },
+      ],
+    );
+  }, 30_000);
+});
