@@ -322,6 +322,11 @@ describe('admission: a replica seen down during the load', () => {
     const { w, rt } = world({ states: [undefined], after: { [A]: 'down', [B]: 'up' } });
     await expect(run(rt, { decision: decisionOn({ health: 'down' }) })).rejects.toBeInstanceOf(SeenDown);
     expect(w.released).toEqual(['L1']);
+    // Its own health read among the others', not the first replica's.
+    const second = world({ states: [undefined], after: { [A]: 'up', [B]: 'down' } });
+    const onB = decisionOn({ url: B, health: 'down' });
+    await expect(run(second.rt, { decision: onB })).rejects.toBeInstanceOf(SeenDown);
+    expect(second.w.released).toEqual(['L1']);
   });
 
   it('is not asked about when no load ran', async () => {
