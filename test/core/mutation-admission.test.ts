@@ -24,7 +24,7 @@ const MAX_AGE = 1000;
 
 interface World {
   t: number;
-  /** Each take: the lease's age when taken, and the state under it. */
+  /** Each lease taken: on which replica, for which adapter, its id. */
   takes: { url: string; adapter: string | null; id: string }[];
   released: string[];
   ensures: { url: string; adapter: unknown; policy: Record<string, unknown> }[];
