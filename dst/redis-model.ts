@@ -368,7 +368,7 @@ export class RedisLink implements SharedStore {
   private stateLost = false;
   private runIdSeen: number | null = null;
   /**
-   * Calls a server ran whose reply has not come back, with that server's run id. One connection
+   * Calls the server ran whose reply has not come back (all on the server last reached). One connection
    * (RedisConnection) is one TCP stream: it reaches another server only once the old stream has
    * closed, and ioredis then fails what that stream still owed (`maxRetriesPerRequest: 0`). A
    * reply from the old server never comes after a call the new one answered (seed 140805).
