@@ -367,6 +367,14 @@ export class RedisLink implements SharedStore {
   private epochSeen: string | null = null;
   private stateLost = false;
   private runIdSeen: number | null = null;
+  /**
+   * Calls the server ran whose reply has not come back (all on the server last reached). One connection
+   * (RedisConnection) is one TCP stream: it reaches another server only once the old stream has
+   * closed, and ioredis then fails what that stream still owed (`maxRetriesPerRequest: 0`). A
+   * reply from the old server never comes after a call the new one answered (seed 140805).
+   */
+  private readonly unanswered = new Map<number, () => void>();
+  private nextCall = 0;
   private closed = false;
   private listening = true;
   private cancelHeartbeat: (() => void) | null = null;
@@ -452,9 +460,11 @@ export class RedisLink implements SharedStore {
     const timeoutMs = server.config.timeout;
     return new Promise((resolve, reject) => {
       let settled = false;
+      const id = this.nextCall++;
       const settle = (fn: () => void) => {
         if (settled) return;
         settled = true;
+        this.unanswered.delete(id);
         cancelTimeout();
         fn();
       };
@@ -469,6 +479,7 @@ export class RedisLink implements SharedStore {
         if (this.faults.partitioned) return;
         if (this.runIdSeen !== null && this.runIdSeen !== server.runId) {
           this.runIdSeen = server.runId;
+          for (const fail of [...this.unanswered.values()]) fail();
           if (!o.recovering) return settle(() => reject(new ServerSwitched('another Redis server answers')));
         }
         this.runIdSeen = server.runId;
@@ -476,6 +487,7 @@ export class RedisLink implements SharedStore {
         const real = args.slice();
         for (const i of o.at ?? []) real[i] = now;
         const run = o.pure ? Promise.resolve(o.pure(server)) : server.apply(name, real);
+        this.unanswered.set(id, () => settle(() => reject(new Error('Connection is closed.'))));
         void run.then(
           (r) => {
             o.ran?.(now, r);

@@ -107,3 +107,36 @@ describe('a runtime retired for another database while its Redis link is down', 
     expect(await openIn(p2)).toEqual([]);
   }, 30_000);
 });
+
+describe('a release the old server ran but never answered before it restarted', () => {
+  it('fails with the connection and is replayed on the server that lost it (dst seed 140805)', async () => {
+    // The simulation answered such a release after the new server had answered other calls, and the
+    // lease stayed open: one ioredis stream cannot, as this shows. The release's reply dies with the
+    // old stream, the call fails, and recovery gives the lease back where the restart brought it back.
+    const p = prefix();
+    const proxy = await h.proxy();
+    const rt = runtime({ redis: h.redis.config(p, { port: proxy.port, timeout: 2000, node_ttl_ms: 1000 }) });
+    await rt.store.upsertReplica(SPEC);
+    await rt.store.applySnapshot(U, poll());
+    const ended = await take(rt);
+    await h.redis.command(['SAVE']);
+    proxy.delay(400);
+    const released = ended.release(200);
+    // It ran at the server; its reply is still on its way when the server stops.
+    await waitFor(async () => (await openIn(p)).length === 0, 5_000, 'the release run at the server');
+    await h.redis.stop();
+    await h.redis.start();
+    proxy.delay(0);
+    expect(await openIn(p)).toEqual([ended.id]); // the restart lost it
+    // Not answered by the old server: the call failed with its stream, and the node decides alone,
+    // the release owed to the shared state.
+    await released;
+    expect(rt.store.mode?.()).toBe('local');
+    await waitFor(
+      async () => (await openIn(p)).length === 0,
+      10_000,
+      `${ended.id} given back after the restart`,
+    );
+    await waitFor(() => rt.store.mode?.() === 'redis', 10_000, 'the node shares decisions');
+  }, 30_000);
+});

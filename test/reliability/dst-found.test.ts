@@ -2104,3 +2104,40 @@ describe('a replica seen down gets no request: a decision made while every repli
     );
   }, 30_000);
 });
+
+describe('no lease left open after quiescence: a release whose reply the old primary sent late', () => {
+  // Seed 140805 (--keep 2,3,4,5,8), the simulated Redis's mistake, not the router's: node 2's release
+  // of n2g0-0 runs at the primary at 1,044 ms, its reply slowed 479 ms; a Sentinel switch at 1,149 ms
+  // loses the last 5 writes, the release among them. Node 2's heartbeat finds the new server at
+  // 1,502 ms, its prune (1,508 ms) keeps n2g0-0 (its release under way), and the old server's reply
+  // came at 1,525 ms, after calls the new one had answered: one TCP stream cannot do that (ioredis
+  // fails what the old stream owed when it closes). The model's link now fails such a call, the
+  // release is replayed on recovery, and the lease is given back there.
+  it('seed 140805: a reply owed by the old server fails once the link reaches the new one', async () => {
+    await holds(
+      140805,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 464, kind: 'request', node: 0, adapter: 4, tokens: 4, prompt: 1798 },
+        { at: 989, kind: 'request', node: 2, adapter: 4, tokens: 1, prompt: 873 },
+        { at: 1009, kind: 'slow', node: 2, ms: 263, slowMs: 479 },
+        { at: 1051, kind: 'request', node: 1, adapter: 3, tokens: 2, prompt: 1488 },
+        { at: 1149, kind: 'switch', lost: 5 },
+      ],
+    );
+  }, 30_000);
+});

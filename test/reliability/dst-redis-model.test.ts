@@ -164,3 +164,40 @@ describe("the simulated Redis's epochs are unique, as the upsert script's random
     expect(peer.takeStateLost()).toBe(true);
   });
 });
+
+describe("the simulated Redis's link is one stream, as RedisConnection's", () => {
+  it('a reply the old server still owes fails once a call reaches the new one, never after it (seed 140805)', async () => {
+    const random = seededRandom(1);
+    const clock = new Scheduler(random);
+    const m = new RedisModel(clock, { node_ttl_ms: NODE_TTL, timeout: 1000 } as RedisConfig, random);
+    const until = (t: number) =>
+      clock.run(
+        t,
+        () => {},
+        () => false,
+      );
+    const link = m.link('n0', clock);
+    void link.upsertReplica({ url: URL, backend: 'vllm', priority: 0 });
+    await until(50);
+    void link.acquire({ id: 'n0-0', url: URL, adapter: 'chat', at: 50 });
+    await until(100);
+    // The release runs at the primary, its reply slow; the switch loses the release.
+    link.faults.slowMs = 400;
+    let outcome = 'pending';
+    link.release('n0-0', 100).then(
+      () => (outcome = `answered at ${clock.now()}`),
+      (err: Error) => (outcome = `failed at ${clock.now()}: ${err.message}`),
+    );
+    await until(110);
+    link.faults.slowMs = 0;
+    m.switchPrimary(1);
+    await until(150);
+    expect(outcome).toBe('pending');
+    // The next call reaches the new server (told of the switch): the old stream closed before that.
+    void link.views([URL]).catch(() => {});
+    await until(700);
+    expect(outcome).toMatch(/^failed at 15[0-9]: Connection is closed/);
+    // It ran at the old server, and the new one lacks it: the caller must send it again.
+    expect(m.openLeases().has('n0-0')).toBe(true);
+  });
+});
