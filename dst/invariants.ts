@@ -14,6 +14,7 @@ import {
 import type { AdapterLogEntry } from '../sim/http/replica';
 import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../src/router/cold-budget';
 import type { BudgetOp } from './redis-model';
+import { excessReadBusy, type EngineWord } from './comma-word';
 import type { FailedLoad } from './replicas';
 
 export interface Violation {
@@ -34,6 +35,8 @@ export class InvariantBroken extends Error {
 export interface LogSource {
   url: string;
   log: readonly AdapterLogEntry[];
+  /** The replica's registry and engine now (dst/comma-word.ts), read only while it is over the limit. */
+  word?: () => EngineWord;
 }
 
 /** What the checks need to know of the world at a step. */
@@ -177,6 +180,9 @@ export class LogChecks {
       const o = this.over[i];
       if (o) {
         o.alone ||= w.degraded;
+        // The grace runs from when the replica's report stopped reading the idle excess busy through
+        // a name with a comma: the router unloads nothing it reads busy (seed 111053).
+        if (src.word && excessReadBusy(this.limits.maxLoadedAdapters, src.word())) o.since = w.now;
         if (!o.alone && w.now - o.since > this.limits.excessGraceMs)
           this.fail(
             w,

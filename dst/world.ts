@@ -199,7 +199,15 @@ export class World {
     this.redis = [0, 1].map((db) => new RedisModel(this.sched, this.redisConfig(db, 0), this.random));
     for (let n = 0; n < this.w.nodes; n++) this.procs.push(this.start(n, 0, 0, new NodeClock(this.sched)));
     this.checks = new LogChecks(
-      this.replicas.replicas.map((r, i) => ({ url: this.replicas.urls[i]!, log: r.log })),
+      this.replicas.replicas.map((r, i) => ({
+        url: this.replicas.urls[i]!,
+        log: r.log,
+        word: () => {
+          const e = r.engine.stats();
+          const loaded = [...r.registry.values()].filter((a) => !a.static).map((a) => a.name);
+          return { loaded, running: e.runningAdapters, waiting: e.waitingAdapters };
+        },
+      })),
       {
         maxLoadedAdapters: this.w.maxLoadedAdapters,
         nodes: this.w.nodes,

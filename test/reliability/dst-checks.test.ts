@@ -143,6 +143,43 @@ describe('the simulation bounds a replica past the limit as docs/reliability.md 
   });
 });
 
+describe("the simulation's grace for an excess runs once the replica's report reads it idle (seed 111053)", () => {
+  const url = 'http://replica-0:8000';
+  /** `team,a` then `a` land on a replica limited to 1 at 0 ms; what runs there until 3,000 ms; checked at `at`. */
+  const over = (running: string[], at: number[]): string | undefined => {
+    const log = ['team,a', 'a'].map((name, i) => ({
+      at: i,
+      op: 'load' as const,
+      name,
+      status: 200,
+      ms: 1,
+      loaded: i + 1,
+    }));
+    let now = 0;
+    const word = () => ({ loaded: ['team,a', 'a'], running: now < 3000 ? running : [], waiting: [] });
+    const checks = new LogChecks([{ url, log, word }], LIMITS);
+    for (const t of at) {
+      now = t;
+      const b = broken(checks, t);
+      if (b) return b;
+    }
+    return undefined;
+  };
+
+  it('`a` idle, read running through `team,a`: no grace runs until the label is gone', () => {
+    expect(over(['team,a'], [0, 2900, 7900])).toBeUndefined();
+  });
+
+  it('past the grace from when the label is gone, it breaks', () => {
+    expect(over(['team,a'], [0, 2900, 3000, 8100])).toBe('loaded adapters within max_loaded_adapters');
+  });
+
+  it('an excess whose own requests run is no excuse, nor an idle one read idle', () => {
+    expect(over(['a'], [0, 2900, 5100])).toBe('loaded adapters within max_loaded_adapters');
+    expect(over([], [0, 5100])).toBe('loaded adapters within max_loaded_adapters');
+  });
+});
+
 describe('the simulation sees the cold-load budget spent without a load', () => {
   const url = 'http://replica-0:8000';
   type Fate = ReturnType<BudgetSource['fate']>;

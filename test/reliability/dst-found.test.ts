@@ -2141,3 +2141,45 @@ describe('no lease left open after quiescence: a release whose reply the old pri
     );
   }, 30_000);
 });
+
+describe('loaded adapters within max_loaded_adapters: an excess the replica reports busy through a comma', () => {
+  // Seed 111053 (--keep 0,1,2,3,4,5,6,8,11): after a FLUSHALL (45 ms) three loads decided on different
+  // views land on replica-1 (limit 2): `a` (825 ms), `team,a` (1,625 ms) and `team` (2,425 ms), whose
+  // after-load undo is held off (claimed during the FLUSHALL's unload hold-off, seed 37497). Polls then
+  // find `a` and `team` idle but read busy: `team,a` runs an 80-token request until 7,740 ms, and vLLM's
+  // label `running_lora_adapters="team,a"` may as well be `team` and `a` (docs/reliability.md, "A name
+  // with a comma is never read as idle"), then the unseen hold of 2 s. The check's grace now runs from
+  // when the replica's report stopped reading the idle excess busy.
+  it('seed 111053: an excess read busy through a comma name is trimmed once the report reads it idle', async () => {
+    await holds(
+      111053,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math'],
+        loadMs: 800,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 6000,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 8, kind: 'request', node: 0, adapter: 4, tokens: 1, prompt: 961 },
+        { at: 45, kind: 'flushall' },
+        { at: 120, kind: 'request', node: 1, adapter: 7, tokens: 1, prompt: 1203 },
+        { at: 223, kind: 'request', node: 1, adapter: 7, tokens: 3, prompt: 219 },
+        { at: 292, kind: 'request', node: 1, adapter: 2, tokens: 2, prompt: 340 },
+        { at: 449, kind: 'request', node: 2, adapter: 4, tokens: 1, prompt: 306 },
+        { at: 508, kind: 'request', node: 2, adapter: 2, tokens: 80, prompt: 706 },
+        { at: 777, kind: 'request', node: 2, adapter: 3, tokens: 3, prompt: 1418 },
+        { at: 1151, kind: 'process-restart', node: 1 },
+      ],
+    );
+  }, 30_000);
+});
