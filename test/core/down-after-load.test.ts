@@ -18,15 +18,8 @@ afterEach(async () => {
   h = undefined;
 });
 
-/**
- * Two replicas; the first load lands, and its answer waits until `downAfterLoad` has made that
- * replica answer 500 and the poller has seen it down.
- */
-async function heldLoad(): Promise<{
-  harness: CoreHarness;
-  firstLoad: () => string | undefined;
-  downAfterLoad: () => Promise<string>;
-}> {
+/** Two simulated replicas of two slots behind one in-process router, polled at least twice. */
+async function twoReplicas(): Promise<CoreHarness> {
   const harness = await CoreHarness.start(
     [0, 1].map(() => ({ adapterDirs: ['/adapters'], timeScale: 1 })),
     (urls) => ({
@@ -38,8 +31,21 @@ async function heldLoad(): Promise<{
     50,
   );
   h = harness;
+  await waitFor(() => harness.rt.poller.stats.polls > 1, 5000, 'first polls');
+  return harness;
+}
+
+/**
+ * Two replicas; the first load lands, and its answer waits until `downAfterLoad` has made that
+ * replica answer 500 and the poller has seen it down.
+ */
+async function heldLoad(): Promise<{
+  harness: CoreHarness;
+  firstLoad: () => string | undefined;
+  downAfterLoad: () => Promise<string>;
+}> {
+  const harness = await twoReplicas();
   const { fleet, rt } = harness;
-  await waitFor(() => rt.poller.stats.polls > 1, 5000, 'first polls');
   let first: string | undefined;
   let seenDown = () => {};
   const gate = new Promise<void>((resolve) => (seenDown = resolve));
@@ -105,19 +111,8 @@ it('nor does it follow a placement another node made on the replica seen down', 
 async function decidedDown(
   meanwhile: (fleet: CoreHarness['fleet'], other: string) => Promise<void>,
 ): Promise<{ url: string; status: number; decided: string; other: string }> {
-  const harness = await CoreHarness.start(
-    [0, 1].map(() => ({ adapterDirs: ['/adapters'], timeScale: 1 })),
-    (urls) => ({
-      replicas: urls.map((url) => ({ url })),
-      base_model: 'meta-llama/Llama-3.1-8B-Instruct',
-      adapter_path_template: '/adapters/{name}',
-      max_loaded_adapters: 2,
-    }),
-    50,
-  );
-  h = harness;
+  const harness = await twoReplicas();
   const { fleet, rt } = harness;
-  await waitFor(() => rt.poller.stats.polls > 1, 5000, 'first polls');
   for (const url of fleet.urls) await fleet.byUrl(url)!.fault({ kind: 'error500', on: true });
   for (const url of fleet.urls)
     await waitFor(async () => (await health(harness, url)) === 'down', 5000, 'polled down');

@@ -17,6 +17,20 @@ function model(): RedisModel {
   return new RedisModel(new Scheduler(random), {} as RedisConfig, random);
 }
 
+/** A model on a scheduler of its own, with `until(t)` running that scheduler to simulated time t. */
+function timedModel(): { clock: Scheduler; m: RedisModel; until: (t: number) => Promise<void> } {
+  const random = seededRandom(1);
+  const clock = new Scheduler(random);
+  const m = new RedisModel(clock, { node_ttl_ms: NODE_TTL, timeout: 1000 } as RedisConfig, random);
+  const until = (t: number) =>
+    clock.run(
+      t,
+      () => {},
+      () => false,
+    );
+  return { clock, m, until };
+}
+
 async function registered(m: RedisModel): Promise<void> {
   await m.apply('upsert', [{ url: URL, backend: 'vllm', priority: 0 }, 0, 'epoch-1', 0]);
 }
@@ -100,15 +114,7 @@ describe('the simulated Redis publishes "changed" where the scripts call changed
 
 describe("the simulated Redis's links count the nodes as RedisFleetStore does", () => {
   it('a count read before the state is node_ttl_ms old is no count, or a floor over one seen before (seeds 5560, 1048867)', async () => {
-    const random = seededRandom(1);
-    const clock = new Scheduler(random);
-    const m = new RedisModel(clock, { node_ttl_ms: NODE_TTL, timeout: 1000 } as RedisConfig, random);
-    const until = (t: number) =>
-      clock.run(
-        t,
-        () => {},
-        () => false,
-      );
+    const { clock, m, until } = timedModel();
     const spec = { url: URL, backend: 'vllm', priority: 0 } as const;
     const [n0, n1] = [m.link('n0', clock), m.link('n1', clock)];
     await until(50);
@@ -130,15 +136,7 @@ describe("the simulated Redis's links count the nodes as RedisFleetStore does", 
 
 describe("the simulated Redis's epochs are unique, as the upsert script's random ones", () => {
   it('a runtime replaced on the same state (one node id, a new link) begins an emptied state with an epoch no other link saw (seed 150271)', async () => {
-    const random = seededRandom(1);
-    const clock = new Scheduler(random);
-    const m = new RedisModel(clock, { node_ttl_ms: NODE_TTL, timeout: 1000 } as RedisConfig, random);
-    const until = (t: number) =>
-      clock.run(
-        t,
-        () => {},
-        () => false,
-      );
+    const { clock, m, until } = timedModel();
     const spec = { url: URL, backend: 'vllm', priority: 0 } as const;
     const old = m.link('n0', clock);
     const peer = m.link('n2', clock);
@@ -167,15 +165,7 @@ describe("the simulated Redis's epochs are unique, as the upsert script's random
 
 describe("the simulated Redis's link is one stream, as RedisConnection's", () => {
   it('a reply the old server still owes fails once a call reaches the new one, never after it (seed 140805)', async () => {
-    const random = seededRandom(1);
-    const clock = new Scheduler(random);
-    const m = new RedisModel(clock, { node_ttl_ms: NODE_TTL, timeout: 1000 } as RedisConfig, random);
-    const until = (t: number) =>
-      clock.run(
-        t,
-        () => {},
-        () => false,
-      );
+    const { clock, m, until } = timedModel();
     const link = m.link('n0', clock);
     void link.upsertReplica({ url: URL, backend: 'vllm', priority: 0 });
     await until(50);
