@@ -5,7 +5,7 @@
  * its end; a success starts again from the base; entries are bounded. The clock is a counter.
  */
 import type { Clock } from '../../src/clock';
-import { RouterError } from '../../src/errors';
+import { refusal } from '../helpers/refusal';
 import { BACKOFF_ENTRIES, LoadBackoff } from '../../src/adapters/backoff';
 
 const policy = { backoffBaseMs: 1_000, backoffMaxMs: 5_000 };
@@ -15,16 +15,6 @@ function setup() {
   const t = { now: 1_000_000 };
   const clock: Clock = { now: () => t.now, after: () => () => undefined };
   return { t, b: new LoadBackoff(clock) };
-}
-
-function refusal(f: () => void): RouterError | undefined {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof RouterError) return e;
-    throw e;
-  }
-  return undefined;
 }
 
 /** How long `key` waits from now, read as the first moment check lets it through. */

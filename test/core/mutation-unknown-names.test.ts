@@ -5,7 +5,7 @@
  * or loaded before may; the window ends exactly at its end, per replica. The clock is a counter.
  */
 import type { Clock } from '../../src/clock';
-import { RouterError } from '../../src/errors';
+import { refusal } from '../helpers/refusal';
 import { UnknownNames, VERIFIED_NAMES } from '../../src/adapters/unknown-names';
 
 const BASE = 2_500;
@@ -22,16 +22,6 @@ const policy = (listed: string[] = []) => ({
   backoffBaseMs: BASE,
   isListed: (n: string) => listed.includes(n),
 });
-
-function refusal(f: () => void): RouterError | undefined {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof RouterError) return e;
-    throw e;
-  }
-  return undefined;
-}
 
 describe('UnknownNames', () => {
   it('blocks unknown names on the replica where one was not found, for the backoff window', () => {
