@@ -16,6 +16,26 @@ afterAll(async () => {
   await redis.close();
 });
 
+/** A store (node `node`, probing every `probeMs`, `node_ttl_ms` as long) holding `a` loaded on U. */
+function storeWithA(probeMs: number, node: string): FailoverFleetStore {
+  const shared = new RedisFleetStore(
+    redis.config(`${node}${randomBytes(4).toString('hex')}:`, { node_ttl_ms: probeMs }),
+    node,
+  );
+  return new FailoverFleetStore(shared, collectingLogger(), { probeMs, logEveryMs: 60_000 });
+}
+
+/** Registers U with `a` loaded, then Redis restarts empty: `s` decides alone until its probe finds it back. */
+async function backEmpty(s: FailoverFleetStore): Promise<void> {
+  await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+  await s.applySnapshot(U, snapshotWithA(1));
+  await redis.stop();
+  await s.views([U]); // fails within its timeout: this node decides alone
+  expect(s.mode()).toBe('local');
+  await redis.start();
+  await waitFor(() => s.mode() === 'redis', 10_000, 'recovery');
+}
+
 describe('FailoverFleetStore over a real redis-server', () => {
   it('decides locally while Redis is gone (no unloads), then hands its leases back and shares again', async () => {
     const log = collectingLogger();
@@ -100,19 +120,9 @@ describe('FailoverFleetStore over a real redis-server', () => {
     const probeMs = 1500;
     // Redis comes back empty: for node_ttl_ms no node unloads either (every node's heartbeat
     // re-takes its leases meanwhile); shorter than the hold-off here, so the hold-off is what shows.
-    const shared = new RedisFleetStore(
-      redis.config(`u${randomBytes(4).toString('hex')}:`, { node_ttl_ms: probeMs }),
-      'n4',
-    );
-    const s = new FailoverFleetStore(shared, collectingLogger(), { probeMs, logEveryMs: 60_000 });
+    const s = storeWithA(probeMs, 'n4');
     try {
-      await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-      await s.applySnapshot(U, snapshotWithA(1));
-      await redis.stop();
-      await s.views([U]); // fails within its timeout: this node decides alone
-      expect(s.mode()).toBe('local');
-      await redis.start();
-      await waitFor(() => s.mode() === 'redis', 10_000, 'recovery');
+      await backEmpty(s);
       await s.applySnapshot(U, snapshotWithA(2)); // Redis came back empty: a poll tells it again
       // Back, but a peer's own probe finds Redis up to a probe interval later; until then it
       // routes to what its polls saw loaded and cannot see this node's unload.
@@ -131,19 +141,9 @@ describe('FailoverFleetStore over a real redis-server', () => {
   it('holds off its unloads once for an outage that emptied Redis, not again at its next views', async () => {
     const probeMs = 1500;
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
-    const shared = new RedisFleetStore(
-      redis.config(`v${randomBytes(4).toString('hex')}:`, { node_ttl_ms: probeMs }),
-      'n5',
-    );
-    const s = new FailoverFleetStore(shared, collectingLogger(), { probeMs, logEveryMs: 60_000 });
+    const s = storeWithA(probeMs, 'n5');
     try {
-      await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-      await s.applySnapshot(U, snapshotWithA(1));
-      await redis.stop();
-      await s.views([U]); // fails within its timeout: this node decides alone
-      expect(s.mode()).toBe('local');
-      await redis.start(); // empty: the recovery registers the replica anew
-      await waitFor(() => s.mode() === 'redis', 10_000, 'recovery');
+      await backEmpty(s); // the recovery registers the replica anew
       const back = Date.now();
       await s.applySnapshot(U, snapshotWithA(2));
       await sleep(probeMs / 2);
