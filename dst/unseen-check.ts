@@ -22,6 +22,8 @@ export interface SentRequest {
 /** The runtime that sent the unload: its process and the shared state it read. */
 export interface Unloader {
   proc: string;
+  /** It decided alone (its store degraded): it sees no other node's requests (exempt from (i)). */
+  alone: boolean;
   db: number;
   /** When it last asked that replica's `/metrics` before the unload (its word). */
   wordAt: number;

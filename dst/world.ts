@@ -138,9 +138,7 @@ export class World {
   private readonly replicas: ReplicaSet;
   private readonly procs: Process[] = [];
   private readonly checks: LogChecks;
-  /** By replica and adapter: whether the last unload sent there came from a node deciding alone. */
-  private readonly unloadAlone = new Map<string, boolean>();
-  /** By replica and adapter: the sender of the last unload there, its state and its word's time. */
+  /** By replica and adapter: the sender of the last unload there, whether it decided alone, its state and its word's time. */
   private readonly unloaders = new Map<string, Unloader>();
   /** By runtime and replica: when it last asked the replica's `/metrics`. */
   private readonly askedAt = new Map<string, number>();
@@ -216,7 +214,8 @@ export class World {
         quietAfterMs: (this.w.nodeTtlMs ?? NODE_TTL_MS) + 2 * PROBE_MS,
       },
       (replica, adapter) =>
-        this.unloadAlone.get(`${replica}\u0000${adapter}`) === true || this.unseenFirst(replica, adapter),
+        this.unloaders.get(`${replica}\u0000${adapter}`)?.alone === true ||
+        this.unseenFirst(replica, adapter),
       {
         loads: this.loadCalls,
         spreads: this.spreads,
@@ -366,9 +365,9 @@ export class World {
       const origin = urlParts(url).origin;
       if (url.endsWith('/metrics')) this.askedAt.set(`${sender}\u0000${origin}`, this.sched.now());
       if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined) {
-        this.unloadAlone.set(`${origin}\u0000${name}`, alone);
         this.unloaders.set(`${origin}\u0000${name}`, {
           proc,
+          alone,
           db,
           wordAt: this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
         });

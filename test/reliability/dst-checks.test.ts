@@ -383,7 +383,7 @@ describe("the simulation leaves to chance only an unseen router's first request 
   // Seed 37593's figures: node 2, on the old state, asked replica-0's word at 1,925 ms and unloaded
   // `chat` at 1,927 ms; node 0's request, routed on the new state (database 1), reached it at 1,926 ms.
   // Node 0's earlier request of `chat` (966-1,200 ms) was routed on the old state, seen by node 2.
-  const unloader = { proc: 'n2g0', db: 0, wordAt: 1925 };
+  const unloader = { proc: 'n2g0', alone: false, db: 0, wordAt: 1925 };
   const earlier: SentRequest = { proc: 'n0g0', alone: false, db: 0, at: 966, ended: 1200 };
   const request: SentRequest = { proc: 'n0g0', alone: false, db: 1, at: 1926, ended: Infinity };
   const judged = (sent: SentRequest[], u = unloader) => unseenFirst(sent, u, 1927, 2000);
