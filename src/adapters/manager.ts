@@ -22,7 +22,6 @@ import { Room, ROOM_FALLBACK_MS } from './room';
 import { RoomWants } from './room-wants';
 
 export type { AdapterPolicy, EnsureOutcome, LoadRecord } from './policy';
-export { ROOM_FALLBACK_MS } from './room';
 import { ReplicaWord } from './replica-word';
 import { clientReason, rejectionReason } from './load-failures';
 import { UnknownNames } from './unknown-names';

@@ -14,7 +14,7 @@ import { parseRouterConfig } from '../../src/config/parse';
 import { errors, RouterError } from '../../src/errors';
 import type { ReplicaView } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
-import { ROOM_FALLBACK_MS } from '../../src/adapters/manager';
+import { ROOM_FALLBACK_MS } from '../../src/adapters/room';
 import { Placement, SeenDown } from '../../src/router/placement';
 import { schedulingPolicy } from '../../src/router/registration';
 import { RoomWait } from '../../src/router/room-wait';

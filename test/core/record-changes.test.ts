@@ -197,23 +197,32 @@ class HeldReadsApi extends GatedApi {
   }
 }
 
+/**
+ * One simulated replica of one slot on a clock that moves only when told, and two nodes' replica
+ * APIs (scrapes open, each node's loads behind its own gate, both shut).
+ */
+async function oneSlotTwoNodes<Api extends GatedApi>(ApiOf: new (loads: Loads) => Api) {
+  fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 20 }]);
+  const url = fleet.urls[0]!;
+  const clock = new VirtualClock();
+  const configure = node(url, clock, { max_loaded_adapters: 1 });
+  const loadsA: Loads = { gate: new Gate(), asked: 0 };
+  const loadsB: Loads = { gate: new Gate(), asked: 0 };
+  const [apiA, apiB] = [new ApiOf(loadsA), new ApiOf(loadsB)];
+  apiA.scrapes.release();
+  apiB.scrapes.release();
+  return { url, clock, configure, loadsA, loadsB, apiA, apiB };
+}
+
 describe('a load decided on a runtime replaced by a change to other state', () => {
   it("is not undone over the limit: the new state's requests of it are not in the old store", async () => {
     // Seed 13185: a node's request decided on the old state and a peer's on the new one each
     // loaded `team,a` on one replica; the old runtime's load landed over the limit, and its
     // after-load check, the replica's word saying idle, unloaded it as the new state's request
     // reached the engine (`unloaded with 0 running and 1 waiting`).
-    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 20 }]);
-    const url = fleet.urls[0]!;
     // Time stands still unless the test moves it: the replica's word A's check waits for stays fresh.
-    const clock = new VirtualClock();
-    const configure = node(url, clock, { max_loaded_adapters: 1 });
-    const loadsA: Loads = { gate: new Gate(), asked: 0 };
-    const loadsB: Loads = { gate: new Gate(), asked: 0 };
+    const { url, clock, configure, loadsA, loadsB, apiA, apiB } = await oneSlotTwoNodes(HeldReadsApi);
     loadsB.gate.release();
-    const [apiA, apiB] = [new HeldReadsApi(loadsA), new HeldReadsApi(loadsB)];
-    apiA.scrapes.release();
-    apiB.scrapes.release();
     const a = configure(h.prefix(), apiA);
     // A's state is past the hold-off a fresh state starts with (found emptied: no epoch yet).
     await (a.router as unknown as { ready: Promise<void> }).ready;
@@ -263,16 +272,8 @@ describe("a load decided during the new state's unload hold-off", () => {
     // Seed 37497: a peer still on the old state loaded the same adapter beside this load; vLLM ran
     // them one by one, so the peer was answered "already loaded", its request sent, only once this
     // load landed, after the hold-off: the after-load check, asking the hold-off only then, undid it.
-    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 20 }]);
-    const url = fleet.urls[0]!;
-    const clock = new VirtualClock();
-    const configure = node(url, clock, { max_loaded_adapters: 1 });
-    const loadsA: Loads = { gate: new Gate(), asked: 0 };
-    const loadsB: Loads = { gate: new Gate(), asked: 0 };
+    const { url, clock, configure, loadsA, loadsB, apiA, apiB } = await oneSlotTwoNodes(GatedApi);
     loadsA.gate.release();
-    const [apiA, apiB] = [new GatedApi(loadsA), new GatedApi(loadsB)];
-    apiA.scrapes.release();
-    apiB.scrapes.release();
     const a = configure(h.prefix(), apiA);
     await (a.router as unknown as { ready: Promise<void> }).ready;
     // The record changes A -> B (other state): B holds off its unloads.
