@@ -37,6 +37,16 @@ function broken(checks: LogChecks, now: number): string | undefined {
   }
 }
 
+/** A granted spend of the fleet's budget at `at` by `request`, its answer delivered. */
+const grant = (at: number, request: number): BudgetOp => ({
+  op: 'spend',
+  at,
+  key: 'fleet',
+  waitMs: 0,
+  request,
+  delivered: true,
+});
+
 describe('the simulation counts cold loads as the budget charges them', () => {
   const url = 'http://replica-0:8000';
 
@@ -64,14 +74,6 @@ describe('the simulation holds a node deciding alone to its share (issue 31 item
    * spend as `spend4` says (none: never asked there), its load call sent once the node decides alone.
    */
   const fourth = (spend4: BudgetOp | null): string | undefined => {
-    const grant = (at: number, request: number): BudgetOp => ({
-      op: 'spend',
-      at,
-      key: 'fleet',
-      waitMs: 0,
-      request,
-      delivered: true,
-    });
     const ledger = [grant(712, 1), grant(1060, 2), grant(1107, 3), ...(spend4 ? [spend4] : [])];
     const loads = [714, 1068, 1110, 1809].map((at, i) => ({
       at,
@@ -183,15 +185,6 @@ describe("the simulation's grace for an excess runs once the replica's report re
 describe('the simulation sees the cold-load budget spent without a load', () => {
   const url = 'http://replica-0:8000';
   type Fate = ReturnType<BudgetSource['fate']>;
-  /** A granted spend of the fleet's budget at `at` by `request`, its answer delivered. */
-  const grant = (at: number, request: number): BudgetOp => ({
-    op: 'spend',
-    at,
-    key: 'fleet',
-    waitMs: 0,
-    request,
-    delivered: true,
-  });
   const claim = (at: number, request: number): BudgetOp => ({ op: 'claim', at, request });
   /** Request 4 refused by the window Redis opened at `from`, at 30 ms past it. */
   const refused = (from: number, request = 4): BudgetOp => ({
