@@ -251,6 +251,9 @@ export class MemoryFleetStore implements FleetStore {
     const fence = (this.lastFence = nextFence(this.lastFence, at));
     putResidency(r, adapter, { state: 'loading', since: at, lastUsed: at, fence });
     r.everLoaded = true;
+    // The replica is full now: no room is left for any adapter another unload made it for, and its
+    // next request, finding it full, begins no load that would clear it (seed 437527).
+    if (r.residentCount >= limit) this.roomMade.delete(url);
     return fence;
   }
 

@@ -496,4 +496,24 @@ describe('AdapterManager: the cold-load budget is spent by loads only', () => {
     expect(ops()).toEqual(['load a', 'unload a', 'load b']);
     expect(spends).toEqual(['a', 'b']);
   });
+
+  it('room made for a request the budget refused, then taken by another load, is made again for its next', async () => {
+    // Seed 437527: the store kept the room for x after y's load took it (one unload per load), so
+    // x's next request, finding the replica full, could unload nothing until the unload's TTL.
+    const { mgr, spends, ensure, ops, settle } = await budgeted();
+    expect(await settle(ensure('a'))).toBe('loaded');
+    const refused = () => Promise.reject(new Error('cold-load budget'));
+    const refuse = mgr.ensure(
+      U,
+      { name: 'x', path: '/adapters/x' },
+      policy({ maxLoadedAdapters: 1 }),
+      undefined,
+      refused,
+    );
+    expect(await settle(caught(refuse))).toBeInstanceOf(Error);
+    expect(await settle(ensure('y'))).toBe('loaded'); // into the slot made for x
+    expect(await settle(ensure('x'))).toBe('loaded');
+    expect(ops()).toEqual(['load a', 'unload a', 'load y', 'unload y', 'load x']);
+    expect(spends).toEqual(['a', 'y', 'x']);
+  });
 });

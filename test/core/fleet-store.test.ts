@@ -93,6 +93,28 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.beginUnload(U, 'b', 10, TTL, 'x')).not.toBeNull();
   });
 
+  it('a load of another adapter that fills the replica takes the room made for x: the next unload for x goes', async () => {
+    // Seed 437527: x's request was refused (the cold-load budget) after its unload; y's load took the
+    // slot. x's next request finds the replica full and never begins a load of its own to clear it.
+    const s = await store();
+    for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL, 'x');
+    expect(await s.finishUnload(U, 'a', ua!, true, 7)).toBe(true);
+    const y = await s.beginLoad(U, 'y', 8, 2, TTL); // fills the replica (limit 2)
+    expect(y).not.toBeNull();
+    expect(await s.finishLoad(U, 'y', y!, true, 9)).toBe(true);
+    expect(await s.beginUnload(U, 'b', 10, TTL, 'x')).not.toBeNull();
+  });
+
+  it('a load of another adapter that leaves room keeps the room made for x', async () => {
+    const s = await store();
+    for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL, 'x');
+    expect(await s.finishUnload(U, 'a', ua!, true, 7)).toBe(true);
+    expect(await s.beginLoad(U, 'y', 8, 3, TTL)).not.toBeNull(); // limit 3: a slot is left, for x
+    expect(await s.beginUnload(U, 'b', 10, TTL, 'x')).toBeNull();
+  });
+
   it('classifies adapters in the first registry as static, later ones (another router) as loaded', async () => {
     const s = await store();
     await s.applySnapshot(U, { at: 1, ok: true, load, registry: [{ name: 'boot', path: '/a/boot' }] });

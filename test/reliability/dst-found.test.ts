@@ -2183,3 +2183,50 @@ describe('loaded adapters within max_loaded_adapters: an excess the replica repo
     );
   }, 30_000);
 });
+
+describe('a hold never waits with nothing that could change: room made for an adapter another load took', () => {
+  // Seed 437527 (all 16 actions; it does not shrink): at 881 ms node 1 unloads idle `med` on replica-2
+  // (limit 1) to make room for `a`, and the store keeps that room for `a` until `a`'s load begins (one
+  // unload per load) or the unload's TTL passes (~10 s). The fleet's cold-load budget (6) then refuses
+  // node 1's request (429), and node 0's request for `team`, waiting for room there, loads into the slot.
+  // Node 2's request for `a` at 1,844 ms, alone on an idle fleet, finds replica-2 full with `team` idle;
+  // every unload of `team` for `a` was refused by the room kept for `a`, which no longer existed, until
+  // its queue_timeout_ms: a 503 after 8,126 ms. A load that fills the replica now drops the rooms kept.
+  it('seed 437527: a load that fills the replica takes the room an unload made for another adapter', async () => {
+    await holds(
+      437527,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 21, kind: 'request', node: 2, adapter: 9, tokens: 1, prompt: 1067 },
+        { at: 98, kind: 'request', node: 1, adapter: 8, tokens: 1, prompt: 1650 },
+        { at: 165, kind: 'skew', node: 0, ms: 127 },
+        { at: 169, kind: 'request', node: 1, adapter: 5, tokens: 1, prompt: 345 },
+        { at: 321, kind: 'skew', node: 1, ms: 281 },
+        { at: 405, kind: 'request', node: 0, adapter: -1, tokens: 6, prompt: 269 },
+        { at: 508, kind: 'request', node: 0, adapter: 3, tokens: 4, prompt: 1198 },
+        { at: 619, kind: 'request', node: 2, adapter: 7, tokens: 5, prompt: 847 },
+        { at: 684, kind: 'request', node: 0, adapter: 6, tokens: 2, prompt: 621 },
+        { at: 817, kind: 'request', node: 2, adapter: 6, tokens: 4, prompt: 413 },
+        { at: 818, kind: 'request', node: 1, adapter: 7, tokens: 6, prompt: 1040 },
+        { at: 877, kind: 'request', node: 1, adapter: 4, tokens: 1, prompt: 1333 },
+        { at: 1267, kind: 'request', node: 1, adapter: 0, tokens: 1, prompt: 964 },
+        { at: 1477, kind: 'request', node: 0, adapter: 2, tokens: 3, prompt: 1306 },
+        { at: 1615, kind: 'request', node: 0, adapter: 0, tokens: 1, prompt: 1229 },
+        { at: 1844, kind: 'request', node: 2, adapter: 4, tokens: 3, prompt: 1993 },
+      ],
+    );
+  }, 30_000);
+});

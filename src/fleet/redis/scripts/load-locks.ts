@@ -15,6 +15,8 @@ if tonumber(redis.call('HGET', rkey(url), 'residents') or '0') >= limit then ret
 local fence = newfence()
 putres(url, name, {state = 'loading', since = at, lastUsed = at, fence = fence})
 redis.call('HSET', rkey(url), 'everLoaded', '1')
+-- Full now: no room is left for what other unloads made it for (seed 437527).
+if tonumber(redis.call('HGET', rkey(url), 'residents') or '0') >= limit then redis.call('DEL', P .. 'made:' .. url) end
 lock(url, name, fence, ttl, ARGV[7])
 return fence`,
 
