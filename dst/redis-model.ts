@@ -31,6 +31,7 @@ import type {
 } from '../src/fleet/types';
 import type { Random } from '../src/random';
 import { nextNodeCount, NO_COUNT, type NodeCount } from '../src/fleet/redis/live-nodes';
+import type { StoreCall } from './health-reads';
 import { trip, type Scheduler } from './scheduler';
 
 /** The Lua snapshot script's margin for a poll without a shared start (scripts/residency.ts). */
@@ -364,6 +365,8 @@ export class RedisLink implements SharedStore {
   private nodeCount: NodeCount = NO_COUNT;
   /** The request whose decision makes a call now (read when the call is made), for `RedisModel.budget`. */
   request: () => number | undefined = () => undefined;
+  /** Told of each call a request's decision made once its reply came (dst/health-reads.ts). */
+  answered: ((c: StoreCall) => void) | null = null;
   private epochSeen: string | null = null;
   private stateLost = false;
   private runIdSeen: number | null = null;
@@ -458,6 +461,7 @@ export class RedisLink implements SharedStore {
   ): Promise<unknown> {
     const server = this.server;
     const timeoutMs = server.config.timeout;
+    const request = this.request();
     return new Promise((resolve, reject) => {
       let settled = false;
       const id = this.nextCall++;
@@ -491,7 +495,11 @@ export class RedisLink implements SharedStore {
         void run.then(
           (r) => {
             o.ran?.(now, r);
-            const back = () => trip(this.clock, this.random, () => settle(() => resolve(r)));
+            const answer = () => {
+              if (request !== undefined) this.answered?.({ request, name, at: now, lateMs: slow });
+              resolve(r);
+            };
+            const back = () => trip(this.clock, this.random, () => settle(answer));
             if (slow > 0) this.clock.after(slow, back);
             else back();
           },

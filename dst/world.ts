@@ -31,6 +31,7 @@ import {
   type WorldView,
 } from './invariants';
 import { waitedIdle } from './hold-check';
+import { HealthReads, pastSeenDown } from './health-reads';
 import { RedisModel, type LinkFaults, type RedisLink } from './redis-model';
 import { ReplicaSet, urlParts } from './replicas';
 import { NodeClock, Scheduler } from './scheduler';
@@ -154,6 +155,8 @@ export class World {
   private readonly refusals: BudgetRefusal[] = [];
   /** By request (arrival number): its process, and whether its route answered. */
   private readonly fates = new Map<number, { p: Process; answered: boolean }>();
+  /** By request (arrival number): the store calls its decision made, as answered. */
+  private readonly healthReads = new HealthReads();
   private lastFaultAt = -Infinity;
   private lastRecordChange = -Infinity;
   /** Record changes to other state, from the first node's push to the last's. */
@@ -288,6 +291,7 @@ export class World {
         const link = this.redis[db]!.link(node, proc.clock);
         link.faults = this.linkFaults[proc.node]!.link;
         link.request = () => routingRequest.getStore();
+        link.answered = (c) => this.healthReads.note(c);
         this.spreadsSeen(link);
         return link;
       },
@@ -676,7 +680,7 @@ export class World {
         };
       }
       if (out.kind !== 'proxy' || !p.alive) return;
-      this.avoided(p, urlParts(out.url).origin);
+      this.avoided(p, urlParts(out.url).origin, arrivals);
       if (a.adapter >= 0) {
         const key = `${urlParts(out.url).origin}\u0000${model}`;
         let list = this.proxied.get(key);
@@ -705,6 +709,7 @@ export class World {
       await svc.finish(out.leaseId, status);
     } finally {
       if (sent) sent.ended = this.sched.now();
+      this.healthReads.forget(arrivals);
       if (routing) routed();
       this.inFlight--;
       p.open--;
@@ -726,13 +731,16 @@ export class World {
   /**
    * A replica down (refused, hanging, answering 500) since before this process and its runtime's
    * state began, and for longer than its poller takes to see it, gets no request from it while
-   * another replica is up (test/reliability/faults.test.ts's "once seen, none goes there").
+   * another replica is up (test/reliability/faults.test.ts's "once seen, none goes there"). Not
+   * counted: the time request `arrival` waited on replies a slow link made late since its last
+   * read of health (dst/health-reads.ts, seed 516051).
    */
-  private avoided(p: Process, origin: string): void {
+  private avoided(p: Process, origin: string, arrival: number): void {
     const d = this.replicas.down(origin, POLL_MS, POLL_TIMEOUT_MS);
     if (!d || d.since < Math.max(p.startedAt, this.lastRecordChange)) return;
-    const ms = this.sched.now() - d.since;
-    if (ms <= d.seenWithinMs + SEEN_SLACK_MS) return;
+    const now = this.sched.now();
+    const ms = now - d.since;
+    if (!pastSeenDown(now, d, this.healthReads.lateMs(arrival, now), SEEN_SLACK_MS)) return;
     // Every replica down, its scrape failing, or back too recently for a poll to have seen it
     // (seeds 1046, 102325): the router fails open and may have nowhere better to send it.
     const up = (u: string) => {

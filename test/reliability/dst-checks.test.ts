@@ -8,6 +8,7 @@
  */
 import { InvariantBroken, LogChecks, type BudgetSource, type LoadCall } from '../../dst/invariants';
 import { waitedIdle } from '../../dst/hold-check';
+import { HealthReads, pastSeenDown, type StoreCall } from '../../dst/health-reads';
 import { unseenFirst, type SentRequest } from '../../dst/unseen-check';
 import type { BudgetOp } from '../../dst/redis-model';
 import type { Schedule } from '../../dst/schedule';
@@ -479,5 +480,52 @@ describe('the simulation allows one budget more per emptied state the nodes use,
       { at: 500, kind: 'flushall' },
     ]);
     expect(resets.filter((t) => t === 500)).toHaveLength(2);
+  });
+});
+
+describe("the simulation judges a replica seen down from the decision's last read of health (seed 516051)", () => {
+  // Replica-1 answers 500 from 1,233 ms; a poll sees that within 1,000 ms, and 500 ms more is slack.
+  const down = { since: 1233, seenWithinMs: 1000 };
+  const SLACK_MS = 500;
+  const judged = (calls: Omit<StoreCall, 'request'>[], now: number) => {
+    const reads = new HealthReads();
+    for (const c of calls) reads.note({ request: 7, ...c });
+    return pastSeenDown(now, down, reads.lateMs(7, now), SLACK_MS);
+  };
+
+  it('a warm decision whose views (read before any poll saw the fault) and lease came 419 ms late each holds', () => {
+    const calls = [
+      { name: 'views', at: 1967, lateMs: 419 },
+      { name: 'acquire', at: 2386, lateMs: 419 },
+    ];
+    expect(judged(calls, 2807)).toBe(false);
+  });
+
+  it('the same time spent otherwise after the read (a load, not read again: seed 101429) breaks it', () => {
+    const calls = [
+      { name: 'views', at: 1967, lateMs: 0 },
+      { name: 'acquire', at: 1968, lateMs: 0 },
+      { name: 'beginLoad', at: 1970, lateMs: 0 },
+    ];
+    expect(judged(calls, 2807)).toBe(true);
+  });
+
+  it('late replies before the last read do not count, and replies of calls sent together count once', () => {
+    const before = [
+      { name: 'views', at: 1300, lateMs: 419 },
+      { name: 'acquire', at: 1719, lateMs: 419 },
+      { name: 'views', at: 2300, lateMs: 0 },
+    ];
+    expect(judged(before, 2807)).toBe(true);
+    const together = [
+      { name: 'views', at: 2000, lateMs: 0 },
+      { name: 'spendBudget', at: 2001, lateMs: 400 },
+      { name: 'beginLoad', at: 2001, lateMs: 400 },
+    ];
+    const reads = new HealthReads();
+    for (const c of together) reads.note({ request: 7, ...c });
+    expect(reads.lateMs(7, 3200)).toBe(400);
+    // 3,200 - 400 is 1,567 ms into the fault (counted twice, 1,167: within a poll and the slack).
+    expect(judged(together, 3200)).toBe(true);
   });
 });

@@ -2230,3 +2230,39 @@ describe('a hold never waits with nothing that could change: room made for an ad
     );
   }, 30_000);
 });
+
+describe('a replica seen down gets no request: judged from what the decision last read', () => {
+  // Seed 516051 (--keep 4,11,12,14; the check's, not the router's): replica-1 holds `team,a` (node 2's
+  // load, 912 ms) and answers 500 from 1,233 ms; every node's polls ran at ~1,041-1,075 ms and next at
+  // ~2,097-2,108 ms. Node 1's link to Redis answers 419 ms late from 1,466 ms. Its request for `team,a`
+  // at 1,967 ms reads views on Redis before any poll saw the fault (replica-1 up, checked at 1,069 ms),
+  // gets them at 2,387 ms, takes the lease (reply 2,806 ms) and is proxied at 2,807 ms: 1,574 ms into
+  // the fault, past a poll and the slack, though nothing it read could say down (node 0's poll wrote it
+  // at 2,102 ms). The check now leaves out the time the request waited on late replies since its read.
+  it('seed 516051: a warm decision slowed by its own late replies, read before any poll saw the fault', async () => {
+    await holds(
+      516051,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 687, kind: 'request', node: 2, adapter: 2, tokens: 5, prompt: 1395 },
+        { at: 1233, kind: 'replica-outage', replica: 1, ms: 2397, mode: 'error500' },
+        { at: 1466, kind: 'slow', node: 1, ms: 1489, slowMs: 419 },
+        { at: 1967, kind: 'request', node: 1, adapter: 2, tokens: 3, prompt: 633 },
+      ],
+    );
+  }, 30_000);
+});
