@@ -288,8 +288,9 @@ export class LogChecks {
    * that went to a load. Judged once every request granted there has decided. A grant counts
    * when its request sent a load call (failed or undone ones too), or claimed a slot for it
    * (`beginLoad`: another node may have taken the slot first, or the access phase ran out before
-   * the call), or its process died, or the grant's answer never reached the router (a slow reply:
-   * Redis counted it, the router decided alone). Spends added to the window by a node (granted
+   * the call; or the call failed on the link and the node claimed alone, seed 531770), or its
+   * process died, or the grant's answer never reached the router (a slow reply: Redis counted it,
+   * the router decided alone). Spends added to the window by a node (granted
    * while it decided alone, or re-published after an emptied store) count as spent. A refusal
    * by a node deciding alone (its share: a sliding 60 s on its own clock, of a node count the
    * checks do not know) is not judged.

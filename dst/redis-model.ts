@@ -45,13 +45,14 @@ type Op = { name: string; args: unknown[] };
 /**
  * A cold-load budget call as the server ran it (its time), for the checks: a spend granted or
  * refused (with the ms left of its window), spends a node adds (counted alone, or before an
- * emptied store), or a slot claimed for a load (`beginLoad`, any answer). `request`: the request
- * whose decision made the call, if any; `delivered`: its answer reached the caller in time.
+ * emptied store), or a slot claimed for a load (`beginLoad`, any answer; `alone`: its call failed
+ * on the link and the node claimed in its local store). `request`: the request whose decision
+ * made the call, if any; `delivered`: its answer reached the caller in time.
  */
 export type BudgetOp =
   | { op: 'spend'; at: number; key: string; waitMs: number; request?: number; delivered: boolean }
   | { op: 'add'; at: number; key: string; count: number }
-  | { op: 'claim'; at: number; request?: number };
+  | { op: 'claim'; at: number; request?: number; alone?: true };
 
 /** The server's state: rebuilt from the op log for a restart from a snapshot. */
 class ServerState {
@@ -582,11 +583,24 @@ export class RedisLink implements SharedStore {
     ttlMs: number,
   ): Promise<Fence | null> {
     const request = this.request();
-    return (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
-      at: [2],
-      ran: (now) =>
-        this.server.budget.push({ op: 'claim', at: now, ...(request === undefined ? {} : { request }) }),
-    })) as Fence | null;
+    const claim = (now: number, alone?: true) =>
+      this.server.budget.push({
+        op: 'claim',
+        at: now,
+        ...(request === undefined ? {} : { request }),
+        ...(alone ? { alone } : {}),
+      });
+    try {
+      return (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
+        at: [2],
+        ran: (now) => claim(now),
+      })) as Fence | null;
+    } catch (err) {
+      // The call failed on the link (a switch, a timeout, refused): the failover store claims in its
+      // local store instead, deciding alone, and that is a claim too (seed 531770).
+      claim(this.server.clock.now(), true);
+      throw err;
+    }
   }
 
   async finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {

@@ -10,7 +10,10 @@ import { InvariantBroken, LogChecks, type BudgetSource, type LoadCall } from '..
 import { waitedIdle } from '../../dst/hold-check';
 import { HealthReads, pastSeenDown, type StoreCall } from '../../dst/health-reads';
 import { unseenFirst, type SentRequest } from '../../dst/unseen-check';
-import type { BudgetOp } from '../../dst/redis-model';
+import { RedisModel, type BudgetOp } from '../../dst/redis-model';
+import { Scheduler } from '../../dst/scheduler';
+import type { RedisConfig } from '../../src/config/redis-schema';
+import { seededRandom } from '../../src/random';
 import type { Schedule } from '../../dst/schedule';
 import { World } from '../../dst/world';
 
@@ -294,6 +297,54 @@ describe('the simulation sees the cold-load budget spent without a load', () => 
     expect(judged([grant(70_010, 2)], { from: 70_000, earlier }).verdict()).toBe(
       'the cold-load budget goes to loads',
     );
+  });
+
+  it('counts a slot claim whose call a Sentinel switch failed, the router claiming alone (seed 531770)', async () => {
+    // Budget 1. Request 9 is granted, a switch (no write lost) fails its beginLoad before the server
+    // runs it, and the failover store claims in its local store: a claim all the same (another
+    // node's load had taken the slot). Request 10 is then refused by the window on the new primary.
+    const random = seededRandom(1);
+    const clock = new Scheduler(random);
+    const m = new RedisModel(clock, { node_ttl_ms: 2000, timeout: 1000 } as RedisConfig, random);
+    const until = (t: number) =>
+      clock.run(
+        t,
+        () => {},
+        () => false,
+      );
+    const [n2, n0] = [m.link('n2', clock), m.link('n0', clock)];
+    n2.request = () => 9;
+    n0.request = () => 10;
+    const spent = n2.spendBudget('fleet', 1, 60_000, 0);
+    await until(50);
+    expect(await spent).toBe(0);
+    m.switchPrimary(0);
+    await until(60);
+    const claimed = n2.beginLoad(url, 'code', 60, 1, 8000).then(
+      () => 'answered',
+      (err: Error) => err.message,
+    );
+    await until(100);
+    expect(await claimed).toBe('another Redis server answers');
+    // Its first call after the switch is told of it (ServerSwitched): the next one is answered.
+    const refused = n0
+      .spendBudget('fleet', 1, 60_000, 100)
+      .catch(() => n0.spendBudget('fleet', 1, 60_000, 100));
+    await until(200);
+    expect(await refused).toBeGreaterThan(0);
+    const budget: BudgetSource = {
+      ledgers: [m.budget],
+      refusals: [{ at: 200, request: 10 }],
+      fate: () => 'answered',
+    };
+    const checks = new LogChecks(
+      [],
+      { ...LIMITS, coldLoadsPerMinute: 1 },
+      () => false,
+      { loads: [], failed: [], backoffMs: 1000 },
+      budget,
+    );
+    expect(broken(checks, 300)).toBeUndefined();
   });
 });
 

@@ -2266,3 +2266,51 @@ describe('a replica seen down gets no request: judged from what the decision las
     );
   }, 30_000);
 });
+
+describe('the cold-load budget goes to loads: a slot claim whose call a Sentinel switch failed', () => {
+  // Seed 531770 (all 16 actions; the check's, not the router's): node 2's request 9 for `code`
+  // finds a slot freed on replica-1 just after node 1 made it for its own `code` load (begun at
+  // 1,696 ms), spends the fleet's budget (granted at 1,698 ms) and sends beginLoad; a Sentinel
+  // switch (no write lost) at 1,701 ms fails that call before the server runs it, and the failover
+  // store claims in its local store alone (refused: full there), then joins node 1's load. The
+  // budget check counted only the claims the modelled server ran, and judged request 8's 429 at
+  // 4,919 ms a window of 6 grants with one unused. A claim whose call failed on the link counts now.
+  it('seed 531770: a slot claim a Sentinel switch failed, made alone, counts for the budget', async () => {
+    await holds(
+      531770,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math'],
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 354, kind: 'request', node: 1, adapter: 3, tokens: 5, prompt: 996 },
+        { at: 439, kind: 'request', node: 1, adapter: 6, tokens: 6, prompt: 803 },
+        { at: 643, kind: 'request', node: 0, adapter: 3, tokens: 4, prompt: 784 },
+        { at: 706, kind: 'request', node: 0, adapter: 1, tokens: 6, prompt: 398 },
+        { at: 822, kind: 'request', node: 1, adapter: 2, tokens: 6, prompt: 1807 },
+        { at: 827, kind: 'request', node: 1, adapter: 0, tokens: 5, prompt: 935 },
+        { at: 1088, kind: 'request', node: 2, adapter: 6, tokens: 1, prompt: 1745 },
+        { at: 1194, kind: 'request', node: 0, adapter: 0, tokens: 6, prompt: 982 },
+        { at: 1225, kind: 'request', node: 2, adapter: 5, tokens: 4, prompt: 1319 },
+        { at: 1286, kind: 'request', node: 1, adapter: 1, tokens: 6, prompt: 1985 },
+        { at: 1424, kind: 'request', node: 2, adapter: 0, tokens: 3, prompt: 505 },
+        { at: 1452, kind: 'request', node: 1, adapter: 0, tokens: 6, prompt: 1308 },
+        { at: 1597, kind: 'request', node: 1, adapter: 5, tokens: 3, prompt: 490 },
+        { at: 1635, kind: 'request', node: 2, adapter: 4, tokens: 3, prompt: 904 },
+        { at: 1686, kind: 'request', node: 2, adapter: 5, tokens: 2, prompt: 407 },
+        { at: 1701, kind: 'switch', lost: 0 },
+      ],
+    );
+  }, 30_000);
+});
