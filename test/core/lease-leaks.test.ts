@@ -140,3 +140,38 @@ describe('a release the old server ran but never answered before it restarted', 
     await waitFor(() => rt.store.mode?.() === 'redis', 10_000, 'the node shares decisions');
   }, 30_000);
 });
+
+describe('a runtime replaced on the same state whose successor then left for another database', () => {
+  it('gives back the leases it could not release there once it drains (dst seed 556526)', async () => {
+    // A replaced by B on the same state (only timeout_ms changed), then B by C on another database.
+    // B holds no lease of its own and drains at once; A still holds a request, whose release fails
+    // (the link cut) and is owed to the old state. A hands what it owes to B when it drains: before,
+    // B had left the old state already (its link closed), the replay failed and the lease stayed
+    // open until lease_max_age_ms.
+    const [p1, p2] = [prefix(), prefix()];
+    const proxy = await h.proxy();
+    const a = runtime({ redis: h.redis.config(p1, { port: proxy.port, timeout: 300 }) });
+    await a.store.upsertReplica(SPEC);
+    await a.store.applySnapshot(U, poll());
+    const running = await take(a);
+    // The operator changes only timeout: same state (the same hop), same node id.
+    const b = runtime({
+      redis: h.redis.config(p1, { port: proxy.port, timeout: 400 }),
+      leasePrefix: a.leasePrefix,
+      leaseSeq: a.leaseSeq,
+    });
+    const aRetiring = a.retire(b);
+    const c = runtime({ redis: h.redis.config(p2, { timeout: 2000 }) });
+    await b.retire(c);
+    // Time for B's leave (a ping and a prune on loopback) to end, had it not waited for A.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await openIn(p1)).toEqual([running.id]);
+    proxy.cut('refuse');
+    expect(await running.release(200)).toMatchObject({ id: running.id });
+    expect(a.store.mode?.()).toBe('local'); // its release owed to the old state
+    proxy.restore();
+    await aRetiring;
+    await waitFor(async () => same(await openIn(p1), []), 10_000, 'no lease open in the old database');
+    expect(await openIn(p2)).toEqual([]);
+  }, 30_000);
+});

@@ -2314,3 +2314,41 @@ describe('the cold-load budget goes to loads: a slot claim whose call a Sentinel
     );
   }, 30_000);
 });
+
+describe('no lease left open after quiescence: a runtime replaced on the same state, then its successor on other state', () => {
+  // Seed 556526 (--keep 0,1,3,9,13,14,15): node 1's runtime A (node id n1g0, db 0) holds three leases;
+  // a same-state record change at 1,123 ms makes B (same node id), a change to other state at 1,936 ms
+  // retires B. Node 1's link is slow from 1,380 ms: A's release of n1g0-0 times out at 1,921 ms and A
+  // decides alone. B, holding no lease, left db 0 at once; A's two requests ended after (2,298, 2,398
+  // ms), their releases owed, and A handed them to B's closed store when it drained: never sent,
+  // n1g0-1 open until it aged out. A store leaving for other state now waits until its same-state
+  // predecessors have drained into it.
+  it('seed 556526: the releases a same-state predecessor owes reach the old state after its successor left it', async () => {
+    await holds(
+      556526,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+        loadMs: 800,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 3,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 44, kind: 'request', node: 1, adapter: 11, tokens: 5, prompt: 1023 },
+        { at: 55, kind: 'request', node: 1, adapter: 3, tokens: 6, prompt: 435 },
+        { at: 188, kind: 'request', node: 1, adapter: 0, tokens: 2, prompt: 133 },
+        { at: 1055, kind: 'record-change', otherState: false, gapMs: 68 },
+        { at: 1380, kind: 'slow', node: 1, ms: 316, slowMs: 1383 },
+        { at: 1711, kind: 'record-change', otherState: true, gapMs: 584 },
+        { at: 1779, kind: 'record-change', otherState: true, gapMs: 157 },
+      ],
+    );
+  }, 30_000);
+});

@@ -8,6 +8,7 @@
  */
 import { sleep, systemClock, type Clock } from '../../clock';
 import type { Logger } from '../../log';
+import { Signal } from '../../signal';
 import type { FleetStore } from '../store';
 import type {
   AdapterRef,
@@ -62,6 +63,8 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    * leases taken through it (one node id), which pruning here must keep.
    */
   predecessor: FailoverFleetStore | null = null;
+  /** Told when `adopt` has taken a predecessor's records: `leave` waits for the last. */
+  private readonly adopted = new Signal();
 
   constructor(
     shared: SharedStore,
@@ -178,9 +181,14 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    * by age anyway); a retired store never decides again, so nothing else waits on this.
    */
   async leave(maxMs: number): Promise<void> {
-    this.outage.stopProbing();
     // Nothing here waits for room any more: only the command link stays, for the replay.
     this.shared.unsubscribe?.();
+    // A predecessor on this state still draining hands its releases owed here to this store when
+    // it closes (`adopt`): leaving first, this store closed its link and they were never sent
+    // (the simulation's seed 556526). Its probes go on meanwhile, should Redis be unreachable.
+    while (this.predecessor && !this.outage.closed)
+      await this.adopted.wait(this.clock, this.outage.options.probeMs);
+    this.outage.stopProbing();
     const end = this.clock.now() + maxMs;
     while (!this.outage.closed) {
       try {
@@ -399,13 +407,15 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     else
       for (let s = this.predecessor; s; s = s.predecessor)
         if (s.predecessor === pred) s.predecessor = pred.predecessor;
-    if (this.outage.degraded) return; // the next probe's recovery replays them
     try {
+      if (this.outage.degraded) return; // the next probe's recovery replays them
       await this.leases.replayReleases(this.shared);
       await this.budget.merge();
       await this.pruneShared();
     } catch (err) {
       this.degrade(err as Error);
+    } finally {
+      this.adopted.notify();
     }
   }
 
