@@ -97,6 +97,41 @@ const TARGETS = [
     core('residency-table', 'mutation-memory-store', 'mutation-residency-table'),
   ],
   ['src/fleet/holder-index.ts', core('residency-table', 'mutation-memory-store', 'mutation-holder-index')],
+  // mutation-adapters
+  // The unload guards: the replica's word and the idle unload, through the suites that drive them
+  // directly or through a manager (each 1-4 s a run on 2 shared cores).
+  [
+    'src/adapters/replica-word.ts',
+    core(
+      'replica-word',
+      'replica-clock',
+      'unseen-busy',
+      'adapter-manager',
+      'mutation-manager',
+      'mutation-replica-word',
+    ),
+  ],
+  [
+    'src/adapters/idle-unload.ts',
+    core('adapter-manager', 'shared-races', 'replica-word', 'mutation-manager', 'mutation-idle-unload'),
+  ],
+  ['src/adapters/room-wants.ts', core('prefetch', 'mutation-room-wants')],
+  [
+    'src/adapters/policy.ts',
+    core(
+      'adapter-manager',
+      'access-deadline',
+      'mutation-manager',
+      'room-wait',
+      'mutation-room-wait',
+      'mutation-policy',
+    ),
+  ],
+  [
+    'src/adapters/catalog.ts',
+    core('catalog', 'mutation-admission', 'mutation-placement', 'mutation-catalog'),
+  ],
+  ['src/adapters/stats.ts', core('placement', 'mutation-stats')],
 ];
 
 function summary(file, json) {
