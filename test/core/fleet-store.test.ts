@@ -125,6 +125,20 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     },
   );
 
+  it('a room made with a short TTL does not end the room made for another adapter with a long one', async () => {
+    // Review of e28f9b9: each unload's TTL is its own policy's (load timeout + two asks + 5 s), and
+    // router configurations sharing a replica may differ. The Lua set the rooms' hash to expire with
+    // the latest unload's TTL, so z's room (200 ms) ended x's (60 s): a second unload for x went.
+    const s = await store();
+    for (const [i, name] of ['a', 'b', 'c'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL, 'x');
+    expect(await s.finishUnload(U, 'a', ua!, true, 7)).toBe(true);
+    const ub = await s.beginUnload(U, 'b', 8, 200, 'z');
+    expect(await s.finishUnload(U, 'b', ub!, true, 9)).toBe(true);
+    if (kind === 'redis') await new Promise((r) => setTimeout(r, 400));
+    expect(await s.beginUnload(U, 'c', 409, TTL, 'x')).toBeNull(); // x's room, kept 60 s
+  });
+
   it('a load of another adapter that leaves room keeps the room made for x', async () => {
     const s = await store();
     for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
