@@ -106,6 +106,39 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.beginUnload(U, 'b', 10, TTL, 'x')).not.toBeNull();
   });
 
+  it.failing(
+    'a load that filled the replica and failed gives the slot back: a second unload for x is still refused',
+    async () => {
+      // Failing on main, kept as a known hole (review of e28f9b9): y's load took the room made for x
+      // and dropped it; y's load then failed, so that room is free again. A node that read the replica
+      // full before the failure unloads b for x as well: two unloads for x's one load, one slot left
+      // empty ("refuses a second one for it while that room is free", docs/reliability.md). Before
+      // e28f9b9 the room was kept until its TTL and this unload refused. Not a small fix: the store
+      // would have to give the dropped rooms back when the load that dropped them fails.
+      const s = await store();
+      for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+      const ua = await s.beginUnload(U, 'a', 6, TTL, 'x');
+      expect(await s.finishUnload(U, 'a', ua!, true, 7)).toBe(true);
+      const y = await s.beginLoad(U, 'y', 8, 2, TTL); // fills the replica (limit 2)
+      expect(await s.finishLoad(U, 'y', y!, false, 9)).toBe(true); // and fails: a slot is free again
+      expect(await s.beginUnload(U, 'b', 10, TTL, 'x')).toBeNull();
+    },
+  );
+
+  it('a room made with a short TTL does not end the room made for another adapter with a long one', async () => {
+    // Review of e28f9b9: each unload's TTL is its own policy's (load timeout + two asks + 5 s), and
+    // router configurations sharing a replica may differ. The Lua set the rooms' hash to expire with
+    // the latest unload's TTL, so z's room (200 ms) ended x's (60 s): a second unload for x went.
+    const s = await store();
+    for (const [i, name] of ['a', 'b', 'c'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL, 'x');
+    expect(await s.finishUnload(U, 'a', ua!, true, 7)).toBe(true);
+    const ub = await s.beginUnload(U, 'b', 8, 200, 'z');
+    expect(await s.finishUnload(U, 'b', ub!, true, 9)).toBe(true);
+    if (kind === 'redis') await new Promise((r) => setTimeout(r, 400));
+    expect(await s.beginUnload(U, 'c', 409, TTL, 'x')).toBeNull(); // x's room, kept 60 s
+  });
+
   it('a load of another adapter that leaves room keeps the room made for x', async () => {
     const s = await store();
     for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);

@@ -69,7 +69,8 @@ if ARGV[5] == '1' then
   -- trim's (a name starting with NUL, never an adapter's) makes room for no one.
   if res['for'] and res['for'] ~= '' and string.byte(res['for'], 1) ~= 0 and res.ttl then
     redis.call('HSET', P .. 'made:' .. url, res['for'], now_ms() + res.ttl)
-    redis.call('PEXPIRE', P .. 'made:' .. url, res.ttl)
+    -- Never shortened: a room made before with a longer TTL (another policy's) is kept to its end.
+    if redis.call('PTTL', P .. 'made:' .. url) < res.ttl then redis.call('PEXPIRE', P .. 'made:' .. url, res.ttl) end
   end
 else putres(url, name, {state = 'loaded', since = at, lastUsed = res.lastUsed}) end
 changed()
