@@ -11,8 +11,7 @@ import type { ReplicaCheck } from '../../src/doctor/check';
 import { replicaLines } from '../../src/doctor/report';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { Poller } from '../../src/fleet/poller';
-import type { ReplicaSnapshot } from '../../src/fleet/store';
-import type { ReplicaSpec } from '../../src/fleet/types';
+import type { ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
 import { seededRandom } from '../../src/random';
 
 const U = 'http://r1:1';
@@ -35,7 +34,7 @@ class Api implements ReplicaApi {
     return {
       load: LOAD,
       registry: [{ name: 'a', path: '/a' }],
-      llamaAdapters: [{ id: 0, path: '/a', scale: 1 }],
+      llamaAdapters: [{ id: 0, path: '/a' }],
       maxModelLen: this.maxModelLen,
     };
   }
@@ -55,7 +54,7 @@ class Store extends MemoryFleetStore {
     this.snapshots.push(s);
     return super.applySnapshot(url, s);
   }
-  override sharedTime(): Promise<number | undefined> {
+  sharedTime(): Promise<number | undefined> {
     return this.shared ? this.shared() : Promise.resolve(undefined);
   }
 }
@@ -103,7 +102,7 @@ describe('a poll', () => {
       load: LOAD,
       registry: [{ name: 'a', path: '/a' }],
       managedVersion: 3,
-      llamaAdapters: [{ id: 0, path: '/a', scale: 1 }],
+      llamaAdapters: [{ id: 0, path: '/a' }],
     });
     expect(s.managed).toBe(poller.isManaged);
     expect(poller.lastLoad.get(U)).toBe(LOAD);
