@@ -112,10 +112,10 @@ const TARGETS = [
     'src/fleet/memory-leases.ts',
     core('fleet-store', 'shared-races', 'lease-ownership', 'adapter-manager', 'memory-leases'),
   ],
-  ['src/fleet/saturation.ts', core('scheduler', 'slo-classes', 'runtime-settings')],
+  ['src/fleet/saturation.ts', core('scheduler', 'slo-classes', 'runtime-settings', 'mutation-saturation')],
   ['src/fleet/redis/outage-budget.ts', core('outage-budget', 'mutation-failover-store')],
   // nextFence (store.ts and shared-store.ts hold types only: no mutant).
-  ['src/fleet/types.ts', core('mutation-memory-store')],
+  ['src/fleet/types.ts', core('mutation-memory-store', 'mutation-saturation')],
 ];
 
 function summary(file, json) {

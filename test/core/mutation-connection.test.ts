@@ -278,11 +278,22 @@ describe('RedisConnection on a Redis Cluster node', () => {
       await expect(c.ready()).rejects.toThrow(
         /^Redis Cluster is not supported: 127\.0\.0\.1:\d+ runs in cluster mode/,
       );
+      // Logged at the first look, not only at a later one.
+      expect(log.error).toHaveBeenCalledTimes(1);
       await cluster.command(['CLIENT', 'KILL', 'TYPE', 'normal']);
       await new Promise((r) => setTimeout(r, 300));
       await expect(c.ready(true)).rejects.toThrow(/Redis Cluster is not supported/);
       expect(log.error).toHaveBeenCalledTimes(1);
       expect(log.error.mock.calls[0][0]).toMatch(/: this node decides from its own state$/);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('refuses it without a log to tell', async () => {
+    const c = new RedisConnection(cluster.config('mc:', { timeout: 1000 }));
+    try {
+      await expect(c.ready()).rejects.toThrow(/^Redis Cluster is not supported/);
     } finally {
       c.close();
     }

@@ -56,6 +56,18 @@ describe('replicaSaturations', () => {
     expect(out[3]).toBeCloseTo(0 / 400);
   });
 
+  it('predicted: the fastest other one, wherever it is listed', () => {
+    const p = { ...COUNT, predictedMarginMs: 0 };
+    const waits: Record<string, number> = { a: 100, b: 600, c: 300 };
+    const out = replicaSaturations(
+      [up('a'), up('b'), up('c')],
+      () => p,
+      (url) => waits[url]!,
+      0,
+    );
+    expect(out[2]).toBe(3);
+  });
+
   it('predicted, alone or the others down: against an idle replica; never over less than 1 ms', () => {
     const p = { ...COUNT, predictedMarginMs: 50 };
     expect(
