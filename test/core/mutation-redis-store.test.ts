@@ -205,6 +205,110 @@ describe('around the scripts', () => {
     expect(await s.beginLoad(U, 'a', 0, 4, 0.5)).not.toBeNull();
   });
 
+  it('the other operations reach their scripts with their arguments', async () => {
+    const s = store(await fresh());
+    await s.upsertReplica(SPEC);
+    expect(await s.replicaSpecs()).toEqual([SPEC]);
+    const f = await s.beginLoad(U, 'a', 10, 4, 60_000);
+    expect(await s.finishLoad(U, 'a', f!, true, 11)).toBe(true);
+    expect(await s.residents(U)).toEqual([
+      { name: 'a', state: 'loaded', since: 11, lastUsed: 11, inFlight: 0 },
+    ]);
+    await s.touch(U, 'a', 20);
+    expect((await s.residents(U))[0]!.lastUsed).toBe(20);
+    const u = await s.beginUnload(U, 'a', 30, 60_000);
+    expect(u).not.toBeNull();
+    expect(await s.finishUnload(U, 'a', u!, false, 31)).toBe(true);
+    expect((await s.residents(U))[0]!.state).toBe('loaded');
+    await s.forget(U, 'a', 40);
+    expect(await s.residents(U)).toEqual([]);
+    const { views, state } = await s.viewsAndLease(
+      [U],
+      { name: 'a' },
+      { id: 'l', url: U, adapter: 'a', at: 1 },
+    );
+    expect(state).toBeUndefined();
+    expect(views.map((v) => v.url)).toEqual([U]);
+    const [withRes] = await s.views([U], { name: 'a' }, true);
+    expect(withRes!.residents).toEqual([]);
+    for (let i = 0; i < 5; i++) await s.reportOutcome(U, false, 50 + i);
+    const dump = await s.dump();
+    expect(dump.replicas).toHaveLength(1);
+    expect(dump.replicas[0]).toMatchObject({ url: U, inFlight: 1, adapters: [], llamaAdapters: [] });
+    expect(s.liveNodes === null || typeof s.liveNodes === 'number').toBe(true);
+  });
+
+  it('a snapshot: the registry entries a configuration manages are loaded, the others static; an error marks it down', async () => {
+    const s = store(await fresh());
+    await s.upsertReplica(SPEC);
+    await s.applySnapshot(U, {
+      at: 5,
+      ok: true,
+      load: { waiting: 0, running: 0, kvUsage: 0, activeAdapters: [], malformedLines: 0 },
+      registry: [
+        { name: 'mine', path: '/m' },
+        { name: 'base', path: '/b' },
+      ],
+      managed: (name) => name === 'mine',
+    });
+    const states = Object.fromEntries((await s.residents(U)).map((r) => [r.name, r.state]));
+    expect(states).toEqual({ mine: 'loaded', base: 'static' });
+    await s.applySnapshot(U, { at: 6, ok: false, error: 'refused' });
+    expect((await s.views([U]))[0]).toMatchObject({ health: 'down', lastError: 'refused' });
+    await s.applySnapshot(U, { at: 7, ok: false });
+    expect((await s.views([U]))[0]!.lastError).toBe('');
+    // Passive failures: down after three.
+    await s.applySnapshot(U, {
+      at: 8,
+      ok: true,
+      load: { waiting: 0, running: 0, kvUsage: 0, activeAdapters: [], malformedLines: 0 },
+    });
+    for (let i = 0; i < 3; i++) await s.reportOutcome(U, false, 9 + i);
+    expect((await s.views([U]))[0]!.health).toBe('down');
+  });
+
+  it('a failed load leaves nothing, a finished unload removes it, a release says when its adapter went idle', async () => {
+    const s = store(await fresh());
+    await s.upsertReplica(SPEC);
+    const f = await s.beginLoad(U, 'a', 1, 4, 60_000);
+    expect(await s.finishLoad(U, 'a', f!, false, 2)).toBe(true);
+    expect(await s.residents(U)).toEqual([]);
+    const g = await s.beginLoad(U, 'a', 3, 4, 60_000);
+    await s.finishLoad(U, 'a', g!, true, 4);
+    const u = await s.beginUnload(U, 'a', 5, 60_000);
+    expect(await s.finishUnload(U, 'a', u!, true, 6)).toBe(true);
+    expect(await s.residents(U)).toEqual([]);
+    const h = await s.beginLoad(U, 'a', 7, 4, 60_000);
+    await s.finishLoad(U, 'a', h!, true, 8);
+    await s.acquire({ id: 'x', url: U, adapter: 'a', at: 9 });
+    await s.acquire({ id: 'y', url: U, adapter: 'a', at: 9 });
+    expect((await s.release('x', 10))!.adapterIdle).toBe(false);
+    expect((await s.release('y', 11))!.adapterIdle).toBe(true);
+    // Views without residents asked carry none.
+    expect((await s.views([U], { name: 'a' }))[0]!.residents).toBeUndefined();
+    expect(
+      (await s.viewsAndLease([U], { name: 'a' }, { id: 'z', url: U, adapter: 'a', at: 12 })).views[0]!
+        .residents,
+    ).toBeUndefined();
+  });
+
+  it('a placement lasts its TTL, not 1 ms, until released; a budget add opens a window as long as asked', async () => {
+    const s = store(await fresh());
+    await s.upsertReplica(SPEC);
+    await s.upsertReplica({ ...SPEC, url: 'http://10.0.0.2:8000' });
+    expect(await s.claimPlacement('a', U, undefined, 0, 60_000, 'c1')).toBe(U);
+    await sleep(20);
+    expect(await s.claimPlacement('a', 'http://10.0.0.2:8000', undefined, 0, 60_000, 'c2')).toBe(U);
+    await s.releasePlacement('a', U, 'c1');
+    await s.releasePlacement('a', U, 'c2');
+    expect(await s.claimPlacement('a', 'http://10.0.0.2:8000', undefined, 0, 60_000, 'c3')).toBe(
+      'http://10.0.0.2:8000',
+    );
+    await s.addToBudget('k', 5, 60_000);
+    await sleep(20);
+    expect(await s.spendBudget('k', 2, 60_000, 0)).toBeGreaterThan(0);
+  });
+
   it('the probe says PONG and takes a switched server; the mode is redis', async () => {
     const s = store(await fresh());
     await s.upsertReplica(SPEC);
