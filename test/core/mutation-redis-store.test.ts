@@ -253,18 +253,36 @@ describe('around the scripts', () => {
     });
     const states = Object.fromEntries((await s.residents(U)).map((r) => [r.name, r.state]));
     expect(states).toEqual({ mine: 'loaded', base: 'static' });
+    // A vLLM replica lists no llama.cpp adapters.
+    expect((await s.dump()).replicas[0]!.llamaAdapters).toEqual([]);
     await s.applySnapshot(U, { at: 6, ok: false, error: 'refused' });
     expect((await s.views([U]))[0]).toMatchObject({ health: 'down', lastError: 'refused' });
     await s.applySnapshot(U, { at: 7, ok: false });
     expect((await s.views([U]))[0]!.lastError).toBe('');
-    // Passive failures: down after three.
     await s.applySnapshot(U, {
       at: 8,
       ok: true,
       load: { waiting: 0, running: 0, kvUsage: 0, activeAdapters: [], malformedLines: 0 },
     });
-    for (let i = 0; i < 3; i++) await s.reportOutcome(U, false, 9 + i);
+    // Passive failures: a success in between starts the count again; down after three in a row.
+    await s.reportOutcome(U, false, 9);
+    await s.reportOutcome(U, false, 10);
+    await s.reportOutcome(U, true, 11);
+    await s.reportOutcome(U, false, 12);
+    await s.reportOutcome(U, false, 13);
+    expect((await s.views([U]))[0]!.health).toBe('up');
+    await s.reportOutcome(U, false, 14);
     expect((await s.views([U]))[0]!.health).toBe('down');
+    // A registry read with no configuration's test (a poller without one): every new entry is static.
+    const t = store(await fresh());
+    await t.upsertReplica(SPEC);
+    await t.applySnapshot(U, {
+      at: 5,
+      ok: true,
+      load: { waiting: 0, running: 0, kvUsage: 0, activeAdapters: [], malformedLines: 0 },
+      registry: [{ name: 'other', path: '/o' }],
+    });
+    expect((await t.residents(U)).map((r) => [r.name, r.state])).toEqual([['other', 'static']]);
   });
 
   it('a failed load leaves nothing, a finished unload removes it, a release says when its adapter went idle', async () => {
