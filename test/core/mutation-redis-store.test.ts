@@ -317,9 +317,19 @@ describe('around the scripts', () => {
     expect(await s.claimPlacement('a', U, undefined, 0, 60_000, 'c1')).toBe(U);
     await sleep(20);
     expect(await s.claimPlacement('a', 'http://10.0.0.2:8000', undefined, 0, 60_000, 'c2')).toBe(U);
+    // Shared by two claimers on its replica: it stays while the other still holds it.
+    expect(await s.claimPlacement('a', U, undefined, 0, 60_000, 'c2')).toBe(U);
     await s.releasePlacement('a', U, 'c1');
+    expect(await s.claimPlacement('a', 'http://10.0.0.2:8000', undefined, 0, 60_000, 'c3')).toBe(U);
     await s.releasePlacement('a', U, 'c2');
-    expect(await s.claimPlacement('a', 'http://10.0.0.2:8000', undefined, 0, 60_000, 'c3')).toBe(
+    await s.releasePlacement('a', U, 'c3');
+    expect(await s.claimPlacement('a', 'http://10.0.0.2:8000', undefined, 0, 60_000, 'c4')).toBe(
+      'http://10.0.0.2:8000',
+    );
+    // A claim and a release that name no claimer.
+    expect(await s.claimPlacement('b', U, undefined, 0, 60_000)).toBe(U);
+    await s.releasePlacement('b', U);
+    expect(await s.claimPlacement('b', 'http://10.0.0.2:8000', undefined, 0, 60_000)).toBe(
       'http://10.0.0.2:8000',
     );
     await s.addToBudget('k', 5, 60_000);
