@@ -298,6 +298,7 @@ describe('around the scripts', () => {
     expect(await s.residents(U)).toEqual([]);
     const h = await s.beginLoad(U, 'a', 7, 4, 60_000);
     await s.finishLoad(U, 'a', h!, true, 8);
+    expect((await s.views([U], { name: 'a' }, true))[0]!.residents!.map((r) => r.name)).toEqual(['a']);
     await s.acquire({ id: 'x', url: U, adapter: 'a', at: 9 });
     await s.acquire({ id: 'y', url: U, adapter: 'a', at: 9 });
     expect((await s.release('x', 10))!.adapterIdle).toBe(false);
