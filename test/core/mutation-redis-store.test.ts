@@ -338,6 +338,20 @@ describe('around the scripts', () => {
     expect(await s.spendBudget('k', 2, 60_000, 0)).toBeGreaterThan(0);
   });
 
+  it('a prune keeps the node among the live ones unless it is leaving', async () => {
+    const p = await fresh();
+    const s = store(p);
+    await s.upsertReplica(SPEC);
+    await s.acquire({ id: 'kept', url: U, adapter: null, at: 1 });
+    await s.acquire({ id: 'dropped', url: U, adapter: null, at: 1 });
+    const member = async () => (await redis.command(['ZSCORE', `${p}nodes`, 'n1'])) !== null;
+    await waitFor(member, 5000, 'heartbeat');
+    expect(await s.prune(() => ['kept'])).toBe(1);
+    expect(await member()).toBe(true);
+    await s.prune(() => ['kept'], true);
+    expect(await member()).toBe(false);
+  });
+
   it('the probe says PONG and takes a switched server; the mode is redis', async () => {
     const s = store(await fresh());
     await s.upsertReplica(SPEC);
