@@ -303,10 +303,15 @@ describe('around the scripts', () => {
     await s.acquire({ id: 'y', url: U, adapter: 'a', at: 9 });
     expect((await s.release('x', 10))!.adapterIdle).toBe(false);
     expect((await s.release('y', 11))!.adapterIdle).toBe(true);
+    // A lease taken again (recovery) counts on its adapter: no unload under it.
+    expect(await s.retake({ id: 'r', url: U, adapter: 'a', at: 12 })).toBe(true);
+    expect((await s.views([U], { name: 'a' }))[0]!.adapter!.inFlight).toBe(1);
+    expect(await s.beginUnload(U, 'a', 13, 60_000)).toBeNull();
+    await s.release('r', 14);
     // Views without residents asked carry none.
     expect((await s.views([U], { name: 'a' }))[0]!.residents).toBeUndefined();
     expect(
-      (await s.viewsAndLease([U], { name: 'a' }, { id: 'z', url: U, adapter: 'a', at: 12 })).views[0]!
+      (await s.viewsAndLease([U], { name: 'a' }, { id: 'z', url: U, adapter: 'a', at: 15 })).views[0]!
         .residents,
     ).toBeUndefined();
   });
