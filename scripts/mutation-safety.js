@@ -105,8 +105,8 @@ const TARGETS = [
   // The store's TypeScript (its Lua is one string literal to Stryker), against a real redis-server.
   // Without fleet-store: bound by the wall clock (200 ms connects), it failed Stryker's initial run
   // twice at load average 15.
-  ['src/fleet/redis/redis-store.ts', core('fence-reset', 'lease-leaks')],
-  ['src/fleet/redis/replies.ts', core('fence-reset', 'lease-leaks')],
+  ['src/fleet/redis/redis-store.ts', core('fence-reset', 'lease-leaks', 'mutation-redis-store')],
+  ['src/fleet/redis/replies.ts', core('fence-reset', 'lease-leaks', 'mutation-replies')],
   // Unchanged since its rows in docs/reliability/mutation-testing.md (bd35b7f): those suites.
   [
     'src/fleet/memory-leases.ts',
