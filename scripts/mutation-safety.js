@@ -132,6 +132,25 @@ const TARGETS = [
     core('catalog', 'mutation-admission', 'mutation-placement', 'mutation-catalog'),
   ],
   ['src/adapters/stats.ts', core('placement', 'mutation-stats')],
+  // mutation-fleet
+  // The Redis link's options, its reconnect, the server looked at (a restart, a failover: fence-reset,
+  // lease-leaks on a real redis-server); sentinel-connection (a Sentinel set, about 40 s a run) is left out.
+  ['src/fleet/redis/connection.ts', core('config', 'fence-reset', 'lease-leaks', 'mutation-connection')],
+  ['src/fleet/poller.ts', core('poller', 'mutation-poller')],
+  // The store's TypeScript (its Lua is one string literal to Stryker), against a real redis-server.
+  // Without fleet-store: bound by the wall clock (200 ms connects), it failed Stryker's initial run
+  // twice at load average 15.
+  ['src/fleet/redis/redis-store.ts', core('fence-reset', 'lease-leaks', 'mutation-redis-store')],
+  ['src/fleet/redis/replies.ts', core('fence-reset', 'lease-leaks', 'mutation-replies')],
+  // Unchanged since its rows in docs/reliability/mutation-testing.md (bd35b7f): those suites.
+  [
+    'src/fleet/memory-leases.ts',
+    core('fleet-store', 'shared-races', 'lease-ownership', 'adapter-manager', 'memory-leases'),
+  ],
+  ['src/fleet/saturation.ts', core('scheduler', 'slo-classes', 'runtime-settings', 'mutation-saturation')],
+  ['src/fleet/redis/outage-budget.ts', core('outage-budget', 'mutation-failover-store')],
+  // nextFence (store.ts and shared-store.ts hold types only: no mutant).
+  ['src/fleet/types.ts', core('mutation-memory-store', 'mutation-saturation')],
 ];
 
 function summary(file, json) {

@@ -163,6 +163,27 @@ describe('OutageBudget: what goes back to the shared state', () => {
     expect(shared.adds).toEqual([['fleet', 2, W]]);
   });
 
+  it('a spend granted alone and merged counts under the epoch that took it: re-published when that state is emptied, not before', async () => {
+    const { t, shared, budget, spend } = setup();
+    t.now = 0;
+    budget.spentShared('fleet', W); // counted under e1
+    expect(spend(1000)).toBe(0); // granted alone
+    // The outage ends on an emptied state (e2): the merge adds the grant made alone there.
+    shared.currentEpoch = 'e2';
+    await budget.merge();
+    expect(shared.adds).toEqual([['fleet', 1, W]]);
+    // e2 lacks only the shared spend made under e1.
+    await budget.republish();
+    expect(shared.adds).toEqual([
+      ['fleet', 1, W],
+      ['fleet', 1, W],
+    ]);
+    // Emptied again: both are missing there.
+    shared.currentEpoch = 'e3';
+    await budget.republish();
+    expect(shared.adds.at(-1)).toEqual(['fleet', 2, W]);
+  });
+
   it('carries the spends of this window from a store on other state, no older ones', async () => {
     const a = setup();
     a.t.now = 0;
