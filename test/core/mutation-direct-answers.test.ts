@@ -50,6 +50,8 @@ describe('checkPath', () => {
     const get = asked('/v1/models', 'get');
     expect(await checkPath(get.req)).toBe('models');
     expect(get.calls).toEqual(['get']);
+    const list = asked('/v1/models', 'POST', '{"a":1}');
+    expect(await refusal(() => checkPath(list.req))).toMatchObject({ status: 405, allow: 'GET, HEAD' });
     const post = asked('/v1/models/x', 'POST', '{"a":1}');
     expect(await refusal(() => checkPath(post.req))).toMatchObject({
       status: 405,
@@ -113,6 +115,10 @@ describe('checkContext', () => {
       code: 'context_length_exceeded',
       message: expect.stringContaining("This model's maximum context length is 150 tokens."),
     });
+    // The largest context of those that serve, in any order.
+    expect(
+      (await refusal(() => checkContext(rt, t(140, 20), onDemand, [...views].reverse(), 4))).message,
+    ).toContain('maximum context length is 150 tokens');
     // Fits exactly on b (140 + 10 = 150): no refusal.
     expect(() => checkContext(rt, t(140, 10), onDemand, views, 4)).not.toThrow();
     // Without max_tokens one token of room is needed: 149 fits b, 150 does not.

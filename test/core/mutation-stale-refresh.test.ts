@@ -30,14 +30,14 @@ const view = (url: string, snapshotAt: number | null, checkedAt: number | null):
   residentCount: 0,
 });
 
-function runtime(refresh: (url: string) => Promise<void>) {
+function runtime(refresh: (url: string) => Promise<void>, now = NOW) {
   const refreshed: string[] = [];
   const timers: { ms: number; fire: () => void }[] = [];
   const reads: unknown[][] = [];
   const fresh = [view('http://a:8000', NOW, NOW), view('http://b:8000', NOW, NOW)];
   const rt = {
     clock: {
-      now: () => NOW,
+      now: () => now,
       after: (ms: number, fire: () => void) => (timers.push({ ms, fire }), () => undefined),
     },
     poller: {
@@ -69,6 +69,13 @@ describe('refreshIfStale', () => {
     expect(await refreshIfStale(fleet, r.rt, views, adapter, true)).toBe(r.fresh);
     expect(r.refreshed).toEqual(['http://a:8000']);
     expect(r.reads).toEqual([[['http://a:8000', 'http://b:8000'], adapter, true]]);
+  });
+
+  it('a replica never polled is stale even when the clock is younger than stale_after_ms (a simulation)', async () => {
+    const r = runtime(async () => undefined, 1000);
+    const views = [view('http://a:8000', null, null), view('http://b:8000', 0, 0)];
+    expect(await refreshIfStale(fleet, r.rt, views, undefined, false)).toBe(r.fresh);
+    expect(r.refreshed).toEqual(['http://a:8000']);
   });
 
   it('waits for a poll that does not end at most refresh_timeout_ms', async () => {

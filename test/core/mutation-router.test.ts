@@ -1,0 +1,126 @@
+/**
+ * The request path's service (src/router/router.ts) on an in-process runtime with no network (a
+ * virtual clock, snapshots applied by hand): what it answers itself, a refusal's response and
+ * metrics, an internal failure's 500, and the lease handle's give-back through `finish`. Written
+ * against the mutants the routing suites left alive (docs/reliability/mutation-testing.md).
+ */
+import { VirtualClock } from '../../src/clock';
+import { parseRouterConfig } from '../../src/config/parse';
+import { LeaseNotOpen } from '../../src/lease';
+import type { Logger } from '../../src/log';
+import { RouterService } from '../../src/router/router';
+import { FleetRuntime } from '../../src/runtime';
+
+const A = 'http://10.0.0.1:8000';
+const body = (json: unknown) => Buffer.from(JSON.stringify(json));
+const chat = (model: string) => body({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+
+async function service(over: Record<string, unknown> = {}) {
+  const lines: string[] = [];
+  const log: Logger = {
+    info: () => undefined,
+    warn: (m) => lines.push(`warn ${m}`),
+    error: (m) => lines.push(`error ${m}`),
+  };
+  const rt = new FleetRuntime({ clock: new VirtualClock(), log, seed: 1 });
+  const router = new RouterService(
+    parseRouterConfig({
+      base_model: 'base',
+      replicas: [{ url: A }],
+      adapters: [{ name: 'sql', path: '/a/sql' }],
+      saturation_mode: 'count',
+      ...over,
+    }),
+    rt,
+  );
+  rt.poller.stop();
+  await rt.store.upsertReplica({ url: A, backend: 'vllm', priority: 0 });
+  await rt.store.applySnapshot(A, {
+    at: rt.clock.now(),
+    ok: true,
+    load: { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
+    registry: [],
+    managed: () => true,
+  });
+  const counter = async (name: string) =>
+    (await rt.metrics.registry.getSingleMetricAsString(name)).split('\n');
+  return { rt, router, lines, counter };
+}
+
+describe('RouterService', () => {
+  let rt: FleetRuntime | undefined;
+  afterEach(() => rt?.stop());
+
+  it('answers the model list itself, offering an on-demand adapter only when it may load it', async () => {
+    const s = await service({ max_loaded_adapters: 0 });
+    rt = s.rt;
+    const list = await s.router.route({ path: '/v1/models', body: undefined });
+    expect(list).toMatchObject({ kind: 'respond', status: 200 });
+    expect((list as { body: { data: { id: string }[] } }).body.data.map((m) => m.id)).toEqual(['base']);
+    const card = await s.router.route({ path: '/v1/models/base', body: undefined });
+    expect(card).toMatchObject({ kind: 'respond', status: 200, body: { id: 'base' } });
+    const loads = await service({ max_loaded_adapters: 2 });
+    try {
+      const l = await loads.router.route({ path: '/v1/models', body: undefined });
+      expect((l as { body: { data: { id: string }[] } }).body.data.map((m) => m.id)).toEqual(['base', 'sql']);
+    } finally {
+      loads.rt.stop();
+    }
+  });
+
+  it('proxies a base-model request with a lease that `finish` gives back once', async () => {
+    const s = await service();
+    rt = s.rt;
+    const out = await s.router.route({ path: '/v1/chat/completions', body: chat('base') });
+    expect(out).toMatchObject({
+      kind: 'proxy',
+      url: A,
+      host: '10.0.0.1',
+      port: 8000,
+      https: false,
+      adapter: null,
+    });
+    if (out.kind !== 'proxy') throw new Error('not proxied');
+    expect((await rt.store.views([A], undefined))[0]!.inFlight).toBe(1);
+    await s.router.finish(out.leaseId, 200);
+    expect((await rt.store.views([A], undefined))[0]!.inFlight).toBe(0);
+    await expect(s.router.finish(out.leaseId, 200)).rejects.toThrow(LeaseNotOpen);
+  });
+
+  it('a refusal: its status, OpenAI error body and headers, counted by code, no Retry-After for a 4xx', async () => {
+    const s = await service({ max_loaded_adapters: 0 });
+    rt = s.rt;
+    const out = await s.router.route({ path: '/v1/chat/completions', body: chat('sql') });
+    expect(out).toEqual({
+      kind: 'respond',
+      status: 404,
+      body: { error: expect.objectContaining({ code: 'adapter_loading_disabled' }) },
+      headers: { 'Content-Type': 'application/json' },
+    });
+    const bad = await s.router.route({ path: '/v1/chat/completions', body: Buffer.from('{') });
+    expect(bad).toMatchObject({ status: 400, body: { error: { code: 'invalid_json' } } });
+    expect(await s.counter('lora_router_errors_total')).toEqual(
+      expect.arrayContaining([
+        'lora_router_errors_total{code="adapter_loading_disabled"} 1',
+        'lora_router_errors_total{code="invalid_json"} 1',
+      ]),
+    );
+    expect(await s.counter('lora_router_refusals_total')).toContain('lora_router_refusals_total 0');
+    expect(s.lines).toEqual([]);
+  });
+
+  it('a failure that is no RouterError: 500 router_error, logged with its stack', async () => {
+    const s = await service();
+    rt = s.rt;
+    rt.store.views = async () => {
+      throw new Error('store broke');
+    };
+    const out = await s.router.route({ path: '/v1/chat/completions', body: chat('base') });
+    expect(out).toMatchObject({ kind: 'respond', status: 500, body: { error: { code: 'router_error' } } });
+    expect(s.lines).toHaveLength(1);
+    expect(s.lines[0]).toMatch(/^error route failed: Error: store broke\n\s+at /);
+    expect(await s.counter('lora_router_errors_total')).toContain(
+      'lora_router_errors_total{code="router_error"} 1',
+    );
+  });
+});
