@@ -4,6 +4,7 @@
  * metrics, an internal failure's 500, and the lease handle's give-back through `finish`. Written
  * against the mutants the routing suites left alive (docs/reliability/mutation-testing.md).
  */
+import type { ReplicaApi } from '../../src/backends/replica-api';
 import { VirtualClock } from '../../src/clock';
 import { parseRouterConfig } from '../../src/config/parse';
 import { LeaseNotOpen } from '../../src/lease';
@@ -15,14 +16,14 @@ const A = 'http://10.0.0.1:8000';
 const body = (json: unknown) => Buffer.from(JSON.stringify(json));
 const chat = (model: string) => body({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
 
-async function service(over: Record<string, unknown> = {}) {
+async function service(over: Record<string, unknown> = {}, api?: ReplicaApi) {
   const lines: string[] = [];
   const log: Logger = {
     info: () => undefined,
     warn: (m) => lines.push(`warn ${m}`),
     error: (m) => lines.push(`error ${m}`),
   };
-  const rt = new FleetRuntime({ clock: new VirtualClock(), log, seed: 1 });
+  const rt = new FleetRuntime({ clock: new VirtualClock(), log, seed: 1, ...(api ? { api } : {}) });
   const router = new RouterService(
     parseRouterConfig({
       base_model: 'base',
@@ -122,5 +123,41 @@ describe('RouterService', () => {
     expect(await s.counter('lora_router_errors_total')).toContain(
       'lora_router_errors_total{code="router_error"} 1',
     );
+  });
+
+  it('a model no configuration lists, which no replica holds: 404 model_not_found', async () => {
+    const s = await service({ max_loaded_adapters: 2 });
+    rt = s.rt;
+    const out = await s.router.route({ path: '/v1/chat/completions', body: chat('found') });
+    expect(out).toMatchObject({ kind: 'respond', status: 404, body: { error: { code: 'model_not_found' } } });
+  });
+
+  it('a cold request spends the cold-load budget: the next cold load past it is refused', async () => {
+    const loads: string[] = [];
+    const api: ReplicaApi = {
+      scrape: async () => {
+        throw new Error('no scrapes here');
+      },
+      loadAdapter: async (_url, name) => (loads.push(name), 'loaded'),
+      unloadAdapter: async () => 'unloaded',
+    };
+    const s = await service(
+      {
+        max_loaded_adapters: 4,
+        cold_loads_per_minute: 1,
+        adapters: [
+          { name: 'sql', path: '/a/sql' },
+          { name: 'pg', path: '/a/pg' },
+        ],
+      },
+      api,
+    );
+    rt = s.rt;
+    const first = await s.router.route({ path: '/v1/chat/completions', body: chat('sql') });
+    expect(first).toMatchObject({ kind: 'proxy', adapter: 'sql' });
+    expect(loads).toEqual(['sql']);
+    const second = await s.router.route({ path: '/v1/chat/completions', body: chat('pg') });
+    expect(second).toMatchObject({ kind: 'respond', status: 429 });
+    expect(loads).toEqual(['sql']);
   });
 });
