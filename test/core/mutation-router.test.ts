@@ -160,4 +160,27 @@ describe('RouterService', () => {
     expect(second).toMatchObject({ kind: 'respond', status: 429 });
     expect(loads).toEqual(['sql']);
   });
+
+  it('with a shared store, the lease guessed on the last replica goes back when the decision refuses', async () => {
+    const s = await service();
+    rt = s.rt;
+    // What the Redis store answers: the guess (a lease taken with the views) is made only there.
+    rt.store.mode = () => 'redis';
+    const inFlight = async () => (await rt!.store.views([A], undefined))[0]!.inFlight;
+    const first = await s.router.route({ path: '/v1/chat/completions', body: chat('base') });
+    if (first.kind !== 'proxy') throw new Error('not proxied');
+    await s.router.finish(first.leaseId, 200);
+    const viewsAndLease = rt.store.viewsAndLease!.bind(rt.store);
+    let taken = 0;
+    rt.store.viewsAndLease = (urls, ref, l) => (taken++, viewsAndLease(urls, ref, l));
+    rt.poller.maxModelLen.set(A, 4); // the next request is longer than the replica's context
+    const refused = await s.router.route({ path: '/v1/chat/completions', body: chat('base') });
+    expect(refused).toMatchObject({
+      kind: 'respond',
+      status: 400,
+      body: { error: { code: 'context_length_exceeded' } },
+    });
+    expect(taken).toBe(1); // the guessed lease, taken with the views
+    expect(await inFlight()).toBe(0);
+  });
 });
