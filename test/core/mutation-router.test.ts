@@ -183,4 +183,22 @@ describe('RouterService', () => {
     expect(taken).toBe(1); // the guessed lease, taken with the views
     expect(await inFlight()).toBe(0);
   });
+
+  it('with slo_classes, a request that carries no class hints is routed (the hints are asked only if there)', async () => {
+    const s = await service({
+      slo_classes: [{ name: 'batch', ttft_ms: 30000, priority: -1 }],
+      saturation_mode: 'predicted',
+    });
+    rt = s.rt;
+    const out = await s.router.route({ path: '/v1/chat/completions', body: chat('base') });
+    expect(out).toMatchObject({ kind: 'proxy', url: A });
+    const asked: string[] = [];
+    const hinted = await s.router.route({
+      path: '/v1/chat/completions',
+      body: chat('base'),
+      slo: async () => (asked.push('slo'), { objective: 'batch' }),
+    });
+    expect(hinted).toMatchObject({ kind: 'proxy', url: A });
+    expect(asked).toEqual(['slo']);
+  });
 });
