@@ -151,6 +151,36 @@ const TARGETS = [
   ['src/fleet/redis/outage-budget.ts', core('outage-budget', 'mutation-failover-store')],
   // nextFence (store.ts and shared-store.ts hold types only: no mutant).
   ['src/fleet/types.ts', core('mutation-memory-store', 'mutation-saturation')],
+  // mutation-router
+  // router.ts: its own suite and the routing suites under 1 s a run. With the others that route
+  // whole requests through it (down-after-load, placement-recheck, integration/lifecycle and
+  // replica-modes: 1-5 s a run) it cost 20-30 s a mutant at load average 9-16, 72 of 185 mutants
+  // in 36 minutes; unload-window (10 s a run) and record-changes (7 s) were left out before that.
+  [
+    'src/router/router.ts',
+    core(
+      'log-phase-upstream',
+      'request-round-trips',
+      'retired-runtime',
+      'runtime-settings',
+      'integration/predicted-work',
+      'mutation-router',
+    ),
+  ],
+  ['src/router/log-phase.ts', core('log-phase', 'log-phase-upstream', 'integration/lifecycle')],
+  ['src/router/request.ts', core('request', 'mutation-request')],
+  ['src/router/slo-class.ts', core('slo-classes', 'mutation-room-wait', 'mutation-slo-class')],
+  // The router's steps: each one's own suite (the routing suites above, which reach them all,
+  // cost 15-30 s a mutant together on 2 loaded cores: an hour and more a file). outcome.ts holds
+  // types only (no mutant).
+  ['src/router/registration.ts', core('mutation-placement', 'mutation-registration')],
+  ['src/router/prediction.ts', core('integration/predicted-work', 'runtime-settings', 'mutation-prediction')],
+  ['src/router/polled-health.ts', core('mutation-placement', 'mutation-polled-health')],
+  ['src/router/stale-refresh.ts', core('mutation-stale-refresh')],
+  ['src/router/direct-answers.ts', core('request', 'mutation-direct-answers')],
+  ['src/router/model-list.ts', core('mutation-model-list')],
+  ['src/router/refusal-log.ts', core('mutation-refusal-log')],
+  ['src/router/proxied-request.ts', core('mutation-proxied-request')],
 ];
 
 function summary(file, json) {

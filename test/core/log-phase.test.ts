@@ -122,6 +122,43 @@ describe('the log phase gives a lease back once', () => {
     expect(woken).toEqual(['after first']);
   });
 
+  it('a lease the store no longer holds (reclaimed there by age) ends here quietly, waking no one', async () => {
+    const r = await runtimeWithReplica();
+    rt = r.rt;
+    const record = await admitted(rt);
+    // The store's side ends first (its lease sweep); the handle here is still open.
+    expect(await rt.store.release(record.lease, rt.clock.now())).toBeDefined();
+    const woken: string[] = [];
+    void rt.manager.roomChanged.wait(new VirtualClock(), 60_000).then(() => woken.push('waiter'));
+    await logPhase(rt, record, 404, async () => 'service');
+    await new Promise((done) => setImmediate(done));
+    expect(r.releases).toEqual([record.lease, record.lease]);
+    expect(LeaseHandle.find(record.lease)).toBeUndefined();
+    expect(r.scrapes).toEqual([]); // no release there: no 404 re-read either
+    expect(woken).toEqual([]);
+  });
+
+  it('after a record change, the release wakes the waiters of the runtime deciding now too', async () => {
+    const r = await runtimeWithReplica();
+    rt = r.rt;
+    const record = await admitted(rt);
+    const next = new FleetRuntime({ log: silentLogger, seed: 2 });
+    try {
+      rt.successor = next; // what retire() sets first: decisions now run on `next`
+      const woken: string[] = [];
+      const waitOn = (on: FleetRuntime, tag: string) =>
+        void on.manager.roomChanged.wait(new VirtualClock(), 60_000).then(() => woken.push(tag));
+      waitOn(rt, 'old');
+      waitOn(next, 'current');
+      await logPhase(rt, record, 200, async () => 'service');
+      await new Promise((done) => setImmediate(done));
+      expect(woken.sort()).toEqual(['current', 'old']);
+    } finally {
+      rt.successor = null;
+      next.stop();
+    }
+  });
+
   it('a lease this process does not hold open throws LeaseNotOpen and calls no store', async () => {
     const r = await runtimeWithReplica();
     rt = r.rt;
