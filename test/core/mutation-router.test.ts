@@ -6,10 +6,10 @@
  */
 import type { ReplicaApi } from '../../src/backends/replica-api';
 import { VirtualClock } from '../../src/clock';
-import { parseRouterConfig } from '../../src/config/parse';
+import { ACCESS_WAIT_BUDGET_MS, parseRouterConfig } from '../../src/config/parse';
 import { LeaseNotOpen } from '../../src/lease';
 import type { Logger } from '../../src/log';
-import { RouterService } from '../../src/router/router';
+import { RouterService, type RouteOutcome } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
 
 const A = 'http://10.0.0.1:8000';
@@ -200,5 +200,111 @@ describe('RouterService', () => {
     });
     expect(hinted).toMatchObject({ kind: 'proxy', url: A });
     expect(asked).toEqual(['slo']);
+  });
+
+  it('with slo_classes, a request that fails while held stops holding the classes below it', async () => {
+    // 2,000 prompt tokens a second: a 20k-token prompt in flight is ~10 s of prefill ahead of the
+    // next request, past the interactive class's 2 s objective.
+    const s = await service({
+      slo_classes: [
+        { name: 'interactive', ttft_ms: 2000, priority: 0 },
+        { name: 'batch', ttft_ms: 30000, priority: -1 },
+      ],
+      default_slo_class: 'interactive',
+      saturation_mode: 'predicted',
+      prefill_tokens_per_second: 2000,
+    });
+    rt = s.rt;
+    const clock = rt.clock as VirtualClock;
+    const completion = (chars: number) => body({ model: 'base', prompt: 'a'.repeat(chars), max_tokens: 10 });
+    const holds = async () => (await rt!.metrics.ttftHolds.get()).values[0]?.value ?? 0;
+    const long = await s.router.route({ path: '/v1/completions', body: completion(80_000) });
+    if (long.kind !== 'proxy') throw new Error('not proxied');
+    // Held behind it; the store fails while it waits: a 500.
+    const views = rt.store.views.bind(rt.store);
+    let failing = false;
+    rt.store.views = (...a) => (failing ? Promise.reject(new Error('store broke')) : views(...a));
+    let held: RouteOutcome | undefined;
+    void s.router.route({ path: '/v1/completions', body: completion(400) }).then((o) => (held = o));
+    await clock.run(clock.now() + 100);
+    expect(await holds()).toBe(1);
+    failing = true;
+    await clock.run(clock.now() + 1000);
+    expect(held).toMatchObject({ kind: 'respond', status: 500 });
+    failing = false;
+    await s.router.finish(long.leaseId, 200);
+    // Nothing is held now: a batch request with nothing queued ahead goes at once.
+    let batch: RouteOutcome | undefined;
+    void s.router
+      .route({ path: '/v1/completions', body: completion(400), slo: async () => ({ objective: 'batch' }) })
+      .then((o) => (batch = o));
+    await clock.run(clock.now() + 100);
+    expect({ batch, holds: await holds() }).toMatchObject({ batch: { kind: 'proxy', url: A }, holds: 1 });
+  });
+
+  /** One slot, taken by `sql` with a request in flight that never ends here; then a cold `pg` request. */
+  async function coldBehindBusy(over: Record<string, unknown>, beforeCold?: (rt: FleetRuntime) => void) {
+    const loads: string[] = [];
+    const api: ReplicaApi = {
+      scrape: async () => {
+        throw new Error('no scrapes here');
+      },
+      loadAdapter: async (_url, name) => (loads.push(name), 'loaded'),
+      unloadAdapter: async () => 'unloaded',
+    };
+    const s = await service(
+      {
+        max_loaded_adapters: 1,
+        room_wait: 'replica',
+        adapters: [
+          { name: 'sql', path: '/a/sql' },
+          { name: 'pg', path: '/a/pg' },
+        ],
+        ...over,
+      },
+      api,
+    );
+    rt = s.rt;
+    const clock = rt.clock as VirtualClock;
+    const busy = await s.router.route({ path: '/v1/chat/completions', body: chat('sql') });
+    expect(busy).toMatchObject({ kind: 'proxy', adapter: 'sql' });
+    beforeCold?.(rt);
+    const started = clock.now();
+    let ended: number | undefined;
+    let cold: RouteOutcome | undefined;
+    void s.router.route({ path: '/v1/chat/completions', body: chat('pg') }).then((o) => {
+      cold = o;
+      ended = clock.now();
+    });
+    // Past Kong's 60 s: a wait without its bounds would still be waiting.
+    for (let i = 0; i < 70 && ended === undefined; i++) await clock.run(clock.now() + 1000);
+    expect(loads).toEqual(['sql']);
+    return { cold, waited: ended === undefined ? undefined : ended - started };
+  }
+
+  const slotsBusy = { kind: 'respond', status: 503, body: { error: { code: 'adapter_slots_busy' } } };
+
+  it('a cold load that finds no idle adapter to unload waits queue_timeout_ms, not past it: 503', async () => {
+    expect(await coldBehindBusy({ queue_timeout_ms: 2000 })).toMatchObject({ cold: slotsBusy, waited: 2000 });
+  });
+
+  it('a cold load whose wait for room would end past the access deadline ends at it: 503', async () => {
+    // The request's first read of the store takes 30 s (a store that is slow to answer): the queue
+    // timeout's 29 s after it would end past the 55 s the access phase has.
+    const slowRead = (rt: FleetRuntime) => {
+      const views = rt.store.views.bind(rt.store);
+      let slow = true;
+      rt.store.views = async (...a) => {
+        if (slow) {
+          slow = false;
+          await new Promise<void>((r) => rt.clock.after(30_000, r));
+        }
+        return views(...a);
+      };
+    };
+    expect(await coldBehindBusy({ queue_timeout_ms: 29_000 }, slowRead)).toMatchObject({
+      cold: slotsBusy,
+      waited: ACCESS_WAIT_BUDGET_MS,
+    });
   });
 });
