@@ -56,92 +56,59 @@ function expected(
   );
 }
 
+/** A context whose `predict` is wired by predictFor for one request for `sql` (`maxTokens` 10 unless omitted). */
+function wired(
+  rt: FleetRuntime,
+  opts: { resolved?: Resolved; prompt?: string; index?: PrefixIndex; maxTokens?: number | null } = {},
+) {
+  const ctx = context({ maxLoadedAdapters: 1 });
+  const maxTokens = opts.maxTokens === null ? {} : { maxTokens: opts.maxTokens ?? 10 };
+  predictFor(
+    rt,
+    ctx,
+    { promptTokens: 100, longestPromptTokens: 100, ...maxTokens },
+    opts.resolved ?? onDemand,
+    opts.prompt,
+    'sql',
+    opts.index ?? new PrefixIndex(),
+    config,
+  );
+  return ctx;
+}
+
+/** The one candidate on replica A, predicted in `ctx`. */
+function predictedOnA(ctx: ReturnType<typeof wired>): Candidate {
+  const [c] = cands([view(A)], ctx);
+  ctx.predict!(c!);
+  return c!;
+}
+
 describe('predictFor', () => {
   it('credits the prefix the index holds there, in tokens per block', () => {
     const { rt, index, prompt } = setUp();
-    const ctx = context({ maxLoadedAdapters: 1 });
-    predictFor(
-      rt,
-      ctx,
-      { promptTokens: 100, longestPromptTokens: 100, maxTokens: 10 },
-      onDemand,
-      prompt,
-      'sql',
-      index,
-      config,
-    );
-    const [c] = cands([view(A)], ctx);
-    ctx.predict!(c!);
-    expect(c!.prefixTokens).toBe(3 * 64);
+    expect(predictedOnA(wired(rt, { prompt, index })).prefixTokens).toBe(3 * 64);
     // No prompt: no credit.
-    const ctx2 = context({ maxLoadedAdapters: 1 });
-    predictFor(
-      rt,
-      ctx2,
-      { promptTokens: 100, longestPromptTokens: 100 },
-      onDemand,
-      undefined,
-      'sql',
-      index,
-      config,
-    );
-    const [d] = cands([view(A)], ctx2);
-    ctx2.predict!(d!);
-    expect(d!.prefixTokens).toBe(0);
+    expect(predictedOnA(wired(rt, { index, maxTokens: null })).prefixTokens).toBe(0);
     rt.stop();
   });
 
   it('an on-demand adapter loads there; the default completion length without max_tokens', () => {
     const { rt } = setUp();
-    const ctx = context({ maxLoadedAdapters: 1 });
-    predictFor(
-      rt,
-      ctx,
-      { promptTokens: 100, longestPromptTokens: 100 },
-      onDemand,
-      undefined,
-      'sql',
-      new PrefixIndex(),
-      config,
-    );
-    const [c] = cands([view(A)], ctx);
-    ctx.predict!(c!);
-    const p = expected(rt, c!, ctx.now, 'sql', DEFAULT_MAX_TOKENS);
-    expect(c!.loadMs).toBeGreaterThan(0);
-    expect([c!.ttftMs, c!.loadMs, c!.fixedMs, c!.ownMs]).toEqual([p.totalMs, p.loadMs, p.fixedMs, p.ownMs]);
-    expect(Number.isFinite(c!.ttftMs)).toBe(true);
+    const ctx = wired(rt, { maxTokens: null });
+    const c = predictedOnA(ctx);
+    const p = expected(rt, c, ctx.now, 'sql', DEFAULT_MAX_TOKENS);
+    expect(c.loadMs).toBeGreaterThan(0);
+    expect([c.ttftMs, c.loadMs, c.fixedMs, c.ownMs]).toEqual([p.totalMs, p.loadMs, p.fixedMs, p.ownMs]);
+    expect(Number.isFinite(c.ttftMs)).toBe(true);
     // A static adapter (no load): nothing to load.
-    const ctx2 = context({ maxLoadedAdapters: 1 });
     const stat = { kind: 'static', adapter: { name: 'sql' } } as Resolved;
-    predictFor(
-      rt,
-      ctx2,
-      { promptTokens: 100, longestPromptTokens: 100 },
-      stat,
-      undefined,
-      'sql',
-      new PrefixIndex(),
-      config,
-    );
-    const [d] = cands([view(A)], ctx2);
-    ctx2.predict!(d!);
-    expect(d!.loadMs).toBe(0);
+    expect(predictedOnA(wired(rt, { resolved: stat, maxTokens: null })).loadMs).toBe(0);
     rt.stop();
   });
 
   it('with residents read, a full replica whose residents are all busy waits for room (a queue timeout)', () => {
     const { rt } = setUp();
-    const ctx = context({ maxLoadedAdapters: 1 });
-    predictFor(
-      rt,
-      ctx,
-      { promptTokens: 100, longestPromptTokens: 100, maxTokens: 10 },
-      onDemand,
-      undefined,
-      'sql',
-      new PrefixIndex(),
-      config,
-    );
+    const ctx = wired(rt);
     const [busy, idle, unread] = cands(
       [
         view(A, { residentCount: 1, residents: [loaded('x', 1)] }),
