@@ -48,6 +48,19 @@ async function service(over: Record<string, unknown> = {}, api?: ReplicaApi) {
   return { rt, router, lines, counter };
 }
 
+/** A replica API that records the loads asked of it and is never scraped here. */
+function recordingApi(): { loads: string[]; api: ReplicaApi } {
+  const loads: string[] = [];
+  const api: ReplicaApi = {
+    scrape: async () => {
+      throw new Error('no scrapes here');
+    },
+    loadAdapter: async (_url, name) => (loads.push(name), 'loaded'),
+    unloadAdapter: async () => 'unloaded',
+  };
+  return { loads, api };
+}
+
 describe('RouterService', () => {
   let rt: FleetRuntime | undefined;
   afterEach(() => rt?.stop());
@@ -133,14 +146,7 @@ describe('RouterService', () => {
   });
 
   it('a cold request spends the cold-load budget: the next cold load past it is refused', async () => {
-    const loads: string[] = [];
-    const api: ReplicaApi = {
-      scrape: async () => {
-        throw new Error('no scrapes here');
-      },
-      loadAdapter: async (_url, name) => (loads.push(name), 'loaded'),
-      unloadAdapter: async () => 'unloaded',
-    };
+    const { loads, api } = recordingApi();
     const s = await service(
       {
         max_loaded_adapters: 4,
@@ -244,14 +250,7 @@ describe('RouterService', () => {
 
   /** One slot, taken by `sql` with a request in flight that never ends here; then a cold `pg` request. */
   async function coldBehindBusy(over: Record<string, unknown>, beforeCold?: (rt: FleetRuntime) => void) {
-    const loads: string[] = [];
-    const api: ReplicaApi = {
-      scrape: async () => {
-        throw new Error('no scrapes here');
-      },
-      loadAdapter: async (_url, name) => (loads.push(name), 'loaded'),
-      unloadAdapter: async () => 'unloaded',
-    };
+    const { loads, api } = recordingApi();
     const s = await service(
       {
         max_loaded_adapters: 1,
