@@ -245,9 +245,10 @@ export class MemoryFleetStore implements FleetStore {
 
   async beginLoad(url: string, adapter: string, at: number, limit: number): Promise<Fence | null> {
     const r = this.replicas.get(url);
-    // Made for it or not, the room is taken now (by this load, or by another adapter's).
-    this.roomMade.get(url)?.delete(adapter);
     if (!r || r.residency.has(adapter) || r.residentCount >= limit) return null;
+    // Its load begins: the room made for it is taken. A load refused keeps it (the slot another load
+    // took may come back if that load fails).
+    this.roomMade.get(url)?.delete(adapter);
     const fence = (this.lastFence = nextFence(this.lastFence, at));
     putResidency(r, adapter, { state: 'loading', since: at, lastUsed: at, fence });
     r.everLoaded = true;

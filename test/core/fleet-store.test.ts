@@ -124,6 +124,18 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.beginUnload(U, 'b', 10, TTL, 'x', 2)).toBeNull();
   });
 
+  it('a load of x refused (the replica full) keeps its room: free again when the load that filled it fails', async () => {
+    const s = await store();
+    for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL, 'x', 2);
+    expect(await s.finishUnload(U, 'a', ua!, true, 7)).toBe(true);
+    const y = await s.beginLoad(U, 'y', 8, 2, TTL); // fills the replica (limit 2)
+    expect(await s.beginLoad(U, 'x', 9, 2, TTL)).toBeNull(); // x's own load, refused: full
+    expect(await s.finishLoad(U, 'y', y!, false, 10)).toBe(true); // y fails: the slot is x's room again
+    expect(await s.beginUnload(U, 'b', 11, TTL, 'x', 2)).toBeNull();
+    expect(await s.beginLoad(U, 'x', 12, 2, TTL)).not.toBeNull();
+  });
+
   it('a replica over its limit lets a second unload for x go while the room made for x is not free', async () => {
     // max_loaded_adapters lowered from 3 to 2 with three loaded: x needs two unloads. The first one's
     // room leaves the replica full (2 of 2), so it refuses no second unload; once that one has ended

@@ -228,6 +228,7 @@ describe('rooms made for an adapter, judged by the caller’s limit', () => {
       unloadFor(1, 2, 2), // made, 1 of 2: refused
       unloadFor(2, 2, null), // no limit: refused to the room's TTL
       { op: 'beginLoad', node: 2, url: 0, adapter: 1, limit: 2 }, // another adapter fills it
+      { op: 'beginLoad', node: 1, url: 0, adapter: 3, limit: 2 }, // d's own load, refused: its room kept
       unloadFor(1, 2, 2), // made, 2 of 2: granted
       finishUnload(2, false),
       { op: 'finishLoad', node: 2, url: 0, adapter: 1, fence: 3, own: true, ok: false }, // and fails

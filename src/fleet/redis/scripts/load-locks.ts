@@ -8,10 +8,10 @@ export const LOAD_LOCK_SCRIPTS = {
   /** url, adapter, at, limit, ttl, node -> fence or nil */
   beginLoad: `
 local url, name, at, limit, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
--- Made for it or not, the room is taken now (by this load, or by another adapter's).
-redis.call('HDEL', P .. 'made:' .. url, name)
 if not known(url) or redis.call('HEXISTS', reskey(url), name) == 1 then return false end
 if tonumber(redis.call('HGET', rkey(url), 'residents') or '0') >= limit then return false end
+-- Its load begins: the room made for it is taken. A load refused keeps it (the slot may come back).
+redis.call('HDEL', P .. 'made:' .. url, name)
 local fence = newfence()
 putres(url, name, {state = 'loading', since = at, lastUsed = at, fence = fence})
 redis.call('HSET', rkey(url), 'everLoaded', '1')
