@@ -306,7 +306,14 @@ export class RedisModel {
         const f =
           name === 'beginLoad'
             ? await s.store.beginLoad(url, adapter, at, args[5] as number)
-            : await s.store.beginUnload(url, adapter, at, ttl, args[5] as string | undefined);
+            : await s.store.beginUnload(
+                url,
+                adapter,
+                at,
+                ttl,
+                args[5] as string | undefined,
+                args[6] as number | undefined,
+              );
         if (f !== null)
           s.locks.set(f, {
             node,
@@ -613,8 +620,9 @@ export class RedisLink implements SharedStore {
     at: number,
     ttlMs: number,
     forAdapter?: string,
+    limit?: number,
   ): Promise<Fence | null> {
-    return (await this.call('beginUnload', [url, adapter, at, ttlMs, this.node, forAdapter], {
+    return (await this.call('beginUnload', [url, adapter, at, ttlMs, this.node, forAdapter, limit], {
       at: [2],
     })) as Fence | null;
   }

@@ -18,7 +18,12 @@ import { FRESH_WORD_ASKS, type ReplicaWord, type Withheld } from './replica-word
 export const LOCK_MARGIN_MS = 5000;
 
 /** What of a configuration's adapter policy an unload needs (AdapterPolicy, manager.ts). */
-type UnloadPolicy = { loadTimeoutMs: number; isStatic: (name: string) => boolean };
+type UnloadPolicy = {
+  loadTimeoutMs: number;
+  isStatic: (name: string) => boolean;
+  /** The store's test of whether a room made for `forAdapter` is still free (beginUnload). */
+  maxLoadedAdapters: number;
+};
 
 /** An unload call made, as the manager records it (LoadRecord, manager.ts). */
 type UnloadRecord = { url: string; adapter: string; op: 'unload'; ok: boolean; ms: number };
@@ -66,7 +71,14 @@ export class IdleUnload {
       if (this.leasedElsewhere()?.(url, victim.name)) continue;
       // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
       const begun = this.clock.now();
-      const fence = await this.store.beginUnload(url, victim.name, begun, ttl, forAdapter);
+      const fence = await this.store.beginUnload(
+        url,
+        victim.name,
+        begun,
+        ttl,
+        forAdapter,
+        policy.maxLoadedAdapters,
+      );
       if (fence === null) continue;
       const started = this.clock.now();
       let ok = false;

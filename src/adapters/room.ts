@@ -94,12 +94,13 @@ export class Room {
             )
           : undefined;
       const unseenN = unseen?.length ?? 0;
+      // The limit by the store's count, which takes configured static adapters loaded at runtime
+      // for non-static ones and lacks what the replica holds unseen (an emptied store): those
+      // slots are taken too, or two nodes sharing the store each load into the one slot left.
+      const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
+      const limit = policy.maxLoadedAdapters + configuredStatic.length - unseenN;
       if (occupying.length + unseenN < policy.maxLoadedAdapters) {
-        // The store checks the limit again atomically: another node may have taken the slot. Its
-        // count lacks what the replica holds unseen (an emptied store): those slots are taken too,
-        // or two nodes sharing the store each load into the one slot left.
-        const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
-        const limit = policy.maxLoadedAdapters + configuredStatic.length - unseenN;
+        // The store checks the limit again atomically: another node may have taken the slot.
         if (waited && policy.recheckPlacement) {
           const placedOn = await policy.recheckPlacement();
           if (placedOn !== url) throw new PlacedElsewhere(name, placedOn);
@@ -121,7 +122,9 @@ export class Room {
       this.unknownNames.check(url, name, policy);
       // Tried even with no queue time left (a 0 wait), as long as the access phase has time.
       const victims = policy.mayEvict ? occupying.filter((r) => policy.mayEvict!(r.name)) : occupying;
-      if (await this.idleUnload.evictOne(url, victims, policy, victimCost, name, accessEnd(policy))) {
+      // The store's limit too: a room made for `name` is still free below it (one unload per load).
+      const byStore = { ...policy, maxLoadedAdapters: limit };
+      if (await this.idleUnload.evictOne(url, victims, byStore, victimCost, name, accessEnd(policy))) {
         waited = true;
         continue;
       }

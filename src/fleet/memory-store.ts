@@ -245,15 +245,13 @@ export class MemoryFleetStore implements FleetStore {
 
   async beginLoad(url: string, adapter: string, at: number, limit: number): Promise<Fence | null> {
     const r = this.replicas.get(url);
-    // Made for it or not, the room is taken now (by this load, or by another adapter's).
-    this.roomMade.get(url)?.delete(adapter);
     if (!r || r.residency.has(adapter) || r.residentCount >= limit) return null;
+    // Its load begins: the room made for it is taken. A load refused keeps it (the slot another load
+    // took may come back if that load fails).
+    this.roomMade.get(url)?.delete(adapter);
     const fence = (this.lastFence = nextFence(this.lastFence, at));
     putResidency(r, adapter, { state: 'loading', since: at, lastUsed: at, fence });
     r.everLoaded = true;
-    // The replica is full now: no room is left for any adapter another unload made it for, and its
-    // next request, finding it full, begins no load that would clear it (seed 437527).
-    if (r.residentCount >= limit) this.roomMade.delete(url);
     return fence;
   }
 
@@ -277,6 +275,7 @@ export class MemoryFleetStore implements FleetStore {
     at: number,
     ttlMs?: number,
     forAdapter?: string,
+    limit = Infinity,
   ): Promise<Fence | null> {
     const r = this.replicas.get(url);
     const cur = r?.residency.get(adapter);
@@ -284,7 +283,8 @@ export class MemoryFleetStore implements FleetStore {
     if (forAdapter !== undefined && forAdapter !== '') {
       if (r.residency.has(forAdapter)) return null;
       for (const o of r.residency.values()) if (o.state === 'unloading' && o.for === forAdapter) return null;
-      if ((this.roomMade.get(url)?.get(forAdapter) ?? -Infinity) > at) return null;
+      // The room made for it is still free (no other load took it, the replica not over its limit).
+      if ((this.roomMade.get(url)?.get(forAdapter) ?? -Infinity) > at && r.residentCount < limit) return null;
     }
     if (ttlMs !== undefined) this.unloadTtls.set(`${url}\u0000${adapter}`, ttlMs);
     const fence = (this.lastFence = nextFence(this.lastFence, at));

@@ -44,7 +44,11 @@ export interface FleetStore {
   /**
    * Marks a loaded adapter no request holds (on any node) unloading; null if busy, static or
    * absent. With `forAdapter` (the adapter it makes room for), also null if that adapter is
-   * resident on `url` or another unload for it is under way: one unload per load.
+   * resident on `url`, another unload for it is under way, or the room an ended unload made for it
+   * is still free: its load has not begun and fewer than `limit` (the caller's
+   * `max_loaded_adapters`, as for beginLoad) non-static adapters occupy the replica, loading and
+   * unloading included. One unload per load; a replica filled by another load, or over its limit,
+   * lets the next unload for it go. Without `limit` a made room refuses until its TTL.
    */
   beginUnload(
     url: string,
@@ -52,6 +56,7 @@ export interface FleetStore {
     at: number,
     ttlMs: number,
     forAdapter?: string,
+    limit?: number,
   ): Promise<Fence | null>;
   /** Ends an unload: forgotten on success, loaded again on failure. False if `fence` is stale. */
   finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean>;

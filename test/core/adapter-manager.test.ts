@@ -355,9 +355,16 @@ describe('AdapterManager: the replica has the last word on unloads', () => {
 class LapsingStore extends MemoryFleetStore {
   ttls: number[] = [];
   lapsed = false;
-  override async beginUnload(url: string, adapter: string, at: number, ttlMs?: number, forAdapter?: string) {
+  override async beginUnload(
+    url: string,
+    adapter: string,
+    at: number,
+    ttlMs?: number,
+    forAdapter?: string,
+    limit?: number,
+  ) {
     this.ttls.push(ttlMs ?? 0);
-    return super.beginUnload(url, adapter, at, ttlMs, forAdapter);
+    return super.beginUnload(url, adapter, at, ttlMs, forAdapter, limit);
   }
   override async holds(url: string, adapter: string, fence: number): Promise<boolean> {
     if (this.lapsed) return false;
@@ -519,17 +526,51 @@ describe('AdapterManager: the cold-load budget is spent by loads only', () => {
 });
 
 describe('AdapterManager: a replica over its limit (review of e28f9b9)', () => {
-  // Failing on main, kept as a known hole: max_loaded_adapters lowered from 3 to 2 with a, b and c
-  // loaded. x needs two unloads; the store allows one per load (the room made for x refuses the
-  // second) and no load can begin on the still-full replica to drop that room, so every request
-  // for x is refused 503 until the first unload's lock TTL ends: 8,100 ms of virtual time, alone
-  // on an idle fleet (the symptom of seed 437527, by another way in). Not a small fix: the store's
-  // beginUnload does not know the limit, so it cannot tell room made still there from room gone.
-  it.failing('a cold adapter that needs two unloads gets them for its first request', async () => {
+  // A known hole until the store judged a room by the caller's limit: max_loaded_adapters lowered
+  // from 3 to 2 with a, b and c loaded. x needs two unloads; the store allowed one per load (the
+  // room made for x refused the second) and no load could begin on the still-full replica, so every
+  // request for x was refused 503 until the first unload's lock TTL ended: 8,100 ms of virtual time,
+  // alone on an idle fleet. Now the first room leaves the replica full (2 of 2): the second goes.
+  it('a cold adapter that needs two unloads gets them for its first request', async () => {
     const { api, ensure, settle } = await setup();
     for (const n of ['a', 'b', 'c'])
       expect(await settle(ensure(n, policy({ maxLoadedAdapters: 3 })))).toBe('loaded');
     expect(await settle(caught(ensure('x', policy({ maxLoadedAdapters: 2 }))))).toBeUndefined();
     expect(api.calls).toEqual(['load a', 'load b', 'load c', 'unload a', 'unload b', 'load x']);
+  });
+});
+
+describe('AdapterManager: the limit a room is judged by', () => {
+  it('is the one a load is given: a configured static adapter loaded at runtime counts in the store', async () => {
+    // `s` is configured static (never a victim, not counted by the policy) but was loaded at runtime:
+    // the store counts it, so with 1 slot the store's limit is 2. Judged by 1, the room an unload made
+    // for x would read as taken (2 of 1) and let a second node unload another adapter for x.
+    const clock = new VirtualClock();
+    const limits: (number | undefined)[] = [];
+    const store = new (class extends MemoryFleetStore {
+      override async beginUnload(
+        url: string,
+        adapter: string,
+        at: number,
+        ttlMs?: number,
+        forAdapter?: string,
+        limit?: number,
+      ) {
+        limits.push(limit);
+        return super.beginUnload(url, adapter, at, ttlMs, forAdapter, limit);
+      }
+    })();
+    await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    await store.applySnapshot(U, { at: 0, ok: true, registry: [{ name: 'boot', path: '/a/boot' }] });
+    const api = new FakeApi(clock);
+    const mgr = new AdapterManager(store, api, clock, silentLogger);
+    const p = policy({ maxLoadedAdapters: 1, isStatic: (n) => n === 's' });
+    for (const n of ['s', 'a', 'x']) {
+      const done = mgr.ensure(U, { name: n, path: `/adapters/${n}` }, p);
+      await clock.run();
+      expect(await done).toBe('loaded');
+    }
+    expect(api.calls).toEqual(['load s', 'load a', 'unload a', 'load x']);
+    expect(limits).toEqual([2]);
   });
 });

@@ -25,9 +25,19 @@ class LockStore {
   begun: string[] = [];
   held = true;
   beginMs = 0;
+  /** What each unload was for, and the limit its room is judged by (beginUnload). */
+  rooms: [string | undefined, number | undefined][] = [];
   constructor(private readonly clock: VirtualClock) {}
-  async beginUnload(_url: string, name: string): Promise<number> {
+  async beginUnload(
+    _url: string,
+    name: string,
+    _at: number,
+    _ttl: number,
+    forAdapter?: string,
+    limit?: number,
+  ): Promise<number> {
     this.begun.push(name);
+    this.rooms.push([forAdapter, limit]);
     if (this.beginMs > 0) await sleep(this.clock, this.beginMs);
     return this.begun.length;
   }
@@ -101,7 +111,7 @@ async function setup() {
     },
     (r, why) => records.push({ adapter: r.adapter, ok: r.ok, ms: r.ms, ...(why ? { why } : {}) }),
   );
-  const policy = { loadTimeoutMs: LOAD_TIMEOUT, isStatic: () => false };
+  const policy = { loadTimeoutMs: LOAD_TIMEOUT, isStatic: () => false, maxLoadedAdapters: 3 };
   /** Two idle victims, `a` the cheaper. */
   const victims = [resident('b', 2), resident('a', 1)];
   const evict = async (until = Infinity): Promise<boolean> => {
@@ -136,6 +146,14 @@ describe('IdleUnload: the caller’s wait bounds the unload', () => {
     expect(await evict(clock.now() + 100)).toBe(false);
     expect(replica.unloads).toEqual([]);
     expect(finished).toEqual([{ adapter: 'a', ok: false }]);
+  });
+});
+
+describe('IdleUnload: the room it makes', () => {
+  it('names the adapter it makes room for and the limit the store judges that room by', async () => {
+    const { store, evict } = await setup();
+    expect(await evict()).toBe(true);
+    expect(store.rooms).toEqual([['new', 3]]);
   });
 });
 

@@ -211,12 +211,21 @@ describe('MemoryFleetStore: room made for one adapter', () => {
     expect(await s.beginUnload(V, 'b', 7, TTL, 'x')).not.toBeNull();
   });
 
-  it('the room is taken by any load begun on that replica for x, even a refused one', async () => {
+  it('a load of x refused keeps its room, judged by the caller’s limit; one begun takes it', async () => {
     const s = await full();
     const u = (await s.beginUnload(U, 'a', 5, TTL, 'x'))!;
     await s.finishUnload(U, 'a', u, true, 6);
     expect(await s.beginLoad(U, 'x', 7, 1)).toBeNull(); // refused: the limit
-    expect(await s.beginUnload(U, 'b', 8, TTL, 'x')).not.toBeNull();
+    expect(await s.beginUnload(U, 'b', 8, TTL, 'x', 2)).toBeNull(); // 1 of 2: the room is free
+    expect(await s.beginUnload(U, 'b', 8, TTL, 'x', 1)).not.toBeNull(); // 1 of 1: taken
+    const t = await store();
+    await loaded(t, 'a', 1);
+    const v = (await t.beginUnload(U, 'a', 5, TTL, 'x'))!;
+    await t.finishUnload(U, 'a', v, true, 6);
+    await loaded(t, 'b', 7);
+    const x = (await t.beginLoad(U, 'x', 8, 3))!; // begun: its room is gone
+    expect(await t.finishLoad(U, 'x', x, false, 9)).toBe(true); // and failed: nothing brings it back
+    expect(await t.beginUnload(U, 'b', 10, TTL, 'x', 3)).not.toBeNull();
   });
 
   it("room made for one adapter outlives the expiry of another's, and a new unload for it replaces its own", async () => {

@@ -48,7 +48,16 @@ export type Op =
   /** `own`: the fence's own replica and adapter (else `url`, `adapter`: a caller confused or stale). */
   | { op: 'finishLoad'; node: number; url: number; adapter: number; fence: number; own: boolean; ok: boolean }
   /** `pick`: an adapter loaded now (in the memory store; `adapter` chooses which), else `url`, `adapter`. */
-  | { op: 'beginUnload'; node: number; url: number; adapter: number; for: number | null; pick: boolean }
+  /** `limit`: the caller's `max_loaded_adapters`, by which a room made for `for` is judged (null: none given). */
+  | {
+      op: 'beginUnload';
+      node: number;
+      url: number;
+      adapter: number;
+      for: number | null;
+      limit: number | null;
+      pick: boolean;
+    }
   | {
       op: 'finishUnload';
       node: number;
@@ -144,6 +153,8 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
       adapter,
       pick: mostly,
       for: fc.option(adapter, { nil: null }),
+      // Up to every adapter: a replica full and not full, over its limit too.
+      limit: fc.option(fc.nat(ADAPTERS.length), { nil: null, freq: 4 }),
     }),
   },
   {
@@ -285,7 +296,14 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
     case 'finishLoad':
       return s.finishLoad(...changeOf(side, w, op, 'load'), op.ok, at);
     case 'beginUnload':
-      return s.beginUnload(u(op.url), a(op.adapter), at, LONG_MS, op.for === null ? undefined : a(op.for));
+      return s.beginUnload(
+        u(op.url),
+        a(op.adapter),
+        at,
+        LONG_MS,
+        op.for === null ? undefined : a(op.for),
+        op.limit ?? undefined,
+      );
     case 'finishUnload':
       return s.finishUnload(...changeOf(side, w, op, 'unload'), op.ok, at);
     case 'holds':

@@ -2191,7 +2191,8 @@ describe('a hold never waits with nothing that could change: room made for an ad
   // node 1's request (429), and node 0's request for `team`, waiting for room there, loads into the slot.
   // Node 2's request for `a` at 1,844 ms, alone on an idle fleet, finds replica-2 full with `team` idle;
   // every unload of `team` for `a` was refused by the room kept for `a`, which no longer existed, until
-  // its queue_timeout_ms: a 503 after 8,126 ms. A load that fills the replica now drops the rooms kept.
+  // its queue_timeout_ms: a 503 after 8,126 ms. A room made for `a` now refuses an unload only while the
+  // replica has a free slot by the caller's limit: `team` filled it, so the unload goes.
   it('seed 437527: a load that fills the replica takes the room an unload made for another adapter', async () => {
     await holds(
       437527,

@@ -275,8 +275,10 @@ export class RedisFleetStore implements FleetStore {
     at: number,
     ttlMs: number,
     forAdapter = '',
+    limit = Infinity,
   ): Promise<Fence | null> {
-    return (await this.run('beginUnload', url, adapter, at, Math.ceil(ttlMs), this.node, forAdapter)) as
+    const max = Number.isFinite(limit) ? limit : '';
+    return (await this.run('beginUnload', url, adapter, at, Math.ceil(ttlMs), this.node, forAdapter, max)) as
       | number
       | null;
   }

@@ -8,15 +8,13 @@ export const LOAD_LOCK_SCRIPTS = {
   /** url, adapter, at, limit, ttl, node -> fence or nil */
   beginLoad: `
 local url, name, at, limit, ttl = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
--- Made for it or not, the room is taken now (by this load, or by another adapter's).
-redis.call('HDEL', P .. 'made:' .. url, name)
 if not known(url) or redis.call('HEXISTS', reskey(url), name) == 1 then return false end
 if tonumber(redis.call('HGET', rkey(url), 'residents') or '0') >= limit then return false end
+-- Its load begins: the room made for it is taken. A load refused keeps it (the slot may come back).
+redis.call('HDEL', P .. 'made:' .. url, name)
 local fence = newfence()
 putres(url, name, {state = 'loading', since = at, lastUsed = at, fence = fence})
 redis.call('HSET', rkey(url), 'everLoaded', '1')
--- Full now: no room is left for what other unloads made it for (seed 437527).
-if tonumber(redis.call('HGET', rkey(url), 'residents') or '0') >= limit then redis.call('DEL', P .. 'made:' .. url) end
 lock(url, name, fence, ttl, ARGV[7])
 return fence`,
 
@@ -31,12 +29,14 @@ changed()
 return 1`,
 
   /**
-   * url, adapter, at, ttl, node, for ('' none) -> fence or nil (busy on any node, static, absent
-   * or moving; or made room for an adapter that is resident already or has an unload under way;
-   * or the state was begun anew within its grace, see upsert)
+   * url, adapter, at, ttl, node, for ('' none), limit ('' none) -> fence or nil (busy on any node,
+   * static, absent or moving; or made room for an adapter that is resident already, has an unload
+   * under way, or has the room an ended unload made still free; or the state was begun anew within
+   * its grace, see upsert)
    */
   beginUnload: `
 local url, name, at, ttl, forName = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[7]
+local limit = tonumber(ARGV[8]) or math.huge
 local res = getres(url, name)
 if not res or res.state ~= 'loaded' then return false end
 if tonumber(redis.call('HGET', busykey(url), name) or '0') > 0 then return false end
@@ -50,8 +50,10 @@ if forName ~= '' then
     local o = cjson.decode(raw)
     if o.state == 'unloading' and o['for'] == forName then return false end
   end
-  -- An unload for it ended and its load has not begun: one unload per load.
-  if tonumber(redis.call('HGET', P .. 'made:' .. url, forName) or '0') > now_ms() then return false end
+  -- An unload for it ended, its load has not begun, and the room is still free (no other load took
+  -- it, the replica is not over the limit): one unload per load.
+  if tonumber(redis.call('HGET', P .. 'made:' .. url, forName) or '0') > now_ms()
+    and tonumber(redis.call('HGET', rkey(url), 'residents') or '0') < limit then return false end
 end
 local fence = newfence()
 putres(url, name, {state = 'unloading', since = at, lastUsed = res.lastUsed, fence = fence, ['for'] = forName, ttl = ttl})
