@@ -282,9 +282,16 @@ export class MemoryFleetStore implements FleetStore {
     if (!r || cur?.state !== 'loaded' || (r.inFlightByAdapter.get(adapter) ?? 0) > 0) return null;
     if (forAdapter !== undefined && forAdapter !== '') {
       if (r.residency.has(forAdapter)) return null;
-      for (const o of r.residency.values()) if (o.state === 'unloading' && o.for === forAdapter) return null;
+      // A trim under way (its `for` starts with NUL) frees its slot for no one: not counted.
+      let trimming = 0;
+      for (const o of r.residency.values()) {
+        if (o.state !== 'unloading') continue;
+        if (o.for === forAdapter) return null;
+        if (o.for?.startsWith('\u0000')) trimming++;
+      }
       // The room made for it is still free (no other load took it, the replica not over its limit).
-      if ((this.roomMade.get(url)?.get(forAdapter) ?? -Infinity) > at && r.residentCount < limit) return null;
+      const free = r.residentCount - trimming < limit;
+      if ((this.roomMade.get(url)?.get(forAdapter) ?? -Infinity) > at && free) return null;
     }
     if (ttlMs !== undefined) this.unloadTtls.set(`${url}\u0000${adapter}`, ttlMs);
     const fence = (this.lastFence = nextFence(this.lastFence, at));

@@ -47,8 +47,9 @@ export interface FleetStore {
    * resident on `url`, another unload for it is under way, or the room an ended unload made for it
    * is still free: its load has not begun and fewer than `limit` (the caller's
    * `max_loaded_adapters`, as for beginLoad) non-static adapters occupy the replica, loading and
-   * unloading included. One unload per load; a replica filled by another load, or over its limit,
-   * lets the next unload for it go. Without `limit` a made room refuses until its TTL.
+   * unloading included, save those a trim (a `forAdapter` starting with NUL) is unloading. One
+   * unload per load; a replica filled by another load, or over its limit, lets the next unload for
+   * it go. Without `limit` a made room refuses until its TTL.
    */
   beginUnload(
     url: string,

@@ -574,3 +574,31 @@ describe('AdapterManager: the limit a room is judged by', () => {
     expect(limits).toEqual([2]);
   });
 });
+
+describe('AdapterManager: a trim beside a room made for an adapter (review of 962db45)', () => {
+  it('a cold adapter on a replica over its limit waits for a trim under way instead of unloading a third', async () => {
+    // max_loaded_adapters lowered from 3 to 2 with a, b and c loaded: a poll's trim is unloading a (a
+    // 300 ms call) when x comes. x's unload of b leaves 2 of 2, the trim's a still counted: the store let
+    // x unload c as well, and once the trim ended the replica held x alone, 1 of 2.
+    const { clock, api, store, mgr, ensure, settle } = await setup();
+    for (const n of ['a', 'b', 'c'])
+      expect(await settle(ensure(n, policy({ maxLoadedAdapters: 3 })))).toBe('loaded');
+    const unload = api.unloadAdapter.bind(api);
+    let trimming = false;
+    api.unloadAdapter = async (url, name) => {
+      if (name === 'a') {
+        trimming = true;
+        await sleep(clock, 300); // within x's 500 ms queue timeout
+      }
+      return unload(url, name);
+    };
+    const trimmed = mgr.trim(U, policy({ maxLoadedAdapters: 2 }));
+    for (let i = 0; i < 50 && !trimming; i++) await clock.run(clock.now() + 10);
+    expect(trimming).toBe(true);
+    expect(await settle(caught(ensure('x', policy({ maxLoadedAdapters: 2 }))))).toBeUndefined();
+    await settle(trimmed);
+    // (The trim's call is listed when it ends.)
+    expect(api.calls.slice(3).filter((c) => c.startsWith('unload'))).toEqual(['unload b', 'unload a']);
+    expect((await store.residents(U)).filter((r) => r.name !== 'boot').map((r) => r.name)).toHaveLength(2);
+  });
+});

@@ -185,6 +185,22 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.beginUnload(U, 'b', 10, TTL, 'x', 3)).toBeNull();
   });
 
+  it('a trim under way frees a slot: a second unload for x waits for it while the room made for x is live', async () => {
+    // Review of 962db45: max_loaded_adapters 2 with a, b, c loaded. b unloaded for x leaves 2 of 2, and
+    // a trim (a poll on another node saw 3) is unloading c, which still counts. The count said "full",
+    // so a second unload for x went: three unloads where two were needed, a slot left empty.
+    const s = await store();
+    for (const [i, name] of ['a', 'b', 'c'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const ub = await s.beginUnload(U, 'b', 6, TTL, 'x', 2);
+    expect(await s.finishUnload(U, 'b', ub!, true, 7)).toBe(true);
+    const trim = await s.beginUnload(U, 'c', 8, TTL, '\u0000excess', 2);
+    expect(trim).not.toBeNull();
+    expect(await s.beginUnload(U, 'a', 9, TTL, 'x', 2)).toBeNull(); // c's slot is x's room
+    // The trim failed (the replica ran a request on c): full again, the second unload for x goes.
+    expect(await s.finishUnload(U, 'c', trim!, false, 10)).toBe(true);
+    expect(await s.beginUnload(U, 'a', 11, TTL, 'x', 2)).not.toBeNull();
+  });
+
   it('classifies adapters in the first registry as static, later ones (another router) as loaded', async () => {
     const s = await store();
     await s.applySnapshot(U, { at: 1, ok: true, load, registry: [{ name: 'boot', path: '/a/boot' }] });

@@ -17,6 +17,8 @@ export const SPECS: ReplicaSpec[] = [
   { url: URLS[2], backend: 'llamacpp', priority: 0 },
 ];
 export const ADAPTERS = ['a', 'b', 'c', 'd'] as const;
+/** What a trim's unload makes room for (room.ts EXCESS): no adapter's name. */
+export const TRIM_FOR = '\u0000excess';
 export const NODES = 3;
 const LEASES = ['l0', 'l1', 'l2', 'l3', 'l4', 'l5'] as const;
 const BUDGET_KEYS = ['fleet', 'consumer:x'] as const;
@@ -48,7 +50,8 @@ export type Op =
   /** `own`: the fence's own replica and adapter (else `url`, `adapter`: a caller confused or stale). */
   | { op: 'finishLoad'; node: number; url: number; adapter: number; fence: number; own: boolean; ok: boolean }
   /** `pick`: an adapter loaded now (in the memory store; `adapter` chooses which), else `url`, `adapter`. */
-  /** `limit`: the caller's `max_loaded_adapters`, by which a room made for `for` is judged (null: none given). */
+  /** `for`: the adapter the unload makes room for (ADAPTERS.length: a trim, TRIM_FOR); `limit`: the caller's
+   * `max_loaded_adapters`, by which a room made for `for` is judged (null: none given). */
   | {
       op: 'beginUnload';
       node: number;
@@ -152,7 +155,8 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
       url,
       adapter,
       pick: mostly,
-      for: fc.option(adapter, { nil: null }),
+      // ADAPTERS.length: a trim's (TRIM_FOR), which makes room for no one.
+      for: fc.option(fc.nat(ADAPTERS.length), { nil: null }),
       // Up to every adapter: a replica full and not full, over its limit too.
       limit: fc.option(fc.nat(ADAPTERS.length), { nil: null, freq: 4 }),
     }),
@@ -301,7 +305,7 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
         a(op.adapter),
         at,
         LONG_MS,
-        op.for === null ? undefined : a(op.for),
+        op.for === null ? undefined : op.for === ADAPTERS.length ? TRIM_FOR : a(op.for),
         op.limit ?? undefined,
       );
     case 'finishUnload':

@@ -45,15 +45,18 @@ if redis.call('EXISTS', P .. 'reborn') == 1 then return false end
 if forName ~= '' then
   -- Another node is making room for the same adapter: one unload per load.
   if redis.call('HEXISTS', reskey(url), forName) == 1 then return false end
+  -- A trim under way (its 'for' starts with NUL) frees its slot for no one: not counted.
+  local trimming = 0
   local all = redis.call('HVALS', reskey(url))
   for _, raw in ipairs(all) do
     local o = cjson.decode(raw)
     if o.state == 'unloading' and o['for'] == forName then return false end
+    if o.state == 'unloading' and o['for'] and string.byte(o['for'], 1) == 0 then trimming = trimming + 1 end
   end
   -- An unload for it ended, its load has not begun, and the room is still free (no other load took
   -- it, the replica is not over the limit): one unload per load.
   if tonumber(redis.call('HGET', P .. 'made:' .. url, forName) or '0') > now_ms()
-    and tonumber(redis.call('HGET', rkey(url), 'residents') or '0') < limit then return false end
+    and tonumber(redis.call('HGET', rkey(url), 'residents') or '0') - trimming < limit then return false end
 end
 local fence = newfence()
 putres(url, name, {state = 'unloading', since = at, lastUsed = res.lastUsed, fence = fence, ['for'] = forName, ttl = ttl})
