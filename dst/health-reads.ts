@@ -57,15 +57,15 @@ export class HealthReads {
 }
 
 /**
- * Whether a request proxied at `now` to a replica down since `down.since` came later than a poll
- * takes to see it (`down.seenWithinMs` and `slackMs`), the time it waited on late replies since its
- * last health read (`lateMs`) left out.
+ * Whether a replica's change (down, or back up) since `change.since` is older at `now` than a poll
+ * takes to see it (`change.seenWithinMs` and `slackMs`), the time a request waited on late replies
+ * since its last health read (`lateMs`) left out.
  */
 export function pastSeenDown(
   now: number,
-  down: { since: number; seenWithinMs: number },
+  change: { since: number; seenWithinMs: number },
   lateMs: number,
   slackMs: number,
 ): boolean {
-  return now - lateMs - down.since > down.seenWithinMs + slackMs;
+  return now - lateMs - change.since > change.seenWithinMs + slackMs;
 }

@@ -739,19 +739,18 @@ export class World {
     const d = this.replicas.down(origin, POLL_MS, POLL_TIMEOUT_MS);
     if (!d || d.since < Math.max(p.startedAt, this.lastRecordChange)) return;
     const now = this.sched.now();
-    const ms = now - d.since;
     if (!pastSeenDown(now, d, this.healthReads.lateMs(arrival, now), SEEN_SLACK_MS)) return;
     // Every replica down, its scrape failing, or back too recently for a poll to have seen it
     // (seeds 1046, 102325): the router fails open and may have nowhere better to send it.
     const up = (u: string) => {
       const r = this.replicas.up(u, POLL_MS, POLL_TIMEOUT_MS);
-      return r !== null && this.sched.now() - r.since > r.seenWithinMs + SEEN_SLACK_MS;
+      return r !== null && pastSeenDown(now, r, 0, SEEN_SLACK_MS);
     };
     if (!this.replicas.urls.some(up)) return;
     const w = this.view();
     this.violation ??= {
       invariant: 'a replica seen down gets no request',
-      detail: `node ${p.node} routed to ${origin}, down for ${Math.round(ms)} ms`,
+      detail: `node ${p.node} routed to ${origin}, down for ${Math.round(now - d.since)} ms`,
       at: w.now,
       step: w.step,
     };
