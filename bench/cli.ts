@@ -185,6 +185,7 @@ async function main(): Promise<void> {
         date: new Date(t0).toISOString(),
         seeds,
         seconds: (Date.now() - t0) / 1000,
+        node: process.version,
       };
     }
     json.runs[part.name] = run;
@@ -243,6 +244,7 @@ function takePart(part: BenchPart, from: BenchResults, c: BenchContext): PartRun
       date: from.date,
       seeds: [...new Set((data.points ?? []).map((p) => p.seed))],
       seconds: NaN,
+      ...(from.node ? { node: from.node } : {}),
     }
   );
 }

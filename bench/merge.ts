@@ -20,6 +20,8 @@ export interface PartRun {
   seeds: number[];
   /** How long the part took, in seconds (NaN when not recorded). */
   seconds: number;
+  /** The Node version that ran it: timing parts differ by version (AsyncLocalStorage, docs/benchmarks.md). */
+  node?: string;
 }
 
 /** results.json's keys that describe a run as a whole; every other key is one part's results. */
@@ -103,5 +105,5 @@ export function runLine(name: string, run: PartRun | undefined): string {
     ? ` at commit \`${run.commit.slice(0, 12)}\`${run.dirty ? ' with uncommitted changes' : ''}`
     : '';
   const took = Number.isFinite(run.seconds) ? `, ${Math.round(run.seconds).toLocaleString('en-US')} s` : '';
-  return `_Part \`${name}\`: measured by \`${run.command}\`${commit}, ${run.date.slice(0, 16).replace('T', ' ')} UTC, seeds ${run.seeds.join(', ') || '?'}${took}._`;
+  return `_Part \`${name}\`: measured by \`${run.command}\`${commit}, ${run.date.slice(0, 16).replace('T', ' ')} UTC${run.node ? `, Node ${run.node}` : ''}, seeds ${run.seeds.join(', ') || '?'}${took}._`;
 }

@@ -1,5 +1,13 @@
 import { parseResults, stringifyResults, type BenchResults } from '../../bench/goals';
-import { mergeReadme, mergeResults, regionBegin, regionEnd, regions, type PartRun } from '../../bench/merge';
+import {
+  mergeReadme,
+  mergeResults,
+  regionBegin,
+  regionEnd,
+  regions,
+  runLine,
+  type PartRun,
+} from '../../bench/merge';
 
 const run = (command: string, commit: string): PartRun => ({
   command,
@@ -93,5 +101,18 @@ describe("merging a run's sections into bench/results/README.md", () => {
     const o = { head: '# Benchmark results\n\nThe new run.', goals: [], sections: new Map(), order: [] };
     expect(regions(mergeReadme(old, { ...o, keepHead: false })).head).toContain('The new run.');
     expect(regions(mergeReadme(undefined, { ...o, keepHead: true })).head).toContain('The new run.');
+  });
+});
+
+describe("a part's run line (bench/merge.ts runLine)", () => {
+  it('names the Node version that ran the part, since timing parts differ by version', () => {
+    const line = runLine('overhead', {
+      ...run('npm run bench -- --only overhead', '50ba781551c2'),
+      node: 'v24.22.3',
+    });
+    expect(line).toBe(
+      '_Part `overhead`: measured by `npm run bench -- --only overhead` at commit `50ba781551c2`, 2026-12-03 10:00 UTC, Node v24.22.3, seeds 1, 2, 3, 60 s._',
+    );
+    expect(runLine('slo', run('npm run bench -- --only slo', 'c4dc2f1d'))).not.toContain('Node');
   });
 });
