@@ -29,6 +29,16 @@ export class RuntimeReplaced extends Error {
 }
 
 /**
+ * `max_loaded_adapters` by the store's count (beginLoad, beginUnload), which takes configured static
+ * adapters loaded at runtime for non-static ones and lacks what the replica holds unseen (an emptied
+ * store): those slots are taken too, or two nodes sharing the store each load into the one slot left.
+ */
+function storeLimit(residents: readonly ResidentAdapter[], policy: AdapterPolicy, unseenN: number): number {
+  const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
+  return policy.maxLoadedAdapters + configuredStatic.length - unseenN;
+}
+
+/**
  * A replica's slots: a free one claimed for a load (room made among idle adapters, or waited
  * for), and the excess over the limit trimmed. Every unload goes through IdleUnload's guards.
  */
@@ -94,11 +104,7 @@ export class Room {
             )
           : undefined;
       const unseenN = unseen?.length ?? 0;
-      // The limit by the store's count, which takes configured static adapters loaded at runtime
-      // for non-static ones and lacks what the replica holds unseen (an emptied store): those
-      // slots are taken too, or two nodes sharing the store each load into the one slot left.
-      const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
-      const limit = policy.maxLoadedAdapters + configuredStatic.length - unseenN;
+      const limit = storeLimit(residents, policy, unseenN);
       if (occupying.length + unseenN < policy.maxLoadedAdapters) {
         // The store checks the limit again atomically: another node may have taken the slot.
         if (waited && policy.recheckPlacement) {
@@ -149,8 +155,12 @@ export class Room {
       const residents = await this.store.residents(url);
       const occupying = occupyingSlots(residents, policy.isStatic);
       if (occupying.length <= policy.maxLoadedAdapters) return;
-      // One trimming unload at a time per replica across nodes (they may all trim after a poll).
-      if (!(await this.idleUnload.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS))) return;
+      // One trimming unload at a time per replica across nodes (they may all trim after a poll), each
+      // granted only while the store's count is over its limit (this reading may be stale). Nothing
+      // unseen is taken off: the poll before the trim adopted what the replica holds, and this loop
+      // stops at the limit by what the store knows.
+      const byStore = { ...policy, maxLoadedAdapters: storeLimit(residents, policy, 0) };
+      if (!(await this.idleUnload.evictOne(url, occupying, byStore, (v) => v.lastUsed, EXCESS))) return;
     }
   }
 }

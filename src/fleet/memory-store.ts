@@ -289,6 +289,10 @@ export class MemoryFleetStore implements FleetStore {
         if (o.for === forAdapter) return null;
         if (o.for?.startsWith('\u0000')) trimming++;
       }
+      // A trim takes the replica down to its limit, not below: the caller's reading may be stale, or
+      // another node's trim may have taken the excess.
+      if (forAdapter.startsWith('\u0000') && limit !== Infinity && r.residentCount - trimming <= limit)
+        return null;
       // The room made for it is still free (no other load took it, the replica not over its limit).
       const free = r.residentCount - trimming < limit;
       if ((this.roomMade.get(url)?.get(forAdapter) ?? -Infinity) > at && free) return null;

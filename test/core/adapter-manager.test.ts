@@ -602,3 +602,81 @@ describe('AdapterManager: a trim beside a room made for an adapter (review of 96
     expect((await store.residents(U)).filter((r) => r.name !== 'boot').map((r) => r.name)).toHaveLength(2);
   });
 });
+
+describe('AdapterManager: two trims of one replica over its limit (review of be567e1)', () => {
+  it('a trim begun on a stale reading unloads nothing once the excess is gone', async () => {
+    // Two nodes on one store poll a, b, c over a limit of 2 and trim. The second node's reading is
+    // taken before the first trim ends and acted on after it (a slow round trip): the store granted
+    // its trim whatever the count, so b went too and the replica held c alone, 1 of 2.
+    const { clock, api, store, mgr, ensure, settle } = await setup();
+    for (const n of ['a', 'b', 'c'])
+      expect(await settle(ensure(n, policy({ maxLoadedAdapters: 3 })))).toBe('loaded');
+    let firstDone!: () => void;
+    const first = new Promise<void>((r) => (firstDone = r));
+    let stale = true;
+    const slow = new Proxy(store, {
+      get(t, p) {
+        if (p === 'residents')
+          return async (url: string) => {
+            const read = await t.residents(url);
+            if (stale) await first; // this node's reading arrives after the other's trim ended
+            stale = false;
+            return read;
+          };
+        const v = Reflect.get(t, p) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+      },
+    });
+    const api2 = new FakeApi(clock);
+    const mgr2 = new AdapterManager(slow, api2, clock, silentLogger);
+    const limit2 = policy({ maxLoadedAdapters: 2 });
+    const second = mgr2.trim(U, limit2);
+    await settle(mgr.trim(U, limit2));
+    firstDone();
+    await settle(second);
+    expect([...api.calls.slice(3), ...api2.calls]).toEqual(['unload a']);
+    expect((await store.residents(U)).filter((r) => r.name !== 'boot').map((r) => r.name)).toEqual([
+      'b',
+      'c',
+    ]);
+  });
+
+  it('gives the store the limit it counts against: a configured static adapter loaded at runtime counts', async () => {
+    // `s` is configured static but was loaded at runtime: the store counts s, a and b, so with 1 slot
+    // its limit is 2. Judged by 1, a trim on a stale reading of a, b would still take b (2 over 1).
+    const clock = new VirtualClock();
+    const limits: (number | undefined)[] = [];
+    const store = new (class extends MemoryFleetStore {
+      override async beginUnload(
+        url: string,
+        adapter: string,
+        at: number,
+        ttlMs?: number,
+        forAdapter?: string,
+        limit?: number,
+      ) {
+        limits.push(limit);
+        return super.beginUnload(url, adapter, at, ttlMs, forAdapter, limit);
+      }
+    })();
+    await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    await store.applySnapshot(U, { at: 0, ok: true, registry: [{ name: 'boot', path: '/a/boot' }] });
+    const api = new FakeApi(clock);
+    const mgr = new AdapterManager(store, api, clock, silentLogger);
+    const isStatic = (n: string) => n === 's';
+    for (const n of ['s', 'a', 'b']) {
+      const done = mgr.ensure(
+        U,
+        { name: n, path: `/adapters/${n}` },
+        policy({ maxLoadedAdapters: 3, isStatic }),
+      );
+      await clock.run();
+      expect(await done).toBe('loaded');
+    }
+    const trimmed = mgr.trim(U, policy({ maxLoadedAdapters: 1, isStatic }));
+    await clock.run();
+    await trimmed;
+    expect(api.calls).toEqual(['load s', 'load a', 'load b', 'unload a']);
+    expect(limits).toEqual([2]);
+  });
+});

@@ -186,19 +186,44 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
   });
 
   it('a trim under way frees a slot: a second unload for x waits for it while the room made for x is live', async () => {
-    // Review of 962db45: max_loaded_adapters 2 with a, b, c loaded. b unloaded for x leaves 2 of 2, and
-    // a trim (a poll on another node saw 3) is unloading c, which still counts. The count said "full",
+    // Review of 962db45: max_loaded_adapters 2 with a, b, c loaded. A trim (a poll on another node saw 3)
+    // is unloading c, and b unloaded for x leaves 2 of 2 with c still counted. The count said "full",
     // so a second unload for x went: three unloads where two were needed, a slot left empty.
     const s = await store();
     for (const [i, name] of ['a', 'b', 'c'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const trim = await s.beginUnload(U, 'c', 5, TTL, '\u0000excess', 2);
+    expect(trim).not.toBeNull();
     const ub = await s.beginUnload(U, 'b', 6, TTL, 'x', 2);
     expect(await s.finishUnload(U, 'b', ub!, true, 7)).toBe(true);
-    const trim = await s.beginUnload(U, 'c', 8, TTL, '\u0000excess', 2);
-    expect(trim).not.toBeNull();
     expect(await s.beginUnload(U, 'a', 9, TTL, 'x', 2)).toBeNull(); // c's slot is x's room
     // The trim failed (the replica ran a request on c): full again, the second unload for x goes.
     expect(await s.finishUnload(U, 'c', trim!, false, 10)).toBe(true);
     expect(await s.beginUnload(U, 'a', 11, TTL, 'x', 2)).not.toBeNull();
+  });
+
+  it('a trim takes the replica down to its limit, not below: the store counts again before each', async () => {
+    // Review of be567e1: a trim was decided on the caller's reading of "over the limit" and the store
+    // granted it whatever the count. Two nodes reading a, b, c one over a limit of 2 (or one node's
+    // stale reading after the excess was gone) each trimmed an adapter: a slot left empty.
+    const s = await store();
+    const trim = '\u0000excess';
+    for (const [i, name] of ['a', 'b', 'c'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL, trim, 2);
+    expect(ua).not.toBeNull();
+    expect(await s.beginUnload(U, 'b', 7, TTL, trim, 2)).toBeNull(); // a's trim is the excess
+    expect(await s.finishUnload(U, 'a', ua!, true, 8)).toBe(true);
+    expect(await s.beginUnload(U, 'b', 9, TTL, trim, 2)).toBeNull(); // 2 of 2: nothing over
+    // Over by two: two trims go, one after the other, not a third.
+    expect(await loadOn(s, 'd', 10)).toBe(true);
+    expect(await loadOn(s, 'e', 12)).toBe(true);
+    const ub = await s.beginUnload(U, 'b', 14, TTL, trim, 2);
+    expect(ub).not.toBeNull();
+    expect(await s.finishUnload(U, 'b', ub!, true, 15)).toBe(true);
+    const uc = await s.beginUnload(U, 'c', 16, TTL, trim, 2);
+    expect(uc).not.toBeNull();
+    expect(await s.finishUnload(U, 'c', uc!, true, 17)).toBe(true);
+    expect(await s.beginUnload(U, 'd', 18, TTL, trim, 2)).toBeNull();
+    expect(Object.keys(await states(s)).sort()).toEqual(['d', 'e']);
   });
 
   it('classifies adapters in the first registry as static, later ones (another router) as loaded', async () => {

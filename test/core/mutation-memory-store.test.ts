@@ -229,15 +229,16 @@ describe('MemoryFleetStore: room made for one adapter', () => {
   });
 
   it("only a trim's unload under way is left out of the count: another adapter's, or one for no one, fills x's room", async () => {
-    // Limit 2, a b c loaded (over it): x's room made leaves 2 of 2, then an unload of b under way
-    // that makes room for y, or for no one: still 2 of 2, so the room is taken and x's next unload
-    // goes. A trim's (its `for` starting with NUL) frees its slot for no one: 1 of 2, x's room free.
+    // Limit 2, a b c loaded (over it): an unload of b under way that makes room for y, or for no one
+    // (a trim is granted only while over the limit: begun first), then x's room made leaves 2 of 2,
+    // so the room is taken and x's next unload goes. A trim's (its `for` starting with NUL) frees its
+    // slot for no one: 1 of 2, x's room free.
     for (const other of ['y', undefined, '\u0000trim']) {
       const s = await store();
       for (const n of ['a', 'b', 'c']) await loaded(s, n, 1);
-      const ua = (await s.beginUnload(U, 'a', 2, TTL, 'x', 2))!;
-      await s.finishUnload(U, 'a', ua, true, 3);
-      expect(await s.beginUnload(U, 'b', 4, TTL, other, 2)).not.toBeNull();
+      expect(await s.beginUnload(U, 'b', 2, TTL, other, 2)).not.toBeNull();
+      const ua = (await s.beginUnload(U, 'a', 3, TTL, 'x', 2))!;
+      await s.finishUnload(U, 'a', ua, true, 4);
       const next = await s.beginUnload(U, 'c', 5, TTL, 'x', 2);
       if (other?.startsWith('\u0000')) expect(next).toBeNull();
       else expect(next).not.toBeNull();

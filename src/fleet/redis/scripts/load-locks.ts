@@ -31,8 +31,8 @@ return 1`,
   /**
    * url, adapter, at, ttl, node, for ('' none), limit ('' none) -> fence or nil (busy on any node,
    * static, absent or moving; or made room for an adapter that is resident already, has an unload
-   * under way, or has the room an ended unload made still free; or the state was begun anew within
-   * its grace, see upsert)
+   * under way, or has the room an ended unload made still free; a trim, at or below the limit; or
+   * the state was begun anew within its grace, see upsert)
    */
   beginUnload: `
 local url, name, at, ttl, forName = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[7]
@@ -53,6 +53,9 @@ if forName ~= '' then
     if o.state == 'unloading' and o['for'] == forName then return false end
     if o.state == 'unloading' and o['for'] and string.byte(o['for'], 1) == 0 then trimming = trimming + 1 end
   end
+  -- A trim takes the replica down to its limit, not below (the caller's reading may be stale).
+  if string.byte(forName, 1) == 0 and limit ~= math.huge
+    and tonumber(redis.call('HGET', rkey(url), 'residents') or '0') - trimming <= limit then return false end
   -- An unload for it ended, its load has not begun, and the room is still free (no other load took
   -- it, the replica is not over the limit): one unload per load.
   if tonumber(redis.call('HGET', P .. 'made:' .. url, forName) or '0') > now_ms()
