@@ -21,8 +21,6 @@ export const LOCK_MARGIN_MS = 5000;
 type UnloadPolicy = {
   loadTimeoutMs: number;
   isStatic: (name: string) => boolean;
-  /** The store's test of whether a room made for `forAdapter` is still free (beginUnload). */
-  maxLoadedAdapters: number;
 };
 
 /** An unload call made, as the manager records it (LoadRecord, manager.ts). */
@@ -55,6 +53,11 @@ export class IdleUnload {
     policy: UnloadPolicy,
     victimCost: (v: ResidentAdapter) => number,
     forAdapter: string,
+    /**
+     * `max_loaded_adapters` by the store's count (Room's `storeLimit`): its test of whether a room
+     * made for `forAdapter` is still free, and of a trim's excess (beginUnload).
+     */
+    limit: number,
     /** When the caller's wait ends, on the clock: no victim is tried, asked or unloaded past it. */
     until = Infinity,
   ): Promise<boolean> {
@@ -71,14 +74,7 @@ export class IdleUnload {
       if (this.leasedElsewhere()?.(url, victim.name)) continue;
       // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
       const begun = this.clock.now();
-      const fence = await this.store.beginUnload(
-        url,
-        victim.name,
-        begun,
-        ttl,
-        forAdapter,
-        policy.maxLoadedAdapters,
-      );
+      const fence = await this.store.beginUnload(url, victim.name, begun, ttl, forAdapter, limit);
       if (fence === null) continue;
       const started = this.clock.now();
       let ok = false;

@@ -129,8 +129,7 @@ export class Room {
       // Tried even with no queue time left (a 0 wait), as long as the access phase has time.
       const victims = policy.mayEvict ? occupying.filter((r) => policy.mayEvict!(r.name)) : occupying;
       // The store's limit too: a room made for `name` is still free below it (one unload per load).
-      const byStore = { ...policy, maxLoadedAdapters: limit };
-      if (await this.idleUnload.evictOne(url, victims, byStore, victimCost, name, accessEnd(policy))) {
+      if (await this.idleUnload.evictOne(url, victims, policy, victimCost, name, limit, accessEnd(policy))) {
         waited = true;
         continue;
       }
@@ -159,8 +158,8 @@ export class Room {
       // granted only while the store's count is over its limit (this reading may be stale). Nothing
       // unseen is taken off: the poll before the trim adopted what the replica holds, and this loop
       // stops at the limit by what the store knows.
-      const byStore = { ...policy, maxLoadedAdapters: storeLimit(residents, policy, 0) };
-      if (!(await this.idleUnload.evictOne(url, occupying, byStore, (v) => v.lastUsed, EXCESS))) return;
+      const limit = storeLimit(residents, policy, 0);
+      if (!(await this.idleUnload.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS, limit))) return;
     }
   }
 }

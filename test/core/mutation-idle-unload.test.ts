@@ -111,11 +111,11 @@ async function setup() {
     },
     (r, why) => records.push({ adapter: r.adapter, ok: r.ok, ms: r.ms, ...(why ? { why } : {}) }),
   );
-  const policy = { loadTimeoutMs: LOAD_TIMEOUT, isStatic: () => false, maxLoadedAdapters: 3 };
+  const policy = { loadTimeoutMs: LOAD_TIMEOUT, isStatic: () => false };
   /** Two idle victims, `a` the cheaper. */
   const victims = [resident('b', 2), resident('a', 1)];
   const evict = async (until = Infinity): Promise<boolean> => {
-    const p = unload.evictOne(U, victims, policy, (v) => v.lastUsed, 'new', until);
+    const p = unload.evictOne(U, victims, policy, (v) => v.lastUsed, 'new', 3, until);
     await clock.run();
     return p;
   };
