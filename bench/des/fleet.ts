@@ -43,6 +43,23 @@ export interface DesFleetOptions {
 
 const RANK = 16;
 
+/**
+ * A fleet's loads and unloads by kind. Loads: `apiLoads + resolverLoads + engineReloads` (a
+ * host-cache miss inside the engine loop). Unloads, one per copy gone: `apiUnloads -
+ * apiUnloadsOfEvicted + evictions`. An API unload of weights the host cache had pushed out already
+ * (`apiUnloadsOfEvicted`) and the eviction of weights unloaded through the API before
+ * (`evictionsAfterUnload`: released vLLM's unload leaves them cached) complete one departure each.
+ */
+export interface ChurnBreakdown {
+  apiLoads: number;
+  resolverLoads: number;
+  engineReloads: number;
+  apiUnloads: number;
+  apiUnloadsOfEvicted: number;
+  evictions: number;
+  evictionsAfterUnload: number;
+}
+
 /** A replica's answer to a request longer than its context (vLLM's 400). */
 export interface ContextRefusal {
   status: 400;
@@ -63,7 +80,12 @@ export class DesFleet implements ReplicaApi {
   /** One replica's context (its KV capacity): longer requests get vLLM's 400. */
   private readonly contextTokens: number;
   loads = 0;
+  /** Unloads through the API. */
   unloads = 0;
+  /** How the loads and unloads came about (see ChurnBreakdown). */
+  private readonly churn = { resolverLoads: 0, unloadsHeld: 0, evictions: 0, evictionsAfterUnload: 0 };
+  /** Per replica: copies unloaded through the API whose weights the host cache still holds. */
+  private readonly unloadedCached: Set<string>[];
   /** Unloads answered while the adapter had requests in the engine (must stay 0). */
   busyUnloads = 0;
   private nextId = 0;
@@ -93,6 +115,15 @@ export class DesFleet implements ReplicaApi {
         }),
     );
     this.registries = this.urls.map(() => new Map());
+    this.unloadedCached = this.urls.map(() => new Set());
+    // Released vLLM's unload leaves the weights cached: their eviction later completes that
+    // unload and is no second one. Any other eviction is a copy gone.
+    this.engines.forEach((e, i) =>
+      e.onEviction((w) => {
+        if (this.unloadedCached[i]!.delete(w)) this.churn.evictionsAfterUnload++;
+        else this.churn.evictions++;
+      }),
+    );
   }
 
   /** Loads so far: through the API (managed) plus reloads inside the engine loop. */
@@ -105,9 +136,25 @@ export class DesFleet implements ReplicaApi {
     return this.engines.reduce((n, e) => n + e.stats().cacheMissLoads, 0);
   }
 
-  /** Unloads so far: through the API plus evictions from the engines' host caches. */
+  /**
+   * Unloads so far, one per copy gone: through the API, or evicted from an engine's host cache.
+   * A copy unloaded through the API and evicted later, or evicted and unloaded later, counts once.
+   */
   totalUnloads(): number {
-    return this.unloads + this.engines.reduce((n, e) => n + e.stats().cacheEvictions, 0);
+    return this.churn.unloadsHeld + this.churn.evictions;
+  }
+
+  /** The loads and unloads by kind (bench/des/churn-breakdown.ts). */
+  churnBreakdown(): ChurnBreakdown {
+    return {
+      apiLoads: this.loads - this.churn.resolverLoads,
+      resolverLoads: this.churn.resolverLoads,
+      engineReloads: this.engineReloads(),
+      apiUnloads: this.unloads,
+      apiUnloadsOfEvicted: this.unloads - this.churn.unloadsHeld,
+      evictions: this.churn.evictions,
+      evictionsAfterUnload: this.churn.evictionsAfterUnload,
+    };
   }
 
   /**
@@ -191,7 +238,13 @@ export class DesFleet implements ReplicaApi {
     if (weights === undefined) return 'absent';
     this.registries[i]!.delete(name);
     if (this.engines[i]!.inFlight(name) > 0) this.busyUnloads++;
-    if (this.o.unload === 'frees') this.engines[i]!.dropWeights(weights);
+    const engine = this.engines[i]!;
+    // Already evicted (and not read again since): that eviction was this copy's departure.
+    if (engine.holdsWeights(weights)) {
+      this.churn.unloadsHeld++;
+      if (this.o.unload === 'frees') engine.dropWeights(weights);
+      else this.unloadedCached[i]!.add(weights);
+    }
     this.unloads++;
     return 'unloaded';
   }
@@ -205,7 +258,10 @@ export class DesFleet implements ReplicaApi {
     const key = `${i} ${name}`;
     let pending = this.resolving.get(key);
     if (!pending) {
-      pending = this.register(i, name).then(() => void this.resolving.delete(key));
+      pending = this.register(i, name).then(() => {
+        this.churn.resolverLoads++;
+        this.resolving.delete(key);
+      });
       this.resolving.set(key, pending);
     }
     return pending;

@@ -12,7 +12,7 @@ import type { SloPoint } from './slo-sweep';
 
 const DYNAMO_MCF = PEERS[2]!;
 
-/** Load and unload operations per served request, through the API and inside the engines. */
+/** Load and unload operations per served request, through the API and inside the engines (one unload per copy gone: DesFleet.totalUnloads). */
 export const opsPerServed = (r: PolicyResult) => (r.loads + r.unloads) / Math.max(1, r.completed);
 /** The same per minute, over the intervals churn was counted in. */
 export const opsPerMinute = (r: PolicyResult) =>
@@ -179,7 +179,7 @@ export function peersSection(points: SloPoint[], router: string): string[] {
       rows,
     ),
     '',
-    `Churn as Dynamo measures it: adapter loads and unloads (through the load API and inside the engines: a resolver's load, a host-cache miss or eviction) per minute and per served request, and the share of ${ms(points[0]!.results[0]!.churn?.tickMs ?? 3000)} intervals with none (quiet), from the first arrival until the last request ended; means over loads and seeds.`,
+    `Churn as Dynamo measures it: adapter loads and unloads (through the load API and inside the engines: a resolver's load, a host-cache miss or eviction; one unload per copy gone: released vLLM's unload leaves the weights cached, and their eviction later completes it) per minute and per served request, and the share of ${ms(points[0]!.results[0]!.churn?.tickMs ?? 3000)} intervals with none (quiet), from the first arrival until the last request ended; means over loads and seeds.`,
     '',
     table(
       ['workload, load time', 'policy', 'SLO', 'ops per minute', 'ops per served request', 'quiet intervals'],

@@ -26,6 +26,8 @@ export interface Scenario {
 
 /** What a run may add per request: its KV blocks for the prefix cache, and what was predicted against what came. */
 export interface RunHooks {
+  /** The run's fleet, once made (bench/des/churn-breakdown.ts reads its counters). */
+  fleet?: (fleet: DesFleet) => void;
   /** Per request, the SLO class it names (llm-d's objective header), if any. */
   classes?: readonly string[];
   /** Request `i`'s blocks (`EngineRequest.blocks`); absent: its prompt shares nothing. */
@@ -136,6 +138,7 @@ export async function runPolicy(
     engine: scenario.engine,
     computedTokens: scenario.computedTokens,
   });
+  hooks.fleet?.(fleet);
   const router = policy.create(clock, fleet, scenario.seed, scenario.slots);
   const ttft: number[] = [];
   const e2e: number[] = [];

@@ -195,6 +195,7 @@ export class ReplicaEngine {
     finishedComputed: 0,
   };
   private listeners: ((rec: RequestRecord) => void)[] = [];
+  private evictionListeners: ((weights: string) => void)[] = [];
 
   constructor(
     private readonly clock: Clock,
@@ -211,6 +212,16 @@ export class ReplicaEngine {
   /** Called with every finished or aborted request's record. */
   onRecord(fn: (rec: RequestRecord) => void): void {
     this.listeners.push(fn);
+  }
+
+  /** Called with the weights of every adapter the host cache pushes out (`cacheEvictions`). */
+  onEviction(fn: (weights: string) => void): void {
+    this.evictionListeners.push(fn);
+  }
+
+  /** The weights are in the host cache. */
+  holdsWeights(weights: string): boolean {
+    return this.cpuCache.has(weights);
   }
 
   submit(req: EngineRequest): RequestRecord {
@@ -577,6 +588,7 @@ export class ReplicaEngine {
       if (victim === weights) continue;
       this.cpuCache.delete(victim);
       this.counters.cacheEvictions++;
+      for (const fn of this.evictionListeners) fn(victim);
     }
   }
 }
