@@ -121,6 +121,7 @@ export class DesFleet implements ReplicaApi {
     promptTokens: number,
     outputTokens: number,
     blocks?: readonly string[],
+    priority?: number,
   ): Promise<RequestRecord | ContextRefusal> {
     const i = this.index(url);
     const engine = this.engines[i]!;
@@ -137,6 +138,7 @@ export class DesFleet implements ReplicaApi {
         promptTokens,
         blocks,
         maxTokens: outputTokens,
+        ...(priority === undefined ? {} : { priority }),
         onFinish: resolve,
       });
     });
