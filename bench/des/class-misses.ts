@@ -68,7 +68,7 @@ interface LoadSpan {
 }
 
 /** A served request's timeline (virtual ms). */
-interface Timeline {
+export interface Timeline {
   url: string;
   /** Arrived at the gateway, sent to the replica, scheduled there, first token. */
   at: number;
@@ -76,6 +76,8 @@ interface Timeline {
   start: number;
   first: number;
   end: number;
+  /** The TTFT the router predicted on that replica (ms), if it did. */
+  predictedMs?: number;
 }
 
 const overlap = (a0: number, a1: number, b0: number, b1: number) =>
@@ -161,13 +163,19 @@ export async function classMisses(
   arrivals: Arrival[],
   adapters: string[],
   classes: readonly string[],
-): Promise<{ result: PolicyResult; misses: Record<string, ClassMisses> }> {
+): Promise<{
+  result: PolicyResult;
+  misses: Record<string, ClassMisses>;
+  /** Per request: its timeline if served, and its cause if late. */
+  timelines: (Timeline | undefined)[];
+  causes: (MissCause | undefined)[];
+}> {
   const loads: LoadSpan[] = [];
   const heldOnArrival = new Map<Arrival, boolean>();
   const timelines = new Array<Timeline | undefined>(arrivals.length);
   const result = await runPolicy(traced(policy, loads, heldOnArrival), s, arrivals, adapters, {
     classes,
-    served: (url, _p, _ttft, rec, i) => {
+    served: (url, predictedMs, _ttft, rec, i) => {
       timelines[i] = {
         url,
         at: arrivals[i]!.at,
@@ -175,10 +183,12 @@ export async function classMisses(
         start: rec.start!,
         first: rec.firstToken!,
         end: rec.end!,
+        ...(predictedMs === undefined ? {} : { predictedMs }),
       };
     },
   });
   const out: Record<string, ClassMisses> = {};
+  const causes = new Array<MissCause | undefined>(arrivals.length);
   for (const c of TWO_CLASSES.classes) {
     const m: ClassMisses = {
       requests: 0,
@@ -203,7 +213,8 @@ export async function classMisses(
       const e = { ...defaultEngineOptions, ...s.engine };
       const alone = a.promptTokens * e.prefillMsPerToken + e.decodeMsPerStep;
       if (p.ownLoad > 0 && (s.loadMs ?? 0) + alone > c.ttft_ms) m.ownLoadAlone++;
-      m.byCause[causeOf(p)]++;
+      causes[i] = causeOf(p);
+      m.byCause[causes[i]]++;
       // Batch requests on its replica (running or waiting) when it got there.
       const batchThere = timelines.some(
         (u, j) =>
@@ -218,5 +229,5 @@ export async function classMisses(
     });
     out[c.name] = m;
   }
-  return { result, misses: out };
+  return { result, misses: out, timelines, causes };
 }

@@ -168,6 +168,7 @@ export class DesFleet implements ReplicaApi {
     promptTokens: number,
     outputTokens: number,
     blocks?: readonly string[],
+    priority?: number,
   ): Promise<RequestRecord | ContextRefusal> {
     const i = this.index(url);
     const engine = this.engines[i]!;
@@ -184,6 +185,7 @@ export class DesFleet implements ReplicaApi {
         promptTokens,
         blocks,
         maxTokens: outputTokens,
+        ...(priority === undefined ? {} : { priority }),
         onFinish: resolve,
       });
     });

@@ -10,7 +10,15 @@ import type { AdapterMode, DesFleet } from './fleet';
 import { sharedStoreHandles } from './shared-store';
 
 /** Where one request goes, or the error status the router answered. */
-export type Routed = { url: string; token?: string; predictedMs?: number } | { error: number };
+export type Routed =
+  | {
+      url: string;
+      token?: string;
+      predictedMs?: number;
+      /** vLLM's `priority` the router set in the body (`vllm_scheduling_policy: priority`), if it did. */
+      priority?: number;
+    }
+  | { error: number };
 
 /** One request as a router sees it: the adapter, and its arrival (token counts) for the body. */
 export interface DesRequest {
@@ -89,7 +97,15 @@ export function loraRouterNodes(
           const out = await svc.route({ path: '/v1/chat/completions', body, slo });
           if (out.kind !== 'proxy') return { error: out.status };
           routedBy.set(out.leaseId, svc);
-          return { url: out.url, token: out.leaseId, predictedMs: out.predictedTtftMs };
+          // A rewritten body carries vLLM's priority (a vLLM replica's body is rewritten for nothing else).
+          const priority =
+            out.body === undefined ? undefined : (JSON.parse(out.body) as { priority?: number }).priority;
+          return {
+            url: out.url,
+            token: out.leaseId,
+            predictedMs: out.predictedTtftMs,
+            ...(priority === undefined ? {} : { priority }),
+          };
         },
         // The status only, as Kong's log phase gives it (plugins/lora-router.ts `giveBack`): it
         // sees no TTFT (latencies.proxy is time to response headers, which vLLM streams at once),

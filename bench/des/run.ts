@@ -167,6 +167,7 @@ export async function runPolicy(
             a.promptTokens,
             a.outputTokens,
             hooks.blocks?.(i),
+            r.priority,
           );
           if ('status' in rec) {
             // Longer than the replica's context: vLLM's 400, a miss for every policy alike.

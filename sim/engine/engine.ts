@@ -3,7 +3,7 @@ import { defaultLoadCost, loadMs, type LoadCostOptions } from './load-cost';
 
 /**
  * The one model of a replica's engine in this project: continuous batching with a bounded
- * number of running sequences, an unbounded FIFO waiting queue, vLLM's adapter limits
+ * number of running sequences, an unbounded waiting queue (FIFO, or by priority), vLLM's adapter limits
  * (`max_loras` distinct adapters per batch, `max_cpu_loras` weights cached in host memory)
  * and KV-cache capacity. No HTTP and no clock of its own: the HTTP simulator and the
  * discrete-event benchmark both drive it through an injected Clock.
@@ -29,6 +29,13 @@ export interface EngineOptions extends LoadCostOptions {
    * Only requests that name their blocks (`EngineRequest.blocks`) can hit.
    */
   prefixCaching: boolean;
+  /**
+   * vLLM's `--scheduling-policy`: `fcfs` (its default) admits waiting requests in arrival order;
+   * `priority` by (request priority, arrival), lower first (PriorityRequestQueue, vllm/v1/core/
+   * sched/request_queue.py). vLLM preempts only when a running request needs KV blocks it cannot
+   * get; this engine reserves each request's KV at admission, so it never preempts.
+   */
+  schedulingPolicy?: 'fcfs' | 'priority';
 }
 
 export const defaultEngineOptions: EngineOptions = {
@@ -66,6 +73,8 @@ export interface EngineRequest {
    */
   blocks?: readonly string[];
   maxTokens: number;
+  /** The body's `priority` (vLLM: lower is served first; 0 when absent). */
+  priority?: number;
   onToken?: (index: number) => void;
   onFinish?: (record: RequestRecord) => void;
 }
@@ -237,9 +246,26 @@ export class ReplicaEngine {
         `request needs ${req.promptTokens + req.maxTokens} tokens; KV capacity is ${this.options.kvCapacityTokens}`,
       );
     }
-    this.waiting.push({ req, rec, generated: 0, reserved: req.promptTokens + req.maxTokens });
+    this.enqueue({ req, rec, generated: 0, reserved: req.promptTokens + req.maxTokens });
     this.kick();
     return rec;
+  }
+
+  /** Into the waiting queue: at its end, or with `priority` behind every request of its priority or lower value. */
+  private enqueue(seq: Seq): void {
+    if (this.options.schedulingPolicy !== 'priority') return void this.waiting.push(seq);
+    const p = seq.req.priority ?? 0;
+    let at = this.waiting.length;
+    while (at > 0 && (this.waiting[at - 1]!.req.priority ?? 0) > p) at--;
+    this.waiting.splice(at, 0, seq);
+  }
+
+  /** When the earliest waiting request came (the queue's head, unless ordered by priority). */
+  private firstArrival(): number | undefined {
+    if (this.options.schedulingPolicy !== 'priority') return this.waiting[0]?.rec.arrival;
+    let first: number | undefined;
+    for (const s of this.waiting) if (first === undefined || s.rec.arrival < first) first = s.rec.arrival;
+    return first;
   }
 
   /** Drop a request (client disconnected). Returns false if it had already finished. */
@@ -415,7 +441,7 @@ export class ReplicaEngine {
     if (this.chainAt !== null) {
       // Busy: this step starts where the last one (or a load) ended in modelled time. With an
       // empty batch it starts no earlier than the first waiting request came.
-      const first = this.running.length === 0 ? this.waiting[0]?.rec.arrival : undefined;
+      const first = this.running.length === 0 ? this.firstArrival() : undefined;
       // A host that cannot keep up at all (a long stall, a time scale past its speed) gives up
       // the backlog beyond MAX_CATCH_UP_MS: requests that came meanwhile wait for the modelled
       // timeline to reach them, and they must not wait for an ever longer backlog.
@@ -442,7 +468,14 @@ export class ReplicaEngine {
       }
       if (this.kvReserved + seq.reserved > kvCapacityTokens) break;
       // Came after this step started (in modelled time, see chainAt): the next step takes it.
-      if (seq.rec.arrival > now) break;
+      // (By priority, one that came earlier may stand behind it.)
+      if (seq.rec.arrival > now) {
+        if (this.options.schedulingPolicy === 'priority') {
+          i++;
+          continue;
+        }
+        break;
+      }
       this.waiting.splice(i, 1);
       if (a !== null) batchAdapters.add(a);
       seq.rec.start = now;

@@ -13,6 +13,8 @@ export interface ParsedCompletion {
   maxTokens: number;
   /** llama.cpp's per-request adapter scales. */
   lora?: unknown;
+  /** vLLM's `priority` (lower first; 0 when absent). */
+  priority: number;
 }
 
 const WORDS = ['the', 'adapter', 'answers', 'with', 'a', 'simulated', 'token', 'stream', 'from', 'replica'];
@@ -66,6 +68,8 @@ export function parseCompletion(
   const mt = b.max_completion_tokens ?? b.max_tokens ?? defaultMaxTokens;
   if (typeof mt !== 'number' || !Number.isInteger(mt) || mt < 1)
     return "'max_tokens' must be a positive integer.";
+  // (vLLM's own check of the type is not modelled.)
+  const priority = Number.isInteger(b.priority) ? (b.priority as number) : 0;
   const so = b.stream_options as Record<string, unknown> | undefined;
   return {
     model: b.model,
@@ -75,6 +79,7 @@ export function parseCompletion(
     promptText,
     maxTokens: mt,
     lora: b.lora,
+    priority,
   };
 }
 

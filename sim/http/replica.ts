@@ -506,6 +506,17 @@ export class SimReplica implements ReplicaContext {
       return this.send(res, this.error(500, 'EngineDeadError', 'Engine loop is not running.'));
     const p = parseCompletion(endpoint, body, this.o.defaultMaxTokens);
     if (typeof p === 'string') return this.send(res, this.error(400, 'BadRequestError', p));
+    // vLLM's engine refuses a priority its scheduler does not use (AsyncLLM/Processor add_request,
+    // "Got priority 1 but Priority scheduling is not enabled."); llama.cpp has no such field.
+    if (this.backend === 'vllm' && p.priority !== 0 && this.engine.options.schedulingPolicy !== 'priority')
+      return this.send(
+        res,
+        this.error(
+          400,
+          'BadRequestError',
+          `Got priority ${p.priority} but Priority scheduling is not enabled.`,
+        ),
+      );
     const selected = await this.api.select(p);
     if ('status' in selected) return this.send(res, selected);
     const { adapter, weights, rank } = selected;
@@ -545,6 +556,7 @@ export class SimReplica implements ReplicaContext {
           ? textBlocks(p.promptText, weights ?? adapter ?? '', p.promptTokens)
           : undefined,
       maxTokens: p.maxTokens,
+      ...(this.backend === 'vllm' && p.priority !== 0 ? { priority: p.priority } : {}),
       onToken: answer.onToken,
       onFinish: (rec) => {
         done = true;

@@ -37,6 +37,7 @@ export interface RouterConfig {
   slo_classes: { name: string; ttft_ms: number; priority: number }[];
   default_slo_class?: string;
   consumer_slo_class: Record<string, string>;
+  vllm_scheduling_policy: 'fcfs' | 'priority';
   prefill_tokens_per_second: number;
   load_timeout_ms: number;
   queue_timeout_ms: number;

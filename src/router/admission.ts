@@ -20,6 +20,7 @@ import { takeLease, type GuessedLease, type LastReplicas } from './guessed-lease
 import type { RouteOutcome } from './outcome';
 import { SeenDown } from './placement';
 import { withPolledHealth } from './polled-health';
+import { vllmPriority, withVllmPriority } from './engine-priority';
 import { llamaBody, type targetOf } from './proxied-request';
 
 /**
@@ -62,6 +63,8 @@ export async function admit(
   wait: {
     queueMs: number;
     until: number;
+    /** The request's class priority (src/router/slo-class.ts; 0 without one): vLLM's `priority` field. */
+    priority?: number;
     recheckPlacement?: () => Promise<string>;
     placeHere?: () => Promise<string>;
   },
@@ -147,10 +150,13 @@ export async function admit(
       leaseId: lease.id,
       stage: decision.stage,
       adapter: adapterName,
-      body:
-        replica.backend === 'llamacpp' && json
+      body: !json
+        ? undefined
+        : replica.backend === 'llamacpp'
           ? llamaBody(json, replica.adapter?.llamaId, replica.llamaIds ?? [])
-          : undefined,
+          : setup.config.vllm_scheduling_policy === 'priority'
+            ? withVllmPriority(json, vllmPriority(wait.priority ?? 0))
+            : undefined,
       ...(setup.config.saturation_mode === 'predicted' ? { predictedTtftMs: replica.ttftMs } : {}),
     };
   } catch (err) {

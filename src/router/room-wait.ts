@@ -41,7 +41,8 @@ export class RoomWait {
   private readonly objectiveMs: number;
   private readonly sheddable: boolean;
   private readonly className: string;
-  private readonly priority: number;
+  /** Its class's priority (0 without one). */
+  readonly priority: number;
   /** Registered as held in `held` (its priority), until it goes or is refused. */
   private entered = false;
 

@@ -417,6 +417,39 @@ describe('admission: the work model and the proxied request', () => {
     expect(noTokens.w.admitted).toEqual([]);
   });
 
+  it("with vllm_scheduling_policy priority, sets vLLM's priority field from the request's class (lower first)", async () => {
+    const json = { model: 'x', prompt: 'hi' };
+    const setup = setupOf({ vllm_scheduling_policy: 'priority' });
+    // Batch (class priority -1): vLLM's 1, after every request of 0.
+    const batch = await run(world({ states: ['loaded'] }).rt, { json, setup, wait: { priority: -1 } });
+    expect(JSON.parse((batch as { body: string }).body)).toEqual({ ...json, priority: 1 });
+    // Priority 0 is vLLM's default: the body goes as it came (no rewrite, no PDK call).
+    expect(await run(world({ states: ['loaded'] }).rt, { json, setup, wait: { priority: 0 } })).toMatchObject(
+      {
+        body: undefined,
+      },
+    );
+    // A client's own priority is replaced: it cannot put itself ahead of its class.
+    const pushy = await run(world({ states: ['loaded'] }).rt, {
+      json: { ...json, priority: -50 },
+      setup,
+      wait: { priority: 0 },
+    });
+    expect(JSON.parse((pushy as { body: string }).body)).toEqual({ ...json, priority: 0 });
+    // fcfs (the default): the body is the client's, as vLLM without the flag refuses any priority but 0.
+    expect(await run(world({ states: ['loaded'] }).rt, { json, wait: { priority: -1 } })).toMatchObject({
+      body: undefined,
+    });
+    // llama.cpp has no such field: its body is the adapters' only.
+    const llama = await run(world({}).rt, {
+      json,
+      setup,
+      wait: { priority: -1 },
+      decision: decisionOn({ backend: 'llamacpp' }),
+    });
+    expect(JSON.parse((llama as { body: string }).body)).toEqual({ ...json, lora: [] });
+  });
+
   it("shapes llama.cpp's body with every listed adapter, and the predicted TTFT when predicted", async () => {
     const { rt } = world({});
     const json = { model: 'x', prompt: 'hi' };

@@ -106,3 +106,60 @@ describe('slo_classes, through the plugin server', () => {
     expect((await w.statusJson()).inFlight).toBe(0);
   });
 });
+
+describe('vllm_scheduling_policy: priority, through the plugin server', () => {
+  let w: Awaited<ReturnType<typeof startWorld>> | undefined;
+  afterEach(async () => {
+    await w?.stop();
+    w = undefined;
+  });
+
+  it("sets vLLM's priority field from the class: a waiting batch request goes after an interactive one sent later", async () => {
+    // One sequence at a time, run by priority as `--scheduling-policy priority` does; time 50x.
+    const replica = vllm({
+      timeScale: 50,
+      maxModelLen: 200_000,
+      engine: {
+        maxNumSeqs: 1,
+        kvCapacityTokens: 1_000_000,
+        prefillMsPerToken: 1,
+        schedulingPolicy: 'priority',
+      },
+    });
+    // Objectives long enough that nothing is held or shed: the order is the replica's alone.
+    w = await startWorld(driver, [replica], (u) =>
+      onDemand(u, {
+        prefill_tokens_per_second: 1000,
+        slo_classes: [
+          { name: 'interactive', ttft_ms: 600_000, priority: 0 },
+          { name: 'batch', ttft_ms: 600_000, priority: -1 },
+        ],
+        default_slo_class: 'interactive',
+        vllm_scheduling_policy: 'priority',
+      }),
+    );
+    const done: string[] = [];
+    const send = (name: string, tokens: number, headers: Record<string, string> = {}) =>
+      w!.service
+        .handle({
+          path: '/v1/chat/completions',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: chatBody(BASE, tokens, 5),
+        })
+        .then((r) => {
+          done.push(name);
+          return r;
+        });
+    expect((await send('warm', 10)).status).toBe(200);
+    const engine = w.fleet.replicas[0]!.engine;
+    // A 40k-token prompt holds the one slot (40 modelled s, 0.8 s here).
+    const jam = send('jam', 40_000);
+    await waitFor(() => engine.stats().running === 1);
+    const batch = send('batch', 10, { 'x-gateway-inference-objective': 'batch' });
+    await waitFor(() => engine.stats().waiting === 1);
+    const interactive = send('interactive', 10);
+    await waitFor(() => engine.stats().waiting === 2);
+    for (const r of await Promise.all([jam, batch, interactive])) expect(r.status).toBe(200);
+    expect(done.slice(1)).toEqual(['jam', 'interactive', 'batch']);
+  });
+});

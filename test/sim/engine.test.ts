@@ -90,6 +90,38 @@ describe('ReplicaEngine', () => {
     expect(byId.c1!.start).toBe(50); // only after a1 and b1 finished
   });
 
+  it("with vLLM's priority policy, admits waiting requests by (priority, arrival): lower first", async () => {
+    // One slot: r0 runs; b1 (priority 1) came before i1 and i2 (priority 0), yet they go first.
+    const { clock, e, done } = engine({ maxNumSeqs: 1, schedulingPolicy: 'priority' });
+    e.submit({ id: 'r0', adapter: null, promptTokens: 1, maxTokens: 2 });
+    e.submit({ id: 'b1', adapter: null, promptTokens: 1, maxTokens: 1, priority: 1 });
+    e.submit({ id: 'i1', adapter: null, promptTokens: 1, maxTokens: 1 });
+    e.submit({ id: 'i2', adapter: null, promptTokens: 1, maxTokens: 1, priority: 0 });
+    await clock.run();
+    expect(done.map((r) => r.id)).toEqual(['r0', 'i1', 'i2', 'b1']);
+  });
+
+  it('with the default policy (fcfs), admits in arrival order whatever the priority', async () => {
+    const { clock, e, done } = engine({ maxNumSeqs: 1 });
+    e.submit({ id: 'r0', adapter: null, promptTokens: 1, maxTokens: 2 });
+    e.submit({ id: 'b1', adapter: null, promptTokens: 1, maxTokens: 1, priority: 1 });
+    e.submit({ id: 'i1', adapter: null, promptTokens: 1, maxTokens: 1 });
+    await clock.run();
+    expect(done.map((r) => r.id)).toEqual(['r0', 'b1', 'i1']);
+  });
+
+  it('with the priority policy, does not preempt a running request for a slot (KV is reserved at admission)', async () => {
+    const { clock, e, done } = engine({ maxNumSeqs: 1, schedulingPolicy: 'priority' });
+    e.submit({ id: 'b0', adapter: null, promptTokens: 1, maxTokens: 3, priority: 1 });
+    await clock.run(0);
+    e.submit({ id: 'i1', adapter: null, promptTokens: 1, maxTokens: 1 });
+    await clock.run();
+    expect(done.map((r) => [r.id, r.start])).toEqual([
+      ['b0', 0],
+      ['i1', 30],
+    ]);
+  });
+
   it('reloads an adapter pushed out of the host cache, costing a load inside the engine loop', async () => {
     const { clock, e, done } = engine({ maxCpuLoras: 2, maxLoras: 1 });
     e.preload('a', 8);

@@ -114,6 +114,14 @@ describe('simulated vLLM replica, over HTTP', () => {
     expect(r.json().error.message).toMatch(/maximum context length is 8192 tokens/);
   });
 
+  it("refuses a priority other than 0 unless started with --scheduling-policy priority (vLLM's text)", async () => {
+    const r = await post(url, '/v1/chat/completions', { ...chat(BASE, 3), priority: 1 });
+    expect(r.status).toBe(400);
+    expect(r.json().error.message).toBe('Got priority 1 but Priority scheduling is not enabled.');
+    // 0 is the default: no scheduling policy needed.
+    expect((await post(url, '/v1/chat/completions', { ...chat(BASE, 3), priority: 0 })).status).toBe(200);
+  });
+
   it("answers an over-long prompt with each release's text; both start with the maximum context length", async () => {
     const f = await SimFleet.start([{ contextErrors: 'renderer' }]);
     try {

@@ -116,6 +116,15 @@ export const objectiveFields: SchemaFields = [
     },
   },
   {
+    vllm_scheduling_policy: {
+      type: 'string',
+      default: 'fcfs',
+      one_of: ['fcfs', 'priority'],
+      description:
+        "What the vLLM replicas run with (vLLM's `--scheduling-policy`). `priority`: the router sets each request's `priority` body field from its class (vLLM serves lower first: class priority 0 is vLLM's 0, -1 is 1; a client's own value is replaced), so a replica's waiting batch requests no longer go before interactive ones. Only for replicas started with `--scheduling-policy priority`: the others refuse any priority but 0 (400). `fcfs` (vLLM's default): the body is left as the client sent it. llama.cpp replicas are left alone either way. See docs/routing.md.",
+    },
+  },
+  {
     prefill_tokens_per_second: {
       type: 'number',
       default: 10000,
