@@ -278,7 +278,7 @@ export class RouterService {
             resolved,
             parsed.json,
             ctx.victimCost,
-            { queueMs, until: wait.accessDeadline, recheckPlacement, placeHere },
+            { queueMs, until: wait.accessDeadline, recheckPlacement, placeHere, held: wait.wasHeld },
             spend,
             tokens,
             guess,
