@@ -15,7 +15,6 @@ import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
 import type { Decision } from '../scheduler/types';
 import type { TokenEstimate } from '../work/estimate';
-import { holdDecidedWork } from '../work/decided-work';
 import { DEFAULT_MAX_TOKENS } from '../work/work-model';
 import { takeLease, type GuessedLease, type LastReplicas } from './guessed-lease';
 import type { RouteOutcome } from './outcome';
@@ -65,8 +64,6 @@ export async function admit(
     until: number;
     recheckPlacement?: () => Promise<string>;
     placeHere?: () => Promise<string>;
-    /** It was held in the gateway (room-wait.ts `holds`): it goes with the others held. */
-    held?: boolean;
   },
   spend: () => Promise<void>,
   tokens: TokenEstimate | undefined,
@@ -74,36 +71,12 @@ export async function admit(
 ): Promise<RouteOutcome> {
   const replica = decision.replica;
   const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
-  // The work model sees the decision before the lease's await: decisions taken meanwhile queue behind it.
-  const decided =
-    tokens && rt.predictsWork && wait.held
-      ? holdDecidedWork(
-          rt.work,
-          {
-            url: replica.url,
-            promptTokens: tokens.promptTokens,
-            maxTokens: tokens.maxTokens ?? DEFAULT_MAX_TOKENS,
-            at: rt.clock.now(),
-            startMs: replica.fixedMs ?? 0,
-            cachedTokens: replica.cachedTokens,
-          },
-          () => rt.clock.now(),
-        )
-      : undefined;
   // Taken on the decision's runtime, and given back there whatever happens meanwhile.
-  let taken;
-  try {
-    taken = await takeLease(rt, replica.url, adapterName, guess);
-  } catch (err) {
-    decided?.();
-    throw err;
-  }
-  let { lease, state: held } = taken;
+  let { lease, state: held } = await takeLease(rt, replica.url, adapterName, guess);
   // From here on, any failure gives the lease back before it is answered.
   try {
     // Admitted to the work model before the load: requests routed meanwhile queue behind it.
     const admitWork = (id: string, load: boolean) => {
-      decided?.();
       if (tokens && rt.predictsWork)
         rt.work.admit({
           id,

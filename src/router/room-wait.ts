@@ -44,8 +44,6 @@ export class RoomWait {
   private readonly priority: number;
   /** Registered as held in `held` (its priority), until it goes or is refused. */
   private entered = false;
-  /** Held here at least once: it goes on a room signal, with the others held. */
-  wasHeld = false;
 
   constructor(
     private readonly config: Pick<RouterConfig, 'room_wait' | 'replica_wait_ms' | 'queue_timeout_ms'> &
@@ -104,7 +102,6 @@ export class RoomWait {
     decided: Pick<Candidate, 'ttftMs' | 'ownMs' | 'fixedMs'> & Partial<Pick<Candidate, 'loadMs'>>,
   ): boolean {
     const held = this.holdsNow(now, decided);
-    if (held) this.wasHeld = true;
     if (held !== this.entered && this.held) {
       if (held) this.held.enter(this.priority);
       else this.held.leave(this.priority);

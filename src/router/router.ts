@@ -278,7 +278,7 @@ export class RouterService {
             resolved,
             parsed.json,
             ctx.victimCost,
-            { queueMs, until: wait.accessDeadline, recheckPlacement, placeHere, held: wait.wasHeld },
+            { queueMs, until: wait.accessDeadline, recheckPlacement, placeHere },
             spend,
             tokens,
             guess,

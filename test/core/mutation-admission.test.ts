@@ -29,9 +29,6 @@ interface World {
   released: string[];
   ensures: { url: string; adapter: unknown; policy: Record<string, unknown> }[];
   admitted: Record<string, unknown>[];
-  /** Ids the work model was told ended, and how many admissions it held when each lease was taken. */
-  releasedWork: string[];
-  admittedAtTake: number[];
   remembered: [string | null, string][];
   stages: unknown[];
   recorded: unknown[];
@@ -56,8 +53,6 @@ function world(opts: {
     released: [],
     ensures: [],
     admitted: [],
-    releasedWork: [],
-    admittedAtTake: [],
     remembered: [],
     stages: [],
     recorded: [],
@@ -67,10 +62,7 @@ function world(opts: {
   const rt = {
     clock: { now: () => w.t },
     predictsWork: opts.predictsWork ?? false,
-    work: {
-      admit: (a: Record<string, unknown>) => w.admitted.push(a),
-      release: (id: string) => w.releasedWork.push(id),
-    },
+    work: { admit: (a: Record<string, unknown>) => w.admitted.push(a) },
     loadTimes: { load: (name: string) => (name === 'x' ? 777 : -1) },
     manager: {
       ensure: async (url: string, adapter: unknown, policy: Record<string, unknown>) => {
@@ -100,7 +92,6 @@ function world(opts: {
     if (n > 20) throw new Error('unbounded retakes');
     const id = `L${n + 1}`;
     w.takes.push({ url, adapter, id });
-    w.admittedAtTake.push(w.admitted.length);
     const lease = {
       id,
       lease: { url, at: w.t - (opts.takenAge ?? 0) },
@@ -392,49 +383,7 @@ describe('admission: a lease old enough to be reclaimed', () => {
   });
 });
 
-/** The admissions made under a lease (not a decision's, src/work/decided-work.ts). */
-const underLease = (w: World) => w.admitted.filter((a) => !String(a.id).startsWith('decided:'));
-
 describe('admission: the work model and the proxied request', () => {
-  it("holds the decision's work from before the lease is taken until its admission under the lease", async () => {
-    // Taking the lease awaits the store: decisions taken meanwhile must see this one's work.
-    const { w, rt } = world({ states: [undefined], predictsWork: true });
-    await run(rt, {
-      tokens,
-      decision: decisionOn({ fixedMs: 777 } as Partial<Candidate>),
-      wait: { held: true },
-    });
-    expect(w.admittedAtTake).toEqual([1]);
-    const first = w.admitted[0]!;
-    expect(first).toMatchObject({
-      url: A,
-      promptTokens: 10,
-      maxTokens: 5,
-      at: 10_000,
-      startMs: 777,
-      cachedTokens: 3,
-    });
-    expect(w.releasedWork).toEqual([first.id]);
-    expect(underLease(w)).toEqual([
-      { id: 'L1', url: A, promptTokens: 10, maxTokens: 5, at: 10_000, startMs: 777, cachedTokens: 3 },
-    ]);
-  });
-
-  it('holds none for a request that was never held in the gateway', async () => {
-    const { w, rt } = world({ states: [undefined], predictsWork: true });
-    await run(rt, { tokens });
-    expect(w.admittedAtTake).toEqual([0]);
-    expect(w.admitted.map((a) => a.id)).toEqual(['L1']);
-  });
-
-  it("gives the decision's work back when the lease cannot be taken", async () => {
-    const { w, rt } = world({ predictsWork: true });
-    jest.spyOn(LeaseHandle, 'take').mockRejectedValueOnce(new Error('store down'));
-    await expect(run(rt, { tokens, wait: { held: true } })).rejects.toThrow('store down');
-    expect(w.admitted).toHaveLength(1);
-    expect(w.releasedWork).toEqual([w.admitted[0]!.id]);
-  });
-
   it('admits the work once before the load, with the load time, and once per fresh lease without', async () => {
     const { w, rt } = world({
       states: [undefined, 'unloading', 'loaded'],
@@ -442,7 +391,7 @@ describe('admission: the work model and the proxied request', () => {
       predictsWork: true,
     });
     await run(rt, { tokens });
-    expect(underLease(w)).toEqual([
+    expect(w.admitted).toEqual([
       { id: 'L1', url: A, promptTokens: 10, maxTokens: 5, at: 10_000, startMs: 777, cachedTokens: 3 },
       { id: 'L2', url: A, promptTokens: 10, maxTokens: 5, at: 11_000, startMs: 0, cachedTokens: 3 },
       { id: 'L3', url: A, promptTokens: 10, maxTokens: 5, at: 12_000, startMs: 0, cachedTokens: 3 },
@@ -452,13 +401,13 @@ describe('admission: the work model and the proxied request', () => {
   it('with no load, no start time; the default max tokens; nothing without a prediction or tokens', async () => {
     const { w, rt } = world({ states: ['loaded'], predictsWork: true });
     await run(rt, { tokens: { promptTokens: 10 } as typeof tokens });
-    expect(underLease(w)).toHaveLength(1);
-    expect(underLease(w)[0]).toMatchObject({ startMs: 0 });
-    expect(typeof underLease(w)[0]!.maxTokens).toBe('number');
+    expect(w.admitted).toHaveLength(1);
+    expect(w.admitted[0]).toMatchObject({ startMs: 0 });
+    expect(typeof w.admitted[0]!.maxTokens).toBe('number');
 
     const baseLoad = world({ predictsWork: true });
     await run(baseLoad.rt, { tokens, resolved: base });
-    expect(underLease(baseLoad.w)[0]).toMatchObject({ startMs: 0 });
+    expect(baseLoad.w.admitted[0]).toMatchObject({ startMs: 0 });
 
     const off = world({ states: ['loaded'] });
     await run(off.rt, { tokens });

@@ -78,16 +78,6 @@ describe('room wait', () => {
     expect(w.holds(1000, at(12000, 6000))).toBe(true);
   });
 
-  it('remembers that a request was held once it goes (its decided work is held, src/work/decided-work.ts)', () => {
-    const w = new RoomWait({ ...cfg('escalate'), saturation_mode: 'predicted', ttft_slo_ms: 5000 }, 1000);
-    const at = (ttftMs: number) => ({ ttftMs, ownMs: 500, fixedMs: 0 });
-    expect(w.holds(1000, at(5000))).toBe(false);
-    expect(w.wasHeld).toBe(false);
-    expect(w.holds(1000, at(6000))).toBe(true);
-    expect(w.holds(2000, at(4000))).toBe(false);
-    expect(w.wasHeld).toBe(true);
-  });
-
   it('never holds with the objective off, under count saturation, or where the wait is per replica', () => {
     const off = [
       new RoomWait({ ...cfg('escalate'), saturation_mode: 'predicted', ttft_slo_ms: 0 }, 0),
