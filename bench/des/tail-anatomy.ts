@@ -163,7 +163,7 @@ async function main() {
     });
     const theirs = other ? await runPolicy(other, s, arrivals, adapters) : undefined;
     console.log(
-      `${workload} ${loadMs} ms ${Number(load) * 100}% seed ${seed}: lora-router p99 ${s1(mine.ttftP99)} s SLO ${(mine.sloAttainment * 100).toFixed(1)}% refused ${mine.errors}` +
+      `${workload} ${loadMs} ms ${Number(load) * 100}% seed ${seed}: lora-router p99 ${s1(mine.ttftP99)} s SLO ${(mine.sloAttainment * 100).toFixed(1)}% refused ${mine.errors} loads ${mine.loads} p50 ${s1(mine.ttftP50)} s` +
         (theirs
           ? ` | ${theirs.policy} p99 ${s1(theirs.ttftP99)} s SLO ${(theirs.sloAttainment * 100).toFixed(1)}%`
           : '') +
