@@ -59,7 +59,7 @@ export interface ClassMisses {
 }
 
 /** An adapter load on one replica: when it was asked for, and the engine time it took. */
-interface LoadSpan {
+export interface LoadSpan {
   url: string;
   adapter: string;
   asked: number;
@@ -84,7 +84,7 @@ const overlap = (a0: number, a1: number, b0: number, b1: number) =>
   Math.max(0, Math.min(a1, b1) - Math.max(a0, b0));
 
 /** `p` with every engine's adapter loads recorded into `loads`, and whether each request's adapter was held anywhere on arrival. */
-function traced(p: Policy, loads: LoadSpan[], heldOnArrival: Map<Arrival, boolean>): Policy {
+export function traced(p: Policy, loads: LoadSpan[], heldOnArrival: Map<Arrival, boolean>): Policy {
   return {
     ...p,
     create(clock: VirtualClock, fleet: DesFleet, seed: number, slots: number) {
@@ -124,7 +124,7 @@ function traced(p: Policy, loads: LoadSpan[], heldOnArrival: Map<Arrival, boolea
 }
 
 /** The parts of one late request's TTFT (ms). */
-function parts(t: Timeline, adapter: string, loads: LoadSpan[]): Record<TtftPart, number> {
+export function parts(t: Timeline, adapter: string, loads: LoadSpan[]): Record<TtftPart, number> {
   const here = loads.filter((l) => l.url === t.url);
   const own = here.filter((l) => l.adapter === adapter);
   // Its own load (or the one it joined), and that load's wait for the engine (another load or a step).
