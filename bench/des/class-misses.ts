@@ -11,7 +11,7 @@ import type { Arrival } from '../../sim/workload/workload';
 import { TWO_CLASSES } from '../workloads';
 import type { DesFleet } from './fleet';
 import type { Policy } from './policies';
-import { runPolicy, type PolicyResult, type Scenario } from './run';
+import { runPolicy, type PolicyResult, type RunHooks, type Scenario } from './run';
 
 /** The parts of a TTFT, in the order a request meets them. */
 export const TTFT_PARTS = ['gateway', 'loadQueue', 'ownLoad', 'otherLoads', 'queue', 'prefill'] as const;
@@ -78,6 +78,24 @@ export interface Timeline {
   end: number;
   /** The TTFT the router predicted on that replica (ms), if it did. */
   predictedMs?: number;
+}
+
+/** A `served` hook that writes each served request's timeline into `timelines` (by arrival index). */
+export function recordTimelines(
+  timelines: (Timeline | undefined)[],
+  arrivals: readonly Arrival[],
+): NonNullable<RunHooks['served']> {
+  return (url, predictedMs, _ttft, rec, i) => {
+    timelines[i] = {
+      url,
+      at: arrivals[i]!.at,
+      routed: rec.arrival,
+      start: rec.start!,
+      first: rec.firstToken!,
+      end: rec.end!,
+      ...(predictedMs === undefined ? {} : { predictedMs }),
+    };
+  };
 }
 
 const overlap = (a0: number, a1: number, b0: number, b1: number) =>
@@ -175,17 +193,7 @@ export async function classMisses(
   const timelines = new Array<Timeline | undefined>(arrivals.length);
   const result = await runPolicy(traced(policy, loads, heldOnArrival), s, arrivals, adapters, {
     classes,
-    served: (url, predictedMs, _ttft, rec, i) => {
-      timelines[i] = {
-        url,
-        at: arrivals[i]!.at,
-        routed: rec.arrival,
-        start: rec.start!,
-        first: rec.firstToken!,
-        end: rec.end!,
-        ...(predictedMs === undefined ? {} : { predictedMs }),
-      };
-    },
+    served: recordTimelines(timelines, arrivals),
   });
   const out: Record<string, ClassMisses> = {};
   const causes = new Array<MissCause | undefined>(arrivals.length);

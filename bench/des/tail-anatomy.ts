@@ -20,7 +20,7 @@ import { defaultEngineOptions } from '../../sim/engine/engine';
 import { atRate, type Arrival } from '../../sim/workload/workload';
 import { BASELINE_POLICIES } from '../goals';
 import { loadWorkload } from '../workloads';
-import { parts, TTFT_PARTS, traced, type LoadSpan, type Timeline } from './class-misses';
+import { parts, recordTimelines, TTFT_PARTS, traced, type LoadSpan, type Timeline } from './class-misses';
 import type { DesFleet } from './fleet';
 import * as P from './policies';
 import { adapterSequence, fleetCapacity, runPolicy, type Scenario } from './run';
@@ -146,20 +146,10 @@ async function main() {
     const loads: LoadSpan[] = [];
     const held = new Map<Arrival, boolean>();
     const sent = new Map<Arrival, Sent>();
-    const timelines: (Timeline & { predicted?: number })[] = [];
+    const timelines: (Timeline | undefined)[] = [];
     const router = withQueues(traced(P.loraRouter('lora-router', {}), loads, held), sent);
     const mine = await runPolicy(router, s, arrivals, adapters, {
-      served: (url, predicted, _t, rec, i) => {
-        timelines[i] = {
-          url,
-          at: arrivals[i]!.at,
-          routed: rec.arrival,
-          start: rec.start!,
-          first: rec.firstToken!,
-          end: rec.end!,
-          ...(predicted === undefined ? {} : { predicted }),
-        };
-      },
+      served: recordTimelines(timelines, arrivals),
     });
     const theirs = other ? await runPolicy(other, s, arrivals, adapters) : undefined;
     console.log(
@@ -184,7 +174,7 @@ async function main() {
       const emptiest = q.others.reduce((a, b) => (b.waitingPrompt < a.waitingPrompt ? b : a));
       const idle = q.others.filter((o) => o.running === 0 && o.waiting === 0).length;
       console.log(
-        `  #${i} ttft ${s1(t)} predicted ${tl.predicted === undefined ? '-' : s1(tl.predicted)} prompt ${arrivals[i]!.promptTokens} ` +
+        `  #${i} ttft ${s1(t)} predicted ${tl.predictedMs === undefined ? '-' : s1(tl.predictedMs)} prompt ${arrivals[i]!.promptTokens} ` +
           `held-anywhere ${held.get(arrivals[i]!) ? 'y' : 'n'} | ` +
           TTFT_PARTS.map((k) => `${k} ${s1(pt[k])}`).join(' ') +
           ` | chosen ${q.chosen.holds ? 'holder' : 'non-holder'} run ${q.chosen.running} wait ${q.chosen.waiting} (${q.chosen.waitingPrompt} tok) kv ${q.chosen.kvReserved}` +
