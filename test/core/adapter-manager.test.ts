@@ -540,30 +540,36 @@ describe('AdapterManager: a replica over its limit (review of e28f9b9)', () => {
   });
 });
 
+/** A manager on one replica whose memory store records the limit each `beginUnload` is given. */
+async function limitRecordingManager() {
+  const clock = new VirtualClock();
+  const limits: (number | undefined)[] = [];
+  const store = new (class extends MemoryFleetStore {
+    override async beginUnload(
+      url: string,
+      adapter: string,
+      at: number,
+      ttlMs?: number,
+      forAdapter?: string,
+      limit?: number,
+    ) {
+      limits.push(limit);
+      return super.beginUnload(url, adapter, at, ttlMs, forAdapter, limit);
+    }
+  })();
+  await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+  await store.applySnapshot(U, { at: 0, ok: true, registry: [{ name: 'boot', path: '/a/boot' }] });
+  const api = new FakeApi(clock);
+  const mgr = new AdapterManager(store, api, clock, silentLogger);
+  return { clock, limits, api, mgr };
+}
+
 describe('AdapterManager: the limit a room is judged by', () => {
   it('is the one a load is given: a configured static adapter loaded at runtime counts in the store', async () => {
     // `s` is configured static (never a victim, not counted by the policy) but was loaded at runtime:
     // the store counts it, so with 1 slot the store's limit is 2. Judged by 1, the room an unload made
     // for x would read as taken (2 of 1) and let a second node unload another adapter for x.
-    const clock = new VirtualClock();
-    const limits: (number | undefined)[] = [];
-    const store = new (class extends MemoryFleetStore {
-      override async beginUnload(
-        url: string,
-        adapter: string,
-        at: number,
-        ttlMs?: number,
-        forAdapter?: string,
-        limit?: number,
-      ) {
-        limits.push(limit);
-        return super.beginUnload(url, adapter, at, ttlMs, forAdapter, limit);
-      }
-    })();
-    await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-    await store.applySnapshot(U, { at: 0, ok: true, registry: [{ name: 'boot', path: '/a/boot' }] });
-    const api = new FakeApi(clock);
-    const mgr = new AdapterManager(store, api, clock, silentLogger);
+    const { clock, limits, api, mgr } = await limitRecordingManager();
     const p = policy({ maxLoadedAdapters: 1, isStatic: (n) => n === 's' });
     for (const n of ['s', 'a', 'x']) {
       const done = mgr.ensure(U, { name: n, path: `/adapters/${n}` }, p);
@@ -644,25 +650,7 @@ describe('AdapterManager: two trims of one replica over its limit (review of be5
   it('gives the store the limit it counts against: a configured static adapter loaded at runtime counts', async () => {
     // `s` is configured static but was loaded at runtime: the store counts s, a and b, so with 1 slot
     // its limit is 2. Judged by 1, a trim on a stale reading of a, b would still take b (2 over 1).
-    const clock = new VirtualClock();
-    const limits: (number | undefined)[] = [];
-    const store = new (class extends MemoryFleetStore {
-      override async beginUnload(
-        url: string,
-        adapter: string,
-        at: number,
-        ttlMs?: number,
-        forAdapter?: string,
-        limit?: number,
-      ) {
-        limits.push(limit);
-        return super.beginUnload(url, adapter, at, ttlMs, forAdapter, limit);
-      }
-    })();
-    await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-    await store.applySnapshot(U, { at: 0, ok: true, registry: [{ name: 'boot', path: '/a/boot' }] });
-    const api = new FakeApi(clock);
-    const mgr = new AdapterManager(store, api, clock, silentLogger);
+    const { clock, limits, api, mgr } = await limitRecordingManager();
     const isStatic = (n: string) => n === 's';
     for (const n of ['s', 'a', 'b']) {
       const done = mgr.ensure(
