@@ -163,3 +163,48 @@ describe('vllm_scheduling_policy: priority, through the plugin server', () => {
     expect(done.slice(1)).toEqual(['jam', 'interactive', 'batch']);
   });
 });
+
+describe("vllm_scheduling_policy: priority, the client's body as it came", () => {
+  let w: Awaited<ReturnType<typeof startWorld>> | undefined;
+  afterEach(async () => {
+    await w?.stop();
+    w = undefined;
+  });
+
+  it("sends the client's bytes plus the priority field: numbers, key order, unicode and a client's own priority kept", async () => {
+    w = await startWorld(driver, [vllm({ engine: { schedulingPolicy: 'priority' } })], (u) =>
+      onDemand(u, {
+        slo_classes: [
+          { name: 'interactive', ttft_ms: 600_000, priority: 0 },
+          { name: 'batch', ttft_ms: 600_000, priority: -1 },
+        ],
+        default_slo_class: 'interactive',
+        vllm_scheduling_policy: 'priority',
+      }),
+    );
+    const send = (body: string) =>
+      w!.service.handle({
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', 'x-gateway-inference-objective': 'batch' },
+        body: Buffer.from(body),
+      });
+    // A seed past 2^53, a tool schema's 1.0 (a chat template renders it), integer-like keys out of
+    // order, an escaped and a literal non-ASCII character: JSON.parse then stringify changes each.
+    const sent =
+      `{"model":"${BASE}","messages":[{"role":"user","content":"h\\u00e9 ü 😀"}],"max_tokens":3,` +
+      '"seed":9007199254740993,"logit_bias":{"50256":-100,"123":1.0},' +
+      '"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object",' +
+      '"properties":{"t":{"type":"number","default":1.0,"maximum":1e2}}}}}]}\n';
+    const r = await send(sent);
+    expect(r.status).toBe(200);
+    expect(r.kong.serviceBody).toBe(sent.trimEnd().slice(0, -1) + ',"priority":1}\n');
+    // A client's own priority stays where it was; the router's comes last, and the last key is the
+    // one vLLM (Python's json) and the simulated replica read.
+    const pushy = `{"priority":-50,"model":"${BASE}","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`;
+    const p = await send(pushy);
+    expect(p.status).toBe(200);
+    expect(p.kong.serviceBody).toBe(pushy.slice(0, -1) + ',"priority":1}');
+    expect(JSON.parse(p.kong.serviceBody!).priority).toBe(1);
+    expect((await w.statusJson()).inFlight).toBe(0);
+  });
+});
