@@ -22,6 +22,7 @@ import { SeenDown } from './placement';
 import { withPolledHealth } from './polled-health';
 import { vllmPriority, withVllmPriority } from './engine-priority';
 import { llamaBody, type targetOf } from './proxied-request';
+import type { ParsedBody } from './request';
 
 /**
  * Fresh leases one admission may take after waits longer than half `lease_max_age_ms` (each wait
@@ -54,7 +55,8 @@ export async function admit(
   rt: FleetRuntime,
   decision: Decision,
   resolved: Resolved,
-  json: Record<string, unknown> | null,
+  /** The request's body, parsed and as it came. */
+  body: Pick<ParsedBody, 'json' | 'raw'>,
   victimCost: ((v: ResidentAdapter) => number) | undefined,
   /**
    * How long the load may wait for room, when the access phase must be over, the placement's check
@@ -73,6 +75,7 @@ export async function admit(
   guess: GuessedLease,
 ): Promise<RouteOutcome> {
   const replica = decision.replica;
+  const json = body.json;
   const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
   // Taken on the decision's runtime, and given back there whatever happens meanwhile.
   let { lease, state: held } = await takeLease(rt, replica.url, adapterName, guess);
@@ -155,7 +158,10 @@ export async function admit(
         : replica.backend === 'llamacpp'
           ? llamaBody(json, replica.adapter?.llamaId, replica.llamaIds ?? [])
           : setup.config.vllm_scheduling_policy === 'priority'
-            ? withVllmPriority(json, vllmPriority(wait.priority ?? 0))
+            ? withVllmPriority(
+                { json, raw: body.raw ?? JSON.stringify(json) },
+                vllmPriority(wait.priority ?? 0),
+              )
             : undefined,
       ...(setup.config.saturation_mode === 'predicted' ? { predictedTtftMs: replica.ttftMs } : {}),
     };

@@ -5,7 +5,6 @@
  * but 0 ("Got priority 1 but Priority scheduling is not enabled."), so the router sets it only
  * when the operator says the replicas run it (`vllm_scheduling_policy: priority`).
  */
-import { errors } from '../errors';
 
 /** vLLM's priority for a request of class priority `classPriority` (higher goes first here, lower there). */
 export function vllmPriority(classPriority: number): number {
@@ -14,16 +13,23 @@ export function vllmPriority(classPriority: number): number {
 
 /**
  * The body to send with `priority` set to `priority`, or undefined when the client's body already
- * says it (absent means 0): no rewrite, no PDK call. A client's own value is replaced, so it
- * cannot put itself ahead of its class.
+ * says it (absent means 0): no rewrite, no PDK call. The client's bytes, with `"priority":N` added
+ * as the object's last member: parsed and serialised again, a seed past 2^53 would change, `1.0`
+ * in a tool's schema (rendered into the prompt) become `1`, integer-like keys be reordered. A
+ * client's own `priority` stays where it was and is overridden, as vLLM reads a repeated key
+ * (Python's json, like JSON.parse, keeps the last), so it cannot put itself ahead of its class.
  */
-export function withVllmPriority(json: Record<string, unknown>, priority: number): string | undefined {
-  const sent = json.priority;
+export function withVllmPriority(
+  body: { json: Record<string, unknown>; raw: Uint8Array | string },
+  priority: number,
+): string | undefined {
+  const sent = body.json.priority;
   if (sent === priority || (sent === undefined && priority === 0)) return undefined;
-  try {
-    return JSON.stringify({ ...json, priority });
-  } catch {
-    // V8 parses nesting it cannot serialise again.
-    throw errors.badRequest('The request body is nested too deeply.', 'invalid_json');
-  }
+  const raw = body.raw;
+  const text =
+    typeof raw === 'string' ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
+  // It parsed as an object: its last `}` closes it (only whitespace may follow).
+  const end = text.lastIndexOf('}');
+  const member = `${Object.keys(body.json).length > 0 ? ',' : ''}"priority":${priority}`;
+  return text.slice(0, end) + member + text.slice(end);
 }

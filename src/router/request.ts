@@ -95,6 +95,8 @@ export function allowedMethods(cls: PathClass): string[] | undefined {
 export interface ParsedBody {
   /** The parsed JSON object, or null for an empty body. */
   json: Record<string, unknown> | null;
+  /** The body as Kong handed it (absent for an empty one): what a rewrite splices into. */
+  raw?: Uint8Array | string;
   model?: string;
 }
 
@@ -142,7 +144,7 @@ export function parseBody(
   if (cls === 'inference' && (model === undefined || model === '')) {
     throw errors.badRequest("'model' is required.", 'invalid_model');
   }
-  return { json, model };
+  return { json, raw: body, model };
 }
 
 /** The leading prompt text, for prefix affinity: chat messages' text or the completion prompt. */

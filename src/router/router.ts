@@ -276,7 +276,7 @@ export class RouterService {
             rt,
             decision,
             resolved,
-            parsed.json,
+            parsed,
             ctx.victimCost,
             { queueMs, until: wait.accessDeadline, recheckPlacement, placeHere, priority: wait.priority },
             spend,

@@ -140,6 +140,8 @@ async function run(
     decision?: Decision;
     resolved?: Resolved;
     json?: Record<string, unknown> | null;
+    /** The body as it came (default: `json` serialised). */
+    raw?: string;
     wait?: Partial<Wait>;
     tokens?: Parameters<typeof admit>[8];
   } = {},
@@ -149,7 +151,7 @@ async function run(
     rt,
     o.decision ?? decisionOn(),
     o.resolved ?? onDemand,
-    o.json ?? null,
+    { json: o.json ?? null, raw: o.raw ?? (o.json ? JSON.stringify(o.json) : undefined) },
     undefined,
     { queueMs: 5, until: 99_999, ...o.wait },
     async () => undefined,
@@ -448,6 +450,24 @@ describe('admission: the work model and the proxied request', () => {
       decision: decisionOn({ backend: 'llamacpp' }),
     });
     expect(JSON.parse((llama as { body: string }).body)).toEqual({ ...json, lora: [] });
+  });
+
+  it("adds vLLM's priority to the client's bytes as the last member, whatever their layout", async () => {
+    const setup = setupOf({ vllm_scheduling_policy: 'priority' });
+    const bodyOf = async (json: Record<string, unknown>, raw: string) =>
+      (
+        (await run(world({ states: ['loaded'] }).rt, { json, raw, setup, wait: { priority: -2 } })) as {
+          body: string;
+        }
+      ).body;
+    expect(await bodyOf({ model: 'x', n: 1 }, ' { "model" : "x", "n": 1.0 }\r\n')).toBe(
+      ' { "model" : "x", "n": 1.0 ,"priority":2}\r\n',
+    );
+    // No member yet: no comma.
+    expect(await bodyOf({}, '{ }')).toBe('{ "priority":2}');
+    // Its own value last overrides an earlier one (JSON.parse and Python's json keep the last).
+    expect(await bodyOf({ priority: 7 }, '{"priority":7}')).toBe('{"priority":7,"priority":2}');
+    expect(JSON.parse('{"priority":7,"priority":2}').priority).toBe(2);
   });
 
   it("shapes llama.cpp's body with every listed adapter, and the predicted TTFT when predicted", async () => {

@@ -74,7 +74,11 @@ describe('parseBody: bad input answered in OpenAI’s error format', () => {
       code: 'invalid_model',
       message: "'model' must be a string.",
     });
-    expect(parseBody('{"x": 1}', 'other', 100)).toEqual({ json: { x: 1 }, model: undefined });
+    expect(parseBody('{"x": 1}', 'other', 100)).toEqual({
+      json: { x: 1 },
+      raw: '{"x": 1}',
+      model: undefined,
+    });
     expect(parseBody('{"model": ""}', 'other', 100).model).toBe('');
     for (const body of ['{}', '{"model": ""}']) {
       expect(refusal(() => parseBody(body, 'inference', 100))).toMatchObject({

@@ -163,3 +163,92 @@ describe('vllm_scheduling_policy: priority, through the plugin server', () => {
     expect(done.slice(1)).toEqual(['jam', 'interactive', 'batch']);
   });
 });
+
+describe("vllm_scheduling_policy: priority, the client's body as it came", () => {
+  let w: Awaited<ReturnType<typeof startWorld>> | undefined;
+  afterEach(async () => {
+    await w?.stop();
+    w = undefined;
+  });
+
+  it("sends the client's bytes plus the priority field: numbers, key order, unicode and a client's own priority kept", async () => {
+    w = await startWorld(driver, [vllm({ engine: { schedulingPolicy: 'priority' } })], (u) =>
+      onDemand(u, {
+        slo_classes: [
+          { name: 'interactive', ttft_ms: 600_000, priority: 0 },
+          { name: 'batch', ttft_ms: 600_000, priority: -1 },
+        ],
+        default_slo_class: 'interactive',
+        vllm_scheduling_policy: 'priority',
+      }),
+    );
+    const send = (body: string, path = '/v1/chat/completions') =>
+      w!.service.handle({
+        path,
+        headers: { 'content-type': 'application/json', 'x-gateway-inference-objective': 'batch' },
+        body: Buffer.from(body),
+      });
+    // A seed past 2^53, a tool schema's 1.0 (a chat template renders it), integer-like keys out of
+    // order, an escaped and a literal non-ASCII character: JSON.parse then stringify changes each.
+    const sent =
+      `{"model":"${BASE}","messages":[{"role":"user","content":"h\\u00e9 ü 😀"}],"max_tokens":3,` +
+      '"seed":9007199254740993,"logit_bias":{"50256":-100,"123":1.0},' +
+      '"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object",' +
+      '"properties":{"t":{"type":"number","default":1.0,"maximum":1e2}}}}}]}\n';
+    const r = await send(sent);
+    expect(r.status).toBe(200);
+    expect(r.kong.serviceBody).toBe(sent.trimEnd().slice(0, -1) + ',"priority":1}\n');
+    // A client's own priority stays where it was; the router's comes last, and the last key is the
+    // one vLLM (Python's json) and the simulated replica read.
+    const pushy = `{"priority":-50,"model":"${BASE}","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`;
+    const p = await send(pushy);
+    expect(p.status).toBe(200);
+    expect(p.kong.serviceBody).toBe(pushy.slice(0, -1) + ',"priority":1}');
+    expect(JSON.parse(p.kong.serviceBody!).priority).toBe(1);
+    // The legacy completions route carries it as well (vLLM's CompletionRequest has the field too).
+    const legacy = `{"model":"${BASE}","prompt":"hi","max_tokens":3}`;
+    const c = await send(legacy, '/v1/completions');
+    expect(c.status).toBe(200);
+    expect(c.kong.serviceBody).toBe(legacy.slice(0, -1) + ',"priority":1}');
+    expect((await w.statusJson()).inFlight).toBe(0);
+  });
+});
+
+describe('vllm_scheduling_policy: priority against a replica without the flag', () => {
+  let w: Awaited<ReturnType<typeof startWorld>> | undefined;
+  afterEach(async () => {
+    await w?.stop();
+    w = undefined;
+  });
+
+  it("answers vLLM's 400 for a class other than priority 0, gives the lease back, and keeps the replica up", async () => {
+    w = await startWorld(driver, [vllm({})], (u) =>
+      onDemand(u, {
+        slo_classes: [
+          { name: 'interactive', ttft_ms: 600_000, priority: 0 },
+          { name: 'batch', ttft_ms: 600_000, priority: -1 },
+        ],
+        default_slo_class: 'interactive',
+        vllm_scheduling_policy: 'priority',
+      }),
+    );
+    const send = (headers: Record<string, string> = {}) =>
+      w!.service.handle({
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: chatBody(BASE, 10, 3),
+      });
+    const batch = await send({ 'x-gateway-inference-objective': 'batch' });
+    expect(batch.status).toBe(400);
+    expect(JSON.parse(batch.body.toString('utf8')).error.message).toBe(
+      'Got priority 1 but Priority scheduling is not enabled.',
+    );
+    // Priority 0 sends the body as it came: served.
+    expect((await send()).status).toBe(200);
+    const status = await w.statusJson();
+    expect(status.inFlight).toBe(0);
+    // (The plugin server's runtime still lists earlier tests' replicas.)
+    const here = status.replicas.find((r: { url: string }) => r.url === w!.fleet.urls[0]);
+    expect(here.health).toBe('up');
+  });
+});
