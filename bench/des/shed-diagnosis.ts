@@ -17,6 +17,7 @@ import { percentile as pct } from '../../sim/workload/percentile';
 import { atRate } from '../../sim/workload/workload';
 import { RoomWait } from '../../src/router/room-wait';
 import * as predict from '../../src/work/predict';
+import { endAt, type ReplicaState } from '../../src/work/replica-state';
 import type { WorkModel } from '../../src/work/work-model';
 import { CLASS_POLICY, CLASS_VARIANT_ONE } from '../goals';
 import { loadWorkload, TWO_CLASSES, twoClassSequence } from '../workloads';
@@ -33,6 +34,8 @@ interface PredictedParts {
   /** Of `kvMs` (the larger of the two): the wait for KV room, and for a running slot (src/work/waits.ts). */
   kvRoomMs: number;
   slotMs: number;
+  /** `slotMs` with the requests there taken in the order they are predicted to end, not admitted. */
+  slotSortedMs: number;
   aheadMs: number;
   ownMs: number;
   totalMs: number;
@@ -63,12 +66,32 @@ function recordParts(): void {
       kvMs: w.waitMs,
       kvRoomMs: (work as WorkModel).kvWaitMs(c.url, now, req.promptTokens + req.maxTokens),
       slotMs: (work as WorkModel).slotWaitMs(c.url, now),
+      slotSortedMs: slotWaitSorted(work as WorkModel, c.url, now),
       aheadMs: p.aheadMs,
       ownMs: p.ownMs,
       totalMs: p.totalMs,
     };
     return p;
   };
+}
+
+/** waits.ts `slotWait` with the k-th request to end by predicted end, not by admission. */
+function slotWaitSorted(work: WorkModel, url: string, now: number): number {
+  const w = work as unknown as {
+    replicas: Map<string, ReplicaState>;
+    meanMaxTokens: { value: number };
+    decodeMs: { value: number };
+  };
+  const r = w.replicas.get(url);
+  if (!r || r.scrapedWaiting <= 0) return 0;
+  let k = Math.max(1, r.scrapedWaiting + r.sinceScrape + 1);
+  const ends = [...r.entries.values()]
+    .map((e) => Math.max(now, endAt(r, e, now, w.decodeMs.value)))
+    .sort((a, b) => a - b);
+  if (k <= ends.length) return ends[k - 1]! - now;
+  k -= ends.length;
+  const perRequest = (w.meanMaxTokens.value * w.decodeMs.value) / Math.max(1, r.scrapedRunning);
+  return (ends.at(-1) ?? now) + k * perRequest - now;
 }
 
 type HoldsNow = (now: number, decided: Record<string | symbol, unknown>) => boolean;
@@ -200,6 +223,7 @@ async function main(): Promise<void> {
         kv: mean(x.map((y) => y.parts.kvMs)),
         kvRoom: mean(x.map((y) => y.parts.kvRoomMs)),
         slot: mean(x.map((y) => y.parts.slotMs)),
+        slotSorted: mean(x.map((y) => y.parts.slotSortedMs)),
         ahead: mean(x.map((y) => y.parts.aheadMs)),
         own: mean(x.map((y) => y.parts.ownMs)),
       },
@@ -215,6 +239,7 @@ async function main(): Promise<void> {
         got: mean(there.map((y) => y.v!.first - y.v!.routed)),
         queued: mean(there.map((y) => y.v!.start - y.v!.routed)),
         predictedKv: mean(there.map((y) => y.x.parts.kvMs)),
+        predictedSlotSorted: mean(there.map((y) => y.x.parts.slotSortedMs)),
       },
       perRequest: process.env.SHED_DETAIL
         ? x.map((y) => ({
