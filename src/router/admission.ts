@@ -55,8 +55,8 @@ export async function admit(
   rt: FleetRuntime,
   decision: Decision,
   resolved: Resolved,
-  /** The request's body, parsed and as it came. */
-  body: Pick<ParsedBody, 'json' | 'raw'>,
+  /** The request's body, parsed and its text. */
+  body: ParsedBody,
   victimCost: ((v: ResidentAdapter) => number) | undefined,
   /**
    * How long the load may wait for room, when the access phase must be over, the placement's check
@@ -75,7 +75,6 @@ export async function admit(
   guess: GuessedLease,
 ): Promise<RouteOutcome> {
   const replica = decision.replica;
-  const json = body.json;
   const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
   // Taken on the decision's runtime, and given back there whatever happens meanwhile.
   let { lease, state: held } = await takeLease(rt, replica.url, adapterName, guess);
@@ -153,15 +152,12 @@ export async function admit(
       leaseId: lease.id,
       stage: decision.stage,
       adapter: adapterName,
-      body: !json
+      body: !body.json
         ? undefined
         : replica.backend === 'llamacpp'
-          ? llamaBody(json, replica.adapter?.llamaId, replica.llamaIds ?? [])
+          ? llamaBody(body.json, replica.adapter?.llamaId, replica.llamaIds ?? [])
           : setup.config.vllm_scheduling_policy === 'priority'
-            ? withVllmPriority(
-                { json, raw: body.raw ?? JSON.stringify(json) },
-                vllmPriority(wait.priority ?? 0),
-              )
+            ? withVllmPriority(body.json, body.text, vllmPriority(wait.priority ?? 0))
             : undefined,
       ...(setup.config.saturation_mode === 'predicted' ? { predictedTtftMs: replica.ttftMs } : {}),
     };

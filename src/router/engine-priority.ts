@@ -13,23 +13,22 @@ export function vllmPriority(classPriority: number): number {
 
 /**
  * The body to send with `priority` set to `priority`, or undefined when the client's body already
- * says it (absent means 0): no rewrite, no PDK call. The client's bytes, with `"priority":N` added
- * as the object's last member: parsed and serialised again, a seed past 2^53 would change, `1.0`
- * in a tool's schema (rendered into the prompt) become `1`, integer-like keys be reordered. A
- * client's own `priority` stays where it was and is overridden, as vLLM reads a repeated key
- * (Python's json, like JSON.parse, keeps the last), so it cannot put itself ahead of its class.
+ * says it (absent means 0): no rewrite, no PDK call. The client's text (`ParsedBody.text`, decoded
+ * once), with `"priority":N` added as the object's last member: parsed and serialised again, a seed
+ * past 2^53 would change, `1.0` in a tool's schema (rendered into the prompt) become `1`,
+ * integer-like keys be reordered. A client's own `priority` stays where it was and is overridden,
+ * as vLLM reads a repeated key (Python's json, like JSON.parse, keeps the last), so it cannot put
+ * itself ahead of its class.
  */
 export function withVllmPriority(
-  body: { json: Record<string, unknown>; raw: Uint8Array | string },
+  json: Record<string, unknown>,
+  text: string,
   priority: number,
 ): string | undefined {
-  const sent = body.json.priority;
+  const sent = json.priority;
   if (sent === priority || (sent === undefined && priority === 0)) return undefined;
-  const raw = body.raw;
-  const text =
-    typeof raw === 'string' ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
   // It parsed as an object: its last `}` closes it (only whitespace may follow).
   const end = text.lastIndexOf('}');
-  const member = `${Object.keys(body.json).length > 0 ? ',' : ''}"priority":${priority}`;
+  const member = `${Object.keys(json).length > 0 ? ',' : ''}"priority":${priority}`;
   return text.slice(0, end) + member + text.slice(end);
 }

@@ -92,13 +92,10 @@ export function allowedMethods(cls: PathClass): string[] | undefined {
   return undefined;
 }
 
-export interface ParsedBody {
-  /** The parsed JSON object, or null for an empty body. */
-  json: Record<string, unknown> | null;
-  /** The body as Kong handed it (absent for an empty one): what a rewrite splices into. */
-  raw?: Uint8Array | string;
-  model?: string;
-}
+/** The parsed JSON object (null for an empty body), its text as JSON.parse read it (what a rewrite splices into). */
+export type ParsedBody =
+  | { json: null; text?: undefined; model?: undefined }
+  | { json: Record<string, unknown>; text: string; model?: string };
 
 /**
  * Reads the request body Kong handed over. `undefined`/`null` for a request that has a body
@@ -121,14 +118,14 @@ export function parseBody(
     if (cls === 'inference') throw errors.badRequest('The request body is empty; expected a JSON object.');
     return { json: null };
   }
+  // msgpack `bin` arrives as a plain Uint8Array, whose toString() is not the text.
+  const text =
+    typeof body === 'string'
+      ? body
+      : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
   let value: unknown;
   try {
-    // msgpack `bin` arrives as a plain Uint8Array, whose toString() is not the text.
-    value = JSON.parse(
-      typeof body === 'string'
-        ? body
-        : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'),
-    );
+    value = JSON.parse(text);
   } catch (err) {
     const reason = err instanceof RangeError ? 'it is nested too deeply' : 'it is not valid JSON';
     throw errors.badRequest(`The request body could not be parsed: ${reason}.`, 'invalid_json');
@@ -144,7 +141,7 @@ export function parseBody(
   if (cls === 'inference' && (model === undefined || model === '')) {
     throw errors.badRequest("'model' is required.", 'invalid_model');
   }
-  return { json, raw: body, model };
+  return { json, text, model };
 }
 
 /** The leading prompt text, for prefix affinity: chat messages' text or the completion prompt. */

@@ -140,8 +140,8 @@ async function run(
     decision?: Decision;
     resolved?: Resolved;
     json?: Record<string, unknown> | null;
-    /** The body as it came (default: `json` serialised). */
-    raw?: string;
+    /** The body's text (default: `json` serialised). */
+    text?: string;
     wait?: Partial<Wait>;
     tokens?: Parameters<typeof admit>[8];
   } = {},
@@ -151,7 +151,7 @@ async function run(
     rt,
     o.decision ?? decisionOn(),
     o.resolved ?? onDemand,
-    { json: o.json ?? null, raw: o.raw ?? (o.json ? JSON.stringify(o.json) : undefined) },
+    o.json ? { json: o.json, text: o.text ?? JSON.stringify(o.json) } : { json: null },
     undefined,
     { queueMs: 5, until: 99_999, ...o.wait },
     async () => undefined,
@@ -454,9 +454,9 @@ describe('admission: the work model and the proxied request', () => {
 
   it("adds vLLM's priority to the client's bytes as the last member, whatever their layout", async () => {
     const setup = setupOf({ vllm_scheduling_policy: 'priority' });
-    const bodyOf = async (json: Record<string, unknown>, raw: string) =>
+    const bodyOf = async (json: Record<string, unknown>, text: string) =>
       (
-        (await run(world({ states: ['loaded'] }).rt, { json, raw, setup, wait: { priority: -2 } })) as {
+        (await run(world({ states: ['loaded'] }).rt, { json, text, setup, wait: { priority: -2 } })) as {
           body: string;
         }
       ).body;

@@ -52,7 +52,7 @@ describe('parseBody', () => {
   it('reads model from a JSON object, as a string or a Buffer', () => {
     expect(parseBody('{"model":"a","messages":[]}', 'inference', 1000)).toEqual({
       json: { model: 'a', messages: [] },
-      raw: '{"model":"a","messages":[]}',
+      text: '{"model":"a","messages":[]}',
       model: 'a',
     });
     expect(parseBody(Buffer.from('{"model":"a"}'), 'inference', 1000).model).toBe('a');
