@@ -8,14 +8,12 @@
  * `priority`: every engine runs vLLM's priority scheduling and the router sets each request's
  * priority from its class, `vllm_scheduling_policy: priority`).
  */
-import { join } from 'node:path';
 import { defaultEngineOptions } from '../../sim/engine/engine';
-import { atRate } from '../../sim/workload/workload';
 import { CLASS_POLICY } from '../goals';
-import { loadWorkload, TWO_CLASSES, twoClassSequence } from '../workloads';
+import { TWO_CLASSES } from '../workloads';
 import { classMisses, type MissCause, type Timeline } from './class-misses';
 import * as P from './policies';
-import { adapterSequence, fleetCapacity, type Scenario } from './run';
+import { conversationClassPoint } from './slo-classes';
 
 /** Counts over the interactive requests late because of the replica's queue (class-misses.ts's cause). */
 export interface QueueDiagnosis {
@@ -108,21 +106,14 @@ export function diagnose(
 async function main(): Promise<void> {
   const [loadMs, load, seed, trace, sched] = process.argv.slice(2);
   const priority = sched === 'priority';
-  const root = join(__dirname, '..', '..', '..');
-  const { arrivals: all } = loadWorkload('conversation', root, trace, 1000);
-  const s: Scenario = {
-    replicas: 8,
-    slots: 8,
-    loadMs: Number(loadMs),
-    adapters: 200,
-    alpha: 1,
-    seed: Number(seed),
+  const { s, arrivals, adapters, classes } = conversationClassPoint(
+    Number(loadMs),
+    Number(load),
+    Number(seed),
+    trace,
     // vLLM's priority scheduling in every engine, and the router told so.
-    engine: priority ? { schedulingPolicy: 'priority' } : {},
-  };
-  const arrivals = atRate(all, fleetCapacity(s, all, defaultEngineOptions) * Number(load));
-  const adapters = adapterSequence(arrivals.length, s);
-  const classes = twoClassSequence(arrivals.length, s.seed);
+    priority ? { schedulingPolicy: 'priority' } : {},
+  );
   const policy = P.loraRouter(CLASS_POLICY, {
     slo_classes: TWO_CLASSES.classes,
     default_slo_class: 'interactive',

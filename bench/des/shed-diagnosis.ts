@@ -11,18 +11,16 @@
  * It patches the compiled modules' exports (predictTtft, RoomWait's holdsNow) to see inside a
  * decision; nothing in src/ knows.
  */
-import { join } from 'node:path';
-import { defaultEngineOptions } from '../../sim/engine/engine';
 import { percentile as pct } from '../../sim/workload/percentile';
-import { atRate } from '../../sim/workload/workload';
 import { RoomWait } from '../../src/router/room-wait';
 import * as predict from '../../src/work/predict';
 import { endAt, type ReplicaState } from '../../src/work/replica-state';
 import type { WorkModel } from '../../src/work/work-model';
 import { CLASS_POLICY, CLASS_VARIANT_ONE } from '../goals';
-import { loadWorkload, TWO_CLASSES, twoClassSequence } from '../workloads';
+import { TWO_CLASSES } from '../workloads';
 import * as P from './policies';
-import { adapterSequence, fleetCapacity, runPolicy, type Scenario } from './run';
+import { conversationClassPoint } from './slo-classes';
+import { runPolicy } from './run';
 
 /** A candidate's predicted TTFT in parts (predictTtft: load + stall + max(kv, ahead) + own). */
 interface PredictedParts {
@@ -137,20 +135,12 @@ interface Served {
 
 async function main(): Promise<void> {
   const [loadMs, load, seed, trace] = process.argv.slice(2);
-  const root = join(__dirname, '..', '..', '..');
-  const { arrivals: all } = loadWorkload('conversation', root, trace, 1000);
-  const s: Scenario = {
-    replicas: 8,
-    slots: 8,
-    loadMs: Number(loadMs),
-    adapters: 200,
-    alpha: 1,
-    seed: Number(seed),
-    engine: {},
-  };
-  const arrivals = atRate(all, fleetCapacity(s, all, defaultEngineOptions) * Number(load));
-  const adapters = adapterSequence(arrivals.length, s);
-  const classes = twoClassSequence(arrivals.length, s.seed);
+  const { s, arrivals, adapters, classes } = conversationClassPoint(
+    Number(loadMs),
+    Number(load),
+    Number(seed),
+    trace,
+  );
   recordParts();
   const proto = RoomWait.prototype as unknown as { holdsNow: HoldsNow };
   const holdsNow = proto.holdsNow;

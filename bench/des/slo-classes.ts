@@ -3,12 +3,13 @@
  * sheddable) on the same fleet; lora-router with `slo_classes` beside lora-router treating every
  * request alike (`ttft_slo_ms`), on the same requests, per class.
  */
-import { defaultEngineOptions } from '../../sim/engine/engine';
+import { join } from 'node:path';
+import { defaultEngineOptions, type EngineOptions } from '../../sim/engine/engine';
 import { percentile as pct } from '../../sim/workload/percentile';
 import { atRate, type Arrival } from '../../sim/workload/workload';
 import { classGoal, CLASS_POLICY, CLASS_VARIANT_ONE, type ClassGoal } from '../goals';
 import { fmtPct, ms, table } from '../report';
-import { TWO_CLASSES, twoClassSequence } from '../workloads';
+import { loadWorkload, TWO_CLASSES, twoClassSequence } from '../workloads';
 import * as P from './policies';
 import { classMisses, type ClassMisses } from './class-misses';
 import { adapterSequence, fleetCapacity, runPolicy, type PolicyResult, type Scenario } from './run';
@@ -47,6 +48,35 @@ export interface ClassPoint {
   misses?: Record<string, ClassMisses>;
 }
 
+/** One point's requests: the workload at `load` of its capacity, each with its adapter and class. */
+export function classRequests(s: Scenario, w: { arrivals: Arrival[]; capacity: number }, load: number) {
+  const arrivals = atRate(w.arrivals, w.capacity * load);
+  return {
+    arrivals,
+    adapters: adapterSequence(arrivals.length, s),
+    classes: twoClassSequence(arrivals.length, s.seed),
+  };
+}
+
+/**
+ * A point of the classes part as the diagnosis scripts (class-queue.ts, shed-diagnosis.ts) run it:
+ * the conversation trace, the bench's fleet (8 replicas of 8 slots, 200 adapters, Zipf 1).
+ */
+export function conversationClassPoint(
+  loadMs: number,
+  load: number,
+  seed: number,
+  trace: string | undefined,
+  engine: Partial<EngineOptions> = {},
+) {
+  const { arrivals: all } = loadWorkload('conversation', join(__dirname, '..', '..', '..'), trace, 1000);
+  const s: Scenario = { replicas: 8, slots: 8, loadMs, adapters: 200, alpha: 1, seed, engine };
+  return {
+    s,
+    ...classRequests(s, { arrivals: all, capacity: fleetCapacity(s, all, defaultEngineOptions) }, load),
+  };
+}
+
 /** Every variant at one point, on the same requests and classes. */
 export async function classPoint(
   scenario: Scenario,
@@ -56,9 +86,7 @@ export async function classPoint(
   seed: number,
 ): Promise<ClassPoint> {
   const s = { ...scenario, seed, loadMs };
-  const arrivals = atRate(w.arrivals, w.capacity * load);
-  const adapters = adapterSequence(arrivals.length, s);
-  const classes = twoClassSequence(arrivals.length, seed);
+  const { arrivals, adapters, classes } = classRequests(s, w, load);
   const policies: ClassPoint['policies'] = [];
   let misses: ClassPoint['misses'];
   for (const v of CLASS_VARIANTS) {
