@@ -107,6 +107,16 @@ describe('slo_classes, through the plugin server', () => {
   });
 });
 
+/** Two classes with objectives long enough that nothing is held or shed, on replicas told to run vLLM's priority policy. */
+const PRIORITY_CLASSES = {
+  slo_classes: [
+    { name: 'interactive', ttft_ms: 600_000, priority: 0 },
+    { name: 'batch', ttft_ms: 600_000, priority: -1 },
+  ],
+  default_slo_class: 'interactive',
+  vllm_scheduling_policy: 'priority' as const,
+};
+
 describe('vllm_scheduling_policy: priority, through the plugin server', () => {
   let w: Awaited<ReturnType<typeof startWorld>> | undefined;
   afterEach(async () => {
@@ -130,12 +140,7 @@ describe('vllm_scheduling_policy: priority, through the plugin server', () => {
     w = await startWorld(driver, [replica], (u) =>
       onDemand(u, {
         prefill_tokens_per_second: 1000,
-        slo_classes: [
-          { name: 'interactive', ttft_ms: 600_000, priority: 0 },
-          { name: 'batch', ttft_ms: 600_000, priority: -1 },
-        ],
-        default_slo_class: 'interactive',
-        vllm_scheduling_policy: 'priority',
+        ...PRIORITY_CLASSES,
       }),
     );
     const done: string[] = [];
@@ -174,12 +179,7 @@ describe("vllm_scheduling_policy: priority, the client's body as it came", () =>
   it("sends the client's bytes plus the priority field: numbers, key order, unicode and a client's own priority kept", async () => {
     w = await startWorld(driver, [vllm({ engine: { schedulingPolicy: 'priority' } })], (u) =>
       onDemand(u, {
-        slo_classes: [
-          { name: 'interactive', ttft_ms: 600_000, priority: 0 },
-          { name: 'batch', ttft_ms: 600_000, priority: -1 },
-        ],
-        default_slo_class: 'interactive',
-        vllm_scheduling_policy: 'priority',
+        ...PRIORITY_CLASSES,
       }),
     );
     const send = (body: string, path = '/v1/chat/completions') =>
@@ -224,12 +224,7 @@ describe('vllm_scheduling_policy: priority against a replica without the flag', 
   it("answers vLLM's 400 for a class other than priority 0, gives the lease back, and keeps the replica up", async () => {
     w = await startWorld(driver, [vllm({})], (u) =>
       onDemand(u, {
-        slo_classes: [
-          { name: 'interactive', ttft_ms: 600_000, priority: 0 },
-          { name: 'batch', ttft_ms: 600_000, priority: -1 },
-        ],
-        default_slo_class: 'interactive',
-        vllm_scheduling_policy: 'priority',
+        ...PRIORITY_CLASSES,
       }),
     );
     const send = (headers: Record<string, string> = {}) =>
