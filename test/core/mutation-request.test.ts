@@ -76,7 +76,7 @@ describe('parseBody: bad input answered in OpenAI’s error format', () => {
     });
     expect(parseBody('{"x": 1}', 'other', 100)).toEqual({
       json: { x: 1 },
-      raw: '{"x": 1}',
+      text: '{"x": 1}',
       model: undefined,
     });
     expect(parseBody('{"model": ""}', 'other', 100).model).toBe('');
