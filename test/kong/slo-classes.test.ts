@@ -25,7 +25,9 @@ describe('slo_classes, through the plugin server', () => {
 
   it('sheds the batch class first under overload, with Retry-After and an OpenAI error, and serves interactive requests', async () => {
     // One sequence at a time, prefill at 1,000 tokens a modelled second (the router's prior
-    // too), time 50x: a 40k-token prompt is predicted at 40 s and takes 0.8 s.
+    // too), time 50x: an 80k-token prompt is predicted at 80 s and takes 1.6 s, long enough
+    // that the jam still runs when the batch requests are decided on a loaded machine (with 40k
+    // the first jam could end first: seen once with another suite beside it).
     const replica = vllm({
       timeScale: 50,
       maxModelLen: 200_000,
@@ -70,7 +72,7 @@ describe('slo_classes, through the plugin server', () => {
     // The router has seen the replica (one request each way, so nothing is held on a blind view).
     expect((await send(w.service, 10)).status).toBe(200);
 
-    const jam = [send(jamRoute, 40_000), send(jamRoute, 40_000)];
+    const jam = [send(jamRoute, 80_000), send(jamRoute, 80_000)];
     await waitFor(() => w!.fleet.replicas[0]!.engine.stats().waiting >= 1);
 
     // Batch by header, and batch by consumer (whose header cannot raise it): refused at once.
