@@ -32,7 +32,7 @@ export interface EngineOptions extends LoadCostOptions {
   /**
    * vLLM's `--scheduling-policy`: `fcfs` (its default) admits waiting requests in arrival order;
    * `priority` by (request priority, arrival), lower first (PriorityRequestQueue, vllm/v1/core/
-   * sched/request_queue.py). vLLM preempts only when a running request needs KV blocks it cannot
+   * sched/request_queue.py, read at vllm 9feb38cacf, no tag). vLLM preempts only when a running request needs KV blocks it cannot
    * get; this engine reserves each request's KV at admission, so it never preempts.
    */
   schedulingPolicy?: 'fcfs' | 'priority';
@@ -608,10 +608,11 @@ export class ReplicaEngine {
   }
 
   /**
-   * vLLM's LRUCacheWorkerLoRAManager.add_adapter (vllm/lora/worker_manager.py, v0.8 on): load
-   * first, then remove the least recently used adapter while over `max_cpu_loras`, in use or
-   * not (only pinned adapters are spared, and nothing here pins). Load-first not re-read upstream
-   * here: v0.6.0 (unverified) evicts first, then loads; v0.11.0 (unverified) loads first, then evicts.
+   * vLLM's LRUCacheWorkerLoRAManager.add_adapter (vllm/lora/worker_manager.py): load first, then
+   * remove the least recently used adapter while over `max_cpu_loras`, in use or not (only pinned
+   * adapters are spared, and nothing here pins). No tag pinned: load first was read only in
+   * third-party copies of newer vLLM; vllm 9495bf0d33 and 0030b9ffce evict first, then load
+   * (docs/replica-apis.md, "Citations not pinned to a tag").
    */
   private cacheInsert(weights: string, rank: number): void {
     this.cpuCache.delete(weights);

@@ -506,8 +506,9 @@ export class SimReplica implements ReplicaContext {
       return this.send(res, this.error(500, 'EngineDeadError', 'Engine loop is not running.'));
     const p = parseCompletion(endpoint, body, this.o.defaultMaxTokens);
     if (typeof p === 'string') return this.send(res, this.error(400, 'BadRequestError', p));
-    // vLLM's engine refuses a priority its scheduler does not use (AsyncLLM/Processor add_request,
-    // "Got priority 1 but Priority scheduling is not enabled."); llama.cpp has no such field.
+    // vLLM's engine refuses a priority its scheduler does not use ("Got priority 1 but Priority
+    // scheduling is not enabled.", the V0 engine's add_request; the V1 check not pinned to a tag,
+    // docs/replica-apis.md "Citations not pinned to a tag"); llama.cpp has no such field.
     if (this.backend === 'vllm' && p.priority !== 0 && this.engine.options.schedulingPolicy !== 'priority')
       return this.send(
         res,

@@ -129,7 +129,8 @@ type VllmTotal = (typeof VLLM_TOTALS)[keyof typeof VLLM_TOTALS] | 'computedToken
  * `names`: adapters the caller asks about (the replica's registry, the adapter about to be
  * unloaded). vLLM writes `running_lora_adapters` and `waiting_lora_adapters` as the names joined
  * with `,` (PrometheusStatLogger.record, vllm/v1/metrics/loggers.py, vllm 005a810bc4, short id
- * not re-checked; said unchanged since the gauge came in with vllm#9477, tag not verified), so a name with a comma cannot be read back:
+ * not re-checked; said unchanged since the gauge came in with vllm#9477; no tag pinned,
+ * docs/replica-apis.md "Citations not pinned to a tag"), so a name with a comma cannot be read back:
  * each such name asked about is active whenever a label may carry it as a run of whole names.
  * The report can then only say "busy" for it, never "idle" by mistake.
  */
