@@ -32,8 +32,9 @@ export interface EngineOptions extends LoadCostOptions {
   /**
    * vLLM's `--scheduling-policy`: `fcfs` (its default) admits waiting requests in arrival order;
    * `priority` by (request priority, arrival), lower first (PriorityRequestQueue, vllm/v1/core/
-   * sched/request_queue.py, read at vllm 9feb38cacf, no tag). vLLM preempts only when a running request needs KV blocks it cannot
-   * get; this engine reserves each request's KV at admission, so it never preempts.
+   * sched/request_queue.py, vLLM v0.11.0 to v0.19.0). vLLM preempts only when a running request
+   * needs KV blocks it cannot get; this engine reserves each request's KV at admission, so it
+   * never preempts.
    */
   schedulingPolicy?: 'fcfs' | 'priority';
 }
@@ -116,7 +117,7 @@ export interface EngineStats {
    * Over the finished requests past their first token: their prompt tokens and their time from
    * being scheduled to their first token, s (vLLM's `vllm:request_prompt_tokens_sum` and
    * `vllm:request_prefill_time_seconds_sum`, both observed at finish: PrometheusStatLogger.record,
-   * vllm/v1/metrics/loggers.py, vLLM v0.11.0 (unverified)).
+   * vllm/v1/metrics/loggers.py, vLLM v0.11.0).
    */
   finishedPromptTokens: number;
   prefillSeconds: number;
@@ -291,7 +292,7 @@ export class ReplicaEngine {
    * engine steps: no step runs until the load is done. Resolves when the weights are in.
    */
   loadWeights(adapter: string, rank: number): Promise<void> {
-    // A utility call runs between engine steps (EngineCore.run_busy_loop, vllm/v1/engine/core.py, vLLM v0.11.0 (unverified)):
+    // A utility call runs between engine steps (EngineCore.run_busy_loop, vllm/v1/engine/core.py, vLLM v0.11.0):
     // one that arrives during a step starts when that step ends.
     const start = Math.max(this.clock.now(), this.blockedUntil, this.stepEndsAt);
     this.blockedUntil = start + this.loadTime(rank);
@@ -461,7 +462,9 @@ export class ReplicaEngine {
       const seq = this.waiting[i]!;
       const a = weightsOf(seq);
       // vLLM V1 skips (keeps waiting) a request whose adapter would exceed max_loras, and
-      // goes on with the ones behind it (Scheduler.schedule, vllm/v1/core/sched/scheduler.py, vLLM v0.11.0 (unverified)).
+      // goes on with the ones behind it (Scheduler.schedule, vllm/v1/core/sched/scheduler.py, vLLM v0.11.0).
+      // The skipped keep their order here, as with vLLM PR #32173 (in v0.19.0); v0.11.x put two
+      // skipped in one step back in reverse order.
       if (a !== null && !batchAdapters.has(a) && batchAdapters.size >= maxLoras) {
         i++;
         continue;
@@ -490,7 +493,7 @@ export class ReplicaEngine {
       admitted.push(seq);
     }
     // Every step activates the batch's adapters (LRUCacheWorkerLoRAManager._apply_adapters,
-    // vllm/lora/worker_manager.py, vLLM v0.11.0 (unverified)): a cached one is touched, one pushed out of host memory
+    // vllm/lora/worker_manager.py, vLLM v0.11.0): a cached one is touched, one pushed out of host memory
     // (even while in use) is read again from its path, inside this step.
     let missMs = 0;
     for (const a of batchAdapters) {
@@ -608,11 +611,10 @@ export class ReplicaEngine {
   }
 
   /**
-   * vLLM's LRUCacheWorkerLoRAManager.add_adapter (vllm/lora/worker_manager.py): load first, then
-   * remove the least recently used adapter while over `max_cpu_loras`, in use or not (only pinned
-   * adapters are spared, and nothing here pins). No tag pinned: load first was read only in
-   * third-party copies of newer vLLM; vllm 9495bf0d33 and 0030b9ffce evict first, then load
-   * (docs/replica-apis.md, "Citations not pinned to a tag").
+   * vLLM's LRUCacheWorkerLoRAManager.add_adapter (vllm/lora/worker_manager.py, v0.11.0, v0.11.2,
+   * v0.19.0): load first, then remove the least recently used adapter while over `max_cpu_loras`,
+   * in use or not (only pinned adapters are spared, and nothing here pins). Older code (vllm
+   * 9495bf0d33, 0030b9ffce; no release pinned) evicts first, then loads.
    */
   private cacheInsert(weights: string, rank: number): void {
     this.cpuCache.delete(weights);

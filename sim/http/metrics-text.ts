@@ -92,7 +92,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   family(out, 'vllm:kv_cache_usage_perc', 'gauge', 'KV-cache usage. 1 means 100 percent usage.');
   out.push(`vllm:kv_cache_usage_perc{${l}} ${goFloat(m.stats.kvUsage)}`);
   // An info gauge set to 1 at engine start: CacheConfig.metrics_info() as labels, plus `engine`
-  // (PrometheusStatLogger.log_metrics_info, vllm/v1/metrics/loggers.py, vLLM v0.11.0 (unverified)); a few
+  // (PrometheusStatLogger.log_metrics_info, vllm/v1/metrics/loggers.py, vLLM v0.11.0); a few
   // of its fields, in blocks of vLLM's default 16 tokens.
   family(out, 'vllm:cache_config_info', 'gauge', 'Information of the LLMEngine CacheConfig');
   out.push(
@@ -123,7 +123,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   family(out, 'vllm:generation_tokens_total', 'counter', 'Number of generation tokens processed.');
   out.push(`vllm:generation_tokens_total{${l}} ${goFloat(m.stats.generationTokensTotal)}`);
   // Observed together at each request's finish (PrometheusStatLogger.record,
-  // vllm/v1/metrics/loggers.py, vLLM v0.11.0 (unverified)): the router's prefill rate is the ratio of
+  // vllm/v1/metrics/loggers.py, vLLM v0.11.0): the router's prefill rate is the ratio of
   // their sums' growth. Only the +Inf bucket: nothing here reads the others.
   const finishedHistogram = (name: string, help: string, sum: number) => {
     family(out, name, 'histogram', help);
@@ -218,7 +218,7 @@ function computedTokenFamilies(
 
 /**
  * vLLM's /metrics with `--disable-log-stats`: no `vllm:` family (no StatLoggerManager,
- * vllm/v1/engine/async_llm.py, vLLM v0.11.0 (unverified)), only prometheus_client's own process
+ * vllm/v1/engine/async_llm.py, vLLM v0.11.0), only prometheus_client's own process
  * collectors; one stands for them here (modelled, not read at a pinned version).
  */
 export function processMetricsText(): string {
