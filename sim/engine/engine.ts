@@ -25,7 +25,8 @@ export interface EngineOptions extends LoadCostOptions {
   decodeSlowdownPerSeq: number;
   /**
    * Automatic prefix caching, on by default in vLLM's V1 engine (`CacheConfig.enable_prefix_caching
-   * = True`, vllm/config/cache.py): a prompt's leading KV blocks already cached cost no prefill.
+   * = True`, vllm/config/cache.py, v0.19.0; at v0.11.0 EngineArgs sets it, vllm/engine/arg_utils.py):
+   * a prompt's leading KV blocks already cached cost no prefill.
    * Only requests that name their blocks (`EngineRequest.blocks`) can hit.
    */
   prefixCaching: boolean;
@@ -51,7 +52,10 @@ export const defaultEngineOptions: EngineOptions = {
   ...defaultLoadCost,
 };
 
-/** Tokens per KV block: vLLM's default `block_size` (CacheConfig.DEFAULT_BLOCK_SIZE, vllm/config/cache.py). */
+/**
+ * Tokens per KV block: vLLM's default `block_size` (CacheConfig.DEFAULT_BLOCK_SIZE, vllm/config/cache.py,
+ * v0.19.0; at v0.11.0 set for CUDA in vllm/platforms/cuda.py).
+ */
 export const KV_BLOCK_TOKENS = 16;
 
 export interface EngineRequest {
@@ -613,8 +617,8 @@ export class ReplicaEngine {
   /**
    * vLLM's LRUCacheWorkerLoRAManager.add_adapter (vllm/lora/worker_manager.py, v0.11.0, v0.11.2,
    * v0.19.0): load first, then remove the least recently used adapter while over `max_cpu_loras`,
-   * in use or not (only pinned adapters are spared, and nothing here pins). Older code (vllm
-   * 9495bf0d33, 0030b9ffce; no release pinned) evicts first, then loads.
+   * in use or not (only pinned adapters are spared, and nothing here pins). v0.6.0 evicts first,
+   * then loads (load first since vLLM PR #11727, January 2025).
    */
   private cacheInsert(weights: string, rank: number): void {
     this.cpuCache.delete(weights);
