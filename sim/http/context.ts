@@ -46,8 +46,8 @@ export type LoadErrors = 'released' | 'main';
  * vLLM's /metrics. `released` models v0.11.0 (read there) and every release before
  * v0.20.0: no `num_requests_waiting_by_reason`, no computed-token families. `by-reason` models
  * v0.20.0 and later: that split (PR #38435, in the v0.20.0 release notes), summing to
- * `num_requests_waiting`, and the computed-token families (PR #33290, v0.16.0; PR #30189, first
- * release not pinned). `residency`: the split plus the families of open PR vllm#45411 (no
+ * `num_requests_waiting`, and the computed-token families (PR #33290, v0.16.0; PR #30189, in
+ * v0.16.0 by ancestry; both read at v0.19.0). `residency`: the split plus the families of open PR vllm#45411 (no
  * release). `no-stats`: `--disable-log-stats` in any release, where AsyncLLM builds no
  * StatLoggerManager, so no `vllm:` family is exported, `lora_requests_info` included
  * (vllm/v1/engine/async_llm.py, vLLM v0.11.0). In every mode `num_requests_waiting`

@@ -49,7 +49,7 @@ export interface VllmMetricsInput {
   residency?: { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[];
   /** `num_requests_waiting_by_reason` (vLLM PR #38435, v0.20.0); implied by `residency`. */
   waitingByReason?: boolean;
-  /** The computed-token families (vLLM PRs #30189, release not pinned, and #33290, v0.16.0). */
+  /** The computed-token families (vLLM PRs #30189 and #33290, both in v0.16.0; read at v0.19.0). */
   computedTokens?: boolean;
 }
 
@@ -187,7 +187,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
  *   `local_compute` | `local_cache_hit` | `external_kv_transfer`, PR #33290, v0.16.0), counted when a
  *   request's prefill is scheduled; no KV connector here, so `external_kv_transfer` stays 0;
  * - `vllm:request_prefill_kv_computed_tokens` (histogram, same two labels as the others, vLLM PR
- *   #30189, first release not pinned), observed at a request's finish with the prefill-time
+ *   #30189, in v0.16.0 by ancestry), observed at a request's finish with the prefill-time
  *   histogram: its prompt tokens less those cached.
  */
 function computedTokenFamilies(

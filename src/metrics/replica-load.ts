@@ -54,7 +54,7 @@ export interface ReplicaLoad {
   prefillSeconds?: number;
   /**
    * Newer vLLM (not v0.11.0): the prompt tokens it computed, prefix-cache hits left out.
-   * `vllm:request_prefill_kv_computed_tokens_sum` (vLLM PR #30189; release not pinned) is
+   * `vllm:request_prefill_kv_computed_tokens_sum` (vLLM PR #30189, in v0.16.0) is
    * observed at finish with the two above, so over a poll it is those requests' computed
    * tokens: the prefill rate without the hits.
    * `vllm:prompt_tokens_by_source_total{source="local_compute"}` (PR #33290, v0.16.0)
