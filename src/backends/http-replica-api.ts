@@ -24,7 +24,7 @@ import {
  * vllm/entrypoints/openai/models/serving.py, read at main 00153c8b79): the rank and
  * extra-vocabulary checks (vllm/lora/peft_helper.py and worker_manager.py, vLLM v0.11.0) and PEFTHelper's
  * feature and field checks of adapter_config.json
- * (vllm/lora/peft_helper.py, vllm 02143692ba). Any other 500 is the replica's (an engine that
+ * (vllm/lora/peft_helper.py, vLLM v0.11.0). Any other 500 is the replica's (an engine that
  * died or restarted, out of memory).
  */
 const ADAPTER_FAULT =
