@@ -201,8 +201,9 @@ export const errors = {
   ) => catalogued(code, message),
   invalidModel: (message: string) => catalogued('invalid_model', message),
   /**
-   * vLLM's text (vllm/entrypoints/openai/serving_engine.py `_validate_input`, vLLM v0.11.0 (unverified)),
-   * with "about": the router counts tokens by estimate, not with the model's tokenizer.
+   * vLLM's text as `_validate_input` (vllm/entrypoints/openai/serving_engine.py) wrote it before vLLM
+   * PR #22803 (v0.11.0's differs; docs/replica-apis.md, "vLLM over-long prompt"), with "about": the
+   * router counts tokens by estimate, not with the model's tokenizer.
    */
   contextLengthExceeded: (maxModelLen: number, promptTokens: number, maxTokens: number | undefined) =>
     catalogued(

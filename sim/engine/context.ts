@@ -1,7 +1,7 @@
 /**
  * A replica's context length and vLLM's answer to a request longer than it. vLLM will not start
  * with a `max_model_len` its KV cache cannot hold for one request
- * (vllm/v1/core/kv_cache_utils.py `check_enough_kv_cache_memory`, vLLM v0.11.0 (unverified)), so the
+ * (vllm/v1/core/kv_cache_utils.py `check_enough_kv_cache_memory`, vLLM v0.11.0), so the
  * context a replica answers by is the smaller of its `max_model_len` and its KV capacity.
  */
 export function contextLength(maxModelLen: number, kvCapacityTokens: number): number {
@@ -9,9 +9,10 @@ export function contextLength(maxModelLen: number, kvCapacityTokens: number): nu
 }
 
 /**
- * vLLM's over-long prompt texts. `released` (v0.11.0 (unverified)): `_validate_input`
- * (vllm/entrypoints/openai/serving_engine.py) counts prompt + max_tokens. `renderer` (main; first
- * release not pinned, vLLM PR #36197 of v0.18.0's window a candidate not checked): newer
+ * vLLM's over-long prompt texts. `released`: `_validate_input`
+ * (vllm/entrypoints/openai/serving_engine.py) counts prompt + max_tokens, in the text it had before
+ * vLLM PR #22803 (August 2025); v0.11.0 and v0.11.2 answer with two other texts, which no mode
+ * plays (docs/replica-apis.md, "vLLM over-long prompt"). `renderer` (v0.19.0, vLLM PR #36197): newer
  * releases check the tokenized prompt against max_model_len - max_tokens in
  * `TokenizeParams._token_len_check` (vllm/renderers/params.py), tokenizing at most one token
  * past that bound (`get_encode_kwargs`), hence "at least"; `param` is `input_tokens`. Both start

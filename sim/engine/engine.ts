@@ -25,15 +25,17 @@ export interface EngineOptions extends LoadCostOptions {
   decodeSlowdownPerSeq: number;
   /**
    * Automatic prefix caching, on by default in vLLM's V1 engine (`CacheConfig.enable_prefix_caching
-   * = True`, vllm/config/cache.py): a prompt's leading KV blocks already cached cost no prefill.
+   * = True`, vllm/config/cache.py, v0.19.0; at v0.11.0 EngineArgs sets it, vllm/engine/arg_utils.py):
+   * a prompt's leading KV blocks already cached cost no prefill.
    * Only requests that name their blocks (`EngineRequest.blocks`) can hit.
    */
   prefixCaching: boolean;
   /**
    * vLLM's `--scheduling-policy`: `fcfs` (its default) admits waiting requests in arrival order;
    * `priority` by (request priority, arrival), lower first (PriorityRequestQueue, vllm/v1/core/
-   * sched/request_queue.py). vLLM preempts only when a running request needs KV blocks it cannot
-   * get; this engine reserves each request's KV at admission, so it never preempts.
+   * sched/request_queue.py, vLLM v0.11.0 to v0.19.0). vLLM preempts only when a running request
+   * needs KV blocks it cannot get; this engine reserves each request's KV at admission, so it
+   * never preempts.
    */
   schedulingPolicy?: 'fcfs' | 'priority';
 }
@@ -50,7 +52,10 @@ export const defaultEngineOptions: EngineOptions = {
   ...defaultLoadCost,
 };
 
-/** Tokens per KV block: vLLM's default `block_size` (CacheConfig.DEFAULT_BLOCK_SIZE, vllm/config/cache.py). */
+/**
+ * Tokens per KV block: vLLM's default `block_size` (CacheConfig.DEFAULT_BLOCK_SIZE, vllm/config/cache.py,
+ * v0.19.0; at v0.11.0 set for CUDA in vllm/platforms/cuda.py).
+ */
 export const KV_BLOCK_TOKENS = 16;
 
 export interface EngineRequest {
@@ -116,7 +121,7 @@ export interface EngineStats {
    * Over the finished requests past their first token: their prompt tokens and their time from
    * being scheduled to their first token, s (vLLM's `vllm:request_prompt_tokens_sum` and
    * `vllm:request_prefill_time_seconds_sum`, both observed at finish: PrometheusStatLogger.record,
-   * vllm/v1/metrics/loggers.py, vLLM v0.11.0 (unverified)).
+   * vllm/v1/metrics/loggers.py, vLLM v0.11.0).
    */
   finishedPromptTokens: number;
   prefillSeconds: number;
@@ -291,7 +296,7 @@ export class ReplicaEngine {
    * engine steps: no step runs until the load is done. Resolves when the weights are in.
    */
   loadWeights(adapter: string, rank: number): Promise<void> {
-    // A utility call runs between engine steps (EngineCore.run_busy_loop, vllm/v1/engine/core.py, vLLM v0.11.0 (unverified)):
+    // A utility call runs between engine steps (EngineCore.run_busy_loop, vllm/v1/engine/core.py, vLLM v0.11.0):
     // one that arrives during a step starts when that step ends.
     const start = Math.max(this.clock.now(), this.blockedUntil, this.stepEndsAt);
     this.blockedUntil = start + this.loadTime(rank);
@@ -461,7 +466,9 @@ export class ReplicaEngine {
       const seq = this.waiting[i]!;
       const a = weightsOf(seq);
       // vLLM V1 skips (keeps waiting) a request whose adapter would exceed max_loras, and
-      // goes on with the ones behind it (Scheduler.schedule, vllm/v1/core/sched/scheduler.py, vLLM v0.11.0 (unverified)).
+      // goes on with the ones behind it (Scheduler.schedule, vllm/v1/core/sched/scheduler.py, vLLM v0.11.0).
+      // The skipped keep their order here, as with vLLM PR #32173 (in v0.19.0); v0.11.x put two
+      // skipped in one step back in reverse order.
       if (a !== null && !batchAdapters.has(a) && batchAdapters.size >= maxLoras) {
         i++;
         continue;
@@ -490,7 +497,7 @@ export class ReplicaEngine {
       admitted.push(seq);
     }
     // Every step activates the batch's adapters (LRUCacheWorkerLoRAManager._apply_adapters,
-    // vllm/lora/worker_manager.py, vLLM v0.11.0 (unverified)): a cached one is touched, one pushed out of host memory
+    // vllm/lora/worker_manager.py, vLLM v0.11.0): a cached one is touched, one pushed out of host memory
     // (even while in use) is read again from its path, inside this step.
     let missMs = 0;
     for (const a of batchAdapters) {
@@ -608,10 +615,10 @@ export class ReplicaEngine {
   }
 
   /**
-   * vLLM's LRUCacheWorkerLoRAManager.add_adapter (vllm/lora/worker_manager.py, v0.8 on): load
-   * first, then remove the least recently used adapter while over `max_cpu_loras`, in use or
-   * not (only pinned adapters are spared, and nothing here pins). Load-first not re-read upstream
-   * here: v0.6.0 (unverified) evicts first, then loads; v0.11.0 (unverified) loads first, then evicts.
+   * vLLM's LRUCacheWorkerLoRAManager.add_adapter (vllm/lora/worker_manager.py, v0.11.0, v0.11.2,
+   * v0.19.0): load first, then remove the least recently used adapter while over `max_cpu_loras`,
+   * in use or not (only pinned adapters are spared, and nothing here pins). v0.6.0 evicts first,
+   * then loads (load first since vLLM PR #11727, January 2025).
    */
   private cacheInsert(weights: string, rank: number): void {
     this.cpuCache.delete(weights);

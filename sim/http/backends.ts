@@ -105,7 +105,7 @@ export class VllmBackend implements SimBackend {
     return this.metricsState.text();
   }
 
-  /** Cards as serving_models.py `show_available_models` builds them (vLLM v0.11.0 (unverified)). */
+  /** Cards as serving_models.py `show_available_models` builds them (vLLM v0.11.0). */
   models() {
     const o = this.r.o;
     const base = {
@@ -141,7 +141,7 @@ export class VllmBackend implements SimBackend {
 
   async resolveName(asked: unknown): Promise<SimError | undefined> {
     if (typeof asked !== 'string' || this.r.registry.has(asked)) return undefined;
-    // The filesystem resolver runs inside every endpoint's model check (serving_engine.py `_check_model`, vLLM v0.11.0 (unverified)).
+    // The filesystem resolver runs inside every endpoint's model check (serving_engine.py `_check_model`, vLLM v0.11.0).
     const resolved = await this.lora.resolve(asked);
     return resolved && 'status' in resolved ? resolved : undefined;
   }
@@ -151,7 +151,7 @@ export class VllmBackend implements SimBackend {
     return model === r.o.baseModel || r.registry.get(model) ? undefined : this.modelNotFound(model);
   }
 
-  /** vLLM's 404 for a model it does not serve (serving_engine.py `_check_model`, vLLM v0.11.0 (unverified)). */
+  /** vLLM's 404 for a model it does not serve (serving_engine.py `_check_model`, vLLM v0.11.0). */
   private modelNotFound(model: string): SimError {
     return this.r.error(404, 'NotFoundError', `The model \`${model}\` does not exist.`, 'model');
   }
@@ -260,7 +260,7 @@ export class LlamaCppBackend implements SimBackend {
   /**
    * The type format_error_response gives each status (tools/server/server-common.cpp, llama.cpp aa6192d38d):
    * 400 invalid_request_error, 404 not_found_error, 500 server_error (501 and 503 have their own, set by callers).
-   * vLLM's create_error_response takes the type from its caller instead (serving_models.py, vLLM v0.11.0 (unverified)).
+   * vLLM's create_error_response takes the type from its caller instead (serving_models.py, vLLM v0.11.0).
    */
   error(status: number, _type: string, message: string): SimError {
     const t = status === 404 ? 'not_found_error' : status >= 500 ? 'server_error' : 'invalid_request_error';

@@ -30,26 +30,27 @@ export type VllmFrontend = 'python' | 'rust';
 
 /**
  * vLLM's load error texts. `released` models the statuses of v0.17.x and earlier (texts read at
- * v0.11.0 (unverified); whether v0.15.0 to v0.17.x already add the `load_inplace` hint is not
+ * v0.11.0; whether v0.15.0 to v0.17.x already add the `load_inplace` hint is not
  * checked): an engine-side failure comes back as "Call to add_lora method failed: ..." (the
  * utility-call wrapper of vllm/v1/engine/core_client.py), a load the adapter fails is a 400.
  * `main`: such a load answers 500 InternalServerError (vLLM PR #36201, first in v0.18.0 by its
  * release window), "already loaded" adds the `load_inplace` hint (the parameter is PR #31326,
  * v0.15.0) and the prefix is gone (both read at main 00153c8b79, `load_lora_adapter` in
  * vllm/entrypoints/openai/models/serving.py; first release not pinned), so `main` is a
- * v0.18.0-or-later vLLM with main's texts.
+ * v0.18.0-or-later vLLM with main's texts. At v0.19.0 the 500 and the hint are there, and
+ * EngineCore's utility failure still reads "Call to {name} method failed: ..." (core.py).
  */
 export type LoadErrors = 'released' | 'main';
 
 /**
- * vLLM's /metrics. `released` models v0.11.0 (read there, unverified) and every release before
+ * vLLM's /metrics. `released` models v0.11.0 (read there) and every release before
  * v0.20.0: no `num_requests_waiting_by_reason`, no computed-token families. `by-reason` models
  * v0.20.0 and later: that split (PR #38435, in the v0.20.0 release notes), summing to
- * `num_requests_waiting`, and the computed-token families (PR #33290, v0.16.0; PR #30189, first
- * release not pinned). `residency`: the split plus the families of open PR vllm#45411 (no
+ * `num_requests_waiting`, and the computed-token families (PR #33290, v0.16.0; PR #30189, in
+ * v0.16.0 by ancestry; both read at v0.19.0). `residency`: the split plus the families of open PR vllm#45411 (no
  * release). `no-stats`: `--disable-log-stats` in any release, where AsyncLLM builds no
  * StatLoggerManager, so no `vllm:` family is exported, `lora_requests_info` included
- * (vllm/v1/engine/async_llm.py, vLLM v0.11.0 (unverified)). In every mode `num_requests_waiting`
+ * (vllm/v1/engine/async_llm.py, vLLM v0.11.0). In every mode `num_requests_waiting`
  * counts requests deferred by the LoRA budget.
  */
 export type VllmMetrics = 'released' | 'by-reason' | 'residency' | 'no-stats';

@@ -6,7 +6,7 @@ export interface SimError {
   body: unknown;
 }
 
-/** vLLM's error body: nested since v0.10.1 (unverified), flat before. */
+/** vLLM's error body: nested since v0.10.1 (unverified; nested at v0.11.0, protocol.py `ErrorResponse`), flat before. */
 export function vllmError(
   style: ErrorStyle,
   status: number,

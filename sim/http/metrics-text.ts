@@ -49,7 +49,7 @@ export interface VllmMetricsInput {
   residency?: { adapter: string; level: 'gpu' | 'cpu'; pinned: boolean }[];
   /** `num_requests_waiting_by_reason` (vLLM PR #38435, v0.20.0); implied by `residency`. */
   waitingByReason?: boolean;
-  /** The computed-token families (vLLM PRs #30189, release not pinned, and #33290, v0.16.0). */
+  /** The computed-token families (vLLM PRs #30189 and #33290, both in v0.16.0; read at v0.19.0). */
   computedTokens?: boolean;
 }
 
@@ -92,7 +92,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   family(out, 'vllm:kv_cache_usage_perc', 'gauge', 'KV-cache usage. 1 means 100 percent usage.');
   out.push(`vllm:kv_cache_usage_perc{${l}} ${goFloat(m.stats.kvUsage)}`);
   // An info gauge set to 1 at engine start: CacheConfig.metrics_info() as labels, plus `engine`
-  // (PrometheusStatLogger.log_metrics_info, vllm/v1/metrics/loggers.py, vLLM v0.11.0 (unverified)); a few
+  // (PrometheusStatLogger.log_metrics_info, vllm/v1/metrics/loggers.py, vLLM v0.11.0); a few
   // of its fields, in blocks of vLLM's default 16 tokens.
   family(out, 'vllm:cache_config_info', 'gauge', 'Information of the LLMEngine CacheConfig');
   out.push(
@@ -123,7 +123,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
   family(out, 'vllm:generation_tokens_total', 'counter', 'Number of generation tokens processed.');
   out.push(`vllm:generation_tokens_total{${l}} ${goFloat(m.stats.generationTokensTotal)}`);
   // Observed together at each request's finish (PrometheusStatLogger.record,
-  // vllm/v1/metrics/loggers.py, vLLM v0.11.0 (unverified)): the router's prefill rate is the ratio of
+  // vllm/v1/metrics/loggers.py, vLLM v0.11.0): the router's prefill rate is the ratio of
   // their sums' growth. Only the +Inf bucket: nothing here reads the others.
   const finishedHistogram = (name: string, help: string, sum: number) => {
     family(out, name, 'histogram', help);
@@ -187,7 +187,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
  *   `local_compute` | `local_cache_hit` | `external_kv_transfer`, PR #33290, v0.16.0), counted when a
  *   request's prefill is scheduled; no KV connector here, so `external_kv_transfer` stays 0;
  * - `vllm:request_prefill_kv_computed_tokens` (histogram, same two labels as the others, vLLM PR
- *   #30189, first release not pinned), observed at a request's finish with the prefill-time
+ *   #30189, in v0.16.0 by ancestry), observed at a request's finish with the prefill-time
  *   histogram: its prompt tokens less those cached.
  */
 function computedTokenFamilies(
@@ -218,7 +218,7 @@ function computedTokenFamilies(
 
 /**
  * vLLM's /metrics with `--disable-log-stats`: no `vllm:` family (no StatLoggerManager,
- * vllm/v1/engine/async_llm.py, vLLM v0.11.0 (unverified)), only prometheus_client's own process
+ * vllm/v1/engine/async_llm.py, vLLM v0.11.0), only prometheus_client's own process
  * collectors; one stands for them here (modelled, not read at a pinned version).
  */
 export function processMetricsText(): string {

@@ -500,14 +500,16 @@ export class SimReplica implements ReplicaContext {
 
   private async completion(endpoint: Endpoint, body: unknown, res: http.ServerResponse): Promise<void> {
     // Text of V0's MQEngineDeadError (vllm/engine/multiprocessing/__init__.py, vLLM v0.10.0 (unverified), the V0 engine); V1's EngineDeadError
-    // says "EngineCore encountered an issue..." (vllm/v1/engine/exceptions.py, vLLM v0.11.0 (unverified)) and launcher.py (vLLM v0.11.0 (unverified))
+    // says "EngineCore encountered an issue..." (vllm/v1/engine/exceptions.py, vLLM v0.11.0) and launcher.py (vLLM v0.11.0)
     // answers a bare 500; newer server_utils.py engine_error_handler (main, December 2026) a JSON error. The body is modelled.
     if (this.faults.dead)
       return this.send(res, this.error(500, 'EngineDeadError', 'Engine loop is not running.'));
     const p = parseCompletion(endpoint, body, this.o.defaultMaxTokens);
     if (typeof p === 'string') return this.send(res, this.error(400, 'BadRequestError', p));
-    // vLLM's engine refuses a priority its scheduler does not use (AsyncLLM/Processor add_request,
-    // "Got priority 1 but Priority scheduling is not enabled."); llama.cpp has no such field.
+    // The V0 engine's refusal of a priority its scheduler does not use (add_request, "Got priority 1
+    // but Priority scheduling is not enabled."). V1 releases (v0.11.0, v0.11.2, v0.19.0) refuse nothing
+    // and serve it first come first served: docs/replica-apis.md, "Citations checked at a tag".
+    // llama.cpp has no such field.
     if (this.backend === 'vllm' && p.priority !== 0 && this.engine.options.schedulingPolicy !== 'priority')
       return this.send(
         res,
@@ -531,7 +533,7 @@ export class SimReplica implements ReplicaContext {
     if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong.message, tooLong.param));
     const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${requestId()}`;
     const created = Math.floor(this.nowUnix());
-    // vLLM echoes the adapter name (serving_models.py `model_name`, vLLM v0.11.0 (unverified)); llama.cpp echoes the request's
+    // vLLM echoes the adapter name (serving_models.py `model_name`, vLLM v0.11.0); llama.cpp echoes the request's
     // `model` (tools/server/server-task.cpp params_from_json_cmpl, llama.cpp aa6192d38d).
     const model = p.model;
     const answer: { onToken?: (i: number) => void; onFinish: (rec: RequestRecord) => void } = p.stream

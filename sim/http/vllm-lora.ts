@@ -50,7 +50,7 @@ export class VllmLoraApi {
     // FastAPI validates the body first: a missing or non-string field is a pydantic 400 (see validationError).
     const missing = ['lora_name', 'lora_path'].filter((k) => typeof b[k] !== 'string');
     if (missing.length > 0) return logged(validationError(r, missing, b));
-    // _check_load_lora_adapter_request (serving_models.py, vLLM v0.11.0 (unverified)), as the "already loaded" 400 below.
+    // _check_load_lora_adapter_request (serving_models.py, vLLM v0.11.0), as the "already loaded" 400 below.
     if (!name || !path) {
       return logged(r.error(400, 'InvalidUserInput', "Both 'lora_name' and 'lora_path' must be provided."));
     }
@@ -80,7 +80,8 @@ export class VllmLoraApi {
         return logged(
           engineFailure(r, 404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${path}`),
         );
-      // WorkerLoRAManager._load_lora's text (vllm/lora/worker_manager.py, vLLM v0.11.0 (unverified)). Since
+      // PEFTHelper.validate_legal's text (vllm/lora/peft_helper.py, vLLM v0.11.0; WorkerLoRAManager._load_lora's
+      // in vllm/lora/worker_manager.py at vllm 9495bf0d33). Since
       // vLLM #36201 (v0.18.0 by its release window; read at main 00153c8b79,
       // vllm/entrypoints/openai/models/serving.py `load_lora_adapter`) any engine failure but
       // "not found" answers 500 InternalServerError.
@@ -224,8 +225,8 @@ export function adapterRank(r: ReplicaContext, path: string): number | undefined
 
 /**
  * A failure raised inside the engine: released vLLM wraps its text in the utility call's ("Call to add_lora method
- * failed: ", EngineCoreProc._handle_client_request, vllm/v1/engine/core.py, vLLM v0.11.0 (unverified)); any such failure is a
- * 400, or a 404 when the text has "No adapter found" (load_lora_adapter, serving_models.py, vLLM v0.11.0 (unverified)).
+ * failed: ", EngineCoreProc._handle_client_request, vllm/v1/engine/core.py, vLLM v0.11.0); any such failure is a
+ * 400, or a 404 when the text has "No adapter found" (load_lora_adapter, serving_models.py, vLLM v0.11.0).
  */
 function engineFailure(r: ReplicaContext, status: number, type: string, message: string): SimError {
   const text = r.o.loadErrors === 'released' ? `Call to add_lora method failed: ${message}` : message;

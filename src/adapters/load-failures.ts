@@ -7,8 +7,8 @@ import { AdapterNotFoundError } from '../backends/replica-api';
 
 /**
  * What a client may read of a replica's refusal: the rank check's own words (no path in them:
- * vllm/lora/worker_manager.py `_load_adapter`, "LoRA rank {r} is greater than max_lora_rank
- * {m}."), else a fixed text.
+ * PEFTHelper.validate_legal, vllm/lora/peft_helper.py, vLLM v0.11.0 (in worker_manager.py `_load_lora`
+ * at vllm 9495bf0d33), "LoRA rank {r} is greater than max_lora_rank {m}."), else a fixed text.
  */
 export function rejectionReason(message: string): string {
   return (

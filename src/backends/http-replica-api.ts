@@ -22,9 +22,9 @@ import {
  * vLLM's texts for a load that fails on the adapter itself, which vLLM answers 500
  * InternalServerError since #36201 (v0.18.0 by its release window; `load_lora_adapter`,
  * vllm/entrypoints/openai/models/serving.py, read at main 00153c8b79): the rank and
- * extra-vocabulary checks (vllm/lora/worker_manager.py, vllm 9495bf0d33) and PEFTHelper's
+ * extra-vocabulary checks (vllm/lora/peft_helper.py and worker_manager.py, vLLM v0.11.0) and PEFTHelper's
  * feature and field checks of adapter_config.json
- * (vllm/lora/peft_helper.py, vllm 02143692ba). Any other 500 is the replica's (an engine that
+ * (vllm/lora/peft_helper.py, vLLM v0.11.0). Any other 500 is the replica's (an engine that
  * died or restarted, out of memory).
  */
 const ADAPTER_FAULT =
@@ -100,10 +100,10 @@ export class HttpReplicaApi implements ReplicaApi {
   /**
    * The replica's own word on what runs there: `vllm:lora_requests_info` lists the adapters with
    * requests running or waiting (labels `running_lora_adapters`, `waiting_lora_adapters`, set on
-   * every stats record, vllm/v1/metrics/loggers.py, vLLM v0.11.0 (unverified); an adapter leaves them when
-   * its last request finishes, LoRARequestStates in vllm/v1/metrics/stats.py, main). Without that
-   * gauge (`--disable-log-stats`: no stat loggers at all, vllm/v1/engine/async_llm.py, vLLM
-   * v0.11.0 (unverified)) the replica cannot say. The newer residency families (`vllm:lora_adapter_loaded`)
+   * every stats record, vllm/v1/metrics/loggers.py, vLLM v0.11.0; an adapter leaves them when
+   * its last request finishes, LoRARequestStates in vllm/v1/metrics/stats.py, v0.11.0 to v0.19.0).
+   * Without that gauge (`--disable-log-stats`: no stat loggers at all, vllm/v1/engine/async_llm.py,
+   * vLLM v0.11.0) the replica cannot say. The newer residency families (`vllm:lora_adapter_loaded`)
    * say what is loaded, not what runs: they cannot speak for a request.
    */
   async activity(url: string, timeoutMs: number, names?: readonly string[]): Promise<ReplicaActivity> {
@@ -127,7 +127,7 @@ export class HttpReplicaApi implements ReplicaApi {
   /**
    * What the replica holds, in its own word: vLLM's `/v1/models` lists every LoRA adapter in its
    * registry (`show_available_models` adds one card per entry of `lora_requests`, parent = the
-   * base model; vllm/entrypoints/openai/serving_models.py, vLLM v0.11.0 (unverified)), which
+   * base model; vllm/entrypoints/openai/serving_models.py, vLLM v0.11.0), which
    * `load_lora_adapter` fills and `unload_lora_adapter` empties. A server whose list has no
    * adapter cards at all (llama.cpp's single model card) says nothing the limit can use.
    */
@@ -192,7 +192,7 @@ export function parseModels(text: string): {
     if (card.parent === null || card.parent === undefined) {
       base ??= card.id;
       // The base card's ModelCard.max_model_len (serving_models.py show_available_models, vLLM
-      // v0.11.0 (unverified)); adapter cards carry null.
+      // v0.11.0); adapter cards carry null.
       const len = card.max_model_len;
       if (maxModelLen === undefined && typeof len === 'number' && len > 0) maxModelLen = len;
     } else adapters.push({ name: card.id, path: typeof card.root === 'string' ? card.root : '' });

@@ -169,7 +169,7 @@ async function probe(http: ReplicaHttp, url: string, o: CheckOptions, out: Repli
 /**
  * `max_loaded_adapters` against `--max-loras` (GPU slots) and `--max-cpu-loras` (the CPU LRU),
  * which vLLM sets to `--max-loras` when not given (LoRAConfig._validate_lora_config,
- * vllm/config/lora.py, read on main; no tag pinned) and exports nowhere.
+ * vllm/config/lora.py, read on main; `LoRAConfig.__post_init__` at vLLM v0.11.0) and exports nowhere.
  */
 function budgetFindings(out: ReplicaCheck): void {
   const n = out.maxLoadedAdapters;

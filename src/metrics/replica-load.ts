@@ -38,7 +38,7 @@ export interface ReplicaLoad {
   /**
    * vLLM: requests past their first token (`vllm:time_to_first_token_seconds_count`). vLLM counts
    * a request's prompt tokens in the same iteration as its first token (IterationStats, read by
-   * PrometheusStatLogger.record in vllm/v1/metrics/loggers.py, vLLM v0.11.0 (unverified)), so
+   * PrometheusStatLogger.record in vllm/v1/metrics/loggers.py, vLLM v0.11.0), so
    * promptTokensTotal / firstTokensTotal is the replica's mean prompt, other gateways' included.
    */
   firstTokensTotal?: number;
@@ -47,14 +47,14 @@ export interface ReplicaLoad {
   /**
    * vLLM: `vllm:request_prompt_tokens_sum` and `vllm:request_prefill_time_seconds_sum`, both
    * observed when a request finishes (PrometheusStatLogger.record, vllm/v1/metrics/loggers.py,
-   * vLLM v0.11.0 (unverified)): their deltas over a poll are the same requests' prompt tokens and prefill
+   * vLLM v0.11.0): their deltas over a poll are the same requests' prompt tokens and prefill
    * time, the replica's prefill rate.
    */
   finishedPromptTokens?: number;
   prefillSeconds?: number;
   /**
    * Newer vLLM (not v0.11.0): the prompt tokens it computed, prefix-cache hits left out.
-   * `vllm:request_prefill_kv_computed_tokens_sum` (vLLM PR #30189; release not pinned) is
+   * `vllm:request_prefill_kv_computed_tokens_sum` (vLLM PR #30189, in v0.16.0) is
    * observed at finish with the two above, so over a poll it is those requests' computed
    * tokens: the prefill rate without the hits.
    * `vllm:prompt_tokens_by_source_total{source="local_compute"}` (PR #33290, v0.16.0)
@@ -110,7 +110,7 @@ const LLAMACPP_READ: ReadonlyMap<string, boolean> = new Map([
 
 /**
  * Counters, a histogram count and histogram sums of vLLM's PrometheusStatLogger
- * (vllm/v1/metrics/loggers.py, vLLM v0.11.0 (unverified)), by the field each goes to: one series per engine,
+ * (vllm/v1/metrics/loggers.py, vLLM v0.11.0), by the field each goes to: one series per engine,
  * which add up.
  */
 const VLLM_TOTALS = {
@@ -128,8 +128,8 @@ type VllmTotal = (typeof VLLM_TOTALS)[keyof typeof VLLM_TOTALS] | 'computedToken
 /**
  * `names`: adapters the caller asks about (the replica's registry, the adapter about to be
  * unloaded). vLLM writes `running_lora_adapters` and `waiting_lora_adapters` as the names joined
- * with `,` (PrometheusStatLogger.record, vllm/v1/metrics/loggers.py, vllm 005a810bc4, short id
- * not re-checked; said unchanged since the gauge came in with vllm#9477, tag not verified), so a name with a comma cannot be read back:
+ * with `,` (PrometheusStatLogger.record, vllm/v1/metrics/loggers.py, vLLM v0.11.0, v0.11.2
+ * and v0.19.0), so a name with a comma cannot be read back:
  * each such name asked about is active whenever a label may carry it as a run of whole names.
  * The report can then only say "busy" for it, never "idle" by mistake.
  */
@@ -230,7 +230,7 @@ const DATE_SLACK_S = 2;
 /**
  * Which `vllm:lora_requests_info` series say what runs: undefined when the replica cannot say.
  * The value is the time the label set was last set (`set_to_current_time`, PrometheusStatLogger.record,
- * vllm/v1/metrics/loggers.py, vllm 005a810bc4, short id not re-checked) and old label sets never go away, so the latest
+ * vllm/v1/metrics/loggers.py, vLLM v0.11.0 to v0.19.0) and old label sets never go away, so the latest
  * is the current one, as long as the values read as times on the replica's clock (`replicaNowS`,
  * its `Date` header; unknown: the latest is trusted):
  * - A value past 1.5 x the replica's time is no time at all: several API server processes

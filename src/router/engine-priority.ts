@@ -1,8 +1,9 @@
 /**
  * vLLM's per-request `priority` (its OpenAI request body field; `--scheduling-policy priority`
  * serves waiting requests by (priority, arrival), lower first: PriorityRequestQueue,
- * vllm/v1/core/sched/request_queue.py). A replica started without that flag refuses any value
- * but 0 ("Got priority 1 but Priority scheduling is not enabled."), so the router sets it only
+ * vllm/v1/core/sched/request_queue.py, vLLM v0.11.0, v0.11.2, v0.19.0). A replica started without
+ * that flag serves any value first come first served (V1 from vLLM PR #19057; only the V0 engine
+ * refused, "Got priority 1 but Priority scheduling is not enabled."), so the router sets it only
  * when the operator says the replicas run it (`vllm_scheduling_policy: priority`).
  */
 

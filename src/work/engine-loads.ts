@@ -1,8 +1,7 @@
 /**
  * The adapter loads this router has under way on each replica, and how long they stop its
  * engine. vLLM runs a load between engine steps, one at a time, and no step while it runs
- * (EngineCore.run_busy_loop, vllm/v1/engine/core.py at vLLM v0.11.0, the simulator's reading, not
- * re-read against the tag since: sim/engine/engine.ts `loadWeights`
+ * (EngineCore.run_busy_loop, vllm/v1/engine/core.py at vLLM v0.11.0: sim/engine/engine.ts `loadWeights`
  * models it): a request sent to a replica where loads are under way waits for them, and a load it
  * needs there starts after them. Without this a replica in the middle of a load looked as free as
  * an idle one, and cold requests were placed behind each other's loads (issue 34, two classes).
