@@ -181,6 +181,7 @@ const TARGETS = [
   ['src/router/model-list.ts', core('mutation-model-list')],
   ['src/router/refusal-log.ts', core('mutation-refusal-log')],
   ['src/router/proxied-request.ts', core('mutation-proxied-request')],
+  ['src/router/body-member.ts', core('mutation-proxied-request')],
 ];
 
 function summary(file, json) {

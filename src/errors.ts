@@ -28,7 +28,7 @@ export const CATALOGUE = {
     status: 400,
     type: 'invalid_request_error',
     retryAfter: false,
-    when: 'The body is not a JSON object, or is nested too deeply to forward.',
+    when: 'The body is not a JSON object, or, for a llama.cpp replica, nested more than 1,000 levels deep.',
   },
   invalid_model: {
     status: 400,

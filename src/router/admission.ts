@@ -155,7 +155,7 @@ export async function admit(
       body: !body.json
         ? undefined
         : replica.backend === 'llamacpp'
-          ? llamaBody(body.json, replica.adapter?.llamaId, replica.llamaIds ?? [])
+          ? llamaBody(body.json, body.text, replica.adapter?.llamaId, replica.llamaIds ?? [])
           : setup.config.vllm_scheduling_policy === 'priority'
             ? withVllmPriority(body.json, body.text, vllmPriority(wait.priority ?? 0))
             : undefined,

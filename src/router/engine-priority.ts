@@ -6,6 +6,7 @@
  * refused, "Got priority 1 but Priority scheduling is not enabled."), so the router sets it only
  * when the operator says the replicas run it (`vllm_scheduling_policy: priority`).
  */
+import { withLastMember } from './body-member';
 
 /** vLLM's priority for a request of class priority `classPriority` (higher goes first here, lower there). */
 export function vllmPriority(classPriority: number): number {
@@ -14,12 +15,10 @@ export function vllmPriority(classPriority: number): number {
 
 /**
  * The body to send with `priority` set to `priority`, or undefined when the client's body already
- * says it (absent means 0): no rewrite, no PDK call. The client's text (`ParsedBody.text`, decoded
- * once), with `"priority":N` added as the object's last member: parsed and serialised again, a seed
- * past 2^53 would change, `1.0` in a tool's schema (rendered into the prompt) become `1`,
- * integer-like keys be reordered. A client's own `priority` stays where it was and is overridden,
- * as vLLM reads a repeated key (Python's json, like JSON.parse, keeps the last), so it cannot put
- * itself ahead of its class.
+ * says it (absent means 0): no rewrite, no PDK call. The client's text with `"priority":N` added as
+ * the object's last member (src/router/body-member.ts). A client's own `priority` stays where it
+ * was and is overridden, as vLLM reads a repeated key (Python's json, like JSON.parse, keeps the
+ * last), so it cannot put itself ahead of its class.
  */
 export function withVllmPriority(
   json: Record<string, unknown>,
@@ -28,8 +27,5 @@ export function withVllmPriority(
 ): string | undefined {
   const sent = json.priority;
   if (sent === priority || (sent === undefined && priority === 0)) return undefined;
-  // It parsed as an object: its last `}` closes it (only whitespace may follow).
-  const end = text.lastIndexOf('}');
-  const member = `${Object.keys(json).length > 0 ? ',' : ''}"priority":${priority}`;
-  return text.slice(0, end) + member + text.slice(end);
+  return withLastMember(json, text, 'priority', String(priority));
 }

@@ -470,6 +470,30 @@ describe('admission: the work model and the proxied request', () => {
     expect(JSON.parse('{"priority":7,"priority":2}').priority).toBe(2);
   });
 
+  it("adds llama.cpp's lora to the client's bytes as the last member, whatever their layout", async () => {
+    const bodyOf = async (text: string) =>
+      (
+        (await run(world({}).rt, {
+          json: JSON.parse(text) as Record<string, unknown>,
+          text,
+          decision: decisionOn({
+            backend: 'llamacpp',
+            adapter: { state: 'loaded', llamaId: 1 } as Candidate['adapter'],
+            llamaIds: [0, 1],
+          }),
+        })) as { body: string }
+      ).body;
+    const lora = '"lora":[{"id":0,"scale":0},{"id":1,"scale":1}]';
+    // A seed past 2^53 and a 1.0: parsed and serialised again, both would change.
+    expect(await bodyOf(' { "model" : "x", "seed": 12345678901234567890, "temperature": 1.0 }\r\n')).toBe(
+      ` { "model" : "x", "seed": 12345678901234567890, "temperature": 1.0 ,${lora}}\r\n`,
+    );
+    // No member yet: no comma.
+    expect(await bodyOf('{ }')).toBe(`{ ${lora}}`);
+    // The client's own lora stays and is overridden: llama.cpp's parser (nlohmann::json) keeps the last.
+    expect(await bodyOf('{"lora":[{"id":0,"scale":1}]}')).toBe(`{"lora":[{"id":0,"scale":1}],${lora}}`);
+  });
+
   it("shapes llama.cpp's body with every listed adapter, and the predicted TTFT when predicted", async () => {
     const { rt } = world({});
     const json = { model: 'x', prompt: 'hi' };

@@ -3,6 +3,7 @@ import { readdirSync } from 'node:fs';
 import { ConfigError } from '../../src/config/kong-schema';
 import { waitFor } from '../../harness/wait';
 import { KongDriver, KongRequest, PluginServerProcess } from '../../harness/kong/driver';
+import { LLAMA_MAX_DEPTH } from '../../src/router/proxied-request';
 import { packageVersion } from '../../src/version';
 import {
   BASE,
@@ -243,6 +244,32 @@ describe('lora-router through the real plugin server', () => {
       { id: 1, scale: 0 },
     ]);
     expect(w.fleet.replicas[0]!.requestRecords().at(-1)!.adapter).toBeNull();
+    // The client's bytes go as they came, the lora member added last: a seed past 2^53, a 1.0
+    // (a chat template renders a tool schema's), integer-like keys out of order and escapes would
+    // all change if parsed and serialised again. Its own lora stays and loses to the router's.
+    const sent =
+      '{"model":"sql","lora":[{"id":0,"scale":1}],"messages":[{"role":"user","content":"h\\u00e9 ü"}],' +
+      '"max_tokens":2,"seed":12345678901234567890,"temperature":1.0,"logit_bias":{"50256":-100,"123":1.0}}\n';
+    const raw = await w.service.handle({
+      path: '/v1/chat/completions',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(sent),
+    });
+    expect(raw.status).toBe(200);
+    expect(raw.kong.serviceBody).toBe(
+      sent.trimEnd().slice(0, -1) + ',"lora":[{"id":0,"scale":0},{"id":1,"scale":1}]}\n',
+    );
+    expect(w.fleet.replicas[0]!.requestRecords().at(-1)!.adapter).toBe('/m/sql.gguf');
+    // Nested past LLAMA_MAX_DEPTH: refused before it reaches the replica, the lease given back.
+    const served = w.fleet.replicas[0]!.requestRecords().length;
+    const deep = await w.service.handle({
+      path: '/v1/chat/completions',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(`{"model":"sql","x":${'['.repeat(LLAMA_MAX_DEPTH)}${']'.repeat(LLAMA_MAX_DEPTH)}}`),
+    });
+    expect([deep.status, JSON.parse(deep.body.toString('utf8')).error.code]).toEqual([400, 'invalid_json']);
+    expect(w.fleet.replicas[0]!.requestRecords()).toHaveLength(served);
+    expect((await w.statusJson()).inFlight).toBe(0);
   });
 
   it('answers GET /v1/models itself with everything the fleet can serve', async () => {
