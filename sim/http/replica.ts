@@ -506,17 +506,10 @@ export class SimReplica implements ReplicaContext {
       return this.send(res, this.error(500, 'EngineDeadError', 'Engine loop is not running.'));
     const p = parseCompletion(endpoint, body, this.o.defaultMaxTokens);
     if (typeof p === 'string') return this.send(res, this.error(400, 'BadRequestError', p));
-    // vLLM's engine refuses a priority its scheduler does not use (AsyncLLM/Processor add_request,
-    // "Got priority 1 but Priority scheduling is not enabled."); llama.cpp has no such field.
-    if (this.backend === 'vllm' && p.priority !== 0 && this.engine.options.schedulingPolicy !== 'priority')
-      return this.send(
-        res,
-        this.error(
-          400,
-          'BadRequestError',
-          `Got priority ${p.priority} but Priority scheduling is not enabled.`,
-        ),
-      );
+    // No check of `priority` against the policy: V1 passes it on whatever the policy and the fcfs
+    // queue never reads it (vllm/v1/engine/processor.py `process_inputs`, FCFSRequestQueue in
+    // vllm/v1/core/sched/request_queue.py; v0.11.0, v0.11.2). V0's 400 "Got priority 1 but Priority
+    // scheduling is not enabled." went with V0 (PRs #25025, #25033), which no mode models.
     const selected = await this.api.select(p);
     if ('status' in selected) return this.send(res, selected);
     const { adapter, weights, rank } = selected;
