@@ -1,7 +1,7 @@
 /**
  * A replica's context length and vLLM's answer to a request longer than it. vLLM will not start
  * with a `max_model_len` its KV cache cannot hold for one request
- * (vllm/v1/core/kv_cache_utils.py `check_enough_kv_cache_memory`, vLLM v0.11.0 (unverified)), so the
+ * (vllm/v1/core/kv_cache_utils.py `check_enough_kv_cache_memory`, vLLM v0.11.0), so the
  * context a replica answers by is the smaller of its `max_model_len` and its KV capacity.
  */
 export function contextLength(maxModelLen: number, kvCapacityTokens: number): number {
@@ -9,32 +9,48 @@ export function contextLength(maxModelLen: number, kvCapacityTokens: number): nu
 }
 
 /**
- * vLLM's over-long prompt texts. `released` (v0.11.0 (unverified)): `_validate_input`
- * (vllm/entrypoints/openai/serving_engine.py) counts prompt + max_tokens. `renderer` (main; first
- * release not pinned, vLLM PR #36197 of v0.18.0's window a candidate not checked): newer
- * releases check the tokenized prompt against max_model_len - max_tokens in
- * `TokenizeParams._token_len_check` (vllm/renderers/params.py), tokenizing at most one token
- * past that bound (`get_encode_kwargs`), hence "at least"; `param` is `input_tokens`. Both start
- * "This model's maximum context length is N tokens.", which clients match on.
+ * vLLM's over-long prompt texts. `released` (v0.11.0 and v0.11.2, read at both tags):
+ * `_validate_input` (vllm/entrypoints/openai/serving_engine.py) refuses a prompt of the context or
+ * more ("However, your request has P input tokens."), then a `max_tokens` past what the prompt
+ * leaves ("'max_tokens' or 'max_completion_tokens' is too large: M."; the text from vLLM PR
+ * #22803; before it, one text counted prompt + max_tokens). `renderer` (v0.19.0, vLLM PR #36197):
+ * `TokenizeParams._token_len_check` (vllm/renderers/params.py) checks the tokenized prompt against
+ * max_model_len - max_tokens, tokenizing at most one token past that bound (`get_encode_kwargs`),
+ * hence "at least"; `param` is `input_tokens`. All but the max_tokens text start "This model's
+ * maximum context length is N tokens.", which clients match on.
  */
 export type ContextErrors = 'released' | 'renderer';
 
-/** vLLM's 400 for prompt + max_tokens past the context, or undefined when it fits. */
+/**
+ * vLLM's 400 for a request past the context, or undefined when it fits. `maxTokens` is the one
+ * vLLM checks: the client's, or /v1/completions' default (16); undefined for a chat request
+ * without one, which both releases check by its prompt alone.
+ */
 export function contextLengthError(
   context: number,
   promptTokens: number,
-  maxTokens: number,
+  maxTokens: number | undefined,
   style: ContextErrors = 'released',
 ): { message: string; param: string | null } | undefined {
-  if (promptTokens + maxTokens <= context) return undefined;
-  if (style === 'released')
+  if (style === 'released') {
+    // A completion needs one token of context: a prompt of the whole context is refused.
+    if (promptTokens >= context)
+      return {
+        message: `This model's maximum context length is ${context} tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input messages.`,
+        param: null,
+      };
+    if (maxTokens === undefined || promptTokens + maxTokens <= context) return undefined;
     return {
-      message: `This model's maximum context length is ${context} tokens. However, you requested ${promptTokens + maxTokens} tokens (${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+      message: `'max_tokens' or 'max_completion_tokens' is too large: ${maxTokens}. This model's maximum context length is ${context} tokens and your request has ${promptTokens} input tokens (${maxTokens} > ${context} - ${promptTokens}).`,
       param: null,
     };
-  const counted = Math.min(promptTokens, Math.max(0, context - maxTokens) + 1);
+  }
+  // No max_tokens: 0 output tokens (`build_tok_params`, `max_output_tokens or 0`).
+  const output = maxTokens ?? 0;
+  if (promptTokens + output <= context) return undefined;
+  const counted = Math.min(promptTokens, Math.max(0, context - output) + 1);
   return {
-    message: `This model's maximum context length is ${context} tokens. However, you requested ${maxTokens} output tokens and your prompt contains at least ${counted} input tokens, for a total of at least ${counted + maxTokens} tokens. Please reduce the length of the input prompt or the number of requested output tokens.`,
+    message: `This model's maximum context length is ${context} tokens. However, you requested ${output} output tokens and your prompt contains at least ${counted} input tokens, for a total of at least ${counted + output} tokens. Please reduce the length of the input prompt or the number of requested output tokens.`,
     param: 'input_tokens',
   };
 }

@@ -515,13 +515,12 @@ export class SimReplica implements ReplicaContext {
     const { adapter, weights, rank } = selected;
     // vLLM's text (sim/engine/context.ts); llama.cpp's own exceed_context_size_error is not modelled: both backends
     // answer vLLM's text here. The context is the KV capacity when max_model_len is larger (vLLM would not start).
-    const tooLong = contextLengthError(
-      contextLength(this.o.maxModelLen, this.engine.options.kvCapacityTokens),
-      p.promptTokens,
-      p.maxTokens,
-      this.o.contextErrors,
-    );
+    const context = contextLength(this.o.maxModelLen, this.engine.options.kvCapacityTokens);
+    const tooLong = contextLengthError(context, p.promptTokens, p.checkedMaxTokens, this.o.contextErrors);
     if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong.message, tooLong.param));
+    // Unchecked (a chat request without max_tokens), the answer stops at the context's end
+    // (vllm/entrypoints/utils.py `get_max_tokens`, v0.11.0: at most max_model_len - prompt).
+    p.maxTokens = Math.max(1, Math.min(p.maxTokens, context - p.promptTokens));
     const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${requestId()}`;
     const created = Math.floor(this.nowUnix());
     // vLLM echoes the adapter name (serving_models.py `model_name`, vLLM v0.11.0 (unverified)); llama.cpp echoes the request's

@@ -1,10 +1,10 @@
 /**
  * vLLM's per-request `priority` (its OpenAI request body field; `--scheduling-policy priority`
  * serves waiting requests by (priority, arrival), lower first: PriorityRequestQueue,
- * vllm/v1/core/sched/request_queue.py). A V1 replica started without that flag accepts the field
- * and ignores it (FCFSRequestQueue; v0.11.0, v0.11.2), so setting it there is harmless but useless;
- * V0 answered 400 ("Got priority 1 but Priority scheduling is not enabled."). The router sets it
- * only when the operator says the replicas run the priority policy (`vllm_scheduling_policy: priority`).
+ * vllm/v1/core/sched/request_queue.py, vLLM v0.11.0, v0.11.2, v0.19.0). A replica started without
+ * that flag serves any value first come first served (V1 from vLLM PR #19057; only the V0 engine
+ * refused, "Got priority 1 but Priority scheduling is not enabled."), so the router sets it only
+ * when the operator says the replicas run it (`vllm_scheduling_policy: priority`).
  */
 
 /** vLLM's priority for a request of class priority `classPriority` (higher goes first here, lower there). */

@@ -147,7 +147,7 @@ describe('simulated vLLM replica, over HTTP', () => {
     }
   });
 
-  it("answers an over-long prompt with each release's text; both start with the maximum context length", async () => {
+  it("answers an over-long prompt with v0.19.0's renderer text, with and without max_tokens", async () => {
     const f = await SimFleet.start([{ contextErrors: 'renderer' }]);
     try {
       const long = chat(BASE, 16, { messages: [{ role: 'user', content: 'x'.repeat(40000) }] });
@@ -161,6 +161,14 @@ describe('simulated vLLM replica, over HTTP', () => {
         message:
           "This model's maximum context length is 8192 tokens. However, you requested 16 output tokens and your prompt contains at least 8177 input tokens, for a total of at least 8193 tokens. Please reduce the length of the input prompt or the number of requested output tokens.",
       });
+      // A chat request without max_tokens is checked with 0 output tokens (ChatCompletionRequest
+      // `build_tok_params`, vllm/entrypoints/openai/chat_completion/protocol.py, v0.19.0).
+      const { max_tokens: _, ...bare } = long;
+      const r0 = await post(f.urls[0]!, '/v1/chat/completions', bare);
+      expect(r0.status).toBe(400);
+      expect(r0.json().error.message).toBe(
+        "This model's maximum context length is 8192 tokens. However, you requested 0 output tokens and your prompt contains at least 8193 input tokens, for a total of at least 8193 tokens. Please reduce the length of the input prompt or the number of requested output tokens.",
+      );
     } finally {
       await f.stop();
     }
