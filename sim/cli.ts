@@ -32,9 +32,10 @@ Upstream behaviour (docs/replica-apis.md names the source and release of each):
                          to add_lora method failed: ", default) or main (>= v0.18.0 with main's
                          texts: a rejected adapter is a 500, "already loaded" adds the
                          load_inplace hint)
-  --context-errors MODE  vLLM over-long prompt text: released ("you requested N tokens (P in
-                         the messages, M in the completion)", default) or renderer (main: "you
-                         requested M output tokens and your prompt contains at least P ...")
+  --context-errors MODE  vLLM over-long prompt texts: released (v0.11: "your request has P
+                         input tokens", or "'max_tokens' or 'max_completion_tokens' is too
+                         large: M", default) or renderer (v0.19.0: "you requested M output
+                         tokens and your prompt contains at least P ...")
   --unload MODE          vLLM unload: registry (Python frontend, every release: only the name
                          goes, the weights stay cached; default) or frees (Rust frontend
                          >= v0.23.0, and the open Python fix)

@@ -9,33 +9,48 @@ export function contextLength(maxModelLen: number, kvCapacityTokens: number): nu
 }
 
 /**
- * vLLM's over-long prompt texts. `released`: `_validate_input`
- * (vllm/entrypoints/openai/serving_engine.py) counts prompt + max_tokens, in the text it had before
- * vLLM PR #22803 (August 2025); v0.11.0 and v0.11.2 answer with two other texts, which no mode
- * plays (docs/replica-apis.md, "vLLM over-long prompt"). `renderer` (v0.19.0, vLLM PR #36197): newer
- * releases check the tokenized prompt against max_model_len - max_tokens in
- * `TokenizeParams._token_len_check` (vllm/renderers/params.py), tokenizing at most one token
- * past that bound (`get_encode_kwargs`), hence "at least"; `param` is `input_tokens`. Both start
- * "This model's maximum context length is N tokens.", which clients match on.
+ * vLLM's over-long prompt texts. `released` (v0.11.0 and v0.11.2, read at both tags):
+ * `_validate_input` (vllm/entrypoints/openai/serving_engine.py) refuses a prompt of the context or
+ * more ("However, your request has P input tokens."), then a `max_tokens` past what the prompt
+ * leaves ("'max_tokens' or 'max_completion_tokens' is too large: M."; the text from vLLM PR
+ * #22803; before it, one text counted prompt + max_tokens). `renderer` (v0.19.0, vLLM PR #36197):
+ * `TokenizeParams._token_len_check` (vllm/renderers/params.py) checks the tokenized prompt against
+ * max_model_len - max_tokens, tokenizing at most one token past that bound (`get_encode_kwargs`),
+ * hence "at least"; `param` is `input_tokens`. All but the max_tokens text start "This model's
+ * maximum context length is N tokens.", which clients match on.
  */
 export type ContextErrors = 'released' | 'renderer';
 
-/** vLLM's 400 for prompt + max_tokens past the context, or undefined when it fits. */
+/**
+ * vLLM's 400 for a request past the context, or undefined when it fits. `maxTokens` is the one
+ * vLLM checks: the client's, or /v1/completions' default (16); undefined for a chat request
+ * without one, which both releases check by its prompt alone.
+ */
 export function contextLengthError(
   context: number,
   promptTokens: number,
-  maxTokens: number,
+  maxTokens: number | undefined,
   style: ContextErrors = 'released',
 ): { message: string; param: string | null } | undefined {
-  if (promptTokens + maxTokens <= context) return undefined;
-  if (style === 'released')
+  if (style === 'released') {
+    // A completion needs one token of context: a prompt of the whole context is refused.
+    if (promptTokens >= context)
+      return {
+        message: `This model's maximum context length is ${context} tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input messages.`,
+        param: null,
+      };
+    if (maxTokens === undefined || promptTokens + maxTokens <= context) return undefined;
     return {
-      message: `This model's maximum context length is ${context} tokens. However, you requested ${promptTokens + maxTokens} tokens (${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+      message: `'max_tokens' or 'max_completion_tokens' is too large: ${maxTokens}. This model's maximum context length is ${context} tokens and your request has ${promptTokens} input tokens (${maxTokens} > ${context} - ${promptTokens}).`,
       param: null,
     };
-  const counted = Math.min(promptTokens, Math.max(0, context - maxTokens) + 1);
+  }
+  // No max_tokens: 0 output tokens (`build_tok_params`, `max_output_tokens or 0`).
+  const output = maxTokens ?? 0;
+  if (promptTokens + output <= context) return undefined;
+  const counted = Math.min(promptTokens, Math.max(0, context - output) + 1);
   return {
-    message: `This model's maximum context length is ${context} tokens. However, you requested ${maxTokens} output tokens and your prompt contains at least ${counted} input tokens, for a total of at least ${counted + maxTokens} tokens. Please reduce the length of the input prompt or the number of requested output tokens.`,
+    message: `This model's maximum context length is ${context} tokens. However, you requested ${output} output tokens and your prompt contains at least ${counted} input tokens, for a total of at least ${counted + output} tokens. Please reduce the length of the input prompt or the number of requested output tokens.`,
     param: 'input_tokens',
   };
 }

@@ -11,6 +11,12 @@ export interface ParsedCompletion {
   /** The prompt's text (chat: the messages' contents in order), whose blocks the prefix cache keys. */
   promptText: string;
   maxTokens: number;
+  /**
+   * The `max_tokens` vLLM checks against the context: the client's, or /v1/completions' default
+   * (CompletionRequest's 16, vllm/entrypoints/openai/protocol.py, v0.11.0); undefined for a chat
+   * request without one (ChatCompletionRequest's None).
+   */
+  checkedMaxTokens: number | undefined;
   /** llama.cpp's per-request adapter scales. */
   lora?: unknown;
   /** vLLM's `priority` (lower first; 0 when absent). */
@@ -65,7 +71,8 @@ export function parseCompletion(
       promptTokens = countTokens((promptText = p.join('')));
     else return "Field 'prompt' must be a string, a list of strings or a list of token ids.";
   }
-  const mt = b.max_completion_tokens ?? b.max_tokens ?? defaultMaxTokens;
+  const sent = b.max_completion_tokens ?? b.max_tokens;
+  const mt = sent ?? defaultMaxTokens;
   if (typeof mt !== 'number' || !Number.isInteger(mt) || mt < 1)
     return "'max_tokens' must be a positive integer.";
   // (vLLM's own check of the type is not modelled.)
@@ -78,6 +85,7 @@ export function parseCompletion(
     promptTokens,
     promptText,
     maxTokens: mt,
+    checkedMaxTokens: sent === undefined && endpoint === 'chat' ? undefined : mt,
     lora: b.lora,
     priority,
   };

@@ -506,31 +506,21 @@ export class SimReplica implements ReplicaContext {
       return this.send(res, this.error(500, 'EngineDeadError', 'Engine loop is not running.'));
     const p = parseCompletion(endpoint, body, this.o.defaultMaxTokens);
     if (typeof p === 'string') return this.send(res, this.error(400, 'BadRequestError', p));
-    // The V0 engine's refusal of a priority its scheduler does not use (add_request, "Got priority 1
-    // but Priority scheduling is not enabled."). V1 releases (v0.11.0, v0.11.2, v0.19.0) refuse nothing
-    // and serve it first come first served: docs/replica-apis.md, "Citations checked at a tag".
-    // llama.cpp has no such field.
-    if (this.backend === 'vllm' && p.priority !== 0 && this.engine.options.schedulingPolicy !== 'priority')
-      return this.send(
-        res,
-        this.error(
-          400,
-          'BadRequestError',
-          `Got priority ${p.priority} but Priority scheduling is not enabled.`,
-        ),
-      );
+    // No check of `priority` against the policy: V1 passes it on whatever the policy and the fcfs
+    // queue never reads it (vllm/v1/engine/processor.py `process_inputs`, FCFSRequestQueue in
+    // vllm/v1/core/sched/request_queue.py; v0.11.0, v0.11.2). V0's 400 "Got priority 1 but Priority
+    // scheduling is not enabled." went with V0 (PRs #25025, #25033), which no mode models.
     const selected = await this.api.select(p);
     if ('status' in selected) return this.send(res, selected);
     const { adapter, weights, rank } = selected;
     // vLLM's text (sim/engine/context.ts); llama.cpp's own exceed_context_size_error is not modelled: both backends
     // answer vLLM's text here. The context is the KV capacity when max_model_len is larger (vLLM would not start).
-    const tooLong = contextLengthError(
-      contextLength(this.o.maxModelLen, this.engine.options.kvCapacityTokens),
-      p.promptTokens,
-      p.maxTokens,
-      this.o.contextErrors,
-    );
+    const context = contextLength(this.o.maxModelLen, this.engine.options.kvCapacityTokens);
+    const tooLong = contextLengthError(context, p.promptTokens, p.checkedMaxTokens, this.o.contextErrors);
     if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong.message, tooLong.param));
+    // Unchecked (a chat request without max_tokens), the answer stops at the context's end
+    // (vllm/entrypoints/utils.py `get_max_tokens`, v0.11.0: at most max_model_len - prompt).
+    p.maxTokens = Math.max(1, Math.min(p.maxTokens, context - p.promptTokens));
     const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${requestId()}`;
     const created = Math.floor(this.nowUnix());
     // vLLM echoes the adapter name (serving_models.py `model_name`, vLLM v0.11.0); llama.cpp echoes the request's

@@ -22,19 +22,53 @@ describe('requests longer than a replica context', () => {
     },
   );
 
-  it('the HTTP simulator answers 400 with vLLM text when the prompt exceeds its KV capacity', async () => {
+  it("the HTTP simulator answers 400 with v0.11's texts: prompt too long, or max_tokens too large", async () => {
     // max_model_len above the KV capacity: vLLM would shrink or refuse it; the context is the capacity.
     const fleet = await SimFleet.start([{ maxModelLen: 131072, engine: { kvCapacityTokens: 4096 } }]);
-    try {
-      const r = await post(fleet.urls[0]!, '/v1/chat/completions', {
+    // 'x' x 4n is n tokens here, plus 4 for the one message.
+    const ask = (promptTokens: number, extra: Record<string, unknown> = {}) =>
+      post(fleet.urls[0]!, '/v1/chat/completions', {
         model: 'meta-llama/Llama-3.1-8B-Instruct',
-        messages: [{ role: 'user', content: 'x'.repeat(4 * 5000) }],
-        max_tokens: 16,
+        messages: [{ role: 'user', content: 'x'.repeat(4 * (promptTokens - 4)) }],
+        ...extra,
       });
-      expect(r.status).toBe(400);
-      expect(r.json().error.message).toBe(
-        "This model's maximum context length is 4096 tokens. However, you requested 5020 tokens (5004 in the messages, 16 in the completion). Please reduce the length of the messages or completion.",
+    try {
+      // serving_engine.py `_validate_input` (vLLM v0.11.0, v0.11.2): the prompt alone first, refused
+      // at the context itself (a completion needs one token), then prompt + max_tokens.
+      for (const [promptTokens, extra] of [
+        [5004, { max_tokens: 16 }],
+        [4096, {}],
+      ] as const) {
+        const r = await ask(promptTokens, extra);
+        expect(r.status).toBe(400);
+        expect(r.json().error).toEqual({
+          message: `This model's maximum context length is 4096 tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input messages.`,
+          type: 'BadRequestError',
+          param: null,
+          code: 400,
+        });
+      }
+      for (const extra of [{ max_tokens: 200 }, { max_completion_tokens: 200 }]) {
+        const r = await ask(4000, extra);
+        expect(r.status).toBe(400);
+        expect(r.json().error.message).toBe(
+          "'max_tokens' or 'max_completion_tokens' is too large: 200. This model's maximum context length is 4096 tokens and your request has 4000 input tokens (200 > 4096 - 4000).",
+        );
+      }
+      // /v1/completions' max_tokens defaults to 16 (CompletionRequest), and is checked as if sent.
+      const legacy = await post(fleet.urls[0]!, '/v1/completions', {
+        model: 'meta-llama/Llama-3.1-8B-Instruct',
+        prompt: 'x'.repeat(4 * 4090),
+      });
+      expect(legacy.status).toBe(400);
+      expect(legacy.json().error.message).toBe(
+        "'max_tokens' or 'max_completion_tokens' is too large: 16. This model's maximum context length is 4096 tokens and your request has 4090 input tokens (16 > 4096 - 4090).",
       );
+      // A chat request without max_tokens is checked by its prompt alone; vLLM then caps the answer
+      // at the context left (vllm/entrypoints/utils.py `get_max_tokens`): 4095 + 1 fits.
+      const fits = await ask(4095);
+      expect(fits.status).toBe(200);
+      expect(fits.json().usage).toMatchObject({ prompt_tokens: 4095, completion_tokens: 1 });
     } finally {
       await fleet.stop();
     }

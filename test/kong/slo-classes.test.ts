@@ -223,25 +223,47 @@ describe('vllm_scheduling_policy: priority against a replica without the flag', 
     w = undefined;
   });
 
-  it("answers vLLM's 400 for a class other than priority 0, gives the lease back, and keeps the replica up", async () => {
-    w = await startWorld(driver, [vllm({})], (u) =>
+  it('the replica accepts the priority field and serves first come first served; the lease comes back', async () => {
+    // vLLM's V1 engine since PR #19057 passes `priority` on whatever the policy; without
+    // `--scheduling-policy priority` the queue is FCFSRequestQueue, which never reads it
+    // (vllm/v1/core/sched/request_queue.py `create_request_queue`, v0.11.0 and v0.11.2).
+    const replica = vllm({
+      timeScale: 50,
+      maxModelLen: 200_000,
+      engine: { maxNumSeqs: 1, kvCapacityTokens: 1_000_000, prefillMsPerToken: 1 },
+    });
+    w = await startWorld(driver, [replica], (u) =>
       onDemand(u, {
+        prefill_tokens_per_second: 1000,
         ...PRIORITY_CLASSES,
       }),
     );
-    const send = (headers: Record<string, string> = {}) =>
-      w!.service.handle({
-        path: '/v1/chat/completions',
-        headers: { 'content-type': 'application/json', ...headers },
-        body: chatBody(BASE, 10, 3),
-      });
-    const batch = await send({ 'x-gateway-inference-objective': 'batch' });
-    expect(batch.status).toBe(400);
-    expect(JSON.parse(batch.body.toString('utf8')).error.message).toBe(
-      'Got priority 1 but Priority scheduling is not enabled.',
-    );
-    // Priority 0 sends the body as it came: served.
-    expect((await send()).status).toBe(200);
+    const done: string[] = [];
+    const send = (name: string, tokens: number, headers: Record<string, string> = {}) =>
+      w!.service
+        .handle({
+          path: '/v1/chat/completions',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: chatBody(BASE, tokens, 5),
+        })
+        .then((r) => {
+          done.push(name);
+          return r;
+        });
+    expect((await send('warm', 10)).status).toBe(200);
+    const engine = w.fleet.replicas[0]!.engine;
+    // A 40k-token prompt holds the one slot (40 modelled s, 0.8 s here).
+    const jam = send('jam', 40_000);
+    await waitFor(() => engine.stats().running === 1);
+    const batch = send('batch', 10, { 'x-gateway-inference-objective': 'batch' });
+    await waitFor(() => engine.stats().waiting === 1);
+    const interactive = send('interactive', 10);
+    await waitFor(() => engine.stats().waiting === 2);
+    const answers = await Promise.all([jam, batch, interactive]);
+    for (const r of answers) expect(r.status).toBe(200);
+    // The batch request carried priority 1 and was served anyway, in arrival order.
+    expect(JSON.parse(answers[1]!.kong.serviceBody!).priority).toBe(1);
+    expect(done.slice(1)).toEqual(['jam', 'batch', 'interactive']);
     const status = await w.statusJson();
     expect(status.inFlight).toBe(0);
     // (The plugin server's runtime still lists earlier tests' replicas.)

@@ -114,15 +114,40 @@ describe('simulated vLLM replica, over HTTP', () => {
     expect(r.json().error.message).toMatch(/maximum context length is 8192 tokens/);
   });
 
-  it("refuses a priority other than 0 unless started with --scheduling-policy priority (vLLM's text)", async () => {
-    const r = await post(url, '/v1/chat/completions', { ...chat(BASE, 3), priority: 1 });
-    expect(r.status).toBe(400);
-    expect(r.json().error.message).toBe('Got priority 1 but Priority scheduling is not enabled.');
-    // 0 is the default: no scheduling policy needed.
-    expect((await post(url, '/v1/chat/completions', { ...chat(BASE, 3), priority: 0 })).status).toBe(200);
+  it('accepts priority without --scheduling-policy priority and serves first come first served (vLLM V1)', async () => {
+    // V1 passes `priority` on whatever the policy (vllm/v1/engine/processor.py `process_inputs`,
+    // v0.11.0 and v0.11.2); the fcfs queue never reads it (FCFSRequestQueue,
+    // vllm/v1/core/sched/request_queue.py). V0's 400 "Got priority 1 but Priority scheduling is not
+    // enabled." went with V0 (vLLM PRs #25025, #25033).
+    const f = await SimFleet.start([{ timeScale: 10, engine: { maxNumSeqs: 1, prefillMsPerToken: 1 } }]);
+    try {
+      const u = f.urls[0]!;
+      const engine = f.replicas[0]!.engine;
+      const alone = await post(u, '/v1/chat/completions', { ...chat(BASE, 3), priority: 1 });
+      expect(alone.status).toBe(200);
+      const done: string[] = [];
+      const send = (name: string, words: number, priority: number) =>
+        post(u, '/v1/chat/completions', {
+          ...chat(BASE, 3, { messages: [{ role: 'user', content: 'word '.repeat(words) }] }),
+          priority,
+        }).then((r) => {
+          done.push(name);
+          return r;
+        });
+      const jam = send('jam', 6000, 0);
+      await waitFor(() => engine.stats().running === 1);
+      const low = send('low', 1, 5);
+      await waitFor(() => engine.stats().waiting === 1);
+      const high = send('high', 1, -5);
+      await waitFor(() => engine.stats().waiting === 2);
+      for (const r of await Promise.all([jam, low, high])) expect(r.status).toBe(200);
+      expect(done).toEqual(['jam', 'low', 'high']);
+    } finally {
+      await f.stop();
+    }
   });
 
-  it("answers an over-long prompt with each release's text; both start with the maximum context length", async () => {
+  it("answers an over-long prompt with v0.19.0's renderer text, with and without max_tokens", async () => {
     const f = await SimFleet.start([{ contextErrors: 'renderer' }]);
     try {
       const long = chat(BASE, 16, { messages: [{ role: 'user', content: 'x'.repeat(40000) }] });
@@ -136,6 +161,14 @@ describe('simulated vLLM replica, over HTTP', () => {
         message:
           "This model's maximum context length is 8192 tokens. However, you requested 16 output tokens and your prompt contains at least 8177 input tokens, for a total of at least 8193 tokens. Please reduce the length of the input prompt or the number of requested output tokens.",
       });
+      // A chat request without max_tokens is checked with 0 output tokens (ChatCompletionRequest
+      // `build_tok_params`, vllm/entrypoints/openai/chat_completion/protocol.py, v0.19.0).
+      const { max_tokens: _, ...bare } = long;
+      const r0 = await post(f.urls[0]!, '/v1/chat/completions', bare);
+      expect(r0.status).toBe(400);
+      expect(r0.json().error.message).toBe(
+        "This model's maximum context length is 8192 tokens. However, you requested 0 output tokens and your prompt contains at least 8193 input tokens, for a total of at least 8193 tokens. Please reduce the length of the input prompt or the number of requested output tokens.",
+      );
     } finally {
       await f.stop();
     }

@@ -121,7 +121,7 @@ export const objectiveFields: SchemaFields = [
       default: 'fcfs',
       one_of: ['fcfs', 'priority'],
       description:
-        "What the vLLM replicas run with (vLLM's `--scheduling-policy`). `priority`: the router sets each request's `priority` body field from its class (vLLM serves lower first: class priority 0 is vLLM's 0, -1 is 1; a client's own value is replaced), so a replica's waiting batch requests no longer go before interactive ones. Only for replicas started with `--scheduling-policy priority`: the others refuse any priority but 0 (400). `fcfs` (vLLM's default): the body is left as the client sent it. llama.cpp replicas are left alone either way. See docs/routing.md.",
+        "What the vLLM replicas run with (vLLM's `--scheduling-policy`). `priority`: the router sets each request's `priority` body field from its class (vLLM serves lower first: class priority 0 is vLLM's 0, -1 is 1; a client's own value is replaced), so a replica's waiting batch requests no longer go before interactive ones. Only useful with replicas started with `--scheduling-policy priority`: a vLLM V1 replica without it (v0.11.0 and later) accepts the field and serves first come first served, so a wrong setting is harmless but goes unnoticed (older vLLM answered 400: the V0 engine, and V1 before mid-2025 whatever the flag). `fcfs` (vLLM's default): the body is left as the client sent it. llama.cpp replicas are left alone either way. See docs/routing.md.",
     },
   },
   {
