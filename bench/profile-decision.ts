@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { GCProfiler, getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { accessLogBed } from './access-log-bed';
 import { decisionBed, pluginServerCpu, routeBed } from './overhead';
 import { variedBed } from './varied-fleet';
 
@@ -27,6 +28,9 @@ import { variedBed } from './varied-fleet';
  *       replica by replica and moves between decisions (bench/varied-fleet.ts): its digest covers
  *       every candidate's prediction and score, so a change to the work model or the pipeline
  *       that moves any figure, not only a pick, shows
+ *   --case access-log         lora-router's access + log in process, 1 KB, adapter resident, its PDK
+ *       answering at once (bench/access-log-bed.ts): the plugin glue and the routing core as the
+ *       request-path goal counts them, without msgpack or the socket
  *   --case plugin-server      the real plugin server's CPU time per 1 KB access + log event
  *       pair, lora-router against the no-op plugin (bench/overhead.ts `pluginServerCpu`)
  */
@@ -34,13 +38,17 @@ const HELP =
   'Usage: node dist/bench/profile-decision.js [--case NAME] [--n N] [--warm W] [--callgrind | --picks]';
 
 const CASES = ['decision-count', 'decision-predicted', 'route-release'] as const;
-type Case = (typeof CASES)[number] | 'decision-varied';
+type Case = (typeof CASES)[number] | 'decision-varied' | 'access-log';
 
 /** One case's operation, the i-th call returning what it picked (a replica's URL). */
 async function operation(name: Case): Promise<{ op: (i: number) => Promise<string>; stop: () => void }> {
   if (name === 'decision-varied') {
     const bed = await variedBed(64, 10_000, 1);
     return { op: bed.decide, stop: () => {} };
+  }
+  if (name === 'access-log') {
+    const bed = await accessLogBed();
+    return { op: bed.accessLog, stop: bed.stop };
   }
   if (name === 'route-release') {
     const bed = await routeBed();
@@ -158,7 +166,8 @@ async function main(): Promise<void> {
   }
   const cases = (v.case === undefined ? [...CASES] : v.case.split(',')) as Case[];
   for (const c of cases)
-    if (c !== 'decision-varied' && !CASES.includes(c)) throw new Error(`unknown case ${c}; ${HELP}`);
+    if (c !== 'decision-varied' && c !== 'access-log' && !CASES.includes(c))
+      throw new Error(`unknown case ${c}; ${HELP}`);
   if (v.inner) {
     const r = await inner(cases[0]!, Number(v.warm ?? 0), Number(v.n ?? 0));
     return console.log(JSON.stringify(r));
