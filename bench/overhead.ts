@@ -406,9 +406,14 @@ export async function decisionBed(
 
 /**
  * In-process route + release on 8 replicas holding 16 adapters (resident, fresh): the i-th
- * request names the (i mod 16)-th adapter. Shared with bench/profile-decision.ts.
+ * request names the (i mod 16)-th adapter. Shared with bench/profile-decision.ts. Its prompts are
+ * short unless `promptChars` pads them: from 256 characters on a prompt's blocks are renewed in
+ * the prefix index (src/scheduler/prefix-index.ts) every request.
  */
-export async function routeBed(config: Record<string, unknown> = {}): Promise<{
+export async function routeBed(
+  config: Record<string, unknown> = {},
+  promptChars = 0,
+): Promise<{
   routeRelease: (i: number) => Promise<string>;
   stop: () => void;
 }> {
@@ -430,7 +435,9 @@ export async function routeBed(config: Record<string, unknown> = {}): Promise<{
   );
   await rt.poller.pollAll();
   const bodies = Array.from({ length: 16 }, (_, i) =>
-    Buffer.from(`{"model":"a${i}","messages":[{"role":"user","content":"hello ${i}"}]}`),
+    Buffer.from(
+      `{"model":"a${i}","messages":[{"role":"user","content":"${`hello ${i}`.padEnd(promptChars, '.')}"}]}`,
+    ),
   );
   const routeRelease = async (i: number) => {
     const r = await svc.route({ path: '/v1/chat/completions', body: bodies[i % 16]! });
@@ -441,12 +448,20 @@ export async function routeBed(config: Record<string, unknown> = {}): Promise<{
   return { routeRelease, stop: () => rt.stop() };
 }
 
-/** Heap after N routing decisions (resident adapters, in-process, no network): leaks show as growth. */
+/** The prompt length of `decisionHeap`'s requests: four of the prefix index's 256-character blocks. */
+export const HEAP_PROMPT_CHARS = 1024;
+
+/**
+ * Heap after N routing decisions (resident adapters, in-process, no network): leaks show as
+ * growth. Prompts of `HEAP_PROMPT_CHARS`, so that every request renews its blocks in the prefix
+ * index: with short prompts this missed the Lru's held iterator, which kept about 290 bytes a
+ * request (test/core/lru.test.ts).
+ */
 export async function decisionHeap(
   checkpoints: number[],
   log: (s: string) => void,
 ): Promise<{ decisions: number; heapMb: number; usPerDecision: number }[]> {
-  const bed = await routeBed();
+  const bed = await routeBed({}, HEAP_PROMPT_CHARS);
   const out: { decisions: number; heapMb: number; usPerDecision: number }[] = [];
   let done = 0;
   for (const target of checkpoints) {
