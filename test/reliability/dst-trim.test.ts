@@ -1,9 +1,9 @@
 /**
  * The simulation's "a trim takes a replica down to its limit, not below" (dst/unloads-needed.ts),
  * read off the replica's own adapter log and the unload calls the runtimes sent: on hand-made logs
- * (the trim break of two trims after one excess, a room made for a request, the excuses), and on a
- * seed with the break planted in the real code (a trim on a stale reading, the store granting it on
- * the caller's reading as before the fix).
+ * (the trim break of two trims after one excess, a room made for a request, the excuses), and on
+ * seeds with the break planted in the real code: the store granting a trim on the caller's reading
+ * as before the fix (08313b6), alone (seed 1395) and beside a trim on a stale reading (seed 93).
  */
 import { InvariantBroken, LogChecks, type LoadCall, type WorldView } from '../../dst/invariants';
 import { runSeed } from '../../dst/run';
@@ -121,7 +121,7 @@ describe('the simulation reads a trim below the limit off the replica log', () =
   });
 });
 
-describe('a planted trim break: a trim on a stale reading', () => {
+describe('the trim break planted in the real code', () => {
   const trim = Room.prototype.trim;
   const beginUnload = MemoryFleetStore.prototype.beginUnload;
   const EXCESS = '\u0000excess';
@@ -145,13 +145,28 @@ describe('a planted trim break: a trim on a stale reading', () => {
     MemoryFleetStore.prototype.beginUnload = beginUnload;
   });
 
-  it('with the store granting a trim on the caller reading (before the fix): seed 93 breaks it', async () => {
-    Room.prototype.trim = staleTrim;
-    // The store's count not asked for a trim: limit Infinity skips it, as before the fix.
+  /** The store grants a trim on the caller's reading, as before 08313b6: limit Infinity skips its count. */
+  const grantOnReading = () => {
     MemoryFleetStore.prototype.beginUnload = function (url, adapter, at, ttlMs, forAdapter, limit) {
       const trimming = forAdapter?.startsWith('\u0000') === true;
       return beginUnload.call(this, url, adapter, at, ttlMs, forAdapter, trimming ? Infinity : limit);
     };
+  };
+
+  it('the fix reverted alone: seed 1395 breaks it (a second trim on the count the first left at the limit)', async () => {
+    grantOnReading();
+    const r = await runSeed(1395);
+    expect(r.violation?.invariant).toBe(TRIM);
+    expect(r.violation?.detail).toMatch(
+      /^chat trimmed from http:\/\/replica-0:8000 .* left 1 loaded and 0 loading \(limit 2\)$/,
+    );
+    MemoryFleetStore.prototype.beginUnload = beginUnload;
+    expect((await runSeed(1395)).violation).toBeUndefined();
+  }, 30_000);
+
+  it('with the store granting a trim on the caller reading (before the fix): seed 93 breaks it', async () => {
+    Room.prototype.trim = staleTrim;
+    grantOnReading();
     const r = await runSeed(93);
     expect(r.violation?.invariant).toBe(TRIM);
     expect(r.violation?.detail).toMatch(
