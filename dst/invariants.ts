@@ -16,7 +16,7 @@ import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../src/router/cold-budget
 import type { BudgetOp } from './redis-model';
 import { excessReadBusy, type EngineWord } from './comma-word';
 import type { FailedLoad } from './replicas';
-import { trimmedBelow, type UnloadCall } from './unloads-needed';
+import { trimmedBelow, type UnloadCall } from './trim-check';
 
 export interface Violation {
   invariant: string;

@@ -32,7 +32,7 @@ import {
   type WorldView,
 } from './invariants';
 import { waitedIdle } from './hold-check';
-import type { UnloadCall } from './unloads-needed';
+import type { UnloadCall } from './trim-check';
 import { HealthReads, pastSeenDown } from './health-reads';
 import { RedisModel, type LinkFaults, type RedisLink } from './redis-model';
 import { ReplicaSet, urlParts } from './replicas';

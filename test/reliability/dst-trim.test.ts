@@ -1,5 +1,5 @@
 /**
- * The simulation's "a trim takes a replica down to its limit, not below" (dst/unloads-needed.ts),
+ * The simulation's "a trim takes a replica down to its limit, not below" (dst/trim-check.ts),
  * read off the replica's own adapter log and the unload calls the runtimes sent: on hand-made logs
  * (the trim break of two trims after one excess, a room made for a request, the excuses), and on
  * seeds with the break planted in the real code: the store granting a trim on the caller's reading
@@ -7,7 +7,7 @@
  */
 import { InvariantBroken, LogChecks, type LoadCall, type WorldView } from '../../dst/invariants';
 import { runSeed } from '../../dst/run';
-import type { UnloadCall } from '../../dst/unloads-needed';
+import type { UnloadCall } from '../../dst/trim-check';
 import type { AdapterLogEntry } from '../../sim/http/replica';
 import { occupyingSlots } from '../../src/adapters/eviction';
 import type { IdleUnload } from '../../src/adapters/idle-unload';
