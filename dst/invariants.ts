@@ -16,6 +16,7 @@ import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../src/router/cold-budget
 import type { BudgetOp } from './redis-model';
 import { excessReadBusy, type EngineWord } from './comma-word';
 import type { FailedLoad } from './replicas';
+import { trimmedBelow, type UnloadCall } from './trim-check';
 
 export interface Violation {
   invariant: string;
@@ -62,6 +63,8 @@ export interface Limits {
   excessGraceMs: number;
   /** How long after a fault the world counts as quiet (one load per burst is checked then). */
   quietAfterMs: number;
+  /** How long a load lock a reset of the shared state brought back may live (the trim check's excuse). */
+  staleLockMs?: number;
 }
 
 /** A load call as a runtime sent it. */
@@ -86,6 +89,8 @@ export interface LoadCall {
    * the shared state says nothing loads there, yet the replica may go on and land it.
    */
   gaveUpAt?: number;
+  /** When its sender had the answer or gave up (undefined: still waiting). */
+  endedAt?: number;
 }
 
 /**
@@ -105,6 +110,8 @@ export interface CallSource {
   /** Placements claimed past another (the one-load-per-burst check lets their loads overlap). */
   spreads?: readonly PlacementSpread[];
   failed: readonly FailedLoad[];
+  /** The unload calls the runtimes sent (which trimmed: sent for no request). */
+  unloads?: readonly UnloadCall[];
   /** backoff_base_ms: a load that failed is not tried again by its runtime sooner. */
   backoffMs: number;
 }
@@ -363,6 +370,11 @@ export class LogChecks {
     if (busy.violations.length > 0 && !this.sentAlone(e.replica, e.name))
       this.fail(w, 'no unload of a busy adapter', describe(busy.violations[0]!));
     if (e.op === 'load') this.load(e, w);
+    if (e.op === 'unload' && e.status === 200 && e.loaded !== undefined) {
+      const u = { url: e.replica, name: e.name, at: e.at, ms: e.ms, loaded: e.loaded };
+      const below = trimmedBelow(u, this.limits.maxLoadedAdapters, this.calls, w, this.limits.staleLockMs);
+      if (below) this.fail(w, 'a trim takes a replica down to its limit, not below', below);
+    }
     if (e.loaded !== undefined) {
       const max = this.limits.maxLoadedAdapters;
       if (e.loaded > max) {

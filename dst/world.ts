@@ -18,6 +18,7 @@ import { silentLogger } from '../src/log';
 import { VLLM_SAMPLES } from '../src/metrics/replica-load';
 import { seededRandom, type Random } from '../src/random';
 import { UNSEEN_HOLD_MS } from '../src/adapters/replica-word';
+import { LOCK_MARGIN_MS } from '../src/adapters/idle-unload';
 import { unseenFirst, type SentRequest, type Unloader } from './unseen-check';
 import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
@@ -31,6 +32,7 @@ import {
   type WorldView,
 } from './invariants';
 import { waitedIdle } from './hold-check';
+import type { UnloadCall } from './trim-check';
 import { HealthReads, pastSeenDown } from './health-reads';
 import { RedisModel, type LinkFaults, type RedisLink } from './redis-model';
 import { ReplicaSet, urlParts } from './replicas';
@@ -64,6 +66,10 @@ const UPSTREAM_TIMEOUT_MS = 10_000;
 const QUEUE_TIMEOUT_MS = 8000;
 /** backoff_base_ms (the Schema's default): a failed load is not tried again sooner by its runtime. */
 const BACKOFF_BASE_MS = 1000;
+/** load_timeout_ms: a decision (room wait and two load calls) ends before LEASE_CEILING x lease_max_age_ms. */
+const LOAD_TIMEOUT_MS = 3000;
+/** The longest a Redis restart keeps it down (schedule.ts draws `downMs` up to this). */
+const REDIS_DOWN_MAX_MS = 3000;
 
 /**
  * The request whose access phase is running (its arrival number): a load call sent within it is
@@ -149,6 +155,8 @@ export class World {
   private readonly prefixDb = new Map<string, number>();
   /** Load calls as each runtime sent them (the checks read them after each step). */
   private readonly loadCalls: LoadCall[] = [];
+  /** The unload calls the runtimes sent, with the request whose decision sent each (none: a trim). */
+  private readonly unloadCalls: UnloadCall[] = [];
   /** Placements a runtime claimed past another's, as Redis granted them (the one-load-per-burst check). */
   private readonly spreads: PlacementSpread[] = [];
   /** Requests answered 429 for the fleet's cold-load budget (the budget check reads them). */
@@ -215,12 +223,15 @@ export class World {
         coldLoadsPerMinute: this.w.coldLoadsPerMinute,
         excessGraceMs: 2 * POLL_MS + this.w.loadMs + 2 * PROBE_MS + 1000,
         quietAfterMs: (this.w.nodeTtlMs ?? NODE_TTL_MS) + 2 * PROBE_MS,
+        // A load lock's TTL (load_timeout_ms and its margin), from a restart's end at the latest.
+        staleLockMs: LOAD_TIMEOUT_MS + LOCK_MARGIN_MS + REDIS_DOWN_MAX_MS,
       },
       (replica, adapter) =>
         this.unloaders.get(`${replica}\u0000${adapter}`)?.alone === true ||
         this.unseenFirst(replica, adapter),
       {
         loads: this.loadCalls,
+        unloads: this.unloadCalls,
         spreads: this.spreads,
         failed: this.replicas.failedLoads,
         backoffMs: BACKOFF_BASE_MS,
@@ -261,8 +272,7 @@ export class World {
       lease_max_age_ms: this.w.leaseMaxAgeMs,
       ttft_slo_ms: this.w.ttftSloMs,
       queue_timeout_ms: this.w.queueTimeoutMs ?? QUEUE_TIMEOUT_MS,
-      // A decision (room wait and two load calls) ends before LEASE_CEILING x lease_max_age_ms.
-      load_timeout_ms: 3000,
+      load_timeout_ms: LOAD_TIMEOUT_MS,
       redis,
     };
     // Parsed once per distinct configuration, not per runtime: schedules share a handful of them.
@@ -375,6 +385,13 @@ export class World {
           db,
           wordAt: this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
         });
+        this.unloadCalls.push({
+          at: this.sched.now(),
+          url: origin,
+          name,
+          request: routingRequest.getStore(),
+          alone,
+        });
       }
       if (!url.endsWith('/v1/load_lora_adapter') || name === undefined)
         return call(method, url, timeoutMs, body);
@@ -393,7 +410,10 @@ export class World {
       this.loadsInFlight++;
       const reply = call(method, url, timeoutMs, body);
       // Beside the caller's own handlers, not chained before them: its answer comes no later.
-      const done = () => void this.loadsInFlight--;
+      const done = () => {
+        sent.endedAt = this.sched.now();
+        this.loadsInFlight--;
+      };
       reply.then(done, () => {
         sent.gaveUpAt = this.sched.now();
         done();

@@ -226,6 +226,17 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(Object.keys(await states(s)).sort()).toEqual(['d', 'e']);
   });
 
+  it('trims under way take their slots off the count: over by two, two trims at once, not a third', async () => {
+    // Any `for` led by NUL is a trim (the store's contract): trims under other such names are counted
+    // off the replica's count, not onto it (Stryker's survivor `residentCount + trimming`).
+    const s = await store();
+    for (const [i, name] of ['a', 'b', 'c', 'd'].entries())
+      expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    expect(await s.beginUnload(U, 'a', 10, TTL, '\u0000n1', 2)).not.toBeNull();
+    expect(await s.beginUnload(U, 'b', 11, TTL, '\u0000n2', 2)).not.toBeNull();
+    expect(await s.beginUnload(U, 'c', 12, TTL, '\u0000n3', 2)).toBeNull(); // 4 less 2 under way: 2 of 2
+  });
+
   it('classifies adapters in the first registry as static, later ones (another router) as loaded', async () => {
     const s = await store();
     await s.applySnapshot(U, { at: 1, ok: true, load, registry: [{ name: 'boot', path: '/a/boot' }] });

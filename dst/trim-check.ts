@@ -1,0 +1,96 @@
+/**
+ * "A trim takes a replica down to its limit, not below" (docs/reliability.md "A poll trims what
+ * got past"), read off the replicas' own logs: every unload a router sends outside any request's
+ * decision (the trim after a poll, of an idle excess over `max_loaded_adapters`) leaves the
+ * replica's registry at or above the limit. Before the store counted again before granting a trim,
+ * two nodes reading a replica one over its limit, or one node on a stale reading, each trimmed an
+ * adapter: a slot left empty, a reload later.
+ *
+ * An unload sent within a request's decision is left out: it makes room for that request's load
+ * (the replica full by the store's count), or is the after-load undo of an excess, and the room it
+ * makes may go unused by design (the request placed elsewhere on its recheck after the unload, or
+ * refused by the budget, or its access phase over: `Room.claimSlot`), so the log alone cannot tell a
+ * needless one from it. Excused: a trim sent by a node deciding alone, or judged while the world is
+ * degraded or after a fault began or healed since it was sent (a replica's registry and the store's
+ * count may differ then: a replica restart, an emptied store), or sent within `staleMs` of a reset
+ * of the shared state; and a slot for each load under way there when it was sent.
+ */
+
+import type { LoadCall } from './invariants';
+
+/** An unload call as a runtime's HTTP sent it (dst/world.ts). */
+export interface UnloadCall {
+  at: number;
+  url: string;
+  name: string;
+  /** The request whose decision sent it (none: a trim after a poll). */
+  request?: number;
+  /** Its store decided alone (Redis unreachable to it) when it sent the call. */
+  alone: boolean;
+}
+
+/** A replica's answer to an unload (AdapterLogEntry), with its replica. */
+export interface UnloadAnswer {
+  url: string;
+  name: string;
+  /** When it answered, and how long the call took there. */
+  at: number;
+  ms: number;
+  /** The registry's runtime-loaded adapters after it. */
+  loaded: number;
+}
+
+/** What of the world the judgement reads (WorldView's fields). */
+export interface NeedScope {
+  degraded: boolean;
+  lastFaultAt: number;
+  /** Times the shared state was emptied or rolled back, and spans of record changes to other state. */
+  resets: readonly (number | { from: number; to: number })[];
+}
+
+/** The runtimes' calls (CallSource's fields the judgement reads). */
+export interface SentCalls {
+  loads: readonly LoadCall[];
+  unloads?: readonly UnloadCall[];
+}
+
+/**
+ * The trim that took the replica below `max` less the loads under way there when it was sent
+ * (undefined: none, or excused). Those loads were counted by the store when it granted the trim,
+ * and fill the slots back as they land; one that fails or never lands (a replica hung, seed 990)
+ * leaves the slot empty, which the trim could not know. The call judged is the last its runtimes
+ * sent for that adapter there before the replica answered.
+ */
+export function trimmedBelow(
+  e: UnloadAnswer,
+  max: number,
+  calls: SentCalls,
+  w: NeedScope,
+  /**
+   * How long after a reset of the shared state its count may still hold a load no call backs: a
+   * load lock brought back by a restart from an older snapshot (or on the other state a record
+   * change moves to) lives until its TTL (seed 835: `sql` loading again after its unload, the one
+   * adapter there trimmed).
+   */
+  staleMs = 0,
+): string | undefined {
+  if (e.loaded >= max) return undefined;
+  const unloads = calls.unloads ?? [];
+  let call: UnloadCall | undefined;
+  for (let k = unloads.length - 1; k >= 0 && !call; k--) {
+    const c = unloads[k]!;
+    if (c.url === e.url && c.name === e.name && c.at <= e.at) call = c;
+  }
+  if (!call || call.request !== undefined) return undefined;
+  if (call.alone || w.degraded || w.lastFaultAt >= call.at) return undefined;
+  const sent = call.at;
+  if (w.resets.some((r) => (typeof r === 'number' ? r : r.to) >= sent - staleMs)) return undefined;
+  const loading = calls.loads.filter(
+    (c) => c.url === e.url && c.at <= sent && !((c.endedAt ?? Infinity) <= sent),
+  ).length;
+  if (e.loaded + loading >= max) return undefined;
+  return (
+    `${e.name} trimmed from ${e.url} (sent at ${Math.round(sent)} ms, for no request) ` +
+    `left ${e.loaded} loaded and ${loading} loading (limit ${max})`
+  );
+}

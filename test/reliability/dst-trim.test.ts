@@ -1,0 +1,182 @@
+/**
+ * The simulation's "a trim takes a replica down to its limit, not below" (dst/trim-check.ts),
+ * read off the replica's own adapter log and the unload calls the runtimes sent: on hand-made logs
+ * (the trim break of two trims after one excess, a room made for a request, the excuses), and on
+ * seeds with the break planted in the real code: the store granting a trim on the caller's reading
+ * as before the fix (08313b6), alone (seed 1395) and beside a trim on a stale reading (seed 93).
+ */
+import { InvariantBroken, LogChecks, type LoadCall, type WorldView } from '../../dst/invariants';
+import { runSeed } from '../../dst/run';
+import type { UnloadCall } from '../../dst/trim-check';
+import type { AdapterLogEntry } from '../../sim/http/replica';
+import { occupyingSlots } from '../../src/adapters/eviction';
+import type { IdleUnload } from '../../src/adapters/idle-unload';
+import type { AdapterPolicy } from '../../src/adapters/policy';
+import { Room } from '../../src/adapters/room';
+import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import type { FleetStore } from '../../src/fleet/store';
+
+const URL = 'http://replica-0:8000';
+const LIMITS = {
+  maxLoadedAdapters: 2,
+  nodes: 3,
+  coldLoadsPerMinute: 100,
+  excessGraceMs: 5000,
+  quietAfterMs: 4000,
+};
+const QUIET: WorldView = { now: 10_000, step: 1, degraded: false, lastFaultAt: -Infinity, resets: [] };
+const TRIM = 'a trim takes a replica down to its limit, not below';
+
+const load = (at: number, name: string, loaded: number): AdapterLogEntry => ({
+  at,
+  op: 'load',
+  name,
+  status: 200,
+  ms: 100,
+  loaded,
+});
+const unload = (at: number, name: string, loaded: number): AdapterLogEntry => ({
+  at,
+  op: 'unload',
+  name,
+  status: 200,
+  ms: 5,
+  inFlight: 0,
+  running: 0,
+  waiting: 0,
+  loaded,
+});
+
+/**
+ * A replica limited to 2 that held 3 (c landed late), then unloads of a and b, `bFor` saying
+ * which request's decision sent b's (undefined: a trim after a poll, like a's).
+ */
+function excessThenTwoUnloads(bFor: number | undefined, extra: Partial<Record<'loads', LoadCall[]>> = {}) {
+  const log = [
+    load(100, 'a', 1),
+    load(200, 'b', 2),
+    load(3400, 'c', 3),
+    unload(5010, 'a', 2),
+    unload(5030, 'b', 1),
+  ];
+  const unloads: UnloadCall[] = [
+    { at: 5005, url: URL, name: 'a', alone: false },
+    { at: 5025, url: URL, name: 'b', alone: false, ...(bFor === undefined ? {} : { request: bFor }) },
+  ];
+  return { log, calls: { loads: extra.loads ?? [], failed: [], backoffMs: 1000, unloads } };
+}
+
+/** The invariant the checks find broken once they read the whole log (none: undefined). */
+function broken(setup: ReturnType<typeof excessThenTwoUnloads>, w: Partial<WorldView> = {}, alone = false) {
+  const checks = new LogChecks(
+    [{ url: URL, log: setup.log }],
+    { ...LIMITS, staleLockMs: 11_000 },
+    () => alone,
+    setup.calls,
+  );
+  try {
+    checks.check({ ...QUIET, ...w });
+    return undefined;
+  } catch (err) {
+    if (err instanceof InvariantBroken) return err.v;
+    throw err;
+  }
+}
+
+describe('the simulation reads a trim below the limit off the replica log', () => {
+  it('two trims after one excess (the trim break) leave a slot empty: broken', () => {
+    const v = broken(excessThenTwoUnloads(undefined));
+    expect(v?.invariant).toBe(TRIM);
+    expect(v?.detail).toBe(
+      `b trimmed from ${URL} (sent at 5025 ms, for no request) left 1 loaded and 0 loading (limit 2)`,
+    );
+  });
+
+  it('the second unload sent by a request making room for its load: not a trim, holds', () => {
+    expect(broken(excessThenTwoUnloads(7))).toBeUndefined();
+  });
+
+  it('a load under way there when the trim was sent fills the slot back: holds', () => {
+    const loading: LoadCall = { at: 4000, url: URL, name: 'd', proc: 'n0g0', sender: 'n0g0r0', alone: false };
+    expect(broken(excessThenTwoUnloads(undefined, { loads: [loading] }))).toBeUndefined();
+    // Answered before the trim was sent: the registry's count already holds it.
+    const landed = { ...loading, endedAt: 4100 };
+    expect(broken(excessThenTwoUnloads(undefined, { loads: [landed] }))?.invariant).toBe(TRIM);
+  });
+
+  it('excused while the world is degraded, after a fault since it was sent, or from a node deciding alone', () => {
+    expect(broken(excessThenTwoUnloads(undefined), { degraded: true })).toBeUndefined();
+    expect(broken(excessThenTwoUnloads(undefined), { lastFaultAt: 5026 })).toBeUndefined();
+    const alone = excessThenTwoUnloads(undefined);
+    alone.calls.unloads[1]!.alone = true;
+    expect(broken(alone)).toBeUndefined();
+    // A fault healed before the trim was sent excuses nothing.
+    expect(broken(excessThenTwoUnloads(undefined), { lastFaultAt: 5000 })?.invariant).toBe(TRIM);
+  });
+
+  it('excused within a load lock of a reset of the shared state (a lock brought back), not after', () => {
+    expect(broken(excessThenTwoUnloads(undefined), { resets: [5025 - 11_000] })).toBeUndefined();
+    expect(broken(excessThenTwoUnloads(undefined), { resets: [{ from: 0, to: 1000 }] })).toBeUndefined();
+    expect(broken(excessThenTwoUnloads(undefined), { resets: [5025 - 11_001] })?.invariant).toBe(TRIM);
+  });
+});
+
+describe('the trim break planted in the real code', () => {
+  const trim = Room.prototype.trim;
+  const beginUnload = MemoryFleetStore.prototype.beginUnload;
+  const EXCESS = '\u0000excess';
+
+  /**
+   * Room.trim reading the replica once (a stale reading) for every unload of its loop: it goes on
+   * trimming until the store refuses, or no idle adapter is left.
+   */
+  const staleTrim = async function (this: Room, url: string, policy: AdapterPolicy): Promise<void> {
+    const room = this as unknown as { store: FleetStore; idleUnload: IdleUnload };
+    const residents = await room.store.residents(url);
+    const occupying = occupyingSlots(residents, policy.isStatic);
+    if (occupying.length <= policy.maxLoadedAdapters) return;
+    const configuredStatic = residents.filter((r) => r.state !== 'static' && policy.isStatic(r.name));
+    const limit = policy.maxLoadedAdapters + configuredStatic.length;
+    while (await room.idleUnload.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS, limit));
+  };
+
+  afterEach(() => {
+    Room.prototype.trim = trim;
+    MemoryFleetStore.prototype.beginUnload = beginUnload;
+  });
+
+  /** The store grants a trim on the caller's reading, as before 08313b6: limit Infinity skips its count. */
+  const grantOnReading = () => {
+    MemoryFleetStore.prototype.beginUnload = function (url, adapter, at, ttlMs, forAdapter, limit) {
+      const trimming = forAdapter?.startsWith('\u0000') === true;
+      return beginUnload.call(this, url, adapter, at, ttlMs, forAdapter, trimming ? Infinity : limit);
+    };
+  };
+
+  it('the fix reverted alone: seed 1395 breaks it (a second trim on the count the first left at the limit)', async () => {
+    grantOnReading();
+    const r = await runSeed(1395);
+    expect(r.violation?.invariant).toBe(TRIM);
+    expect(r.violation?.detail).toMatch(
+      /^chat trimmed from http:\/\/replica-0:8000 .* left 1 loaded and 0 loading \(limit 2\)$/,
+    );
+    MemoryFleetStore.prototype.beginUnload = beginUnload;
+    expect((await runSeed(1395)).violation).toBeUndefined();
+  }, 30_000);
+
+  it('with the store granting a trim on the caller reading (before the fix): seed 93 breaks it', async () => {
+    Room.prototype.trim = staleTrim;
+    grantOnReading();
+    const r = await runSeed(93);
+    expect(r.violation?.invariant).toBe(TRIM);
+    expect(r.violation?.detail).toMatch(
+      /trimmed from http:\/\/replica-2:8000 .* left 0 loaded and 0 loading \(limit 1\)/,
+    );
+  }, 30_000);
+
+  it("with the store's count (the fix): the same stale trim is refused, seed 93 holds", async () => {
+    Room.prototype.trim = staleTrim;
+    const r = await runSeed(93);
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+});
