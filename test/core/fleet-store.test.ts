@@ -265,7 +265,7 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     });
   });
 
-  it("a load sent before the first registry read (an emptied state) leaves the start-up adapters static", async () => {
+  it('a load sent before the first registry read (an emptied state) leaves the start-up adapters static', async () => {
     // Seeds 362 and 408 of the simulation: after FLUSHALL a load on the replica came before the
     // first poll, and that poll counted the replica's start-up `sql,chat` as loaded; a trim unloaded it.
     const s = await store();
