@@ -289,6 +289,21 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect((await states(s)).theirs).toBe('loaded');
   });
 
+  it('a load answered "already loaded" before the first read leaves a start-up entry at another path static', async () => {
+    // Seed 18826: a name pattern matched the start-up `sql,chat`; the manager ended the load as not its own.
+    const s = await store();
+    expect(await loadOn(s, 'sql,chat', 1, false)).toBe(true);
+    expect(await loadOn(s, 'x', 2, false)).toBe(true); // given up on, landed later
+    await settle();
+    const managed = (name: string, path: string) => path === `/adapters/${name}`;
+    const registry = [
+      { name: 'sql,chat', path: '/static/sql,chat' },
+      { name: 'x', path: '/adapters/x' },
+    ];
+    await s.applySnapshot(U, { at: 5, ok: true, load, registry, managed });
+    expect(await states(s)).toEqual({ 'sql,chat': 'static', x: 'loaded' });
+  });
+
   it('forgets adapters that leave the registry (a restart), but keeps a load in progress', async () => {
     const s = await store();
     await s.applySnapshot(U, { at: 1, ok: true, registry: [{ name: 'boot', path: '' }] });

@@ -108,7 +108,10 @@ for _, e in ipairs(s.registry) do
     local gone = redis.call('ZSCORE', P .. 'gone:' .. url, e.name)
     if not gone or tonumber(gone) < started then
       local state = 'static'
-      if everLoaded or e.managed or redis.call('SISMEMBER', unseen, e.name) == 1 then state = 'loaded' end
+      -- e.managed nil: no configurations known to the caller (false: listed at a path none loads).
+      if everLoaded or e.managed or (e.managed == nil and redis.call('SISMEMBER', unseen, e.name) == 1) then
+        state = 'loaded'
+      end
       putres(url, e.name, {state = state, since = s.at, lastUsed = s.at})
     end
   elseif cur.state == 'static' and e.managed then
