@@ -3,11 +3,14 @@
  * adapter log: on hand-made logs (an unload of a start-up entry, of a runtime-loaded one, one
  * refused), and on seeds 362 and 408 (after a FLUSHALL, a load on the replica before the first poll
  * re-adopted its registry) with the stores' old classification planted: any load on the record
- * made every entry of that first read a router's, the start-up `sql,chat` with them.
+ * made every entry of that first read a router's, the start-up `sql,chat` with them; and on seed
+ * 18826 with the manager's old reading of "already loaded" planted (a load by the name pattern of
+ * the start-up `sql,chat`, taken as the router's).
  */
 import { InvariantBroken, LogChecks, type WorldView } from '../../dst/invariants';
 import { runSeed } from '../../dst/run';
 import type { AdapterLogEntry } from '../../sim/http/replica';
+import { ReplicaWord } from '../../src/adapters/replica-word';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { ReplicaRecord } from '../../src/fleet/replica-record';
 
@@ -88,4 +91,20 @@ describe('the old classification planted in the real code', () => {
     },
     30_000,
   );
+});
+
+describe('the old reading of "already loaded" planted in the real code', () => {
+  const registeredAtStart = ReplicaWord.prototype.registeredAtStart;
+  afterEach(() => {
+    ReplicaWord.prototype.registeredAtStart = registeredAtStart;
+  });
+
+  it('seed 18826 breaks it (sql,chat off replica-0), and holds with the fix', async () => {
+    ReplicaWord.prototype.registeredAtStart = async () => false;
+    const r = await runSeed(18826);
+    expect(r.violation?.invariant).toBe(STATIC);
+    expect(r.violation?.detail).toContain(`sql,chat (registered at http://replica-0:8000's start) unloaded`);
+    ReplicaWord.prototype.registeredAtStart = registeredAtStart;
+    expect((await runSeed(18826)).violation).toBeUndefined();
+  }, 30_000);
 });
