@@ -16,6 +16,7 @@ import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../src/router/cold-budget
 import type { BudgetOp } from './redis-model';
 import { excessReadBusy, type EngineWord } from './comma-word';
 import type { FailedLoad } from './replicas';
+import { staticUnloaded } from './static-check';
 import { trimmedBelow, type UnloadCall } from './trim-check';
 
 export interface Violation {
@@ -370,6 +371,8 @@ export class LogChecks {
     if (busy.violations.length > 0 && !this.sentAlone(e.replica, e.name))
       this.fail(w, 'no unload of a busy adapter', describe(busy.violations[0]!));
     if (e.op === 'load') this.load(e, w);
+    const unloadedStatic = staticUnloaded(e, e.replica);
+    if (unloadedStatic) this.fail(w, 'static adapters stay', unloadedStatic);
     if (e.op === 'unload' && e.status === 200 && e.loaded !== undefined) {
       const u = { url: e.replica, name: e.name, at: e.at, ms: e.ms, loaded: e.loaded };
       const below = trimmedBelow(u, this.limits.maxLoadedAdapters, this.calls, w, this.limits.staleLockMs);

@@ -87,6 +87,8 @@ export interface AdapterLogEntry {
   waiting?: number;
   /** Runtime-loaded adapters registered once the call was answered (200 loads and unloads). */
   loaded?: number;
+  /** An unload (200) of an entry registered at start (`--lora-modules`), not through the runtime API. */
+  static?: true;
   /** Unix ms of the answer on the wall clock, whatever the replica's clock (fault runs line logs up). */
   wallMs?: number;
 }

@@ -134,7 +134,11 @@ export class VllmLoraApi {
     const { r } = this;
     const b = (body instanceof Error ? {} : (body ?? {})) as Record<string, unknown>;
     const name = typeof b.lora_name === 'string' ? b.lora_name : '';
-    const logged = (res: SimError, busy?: { running: number; waiting: number }): SimError => {
+    const logged = (
+      res: SimError,
+      busy?: { running: number; waiting: number },
+      registeredAtStart = false,
+    ): SimError => {
       r.log.push({
         at: r.clock.now(),
         op: 'unload',
@@ -142,6 +146,7 @@ export class VllmLoraApi {
         status: res.status,
         ms: 0,
         ...(busy ? { inFlight: busy.running + busy.waiting, ...busy } : {}),
+        ...(registeredAtStart ? { static: true as const } : {}),
         loaded: r.registry.runtimeCount(),
         wallMs: Date.now(),
       });
@@ -161,7 +166,11 @@ export class VllmLoraApi {
     // 0.27.2rc0 c0adee9231 in vllm#54839): the weights stay cached until the LRU pushes them out. `frees`: the
     // engine's remove_lora too (the Rust frontend; the Python one on main, vllm 00153c8b79).
     if (r.o.unload === 'frees') r.engine.dropWeights(entry.weights);
-    return logged({ status: 200, body: `Success: LoRA adapter '${name}' removed successfully.` }, busy);
+    return logged(
+      { status: 200, body: `Success: LoRA adapter '${name}' removed successfully.` },
+      busy,
+      entry.static,
+    );
   }
 
   /**

@@ -284,6 +284,20 @@ export class AdapterManager {
     const ms = this.clock.now() - started;
     this.backoff.clear(key);
     this.unknownNames.loaded(adapter.name);
+    // "Already loaded" by the replica's own start-up registration (a name pattern matched it, and no
+    // registry read since an emptied state said so): nothing of ours landed. Its request is served
+    // there; the store does not take it as loaded, so no trim unloads it (dst seed 18826).
+    if (
+      outcome === 'already-loaded' &&
+      (await this.replicaWord.registeredAtStart(
+        url,
+        adapter.name,
+        within(policy, Infinity, this.clock.now()),
+      ))
+    ) {
+      await this.finish('load', url, adapter.name, fence, false);
+      return true;
+    }
     // "Already loaded" while this load's undo is held off (decided alone, Redis now back; a record
     // change): the copy may be a peer's load, still `loading` in the shared state, whose after-load
     // check may undo it, having seen no request of it. Looked at again there, as any request

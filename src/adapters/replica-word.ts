@@ -180,6 +180,23 @@ export class ReplicaWord {
   }
 
   /**
+   * After a load answered "already loaded": whether the replica's own list gives `name` a path no
+   * configuration loads (registered at its start, `--lora-modules`): a start-up adapter a name
+   * pattern also matched, not a router's load. False when it cannot say (no configurations known,
+   * no list, no answer in time): the answer stands as a router's load, as before.
+   */
+  async registeredAtStart(url: string, name: string, leftMs = Infinity): Promise<boolean> {
+    if (!this.api.residency || !this.isManaged || leftMs <= 0) return false;
+    try {
+      const listed = await this.api.residency(url, Math.min(this.timeoutMs(), leftMs));
+      const e = listed?.find((x) => x.name === name);
+      return e !== undefined && !this.isManaged(e.name, e.path);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
    * The replica's word before a load into a slot the store believes free: the adapters other
    * than `name` that hold a slot there, by its own registry read afresh (undefined when it cannot
    * list them or did not answer: the store's count alone decides, as before). `storeKnows` names

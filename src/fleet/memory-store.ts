@@ -198,9 +198,18 @@ export class MemoryFleetStore implements FleetStore {
       }
       if (cur || (r.gone.get(name) ?? -Infinity) >= scrapedAt) continue;
       // A router's load (ours before a restart, or another instance's) if a configuration
-      // manages the name or we loaded here before; otherwise registered at replica start.
-      const state = r.everLoaded || managed?.(name, path) ? 'loaded' : 'static';
+      // manages the name or we loaded here before; otherwise registered at replica start. Before
+      // the first read, only the names loaded count: another's load says nothing of the start-up
+      // ones (an emptied state: a load sent before the first poll re-adopted the registry), nor
+      // does one of a name listed at a path no configuration loads (answered "already loaded").
+      const ours = r.everLoaded || (r.loadedUnseen.has(name) && (managed?.(name, path) ?? true));
+      const state = ours || managed?.(name, path) ? 'loaded' : 'static';
       putResidency(r, name, { state, since: at, lastUsed: at });
+    }
+    if (!r.registrySeen) {
+      r.registrySeen = true;
+      r.everLoaded ||= r.loadedUnseen.size > 0;
+      r.loadedUnseen.clear();
     }
     if (vanished > 0) {
       this.event({
@@ -251,7 +260,8 @@ export class MemoryFleetStore implements FleetStore {
     this.roomMade.get(url)?.delete(adapter);
     const fence = (this.lastFence = nextFence(this.lastFence, at));
     putResidency(r, adapter, { state: 'loading', since: at, lastUsed: at, fence });
-    r.everLoaded = true;
+    if (r.registrySeen) r.everLoaded = true;
+    else r.loadedUnseen.add(adapter);
     return fence;
   }
 

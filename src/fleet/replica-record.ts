@@ -30,8 +30,18 @@ export interface ReplicaRecord {
   /** Non-static entries in `residency` (kept by putResidency/dropResidency: read per request). */
   residentCount: number;
   llamaAdapters: LlamaAdapter[];
-  /** A router began a load here: registry entries seen after this are not start-up adapters. */
+  /**
+   * A router began a load here after a registry read was adopted: registry entries seen after this
+   * are not start-up adapters.
+   */
   everLoaded: boolean;
+  /** A registry read was adopted (the record is new after an emptied state until then). */
+  registrySeen: boolean;
+  /**
+   * Adapters a router began loading here before any registry read was adopted: the first read
+   * classifies these as loaded, and nothing else by a load (the start-up adapters are all there).
+   */
+  loadedUnseen: Set<string>;
   /** The `managedVersion` static entries were last classified under. */
   classifiedUnder?: number;
   inFlight: number;
@@ -55,6 +65,8 @@ export function newReplicaRecord(spec: ReplicaSpec, holders?: HolderIndex): Repl
     residentCount: 0,
     llamaAdapters: [],
     everLoaded: false,
+    registrySeen: false,
+    loadedUnseen: new Set(),
     inFlight: 0,
     inFlightByAdapter: new Map(),
     passiveFailures: 0,

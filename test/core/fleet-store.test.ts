@@ -265,6 +265,45 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     });
   });
 
+  it('a load sent before the first registry read (an emptied state) leaves the start-up adapters static', async () => {
+    // Seeds 362 and 408 of the simulation: after FLUSHALL a load on the replica came before the
+    // first poll, and that poll counted the replica's start-up `sql,chat` as loaded; a trim unloaded it.
+    const s = await store();
+    expect(await loadOn(s, 'mine', 1)).toBe(true);
+    // Given up on before the first read (no answer in time), then landed by the replica anyway.
+    expect(await loadOn(s, 'late', 2, false)).toBe(true);
+    await settle();
+    const boot = [
+      { name: 'sql,chat', path: '/static/sql,chat' },
+      { name: 'mine', path: '' },
+      { name: 'late', path: '' },
+    ];
+    await s.applySnapshot(U, { at: 5, ok: true, load, registry: boot });
+    expect(await states(s)).toEqual({ 'sql,chat': 'static', mine: 'loaded', late: 'loaded' });
+    expect((await s.views([U]))[0]!.residentCount).toBe(2);
+    // Static stays so: no trim may take it, the limit reached by the two loaded.
+    expect(await s.beginUnload(U, 'sql,chat', 6, TTL, '\u0000excess', 1)).toBeNull();
+    // After the first read, an entry that appears is another router's load, as before.
+    await settle();
+    await s.applySnapshot(U, { at: 8, ok: true, load, registry: [...boot, { name: 'theirs', path: '' }] });
+    expect((await states(s)).theirs).toBe('loaded');
+  });
+
+  it('a load answered "already loaded" before the first read leaves a start-up entry at another path static', async () => {
+    // Seed 18826: a name pattern matched the start-up `sql,chat`; the manager ended the load as not its own.
+    const s = await store();
+    expect(await loadOn(s, 'sql,chat', 1, false)).toBe(true);
+    expect(await loadOn(s, 'x', 2, false)).toBe(true); // given up on, landed later
+    await settle();
+    const managed = (name: string, path: string) => path === `/adapters/${name}`;
+    const registry = [
+      { name: 'sql,chat', path: '/static/sql,chat' },
+      { name: 'x', path: '/adapters/x' },
+    ];
+    await s.applySnapshot(U, { at: 5, ok: true, load, registry, managed });
+    expect(await states(s)).toEqual({ 'sql,chat': 'static', x: 'loaded' });
+  });
+
   it('forgets adapters that leave the registry (a restart), but keeps a load in progress', async () => {
     const s = await store();
     await s.applySnapshot(U, { at: 1, ok: true, registry: [{ name: 'boot', path: '' }] });

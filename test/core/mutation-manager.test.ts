@@ -40,6 +40,8 @@ class Replica implements ReplicaApi {
   alreadyNext = false;
   /** How long its model list takes to answer. */
   residencyMs = 0;
+  /** Paths its model list gives other than `/adapters/<name>` (registered at start: `--lora-modules`). */
+  paths = new Map<string, string>();
   constructor(
     private readonly clock: VirtualClock,
     private readonly loadMs = 100,
@@ -76,7 +78,7 @@ class Replica implements ReplicaApi {
   }
   async residency(): Promise<{ name: string; path: string }[]> {
     if (this.residencyMs > 0) await sleep(this.clock, this.residencyMs);
-    return [...this.held].map((name) => ({ name, path: `/adapters/${name}` }));
+    return [...this.held].map((name) => ({ name, path: this.paths.get(name) ?? `/adapters/${name}` }));
   }
 }
 
@@ -139,6 +141,36 @@ describe('AdapterManager: after a load, the replica over its limit', () => {
     const { err } = await outcome(ensure('a', policy({ maxLoadedAdapters: 1 })));
     expect(err).toBeUndefined();
     expect(api.calls).toEqual(['load a']);
+    expect(await names()).toEqual(['a']);
+  });
+
+  it('"already loaded" for an adapter the replica registered at start takes nothing as loaded (dst seed 18826)', async () => {
+    // A name pattern matches the replica's start-up `sql,chat` (another path): an emptied state had no
+    // registry read yet, so the router loaded it. Taken as its load, a trim unloaded the start-up adapter.
+    const { api, mgr, store, ensure, outcome, names } = await setup([], 100);
+    mgr.replicaWord.isManaged = (name, path) => path === `/adapters/${name}`;
+    api.held.add('sql,chat');
+    api.paths.set('sql,chat', '/static/sql,chat');
+    api.alreadyNext = true;
+    const p = ensure('sql,chat', policy({ maxLoadedAdapters: 1 }));
+    expect((await outcome(p)).err).toBeUndefined();
+    expect(await p).toBe('loaded'); // the replica serves it: the request goes there
+    expect(await names()).toEqual([]);
+    // The next poll adopts it as what it is, static (not against the limit, never trimmed).
+    await store.applySnapshot(U, {
+      at: T0 + 1000,
+      ok: true,
+      registry: await api.residency(),
+      managed: mgr.replicaWord.isManaged,
+    });
+    expect((await store.residents(U)).map((r) => [r.name, r.state])).toEqual([['sql,chat', 'static']]);
+  });
+
+  it('"already loaded" at a path a configuration loads is the router\'s load (another node\'s)', async () => {
+    const { api, mgr, ensure, outcome, names } = await setup([], 100);
+    mgr.replicaWord.isManaged = (name, path) => path === `/adapters/${name}`;
+    api.alreadyNext = true;
+    expect((await outcome(ensure('a', policy({ maxLoadedAdapters: 1 })))).err).toBeUndefined();
     expect(await names()).toEqual(['a']);
   });
 

@@ -428,10 +428,27 @@ describe('MemoryFleetStore: polls', () => {
       }),
     );
     expect(await states(s, V)).toEqual({ 'm-1': 'loaded', boot: 'static' }); // no new version: not asked again
+    await s.applySnapshot(U, poll(2, { registry: [] }));
     const f = (await s.beginLoad(U, 'x', 3, LIMIT))!;
     await s.finishLoad(U, 'x', f, false, 3);
     await s.applySnapshot(U, poll(5, { startedAt: 4, registry: [{ name: 'other', path: '' }] }));
     expect(await states(s)).toEqual({ other: 'loaded' }); // a load began here once
+  });
+
+  it('before the first registry read, a load marks its own name a load, not the start-up ones', async () => {
+    // An emptied state: the first read after a load (given up on, landed anyway) on the new record.
+    const s = await store();
+    const f = (await s.beginLoad(U, 'x', 1, LIMIT))!;
+    await s.finishLoad(U, 'x', f, false, 2);
+    const reg = [
+      { name: 'boot', path: '' },
+      { name: 'x', path: '' },
+    ];
+    await s.applySnapshot(U, poll(5, { startedAt: 4, registry: reg }));
+    expect(await states(s)).toEqual({ boot: 'static', x: 'loaded' });
+    // That load counts as one begun here: a name new to a later read is a load.
+    await s.applySnapshot(U, poll(7, { startedAt: 6, registry: [...reg, { name: 'other', path: '' }] }));
+    expect(await states(s)).toEqual({ boot: 'static', x: 'loaded', other: 'loaded' });
   });
 
   it('asks again about static entries only when the configurations changed, and keeps the others static', async () => {

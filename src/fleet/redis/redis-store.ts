@@ -218,7 +218,8 @@ export class RedisFleetStore implements FleetStore {
 
   async applySnapshot(url: string, s: ReplicaSnapshot): Promise<void> {
     // Which new names a configuration manages is known only here: ask for every entry.
-    const registry = s.registry?.map((e) => ({ ...e, managed: s.managed?.(e.name, e.path) ?? false }));
+    // `managed` left out when no configurations are known (the script then goes by the names loaded).
+    const registry = s.registry?.map((e) => ({ ...e, managed: s.managed?.(e.name, e.path) }));
     const body = {
       at: s.at,
       startedAt: s.startedAt ?? s.at,

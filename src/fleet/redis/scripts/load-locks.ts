@@ -14,7 +14,9 @@ if tonumber(redis.call('HGET', rkey(url), 'residents') or '0') >= limit then ret
 redis.call('HDEL', P .. 'made:' .. url, name)
 local fence = newfence()
 putres(url, name, {state = 'loading', since = at, lastUsed = at, fence = fence})
-redis.call('HSET', rkey(url), 'everLoaded', '1')
+-- Before the first registry read (a state emptied), only this name says it is no start-up adapter.
+if redis.call('HGET', rkey(url), 'registrySeen') == '1' then redis.call('HSET', rkey(url), 'everLoaded', '1')
+else redis.call('SADD', P .. 'unseen:' .. url, name) end
 lock(url, name, fence, ttl, ARGV[7])
 return fence`,
 

@@ -100,19 +100,29 @@ for i = 1, #all, 2 do
   end
 end
 local everLoaded = redis.call('HGET', r, 'everLoaded') == '1'
+-- Loads begun before the first registry read (memory-store.ts reconcile): those names only.
+local unseen = P .. 'unseen:' .. url
 for _, e in ipairs(s.registry) do
   local cur = getres(url, e.name)
   if not cur then
     local gone = redis.call('ZSCORE', P .. 'gone:' .. url, e.name)
     if not gone or tonumber(gone) < started then
       local state = 'static'
-      if everLoaded or e.managed then state = 'loaded' end
+      -- e.managed nil: no configurations known to the caller (false: listed at a path none loads).
+      if everLoaded or e.managed or (e.managed == nil and redis.call('SISMEMBER', unseen, e.name) == 1) then
+        state = 'loaded'
+      end
       putres(url, e.name, {state = state, since = s.at, lastUsed = s.at})
     end
   elseif cur.state == 'static' and e.managed then
     -- Classified before the configuration that manages it registered: a router's load after all.
     putres(url, e.name, {state = 'loaded', since = cur.since, lastUsed = cur.lastUsed})
   end
+end
+if redis.call('HGET', r, 'registrySeen') ~= '1' then
+  redis.call('HSET', r, 'registrySeen', '1')
+  if redis.call('EXISTS', unseen) == 1 then redis.call('HSET', r, 'everLoaded', '1') end
+  redis.call('DEL', unseen)
 end
 if vanished > 0 then
   event({at = s.at, url = url, adapter = '', op = 'replica-restart', result = 'ok',

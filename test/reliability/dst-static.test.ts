@@ -1,0 +1,110 @@
+/**
+ * The simulation's "static adapters stay" (dst/static-check.ts), read off the replica's own
+ * adapter log: on hand-made logs (an unload of a start-up entry, of a runtime-loaded one, one
+ * refused), and on seeds 362 and 408 (after a FLUSHALL, a load on the replica before the first poll
+ * re-adopted its registry) with the stores' old classification planted: any load on the record
+ * made every entry of that first read a router's, the start-up `sql,chat` with them; and on seed
+ * 18826 with the manager's old reading of "already loaded" planted (a load by the name pattern of
+ * the start-up `sql,chat`, taken as the router's).
+ */
+import { InvariantBroken, LogChecks, type WorldView } from '../../dst/invariants';
+import { runSeed } from '../../dst/run';
+import type { AdapterLogEntry } from '../../sim/http/replica';
+import { ReplicaWord } from '../../src/adapters/replica-word';
+import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import type { ReplicaRecord } from '../../src/fleet/replica-record';
+
+const URL = 'http://replica-1:8000';
+const LIMITS = {
+  maxLoadedAdapters: 1,
+  nodes: 3,
+  coldLoadsPerMinute: 100,
+  excessGraceMs: 5000,
+  quietAfterMs: 4000,
+};
+const QUIET: WorldView = { now: 10_000, step: 1, degraded: false, lastFaultAt: -Infinity, resets: [] };
+const STATIC = 'static adapters stay';
+
+const unload = (name: string, extra: Partial<AdapterLogEntry> = {}): AdapterLogEntry => ({
+  at: 5000,
+  op: 'unload',
+  name,
+  status: 200,
+  ms: 5,
+  inFlight: 0,
+  running: 0,
+  waiting: 0,
+  loaded: 1,
+  ...extra,
+});
+
+function broken(log: AdapterLogEntry[]): string | undefined {
+  const checks = new LogChecks([{ url: URL, log }], LIMITS);
+  try {
+    checks.check(QUIET);
+  } catch (err) {
+    if (err instanceof InvariantBroken) return err.v.invariant;
+    throw err;
+  }
+  return undefined;
+}
+
+describe('static adapters stay, from the replica log', () => {
+  it('breaks on an unload answered 200 of an entry registered at start', () => {
+    expect(broken([unload('sql,chat', { static: true })])).toBe(STATIC);
+  });
+
+  it('holds for a runtime-loaded entry, and for a static one the replica refused to unload', () => {
+    expect(broken([unload('chat')])).toBeUndefined();
+    expect(broken([unload('sql,chat', { static: true, status: 404 })])).toBeUndefined();
+  });
+});
+
+describe('the old classification planted in the real code', () => {
+  const beginLoad = MemoryFleetStore.prototype.beginLoad;
+  afterEach(() => {
+    MemoryFleetStore.prototype.beginLoad = beginLoad;
+  });
+
+  /** Before the fix: any load begun on the record marked every later new registry entry a router's. */
+  const anyLoadMarksAll = () => {
+    MemoryFleetStore.prototype.beginLoad = async function (url, adapter, at, limit) {
+      const fence = await beginLoad.call(this, url, adapter, at, limit);
+      const r = (this as unknown as { replicas: Map<string, ReplicaRecord> }).replicas.get(url);
+      if (fence !== null && r) r.everLoaded = true;
+      return fence;
+    };
+  };
+
+  it.each([
+    [362, 'http://replica-1:8000'],
+    [408, 'http://replica-2:8000'],
+  ])(
+    'seed %i breaks it (sql,chat off %s), and holds with the fix',
+    async (seed, url) => {
+      anyLoadMarksAll();
+      const r = await runSeed(seed);
+      expect(r.violation?.invariant).toBe(STATIC);
+      expect(r.violation?.detail).toContain(`sql,chat (registered at ${url}'s start) unloaded`);
+      MemoryFleetStore.prototype.beginLoad = beginLoad;
+      expect((await runSeed(seed)).violation).toBeUndefined();
+    },
+    30_000,
+  );
+});
+
+describe('the old reading of "already loaded" planted in the real code', () => {
+  const registeredAtStart = ReplicaWord.prototype.registeredAtStart;
+  afterEach(() => {
+    ReplicaWord.prototype.registeredAtStart = registeredAtStart;
+  });
+
+  it('seed 18826 breaks it (sql,chat off replica-0), and holds with the fix', async () => {
+    ReplicaWord.prototype.registeredAtStart = async () => false;
+    const r = await runSeed(18826);
+    expect(r.violation?.invariant).toBe(STATIC);
+    expect(r.violation?.detail).toContain(`sql,chat (registered at http://replica-0:8000's start) unloaded`);
+    ReplicaWord.prototype.registeredAtStart = registeredAtStart;
+    expect((await runSeed(18826)).violation).toBeUndefined();
+  }, 30_000);
+});
