@@ -286,7 +286,8 @@ export class AdapterManager {
     this.unknownNames.loaded(adapter.name);
     // "Already loaded" by the replica's own start-up registration (a name pattern matched it, and no
     // registry read since an emptied state said so): nothing of ours landed. Its request is served
-    // there; the store does not take it as loaded, so no trim unloads it (dst seed 18826).
+    // there; the store keeps it static at once (no trim unloads it, dst seed 18826; a poll applied
+    // during the load cannot make it ours; the next request finds it, no load nor room made again).
     if (
       outcome === 'already-loaded' &&
       (await this.replicaWord.registeredAtStart(
