@@ -16,7 +16,7 @@ import { LEASE_CEILING } from '../src/fleet/memory-leases';
 import { MemoryFleetStore } from '../src/fleet/memory-store';
 import { ServerSwitched } from '../src/fleet/redis/connection';
 import type { SharedStore } from '../src/fleet/redis/shared-store';
-import type { FleetDump, FleetStore } from '../src/fleet/store';
+import type { FleetDump, FleetStore, LoadEnd } from '../src/fleet/store';
 import type {
   AdapterRef,
   Fence,
@@ -326,7 +326,7 @@ export class RedisModel {
       }
       case 'finishLoad':
       case 'finishUnload': {
-        const [url, adapter, fence, ok, at] = args as [string, string, Fence, boolean, number];
+        const [url, adapter, fence, ok, at] = args as [string, string, Fence, LoadEnd, number];
         const r = await st[name]!.call(s.store, url, adapter, fence, ok, at);
         if (r === true) {
           s.locks.delete(fence);
@@ -610,7 +610,7 @@ export class RedisLink implements SharedStore {
     }
   }
 
-  async finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
+  async finishLoad(url: string, adapter: string, fence: Fence, ok: LoadEnd, at: number): Promise<boolean> {
     return (await this.call('finishLoad', [url, adapter, fence, ok, at], { at: [4] })) as boolean;
   }
 

@@ -5,7 +5,7 @@ import { BackendError } from '../backends/errors';
 import { AdapterNotFoundError, AdapterRejectedError } from '../backends/replica-api';
 import type { LoadOutcome, ReplicaApi } from '../backends/replica-api';
 import { errors } from '../errors';
-import type { FleetStore } from '../fleet/store';
+import type { FleetStore, LoadEnd } from '../fleet/store';
 import type { AdapterRef, Fence, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { LoadBackoff } from './backoff';
 import { PlacementClaims } from './claims';
@@ -286,7 +286,8 @@ export class AdapterManager {
     this.unknownNames.loaded(adapter.name);
     // "Already loaded" by the replica's own start-up registration (a name pattern matched it, and no
     // registry read since an emptied state said so): nothing of ours landed. Its request is served
-    // there; the store does not take it as loaded, so no trim unloads it (dst seed 18826).
+    // there; the store keeps it static at once (no trim unloads it, dst seed 18826; a poll applied
+    // during the load cannot make it ours; the next request finds it, no load nor room made again).
     if (
       outcome === 'already-loaded' &&
       (await this.replicaWord.registeredAtStart(
@@ -295,7 +296,7 @@ export class AdapterManager {
         within(policy, Infinity, this.clock.now()),
       ))
     ) {
-      await this.finish('load', url, adapter.name, fence, false);
+      await this.finish('load', url, adapter.name, fence, 'static');
       return true;
     }
     // "Already loaded" while this load's undo is held off (decided alone, Redis now back; a record
@@ -382,12 +383,12 @@ export class AdapterManager {
   }
 
   /** Ends a load or unload; a stale fence means another node took over, whose result stands. */
-  private async finish(op: 'load' | 'unload', url: string, adapter: string, fence: Fence, ok: boolean) {
+  private async finish(op: 'load' | 'unload', url: string, adapter: string, fence: Fence, ok: LoadEnd) {
     const at = this.clock.now();
     const current =
       op === 'load'
         ? await this.store.finishLoad(url, adapter, fence, ok, at)
-        : await this.store.finishUnload(url, adapter, fence, ok, at);
+        : await this.store.finishUnload(url, adapter, fence, ok === true, at);
     if (!current)
       this.log.warn(`${op} of adapter '${adapter}' on ${url} outlived its lock; the next poll reconciles it`);
   }

@@ -10,7 +10,7 @@ import {
   residentsOf,
   type ReplicaRecord,
 } from './replica-record';
-import type { FleetDump, FleetStore } from './store';
+import type { FleetDump, FleetStore, LoadEnd } from './store';
 import type {
   AdapterRef,
   Fence,
@@ -265,11 +265,17 @@ export class MemoryFleetStore implements FleetStore {
     return fence;
   }
 
-  async finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
+  async finishLoad(url: string, adapter: string, fence: Fence, ok: LoadEnd, at: number): Promise<boolean> {
     const r = this.replicas.get(url);
     const cur = r?.residency.get(adapter);
     if (!r || cur?.state !== 'loading' || cur.fence !== fence) return false;
-    if (ok) putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: at });
+    if (ok === 'static') {
+      // Registered at the replica's start ("already loaded"): static as a registry read makes it, and
+      // no load of ours for the first read (left as is if that read applied during the load).
+      dropResidency(r, adapter);
+      putResidency(r, adapter, { state: 'static', since: at, lastUsed: at });
+      r.loadedUnseen.delete(adapter);
+    } else if (ok) putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: at });
     else {
       // Ended without it (a failure, or the after-load undo unloaded it): a registry read begun
       // before now may still list it, and must not bring it back.

@@ -11,6 +11,9 @@ import type {
   ResidentAdapter,
 } from './types';
 
+/** How a load ended (FleetStore.finishLoad): landed, not, or found registered at the replica's start. */
+export type LoadEnd = boolean | 'static';
+
 /**
  * The shared cache behind routing: what every router instance (and, with Redis, every Kong
  * node) agrees on. Callers see operations and plain copies, never shared objects, so the
@@ -39,8 +42,13 @@ export interface FleetStore {
    * A shared store expires the authority after `ttlMs` (its holder died or stalled).
    */
   beginLoad(url: string, adapter: string, at: number, limit: number, ttlMs: number): Promise<Fence | null>;
-  /** Ends a load: loaded on success, forgotten on failure. False if `fence` is no longer current. */
-  finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean>;
+  /**
+   * Ends a load: loaded on success, forgotten on failure (marked gone: a registry read begun before
+   * does not bring it back). `'static'`: the replica answered "already loaded" for an adapter it
+   * registered at start: kept as a static entry (no slot, never unloaded), and not a load of the
+   * router's for the first registry read after an emptied state. False if `fence` is no longer current.
+   */
+  finishLoad(url: string, adapter: string, fence: Fence, ok: LoadEnd, at: number): Promise<boolean>;
   /**
    * Marks a loaded adapter no request holds (on any node) unloading; null if busy, static or
    * absent. With `forAdapter` (the adapter it makes room for), also null if that adapter is

@@ -304,6 +304,47 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await states(s)).toEqual({ 'sql,chat': 'static', x: 'loaded' });
   });
 
+  it('a load ended as static (start-up adapter, "already loaded") stays static after the first read applied during it', async () => {
+    // Review of seed 18826's fix: the first read since an emptied state begins before the load of the
+    // start-up `sql,chat` and applies while it is loading; ended as a failure it was marked gone, and
+    // the next read took it as the router's load (counted, trimmable).
+    const s = await store();
+    const managed = (name: string, path: string) => path === `/adapters/${name}`;
+    const registry = [
+      { name: 'sql,chat', path: '/static/sql,chat' },
+      { name: 'g', path: '/adapters/g' },
+    ];
+    const f = await s.beginLoad(U, 'sql,chat', 2, LIMIT, TTL);
+    expect(f).not.toBeNull();
+    await s.applySnapshot(U, { at: 1, ok: true, load, registry, managed });
+    expect(await states(s)).toEqual({ 'sql,chat': 'loading', g: 'loaded' });
+    expect(await s.finishLoad(U, 'sql,chat', f!, 'static', 3)).toBe(true);
+    expect(await states(s)).toEqual({ 'sql,chat': 'static', g: 'loaded' });
+    expect((await s.views([U]))[0]!.residentCount).toBe(1);
+    await settle();
+    await s.applySnapshot(U, { at: 5, ok: true, load, registry, managed });
+    expect(await states(s)).toEqual({ 'sql,chat': 'static', g: 'loaded' });
+    expect((await s.views([U]))[0]!.residentCount).toBe(1);
+    expect(await s.beginUnload(U, 'sql,chat', 6, TTL, '\u0000excess', 0)).toBeNull();
+    // The fence is spent: a second end does nothing.
+    expect(await s.finishLoad(U, 'sql,chat', f!, true, 7)).toBe(false);
+  });
+
+  it('a load ended as static before the first read leaves later entries of the registry to their paths', async () => {
+    // Its name taken out of the loads before the first read: that read finds no load of the router's.
+    const s = await store();
+    const f = await s.beginLoad(U, 'sql,chat', 1, LIMIT, TTL);
+    expect(await s.finishLoad(U, 'sql,chat', f!, 'static', 2)).toBe(true);
+    await settle();
+    const registry = [
+      { name: 'sql,chat', path: '/static/sql,chat' },
+      { name: 'boot', path: '/static/boot' },
+    ];
+    await s.applySnapshot(U, { at: 5, ok: true, load, registry });
+    expect(await states(s)).toEqual({ 'sql,chat': 'static', boot: 'static' });
+    expect((await s.views([U]))[0]!.residentCount).toBe(0);
+  });
+
   it('forgets adapters that leave the registry (a restart), but keeps a load in progress', async () => {
     const s = await store();
     await s.applySnapshot(U, { at: 1, ok: true, registry: [{ name: 'boot', path: '' }] });

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { FleetStore } from '../../src/fleet/store';
+import type { FleetStore, LoadEnd } from '../../src/fleet/store';
 import type { FleetEvent, ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
 
 /**
@@ -48,7 +48,7 @@ export type Op =
   | { op: 'outcome'; node: number; url: number; ok: boolean }
   | { op: 'beginLoad'; node: number; url: number; adapter: number; limit: number }
   /** `own`: the fence's own replica and adapter (else `url`, `adapter`: a caller confused or stale). */
-  | { op: 'finishLoad'; node: number; url: number; adapter: number; fence: number; own: boolean; ok: boolean }
+  | { op: 'finishLoad'; node: number; url: number; adapter: number; fence: number; own: boolean; ok: LoadEnd }
   /** `pick`: an adapter loaded now (in the memory store; `adapter` chooses which), else `url`, `adapter`. */
   /** `for`: the adapter the unload makes room for (ADAPTERS.length: a trim, TRIM_FOR); `limit`: the caller's
    * `max_loaded_adapters`, by which a room made for `for` is judged (null: none given). */
@@ -144,7 +144,11 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
       adapter,
       own: mostly,
       fence,
-      ok: mostly,
+      // 'static': "already loaded" for an adapter the replica registered at start.
+      ok: fc.oneof(
+        { weight: 4, arbitrary: fc.constant(true) },
+        { weight: 1, arbitrary: fc.constantFrom(false, 'static' as const) },
+      ),
     }),
   },
   {

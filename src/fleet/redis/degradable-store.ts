@@ -9,7 +9,7 @@
 import type { Clock } from '../../clock';
 import type { Logger } from '../../log';
 import { MemoryFleetStore } from '../memory-store';
-import type { FleetDump, FleetStore, StoreMode } from '../store';
+import type { FleetDump, FleetStore, LoadEnd, StoreMode } from '../store';
 import type { Fence, FleetEvent, ReplicaSnapshot, ReplicaSpec, ResidentAdapter } from '../types';
 import { Outage, type FailoverOptions } from './outage';
 import type { SharedStore } from './shared-store';
@@ -115,7 +115,7 @@ export abstract class DegradableFleetStore {
     );
   }
 
-  async finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
+  async finishLoad(url: string, adapter: string, fence: Fence, ok: LoadEnd, at: number): Promise<boolean> {
     if (fence < 0) return this.local.finishLoad(url, adapter, -fence, ok, at);
     // Shared gone meanwhile: its lock expires there, and polls tell the local store.
     return this.decide(

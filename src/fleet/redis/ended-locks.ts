@@ -10,6 +10,7 @@
  * the same at 8.0.0), so a promoted replica may lack the primary's last writes.
  */
 import type { Clock } from '../../clock';
+import type { LoadEnd } from '../store';
 import type { Fence } from '../types';
 import type { SharedStore } from './shared-store';
 
@@ -18,7 +19,7 @@ interface EndedLock {
   url: string;
   adapter: string;
   fence: Fence;
-  ok: boolean;
+  ok: LoadEnd;
   /** On this node's clock: past it the lock has expired in the shared store anyway. */
   until: number;
 }
@@ -37,7 +38,7 @@ export class EndedLocks {
   }
 
   /** The shared store took this end of a lock begun there. */
-  end(op: EndedLock['op'], url: string, adapter: string, fence: Fence, ok: boolean, _at?: number): void {
+  end(op: EndedLock['op'], url: string, adapter: string, fence: Fence, ok: LoadEnd, _at?: number): void {
     const until = this.begun.get(fence);
     this.begun.delete(fence);
     if (until === undefined) return;
@@ -51,7 +52,7 @@ export class EndedLocks {
     for (const e of [...this.ended]) {
       const at = this.clock.now();
       if (e.op === 'load') await shared.finishLoad(e.url, e.adapter, e.fence, e.ok, at);
-      else await shared.finishUnload(e.url, e.adapter, e.fence, e.ok, at);
+      else await shared.finishUnload(e.url, e.adapter, e.fence, e.ok === true, at);
     }
   }
 

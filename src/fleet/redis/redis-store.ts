@@ -4,7 +4,7 @@ import type { RedisConfig } from '../../config/redis-schema';
 import type { Logger } from '../../log';
 import { LEASE_CEILING } from '../memory-leases';
 import { PASSIVE_FAILURE_LIMIT } from '../memory-store';
-import type { FleetDump, FleetStore } from '../store';
+import type { FleetDump, FleetStore, LoadEnd } from '../store';
 import type {
   AdapterRef,
   Fence,
@@ -266,8 +266,9 @@ export class RedisFleetStore implements FleetStore {
       | null;
   }
 
-  async finishLoad(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
-    return (await this.run('finishLoad', url, adapter, fence, ok ? '1' : '0', at)) === 1;
+  async finishLoad(url: string, adapter: string, fence: Fence, ok: LoadEnd, at: number): Promise<boolean> {
+    const end = ok === 'static' ? 'static' : ok ? '1' : '0';
+    return (await this.run('finishLoad', url, adapter, fence, end, at)) === 1;
   }
 
   async beginUnload(

@@ -20,11 +20,16 @@ else redis.call('SADD', P .. 'unseen:' .. url, name) end
 lock(url, name, fence, ttl, ARGV[7])
 return fence`,
 
-  /** url, adapter, fence, ok, at -> 1 if the fence was current */
+  /** url, adapter, fence, ok ('1', '0' or 'static'), at -> 1 if the fence was current */
   finishLoad: `
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
 if not endchange(url, name, fence, 'loading') then return 0 end
-if ARGV[5] == '1' then putres(url, name, {state = 'loaded', since = at, lastUsed = at})
+if ARGV[5] == 'static' then
+  -- Registered at the replica's start ("already loaded"): static, and no load of ours for the first read.
+  dropres(url, name)
+  putres(url, name, {state = 'static', since = at, lastUsed = at})
+  redis.call('SREM', P .. 'unseen:' .. url, name)
+elseif ARGV[5] == '1' then putres(url, name, {state = 'loaded', since = at, lastUsed = at})
 -- Ended without it: a failure, or the after-load undo unloaded it.
 else gone(url, name) end
 changed()

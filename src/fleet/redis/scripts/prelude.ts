@@ -10,6 +10,9 @@ import { FENCE_PER_MS } from '../../types';
  *   P res:<url>       hash adapter -> residency JSON {state, since, lastUsed, t (Redis time), fence?, for?}
  *   P busy:<url>      hash adapter -> in-flight count
  *   P gone:<url>      zset adapter -> when it was unloaded or forgotten, Redis time (bounded)
+ *   P unseen:<url>    set of the adapters a load began for before the replica's first registry
+ *                     read was adopted (an emptied state): that read counts only these as the
+ *                     router's; deleted by it (a load ended 'static' takes its name out)
  *   P lease           hash lease id -> {id, url, adapter, at, node, c: counted in inFlight}
  *   P lease-at        zset id -> when the lease was taken or last renewed, Redis time
  *   P lease-t0        zset id -> when the lease was taken, Redis time (renewals end at a ceiling)
