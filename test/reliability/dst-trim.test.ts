@@ -3,7 +3,7 @@
  * read off the replica's own adapter log and the unload calls the runtimes sent: on hand-made logs
  * (the trim break of two trims after one excess, a room made for a request, the excuses), and on
  * seeds with the break planted in the real code: the store granting a trim on the caller's reading
- * as before the fix (08313b6), alone (seed 1395) and beside a trim on a stale reading (seed 93).
+ * as before the fix (08313b6), alone (seed 1395) and beside a trim on a stale reading (seed 923).
  */
 import { InvariantBroken, LogChecks, type LoadCall, type WorldView } from '../../dst/invariants';
 import { runSeed } from '../../dst/run';
@@ -164,19 +164,19 @@ describe('the trim break planted in the real code', () => {
     expect((await runSeed(1395)).violation).toBeUndefined();
   }, 30_000);
 
-  it('with the store granting a trim on the caller reading (before the fix): seed 93 breaks it', async () => {
+  it('with the store granting a trim on the caller reading (before the fix): seed 923 breaks it', async () => {
     Room.prototype.trim = staleTrim;
     grantOnReading();
-    const r = await runSeed(93);
+    const r = await runSeed(923);
     expect(r.violation?.invariant).toBe(TRIM);
     expect(r.violation?.detail).toMatch(
-      /trimmed from http:\/\/replica-2:8000 .* left 0 loaded and 0 loading \(limit 1\)/,
+      /^team trimmed from http:\/\/replica-2:8000 .* left 0 loaded and 0 loading \(limit 1\)$/,
     );
   }, 30_000);
 
-  it("with the store's count (the fix): the same stale trim is refused, seed 93 holds", async () => {
+  it("with the store's count (the fix): the same stale trim is refused, seed 923 holds", async () => {
     Room.prototype.trim = staleTrim;
-    const r = await runSeed(93);
+    const r = await runSeed(923);
     expect(r.violation).toBeUndefined();
   }, 30_000);
 });
