@@ -300,15 +300,19 @@ export class MemoryFleetStore implements FleetStore {
       if (r.residency.has(forAdapter)) return null;
       // A trim under way (its `for` starts with NUL) frees its slot for no one: not counted.
       let trimming = 0;
+      let loading = 0;
       for (const o of r.residency.values()) {
+        if (o.state === 'loading') loading++;
         if (o.state !== 'unloading') continue;
         if (o.for === forAdapter) return null;
         if (o.for?.startsWith('\u0000')) trimming++;
       }
       // A trim takes the replica down to its limit, not below: the caller's reading may be stale, or
-      // another node's trim may have taken the excess.
-      if (forAdapter.startsWith('\u0000') && limit !== Infinity && r.residentCount - trimming <= limit)
-        return null;
+      // another node's trim may have taken the excess. A load under way is not the trim's: its own
+      // after-load check undoes it if it lands over the limit, and a trim counting it as well left
+      // the slot empty (dst seed 125407); kept, it is counted once it landed.
+      const trim = forAdapter.startsWith('\u0000');
+      if (trim && limit !== Infinity && r.residentCount - trimming - loading <= limit) return null;
       // The room made for it is still free (no other load took it, the replica not over its limit).
       const free = r.residentCount - trimming < limit;
       if ((this.roomMade.get(url)?.get(forAdapter) ?? -Infinity) > at && free) return null;

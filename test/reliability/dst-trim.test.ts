@@ -179,4 +179,31 @@ describe('the trim break planted in the real code', () => {
     const r = await runSeed(923);
     expect(r.violation).toBeUndefined();
   }, 30_000);
+
+  /**
+   * The store counting loads under way toward a trim's excess, as before the seed 125407 fix: the
+   * limit it is given lowered by them, read off its entries with no await (the schedule unchanged).
+   */
+  const countLoadsUnderWay = () => {
+    type Entries = { replicas: Map<string, { residency: { values(): Iterable<{ state: string }> } }> };
+    MemoryFleetStore.prototype.beginUnload = function (url, adapter, at, ttlMs, forAdapter, limit) {
+      const entries = (this as unknown as Entries).replicas.get(url)?.residency.values() ?? [];
+      const loading = [...entries].filter((e) => e.state === 'loading').length;
+      const trimming = forAdapter?.startsWith('\u0000') === true && limit !== undefined;
+      return beginUnload.call(this, url, adapter, at, ttlMs, forAdapter, trimming ? limit - loading : limit);
+    };
+  };
+
+  it('a trim counting a load under way beside its after-load undo: seed 125407 breaks it, holds with the fix', async () => {
+    // math, given up by its loader (a slow load), landed; a poll adopted it while sql was loading
+    // there (limit 1). sql landed, its after-load check undid it; the trim, counting sql, took math.
+    countLoadsUnderWay();
+    const r = await runSeed(125407);
+    expect(r.violation?.invariant).toBe(TRIM);
+    expect(r.violation?.detail).toMatch(
+      /^math trimmed from http:\/\/replica-0:8000 .* left 0 loaded and 0 loading \(limit 1\)$/,
+    );
+    MemoryFleetStore.prototype.beginUnload = beginUnload;
+    expect((await runSeed(125407)).violation).toBeUndefined();
+  }, 30_000);
 });
