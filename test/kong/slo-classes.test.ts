@@ -119,6 +119,56 @@ const PRIORITY_CLASSES = {
   vllm_scheduling_policy: 'priority' as const,
 };
 
+/**
+ * One replica running one sequence at a time (time 50x; `schedulingPolicy` as its flag), and the
+ * two classes of PRIORITY_CLASSES: after a warm-up, a 40k-token prompt holds the slot (40 modelled
+ * s, 0.8 s here), then a batch request and an interactive one wait behind it. Their answers (jam,
+ * batch, interactive) and the order they were answered in. `onWorld` gets the world as soon as it
+ * runs, for the test's cleanup.
+ */
+async function jamThenTwoClasses(
+  onWorld: (w: Awaited<ReturnType<typeof startWorld>>) => void,
+  schedulingPolicy?: 'priority',
+): Promise<{ answers: Awaited<ReturnType<LocalGateway['handle']>>[]; order: string[] }> {
+  const replica = vllm({
+    timeScale: 50,
+    maxModelLen: 200_000,
+    engine: {
+      maxNumSeqs: 1,
+      kvCapacityTokens: 1_000_000,
+      prefillMsPerToken: 1,
+      ...(schedulingPolicy ? { schedulingPolicy } : {}),
+    },
+  });
+  // Objectives long enough that nothing is held or shed: the order is the replica's alone.
+  const w = await startWorld(driver, [replica], (u) =>
+    onDemand(u, { prefill_tokens_per_second: 1000, ...PRIORITY_CLASSES }),
+  );
+  onWorld(w);
+  const done: string[] = [];
+  const send = (name: string, tokens: number, headers: Record<string, string> = {}) =>
+    w.service
+      .handle({
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: chatBody(BASE, tokens, 5),
+      })
+      .then((r) => {
+        done.push(name);
+        return r;
+      });
+  expect((await send('warm', 10)).status).toBe(200);
+  const engine = w.fleet.replicas[0]!.engine;
+  const jam = send('jam', 40_000);
+  await waitFor(() => engine.stats().running === 1);
+  const batch = send('batch', 10, { 'x-gateway-inference-objective': 'batch' });
+  await waitFor(() => engine.stats().waiting === 1);
+  const interactive = send('interactive', 10);
+  await waitFor(() => engine.stats().waiting === 2);
+  const answers = await Promise.all([jam, batch, interactive]);
+  return { answers, order: done.slice(1) };
+}
+
 describe('vllm_scheduling_policy: priority, through the plugin server', () => {
   let w: Awaited<ReturnType<typeof startWorld>> | undefined;
   afterEach(async () => {
@@ -127,47 +177,10 @@ describe('vllm_scheduling_policy: priority, through the plugin server', () => {
   });
 
   it("sets vLLM's priority field from the class: a waiting batch request goes after an interactive one sent later", async () => {
-    // One sequence at a time, run by priority as `--scheduling-policy priority` does; time 50x.
-    const replica = vllm({
-      timeScale: 50,
-      maxModelLen: 200_000,
-      engine: {
-        maxNumSeqs: 1,
-        kvCapacityTokens: 1_000_000,
-        prefillMsPerToken: 1,
-        schedulingPolicy: 'priority',
-      },
-    });
-    // Objectives long enough that nothing is held or shed: the order is the replica's alone.
-    w = await startWorld(driver, [replica], (u) =>
-      onDemand(u, {
-        prefill_tokens_per_second: 1000,
-        ...PRIORITY_CLASSES,
-      }),
-    );
-    const done: string[] = [];
-    const send = (name: string, tokens: number, headers: Record<string, string> = {}) =>
-      w!.service
-        .handle({
-          path: '/v1/chat/completions',
-          headers: { 'content-type': 'application/json', ...headers },
-          body: chatBody(BASE, tokens, 5),
-        })
-        .then((r) => {
-          done.push(name);
-          return r;
-        });
-    expect((await send('warm', 10)).status).toBe(200);
-    const engine = w.fleet.replicas[0]!.engine;
-    // A 40k-token prompt holds the one slot (40 modelled s, 0.8 s here).
-    const jam = send('jam', 40_000);
-    await waitFor(() => engine.stats().running === 1);
-    const batch = send('batch', 10, { 'x-gateway-inference-objective': 'batch' });
-    await waitFor(() => engine.stats().waiting === 1);
-    const interactive = send('interactive', 10);
-    await waitFor(() => engine.stats().waiting === 2);
-    for (const r of await Promise.all([jam, batch, interactive])) expect(r.status).toBe(200);
-    expect(done.slice(1)).toEqual(['jam', 'interactive', 'batch']);
+    // Run by priority as `--scheduling-policy priority` does.
+    const { answers, order } = await jamThenTwoClasses((world) => (w = world), 'priority');
+    for (const r of answers) expect(r.status).toBe(200);
+    expect(order).toEqual(['jam', 'interactive', 'batch']);
   });
 });
 
@@ -227,44 +240,12 @@ describe('vllm_scheduling_policy: priority against a replica without the flag', 
     // vLLM's V1 engine since PR #19057 passes `priority` on whatever the policy; without
     // `--scheduling-policy priority` the queue is FCFSRequestQueue, which never reads it
     // (vllm/v1/core/sched/request_queue.py `create_request_queue`, v0.11.0 and v0.11.2).
-    const replica = vllm({
-      timeScale: 50,
-      maxModelLen: 200_000,
-      engine: { maxNumSeqs: 1, kvCapacityTokens: 1_000_000, prefillMsPerToken: 1 },
-    });
-    w = await startWorld(driver, [replica], (u) =>
-      onDemand(u, {
-        prefill_tokens_per_second: 1000,
-        ...PRIORITY_CLASSES,
-      }),
-    );
-    const done: string[] = [];
-    const send = (name: string, tokens: number, headers: Record<string, string> = {}) =>
-      w!.service
-        .handle({
-          path: '/v1/chat/completions',
-          headers: { 'content-type': 'application/json', ...headers },
-          body: chatBody(BASE, tokens, 5),
-        })
-        .then((r) => {
-          done.push(name);
-          return r;
-        });
-    expect((await send('warm', 10)).status).toBe(200);
-    const engine = w.fleet.replicas[0]!.engine;
-    // A 40k-token prompt holds the one slot (40 modelled s, 0.8 s here).
-    const jam = send('jam', 40_000);
-    await waitFor(() => engine.stats().running === 1);
-    const batch = send('batch', 10, { 'x-gateway-inference-objective': 'batch' });
-    await waitFor(() => engine.stats().waiting === 1);
-    const interactive = send('interactive', 10);
-    await waitFor(() => engine.stats().waiting === 2);
-    const answers = await Promise.all([jam, batch, interactive]);
+    const { answers, order } = await jamThenTwoClasses((world) => (w = world));
     for (const r of answers) expect(r.status).toBe(200);
     // The batch request carried priority 1 and was served anyway, in arrival order.
     expect(JSON.parse(answers[1]!.kong.serviceBody!).priority).toBe(1);
-    expect(done.slice(1)).toEqual(['jam', 'batch', 'interactive']);
-    const status = await w.statusJson();
+    expect(order).toEqual(['jam', 'batch', 'interactive']);
+    const status = await w!.statusJson();
     expect(status.inFlight).toBe(0);
     // (The plugin server's runtime still lists earlier tests' replicas.)
     const here = status.replicas.find((r: { url: string }) => r.url === w!.fleet.urls[0]);
