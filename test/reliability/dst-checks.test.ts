@@ -16,14 +16,9 @@ import type { RedisConfig } from '../../src/config/redis-schema';
 import { seededRandom } from '../../src/random';
 import type { Schedule } from '../../dst/schedule';
 import { World } from '../../dst/world';
+import { dstLimits } from '../helpers/dst-fixtures';
 
-const LIMITS = {
-  maxLoadedAdapters: 1,
-  nodes: 3,
-  coldLoadsPerMinute: 3,
-  excessGraceMs: 5000,
-  quietAfterMs: 4000,
-};
+const LIMITS = dstLimits(1, 3);
 
 function checked(calls: Omit<LoadCall, 'proc' | 'sender' | 'alone'>[]): string | undefined {
   const loads = calls.map((c) => ({ ...c, proc: 'n0g0', sender: 'n0g0r0', alone: false }));

@@ -7,22 +7,16 @@
  * 18826 with the manager's old reading of "already loaded" planted (a load by the name pattern of
  * the start-up `sql,chat`, taken as the router's).
  */
-import { InvariantBroken, LogChecks, type WorldView } from '../../dst/invariants';
+import { InvariantBroken, LogChecks } from '../../dst/invariants';
 import { runSeed } from '../../dst/run';
 import type { AdapterLogEntry } from '../../sim/http/replica';
 import { ReplicaWord } from '../../src/adapters/replica-word';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { ReplicaRecord } from '../../src/fleet/replica-record';
+import { dstLimits, QUIET } from '../helpers/dst-fixtures';
 
 const URL = 'http://replica-1:8000';
-const LIMITS = {
-  maxLoadedAdapters: 1,
-  nodes: 3,
-  coldLoadsPerMinute: 100,
-  excessGraceMs: 5000,
-  quietAfterMs: 4000,
-};
-const QUIET: WorldView = { now: 10_000, step: 1, degraded: false, lastFaultAt: -Infinity, resets: [] };
+const LIMITS = dstLimits(1);
 const STATIC = 'static adapters stay';
 
 const unload = (name: string, extra: Partial<AdapterLogEntry> = {}): AdapterLogEntry => ({

@@ -15,16 +15,10 @@ import type { AdapterPolicy } from '../../src/adapters/policy';
 import { Room } from '../../src/adapters/room';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { FleetStore } from '../../src/fleet/store';
+import { dstLimits, QUIET } from '../helpers/dst-fixtures';
 
 const URL = 'http://replica-0:8000';
-const LIMITS = {
-  maxLoadedAdapters: 2,
-  nodes: 3,
-  coldLoadsPerMinute: 100,
-  excessGraceMs: 5000,
-  quietAfterMs: 4000,
-};
-const QUIET: WorldView = { now: 10_000, step: 1, degraded: false, lastFaultAt: -Infinity, resets: [] };
+const LIMITS = dstLimits(2);
 const TRIM = 'a trim takes a replica down to its limit, not below';
 
 const load = (at: number, name: string, loaded: number): AdapterLogEntry => ({
