@@ -383,12 +383,14 @@ export class AdapterManager {
   }
 
   /** Ends a load or unload; a stale fence means another node took over, whose result stands. */
+  private async finish(op: 'load', url: string, adapter: string, fence: Fence, ok: LoadEnd): Promise<void>;
+  private async finish(op: 'unload', url: string, adapter: string, fence: Fence, ok: boolean): Promise<void>;
   private async finish(op: 'load' | 'unload', url: string, adapter: string, fence: Fence, ok: LoadEnd) {
     const at = this.clock.now();
     const current =
       op === 'load'
         ? await this.store.finishLoad(url, adapter, fence, ok, at)
-        : await this.store.finishUnload(url, adapter, fence, ok === true, at);
+        : await this.store.finishUnload(url, adapter, fence, ok as boolean, at);
     if (!current)
       this.log.warn(`${op} of adapter '${adapter}' on ${url} outlived its lock; the next poll reconciles it`);
   }

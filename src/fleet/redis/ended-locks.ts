@@ -14,15 +14,13 @@ import type { LoadEnd } from '../store';
 import type { Fence } from '../types';
 import type { SharedStore } from './shared-store';
 
-interface EndedLock {
-  op: 'load' | 'unload';
+type EndedLock = {
   url: string;
   adapter: string;
   fence: Fence;
-  ok: LoadEnd;
   /** On this node's clock: past it the lock has expired in the shared store anyway. */
   until: number;
-}
+} & ({ op: 'load'; ok: LoadEnd } | { op: 'unload'; ok: boolean }); // only a load ends static
 
 export class EndedLocks {
   /** TTL end of each lock this node holds in the shared store, by fence. */
@@ -38,12 +36,14 @@ export class EndedLocks {
   }
 
   /** The shared store took this end of a lock begun there. */
-  end(op: EndedLock['op'], url: string, adapter: string, fence: Fence, ok: LoadEnd, _at?: number): void {
+  end(op: 'load', url: string, adapter: string, fence: Fence, ok: LoadEnd, _at?: number): void;
+  end(op: 'unload', url: string, adapter: string, fence: Fence, ok: boolean, _at?: number): void;
+  end(op: EndedLock['op'], url: string, adapter: string, fence: Fence, ok: LoadEnd): void {
     const until = this.begun.get(fence);
     this.begun.delete(fence);
     if (until === undefined) return;
     this.forgetExpired();
-    this.ended.push({ op, url, adapter, fence, ok, until });
+    this.ended.push({ op, url, adapter, fence, ok, until } as EndedLock);
   }
 
   /** Sends each end again whose lock may still be held in `shared`. */
@@ -52,7 +52,7 @@ export class EndedLocks {
     for (const e of [...this.ended]) {
       const at = this.clock.now();
       if (e.op === 'load') await shared.finishLoad(e.url, e.adapter, e.fence, e.ok, at);
-      else await shared.finishUnload(e.url, e.adapter, e.fence, e.ok === true, at);
+      else await shared.finishUnload(e.url, e.adapter, e.fence, e.ok, at);
     }
   }
 
