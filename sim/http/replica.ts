@@ -533,7 +533,13 @@ export class SimReplica implements ReplicaContext {
     // Each prompt of a batch is checked on its own (create_completion: one engine request per prompt).
     const context = contextLength(this.o.maxModelLen, this.engine.options.kvCapacityTokens);
     for (const prompt of p.prompts) {
-      const tooLong = contextLengthError(context, prompt.tokens, p.checkedMaxTokens, this.o.contextErrors);
+      const tooLong = contextLengthError(
+        context,
+        prompt.tokens,
+        p.checkedMaxTokens,
+        this.o.contextErrors,
+        endpoint,
+      );
       if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong.message, tooLong.param));
     }
     // Unchecked (a chat request without max_tokens), the answer stops at the context's end
