@@ -58,10 +58,12 @@ export type LoadErrors = 'released' | 'main';
 export type VllmMetrics = 'released' | 'by-reason' | 'residency' | 'no-stats';
 
 /**
- * llama.cpp's per-request `lora` field. `clear`: older servers clear every scale, then set the
- * listed ones (an empty list = no adapter). `empty-is-absent`: current servers treat an empty
- * list as no field (the global scales apply; llama.cpp issue 28674), a non-empty one as before.
- * `listed-only`: the newest parse only the listed ids, unlisted keep their global scale.
+ * llama.cpp's per-request `lora` field. `clear`: servers up to b7502 clear every scale, then set the
+ * listed ones (an empty list = no adapter) and refuse an id they do not have (read at b7193 and
+ * b7502). `empty-is-absent`: since PR #18263 (b7516; read there, at b10088 and at b10573) an empty
+ * list is no field (the global scales apply; llama.cpp issue 28674), a non-empty one as before, and
+ * an unknown id is skipped. `listed-only`: the newest parse only the listed ids, unlisted keep their
+ * global scale (not found upstream through b10573).
  */
 export type LlamaLoraMode = 'clear' | 'empty-is-absent' | 'listed-only';
 

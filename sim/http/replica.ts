@@ -493,7 +493,7 @@ export class SimReplica implements ReplicaContext {
     const write = () => {
       if (res.destroyed) return;
       // Prometheus text 0.0.4: llama.cpp sets `text/plain; version=0.0.4` (tools/server/server.cpp get_metrics,
-      // llama.cpp aa6192d38d); vLLM's prometheus_client adds `; charset=utf-8` (not read at a pinned version).
+      // llama.cpp b7193, b10573); vLLM's prometheus_client adds `; charset=utf-8` (not read at a pinned version).
       // uvicorn's Date, on the clock vLLM's gauges take their times from (the modelled one here).
       res.writeHead(200, {
         'content-type': 'text/plain; version=0.0.4; charset=utf-8',
@@ -549,7 +549,7 @@ export class SimReplica implements ReplicaContext {
     const id = completionId(endpoint, named);
     const created = Math.floor(this.nowUnix());
     // vLLM echoes the adapter name (serving_models.py `model_name`, vLLM v0.11.0); llama.cpp echoes the request's
-    // `model` (tools/server/server-task.cpp params_from_json_cmpl, llama.cpp aa6192d38d).
+    // `model` (tools/server/server-task.cpp params_from_json_cmpl, llama.cpp b7193).
     const model = p.model;
     const stream = p.stream ? streamAnswer(endpoint, id, model, created, p, res) : undefined;
     const results: ChoiceResult[] = maxTokens.map((m) => ({ outputTokens: 0, maxTokens: m }));
