@@ -50,8 +50,8 @@ Upstream behaviour (docs/replica-apis.md names the source and release of each):
                          processes (Prometheus multiprocess mode; lora_requests_info's times add up)
   --resolver-dir DIR     vLLM filesystem resolver (VLLM_LORA_RESOLVER_CACHE_DIR=DIR, VLLM_PLUGINS
                          unset or listing it): unknown models load from DIR/<name>
-  --llama-lora-mode M    llama.cpp per-request lora: clear (older builds), empty-is-absent
-                         (current, default) or listed-only (newest)
+  --llama-lora-mode M    llama.cpp per-request lora: clear (b7502 and older), empty-is-absent
+                         (b7516 and later, default) or listed-only (not found upstream)
   --llama-no-metrics     llama.cpp without --metrics (/metrics answers 501)
   --llama-no-slots       llama.cpp with --no-slots (/slots answers 501)
   --llama-lora LIST      llama.cpp adapter files loaded at start (--lora): path,path

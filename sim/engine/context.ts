@@ -18,6 +18,11 @@ export function contextLength(maxModelLen: number, kvCapacityTokens: number): nu
  * max_model_len - max_tokens, tokenizing at most one token past that bound (`get_encode_kwargs`),
  * hence "at least"; `param` is `input_tokens`. All but the max_tokens text start "This model's
  * maximum context length is N tokens.", which clients match on.
+ *
+ * In `released`, /v1/completions takes neither `_validate_input` text: its prompts go through the
+ * renderer (vllm/entrypoints/renderer.py `_create_tokens_prompt`, v0.11.0 and v0.11.2), which refuses
+ * each prompt longer than max_model_len - max_tokens (`_build_render_config`,
+ * serving_completion.py) and names that difference as the context length.
  */
 export type ContextErrors = 'released' | 'renderer';
 
@@ -31,7 +36,16 @@ export function contextLengthError(
   promptTokens: number,
   maxTokens: number | undefined,
   style: ContextErrors = 'released',
+  endpoint: 'chat' | 'completions' = 'chat',
 ): { message: string; param: string | null } | undefined {
+  if (style === 'released' && endpoint === 'completions' && maxTokens !== undefined) {
+    const maxLength = context - maxTokens;
+    if (promptTokens <= maxLength) return undefined;
+    return {
+      message: `This model's maximum context length is ${maxLength} tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input messages.`,
+      param: null,
+    };
+  }
   if (style === 'released') {
     // A completion needs one token of context: a prompt of the whole context is refused.
     if (promptTokens >= context)

@@ -168,7 +168,7 @@ export class VllmBackend implements SimBackend {
 /** llama.cpp's server (tools/server/server.cpp; see docs/replica-apis.md). */
 export class LlamaCppBackend implements SimBackend {
   readonly adapters: LlamaCppAdapters;
-  /** httplib's error handler for an unknown path (tools/server/server-http.cpp, llama.cpp aa6192d38d). */
+  /** httplib's error handler for an unknown path (tools/server/server-http.cpp, llama.cpp b7193 and b10573). */
   readonly notFound = llamacppError(404, 'not_found_error', 'File Not Found');
 
   constructor(
@@ -186,8 +186,9 @@ export class LlamaCppBackend implements SimBackend {
   }
 
   /**
-   * middleware_server_state (tools/server/server-http.cpp, llama.cpp aa6192d38d): 503 "Loading model" until the
-   * model is loaded. Upstream also lets /models, /v1/models and /api/tags through while loading.
+   * middleware_server_state (tools/server/server-http.cpp): 503 "Loading model" until the model is loaded, on every
+   * path since PR #18263 (llama.cpp b7516; read there and at b10573); b7193 and b7502 let /models, /v1/models and
+   * /api/tags through while loading.
    */
   unavailable(): SimError | undefined {
     if (this.r.clock.now() < this.readyAt()) return llamacppError(503, 'unavailable_error', 'Loading model');
@@ -207,9 +208,9 @@ export class LlamaCppBackend implements SimBackend {
     const loading = this.unavailable();
     if (loading) return loading;
     // Not found upstream: llama-server has no dead state (only loading and ready, tools/server/server.cpp,
-    // llama.cpp aa6192d38d); the simulator's `dead` fault, worded by the simulator.
+    // llama.cpp b7193); the simulator's `dead` fault, worded by the simulator.
     if (dead) return llamacppError(503, 'unavailable_error', 'Server is dead');
-    // get_health (tools/server/server.cpp, llama.cpp aa6192d38d).
+    // get_health (tools/server/server.cpp at llama.cpp b7193, server-context.cpp at b10573).
     return { status: 200, body: { status: 'ok' } };
   }
 
@@ -219,9 +220,10 @@ export class LlamaCppBackend implements SimBackend {
   }
 
   /**
-   * get_models (tools/server/server.cpp, llama.cpp aa6192d38d): one card, `owned_by: "llamacpp"`; upstream's `meta`
+   * get_models (tools/server/server.cpp, llama.cpp b7193): one card, `owned_by: "llamacpp"`; upstream's `meta`
    * is model_meta() (vocab, n_ctx_train, ...) once loaded and null before, `created` is the time of the call, and an
-   * Ollama-style `models` list comes first: the simulator keeps `meta: null` and drops `models`.
+   * Ollama-style `models` list comes first (b10573, get_res_model_info in server-context.cpp: `meta` always set, and
+   * `aliases`, `tags`): the simulator keeps `meta: null` and drops `models`.
    */
   models() {
     return {
@@ -240,8 +242,9 @@ export class LlamaCppBackend implements SimBackend {
 
   async select(p: ParsedCompletion): Promise<Selected | SimError> {
     const sel = this.adapters.select(p.lora);
-    // A bad `lora` throws in params_from_json_cmpl, answered 400 invalid_request_error by handle_completions_impl
-    // (tools/server/server.cpp, llama.cpp aa6192d38d).
+    // A bad `lora` throws in params_from_json_cmpl (b7193; the field schema at b10573), answered 400
+    // invalid_request_error by handle_completions_impl (tools/server/server.cpp at llama.cpp b7193, server-context.cpp
+    // at b10573).
     if (typeof sel !== 'object') return llamacppError(400, 'invalid_request_error', sel);
     // Every adapter was loaded at start: a mix of them costs no load.
     if (sel.adapter !== null) this.r.engine.preload(sel.adapter, sel.rank ?? this.r.o.defaultRank);
@@ -252,13 +255,13 @@ export class LlamaCppBackend implements SimBackend {
     return undefined;
   }
 
-  /** llama.cpp serves one model whatever `model` names (server-task.cpp params_from_json_cmpl, llama.cpp aa6192d38d). */
+  /** llama.cpp serves one model whatever `model` names (server-task.cpp params_from_json_cmpl, llama.cpp b7193). */
   checkModel(): undefined {
     return undefined;
   }
 
   /**
-   * The type format_error_response gives each status (tools/server/server-common.cpp, llama.cpp aa6192d38d):
+   * The type format_error_response gives each status (tools/server/server-common.cpp, llama.cpp b7193 and b10573):
    * 400 invalid_request_error, 404 not_found_error, 500 server_error (501 and 503 have their own, set by callers).
    * vLLM's create_error_response takes the type from its caller instead (serving_models.py, vLLM v0.11.0).
    */

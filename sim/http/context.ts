@@ -34,11 +34,13 @@ export type VllmFrontend = 'python' | 'rust';
  * checked): an engine-side failure comes back as "Call to add_lora method failed: ..." (the
  * utility-call wrapper of vllm/v1/engine/core_client.py), a load the adapter fails is a 400.
  * `main`: such a load answers 500 InternalServerError (vLLM PR #36201, first in v0.18.0 by its
- * release window), "already loaded" adds the `load_inplace` hint (the parameter is PR #31326,
- * v0.15.0) and the prefix is gone (both read at main 00153c8b79, `load_lora_adapter` in
- * vllm/entrypoints/openai/models/serving.py; first release not pinned), so `main` is a
+ * release window; read at v0.19.0), "already loaded" adds the `load_inplace` hint (the parameter
+ * is PR #31326, v0.15.0; the hint read at v0.19.0) and the prefix is gone (read at main
+ * 00153c8b79, `load_lora_adapter` in vllm/entrypoints/openai/models/serving.py; in no release
+ * through v0.21.0 by date: upstream main still had it on 2026-05-19), so `main` is a
  * v0.18.0-or-later vLLM with main's texts. At v0.19.0 the 500 and the hint are there, and
- * EngineCore's utility failure still reads "Call to {name} method failed: ..." (core.py).
+ * EngineCore's utility failure still reads "Call to {name} method failed: ..." (core.py); the
+ * router reads either.
  */
 export type LoadErrors = 'released' | 'main';
 
@@ -56,10 +58,12 @@ export type LoadErrors = 'released' | 'main';
 export type VllmMetrics = 'released' | 'by-reason' | 'residency' | 'no-stats';
 
 /**
- * llama.cpp's per-request `lora` field. `clear`: older servers clear every scale, then set the
- * listed ones (an empty list = no adapter). `empty-is-absent`: current servers treat an empty
- * list as no field (the global scales apply; llama.cpp issue 28674), a non-empty one as before.
- * `listed-only`: the newest parse only the listed ids, unlisted keep their global scale.
+ * llama.cpp's per-request `lora` field. `clear`: servers up to b7502 clear every scale, then set the
+ * listed ones (an empty list = no adapter) and refuse an id they do not have (read at b7193 and
+ * b7502). `empty-is-absent`: since PR #18263 (b7516; read there, at b10088 and at b10573) an empty
+ * list is no field (the global scales apply; llama.cpp issue 28674), a non-empty one as before, and
+ * an unknown id is skipped. `listed-only`: the newest parse only the listed ids, unlisted keep their
+ * global scale (not found upstream through b10573).
  */
 export type LlamaLoraMode = 'clear' | 'empty-is-absent' | 'listed-only';
 

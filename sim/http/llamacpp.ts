@@ -1,6 +1,9 @@
 import { llamacppError, type SimError } from './errors';
 import type { ReplicaContext } from './context';
 
+/** params_from_json_cmpl's text for a `lora` that is not a list (server-task.cpp, llama.cpp b7193, b7502). */
+const LORA_NOT_A_LIST = "Error: 'lora' must be an array of objects with 'id' and 'scale' fields";
+
 /**
  * llama.cpp server's adapters (tools/server/server.cpp and server-common.cpp; see
  * docs/replica-apis.md for the builds): loaded at start only, selected per request by id with
@@ -17,9 +20,9 @@ export class LlamaCppAdapters {
   }
 
   /**
-   * `GET /lora-adapters` (get_lora_adapters, tools/server/server.cpp, llama.cpp aa6192d38d: id, path, scale, task_name,
-   * prompt_prefix, read from the GGUF metadata in common/common.cpp, llama.cpp 00758e06b4). A build without the last
-   * two was not read upstream here.
+   * `GET /lora-adapters` (get_lora_adapters, tools/server/server.cpp at llama.cpp b7193; server_task_result_get_lora,
+   * server-task.cpp, b10573: id, path, scale, task_name, prompt_prefix, read from the GGUF metadata in
+   * common/common.cpp at both). A build without the last two was not read upstream here.
    */
   list() {
     return this.r.o.staticAdapters.map((a, id) => ({
@@ -31,9 +34,11 @@ export class LlamaCppAdapters {
   }
 
   /**
-   * `POST /lora-adapters` (post_lora_adapters, tools/server/server.cpp, llama.cpp aa6192d38d): a non-array body is a
-   * 400 "Request body must be an array"; parse_lora_request(lora_base, body) zeroes every scale and sets the listed
-   * ones (server-common.cpp, aa6192d38d); the reply is `{"success": true}` (server-task.cpp apply_lora, aa6192d38d).
+   * `POST /lora-adapters` (post_lora_adapters: tools/server/server.cpp at llama.cpp b7193, server-context.cpp at
+   * b10573): a non-array body is a 400 "Request body must be an array"; the listed scales are set, every other one
+   * goes to 0 (parse_lora_request(lora_base, body), server-common.cpp, b7193; construct_lora_list, b10573); the
+   * reply is `{"success": true}` (server-task.cpp, both). An unknown id: see `parse`; thrown here, it reaches
+   * ex_wrapper (server.cpp, b7193 and b7502), which answers any std::runtime_error 500 `server_error`.
    */
   setGlobal(body: unknown): SimError {
     if (!Array.isArray(body))
@@ -42,7 +47,7 @@ export class LlamaCppAdapters {
       body,
       this.scales.map(() => 0),
     );
-    if (typeof next === 'string') return llamacppError(400, 'invalid_request_error', next);
+    if (typeof next === 'string') return llamacppError(500, 'server_error', next);
     this.scales = next;
     return { status: 200, body: { success: true } };
   }
@@ -50,18 +55,20 @@ export class LlamaCppAdapters {
   /**
    * The adapters a request runs with, by `llamaLora` mode (see LlamaLoraMode): several may be
    * active at once (common_set_adapter_lora passes every adapter with its scale, common/common.cpp,
-   * llama.cpp 00758e06b4); the engine sees them as one label, `path+path`. `clear`: server-task.cpp
-   * params_from_json_cmpl (llama.cpp aa6192d38d); `empty-is-absent`: server-context.cpp launch_slot_with_task
-   * (llama.cpp 001d906a6d; llama.cpp issue 28674, b10088); `listed-only`: not found upstream.
+   * llama.cpp b7193 and b10573); the engine sees them as one label, `path+path`. `clear`: server-task.cpp
+   * params_from_json_cmpl (llama.cpp b7193, b7502); `empty-is-absent`: server-context.cpp launch_slot_with_task
+   * and construct_lora_list (PR #18263, b7516; read at b7516, b10088 and b10573; llama.cpp issue 28674 reports it
+   * at b10088); `listed-only`: not found upstream.
    */
   select(lora: unknown): { adapter: string | null; rank?: number } | string {
     let scales = this.scales;
     const mode = this.r.o.llamaLora;
     const absent = lora === undefined || (mode !== 'clear' && Array.isArray(lora) && lora.length === 0);
     if (!absent) {
-      // Upstream's text is "Error: 'lora' must be an array of objects with 'id' and 'scale' fields"
-      // (server-task.cpp params_from_json_cmpl, llama.cpp aa6192d38d); this one is shortened.
-      if (!Array.isArray(lora)) return 'lora must be an array';
+      // Since PR #24150 (b9716) the field schema prefixes the text with the field's name (handle_with_catch,
+      // server-schema.cpp, b10573).
+      if (!Array.isArray(lora))
+        return mode === 'clear' ? LORA_NOT_A_LIST : `Field 'lora': ${LORA_NOT_A_LIST}`;
       const parsed = this.parse(lora, mode === 'listed-only' ? [...this.scales] : this.scales.map(() => 0));
       if (typeof parsed === 'string') return parsed;
       scales = parsed;
@@ -75,7 +82,8 @@ export class LlamaCppAdapters {
   }
 
   /**
-   * `/slots` (get_slots, tools/server/server.cpp, llama.cpp aa6192d38d: 501 without `--slots`); each slot's to_json
+   * `/slots` (get_slots, tools/server/server.cpp at llama.cpp b7193, server-context.cpp at b10573: 501 without
+   * `--slots`); each slot's to_json
    * has id, n_ctx (the slot's context), speculative and is_processing; the simulator keeps id, n_ctx (= `maxModelLen`)
    * and is_processing.
    */
@@ -99,22 +107,25 @@ export class LlamaCppAdapters {
   }
 
   /**
-   * `[{id, scale}]` over `base`; a missing scale is 0 and a bad id is "invalid adapter id" (parse_lora_request,
-   * server-common.cpp, llama.cpp aa6192d38d; 006639c3ff no longer checks ids).
+   * `[{id, scale}]` over `base`; a missing scale is 0 (parse_lora_request, server-common.cpp). An id the replica
+   * does not have: "invalid adapter id" up to b7502 (mode `clear`; read at b7193, b7502); since PR #18263 (b7516)
+   * parse_lora_request checks no id and construct_lora_list (server-context.cpp) skips it (read at b7516, b10573).
    */
   private parse(list: unknown[], base: number[]): number[] | string {
     const scales = [...base];
     for (const e of list as { id?: unknown; scale?: unknown }[]) {
       const id = e?.id;
-      if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= scales.length)
-        return 'invalid adapter id';
+      if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id >= scales.length) {
+        if (this.r.o.llamaLora === 'clear') return 'invalid adapter id';
+        continue;
+      }
       scales[id] = typeof e.scale === 'number' ? e.scale : 0;
     }
     return scales;
   }
 }
 
-/** llama.cpp without `--metrics` (get_metrics, tools/server/server.cpp, llama.cpp aa6192d38d). */
+/** llama.cpp without `--metrics` (get_metrics: tools/server/server.cpp at llama.cpp b7193, server-context.cpp at b10573). */
 export const metricsNotSupported = llamacppError(
   501,
   'not_supported_error',

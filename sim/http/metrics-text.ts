@@ -1,7 +1,7 @@
 /**
  * The replicas' `/metrics` text as they write it: vLLM's families from vllm/v1/metrics/loggers.py
  * (main as read in December 2026; the version table in docs/replica-apis.md), llama.cpp's from tools/server/server.cpp
- * `get_metrics` (llama.cpp aa6192d38d). docs/replica-apis.md lists each family with its source and version.
+ * `get_metrics` (llama.cpp b7193). docs/replica-apis.md lists each family with its source and version.
  */
 import type { EngineStats } from '../engine/engine';
 
@@ -236,9 +236,11 @@ export function loraInfoKey(maxLoras: number, running: string[], waiting: string
 }
 
 /**
- * llama.cpp's families and help texts (get_metrics, tools/server/server.cpp, llama.cpp aa6192d38d), less its
- * `*_seconds*` and `n_tokens_max` ones. That build lists `n_busy_slots_per_decode` among its counters; it is
- * typed gauge here.
+ * llama.cpp's families and help texts (get_metrics, tools/server/server.cpp, llama.cpp b7193), less its
+ * `*_seconds*` and `n_tokens_max` ones. That build lists `n_busy_slots_per_decode` among its counters; since PR
+ * #26920 (b10424) it is a gauge, as here, and `prompt_tokens_total` leaves out the tokens taken from the prompt
+ * cache (`prompt_tokens_cached_total` counts those; server-task.cpp `to_metrics`, b10573), which the simulator
+ * does not model for llama.cpp.
  */
 export function llamacppMetricsText(stats: EngineStats): string {
   const out: string[] = [];

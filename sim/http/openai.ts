@@ -3,13 +3,28 @@ import type { ServerResponse } from 'node:http';
 
 export type Endpoint = 'chat' | 'completions';
 
+/** One prompt: chat's messages, or one of /v1/completions' prompts. */
+export interface Prompt {
+  tokens: number;
+  /** Its text (chat: the messages' contents in order), whose blocks the prefix cache keys. */
+  text: string;
+}
+
 export interface ParsedCompletion {
   model: string;
   stream: boolean;
   includeUsage: boolean;
+  /**
+   * The prompts: one, or a /v1/completions batch (a list of strings or of token-id lists), which
+   * vLLM serves as one engine request per prompt, each checked against the context and given its
+   * own `get_max_tokens` (`create_completion`, serving_completion.py at v0.11.0 and v0.11.2,
+   * completion/serving.py at v0.19.0).
+   */
+  prompts: Prompt[];
+  /** All prompts' tokens: the usage's `prompt_tokens`. */
   promptTokens: number;
-  /** The prompt's text (chat: the messages' contents in order), whose blocks the prefix cache keys. */
-  promptText: string;
+  /** The body's `request_id`, which names the completion when no X-Request-Id header does. */
+  requestId?: string;
   maxTokens: number;
   /**
    * The `max_tokens` vLLM checks against the context: the client's, or /v1/completions' default
@@ -44,8 +59,7 @@ export function parseCompletion(
     return 'Request body must be a JSON object.';
   const b = body as Record<string, unknown>;
   if (typeof b.model !== 'string') return "Field 'model' is required and must be a string.";
-  let promptTokens: number;
-  let promptText = '';
+  let prompts: Prompt[];
   if (endpoint === 'chat') {
     if (!Array.isArray(b.messages) || b.messages.length === 0)
       return "Field 'messages' must be a non-empty array.";
@@ -60,16 +74,19 @@ export function parseCompletion(
           if (typeof t === 'string') text += t;
         }
     }
-    promptTokens = countTokens(text) + 4 * b.messages.length;
-    promptText = text;
+    prompts = [{ tokens: countTokens(text) + 4 * b.messages.length, text }];
   } else {
     const p = b.prompt;
-    if (typeof p === 'string') promptTokens = countTokens((promptText = p));
-    else if (Array.isArray(p) && p.length > 0 && p.every((x) => typeof x === 'number'))
-      promptTokens = p.length;
+    const isIds = (x: unknown): x is number[] =>
+      Array.isArray(x) && x.length > 0 && x.every((t) => typeof t === 'number');
+    if (typeof p === 'string') prompts = [{ tokens: countTokens(p), text: p }];
+    else if (isIds(p)) prompts = [{ tokens: p.length, text: '' }];
     else if (Array.isArray(p) && p.length > 0 && p.every((x) => typeof x === 'string'))
-      promptTokens = countTokens((promptText = p.join('')));
-    else return "Field 'prompt' must be a string, a list of strings or a list of token ids.";
+      prompts = (p as string[]).map((x) => ({ tokens: countTokens(x), text: x }));
+    else if (Array.isArray(p) && p.length > 0 && p.every(isIds))
+      prompts = p.map((x) => ({ tokens: x.length, text: '' }));
+    else
+      return "Field 'prompt' must be a string, a list of strings, a list of token ids or a list of token-id lists.";
   }
   const sent = b.max_completion_tokens ?? b.max_tokens;
   const mt = sent ?? defaultMaxTokens;
@@ -82,8 +99,9 @@ export function parseCompletion(
     model: b.model,
     stream: b.stream === true,
     includeUsage: so?.include_usage === true,
-    promptTokens,
-    promptText,
+    prompts,
+    promptTokens: prompts.reduce((n, x) => n + x.tokens, 0),
+    ...(typeof b.request_id === 'string' && b.request_id !== '' ? { requestId: b.request_id } : {}),
     maxTokens: mt,
     checkedMaxTokens: sent === undefined && endpoint === 'chat' ? undefined : mt,
     lora: b.lora,
@@ -95,29 +113,48 @@ export function usage(prompt: number, completion: number) {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
+/** What one choice produced: its tokens, and the `max_tokens` it was given (for its finish reason). */
+export interface ChoiceResult {
+  outputTokens: number;
+  maxTokens: number;
+}
+
+function answerText(outputTokens: number): string {
+  let text = '';
+  for (let i = 0; i < outputTokens; i++) text += tokenText(i);
+  return text;
+}
+
+/** A whole answer: one choice per prompt (index = the prompt's), usage summed over them. */
 export function completionBody(
   endpoint: Endpoint,
   id: string,
   model: string,
   created: number,
-  p: ParsedCompletion,
-  outputTokens: number,
+  promptTokens: number,
+  results: readonly ChoiceResult[],
 ) {
-  let text = '';
-  for (let i = 0; i < outputTokens; i++) text += tokenText(i);
-  const finish = outputTokens >= p.maxTokens ? 'length' : 'stop';
-  const choice =
-    endpoint === 'chat'
-      ? { index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }
-      : { index: 0, text, logprobs: null, finish_reason: finish };
+  const choices = results.map((r, index) => {
+    const finish = r.outputTokens >= r.maxTokens ? 'length' : 'stop';
+    const text = answerText(r.outputTokens);
+    return endpoint === 'chat'
+      ? { index, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }
+      : { index, text, logprobs: null, finish_reason: finish };
+  });
+  const completionTokens = results.reduce((n, r) => n + r.outputTokens, 0);
   return {
     id,
     object: endpoint === 'chat' ? 'chat.completion' : 'text_completion',
     created,
     model,
-    choices: [choice],
-    usage: usage(p.promptTokens, outputTokens),
+    choices,
+    usage: usage(promptTokens, completionTokens),
   };
+}
+
+/** The object of every streamed chunk, the usage chunk included (ChatCompletionStreamResponse, CompletionStreamResponse). */
+function chunkObject(endpoint: Endpoint): string {
+  return endpoint === 'chat' ? 'chat.completion.chunk' : 'text_completion';
 }
 
 export function chunkBody(
@@ -127,25 +164,23 @@ export function chunkBody(
   created: number,
   delta: { role?: string; content?: string },
   finish: string | null,
+  index = 0,
 ) {
   const choice =
     endpoint === 'chat'
-      ? { index: 0, delta, logprobs: null, finish_reason: finish }
-      : { index: 0, text: delta.content ?? '', logprobs: null, finish_reason: finish };
-  return {
-    id,
-    object: endpoint === 'chat' ? 'chat.completion.chunk' : 'text_completion',
-    created,
-    model,
-    choices: [choice],
-  };
+      ? { index, delta, logprobs: null, finish_reason: finish }
+      : { index, text: delta.content ?? '', logprobs: null, finish_reason: finish };
+  return { id, object: chunkObject(endpoint), created, model, choices: [choice] };
 }
 
 export function sse(data: unknown): string {
   return `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
 }
 
-/** SSE: a role chunk first (chat), a chunk per token, a usage chunk if asked, then [DONE]. */
+/**
+ * SSE: a role chunk first (chat), a chunk per token of each choice (by its index), a usage chunk
+ * summed over the choices if asked, then [DONE].
+ */
 export function streamAnswer(
   endpoint: Endpoint,
   id: string,
@@ -158,22 +193,24 @@ export function streamAnswer(
   if (endpoint === 'chat')
     res.write(sse(chunkBody(endpoint, id, model, created, { role: 'assistant', content: '' }, null)));
   return {
-    onToken: (i: number) => {
-      const last = i + 1 >= p.maxTokens;
+    onToken: (choice: number, i: number, maxTokens: number) => {
+      const last = i + 1 >= maxTokens;
       res.write(
-        sse(chunkBody(endpoint, id, model, created, { content: tokenText(i) }, last ? 'length' : null)),
+        sse(
+          chunkBody(endpoint, id, model, created, { content: tokenText(i) }, last ? 'length' : null, choice),
+        ),
       );
     },
-    onFinish: (rec: { outputTokens: number }) => {
+    onFinish: (completionTokens: number) => {
       if (p.includeUsage) {
         res.write(
           sse({
             id,
-            object: 'chat.completion.chunk',
+            object: chunkObject(endpoint),
             created,
             model,
             choices: [],
-            usage: usage(p.promptTokens, rec.outputTokens),
+            usage: usage(p.promptTokens, completionTokens),
           }),
         );
       }

@@ -22,7 +22,7 @@ import { contextLength, contextLengthError, type ContextErrors } from '../engine
 import { LlamaCppBackend, VllmBackend, type SimBackend } from './backends';
 import type { ErrorStyle, SimError } from './errors';
 import { freshFaults, type Fault, type FaultState } from './faults';
-import { completionBody, type Endpoint, parseCompletion, streamAnswer } from './openai';
+import { type ChoiceResult, completionBody, type Endpoint, parseCompletion, streamAnswer } from './openai';
 import { MORE_ROUTES, moreAnswer } from './more-endpoints';
 
 export type {
@@ -430,13 +430,22 @@ export class SimReplica implements ReplicaContext {
       );
     }
     readBody(req)
-      .then((raw) => this.route(req.method ?? 'GET', path, raw, res))
+      .then((raw) => {
+        const named = req.headers['x-request-id'];
+        return this.route(req.method ?? 'GET', path, raw, res, typeof named === 'string' ? named : undefined);
+      })
       .catch((err: Error) => {
         if (!res.headersSent) this.send(res, this.error(400, 'BadRequestError', err.message));
       });
   }
 
-  private async route(method: string, path: string, raw: Buffer, res: http.ServerResponse): Promise<void> {
+  private async route(
+    method: string,
+    path: string,
+    raw: Buffer,
+    res: http.ServerResponse,
+    requestIdHeader?: string,
+  ): Promise<void> {
     if (method === 'GET' && path === '/health') return this.health(res);
     if (method === 'GET' && path === '/metrics') return this.metrics(res);
     const unavailable = this.api.unavailable();
@@ -448,7 +457,8 @@ export class SimReplica implements ReplicaContext {
     if (method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/completions')) {
       const body = parseJson(raw);
       if (body instanceof Error) return this.send(res, this.error(400, 'BadRequestError', body.message));
-      return this.completion(path === '/v1/chat/completions' ? 'chat' : 'completions', body, res);
+      const endpoint = path === '/v1/chat/completions' ? 'chat' : 'completions';
+      return this.completion(endpoint, body, res, requestIdHeader);
     }
     if (method === 'POST' && MORE_ROUTES.has(path)) return this.send(res, await this.more(path, raw));
     const own = await this.api.route(method, path, () => parseJson(raw));
@@ -483,7 +493,7 @@ export class SimReplica implements ReplicaContext {
     const write = () => {
       if (res.destroyed) return;
       // Prometheus text 0.0.4: llama.cpp sets `text/plain; version=0.0.4` (tools/server/server.cpp get_metrics,
-      // llama.cpp aa6192d38d); vLLM's prometheus_client adds `; charset=utf-8` (not read at a pinned version).
+      // llama.cpp b7193, b10573); vLLM's prometheus_client adds `; charset=utf-8` (not read at a pinned version).
       // uvicorn's Date, on the clock vLLM's gauges take their times from (the modelled one here).
       res.writeHead(200, {
         'content-type': 'text/plain; version=0.0.4; charset=utf-8',
@@ -498,7 +508,12 @@ export class SimReplica implements ReplicaContext {
 
   // ---- completions ----------------------------------------------------------------------
 
-  private async completion(endpoint: Endpoint, body: unknown, res: http.ServerResponse): Promise<void> {
+  private async completion(
+    endpoint: Endpoint,
+    body: unknown,
+    res: http.ServerResponse,
+    requestIdHeader?: string,
+  ): Promise<void> {
     // Text of V0's MQEngineDeadError (vllm/engine/multiprocessing/__init__.py, vLLM v0.10.0 (unverified), the V0 engine); V1's EngineDeadError
     // says "EngineCore encountered an issue..." (vllm/v1/engine/exceptions.py, vLLM v0.11.0) and launcher.py (vLLM v0.11.0)
     // answers a bare 500; newer server_utils.py engine_error_handler (main, December 2026) a JSON error. The body is modelled.
@@ -515,51 +530,72 @@ export class SimReplica implements ReplicaContext {
     const { adapter, weights, rank } = selected;
     // vLLM's text (sim/engine/context.ts); llama.cpp's own exceed_context_size_error is not modelled: both backends
     // answer vLLM's text here. The context is the KV capacity when max_model_len is larger (vLLM would not start).
+    // Each prompt of a batch is checked on its own (create_completion: one engine request per prompt).
     const context = contextLength(this.o.maxModelLen, this.engine.options.kvCapacityTokens);
-    const tooLong = contextLengthError(context, p.promptTokens, p.checkedMaxTokens, this.o.contextErrors);
-    if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong.message, tooLong.param));
+    for (const prompt of p.prompts) {
+      const tooLong = contextLengthError(
+        context,
+        prompt.tokens,
+        p.checkedMaxTokens,
+        this.o.contextErrors,
+        endpoint,
+      );
+      if (tooLong) return this.send(res, this.error(400, 'BadRequestError', tooLong.message, tooLong.param));
+    }
     // Unchecked (a chat request without max_tokens), the answer stops at the context's end
-    // (vllm/entrypoints/utils.py `get_max_tokens`, v0.11.0: at most max_model_len - prompt).
-    p.maxTokens = Math.max(1, Math.min(p.maxTokens, context - p.promptTokens));
-    const id = `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${requestId()}`;
+    // (vllm/entrypoints/utils.py `get_max_tokens`, v0.11.0: at most max_model_len - prompt), per prompt.
+    const maxTokens = p.prompts.map((x) => Math.max(1, Math.min(p.maxTokens, context - x.tokens)));
+    const named = this.backend === 'vllm' ? (requestIdHeader ?? p.requestId) : undefined;
+    const id = completionId(endpoint, named);
     const created = Math.floor(this.nowUnix());
     // vLLM echoes the adapter name (serving_models.py `model_name`, vLLM v0.11.0); llama.cpp echoes the request's
-    // `model` (tools/server/server-task.cpp params_from_json_cmpl, llama.cpp aa6192d38d).
+    // `model` (tools/server/server-task.cpp params_from_json_cmpl, llama.cpp b7193).
     const model = p.model;
-    const answer: { onToken?: (i: number) => void; onFinish: (rec: RequestRecord) => void } = p.stream
-      ? streamAnswer(endpoint, id, model, created, p, res)
-      : {
-          onFinish: (rec: RequestRecord) =>
-            this.send(res, {
-              status: 200,
-              body: completionBody(endpoint, id, model, created, p, rec.outputTokens),
-            }),
-        };
-    let done = false;
-    this.engine.submit({
-      id,
-      adapter,
-      weights,
-      adapterRank: rank,
-      promptTokens: p.promptTokens,
-      // vLLM's prefix cache (llama.cpp's per-slot prompt cache is not modelled), keyed by adapter too.
-      blocks:
-        this.backend === 'vllm'
-          ? textBlocks(p.promptText, weights ?? adapter ?? '', p.promptTokens)
-          : undefined,
-      maxTokens: p.maxTokens,
-      ...(this.backend === 'vllm' && p.priority !== 0 ? { priority: p.priority } : {}),
-      onToken: answer.onToken,
-      onFinish: (rec) => {
-        done = true;
-        // Aborted (the replica was killed or restarted): the connection just drops.
-        if (rec.aborted) return void res.destroy();
-        answer.onFinish(rec);
-      },
+    const stream = p.stream ? streamAnswer(endpoint, id, model, created, p, res) : undefined;
+    const results: ChoiceResult[] = maxTokens.map((m) => ({ outputTokens: 0, maxTokens: m }));
+    let left = p.prompts.length;
+    let aborted = false;
+    const onFinish = (i: number, rec: RequestRecord) => {
+      left--;
+      // Aborted (the replica was killed or restarted): the connection just drops.
+      if (rec.aborted) {
+        aborted = true;
+        return void res.destroy();
+      }
+      results[i]!.outputTokens = rec.outputTokens;
+      if (left > 0 || aborted) return;
+      if (stream) stream.onFinish(results.reduce((n, r) => n + r.outputTokens, 0));
+      else
+        this.send(res, {
+          status: 200,
+          body: completionBody(endpoint, id, model, created, p.promptTokens, results),
+        });
+    };
+    // The engine's ids: the completion's, made unique when the client named it; a batch's are
+    // `<id>-<i>`, as vLLM names them.
+    const engineId = named === undefined ? id : `${id}-${requestId()}`;
+    const engineIds = p.prompts.map((_, i) => (p.prompts.length === 1 ? engineId : `${engineId}-${i}`));
+    p.prompts.forEach((prompt, i) => {
+      this.engine.submit({
+        id: engineIds[i]!,
+        adapter,
+        weights,
+        adapterRank: rank,
+        promptTokens: prompt.tokens,
+        // vLLM's prefix cache (llama.cpp's per-slot prompt cache is not modelled), keyed by adapter too.
+        blocks:
+          this.backend === 'vllm'
+            ? textBlocks(prompt.text, weights ?? adapter ?? '', prompt.tokens)
+            : undefined,
+        maxTokens: maxTokens[i]!,
+        ...(this.backend === 'vllm' && p.priority !== 0 ? { priority: p.priority } : {}),
+        onToken: stream ? (t) => stream.onToken(i, t, maxTokens[i]!) : undefined,
+        onFinish: (rec) => onFinish(i, rec),
+      });
     });
-    // The client went away: the engine stops working on it.
+    // The client went away: the engine stops working on what is left.
     res.on('close', () => {
-      if (!done) this.engine.abort(id);
+      if (left > 0) for (const e of engineIds) this.engine.abort(e);
     });
   }
 
@@ -636,11 +672,17 @@ function parseJson(raw: Buffer): unknown {
   }
 }
 
-/**
- * A request id unique across replicas and restarts: vLLM's OpenAI server names a completion
- * `chatcmpl-<random_uuid()>` (vllm-project/vllm vllm/entrypoints/openai/serving_chat.py,
- * `_base_request_id`, read from the search index's stored copy; `random_uuid` is uuid4 hex).
- */
+/** vLLM's `random_uuid()`: uuid4 hex (vllm/utils/__init__.py, v0.11.0), unique across replicas and restarts. */
 function requestId(): string {
   return randomUUID().replace(/-/g, '');
+}
+
+/**
+ * vLLM names a completion `chatcmpl-` or `cmpl-` and `_base_request_id`: the client's X-Request-Id
+ * header, else the body's `request_id`, whose default is a `random_uuid()`
+ * (vllm/entrypoints/openai/serving_chat.py, serving_completion.py and serving_engine.py at v0.11.0
+ * and v0.11.2; chat_completion/serving.py, completion/serving.py and engine/serving.py at v0.19.0).
+ */
+function completionId(endpoint: Endpoint, named: string | undefined): string {
+  return `${endpoint === 'chat' ? 'chatcmpl' : 'cmpl'}-${named ?? requestId()}`;
 }

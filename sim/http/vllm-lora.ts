@@ -72,19 +72,20 @@ export class VllmLoraApi {
         );
       }
       const rank = adapterRank(r, path);
-      // LoRAAdapterNotFoundError's text (vllm/exceptions.py; on main a shim to
-      // vllm/foundation/system/exceptions.py, vllm 055e47c280; the text not read at a tag), which
-      // load_lora_adapter answers 404 NotFoundError: any "No adapter found" at vllm 075e9ba825
-      // (serving_models.py), that exception's text at vllm 00153c8b79 (openai/models/serving.py).
+      // LoRAAdapterNotFoundError's text (vllm/exceptions.py, v0.19.0; on main a shim to
+      // vllm/foundation/system/exceptions.py, vllm 055e47c280), which load_lora_adapter answers
+      // 404 NotFoundError: any "No adapter found" at v0.11.0 and v0.11.2 (serving_models.py,
+      // prefixed), since #36201 that exception's own text, unprefixed (openai/models/serving.py at
+      // v0.19.0 and vllm 00153c8b79).
       if (rank === undefined)
         return logged(
           engineFailure(r, 404, 'NotFoundError', `Loading lora ${name} failed: No adapter found for ${path}`),
         );
       // PEFTHelper.validate_legal's text (vllm/lora/peft_helper.py, vLLM v0.11.0; WorkerLoRAManager._load_lora's
       // in vllm/lora/worker_manager.py at vllm 9495bf0d33). Since
-      // vLLM #36201 (v0.18.0 by its release window; read at main 00153c8b79,
-      // vllm/entrypoints/openai/models/serving.py `load_lora_adapter`) any engine failure but
-      // "not found" answers 500 InternalServerError.
+      // vLLM #36201 (v0.18.0 by its release window; vllm/entrypoints/openai/models/serving.py
+      // `load_lora_adapter`, read at v0.19.0 and main 00153c8b79) any engine failure but "not
+      // found" answers 500 InternalServerError.
       if (rank > r.o.maxLoraRank) {
         const main = r.o.loadErrors === 'main';
         return logged(

@@ -21,7 +21,8 @@ import {
 /**
  * vLLM's texts for a load that fails on the adapter itself, which vLLM answers 500
  * InternalServerError since #36201 (v0.18.0 by its release window; `load_lora_adapter`,
- * vllm/entrypoints/openai/models/serving.py, read at main 00153c8b79): the rank and
+ * vllm/entrypoints/openai/models/serving.py: read at v0.19.0, where the text keeps the "Call to
+ * add_lora method failed: " prefix, and at main 00153c8b79, without it): the rank and
  * extra-vocabulary checks (vllm/lora/peft_helper.py and worker_manager.py, vLLM v0.11.0) and PEFTHelper's
  * feature and field checks of adapter_config.json
  * (vllm/lora/peft_helper.py, vLLM v0.11.0). Any other 500 is the replica's (an engine that

@@ -26,7 +26,7 @@ export async function releaseLease(lease: LeaseHandle, status: number | undefine
   // A 404 is vLLM's "The model `x` does not exist." when it lost the adapter (a restart,
   // another router's unload; serving_engine.py `_check_model`, vLLM v0.11.0), or FastAPI's
   // `{"detail":"Not Found"}` for a client's mistyped path under /v1 (llama.cpp: "File Not
-  // Found", tools/server/server-http.cpp, llama.cpp aa6192d38d). The log phase has the status,
+  // Found", tools/server/server-http.cpp, llama.cpp b7193 and b10573). The log phase has the status,
   // never the body (no `response` phase: docs/kong.md), so a 404 forgets nothing by itself:
   // the replica's registry, read afresh, decides.
   const lost = status === 404;

@@ -20,12 +20,13 @@ export const LLAMA_MAX_DEPTH = 1000;
 /**
  * A llama.cpp request's body: every adapter the replica lists, with an explicit scale (1 for
  * the requested one, 0 for the others; all 0 for the base model). Builds differ on what an empty
- * or partial list means (older: unlisted at 0; current: an empty list is no field, so the global
- * scales apply, llama.cpp issue 28674; newest: unlisted keep their global scale), and a full
+ * or partial list means (older, to b7502: unlisted at 0; current, since PR #18263 (b7516) and read at
+ * b10573: an empty list is no field, so the global scales apply, llama.cpp issue 28674; newest:
+ * unlisted keep their global scale, not found upstream), and a full
  * list means the same on all of them. The client's text (which parsed as `json`) with `lora` added
  * as the last member (src/router/body-member.ts): a `lora` of the client's own stays where it
  * was and is overridden, as llama.cpp's parser keeps the last of a repeated key. The list is read
- * as `[{id, scale}]` (tools/server/server-common.cpp `parse_lora_request`, llama.cpp 006639c3ff).
+ * as `[{id, scale}]` (tools/server/server-common.cpp `parse_lora_request`, llama.cpp b7193 and b10573).
  */
 export function llamaBody(
   json: Record<string, unknown>,

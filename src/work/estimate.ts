@@ -14,8 +14,9 @@ export interface TokenEstimate {
   promptTokens: number;
   /**
    * The longest single prompt: vLLM checks each prompt of a batch against the context on its
-   * own (vllm/entrypoints/openai/serving_completion.py `create_completion`, vllm-project/vllm
-   * main: one engine request, and `get_max_tokens`, per engine prompt).
+   * own (`create_completion`: one engine request, one renderer check and one `get_max_tokens` per
+   * prompt; vllm/entrypoints/openai/serving_completion.py at v0.11.0 and v0.11.2,
+   * completion/serving.py at v0.19.0).
    */
   longestPromptTokens: number;
   /** `max_completion_tokens` or `max_tokens`, when the client set one. */

@@ -22,7 +22,7 @@ describe('requests longer than a replica context', () => {
     },
   );
 
-  it("the HTTP simulator answers 400 with v0.11's texts: prompt too long, or max_tokens too large", async () => {
+  it("the HTTP simulator answers 400 with v0.11's texts: prompt too long, or max_tokens too large (chat); the renderer's (completions)", async () => {
     // max_model_len above the KV capacity: vLLM would shrink or refuse it; the context is the capacity.
     const fleet = await SimFleet.start([{ maxModelLen: 131072, engine: { kvCapacityTokens: 4096 } }]);
     // 'x' x 4n is n tokens here, plus 4 for the one message.
@@ -55,15 +55,22 @@ describe('requests longer than a replica context', () => {
           "'max_tokens' or 'max_completion_tokens' is too large: 200. This model's maximum context length is 4096 tokens and your request has 4000 input tokens (200 > 4096 - 4000).",
         );
       }
-      // /v1/completions' max_tokens defaults to 16 (CompletionRequest), and is checked as if sent.
+      // /v1/completions goes through the renderer instead (vllm/entrypoints/renderer.py
+      // `_create_tokens_prompt`, v0.11.0 and v0.11.2): each prompt against max_model_len - max_tokens
+      // (`_build_render_config`, serving_completion.py), max_tokens defaulting to 16 (CompletionRequest).
       const legacy = await post(fleet.urls[0]!, '/v1/completions', {
         model: 'meta-llama/Llama-3.1-8B-Instruct',
         prompt: 'x'.repeat(4 * 4090),
       });
       expect(legacy.status).toBe(400);
       expect(legacy.json().error.message).toBe(
-        "'max_tokens' or 'max_completion_tokens' is too large: 16. This model's maximum context length is 4096 tokens and your request has 4090 input tokens (16 > 4096 - 4090).",
+        "This model's maximum context length is 4080 tokens. However, your request has 4090 input tokens. Please reduce the length of the input messages.",
       );
+      const fitsLegacy = await post(fleet.urls[0]!, '/v1/completions', {
+        model: 'meta-llama/Llama-3.1-8B-Instruct',
+        prompt: 'x'.repeat(4 * 4080),
+      });
+      expect(fitsLegacy.status).toBe(200);
       // A chat request without max_tokens is checked by its prompt alone; vLLM then caps the answer
       // at the context left (vllm/entrypoints/utils.py `get_max_tokens`): 4095 + 1 fits.
       const fits = await ask(4095);

@@ -34,12 +34,14 @@ describe('simulated llama.cpp replica, over HTTP', () => {
     expect((await get(url, '/lora-adapters')).json().map((a: { scale: number }) => a.scale)).toEqual([
       0, 0.5,
     ]);
-    await post(url, '/lora-adapters', [{ id: 0, scale: 1 }]);
-    const bad = await post(url, '/lora-adapters', [{ id: 7, scale: 1 }]);
-    expect(bad.status).toBe(400);
-    expect(bad.json()).toEqual({
-      error: { code: 400, message: 'invalid adapter id', type: 'invalid_request_error' },
-    });
+    // An id the replica does not have is skipped, and unlisted adapters still go to 0 (since
+    // llama.cpp PR #18263, b7516: parse_lora_request checks no id; construct_lora_list, b10573).
+    const unknown = await post(url, '/lora-adapters', [
+      { id: 7, scale: 1 },
+      { id: 0, scale: 1 },
+    ]);
+    expect(unknown.status).toBe(200);
+    expect((await get(url, '/lora-adapters')).json().map((a: { scale: number }) => a.scale)).toEqual([1, 0]);
   });
 
   it('selects the adapter with the per-request lora field and echoes model', async () => {
@@ -51,9 +53,20 @@ describe('simulated llama.cpp replica, over HTTP', () => {
     expect(r.status).toBe(200);
     expect(r.json().model).toBe('whatever-the-client-sent');
     expect(fleet.replicas[0]!.requestRecords().at(-1)!.adapter).toBe('adapters/chat.gguf');
-    const bad = await post(url, '/v1/chat/completions', chat('m', 2, { lora: [{ id: 9, scale: 1 }] }));
-    expect(bad.status).toBe(400);
-    expect(bad.json().error).toMatchObject({ code: 400, type: 'invalid_request_error' });
+    // An unknown id is skipped: the request runs with every adapter at 0 (b7516 and later).
+    const unknown = await post(url, '/v1/chat/completions', chat('m', 2, { lora: [{ id: 9, scale: 1 }] }));
+    expect(unknown.status).toBe(200);
+    expect(fleet.replicas[0]!.requestRecords().at(-1)!.adapter).toBeNull();
+    // A `lora` that is not a list: the schema's text, prefixed with the field (server-schema.cpp, b10573).
+    const bad = await post(url, '/v1/chat/completions', chat('m', 2, { lora: { id: 0 } }));
+    expect([bad.status, bad.json().error]).toEqual([
+      400,
+      {
+        code: 400,
+        message: "Field 'lora': Error: 'lora' must be an array of objects with 'id' and 'scale' fields",
+        type: 'invalid_request_error',
+      },
+    ]);
   });
 
   it('streams with SSE and [DONE]', async () => {

@@ -265,6 +265,29 @@ describe('simulator modes', () => {
       }
     });
 
+    it('an adapter id the replica does not have: refused by older builds, skipped since PR #18263 (b7516)', async () => {
+      const [clear, current] = await start(llama({ llamaLora: 'clear' }), llama());
+      // b7193 and b7502: parse_lora_request throws "invalid adapter id" (server-common.cpp); a request
+      // answers it 400 (handle_completions_impl), POST /lora-adapters 500 server_error (ex_wrapper).
+      const req = await post(clear!, '/v1/chat/completions', chat('m', 1, { lora: [{ id: 5, scale: 1 }] }));
+      expect([req.status, req.json().error]).toEqual([
+        400,
+        { code: 400, message: 'invalid adapter id', type: 'invalid_request_error' },
+      ]);
+      const set = await post(clear!, '/lora-adapters', [{ id: 5, scale: 1 }]);
+      expect([set.status, set.json().error]).toEqual([
+        500,
+        { code: 500, message: 'invalid adapter id', type: 'server_error' },
+      ]);
+      const notList = await post(clear!, '/v1/chat/completions', chat('m', 1, { lora: 'a' }));
+      expect(notList.json().error.message).toBe(
+        "Error: 'lora' must be an array of objects with 'id' and 'scale' fields",
+      );
+      // b7516 to b10573: the id is skipped.
+      expect(await ran(current!, [{ id: 5, scale: 1 }])).toBeNull();
+      expect((await post(current!, '/lora-adapters', [{ id: 5, scale: 1 }])).status).toBe(200);
+    });
+
     it('without --metrics /metrics is 501, without --slots /slots is 501; n_busy_slots_per_decode is a gauge', async () => {
       const [bare, full] = await start(
         llama({ llamaMetrics: false, llamaSlots: false, llamaAdapterInfo: false }),
