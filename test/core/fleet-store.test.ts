@@ -482,6 +482,23 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.inFlightTotal()).toBe(1);
   });
 
+  it('a lease taken while its replica is unknown (an emptied state) counts once taken again after the replica is registered', async () => {
+    // A request admitted between a FLUSHALL and the replica's registration again: its lease counts
+    // nowhere. Its node's recovery takes it again once registered: from then on it holds the adapter.
+    const s = await fresh();
+    expect(await s.acquire({ id: 'L', url: U, adapter: 'a', at: 1 })).toBeUndefined();
+    await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    expect(await loadOn(s, 'a', 2)).toBe(true);
+    expect((await s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 0 });
+    expect(await s.acquire({ id: 'L', url: U, adapter: 'a', at: 1 })).toBe('loaded');
+    expect(await s.acquire({ id: 'L', url: U, adapter: 'a', at: 1 })).toBe('loaded'); // once
+    expect((await s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 1, adapter: { inFlight: 1 } });
+    expect(await s.beginUnload(U, 'a', 3, TTL)).toBeNull();
+    expect(await s.release('L', 4)).toMatchObject({ id: 'L', adapterIdle: true });
+    expect((await s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 0 });
+    expect(await s.beginUnload(U, 'a', 5, TTL)).not.toBeNull();
+  });
+
   it('records the upstream outcome with the release: 5xx counts against the replica, 404 forgets nothing (the router re-reads the registry)', async () => {
     const s = await store();
     await s.applySnapshot(U, { at: 1, ok: true, load });
