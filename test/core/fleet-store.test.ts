@@ -74,6 +74,21 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(x).not.toBeNull();
   });
 
+  it('an unload for x whose end a poll saw first (the adapter left the registry) still makes room for x once', async () => {
+    // Node 1 unloads a for x; the replica has dropped a and a poll begun after the unload's start
+    // reads its registry without a, applied before node 1's finishUnload: the entry is gone.
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, registry: [] });
+    for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 2 + i * 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL, 'x', 2);
+    expect(ua).not.toBeNull();
+    await settle();
+    await s.applySnapshot(U, { at: 9, startedAt: 8, ok: true, registry: [{ name: 'b', path: '/b' }] });
+    await s.finishUnload(U, 'a', ua!, true, 10);
+    // Node 2, making room for x too on its reading of a full replica: the slot a freed is x's.
+    expect(await s.beginUnload(U, 'b', 11, TTL, 'x', 2)).toBeNull();
+  });
+
   it('a trim (its `for` starts with NUL, never a name) keeps no room: trims follow one another', async () => {
     const s = await store();
     for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
