@@ -42,16 +42,28 @@ export class MemoryLeases {
     return this.leases.size;
   }
 
-  /** Takes `lease` and counts it on its replica; false if it is open already (taken once). */
+  /**
+   * Takes `lease` and counts it on its replica; false if it is open already (taken once). Open
+   * but counted nowhere (taken before its replica was registered: an emptied state), it is
+   * counted now if the replica is known: its node's recovery takes it again once it registered
+   * the replica, and a lease left uncounted let an unload go under its request.
+   */
   take(lease: Lease): boolean {
-    if (this.leases.has(lease.id)) return false;
+    const open = this.leases.get(lease.id);
+    if (open) {
+      if (this.uncounted.has(lease.id) && this.count(open)) this.uncounted.delete(lease.id);
+      return false;
+    }
     this.leases.set(lease.id, { ...lease });
     this.takenAt.set(lease.id, lease.at);
+    if (!this.count(lease)) this.uncounted.add(lease.id);
+    return true;
+  }
+
+  /** Counts `lease` on its replica; false if the replica is not registered. */
+  private count(lease: Lease): boolean {
     const r = this.replica(lease.url);
-    if (!r) {
-      this.uncounted.add(lease.id);
-      return true;
-    }
+    if (!r) return false;
     r.inFlight++;
     if (lease.adapter !== null)
       r.inFlightByAdapter.set(lease.adapter, (r.inFlightByAdapter.get(lease.adapter) ?? 0) + 1);

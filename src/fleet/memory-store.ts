@@ -183,8 +183,11 @@ export class MemoryFleetStore implements FleetStore {
     for (const name of r.residency.names()) {
       const slot = r.residency.slotOf(name)!;
       const state = r.residency.stateAt(slot);
-      // Missing from a registry read before this entry changed: the registry is the older truth.
-      if (present.has(name) || state === 'loading' || r.residency.sinceAt(slot) >= scrapedAt) continue;
+      // Missing from a registry read before this entry changed: the registry is the older truth. A
+      // load or unload under way is ended by its holder (an unload's end makes the room it was for:
+      // dropped here first, the next unload for that adapter was granted too).
+      if (present.has(name) || state === 'loading' || state === 'unloading') continue;
+      if (r.residency.sinceAt(slot) >= scrapedAt) continue;
       // Gone: unloaded (ours finished, or someone else's), or the replica restarted.
       if (state === 'loaded') vanished++;
       dropResidency(r, name);

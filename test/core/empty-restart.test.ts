@@ -126,3 +126,35 @@ it('a runtime replaced on the same state that registers first after a FLUSHALL b
     for (const n of [old, peer, ...(successor ? [successor] : [])]) await n.s.close();
   }
 }, 30_000);
+
+it('a lease taken after a FLUSHALL, before any node registered the replica again, counts once it is taken again: no unload under it', async () => {
+  const a = node('E');
+  const b = node('F');
+  try {
+    for (const n of [a, b]) await n.s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    await a.s.applySnapshot(U, snapshot(Date.now()));
+    const before = a.shared.currentEpoch;
+    expect(before).not.toBeNull();
+
+    await redis.command(['FLUSHALL']);
+    // Node E admits a request on `a` before any heartbeat told it (LeaseHandle.take: a plain
+    // acquire, as for a fresh lease after a slow load). Redis knows no replica: the lease is
+    // stored counted nowhere.
+    await a.s.acquire({ id: 'LE', url: U, adapter: 'a', at: Date.now() });
+    // E's heartbeat finds the state emptied: it registers the replica and takes its leases again.
+    await waitFor(() => a.shared.currentEpoch !== before, 5000, 'E re-registering');
+    await a.s.applySnapshot(U, snapshot(Date.now()));
+    // Past the grace and F's own hold-off after the emptied state (F's heartbeat has told it).
+    await new Promise((r) => setTimeout(r, NODE_TTL_MS + 500));
+    expect(b.shared.currentEpoch).toBe(a.shared.currentEpoch);
+    // E's request still runs on `a`: F's trim must not be granted its unload.
+    expect(await b.s.beginUnload(U, 'a', Date.now(), 60_000, '\u0000trim', 0)).toBeNull();
+    expect(await busy('a')).toBe(1);
+    // Once it ends, `a` is idle and the same unload goes.
+    expect(await a.s.release('LE', Date.now(), 200)).toMatchObject({ adapterIdle: true });
+    expect(await busy('a')).toBe(0);
+    expect(await b.s.beginUnload(U, 'a', Date.now(), 60_000, '\u0000trim', 0)).not.toBeNull();
+  } finally {
+    for (const n of [a, b]) await n.s.close();
+  }
+}, 30_000);

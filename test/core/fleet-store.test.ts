@@ -74,6 +74,21 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(x).not.toBeNull();
   });
 
+  it('an unload for x whose end a poll saw first (the adapter left the registry) still makes room for x once', async () => {
+    // Node 1 unloads a for x; the replica has dropped a and a poll begun after the unload's start
+    // reads its registry without a, applied before node 1's finishUnload: the entry is gone.
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, registry: [] });
+    for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 2 + i * 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL, 'x', 2);
+    expect(ua).not.toBeNull();
+    await settle();
+    await s.applySnapshot(U, { at: 9, startedAt: 8, ok: true, registry: [{ name: 'b', path: '/b' }] });
+    await s.finishUnload(U, 'a', ua!, true, 10);
+    // Node 2, making room for x too on its reading of a full replica: the slot a freed is x's.
+    expect(await s.beginUnload(U, 'b', 11, TTL, 'x', 2)).toBeNull();
+  });
+
   it('a trim (its `for` starts with NUL, never a name) keeps no room: trims follow one another', async () => {
     const s = await store();
     for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
@@ -480,6 +495,23 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.release('L1', 51)).toBeUndefined();
     expect((await s.residents(U))[0]).toMatchObject({ name: 'a', lastUsed: 50, inFlight: 0 });
     expect(await s.inFlightTotal()).toBe(1);
+  });
+
+  it('a lease taken while its replica is unknown (an emptied state) counts once taken again after the replica is registered', async () => {
+    // A request admitted between a FLUSHALL and the replica's registration again: its lease counts
+    // nowhere. Its node's recovery takes it again once registered: from then on it holds the adapter.
+    const s = await fresh();
+    expect(await s.acquire({ id: 'L', url: U, adapter: 'a', at: 1 })).toBeUndefined();
+    await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    expect(await loadOn(s, 'a', 2)).toBe(true);
+    expect((await s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 0 });
+    expect(await s.acquire({ id: 'L', url: U, adapter: 'a', at: 1 })).toBe('loaded');
+    expect(await s.acquire({ id: 'L', url: U, adapter: 'a', at: 1 })).toBe('loaded'); // once
+    expect((await s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 1, adapter: { inFlight: 1 } });
+    expect(await s.beginUnload(U, 'a', 3, TTL)).toBeNull();
+    expect(await s.release('L', 4)).toMatchObject({ id: 'L', adapterIdle: true });
+    expect((await s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 0 });
+    expect(await s.beginUnload(U, 'a', 5, TTL)).not.toBeNull();
   });
 
   it('records the upstream outcome with the release: 5xx counts against the replica, 404 forgets nothing (the router re-reads the registry)', async () => {

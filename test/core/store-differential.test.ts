@@ -189,6 +189,34 @@ describe('the request path in one round trip (views and lease)', () => {
     ]));
 });
 
+describe('breaks found by review, fixed in both stores: they must stay alike', () => {
+  it('a lease taken before its replica was registered counts once taken again: no unload under it', () =>
+    replay([
+      { op: 'flush' }, // no replica registered
+      { op: 'acquire', node: 0, lease: 0, url: 0, adapter: 0 },
+      { op: 'upsert', node: 0, url: 0, priority: 0 },
+      { op: 'beginLoad', node: 1, url: 0, adapter: 0, limit: 4 },
+      { op: 'finishLoad', node: 1, url: 0, adapter: 0, fence: 0, own: true, ok: true },
+      { op: 'acquire', node: 0, lease: 0, url: 0, adapter: 0 }, // its node's recovery takes it again
+      { op: 'beginUnload', node: 1, url: 0, adapter: 0, for: null, limit: null, pick: false },
+      { op: 'release', node: 0, lease: 0, status: 200 },
+      { op: 'beginUnload', node: 1, url: 0, adapter: 0, for: null, limit: null, pick: false },
+    ]));
+
+  it('an unload whose end a poll saw first still makes its room: a second unload for it is refused', () =>
+    replay([
+      { op: 'beginLoad', node: 0, url: 0, adapter: 0, limit: 2 },
+      { op: 'finishLoad', node: 0, url: 0, adapter: 0, fence: 0, own: true, ok: true },
+      { op: 'beginLoad', node: 0, url: 0, adapter: 1, limit: 2 },
+      { op: 'finishLoad', node: 0, url: 0, adapter: 1, fence: 1, own: true, ok: true },
+      { op: 'beginUnload', node: 0, url: 0, adapter: 0, for: 2, limit: 2, pick: false },
+      // A poll begun after the unload's start reads the registry without `a`, applied before its end.
+      { op: 'snapshot', node: 1, url: 0, ok: true, back: 0, registry: [1], active: [], waiting: 0 },
+      { op: 'finishUnload', node: 0, url: 0, adapter: 0, fence: 2, own: true, ok: true },
+      { op: 'beginUnload', node: 1, url: 0, adapter: 1, for: 2, limit: 2, pick: false },
+    ]));
+});
+
 describe('rooms made for an adapter, judged by the caller’s limit', () => {
   // Generated sequences seldom make a room and come back for it (the counts above): this one does,
   // on a replica over its limit (3 loaded, limit 2), full by another load, and free again once that

@@ -14,13 +14,24 @@ local function acquire(id, url, name, at, node)
     local res = getres(url, name)
     if res then state = res.state end
   end
-  if redis.call('HEXISTS', P .. 'lease', id) == 1 then return state end
-  local counted = 0
-  if known(url) then
-    counted = 1
-    redis.call('HINCRBY', rkey(url), 'inFlight', 1)
-    if name ~= '' then redis.call('HINCRBY', busykey(url), name, 1) end
+  local function count(u, n)
+    if not known(u) then return 0 end
+    redis.call('HINCRBY', rkey(u), 'inFlight', 1)
+    if n ~= '' then redis.call('HINCRBY', busykey(u), n, 1) end
+    return 1
   end
+  local raw = redis.call('HGET', P .. 'lease', id)
+  if raw then
+    -- Open, but counted nowhere (taken before its replica was registered: an emptied state): its
+    -- node's recovery takes it again once the replica is, and it must hold the adapter from then.
+    local lease = cjson.decode(raw)
+    if lease.c ~= 1 and count(lease.url, lease.adapter) == 1 then
+      lease.c = 1
+      redis.call('HSET', P .. 'lease', id, cjson.encode(lease))
+    end
+    return state
+  end
+  local counted = count(url, name)
   redis.call('HSET', P .. 'lease', id,
     cjson.encode({id = id, url = url, adapter = name, at = at, node = node, c = counted}))
   -- Its age is kept on Redis's clock: nodes' clocks disagree (issue 24, item 8).

@@ -93,8 +93,10 @@ local vanished = 0
 local all = redis.call('HGETALL', reskey(url))
 for i = 1, #all, 2 do
   local name, res = all[i], cjson.decode(all[i + 1])
-  -- Missing from a registry read before this entry changed: the registry is the older truth.
-  if not present[name] and res.state ~= 'loading' and (res.t or res.since) < started then
+  -- Missing from a registry read before this entry changed: the registry is the older truth. A
+  -- load or unload under way is ended by its holder (an unload's end makes the room it was for).
+  local moving = res.state == 'loading' or res.state == 'unloading'
+  if not present[name] and not moving and (res.t or res.since) < started then
     if res.state == 'loaded' then vanished = vanished + 1 end
     dropres(url, name)
   end
