@@ -13,10 +13,15 @@
  * needless one from it. Excused: a trim sent by a node deciding alone, or judged while the world is
  * degraded or after a fault began or healed since it was sent (a replica's registry and the store's
  * count may differ then: a replica restart, an emptied store), or sent within `staleMs` of a reset
- * of the shared state; and a slot for each load under way there when it was sent.
+ * of the shared state; and a slot for each load under way there when it was sent, and one for each
+ * request whose make-room unload there was under way beside the trim (seed 187013: a replica 2 of 1,
+ * the trim granted one, a request waiting for room the other, both right; the request's load, sent
+ * after both answered, filled the replica to its limit). An after-load undo beside it makes no room
+ * (seed 125407's break stays caught).
  */
 
 import type { LoadCall } from './invariants';
+import { roomsUnderWay } from './room-making';
 
 /** An unload call as a runtime's HTTP sent it (dst/world.ts). */
 export interface UnloadCall {
@@ -27,6 +32,8 @@ export interface UnloadCall {
   request?: number;
   /** Its store decided alone (Redis unreachable to it) when it sent the call. */
   alone: boolean;
+  /** When its sender had the answer or gave up (undefined: still waiting). */
+  endedAt?: number;
 }
 
 /** A replica's answer to an unload (AdapterLogEntry), with its replica. */
@@ -88,9 +95,12 @@ export function trimmedBelow(
   const loading = calls.loads.filter(
     (c) => c.url === e.url && c.at <= sent && !((c.endedAt ?? Infinity) <= sent),
   ).length;
-  if (e.loaded + loading >= max) return undefined;
+  // Requests whose room-making was under way beside the trim: each is to load into one slot.
+  const rooms = roomsUnderWay(e.url, sent, e.at, unloads, calls.loads).size;
+  if (e.loaded + loading + rooms >= max) return undefined;
   return (
     `${e.name} trimmed from ${e.url} (sent at ${Math.round(sent)} ms, for no request) ` +
-    `left ${e.loaded} loaded and ${loading} loading (limit ${max})`
+    `left ${e.loaded} loaded and ${loading} loading (limit ${max})` +
+    (rooms > 0 ? `, ${rooms} request(s) making room beside it` : '')
   );
 }

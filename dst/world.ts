@@ -385,13 +385,21 @@ export class World {
           db,
           wordAt: this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
         });
-        this.unloadCalls.push({
+        const sent: UnloadCall = {
           at: this.sched.now(),
           url: origin,
           name,
           request: routingRequest.getStore(),
           alone,
-        });
+        };
+        this.unloadCalls.push(sent);
+        const reply = call(method, url, timeoutMs, body);
+        // As a load's below: beside the caller's handlers, so its answer comes no later.
+        const done = () => {
+          sent.endedAt = this.sched.now();
+        };
+        reply.then(done, done);
+        return reply;
       }
       if (!url.endsWith('/v1/load_lora_adapter') || name === undefined)
         return call(method, url, timeoutMs, body);
