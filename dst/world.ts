@@ -163,6 +163,10 @@ export class World {
   private readonly refusals: BudgetRefusal[] = [];
   /** By request (arrival number): its process, and whether its route answered. */
   private readonly fates = new Map<number, { p: Process; answered: boolean }>();
+  /** By request: when its decision ended (route answered or threw). */
+  private readonly decidedAt = new Map<number, number>();
+  /** By runtime, replica and adapter: when the shared store last granted it an unload (its lock). */
+  private readonly unloadGrants = new Map<string, number>();
   /** By request (arrival number): the store calls its decision made, as answered. */
   private readonly healthReads = new HealthReads();
   private lastFaultAt = -Infinity;
@@ -232,6 +236,7 @@ export class World {
       {
         loads: this.loadCalls,
         unloads: this.unloadCalls,
+        decidedAt: (request) => this.decidedAt.get(request),
         spreads: this.spreads,
         failed: this.replicas.failedLoads,
         backoffMs: BACKOFF_BASE_MS,
@@ -303,6 +308,7 @@ export class World {
         link.request = () => routingRequest.getStore();
         link.answered = (c) => this.healthReads.note(c);
         this.spreadsSeen(link);
+        this.grantsSeen(link, `${prefix}r${recordGen}`);
         return link;
       },
       api: new HttpReplicaApi(
@@ -358,6 +364,17 @@ export class World {
     };
   }
 
+  /** Notes when each unload lock the shared store grants a runtime (`sender`) was asked for. */
+  private grantsSeen(link: RedisLink, sender: string): void {
+    const begin = link.beginUnload.bind(link);
+    link.beginUnload = async (url, adapter, ...rest) => {
+      const asked = this.sched.now();
+      const fence = await begin(url, adapter, ...rest);
+      if (fence !== null) this.unloadGrants.set(`${sender}\u0000${url}\u0000${adapter}`, asked);
+      return fence;
+    };
+  }
+
   /**
    * Notes, for each unload a runtime sends, whether it decided alone then (its store degraded):
    * such an unload (the after-load undo) cannot see requests other nodes route to the adapter.
@@ -385,12 +402,16 @@ export class World {
           db,
           wordAt: this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
         });
+        const grant = `${sender}\u0000${origin}\u0000${name}`;
+        const grantedAt = this.unloadGrants.get(grant);
+        this.unloadGrants.delete(grant);
         const sent: UnloadCall = {
           at: this.sched.now(),
           url: origin,
           name,
           request: routingRequest.getStore(),
           alone,
+          ...(grantedAt === undefined ? {} : { grantedAt }),
         };
         this.unloadCalls.push(sent);
         const reply = call(method, url, timeoutMs, body);
@@ -684,6 +705,7 @@ export class World {
       routing = false;
       p.routing--;
       fate.answered = true;
+      this.decidedAt.set(arrivals, this.sched.now());
     };
     const svc = p.svc;
     let sent: SentRequest | undefined;

@@ -150,7 +150,9 @@ function roomBesideTrim(o: { undo?: boolean; roomEndedAt?: number } = {}) {
     endedAt: 100,
   };
   const loads = o.undo ? [{ ...aLoad, request: 15 }] : [aLoad];
-  return { log, calls: { loads, failed: [], backoffMs: 1000, unloads } };
+  // Request 15 decided (placed elsewhere, say) just after its unload ended: its room was left unused.
+  const decidedAt = (r: number) => (o.roomEndedAt && r === 15 ? o.roomEndedAt + 0.1 : undefined);
+  return { log, calls: { loads, failed: [], backoffMs: 1000, unloads, decidedAt } };
 }
 
 describe('a trim beside a request making room there (seed 187013)', () => {
@@ -164,8 +166,12 @@ describe('a trim beside a request making room there (seed 187013)', () => {
     );
   });
 
-  it('a make-room unload answered before the trim was sent is in the count the trim was granted on: broken', () => {
+  it('a room made before the trim was sent, then left unused: in the count the trim was granted on, broken', () => {
     expect(broken(roomBesideTrim({ roomEndedAt: 5850.5 }), {}, false, 1)?.invariant).toBe(TRIM);
+    // Its request still deciding then (its recheck, its budget): its load is to come, holds.
+    const deciding = roomBesideTrim({ roomEndedAt: 5850.5 });
+    deciding.calls.decidedAt = () => undefined;
+    expect(broken(deciding, {}, false, 1)).toBeUndefined();
   });
 });
 

@@ -1,0 +1,50 @@
+/**
+ * "A request makes room for its load and no more" (docs/reliability.md "Room for a load"), read off
+ * the replicas' own logs: every unload a request sends to make room for its load (Room.claimSlot,
+ * not its after-load undo) leaves the replica's registry, plus the loads under way there, plus one
+ * slot for each request making room there (itself included: `roomsMaking`), at or above
+ * `max_loaded_adapters`. Before 8196ff3, on a replica over its limit (a, b, c at 2), b unloaded for
+ * x left 2 of 2; a trim unloading c still counted as occupying, so the store granted a second
+ * unload for x (a): three unloads where two were needed, a slot left empty.
+ *
+ * Judged when the replica answers the unload, so a room the request then leaves unused (placed
+ * elsewhere on its recheck, refused by the budget, its access phase over) is no break: by design,
+ * the slot stays free for the next load. Excused as a trim is (dst/trim-check.ts): an unload sent
+ * by a node deciding alone, or judged while the world is degraded or after a fault began or healed
+ * since it was granted, or granted within `staleMs` of a reset of the shared state (the store's
+ * count and the registry may differ then).
+ */
+import { grantedAt, makesRoom, roomsMaking } from './room-making';
+import type { NeedScope, SentCalls, UnloadAnswer, UnloadCall } from './trim-check';
+
+/** Why the make-room unload answered as `e` made more room than its request's load takes (undefined: it did not). */
+export function roomOverMade(
+  e: UnloadAnswer,
+  max: number,
+  calls: SentCalls,
+  w: NeedScope,
+  staleMs = 0,
+): string | undefined {
+  if (e.loaded >= max - 1) return undefined;
+  const unloads = calls.unloads ?? [];
+  let call: UnloadCall | undefined;
+  for (let k = unloads.length - 1; k >= 0 && !call; k--) {
+    const c = unloads[k]!;
+    if (c.url === e.url && c.name === e.name && c.at <= e.at) call = c;
+  }
+  if (!call || !makesRoom(call, calls.loads)) return undefined;
+  const from = grantedAt(call);
+  if (call.alone || w.degraded || w.lastFaultAt >= from) return undefined;
+  if (w.resets.some((r) => (typeof r === 'number' ? r : r.to) >= from - staleMs)) return undefined;
+  // Loads under way there from its grant on: the store counted them, and they fill slots as they land.
+  const loading = calls.loads.filter(
+    (c) => c.url === e.url && c.at <= e.at && !((c.endedAt ?? Infinity) < from),
+  ).length;
+  const rooms = roomsMaking(e.url, from, e.at, calls);
+  rooms.add(call.request!);
+  if (e.loaded + loading + rooms.size >= max) return undefined;
+  return (
+    `${e.name} unloaded from ${e.url} for request ${call.request} (granted at ${Math.round(from)} ms) ` +
+    `left ${e.loaded} loaded, ${loading} loading and ${rooms.size} request(s) making room (limit ${max})`
+  );
+}
