@@ -55,6 +55,10 @@ export interface WorldView {
    * reached the nodes in turn (each allows one more budget, docs/reliability.md (iv)).
    */
   resets: readonly (number | { from: number; to: number })[];
+  /** Of `resets`, those that may bring back state no call backs: restored from an older copy, record changes' spans. */
+  restores?: readonly (number | { from: number; to: number })[];
+  /** Whether a fault is under way now. */
+  faultOpen?: boolean;
 }
 
 export interface Limits {

@@ -34,8 +34,17 @@ export function roomOverMade(
   }
   if (!call || !makesRoom(call, calls.loads)) return undefined;
   const from = grantedAt(call);
-  if (call.alone || w.degraded || w.lastFaultAt >= from) return undefined;
-  if (w.resets.some((r) => (typeof r === 'number' ? r : r.to) >= from - staleMs)) return undefined;
+  if (call.alone || (w.faultOpen ?? w.degraded) || w.lastFaultAt >= from) return undefined;
+  // A node deciding alone unloads there with no word to the shared store (its after-load undo):
+  // the store's count stays above the registry until a poll. Elsewhere it changes nothing here:
+  // it begins no unload (the degradable store refuses one), and its loads only add.
+  if (unloads.some((c) => c.alone && c.url === e.url && c.at <= e.at && c.at >= from - staleMs))
+    return undefined;
+  const at = (r: number | { from: number; to: number }) => (typeof r === 'number' ? r : r.to);
+  // The shared state emptied since the grant; or, within a lock's TTL before, brought back from an
+  // older copy (a lock of a load that ended counts a slot no load fills: seed 835's kind).
+  if (w.resets.some((r) => at(r) >= from)) return undefined;
+  if ((w.restores ?? w.resets).some((r) => at(r) >= from - staleMs)) return undefined;
   // Loads under way there from its grant on: the store counted them, and they fill slots as they land.
   const loading = calls.loads.filter(
     (c) => c.url === e.url && c.at <= e.at && !((c.endedAt ?? Infinity) < from),

@@ -52,6 +52,10 @@ export interface NeedScope {
   lastFaultAt: number;
   /** Times the shared state was emptied or rolled back, and spans of record changes to other state. */
   resets: readonly (number | { from: number; to: number })[];
+  /** Of `resets`, those that may bring back state no call backs (undefined: take every reset so). */
+  restores?: readonly (number | { from: number; to: number })[];
+  /** Whether a fault is under way now (undefined: take `degraded` so). */
+  faultOpen?: boolean;
 }
 
 /** The runtimes' calls (CallSource's fields the judgement reads). */

@@ -489,6 +489,21 @@ export class World {
     return [...used(0), ...used(1), ...this.stateMoves];
   }
 
+  /**
+   * Of `resets`, those that may bring back state no call backs (a lock of a load that ended): the
+   * shared state restored from an older copy, and the record changes' spans (the other state kept
+   * what it held).
+   */
+  restores(): (number | { from: number; to: number })[] {
+    const used = (db: number) => this.redis[db]!.restores.filter((t) => t >= this.dbUsedFrom[db]!);
+    return [...used(0), ...used(1), ...this.stateMoves];
+  }
+
+  /** Whether a fault is under way now. */
+  faultOpen(): boolean {
+    return this.faultsOpen > 0;
+  }
+
   /** Whether any node decides alone now, holds off its unloads, or a fault is under way. */
   degraded(): boolean {
     if (this.faultsOpen > 0) return true;
@@ -943,6 +958,14 @@ class StepView implements WorldView {
 
   get resets(): readonly (number | { from: number; to: number })[] {
     return (this.r ??= this.world.resets());
+  }
+
+  get restores(): readonly (number | { from: number; to: number })[] {
+    return this.world.restores();
+  }
+
+  get faultOpen(): boolean {
+    return this.world.faultOpen();
   }
 }
 
