@@ -1,5 +1,6 @@
 /**
- * "A request makes room for its load and no more" (docs/reliability.md "Room for a load"), read off
+ * "A request makes room for its load and no more" (docs/reliability.md "Decisions shared between
+ * nodes"), read off
  * the replicas' own logs: every unload a request sends to make room for its load (Room.claimSlot,
  * not its after-load undo) leaves the replica's registry, plus the loads under way there, plus one
  * slot for each request making room there (itself included: `roomsMaking`), at or above
@@ -9,10 +10,14 @@
  *
  * Judged when the replica answers the unload, so a room the request then leaves unused (placed
  * elsewhere on its recheck, refused by the budget, its access phase over) is no break: by design,
- * the slot stays free for the next load. Excused as a trim is (dst/trim-check.ts): an unload sent
- * by a node deciding alone, or judged while the world is degraded or after a fault began or healed
- * since it was granted, or granted within `staleMs` of a reset of the shared state (the store's
- * count and the registry may differ then).
+ * the slot stays free for the next load. Excused: an unload sent by a node deciding alone, or judged
+ * while a fault is under way or after one began or healed since it was granted, or after a node
+ * deciding alone unloaded there within `staleMs` before its grant, or after the shared state was
+ * emptied since its grant, or restored from an older copy or moved by a record change within
+ * `staleMs` before it (the store's count may then be above the registry). Narrower than the trim's
+ * excuses, which excused every break the reverted fix made in seeds 1-20000 (2767, 5273, 9117): a
+ * node deciding alone elsewhere begins no unload and its loads only add; an emptied state brings
+ * back no lock.
  */
 import { grantedAt, makesRoom, roomsMaking } from './room-making';
 import type { NeedScope, SentCalls, UnloadAnswer, UnloadCall } from './trim-check';
