@@ -17,6 +17,7 @@ import type { BudgetOp } from './redis-model';
 import { excessReadBusy, type EngineWord } from './comma-word';
 import type { FailedLoad } from './replicas';
 import { staticUnloaded } from './static-check';
+import { roomOverMade } from './room-check';
 import { trimmedBelow, type UnloadCall } from './trim-check';
 
 export interface Violation {
@@ -54,6 +55,10 @@ export interface WorldView {
    * reached the nodes in turn (each allows one more budget, docs/reliability.md (iv)).
    */
   resets: readonly (number | { from: number; to: number })[];
+  /** Of `resets`, those that may bring back state no call backs: restored from an older copy, record changes' spans. */
+  restores?: readonly (number | { from: number; to: number })[];
+  /** Whether a fault is under way now. */
+  faultOpen?: boolean;
 }
 
 export interface Limits {
@@ -113,6 +118,8 @@ export interface CallSource {
   failed: readonly FailedLoad[];
   /** The unload calls the runtimes sent (which trimmed: sent for no request). */
   unloads?: readonly UnloadCall[];
+  /** When a request's decision ended (its route answered or threw; undefined: not yet). */
+  decidedAt?: (request: number) => number | undefined;
   /** backoff_base_ms: a load that failed is not tried again by its runtime sooner. */
   backoffMs: number;
 }
@@ -377,6 +384,8 @@ export class LogChecks {
       const u = { url: e.replica, name: e.name, at: e.at, ms: e.ms, loaded: e.loaded };
       const below = trimmedBelow(u, this.limits.maxLoadedAdapters, this.calls, w, this.limits.staleLockMs);
       if (below) this.fail(w, 'a trim takes a replica down to its limit, not below', below);
+      const overMade = roomOverMade(u, this.limits.maxLoadedAdapters, this.calls, w, this.limits.staleLockMs);
+      if (overMade) this.fail(w, 'a request makes room for its load and no more', overMade);
     }
     if (e.loaded !== undefined) {
       const max = this.limits.maxLoadedAdapters;

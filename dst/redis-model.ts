@@ -86,6 +86,8 @@ export class RedisModel {
   private replaying = false;
   /** Times the state was emptied (FLUSHALL, empty or snapshot restart): one budget more each. */
   readonly resets: number[] = [];
+  /** Of `resets`: the times the state came back from an older copy (a snapshot, a replica that missed writes). */
+  readonly restores: number[] = [];
   /** Budget calls and slot claims as they ran, oldest first (a rebuild does not repeat them). */
   readonly budget: BudgetOp[] = [];
   /** Node ids that left this state (a retired runtime's last prune), acknowledged: a rebuild does not undo it. */
@@ -156,6 +158,7 @@ export class RedisModel {
     this.down = true;
     this.runId++;
     const keep = fromSnapshot ? (this.snapshots[0] ?? 0) : 0;
+    if (keep > 0) this.restores.push(this.clock.now());
     const run = this.runId;
     this.clock.after(downMs, () => {
       // Sentinel promoted a replica meanwhile: the old primary comes back as its replica (it
@@ -174,6 +177,7 @@ export class RedisModel {
     this.down = true;
     void this.rebuild(Math.max(0, this.log.length - lost)).then(() => (this.down = false));
     if (lost > 0) this.resets.push(this.clock.now());
+    if (lost > 0) this.restores.push(this.clock.now());
   }
 
   private async rebuild(keep: number): Promise<void> {

@@ -7,16 +7,18 @@
  * adapter: a slot left empty, a reload later.
  *
  * An unload sent within a request's decision is left out: it makes room for that request's load
- * (the replica full by the store's count), or is the after-load undo of an excess, and the room it
- * makes may go unused by design (the request placed elsewhere on its recheck after the unload, or
- * refused by the budget, or its access phase over: `Room.claimSlot`), so the log alone cannot tell a
- * needless one from it. Excused: a trim sent by a node deciding alone, or judged while the world is
+ * (the replica full by the store's count; dst/room-check.ts judges it), or is the after-load undo
+ * of an excess. Excused: a trim sent by a node deciding alone, or judged while the world is
  * degraded or after a fault began or healed since it was sent (a replica's registry and the store's
  * count may differ then: a replica restart, an emptied store), or sent within `staleMs` of a reset
- * of the shared state; and a slot for each load under way there when it was sent.
+ * of the shared state; and a slot for each load under way there when it was sent, and one for each
+ * request making room there beside the trim (`roomsMaking`; seed 187013: a replica 2 of 1, the trim
+ * granted one, a request waiting for room the other, both right; the request's load, sent after
+ * both answered, filled the replica to its limit). An after-load undo beside it makes no room (seed
+ * 125407's break stays caught).
  */
 
-import type { LoadCall } from './invariants';
+import { grantedAt, roomsMaking, type RoomCalls } from './room-making';
 
 /** An unload call as a runtime's HTTP sent it (dst/world.ts). */
 export interface UnloadCall {
@@ -27,6 +29,10 @@ export interface UnloadCall {
   request?: number;
   /** Its store decided alone (Redis unreachable to it) when it sent the call. */
   alone: boolean;
+  /** When its sender asked the store for it and was granted (undefined: not through the shared store). */
+  grantedAt?: number;
+  /** When its sender had the answer or gave up (undefined: still waiting). */
+  endedAt?: number;
 }
 
 /** A replica's answer to an unload (AdapterLogEntry), with its replica. */
@@ -46,13 +52,14 @@ export interface NeedScope {
   lastFaultAt: number;
   /** Times the shared state was emptied or rolled back, and spans of record changes to other state. */
   resets: readonly (number | { from: number; to: number })[];
+  /** Of `resets`, those that may bring back state no call backs (undefined: take every reset so). */
+  restores?: readonly (number | { from: number; to: number })[];
+  /** Whether a fault is under way now (undefined: take `degraded` so). */
+  faultOpen?: boolean;
 }
 
 /** The runtimes' calls (CallSource's fields the judgement reads). */
-export interface SentCalls {
-  loads: readonly LoadCall[];
-  unloads?: readonly UnloadCall[];
-}
+export type SentCalls = RoomCalls;
 
 /**
  * The trim that took the replica below `max` less the loads under way there when it was sent
@@ -88,9 +95,12 @@ export function trimmedBelow(
   const loading = calls.loads.filter(
     (c) => c.url === e.url && c.at <= sent && !((c.endedAt ?? Infinity) <= sent),
   ).length;
-  if (e.loaded + loading >= max) return undefined;
+  // Requests whose room-making was under way beside the trim: each is to load into one slot.
+  const rooms = roomsMaking(e.url, grantedAt(call), e.at, calls).size;
+  if (e.loaded + loading + rooms >= max) return undefined;
   return (
     `${e.name} trimmed from ${e.url} (sent at ${Math.round(sent)} ms, for no request) ` +
-    `left ${e.loaded} loaded and ${loading} loading (limit ${max})`
+    `left ${e.loaded} loaded and ${loading} loading (limit ${max})` +
+    (rooms > 0 ? `, ${rooms} request(s) making room beside it` : '')
   );
 }

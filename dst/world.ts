@@ -163,6 +163,10 @@ export class World {
   private readonly refusals: BudgetRefusal[] = [];
   /** By request (arrival number): its process, and whether its route answered. */
   private readonly fates = new Map<number, { p: Process; answered: boolean }>();
+  /** By request: when its decision ended (route answered or threw). */
+  private readonly decidedAt = new Map<number, number>();
+  /** By runtime, replica and adapter: when the shared store last granted it an unload (its lock). */
+  private readonly unloadGrants = new Map<string, number>();
   /** By request (arrival number): the store calls its decision made, as answered. */
   private readonly healthReads = new HealthReads();
   private lastFaultAt = -Infinity;
@@ -232,6 +236,7 @@ export class World {
       {
         loads: this.loadCalls,
         unloads: this.unloadCalls,
+        decidedAt: (request) => this.decidedAt.get(request),
         spreads: this.spreads,
         failed: this.replicas.failedLoads,
         backoffMs: BACKOFF_BASE_MS,
@@ -303,6 +308,7 @@ export class World {
         link.request = () => routingRequest.getStore();
         link.answered = (c) => this.healthReads.note(c);
         this.spreadsSeen(link);
+        this.grantsSeen(link, `${prefix}r${recordGen}`);
         return link;
       },
       api: new HttpReplicaApi(
@@ -358,6 +364,17 @@ export class World {
     };
   }
 
+  /** Notes when each unload lock the shared store grants a runtime (`sender`) was asked for. */
+  private grantsSeen(link: RedisLink, sender: string): void {
+    const begin = link.beginUnload.bind(link);
+    link.beginUnload = async (url, adapter, ...rest) => {
+      const asked = this.sched.now();
+      const fence = await begin(url, adapter, ...rest);
+      if (fence !== null) this.unloadGrants.set(`${sender}\u0000${url}\u0000${adapter}`, asked);
+      return fence;
+    };
+  }
+
   /**
    * Notes, for each unload a runtime sends, whether it decided alone then (its store degraded):
    * such an unload (the after-load undo) cannot see requests other nodes route to the adapter.
@@ -385,13 +402,25 @@ export class World {
           db,
           wordAt: this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
         });
-        this.unloadCalls.push({
+        const grant = `${sender}\u0000${origin}\u0000${name}`;
+        const grantedAt = this.unloadGrants.get(grant);
+        this.unloadGrants.delete(grant);
+        const sent: UnloadCall = {
           at: this.sched.now(),
           url: origin,
           name,
           request: routingRequest.getStore(),
           alone,
-        });
+          ...(grantedAt === undefined ? {} : { grantedAt }),
+        };
+        this.unloadCalls.push(sent);
+        const reply = call(method, url, timeoutMs, body);
+        // As a load's below: beside the caller's handlers, so its answer comes no later.
+        const done = () => {
+          sent.endedAt = this.sched.now();
+        };
+        reply.then(done, done);
+        return reply;
       }
       if (!url.endsWith('/v1/load_lora_adapter') || name === undefined)
         return call(method, url, timeoutMs, body);
@@ -458,6 +487,21 @@ export class World {
     // (counted, it allowed the fleet two budgets more per FLUSHALL, restart or lossy switch).
     const used = (db: number) => this.redis[db]!.resets.filter((t) => t >= this.dbUsedFrom[db]!);
     return [...used(0), ...used(1), ...this.stateMoves];
+  }
+
+  /**
+   * Of `resets`, those that may bring back state no call backs (a lock of a load that ended): the
+   * shared state restored from an older copy, and the record changes' spans (the other state kept
+   * what it held).
+   */
+  restores(): (number | { from: number; to: number })[] {
+    const used = (db: number) => this.redis[db]!.restores.filter((t) => t >= this.dbUsedFrom[db]!);
+    return [...used(0), ...used(1), ...this.stateMoves];
+  }
+
+  /** Whether a fault is under way now. */
+  faultOpen(): boolean {
+    return this.faultsOpen > 0;
   }
 
   /** Whether any node decides alone now, holds off its unloads, or a fault is under way. */
@@ -676,6 +720,7 @@ export class World {
       routing = false;
       p.routing--;
       fate.answered = true;
+      this.decidedAt.set(arrivals, this.sched.now());
     };
     const svc = p.svc;
     let sent: SentRequest | undefined;
@@ -913,6 +958,14 @@ class StepView implements WorldView {
 
   get resets(): readonly (number | { from: number; to: number })[] {
     return (this.r ??= this.world.resets());
+  }
+
+  get restores(): readonly (number | { from: number; to: number })[] {
+    return this.world.restores();
+  }
+
+  get faultOpen(): boolean {
+    return this.world.faultOpen();
   }
 }
 

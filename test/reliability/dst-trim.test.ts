@@ -61,10 +61,15 @@ function excessThenTwoUnloads(bFor: number | undefined, extra: Partial<Record<'l
 }
 
 /** The invariant the checks find broken once they read the whole log (none: undefined). */
-function broken(setup: ReturnType<typeof excessThenTwoUnloads>, w: Partial<WorldView> = {}, alone = false) {
+function broken(
+  setup: Pick<ReturnType<typeof excessThenTwoUnloads>, 'log' | 'calls'>,
+  w: Partial<WorldView> = {},
+  alone = false,
+  maxLoadedAdapters = 2,
+) {
   const checks = new LogChecks(
     [{ url: URL, log: setup.log }],
-    { ...LIMITS, staleLockMs: 11_000 },
+    { ...LIMITS, maxLoadedAdapters, staleLockMs: 11_000 },
     () => alone,
     setup.calls,
   );
@@ -112,6 +117,61 @@ describe('the simulation reads a trim below the limit off the replica log', () =
     expect(broken(excessThenTwoUnloads(undefined), { resets: [5025 - 11_000] })).toBeUndefined();
     expect(broken(excessThenTwoUnloads(undefined), { resets: [{ from: 0, to: 1000 }] })).toBeUndefined();
     expect(broken(excessThenTwoUnloads(undefined), { resets: [5025 - 11_001] })?.invariant).toBe(TRIM);
+  });
+});
+
+/**
+ * Seed 187013's shape (limit 1): chat, loaded by a node deciding alone while a was loading, left
+ * the replica 2 of 1. A request for math, waiting for room, was granted the unload of a while a
+ * trim was granted chat: both right by the store's count, both answered, the registry empty until
+ * math's load (sent after) landed. `undo`: the request's unload of a is the after-load undo of its
+ * own load of a instead (seed 125407's kind), which makes no room for a load to come.
+ */
+function roomBesideTrim(o: { undo?: boolean; roomEndedAt?: number } = {}) {
+  const log = [load(100, 'a', 1), load(3400, 'chat', 2), unload(5852, 'a', 1), unload(5853, 'chat', 0)];
+  const unloads: UnloadCall[] = [
+    {
+      at: 5850,
+      url: URL,
+      name: 'a',
+      alone: false,
+      request: 15,
+      ...(o.roomEndedAt ? { endedAt: o.roomEndedAt } : {}),
+    },
+    { at: 5851, url: URL, name: 'chat', alone: false },
+  ];
+  const aLoad: LoadCall = {
+    at: 0,
+    url: URL,
+    name: 'a',
+    proc: 'n0g0',
+    sender: 'n0g0r0',
+    alone: false,
+    endedAt: 100,
+  };
+  const loads = o.undo ? [{ ...aLoad, request: 15 }] : [aLoad];
+  // Request 15 decided (placed elsewhere, say) just after its unload ended: its room was left unused.
+  const decidedAt = (r: number) => (o.roomEndedAt && r === 15 ? o.roomEndedAt + 0.1 : undefined);
+  return { log, calls: { loads, failed: [], backoffMs: 1000, unloads, decidedAt } };
+}
+
+describe('a trim beside a request making room there (seed 187013)', () => {
+  it("a request's make-room unload under way while the trim was: one slot for its load, holds", () => {
+    expect(broken(roomBesideTrim(), {}, false, 1)).toBeUndefined();
+  });
+
+  it('an after-load undo under way beside it makes no room: broken', () => {
+    expect(broken(roomBesideTrim({ undo: true }), {}, false, 1)?.detail).toBe(
+      `chat trimmed from ${URL} (sent at 5851 ms, for no request) left 0 loaded and 0 loading (limit 1)`,
+    );
+  });
+
+  it('a room made before the trim was sent, then left unused: in the count the trim was granted on, broken', () => {
+    expect(broken(roomBesideTrim({ roomEndedAt: 5850.5 }), {}, false, 1)?.invariant).toBe(TRIM);
+    // Its request still deciding then (its recheck, its budget): its load is to come, holds.
+    const deciding = roomBesideTrim({ roomEndedAt: 5850.5 });
+    deciding.calls.decidedAt = () => undefined;
+    expect(broken(deciding, {}, false, 1)).toBeUndefined();
   });
 });
 

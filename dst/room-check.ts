@@ -1,0 +1,64 @@
+/**
+ * "A request makes room for its load and no more" (docs/reliability.md "Decisions shared between
+ * nodes"), read off
+ * the replicas' own logs: every unload a request sends to make room for its load (Room.claimSlot,
+ * not its after-load undo) leaves the replica's registry, plus the loads under way there, plus one
+ * slot for each request making room there (itself included: `roomsMaking`), at or above
+ * `max_loaded_adapters`. Before 8196ff3, on a replica over its limit (a, b, c at 2), b unloaded for
+ * x left 2 of 2; a trim unloading c still counted as occupying, so the store granted a second
+ * unload for x (a): three unloads where two were needed, a slot left empty.
+ *
+ * Judged when the replica answers the unload, so a room the request then leaves unused (placed
+ * elsewhere on its recheck, refused by the budget, its access phase over) is no break: by design,
+ * the slot stays free for the next load. Excused: an unload sent by a node deciding alone, or judged
+ * while a fault is under way or after one began or healed since it was granted, or after a node
+ * deciding alone unloaded there within `staleMs` before its grant, or after the shared state was
+ * emptied since its grant, or restored from an older copy or moved by a record change within
+ * `staleMs` before it (the store's count may then be above the registry). Narrower than the trim's
+ * excuses, which excused every break the reverted fix made in seeds 1-20000 (2767, 5273, 9117): a
+ * node deciding alone elsewhere begins no unload and its loads only add; an emptied state brings
+ * back no lock.
+ */
+import { grantedAt, makesRoom, roomsMaking } from './room-making';
+import type { NeedScope, SentCalls, UnloadAnswer, UnloadCall } from './trim-check';
+
+/** Why the make-room unload answered as `e` made more room than its request's load takes (undefined: it did not). */
+export function roomOverMade(
+  e: UnloadAnswer,
+  max: number,
+  calls: SentCalls,
+  w: NeedScope,
+  staleMs = 0,
+): string | undefined {
+  if (e.loaded >= max - 1) return undefined;
+  const unloads = calls.unloads ?? [];
+  let call: UnloadCall | undefined;
+  for (let k = unloads.length - 1; k >= 0 && !call; k--) {
+    const c = unloads[k]!;
+    if (c.url === e.url && c.name === e.name && c.at <= e.at) call = c;
+  }
+  if (!call || !makesRoom(call, calls.loads)) return undefined;
+  const from = grantedAt(call);
+  if (call.alone || (w.faultOpen ?? w.degraded) || w.lastFaultAt >= from) return undefined;
+  // A node deciding alone unloads there with no word to the shared store (its after-load undo):
+  // the store's count stays above the registry until a poll. Elsewhere it changes nothing here:
+  // it begins no unload (the degradable store refuses one), and its loads only add.
+  if (unloads.some((c) => c.alone && c.url === e.url && c.at <= e.at && c.at >= from - staleMs))
+    return undefined;
+  const at = (r: number | { from: number; to: number }) => (typeof r === 'number' ? r : r.to);
+  // The shared state emptied since the grant; or, within a lock's TTL before, brought back from an
+  // older copy (a lock of a load that ended counts a slot no load fills: seed 835's kind).
+  if (w.resets.some((r) => at(r) >= from)) return undefined;
+  if ((w.restores ?? w.resets).some((r) => at(r) >= from - staleMs)) return undefined;
+  // Loads under way there from its grant on: the store counted them, and they fill slots as they land.
+  const loading = calls.loads.filter(
+    (c) => c.url === e.url && c.at <= e.at && !((c.endedAt ?? Infinity) < from),
+  ).length;
+  const rooms = roomsMaking(e.url, from, e.at, calls);
+  rooms.add(call.request!);
+  if (e.loaded + loading + rooms.size >= max) return undefined;
+  return (
+    `${e.name} unloaded from ${e.url} for request ${call.request} (granted at ${Math.round(from)} ms) ` +
+    `left ${e.loaded} loaded, ${loading} loading and ${rooms.size} request(s) making room (limit ${max})`
+  );
+}

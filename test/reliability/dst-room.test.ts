@@ -1,0 +1,265 @@
+/**
+ * The simulation's "a request makes room for its load and no more" (dst/room-check.ts), read off
+ * the replica's own adapter log and the unload calls the runtimes sent: on hand-made logs (the
+ * 8196ff3 break of a second unload for one load beside a trim, rooms made by two requests at once,
+ * a room left unused, the excuses), and on a seed with that break planted in the real code: the
+ * store counting a trim's unloading entry against a room made, as before 8196ff3.
+ */
+import { InvariantBroken, LogChecks, type LoadCall, type WorldView } from '../../dst/invariants';
+import { runSeed } from '../../dst/run';
+import type { UnloadCall } from '../../dst/trim-check';
+import type { AdapterLogEntry } from '../../sim/http/replica';
+import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import { dstLimits, QUIET } from '../helpers/dst-fixtures';
+
+const URL = 'http://replica-0:8000';
+const ROOM = 'a request makes room for its load and no more';
+
+const load = (at: number, name: string, loaded: number): AdapterLogEntry => ({
+  at,
+  op: 'load',
+  name,
+  status: 200,
+  ms: 100,
+  loaded,
+});
+const unload = (at: number, name: string, loaded: number): AdapterLogEntry => ({
+  at,
+  op: 'unload',
+  name,
+  status: 200,
+  ms: 5,
+  inFlight: 0,
+  running: 0,
+  waiting: 0,
+  loaded,
+});
+/** An unload call granted 5 ms before it was sent, answered 2 ms after the replica did. */
+const call = (at: number, name: string, request?: number): UnloadCall => ({
+  at,
+  grantedAt: at - 5,
+  endedAt: at + 2 + 2,
+  url: URL,
+  name,
+  alone: false,
+  ...(request === undefined ? {} : { request }),
+});
+
+interface Setup {
+  log: AdapterLogEntry[];
+  unloads: UnloadCall[];
+  loads?: LoadCall[];
+  decided?: Record<number, number>;
+}
+
+/** The invariant broken once the checks read the whole log, with its detail (none: undefined). */
+function broken(s: Setup, max = 2, w: Partial<WorldView> = {}) {
+  const checks = new LogChecks(
+    [{ url: URL, log: s.log }],
+    { ...dstLimits(max), staleLockMs: 11_000 },
+    () => false,
+    {
+      loads: s.loads ?? [],
+      failed: [],
+      backoffMs: 1000,
+      unloads: s.unloads,
+      decidedAt: (r) => s.decided?.[r],
+    },
+  );
+  try {
+    checks.check({ ...QUIET, ...w });
+    return undefined;
+  } catch (err) {
+    if (err instanceof InvariantBroken) return err.v;
+    throw err;
+  }
+}
+
+/**
+ * 8196ff3's break: a, b, c at limit 2 (c landed late). Request 7, for x, unloaded b (2 of 2);
+ * a trim unloading c; the store, counting c's unloading entry, granted a second unload for x (a).
+ * `trimLast`: the trim answered after a's unload.
+ */
+function secondUnloadBesideTrim(trimLast = false): Setup {
+  const [cAt, aAt] = trimLast ? [5030, 5020] : [5020, 5030];
+  return {
+    log: [
+      load(100, 'a', 1),
+      load(200, 'b', 2),
+      load(3400, 'c', 3),
+      unload(5010, 'b', 2),
+      ...(trimLast ? [unload(aAt, 'a', 1), unload(cAt, 'c', 0)] : [unload(cAt, 'c', 1), unload(aAt, 'a', 0)]),
+    ],
+    unloads: [call(5008, 'b', 7), call(cAt - 2, 'c'), call(aAt - 2, 'a', 7)],
+  };
+}
+
+describe('the simulation reads a room made for more than one load off the replica log', () => {
+  it("8196ff3's break: a second unload for one request beside a trim leaves a slot empty: broken", () => {
+    const v = broken(secondUnloadBesideTrim());
+    expect(v?.invariant).toBe(ROOM);
+    expect(v?.detail).toBe(
+      `a unloaded from ${URL} for request 7 (granted at 5023 ms) left 0 loaded, 0 loading and 1 request(s) making room (limit 2)`,
+    );
+    // The trim answered last: the trim check counts one slot for the request, not two.
+    expect(broken(secondUnloadBesideTrim(true))?.invariant).toBe(
+      'a trim takes a replica down to its limit, not below',
+    );
+  });
+
+  it('one unload for the request beside the trim (the fix): holds', () => {
+    const s = secondUnloadBesideTrim();
+    expect(broken({ ...s, log: s.log.slice(0, -1), unloads: s.unloads.slice(0, -1) })).toBeUndefined();
+  });
+
+  it('two requests making room at once, each for its own load: holds', () => {
+    // a and b at 2: request 7 unloads a, request 8 (its unload granted while a's was under way) b.
+    const s: Setup = {
+      log: [load(100, 'a', 1), load(200, 'b', 2), unload(5010, 'a', 1), unload(5016, 'b', 0)],
+      unloads: [call(5008, 'a', 7), call(5014, 'b', 8)],
+    };
+    expect(broken(s)).toBeUndefined();
+    // Request 7's unload ended before 8's was granted, 7 still deciding (its recheck, its budget): holds.
+    const later = {
+      ...s,
+      log: [...s.log.slice(0, 3), unload(5040, 'b', 0)],
+      unloads: [s.unloads[0]!, call(5038, 'b', 8)],
+    };
+    expect(broken(later)).toBeUndefined();
+    // 7 had sent its load there by then: that load is under way, holds as well.
+    const loading: LoadCall = {
+      at: 5020,
+      url: URL,
+      name: 'x',
+      proc: 'n0g0',
+      sender: 'n0g0r0',
+      alone: false,
+      request: 7,
+    };
+    expect(broken({ ...later, loads: [loading] })).toBeUndefined();
+    // 7 had decided with no load there (placed elsewhere, refused by the budget): its room showed
+    // free in the store's count, and 8's unload emptied a second slot.
+    expect(broken({ ...later, decided: { 7: 5020 } })?.invariant).toBe(ROOM);
+  });
+
+  it("a request's after-load undo makes no room and is not judged here", () => {
+    const s: Setup = {
+      log: [load(100, 'a', 1), load(5000, 'x', 2), unload(5010, 'x', 1)],
+      unloads: [call(5008, 'x', 7)],
+      loads: [
+        {
+          at: 4900,
+          url: URL,
+          name: 'x',
+          proc: 'n0g0',
+          sender: 'n0g0r0',
+          alone: false,
+          request: 7,
+          endedAt: 5002,
+        },
+      ],
+    };
+    expect(broken(s, 3)).toBeUndefined();
+  });
+
+  it('excused from a node deciding alone, during a fault or after one since its grant', () => {
+    const alone = secondUnloadBesideTrim();
+    alone.unloads[2]!.alone = true;
+    expect(broken(alone)).toBeUndefined();
+    expect(broken(secondUnloadBesideTrim(), 2, { faultOpen: true })).toBeUndefined();
+    expect(broken(secondUnloadBesideTrim(), 2, { lastFaultAt: 5023 })).toBeUndefined();
+    // A fault healed before its grant excuses nothing; nor a node deciding alone elsewhere (it
+    // begins no unload, its loads only add), which `degraded` alone says.
+    expect(broken(secondUnloadBesideTrim(), 2, { lastFaultAt: 5022 })?.invariant).toBe(ROOM);
+    expect(broken(secondUnloadBesideTrim(), 2, { degraded: true, faultOpen: false })?.invariant).toBe(ROOM);
+  });
+
+  it('excused after an unload a node deciding alone sent there (its undo, unseen by the store)', () => {
+    const s = secondUnloadBesideTrim();
+    const undo = { at: 5023 - 11_000, endedAt: 5025 - 11_000, url: URL, name: 'z', alone: true, request: 3 };
+    // Its own load of z, which it undid.
+    const loads: LoadCall[] = [
+      {
+        at: -7000,
+        url: URL,
+        name: 'z',
+        proc: 'n2g0',
+        sender: 'n2g0r0',
+        alone: true,
+        request: 3,
+        endedAt: -6000,
+      },
+    ];
+    expect(broken({ ...s, loads, unloads: [undo, ...s.unloads] })).toBeUndefined();
+    expect(broken({ ...s, loads, unloads: [{ ...undo, at: 5022 - 11_000 }, ...s.unloads] })?.invariant).toBe(
+      ROOM,
+    );
+  });
+
+  it('excused by the shared state emptied since its grant, or restored within a lock TTL before it', () => {
+    expect(broken(secondUnloadBesideTrim(), 2, { resets: [5023] })).toBeUndefined();
+    const restored = { resets: [5023 - 11_000], restores: [5023 - 11_000] };
+    expect(broken(secondUnloadBesideTrim(), 2, restored)).toBeUndefined();
+    expect(
+      broken(secondUnloadBesideTrim(), 2, {
+        resets: [{ from: 0, to: 1000 }],
+        restores: [{ from: 0, to: 1000 }],
+      }),
+    ).toBeUndefined();
+    // Emptied before its grant (a FLUSHALL, a restart empty): the store learns the replica again
+    // and brings back no lock. Restored earlier than a lock's TTL: its locks are gone.
+    expect(broken(secondUnloadBesideTrim(), 2, { resets: [5022], restores: [] })?.invariant).toBe(ROOM);
+    expect(
+      broken(secondUnloadBesideTrim(), 2, { resets: [5023 - 11_001], restores: [5023 - 11_001] })?.invariant,
+    ).toBe(ROOM);
+  });
+});
+
+describe("8196ff3's break planted in the real code", () => {
+  const beginUnload = MemoryFleetStore.prototype.beginUnload;
+  afterEach(() => {
+    MemoryFleetStore.prototype.beginUnload = beginUnload;
+  });
+
+  /**
+   * The store counting a trim's unloading entry against a room made, as before 8196ff3: the limit
+   * a room for an adapter is judged by lowered by the trims under way there, read off its entries
+   * with no await (the schedule unchanged). Its other use, a trim's own count, is left as it is.
+   */
+  const countTrimsAgainstRooms = () => {
+    type Entries = {
+      replicas: Map<string, { residency: { values(): Iterable<{ state: string; for?: string }> } }>;
+    };
+    MemoryFleetStore.prototype.beginUnload = function (url, adapter, at, ttlMs, forAdapter, limit) {
+      const entries = (this as unknown as Entries).replicas.get(url)?.residency.values() ?? [];
+      const trimming = [...entries].filter(
+        (e) => e.state === 'unloading' && e.for?.startsWith('\u0000'),
+      ).length;
+      const room = forAdapter !== undefined && forAdapter !== '' && !forAdapter.startsWith('\u0000');
+      return beginUnload.call(
+        this,
+        url,
+        adapter,
+        at,
+        ttlMs,
+        forAdapter,
+        room && limit !== undefined ? limit - trimming : limit,
+      );
+    };
+  };
+
+  it('seed 5273 breaks it: a second unload for med beside the trim of chat, replica-1 left empty; holds with the fix', async () => {
+    // Limit 2, replica-1 3 of 2 after a FLUSHALL (903 ms) hid team's load from math's. Request 11
+    // for med unloaded team (2 of 2) while a trim took chat; the store, counting chat's unloading
+    // entry, granted 11 a second unload (math): 0 of 2. With the fix 11 loads med into the room
+    // team made, and request 15 unloads math for law: the replica ends 2 of 2.
+    countTrimsAgainstRooms();
+    const r = await runSeed(5273);
+    expect(r.violation?.invariant).toBe(ROOM);
+    expect(r.violation?.detail).toMatch(
+      /^math unloaded from http:\/\/replica-1:8000 for request 11 .* left 0 loaded, 0 loading and 1 request\(s\) making room \(limit 2\)$/,
+    );
+    MemoryFleetStore.prototype.beginUnload = beginUnload;
+    expect((await runSeed(5273)).violation).toBeUndefined();
+  }, 30_000);
+});
