@@ -113,11 +113,16 @@ export class ChaosWorld {
     );
     const world = new ChaosWorld(o, redis, fleet, []);
     for (const r of fleet.replicas) r.onRequest = (req, res) => world.senders.onRequest(r.url, req, res);
-    try {
-      for (let i = 0; i < o.nodes; i++) world.nodes.push(await world.startNode(i, logDir));
-    } catch (err) {
+    // Side by side: a plugin server takes seconds to start on a loaded machine. Every start is
+    // waited for, so a failed one stops the nodes that did start (each stops its own parts).
+    const starts = await Promise.allSettled(
+      Array.from({ length: o.nodes }, (_, i) => world.startNode(i, logDir)),
+    );
+    for (const s of starts) if (s.status === 'fulfilled') world.nodes.push(s.value);
+    const failed = starts.find((s) => s.status === 'rejected');
+    if (failed) {
       await world.stop();
-      throw err;
+      throw failed.reason;
     }
     return world;
   }

@@ -23,6 +23,11 @@ export class TcpProxy {
   private readonly held = new Set<net.Socket>();
   private mode: CutMode | null = null;
   private delayMs = 0;
+  /** Set by holdReplies(): the server's chunk that starts holding its link's replies. */
+  private holdMatch: ((chunk: Buffer) => boolean) | null = null;
+  /** Per link held by holdReplies(): delivers its held chunks (restore()). */
+  private readonly holding = new Map<Link, () => void>();
+  private heldCount = 0;
 
   private constructor(
     private readonly server: net.Server,
@@ -66,18 +71,35 @@ export class TcpProxy {
   }
 
   /**
-   * Restores the link: new connections are forwarded again. Connections that were frozen by a
-   * blackhole are reset, as a TCP connection that timed out during a partition would be.
+   * From now on, a chunk from the server that `match` picks, and every later one on its link, is
+   * held until restore(): a reply kept in flight for as long as a test needs, without a fixed
+   * delay for a loaded machine to outrun. A cut drops what is held with its link.
+   */
+  holdReplies(match: (chunk: Buffer) => boolean): void {
+    this.holdMatch = match;
+  }
+
+  /** Server chunks held by holdReplies(), over every open link. */
+  get heldReplies(): number {
+    return this.heldCount;
+  }
+
+  /**
+   * Restores the link: new connections are forwarded again, and replies held by holdReplies()
+   * are delivered. Connections that were frozen by a blackhole are reset, as a TCP connection
+   * that timed out during a partition would be.
    */
   restore(): void {
     const wasBlackhole = this.mode === 'blackhole';
     this.mode = null;
     this.delayMs = 0;
+    this.holdMatch = null;
     if (wasBlackhole) {
       for (const l of this.links) this.drop(l);
       for (const s of this.held) s.destroy();
       this.held.clear();
     }
+    for (const deliver of [...this.holding.values()]) deliver();
   }
 
   async close(): Promise<void> {
@@ -103,18 +125,34 @@ export class TcpProxy {
     const link: Link = { client, upstream };
     this.links.add(link);
     this.pipe(client, upstream);
-    this.pipe(upstream, client);
+    this.pipe(upstream, client, link);
     const end = (): void => this.drop(link);
     client.on('close', end);
     upstream.on('close', end);
   }
 
-  private pipe(from: net.Socket, to: net.Socket): void {
+  /** Forwards `from` to `to`; `replies`: the link whose server side `from` is (holdReplies()). */
+  private pipe(from: net.Socket, to: net.Socket, replies?: Link): void {
     // Chunks keep their order when the delay changes mid-stream: none is due before the last.
     let lastDue = 0;
+    let held: Buffer[] | null = null;
     from.on('data', (chunk: Buffer) => {
       // A blackholed link swallows bytes: they are lost as in a partition, not queued.
       if (this.mode !== null) return;
+      if (replies && (held || this.holdMatch?.(chunk))) {
+        if (!held) {
+          const mine: Buffer[] = (held = []);
+          this.holding.set(replies, () => {
+            this.holding.delete(replies);
+            this.heldCount -= mine.length;
+            held = null;
+            for (const c of mine) if (!to.destroyed) to.write(c);
+          });
+        }
+        held.push(chunk);
+        this.heldCount++;
+        return;
+      }
       const send = (): void => {
         if (this.mode === null && !to.destroyed) to.write(chunk);
       };
@@ -129,5 +167,7 @@ export class TcpProxy {
     this.links.delete(link);
     link.client.destroy();
     link.upstream.destroy();
+    // What it held is lost with it: the client's socket is gone.
+    this.holding.get(link)?.();
   }
 }

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KongDriver } from '../../harness/kong/driver';
-import { PluginServerProcess, ROOT } from '../../harness/kong/process';
+import { PluginServerProcess, ROOT, TS_NODE_STAND_IN } from '../../harness/kong/process';
 import { PLUGINS_DIR } from './world';
 
 /** ESC: every colour and cursor code node-color-log writes starts with it. */
@@ -34,6 +34,19 @@ it("--version prints the project's version", () => {
   const r = run(['--version']);
   expect(r.status).toBe(0);
   expect(r.stdout.trim()).toBe(version);
+});
+
+it("the harness's servers load kong-pdk's ts-node as the package ships it: the stand-in", () => {
+  // What kong-pdk's lib/mod.js gets from require('ts-node'), under the preload the harness starts
+  // every server with, and without it (this checkout's real ts-node).
+  const tsNode = (preload: string[]) =>
+    spawnSync(
+      process.execPath,
+      [...preload, '-p', `require.resolve('ts-node', { paths: [require.resolve('kong-pdk/lib/mod.js')] })`],
+      { cwd: ROOT, encoding: 'utf8', timeout: 15_000 },
+    ).stdout.trim();
+  expect(tsNode(['--require', TS_NODE_STAND_IN])).toBe(join(ROOT, 'scripts', 'pack', 'ts-node', 'index.js'));
+  expect(tsNode([])).toBe(join(ROOT, 'node_modules', 'ts-node', 'dist', 'index.js'));
 });
 
 it('writes no colour or cursor codes when its output is not a terminal', async () => {

@@ -78,8 +78,13 @@ const status = async (n: Node): Promise<Status> =>
   json((await n.status.handle({ method: 'GET', path: '/lora/status' })).body) as Status;
 
 it('fails over a real primary under traffic: every request answered, no lease lost, nothing unloaded under a request', async () => {
-  set = await SentinelSet.start();
-  fleet = await SimFleet.start([vllm(), vllm()]);
+  // The sentinel set, the replicas and (below) the two plugin servers start side by side; each is
+  // kept as soon as it is up, for afterEach to stop.
+  await Promise.all([
+    SentinelSet.start().then((x) => (set = x)),
+    SimFleet.start([vllm(), vllm()]).then((x) => (fleet = x)),
+  ]);
+  if (!set || !fleet) throw new Error('not started');
   const prefix = `snt${randomBytes(4).toString('hex')}:`;
   // A generous timeout: a starved machine must not send the nodes to local decisions before the failover.
   const redis = set.config(prefix, { timeout: 1000 });
@@ -91,7 +96,7 @@ it('fails over a real primary under traffic: every request answered, no lease lo
     queue_timeout_ms: 500,
     redis,
   };
-  const ns = [await startNode(routerConfig, redis), await startNode(routerConfig, redis)];
+  const ns = await Promise.all([startNode(routerConfig, redis), startNode(routerConfig, redis)]);
   for (const n of ns) await waitFor(async () => (await status(n)).store === 'redis', 10_000, 'sharing state');
   const oldPrimary = set.primary.port;
   expect(await set.primaryPort()).toBe(oldPrimary);

@@ -7,7 +7,7 @@
  * 6.0.0 by redis/ioredis#2187): a link that closes before Redis answers, by a reset or by the
  * router closing a retired runtime's store, rejects a promise nobody holds, and Node 20 ends
  * the process. Real plugin server, real redis-server, a TCP proxy that holds the SUBSCRIBE's
- * reply back so the fault lands while it is in flight.
+ * reply back (until the test restores the link) so the fault lands while it is in flight.
  */
 import { Redis } from 'ioredis';
 import { SimFleet } from '../../sim/fleet';
@@ -19,8 +19,12 @@ import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { BASE, PLUGINS_DIR, vllm } from '../kong/world';
 
 const PREFIX = 'resub:';
-/** How long the proxy holds every chunk: the SUBSCRIBE's reply is in flight this long. */
-const HOLD_MS = 3000;
+/**
+ * Redis's reply to SUBSCRIBE (RESP2: `*3`, `subscribe`, the channel, the count), which the proxy
+ * holds. A fixed delay of every chunk (3 s) held it too, but took 15 s a test to get the SUBSCRIBE
+ * out through the reconnect's round trips, and a loaded machine could still outrun it.
+ */
+const SUBSCRIBE_REPLY = `\r\nsubscribe\r\n$${`${PREFIX}changed`.length}\r\n${PREFIX}changed\r\n`;
 
 let redis: RedisServer;
 let proxy: TcpProxy;
@@ -89,21 +93,21 @@ afterEach(async () => {
 });
 
 /**
- * Resets the node's Redis link, then holds every byte `HOLD_MS`: resolves once the re-sent
- * SUBSCRIBE reached Redis, its reply still held in the proxy.
+ * Resets the node's Redis link, then holds Redis's reply to SUBSCRIBE: resolves once the re-sent
+ * SUBSCRIBE reached Redis, its reply held in the proxy until the test restores the link.
  */
 async function resubscribeInFlight(): Promise<void> {
   proxy.cut('refuse');
   await waitFor(async () => (await subscribers()) === 0, 5000, 'the subscription dropped');
   proxy.restore();
-  proxy.delay(HOLD_MS);
-  // Reconnect (100 ms), CLIENT SETINFO out and back, INFO out and back (4 x HOLD_MS), then
-  // SUBSCRIBE out (HOLD_MS): its reply is held the next HOLD_MS.
+  proxy.holdReplies((chunk) => chunk.includes(SUBSCRIBE_REPLY));
+  // Reconnect (100 ms), CLIENT SETINFO and INFO out and back, then SUBSCRIBE out.
   await waitFor(
     async () => server.exited || (await subscribers()) === 1,
-    8 * HOLD_MS,
+    20_000,
     'the SUBSCRIBE reached Redis',
   );
+  await waitFor(() => server.exited || proxy.heldReplies > 0, 5000, "the SUBSCRIBE's reply held");
   expect(`alive${dead()}`).toBe('alive');
   expect(strays()).toEqual([]);
 }
@@ -148,9 +152,10 @@ it('survives a redis record change retiring the runtime while the subscription i
   // (its command link stays to replay its releases in the old database, then closes too).
   await router.configure([{ name: 'lora-router', config: routerConfig(record(redis.port, 1)) }]);
   await chat();
+  // Its reply is held until stillServing() restores the link: closed with the SUBSCRIBE unanswered.
   await waitFor(
     () => server.exited || proxy.connections <= 1,
-    HOLD_MS,
+    10_000,
     'the old runtime closed its subscriber',
   );
   await stillServing();

@@ -108,6 +108,33 @@ describe('TcpProxy', () => {
     expect(await c.incr('n')).toBe(4);
   });
 
+  test("holdReplies keeps a matching reply and its link's later ones until restore; a cut drops them", async () => {
+    const c = client(5000);
+    const other = client(5000);
+    await c.connect();
+    await other.connect();
+    proxy.holdReplies((chunk) => chunk.includes('held-value'));
+    await c.set('h', 'held-value');
+    let got: (string | null)[] | undefined;
+    const read = Promise.all([c.get('h'), c.get('missing')]).then((r) => (got = r));
+    await waitFor(() => proxy.heldReplies > 0, 2000, 'the reply held');
+    // Another link's replies pass; the held link's later reply waits behind the first.
+    expect(await other.ping()).toBe('PONG');
+    expect(got).toBeUndefined();
+    proxy.restore();
+    await read;
+    expect(got).toEqual(['held-value', null]);
+    expect(proxy.heldReplies).toBe(0);
+
+    // Held, then cut: the client sees its link reset, never the reply.
+    proxy.holdReplies((chunk) => chunk.includes('held-value'));
+    const lost = c.get('h');
+    await waitFor(() => proxy.heldReplies > 0, 2000, 'the reply held');
+    proxy.cut('refuse');
+    await expect(lost).rejects.toThrow();
+    expect(proxy.heldReplies).toBe(0);
+  });
+
   test('close ends every connection', async () => {
     const c = client();
     await c.connect();
