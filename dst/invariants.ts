@@ -122,6 +122,11 @@ export interface CallSource {
   decidedAt?: (request: number) => number | undefined;
   /** backoff_base_ms: a load that failed is not tried again by its runtime sooner. */
   backoffMs: number;
+  /**
+   * Requests of live processes routed to `adapter` on `replica` and not there yet (Kong's hop to it,
+   * slow on a slow path): busy as if running, though the replica cannot report them.
+   */
+  onTheWay?: (replica: string, adapter: string) => number;
 }
 
 /** A request answered 429 for the fleet's cold-load budget: when, and which (arrival number). */
@@ -377,6 +382,15 @@ export class LogChecks {
     const busy = noBusyUnload([e]);
     if (busy.violations.length > 0 && !this.sentAlone(e.replica, e.name))
       this.fail(w, 'no unload of a busy adapter', describe(busy.violations[0]!));
+    // Their leases hold the adapter in the store; the replica's word before the unload cannot.
+    const coming =
+      e.op === 'unload' && e.status === 200 ? (this.calls.onTheWay?.(e.replica, e.name) ?? 0) : 0;
+    if (coming > 0 && !this.sentAlone(e.replica, e.name))
+      this.fail(
+        w,
+        'no unload of a busy adapter',
+        `${e.name} unloaded from ${e.replica} at ${Math.round(e.at)} ms with ${coming} request(s) routed to it on their way`,
+      );
     if (e.op === 'load') this.load(e, w);
     const unloadedStatic = staticUnloaded(e, e.replica);
     if (unloadedStatic) this.fail(w, 'static adapters stay', unloadedStatic);

@@ -37,7 +37,9 @@ import { trip, type Scheduler } from './scheduler';
 /** The Lua snapshot script's margin for a poll without a shared start (scripts/residency.ts). */
 const SKEW_MARGIN_MS = 50;
 /** The memory store's per-replica counts (private to it): which adapters its leases keep busy. */
-type BusyCounts = { replicas: Map<string, { inFlightByAdapter: Map<string, number> }> };
+type BusyCounts = {
+  replicas: Map<string, { inFlightByAdapter: Map<string, number>; gone: Map<string, number> }>;
+};
 
 /** One mutating call as the server applied it: replayed to rebuild an older snapshot. */
 type Op = { name: string; args: unknown[] };
@@ -216,6 +218,18 @@ export class RedisModel {
     return r;
   }
 
+  /** Ends a load lock as the script's `endlock` does: the entry dropped, the adapter not marked gone. */
+  private async forgetLoad(url: string, adapter: string, fence: Fence, now: number): Promise<boolean> {
+    const r = (this.s.store as unknown as BusyCounts).replicas.get(url);
+    const gone = r?.gone.get(adapter);
+    const ended = await this.s.store.finishLoad(url, adapter, fence, false, now);
+    if (ended && r) {
+      if (gone === undefined) r.gone.delete(adapter);
+      else r.gone.set(adapter, gone);
+    }
+    return ended;
+  }
+
   /** Replica and adapter pairs with a lease counted on them (the scripts' `busy:<url>` hashes). */
   private busyAdapters(): Set<string> {
     const out = new Set<string>();
@@ -276,10 +290,12 @@ export class RedisModel {
         for (const [fence, l] of [...s.locks])
           if (l.until <= now || silent.has(l.node)) {
             s.locks.delete(fence);
-            // endlock: changed() once the lock still held its adapter.
+            // endlock: changed() once the lock still held its adapter. A load is forgotten
+            // (`dropres`), not marked gone as a failed load's end marks it: a poll begun before the
+            // expiry that lists the adapter adopts it, as in Redis.
             const ended =
               l.op === 'load'
-                ? await s.store.finishLoad(l.url, l.adapter, fence, false, now)
+                ? await this.forgetLoad(l.url, l.adapter, fence, now)
                 : await s.store.finishUnload(l.url, l.adapter, fence, false, now);
             if (ended) c.changed++;
           }

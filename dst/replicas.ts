@@ -81,6 +81,8 @@ export class ReplicaSet {
   readonly urls: string[];
   private readonly byOrigin = new Map<string, number>();
   private readonly faults: FaultState[];
+  /** Slow paths by node and replica index: until when, and the time added each way. */
+  private readonly paths = new Map<string, { until: number; hopMs: number }>();
   /** Loads the fault layer failed, in order: the backoff invariant reads them. */
   readonly failedLoads: FailedLoad[] = [];
 
@@ -185,21 +187,65 @@ export class ReplicaSet {
   }
 
   /**
-   * Kong proxying a request to the replica at `origin`: the status its log phase sees (502 for a
-   * connection refused or reset, 504 past the upstream `timeoutMs`).
+   * Kong on node `node` proxying a request to the replica at `origin`: the status its log phase
+   * sees (502 for a connection refused or reset, 504 past the upstream `timeoutMs`). On a slow
+   * path the request reaches the replica `hopMs` late (`reached` says when) and its answer comes
+   * back as late: a request its router leased is not yet the replica's to report.
    */
-  async proxy(origin: string, path: string, body: string, timeoutMs: number): Promise<number> {
-    const x = this.exchange(origin, 'POST', path, body);
+  async proxy(
+    origin: string,
+    path: string,
+    body: string,
+    timeoutMs: number,
+    node = -1,
+    reached: () => void = () => undefined,
+  ): Promise<number> {
+    const hop = this.hopMs(node, origin);
+    let answered: Promise<number>;
+    let abort: () => void;
+    if (hop === 0) {
+      reached();
+      const x = this.exchange(origin, 'POST', path, body);
+      answered = x.reply.then((r) => (r.status === 0 ? 502 : r.status));
+      abort = x.abort;
+    } else {
+      let gaveUp = false;
+      let reset = () => {};
+      answered = new Promise<number>((resolve) => {
+        this.clock.after(hop, () => {
+          if (gaveUp) return;
+          reached();
+          const x = this.exchange(origin, 'POST', path, body);
+          reset = x.abort;
+          void x.reply.then((r) => this.clock.after(hop, () => resolve(r.status === 0 ? 502 : r.status)));
+        });
+      });
+      abort = () => {
+        gaveUp = true;
+        reset();
+      };
+    }
     let cancel = () => {};
     const late = new Promise<number>((resolve) => {
       cancel = this.clock.after(timeoutMs, () => {
-        x.abort();
+        abort();
         resolve(504);
       });
     });
-    const status = await Promise.race([x.reply.then((r) => (r.status === 0 ? 502 : r.status)), late]);
+    const status = await Promise.race([answered, late]);
     cancel();
     return status;
+  }
+
+  /** For `ms`, the path between node `node`'s host and replica `i` adds `hopMs` each way. */
+  slowPath(node: number, i: number, ms: number, hopMs: number): void {
+    this.paths.set(`${node}\u0000${i}`, { until: this.clock.now() + ms, hopMs });
+  }
+
+  /** The time node `node`'s path to the replica at `origin` adds each way now (0: none). */
+  private hopMs(node: number, origin: string): number {
+    const p = this.paths.get(`${node}\u0000${this.index(origin)}`);
+    return p && this.clock.now() < p.until ? p.hopMs : 0;
   }
 
   /** For `ms`, the replica's `/metrics` answers go wrong the way `mode` says. */
@@ -311,9 +357,10 @@ export class ReplicaSet {
   /**
    * A process's HTTP to the replicas: each call takes 0-2 ms each way (seeded, `trip`), goes
    * through the replica's faults and is bounded by `timeoutMs` on `clock`. `alive`: a dead
-   * process's calls are never answered (its pending work just stops).
+   * process's calls are never answered (its pending work just stops). On a slow path from node
+   * `node`'s host to the replica, each way takes `hopMs` more.
    */
-  http(clock: Clock, random: Random, alive: () => boolean, sender = ''): ReplicaHttp {
+  http(clock: Clock, random: Random, alive: () => boolean, sender = '', node = -1): ReplicaHttp {
     const call = (
       method: 'GET' | 'POST',
       url: string,
@@ -330,28 +377,35 @@ export class ReplicaSet {
           reject(new BackendError('timeout', `${method} ${url}: no answer within ${timeoutMs} ms`));
         });
         let abort = () => {};
-        trip(clock, random, () => {
-          if (settled || !alive()) return;
-          const x = this.exchange(
-            u.origin,
-            method,
-            u.pathname,
-            body === undefined ? '' : JSON.stringify(body),
-            sender,
-            clock,
-          );
-          abort = x.abort;
-          void x.reply.then((r) => {
-            trip(clock, random, () => {
-              if (settled || !alive()) return;
-              settled = true;
-              cancel();
-              if (r.status === 0)
-                reject(new BackendError('connect', `${method} ${url}: ECONNRESET: ${r.text}`));
-              else resolve(r);
+        const hop = this.hopMs(node, u.origin);
+        // No slow path: the call as before, in the same instant (the seeds found stay).
+        const onPath = (fn: () => void) => (hop > 0 ? void clock.after(hop, fn) : fn());
+        trip(clock, random, () =>
+          onPath(() => {
+            if (settled || !alive()) return;
+            const x = this.exchange(
+              u.origin,
+              method,
+              u.pathname,
+              body === undefined ? '' : JSON.stringify(body),
+              sender,
+              clock,
+            );
+            abort = x.abort;
+            void x.reply.then((r) => {
+              trip(clock, random, () =>
+                onPath(() => {
+                  if (settled || !alive()) return;
+                  settled = true;
+                  cancel();
+                  if (r.status === 0)
+                    reject(new BackendError('connect', `${method} ${url}: ECONNRESET: ${r.text}`));
+                  else resolve(r);
+                }),
+              );
             });
-          });
-        });
+          }),
+        );
       });
     };
     return { call, close: async () => undefined } as unknown as ReplicaHttp;

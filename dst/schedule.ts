@@ -20,7 +20,8 @@ export type Action =
   | { at: number; kind: 'replica-outage'; replica: number; ms: number; mode: Outage }
   | { at: number; kind: 'scrape'; replica: number; ms: number; mode: ScrapeFault }
   | { at: number; kind: 'slow-load'; replica: number; ms: number; slowMs: number }
-  | { at: number; kind: 'load-fail'; replica: number; count: number; failure: LoadFailure };
+  | { at: number; kind: 'load-fail'; replica: number; count: number; failure: LoadFailure }
+  | { at: number; kind: 'slow-path'; node: number; replica: number; ms: number; hopMs: number };
 
 export type FaultKind = Exclude<Action['kind'], 'request'>;
 /** The faults of Redis and the nodes' links to it (what the staggered cut-offs leave out). */
@@ -33,8 +34,8 @@ const SHARED_STATE_FAULTS: readonly FaultKind[] = [
   'record-change',
   'process-restart',
 ];
-/** Every fault kind, in the order a seed draws them from (the seeds found depend on it). */
-export const FAULT_KINDS: readonly FaultKind[] = [
+/** The fault kinds a seed draws from its main stream, in order (the seeds found depend on it). */
+export const DRAWN_FAULT_KINDS: readonly FaultKind[] = [
   ...SHARED_STATE_FAULTS,
   'skew',
   'replica-restart',
@@ -43,6 +44,8 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'slow-load',
   'load-fail',
 ];
+/** Every fault kind: the drawn ones, then the slow path (a stream of its own, so the seeds before it stay). */
+export const FAULT_KINDS: readonly FaultKind[] = [...DRAWN_FAULT_KINDS, 'slow-path'];
 
 /** The world a seed builds: sizes and settings, drawn once per seed. */
 export interface WorldSettings {
@@ -151,7 +154,7 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   world.nodeTtlMs =
     o.nodeTtlMs ?? NODE_TTLS_MS[int(seededRandom(seed * 2654435761 + 3), 0, NODE_TTLS_MS.length - 1)]!;
   const requestable = world.adapters.length + (world.staticAdapters?.length ?? 0);
-  const faults = o.faults ?? FAULT_KINDS;
+  const faults = (o.faults ?? DRAWN_FAULT_KINDS).filter((k) => k !== 'slow-path');
   const actions: Action[] = [];
   // A quarter of the seeds are quiet: a few requests far apart and one fault at most, where a
   // request is often alone on an idle fleet (what the hold must never wait on).
@@ -208,6 +211,33 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
         break;
     }
   }
+  // A slow path between one node's host and one replica, from a stream of its own (the seeds
+  // without it stay as they were): a share of the busy seeds that fired each drawn kind about as often.
+  const path = seededRandom(seed * 2654435761 + 5);
+  const slowPaths = (o.faults ?? FAULT_KINDS).includes('slow-path');
+  if (!quiet && slowPaths && path() < SLOW_PATH_SHARE)
+    actions.push({
+      at: int(path, 0, world.spanMs),
+      kind: 'slow-path',
+      node: int(path, 0, world.nodes - 1),
+      replica: int(path, 0, world.replicas - 1),
+      ms: dur(path, 200, 3000),
+      hopMs: dur(path, SLOW_HOP_MS[0], SLOW_HOP_MS[1]),
+    });
+  // An emptied state under pressure, from a stream of its own too (found by review at bebce60: no
+  // schedule drawn before reached it): a FLUSHALL; right after it, before its heartbeat tells it,
+  // a node takes a lease Redis counts nowhere and sends its request down a slow path to a replica,
+  // while requests from every node on more adapters than the slots press for that replica's room.
+  const emptied = seededRandom(seed * 2654435761 + 6);
+  if (
+    !quiet &&
+    slowPaths &&
+    faults.includes('flushall') &&
+    world.coldLoadsPerMinute > EMPTIED_MAX_BUDGET &&
+    world.adapters.length > 2 * world.maxLoadedAdapters * world.replicas &&
+    emptied() < EMPTIED_SHARE
+  )
+    actions.push(...emptiedUnderPressure(emptied, world));
   // Shapes the draws above rarely make, from a stream of their own: a request on the name with a
   // comma running longer than lease_max_age_ms (its lease renewed only by the replica's word on
   // it, issue 31 item 1a), early, so the requests after it press for its slot.
@@ -251,6 +281,64 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   }
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
+}
+
+/**
+ * The share of busy seeds with a slow path: each drawn kind fires in about 23% of them (3.2 faults
+ * of 13 kinds a busy schedule), so the slow path as often.
+ */
+const SLOW_PATH_SHARE = 0.18;
+/**
+ * A slow path's added time each way, ms: most short (a congested link), up to the 3 s of a SYN
+ * lost twice (Linux resends it after 1 s, then 2 s more: RFC 6298's initial timeout, doubled).
+ */
+const SLOW_HOP_MS = [10, 3000] as const;
+
+/**
+ * The share of the busy seeds with a budget that is never reached (a third of them) with an
+ * emptied state under pressure (a FLUSHALL and a slow path more): about 4% of all seeds.
+ */
+const EMPTIED_SHARE = 0.5;
+/** A budget of 3 or 6 refuses the requests that press for room: the shape could break nothing there. */
+const EMPTIED_MAX_BUDGET = 6;
+
+/**
+ * A FLUSHALL; within a heartbeat of it, requests from one node whose path to one replica turns
+ * slow (they reach it 1.5-3 s late: a lease taken then is not yet the replica's to report); once
+ * the other nodes' hold-off after the emptied state is over (two probes), requests from them on
+ * other adapters press for room on full replicas.
+ */
+function emptiedUnderPressure(r: Random, world: WorldSettings): Action[] {
+  const at = int(r, 100, Math.max(100, world.spanMs - 1000));
+  const node = int(r, 0, world.nodes - 1);
+  const request = (from: number, to: number, n: number, adapters: number[]): Action => ({
+    at: int(r, from, to),
+    kind: 'request',
+    node: n,
+    adapter: adapters[int(r, 0, adapters.length - 1)]!,
+    tokens: int(r, 1, 6),
+    prompt: int(r, 10, 2000),
+  });
+  const all = world.adapters.map((_, i) => i);
+  const first = all.filter((i) => i % 2 === 0);
+  const others = all.filter((i) => i % 2 === 1);
+  const actions: Action[] = [
+    { at, kind: 'flushall' },
+    {
+      at,
+      kind: 'slow-path',
+      node,
+      replica: int(r, 0, world.replicas - 1),
+      ms: int(r, 500, 1500),
+      hopMs: int(r, 1500, SLOW_HOP_MS[1]),
+    },
+  ];
+  for (let i = 0; i < 4; i++) actions.push(request(at - 4, at, node, first));
+  const peers = all.length > 0 ? world.nodes - 1 : 0;
+  for (let i = 0; i <= world.maxLoadedAdapters * world.replicas + 1; i++)
+    actions.push(request(at + 2000, at + 3500, (node + 1 + int(r, 0, peers - 1)) % world.nodes, others));
+  world.spanMs = Math.max(world.spanMs, at + 3500);
+  return actions;
 }
 
 /** The staggered cut-offs' share of the seeds that may draw them (node_ttl_ms 500, a budget of 3 or 6). */
@@ -311,7 +399,7 @@ function staggeredCutOffs(r: Random, world: WorldSettings): Action[] {
   return actions;
 }
 
-type ReplicaFaultKind = Extract<Action, { replica: number }>['kind'];
+type ReplicaFaultKind = Exclude<Extract<Action, { replica: number }>['kind'], 'slow-path'>;
 
 /** A fault of one replica, drawn from `rs` (the replica first, then the fault's own draws). */
 function replicaFault(rs: Random, kind: ReplicaFaultKind, at: number, replicas: number): Action {

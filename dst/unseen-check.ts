@@ -15,6 +15,8 @@ export interface SentRequest {
   /** The shared state (database) the runtime that routed it used. */
   db: number;
   at: number;
+  /** When it reached the replica (Infinity until then: Kong's hop to it, slow on a slow path; absent: at `at`). */
+  reached?: number;
   /** When the replica answered it (Infinity until then). */
   ended: number;
 }
@@ -38,10 +40,16 @@ export function unseenBy(r: SentRequest, u: Unloader): boolean {
   return r.alone || (r.db !== u.db && r.proc !== u.proc);
 }
 
+/** When `r` reached the replica (Kong's hop to it: at once but on a slow path; Infinity while on its way). */
+function arrival(r: SentRequest): number {
+  return r.reached ?? r.at;
+}
+
 /**
  * Whether every request under way (`ended >= now`) on the adapter there is an unseen router's
- * first: unseen by the unloader, sent after its word, with no request of that process it could
- * not see under way in the `holdMs` before (whose busy reading with no lease would have held the
+ * first: unseen by the unloader, reaching the replica after the unloader's word (or not yet: a
+ * request on its way is in no word), with no request of that process it could not see under way
+ * at the replica in the `holdMs` before (whose busy reading with no lease would have held the
  * adapter). Any other busy unload breaks (i).
  */
 export function unseenFirst(sent: SentRequest[], u: Unloader, now: number, holdMs: number): boolean {
@@ -51,9 +59,14 @@ export function unseenFirst(sent: SentRequest[], u: Unloader, now: number, holdM
     open.every(
       (r) =>
         unseenBy(r, u) &&
-        r.at >= u.wordAt &&
+        arrival(r) >= u.wordAt &&
         !sent.some(
-          (q) => q !== r && q.proc === r.proc && unseenBy(q, u) && q.at < r.at && q.ended > r.at - holdMs,
+          (q) =>
+            q !== r &&
+            q.proc === r.proc &&
+            unseenBy(q, u) &&
+            arrival(q) < Math.min(arrival(r), now) &&
+            q.ended > Math.min(arrival(r), now) - holdMs,
         ),
     )
   );

@@ -240,6 +240,7 @@ export class World {
         spreads: this.spreads,
         failed: this.replicas.failedLoads,
         backoffMs: BACKOFF_BASE_MS,
+        onTheWay: (replica, adapter) => this.onTheWay(replica, adapter),
       },
       {
         ledgers: this.redis.map((r) => r.budget),
@@ -313,7 +314,7 @@ export class World {
       },
       api: new HttpReplicaApi(
         this.callsSeen(
-          this.replicas.http(proc.clock, this.random, proc.alive, `${prefix}r${recordGen}`),
+          this.replicas.http(proc.clock, this.random, proc.alive, `${prefix}r${recordGen}`, proc.node),
           () => rt,
           db,
           `n${proc.node}g${proc.gen}`,
@@ -650,6 +651,9 @@ export class World {
       case 'load-fail':
         this.fault();
         return this.replicas.failLoads(a.replica, a.count, a.failure);
+      case 'slow-path':
+        // A timing, not a fault of the shared state: it excuses no check (no fault time, not degraded).
+        return this.replicas.slowPath(a.node, a.replica, a.ms, a.hopMs);
     }
   }
 
@@ -759,6 +763,7 @@ export class World {
             alone: p.rt.store.mode?.() === 'local',
             db: this.prefixDb.get(prefix) ?? p.db,
             at: this.sched.now(),
+            reached: Infinity,
             ended: Infinity,
           }),
         );
@@ -768,6 +773,10 @@ export class World {
         '/v1/chat/completions',
         out.body ?? body,
         this.w.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS,
+        p.node,
+        () => {
+          if (sent) sent.reached = this.sched.now();
+        },
       );
       // The log phase, on the process that routed it (a dead one never runs it).
       if (!p.alive) return;
@@ -791,6 +800,17 @@ export class World {
     const key = `${replica}\u0000${adapter}`;
     const u = this.unloaders.get(key);
     return u !== undefined && unseenFirst(this.proxied.get(key) ?? [], u, this.sched.now(), UNSEEN_HOLD_MS);
+  }
+
+  /**
+   * Requests routed to `adapter` at `replica` by a live process, not there yet: a dead process's
+   * leases go with it (pruned once it is found silent), so its requests hold nothing.
+   */
+  private onTheWay(replica: string, adapter: string): number {
+    const now = this.sched.now();
+    const live = (proc: string) => this.procs.some((p) => p.alive && `n${p.node}g${p.gen}` === proc);
+    const sent = this.proxied.get(`${replica}\u0000${adapter}`) ?? [];
+    return sent.filter((r) => (r.reached ?? r.at) > now && r.ended > now && live(r.proc)).length;
   }
 
   /**

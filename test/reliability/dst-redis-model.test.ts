@@ -56,6 +56,26 @@ describe('the simulated Redis ends locks as the expire script does', () => {
     await m.apply('expireLeases', [3000, 4000, NODE_TTL, 60_000]);
     expect(await m.apply('beginLoad', [URL, 'chat', 3010, 8000, 'n2', 1])).not.toBeNull();
   });
+  it('an expired load lock drops its entry and no more, as endlock: a poll begun before the expiry that lists the adapter adopts it', async () => {
+    const m = model();
+    await registered(m);
+    await m.apply('heartbeat', ['n0', 0]);
+    await m.apply('applySnapshot', [URL, { at: 1, ok: true, registry: [] }]);
+    expect(await m.apply('beginLoad', [URL, 'chat', 10, 1000, 'n0', 1])).not.toBeNull();
+    await m.apply('heartbeat', ['n0', 1100]);
+    // Past the lock's expiry (1010): its holder stalled. The script forgets the load (`dropres`),
+    // it does not mark the adapter gone, so the next poll adopts it if it landed.
+    await m.apply('expireLeases', [1100, 4000, NODE_TTL, 60_000]);
+    const landed = {
+      at: 1200,
+      startedAt: 500,
+      ok: true,
+      registry: [{ name: 'chat', path: '/adapters/chat' }],
+    };
+    await m.apply('applySnapshot', [URL, landed]);
+    const residents = (await m.apply('residents', [URL])) as { name: string }[];
+    expect(residents.map((r) => r.name)).toEqual(['chat']);
+  });
 });
 
 describe('the simulated Redis publishes "changed" where the scripts call changed()', () => {
