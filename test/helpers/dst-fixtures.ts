@@ -1,4 +1,5 @@
 import type { Limits, WorldView } from '../../dst/invariants';
+import type { AdapterLogEntry } from '../../sim/http/replica';
 
 /** The limits of a three-node simulated world, as the log checks' tests give them (dst/invariants.ts). */
 export function dstLimits(maxLoadedAdapters: number, coldLoadsPerMinute = 100): Limits {
@@ -7,3 +8,32 @@ export function dstLimits(maxLoadedAdapters: number, coldLoadsPerMinute = 100): 
 
 /** A world with no fault, no node deciding alone and no reset: nothing excuses a break. */
 export const QUIET: WorldView = { now: 10_000, step: 1, degraded: false, lastFaultAt: -Infinity, resets: [] };
+
+/** A load the replica answered 200 at `at`, leaving `loaded` in its registry. */
+export const loadEntry = (at: number, name: string, loaded: number): AdapterLogEntry => ({
+  at,
+  op: 'load',
+  name,
+  status: 200,
+  ms: 100,
+  loaded,
+});
+
+/** An unload the replica answered 200 at `at` with nothing in flight, leaving `loaded`. */
+export const unloadEntry = (
+  at: number,
+  name: string,
+  loaded: number,
+  extra: Partial<AdapterLogEntry> = {},
+): AdapterLogEntry => ({
+  at,
+  op: 'unload',
+  name,
+  status: 200,
+  ms: 5,
+  inFlight: 0,
+  running: 0,
+  waiting: 0,
+  loaded,
+  ...extra,
+});

@@ -11,30 +11,13 @@ import { DRAWN_FAULT_KINDS } from '../../dst/schedule';
 import type { UnloadCall } from '../../dst/trim-check';
 import type { AdapterLogEntry } from '../../sim/http/replica';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
-import { dstLimits, QUIET } from '../helpers/dst-fixtures';
+import { dstLimits, loadEntry, QUIET, unloadEntry } from '../helpers/dst-fixtures';
 
 const URL = 'http://replica-0:8000';
 const ROOM = 'a request makes room for its load and no more';
 
-const load = (at: number, name: string, loaded: number): AdapterLogEntry => ({
-  at,
-  op: 'load',
-  name,
-  status: 200,
-  ms: 100,
-  loaded,
-});
-const unload = (at: number, name: string, loaded: number): AdapterLogEntry => ({
-  at,
-  op: 'unload',
-  name,
-  status: 200,
-  ms: 5,
-  inFlight: 0,
-  running: 0,
-  waiting: 0,
-  loaded,
-});
+const load = loadEntry;
+const unload = unloadEntry;
 /** An unload call granted 5 ms before it was sent, answered 2 ms after the replica did. */
 const call = (at: number, name: string, request?: number): UnloadCall => ({
   at,

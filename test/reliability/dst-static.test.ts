@@ -14,24 +14,13 @@ import type { AdapterLogEntry } from '../../sim/http/replica';
 import { ReplicaWord } from '../../src/adapters/replica-word';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { ReplicaRecord } from '../../src/fleet/replica-record';
-import { dstLimits, QUIET } from '../helpers/dst-fixtures';
+import { dstLimits, QUIET, unloadEntry } from '../helpers/dst-fixtures';
 
 const URL = 'http://replica-1:8000';
 const LIMITS = dstLimits(1);
 const STATIC = 'static adapters stay';
 
-const unload = (name: string, extra: Partial<AdapterLogEntry> = {}): AdapterLogEntry => ({
-  at: 5000,
-  op: 'unload',
-  name,
-  status: 200,
-  ms: 5,
-  inFlight: 0,
-  running: 0,
-  waiting: 0,
-  loaded: 1,
-  ...extra,
-});
+const unload = (name: string, extra: Partial<AdapterLogEntry> = {}) => unloadEntry(5000, name, 1, extra);
 
 function broken(log: AdapterLogEntry[]): string | undefined {
   const checks = new LogChecks([{ url: URL, log }], LIMITS);

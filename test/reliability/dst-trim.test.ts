@@ -8,38 +8,20 @@
 import { InvariantBroken, LogChecks, type LoadCall, type WorldView } from '../../dst/invariants';
 import { runSeed } from '../../dst/run';
 import type { UnloadCall } from '../../dst/trim-check';
-import type { AdapterLogEntry } from '../../sim/http/replica';
 import { occupyingSlots } from '../../src/adapters/eviction';
 import type { IdleUnload } from '../../src/adapters/idle-unload';
 import type { AdapterPolicy } from '../../src/adapters/policy';
 import { Room } from '../../src/adapters/room';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { FleetStore } from '../../src/fleet/store';
-import { dstLimits, QUIET } from '../helpers/dst-fixtures';
+import { dstLimits, loadEntry, QUIET, unloadEntry } from '../helpers/dst-fixtures';
 
 const URL = 'http://replica-0:8000';
 const LIMITS = dstLimits(2);
 const TRIM = 'a trim takes a replica down to its limit, not below';
 
-const load = (at: number, name: string, loaded: number): AdapterLogEntry => ({
-  at,
-  op: 'load',
-  name,
-  status: 200,
-  ms: 100,
-  loaded,
-});
-const unload = (at: number, name: string, loaded: number): AdapterLogEntry => ({
-  at,
-  op: 'unload',
-  name,
-  status: 200,
-  ms: 5,
-  inFlight: 0,
-  running: 0,
-  waiting: 0,
-  loaded,
-});
+const load = loadEntry;
+const unload = unloadEntry;
 
 /**
  * A replica limited to 2 that held 3 (c landed late), then unloads of a and b, `bFor` saying
