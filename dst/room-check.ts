@@ -20,7 +20,7 @@
  * back no lock.
  */
 import { grantedAt, makesRoom, roomsMaking } from './room-making';
-import type { NeedScope, SentCalls, UnloadAnswer, UnloadCall } from './trim-check';
+import { callAnswered, type NeedScope, type SentCalls, type UnloadAnswer } from './trim-check';
 
 /** Why the make-room unload answered as `e` made more room than its request's load takes (undefined: it did not). */
 export function roomOverMade(
@@ -32,11 +32,7 @@ export function roomOverMade(
 ): string | undefined {
   if (e.loaded >= max - 1) return undefined;
   const unloads = calls.unloads ?? [];
-  let call: UnloadCall | undefined;
-  for (let k = unloads.length - 1; k >= 0 && !call; k--) {
-    const c = unloads[k]!;
-    if (c.url === e.url && c.name === e.name && c.at <= e.at) call = c;
-  }
+  const call = callAnswered(e, unloads);
   if (!call || !makesRoom(call, calls.loads)) return undefined;
   const from = grantedAt(call);
   if (call.alone || (w.faultOpen ?? w.degraded) || w.lastFaultAt >= from) return undefined;

@@ -61,6 +61,15 @@ export interface NeedScope {
 /** The runtimes' calls (CallSource's fields the judgement reads). */
 export type SentCalls = RoomCalls;
 
+/** The last unload call the runtimes sent for the adapter `e` answers there, before the replica answered. */
+export function callAnswered(e: UnloadAnswer, unloads: readonly UnloadCall[]): UnloadCall | undefined {
+  for (let k = unloads.length - 1; k >= 0; k--) {
+    const c = unloads[k]!;
+    if (c.url === e.url && c.name === e.name && c.at <= e.at) return c;
+  }
+  return undefined;
+}
+
 /**
  * The trim that took the replica below `max` less the loads under way there when it was sent
  * (undefined: none, or excused). Those loads were counted by the store when it granted the trim,
@@ -82,12 +91,7 @@ export function trimmedBelow(
   staleMs = 0,
 ): string | undefined {
   if (e.loaded >= max) return undefined;
-  const unloads = calls.unloads ?? [];
-  let call: UnloadCall | undefined;
-  for (let k = unloads.length - 1; k >= 0 && !call; k--) {
-    const c = unloads[k]!;
-    if (c.url === e.url && c.name === e.name && c.at <= e.at) call = c;
-  }
+  const call = callAnswered(e, calls.unloads ?? []);
   if (!call || call.request !== undefined) return undefined;
   if (call.alone || w.degraded || w.lastFaultAt >= call.at) return undefined;
   const sent = call.at;
