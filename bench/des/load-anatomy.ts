@@ -14,17 +14,15 @@
  *   node dist/bench/des/load-anatomy.js WORKLOAD LOAD_MS LOAD SEEDS [CONFIG_JSON [TRACE]]
  *   e.g. node dist/bench/des/load-anatomy.js bursty 300 0.3 1,2,3
  */
-import { join } from 'node:path';
 import { sleep, type VirtualClock } from '../../src/clock';
-import { defaultEngineOptions } from '../../sim/engine/engine';
-import { atRate, type Arrival } from '../../sim/workload/workload';
-import { loadWorkload } from '../workloads';
+import type { Arrival } from '../../sim/workload/workload';
 import { freeLoads, pooledBound } from './bounds';
 import { beladyMisses } from './belady';
 import { parts, recordTimelines, TTFT_PARTS, type Timeline, type TtftPart } from './class-misses';
 import type { DesFleet } from './fleet';
 import { loraRouter, type Policy } from './policies';
-import { adapterSequence, fleetCapacity, runPolicy, type Scenario } from './run';
+import { adapterSequence, runPolicy, type Scenario } from './run';
+import { sloPoint } from './slo-point';
 
 const SLO_MS = 5000;
 
@@ -242,12 +240,7 @@ const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 async function main(): Promise<void> {
   const [workload = 'bursty', loadMs = '300', load = '0.3', seeds = '1', config = '{}', trace] =
     process.argv.slice(2);
-  const root = join(__dirname, '..', '..', '..');
-  // As the slo part of a quick `npm run bench` reads it: 3,000 requests loaded, the first 1,000 run.
-  const base = loadWorkload(workload, root, trace, 3000).arrivals.slice(0, 1000);
-  const scenario: Scenario = { replicas: 8, slots: 8, adapters: 200, alpha: 1, seed: 1, engine: {} };
-  const capacity = fleetCapacity(scenario, base, defaultEngineOptions);
-  const arrivals = atRate(base, capacity * Number(load));
+  const { scenario, arrivals } = sloPoint(workload, Number(load), trace);
   const extra = JSON.parse(config) as Record<string, unknown>;
   const sums = { router: 0, free: 0, pooled: 0, attainable: 0, loads: 0, belady: 0, n: 0 };
   for (const seed of seeds.split(',').map(Number)) {

@@ -14,16 +14,14 @@
  * it decided (patched in: a tool's view, not the router's API), and the requests admitted there
  * from the decision until it was sent.
  */
-import { join } from 'node:path';
 import type { VirtualClock } from '../../src/clock';
-import { defaultEngineOptions } from '../../sim/engine/engine';
-import { atRate, type Arrival } from '../../sim/workload/workload';
+import type { Arrival } from '../../sim/workload/workload';
 import { BASELINE_POLICIES } from '../goals';
-import { loadWorkload } from '../workloads';
 import { parts, recordTimelines, TTFT_PARTS, traced, type LoadSpan, type Timeline } from './class-misses';
 import type { DesFleet } from './fleet';
 import * as P from './policies';
-import { adapterSequence, fleetCapacity, runPolicy, type Scenario } from './run';
+import { adapterSequence, runPolicy } from './run';
+import { sloPoint } from './slo-point';
 import { WorkModel } from '../../src/work/work-model';
 import * as Predict from '../../src/work/predict';
 
@@ -132,12 +130,7 @@ const s1 = (ms: number) => `${(ms / 1000).toFixed(2)}`;
 async function main() {
   const [workload = 'long', loadMs = '100', load = '0.7', seeds = '1', baseline = '', trace] =
     process.argv.slice(2);
-  const root = join(__dirname, '..', '..', '..');
-  // As the slo part of a quick `npm run bench` reads it: 3,000 requests loaded, the first 1,000 run.
-  const base = loadWorkload(workload, root, trace, 3000).arrivals.slice(0, 1000);
-  const scenario: Scenario = { replicas: 8, slots: 8, adapters: 200, alpha: 1, seed: 1, engine: {} };
-  const capacity = fleetCapacity(scenario, base, defaultEngineOptions);
-  const arrivals = atRate(base, capacity * Number(load));
+  const { scenario, arrivals } = sloPoint(workload, Number(load), trace);
   const other = BASELINE_POLICIES.find((b) => b.name === baseline);
   for (const seed of seeds.split(',').map(Number)) {
     const s = { ...scenario, seed, loadMs: Number(loadMs) };
