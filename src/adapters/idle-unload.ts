@@ -79,7 +79,7 @@ export class IdleUnload {
       const started = this.clock.now();
       let ok = false;
       let why: string | undefined;
-      let withheld: Withheld['reason'] | undefined;
+      let withheld: Withheld['reason'] | 'lost' | undefined;
       try {
         if (!(await this.store.holds(url, victim.name, fence))) continue;
         // Asked after beginUnload: requests admitted through the store from here wait for the
@@ -97,7 +97,8 @@ export class IdleUnload {
           asks,
           () => this.clock.now() - begun < ttl - LOCK_MARGIN_MS,
         );
-        if (word === 'lost') continue;
+        // Lost by this node's clock: no call, and ended below as not done, so the in-process store
+        // (whose locks never lapse) puts it back; a shared store refuses that end past a newer fence.
         withheld = word;
         const callMs = Math.min(policy.loadTimeoutMs, until - this.clock.now());
         if (!withheld && callMs <= 0) withheld = 'stale';

@@ -175,8 +175,11 @@ describe('IdleUnload: the lock must still be this unload’s', () => {
     store.beginMs = ttlLessMargin - 5;
     expect(await evict()).toBe(false);
     expect(replica.unloads).toEqual([]);
-    // Lost: not this unload's to end.
-    expect(finished).toEqual([]);
+    // Lost: ended as not done (the in-process store's locks never lapse), never as unloaded.
+    expect(finished).toEqual([
+      { adapter: 'a', ok: false },
+      { adapter: 'b', ok: false },
+    ]);
   });
 });
 
