@@ -49,7 +49,7 @@ export interface Excuses {
 /**
  * (i) No unload answered 200 while the engine had requests of that adapter running or waiting,
  * but for the window docs/reliability.md leaves open ("An adapter someone unseen routes is held",
- * not covered), the same rule as the simulation's (dst/world.ts `unseenFirst`): read from
+ * not covered), the same rule as the simulation's (dst/request-routing.ts `unseenFirst`): read from
  * `witness`, an unload is excused only if every request of that adapter there under way at it was
  * routed by a node deciding alone, reached the replica after the unloading node last asked that
  * replica's `/metrics`, and was that node's first request of the adapter there or its first after

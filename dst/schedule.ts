@@ -349,7 +349,7 @@ const STAGGER_MAX_TTL_MS = 500;
 const STAGGER_MAX_BUDGET = 6;
 /** What the staggered cut-offs leave out of their schedules: the faults of Redis and its links. */
 const REDIS_FAULTS: ReadonlySet<Action['kind']> = new Set<FaultKind>(SHARED_STATE_FAULTS);
-/** world.ts's poll round, whose expireLeases sweeps a node silent past node_ttl_ms from the count. */
+/** The world's poll round (world-timings.ts), whose expireLeases sweeps a node silent past node_ttl_ms from the count. */
 const SWEEP_EVERY_MS = 1000;
 
 /**

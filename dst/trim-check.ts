@@ -20,7 +20,7 @@
 
 import { grantedAt, roomsMaking, type RoomCalls } from './room-making';
 
-/** An unload call as a runtime's HTTP sent it (dst/world.ts). */
+/** An unload call as a runtime's HTTP sent it (dst/calls-seen.ts). */
 export interface UnloadCall {
   at: number;
   url: string;

@@ -1,0 +1,143 @@
+/**
+ * The record of calls each replica saw from the runtimes, as the checks read them: load and
+ * unload calls with their sender, the unload locks the shared store granted, the placements a
+ * runtime claimed past another's, and when each runtime last asked a replica's `/metrics`.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ReplicaHttp } from '../src/backends/http';
+import type { FleetRuntime } from '../src/runtime';
+import type { LoadCall, PlacementSpread } from './invariants';
+import type { RedisLink } from './redis-model';
+import { urlParts } from './replicas';
+import type { NodeClock, Scheduler } from './scheduler';
+import type { UnloadCall } from './trim-check';
+import type { Unloader } from './unseen-check';
+
+/**
+ * The request whose access phase is running (its arrival number): a load call sent within it is
+ * that request's. The budget charges a request once however often it loads (docs/reliability.md,
+ * "A request is charged once however often escalation moves it").
+ */
+export const routingRequest = new AsyncLocalStorage<number>();
+
+export class CallsSeen {
+  /** By replica and adapter: the sender of the last unload there, whether it decided alone, its state and its word's time. */
+  readonly unloaders = new Map<string, Unloader>();
+  /** By runtime and replica: when it last asked the replica's `/metrics`. */
+  private readonly askedAt = new Map<string, number>();
+  /** Load calls as each runtime sent them (the checks read them after each step). */
+  readonly loadCalls: LoadCall[] = [];
+  /** The unload calls the runtimes sent, with the request whose decision sent each (none: a trim). */
+  readonly unloadCalls: UnloadCall[] = [];
+  /** Placements a runtime claimed past another's, as Redis granted them (the one-load-per-burst check). */
+  readonly spreads: PlacementSpread[] = [];
+  /** By runtime, replica and adapter: when the shared store last granted it an unload (its lock). */
+  private readonly unloadGrants = new Map<string, number>();
+  /** Load calls sent and not answered yet (any node). */
+  loadsInFlight = 0;
+
+  constructor(
+    private readonly sched: Scheduler,
+    /** Whether the world is degraded now (World.degraded). */
+    private readonly degraded: () => boolean,
+  ) {}
+
+  /** Notes each placement a runtime claims, and wins, past another it saw (`seen`): a copy on purpose. */
+  spreadsSeen(link: RedisLink): void {
+    const claim = link.claimPlacement.bind(link);
+    link.claimPlacement = async (adapter, url, seen, ...rest) => {
+      const placed = await claim(adapter, url, seen, ...rest);
+      if (seen && seen !== url && placed === url)
+        this.spreads.push({ at: this.sched.now(), adapter, url, past: seen });
+      return placed;
+    };
+  }
+
+  /** Notes when each unload lock the shared store grants a runtime (`sender`) was asked for. */
+  grantsSeen(link: RedisLink, sender: string): void {
+    const begin = link.beginUnload.bind(link);
+    link.beginUnload = async (url, adapter, ...rest) => {
+      const asked = this.sched.now();
+      const fence = await begin(url, adapter, ...rest);
+      if (fence !== null) this.unloadGrants.set(`${sender}\u0000${url}\u0000${adapter}`, asked);
+      return fence;
+    };
+  }
+
+  /**
+   * Notes, for each unload a runtime sends, whether it decided alone then (its store degraded):
+   * such an unload (the after-load undo) cannot see requests other nodes route to the adapter.
+   * Each load call goes to the checks with its sender (`proc`: the plugin-server process), the
+   * time on its clock and whether it decided alone.
+   */
+  record(
+    http: ReplicaHttp,
+    rt: () => FleetRuntime,
+    db: number,
+    proc: string,
+    sender: string,
+    clock: NodeClock,
+  ): ReplicaHttp {
+    const call = http.call.bind(http);
+    http.call = (method, url, timeoutMs, body?) => {
+      const name = (body as { lora_name?: string } | undefined)?.lora_name;
+      const alone = rt().store.mode?.() === 'local';
+      const origin = urlParts(url).origin;
+      if (url.endsWith('/metrics')) this.askedAt.set(`${sender}\u0000${origin}`, this.sched.now());
+      if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined) {
+        this.unloaders.set(`${origin}\u0000${name}`, {
+          proc,
+          alone,
+          db,
+          wordAt: this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
+        });
+        const grant = `${sender}\u0000${origin}\u0000${name}`;
+        const grantedAt = this.unloadGrants.get(grant);
+        this.unloadGrants.delete(grant);
+        const sent: UnloadCall = {
+          at: this.sched.now(),
+          url: origin,
+          name,
+          request: routingRequest.getStore(),
+          alone,
+          ...(grantedAt === undefined ? {} : { grantedAt }),
+        };
+        this.unloadCalls.push(sent);
+        const reply = call(method, url, timeoutMs, body);
+        // As a load's below: beside the caller's handlers, so its answer comes no later.
+        const done = () => {
+          sent.endedAt = this.sched.now();
+        };
+        reply.then(done, done);
+        return reply;
+      }
+      if (!url.endsWith('/v1/load_lora_adapter') || name === undefined)
+        return call(method, url, timeoutMs, body);
+      const sent: LoadCall = {
+        at: this.sched.now(),
+        clockAt: clock.now(),
+        url: urlParts(url).origin,
+        name,
+        proc,
+        sender,
+        alone,
+        degraded: this.degraded(),
+        request: routingRequest.getStore(),
+      };
+      this.loadCalls.push(sent);
+      this.loadsInFlight++;
+      const reply = call(method, url, timeoutMs, body);
+      // Beside the caller's own handlers, not chained before them: its answer comes no later.
+      const done = () => {
+        sent.endedAt = this.sched.now();
+        this.loadsInFlight--;
+      };
+      reply.then(done, () => {
+        sent.gaveUpAt = this.sched.now();
+        done();
+      });
+      return reply;
+    };
+    return http;
+  }
+}

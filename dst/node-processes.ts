@@ -1,0 +1,261 @@
+/**
+ * The nodes' plugin-server processes: each starts with no memory of any before it, takes a
+ * `redis` record change as a new runtime (the old one drains) and dies whole on a restart. Each
+ * runtime runs the real src/ over the modelled Redis and the simulator's replicas, its calls
+ * recorded (calls-seen.ts).
+ */
+import { HttpReplicaApi } from '../src/backends/http-replica-api';
+import { parseRouterConfig } from '../src/config/parse';
+import type { RedisConfig } from '../src/config/redis-schema';
+import type { RouterConfig } from '../src/config/router-schema';
+import type { FailoverFleetStore } from '../src/fleet/redis/failover-store';
+import { silentLogger } from '../src/log';
+import type { Random } from '../src/random';
+import { RouterService } from '../src/router/router';
+import { FleetRuntime } from '../src/runtime';
+import { routingRequest, type CallsSeen } from './calls-seen';
+import type { HealthReads } from './health-reads';
+import type { LinkFaults, RedisModel } from './redis-model';
+import type { ReplicaSet } from './replicas';
+import type { Schedule } from './schedule';
+import { NodeClock, type Scheduler } from './scheduler';
+import { LOAD_TIMEOUT_MS, NODE_TTL_MS, POLL_MS, POLL_TIMEOUT_MS, QUEUE_TIMEOUT_MS } from './world-timings';
+
+/** Parsed router configurations by their input (frozen: a runtime never changes its own). */
+const configs = new Map<string, RouterConfig>();
+const CONFIGS_KEPT = 256;
+
+/** A runtime's `redis` record: state `db`, its `recordGen`th record on the node. */
+export function redisConfig(w: Schedule['world'], db: number, recordGen: number): RedisConfig {
+  return {
+    host: 'redis',
+    port: 6379,
+    // Same state, another record: only the timeout differs.
+    timeout: 500 + (recordGen % 2),
+    database: db,
+    ssl: false,
+    ssl_verify: false,
+    prefix: 'lora:',
+    node_ttl_ms: w.nodeTtlMs ?? NODE_TTL_MS,
+  };
+}
+
+/** One plugin-server process of a node: its runtime(s) and the router service Kong calls. */
+export interface Process {
+  node: number;
+  gen: number;
+  alive: boolean;
+  clock: NodeClock;
+  rt: FleetRuntime;
+  svc: RouterService;
+  /** Every runtime this process made (a record change adds one): their stores' checks. */
+  runtimes: FleetRuntime[];
+
+  /** Requests in its access phase now. */
+  routing: number;
+  /** Requests it took that have not ended (routing, proxied or logging). */
+  open: number;
+  startedAt: number;
+  /** Which shared state its current runtime uses (0 or 1: two databases). */
+  db: number;
+  recordGen: number;
+}
+
+/** A node's links to Redis (its host, whatever process runs there) and the faults open on them. */
+export interface NodeLinkFaults {
+  link: LinkFaults;
+  partitions: number;
+  slow: number;
+}
+
+/** What the processes run on: the world's scheduler, shared states, replicas and records. */
+export interface ProcessGround {
+  sched: Scheduler;
+  random: Random;
+  redis: RedisModel[];
+  replicas: ReplicaSet;
+  schedule: Schedule;
+  calls: CallsSeen;
+  healthReads: HealthReads;
+}
+
+export class NodeProcesses {
+  /** By node: the process running there now. */
+  readonly procs: Process[] = [];
+  /** By lease prefix (a runtime's, shared by its successors on the same state): the state it uses. */
+  readonly prefixDb = new Map<string, number>();
+  /** When a node first used each database: a state no node used yet loses nothing when emptied. */
+  readonly dbUsedFrom = [0, Infinity];
+  /** Per node (its host, whatever process runs there): the faults of its links to Redis. */
+  readonly linkFaults: NodeLinkFaults[];
+  private readonly w: Schedule['world'];
+
+  constructor(private readonly g: ProcessGround) {
+    this.w = g.schedule.world;
+    this.linkFaults = Array.from({ length: this.w.nodes }, () => ({
+      link: { partitioned: false, slowMs: 0 },
+      partitions: 0,
+      slow: 0,
+    }));
+  }
+
+  private redisConfig(db: number, recordGen: number): RedisConfig {
+    return redisConfig(this.w, db, recordGen);
+  }
+
+  private routerConfig(redis: RedisConfig): RouterConfig {
+    const raw = {
+      replicas: this.g.replicas.urls.map((url) => ({ url })),
+      base_model: 'meta-llama/Llama-3.1-8B-Instruct',
+      adapter_path_template: '/adapters/{name}',
+      adapter_name_pattern: '^[a-z,]+$',
+      max_loaded_adapters: this.w.maxLoadedAdapters,
+      cold_loads_per_minute: this.w.coldLoadsPerMinute,
+      lease_max_age_ms: this.w.leaseMaxAgeMs,
+      ttft_slo_ms: this.w.ttftSloMs,
+      queue_timeout_ms: this.w.queueTimeoutMs ?? QUEUE_TIMEOUT_MS,
+      load_timeout_ms: LOAD_TIMEOUT_MS,
+      redis,
+    };
+    // Parsed once per distinct configuration, not per runtime: schedules share a handful of them.
+    const key = JSON.stringify(raw);
+    let parsed = configs.get(key);
+    if (!parsed) {
+      if (configs.size >= CONFIGS_KEPT) configs.clear();
+      configs.set(key, (parsed = deepFreeze(parseRouterConfig(raw))));
+    }
+    return parsed;
+  }
+
+  private runtime(
+    proc: { node: number; gen: number; clock: NodeClock; alive: () => boolean },
+    db: number,
+    recordGen: number,
+    prefix: string,
+    seq?: { next: number },
+  ): FleetRuntime {
+    const redis = this.redisConfig(db, recordGen);
+    this.prefixDb.set(prefix, db);
+    const rt: FleetRuntime = new FleetRuntime({
+      clock: proc.clock,
+      redis,
+      sharedStore: (_r, node) => {
+        const link = this.g.redis[db]!.link(node, proc.clock);
+        link.faults = this.linkFaults[proc.node]!.link;
+        link.request = () => routingRequest.getStore();
+        link.answered = (c) => this.g.healthReads.note(c);
+        this.g.calls.spreadsSeen(link);
+        this.g.calls.grantsSeen(link, `${prefix}r${recordGen}`);
+        return link;
+      },
+      api: new HttpReplicaApi(
+        this.g.calls.record(
+          this.g.replicas.http(proc.clock, this.g.random, proc.alive, `${prefix}r${recordGen}`, proc.node),
+          () => rt,
+          db,
+          `n${proc.node}g${proc.gen}`,
+          `${prefix}r${recordGen}`,
+          proc.clock,
+        ),
+      ),
+      log: silentLogger,
+      seed: this.g.schedule.seed * 31 + proc.node * 7 + proc.gen,
+      poller: { intervalMs: POLL_MS, timeoutMs: POLL_TIMEOUT_MS },
+      leasePrefix: prefix,
+      ...(seq ? { leaseSeq: seq } : {}),
+    });
+    return rt;
+  }
+
+  /** A plugin-server process of node `n` starts (generation `gen`): no memory of any before it. */
+  start(n: number, gen: number, db: number, clock: NodeClock, recordGen = 0): Process {
+    const p = { node: n, gen, clock, alive: true } as Process;
+    const rt = this.runtime({ ...p, alive: () => p.alive }, db, recordGen, `n${n}g${gen}`);
+    Object.assign(p, {
+      rt,
+      svc: new RouterService(this.routerConfig(this.redisConfig(db, recordGen)), rt),
+      runtimes: [rt],
+      routing: 0,
+      open: 0,
+      startedAt: this.g.sched.now(),
+      db,
+      recordGen,
+    });
+    return p;
+  }
+
+  /** A `redis` record change on one node: a new runtime takes new requests, the old one drains (FleetRuntime.retire). */
+  recordChange(n: number, otherState: boolean): void {
+    const p = this.procs[n]!;
+    if (!p.alive) return;
+    const old = p.rt;
+    const db = otherState ? 1 - p.db : p.db;
+    const recordGen = p.recordGen + 1;
+    const same = !otherState;
+    const rt = this.runtime(
+      { node: n, gen: p.gen, clock: p.clock, alive: () => p.alive },
+      db,
+      recordGen,
+      same ? old.leasePrefix : `n${n}g${p.gen}r${recordGen}`,
+      same ? old.leaseSeq : undefined,
+    );
+    p.rt = rt;
+    p.db = db;
+    this.dbUsedFrom[db] = Math.min(this.dbUsedFrom[db]!, this.g.sched.now());
+    p.recordGen = recordGen;
+    p.runtimes.push(rt);
+    p.svc = new RouterService(this.routerConfig(this.redisConfig(db, recordGen)), rt);
+    // As the registry's `replace` (src/runtime-registry.ts).
+    old.retire(rt).catch(() => undefined);
+  }
+
+  /** The plugin-server process of node `n` dies and Kong starts another: nothing of it is left. */
+  restartProcess(n: number): void {
+    const old = this.procs[n]!;
+    old.alive = false;
+    for (const rt of old.runtimes) rt.stop();
+    // Its timers never fire again: a new clock, the same skew.
+    old.clock.alive = false;
+    // Kong starts it with the node's current `redis` record (seed 65: not the first one).
+    this.procs[n] = this.start(
+      n,
+      old.gen + 1,
+      old.db,
+      new NodeClock(this.g.sched, old.clock.skew),
+      old.recordGen,
+    );
+  }
+
+  /** Requests of live processes not ended (a dead one's end with its socket: Kong answers them). */
+  liveOpen(): number {
+    return this.procs.filter((p) => p.alive).reduce((n, p) => n + p.open, 0);
+  }
+
+  /** A lease of a live node still open, in Redis or in its local store: what, or null. */
+  async openLease(): Promise<string | null> {
+    const live = new Set<string>();
+    for (const p of this.procs) if (p.alive) for (const rt of p.runtimes) live.add(rt.leasePrefix);
+    // A state no live node uses any more is nobody's to clean (its leases go by age, once polled).
+    const used = new Set(this.procs.filter((p) => p.alive).map((p) => p.db));
+    for (const [i, r] of this.g.redis.entries())
+      for (const [id, node] of used.has(i) ? r.openLeases() : [])
+        if (live.has(node))
+          return `db ${i}: lease ${id} of live node ${node} open after the last request ended`;
+    for (const p of this.procs) {
+      if (!p.alive) continue;
+      for (const rt of p.runtimes) {
+        const open = await (rt.store as FailoverFleetStore).local.inFlightTotal();
+        if (open > 0) return `node ${p.node}: ${open} lease(s) open in its local store`;
+      }
+    }
+    return null;
+  }
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o !== null && typeof o === 'object' && !Object.isFrozen(o)) {
+    Object.freeze(o);
+    for (const v of Object.values(o as Record<string, unknown>)) deepFreeze(v);
+  }
+  return o;
+}

@@ -1,0 +1,204 @@
+/**
+ * Kong's part of the world for one request: it sends the request to one node's access phase,
+ * proxies it to the replica chosen and runs the log phase on the same process, if still alive;
+ * what each request met (answered, refused, proxied where) as the checks read it.
+ */
+import { UNSEEN_HOLD_MS } from '../src/adapters/replica-word';
+import { routingRequest, type CallsSeen } from './calls-seen';
+import { waitedIdle } from './hold-check';
+import { pastSeenDown, type HealthReads } from './health-reads';
+import type { BudgetRefusal, Violation, WorldView } from './invariants';
+import type { NodeProcesses, Process } from './node-processes';
+import { urlParts, type ReplicaSet } from './replicas';
+import type { Action, Schedule } from './schedule';
+import type { Scheduler } from './scheduler';
+import { unseenFirst, type SentRequest } from './unseen-check';
+import { POLL_MS, POLL_TIMEOUT_MS, PROBE_MS, SEEN_SLACK_MS, UPSTREAM_TIMEOUT_MS } from './world-timings';
+
+/** What routing a request reads of the world around it, and how it reports a violation. */
+export interface RoutingGround {
+  sched: Scheduler;
+  schedule: Schedule;
+  replicas: ReplicaSet;
+  nodes: NodeProcesses;
+  calls: CallsSeen;
+  healthReads: HealthReads;
+  lastFaultAt(): number;
+  lastRecordChange(): number;
+  view(): WorldView;
+  /** Records `v` unless a violation was found already. */
+  violate(v: Violation): void;
+}
+
+export class RequestRouting {
+  /** By replica and adapter: requests proxied there, by which process, whether it decided alone, until when. */
+  private readonly proxied = new Map<string, SentRequest[]>();
+  /** Requests answered 429 for the fleet's cold-load budget (the budget check reads them). */
+  readonly refusals: BudgetRefusal[] = [];
+  /** By request (arrival number): its process, and whether its route answered. */
+  readonly fates = new Map<number, { p: Process; answered: boolean }>();
+  /** By request: when its decision ended (route answered or threw). */
+  readonly decidedAt = new Map<number, number>();
+  /** Requests under way (any node, live or dead process). */
+  inFlight = 0;
+  /** Requests that came so far. */
+  private arrivals = 0;
+  private readonly w: Schedule['world'];
+
+  constructor(private readonly g: RoutingGround) {
+    this.w = g.schedule.world;
+  }
+
+  /** The longest an idle fleet may take to route a request: its load, an unload making room, polls and probes. */
+  private holdBoundMs(): number {
+    return 2 * this.w.loadMs + 2 * PROBE_MS + POLL_MS;
+  }
+
+  async request(a: Extract<Action, { kind: 'request' }>): Promise<void> {
+    const p = this.g.nodes.procs[a.node]!;
+    if (!p.alive) return;
+    const named = [...this.w.adapters, ...(this.w.staticAdapters ?? [])];
+    const model = a.adapter < 0 ? 'meta-llama/Llama-3.1-8B-Instruct' : named[a.adapter]!;
+    const body = JSON.stringify({
+      model,
+      messages: [{ role: 'user', content: 'x '.repeat(a.prompt) }],
+      max_tokens: a.tokens,
+    });
+    // Alone on an idle fleet: nothing else can change while it routes (the hold's invariant).
+    const alone = this.inFlight === 0;
+    const arrivals = ++this.arrivals;
+    const began = this.g.sched.now();
+    this.inFlight++;
+    p.open++;
+    p.routing++;
+    let routing = true;
+    const fate = { p, answered: false };
+    this.fates.set(arrivals, fate);
+    // Counted out of routing once, whether route answered or threw.
+    const routed = () => {
+      routing = false;
+      p.routing--;
+      fate.answered = true;
+      this.decidedAt.set(arrivals, this.g.sched.now());
+    };
+    const svc = p.svc;
+    let sent: SentRequest | undefined;
+    try {
+      const out = await routingRequest.run(arrivals, () => svc.route({ path: '/v1/chat/completions', body }));
+      routed();
+      if (out.kind === 'respond' && refusedForFleetBudget(out.status, out.body))
+        this.refusals.push({ at: this.g.sched.now(), request: arrivals });
+      const took = this.g.sched.now() - began;
+      const scope = {
+        lastFaultAt: this.g.lastFaultAt(),
+        lastRecordChange: this.g.lastRecordChange(),
+        boundMs: this.holdBoundMs(),
+      };
+      if (waitedIdle({ began, took, alone, last: arrivals === this.arrivals }, scope)) {
+        const w = this.g.view();
+        this.g.violate({
+          invariant: 'a hold never waits with nothing that could change',
+          detail: `${model} alone on an idle fleet routed after ${Math.round(took)} ms`,
+          at: w.now,
+          step: w.step,
+        });
+      }
+      if (out.kind !== 'proxy' || !p.alive) return;
+      this.avoided(p, urlParts(out.url).origin, arrivals);
+      if (a.adapter >= 0) {
+        const key = `${urlParts(out.url).origin}\u0000${model}`;
+        let list = this.proxied.get(key);
+        if (!list) this.proxied.set(key, (list = []));
+        // The state its lease is on: the runtime that decided it (after a record change to other
+        // state, a request waiting for room is decided again on the new one).
+        const prefix = out.leaseId.slice(0, out.leaseId.lastIndexOf('-'));
+        list.push(
+          (sent = {
+            proc: `n${p.node}g${p.gen}`,
+            alone: p.rt.store.mode?.() === 'local',
+            db: this.g.nodes.prefixDb.get(prefix) ?? p.db,
+            at: this.g.sched.now(),
+            reached: Infinity,
+            ended: Infinity,
+          }),
+        );
+      }
+      const status = await this.g.replicas.proxy(
+        urlParts(out.url).origin,
+        '/v1/chat/completions',
+        out.body ?? body,
+        this.w.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS,
+        p.node,
+        () => {
+          if (sent) sent.reached = this.g.sched.now();
+        },
+      );
+      // The log phase, on the process that routed it (a dead one never runs it).
+      if (!p.alive) return;
+      await svc.finish(out.leaseId, status);
+    } finally {
+      if (sent) sent.ended = this.g.sched.now();
+      this.g.healthReads.forget(arrivals);
+      if (routing) routed();
+      this.inFlight--;
+      p.open--;
+    }
+  }
+
+  /**
+   * Whether every request under way on `adapter` at `replica` when its unload went out is an unseen
+   * router's first there (dst/unseen-check.ts): docs/reliability.md ("An adapter someone unseen
+   * routes is held", not covered) leaves it to chance (seeds 1026501, 37593). Any other busy unload
+   * is (i) broken.
+   */
+  unseenFirst(replica: string, adapter: string): boolean {
+    const key = `${replica}\u0000${adapter}`;
+    const u = this.g.calls.unloaders.get(key);
+    return u !== undefined && unseenFirst(this.proxied.get(key) ?? [], u, this.g.sched.now(), UNSEEN_HOLD_MS);
+  }
+
+  /**
+   * Requests routed to `adapter` at `replica` by a live process, not there yet: a dead process's
+   * leases go with it (pruned once it is found silent), so its requests hold nothing.
+   */
+  onTheWay(replica: string, adapter: string): number {
+    const now = this.g.sched.now();
+    const live = (proc: string) => this.g.nodes.procs.some((p) => p.alive && `n${p.node}g${p.gen}` === proc);
+    const sent = this.proxied.get(`${replica}\u0000${adapter}`) ?? [];
+    return sent.filter((r) => (r.reached ?? r.at) > now && r.ended > now && live(r.proc)).length;
+  }
+
+  /**
+   * A replica down (refused, hanging, answering 500) since before this process and its runtime's
+   * state began, and for longer than its poller takes to see it, gets no request from it while
+   * another replica is up (test/reliability/faults.test.ts's "once seen, none goes there"). Not
+   * counted: the time request `arrival` waited on replies a slow link made late since its last
+   * read of health (dst/health-reads.ts, seed 516051).
+   */
+  private avoided(p: Process, origin: string, arrival: number): void {
+    const d = this.g.replicas.down(origin, POLL_MS, POLL_TIMEOUT_MS);
+    if (!d || d.since < Math.max(p.startedAt, this.g.lastRecordChange())) return;
+    const now = this.g.sched.now();
+    if (!pastSeenDown(now, d, this.g.healthReads.lateMs(arrival, now), SEEN_SLACK_MS)) return;
+    // Every replica down, its scrape failing, or back too recently for a poll to have seen it
+    // (seeds 1046, 102325): the router fails open and may have nowhere better to send it.
+    const up = (u: string) => {
+      const r = this.g.replicas.up(u, POLL_MS, POLL_TIMEOUT_MS);
+      return r !== null && pastSeenDown(now, r, 0, SEEN_SLACK_MS);
+    };
+    if (!this.g.replicas.urls.some(up)) return;
+    const w = this.g.view();
+    this.g.violate({
+      invariant: 'a replica seen down gets no request',
+      detail: `node ${p.node} routed to ${origin}, down for ${Math.round(now - d.since)} ms`,
+      at: w.now,
+      step: w.step,
+    });
+  }
+}
+
+/** A 429 for the fleet's cold-load budget (errors.coldLoadBudget, scope fleet). */
+function refusedForFleetBudget(status: number, body: unknown): boolean {
+  const e = (body as { error?: { code?: string; message?: string } } | undefined)?.error;
+  return status === 429 && e?.code === 'rate_limit_exceeded' && e.message?.includes('the fleet has') === true;
+}
