@@ -234,6 +234,8 @@ async function explore(a: Args): Promise<number> {
         };
         child.on('message', (r: BatchReport) => {
           add(total, r);
+          // Said as found: a long sweep's failures would otherwise wait for its end.
+          for (const f of r.failures) process.stdout.write(`  failing: seed ${f.seed}, ${f.invariant}\n`);
           if (Date.now() - lastPrint > 10_000) {
             lastPrint = Date.now();
             print();
