@@ -29,10 +29,12 @@ export const grantedAt = (c: UnloadCall): number => c.grantedAt ?? c.at;
  * replica at `to` was under way: each is to load into one slot there that the registry does not
  * show yet. One whose make-room unload was granted by `to` and either still under way at `from`
  * (each granted on a count that could not see the other's end), or ended before it while the
- * request, at `from`, had sent no load there and was still deciding (it rechecks its placement,
- * or spends its budget, before its load). A request that sent its load there is counted by its
- * load; one that decided (placed elsewhere on its recheck, refused by the budget) left its room
- * unused, by design (`Room.claimSlot`), and the store's count shows that slot free.
+ * request, at `from`, had sent no load there since and was still deciding (it rechecks its
+ * placement, or spends its budget, before its load). A request that sent its load there is counted
+ * by its load (one sent before its unload was an earlier try's: seed 414447, a request back on the
+ * replica its first load left); one that decided (placed elsewhere on its recheck, refused by the
+ * budget) left its room unused, by design (`Room.claimSlot`), and the store's count shows that
+ * slot free.
  */
 export function roomsMaking(url: string, from: number, to: number, calls: RoomCalls): Set<number> {
   const requests = new Set<number>();
@@ -44,7 +46,7 @@ export function roomsMaking(url: string, from: number, to: number, calls: RoomCa
       requests.add(r);
       continue;
     }
-    const loaded = calls.loads.some((l) => l.request === r && l.url === url && l.at <= from);
+    const loaded = calls.loads.some((l) => l.request === r && l.url === url && l.at >= c.at && l.at <= from);
     if (!loaded && !((calls.decidedAt?.(r) ?? Infinity) <= from)) requests.add(r);
   }
   return requests;

@@ -126,6 +126,44 @@ describe('the simulation reads a room made for more than one load off the replic
     expect(broken({ ...later, decided: { 7: 5020 } })?.invariant).toBe(ROOM);
   });
 
+  it('a load a request sent there before it made room fills none of it (seed 414447)', () => {
+    // Request 2 loaded x at 0; request 11 unloaded x for t (c and a loading). t landed late: c, a,
+    // t at 2. Request 2, still deciding, made room for x again (t, then c: 1 of 2); request 12,
+    // its unload of a granted once those ended, for y: x and y to come, 2 of 2.
+    const sent = (at: number, name: string, request: number, endedAt: number): LoadCall => ({
+      at,
+      url: URL,
+      name,
+      proc: 'n0g0',
+      sender: 'n0g0r0',
+      alone: false,
+      request,
+      endedAt,
+    });
+    const s: Setup = {
+      log: [
+        load(100, 'x', 1),
+        unload(3000, 'x', 0),
+        load(3100, 'c', 1),
+        load(4600, 'a', 2),
+        load(6100, 't', 3),
+        unload(6530, 't', 2),
+        unload(6580, 'c', 1),
+        unload(6590, 'a', 0),
+      ],
+      unloads: [call(2998, 'x', 11), call(6528, 't', 2), call(6578, 'c', 2), call(6588, 'a', 12)],
+      loads: [
+        sent(0, 'x', 2, 100),
+        sent(700, 'c', 3, 3100),
+        sent(2600, 'a', 9, 4600),
+        sent(3010, 't', 11, 6100),
+      ],
+    };
+    expect(broken(s)).toBeUndefined();
+    // Request 2 had decided by 12's grant (its room left unused): a slot left empty.
+    expect(broken({ ...s, decided: { 2: 6583 } })?.invariant).toBe(ROOM);
+  });
+
   it("a request's after-load undo makes no room and is not judged here", () => {
     const s: Setup = {
       log: [load(100, 'a', 1), load(5000, 'x', 2), unload(5010, 'x', 1)],
