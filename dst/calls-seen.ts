@@ -33,6 +33,8 @@ export class CallsSeen {
   readonly spreads: PlacementSpread[] = [];
   /** By runtime, replica and adapter: when the shared store last granted it an unload (its lock). */
   private readonly unloadGrants = new Map<string, number>();
+  /** By request (arrival number): the adapter it routes, the load its make-room unloads are for. */
+  readonly adapterOf = new Map<number, string>();
   /** Load calls sent and not answered yet (any node). */
   loadsInFlight = 0;
 
@@ -65,6 +67,16 @@ export class CallsSeen {
   }
 
   /**
+   * Process `proc` died: its unload calls still open end now. Its HTTP calls never settle
+   * (dst/replicas.ts) and its clock stops, so without this they stayed under way for the rest of
+   * the run, and the room check counted their requests' slots forever (review2).
+   */
+  died(proc: string): void {
+    const now = this.sched.now();
+    for (const c of this.unloadCalls) if (c.proc === proc && c.endedAt === undefined) c.endedAt = now;
+  }
+
+  /**
    * Notes, for each unload a runtime sends, whether it decided alone then (its store degraded):
    * such an unload (the after-load undo) cannot see requests other nodes route to the adapter.
    * Each load call goes to the checks with its sender (`proc`: the plugin-server process), the
@@ -94,11 +106,15 @@ export class CallsSeen {
         const grant = `${sender}\u0000${origin}\u0000${name}`;
         const grantedAt = this.unloadGrants.get(grant);
         this.unloadGrants.delete(grant);
+        const request = routingRequest.getStore();
+        const adapter = request === undefined ? undefined : this.adapterOf.get(request);
         const sent: UnloadCall = {
           at: this.sched.now(),
           url: origin,
           name,
-          request: routingRequest.getStore(),
+          request,
+          ...(adapter === undefined ? {} : { for: adapter }),
+          proc,
           alone,
           ...(grantedAt === undefined ? {} : { grantedAt }),
         };

@@ -213,6 +213,7 @@ export class NodeProcesses {
   restartProcess(n: number): void {
     const old = this.procs[n]!;
     old.alive = false;
+    this.g.calls.died(`n${n}g${old.gen}`);
     for (const rt of old.runtimes) rt.stop();
     // Its timers never fire again: a new clock, the same skew.
     old.clock.alive = false;

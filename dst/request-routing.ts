@@ -67,6 +67,7 @@ export class RequestRouting {
     // Alone on an idle fleet: nothing else can change while it routes (the hold's invariant).
     const alone = this.inFlight === 0;
     const arrivals = ++this.arrivals;
+    if (a.adapter >= 0) this.g.calls.adapterOf.set(arrivals, model);
     const began = this.g.sched.now();
     this.inFlight++;
     p.open++;
@@ -79,7 +80,8 @@ export class RequestRouting {
       routing = false;
       p.routing--;
       fate.answered = true;
-      this.decidedAt.set(arrivals, this.g.sched.now());
+      // Kept if its process died first (`died`): its decision ended then.
+      if (!this.decidedAt.has(arrivals)) this.decidedAt.set(arrivals, this.g.sched.now());
     };
     const svc = p.svc;
     let sent: SentRequest | undefined;
@@ -143,6 +145,17 @@ export class RequestRouting {
       this.inFlight--;
       p.open--;
     }
+  }
+
+  /**
+   * Process `p` died: the requests it was routing decided now. Its route never settles (its
+   * clock stops), so without this they stayed deciding for the rest of the run, and the room
+   * check counted the room each was making as still to be filled (review2).
+   */
+  died(p: Process): void {
+    const now = this.g.sched.now();
+    for (const [request, fate] of this.fates)
+      if (fate.p === p && !this.decidedAt.has(request)) this.decidedAt.set(request, now);
   }
 
   /**

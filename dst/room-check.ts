@@ -3,7 +3,8 @@
  * nodes"), read off
  * the replicas' own logs: every unload a request sends to make room for its load (Room.claimSlot,
  * not its after-load undo) leaves the replica's registry, plus the loads under way there, plus one
- * slot for each request making room there (itself included: `roomsMaking`), at or above
+ * slot for each adapter requests are making room for there whose load is not under way yet
+ * (its own included: `roomsMaking`; two requests for one adapter fill one slot), at or above
  * `max_loaded_adapters`. Before 8196ff3, on a replica over its limit (a, b, c at 2), b unloaded for
  * x left 2 of 2; a trim unloading c still counted as occupying, so the store granted a second
  * unload for x (a): three unloads where two were needed, a slot left empty.
@@ -19,7 +20,7 @@
  * node deciding alone elsewhere begins no unload and its loads only add; an emptied state brings
  * back no lock.
  */
-import { grantedAt, makesRoom, roomsMaking } from './room-making';
+import { grantedAt, makesRoom, roomFor, roomsMaking } from './room-making';
 import { callAnswered, type NeedScope, type SentCalls, type UnloadAnswer } from './trim-check';
 
 /** Why the make-room unload answered as `e` made more room than its request's load takes (undefined: it did not). */
@@ -47,14 +48,18 @@ export function roomOverMade(
   if (w.resets.some((r) => at(r) >= from)) return undefined;
   if ((w.restores ?? w.resets).some((r) => at(r) >= from - staleMs)) return undefined;
   // Loads under way there from its grant on: the store counted them, and they fill slots as they land.
-  const loading = calls.loads.filter(
+  const under = calls.loads.filter(
     (c) => c.url === e.url && c.at <= e.at && !((c.endedAt ?? Infinity) < from),
-  ).length;
-  const rooms = roomsMaking(e.url, from, e.at, calls);
-  rooms.add(call.request!);
+  );
+  const loading = under.length;
+  // One slot per adapter being made room for (itself included), less those whose load is under
+  // way there, counted above: a second request for x unloading for x's one load makes no room.
+  const occupied = new Set(under.map((c) => c.name));
+  const rooms = roomsMaking(e.url, from, e.at, calls, occupied);
+  if (!occupied.has(roomFor(call))) rooms.add(roomFor(call));
   if (e.loaded + loading + rooms.size >= max) return undefined;
   return (
-    `${e.name} unloaded from ${e.url} for request ${call.request} (granted at ${Math.round(from)} ms) ` +
-    `left ${e.loaded} loaded, ${loading} loading and ${rooms.size} request(s) making room (limit ${max})`
+    `${e.name} unloaded from ${e.url} for request ${call.request}${call.for ? ` (${call.for})` : ''} (granted at ${Math.round(from)} ms) ` +
+    `left ${e.loaded} loaded, ${loading} loading and ${rooms.size} adapter(s) being made room for (limit ${max})`
   );
 }

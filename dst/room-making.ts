@@ -24,30 +24,42 @@ export function makesRoom(c: UnloadCall, loads: readonly LoadCall[]): boolean {
 /** When the store granted the call (its lock), else when it was sent: from then it counted as under way. */
 export const grantedAt = (c: UnloadCall): number => c.grantedAt ?? c.at;
 
+/** The slot a make-room unload is for: its request's adapter (else the request alone, when not known). */
+export const roomFor = (c: UnloadCall): string => c.for ?? `request ${c.request}`;
+
 /**
- * The requests making room on `url` while an unload granted at `from` and answered by the
- * replica at `to` was under way: each is to load into one slot there that the registry does not
- * show yet. One whose make-room unload was granted by `to` and either still under way at `from`
- * (each granted on a count that could not see the other's end), or ended before it while the
- * request, at `from`, had sent no load there since and was still deciding (it rechecks its
- * placement, or spends its budget, before its load). A request that sent its load there is counted
- * by its load (one sent before its unload was an earlier try's: seed 414447, a request back on the
- * replica its first load left); one that decided (placed elsewhere on its recheck, refused by the
- * budget) left its room unused, by design (`Room.claimSlot`), and the store's count shows that
- * slot free.
+ * The adapters requests are making room for on `url` while an unload granted at `from` and
+ * answered by the replica at `to` was under way, less `occupied` (adapters whose load there is
+ * counted already): each is to load into one slot there that the registry does not show yet. One
+ * slot per adapter, not per request: two requests for x each granted an unload (the store's "one
+ * unload per load" broken) fill one slot with x's one load. A request counts whose make-room
+ * unload was granted by `to` and either still under way at `from` (each granted on a count that
+ * could not see the other's end), or ended before it while the request, at `from`, had sent no
+ * load there and was still deciding (it rechecks its placement, or spends its budget, before its
+ * load). A request that sent its load there is counted by its load (one sent before its unload was an earlier try's: seed 414447, a
+ * request back on the replica its first load left); one that decided (placed
+ * elsewhere on its recheck, refused by the budget, its process dead) left its room unused, by
+ * design (`Room.claimSlot`), and the store's count shows that slot free.
  */
-export function roomsMaking(url: string, from: number, to: number, calls: RoomCalls): Set<number> {
-  const requests = new Set<number>();
+export function roomsMaking(
+  url: string,
+  from: number,
+  to: number,
+  calls: RoomCalls,
+  occupied: ReadonlySet<string> = new Set(),
+): Set<string> {
+  const rooms = new Set<string>();
   for (const c of calls.unloads ?? []) {
     if (c.url !== url || grantedAt(c) > to || !makesRoom(c, calls.loads)) continue;
-    const r = c.request!;
-    if (requests.has(r)) continue;
+    const room = roomFor(c);
+    if (rooms.has(room) || occupied.has(room)) continue;
     if ((c.endedAt ?? Infinity) >= from) {
-      requests.add(r);
+      rooms.add(room);
       continue;
     }
+    const r = c.request!;
     const loaded = calls.loads.some((l) => l.request === r && l.url === url && l.at >= c.at && l.at <= from);
-    if (!loaded && !((calls.decidedAt?.(r) ?? Infinity) <= from)) requests.add(r);
+    if (!loaded && !((calls.decidedAt?.(r) ?? Infinity) <= from)) rooms.add(room);
   }
-  return requests;
+  return rooms;
 }

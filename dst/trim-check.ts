@@ -12,7 +12,7 @@
  * degraded or after a fault began or healed since it was sent (a replica's registry and the store's
  * count may differ then: a replica restart, an emptied store), or sent within `staleMs` of a reset
  * of the shared state; and a slot for each load under way there when it was sent, and one for each
- * request making room there beside the trim (`roomsMaking`; seed 187013: a replica 2 of 1, the trim
+ * other adapter requests are making room for there beside the trim (`roomsMaking`; seed 187013: a replica 2 of 1, the trim
  * granted one, a request waiting for room the other, both right; the request's load, sent after
  * both answered, filled the replica to its limit). An after-load undo beside it makes no room (seed
  * 125407's break stays caught).
@@ -27,6 +27,10 @@ export interface UnloadCall {
   name: string;
   /** The request whose decision sent it (none: a trim after a poll). */
   request?: number;
+  /** Its request's adapter: the load a make-room unload makes room for (undefined: a trim, or not known). */
+  for?: string;
+  /** The plugin-server process that sent it (`n<node>g<gen>`; undefined: not known). */
+  proc?: string;
   /** Its store decided alone (Redis unreachable to it) when it sent the call. */
   alone: boolean;
   /** When its sender asked the store for it and was granted (undefined: not through the shared store). */
@@ -96,11 +100,13 @@ export function trimmedBelow(
   if (call.alone || w.degraded || w.lastFaultAt >= call.at) return undefined;
   const sent = call.at;
   if (w.resets.some((r) => (typeof r === 'number' ? r : r.to) >= sent - staleMs)) return undefined;
-  const loading = calls.loads.filter(
+  const under = calls.loads.filter(
     (c) => c.url === e.url && c.at <= sent && !((c.endedAt ?? Infinity) <= sent),
-  ).length;
-  // Requests whose room-making was under way beside the trim: each is to load into one slot.
-  const rooms = roomsMaking(e.url, grantedAt(call), e.at, calls).size;
+  );
+  const loading = under.length;
+  // Adapters requests were making room for beside the trim: each is to load into one slot, unless
+  // its load was under way already (counted above).
+  const rooms = roomsMaking(e.url, grantedAt(call), e.at, calls, new Set(under.map((c) => c.name))).size;
   if (e.loaded + loading + rooms >= max) return undefined;
   return (
     `${e.name} trimmed from ${e.url} (sent at ${Math.round(sent)} ms, for no request) ` +

@@ -305,6 +305,7 @@ export class World {
         );
       case 'process-restart':
         this.fault();
+        this.routing.died(this.nodes.procs[a.node]!);
         return this.nodes.restartProcess(a.node);
       case 'skew':
         this.fault();

@@ -83,7 +83,7 @@ describe('the simulation reads a room made for more than one load off the replic
     const v = broken(secondUnloadBesideTrim());
     expect(v?.invariant).toBe(ROOM);
     expect(v?.detail).toBe(
-      `a unloaded from ${URL} for request 7 (granted at 5023 ms) left 0 loaded, 0 loading and 1 request(s) making room (limit 2)`,
+      `a unloaded from ${URL} for request 7 (granted at 5023 ms) left 0 loaded, 0 loading and 1 adapter(s) being made room for (limit 2)`,
     );
     // The trim answered last: the trim check counts one slot for the request, not two.
     expect(broken(secondUnloadBesideTrim(true))?.invariant).toBe(
@@ -282,7 +282,7 @@ describe("8196ff3's break planted in the real code", () => {
     const r = await runSeed(5273, asFound);
     expect(r.violation?.invariant).toBe(ROOM);
     expect(r.violation?.detail).toMatch(
-      /^math unloaded from http:\/\/replica-1:8000 for request 11 .* left 0 loaded, 0 loading and 1 request\(s\) making room \(limit 2\)$/,
+      /^math unloaded from http:\/\/replica-1:8000 for request 11 .* left 0 loaded, 0 loading and 1 adapter\(s\) being made room for \(limit 2\)$/,
     );
     MemoryFleetStore.prototype.beginUnload = beginUnload;
     expect((await runSeed(5273, asFound)).violation).toBeUndefined();
