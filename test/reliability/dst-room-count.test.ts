@@ -1,45 +1,26 @@
 /**
- * Review (review2): the room check counts one slot per request making room, not per adapter being
- * made room for. Two requests for the same adapter x, each granted an unload (the store's "one
- * unload per load" broken: the break store-review fixed in both stores), make two slots where x's
- * one load fills one; the check credits the second request with a load it never sends.
- * And a dead process's make-room unload, never answered, counted its request's slot for the rest
- * of the run. Both failed first (as `it`); fixed: the check counts one slot per adapter made room
- * for (UnloadCall.for), and a process's death ends its open unload calls and its requests'
- * decisions (CallsSeen.died, RequestRouting.died).
+ * What the room check counts (dst/room-making.ts): one slot per ADAPTER being made room for, not
+ * per request. Two requests for the same adapter x, each granted an unload (the store's "one unload
+ * per load" broken), make two slots where x's one load fills one; counted per request, the second
+ * was credited with a load it never sends. And a dead process's make-room unload, never answered,
+ * counted its request's slot for the rest of the run; a process's death now ends its open unload
+ * calls and its requests' decisions (CallsSeen.died, RequestRouting.died). Both found in review,
+ * both failed first.
  */
 import { CallsSeen, routingRequest } from '../../dst/calls-seen';
 import { InvariantBroken, LogChecks, type LoadCall } from '../../dst/invariants';
 import { DEFAULT_OPTIONS, runSeed } from '../../dst/run';
 import type { NodeClock, Scheduler } from '../../dst/scheduler';
 import type { UnloadCall } from '../../dst/trim-check';
-import type { AdapterLogEntry } from '../../sim/http/replica';
 import type { ReplicaHttp } from '../../src/backends/http';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { FleetRuntime } from '../../src/runtime';
-import { dstLimits, QUIET } from '../helpers/dst-fixtures';
+import { dstLimits, loadEntry, QUIET, unloadEntry } from '../helpers/dst-fixtures';
 
 const URL = 'http://replica-0:8000';
 
-const load = (at: number, name: string, loaded: number): AdapterLogEntry => ({
-  at,
-  op: 'load',
-  name,
-  status: 200,
-  ms: 100,
-  loaded,
-});
-const unload = (at: number, name: string, loaded: number): AdapterLogEntry => ({
-  at,
-  op: 'unload',
-  name,
-  status: 200,
-  ms: 5,
-  inFlight: 0,
-  running: 0,
-  waiting: 0,
-  loaded,
-});
+const load = loadEntry;
+const unload = unloadEntry;
 /** An unload call granted 5 ms before it was sent, for `request`, made for adapter `forName`. */
 const call = (at: number, name: string, request: number, forName: string): UnloadCall =>
   ({
