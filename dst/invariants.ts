@@ -18,7 +18,7 @@ import { excessReadBusy, type EngineWord } from './comma-word';
 import type { FailedLoad } from './replicas';
 import { staticUnloaded } from './static-check';
 import { roomOverMade } from './room-check';
-import { trimmedBelow, type UnloadCall } from './trim-check';
+import { trimmedBelow, type RegistryLoss, type UnloadCall } from './trim-check';
 
 export interface Violation {
   invariant: string;
@@ -59,6 +59,8 @@ export interface WorldView {
   restores?: readonly (number | { from: number; to: number })[];
   /** Whether a fault is under way now. */
   faultOpen?: boolean;
+  /** Replica restarts that forgot adapters loaded at run time, and when a registry read first saw each. */
+  registryLost?: readonly RegistryLoss[];
 }
 
 export interface Limits {

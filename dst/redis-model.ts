@@ -92,6 +92,8 @@ export class RedisModel {
   readonly restores: number[] = [];
   /** Budget calls and slot claims as they ran, oldest first (a rebuild does not repeat them). */
   readonly budget: BudgetOp[] = [];
+  /** Polls that brought a replica's registry into the state, oldest first: which replica, when applied, when begun. */
+  readonly registryReads: { url: string; at: number; startedAt: number }[] = [];
   /** Node ids that left this state (a retired runtime's last prune), acknowledged: a rebuild does not undo it. */
   private readonly left = new Set<string>();
   /**
@@ -209,6 +211,13 @@ export class RedisModel {
     const busyBefore = watched ? this.busyAdapters() : null;
     const c = { changed: 0 };
     const r = await this.run(name, args, c);
+    const snap = name === 'applySnapshot' ? (args[1] as ReplicaSnapshot) : undefined;
+    if (snap?.registry !== undefined)
+      this.registryReads.push({
+        url: args[0] as string,
+        at: this.clock.now(),
+        startedAt: snap.startedAt ?? snap.at,
+      });
     let published = c.changed;
     if (busyBefore) {
       const now = this.busyAdapters();

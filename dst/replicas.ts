@@ -85,6 +85,8 @@ export class ReplicaSet {
   private readonly paths = new Map<string, { until: number; hopMs: number }>();
   /** Loads the fault layer failed, in order: the backoff invariant reads them. */
   readonly failedLoads: FailedLoad[] = [];
+  /** Restarts that forgot adapters loaded at run time, in order: when, and which replica. */
+  readonly registryLost: { url: string; at: number }[] = [];
 
   constructor(
     private readonly clock: Clock,
@@ -142,7 +144,11 @@ export class ReplicaSet {
   restart(i: number, downMs: number): void {
     const f = this.faults[i]!;
     for (const abort of [...f.pending]) abort();
+    const before = this.replicas[i]!.registered();
     this.replicas[i]!.reboot();
+    const after = new Set(this.replicas[i]!.registered());
+    if (before.some((name) => !after.has(name)))
+      this.registryLost.push({ url: this.urls[i]!, at: this.clock.now() });
     this.stretch(f, false);
     f.downUntil = this.clock.now() + downMs;
   }

@@ -15,7 +15,8 @@
  * while a fault is under way or after one began or healed since it was granted, or after a node
  * deciding alone unloaded there within `staleMs` before its grant, or after the shared state was
  * emptied since its grant, or restored from an older copy or moved by a record change within
- * `staleMs` before it (the store's count may then be above the registry). Narrower than the trim's
+ * `staleMs` before it, or granted after a restart of the replica forgot adapters loaded there and
+ * before a registry read answered (the store's count may then be above the registry). Narrower than the trim's
  * excuses, which excused every break the reverted fix made in seeds 1-20000 (2767, 5273, 9117): a
  * node deciding alone elsewhere begins no unload and its loads only add; an emptied state brings
  * back no lock.
@@ -47,6 +48,11 @@ export function roomOverMade(
   // older copy (a lock of a load that ended counts a slot no load fills: seed 835's kind).
   if (w.resets.some((r) => at(r) >= from)) return undefined;
   if ((w.restores ?? w.resets).some((r) => at(r) >= from - staleMs)) return undefined;
+  // The replica restarted, forgetting adapters, and no registry read had answered since by the
+  // grant: the store still counted them there (seed 441699: `a` lost in a restart, counted beside
+  // bio, so a request for sql was granted bio's unload, leaving the replica empty).
+  if ((w.registryLost ?? []).some((l) => l.url === e.url && l.at <= from && l.readAt > from))
+    return undefined;
   // Loads under way there from its grant on: the store counted them, and they fill slots as they land.
   const under = calls.loads.filter(
     (c) => c.url === e.url && c.at <= e.at && !((c.endedAt ?? Infinity) < from),

@@ -1,4 +1,5 @@
 import type { WorldView } from './invariants';
+import type { RegistryLoss } from './trim-check';
 
 /** What a StepView reads from the world, when a check asks. */
 export interface WorldState {
@@ -6,6 +7,7 @@ export interface WorldState {
   resets(): (number | { from: number; to: number })[];
   restores(): (number | { from: number; to: number })[];
   faultOpen(): boolean;
+  registryLost(): readonly RegistryLoss[];
 }
 
 /**
@@ -38,5 +40,9 @@ export class StepView implements WorldView {
 
   get faultOpen(): boolean {
     return this.world.faultOpen();
+  }
+
+  get registryLost(): readonly RegistryLoss[] {
+    return this.world.registryLost();
   }
 }

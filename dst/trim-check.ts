@@ -60,6 +60,20 @@ export interface NeedScope {
   restores?: readonly (number | { from: number; to: number })[];
   /** Whether a fault is under way now (undefined: take `degraded` so). */
   faultOpen?: boolean;
+  /** Replica restarts that forgot adapters loaded at run time (undefined: none). */
+  registryLost?: readonly RegistryLoss[];
+}
+
+/**
+ * A replica restart that forgot adapters loaded at run time: until a registry read answers after
+ * it (a poll's GET /v1/models), the store still counts them there.
+ */
+export interface RegistryLoss {
+  url: string;
+  /** When it restarted. */
+  at: number;
+  /** When the first registry read after it answered (Infinity: none yet). */
+  readAt: number;
 }
 
 /** The runtimes' calls (CallSource's fields the judgement reads). */

@@ -9,6 +9,7 @@
  */
 import { LOCK_MARGIN_MS } from '../src/adapters/idle-unload';
 import type { FailoverFleetStore } from '../src/fleet/redis/failover-store';
+import type { RegistryLoss } from './trim-check';
 import { seededRandom, type Random } from '../src/random';
 import { CallsSeen } from './calls-seen';
 import { HealthReads } from './health-reads';
@@ -188,6 +189,19 @@ export class World {
   restores(): (number | { from: number; to: number })[] {
     const used = (db: number) => this.redis[db]!.restores.filter((t) => t >= this.nodes.dbUsedFrom[db]!);
     return [...used(0), ...used(1), ...this.stateMoves];
+  }
+
+  /** Replica restarts that forgot adapters loaded at run time, and when a registry read first saw each. */
+  registryLost(): readonly RegistryLoss[] {
+    // Only a poll begun after the restart read the registry it left (one begun before may apply after).
+    const reads = this.redis.flatMap((r) => r.registryReads);
+    return this.replicas.registryLost.map((l) => ({
+      ...l,
+      readAt: Math.min(
+        ...reads.filter((r) => r.url === l.url && r.startedAt >= l.at).map((r) => r.at),
+        Infinity,
+      ),
+    }));
   }
 
   /** Whether a fault is under way now. */

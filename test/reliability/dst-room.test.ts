@@ -237,6 +237,103 @@ describe('the simulation reads a room made for more than one load off the replic
   });
 });
 
+describe('a replica restart no registry read has seen (seed 441699)', () => {
+  // Seed 441699's shape: fin and a loaded; the replica restarts (its registry empty), back at 3446;
+  // request 7 unloads fin for bio (404, gone already) and loads bio (1 of 2); no poll has read the
+  // registry since, so the store still counts a: bio + a = 2, and request 10's unload of bio for
+  // sql is granted at 3667, leaving the replica empty.
+  const restarted = (): Setup => ({
+    log: [
+      load(648, 'fin', 1),
+      load(848, 'a', 2),
+      unload(3447, 'fin', 0, { status: 404 }),
+      load(3658, 'bio', 1),
+      unload(3674, 'bio', 0),
+    ],
+    loads: [
+      {
+        at: 448,
+        url: URL,
+        name: 'fin',
+        proc: 'n2g0',
+        sender: 'n2g0r0',
+        alone: false,
+        request: 1,
+        endedAt: 650,
+      },
+      {
+        at: 538,
+        url: URL,
+        name: 'a',
+        proc: 'n0g0',
+        sender: 'n0g0r0',
+        alone: false,
+        request: 3,
+        endedAt: 848,
+      },
+      {
+        at: 3458,
+        url: URL,
+        name: 'bio',
+        proc: 'n1g0',
+        sender: 'n1g0r0',
+        alone: false,
+        request: 7,
+        endedAt: 3660,
+      },
+    ],
+    unloads: [
+      {
+        at: 3447,
+        grantedAt: 3445,
+        endedAt: 3447,
+        url: URL,
+        name: 'fin',
+        request: 7,
+        for: 'bio',
+        alone: false,
+      },
+      {
+        at: 3673,
+        grantedAt: 3667,
+        endedAt: 3674,
+        url: URL,
+        name: 'bio',
+        request: 10,
+        for: 'sql',
+        alone: false,
+      },
+    ],
+    decided: { 7: 3670 },
+  });
+  const healed = { lastFaultAt: 3447 };
+
+  it('excused while the restart that forgot adapters there has had no registry read by its grant', () => {
+    expect(
+      broken(restarted(), 2, { ...healed, registryLost: [{ url: URL, at: 1997, readAt: Infinity }] }),
+    ).toBeUndefined();
+    expect(
+      broken(restarted(), 2, { ...healed, registryLost: [{ url: URL, at: 1997, readAt: 3700 }] }),
+    ).toBeUndefined();
+  });
+
+  it('not excused once a registry read after the restart came before its grant, nor by another replica', () => {
+    expect(broken(restarted(), 2, healed)?.invariant).toBe(ROOM);
+    expect(
+      broken(restarted(), 2, { ...healed, registryLost: [{ url: URL, at: 1997, readAt: 3500 }] })?.invariant,
+    ).toBe(ROOM);
+    const other = [{ url: 'http://replica-1:8000', at: 1997, readAt: Infinity }];
+    expect(broken(restarted(), 2, { ...healed, registryLost: other })?.invariant).toBe(ROOM);
+  });
+
+  it('seed 441699 holds: request 10 for sql unloaded bio, granted while the store still counted a, lost in the restart', async () => {
+    // replica-1 restarted at 1997 (fin, a forgotten), back at 3446; its polls failed while down and
+    // none applied its registry by 3667, when the store (a + bio = 2 of 2) granted bio's unload.
+    const r = await runSeed(441699, DEFAULT_OPTIONS, [0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 16]);
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+});
+
 describe("8196ff3's break planted in the real code", () => {
   const beginUnload = MemoryFleetStore.prototype.beginUnload;
   afterEach(() => {
