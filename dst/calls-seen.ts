@@ -12,6 +12,7 @@ import { urlParts } from './replicas';
 import type { NodeClock, Scheduler } from './scheduler';
 import type { UnloadCall } from './trim-check';
 import type { Unloader } from './unseen-check';
+import type { LoadClaim } from './room-making';
 
 /**
  * The request whose access phase is running (its arrival number): a load call sent within it is
@@ -31,6 +32,10 @@ export class CallsSeen {
   readonly unloadCalls: UnloadCall[] = [];
   /** Placements a runtime claimed past another's, as Redis granted them (the one-load-per-burst check). */
   readonly spreads: PlacementSpread[] = [];
+  /** The load slots the shared store granted the runtimes (`beginLoad`), with when each was ended. */
+  readonly loadClaims: LoadClaim[] = [];
+  /** By runtime and fence: the index of its claim in `loadClaims`. */
+  private readonly claims = new Map<string, number>();
   /** By runtime, replica and adapter: when the shared store last granted it an unload (its lock). */
   private readonly unloadGrants = new Map<string, number>();
   /** By request (arrival number): the adapter it routes, the load its make-room unloads are for. */
@@ -55,8 +60,29 @@ export class CallsSeen {
     };
   }
 
-  /** Notes when each unload lock the shared store grants a runtime (`sender`) was asked for. */
+  /**
+   * Notes when each unload lock the shared store grants a runtime (`sender`) was asked for, and
+   * each load slot it grants, until the runtime ends it (seed 494165: a claim whose process died
+   * before its load call still counted in the store).
+   */
   grantsSeen(link: RedisLink, sender: string): void {
+    const beginLoad = link.beginLoad.bind(link);
+    link.beginLoad = async (url, adapter, at, limit, ttlMs) => {
+      const asked = this.sched.now();
+      const fence = await beginLoad(url, adapter, at, limit, ttlMs);
+      if (fence !== null)
+        this.claims.set(
+          `${sender}\u0000${fence}`,
+          this.loadClaims.push({ at: asked, url, name: adapter, sender, until: asked + ttlMs }) - 1,
+        );
+      return fence;
+    };
+    const finishLoad = link.finishLoad.bind(link);
+    link.finishLoad = async (url, adapter, fence, ...rest) => {
+      const k = this.claims.get(`${sender}\u0000${fence}`);
+      if (k !== undefined) this.loadClaims[k]!.endedAt ??= this.sched.now();
+      return finishLoad(url, adapter, fence, ...rest);
+    };
     const begin = link.beginUnload.bind(link);
     link.beginUnload = async (url, adapter, ...rest) => {
       const asked = this.sched.now();

@@ -18,6 +18,7 @@ import { excessReadBusy, type EngineWord } from './comma-word';
 import type { FailedLoad } from './replicas';
 import { staticUnloaded } from './static-check';
 import { roomOverMade } from './room-check';
+import type { LoadClaim } from './room-making';
 import { trimmedBelow, type RegistryLoss, type UnloadCall } from './trim-check';
 
 export interface Violation {
@@ -115,6 +116,8 @@ export interface PlacementSpread {
 /** What the runtimes sent and what the fault layer failed (the per-node checks). */
 export interface CallSource {
   loads: readonly LoadCall[];
+  /** The load slots the shared store granted (the room check counts them as loads under way). */
+  claims?: readonly LoadClaim[];
   /** Placements claimed past another (the one-load-per-burst check lets their loads overlap). */
   spreads?: readonly PlacementSpread[];
   failed: readonly FailedLoad[];

@@ -21,7 +21,7 @@
  * node deciding alone elsewhere begins no unload and its loads only add; an emptied state brings
  * back no lock.
  */
-import { grantedAt, makesRoom, roomFor, roomsMaking } from './room-making';
+import { claimedAt, grantedAt, makesRoom, roomFor, roomsMaking } from './room-making';
 import { callAnswered, type NeedScope, type SentCalls, type UnloadAnswer } from './trim-check';
 
 /** Why the make-room unload answered as `e` made more room than its request's load takes (undefined: it did not). */
@@ -57,10 +57,15 @@ export function roomOverMade(
   const under = calls.loads.filter(
     (c) => c.url === e.url && c.at <= e.at && !((c.endedAt ?? Infinity) < from),
   );
-  const loading = under.length;
+  const occupied = new Set(under.map((c) => c.name));
+  // Slots the store granted loads there and still counted at the grant, their call not sent yet,
+  // never sent (its process died: the lock lasts its TTL, seed 494165), or failed and not yet
+  // ended by its holder (seeds 500849, 501915): the store counts a load from its claim to its end.
+  const claimed = claimedAt(e.url, from, e.at, calls.claims ?? []).filter((n) => !occupied.has(n));
+  for (const n of claimed) occupied.add(n);
+  const loading = under.length + claimed.length;
   // One slot per adapter being made room for (itself included), less those whose load is under
   // way there, counted above: a second request for x unloading for x's one load makes no room.
-  const occupied = new Set(under.map((c) => c.name));
   const rooms = roomsMaking(e.url, from, e.at, calls, occupied);
   if (!occupied.has(roomFor(call))) rooms.add(roomFor(call));
   if (e.loaded + loading + rooms.size >= max) return undefined;

@@ -7,9 +7,40 @@
 import type { LoadCall } from './invariants';
 import type { UnloadCall } from './trim-check';
 
+/**
+ * A slot the shared store granted a load (`beginLoad`): its count holds it from the grant until its
+ * holder ends it (`finishLoad`) or its lock's TTL passes, whether or not a load call was sent then
+ * (not yet, or never: its process died first) or has ended (a failed load, not yet finished).
+ */
+export interface LoadClaim {
+  /** When its sender asked the store and was granted, on the scheduler's clock. */
+  at: number;
+  url: string;
+  name: string;
+  /** The plugin-server process's runtime that holds it. */
+  sender: string;
+  /** When its lock's TTL passes (`at` + the TTL asked for). */
+  until: number;
+  /** When its holder asked the store to end it (undefined: not yet, or never: its process died). */
+  endedAt?: number;
+}
+
+/**
+ * The adapters whose load slot on `url` the store held at `from` (granted by then and by `to`, not
+ * ended nor past its TTL before `from`): one each, however many claims.
+ */
+export function claimedAt(url: string, from: number, to: number, claims: readonly LoadClaim[]): string[] {
+  const held = claims.filter(
+    (c) => c.url === url && c.at <= Math.min(from, to) && Math.min(c.endedAt ?? Infinity, c.until) >= from,
+  );
+  return [...new Set(held.map((c) => c.name))];
+}
+
 /** What the room-making reads of the calls (CallSource's fields). */
 export interface RoomCalls {
   loads: readonly LoadCall[];
+  /** The load slots the shared store granted (undefined: none known). */
+  claims?: readonly LoadClaim[];
   unloads?: readonly UnloadCall[];
   /** When a request's decision ended (its route answered or threw; undefined: not yet). */
   decidedAt?: (request: number) => number | undefined;

@@ -143,6 +143,7 @@ export class World {
         this.routing.unseenFirst(replica, adapter),
       {
         loads: this.calls.loadCalls,
+        claims: this.calls.loadClaims,
         unloads: this.calls.unloadCalls,
         decidedAt: (request) => this.routing.decidedAt.get(request),
         spreads: this.calls.spreads,

@@ -8,6 +8,7 @@
 import { InvariantBroken, LogChecks, type LoadCall, type WorldView } from '../../dst/invariants';
 import { DEFAULT_OPTIONS, runSeed } from '../../dst/run';
 import { DRAWN_FAULT_KINDS } from '../../dst/schedule';
+import type { LoadClaim } from '../../dst/room-making';
 import type { UnloadCall } from '../../dst/trim-check';
 import type { AdapterLogEntry } from '../../sim/http/replica';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
@@ -33,6 +34,7 @@ interface Setup {
   log: AdapterLogEntry[];
   unloads: UnloadCall[];
   loads?: LoadCall[];
+  claims?: LoadClaim[];
   decided?: Record<number, number>;
 }
 
@@ -44,6 +46,7 @@ function broken(s: Setup, max = 2, w: Partial<WorldView> = {}) {
     () => false,
     {
       loads: s.loads ?? [],
+      claims: s.claims ?? [],
       failed: [],
       backoffMs: 1000,
       unloads: s.unloads,
@@ -330,6 +333,92 @@ describe('a replica restart no registry read has seen (seed 441699)', () => {
     // replica-1 restarted at 1997 (fin, a forgotten), back at 3446; its polls failed while down and
     // none applied its registry by 3667, when the store (a + bio = 2 of 2) granted bio's unload.
     const r = await runSeed(441699, DEFAULT_OPTIONS, [0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 16]);
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+});
+
+describe('a load slot the store granted counts until its holder ends it (seed 494165)', () => {
+  // Seed 494165's shape: team,a loaded (1 of 2). Node 0's request for sql was granted a slot at
+  // 1153 and its process restarted at 1155, before its load call: the store counts sql loading
+  // until the lock's TTL. Request 7, for chat, read team,a + sql = 2 of 2 and unloaded team,a.
+  const deadClaim = (claim: Partial<LoadClaim> = {}): Setup => ({
+    log: [load(1877, 'team,a', 1), unload(2396, 'team,a', 0)],
+    loads: [
+      {
+        at: 377,
+        url: URL,
+        name: 'team,a',
+        proc: 'n1g0',
+        sender: 'n1g0r0',
+        alone: false,
+        request: 2,
+        endedAt: 1879,
+      },
+    ],
+    claims: [{ at: 1153, url: URL, name: 'sql', sender: 'n0g0r0', until: 1153 + 11_000, ...claim }],
+    unloads: [
+      {
+        at: 2394,
+        grantedAt: 2389,
+        endedAt: 2396,
+        url: URL,
+        name: 'team,a',
+        request: 7,
+        for: 'chat',
+        alone: false,
+      },
+    ],
+  });
+
+  it('a slot claimed by a process that died before its load call counts until its TTL: holds', () => {
+    expect(broken(deadClaim())).toBeUndefined();
+  });
+
+  it('a claim ended, or past its TTL, before the grant counts none: broken', () => {
+    expect(broken(deadClaim({ endedAt: 2000 }))?.invariant).toBe(ROOM);
+    expect(broken(deadClaim({ until: 2300 }))?.invariant).toBe(ROOM);
+    expect(broken(deadClaim({ url: 'http://replica-1:8000' }))?.invariant).toBe(ROOM);
+    expect(broken(deadClaim({ at: 2400 }))?.invariant).toBe(ROOM);
+  });
+
+  it('a failed load counts until its holder ends its claim, not until its call ended', () => {
+    // code loaded; request 10's load of a failed at once (3097), its holder ending the claim at
+    // 3101; request 12, for team,a, granted at 3099 while the store counted code + a = 2 of 2.
+    const s: Setup = {
+      log: [load(1300, 'code', 1), unload(3106, 'code', 0)],
+      loads: [
+        {
+          at: 3097,
+          url: URL,
+          name: 'a',
+          proc: 'n1g0',
+          sender: 'n1g0r0',
+          alone: false,
+          request: 10,
+          endedAt: 3097,
+        },
+      ],
+      claims: [{ at: 3095, url: URL, name: 'a', sender: 'n1g0r0', until: 3095 + 11_000, endedAt: 3101 }],
+      unloads: [
+        {
+          at: 3101,
+          grantedAt: 3099,
+          endedAt: 3106,
+          url: URL,
+          name: 'code',
+          request: 12,
+          for: 'team,a',
+          alone: false,
+        },
+      ],
+      decided: { 10: 3102 },
+    };
+    expect(broken(s)).toBeUndefined();
+    expect(broken({ ...s, claims: [{ ...s.claims![0]!, endedAt: 3098 }] })?.invariant).toBe(ROOM);
+  });
+
+  it('seed 494165 holds: request 7 for chat unloaded team,a while the store counted sql, claimed by a process that died', async () => {
+    const r = await runSeed(494165, DEFAULT_OPTIONS, [1, 2, 3, 4, 5, 6, 7, 15]);
     expect(r.violation).toBeUndefined();
   }, 30_000);
 });
