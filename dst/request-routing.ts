@@ -172,13 +172,20 @@ export class RequestRouting {
 
   /**
    * Requests routed to `adapter` at `replica` by a live process, not there yet: a dead process's
-   * leases go with it (pruned once it is found silent), so its requests hold nothing.
+   * leases go with it (pruned once it is found silent), so its requests hold nothing. Only those
+   * whose lease is on the unloader's shared state: a lease on the other (a record change to other
+   * state under way) was never in the store the unloader reads (docs/reliability.md, not covered:
+   * record changes; seed 638713).
    */
   onTheWay(replica: string, adapter: string): number {
     const now = this.g.sched.now();
+    const key = `${replica}\u0000${adapter}`;
+    const db = this.g.calls.unloaders.get(key)?.db;
     const live = (proc: string) => this.g.nodes.procs.some((p) => p.alive && `n${p.node}g${p.gen}` === proc);
-    const sent = this.proxied.get(`${replica}\u0000${adapter}`) ?? [];
-    return sent.filter((r) => (r.reached ?? r.at) > now && r.ended > now && live(r.proc)).length;
+    const sent = this.proxied.get(key) ?? [];
+    return sent.filter(
+      (r) => (r.reached ?? r.at) > now && r.ended > now && live(r.proc) && (db === undefined || r.db === db),
+    ).length;
   }
 
   /**

@@ -21,7 +21,7 @@ import type {
 } from '../types';
 import { DegradableFleetStore } from './degradable-store';
 import { EndedLocks } from './ended-locks';
-import { HeldLeases } from './held-leases';
+import { HeldLeases, retake } from './held-leases';
 import type { FailoverOptions } from './outage';
 import { OutageBudget } from './outage-budget';
 import { SeenDown } from './seen-down';
@@ -57,6 +57,8 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   private carrying: Promise<void> = Promise.resolve();
   /** Re-registering and re-taking leases after the shared state was emptied, while under way. */
   private reclaiming: Promise<void> | null = null;
+  /** Reclaims begun so far: an acquire under way across one is taken again after it (`takeAgain`). */
+  private reclaims = 0;
   /**
    * The store this one replaces on the same shared state (a runtime retired for a changed
    * `timeout_ms`, say) until `adopt` takes what is left of its records: it still holds the
@@ -126,7 +128,9 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    */
   private reclaim(): Promise<void> {
     this.outage.stateEmptied();
-    this.reclaiming ??= (async () => {
+    if (this.reclaiming) return this.reclaiming;
+    this.reclaims++;
+    this.reclaiming = (async () => {
       await this.registerReplicas();
       await this.leases.restore(this.shared, false);
       await this.endedLocks.replay(this.shared);
@@ -134,6 +138,25 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       await this.budget.republish();
     })().finally(() => (this.reclaiming = null));
     return this.reclaiming;
+  }
+
+  /** The reclaims an acquire begun now may have missed: those begun from now, and one under way. */
+  private reclaimsMissable(): number {
+    return this.reclaiming ? this.reclaims - 1 : this.reclaims;
+  }
+
+  /**
+   * Takes lease `id` again once the reclaim under way ends, if one ran during its acquire: the
+   * acquire may have reached the emptied state before the replicas were registered again (counted
+   * nowhere) and its reply come after the restore read the leases held, so that nobody took it
+   * again and a trim unloaded under its request (dst seed 609813). Counted already, it changes nothing.
+   */
+  private async takeAgain(id: string, since: number): Promise<void> {
+    if (this.reclaims === since) return;
+    await this.reclaiming?.catch(() => undefined);
+    const m = this.leases.mine.get(id);
+    if (!m?.shared || this.outage.degraded) return;
+    await retake(this.shared, m.lease).catch((err: Error) => this.degrade(err));
   }
 
   /**
@@ -265,6 +288,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {
     let shared = true;
     const tried = !this.outage.degraded;
+    const since = this.reclaimsMissable();
     this.leases.acquiring.add(lease.id);
     try {
       const state = await this.decide(
@@ -276,6 +300,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       );
       // The shared call failed (a timeout, say): Redis may still run it once it answers again.
       this.leases.mine.set(lease.id, { lease: { ...lease }, shared, uncertain: !shared && tried });
+      if (shared) await this.takeAgain(lease.id, since);
       return state;
     } finally {
       this.leases.acquiring.delete(lease.id);
@@ -294,6 +319,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   ): Promise<{ views: ReplicaView[]; state: ResidencyState | undefined }> {
     let shared = true;
     const tried = !this.outage.degraded;
+    const since = this.reclaimsMissable();
     this.leases.acquiring.add(lease.id);
     try {
       const r = await this.decide(
@@ -315,6 +341,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       );
       // The shared call failed (a timeout, say): Redis may still run it once it answers again.
       this.leases.mine.set(lease.id, { lease: { ...lease }, shared, uncertain: !shared && tried });
+      if (shared) await this.takeAgain(lease.id, since);
       return r;
     } finally {
       this.leases.acquiring.delete(lease.id);

@@ -100,7 +100,7 @@ export class HeldLeases {
 }
 
 /** Takes `lease` again in `shared`; false if its expiry sweep reclaimed it (see SharedStore.retake). */
-async function retake(shared: SharedStore, lease: Lease): Promise<boolean> {
+export async function retake(shared: SharedStore, lease: Lease): Promise<boolean> {
   if (shared.retake) return shared.retake(lease);
   await shared.acquire(lease);
   return true;
