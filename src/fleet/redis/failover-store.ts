@@ -300,7 +300,8 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       );
       // The shared call failed (a timeout, say): Redis may still run it once it answers again.
       this.leases.mine.set(lease.id, { lease: { ...lease }, shared, uncertain: !shared && tried });
-      if (shared) await this.takeAgain(lease.id, since);
+      // No reclaim since it began (nearly always): no await on the request path.
+      if (shared && this.reclaims !== since) await this.takeAgain(lease.id, since);
       return state;
     } finally {
       this.leases.acquiring.delete(lease.id);
@@ -341,7 +342,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       );
       // The shared call failed (a timeout, say): Redis may still run it once it answers again.
       this.leases.mine.set(lease.id, { lease: { ...lease }, shared, uncertain: !shared && tried });
-      if (shared) await this.takeAgain(lease.id, since);
+      if (shared && this.reclaims !== since) await this.takeAgain(lease.id, since);
       return r;
     } finally {
       this.leases.acquiring.delete(lease.id);
