@@ -94,6 +94,8 @@ export class RedisModel {
   readonly budget: BudgetOp[] = [];
   /** Polls that brought a replica's registry into the state, oldest first: which replica, when applied, when begun. */
   readonly registryReads: { url: string; at: number; startedAt: number }[] = [];
+  /** By node id: when it last registered a replica here (server time), for the checks. */
+  readonly registeredAt = new Map<string, number>();
   /** Node ids that left this state (a retired runtime's last prune), acknowledged: a rebuild does not undo it. */
   private readonly left = new Set<string>();
   /**
@@ -554,6 +556,7 @@ export class RedisLink implements SharedStore {
     const grace = this.epochSeen !== null ? this.server.config.node_ttl_ms : 0;
     const epoch = (await this.call('upsert', [spec, grace, this.server.epochCandidate(this.node), 0], {
       at: [3],
+      ran: (now) => this.server.registeredAt.set(this.node, now),
     })) as string;
     this.noteEpoch(epoch);
   }

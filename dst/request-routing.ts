@@ -9,10 +9,11 @@ import { waitedIdle } from './hold-check';
 import { pastSeenDown, type HealthReads } from './health-reads';
 import type { BudgetRefusal, Violation, WorldView } from './invariants';
 import type { NodeProcesses, Process } from './node-processes';
+import type { RedisModel } from './redis-model';
 import { urlParts, type ReplicaSet } from './replicas';
 import type { Action, Schedule } from './schedule';
 import type { Scheduler } from './scheduler';
-import { unseenFirst, type SentRequest } from './unseen-check';
+import { leaseLost, unseenFirst, type SentRequest } from './unseen-check';
 import { POLL_MS, POLL_TIMEOUT_MS, PROBE_MS, SEEN_SLACK_MS, UPSTREAM_TIMEOUT_MS } from './world-timings';
 
 /** What routing a request reads of the world around it, and how it reports a violation. */
@@ -21,6 +22,8 @@ export interface RoutingGround {
   schedule: Schedule;
   replicas: ReplicaSet;
   nodes: NodeProcesses;
+  /** The shared states (databases 0 and 1). */
+  redis: readonly RedisModel[];
   calls: CallsSeen;
   healthReads: HealthReads;
   lastFaultAt(): number;
@@ -122,6 +125,7 @@ export class RequestRouting {
             at: this.g.sched.now(),
             reached: Infinity,
             ended: Infinity,
+            lease: out.leaseId,
           }),
         );
       }
@@ -167,7 +171,26 @@ export class RequestRouting {
   unseenFirst(replica: string, adapter: string): boolean {
     const key = `${replica}\u0000${adapter}`;
     const u = this.g.calls.unloaders.get(key);
-    return u !== undefined && unseenFirst(this.proxied.get(key) ?? [], u, this.g.sched.now(), UNSEEN_HOLD_MS);
+    if (u === undefined) return false;
+    const sent = (this.proxied.get(key) ?? []).map((r) => (this.lost(r) ? { ...r, lost: true } : r));
+    return unseenFirst(sent, u, this.g.sched.now(), UNSEEN_HOLD_MS);
+  }
+
+  /** Whether `r`'s lease is lost now to an emptied state its router, cut off, has not found (`leaseLost`). */
+  private lost(r: SentRequest): boolean {
+    if (r.lease === undefined) return false;
+    const prefix = r.lease.slice(0, r.lease.lastIndexOf('-'));
+    const p = this.g.nodes.procs.find((q) => q.alive && `n${q.node}g${q.gen}` === r.proc);
+    // Only the runtime that took it, still the process's own on that state, could take it again.
+    if (!p || p.rt.leasePrefix !== prefix || p.db !== r.db) return false;
+    const state = this.g.redis[r.db]!;
+    const registeredAt = state.registeredAt.get(prefix);
+    return leaseLost(r, {
+      resets: state.resets,
+      open: state.openLeases().has(r.lease),
+      routerAlone: p.rt.store.mode?.() === 'local',
+      ...(registeredAt === undefined ? {} : { routerRegisteredAt: registeredAt }),
+    });
   }
 
   /**

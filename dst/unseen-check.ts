@@ -19,6 +19,10 @@ export interface SentRequest {
   reached?: number;
   /** When the replica answered it (Infinity until then). */
   ended: number;
+  /** The lease it was proxied on (its runtime's prefix, then its number). */
+  lease?: string;
+  /** Its lease is in no store the unloader reads now, and its router cannot take it again (`leaseLost`). */
+  lost?: boolean;
 }
 
 /** The runtime that sent the unload: its process and the shared state it read. */
@@ -32,12 +36,40 @@ export interface Unloader {
 }
 
 /**
- * Whether the unloader could not see `r`'s lease: routed alone, or on another shared state by
- * another process (a `redis` record change reaching the nodes in turn: seed 37593). A process's
- * own runtimes on other state are asked before each unload (`leasedElsewhere`), so they are seen.
+ * Whether the unloader could not see `r`'s lease: routed alone, lost by an emptied state its router
+ * has not found since (`leaseLost`), or on another shared state by another process (a `redis`
+ * record change reaching the nodes in turn: seed 37593). A process's own runtimes on other state
+ * are asked before each unload (`leasedElsewhere`), so they are seen.
  */
 export function unseenBy(r: SentRequest, u: Unloader): boolean {
-  return r.alone || (r.db !== u.db && r.proc !== u.proc);
+  return r.alone || r.lost === true || (r.db !== u.db && r.proc !== u.proc);
+}
+
+/** What the shared state a request's lease was on, and the runtime that took it, say of it now. */
+export interface LeaseNow {
+  /** Times that state was emptied (a FLUSHALL, a restart empty or from an older copy, a lossy switch). */
+  resets: readonly number[];
+  /** The lease is open there. */
+  open: boolean;
+  /** The runtime that took it is alive and decides alone now (its store degraded). */
+  routerAlone: boolean;
+  /** When that runtime last registered its replicas there (a reclaim or a recovery, which take its leases again). */
+  routerRegisteredAt?: number;
+}
+
+/**
+ * Whether `r`'s lease counts nowhere the unloader reads, with its router unable to help it: that
+ * state was emptied after `r` was proxied, the lease is not open there, and the runtime that took
+ * it has not registered there since (a reclaim or a recovery would have taken it again) and
+ * decides alone now: cut off from Redis, it finds the emptied state only once its probe recovers
+ * (docs/reliability.md, "Every node notices an emptied Redis", not covered; seed 844981: its
+ * heartbeats' replies came past its timeout through the grace). A lease left uncounted by a router
+ * that registered again since, or lost with no reset, is the stores' break (seeds 609813, 14963)
+ * and stays one.
+ */
+export function leaseLost(r: SentRequest, l: LeaseNow): boolean {
+  const emptied = Math.max(-Infinity, ...l.resets);
+  return emptied > r.at && (l.routerRegisteredAt ?? -Infinity) < emptied && !l.open && l.routerAlone;
 }
 
 /** When `r` reached the replica (Kong's hop to it: at once but on a slow path; Infinity while on its way). */

@@ -110,6 +110,7 @@ export class World {
       schedule,
       replicas: this.replicas,
       nodes: this.nodes,
+      redis: this.redis,
       calls: this.calls,
       healthReads: this.healthReads,
       lastFaultAt: () => this.lastFaultAt,

@@ -9,7 +9,7 @@
 import { InvariantBroken, LogChecks, type BudgetSource, type LoadCall } from '../../dst/invariants';
 import { waitedIdle } from '../../dst/hold-check';
 import { HealthReads, pastSeenDown, type StoreCall } from '../../dst/health-reads';
-import { unseenFirst, type SentRequest } from '../../dst/unseen-check';
+import { leaseLost, unseenFirst, type LeaseNow, type SentRequest } from '../../dst/unseen-check';
 import { RedisModel, type BudgetOp } from '../../dst/redis-model';
 import { Scheduler } from '../../dst/scheduler';
 import type { RedisConfig } from '../../src/config/redis-schema';
@@ -446,6 +446,12 @@ describe("the simulation leaves to chance only an unseen router's first request 
     expect(judged([{ ...request, at: 1000, ended: -100 }, request])).toBe(true);
   });
 
+  it('a request whose lease an emptied state lost, its router cut off since, is unseen (seed 844981)', () => {
+    const lost: SentRequest = { ...request, db: 0, lost: true };
+    expect(judged([lost])).toBe(true);
+    expect(judged([lost, { ...earlier, ended: Infinity }])).toBe(false);
+  });
+
   it('a router deciding alone on the same state is unseen, as before (seed 1026501)', () => {
     expect(judged([{ ...request, db: 0, alone: true }])).toBe(true);
     expect(
@@ -454,6 +460,32 @@ describe("the simulation leaves to chance only an unseen router's first request 
         { ...earlier, ended: Infinity },
       ]),
     ).toBe(false);
+  });
+});
+
+describe('the simulation takes a lease for lost only to an emptied state its router, cut off, has not found', () => {
+  // Seed 844981's figures (shrunk): node 0 proxied `math` at 1,478 ms on lease n0g0-0 over a slow
+  // path; a FLUSHALL at 1,820 ms lost the lease; node 0's link to Redis was slow past its timeout
+  // from 1,662 ms (its heartbeats' replies never came in time), so it registered nothing and decided
+  // alone from 2,517 ms; node 1's unload for room at 4,032 ms found `math` idle.
+  const sent: SentRequest = { proc: 'n0g0', alone: false, db: 0, at: 1478, ended: Infinity, lease: 'n0g0-0' };
+  const now: LeaseNow = { resets: [456, 1820], open: false, routerAlone: true, routerRegisteredAt: 460 };
+
+  it('lost: emptied after it was proxied, not open, its router alone and not registered since', () => {
+    expect(leaseLost(sent, now)).toBe(true);
+    const { routerRegisteredAt: _, ...never } = now;
+    expect(leaseLost(sent, never)).toBe(true);
+  });
+
+  it('a router that registered again since the emptying had its leases to take again: the stores answer for it (seeds 609813, 14963)', () => {
+    expect(leaseLost(sent, { ...now, routerRegisteredAt: 1830 })).toBe(false);
+  });
+
+  it('a router sharing decisions, a lease still open, or no emptying since it was proxied is no excuse', () => {
+    expect(leaseLost(sent, { ...now, routerAlone: false })).toBe(false);
+    expect(leaseLost(sent, { ...now, open: true })).toBe(false);
+    expect(leaseLost(sent, { ...now, resets: [456] })).toBe(false);
+    expect(leaseLost({ ...sent, at: 1821 }, now)).toBe(false);
   });
 });
 

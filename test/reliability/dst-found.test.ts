@@ -2446,4 +2446,43 @@ describe('requests on their way the simulation found', () => {
       ],
     );
   }, 30_000);
+
+  // Seed 844981 (--keep 0,6,8,9,20,21,22,23), a false alarm: node 0 proxied math to replica-0 at
+  // 1478 ms over a slow path (2960 ms hop) on lease n0g0-0. Its link to Redis turned slow past its
+  // timeout at 1662 ms (replies 1982 ms late for 2110 ms); the FLUSHALL at 1820 ms lost the lease,
+  // and node 0's heartbeats ran but their replies never came in time, so it registered nothing and
+  // from 2517 ms decided alone, still at 4037 ms (its probe had not found Redis again). Node 1,
+  // making room for chat, was granted math's unload at 4032 ms, the grace long over: the lease was
+  // in no store it could read (docs/reliability.md, "Every node notices an emptied Redis", not covered).
+  it('seed 844981: a lease an emptied state lost while its router, cut off, could not take it again', async () => {
+    await holds(
+      844981,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 3956,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 59, kind: 'request', node: 2, adapter: 6, tokens: 26, prompt: 157 },
+        { at: 454, kind: 'request', node: 0, adapter: 6, tokens: 4, prompt: 90 },
+        { at: 456, kind: 'flushall' },
+        { at: 456, kind: 'slow-path', node: 0, replica: 0, ms: 1050, hopMs: 2960 },
+        { at: 1662, kind: 'slow', node: 0, ms: 2110, slowMs: 1982 },
+        { at: 1820, kind: 'flushall' },
+        { at: 2617, kind: 'request', node: 1, adapter: 7, tokens: 5, prompt: 1806 },
+        { at: 2874, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 1710 },
+      ],
+    );
+  }, 30_000);
 });
