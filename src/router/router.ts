@@ -54,7 +54,7 @@ export class RouterService {
   /** `slo_classes`: each request's objective and priority. */
   readonly classes: SloClasses;
   /** Requests held in the gateway per priority (this configuration, this process). */
-  private readonly held = new HeldClasses();
+  private readonly held: HeldClasses;
   /** Which replica served each prompt prefix last: the prefix scorer's, shared by both pipelines and the prediction. */
   private readonly prefixIndex = new PrefixIndex();
   /** Per adapter: the replica its last request was admitted on (the next one's guessed lease). */
@@ -79,6 +79,7 @@ export class RouterService {
       namePattern: config.adapter_name_pattern,
     });
     this.specs = config.replicas.map((r) => ({ url: r.url, backend: r.backend, priority: r.priority }));
+    this.held = new HeldClasses(2 * config.replicas.length);
     this.urls = this.specs.map((s) => s.url);
     this.targets = new Map(this.urls.map((url) => [url, targetOf(url)]));
     this.policy = schedulingPolicy(config);

@@ -116,6 +116,13 @@ export class SloClasses {
 export class HeldClasses {
   private readonly count = new Map<number, number>();
 
+  /**
+   * `backlog`: from this many requests of higher classes held, the gateway counts as overloaded
+   * by them (see `crowded`). The router sets twice its replicas: each replica whose queue falls
+   * under the gate takes about one held request, so that is two rounds of them.
+   */
+  constructor(private readonly backlog = Infinity) {}
+
   enter(priority: number): void {
     this.count.set(priority, (this.count.get(priority) ?? 0) + 1);
   }
@@ -124,6 +131,17 @@ export class HeldClasses {
     const n = (this.count.get(priority) ?? 0) - 1;
     if (n > 0) this.count.set(priority, n);
     else this.count.delete(priority);
+  }
+
+  /**
+   * Whether `backlog` or more requests of higher priority than `priority` are held: the higher
+   * classes alone overload the fleet, so a lower one delayed past its prediction would only be
+   * served in their place.
+   */
+  crowded(priority: number): boolean {
+    let n = 0;
+    for (const [p, k] of this.count) if (p > priority) n += k;
+    return n >= this.backlog;
   }
 
   /** Whether a request of higher priority than `priority` is held. */

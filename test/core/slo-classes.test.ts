@@ -116,12 +116,18 @@ describe('SLO classes: holding, delaying and shedding (the room wait)', () => {
     expect(w.holdUntil).toBe(29000);
   });
 
-  it('sheds a batch request that can no longer meet its own objective, with Retry-After', () => {
+  it('delays a batch request predicted past its objective while it can still meet it, sheds it once it cannot, with Retry-After', () => {
     const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
-    // At once: 40 s of queue is past its 30 s objective.
+    // 40 s of queue: sent now it would miss its 30 s objective, but it is not sent now. Held, it
+    // goes once a queue is under 2 s, in time while that leaves 2 s of its objective.
+    expect(w.holds(0, at(40_000))).toBe(true);
+    // After 25 s held, 6 s more of queue: still time for the queues to drain, held on.
+    expect(w.holds(25_000, at(6000))).toBe(true);
+    expect(w.holds(27_999, at(6000))).toBe(true);
+    // From 28 s not even a 2 s queue leaves it within 30 s: shed.
     const shed = (() => {
       try {
-        w.holds(0, at(40_000));
+        w.holds(28_000, at(6000));
       } catch (err) {
         return err;
       }
@@ -130,11 +136,32 @@ describe('SLO classes: holding, delaying and shedding (the room wait)', () => {
     expect(shed.status).toBe(503);
     expect(shed.body().error).toMatchObject({ type: 'server_error', code: 'shed_low_priority' });
     expect(shed.body().error.message).toMatch(/'batch'/);
-    expect(shed.headers()['Retry-After']).toBe('40');
-    // After 25 s held, 6 s more of queue would end past its objective: shed then.
-    expect(() => w.holds(25_000, at(6000))).toThrow(/sheddable class 'batch'/);
+    expect(shed.headers()['Retry-After']).toBe('6');
+    // Its own load and prefill past the gate (3 s): it needs them besides a 2 s queue, 5 s in all.
+    const slow = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
+    const own = { ttftMs: 40_000, ownMs: 2500, fixedMs: 500 };
+    expect(slow.holds(24_999, own)).toBe(true);
+    expect(() => slow.holds(25_000, own)).toThrow(/sheddable class 'batch'/);
     // An interactive request (not sheddable) under the same queue is held, never shed.
     expect(new RoomWait(cfg, 0, c.resolve({})).holds(0, at(40_000))).toBe(true);
+  });
+
+  it('sheds a batch request predicted past its objective at once while the higher classes crowd the gateway', () => {
+    // Two held interactive requests crowd it (the router sets twice its replicas).
+    const held = new HeldClasses(2);
+    const batch = () => new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }), held);
+    const interactive = new RoomWait(cfg, 0, c.resolve({}), held);
+    expect(interactive.holds(0, at(40_000))).toBe(true);
+    // One held: not crowded, the batch request is delayed.
+    expect(batch().holds(0, at(40_000))).toBe(true);
+    expect(new RoomWait(cfg, 0, c.resolve({}), held).holds(0, at(40_000))).toBe(true);
+    expect(held.crowded(-1)).toBe(true);
+    // Crowded: delayed, it would be served in their place. Shed on the prediction of sending it now.
+    expect(() => batch().holds(0, at(40_000))).toThrow(/sheddable class 'batch'/);
+    // A queue it can still meet its objective behind: held, not shed.
+    expect(batch().holds(0, at(20_000))).toBe(true);
+    // Only higher classes count.
+    expect(held.crowded(0)).toBe(false);
   });
 
   it('does not shed for the idle-adapter wait the prediction bounds by queue_timeout_ms', () => {
@@ -142,8 +169,11 @@ describe('SLO classes: holding, delaying and shedding (the room wait)', () => {
     // No idle adapter anywhere now: the prediction adds all 29 s of queue_timeout_ms (a bound).
     const cold = { ttftMs: 300 + 29_000 + 3000, ownMs: 100, fixedMs: 300, loadMs: 300 + 29_000 };
     expect(w.holds(0, cold)).toBe(true);
-    // With 31 s of queued work besides, it cannot make its objective: shed.
-    expect(() => w.holds(0, { ...cold, ttftMs: cold.ttftMs + 31_000 })).toThrow(/shed|sheddable/);
+    // With 31 s of queued work besides, sent now it cannot make its objective: once no drain of
+    // the queues leaves it time (28 s held), shed.
+    const queued = { ...cold, ttftMs: cold.ttftMs + 31_000 };
+    expect(w.holds(0, queued)).toBe(true);
+    expect(() => w.holds(28_001, queued)).toThrow(/shed|sheddable/);
   });
 });
 

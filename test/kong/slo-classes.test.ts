@@ -1,8 +1,9 @@
 /**
  * SLO classes through the real plugin server and a simulated vLLM replica: under overload the
- * sheddable class (named by llm-d's objective header, or by the Kong consumer's class) is refused
- * first, 503 `shed_low_priority` with Retry-After in OpenAI's format, while interactive requests
- * are served; once the queue drains a batch request is served again.
+ * sheddable class (named by llm-d's objective header, or by the Kong consumer's class) is delayed
+ * in the gateway while the queues may still drain in time for its objective, and served once they
+ * do; one that cannot meet its objective even so is refused first, 503 `shed_low_priority` with
+ * Retry-After in OpenAI's format, while interactive requests are served.
  */
 import type { KongDriver } from '../../harness/kong/driver';
 import { waitFor } from '../../harness/wait';
@@ -23,7 +24,7 @@ describe('slo_classes, through the plugin server', () => {
     jamRoute = w = undefined;
   });
 
-  it('sheds the batch class first under overload, with Retry-After and an OpenAI error, and serves interactive requests', async () => {
+  it('delays the batch class under overload and serves it once the queue drains; sheds one that cannot meet its objective, with Retry-After and an OpenAI error', async () => {
     // One sequence at a time, prefill at 1,000 tokens a modelled second (the router's prior
     // too), time 50x: an 80k-token prompt is predicted at 80 s and takes 1.6 s, long enough
     // that the jam still runs when the batch requests are decided on a loaded machine (with 40k
@@ -75,12 +76,18 @@ describe('slo_classes, through the plugin server', () => {
     const jam = [send(jamRoute, 80_000), send(jamRoute, 80_000)];
     await waitFor(() => w!.fleet.replicas[0]!.engine.stats().waiting >= 1);
 
-    // Batch by header, and batch by consumer (whose header cannot raise it): refused at once.
+    // A batch request predicted past its 30 s objective if sent now (the jam is predicted at
+    // 160 s): not refused but held in the gateway, since the queue may still drain in time.
+    const delayed = send(w.service, 10, { 'x-gateway-inference-objective': 'batch' });
+    // Batch by header, and batch by consumer (whose header cannot raise it), each with its own
+    // 1.5 s objective: no drain of the queue leaves it in time, so refused at once.
     const shedAt = Date.now();
-    const byHeader = await send(w.service, 10, { 'x-gateway-inference-objective': 'batch' });
+    const own = { 'x-slo-ttft-ms': '1500' };
+    const byHeader = await send(w.service, 10, { 'x-gateway-inference-objective': 'batch', ...own });
     const byConsumer = await send(w.service, 10, {
       apikey: 'nightly',
       'x-gateway-inference-objective': 'interactive',
+      ...own,
     });
     for (const r of [byHeader, byConsumer]) {
       expect(r.status).toBe(503);
@@ -100,6 +107,8 @@ describe('slo_classes, through the plugin server', () => {
     const interactive = await send(w.service, 10);
     expect(interactive.status).toBe(200);
     for (const r of await Promise.all(jam)) expect(r.status).toBe(200);
+    // The delayed batch request went once the queue drained: served, never refused.
+    expect((await delayed).status).toBe(200);
     // Below capacity the batch class is served.
     expect((await send(w.service, 10, { 'x-gateway-inference-objective': 'batch' })).status).toBe(200);
     expect((await send(w.service, 10, { apikey: 'nightly' })).status).toBe(200);

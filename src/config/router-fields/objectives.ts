@@ -65,7 +65,7 @@ export const objectiveFields: SchemaFields = [
       type: 'array',
       default: [],
       description:
-        "`saturation_mode: predicted`: classes of requests, `{name, ttft_ms, priority}` each, as llm-d's InferenceObjectives: a request names its class with the `x-gateway-inference-objective` header (else its consumer's class, else `default_slo_class`) and may set its own objective with `x-slo-ttft-ms`. Under overload a class waits in the gateway while sending it would queue it past the objective of a class of higher priority, and a sheddable class (priority < 0) is refused (503 `shed_low_priority`, with `Retry-After`) once it cannot meet its own objective. A header may lower a request's priority, never raise it above its default's. See docs/routing.md. Empty: every request has `ttft_slo_ms`.",
+        "`saturation_mode: predicted`: classes of requests, `{name, ttft_ms, priority}` each, as llm-d's InferenceObjectives: a request names its class with the `x-gateway-inference-objective` header (else its consumer's class, else `default_slo_class`) and may set its own objective with `x-slo-ttft-ms`. Under overload a class waits in the gateway while sending it would queue it past the objective of a class of higher priority, and a sheddable class (priority < 0) is delayed while it can still meet its own objective and refused (503 `shed_low_priority`, with `Retry-After`) once it cannot, or at once when sending it now would miss it while twice as many requests of higher classes as there are replicas are held. A header may lower a request's priority, never raise it above its default's. See docs/routing.md. Empty: every request has `ttft_slo_ms`.",
       elements: {
         type: 'record',
         fields: [
