@@ -145,10 +145,13 @@ export async function admit(
     if (rt.store.mode) setup.lastReplica.remember(adapterName, replica.url);
     rt.metrics.decisions.inc({ stage: decision.stage });
     rt.metrics.recent.record('requests', rt.clock.now());
-    return {
+    const target = setup.targets.get(replica.url)!;
+    const out: RouteOutcome = {
       kind: 'proxy',
       url: replica.url,
-      ...setup.targets.get(replica.url)!,
+      host: target.host,
+      port: target.port,
+      https: target.https,
       leaseId: lease.id,
       stage: decision.stage,
       adapter: adapterName,
@@ -159,8 +162,10 @@ export async function admit(
           : setup.config.vllm_scheduling_policy === 'priority'
             ? withVllmPriority(body.json, body.text, vllmPriority(wait.priority ?? 0))
             : undefined,
-      ...(setup.config.saturation_mode === 'predicted' ? { predictedTtftMs: replica.ttftMs } : {}),
     };
+    // Set, not spread: no object made for the absent case, every request.
+    if (setup.config.saturation_mode === 'predicted') out.predictedTtftMs = replica.ttftMs;
+    return out;
   } catch (err) {
     // Not releaseLease (log-phase.ts): that also wakes the requests waiting for room when the
     // adapter went idle, which changes how escalated requests retry (measured in every
