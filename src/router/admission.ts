@@ -143,7 +143,7 @@ export async function admit(
       admitWork(lease.id, false);
     }
     if (rt.store.mode) setup.lastReplica.remember(adapterName, replica.url);
-    rt.metrics.decisions.inc({ stage: decision.stage });
+    rt.metrics.decided(decision.stage);
     rt.metrics.recent.record('requests', rt.clock.now());
     const target = setup.targets.get(replica.url)!;
     const out: RouteOutcome = {
