@@ -146,7 +146,7 @@ export async function admit(
     rt.metrics.decided(decision.stage);
     rt.metrics.recent.record('requests', rt.clock.now());
     const target = setup.targets.get(replica.url)!;
-    const out: RouteOutcome = {
+    return {
       kind: 'proxy',
       url: replica.url,
       host: target.host,
@@ -162,10 +162,8 @@ export async function admit(
           : setup.config.vllm_scheduling_policy === 'priority'
             ? withVllmPriority(body.json, body.text, vllmPriority(wait.priority ?? 0))
             : undefined,
+      ...(setup.config.saturation_mode === 'predicted' ? { predictedTtftMs: replica.ttftMs } : {}),
     };
-    // Set, not spread: no object made for the absent case, every request.
-    if (setup.config.saturation_mode === 'predicted') out.predictedTtftMs = replica.ttftMs;
-    return out;
   } catch (err) {
     // Not releaseLease (log-phase.ts): that also wakes the requests waiting for room when the
     // adapter went idle, which changes how escalated requests retry (measured in every
