@@ -28,6 +28,8 @@ import { variedBed } from './varied-fleet';
  *       replica by replica and moves between decisions (bench/varied-fleet.ts): its digest covers
  *       every candidate's prediction and score, so a change to the work model or the pipeline
  *       that moves any figure, not only a pick, shows
+ *   --case route-release-cold   route + release each after a 1 ms sleep, only the call counted:
+ *       cache-cold, as the plugin server runs it after epoll (bench/request-path.ts `coldRouteRelease`)
  *   --case access-log         lora-router's access + log in process, 1 KB, adapter resident, its PDK
  *       answering at once (bench/access-log-bed.ts): the plugin glue and the routing core as the
  *       request-path goal counts them, without msgpack or the socket
@@ -38,7 +40,10 @@ const HELP =
   'Usage: node dist/bench/profile-decision.js [--case NAME] [--n N] [--warm W] [--callgrind | --picks]';
 
 const CASES = ['decision-count', 'decision-predicted', 'route-release'] as const;
-type Case = (typeof CASES)[number] | 'decision-varied' | 'access-log';
+type Case = (typeof CASES)[number] | 'decision-varied' | 'access-log' | 'route-release-cold';
+
+/** `route-release-cold`: each call after this sleep, as the plugin server runs a request after epoll. */
+const COLD_GAP_MS = 1;
 
 /** One case's operation, the i-th call returning what it picked (a replica's URL). */
 async function operation(name: Case): Promise<{ op: (i: number) => Promise<string>; stop: () => void }> {
@@ -50,7 +55,7 @@ async function operation(name: Case): Promise<{ op: (i: number) => Promise<strin
     const bed = await accessLogBed();
     return { op: bed.accessLog, stop: bed.stop };
   }
-  if (name === 'route-release') {
+  if (name === 'route-release' || name === 'route-release-cold') {
     const bed = await routeBed();
     return { op: bed.routeRelease, stop: bed.stop };
   }
@@ -77,12 +82,25 @@ async function inner(
   const { op, stop } = await operation(name);
   const hash = createHash('sha256');
   for (let i = 0; i < warm; i++) hash.update(await op(i));
-  const t0 = process.cpuUsage();
-  for (let i = warm; i < warm + n; i++) hash.update(await op(i));
-  const t = process.cpuUsage(t0);
+  let us = 0;
+  if (name === 'route-release-cold') {
+    // Only the call is counted, not the sleep's timer (bench/request-path.ts `coldRouteRelease`).
+    for (let i = warm; i < warm + n; i++) {
+      await new Promise((r) => setTimeout(r, COLD_GAP_MS));
+      const t0 = process.cpuUsage();
+      hash.update(await op(i));
+      const t = process.cpuUsage(t0);
+      us += t.user + t.system;
+    }
+  } else {
+    const t0 = process.cpuUsage();
+    for (let i = warm; i < warm + n; i++) hash.update(await op(i));
+    const t = process.cpuUsage(t0);
+    us = t.user + t.system;
+  }
   const bytes = alloc ? await allocatedPerCall(op, warm + n) : undefined;
   stop();
-  return { cpuUs: n > 0 ? (t.user + t.system) / n : 0, digest: hash.digest('hex').slice(0, 16), bytes };
+  return { cpuUs: n > 0 ? us / n : 0, digest: hash.digest('hex').slice(0, 16), bytes };
 }
 
 /**
@@ -166,7 +184,7 @@ async function main(): Promise<void> {
   }
   const cases = (v.case === undefined ? [...CASES] : v.case.split(',')) as Case[];
   for (const c of cases)
-    if (c !== 'decision-varied' && c !== 'access-log' && !CASES.includes(c))
+    if (c !== 'decision-varied' && c !== 'access-log' && c !== 'route-release-cold' && !CASES.includes(c))
       throw new Error(`unknown case ${c}; ${HELP}`);
   if (v.inner) {
     const r = await inner(cases[0]!, Number(v.warm ?? 0), Number(v.n ?? 0));

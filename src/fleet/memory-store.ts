@@ -227,6 +227,11 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   async reportOutcome(url: string, ok: boolean, at: number): Promise<void> {
+    this.passiveOutcome(url, ok, at);
+  }
+
+  /** Passive health: an upstream answer, ok or a failure that counts towards down. */
+  private passiveOutcome(url: string, ok: boolean, at: number): void {
     const r = this.replicas.get(url);
     if (!r) return;
     if (ok) {
@@ -398,8 +403,9 @@ export class MemoryFleetStore implements FleetStore {
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
     const lease = this.leases.end(leaseId);
     if (!lease) return undefined;
-    if (lease.adapter !== null) await this.touch(lease.url, lease.adapter, at);
-    if (status !== undefined) await this.observeOutcome(lease.url, lease.adapter, status, at);
+    // One step, as the Redis script is: nothing awaits between the lease's end and what it records.
+    if (lease.adapter !== null) this.replicas.get(lease.url)?.residency.touch(lease.adapter, at);
+    if (status !== undefined) this.passiveOutcome(lease.url, status < 500, at);
     const left =
       lease.adapter === null ? 1 : (this.replicas.get(lease.url)?.inFlightByAdapter.get(lease.adapter) ?? 0);
     return { ...lease, adapterIdle: left === 0 };

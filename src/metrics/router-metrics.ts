@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { FleetStore } from '../fleet/store';
 import type { ReplicaView } from '../fleet/types';
+import type { Stage } from '../scheduler/types';
 import type { Clock } from '../clock';
 import { RecentHistory } from '../status/history';
 
@@ -22,15 +23,35 @@ export class RouterMetrics {
   readonly loadSeconds: Histogram;
   readonly pollErrors: Counter<'replica'>;
   readonly leasesExpired: Counter;
+  /** Decisions by stage not yet added to `decisions` (`decided`). */
+  private readonly uncounted = new Map<string, number>();
 
   /** `saturations`: each replica's saturation as its configuration judges it (count or predicted). */
+  /**
+   * One routing decision, by the stage that decided: counted here, added to `decisions` when that
+   * is read. prom-client's `inc` hashes and checks the labels each time, a library's code and data
+   * on every request, which the plugin server runs cache-cold (docs/benchmarks.md).
+   */
+  decided(stage: Stage): void {
+    this.uncounted.set(stage, (this.uncounted.get(stage) ?? 0) + 1);
+  }
+
   constructor(store: FleetStore, saturations: (replicas: readonly ReplicaView[]) => number[], clock: Clock) {
     const registers = [this.registry];
+    const uncounted = this.uncounted;
     this.decisions = new Counter({
       name: 'lora_router_decisions_total',
       help: 'Routing decisions by the affinity stage that decided.',
       labelNames: ['stage'],
       registers,
+      // Brought up to date when read (a scrape, `get()`): see `decided`.
+      collect() {
+        for (const [stage, n] of uncounted)
+          if (n > 0) {
+            this.inc({ stage }, n);
+            uncounted.set(stage, 0);
+          }
+      },
     });
     this.errors = new Counter({
       name: 'lora_router_errors_total',

@@ -143,12 +143,15 @@ export async function admit(
       admitWork(lease.id, false);
     }
     if (rt.store.mode) setup.lastReplica.remember(adapterName, replica.url);
-    rt.metrics.decisions.inc({ stage: decision.stage });
+    rt.metrics.decided(decision.stage);
     rt.metrics.recent.record('requests', rt.clock.now());
+    const target = setup.targets.get(replica.url)!;
     return {
       kind: 'proxy',
       url: replica.url,
-      ...setup.targets.get(replica.url)!,
+      host: target.host,
+      port: target.port,
+      https: target.https,
       leaseId: lease.id,
       stage: decision.stage,
       adapter: adapterName,

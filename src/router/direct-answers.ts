@@ -72,15 +72,26 @@ export function checkContext(
 
 /** Refuses the replicas' management paths, and methods a path does not take. */
 export async function checkPath(req: RouteRequest): Promise<PathClass> {
+  const cls = pathClassNow(req);
+  if (cls !== undefined) return cls;
+  const path = classifyPath(req.path);
+  const allow = allowedMethods(path)!;
+  const method = (await req.method!()).toUpperCase();
+  if (!allow.includes(method)) throw errors.methodNotAllowed(method, allow);
+  return path;
+}
+
+/**
+ * `checkPath` without a PDK call: the path's class, the management paths refused, or undefined
+ * where the method decides (`/v1/models`, an inference path without a body): then `checkPath`.
+ * A POST with a body, every request's case, awaits nothing.
+ */
+export function pathClassNow(req: RouteRequest): PathClass | undefined {
   const cls = classifyPath(req.path);
   if (cls === 'admin') {
     throw errors.forbidden('This path manages the replicas and is not available through the gateway.');
   }
   const allow = allowedMethods(cls);
   const bodyless = req.body === undefined || req.body === null || req.body.length === 0;
-  if (allow && req.method && (cls === 'models' || cls === 'model' || bodyless)) {
-    const method = (await req.method()).toUpperCase();
-    if (!allow.includes(method)) throw errors.methodNotAllowed(method, allow);
-  }
-  return cls;
+  return allow && req.method && (cls === 'models' || cls === 'model' || bodyless) ? undefined : cls;
 }

@@ -4,16 +4,16 @@ import { RuntimeReplaced } from '../adapters/room';
 import type { AdapterPolicy } from '../adapters/manager';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
-import type { AdapterRef, ReplicaSpec, ReplicaView } from '../fleet/types';
+import type { ReplicaSpec, ReplicaView } from '../fleet/types';
 import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
 import { isHolder, pipelineFor, SchedulingPipeline } from '../scheduler/pipeline';
 import { PrefixIndex } from '../scheduler/prefix-index';
 import type { SchedulingContext, SchedulingPolicy } from '../scheduler/types';
-import { estimateTokens, type TokenEstimate } from '../work/estimate';
+import { estimateTokens } from '../work/estimate';
 import { admit, type AdmissionSetup } from './admission';
 import { spendColdLoad, type ColdLoadBudget } from './cold-budget';
-import { answerModels, checkContext, checkPath } from './direct-answers';
+import { answerModels, checkContext, checkPath, pathClassNow } from './direct-answers';
 import { giveBack, LastReplicas, type GuessedLease } from './guessed-lease';
 import { releaseLease } from './log-phase';
 import type { RouteOutcome, RouteRequest } from './outcome';
@@ -22,10 +22,10 @@ import { predictFor } from './prediction';
 import { targetOf } from './proxied-request';
 import { RefusalLog } from './refusal-log';
 import { adapterPolicyOf, coldBudgetOf, registerConfiguration, schedulingPolicy } from './registration';
-import { parseBody, promptText, type ParsedBody } from './request';
+import { parseBody, promptText } from './request';
 import { RoomWait } from './room-wait';
 import { HeldClasses, SloClasses } from './slo-class';
-import { refreshIfStale } from './stale-refresh';
+import { needsRefresh, refreshIfStale } from './stale-refresh';
 
 export type { RouteOutcome, RouteRequest } from './outcome';
 
@@ -50,6 +50,8 @@ export class RouterService {
   private readonly policy: SchedulingPolicy;
   private readonly adapterPolicy: AdapterPolicy;
   private readonly ready: Promise<void>;
+  /** `ready` has resolved: a request then awaits nothing for it (a microtask hop less, every request). */
+  private registered = false;
   private readonly coldBudget: ColdLoadBudget;
   /** `slo_classes`: each request's objective and priority. */
   readonly classes: SloClasses;
@@ -111,6 +113,8 @@ export class RouterService {
       specs: this.specs,
       policy: this.policy,
       adapterPolicy: this.adapterPolicy,
+    }).then(() => {
+      this.registered = true;
     });
   }
 
@@ -170,8 +174,9 @@ export class RouterService {
     wait: RoomWait,
     budget: { spent: boolean },
   ): Promise<RouteOutcome> {
-    const cls = await checkPath(req);
-    await this.ready;
+    // Awaited only where something is pending: the method (a PDK call), the registration.
+    const cls = pathClassNow(req) ?? (await checkPath(req));
+    if (!this.registered) await this.ready;
     if (cls === 'models' || cls === 'model')
       return answerModels(rt, req.path, cls, {
         baseModel: this.config.base_model,
@@ -209,84 +214,60 @@ export class RouterService {
       guess.held = { lease: t.lease, state: t.state };
       first = t.views;
     } else first = await rt.store.views(this.urls, adapter, false);
+    // One async step for the decision on the first views (no second function, no argument object).
     try {
-      return await this.decideOn(rt, req, wait, budget, {
-        parsed,
-        tokens,
-        resolved,
-        adapter,
-        ctx,
-        guess,
-        first,
-      });
+      const views = needsRefresh(this.config, rt.clock.now(), first)
+        ? await refreshIfStale(this.fleet, rt, first, adapter, false)
+        : first;
+      if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
+        throw errors.modelNotFound(resolved.adapter.name);
+      }
+      // No load will ever bring it: a retry cannot succeed, unlike no_replica's.
+      if (resolved.kind === 'on-demand' && !this.loads && !views.some(isHolder))
+        throw errors.adapterLoadingDisabled(resolved.adapter.name);
+      if (tokens) checkContext(rt, tokens, resolved, views, this.config.max_loaded_adapters);
+      // Only the prefix index reads the prompt: the scorer, and the prediction's prefix credit.
+      const prompt =
+        this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
+      if (tokens && this.config.saturation_mode === 'predicted')
+        predictFor(rt, ctx, tokens, resolved, prompt, adapter?.name, this.prefixIndex, this.config);
+      // A request spends the cold-load budget once, however often escalation sends it to ensure.
+      const spend = async () => {
+        if (budget.spent || resolved.kind !== 'on-demand') return;
+        await spendColdLoad(rt, this.coldBudget, resolved.adapter.name, req.consumer);
+        budget.spent = true;
+      };
+      // The longest prompt of a batch: vLLM checks each on its own (src/work/estimate.ts).
+      const contextTokens = tokens ? tokens.longestPromptTokens + (tokens.maxTokens ?? 1) : undefined;
+      if (contextTokens !== undefined) ctx.contextOf = (url) => rt.poller.maxModelLen.get(url);
+      // The guessed lease goes back as soon as a decision goes elsewhere (before any wait for room).
+      const decided = (url: string) => {
+        if (guess.held && guess.held.lease.lease.url !== url) giveBack(rt, guess);
+      };
+      try {
+        return await this.placement.place(
+          rt,
+          { resolved, adapter, prompt, contextTokens, ctx, views, wait, decided },
+          (decision, queueMs, recheckPlacement, placeHere) =>
+            admit(
+              this.admission,
+              rt,
+              decision,
+              resolved,
+              parsed,
+              ctx.victimCost,
+              { queueMs, until: wait.accessDeadline, recheckPlacement, placeHere, priority: wait.priority },
+              spend,
+              tokens,
+              guess,
+            ),
+        );
+      } finally {
+        wait.leave();
+      }
     } finally {
       giveBack(rt, guess);
-      await guess.givingBack;
-    }
-  }
-
-  /** The decision on the first views, with the guessed lease (if any) in `guess`. */
-  private async decideOn(
-    rt: FleetRuntime,
-    req: RouteRequest,
-    wait: RoomWait,
-    budget: { spent: boolean },
-    d: {
-      parsed: ParsedBody;
-      tokens: TokenEstimate | undefined;
-      resolved: Resolved;
-      adapter: AdapterRef | undefined;
-      ctx: SchedulingContext;
-      guess: GuessedLease;
-      first: ReplicaView[];
-    },
-  ): Promise<RouteOutcome> {
-    const { parsed, tokens, resolved, adapter, ctx, guess } = d;
-    const views = await refreshIfStale(this.fleet, rt, d.first, adapter, false);
-    if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
-      throw errors.modelNotFound(resolved.adapter.name);
-    }
-    // No load will ever bring it: a retry cannot succeed, unlike no_replica's.
-    if (resolved.kind === 'on-demand' && !this.loads && !views.some(isHolder))
-      throw errors.adapterLoadingDisabled(resolved.adapter.name);
-    if (tokens) checkContext(rt, tokens, resolved, views, this.config.max_loaded_adapters);
-    // Only the prefix index reads the prompt: the scorer, and the prediction's prefix credit.
-    const prompt = this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
-    if (tokens && this.config.saturation_mode === 'predicted')
-      predictFor(rt, ctx, tokens, resolved, prompt, adapter?.name, this.prefixIndex, this.config);
-    // A request spends the cold-load budget once, however often escalation sends it to ensure.
-    const spend = async () => {
-      if (budget.spent || resolved.kind !== 'on-demand') return;
-      await spendColdLoad(rt, this.coldBudget, resolved.adapter.name, req.consumer);
-      budget.spent = true;
-    };
-    // The longest prompt of a batch: vLLM checks each on its own (src/work/estimate.ts).
-    const contextTokens = tokens ? tokens.longestPromptTokens + (tokens.maxTokens ?? 1) : undefined;
-    if (contextTokens !== undefined) ctx.contextOf = (url) => rt.poller.maxModelLen.get(url);
-    // The guessed lease goes back as soon as a decision goes elsewhere (before any wait for room).
-    const decided = (url: string) => {
-      if (guess.held && guess.held.lease.lease.url !== url) giveBack(rt, guess);
-    };
-    try {
-      return await this.placement.place(
-        rt,
-        { resolved, adapter, prompt, contextTokens, ctx, views, wait, decided },
-        (decision, queueMs, recheckPlacement, placeHere) =>
-          admit(
-            this.admission,
-            rt,
-            decision,
-            resolved,
-            parsed,
-            ctx.victimCost,
-            { queueMs, until: wait.accessDeadline, recheckPlacement, placeHere, priority: wait.priority },
-            spend,
-            tokens,
-            guess,
-          ),
-      );
-    } finally {
-      wait.leave();
+      if (guess.givingBack) await guess.givingBack;
     }
   }
 

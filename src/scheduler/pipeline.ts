@@ -107,7 +107,10 @@ export class SchedulingPipeline {
   schedule(req: SchedulingRequest, views: readonly ReplicaView[], ctx: SchedulingContext): Decision | null {
     // Indexed loops: a for-of's iterator results are allocated wherever the optimiser does not
     // remove them, and this runs per replica per request (bench/profile-decision.ts counts bytes).
-    let candidates = views.map((v) => toCandidate(v, ctx));
+    // The views completed in place are the candidates: no second array of them per request.
+    // Nothing in the pipeline changes an array it is given (filters return a new one or it).
+    for (let i = 0; i < views.length; i++) toCandidate(views[i]!, ctx);
+    let candidates = views as Candidate[];
     const trail: Decision['filters'] = [];
     let stage: Stage = req.kind === 'on-demand' ? 'any' : req.kind;
     for (let k = 0; k < this.filters.length; k++) {

@@ -82,7 +82,7 @@ function world(opts: {
     },
     current: () => rt,
     metrics: {
-      decisions: { inc: (l: unknown) => w.stages.push(l) },
+      decided: (stage: string) => w.stages.push({ stage }),
       recent: { record: (what: string, at: number) => w.recorded.push([what, at]) },
     },
     log: { warn: () => undefined },

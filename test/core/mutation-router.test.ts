@@ -101,6 +101,28 @@ describe('RouterService', () => {
     await expect(s.router.finish(out.leaseId, 200)).rejects.toThrow(LeaseNotOpen);
   });
 
+  it('counts each decision by its stage once, whenever the metrics are read', async () => {
+    const s = await service();
+    rt = s.rt;
+    const routed = async () => {
+      const out = await s.router.route({ path: '/v1/chat/completions', body: chat('base') });
+      if (out.kind !== 'proxy') throw new Error('not proxied');
+      await s.router.finish(out.leaseId, 200);
+    };
+    await routed();
+    await routed();
+    expect(await s.counter('lora_router_decisions_total')).toContain(
+      'lora_router_decisions_total{stage="base"} 2',
+    );
+    expect(await s.counter('lora_router_decisions_total')).toContain(
+      'lora_router_decisions_total{stage="base"} 2',
+    );
+    await routed();
+    expect(await s.counter('lora_router_decisions_total')).toContain(
+      'lora_router_decisions_total{stage="base"} 3',
+    );
+  });
+
   it('a refusal: its status, OpenAI error body and headers, counted by code, no Retry-After for a 4xx', async () => {
     const s = await service({ max_loaded_adapters: 0 });
     rt = s.rt;
