@@ -172,6 +172,39 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.beginUnload(U, 'c', 14, TTL, 'w', 3)).not.toBeNull();
   });
 
+  it('a room made for another adapter holds a free slot until its TTL', async () => {
+    // Limit 3, a b c loaded: b unloaded for y (a 200-ms room), c for z (TTL): 1 of 3, both free slots
+    // held, so an unload of a for x goes; once y's room is past its TTL, one slot is free: refused.
+    const s = await store();
+    for (const [i, name] of ['a', 'b', 'c'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    for (const [i, [name, room, ttl]] of [
+      ['b', 'y', 200],
+      ['c', 'z', TTL],
+    ].entries()) {
+      const u = await s.beginUnload(U, name as string, 6 + i * 2, ttl as number, room as string, 3);
+      expect(await s.finishUnload(U, name as string, u!, true, 7 + i * 2)).toBe(true);
+    }
+    const ua = await s.beginUnload(U, 'a', 10, TTL, 'x', 3);
+    expect(ua).not.toBeNull();
+    expect(await s.finishUnload(U, 'a', ua!, false, 11)).toBe(true); // the replica ran a request on a
+    if (kind === 'redis') await new Promise((r) => setTimeout(r, 400));
+    expect(await s.beginUnload(U, 'a', 409, TTL, 'x', 3)).toBeNull();
+  });
+
+  it('a room made for an adapter that is resident (a poll found it) holds no slot', async () => {
+    const s = await store();
+    for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const ub = await s.beginUnload(U, 'b', 6, TTL, 'y', 2);
+    expect(await s.finishUnload(U, 'b', ub!, true, 7)).toBe(true);
+    await settle();
+    const registry = [
+      { name: 'a', path: '/a' },
+      { name: 'y', path: '/y' },
+    ];
+    await s.applySnapshot(U, { at: 20, startedAt: 19, ok: true, registry });
+    expect(await s.beginUnload(U, 'a', 21, TTL, 'x', 2)).toBeNull(); // y holds nothing: 1 of 2
+  });
+
   it('a load of x refused (the replica full) keeps its room: free again when the load that filled it fails', async () => {
     const s = await store();
     for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
