@@ -7,7 +7,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ReplicaHttp } from '../src/backends/http';
 import type { FleetRuntime } from '../src/runtime';
 import type { LoadCall, PlacementSpread } from './invariants';
-import type { RedisLink } from './redis-model';
+import type { LockLife, RedisLink } from './redis-model';
 import { urlParts } from './replicas';
 import type { NodeClock, Scheduler } from './scheduler';
 import type { UnloadCall } from './trim-check';
@@ -37,7 +37,7 @@ export class CallsSeen {
   /** By runtime and fence: the index of its claim in `loadClaims`. */
   private readonly claims = new Map<string, number>();
   /** By runtime, replica and adapter: when the shared store last granted it an unload (its lock). */
-  private readonly unloadGrants = new Map<string, number>();
+  private readonly unloadGrants = new Map<string, { asked: number; lock: LockLife | undefined }>();
   /** By request (arrival number): the adapter it routes, the load its make-room unloads are for. */
   readonly adapterOf = new Map<number, string>();
   /** Load calls sent and not answered yet (any node). */
@@ -70,10 +70,18 @@ export class CallsSeen {
     link.beginLoad = async (url, adapter, at, limit, ttlMs) => {
       const asked = this.sched.now();
       const fence = await beginLoad(url, adapter, at, limit, ttlMs);
+      const lock = fence === null ? undefined : link.lockLife(fence);
       if (fence !== null)
         this.claims.set(
           `${sender}\u0000${fence}`,
-          this.loadClaims.push({ at: asked, url, name: adapter, sender, until: asked + ttlMs }) - 1,
+          this.loadClaims.push({
+            at: asked,
+            url,
+            name: adapter,
+            sender,
+            until: asked + ttlMs,
+            ...(lock ? { lock } : {}),
+          }) - 1,
         );
       return fence;
     };
@@ -87,7 +95,8 @@ export class CallsSeen {
     link.beginUnload = async (url, adapter, ...rest) => {
       const asked = this.sched.now();
       const fence = await begin(url, adapter, ...rest);
-      if (fence !== null) this.unloadGrants.set(`${sender}\u0000${url}\u0000${adapter}`, asked);
+      if (fence !== null)
+        this.unloadGrants.set(`${sender}\u0000${url}\u0000${adapter}`, { asked, lock: link.lockLife(fence) });
       return fence;
     };
   }
@@ -130,7 +139,7 @@ export class CallsSeen {
           wordAt: this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
         });
         const grant = `${sender}\u0000${origin}\u0000${name}`;
-        const grantedAt = this.unloadGrants.get(grant);
+        const granted = this.unloadGrants.get(grant);
         this.unloadGrants.delete(grant);
         const request = routingRequest.getStore();
         const adapter = request === undefined ? undefined : this.adapterOf.get(request);
@@ -142,7 +151,8 @@ export class CallsSeen {
           ...(adapter === undefined ? {} : { for: adapter }),
           proc,
           alone,
-          ...(grantedAt === undefined ? {} : { grantedAt }),
+          ...(granted === undefined ? {} : { grantedAt: granted.asked }),
+          ...(granted?.lock === undefined ? {} : { lock: granted.lock }),
         };
         this.unloadCalls.push(sent);
         const reply = call(method, url, timeoutMs, body);

@@ -56,6 +56,22 @@ export type BudgetOp =
   | { op: 'add'; at: number; key: string; count: number }
   | { op: 'claim'; at: number; request?: number; alone?: true };
 
+/**
+ * A load or unload lock as the server held it, for the checks: granted, then ended (by its holder,
+ * expired, or lost with the state). `seq` orders it among every script either server ran
+ * (`ScriptOrder`): two in the same ms are told apart, as the store saw them.
+ */
+export interface LockLife {
+  at: number;
+  seq: number;
+  /** Server time and order of its end (undefined: still held). */
+  endedAt?: number;
+  endSeq?: number;
+}
+
+/** The order of the scripts both servers ran (one counter for both databases). */
+export type ScriptOrder = { n: number };
+
 /** The server's state: rebuilt from the op log for a restart from a snapshot. */
 class ServerState {
   store = new MemoryFleetStore();
@@ -96,6 +112,8 @@ export class RedisModel {
   readonly registryReads: { url: string; at: number; startedAt: number }[] = [];
   /** By node id: when it last registered a replica here (server time), for the checks. */
   readonly registeredAt = new Map<string, number>();
+  /** By fence: the locks granted (a rebuild does not repeat them), each ended when the server ended it. */
+  private readonly lives = new Map<Fence, LockLife>();
   /** Node ids that left this state (a retired runtime's last prune), acknowledged: a rebuild does not undo it. */
   private readonly left = new Set<string>();
   /**
@@ -108,7 +126,27 @@ export class RedisModel {
     readonly clock: Scheduler,
     readonly config: RedisConfig,
     private readonly random: Random,
+    private readonly order: ScriptOrder = { n: 0 },
   ) {}
+
+  /** The life of the lock granted with `fence` (undefined: none granted outside a rebuild). */
+  lockLife(fence: Fence): LockLife | undefined {
+    return this.lives.get(fence);
+  }
+
+  /** Ends the lock granted with `fence`, if its life is known and open (`seq`: the script that ended it). */
+  private endLock(fence: Fence, seq = ++this.order.n, at = this.clock.now()): void {
+    const l = this.lives.get(fence);
+    if (l && l.endSeq === undefined) {
+      l.endedAt = at;
+      l.endSeq = seq;
+    }
+  }
+
+  /** The state is lost (emptied, or rebuilt from an older copy): every lock granted in it ends. */
+  private endLocks(): void {
+    for (const fence of this.lives.keys()) this.endLock(fence);
+  }
 
   /**
    * A registration's epoch candidate, never handed out twice, as the script's 64 random bits. Not
@@ -153,6 +191,7 @@ export class RedisModel {
   }
 
   flushAll(): void {
+    this.endLocks();
     this.s = new ServerState();
     this.log = [];
     this.snapshots = [];
@@ -188,6 +227,7 @@ export class RedisModel {
 
   private async rebuild(keep: number): Promise<void> {
     const ops = this.log.slice(0, keep);
+    this.endLocks();
     this.s = new ServerState();
     this.log = [];
     this.snapshots = [];
@@ -252,6 +292,9 @@ export class RedisModel {
   /** One script's effect on the state; `c.changed`: its `changed()` calls but those of busy counts reaching 0. */
   private async run(name: string, args: unknown[], c: { changed: number }): Promise<unknown> {
     const s = this.s;
+    // Called at once by `apply`: the order the scripts run in, each script's state change made
+    // before its first await (the store's methods change it synchronously).
+    const seq = ++this.order.n;
     this.log.push({ name, args });
     const st = s.store as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
     switch (name) {
@@ -301,6 +344,7 @@ export class RedisModel {
         for (const [fence, l] of [...s.locks])
           if (l.until <= now || silent.has(l.node)) {
             s.locks.delete(fence);
+            this.endLock(fence, undefined, now);
             // endlock: changed() once the lock still held its adapter. A load is forgotten
             // (`dropres`), not marked gone as a failed load's end marks it: a poll begun before the
             // expiry that lists the adapter adopts it, as in Redis.
@@ -345,6 +389,7 @@ export class RedisModel {
                 args[5] as string | undefined,
                 args[6] as number | undefined,
               );
+        if (f !== null && !this.replaying) this.lives.set(f, { at: this.clock.now(), seq });
         if (f !== null)
           s.locks.set(f, {
             node,
@@ -361,6 +406,7 @@ export class RedisModel {
         const r = await st[name]!.call(s.store, url, adapter, fence, ok, at);
         if (r === true) {
           s.locks.delete(fence);
+          this.endLock(fence, seq);
           c.changed++;
         }
         return r;
@@ -428,6 +474,11 @@ export class RedisLink implements SharedStore {
     private readonly random: Random,
   ) {
     this.heartbeat();
+  }
+
+  /** The life of a lock the server granted (what the checks read; no call, no fault). */
+  lockLife(fence: Fence): LockLife | undefined {
+    return this.server.lockLife(fence);
   }
 
   get currentEpoch(): string | null {

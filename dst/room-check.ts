@@ -16,7 +16,11 @@
  * deciding alone unloaded there within `staleMs` before its grant, or after the shared state was
  * emptied since its grant, or restored from an older copy or moved by a record change within
  * `staleMs` before it, or granted after a restart of the replica forgot adapters loaded there and
- * before a registry read answered (the store's count may then be above the registry). Narrower than the trim's
+ * before a registry read answered (the store's count may then be above the registry). Loads the store
+ * counted and rooms it kept at the grant are read in the order it ran its scripts (the locks' lives
+ * the model records), not by when the calls were sent: a failed load's end sent before a grant can
+ * run after it (seed 501915), and a dead process's unload lock lasts until the node is found silent
+ * (seed 640336). Narrower than the trim's
  * excuses, which excused every break the reverted fix made in seeds 1-20000 (2767, 5273, 9117): a
  * node deciding alone elsewhere begins no unload and its loads only add; an emptied state brings
  * back no lock.
@@ -60,13 +64,16 @@ export function roomOverMade(
   const occupied = new Set(under.map((c) => c.name));
   // Slots the store granted loads there and still counted at the grant, their call not sent yet,
   // never sent (its process died: the lock lasts its TTL, seed 494165), or failed and not yet
-  // ended by its holder (seeds 500849, 501915): the store counts a load from its claim to its end.
-  const claimed = claimedAt(e.url, from, e.at, calls.claims ?? []).filter((n) => !occupied.has(n));
+  // ended: the store counts a load from its claim until it runs the end, which may come after a
+  // grant though its holder sent it before (seeds 500849, 501915). By the order the store ran its
+  // scripts in, where the locks are known (`heldAt`; dst/redis-model.ts `LockLife`), else by time.
+  const seq = call.lock?.seq;
+  const claimed = claimedAt(e.url, from, e.at, calls.claims ?? [], seq).filter((n) => !occupied.has(n));
   for (const n of claimed) occupied.add(n);
   const loading = under.length + claimed.length;
   // One slot per adapter being made room for (itself included), less those whose load is under
   // way there, counted above: a second request for x unloading for x's one load makes no room.
-  const rooms = roomsMaking(e.url, from, e.at, calls, occupied);
+  const rooms = roomsMaking(e.url, from, e.at, calls, occupied, seq);
   if (!occupied.has(roomFor(call))) rooms.add(roomFor(call));
   if (e.loaded + loading + rooms.size >= max) return undefined;
   return (

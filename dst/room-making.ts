@@ -5,6 +5,7 @@
  * loaded there just before, which makes room for no load to come.
  */
 import type { LoadCall } from './invariants';
+import type { LockLife } from './redis-model';
 import type { UnloadCall } from './trim-check';
 
 /**
@@ -23,15 +24,38 @@ export interface LoadClaim {
   until: number;
   /** When its holder asked the store to end it (undefined: not yet, or never: its process died). */
   endedAt?: number;
+  /** Its lock as the shared store held it, granted and ended (undefined: not known). */
+  lock?: LockLife;
 }
 
 /**
- * The adapters whose load slot on `url` the store held at `from` (granted by then and by `to`, not
- * ended nor past its TTL before `from`): one each, however many claims.
+ * Whether the store held `lock` when it ran the script `seq`: granted before, not ended before.
+ * By the scripts' order, not their times: the store's count changes at its scripts, which a
+ * holder's call reaches a trip after it was sent (seed 501915: a failed load's end sent at 3,097
+ * ms ran at 3,099 ms, after another node's make-room unload, which the store judged full).
  */
-export function claimedAt(url: string, from: number, to: number, claims: readonly LoadClaim[]): string[] {
+export const heldAt = (lock: LockLife, seq: number): boolean =>
+  lock.seq < seq && (lock.endSeq ?? Infinity) > seq;
+
+/**
+ * The adapters whose load slot on `url` the store held at `from` (granted by then and by `to`, not
+ * ended nor past its TTL before `from`): one each, however many claims. With `seq` (the script
+ * that granted the unload judged), a claim whose lock is known is held if the store held that lock
+ * then.
+ */
+export function claimedAt(
+  url: string,
+  from: number,
+  to: number,
+  claims: readonly LoadClaim[],
+  seq?: number,
+): string[] {
   const held = claims.filter(
-    (c) => c.url === url && c.at <= Math.min(from, to) && Math.min(c.endedAt ?? Infinity, c.until) >= from,
+    (c) =>
+      c.url === url &&
+      (seq !== undefined && c.lock
+        ? heldAt(c.lock, seq)
+        : c.at <= Math.min(from, to) && Math.min(c.endedAt ?? Infinity, c.until) >= from),
   );
   return [...new Set(held.map((c) => c.name))];
 }
@@ -78,12 +102,20 @@ export function roomsMaking(
   to: number,
   calls: RoomCalls,
   occupied: ReadonlySet<string> = new Set(),
+  seq?: number,
 ): Set<string> {
   const rooms = new Set<string>();
   for (const c of calls.unloads ?? []) {
     if (c.url !== url || grantedAt(c) > to || !makesRoom(c, calls.loads)) continue;
     const room = roomFor(c);
     if (rooms.has(room) || occupied.has(room)) continue;
+    // Its lock still held by the store at the grant (`seq`): it counted the adapter there as
+    // unloading, its slot to come for this room, even if its sender has died since (the lock lasts
+    // until the node is found silent or its TTL passes: seed 640336).
+    if (seq !== undefined && c.lock && heldAt(c.lock, seq)) {
+      rooms.add(room);
+      continue;
+    }
     if ((c.endedAt ?? Infinity) >= from) {
       rooms.add(room);
       continue;

@@ -18,6 +18,7 @@
  * 125407's break stays caught).
  */
 
+import type { LockLife } from './redis-model';
 import { grantedAt, roomsMaking, type RoomCalls } from './room-making';
 
 /** An unload call as a runtime's HTTP sent it (dst/calls-seen.ts). */
@@ -37,6 +38,8 @@ export interface UnloadCall {
   grantedAt?: number;
   /** When its sender had the answer or gave up (undefined: still waiting). */
   endedAt?: number;
+  /** Its lock as the shared store held it (undefined: not known, e.g. a hand-made log). */
+  lock?: LockLife;
 }
 
 /** A replica's answer to an unload (AdapterLogEntry), with its replica. */

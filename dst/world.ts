@@ -93,7 +93,10 @@ export class World {
     });
     samplesOnly(schedule.seed, this.replicas);
     this.calls = new CallsSeen(this.sched, () => this.degraded());
-    this.redis = [0, 1].map((db) => new RedisModel(this.sched, redisConfig(this.w, db, 0), this.random));
+    const order = { n: 0 };
+    this.redis = [0, 1].map(
+      (db) => new RedisModel(this.sched, redisConfig(this.w, db, 0), this.random, order),
+    );
     this.nodes = new NodeProcesses({
       sched: this.sched,
       random: this.random,

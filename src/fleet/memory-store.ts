@@ -323,7 +323,16 @@ export class MemoryFleetStore implements FleetStore {
       if (trim && limit !== Infinity && r.residentCount - trimming - loading <= limit) return null;
       // The room made for it is still free (no other load took it, the replica not over its limit).
       const free = r.residentCount - trimming < limit;
-      if ((this.roomMade.get(url)?.get(forAdapter) ?? -Infinity) > at && free) return null;
+      const made = this.roomMade.get(url);
+      if ((made?.get(forAdapter) ?? -Infinity) > at && free) return null;
+      // A slot is free that no room made for another adapter holds (a load that filled the replica
+      // failed after the caller read it full: dst seeds 708211, 848577): load into it, unload nothing.
+      if (!trim && limit !== Infinity) {
+        let held = 0;
+        for (const [name, until] of made ?? [])
+          if (name !== forAdapter && until > at && !r.residency.has(name)) held++;
+        if (r.residentCount - trimming + held < limit) return null;
+      }
     }
     if (ttlMs !== undefined) this.unloadTtls.set(`${url}\u0000${adapter}`, ttlMs);
     const fence = (this.lastFence = nextFence(this.lastFence, at));

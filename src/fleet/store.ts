@@ -57,8 +57,11 @@ export interface FleetStore {
    * `max_loaded_adapters`, as for beginLoad) non-static adapters occupy the replica, loading and
    * unloading included, save those a trim (a `forAdapter` starting with NUL) is unloading. One
    * unload per load; a replica filled by another load, or over its limit, lets the next unload for
-   * it go. Without `limit` a made room refuses until its TTL. A trim given `limit` is null unless that
-   * count (its trims under way left out) is above it: down to the limit, not below (a stale reading).
+   * it go. Without `limit` a made room refuses until its TTL. Given `limit`, also null while that
+   * count, plus the live rooms made for other adapters not resident there, is below it: a slot is
+   * free, which the caller loads into (a load that filled the replica failed after its read). A trim
+   * given `limit` is null unless that count (its trims under way left out) is above it: down to the
+   * limit, not below (a stale reading).
    */
   beginUnload(
     url: string,

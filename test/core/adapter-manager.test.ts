@@ -259,6 +259,23 @@ describe('AdapterManager: the replica has the last word on unloads', () => {
     expect(api.calls).toEqual(['load a', 'load b', 'activity', 'unload a', 'load c']);
   });
 
+  it('loads into the slot a failed load gave back after its read, unloading nothing', async () => {
+    // Dst seeds 708211 and 848577: y read the replica full (a loaded, another node's x loading); x's
+    // load failed before y asked to unload a. The store refuses that unload (a slot is free): y
+    // waits for room as for busy victims, reads again and loads, where it unloaded a (a slot left empty).
+    const { api, ensure, settle, store, clock } = await reportingSetup();
+    const p = policy();
+    await settle(ensure('a', p));
+    const x = await store.beginLoad(U, 'x', clock.now(), 2);
+    const begin = store.beginUnload.bind(store);
+    store.beginUnload = async (...args) => {
+      await store.finishLoad(U, 'x', x!, false, clock.now());
+      return begin(...args);
+    };
+    expect(await settle(ensure('y', p))).toBe('loaded');
+    expect(api.calls).toEqual(['load a', 'load y']);
+  });
+
   it('passes over a victim the replica reports running or waiting (no lease holds it) for another idle one', async () => {
     const { api, ensure, settle, store } = await reportingSetup();
     await settle(ensure('a'));

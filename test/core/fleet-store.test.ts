@@ -139,6 +139,72 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.beginUnload(U, 'b', 10, TTL, 'x', 2)).toBeNull();
   });
 
+  it('refuses an unload for y while a slot is free that no room holds: a load that filled the replica failed', async () => {
+    // Dst seeds 708211 and 848577: y's request read the replica full while x loaded, x's load failed
+    // and its end reached the store first; the unload for y left a slot empty beside the one x gave back.
+    const s = await store();
+    expect(await loadOn(s, 'a', 1)).toBe(true);
+    const x = await s.beginLoad(U, 'x', 3, 2, TTL); // fills the replica (limit 2)
+    expect(await s.finishLoad(U, 'x', x!, false, 4)).toBe(true); // and fails: 1 of 2
+    expect(await s.beginUnload(U, 'a', 5, TTL, 'y', 2)).toBeNull();
+    expect(await s.beginUnload(U, 'a', 5, TTL, 'y', 3)).toBeNull();
+    // Full again (z took the slot): the unload for y goes. A trim's count is its own (below).
+    expect(await loadOn(s, 'z', 6)).toBe(true);
+    expect(await s.beginUnload(U, 'a', 8, TTL, 'y', 2)).not.toBeNull();
+  });
+
+  it('counts a slot free for y only if no room made for another adapter holds it', async () => {
+    // Limit 3, a b c loaded: x's room (a unloaded) holds the one free slot, so an unload for y
+    // goes; then both free slots are held (x's, y's), and a third adapter's unload goes too. A room
+    // whose load began holds nothing more (its load counts), nor one past its TTL.
+    const s = await store();
+    for (const [i, name] of ['a', 'b', 'c'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL, 'x', 3);
+    expect(await s.finishUnload(U, 'a', ua!, true, 7)).toBe(true);
+    const ub = await s.beginUnload(U, 'b', 8, TTL, 'y', 3);
+    expect(ub).not.toBeNull();
+    expect(await s.finishUnload(U, 'b', ub!, true, 9)).toBe(true);
+    const x = await s.beginLoad(U, 'x', 10, 3, TTL);
+    expect(x).not.toBeNull();
+    expect(await s.finishLoad(U, 'x', x!, false, 11)).toBe(true); // x's slot free again, held by no room
+    expect(await s.beginUnload(U, 'c', 12, TTL, 'w', 3)).toBeNull();
+    expect(await s.beginLoad(U, 'v', 13, 3, TTL)).not.toBeNull(); // takes it: c and v, y's room
+    expect(await s.beginUnload(U, 'c', 14, TTL, 'w', 3)).not.toBeNull();
+  });
+
+  it('a room made for another adapter holds a free slot until its TTL', async () => {
+    // Limit 3, a b c loaded: b unloaded for y (a 200-ms room), c for z (TTL): 1 of 3, both free slots
+    // held, so an unload of a for x goes; once y's room is past its TTL, one slot is free: refused.
+    const s = await store();
+    for (const [i, name] of ['a', 'b', 'c'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    for (const [i, [name, room, ttl]] of [
+      ['b', 'y', 200],
+      ['c', 'z', TTL],
+    ].entries()) {
+      const u = await s.beginUnload(U, name as string, 6 + i * 2, ttl as number, room as string, 3);
+      expect(await s.finishUnload(U, name as string, u!, true, 7 + i * 2)).toBe(true);
+    }
+    const ua = await s.beginUnload(U, 'a', 10, TTL, 'x', 3);
+    expect(ua).not.toBeNull();
+    expect(await s.finishUnload(U, 'a', ua!, false, 11)).toBe(true); // the replica ran a request on a
+    if (kind === 'redis') await new Promise((r) => setTimeout(r, 400));
+    expect(await s.beginUnload(U, 'a', 409, TTL, 'x', 3)).toBeNull();
+  });
+
+  it('a room made for an adapter that is resident (a poll found it) holds no slot', async () => {
+    const s = await store();
+    for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    const ub = await s.beginUnload(U, 'b', 6, TTL, 'y', 2);
+    expect(await s.finishUnload(U, 'b', ub!, true, 7)).toBe(true);
+    await settle();
+    const registry = [
+      { name: 'a', path: '/a' },
+      { name: 'y', path: '/y' },
+    ];
+    await s.applySnapshot(U, { at: 20, startedAt: 19, ok: true, registry });
+    expect(await s.beginUnload(U, 'a', 21, TTL, 'x', 2)).toBeNull(); // y holds nothing: 1 of 2
+  });
+
   it('a load of x refused (the replica full) keeps its room: free again when the load that filled it fails', async () => {
     const s = await store();
     for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
@@ -192,12 +258,18 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
   });
 
   it('a load of another adapter that leaves room keeps the room made for x', async () => {
+    // Limit 3, a b c loaded: rooms made for x and for z (1 of 3), then y loads into one of them.
     const s = await store();
-    for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
-    const ua = await s.beginUnload(U, 'a', 6, TTL, 'x', 3);
-    expect(await s.finishUnload(U, 'a', ua!, true, 7)).toBe(true);
-    expect(await s.beginLoad(U, 'y', 8, 3, TTL)).not.toBeNull(); // limit 3: a slot is left, for x
-    expect(await s.beginUnload(U, 'b', 10, TTL, 'x', 3)).toBeNull();
+    for (const [i, name] of ['a', 'b', 'c'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
+    for (const [i, [name, room]] of [
+      ['a', 'x'],
+      ['b', 'z'],
+    ].entries()) {
+      const u = await s.beginUnload(U, name!, 6 + i * 2, TTL, room, 3);
+      expect(await s.finishUnload(U, name!, u!, true, 7 + i * 2)).toBe(true);
+    }
+    expect(await s.beginLoad(U, 'y', 10, 3, TTL)).not.toBeNull(); // a slot is left, for x
+    expect(await s.beginUnload(U, 'c', 11, TTL, 'x', 3)).toBeNull();
   });
 
   it('a trim under way frees a slot: a second unload for x waits for it while the room made for x is live', async () => {

@@ -73,7 +73,7 @@ it('an unload judged lost in the memory store (a stall after its grant) does not
     { loadTimeoutMs: LOAD_TIMEOUT, isStatic: () => false },
     (v) => v.lastUsed,
     'x',
-    4,
+    1, // a fills the replica: no slot free for x (the store refuses a make-room unload beside one)
   );
   await clock.run();
   expect(await p).toBe(false);

@@ -225,7 +225,38 @@ describe('MemoryFleetStore: room made for one adapter', () => {
     await loaded(t, 'b', 7);
     const x = (await t.beginLoad(U, 'x', 8, 3))!; // begun: its room is gone
     expect(await t.finishLoad(U, 'x', x, false, 9)).toBe(true); // and failed: nothing brings it back
-    expect(await t.beginUnload(U, 'b', 10, TTL, 'x', 3)).not.toBeNull();
+    // No limit: the room alone would refuse it (under 3, the free slots refuse any unload for x).
+    expect(await t.beginUnload(U, 'b', 10, TTL, 'x')).not.toBeNull();
+  });
+
+  it('a slot free for x is held only by a live room for another adapter not resident yet', async () => {
+    // Limit 2, a b loaded: b unloaded for y leaves 1 of 2, the free slot y's: an unload of a for x
+    // goes. Once y's room is past its TTL, or y is resident (a poll adopted it), the slot is free.
+    for (const [at, adopt] of [
+      [60, false],
+      [200, false],
+      [60, true],
+    ] as const) {
+      const s = await store();
+      for (const n of ['a', 'b']) await loaded(s, n, 1);
+      const u = (await s.beginUnload(U, 'b', 2, TTL, 'y', 2))!;
+      await s.finishUnload(U, 'b', u, true, 3); // room for y until 103
+      // Adopted at start-up (static: no slot), the room's adapter holds nothing.
+      if (adopt)
+        await s.applySnapshot(
+          U,
+          poll(50, {
+            registry: [
+              { name: 'a', path: '/a' },
+              { name: 'y', path: '/y' },
+            ],
+          }),
+        );
+      if (adopt) expect(await states(s)).toEqual({ a: 'loaded', y: 'static' });
+      const next = await s.beginUnload(U, 'a', at, TTL, 'x', 2);
+      if (at < 103 && !adopt) expect(next).not.toBeNull();
+      else expect(next).toBeNull();
+    }
   });
 
   it("only a trim's unload under way is left out of the count: another adapter's, or one for no one, fills x's room", async () => {

@@ -90,6 +90,26 @@ describe('the simulated Redis publishes "changed" where the scripts call changed
     return n;
   }
 
+  it("records each lock's life in the scripts' order: ended by its holder, by the expiry, or with the state", async () => {
+    // The room check reads the store's counts by these lives (seeds 501915, 640336): a failed load's
+    // end runs after a grant it was sent before; a dead node's unload lock lasts until it is found silent.
+    const m = model();
+    await registered(m);
+    await m.apply('heartbeat', ['n0', 0]);
+    await m.apply('heartbeat', ['n1', 2900]);
+    const load = (await m.apply('beginLoad', [URL, 'chat', 10, 8000, 'n1', 2])) as number;
+    await m.apply('finishLoad', [URL, 'chat', load, true, 20]);
+    const other = (await m.apply('beginLoad', [URL, 'code', 30, 8000, 'n1', 2])) as number;
+    const u = (await m.apply('beginUnload', [URL, 'chat', 40, 8000, 'n0', 'x', 2])) as number;
+    const [l, ul, ol] = [m.lockLife(load)!, m.lockLife(u)!, m.lockLife(other)!];
+    expect(l.endSeq! > l.seq && ol.seq > l.endSeq! && ul.seq > ol.seq).toBe(true);
+    expect([ul.endSeq, ol.endSeq]).toEqual([undefined, undefined]);
+    await m.apply('expireLeases', [3000, 4000, NODE_TTL, 60_000]); // n0 silent: its unload lock ends
+    expect([ul.endedAt, ol.endSeq]).toEqual([3000, undefined]);
+    m.flushAll(); // the state lost: every lock in it ends
+    expect(ol.endSeq! > ul.endSeq!).toBe(true);
+  });
+
   it('a lease taken publishes nothing; released, only the last of its adapter on the replica does', async () => {
     const m = model();
     await registered(m);

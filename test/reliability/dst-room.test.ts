@@ -423,6 +423,125 @@ describe('a load slot the store granted counts until its holder ends it (seed 49
   }, 30_000);
 });
 
+describe("by the store's order, not the calls' times (seeds 501915, 500849, 640336)", () => {
+  // Seed 501915's shape: code loaded (1 of 2). Request 10's load of a failed at once; its holder
+  // sent the claim's end at 3097, which the store ran at 3099 (script 21), after request 12's
+  // make-room unload for team,a (script 20), judged on code + a = 2 of 2.
+  const failedClaimEnd = (endSeq: number): Setup => ({
+    log: [load(1300, 'code', 1), unload(3106, 'code', 0)],
+    loads: [
+      {
+        at: 3097,
+        url: URL,
+        name: 'a',
+        proc: 'n1g0',
+        sender: 'n1g0r0',
+        alone: false,
+        request: 10,
+        endedAt: 3097,
+      },
+    ],
+    claims: [
+      {
+        at: 3095,
+        url: URL,
+        name: 'a',
+        sender: 'n1g0r0',
+        until: 3095 + 11_000,
+        endedAt: 3097,
+        lock: { at: 3095, seq: 10, endedAt: 3099, endSeq },
+      },
+    ],
+    unloads: [
+      {
+        at: 3101,
+        grantedAt: 3099,
+        endedAt: 3106,
+        url: URL,
+        name: 'code',
+        request: 12,
+        for: 'team,a',
+        alone: false,
+        lock: { at: 3099, seq: 20, endedAt: 3106, endSeq: 30 },
+      },
+    ],
+    decided: { 10: 3100 },
+  });
+
+  it("a failed load's end sent before the grant and run by the store after it counts the slot: holds", () => {
+    expect(broken(failedClaimEnd(21))).toBeUndefined();
+  });
+
+  it('one the store ran before the grant, in the same ms, counts none (seed 708211): broken', () => {
+    expect(broken(failedClaimEnd(19))?.invariant).toBe(ROOM);
+  });
+
+  // Seed 640336's shape: math and team (loading) on the replica, limit 2. Request 5 (node 0)
+  // unloaded math for sql at 708, and its process restarted at 710 before it ended the unload's
+  // lock: the store counts math unloading, the room for sql, until it finds the node silent.
+  // Request 10, for a, granted team's unload at 1224 on that count.
+  const deadRoom = (endSeq?: number): Setup => ({
+    log: [load(364, 'math', 1), unload(708, 'math', 0), load(757.8, 'team', 1), unload(1228, 'team', 0)],
+    loads: [
+      {
+        at: 164,
+        url: URL,
+        name: 'math',
+        proc: 'n0g0',
+        sender: 'n0g0r0',
+        alone: false,
+        request: 2,
+        endedAt: 364,
+      },
+      {
+        at: 535,
+        url: URL,
+        name: 'team',
+        proc: 'n2g0',
+        sender: 'n2g0r0',
+        alone: false,
+        request: 4,
+        endedAt: 757.8,
+      },
+    ],
+    unloads: [
+      {
+        at: 706,
+        grantedAt: 702,
+        endedAt: 710,
+        url: URL,
+        name: 'math',
+        request: 5,
+        for: 'sql',
+        proc: 'n0g0',
+        alone: false,
+        lock: { at: 704, seq: 10, ...(endSeq === undefined ? {} : { endedAt: 2800, endSeq }) },
+      },
+      {
+        at: 1228,
+        grantedAt: 1224,
+        url: URL,
+        name: 'team',
+        request: 10,
+        for: 'a',
+        proc: 'n1g0',
+        alone: false,
+        lock: { at: 1225, seq: 40 },
+      },
+    ],
+    decided: { 5: 710 },
+  });
+
+  it('the room of a make-room unload whose lock the store still held at the grant counts, its sender dead: holds', () => {
+    expect(broken(deadRoom())).toBeUndefined();
+    expect(broken(deadRoom(50))).toBeUndefined();
+  });
+
+  it('not once the store ended that lock before the grant (the node found silent): broken', () => {
+    expect(broken(deadRoom(30))?.invariant).toBe(ROOM);
+  });
+});
+
 describe("8196ff3's break planted in the real code", () => {
   const beginUnload = MemoryFleetStore.prototype.beginUnload;
   afterEach(() => {

@@ -38,8 +38,9 @@ return 1`,
   /**
    * url, adapter, at, ttl, node, for ('' none), limit ('' none) -> fence or nil (busy on any node,
    * static, absent or moving; or made room for an adapter that is resident already, has an unload
-   * under way, or has the room an ended unload made still free; a trim, at or below the limit; or
-   * the state was begun anew within its grace, see upsert)
+   * under way, or has the room an ended unload made still free, or finds a slot free that no room
+   * made for another adapter holds; a trim, at or below the limit; or the state was begun anew within
+   * its grace, see upsert)
    */
   beginUnload: `
 local url, name, at, ttl, forName = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[7]
@@ -67,8 +68,20 @@ if forName ~= '' then
     and tonumber(redis.call('HGET', rkey(url), 'residents') or '0') - trimming - loading <= limit then return false end
   -- An unload for it ended, its load has not begun, and the room is still free (no other load took
   -- it, the replica is not over the limit): one unload per load.
+  local residents = tonumber(redis.call('HGET', rkey(url), 'residents') or '0')
   if tonumber(redis.call('HGET', P .. 'made:' .. url, forName) or '0') > now_ms()
-    and tonumber(redis.call('HGET', rkey(url), 'residents') or '0') - trimming < limit then return false end
+    and residents - trimming < limit then return false end
+  -- A slot is free that no room made for another adapter holds (a load that filled the replica
+  -- failed after the caller read it full: dst seeds 708211, 848577): load into it, unload nothing.
+  if string.byte(forName, 1) ~= 0 and limit ~= math.huge then
+    local held = 0
+    local made = redis.call('HGETALL', P .. 'made:' .. url)
+    for i = 1, #made, 2 do
+      if made[i] ~= forName and tonumber(made[i + 1]) > now_ms()
+        and redis.call('HEXISTS', reskey(url), made[i]) == 0 then held = held + 1 end
+    end
+    if residents - trimming + held < limit then return false end
+  end
 end
 local fence = newfence()
 putres(url, name, {state = 'unloading', since = at, lastUsed = res.lastUsed, fence = fence, ['for'] = forName, ttl = ttl})
