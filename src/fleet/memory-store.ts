@@ -84,6 +84,19 @@ export class MemoryFleetStore implements FleetStore {
     return down;
   }
 
+  /**
+   * The replicas this store has polled up, each as an up verdict (no figures) begun when its
+   * newest poll here began: a node back from deciding alone hands them on too, or the shared
+   * store kept a down it heard before the node was cut off (dst seed 503368).
+   */
+  seenUp(now: number): { url: string; snapshot: ReplicaSnapshot }[] {
+    const up: { url: string; snapshot: ReplicaSnapshot }[] = [];
+    for (const [url, r] of this.replicas)
+      if (r.health === 'up' && r.checkedAt !== null)
+        up.push({ url, snapshot: { at: now, startedAt: r.scrapedAt, ok: true, verdictOnly: true } });
+    return up;
+  }
+
   /** The views, then the lease, with nothing between (no await): the Redis script's twin. */
   async viewsAndLease(
     urls: readonly string[],
@@ -153,6 +166,7 @@ export class MemoryFleetStore implements FleetStore {
     r.health = 'up';
     r.lastError = undefined;
     r.passiveFailures = 0;
+    if (s.verdictOnly) return;
     r.snapshotAt = s.at;
     if (s.load && s.load.activeAdapters.length > 0) this.leases.renew(url, s.load.activeAdapters, s.at);
     if (s.load) {

@@ -293,6 +293,18 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     });
   });
 
+  it('an up verdict without figures (a node back from deciding alone) brings the replica up, its figures as old as they were', async () => {
+    // dst seed 503368: the store kept a down from before the node was cut off, older than its up poll.
+    const s = await store();
+    await s.applySnapshot(U, { at: 4, startedAt: 3, ok: true, load, registry: [] });
+    await settle();
+    await s.applySnapshot(U, { at: 6, startedAt: 5, ok: false, error: 'GET /metrics: 500' });
+    await settle();
+    await s.applySnapshot(U, { at: 9, startedAt: 8, ok: true, verdictOnly: true });
+    const [v] = await s.views([U]);
+    expect(v).toMatchObject({ health: 'up', snapshotAt: 4, waiting: 2, running: 1 });
+  });
+
   it('a load sent before the first registry read (an emptied state) leaves the start-up adapters static', async () => {
     // Seeds 362 and 408 of the simulation: after FLUSHALL a load on the replica came before the
     // first poll, and that poll counted the replica's start-up `sql,chat` as loaded; a trim unloaded it.

@@ -2447,3 +2447,45 @@ describe('requests on their way the simulation found', () => {
     );
   }, 30_000);
 });
+
+describe('a replica seen down gets no request: a node back from deciding alone hands on what it polled up', () => {
+  // Seed 503368 (--keep 7,9,10,12,13,16,17,21,22,23; the router's): node 2 polls replica-0 down in
+  // its restart (628-1,440 ms), the last poll Redis hears before the partition (1,006-3,545 ms);
+  // every node then polls replica-0 up and replica-1 down (500s from 1,984 ms) in its local store
+  // alone. Back on Redis (~4,060-4,080 ms) the nodes pushed their downs but not their ups: Redis
+  // read both down, the health filter failed open, and a request waiting for room went to replica-1
+  // (full schedule: node 0 at 4,085 ms, 2,101 ms into its outage; this one: node 2 at 4,076 ms,
+  // 2,092 ms). The ups are handed on too now.
+  it('seed 503368: a replica polled up while cut off reads up once back, not the down Redis heard before', async () => {
+    await holds(
+      503368,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        loadMs: 1500,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 4073,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 573, kind: 'flushall' },
+        { at: 573, kind: 'request', node: 0, adapter: 8, tokens: 1, prompt: 1576 },
+        { at: 628, kind: 'replica-restart', replica: 0, downMs: 812 },
+        { at: 897, kind: 'request', node: 2, adapter: 8, tokens: 6, prompt: 1904 },
+        { at: 1006, kind: 'partition', node: -1, ms: 2539 },
+        { at: 1267, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 1090 },
+        { at: 1318, kind: 'request', node: 0, adapter: 0, tokens: 2, prompt: 1656 },
+        { at: 1984, kind: 'replica-outage', replica: 1, ms: 2782, mode: 'error500' },
+        { at: 1999, kind: 'slow', node: 2, ms: 232, slowMs: 1025 },
+        { at: 2766, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 1657 },
+      ],
+    );
+  }, 30_000);
+});

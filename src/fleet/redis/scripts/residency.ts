@@ -65,8 +65,11 @@ if not s.ok then
   return 1
 end
 if health == 'down' then event({at = s.at, url = url, adapter = '', op = 'replica-up', result = 'ok'}) end
-redis.call('HSET', r, 'health', 'up', 'passive', 0, 'snapshotAt', s.at)
+redis.call('HSET', r, 'health', 'up', 'passive', 0)
 redis.call('HDEL', r, 'lastError')
+-- An up verdict without its figures (seen-down.ts): they stay as old as they were.
+if s.verdictOnly then return 1 end
+redis.call('HSET', r, 'snapshotAt', s.at)
 if type(s.load) == 'table' then
   -- The replica runs or queues requests for these adapters: their leases are alive, whichever
   -- node holds them and whatever its clock. vLLM's vllm:lora_requests_info gauge, labels
