@@ -153,6 +153,16 @@ export class MemoryFleetStore implements FleetStore {
     if (!r) return;
     const startedAt = s.startedAt ?? s.at;
     if (startedAt < r.scrapedAt) return;
+    if (s.verdictOnly && s.ok) {
+      // The health only: the verdict read nothing here, so the record claims no poll (no start, no
+      // check): a router polls a record no poll read before routing on it, and a poll begun before
+      // the verdict still brings its registry (dst seed 705202).
+      r.verdictAt = Math.max(r.verdictAt, startedAt);
+      this.markUp(r, url, s.at);
+      return;
+    }
+    // Begun before a poll that found the replica up: older news.
+    if (!s.ok && startedAt < r.verdictAt) return;
     r.scrapedAt = startedAt;
     r.checkedAt = s.at;
     if (!s.ok) {
@@ -162,11 +172,7 @@ export class MemoryFleetStore implements FleetStore {
       r.lastError = s.error;
       return;
     }
-    if (r.health === 'down') this.event({ at: s.at, url, adapter: '', op: 'replica-up', result: 'ok' });
-    r.health = 'up';
-    r.lastError = undefined;
-    r.passiveFailures = 0;
-    if (s.verdictOnly) return;
+    this.markUp(r, url, s.at);
     r.snapshotAt = s.at;
     if (s.load && s.load.activeAdapters.length > 0) this.leases.renew(url, s.load.activeAdapters, s.at);
     if (s.load) {
@@ -181,6 +187,13 @@ export class MemoryFleetStore implements FleetStore {
       r.classifiedUnder = s.managedVersion;
       this.reconcile(r, s.registry, s.at, startedAt, s.managed, recheck);
     }
+  }
+
+  private markUp(r: ReplicaRecord, url: string, at: number): void {
+    if (r.health === 'down') this.event({ at, url, adapter: '', op: 'replica-up', result: 'ok' });
+    r.health = 'up';
+    r.lastError = undefined;
+    r.passiveFailures = 0;
   }
 
   /** The replica's registry is the truth: adopt what appeared, forget what vanished. */
