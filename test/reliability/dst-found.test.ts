@@ -2489,3 +2489,44 @@ describe('a replica seen down gets no request: a node back from deciding alone h
     );
   }, 30_000);
 });
+
+describe('static adapters stay: an up verdict handed on claims no poll', () => {
+  // Seed 705202 (--keep 0,1,2,6,7,8,9,10; the router's, with the 503368 fix): after the FLUSHALL at
+  // 658 ms node 1 registered its replicas again and handed on its up verdict on replica-0 (polled at
+  // 232 ms). The emptied record read as checked at 665 ms, so node 2's request for `sql,chat` at
+  // 841 ms was routed without the poll a record never read gets first, and loaded `sql,chat` there
+  // before any registry read. The first read (966 ms) came during the load (slowed to 3,867 ms),
+  // which failed; the next read took `sql,chat` as a router's load and a trim unloaded it at
+  // 4,924 ms. A verdict now changes the health only, not when the record was polled.
+  it('seed 705202: a record emptied and handed an up verdict is polled before a router routes on it', async () => {
+    await holds(
+      705202,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 4158,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 229, kind: 'request', node: 1, adapter: -1, tokens: 2, prompt: 610 },
+        { at: 410, kind: 'slow-load', replica: 0, ms: 2769, slowMs: 3644 },
+        { at: 524, kind: 'slow-path', node: 1, replica: 1, ms: 243, hopMs: 13 },
+        { at: 655, kind: 'request', node: 1, adapter: 4, tokens: 4, prompt: 709 },
+        { at: 658, kind: 'flushall' },
+        { at: 658, kind: 'slow-path', node: 1, replica: 0, ms: 1295, hopMs: 2365 },
+        { at: 658, kind: 'request', node: 1, adapter: 2, tokens: 3, prompt: 989 },
+        { at: 841, kind: 'request', node: 2, adapter: 5, tokens: 4, prompt: 1175 },
+      ],
+    );
+  }, 30_000);
+});
