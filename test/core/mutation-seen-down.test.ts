@@ -35,7 +35,7 @@ function setup(
     seen,
     applied,
     timeReads: () => timeReads,
-    push: () => seen.push(local, shared, clock),
+    push: (ups = true) => seen.push(local, shared, clock, ups),
   };
 }
 
@@ -63,6 +63,13 @@ describe('SeenDown', () => {
       [A, { ...downSince(1_000), sharedStartedAt: truth(1_000) }],
       [B, { ...up, sharedStartedAt: truth(1_100) }],
     ]);
+  });
+
+  it('after an emptied state (no outage), hands on the replicas polled down only', async () => {
+    const up: ReplicaSnapshot = { at: LOCAL_NOW, startedAt: 1_100, ok: true, verdictOnly: true };
+    const s = setup([{ url: A, snapshot: downSince(1_000) }], true, [{ url: B, snapshot: up }]);
+    await s.push(false);
+    expect(s.applied).toEqual([[A, { ...downSince(1_000), sharedStartedAt: truth(1_000) }]]);
   });
 
   it('dates each down poll on the shared clock, never later than the truth', async () => {
