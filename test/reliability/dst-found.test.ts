@@ -2497,8 +2497,9 @@ describe('static adapters stay: an up verdict handed on claims no poll', () => {
   // 841 ms was routed without the poll a record never read gets first, and loaded `sql,chat` there
   // before any registry read. The first read (966 ms) came during the load (slowed to 3,867 ms),
   // which failed; the next read took `sql,chat` as a router's load and a trim unloaded it at
-  // 4,924 ms. A verdict now changes the health only, not when the record was polled.
-  it('seed 705202: a record emptied and handed an up verdict is polled before a router routes on it', async () => {
+  // 4,924 ms. A verdict now changes the health only, not when the record was polled, and a reclaim
+  // after an emptied state hands on no up verdict at all (only recovery after deciding alone does).
+  it('seed 705202: a record emptied by a FLUSHALL is polled before a router routes on it, whatever the reclaim hands on', async () => {
     await holds(
       705202,
       {
