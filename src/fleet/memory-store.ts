@@ -84,6 +84,19 @@ export class MemoryFleetStore implements FleetStore {
     return down;
   }
 
+  /**
+   * The replicas this store has polled up, each as an up verdict (no figures) begun when its
+   * newest poll here began: a node back from deciding alone hands them on too, or the shared
+   * store kept a down it heard before the node was cut off (dst seed 503368).
+   */
+  seenUp(now: number): { url: string; snapshot: ReplicaSnapshot }[] {
+    const up: { url: string; snapshot: ReplicaSnapshot }[] = [];
+    for (const [url, r] of this.replicas)
+      if (r.health === 'up' && r.checkedAt !== null)
+        up.push({ url, snapshot: { at: now, startedAt: r.scrapedAt, ok: true, verdictOnly: true } });
+    return up;
+  }
+
   /** The views, then the lease, with nothing between (no await): the Redis script's twin. */
   async viewsAndLease(
     urls: readonly string[],
@@ -140,6 +153,16 @@ export class MemoryFleetStore implements FleetStore {
     if (!r) return;
     const startedAt = s.startedAt ?? s.at;
     if (startedAt < r.scrapedAt) return;
+    if (s.verdictOnly && s.ok) {
+      // The health only: the verdict read nothing here, so the record claims no poll (no start, no
+      // check): a router polls a record no poll read before routing on it, and a poll begun before
+      // the verdict still brings its registry (dst seed 705202).
+      r.verdictAt = Math.max(r.verdictAt, startedAt);
+      this.markUp(r, url, s.at);
+      return;
+    }
+    // Begun before a poll that found the replica up: older news.
+    if (!s.ok && startedAt < r.verdictAt) return;
     r.scrapedAt = startedAt;
     r.checkedAt = s.at;
     if (!s.ok) {
@@ -149,10 +172,7 @@ export class MemoryFleetStore implements FleetStore {
       r.lastError = s.error;
       return;
     }
-    if (r.health === 'down') this.event({ at: s.at, url, adapter: '', op: 'replica-up', result: 'ok' });
-    r.health = 'up';
-    r.lastError = undefined;
-    r.passiveFailures = 0;
+    this.markUp(r, url, s.at);
     r.snapshotAt = s.at;
     if (s.load && s.load.activeAdapters.length > 0) this.leases.renew(url, s.load.activeAdapters, s.at);
     if (s.load) {
@@ -167,6 +187,13 @@ export class MemoryFleetStore implements FleetStore {
       r.classifiedUnder = s.managedVersion;
       this.reconcile(r, s.registry, s.at, startedAt, s.managed, recheck);
     }
+  }
+
+  private markUp(r: ReplicaRecord, url: string, at: number): void {
+    if (r.health === 'down') this.event({ at, url, adapter: '', op: 'replica-up', result: 'ok' });
+    r.health = 'up';
+    r.lastError = undefined;
+    r.passiveFailures = 0;
   }
 
   /** The replica's registry is the truth: adopt what appeared, forget what vanished. */

@@ -22,6 +22,11 @@ export interface ReplicaRecord {
   checkedAt: number | null;
   /** When the newest applied poll began: an older poll finishing later is not applied. */
   scrapedAt: number;
+  /**
+   * When the poll behind the newest up verdict handed on without its figures began (seen-down.ts):
+   * a failed poll begun before it is older news. Apart from `scrapedAt`: the verdict read nothing here.
+   */
+  verdictAt: number;
   lastError?: string;
   waiting: number;
   running: number;
@@ -59,6 +64,7 @@ export function newReplicaRecord(spec: ReplicaSpec, holders?: HolderIndex): Repl
     snapshotAt: null,
     checkedAt: null,
     scrapedAt: -Infinity,
+    verdictAt: -Infinity,
     waiting: 0,
     running: 0,
     residency: new ResidencyTable(holders),

@@ -80,6 +80,11 @@ export interface ReplicaSnapshot {
   managedVersion?: number;
   /** llama.cpp: adapters from /lora-adapters. */
   llamaAdapters?: LlamaAdapter[];
+  /**
+   * An up verdict handed on without its poll's figures and registry (seen-down.ts): the replica
+   * reads up, its figures as old as they were (stale) until a poll brings new ones.
+   */
+  verdictOnly?: boolean;
 }
 
 /** An adapter's presence on one replica, as the scheduler sees it. */

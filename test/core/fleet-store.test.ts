@@ -365,6 +365,60 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     });
   });
 
+  it('an up verdict without figures (a node back from deciding alone) brings the replica up, its figures as old as they were', async () => {
+    // dst seed 503368: the store kept a down from before the node was cut off, older than its up poll.
+    const s = await store();
+    await s.applySnapshot(U, { at: 4, startedAt: 3, ok: true, load, registry: [] });
+    await settle();
+    await s.applySnapshot(U, { at: 6, startedAt: 5, ok: false, error: 'GET /metrics: 500' });
+    await settle();
+    await s.applySnapshot(U, { at: 9, startedAt: 8, ok: true, verdictOnly: true });
+    const [v] = await s.views([U]);
+    expect(v).toMatchObject({ health: 'up', snapshotAt: 4, waiting: 2, running: 1 });
+  });
+
+  /** The store's clock for a poll's start: Redis dates by `sharedStartedAt`, the memory store by `startedAt`. */
+  const sharedZero = async (s: FleetStore) => (kind === 'redis' ? (s as RedisFleetStore).sharedTime() : 0);
+
+  it('an up verdict claims no poll: a record no poll read since it was registered stays unpolled, and a poll begun before the verdict reads its registry', async () => {
+    // dst seed 705202: after a FLUSHALL a node handed on its up verdict; the emptied record read as
+    // polled then, a router routed on it without polling first and loaded a start-up adapter.
+    const s = await store();
+    const t0 = await sharedZero(s);
+    await s.applySnapshot(U, { at: 9, startedAt: 8, sharedStartedAt: t0 + 8, ok: true, verdictOnly: true });
+    const [v] = await s.views([U]);
+    expect(v).toMatchObject({ health: 'up', checkedAt: null, snapshotAt: null });
+    // Another node's poll, begun before the verdict's and applied after it: the first registry read.
+    const registry = [{ name: 'boot', path: '/a/boot' }];
+    await s.applySnapshot(U, { at: 10, startedAt: 7, sharedStartedAt: t0 + 7, ok: true, load, registry });
+    expect(await states(s)).toEqual({ boot: 'static' });
+    expect((await s.views([U]))[0]).toMatchObject({
+      health: 'up',
+      checkedAt: 10,
+      snapshotAt: 10,
+      waiting: 2,
+    });
+  });
+
+  it('a failed poll begun before an up verdict is older news: the replica stays up until a later one fails', async () => {
+    const s = await store();
+    const t0 = await sharedZero(s);
+    const failed = (startedAt: number) =>
+      ({
+        at: startedAt + 1,
+        startedAt,
+        sharedStartedAt: t0 + startedAt,
+        ok: false,
+        error: 'GET /metrics: 500',
+      }) as const;
+    await s.applySnapshot(U, { at: 2, startedAt: 1, sharedStartedAt: t0 + 1, ok: true, load, registry: [] });
+    await s.applySnapshot(U, { at: 9, startedAt: 8, sharedStartedAt: t0 + 8, ok: true, verdictOnly: true });
+    await s.applySnapshot(U, failed(5));
+    expect((await s.views([U]))[0]).toMatchObject({ health: 'up', checkedAt: 2 });
+    await s.applySnapshot(U, failed(11));
+    expect((await s.views([U]))[0]).toMatchObject({ health: 'down', checkedAt: 12 });
+  });
+
   it('a load sent before the first registry read (an emptied state) leaves the start-up adapters static', async () => {
     // Seeds 362 and 408 of the simulation: after FLUSHALL a load on the replica came before the
     // first poll, and that poll counted the replica's start-up `sql,chat` as loaded; a trim unloaded it.

@@ -130,6 +130,16 @@ describe('FailoverFleetStore.recover', () => {
     expect(await sh.inner().inFlightTotal()).toBe(0);
   });
 
+  it('hands on the replicas it polled up while deciding alone: the shared store held a down from before (dst seed 503368)', async () => {
+    const { sh, s, cut, back } = await setup();
+    await sh.inner().applySnapshot(U, { at: 2, startedAt: 2, ok: false, error: 'connect' });
+    await cut();
+    await s.applySnapshot(U, snapshotWithA(3));
+    await back();
+    expect(s.mode()).toBe('redis');
+    expect((await sh.inner().views([U]))[0]!.health).toBe('up');
+  });
+
   it('replays a release of a shared lease made while deciding alone', async () => {
     const { sh, s, cut, back } = await setup();
     expect(await s.acquire(lease('S1'))).toBe('loaded');
@@ -216,6 +226,20 @@ describe('FailoverFleetStore after an emptied state', () => {
     // Not lost again: nothing more is taken.
     await s.views([U], { name: 'a' });
     expect(sh.prunes).toHaveLength(1);
+  });
+
+  it('a reclaim hands on the replicas polled down, not those polled up: no down of the emptied state to undo', async () => {
+    // dst seeds 5273 and 322 ran otherwise once every reclaim sent an up verdict per replica (seed 503368's).
+    const { sh, s } = await setup();
+    const D = 'http://10.0.0.2:8000';
+    await s.upsertReplica({ url: D, backend: 'vllm', priority: 0 });
+    await s.applySnapshot(D, { at: 2, ok: false, error: 'connect' });
+    sh.empty();
+    sh.lost.value = true;
+    sh.calls.length = 0;
+    await s.views([U, D]);
+    expect(sh.calls.filter((c) => c === 'applySnapshot')).toHaveLength(1);
+    expect((await sh.inner().views([U, D])).map((v) => v.health)).toEqual(['unknown', 'down']);
   });
 
   it('a decision that finds its replicas unknown there (not emptied) registers them and reads again', async () => {

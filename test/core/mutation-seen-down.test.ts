@@ -17,7 +17,11 @@ const B = 'http://b:8000';
 const SHARED_NOW = 100_000;
 const LOCAL_NOW = 1_500;
 
-function setup(down: { url: string; snapshot: ReplicaSnapshot }[], withTime = true) {
+function setup(
+  down: { url: string; snapshot: ReplicaSnapshot }[],
+  withTime = true,
+  up: { url: string; snapshot: ReplicaSnapshot }[] = [],
+) {
   const clock: Clock = { now: () => LOCAL_NOW, after: () => () => undefined };
   const applied: [string, ReplicaSnapshot][] = [];
   let timeReads = 0;
@@ -25,13 +29,13 @@ function setup(down: { url: string; snapshot: ReplicaSnapshot }[], withTime = tr
     ...(withTime ? { sharedTime: async () => (timeReads++, SHARED_NOW) } : {}),
     applySnapshot: async (url: string, s: ReplicaSnapshot) => void applied.push([url, s]),
   } as unknown as SharedStore;
-  const local = { seenDown: () => down } as unknown as MemoryFleetStore;
+  const local = { seenDown: () => down, seenUp: () => up } as unknown as MemoryFleetStore;
   const seen = new SeenDown();
   return {
     seen,
     applied,
     timeReads: () => timeReads,
-    push: () => seen.push(local, shared, clock),
+    push: (ups = true) => seen.push(local, shared, clock, ups),
   };
 }
 
@@ -49,6 +53,23 @@ describe('SeenDown', () => {
     await s.push();
     expect(s.applied).toEqual([]);
     expect(s.timeReads()).toBe(0);
+  });
+
+  it('hands on the replicas polled up too, dated alike (dst seed 503368)', async () => {
+    const up: ReplicaSnapshot = { at: LOCAL_NOW, startedAt: 1_100, ok: true, verdictOnly: true };
+    const s = setup([{ url: A, snapshot: downSince(1_000) }], true, [{ url: B, snapshot: up }]);
+    await s.push();
+    expect(s.applied).toEqual([
+      [A, { ...downSince(1_000), sharedStartedAt: truth(1_000) }],
+      [B, { ...up, sharedStartedAt: truth(1_100) }],
+    ]);
+  });
+
+  it('after an emptied state (no outage), hands on the replicas polled down only', async () => {
+    const up: ReplicaSnapshot = { at: LOCAL_NOW, startedAt: 1_100, ok: true, verdictOnly: true };
+    const s = setup([{ url: A, snapshot: downSince(1_000) }], true, [{ url: B, snapshot: up }]);
+    await s.push(false);
+    expect(s.applied).toEqual([[A, { ...downSince(1_000), sharedStartedAt: truth(1_000) }]]);
   });
 
   it('dates each down poll on the shared clock, never later than the truth', async () => {

@@ -281,6 +281,29 @@ describe('a replica polled down while its node decided alone (dst seeds 1025140,
   });
 });
 
+/**
+ * The other way round (dst seed 503368): Redis last heard U down, before a partition; node A, cut
+ * off, polls it up again (local store only). Back on Redis, A read U down as Redis last heard,
+ * older than its own up poll, until its next poll landed; with the other replica really down,
+ * both read down and the health filter failed open onto the down one.
+ */
+describe('a replica polled up while its node decided alone (dst seed 503368)', () => {
+  it('reads up in Redis once the node is back, when no node polled it since', async () => {
+    const p = prefix();
+    const a = await node(p, 'nA', { viaProxy: true });
+    const b = await node(p, 'nB');
+    await a.s.applySnapshot(U, { ...pollDown(), sharedStartedAt: await a.s.sharedTime() });
+    await sleep(100);
+    a.proxy!.cut('refuse');
+    await a.s.applySnapshot(U, poll()); // the replica is back: heard by A's local store only
+    expect(a.s.mode()).toBe('local');
+    a.proxy!.restore();
+    await waitFor(() => a.s.mode() === 'redis', 10_000, 'recovery');
+    expect((await a.s.views([U]))[0]!.health).toBe('up');
+    expect((await b.s.views([U]))[0]!.health).toBe('up');
+  });
+});
+
 describe('item 8: lease expiry under long requests and skewed clocks', () => {
   it('a request longer than lease_max_age_ms keeps its lease while the replica reports its adapter running', async () => {
     const p = prefix();

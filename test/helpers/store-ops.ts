@@ -45,6 +45,8 @@ export type Op =
       active: number[];
       waiting: number;
     }
+  /** An up verdict handed on without its poll's figures (seen-down.ts), the poll begun `back` steps back. */
+  | { op: 'verdict'; node: number; url: number; back: number }
   | { op: 'outcome'; node: number; url: number; ok: boolean }
   | { op: 'beginLoad'; node: number; url: number; adapter: number; limit: number }
   /** `own`: the fence's own replica and adapter (else `url`, `adapter`: a caller confused or stale). */
@@ -130,6 +132,7 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
       waiting: fc.nat(3),
     }),
   },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('verdict' as const), node, url, back: fc.nat(3) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('outcome' as const), node, url, ok: fc.boolean() }) },
   {
     weight: 4,
@@ -297,6 +300,16 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
       return s.upsertReplica({ ...SPECS[op.url]!, priority: op.priority });
     case 'snapshot':
       return s.applySnapshot(u(op.url), snapshotOf(op, w, at));
+    case 'verdict': {
+      const startedAt = w.times[Math.max(0, w.times.length - 1 - op.back)]!;
+      return s.applySnapshot(u(op.url), {
+        at,
+        startedAt,
+        sharedStartedAt: startedAt,
+        ok: true,
+        verdictOnly: true,
+      });
+    }
     case 'outcome':
       return s.reportOutcome(u(op.url), op.ok, at);
     case 'beginLoad':

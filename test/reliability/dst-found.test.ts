@@ -2698,3 +2698,87 @@ describe('requests on their way the simulation found', () => {
     );
   }, 30_000);
 });
+
+describe('a replica seen down gets no request: a node back from deciding alone hands on what it polled up', () => {
+  // Seed 503368 (--keep 7,9,10,12,13,16,17,21,22,23; the router's): node 2 polls replica-0 down in
+  // its restart (628-1,440 ms), the last poll Redis hears before the partition (1,006-3,545 ms);
+  // every node then polls replica-0 up and replica-1 down (500s from 1,984 ms) in its local store
+  // alone. Back on Redis (~4,060-4,080 ms) the nodes pushed their downs but not their ups: Redis
+  // read both down, the health filter failed open, and a request waiting for room went to replica-1
+  // (full schedule: node 0 at 4,085 ms, 2,101 ms into its outage; this one: node 2 at 4,076 ms,
+  // 2,092 ms). The ups are handed on too now.
+  it('seed 503368: a replica polled up while cut off reads up once back, not the down Redis heard before', async () => {
+    await holds(
+      503368,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        loadMs: 1500,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 4073,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 573, kind: 'flushall' },
+        { at: 573, kind: 'request', node: 0, adapter: 8, tokens: 1, prompt: 1576 },
+        { at: 628, kind: 'replica-restart', replica: 0, downMs: 812 },
+        { at: 897, kind: 'request', node: 2, adapter: 8, tokens: 6, prompt: 1904 },
+        { at: 1006, kind: 'partition', node: -1, ms: 2539 },
+        { at: 1267, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 1090 },
+        { at: 1318, kind: 'request', node: 0, adapter: 0, tokens: 2, prompt: 1656 },
+        { at: 1984, kind: 'replica-outage', replica: 1, ms: 2782, mode: 'error500' },
+        { at: 1999, kind: 'slow', node: 2, ms: 232, slowMs: 1025 },
+        { at: 2766, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 1657 },
+      ],
+    );
+  }, 30_000);
+});
+
+describe('static adapters stay: an up verdict handed on claims no poll', () => {
+  // Seed 705202 (--keep 0,1,2,6,7,8,9,10; the router's, with the 503368 fix): after the FLUSHALL at
+  // 658 ms node 1 registered its replicas again and handed on its up verdict on replica-0 (polled at
+  // 232 ms). The emptied record read as checked at 665 ms, so node 2's request for `sql,chat` at
+  // 841 ms was routed without the poll a record never read gets first, and loaded `sql,chat` there
+  // before any registry read. The first read (966 ms) came during the load (slowed to 3,867 ms),
+  // which failed; the next read took `sql,chat` as a router's load and a trim unloaded it at
+  // 4,924 ms. A verdict now changes the health only, not when the record was polled, and a reclaim
+  // after an emptied state hands on no up verdict at all (only recovery after deciding alone does).
+  it('seed 705202: a record emptied by a FLUSHALL is polled before a router routes on it, whatever the reclaim hands on', async () => {
+    await holds(
+      705202,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 4158,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 229, kind: 'request', node: 1, adapter: -1, tokens: 2, prompt: 610 },
+        { at: 410, kind: 'slow-load', replica: 0, ms: 2769, slowMs: 3644 },
+        { at: 524, kind: 'slow-path', node: 1, replica: 1, ms: 243, hopMs: 13 },
+        { at: 655, kind: 'request', node: 1, adapter: 4, tokens: 4, prompt: 709 },
+        { at: 658, kind: 'flushall' },
+        { at: 658, kind: 'slow-path', node: 1, replica: 0, ms: 1295, hopMs: 2365 },
+        { at: 658, kind: 'request', node: 1, adapter: 2, tokens: 3, prompt: 989 },
+        { at: 841, kind: 'request', node: 2, adapter: 5, tokens: 4, prompt: 1175 },
+      ],
+    );
+  }, 30_000);
+});

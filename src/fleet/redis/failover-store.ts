@@ -94,7 +94,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   protected async recover(): Promise<boolean> {
     try {
       // First the replicas (Redis may have come back empty): leases count only against known ones.
-      await this.registerReplicas();
+      await this.registerReplicas(true);
       await this.leases.replayReleases(this.shared);
       await this.leases.restore(this.shared, false);
       await this.endedLocks.replay(this.shared);
@@ -131,7 +131,8 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     if (this.reclaiming) return this.reclaiming;
     this.reclaims++;
     this.reclaiming = (async () => {
-      await this.registerReplicas();
+      // The downs only: this node shared the state until it was emptied, which left no down to undo.
+      await this.registerReplicas(false);
       await this.leases.restore(this.shared, false);
       await this.endedLocks.replay(this.shared);
       await this.pruneShared();
@@ -164,14 +165,15 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    * while it decided alone reached its local store only, and the shared one would still say up as
    * last polled before the outage, sending a request to a replica this node saw down (dst seeds
    * 1025140, 1039269). A poll the shared store applied that began later (another node's) wins.
+   * `ups`: after deciding alone, those it has seen up too (`SeenDown.push`).
    */
-  private async registerReplicas(): Promise<void> {
+  private async registerReplicas(ups: boolean): Promise<void> {
     for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
     // An emptied state noted so far (this registration reads the new epoch) is taken back by the
     // caller, recovery or `reclaim`, whose hold-off runs from now: left noted, the next views
     // call took it back again and held unloads off anew (the simulation's seed 264535).
     this.shared.takeStateLost?.();
-    await this.seenDown.push(this.local, this.shared, this.clock);
+    await this.seenDown.push(this.local, this.shared, this.clock, ups);
   }
 
   override applySnapshot(url: string, snapshot: ReplicaSnapshot): Promise<void> {

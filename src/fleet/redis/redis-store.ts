@@ -226,6 +226,7 @@ export class RedisFleetStore implements FleetStore {
       sharedStartedAt: s.sharedStartedAt,
       ok: s.ok,
       error: s.error ?? '',
+      verdictOnly: s.verdictOnly === true,
       load: s.load
         ? {
             waiting: s.load.waiting,

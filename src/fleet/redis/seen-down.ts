@@ -1,6 +1,8 @@
 /**
  * What a node that decided alone owes the shared store about the replicas it saw down meanwhile:
- * its polls then reached its local store only (dst seeds 1025140, 1039269).
+ * its polls then reached its local store only (dst seeds 1025140, 1039269). And those it saw up:
+ * else the shared store kept a down heard before the node was cut off, and with every replica
+ * read down the health filter failed open onto one really down (dst seed 503368).
  */
 import type { Clock } from '../../clock';
 import type { MemoryFleetStore } from '../memory-store';
@@ -10,7 +12,8 @@ import { SKEW_MARGIN_MS } from './scripts/prelude';
 
 /**
  * Hands the shared store each replica the local store holds down, as a failed poll begun when its
- * newest poll began, dated here on the shared clock: the shared store keeps it only if no poll it
+ * newest poll began (after deciding alone, each it holds up too, as an up verdict without figures,
+ * `verdictOnly`), dated here on the shared clock: the shared store keeps it only if no poll it
  * applied began later. Left to the store to date by when it runs the call, a push that reached it
  * late looked newer than another node's up poll begun after the down one, and the shared state
  * said a healthy replica down until the next poll.
@@ -33,8 +36,14 @@ export class SeenDown {
     if (!cur || local >= cur.local) this.dated.set(url, { local, shared: s.sharedStartedAt });
   }
 
-  async push(local: MemoryFleetStore, shared: SharedStore, clock: Clock): Promise<void> {
-    const down = local.seenDown(clock.now());
+  /**
+   * `ups`: the up verdicts too, after deciding alone: the shared store may still hold a down from
+   * before this node was cut off, older than this node's up poll (dst seed 503368). Not after an
+   * emptied state the node shared until then: no down of it is left to undo, and each verdict is a
+   * round trip more before the decisions waiting on the reclaim.
+   */
+  async push(local: MemoryFleetStore, shared: SharedStore, clock: Clock, ups: boolean): Promise<void> {
+    const down = [...local.seenDown(clock.now()), ...(ups ? local.seenUp(clock.now()) : [])];
     if (down.length === 0) return;
     const sharedNow = await shared.sharedTime?.();
     const localNow = clock.now();

@@ -55,8 +55,24 @@ if type(started) ~= 'number' then started = now_ms() - (s.at - s.startedAt) - ${
 local prev = redis.call('HGET', r, 'scrapedAt')
 -- Any node may poll: a poll that began before the one applied last is older news.
 if prev and started < tonumber(prev) then return 0 end
-redis.call('HSET', r, 'scrapedAt', started, 'checkedAt', s.at)
 local health = redis.call('HGET', r, 'health')
+local function markup()
+  if health == 'down' then event({at = s.at, url = url, adapter = '', op = 'replica-up', result = 'ok'}) end
+  redis.call('HSET', r, 'health', 'up', 'passive', 0)
+  redis.call('HDEL', r, 'lastError')
+end
+local verdictAt = tonumber(redis.call('HGET', r, 'verdictAt'))
+if s.verdictOnly and s.ok then
+  -- An up verdict handed on without its poll (seen-down.ts), the health only: it read nothing here,
+  -- so the record claims no poll (no start, no check): a router polls a record no poll read before
+  -- routing on it, and a poll begun before the verdict still brings its registry (dst seed 705202).
+  if not verdictAt or started > verdictAt then redis.call('HSET', r, 'verdictAt', started) end
+  markup()
+  return 1
+end
+-- Begun before a poll that found the replica up: older news.
+if not s.ok and verdictAt and started < verdictAt then return 0 end
+redis.call('HSET', r, 'scrapedAt', started, 'checkedAt', s.at)
 if not s.ok then
   if health ~= 'down' then
     event({at = s.at, url = url, adapter = '', op = 'replica-down', result = 'error', detail = s.error})
@@ -64,9 +80,8 @@ if not s.ok then
   redis.call('HSET', r, 'health', 'down', 'lastError', s.error)
   return 1
 end
-if health == 'down' then event({at = s.at, url = url, adapter = '', op = 'replica-up', result = 'ok'}) end
-redis.call('HSET', r, 'health', 'up', 'passive', 0, 'snapshotAt', s.at)
-redis.call('HDEL', r, 'lastError')
+markup()
+redis.call('HSET', r, 'snapshotAt', s.at)
 if type(s.load) == 'table' then
   -- The replica runs or queues requests for these adapters: their leases are alive, whichever
   -- node holds them and whatever its clock. vLLM's vllm:lora_requests_info gauge, labels
