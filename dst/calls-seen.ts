@@ -63,7 +63,7 @@ export class CallsSeen {
   /**
    * Notes when each unload lock the shared store grants a runtime (`sender`) was asked for, and
    * each load slot it grants, until the runtime ends it (seed 494165: a claim whose process died
-   * before its load call still counted in the store).
+   * before its load call still counted in the store), its answer lost or not (seed 885877).
    */
   grantsSeen(link: RedisLink, sender: string): void {
     const beginLoad = link.beginLoad.bind(link);
@@ -84,6 +84,13 @@ export class CallsSeen {
           }) - 1,
         );
       return fence;
+    };
+    // A slot the store granted whose answer never came back: its holder never ends it, the store
+    // counts it until its lock's TTL (seed 885877: sql's slot on a slowed link, counted for 8 s).
+    link.grantLost = (url, adapter, fence, ttlMs) => {
+      const lock = link.lockLife(fence);
+      const at = lock?.at ?? this.sched.now();
+      this.loadClaims.push({ at, url, name: adapter, sender, until: at + ttlMs, ...(lock ? { lock } : {}) });
     };
     const finishLoad = link.finishLoad.bind(link);
     link.finishLoad = async (url, adapter, fence, ...rest) => {

@@ -452,6 +452,12 @@ export class RedisLink implements SharedStore {
   request: () => number | undefined = () => undefined;
   /** Told of each call a request's decision made once its reply came (dst/health-reads.ts). */
   answered: ((c: StoreCall) => void) | null = null;
+  /**
+   * Told of a load slot the server granted whose answer never reached this node (its call timed
+   * out or its stream closed, the script run): the store counts it until its TTL or until the node
+   * is found silent, and the node, knowing no fence, never ends it (seed 885877).
+   */
+  grantLost: ((url: string, adapter: string, fence: Fence, ttlMs: number) => void) | null = null;
   private epochSeen: string | null = null;
   private stateLost = false;
   private runIdSeen: number | null = null;
@@ -680,15 +686,27 @@ export class RedisLink implements SharedStore {
         ...(request === undefined ? {} : { request }),
         ...(alone ? { alone } : {}),
       });
+    // Whichever comes second, the grant or the call's failure, tells of a grant whose answer was lost.
+    let granted: Fence | null = null;
+    let failed = false;
+    const lost = () => {
+      if (granted !== null && failed) this.grantLost?.(url, adapter, granted, ttlMs);
+    };
     try {
       return (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
         at: [2],
-        ran: (now) => claim(now),
+        ran: (now, r) => {
+          claim(now);
+          granted = r as Fence | null;
+          lost();
+        },
       })) as Fence | null;
     } catch (err) {
       // The call failed on the link (a switch, a timeout, refused): the failover store claims in its
       // local store instead, deciding alone, and that is a claim too (seed 531770).
       claim(this.server.clock.now(), true);
+      failed = true;
+      lost();
       throw err;
     }
   }

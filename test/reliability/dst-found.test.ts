@@ -2697,6 +2697,47 @@ describe('requests on their way the simulation found', () => {
       ],
     );
   }, 30_000);
+
+  // Seed 885877 (--keep 0,1,2,3,4,5,6,7,9,10,11,14,15), a false alarm: node 2's link was slowed
+  // (replies 1,744 ms late, past the 500 ms timeout) as it asked for sql's slot on replica-0 (chat
+  // loaded, 1 of 2). The store granted it (861 ms), the call timed out, the node loaded alone (the
+  // load failed) and never ended a lock it knew nothing of: the store counted sql loading until
+  // the lock's TTL (8,861 ms). Request 8 for med read chat + sql = 2 of 2 and unloaded chat (granted
+  // at 6,106 ms): 0 of 2. The check now records a slot the store granted whose answer was lost.
+  it('seed 885877: a load slot the store granted whose answer a slowed link lost counts until its TTL', async () => {
+    await holds(
+      885877,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med'],
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 52, kind: 'request', node: 0, adapter: 1, tokens: 4, prompt: 1448 },
+        { at: 220, kind: 'request', node: 2, adapter: 6, tokens: 2, prompt: 1597 },
+        { at: 263, kind: 'request', node: 1, adapter: 1, tokens: 6, prompt: 1984 },
+        { at: 550, kind: 'load-fail', replica: 0, count: 3, failure: 'rank' },
+        { at: 586, kind: 'request', node: 2, adapter: 6, tokens: 4, prompt: 922 },
+        { at: 700, kind: 'request', node: 1, adapter: 7, tokens: 3, prompt: 1342 },
+        { at: 853, kind: 'request', node: 2, adapter: 0, tokens: 3, prompt: 1444 },
+        { at: 859, kind: 'slow', node: 2, ms: 598, slowMs: 1744 },
+        { at: 977, kind: 'request', node: 2, adapter: 6, tokens: 6, prompt: 1851 },
+        { at: 1047, kind: 'scrape', replica: 0, ms: 3713, mode: 'garbled' },
+        { at: 1135, kind: 'request', node: 0, adapter: 8, tokens: 5, prompt: 1862 },
+        { at: 1910, kind: 'replica-outage', replica: 1, ms: 1712, mode: 'hang' },
+        { at: 1980, kind: 'request', node: 1, adapter: 7, tokens: 1, prompt: 593 },
+      ],
+    );
+  }, 30_000);
 });
 
 describe('a replica seen down gets no request: a node back from deciding alone hands on what it polled up', () => {

@@ -5,13 +5,18 @@
  * a room left unused, the excuses), and on a seed with that break planted in the real code: the
  * store counting a trim's unloading entry against a room made, as before 8196ff3.
  */
+import { CallsSeen } from '../../dst/calls-seen';
 import { InvariantBroken, LogChecks, type LoadCall, type WorldView } from '../../dst/invariants';
+import { RedisModel } from '../../dst/redis-model';
 import { DEFAULT_OPTIONS, runSeed } from '../../dst/run';
 import { DRAWN_FAULT_KINDS } from '../../dst/schedule';
 import type { LoadClaim } from '../../dst/room-making';
+import { Scheduler } from '../../dst/scheduler';
 import type { UnloadCall } from '../../dst/trim-check';
 import type { AdapterLogEntry } from '../../sim/http/replica';
+import type { RedisConfig } from '../../src/config/redis-schema';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import { seededRandom } from '../../src/random';
 import { dstLimits, loadEntry, QUIET, unloadEntry } from '../helpers/dst-fixtures';
 
 const URL = 'http://replica-0:8000';
@@ -421,6 +426,70 @@ describe('a load slot the store granted counts until its holder ends it (seed 49
     const r = await runSeed(494165, DEFAULT_OPTIONS, [1, 2, 3, 4, 5, 6, 7, 15]);
     expect(r.violation).toBeUndefined();
   }, 30_000);
+});
+
+describe('a load slot the store granted whose answer never came back (seed 885877)', () => {
+  // Seed 885877's shape: node 2's link slowed (replies 1,744 ms late, past the 500 ms timeout) as
+  // it asked for sql's slot on replica-0; the store granted it, the call timed out and the node
+  // loaded alone. The store counted sql loading until the lock's TTL; a request for med read
+  // chat + sql = 2 of 2 and unloaded chat. The check must count the slot from the store's lock.
+  it('is recorded as a claim with the lock the store granted, its holder never ending it', async () => {
+    const random = seededRandom(1);
+    const clock = new Scheduler(random);
+    const m = new RedisModel(clock, { node_ttl_ms: 2000, timeout: 500 } as RedisConfig, random);
+    const until = (t: number) =>
+      clock.run(
+        t,
+        () => {},
+        () => false,
+      );
+    await m.apply('upsert', [{ url: URL, backend: 'vllm', priority: 0 }, 0, 'epoch-1', 0]);
+    const link = m.link('n2', clock);
+    const calls = new CallsSeen(clock, () => false);
+    calls.grantsSeen(link, 'n2g0r0');
+    await until(860);
+    link.faults.slowMs = 1744;
+    let outcome = 'pending';
+    link.beginLoad(URL, 'sql', 860, 2, 8000).then(
+      (f) => (outcome = `granted ${String(f)}`),
+      (err: Error) => (outcome = err.message),
+    );
+    await until(1400);
+    expect(outcome).toMatch(/timed out/);
+    expect(calls.loadClaims).toEqual([
+      expect.objectContaining({
+        url: URL,
+        name: 'sql',
+        sender: 'n2g0r0',
+        lock: expect.objectContaining({ seq: expect.any(Number) }),
+      }),
+    ]);
+    expect(calls.loadClaims[0]!.endedAt).toBeUndefined();
+    expect(calls.loadClaims[0]!.lock!.endSeq).toBeUndefined();
+  });
+
+  it('a claim whose answer was lost, never ended by its holder, counts at a grant while the store holds its lock: holds', () => {
+    const s: Setup = {
+      log: [load(277, 'chat', 1), unload(5313, 'chat', 0)],
+      claims: [{ at: 860, url: URL, name: 'sql', sender: 'n2g0r0', until: 8860, lock: { at: 861, seq: 47 } }],
+      unloads: [
+        {
+          at: 5312,
+          grantedAt: 5305,
+          endedAt: 5315,
+          url: URL,
+          name: 'chat',
+          request: 9,
+          for: 'med',
+          alone: false,
+          lock: { at: 5307, seq: 1089 },
+        },
+      ],
+    };
+    expect(broken(s)).toBeUndefined();
+    // Without it (the claim not recorded), the grant reads as a room made past the limit.
+    expect(broken({ ...s, claims: [] })?.invariant).toBe(ROOM);
+  });
 });
 
 describe("by the store's order, not the calls' times (seeds 501915, 500849, 640336)", () => {
