@@ -144,6 +144,7 @@ export class NodeProcesses {
         link.faults = this.linkFaults[proc.node]!.link;
         link.request = () => routingRequest.getStore();
         link.answered = (c) => this.g.healthReads.note(c);
+        link.sharing = () => rt.store.mode?.() !== 'local';
         this.g.calls.spreadsSeen(link);
         this.g.calls.grantsSeen(link, `${prefix}r${recordGen}`);
         return link;

@@ -114,6 +114,13 @@ export class RedisModel {
   readonly registeredAt = new Map<string, number>();
   /** By fence: the locks granted (a rebuild does not repeat them), each ended when the server ended it. */
   private readonly lives = new Map<Fence, LockLife>();
+  /**
+   * By node id: the latest server time of a call whose reply told the node its state was lost (an
+   * emptied state found, or another server answering) while it decided with this state, for the
+   * checks: it then takes its leases again (FailoverFleetStore's `onStateLost`). Found while it
+   * decides alone, it waits for its probe to recover.
+   */
+  readonly foundLostAt = new Map<string, number>();
   /** Node ids that left this state (a retired runtime's last prune), acknowledged: a rebuild does not undo it. */
   private readonly left = new Set<string>();
   /**
@@ -458,6 +465,8 @@ export class RedisLink implements SharedStore {
    * is found silent, and the node, knowing no fence, never ends it (seed 885877).
    */
   grantLost: ((url: string, adapter: string, fence: Fence, ttlMs: number) => void) | null = null;
+  /** Whether the node decides with this state now (not alone), for `RedisModel.foundLostAt`. */
+  sharing: () => boolean = () => true;
   private epochSeen: string | null = null;
   private stateLost = false;
   private runIdSeen: number | null = null;
@@ -510,14 +519,16 @@ export class RedisLink implements SharedStore {
 
   private heartbeat(): void {
     if (this.closed) return;
-    this.call('heartbeat', [this.node, 0], { at: [1] })
+    let ranAt: number | undefined;
+    this.call('heartbeat', [this.node, 0], { at: [1], ran: (now) => (ranAt = now) })
       .then((r) => {
         const [epoch, nodes] = r as [string | null, [number, number]];
         this.noteNodes(nodes);
-        if (this.noteEpoch(epoch)) this.onStateLost?.();
+        if (this.noteEpoch(epoch, ranAt)) this.onStateLost?.();
       })
       .catch((err: unknown) => {
         if (err instanceof ServerSwitched) {
+          this.found(this.server.clock.now());
           this.stateLost = true;
           this.onStateLost?.();
         }
@@ -532,11 +543,19 @@ export class RedisLink implements SharedStore {
     this.nodeCount = nextNodeCount(this.nodeCount, nodes, epochAgeMs, this.server.config.node_ttl_ms);
   }
 
-  private noteEpoch(epoch: string | null): boolean {
+  /** `ranAt`: when the server ran the call that answered `epoch` (server time). */
+  private noteEpoch(epoch: string | null, ranAt?: number): boolean {
     const lost = epoch === null || (this.epochSeen !== null && epoch !== this.epochSeen);
     if (epoch !== null) this.epochSeen = epoch;
     if (lost) this.stateLost = true;
+    if (lost && ranAt !== undefined) this.found(ranAt);
     return lost;
+  }
+
+  /** The node found its state lost by a call the server ran at `at`, deciding with it (`RedisModel.foundLostAt`). */
+  private found(at: number): void {
+    if (!this.sharing()) return;
+    this.server.foundLostAt.set(this.node, Math.max(at, this.server.foundLostAt.get(this.node) ?? -Infinity));
   }
 
   /**
@@ -611,11 +630,12 @@ export class RedisLink implements SharedStore {
 
   async upsertReplica(spec: ReplicaSpec): Promise<void> {
     const grace = this.epochSeen !== null ? this.server.config.node_ttl_ms : 0;
+    let ranAt: number | undefined;
     const epoch = (await this.call('upsert', [spec, grace, this.server.epochCandidate(this.node), 0], {
       at: [3],
-      ran: (now) => this.server.registeredAt.set(this.node, now),
+      ran: (now) => this.server.registeredAt.set(this.node, (ranAt = now)),
     })) as string;
-    this.noteEpoch(epoch);
+    this.noteEpoch(epoch, ranAt);
   }
 
   async replicaSpecs(): Promise<ReplicaSpec[]> {
@@ -627,15 +647,17 @@ export class RedisLink implements SharedStore {
     adapter?: AdapterRef,
     withResidents?: boolean,
   ): Promise<ReplicaView[]> {
+    let ranAt: number | undefined;
     const r = (await this.call('views', [], {
       pure: async (s) => ({
         views: await s.store.views(urls, adapter, withResidents),
         epoch: s.epoch,
         nodes: s.liveNodes(s.clock.now()),
       }),
+      ran: (now) => (ranAt = now),
     })) as { views: ReplicaView[]; epoch: string | null; nodes: [number, number] };
     this.noteNodes(r.nodes);
-    this.noteEpoch(r.epoch);
+    this.noteEpoch(r.epoch, ranAt);
     return r.views;
   }
 

@@ -185,11 +185,13 @@ export class RequestRouting {
     if (!p || p.rt.leasePrefix !== prefix || p.db !== r.db) return false;
     const state = this.g.redis[r.db]!;
     const registeredAt = state.registeredAt.get(prefix);
+    const foundAt = state.foundLostAt.get(prefix);
     return leaseLost(r, {
       resets: state.resets,
       open: state.openLeases().has(r.lease),
       routerAlone: p.rt.store.mode?.() === 'local',
       ...(registeredAt === undefined ? {} : { routerRegisteredAt: registeredAt }),
+      ...(foundAt === undefined ? {} : { routerFoundAt: foundAt }),
     });
   }
 

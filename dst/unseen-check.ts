@@ -55,21 +55,32 @@ export interface LeaseNow {
   routerAlone: boolean;
   /** When that runtime last registered its replicas there (a reclaim or a recovery, which take its leases again). */
   routerRegisteredAt?: number;
+  /** The latest server time of a call whose reply told that runtime its state was lost (`RedisModel.foundLostAt`). */
+  routerFoundAt?: number;
 }
 
 /**
  * Whether `r`'s lease counts nowhere the unloader reads, with its router unable to help it: that
  * state was emptied after `r` was proxied, the lease is not open there, and the runtime that took
- * it has not registered there since (a reclaim or a recovery would have taken it again) and
- * decides alone now: cut off from Redis, it finds the emptied state only once its probe recovers
+ * it has not registered there since (a reclaim or a recovery would have taken it again), has had
+ * no reply from the emptied state telling it so, and decides alone now: cut off from Redis, it
+ * finds the emptied state only once its probe recovers
  * (docs/reliability.md, "Every node notices an emptied Redis", not covered; seed 844981: its
  * heartbeats' replies came past its timeout through the grace). A lease left uncounted by a router
  * that registered again since, or lost with no reset, is the stores' break (seeds 609813, 14963)
- * and stays one.
+ * and stays one; so is one whose router was told of the emptying and cut off only after: it had
+ * the state to take its leases again on (a node ignoring an emptied state, cut off 0.5 s after
+ * finding it, passed as a false alarm without this).
  */
 export function leaseLost(r: SentRequest, l: LeaseNow): boolean {
   const emptied = Math.max(-Infinity, ...l.resets);
-  return emptied > r.at && (l.routerRegisteredAt ?? -Infinity) < emptied && !l.open && l.routerAlone;
+  return (
+    emptied > r.at &&
+    (l.routerRegisteredAt ?? -Infinity) < emptied &&
+    (l.routerFoundAt ?? -Infinity) < emptied &&
+    !l.open &&
+    l.routerAlone
+  );
 }
 
 /** When `r` reached the replica (Kong's hop to it: at once but on a slow path; Infinity while on its way). */

@@ -155,15 +155,17 @@ export class RoomWait {
     // (admitter/latencyslo/plugin.go `AdmitRequest`). Not while the higher classes alone crowd the
     // gateway (HeldClasses `crowded`): then it would be served in their place (held on without
     // that bound, interactive requests within 2 s fell from 41.9% to 40.8% at 300 ms loads and
-    // 120% load, seeds 1-3).
+    // 120% load, seeds 1-3). Nor past `holdUntil` (its arrival without `room_wait: escalate`, else
+    // `queue_timeout_ms` when that comes first): it would be sent now, so it is judged as sent now.
     const releaseMs = own < this.gateMs ? this.gateMs : this.gateMs + own;
     if (
       this.sheddable &&
       expected > this.objectiveMs &&
+      now < this.holdUntil &&
       waited + releaseMs < this.objectiveMs &&
       this.held?.crowded(this.priority) !== true
     )
-      return now < this.holdUntil;
+      return true;
     if (this.sheddable && expected > this.objectiveMs) {
       this.leave();
       throw errors.shedLowPriority(

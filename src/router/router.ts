@@ -24,7 +24,7 @@ import { RefusalLog } from './refusal-log';
 import { adapterPolicyOf, coldBudgetOf, registerConfiguration, schedulingPolicy } from './registration';
 import { parseBody, promptText } from './request';
 import { RoomWait } from './room-wait';
-import { HeldClasses, SloClasses } from './slo-class';
+import { heldOn, type HeldClasses, SloClasses } from './slo-class';
 import { needsRefresh, refreshIfStale } from './stale-refresh';
 
 export type { RouteOutcome, RouteRequest } from './outcome';
@@ -55,7 +55,7 @@ export class RouterService {
   private readonly coldBudget: ColdLoadBudget;
   /** `slo_classes`: each request's objective and priority. */
   readonly classes: SloClasses;
-  /** Requests held in the gateway per priority (this configuration, this process). */
+  /** Requests held in the gateway per priority (this configuration on this runtime: every worker's instance of it). */
   private readonly held: HeldClasses;
   /** Which replica served each prompt prefix last: the prefix scorer's, shared by both pipelines and the prediction. */
   private readonly prefixIndex = new PrefixIndex();
@@ -81,7 +81,7 @@ export class RouterService {
       namePattern: config.adapter_name_pattern,
     });
     this.specs = config.replicas.map((r) => ({ url: r.url, backend: r.backend, priority: r.priority }));
-    this.held = new HeldClasses(2 * config.replicas.length);
+    this.held = heldOn(runtime, config);
     this.urls = this.specs.map((s) => s.url);
     this.targets = new Map(this.urls.map((url) => [url, targetOf(url)]));
     this.policy = schedulingPolicy(config);

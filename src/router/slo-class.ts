@@ -150,3 +150,23 @@ export class HeldClasses {
     return false;
   }
 }
+
+/** Per runtime, per configuration (its fields as JSON): the requests held in the gateway. */
+const heldByRuntime = new WeakMap<object, Map<string, HeldClasses>>();
+
+/**
+ * The held requests of `config` on `runtime`, one count for every plugin instance of it there:
+ * Kong's nginx workers each start their own instance of a config (kong-pdk 0.6.0 server.js
+ * `StartInstance`: a new plugin object each), all on the process's one runtime. Counted per
+ * instance, a worker's batch request neither waited behind another worker's held interactive
+ * requests nor saw them crowd the gateway. Separate runtimes (the simulations' Kong nodes) count
+ * apart. Backlog: twice the replicas (see `crowded`).
+ */
+export function heldOn(runtime: object, config: Pick<RouterConfig, 'replicas'>): HeldClasses {
+  let byConfig = heldByRuntime.get(runtime);
+  if (!byConfig) heldByRuntime.set(runtime, (byConfig = new Map()));
+  const key = JSON.stringify(config);
+  let held = byConfig.get(key);
+  if (!held) byConfig.set(key, (held = new HeldClasses(2 * config.replicas.length)));
+  return held;
+}

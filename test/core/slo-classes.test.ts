@@ -164,6 +164,36 @@ describe('SLO classes: holding, delaying and shedding (the room wait)', () => {
     expect(held.crowded(0)).toBe(false);
   });
 
+  it('sheds, never sends, a batch request still predicted past its objective when its hold ends at queue_timeout_ms', () => {
+    // queue_timeout_ms 10 s ends the hold before the objective leaves no room for the gate (28 s).
+    const short = parseRouterConfig({ ...base, slo_classes: classes.slice(0, 2), queue_timeout_ms: 10_000 });
+    const w = new RoomWait(short, 0, new SloClasses(short).resolve({ objective: 'batch' }));
+    expect(w.holdUntil).toBe(10_000);
+    expect(w.holds(9999, at(40_000))).toBe(true);
+    // Its hold is over and sent now it would start 40 s on, past its 30 s objective: refused, as
+    // it was before it could be delayed, not sent into a queue past the interactive gate.
+    expect(() => w.holds(10_000, at(40_000))).toThrow(/sheddable class 'batch'/);
+    // So with its own looser objective (x-slo-ttft-ms 60 s) under the default 29 s bound.
+    const loose = new RoomWait(cfg, 0, c.resolve({ objective: 'batch', ttftMs: '60000' }));
+    expect(loose.holds(28_999, at(90_000))).toBe(true);
+    expect(() => loose.holds(29_000, at(90_000))).toThrow(/sheddable class 'batch'/);
+  });
+
+  it('with room_wait other than escalate (no hold in the gateway), still sheds a batch request predicted past its objective', () => {
+    for (const room_wait of ['replica', 'anywhere']) {
+      const r = parseRouterConfig({
+        ...base,
+        slo_classes: classes.slice(0, 2),
+        room_wait,
+        queue_timeout_ms: 10_000,
+      });
+      const w = new RoomWait(r, 0, new SloClasses(r).resolve({ objective: 'batch' }));
+      // Nothing holds it (holdUntil is its arrival): sent now, 40 s of queue, it misses 30 s.
+      expect(w.holdUntil).toBe(0);
+      expect(() => w.holds(0, at(40_000))).toThrow(/sheddable class 'batch'/);
+    }
+  });
+
   it('does not shed for the idle-adapter wait the prediction bounds by queue_timeout_ms', () => {
     const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
     // No idle adapter anywhere now: the prediction adds all 29 s of queue_timeout_ms (a bound).

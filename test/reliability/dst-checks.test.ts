@@ -481,6 +481,14 @@ describe('the simulation takes a lease for lost only to an emptied state its rou
     expect(leaseLost(sent, { ...now, routerRegisteredAt: 1830 })).toBe(false);
   });
 
+  it('a router a reply of the emptied state reached while it shared decisions, cut off only after, had its leases to take again', () => {
+    // It found the FLUSHALL at 1,820 ms by a heartbeat the server ran at 1,878 ms: a router that
+    // then takes nothing again is the stores' break (dst-reach.test.ts plants one).
+    expect(leaseLost(sent, { ...now, routerFoundAt: 1878 })).toBe(false);
+    // Found only the earlier emptying (456 ms), then registered again: the later one it has not found.
+    expect(leaseLost(sent, { ...now, routerFoundAt: 458 })).toBe(true);
+  });
+
   it('a router sharing decisions, a lease still open, or no emptying since it was proxied is no excuse', () => {
     expect(leaseLost(sent, { ...now, routerAlone: false })).toBe(false);
     expect(leaseLost(sent, { ...now, open: true })).toBe(false);
