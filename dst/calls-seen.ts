@@ -11,7 +11,7 @@ import type { LockLife, RedisLink } from './redis-model';
 import { urlParts } from './replicas';
 import type { NodeClock, Scheduler } from './scheduler';
 import type { UnloadCall } from './trim-check';
-import type { Unloader } from './unseen-check';
+import type { Read, Unloader } from './unseen-check';
 import type { LoadClaim } from './room-making';
 
 /**
@@ -19,6 +19,9 @@ import type { LoadClaim } from './room-making';
  * that request's. The budget charges a request once however often it loads (docs/reliability.md,
  * "A request is charged once however often escalation moves it").
  */
+/** Reads kept per runtime and replica: a poll each second, the hold 2 s. */
+const READS_KEPT = 16;
+
 export const routingRequest = new AsyncLocalStorage<number>();
 
 export class CallsSeen {
@@ -26,6 +29,8 @@ export class CallsSeen {
   readonly unloaders = new Map<string, Unloader>();
   /** By runtime and replica: when it last asked the replica's `/metrics`. */
   private readonly askedAt = new Map<string, number>();
+  /** By runtime and replica: its `/metrics` reads answered, the latest `READS_KEPT` (the busy-unload check's hold). */
+  private readonly reads = new Map<string, Read[]>();
   /** Load calls as each runtime sent them (the checks read them after each step). */
   readonly loadCalls: LoadCall[] = [];
   /** The unload calls the runtimes sent, with the request whose decision sent each (none: a trim). */
@@ -137,13 +142,30 @@ export class CallsSeen {
       const name = (body as { lora_name?: string } | undefined)?.lora_name;
       const alone = rt().store.mode?.() === 'local';
       const origin = urlParts(url).origin;
-      if (url.endsWith('/metrics')) this.askedAt.set(`${sender}\u0000${origin}`, this.sched.now());
+      if (url.endsWith('/metrics')) {
+        const key = `${sender}\u0000${origin}`;
+        const asked = this.sched.now();
+        this.askedAt.set(key, asked);
+        const reply = call(method, url, timeoutMs, body);
+        // Beside the caller's handlers: noted no later than the caller reads it.
+        reply.then(
+          () => {
+            let list = this.reads.get(key);
+            if (!list) this.reads.set(key, (list = []));
+            list.push({ asked, answered: this.sched.now() });
+            if (list.length > READS_KEPT) list.shift();
+          },
+          () => undefined,
+        );
+        return reply;
+      }
       if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined) {
         this.unloaders.set(`${origin}\u0000${name}`, {
           proc,
           alone,
           db,
           wordAt: this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
+          reads: this.reads.get(`${sender}\u0000${origin}`) ?? [],
         });
         const grant = `${sender}\u0000${origin}\u0000${name}`;
         const granted = this.unloadGrants.get(grant);

@@ -84,6 +84,11 @@ export class NodeProcesses {
   readonly procs: Process[] = [];
   /** By lease prefix (a runtime's, shared by its successors on the same state): the state it uses. */
   readonly prefixDb = new Map<string, number>();
+  /**
+   * By lease prefix: when its runtime last ended taking its open leases again (a reclaim after an
+   * emptied state ended, or a recovery handed them back), for the checks (`leaseLost`).
+   */
+  readonly leasesRetakenAt = new Map<string, number>();
   /** When a node first used each database: a state no node used yet loses nothing when emptied. */
   readonly dbUsedFrom = [0, Infinity];
   /** Per node (its host, whatever process runs there): the faults of its links to Redis. */
@@ -165,7 +170,33 @@ export class NodeProcesses {
       leasePrefix: prefix,
       ...(seq ? { leaseSeq: seq } : {}),
     });
+    this.watchRetakes(rt, prefix);
     return rt;
+  }
+
+  /**
+   * Notes when `rt`'s failover store ends taking its leases again: its `reclaim` resolved, or its
+   * `recover` handed them back. Both private, wrapped on this instance only (a test may have
+   * planted either on the prototype before); they return as before.
+   */
+  private watchRetakes(rt: FleetRuntime, prefix: string): void {
+    const store = rt.store as unknown as {
+      reclaim?: () => Promise<void>;
+      recover?: () => Promise<boolean>;
+    };
+    const { reclaim, recover } = store;
+    if (!reclaim || !recover) return;
+    const ended = () => this.leasesRetakenAt.set(prefix, this.g.sched.now());
+    store.reclaim = () => {
+      const p = reclaim.call(store);
+      p.then(ended, () => undefined);
+      return p;
+    };
+    store.recover = async () => {
+      const ok = await recover.call(store);
+      if (ok) ended();
+      return ok;
+    };
   }
 
   /** A plugin-server process of node `n` starts (generation `gen`): no memory of any before it. */

@@ -121,6 +121,8 @@ export class RedisModel {
    * decides alone, it waits for its probe to recover.
    */
   readonly foundLostAt = new Map<string, number>();
+  /** By lease id: the server time its last acquire here ran (a retake too), for the checks (`leaseLost`). */
+  readonly leaseTakenAt = new Map<string, number>();
   /** Node ids that left this state (a retired runtime's last prune), acknowledged: a rebuild does not undo it. */
   private readonly left = new Set<string>();
   /**
@@ -326,6 +328,7 @@ export class RedisModel {
         this.revived.delete(lease.id);
         const r = await s.store.acquire(lease);
         s.leaseNode.set(lease.id, node);
+        this.leaseTakenAt.set(lease.id, lease.at);
         return r;
       }
       case 'release': {

@@ -176,7 +176,7 @@ export class RequestRouting {
     return unseenFirst(sent, u, this.g.sched.now(), UNSEEN_HOLD_MS);
   }
 
-  /** Whether `r`'s lease is lost now to an emptied state its router, cut off, has not found (`leaseLost`). */
+  /** Whether `r`'s lease is lost now to an emptied state its router, cut off, has not taken it again on (`leaseLost`). */
   private lost(r: SentRequest): boolean {
     if (r.lease === undefined) return false;
     const prefix = r.lease.slice(0, r.lease.lastIndexOf('-'));
@@ -186,12 +186,16 @@ export class RequestRouting {
     const state = this.g.redis[r.db]!;
     const registeredAt = state.registeredAt.get(prefix);
     const foundAt = state.foundLostAt.get(prefix);
+    const retakenAt = this.g.nodes.leasesRetakenAt.get(prefix);
+    const takenAt = state.leaseTakenAt.get(r.lease);
     return leaseLost(r, {
       resets: state.resets,
       open: state.openLeases().has(r.lease),
       routerAlone: p.rt.store.mode?.() === 'local',
       ...(registeredAt === undefined ? {} : { routerRegisteredAt: registeredAt }),
       ...(foundAt === undefined ? {} : { routerFoundAt: foundAt }),
+      ...(retakenAt === undefined ? {} : { routerRetakenAt: retakenAt }),
+      ...(takenAt === undefined ? {} : { takenAt }),
     });
   }
 

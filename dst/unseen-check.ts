@@ -33,6 +33,30 @@ export interface Unloader {
   db: number;
   /** When it last asked that replica's `/metrics` before the unload (its word). */
   wordAt: number;
+  /**
+   * Its runtime's `/metrics` reads of that replica answered so far (polls and words, oldest first):
+   * what could have started its hold. Absent: any unseen request under way within the hold counts.
+   */
+  reads?: readonly Read[];
+}
+
+/** One `/metrics` read: when it was asked and answered (the replica wrote it in between). */
+export interface Read {
+  asked: number;
+  answered: number;
+}
+
+/**
+ * Whether a read of the unloader answered after `from` could have found `q` busy: under way at the
+ * replica at some time between the read's asking and its answer. A request that starts and ends
+ * between two reads is not seen (docs/reliability.md, "An adapter someone unseen routes is held",
+ * not covered; seed 72667: 320 ms between two polls 1 s apart).
+ */
+function heldBy(q: SentRequest, u: Unloader, from: number, now: number): boolean {
+  if (u.reads === undefined) return q.ended > from;
+  return u.reads.some(
+    (x) => x.answered > from && x.answered <= now && x.asked <= q.ended && x.answered >= arrival(q),
+  );
 }
 
 /**
@@ -57,30 +81,37 @@ export interface LeaseNow {
   routerRegisteredAt?: number;
   /** The latest server time of a call whose reply told that runtime its state was lost (`RedisModel.foundLostAt`). */
   routerFoundAt?: number;
+  /** When that runtime last ended taking its leases again there (a reclaim ended, a recovery handed them back). */
+  routerRetakenAt?: number;
+  /** When the lease was last taken there (server time): before the emptying, the emptying lost it. */
+  takenAt?: number;
 }
 
 /**
  * Whether `r`'s lease counts nowhere the unloader reads, with its router unable to help it: that
- * state was emptied after `r` was proxied, the lease is not open there, and the runtime that took
- * it has not registered there since (a reclaim or a recovery would have taken it again), has had
- * no reply from the emptied state telling it so, and decides alone now: cut off from Redis, it
- * finds the emptied state only once its probe recovers
- * (docs/reliability.md, "Every node notices an emptied Redis", not covered; seed 844981: its
- * heartbeats' replies came past its timeout through the grace). A lease left uncounted by a router
- * that registered again since, or lost with no reset, is the stores' break (seeds 609813, 14963)
- * and stays one; so is one whose router was told of the emptying and cut off only after: it had
- * the state to take its leases again on (a node ignoring an emptied state, cut off 0.5 s after
- * finding it, passed as a false alarm without this).
+ * state was emptied after the lease was taken there (`takenAt`; else after `r` was proxied), the
+ * lease is not open there, the runtime that took it decides alone now (cut off from Redis, it
+ * finds the emptied state, or takes its leases again, only once its probe recovers), and either
+ * - it has not registered there since (a reclaim or a recovery would have taken it again) and has
+ *   had no reply from the emptied state telling it so (docs/reliability.md, "Every node notices an
+ *   emptied Redis", not covered; seed 844981: its heartbeats' replies came past its timeout through
+ *   the grace), or
+ * - it registered again since but was cut off before it ended taking its leases again (`routerRetakenAt`):
+ *   its reclaim takes them one call each, and a call timed out before it reached this one (seed 72667:
+ *   the FLUSHALL found at 732 ms, the replicas registered and 2 of 4 leases taken again, its link
+ *   slow past its timeout from 887 ms).
+ * A lease left uncounted by a router that ended taking its leases again since, or lost with no
+ * reset, is the stores' break (seeds 609813, 14963) and stays one; so is one whose router was told
+ * of the emptying and cut off only after without beginning to take them again: it had the state to
+ * take its leases again on (a node ignoring an emptied state, cut off 0.5 s after finding it,
+ * passed as a false alarm without this).
  */
 export function leaseLost(r: SentRequest, l: LeaseNow): boolean {
   const emptied = Math.max(-Infinity, ...l.resets);
-  return (
-    emptied > r.at &&
-    (l.routerRegisteredAt ?? -Infinity) < emptied &&
-    (l.routerFoundAt ?? -Infinity) < emptied &&
-    !l.open &&
-    l.routerAlone
-  );
+  const registered = (l.routerRegisteredAt ?? -Infinity) >= emptied;
+  const untold = !registered && (l.routerFoundAt ?? -Infinity) < emptied;
+  const cutMidway = registered && (l.routerRetakenAt ?? -Infinity) < emptied;
+  return emptied > (l.takenAt ?? r.at) && !l.open && l.routerAlone && (untold || cutMidway);
 }
 
 /** When `r` reached the replica (Kong's hop to it: at once but on a slow path; Infinity while on its way). */
@@ -92,8 +123,8 @@ function arrival(r: SentRequest): number {
  * Whether every request under way (`ended >= now`) on the adapter there is an unseen router's
  * first: unseen by the unloader, reaching the replica after the unloader's word (or not yet: a
  * request on its way is in no word), with no request of that process it could not see under way
- * at the replica in the `holdMs` before (whose busy reading with no lease would have held the
- * adapter). Any other busy unload breaks (i).
+ * at the replica when a read of the unloader's answered in the `holdMs` before was written (whose
+ * busy reading with no lease would have held the adapter). Any other busy unload breaks (i).
  */
 export function unseenFirst(sent: SentRequest[], u: Unloader, now: number, holdMs: number): boolean {
   const open = sent.filter((r) => r.ended >= now);
@@ -109,7 +140,7 @@ export function unseenFirst(sent: SentRequest[], u: Unloader, now: number, holdM
             q.proc === r.proc &&
             unseenBy(q, u) &&
             arrival(q) < Math.min(arrival(r), now) &&
-            q.ended > Math.min(arrival(r), now) - holdMs,
+            heldBy(q, u, Math.min(arrival(r), now) - holdMs, now),
         ),
     )
   );

@@ -446,6 +446,29 @@ describe("the simulation leaves to chance only an unseen router's first request 
     expect(judged([{ ...request, at: 1000, ended: -100 }, request])).toBe(true);
   });
 
+  it("a second unseen request under way when none of the unloader's reads found it busy started no hold (seed 72667)", () => {
+    // Seed 72667: node 2's first `bio` request ran on replica-1 from 1,427.5 to 1,748.1 ms, between
+    // two of node 0's polls there; its second, on its way, was unloaded under at 3,068 ms.
+    const reads = [
+      { asked: 1000, answered: 1002 },
+      { asked: 2003, answered: 2005 },
+      { asked: 3010, answered: 3012 },
+    ];
+    const first: SentRequest = { ...request, db: 0, lost: true, at: 1427.5, reached: 1427.5, ended: 1748.1 };
+    const second: SentRequest = { ...request, db: 0, lost: true, at: 688, reached: Infinity };
+    const u = { ...unloader, proc: 'n0g0', wordAt: 3010, reads };
+    const at = (now: number) => unseenFirst([first, second], u, now, 2000);
+    expect(at(3068)).toBe(true);
+    // A read under way while it ran, answered within the hold, could have held it: no excuse.
+    expect(
+      unseenFirst([first, second], { ...u, reads: [...reads, { asked: 1500, answered: 1502 }] }, 3068, 2000),
+    ).toBe(false);
+    // A read busy over a slow path (asked 1,100 ms, answered 1,500 ms) held it until 3,500 ms.
+    const slowRead = { ...u, reads: [{ asked: 1100, answered: 1500 }] };
+    expect(unseenFirst([first, second], slowRead, 3068, 2000)).toBe(false);
+    expect(unseenFirst([first, second], slowRead, 3600, 2000)).toBe(true);
+  });
+
   it('a request whose lease an emptied state lost, its router cut off since, is unseen (seed 844981)', () => {
     const lost: SentRequest = { ...request, db: 0, lost: true };
     expect(judged([lost])).toBe(true);
@@ -477,8 +500,8 @@ describe('the simulation takes a lease for lost only to an emptied state its rou
     expect(leaseLost(sent, never)).toBe(true);
   });
 
-  it('a router that registered again since the emptying had its leases to take again: the stores answer for it (seeds 609813, 14963)', () => {
-    expect(leaseLost(sent, { ...now, routerRegisteredAt: 1830 })).toBe(false);
+  it('a router that registered again since the emptying and ended taking its leases again: the stores answer for it (seeds 609813, 14963)', () => {
+    expect(leaseLost(sent, { ...now, routerRegisteredAt: 1830, routerRetakenAt: 1840 })).toBe(false);
   });
 
   it('a router a reply of the emptied state reached while it shared decisions, cut off only after, had its leases to take again', () => {
@@ -494,6 +517,45 @@ describe('the simulation takes a lease for lost only to an emptied state its rou
     expect(leaseLost(sent, { ...now, open: true })).toBe(false);
     expect(leaseLost(sent, { ...now, resets: [456] })).toBe(false);
     expect(leaseLost({ ...sent, at: 1821 }, now)).toBe(false);
+    expect(leaseLost(sent, { ...now, takenAt: 1830 })).toBe(false);
+  });
+});
+
+describe('the simulation takes a lease for lost to an emptied state its router was cut off from while taking its leases again', () => {
+  // Seed 72667's figures (shrunk): node 2 took lease n2g0-3 for `bio` on replica-1 at 623 ms; a
+  // FLUSHALL at 653 ms lost it; node 2 proxied the request at 688 ms over a slow path (2,429-ms
+  // hop). Told of the emptying (a reply the server ran at 732.5 ms), it registered its replicas
+  // again (to 797.5 ms) and took n2g0-0 and n2g0-1 again (862.5, 927.5 ms); its link turned slow
+  // past its timeout at 887 ms, the acquire of n2g0-1 timed out (1,427.5 ms), its reclaim failed
+  // before n2g0-2 and n2g0-3, and it decided alone since. Node 0's unload of `bio` for room at
+  // 3,066 ms found it idle, the request still on its way.
+  const sent: SentRequest = { proc: 'n2g0', alone: false, db: 0, at: 688, ended: Infinity, lease: 'n2g0-3' };
+  const now: LeaseNow = {
+    resets: [653],
+    open: false,
+    routerAlone: true,
+    routerRegisteredAt: 797.5,
+    routerFoundAt: 732.5,
+    takenAt: 623,
+  };
+
+  it('lost: taken before the emptying, proxied after it, its router cut off before it took it again', () => {
+    expect(leaseLost(sent, now)).toBe(true);
+  });
+
+  it('a router that ended taking its leases again since the emptying, then cut off, is no excuse', () => {
+    expect(leaseLost(sent, { ...now, routerRetakenAt: 1000 })).toBe(false);
+  });
+
+  it('a router told of the emptying that registered nothing since is no excuse, as before', () => {
+    const { routerRegisteredAt: _, ...unregistered } = now;
+    expect(leaseLost(sent, unregistered)).toBe(false);
+  });
+
+  it('a lease taken again since the emptying, open there, or a router sharing decisions is no excuse', () => {
+    expect(leaseLost(sent, { ...now, takenAt: 862.5 })).toBe(false);
+    expect(leaseLost(sent, { ...now, open: true })).toBe(false);
+    expect(leaseLost(sent, { ...now, routerAlone: false })).toBe(false);
   });
 });
 

@@ -2486,6 +2486,49 @@ describe('requests on their way the simulation found', () => {
     );
   }, 30_000);
 
+  // Seed 72667 (--keep 0,1,2,3,4,5,6,10,11,14,24,25), a false alarm: node 2 took lease n2g0-3 for
+  // bio on replica-1 at 623 ms; the FLUSHALL at 653 ms lost it; node 2 proxied the request at 688 ms
+  // over a slow path (2,429-ms hop). Told of the emptying, it registered its replicas again (732.5,
+  // 797.5 ms) and took two of its four leases again (862.5, 927.5 ms) before its link turned slow
+  // past its timeout (887 ms): the next acquire timed out at 1,427.5 ms, its reclaim failed before
+  // n2g0-3 and it decided alone to the end. Its first bio request ran on replica-1 from 1,427.5 to
+  // 1,748.1 ms, between two of node 0's polls there (1,034 and 1,988 ms), so no hold began; node 0,
+  // making room for fin, unloaded bio at 3,068 ms, the second request still on its way.
+  it('seed 72667: a lease whose router was cut off while taking its leases again, its earlier request seen by no read', async () => {
+    await holds(
+      72667,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 4153,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 34, kind: 'request', node: 1, adapter: 0, tokens: 5, prompt: 1821 },
+        { at: 53, kind: 'slow-path', node: 2, replica: 0, ms: 625, hopMs: 641 },
+        { at: 119, kind: 'request', node: 2, adapter: 1, tokens: 3, prompt: 1819 },
+        { at: 208, kind: 'request', node: 2, adapter: 6, tokens: 6, prompt: 64 },
+        { at: 321, kind: 'request', node: 2, adapter: 10, tokens: 6, prompt: 404 },
+        { at: 530, kind: 'slow', node: 2, ms: 360, slowMs: 65 },
+        { at: 555, kind: 'request', node: 2, adapter: 10, tokens: 5, prompt: 1222 },
+        { at: 653, kind: 'flushall' },
+        { at: 653, kind: 'slow-path', node: 2, replica: 1, ms: 695, hopMs: 2429 },
+        { at: 887, kind: 'slow', node: 2, ms: 1579, slowMs: 1907 },
+        { at: 2842, kind: 'request', node: 0, adapter: 7, tokens: 1, prompt: 1387 },
+        { at: 3058, kind: 'request', node: 0, adapter: 9, tokens: 5, prompt: 111 },
+      ],
+    );
+  }, 30_000);
+
   // Seed 501915 (--keep 0,...,16), a false alarm: replica-1 (limit 2) held team; request 10's load
   // of a failed at once (3,097 ms) and node 1 sent the claim's end, which the store ran at 3,099 ms,
   // after node 0's make-room unload of team for team,a (request 12), judged on team + a = 2 of 2.
