@@ -61,6 +61,14 @@ export interface Process {
   recordGen: number;
 }
 
+/** When a runtime's walks over its open leases were due, began and ended (`NodeProcesses.retakeWalks`). */
+export interface RetakeWalks {
+  /** A reclaim's registration ended: its walk begins at once. */
+  dueAt?: number;
+  begunAt?: number;
+  endedAt?: number;
+}
+
 /** A node's links to Redis (its host, whatever process runs there) and the faults open on them. */
 export interface NodeLinkFaults {
   link: LinkFaults;
@@ -85,10 +93,10 @@ export class NodeProcesses {
   /** By lease prefix (a runtime's, shared by its successors on the same state): the state it uses. */
   readonly prefixDb = new Map<string, number>();
   /**
-   * By lease prefix: when its runtime last ended taking its open leases again (a reclaim after an
-   * emptied state ended, or a recovery handed them back), for the checks (`leaseLost`).
+   * By lease prefix: its runtime's walks taking all its open leases again (`HeldLeases.restore`,
+   * a reclaim's after an emptied state, or a recovery's), for the checks (`leaseLost`).
    */
-  readonly leasesRetakenAt = new Map<string, number>();
+  readonly retakeWalks = new Map<string, RetakeWalks>();
   /** When a node first used each database: a state no node used yet loses nothing when emptied. */
   readonly dbUsedFrom = [0, Infinity];
   /** Per node (its host, whatever process runs there): the faults of its links to Redis. */
@@ -175,27 +183,45 @@ export class NodeProcesses {
   }
 
   /**
-   * Notes when `rt`'s failover store ends taking its leases again: its `reclaim` resolved, or its
-   * `recover` handed them back. Both private, wrapped on this instance only (a test may have
-   * planted either on the prototype before); they return as before.
+   * Notes `rt`'s failover store's walks over its open leases: when a reclaim's registration ended
+   * (its walk due at once), and when each walk began and ended. A walk ended took every lease it
+   * held then again (or found it reclaimed by age); one cut off, or never begun once due, did not.
+   * Wrapped on this instance only (a test may have planted a method on the prototype before);
+   * they return as before.
    */
   private watchRetakes(rt: FleetRuntime, prefix: string): void {
     const store = rt.store as unknown as {
-      reclaim?: () => Promise<void>;
-      recover?: () => Promise<boolean>;
+      registerReplicas?: (ups: boolean) => Promise<void>;
+      leases?: { restore?: (shared: unknown, onlyLocal: boolean) => Promise<void> };
     };
-    const { reclaim, recover } = store;
-    if (!reclaim || !recover) return;
-    const ended = () => this.leasesRetakenAt.set(prefix, this.g.sched.now());
-    store.reclaim = () => {
-      const p = reclaim.call(store);
-      p.then(ended, () => undefined);
+    const { registerReplicas } = store;
+    const leases = store.leases;
+    const restore = leases?.restore;
+    if (!registerReplicas || !leases || !restore) return;
+    // One record per prefix, as the leases: a successor on the same state walks on with them.
+    let walks = this.retakeWalks.get(prefix);
+    if (!walks) this.retakeWalks.set(prefix, (walks = {}));
+    const w = walks;
+    const now = () => this.g.sched.now();
+    // A reclaim registers with `ups` false and walks right after; a recovery replays releases between.
+    store.registerReplicas = (ups) => {
+      const p = registerReplicas.call(store, ups);
+      if (!ups)
+        p.then(
+          () => (w.dueAt = now()),
+          () => undefined,
+        );
       return p;
     };
-    store.recover = async () => {
-      const ok = await recover.call(store);
-      if (ok) ended();
-      return ok;
+    leases.restore = (shared, onlyLocal) => {
+      if (onlyLocal) return restore.call(leases, shared, onlyLocal);
+      w.begunAt = now();
+      const p = restore.call(leases, shared, onlyLocal);
+      p.then(
+        () => (w.endedAt = now()),
+        () => undefined,
+      );
+      return p;
     };
   }
 

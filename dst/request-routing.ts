@@ -186,7 +186,7 @@ export class RequestRouting {
     const state = this.g.redis[r.db]!;
     const registeredAt = state.registeredAt.get(prefix);
     const foundAt = state.foundLostAt.get(prefix);
-    const retakenAt = this.g.nodes.leasesRetakenAt.get(prefix);
+    const walks = this.g.nodes.retakeWalks.get(prefix);
     const takenAt = state.leaseTakenAt.get(r.lease);
     return leaseLost(r, {
       resets: state.resets,
@@ -194,7 +194,9 @@ export class RequestRouting {
       routerAlone: p.rt.store.mode?.() === 'local',
       ...(registeredAt === undefined ? {} : { routerRegisteredAt: registeredAt }),
       ...(foundAt === undefined ? {} : { routerFoundAt: foundAt }),
-      ...(retakenAt === undefined ? {} : { routerRetakenAt: retakenAt }),
+      ...(walks?.endedAt === undefined ? {} : { routerRetakenAt: walks.endedAt }),
+      ...(walks?.dueAt === undefined ? {} : { routerWalkDueAt: walks.dueAt }),
+      ...(walks?.begunAt === undefined ? {} : { routerWalkBegunAt: walks.begunAt }),
       ...(takenAt === undefined ? {} : { takenAt }),
     });
   }

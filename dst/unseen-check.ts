@@ -81,8 +81,12 @@ export interface LeaseNow {
   routerRegisteredAt?: number;
   /** The latest server time of a call whose reply told that runtime its state was lost (`RedisModel.foundLostAt`). */
   routerFoundAt?: number;
-  /** When that runtime last ended taking its leases again there (a reclaim ended, a recovery handed them back). */
+  /** When that runtime last ended a walk taking all its open leases again there (a reclaim's or a recovery's). */
   routerRetakenAt?: number;
+  /** When that runtime's last reclaim ended its registration there: its walk over its leases was due at once. */
+  routerWalkDueAt?: number;
+  /** When that runtime last began a walk taking all its open leases again. */
+  routerWalkBegunAt?: number;
   /** When the lease was last taken there (server time): before the emptying, the emptying lost it. */
   takenAt?: number;
 }
@@ -96,10 +100,13 @@ export interface LeaseNow {
  *   had no reply from the emptied state telling it so (docs/reliability.md, "Every node notices an
  *   emptied Redis", not covered; seed 844981: its heartbeats' replies came past its timeout through
  *   the grace), or
- * - it registered again since but was cut off before it ended taking its leases again (`routerRetakenAt`):
- *   its reclaim takes them one call each, and a call timed out before it reached this one (seed 72667:
- *   the FLUSHALL found at 732 ms, the replicas registered and 2 of 4 leases taken again, its link
- *   slow past its timeout from 887 ms).
+ * - it registered again since but was cut off before its walk taking its leases again ended
+ *   (`routerRetakenAt`): its reclaim takes them one call each, and a call timed out before it
+ *   reached this one (seed 72667: the FLUSHALL found at 732 ms, the replicas registered and 2 of 4
+ *   leases taken again, its link slow past its timeout from 887 ms). Not a reclaim whose
+ *   registration ended and whose walk never began (`routerWalkDueAt`): it had the state to take
+ *   them on, and went on without (review4: a reclaim that skipped its walk, its next call cut off,
+ *   passed without this); nor a walk that ended before a later call was cut off.
  * A lease left uncounted by a router that ended taking its leases again since, or lost with no
  * reset, is the stores' break (seeds 609813, 14963) and stays one; so is one whose router was told
  * of the emptying and cut off only after without beginning to take them again: it had the state to
@@ -110,7 +117,9 @@ export function leaseLost(r: SentRequest, l: LeaseNow): boolean {
   const emptied = Math.max(-Infinity, ...l.resets);
   const registered = (l.routerRegisteredAt ?? -Infinity) >= emptied;
   const untold = !registered && (l.routerFoundAt ?? -Infinity) < emptied;
-  const cutMidway = registered && (l.routerRetakenAt ?? -Infinity) < emptied;
+  const due = l.routerWalkDueAt ?? -Infinity;
+  const walkSkipped = due >= emptied && (l.routerWalkBegunAt ?? -Infinity) < due;
+  const cutMidway = registered && (l.routerRetakenAt ?? -Infinity) < emptied && !walkSkipped;
   return emptied > (l.takenAt ?? r.at) && !l.open && l.routerAlone && (untold || cutMidway);
 }
 

@@ -552,6 +552,15 @@ describe('the simulation takes a lease for lost to an emptied state its router w
     expect(leaseLost(sent, unregistered)).toBe(false);
   });
 
+  it('a reclaim whose registration ended and whose walk over its leases never began had the state to take them on', () => {
+    // Node 2's reclaim registered by 802.5 ms and went on without walking its leases; a later call cut off.
+    expect(leaseLost(sent, { ...now, routerRegisteredAt: 802.5, routerWalkDueAt: 802.5 })).toBe(false);
+    // A walk that began once due and was cut off midway (seed 72667 unplanted) is the excuse.
+    expect(leaseLost(sent, { ...now, routerWalkDueAt: 797.5, routerWalkBegunAt: 797.5 })).toBe(true);
+    // A reclaim cut off while registering (no walk due yet) is too.
+    expect(leaseLost(sent, now)).toBe(true);
+  });
+
   it('a lease taken again since the emptying, open there, or a router sharing decisions is no excuse', () => {
     expect(leaseLost(sent, { ...now, takenAt: 862.5 })).toBe(false);
     expect(leaseLost(sent, { ...now, open: true })).toBe(false);
