@@ -435,6 +435,7 @@ export class RedisModel {
           s.locks.delete(fence);
           const life = this.lives.get(fence);
           const ttl = this.roomTtls.get(fence);
+          this.roomTtls.delete(fence);
           if (name === 'finishUnload' && ok === true && life && ttl !== undefined) life.roomUntil = at + ttl;
           this.endLock(fence, seq);
           c.changed++;
