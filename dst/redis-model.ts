@@ -67,6 +67,12 @@ export interface LockLife {
   /** Server time and order of its end (undefined: still held). */
   endedAt?: number;
   endSeq?: number;
+  /**
+   * A make-room unload its holder ended done: until when the store keeps the room it made for its
+   * adapter (`at` of the end + the unload's TTL), which holds a free slot against another adapter's
+   * make-room unload until that adapter's load begins (MemoryFleetStore.beginUnload, `held`).
+   */
+  roomUntil?: number;
 }
 
 /** The order of the scripts both servers ran (one counter for both databases). */
@@ -114,6 +120,8 @@ export class RedisModel {
   readonly registeredAt = new Map<string, number>();
   /** By fence: the locks granted (a rebuild does not repeat them), each ended when the server ended it. */
   private readonly lives = new Map<Fence, LockLife>();
+  /** By fence: the TTL a make-room unload (not a trim) was granted with, for its room's `roomUntil`. */
+  private readonly roomTtls = new Map<Fence, number>();
   /**
    * By node id: the latest server time of a call whose reply told the node its state was lost (an
    * emptied state found, or another server answering) while it decided with this state, for the
@@ -400,6 +408,15 @@ export class RedisModel {
                 args[6] as number | undefined,
               );
         if (f !== null && !this.replaying) this.lives.set(f, { at: this.clock.now(), seq });
+        const forName = args[5];
+        if (
+          f !== null &&
+          name === 'beginUnload' &&
+          typeof forName === 'string' &&
+          forName !== '' &&
+          !forName.startsWith('\u0000')
+        )
+          this.roomTtls.set(f, ttl);
         if (f !== null)
           s.locks.set(f, {
             node,
@@ -416,6 +433,10 @@ export class RedisModel {
         const r = await st[name]!.call(s.store, url, adapter, fence, ok, at);
         if (r === true) {
           s.locks.delete(fence);
+          const life = this.lives.get(fence);
+          const ttl = this.roomTtls.get(fence);
+          this.roomTtls.delete(fence);
+          if (name === 'finishUnload' && ok === true && life && ttl !== undefined) life.roomUntil = at + ttl;
           this.endLock(fence, seq);
           c.changed++;
         }

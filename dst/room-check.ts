@@ -25,7 +25,7 @@
  * node deciding alone elsewhere begins no unload and its loads only add; an emptied state brings
  * back no lock.
  */
-import { claimedAt, grantedAt, makesRoom, roomFor, roomsMaking } from './room-making';
+import { claimedAt, grantedAt, makesRoom, roomFor, roomsKept, roomsMaking } from './room-making';
 import { callAnswered, type NeedScope, type SentCalls, type UnloadAnswer } from './trim-check';
 
 /** Why the make-room unload answered as `e` made more room than its request's load takes (undefined: it did not). */
@@ -75,6 +75,9 @@ export function roomOverMade(
   // way there, counted above: a second request for x unloading for x's one load makes no room.
   const rooms = roomsMaking(e.url, from, e.at, calls, occupied, seq);
   if (!occupied.has(roomFor(call))) rooms.add(roomFor(call));
+  // Rooms the store still kept at the grant for adapters whose request has decided since (by the
+  // order it ran its scripts): it counts each as a slot taken, by design.
+  if (seq !== undefined) for (const r of roomsKept(e.url, seq, from, calls, occupied)) rooms.add(r);
   if (e.loaded + loading + rooms.size >= max) return undefined;
   return (
     `${e.name} unloaded from ${e.url} for request ${call.request}${call.for ? ` (${call.for})` : ''} (granted at ${Math.round(from)} ms) ` +

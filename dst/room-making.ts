@@ -94,7 +94,8 @@ export const roomFor = (c: UnloadCall): string => c.for ?? `request ${c.request}
  * load). A request that sent its load there is counted by its load (one sent before its unload was an earlier try's: seed 414447, a
  * request back on the replica its first load left); one that decided (placed
  * elsewhere on its recheck, refused by the budget, its process dead) left its room unused, by
- * design (`Room.claimSlot`), and the store's count shows that slot free.
+ * design (`Room.claimSlot`): the store's count shows that slot free once another load takes the room or
+ * its TTL passes (until then `roomsKept` counts it at a grant, as the store does).
  */
 export function roomsMaking(
   url: string,
@@ -125,4 +126,40 @@ export function roomsMaking(
     if (!loaded && !((calls.decidedAt?.(r) ?? Infinity) <= from)) rooms.add(room);
   }
   return rooms;
+}
+
+/**
+ * The adapters on `url` whose room a make-room unload made and the store still kept when it ran
+ * the grant `seq` (at `at`), less `occupied`: made by that unload's end before the grant, not past
+ * its TTL, its adapter's load not begun by then (a load claim for it takes the room). The store
+ * counts such a room against another adapter's make-room unload whether or not the request that made
+ * it still comes (refused by the budget, placed elsewhere): the adapter's next request loads into it
+ * (docs/reliability.md, a room still free is kept for its adapter until its load begins or its TTL;
+ * seed 160064: chat's room, its request refused by the budget 2 ms before fin's grant, another
+ * request for chat placed there the script before).
+ */
+export function roomsKept(
+  url: string,
+  seq: number,
+  at: number,
+  calls: RoomCalls,
+  occupied: ReadonlySet<string> = new Set(),
+): Set<string> {
+  const kept = new Set<string>();
+  for (const c of calls.unloads ?? []) {
+    const made = c.lock;
+    if (c.url !== url || c.for === undefined || made?.roomUntil === undefined || made.endSeq === undefined)
+      continue;
+    if (made.endSeq >= seq || made.roomUntil <= at || occupied.has(c.for)) continue;
+    const taken = (calls.claims ?? []).some(
+      (l) =>
+        l.url === url &&
+        l.name === c.for &&
+        l.lock !== undefined &&
+        l.lock.seq > made.endSeq! &&
+        l.lock.seq < seq,
+    );
+    if (!taken) kept.add(c.for);
+  }
+  return kept;
 }

@@ -609,6 +609,74 @@ describe("by the store's order, not the calls' times (seeds 501915, 500849, 6403
   it('not once the store ended that lock before the grant (the node found silent): broken', () => {
     expect(broken(deadRoom(30))?.invariant).toBe(ROOM);
   });
+
+  // Seed 160064's shape: team and law on the replica, limit 2. Request 20 (node 0) unloaded team for
+  // chat (the store keeps chat's room until 17,848 ms), then was refused by the cold-load budget at
+  // 7,860; med's load took the slot and failed. Request 23, for fin, was granted law's unload at
+  // 7,860 (script 311): the store counted law and chat's room, kept for chat's next request (one was
+  // placed there the script before), the replica full.
+  const keptRoom = (o: { roomUntil?: number; chatClaimSeq?: number } = {}): Setup => ({
+    log: [load(1000, 'team', 1), load(2000, 'law', 2), unload(7847, 'team', 1), unload(7865, 'law', 0)],
+    unloads: [
+      {
+        at: 7844,
+        grantedAt: 7840,
+        endedAt: 7846,
+        url: URL,
+        name: 'team',
+        request: 20,
+        for: 'chat',
+        proc: 'n0g0',
+        alone: false,
+        lock: { at: 7842, seq: 268, endedAt: 7848, endSeq: 270, roomUntil: o.roomUntil ?? 17_848 },
+      },
+      {
+        at: 7865,
+        grantedAt: 7860,
+        url: URL,
+        name: 'law',
+        request: 23,
+        for: 'fin',
+        proc: 'n0g0',
+        alone: false,
+        lock: { at: 7862, seq: 311 },
+      },
+    ],
+    claims: [
+      {
+        at: 7852,
+        url: URL,
+        name: 'med',
+        sender: 'n2g0r0',
+        until: 15_852,
+        endedAt: 7860,
+        lock: { at: 7852, seq: 275, endedAt: 7860, endSeq: 303 },
+      },
+      ...(o.chatClaimSeq === undefined
+        ? []
+        : [
+            {
+              at: 7855,
+              url: URL,
+              name: 'chat',
+              sender: 'n1g0r0',
+              until: 15_855,
+              endedAt: 7858,
+              lock: { at: 7855, seq: o.chatClaimSeq, endedAt: 7858, endSeq: o.chatClaimSeq + 1 },
+            },
+          ]),
+    ],
+    decided: { 20: 7860 },
+  });
+
+  it('a room the store kept for another adapter at the grant counts, its request decided (seed 160064): holds', () => {
+    expect(broken(keptRoom())).toBeUndefined();
+  });
+
+  it('not once past its TTL, nor once a load of its adapter began and took it: broken', () => {
+    expect(broken(keptRoom({ roomUntil: 7855 }))?.invariant).toBe(ROOM);
+    expect(broken(keptRoom({ chatClaimSeq: 280 }))?.invariant).toBe(ROOM);
+  });
 });
 
 describe("8196ff3's break planted in the real code", () => {
