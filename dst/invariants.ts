@@ -15,6 +15,7 @@ import type { AdapterLogEntry } from '../sim/http/replica';
 import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../src/router/cold-budget';
 import type { BudgetOp } from './redis-model';
 import { excessReadBusy, type EngineWord } from './comma-word';
+import { excessHeldByDead } from './orphan-hold';
 import type { FailedLoad } from './replicas';
 import { staticUnloaded } from './static-check';
 import { roomOverMade } from './room-check';
@@ -41,6 +42,8 @@ export interface LogSource {
   log: readonly AdapterLogEntry[];
   /** The replica's registry and engine now (dst/comma-word.ts), read only while it is over the limit. */
   word?: () => EngineWord;
+  /** Adapters on the replica that an open lease of a process that died holds in the shared store (dst/orphan-hold.ts). */
+  orphaned?: () => ReadonlySet<string>;
 }
 
 /** What the checks need to know of the world at a step. */
@@ -208,6 +211,13 @@ export class LogChecks {
         // The grace runs from when the replica's report stopped reading the idle excess busy through
         // a name with a comma: the router unloads nothing it reads busy (seed 111053).
         if (src.word && excessReadBusy(this.limits.maxLoadedAdapters, src.word())) o.since = w.now;
+        // Nor while a dead process's lease holds the idle excess: it goes by age only (seed 102896).
+        if (
+          src.word &&
+          src.orphaned &&
+          excessHeldByDead(this.limits.maxLoadedAdapters, src.word(), src.orphaned())
+        )
+          o.since = w.now;
         if (!o.alone && w.now - o.since > this.limits.excessGraceMs)
           this.fail(
             w,

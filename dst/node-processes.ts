@@ -92,6 +92,8 @@ export class NodeProcesses {
   readonly procs: Process[] = [];
   /** By lease prefix (a runtime's, shared by its successors on the same state): the state it uses. */
   readonly prefixDb = new Map<string, number>();
+  /** The lease prefixes (store node ids) of runtimes whose process died: their leases go by age only. */
+  readonly dead = new Set<string>();
   /**
    * By lease prefix: its runtime's walks taking all its open leases again (`HeldLeases.restore`,
    * a reclaim's after an emptied state, or a recovery's), for the checks (`leaseLost`).
@@ -271,6 +273,7 @@ export class NodeProcesses {
   restartProcess(n: number): void {
     const old = this.procs[n]!;
     old.alive = false;
+    for (const rt of old.runtimes) this.dead.add(rt.leasePrefix);
     this.g.calls.died(`n${n}g${old.gen}`);
     for (const rt of old.runtimes) rt.stop();
     // Its timers never fire again: a new clock, the same skew.

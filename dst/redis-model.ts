@@ -131,6 +131,8 @@ export class RedisModel {
   readonly foundLostAt = new Map<string, number>();
   /** By lease id: the server time its last acquire here ran (a retake too), for the checks (`leaseLost`). */
   readonly leaseTakenAt = new Map<string, number>();
+  /** Lease id -> its replica and adapter as taken (read for the ids still open). */
+  private readonly leaseWhere = new Map<string, { url: string; adapter: string | null }>();
   /** Node ids that left this state (a retired runtime's last prune), acknowledged: a rebuild does not undo it. */
   private readonly left = new Set<string>();
   /**
@@ -186,6 +188,16 @@ export class RedisModel {
   }
 
   /** Open leases as the server holds them (lease id -> node), but those left to age (`revived`). */
+  /** The adapters on `url` that the open leases of `nodes` hold (the lease ids' nodes). */
+  adaptersLeasedBy(url: string, nodes: ReadonlySet<string>): string[] {
+    const out: string[] = [];
+    for (const [id, node] of this.s.leaseNode) {
+      const l = this.leaseWhere.get(id);
+      if (nodes.has(node) && l?.url === url && l.adapter !== null) out.push(l.adapter);
+    }
+    return out;
+  }
+
   openLeases(): ReadonlyMap<string, string> {
     return new Map([...this.s.leaseNode].filter(([id]) => !this.revived.has(id)));
   }
@@ -336,6 +348,7 @@ export class RedisModel {
         this.revived.delete(lease.id);
         const r = await s.store.acquire(lease);
         s.leaseNode.set(lease.id, node);
+        this.leaseWhere.set(lease.id, { url: lease.url, adapter: lease.adapter });
         this.leaseTakenAt.set(lease.id, lease.at);
         return r;
       }

@@ -132,6 +132,8 @@ export class World {
           const loaded = [...r.registry.values()].filter((a) => !a.static).map((a) => a.name);
           return { loaded, running: e.runningAdapters, waiting: e.waitingAdapters };
         },
+        orphaned: () =>
+          new Set(this.redis.flatMap((db) => db.adaptersLeasedBy(this.replicas.urls[i]!, this.nodes.dead))),
       })),
       {
         maxLoadedAdapters: this.w.maxLoadedAdapters,

@@ -181,6 +181,51 @@ describe("the simulation's grace for an excess runs once the replica's report re
   });
 });
 
+describe("the simulation's grace for an excess runs once no dead process's lease holds it (seed 102896)", () => {
+  const url = 'http://replica-0:8000';
+  /**
+   * `sql` then `team,a` land on a replica limited to 1 at 0 ms, `sql` idle and a request running on
+   * `team,a`; a lease of a process that died holds `sql` (or nothing, `orphan` empty) until 6,000 ms;
+   * checked at `at`.
+   */
+  const over = (orphan: string[], at: number[]): string | undefined => {
+    const log = ['sql', 'team,a'].map((name, i) => ({
+      at: i,
+      op: 'load' as const,
+      name,
+      status: 200,
+      ms: 1,
+      loaded: i + 1,
+    }));
+    let now = 0;
+    const source = {
+      url,
+      log,
+      word: () => ({ loaded: ['sql', 'team,a'], running: ['team,a'], waiting: [] }),
+      orphaned: () => new Set(now < 6000 ? orphan : []),
+    };
+    const checks = new LogChecks([source], LIMITS);
+    for (const t of at) {
+      now = t;
+      const b = broken(checks, t);
+      if (b) return b;
+    }
+    return undefined;
+  };
+
+  it('`sql` idle, held by the lease of a dead process: no grace runs until the lease is gone', () => {
+    expect(over(['sql'], [0, 2900, 5900])).toBeUndefined();
+  });
+
+  it('past the grace from when the lease is gone, it breaks', () => {
+    expect(over(['sql'], [0, 2900, 6000, 11_900])).toBe('loaded adapters within max_loaded_adapters');
+  });
+
+  it('an idle excess no dead lease holds is no excuse', () => {
+    expect(over([], [0, 2900, 5900])).toBe('loaded adapters within max_loaded_adapters');
+  });
+});
+
 describe('the simulation sees the cold-load budget spent without a load', () => {
   const url = 'http://replica-0:8000';
   type Fate = ReturnType<BudgetSource['fate']>;

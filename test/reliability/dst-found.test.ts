@@ -2184,6 +2184,55 @@ describe('loaded adapters within max_loaded_adapters: an excess the replica repo
   }, 30_000);
 });
 
+describe('loaded adapters within max_loaded_adapters: an excess held by the lease of a dead process', () => {
+  // Seed 102896 (--keep 0,1,2,4,5,6,7,9,10,11,12,13,14,20): replica-0 has one slot. Node 2 leases `sql`
+  // and `team,a` there and begins loading `sql` (1,213 ms); its process dies at 1,248 ms. Its load lock
+  // ends once its node id is silent past node_ttl_ms (1,735 ms), so the store forgets the load while the
+  // replica carries on, and node 0 loads `team,a` into the slot it reads free (1,745 ms). Both land (2,015
+  // and 2,815 ms): 2 for a limit of 1. `team,a` runs node 0's 114-token request until ~7,800 ms; `sql`
+  // is idle, but the dead process's lease holds it in the store (the trim unloads nothing a lease
+  // holds) until it ages out (lease_max_age_ms 4 s, renewed at ~6,050 ms by node 1's `sql` request,
+  // docs/reliability.md "A lease whose log phase never came is reclaimed, and only then"): `sql` goes
+  // at ~10,200 ms. The check's grace now runs from when no dead process's lease holds the idle excess.
+  it('seed 102896: an idle excess a dead process leased is trimmed once its lease ages out', async () => {
+    await holds(
+      102896,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        loadMs: 800,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 6000,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 53, kind: 'scrape', replica: 1, ms: 2170, mode: 'timeout' },
+        { at: 195, kind: 'request', node: 0, adapter: 2, tokens: 114, prompt: 1464 },
+        { at: 197, kind: 'request', node: 2, adapter: 0, tokens: 1, prompt: 1944 },
+        { at: 234, kind: 'request', node: 0, adapter: 7, tokens: 2, prompt: 606 },
+        { at: 238, kind: 'request', node: 2, adapter: 2, tokens: 3, prompt: 824 },
+        { at: 552, kind: 'request', node: 1, adapter: 9, tokens: 1, prompt: 1387 },
+        { at: 704, kind: 'slow-path', node: 1, replica: 0, ms: 737, hopMs: 327 },
+        { at: 1102, kind: 'request', node: 1, adapter: -1, tokens: 5, prompt: 1480 },
+        { at: 1104, kind: 'request', node: 0, adapter: 5, tokens: 5, prompt: 1113 },
+        { at: 1216, kind: 'request', node: 1, adapter: 7, tokens: 4, prompt: 12 },
+        { at: 1248, kind: 'process-restart', node: 2 },
+        { at: 1329, kind: 'request', node: 1, adapter: 8, tokens: 5, prompt: 436 },
+        { at: 1416, kind: 'request', node: 2, adapter: 3, tokens: 35, prompt: 862 },
+        { at: 5921, kind: 'request', node: 1, adapter: 0, tokens: 1, prompt: 581 },
+      ],
+    );
+  }, 30_000);
+});
+
 describe('a hold never waits with nothing that could change: room made for an adapter another load took', () => {
   // Seed 437527 (all 16 actions; it does not shrink): at 881 ms node 1 unloads idle `med` on replica-2
   // (limit 1) to make room for `a`, and the store keeps that room for `a` until `a`'s load begins (one
