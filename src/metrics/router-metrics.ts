@@ -26,7 +26,6 @@ export class RouterMetrics {
   /** Decisions by stage not yet added to `decisions` (`decided`). */
   private readonly uncounted = new Map<string, number>();
 
-  /** `saturations`: each replica's saturation as its configuration judges it (count or predicted). */
   /**
    * One routing decision, by the stage that decided: counted here, added to `decisions` when that
    * is read. prom-client's `inc` hashes and checks the labels each time, a library's code and data
@@ -36,6 +35,7 @@ export class RouterMetrics {
     this.uncounted.set(stage, (this.uncounted.get(stage) ?? 0) + 1);
   }
 
+  /** `saturations`: each replica's saturation as its configuration judges it (count or predicted). */
   constructor(store: FleetStore, saturations: (replicas: readonly ReplicaView[]) => number[], clock: Clock) {
     const registers = [this.registry];
     const uncounted = this.uncounted;

@@ -151,9 +151,10 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    * acquire may have reached the emptied state before the replicas were registered again (counted
    * nowhere) and its reply come after the restore read the leases held, so that nobody took it
    * again and a trim unloaded under its request (dst seed 609813). Counted already, it changes nothing.
+   * Called only when a reclaim began since (`reclaims` moved past `since`): the callers check, so
+   * that the request path awaits nothing otherwise.
    */
-  private async takeAgain(id: string, since: number): Promise<void> {
-    if (this.reclaims === since) return;
+  private async takeAgain(id: string): Promise<void> {
     await this.reclaiming?.catch(() => undefined);
     const m = this.leases.mine.get(id);
     if (!m?.shared || this.outage.degraded) return;
@@ -303,7 +304,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       // The shared call failed (a timeout, say): Redis may still run it once it answers again.
       this.leases.mine.set(lease.id, { lease: { ...lease }, shared, uncertain: !shared && tried });
       // No reclaim since it began (nearly always): no await on the request path.
-      if (shared && this.reclaims !== since) await this.takeAgain(lease.id, since);
+      if (shared && this.reclaims !== since) await this.takeAgain(lease.id);
       return state;
     } finally {
       this.leases.acquiring.delete(lease.id);
@@ -344,7 +345,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       );
       // The shared call failed (a timeout, say): Redis may still run it once it answers again.
       this.leases.mine.set(lease.id, { lease: { ...lease }, shared, uncertain: !shared && tried });
-      if (shared && this.reclaims !== since) await this.takeAgain(lease.id, since);
+      if (shared && this.reclaims !== since) await this.takeAgain(lease.id);
       return r;
     } finally {
       this.leases.acquiring.delete(lease.id);
