@@ -4,8 +4,13 @@
  * to Redis (replies late within the timeout) stretches the time from that read to the proxy by the
  * replies the request waits for; that time is not the router's to see anything in (seed 516051:
  * views read 734 ms into a fault no poll had seen yet, two replies 419 ms late each, proxied 1,574
- * ms into it). A wait of any other kind after the read (a load, room) still counts.
+ * ms into it). A wait of any other kind after the read (a load, room) still counts. Nor can it
+ * see another replica up that its own polls, timing out, have marked down while it decides alone
+ * (`seenUp`, seed 100813).
  */
+
+import { BackendError } from '../src/backends/errors';
+import type { ReplicaApi } from '../src/backends/replica-api';
 
 /** One store call a request's decision made, as the modelled Redis ran and answered it. */
 export interface StoreCall {
@@ -54,6 +59,37 @@ export class HealthReads {
   forget(request: number): void {
     this.calls.delete(request);
   }
+
+  /** By runtime and replica: its polls in a row that timed out, as its poller counts them. */
+  private readonly timedOut = new Map<string, number>();
+
+  /**
+   * Notes each poll `sender`'s runtime makes (its scrape, made by polls only) as the replicas'
+   * HTTP ended it: timed out, or not (answered, or failed otherwise: the count starts again),
+   * as the poller's `unhealthy_timeouts` counts them (src/fleet/poller.ts `givesBenefitOfDoubt`).
+   */
+  pollsSeen(api: ReplicaApi, sender: string): void {
+    const scrape = api.scrape.bind(api);
+    api.scrape = (spec, timeoutMs) => {
+      const key = `${sender}\u0000${spec.url}`;
+      const reply = scrape(spec, timeoutMs);
+      // Beside the poller's handlers: noted no later than it reads it.
+      reply.then(
+        () => this.timedOut.delete(key),
+        (err: unknown) => {
+          if (err instanceof BackendError && err.code === 'timeout')
+            this.timedOut.set(key, (this.timedOut.get(key) ?? 0) + 1);
+          else this.timedOut.delete(key);
+        },
+      );
+      return reply;
+    };
+  }
+
+  /** `sender`'s runtime's last polls of `url` that timed out in a row (0: its last one did not). */
+  timeoutsInRow(sender: string, url: string): number {
+    return this.timedOut.get(`${sender}\u0000${url}`) ?? 0;
+  }
 }
 
 /**
@@ -68,4 +104,23 @@ export function pastSeenDown(
   slackMs: number,
 ): boolean {
   return now - lateMs - change.since > change.seenWithinMs + slackMs;
+}
+
+/**
+ * Whether a replica up (`up`: since when, how long a poll takes to see it so) is seen up by the
+ * node routing now: up long enough for a poll to see it, and, the node deciding alone, its own
+ * last `unhealthyTimeouts` polls of it not all timed out (`own`). Those mark it down in its local
+ * store however healthy the replica (seed 100813: a slow path from its host, every poll 2 x
+ * 2,107 ms past its 1,000 ms timeout); one timeout leaves it up there, as the poller does. Sharing
+ * decisions, its health is Redis's, where another node's poll begun later says up: no excuse.
+ */
+export function seenUp(
+  now: number,
+  up: { since: number; seenWithinMs: number } | null,
+  own: { alone: boolean; timeoutsInRow: number },
+  unhealthyTimeouts: number,
+  slackMs: number,
+): boolean {
+  const ownDown = own.alone && own.timeoutsInRow >= unhealthyTimeouts;
+  return up !== null && pastSeenDown(now, up, 0, slackMs) && !ownDown;
 }

@@ -40,6 +40,11 @@ export function redisConfig(w: Schedule['world'], db: number, recordGen: number)
   };
 }
 
+/** The name a runtime's calls to the replicas go by: its lease prefix and its record's number. */
+export function pollSender(prefix: string, recordGen: number): string {
+  return `${prefix}r${recordGen}`;
+}
+
 /** One plugin-server process of a node: its runtime(s) and the router service Kong calls. */
 export interface Process {
   node: number;
@@ -151,6 +156,18 @@ export class NodeProcesses {
   ): FleetRuntime {
     const redis = this.redisConfig(db, recordGen);
     this.prefixDb.set(prefix, db);
+    const sender = pollSender(prefix, recordGen);
+    const api = new HttpReplicaApi(
+      this.g.calls.record(
+        this.g.replicas.http(proc.clock, this.g.random, proc.alive, sender, proc.node),
+        () => rt,
+        db,
+        `n${proc.node}g${proc.gen}`,
+        sender,
+        proc.clock,
+      ),
+    );
+    this.g.healthReads.pollsSeen(api, sender);
     const rt: FleetRuntime = new FleetRuntime({
       clock: proc.clock,
       redis,
@@ -161,19 +178,10 @@ export class NodeProcesses {
         link.answered = (c) => this.g.healthReads.note(c);
         link.sharing = () => rt.store.mode?.() !== 'local';
         this.g.calls.spreadsSeen(link);
-        this.g.calls.grantsSeen(link, `${prefix}r${recordGen}`);
+        this.g.calls.grantsSeen(link, sender);
         return link;
       },
-      api: new HttpReplicaApi(
-        this.g.calls.record(
-          this.g.replicas.http(proc.clock, this.g.random, proc.alive, `${prefix}r${recordGen}`, proc.node),
-          () => rt,
-          db,
-          `n${proc.node}g${proc.gen}`,
-          `${prefix}r${recordGen}`,
-          proc.clock,
-        ),
-      ),
+      api,
       log: silentLogger,
       seed: this.g.schedule.seed * 31 + proc.node * 7 + proc.gen,
       poller: { intervalMs: POLL_MS, timeoutMs: POLL_TIMEOUT_MS },

@@ -4,11 +4,12 @@
  * what each request met (answered, refused, proxied where) as the checks read it.
  */
 import { UNSEEN_HOLD_MS } from '../src/adapters/replica-word';
+import { DEFAULT_UNHEALTHY_TIMEOUTS } from '../src/config/poller-schema';
 import { routingRequest, type CallsSeen } from './calls-seen';
 import { waitedIdle } from './hold-check';
-import { pastSeenDown, type HealthReads } from './health-reads';
+import { pastSeenDown, seenUp, type HealthReads } from './health-reads';
 import type { BudgetRefusal, Violation, WorldView } from './invariants';
-import type { NodeProcesses, Process } from './node-processes';
+import { pollSender, type NodeProcesses, type Process } from './node-processes';
 import type { RedisModel } from './redis-model';
 import { urlParts, type ReplicaSet } from './replicas';
 import type { Action, Schedule } from './schedule';
@@ -233,10 +234,18 @@ export class RequestRouting {
     if (!pastSeenDown(now, d, this.g.healthReads.lateMs(arrival, now), SEEN_SLACK_MS)) return;
     // Every replica down, its scrape failing, or back too recently for a poll to have seen it
     // (seeds 1046, 102325): the router fails open and may have nowhere better to send it.
-    const up = (u: string) => {
-      const r = this.g.replicas.up(u, POLL_MS, POLL_TIMEOUT_MS);
-      return r !== null && pastSeenDown(now, r, 0, SEEN_SLACK_MS);
-    };
+    // Nor, deciding alone, one its own polls timed out on `unhealthy_timeouts` times in a row
+    // since their last answer (a slow path from its host to it: seed 100813): down there too.
+    const sender = pollSender(p.rt.leasePrefix, p.recordGen);
+    const alone = p.rt.store.mode?.() === 'local';
+    const up = (u: string) =>
+      seenUp(
+        now,
+        this.g.replicas.up(u, POLL_MS, POLL_TIMEOUT_MS),
+        { alone, timeoutsInRow: this.g.healthReads.timeoutsInRow(sender, u) },
+        DEFAULT_UNHEALTHY_TIMEOUTS,
+        SEEN_SLACK_MS,
+      );
     if (!this.g.replicas.urls.some(up)) return;
     const w = this.g.view();
     this.g.violate({

@@ -8,7 +8,9 @@
  */
 import { InvariantBroken, LogChecks, type BudgetSource, type LoadCall } from '../../dst/invariants';
 import { waitedIdle } from '../../dst/hold-check';
-import { HealthReads, pastSeenDown, type StoreCall } from '../../dst/health-reads';
+import { HealthReads, pastSeenDown, seenUp, type StoreCall } from '../../dst/health-reads';
+import { BackendError } from '../../src/backends/errors';
+import type { ReplicaApi, Scrape } from '../../src/backends/replica-api';
 import { leaseLost, unseenFirst, type LeaseNow, type SentRequest } from '../../dst/unseen-check';
 import { RedisModel, type BudgetOp } from '../../dst/redis-model';
 import { Scheduler } from '../../dst/scheduler';
@@ -729,5 +731,60 @@ describe("the simulation judges a replica seen down from the decision's last rea
     expect(reads.lateMs(7, 3200)).toBe(400);
     // 3,200 - 400 is 1,567 ms into the fault (counted twice, 1,167: within a poll and the slack).
     expect(judged(together, 3200)).toBe(true);
+  });
+});
+
+describe("the simulation takes another replica for seen up only if the routing node's own polls could see it so (seed 100813)", () => {
+  // Replica-0 is up throughout (scraped, no fault of its own); node 1's path to it is slow (2,107 ms
+  // each way from 1,171 ms), so its polls there time out. Replica-1 answers 500 from 839 ms.
+  const UP = { since: 0, seenWithinMs: 1000 };
+  const URL = 'http://replica-0:8000';
+  const SLACK_MS = 500;
+  const UNHEALTHY_TIMEOUTS = 2;
+  /** Node 1's polls of replica-0 ending as `ends` says, in that order; then whether it counts as seen up at 3,354 ms. */
+  const judged = async (ends: ('answered' | 'timeout' | '500')[], alone = true): Promise<boolean> => {
+    const reads = new HealthReads();
+    let next = 0;
+    const api = {
+      scrape: () => {
+        const end = ends[next++];
+        if (end === 'answered') return Promise.resolve({ load: {} } as Scrape);
+        const err =
+          end === 'timeout'
+            ? new BackendError('timeout', `GET ${URL}/metrics: no answer within 1000 ms`)
+            : new BackendError('http', `GET ${URL}/metrics: 500 Internal Server Error`);
+        return Promise.reject(err);
+      },
+    } as unknown as ReplicaApi;
+    reads.pollsSeen(api, 'n1g0r0');
+    for (let i = 0; i < ends.length; i++)
+      await api.scrape({ url: URL, backend: 'vllm', priority: 0 }, 1000).catch(() => undefined);
+    const own = { alone, timeoutsInRow: reads.timeoutsInRow('n1g0r0', URL) };
+    return seenUp(3354, UP, own, UNHEALTHY_TIMEOUTS, SLACK_MS);
+  };
+
+  it('two of its polls in a row timed out (its poller marked it down): not seen up, failing open holds', async () => {
+    expect(await judged(['answered', 'timeout', 'timeout'])).toBe(false);
+  });
+
+  it("sharing decisions, the same timeouts are no excuse: Redis's health is the latest poll of any node", async () => {
+    expect(await judged(['answered', 'timeout', 'timeout'], false)).toBe(true);
+  });
+
+  it('one timeout only (it stays up until the next poll), or an answer after two: seen up, as before', async () => {
+    expect(await judged(['answered', 'timeout'])).toBe(true);
+    expect(await judged(['timeout', 'timeout', 'answered'])).toBe(true);
+    // A failure other than a timeout starts the count again, as the poller's does.
+    expect(await judged(['timeout', '500', 'timeout'])).toBe(true);
+  });
+
+  it("another node's timeouts, or the replica not up long enough for a poll, change nothing", async () => {
+    const reads = new HealthReads();
+    const node0 = { alone: true, timeoutsInRow: reads.timeoutsInRow('n0g0r0', URL) };
+    expect(seenUp(3354, UP, node0, UNHEALTHY_TIMEOUTS, SLACK_MS)).toBe(true);
+    expect(seenUp(3354, { since: 2000, seenWithinMs: 1000 }, node0, UNHEALTHY_TIMEOUTS, SLACK_MS)).toBe(
+      false,
+    );
+    expect(seenUp(3354, null, node0, UNHEALTHY_TIMEOUTS, SLACK_MS)).toBe(false);
   });
 });

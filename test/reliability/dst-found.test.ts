@@ -2915,3 +2915,43 @@ describe('static adapters stay: an up verdict handed on claims no poll', () => {
     );
   }, 30_000);
 });
+
+describe('a replica seen down gets no request: every replica seen down by the routing node', () => {
+  // Seed 100813 (--keep 5,9,10,14,19,20,21): node 1's path to replica-0 is slow (1,776 ms each way
+  // from 206 ms, then 2,107 ms from 1,171 ms), so every poll it makes there times out; replica-1
+  // answers 500 from 839 ms and node 1 polls it down at 1,039 ms; every node is cut off from Redis
+  // from 1,507 ms (node 1 decides alone from 2,154 ms). Its request for `sql,chat` (1,887 ms) waits
+  // for a poll of replica-0, never read: that poll times out at 3,354 ms, the second in a row, and
+  // node 1 marks replica-0 down too (`unhealthy_timeouts`). Every replica seen down, the health
+  // filter fails open and the request goes to replica-1. The check took replica-0 for seen up (up
+  // and scraped, by the replica's own state), not asking whether this node's polls could see it so.
+  it("seed 100813: failing open holds when the node's own polls of the other replica timed out twice in a row", async () => {
+    await holds(
+      100813,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med'],
+        loadMs: 800,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 3706,
+        staticAdapters: ['sql,chat'],
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 206, kind: 'slow-path', node: 1, replica: 0, ms: 1354, hopMs: 1776 },
+        { at: 652, kind: 'request', node: 1, adapter: 1, tokens: 5, prompt: 1530 },
+        { at: 839, kind: 'replica-outage', replica: 1, ms: 3391, mode: 'error500' },
+        { at: 1171, kind: 'slow-path', node: 1, replica: 0, ms: 2255, hopMs: 2107 },
+        { at: 1507, kind: 'partition', node: -1, ms: 2569 },
+        { at: 1854, kind: 'request', node: 1, adapter: 3, tokens: 3, prompt: 1004 },
+        { at: 1887, kind: 'request', node: 1, adapter: 9, tokens: 4, prompt: 288 },
+      ],
+    );
+  }, 30_000);
+});
