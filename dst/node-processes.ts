@@ -161,7 +161,7 @@ export class NodeProcesses {
         link.answered = (c) => this.g.healthReads.note(c);
         link.sharing = () => rt.store.mode?.() !== 'local';
         this.g.calls.spreadsSeen(link);
-        this.g.calls.grantsSeen(link, `${prefix}r${recordGen}`);
+        this.g.calls.grantsSeen(link, `${prefix}r${recordGen}`, `n${proc.node}g${proc.gen}`);
         return link;
       },
       api: new HttpReplicaApi(

@@ -472,6 +472,37 @@ export class RedisModel {
   }
 }
 
+/**
+ * One direction of a stream: messages pass in the order they entered it, each no earlier than its
+ * own time came (`enter` at sending, the returned function called when its trip ends, with what
+ * it does there, or nothing: lost). A message whose trip ended early waits for those before it
+ * and then passes in the same instant, just after them: no draw, no timer of its own.
+ */
+export class InOrder {
+  private readonly line: { arrived: boolean; then?: () => void }[] = [];
+  private passing = false;
+
+  enter(): (then?: () => void) => void {
+    const m: { arrived: boolean; then?: () => void } = { arrived: false };
+    this.line.push(m);
+    return (then) => {
+      m.arrived = true;
+      if (then) m.then = then;
+      this.pass();
+    };
+  }
+
+  private pass(): void {
+    if (this.passing) return; // a message passing lets others arrive: the loop below takes them
+    this.passing = true;
+    try {
+      while (this.line[0]?.arrived) this.line.shift()!.then?.();
+    } finally {
+      this.passing = false;
+    }
+  }
+}
+
 /** What one call does on the link: how late its request and reply are, or whether it is lost. */
 export interface LinkFaults {
   /** Partitioned: calls never reach the server and time out; pub/sub is silent. */
@@ -514,7 +545,23 @@ export class RedisLink implements SharedStore {
    * reply from the old server never comes after a call the new one answered (seed 140805).
    */
   private readonly unanswered = new Map<number, () => void>();
+  /**
+   * The stream's two directions, each in order as one TCP connection keeps it: ioredis writes every
+   * command on the client's one stream (lib/Redis.ts `sendCommand`: `stream.write`, then
+   * `commandQueue.push`; commands sent before it connects wait in `offlineQueue`, written in order
+   * by lib/redis/event_handler.ts `readyHandler`), Redis runs one connection's commands in the order
+   * they arrive, and ioredis takes each reply as the answer of the oldest command written
+   * (lib/DataHandler.ts `returnReply` -> `shiftCommand`: `commandQueue.shift()`), all at tag v5.11.1,
+   * the version package.json pins. A call whose drawn trip ends before the trip of the call sent
+   * before it runs just after that one, and a reply likewise waits for the one before it: the draws
+   * are the same as before, only their order is kept (seed 500849: node 0's end of a claim, sent
+   * first, ran after its own unload).
+   */
+  private readonly toServer = new InOrder();
+  private fromServer = new InOrder();
   private nextCall = 0;
+  /** Load slots the server granted whose answer has not reached the node yet: fence -> tell of it lost. */
+  private readonly grantsOwed = new Map<Fence, () => void>();
   private closed = false;
   private listening = true;
   private cancelHeartbeat: (() => void) | null = null;
@@ -546,6 +593,17 @@ export class RedisLink implements SharedStore {
     const lost = this.stateLost;
     this.stateLost = false;
     return lost;
+  }
+
+  /**
+   * The node's process died: the answers this link still owed it never come (its clock stopped, so
+   * neither the reply nor the timeout fires), and a load slot granted among them is one whose answer
+   * was lost (seed 494165 with the link in order: the grant ran 1 ms before the death, its reply due after).
+   */
+  died(): void {
+    const owed = [...this.grantsOwed.values()];
+    this.grantsOwed.clear();
+    for (const lost of owed) lost();
   }
 
   /** A published change reaches this node (its subscriber), unless cut off. */
@@ -630,34 +688,42 @@ export class RedisLink implements SharedStore {
       if (this.closed) return settle(() => reject(new Error('Connection is closed.')));
       if (this.faults.partitioned) return; // blackholed: the timeout answers
       const slow = this.faults.slowMs;
-      trip(this.clock, this.random, () => {
-        if (server.down) return settle(() => reject(new Error('connect ECONNREFUSED')));
-        if (this.faults.partitioned) return;
-        if (this.runIdSeen !== null && this.runIdSeen !== server.runId) {
+      const arrived = this.toServer.enter();
+      // A call the timeout gave up on still arrives and runs: ioredis's command timeout only rejects
+      // the promise (lib/Command.ts `setTimeout`, v5.11.1); the command stays written and queued.
+      trip(this.clock, this.random, () =>
+        arrived(() => {
+          if (server.down) return settle(() => reject(new Error('connect ECONNREFUSED')));
+          if (this.faults.partitioned) return;
+          if (this.runIdSeen !== null && this.runIdSeen !== server.runId) {
+            this.runIdSeen = server.runId;
+            for (const fail of [...this.unanswered.values()]) fail();
+            // The old stream closed: none of the replies it owed comes, so none holds a later one back.
+            this.fromServer = new InOrder();
+            if (!o.recovering) return settle(() => reject(new ServerSwitched('another Redis server answers')));
+          }
           this.runIdSeen = server.runId;
-          for (const fail of [...this.unanswered.values()]) fail();
-          if (!o.recovering) return settle(() => reject(new ServerSwitched('another Redis server answers')));
-        }
-        this.runIdSeen = server.runId;
-        const now = server.clock.now();
-        const real = args.slice();
-        for (const i of o.at ?? []) real[i] = now;
-        const run = o.pure ? Promise.resolve(o.pure(server)) : server.apply(name, real);
-        this.unanswered.set(id, () => settle(() => reject(new Error('Connection is closed.'))));
-        void run.then(
-          (r) => {
-            o.ran?.(now, r);
-            const answer = () => {
-              if (request !== undefined) this.answered?.({ request, name, at: now, lateMs: slow });
-              resolve(r);
-            };
-            const back = () => trip(this.clock, this.random, () => settle(answer));
-            if (slow > 0) this.clock.after(slow, back);
-            else back();
-          },
-          (err: Error) => settle(() => reject(err)),
-        );
-      });
+          const now = server.clock.now();
+          const real = args.slice();
+          for (const i of o.at ?? []) real[i] = now;
+          const run = o.pure ? Promise.resolve(o.pure(server)) : server.apply(name, real);
+          this.unanswered.set(id, () => settle(() => reject(new Error('Connection is closed.'))));
+          const replied = this.fromServer.enter();
+          void run.then(
+            (r) => {
+              o.ran?.(now, r);
+              const answer = () => {
+                if (request !== undefined) this.answered?.({ request, name, at: now, lateMs: slow });
+                resolve(r);
+              };
+              const back = () => trip(this.clock, this.random, () => replied(() => settle(answer)));
+              if (slow > 0) this.clock.after(slow, back);
+              else back();
+            },
+            (err: Error) => replied(() => settle(() => reject(err))),
+          );
+        }),
+      );
     });
   }
 
@@ -751,21 +817,28 @@ export class RedisLink implements SharedStore {
     const lost = () => {
       if (granted !== null && failed) this.grantLost?.(url, adapter, granted, ttlMs);
     };
+    const fail = () => {
+      if (granted !== null) this.grantsOwed.delete(granted);
+      failed = true;
+      lost();
+    };
     try {
-      return (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
+      const fence = (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
         at: [2],
         ran: (now, r) => {
           claim(now);
           granted = r as Fence | null;
+          if (granted !== null && !failed) this.grantsOwed.set(granted, fail);
           lost();
         },
       })) as Fence | null;
+      if (fence !== null) this.grantsOwed.delete(fence);
+      return fence;
     } catch (err) {
       // The call failed on the link (a switch, a timeout, refused): the failover store claims in its
       // local store instead, deciding alone, and that is a claim too (seed 531770).
       claim(this.server.clock.now(), true);
-      failed = true;
-      lost();
+      fail();
       throw err;
     }
   }

@@ -11,7 +11,7 @@ import { RedisModel } from '../../dst/redis-model';
 import { DEFAULT_OPTIONS, runSeed } from '../../dst/run';
 import { DRAWN_FAULT_KINDS } from '../../dst/schedule';
 import type { LoadClaim } from '../../dst/room-making';
-import { Scheduler } from '../../dst/scheduler';
+import { NodeClock, Scheduler } from '../../dst/scheduler';
 import type { UnloadCall } from '../../dst/trim-check';
 import type { AdapterLogEntry } from '../../sim/http/replica';
 import type { RedisConfig } from '../../src/config/redis-schema';
@@ -446,7 +446,7 @@ describe('a load slot the store granted whose answer never came back (seed 88587
     await m.apply('upsert', [{ url: URL, backend: 'vllm', priority: 0 }, 0, 'epoch-1', 0]);
     const link = m.link('n2', clock);
     const calls = new CallsSeen(clock, () => false);
-    calls.grantsSeen(link, 'n2g0r0');
+    calls.grantsSeen(link, 'n2g0r0', 'n2g0');
     await until(860);
     link.faults.slowMs = 1744;
     let outcome = 'pending';
@@ -466,6 +466,40 @@ describe('a load slot the store granted whose answer never came back (seed 88587
     ]);
     expect(calls.loadClaims[0]!.endedAt).toBeUndefined();
     expect(calls.loadClaims[0]!.lock!.endSeq).toBeUndefined();
+  });
+
+  // Seed 494165's shape with the link in order: node 0's slot for sql ran 1 ms before its process
+  // died, its reply due after: the answer never reached the node, the store counted sql loading.
+  it('is recorded as a claim when its process died before the answer came back', async () => {
+    const random = seededRandom(1);
+    const clock = new Scheduler(random);
+    const m = new RedisModel(clock, { node_ttl_ms: 2000, timeout: 500 } as RedisConfig, () => 0.99);
+    const until = (t: number) =>
+      clock.run(
+        t,
+        () => {},
+        () => false,
+      );
+    await m.apply('upsert', [{ url: URL, backend: 'vllm', priority: 0 }, 0, 'epoch-1', 0]);
+    const nodeClock = new NodeClock(clock);
+    const link = m.link('n0', nodeClock);
+    const calls = new CallsSeen(clock, () => false);
+    calls.grantsSeen(link, 'n0g0r0', 'n0g0');
+    await until(1152);
+    let outcome = 'pending';
+    link.beginLoad(URL, 'sql', 1152, 2, 8000).then(
+      (f) => (outcome = `granted ${String(f)}`),
+      (err: Error) => (outcome = err.message),
+    );
+    await until(1155); // run at 1154 (a 2 ms trip), its reply due at 1156
+    nodeClock.alive = false;
+    calls.died('n0g0');
+    await until(2000);
+    expect(outcome).toBe('pending');
+    expect(calls.loadClaims).toEqual([
+      expect.objectContaining({ at: 1154, url: URL, name: 'sql', sender: 'n0g0r0', until: 9154 }),
+    ]);
+    expect(calls.loadClaims[0]!.lock).toEqual({ at: 1154, seq: expect.any(Number) });
   });
 
   it('a claim whose answer was lost, never ended by its holder, counts at a grant while the store holds its lock: holds', () => {
