@@ -5,7 +5,8 @@
  * node count, each node's lease list for `prune`, lock expiry of silent nodes, pub/sub), and per
  * node a link implementing SharedStore (what RedisFleetStore offers the failover store) through
  * the fault layer: partition (calls never arrive, the caller times out), slow replies (the call
- * runs at the server, the reply comes too late), a restart empty or from an older snapshot, a
+ * runs at the server, the reply comes too late; the replies after it wait for it, as on one TCP
+ * stream: `RedisLink.toServer`), a restart empty or from an older snapshot, a
  * FLUSHALL and a Sentinel switch (a new server run id, said once to the next call as
  * ServerSwitched, as src/fleet/redis/connection.ts does). The scripts read Redis's clock: every
  * time a call carries is replaced by the server's (true time), as the differential test runs them.
@@ -529,8 +530,11 @@ export class RedisLink implements SharedStore {
   answered: ((c: StoreCall) => void) | null = null;
   /**
    * Told of a load slot the server granted whose answer never reached this node (its call timed
-   * out or its stream closed, the script run): the store counts it until its TTL or until the node
-   * is found silent, and the node, knowing no fence, never ends it (seed 885877).
+   * out, its stream closed or its process died, the script run): the store counts it until its TTL
+   * or until the node is found silent, and the node, knowing no fence, never ends it (seed 885877).
+   * A timed-out script still runs, as in Redis: ioredis's `commandTimeout` only rejects the
+   * caller's promise (lib/Command.ts `setTimeout`, tag v5.11.1: `this.reject(new Error("Command
+   * timed out"))`), the command already written stays in `commandQueue` and Redis runs it.
    */
   grantLost: ((url: string, adapter: string, fence: Fence, ttlMs: number) => void) | null = null;
   /** Whether the node decides with this state now (not alone), for `RedisModel.foundLostAt`. */
@@ -689,8 +693,7 @@ export class RedisLink implements SharedStore {
       if (this.faults.partitioned) return; // blackholed: the timeout answers
       const slow = this.faults.slowMs;
       const arrived = this.toServer.enter();
-      // A call the timeout gave up on still arrives and runs: ioredis's command timeout only rejects
-      // the promise (lib/Command.ts `setTimeout`, v5.11.1); the command stays written and queued.
+      // A call the timeout gave up on still arrives and runs (`grantLost`).
       trip(this.clock, this.random, () =>
         arrived(() => {
           if (server.down) return settle(() => reject(new Error('connect ECONNREFUSED')));
@@ -700,7 +703,8 @@ export class RedisLink implements SharedStore {
             for (const fail of [...this.unanswered.values()]) fail();
             // The old stream closed: none of the replies it owed comes, so none holds a later one back.
             this.fromServer = new InOrder();
-            if (!o.recovering) return settle(() => reject(new ServerSwitched('another Redis server answers')));
+            if (!o.recovering)
+              return settle(() => reject(new ServerSwitched('another Redis server answers')));
           }
           this.runIdSeen = server.runId;
           const now = server.clock.now();
