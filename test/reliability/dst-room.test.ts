@@ -9,7 +9,6 @@ import { CallsSeen } from '../../dst/calls-seen';
 import { InvariantBroken, LogChecks, type LoadCall, type WorldView } from '../../dst/invariants';
 import { RedisModel } from '../../dst/redis-model';
 import { DEFAULT_OPTIONS, runSeed } from '../../dst/run';
-import { DRAWN_FAULT_KINDS } from '../../dst/schedule';
 import type { LoadClaim } from '../../dst/room-making';
 import { NodeClock, Scheduler } from '../../dst/scheduler';
 import type { UnloadCall } from '../../dst/trim-check';
@@ -746,21 +745,19 @@ describe("8196ff3's break planted in the real code", () => {
     };
   };
 
-  /** Seed 5273's schedule as found, before slow paths were drawn (it draws one now). */
-  const asFound = { ...DEFAULT_OPTIONS, faults: DRAWN_FAULT_KINDS };
-
-  it('seed 5273 breaks it: a second unload for med beside the trim of chat, replica-1 left empty; holds with the fix', async () => {
-    // Limit 2, replica-1 3 of 2 after a FLUSHALL (903 ms) hid team's load from math's. Request 11
-    // for med unloaded team (2 of 2) while a trim took chat; the store, counting chat's unloading
-    // entry, granted 11 a second unload (math): 0 of 2. With the fix 11 loads med into the room
-    // team made, and request 15 unloads math for law: the replica ends 2 of 2.
+  it('seed 10241 breaks it: a second unload for chat beside the trim of team, replica-1 left empty; holds with the fix', async () => {
+    // Seed 5273 (a second unload for med beside the trim of chat) broke so until each Redis link
+    // kept its order, which changed its schedule; 10241, found by sweeping seeds 1-10241 with the
+    // plant, has the same shape. Limit 2: request 16 for chat unloaded a (7,818 ms) while a trim
+    // took team (7,822 ms); the store, counting team's unloading entry, granted 16 a second unload
+    // (team,a, 7,827 ms): 0 of 2.
     countTrimsAgainstRooms();
-    const r = await runSeed(5273, asFound);
+    const r = await runSeed(10241, DEFAULT_OPTIONS);
     expect(r.violation?.invariant).toBe(ROOM);
     expect(r.violation?.detail).toMatch(
-      /^math unloaded from http:\/\/replica-1:8000 for request 11 .* left 0 loaded, 0 loading and 1 adapter\(s\) being made room for \(limit 2\)$/,
+      /^team,a unloaded from http:\/\/replica-1:8000 for request 16 \(chat\) .* left 0 loaded, 0 loading and 1 adapter\(s\) being made room for \(limit 2\)$/,
     );
     MemoryFleetStore.prototype.beginUnload = beginUnload;
-    expect((await runSeed(5273, asFound)).violation).toBeUndefined();
+    expect((await runSeed(10241, DEFAULT_OPTIONS)).violation).toBeUndefined();
   }, 30_000);
 });
