@@ -178,7 +178,7 @@ export class NodeProcesses {
         link.answered = (c) => this.g.healthReads.note(c);
         link.sharing = () => rt.store.mode?.() !== 'local';
         this.g.calls.spreadsSeen(link);
-        this.g.calls.grantsSeen(link, sender);
+        this.g.calls.grantsSeen(link, sender, `n${proc.node}g${proc.gen}`);
         return link;
       },
       api,

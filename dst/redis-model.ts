@@ -5,7 +5,8 @@
  * node count, each node's lease list for `prune`, lock expiry of silent nodes, pub/sub), and per
  * node a link implementing SharedStore (what RedisFleetStore offers the failover store) through
  * the fault layer: partition (calls never arrive, the caller times out), slow replies (the call
- * runs at the server, the reply comes too late), a restart empty or from an older snapshot, a
+ * runs at the server, the reply comes too late; the replies after it wait for it, as on one TCP
+ * stream: `RedisLink.toServer`), a restart empty or from an older snapshot, a
  * FLUSHALL and a Sentinel switch (a new server run id, said once to the next call as
  * ServerSwitched, as src/fleet/redis/connection.ts does). The scripts read Redis's clock: every
  * time a call carries is replaced by the server's (true time), as the differential test runs them.
@@ -472,6 +473,37 @@ export class RedisModel {
   }
 }
 
+/**
+ * One direction of a stream: messages pass in the order they entered it, each no earlier than its
+ * own time came (`enter` at sending, the returned function called when its trip ends, with what
+ * it does there, or nothing: lost). A message whose trip ended early waits for those before it
+ * and then passes in the same instant, just after them: no draw, no timer of its own.
+ */
+export class InOrder {
+  private readonly line: { arrived: boolean; then?: () => void }[] = [];
+  private passing = false;
+
+  enter(): (then?: () => void) => void {
+    const m: { arrived: boolean; then?: () => void } = { arrived: false };
+    this.line.push(m);
+    return (then) => {
+      m.arrived = true;
+      if (then) m.then = then;
+      this.pass();
+    };
+  }
+
+  private pass(): void {
+    if (this.passing) return; // a message passing lets others arrive: the loop below takes them
+    this.passing = true;
+    try {
+      while (this.line[0]?.arrived) this.line.shift()!.then?.();
+    } finally {
+      this.passing = false;
+    }
+  }
+}
+
 /** What one call does on the link: how late its request and reply are, or whether it is lost. */
 export interface LinkFaults {
   /** Partitioned: calls never reach the server and time out; pub/sub is silent. */
@@ -498,8 +530,11 @@ export class RedisLink implements SharedStore {
   answered: ((c: StoreCall) => void) | null = null;
   /**
    * Told of a load slot the server granted whose answer never reached this node (its call timed
-   * out or its stream closed, the script run): the store counts it until its TTL or until the node
-   * is found silent, and the node, knowing no fence, never ends it (seed 885877).
+   * out, its stream closed or its process died, the script run): the store counts it until its TTL
+   * or until the node is found silent, and the node, knowing no fence, never ends it (seed 885877).
+   * A timed-out script still runs, as in Redis: ioredis's `commandTimeout` only rejects the
+   * caller's promise (lib/Command.ts `setTimeout`, tag v5.11.1: `this.reject(new Error("Command
+   * timed out"))`), the command already written stays in `commandQueue` and Redis runs it.
    */
   grantLost: ((url: string, adapter: string, fence: Fence, ttlMs: number) => void) | null = null;
   /** Whether the node decides with this state now (not alone), for `RedisModel.foundLostAt`. */
@@ -514,7 +549,23 @@ export class RedisLink implements SharedStore {
    * reply from the old server never comes after a call the new one answered (seed 140805).
    */
   private readonly unanswered = new Map<number, () => void>();
+  /**
+   * The stream's two directions, each in order as one TCP connection keeps it: ioredis writes every
+   * command on the client's one stream (lib/Redis.ts `sendCommand`: `stream.write`, then
+   * `commandQueue.push`; commands sent before it connects wait in `offlineQueue`, written in order
+   * by lib/redis/event_handler.ts `readyHandler`), Redis runs one connection's commands in the order
+   * they arrive, and ioredis takes each reply as the answer of the oldest command written
+   * (lib/DataHandler.ts `returnReply` -> `shiftCommand`: `commandQueue.shift()`), all at tag v5.11.1,
+   * the version package.json pins. A call whose drawn trip ends before the trip of the call sent
+   * before it runs just after that one, and a reply likewise waits for the one before it: the draws
+   * are the same as before, only their order is kept (seed 500849: node 0's end of a claim, sent
+   * first, ran after its own unload).
+   */
+  private readonly toServer = new InOrder();
+  private fromServer = new InOrder();
   private nextCall = 0;
+  /** Load slots the server granted whose answer has not reached the node yet: fence -> tell of it lost. */
+  private readonly grantsOwed = new Map<Fence, () => void>();
   private closed = false;
   private listening = true;
   private cancelHeartbeat: (() => void) | null = null;
@@ -546,6 +597,17 @@ export class RedisLink implements SharedStore {
     const lost = this.stateLost;
     this.stateLost = false;
     return lost;
+  }
+
+  /**
+   * The node's process died: the answers this link still owed it never come (its clock stopped, so
+   * neither the reply nor the timeout fires), and a load slot granted among them is one whose answer
+   * was lost (seed 494165 with the link in order: the grant ran 1 ms before the death, its reply due after).
+   */
+  died(): void {
+    const owed = [...this.grantsOwed.values()];
+    this.grantsOwed.clear();
+    for (const lost of owed) lost();
   }
 
   /** A published change reaches this node (its subscriber), unless cut off. */
@@ -630,34 +692,42 @@ export class RedisLink implements SharedStore {
       if (this.closed) return settle(() => reject(new Error('Connection is closed.')));
       if (this.faults.partitioned) return; // blackholed: the timeout answers
       const slow = this.faults.slowMs;
-      trip(this.clock, this.random, () => {
-        if (server.down) return settle(() => reject(new Error('connect ECONNREFUSED')));
-        if (this.faults.partitioned) return;
-        if (this.runIdSeen !== null && this.runIdSeen !== server.runId) {
+      const arrived = this.toServer.enter();
+      // A call the timeout gave up on still arrives and runs (`grantLost`).
+      trip(this.clock, this.random, () =>
+        arrived(() => {
+          if (server.down) return settle(() => reject(new Error('connect ECONNREFUSED')));
+          if (this.faults.partitioned) return;
+          if (this.runIdSeen !== null && this.runIdSeen !== server.runId) {
+            this.runIdSeen = server.runId;
+            for (const fail of [...this.unanswered.values()]) fail();
+            // The old stream closed: none of the replies it owed comes, so none holds a later one back.
+            this.fromServer = new InOrder();
+            if (!o.recovering)
+              return settle(() => reject(new ServerSwitched('another Redis server answers')));
+          }
           this.runIdSeen = server.runId;
-          for (const fail of [...this.unanswered.values()]) fail();
-          if (!o.recovering) return settle(() => reject(new ServerSwitched('another Redis server answers')));
-        }
-        this.runIdSeen = server.runId;
-        const now = server.clock.now();
-        const real = args.slice();
-        for (const i of o.at ?? []) real[i] = now;
-        const run = o.pure ? Promise.resolve(o.pure(server)) : server.apply(name, real);
-        this.unanswered.set(id, () => settle(() => reject(new Error('Connection is closed.'))));
-        void run.then(
-          (r) => {
-            o.ran?.(now, r);
-            const answer = () => {
-              if (request !== undefined) this.answered?.({ request, name, at: now, lateMs: slow });
-              resolve(r);
-            };
-            const back = () => trip(this.clock, this.random, () => settle(answer));
-            if (slow > 0) this.clock.after(slow, back);
-            else back();
-          },
-          (err: Error) => settle(() => reject(err)),
-        );
-      });
+          const now = server.clock.now();
+          const real = args.slice();
+          for (const i of o.at ?? []) real[i] = now;
+          const run = o.pure ? Promise.resolve(o.pure(server)) : server.apply(name, real);
+          this.unanswered.set(id, () => settle(() => reject(new Error('Connection is closed.'))));
+          const replied = this.fromServer.enter();
+          void run.then(
+            (r) => {
+              o.ran?.(now, r);
+              const answer = () => {
+                if (request !== undefined) this.answered?.({ request, name, at: now, lateMs: slow });
+                resolve(r);
+              };
+              const back = () => trip(this.clock, this.random, () => replied(() => settle(answer)));
+              if (slow > 0) this.clock.after(slow, back);
+              else back();
+            },
+            (err: Error) => replied(() => settle(() => reject(err))),
+          );
+        }),
+      );
     });
   }
 
@@ -751,21 +821,28 @@ export class RedisLink implements SharedStore {
     const lost = () => {
       if (granted !== null && failed) this.grantLost?.(url, adapter, granted, ttlMs);
     };
+    const fail = () => {
+      if (granted !== null) this.grantsOwed.delete(granted);
+      failed = true;
+      lost();
+    };
     try {
-      return (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
+      const fence = (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
         at: [2],
         ran: (now, r) => {
           claim(now);
           granted = r as Fence | null;
+          if (granted !== null && !failed) this.grantsOwed.set(granted, fail);
           lost();
         },
       })) as Fence | null;
+      if (fence !== null) this.grantsOwed.delete(fence);
+      return fence;
     } catch (err) {
       // The call failed on the link (a switch, a timeout, refused): the failover store claims in its
       // local store instead, deciding alone, and that is a claim too (seed 531770).
       claim(this.server.clock.now(), true);
-      failed = true;
-      lost();
+      fail();
       throw err;
     }
   }

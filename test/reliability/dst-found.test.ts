@@ -2625,7 +2625,8 @@ describe('requests on their way the simulation found', () => {
 
   // Seed 500849 (all 16 actions), the same as 501915 on one node: request 7's load of a failed at
   // 5,545 ms; node 0's claim end ran at 5,547 ms, after its own request 12's unload of med for team
-  // (sent 5,546 ms, run at once). The model lets two calls of one link pass each other (a trip each).
+  // (sent 5,546 ms, run at once). The model let two calls of one link pass each other (a trip each);
+  // it keeps each link's order now, and the schedule runs otherwise (dst-redis-model.test.ts).
   it("seed 500849: a claim's end run after a grant on the same link", async () => {
     await holds(
       500849,

@@ -25,15 +25,18 @@ describe('a lease taken before its replica was registered again (f4d84fe), reach
     };
   };
 
-  it('seed 14963: a FLUSHALL straddles node decisions, their requests on a slow path; a peer unloads under one', async () => {
+  // Seed 14963 (team,a off replica-1) broke so until each Redis link kept its order, which changed
+  // its schedule; 6206, the first seed that breaks so after, has the same shape: a FLUSHALL at
+  // 264 ms amid node 0's four decisions (261-263 ms), its path to replica-0 slowed (2,057 ms hops).
+  it('seed 6206: a FLUSHALL straddles node decisions, their requests on a slow path; a peer unloads under one', async () => {
     retakeCountsNothing();
-    const r = await runSeed(14963);
+    const r = await runSeed(6206);
     expect(r.violation?.invariant).toBe(BUSY);
     expect(r.violation?.detail).toMatch(
-      /^team,a unloaded from http:\/\/replica-1:8000 at \d+ ms with 1 request\(s\) routed to it on their way$/,
+      /^sql unloaded from http:\/\/replica-0:8000 at \d+ ms with 1 request\(s\) routed to it on their way$/,
     );
     MemoryLeases.prototype.take = take;
-    expect((await runSeed(14963)).violation).toBeUndefined();
+    expect((await runSeed(6206)).violation).toBeUndefined();
   }, 30_000);
 });
 

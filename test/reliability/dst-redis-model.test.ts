@@ -231,3 +231,67 @@ describe("the simulated Redis's link is one stream, as RedisConnection's", () =>
     expect(m.openLeases().has('n0-0')).toBe(true);
   });
 });
+
+describe("the simulated Redis's link keeps its order, as one TCP connection does", () => {
+  // ioredis writes every command of a client on its one stream and matches each reply to the
+  // oldest command written (lib/Redis.ts `sendCommand`, lib/DataHandler.ts `shiftCommand`, v5.11.1);
+  // Redis runs one connection's commands in the order they arrive.
+  const SPEC = { url: URL, backend: 'vllm', priority: 0 } as const;
+
+  /** A model whose links' trips read `draw.next` (0.99: a 2 ms trip, 0: none, 0.5: 1 ms), on a scheduler of its own. */
+  function scriptedTrips() {
+    const clock = new Scheduler(seededRandom(1));
+    const draw = { next: 0.5 };
+    const m = new RedisModel(clock, { node_ttl_ms: NODE_TTL, timeout: 1000 } as RedisConfig, () => draw.next);
+    const until = (t: number) =>
+      clock.run(
+        t,
+        () => {},
+        () => false,
+      );
+    const ran: string[] = [];
+    const apply = m.apply.bind(m);
+    jest.spyOn(m, 'apply').mockImplementation((name, args) => {
+      ran.push(`${name} at ${clock.now()}`);
+      return apply(name, args);
+    });
+    return { clock, draw, m, until, ran };
+  }
+
+  it("a call runs no earlier than the call sent before it on the link, whatever their trips drew (seed 500849's kind)", async () => {
+    const { clock, draw, m, until, ran } = scriptedTrips();
+    const link = m.link('n0', clock);
+    void link.upsertReplica(SPEC);
+    await until(10);
+    let fence: number | null = null;
+    void link.beginLoad(URL, 'a', 10, 2, 8000).then((f) => (fence = f));
+    await until(20);
+    expect(fence).not.toBeNull();
+    ran.length = 0;
+    // The claim's end drew a 2 ms trip, the unload sent just after it none.
+    draw.next = 0.99;
+    void link.finishLoad(URL, 'a', fence!, false, 20);
+    draw.next = 0;
+    void link.beginUnload(URL, 'team', 20, 8000, 'med', 2);
+    draw.next = 0.5;
+    await until(30);
+    expect(ran.filter((r) => !r.startsWith('heartbeat'))).toEqual(['finishLoad at 22', 'beginUnload at 22']);
+  });
+
+  it("a call's answer returns no earlier than the previous call's answer", async () => {
+    const { clock, m, until } = scriptedTrips();
+    const link = m.link('n0', clock);
+    void link.upsertReplica(SPEC);
+    await until(10);
+    void link.acquire({ id: 'n0-0', url: URL, adapter: 'chat', at: 10 });
+    await until(20);
+    const answered: string[] = [];
+    // The release's reply is slow; the touch sent after the link turned fast again.
+    link.faults.slowMs = 400;
+    void link.release('n0-0', 20).then(() => answered.push(`release at ${clock.now()}`));
+    link.faults.slowMs = 0;
+    void link.touch(URL, 'chat', 20).then(() => answered.push(`touch at ${clock.now()}`));
+    await until(600);
+    expect(answered).toEqual(['release at 422', 'touch at 422']);
+  });
+});
