@@ -2791,6 +2791,53 @@ describe('requests on their way the simulation found', () => {
     );
   }, 30_000);
 
+  // Seed 223260 (--keep 0,...,14,20), a break on a build of main before room-grant (8286efe), found
+  // by a sweep of a stale dist: replica-1 (limit 2) held math; request 2 (team) read it full while
+  // node 1 loaded code there (math + code, 2 of 2); code's load failed and node 1's end ran at
+  // 2,568 ms; node 1's unload of math for team, sent 151 ms later on the same link, was granted on
+  // 1 of 2 (2,720 ms): 0 of 2, one load to come. No call passed another: with each link in order and
+  // the store's free-slot refusal reverted it breaks the same way; the store now refuses it and team
+  // loads into the slot.
+  it('seed 223260: no make-room unload after a failed load gave its slot back, the link in order', async () => {
+    await holds(
+      223260,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law'],
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 6000,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 233, kind: 'request', node: 1, adapter: 6, tokens: 4, prompt: 701 },
+        { at: 308, kind: 'slow', node: 1, ms: 2250, slowMs: 199 },
+        { at: 312, kind: 'request', node: 1, adapter: 3, tokens: 4, prompt: 1636 },
+        { at: 414, kind: 'request', node: 1, adapter: -1, tokens: 3, prompt: 1421 },
+        { at: 458, kind: 'request', node: 0, adapter: 0, tokens: 2, prompt: 381 },
+        { at: 461, kind: 'request', node: 2, adapter: 8, tokens: 6, prompt: 1044 },
+        { at: 762, kind: 'request', node: 1, adapter: 5, tokens: 2, prompt: 412 },
+        { at: 1008, kind: 'request', node: 0, adapter: 2, tokens: 118, prompt: 730 },
+        { at: 1040, kind: 'request', node: 2, adapter: 0, tokens: 3, prompt: 1925 },
+        { at: 1190, kind: 'request', node: 2, adapter: 6, tokens: 3, prompt: 1671 },
+        { at: 1210, kind: 'request', node: 1, adapter: 5, tokens: 6, prompt: 1642 },
+        { at: 1351, kind: 'request', node: 1, adapter: 0, tokens: 4, prompt: 1717 },
+        { at: 1466, kind: 'replica-outage', replica: 1, ms: 1175, mode: 'error500' },
+        { at: 1524, kind: 'request', node: 0, adapter: 3, tokens: 3, prompt: 1720 },
+        { at: 1538, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 952 },
+        { at: 5357, kind: 'request', node: 1, adapter: 0, tokens: 5, prompt: 1013 },
+      ],
+    );
+  }, 30_000);
+
   // Seed 885877 (--keep 0,1,2,3,4,5,6,7,9,10,11,14,15), a false alarm: node 2's link was slowed
   // (replies 1,744 ms late, past the 500 ms timeout) as it asked for sql's slot on replica-0 (chat
   // loaded, 1 of 2). The store granted it (861 ms), the call timed out, the node loaded alone (the
