@@ -353,6 +353,19 @@ export class RedisModel {
         this.leaseTakenAt.set(lease.id, lease.at);
         return r;
       }
+      case 'retake': {
+        // As the script: each lease as `acquire` takes it, those the expiry reclaimed refused.
+        const [leases, node] = args as [Lease[], string];
+        const refused = await s.store.retake(leases);
+        for (const lease of leases)
+          if (!refused.includes(lease.id)) {
+            this.revived.delete(lease.id);
+            s.leaseNode.set(lease.id, node);
+            this.leaseWhere.set(lease.id, { url: lease.url, adapter: lease.adapter });
+            this.leaseTakenAt.set(lease.id, lease.at);
+          }
+        return refused;
+      }
       case 'release': {
         const r = (await s.store.release(
           args[0] as string,
@@ -894,6 +907,14 @@ export class RedisLink implements SharedStore {
       pure: (s) => s.apply('acquire', [{ ...lease, at: s.clock.now() }, this.node]),
     });
     return r as ResidencyState | undefined;
+  }
+
+  /** As RedisFleetStore's: one script for the batch, each lease aged on Redis's clock as `acquire`'s. */
+  async retake(leases: readonly Lease[]): Promise<string[]> {
+    if (leases.length === 0) return [];
+    return (await this.call('retake', [], {
+      pure: (s) => s.apply('retake', [leases.map((l) => ({ ...l, at: s.clock.now() })), this.node]),
+    })) as string[];
   }
 
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {

@@ -101,9 +101,10 @@ export interface LeaseNow {
  *   emptied Redis", not covered; seed 844981: its heartbeats' replies came past its timeout through
  *   the grace), or
  * - it registered again since but was cut off before its walk taking its leases again ended
- *   (`routerRetakenAt`): its reclaim takes them one call each, and a call timed out before it
- *   reached this one (seed 72667: the FLUSHALL found at 732 ms, the replicas registered and 2 of 4
- *   leases taken again, its link slow past its timeout from 887 ms). Not a reclaim whose
+ *   (`routerRetakenAt`): a call of the walk (one per RETAKE_BATCH leases) timed out before it reached
+ *   the server, or the link broke between the registration and the walk (seed 72667, when the walk
+ *   was one call per lease: the FLUSHALL found at 732 ms, the replicas registered and 2 of 4 leases
+ *   taken again, its link slow past its timeout from 887 ms; now its one call takes all 4). Not a reclaim whose
  *   registration ended and whose walk never began (`routerWalkDueAt`): it had the state to take
  *   them on, and went on without (review4: a reclaim that skipped its walk, its next call cut off,
  *   passed without this); nor a walk that ended before a later call was cut off.

@@ -35,6 +35,11 @@ export class MemoryLeases {
    * nowhere when they end (as the Redis lease's `c`).
    */
   private uncounted = new Set<string>();
+  /**
+   * Lease ids the expiry reclaimed, with when: a node's retake does not bring one back (its node
+   * may still hold it). Kept LEASE_CEILING max ages, as the Redis script keeps its `reclaimed` set.
+   */
+  private reclaimed = new Map<string, number>();
 
   constructor(private readonly replica: (url: string) => ReplicaRecord | undefined) {}
 
@@ -97,6 +102,11 @@ export class MemoryLeases {
     return lease;
   }
 
+  /** Whether the expiry reclaimed lease `id` within the last LEASE_CEILING max ages (a retake is refused). */
+  wasReclaimed(id: string): boolean {
+    return this.reclaimed.has(id);
+  }
+
   /** Ends the leases past their age, in the order reclaimed. */
   expire(now: number, maxAgeMs: number): ExpiredLease[] {
     const out: ExpiredLease[] = [];
@@ -114,6 +124,10 @@ export class MemoryLeases {
       this.end(id);
       out.push({ id, lease, why: `taken over ${LEASE_CEILING * maxAgeMs} ms ago` });
     }
+    for (const e of out) this.reclaimed.set(e.id, now);
+    // As the script: those reclaimed LEASE_CEILING max ages ago or more are forgotten, just reclaimed too when that is 0.
+    for (const [id, at] of this.reclaimed)
+      if (at <= now - LEASE_CEILING * maxAgeMs) this.reclaimed.delete(id);
     return out;
   }
 

@@ -429,6 +429,15 @@ export class MemoryFleetStore implements FleetStore {
     return this.acquireNow(lease);
   }
 
+  /** As the Redis script: each as `acquire`, those the expiry reclaimed refused (returned). */
+  async retake(leases: readonly Lease[]): Promise<string[]> {
+    const refused: string[] = [];
+    for (const l of leases)
+      if (this.leases.wasReclaimed(l.id)) refused.push(l.id);
+      else this.acquireNow(l);
+    return refused;
+  }
+
   private acquireNow(lease: Lease): ResidencyState | undefined {
     const r = this.replicas.get(lease.url);
     const state = lease.adapter === null ? undefined : r?.residency.get(lease.adapter)?.state;

@@ -11,6 +11,16 @@ import type {
   ResidentAdapter,
 } from './types';
 
+/**
+ * Leases one `retake` call takes at most. A node's walk over its open leases after an emptied
+ * state is one call per batch, not per lease: each call is a window in which its link may turn
+ * slow or break, and the leases not taken yet count nowhere until its probe recovers (the
+ * simulation's seed 72667). Bounded so that one script never runs long: Redis runs a script alone
+ * and every node's calls wait behind it; 256 leases are about 2,500 commands, milliseconds (as
+ * long as 256 acquires take at the server together), below a call's timeout (200 ms by default).
+ */
+export const RETAKE_BATCH = 256;
+
 /** How a load ended (FleetStore.finishLoad): landed, not, or found registered at the replica's start. */
 export type LoadEnd = boolean | 'static';
 
@@ -120,6 +130,13 @@ export interface FleetStore {
     adapter: AdapterRef | undefined,
     lease: Lease,
   ): Promise<{ views: ReplicaView[]; state: ResidencyState | undefined }>;
+  /**
+   * Takes again, in one atomic step, leases this node holds (at most RETAKE_BATCH): its recovery,
+   * or the shared state found emptied. Each as `acquire` takes it (an open lease counted nowhere is
+   * counted now), but one the expiry sweep reclaimed is not brought back (it stays so). Returns
+   * the ids refused so. Optional: without it, one `acquire` each.
+   */
+  retake?(leases: readonly Lease[]): Promise<string[]>;
   /**
    * Gives the lease back; returns it the first time, undefined after (release once). With the
    * upstream `status`, also records passive health (5xx counts against the replica) in the same

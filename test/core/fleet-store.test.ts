@@ -640,6 +640,36 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.beginUnload(U, 'a', 5, TTL)).not.toBeNull();
   });
 
+  it('takes leases again in one batch as acquire takes each, and refuses one the expiry reclaimed until 4 max ages later', async () => {
+    // A node's reclaim after an emptied state: one lease taken before the replica was registered
+    // again (counted nowhere), one open and counted, one lost with the state, one reclaimed by age.
+    const s = await fresh();
+    const now = () => Date.now();
+    expect(await s.acquire({ id: 'early', url: U, adapter: 'a', at: now() })).toBeUndefined();
+    await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    expect(await loadOn(s, 'a', now())).toBe(true);
+    await s.acquire({ id: 'old', url: U, adapter: 'a', at: now() });
+    await new Promise((r) => setTimeout(r, 300));
+    await s.acquire({ id: 'open', url: U, adapter: 'a', at: now() });
+    // Real time: Redis ages leases by its own clock; `early` is young enough by neither.
+    const gone = (await s.expireLeases(now(), 250)).map((l) => l.id).sort();
+    expect(gone).toEqual(['early', 'old']);
+    const lease = (id: string) => ({ id, url: U, adapter: 'a', at: now() });
+    expect(await s.retake!([lease('open'), lease('old'), lease('lost'), lease('early')])).toEqual([
+      'old',
+      'early',
+    ]);
+    // `open` counted once, `lost` now: the adapter is held; neither reclaimed one came back.
+    expect((await s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 2, adapter: { inFlight: 2 } });
+    expect(await s.release('old', now())).toBeUndefined();
+    expect(await s.beginUnload(U, 'a', now(), TTL)).toBeNull();
+    // Forgotten by the sweep that runs 4 max ages after it reclaimed them: taken then (a fresh lease).
+    await new Promise((r) => setTimeout(r, LEASE_CEILING * 250 + 50));
+    await s.expireLeases(now(), 250);
+    expect(await s.retake!([lease('old')])).toEqual([]);
+    expect(await s.release('old', now())).toMatchObject({ id: 'old' });
+  });
+
   it('records the upstream outcome with the release: 5xx counts against the replica, 404 forgets nothing (the router re-reads the registry)', async () => {
     const s = await store();
     await s.applySnapshot(U, { at: 1, ok: true, load });

@@ -191,13 +191,13 @@ describe('FailoverFleetStore.recover', () => {
     const { sh, s, cut, back, clock } = await setup();
     await cut();
     await s.acquire(lease('L0'));
-    // Every retake of a local lease admits another one locally (still deciding alone).
+    // Every retake of local leases (one call a pass) admits another one locally (still deciding alone).
     let admitted = 0;
     let admit = true;
-    const acquire = sh.inner().acquire.bind(sh.inner());
-    sh.inner().acquire = async (l) => {
+    const retake = sh.inner().retake.bind(sh.inner());
+    sh.inner().retake = async (ls) => {
       if (admit) await s.acquire(lease(`N${++admitted}`));
-      return acquire(l);
+      return retake(ls);
     };
     await back();
     expect(s.mode()).toBe('local');

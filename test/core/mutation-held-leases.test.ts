@@ -8,6 +8,7 @@
 import { VirtualClock } from '../../src/clock';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { HeldLeases } from '../../src/fleet/redis/held-leases';
+import { RETAKE_BATCH } from '../../src/fleet/store';
 import type { SharedStore } from '../../src/fleet/redis/shared-store';
 import type { Lease } from '../../src/fleet/types';
 
@@ -22,7 +23,10 @@ function fakeShared(reclaimed: string[] = [], withRetake = true) {
     acquire: async (l: Lease) => void calls.push(`acquire ${l.id}`),
     release: async (id: string) => void calls.push(`release ${id}`),
     ...(withRetake && {
-      retake: async (l: Lease) => (calls.push(`retake ${l.id}`), !reclaimed.includes(l.id)),
+      retake: async (ls: Lease[]) => {
+        calls.push(`retake ${ls.map((l) => l.id).join(',')}`);
+        return ls.filter((l) => reclaimed.includes(l.id)).map((l) => l.id);
+      },
     }),
   } as unknown as SharedStore;
   return { shared, calls };
@@ -48,7 +52,7 @@ describe('HeldLeases.restore', () => {
     await takeLocal('L2');
     const { shared, calls } = fakeShared(['L1']);
     await held.restore(shared, false);
-    expect(calls).toEqual(['retake L1', 'retake L2']);
+    expect(calls).toEqual(['retake L1,L2']); // one call for both
     expect([...held.mine.keys()]).toEqual(['L2']);
     expect(held.mine.get('L2')!.shared).toBe(true);
     // Both leave the local store: L1 reclaimed, L2 moved to the shared one.
@@ -74,6 +78,23 @@ describe('HeldLeases.restore', () => {
     expect(calls).toEqual(['retake L1']);
   });
 
+  it('one call per RETAKE_BATCH leases, in the order held; one ended before its batch is sent is not taken', async () => {
+    const { held, takeLocal } = await setup();
+    const n = RETAKE_BATCH + 2;
+    for (let i = 0; i < n; i++) await takeLocal(`L${i}`);
+    const { shared, calls } = fakeShared([`L${RETAKE_BATCH + 1}`]);
+    const retake = shared.retake!.bind(shared);
+    shared.retake = async (ls) => {
+      held.mine.delete(`L${RETAKE_BATCH}`); // its request ended while the first batch was taken
+      return retake(ls);
+    };
+    await held.restore(shared, false);
+    const ids = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `L${from + i}`);
+    expect(calls).toEqual([`retake ${ids(0, RETAKE_BATCH).join(',')}`, `retake L${RETAKE_BATCH + 1}`]);
+    expect(held.mine.size).toBe(RETAKE_BATCH);
+    expect([...held.mine.values()].every((m) => m.shared)).toBe(true);
+  });
+
   it('a shared store without retake: acquired again, and kept', async () => {
     const { held, takeLocal } = await setup();
     await takeLocal('L1');
@@ -88,9 +109,9 @@ describe('HeldLeases.restore', () => {
     await takeLocal('L1');
     const { shared, calls } = fakeShared();
     const retake = shared.retake!.bind(shared);
-    shared.retake = async (l) => {
+    shared.retake = async (ls) => {
       held.mine.delete('L1'); // its request ended meanwhile
-      return retake(l);
+      return retake(ls);
     };
     await held.restore(shared, false);
     expect(calls).toEqual(['retake L1', 'release L1']);

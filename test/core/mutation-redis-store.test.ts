@@ -187,11 +187,22 @@ describe('around the scripts', () => {
     expect(await s.inFlightTotal()).toBe(1);
     expect(await s.release('l1', 2)).toEqual({ id: 'l1', url: U, adapter: null, at: 1, adapterIdle: false });
     expect(await s.release('l1', 3)).toBeUndefined();
-    expect(await s.retake({ id: 'l2', url: U, adapter: null, at: 5 })).toBe(true);
+    expect(await s.retake([{ id: 'l2', url: U, adapter: null, at: 5 }])).toEqual([]);
     await sleep(20);
     const [gone] = await s.expireLeases(Date.now(), 10);
     expect(gone).toEqual({ id: 'l2', url: U, adapter: null, at: 5 });
-    expect(await s.retake({ id: 'l2', url: U, adapter: null, at: 5 })).toBe(false);
+    // In a batch: the reclaimed one refused, those before and after it taken, each where it says.
+    const batch = ['l3', 'l2', 'l4'].map((id, i) => ({
+      id,
+      url: U,
+      adapter: i === 2 ? 'a' : null,
+      at: 6 + i,
+    }));
+    expect(await s.retake(batch)).toEqual(['l2']);
+    expect(await s.inFlightTotal()).toBe(2);
+    expect(await s.release('l4', 9)).toEqual({ id: 'l4', url: U, adapter: 'a', at: 8, adapterIdle: true });
+    expect(await s.release('l3', 9)).toEqual({ id: 'l3', url: U, adapter: null, at: 6, adapterIdle: false });
+    expect(await s.retake([])).toEqual([]);
   });
 
   it('windows and TTLs in whole ms, at least 1', async () => {
@@ -304,7 +315,7 @@ describe('around the scripts', () => {
     expect((await s.release('x', 10))!.adapterIdle).toBe(false);
     expect((await s.release('y', 11))!.adapterIdle).toBe(true);
     // A lease taken again (recovery) counts on its adapter: no unload under it.
-    expect(await s.retake({ id: 'r', url: U, adapter: 'a', at: 12 })).toBe(true);
+    expect(await s.retake([{ id: 'r', url: U, adapter: 'a', at: 12 }])).toEqual([]);
     expect((await s.views([U], { name: 'a' }))[0]!.adapter!.inFlight).toBe(1);
     expect(await s.beginUnload(U, 'a', 13, 60_000)).toBeNull();
     await s.release('r', 14);

@@ -29,9 +29,9 @@ function loggingShared(): { shared: SharedStore; calls: string[]; answer: () => 
       calls.push(`take ${lease.id}`);
       return new Promise<undefined>((resolve) => (answer = () => resolve(undefined)));
     },
-    retake: async (lease: Lease) => {
-      calls.push(`take ${lease.id}`);
-      return true;
+    retake: async (leases: Lease[]) => {
+      for (const l of leases) calls.push(`take ${l.id}`);
+      return [];
     },
   } as Record<string, unknown>;
   const shared = new Proxy(known, {

@@ -89,7 +89,8 @@ function tally(op: Op, answer: unknown): void {
   const granted = (op.op === 'beginLoad' || op.op === 'beginUnload') && typeof answer === 'number';
   const done =
     ((op.op === 'finishLoad' || op.op === 'finishUnload') && answer === true) ||
-    (op.op === 'release' && answer !== null);
+    (op.op === 'release' && answer !== null) ||
+    (op.op === 'retake' && op.leases.length > 0);
   if (granted || done) ran.granted[op.op] = (ran.granted[op.op] ?? 0) + 1;
 }
 
@@ -186,6 +187,30 @@ describe('the request path in one round trip (views and lease)', () => {
       { op: 'viewsAndLease', node: 0, lease: 2, url: 1, adapter: null },
       { op: 'upsert', node: 0, url: 1, priority: 0 },
       { op: 'release', node: 0, lease: 2, status: null },
+    ]));
+});
+
+describe("a node's recovery: its leases taken again in one batch (retake)", () => {
+  it('leases taken again in one batch count as acquired one by one: uncounted ones counted, open ones once', () =>
+    replay([
+      { op: 'flush' }, // no replica registered
+      { op: 'acquire', node: 0, lease: 0, url: 0, adapter: 0 },
+      { op: 'upsert', node: 0, url: 0, priority: 0 },
+      { op: 'acquire', node: 0, lease: 1, url: 0, adapter: 1 },
+      {
+        op: 'retake',
+        node: 0,
+        leases: [
+          { lease: 0, url: 0, adapter: 0 }, // open, counted nowhere: counted now
+          { lease: 1, url: 0, adapter: 1 }, // open and counted: once
+          { lease: 2, url: 1, adapter: null }, // lost with the state, its replica unknown
+          { lease: 3, url: 0, adapter: 0 },
+        ],
+      },
+      { op: 'upsert', node: 0, url: 1, priority: 0 },
+      { op: 'expire', node: 1, maxAge: 0 },
+      { op: 'retake', node: 0, leases: [{ lease: 0, url: 0, adapter: 0 }] },
+      { op: 'release', node: 0, lease: 0, status: null },
     ]));
 });
 

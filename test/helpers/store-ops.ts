@@ -80,6 +80,8 @@ export type Op =
   | { op: 'acquire'; node: number; lease: number; url: number; adapter: number | null }
   /** The request path's one round trip: views of every replica, then a lease (acquire's). */
   | { op: 'viewsAndLease'; node: number; lease: number; url: number; adapter: number | null }
+  /** A node's recovery taking leases again in one batch (`retake`): each as `acquire`, none reclaimed refused here (ages 0 or an hour). */
+  | { op: 'retake'; node: number; leases: { lease: number; url: number; adapter: number | null }[] }
   | { op: 'release'; node: number; lease: number; status: number | null }
   | { op: 'expire'; node: number; maxAge: number }
   | { op: 'budget'; node: number; key: number; limit: number }
@@ -203,6 +205,21 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 5, arbitrary: leaseTaking('acquire') },
   { weight: 3, arbitrary: leaseTaking('viewsAndLease') },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('retake' as const),
+      node,
+      leases: fc.array(
+        fc.record({
+          lease: fc.nat(LEASES.length - 1),
+          url,
+          adapter: fc.option(adapter, { nil: null }),
+        }),
+        { maxLength: 4 },
+      ),
+    }),
+  },
   {
     weight: 4,
     arbitrary: fc.record({
@@ -357,6 +374,15 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
       const ref = name === null ? undefined : { name, path: pathOf(name) };
       return s.viewsAndLease!(URLS, ref, lease);
     }
+    case 'retake':
+      return s.retake!(
+        op.leases.map((l) => ({
+          id: LEASES[l.lease]!,
+          url: u(l.url),
+          adapter: l.adapter === null ? null : a(l.adapter),
+          at,
+        })),
+      );
     case 'release':
       return s.release(LEASES[op.lease]!, at, op.status ?? undefined);
     case 'expire': {

@@ -295,3 +295,27 @@ describe("the simulated Redis's link keeps its order, as one TCP connection does
     expect(answered).toEqual(['release at 422', 'touch at 422']);
   });
 });
+
+describe("the simulated Redis takes a node's leases again as the retake script does", () => {
+  it('one script for the batch: each lease as acquire takes it, one the expiry reclaimed refused and not brought back', async () => {
+    const { m, until } = timedModel();
+    await registered(m);
+    const link = m.link('n0', m.clock);
+    const lease = (id: string) => ({ id, url: URL, adapter: 'chat', at: 0 });
+    const taken = link.acquire(lease('old'));
+    await until(50);
+    await taken;
+    await m.apply('expireLeases', [5000, 4000, NODE_TTL, 16_000]);
+    const applied: string[] = [];
+    const apply = m.apply.bind(m);
+    m.apply = (name, args) => (applied.push(name), apply(name, args));
+    const retaken = link.retake([lease('a'), lease('old'), lease('b')]);
+    await until(100);
+    expect(await retaken).toEqual(['old']);
+    expect(applied).toEqual(['retake']);
+    expect([...m.openLeases()].sort()).toEqual([
+      ['a', 'n0'],
+      ['b', 'n0'],
+    ]);
+  });
+});

@@ -158,7 +158,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     await this.reclaiming?.catch(() => undefined);
     const m = this.leases.mine.get(id);
     if (!m?.shared || this.outage.degraded) return;
-    await retake(this.shared, m.lease).catch((err: Error) => this.degrade(err));
+    await retake(this.shared, [m.lease]).catch((err: Error) => this.degrade(err));
   }
 
   /**

@@ -6,6 +6,7 @@
  */
 import type { Clock } from '../../clock';
 import type { MemoryFleetStore } from '../memory-store';
+import { RETAKE_BATCH } from '../store';
 import type { Lease } from '../types';
 import type { SharedStore } from './shared-store';
 
@@ -58,27 +59,36 @@ export class HeldLeases {
 
   /**
    * Takes this node's open leases in `shared` (again); local ones move there. `onlyLocal`: those
-   * not counted there yet (admitted while degraded).
+   * not counted there yet (admitted while degraded). One call per RETAKE_BATCH leases, not per
+   * lease: a link cut between two calls left those after it counted nowhere (dst seed 72667).
    */
   async restore(shared: SharedStore, onlyLocal: boolean): Promise<void> {
-    for (const [id, m] of [...this.mine]) {
-      if (this.mine.get(id) !== m) continue; // ended meanwhile
-      if (onlyLocal && m.shared) continue;
-      const taken = await retake(shared, m.lease);
-      // Reclaimed by age by a node's expiry sweep: it stays so (its store forgot it; a local copy goes too).
-      if (!taken) {
-        if (this.mine.get(id) === m) this.mine.delete(id);
-        if (!m.shared) await this.local.release(id, this.clock.now());
-        continue;
+    const due = [...this.mine].filter(([, m]) => !onlyLocal || !m.shared);
+    for (let i = 0; i < due.length; i += RETAKE_BATCH) {
+      const batch = due.slice(i, i + RETAKE_BATCH).filter(([id, m]) => this.mine.get(id) === m); // not ended meanwhile
+      if (batch.length === 0) continue;
+      const refused = new Set(
+        await retake(
+          shared,
+          batch.map(([, m]) => m.lease),
+        ),
+      );
+      for (const [id, m] of batch) {
+        // Reclaimed by age by a node's expiry sweep: it stays so (its store forgot it; a local copy goes too).
+        if (refused.has(id)) {
+          if (this.mine.get(id) === m) this.mine.delete(id);
+          if (!m.shared) await this.local.release(id, this.clock.now());
+          continue;
+        }
+        // Its request may have ended while the shared copy was being taken.
+        if (this.mine.get(id) !== m) {
+          await shared.release(id, this.clock.now());
+          continue;
+        }
+        if (m.shared) continue;
+        m.shared = true;
+        await this.local.release(id, this.clock.now());
       }
-      // Its request may have ended while the shared copy was being taken.
-      if (this.mine.get(id) !== m) {
-        await shared.release(id, this.clock.now());
-        continue;
-      }
-      if (m.shared) continue;
-      m.shared = true;
-      await this.local.release(id, this.clock.now());
     }
   }
 
@@ -99,9 +109,12 @@ export class HeldLeases {
   }
 }
 
-/** Takes `lease` again in `shared`; false if its expiry sweep reclaimed it (see SharedStore.retake). */
-export async function retake(shared: SharedStore, lease: Lease): Promise<boolean> {
-  if (shared.retake) return shared.retake(lease);
-  await shared.acquire(lease);
-  return true;
+/**
+ * Takes `leases` (at most RETAKE_BATCH) again in `shared`, in one call; the ids its expiry sweep
+ * reclaimed (see FleetStore.retake). A store without `retake`: one `acquire` each.
+ */
+export async function retake(shared: SharedStore, leases: readonly Lease[]): Promise<string[]> {
+  if (shared.retake) return shared.retake(leases);
+  for (const l of leases) await shared.acquire(l);
+  return [];
 }

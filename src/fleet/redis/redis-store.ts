@@ -4,7 +4,7 @@ import type { RedisConfig } from '../../config/redis-schema';
 import type { Logger } from '../../log';
 import { LEASE_CEILING } from '../memory-leases';
 import { PASSIVE_FAILURE_LIMIT } from '../memory-store';
-import type { FleetDump, FleetStore, LoadEnd } from '../store';
+import { RETAKE_BATCH, type FleetDump, type FleetStore, type LoadEnd } from '../store';
 import type {
   AdapterRef,
   Fence,
@@ -319,14 +319,18 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {
-    const state = await this.run('acquire', lease.id, lease.url, lease.adapter ?? '', lease.at, this.node, 0);
+    const state = await this.run('acquire', lease.id, lease.url, lease.adapter ?? '', lease.at, this.node);
     return (state as ResidencyState | null) ?? undefined;
   }
 
-  /** Takes again a lease this node holds (recovery); false if the expiry sweep reclaimed it (it stays so). */
-  async retake(lease: Lease): Promise<boolean> {
-    const r = await this.run('acquire', lease.id, lease.url, lease.adapter ?? '', lease.at, this.node, 1);
-    return r !== -1;
+  /** Takes again leases this node holds, one script; the ids the expiry sweep reclaimed (they stay so). */
+  async retake(leases: readonly Lease[]): Promise<string[]> {
+    // One script never runs long: Redis runs it alone, every node's calls behind it.
+    if (leases.length > RETAKE_BATCH)
+      throw new Error(`retake: ${leases.length} leases, at most ${RETAKE_BATCH}`);
+    if (leases.length === 0) return [];
+    const args = leases.flatMap((l) => [l.id, l.url, l.adapter ?? '', l.at]);
+    return (await this.run('retake', this.node, ...args)) as string[];
   }
 
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {

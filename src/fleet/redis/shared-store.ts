@@ -3,7 +3,6 @@
  * and what it needs to hand back leases and budget spends after an outage or an emptied state.
  */
 import type { FleetStore } from '../store';
-import type { Lease } from '../types';
 
 /** What the shared side must offer besides the store operations: a cheap liveness check. */
 export interface SharedStore extends FleetStore {
@@ -21,11 +20,6 @@ export interface SharedStore extends FleetStore {
   readonly currentEpoch?: string | null;
   /** Takes the epoch a runtime this one replaces on the same state saw, if none was seen yet. */
   inheritEpoch?(epoch: string | null): void;
-  /**
-   * Takes again a lease this node holds (recovery, an emptied state); false if the shared
-   * state's expiry sweep reclaimed it meanwhile: it is not brought back. Absent: `acquire`.
-   */
-  retake?(lease: Lease): Promise<boolean>;
   /** Adds cold loads counted during an outage to the current window of `key`. */
   addToBudget?(key: string, count: number, windowMs: number): Promise<void>;
   /**

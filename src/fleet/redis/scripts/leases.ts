@@ -44,13 +44,23 @@ local function acquire(id, url, name, at, node)
 end`;
 
 export const LEASE_SCRIPTS = {
-  /**
-   * id, url, adapter ('' none), at, node, retake ('1': a node re-taking a lease it holds) -> the
-   * adapter's state, or nil; -1 if retaking a lease the expiry sweep reclaimed (it stays so).
-   */
+  /** id, url, adapter ('' none), at, node -> the adapter's state, or nil */
   acquire: `${ACQUIRE_FN}
-if ARGV[7] == '1' and redis.call('ZSCORE', P .. 'reclaimed', ARGV[2]) then return -1 end
 return acquire(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6])`,
+
+  /**
+   * node, then id, url, adapter ('' none), at for each lease (at most RETAKE_BATCH, store.ts) ->
+   * the ids refused. A node takes the leases it holds again (recovery, an emptied state), each as
+   * `acquire` does, in one round trip; one the expiry sweep reclaimed is refused (it stays so).
+   */
+  retake: `${ACQUIRE_FN}
+local node = ARGV[2]
+local refused = {}
+for i = 3, #ARGV - 3, 4 do
+  if redis.call('ZSCORE', P .. 'reclaimed', ARGV[i]) then refused[#refused + 1] = ARGV[i]
+  else acquire(ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), node) end
+end
+return refused`,
 
   /**
    * id, url, adapter ('' none), at, node, views' adapter ('' none), urls... -> {views, state}:
