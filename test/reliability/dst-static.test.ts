@@ -65,7 +65,7 @@ describe('the old classification planted in the real code', () => {
   const asFound = { ...DEFAULT_OPTIONS, faults: DRAWN_FAULT_KINDS };
 
   it.each([
-    [2462, 'http://replica-1:8000'],
+    [2462, 'http://replica-0:8000'],
     [408, 'http://replica-2:8000'],
   ])(
     'seed %i breaks it (sql,chat off %s), and holds with the fix',
