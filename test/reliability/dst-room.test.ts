@@ -714,9 +714,10 @@ describe("by the store's order, not the calls' times (seeds 501915, 500849, 6403
 
 describe("8196ff3's break planted in the real code", () => {
   const beginUnload = MemoryFleetStore.prototype.beginUnload;
-  // Seed 5273's world as found: the modelled link without the batch `retake`, so that a reclaim
-  // takes its leases again one acquire each, as then. One call a batch changed its schedule's
-  // course (fewer calls, other draws), and no seed breaks the plant now (1-36000 as drawn then, 1-20000 as now).
+  // The modelled link without the batch `retake`, so that a reclaim takes its leases again one
+  // acquire each, as when 10241 was found (each link in order). One call a batch changes the
+  // schedule's course (fewer calls, other draws), and no seed breaks the plant with it: 1-36000 as
+  // drawn before the link kept its order, 1-30000 with the link in order (a script outside the repository).
   const retake = Object.getOwnPropertyDescriptor(RedisLink.prototype, 'retake')!;
   beforeEach(() => {
     Reflect.deleteProperty(RedisLink.prototype, 'retake');
