@@ -21,6 +21,9 @@ interface Timer {
  * A message's trip: most arrive within the same instant (a microtask, no step), the rest 1-2 ms
  * later (a step of their own), seeded: the interleavings of calls from several nodes.
  */
+/** The longest a message's trip takes, ms (`trip`). */
+export const TRIP_MAX_MS = 2;
+
 export function trip(clock: Clock, random: Random, fn: () => void): void {
   const ms = Math.floor(random() * 4) - 1;
   if (ms <= 0) void Promise.resolve().then(fn);

@@ -21,7 +21,7 @@ import { RedisModel } from './redis-model';
 import { ReplicaSet } from './replicas';
 import { RequestRouting } from './request-routing';
 import type { Action, FaultKind, Schedule } from './schedule';
-import { NodeClock, Scheduler } from './scheduler';
+import { NodeClock, Scheduler, TRIP_MAX_MS } from './scheduler';
 import { StepView } from './step-view';
 import {
   BACKOFF_BASE_MS,
@@ -72,6 +72,8 @@ export class World {
   private readonly stateMoves: { from: number; to: number }[] = [];
   /** Faults under way (partitions, slow links, a Redis down), healed by their own timers. */
   private faultsOpen = 0;
+  /** When the last reply a healed slow link delayed is due: the settling runs from then (`slowRepliesOwed`). */
+  private slowRepliesDueBy = -Infinity;
   /** A record change's pushes to the nodes not made yet. */
   private pushesPending = 0;
   private readonly fired = new Set<FaultKind>();
@@ -264,6 +266,19 @@ export class World {
     this.lastFaultAt = this.sched.now();
   }
 
+  /**
+   * A slow link healing now still owes the replies it delayed, each up to its delay from now, and
+   * on a link in order every later reply comes after them: until then each call on it, a probe's
+   * ping too, may time out, so its node may still decide alone (seeds 26829, 30642).
+   */
+  private slowRepliesOwed(faults: readonly { link: { slowMs: number } }[], slowMs: number): void {
+    for (const f of faults)
+      this.slowRepliesDueBy = Math.max(
+        this.slowRepliesDueBy,
+        this.sched.now() + Math.max(slowMs, f.link.slowMs) + 2 * TRIP_MAX_MS,
+      );
+  }
+
   /** Opens a fault for `ms`, then heals it. */
   private during(ms: number, open: () => void, heal: () => void): void {
     this.fault();
@@ -297,7 +312,10 @@ export class World {
         return this.during(
           a.ms,
           () => set(1),
-          () => set(-1),
+          () => {
+            if (a.kind === 'slow') this.slowRepliesOwed(nodes, a.slowMs);
+            set(-1);
+          },
         );
       }
       case 'redis-restart':
@@ -383,8 +401,9 @@ export class World {
         step,
         () => stop() || (this.nodes.liveOpen() === 0 && this.faultsOpen === 0),
       );
-      // Then until the world is quiescent, or SETTLE_MS at most, before the lease check.
-      const settleBy = this.sched.now() + SETTLE_MS;
+      // Then until the world is quiescent, or SETTLE_MS at most, before the lease check: from the
+      // last reply a slow link owed, as a probe sent before it comes waits for it and times out.
+      const settleBy = Math.max(this.sched.now(), this.slowRepliesDueBy) + SETTLE_MS;
       while (!stop() && this.sched.now() < settleBy && !(await this.settled()))
         await this.sched.run(Math.min(settleBy, this.sched.now() + SETTLE_TICK_MS), step, stop);
       if (!stop()) await this.quiescence();

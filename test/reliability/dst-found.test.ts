@@ -3003,3 +3003,69 @@ describe('a replica seen down gets no request: every replica seen down by the ro
     );
   }, 30_000);
 });
+
+describe('no lease left open after quiescence: the settling waits for the replies a slow link owes', () => {
+  // Seeds 30642 (--keep 0,5,9) and 26829 (--keep 1,2,3,4,6,7,14,15), found with each Redis link in
+  // order (dst-fifo): a node's link is slow (2,919 ms, 2,817 ms added to each reply) while its
+  // request runs; its calls time out, it decides alone, and the request's release waits to be
+  // replayed. The link heals, but the replies it delayed are still owed (one TCP stream: ioredis's
+  // `commandTimeout` only rejects the caller's promise and keeps the connection, lib/Command.ts,
+  // tag v5.11.1), so each probe's ping, answered behind them, times out too, until the last comes
+  // 2.9 s after the heal; the next probe then finds Redis and replays the release. The settling
+  // ran SETTLE_MS from the heal and checked before that probe: no leak, the release was owed, not lost.
+  it('seed 30642: a release replayed at the first probe after the slow link drained', async () => {
+    await holds(
+      30642,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math'],
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 201, kind: 'process-restart', node: 0 },
+        { at: 610, kind: 'request', node: 0, adapter: 3, tokens: 6, prompt: 731 },
+        { at: 1117, kind: 'slow', node: 0, ms: 839, slowMs: 2919 },
+      ],
+    );
+  }, 30_000);
+
+  it('seed 26829: a release replayed at the first probe after the slow link drained', async () => {
+    await holds(
+      26829,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team'],
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 2000,
+        staticAdapters: ['sql,chat'],
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 191, kind: 'request', node: 0, adapter: 1, tokens: 1, prompt: 1894 },
+        { at: 193, kind: 'request', node: 0, adapter: 0, tokens: 6, prompt: 113 },
+        { at: 282, kind: 'request', node: 1, adapter: 4, tokens: 6, prompt: 1322 },
+        { at: 291, kind: 'request', node: 0, adapter: 2, tokens: 2, prompt: 1243 },
+        { at: 484, kind: 'request', node: 1, adapter: 3, tokens: 3, prompt: 319 },
+        { at: 653, kind: 'request', node: 1, adapter: 1, tokens: 2, prompt: 736 },
+        { at: 1788, kind: 'request', node: 0, adapter: 3, tokens: 6, prompt: 762 },
+        { at: 1891, kind: 'slow', node: 1, ms: 1623, slowMs: 2817 },
+      ],
+    );
+  }, 30_000);
+});

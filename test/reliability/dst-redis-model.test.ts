@@ -294,6 +294,20 @@ describe("the simulated Redis's link keeps its order, as one TCP connection does
     await until(600);
     expect(answered).toEqual(['release at 422', 'touch at 422']);
   });
+
+  it('a call a partition lost holds back no later call: it never entered the stream (seeds 26829, 30642 ruled out)', async () => {
+    const { clock, m, until } = scriptedTrips();
+    const link = m.link('n0', clock);
+    void link.upsertReplica(SPEC);
+    await until(10);
+    const answered: string[] = [];
+    link.faults.partitioned = true;
+    link.release('n0-0', 10).catch((err: Error) => answered.push(`release ${err.message} at ${clock.now()}`));
+    link.faults.partitioned = false;
+    void link.touch(URL, 'chat', 10).then(() => answered.push(`touch at ${clock.now()}`));
+    await until(1100);
+    expect(answered).toEqual(['touch at 12', 'release Command timed out (release) at 1010']);
+  });
 });
 
 describe("the simulated Redis takes a node's leases again as the retake script does", () => {
