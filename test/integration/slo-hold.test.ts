@@ -1,8 +1,8 @@
 /**
  * `ttft_slo_ms` under overload, through RouterService against a simulated vLLM replica (real
  * HTTP on loopback, modelled time = wall time): a request no replica is predicted to start within
- * the objective waits in the router until one is (src/router/room-wait.ts `holds`); past the hold
- * it is routed, not refused.
+ * the objective waits in the router until one is (src/router/room-wait.ts `holds`); past the hold,
+ * with the queue still past the objective, it is refused (503 `ttft_overload`), not queued behind it.
  */
 import { CoreHarness, sendVia } from '../helpers/core-harness';
 import { templatedRouter } from '../helpers/replicas';
@@ -66,11 +66,20 @@ describe('the TTFT objective holds requests in overload, through RouterService',
     await first.p;
   });
 
-  it('past the hold, routes the request to the fastest replica instead of refusing it', async () => {
-    // The hold ends ttft_slo_ms before queue_timeout_ms: 0.5 s after arrival.
-    const { first, second } = await behindLong({ queue_timeout_ms: 1500 });
+  it('past the hold, with the queue still past the objective, refuses the request (503 ttft_overload)', async () => {
+    // The hold ends ttft_slo_ms before queue_timeout_ms: 0.5 s after arrival, ~10 s of prefill
+    // still ahead of it. Sent, it would start ~10 s late and delay every request after it.
+    h = await start({ queue_timeout_ms: 1500 });
+    await h.nextPoll();
+    const first = longRequest();
+    await sleep(200);
+    const second = await route(400);
     expect(first.s.done).toBe(false);
-    await release(second);
+    expect(second).toMatchObject({ kind: 'respond', status: 503 });
+    if (second.kind !== 'respond') throw new Error('expected a refusal');
+    expect(second.body).toMatchObject({ error: { code: 'ttft_overload', type: 'server_error' } });
+    expect(Number(second.headers?.['Retry-After'])).toBeGreaterThanOrEqual(1);
+    expect(await holds()).toBe(1);
     await first.p;
   });
 
@@ -100,7 +109,13 @@ describe('the TTFT objective holds requests in overload, through RouterService',
         sendVia(h!.router, '/v1/completions', { model: BASE, prompt: 'hi', max_tokens: 100 }),
       ),
     );
-    expect(held.map((r) => r.status)).toEqual([200, 200, 200]);
+    // Each goes once the long answer frees KV room, or, still held when its hold ends with the
+    // long answer running, is refused (503 ttft_overload): either way it leaves the gateway.
+    for (const r of held) {
+      expect([200, 503]).toContain(r.status);
+      if (r.outcome.kind === 'respond')
+        expect(r.outcome.body).toMatchObject({ error: { code: 'ttft_overload' } });
+    }
     expect(await holds()).toBe(3);
     expect((await long).status).toBe(200);
     expect(h.rt.manager.roomChanged.waiting).toBe(0);
