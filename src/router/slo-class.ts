@@ -144,6 +144,16 @@ export class HeldClasses {
     return n >= this.backlog;
   }
 
+  /**
+   * Whether `backlog` or more requests of priority `priority` or higher are held (a held one asking
+   * counts itself): a backlog in the gateway, not one replica's burst, so a sustained overload.
+   */
+  backlogged(priority: number): boolean {
+    let n = 0;
+    for (const [p, k] of this.count) if (p >= priority) n += k;
+    return n >= this.backlog;
+  }
+
   /** Whether a request of higher priority than `priority` is held. */
   above(priority: number): boolean {
     for (const p of this.count.keys()) if (p > priority) return true;
