@@ -16,6 +16,9 @@ import * as P from './policies';
 import { adapterSequence, runPolicy, SLOS_MS, type PolicyResult } from './run';
 import { sloPoint } from './slo-point';
 
+/** A TTFT in ms, or "never" for a p99 past the answered requests (over 1% refused). */
+const fmtMs = (ms: number) => (Number.isFinite(ms) ? `${Math.round(ms)} ms` : 'never');
+
 const TRACE = '/work/shared/data/azure-llm-inference-2023/conversation.csv';
 
 async function main(): Promise<void> {
@@ -49,14 +52,14 @@ async function main(): Promise<void> {
         (_, k) => inTime.slice(k * tenth, (k + 1) * tenth).filter((x) => x).length,
       );
       console.log(
-        `seed ${seed} ${p.name}: within ${slo / 1000} s ${fmtPct(r.sloAttainment)}, refused ${r.errors} (over context ${r.overContext ?? 0}), loads ${r.loads}, TTFT p50 ${Math.round(r.ttftP50)} ms; in time per tenth of the arrivals: ${byTenth.join(' ')}`,
+        `seed ${seed} ${p.name}: within ${slo / 1000} s ${fmtPct(r.sloAttainment)}, refused ${r.errors} (over context ${r.overContext ?? 0}), loads ${r.loads}, TTFT p50 ${Math.round(r.ttftP50)} ms, p99 ${fmtMs(r.ttftP99)} (refusals never answered); in time per tenth of the arrivals: ${byTenth.join(' ')}`,
       );
     }
   }
   for (const [name, rs] of all) {
     const mean = (f: (r: PolicyResult) => number) => rs.reduce((n, r) => n + f(r), 0) / rs.length;
     console.log(
-      `mean ${name}: within ${slo / 1000} s ${fmtPct(mean((r) => r.sloAttainment))}, refused ${mean((r) => r.errors).toFixed(1)}, loads ${mean((r) => r.loads).toFixed(0)}`,
+      `mean ${name}: within ${slo / 1000} s ${fmtPct(mean((r) => r.sloAttainment))}, refused ${mean((r) => r.errors).toFixed(1)} (over context ${mean((r) => r.overContext ?? 0).toFixed(1)}; most in a seed ${Math.max(...rs.map((r) => r.errors))}), TTFT p99 ${fmtMs(mean((r) => r.ttftP99))} (refusals never answered), loads ${mean((r) => r.loads).toFixed(0)}`,
     );
   }
 }
