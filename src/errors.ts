@@ -132,6 +132,12 @@ export const CATALOGUE = {
     retryAfter: true,
     when: 'Overload: a request of a sheddable class (`slo_classes` priority < 0) that no replica is predicted to serve within its objective, while the queues are past the objective of a class above it. `Retry-After`: about how long the queues take to drain. Requests of higher classes are served meanwhile.',
   },
+  ttft_overload: {
+    status: 503,
+    type: 'server_error',
+    retryAfter: true,
+    when: "Overload (`saturation_mode: predicted`, `room_wait: escalate`): a request held in the gateway because every replica was predicted past its objective (`ttft_slo_ms`, or its class's) is still so when its hold ends, `ttft_slo_ms` before `queue_timeout_ms`, while the gateway holds twice as many requests (of its class or above) as there are replicas and such late hold-ends have come for a whole hold (`queue_timeout_ms` - `ttft_slo_ms`), none a hold apart: a sustained overload, not a burst or a cold start (their first late hold-ends are sent). Sent, it would be answered past its objective behind queues that push the requests after it past theirs too. `Retry-After`: about how long the queues take to drain. `ttft_slo_ms: 0` turns holding, and this refusal, off.",
+  },
   no_replica: {
     status: 503,
     type: 'server_error',
@@ -286,6 +292,12 @@ export const errors = {
     catalogued(
       'shed_low_priority',
       `The gateway is overloaded: requests of the sheddable class${sloClass ? ` '${sloClass}'` : ''} are refused first, and no replica is predicted to answer this one within its ${objectiveMs} ms objective (about ${Math.round(predictedMs)} ms). Retry in ${retryAfterS} s.`,
+      retryAfterS,
+    ),
+  ttftOverload: (objectiveMs: number, predictedMs: number, retryAfterS: number) =>
+    catalogued(
+      'ttft_overload',
+      `The gateway is overloaded: this request waited for a replica predicted to answer it within its ${objectiveMs} ms objective, and none is (about ${Math.round(predictedMs)} ms from its arrival). Retry in ${retryAfterS} s.`,
       retryAfterS,
     ),
   noReplica: (what: string) => catalogued('no_replica', `No replica can serve ${what}.`, 1),

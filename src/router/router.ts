@@ -128,7 +128,8 @@ export class RouterService {
    */
   async route(req: RouteRequest): Promise<RouteOutcome> {
     let rt = this.runtime.current();
-    const wait = new RoomWait(this.config, rt.clock.now());
+    // Held requests are counted with or without classes: the end of a hold reads the backlog.
+    const wait = new RoomWait(this.config, rt.clock.now(), undefined, this.held);
     // A request spends the cold-load budget once, on whichever runtime: a grant a replaced
     // runtime made is counted in its successor's state already (FleetRuntime.carrySpends).
     const budget = { spent: false };

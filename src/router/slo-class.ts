@@ -115,13 +115,21 @@ export class SloClasses {
  */
 export class HeldClasses {
   private readonly count = new Map<number, number>();
+  /** The last hold that ended late (`lateHoldEnds`), and the first of its run. */
+  private lastLateEnd?: number;
+  private lateSince = 0;
 
   /**
    * `backlog`: from this many requests of higher classes held, the gateway counts as overloaded
    * by them (see `crowded`). The router sets twice its replicas: each replica whose queue falls
-   * under the gate takes about one held request, so that is two rounds of them.
+   * under the gate takes about one held request, so that is two rounds of them. `refusalBacklog`:
+   * from this many held, the end of a hold may refuse (see `backlogged`); the router sets three
+   * rounds.
    */
-  constructor(private readonly backlog = Infinity) {}
+  constructor(
+    private readonly backlog = Infinity,
+    private readonly refusalBacklog = backlog,
+  ) {}
 
   enter(priority: number): void {
     this.count.set(priority, (this.count.get(priority) ?? 0) + 1);
@@ -144,6 +152,32 @@ export class HeldClasses {
     return n >= this.backlog;
   }
 
+  /**
+   * Whether `refusalBacklog` or more requests of priority `priority` or higher are held (a held one
+   * asking counts itself): a backlog in the gateway, not one replica's burst. Three rounds, not
+   * the two of `crowded`: at two, the long workload with 300 ms loads at 90% load (seeds 1-3,
+   * bench/des/peer-gap.ts) refused up to 12 requests in 1,000 where none was, its p99 request
+   * then never answered; at three, 4 at most, and the overloaded points kept most of their gain.
+   */
+  backlogged(priority: number): boolean {
+    let n = 0;
+    for (const [p, k] of this.count) if (p >= priority) n += k;
+    return n >= this.refusalBacklog;
+  }
+
+  /**
+   * A hold ended at `now` with every replica still predicted past the objective (a late send, or
+   * a refusal). Returns how long such hold-ends have come without a gap of `holdMs` (one hold),
+   * 0 for the first: how long the overload has outlasted the holds. A burst or the cold start
+   * ends a few seconds of them (bursty workload, 1 s loads, 50% load: 25-28 s into the run); a
+   * sustained overload keeps them coming for minutes (long workload: 60-300 s and more).
+   */
+  lateHoldEnds(now: number, holdMs: number): number {
+    if (this.lastLateEnd === undefined || now - this.lastLateEnd > holdMs) this.lateSince = now;
+    this.lastLateEnd = now;
+    return now - this.lateSince;
+  }
+
   /** Whether a request of higher priority than `priority` is held. */
   above(priority: number): boolean {
     for (const p of this.count.keys()) if (p > priority) return true;
@@ -160,13 +194,14 @@ const heldByRuntime = new WeakMap<object, Map<string, HeldClasses>>();
  * `StartInstance`: a new plugin object each), all on the process's one runtime. Counted per
  * instance, a worker's batch request neither waited behind another worker's held interactive
  * requests nor saw them crowd the gateway. Separate runtimes (the simulations' Kong nodes) count
- * apart. Backlog: twice the replicas (see `crowded`).
+ * apart. Backlog: twice the replicas (see `crowded`); for a refusal at the end of a hold, three times.
  */
 export function heldOn(runtime: object, config: Pick<RouterConfig, 'replicas'>): HeldClasses {
   let byConfig = heldByRuntime.get(runtime);
   if (!byConfig) heldByRuntime.set(runtime, (byConfig = new Map()));
   const key = JSON.stringify(config);
   let held = byConfig.get(key);
-  if (!held) byConfig.set(key, (held = new HeldClasses(2 * config.replicas.length)));
+  if (!held)
+    byConfig.set(key, (held = new HeldClasses(2 * config.replicas.length, 3 * config.replicas.length)));
   return held;
 }

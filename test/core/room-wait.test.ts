@@ -70,7 +70,8 @@ describe('room wait', () => {
     const at = (ttftMs: number, ownMs = 500) => ({ ttftMs, ownMs, fixedMs: 0 });
     expect(w.holds(1000, at(5001))).toBe(true);
     expect(w.holds(24999, at(60000))).toBe(true);
-    // A replica predicted within the objective takes it; past the hold it goes to the fastest.
+    // A replica predicted within the objective takes it; past the hold it goes to the fastest
+    // (refused only under a backlog of held requests: test/core/hold-end-refusal.test.ts).
     expect(w.holds(1000, at(5000))).toBe(false);
     expect(w.holds(25000, at(60000))).toBe(false);
     // Its own prefill alone takes the objective: held only while the wait before it does too.
