@@ -136,7 +136,7 @@ export const CATALOGUE = {
     status: 503,
     type: 'server_error',
     retryAfter: true,
-    when: "Overload (`saturation_mode: predicted`, `room_wait: escalate`): a request held in the gateway because every replica was predicted past its objective (`ttft_slo_ms`, or its class's) is still so when its hold ends, `ttft_slo_ms` before `queue_timeout_ms`, while the gateway holds twice as many requests (of its class or above) as there are replicas and such late hold-ends have come for a whole hold (`queue_timeout_ms` - `ttft_slo_ms`), none a hold apart: a sustained overload, not a burst or a cold start (their first late hold-ends are sent). Sent, it would be answered past its objective behind queues that push the requests after it past theirs too. `Retry-After`: about how long the queues take to drain. `ttft_slo_ms: 0` turns holding, and this refusal, off.",
+    when: "Overload (`saturation_mode: predicted`, `room_wait: escalate`): a request held in the gateway because every replica was predicted past its objective (`ttft_slo_ms`, or its class's) is still so when its hold ends, `ttft_slo_ms` before `queue_timeout_ms`, while the gateway holds three times as many requests (of its class or above) as there are replicas and such late hold-ends have come for a whole hold (`queue_timeout_ms` - `ttft_slo_ms`), none a hold apart: a sustained overload, not a burst or a cold start (their first late hold-ends are sent). Sent, it would be answered past its objective behind queues that push the requests after it past theirs too. `Retry-After`: about how long the queues take to drain. `ttft_slo_ms: 0` turns holding, and this refusal, off.",
   },
   no_replica: {
     status: 503,
