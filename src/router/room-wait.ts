@@ -172,14 +172,11 @@ export class RoomWait {
       this.held?.crowded(this.priority) !== true
     )
       return true;
+    // Retry-After of a refusal: about how long the queues ahead take to drain, 1-60 s.
+    const drainS = Math.min(60, Math.max(1, Math.ceil((shrinks - roomMs) / 1000)));
     if (this.sheddable && expected > this.objectiveMs) {
       this.leave();
-      throw errors.shedLowPriority(
-        this.className,
-        this.objectiveMs,
-        expected,
-        Math.min(60, Math.max(1, Math.ceil((shrinks - roomMs) / 1000))),
-      );
+      throw errors.shedLowPriority(this.className, this.objectiveMs, expected, drainS);
     }
     if (now < this.holdUntil) return true;
     // Its hold is over, every replica is still predicted past the objective, and the overload is
@@ -198,11 +195,7 @@ export class RoomWait {
     const holdMs = this.holdUntil - this.started;
     if (this.held.lateHoldEnds(now, holdMs) >= holdMs && this.held.backlogged(this.priority)) {
       this.leave();
-      throw errors.ttftOverload(
-        this.objectiveMs,
-        now - this.started + decided.ttftMs,
-        Math.min(60, Math.max(1, Math.ceil((shrinks - roomMs) / 1000))),
-      );
+      throw errors.ttftOverload(this.objectiveMs, now - this.started + decided.ttftMs, drainS);
     }
     return false;
   }

@@ -147,9 +147,7 @@ export class HeldClasses {
    * served in their place.
    */
   crowded(priority: number): boolean {
-    let n = 0;
-    for (const [p, k] of this.count) if (p > priority) n += k;
-    return n >= this.backlog;
+    return this.heldAbove(priority, false) >= this.backlog;
   }
 
   /**
@@ -160,9 +158,14 @@ export class HeldClasses {
    * then never answered; at three, 4 at most, and the overloaded points kept most of their gain.
    */
   backlogged(priority: number): boolean {
+    return this.heldAbove(priority, true) >= this.refusalBacklog;
+  }
+
+  /** Requests held of priority above `priority` (or equal to it: `inclusive`). */
+  private heldAbove(priority: number, inclusive: boolean): number {
     let n = 0;
-    for (const [p, k] of this.count) if (p >= priority) n += k;
-    return n >= this.refusalBacklog;
+    for (const [p, k] of this.count) if (p > priority || (inclusive && p === priority)) n += k;
+    return n;
   }
 
   /**
