@@ -208,6 +208,32 @@ describe("a lease reclaimed by another node's expiry sweep", () => {
     // A2 (admitted during the outage) is counted in Redis; A1 stays reclaimed.
     expect((await admin.hkeys(`${p}lease`)).sort()).toEqual(['A2']);
   });
+
+  it('is not taken again once Redis forgot the reclaim (4 max ages later): its node forgets it at the ceiling', async () => {
+    // Node B's sweep reclaimed A1 and A never heard of it (each node's poller sweeps; the sweep that
+    // reclaims tells only its caller). Redis remembers the reclaim 4 max ages; A kept A1 a day, so
+    // every recovery after that took the orphan again and counted it anew (up to 4 max ages more,
+    // renewed on a hot adapter): the inflated count came back with each outage, and held the adapter.
+    const p = prefix();
+    const a = await node(p, 'nA', { viaProxy: true });
+    const b = await node(p, 'nB');
+    await a.s.applySnapshot(U, poll());
+    await a.s.acquire(lease('A1'));
+    await sleep(150);
+    expect((await b.s.expireLeases(Date.now(), 100)).map((l) => l.id)).toEqual(['A1']);
+    // Past 4 max ages since A1 was taken and since it was reclaimed: B's next sweep forgets the reclaim.
+    await sleep(LEASE_CEILING * 100 + 50);
+    await b.s.expireLeases(Date.now(), 100);
+    expect(await admin.zscore(`${p}reclaimed`, 'A1')).toBeNull();
+    await a.s.expireLeases(Date.now(), 100); // A's own poller sweeps too: nothing of A's is open
+    a.proxy!.cut('refuse');
+    await a.s.acquire(lease('A2'));
+    expect(a.s.mode()).toBe('local');
+    a.proxy!.restore();
+    await waitFor(() => a.s.mode() === 'redis', 10_000, 'recovery');
+    expect((await admin.hkeys(`${p}lease`)).sort()).toEqual(['A2']);
+    expect((await b.s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 1, adapter: { inFlight: 1 } });
+  });
 });
 
 /** A poll of U that failed (the replica answered 500 or refused). */

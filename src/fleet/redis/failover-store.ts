@@ -403,7 +403,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       (s) => s.expireLeases(now, maxAgeMs),
       async () => [],
     );
-    this.leases.forgetExpired(local, shared, now);
+    this.leases.forgetExpired(local, shared, now, maxAgeMs);
     return [...local, ...shared];
   }
 
