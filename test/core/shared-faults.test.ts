@@ -236,6 +236,42 @@ describe("a lease reclaimed by another node's expiry sweep", () => {
   });
 });
 
+describe('a second emptying while a node takes its leases back after the first', () => {
+  it('is taken back too: the heartbeat that tells it during the retake is not lost in the retake under way', async () => {
+    // Two emptyings close together (a FLUSHALL, then a restart without persistence, say): the
+    // node's retake after the first lands on the second's empty state (its replica unknown: the
+    // lease counts nowhere), and a peer registers the replica again. The node's heartbeat tells it
+    // while its reclaim is still under way; that reclaim registered before the second emptying.
+    const p = prefix();
+    const a = await node(p, 'nA', { nodeTtlMs: 400 }); // heartbeats every 100 ms
+    const b = await node(p, 'nB', { nodeTtlMs: 400 });
+    await a.s.applySnapshot(U, poll());
+    expect(await a.s.acquire(lease('A1'))).toBe('loaded');
+    const epochs: (string | null)[] = [];
+    const retake = a.shared.retake.bind(a.shared);
+    a.shared.retake = async (ls) => {
+      if (epochs.length > 0) return retake(ls);
+      epochs.push(a.shared.currentEpoch);
+      await admin.flushall(); // the second emptying, after this reclaim registered U
+      const refused = await retake(ls);
+      await b.shared.upsertReplica(SPEC); // a peer begins the state anew
+      const third = await admin.get(`${p}epoch`);
+      await waitFor(() => a.shared.currentEpoch === third, 5000, "A's heartbeat reads the peer's epoch");
+      epochs.push(third);
+      return refused;
+    };
+    await admin.flushall(); // the first
+    await waitFor(() => epochs.length === 2, 5000, 'the reclaim after the first emptying');
+    // A decides nothing (an idle node, its request still running): its heartbeats alone must do it.
+    await waitFor(
+      async () => (await b.s.views([U], { name: 'a' }))[0]?.inFlight === 1,
+      3000,
+      "A's lease counted again after the second emptying",
+    ).catch(() => undefined);
+    expect((await b.s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 1 });
+  });
+});
+
 /** A poll of U that failed (the replica answered 500 or refused). */
 const pollDown = (): ReplicaSnapshot => ({ at: Date.now(), ok: false, error: 'GET /metrics: 500' });
 
