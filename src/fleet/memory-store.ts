@@ -10,7 +10,7 @@ import {
   residentsOf,
   type ReplicaRecord,
 } from './replica-record';
-import type { FleetDump, FleetStore, LoadEnd } from './store';
+import { RETAKE_BATCH, type FleetDump, type FleetStore, type LoadEnd } from './store';
 import type {
   AdapterRef,
   Fence,
@@ -431,6 +431,10 @@ export class MemoryFleetStore implements FleetStore {
 
   /** As the Redis script: each as `acquire`, those the expiry reclaimed refused (returned). */
   async retake(leases: readonly Lease[]): Promise<string[]> {
+    // Bounded as the Redis store's is (one script never runs long): a caller passing more works
+    // here and breaks only on Redis, which the simulation and the differential would never see.
+    if (leases.length > RETAKE_BATCH)
+      throw new Error(`retake: ${leases.length} leases, at most ${RETAKE_BATCH}`);
     const refused: string[] = [];
     for (const l of leases)
       if (this.leases.wasReclaimed(l.id)) refused.push(l.id);

@@ -3,7 +3,7 @@ import { LEASE_CEILING } from '../../src/fleet/memory-leases';
 import { MemoryFleetStore, PASSIVE_FAILURE_LIMIT } from '../../src/fleet/memory-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { SKEW_MARGIN_MS } from '../../src/fleet/redis/scripts';
-import type { FleetStore } from '../../src/fleet/store';
+import { RETAKE_BATCH, type FleetStore } from '../../src/fleet/store';
 import { useRedisStores } from '../helpers/redis-stores';
 
 const U = 'http://10.0.0.1:8000';
@@ -663,11 +663,77 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect((await s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 2, adapter: { inFlight: 2 } });
     expect(await s.release('old', now())).toBeUndefined();
     expect(await s.beginUnload(U, 'a', now(), TTL)).toBeNull();
+    // Remembered through the sweeps before then: one 2 max ages later still refuses it (a store
+    // forgetting after one max age passed every check of this test but this one).
+    await new Promise((r) => setTimeout(r, 2 * 250));
+    await s.expireLeases(now(), 250);
+    expect(await s.retake!([lease('old')])).toEqual(['old']);
     // Forgotten by the sweep that runs 4 max ages after it reclaimed them: taken then (a fresh lease).
-    await new Promise((r) => setTimeout(r, LEASE_CEILING * 250 + 50));
+    await new Promise((r) => setTimeout(r, (LEASE_CEILING - 2) * 250 + 50));
     await s.expireLeases(now(), 250);
     expect(await s.retake!([lease('old')])).toEqual([]);
     expect(await s.release('old', now())).toMatchObject({ id: 'old' });
+  });
+
+  it('a mixed retake: reclaimed refused (each time named), ended brought back, an unknown replica counted once registered, duplicates counted once', async () => {
+    // What a batch may hold: leases open, ended since the node read its list, reclaimed by age, on a
+    // replica not registered here (yet), each possibly twice. Each replica's and adapter's in-flight
+    // figure must end at the leases open and counted, none twice, none lost.
+    const U2 = 'http://10.0.0.2:8000';
+    const s = await store();
+    const now = () => Date.now();
+    const lease = (id: string, url = U) => ({ id, url, adapter: 'a', at: now() });
+    expect(await loadOn(s, 'a', now())).toBe(true);
+    await s.acquire(lease('old'));
+    await new Promise((r) => setTimeout(r, 300));
+    await s.acquire(lease('open'));
+    await s.acquire(lease('ended'));
+    await s.release('ended', now());
+    expect((await s.expireLeases(now(), 250)).map((l) => l.id)).toEqual(['old']);
+    const batch = ['open', 'ended', 'old', 'open', 'fresh', 'ended', 'old'].map((id) => lease(id));
+    batch.push(lease('away', U2), lease('away', U2));
+    expect(await s.retake!(batch)).toEqual(['old', 'old']);
+    // open, ended (taken again: its node named it), fresh; away is open but counted nowhere.
+    expect((await s.views([U, U2], { name: 'a' }))[0]).toMatchObject({
+      inFlight: 3,
+      adapter: { inFlight: 3 },
+    });
+    expect(await s.inFlightTotal()).toBe(4);
+    await s.upsertReplica({ url: U2, backend: 'vllm', priority: 0 });
+    expect((await s.views([U2]))[0]).toMatchObject({ inFlight: 0 });
+    expect(await s.retake!([lease('away', U2), lease('open'), lease('away', U2)])).toEqual([]);
+    expect((await s.views([U, U2], { name: 'a' })).map((v) => v.inFlight)).toEqual([3, 1]);
+    for (const id of ['open', 'ended', 'fresh', 'away'])
+      expect(await s.release(id, now())).toMatchObject({ id });
+    expect(
+      (await s.views([U, U2], { name: 'a' })).map((v) => [v.inFlight, v.adapter?.inFlight ?? 0]),
+    ).toEqual([
+      [0, 0],
+      [0, 0],
+    ]);
+    expect(await s.inFlightTotal()).toBe(0);
+    expect(await s.beginUnload(U, 'a', now(), TTL)).not.toBeNull();
+  });
+
+  it(`takes a batch of exactly RETAKE_BATCH (${RETAKE_BATCH}) leases in one call, and refuses one more whole`, async () => {
+    const s = await store();
+    expect(await loadOn(s, 'a', 1)).toBe(true);
+    const leases = Array.from({ length: RETAKE_BATCH + 1 }, (_, i) => ({
+      id: `B${i}`,
+      url: U,
+      adapter: 'a',
+      at: 2,
+    }));
+    await expect(s.retake!(leases)).rejects.toThrow(`at most ${RETAKE_BATCH}`);
+    expect(await s.inFlightTotal()).toBe(0);
+    expect(await s.retake!(leases.slice(0, RETAKE_BATCH))).toEqual([]);
+    expect((await s.views([U], { name: 'a' }))[0]).toMatchObject({
+      inFlight: RETAKE_BATCH,
+      adapter: { inFlight: RETAKE_BATCH },
+    });
+    expect(await s.retake!(leases.slice(1))).toEqual([]);
+    expect(await s.inFlightTotal()).toBe(RETAKE_BATCH + 1);
+    expect((await s.views([U]))[0]).toMatchObject({ inFlight: RETAKE_BATCH + 1 });
   });
 
   it('records the upstream outcome with the release: 5xx counts against the replica, 404 forgets nothing (the router re-reads the registry)', async () => {

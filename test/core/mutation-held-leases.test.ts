@@ -6,6 +6,7 @@
  * predecessor's releases are adopted. The shared store is a recording fake; the local one is real.
  */
 import { VirtualClock } from '../../src/clock';
+import { LEASE_CEILING } from '../../src/fleet/memory-leases';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { HeldLeases } from '../../src/fleet/redis/held-leases';
 import { RETAKE_BATCH } from '../../src/fleet/store';
@@ -135,11 +136,22 @@ describe('HeldLeases.forgetExpired and adopt', () => {
       [lease('L1'), lease('S1'), lease('gone')],
       [lease('L2'), lease('S2'), lease('gone')],
       DAY,
+      DAY,
     );
     expect([...held.mine.keys()].sort()).toEqual(['L2', 'S1', 'old']);
     // A day after it was taken, whatever happened.
-    held.forgetExpired([], [], 1 + DAY);
+    held.forgetExpired([], [], 1 + DAY, DAY);
     expect([...held.mine.keys()].sort()).toEqual(['L2', 'S1']);
+  });
+
+  it('forgets a lease LEASE_CEILING max ages after it was taken: every store reclaimed it by then', async () => {
+    const { held } = await setup();
+    held.mine.set('S1', { lease: lease('S1', 1000), shared: true });
+    held.mine.set('L1', { lease: lease('L1', 1001), shared: false });
+    held.forgetExpired([], [], 1000 + LEASE_CEILING * 100 - 1, 100);
+    expect([...held.mine.keys()].sort()).toEqual(['L1', 'S1']);
+    held.forgetExpired([], [], 1000 + LEASE_CEILING * 100, 100);
+    expect([...held.mine.keys()]).toEqual(['L1']);
   });
 
   it("takes a predecessor's releases still to replay, and they are replayed once", async () => {

@@ -208,6 +208,68 @@ describe("a lease reclaimed by another node's expiry sweep", () => {
     // A2 (admitted during the outage) is counted in Redis; A1 stays reclaimed.
     expect((await admin.hkeys(`${p}lease`)).sort()).toEqual(['A2']);
   });
+
+  it('is not taken again once Redis forgot the reclaim (4 max ages later): its node forgets it at the ceiling', async () => {
+    // Node B's sweep reclaimed A1 and A never heard of it (each node's poller sweeps; the sweep that
+    // reclaims tells only its caller). Redis remembers the reclaim 4 max ages; A kept A1 a day, so
+    // every recovery after that took the orphan again and counted it anew (up to 4 max ages more,
+    // renewed on a hot adapter): the inflated count came back with each outage, and held the adapter.
+    const p = prefix();
+    const a = await node(p, 'nA', { viaProxy: true });
+    const b = await node(p, 'nB');
+    await a.s.applySnapshot(U, poll());
+    await a.s.acquire(lease('A1'));
+    await sleep(150);
+    expect((await b.s.expireLeases(Date.now(), 100)).map((l) => l.id)).toEqual(['A1']);
+    // Past 4 max ages since A1 was taken and since it was reclaimed: B's next sweep forgets the reclaim.
+    await sleep(LEASE_CEILING * 100 + 50);
+    await b.s.expireLeases(Date.now(), 100);
+    expect(await admin.zscore(`${p}reclaimed`, 'A1')).toBeNull();
+    await a.s.expireLeases(Date.now(), 100); // A's own poller sweeps too: nothing of A's is open
+    a.proxy!.cut('refuse');
+    await a.s.acquire(lease('A2'));
+    expect(a.s.mode()).toBe('local');
+    a.proxy!.restore();
+    await waitFor(() => a.s.mode() === 'redis', 10_000, 'recovery');
+    expect((await admin.hkeys(`${p}lease`)).sort()).toEqual(['A2']);
+    expect((await b.s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 1, adapter: { inFlight: 1 } });
+  });
+});
+
+describe('a second emptying while a node takes its leases back after the first', () => {
+  it('is taken back too: the heartbeat that tells it during the retake is not lost in the retake under way', async () => {
+    // Two emptyings close together (a FLUSHALL, then a restart without persistence, say): the
+    // node's retake after the first lands on the second's empty state (its replica unknown: the
+    // lease counts nowhere), and a peer registers the replica again. The node's heartbeat tells it
+    // while its reclaim is still under way; that reclaim registered before the second emptying.
+    const p = prefix();
+    const a = await node(p, 'nA', { nodeTtlMs: 400 }); // heartbeats every 100 ms
+    const b = await node(p, 'nB', { nodeTtlMs: 400 });
+    await a.s.applySnapshot(U, poll());
+    expect(await a.s.acquire(lease('A1'))).toBe('loaded');
+    const epochs: (string | null)[] = [];
+    const retake = a.shared.retake.bind(a.shared);
+    a.shared.retake = async (ls) => {
+      if (epochs.length > 0) return retake(ls);
+      epochs.push(a.shared.currentEpoch);
+      await admin.flushall(); // the second emptying, after this reclaim registered U
+      const refused = await retake(ls);
+      await b.shared.upsertReplica(SPEC); // a peer begins the state anew
+      const third = await admin.get(`${p}epoch`);
+      await waitFor(() => a.shared.currentEpoch === third, 5000, "A's heartbeat reads the peer's epoch");
+      epochs.push(third);
+      return refused;
+    };
+    await admin.flushall(); // the first
+    await waitFor(() => epochs.length === 2, 5000, 'the reclaim after the first emptying');
+    // A decides nothing (an idle node, its request still running): its heartbeats alone must do it.
+    await waitFor(
+      async () => (await b.s.views([U], { name: 'a' }))[0]?.inFlight === 1,
+      3000,
+      "A's lease counted again after the second emptying",
+    ).catch(() => undefined);
+    expect((await b.s.views([U], { name: 'a' }))[0]).toMatchObject({ inFlight: 1 });
+  });
 });
 
 /** A poll of U that failed (the replica answered 500 or refused). */

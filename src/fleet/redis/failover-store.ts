@@ -60,6 +60,12 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   /** Reclaims begun so far: an acquire under way across one is taken again after it (`takeAgain`). */
   private reclaims = 0;
   /**
+   * The shared state was found emptied again after the reclaim under way registered (its
+   * registration ends this): that reclaim's leases may have gone to the new, empty state, counted
+   * nowhere, so it runs again.
+   */
+  private emptiedSinceRegistration = false;
+  /**
    * The store this one replaces on the same shared state (a runtime retired for a changed
    * `timeout_ms`, say) until `adopt` takes what is left of its records: it still holds the
    * leases taken through it (one node id), which pruning here must keep.
@@ -128,15 +134,24 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    */
   private reclaim(): Promise<void> {
     this.outage.stateEmptied();
-    if (this.reclaiming) return this.reclaiming;
+    if (this.reclaiming) {
+      // Told during a reclaim: once its registration is done, this is another emptying.
+      this.emptiedSinceRegistration = true;
+      return this.reclaiming;
+    }
     this.reclaims++;
     this.reclaiming = (async () => {
-      // The downs only: this node shared the state until it was emptied, which left no down to undo.
-      await this.registerReplicas(false);
-      await this.leases.restore(this.shared, false);
-      await this.endedLocks.replay(this.shared);
-      await this.pruneShared();
-      await this.budget.republish();
+      // Again while told of an emptying after the registration: before, a second emptying told by
+      // the heartbeat during the retake was taken as this one, and an idle node's leases stayed
+      // counted nowhere (the retake had gone to the empty state).
+      do {
+        // The downs only: this node shared the state until it was emptied, which left no down to undo.
+        await this.registerReplicas(false);
+        await this.leases.restore(this.shared, false);
+        await this.endedLocks.replay(this.shared);
+        await this.pruneShared();
+        await this.budget.republish();
+      } while (this.emptiedSinceRegistration);
     })().finally(() => (this.reclaiming = null));
     return this.reclaiming;
   }
@@ -174,6 +189,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     // caller, recovery or `reclaim`, whose hold-off runs from now: left noted, the next views
     // call took it back again and held unloads off anew (the simulation's seed 264535).
     this.shared.takeStateLost?.();
+    this.emptiedSinceRegistration = false;
     await this.seenDown.push(this.local, this.shared, this.clock, ups);
   }
 
@@ -403,7 +419,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       (s) => s.expireLeases(now, maxAgeMs),
       async () => [],
     );
-    this.leases.forgetExpired(local, shared, now);
+    this.leases.forgetExpired(local, shared, now, maxAgeMs);
     return [...local, ...shared];
   }
 

@@ -5,6 +5,7 @@
  * about this node's leases: pruning keeps in the shared state only what `held` names.
  */
 import type { Clock } from '../../clock';
+import { LEASE_CEILING } from '../memory-leases';
 import type { MemoryFleetStore } from '../memory-store';
 import { RETAKE_BATCH } from '../store';
 import type { Lease } from '../types';
@@ -93,13 +94,17 @@ export class HeldLeases {
   }
 
   /**
-   * Forgotten here only once a store reclaimed it (a lease the replica reports running is
-   * renewed and may outlive lease_max_age_ms), or after a day whatever happened.
+   * Forgotten here once a store reclaimed it (a lease the replica reports running is renewed and
+   * may outlive lease_max_age_ms), or once LEASE_CEILING max ages old (by this node's clock, as
+   * it was taken): every store has reclaimed it by then, but another node's sweep tells only that
+   * node, and Redis forgets the reclaim 4 max ages later; kept, the next recovery took the orphan
+   * again and counted it anew. A day at most whatever happened.
    */
-  forgetExpired(local: Lease[], shared: Lease[], now: number): void {
+  forgetExpired(local: Lease[], shared: Lease[], now: number, maxAgeMs: number): void {
     for (const l of local) if (this.mine.get(l.id)?.shared === false) this.mine.delete(l.id);
     for (const l of shared) if (this.mine.get(l.id)?.shared) this.mine.delete(l.id);
-    for (const [id, m] of this.mine) if (now - m.lease.at >= OPEN_LEASE_MEMORY_MS) this.mine.delete(id);
+    const ceiling = Math.min(OPEN_LEASE_MEMORY_MS, LEASE_CEILING * maxAgeMs);
+    for (const [id, m] of this.mine) if (now - m.lease.at >= ceiling) this.mine.delete(id);
   }
 
   /** Takes the releases `pred` (the same node on the same state) still had to replay. */
