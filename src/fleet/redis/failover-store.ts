@@ -60,9 +60,9 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   /** Reclaims begun so far: an acquire under way across one is taken again after it (`takeAgain`). */
   private reclaims = 0;
   /**
-   * The shared state was found emptied again after the reclaim under way registered (its
-   * registration ends this): that reclaim's leases may have gone to the new, empty state, counted
-   * nowhere, so it runs again.
+   * The shared state was found emptied again after the reclaim under way began registering (the
+   * registration's start resets this): that reclaim's leases may have gone to the new, empty
+   * state, counted nowhere, so it runs again.
    */
   private emptiedSinceRegistration = false;
   /**
@@ -184,12 +184,14 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    * `ups`: after deciding alone, those it has seen up too (`SeenDown.push`).
    */
   private async registerReplicas(ups: boolean): Promise<void> {
+    // Reset before the writes, not after: a heartbeat reply handled between the last write's reply
+    // and a reset after it would be an emptying after the registration, and lost.
+    this.emptiedSinceRegistration = false;
     for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
     // An emptied state noted so far (this registration reads the new epoch) is taken back by the
     // caller, recovery or `reclaim`, whose hold-off runs from now: left noted, the next views
     // call took it back again and held unloads off anew (the simulation's seed 264535).
     this.shared.takeStateLost?.();
-    this.emptiedSinceRegistration = false;
     await this.seenDown.push(this.local, this.shared, this.clock, ups);
   }
 
