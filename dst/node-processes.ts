@@ -135,6 +135,7 @@ export class NodeProcesses {
       ttft_slo_ms: this.w.ttftSloMs,
       queue_timeout_ms: this.w.queueTimeoutMs ?? QUEUE_TIMEOUT_MS,
       load_timeout_ms: LOAD_TIMEOUT_MS,
+      ...(this.w.sloClasses ? { slo_classes: this.w.sloClasses } : {}),
       redis,
     };
     // Parsed once per distinct configuration, not per runtime: schedules share a handful of them.

@@ -50,6 +50,8 @@ export interface RunResult {
   faults: { fired: FaultKind[]; busy: FaultKind[] };
   /** Load calls a node sent deciding alone (its share of the budget): what a short node_ttl_ms runs. */
   aloneLoads: number;
+  /** Overload refusals answered: 503 `ttft_overload` (a hold's end) and `shed_low_priority`. */
+  overloadRefusals: { ttftOverload: number; shed: number };
 }
 
 export class World {
@@ -92,6 +94,7 @@ export class World {
       decodeMsPerStep: this.w.decodeMsPerStep,
       adapters: this.w.adapters,
       staticAdapters: this.w.staticAdapters ?? [],
+      ...(this.w.maxNumSeqs !== undefined ? { maxNumSeqs: this.w.maxNumSeqs } : {}),
     });
     samplesOnly(schedule.seed, this.replicas);
     this.calls = new CallsSeen(this.sched, () => this.degraded());
@@ -416,6 +419,7 @@ export class World {
       digest: this.sched.digest,
       faults: { fired: [...this.fired], busy: [...this.firedBusy] },
       aloneLoads: this.calls.loadCalls.filter((c) => c.alone).length,
+      overloadRefusals: { ...this.routing.overloadRefusals },
       ...(this.violation ? { violation: this.violation } : {}),
     };
   }
