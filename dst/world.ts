@@ -247,6 +247,15 @@ export class World {
         );
       for (const p of this.nodes.procs) {
         if (!p.alive) continue;
+        // Held only while deciding: a request refused (503 ttft_overload, shed_low_priority),
+        // sent or failed leaves the count, or later requests of its class wait behind nothing.
+        const held = this.nodes.heldInGateway(p);
+        if (held > p.routing)
+          this.checks.fail(
+            w,
+            'a request leaves the gateway when it ends',
+            `node ${p.node}: ${held} request(s) counted as held with ${p.routing} routing`,
+          );
         for (const rt of p.runtimes) {
           const waiting = rt.manager.roomChanged.waiting;
           if (waiting > p.routing + WAKEUP_SLACK)
