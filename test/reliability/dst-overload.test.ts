@@ -37,10 +37,11 @@ describe("a refused request's exit from the held count, planted away in the real
   };
 
   it.each([
-    // A crowd of 39 requests at node 0 (3 replicas, 4 running slots each): its gateway held up to
+    // A crowd of 45 requests at node 0 (3 replicas, 4 running slots each): its gateway held up to
     // 22 at once, and 11 holds ended late under that backlog, refused.
     [88, 'ttftOverload'],
-    // SLO classes: batch requests shed once they could no longer meet their 2.5 s objective.
+    // A crowd of 42 at node 1 with SLO classes: batch requests shed once they could no longer meet
+    // their 2.5 s objective.
     [10, 'shed'],
   ] as const)(
     'seed %i (%s refusals) breaks it; holds without the plant',
