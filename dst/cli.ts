@@ -12,6 +12,8 @@
  * each): shorter than the span, a node cut off reads a whole node count in time and grants its share
  * of cold loads alone; at 2000 it rarely does.
  * `--split`: where a schedule's CPU goes (dst/split.ts), in this process, seeds S.. S+N-1.
+ * `--no-overload`: no crowds nor SLO classes, every schedule as drawn before them (the seeds found
+ * before replay so).
  * The figures depend on the Node running it (a schedule took about 1.7 times the CPU on Node 20
  * that it took on Node 24, side by side), so each line names it.
  */
@@ -31,6 +33,8 @@ interface Args {
   workers: number;
   shrink: boolean;
   split: boolean;
+  /** Crowds and SLO classes drawn (`--no-overload`: off, the schedules as drawn before them). */
+  overload: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -41,6 +45,7 @@ function parseArgs(argv: string[]): Args {
     workers: 2,
     shrink: true,
     split: false,
+    overload: true,
   };
   for (let i = 0; i < argv.length; i++) {
     const v = () => argv[++i] ?? '';
@@ -78,6 +83,9 @@ function parseArgs(argv: string[]): Args {
       case '--split':
         a.split = true;
         break;
+      case '--no-overload':
+        a.overload = false;
+        break;
       default:
         throw new Error(`unknown argument ${argv[i]}`);
     }
@@ -90,6 +98,7 @@ function options(a: Args): ScheduleOptions {
     actions: a.actions,
     ...(a.spanMs !== undefined ? { spanMs: a.spanMs } : {}),
     ...(a.nodeTtlMs !== undefined ? { nodeTtlMs: a.nodeTtlMs } : {}),
+    ...(a.overload ? {} : { overload: false }),
   };
 }
 
@@ -107,6 +116,9 @@ interface BatchReport {
   /** Schedules where a node sent a load call deciding alone, and those calls. */
   aloneSchedules: number;
   aloneLoads: number;
+  /** Schedules that answered a 503 `ttft_overload` (a hold's end), and a 503 `shed_low_priority`. */
+  ttftOverloadSchedules: number;
+  shedSchedules: number;
   /** The worker's CPU (user and system) for the batch, µs. */
   cpuUs: number;
   failures: { seed: number; invariant: string; detail: string; step: number; at: number }[];
@@ -126,6 +138,8 @@ async function runBatch(from: number, to: number, o: ScheduleOptions): Promise<B
     r.byNodeTtl[ttl] = (r.byNodeTtl[ttl] ?? 0) + 1;
     if (out.aloneLoads > 0) r.aloneSchedules++;
     r.aloneLoads += out.aloneLoads;
+    if (out.overloadRefusals.ttftOverload > 0) r.ttftOverloadSchedules++;
+    if (out.overloadRefusals.shed > 0) r.shedSchedules++;
     if (out.violation) r.failures.push({ seed, ...out.violation });
   }
   const used = process.cpuUsage(cpu);
@@ -143,6 +157,8 @@ function emptyReport(): BatchReport {
     byNodeTtl: {},
     aloneSchedules: 0,
     aloneLoads: 0,
+    ttftOverloadSchedules: 0,
+    shedSchedules: 0,
     cpuUs: 0,
     failures: [],
   };
@@ -159,6 +175,8 @@ function add(total: BatchReport, r: BatchReport): void {
   for (const [ttl, n] of Object.entries(r.byNodeTtl)) total.byNodeTtl[ttl] = (total.byNodeTtl[ttl] ?? 0) + n;
   total.aloneSchedules += r.aloneSchedules;
   total.aloneLoads += r.aloneLoads;
+  total.ttftOverloadSchedules += r.ttftOverloadSchedules;
+  total.shedSchedules += r.shedSchedules;
   for (const k of FAULT_KINDS) {
     if (r.fired[k]) total.fired[k] = (total.fired[k] ?? 0) + r.fired[k];
     if (r.busy[k]) total.busy[k] = (total.busy[k] ?? 0) + r.busy[k];
@@ -169,7 +187,8 @@ function add(total: BatchReport, r: BatchReport): void {
  * Per fault kind, the share of schedules that fired it and that fired it while a request or a
  * load call was under way: a fast run that fires its faults on an idle world explores little.
  * Then the share where a node sent a cold load deciding alone (its budget share, which only a
- * node_ttl_ms shorter than the span reaches): a change that starves it shows there.
+ * node_ttl_ms shorter than the span reaches): a change that starves it shows there. Then the
+ * shares that refused a request for overload (a crowd's hold-end refusal, a sheddable class's).
  */
 function coverage(total: BatchReport): string {
   const per = Math.max(1, total.schedules);
@@ -180,7 +199,8 @@ function coverage(total: BatchReport): string {
     .join(', ');
   return (
     `fault kind         fired   busy (share of schedules; busy: a request or load under way)\n${rows.join('')}` +
-    `  loads alone     ${pct(total.aloneSchedules)}         (${total.aloneLoads} load calls sent deciding alone; node_ttl_ms: ${ttls})\n`
+    `  loads alone     ${pct(total.aloneSchedules)}         (${total.aloneLoads} load calls sent deciding alone; node_ttl_ms: ${ttls})\n` +
+    `  overload        ${pct(total.ttftOverloadSchedules)}${pct(total.shedSchedules)}  (schedules refusing 503 ttft_overload at a hold's end; shed_low_priority)\n`
   );
 }
 
@@ -250,7 +270,7 @@ async function explore(a: Args): Promise<number> {
   print(true);
   process.stdout.write(coverage(total));
   const cmd = (seed: number, keep?: number[]) =>
-    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${keep ? ` --keep ${keep.join(',')}` : ''}`;
+    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
     process.stdout.write(
       `\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`,

@@ -14,6 +14,7 @@ import {
 import type { AdapterLogEntry } from '../sim/http/replica';
 import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../src/router/cold-budget';
 import type { BudgetOp } from './redis-model';
+import { excessAllBusy } from './busy-excess';
 import { excessReadBusy, type EngineWord } from './comma-word';
 import { excessHeldByDead } from './orphan-hold';
 import type { FailedLoad } from './replicas';
@@ -218,6 +219,8 @@ export class LogChecks {
           excessHeldByDead(this.limits.maxLoadedAdapters, src.word(), src.orphaned())
         )
           o.since = w.now;
+        // Nor while every adapter there is busy: a trim takes only idle ones (seed 6215).
+        if (src.word && excessAllBusy(src.word())) o.since = w.now;
         if (!o.alone && w.now - o.since > this.limits.excessGraceMs)
           this.fail(
             w,

@@ -55,6 +55,8 @@ export interface Process {
   svc: RouterService;
   /** Every runtime this process made (a record change adds one): their stores' checks. */
   runtimes: FleetRuntime[];
+  /** Every router service it made (one per runtime): their held requests' counts (`heldInGateway`). */
+  services: RouterService[];
 
   /** Requests in its access phase now. */
   routing: number;
@@ -135,6 +137,7 @@ export class NodeProcesses {
       ttft_slo_ms: this.w.ttftSloMs,
       queue_timeout_ms: this.w.queueTimeoutMs ?? QUEUE_TIMEOUT_MS,
       load_timeout_ms: LOAD_TIMEOUT_MS,
+      ...(this.w.sloClasses ? { slo_classes: this.w.sloClasses } : {}),
       redis,
     };
     // Parsed once per distinct configuration, not per runtime: schedules share a handful of them.
@@ -239,10 +242,12 @@ export class NodeProcesses {
   start(n: number, gen: number, db: number, clock: NodeClock, recordGen = 0): Process {
     const p = { node: n, gen, clock, alive: true } as Process;
     const rt = this.runtime({ ...p, alive: () => p.alive }, db, recordGen, `n${n}g${gen}`);
+    const svc = new RouterService(this.routerConfig(this.redisConfig(db, recordGen)), rt);
     Object.assign(p, {
       rt,
-      svc: new RouterService(this.routerConfig(this.redisConfig(db, recordGen)), rt),
+      svc,
       runtimes: [rt],
+      services: [svc],
       routing: 0,
       open: 0,
       startedAt: this.g.sched.now(),
@@ -273,6 +278,7 @@ export class NodeProcesses {
     p.recordGen = recordGen;
     p.runtimes.push(rt);
     p.svc = new RouterService(this.routerConfig(this.redisConfig(db, recordGen)), rt);
+    p.services.push(p.svc);
     // As the registry's `replace` (src/runtime-registry.ts).
     old.retire(rt).catch(() => undefined);
   }
@@ -294,6 +300,20 @@ export class NodeProcesses {
       new NodeClock(this.g.sched, old.clock.skew),
       old.recordGen,
     );
+  }
+
+  /**
+   * Requests `p` counts as held in its gateway (HeldClasses, every service's: a request leaves its
+   * count when sent, refused or failed). The counts are the services' own (private): read here,
+   * never changed.
+   */
+  heldInGateway(p: Process): number {
+    // One count per runtime and configuration (slo-class.ts `heldOn`): each service has its own runtime.
+    let n = 0;
+    for (const svc of p.services)
+      for (const k of (svc as unknown as { held: { count: Map<number, number> } }).held.count.values())
+        n += k;
+    return n;
   }
 
   /** Requests of live processes not ended (a dead one's end with its socket: Kong answers them). */

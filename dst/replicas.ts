@@ -34,6 +34,8 @@ export interface ReplicaSetOptions {
   adapters?: readonly string[];
   /** Adapters every replica holds from its start (vLLM `--lora-modules`): static to the router. */
   staticAdapters?: readonly string[];
+  /** vLLM --max-num-seqs (absent: the engine's default, 16). */
+  maxNumSeqs?: number;
 }
 
 /** How a `/metrics` answer goes wrong. */
@@ -106,6 +108,7 @@ export class ReplicaSet {
           engine: {
             maxLoras: o.maxLoras,
             maxCpuLoras: o.maxLoras + 1,
+            ...(o.maxNumSeqs !== undefined ? { maxNumSeqs: o.maxNumSeqs } : {}),
             decodeMsPerStep: o.decodeMsPerStep,
             ...loadCostFor(o.loadMs, 16),
           },

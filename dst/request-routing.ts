@@ -5,6 +5,7 @@
  */
 import { UNSEEN_HOLD_MS } from '../src/adapters/replica-word';
 import { DEFAULT_UNHEALTHY_TIMEOUTS } from '../src/config/poller-schema';
+import { OBJECTIVE_HEADER, type SloHints } from '../src/router/slo-class';
 import { routingRequest, type CallsSeen } from './calls-seen';
 import { waitedIdle } from './hold-check';
 import { pastSeenDown, seenUp, type HealthReads } from './health-reads';
@@ -43,6 +44,8 @@ export class RequestRouting {
   readonly fates = new Map<number, { p: Process; answered: boolean }>();
   /** By request: when its decision ended (route answered or threw). */
   readonly decidedAt = new Map<number, number>();
+  /** Overload refusals answered (503 `ttft_overload`, `shed_low_priority`), by code. */
+  readonly overloadRefusals = { ttftOverload: 0, shed: 0 };
   /** Requests under way (any node, live or dead process). */
   inFlight = 0;
   /** Requests that came so far. */
@@ -88,12 +91,22 @@ export class RequestRouting {
       if (!this.decidedAt.has(arrivals)) this.decidedAt.set(arrivals, this.g.sched.now());
     };
     const svc = p.svc;
+    // The class header as Kong hands the plugin the request's headers (plugins/lora-router.ts reads it so).
+    const headers: Record<string, string> = a.cls === undefined ? {} : { [OBJECTIVE_HEADER]: a.cls };
+    const slo = (): Promise<SloHints> => Promise.resolve({ objective: headers[OBJECTIVE_HEADER] });
     let sent: SentRequest | undefined;
     try {
-      const out = await routingRequest.run(arrivals, () => svc.route({ path: '/v1/chat/completions', body }));
+      const out = await routingRequest.run(arrivals, () =>
+        svc.route({ path: '/v1/chat/completions', body, slo }),
+      );
       routed();
       if (out.kind === 'respond' && refusedForFleetBudget(out.status, out.body))
         this.refusals.push({ at: this.g.sched.now(), request: arrivals });
+      if (out.kind === 'respond' && out.status === 503) {
+        const code = errorCode(out.body);
+        if (code === 'ttft_overload') this.overloadRefusals.ttftOverload++;
+        else if (code === 'shed_low_priority') this.overloadRefusals.shed++;
+      }
       const took = this.g.sched.now() - began;
       const scope = {
         lastFaultAt: this.g.lastFaultAt(),
@@ -255,6 +268,10 @@ export class RequestRouting {
       step: w.step,
     });
   }
+}
+
+function errorCode(body: unknown): string | undefined {
+  return (body as { error?: { code?: string } } | undefined)?.error?.code;
 }
 
 /** A 429 for the fleet's cold-load budget (errors.coldLoadBudget, scope fleet). */

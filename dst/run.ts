@@ -6,6 +6,8 @@ import { generate, type Schedule, type ScheduleOptions } from './schedule';
 import { World, type RunResult } from './world';
 
 export const DEFAULT_OPTIONS: ScheduleOptions = { actions: 16 };
+/** The default schedules as drawn before crowds and SLO classes: the seeds tests replay by number were found so. */
+export const AS_FOUND: ScheduleOptions = { ...DEFAULT_OPTIONS, overload: false };
 
 export async function runSchedule(s: Schedule): Promise<RunResult> {
   return new World(s).run();

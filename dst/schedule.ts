@@ -4,10 +4,21 @@
  * come from the same seed through another stream, so dropping actions (shrinking) keeps the rest.
  */
 import { seededRandom, type Random } from '../src/random';
+import { dur, int } from './draws';
+import { overload } from './overload';
 import type { LoadFailure, Outage, ScrapeFault } from './replicas';
 
 export type Action =
-  | { at: number; kind: 'request'; node: number; adapter: number; tokens: number; prompt: number }
+  | {
+      at: number;
+      kind: 'request';
+      node: number;
+      adapter: number;
+      tokens: number;
+      prompt: number;
+      /** The class its `x-gateway-inference-objective` header names (`WorldSettings.sloClasses`), if any. */
+      cls?: string;
+    }
   | { at: number; kind: 'partition'; node: number; ms: number }
   | { at: number; kind: 'slow'; node: number; ms: number; slowMs: number }
   | { at: number; kind: 'redis-restart'; empty: boolean; downMs: number }
@@ -78,6 +89,10 @@ export interface WorldSettings {
    * cut off never reads a whole node count and grants no cold load alone). Shorter, the share runs.
    */
   nodeTtlMs?: number;
+  /** The replicas' running slots, vLLM --max-num-seqs (absent: the simulator's 16). */
+  maxNumSeqs?: number;
+  /** `slo_classes` (absent: none), as the router config spells them. */
+  sloClasses?: { name: string; ttft_ms: number; priority: number }[];
 }
 
 /**
@@ -101,6 +116,11 @@ export interface ScheduleOptions {
   spanMs?: number;
   /** The world's node_ttl_ms for every seed (default: each seed draws one of NODE_TTLS_MS, apart from the other draws). */
   nodeTtlMs?: number;
+  /**
+   * Crowds and SLO classes (default on). Off, every seed draws as before them: the seeds the
+   * tests replay by number were found so.
+   */
+  overload?: boolean;
 }
 
 /**
@@ -114,20 +134,6 @@ const SCRAPE_FAULTS: readonly ScrapeFault[] = ['error', 'timeout', 'garbled', 't
 const LOAD_FAILURES: readonly LoadFailure[] = ['not-found', 'rank', 'engine'];
 
 const ADAPTERS = ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'];
-
-function int(r: Random, lo: number, hi: number): number {
-  return lo + Math.floor(r() * (hi - lo + 1));
-}
-
-/**
- * A fault's duration in [lo, hi], most of them short (the mean a third of the range's): every
- * length stays reachable (a partition past the node TTL, a load past its timeout), while the
- * world spends less simulated time healing after the span.
- */
-function dur(r: Random, lo: number, hi: number): number {
-  const x = r();
-  return lo + Math.floor(x * x * (hi - lo + 1));
-}
 
 export function generate(seed: number, o: ScheduleOptions): Schedule {
   const r = seededRandom(seed * 2654435761);
@@ -279,6 +285,8 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
     const kept = actions.filter((a) => !REDIS_FAULTS.has(a.kind));
     actions.splice(0, actions.length, ...kept, ...staggeredCutOffs(stagger, world));
   }
+  // Crowds and SLO classes (dst/overload.ts), from streams of their own (seeds without them unchanged).
+  if (o.overload !== false) overload(seed, quiet, world, actions);
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
 }

@@ -50,6 +50,8 @@ export interface RunResult {
   faults: { fired: FaultKind[]; busy: FaultKind[] };
   /** Load calls a node sent deciding alone (its share of the budget): what a short node_ttl_ms runs. */
   aloneLoads: number;
+  /** Overload refusals answered: 503 `ttft_overload` (a hold's end) and `shed_low_priority`. */
+  overloadRefusals: { ttftOverload: number; shed: number };
 }
 
 export class World {
@@ -92,6 +94,7 @@ export class World {
       decodeMsPerStep: this.w.decodeMsPerStep,
       adapters: this.w.adapters,
       staticAdapters: this.w.staticAdapters ?? [],
+      ...(this.w.maxNumSeqs !== undefined ? { maxNumSeqs: this.w.maxNumSeqs } : {}),
     });
     samplesOnly(schedule.seed, this.replicas);
     this.calls = new CallsSeen(this.sched, () => this.degraded());
@@ -244,6 +247,15 @@ export class World {
         );
       for (const p of this.nodes.procs) {
         if (!p.alive) continue;
+        // Held only while deciding: a request refused (503 ttft_overload, shed_low_priority),
+        // sent or failed leaves the count, or later requests of its class wait behind nothing.
+        const held = this.nodes.heldInGateway(p);
+        if (held > p.routing)
+          this.checks.fail(
+            w,
+            'a request leaves the gateway when it ends',
+            `node ${p.node}: ${held} request(s) counted as held with ${p.routing} routing`,
+          );
         for (const rt of p.runtimes) {
           const waiting = rt.manager.roomChanged.waiting;
           if (waiting > p.routing + WAKEUP_SLACK)
@@ -416,6 +428,7 @@ export class World {
       digest: this.sched.digest,
       faults: { fired: [...this.fired], busy: [...this.firedBusy] },
       aloneLoads: this.calls.loadCalls.filter((c) => c.alone).length,
+      overloadRefusals: { ...this.routing.overloadRefusals },
       ...(this.violation ? { violation: this.violation } : {}),
     };
   }

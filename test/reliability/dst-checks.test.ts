@@ -183,6 +183,56 @@ describe("the simulation's grace for an excess runs once the replica's report re
   });
 });
 
+describe("the simulation's grace for an excess runs once an adapter there is idle (seed 6215)", () => {
+  const url = 'http://replica-0:8000';
+  /**
+   * `team,a` then `team` land on a replica limited to 1 at 0 ms; requests on `running` run there
+   * (and on `waiting` wait) until `busyUntil`, nothing after; checked at `at`.
+   */
+  const over = (
+    running: string[],
+    waiting: string[],
+    busyUntil: number,
+    at: number[],
+  ): string | undefined => {
+    const log = ['team,a', 'team'].map((name, i) => ({
+      at: i,
+      op: 'load' as const,
+      name,
+      status: 200,
+      ms: 1,
+      loaded: i + 1,
+    }));
+    let now = 0;
+    const word = () => ({
+      loaded: ['team,a', 'team'],
+      running: now < busyUntil ? running : [],
+      waiting: now < busyUntil ? waiting : [],
+    });
+    const checks = new LogChecks([{ url, log, word }], LIMITS);
+    for (const t of at) {
+      now = t;
+      const b = broken(checks, t);
+      if (b) return b;
+    }
+    return undefined;
+  };
+
+  it('every adapter it holds running or waiting (a crowd on both): no grace runs until one is idle', () => {
+    expect(over(['team'], ['team,a'], 9000, [0, 2900, 5900, 8900])).toBeUndefined();
+  });
+
+  it('past the grace from when one is idle, it breaks', () => {
+    expect(over(['team'], ['team,a'], 3000, [0, 2900, 3000, 8100])).toBe(
+      'loaded adapters within max_loaded_adapters',
+    );
+  });
+
+  it('an idle adapter beside a busy excess is no excuse', () => {
+    expect(over(['team'], [], 9000, [0, 2900, 5100])).toBe('loaded adapters within max_loaded_adapters');
+  });
+});
+
 describe("the simulation's grace for an excess runs once no dead process's lease holds it (seed 102896)", () => {
   const url = 'http://replica-0:8000';
   /**

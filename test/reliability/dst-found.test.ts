@@ -2184,6 +2184,66 @@ describe('loaded adapters within max_loaded_adapters: an excess the replica repo
   }, 30_000);
 });
 
+describe('loaded adapters within max_loaded_adapters: an excess a crowd keeps busy', () => {
+  // Seed 6215 (--keep 0,2,3,4,5,6,7,8,9,10,11,12,13,14,24,25,26,27,42,43,44,45,46; a crowd at node 1,
+  // SLO classes): replica-1 has one slot. Node 1 loads `team,a` there (362-1,862 ms); right after the
+  // FLUSHALL at 980 ms node 2, on the emptied state, loads `team` there too (1,012 ms; vLLM serialises
+  // it behind `team,a`: 3,362 ms). Its after-load check keeps it: `team,a` waits, and the label
+  // `waiting_lora_adapters="team,a"` reads `team` busy. From 3,702 ms node 1's crowd keeps both running or
+  // waiting (4 running slots), to 9,879 ms: a trim takes only idle adapters (docs/reliability.md, "a busy
+  // excess stays until it is idle"). The check's grace now runs from when an adapter there is idle.
+  it('seed 6215: an excess whose every adapter runs or waits stays until one is idle', async () => {
+    await holds(
+      6215,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law'],
+        loadMs: 1500,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 7082,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        queueTimeoutMs: 2000,
+        maxNumSeqs: 4,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1 },
+        ],
+      },
+      [
+        { at: 81, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 1406, cls: 'batch' },
+        { at: 347, kind: 'request', node: 1, adapter: 2, tokens: 2, prompt: 130, cls: 'batch' },
+        { at: 568, kind: 'request', node: 2, adapter: -1, tokens: 3, prompt: 1413, cls: 'batch' },
+        { at: 576, kind: 'request', node: 2, adapter: 6, tokens: 3, prompt: 20, cls: 'interactive' },
+        { at: 583, kind: 'request', node: 0, adapter: 7, tokens: 3, prompt: 1788, cls: 'interactive' },
+        { at: 643, kind: 'request', node: 1, adapter: 0, tokens: 5, prompt: 687, cls: 'batch' },
+        { at: 747, kind: 'request', node: 2, adapter: 3, tokens: 4, prompt: 493, cls: 'batch' },
+        { at: 894, kind: 'skew', node: 0, ms: -105 },
+        { at: 921, kind: 'request', node: 1, adapter: 6, tokens: 3, prompt: 720, cls: 'interactive' },
+        { at: 976, kind: 'request', node: 2, adapter: 4, tokens: 5, prompt: 536, cls: 'interactive' },
+        { at: 977, kind: 'request', node: 2, adapter: 4, tokens: 3, prompt: 1366, cls: 'interactive' },
+        { at: 978, kind: 'request', node: 2, adapter: 0, tokens: 1, prompt: 458, cls: 'interactive' },
+        { at: 980, kind: 'flushall' },
+        { at: 980, kind: 'slow-path', node: 2, replica: 0, ms: 1276, hopMs: 1960 },
+        { at: 3702, kind: 'request', node: 1, adapter: -1, tokens: 60, prompt: 1970, cls: 'interactive' },
+        { at: 3721, kind: 'request', node: 1, adapter: 3, tokens: 47, prompt: 1434, cls: 'interactive' },
+        { at: 3765, kind: 'request', node: 1, adapter: -1, tokens: 46, prompt: 1544, cls: 'batch' },
+        { at: 3801, kind: 'request', node: 1, adapter: 2, tokens: 40, prompt: 1056, cls: 'batch' },
+        { at: 5124, kind: 'request', node: 1, adapter: 2, tokens: 28, prompt: 1250 },
+        { at: 5469, kind: 'request', node: 1, adapter: -1, tokens: 35, prompt: 2000 },
+        { at: 5511, kind: 'request', node: 1, adapter: 2, tokens: 41, prompt: 1933, cls: 'batch' },
+        { at: 5551, kind: 'request', node: 1, adapter: 3, tokens: 59, prompt: 1565, cls: 'interactive' },
+        { at: 5918, kind: 'request', node: 1, adapter: 3, tokens: 40, prompt: 1214, cls: 'batch' },
+      ],
+    );
+  }, 30_000);
+});
+
 describe('loaded adapters within max_loaded_adapters: an excess held by the lease of a dead process', () => {
   // Seed 102896 (--keep 0,1,2,4,5,6,7,9,10,11,12,13,14,20): replica-0 has one slot. Node 2 leases `sql`
   // and `team,a` there and begins loading `sql` (1,213 ms); its process dies at 1,248 ms. Its load lock

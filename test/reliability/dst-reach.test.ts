@@ -3,7 +3,7 @@
  * the explorer (docs/reliability/explored-schedules.md, "Slow paths"): each planted in the real
  * code as before its fix, on a seed that breaks with the plant and holds without.
  */
-import { runSchedule, runSeed } from '../../dst/run';
+import { AS_FOUND, runSchedule, runSeed } from '../../dst/run';
 import type { Schedule } from '../../dst/schedule';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { MemoryLeases } from '../../src/fleet/memory-leases';
@@ -30,13 +30,13 @@ describe('a lease taken before its replica was registered again (f4d84fe), reach
   // 264 ms amid node 0's four decisions (261-263 ms), its path to replica-0 slowed (2,057 ms hops).
   it('seed 6206: a FLUSHALL straddles node decisions, their requests on a slow path; a peer unloads under one', async () => {
     retakeCountsNothing();
-    const r = await runSeed(6206);
+    const r = await runSeed(6206, AS_FOUND);
     expect(r.violation?.invariant).toBe(BUSY);
     expect(r.violation?.detail).toMatch(
       /^sql unloaded from http:\/\/replica-0:8000 at \d+ ms with 1 request\(s\) routed to it on their way$/,
     );
     MemoryLeases.prototype.take = take;
-    expect((await runSeed(6206)).violation).toBeUndefined();
+    expect((await runSeed(6206, AS_FOUND)).violation).toBeUndefined();
   }, 30_000);
 });
 
@@ -146,12 +146,12 @@ describe('a node that registered again after an emptied state and never began ta
   // without the plant, where the walk took two leases again before the timeout) and passed it.
   it('seed 72667, its reclaim skipping the walk over its leases: the lease it never took again breaks the check', async () => {
     reclaimTakesNothing();
-    const r = await runSeed(72667);
+    const r = await runSeed(72667, AS_FOUND);
     expect(r.violation?.invariant).toBe(BUSY);
     expect(r.violation?.detail).toMatch(
       /^bio unloaded from http:\/\/replica-1:8000 at \d+ ms with 1 request\(s\)/,
     );
     proto['reclaim'] = reclaim;
-    expect((await runSeed(72667)).violation).toBeUndefined();
+    expect((await runSeed(72667, AS_FOUND)).violation).toBeUndefined();
   }, 30_000);
 });

@@ -9,7 +9,7 @@
  */
 import { CallsSeen, routingRequest } from '../../dst/calls-seen';
 import { InvariantBroken, LogChecks, type LoadCall } from '../../dst/invariants';
-import { DEFAULT_OPTIONS, runSeed } from '../../dst/run';
+import { AS_FOUND, runSeed } from '../../dst/run';
 import type { NodeClock, Scheduler } from '../../dst/scheduler';
 import type { UnloadCall } from '../../dst/trim-check';
 import type { ReplicaHttp } from '../../src/backends/http';
@@ -212,12 +212,12 @@ describe('"one unload per load" planted off in the real code', () => {
     // seeds 1-2185 (1507 and 2185): two requests for `chat` each unloaded a slot on replica-0 for
     // chat's one load (sql at 4,862 ms, code at 4,867 ms while sql's unload was under way): 0 of 2.
     secondUnloadForOneLoad();
-    const r = await runSeed(2185, DEFAULT_OPTIONS);
+    const r = await runSeed(2185, AS_FOUND);
     expect(r.violation?.invariant).toBe('a request makes room for its load and no more');
     expect(r.violation?.detail).toMatch(
       /^code unloaded .* for request 15 \(chat\) .* left 0 loaded, 0 loading and 1 adapter\(s\) being made room for/,
     );
     MemoryFleetStore.prototype.beginUnload = beginUnload;
-    expect((await runSeed(2185, DEFAULT_OPTIONS)).violation).toBeUndefined();
+    expect((await runSeed(2185, AS_FOUND)).violation).toBeUndefined();
   }, 30_000);
 });

@@ -8,7 +8,7 @@
 import { CallsSeen } from '../../dst/calls-seen';
 import { InvariantBroken, LogChecks, type LoadCall, type WorldView } from '../../dst/invariants';
 import { RedisLink, RedisModel } from '../../dst/redis-model';
-import { DEFAULT_OPTIONS, runSeed } from '../../dst/run';
+import { AS_FOUND, runSeed } from '../../dst/run';
 import type { LoadClaim } from '../../dst/room-making';
 import { NodeClock, Scheduler } from '../../dst/scheduler';
 import type { UnloadCall } from '../../dst/trim-check';
@@ -336,7 +336,7 @@ describe('a replica restart no registry read has seen (seed 441699)', () => {
   it('seed 441699 holds: request 10 for sql unloaded bio, granted while the store still counted a, lost in the restart', async () => {
     // replica-1 restarted at 1997 (fin, a forgotten), back at 3446; its polls failed while down and
     // none applied its registry by 3667, when the store (a + bio = 2 of 2) granted bio's unload.
-    const r = await runSeed(441699, DEFAULT_OPTIONS, [0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 16]);
+    const r = await runSeed(441699, AS_FOUND, [0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 16]);
     expect(r.violation).toBeUndefined();
   }, 30_000);
 });
@@ -422,7 +422,7 @@ describe('a load slot the store granted counts until its holder ends it (seed 49
   });
 
   it('seed 494165 holds: request 7 for chat unloaded team,a while the store counted sql, claimed by a process that died', async () => {
-    const r = await runSeed(494165, DEFAULT_OPTIONS, [1, 2, 3, 4, 5, 6, 7, 15]);
+    const r = await runSeed(494165, AS_FOUND, [1, 2, 3, 4, 5, 6, 7, 15]);
     expect(r.violation).toBeUndefined();
   }, 30_000);
 });
@@ -761,12 +761,12 @@ describe("8196ff3's break planted in the real code", () => {
     // took team (7,822 ms); the store, counting team's unloading entry, granted 16 a second unload
     // (team,a, 7,827 ms): 0 of 2.
     countTrimsAgainstRooms();
-    const r = await runSeed(10241, DEFAULT_OPTIONS);
+    const r = await runSeed(10241, AS_FOUND);
     expect(r.violation?.invariant).toBe(ROOM);
     expect(r.violation?.detail).toMatch(
       /^team,a unloaded from http:\/\/replica-1:8000 for request 16 \(chat\) .* left 0 loaded, 0 loading and 1 adapter\(s\) being made room for \(limit 2\)$/,
     );
     MemoryFleetStore.prototype.beginUnload = beginUnload;
-    expect((await runSeed(10241, DEFAULT_OPTIONS)).violation).toBeUndefined();
+    expect((await runSeed(10241, AS_FOUND)).violation).toBeUndefined();
   }, 30_000);
 });

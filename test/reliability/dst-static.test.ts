@@ -9,7 +9,7 @@
  * the start-up `sql,chat`, taken as the router's).
  */
 import { InvariantBroken, LogChecks } from '../../dst/invariants';
-import { DEFAULT_OPTIONS, runSeed } from '../../dst/run';
+import { AS_FOUND, runSeed } from '../../dst/run';
 import { DRAWN_FAULT_KINDS } from '../../dst/schedule';
 import type { AdapterLogEntry } from '../../sim/http/replica';
 import { ReplicaWord } from '../../src/adapters/replica-word';
@@ -62,7 +62,7 @@ describe('the old classification planted in the real code', () => {
   };
 
   /** The seeds' schedules as drawn before slow paths were (408 draws one now). */
-  const asFound = { ...DEFAULT_OPTIONS, faults: DRAWN_FAULT_KINDS };
+  const asFound = { ...AS_FOUND, faults: DRAWN_FAULT_KINDS };
 
   it.each([
     [2462, 'http://replica-0:8000'],
@@ -89,10 +89,10 @@ describe('the old reading of "already loaded" planted in the real code', () => {
 
   it('seed 18826 breaks it (sql,chat off replica-0), and holds with the fix', async () => {
     ReplicaWord.prototype.registeredAtStart = async () => false;
-    const r = await runSeed(18826);
+    const r = await runSeed(18826, AS_FOUND);
     expect(r.violation?.invariant).toBe(STATIC);
     expect(r.violation?.detail).toContain(`sql,chat (registered at http://replica-0:8000's start) unloaded`);
     ReplicaWord.prototype.registeredAtStart = registeredAtStart;
-    expect((await runSeed(18826)).violation).toBeUndefined();
+    expect((await runSeed(18826, AS_FOUND)).violation).toBeUndefined();
   }, 30_000);
 });

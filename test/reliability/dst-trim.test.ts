@@ -6,7 +6,7 @@
  * as before the fix (08313b6), alone (seed 1395) and beside a trim on a stale reading (seed 923).
  */
 import { InvariantBroken, LogChecks, type LoadCall, type WorldView } from '../../dst/invariants';
-import { DEFAULT_OPTIONS, runSchedule, runSeed } from '../../dst/run';
+import { AS_FOUND, runSchedule, runSeed } from '../../dst/run';
 import { generate, type Schedule } from '../../dst/schedule';
 import type { UnloadCall } from '../../dst/trim-check';
 import { occupyingSlots } from '../../src/adapters/eviction';
@@ -192,19 +192,19 @@ describe('the trim break planted in the real code', () => {
 
   it('the fix reverted alone: seed 1395 breaks it (a second trim on the count the first left at the limit)', async () => {
     grantOnReading();
-    const r = await runSeed(1395);
+    const r = await runSeed(1395, AS_FOUND);
     expect(r.violation?.invariant).toBe(TRIM);
     expect(r.violation?.detail).toMatch(
       /^chat trimmed from http:\/\/replica-0:8000 .* left 1 loaded and 0 loading \(limit 2\)$/,
     );
     MemoryFleetStore.prototype.beginUnload = beginUnload;
-    expect((await runSeed(1395)).violation).toBeUndefined();
+    expect((await runSeed(1395, AS_FOUND)).violation).toBeUndefined();
   }, 30_000);
 
   it('with the store granting a trim on the caller reading (before the fix): seed 923 breaks it', async () => {
     Room.prototype.trim = staleTrim;
     grantOnReading();
-    const r = await runSeed(923);
+    const r = await runSeed(923, AS_FOUND);
     expect(r.violation?.invariant).toBe(TRIM);
     expect(r.violation?.detail).toMatch(
       /^team trimmed from http:\/\/replica-2:8000 .* left 0 loaded and 0 loading \(limit 1\)$/,
@@ -213,7 +213,7 @@ describe('the trim break planted in the real code', () => {
 
   it("with the store's count (the fix): the same stale trim is refused, seed 923 holds", async () => {
     Room.prototype.trim = staleTrim;
-    const r = await runSeed(923);
+    const r = await runSeed(923, AS_FOUND);
     expect(r.violation).toBeUndefined();
   }, 30_000);
 
@@ -238,7 +238,7 @@ describe('the trim break planted in the real code', () => {
    * about 14,000 seeds from 1 swept with the plant (stopped there) found no other.
    */
   const nearly125407 = (): Schedule => {
-    const s = generate(125407, DEFAULT_OPTIONS);
+    const s = generate(125407, AS_FOUND);
     return { ...s, actions: s.actions.map((a) => (a.kind === 'slow-load' ? { ...a, slowMs: 2827 } : a)) };
   };
 

@@ -11,7 +11,8 @@ import { LeaseHandle } from '../../src/lease';
 import { RouterService } from '../../src/router/router';
 
 const SEEDS = [1, 2, 3, 4, 5, 6];
-const O: ScheduleOptions = { actions: 30 };
+// As drawn before crowds and SLO classes (seed 1's planted double release shrinks to 3 actions so).
+const O: ScheduleOptions = { actions: 30, overload: false };
 
 describe('deterministic simulation of three router nodes', () => {
   it(`holds every invariant over seeds ${SEEDS.join(', ')}, each of at least 100 steps with faults`, async () => {
