@@ -7,13 +7,15 @@
  * Retry-After in OpenAI's format. The first hold-ends of the overload are sent, and nothing a
  * refusal leaves behind (an in-flight count, a held count) keeps the fleet from serving after.
  */
-import type { KongDriver } from '../../harness/kong/driver';
+import type { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { waitFor } from '../../harness/wait';
 import { LocalGateway, type GatewayReply } from '../../stack/gateway';
 import { BASE, chatBody, onDemand, startWorld, usePluginServer, vllm } from './world';
 
 let driver: KongDriver;
-usePluginServer((_s, d) => {
+let server: PluginServerProcess;
+usePluginServer((s, d) => {
+  server = s;
   driver = d;
 });
 
@@ -69,6 +71,7 @@ describe('ttft_overload, through the plugin server', () => {
         body: chatBody(model, tokens, 5),
       });
     const engine = w.fleet.replicas[0]!.engine;
+    const logFrom = server.log.length;
     // The router has seen the replica, and both adapters are resident (the limit is two): the
     // held requests below need no load, so a refusal is the overload's alone.
     for (const model of [BASE, 'a', 'b']) expect((await send(w.service, model, 10)).status).toBe(200);
@@ -144,5 +147,8 @@ describe('ttft_overload, through the plugin server', () => {
     for (const a of here.adapters) expect(a.inFlight).toBe(0);
     const metrics = (await w.status.handle({ method: 'GET', path: '/lora/metrics' })).body.toString();
     expect(metrics).toMatch(new RegExp(`code="ttft_overload"\\} ${refused.length}$`, 'm'));
+    expect(metrics).toContain(`lora_router_in_flight{replica="${w.fleet.urls[0]}"} 0\n`);
+    // Nothing failed on the way: no error or warning from the router or the plugin server.
+    expect(server.log.slice(logFrom).filter((l) => /\] (error|warn):|\[(ERROR|WARN)\]/.test(l))).toEqual([]);
   });
 });
