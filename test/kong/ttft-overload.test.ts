@@ -95,8 +95,22 @@ describe('ttft_overload, through the plugin server', () => {
           ),
         }),
       );
+    // Held requests go only once a poll has seen the jam queued: a poll that began after the
+    // router admitted a jam prompt but found the replica idle before the prompt reached it tells
+    // the router it was prefilled (src/work/scrape-learning.ts, the idle case), and until a poll
+    // sees the queue the router then predicts an idle replica (seen 2 times in about 20 runs
+    // under load: singles below sent unheld). Seen waiting, the queue is predicted past the
+    // objective from the poll's count whatever the router's own view.
+    const polledWaiting = (n: number) =>
+      waitFor(
+        async () =>
+          (await w!.statusJson()).replicas.find((r: { url: string }) => r.url === w!.fleet.urls[0]).waiting >=
+          n,
+        10_000,
+        `a poll seeing ${n} waiting`,
+      );
     const jam = jamOf(JAM, 'jam');
-    await waitFor(() => engine.stats().waiting >= 1);
+    await polledWaiting(2);
 
     // Waves of held requests, alternating the two resident adapters, one every 250 ms. Each
     // answer notes whether the jam still ran when it came.
@@ -115,11 +129,11 @@ describe('ttft_overload, through the plugin server', () => {
 
     // The first wave's holds end together, the first late hold-ends of the overload: sent, not
     // refused (a refusal that fired on any backlog at the end of a hold would refuse them).
-    for (const r of answers[0]!) expect(r.status).toBe(200);
+    expect(answers[0]!.map((r) => r.status)).toEqual(Array(WAVE_SIZE).fill(200));
     const all = answers.flat();
     const refused = all.filter((r) => r.status === 503);
     // Every request either served or refused for the overload, nothing else.
-    for (const r of all) expect([200, 503]).toContain(r.status);
+    expect(all.filter((r) => r.status !== 200 && r.status !== 503).map((r) => r.status)).toEqual([]);
     // Hold-ends a hold (1 s) after the first, under a backlog of the later waves: refused.
     expect(refused.length).toBeGreaterThan(0);
     for (const r of refused) {
@@ -136,7 +150,7 @@ describe('ttft_overload, through the plugin server', () => {
     const served = all.length - refused.length;
     expect(w.fleet.replicas[0]!.requestRecords()).toHaveLength(3 + JAM + served);
 
-    // A later overload with few requests held at a time (one every 800 ms, each held 1 s: two at
+    // A later overload with few requests held at a time (one every 900 ms, each held 1 s: two at
     // most): its late hold-ends outlast a hold, but the gateway holds no backlog, so all go. Had
     // the refusals above kept their place in the held count, the gateway would stay backlogged
     // and these would be refused.
@@ -147,17 +161,20 @@ describe('ttft_overload, through the plugin server', () => {
         )![1],
       );
     const heldBefore = await holds();
-    const jam2 = jamOf(JAM, 'again');
-    await waitFor(() => engine.stats().waiting >= 1);
+    // One prompt more than the first: on a loaded machine the singles' pace lags.
+    const jam2 = jamOf(JAM + 1, 'again');
+    await polledWaiting(2);
     const singles: Promise<GatewayReply>[] = [];
     for (let i = 0; i < 4; i++) {
-      if (i > 0) await sleep(800);
+      if (i > 0) await sleep(900);
       singles.push(send(w.service, i % 2 ? 'a' : 'b', 10));
     }
-    for (const r of await Promise.all(singles)) expect(r.status).toBe(200);
+    expect((await Promise.all(singles)).map((r) => r.status)).toEqual([200, 200, 200, 200]);
     for (const r of await Promise.all(jam2)) expect(r.status).toBe(200);
-    // They were held (the overload was one), and sent at the end of their holds.
-    expect((await holds()) - heldBefore).toBe(4);
+    // They were held (the overload was one), and sent at the end of their holds: at least the
+    // first three, the third's hold ending more than a hold after the first's (a lagging machine
+    // may send the last once the queue has drained).
+    expect((await holds()) - heldBefore).toBeGreaterThanOrEqual(3);
 
     // Once the overload is over, a request through the same route is served at once.
     expect((await send(w.service, 'a', 10)).status).toBe(200);
