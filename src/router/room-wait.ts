@@ -6,14 +6,6 @@ import type { Candidate } from '../scheduler/types';
 import type { HeldClasses, RequestSlo } from './slo-class';
 
 /**
- * A class behind a higher one (`slo_classes`) held while the queues are past the higher class's
- * objective goes anyway once its wait so far and its prediction reach this share of its own
- * objective (see `holdsNow`). Tuned on the classes part, seeds 1-3: at 1.0 (the edge) no change,
- * at 0.9 batch at 1 s loads and 70% load rose from 91.1% to 95.4% within 30 s, at 0.6 to 97.4%.
- */
-export const LATEST_SEND_SHARE = 0.6;
-
-/**
  * Where and how long one cold request waits for an adapter slot when every adapter on the
  * replica it chose has requests in flight (`room_wait`; issue 15).
  *
@@ -172,18 +164,6 @@ export class RoomWait {
     // 120% load, seeds 1-3). Nor past `holdUntil` (its arrival without `room_wait: escalate`, else
     // `queue_timeout_ms` when that comes first): it would be sent now, so it is judged as sent now.
     const releaseMs = own < this.gateMs ? this.gateMs : this.gateMs + own;
-    // A class behind a higher one, held by the gate, goes once its wait and prediction reach
-    // LATEST_SEND_SHARE of its objective while still within it: held on, it would only be shed
-    // once its objective leaves no room for the gate (at 1 s loads and 70% load, seeds 1-3, the
-    // batch requests shed had waited 18 s with 16 s more predicted, bench/des/shed-diagnosis.ts).
-    // Not at the objective's edge: under overload the prediction's slot wait runs high and low by
-    // seconds (docs/routing.md), so a later send both misses and still gets shed.
-    if (
-      this.gateMs < this.objectiveMs &&
-      expected <= this.objectiveMs &&
-      expected >= this.objectiveMs * LATEST_SEND_SHARE
-    )
-      return false;
     if (
       this.sheddable &&
       expected > this.objectiveMs &&
