@@ -50,6 +50,7 @@ const HELP = `Usage: npm run bench [-- options]
   --requests N       requests from the workload (default quick 3000, full all)
   --class-loads L    classes: comma list of fleet loads (default 0.3,0.5,0.7,0.9,1.2)
   --class-load-ms L  classes: comma list of adapter load times (default 100,300,1000)
+  --batch-share X    classes: share of the requests drawn batch (default 0.3)
   --variants N       the slo part: only the first N lora-router variants (default all; 1: the default)
   --time-scale X     e2e-long: modelled time runs X times faster than the wall clock (default 1)
   --out DIR          results directory (default bench/results; only then are the figures of
@@ -99,6 +100,7 @@ async function main(): Promise<void> {
       'time-scale': { type: 'string' },
       'class-loads': { type: 'string' },
       'class-load-ms': { type: 'string' },
+      'batch-share': { type: 'string' },
       out: { type: 'string' },
       merge: { type: 'string' },
       help: { type: 'boolean', short: 'h' },

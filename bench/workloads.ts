@@ -66,7 +66,9 @@ export function loadWorkload(
 export const TWO_CLASSES = {
   classes: [
     { name: 'interactive', ttft_ms: 2000, priority: 0 },
-    { name: 'batch', ttft_ms: 30000, priority: -1 },
+    // At most 10 of the router's requests in flight on a replica it joins (of the simulator's 16
+    // slots, vLLM's max_num_seqs): tuned on seeds 1-3 (docs/routing.md).
+    { name: 'batch', ttft_ms: 30000, priority: -1, max_in_flight: 10 },
   ],
   batchShare: 0.3,
 };

@@ -181,6 +181,8 @@ export async function classMisses(
   arrivals: Arrival[],
   adapters: string[],
   classes: readonly string[],
+  /** Filled with the run's adapter loads (for diagnosis scripts). */
+  loads: LoadSpan[] = [],
 ): Promise<{
   result: PolicyResult;
   misses: Record<string, ClassMisses>;
@@ -188,7 +190,6 @@ export async function classMisses(
   timelines: (Timeline | undefined)[];
   causes: (MissCause | undefined)[];
 }> {
-  const loads: LoadSpan[] = [];
   const heldOnArrival = new Map<Arrival, boolean>();
   const timelines = new Array<Timeline | undefined>(arrivals.length);
   const result = await runPolicy(traced(policy, loads, heldOnArrival), s, arrivals, adapters, {

@@ -44,17 +44,24 @@ export interface ClassPoint {
   load: number;
   seed: number;
   policies: { policy: string; byClass: Record<string, ClassFigures> }[];
+  /** Share of the requests drawn batch; absent: TWO_CLASSES.batchShare. */
+  batchShare?: number;
   /** With the classes (the first policy): each class's late requests by cause; absent in results from before. */
   misses?: Record<string, ClassMisses>;
 }
 
 /** One point's requests: the workload at `load` of its capacity, each with its adapter and class. */
-export function classRequests(s: Scenario, w: { arrivals: Arrival[]; capacity: number }, load: number) {
+export function classRequests(
+  s: Scenario,
+  w: { arrivals: Arrival[]; capacity: number },
+  load: number,
+  batchShare = TWO_CLASSES.batchShare,
+) {
   const arrivals = atRate(w.arrivals, w.capacity * load);
   return {
     arrivals,
     adapters: adapterSequence(arrivals.length, s),
-    classes: twoClassSequence(arrivals.length, s.seed),
+    classes: twoClassSequence(arrivals.length, s.seed, batchShare),
   };
 }
 
@@ -84,9 +91,10 @@ export async function classPoint(
   loadMs: number,
   load: number,
   seed: number,
+  batchShare = TWO_CLASSES.batchShare,
 ): Promise<ClassPoint> {
   const s = { ...scenario, seed, loadMs };
-  const { arrivals, adapters, classes } = classRequests(s, w, load);
+  const { arrivals, adapters, classes } = classRequests(s, w, load, batchShare);
   const policies: ClassPoint['policies'] = [];
   let misses: ClassPoint['misses'];
   for (const v of CLASS_VARIANTS) {
@@ -110,7 +118,15 @@ export async function classPoint(
     }
     policies.push({ policy: v.name, byClass });
   }
-  return { workload: w.name, loadMs, load, seed, policies, ...(misses ? { misses } : {}) };
+  return {
+    workload: w.name,
+    loadMs,
+    load,
+    seed,
+    policies,
+    ...(batchShare !== TWO_CLASSES.batchShare ? { batchShare } : {}),
+    ...(misses ? { misses } : {}),
+  };
 }
 
 /** The sweep, point by point in report order (each point is single-threaded virtual time). */
@@ -121,6 +137,8 @@ export async function classSweep(
     loadTimes: number[];
     loads: number[];
     seeds: number[];
+    /** Share of the requests drawn batch (default TWO_CLASSES.batchShare). */
+    batchShare?: number;
   },
   log: (s: string) => void,
 ): Promise<ClassPoint[]> {
@@ -130,7 +148,7 @@ export async function classSweep(
   for (const loadMs of o.loadTimes)
     for (const load of o.loads)
       for (const seed of o.seeds) {
-        const p = await classPoint(scenario, w, loadMs, load, seed);
+        const p = await classPoint(scenario, w, loadMs, load, seed, o.batchShare);
         points.push(p);
         log(describe(p));
       }
@@ -192,7 +210,7 @@ export function classSection(points: ClassPoint[], requests: number): string[] {
   return [
     '## SLO classes: interactive and batch on one fleet',
     '',
-    `${points[0]?.workload ?? ''} workload, ${requests} requests a point, seeds ${seeds.join(', ')}, ${Math.round(TWO_CLASSES.batchShare * 100)}% of them batch (drawn per request with the seed). Interactive: 2 s objective, priority 0; batch: 30 s, priority -1 (sheddable). "Classes" is lora-router with \`slo_classes\`, the request naming its class; "one class" is lora-router treating every request alike (\`ttft_slo_ms\` 5 s). A cell is the share of the class's requests answered within its objective (a refusal is a miss). Goals, for the classes, means over seeds: interactive ≥ 99% within 2 s up to 70% load with loads ≤ 1 s (met at ${t.interactive.met} of ${t.interactive.of} points); batch ≥ 99% within 30 s below capacity, never starved (met at ${t.batch.met} of ${t.batch.of}). A missed goal gives the class's refusals and served p99, the same requests treated alike, and where the late requests' time went (bench/des/class-misses.ts, over the seeds): how many were for an adapter no replica held when they arrived, and what each is put down to: the largest part of its wait that a router could shorten (another adapter's load on its engine, before its own load or while it was queued there; the replica's queue behind other requests; held in the gateway or waiting for room), else its own load and prefill.`,
+    `${points[0]?.workload ?? ''} workload, ${requests} requests a point, seeds ${seeds.join(', ')}, ${Math.round((points[0]?.batchShare ?? TWO_CLASSES.batchShare) * 100)}% of them batch (drawn per request with the seed). Interactive: 2 s objective, priority 0; batch: 30 s, priority -1 (sheddable), joining a replica only while at most ${TWO_CLASSES.classes[1]!.max_in_flight} of the router's requests are in flight there (\`max_in_flight\`). "Classes" is lora-router with \`slo_classes\`, the request naming its class; "one class" is lora-router treating every request alike (\`ttft_slo_ms\` 5 s). A cell is the share of the class's requests answered within its objective (a refusal is a miss). Goals, for the classes, means over seeds: interactive ≥ 99% within 2 s up to 70% load with loads ≤ 1 s (met at ${t.interactive.met} of ${t.interactive.of} points); batch ≥ 99% within 30 s below capacity, never starved (met at ${t.batch.met} of ${t.batch.of}). A missed goal gives the class's refusals and served p99, the same requests treated alike, and where the late requests' time went (bench/des/class-misses.ts, over the seeds): how many were for an adapter no replica held when they arrived, and what each is put down to: the largest part of its wait that a router could shorten (another adapter's load on its engine, before its own load or while it was queued there; the replica's queue behind other requests; held in the gateway or waiting for room), else its own load and prefill.`,
     '',
     table(['load time', 'load', 'interactive ≥ 99% in 2 s', 'batch ≥ 99% in 30 s'], goalRows),
     '',

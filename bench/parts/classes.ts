@@ -16,9 +16,10 @@ export const classesPart: BenchPart = {
       loadTimes: list(v['class-load-ms'], CLASS_LOAD_MS),
       loads,
       seeds,
+      ...(v['batch-share'] === undefined ? {} : { batchShare: Number(v['batch-share']) }),
     };
     log(
-      `SLO classes, ${name}, load times ${o.loadTimes.map(ms).join(', ')}, loads ${loads.map((l) => `${l * 100}%`).join(', ')}, seeds ${seeds.join(', ')}, ${n} requests:`,
+      `SLO classes, ${name}, load times ${o.loadTimes.map(ms).join(', ')}, loads ${loads.map((l) => `${l * 100}%`).join(', ')}, seeds ${seeds.join(', ')}, ${n} requests${o.batchShare === undefined ? '' : `, ${o.batchShare * 100}% batch`}:`,
     );
     const points = await classSweep(scenario, o, log);
     json.classes = { requests: n, points };

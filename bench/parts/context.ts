@@ -29,6 +29,7 @@ export interface BenchContext {
     'time-scale'?: string;
     'class-loads'?: string;
     'class-load-ms'?: string;
+    'batch-share'?: string;
   };
   /** results.json, filled in by each part. */
   json: BenchResults;

@@ -34,7 +34,7 @@ export interface RouterConfig {
   saturation_margin_ms: number;
   ttft_tolerance_ms: number;
   ttft_slo_ms: number;
-  slo_classes: { name: string; ttft_ms: number; priority: number }[];
+  slo_classes: { name: string; ttft_ms: number; priority: number; max_in_flight: number }[];
   default_slo_class?: string;
   consumer_slo_class: Record<string, string>;
   vllm_scheduling_policy: 'fcfs' | 'priority';

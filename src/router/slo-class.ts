@@ -42,6 +42,11 @@ export interface RequestSlo {
    * higher class's request past that request's objective, so it waits in the gateway instead.
    */
   gateMs: number;
+  /**
+   * Its class's `max_in_flight`: it joins a replica only while at most this many of the router's
+   * requests are in flight there (0 or absent: no bound), for up to half its objective (room-wait.ts).
+   */
+  maxInFlight?: number;
 }
 
 /** Upper bound on `x-slo-ttft-ms` (the schema's bound on `ttft_ms`). */
@@ -63,14 +68,17 @@ export class SloClasses {
     const classes = config.slo_classes;
     const aboveOf = (p: number) => Math.min(...classes.filter((o) => o.priority > p).map((o) => o.ttft_ms));
     for (const p of [0, ...classes.map((c) => c.priority)]) this.above.set(p, aboveOf(p));
-    const slo = (name: string, objectiveMs: number, priority: number): RequestSlo => ({
+    const slo = (name: string, objectiveMs: number, priority: number, maxInFlight = 0): RequestSlo => ({
       name,
       objectiveMs,
       priority,
       sheddable: priority < 0,
       gateMs: Math.min(objectiveMs, this.above.get(priority)!),
+      maxInFlight,
     });
-    this.byName = new Map(classes.map((c) => [c.name, slo(c.name, c.ttft_ms, c.priority)]));
+    this.byName = new Map(
+      classes.map((c) => [c.name, slo(c.name, c.ttft_ms, c.priority, c.max_in_flight ?? 0)]),
+    );
     const named =
       config.default_slo_class === undefined ? undefined : this.byName.get(config.default_slo_class);
     // No default class: priority 0 and `ttft_slo_ms`, behind any class of higher priority.

@@ -231,3 +231,35 @@ describe('SLO classes: a lower class never goes while a higher one is held', () 
     expect(held.above(-1)).toBe(false);
   });
 });
+
+describe('SLO classes: a class bounded by max_in_flight waits for a replica with a free place', () => {
+  // Batch joins a replica only while at most 10 of the router's requests are in flight there.
+  const cfg = parseRouterConfig({
+    ...base,
+    slo_classes: [
+      { name: 'interactive', ttft_ms: 2000, priority: 0 },
+      { name: 'batch', ttft_ms: 30000, priority: -1, max_in_flight: 10 },
+    ],
+    default_slo_class: 'interactive',
+  });
+  const c = new SloClasses(cfg);
+  const on = (inFlight: number, ttftMs = 500) => ({ ttftMs, ownMs: 100, fixedMs: 0, inFlight });
+
+  it('holds a batch request while its replica has more than max_in_flight, for up to half its objective', () => {
+    const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
+    // A short predicted queue, but 11 in flight there: held (the prediction misses a full batch).
+    expect(w.holds(0, on(11))).toBe(true);
+    expect(w.holds(14_999, on(11))).toBe(true);
+    // 10 in flight: it goes.
+    expect(w.holds(1000, on(10))).toBe(false);
+    // Past half its objective it goes as before, however full the replica.
+    expect(w.holds(15_000, on(20))).toBe(false);
+  });
+
+  it('leaves a class without it, and a request without a class, as before', () => {
+    expect(new RoomWait(cfg, 0, c.resolve({})).holds(0, on(40))).toBe(false);
+    expect(new RoomWait(cfg, 0).holds(0, on(40))).toBe(false);
+    expect(c.resolve({}).maxInFlight).toBe(0);
+    expect(c.resolve({ objective: 'batch', ttftMs: '20000' }).maxInFlight).toBe(10);
+  });
+});

@@ -94,6 +94,15 @@ export const objectiveFields: SchemaFields = [
               description: 'Higher goes first; below 0 the class is sheddable (llm-d: priority < 0).',
             },
           },
+          {
+            max_in_flight: {
+              type: 'integer',
+              default: 0,
+              between: [0, 100000],
+              description:
+                "`saturation_mode: predicted` with `room_wait: escalate`: a request of the class joins a replica only while at most this many of the router's requests are in flight there, else waits in the gateway for up to half its objective, then goes as before. Set on a lower class (batch) below each replica's running slots (vLLM's `max_num_seqs`), it leaves slots free for the higher classes' bursts, which the prediction does not see fill a batch. 0: no bound. See docs/routing.md.",
+            },
+          },
         ],
       },
     },
