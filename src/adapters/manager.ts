@@ -368,15 +368,26 @@ export class AdapterManager {
     );
     const started = this.clock.now();
     let ok = false;
+    let called = false;
     let why: string | undefined;
     // Past the access deadline the excess stays for the trim after a poll.
     const callMs = within(policy, policy.loadTimeoutMs, this.clock.now());
     try {
       if (callMs <= 0) throw new Error('the access phase ran out of time before the undo');
+      called = true;
       await this.api.unloadAdapter(url, name, callMs);
       ok = true;
     } catch (err) {
       why = (err as Error).message;
+      // Done by the replica, its answer lost (as for IdleUnload's): ended as landed, the request
+      // would be sent to an adapter the replica no longer holds. Its registry says which.
+      if (
+        called &&
+        (await this.replicaWord.listed(url, name, within(policy, Infinity, this.clock.now()))) === false
+      ) {
+        ok = true;
+        why = undefined;
+      }
     }
     this.record({ url, adapter: name, op: 'unload', ok, ms: this.clock.now() - started }, why);
     return ok;
