@@ -13,11 +13,14 @@ import {
   type ReplicaApi,
   type UnloadOutcome,
 } from '../../src/backends/replica-api';
-import { sleep, VirtualClock } from '../../src/clock';
+import { randomBytes } from 'node:crypto';
+import { sleep, systemClock, type Clock, VirtualClock } from '../../src/clock';
 import { RouterError } from '../../src/errors';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { silentLogger } from '../../src/log';
 import { adapterPolicy as policy } from '../helpers/adapter-policy';
+import { useRedisStores } from '../helpers/redis-stores';
 
 const U = 'http://r1:8000';
 
@@ -40,7 +43,7 @@ class Replica implements ReplicaApi {
   /** Another router's load landing with each of this one's. */
   peerLoad: string | undefined;
   constructor(
-    private readonly clock: VirtualClock,
+    private readonly clock: Clock,
     private readonly loadMs = 100,
   ) {}
   async scrape(): Promise<never> {
@@ -217,4 +220,28 @@ describe('a load that fails while other requests wait for it', () => {
       expect(api.calls.filter((c) => c.startsWith('unload'))).toEqual([]);
     },
   );
+});
+
+const env = useRedisStores();
+
+describe('across nodes sharing Redis: an unload whose answer was lost', () => {
+  it('a request on another node is not told the adapter is resident', async () => {
+    const p = `uf${randomBytes(4).toString('hex')}:`;
+    const stores = [0, 1].map((i) => new RedisFleetStore(env.redis.config(p, { timeout: 2000 }), `node${i}`));
+    env.open.push(...stores);
+    await stores[0]!.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    const api = new Replica(systemClock, 5);
+    const [n0, n1] = stores.map((s) => new AdapterManager(s, api, systemClock, silentLogger));
+    const ref = (name: string) => ({ name, path: `/adapters/${name}` });
+    expect(await n0!.ensure(U, ref('a'), policy())).toBe('loaded');
+    expect(await n0!.ensure(U, ref('b'), policy())).toBe('loaded');
+    api.unloadFaults.push('reset-after');
+    // Node 0 makes room for c: the replica unloads a, the answer is lost; then b goes.
+    expect(await n0!.ensure(U, ref('c'), policy())).toBe('loaded');
+    expect(api.held.has('a')).toBe(false);
+    // Node 1's request for a: not a hit on a replica that no longer holds it.
+    await n1!.ensure(U, ref('a'), policy());
+    expect(api.held.has('a')).toBe(true);
+    expect(api.held.size).toBeLessThanOrEqual(2);
+  });
 });
