@@ -245,3 +245,27 @@ describe('across nodes sharing Redis: an unload whose answer was lost', () => {
     expect(api.held.size).toBeLessThanOrEqual(2);
   });
 });
+
+describe('across nodes sharing Redis: a load that fails while the other node waits for it', () => {
+  it('the waiting node makes its own attempt once, and each of its requests gets the failure', async () => {
+    const p = `ul${randomBytes(4).toString('hex')}:`;
+    const stores = [0, 1].map((i) => new RedisFleetStore(env.redis.config(p, { timeout: 2000 }), `node${i}`));
+    env.open.push(...stores);
+    await stores[0]!.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    const api = new Replica(systemClock, 200);
+    const [n0, n1] = stores.map((s) => new AdapterManager(s, api, systemClock, silentLogger));
+    stores[1]!.onRemoteChange = () => n1!.roomChanged.notify();
+    const ref = { name: 'c', path: '/adapters/c' };
+    const rank = () => new AdapterRejectedError('LoRA rank 64 is greater than max_lora_rank 16.');
+    api.loadFaults.push(rank(), rank());
+    const first = caught(n0!.ensure(U, ref, policy()));
+    // Node 1's requests come while node 0's load is under way (`loading` in the shared state).
+    await new Promise((r) => setTimeout(r, 50));
+    const waiting = Array.from({ length: 10 }, () => caught(n1!.ensure(U, ref, policy())));
+    const errs = await Promise.all([first, ...waiting]);
+    expect(new Set(errs.map((e) => e?.code))).toEqual(new Set(['adapter_rejected']));
+    // One call a node: node 1 learns nothing from node 0's failure but its own.
+    expect(api.calls.filter((c) => c === 'load c').length).toBeLessThanOrEqual(2);
+    expect((await stores[1]!.residents(U)).map((r) => r.name)).toEqual([]);
+  });
+});
