@@ -42,6 +42,8 @@ class Replica implements ReplicaApi {
   listing = true;
   /** Another router's load landing with each of this one's. */
   peerLoad: string | undefined;
+  /** Loads the replica makes whose answer is then lost (the connection dropped after). */
+  lostLoadAnswers = 0;
   constructor(
     private readonly clock: Clock,
     private readonly loadMs = 100,
@@ -57,6 +59,10 @@ class Replica implements ReplicaApi {
     if (this.held.has(name)) return 'already-loaded';
     this.held.add(name);
     if (this.peerLoad !== undefined) this.held.add(this.peerLoad);
+    if (this.lostLoadAnswers > 0) {
+      this.lostLoadAnswers--;
+      throw new BackendError('connect', 'POST /v1/load_lora_adapter: socket hang up');
+    }
     return 'loaded';
   }
   async unloadAdapter(_url: string, name: string, timeoutMs: number): Promise<UnloadOutcome> {
@@ -151,6 +157,38 @@ describe('an after-load undo whose unload call fails', () => {
     api.unloadFaults.push('error500');
     expect(await settle(ensure('c', policy({ maxLoadedAdapters: 1 })))).toBe('loaded');
     expect([api.held.has('c'), (await state()).c]).toEqual([true, 'loaded']);
+  });
+});
+
+describe('a load whose answer is lost after the replica loaded it', () => {
+  it('the request is served by it, and the next one is a hit (not a failure held by the backoff)', async () => {
+    const { api, ensure, settle, state } = await setup();
+    api.lostLoadAnswers = 1;
+    const first = await settle(caught(ensure('a')));
+    expect(api.held.has('a')).toBe(true);
+    const second = await settle(caught(ensure('a')));
+    expect([first?.code, second?.code, (await state()).a]).toEqual([undefined, undefined, 'loaded']);
+    expect(api.calls).toEqual(['load a']);
+  });
+
+  it('one that took the replica over its limit goes through the after-load undo as any load', async () => {
+    const { api, ensure, settle, state } = await setup();
+    api.lostLoadAnswers = 1;
+    api.peerLoad = 'z';
+    const err = await settle(caught(ensure('c', policy({ maxLoadedAdapters: 1 }))));
+    expect(api.calls).toEqual(['load c', 'unload c']);
+    expect([err?.code, (await state()).c, [...api.held]]).toEqual(['adapter_slots_busy', undefined, ['z']]);
+  });
+
+  it('one the replica does not list failed: the request gets its 502, nothing is taken as loaded', async () => {
+    const { api, ensure, settle, state } = await setup();
+    api.loadFaults.push(new BackendError('connect', 'POST /v1/load_lora_adapter: connection refused'));
+    const err = await settle(caught(ensure('a')));
+    expect([err?.code, (await state()).a, api.held.has('a')]).toEqual([
+      'adapter_load_failed',
+      undefined,
+      false,
+    ]);
   });
 });
 
