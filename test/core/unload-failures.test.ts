@@ -180,6 +180,18 @@ describe('a load whose answer is lost after the replica loaded it', () => {
     expect([err?.code, (await state()).c, [...api.held]]).toEqual(['adapter_slots_busy', undefined, ['z']]);
   });
 
+  it('one whose registry cannot be read then fails as before (the poll adopts it)', async () => {
+    const { api, ensure, settle, state } = await setup();
+    api.lostLoadAnswers = 1;
+    api.listing = false;
+    const err = await settle(caught(ensure('a')));
+    expect([err?.code, (await state()).a, api.held.has('a')]).toEqual([
+      'adapter_load_failed',
+      undefined,
+      true,
+    ]);
+  });
+
   it('one the replica does not list failed: the request gets its 502, nothing is taken as loaded', async () => {
     const { api, ensure, settle, state } = await setup();
     api.loadFaults.push(new BackendError('connect', 'POST /v1/load_lora_adapter: connection refused'));
