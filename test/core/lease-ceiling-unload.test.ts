@@ -65,9 +65,10 @@ describe.each(kinds)('%s store: a request past the lease ceiling', (_kind, make)
     expect(await mgr.ensure(U, ref('a'), policy())).toBe('loaded');
     expect(await mgr.ensure(U, ref('b'), policy())).toBe('loaded');
     // A long stream on a, renewed by every poll that finds it running, until the ceiling.
-    await s.acquire({ id: 'long', url: U, adapter: 'a', at: Date.now() });
-    api.busy = ['a'];
+    // Read before the acquire: the store (Redis: its TIME) dates the lease no earlier.
     const taken = Date.now();
+    await s.acquire({ id: 'long', url: U, adapter: 'a', at: taken });
+    api.busy = ['a'];
     let reclaimedAt = 0;
     for (let i = 0; i < 80 && reclaimedAt === 0; i++) {
       await new Promise((r) => setTimeout(r, 50));

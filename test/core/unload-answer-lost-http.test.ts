@@ -76,7 +76,9 @@ describe('over HTTP: a connection dropped after the replica did the call', () =>
     const store = new MemoryFleetStore();
     await store.upsertReplica({ url: vllm.url, backend: 'vllm', priority: 0 });
     const mgr = new AdapterManager(store, api, systemClock, silentLogger);
-    const ensure = (name: string) => mgr.ensure(vllm.url, { name, path: `/a/${name}` }, policy());
+    // Bounds a loaded machine cannot miss: nothing here waits for room.
+    const bounds = policy({ queueTimeoutMs: 5000, loadTimeoutMs: 5000 });
+    const ensure = (name: string) => mgr.ensure(vllm.url, { name, path: `/a/${name}` }, bounds);
     return { store, ensure };
   }
 

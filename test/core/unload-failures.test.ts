@@ -297,7 +297,7 @@ describe('across nodes sharing Redis: an unload whose answer was lost', () => {
 });
 
 describe('across nodes sharing Redis: a load that fails while the other node waits for it', () => {
-  it('the waiting node makes its own attempt once, and each of its requests gets the failure', async () => {
+  it('the waiting node makes one attempt of its own at most, and each of its requests fails', async () => {
     const p = `ul${randomBytes(4).toString('hex')}:`;
     const stores = [0, 1].map((i) => new RedisFleetStore(env.redis.config(p, { timeout: 2000 }), `node${i}`));
     env.open.push(...stores);
@@ -313,7 +313,10 @@ describe('across nodes sharing Redis: a load that fails while the other node wai
     await new Promise((r) => setTimeout(r, 50));
     const waiting = Array.from({ length: 10 }, () => caught(n1!.ensure(U, ref, policy())));
     const errs = await Promise.all([first, ...waiting]);
-    expect(new Set(errs.map((e) => e?.code))).toEqual(new Set(['adapter_rejected']));
+    // Each fails: with the rejection, or (one of node 1's that woke after its own attempt failed) held
+    // off by its backoff.
+    expect(errs[0]?.code).toBe('adapter_rejected');
+    for (const e of errs) expect(['adapter_rejected', 'adapter_load_backoff']).toContain(e?.code);
     // One call a node: node 1 learns nothing from node 0's failure but its own.
     expect(api.calls.filter((c) => c === 'load c').length).toBeLessThanOrEqual(2);
     expect((await stores[1]!.residents(U)).map((r) => r.name)).toEqual([]);
