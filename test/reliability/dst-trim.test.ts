@@ -233,7 +233,8 @@ describe('the trim break planted in the real code', () => {
 
   /**
    * Seed 125407's schedule with its slow load landing 58 ms sooner (slowMs 2,820 for 2,878; 2,827 until
-   * a load call that failed read the replica's registry, a round trip more: 2,813-2,824 break it now). The
+   * a load call that failed read the replica's registry, a round trip more: 8 values from 2,813 to 2,824
+   * break it now, swept 2,700-2,950). The
    * seed broke so until each Redis link kept its order, which changed its schedule (the slow load
    * is team,a's now, trimmed at 3,925 ms before sql landed at 3,984 ms: no undo beside the trim);
    * about 14,000 seeds from 1 swept with the plant (stopped there) found no other.
