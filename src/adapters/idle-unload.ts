@@ -80,6 +80,7 @@ export class IdleUnload {
       let ok = false;
       let why: string | undefined;
       let withheld: Withheld['reason'] | 'lost' | undefined;
+      let called = false;
       try {
         if (!(await this.store.holds(url, victim.name, fence))) continue;
         // Asked after beginUnload: requests admitted through the store from here wait for the
@@ -103,11 +104,22 @@ export class IdleUnload {
         const callMs = Math.min(policy.loadTimeoutMs, until - this.clock.now());
         if (!withheld && callMs <= 0) withheld = 'stale';
         if (!withheld) {
+          called = true;
           await this.api.unloadAdapter(url, victim.name, callMs);
           ok = true;
         }
       } catch (err) {
         why = (err as Error).message;
+        // The call failed, but the replica may have unloaded it (the connection dropped after, its
+        // answer came past the bound): ended as loaded, requests would be sent to an adapter the
+        // replica answers 404 "does not exist" for, until a poll. Its registry, asked under the lock
+        // (no load of it can start meanwhile; the read ends before the lock's TTL by this node's
+        // clock), says which; unlisted, the unload stands.
+        const left = Math.min(until, begun + ttl) - this.clock.now();
+        if (called && (await this.replicaWord.listed(url, victim.name, left)) === false) {
+          ok = true;
+          why = undefined;
+        }
       }
       await this.finish(url, victim.name, fence, ok);
       // No call was made: the adapter stays loaded. A replica that cannot be asked now, or whose

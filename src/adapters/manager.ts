@@ -252,35 +252,74 @@ export class AdapterManager {
       throw errors.noRoom(adapter.name, url, 1);
     }
     let outcome: LoadOutcome;
+    let called = false;
     try {
       // A holder that stalled past its lock must not call the replica on stale authority.
       if (!(await this.store.holds(url, adapter.name, fence))) return false;
       const ended = this.onLoadCall?.(url, adapter.name);
       try {
+        called = true;
         outcome = await this.api.loadAdapter(url, adapter.name, adapter.path, callMs);
       } finally {
         ended?.();
       }
     } catch (err) {
-      const ms = this.clock.now() - started;
-      await this.finish('load', url, adapter.name, fence, false);
-      const why =
-        err instanceof BackendError ||
-        err instanceof AdapterNotFoundError ||
-        err instanceof AdapterRejectedError
-          ? err.message
-          : String(err);
-      const told = clientReason(err);
-      this.backoff.fail(key, policy, told);
-      this.record({ url, adapter: adapter.name, op: 'load', ok: false, ms }, why);
-      if (err instanceof AdapterNotFoundError) {
-        this.unknownNames.notFound(url, adapter.name, policy);
-        throw errors.modelNotFound(adapter.name);
-      }
-      if (err instanceof AdapterRejectedError)
-        throw errors.adapterRejected(adapter.name, url, rejectionReason(err.message), why);
-      throw errors.loadFailed(adapter.name, url, told, why);
+      // The call failed but the replica may have loaded it (the connection dropped after, the answer
+      // came past the bound): its registry, read under this load's lock, says so. Landed, it is this
+      // load's, and goes through the after-load checks as any; else each request until a poll
+      // adopted it was failed, then held off by the backoff, with the adapter resident.
+      const landed =
+        called &&
+        err instanceof BackendError &&
+        (await this.replicaWord.listed(url, adapter.name, within(policy, Infinity, this.clock.now()))) ===
+          true;
+      if (landed) outcome = 'loaded';
+      else return this.loadFailed(url, adapter, policy, key, fence, started, err);
     }
+    return this.landed(url, adapter, policy, key, fence, started, outcome, heldOffAtClaim);
+  }
+
+  /** A load call that failed: its lock ended, the backoff told, the client's error thrown. */
+  private async loadFailed(
+    url: string,
+    adapter: AdapterRef,
+    policy: AdapterPolicy,
+    key: string,
+    fence: Fence,
+    started: number,
+    err: unknown,
+  ): Promise<never> {
+    const ms = this.clock.now() - started;
+    await this.finish('load', url, adapter.name, fence, false);
+    const why =
+      err instanceof BackendError ||
+      err instanceof AdapterNotFoundError ||
+      err instanceof AdapterRejectedError
+        ? err.message
+        : String(err);
+    const told = clientReason(err);
+    this.backoff.fail(key, policy, told);
+    this.record({ url, adapter: adapter.name, op: 'load', ok: false, ms }, why);
+    if (err instanceof AdapterNotFoundError) {
+      this.unknownNames.notFound(url, adapter.name, policy);
+      throw errors.modelNotFound(adapter.name);
+    }
+    if (err instanceof AdapterRejectedError)
+      throw errors.adapterRejected(adapter.name, url, rejectionReason(err.message), why);
+    throw errors.loadFailed(adapter.name, url, told, why);
+  }
+
+  /** A load the replica took (or had already): the after-load checks, then its lock ended. */
+  private async landed(
+    url: string,
+    adapter: AdapterRef,
+    policy: AdapterPolicy,
+    key: string,
+    fence: Fence,
+    started: number,
+    outcome: LoadOutcome,
+    heldOffAtClaim: boolean,
+  ): Promise<boolean> {
     const ms = this.clock.now() - started;
     this.backoff.clear(key);
     this.unknownNames.loaded(adapter.name);
@@ -368,15 +407,26 @@ export class AdapterManager {
     );
     const started = this.clock.now();
     let ok = false;
+    let called = false;
     let why: string | undefined;
     // Past the access deadline the excess stays for the trim after a poll.
     const callMs = within(policy, policy.loadTimeoutMs, this.clock.now());
     try {
       if (callMs <= 0) throw new Error('the access phase ran out of time before the undo');
+      called = true;
       await this.api.unloadAdapter(url, name, callMs);
       ok = true;
     } catch (err) {
       why = (err as Error).message;
+      // Done by the replica, its answer lost (as for IdleUnload's): ended as landed, the request
+      // would be sent to an adapter the replica no longer holds. Its registry says which.
+      if (
+        called &&
+        (await this.replicaWord.listed(url, name, within(policy, Infinity, this.clock.now()))) === false
+      ) {
+        ok = true;
+        why = undefined;
+      }
     }
     this.record({ url, adapter: name, op: 'unload', ok, ms: this.clock.now() - started }, why);
     return ok;

@@ -197,6 +197,22 @@ export class ReplicaWord {
   }
 
   /**
+   * After an unload call that failed: whether the replica still lists `name` (its `/v1/models`,
+   * read afresh). An unload the replica did, whose answer was lost (a connection dropped, the
+   * answer past the call's bound), leaves it unlisted. Undefined when it cannot say (no list, no
+   * answer in time).
+   */
+  async listed(url: string, name: string, leftMs = Infinity): Promise<boolean | undefined> {
+    if (!this.api.residency || leftMs <= 0) return undefined;
+    try {
+      const entries = await this.api.residency(url, Math.min(this.timeoutMs(), leftMs));
+      return entries === undefined ? undefined : entries.some((e) => e.name === name);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * The replica's word before a load into a slot the store believes free: the adapters other
    * than `name` that hold a slot there, by its own registry read afresh (undefined when it cannot
    * list them or did not answer: the store's count alone decides, as before). `storeKnows` names
