@@ -240,7 +240,8 @@ export class LogChecks {
    * same replica that failed for that runtime (docs/reliability.md, per-name state: "tried at most
    * once per (replica, adapter) per backoff window"), measured on the runtime's own clock as the
    * router measures it: a skew fault stepping that clock ahead mid-backoff shortens the backoff in
-   * true time by the step (seed 134920; a real node's clock is monotonic within a process); (b)
+   * true time by the step (seed 134920; a real node's clock is monotonic within a process), and
+   * from when the runtime heard the failure (seed 116306); (b)
    * sent deciding alone on a grant not Redis's (`grantedShared`), its process's load calls in the
    * last window (this one included, failed ones not) stay within the budget: a node cut off grants
    * only what is left of its share (issue 31 item 1f); (c) the fleet's load calls within the
@@ -255,7 +256,9 @@ export class LogChecks {
       const last = failed
         .filter((f) => f.sender === c.sender && f.url === c.url && f.name === c.name && f.at <= c.at)
         .at(-1);
-      const since = last ? (c.clockAt ?? c.at) - last.clockAt : Infinity;
+      // From when its sender heard it, as the router starts the backoff: a trip after the answer
+      // (seed 116306: a skew step back between the two).
+      const since = last ? (c.clockAt ?? c.at) - (last.heardClockAt ?? last.clockAt) : Infinity;
       if (last && since < backoffMs)
         this.fail(
           w,

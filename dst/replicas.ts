@@ -71,10 +71,18 @@ export interface FailedLoad {
   at: number;
   /** `at` on the sender's clock (skewed): the one its backoff runs on (seed 134920). */
   clockAt: number;
+  /**
+   * When the answer reached the sender, on its clock: the router's backoff starts there, a trip
+   * after `at`, and a skew step between the two moves it (seed 116306). None: never heard.
+   */
+  heardClockAt?: number;
   url: string;
   name: string;
   sender: string;
 }
+
+/** A replica's answer through the faults; a load the fault layer failed carries its record. */
+type Answered = Exchanged & { failure?: FailedLoad };
 
 const NEVER = -Infinity;
 
@@ -283,7 +291,7 @@ export class ReplicaSet {
     body: string,
     sender = '',
     senderClock: Clock = this.clock,
-  ): { reply: Promise<Exchanged>; abort: () => void } {
+  ): { reply: Promise<Answered>; abort: () => void } {
     const i = this.index(origin);
     const f = this.faults[i]!;
     const replica = this.replicas[i]!;
@@ -295,11 +303,11 @@ export class ReplicaSet {
         reply: Promise.resolve(answer(replica.error(500, 'InternalServerError', 'Internal Server Error'))),
         abort: () => {},
       };
-    let done: (r: Exchanged) => void = () => {};
-    const reply = new Promise<Exchanged>((r) => (done = r));
+    let done: (r: Answered) => void = () => {};
+    const reply = new Promise<Answered>((r) => (done = r));
     let inner = () => {};
     let settled = false;
-    const settle = (r: Exchanged) => {
+    const settle = (r: Answered) => {
       if (settled) return;
       settled = true;
       f.pending.delete(reset);
@@ -343,14 +351,15 @@ export class ReplicaSet {
         // An engine failure costs the load's time; the others are refused before it.
         this.clock.after(f.failure === 'engine' ? this.o.loadMs : 0, () => {
           if (settled) return;
-          this.failedLoads.push({
+          const failure: FailedLoad = {
             at: this.clock.now(),
             clockAt: senderClock.now(),
             url: origin,
             name,
             sender,
-          });
-          settle(answer(failed));
+          };
+          this.failedLoads.push(failure);
+          settle({ ...answer(failed), failure });
         });
         return { reply, abort: reset };
       }
@@ -407,6 +416,8 @@ export class ReplicaSet {
                   if (settled || !alive()) return;
                   settled = true;
                   cancel();
+                  // The router starts its backoff now, on its clock.
+                  if (r.failure) r.failure.heardClockAt = clock.now();
                   if (r.status === 0)
                     reject(new BackendError('connect', `${method} ${url}: ECONNRESET: ${r.text}`));
                   else resolve(r);

@@ -696,6 +696,42 @@ describe("the simulation measures a failed load's backoff on its sender's clock,
   });
 });
 
+describe("the simulation starts a failed load's backoff when its sender hears the failure, as the router does", () => {
+  // Seed 116306's figures: `sql` failed on replica-0 for n0g0r0 at 1,685 ms (an engine failure, the
+  // node's clock not skewed yet); its clock stepped 161 ms back at 1,685 ms, before the answer's trip
+  // back, so the router heard it at 1,687 ms, 1,526 on its clock, and backed off until 2,526. It sent
+  // the load again at 2,697 ms, 2,536 on its clock: 1,010 ms after it heard (backoff_base_ms 1,000),
+  // 851 ms after the answer on the clock as it was before the step.
+  const url = 'http://replica-0:8000';
+  const sender = { proc: 'n0g0', sender: 'n0g0r0', alone: false };
+  const backedOff = (heardClockAt: number | undefined, againClockAt: number): string | undefined => {
+    const loads = [
+      { ...sender, url, name: 'sql', at: 885, clockAt: 885, request: 1 },
+      { ...sender, url, name: 'sql', at: 2697, clockAt: againClockAt, request: 2 },
+    ];
+    const failed = [
+      {
+        url,
+        name: 'sql',
+        sender: sender.sender,
+        at: 1685,
+        clockAt: 1685,
+        ...(heardClockAt === undefined ? {} : { heardClockAt }),
+      },
+    ];
+    return broken(new LogChecks([], LIMITS, () => false, { loads, failed, backoffMs: 1000 }), 10_000);
+  };
+
+  it('a clock stepped back between the answer and its hearing moves the backoff with it (seed 116306)', () => {
+    expect(backedOff(1526, 2536)).toBeUndefined();
+  });
+
+  it('sent again within the backoff from its hearing breaks it; unheard, from the answer', () => {
+    expect(backedOff(1526, 2525)).toBe('a failed load is not tried again within the backoff');
+    expect(backedOff(undefined, 2536)).toBe('a failed load is not tried again within the backoff');
+  });
+});
+
 describe('the simulation allows one budget more per emptied state the nodes use, not per database', () => {
   // The world models two databases (the second for `redis` record changes to other state), and
   // each fault empties both; before any node moved to the second, its resets allowed the fleet a
