@@ -457,6 +457,9 @@ export class LogChecks {
   private load(e: ReplicaLogEntry, w: WorldView): void {
     // One load per cold adapter per burst while Redis answers everyone: no two load calls of one
     // adapter on two replicas at once.
+    // An answer at once loaded nothing: the replica refused the call before loading (seed 129648:
+    // "already loaded" on replica-1, where a load given up on had landed, beside a copy elsewhere).
+    if (e.status !== 200 && e.ms === 0) return;
     const start = e.at - e.ms;
     const quiet = !w.degraded && start - w.lastFaultAt > this.limits.quietAfterMs;
     const others = (this.loading.get(e.name) ?? []).filter((l) => l.end > start - 60_000);

@@ -484,6 +484,57 @@ describe('the simulation holds a cold adapter to one load per burst, but for a c
     expect(overlapping([{ at: 1942, adapter: 'chat', url: r1, past: r0 }])).toBeUndefined();
   });
 
+  /**
+   * Seed 129648's figures: node 2's load of `med` on replica-1 (sent 1,504 ms) was given up at
+   * 4,504 ms while the engine went on to land it at 4,560 ms; node 2 loaded `med` on replica-0
+   * from 4,550 to 6,079 ms; node 0 asked replica-1 to load it at 4,570 ms and got "already loaded"
+   * at once. `refused`: replica-1's answer to node 0.
+   */
+  const medBesideGivenUp = (refused: { status: number; ms: number }) => {
+    const call = (at: number, url: string, node: number, extra: Partial<LoadCall> = {}): LoadCall => ({
+      at,
+      url,
+      name: 'med',
+      proc: `n${node}g0`,
+      sender: `n${node}g0r0`,
+      alone: false,
+      degraded: false,
+      ...extra,
+    });
+    const loads = [call(1504, r1, 2, { gaveUpAt: 4504 }), call(4549, r0, 2), call(4570 - refused.ms, r1, 0)];
+    const entry = (at: number, status: number, ms: number) => ({
+      at,
+      op: 'load' as const,
+      name: 'med',
+      status,
+      ms,
+      loaded: 1,
+    });
+    const logs = { r0: [] as ReturnType<typeof entry>[], r1: [entry(4560, 200, 3056)] };
+    const checks = new LogChecks(
+      [
+        { url: r0, log: logs.r0 },
+        { url: r1, log: logs.r1 },
+      ],
+      { ...LIMITS, maxLoadedAdapters: 2 },
+      () => false,
+      { loads, failed: [], backoffMs: 1000 },
+    );
+    logs.r1.push(entry(4571, refused.status, refused.ms));
+    const first = broken(checks, 4600);
+    logs.r0.push(entry(6079, 200, 1529));
+    return first ?? broken(checks, 6100);
+  };
+
+  it('an "already loaded" answered at once beside a copy holds: it loaded nothing (seed 129648)', () => {
+    expect(medBesideGivenUp({ status: 400, ms: 0 })).toBeUndefined();
+  });
+
+  it('a refused load that took the load time, beside a copy, still breaks it', () => {
+    expect(medBesideGivenUp({ status: 400, ms: 1500 })).toBe('each cold adapter loaded once per burst');
+    expect(medBesideGivenUp({ status: 500, ms: 1500 })).toBe('each cold adapter loaded once per burst');
+  });
+
   it('a copy claimed past another replica, or of another adapter, is no excuse', () => {
     expect(overlapping([{ at: 1942, adapter: 'chat', url: r1, past: r2 }])).toBe(
       'each cold adapter loaded once per burst',

@@ -3198,3 +3198,80 @@ describe('no lease left open after quiescence: the settling waits for the replie
     );
   }, 30_000);
 });
+
+describe('each cold adapter loaded once per burst: an "already loaded" answered at once', () => {
+  // Seed 129648 (--keep 0,1,2,4,5,6,8,9,10,11,13,14,15,16,17,19,21,23,24,25,26,27,28,29,30,31,32,33,
+  // 34,35,36,37,38,39,40,41,42,43,44,60; a crowd at node 2 and SLO classes), the check's: node 2's
+  // load of `med` on replica-1, decided alone after a partition (1,506 ms), is given up on at 4,506
+  // ms while the engine lands it at 4,563 ms; node 2's batch request waiting since 3,398 ms then
+  // loads `med` on replica-0 (4,553-6,057 ms): a load given up on is nobody's to join. Node 0, back
+  // on Redis, asks replica-1 to load `med` at 4,578 ms and is answered "already loaded" at once: no
+  // load, yet the check counted it as `med` loading on replica-1 beside replica-0's.
+  it('seed 129648: an "already loaded" answered at once is not a second load of the burst', async () => {
+    await holds(
+      129648,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 4,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        loadMs: 1500,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 5236,
+        queueTimeoutMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        maxNumSeqs: 4,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1 },
+        ],
+      },
+      [
+        { at: 35, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 314, cls: 'interactive' },
+        { at: 139, kind: 'request', node: 0, adapter: 2, tokens: 4, prompt: 1628, cls: 'interactive' },
+        { at: 157, kind: 'request', node: 2, adapter: 4, tokens: 3, prompt: 1562, cls: 'interactive' },
+        { at: 237, kind: 'request', node: 0, adapter: 9, tokens: 1, prompt: 1996, cls: 'interactive' },
+        { at: 467, kind: 'request', node: 0, adapter: 2, tokens: 2, prompt: 72, cls: 'interactive' },
+        { at: 495, kind: 'partition', node: -1, ms: 858 },
+        { at: 624, kind: 'request', node: 0, adapter: 8, tokens: 2, prompt: 1997, cls: 'interactive' },
+        { at: 946, kind: 'request', node: 2, adapter: -1, tokens: 20, prompt: 1502, cls: 'interactive' },
+        { at: 1019, kind: 'request', node: 2, adapter: 3, tokens: 46, prompt: 1770, cls: 'interactive' },
+        { at: 1057, kind: 'request', node: 2, adapter: -1, tokens: 35, prompt: 1576, cls: 'interactive' },
+        { at: 1210, kind: 'request', node: 0, adapter: 8, tokens: 3, prompt: 1066, cls: 'interactive' },
+        { at: 1287, kind: 'request', node: 2, adapter: 1, tokens: 52, prompt: 1798, cls: 'batch' },
+        { at: 1405, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 35, cls: 'batch' },
+        { at: 1503, kind: 'request', node: 2, adapter: 8, tokens: 37, prompt: 1730, cls: 'interactive' },
+        { at: 1536, kind: 'request', node: 2, adapter: 7, tokens: 2, prompt: 614, cls: 'batch' },
+        { at: 1742, kind: 'request', node: 0, adapter: 8, tokens: 2, prompt: 751, cls: 'interactive' },
+        { at: 1809, kind: 'request', node: 2, adapter: 1, tokens: 2, prompt: 40, cls: 'batch' },
+        { at: 1897, kind: 'request', node: 2, adapter: 7, tokens: 6, prompt: 1563 },
+        { at: 1983, kind: 'request', node: 2, adapter: 3, tokens: 51, prompt: 1641 },
+        { at: 2038, kind: 'request', node: 2, adapter: 3, tokens: 40, prompt: 1977, cls: 'interactive' },
+        { at: 2138, kind: 'request', node: 2, adapter: 3, tokens: 23, prompt: 1644, cls: 'batch' },
+        { at: 2220, kind: 'request', node: 2, adapter: 1, tokens: 49, prompt: 1420, cls: 'interactive' },
+        { at: 2315, kind: 'request', node: 2, adapter: 8, tokens: 50, prompt: 1307, cls: 'interactive' },
+        { at: 2794, kind: 'request', node: 2, adapter: 1, tokens: 26, prompt: 1359, cls: 'interactive' },
+        { at: 2891, kind: 'request', node: 2, adapter: 1, tokens: 56, prompt: 1488, cls: 'batch' },
+        { at: 2910, kind: 'request', node: 2, adapter: -1, tokens: 20, prompt: 1008, cls: 'interactive' },
+        { at: 2947, kind: 'request', node: 2, adapter: 1, tokens: 32, prompt: 1233, cls: 'batch' },
+        { at: 3036, kind: 'request', node: 2, adapter: 1, tokens: 59, prompt: 1619, cls: 'batch' },
+        { at: 3047, kind: 'request', node: 2, adapter: 8, tokens: 58, prompt: 1861, cls: 'batch' },
+        { at: 3060, kind: 'request', node: 2, adapter: 3, tokens: 59, prompt: 1710, cls: 'interactive' },
+        { at: 3065, kind: 'request', node: 2, adapter: 1, tokens: 41, prompt: 1979, cls: 'interactive' },
+        { at: 3274, kind: 'request', node: 2, adapter: 3, tokens: 50, prompt: 1596, cls: 'interactive' },
+        { at: 3358, kind: 'request', node: 2, adapter: 8, tokens: 29, prompt: 1000, cls: 'interactive' },
+        { at: 3398, kind: 'request', node: 2, adapter: 8, tokens: 42, prompt: 1408, cls: 'batch' },
+        { at: 3427, kind: 'request', node: 2, adapter: 3, tokens: 58, prompt: 1990, cls: 'batch' },
+        { at: 3575, kind: 'request', node: 2, adapter: 8, tokens: 47, prompt: 1845 },
+        { at: 3630, kind: 'request', node: 2, adapter: -1, tokens: 24, prompt: 1739, cls: 'interactive' },
+        { at: 3640, kind: 'request', node: 2, adapter: 1, tokens: 21, prompt: 1566, cls: 'batch' },
+        { at: 3721, kind: 'request', node: 2, adapter: -1, tokens: 60, prompt: 1860, cls: 'batch' },
+        { at: 4801, kind: 'request', node: 2, adapter: 8, tokens: 51, prompt: 1334, cls: 'batch' },
+      ],
+    );
+  }, 30_000);
+});
