@@ -209,6 +209,7 @@ export class World {
     return registryLosses(
       this.replicas.registryLost,
       this.redis.flatMap((r) => r.registryReads),
+      this.redis.flatMap((r) => r.unloadLocks()),
     );
   }
 
