@@ -34,6 +34,7 @@ import type { Random } from '../src/random';
 import { nextNodeCount, NO_COUNT, type NodeCount } from '../src/fleet/redis/live-nodes';
 import type { StoreCall } from './health-reads';
 import { trip, type Scheduler } from './scheduler';
+import type { UnloadLock } from './registry-loss';
 
 /** The Lua snapshot script's margin for a poll without a shared start (scripts/residency.ts). */
 const SKEW_MARGIN_MS = 50;
@@ -121,6 +122,11 @@ export class RedisModel {
   readonly registeredAt = new Map<string, number>();
   /** By fence: the locks granted (a rebuild does not repeat them), each ended when the server ended it. */
   private readonly lives = new Map<Fence, LockLife>();
+  /** Unload locks granted (a rebuild does not repeat them), by fence: where, their life, whether ended done. */
+  private readonly unloadLives = new Map<
+    Fence,
+    { url: string; adapter: string; life: LockLife; done?: boolean }
+  >();
   /** By fence: the TTL a make-room unload (not a trim) was granted with, for its room's `roomUntil`. */
   private readonly roomTtls = new Map<Fence, number>();
   /**
@@ -152,6 +158,17 @@ export class RedisModel {
   /** The life of the lock granted with `fence` (undefined: none granted outside a rebuild). */
   lockLife(fence: Fence): LockLife | undefined {
     return this.lives.get(fence);
+  }
+
+  /** The unload locks granted, as the server held them: where, when granted and ended, whether done. */
+  unloadLocks(): UnloadLock[] {
+    return [...this.unloadLives.values()].map(({ url, adapter, life, done }) => ({
+      url,
+      adapter,
+      at: life.at,
+      ...(life.endedAt === undefined ? {} : { endedAt: life.endedAt }),
+      ...(done ? { done } : {}),
+    }));
   }
 
   /** Ends the lock granted with `fence`, if its life is known and open (`seq`: the script that ended it). */
@@ -434,7 +451,11 @@ export class RedisModel {
                 args[5] as string | undefined,
                 args[6] as number | undefined,
               );
-        if (f !== null && !this.replaying) this.lives.set(f, { at: this.clock.now(), seq });
+        if (f !== null && !this.replaying) {
+          const life = { at: this.clock.now(), seq };
+          this.lives.set(f, life);
+          if (name === 'beginUnload') this.unloadLives.set(f, { url, adapter, life });
+        }
         const forName = args[5];
         if (
           f !== null &&
@@ -464,6 +485,8 @@ export class RedisModel {
           const ttl = this.roomTtls.get(fence);
           this.roomTtls.delete(fence);
           if (name === 'finishUnload' && ok === true && life && ttl !== undefined) life.roomUntil = at + ttl;
+          const unloaded = name === 'finishUnload' ? this.unloadLives.get(fence) : undefined;
+          if (unloaded && unloaded.life.endSeq === undefined) unloaded.done = ok === true;
           this.endLock(fence, seq);
           c.changed++;
         }

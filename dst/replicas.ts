@@ -96,7 +96,7 @@ export class ReplicaSet {
   /** Loads the fault layer failed, in order: the backoff invariant reads them. */
   readonly failedLoads: FailedLoad[] = [];
   /** Restarts that forgot adapters loaded at run time, in order: when, and which replica. */
-  readonly registryLost: { url: string; at: number }[] = [];
+  readonly registryLost: { url: string; at: number; names: string[] }[] = [];
 
   constructor(
     private readonly clock: Clock,
@@ -158,8 +158,8 @@ export class ReplicaSet {
     const before = this.replicas[i]!.registered();
     this.replicas[i]!.reboot();
     const after = new Set(this.replicas[i]!.registered());
-    if (before.some((name) => !after.has(name)))
-      this.registryLost.push({ url: this.urls[i]!, at: this.clock.now() });
+    const names = before.filter((name) => !after.has(name));
+    if (names.length > 0) this.registryLost.push({ url: this.urls[i]!, at: this.clock.now(), names });
     this.stretch(f, false);
     f.downUntil = this.clock.now() + downMs;
   }

@@ -18,6 +18,7 @@ import { clearSecondReleases, firstSecondRelease, forgetHandedLeases } from './l
 import { samplesOnly } from './metrics-samples';
 import { NodeProcesses, redisConfig } from './node-processes';
 import { RedisModel } from './redis-model';
+import { registryLosses } from './registry-loss';
 import { ReplicaSet } from './replicas';
 import { RequestRouting } from './request-routing';
 import type { Action, FaultKind, Schedule } from './schedule';
@@ -205,15 +206,11 @@ export class World {
 
   /** Replica restarts that forgot adapters loaded at run time, and when a registry read first saw each. */
   registryLost(): readonly RegistryLoss[] {
-    // Only a poll begun after the restart read the registry it left (one begun before may apply after).
-    const reads = this.redis.flatMap((r) => r.registryReads);
-    return this.replicas.registryLost.map((l) => ({
-      ...l,
-      readAt: Math.min(
-        ...reads.filter((r) => r.url === l.url && r.startedAt >= l.at).map((r) => r.at),
-        Infinity,
-      ),
-    }));
+    return registryLosses(
+      this.replicas.registryLost,
+      this.redis.flatMap((r) => r.registryReads),
+      this.redis.flatMap((r) => r.unloadLocks()),
+    );
   }
 
   /** Whether a fault is under way now. */

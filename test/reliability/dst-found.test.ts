@@ -3197,6 +3197,96 @@ describe('no lease left open after quiescence: the settling waits for the replie
       ],
     );
   }, 30_000);
+
+  // Seed 202113 (a crowd and SLO classes; --keep 0,1,6-12,14-58): replica-0 restarts at 1,525 ms,
+  // forgetting fin and med. Node 0's make-room unload of fin for sql, granted at 3,043 ms, holds its
+  // lock while node 0's slowed path keeps the replica's word from coming (ended not done at 4,045
+  // ms, never sent), so the first poll since the restart (applied at 3,133 ms) leaves fin
+  // `unloading`. At 3,680 ms the store counts fin (its slot sql's room) and law, and grants
+  // request 18 law's unload for geo: the replica, holding law alone, is left empty. Allowed (the
+  // store counts what a restart forgot until a poll reads it, docs/reliability.md); the check took
+  // the first poll after the restart for that one, though it leaves an adapter under a lock as it is.
+  it("seed 202113: a restart's loss read by no poll while the forgotten adapter's unload lock held it", async () => {
+    await holds(
+      202113,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 7334,
+        queueTimeoutMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+        maxNumSeqs: 4,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1 },
+        ],
+      },
+      [
+        { at: 101, kind: 'request', node: 2, adapter: 4, tokens: 2, prompt: 246, cls: 'interactive' },
+        { at: 137, kind: 'request', node: 2, adapter: 9, tokens: 3, prompt: 1595, cls: 'interactive' },
+        { at: 838, kind: 'request', node: 1, adapter: 2, tokens: 3, prompt: 1384, cls: 'batch' },
+        { at: 839, kind: 'request', node: 1, adapter: 4, tokens: 3, prompt: 1396, cls: 'batch' },
+        { at: 841, kind: 'request', node: 1, adapter: 0, tokens: 2, prompt: 411, cls: 'interactive' },
+        { at: 841, kind: 'request', node: 1, adapter: 8, tokens: 1, prompt: 274, cls: 'batch' },
+        { at: 842, kind: 'flushall' },
+        { at: 842, kind: 'slow-path', node: 1, replica: 1, ms: 685, hopMs: 2112 },
+        { at: 900, kind: 'request', node: 1, adapter: 7, tokens: 3, prompt: 206, cls: 'interactive' },
+        { at: 985, kind: 'request', node: 1, adapter: 8, tokens: 2, prompt: 1841, cls: 'batch' },
+        { at: 989, kind: 'request', node: 1, adapter: 4, tokens: 4, prompt: 132, cls: 'interactive' },
+        { at: 1157, kind: 'request', node: 1, adapter: 0, tokens: 6, prompt: 1847 },
+        { at: 1422, kind: 'slow-path', node: 0, replica: 0, ms: 2847, hopMs: 1094 },
+        { at: 1525, kind: 'replica-restart', replica: 0, downMs: 1183 },
+        { at: 1578, kind: 'request', node: 0, adapter: 4, tokens: 2, prompt: 182, cls: 'batch' },
+        { at: 1694, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 1308 },
+        { at: 1731, kind: 'request', node: 0, adapter: 2, tokens: 6, prompt: 85, cls: 'interactive' },
+        { at: 1751, kind: 'request', node: 0, adapter: 0, tokens: 60, prompt: 936, cls: 'batch' },
+        { at: 2955, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 1157 },
+        { at: 3218, kind: 'request', node: 2, adapter: 7, tokens: 2, prompt: 416, cls: 'batch' },
+        { at: 3503, kind: 'request', node: 1, adapter: 9, tokens: 22, prompt: 1528 },
+        { at: 3666, kind: 'request', node: 2, adapter: 11, tokens: 1, prompt: 1049, cls: 'batch' },
+        { at: 3890, kind: 'request', node: 0, adapter: 5, tokens: 5, prompt: 942, cls: 'interactive' },
+        { at: 3904, kind: 'request', node: 1, adapter: 0, tokens: 30, prompt: 1701, cls: 'batch' },
+        { at: 4046, kind: 'request', node: 1, adapter: 9, tokens: 56, prompt: 1769, cls: 'batch' },
+        { at: 4082, kind: 'request', node: 0, adapter: 7, tokens: 1, prompt: 1171, cls: 'batch' },
+        { at: 4219, kind: 'request', node: 2, adapter: 7, tokens: 1, prompt: 402 },
+        { at: 4332, kind: 'request', node: 1, adapter: 3, tokens: 21, prompt: 1415, cls: 'interactive' },
+        { at: 4470, kind: 'request', node: 1, adapter: 0, tokens: 33, prompt: 1234, cls: 'batch' },
+        { at: 4553, kind: 'request', node: 1, adapter: -1, tokens: 58, prompt: 1039, cls: 'interactive' },
+        { at: 4594, kind: 'request', node: 1, adapter: 3, tokens: 22, prompt: 1636, cls: 'interactive' },
+        { at: 4598, kind: 'request', node: 1, adapter: 0, tokens: 33, prompt: 1844, cls: 'batch' },
+        { at: 4681, kind: 'request', node: 1, adapter: 9, tokens: 29, prompt: 1929, cls: 'interactive' },
+        { at: 4846, kind: 'request', node: 1, adapter: -1, tokens: 20, prompt: 1220, cls: 'interactive' },
+        { at: 5086, kind: 'request', node: 1, adapter: 3, tokens: 20, prompt: 1719, cls: 'batch' },
+        { at: 5100, kind: 'request', node: 1, adapter: 0, tokens: 45, prompt: 1821, cls: 'interactive' },
+        { at: 5632, kind: 'request', node: 1, adapter: 0, tokens: 39, prompt: 1900, cls: 'interactive' },
+        { at: 5718, kind: 'request', node: 1, adapter: 9, tokens: 25, prompt: 1665, cls: 'batch' },
+        { at: 5821, kind: 'request', node: 1, adapter: 3, tokens: 32, prompt: 1936, cls: 'interactive' },
+        { at: 5971, kind: 'request', node: 1, adapter: -1, tokens: 60, prompt: 1556, cls: 'batch' },
+        { at: 6124, kind: 'request', node: 1, adapter: 0, tokens: 40, prompt: 1472, cls: 'batch' },
+        { at: 6170, kind: 'request', node: 1, adapter: 3, tokens: 22, prompt: 1614, cls: 'batch' },
+        { at: 6213, kind: 'request', node: 1, adapter: 3, tokens: 43, prompt: 1052, cls: 'batch' },
+        { at: 6223, kind: 'request', node: 1, adapter: 9, tokens: 24, prompt: 1461 },
+        { at: 6236, kind: 'request', node: 1, adapter: -1, tokens: 40, prompt: 1959, cls: 'batch' },
+        { at: 6260, kind: 'request', node: 1, adapter: -1, tokens: 46, prompt: 1939, cls: 'interactive' },
+        { at: 6310, kind: 'request', node: 1, adapter: 9, tokens: 38, prompt: 1376, cls: 'interactive' },
+        { at: 6883, kind: 'request', node: 1, adapter: -1, tokens: 33, prompt: 1920, cls: 'interactive' },
+        { at: 6949, kind: 'request', node: 1, adapter: 0, tokens: 39, prompt: 1280, cls: 'interactive' },
+        { at: 7021, kind: 'request', node: 1, adapter: 3, tokens: 36, prompt: 1360, cls: 'interactive' },
+        { at: 7107, kind: 'request', node: 1, adapter: 3, tokens: 28, prompt: 1837, cls: 'interactive' },
+        { at: 7133, kind: 'request', node: 1, adapter: -1, tokens: 41, prompt: 1051, cls: 'interactive' },
+        { at: 7195, kind: 'request', node: 1, adapter: 3, tokens: 54, prompt: 1238, cls: 'interactive' },
+        { at: 7283, kind: 'request', node: 1, adapter: 9, tokens: 40, prompt: 1113 },
+      ],
+    );
+  }, 30_000);
 });
 
 describe('each cold adapter loaded once per burst: an "already loaded" answered at once', () => {
