@@ -269,6 +269,43 @@ describe('FailoverFleetStore after an emptied state', () => {
     expect(sh.prunes).toEqual([]);
   });
 
+  // dst seed 311722: a record change on the same state left a request on its way on the retired
+  // runtime's lease; Redis lost it in a lossy switch, and the successor's recovery took only its
+  // own leases again, so another node unloaded the adapter under the request.
+  it("a successor takes its predecessor's leases again too, recovering or told of an emptied state", async () => {
+    for (const how of ['recovery', 'heartbeat'] as const) {
+      const { sh, s, clock } = await setup();
+      await s.acquire(lease('P1'));
+      const next = new FailoverFleetStore(
+        sh.store,
+        silentLogger,
+        { probeMs: PROBE, logEveryMs: 60_000 },
+        clock,
+      );
+      await next.succeed(s);
+      if (how === 'recovery') {
+        sh.down.value = true;
+        await next.views([U]);
+        expect(next.mode()).toBe('local');
+        sh.empty();
+        sh.down.value = false;
+        await clock.run(clock.now() + PROBE);
+        expect(next.mode()).toBe('redis');
+      } else {
+        sh.empty();
+        await next.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+        sh.store.onStateLost!();
+        await new Promise((r) => setImmediate(r));
+      }
+      expect([how, await sh.inner().inFlightTotal()]).toEqual([how, 1]);
+      // Released through the predecessor, as its request ends: counted nowhere after.
+      await s.release('P1', clock.now(), 200);
+      expect([how, await sh.inner().inFlightTotal()]).toEqual([how, 0]);
+      await s.close();
+      await next.close();
+    }
+  });
+
   it('emptied a second time, it is taken again the second time too', async () => {
     const { sh, s } = await setup();
     await s.acquire(lease('S1'));

@@ -3365,3 +3365,57 @@ describe('each cold adapter loaded once per burst: an "already loaded" answered 
     );
   }, 30_000);
 });
+
+describe("a record change on the same state keeps the retired runtime's leases counted", () => {
+  // Seed 311722 (all 28 actions; so with --no-overload too; held on 1198992, whose schedule ran
+  // otherwise): node 0 routes request 8 (`team`) to replica-1 at 1,228 ms on lease n0g0-5, its
+  // path slowed (hop 2,421 ms). A lossy Sentinel switch at 1,421 ms loses the lease; a `redis`
+  // record change to the same state at 1,730 ms retires node 0's runtime, request 8 still on its
+  // way on the old one's lease. Node 0, partitioned 1,842-3,419 ms, recovers at 3,493 ms through
+  // its new runtime, which took only its own leases again; at 3,553 ms node 1 unloads `team` from
+  // replica-1 under request 8 (reached at 3,649 ms). A product break: a successor now takes its
+  // draining predecessors' leases again too (FailoverFleetStore.restoreHeld).
+  it('seed 311722: a lease lost in a switch is taken again by the successor of the runtime that took it', async () => {
+    await holds(
+      311722,
+      {
+        ...WORLD,
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        spanMs: 3699,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 43, kind: 'request', node: 0, adapter: 3, tokens: 3, prompt: 708 },
+        { at: 48, kind: 'request', node: 1, adapter: 6, tokens: 5, prompt: 1327 },
+        { at: 122, kind: 'request', node: 1, adapter: 7, tokens: 3, prompt: 1481 },
+        { at: 195, kind: 'request', node: 0, adapter: 2, tokens: 2, prompt: 538 },
+        { at: 196, kind: 'request', node: 0, adapter: 6, tokens: 4, prompt: 1149 },
+        { at: 197, kind: 'request', node: 0, adapter: 6, tokens: 4, prompt: 1338 },
+        { at: 199, kind: 'flushall' },
+        { at: 199, kind: 'slow-path', node: 0, replica: 1, ms: 1210, hopMs: 2421 },
+        { at: 199, kind: 'request', node: 0, adapter: 10, tokens: 2, prompt: 1264 },
+        { at: 496, kind: 'request', node: 0, adapter: 3, tokens: 3, prompt: 482 },
+        { at: 549, kind: 'request', node: 0, adapter: 8, tokens: 1, prompt: 1120 },
+        { at: 729, kind: 'request', node: 0, adapter: 5, tokens: 3, prompt: 626 },
+        { at: 775, kind: 'request', node: 1, adapter: 1, tokens: 4, prompt: 1012 },
+        { at: 1042, kind: 'slow-path', node: 2, replica: 1, ms: 1874, hopMs: 10 },
+        { at: 1057, kind: 'scrape', replica: 1, ms: 1708, mode: 'garbled' },
+        { at: 1383, kind: 'request', node: 0, adapter: 2, tokens: 6, prompt: 1540 },
+        { at: 1421, kind: 'switch', lost: 6 },
+        { at: 1494, kind: 'request', node: 2, adapter: 10, tokens: 1, prompt: 802 },
+        { at: 1622, kind: 'slow', node: 2, ms: 491, slowMs: 1703 },
+        { at: 1688, kind: 'request', node: 1, adapter: 3, tokens: 1, prompt: 528 },
+        { at: 1713, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 1277 },
+        { at: 1730, kind: 'record-change', otherState: false, gapMs: 19 },
+        { at: 1842, kind: 'partition', node: 0, ms: 1577 },
+        { at: 2388, kind: 'request', node: 1, adapter: 9, tokens: 5, prompt: 606 },
+        { at: 2994, kind: 'request', node: 1, adapter: 11, tokens: 5, prompt: 509 },
+        { at: 3541, kind: 'request', node: 1, adapter: 9, tokens: 4, prompt: 1930 },
+        { at: 3566, kind: 'request', node: 2, adapter: 11, tokens: 5, prompt: 54 },
+        { at: 3662, kind: 'request', node: 2, adapter: 9, tokens: 3, prompt: 609 },
+      ],
+    );
+  }, 30_000);
+});
