@@ -268,12 +268,22 @@ export class AdapterManager {
       // came past the bound): its registry, read under this load's lock, says so. Landed, it is this
       // load's, and goes through the after-load checks as any; else each request until a poll
       // adopted it was failed, then held off by the backoff, with the adapter resident.
-      const landed =
-        called &&
-        err instanceof BackendError &&
-        (await this.replicaWord.listed(url, adapter.name, within(policy, Infinity, this.clock.now()))) ===
-          true;
-      if (landed) outcome = 'loaded';
+      // Listed at a path no configuration loads: the replica's start-up adapter, not this load
+      // landing (dst seed 310213), static at once as after an "already loaded" for it.
+      const listed =
+        called && err instanceof BackendError
+          ? await this.replicaWord.listedAfterLoad(
+              url,
+              adapter.name,
+              within(policy, Infinity, this.clock.now()),
+            )
+          : undefined;
+      if (listed === 'start-up') {
+        this.backoff.clear(key);
+        this.unknownNames.loaded(adapter.name);
+        return this.startUp(url, adapter, fence);
+      }
+      if (listed === true) outcome = 'loaded';
       else return this.loadFailed(url, adapter, policy, key, fence, started, err);
     }
     return this.landed(url, adapter, policy, key, fence, started, outcome, heldOffAtClaim);
@@ -309,6 +319,12 @@ export class AdapterManager {
     throw errors.loadFailed(adapter.name, url, told, why);
   }
 
+  /** The adapter is the replica's own from its start: its lock ends with it static, the request served there. */
+  private async startUp(url: string, adapter: AdapterRef, fence: Fence): Promise<boolean> {
+    await this.finish('load', url, adapter.name, fence, 'static');
+    return true;
+  }
+
   /** A load the replica took (or had already): the after-load checks, then its lock ended. */
   private async landed(
     url: string,
@@ -334,10 +350,8 @@ export class AdapterManager {
         adapter.name,
         within(policy, Infinity, this.clock.now()),
       ))
-    ) {
-      await this.finish('load', url, adapter.name, fence, 'static');
-      return true;
-    }
+    )
+      return this.startUp(url, adapter, fence);
     // "Already loaded" while this load's undo is held off (decided alone, Redis now back; a record
     // change): the copy may be a peer's load, still `loading` in the shared state, whose after-load
     // check may undo it, having seen no request of it. Looked at again there, as any request

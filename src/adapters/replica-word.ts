@@ -197,6 +197,28 @@ export class ReplicaWord {
   }
 
   /**
+   * After a load call that failed: whether the replica lists `name` now (its `/v1/models`, read
+   * afresh), and if so whether at a path no configuration loads ('start-up': registered at its
+   * start, `--lora-modules`, not this load landing; dst seed 310213). Undefined when it cannot say.
+   */
+  async listedAfterLoad(
+    url: string,
+    name: string,
+    leftMs = Infinity,
+  ): Promise<boolean | 'start-up' | undefined> {
+    if (!this.api.residency || leftMs <= 0) return undefined;
+    try {
+      const entries = await this.api.residency(url, Math.min(this.timeoutMs(), leftMs));
+      const e = entries?.find((x) => x.name === name);
+      if (entries === undefined) return undefined;
+      if (e === undefined) return false;
+      return this.isManaged && !this.isManaged(e.name, e.path) ? 'start-up' : true;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * After an unload call that failed: whether the replica still lists `name` (its `/v1/models`,
    * read afresh). An unload the replica did, whose answer was lost (a connection dropped, the
    * answer past the call's bound), leaves it unlisted. Undefined when it cannot say (no list, no

@@ -230,10 +230,12 @@ export class MemoryFleetStore implements FleetStore {
       // A router's load (ours before a restart, or another instance's) if a configuration
       // manages the name or we loaded here before; otherwise registered at replica start. Before
       // the first read, only the names loaded count: another's load says nothing of the start-up
-      // ones (an emptied state: a load sent before the first poll re-adopted the registry), nor
-      // does one of a name listed at a path no configuration loads (answered "already loaded").
-      const ours = r.everLoaded || (r.loadedUnseen.has(name) && (managed?.(name, path) ?? true));
-      const state = ours || managed?.(name, path) ? 'loaded' : 'static';
+      // ones (an emptied state: a load sent before the first poll re-adopted the registry). A name
+      // listed at a path no configuration loads is a start-up one whatever was loaded here (answered
+      // "already loaded"; seed 310213: a failed load of that very name had set everLoaded).
+      const manages = managed?.(name, path);
+      const ours = manages !== false && (r.everLoaded || r.loadedUnseen.has(name));
+      const state = ours || manages ? 'loaded' : 'static';
       putResidency(r, name, { state, since: at, lastUsed: at });
     }
     if (!r.registrySeen) {

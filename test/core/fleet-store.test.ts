@@ -458,6 +458,29 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await states(s)).toEqual({ 'sql,chat': 'static', x: 'loaded' });
   });
 
+  it('a start-up entry at a path no configuration loads stays static once the router loaded here (a failed load of its name)', async () => {
+    // Seed 310213 (1198992): the load of the start-up `sql,chat` began before the first read since an
+    // emptied state, that read applied during it, the call failed with no listing to say why; marked
+    // gone, the next read took it as the router's (it had loaded here: its own failed load), trimmable.
+    const s = await store();
+    const managed = (name: string, path: string) => path === `/adapters/${name}`;
+    const registry = [
+      { name: 'sql,chat', path: '/static/sql,chat' },
+      { name: 'g', path: '/adapters/g' },
+    ];
+    const f = await s.beginLoad(U, 'sql,chat', 2, LIMIT, TTL);
+    expect(f).not.toBeNull();
+    await s.applySnapshot(U, { at: 1, ok: true, load, registry, managed });
+    expect(await s.finishLoad(U, 'sql,chat', f!, false, 3)).toBe(true);
+    await settle();
+    await s.applySnapshot(U, { at: 5, ok: true, load, registry, managed });
+    expect(await states(s)).toEqual({ 'sql,chat': 'static', g: 'loaded' });
+    // Another router's load at a path a configuration loads is still adopted as loaded.
+    await settle();
+    await s.applySnapshot(U, { at: 7, ok: true, load, registry: [...registry, { name: 'h', path: '/x/h' }] });
+    expect((await states(s)).h).toBe('loaded');
+  });
+
   it('a load ended as static (start-up adapter, "already loaded") stays static after the first read applied during it', async () => {
     // Review of seed 18826's fix: the first read since an emptied state begins before the load of the
     // start-up `sql,chat` and applies while it is loading; ended as a failure it was marked gone, and

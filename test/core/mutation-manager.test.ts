@@ -204,6 +204,30 @@ describe('AdapterManager: after a load, the replica over its limit', () => {
     expect(api.calls).toEqual(['load sql,chat']);
   });
 
+  it('a failed load call of a start-up adapter, listed after at its start-up path, takes nothing as loaded (dst seed 310213)', async () => {
+    // The replica hung past the load's bound; the listing read under the lock showed `sql,chat`,
+    // registered at start at another path. Taken as this load landed, a trim unloaded it.
+    const { api, clock, mgr, store, ensure, outcome } = await setup([], 100);
+    const managed = (mgr.replicaWord.isManaged = (name: string, path: string) =>
+      path === `/adapters/${name}`);
+    api.held.add('sql,chat');
+    api.paths.set('sql,chat', '/static/sql,chat');
+    api.failNext = new BackendError('timeout', 'no answer');
+    const p = ensure('sql,chat', policy({ maxLoadedAdapters: 1 }));
+    expect((await outcome(p)).err).toBeUndefined();
+    expect(await p).toBe('loaded'); // the replica holds it: the request goes there
+    const states = async () => (await store.residents(U)).map((r) => [r.name, r.state]);
+    expect(await states()).toEqual([['sql,chat', 'static']]);
+    await store.applySnapshot(U, {
+      at: clock.now() + 1000,
+      ok: true,
+      registry: await api.residency(),
+      managed,
+    });
+    expect(await states()).toEqual([['sql,chat', 'static']]);
+    expect(api.calls).toEqual(['load sql,chat']);
+  });
+
   it('"already loaded" at a path a configuration loads is the router\'s load (another node\'s)', async () => {
     const { api, mgr, ensure, outcome, names } = await setup([], 100);
     mgr.replicaWord.isManaged = (name, path) => path === `/adapters/${name}`;

@@ -3364,6 +3364,46 @@ describe('each cold adapter loaded once per burst: an "already loaded" answered 
       ],
     );
   }, 30_000);
+
+  // Seed 310213 (--keep 3,4,5,6,7,8,9,11,17,24): replica-1 registered `sql,chat` at its start
+  // (/static/sql,chat); the name pattern also matches it. After the flushall, node 0 loads it there
+  // at 2,343 ms, before any registry read; the replica hangs, the call fails, and the listing read
+  // under the load's lock shows it: taken as this load landed (`loaded`), a trim unloaded it for
+  // `team` at 5,541 ms. Now a listing at a path no configuration loads ends the load static, and
+  // no registry read takes such an entry as a router's because something was loaded there
+  // (1198992 broke it that way: its failed load of that name had set `everLoaded`).
+  it('seed 310213: a failed load of a start-up adapter, listed after at its start-up path, is not a load', async () => {
+    await holds(
+      310213,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+        loadMs: 1500,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 3735,
+        staticAdapters: ['sql,chat'],
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 234, kind: 'request', node: 2, adapter: 0, tokens: 5, prompt: 432 },
+        { at: 235, kind: 'flushall' },
+        { at: 235, kind: 'slow-path', node: 2, replica: 1, ms: 1453, hopMs: 2083 },
+        { at: 235, kind: 'request', node: 2, adapter: 2, tokens: 3, prompt: 257 },
+        { at: 295, kind: 'replica-outage', replica: 1, ms: 3208, mode: 'hang' },
+        { at: 321, kind: 'request', node: 0, adapter: 0, tokens: 5, prompt: 1260 },
+        { at: 336, kind: 'request', node: 0, adapter: 5, tokens: 1, prompt: 1388 },
+        { at: 339, kind: 'request', node: 1, adapter: 1, tokens: 5, prompt: 1631 },
+        { at: 1281, kind: 'flushall' },
+        { at: 3060, kind: 'request', node: 1, adapter: 3, tokens: 3, prompt: 1162 },
+      ],
+    );
+  }, 30_000);
 });
 
 describe("a record change on the same state keeps the retired runtime's leases counted", () => {

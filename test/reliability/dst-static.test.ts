@@ -47,17 +47,37 @@ describe('static adapters stay, from the replica log', () => {
 
 describe('the old classification planted in the real code', () => {
   const beginLoad = MemoryFleetStore.prototype.beginLoad;
+  type Reconcile = (
+    r: ReplicaRecord,
+    registry: unknown,
+    at: number,
+    scrapedAt: number,
+    managed?: Managed,
+    recheck?: boolean,
+  ) => void;
+  type Managed = (name: string, path: string) => boolean;
+  const proto = MemoryFleetStore.prototype as unknown as { reconcile: Reconcile };
+  const reconcile = proto.reconcile;
   afterEach(() => {
     MemoryFleetStore.prototype.beginLoad = beginLoad;
+    proto.reconcile = reconcile;
   });
 
-  /** Before the fix: any load begun on the record marked every later new registry entry a router's. */
+  /**
+   * Before the fix: any load begun on the record marked every later new registry entry a router's,
+   * and having loaded there outweighed a path no configuration loads (a "not managed" read as "not
+   * known": seed 310213 made that the stores' own defence since).
+   */
   const anyLoadMarksAll = () => {
     MemoryFleetStore.prototype.beginLoad = async function (url, adapter, at, limit) {
       const fence = await beginLoad.call(this, url, adapter, at, limit);
       const r = (this as unknown as { replicas: Map<string, ReplicaRecord> }).replicas.get(url);
       if (fence !== null && r) r.everLoaded = true;
       return fence;
+    };
+    proto.reconcile = function (r, registry, at, scrapedAt, managed, recheck) {
+      const unknownIfNot = managed && (((n: string, p: string) => managed(n, p) || undefined) as Managed);
+      reconcile.call(this, r, registry, at, scrapedAt, unknownIfNot, recheck);
     };
   };
 
@@ -75,6 +95,7 @@ describe('the old classification planted in the real code', () => {
       expect(r.violation?.invariant).toBe(STATIC);
       expect(r.violation?.detail).toContain(`sql,chat (registered at ${url}'s start) unloaded`);
       MemoryFleetStore.prototype.beginLoad = beginLoad;
+      proto.reconcile = reconcile;
       expect((await runSeed(seed, asFound)).violation).toBeUndefined();
     },
     30_000,

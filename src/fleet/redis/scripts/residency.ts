@@ -125,8 +125,9 @@ for _, e in ipairs(s.registry) do
     local gone = redis.call('ZSCORE', P .. 'gone:' .. url, e.name)
     if not gone or tonumber(gone) < started then
       local state = 'static'
-      -- e.managed nil: no configurations known to the caller (false: listed at a path none loads).
-      if everLoaded or e.managed or (e.managed == nil and redis.call('SISMEMBER', unseen, e.name) == 1) then
+      -- e.managed nil: no configurations known to the caller (false: listed at a path none loads,
+      -- a start-up entry whatever was loaded here: seed 310213).
+      if e.managed or (e.managed == nil and (everLoaded or redis.call('SISMEMBER', unseen, e.name) == 1)) then
         state = 'loaded'
       end
       putres(url, e.name, {state = state, since = s.at, lastUsed = s.at})
