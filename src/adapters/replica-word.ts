@@ -180,20 +180,38 @@ export class ReplicaWord {
   }
 
   /**
+   * The replica's own list read afresh, bounded by `leftMs`: `name`'s entry, null when it is not
+   * listed, undefined when the replica cannot say (no list, no answer in time).
+   */
+  private async entryNow(
+    url: string,
+    name: string,
+    leftMs: number,
+  ): Promise<{ name: string; path: string } | null | undefined> {
+    if (!this.api.residency || leftMs <= 0) return undefined;
+    try {
+      const entries = await this.api.residency(url, Math.min(this.timeoutMs(), leftMs));
+      return entries === undefined ? undefined : (entries.find((x) => x.name === name) ?? null);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Whether `e` is listed at a path no configuration loads (registered at the replica's start, `--lora-modules`). */
+  private startUpEntry(e: { name: string; path: string }): boolean {
+    return !!this.isManaged && !this.isManaged(e.name, e.path);
+  }
+
+  /**
    * After a load answered "already loaded": whether the replica's own list gives `name` a path no
    * configuration loads (registered at its start, `--lora-modules`): a start-up adapter a name
    * pattern also matched, not a router's load. False when it cannot say (no configurations known,
    * no list, no answer in time): the answer stands as a router's load, as before.
    */
   async registeredAtStart(url: string, name: string, leftMs = Infinity): Promise<boolean> {
-    if (!this.api.residency || !this.isManaged || leftMs <= 0) return false;
-    try {
-      const listed = await this.api.residency(url, Math.min(this.timeoutMs(), leftMs));
-      const e = listed?.find((x) => x.name === name);
-      return e !== undefined && !this.isManaged(e.name, e.path);
-    } catch {
-      return false;
-    }
+    if (!this.isManaged) return false;
+    const e = await this.entryNow(url, name, leftMs);
+    return !!e && this.startUpEntry(e);
   }
 
   /**
@@ -206,16 +224,8 @@ export class ReplicaWord {
     name: string,
     leftMs = Infinity,
   ): Promise<boolean | 'start-up' | undefined> {
-    if (!this.api.residency || leftMs <= 0) return undefined;
-    try {
-      const entries = await this.api.residency(url, Math.min(this.timeoutMs(), leftMs));
-      const e = entries?.find((x) => x.name === name);
-      if (entries === undefined) return undefined;
-      if (e === undefined) return false;
-      return this.isManaged && !this.isManaged(e.name, e.path) ? 'start-up' : true;
-    } catch {
-      return undefined;
-    }
+    const e = await this.entryNow(url, name, leftMs);
+    return e ? (this.startUpEntry(e) ? 'start-up' : true) : e === null ? false : undefined;
   }
 
   /**
@@ -225,13 +235,8 @@ export class ReplicaWord {
    * answer in time).
    */
   async listed(url: string, name: string, leftMs = Infinity): Promise<boolean | undefined> {
-    if (!this.api.residency || leftMs <= 0) return undefined;
-    try {
-      const entries = await this.api.residency(url, Math.min(this.timeoutMs(), leftMs));
-      return entries === undefined ? undefined : entries.some((e) => e.name === name);
-    } catch {
-      return undefined;
-    }
+    const e = await this.entryNow(url, name, leftMs);
+    return e === undefined ? undefined : e !== null;
   }
 
   /**
@@ -262,7 +267,7 @@ export class ReplicaWord {
     let unknown = false;
     for (const e of entries) {
       if (e.name === name || isStatic(e.name) || storeKnows.has(e.name)) continue;
-      if (this.isManaged && !this.isManaged(e.name, e.path)) continue;
+      if (this.startUpEntry(e)) continue;
       out.push(e.name);
       unknown = true;
     }
