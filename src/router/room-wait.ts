@@ -123,6 +123,11 @@ export class RoomWait {
     return held;
   }
 
+  /** Its class has `max_in_flight`: the decision's in-flight count is judged (see `holdsNow`). */
+  get boundsInFlight(): boolean {
+    return this.maxInFlight > 0;
+  }
+
   /** The request leaves the gateway (sent, refused or failed): no longer counted as held. */
   leave(): void {
     if (this.entered) this.held?.leave(this.priority);
