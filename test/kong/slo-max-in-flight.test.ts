@@ -1,0 +1,89 @@
+/**
+ * `max_in_flight` through the real plugin server and a simulated vLLM replica: a request of a
+ * class bounded by it joins the replica only while at most that many of the router's requests are
+ * in flight there (leases taken in the access phase, given back in the log phase), waiting in the
+ * gateway meanwhile, also when two of its class come at once; once the log phases have given every
+ * lease back, one goes at once.
+ */
+import type { KongDriver } from '../../harness/kong/driver';
+import { waitFor } from '../../harness/wait';
+import type { GatewayReply } from '../../stack/gateway';
+import { BASE, chatBody, onDemand, startWorld, usePluginServer, vllm } from './world';
+
+let driver: KongDriver;
+usePluginServer((_s, d) => {
+  driver = d;
+});
+
+const MAX_IN_FLIGHT = 2;
+
+describe('max_in_flight, through the plugin server', () => {
+  let w: Awaited<ReturnType<typeof startWorld>> | undefined;
+  afterEach(async () => {
+    await w?.stop();
+    w = undefined;
+  });
+
+  it('holds a bounded class while more than max_in_flight of the router’s requests are in flight on the replica, until log phases give leases back; none left behind', async () => {
+    // Real time; 16 sequences at once, so nothing queues and no TTFT hold: only the bound holds.
+    // A 100-token answer takes about 2 s of 20 ms decode steps.
+    w = await startWorld(driver, [vllm({ timeScale: 1, engine: { maxNumSeqs: 16 } })], (u) =>
+      onDemand(u, {
+        slo_classes: [
+          { name: 'interactive', ttft_ms: 2000, priority: 0 },
+          // Held for a free place for up to half its objective: 15 s, far past the long answers.
+          { name: 'batch', ttft_ms: 30000, priority: -1, max_in_flight: MAX_IN_FLIGHT },
+        ],
+        default_slo_class: 'interactive',
+      }),
+    );
+    const send = (maxTokens: number, headers: Record<string, string> = {}) =>
+      w!.service.handle({
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: chatBody(BASE, 10, maxTokens),
+      });
+    const batch = () => send(2, { 'x-gateway-inference-objective': 'batch' });
+    const holds = async () =>
+      Number(
+        /^lora_router_ttft_holds_total (\d+)$/m.exec(
+          (await w!.status.handle({ method: 'GET', path: '/lora/metrics' })).body.toString(),
+        )?.[1] ?? 0,
+      );
+    const replica = w.fleet.replicas[0]!;
+    // The router has seen the replica.
+    expect((await send(2)).status).toBe(200);
+    const before = replica.requestRecords().length;
+
+    // Three interactive requests (no bound) in flight, then two batch requests at once.
+    const long: Promise<GatewayReply>[] = [send(100), send(100), send(100)];
+    await waitFor(() => replica.engine.stats().running === 3);
+    const held = [batch(), batch()];
+    for (const r of await Promise.all([...long, ...held])) expect(r.status).toBe(200);
+
+    // Each batch request reached the replica while at most MAX_IN_FLIGHT others ran there (the
+    // router counts a request from its access phase to its log phase, longer than the replica
+    // runs it): it waited for the log phases of the long ones, and for the other batch request.
+    const records = replica.requestRecords().slice(before);
+    expect(records).toHaveLength(5);
+    const shortOnes = records.filter((r) => r.outputTokens < 100);
+    expect(shortOnes).toHaveLength(2);
+    for (const b of shortOnes) {
+      const alongside = records.filter(
+        (o) => o !== b && o.arrival <= b.arrival && (o.end ?? Infinity) > b.arrival,
+      );
+      expect(alongside.length).toBeLessThanOrEqual(MAX_IN_FLIGHT);
+    }
+    // Both waited in the gateway.
+    expect(await holds()).toBe(2);
+
+    // Every lease given back in the log phase: nothing in flight, and a batch request goes at once.
+    const status = await w.statusJson();
+    expect(status.inFlight).toBe(0);
+    expect(status.replicas.find((r: { url: string }) => r.url === w!.fleet.urls[0]).inFlight).toBe(0);
+    const inFlightMetric = (await w.status.handle({ method: 'GET', path: '/lora/metrics' })).body.toString();
+    expect(inFlightMetric).toContain(`lora_router_in_flight{replica="${w.fleet.urls[0]}"} 0\n`);
+    expect((await batch()).status).toBe(200);
+    expect(await holds()).toBe(2);
+  });
+});
