@@ -2,11 +2,12 @@
  * `max_in_flight` through the real plugin server and a simulated vLLM replica: a request of a
  * class bounded by it joins the replica only while at most that many of the router's requests are
  * in flight there (leases taken in the access phase, given back in the log phase), waiting in the
- * gateway meanwhile, also when two of its class come at once; once the log phases have given every
+ * gateway meanwhile, also when two of its class come at once at the bound; once the log phases have given every
  * lease back, one goes at once.
  */
 import type { KongDriver } from '../../harness/kong/driver';
 import { waitFor } from '../../harness/wait';
+import type { RequestRecord } from '../../sim/engine/engine';
 import type { GatewayReply } from '../../stack/gateway';
 import { BASE, chatBody, onDemand, startWorld, usePluginServer, vllm } from './world';
 
@@ -16,6 +17,10 @@ usePluginServer((_s, d) => {
 });
 
 const MAX_IN_FLIGHT = 2;
+
+/** Requests the replica ran when `b` reached it (came before it and not yet ended). */
+const alongside = (records: RequestRecord[], b: RequestRecord) =>
+  records.filter((o) => o !== b && o.arrival <= b.arrival && (o.end ?? Infinity) > b.arrival).length;
 
 describe('max_in_flight, through the plugin server', () => {
   let w: Awaited<ReturnType<typeof startWorld>> | undefined;
@@ -68,14 +73,22 @@ describe('max_in_flight, through the plugin server', () => {
     expect(records).toHaveLength(5);
     const shortOnes = records.filter((r) => r.outputTokens < 100);
     expect(shortOnes).toHaveLength(2);
-    for (const b of shortOnes) {
-      const alongside = records.filter(
-        (o) => o !== b && o.arrival <= b.arrival && (o.end ?? Infinity) > b.arrival,
-      );
-      expect(alongside.length).toBeLessThanOrEqual(MAX_IN_FLIGHT);
-    }
+    for (const b of shortOnes) expect(alongside(records, b)).toBeLessThanOrEqual(MAX_IN_FLIGHT);
     // Both waited in the gateway.
     expect(await holds()).toBe(2);
+
+    // At the bound (two in flight), two batch requests at once: each sees two in flight, yet only
+    // one may join; the other waits for a log phase (the first batch request's, the shortest).
+    const atBound = replica.requestRecords().length;
+    const two: Promise<GatewayReply>[] = [send(100), send(100)];
+    await waitFor(() => replica.engine.stats().running === 2);
+    const pair = [batch(), batch()];
+    for (const r of await Promise.all([...two, ...pair])) expect(r.status).toBe(200);
+    const second = replica.requestRecords().slice(atBound);
+    expect(second).toHaveLength(4);
+    for (const b of second.filter((r) => r.outputTokens < 100))
+      expect(alongside(second, b)).toBeLessThanOrEqual(MAX_IN_FLIGHT);
+    expect(await holds()).toBe(3);
 
     // Every lease given back in the log phase: nothing in flight, and a batch request goes at once.
     const status = await w.statusJson();
@@ -84,6 +97,6 @@ describe('max_in_flight, through the plugin server', () => {
     const inFlightMetric = (await w.status.handle({ method: 'GET', path: '/lora/metrics' })).body.toString();
     expect(inFlightMetric).toContain(`lora_router_in_flight{replica="${w.fleet.urls[0]}"} 0\n`);
     expect((await batch()).status).toBe(200);
-    expect(await holds()).toBe(2);
+    expect(await holds()).toBe(3);
   });
 });
