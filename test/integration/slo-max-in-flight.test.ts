@@ -5,6 +5,7 @@
  */
 import { CoreHarness } from '../helpers/core-harness';
 import { templatedRouter } from '../helpers/replicas';
+import { inFlightHere } from '../../src/router/in-flight-here';
 import type { RouteOutcome } from '../../src/router/router';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
@@ -61,5 +62,7 @@ describe('max_in_flight, through RouterService', () => {
     expect(await holds()).toBe(1);
     await release(first);
     expect(await inFlight()).toBe(0);
+    // Nothing left counted as joining the replica, nor as a lease open on it.
+    expect(inFlightHere(h.rt, h.fleet.urls[0]!, 0, false)).toBe(0);
   });
 });
