@@ -7,6 +7,7 @@ import { CoreHarness } from '../helpers/core-harness';
 import { templatedRouter } from '../helpers/replicas';
 import { inFlightHere } from '../../src/router/in-flight-here';
 import type { RouteOutcome } from '../../src/router/router';
+import { heldOn } from '../../src/router/slo-class';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 
@@ -64,5 +65,7 @@ describe('max_in_flight, through RouterService', () => {
     expect(await inFlight()).toBe(0);
     // Nothing left counted as joining the replica, nor as a lease open on it.
     expect(inFlightHere(h.rt, h.fleet.urls[0]!, 0, false)).toBe(0);
+    // Nor as held in the gateway (the held batch request left the count when it went).
+    expect(heldOn(h.rt, h.router.config).above(-1001)).toBe(false);
   });
 });
