@@ -24,6 +24,21 @@ const open = new Map<string, LeaseHandle>();
  * only within one runtime does the oldest come first (the sweep stops at the first young one).
  */
 const byRuntime = new Map<FleetRuntime, Set<LeaseHandle>>();
+/**
+ * Per runtime, per replica: how many of those handles are open there. Read synchronously by a
+ * class bounded by `max_in_flight` (src/router/in-flight-here.ts): the views a decision reads
+ * are a snapshot, taken before the leases of requests decided at the same time.
+ */
+const openPerReplica = new Map<FleetRuntime, Map<string, number>>();
+
+function countOpen(rt: FleetRuntime, url: string, by: 1 | -1): void {
+  const perUrl = openPerReplica.get(rt) ?? new Map<string, number>();
+  const n = (perUrl.get(url) ?? 0) + by;
+  if (n > 0) perUrl.set(url, n);
+  else perUrl.delete(url);
+  if (perUrl.size > 0) openPerReplica.set(rt, perUrl);
+  else openPerReplica.delete(rt);
+}
 
 /**
  * One request's lease, taken at admission on the runtime its decision runs on (captured once).
@@ -98,8 +113,14 @@ export class LeaseHandle {
     open.set(h.id, h);
     const mine = byRuntime.get(rt) ?? new Set<LeaseHandle>();
     byRuntime.set(rt, mine.add(h));
+    countOpen(rt, url, 1);
     rt.leaseOpened(h);
     return h;
+  }
+
+  /** This process's leases open on `url` in `rt` (taken, not yet given back nor aged out). */
+  static openOn(rt: FleetRuntime, url: string): number {
+    return openPerReplica.get(rt)?.get(url) ?? 0;
   }
 
   /** The open lease with this id in this process, if any (the log phase's way back to it). */
@@ -155,6 +176,7 @@ export class LeaseHandle {
 
   /** Ended: out of the process's lists (its runtime still counts it until its store has it). */
   private forget(): void {
+    if (!this.ended) countOpen(this.rt, this.lease.url, -1);
     this.ended = true;
     if (open.get(this.id) === this) open.delete(this.id);
     const mine = byRuntime.get(this.rt);

@@ -9,6 +9,7 @@ import type { FleetRuntime } from '../runtime';
 import { toCandidate, type SchedulingPipeline } from '../scheduler/pipeline';
 import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext } from '../scheduler/types';
+import { inFlightHere, joinUnderWay } from './in-flight-here';
 import { withPolledHealth } from './polled-health';
 import type { RoomWait } from './room-wait';
 
@@ -55,6 +56,8 @@ export interface PlacementRequest {
   wait: RoomWait;
   /** Told each decision's replica as soon as it is taken (before any wait for room). */
   decided?: (url: string) => void;
+  /** Whether the request's own lease is open on `url` already (its guessed lease, `redis` only). */
+  ownLeaseOn?: (url: string) => boolean;
 }
 
 /**
@@ -85,6 +88,8 @@ export class Placement {
     // (src/adapters/room-wants.ts). Not dropped when it goes: its load has not claimed the slot
     // yet. Made on the first wait: most requests never wait.
     let wanting: Wanting | undefined;
+    /** Ends this decision's count as joining its replica (in-flight-here.ts), once its lease is open or it is decided again. */
+    let joined: (() => void) | undefined;
     try {
       const { resolved, adapter, prompt, contextTokens, ctx, wait } = p;
       let views = p.views;
@@ -122,7 +127,19 @@ export class Placement {
         if (!decision) throw errors.noReplica(adapter ? `adapter '${adapter.name}'` : 'the base model');
         p.decided?.(decision.replica.url);
         // Every replica predicted past `ttft_slo_ms`: wait here for one that is not (room-wait.ts `holds`).
-        if (wait.holds(ctx.now, decision.replica)) {
+        // A class bounded by `max_in_flight` judges the replica's in-flight count with this
+        // process's requests decided meanwhile (in-flight-here.ts), not the views' snapshot alone.
+        const r = decision.replica;
+        const judged = wait.boundsInFlight
+          ? {
+              ttftMs: r.ttftMs,
+              ownMs: r.ownMs,
+              fixedMs: r.fixedMs,
+              loadMs: r.loadMs,
+              inFlight: inFlightHere(rt, r.url, r.inFlight, p.ownLeaseOn?.(r.url) === true),
+            }
+          : r;
+        if (wait.holds(ctx.now, judged)) {
           if (!held) rt.metrics.ttftHolds.inc();
           held = true;
           // Held for its best start: on a replica holding its adapter it wants no slot; on another,
@@ -133,6 +150,7 @@ export class Placement {
           views = await rt.store.views(this.deps.urls, adapter, withResidents);
           continue;
         }
+        joined = joinUnderWay(rt, decision.replica.url);
         const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
         // A holder only by placement (nobody is loading it there yet) needs the shared placement
         // too: another node may have placed the adapter elsewhere meanwhile.
@@ -142,16 +160,21 @@ export class Placement {
             ? resolved.adapter.name
             : undefined;
         if (cold && weighsVictims && !withResidents) {
+          joined();
           withResidents = true;
           views = await rt.store.views(this.deps.urls, adapter, true);
           continue;
         }
         if (cold && withResidents && loadCost(decision.replica, ctx) === undefined) {
           // The chosen replica cannot load now and its wait is over: decide again among those that can.
-          if (wait.escalateNow(ctx.now)) continue;
+          if (wait.escalateNow(ctx.now)) {
+            joined();
+            continue;
+          }
           // No replica can start the load now (every adapter busy everywhere): wait for room
           // anywhere, rather than queue behind one replica's busy adapters.
           if (wait.anywhere && ctx.now < wait.deadline) {
+            joined();
             (wanting ??= this.wanting(rt, p)).on();
             await rt.manager.waitForRoom();
             views = await rt.store.views(this.deps.urls, adapter, withResidents);
@@ -196,6 +219,7 @@ export class Placement {
             placedOn = await rt.store.claimPlacement(claim, url, placedOn, ctx.now, ttl, claimer);
           if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
             // Placed elsewhere first: go there too (if it is one of ours), with fresh views.
+            joined();
             rt.manager.unclaim(url, claim);
             if (this.deps.urls.includes(placedOn)) follow = placedOn;
             views = await rt.store.views(this.deps.urls, adapter, withResidents);
@@ -208,6 +232,8 @@ export class Placement {
         /** Where another node placed the adapter while this decision's load waited for room. */
         let placedElsewhere: string | undefined;
         try {
+          // Its lease opens as admission begins (admission.ts `takeLease`, before any await).
+          joined();
           return await admit(decision, wait.loadQueueMs(rt.clock.now()), recheck, placeHere);
         } catch (err) {
           if (err instanceof PlacedElsewhere) {
@@ -236,6 +262,7 @@ export class Placement {
         views = await rt.store.views(this.deps.urls, adapter, withResidents);
       }
     } finally {
+      joined?.();
       wanting?.off();
     }
   }

@@ -123,6 +123,11 @@ export class RoomWait {
     return held;
   }
 
+  /** Its class has `max_in_flight`: the decision's in-flight count is judged (see `holdsNow`). */
+  get boundsInFlight(): boolean {
+    return this.maxInFlight > 0;
+  }
+
   /** The request leaves the gateway (sent, refused or failed): no longer counted as held. */
   leave(): void {
     if (this.entered) this.held?.leave(this.priority);
@@ -146,7 +151,9 @@ export class RoomWait {
       this.maxInFlight > 0 &&
       (decided.inFlight ?? 0) > this.maxInFlight &&
       now - this.started < this.objectiveMs / 2;
-    const busy = full || (own < this.gateMs ? decided.ttftMs > this.gateMs : shrinks > this.gateMs);
+    /** Predicted past the gate: the queues are, not only the replica's count. */
+    const late = own < this.gateMs ? decided.ttftMs > this.gateMs : shrinks > this.gateMs;
+    const busy = full || late;
     // A class behind a higher one also waits while a request of that class is held here: both are
     // decided again on the same signal, and the room freed is the higher one's.
     if (!busy)
@@ -205,7 +212,9 @@ export class RoomWait {
     // bursty workload's cold start, 1 s loads, 50% load, refused 7 requests in 1,000 where none
     // was). Only at the end of a hold the top class had: a class behind a higher one goes to its
     // own queue then, and a sheddable one was judged above.
-    if (!this.refusesAtHoldEnd || !this.held) return false;
+    // Not for a replica past `max_in_flight` alone: predicted in time, it is no overload (a top
+    // class with the bound and a hold shorter than half its objective was refused so).
+    if (!this.refusesAtHoldEnd || !this.held || !late) return false;
     const holdMs = this.holdUntil - this.started;
     if (this.held.lateHoldEnds(now, holdMs) >= holdMs && this.held.backlogged(this.priority)) {
       this.leave();

@@ -248,7 +248,17 @@ export class RouterService {
       try {
         return await this.placement.place(
           rt,
-          { resolved, adapter, prompt, contextTokens, ctx, views, wait, decided },
+          {
+            resolved,
+            adapter,
+            prompt,
+            contextTokens,
+            ctx,
+            views,
+            wait,
+            decided,
+            ownLeaseOn: (url) => guess.held?.lease.lease.url === url,
+          },
           (decision, queueMs, recheckPlacement, placeHere) =>
             admit(
               this.admission,

@@ -103,15 +103,19 @@ export class SloClasses {
     const chosen = asked && asked.priority <= base.priority ? asked : base;
     const own = Number(h.ttftMs);
     if (h.ttftMs === undefined || !(own > 0)) return chosen;
-    const objectiveMs = Math.min(Math.round(own), MAX_OBJECTIVE_MS);
+    // At least 1 ms (the schema's least `ttft_ms`): rounded to 0, a positive value such as 0.4
+    // made an objective of none, so the request was never held, gated or shed.
+    const objectiveMs = Math.max(1, Math.min(Math.round(own), MAX_OBJECTIVE_MS));
     return { ...chosen, objectiveMs, gateMs: Math.min(objectiveMs, this.above.get(chosen.priority)!) };
   }
 
   private consumerClass(c: { id?: string; username?: string }): RequestSlo | undefined {
     const map = this.config.consumer_slo_class;
+    // Own keys only: a username such as `constructor` read Object.prototype's member, which hid
+    // the class the consumer's id maps to.
     const name =
-      (c.username !== undefined ? map[c.username] : undefined) ??
-      (c.id !== undefined ? map[c.id] : undefined);
+      (c.username !== undefined && Object.hasOwn(map, c.username) ? map[c.username] : undefined) ??
+      (c.id !== undefined && Object.hasOwn(map, c.id) ? map[c.id] : undefined);
     return name === undefined ? undefined : this.byName.get(name);
   }
 }
