@@ -68,7 +68,7 @@ export const TWO_CLASSES = {
     { name: 'interactive', ttft_ms: 2000, priority: 0 },
     // At most 10 of the router's requests in flight on a replica it joins (of the simulator's 16
     // slots, vLLM's max_num_seqs): tuned on seeds 1-3 (docs/routing.md).
-    { name: 'batch', ttft_ms: 30000, priority: -1, max_in_flight: 10 },
+    { name: 'batch', ttft_ms: 30000, priority: -1, max_in_flight: 11 },
   ],
   batchShare: 0.3,
 };

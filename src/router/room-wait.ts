@@ -149,7 +149,7 @@ export class RoomWait {
     // requests at 300 ms loads and 70% load, each predicted within 2 s where it went).
     const full =
       this.maxInFlight > 0 &&
-      (decided.inFlight ?? 0) > this.maxInFlight &&
+      (decided.inFlight ?? 0) >= this.maxInFlight &&
       now - this.started < this.objectiveMs / 2;
     /** Predicted past the gate: the queues are, not only the replica's count. */
     const late = own < this.gateMs ? decided.ttftMs > this.gateMs : shrinks > this.gateMs;

@@ -43,7 +43,7 @@ export interface RequestSlo {
    */
   gateMs: number;
   /**
-   * Its class's `max_in_flight`: it joins a replica only while at most this many of the router's
+   * Its class's `max_in_flight`: it joins a replica only while fewer than this many of the router's
    * requests are in flight there (0 or absent: no bound), for up to half its objective (room-wait.ts).
    */
   maxInFlight?: number;

@@ -245,13 +245,13 @@ describe('SLO classes: a class bounded by max_in_flight waits for a replica with
   const c = new SloClasses(cfg);
   const on = (inFlight: number, ttftMs = 500) => ({ ttftMs, ownMs: 100, fixedMs: 0, inFlight });
 
-  it('holds a batch request while its replica has more than max_in_flight, for up to half its objective', () => {
+  it('holds a batch request while its replica has max_in_flight or more, for up to half its objective', () => {
     const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
-    // A short predicted queue, but 11 in flight there: held (the prediction misses a full batch).
-    expect(w.holds(0, on(11))).toBe(true);
-    expect(w.holds(14_999, on(11))).toBe(true);
-    // 10 in flight: it goes.
-    expect(w.holds(1000, on(10))).toBe(false);
+    // A short predicted queue, but 10 in flight there: held (the prediction misses a full batch).
+    expect(w.holds(0, on(10))).toBe(true);
+    expect(w.holds(14_999, on(10))).toBe(true);
+    // 9 in flight: it goes, and 10 are in flight with it.
+    expect(w.holds(1000, on(9))).toBe(false);
     // Past half its objective it goes as before, however full the replica.
     expect(w.holds(15_000, on(20))).toBe(false);
   });

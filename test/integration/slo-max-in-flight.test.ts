@@ -1,6 +1,6 @@
 /**
  * `max_in_flight` (src/router/room-wait.ts `holdsNow`) through RouterService against a simulated
- * vLLM replica: a request of a bounded class joins a replica only while at most that many of the
+ * vLLM replica: a request of a bounded class joins a replica only while fewer than that many of the
  * router's requests are in flight there, also when several such requests are decided at once.
  */
 import { CoreHarness } from '../helpers/core-harness';
@@ -24,7 +24,7 @@ describe('max_in_flight, through RouterService', () => {
         slo_classes: [
           { name: 'interactive', ttft_ms: 2000, priority: 0 },
           // Held for a replica with a free place for up to half its objective: 2 s.
-          { name: 'batch', ttft_ms: 4000, priority: -1, max_in_flight: 1 },
+          { name: 'batch', ttft_ms: 4000, priority: -1, max_in_flight: 2 },
         ],
         default_slo_class: 'interactive',
       }),
@@ -46,7 +46,7 @@ describe('max_in_flight, through RouterService', () => {
     const first = await route('batch');
     expect(first.kind).toBe('proxy');
     expect(await inFlight()).toBe(1);
-    // Both see one in flight (at most max_in_flight): only the first to join may.
+    // Both see one in flight (fewer than max_in_flight): only the first to join may.
     const seen: number[] = [];
     const pair = [route('batch'), route('batch')].map((p) =>
       p.then(async (o) => {

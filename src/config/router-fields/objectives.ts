@@ -100,7 +100,7 @@ export const objectiveFields: SchemaFields = [
               default: 0,
               between: [0, 100000],
               description:
-                "`saturation_mode: predicted` with `room_wait: escalate`: a request of the class joins a replica only while at most this many of the router's requests are in flight there, else waits in the gateway for up to half its objective, then goes as before. Set on a lower class (batch) below each replica's running slots (vLLM's `max_num_seqs`), it leaves slots free for the higher classes' bursts, which the prediction does not see fill a batch. 0: no bound. See docs/routing.md.",
+                "`saturation_mode: predicted` with `room_wait: escalate`: a request of the class joins a replica only while fewer than this many of the router's requests are in flight there (so at most this many with it), else waits in the gateway for up to half its objective, then goes as before. Set on a lower class (batch) below each replica's running slots (vLLM's `max_num_seqs`), it leaves slots free for the higher classes' bursts, which the prediction does not see fill a batch. 0: no bound. See docs/routing.md.",
             },
           },
         ],
