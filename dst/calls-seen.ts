@@ -5,6 +5,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ReplicaHttp } from '../src/backends/http';
+import type { OutageBudget } from '../src/fleet/redis/outage-budget';
 import type { FleetRuntime } from '../src/runtime';
 import type { LoadCall, PlacementSpread } from './invariants';
 import type { LockLife, RedisLink } from './redis-model';
@@ -49,6 +50,8 @@ export class CallsSeen {
   readonly adapterOf = new Map<number, string>();
   /** Load calls sent and not answered yet (any node). */
   loadsInFlight = 0;
+  /** By request (arrival number): when its process was granted its cold-load spend, and how. */
+  private readonly spendGrants = new Map<number, { at: number; alone: boolean }>();
 
   constructor(
     private readonly sched: Scheduler,
@@ -133,6 +136,33 @@ export class CallsSeen {
   }
 
   /**
+   * Notes when the process of `rt` grants each request's cold-load spend, and how: Redis's grant
+   * as its answer comes back (`spentShared`), or one of the node's share (`spendAlone` answering
+   * 0). A load call carries its request's (the share check: seed 487008, a grant alone whose call
+   * went out after Redis granted three more). Wrapped on this store's budget only; they return as
+   * before.
+   */
+  budgetSeen(rt: FleetRuntime): void {
+    const budget = (rt.store as unknown as { budget?: OutageBudget }).budget;
+    if (!budget) return;
+    const note = (alone: boolean) => {
+      const request = routingRequest.getStore();
+      if (request !== undefined) this.spendGrants.set(request, { at: this.sched.now(), alone });
+    };
+    const shared = budget.spentShared.bind(budget);
+    budget.spentShared = (...args) => {
+      shared(...args);
+      note(false);
+    };
+    const alone = budget.spendAlone.bind(budget);
+    budget.spendAlone = (...args) => {
+      const waitMs = alone(...args);
+      if (waitMs === 0) note(true);
+      return waitMs;
+    };
+  }
+
+  /**
    * Notes, for each unload a runtime sends, whether it decided alone then (its store degraded):
    * such an unload (the after-load undo) cannot see requests other nodes route to the adapter.
    * Each load call goes to the checks with its sender (`proc`: the plugin-server process), the
@@ -214,6 +244,8 @@ export class CallsSeen {
         degraded: this.degraded(),
         request: routingRequest.getStore(),
       };
+      const grant = sent.request === undefined ? undefined : this.spendGrants.get(sent.request);
+      if (grant) sent.grant = grant;
       this.loadCalls.push(sent);
       this.loadsInFlight++;
       const reply = call(method, url, timeoutMs, body);

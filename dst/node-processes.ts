@@ -192,6 +192,7 @@ export class NodeProcesses {
       ...(seq ? { leaseSeq: seq } : {}),
     });
     this.watchRetakes(rt, prefix);
+    this.g.calls.budgetSeen(rt);
     return rt;
   }
 

@@ -107,6 +107,50 @@ describe('the simulation holds a node deciding alone to its share (issue 31 item
     const shared: BudgetOp = { op: 'spend', at: 1304, key: 'fleet', waitMs: 0, request: 4, delivered: true };
     expect(fourth(shared)).toBeUndefined();
   });
+
+  /**
+   * Seed 487008 (budget 3, three nodes: a share of 1): node 2's old runtime grants request 1 alone
+   * at 1,824 ms, its share unspent, and its load call waits until 2,324 ms (the grant's add to the
+   * new state, blackholed by a partition, timed out). `others`: node 2's other requests, granted
+   * at `at` by Redis (its answer back) or alone, each load call sent 4 ms later.
+   */
+  const late = (others: { at: number; alone: boolean }[]): string | undefined => {
+    const granted = [...others, { at: 1824, alone: true }];
+    const loads: LoadCall[] = granted.map((g, i) => ({
+      at: i === others.length ? 2324 : g.at + 4,
+      url,
+      name: `a${i + 1}`,
+      request: i + 1,
+      proc: 'n2g0',
+      sender: i === others.length ? 'n2g0r0' : 'n2g0r1r1',
+      alone: g.alone,
+      grant: g,
+    }));
+    const ledger = loads.filter((c) => !c.grant!.alone).map((c) => grant(c.grant!.at - 1, c.request!));
+    const budget: BudgetSource = { ledgers: [[], ledger], refusals: [], fate: () => 'answered' };
+    return broken(
+      new LogChecks([], LIMITS, () => false, { loads, failed: [], backoffMs: 1000 }, budget),
+      2400,
+    );
+  };
+  const byRedis = (at: number) => ({ at, alone: false });
+
+  it('a load granted alone within the share, sent after Redis granted three more, holds (seed 487008)', () => {
+    expect(late([byRedis(1887), byRedis(1894), byRedis(2007)])).toBeUndefined();
+  });
+
+  it('a load granted alone after three Redis grants in 60 s breaks it', () => {
+    expect(late([byRedis(1700), byRedis(1750), byRedis(1800)])).toBe(
+      'a node deciding alone grants only what is left of its share',
+    );
+  });
+
+  it('a grant made alone after it still counts, sent before it or not', () => {
+    // Two Redis grants before it, one alone after it (its own call within the budget then).
+    expect(late([byRedis(1700), byRedis(1750), { at: 1900, alone: true }])).toBe(
+      'a node deciding alone grants only what is left of its share',
+    );
+  });
 });
 
 describe('the simulation bounds a replica past the limit as docs/reliability.md does', () => {
