@@ -79,7 +79,8 @@ export interface FailedLoad {
   heardClockAt?: number;
   /**
    * Whether the first registry read (`GET /v1/models`) its sender sent to the replica after hearing
-   * it listed `name`: the router then takes the load as landed and starts no backoff
+   * it (an engine failure: the router reads after no other) listed `name`: the router then takes the
+   * load as landed and starts no backoff
    * (docs/reliability.md, "A load whose answer is lost is the replica's to say too"; seed 436555:
    * another node's load of it landed there meanwhile). None: no such read answered.
    */
@@ -89,8 +90,12 @@ export interface FailedLoad {
   sender: string;
 }
 
-/** A replica's answer through the faults; a load the fault layer failed carries its record. */
-type Answered = Exchanged & { failure?: FailedLoad };
+/**
+ * A replica's answer through the faults; a load the fault layer failed carries its record, and
+ * `readAfter` when its router reads the replica's registry after it (an engine failure: not the
+ * adapter's own fault, AdapterManager.load; a 404 or a rank refusal backs off unread).
+ */
+type Answered = Exchanged & { failure?: FailedLoad; readAfter?: boolean };
 
 const NEVER = -Infinity;
 /** No failed load waiting on a read (most calls). */
@@ -371,7 +376,7 @@ export class ReplicaSet {
             sender,
           };
           this.failedLoads.push(failure);
-          settle({ ...answer(failed), failure });
+          settle({ ...answer(failed), failure, readAfter: f.failure === 'engine' });
         });
         return { reply, abort: reset };
       }
@@ -432,7 +437,7 @@ export class ReplicaSet {
                   settled = true;
                   cancel();
                   // The router starts its backoff now, on its clock.
-                  if (r.failure) this.heard(r.failure, clock.now());
+                  if (r.failure) this.heard(r.failure, clock.now(), r.readAfter === true);
                   for (const f of deciding) f.listedAfter = r.status === 200 && lists(r.text, f.name);
                   if (r.status === 0)
                     reject(new BackendError('connect', `${method} ${url}: ECONNRESET: ${r.text}`));
@@ -447,9 +452,13 @@ export class ReplicaSet {
     return { call, close: async () => undefined } as unknown as ReplicaHttp;
   }
 
-  /** `failure` reached its sender at `clockAt` on its clock: its next registry read there answers for it. */
-  private heard(failure: FailedLoad, clockAt: number): void {
+  /**
+   * `failure` reached its sender at `clockAt` on its clock; `readAfter`: its next registry read there
+   * answers for it.
+   */
+  private heard(failure: FailedLoad, clockAt: number, readAfter: boolean): void {
     failure.heardClockAt = clockAt;
+    if (!readAfter) return;
     const key = `${failure.sender}\u0000${failure.url}`;
     const waiting = this.unread.get(key);
     if (waiting) waiting.push(failure);

@@ -11,7 +11,7 @@ import { waitedIdle } from '../../dst/hold-check';
 import { HealthReads, pastSeenDown, seenUp, type StoreCall } from '../../dst/health-reads';
 import { BackendError } from '../../src/backends/errors';
 import { HttpReplicaApi } from '../../src/backends/http-replica-api';
-import { ReplicaSet } from '../../dst/replicas';
+import { ReplicaSet, type LoadFailure } from '../../dst/replicas';
 import type { ReplicaApi, Scrape } from '../../src/backends/replica-api';
 import { leaseLost, unseenFirst, type LeaseNow, type SentRequest } from '../../dst/unseen-check';
 import { RedisModel, type BudgetOp } from '../../dst/redis-model';
@@ -826,7 +826,7 @@ describe('the simulation starts no backoff for a failed load its sender then rea
 describe("the fault layer marks a failed load listed by its sender's first registry read after it", () => {
   // One replica, a load of `chat` failed by the fault layer (an engine failure), then /v1/models read:
   // what the router does after a failed load call (ReplicaWord.listedAfterLoad).
-  const failedThenRead = async (loadedBefore: boolean, reader: string) => {
+  const failedThenRead = async (loadedBefore: boolean, reader: string, failure: LoadFailure = 'engine') => {
     const sched = new Scheduler(seededRandom(7));
     const set = new ReplicaSet(sched, { replicas: 1, maxLoras: 4, loadMs: 100, decodeMsPerStep: 10 });
     const url = set.urls[0]!;
@@ -836,8 +836,10 @@ describe("the fault layer marks a failed load listed by its sender's first regis
     const read = reader === 'n1g0r0' ? n1 : n0;
     const scenario = (async () => {
       if (loadedBefore) expect(await n0.loadAdapter(url, 'chat', '/adapters/chat', 5000)).toBe('loaded');
-      set.failLoads(0, 1, 'engine');
-      await expect(n1.loadAdapter(url, 'chat', '/adapters/chat', 5000)).rejects.toThrow(/CUDA out of memory/);
+      set.failLoads(0, 1, failure);
+      await expect(n1.loadAdapter(url, 'chat', '/adapters/chat', 5000)).rejects.toThrow(
+        /CUDA out of memory|No adapter found|max_lora_rank/,
+      );
       expect((await read.residency(url, 1000))?.map((a) => a.name)).toEqual(loadedBefore ? ['chat'] : []);
     })();
     await sched.run(
@@ -857,6 +859,11 @@ describe("the fault layer marks a failed load listed by its sender's first regis
   it('not listed: marked so; read by another sender only: not marked', async () => {
     expect(await failedThenRead(false, 'n1g0r0')).toBe(false);
     expect(await failedThenRead(true, 'n0g0r0')).toBeUndefined();
+  });
+
+  it("a 404 or a rank refusal is the adapter's own: the router reads nothing after it, a later read marks nothing", async () => {
+    expect(await failedThenRead(true, 'n1g0r0', 'not-found')).toBeUndefined();
+    expect(await failedThenRead(true, 'n1g0r0', 'rank')).toBeUndefined();
   });
 });
 
