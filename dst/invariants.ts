@@ -256,7 +256,8 @@ export class LogChecks {
    * once per (replica, adapter) per backoff window"), measured on the runtime's own clock as the
    * router measures it: a skew fault stepping that clock ahead mid-backoff shortens the backoff in
    * true time by the step (seed 134920; a real node's clock is monotonic within a process), and
-   * from when the runtime heard the failure (seed 116306); (b)
+   * from when the runtime heard the failure (seed 116306), unless its registry read after the
+   * failure listed the adapter (the load landed to the router; seed 436555); (b)
    * sent deciding alone on a grant not Redis's (`grantedShared`), its process's load calls in the
    * last window (this one included, failed ones not; nor those Redis granted after this one's
    * grant, `sharedSince`) stay within the budget: a node cut off grants only what is left of its
@@ -275,7 +276,10 @@ export class LogChecks {
       // From when its sender heard it, as the router starts the backoff: a trip after the answer
       // (seed 116306: a skew step back between the two).
       const since = last ? (c.clockAt ?? c.at) - (last.heardClockAt ?? last.clockAt) : Infinity;
-      if (last && since < backoffMs)
+      // Its sender's registry read after it listed the adapter: a landed load to the router, which
+      // clears the backoff (docs/reliability.md "A load whose answer is lost is the replica's to
+      // say too"; seed 436555: another node's load had landed there meanwhile).
+      if (last && !last.listedAfter && since < backoffMs)
         this.fail(
           w,
           'a failed load is not tried again within the backoff',

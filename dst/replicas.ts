@@ -9,6 +9,7 @@
  */
 import { BackendError } from '../src/backends/errors';
 import type { HttpReply, ReplicaHttp } from '../src/backends/http';
+import { parseModels } from '../src/backends/http-replica-api';
 import type { Clock } from '../src/clock';
 import type { Random } from '../src/random';
 import { loadCostFor } from '../sim/engine/load-cost';
@@ -76,15 +77,29 @@ export interface FailedLoad {
    * after `at`, and a skew step between the two moves it (seed 116306). None: never heard.
    */
   heardClockAt?: number;
+  /**
+   * Whether the first registry read (`GET /v1/models`) its sender sent to the replica after hearing
+   * it (an engine failure: the router reads after no other) listed `name`: the router then takes the
+   * load as landed and starts no backoff
+   * (docs/reliability.md, "A load whose answer is lost is the replica's to say too"; seed 436555:
+   * another node's load of it landed there meanwhile). None: no such read answered.
+   */
+  listedAfter?: boolean;
   url: string;
   name: string;
   sender: string;
 }
 
-/** A replica's answer through the faults; a load the fault layer failed carries its record. */
-type Answered = Exchanged & { failure?: FailedLoad };
+/**
+ * A replica's answer through the faults; a load the fault layer failed carries its record, and
+ * `readAfter` when its router reads the replica's registry after it (an engine failure: not the
+ * adapter's own fault, AdapterManager.load; a 404 or a rank refusal backs off unread).
+ */
+type Answered = Exchanged & { failure?: FailedLoad; readAfter?: boolean };
 
 const NEVER = -Infinity;
+/** No failed load waiting on a read (most calls). */
+const NONE: readonly FailedLoad[] = [];
 
 export class ReplicaSet {
   readonly replicas: SimReplica[];
@@ -95,6 +110,8 @@ export class ReplicaSet {
   private readonly paths = new Map<string, { until: number; hopMs: number }>();
   /** Loads the fault layer failed, in order: the backoff invariant reads them. */
   readonly failedLoads: FailedLoad[] = [];
+  /** Failed loads a sender heard from a replica and has not read its registry since, by sender and replica. */
+  private readonly unread = new Map<string, FailedLoad[]>();
   /** Restarts that forgot adapters loaded at run time, in order: when, and which replica. */
   readonly registryLost: { url: string; at: number; names: string[] }[] = [];
 
@@ -359,7 +376,7 @@ export class ReplicaSet {
             sender,
           };
           this.failedLoads.push(failure);
-          settle({ ...answer(failed), failure });
+          settle({ ...answer(failed), failure, readAfter: f.failure === 'engine' });
         });
         return { reply, abort: reset };
       }
@@ -386,6 +403,9 @@ export class ReplicaSet {
       body?: unknown,
     ): Promise<HttpReply> => {
       const u = urlParts(url);
+      // A registry read: it answers for the failed loads its sender heard there since its last one.
+      const deciding =
+        method === 'GET' && u.pathname === '/v1/models' ? this.takeUnread(sender, u.origin) : NONE;
       return new Promise<HttpReply>((resolve, reject) => {
         let settled = false;
         const cancel = clock.after(timeoutMs, () => {
@@ -417,7 +437,8 @@ export class ReplicaSet {
                   settled = true;
                   cancel();
                   // The router starts its backoff now, on its clock.
-                  if (r.failure) r.failure.heardClockAt = clock.now();
+                  if (r.failure) this.heard(r.failure, clock.now(), r.readAfter === true);
+                  for (const f of deciding) f.listedAfter = r.status === 200 && lists(r.text, f.name);
                   if (r.status === 0)
                     reject(new BackendError('connect', `${method} ${url}: ECONNRESET: ${r.text}`));
                   else resolve(r);
@@ -429,6 +450,36 @@ export class ReplicaSet {
       });
     };
     return { call, close: async () => undefined } as unknown as ReplicaHttp;
+  }
+
+  /**
+   * `failure` reached its sender at `clockAt` on its clock; `readAfter`: its next registry read there
+   * answers for it.
+   */
+  private heard(failure: FailedLoad, clockAt: number, readAfter: boolean): void {
+    failure.heardClockAt = clockAt;
+    if (!readAfter) return;
+    const key = `${failure.sender}\u0000${failure.url}`;
+    const waiting = this.unread.get(key);
+    if (waiting) waiting.push(failure);
+    else this.unread.set(key, [failure]);
+  }
+
+  private takeUnread(sender: string, origin: string): readonly FailedLoad[] {
+    const key = `${sender}\u0000${origin}`;
+    const waiting = this.unread.get(key);
+    if (!waiting) return NONE;
+    this.unread.delete(key);
+    return waiting;
+  }
+}
+
+/** Whether a `/v1/models` text lists adapter `name` (an unreadable one lists nothing). */
+function lists(text: string, name: string): boolean {
+  try {
+    return parseModels(text).adapters.some((a) => a.name === name);
+  } catch {
+    return false;
   }
 }
 

@@ -10,6 +10,8 @@ import { InvariantBroken, LogChecks, type BudgetSource, type LoadCall } from '..
 import { waitedIdle } from '../../dst/hold-check';
 import { HealthReads, pastSeenDown, seenUp, type StoreCall } from '../../dst/health-reads';
 import { BackendError } from '../../src/backends/errors';
+import { HttpReplicaApi } from '../../src/backends/http-replica-api';
+import { ReplicaSet, type LoadFailure } from '../../dst/replicas';
 import type { ReplicaApi, Scrape } from '../../src/backends/replica-api';
 import { leaseLost, unseenFirst, type LeaseNow, type SentRequest } from '../../dst/unseen-check';
 import { RedisModel, type BudgetOp } from '../../dst/redis-model';
@@ -824,6 +826,88 @@ describe("the simulation starts a failed load's backoff when its sender hears th
   it('sent again within the backoff from its hearing breaks it; unheard, from the answer', () => {
     expect(backedOff(1526, 2525)).toBe('a failed load is not tried again within the backoff');
     expect(backedOff(undefined, 2536)).toBe('a failed load is not tried again within the backoff');
+  });
+});
+
+describe('the simulation starts no backoff for a failed load its sender then read listed, as the router does', () => {
+  // Seed 436555's figures (--keep 2,3,4,5,8,9,11,14): node 0's load of `team` on replica-2 (sent at 832 ms)
+  // lands there at 2,334 ms; node 1, deciding alone, sent the same load at 2,197 ms, which
+  // replica-2 answers 500 (an engine failure) at 3,697 ms. Node 1 reads the replica's /v1/models at
+  // once, finds `team` listed, and takes its load as landed (docs/reliability.md, "A load whose answer
+  // is lost is the replica's to say too"): no backoff. Its request, on a fresh lease, loads it again
+  // at 3,714 ms (answered "already loaded").
+  const url = 'http://replica-2:8000';
+  const sender = { proc: 'n1g0', sender: 'n1g0r0', alone: false };
+  const backedOff = (listedAfter: boolean | undefined): string | undefined => {
+    const loads = [
+      { ...sender, url, name: 'team', at: 2197, clockAt: 2197, request: 5 },
+      { ...sender, url, name: 'team', at: 3714, clockAt: 3714, request: 5 },
+    ];
+    const failed = [
+      {
+        url,
+        name: 'team',
+        sender: sender.sender,
+        at: 3697,
+        clockAt: 3697,
+        heardClockAt: 3697,
+        ...(listedAfter === undefined ? {} : { listedAfter }),
+      },
+    ];
+    return broken(new LogChecks([], LIMITS, () => false, { loads, failed, backoffMs: 1000 }), 10_000);
+  };
+
+  it('a failure its sender then read listed on the replica is a landed load: no backoff (seed 436555)', () => {
+    expect(backedOff(true)).toBeUndefined();
+  });
+
+  it('read not listed, or never read, it backs off as before', () => {
+    expect(backedOff(false)).toBe('a failed load is not tried again within the backoff');
+    expect(backedOff(undefined)).toBe('a failed load is not tried again within the backoff');
+  });
+});
+
+describe("the fault layer marks a failed load listed by its sender's first registry read after it", () => {
+  // One replica, a load of `chat` failed by the fault layer (an engine failure), then /v1/models read:
+  // what the router does after a failed load call (ReplicaWord.listedAfterLoad).
+  const failedThenRead = async (loadedBefore: boolean, reader: string, failure: LoadFailure = 'engine') => {
+    const sched = new Scheduler(seededRandom(7));
+    const set = new ReplicaSet(sched, { replicas: 1, maxLoras: 4, loadMs: 100, decodeMsPerStep: 10 });
+    const url = set.urls[0]!;
+    const api = (sender: string) =>
+      new HttpReplicaApi(set.http(sched, seededRandom(sender.length), () => true, sender));
+    const [n0, n1] = [api('n0g0r0'), api('n1g0r0')];
+    const read = reader === 'n1g0r0' ? n1 : n0;
+    const scenario = (async () => {
+      if (loadedBefore) expect(await n0.loadAdapter(url, 'chat', '/adapters/chat', 5000)).toBe('loaded');
+      set.failLoads(0, 1, failure);
+      await expect(n1.loadAdapter(url, 'chat', '/adapters/chat', 5000)).rejects.toThrow(
+        /CUDA out of memory|No adapter found|max_lora_rank/,
+      );
+      expect((await read.residency(url, 1000))?.map((a) => a.name)).toEqual(loadedBefore ? ['chat'] : []);
+    })();
+    await sched.run(
+      10_000,
+      () => {},
+      () => false,
+    );
+    await scenario;
+    expect(set.failedLoads).toHaveLength(1);
+    return set.failedLoads[0]!.listedAfter;
+  };
+
+  it('listed by its own sender: marked (seeds 436555, 453087)', async () => {
+    expect(await failedThenRead(true, 'n1g0r0')).toBe(true);
+  });
+
+  it('not listed: marked so; read by another sender only: not marked', async () => {
+    expect(await failedThenRead(false, 'n1g0r0')).toBe(false);
+    expect(await failedThenRead(true, 'n0g0r0')).toBeUndefined();
+  });
+
+  it("a 404 or a rank refusal is the adapter's own: the router reads nothing after it, a later read marks nothing", async () => {
+    expect(await failedThenRead(true, 'n1g0r0', 'not-found')).toBeUndefined();
+    expect(await failedThenRead(true, 'n1g0r0', 'rank')).toBeUndefined();
   });
 });
 

@@ -3516,3 +3516,48 @@ describe("a record change on the same state keeps the retired runtime's leases c
     );
   }, 30_000);
 });
+
+describe('a failed load is not tried again within the backoff: unless its sender then read it listed', () => {
+  // Seed 436555 (--keep 2,3,4,5,8,9,11,14; drawn with the overload shapes, `--no-overload` draws another
+  // schedule): node 0's load of `team` on replica-2 (sent at 832 ms) lands at 2,334 ms. Redis,
+  // restarted empty at 1,949 ms, is down until 2,474: node 1, deciding alone, sends the same load at
+  // 2,197 ms, and replica-2, failing its next loads from 1,665 ms, answers it 500 (an engine failure) at
+  // 3,697 ms. Node 1 reads /v1/models at once, finds `team` listed and takes its load as landed
+  // (docs/reliability.md, "A load whose answer is lost is the replica's to say too"): no backoff. Its
+  // request, on a fresh lease (the old one half `lease_max_age_ms` old), loads it again at 3,714 ms and is
+  // answered "already loaded". The check took the 500 for a failure the router backs off from.
+  it('seed 436555: a failed load its sender then read listed on the replica starts no backoff', async () => {
+    await holds(
+      436555,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+        loadMs: 1500,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1 },
+        ],
+      },
+      [
+        { at: 810, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 1566, cls: 'interactive' },
+        { at: 1018, kind: 'request', node: 1, adapter: 1, tokens: 5, prompt: 753, cls: 'batch' },
+        { at: 1137, kind: 'request', node: 2, adapter: 4, tokens: 4, prompt: 160, cls: 'batch' },
+        { at: 1147, kind: 'request', node: 2, adapter: 2, tokens: 3, prompt: 508, cls: 'interactive' },
+        { at: 1440, kind: 'request', node: 1, adapter: 3, tokens: 3, prompt: 739, cls: 'batch' },
+        { at: 1459, kind: 'request', node: 0, adapter: -1, tokens: 3, prompt: 1141, cls: 'interactive' },
+        { at: 1665, kind: 'load-fail', replica: 2, count: 4, failure: 'engine' },
+        { at: 1949, kind: 'redis-restart', empty: true, downMs: 525 },
+      ],
+    );
+  }, 30_000);
+});
