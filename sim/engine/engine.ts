@@ -110,6 +110,13 @@ export interface EngineStats {
   /** Adapter weights in host memory, least recently used first. */
   cachedAdapters: string[];
   promptTokensTotal: number;
+  /**
+   * Requests past their first token, counted in the step that made it (vLLM's
+   * `vllm:time_to_first_token_seconds_count`: IterationStats.update_from_output,
+   * vllm/v1/metrics/stats.py, observed by PrometheusStatLogger.record, vllm/v1/metrics/loggers.py,
+   * vLLM v0.11.0), an aborted request's too once it had its first token.
+   */
+  firstTokensTotal: number;
   generationTokensTotal: number;
   stepsTotal: number;
   busySlotsTotal: number;
@@ -194,6 +201,7 @@ export class ReplicaEngine {
   private epoch = 0;
   private counters = {
     prompt: 0,
+    firstTokens: 0,
     generation: 0,
     steps: 0,
     busySlots: 0,
@@ -209,6 +217,7 @@ export class ReplicaEngine {
     finishedComputed: 0,
   };
   private listeners: ((rec: RequestRecord) => void)[] = [];
+  private firstTokenListeners: ((rec: RequestRecord) => void)[] = [];
   private evictionListeners: ((weights: string) => void)[] = [];
 
   constructor(
@@ -221,6 +230,11 @@ export class ReplicaEngine {
   /** Time the weights of an adapter of `rank` take to load. */
   loadTime(rank: number): number {
     return loadMs(this.options, rank);
+  }
+
+  /** Called with a request's record in the step that made its first token. */
+  onFirstToken(fn: (rec: RequestRecord) => void): void {
+    this.firstTokenListeners.push(fn);
   }
 
   /** Called with every finished or aborted request's record. */
@@ -406,6 +420,7 @@ export class ReplicaEngine {
       waitingAdapters: distinctAdapters(this.waiting),
       cachedAdapters: [...this.cpuCache.keys()],
       promptTokensTotal: this.counters.prompt,
+      firstTokensTotal: this.counters.firstTokens,
       generationTokensTotal: this.counters.generation,
       stepsTotal: this.counters.steps,
       busySlotsTotal: this.counters.busySlots,
@@ -543,7 +558,11 @@ export class ReplicaEngine {
       seq.rec.outputTokens = seq.generated;
       this.kvHeld++;
       this.counters.generation++;
-      if (seq.generated === 1) seq.rec.firstToken = now;
+      if (seq.generated === 1) {
+        seq.rec.firstToken = now;
+        this.counters.firstTokens++;
+        for (const fn of this.firstTokenListeners) fn(seq.rec);
+      }
       seq.req.onToken?.(seq.generated - 1);
       if (seq.generated >= seq.req.maxTokens) {
         this.release(seq);

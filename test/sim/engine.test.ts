@@ -48,6 +48,23 @@ describe('ReplicaEngine', () => {
     expect(e.stats().decodeSeconds).toBeCloseTo(0.04, 6);
   });
 
+  it("counts a request past its first token in the step that made it, not at its finish (vLLM's TTFT histogram)", async () => {
+    // Decode 10 ms a step: r1's first token ends the first step, its last the tenth.
+    const { clock, e } = engine();
+    const seen: string[] = [];
+    e.onFirstToken((r) => seen.push(r.id));
+    e.submit({ id: 'r1', adapter: null, promptTokens: 10, maxTokens: 10 });
+    e.submit({ id: 'r2', adapter: null, promptTokens: 10, maxTokens: 10 });
+    await clock.run(15);
+    expect(e.stats()).toMatchObject({ running: 2, firstTokensTotal: 2, finishedRequests: 0 });
+    expect(seen).toEqual(['r1', 'r2']);
+    // Aborted once past its first token: still counted, and not counted again.
+    expect(e.abort('r2')).toBe(true);
+    await clock.run();
+    expect(e.stats()).toMatchObject({ running: 0, firstTokensTotal: 2 });
+    expect(seen).toEqual(['r1', 'r2']);
+  });
+
   it('generates one token per step and records arrival, start, first token and end', async () => {
     const { clock, e, done } = engine();
     e.preload('a', 8);
