@@ -257,7 +257,19 @@ describe('work model', () => {
     expect(w.queuedPrefill(A, 1010)).toBe(0);
   });
 
-  it("an idle replica report whose count fell (a restart) bounds ours by the new count", () => {
+  it('an idle replica report counts the first tokens of ours that completed since against the growth', () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    w.observeReplica(A, { waiting: 0, running: 0, firstTokensTotal: 7 }, 0);
+    w.admit({ id: '1', url: A, promptTokens: 1000, maxTokens: 10, at: 100 });
+    w.observeReplica(A, { waiting: 0, running: 1, firstTokensTotal: 7 }, 300, 290);
+    w.release('1', 400, true);
+    w.admit({ id: '2', url: A, promptTokens: 50_000, maxTokens: 10, at: 495 });
+    // Still in its prefill at the busy report; the one first token since was the completed request's.
+    w.observeReplica(A, { waiting: 0, running: 0, firstTokensTotal: 8 }, 510, 500);
+    expect(w.queuedPrefill(A, 510)).toBeGreaterThan(40_000);
+  });
+
+  it('an idle replica report whose count fell (a restart) bounds ours by the new count', () => {
     const w = new WorkModel({ prefillTokensPerS: rate });
     w.observeReplica(A, { waiting: 0, running: 0, firstTokensTotal: 70 }, 0);
     w.admit({ id: '1', url: A, promptTokens: 50_000, maxTokens: 10, at: 100 });
