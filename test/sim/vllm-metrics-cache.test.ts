@@ -34,6 +34,8 @@ describe('simulated vLLM /metrics text kept between scrapes', () => {
       decodeSeconds: 0,
       computedPromptTokensTotal: 0,
       cachedPromptTokensTotal: 0,
+      prefixCacheQueries: 0,
+      prefixCacheHits: 0,
       finishedComputedTokens: 0,
     };
     let now = 1_780_000_000;
