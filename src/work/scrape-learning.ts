@@ -44,9 +44,10 @@ export interface Learned {
  * `histogram_prefill_time_request`, vllm/v1/metrics/loggers.py `record`, vLLM v0.11.0):
  * over a poll interval both sums describe the same requests, so their ratio is the tokens a
  * second their prefill ran at, decodes sharing the steps included. `vllm:prompt_tokens_total`
- * is not a rate: it moves when a request is scheduled, and a queue waiting for KV room (long
- * prompts) is scheduled only as running requests end, at the decode pace (measured in the DES:
- * it taught rates 20x too low and predictions tens of seconds too long).
+ * is not a rate: it moves when a request gets its first token (IterationStats.update_from_output,
+ * vllm/v1/metrics/stats.py, v0.11.0), and a queue waiting for KV room (long prompts) gets
+ * scheduled only as running requests end, at the decode pace (measured in the DES: it taught
+ * rates 20x too low and predictions tens of seconds too long).
  */
 export function learnFromScrape(
   r: ReplicaState,
