@@ -203,6 +203,7 @@ export class DesFleet implements ReplicaApi {
         malformedLines: 0,
         // What vLLM's scrape gives the work model: its prompt-token counter, KV capacity and prefill histograms.
         promptTokensTotal: s.promptTokensTotal,
+        firstTokensTotal: s.firstTokensTotal,
         kvCapacityTokens: this.engines[i]!.options.kvCapacityTokens,
         // Its prefill histograms' sums, from which the router learns the prefill rate.
         finishedPromptTokens: s.finishedPromptTokens,

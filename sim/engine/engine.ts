@@ -109,7 +109,19 @@ export interface EngineStats {
   waitingAdapters: string[];
   /** Adapter weights in host memory, least recently used first. */
   cachedAdapters: string[];
+  /**
+   * Prompt tokens of the requests past their first token, counted with it (vLLM's
+   * `vllm:prompt_tokens_total`; IterationStats.update_from_output, vllm/v1/metrics/stats.py,
+   * vLLM v0.11.0): over `firstTokensTotal`, the mean prompt.
+   */
   promptTokensTotal: number;
+  /**
+   * Requests past their first token, counted in the step that made it (vLLM's
+   * `vllm:time_to_first_token_seconds_count`: IterationStats.update_from_output,
+   * vllm/v1/metrics/stats.py, observed by PrometheusStatLogger.record, vllm/v1/metrics/loggers.py,
+   * vLLM v0.11.0), an aborted request's too once it had its first token.
+   */
+  firstTokensTotal: number;
   generationTokensTotal: number;
   stepsTotal: number;
   busySlotsTotal: number;
@@ -135,12 +147,22 @@ export interface EngineStats {
   generationTokens: number;
   decodeSeconds: number;
   /**
-   * Prompt tokens by where their KV came from, counted when a request is scheduled: prefilled
-   * here, or found in the prefix cache (vLLM's `vllm:prompt_tokens_by_source{source=
-   * "local_compute"|"local_cache_hit"}`).
+   * Prompt tokens by where their KV came from, counted with the first token as
+   * `promptTokensTotal`: prefilled here, or found in the prefix cache (vLLM's
+   * `vllm:prompt_tokens_by_source{source="local_compute"|"local_cache_hit"}`, PromptTokenStats,
+   * vllm/v1/metrics/stats.py, v0.19.0; it adds a fully cached prompt's recomputed last token to
+   * the hits too, not modelled).
    */
   computedPromptTokensTotal: number;
   cachedPromptTokensTotal: number;
+  /**
+   * Prefix-cache lookups, in tokens: a scheduled request's prompt and the part of it found cached,
+   * counted when it is scheduled, only with prefix caching on (vLLM's `vllm:prefix_cache_queries`
+   * and `vllm:prefix_cache_hits`: KVCacheManager.get_computed_blocks, vllm/v1/core/kv_cache_manager.py,
+   * vLLM v0.11.0; vLLM looks a request blocked for KV room up again each step, not modelled).
+   */
+  prefixCacheQueries: number;
+  prefixCacheHits: number;
   /**
    * Over the finished requests of `finishedPromptTokens`: their prompt tokens less those cached
    * (vLLM's `vllm:request_prefill_kv_computed_tokens_sum`, observed at finish).
@@ -194,6 +216,7 @@ export class ReplicaEngine {
   private epoch = 0;
   private counters = {
     prompt: 0,
+    firstTokens: 0,
     generation: 0,
     steps: 0,
     busySlots: 0,
@@ -206,9 +229,12 @@ export class ReplicaEngine {
     decodeMs: 0,
     computed: 0,
     cached: 0,
+    prefixQueries: 0,
+    prefixHits: 0,
     finishedComputed: 0,
   };
   private listeners: ((rec: RequestRecord) => void)[] = [];
+  private firstTokenListeners: ((rec: RequestRecord) => void)[] = [];
   private evictionListeners: ((weights: string) => void)[] = [];
 
   constructor(
@@ -221,6 +247,11 @@ export class ReplicaEngine {
   /** Time the weights of an adapter of `rank` take to load. */
   loadTime(rank: number): number {
     return loadMs(this.options, rank);
+  }
+
+  /** Called with a request's record in the step that made its first token. */
+  onFirstToken(fn: (rec: RequestRecord) => void): void {
+    this.firstTokenListeners.push(fn);
   }
 
   /** Called with every finished or aborted request's record. */
@@ -406,6 +437,7 @@ export class ReplicaEngine {
       waitingAdapters: distinctAdapters(this.waiting),
       cachedAdapters: [...this.cpuCache.keys()],
       promptTokensTotal: this.counters.prompt,
+      firstTokensTotal: this.counters.firstTokens,
       generationTokensTotal: this.counters.generation,
       stepsTotal: this.counters.steps,
       busySlotsTotal: this.counters.busySlots,
@@ -418,6 +450,8 @@ export class ReplicaEngine {
       decodeSeconds: this.counters.decodeMs / 1000,
       computedPromptTokensTotal: this.counters.computed,
       cachedPromptTokensTotal: this.counters.cached,
+      prefixCacheQueries: this.counters.prefixQueries,
+      prefixCacheHits: this.counters.prefixHits,
       finishedComputedTokens: this.counters.finishedComputed,
     };
   }
@@ -490,9 +524,12 @@ export class ReplicaEngine {
       if (cached > 0) seq.rec.cachedTokens = cached;
       this.kvReserved += seq.reserved;
       this.kvHeld += seq.req.promptTokens;
-      this.counters.prompt += seq.req.promptTokens;
-      this.counters.computed += seq.req.promptTokens - cached;
-      this.counters.cached += cached;
+      // Looked up in the prefix cache when scheduled (KVCacheManager.get_computed_blocks,
+      // vllm/v1/core/kv_cache_manager.py, vLLM v0.11.0); its prompt tokens count at its first token.
+      if (this.options.prefixCaching) {
+        this.counters.prefixQueries += seq.req.promptTokens;
+        this.counters.prefixHits += cached;
+      }
       this.running.push(seq);
       admitted.push(seq);
     }
@@ -543,7 +580,18 @@ export class ReplicaEngine {
       seq.rec.outputTokens = seq.generated;
       this.kvHeld++;
       this.counters.generation++;
-      if (seq.generated === 1) seq.rec.firstToken = now;
+      if (seq.generated === 1) {
+        seq.rec.firstToken = now;
+        this.counters.firstTokens++;
+        // vLLM counts a prompt's tokens in the output pass that sees its first token, with its
+        // TTFT (IterationStats.update_from_output, vllm/v1/metrics/stats.py, v0.11.0; by source
+        // too at v0.19.0): one scheduled but still prefilling, or aborted before, is not counted.
+        const cached = seq.rec.cachedTokens ?? 0;
+        this.counters.prompt += seq.req.promptTokens;
+        this.counters.computed += seq.req.promptTokens - cached;
+        this.counters.cached += cached;
+        for (const fn of this.firstTokenListeners) fn(seq.rec);
+      }
       seq.req.onToken?.(seq.generated - 1);
       if (seq.generated >= seq.req.maxTokens) {
         this.release(seq);

@@ -39,8 +39,8 @@ export interface SimBackend {
   resolveName(asked: unknown): Promise<SimError | undefined>;
   /** Those endpoints' model check: 404 for a model it does not serve. */
   checkModel(model: string): SimError | undefined;
-  /** Sees each finished request (for metrics that count them). */
-  record?(rec: RequestRecord): void;
+  /** Sees each request in the engine step that made its first token (for metrics that count them). */
+  firstToken?(rec: RequestRecord): void;
   /** An error in this server's format. */
   error(status: number, type: string, message: string, param: string | null): SimError;
 }
@@ -156,8 +156,8 @@ export class VllmBackend implements SimBackend {
     return this.r.error(404, 'NotFoundError', `The model \`${model}\` does not exist.`, 'model');
   }
 
-  record(rec: RequestRecord): void {
-    this.metricsState.record(rec);
+  firstToken(rec: RequestRecord): void {
+    this.metricsState.firstToken(rec);
   }
 
   error(status: number, type: string, message: string, param: string | null): SimError {

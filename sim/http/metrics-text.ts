@@ -108,7 +108,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
     'counter',
     'Prefix cache queries, in terms of number of queried tokens.',
   );
-  out.push(`vllm:prefix_cache_queries_total{${l}} ${goFloat(m.stats.promptTokensTotal)}`);
+  out.push(`vllm:prefix_cache_queries_total{${l}} ${goFloat(m.stats.prefixCacheQueries)}`);
   out.push(`vllm:prefix_cache_queries_created{${l}} ${goFloat(m.createdUnix)}`);
   family(
     out,
@@ -116,7 +116,7 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
     'counter',
     'Prefix cache hits, in terms of number of cached tokens.',
   );
-  out.push(`vllm:prefix_cache_hits_total{${l}} ${goFloat(m.stats.cachedPromptTokensTotal)}`);
+  out.push(`vllm:prefix_cache_hits_total{${l}} ${goFloat(m.stats.prefixCacheHits)}`);
   out.push(`vllm:prefix_cache_hits_created{${l}} ${goFloat(m.createdUnix)}`);
   family(out, 'vllm:prompt_tokens_total', 'counter', 'Number of prefill tokens processed.');
   out.push(`vllm:prompt_tokens_total{${l}} ${goFloat(m.stats.promptTokensTotal)}`);
@@ -184,8 +184,9 @@ export function vllmMetricsText(m: VllmMetricsInput): string {
  * The prompt tokens vLLM computed, apart from those its prefix cache served (newer than v0.11.0,
  * which has neither; the router learns its prefill rate from them where they are exported):
  * - `vllm:prompt_tokens_by_source` (counter; labels `model_name`, `engine`, `source` =
- *   `local_compute` | `local_cache_hit` | `external_kv_transfer`, PR #33290, v0.16.0), counted when a
- *   request's prefill is scheduled; no KV connector here, so `external_kv_transfer` stays 0;
+ *   `local_compute` | `local_cache_hit` | `external_kv_transfer`, PR #33290, v0.16.0), counted with
+ *   `vllm:prompt_tokens`, at a request's first token (PromptTokenStats.update_from_output,
+ *   vllm/v1/metrics/stats.py, v0.19.0); no KV connector here, so `external_kv_transfer` stays 0;
  * - `vllm:request_prefill_kv_computed_tokens` (histogram, same two labels as the others, vLLM PR
  *   #30189, in v0.16.0 by ancestry), observed at a request's finish with the prefill-time
  *   histogram: its prompt tokens less those cached.

@@ -205,6 +205,7 @@ export class SimReplica implements ReplicaContext {
       ...options.engine,
     });
     this.engine.onRecord((rec) => this.onRecord(rec));
+    this.engine.onFirstToken((rec) => this.api.firstToken?.(rec));
     this.api = llama
       ? new LlamaCppBackend(this, this.createdUnix, () => this.readyAt)
       : new VllmBackend(this, this.createdUnix);
@@ -601,7 +602,6 @@ export class SimReplica implements ReplicaContext {
 
   private onRecord(rec: RequestRecord): void {
     this.records.push(rec);
-    this.api.record?.(rec);
   }
 
   // ---- control API ----------------------------------------------------------------------

@@ -30,8 +30,14 @@ export class VllmMetricsState {
     this.processes = Array.from({ length: r.o.apiServers }, () => ({ info: new Map(), last: '' }));
   }
 
-  record(rec: RequestRecord): void {
-    if (rec.firstToken === undefined || rec.aborted) return;
+  /**
+   * vLLM observes a request's TTFT in the output pass of the engine step that made its first
+   * token, not at its finish (IterationStats.update_from_output, vllm/v1/metrics/stats.py;
+   * PrometheusStatLogger.record, vllm/v1/metrics/loggers.py, vLLM v0.11.0): a request decoding,
+   * or aborted later, is counted already.
+   */
+  firstToken(rec: RequestRecord): void {
+    if (rec.firstToken === undefined) return;
     const s = (rec.firstToken - rec.arrival) / 1000;
     this.ttftSum += s;
     this.ttftCount++;

@@ -23,6 +23,8 @@ export interface Entry {
   end: number;
   /** When its prefill was predicted to end, at admission. */
   prefillEndAt: number;
+  /** An idle scrape's first-token count took it as prefilled: a later one does not count it again. */
+  counted?: boolean;
 }
 
 export class ReplicaState {
@@ -49,6 +51,13 @@ export class ReplicaState {
   stepApart = false;
   /** Its rate was learned from prompt tokens, prefix-cache hits included: a cached prefix is priced in already. */
   promptUnits = false;
+  /**
+   * `firstTokensTotal` when an idle scrape last accounted for every request of ours that had
+   * reached the replica, and how many of ours completed since without being counted then: an
+   * idle scrape clears no more than the count grew by less those (scrape-learning.ts).
+   */
+  firstTokensAccounted: number | undefined;
+  completedUncounted = 0;
   /** And its decode histogram sums: generated tokens, requests, seconds. */
   decode: { tokens: number; requests: number; seconds: number } | null = null;
   constructor(prior: number) {

@@ -44,9 +44,10 @@ export interface Learned {
  * `histogram_prefill_time_request`, vllm/v1/metrics/loggers.py `record`, vLLM v0.11.0):
  * over a poll interval both sums describe the same requests, so their ratio is the tokens a
  * second their prefill ran at, decodes sharing the steps included. `vllm:prompt_tokens_total`
- * is not a rate: it moves when a request is scheduled, and a queue waiting for KV room (long
- * prompts) is scheduled only as running requests end, at the decode pace (measured in the DES:
- * it taught rates 20x too low and predictions tens of seconds too long).
+ * is not a rate: it moves when a request gets its first token (IterationStats.update_from_output,
+ * vllm/v1/metrics/stats.py, v0.11.0), and a queue waiting for KV room (long prompts) gets
+ * scheduled only as running requests end, at the decode pace (measured in the DES: it taught
+ * rates 20x too low and predictions tens of seconds too long).
  */
 export function learnFromScrape(
   r: ReplicaState,
@@ -78,13 +79,43 @@ export function learnFromScrape(
     }
     r.decode = { tokens: f.generationTokens, requests: f.finishedRequests, seconds: f.decodeSeconds };
   }
-  if (f.waiting === 0 && f.running === 0) {
-    // Idle when scraped: whatever we admitted before the scrape began has been prefilled.
-    for (const e of r.entries.values()) {
-      if (e.at > startedAt) break;
-      if (e.end > r.drained) r.drained = e.end;
+  if (f.waiting === 0 && f.running === 0) clearPrefilled(r, f.firstTokensTotal, startedAt);
+}
+
+/**
+ * Idle when scraped: what of ours reached the replica has been prefilled. Not all we admitted
+ * before the scrape began reached it: Kong proxies a request after the access phase, a few ms on,
+ * and a request admitted before its adapter's load goes only once the load ends (measured: such
+ * requests, cleared, put the next ones under a queue; a fixed time margin made the DES worse).
+ * vLLM counts a request in `vllm:time_to_first_token_seconds` in the output pass of the engine
+ * step that made its first token (IterationStats.update_from_output, vllm/v1/metrics/stats.py;
+ * observed by PrometheusStatLogger.record, vllm/v1/metrics/loggers.py, vLLM v0.11.0). Since the
+ * last idle scrape (when every request of ours that had reached the replica was accounted
+ * for), its growth less ours completed since bounds how many of ours still here got theirs
+ * (oldest first: FIFO). Other gateways' requests count there too: an upper bound. Without the
+ * count, all admitted before the scrape began, as before.
+ */
+function clearPrefilled(r: ReplicaState, firstTokens: number | undefined, startedAt: number): void {
+  // Before any idle scrape: all the replica counted since it started.
+  const base = r.firstTokensAccounted ?? 0;
+  // A count that fell is a restarted replica's: all it counted is since.
+  let budget =
+    firstTokens === undefined
+      ? Infinity
+      : firstTokens >= base
+        ? firstTokens - base - r.completedUncounted
+        : firstTokens;
+  for (const e of r.entries.values()) {
+    if (e.at > startedAt) break;
+    if (!e.counted) {
+      if (budget <= 0) break;
+      budget--;
+      e.counted = true;
     }
+    if (e.end > r.drained) r.drained = e.end;
   }
+  r.firstTokensAccounted = firstTokens;
+  r.completedUncounted = 0;
 }
 
 /**

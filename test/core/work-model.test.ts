@@ -234,6 +234,51 @@ describe('work model', () => {
     expect(w.queuedPrefill(A, 500)).toBe(0);
   });
 
+  it('an idle replica report leaves queued what it has not counted yet (a request still on its way)', () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    w.observeReplica(A, { waiting: 0, running: 0, firstTokensTotal: 7 }, 0);
+    // Admitted 5 ms before the scrape began: Kong still proxies it, the replica has not seen it.
+    w.admit({ id: '1', url: A, promptTokens: 50_000, maxTokens: 10, at: 495 });
+    w.observeReplica(A, { waiting: 0, running: 0, firstTokensTotal: 7 }, 510, 500);
+    expect(w.queuedPrefill(A, 510)).toBeGreaterThan(40_000);
+  });
+
+  it('an idle replica report clears as many of ours, oldest first, as it counted first tokens since the last', () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    w.observeReplica(A, { waiting: 0, running: 0, firstTokensTotal: 7 }, 0);
+    w.admit({ id: '1', url: A, promptTokens: 50_000, maxTokens: 10, at: 100 });
+    w.admit({ id: '2', url: A, promptTokens: 30_000, maxTokens: 10, at: 495 });
+    w.observeReplica(A, { waiting: 0, running: 0, firstTokensTotal: 8 }, 510, 500);
+    // The first one's 50,000 are cleared; the second's 30,000 still queue.
+    expect(w.queuedPrefill(A, 510)).toBeGreaterThan(29_000);
+    expect(w.queuedPrefill(A, 510)).toBeLessThanOrEqual(30_000);
+    // The next idle report counting it clears it; the first one is not counted twice.
+    w.observeReplica(A, { waiting: 0, running: 0, firstTokensTotal: 9 }, 1010, 1000);
+    expect(w.queuedPrefill(A, 1010)).toBe(0);
+  });
+
+  it('an idle replica report counts the first tokens of ours that completed since against the growth', () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    w.observeReplica(A, { waiting: 0, running: 0, firstTokensTotal: 7 }, 0);
+    w.admit({ id: '1', url: A, promptTokens: 1000, maxTokens: 10, at: 100 });
+    w.observeReplica(A, { waiting: 0, running: 1, firstTokensTotal: 7 }, 300, 290);
+    w.release('1', 400, true);
+    w.admit({ id: '2', url: A, promptTokens: 50_000, maxTokens: 10, at: 495 });
+    // Still in its prefill at the busy report; the one first token since was the completed request's.
+    w.observeReplica(A, { waiting: 0, running: 0, firstTokensTotal: 8 }, 510, 500);
+    expect(w.queuedPrefill(A, 510)).toBeGreaterThan(40_000);
+  });
+
+  it('an idle replica report whose count fell (a restart) bounds ours by the new count', () => {
+    const w = new WorkModel({ prefillTokensPerS: rate });
+    w.observeReplica(A, { waiting: 0, running: 0, firstTokensTotal: 70 }, 0);
+    w.admit({ id: '1', url: A, promptTokens: 50_000, maxTokens: 10, at: 100 });
+    w.admit({ id: '2', url: A, promptTokens: 30_000, maxTokens: 10, at: 495 });
+    w.observeReplica(A, { waiting: 0, running: 0, firstTokensTotal: 1 }, 510, 500);
+    expect(w.queuedPrefill(A, 510)).toBeGreaterThan(29_000);
+    expect(w.queuedPrefill(A, 510)).toBeLessThanOrEqual(30_000);
+  });
+
   it('forgets requests older than the lease age (their log phase never came)', () => {
     const w = new WorkModel({ prefillTokensPerS: rate });
     w.admit({ id: '1', url: A, promptTokens: 50_000, maxTokens: 10, at: 0 });

@@ -48,6 +48,62 @@ describe('ReplicaEngine', () => {
     expect(e.stats().decodeSeconds).toBeCloseTo(0.04, 6);
   });
 
+  it("counts a request past its first token in the step that made it, not at its finish (vLLM's TTFT histogram)", async () => {
+    // Decode 10 ms a step: r1's first token ends the first step, its last the tenth.
+    const { clock, e } = engine();
+    const seen: string[] = [];
+    e.onFirstToken((r) => seen.push(r.id));
+    e.submit({ id: 'r1', adapter: null, promptTokens: 10, maxTokens: 10 });
+    e.submit({ id: 'r2', adapter: null, promptTokens: 10, maxTokens: 10 });
+    await clock.run(15);
+    expect(e.stats()).toMatchObject({ running: 2, firstTokensTotal: 2, finishedRequests: 0 });
+    expect(seen).toEqual(['r1', 'r2']);
+    // Aborted once past its first token: still counted, and not counted again.
+    expect(e.abort('r2')).toBe(true);
+    await clock.run();
+    expect(e.stats()).toMatchObject({ running: 0, firstTokensTotal: 2 });
+    expect(seen).toEqual(['r1', 'r2']);
+  });
+
+  it("counts a request's prompt tokens with its first token, not when scheduled; its prefix-cache lookup when scheduled (vLLM)", async () => {
+    // Prefill 0.1 ms a token, decode 10 ms a step: r1's 1,600-token prompt takes a 170 ms step.
+    const { clock, e } = engine({ prefillMsPerToken: 0.1, prefixCaching: true });
+    const blocks = Array.from({ length: 100 }, (_, i) => `b${i}`);
+    e.submit({ id: 'r1', adapter: null, promptTokens: 1600, maxTokens: 3, blocks });
+    await clock.run(50);
+    // Mid-step: scheduled (its prefix looked up), no first token yet, so no prompt tokens.
+    expect(e.stats()).toMatchObject({
+      running: 1,
+      firstTokensTotal: 0,
+      promptTokensTotal: 0,
+      computedPromptTokensTotal: 0,
+      prefixCacheQueries: 1600,
+    });
+    await clock.run(175);
+    expect(e.stats()).toMatchObject({
+      firstTokensTotal: 1,
+      promptTokensTotal: 1600,
+      computedPromptTokensTotal: 1600,
+      cachedPromptTokensTotal: 0,
+    });
+    await clock.run();
+    // r2 finds r1's blocks cached (all but its last token); aborted mid-step, before its first
+    // token: its lookup counted, its prompt tokens never.
+    e.submit({ id: 'r2', adapter: null, promptTokens: 1600, maxTokens: 3, blocks });
+    e.submit({ id: 'r3', adapter: null, promptTokens: 3200, maxTokens: 3 });
+    await clock.run(clock.now() + 100);
+    expect(e.stats()).toMatchObject({ prefixCacheQueries: 6400, prefixCacheHits: 1599, firstTokensTotal: 1 });
+    expect(e.abort('r2')).toBe(true);
+    await clock.run();
+    expect(e.stats()).toMatchObject({
+      firstTokensTotal: 2,
+      promptTokensTotal: 4800,
+      computedPromptTokensTotal: 4800,
+      cachedPromptTokensTotal: 0,
+      prefixCacheHits: 1599,
+    });
+  });
+
   it('generates one token per step and records arrival, start, first token and end', async () => {
     const { clock, e, done } = engine();
     e.preload('a', 8);

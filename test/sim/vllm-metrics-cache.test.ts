@@ -21,6 +21,7 @@ describe('simulated vLLM /metrics text kept between scrapes', () => {
       waitingAdapters: [],
       cachedAdapters: [],
       promptTokensTotal: 0,
+      firstTokensTotal: 0,
       generationTokensTotal: 0,
       stepsTotal: 0,
       busySlotsTotal: 0,
@@ -33,6 +34,8 @@ describe('simulated vLLM /metrics text kept between scrapes', () => {
       decodeSeconds: 0,
       computedPromptTokensTotal: 0,
       cachedPromptTokensTotal: 0,
+      prefixCacheQueries: 0,
+      prefixCacheHits: 0,
       finishedComputedTokens: 0,
     };
     let now = 1_780_000_000;
@@ -45,7 +48,8 @@ describe('simulated vLLM /metrics text kept between scrapes', () => {
     const change = () => {
       const r = random();
       now += random() < 0.5 ? 1 : 0;
-      const field = (Object.keys(stats) as (keyof EngineStats)[])[Math.floor(random() * 21)]!;
+      const fields = Object.keys(stats) as (keyof EngineStats)[];
+      const field = fields[Math.floor(random() * fields.length)]!;
       if (r < 0.4) return;
       if (r < 0.6) stats = { ...stats, runningAdapters: some(), waitingAdapters: some() };
       else if (r < 0.7) stats = { ...stats, cachedAdapters: some() };
@@ -67,8 +71,8 @@ describe('simulated vLLM /metrics text kept between scrapes', () => {
     let last = '';
     for (let i = 0; i < 120; i++) {
       w.change();
-      if (i % 3 === 0) kept.record({ arrival: 0, firstToken: i, aborted: false } as never);
-      if (i % 3 === 0) fresh.record({ arrival: 0, firstToken: i, aborted: false } as never);
+      if (i % 3 === 0) kept.firstToken({ arrival: 0, firstToken: i, aborted: false } as never);
+      if (i % 3 === 0) fresh.firstToken({ arrival: 0, firstToken: i, aborted: false } as never);
       const text = kept.text();
       (fresh as unknown as { rendered: unknown }).rendered = null;
       expect(text).toBe(fresh.text());
