@@ -122,6 +122,11 @@ export class World {
       redis: this.redis,
       calls: this.calls,
       healthReads: this.healthReads,
+      answers: {
+        log: (url) => this.replicas.replica(url).log,
+        restarts: (url) => this.replicas.registryLost.filter((r) => r.url === url),
+        unloadExcused: (replica, adapter) => this.unloadExcused(replica, adapter),
+      },
       lastFaultAt: () => this.lastFaultAt,
       lastRecordChange: () => this.lastRecordChange,
       view: () => this.view(),
@@ -150,9 +155,7 @@ export class World {
         // A load lock's TTL (load_timeout_ms and its margin), from a restart's end at the latest.
         staleLockMs: LOAD_TIMEOUT_MS + LOCK_MARGIN_MS + REDIS_DOWN_MAX_MS,
       },
-      (replica, adapter) =>
-        this.calls.unloaders.get(`${replica}\u0000${adapter}`)?.alone === true ||
-        this.routing.unseenFirst(replica, adapter),
+      (replica, adapter) => this.unloadExcused(replica, adapter),
       {
         loads: this.calls.loadCalls,
         claims: this.calls.loadClaims,
@@ -171,6 +174,17 @@ export class World {
           return f?.answered ? 'answered' : f && !f.p.alive ? 'died' : undefined;
         },
       },
+    );
+  }
+
+  /**
+   * Whether the last unload of `adapter` on `replica` is not held to (i): its sender decided alone,
+   * or the requests there were an unseen router's first (RequestRouting.unseenFirst).
+   */
+  private unloadExcused(replica: string, adapter: string): boolean {
+    return (
+      this.calls.unloaders.get(`${replica}\u0000${adapter}`)?.alone === true ||
+      this.routing.unseenFirst(replica, adapter)
     );
   }
 
