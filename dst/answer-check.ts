@@ -9,8 +9,21 @@
  * - the replica restarted since the adapter landed and forgot it ("A replica restart": only the
  *   requests routed to it meanwhile fail; the log phase re-reads its registry after the 404);
  * - an unload by a node deciding alone, or under requests that were an unseen router's first
- *   there: the excuses "no unload of a busy adapter" allows (dst/invariants.ts `sentAlone`).
- * An adapter never on the replica, or unloaded by anyone else, is not excused.
+ *   there: the excuses "no unload of a busy adapter" allows (dst/invariants.ts `sentAlone`);
+ * - an unload recorded in a shared state that was then rolled back (a Redis restart from an
+ *   older snapshot, a Sentinel switch that lost writes: docs/reliability.md leaves such a
+ *   rollback not covered), the request decided on that state after: the state brought the
+ *   adapter back as loaded there until a poll reads the replica again (seed 65 of
+ *   test/reliability/dst-found.test.ts: `sql` unloaded at 4,175 ms, Redis restarted at 5,266 ms
+ *   from its first snapshot since a switch, a request decided at 6,507 ms on views of 2,062 ms);
+ * - the request routed by a node deciding alone: "each node decides from its own state"
+ *   (docs/reliability.md, outages and recovery), which never saw an unload made through Redis,
+ *   another node's or its own (seeds 10284, 11456: Redis emptied, the request's lease failed to
+ *   reach it, its node decided alone on its view of before the unload; 10282: the node's own
+ *   unload, sent while it shared Redis; 19796: alone while it decided, back on Redis by the
+ *   proxy, so "alone" is its store local after any step since the request came).
+ * An adapter never on the replica, or unloaded otherwise (by a router sharing Redis, the request
+ * decided on Redis), or registered there when the replica said otherwise, is not excused.
  */
 import type { AdapterLogEntry } from '../sim/http/replica';
 import type { RestartLoss } from './registry-loss';
@@ -59,6 +72,10 @@ export interface NotFoundAnswer {
   /** When Kong proxied it, and when it reached the replica (the model check ran then). */
   sentAt: number;
   reachedAt: number;
+  /** The shared state (database) its lease is on. */
+  db: number;
+  /** Its router decided alone (its store cut off from Redis) when it proxied it. */
+  alone: boolean;
 }
 
 /** What the judgement reads of the world. */
@@ -67,6 +84,10 @@ export interface AnswerGround {
   restarts(url: string): readonly RestartLoss[];
   /** Whether the last unload of `name` on `url` is excused from (i) (World's `sentAlone`). */
   unloadExcused(url: string, name: string): boolean;
+  /** The process (`n<node>g<gen>`) that sent the last unload of `name` on `url`, and the shared state it was on. */
+  unloader(url: string, name: string): { proc: string; db: number } | undefined;
+  /** When shared state `db` was rolled back to an older copy (RedisModel.restores). */
+  rolledBack(db: number): readonly number[];
 }
 
 /** Why `a` breaks the invariant (undefined: it does not, or an allowed behaviour explains it). */
@@ -76,10 +97,15 @@ export function notFoundUnexcused(a: NotFoundAnswer, g: AnswerGround): string | 
   switch (last.kind) {
     case 'lost':
       return undefined;
-    case 'unloaded':
-      return g.unloadExcused(a.url, a.name)
-        ? undefined
-        : `${head}: unloaded there at ${Math.round(last.at)} ms`;
+    case 'unloaded': {
+      if (g.unloadExcused(a.url, a.name)) return undefined;
+      // Its router decided alone, from its own state: an unload through Redis never reached it.
+      if (a.alone) return undefined;
+      const u = g.unloader(a.url, a.name);
+      // The unload's state rolled back after it, and the request decided on that state since.
+      const restored = u?.db === a.db && g.rolledBack(a.db).some((t) => t > last.at && t <= a.sentAt);
+      return restored ? undefined : `${head}: unloaded there at ${Math.round(last.at)} ms`;
+    }
     case 'landed':
       return `${head}: registered there since ${Math.round(last.at)} ms (the model check and the log disagree)`;
     case 'never':

@@ -31,6 +31,8 @@ export interface RoutingGround {
   healthReads: HealthReads;
   /** What the answer check reads (dst/answer-check.ts). */
   answers: AnswerGround;
+  /** When process `proc` (`n<node>g<gen>`) was last seen deciding alone after a step (-Infinity: never). */
+  localAt(proc: string): number;
   lastFaultAt(): number;
   lastRecordChange(): number;
   view(): WorldView;
@@ -157,7 +159,7 @@ export class RequestRouting {
         },
       );
       if (sent && modelNotFound(answer.status, answer.text, model))
-        this.notFound(sent, urlParts(out.url).origin, model);
+        this.notFound(sent, urlParts(out.url).origin, model, began);
       // The log phase, on the process that routed it (a dead one never runs it).
       if (!p.alive) return;
       await svc.finish(out.leaseId, answer.status);
@@ -171,9 +173,19 @@ export class RequestRouting {
   }
 
   /** `sent`, proxied to `replica` for `adapter`, was answered that the replica does not serve it (dst/answer-check.ts). */
-  private notFound(sent: SentRequest, replica: string, adapter: string): void {
+  private notFound(sent: SentRequest, replica: string, adapter: string, began: number): void {
     const why = notFoundUnexcused(
-      { url: replica, name: adapter, proc: sent.proc, sentAt: sent.at, reachedAt: sent.reached ?? sent.at },
+      {
+        url: replica,
+        name: adapter,
+        proc: sent.proc,
+        sentAt: sent.at,
+        reachedAt: sent.reached ?? sent.at,
+        db: sent.db,
+        // Local at its proxy, or at any step since it came: its decision may have read its own state
+        // and the store be back on Redis by the proxy (seed 19796).
+        alone: sent.alone || this.g.localAt(sent.proc) >= began,
+      },
       this.g.answers,
     );
     if (why === undefined) return;

@@ -70,6 +70,8 @@ export class World {
   /** By request (arrival number): the store calls its decision made, as answered. */
   private readonly healthReads = new HealthReads();
   private lastFaultAt = -Infinity;
+  /** By process (`n<node>g<gen>`): the last step after which its store decided alone (the answer check). */
+  private readonly localAt = new Map<string, number>();
   private lastRecordChange = -Infinity;
   /** Record changes to other state, from the first node's push to the last's. */
   private readonly stateMoves: { from: number; to: number }[] = [];
@@ -126,7 +128,10 @@ export class World {
         log: (url) => this.replicas.replica(url).log,
         restarts: (url) => this.replicas.registryLost.filter((r) => r.url === url),
         unloadExcused: (replica, adapter) => this.unloadExcused(replica, adapter),
+        unloader: (replica, adapter) => this.calls.unloaders.get(`${replica}\u0000${adapter}`),
+        rolledBack: (db) => this.redis[db]!.restores,
       },
+      localAt: (proc) => this.localAt.get(proc) ?? -Infinity,
       lastFaultAt: () => this.lastFaultAt,
       lastRecordChange: () => this.lastRecordChange,
       view: () => this.view(),
@@ -258,6 +263,7 @@ export class World {
         );
       for (const p of this.nodes.procs) {
         if (!p.alive) continue;
+        if (p.rt.store.mode?.() === 'local') this.localAt.set(`n${p.node}g${p.gen}`, w.now);
         // Held only while deciding: a request refused (503 ttft_overload, shed_low_priority),
         // sent or failed leaves the count, or later requests of its class wait behind nothing.
         const held = this.nodes.heldInGateway(p);

@@ -16,13 +16,20 @@ import { loadEntry, unloadEntry } from '../helpers/dst-fixtures';
 
 const URL = 'http://replica-0:8000';
 const INVARIANT = 'a request proxied for an adapter finds it there';
-const ANSWER = { url: URL, name: 'chat', proc: 'n0g0', sentAt: 3000, reachedAt: 3000 };
+const ANSWER = { url: URL, name: 'chat', proc: 'n0g0', sentAt: 3000, reachedAt: 3000, db: 0, alone: false };
 
-function ground(log: AdapterLogEntry[], restarts: number[] = [], unloadExcused = false): AnswerGround {
+function ground(
+  log: AdapterLogEntry[],
+  restarts: number[] = [],
+  unloadExcused = false,
+  rolledBack: { db: number; at: number[] } = { db: 0, at: [] },
+): AnswerGround {
   return {
     log: () => log,
     restarts: () => restarts.map((at) => ({ url: URL, at, names: ['chat'] })),
     unloadExcused: () => unloadExcused,
+    unloader: () => ({ proc: 'n1g0', db: 0 }),
+    rolledBack: (db) => (db === rolledBack.db ? rolledBack.at : []),
   };
 }
 
@@ -53,6 +60,27 @@ describe('a 404 for an adapter, judged from the replica history', () => {
     const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0)];
     expect(notFoundUnexcused(ANSWER, ground(log))).toContain('unloaded there at 2000 ms');
     expect(notFoundUnexcused(ANSWER, ground(log, [], true))).toBeUndefined();
+  });
+
+  it('holds when the state the unload was recorded in rolled back before the request was sent on it', () => {
+    const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0)];
+    expect(notFoundUnexcused(ANSWER, ground(log, [], false, { db: 0, at: [2500] }))).toBeUndefined();
+    // Rolled back before the unload (the unload is in the state), after the request, or another state.
+    for (const rolled of [
+      { db: 0, at: [1500] },
+      { db: 0, at: [3500] },
+      { db: 1, at: [2500] },
+    ])
+      expect(notFoundUnexcused(ANSWER, ground(log, [], false, rolled))).toContain(
+        'unloaded there at 2000 ms',
+      );
+  });
+
+  it('holds when a node deciding alone routed it, from its own state that never saw the unload', () => {
+    const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0)];
+    expect(notFoundUnexcused({ ...ANSWER, alone: true }, ground(log))).toBeUndefined();
+    // Alone or not, nothing excuses an adapter that never landed.
+    expect(notFoundUnexcused({ ...ANSWER, alone: true }, ground([]))).toContain('never loaded there');
   });
 
   it('holds when the replica restarted after it landed, and breaks when it landed again after', () => {
