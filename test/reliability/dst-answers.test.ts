@@ -83,6 +83,11 @@ describe('a 404 for an adapter, judged from the replica history', () => {
     expect(notFoundUnexcused({ ...ANSWER, alone: true }, ground([]))).toContain('never loaded there');
   });
 
+  it('holds when the unload was sent on another shared state than the request went on (a record change)', () => {
+    const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0)];
+    expect(notFoundUnexcused({ ...ANSWER, db: 1 }, ground(log))).toBeUndefined();
+  });
+
   it('holds when the replica restarted after it landed, and breaks when it landed again after', () => {
     expect(notFoundUnexcused(ANSWER, ground([loadEntry(1000, 'chat', 1)], [2000]))).toBeUndefined();
     const again = [loadEntry(1000, 'chat', 1), loadEntry(2500, 'chat', 1)];
