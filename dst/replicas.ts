@@ -222,9 +222,10 @@ export class ReplicaSet {
 
   /**
    * Kong on node `node` proxying a request to the replica at `origin`: the status its log phase
-   * sees (502 for a connection refused or reset, 504 past the upstream `timeoutMs`). On a slow
-   * path the request reaches the replica `hopMs` late (`reached` says when) and its answer comes
-   * back as late: a request its router leased is not yet the replica's to report.
+   * sees (502 for a connection refused or reset, 504 past the upstream `timeoutMs`), and the
+   * replica's body (empty for the gateway's own 502 and 504: dst/answer-check.ts reads it). On a
+   * slow path the request reaches the replica `hopMs` late (`reached` says when) and its answer
+   * comes back as late: a request its router leased is not yet the replica's to report.
    */
   async proxy(
     origin: string,
@@ -233,25 +234,25 @@ export class ReplicaSet {
     timeoutMs: number,
     node = -1,
     reached: () => void = () => undefined,
-  ): Promise<number> {
+  ): Promise<ProxyAnswer> {
     const hop = this.hopMs(node, origin);
-    let answered: Promise<number>;
+    let answered: Promise<ProxyAnswer>;
     let abort: () => void;
     if (hop === 0) {
       reached();
       const x = this.exchange(origin, 'POST', path, body);
-      answered = x.reply.then((r) => (r.status === 0 ? 502 : r.status));
+      answered = x.reply.then(proxyAnswer);
       abort = x.abort;
     } else {
       let gaveUp = false;
       let reset = () => {};
-      answered = new Promise<number>((resolve) => {
+      answered = new Promise<ProxyAnswer>((resolve) => {
         this.clock.after(hop, () => {
           if (gaveUp) return;
           reached();
           const x = this.exchange(origin, 'POST', path, body);
           reset = x.abort;
-          void x.reply.then((r) => this.clock.after(hop, () => resolve(r.status === 0 ? 502 : r.status)));
+          void x.reply.then((r) => this.clock.after(hop, () => resolve(proxyAnswer(r))));
         });
       });
       abort = () => {
@@ -260,10 +261,10 @@ export class ReplicaSet {
       };
     }
     let cancel = () => {};
-    const late = new Promise<number>((resolve) => {
+    const late = new Promise<ProxyAnswer>((resolve) => {
       cancel = this.clock.after(timeoutMs, () => {
         abort();
-        resolve(504);
+        resolve({ status: 504, text: '' });
       });
     });
     const status = await Promise.race([answered, late]);
@@ -481,6 +482,17 @@ function lists(text: string, name: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** What Kong's proxy got: the status its log phase sees, and the replica's body ('' for the gateway's own). */
+export interface ProxyAnswer {
+  status: number;
+  text: string;
+}
+
+/** A connection refused or reset is Kong's 502, with no body of the replica's. */
+function proxyAnswer(r: Exchanged): ProxyAnswer {
+  return r.status === 0 ? { status: 502, text: '' } : { status: r.status, text: r.text };
 }
 
 /** A URL's origin and path, parsed once per distinct URL (a few dozen a world; `new URL` per call cost ~1% of a schedule). */

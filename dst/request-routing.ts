@@ -6,6 +6,7 @@
 import { UNSEEN_HOLD_MS } from '../src/adapters/replica-word';
 import { DEFAULT_UNHEALTHY_TIMEOUTS } from '../src/config/poller-schema';
 import { OBJECTIVE_HEADER, type SloHints } from '../src/router/slo-class';
+import { modelNotFound, notFoundUnexcused, type AnswerGround } from './answer-check';
 import { routingRequest, type CallsSeen } from './calls-seen';
 import { waitedIdle } from './hold-check';
 import { pastSeenDown, seenUp, type HealthReads } from './health-reads';
@@ -28,6 +29,10 @@ export interface RoutingGround {
   redis: readonly RedisModel[];
   calls: CallsSeen;
   healthReads: HealthReads;
+  /** What the answer check reads (dst/answer-check.ts). */
+  answers: AnswerGround;
+  /** When process `proc` (`n<node>g<gen>`) was last seen deciding alone after a step (-Infinity: never). */
+  localAt(proc: string): number;
   lastFaultAt(): number;
   lastRecordChange(): number;
   view(): WorldView;
@@ -143,7 +148,7 @@ export class RequestRouting {
           }),
         );
       }
-      const status = await this.g.replicas.proxy(
+      const answer = await this.g.replicas.proxy(
         urlParts(out.url).origin,
         '/v1/chat/completions',
         out.body ?? body,
@@ -153,9 +158,11 @@ export class RequestRouting {
           if (sent) sent.reached = this.g.sched.now();
         },
       );
+      if (sent && modelNotFound(answer.status, answer.text, model))
+        this.notFound(sent, urlParts(out.url).origin, model, began);
       // The log phase, on the process that routed it (a dead one never runs it).
       if (!p.alive) return;
-      await svc.finish(out.leaseId, status);
+      await svc.finish(out.leaseId, answer.status);
     } finally {
       if (sent) sent.ended = this.g.sched.now();
       this.g.healthReads.forget(arrivals);
@@ -163,6 +170,32 @@ export class RequestRouting {
       this.inFlight--;
       p.open--;
     }
+  }
+
+  /** `sent`, proxied to `replica` for `adapter`, was answered that the replica does not serve it (dst/answer-check.ts). */
+  private notFound(sent: SentRequest, replica: string, adapter: string, began: number): void {
+    const why = notFoundUnexcused(
+      {
+        url: replica,
+        name: adapter,
+        proc: sent.proc,
+        sentAt: sent.at,
+        reachedAt: sent.reached ?? sent.at,
+        db: sent.db,
+        // Local at its proxy, or at any step since it came: its decision may have read its own state
+        // and the store be back on Redis by the proxy (seed 19796).
+        alone: sent.alone || this.g.localAt(sent.proc) >= began,
+      },
+      this.g.answers,
+    );
+    if (why === undefined) return;
+    const w = this.g.view();
+    this.g.violate({
+      invariant: 'a request proxied for an adapter finds it there',
+      detail: why,
+      at: w.now,
+      step: w.step,
+    });
   }
 
   /**

@@ -70,6 +70,8 @@ export class World {
   /** By request (arrival number): the store calls its decision made, as answered. */
   private readonly healthReads = new HealthReads();
   private lastFaultAt = -Infinity;
+  /** By process (`n<node>g<gen>`): the last step after which its store decided alone (the answer check). */
+  private readonly localAt = new Map<string, number>();
   private lastRecordChange = -Infinity;
   /** Record changes to other state, from the first node's push to the last's. */
   private readonly stateMoves: { from: number; to: number }[] = [];
@@ -122,6 +124,14 @@ export class World {
       redis: this.redis,
       calls: this.calls,
       healthReads: this.healthReads,
+      answers: {
+        log: (url) => this.replicas.replica(url).log,
+        restarts: (url) => this.replicas.registryLost.filter((r) => r.url === url),
+        unloadExcused: (replica, adapter) => this.unloadExcused(replica, adapter),
+        unloader: (replica, adapter) => this.calls.unloaders.get(`${replica}\u0000${adapter}`),
+        rolledBack: (db) => this.redis[db]!.restores,
+      },
+      localAt: (proc) => this.localAt.get(proc) ?? -Infinity,
       lastFaultAt: () => this.lastFaultAt,
       lastRecordChange: () => this.lastRecordChange,
       view: () => this.view(),
@@ -150,9 +160,7 @@ export class World {
         // A load lock's TTL (load_timeout_ms and its margin), from a restart's end at the latest.
         staleLockMs: LOAD_TIMEOUT_MS + LOCK_MARGIN_MS + REDIS_DOWN_MAX_MS,
       },
-      (replica, adapter) =>
-        this.calls.unloaders.get(`${replica}\u0000${adapter}`)?.alone === true ||
-        this.routing.unseenFirst(replica, adapter),
+      (replica, adapter) => this.unloadExcused(replica, adapter),
       {
         loads: this.calls.loadCalls,
         claims: this.calls.loadClaims,
@@ -171,6 +179,17 @@ export class World {
           return f?.answered ? 'answered' : f && !f.p.alive ? 'died' : undefined;
         },
       },
+    );
+  }
+
+  /**
+   * Whether the last unload of `adapter` on `replica` is not held to (i): its sender decided alone,
+   * or the requests there were an unseen router's first (RequestRouting.unseenFirst).
+   */
+  private unloadExcused(replica: string, adapter: string): boolean {
+    return (
+      this.calls.unloaders.get(`${replica}\u0000${adapter}`)?.alone === true ||
+      this.routing.unseenFirst(replica, adapter)
     );
   }
 
@@ -244,6 +263,7 @@ export class World {
         );
       for (const p of this.nodes.procs) {
         if (!p.alive) continue;
+        if (p.rt.store.mode?.() === 'local') this.localAt.set(`n${p.node}g${p.gen}`, w.now);
         // Held only while deciding: a request refused (503 ttft_overload, shed_low_priority),
         // sent or failed leaves the count, or later requests of its class wait behind nothing.
         const held = this.nodes.heldInGateway(p);

@@ -1,0 +1,123 @@
+/**
+ * The simulation's "a request proxied for an adapter finds it there" (dst/answer-check.ts), read
+ * off what the replica answered the proxied request: on vLLM's 404 as the simulated replica
+ * writes it, on hand-made replica histories (never loaded, loaded, unloaded, lost to a restart),
+ * and on seed 12 with a failed load planted as landed (`listedAfterLoad` answering "listed"
+ * whatever the replica's registry says), which no other check breaks on.
+ */
+import { lastWord, modelNotFound, notFoundUnexcused, type AnswerGround } from '../../dst/answer-check';
+import { ReplicaSet } from '../../dst/replicas';
+import { runSeed } from '../../dst/run';
+import { Scheduler } from '../../dst/scheduler';
+import type { AdapterLogEntry } from '../../sim/http/replica';
+import { ReplicaWord } from '../../src/adapters/replica-word';
+import { seededRandom } from '../../src/random';
+import { loadEntry, unloadEntry } from '../helpers/dst-fixtures';
+
+const URL = 'http://replica-0:8000';
+const INVARIANT = 'a request proxied for an adapter finds it there';
+const ANSWER = { url: URL, name: 'chat', proc: 'n0g0', sentAt: 3000, reachedAt: 3000, db: 0, alone: false };
+
+function ground(
+  log: AdapterLogEntry[],
+  restarts: number[] = [],
+  unloadExcused = false,
+  rolledBack: { db: number; at: number[] } = { db: 0, at: [] },
+): AnswerGround {
+  return {
+    log: () => log,
+    restarts: () => restarts.map((at) => ({ url: URL, at, names: ['chat'] })),
+    unloadExcused: () => unloadExcused,
+    unloader: () => ({ proc: 'n1g0', db: 0 }),
+    rolledBack: (db) => (db === rolledBack.db ? rolledBack.at : []),
+  };
+}
+
+describe("the replica's answer", () => {
+  it("is vLLM's 404 for an adapter the simulated replica does not hold, not for one it holds", async () => {
+    const sched = new Scheduler(seededRandom(1));
+    const replicas = new ReplicaSet(sched, { replicas: 1, maxLoras: 2, loadMs: 10, decodeMsPerStep: 1 });
+    const body = (model: string) =>
+      JSON.stringify({ model, messages: [{ role: 'user', content: 'x' }], max_tokens: 1 });
+    const a = await replicas.proxy(URL, '/v1/chat/completions', body('chat'), 5000);
+    expect(a.status).toBe(404);
+    expect(modelNotFound(a.status, a.text, 'chat')).toBe(true);
+    expect(modelNotFound(a.status, a.text, 'code')).toBe(false);
+  });
+});
+
+describe('a 404 for an adapter, judged from the replica history', () => {
+  it('breaks when the adapter never landed there', () => {
+    expect(notFoundUnexcused(ANSWER, ground([]))).toContain('never loaded there');
+    // A load of another adapter, or one answered with an error, registered nothing of it.
+    const failed = { ...loadEntry(1000, 'chat', 1), status: 500 };
+    expect(notFoundUnexcused(ANSWER, ground([loadEntry(900, 'code', 1), failed]))).toContain(
+      'never loaded there',
+    );
+  });
+
+  it('breaks when it was unloaded there by a router held to (i), holds when that unload is excused', () => {
+    const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0)];
+    expect(notFoundUnexcused(ANSWER, ground(log))).toContain('unloaded there at 2000 ms');
+    expect(notFoundUnexcused(ANSWER, ground(log, [], true))).toBeUndefined();
+  });
+
+  it('holds when the state the unload was recorded in rolled back before the request was sent on it', () => {
+    const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0)];
+    expect(notFoundUnexcused(ANSWER, ground(log, [], false, { db: 0, at: [2500] }))).toBeUndefined();
+    // Rolled back before the unload (the unload is in the state), after the request, or another state.
+    for (const rolled of [
+      { db: 0, at: [1500] },
+      { db: 0, at: [3500] },
+      { db: 1, at: [2500] },
+    ])
+      expect(notFoundUnexcused(ANSWER, ground(log, [], false, rolled))).toContain(
+        'unloaded there at 2000 ms',
+      );
+  });
+
+  it('holds when a node deciding alone routed it, from its own state that never saw the unload', () => {
+    const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0)];
+    expect(notFoundUnexcused({ ...ANSWER, alone: true }, ground(log))).toBeUndefined();
+    // Alone or not, nothing excuses an adapter that never landed.
+    expect(notFoundUnexcused({ ...ANSWER, alone: true }, ground([]))).toContain('never loaded there');
+  });
+
+  it('holds when the unload was sent on another shared state than the request went on (a record change)', () => {
+    const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0)];
+    expect(notFoundUnexcused({ ...ANSWER, db: 1 }, ground(log))).toBeUndefined();
+  });
+
+  it('holds when the replica restarted after it landed, and breaks when it landed again after', () => {
+    expect(notFoundUnexcused(ANSWER, ground([loadEntry(1000, 'chat', 1)], [2000]))).toBeUndefined();
+    const again = [loadEntry(1000, 'chat', 1), loadEntry(2500, 'chat', 1)];
+    expect(notFoundUnexcused(ANSWER, ground(again, [2000]))).toContain('registered there since 2500 ms');
+  });
+
+  it('reads only what happened before the request reached the replica', () => {
+    const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0), loadEntry(3500, 'chat', 1)];
+    expect(lastWord('chat', 3000, log, [])).toEqual({ kind: 'unloaded', at: 2000 });
+    expect(lastWord('chat', 4000, log, [])).toEqual({ kind: 'landed', at: 3500 });
+    expect(lastWord('chat', 500, log, [{ url: URL, at: 400 }])).toEqual({ kind: 'lost', at: 400 });
+  });
+});
+
+describe('a failed load taken for landed, planted in the real code', () => {
+  const listedAfterLoad = ReplicaWord.prototype.listedAfterLoad;
+  afterEach(() => {
+    ReplicaWord.prototype.listedAfterLoad = listedAfterLoad;
+  });
+
+  it('seed 12 breaks it (team,a on replica-0, whose loads failed), and holds without the plant', async () => {
+    // The replica's word after a failed load call: "listed" unless it lists a start-up entry.
+    ReplicaWord.prototype.listedAfterLoad = async function (url, name, leftMs) {
+      return (await listedAfterLoad.call(this, url, name, leftMs)) === 'start-up' ? 'start-up' : true;
+    };
+    const r = await runSeed(12);
+    expect(r.violation?.invariant).toBe(INVARIANT);
+    expect(r.violation?.detail).toContain('team,a proxied by n0g0');
+    expect(r.violation?.detail).toContain('answered 404 by http://replica-0:8000: never loaded there');
+    ReplicaWord.prototype.listedAfterLoad = listedAfterLoad;
+    expect((await runSeed(12)).violation).toBeUndefined();
+  }, 30_000);
+});
