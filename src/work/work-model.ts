@@ -147,10 +147,11 @@ export class WorkModel {
     this.byId.delete(id);
     const r = this.replica(e.url);
     advance(r, now);
-    if (completed) r.drained = Math.max(r.drained, e.end);
-    // Its first token is in the replica's count: the next idle scrape has that many fewer to clear.
-    if (completed && !e.counted) r.completedUncounted++;
-    else {
+    if (completed) {
+      r.drained = Math.max(r.drained, e.end);
+      // Its first token is in the replica's count: the next idle scrape has that many fewer to clear.
+      if (!e.counted) r.completedUncounted++;
+    } else {
       const left = Math.min(e.prompt, Math.max(0, e.end - r.drained));
       if (left > 0) {
         r.admitted -= left;
