@@ -6,6 +6,7 @@
 import { UNSEEN_HOLD_MS } from '../src/adapters/replica-word';
 import { DEFAULT_UNHEALTHY_TIMEOUTS } from '../src/config/poller-schema';
 import { OBJECTIVE_HEADER, type SloHints } from '../src/router/slo-class';
+import type { FleetRuntime } from '../src/runtime';
 import { modelNotFound, notFoundUnexcused, type AnswerGround } from './answer-check';
 import { routingRequest, type CallsSeen } from './calls-seen';
 import { waitedIdle } from './hold-check';
@@ -31,8 +32,8 @@ export interface RoutingGround {
   healthReads: HealthReads;
   /** What the answer check reads (dst/answer-check.ts). */
   answers: AnswerGround;
-  /** When process `proc` (`n<node>g<gen>`) was last seen deciding alone after a step (-Infinity: never). */
-  localAt(proc: string): number;
+  /** When runtime `rt` was last seen deciding alone after a step (-Infinity: never). */
+  localAt(rt: FleetRuntime): number;
   lastFaultAt(): number;
   lastRecordChange(): number;
   view(): WorldView;
@@ -96,10 +97,13 @@ export class RequestRouting {
       if (!this.decidedAt.has(arrivals)) this.decidedAt.set(arrivals, this.g.sched.now());
     };
     const svc = p.svc;
+    // The runtime current when it came: the one it is decided on (Router.route), or a successor.
+    const came = p.rt;
     // The class header as Kong hands the plugin the request's headers (plugins/lora-router.ts reads it so).
     const headers: Record<string, string> = a.cls === undefined ? {} : { [OBJECTIVE_HEADER]: a.cls };
     const slo = (): Promise<SloHints> => Promise.resolve({ objective: headers[OBJECTIVE_HEADER] });
     let sent: SentRequest | undefined;
+    let decider: FleetRuntime | undefined;
     try {
       const out = await routingRequest.run(arrivals, () =>
         svc.route({ path: '/v1/chat/completions', body, slo }),
@@ -136,6 +140,7 @@ export class RequestRouting {
         // The state its lease is on: the runtime that decided it (after a record change to other
         // state, a request waiting for room is decided again on the new one).
         const prefix = out.leaseId.slice(0, out.leaseId.lastIndexOf('-'));
+        decider = decidedOn(p, came, prefix);
         list.push(
           (sent = {
             proc: `n${p.node}g${p.gen}`,
@@ -159,7 +164,7 @@ export class RequestRouting {
         },
       );
       if (sent && modelNotFound(answer.status, answer.text, model))
-        this.notFound(sent, urlParts(out.url).origin, model, began);
+        this.notFound(sent, decider, urlParts(out.url).origin, model, began);
       // The log phase, on the process that routed it (a dead one never runs it).
       if (!p.alive) return;
       await svc.finish(out.leaseId, answer.status);
@@ -173,7 +178,13 @@ export class RequestRouting {
   }
 
   /** `sent`, proxied to `replica` for `adapter`, was answered that the replica does not serve it (dst/answer-check.ts). */
-  private notFound(sent: SentRequest, replica: string, adapter: string, began: number): void {
+  private notFound(
+    sent: SentRequest,
+    decider: FleetRuntime | undefined,
+    replica: string,
+    adapter: string,
+    began: number,
+  ): void {
     const why = notFoundUnexcused(
       {
         url: replica,
@@ -183,8 +194,11 @@ export class RequestRouting {
         reachedAt: sent.reached ?? sent.at,
         db: sent.db,
         // Local at its proxy, or at any step since it came: its decision may have read its own state
-        // and the store be back on Redis by the proxy (seed 19796).
-        alone: sent.alone || this.g.localAt(sent.proc) >= began,
+        // and the store be back on Redis by the proxy (seed 19796). The runtime that decided it, not
+        // only the node's newest: after a same-state record change the old one decides it (seed 525755).
+        alone:
+          sent.alone ||
+          (decider !== undefined && (decider.store.mode?.() === 'local' || this.g.localAt(decider) >= began)),
       },
       this.g.answers,
     );
@@ -311,4 +325,15 @@ function errorCode(body: unknown): string | undefined {
 function refusedForFleetBudget(status: number, body: unknown): boolean {
   const e = (body as { error?: { code?: string; message?: string } } | undefined)?.error;
   return status === 429 && e?.code === 'rate_limit_exceeded' && e.message?.includes('the fleet has') === true;
+}
+
+/**
+ * The runtime of `p` that decided a request which came while `came` was current and took its lease
+ * under `prefix`: `came` itself, or a successor it was decided again on after a record change to
+ * other state (Router.route, RuntimeReplaced), whose lease prefix is its own. A same-state
+ * successor shares the prefix but never takes over a decision: the first match is the one.
+ */
+function decidedOn(p: Process, came: FleetRuntime, prefix: string): FleetRuntime | undefined {
+  const from = p.runtimes.indexOf(came);
+  return from < 0 ? undefined : p.runtimes.slice(from).find((rt) => rt.leasePrefix === prefix);
 }

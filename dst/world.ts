@@ -9,6 +9,7 @@
  */
 import { LOCK_MARGIN_MS } from '../src/adapters/idle-unload';
 import type { FailoverFleetStore } from '../src/fleet/redis/failover-store';
+import type { FleetRuntime } from '../src/runtime';
 import type { RegistryLoss } from './trim-check';
 import { seededRandom, type Random } from '../src/random';
 import { CallsSeen } from './calls-seen';
@@ -70,8 +71,12 @@ export class World {
   /** By request (arrival number): the store calls its decision made, as answered. */
   private readonly healthReads = new HealthReads();
   private lastFaultAt = -Infinity;
-  /** By process (`n<node>g<gen>`): the last step after which its store decided alone (the answer check). */
-  private readonly localAt = new Map<string, number>();
+  /**
+   * By runtime: the last step after which its store decided alone (the answer check). Each of a
+   * process's runtimes: one a same-state record change replaced still decides the requests under
+   * way on it (seed 525755).
+   */
+  private readonly localAt = new WeakMap<FleetRuntime, number>();
   private lastRecordChange = -Infinity;
   /** Record changes to other state, from the first node's push to the last's. */
   private readonly stateMoves: { from: number; to: number }[] = [];
@@ -131,7 +136,7 @@ export class World {
         unloader: (replica, adapter) => this.calls.unloaders.get(`${replica}\u0000${adapter}`),
         rolledBack: (db) => this.redis[db]!.restores,
       },
-      localAt: (proc) => this.localAt.get(proc) ?? -Infinity,
+      localAt: (rt) => this.localAt.get(rt) ?? -Infinity,
       lastFaultAt: () => this.lastFaultAt,
       lastRecordChange: () => this.lastRecordChange,
       view: () => this.view(),
@@ -263,7 +268,7 @@ export class World {
         );
       for (const p of this.nodes.procs) {
         if (!p.alive) continue;
-        if (p.rt.store.mode?.() === 'local') this.localAt.set(`n${p.node}g${p.gen}`, w.now);
+        for (const rt of p.runtimes) if (rt.store.mode?.() === 'local') this.localAt.set(rt, w.now);
         // Held only while deciding: a request refused (503 ttft_overload, shed_low_priority),
         // sent or failed leaves the count, or later requests of its class wait behind nothing.
         const held = this.nodes.heldInGateway(p);

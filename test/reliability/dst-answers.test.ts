@@ -121,3 +121,14 @@ describe('a failed load taken for landed, planted in the real code', () => {
     expect((await runSeed(12)).violation).toBeUndefined();
   }, 30_000);
 });
+
+describe('a request decided by a runtime a record change replaced', () => {
+  it('seed 525755 holds: its retiring runtime decided alone, on a view of before the unload', async () => {
+    // A same-state record change reached node 2 at 1,904 ms; its request for `a` (1,823 ms) stayed
+    // on the old runtime, which went local at 2,251 ms (a release timed out after a partition) and
+    // proxied it at 2,323 ms to replica-1, where node 1 unloaded `a` at 1,769 ms through Redis. The
+    // node's new runtime stayed on Redis: "alone" is the deciding runtime's, not the node's newest.
+    const r = await runSeed(525755);
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+});
