@@ -233,9 +233,10 @@ export class MemoryFleetStore implements FleetStore {
       // ones (an emptied state: a load sent before the first poll re-adopted the registry). A name
       // listed at a path no configuration loads is a start-up one whatever was loaded here (answered
       // "already loaded"; seed 310213: a failed load of that very name had set everLoaded).
+      // As residency.ts's Lua: managed wins either way; unknown, ours if loaded here.
       const manages = managed?.(name, path);
-      const ours = manages !== false && (r.everLoaded || r.loadedUnseen.has(name));
-      const state = ours || manages ? 'loaded' : 'static';
+      const ours = manages ?? (r.everLoaded || r.loadedUnseen.has(name));
+      const state = ours ? 'loaded' : 'static';
       putResidency(r, name, { state, since: at, lastUsed: at });
     }
     if (!r.registrySeen) {
