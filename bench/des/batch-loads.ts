@@ -12,7 +12,7 @@ import { CLASS_POLICY } from '../goals';
 import { TWO_CLASSES } from '../workloads';
 import { classMisses, type LoadSpan, type Timeline } from './class-misses';
 import * as P from './policies';
-import { conversationClassPoint } from './slo-classes';
+import { conversationClassPointFromArgs } from './slo-classes';
 
 const overlap = (a0: number, a1: number, b0: number, b1: number) =>
   Math.max(0, Math.min(a1, b1) - Math.max(a0, b0));
@@ -34,13 +34,7 @@ export function loadOwners(
 }
 
 async function main(): Promise<void> {
-  const [loadMs, load, seed, trace] = process.argv.slice(2);
-  const { s, arrivals, adapters, classes } = conversationClassPoint(
-    Number(loadMs),
-    Number(load),
-    Number(seed),
-    trace,
-  );
+  const { s, load, arrivals, adapters, classes } = conversationClassPointFromArgs(process.argv.slice(2));
   const policy = P.loraRouter(CLASS_POLICY, {
     slo_classes: TWO_CLASSES.classes,
     default_slo_class: 'interactive',
@@ -74,7 +68,7 @@ async function main(): Promise<void> {
   console.log(
     JSON.stringify({
       loadMs: s.loadMs,
-      load: Number(load),
+      load,
       seed: s.seed,
       requests,
       loadsByClass: count,

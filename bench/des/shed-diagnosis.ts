@@ -19,7 +19,7 @@ import type { WorkModel } from '../../src/work/work-model';
 import { CLASS_POLICY, CLASS_VARIANT_ONE } from '../goals';
 import { TWO_CLASSES } from '../workloads';
 import * as P from './policies';
-import { conversationClassPoint } from './slo-classes';
+import { conversationClassPointFromArgs } from './slo-classes';
 import { runPolicy } from './run';
 
 /** A candidate's predicted TTFT in parts (predictTtft: load + stall + max(kv, ahead) + own). */
@@ -134,13 +134,7 @@ interface Served {
 }
 
 async function main(): Promise<void> {
-  const [loadMs, load, seed, trace] = process.argv.slice(2);
-  const { s, arrivals, adapters, classes } = conversationClassPoint(
-    Number(loadMs),
-    Number(load),
-    Number(seed),
-    trace,
-  );
+  const { s, load, arrivals, adapters, classes } = conversationClassPointFromArgs(process.argv.slice(2));
   recordParts();
   const proto = RoomWait.prototype as unknown as { holdsNow: HoldsNow };
   const holdsNow = proto.holdsNow;
@@ -187,7 +181,7 @@ async function main(): Promise<void> {
   console.log(
     JSON.stringify({
       loadMs: s.loadMs,
-      load: Number(load),
+      load,
       seed: s.seed,
       batchWithin30s: {
         classes: within(withShed.ttft, 'batch', 30000),

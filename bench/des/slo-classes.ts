@@ -84,6 +84,12 @@ export function conversationClassPoint(
   };
 }
 
+/** `conversationClassPoint` from a diagnosis script's arguments: LOAD_MS LOAD SEED [TRACE]. */
+export function conversationClassPointFromArgs(args: string[]) {
+  const [loadMs, load, seed, trace] = args;
+  return { load: Number(load), ...conversationClassPoint(Number(loadMs), Number(load), Number(seed), trace) };
+}
+
 /** Every variant at one point, on the same requests and classes. */
 export async function classPoint(
   scenario: Scenario,

@@ -19,7 +19,7 @@ import { WorkModel, type Admission } from '../../src/work/work-model';
 import { CLASS_POLICY } from '../goals';
 import { TWO_CLASSES } from '../workloads';
 import * as P from './policies';
-import { conversationClassPoint } from './slo-classes';
+import { conversationClassPointFromArgs } from './slo-classes';
 import { runPolicy } from './run';
 
 type Formula = (r: ReplicaState, now: number, meanMaxTokens: number, decodeMs: number) => number;
@@ -107,13 +107,7 @@ interface Sample {
 const recs = new Map<Entry, { start: number; first: number; end: number; out: number }>();
 
 async function main(): Promise<void> {
-  const [loadMs, load, seed, trace] = process.argv.slice(2);
-  const { s, arrivals, adapters, classes } = conversationClassPoint(
-    Number(loadMs),
-    Number(load),
-    Number(seed),
-    trace,
-  );
+  const { s, load, arrivals, adapters, classes } = conversationClassPointFromArgs(process.argv.slice(2));
   // At each admission, before it changes the replica's state: every formula there, now.
   const pending = new Map<string, Sample[]>();
   const entryOf = new Map<string, Entry[]>();
@@ -158,7 +152,7 @@ async function main(): Promise<void> {
   const got = samples.filter((x) => x.got !== undefined);
   const out: Record<string, unknown> = {
     loadMs: s.loadMs,
-    load: Number(load),
+    load,
     seed: s.seed,
     decisions: samples.length,
     matched: got.length,
