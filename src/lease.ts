@@ -1,5 +1,6 @@
 import { LEASE_CEILING } from './fleet/memory-leases';
 import type { AdapterRef, Lease, Released, ReplicaView, ResidencyState } from './fleet/types';
+import { ReplicaCounts } from './replica-counts';
 import type { FleetRuntime } from './runtime';
 
 /**
@@ -29,16 +30,7 @@ const byRuntime = new Map<FleetRuntime, Set<LeaseHandle>>();
  * class bounded by `max_in_flight` (src/router/in-flight-here.ts): the views a decision reads
  * are a snapshot, taken before the leases of requests decided at the same time.
  */
-const openPerReplica = new Map<FleetRuntime, Map<string, number>>();
-
-function countOpen(rt: FleetRuntime, url: string, by: 1 | -1): void {
-  const perUrl = openPerReplica.get(rt) ?? new Map<string, number>();
-  const n = (perUrl.get(url) ?? 0) + by;
-  if (n > 0) perUrl.set(url, n);
-  else perUrl.delete(url);
-  if (perUrl.size > 0) openPerReplica.set(rt, perUrl);
-  else openPerReplica.delete(rt);
-}
+const openPerReplica = new ReplicaCounts();
 
 /**
  * One request's lease, taken at admission on the runtime its decision runs on (captured once).
@@ -113,14 +105,14 @@ export class LeaseHandle {
     open.set(h.id, h);
     const mine = byRuntime.get(rt) ?? new Set<LeaseHandle>();
     byRuntime.set(rt, mine.add(h));
-    countOpen(rt, url, 1);
+    openPerReplica.add(rt, url, 1);
     rt.leaseOpened(h);
     return h;
   }
 
   /** This process's leases open on `url` in `rt` (taken, not yet given back nor aged out). */
   static openOn(rt: FleetRuntime, url: string): number {
-    return openPerReplica.get(rt)?.get(url) ?? 0;
+    return openPerReplica.get(rt, url);
   }
 
   /** The open lease with this id in this process, if any (the log phase's way back to it). */
@@ -176,7 +168,7 @@ export class LeaseHandle {
 
   /** Ended: out of the process's lists (its runtime still counts it until its store has it). */
   private forget(): void {
-    if (!this.ended) countOpen(this.rt, this.lease.url, -1);
+    if (!this.ended) openPerReplica.add(this.rt, this.lease.url, -1);
     this.ended = true;
     if (open.get(this.id) === this) open.delete(this.id);
     const mine = byRuntime.get(this.rt);

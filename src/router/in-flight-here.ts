@@ -1,27 +1,24 @@
 import { LeaseHandle } from '../lease';
+import { ReplicaCounts } from '../replica-counts';
 import type { FleetRuntime } from '../runtime';
 
 /**
  * Per runtime, per replica: decisions of this process that passed their hold (room-wait.ts
  * `holds`) and have not yet opened their lease (a cold one's placement claim is awaited between).
  */
-const joining = new Map<FleetRuntime, Map<string, number>>();
+const joining = new ReplicaCounts();
 
 /**
  * Counts one decision on `url` from the end of its hold until its lease is open; the returned
  * function ends it (once, however often called).
  */
 export function joinUnderWay(rt: FleetRuntime, url: string): () => void {
-  const perUrl = joining.get(rt) ?? new Map<string, number>();
-  joining.set(rt, perUrl.set(url, (perUrl.get(url) ?? 0) + 1));
+  joining.add(rt, url, 1);
   let done = false;
   return () => {
     if (done) return;
     done = true;
-    const n = perUrl.get(url)! - 1;
-    if (n > 0) perUrl.set(url, n);
-    else perUrl.delete(url);
-    if (perUrl.size === 0 && joining.get(rt) === perUrl) joining.delete(rt);
+    joining.add(rt, url, -1);
   };
 }
 
@@ -35,6 +32,6 @@ export function joinUnderWay(rt: FleetRuntime, url: string): () => void {
  * open on `url` (taken before the decision, `redis` only): not counted against it.
  */
 export function inFlightHere(rt: FleetRuntime, url: string, viewed: number, ownLease: boolean): number {
-  const local = LeaseHandle.openOn(rt, url) + (joining.get(rt)?.get(url) ?? 0) - (ownLease ? 1 : 0);
+  const local = LeaseHandle.openOn(rt, url) + joining.get(rt, url) - (ownLease ? 1 : 0);
   return Math.max(viewed, local);
 }
