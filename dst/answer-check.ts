@@ -15,7 +15,9 @@
  *   rollback not covered), the request decided on that state after: the state brought the
  *   adapter back as loaded there until a poll reads the replica again (seed 65 of
  *   test/reliability/dst-found.test.ts: `sql` unloaded at 4,175 ms, Redis restarted at 5,266 ms
- *   from its first snapshot since a switch, a request decided at 6,507 ms on views of 2,062 ms);
+ *   from its first snapshot since a switch, a request decided at 6,507 ms on views of 2,062 ms).
+ *   The record begins when the store grants the unload, which may be before the replica drops
+ *   the adapter (seed 539094: granted at 1,763 ms, lost by a switch, dropped at 1,769 ms);
  * - the request routed by a node deciding alone: "each node decides from its own state"
  *   (docs/reliability.md, outages and recovery), which never saw an unload made through Redis,
  *   another node's or its own (seeds 10284, 11456: Redis emptied, the request's lease failed to
@@ -89,7 +91,7 @@ export interface AnswerGround {
   /** Whether the last unload of `name` on `url` is excused from (i) (World's `sentAlone`). */
   unloadExcused(url: string, name: string): boolean;
   /** The process (`n<node>g<gen>`) that sent the last unload of `name` on `url`, and the shared state it was on. */
-  unloader(url: string, name: string): { proc: string; db: number } | undefined;
+  unloader(url: string, name: string): { proc: string; db: number; grantedAt?: number } | undefined;
   /** When shared state `db` was rolled back to an older copy (RedisModel.restores). */
   rolledBack(db: number): readonly number[];
 }
@@ -108,8 +110,10 @@ export function notFoundUnexcused(a: NotFoundAnswer, g: AnswerGround): string | 
       const u = g.unloader(a.url, a.name);
       // Sent on another shared state (a record change to other state under way): the request's state never saw it.
       if (u !== undefined && u.db !== a.db) return undefined;
-      // The unload's state rolled back after it, and the request decided on that state since.
-      const restored = u?.db === a.db && g.rolledBack(a.db).some((t) => t > last.at && t <= a.sentAt);
+      // The unload's state rolled back after its grant (which may come before the replica dropped
+      // the adapter: seed 539094), and the request decided on that state since.
+      const recorded = u?.grantedAt ?? last.at;
+      const restored = u?.db === a.db && g.rolledBack(a.db).some((t) => t > recorded && t <= a.sentAt);
       return restored ? undefined : `${head}: unloaded there at ${Math.round(last.at)} ms`;
     }
     case 'landed':

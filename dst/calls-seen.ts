@@ -45,7 +45,10 @@ export class CallsSeen {
   /** By runtime and fence: the index of its claim in `loadClaims`. */
   private readonly claims = new Map<string, number>();
   /** By runtime, replica and adapter: when the shared store last granted it an unload (its lock). */
-  private readonly unloadGrants = new Map<string, { asked: number; lock: LockLife | undefined }>();
+  private readonly unloadGrants = new Map<
+    string,
+    { asked: number; answered: number; lock: LockLife | undefined }
+  >();
   /** By request (arrival number): the adapter it routes, the load its make-room unloads are for. */
   readonly adapterOf = new Map<number, string>();
   /** Load calls sent and not answered yet (any node). */
@@ -117,7 +120,11 @@ export class CallsSeen {
       const asked = this.sched.now();
       const fence = await begin(url, adapter, ...rest);
       if (fence !== null)
-        this.unloadGrants.set(`${sender}\u0000${url}\u0000${adapter}`, { asked, lock: link.lockLife(fence) });
+        this.unloadGrants.set(`${sender}\u0000${url}\u0000${adapter}`, {
+          asked,
+          answered: this.sched.now(),
+          lock: link.lockLife(fence),
+        });
       return fence;
     };
   }
@@ -199,16 +206,17 @@ export class CallsSeen {
         return reply;
       }
       if (url.endsWith('/v1/unload_lora_adapter') && name !== undefined) {
+        const grant = `${sender}\u0000${origin}\u0000${name}`;
+        const granted = this.unloadGrants.get(grant);
+        this.unloadGrants.delete(grant);
         this.unloaders.set(`${origin}\u0000${name}`, {
           proc,
           alone,
           db,
           wordAt: this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
           reads: this.reads.get(`${sender}\u0000${origin}`) ?? [],
+          ...(granted === undefined ? {} : { grantedAt: granted.answered }),
         });
-        const grant = `${sender}\u0000${origin}\u0000${name}`;
-        const granted = this.unloadGrants.get(grant);
-        this.unloadGrants.delete(grant);
         const request = routingRequest.getStore();
         const adapter = request === undefined ? undefined : this.adapterOf.get(request);
         const sent: UnloadCall = {

@@ -23,12 +23,13 @@ function ground(
   restarts: number[] = [],
   unloadExcused = false,
   rolledBack: { db: number; at: number[] } = { db: 0, at: [] },
+  grantedAt?: number,
 ): AnswerGround {
   return {
     log: () => log,
     restarts: () => restarts.map((at) => ({ url: URL, at, names: ['chat'] })),
     unloadExcused: () => unloadExcused,
-    unloader: () => ({ proc: 'n1g0', db: 0 }),
+    unloader: () => ({ proc: 'n1g0', db: 0, ...(grantedAt === undefined ? {} : { grantedAt }) }),
     rolledBack: (db) => (db === rolledBack.db ? rolledBack.at : []),
   };
 }
@@ -72,6 +73,18 @@ describe('a 404 for an adapter, judged from the replica history', () => {
       { db: 1, at: [2500] },
     ])
       expect(notFoundUnexcused(ANSWER, ground(log, [], false, rolled))).toContain(
+        'unloaded there at 2000 ms',
+      );
+  });
+
+  it('holds when the state rolled back between the unload grant and the replica dropping it (seed 539094)', () => {
+    // The store granted the unload at 1950 ms, a switch lost that write at 1980 ms, and the replica
+    // dropped the adapter at 2000 ms: the state the request was decided on never held the unload.
+    const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0)];
+    expect(notFoundUnexcused(ANSWER, ground(log, [], false, { db: 0, at: [1980] }, 1950))).toBeUndefined();
+    // Rolled back before the grant (the grant is in the state), or after the request was sent.
+    for (const at of [1900, 3500])
+      expect(notFoundUnexcused(ANSWER, ground(log, [], false, { db: 0, at: [at] }, 1950))).toContain(
         'unloaded there at 2000 ms',
       );
   });
@@ -129,6 +142,16 @@ describe('a request decided by a runtime a record change replaced', () => {
     // proxied it at 2,323 ms to replica-1, where node 1 unloaded `a` at 1,769 ms through Redis. The
     // node's new runtime stayed on Redis: "alone" is the deciding runtime's, not the node's newest.
     const r = await runSeed(525755);
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+});
+
+describe('an unload whose record a Sentinel switch lost before the replica dropped the adapter', () => {
+  it('seed 539094 holds: the switch came between the grant (1,763 ms) and the drop (1,769 ms)', async () => {
+    // n0g0's unload of `sql` on replica-1 was granted at 1,763.2 ms; a Sentinel switch that lost
+    // writes came before the replica dropped `sql` at 1,769 ms, so the state n2g0 decided its
+    // request on (proxied at 1,890 ms) still said `sql` loaded there.
+    const r = await runSeed(539094);
     expect(r.violation).toBeUndefined();
   }, 30_000);
 });
