@@ -144,7 +144,9 @@ export class RequestRouting {
         list.push(
           (sent = {
             proc: `n${p.node}g${p.gen}`,
-            alone: p.rt.store.mode?.() === 'local',
+            // The deciding runtime's store, not the node's newest: after a same-state record
+            // change the old runtime decides the requests under way on it (seed 525755).
+            alone: (decider ?? p.rt).store.mode?.() === 'local',
             db: this.g.nodes.prefixDb.get(prefix) ?? p.db,
             at: this.g.sched.now(),
             reached: Infinity,
