@@ -55,12 +55,43 @@ export class CallsSeen {
   loadsInFlight = 0;
   /** By request (arrival number): when its process was granted its cold-load spend, and how. */
   private readonly spendGrants = new Map<number, { at: number; alone: boolean }>();
+  /** By request (arrival number): the spans its decision's calls spent on a slow path. */
+  private readonly slowSpans = new Map<number, { from: number; to: number }[]>();
 
   constructor(
     private readonly sched: Scheduler,
     /** Whether the world is degraded now (World.degraded). */
     private readonly degraded: () => boolean,
   ) {}
+
+  /**
+   * Notes a call sent over a slow path (`hopMs` each way) within a request's decision (its
+   * ReplicaSet's `slowCallSeen`): from its sending until it settles, at most its hops both ways
+   * (the replica's own time stays in the hold's bound). Returns what to call once it settles.
+   */
+  slowCallSeen(hopMs: number): () => void {
+    const request = routingRequest.getStore();
+    if (request === undefined) return () => undefined;
+    const from = this.sched.now();
+    return () => {
+      let spans = this.slowSpans.get(request);
+      if (!spans) this.slowSpans.set(request, (spans = []));
+      spans.push({ from, to: Math.min(this.sched.now(), from + 2 * hopMs) });
+    };
+  }
+
+  /** The time `request`'s decision waited on slow paths so far (calls at once counted once). */
+  slowMs(request: number): number {
+    const spans = [...(this.slowSpans.get(request) ?? [])].sort((a, b) => a.from - b.from);
+    let total = 0;
+    let end = -Infinity;
+    for (const { from, to } of spans) {
+      if (to <= end) continue;
+      total += to - Math.max(from, end);
+      end = to;
+    }
+    return total;
+  }
 
   /** Notes each placement a runtime claims, and wins, past another it saw (`seen`): a copy on purpose. */
   spreadsSeen(link: RedisLink): void {

@@ -114,6 +114,11 @@ export class ReplicaSet {
   private readonly unread = new Map<string, FailedLoad[]>();
   /** Restarts that forgot adapters loaded at run time, in order: when, and which replica. */
   readonly registryLost: { url: string; at: number; names: string[] }[] = [];
+  /**
+   * Told, in the caller's context, of each process call sent over a slow path (its hop each
+   * way); what it returns is told once the call settles (answered, failed or timed out).
+   */
+  slowCallSeen: (hopMs: number) => () => void = () => () => undefined;
 
   constructor(
     private readonly clock: Clock,
@@ -409,14 +414,16 @@ export class ReplicaSet {
         method === 'GET' && u.pathname === '/v1/models' ? this.takeUnread(sender, u.origin) : NONE;
       return new Promise<HttpReply>((resolve, reject) => {
         let settled = false;
+        const hop = this.hopMs(node, u.origin);
+        const slowEnded = hop > 0 ? this.slowCallSeen(hop) : () => undefined;
         const cancel = clock.after(timeoutMs, () => {
           if (settled) return;
           settled = true;
+          slowEnded();
           abort();
           reject(new BackendError('timeout', `${method} ${url}: no answer within ${timeoutMs} ms`));
         });
         let abort = () => {};
-        const hop = this.hopMs(node, u.origin);
         // No slow path: the call as before, in the same instant (the seeds found stay).
         const onPath = (fn: () => void) => (hop > 0 ? void clock.after(hop, fn) : fn());
         trip(clock, random, () =>
@@ -436,6 +443,7 @@ export class ReplicaSet {
                 onPath(() => {
                   if (settled || !alive()) return;
                   settled = true;
+                  slowEnded();
                   cancel();
                   // The router starts its backoff now, on its clock.
                   if (r.failure) this.heard(r.failure, clock.now(), r.readAfter === true);

@@ -122,7 +122,8 @@ export class RequestRouting {
         lastRecordChange: this.g.lastRecordChange(),
         boundMs: this.holdBoundMs(),
       };
-      if (waitedIdle({ began, took, alone, last: arrivals === this.arrivals }, scope)) {
+      const slowMs = this.g.calls.slowMs(arrivals);
+      if (waitedIdle({ began, took, alone, last: arrivals === this.arrivals, slowMs }, scope)) {
         const w = this.g.view();
         this.g.violate({
           invariant: 'a hold never waits with nothing that could change',

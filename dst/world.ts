@@ -106,6 +106,7 @@ export class World {
     });
     samplesOnly(schedule.seed, this.replicas);
     this.calls = new CallsSeen(this.sched, () => this.degraded());
+    this.replicas.slowCallSeen = (hopMs) => this.calls.slowCallSeen(hopMs);
     const order = { n: 0 };
     this.redis = [0, 1].map(
       (db) => new RedisModel(this.sched, redisConfig(this.w, db, 0), this.random, order),

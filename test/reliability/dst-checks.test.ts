@@ -593,7 +593,7 @@ describe('the simulation holds a cold adapter to one load per burst, but for a c
 
 describe('the simulation judges a hold idle only when nothing could change while it routed (issue 31 item 1c)', () => {
   // Seed 16974's figures: bound 3,400 ms (loads of 200 ms), the request at 1,811 ms routed in 8,055 ms.
-  const request = { began: 1811, took: 8055, alone: true, last: true };
+  const request = { began: 1811, took: 8055, alone: true, last: true, slowMs: 0 };
   const scope = { lastFaultAt: 1756, lastRecordChange: -Infinity, boundMs: 3400 };
 
   it('a request alone, no fault since it came, routed past the bound breaks it', () => {
@@ -610,6 +610,18 @@ describe('the simulation judges a hold idle only when nothing could change while
     expect(waitedIdle(request, { ...scope, lastRecordChange: 1811 })).toBe(false);
     // Every node had taken it before the request came: judged.
     expect(waitedIdle(request, { ...scope, lastRecordChange: 1223 })).toBe(true);
+  });
+
+  it('the time its decision waited on a slow path is no idle hold, the rest is judged (seed 536271)', () => {
+    // Node 1's path to replica-1 slow 1,741-3,072 ms (1,829 ms each way); its request for `law` came at
+    // 1,989 ms (the last fault healed at 1,439), its registry read before the load timed out after 1,000
+    // ms (1,999 ms), its load call after 3,000 (3,005 ms), both over the path: routed after 4,021 ms.
+    const law = { began: 1989, took: 4021, alone: true, last: true, slowMs: 4000 };
+    const quiet = { ...scope, lastFaultAt: 1439 };
+    expect(waitedIdle(law, quiet)).toBe(false);
+    // Past the bound by more than the slow path took: judged.
+    expect(waitedIdle({ ...law, slowMs: 600 }, quiet)).toBe(true);
+    expect(waitedIdle({ ...law, slowMs: 621 }, quiet)).toBe(false);
   });
 });
 

@@ -2129,6 +2129,42 @@ describe('a hold never waits with nothing that could change: a node back from an
   }, 30_000);
 });
 
+describe('a hold never waits with nothing that could change: a decision whose calls crossed a slow path', () => {
+  // Seed 536271 (--keep 1,2,3,15,16): node 1's path to replica-1 slow from 1,741 ms for 1,331 ms, 1,829 ms
+  // each way. Node 1's request for `law` (1,989 ms), alone on an idle fleet, read replica-1's registry
+  // before its load (timed out at 1,000 ms) and sent the load at 3,005 ms, before the path healed: the
+  // call timed out at 3,000 ms, the registry then listed `law` and the request routed after 4,021 ms, past
+  // the bound of 3,400. The router waited on nothing but the slow path's round trips.
+  it('seed 536271: the time a decision waits on a slow path is not held against it', async () => {
+    await holds(
+      536271,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: WORLD.adapters.slice(0, 10),
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 108, kind: 'request', node: 0, adapter: 0, tokens: 5, prompt: 1435 },
+        { at: 145, kind: 'partition', node: -1, ms: 1294 },
+        { at: 258, kind: 'request', node: 1, adapter: 6, tokens: 5, prompt: 1095 },
+        { at: 1741, kind: 'slow-path', node: 1, replica: 1, ms: 1331, hopMs: 1829 },
+        { at: 1989, kind: 'request', node: 1, adapter: 7, tokens: 6, prompt: 305 },
+      ],
+    );
+  }, 30_000);
+});
+
 describe('a replica seen down gets no request: a decision made while every replica was down', () => {
   // Seed 317260 (--keep 0,1,3,4,5,6,7,8,9,10,11,15,16,17): replica-0 answers 500 from 948 ms and is
   // polled down at 949 ms; replica-1, restarting from 923 ms, is polled down at 1,047 ms. Node 2's
