@@ -3597,3 +3597,85 @@ describe('a failed load is not tried again within the backoff: unless its sender
     );
   }, 30_000);
 });
+
+describe('a replica seen down gets no request: decisions read after an emptied state wait for the reclaim', () => {
+  // Seed 542328 (--keep 3,...,34,42,...,57 of 58: a crowd of requests at node 1, no SLO classes; the
+  // router's): replica-2 answers 500 from 269 ms, every node polls it down (node 1 at 1,087 ms), and node
+  // 1 holds crowd requests for the TTFT objective. A FLUSHALL at 1,877 ms; node 0 finds it (1,895) and
+  // registers every replica again. Node 1's held base-model request reads its views at 1,901 ms: every
+  // replica `unknown`, and the reply says the state was emptied. Node 1 reclaims (registers, hands on
+  // its downs: replica-2 at 1,916) and then decided on the views read before, replica-2, proxied there
+  // at 1,924 ms. In the full seed, held requests read the views while node 1's reclaim was under way
+  // (1,961 ms) and one was proxied to replica-2 at 1,987 ms. Either read is now made again after it.
+  it('seed 542328: views read while the node reclaims an emptied state are read again once its downs are handed on', async () => {
+    await holds(
+      542328,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 4,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        loadMs: 1500,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 4415,
+        queueTimeoutMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        maxNumSeqs: 4,
+      },
+      [
+        { at: 269, kind: 'replica-outage', replica: 2, ms: 2254, mode: 'error500' },
+        { at: 360, kind: 'request', node: 0, adapter: 0, tokens: 3, prompt: 1715 },
+        { at: 565, kind: 'switch', lost: 3 },
+        { at: 741, kind: 'request', node: 2, adapter: 0, tokens: 6, prompt: 1816 },
+        { at: 846, kind: 'replica-outage', replica: 0, ms: 714, mode: 'error500' },
+        { at: 939, kind: 'request', node: 1, adapter: 3, tokens: 4, prompt: 1211 },
+        { at: 1027, kind: 'request', node: 1, adapter: 2, tokens: 52, prompt: 1061 },
+        { at: 1044, kind: 'request', node: 2, adapter: 0, tokens: 1, prompt: 401 },
+        { at: 1046, kind: 'request', node: 1, adapter: -1, tokens: 57, prompt: 1174 },
+        { at: 1145, kind: 'request', node: 1, adapter: -1, tokens: 45, prompt: 1815 },
+        { at: 1153, kind: 'request', node: 1, adapter: 6, tokens: 31, prompt: 1653 },
+        { at: 1230, kind: 'request', node: 2, adapter: 8, tokens: 6, prompt: 1246 },
+        { at: 1231, kind: 'request', node: 2, adapter: -1, tokens: 1, prompt: 438 },
+        { at: 1245, kind: 'request', node: 1, adapter: 6, tokens: 36, prompt: 1540 },
+        { at: 1302, kind: 'request', node: 1, adapter: -1, tokens: 55, prompt: 1776 },
+        { at: 1354, kind: 'request', node: 1, adapter: -1, tokens: 47, prompt: 1906 },
+        { at: 1354, kind: 'request', node: 1, adapter: 6, tokens: 28, prompt: 1725 },
+        { at: 1417, kind: 'request', node: 1, adapter: 1, tokens: 2, prompt: 1420 },
+        { at: 1510, kind: 'request', node: 1, adapter: 2, tokens: 59, prompt: 1833 },
+        { at: 1574, kind: 'request', node: 1, adapter: 9, tokens: 41, prompt: 1852 },
+        { at: 1663, kind: 'request', node: 1, adapter: -1, tokens: 36, prompt: 1832 },
+        { at: 1736, kind: 'request', node: 1, adapter: 9, tokens: 54, prompt: 1587 },
+        { at: 1739, kind: 'request', node: 1, adapter: -1, tokens: 47, prompt: 1153 },
+        { at: 1752, kind: 'request', node: 1, adapter: 6, tokens: 26, prompt: 1887 },
+        { at: 1778, kind: 'request', node: 1, adapter: 6, tokens: 43, prompt: 1807 },
+        { at: 1814, kind: 'request', node: 1, adapter: -1, tokens: 49, prompt: 1166 },
+        { at: 1821, kind: 'request', node: 1, adapter: 6, tokens: 51, prompt: 1240 },
+        { at: 1832, kind: 'request', node: 0, adapter: 4, tokens: 2, prompt: 889 },
+        { at: 1850, kind: 'request', node: 1, adapter: 9, tokens: 43, prompt: 1265 },
+        { at: 1877, kind: 'flushall' },
+        { at: 1956, kind: 'request', node: 1, adapter: 6, tokens: 5, prompt: 646 },
+        { at: 2034, kind: 'request', node: 1, adapter: 9, tokens: 55, prompt: 1293 },
+        { at: 2709, kind: 'request', node: 1, adapter: 2, tokens: 38, prompt: 1663 },
+        { at: 2776, kind: 'request', node: 1, adapter: -1, tokens: 32, prompt: 1051 },
+        { at: 2806, kind: 'request', node: 1, adapter: 6, tokens: 32, prompt: 1300 },
+        { at: 2859, kind: 'request', node: 1, adapter: 6, tokens: 40, prompt: 1499 },
+        { at: 3104, kind: 'request', node: 1, adapter: 2, tokens: 39, prompt: 1442 },
+        { at: 3149, kind: 'request', node: 1, adapter: 2, tokens: 27, prompt: 1410 },
+        { at: 3154, kind: 'request', node: 1, adapter: 2, tokens: 45, prompt: 1988 },
+        { at: 3195, kind: 'request', node: 1, adapter: 9, tokens: 32, prompt: 1338 },
+        { at: 3558, kind: 'request', node: 1, adapter: 6, tokens: 45, prompt: 1206 },
+        { at: 3629, kind: 'request', node: 1, adapter: -1, tokens: 39, prompt: 1231 },
+        { at: 3650, kind: 'request', node: 1, adapter: 6, tokens: 60, prompt: 1594 },
+        { at: 3653, kind: 'request', node: 1, adapter: 2, tokens: 27, prompt: 1614 },
+        { at: 3687, kind: 'request', node: 1, adapter: -1, tokens: 54, prompt: 1116 },
+        { at: 3742, kind: 'request', node: 1, adapter: -1, tokens: 36, prompt: 1006 },
+        { at: 3921, kind: 'request', node: 1, adapter: 9, tokens: 49, prompt: 1070 },
+        { at: 4344, kind: 'request', node: 1, adapter: 6, tokens: 35, prompt: 1613 },
+      ],
+    );
+  }, 30_000);
+});

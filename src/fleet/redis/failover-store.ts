@@ -167,6 +167,19 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     for (let p = this.predecessor; p; p = p.predecessor) await p.leases.restore(this.shared, false);
   }
 
+  /**
+   * `views` read on an emptied shared state before this node's reclaim handed on the replicas it
+   * saw down (`registerReplicas`): each the state knows nothing of yet (`unknown`: registered again,
+   * by another node first, and no poll or verdict since) reads down as this node's own store holds
+   * it, as it reads there once that push lands. Read so, every replica `unknown`, a held request
+   * went to one this node had polled down 0.9 s before (the simulation's seed 542328).
+   */
+  private withOwnDowns(views: ReplicaView[]): ReplicaView[] {
+    const down = new Set(this.local.seenDown(this.clock.now()).map((d) => d.url));
+    for (const v of views) if (v.health === 'unknown' && down.has(v.url)) v.health = 'down';
+    return views;
+  }
+
   /** The reclaims an acquire begun now may have missed: those begun from now, and one under way. */
   private reclaimsMissable(): number {
     return this.reclaiming ? this.reclaims - 1 : this.reclaims;
@@ -307,11 +320,13 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
         // The same reply says whether Redis was emptied (restarted empty, or flushed), even when
         // another node registered the replicas again first (the epoch changed).
         const lost = this.shared.takeStateLost?.() ?? false;
-        if (views.length === urls.length && !lost) return views;
+        if (views.length === urls.length && !lost) return this.reclaiming ? this.withOwnDowns(views) : views;
         // Register them again from here, with this node's open leases (a lease it lost would
         // let another node unload under it).
         await this.reclaim();
-        return views.length === urls.length ? views : s.views(urls, adapter, withResidents);
+        return views.length === urls.length
+          ? this.withOwnDowns(views)
+          : s.views(urls, adapter, withResidents);
       },
       () => this.local.views(urls, adapter, withResidents),
     );
@@ -361,7 +376,8 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
             ? await s.viewsAndLease(urls, adapter, lease)
             : { views: await s.views(urls, adapter), state: await s.acquire(lease) };
           const lost = this.shared.takeStateLost?.() ?? false;
-          if (r.views.length === urls.length && !lost) return r;
+          if (r.views.length === urls.length && !lost)
+            return this.reclaiming ? { ...r, views: this.withOwnDowns(r.views) } : r;
           await s.release(lease.id, this.clock.now());
           await this.reclaim();
           const views = await s.views(urls, adapter);
