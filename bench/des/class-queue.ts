@@ -4,9 +4,10 @@
  * on its replica when it got there: requests waiting ahead of it (sent earlier, admitted after it
  * was sent) and requests running (holding the slots it waited for), each by class.
  *
- * `node dist/bench/des/class-queue.js LOAD_MS LOAD SEED TRACE [priority]` (after `npm run build`;
+ * `node dist/bench/des/class-queue.js LOAD_MS LOAD SEED TRACE [priority|fcfs [CONFIG_JSON]]` (after `npm run build`;
  * `priority`: every engine runs vLLM's priority scheduling and the router sets each request's
- * priority from its class, `vllm_scheduling_policy: priority`).
+ * priority from its class, `vllm_scheduling_policy: priority`; `fcfs` or nothing: first come,
+ * first served). CONFIG_JSON, after it: more of the router's configuration (a lever on trial).
  */
 import { defaultEngineOptions } from '../../sim/engine/engine';
 import { CLASS_POLICY } from '../goals';
@@ -104,7 +105,7 @@ export function diagnose(
 }
 
 async function main(): Promise<void> {
-  const [loadMs, load, seed, trace, sched] = process.argv.slice(2);
+  const [loadMs, load, seed, trace, sched, config = '{}'] = process.argv.slice(2);
   const priority = sched === 'priority';
   const { s, arrivals, adapters, classes } = conversationClassPoint(
     Number(loadMs),
@@ -118,6 +119,7 @@ async function main(): Promise<void> {
     slo_classes: TWO_CLASSES.classes,
     default_slo_class: 'interactive',
     ...(priority ? { vllm_scheduling_policy: 'priority' } : {}),
+    ...(JSON.parse(config) as Record<string, unknown>),
   });
   const t0 = Date.now();
   const { result: r, misses, timelines, causes } = await classMisses(policy, s, arrivals, adapters, classes);
