@@ -119,6 +119,8 @@ interface BatchReport {
   /** Schedules that answered a 503 `ttft_overload` (a hold's end), and a 503 `shed_low_priority`. */
   ttftOverloadSchedules: number;
   shedSchedules: number;
+  /** Schedules where a request of a class bounded by `max_in_flight` waited at its bound. */
+  boundSchedules: number;
   /** The worker's CPU (user and system) for the batch, µs. */
   cpuUs: number;
   failures: { seed: number; invariant: string; detail: string; step: number; at: number }[];
@@ -140,6 +142,7 @@ async function runBatch(from: number, to: number, o: ScheduleOptions): Promise<B
     r.aloneLoads += out.aloneLoads;
     if (out.overloadRefusals.ttftOverload > 0) r.ttftOverloadSchedules++;
     if (out.overloadRefusals.shed > 0) r.shedSchedules++;
+    if (out.boundWaits > 0) r.boundSchedules++;
     if (out.violation) r.failures.push({ seed, ...out.violation });
   }
   const used = process.cpuUsage(cpu);
@@ -159,6 +162,7 @@ function emptyReport(): BatchReport {
     aloneLoads: 0,
     ttftOverloadSchedules: 0,
     shedSchedules: 0,
+    boundSchedules: 0,
     cpuUs: 0,
     failures: [],
   };
@@ -177,6 +181,7 @@ function add(total: BatchReport, r: BatchReport): void {
   total.aloneLoads += r.aloneLoads;
   total.ttftOverloadSchedules += r.ttftOverloadSchedules;
   total.shedSchedules += r.shedSchedules;
+  total.boundSchedules += r.boundSchedules;
   for (const k of FAULT_KINDS) {
     if (r.fired[k]) total.fired[k] = (total.fired[k] ?? 0) + r.fired[k];
     if (r.busy[k]) total.busy[k] = (total.busy[k] ?? 0) + r.busy[k];
@@ -188,7 +193,8 @@ function add(total: BatchReport, r: BatchReport): void {
  * load call was under way: a fast run that fires its faults on an idle world explores little.
  * Then the share where a node sent a cold load deciding alone (its budget share, which only a
  * node_ttl_ms shorter than the span reaches): a change that starves it shows there. Then the
- * shares that refused a request for overload (a crowd's hold-end refusal, a sheddable class's).
+ * shares that refused a request for overload (a crowd's hold-end refusal, a sheddable class's), and
+ * the share where a batch request waited at its `max_in_flight` bound.
  */
 function coverage(total: BatchReport): string {
   const per = Math.max(1, total.schedules);
@@ -200,7 +206,8 @@ function coverage(total: BatchReport): string {
   return (
     `fault kind         fired   busy (share of schedules; busy: a request or load under way)\n${rows.join('')}` +
     `  loads alone     ${pct(total.aloneSchedules)}         (${total.aloneLoads} load calls sent deciding alone; node_ttl_ms: ${ttls})\n` +
-    `  overload        ${pct(total.ttftOverloadSchedules)}${pct(total.shedSchedules)}  (schedules refusing 503 ttft_overload at a hold's end; shed_low_priority)\n`
+    `  overload        ${pct(total.ttftOverloadSchedules)}${pct(total.shedSchedules)}  (schedules refusing 503 ttft_overload at a hold's end; shed_low_priority)\n` +
+    `  max_in_flight   ${pct(total.boundSchedules)}         (schedules where a bounded class's request waited at its bound)\n`
   );
 }
 

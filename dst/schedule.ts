@@ -92,7 +92,7 @@ export interface WorldSettings {
   /** The replicas' running slots, vLLM --max-num-seqs (absent: the simulator's 16). */
   maxNumSeqs?: number;
   /** `slo_classes` (absent: none), as the router config spells them. */
-  sloClasses?: { name: string; ttft_ms: number; priority: number }[];
+  sloClasses?: { name: string; ttft_ms: number; priority: number; max_in_flight?: number }[];
 }
 
 /**
