@@ -11,8 +11,17 @@ import { seededRandom, type Random } from '../src/random';
 import { int } from './draws';
 import type { Action, WorldSettings } from './schedule';
 
-/** Adds a crowd (a share of the busy seeds) and SLO classes (a share of all) to `actions` and `world`. */
-export function overload(seed: number, quiet: boolean, world: WorldSettings, actions: Action[]): void {
+/**
+ * Adds a crowd (a share of the busy seeds) and SLO classes (a share of all) to `actions` and
+ * `world`; with `bound`, a bounded batch class and its burst in a share of the class seeds.
+ */
+export function overload(
+  seed: number,
+  quiet: boolean,
+  world: WorldSettings,
+  actions: Action[],
+  bound = true,
+): void {
   const crowded = seededRandom(seed * 2654435761 + 7);
   if (!quiet && crowded() < CROWD_SHARE) actions.push(...crowd(crowded, world));
   // After the crowd, so its requests name classes too.
@@ -27,7 +36,7 @@ export function overload(seed: number, quiet: boolean, world: WorldSettings, act
     }
     // A stream of its own again: the class seeds without the bound keep their schedules.
     const bounded = seededRandom(seed * 2654435761 + 9);
-    if (bounded() < BOUND_SHARE) actions.push(...batchBurst(bounded, world));
+    if (bound && bounded() < BOUND_SHARE) actions.push(...batchBurst(bounded, world));
   }
 }
 
