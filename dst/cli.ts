@@ -13,7 +13,8 @@
  * of cold loads alone; at 2000 it rarely does.
  * `--split`: where a schedule's CPU goes (dst/split.ts), in this process, seeds S.. S+N-1.
  * `--no-overload`: no crowds nor SLO classes, every schedule as drawn before them (the seeds found
- * before replay so).
+ * before replay so). `--no-bound`: the class seeds without the bounded batch class (dst/overload.ts),
+ * as drawn before it.
  * The figures depend on the Node running it (a schedule took about 1.7 times the CPU on Node 20
  * that it took on Node 24, side by side), so each line names it.
  */
@@ -35,6 +36,8 @@ interface Args {
   split: boolean;
   /** Crowds and SLO classes drawn (`--no-overload`: off, the schedules as drawn before them). */
   overload: boolean;
+  /** The bounded batch class drawn (`--no-bound`: off, the class seeds as drawn before it). */
+  bound: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -46,6 +49,7 @@ function parseArgs(argv: string[]): Args {
     shrink: true,
     split: false,
     overload: true,
+    bound: true,
   };
   for (let i = 0; i < argv.length; i++) {
     const v = () => argv[++i] ?? '';
@@ -86,6 +90,9 @@ function parseArgs(argv: string[]): Args {
       case '--no-overload':
         a.overload = false;
         break;
+      case '--no-bound':
+        a.bound = false;
+        break;
       default:
         throw new Error(`unknown argument ${argv[i]}`);
     }
@@ -99,6 +106,7 @@ function options(a: Args): ScheduleOptions {
     ...(a.spanMs !== undefined ? { spanMs: a.spanMs } : {}),
     ...(a.nodeTtlMs !== undefined ? { nodeTtlMs: a.nodeTtlMs } : {}),
     ...(a.overload ? {} : { overload: false }),
+    ...(a.bound ? {} : { bound: false }),
   };
 }
 
@@ -277,7 +285,7 @@ async function explore(a: Args): Promise<number> {
   print(true);
   process.stdout.write(coverage(total));
   const cmd = (seed: number, keep?: number[]) =>
-    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
+    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
     process.stdout.write(
       `\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`,

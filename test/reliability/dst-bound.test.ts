@@ -9,6 +9,8 @@ import { joinedPastBound, owedInFlight, type BoundDecision, type Flight } from '
 import { runSeed } from '../../dst/run';
 import { generate } from '../../dst/schedule';
 import { BOUND_INVARIANT } from '../../dst/world';
+import * as inFlight from '../../src/router/in-flight-here';
+import { RoomWait } from '../../src/router/room-wait';
 
 const URL = 'http://replica-0:8000';
 const mine = { rt: 'node 0' };
@@ -116,5 +118,36 @@ describe('seeds with the bound', () => {
     expect(r.violation?.invariant).not.toBe(BOUND_INVARIANT);
     expect(r.violation).toBeUndefined();
     expect(r.boundWaits).toBeGreaterThan(0);
+  }, 30_000);
+});
+
+describe('the bound, planted away in the real code', () => {
+  type HoldsNow = (this: RoomWait, now: number, decided: { inFlight?: number }) => boolean;
+  const proto = RoomWait.prototype as unknown as { holdsNow: HoldsNow };
+  const holdsNow = proto.holdsNow;
+  afterEach(() => {
+    proto.holdsNow = holdsNow;
+    jest.restoreAllMocks();
+  });
+
+  // b19fa25's race back: the view's count alone (its snapshot misses the requests decided meanwhile).
+  it('seed 37 breaks it with the view alone counted, and holds without the plant', async () => {
+    jest.spyOn(inFlight, 'inFlightHere').mockImplementation((_rt, _url, viewed) => viewed);
+    const planted = await runSeed(37);
+    expect(planted.violation?.invariant).toBe(BOUND_INVARIANT);
+    expect(planted.violation?.detail).toMatch(/with 2 in flight there \(2 its runtime's\)/);
+    jest.restoreAllMocks();
+    expect((await runSeed(37)).violation).toBeUndefined();
+  }, 30_000);
+
+  // The bound's `>=` turned `>`: a request joins a replica holding exactly its bound.
+  it('seed 12 breaks it with one more let in, and holds without the plant', async () => {
+    proto.holdsNow = function (now, decided) {
+      return holdsNow.call(this, now, { ...decided, inFlight: (decided.inFlight ?? 0) - 1 });
+    };
+    const planted = await runSeed(12);
+    expect(planted.violation?.invariant).toBe(BOUND_INVARIANT);
+    proto.holdsNow = holdsNow;
+    expect((await runSeed(12)).violation).toBeUndefined();
   }, 30_000);
 });
