@@ -13,7 +13,8 @@
  * of cold loads alone; at 2000 it rarely does.
  * `--split`: where a schedule's CPU goes (dst/split.ts), in this process, seeds S.. S+N-1.
  * `--no-overload`: no crowds nor SLO classes, every schedule as drawn before them (the seeds found
- * before replay so).
+ * before replay so). `--no-bound`: the class seeds without the bounded batch class (dst/overload.ts),
+ * as drawn before it.
  * The figures depend on the Node running it (a schedule took about 1.7 times the CPU on Node 20
  * that it took on Node 24, side by side), so each line names it.
  */
@@ -35,6 +36,8 @@ interface Args {
   split: boolean;
   /** Crowds and SLO classes drawn (`--no-overload`: off, the schedules as drawn before them). */
   overload: boolean;
+  /** The bounded batch class drawn (`--no-bound`: off, the class seeds as drawn before it). */
+  bound: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -46,6 +49,7 @@ function parseArgs(argv: string[]): Args {
     shrink: true,
     split: false,
     overload: true,
+    bound: true,
   };
   for (let i = 0; i < argv.length; i++) {
     const v = () => argv[++i] ?? '';
@@ -86,6 +90,9 @@ function parseArgs(argv: string[]): Args {
       case '--no-overload':
         a.overload = false;
         break;
+      case '--no-bound':
+        a.bound = false;
+        break;
       default:
         throw new Error(`unknown argument ${argv[i]}`);
     }
@@ -99,6 +106,7 @@ function options(a: Args): ScheduleOptions {
     ...(a.spanMs !== undefined ? { spanMs: a.spanMs } : {}),
     ...(a.nodeTtlMs !== undefined ? { nodeTtlMs: a.nodeTtlMs } : {}),
     ...(a.overload ? {} : { overload: false }),
+    ...(a.bound ? {} : { bound: false }),
   };
 }
 
@@ -119,6 +127,8 @@ interface BatchReport {
   /** Schedules that answered a 503 `ttft_overload` (a hold's end), and a 503 `shed_low_priority`. */
   ttftOverloadSchedules: number;
   shedSchedules: number;
+  /** Schedules where a request of a class bounded by `max_in_flight` waited at its bound. */
+  boundSchedules: number;
   /** The worker's CPU (user and system) for the batch, µs. */
   cpuUs: number;
   failures: { seed: number; invariant: string; detail: string; step: number; at: number }[];
@@ -140,6 +150,7 @@ async function runBatch(from: number, to: number, o: ScheduleOptions): Promise<B
     r.aloneLoads += out.aloneLoads;
     if (out.overloadRefusals.ttftOverload > 0) r.ttftOverloadSchedules++;
     if (out.overloadRefusals.shed > 0) r.shedSchedules++;
+    if (out.boundWaits > 0) r.boundSchedules++;
     if (out.violation) r.failures.push({ seed, ...out.violation });
   }
   const used = process.cpuUsage(cpu);
@@ -159,6 +170,7 @@ function emptyReport(): BatchReport {
     aloneLoads: 0,
     ttftOverloadSchedules: 0,
     shedSchedules: 0,
+    boundSchedules: 0,
     cpuUs: 0,
     failures: [],
   };
@@ -177,6 +189,7 @@ function add(total: BatchReport, r: BatchReport): void {
   total.aloneLoads += r.aloneLoads;
   total.ttftOverloadSchedules += r.ttftOverloadSchedules;
   total.shedSchedules += r.shedSchedules;
+  total.boundSchedules += r.boundSchedules;
   for (const k of FAULT_KINDS) {
     if (r.fired[k]) total.fired[k] = (total.fired[k] ?? 0) + r.fired[k];
     if (r.busy[k]) total.busy[k] = (total.busy[k] ?? 0) + r.busy[k];
@@ -188,7 +201,8 @@ function add(total: BatchReport, r: BatchReport): void {
  * load call was under way: a fast run that fires its faults on an idle world explores little.
  * Then the share where a node sent a cold load deciding alone (its budget share, which only a
  * node_ttl_ms shorter than the span reaches): a change that starves it shows there. Then the
- * shares that refused a request for overload (a crowd's hold-end refusal, a sheddable class's).
+ * shares that refused a request for overload (a crowd's hold-end refusal, a sheddable class's), and
+ * the share where a batch request waited at its `max_in_flight` bound.
  */
 function coverage(total: BatchReport): string {
   const per = Math.max(1, total.schedules);
@@ -200,7 +214,8 @@ function coverage(total: BatchReport): string {
   return (
     `fault kind         fired   busy (share of schedules; busy: a request or load under way)\n${rows.join('')}` +
     `  loads alone     ${pct(total.aloneSchedules)}         (${total.aloneLoads} load calls sent deciding alone; node_ttl_ms: ${ttls})\n` +
-    `  overload        ${pct(total.ttftOverloadSchedules)}${pct(total.shedSchedules)}  (schedules refusing 503 ttft_overload at a hold's end; shed_low_priority)\n`
+    `  overload        ${pct(total.ttftOverloadSchedules)}${pct(total.shedSchedules)}  (schedules refusing 503 ttft_overload at a hold's end; shed_low_priority)\n` +
+    `  max_in_flight   ${pct(total.boundSchedules)}         (schedules where a bounded class's request waited at its bound)\n`
   );
 }
 
@@ -270,7 +285,7 @@ async function explore(a: Args): Promise<number> {
   print(true);
   process.stdout.write(coverage(total));
   const cmd = (seed: number, keep?: number[]) =>
-    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
+    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
     process.stdout.write(
       `\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`,

@@ -3,14 +3,25 @@
  * keep their schedules: a crowd at one node, whose gateway then holds a backlog the spread
  * requests never make (the refusal at a hold's end, 503 `ttft_overload`: src/router/room-wait.ts),
  * and SLO classes (`slo_classes`), each request naming one or none by its header (the class gate,
- * the sheddable refusal, 503 `shed_low_priority`).
+ * the sheddable refusal, 503 `shed_low_priority`), and in a share of those a bound on the batch
+ * class's requests in flight on a replica (`max_in_flight`), with a burst of batch requests to
+ * reach it (dst/bound-check.ts judges it).
  */
 import { seededRandom, type Random } from '../src/random';
 import { int } from './draws';
 import type { Action, WorldSettings } from './schedule';
 
-/** Adds a crowd (a share of the busy seeds) and SLO classes (a share of all) to `actions` and `world`. */
-export function overload(seed: number, quiet: boolean, world: WorldSettings, actions: Action[]): void {
+/**
+ * Adds a crowd (a share of the busy seeds) and SLO classes (a share of all) to `actions` and
+ * `world`; with `bound`, a bounded batch class and its burst in a share of the class seeds.
+ */
+export function overload(
+  seed: number,
+  quiet: boolean,
+  world: WorldSettings,
+  actions: Action[],
+  bound = true,
+): void {
   const crowded = seededRandom(seed * 2654435761 + 7);
   if (!quiet && crowded() < CROWD_SHARE) actions.push(...crowd(crowded, world));
   // After the crowd, so its requests name classes too.
@@ -23,7 +34,41 @@ export function overload(seed: number, quiet: boolean, world: WorldSettings, act
       if (x < 0.45) a.cls = 'interactive';
       else if (x < 0.85) a.cls = 'batch';
     }
+    // A stream of its own again: the class seeds without the bound keep their schedules.
+    const bounded = seededRandom(seed * 2654435761 + 9);
+    if (bound && bounded() < BOUND_SHARE) actions.push(...batchBurst(bounded, world));
   }
+}
+
+/** The share of the class seeds whose batch class has `max_in_flight`. */
+const BOUND_SHARE = 0.5;
+
+/**
+ * The batch class bounded at 1-3 requests in flight on a replica, and a burst of batch requests
+ * that passes it: 3-8 of them within 300 ms, mostly at one node (its decisions at the same moment:
+ * the race of b19fa25), some at the others (a count across nodes), on the base model or one
+ * adapter, each decoding 10-30 tokens (0.5-3 s) so they stay in flight while the later ones
+ * decide, and wake together when one ends.
+ */
+function batchBurst(r: Random, world: WorldSettings): Action[] {
+  const batch = world.sloClasses!.find((c) => c.name === 'batch')!;
+  batch.max_in_flight = int(r, 1, 3);
+  const node = int(r, 0, world.nodes - 1);
+  const from = int(r, 0, Math.max(0, world.spanMs - 300));
+  const adapter = r() < 0.5 ? -1 : int(r, 0, world.adapters.length - 1);
+  const count = int(r, 3, 8);
+  const actions: Action[] = [];
+  for (let i = 0; i < count; i++)
+    actions.push({
+      at: from + int(r, 0, 300),
+      kind: 'request',
+      node: r() < 0.75 ? node : int(r, 0, world.nodes - 1),
+      adapter,
+      tokens: int(r, 10, 30),
+      prompt: int(r, 10, 500),
+      cls: 'batch',
+    });
+  return actions;
 }
 
 /** The share of busy seeds with a crowd at one node. */

@@ -230,7 +230,8 @@ export class ReplicaSet {
    * sees (502 for a connection refused or reset, 504 past the upstream `timeoutMs`), and the
    * replica's body (empty for the gateway's own 502 and 504: dst/answer-check.ts reads it). On a
    * slow path the request reaches the replica `hopMs` late (`reached` says when) and its answer
-   * comes back as late: a request its router leased is not yet the replica's to report.
+   * comes back as late: a request its router leased is not yet the replica's to report. `done`:
+   * the replica answered it, or its exchange ended (reset, aborted at Kong's timeout).
    */
   async proxy(
     origin: string,
@@ -239,6 +240,7 @@ export class ReplicaSet {
     timeoutMs: number,
     node = -1,
     reached: () => void = () => undefined,
+    done: () => void = () => undefined,
   ): Promise<ProxyAnswer> {
     const hop = this.hopMs(node, origin);
     let answered: Promise<ProxyAnswer>;
@@ -246,7 +248,10 @@ export class ReplicaSet {
     if (hop === 0) {
       reached();
       const x = this.exchange(origin, 'POST', path, body);
-      answered = x.reply.then(proxyAnswer);
+      answered = x.reply.then((r) => {
+        done();
+        return proxyAnswer(r);
+      });
       abort = x.abort;
     } else {
       let gaveUp = false;
@@ -257,7 +262,10 @@ export class ReplicaSet {
           reached();
           const x = this.exchange(origin, 'POST', path, body);
           reset = x.abort;
-          void x.reply.then((r) => this.clock.after(hop, () => resolve(proxyAnswer(r))));
+          void x.reply.then((r) => {
+            done();
+            this.clock.after(hop, () => resolve(proxyAnswer(r)));
+          });
         });
       });
       abort = () => {

@@ -8,6 +8,8 @@ import { DEFAULT_UNHEALTHY_TIMEOUTS } from '../src/config/poller-schema';
 import { OBJECTIVE_HEADER, type SloHints } from '../src/router/slo-class';
 import type { FleetRuntime } from '../src/runtime';
 import { modelNotFound, notFoundUnexcused, type AnswerGround } from './answer-check';
+import type { Flight } from './bound-check';
+import { BoundWatch } from './bound-watch';
 import { routingRequest, type CallsSeen } from './calls-seen';
 import { waitedIdle } from './hold-check';
 import { pastSeenDown, seenUp, type HealthReads } from './health-reads';
@@ -57,9 +59,18 @@ export class RequestRouting {
   /** Requests that came so far. */
   private arrivals = 0;
   private readonly w: Schedule['world'];
+  /** Hold ends and the requests sent, for the `max_in_flight` check (dst/bound-check.ts). */
+  readonly bound: BoundWatch;
 
   constructor(private readonly g: RoutingGround) {
     this.w = g.schedule.world;
+    this.bound = new BoundWatch({
+      now: () => g.sched.now(),
+      degraded: () => g.view().degraded,
+      lastFaultAt: () => g.lastFaultAt(),
+      live: () => new Set(g.nodes.procs.filter((p) => p.alive).map((p) => `n${p.node}g${p.gen}`)),
+      localAt: (rt) => g.localAt(rt as FleetRuntime),
+    });
   }
 
   /** The longest an idle fleet may take to route a request: its load, an unload making room, polls and probes. */
@@ -93,6 +104,7 @@ export class RequestRouting {
       routing = false;
       p.routing--;
       fate.answered = true;
+      this.bound.ended(arrivals);
       // Kept if its process died first (`died`): its decision ended then.
       if (!this.decidedAt.has(arrivals)) this.decidedAt.set(arrivals, this.g.sched.now());
     };
@@ -102,11 +114,15 @@ export class RequestRouting {
     // The class header as Kong hands the plugin the request's headers (plugins/lora-router.ts reads it so).
     const headers: Record<string, string> = a.cls === undefined ? {} : { [OBJECTIVE_HEADER]: a.cls };
     const slo = (): Promise<SloHints> => Promise.resolve({ objective: headers[OBJECTIVE_HEADER] });
+    const cls = this.w.sloClasses?.find((c) => c.name === a.cls);
     let sent: SentRequest | undefined;
     let decider: FleetRuntime | undefined;
+    let flight: Flight | undefined;
     try {
       const out = await routingRequest.run(arrivals, () =>
-        svc.route({ path: '/v1/chat/completions', body, slo }),
+        this.bound.watch(arrivals, cls?.max_in_flight ?? 0, cls?.ttft_ms ?? 0, () =>
+          svc.route({ path: '/v1/chat/completions', body, slo }),
+        ),
       );
       routed();
       if (out.kind === 'respond' && refusedForFleetBudget(out.status, out.body))
@@ -133,15 +149,24 @@ export class RequestRouting {
         });
       }
       if (out.kind !== 'proxy' || !p.alive) return;
-      this.avoided(p, urlParts(out.url).origin, arrivals);
+      const origin = urlParts(out.url).origin;
+      this.avoided(p, origin, arrivals);
+      // The state its lease is on: the runtime that decided it (after a record change to other
+      // state, a request waiting for room is decided again on the new one).
+      const prefix = out.leaseId.slice(0, out.leaseId.lastIndexOf('-'));
+      decider = decidedOn(p, came, prefix);
+      flight = this.bound.sent(
+        arrivals,
+        origin,
+        decider ?? p.rt,
+        `n${p.node}g${p.gen}`,
+        this.g.nodes.prefixDb.get(prefix) ?? p.db,
+        (decider ?? p.rt).store.mode?.() === 'local',
+      );
       if (a.adapter >= 0) {
-        const key = `${urlParts(out.url).origin}\u0000${model}`;
+        const key = `${origin}\u0000${model}`;
         let list = this.proxied.get(key);
         if (!list) this.proxied.set(key, (list = []));
-        // The state its lease is on: the runtime that decided it (after a record change to other
-        // state, a request waiting for room is decided again on the new one).
-        const prefix = out.leaseId.slice(0, out.leaseId.lastIndexOf('-'));
-        decider = decidedOn(p, came, prefix);
         list.push(
           (sent = {
             proc: `n${p.node}g${p.gen}`,
@@ -165,7 +190,11 @@ export class RequestRouting {
         () => {
           if (sent) sent.reached = this.g.sched.now();
         },
+        () => {
+          if (flight) flight.doneAt ??= this.g.sched.now();
+        },
       );
+      flight.doneAt ??= this.g.sched.now();
       if (sent && modelNotFound(answer.status, answer.text, model))
         this.notFound(sent, decider, urlParts(out.url).origin, model, began);
       // The log phase, on the process that routed it (a dead one never runs it).
@@ -223,7 +252,10 @@ export class RequestRouting {
   died(p: Process): void {
     const now = this.g.sched.now();
     for (const [request, fate] of this.fates)
-      if (fate.p === p && !this.decidedAt.has(request)) this.decidedAt.set(request, now);
+      if (fate.p === p && !this.decidedAt.has(request)) {
+        this.decidedAt.set(request, now);
+        this.bound.ended(request);
+      }
   }
 
   /**

@@ -39,6 +39,9 @@ import {
   WAKEUP_SLACK,
 } from './world-timings';
 
+/** dst/bound-check.ts. */
+export const BOUND_INVARIANT = 'a bounded class joins a replica at its bound only after its wait';
+
 export interface RunResult {
   steps: number;
   violation?: Violation;
@@ -54,6 +57,8 @@ export interface RunResult {
   aloneLoads: number;
   /** Overload refusals answered: 503 `ttft_overload` (a hold's end) and `shed_low_priority`. */
   overloadRefusals: { ttftOverload: number; shed: number };
+  /** Hold calls that held a request of a class bounded by `max_in_flight` at its bound. */
+  boundWaits: number;
 }
 
 export class World {
@@ -260,6 +265,8 @@ export class World {
     try {
       const w = this.view();
       this.checks.check(w);
+      const past = this.routing.bound.check();
+      if (past !== undefined) this.checks.fail(w, BOUND_INVARIANT, past);
       const second = firstSecondRelease();
       if (second !== undefined)
         this.checks.fail(
@@ -452,6 +459,7 @@ export class World {
       faults: { fired: [...this.fired], busy: [...this.firedBusy] },
       aloneLoads: this.calls.loadCalls.filter((c) => c.alone).length,
       overloadRefusals: { ...this.routing.overloadRefusals },
+      boundWaits: this.routing.bound.boundWaits,
       ...(this.violation ? { violation: this.violation } : {}),
     };
   }

@@ -31,6 +31,11 @@ const byRuntime = new Map<FleetRuntime, Set<LeaseHandle>>();
  * are a snapshot, taken before the leases of requests decided at the same time.
  */
 const openPerReplica = new ReplicaCounts();
+/**
+ * Counts the store's answers to this process's acquires: a lease answered after a views read
+ * began (`viewsMark`) may be missing from those views, one answered before is in them.
+ */
+let answeredSeq = 0;
 
 /**
  * One request's lease, taken at admission on the runtime its decision runs on (captured once).
@@ -41,6 +46,8 @@ const openPerReplica = new ReplicaCounts();
  */
 export class LeaseHandle {
   private ended = false;
+  /** `answeredSeq` when its store answered its acquire (Infinity: not yet). */
+  private answered = Infinity;
 
   private constructor(
     readonly lease: Lease,
@@ -62,7 +69,9 @@ export class LeaseHandle {
     // and a spread result fewer per request; the plugin server runs this cache-cold).
     const h = LeaseHandle.opened(rt, url, adapter);
     try {
-      return { lease: h, state: await rt.store.acquire({ ...h.lease }) };
+      const state = await rt.store.acquire({ ...h.lease });
+      h.answered = ++answeredSeq;
+      return { lease: h, state };
     } catch (err) {
       // The acquire may have counted it before failing: give it back as any other ending.
       await h.release().catch(() => undefined);
@@ -87,10 +96,13 @@ export class LeaseHandle {
     try {
       if (store.viewsAndLease) {
         const t = await store.viewsAndLease(urls, ref, { ...h.lease });
+        h.answered = ++answeredSeq;
         return { lease: h, state: t.state, views: t.views };
       }
       const views = await store.views(urls, ref);
-      return { lease: h, state: await store.acquire({ ...h.lease }), views };
+      const state = await store.acquire({ ...h.lease });
+      h.answered = ++answeredSeq;
+      return { lease: h, state, views };
     } catch (err) {
       // The acquire may have counted it before failing: give it back as any other ending.
       await h.release().catch(() => undefined);
@@ -113,6 +125,22 @@ export class LeaseHandle {
   /** This process's leases open on `url` in `rt` (taken, not yet given back nor aged out). */
   static openOn(rt: FleetRuntime, url: string): number {
     return openPerReplica.get(rt, url);
+  }
+
+  /** Taken just before a views read begins: the leases `unseenOn` counts against those views. */
+  static viewsMark(): number {
+    return answeredSeq;
+  }
+
+  /**
+   * This process's leases open on `url` in `rt` that views read since `mark` may not show: their
+   * acquire answered after it, or not yet. `except`: the deciding request's own.
+   */
+  static unseenOn(rt: FleetRuntime, url: string, mark: number, except?: LeaseHandle): number {
+    let n = 0;
+    for (const h of byRuntime.get(rt) ?? [])
+      if (h !== except && h.answered > mark && h.lease.url === url) n++;
+    return n;
   }
 
   /** The open lease with this id in this process, if any (the log phase's way back to it). */

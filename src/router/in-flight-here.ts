@@ -24,14 +24,28 @@ export function joinUnderWay(rt: FleetRuntime, url: string): () => void {
 
 /**
  * The router's requests in flight on `url` as a class bounded by `max_in_flight` judges it: the
- * view's count (`viewed`: the store's, every node sharing it), or this process's own when higher.
- * The views are read before the decision, so requests decided at the same moment in this process
- * each saw the others' leases missing from them: counted here, from the end of their hold, only
- * one of them joins a replica at the bound (two batch requests decided at once on a replica with
- * one in flight, `max_in_flight: 1`, both went). `ownLease`: the request's own guessed lease is
- * open on `url` (taken before the decision, `redis` only): not counted against it.
+ * view's count (`viewed`: the store's, every node sharing it) plus this process's requests the
+ * view cannot show: its decisions past their hold not yet holding a lease, and its leases whose
+ * acquire the store answered after the views read began (`viewsMark`: LeaseHandle.viewsMark, taken
+ * before it), or not yet. Never less than this process's own (its open leases and those
+ * decisions): a view that lost them (an emptied store) still leaves them counted. Requests decided
+ * at the same moment in this process each saw the others' leases missing from their views: counted
+ * here, from the end of their hold, only one of them joins a replica at the bound (two batch
+ * requests decided at once on a replica with one in flight, `max_in_flight: 1`, both went). The
+ * higher of the view's and the process's own alone fell short of both (dst seed 176: another
+ * node's request in the view and this process's decision joining, `max_in_flight: 2`, and a second
+ * batch request went). `own`: the request's own guessed lease (taken before the decision, `redis`
+ * only), not counted against it.
  */
-export function inFlightHere(rt: FleetRuntime, url: string, viewed: number, ownLease: boolean): number {
-  const local = LeaseHandle.openOn(rt, url) + joining.get(rt, url) - (ownLease ? 1 : 0);
-  return Math.max(viewed, local);
+export function inFlightHere(
+  rt: FleetRuntime,
+  url: string,
+  viewed: number,
+  own: LeaseHandle | undefined,
+  viewsMark = Infinity,
+): number {
+  const mine = own?.lease.url === url ? own : undefined;
+  const joins = joining.get(rt, url);
+  const local = LeaseHandle.openOn(rt, url) + joins - (mine ? 1 : 0);
+  return Math.max(viewed + LeaseHandle.unseenOn(rt, url, viewsMark, mine) + joins, local);
 }

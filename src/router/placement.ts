@@ -9,6 +9,7 @@ import type { FleetRuntime } from '../runtime';
 import { toCandidate, type SchedulingPipeline } from '../scheduler/pipeline';
 import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext } from '../scheduler/types';
+import { LeaseHandle } from '../lease';
 import { inFlightHere, joinUnderWay } from './in-flight-here';
 import { withPolledHealth } from './polled-health';
 import type { RoomWait } from './room-wait';
@@ -56,8 +57,10 @@ export interface PlacementRequest {
   wait: RoomWait;
   /** Told each decision's replica as soon as it is taken (before any wait for room). */
   decided?: (url: string) => void;
-  /** Whether the request's own lease is open on `url` already (its guessed lease, `redis` only). */
-  ownLeaseOn?: (url: string) => boolean;
+  /** The request's own lease, open already (its guessed lease, `redis` only). */
+  ownLease?: () => LeaseHandle | undefined;
+  /** LeaseHandle.viewsMark before `views` were read (absent: every lease of this process in them). */
+  viewsMark?: number;
 }
 
 /**
@@ -93,6 +96,8 @@ export class Placement {
     try {
       const { resolved, adapter, prompt, contextTokens, ctx, wait } = p;
       let views = p.views;
+      /** Before `views` were read: this process's leases answered since may be missing from them (in-flight-here.ts). */
+      let viewsMark = p.viewsMark ?? Infinity;
       // Residents (the victims a cold load could evict) are read only once a decision needs a
       // load and the configuration weighs victims: a resident adapter's request never pays for them.
       const weighsVictims =
@@ -136,7 +141,7 @@ export class Placement {
               ownMs: r.ownMs,
               fixedMs: r.fixedMs,
               loadMs: r.loadMs,
-              inFlight: inFlightHere(rt, r.url, r.inFlight, p.ownLeaseOn?.(r.url) === true),
+              inFlight: inFlightHere(rt, r.url, r.inFlight, p.ownLease?.(), viewsMark),
             }
           : r;
         if (wait.holds(ctx.now, judged)) {
@@ -147,6 +152,7 @@ export class Placement {
           if (decision.replica.holder) wanting?.off();
           else (wanting ??= this.wanting(rt, p)).on([decision.replica.url]);
           await rt.manager.waitForRoom();
+          viewsMark = LeaseHandle.viewsMark();
           views = await rt.store.views(this.deps.urls, adapter, withResidents);
           continue;
         }
@@ -162,6 +168,7 @@ export class Placement {
         if (cold && weighsVictims && !withResidents) {
           joined();
           withResidents = true;
+          viewsMark = LeaseHandle.viewsMark();
           views = await rt.store.views(this.deps.urls, adapter, true);
           continue;
         }
@@ -177,6 +184,7 @@ export class Placement {
             joined();
             (wanting ??= this.wanting(rt, p)).on();
             await rt.manager.waitForRoom();
+            viewsMark = LeaseHandle.viewsMark();
             views = await rt.store.views(this.deps.urls, adapter, withResidents);
             continue;
           }
@@ -222,6 +230,7 @@ export class Placement {
             joined();
             rt.manager.unclaim(url, claim);
             if (this.deps.urls.includes(placedOn)) follow = placedOn;
+            viewsMark = LeaseHandle.viewsMark();
             views = await rt.store.views(this.deps.urls, adapter, withResidents);
             continue;
           }
@@ -259,6 +268,7 @@ export class Placement {
           placedElsewhere !== undefined && this.deps.urls.includes(placedElsewhere)
             ? placedElsewhere
             : undefined;
+        viewsMark = LeaseHandle.viewsMark();
         views = await rt.store.views(this.deps.urls, adapter, withResidents);
       }
     } finally {

@@ -210,6 +210,8 @@ export class RouterService {
     const last = rt.store.mode?.() === 'redis' ? this.lastReplica.get(leaseAdapter) : undefined;
     const guess: GuessedLease = {};
     let first: ReplicaView[];
+    // Before the views are read: this process's leases answered after may be missing from them.
+    const viewsMark = LeaseHandle.viewsMark();
     if (last !== undefined) {
       const t = await LeaseHandle.takeWithViews(rt, last, leaseAdapter, this.urls, adapter);
       guess.held = { lease: t.lease, state: t.state };
@@ -257,7 +259,8 @@ export class RouterService {
             views,
             wait,
             decided,
-            ownLeaseOn: (url) => guess.held?.lease.lease.url === url,
+            ownLease: () => guess.held?.lease,
+            viewsMark,
           },
           (decision, queueMs, recheckPlacement, placeHere) =>
             admit(

@@ -64,7 +64,7 @@ describe('max_in_flight, through RouterService', () => {
     await release(first);
     expect(await inFlight()).toBe(0);
     // Nothing left counted as joining the replica, nor as a lease open on it.
-    expect(inFlightHere(h.rt, h.fleet.urls[0]!, 0, false)).toBe(0);
+    expect(inFlightHere(h.rt, h.fleet.urls[0]!, 0, undefined)).toBe(0);
     // Nor as held in the gateway (the held batch request left the count when it went).
     expect(heldOn(h.rt, h.router.config).above(-1001)).toBe(false);
   });

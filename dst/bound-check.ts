@@ -1,0 +1,103 @@
+/**
+ * "A class bounded by `max_in_flight` joins a replica at its bound only after its wait"
+ * (docs/configuration.md `slo_classes[].max_in_flight`, docs/routing.md; src/router/room-wait.ts
+ * `holdsNow`, src/router/in-flight-here.ts), judged from the world, never from the router's
+ * counters: a request of a class bounded at N, decided onto a replica (its hold over) less than
+ * half its objective after it came (on its node's clock, as the router measures it), and sent
+ * there, found fewer than N of the router's requests in flight there when decided. In flight: sent
+ * and not yet answered by the replica (on their way, or running or queued in its engine; the
+ * replica's own word, dst/replicas.ts `proxy`), or decided there before it and sent there after.
+ *
+ * Which of them the decision owed (what `inFlightHere` counts, the higher of the view's and the
+ * process's own):
+ * - its own runtime's (the process's leases there, and its decisions past their hold not yet
+ *   holding one): every one decided before it (the order of their hold ends), always;
+ * - another runtime's (another node, a restarted process, a replaced configuration): only those
+ *   the view it read must show, sent before its views could be read (its last hold, else its
+ *   arrival), on the same shared state, by a process alive then, neither router deciding alone
+ *   meanwhile, no fault begun or healed since the other came, none under way at the decision. Not
+ *   the rest (docs/routing.md: "with `redis` the shared count as each node last read it: two nodes
+ *   deciding at the same moment may each send one past it"): a lease the view could not yet show,
+ *   one an emptied or switched state lost, one of a process that died (its leases go with it), one
+ *   on the other state of a record change, a router cut off counting only its own.
+ * A request released before the replica answered it is not in flight: none is (the log phase runs
+ * after the answer, or after the 504 that aborts it on the replica).
+ */
+
+/** A request sent to a replica, as Kong and the replica saw it. */
+export interface Flight {
+  /** Arrival number. */
+  request: number;
+  url: string;
+  /** The runtime that decided it (its lease's): identity only. */
+  decider: object;
+  /** Its plugin-server process (node and generation). */
+  proc: string;
+  /** The shared state its lease is on. */
+  db: number;
+  arrivedAt: number;
+  /** The order of its last hold end before it was sent (none seen: `sentAt` stands for it). */
+  decidedSeq?: number;
+  sentAt: number;
+  /** Its router decided alone at some step since it came, or did when it sent it. */
+  alone: boolean;
+  /** When the replica answered it, or its exchange ended (undefined: not yet). */
+  doneAt?: number;
+}
+
+/** A bounded request's last hold end (its decision), with the world around it then. */
+export interface BoundDecision {
+  request: number;
+  /** The order of this hold end among all (`Flight.decidedSeq`). */
+  seq: number;
+  at: number;
+  /** Its views were read no earlier: its last hold (a hold re-reads them), else its arrival. */
+  viewsFrom: number;
+  /** Its wait in the gateway then, on its node's clock. */
+  waitedMs: number;
+  bound: number;
+  objectiveMs: number;
+  /** Where it was sent, by which runtime, on which shared state. */
+  url: string;
+  decider: object;
+  db: number;
+  /** Processes alive at the decision. */
+  live: ReadonlySet<string>;
+  /** A fault under way or a node deciding alone at the decision (WorldView.degraded). */
+  degraded: boolean;
+  /** The last fault begun or healed before the decision. */
+  lastFaultAt: number;
+  /** Its router decided alone at some step since `viewsFrom`. */
+  alone: boolean;
+}
+
+/** The requests in flight on `d`'s replica that its decision owed to count (see the file's comment). */
+export function owedInFlight(d: BoundDecision, flights: readonly Flight[]): Flight[] {
+  return flights.filter((f) => {
+    if (f.request === d.request || f.url !== d.url) return false;
+    if (f.doneAt !== undefined && f.doneAt <= d.at) return false;
+    if (f.decider === d.decider) return f.decidedSeq !== undefined ? f.decidedSeq < d.seq : f.sentAt < d.at;
+    return (
+      f.sentAt < d.viewsFrom &&
+      f.db === d.db &&
+      d.live.has(f.proc) &&
+      !d.degraded &&
+      !d.alone &&
+      !f.alone &&
+      d.lastFaultAt < f.arrivedAt
+    );
+  });
+}
+
+/** A violation's detail if `d` joined at its bound before its wait was over, else undefined. */
+export function joinedPastBound(d: BoundDecision, flights: readonly Flight[]): string | undefined {
+  if (d.waitedMs >= d.objectiveMs / 2) return undefined;
+  const owed = owedInFlight(d, flights);
+  if (owed.length < d.bound) return undefined;
+  const mine = owed.filter((f) => f.decider === d.decider).length;
+  return (
+    `request ${d.request} (max_in_flight ${d.bound}) decided onto ${d.url} at ${Math.round(d.at)} ms, ` +
+    `${Math.round(d.waitedMs)} ms after it came (half its objective ${d.objectiveMs / 2} ms), with ` +
+    `${owed.length} in flight there (${mine} its runtime's): requests ${owed.map((f) => f.request).join(', ')}`
+  );
+}
