@@ -5,6 +5,7 @@
  */
 import { CoreHarness } from '../helpers/core-harness';
 import { templatedRouter } from '../helpers/replicas';
+import * as inFlightModule from '../../src/router/in-flight-here';
 import { inFlightHere } from '../../src/router/in-flight-here';
 import type { RouteOutcome } from '../../src/router/router';
 import { heldOn } from '../../src/router/slo-class';
@@ -14,17 +15,18 @@ const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
 describe('max_in_flight, through RouterService', () => {
   let h: CoreHarness | undefined;
   afterEach(async () => {
+    jest.restoreAllMocks();
     await h?.stop();
     h = undefined;
   });
 
-  const start = () =>
+  const start = (batch = { ttft_ms: 4000, max_in_flight: 2 }) =>
     CoreHarness.start([{ adapterDirs: ['/adapters'], timeScale: 1 }], (urls) =>
       templatedRouter(urls, BASE, {
         slo_classes: [
           { name: 'interactive', ttft_ms: 2000, priority: 0 },
           // Held for a replica with a free place for up to half its objective: 2 s.
-          { name: 'batch', ttft_ms: 4000, priority: -1, max_in_flight: 2 },
+          { name: 'batch', priority: -1, ...batch },
         ],
         default_slo_class: 'interactive',
       }),
@@ -67,5 +69,39 @@ describe('max_in_flight, through RouterService', () => {
     expect(inFlightHere(h.rt, h.fleet.urls[0]!, 0, undefined)).toBe(0);
     // Nor as held in the gateway (the held batch request left the count when it went).
     expect(heldOn(h.rt, h.router.config).above(-1001)).toBe(false);
+  });
+
+  // With a shared store the request's lease is taken with the views on its adapter's last replica
+  // (router.ts, the guessed lease). Held at the bound, it reads the views again once a request ends:
+  // those show its own lease. Counted against it, the request judged itself one of the bound's and
+  // waited up to half its objective on a replica where it is alone (max_in_flight 1).
+  it("does not count a held request's own guessed lease against it once the views show it", async () => {
+    // Half of this objective is far past the test's timeout: a request held to its end fails it.
+    h = await start({ ttft_ms: 600_000, max_in_flight: 1 });
+    // The guessed lease is a shared store's (`redis`): the in-process store, read as one.
+    (h.rt.store as { mode?: () => string }).mode = () => 'redis';
+    await h.nextPoll();
+    const first = await route('batch');
+    expect(first.kind).toBe('proxy');
+    const judged: number[] = [];
+    const actual = inFlightModule.inFlightHere;
+    jest.spyOn(inFlightModule, 'inFlightHere').mockImplementation((...args) => {
+      const n = actual(...args);
+      judged.push(n);
+      return n;
+    });
+    const second = route('batch');
+    second.catch((err: Error) => judged.push(-1, err.message as unknown as number));
+    // Decided on the views read with its guessed lease: the first in flight, held at the bound.
+    for (let i = 0; i < 1000 && judged.length < 1; i++) await new Promise((r) => setTimeout(r, 1));
+    expect(judged).toEqual([1]);
+    await release(first);
+    // Decided again once the first is given back: alone there.
+    for (let i = 0; i < 1000 && judged.length < 2; i++) await new Promise((r) => setTimeout(r, 1));
+    expect(judged).toEqual([1, 0]);
+    const o = await second;
+    expect(o.kind).toBe('proxy');
+    await release(o);
+    expect(await inFlight()).toBe(0);
   });
 });
