@@ -7,6 +7,7 @@ import { CoreHarness } from '../helpers/core-harness';
 import { templatedRouter } from '../helpers/replicas';
 import * as inFlightModule from '../../src/router/in-flight-here';
 import { inFlightHere } from '../../src/router/in-flight-here';
+import { LeaseHandle } from '../../src/lease';
 import type { RouteOutcome } from '../../src/router/router';
 import { heldOn } from '../../src/router/slo-class';
 
@@ -103,5 +104,53 @@ describe('max_in_flight, through RouterService', () => {
     expect(o.kind).toBe('proxy');
     await release(o);
     expect(await inFlight()).toBe(0);
+  });
+});
+
+/**
+ * A decision on the replica of the request's own guessed lease (with a shared store, taken with
+ * the views on its adapter's last replica): that lease is open there already, so the decision is
+ * not counted as joining too. Counted twice while its placement claim was awaited, it made a
+ * bounded class's request decided meanwhile see one more in flight than there was.
+ */
+describe('a decision on its own guessed lease’s replica, through RouterService', () => {
+  let h: CoreHarness | undefined;
+  afterEach(async () => {
+    await h?.stop();
+    h = undefined;
+  });
+
+  it('is counted once on that replica while its placement claim is awaited', async () => {
+    h = await CoreHarness.start(
+      [{ adapterDirs: ['/adapters'], timeScale: 10, engine: { loadBaseMs: 1000, maxLoras: 1 } }],
+      (urls) => templatedRouter(urls, BASE, { max_loaded_adapters: 1 }),
+    );
+    const rt = h.rt;
+    const url = h.fleet.urls[0]!;
+    // The guessed lease is a shared store's (`redis`): the in-process store, read as one.
+    (rt.store as { mode?: () => string }).mode = () => 'redis';
+    await h.nextPoll();
+    // `a` goes to the only replica (its last replica from now), then `b` takes its place.
+    expect((await h.chat('a', 1)).status).toBe(200);
+    expect((await h.chat('b', 1)).status).toBe(200);
+    // `a` again: its lease is guessed there, and its cold decision claims the placement.
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let claiming = 0;
+    const claim = rt.store.claimPlacement.bind(rt.store);
+    rt.store.claimPlacement = async (...args) => {
+      claiming++;
+      await gate;
+      return claim(...args);
+    };
+    const again = h.chat('a', 1);
+    for (let i = 0; i < 2000 && claiming === 0; i++) await new Promise((r) => setTimeout(r, 1));
+    expect(claiming).toBe(1);
+    expect(LeaseHandle.openOn(rt, url)).toBe(1);
+    // One request of this process on its way there: one in flight as a bounded class judges it.
+    expect(inFlightHere(rt, url, 0, undefined)).toBe(1);
+    open();
+    expect((await again).status).toBe(200);
+    expect(inFlightHere(rt, url, 0, undefined)).toBe(0);
   });
 });
