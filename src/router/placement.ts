@@ -161,7 +161,9 @@ export class Placement {
         }
         // On its own guessed lease's replica the request is counted there already (that lease is open).
         joined =
-          p.ownLease?.()?.lease.url === decision.replica.url ? noJoin : joinUnderWay(rt, decision.replica.url);
+          p.ownLease?.()?.lease.url === decision.replica.url
+            ? noJoin
+            : joinUnderWay(rt, decision.replica.url);
         const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
         // A holder only by placement (nobody is loading it there yet) needs the shared placement
         // too: another node may have placed the adapter elsewhere meanwhile.
