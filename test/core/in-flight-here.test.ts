@@ -78,6 +78,15 @@ describe('in-flight count for max_in_flight', () => {
     await own.lease.release(200);
   });
 
+  it('forgets a lease whose acquire threw (given back in its catch): not counted as unanswered forever', async () => {
+    const mark = LeaseHandle.viewsMark();
+    jest.spyOn(rt.store, 'acquire').mockRejectedValueOnce(new Error('store down'));
+    await expect(LeaseHandle.take(rt, url, null)).rejects.toThrow('store down');
+    expect(LeaseHandle.openOn(rt, url)).toBe(0);
+    expect(LeaseHandle.unseenOn(rt, url, mark)).toBe(0);
+    expect(inFlightHere(rt, url, 0, undefined, mark)).toBe(0);
+  });
+
   it('forgets a lease aged out (its log phase never came)', async () => {
     const { lease } = await LeaseHandle.take(rt, url, null);
     lease.agedOut();
