@@ -143,6 +143,11 @@ export class LeaseHandle {
     return n;
   }
 
+  /** Whether its store answered its acquire before `mark` (LeaseHandle.viewsMark): views read since show it. */
+  answeredBy(mark: number): boolean {
+    return this.answered <= mark;
+  }
+
   /** The open lease with this id in this process, if any (the log phase's way back to it). */
   static find(id: string): LeaseHandle | undefined {
     return open.get(id);

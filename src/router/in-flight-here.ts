@@ -35,7 +35,8 @@ export function joinUnderWay(rt: FleetRuntime, url: string): () => void {
  * higher of the view's and the process's own alone fell short of both (dst seed 176: another
  * node's request in the view and this process's decision joining, `max_in_flight: 2`, and a second
  * batch request went). `own`: the request's own guessed lease (taken before the decision, `redis`
- * only), not counted against it.
+ * only), not counted against it: neither as this process's nor in views read after its acquire was
+ * answered (those of a request held and deciding again show it, and it judged itself one of the bound's).
  */
 export function inFlightHere(
   rt: FleetRuntime,
@@ -47,5 +48,6 @@ export function inFlightHere(
   const mine = own?.lease.url === url ? own : undefined;
   const joins = joining.get(rt, url);
   const local = LeaseHandle.openOn(rt, url) + joins - (mine ? 1 : 0);
-  return Math.max(viewed + LeaseHandle.unseenOn(rt, url, viewsMark, mine) + joins, local);
+  const seen = Math.max(0, viewed - (mine?.answeredBy(viewsMark) ? 1 : 0));
+  return Math.max(seen + LeaseHandle.unseenOn(rt, url, viewsMark, mine) + joins, local);
 }

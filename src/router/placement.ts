@@ -44,6 +44,9 @@ export interface PlacementDeps {
   weighsVictims: boolean;
 }
 
+/** A decision counted already (its own lease open on its replica): nothing to end. */
+const noJoin = (): void => undefined;
+
 export interface PlacementRequest {
   resolved: Resolved;
   adapter?: AdapterRef;
@@ -156,7 +159,11 @@ export class Placement {
           views = await rt.store.views(this.deps.urls, adapter, withResidents);
           continue;
         }
-        joined = joinUnderWay(rt, decision.replica.url);
+        // On its own guessed lease's replica the request is counted there already (that lease is open).
+        joined =
+          p.ownLease?.()?.lease.url === decision.replica.url
+            ? noJoin
+            : joinUnderWay(rt, decision.replica.url);
         const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
         // A holder only by placement (nobody is loading it there yet) needs the shared placement
         // too: another node may have placed the adapter elsewhere meanwhile.

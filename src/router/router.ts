@@ -211,7 +211,7 @@ export class RouterService {
     const guess: GuessedLease = {};
     let first: ReplicaView[];
     // Before the views are read: this process's leases answered after may be missing from them.
-    const viewsMark = LeaseHandle.viewsMark();
+    let viewsMark = LeaseHandle.viewsMark();
     if (last !== undefined) {
       const t = await LeaseHandle.takeWithViews(rt, last, leaseAdapter, this.urls, adapter);
       guess.held = { lease: t.lease, state: t.state };
@@ -219,9 +219,12 @@ export class RouterService {
     } else first = await rt.store.views(this.urls, adapter, false);
     // One async step for the decision on the first views (no second function, no argument object).
     try {
+      const refreshMark = LeaseHandle.viewsMark();
       const views = needsRefresh(this.config, rt.clock.now(), first)
         ? await refreshIfStale(this.fleet, rt, first, adapter, false)
         : first;
+      // Read again (stale): they show the guessed lease (in-flight-here.ts).
+      if (views !== first) viewsMark = refreshMark;
       if (resolved.kind !== 'base' && resolved.discovered && !views.some((v) => v.adapter)) {
         throw errors.modelNotFound(resolved.adapter.name);
       }
