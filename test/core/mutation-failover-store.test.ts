@@ -455,6 +455,21 @@ describe('FailoverFleetStore: leases decided alone, leaving, successors', () => 
     }
   });
 
+  it('adopting a predecessor sends the end of a load it ended alone: the adapter is not left loading (dst seed 662665)', async () => {
+    const { clock, sh, s, cut } = await setup();
+    const fence = await s.beginLoad(U, 'bio', 2, 2, 8_000);
+    expect(fence).toBeGreaterThan(0);
+    const next = another(sh, clock);
+    await next.succeed(s);
+    await cut(); // the old runtime alone (a switch told to its link), its load failing meanwhile
+    expect(await s.finishLoad(U, 'bio', fence!, false, 3)).toBe(false);
+    sh.down.value = false;
+    await next.adopt(s); // it drained and closes: its probe never runs again
+    await s.close();
+    expect((await sh.inner().residents(U)).map((a) => `${a.name}:${a.state}`)).toEqual(['a:loaded']);
+    await next.close();
+  });
+
   it('a record change received holds unloads off until the old runtime is done', async () => {
     const { clock, s } = await setup();
     let decided!: () => void;

@@ -3679,3 +3679,44 @@ describe('a replica seen down gets no request: decisions read after an emptied s
     );
   }, 30_000);
 });
+
+describe('a request makes room for its load and no more: a lock end a retired runtime made alone', () => {
+  // Seed 662665 (--keep 0,1,2,3,4,5,6,7): a same-state record change (377 ms) retires node 1's runtime
+  // while its request for `bio` is granted replica-1's load slot (758 ms); a Sentinel switch that loses
+  // nothing (805 ms) cuts the old runtime off, so it decides alone, and the replica fails the load
+  // (960 ms). The old runtime recorded the lock's end but only locally, and closed: Redis kept `bio`
+  // `loading` beside `team,a` until the lock's TTL, and node 0's request for `law` unloaded `team,a` to
+  // make room on a replica holding nothing else. Two fixes: the successor adopts and sends the old
+  // runtime's lock ends (failover-store.ts `adopt`), and the model keeps, across a switch, the locks
+  // the promoted replica still holds (it ended them all, so the check counted `bio` as gone).
+  it('seed 662665: the lock ends a retired runtime made alone are sent by its successor; a switch keeps the locks it keeps', async () => {
+    await holds(
+      662665,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 32, kind: 'request', node: 1, adapter: 2, tokens: 6, prompt: 1083 },
+        { at: 318, kind: 'request', node: 1, adapter: 3, tokens: 1, prompt: 171 },
+        { at: 377, kind: 'record-change', otherState: false, gapMs: 447 },
+        { at: 405, kind: 'load-fail', replica: 1, count: 1, failure: 'engine' },
+        { at: 490, kind: 'request', node: 0, adapter: 11, tokens: 5, prompt: 484 },
+        { at: 747, kind: 'request', node: 1, adapter: 10, tokens: 1, prompt: 680 },
+        { at: 805, kind: 'switch', lost: 0 },
+        { at: 977, kind: 'request', node: 0, adapter: 7, tokens: 1, prompt: 1134 },
+      ],
+    );
+  }, 30_000);
+});

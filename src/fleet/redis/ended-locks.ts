@@ -46,6 +46,14 @@ export class EndedLocks {
     this.ended.push({ op, url, adapter, fence, ok, until } as EndedLock);
   }
 
+  /** Takes the ends and begun locks of a runtime replaced on the same state: it never replays them itself. */
+  adopt(pred: EndedLocks): void {
+    for (const [fence, until] of pred.begun) this.begun.set(fence, until);
+    this.ended.push(...pred.ended);
+    pred.begun.clear();
+    pred.ended = [];
+  }
+
   /** Sends each end again whose lock may still be held in `shared`. */
   async replay(shared: SharedStore): Promise<void> {
     this.forgetExpired();

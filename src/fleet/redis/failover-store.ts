@@ -472,13 +472,16 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   /**
    * Takes what is left of the records of `pred`, the store of a runtime replaced on the same
    * shared state (only timeouts changed), once that runtime has drained: its releases waiting to
-   * be replayed and its budget spends. No lease moves: each was given back through `pred`
+   * be replayed, its budget spends, and the ends of load and unload locks it made alone (they were
+   * dropped, and an adapter whose load failed read `loading` in Redis until its lock's TTL: the
+   * simulation's seed 662665). No lease moves: each was given back through `pred`
    * (LeaseHandle) or aged out, and pruning here stops keeping `pred`'s. `pred` leaves the chain
    * of predecessors; those it replaced stay in it (their leases are still open until they drain).
    */
   async adopt(pred: FailoverFleetStore): Promise<void> {
     this.leases.adopt(pred.leases);
     this.budget.adopt(pred.budget);
+    this.endedLocks.adopt(pred.endedLocks);
     if (this.predecessor === pred) this.predecessor = pred.predecessor;
     else
       for (let s = this.predecessor; s; s = s.predecessor)
@@ -486,6 +489,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     try {
       if (this.outage.degraded) return; // the next probe's recovery replays them
       await this.leases.replayReleases(this.shared);
+      await this.endedLocks.replay(this.shared);
       await this.budget.merge();
       await this.pruneShared();
     } catch (err) {
