@@ -41,6 +41,8 @@ function parseArgs(argv) {
     else if (a === '--lines') opts.lines = argv[++i].split('-').map(Number);
     // The last run's survivors again (after new tests), the other results kept.
     else if (a === '--survivors') opts.survivors = true;
+    // The suites just passed unmutated (an earlier file of the same run, same suites): no dry run.
+    else if (a === '--no-dry-run') opts.noDryRun = true;
     else opts.files.push(a.replace(/\.ts$/, ''));
   }
   if (opts.files.length === 0) opts.files = FILES;
@@ -124,7 +126,9 @@ async function runFile(file, opts) {
   console.log(`${file}.ts: ${all.length} mutants, ${todo.length} to run`);
   let suites = [...opts.suites];
   const started = Date.now();
-  if (todo.length > 0) {
+  // Once per run (the suites are the same for every file): the dry run checks the suites, not the file.
+  if (todo.length > 0 && !opts.noDryRun) {
+    opts.noDryRun = true;
     // The unmutated copy first, through the same resolver: a suite failing here would kill every mutant.
     const dir = join(reports, 'tmp', `${process.pid}-dry`);
     mkdirSync(dir, { recursive: true });

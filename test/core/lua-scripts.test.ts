@@ -1,0 +1,82 @@
+/**
+ * The Redis store's Lua (src/fleet/redis/scripts/*.ts) case by case, against a real redis-server:
+ * what the differential test (test/core/store-differential.test.ts) cannot see, because the memory
+ * store has no such key or its generator never makes such a sequence. Each case kills Lua mutants
+ * that `npm run mutation:lua` found surviving (docs/reliability/mutation-testing.md, "The Lua").
+ */
+import { randomBytes } from 'node:crypto';
+import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import { RedisServer } from '../../harness/redis/server';
+
+const U = 'http://10.0.0.1:8000';
+const SPEC = { url: U, backend: 'vllm' as const, priority: 0 };
+
+let redis: RedisServer;
+const open: RedisFleetStore[] = [];
+beforeAll(async () => {
+  redis = await RedisServer.start();
+});
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((s) => s.close()));
+});
+afterAll(async () => {
+  await redis.close();
+});
+
+/** A node's store on a prefix of its own (a fresh state). */
+function store(
+  prefix = `ls${randomBytes(4).toString('hex')}:`,
+  node = 'n1',
+): { s: RedisFleetStore; p: string } {
+  const s = new RedisFleetStore(redis.config(prefix, { node_ttl_ms: 60_000, timeout: 2000 }), node);
+  open.push(s);
+  return { s, p: prefix };
+}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pttl = async (key: string) => Number(await redis.command(['PTTL', key]));
+
+describe('the cold-load budget (budget.ts)', () => {
+  it("a window opens at the first spend, runs from then, and is not pushed back by the window's later spends", async () => {
+    const { s, p } = store();
+    expect(await s.spendBudget('k', 2, 60_000, 0)).toBe(0);
+    // Opened by the first spend (`n == 1`): without it the count would outlive its window until
+    // the budget ran out (and the spends of windows past counted against this one).
+    const first = await pttl(`${p}budget:k`);
+    expect(first).toBeGreaterThan(0);
+    expect(first).toBeLessThanOrEqual(60_000);
+    await sleep(30);
+    expect(await s.spendBudget('k', 2, 60_000, 0)).toBe(0);
+    // Not renewed by a later spend within the window: a steady trickle would never let it end.
+    expect(await pttl(`${p}budget:k`)).toBeLessThanOrEqual(60_000 - 30);
+    // Over the budget: the wait is what is left of the window, which is not opened anew.
+    const wait = await s.spendBudget('k', 2, 60_000, 0);
+    expect(wait).toBeGreaterThan(0);
+    expect(wait).toBeLessThanOrEqual(60_000 - 30);
+    expect(await pttl(`${p}budget:k`)).toBeLessThanOrEqual(60_000 - 30);
+  });
+
+  it('a count left without a window (its expiry lost) still ends: the spend over it opens one and waits it', async () => {
+    const { s, p } = store();
+    // As a restore from a snapshot taken between the INCR and the PEXPIRE of an older script might leave it.
+    await redis.command(['SET', `${p}budget:k`, '7']);
+    const wait = await s.spendBudget('k', 5, 60_000, 0);
+    expect(wait).toBe(60_000);
+    const left = await pttl(`${p}budget:k`);
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThanOrEqual(60_000);
+  });
+
+  it('an outage count added to no window opens one as long as asked, and one added to a window keeps its end', async () => {
+    const { s, p } = store();
+    await s.addToBudget('k', 3, 60_000);
+    const opened = await pttl(`${p}budget:k`);
+    expect(opened).toBeGreaterThan(0);
+    expect(opened).toBeLessThanOrEqual(60_000);
+    await sleep(30);
+    await s.addToBudget('k', 2, 60_000);
+    expect(await pttl(`${p}budget:k`)).toBeLessThanOrEqual(60_000 - 30);
+    expect(await redis.command(['GET', `${p}budget:k`])).toBe('5');
+  });
+});
+
+export { SPEC, U };
