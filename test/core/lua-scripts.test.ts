@@ -79,4 +79,60 @@ describe('the cold-load budget (budget.ts)', () => {
   });
 });
 
-export { SPEC, U };
+describe('leases (leases.ts)', () => {
+  it("a lease released on an upstream 500 counts among the replica's failures in a row; a 499 is an answer", async () => {
+    const { s, p } = store();
+    await s.upsertReplica(SPEC);
+    const health = async () => redis.command(['HGET', `${p}r:${U}`, 'health']);
+    let id = 0;
+    const served = async (status: number) => {
+      const lease = `l${++id}`;
+      await s.acquire({ id: lease, url: U, adapter: null, at: id });
+      await s.release(lease, id, status);
+    };
+    // Two 500s, then a 499 (the client went away: the replica answered) ends the run of failures.
+    await served(500);
+    await served(500);
+    await served(499);
+    await served(500);
+    await served(500);
+    expect(await health()).not.toBe('down');
+    // The third 500 in a row (PASSIVE_FAILURE_LIMIT, memory-store.ts) marks it down, as the memory store does.
+    await served(500);
+    expect(await health()).toBe('down');
+  });
+
+  it('the sweep ends an expired load lock and takes it out, so no later sweep finds it again', async () => {
+    const { s, p } = store();
+    await s.upsertReplica(SPEC);
+    const fence = await s.beginLoad(U, 'a', 1, 4, 1);
+    expect(fence).not.toBeNull();
+    await sleep(10);
+    await s.expireLeases(10, 60_000);
+    // Forgotten (its holder stalled), and its lock gone from both the hash and the expiry set: a
+    // lock left behind would be swept again each round, crowding the sweep's 1,000 out.
+    expect((await s.residents(U)).map((r) => r.name)).toEqual([]);
+    expect(await redis.command(['HLEN', `${p}lock`])).toBe(0);
+    expect(await redis.command(['ZCARD', `${p}lock-until`])).toBe(0);
+    expect(await s.holds(U, 'a', fence!)).toBe(false);
+  });
+
+  it("an expired lock whose change is over ends nothing: not the adapter's live change, nor a sweep over an absent entry", async () => {
+    const { s, p } = store();
+    await s.upsertReplica(SPEC);
+    const live = await s.beginLoad(U, 'a', 1, 4, 60_000);
+    // Locks a rollback or a lost reply could leave (their changes over): one naming the adapter
+    // under a live load with another fence, one naming an adapter with no entry. Both expired.
+    for (const [fence, name] of [
+      ['7', 'a'],
+      ['8', 'b'],
+    ] as const) {
+      await redis.command(['HSET', `${p}lock`, fence, JSON.stringify([U, name, 'n0'])]);
+      await redis.command(['ZADD', `${p}lock-until`, '0', fence]);
+    }
+    await s.expireLeases(10, 60_000);
+    expect((await s.residents(U)).map((r) => [r.name, r.state])).toEqual([['a', 'loading']]);
+    expect(await s.holds(U, 'a', live!)).toBe(true);
+    expect(await s.finishLoad(U, 'a', live!, true, 2)).toBe(true);
+  });
+});
