@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { RedisServer } from '../../harness/redis/server';
+import { waitFor } from '../../harness/wait';
 
 const U = 'http://10.0.0.1:8000';
 const SPEC = { url: U, backend: 'vllm' as const, priority: 0 };
@@ -134,5 +135,38 @@ describe('leases (leases.ts)', () => {
     expect((await s.residents(U)).map((r) => [r.name, r.state])).toEqual([['a', 'loading']]);
     expect(await s.holds(U, 'a', live!)).toBe(true);
     expect(await s.finishLoad(U, 'a', live!, true, 2)).toBe(true);
+  });
+
+  it('an expired unload leaves its adapter loaded and says so on the change channel', async () => {
+    const { s, p } = store();
+    await s.upsertReplica(SPEC);
+    const load = await s.beginLoad(U, 'a', 1, 4, 60_000);
+    await s.finishLoad(U, 'a', load!, true, 2);
+    const woken = jest.fn();
+    s.onRemoteChange = woken;
+    await waitFor(
+      async () =>
+        Number(((await redis.command(['PUBSUB', 'NUMSUB', `${p}changed`])) as [string, number])[1]) === 1,
+      5000,
+      'subscribed',
+    );
+    // Subscribed since the store was made: the load's finish may have woken it already.
+    await sleep(200);
+    woken.mockClear();
+    expect(await s.beginUnload(U, 'a', 3, 1)).not.toBeNull();
+    await sleep(10);
+    await s.expireLeases(10, 60_000);
+    // Its holder stalled: the adapter is loaded still (a 404 or the next poll corrects it), not
+    // left 'unloading' with no lock, which nothing would ever end.
+    expect((await s.residents(U)).map((r) => [r.name, r.state])).toEqual([['a', 'loaded']]);
+    // Requests waiting for room on the replica are woken (the unload's slot is not coming).
+    await waitFor(() => woken.mock.calls.length > 0, 5000, 'woken by the ended unload');
+  });
+
+  it('an expiry entry with no lock (its lock ended by another path) is taken out by the sweep', async () => {
+    const { s, p } = store();
+    await redis.command(['ZADD', `${p}lock-until`, '0', '9']);
+    await s.expireLeases(10, 60_000);
+    expect(await redis.command(['ZCARD', `${p}lock-until`])).toBe(0);
   });
 });
