@@ -163,6 +163,21 @@ describe('leases (leases.ts)', () => {
     await waitFor(() => woken.mock.calls.length > 0, 5000, 'woken by the ended unload');
   });
 
+  it("a prune drops the node's leases it no longer holds, not only counts them", async () => {
+    const { s, p } = store();
+    await s.upsertReplica(SPEC);
+    const load = await s.beginLoad(U, 'a', 1, 4, 60_000);
+    await s.finishLoad(U, 'a', load!, true, 2);
+    await s.acquire({ id: 'kept', url: U, adapter: 'a', at: 3 });
+    await s.acquire({ id: 'stale', url: U, adapter: 'a', at: 3 });
+    expect(await s.prune(() => ['kept'])).toBe(1);
+    // Gone, and uncounted: a stale lease left open would hold the adapter busy (never unloaded).
+    expect(await redis.command(['HEXISTS', `${p}lease`, 'stale'])).toBe(0);
+    expect(await redis.command(['HGET', `${p}busy:${U}`, 'a'])).toBe('1');
+    expect(await s.release('stale', 4)).toBeUndefined();
+    expect((await s.release('kept', 4))!.adapterIdle).toBe(true);
+  });
+
   it('an expiry entry with no lock (its lock ended by another path) is taken out by the sweep', async () => {
     const { s, p } = store();
     await redis.command(['ZADD', `${p}lock-until`, '0', '9']);
