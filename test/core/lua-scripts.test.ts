@@ -182,6 +182,25 @@ describe('leases (leases.ts)', () => {
     expect(await redis.command(['SMEMBERS', `${p}nl:n1`])).toEqual([]);
   });
 
+  it("a prune that dropped leases wakes the change channel (a base-model lease's drop does not on its own)", async () => {
+    const { s, p } = store();
+    await s.upsertReplica(SPEC);
+    await s.acquire({ id: 'stale', url: U, adapter: null, at: 3 });
+    const woken = jest.fn();
+    s.onRemoteChange = woken;
+    await waitFor(
+      async () =>
+        Number(((await redis.command(['PUBSUB', 'NUMSUB', `${p}changed`])) as [string, number])[1]) === 1,
+      5000,
+      'subscribed',
+    );
+    await sleep(200);
+    woken.mockClear();
+    expect(await s.prune(() => [])).toBe(1);
+    // The replica's in-flight count fell: requests waiting on it look again.
+    await waitFor(() => woken.mock.calls.length > 0, 5000, 'woken by the prune');
+  });
+
   it('an expiry entry with no lock (its lock ended by another path) is taken out by the sweep', async () => {
     const { s, p } = store();
     await redis.command(['ZADD', `${p}lock-until`, '0', '9']);
