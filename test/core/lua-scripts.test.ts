@@ -201,6 +201,15 @@ describe('leases (leases.ts)', () => {
     await waitFor(() => woken.mock.calls.length > 0, 5000, 'woken by the prune');
   });
 
+  it("a base-model lease counts in the replica's in-flight only, on no adapter", async () => {
+    const { s, p } = store();
+    await s.upsertReplica(SPEC);
+    await s.acquire({ id: 'base', url: U, adapter: null, at: 3 });
+    expect(await redis.command(['HGET', `${p}r:${U}`, 'inFlight'])).toBe('1');
+    // No busy count under the empty name, which no release would take back.
+    expect(await redis.command(['HGETALL', `${p}busy:${U}`])).toEqual([]);
+  });
+
   it('an expiry entry with no lock (its lock ended by another path) is taken out by the sweep', async () => {
     const { s, p } = store();
     await redis.command(['ZADD', `${p}lock-until`, '0', '9']);
