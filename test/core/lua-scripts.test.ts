@@ -208,6 +208,22 @@ describe('leases (leases.ts)', () => {
     expect(await redis.command(['HGET', `${p}r:${U}`, 'inFlight'])).toBe('1');
     // No busy count under the empty name, which no release would take back.
     expect(await redis.command(['HGETALL', `${p}busy:${U}`])).toEqual([]);
+    // Nor on the set an adapter's leases are renewed by, which no release would empty.
+    expect(await redis.command(['EXISTS', `${p}ls:${U}|`])).toBe(0);
+  });
+
+  it("a lease taken again, or taken with the views, is its node's (a prune finds it)", async () => {
+    const { s, p } = store();
+    await s.upsertReplica(SPEC);
+    expect(await s.retake([{ id: 'back', url: U, adapter: null, at: 1 }])).toEqual([]);
+    await s.viewsAndLease([U], undefined, { id: 'viewed', url: U, adapter: null, at: 2 });
+    const node = async (id: string) =>
+      (JSON.parse(String(await redis.command(['HGET', `${p}lease`, id]))) as { node: string }).node;
+    expect(await node('back')).toBe('n1');
+    expect(await node('viewed')).toBe('n1');
+    expect((await redis.command(['SMEMBERS', `${p}nl:n1`])) as string[]).toEqual(
+      expect.arrayContaining(['back', 'viewed']),
+    );
   });
 
   it('an expiry entry with no lock (its lock ended by another path) is taken out by the sweep', async () => {
