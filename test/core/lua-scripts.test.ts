@@ -226,6 +226,19 @@ describe('leases (leases.ts)', () => {
     );
   });
 
+  it("a stopped node's locks end, a live node's do not", async () => {
+    const { s, p } = store();
+    await s.upsertReplica(SPEC);
+    const live = await s.beginLoad(U, 'a', 1, 4, 60_000);
+    // A node whose last heartbeat is long past node_ttl_ms, holding a load of its own.
+    await redis.command(['ZADD', `${p}nodes`, '0', 'n0']);
+    await redis.command(['HSET', `${p}lock`, '5', JSON.stringify([U, 'b', 'n0'])]);
+    await redis.command(['ZADD', `${p}lock-until`, String(Date.now() + 60_000), '5']);
+    await s.expireLeases(10, 60_000);
+    expect(await redis.command(['HKEYS', `${p}lock`])).toEqual([String(live)]);
+    expect(await s.holds(U, 'a', live!)).toBe(true);
+  });
+
   it('an expiry entry with no lock (its lock ended by another path) is taken out by the sweep', async () => {
     const { s, p } = store();
     await redis.command(['ZADD', `${p}lock-until`, '0', '9']);
