@@ -336,15 +336,7 @@ describe("the simulated Redis takes a node's leases again as the retake script d
 
 describe('a Sentinel switch that keeps a load lock', () => {
   it('ends only the locks the promoted replica lacks: one whose grant it has lives on (seed 662665)', async () => {
-    const random = seededRandom(1);
-    const clock = new Scheduler(random);
-    const m = new RedisModel(clock, { node_ttl_ms: NODE_TTL, timeout: 1000 } as RedisConfig, random);
-    const until = (t: number) =>
-      clock.run(
-        t,
-        () => {},
-        () => false,
-      );
+    const { m, until } = timedModel();
     await m.apply('upsert', [{ url: URL, backend: 'vllm', priority: 0 }, 0, 'epoch-1', 0]);
     const kept = (await m.apply('beginLoad', [URL, 'bio', 10, 8000, 'n1', 2])) as number;
     const lost = (await m.apply('beginLoad', [URL, 'code', 20, 8000, 'n1', 2])) as number;
