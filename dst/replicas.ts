@@ -93,7 +93,7 @@ export interface FailedLoad {
 /**
  * A replica's answer through the faults; a load the fault layer failed carries its record, and
  * `readAfter` when its router reads the replica's registry after it (an engine failure: not the
- * adapter's own fault, AdapterManager.load; a 404 or a rank refusal backs off unread).
+ * adapter's own fault, LoadCalls.load in src/adapters/load-call.ts; a 404 or a rank refusal backs off unread).
  */
 type Answered = Exchanged & { failure?: FailedLoad; readAfter?: boolean };
 

@@ -1,7 +1,7 @@
 /**
  * The unloads a request sends to make room for its load (Room.claimSlot), told from the other
  * unloads a runtime sends off the calls alone: a trim after a poll is sent for no request, and a
- * request's after-load undo (AdapterManager.undoLoad) unloads the adapter that request itself
+ * request's after-load undo (LoadCalls.undoLoad, src/adapters/load-call.ts) unloads the adapter that request itself
  * loaded there just before, which makes room for no load to come.
  */
 import type { LoadCall } from './invariants';

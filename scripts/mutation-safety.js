@@ -21,6 +21,15 @@ const TARGETS = [
   ['src/adapters/manager.ts', core('adapter-manager', 'shared-races', 'access-deadline', 'mutation-manager')],
   // Split out of manager.ts after the run reported in docs/reliability/mutation-testing.md (the same suites guard it).
   ['src/adapters/room.ts', core('adapter-manager', 'shared-races', 'access-deadline', 'mutation-manager')],
+  // The load call's life and how calls end, split out of manager.ts after that run too (the same suites).
+  [
+    'src/adapters/load-call.ts',
+    core('adapter-manager', 'shared-races', 'access-deadline', 'mutation-manager'),
+  ],
+  [
+    'src/adapters/call-end.ts',
+    core('adapter-manager', 'shared-races', 'access-deadline', 'mutation-manager'),
+  ],
   [
     'src/fleet/redis/held-leases.ts',
     core('shared-faults', 'empty-restart', 'failover-recovery', 'runtime-handover', 'mutation-held-leases'),

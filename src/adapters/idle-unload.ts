@@ -23,7 +23,7 @@ type UnloadPolicy = {
   isStatic: (name: string) => boolean;
 };
 
-/** An unload call made, as the manager records it (LoadRecord, manager.ts). */
+/** An unload call made, as the manager records it (LoadRecord; CallEnds.record, call-end.ts). */
 type UnloadRecord = { url: string; adapter: string; op: 'unload'; ok: boolean; ms: number };
 
 export class IdleUnload {
