@@ -80,7 +80,7 @@ describe('invariant (i): the replica’s word is fresh when the unload is sent',
     await fleet!.replicas[0]!.fault({ kind: 'slowMetrics', ms: 300 });
     // 100 ms after the unload's fresh read was sent, another node's request for `a` arrives
     // (that node decides alone: it sees `a` loaded by its own poll, not this node's unload).
-    const api = (rt!.manager as unknown as { api: ReplicaApi }).api;
+    const api = (rt!.manager.replicaWord as unknown as { api: ReplicaApi }).api;
     const activity = api.activity!.bind(api);
     let other: Promise<number> | undefined;
     api.activity = (u, t) => {
@@ -110,7 +110,7 @@ describe('invariant (i): an adapter someone unseen routes is not unloaded betwee
     // Once it has ended, the next ask of the unload's fresh read is answered 100 ms late (fresh
     // enough to act on), and the unseen router's next request of `a` reaches the engine 30 ms
     // after the replica wrote that idle word.
-    const api = (rt!.manager as unknown as { api: ReplicaApi }).api;
+    const api = (rt!.manager.replicaWord as unknown as { api: ReplicaApi }).api;
     const activity = api.activity!.bind(api);
     let second: Promise<number> | undefined;
     let seenBusy = false;
@@ -151,7 +151,7 @@ describe('invariant (i): a busy report any read of this node made holds the adap
     expect(await first).toBe(200);
     // The unload's fresh read is answered 100 ms late (fresh enough to act on), and the unseen
     // router's next request of `a` reaches the engine 30 ms after the replica wrote that idle word.
-    const api = (rt!.manager as unknown as { api: ReplicaApi }).api;
+    const api = (rt!.manager.replicaWord as unknown as { api: ReplicaApi }).api;
     const activity = api.activity!.bind(api);
     let second: Promise<number> | undefined;
     api.activity = async (u, t, names) => {

@@ -33,7 +33,8 @@ describe('what clients see of the replicas (item 11)', () => {
     );
     const log = collectingLogger();
     (h.rt as { log: Logger }).log = log;
-    (h.rt.manager as unknown as { log: Logger }).log = log;
+    // The load calls' records (call-end.ts) write the replica's URL beside the adapter's name.
+    (h.rt.manager as unknown as { ends: { log: Logger } }).ends.log = log;
     await h.fleet.replicas[0]!.fault({ kind: 'failLoads', count: 1 });
     const failed = await h.chat('broken');
     const backoff = await h.chat('broken');
