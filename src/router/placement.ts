@@ -101,6 +101,11 @@ export class Placement {
       let views = p.views;
       /** Before `views` were read: this process's leases answered since may be missing from them (in-flight-here.ts). */
       let viewsMark = p.viewsMark ?? Infinity;
+      /** Reads the views again, marking first what this process's leases they may miss. */
+      const reread = (residents: boolean): Promise<ReplicaView[]> => {
+        viewsMark = LeaseHandle.viewsMark();
+        return rt.store.views(this.deps.urls, adapter, residents);
+      };
       // Residents (the victims a cold load could evict) are read only once a decision needs a
       // load and the configuration weighs victims: a resident adapter's request never pays for them.
       const weighsVictims =
@@ -155,8 +160,7 @@ export class Placement {
           if (decision.replica.holder) wanting?.off();
           else (wanting ??= this.wanting(rt, p)).on([decision.replica.url]);
           await rt.manager.waitForRoom();
-          viewsMark = LeaseHandle.viewsMark();
-          views = await rt.store.views(this.deps.urls, adapter, withResidents);
+          views = await reread(withResidents);
           continue;
         }
         // On its own guessed lease's replica the request is counted there already (that lease is open).
@@ -175,8 +179,7 @@ export class Placement {
         if (cold && weighsVictims && !withResidents) {
           joined();
           withResidents = true;
-          viewsMark = LeaseHandle.viewsMark();
-          views = await rt.store.views(this.deps.urls, adapter, true);
+          views = await reread(true);
           continue;
         }
         if (cold && withResidents && loadCost(decision.replica, ctx) === undefined) {
@@ -191,8 +194,7 @@ export class Placement {
             joined();
             (wanting ??= this.wanting(rt, p)).on();
             await rt.manager.waitForRoom();
-            viewsMark = LeaseHandle.viewsMark();
-            views = await rt.store.views(this.deps.urls, adapter, withResidents);
+            views = await reread(withResidents);
             continue;
           }
         }
@@ -237,8 +239,7 @@ export class Placement {
             joined();
             rt.manager.unclaim(url, claim);
             if (this.deps.urls.includes(placedOn)) follow = placedOn;
-            viewsMark = LeaseHandle.viewsMark();
-            views = await rt.store.views(this.deps.urls, adapter, withResidents);
+            views = await reread(withResidents);
             continue;
           }
           // Ours: a load that waits for room claims it again first (the claim may be lost meanwhile).
@@ -275,8 +276,7 @@ export class Placement {
           placedElsewhere !== undefined && this.deps.urls.includes(placedElsewhere)
             ? placedElsewhere
             : undefined;
-        viewsMark = LeaseHandle.viewsMark();
-        views = await rt.store.views(this.deps.urls, adapter, withResidents);
+        views = await reread(withResidents);
       }
     } finally {
       joined?.();
