@@ -45,6 +45,11 @@ export function pollSender(prefix: string, recordGen: number): string {
   return `${prefix}r${recordGen}`;
 }
 
+/** A plugin-server process's name in the checks: `n<node>g<generation>`. */
+export function procName(p: { node: number; gen: number }): string {
+  return `n${p.node}g${p.gen}`;
+}
+
 /** One plugin-server process of a node: its runtime(s) and the router service Kong calls. */
 export interface Process {
   node: number;
@@ -165,7 +170,7 @@ export class NodeProcesses {
         this.g.replicas.http(proc.clock, this.g.random, proc.alive, sender, proc.node),
         () => rt,
         db,
-        `n${proc.node}g${proc.gen}`,
+        procName(proc),
         sender,
         proc.clock,
       ),
@@ -181,7 +186,7 @@ export class NodeProcesses {
         link.answered = (c) => this.g.healthReads.note(c);
         link.sharing = () => rt.store.mode?.() !== 'local';
         this.g.calls.spreadsSeen(link);
-        this.g.calls.grantsSeen(link, sender, `n${proc.node}g${proc.gen}`);
+        this.g.calls.grantsSeen(link, sender, procName(proc));
         return link;
       },
       api,
@@ -289,7 +294,7 @@ export class NodeProcesses {
     const old = this.procs[n]!;
     old.alive = false;
     for (const rt of old.runtimes) this.dead.add(rt.leasePrefix);
-    this.g.calls.died(`n${n}g${old.gen}`);
+    this.g.calls.died(procName(old));
     for (const rt of old.runtimes) rt.stop();
     // Its timers never fire again: a new clock, the same skew.
     old.clock.alive = false;

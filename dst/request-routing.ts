@@ -14,7 +14,7 @@ import { routingRequest, type CallsSeen } from './calls-seen';
 import { waitedIdle } from './hold-check';
 import { pastSeenDown, seenUp, type HealthReads } from './health-reads';
 import type { BudgetRefusal, Violation, WorldView } from './invariants';
-import { pollSender, type NodeProcesses, type Process } from './node-processes';
+import { pollSender, procName, type NodeProcesses, type Process } from './node-processes';
 import type { RedisModel } from './redis-model';
 import { urlParts, type ReplicaSet } from './replicas';
 import type { Action, Schedule } from './schedule';
@@ -68,7 +68,7 @@ export class RequestRouting {
       now: () => g.sched.now(),
       degraded: () => g.view().degraded,
       lastFaultAt: () => g.lastFaultAt(),
-      live: () => new Set(g.nodes.procs.filter((p) => p.alive).map((p) => `n${p.node}g${p.gen}`)),
+      live: () => new Set(g.nodes.procs.filter((p) => p.alive).map(procName)),
       localAt: (rt) => g.localAt(rt as FleetRuntime),
     });
   }
@@ -155,25 +155,21 @@ export class RequestRouting {
       // state, a request waiting for room is decided again on the new one).
       const prefix = out.leaseId.slice(0, out.leaseId.lastIndexOf('-'));
       decider = decidedOn(p, came, prefix);
-      flight = this.bound.sent(
-        arrivals,
-        origin,
-        decider ?? p.rt,
-        `n${p.node}g${p.gen}`,
-        this.g.nodes.prefixDb.get(prefix) ?? p.db,
-        (decider ?? p.rt).store.mode?.() === 'local',
-      );
+      const proc = procName(p);
+      const db = this.g.nodes.prefixDb.get(prefix) ?? p.db;
+      // The deciding runtime's store, not the node's newest: after a same-state record change the
+      // old runtime decides the requests under way on it (seed 525755).
+      const decidedAlone = (decider ?? p.rt).store.mode?.() === 'local';
+      flight = this.bound.sent(arrivals, origin, decider ?? p.rt, proc, db, decidedAlone);
       if (a.adapter >= 0) {
         const key = `${origin}\u0000${model}`;
         let list = this.proxied.get(key);
         if (!list) this.proxied.set(key, (list = []));
         list.push(
           (sent = {
-            proc: `n${p.node}g${p.gen}`,
-            // The deciding runtime's store, not the node's newest: after a same-state record
-            // change the old runtime decides the requests under way on it (seed 525755).
-            alone: (decider ?? p.rt).store.mode?.() === 'local',
-            db: this.g.nodes.prefixDb.get(prefix) ?? p.db,
+            proc,
+            alone: decidedAlone,
+            db,
             at: this.g.sched.now(),
             reached: Infinity,
             ended: Infinity,
@@ -182,7 +178,7 @@ export class RequestRouting {
         );
       }
       const answer = await this.g.replicas.proxy(
-        urlParts(out.url).origin,
+        origin,
         '/v1/chat/completions',
         out.body ?? body,
         this.w.upstreamTimeoutMs ?? UPSTREAM_TIMEOUT_MS,
@@ -196,7 +192,7 @@ export class RequestRouting {
       );
       flight.doneAt ??= this.g.sched.now();
       if (sent && modelNotFound(answer.status, answer.text, model))
-        this.notFound(sent, decider, urlParts(out.url).origin, model, began);
+        this.notFound(sent, decider, origin, model, began);
       // The log phase, on the process that routed it (a dead one never runs it).
       if (!p.alive) return;
       await svc.finish(out.leaseId, answer.status);
@@ -276,7 +272,7 @@ export class RequestRouting {
   private lost(r: SentRequest): boolean {
     if (r.lease === undefined) return false;
     const prefix = r.lease.slice(0, r.lease.lastIndexOf('-'));
-    const p = this.g.nodes.procs.find((q) => q.alive && `n${q.node}g${q.gen}` === r.proc);
+    const p = this.g.nodes.procs.find((q) => q.alive && procName(q) === r.proc);
     // Only the runtime that took it, still the process's own on that state, could take it again.
     if (!p || p.rt.leasePrefix !== prefix || p.db !== r.db) return false;
     const state = this.g.redis[r.db]!;
@@ -308,7 +304,7 @@ export class RequestRouting {
     const now = this.g.sched.now();
     const key = `${replica}\u0000${adapter}`;
     const db = this.g.calls.unloaders.get(key)?.db;
-    const live = (proc: string) => this.g.nodes.procs.some((p) => p.alive && `n${p.node}g${p.gen}` === proc);
+    const live = (proc: string) => this.g.nodes.procs.some((p) => p.alive && procName(p) === proc);
     const sent = this.proxied.get(key) ?? [];
     return sent.filter(
       (r) => (r.reached ?? r.at) > now && r.ended > now && live(r.proc) && (db === undefined || r.db === db),
