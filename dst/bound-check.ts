@@ -8,8 +8,8 @@
  * and not yet answered by the replica (on their way, or running or queued in its engine; the
  * replica's own word, dst/replicas.ts `proxy`), or decided there before it and sent there after.
  *
- * Which of them the decision owed (what `inFlightHere` counts, the higher of the view's and the
- * process's own):
+ * Which of them the decision owed (what `inFlightHere` counts: the view's count plus this
+ * process's own that no view it read can show, never less than the process's own):
  * - its own runtime's (the process's leases there, and its decisions past their hold not yet
  *   holding one): every one decided before it (the order of their hold ends), always;
  * - another runtime's (another node, a restarted process, a replaced configuration): only those
@@ -23,14 +23,15 @@
  * A request released before the replica answered it is not in flight: none is (the log phase runs
  * after the answer, or after the 504 that aborts it on the replica).
  */
+import type { FleetRuntime } from '../src/runtime';
 
 /** A request sent to a replica, as Kong and the replica saw it. */
 export interface Flight {
   /** Arrival number. */
   request: number;
   url: string;
-  /** The runtime that decided it (its lease's): identity only. */
-  decider: object;
+  /** The runtime that decided it (its lease's). */
+  decider: FleetRuntime;
   /** Its plugin-server process (node and generation). */
   proc: string;
   /** The shared state its lease is on. */
@@ -59,7 +60,7 @@ export interface BoundDecision {
   objectiveMs: number;
   /** Where it was sent, by which runtime, on which shared state. */
   url: string;
-  decider: object;
+  decider: FleetRuntime;
   db: number;
   /** Processes alive at the decision. */
   live: ReadonlySet<string>;

@@ -7,6 +7,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Candidate } from '../src/scheduler/types';
 import { RoomWait } from '../src/router/room-wait';
+import type { FleetRuntime } from '../src/runtime';
 import { joinedPastBound, type BoundDecision, type Flight } from './bound-check';
 
 /** Told of each `holds` call of the request whose access phase runs: held (true), going (false) or refused. */
@@ -50,7 +51,7 @@ export interface BoundGround {
   /** Processes alive now. */
   live(): ReadonlySet<string>;
   /** When runtime `rt` was last seen deciding alone after a step (-Infinity: never). */
-  localAt(rt: object): number;
+  localAt(rt: FleetRuntime): number;
 }
 
 /** A request's hold calls so far. */
@@ -135,7 +136,14 @@ export class BoundWatch {
    * Request `request` was sent to `url` by `decider`'s process `proc`; `alone`: its router decided
    * alone when it did. Returns the flight, whose `doneAt` the caller sets when the replica answers.
    */
-  sent(request: number, url: string, decider: object, proc: string, db: number, alone: boolean): Flight {
+  sent(
+    request: number,
+    url: string,
+    decider: FleetRuntime,
+    proc: string,
+    db: number,
+    alone: boolean,
+  ): Flight {
     const h = this.holds.get(request);
     const at = this.g.now();
     const arrivedAt = h?.arrivedAt ?? at;

@@ -69,7 +69,7 @@ export class RequestRouting {
       degraded: () => g.view().degraded,
       lastFaultAt: () => g.lastFaultAt(),
       live: () => new Set(g.nodes.procs.filter((p) => p.alive).map(procName)),
-      localAt: (rt) => g.localAt(rt as FleetRuntime),
+      localAt: (rt) => g.localAt(rt),
     });
   }
 

@@ -11,10 +11,12 @@ import { generate } from '../../dst/schedule';
 import { BOUND_INVARIANT } from '../../dst/world';
 import * as inFlight from '../../src/router/in-flight-here';
 import { RoomWait } from '../../src/router/room-wait';
+import type { FleetRuntime } from '../../src/runtime';
 
 const URL = 'http://replica-0:8000';
-const mine = { rt: 'node 0' };
-const theirs = { rt: 'node 1' };
+// Runtimes by identity only: the check compares deciders, it never reads them.
+const mine = { rt: 'node 0' } as unknown as FleetRuntime;
+const theirs = { rt: 'node 1' } as unknown as FleetRuntime;
 
 /** Request 9, bound 1, decided at 1000 ms (hold end number 50) 100 ms after it came, views read from 900 ms. */
 function decision(o: Partial<BoundDecision> = {}): BoundDecision {
