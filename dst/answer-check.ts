@@ -91,7 +91,7 @@ export interface AnswerGround {
   /** Whether the last unload of `name` on `url` is excused from (i) (World's `sentAlone`). */
   unloadExcused(url: string, name: string): boolean;
   /** The process (`n<node>g<gen>`) that sent the last unload of `name` on `url`, and the shared state it was on. */
-  unloader(url: string, name: string): { proc: string; db: number; grantedAt?: number } | undefined;
+  unloader(url: string, name: string): { proc: string; db: number; grantAnsweredAt?: number } | undefined;
   /** When shared state `db` was rolled back to an older copy (RedisModel.restores). */
   rolledBack(db: number): readonly number[];
 }
@@ -112,7 +112,7 @@ export function notFoundUnexcused(a: NotFoundAnswer, g: AnswerGround): string | 
       if (u !== undefined && u.db !== a.db) return undefined;
       // The unload's state rolled back after its grant (which may come before the replica dropped
       // the adapter: seed 539094), and the request decided on that state since.
-      const recorded = u?.grantedAt ?? last.at;
+      const recorded = u?.grantAnsweredAt ?? last.at;
       const restored = u?.db === a.db && g.rolledBack(a.db).some((t) => t > recorded && t <= a.sentAt);
       return restored ? undefined : `${head}: unloaded there at ${Math.round(last.at)} ms`;
     }

@@ -246,7 +246,7 @@ export class CallsSeen {
           db,
           wordAt: this.askedAt.get(`${sender}\u0000${origin}`) ?? -Infinity,
           reads: this.reads.get(`${sender}\u0000${origin}`) ?? [],
-          ...(granted === undefined ? {} : { grantedAt: granted.answered }),
+          ...(granted === undefined ? {} : { grantAnsweredAt: granted.answered }),
         });
         const request = routingRequest.getStore();
         const adapter = request === undefined ? undefined : this.adapterOf.get(request);

@@ -37,7 +37,7 @@ export interface Unloader {
    * When its store's grant of the unload answered it: the unload is in the shared state from then
    * on, so a rollback after it may lose the record before the replica drops the adapter.
    */
-  grantedAt?: number;
+  grantAnsweredAt?: number;
   /**
    * Its runtime's `/metrics` reads of that replica answered so far (polls and words, oldest first):
    * what could have started its hold. Absent: any unseen request under way within the hold counts.

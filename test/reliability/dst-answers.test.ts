@@ -23,13 +23,13 @@ function ground(
   restarts: number[] = [],
   unloadExcused = false,
   rolledBack: { db: number; at: number[] } = { db: 0, at: [] },
-  grantedAt?: number,
+  grantAnsweredAt?: number,
 ): AnswerGround {
   return {
     log: () => log,
     restarts: () => restarts.map((at) => ({ url: URL, at, names: ['chat'] })),
     unloadExcused: () => unloadExcused,
-    unloader: () => ({ proc: 'n1g0', db: 0, ...(grantedAt === undefined ? {} : { grantedAt }) }),
+    unloader: () => ({ proc: 'n1g0', db: 0, ...(grantAnsweredAt === undefined ? {} : { grantAnsweredAt }) }),
     rolledBack: (db) => (db === rolledBack.db ? rolledBack.at : []),
   };
 }
