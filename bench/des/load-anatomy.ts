@@ -26,13 +26,59 @@ import { sloPoint } from './slo-point';
 
 const SLO_MS = 5000;
 
-/** One load on one replica, and the fleet as it stood when it was asked for. */
-export interface PlacedLoad {
+/** One load on one replica: where, and when it was asked for, started and ended. */
+export interface LoadTimes {
   url: string;
   adapter: string;
   asked: number;
   start: number;
   end: number;
+}
+
+/**
+ * `p` with every load that lands pushed to `out` as it ends: its times, and `asked`'s snapshot of the
+ * fleet taken when it was asked for (engine `i`, `slots` a replica). The same promise goes back, the
+ * record beside it: an await here would reorder the run's events.
+ */
+export function recordedLoads<S>(
+  p: Policy,
+  out: (LoadTimes & S)[],
+  asked: (fleet: DesFleet, i: number, adapter: string, slots: number) => S,
+): Policy {
+  return {
+    ...p,
+    create(clock: VirtualClock, fleet: DesFleet, seed: number, slots: number) {
+      fleet.engines.forEach((e, i) => {
+        const load = e.loadWeights.bind(e);
+        e.loadWeights = (weights, rank) => {
+          const at = clock.now();
+          const adapter = weights.split('#')[0]!;
+          const then = asked(fleet, i, adapter, slots);
+          const done = load(weights, rank);
+          done.then(
+            () => {
+              const end = clock.now();
+              out.push({
+                url: fleet.urls[i]!,
+                adapter,
+                asked: at,
+                start: end - e.loadTime(rank),
+                end,
+                ...then,
+              });
+            },
+            () => undefined,
+          );
+          return done;
+        };
+      });
+      return p.create(clock, fleet, seed, slots);
+    },
+  };
+}
+
+/** One load on one replica, and the fleet as it stood when it was asked for. */
+export interface PlacedLoad extends LoadTimes {
   /** Requests running and waiting on its engine when it was asked for. */
   running: number;
   waiting: number;
@@ -44,46 +90,16 @@ export interface PlacedLoad {
 
 /** `p` with every load recorded with the fleet's state when it was asked for. */
 export function placedLoads(p: Policy, out: PlacedLoad[]): Policy {
-  return {
-    ...p,
-    create(clock: VirtualClock, fleet: DesFleet, seed: number, slots: number) {
-      fleet.engines.forEach((e, i) => {
-        const load = e.loadWeights.bind(e);
-        // The same promise back, recorded beside: an await here would reorder the run's events.
-        e.loadWeights = (weights, rank) => {
-          const asked = clock.now();
-          const adapter = weights.split('#')[0]!;
-          const q = e.queueView();
-          const idleOthers = fleet.engines.filter((o, j) => {
-            if (j === i) return false;
-            const v = o.queueView();
-            return v.running.length + v.waiting.length === 0;
-          }).length;
-          const copy = fleet.urls.some((_, j) => j !== i && fleet.registeredOn(j).includes(adapter));
-          const done = load(weights, rank);
-          done.then(
-            () => {
-              const end = clock.now();
-              out.push({
-                url: fleet.urls[i]!,
-                adapter,
-                asked,
-                start: end - e.loadTime(rank),
-                end,
-                running: q.running.length,
-                waiting: q.waiting.length,
-                idleOthers,
-                copy,
-              });
-            },
-            () => undefined,
-          );
-          return done;
-        };
-      });
-      return p.create(clock, fleet, seed, slots);
-    },
-  };
+  return recordedLoads(p, out, (fleet, i, adapter) => {
+    const q = fleet.engines[i]!.queueView();
+    const idleOthers = fleet.engines.filter((o, j) => {
+      if (j === i) return false;
+      const v = o.queueView();
+      return v.running.length + v.waiting.length === 0;
+    }).length;
+    const copy = fleet.urls.some((_, j) => j !== i && fleet.registeredOn(j).includes(adapter));
+    return { running: q.running.length, waiting: q.waiting.length, idleOthers, copy };
+  });
 }
 
 /** What the loads of one run cost its late requests. */

@@ -9,9 +9,8 @@
  *   node dist/bench/des/stall-placement.js WORKLOAD LOAD_MS LOAD SEEDS [CONFIG_JSON [TRACE]]
  *   e.g. node dist/bench/des/stall-placement.js bursty 300 0.3 1
  */
-import type { VirtualClock } from '../../src/clock';
 import { recordTimelines, type Timeline } from './class-misses';
-import type { DesFleet } from './fleet';
+import { recordedLoads, type LoadTimes } from './load-anatomy';
 import { loraRouter, type Policy } from './policies';
 import { adapterSequence, runPolicy, type Scenario } from './run';
 import { sloPoint } from './slo-point';
@@ -25,62 +24,27 @@ interface Snapshot {
   room: boolean;
 }
 
-interface Placed {
-  url: string;
-  adapter: string;
-  asked: number;
-  start: number;
-  end: number;
-  here: Snapshot;
-  others: Snapshot[];
-}
+/** A load and the engines as they stood when it was asked for: its own, and every other. */
+type Placed = LoadTimes & { here: Snapshot; others: Snapshot[] };
 
-function recording(p: Policy, out: Placed[], slots: number): Policy {
-  return {
-    ...p,
-    create(clock: VirtualClock, fleet: DesFleet, seed: number, s: number) {
-      const snapshot = (j: number): Snapshot => {
-        const e = fleet.engines[j]!;
-        const q = e.queueView();
-        const registered = fleet.registeredOn(j);
-        return {
-          requests: q.running.length + q.waiting.length,
-          waiting: q.waiting.length,
-          room: registered.length < slots || registered.some((a) => e.inFlight(a) === 0),
-        };
+function recording(p: Policy, out: Placed[]): Policy {
+  return recordedLoads(p, out, (fleet, i, _adapter, slots) => {
+    const snapshot = (j: number): Snapshot => {
+      const e = fleet.engines[j]!;
+      const q = e.queueView();
+      const registered = fleet.registeredOn(j);
+      return {
+        requests: q.running.length + q.waiting.length,
+        waiting: q.waiting.length,
+        room: registered.length < slots || registered.some((a) => e.inFlight(a) === 0),
       };
-      fleet.engines.forEach((e, i) => {
-        const load = e.loadWeights.bind(e);
-        e.loadWeights = (weights, rank) => {
-          const adapter = weights.split('#')[0]!;
-          const asked = clock.now();
-          const here = snapshot(i);
-          const others = fleet.engines
-            .map((_, j) => j)
-            .filter((j) => j !== i)
-            .map(snapshot);
-          const done = load(weights, rank);
-          done.then(
-            () => {
-              const end = clock.now();
-              out.push({
-                url: fleet.urls[i]!,
-                adapter,
-                asked,
-                start: end - e.loadTime(rank),
-                end,
-                here,
-                others,
-              });
-            },
-            () => undefined,
-          );
-          return done;
-        };
-      });
-      return p.create(clock, fleet, seed, s);
-    },
-  };
+    };
+    const others = fleet.engines
+      .map((_, j) => j)
+      .filter((j) => j !== i)
+      .map(snapshot);
+    return { here: snapshot(i), others };
+  });
 }
 
 async function main(): Promise<void> {
@@ -93,15 +57,9 @@ async function main(): Promise<void> {
     const adapters = adapterSequence(arrivals.length, s);
     const loads: Placed[] = [];
     const timelines: (Timeline | undefined)[] = [];
-    const r = await runPolicy(
-      recording(loraRouter('lora-router', extra), loads, s.slots),
-      s,
-      arrivals,
-      adapters,
-      {
-        served: recordTimelines(timelines, arrivals),
-      },
-    );
+    const r = await runPolicy(recording(loraRouter('lora-router', extra), loads), s, arrivals, adapters, {
+      served: recordTimelines(timelines, arrivals),
+    });
     let stalling = 0;
     let gentler = 0;
     let gentlerIdle = 0;
