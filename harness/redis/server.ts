@@ -103,6 +103,11 @@ export class RedisServer {
     }
   }
 
+  /** How many clients are subscribed to `channel` (PUBSUB NUMSUB): a store's subscriber is up once it counts. */
+  async subscribers(channel: string): Promise<number> {
+    return Number(((await this.command(['PUBSUB', 'NUMSUB', channel])) as [string, number])[1]);
+  }
+
   async close(): Promise<void> {
     await this.stop();
     rmSync(this.dir, { recursive: true, force: true });

@@ -36,6 +36,16 @@ function store(
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pttl = async (key: string) => Number(await redis.command(['PTTL', key]));
 
+/** `s`'s wake-ups on the change channel from now: subscribed, and any wake-up so far let pass first. */
+async function changesFrom(s: RedisFleetStore, p: string): Promise<jest.Mock> {
+  const woken = jest.fn();
+  s.onRemoteChange = woken;
+  await waitFor(async () => (await redis.subscribers(`${p}changed`)) === 1, 5000, 'subscribed');
+  await sleep(200);
+  woken.mockClear();
+  return woken;
+}
+
 describe('the cold-load budget (budget.ts)', () => {
   it("a window opens at the first spend, runs from then, and is not pushed back by the window's later spends", async () => {
     const { s, p } = store();
@@ -142,17 +152,8 @@ describe('leases (leases.ts)', () => {
     await s.upsertReplica(SPEC);
     const load = await s.beginLoad(U, 'a', 1, 4, 60_000);
     await s.finishLoad(U, 'a', load!, true, 2);
-    const woken = jest.fn();
-    s.onRemoteChange = woken;
-    await waitFor(
-      async () =>
-        Number(((await redis.command(['PUBSUB', 'NUMSUB', `${p}changed`])) as [string, number])[1]) === 1,
-      5000,
-      'subscribed',
-    );
     // Subscribed since the store was made: the load's finish may have woken it already.
-    await sleep(200);
-    woken.mockClear();
+    const woken = await changesFrom(s, p);
     expect(await s.beginUnload(U, 'a', 3, 1)).not.toBeNull();
     await sleep(10);
     await s.expireLeases(10, 60_000);
@@ -186,16 +187,7 @@ describe('leases (leases.ts)', () => {
     const { s, p } = store();
     await s.upsertReplica(SPEC);
     await s.acquire({ id: 'stale', url: U, adapter: null, at: 3 });
-    const woken = jest.fn();
-    s.onRemoteChange = woken;
-    await waitFor(
-      async () =>
-        Number(((await redis.command(['PUBSUB', 'NUMSUB', `${p}changed`])) as [string, number])[1]) === 1,
-      5000,
-      'subscribed',
-    );
-    await sleep(200);
-    woken.mockClear();
+    const woken = await changesFrom(s, p);
     expect(await s.prune(() => [])).toBe(1);
     // The replica's in-flight count fell: requests waiting on it look again.
     await waitFor(() => woken.mock.calls.length > 0, 5000, 'woken by the prune');

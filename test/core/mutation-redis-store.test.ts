@@ -142,12 +142,7 @@ describe('the change channel', () => {
     const s = store(p);
     const woken = jest.fn();
     s.onRemoteChange = woken;
-    await waitFor(
-      async () =>
-        Number(((await redis.command(['PUBSUB', 'NUMSUB', `${p}changed`])) as [string, number])[1]) === 1,
-      5000,
-      'subscribed',
-    );
+    await waitFor(async () => (await redis.subscribers(`${p}changed`)) === 1, 5000, 'subscribed');
     await redis.command(['PUBLISH', `${p}changed`, '1']);
     await waitFor(() => woken.mock.calls.length === 1, 5000, 'woken');
     s.unsubscribe();
@@ -156,9 +151,7 @@ describe('the change channel', () => {
     await sleep(100);
     expect(woken).toHaveBeenCalledTimes(1);
     // Not subscribed again by the reconnect a closed subscriber would otherwise get.
-    expect(Number(((await redis.command(['PUBSUB', 'NUMSUB', `${p}changed`])) as [string, number])[1])).toBe(
-      0,
-    );
+    expect(await redis.subscribers(`${p}changed`)).toBe(0);
   });
 });
 
