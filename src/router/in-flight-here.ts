@@ -8,11 +8,16 @@ import type { FleetRuntime } from '../runtime';
  */
 const joining = new ReplicaCounts();
 
+/** A decision counted already: nothing to end. */
+const counted = (): void => undefined;
+
 /**
  * Counts one decision on `url` from the end of its hold until its lease is open; the returned
- * function ends it (once, however often called).
+ * function ends it (once, however often called). A decision onto its own guessed lease's replica
+ * (`own`, open there already) is counted by that lease, not twice.
  */
-export function joinUnderWay(rt: FleetRuntime, url: string): () => void {
+export function joinUnderWay(rt: FleetRuntime, url: string, own?: LeaseHandle): () => void {
+  if (own?.lease.url === url) return counted;
   joining.add(rt, url, 1);
   let done = false;
   return () => {

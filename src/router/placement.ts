@@ -44,9 +44,6 @@ export interface PlacementDeps {
   weighsVictims: boolean;
 }
 
-/** A decision counted already (its own lease open on its replica): nothing to end. */
-const noJoin = (): void => undefined;
-
 export interface PlacementRequest {
   resolved: Resolved;
   adapter?: AdapterRef;
@@ -163,11 +160,7 @@ export class Placement {
           views = await reread(withResidents);
           continue;
         }
-        // On its own guessed lease's replica the request is counted there already (that lease is open).
-        joined =
-          p.ownLease?.()?.lease.url === decision.replica.url
-            ? noJoin
-            : joinUnderWay(rt, decision.replica.url);
+        joined = joinUnderWay(rt, decision.replica.url, p.ownLease?.());
         const cold = resolved.kind === 'on-demand' && !decision.replica.holder;
         // A holder only by placement (nobody is loading it there yet) needs the shared placement
         // too: another node may have placed the adapter elsewhere meanwhile.
