@@ -92,7 +92,10 @@ export interface AnswerGround {
   unloadExcused(url: string, name: string): boolean;
   /** The process (`n<node>g<gen>`) that sent the last unload of `name` on `url`, and the shared state it was on. */
   unloader(url: string, name: string): { proc: string; db: number; grantAnsweredAt?: number } | undefined;
-  /** When shared state `db` was rolled back to an older copy (RedisModel.restores). */
+  /**
+   * When shared state `db` was rolled back to an older copy or wiped (RedisModel.resets): either
+   * loses an unload's record (seed 741908: FLUSHALL between the grant and the replica's drop).
+   */
   rolledBack(db: number): readonly number[];
 }
 
@@ -110,8 +113,8 @@ export function notFoundUnexcused(a: NotFoundAnswer, g: AnswerGround): string | 
       const u = g.unloader(a.url, a.name);
       // Sent on another shared state (a record change to other state under way): the request's state never saw it.
       if (u !== undefined && u.db !== a.db) return undefined;
-      // The unload's state rolled back after its grant (which may come before the replica dropped
-      // the adapter: seed 539094), and the request decided on that state since.
+      // The unload's state rolled back or was wiped after its grant (which may come before the
+      // replica dropped the adapter: seeds 539094, 741908), and the request decided on it since.
       const recorded = u?.grantAnsweredAt ?? last.at;
       const restored = u?.db === a.db && g.rolledBack(a.db).some((t) => t > recorded && t <= a.sentAt);
       return restored ? undefined : `${head}: unloaded there at ${Math.round(last.at)} ms`;

@@ -466,12 +466,12 @@ export class LogChecks {
     }
   }
 
-  /** Whether the load call answered by `e` was sent while the world was degraded (its sender's view then). */
-  private decidedDegraded(e: ReplicaLogEntry): boolean {
+  /** Whether the last load call of `e`'s adapter to its replica, sent by `by`, was decided without Redis. */
+  private decidedDegraded(e: ReplicaLogEntry, by = e.at): boolean {
     const loads = this.calls.loads;
     for (let k = loads.length - 1; k >= 0; k--) {
       const c = loads[k]!;
-      if (c.url === e.replica && c.name === e.name && c.at <= e.at) return c.degraded === true || c.alone;
+      if (c.url === e.replica && c.name === e.name && c.at <= by) return c.degraded === true || c.alone;
     }
     return false;
   }
@@ -483,7 +483,10 @@ export class LogChecks {
     // "already loaded" on replica-1, where a load given up on had landed, beside a copy elsewhere).
     if (e.status !== 200 && e.ms === 0) return;
     const start = e.at - e.ms;
-    const quiet = !w.degraded && start - w.lastFaultAt > this.limits.quietAfterMs;
+    // Quiet counts from the decision: a load decided alone during a fault may reach its replica
+    // past the threshold (seed 751278: sent at 1,822 ms, begun at 4,114 ms after a slow path).
+    const quiet =
+      !w.degraded && start - w.lastFaultAt > this.limits.quietAfterMs && !this.decidedDegraded(e, start);
     const others = (this.loading.get(e.name) ?? []).filter((l) => l.end > start - 60_000);
     // Both decided while Redis answered everyone: a load begun during a fault (decided alone,
     // perhaps given up on at load_timeout_ms while the replica went on) is nobody's to join;

@@ -140,7 +140,7 @@ export class World {
         restarts: (url) => this.replicas.registryLost.filter((r) => r.url === url),
         unloadExcused: (replica, adapter) => this.unloadExcused(replica, adapter),
         unloader: (replica, adapter) => this.calls.unloaders.get(`${replica}\u0000${adapter}`),
-        rolledBack: (db) => this.redis[db]!.restores,
+        rolledBack: (db) => this.redis[db]!.resets,
       },
       localAt: (rt) => this.localAt.get(rt) ?? -Infinity,
       lastFaultAt: () => this.lastFaultAt,

@@ -157,3 +157,14 @@ describe('an unload whose record a Sentinel switch lost before the replica dropp
     expect(r.violation).toBeUndefined();
   }, 30_000);
 });
+
+describe('an unload whose record a flush wiped before the replica dropped the adapter', () => {
+  it('seed 741908 holds: FLUSHALL (832 ms) came between the grant (660.9 ms) and the drop (1,363 ms)', async () => {
+    // n1's unload of `med` on replica-1 was granted at 660.9 ms; FLUSHALL emptied the shared state
+    // at 832 ms, and the poller wrote back what replica-1 listed (`med`, not yet dropped), so the
+    // request proxied at 1,490 ms decided on state that never held the unload. A wipe loses the
+    // unload's record as a rollback to an older copy does.
+    const r = await runSeed(741908);
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+});

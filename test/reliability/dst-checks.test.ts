@@ -489,7 +489,10 @@ describe('the simulation sees the cold-load budget spent without a load', () => 
 describe('the simulation holds a cold adapter to one load per burst, but for a copy placed on purpose', () => {
   const [r0, r1, r2] = ['http://replica-0:8000', 'http://replica-1:8000', 'http://replica-2:8000'];
   /** `chat` loading on replica-0 and replica-1 at once (seed 719's shape), with the placements claimed past another. */
-  const overlapping = (spreads: { at: number; adapter: string; url: string; past: string }[]) => {
+  const overlapping = (
+    spreads: { at: number; adapter: string; url: string; past: string }[],
+    alone: readonly boolean[] = [false, false],
+  ) => {
     const entry = (at: number) => ({
       at,
       op: 'load' as const,
@@ -504,7 +507,7 @@ describe('the simulation holds a cold adapter to one load per burst, but for a c
       name: 'chat',
       proc: `n${i}g0`,
       sender: `n${i}g0r0`,
-      alone: false,
+      alone: alone[i] ?? false,
       degraded: false,
     }));
     const log = (at: number) => [entry(at)];
@@ -528,6 +531,16 @@ describe('the simulation holds a cold adapter to one load per burst, but for a c
 
   it('a copy claimed past the placement it saw holds (docs/routing.md: spreading on purpose)', () => {
     expect(overlapping([{ at: 1942, adapter: 'chat', url: r1, past: r0 }])).toBeUndefined();
+  });
+
+  /**
+   * Seed 751278: node 2, deciding alone during a fault, sent its load of `med` at 1,822 ms; the
+   * replica's slow path began it at 4,114 ms, past the quiet threshold, beside node 0's load
+   * decided with Redis. The quiet counts from when the load was decided, not when it began.
+   */
+  it('a load decided alone, begun on its replica once the world is quiet, holds (seed 751278)', () => {
+    expect(overlapping([], [false, true])).toBeUndefined();
+    expect(overlapping([], [true, false])).toBeUndefined();
   });
 
   /**

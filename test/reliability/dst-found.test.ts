@@ -3719,4 +3719,84 @@ describe('a request makes room for its load and no more: a lock end a retired ru
       ],
     );
   }, 30_000);
+
+  // Seed 741908 (--keep 0,3,4,5,10,20): node 1 unloads `med` from replica-1 (granted at 660.9 ms) over
+  // a slow path (460 ms, 349 ms each way); FLUSHALL at 832 ms empties the shared state before replica-1
+  // drops `med` (1,363 ms), and the poll writes back what replica-1 still listed. Node 1's request of
+  // 1,485 ms decides on that state and gets a 404: a wipe loses the unload's record as a rollback does
+  // (answer-check.ts `rolledBack` reads every reset, not only restores from an older copy).
+  it('seed 741908: an unload whose record a FLUSHALL wiped before the drop excuses the 404 after it', async () => {
+    await holds(
+      741908,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 4332,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 96, kind: 'request', node: 0, adapter: 8, tokens: 5, prompt: 1469 },
+        { at: 505, kind: 'request', node: 0, adapter: 9, tokens: 4, prompt: 969 },
+        { at: 517, kind: 'request', node: 1, adapter: 4, tokens: 4, prompt: 630 },
+        { at: 638, kind: 'slow-path', node: 1, replica: 1, ms: 460, hopMs: 349 },
+        { at: 832, kind: 'flushall' },
+        { at: 1485, kind: 'request', node: 1, adapter: 8, tokens: 3, prompt: 146 },
+      ],
+    );
+  }, 30_000);
+
+  // Seed 751278 (--keep 6,...,15,17,...,26): node 2, deciding alone after Redis restarted empty, sends a
+  // load of `med` to replica-1 at 1,822 ms over a slow path (2,186 ms); replica-1 begins it at 4,114 ms,
+  // past the quiet threshold, beside node 0's load of `med` on replica-0 decided with Redis. Quiet counts
+  // from the decision (invariants.ts `load`): a load decided alone is nobody's to join.
+  it('seed 751278: a load decided alone that reached its replica once quiet is not held to one per burst', async () => {
+    await holds(
+      751278,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 4355,
+        staticAdapters: ['sql,chat'],
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 419, kind: 'request', node: 2, adapter: 1, tokens: 1, prompt: 1675 },
+        { at: 419, kind: 'request', node: 2, adapter: 4, tokens: 3, prompt: 956 },
+        { at: 514, kind: 'request', node: 2, adapter: 0, tokens: 5, prompt: 1506 },
+        { at: 570, kind: 'request', node: 2, adapter: 8, tokens: 6, prompt: 609 },
+        { at: 624, kind: 'request', node: 0, adapter: 7, tokens: 1, prompt: 1985 },
+        { at: 679, kind: 'redis-restart', empty: true, downMs: 202 },
+        { at: 762, kind: 'slow-path', node: 2, replica: 1, ms: 2186, hopMs: 2291 },
+        { at: 851, kind: 'request', node: 0, adapter: 4, tokens: 1, prompt: 1313 },
+        { at: 854, kind: 'request', node: 0, adapter: 0, tokens: 4, prompt: 318 },
+        { at: 854, kind: 'request', node: 0, adapter: 0, tokens: 5, prompt: 616 },
+        { at: 855, kind: 'slow-path', node: 0, replica: 1, ms: 881, hopMs: 2114 },
+        { at: 855, kind: 'request', node: 0, adapter: 8, tokens: 1, prompt: 1128 },
+        { at: 1330, kind: 'request', node: 0, adapter: 8, tokens: 6, prompt: 816 },
+        { at: 1338, kind: 'request', node: 2, adapter: 9, tokens: 6, prompt: 540 },
+        { at: 1636, kind: 'request', node: 0, adapter: 4, tokens: 5, prompt: 1665 },
+        { at: 1751, kind: 'request', node: 2, adapter: 4, tokens: 1, prompt: 241 },
+        { at: 3483, kind: 'request', node: 1, adapter: 3, tokens: 6, prompt: 1560 },
+        { at: 3701, kind: 'request', node: 2, adapter: 3, tokens: 4, prompt: 1922 },
+        { at: 3820, kind: 'request', node: 2, adapter: 9, tokens: 2, prompt: 1393 },
+        { at: 3931, kind: 'request', node: 2, adapter: 1, tokens: 6, prompt: 746 },
+      ],
+    );
+  }, 30_000);
 });
