@@ -466,14 +466,24 @@ export class LogChecks {
     }
   }
 
-  /** Whether the last load call of `e`'s adapter to its replica, sent by `by`, was decided without Redis. */
-  private decidedDegraded(e: ReplicaLogEntry, by = e.at): boolean {
+  /** Whether the load call answered by `e` was sent while the world was degraded (its sender's view then). */
+  private decidedDegraded(e: ReplicaLogEntry): boolean {
+    const c = this.lastLoadCall(e, e.at);
+    return c !== undefined && (c.degraded === true || c.alone);
+  }
+
+  /** Whether the last load call of `e`'s adapter to its replica, sent by `by`, was decided alone. */
+  private decidedAlone(e: ReplicaLogEntry, by: number): boolean {
+    return this.lastLoadCall(e, by)?.alone === true;
+  }
+
+  private lastLoadCall(e: ReplicaLogEntry, by: number): LoadCall | undefined {
     const loads = this.calls.loads;
     for (let k = loads.length - 1; k >= 0; k--) {
       const c = loads[k]!;
-      if (c.url === e.replica && c.name === e.name && c.at <= by) return c.degraded === true || c.alone;
+      if (c.url === e.replica && c.name === e.name && c.at <= by) return c;
     }
-    return false;
+    return undefined;
   }
 
   private load(e: ReplicaLogEntry, w: WorldView): void {
@@ -483,10 +493,10 @@ export class LogChecks {
     // "already loaded" on replica-1, where a load given up on had landed, beside a copy elsewhere).
     if (e.status !== 200 && e.ms === 0) return;
     const start = e.at - e.ms;
-    // Quiet counts from the decision: a load decided alone during a fault may reach its replica
-    // past the threshold (seed 751278: sent at 1,822 ms, begun at 4,114 ms after a slow path).
+    // A load its sender decided alone is nobody's to join, however late it reaches the replica
+    // (seed 751278: sent at 1,822 ms, begun at 4,114 ms after a slow path, the world quiet by then).
     const quiet =
-      !w.degraded && start - w.lastFaultAt > this.limits.quietAfterMs && !this.decidedDegraded(e, start);
+      !w.degraded && start - w.lastFaultAt > this.limits.quietAfterMs && !this.decidedAlone(e, start);
     const others = (this.loading.get(e.name) ?? []).filter((l) => l.end > start - 60_000);
     // Both decided while Redis answered everyone: a load begun during a fault (decided alone,
     // perhaps given up on at load_timeout_ms while the replica went on) is nobody's to join;
