@@ -6,8 +6,6 @@
  * `query_cmd` run this (docker/kong.conf): the npm package's `bin` (lib/pluginserver/main.js,
  * from `npm run build:runtime`).
  */
-// First: before any plugin's code runs (pretenuring.ts says why).
-import './pretenuring';
 import type { Server as NetServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { encode } from '@msgpack/msgpack';
