@@ -15,13 +15,15 @@ import { chatBody } from './overhead';
  * Prints the CPU µs per access + log and a table of sampled µs per request by where the
  * sample fell; `--out DIR` keeps the .cpuprofile files (Chrome DevTools, speedscope).
  *
- *   node dist/bench/plugin-server-profile.js [--n 20000] [--warm 3000] [--out DIR] [--old DIST [--new DIST]]
+ *   node dist/bench/plugin-server-profile.js [--n 20000] [--warm 3000] [--out DIR] [--old DIST [--new DIST]] [--node-arg FLAG]
  *
  * `--old DIST`: another build's dist/ (a copy, with node_modules reachable from it) runs the same
  * pair in plugin servers of its own (its pluginserver/main.js and its plugin), the four servers'
  * requests interleaved, the order turned one place each round, so that the machine's load hits
  * both builds alike: before and after from one run, as ratios of CPU time. `--new DIST`: another
  * build in place of this one (a second copy of the old build: what the method's noise gives).
+ * `--node-arg FLAG` (repeatable): a Node option for the first build's two servers only; with
+ * `--new` and `--old` the same build, what the option alone changes (a heap size, say).
  *
  * Samples are wall time of the server's main thread, so a write the kernel preempted counts
  * whole: read the socket-write row beside the CPU figures, not as CPU.
@@ -76,7 +78,12 @@ export function placesOf(path: string, requests: number): Map<string, number> {
   const parent = new Map<number, number>();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   // Relative to the project: dist/src/..., node_modules/<package>/..., node:...
-  const file = (n: ProfileNode) => n.callFrame.url.replace(/^file:\/\//, '').replace(`${ROOT}/`, '');
+  // Another build's dist/ (`--old`, `--new`) is grouped as this one's.
+  const file = (n: ProfileNode) =>
+    n.callFrame.url
+      .replace(/^file:\/\//, '')
+      .replace(`${ROOT}/`, '')
+      .replace(/^\/(?!.*\/node_modules\/).*?\/dist\//, 'dist/');
   const out = new Map<string, number>();
   for (let i = 0; i < p.samples.length; i++) {
     const frames: ProfileNode[] = [];
@@ -99,6 +106,7 @@ async function main(): Promise<void> {
       out: { type: 'string' },
       old: { type: 'string' },
       new: { type: 'string' },
+      'node-arg': { type: 'string', multiple: true },
     },
   });
   const n = Number(v.n ?? 20_000);
@@ -122,7 +130,11 @@ async function main(): Promise<void> {
     const server = await PluginServerProcess.start({
       pluginsDir: dirs[b]!,
       binary: join(builds[b]!.dist, 'pluginserver', 'main.js'),
-      nodeArgs: ['--require', join(__dirname, 'profile-preload.js')],
+      nodeArgs: [
+        '--require',
+        join(__dirname, 'profile-preload.js'),
+        ...(b === 0 ? (v['node-arg'] ?? []) : []),
+      ],
       env: { PROFILE_OUT: join(out, label.replace(' ', '-')) },
     });
     const driver = new KongDriver(server.socketPath);
