@@ -56,8 +56,9 @@ it('keeps next to nothing of a routed request through a young-generation collect
     const [promoted, scavenges] = probes[0]!;
     // Enough collections to count: each takes a few hundred requests' garbage.
     expect(scavenges).toBeGreaterThanOrEqual(3);
-    // It promoted 3.2-4.8 KB a request; now about 550 bytes (ctx.predict: prediction.ts).
-    expect(promoted / N).toBeLessThan(1000);
+    // It promoted 3.2-4.8 KB a request, 550 with a closure per request left (ctx.predict); the
+    // no-op plugin's plugin server promotes about 190 bytes a request of its own.
+    expect(promoted / N).toBeLessThan(450);
   } finally {
     driver.close();
     await server.stop();
