@@ -52,6 +52,13 @@ export class FleetRuntime {
   readonly random: Random;
   readonly manager: AdapterManager;
   readonly poller: Poller;
+  /**
+   * A replica's reported context (`max_model_len`), for the scheduler's `contextOf`. One function
+   * per runtime: a closure made per request there held that request's objects (its decision's whole
+   * scope) through the next young-generation collection, which promoted them, 3.2-4.8 KB a request
+   * (test/kong/young-promotion.test.ts).
+   */
+  readonly contextOf = (url: string): number | undefined => this.poller.maxModelLen.get(url);
   readonly metrics: RouterMetrics;
   /** Placement ahead of demand (`prefetch`): ticks after the poller's rounds. */
   readonly prefetcher: Prefetcher;

@@ -2,15 +2,32 @@ import type { Resolved } from '../adapters/catalog';
 import type { RouterConfig } from '../config/router-schema';
 import type { FleetRuntime } from '../runtime';
 import type { PrefixIndex } from '../scheduler/prefix-index';
-import type { SchedulingContext } from '../scheduler/types';
+import type { Candidate, SchedulingContext } from '../scheduler/types';
 import { loadCost } from '../scheduler/victims';
 import { CHARS_PER_TOKEN, type TokenEstimate } from '../work/estimate';
 import { predictTtft, scratchPrediction } from '../work/predict';
 import { DEFAULT_MAX_TOKENS } from '../work/work-model';
 
+/** One request's inputs to its candidates' predictions, kept in its scheduling context. */
+interface PredictionInputs {
+  rt: FleetRuntime;
+  base: PredictionBase;
+  blocks: number[] | undefined;
+  tokensPerBlock: number;
+  prefixIndex: PrefixIndex;
+  out: ReturnType<typeof scratchPrediction>;
+}
+type PredictionBase = Parameters<typeof predictTtft>[1];
+
+const INPUTS = Symbol('prediction inputs');
+type WithInputs = SchedulingContext & { [INPUTS]?: PredictionInputs };
+
 /**
  * `saturation_mode: predicted`: sets `ctx.predict`, each candidate's predicted TTFT for this
- * request (src/work/predict.ts), its prefix credit from the router's prefix index.
+ * request (src/work/predict.ts), its prefix credit from the router's prefix index. `predict` is
+ * one function for every request, its inputs in the context: a closure made per request and
+ * stored there held the request's objects through the next young-generation collection, which
+ * promoted them (test/kong/young-promotion.test.ts; src/runtime.ts `contextOf`).
  */
 export function predictFor(
   rt: FleetRuntime,
@@ -23,33 +40,40 @@ export function predictFor(
   config: Pick<RouterConfig, 'max_loaded_adapters' | 'queue_timeout_ms'>,
 ): void {
   const adapter = resolved.kind === 'on-demand' ? resolved.adapter.name : undefined;
-  // The prompt's blocks in the prefix index (hashed once: the scorer reads the same).
-  const blocks = prompt === undefined ? undefined : prefixIndex.blocks(prompt, adapterName);
-  const tokensPerBlock = prefixIndex.o.blockChars / CHARS_PER_TOKEN;
-  const base = {
-    promptTokens: t.promptTokens,
-    maxTokens: t.maxTokens ?? DEFAULT_MAX_TOKENS,
-    adapter,
-    maxLoadedAdapters: config.max_loaded_adapters,
-    queueTimeoutMs: config.queue_timeout_ms,
+  (ctx as WithInputs)[INPUTS] = {
+    rt,
+    base: {
+      promptTokens: t.promptTokens,
+      maxTokens: t.maxTokens ?? DEFAULT_MAX_TOKENS,
+      adapter,
+      maxLoadedAdapters: config.max_loaded_adapters,
+      queueTimeoutMs: config.queue_timeout_ms,
+    },
+    // The prompt's blocks in the prefix index (hashed once: the scorer reads the same).
+    blocks: prompt === undefined ? undefined : prefixIndex.blocks(prompt, adapterName),
+    tokensPerBlock: prefixIndex.o.blockChars / CHARS_PER_TOKEN,
+    prefixIndex,
+    out: scratchPrediction(),
   };
-  const out = scratchPrediction();
-  ctx.predict = (c) => {
-    c.prefixTokens = blocks ? prefixIndex.held(blocks, c.url) * tokensPerBlock : 0;
-    const p = predictTtft(
-      c,
-      base,
-      ctx.now,
-      rt.work,
-      rt.loadTimes,
-      // Residents are read once a cold decision weighs victims: then it is known whether a load can start now.
-      c.holder || c.residents === undefined ? undefined : loadCost(c, ctx) !== undefined,
-      out,
-    );
-    c.ttftMs = p.totalMs;
-    c.loadMs = p.loadMs;
-    c.fixedMs = p.fixedMs;
-    c.ownMs = p.ownMs;
-    c.cachedTokens = p.cachedTokens;
-  };
+  ctx.predict = predictCandidate;
+}
+
+function predictCandidate(c: Candidate, ctx: SchedulingContext): void {
+  const i = (ctx as WithInputs)[INPUTS]!;
+  c.prefixTokens = i.blocks ? i.prefixIndex.held(i.blocks, c.url) * i.tokensPerBlock : 0;
+  const p = predictTtft(
+    c,
+    i.base,
+    ctx.now,
+    i.rt.work,
+    i.rt.loadTimes,
+    // Residents are read once a cold decision weighs victims: then it is known whether a load can start now.
+    c.holder || c.residents === undefined ? undefined : loadCost(c, ctx) !== undefined,
+    i.out,
+  );
+  c.ttftMs = p.totalMs;
+  c.loadMs = p.loadMs;
+  c.fixedMs = p.fixedMs;
+  c.ownMs = p.ownMs;
+  c.cachedTokens = p.cachedTokens;
 }

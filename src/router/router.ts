@@ -245,7 +245,8 @@ export class RouterService {
       };
       // The longest prompt of a batch: vLLM checks each on its own (src/work/estimate.ts).
       const contextTokens = tokens ? tokens.longestPromptTokens + (tokens.maxTokens ?? 1) : undefined;
-      if (contextTokens !== undefined) ctx.contextOf = (url) => rt.poller.maxModelLen.get(url);
+      // The runtime's function, not a closure here (runtime.ts `contextOf` says why).
+      if (contextTokens !== undefined) ctx.contextOf = rt.contextOf;
       // The guessed lease goes back as soon as a decision goes elsewhere (before any wait for room).
       const decided = (url: string) => {
         if (guess.held && guess.held.lease.lease.url !== url) giveBack(rt, guess);

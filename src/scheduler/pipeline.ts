@@ -180,7 +180,7 @@ export function toCandidate(v: ReplicaView, ctx: SchedulingContext): Candidate {
   c.loadMs = 0;
   c.fixedMs = 0;
   c.ownMs = 0;
-  ctx.predict?.(c);
+  ctx.predict?.(c, ctx);
   return c;
 }
 

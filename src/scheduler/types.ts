@@ -66,8 +66,11 @@ export interface SchedulingContext {
   isStatic?: (name: string) => boolean;
   /** A replica's context length (vLLM `max_model_len`), when it reported one. */
   contextOf?: (url: string) => number | undefined;
-  /** Sets a candidate's `ttftMs`, `loadMs`, `fixedMs` and `ownMs`, under `saturation_mode: predicted`. */
-  predict?: (c: Candidate) => void;
+  /**
+   * Sets a candidate's `ttftMs`, `loadMs`, `fixedMs` and `ownMs`, under `saturation_mode: predicted`;
+   * given the context it is called with (one function for every request: src/router/prediction.ts).
+   */
+  predict?: (c: Candidate, ctx: SchedulingContext) => void;
 }
 
 /** Which stage of the adapter-affinity rule decided, or why it was skipped. */

@@ -79,7 +79,7 @@ function wired(
 /** The one candidate on replica A, predicted in `ctx`. */
 function predictedOnA(ctx: ReturnType<typeof wired>): Candidate {
   const [c] = cands([view(A)], ctx);
-  ctx.predict!(c!);
+  ctx.predict!(c!, ctx);
   return c!;
 }
 
@@ -117,7 +117,7 @@ describe('predictFor', () => {
       ],
       ctx,
     );
-    for (const c of [busy!, idle!, unread!]) ctx.predict!(c);
+    for (const c of [busy!, idle!, unread!]) ctx.predict!(c, ctx);
     expect(busy!.ttftMs).toBe(expected(rt, busy!, ctx.now, 'sql', 10, false).totalMs);
     expect(idle!.ttftMs).toBe(expected(rt, idle!, ctx.now, 'sql', 10, true).totalMs);
     expect(unread!.ttftMs).toBe(expected(rt, unread!, ctx.now, 'sql', 10, undefined).totalMs);
@@ -134,7 +134,7 @@ describe('predictFor', () => {
       ],
       ctx,
     );
-    ctx.predict!(holder!);
+    ctx.predict!(holder!, ctx);
     expect(holder!.ttftMs).toBe(expected(rt, holder!, ctx.now, 'sql', 10, undefined).totalMs);
     expect(holder!.loadMs).toBe(0);
     rt.stop();
