@@ -171,6 +171,33 @@ describe('a poll applied or refused (snapshot)', () => {
     expect(restarts.map((e) => e.detail)).toEqual(['2 loaded adapter(s) left the registry']);
   });
 
+  it('an up poll clears the last error and a KV usage its load no longer reports, as the memory store does', async () => {
+    const { s } = await store();
+    const t0 = await s.sharedTime();
+    const poll = (at: number, ok: boolean, kvUsage?: number) =>
+      s.applySnapshot(U, {
+        at,
+        startedAt: at,
+        sharedStartedAt: t0 + at,
+        ok,
+        error: ok ? undefined : 'ECONNREFUSED',
+        load: ok ? { ...load, kvUsage } : undefined,
+      });
+    await poll(1, true, 0.3);
+    await poll(2, false);
+    expect((await s.views([U]))[0]).toMatchObject({
+      health: 'down',
+      lastError: 'ECONNREFUSED',
+      kvUsage: 0.3,
+    });
+    // Up again, on a load with no KV figure (llama.cpp has none): neither is the replica's any more.
+    await poll(3, true);
+    const [v] = await s.views([U]);
+    expect(v).toMatchObject({ health: 'up' });
+    expect(v!.lastError).toBeUndefined();
+    expect(v!.kvUsage).toBeUndefined();
+  });
+
   it('an up poll starts the run of upstream failures anew: a replica is marked down only by a whole run after it', async () => {
     const { s, p } = await store();
     const t0 = await s.sharedTime();
