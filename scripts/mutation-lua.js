@@ -93,6 +93,8 @@ function runMutant(file, mutantFile, suites) {
       const seconds = (Date.now() - started) / 1000;
       const failed = /^FAIL (\S+)/m.exec(output);
       const test = /^\s+● (.+)$/m.exec(output);
+      // The failure's first lines: a kill for the wrong reason (a call timeout, a wall-clock bound) shows.
+      const why = /^\s+● .+\n\n((?:.*\n){1,6})/m.exec(output)?.[1]?.replace(/\s+/g, ' ').trim();
       if (timedOut) resolve({ status: 'timeout', seconds });
       else if (code === 0) resolve({ status: 'survived', seconds });
       else
@@ -100,6 +102,7 @@ function runMutant(file, mutantFile, suites) {
           status: 'killed',
           suite: failed?.[1],
           test: test?.[1],
+          why,
           // ioredis gave up on a call (the suites' stores wait 200 ms by default, harness/redis/server.ts).
           commandTimedOut: /Command timed out/.test(output) || undefined,
           seconds,
