@@ -150,6 +150,35 @@ describe('a poll applied or refused (snapshot)', () => {
     expect(await names(s)).toEqual(['a']);
   });
 
+  it("a static entry a configuration manages now is the router's; a load under way the registry lists stays the load", async () => {
+    const { s } = await store();
+    const t0 = await s.sharedTime();
+    const registry = ['boot', 'a'].map((name) => ({ name, path: `/${name}` }));
+    await s.applySnapshot(U, {
+      at: 1,
+      startedAt: 1,
+      sharedStartedAt: t0,
+      ok: true,
+      registry: registry.slice(0, 1),
+      managed: () => false,
+    });
+    const fence = await s.beginLoad(U, 'a', 2, 4, TTL);
+    expect(fence).not.toBeNull();
+    // A configuration that manages both registered since: boot was a router's load after all, and
+    // a's entry (listed while its load ends) is left to the load, fence and all.
+    await s.applySnapshot(U, {
+      at: 3,
+      startedAt: 3,
+      sharedStartedAt: t0 + 10_000,
+      ok: true,
+      registry,
+      managed: () => true,
+    });
+    const states = Object.fromEntries((await s.residents(U)).map((r) => [r.name, r.state]));
+    expect(states).toEqual({ boot: 'loaded', a: 'loading' });
+    expect(await s.finishLoad(U, 'a', fence!, true, 4)).toBe(true);
+  });
+
   it('a restart event counts the loaded adapters that left the registry, and a poll that drops none makes none', async () => {
     const { s } = await store();
     const t0 = await s.sharedTime();
