@@ -267,4 +267,16 @@ describe('load locks (load-locks.ts)', () => {
     const states = Object.fromEntries((await s.residents(U)).map((r) => [r.name, r.state]));
     expect(states).toEqual({ boot: 'static', late: 'static' });
   });
+
+  it('an unload that ends says so on the change channel', async () => {
+    const { s, p } = store();
+    await s.upsertReplica(SPEC);
+    const load = await s.beginLoad(U, 'a', 1, 4, 60_000);
+    await s.finishLoad(U, 'a', load!, true, 2);
+    const woken = await changesFrom(s, p);
+    const unload = await s.beginUnload(U, 'a', 3, 60_000);
+    expect(await s.finishUnload(U, 'a', unload!, true, 4)).toBe(true);
+    // Requests waiting for room on the replica look again: the slot is free.
+    await waitFor(() => woken.mock.calls.length > 0, 5000, 'woken by the ended unload');
+  });
 });
