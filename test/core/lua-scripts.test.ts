@@ -238,3 +238,45 @@ describe('leases (leases.ts)', () => {
     expect(await redis.command(['ZCARD', `${p}lock-until`])).toBe(0);
   });
 });
+
+describe('load locks (load-locks.ts)', () => {
+  it('a load ended static before the first registry read is no load of ours: names new to later reads stay static', async () => {
+    const { s } = store();
+    await s.upsertReplica(SPEC);
+    // Before any registry read (an emptied state): the load is noted as one of ours until it ends.
+    const fence = await s.beginLoad(U, 'boot', 1, 4, 60_000);
+    expect(await s.finishLoad(U, 'boot', fence!, 'static', 2)).toBe(true);
+    // The reads, no configurations known (managed unknown): nothing here was ever the router's load,
+    // so a name new to the second is a start-up adapter too, not one to trim.
+    const t0 = await s.sharedTime();
+    const entries = (...names: string[]) => names.map((name) => ({ name, path: `/${name}` }));
+    await s.applySnapshot(U, {
+      at: 3,
+      startedAt: 3,
+      sharedStartedAt: t0 + 10_000,
+      ok: true,
+      registry: entries('boot'),
+    });
+    await s.applySnapshot(U, {
+      at: 4,
+      startedAt: 4,
+      sharedStartedAt: t0 + 20_000,
+      ok: true,
+      registry: entries('boot', 'late'),
+    });
+    const states = Object.fromEntries((await s.residents(U)).map((r) => [r.name, r.state]));
+    expect(states).toEqual({ boot: 'static', late: 'static' });
+  });
+
+  it('an unload that ends says so on the change channel', async () => {
+    const { s, p } = store();
+    await s.upsertReplica(SPEC);
+    const load = await s.beginLoad(U, 'a', 1, 4, 60_000);
+    await s.finishLoad(U, 'a', load!, true, 2);
+    const woken = await changesFrom(s, p);
+    const unload = await s.beginUnload(U, 'a', 3, 60_000);
+    expect(await s.finishUnload(U, 'a', unload!, true, 4)).toBe(true);
+    // Requests waiting for room on the replica look again: the slot is free.
+    await waitFor(() => woken.mock.calls.length > 0, 5000, 'woken by the ended unload');
+  });
+});
