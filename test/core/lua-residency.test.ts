@@ -6,34 +6,24 @@
  */
 import { randomBytes } from 'node:crypto';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
-import { RedisServer } from '../../harness/redis/server';
+import { useRedisStores } from '../helpers/redis-stores';
 
 const U = 'http://10.0.0.1:8000';
 const V = 'http://10.0.0.2:8000';
 const TTL = 60_000;
 
-let redis: RedisServer;
-const open: RedisFleetStore[] = [];
-beforeAll(async () => {
-  redis = await RedisServer.start();
-});
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((s) => s.close()));
-});
-afterAll(async () => {
-  await redis.close();
-});
+const env = useRedisStores();
 
 /** A node's store on a prefix of its own (a fresh state), both replicas registered. */
 async function store(): Promise<{ s: RedisFleetStore; p: string }> {
   const p = `lr${randomBytes(4).toString('hex')}:`;
-  const s = new RedisFleetStore(redis.config(p, { node_ttl_ms: 60_000, timeout: 2000 }), 'n1');
-  open.push(s);
+  const s = new RedisFleetStore(env.redis.config(p, { node_ttl_ms: 60_000, timeout: 2000 }), 'n1');
+  env.open.push(s);
   await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
   await s.upsertReplica({ url: V, backend: 'vllm', priority: 0 });
   return { s, p };
 }
-const pttl = async (key: string) => Number(await redis.command(['PTTL', key]));
+const pttl = async (key: string) => Number(await env.redis.command(['PTTL', key]));
 
 describe('placement (place, unplace)', () => {
   it('a placement given back with no claimer named goes at once, whoever claimed it', async () => {
@@ -61,7 +51,7 @@ describe('placement (place, unplace)', () => {
     const { s, p } = await store();
     expect(await s.claimPlacement('x', U, undefined, 1, TTL)).toBe(U);
     // No claimer: no share recorded under the empty name, which no release would take back.
-    expect(await redis.command(['EXISTS', `${p}placers:x`])).toBe(0);
+    expect(await env.redis.command(['EXISTS', `${p}placers:x`])).toBe(0);
     expect(await s.claimPlacement('x', U, undefined, 2, TTL, 'c1')).toBe(U);
     // The set the share made expires with the placement, not never.
     const left = await pttl(`${p}placers:x`);
@@ -74,7 +64,7 @@ describe('placement (place, unplace)', () => {
   it('a claimer starts the claimers of a placement anew, and they expire with it', async () => {
     const { s, p } = await store();
     // A claimers set that outlived its placement (no expiry: a hand edit, or a layout before it had one).
-    await redis.command(['SADD', `${p}placers:x`, 'old']);
+    await env.redis.command(['SADD', `${p}placers:x`, 'old']);
     expect(await s.claimPlacement('x', U, undefined, 1, TTL, 'c1')).toBe(U);
     const left = await pttl(`${p}placers:x`);
     expect(left).toBeGreaterThan(0);
@@ -87,10 +77,13 @@ describe('placement (place, unplace)', () => {
 
 describe('a poll applied or refused (snapshot)', () => {
   const load = { waiting: 2, running: 1, activeAdapters: [], malformedLines: 0 };
-  const health = async (p: string) => redis.command(['HGET', `${p}r:${U}`, 'health']);
+  const health = async (p: string) => env.redis.command(['HGET', `${p}r:${U}`, 'health']);
   /** The entry's JSON as the script keeps it (its `t`, Redis time, set by the last change). */
   const entry = async (p: string, name: string) =>
-    JSON.parse(String(await redis.command(['HGET', `${p}res:${U}`, name]))) as { t: number; state: string };
+    JSON.parse(String(await env.redis.command(['HGET', `${p}res:${U}`, name]))) as {
+      t: number;
+      state: string;
+    };
   const names = async (s: RedisFleetStore) => (await s.residents(U)).map((r) => r.name).sort();
 
   it('a poll begun in the same ms as the one applied last is applied too (the memory store refuses only an earlier one)', async () => {
@@ -104,7 +97,7 @@ describe('a poll applied or refused (snapshot)', () => {
       ok: true,
       load: { ...load, waiting: 5 },
     });
-    expect(await redis.command(['HGET', `${p}r:${U}`, 'waiting'])).toBe('5');
+    expect(await env.redis.command(['HGET', `${p}r:${U}`, 'waiting'])).toBe('5');
   });
 
   it('an up verdict never moves the verdict back: a failed poll begun before the latest verdict stays older news', async () => {
@@ -143,7 +136,7 @@ describe('a poll applied or refused (snapshot)', () => {
     const registry = [{ name: 'a', path: '/a' }];
     await s.applySnapshot(U, { at: 1, startedAt: 1, sharedStartedAt: t0, ok: true, registry, managed });
     await s.forget(U, 'a', 2);
-    const gone = Number(await redis.command(['ZSCORE', `${p}gone:${U}`, 'a']));
+    const gone = Number(await env.redis.command(['ZSCORE', `${p}gone:${U}`, 'a']));
     await s.applySnapshot(U, { at: 3, startedAt: 3, sharedStartedAt: gone, ok: true, registry, managed });
     expect(await names(s)).toEqual([]);
     await s.applySnapshot(U, { at: 4, startedAt: 4, sharedStartedAt: gone + 1, ok: true, registry, managed });
@@ -253,7 +246,7 @@ describe('a poll applied or refused (snapshot)', () => {
     expect(await names(s)).toEqual(['a']);
     // An entry last changed long ago, missing from a poll of no duration: it goes.
     const old = await entry(p, 'a');
-    await redis.command(['HSET', `${p}res:${U}`, 'a', JSON.stringify({ ...old, t: 1 })]);
+    await env.redis.command(['HSET', `${p}res:${U}`, 'a', JSON.stringify({ ...old, t: 1 })]);
     await s.applySnapshot(U, { at: now + 2, startedAt: now + 2, ok: true, registry: [] });
     expect(await names(s)).toEqual([]);
   });
