@@ -162,7 +162,7 @@ async function runFile(file, opts) {
       writeFileSync(mutantFile, apply(source, m));
       let r = await runMutant(file, mutantFile, suites);
       // Killed by a call that outlived the store's timeout: on 2 shared cores any test can meet one
-      // (fleet-store's stores wait 200 ms), so the kill may say nothing of the mutant. Run once more;
+      // (the harness's default is 200 ms a call), so the kill may say nothing of the mutant. Run once more;
       // a mutant that hangs Redis times out again and stays killed.
       if (r.status === 'killed' && r.commandTimedOut) {
         const first = r;
