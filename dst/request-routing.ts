@@ -309,7 +309,11 @@ export class RequestRouting {
    * leases go with it (pruned once it is found silent), so its requests hold nothing. Only those
    * whose lease is on the unloader's shared state: a lease on the other (a record change to other
    * state under way) was never in the store the unloader reads (docs/reliability.md, not covered:
-   * record changes; seed 638713).
+   * record changes; seed 638713). Nor one whose lease the expiry reclaimed by age: a request on the
+   * wire is in no word of the replica, so nothing renews its lease, and a lease not renewed for
+   * `lease_max_age_ms` is reclaimed and its adapter may be unloaded (docs/reliability.md, "A lease whose
+   * log phase never came"): proxied with half the max age left at least, a slow path past that loses
+   * it (seed 7753: 4 s, a hop of 2.9 s; the default 600 s is past any hop).
    */
   onTheWay(replica: string, adapter: string): number {
     const now = this.g.sched.now();
@@ -317,8 +321,15 @@ export class RequestRouting {
     const db = this.g.calls.unloaders.get(key)?.db;
     const live = (proc: string) => this.g.nodes.procs.some((p) => p.alive && procName(p) === proc);
     const sent = this.proxied.get(key) ?? [];
+    const expired = (r: SentRequest) =>
+      r.lease !== undefined && (this.g.redis[r.db]!.expiredAt.get(r.lease) ?? Infinity) <= now;
     return sent.filter(
-      (r) => (r.reached ?? r.at) > now && r.ended > now && live(r.proc) && (db === undefined || r.db === db),
+      (r) =>
+        (r.reached ?? r.at) > now &&
+        r.ended > now &&
+        live(r.proc) &&
+        (db === undefined || r.db === db) &&
+        !expired(r),
     ).length;
   }
 
