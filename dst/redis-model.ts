@@ -138,6 +138,8 @@ export class RedisModel {
   readonly foundLostAt = new Map<string, number>();
   /** By lease id: the server time its last acquire here ran (a retake too), for the checks (`leaseLost`). */
   readonly leaseTakenAt = new Map<string, number>();
+  /** By lease id: the server time the expiry reclaimed it by age (`lease_max_age_ms` unrenewed), for the busy check. */
+  readonly expiredAt = new Map<string, number>();
   /** Lease id -> its replica and adapter as taken (read for the ids still open). */
   private readonly leaseWhere = new Map<string, { url: string; adapter: string | null }>();
   /** Node ids that left this state (a retired runtime's last prune), acknowledged: a rebuild does not undo it. */
@@ -419,7 +421,10 @@ export class RedisModel {
             if (ended) c.changed++;
           }
         const out = await s.store.expireLeases(now, maxAge);
-        for (const l of out) s.leaseNode.delete(l.id);
+        for (const l of out) {
+          s.leaseNode.delete(l.id);
+          if (!this.replaying) this.expiredAt.set(l.id, now);
+        }
         return out;
       }
       case 'prune': {

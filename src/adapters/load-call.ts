@@ -89,8 +89,8 @@ export class LoadCalls {
     // Until its slot is claimed (behind another load's room-making, or waiting for an adapter to
     // go idle) the room it waits for is no prefetch's; once claimed, it is resident (`loading`).
     const unwant = this.roomWants.add(adapter.name, [url]);
-    const fence = await this.roomLock
-      .run(url, () =>
+    const fence = await this.room.queued
+      .claim(this.roomLock, url, adapter.name, () =>
         // Behind another load's room-making here: that is a wait too.
         this.room.claimSlot(
           url,

@@ -4,6 +4,7 @@ import type { FleetStore } from '../fleet/store';
 import type { Fence, ResidentAdapter } from '../fleet/types';
 import { Signal } from '../signal';
 import { PlacedElsewhere } from './claims';
+import { RoomQueue } from './room-queue';
 import { occupyingSlots } from './eviction';
 import { IdleUnload, LOCK_MARGIN_MS } from './idle-unload';
 import { accessEnd, within, type AdapterPolicy } from './policy';
@@ -45,6 +46,8 @@ function storeLimit(residents: readonly ResidentAdapter[], policy: AdapterPolicy
 export class Room {
   /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
   readonly changed = new Signal();
+  /** Loads queued behind a room lock here, each done waiting once its adapter is read resident. */
+  readonly queued = new RoomQueue();
 
   constructor(
     private readonly store: FleetStore,
@@ -89,6 +92,7 @@ export class Room {
     const ttl = policy.loadTimeoutMs + LOCK_MARGIN_MS;
     for (;;) {
       const residents = await this.store.residents(url);
+      this.queued.seen(url, residents);
       if (residents.some((r) => r.name === name)) return null;
       const occupying = occupyingSlots(residents, policy.isStatic);
       // The replica's last word on loads too: after an emptied store or a load by a node cut

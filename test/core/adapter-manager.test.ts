@@ -685,3 +685,50 @@ describe('AdapterManager: two trims of one replica over its limit (review of be5
     expect(limits).toEqual([2]);
   });
 });
+
+/**
+ * A load queued behind the room lock of its replica, while the lock's holder waits for an adapter
+ * to go idle, and the adapter it is for made resident there meanwhile by another node. The queued
+ * request's own lease (taken at its decision) keeps that adapter busy, so the holder's wait ends
+ * only at its deadline: a cycle inside one process. Found by the dst's tally of answers (seed 2937
+ * --no-overload, no fault and no overload drawn): `sql` loaded on replica-2 by node 1 at 2,070 ms
+ * and resident until 6,949 ms; node 0's request of 754 ms for it, queued behind node 0's room
+ * lock (a `team` load waiting for room there), was answered after 7 s; node 0's request of
+ * 1,821 ms joined that load and was refused 503 "its load is still under way" at 4,828 ms.
+ */
+describe('AdapterManager: a load queued behind a wait for room, its adapter made resident by a peer', () => {
+  it('a request joining it is served from the resident adapter, not refused while it waits', async () => {
+    const clock = new VirtualClock();
+    const store = new MemoryFleetStore();
+    await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    const api = new FakeApi(clock, 100);
+    const [here, peer] = [0, 1].map(() => new AdapterManager(store, api, clock, silentLogger));
+    const ensure = (m: AdapterManager, name: string, p = policy()) =>
+      m.ensure(U, { name, path: `/adapters/${name}` }, p);
+    // Both slots taken by adapters with requests in flight.
+    for (const name of ['a', 'b']) await Promise.all([ensure(here!, name), clock.run()]);
+    await store.acquire({ id: 'La', url: U, adapter: 'a', at: 0 });
+    await store.acquire({ id: 'Lb', url: U, adapter: 'b', at: 0 });
+    // Here: a load of `t` waits for room (holding the replica's room lock) for up to 5 s.
+    const long = policy({ queueTimeoutMs: 5000 });
+    const waiting = caught(ensure(here!, 't', long));
+    await clock.run(clock.now() + 50);
+    // A request for `s`, its lease taken, queues its load behind it.
+    await store.acquire({ id: 'Ls', url: U, adapter: 's', at: clock.now() });
+    const queued = caught(ensure(here!, 's', long));
+    await clock.run(clock.now() + 10);
+    // `b` goes idle and the peer, which shares the store, unloads it and loads `s` there.
+    await store.release('Lb', clock.now());
+    const byPeer = ensure(peer!, 's');
+    await clock.run(clock.now() + 300);
+    expect(await byPeer).toBe('loaded');
+    expect((await store.residents(U)).find((r) => r.name === 's')?.state).toBe('loaded');
+    // A second request for `s` here, with the default bound (500 ms queue, 1 s load): `s` is resident.
+    await store.acquire({ id: 'Ls2', url: U, adapter: 's', at: clock.now() });
+    const joined = caught(ensure(here!, 's'));
+    await clock.run();
+    expect(await joined).toBeUndefined();
+    expect(await queued).toBeUndefined();
+    await waiting;
+  });
+});

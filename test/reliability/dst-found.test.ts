@@ -3799,4 +3799,56 @@ describe('a request makes room for its load and no more: a lock end a retired ru
       ],
     );
   }, 30_000);
+
+  // Seed 7753 (the default options, the sweep at the answers' tally): node 2's request of 549 ms for
+  // `a` waited for its load (node 1's, landed 3,413 ms) on a lease taken at 1,907 ms, was proxied at
+  // 3,417 ms (its lease 1.5 s old: no fresh one, under half lease_max_age_ms) over a slow path of
+  // 2,936 ms each way, and reached replica-1 at 6,353 ms. Its lease, renewed by no word of the
+  // replica (the request was on the wire), was reclaimed by age at 5,907 ms (lease_max_age_ms 4 s),
+  // and node 0 unloaded `a` at 5,983 ms to make room for `math`. docs/reliability.md: a lease not
+  // renewed for lease_max_age_ms is reclaimed and its adapter may be unloaded; the default 600 s is
+  // past any hop. The busy check now leaves out a request on its way whose lease was reclaimed by
+  // age. Reached since the fix of seed 2937 (src/adapters/room-queue.ts): before it, the same request
+  // waited until 7,527 ms and was refused 429.
+  it(
+    'seed 7753: a request on its way longer than its lease had left holds its adapter no more',
+    () =>
+      holds(
+        7753,
+        {
+          nodes: 3,
+          replicas: 2,
+          maxLoadedAdapters: 1,
+          adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math'],
+          loadMs: 1500,
+          decodeMsPerStep: 50,
+          coldLoadsPerMinute: 6,
+          leaseMaxAgeMs: 4000,
+          ttftSloMs: 1000,
+          spanMs: 2000,
+          upstreamTimeoutMs: 5000,
+          nodeTtlMs: 2000,
+        },
+        [
+          { at: 31, kind: 'replica-restart', replica: 0, downMs: 381 },
+          { at: 95, kind: 'request', node: 0, adapter: 5, tokens: 2, prompt: 602 },
+          { at: 129, kind: 'request', node: 1, adapter: 5, tokens: 3, prompt: 1211 },
+          { at: 279, kind: 'request', node: 1, adapter: 1, tokens: 2, prompt: 1267 },
+          { at: 480, kind: 'request', node: 2, adapter: 1, tokens: 3, prompt: 323 },
+          { at: 549, kind: 'request', node: 2, adapter: 4, tokens: 5, prompt: 836 },
+          { at: 588, kind: 'request', node: 1, adapter: 6, tokens: 3, prompt: 182 },
+          { at: 814, kind: 'skew', node: 2, ms: -187 },
+          { at: 957, kind: 'request', node: 0, adapter: 4, tokens: 6, prompt: 20 },
+          { at: 1116, kind: 'request', node: 2, adapter: 6, tokens: 4, prompt: 862 },
+          { at: 1179, kind: 'request', node: 0, adapter: 6, tokens: 21, prompt: 526 },
+          { at: 1192, kind: 'request', node: 1, adapter: 4, tokens: 6, prompt: 1839 },
+          { at: 1299, kind: 'request', node: 0, adapter: -1, tokens: 2, prompt: 74 },
+          { at: 1373, kind: 'slow-path', node: 2, replica: 1, ms: 2637, hopMs: 2936 },
+          { at: 1411, kind: 'request', node: 0, adapter: -1, tokens: 4, prompt: 74 },
+          { at: 1602, kind: 'request', node: 0, adapter: 3, tokens: 6, prompt: 142 },
+          { at: 1613, kind: 'request', node: 0, adapter: 0, tokens: 5, prompt: 798 },
+        ],
+      ),
+    30_000,
+  );
 });

@@ -1,0 +1,60 @@
+import type { Fence, ResidentAdapter } from '../fleet/types';
+import type { KeyedLock } from '../keyed-lock';
+
+/**
+ * The loads of this process queued behind a replica's room lock, by replica and adapter. The
+ * lock's holder may be waiting for an adapter to go idle that a queued request's own lease keeps
+ * busy, while a node sharing the store makes the queued one's adapter resident there: a cycle
+ * within the process that only the holder's deadline ended (dst seed 2937 --no-overload, no fault
+ * drawn: `sql` resident on replica-2 from 2,070 ms, node 0's request of 754 ms for it queued until
+ * 7 s, one of 1,821 ms joining it refused 503 "its load is still under way"). So each residents
+ * read the holder makes (Room.claimSlot, every ROOM_FALLBACK_MS at most while it waits) ends the
+ * queued waits of the adapters it shows there, as their own first look would: no store read more.
+ */
+export class RoomQueue {
+  private readonly queued = new Map<string, Map<string, () => void>>();
+
+  /**
+   * Runs `claim` under `lock` for `url`; null without running it if `name` is read resident there
+   * (`seen`) while still queued.
+   */
+  async claim(
+    lock: KeyedLock,
+    url: string,
+    name: string,
+    claim: () => Promise<Fence | null>,
+  ): Promise<Fence | null> {
+    let locked = false;
+    let gaveUp = false;
+    let leave = () => {};
+    const left = new Promise<null>((resolve) => (leave = () => resolve(null)));
+    let here = this.queued.get(url);
+    if (!here) this.queued.set(url, (here = new Map()));
+    here.set(name, () => {
+      gaveUp = true;
+      leave();
+    });
+    const claimed = lock.run(url, () => {
+      locked = true;
+      this.leave(url, name);
+      return gaveUp ? Promise.resolve(null) : claim();
+    });
+    try {
+      return await Promise.race([claimed, left]);
+    } finally {
+      if (!locked) this.leave(url, name);
+    }
+  }
+
+  /** The lock's holder read `residents` on `url` (any state): the loads queued for them are done waiting. */
+  seen(url: string, residents: readonly ResidentAdapter[]): void {
+    const here = this.queued.get(url);
+    if (here) for (const r of residents) here.get(r.name)?.();
+  }
+
+  private leave(url: string, name: string): void {
+    const here = this.queued.get(url);
+    here?.delete(name);
+    if (here?.size === 0) this.queued.delete(url);
+  }
+}
