@@ -77,13 +77,14 @@ export class MemoryLeases {
 
   /**
    * The replica runs or queues requests for `active` adapters: their leases are alive however
-   * long they last (a stream may outlive `lease_max_age_ms`), so their age starts again.
+   * long they last (a stream may outlive `lease_max_age_ms`), so their age starts again. `busy`:
+   * it runs or queues any request, the only word on base-model ones (no adapter's): their leases too.
    */
-  renew(url: string, active: readonly string[], at: number): void {
+  renew(url: string, active: readonly string[], at: number, busy = false): void {
     const names = new Set(active);
     const renewed: [string, Lease][] = [];
     for (const [id, l] of this.leases)
-      if (l.url === url && l.adapter !== null && names.has(l.adapter)) renewed.push([id, l]);
+      if (l.url === url && (l.adapter === null ? busy : names.has(l.adapter))) renewed.push([id, l]);
     for (const [id, l] of renewed) {
       this.leases.delete(id);
       this.leases.set(id, l);

@@ -808,6 +808,34 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(expired).toEqual(['long']);
   });
 
+  it('renews a base-model lease while polls find requests running or waiting on the replica (dst seed 834440)', async () => {
+    // A base-model request is no adapter's: vLLM names none for it, so the replica's running and
+    // waiting counts are its word. Unrenewed, a request longer than the maximum age left the
+    // in-flight count while it ran, and a class bounded by `max_in_flight` joined past its bound.
+    const s = await store();
+    await s.acquire({ id: 'base', url: U, adapter: null, at: Date.now() });
+    await s.acquire({ id: 'lost', url: U, adapter: 'b', at: Date.now() });
+    const poll = (running: number, waiting: number) =>
+      s.applySnapshot(U, {
+        at: Date.now(),
+        ok: true,
+        load: { ...load, running, waiting, activeAdapters: [] },
+      });
+    const end = Date.now() + 600;
+    let expired: string[] = [];
+    while (Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 50));
+      await poll(1, 0); // the base-model stream still runs; `b`'s request ended, its log phase lost
+      expired.push(...(await s.expireLeases(Date.now(), 200)).map((l) => l.id));
+    }
+    expect(expired).toEqual(['lost']);
+    expect(await s.inFlightTotal()).toBe(1);
+    await poll(0, 0);
+    await new Promise((r) => setTimeout(r, 250));
+    expired = (await s.expireLeases(Date.now(), 200)).map((l) => l.id);
+    expect(expired).toEqual(['base']);
+  });
+
   it('stops renewing a lease past LEASE_CEILING × the maximum age: an orphan on a hot adapter is reclaimed', async () => {
     const s = await store();
     // Ceiling: LEASE_CEILING × 300 ms. Each pass renews within 300 ms of the last however slow

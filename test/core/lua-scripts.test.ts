@@ -200,7 +200,9 @@ describe('leases (leases.ts)', () => {
     expect(await redis.command(['HGET', `${p}r:${U}`, 'inFlight'])).toBe('1');
     // No busy count under the empty name, which no release would take back.
     expect(await redis.command(['HGETALL', `${p}busy:${U}`])).toEqual([]);
-    // Nor on the set an adapter's leases are renewed by, which no release would empty.
+    // On the base model's renewal set (a busy replica renews it, dst seed 834440), which its release empties.
+    expect(await redis.command(['SMEMBERS', `${p}ls:${U}|`])).toEqual(['base']);
+    await s.release('base', 4);
     expect(await redis.command(['EXISTS', `${p}ls:${U}|`])).toBe(0);
   });
 

@@ -3852,3 +3852,75 @@ describe('a request makes room for its load and no more: a lock end a retired ru
     30_000,
   );
 });
+
+describe('a bounded class joins a replica at its bound only after its wait: a base-model request outliving lease_max_age_ms', () => {
+  // Seed 834440 (--keep 0,1,3,4,5,8,10,11,12,13,14,15,16,17,18,19,24,25,27,28,29,36,37,41,42,43,44,45,46,47,48,56,57,63):
+  // node 1's base-model request 21, sent to replica-0 at 2,060 ms, runs past `lease_max_age_ms`
+  // (4 s; 54 tokens at 100 ms a step). Its lease, no adapter's, was never renewed by the polls
+  // that found the replica busy: reclaimed at about 6,060 ms while it ran. Node 0's batch request
+  // 33 (`max_in_flight` 3), held at the bound since 4,929 ms, read 2 in flight at 6,112 ms (30 and
+  // 31) and joined as the fourth. Polls now renew base-model leases while the replica runs or
+  // queues requests (src/fleet/memory-leases.ts, the residency script).
+  it('seed 834440: a base-model request longer than lease_max_age_ms stays in flight', async () => {
+    await holds(
+      834440,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio'],
+        loadMs: 800,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 3,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 6000,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+        maxNumSeqs: 4,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1, max_in_flight: 3 },
+        ],
+      },
+      [
+        { at: 34, kind: 'request', node: 0, adapter: 6, tokens: 6, prompt: 1817 },
+        { at: 278, kind: 'request', node: 2, adapter: 0, tokens: 6, prompt: 1804, cls: 'batch' },
+        { at: 409, kind: 'request', node: 1, adapter: 9, tokens: 5, prompt: 1551, cls: 'batch' },
+        { at: 482, kind: 'request', node: 2, adapter: 2, tokens: 109, prompt: 601, cls: 'interactive' },
+        { at: 499, kind: 'request', node: 0, adapter: 0, tokens: 3, prompt: 1163, cls: 'batch' },
+        { at: 1043, kind: 'request', node: 1, adapter: 2, tokens: 4, prompt: 1388, cls: 'interactive' },
+        { at: 1150, kind: 'request', node: 1, adapter: 1, tokens: 24, prompt: 1144, cls: 'batch' },
+        { at: 1189, kind: 'request', node: 0, adapter: 3, tokens: 5, prompt: 397, cls: 'batch' },
+        { at: 1248, kind: 'request', node: 0, adapter: 6, tokens: 3, prompt: 17, cls: 'batch' },
+        { at: 1261, kind: 'request', node: 1, adapter: 7, tokens: 35, prompt: 1261 },
+        { at: 1263, kind: 'request', node: 2, adapter: 9, tokens: 6, prompt: 821 },
+        { at: 1311, kind: 'request', node: 1, adapter: 6, tokens: 38, prompt: 1262, cls: 'batch' },
+        { at: 1337, kind: 'request', node: 1, adapter: 6, tokens: 39, prompt: 1213, cls: 'interactive' },
+        { at: 1402, kind: 'request', node: 0, adapter: 9, tokens: 6, prompt: 986, cls: 'batch' },
+        { at: 1441, kind: 'request', node: 1, adapter: 1, tokens: 58, prompt: 1350, cls: 'interactive' },
+        { at: 1543, kind: 'request', node: 1, adapter: -1, tokens: 37, prompt: 1646, cls: 'interactive' },
+        { at: 1729, kind: 'request', node: 1, adapter: 1, tokens: 21, prompt: 1151, cls: 'interactive' },
+        { at: 1751, kind: 'request', node: 1, adapter: -1, tokens: 33, prompt: 1572, cls: 'batch' },
+        { at: 1889, kind: 'request', node: 1, adapter: -1, tokens: 34, prompt: 1500, cls: 'batch' },
+        { at: 1981, kind: 'request', node: 1, adapter: 7, tokens: 56, prompt: 1925, cls: 'interactive' },
+        { at: 2058, kind: 'request', node: 1, adapter: -1, tokens: 54, prompt: 1279, cls: 'batch' },
+        { at: 2362, kind: 'request', node: 2, adapter: 5, tokens: 14, prompt: 456, cls: 'batch' },
+        { at: 2371, kind: 'request', node: 1, adapter: 7, tokens: 40, prompt: 1530, cls: 'batch' },
+        { at: 2720, kind: 'request', node: 1, adapter: 7, tokens: 57, prompt: 1720 },
+        { at: 2955, kind: 'request', node: 1, adapter: 1, tokens: 58, prompt: 1631, cls: 'interactive' },
+        { at: 3161, kind: 'request', node: 1, adapter: -1, tokens: 34, prompt: 1115, cls: 'batch' },
+        { at: 3620, kind: 'request', node: 1, adapter: 1, tokens: 33, prompt: 1156 },
+        { at: 3670, kind: 'request', node: 1, adapter: 7, tokens: 40, prompt: 1174, cls: 'batch' },
+        { at: 3699, kind: 'request', node: 1, adapter: 7, tokens: 37, prompt: 1686, cls: 'interactive' },
+        { at: 3838, kind: 'request', node: 1, adapter: -1, tokens: 34, prompt: 1363, cls: 'batch' },
+        { at: 3935, kind: 'request', node: 1, adapter: -1, tokens: 36, prompt: 1382, cls: 'interactive' },
+        { at: 4901, kind: 'request', node: 1, adapter: 6, tokens: 36, prompt: 1856, cls: 'interactive' },
+        { at: 4926, kind: 'request', node: 0, adapter: 0, tokens: 3, prompt: 15, cls: 'batch' },
+        { at: 5088, kind: 'request', node: 1, adapter: 1, tokens: 38, prompt: 1586, cls: 'interactive' },
+      ],
+    );
+  }, 30_000);
+});

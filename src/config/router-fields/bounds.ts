@@ -48,7 +48,7 @@ export const boundFields: SchemaFields = [
       default: 600000,
       between: [1000, 86400000],
       description:
-        "An in-flight count whose log phase never came is reclaimed once not renewed for this long (counted in `lora_router_leases_expired_total`). Kong skips a log phase when its timers are exhausted, or a node dies. A poll that finds the lease's adapter running or waiting on the replica renews it; for replicas that do not report that (llama.cpp, vLLM with `--disable-log-stats`), keep it above the longest request Kong may proxy: the default is twice kong.yml's `read_timeout` (300 s).",
+        "An in-flight count whose log phase never came is reclaimed once not renewed for this long (counted in `lora_router_leases_expired_total`). Kong skips a log phase when its timers are exhausted, or a node dies. A poll that finds the lease's adapter running or waiting on the replica renews it (a base-model lease: any request running or waiting there); for replicas that do not report that (llama.cpp, vLLM with `--disable-log-stats`), keep it above the longest request Kong may proxy: the default is twice kong.yml's `read_timeout` (300 s).",
     },
   },
   {

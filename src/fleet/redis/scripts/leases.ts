@@ -39,7 +39,8 @@ local function acquire(id, url, name, at, node)
   redis.call('ZADD', P .. 'lease-at', t, id)
   redis.call('ZADD', P .. 'lease-t0', t, id)
   redis.call('SADD', P .. 'nl:' .. node, id)
-  if name ~= '' then redis.call('SADD', lskey(url, name), id) end
+  -- A base-model lease joins the set named '': polls renew it while the replica is busy.
+  redis.call('SADD', lskey(url, name), id)
   return state
 end`;
 

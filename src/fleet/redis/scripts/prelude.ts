@@ -16,7 +16,7 @@ import { FENCE_PER_MS } from '../../types';
  *   P lease           hash lease id -> {id, url, adapter, at, node, c: counted in inFlight}
  *   P lease-at        zset id -> when the lease was taken or last renewed, Redis time
  *   P lease-t0        zset id -> when the lease was taken, Redis time (renewals end at a ceiling)
- *   P ls:<url>|<name> set of the lease ids on one adapter of one replica (renewed together)
+ *   P ls:<url>|<name> set of the lease ids on one adapter of one replica (renewed together; '' the base model's)
  *   P reclaimed       zset id -> when the expiry sweep reclaimed the lease (kept LEASE_CEILING max ages)
  *   P nl:<node>       set of a node's lease ids; P nodes zset node -> last heartbeat (Redis time)
  *   P epoch           a random id set by the first registration after Redis was empty: a node
@@ -159,7 +159,7 @@ local function droplease(id, lease)
   redis.call('ZREM', P .. 'lease-at', id)
   redis.call('ZREM', P .. 'lease-t0', id)
   redis.call('SREM', P .. 'nl:' .. lease.node, id)
-  if lease.adapter ~= '' then redis.call('SREM', lskey(lease.url, lease.adapter), id) end
+  redis.call('SREM', lskey(lease.url, lease.adapter), id)
   -- Only what acquire counted (its replica was registered then) is uncounted.
   if lease.c ~= 1 then return end
   redis.call('HINCRBY', rkey(lease.url), 'inFlight', -1)

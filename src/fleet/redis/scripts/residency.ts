@@ -88,14 +88,19 @@ if type(s.load) == 'table' then
   -- running_lora_adapters and waiting_lora_adapters (vllm/v1/metrics/loggers.py,
   -- PrometheusStatLogger.record, at vLLM v0.11.0), parsed in
   -- src/metrics/replica-load.ts.
-  if type(s.load.activeAdapters) == 'table' then
-    local t = now_ms()
-    for _, name in ipairs(s.load.activeAdapters) do
-      for _, id in ipairs(redis.call('SMEMBERS', lskey(url, name))) do
-        redis.call('ZADD', P .. 'lease-at', 'XX', t, id)
-      end
+  local t = now_ms()
+  local function renew(name)
+    for _, id in ipairs(redis.call('SMEMBERS', lskey(url, name))) do
+      redis.call('ZADD', P .. 'lease-at', 'XX', t, id)
     end
   end
+  if type(s.load.activeAdapters) == 'table' then
+    for _, name in ipairs(s.load.activeAdapters) do renew(name) end
+  end
+  -- Base-model requests are no adapter's: the replica running or queueing any request is the only
+  -- word on them, so it renews their leases (an orphan among them goes at the ceiling, as on a hot
+  -- adapter). Unrenewed, one longer than the maximum age left the in-flight count while it ran.
+  if (tonumber(s.load.running) or 0) + (tonumber(s.load.waiting) or 0) > 0 then renew('') end
   redis.call('HSET', r, 'waiting', s.load.waiting, 'running', s.load.running)
   if type(s.load.kvUsage) == 'number' then redis.call('HSET', r, 'kvUsage', s.load.kvUsage)
   else redis.call('HDEL', r, 'kvUsage') end
