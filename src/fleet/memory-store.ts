@@ -213,9 +213,14 @@ export class MemoryFleetStore implements FleetStore {
       const state = r.residency.stateAt(slot);
       // Missing from a registry read before this entry changed: the registry is the older truth. A
       // load or unload under way is ended by its holder (an unload's end makes the room it was for:
-      // dropped here first, the next unload for that adapter was granted too).
-      if (present.has(name) || state === 'loading' || state === 'unloading') continue;
+      // dropped here first, the next unload for that adapter was granted too); an unload's end then
+      // leaves it gone, even one ended not done (its holder cut off, its lock expired).
+      if (present.has(name) || state === 'loading') continue;
       if (r.residency.sinceAt(slot) >= scrapedAt) continue;
+      if (state === 'unloading') {
+        r.missedUnloading.add(name);
+        continue;
+      }
       // Gone: unloaded (ours finished, or someone else's), or the replica restarted.
       if (state === 'loaded') vanished++;
       dropResidency(r, name);
@@ -368,6 +373,7 @@ export class MemoryFleetStore implements FleetStore {
     if (ttlMs !== undefined) this.unloadTtls.set(`${url}\u0000${adapter}`, ttlMs);
     const fence = (this.lastFence = nextFence(this.lastFence, at));
     putResidency(r, adapter, { ...cur, state: 'unloading', since: at, fence, for: forAdapter });
+    r.missedUnloading.delete(adapter);
     return fence;
   }
 
@@ -377,16 +383,19 @@ export class MemoryFleetStore implements FleetStore {
     if (!r || cur?.state !== 'unloading' || cur.fence !== fence) return false;
     const ttl = this.unloadTtls.get(`${url}\u0000${adapter}`);
     this.unloadTtls.delete(`${url}\u0000${adapter}`);
-    if (ok) {
+    const missed = r.missedUnloading.delete(adapter);
+    if (ok || missed) {
       dropResidency(r, adapter);
       markGone(r, adapter, at);
+    }
+    if (ok) {
       // A trim's `for` (starting with NUL, never an adapter's name) makes room for no one.
       if (cur.for && !cur.for.startsWith('\u0000') && ttl !== undefined) {
         const made = this.roomMade.get(url) ?? new Map<string, number>();
         for (const [name, until] of made) if (until <= at) made.delete(name);
         this.roomMade.set(url, made.set(cur.for, at + ttl));
       }
-    } else putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: cur.lastUsed });
+    } else if (!missed) putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: cur.lastUsed });
     return true;
   }
 

@@ -54,6 +54,11 @@ export interface ReplicaRecord {
   passiveFailures: number;
   /** When each adapter was last unloaded or forgotten here, so an older registry cannot revive it. */
   gone: Map<string, number>;
+  /**
+   * Adapters being unloaded that a registry read begun since the unload's grant no longer listed:
+   * gone, however the unload ends (its holder cut off, its lock ended by expiry: DST seed 826256).
+   */
+  missedUnloading: Set<string>;
 }
 
 /** A replica just registered: nothing polled, nothing resident, nothing in flight. */
@@ -77,6 +82,7 @@ export function newReplicaRecord(spec: ReplicaSpec, holders?: HolderIndex): Repl
     inFlightByAdapter: new Map(),
     passiveFailures: 0,
     gone: new Map(),
+    missedUnloading: new Set(),
   };
 }
 

@@ -91,6 +91,33 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.beginUnload(U, 'b', 11, TTL, 'x', 2)).toBeNull();
   });
 
+  it('an unload ended not done after a poll begun since its grant missed the adapter leaves it gone, not loaded', async () => {
+    // The holder sent the unload and was cut off (DST seed 826256): a poll begun after the grant
+    // reads the registry without `a` (kept `unloading` for the holder); the unload then ends not
+    // done. The registry read is the truth: `a` is gone, a request routed to it would get a 404.
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, registry: [] });
+    expect(await loadOn(s, 'a', 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL);
+    expect(ua).not.toBeNull();
+    await settle();
+    await s.applySnapshot(U, { at: 9, startedAt: 8, ok: true, registry: [] });
+    expect(await states(s)).toEqual({ a: 'unloading' });
+    expect(await s.finishUnload(U, 'a', ua!, false, 10)).toBe(true);
+    expect(await states(s)).toEqual({});
+  });
+
+  it('an unload ended not done with no read since its grant missing the adapter leaves it loaded', async () => {
+    const s = await store();
+    await s.applySnapshot(U, { at: 1, ok: true, registry: [] });
+    expect(await loadOn(s, 'a', 2)).toBe(true);
+    const ua = await s.beginUnload(U, 'a', 6, TTL);
+    await settle();
+    await s.applySnapshot(U, { at: 9, startedAt: 8, ok: true, registry: [{ name: 'a', path: '/a' }] });
+    expect(await s.finishUnload(U, 'a', ua!, false, 10)).toBe(true);
+    expect(await states(s)).toEqual({ a: 'loaded' });
+  });
+
   it('a trim (its `for` starts with NUL, never a name) keeps no room: trims follow one another', async () => {
     const s = await store();
     for (const [i, name] of ['a', 'b'].entries()) expect(await loadOn(s, name, 1 + i * 2)).toBe(true);
@@ -1041,6 +1068,29 @@ describe('redis fleet store across nodes', () => {
     expect(await states2(b)).toEqual({});
     expect(await b.holds(U, 'x', dead!)).toBe(false);
     expect(await b.beginLoad(U, 'x', 3, LIMIT, TTL)).not.toBeNull();
+  });
+
+  it('ends the unload lock of a node that stopped after a poll since its grant missed the adapter: gone, not loaded', async () => {
+    // DST seed 826256: the holder, cut off, sent the unload; the replica dropped it; a poll of
+    // another node began after the grant and missed it; then the sweep ended the silent node's lock.
+    const p = prefix();
+    const a = node(p, 'nodeA', 600);
+    const b = node(p, 'nodeB', 600);
+    await a.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    await b.applySnapshot(U, { at: 1, ok: true, registry: [] });
+    const f = await a.beginLoad(U, 'x', 2, LIMIT, TTL);
+    expect(await a.finishLoad(U, 'x', f!, true, 3)).toBe(true);
+    expect(await a.beginUnload(U, 'x', 4, 600_000)).not.toBeNull();
+    await a.close();
+    await new Promise((r) => setTimeout(r, SKEW_MARGIN_MS + 50));
+    await b.applySnapshot(U, { at: Date.now(), ok: true, registry: [] });
+    expect(await states2(b)).toEqual({ x: 'unloading' });
+    const deadline = Date.now() + 5000;
+    while ((await states2(b)).x === 'unloading' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      await b.expireLeases(2, 600_000);
+    }
+    expect(await states2(b)).toEqual({});
   });
 
   it('ends a load lock whose holder stalled past its TTL: its fence no longer holds, a new holder takes over', async () => {

@@ -3719,7 +3719,9 @@ describe('a request makes room for its load and no more: a lock end a retired ru
       ],
     );
   }, 30_000);
+});
 
+describe('an unload record a wipe lost, and a load decided alone', () => {
   // Seed 741908 (--keep 0,3,4,5,10,20): node 1 unloads `med` from replica-1 (granted at 660.9 ms) over
   // a slow path (460 ms, 349 ms each way); FLUSHALL at 832 ms empties the shared state before replica-1
   // drops `med` (1,363 ms), and the poll writes back what replica-1 still listed. Node 1's request of
@@ -3799,7 +3801,9 @@ describe('a request makes room for its load and no more: a lock end a retired ru
       ],
     );
   }, 30_000);
+});
 
+describe('no unload of a busy adapter: a lease reclaimed by age on the wire', () => {
   // Seed 7753 (the default options, the sweep at the answers' tally): node 2's request of 549 ms for
   // `a` waited for its load (node 1's, landed 3,413 ms) on a lease taken at 1,907 ms, was proxied at
   // 3,417 ms (its lease 1.5 s old: no fresh one, under half lease_max_age_ms) over a slow path of
@@ -3920,6 +3924,80 @@ describe('a bounded class joins a replica at its bound only after its wait: a ba
         { at: 4901, kind: 'request', node: 1, adapter: 6, tokens: 36, prompt: 1856, cls: 'interactive' },
         { at: 4926, kind: 'request', node: 0, adapter: 0, tokens: 3, prompt: 15, cls: 'batch' },
         { at: 5088, kind: 'request', node: 1, adapter: 1, tokens: 38, prompt: 1586, cls: 'interactive' },
+      ],
+    );
+  }, 30_000);
+});
+
+describe('a request proxied for an adapter finds it there: an unload lock ended after a poll missed the adapter', () => {
+  // Seed 826256 (the shrinker kept all 39 actions): node 2 unloads `med` from replica-1, granted at
+  // 808.8 ms; node 2 is cut off at 811 and sends the unload at 812.8 (its end reaches Redis no more),
+  // and replica-1 drops `med` at 813. Node 0's poll begun at 1,950 ms reads replica-1 without `med`,
+  // kept `unloading` for its holder; the sweep at 1,953 ms ended node 2's lock (silent past
+  // node_ttl_ms) and put `med` back `loaded`, so node 0's request of 1,964 ms went to replica-1 and got
+  // a 404. An unload ended not done after a read begun since its grant missed the adapter leaves it gone.
+  it("seed 826256: a silent node's unload lock ended after a poll missed the adapter leaves it gone", async () => {
+    await holds(
+      826256,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 5065,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1 },
+        ],
+      },
+      [
+        { at: 5, kind: 'request', node: 2, adapter: 9, tokens: 5, prompt: 147, cls: 'interactive' },
+        { at: 7, kind: 'request', node: 2, adapter: 4, tokens: 5, prompt: 265, cls: 'batch' },
+        { at: 10, kind: 'request', node: 2, adapter: 5, tokens: 5, prompt: 955, cls: 'batch' },
+        { at: 17, kind: 'request', node: 2, adapter: 7, tokens: 5, prompt: 394, cls: 'interactive' },
+        { at: 17, kind: 'request', node: 2, adapter: 8, tokens: 1, prompt: 251, cls: 'interactive' },
+        { at: 20, kind: 'request', node: 2, adapter: 6, tokens: 6, prompt: 349, cls: 'interactive' },
+        { at: 93, kind: 'request', node: 2, adapter: 7, tokens: 3, prompt: 642, cls: 'interactive' },
+        { at: 147, kind: 'request', node: 2, adapter: -1, tokens: 6, prompt: 242, cls: 'interactive' },
+        { at: 226, kind: 'slow-load', replica: 0, ms: 2035, slowMs: 4951 },
+        { at: 550, kind: 'request', node: 0, adapter: 4, tokens: 4, prompt: 339, cls: 'batch' },
+        { at: 672, kind: 'request', node: 0, adapter: 0, tokens: 4, prompt: 948, cls: 'batch' },
+        { at: 803, kind: 'skew', node: 2, ms: -164 },
+        { at: 811, kind: 'partition', node: 2, ms: 5224 },
+        { at: 816, kind: 'request', node: 0, adapter: 7, tokens: 5, prompt: 1646 },
+        { at: 878, kind: 'request', node: 0, adapter: 7, tokens: 54, prompt: 1208, cls: 'batch' },
+        { at: 1048, kind: 'request', node: 1, adapter: 5, tokens: 1, prompt: 1147, cls: 'batch' },
+        { at: 1298, kind: 'request', node: 1, adapter: 9, tokens: 6, prompt: 41, cls: 'batch' },
+        { at: 1481, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 1151, cls: 'batch' },
+        { at: 1525, kind: 'request', node: 2, adapter: 2, tokens: 4, prompt: 191, cls: 'interactive' },
+        { at: 1529, kind: 'slow-load', replica: 1, ms: 2804, slowMs: 2518 },
+        { at: 1964, kind: 'request', node: 0, adapter: 8, tokens: 6, prompt: 1738, cls: 'batch' },
+        { at: 2575, kind: 'partition', node: 1, ms: 3460 },
+        { at: 2663, kind: 'request', node: 1, adapter: 0, tokens: 3, prompt: 1857, cls: 'batch' },
+        { at: 2671, kind: 'request', node: 1, adapter: 1, tokens: 6, prompt: 1453, cls: 'interactive' },
+        { at: 2762, kind: 'request', node: 1, adapter: 3, tokens: 2, prompt: 1500, cls: 'interactive' },
+        { at: 2848, kind: 'request', node: 1, adapter: 10, tokens: 4, prompt: 899, cls: 'interactive' },
+        { at: 3010, kind: 'request', node: 1, adapter: 8, tokens: 6, prompt: 1741, cls: 'batch' },
+        { at: 3062, kind: 'request', node: 1, adapter: 7, tokens: 3, prompt: 1708, cls: 'interactive' },
+        { at: 3069, kind: 'request', node: 1, adapter: 9, tokens: 2, prompt: 1915, cls: 'batch' },
+        { at: 3077, kind: 'request', node: 1, adapter: 2, tokens: 3, prompt: 1918, cls: 'interactive' },
+        { at: 4365, kind: 'partition', node: 0, ms: 1670 },
+        { at: 4497, kind: 'request', node: 0, adapter: 10, tokens: 1, prompt: 110, cls: 'batch' },
+        { at: 4582, kind: 'request', node: 0, adapter: 4, tokens: 5, prompt: 1465, cls: 'batch' },
+        { at: 4900, kind: 'request', node: 0, adapter: 5, tokens: 6, prompt: 592, cls: 'interactive' },
+        { at: 4904, kind: 'request', node: 0, adapter: 2, tokens: 3, prompt: 1210, cls: 'batch' },
+        { at: 4920, kind: 'request', node: 0, adapter: 6, tokens: 3, prompt: 408 },
+        { at: 4924, kind: 'request', node: 0, adapter: 1, tokens: 4, prompt: 680, cls: 'batch' },
+        { at: 4957, kind: 'request', node: 0, adapter: 0, tokens: 5, prompt: 1624, cls: 'batch' },
+        { at: 4963, kind: 'request', node: 0, adapter: 3, tokens: 2, prompt: 1531, cls: 'batch' },
       ],
     );
   }, 30_000);

@@ -118,12 +118,14 @@ local function endlock(f, raw, why)
   local res = getres(url, name)
   if not res or res.fence ~= tonumber(f) then return end
   -- Its holder died or stalled: a load is forgotten (the next poll adopts it if it landed),
-  -- an unload leaves the adapter loaded (a 404 or the next poll corrects that).
+  -- an unload leaves the adapter loaded (a 404 or the next poll corrects that), or gone once a
+  -- poll begun since its grant missed it (dst seed 826256).
   local op = 'load'
   if res.state == 'loading' then dropres(url, name)
   else
     op = 'unload'
-    putres(url, name, {state = 'loaded', since = res.since, lastUsed = res.lastUsed})
+    if res.missed then gone(url, name)
+    else putres(url, name, {state = 'loaded', since = res.since, lastUsed = res.lastUsed}) end
   end
   event({at = now, url = url, adapter = name, op = op, result = 'error', detail = why})
   changed()

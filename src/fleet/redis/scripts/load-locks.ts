@@ -102,6 +102,7 @@ if ARGV[5] == '1' then
     -- Never shortened: a room made before with a longer TTL (another policy's) is kept to its end.
     if redis.call('PTTL', P .. 'made:' .. url) < res.ttl then redis.call('PEXPIRE', P .. 'made:' .. url, res.ttl) end
   end
+elseif res.missed then gone(url, name)
 else putres(url, name, {state = 'loaded', since = at, lastUsed = res.lastUsed}) end
 changed()
 return 1`,

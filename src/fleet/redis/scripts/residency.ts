@@ -114,11 +114,18 @@ local all = redis.call('HGETALL', reskey(url))
 for i = 1, #all, 2 do
   local name, res = all[i], cjson.decode(all[i + 1])
   -- Missing from a registry read before this entry changed: the registry is the older truth. A
-  -- load or unload under way is ended by its holder (an unload's end makes the room it was for).
-  local moving = res.state == 'loading' or res.state == 'unloading'
-  if not present[name] and not moving and (res.t or res.since) < started then
-    if res.state == 'loaded' then vanished = vanished + 1 end
-    dropres(url, name)
+  -- load or unload under way is ended by its holder (an unload's end makes the room it was for); an
+  -- unload's end then leaves it gone, even one ended not done (holder cut off: dst seed 826256).
+  if not present[name] and (res.t or res.since) < started then
+    if res.state == 'unloading' then
+      if not res.missed then
+        res.missed = true
+        redis.call('HSET', reskey(url), name, cjson.encode(res))
+      end
+    elseif res.state ~= 'loading' then
+      if res.state == 'loaded' then vanished = vanished + 1 end
+      dropres(url, name)
+    end
   end
 end
 local everLoaded = redis.call('HGET', r, 'everLoaded') == '1'
