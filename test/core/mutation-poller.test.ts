@@ -22,6 +22,7 @@ class Api implements ReplicaApi {
   scrapes: { at: number; timeoutMs: number }[] = [];
   fail: false | 'refused' | 'timeout' = false;
   maxModelLen: number | undefined = 4096;
+  load: Scrape['load'] = LOAD;
   constructor(
     private clock: VirtualClock,
     public ms: number,
@@ -32,7 +33,7 @@ class Api implements ReplicaApi {
     if (this.fail === 'refused') throw new BackendError('connect', 'ECONNREFUSED');
     if (this.fail === 'timeout') throw new BackendError('timeout', 'no answer within 1000 ms');
     return {
-      load: LOAD,
+      load: this.load,
       registry: [{ name: 'a', path: '/a' }],
       llamaAdapters: [{ id: 0, path: '/a' }],
       maxModelLen: this.maxModelLen,
@@ -252,7 +253,9 @@ describe('the preflight', () => {
 
 describe('rounds', () => {
   it('tells round listeners after each timed round, expiry listeners only when leases were reclaimed', async () => {
-    const { clock, store, poller, log } = await setup(1, { leaseMaxAgeMs: 150 });
+    const { clock, store, poller, log, api } = await setup(1, { leaseMaxAgeMs: 150 });
+    // An idle replica: one running or queueing requests renews base-model leases (dst seed 834440).
+    api.load = { ...LOAD, waiting: 0, running: 0 };
     const rounds: number[] = [];
     const expired: number[] = [];
     poller.addRoundListener(() => rounds.push(clock.now()));
