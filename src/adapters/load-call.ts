@@ -1,5 +1,4 @@
 import type { Clock } from '../clock';
-import { KeyedLock } from '../keyed-lock';
 import { BackendError } from '../backends/errors';
 import { AdapterNotFoundError, AdapterRejectedError } from '../backends/replica-api';
 import type { LoadOutcome, ReplicaApi } from '../backends/replica-api';
@@ -40,35 +39,7 @@ export type LoadCallParts = {
  * replica's own start-up adapter, or the after-load checks (and the undo of a load over the limit).
  */
 export class LoadCalls {
-  /** Serialises room-making per replica within this process. */
-  private readonly roomLock = new KeyedLock();
-  private readonly store: FleetStore;
-  private readonly api: ReplicaApi;
-  private readonly clock: Clock;
-  private readonly log: Logger;
-  private readonly room: Room;
-  private readonly roomWants: RoomWants;
-  private readonly replicaWord: ReplicaWord;
-  private readonly backoff: LoadBackoff;
-  private readonly unknownNames: UnknownNames;
-  private readonly ends: CallEnds;
-  private readonly leasedElsewhere: LoadCallParts['leasedElsewhere'];
-  private readonly onLoadCall: LoadCallParts['onLoadCall'];
-
-  constructor(parts: LoadCallParts) {
-    this.store = parts.store;
-    this.api = parts.api;
-    this.clock = parts.clock;
-    this.log = parts.log;
-    this.room = parts.room;
-    this.roomWants = parts.roomWants;
-    this.replicaWord = parts.replicaWord;
-    this.backoff = parts.backoff;
-    this.unknownNames = parts.unknownNames;
-    this.ends = parts.ends;
-    this.leasedElsewhere = parts.leasedElsewhere;
-    this.onLoadCall = parts.onLoadCall;
-  }
+  constructor(private readonly p: LoadCallParts) {}
 
   /** Loads it; false if another caller claimed the adapter first. */
   async load(
@@ -84,21 +55,21 @@ export class LoadCalls {
       throw errors.loadFailed(adapter.name, url, 'no path is configured for this adapter');
     // The queue timeout counts from here, including the wait for the room lock; a retry (ensure
     // looks again) gets no more than the access phase has left.
-    const asked = this.clock.now();
+    const asked = this.p.clock.now();
     const deadline = Math.min(asked + policy.queueTimeoutMs, accessEnd(policy));
     // Until its slot is claimed (behind another load's room-making, or waiting for an adapter to
     // go idle) the room it waits for is no prefetch's; once claimed, it is resident (`loading`).
-    const unwant = this.roomWants.add(adapter.name, [url]);
-    const fence = await this.room.queued
-      .claim(this.roomLock, url, adapter.name, () =>
+    const unwant = this.p.roomWants.add(adapter.name, [url]);
+    const fence = await this.p.room.queued
+      .claim(url, adapter.name, () =>
         // Behind another load's room-making here: that is a wait too.
-        this.room.claimSlot(
+        this.p.room.claimSlot(
           url,
           adapter.name,
           policy,
           deadline,
           victimCost,
-          waited || this.clock.now() > asked,
+          waited || this.p.clock.now() > asked,
           beforeLoad,
         ),
       )
@@ -107,23 +78,23 @@ export class LoadCalls {
     // Held off when decided: a peer still on the old state may load the same adapter beside this one,
     // be answered "already loaded" when this lands (vLLM runs loads one by one), after the hold-off,
     // and send its request (dst seed 37497).
-    const heldOffAtClaim = this.store.undoHeldOff?.(fence) ?? false;
-    const started = this.clock.now();
+    const heldOffAtClaim = this.p.store.undoHeldOff?.(fence) ?? false;
+    const started = this.p.clock.now();
     // Room was made until the access phase ran out of time: no load call.
-    const callMs = within(policy, policy.loadTimeoutMs, this.clock.now());
+    const callMs = within(policy, policy.loadTimeoutMs, this.p.clock.now());
     if (callMs <= 0) {
-      await this.ends.finish('load', url, adapter.name, fence, false);
+      await this.p.ends.finish('load', url, adapter.name, fence, false);
       throw errors.noRoom(adapter.name, url, 1);
     }
     let outcome: LoadOutcome;
     let called = false;
     try {
       // A holder that stalled past its lock must not call the replica on stale authority.
-      if (!(await this.store.holds(url, adapter.name, fence))) return false;
-      const ended = this.onLoadCall()?.(url, adapter.name);
+      if (!(await this.p.store.holds(url, adapter.name, fence))) return false;
+      const ended = this.p.onLoadCall()?.(url, adapter.name);
       try {
         called = true;
-        outcome = await this.api.loadAdapter(url, adapter.name, adapter.path, callMs);
+        outcome = await this.p.api.loadAdapter(url, adapter.name, adapter.path, callMs);
       } finally {
         ended?.();
       }
@@ -136,15 +107,15 @@ export class LoadCalls {
       // landing (dst seed 310213), static at once as after an "already loaded" for it.
       const listed =
         called && err instanceof BackendError
-          ? await this.replicaWord.listedAfterLoad(
+          ? await this.p.replicaWord.listedAfterLoad(
               url,
               adapter.name,
-              within(policy, Infinity, this.clock.now()),
+              within(policy, Infinity, this.p.clock.now()),
             )
           : undefined;
       if (listed === 'start-up') {
-        this.backoff.clear(key);
-        this.unknownNames.loaded(adapter.name);
+        this.p.backoff.clear(key);
+        this.p.unknownNames.loaded(adapter.name);
         return this.startUp(url, adapter, fence);
       }
       if (listed === true) outcome = 'loaded';
@@ -163,8 +134,8 @@ export class LoadCalls {
     started: number,
     err: unknown,
   ): Promise<never> {
-    const ms = this.clock.now() - started;
-    await this.ends.finish('load', url, adapter.name, fence, false);
+    const ms = this.p.clock.now() - started;
+    await this.p.ends.finish('load', url, adapter.name, fence, false);
     const why =
       err instanceof BackendError ||
       err instanceof AdapterNotFoundError ||
@@ -172,10 +143,10 @@ export class LoadCalls {
         ? err.message
         : String(err);
     const told = clientReason(err);
-    this.backoff.fail(key, policy, told);
-    this.ends.record({ url, adapter: adapter.name, op: 'load', ok: false, ms }, why);
+    this.p.backoff.fail(key, policy, told);
+    this.p.ends.record({ url, adapter: adapter.name, op: 'load', ok: false, ms }, why);
     if (err instanceof AdapterNotFoundError) {
-      this.unknownNames.notFound(url, adapter.name, policy);
+      this.p.unknownNames.notFound(url, adapter.name, policy);
       throw errors.modelNotFound(adapter.name);
     }
     if (err instanceof AdapterRejectedError)
@@ -185,7 +156,7 @@ export class LoadCalls {
 
   /** The adapter is the replica's own from its start: its lock ends with it static, the request served there. */
   private async startUp(url: string, adapter: AdapterRef, fence: Fence): Promise<boolean> {
-    await this.ends.finish('load', url, adapter.name, fence, 'static');
+    await this.p.ends.finish('load', url, adapter.name, fence, 'static');
     return true;
   }
 
@@ -200,19 +171,19 @@ export class LoadCalls {
     outcome: LoadOutcome,
     heldOffAtClaim: boolean,
   ): Promise<boolean> {
-    const ms = this.clock.now() - started;
-    this.backoff.clear(key);
-    this.unknownNames.loaded(adapter.name);
+    const ms = this.p.clock.now() - started;
+    this.p.backoff.clear(key);
+    this.p.unknownNames.loaded(adapter.name);
     // "Already loaded" by the replica's own start-up registration (a name pattern matched it, and no
     // registry read since an emptied state said so): nothing of ours landed. Its request is served
     // there; the store keeps it static at once (no trim unloads it, dst seed 18826; a poll applied
     // during the load cannot make it ours; the next request finds it, no load nor room made again).
     if (
       outcome === 'already-loaded' &&
-      (await this.replicaWord.registeredAtStart(
+      (await this.p.replicaWord.registeredAtStart(
         url,
         adapter.name,
-        within(policy, Infinity, this.clock.now()),
+        within(policy, Infinity, this.p.clock.now()),
       ))
     )
       return this.startUp(url, adapter, fence);
@@ -220,23 +191,23 @@ export class LoadCalls {
     // change): the copy may be a peer's load, still `loading` in the shared state, whose after-load
     // check may undo it, having seen no request of it. Looked at again there, as any request
     // would: its load under way is waited for (dst seed 1793).
-    if (outcome === 'already-loaded' && this.store.undoHeldOff?.(fence)) {
-      await this.ends.finish('load', url, adapter.name, fence, true);
-      this.ends.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
+    if (outcome === 'already-loaded' && this.p.store.undoHeldOff?.(fence)) {
+      await this.p.ends.finish('load', url, adapter.name, fence, true);
+      this.p.ends.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
       return false;
     }
     // Still `loading` in the store: no request was sent to it yet, here or on a node sharing it,
     // while its lock is this load's (asked with the replica's word, not after it: the unload must
     // go out on a fresh word).
     const checked = outcome === 'loaded' && policy.maxLoadedAdapters > 0;
-    const ours = checked ? this.store.holds(url, adapter.name, fence).catch(() => false) : undefined;
+    const ours = checked ? this.p.store.holds(url, adapter.name, fence).catch(() => false) : undefined;
     const word = checked
-      ? await this.replicaWord.afterLoad(
+      ? await this.p.replicaWord.afterLoad(
           url,
           adapter.name,
           policy.maxLoadedAdapters,
           policy.isStatic,
-          within(policy, Infinity, this.clock.now()),
+          within(policy, Infinity, this.p.clock.now()),
         )
       : 'within';
     // Not during an unload hold-off (a record change from other state, Redis just back), at the claim or now (a peer
@@ -253,15 +224,15 @@ export class LoadCalls {
     const undo =
       word === 'undo' &&
       !heldOffAtClaim &&
-      !(this.store.undoHeldOff?.(fence) ?? false) &&
-      !(this.leasedElsewhere()?.(url, adapter.name) ?? false) &&
+      !(this.p.store.undoHeldOff?.(fence) ?? false) &&
+      !(this.p.leasedElsewhere()?.(url, adapter.name) ?? false) &&
       (await ours) === true;
     if (undo && (await this.undoLoad(url, adapter.name, policy, ms))) {
-      await this.ends.finish('load', url, adapter.name, fence, false);
+      await this.p.ends.finish('load', url, adapter.name, fence, false);
       throw errors.noRoom(adapter.name, url, 1, 'another router took the last slot at the same moment');
     }
-    await this.ends.finish('load', url, adapter.name, fence, true);
-    if (!undo) this.ends.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
+    await this.p.ends.finish('load', url, adapter.name, fence, true);
+    if (!undo) this.p.ends.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
     return true;
   }
 
@@ -279,20 +250,20 @@ export class LoadCalls {
    * over.
    */
   private async undoLoad(url: string, name: string, policy: AdapterPolicy, loadMs: number): Promise<boolean> {
-    this.ends.record({ url, adapter: name, op: 'load', ok: true, ms: loadMs });
-    this.log.warn(
+    this.p.ends.record({ url, adapter: name, op: 'load', ok: true, ms: loadMs });
+    this.p.log.warn(
       `adapter '${name}' took ${url} over its limit of ${policy.maxLoadedAdapters}: unloading it`,
     );
-    const started = this.clock.now();
+    const started = this.p.clock.now();
     let ok = false;
     let called = false;
     let why: string | undefined;
     // Past the access deadline the excess stays for the trim after a poll.
-    const callMs = within(policy, policy.loadTimeoutMs, this.clock.now());
+    const callMs = within(policy, policy.loadTimeoutMs, this.p.clock.now());
     try {
       if (callMs <= 0) throw new Error('the access phase ran out of time before the undo');
       called = true;
-      await this.api.unloadAdapter(url, name, callMs);
+      await this.p.api.unloadAdapter(url, name, callMs);
       ok = true;
     } catch (err) {
       why = (err as Error).message;
@@ -300,13 +271,13 @@ export class LoadCalls {
       // would be sent to an adapter the replica no longer holds. Its registry says which.
       if (
         called &&
-        (await this.replicaWord.listed(url, name, within(policy, Infinity, this.clock.now()))) === false
+        (await this.p.replicaWord.listed(url, name, within(policy, Infinity, this.p.clock.now()))) === false
       ) {
         ok = true;
         why = undefined;
       }
     }
-    this.ends.record({ url, adapter: name, op: 'unload', ok, ms: this.clock.now() - started }, why);
+    this.p.ends.record({ url, adapter: name, op: 'unload', ok, ms: this.p.clock.now() - started }, why);
     return ok;
   }
 }

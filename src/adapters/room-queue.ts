@@ -1,5 +1,5 @@
 import type { Fence, ResidentAdapter } from '../fleet/types';
-import type { KeyedLock } from '../keyed-lock';
+import { KeyedLock } from '../keyed-lock';
 
 /**
  * The loads of this process queued behind a replica's room lock, by replica and adapter. The
@@ -12,18 +12,15 @@ import type { KeyedLock } from '../keyed-lock';
  * queued waits of the adapters it shows there, as their own first look would: no store read more.
  */
 export class RoomQueue {
+  /** Serialises room-making per replica within this process. */
+  private readonly lock = new KeyedLock();
   private readonly queued = new Map<string, Map<string, () => void>>();
 
   /**
-   * Runs `claim` under `lock` for `url`; null without running it if `name` is read resident there
-   * (`seen`) while still queued.
+   * Runs `claim` under the room lock for `url`; null without running it if `name` is read resident
+   * there (`seen`) while still queued.
    */
-  async claim(
-    lock: KeyedLock,
-    url: string,
-    name: string,
-    claim: () => Promise<Fence | null>,
-  ): Promise<Fence | null> {
+  async claim(url: string, name: string, claim: () => Promise<Fence | null>): Promise<Fence | null> {
     let locked = false;
     let gaveUp = false;
     let leave = () => {};
@@ -34,7 +31,7 @@ export class RoomQueue {
       gaveUp = true;
       leave();
     });
-    const claimed = lock.run(url, () => {
+    const claimed = this.lock.run(url, () => {
       locked = true;
       this.leave(url, name);
       return gaveUp ? Promise.resolve(null) : claim();
