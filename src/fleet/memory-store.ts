@@ -174,9 +174,10 @@ export class MemoryFleetStore implements FleetStore {
     }
     this.markUp(r, url, s.at);
     r.snapshotAt = s.at;
-    // Base-model leases are no adapter's: any request running or waiting there renews them (the residency script's).
-    if (s.load) this.leases.renew(url, s.load.activeAdapters, s.at, s.load.running + s.load.waiting > 0);
     if (s.load) {
+      // Base-model leases are no adapter's: any request running or waiting there renews them (the residency script's).
+      const busy = s.load.running + s.load.waiting > 0;
+      if (busy || s.load.activeAdapters.length > 0) this.leases.renew(url, s.load.activeAdapters, s.at, busy);
       r.waiting = s.load.waiting;
       r.running = s.load.running;
       r.kvUsage = s.load.kvUsage;
