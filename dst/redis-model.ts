@@ -218,6 +218,11 @@ export class RedisModel {
     return out;
   }
 
+  /** Whether the state holds lease `id` now (taken, taken again, or brought back by a rebuild; not ended). */
+  holdsLease(id: string): boolean {
+    return this.s.leaseNode.has(id);
+  }
+
   openLeases(): ReadonlyMap<string, string> {
     return new Map([...this.s.leaseNode].filter(([id]) => !this.revived.has(id)));
   }

@@ -19,7 +19,7 @@ import type { RedisModel } from './redis-model';
 import { urlParts, type ReplicaSet } from './replicas';
 import type { Action, Schedule } from './schedule';
 import type { Scheduler } from './scheduler';
-import { leaseLost, unseenFirst, type SentRequest } from './unseen-check';
+import { agedOut, leaseLost, unseenFirst, type SentRequest } from './unseen-check';
 import { POLL_MS, POLL_TIMEOUT_MS, PROBE_MS, SEEN_SLACK_MS, UPSTREAM_TIMEOUT_MS } from './world-timings';
 
 /** What routing a request reads of the world around it, and how it reports a violation. */
@@ -321,8 +321,11 @@ export class RequestRouting {
     const db = this.g.calls.unloaders.get(key)?.db;
     const live = (proc: string) => this.g.nodes.procs.some((p) => p.alive && procName(p) === proc);
     const sent = this.proxied.get(key) ?? [];
-    const expired = (r: SentRequest) =>
-      r.lease !== undefined && (this.g.redis[r.db]!.expiredAt.get(r.lease) ?? Infinity) <= now;
+    const expired = (r: SentRequest) => {
+      if (r.lease === undefined) return false;
+      const state = this.g.redis[r.db]!;
+      return agedOut(r, state.expiredAt.get(r.lease), state.holdsLease(r.lease), now);
+    };
     return sent.filter(
       (r) =>
         (r.reached ?? r.at) > now &&

@@ -97,6 +97,17 @@ export interface LeaseNow {
 }
 
 /**
+ * Whether request `r`, still on its way, holds its adapter no more because the expiry reclaimed its
+ * lease by age on the wire (`expiredAt`, server time; `open`: the unloader's state holds the lease
+ * now). Not a lease reclaimed before `r` was proxied (the router's own check takes a fresh one past
+ * half the max age: seed 102923), nor one its router took again since (an emptied state forgot the
+ * reclaim): either holds the adapter in the router's word, and an unload under it is a break.
+ */
+export function agedOut(r: SentRequest, expiredAt: number | undefined, open: boolean, now: number): boolean {
+  return r.lease !== undefined && expiredAt !== undefined && expiredAt > r.at && expiredAt <= now && !open;
+}
+
+/**
  * Whether `r`'s lease counts nowhere the unloader reads, with its router unable to help it: that
  * state was emptied after the lease was taken there (`takenAt`; else after `r` was proxied), the
  * lease is not open there, the runtime that took it decides alone now (cut off from Redis, it

@@ -27,19 +27,20 @@ export class RoomQueue {
     const left = new Promise<null>((resolve) => (leave = () => resolve(null)));
     let here = this.queued.get(url);
     if (!here) this.queued.set(url, (here = new Map()));
-    here.set(name, () => {
+    const giveUp = () => {
       gaveUp = true;
       leave();
-    });
+    };
+    here.set(name, giveUp);
     const claimed = this.lock.run(url, () => {
       locked = true;
-      this.leave(url, name);
+      this.leave(url, name, giveUp);
       return gaveUp ? Promise.resolve(null) : claim();
     });
     try {
       return await Promise.race([claimed, left]);
     } finally {
-      if (!locked) this.leave(url, name);
+      if (!locked) this.leave(url, name, giveUp);
     }
   }
 
@@ -49,9 +50,14 @@ export class RoomQueue {
     if (here) for (const r of residents) here.get(r.name)?.();
   }
 
-  private leave(url: string, name: string): void {
+  /**
+   * Ends this wait's entry only: a turn given up still comes round in the lock's queue, and by
+   * then a later load of the same adapter may wait under that name (it must stay seen).
+   */
+  private leave(url: string, name: string, mine: () => void): void {
     const here = this.queued.get(url);
-    here?.delete(name);
-    if (here?.size === 0) this.queued.delete(url);
+    if (here?.get(name) !== mine) return;
+    here.delete(name);
+    if (here.size === 0) this.queued.delete(url);
   }
 }

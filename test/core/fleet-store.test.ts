@@ -888,6 +888,32 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.inFlightTotal()).toBe(0);
   });
 
+  it('stops renewing a base-model lease past LEASE_CEILING × the maximum age while the replica runs only an adapter', async () => {
+    // Review of seed 834440's fix: a busy replica renews every base-model lease, so one whose log
+    // phase never came stays while any request runs there (here only `a`'s): the ceiling ends it.
+    const s = await store();
+    // 600 ms: each pass (a 50 ms sleep and two calls) renews well within it on a loaded machine.
+    const maxAge = 600;
+    await s.acquire({ id: 'orphan', url: U, adapter: null, at: Date.now() });
+    const taken = Date.now();
+    let expiredAt = 0;
+    const expired: string[] = [];
+    for (let i = 0; i < 120 && expiredAt === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      await s.applySnapshot(U, {
+        at: Date.now(),
+        ok: true,
+        load: { ...load, running: 1, waiting: 0, activeAdapters: ['a'] },
+      });
+      const out = (await s.expireLeases(Date.now(), maxAge)).map((l) => l.id);
+      expired.push(...out);
+      if (out.includes('orphan')) expiredAt = Date.now();
+    }
+    expect(expired).toEqual(['orphan']);
+    expect(expiredAt - taken).toBeGreaterThanOrEqual(LEASE_CEILING * maxAge);
+    expect(await s.inFlightTotal()).toBe(0);
+  });
+
   it('hands out copies: mutating a view changes nothing inside', async () => {
     const s = await store();
     const [v] = await s.views([U]);

@@ -13,7 +13,7 @@ import { BackendError } from '../../src/backends/errors';
 import { HttpReplicaApi } from '../../src/backends/http-replica-api';
 import { ReplicaSet, type LoadFailure } from '../../dst/replicas';
 import type { ReplicaApi, Scrape } from '../../src/backends/replica-api';
-import { leaseLost, unseenFirst, type LeaseNow, type SentRequest } from '../../dst/unseen-check';
+import { agedOut, leaseLost, unseenFirst, type LeaseNow, type SentRequest } from '../../dst/unseen-check';
 import { RedisModel, type BudgetOp } from '../../dst/redis-model';
 import { Scheduler } from '../../dst/scheduler';
 import type { RedisConfig } from '../../src/config/redis-schema';
@@ -1109,4 +1109,41 @@ describe('the simulation judges a 500 the router answers on an unexpected failur
     proto.decide = decide;
     expect((await runSeed(13, AS_FOUND)).violation).toBeUndefined();
   }, 30_000);
+});
+
+/**
+ * Review of seed 7753's excuse (`RequestRouting.onTheWay`): a request on its way whose lease the
+ * expiry reclaimed by age holds its adapter no more, but only a lease that was alive when it was
+ * proxied and that the unloader's state has not taken again. Proxied on a lease reclaimed already
+ * is the bug seed 102923 found (fixed by a fresh lease past half the max age), and a lease taken
+ * again after an emptied state forgot the reclaim holds its adapter there: an unload under either
+ * is the router's, not the hop's.
+ */
+describe('the simulation excuses an unload under a request on its way only for a lease aged out on the wire', () => {
+  const sent = (at: number): SentRequest => ({
+    proc: 'n0g0',
+    alone: false,
+    db: 0,
+    at,
+    reached: Infinity,
+    ended: Infinity,
+    lease: 'rt0-7',
+  });
+
+  it('reclaimed after it was proxied, held nowhere: aged out on the wire (seed 7753: proxied 3,417 ms, reclaimed 5,907 ms)', () => {
+    expect(agedOut(sent(3417), 5907, false, 5983)).toBe(true);
+  });
+
+  it('reclaimed before it was proxied: proxied on a reclaimed lease, no excuse (seed 102923 kind)', () => {
+    expect(agedOut(sent(6000), 5907, false, 6100)).toBe(false);
+  });
+
+  it('reclaimed, then taken again by its router after the state was emptied: it holds its adapter', () => {
+    expect(agedOut(sent(3417), 5907, true, 6500)).toBe(false);
+  });
+
+  it('not reclaimed, or reclaimed only later: no excuse', () => {
+    expect(agedOut(sent(3417), undefined, true, 5983)).toBe(false);
+    expect(agedOut(sent(3417), 6000, false, 5983)).toBe(false);
+  });
 });
