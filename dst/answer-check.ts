@@ -17,7 +17,10 @@
  *   test/reliability/dst-found.test.ts: `sql` unloaded at 4,175 ms, Redis restarted at 5,266 ms
  *   from its first snapshot since a switch, a request decided at 6,507 ms on views of 2,062 ms).
  *   The record begins when the store grants the unload, which may be before the replica drops
- *   the adapter (seed 539094: granted at 1,763 ms, lost by a switch, dropped at 1,769 ms);
+ *   the adapter (seed 539094: granted at 1,763 ms, lost by a switch, dropped at 1,769 ms). Only
+ *   another process's unload: the process that sent it knows it without Redis and keeps its
+ *   decisions off it (src/adapters/own-unloads.ts; seed 741908: FLUSHALL between the grant and the
+ *   drop, node 1 routed onto its own unload);
  * - the request routed by a node deciding alone: "each node decides from its own state"
  *   (docs/reliability.md, outages and recovery), which never saw an unload made through Redis,
  *   another node's or its own (seeds 10284, 11456: Redis emptied, the request's lease failed to
@@ -115,8 +118,11 @@ export function notFoundUnexcused(a: NotFoundAnswer, g: AnswerGround): string | 
       if (u !== undefined && u.db !== a.db) return undefined;
       // The unload's state rolled back or was wiped after its grant (which may come before the
       // replica dropped the adapter: seeds 539094, 741908), and the request decided on it since.
+      // Not when the process that routed it sent that unload: it knows its own unload regardless of
+      // Redis (src/adapters/own-unloads.ts; seed 741908, node 1 decided onto its own unload).
       const recorded = u?.grantAnsweredAt ?? last.at;
-      const restored = u?.db === a.db && g.rolledBack(a.db).some((t) => t > recorded && t <= a.sentAt);
+      const restored =
+        u?.db === a.db && u.proc !== a.proc && g.rolledBack(a.db).some((t) => t > recorded && t <= a.sentAt);
       return restored ? undefined : `${head}: unloaded there at ${Math.round(last.at)} ms`;
     }
     case 'landed':

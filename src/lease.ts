@@ -59,7 +59,11 @@ export class LeaseHandle {
     return this.lease.id;
   }
 
-  /** Takes a lease on `url`'s `adapter` in `rt`'s store; also the adapter's state under it. */
+  /**
+   * Takes a lease on `url`'s `adapter` in `rt`'s store; also the adapter's state under it, as this
+   * node knows it: `unloading` while its own unload of it there is under way, whatever the store
+   * says (a reset lost that unload's entry: src/adapters/own-unloads.ts).
+   */
   static async take(
     rt: FleetRuntime,
     url: string,
@@ -71,7 +75,7 @@ export class LeaseHandle {
     try {
       const state = await rt.store.acquire({ ...h.lease });
       h.answered = ++answeredSeq;
-      return { lease: h, state };
+      return { lease: h, state: rt.manager.ownUnloads.stateOf(url, adapter, state) };
     } catch (err) {
       // The acquire may have counted it before failing: give it back as any other ending.
       await h.release().catch(() => undefined);
@@ -97,12 +101,12 @@ export class LeaseHandle {
       if (store.viewsAndLease) {
         const t = await store.viewsAndLease(urls, ref, { ...h.lease });
         h.answered = ++answeredSeq;
-        return { lease: h, state: t.state, views: t.views };
+        return { lease: h, state: rt.manager.ownUnloads.stateOf(url, adapter, t.state), views: t.views };
       }
       const views = await store.views(urls, ref);
       const state = await store.acquire({ ...h.lease });
       h.answered = ++answeredSeq;
-      return { lease: h, state, views };
+      return { lease: h, state: rt.manager.ownUnloads.stateOf(url, adapter, state), views };
     } catch (err) {
       // The acquire may have counted it before failing: give it back as any other ending.
       await h.release().catch(() => undefined);

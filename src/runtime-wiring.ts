@@ -79,6 +79,8 @@ export function wireRuntime(rt: FleetRuntime, hooks: WiringHooks): void {
       rt.log.warn(`replica ${url} stopped answering polls`);
     } else if (ok && down.delete(url)) rt.log.warn(`replica ${url} answers polls again`);
     if (ok) hooks.trimAfterPoll(url);
+    // A read of the replica begun after an own unload's end: the store no longer misses that end.
+    if (ok) rt.manager.ownUnloads.polled(url, rt.clock.now() - ms);
     // Only `saturation_mode: predicted` reads the work model.
     const load = ok && rt.predictsWork ? rt.poller.lastLoad.get(url) : undefined;
     if (load) {

@@ -315,6 +315,8 @@ export class FleetRuntime {
   async retire(next: FleetRuntime): Promise<void> {
     this.successor = next;
     next.predecessors = [...next.predecessors, this, ...this.predecessors];
+    // Same replicas: an unload this runtime has under way is this node's to keep its decisions off.
+    next.manager.ownUnloads.inherit(this.manager.ownUnloads);
     const sameState = next.stateKey === this.stateKey;
     // Other state: until the decisions under way here end, and for the hold-off after, the new
     // state unloads nothing: peers may still decide on the old state (Kong pushes a
@@ -334,6 +336,7 @@ export class FleetRuntime {
       decided();
     }
     await this.drain.drained();
+    this.manager.ownUnloads.retire();
     for (let s: FleetRuntime | null = this.successor; s; s = s.successor)
       s.predecessors = s.predecessors.filter((p) => p !== this);
     await this.closeStore(next, sameState);

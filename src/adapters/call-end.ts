@@ -26,9 +26,12 @@ export class CallEnds {
     this.listeners.push(fn);
   }
 
-  /** Ends a load or unload; a stale fence means another node took over, whose result stands. */
-  async finish(op: 'load', url: string, adapter: string, fence: Fence, ok: LoadEnd): Promise<void>;
-  async finish(op: 'unload', url: string, adapter: string, fence: Fence, ok: boolean): Promise<void>;
+  /**
+   * Ends a load or unload; a stale fence means another node took over, whose result stands (or the
+   * store lost the lock: a reset). False then.
+   */
+  async finish(op: 'load', url: string, adapter: string, fence: Fence, ok: LoadEnd): Promise<boolean>;
+  async finish(op: 'unload', url: string, adapter: string, fence: Fence, ok: boolean): Promise<boolean>;
   async finish(op: 'load' | 'unload', url: string, adapter: string, fence: Fence, ok: LoadEnd) {
     const at = this.clock.now();
     const current =
@@ -37,6 +40,7 @@ export class CallEnds {
         : await this.store.finishUnload(url, adapter, fence, ok as boolean, at);
     if (!current)
       this.log.warn(`${op} of adapter '${adapter}' on ${url} outlived its lock; the next poll reconciles it`);
+    return current;
   }
 
   record(r: LoadRecord, why?: string): void {

@@ -9,6 +9,7 @@ import type { Clock } from '../clock';
 import type { FleetStore } from '../fleet/store';
 import type { Fence, ResidentAdapter } from '../fleet/types';
 import { evictable } from './eviction';
+import { OwnUnloads } from './own-unloads';
 import { FRESH_WORD_ASKS, type ReplicaWord, type Withheld } from './replica-word';
 
 /**
@@ -37,8 +38,16 @@ export class IdleUnload {
     private readonly clock: Clock,
     private readonly replicaWord: ReplicaWord,
     private readonly leasedElsewhere: () => ((url: string, adapter: string) => boolean) | null,
-    private readonly finish: (url: string, adapter: string, fence: Fence, ok: boolean) => Promise<void>,
+    /** Ends the lock; false: the store had lost it (CallEnds.finish). */
+    private readonly finish: (
+      url: string,
+      adapter: string,
+      fence: Fence,
+      ok: boolean,
+    ) => Promise<boolean | void>,
     private readonly record: (r: UnloadRecord, why?: string) => void,
+    /** This node's unloads under way, which its decisions keep off whatever the store says. */
+    private readonly own: OwnUnloads = new OwnUnloads(),
   ) {}
 
   /**
@@ -76,59 +85,67 @@ export class IdleUnload {
       const begun = this.clock.now();
       const fence = await this.store.beginUnload(url, victim.name, begun, ttl, forAdapter, limit);
       if (fence === null) continue;
-      const started = this.clock.now();
-      let ok = false;
-      let why: string | undefined;
-      let withheld: Withheld['reason'] | 'lost' | undefined;
-      let called = false;
+      // From the grant until the lock is ended: this node's decisions keep off it (own-unloads.ts).
+      this.own.begin(url, victim.name);
       try {
-        if (!(await this.store.holds(url, victim.name, fence))) continue;
-        // Asked after beginUnload: requests admitted through the store from here wait for the
-        // unload, so the replica's answer covers every request that got past the router before.
-        // Still ours after the scrape (a lock past its TTL hands the adapter back to requests), by
-        // this node's clock against the TTL it set: a store round trip there would widen the
-        // window the replica's word must cover (ReplicaWord.idleNow). The unload call follows
-        // with no await.
-        // Each ask, and the unload, gets no more than the wait has left.
-        const asks = Math.min(this.replicaWord.timeoutMs(), (until - started) / (FRESH_WORD_ASKS + 1));
-        const word = await this.replicaWord.idleNow(
-          url,
-          victim.name,
-          reportedBusy,
-          asks,
-          () => this.clock.now() - begun < ttl - LOCK_MARGIN_MS,
-        );
-        // Lost by this node's clock: no call, and ended below as not done, so the in-process store
-        // (whose locks never lapse) puts it back; a shared store refuses that end past a newer fence.
-        withheld = word;
-        const callMs = Math.min(policy.loadTimeoutMs, until - this.clock.now());
-        if (!withheld && callMs <= 0) withheld = 'stale';
-        if (!withheld) {
-          called = true;
-          await this.api.unloadAdapter(url, victim.name, callMs);
-          ok = true;
+        const started = this.clock.now();
+        let ok = false;
+        let why: string | undefined;
+        let withheld: Withheld['reason'] | 'lost' | undefined;
+        let called = false;
+        try {
+          if (!(await this.store.holds(url, victim.name, fence))) continue;
+          // Asked after beginUnload: requests admitted through the store from here wait for the
+          // unload, so the replica's answer covers every request that got past the router before.
+          // Still ours after the scrape (a lock past its TTL hands the adapter back to requests), by
+          // this node's clock against the TTL it set: a store round trip there would widen the
+          // window the replica's word must cover (ReplicaWord.idleNow). The unload call follows
+          // with no await.
+          // Each ask, and the unload, gets no more than the wait has left.
+          const asks = Math.min(this.replicaWord.timeoutMs(), (until - started) / (FRESH_WORD_ASKS + 1));
+          const word = await this.replicaWord.idleNow(
+            url,
+            victim.name,
+            reportedBusy,
+            asks,
+            () => this.clock.now() - begun < ttl - LOCK_MARGIN_MS,
+          );
+          // Lost by this node's clock: no call, and ended below as not done, so the in-process store
+          // (whose locks never lapse) puts it back; a shared store refuses that end past a newer fence.
+          withheld = word;
+          const callMs = Math.min(policy.loadTimeoutMs, until - this.clock.now());
+          if (!withheld && callMs <= 0) withheld = 'stale';
+          if (!withheld) {
+            called = true;
+            await this.api.unloadAdapter(url, victim.name, callMs);
+            ok = true;
+          }
+        } catch (err) {
+          why = (err as Error).message;
+          // The call failed, but the replica may have unloaded it (the connection dropped after, its
+          // answer came past the bound): ended as loaded, requests would be sent to an adapter the
+          // replica answers 404 "does not exist" for, until a poll. Its registry, asked under the lock
+          // (no load of it can start meanwhile; the read ends before the lock's TTL by this node's
+          // clock), says which; unlisted, the unload stands.
+          const left = Math.min(until, begun + ttl) - this.clock.now();
+          if (called && (await this.replicaWord.listed(url, victim.name, left)) === false) {
+            ok = true;
+            why = undefined;
+          }
         }
-      } catch (err) {
-        why = (err as Error).message;
-        // The call failed, but the replica may have unloaded it (the connection dropped after, its
-        // answer came past the bound): ended as loaded, requests would be sent to an adapter the
-        // replica answers 404 "does not exist" for, until a poll. Its registry, asked under the lock
-        // (no load of it can start meanwhile; the read ends before the lock's TTL by this node's
-        // clock), says which; unlisted, the unload stands.
-        const left = Math.min(until, begun + ttl) - this.clock.now();
-        if (called && (await this.replicaWord.listed(url, victim.name, left)) === false) {
-          ok = true;
-          why = undefined;
-        }
+        const current = await this.finish(url, victim.name, fence, ok);
+        // Done, but the store had lost the lock (a reset after the grant): it may still read `loaded`.
+        if (ok && current === false) this.own.endedUnrecorded(url, victim.name, this.clock.now());
+        // No call was made: the adapter stays loaded. A replica that cannot be asked now, or whose
+        // word comes back too late to act on, gets no unload at all (its callers wait for room, as
+        // for busy leases).
+        if (withheld === 'unreachable' || withheld === 'stale') return false;
+        if (withheld) continue;
+        this.record({ url, adapter: victim.name, op: 'unload', ok, ms: this.clock.now() - started }, why);
+        if (ok) return true;
+      } finally {
+        this.own.end(url, victim.name);
       }
-      await this.finish(url, victim.name, fence, ok);
-      // No call was made: the adapter stays loaded. A replica that cannot be asked now, or whose
-      // word comes back too late to act on, gets no unload at all (its callers wait for room, as
-      // for busy leases).
-      if (withheld === 'unreachable' || withheld === 'stale') return false;
-      if (withheld) continue;
-      this.record({ url, adapter: victim.name, op: 'unload', ok, ms: this.clock.now() - started }, why);
-      if (ok) return true;
     }
     return false;
   }

@@ -7,6 +7,7 @@ import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, Fence, ResidentAdapter } from '../fleet/types';
 import type { Logger } from '../log';
 import type { LoadBackoff } from './backoff';
+import type { OwnUnloads } from './own-unloads';
 import type { CallEnds } from './call-end';
 import { clientReason, rejectionReason } from './load-failures';
 import { accessEnd, within, type AdapterPolicy } from './policy';
@@ -31,6 +32,8 @@ export type LoadCallParts = {
   leasedElsewhere: () => ((url: string, adapter: string) => boolean) | null;
   /** AdapterManager.onLoadCall, as it is now. */
   onLoadCall: () => ((url: string, adapter: string) => (() => void) | undefined) | null;
+  /** This node's unloads under way (an undo of its own load is one): its decisions keep off them. */
+  ownUnloads: OwnUnloads;
 };
 
 /**
@@ -227,9 +230,19 @@ export class LoadCalls {
       !(this.p.store.undoHeldOff?.(fence) ?? false) &&
       !(this.p.leasedElsewhere()?.(url, adapter.name) ?? false) &&
       (await ours) === true;
-    if (undo && (await this.undoLoad(url, adapter.name, policy, ms))) {
-      await this.p.ends.finish('load', url, adapter.name, fence, false);
-      throw errors.noRoom(adapter.name, url, 1, 'another router took the last slot at the same moment');
+    if (undo) {
+      // Under way until the load's lock is ended: a reset meanwhile may have the store read it `loaded`.
+      const own = this.p.ownUnloads;
+      own.begin(url, adapter.name);
+      try {
+        if (await this.undoLoad(url, adapter.name, policy, ms)) {
+          if (!(await this.p.ends.finish('load', url, adapter.name, fence, false)))
+            own.endedUnrecorded(url, adapter.name, this.p.clock.now());
+          throw errors.noRoom(adapter.name, url, 1, 'another router took the last slot at the same moment');
+        }
+      } finally {
+        own.end(url, adapter.name);
+      }
     }
     await this.p.ends.finish('load', url, adapter.name, fence, true);
     if (!undo) this.p.ends.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });

@@ -9,6 +9,7 @@ import { CallEnds } from './call-end';
 import { PlacementClaims } from './claims';
 import { IdleUnload } from './idle-unload';
 import { LoadCalls } from './load-call';
+import { OwnUnloads } from './own-unloads';
 import { accessEnd, loadWaitRanOut, type AdapterPolicy, type EnsureOutcome, type LoadRecord } from './policy';
 import { Room, ROOM_FALLBACK_MS } from './room';
 import { RoomWants } from './room-wants';
@@ -45,6 +46,8 @@ export class AdapterManager {
   readonly replicaWord: ReplicaWord;
   /** Unloads only what no lease holds and the replica, asked afresh, does not run. */
   private readonly idleUnload: IdleUnload;
+  /** This node's unload calls under way: its decisions keep off them whatever the store says. */
+  readonly ownUnloads = new OwnUnloads();
   /**
    * Whether a request this store does not count may be on an adapter (a `redis` record change:
    * the other runtime's requests live in another state): such an adapter is not unloaded.
@@ -82,6 +85,7 @@ export class AdapterManager {
       // Called only once a call ends, after this constructor set `ends`.
       (url, adapter, fence, ok) => this.ends.finish('unload', url, adapter, fence, ok),
       (r, why) => this.ends.record(r, why),
+      this.ownUnloads,
     );
     this.room = new Room(store, clock, this.replicaWord, this.unknownNames, this.idleUnload, () =>
       this.replaced(),
@@ -101,6 +105,7 @@ export class AdapterManager {
       ends: this.ends,
       leasedElsewhere: () => this.leasedElsewhere,
       onLoadCall: () => this.onLoadCall,
+      ownUnloads: this.ownUnloads,
     });
   }
 
@@ -155,7 +160,12 @@ export class AdapterManager {
       }
       const [view] = await this.store.views([url], adapter);
       // A placement only says where the load should happen: nobody is loading it yet.
-      const state = view?.adapter?.placed ? undefined : view?.adapter?.state;
+      // This node's own unload under way there reads `unloading`, whatever the store says (a reset lost it).
+      const state = this.ownUnloads.stateOf(
+        url,
+        adapter.name,
+        view?.adapter?.placed ? undefined : view?.adapter?.state,
+      );
       if (state === 'loaded' || state === 'static') {
         await this.store.touch(url, adapter.name, this.clock.now());
         return joined ? 'joined' : 'hit';
@@ -211,5 +221,10 @@ export class AdapterManager {
   /** Shows claimed placements in `views` (see PlacementClaims.overlay). */
   overlayClaims(views: ReplicaView[], adapter: string): void {
     this.claims.overlay(views, adapter);
+  }
+
+  /** Shows this node's own unloads under way in `views` as `unloading` (see OwnUnloads.overlay). */
+  overlayOwnUnloads(views: ReplicaView[], adapter: string): void {
+    this.ownUnloads.overlay(views, adapter);
   }
 }

@@ -122,6 +122,8 @@ export class Placement {
         // From here to the claim nothing awaits: the next request sees this one's placement.
         if (adapter) {
           rt.manager.overlayClaims(views, adapter.name);
+          // This node's own unloads under way read `unloading`, as the store's entry would.
+          rt.manager.overlayOwnUnloads(views, adapter.name);
           this.markEvicted(rt, views, adapter.name);
         }
         // Never onto a replica seen down: a request could only fail there.

@@ -89,6 +89,21 @@ describe('a 404 for an adapter, judged from the replica history', () => {
       );
   });
 
+  it("breaks when the state rolled back or was wiped past the routing process's own unload (seed 741908)", () => {
+    // Another process's unload, lost with the state: excused. The request's own process sent it: it
+    // knows its unload under way without Redis (src/adapters/own-unloads.ts), so the reset excuses nothing.
+    const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0)];
+    const reset = { db: 0, at: [1980] };
+    expect(notFoundUnexcused(ANSWER, ground(log, [], false, reset, 1950))).toBeUndefined();
+    expect(notFoundUnexcused({ ...ANSWER, proc: 'n1g0' }, ground(log, [], false, reset, 1950))).toContain(
+      'unloaded there at 2000 ms',
+    );
+    // Another process of that node (a restart) lost what the old one knew: excused.
+    expect(
+      notFoundUnexcused({ ...ANSWER, proc: 'n1g1' }, ground(log, [], false, reset, 1950)),
+    ).toBeUndefined();
+  });
+
   it('holds when a node deciding alone routed it, from its own state that never saw the unload', () => {
     const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0)];
     expect(notFoundUnexcused({ ...ANSWER, alone: true }, ground(log))).toBeUndefined();
@@ -161,9 +176,10 @@ describe('an unload whose record a Sentinel switch lost before the replica dropp
 describe('an unload whose record a flush wiped before the replica dropped the adapter', () => {
   it('seed 741908 holds: FLUSHALL (832 ms) came between the grant (660.9 ms) and the drop (1,363 ms)', async () => {
     // n1's unload of `med` on replica-1 was granted at 660.9 ms; FLUSHALL emptied the shared state
-    // at 832 ms, and the poller wrote back what replica-1 listed (`med`, not yet dropped), so the
-    // request proxied at 1,490 ms decided on state that never held the unload. A wipe loses the
-    // unload's record as a rollback to an older copy does.
+    // at 832 ms, and the poller wrote back what replica-1 listed (`med`, not yet dropped). n1's own
+    // request for `med` (1,485 ms), proxied at 1,490 ms on that state, got a 404: a wipe loses the
+    // unload's record as a rollback to an older copy does, but n1 knows its own unload under way
+    // without Redis (src/adapters/own-unloads.ts), and the check no longer excuses it there.
     const r = await runSeed(741908);
     expect(r.violation).toBeUndefined();
   }, 30_000);

@@ -1,0 +1,126 @@
+import type { ReplicaView, ResidencyState } from '../fleet/types';
+
+/**
+ * This node's own unload calls under way, by replica and adapter: its decisions treat such an
+ * adapter as `unloading` there whatever the store says. The store's `unloading` entry can be lost
+ * while the call runs (FLUSHALL, a restart empty or from an older copy, a Sentinel switch that lost
+ * writes), and the next poll writes back what the replica still lists: `loaded` (dst seed 741908).
+ * The node needs no store to know its own calls.
+ *
+ * An unload that ends done after the store lost its lock (its end refused: `finish` answered not
+ * current) may leave that stale `loaded` behind until a poll reads the replica again: such an
+ * adapter stays `unloading` here until a poll of this node begun after the end.
+ *
+ * A runtime that replaced another of this process (a `redis` record change) reads the older one's
+ * too: the replicas are the same (`inherit`).
+ */
+export class OwnUnloads {
+  /** Unload calls under way, per replica and adapter. */
+  private readonly under = new Map<string, Map<string, number>>();
+  /** Per replica and adapter: when an unload ended done whose lock the store had lost. */
+  private readonly lost = new Map<string, Map<string, number>>();
+  /** Those of the runtimes this one replaced, while they may still read `unloading` somewhere. */
+  private older: OwnUnloads[] = [];
+  /** Its runtime stepped down and its decisions ended: it begins no more unloads. */
+  private retired = false;
+
+  /** An unload of `name` on `url` is under way (from its grant); undo with `end`. */
+  begin(url: string, name: string): void {
+    let m = this.under.get(url);
+    if (!m) this.under.set(url, (m = new Map()));
+    m.set(name, (m.get(name) ?? 0) + 1);
+  }
+
+  end(url: string, name: string): void {
+    const m = this.under.get(url);
+    if (!m) return;
+    const n = (m.get(name) ?? 1) - 1;
+    if (n > 0) m.set(name, n);
+    else m.delete(name);
+    if (m.size === 0) this.under.delete(url);
+  }
+
+  /** An unload of `name` on `url` ended done at `at`, but the store had lost its lock. */
+  endedUnrecorded(url: string, name: string, at: number): void {
+    let m = this.lost.get(url);
+    if (!m) this.lost.set(url, (m = new Map()));
+    m.set(name, Math.max(at, m.get(name) ?? -Infinity));
+  }
+
+  /** This runtime replaced `pred`'s (a `redis` record change): `pred`'s unloads are this node's too. */
+  inherit(pred: OwnUnloads): void {
+    this.older.push(pred);
+  }
+
+  /** `pred`'s runtime begins no more unloads: dropped here once it reads nothing (`polled`). */
+  retire(): void {
+    this.retired = true;
+  }
+
+  /**
+   * A poll of `url` begun at `startedAt` was applied: unloads that ended before it are read there
+   * now. Polling moves to the newest runtime, so it tells the older ones.
+   */
+  polled(url: string, startedAt: number): void {
+    const m = this.lost.get(url);
+    if (m) {
+      for (const [name, at] of m) if (at <= startedAt) m.delete(name);
+      if (m.size === 0) this.lost.delete(url);
+    }
+    if (this.older.length === 0) return;
+    for (const o of this.older) o.polled(url, startedAt);
+    this.older = this.older.filter((o) => !o.retired || !o.idle());
+  }
+
+  /** Nothing unloading here nor in the runtimes replaced (the request path's usual case: nothing allocated). */
+  private idle(): boolean {
+    if (this.under.size > 0 || this.lost.size > 0) return false;
+    for (let i = 0; i < this.older.length; i++) if (!this.older[i]!.idle()) return false;
+    return true;
+  }
+
+  /** An unload of `name` on `url` under way here or in a runtime replaced. */
+  private underWay(url: string, name: string): boolean {
+    if (this.under.get(url)?.has(name) === true) return true;
+    for (let i = 0; i < this.older.length; i++) if (this.older[i]!.underWay(url, name)) return true;
+    return false;
+  }
+
+  /** An unload of `name` on `url` ended done, its end unrecorded and no poll begun since. */
+  private unpolled(url: string, name: string): boolean {
+    if (this.lost.get(url)?.has(name) === true) return true;
+    for (let i = 0; i < this.older.length; i++) if (this.older[i]!.unpolled(url, name)) return true;
+    return false;
+  }
+
+  /** Whether this node is unloading `name` from `url` (or its store may still miss such an unload's end). */
+  unloading(url: string, name: string | null): boolean {
+    if (name === null || this.idle()) return false;
+    return this.underWay(url, name) || this.unpolled(url, name);
+  }
+
+  /**
+   * `state` as this node knows it: `unloading` while its own unload of `name` on `url` is under
+   * way, even where the store has no entry (emptied, not polled yet: a load then would race the
+   * unload); after such an unload's unrecorded end, an entry the store still has.
+   */
+  stateOf(url: string, name: string | null, state: ResidencyState | undefined): ResidencyState | undefined {
+    if (state === 'unloading' || name === null || this.idle()) return state;
+    if (this.underWay(url, name)) return 'unloading';
+    return state !== undefined && this.unpolled(url, name) ? 'unloading' : state;
+  }
+
+  /**
+   * Shows this node's own unloads of `adapter` in `views` as the store's `unloading` entry would
+   * read: not a holder there. A copy of the view's entry: the store's own is never changed.
+   */
+  overlay(views: ReplicaView[], adapter: string): void {
+    if (this.idle()) return;
+    for (const v of views) {
+      const a = v.adapter;
+      // A placement or claim is no residency: nobody is loading it there yet.
+      if (a && a.state !== 'unloading' && !a.placed && !a.claimed && this.unloading(v.url, adapter))
+        v.adapter = { ...a, state: 'unloading' };
+    }
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * OwnUnloads (src/adapters/own-unloads.ts): what a node's decisions read of its own unloads under
+ * way, whatever the store says. The decision-level case is test/core/own-unload.test.ts.
+ */
+import { OwnUnloads } from '../../src/adapters/own-unloads';
+import { view } from './helpers';
+
+const R = 'http://r1:8000';
+const S = 'http://r2:8000';
+const loaded = { state: 'loaded' as const, lastUsed: 5, inFlight: 0 };
+
+describe('OwnUnloads', () => {
+  it('leaves views and states alone while nothing is being unloaded', () => {
+    const own = new OwnUnloads();
+    const views = [view(R, { adapter: loaded })];
+    const before = views[0]!.adapter;
+    own.overlay(views, 'a');
+    expect(views[0]!.adapter).toBe(before);
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('loaded');
+    expect(own.stateOf(R, 'a', undefined)).toBeUndefined();
+  });
+
+  it('shows an unload under way as `unloading` on its replica only, on a copy of the store’s entry', () => {
+    const own = new OwnUnloads();
+    own.begin(R, 'a');
+    const onR = { ...loaded };
+    const views = [view(R, { adapter: onR }), view(S, { adapter: { ...loaded } })];
+    own.overlay(views, 'a');
+    expect(views.map((v) => v.adapter?.state)).toEqual(['unloading', 'loaded']);
+    expect(onR.state).toBe('loaded');
+    // Another adapter on that replica, and a placement (no residency), stay as they are.
+    const b = [view(R, { adapter: { ...loaded } })];
+    own.overlay(b, 'b');
+    expect(b[0]!.adapter?.state).toBe('loaded');
+    const placed = [view(R, { adapter: { state: 'loading', lastUsed: 0, inFlight: 0, placed: true } })];
+    own.overlay(placed, 'a');
+    expect(placed[0]!.adapter?.state).toBe('loading');
+    // Under the lease: `unloading`, even with no entry in the store (emptied, not polled yet).
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    expect(own.stateOf(R, 'a', undefined)).toBe('unloading');
+    expect(own.stateOf(S, 'a', 'loaded')).toBe('loaded');
+    expect(own.stateOf(R, null, 'loaded')).toBe('loaded');
+    own.end(R, 'a');
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('loaded');
+  });
+
+  it('counts overlapping calls: the adapter reads `unloading` until the last ends', () => {
+    const own = new OwnUnloads();
+    own.begin(R, 'a');
+    own.begin(R, 'a');
+    own.end(R, 'a');
+    expect(own.unloading(R, 'a')).toBe(true);
+    own.end(R, 'a');
+    expect(own.unloading(R, 'a')).toBe(false);
+  });
+
+  it('after an unload done whose lock the store had lost, an entry the store has reads `unloading` until a poll begun after its end', () => {
+    const own = new OwnUnloads();
+    own.begin(R, 'a');
+    own.endedUnrecorded(R, 'a', 100);
+    own.end(R, 'a');
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    // No entry: gone already, a load may go ahead.
+    expect(own.stateOf(R, 'a', undefined)).toBeUndefined();
+    // A poll begun before the end may have listed it still; one of another replica says nothing.
+    own.polled(R, 99);
+    own.polled(S, 200);
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    own.polled(R, 100);
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('loaded');
+  });
+
+  it('a runtime that replaced another (a `redis` record change) reads its unloads, until it is retired and reads nothing', () => {
+    const old = new OwnUnloads();
+    const next = new OwnUnloads();
+    old.begin(R, 'a');
+    next.inherit(old);
+    expect(next.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    old.endedUnrecorded(R, 'a', 100);
+    old.end(R, 'a');
+    old.retire();
+    expect(next.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    // Polling moved to the newer runtime: its poll tells the older one.
+    next.polled(R, 100);
+    expect(old.stateOf(R, 'a', 'loaded')).toBe('loaded');
+    expect(next.stateOf(R, 'a', 'loaded')).toBe('loaded');
+    const views = [view(R, { adapter: { ...loaded } })];
+    next.overlay(views, 'a');
+    expect(views[0]!.adapter?.state).toBe('loaded');
+  });
+});
