@@ -50,6 +50,13 @@ export class RoomWait {
   private readonly refusesAtHoldEnd: boolean;
   /** Registered as held in `held` (its priority), until it goes or is refused. */
   private entered = false;
+  /**
+   * Called whenever `holds` holds the request: the router gives back its guessed lease there
+   * (router.ts). Held with it open, it counted as in flight on that replica: two requests of a
+   * class with `max_in_flight: 1`, each holding one on an idle replica, held each other up to half
+   * their objective.
+   */
+  onHold?: () => void;
 
   constructor(
     private readonly config: Pick<RouterConfig, 'room_wait' | 'replica_wait_ms' | 'queue_timeout_ms'> &
@@ -115,6 +122,7 @@ export class RoomWait {
       Partial<Pick<Candidate, 'loadMs' | 'inFlight'>>,
   ): boolean {
     const held = this.holdsNow(now, decided);
+    if (held) this.onHold?.();
     if (held !== this.entered && this.held) {
       if (held) this.held.enter(this.priority);
       else this.held.leave(this.priority);
@@ -162,6 +170,9 @@ export class RoomWait {
         // ...for the first half of its objective: the rest is left for the queue it then joins, so
         // it is rarely shed for having waited (all of it shed 72 of 311 batch requests at 70% load, 1 s loads).
         now - this.started + decided.ttftMs < this.objectiveMs / 2 &&
+        // ...and never past `holdUntil` (within `queue_timeout_ms`): an objective over twice that
+        // (a class's, or a client's `x-slo-ttft-ms` up to 600 s) held it past Kong's 60 s RPC bound.
+        now < this.holdUntil &&
         this.held?.above(this.priority) === true
       );
     // llm-d refuses a sheddable request when no endpoint is predicted within its objective

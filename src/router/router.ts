@@ -209,6 +209,9 @@ export class RouterService {
     // In process there is no round trip to save: no guess.
     const last = rt.store.mode?.() === 'redis' ? this.lastReplica.get(leaseAdapter) : undefined;
     const guess: GuessedLease = {};
+    // Held in the gateway, the request is in flight nowhere: its guessed lease goes back (a fresh
+    // one is taken when it goes), or it counts against a class's `max_in_flight` there.
+    wait.onHold = () => giveBack(rt, guess);
     let first: ReplicaView[];
     // Before the views are read: this process's leases answered after may be missing from them.
     let viewsMark = LeaseHandle.viewsMark();

@@ -1,0 +1,40 @@
+import { parseRouterConfig } from '../../src/config/parse';
+import { RoomWait } from '../../src/router/room-wait';
+import { HeldClasses, SloClasses } from '../../src/router/slo-class';
+
+/**
+ * A class behind a higher one waits while a request of that class is held, for up to half its own
+ * objective (room-wait.ts `holdsNow`). An objective longer than twice `queue_timeout_ms` (a batch
+ * class's 2 min, or a client's own `x-slo-ttft-ms`, up to 600 s) must not hold it past
+ * `queue_timeout_ms`, the bound of the whole wait (Kong gives up on the plugin server at 60 s).
+ */
+describe('the hold behind a higher class ends by queue_timeout_ms', () => {
+  const cfg = parseRouterConfig({
+    replicas: [{ url: 'http://r:8000' }],
+    queue_timeout_ms: 29_000,
+    slo_classes: [
+      { name: 'interactive', ttft_ms: 2000, priority: 0 },
+      { name: 'batch', ttft_ms: 120_000, priority: -1 },
+    ],
+    default_slo_class: 'interactive',
+  });
+  const c = new SloClasses(cfg);
+  /** A short queue: the batch request is held only because an interactive one is. */
+  const quick = { ttftMs: 500, ownMs: 100, fixedMs: 0 };
+
+  it.each([
+    ['its class objective', {}],
+    ['a client objective of 600 s', { ttftMs: '600000' }],
+  ])('with %s', (_, hints) => {
+    const held = new HeldClasses();
+    const interactive = new RoomWait(cfg, 0, c.resolve({}), held);
+    const batch = new RoomWait(cfg, 0, c.resolve({ objective: 'batch', ...hints }), held);
+    // Interactive requests stay held (a sustained overload).
+    expect(interactive.holds(0, { ttftMs: 5000, ownMs: 100, fixedMs: 0 })).toBe(true);
+    expect(batch.holds(1000, quick)).toBe(true);
+    expect(batch.deadline).toBe(29_000);
+    // Past queue_timeout_ms it goes (or is refused): it is not held on.
+    expect(batch.holds(29_000, quick)).toBe(false);
+    expect(batch.holds(58_000, quick)).toBe(false);
+  });
+});
