@@ -48,6 +48,12 @@ export class RoomWait {
   readonly priority: number;
   /** At the end of its hold, still predicted past the objective everywhere, under a backlog: refused, not sent. */
   private readonly refusesAtHoldEnd: boolean;
+  /**
+   * The hold by which that refusal reads the gateway's run of late hold-ends: its own, or its
+   * class's when longer. A client's looser `x-slo-ttft-ms` (28.9 s against `queue_timeout_ms` 29 s:
+   * a 100 ms hold) ended the run for every request of its class, whose 24 s holds were then sent.
+   */
+  private readonly runHoldMs: number;
   /** Registered as held in `held` (its priority), until it goes or is refused. */
   private entered = false;
   /**
@@ -86,6 +92,8 @@ export class RoomWait {
           ? Math.min(this.deadline, started + this.objectiveMs)
           : Math.max(started, this.deadline - this.objectiveMs);
     this.refusesAtHoldEnd = !this.sheddable && this.gateMs >= this.objectiveMs && this.holdUntil > started;
+    const classObjectiveMs = predicted ? (slo?.classObjectiveMs ?? this.objectiveMs) : 0;
+    this.runHoldMs = Math.max(this.holdUntil - started, config.queue_timeout_ms - classObjectiveMs);
   }
 
   /**
@@ -226,7 +234,7 @@ export class RoomWait {
     // Not for a replica past `max_in_flight` alone: predicted in time, it is no overload (a top
     // class with the bound and a hold shorter than half its objective was refused so).
     if (!this.refusesAtHoldEnd || !this.held || !late) return false;
-    const holdMs = this.holdUntil - this.started;
+    const holdMs = this.runHoldMs;
     if (this.held.lateHoldEnds(now, holdMs) >= holdMs && this.held.backlogged(this.priority)) {
       this.leave();
       throw errors.ttftOverload(this.objectiveMs, now - this.started + decided.ttftMs, drainS);

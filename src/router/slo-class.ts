@@ -47,6 +47,11 @@ export interface RequestSlo {
    * requests are in flight there (0 or absent: no bound), for up to half its objective (room-wait.ts).
    */
   maxInFlight?: number;
+  /**
+   * The class's own objective, when `x-slo-ttft-ms` set `objectiveMs`: a refusal at the end of a
+   * hold reads the run of late hold-ends by the class's hold, not the client's (room-wait.ts).
+   */
+  classObjectiveMs?: number;
 }
 
 /** Upper bound on `x-slo-ttft-ms` (the schema's bound on `ttft_ms`). */
@@ -106,7 +111,12 @@ export class SloClasses {
     // At least 1 ms (the schema's least `ttft_ms`): rounded to 0, a positive value such as 0.4
     // made an objective of none, so the request was never held, gated or shed.
     const objectiveMs = Math.max(1, Math.min(Math.round(own), MAX_OBJECTIVE_MS));
-    return { ...chosen, objectiveMs, gateMs: Math.min(objectiveMs, this.above.get(chosen.priority)!) };
+    return {
+      ...chosen,
+      objectiveMs,
+      gateMs: Math.min(objectiveMs, this.above.get(chosen.priority)!),
+      classObjectiveMs: chosen.objectiveMs,
+    };
   }
 
   private consumerClass(c: { id?: string; username?: string }): RequestSlo | undefined {

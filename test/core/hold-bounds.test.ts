@@ -38,3 +38,39 @@ describe('the hold behind a higher class ends by queue_timeout_ms', () => {
     expect(batch.holds(58_000, quick)).toBe(false);
   });
 });
+
+/**
+ * The run of late hold-ends a refusal at the end of a hold reads (HeldClasses `lateHoldEnds`) is
+ * the gateway's: a client's `x-slo-ttft-ms` near `queue_timeout_ms` gives its own request a hold of
+ * a few milliseconds, and must not end that run for every request of its class.
+ */
+describe('a refusal at the end of a hold, and a client objective', () => {
+  const cfg = parseRouterConfig({
+    replicas: [{ url: 'http://r:8000' }],
+    queue_timeout_ms: 29_000,
+    slo_classes: [{ name: 'interactive', ttft_ms: 5000, priority: 0 }],
+    default_slo_class: 'interactive',
+  });
+  const c = new SloClasses(cfg);
+  /** Every replica predicted a minute out. */
+  const late = { ttftMs: 60_000, ownMs: 500, fixedMs: 0 };
+
+  it('still refuses once late hold-ends have come for a whole hold, after a request with a short hold of its own', () => {
+    const held = new HeldClasses(2);
+    // A hold (24 s) ended late at 1 s and was sent: the run begins.
+    const earlier = new RoomWait(cfg, -23_000, c.resolve({}), held);
+    expect(earlier.holds(-23_000, late)).toBe(true);
+    expect(earlier.holds(1000, late)).toBe(false);
+    // The backlog: another request held.
+    expect(new RoomWait(cfg, 0, c.resolve({}), held).holds(0, late)).toBe(true);
+    const w = new RoomWait(cfg, 1000, c.resolve({}), held);
+    expect(w.holds(1000, late)).toBe(true);
+    // A client's 28.9 s objective: held 100 ms, late at its end too (the queues are a minute).
+    const short = new RoomWait(cfg, 24_800, c.resolve({ ttftMs: '28900' }), held);
+    expect(short.holdUntil).toBe(24_900);
+    expect(short.holds(24_800, late)).toBe(true);
+    expect(short.holds(24_900, late)).toBe(false);
+    // Late hold-ends have still come for a whole hold (24 s) with no gap of one: refused.
+    expect(() => w.holds(25_000, late)).toThrow(/overloaded/);
+  });
+});
