@@ -48,6 +48,12 @@ export interface RequestSlo {
    */
   maxInFlight?: number;
   /**
+   * Its class may join only queues shorter than its objective (a class above has a tighter one): it
+   * waits while a request of a higher class is held (room-wait.ts). The class's, whatever
+   * `x-slo-ttft-ms` says: a client objective at the gate took a batch request out of that wait.
+   */
+  behindHigher?: boolean;
+  /**
    * The class's own objective, when `x-slo-ttft-ms` set `objectiveMs`: a refusal at the end of a
    * hold reads the run of late hold-ends by the class's hold, not the client's (room-wait.ts).
    */
@@ -80,6 +86,7 @@ export class SloClasses {
       sheddable: priority < 0,
       gateMs: Math.min(objectiveMs, this.above.get(priority)!),
       maxInFlight,
+      behindHigher: this.above.get(priority)! < objectiveMs,
     });
     this.byName = new Map(
       classes.map((c) => [c.name, slo(c.name, c.ttft_ms, c.priority, c.max_in_flight ?? 0)]),

@@ -74,3 +74,33 @@ describe('a refusal at the end of a hold, and a client objective', () => {
     expect(() => w.holds(25_000, late)).toThrow(/overloaded/);
   });
 });
+
+/**
+ * A lower class waits while a request of a higher class is held (room-wait.ts `holdsNow`). The
+ * client's `x-slo-ttft-ms` sets its objective, never its priority: at or below the gate (the higher
+ * class's objective) it must not take the request out of that wait.
+ */
+describe('a lower class behind a held higher one, and a client objective', () => {
+  const cfg = parseRouterConfig({
+    replicas: [{ url: 'http://r:8000' }],
+    slo_classes: [
+      { name: 'interactive', ttft_ms: 2000, priority: 0 },
+      { name: 'batch', ttft_ms: 30_000, priority: -1 },
+    ],
+    default_slo_class: 'interactive',
+  });
+  const c = new SloClasses(cfg);
+
+  it.each(['2000', '1500'])('x-slo-ttft-ms %s still waits behind a held interactive request', (ttftMs) => {
+    const held = new HeldClasses();
+    const interactive = new RoomWait(cfg, 0, c.resolve({}), held);
+    expect(interactive.holds(0, { ttftMs: 3000, ownMs: 100, fixedMs: 0 })).toBe(true);
+    // A short queue where the batch request would go: without the header it waits.
+    const quick = { ttftMs: 300, ownMs: 100, fixedMs: 0 };
+    expect(new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }), held).holds(100, quick)).toBe(true);
+    expect(new RoomWait(cfg, 0, c.resolve({ objective: 'batch', ttftMs }), held).holds(100, quick)).toBe(
+      true,
+    );
+    interactive.leave();
+  });
+});
