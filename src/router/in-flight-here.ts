@@ -42,7 +42,7 @@ export function joinUnderWay(rt: FleetRuntime, url: string, own?: LeaseHandle): 
  * batch request went). `own`: the request's own guessed lease (taken before the decision, `redis`
  * only), not counted against it: neither as this process's nor in views read after its acquire was
  * answered (a request held kept it once and judged itself one of the bound's; held, it now gives it
- * back: router.ts `onHold`).
+ * back: placement.ts `decided(null)`).
  */
 export function inFlightHere(
   rt: FleetRuntime,

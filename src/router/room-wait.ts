@@ -58,13 +58,6 @@ export class RoomWait {
   private readonly behindHigher: boolean;
   /** Registered as held in `held` (its priority), until it goes or is refused. */
   private entered = false;
-  /**
-   * Called whenever `holds` holds the request: the router gives back its guessed lease there
-   * (router.ts). Held with it open, it counted as in flight on that replica: two requests of a
-   * class with `max_in_flight: 1`, each holding one on an idle replica, held each other up to half
-   * their objective.
-   */
-  onHold?: () => void;
 
   constructor(
     private readonly config: Pick<RouterConfig, 'room_wait' | 'replica_wait_ms' | 'queue_timeout_ms'> &
@@ -133,7 +126,6 @@ export class RoomWait {
       Partial<Pick<Candidate, 'loadMs' | 'inFlight'>>,
   ): boolean {
     const held = this.holdsNow(now, decided);
-    if (held) this.onHold?.();
     if (held !== this.entered && this.held) {
       if (held) this.held.enter(this.priority);
       else this.held.leave(this.priority);
