@@ -41,7 +41,8 @@ export function joinUnderWay(rt: FleetRuntime, url: string, own?: LeaseHandle): 
  * node's request in the view and this process's decision joining, `max_in_flight: 2`, and a second
  * batch request went). `own`: the request's own guessed lease (taken before the decision, `redis`
  * only), not counted against it: neither as this process's nor in views read after its acquire was
- * answered (those of a request held and deciding again show it, and it judged itself one of the bound's).
+ * answered (a request held kept it once and judged itself one of the bound's; held, it now gives it
+ * back: placement.ts `decided(null)`).
  */
 export function inFlightHere(
   rt: FleetRuntime,

@@ -55,8 +55,11 @@ export interface PlacementRequest {
   views: ReplicaView[];
   /** Where and how long this request waits for an adapter slot (`room_wait`). */
   wait: RoomWait;
-  /** Told each decision's replica as soon as it is taken (before any wait for room). */
-  decided?: (url: string) => void;
+  /**
+   * Told each decision's replica as soon as it is taken (before any wait for room), and null when
+   * the request is held in the gateway: in flight nowhere then.
+   */
+  decided?: (url: string | null) => void;
   /** The request's own lease, open already (its guessed lease, `redis` only). */
   ownLease?: () => LeaseHandle | undefined;
   /** LeaseHandle.viewsMark before `views` were read (absent: every lease of this process in them). */
@@ -154,6 +157,7 @@ export class Placement {
         if (wait.holds(ctx.now, judged)) {
           if (!held) rt.metrics.ttftHolds.inc();
           held = true;
+          p.decided?.(null);
           // Held for its best start: on a replica holding its adapter it wants no slot; on another,
           // the slot it goes for there once the queues drain.
           if (decision.replica.holder) wanting?.off();

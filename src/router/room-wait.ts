@@ -48,6 +48,14 @@ export class RoomWait {
   readonly priority: number;
   /** At the end of its hold, still predicted past the objective everywhere, under a backlog: refused, not sent. */
   private readonly refusesAtHoldEnd: boolean;
+  /**
+   * The hold by which that refusal reads the gateway's run of late hold-ends: its own, or its
+   * class's when longer. A client's looser `x-slo-ttft-ms` (28.9 s against `queue_timeout_ms` 29 s:
+   * a 100 ms hold) ended the run for every request of its class, whose 24 s holds were then sent.
+   */
+  private readonly runHoldMs: number;
+  /** Its class waits while a request of a higher class is held (RequestSlo.behindHigher). */
+  private readonly behindHigher: boolean;
   /** Registered as held in `held` (its priority), until it goes or is refused. */
   private entered = false;
 
@@ -79,6 +87,9 @@ export class RoomWait {
           ? Math.min(this.deadline, started + this.objectiveMs)
           : Math.max(started, this.deadline - this.objectiveMs);
     this.refusesAtHoldEnd = !this.sheddable && this.gateMs >= this.objectiveMs && this.holdUntil > started;
+    this.behindHigher = predicted && (slo?.behindHigher ?? this.gateMs < this.objectiveMs);
+    const classObjectiveMs = predicted ? (slo?.classObjectiveMs ?? this.objectiveMs) : 0;
+    this.runHoldMs = Math.max(this.holdUntil - started, config.queue_timeout_ms - classObjectiveMs);
   }
 
   /**
@@ -158,10 +169,13 @@ export class RoomWait {
     // decided again on the same signal, and the room freed is the higher one's.
     if (!busy)
       return (
-        this.gateMs < this.objectiveMs &&
+        this.behindHigher &&
         // ...for the first half of its objective: the rest is left for the queue it then joins, so
         // it is rarely shed for having waited (all of it shed 72 of 311 batch requests at 70% load, 1 s loads).
         now - this.started + decided.ttftMs < this.objectiveMs / 2 &&
+        // ...and never past `holdUntil` (within `queue_timeout_ms`): an objective over twice that
+        // (a class's, or a client's `x-slo-ttft-ms` up to 600 s) held it past Kong's 60 s RPC bound.
+        now < this.holdUntil &&
         this.held?.above(this.priority) === true
       );
     // llm-d refuses a sheddable request when no endpoint is predicted within its objective
@@ -215,7 +229,7 @@ export class RoomWait {
     // Not for a replica past `max_in_flight` alone: predicted in time, it is no overload (a top
     // class with the bound and a hold shorter than half its objective was refused so).
     if (!this.refusesAtHoldEnd || !this.held || !late) return false;
-    const holdMs = this.holdUntil - this.started;
+    const holdMs = this.runHoldMs;
     if (this.held.lateHoldEnds(now, holdMs) >= holdMs && this.held.backlogged(this.priority)) {
       this.leave();
       throw errors.ttftOverload(this.objectiveMs, now - this.started + decided.ttftMs, drainS);

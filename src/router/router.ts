@@ -247,9 +247,13 @@ export class RouterService {
       const contextTokens = tokens ? tokens.longestPromptTokens + (tokens.maxTokens ?? 1) : undefined;
       // The runtime's function, not a closure here (runtime.ts `contextOf` says why).
       if (contextTokens !== undefined) ctx.contextOf = rt.contextOf;
-      // The guessed lease goes back as soon as a decision goes elsewhere (before any wait for room).
-      const decided = (url: string) => {
-        if (guess.held && guess.held.lease.lease.url !== url) giveBack(rt, guess);
+      // The guessed lease goes back as soon as a decision goes elsewhere (before any wait for room),
+      // or the request is held in the gateway: in flight nowhere, it would count against a class's
+      // `max_in_flight` there (a fresh lease is taken when it goes). Not a closure on `wait`: kept
+      // there it held the decision's scope through a young-generation collection
+      // (test/kong/young-promotion.test.ts: 3,888 bytes a request).
+      const decided = (url: string | null) => {
+        if (guess.held && (url === null || guess.held.lease.lease.url !== url)) giveBack(rt, guess);
       };
       try {
         return await this.placement.place(

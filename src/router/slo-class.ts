@@ -47,6 +47,17 @@ export interface RequestSlo {
    * requests are in flight there (0 or absent: no bound), for up to half its objective (room-wait.ts).
    */
   maxInFlight?: number;
+  /**
+   * Its class may join only queues shorter than its objective (a class above has a tighter one): it
+   * waits while a request of a higher class is held (room-wait.ts). The class's, whatever
+   * `x-slo-ttft-ms` says: a client objective at the gate took a batch request out of that wait.
+   */
+  behindHigher?: boolean;
+  /**
+   * The class's own objective, when `x-slo-ttft-ms` set `objectiveMs`: a refusal at the end of a
+   * hold reads the run of late hold-ends by the class's hold, not the client's (room-wait.ts).
+   */
+  classObjectiveMs?: number;
 }
 
 /** Upper bound on `x-slo-ttft-ms` (the schema's bound on `ttft_ms`). */
@@ -75,6 +86,7 @@ export class SloClasses {
       sheddable: priority < 0,
       gateMs: Math.min(objectiveMs, this.above.get(priority)!),
       maxInFlight,
+      behindHigher: this.above.get(priority)! < objectiveMs,
     });
     this.byName = new Map(
       classes.map((c) => [c.name, slo(c.name, c.ttft_ms, c.priority, c.max_in_flight ?? 0)]),
@@ -106,7 +118,12 @@ export class SloClasses {
     // At least 1 ms (the schema's least `ttft_ms`): rounded to 0, a positive value such as 0.4
     // made an objective of none, so the request was never held, gated or shed.
     const objectiveMs = Math.max(1, Math.min(Math.round(own), MAX_OBJECTIVE_MS));
-    return { ...chosen, objectiveMs, gateMs: Math.min(objectiveMs, this.above.get(chosen.priority)!) };
+    return {
+      ...chosen,
+      objectiveMs,
+      gateMs: Math.min(objectiveMs, this.above.get(chosen.priority)!),
+      classObjectiveMs: chosen.objectiveMs,
+    };
   }
 
   private consumerClass(c: { id?: string; username?: string }): RequestSlo | undefined {

@@ -105,6 +105,31 @@ describe('max_in_flight, through RouterService', () => {
     await release(o);
     expect(await inFlight()).toBe(0);
   });
+
+  // Two requests decided at once each hold a guessed lease on the same replica. Held, a request
+  // kept its guessed lease open: each counted the other's held lease as in flight, so with
+  // max_in_flight 1 both waited up to half their objective on a replica with none in flight.
+  it('lets one of two batch requests with guessed leases on an idle replica go: a held one gives its lease back', async () => {
+    h = await start({ ttft_ms: 600_000, max_in_flight: 1 });
+    (h.rt.store as { mode?: () => string }).mode = () => 'redis';
+    await h.nextPoll();
+    // The replica becomes the base model's last: both next requests take their lease there first.
+    await release(await route('batch'));
+    expect(await inFlight()).toBe(0);
+    const outcomes: RouteOutcome[] = [];
+    const pair = [route('batch'), route('batch')].map((p) => p.then((o) => (outcomes.push(o), o)));
+    // Each first sees the other's guessed lease (it may yet join): held, it gives its own back, and
+    // on the next look (a room change, or the 250 ms fallback) one goes and the other stays held.
+    for (let i = 0; i < 2000 && outcomes.length < 1; i++) await new Promise((r) => setTimeout(r, 1));
+    expect(outcomes.map((o) => o.kind)).toEqual(['proxy']);
+    expect(await inFlight()).toBe(1);
+    await release(outcomes[0]!);
+    const both = await Promise.all(pair);
+    for (const o of both) expect(o.kind).toBe('proxy');
+    await release(outcomes[1]!);
+    expect(await inFlight()).toBe(0);
+    expect(inFlightHere(h.rt, h.fleet.urls[0]!, 0, undefined)).toBe(0);
+  });
 });
 
 /**
