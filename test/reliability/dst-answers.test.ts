@@ -138,17 +138,16 @@ describe('a failed load taken for landed, planted in the real code', () => {
     ReplicaWord.prototype.listedAfterLoad = listedAfterLoad;
   });
 
-  // Seed 12's schedule moved with two changes of the same stop (a held request gives back its
-  // guessed lease; loads under way count on every node): the plant's first 404 is now node 2's
-  // `chat` (before: node 0's `team,a`), and there is none without the plant.
-  it('seed 12 breaks it (chat on replica-0, whose load failed), and holds without the plant', async () => {
+  // Seed 12's schedule moved when a held request began to give back its guessed lease: the
+  // plant's first 404 is now node 1's `code` (before: node 0's `team,a`), none without the plant.
+  it('seed 12 breaks it (code on replica-0, whose load failed), and holds without the plant', async () => {
     // The replica's word after a failed load call: "listed" unless it lists a start-up entry.
     ReplicaWord.prototype.listedAfterLoad = async function (url, name, leftMs) {
       return (await listedAfterLoad.call(this, url, name, leftMs)) === 'start-up' ? 'start-up' : true;
     };
     const r = await runSeed(12, AS_DRAWN);
     expect(r.violation?.invariant).toBe(INVARIANT);
-    expect(r.violation?.detail).toContain('chat proxied by n2g0');
+    expect(r.violation?.detail).toContain('code proxied by n1g0');
     expect(r.violation?.detail).toContain('answered 404 by http://replica-0:8000: never loaded there');
     ReplicaWord.prototype.listedAfterLoad = listedAfterLoad;
     expect((await runSeed(12, AS_DRAWN)).violation).toBeUndefined();
