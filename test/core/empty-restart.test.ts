@@ -98,14 +98,17 @@ it("after an empty restart, the first node to re-register unloads nothing under 
 }, 30_000);
 
 it('a runtime replaced on the same state that registers first after a FLUSHALL begins it with the grace: no node unloads under a lease not yet taken again', async () => {
+  await redis.command(['FLUSHALL']); // the first case's unload of b is left over
   const old = node('C');
   const peer = node('D');
+  const other = node('E');
   let successor: ReturnType<typeof node> | null = null;
   try {
-    for (const n of [old, peer]) await n.s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    for (const n of [old, peer, other]) await n.s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
     await old.s.applySnapshot(U, snapshot(Date.now()));
-    // The old runtime's request on adapter a: a lease the FLUSHALL loses.
-    expect(await old.s.acquire({ id: 'LC', url: U, adapter: 'a', at: Date.now() })).toBe('loaded');
+    // The old runtime's request on adapter b and node E's on a: leases the FLUSHALL loses.
+    expect(await old.s.acquire({ id: 'LC', url: U, adapter: 'b', at: Date.now() })).toBe('loaded');
+    expect(await other.s.acquire({ id: 'LE', url: U, adapter: 'a', at: Date.now() })).toBe('loaded');
     const before = peer.shared.currentEpoch;
     expect(before).not.toBeNull();
 
@@ -116,14 +119,17 @@ it('a runtime replaced on the same state that registers first after a FLUSHALL b
     await successor.s.succeed(old.s);
     await successor.s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
     await successor.s.applySnapshot(U, snapshot(Date.now()));
-    // Neither the old runtime nor the peer has heard of it yet (their heartbeats come each second):
-    // lease LC counts nowhere, and `a` reads idle.
+    // Its registration began the new state, so it took node C's lease back at once (its old
+    // runtime's too). Neither the peer nor node E has heard of it yet (their heartbeats come each
+    // second): lease LE counts nowhere, and `a` reads idle.
     expect(peer.shared.currentEpoch).toBe(before);
+    expect(other.shared.currentEpoch).toBe(before);
+    expect(await busy('b')).toBe(1);
     expect(await busy('a')).toBe(0);
     // The successor's node knew the old state: its registration asked the grace, so no unload.
     expect(await peer.s.beginUnload(U, 'a', Date.now(), 60_000)).toBeNull();
   } finally {
-    for (const n of [old, peer, ...(successor ? [successor] : [])]) await n.s.close();
+    for (const n of [old, peer, other, ...(successor ? [successor] : [])]) await n.s.close();
   }
 }, 30_000);
 

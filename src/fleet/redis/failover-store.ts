@@ -16,6 +16,7 @@ import type {
   Lease,
   Released,
   ReplicaSnapshot,
+  ReplicaSpec,
   ReplicaView,
   ResidencyState,
 } from '../types';
@@ -217,6 +218,19 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     // call took it back again and held unloads off anew (the simulation's seed 264535).
     this.shared.takeStateLost?.();
     await this.seenDown.push(this.local, this.shared, this.clock, ups);
+  }
+
+  /**
+   * A registration of this node's own may be the first after the shared state was emptied (a
+   * router configuration registered then): it begins the new state and notes its epoch, so no
+   * heartbeat finds the state changed, and an idle node never took its leases back (a peer was
+   * granted the unload under one once the grace was over). Taken back from here, as a heartbeat
+   * would.
+   */
+  override async upsertReplica(spec: ReplicaSpec): Promise<void> {
+    await super.upsertReplica(spec);
+    if (!this.outage.degraded && this.shared.takeStateLost?.())
+      await this.reclaim().catch((err: Error) => this.degrade(err));
   }
 
   override applySnapshot(url: string, snapshot: ReplicaSnapshot): Promise<void> {
