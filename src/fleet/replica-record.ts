@@ -34,6 +34,11 @@ export interface ReplicaRecord {
   residency: ResidencyTable;
   /** Non-static entries in `residency` (kept by putResidency/dropResidency: read per request). */
   residentCount: number;
+  /**
+   * The `loading` entries in `residency`, adapter -> since (kept by putResidency/dropResidency):
+   * a view reads how many loads are under way and since when without a walk of every resident.
+   */
+  loads: Map<string, number>;
   llamaAdapters: LlamaAdapter[];
   /**
    * A router began a load here after a registry read was adopted: registry entries seen after this
@@ -74,6 +79,7 @@ export function newReplicaRecord(spec: ReplicaSpec, holders?: HolderIndex): Repl
     running: 0,
     residency: new ResidencyTable(holders),
     residentCount: 0,
+    loads: new Map(),
     llamaAdapters: [],
     everLoaded: false,
     registrySeen: false,
@@ -107,12 +113,23 @@ export function residentsOf(r: ReplicaRecord): ResidentAdapter[] {
 export function putResidency(r: ReplicaRecord, name: string, res: ResidencyEntry): void {
   const was = r.residency.get(name);
   if (res.state !== 'static' && (!was || was.state === 'static')) r.residentCount++;
+  if (res.state === 'loading') r.loads.set(name, res.since);
+  else if (r.loads.size > 0) r.loads.delete(name);
   r.residency.set(name, res);
 }
 
 export function dropResidency(r: ReplicaRecord, name: string): void {
   const was = r.residency.get(name);
   if (was && r.residency.delete(name) && was.state !== 'static') r.residentCount--;
+  if (r.loads.size > 0) r.loads.delete(name);
+}
+
+/** When the oldest load under way began: few are under way at once, so a walk of them. */
+function oldestLoad(r: ReplicaRecord): number | undefined {
+  if (r.loads.size === 0) return undefined;
+  let oldest = Infinity;
+  for (const since of r.loads.values()) if (since < oldest) oldest = since;
+  return oldest;
 }
 
 /** `mark`: the adapter's HolderIndex mark (its slot on each replica found without a lookup per replica). */
@@ -132,6 +149,8 @@ export function replicaView(r: ReplicaRecord, adapter?: AdapterRef, mark?: numbe
     kvUsage: r.kvUsage,
     inFlight: r.inFlight,
     residentCount,
+    loadsUnderWay: r.loads.size > 0 ? r.loads.size : undefined,
+    loadsSince: oldestLoad(r),
     adapter: adapter ? presence(r, adapter, mark) : undefined,
     llamaIds: r.spec.backend === 'llamacpp' ? r.llamaAdapters.map((a) => a.id) : undefined,
     residents: undefined,

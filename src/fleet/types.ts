@@ -126,6 +126,13 @@ export interface ReplicaView {
   inFlight: number;
   /** Non-static adapters occupying a slot (loading, loaded or unloading). */
   residentCount: number;
+  /**
+   * Adapter loads under way here (`loading` entries), begun by any router sharing the store;
+   * absent when none. vLLM runs them one after another, each stopping its engine.
+   */
+  loadsUnderWay?: number;
+  /** When the oldest of them began (its `since`, by the clock of the router that began it); absent when none. */
+  loadsSince?: number;
   /** The requested adapter on this replica, if resident in any state. */
   adapter?: AdapterPresence;
   /** Every resident adapter, when asked for (placement of a cold adapter weighs the victims). */

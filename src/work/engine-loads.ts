@@ -27,6 +27,11 @@ export class EngineLoads {
     };
   }
 
+  /** How many of those loads are under way on `url`. */
+  count(url: string): number {
+    return this.byUrl.get(url)?.pending.length ?? 0;
+  }
+
   /** How long the engine of `url` is expected to stay stopped by those loads, from `now`. */
   stallMs(url: string, now: number): number {
     const r = this.byUrl.get(url);

@@ -6,6 +6,9 @@ import type { WorkModel } from './work-model';
 export interface PredictCandidate {
   url: string;
   residentCount: number;
+  /** Loads under way there begun by any router sharing the store, and when the oldest began (ReplicaView). */
+  loadsUnderWay?: number;
+  loadsSince?: number;
   holder: boolean;
   adapter?: Pick<AdapterPresence, 'state'> & Partial<Pick<AdapterPresence, 'evicted'>>;
   /**
@@ -86,7 +89,7 @@ export function predictTtft(
   // for a holder: a stall of a load or two would spread a hot adapter to a replica where its own
   // load stalls others (bursty workload, 1 s loads, 30% load, seeds 1-8: counted for holders too,
   // 2 points fewer requests within 5 s than without the count; for cold requests only, 4.7 more).
-  const stallMs = c.holder ? 0 : w.stallMs;
+  const stallMs = c.holder ? 0 : Math.max(w.stallMs, othersStallMs(c, w.ownLoads, now, loads));
   const slotMs = fixedMs + roomMs;
   // A slot and KV room are waited for together (the queue is admitted as both free): the larger counts.
   const kvMs = w.waitMs;
@@ -113,6 +116,19 @@ export function predictTtft(
   out.cachedTokens = cachedTokens;
   out.totalMs = totalMs;
   return out;
+}
+
+/**
+ * How long the loads under way on a replica keep its engine stopped, counted from the shared
+ * residency, when other routers began some of them (more are under way than this router began):
+ * they run one after another from when the oldest began, each about the fleet's learned load time.
+ * 0 when this router began them all: its own count (`Outlook.stallMs`) knows their adapters'
+ * times and when each ended, so a lone router decides as before.
+ */
+function othersStallMs(c: PredictCandidate, ownLoads: number, now: number, loads: LoadTimes): number {
+  const n = c.loadsUnderWay;
+  if (n === undefined || n <= ownLoads || c.loadsSince === undefined) return 0;
+  return c.loadsSince + n * loads.load(undefined) - now;
 }
 
 /** A prediction to fill in place (`predictTtft`'s `out`): a decision reads each one before the next. */

@@ -65,6 +65,8 @@ export interface Outlook {
   creditsPrefix: boolean;
   /** How long loads this router began there keep the engine stopped (`EngineLoads.stallMs`). */
   stallMs: number;
+  /** How many loads this router began there are under way (`EngineLoads.count`). */
+  ownLoads: number;
 }
 
 /**
@@ -87,6 +89,7 @@ export class WorkModel {
     stepMs: 0,
     creditsPrefix: true,
     stallMs: 0,
+    ownLoads: 0,
   };
   /** The adapter loads under way per replica (the adapter manager tells, runtime-wiring.ts). */
   readonly engineLoads = new EngineLoads();
@@ -227,6 +230,7 @@ export class WorkModel {
   outlook(url: string, now: number, need: number): Readonly<Outlook> {
     const o = this.scratch;
     o.stallMs = this.engineLoads.stallMs(url, now);
+    o.ownLoads = this.engineLoads.count(url);
     const r = this.replicas.get(url);
     if (!r) {
       o.waitMs = o.queuedTokens = o.stepMs = 0;

@@ -68,3 +68,33 @@ describe('predicted TTFT with loads under way', () => {
     }
   });
 });
+
+describe('predicted TTFT with loads under way that other routers began', () => {
+  const req = { promptTokens: 10_000, maxTokens: 100, maxLoadedAdapters: 2, queueTimeoutMs: 30_000 };
+  const loads = new LoadTimes(1000, 100);
+
+  it('counts the shared loading entries one after another from the oldest, when this router began fewer', () => {
+    const w = new WorkModel({ prefillTokensPerS: 10_000 });
+    // Two loads under way on A by the shared residency, the oldest since 0; this router began none.
+    const shared = { url: A, residentCount: 1, holder: false, loadsUnderWay: 2, loadsSince: 0 };
+    const cold = predictTtft(shared, { ...req, adapter: 'x' }, 500, w, loads);
+    // 1.5 s left of the two (2 x 1 s from 0), its own 1 s load, its 1 s prefill.
+    expect(cold).toMatchObject({ startMs: 2500, fixedMs: 1000, totalMs: 3500 });
+    // Long past when they should have ended: no stall, not a negative one.
+    expect(predictTtft(shared, { ...req, adapter: 'x' }, 5000, w, loads).totalMs).toBe(2000);
+    // A holder: as before, the stall is not counted.
+    const held = { ...shared, holder: true, adapter: { state: 'loaded' as const } };
+    expect(predictTtft(held, { ...req, adapter: 'x' }, 500, w, loads).totalMs).toBe(1000);
+  });
+
+  it("a lone router's loads (as many under way as it began) count as its own estimate says", () => {
+    const w = new WorkModel({ prefillTokensPerS: 10_000 });
+    // Its own load of a fast adapter (100 ms, learned), begun at 0: the shared entry says nothing more.
+    w.engineLoads.begun(A, 0, 100);
+    const own = { url: A, residentCount: 1, holder: false, loadsUnderWay: 1, loadsSince: 0 };
+    expect(predictTtft(own, { ...req, adapter: 'x' }, 50, w, loads).startMs).toBe(1050);
+    // One more under way than it began: another router's, counted from the oldest at the fleet's 1 s each.
+    const more = { ...own, loadsUnderWay: 2 };
+    expect(predictTtft(more, { ...req, adapter: 'x' }, 50, w, loads).startMs).toBe(2950);
+  });
+});

@@ -1043,6 +1043,32 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     await check();
     expect((await s.views([U]))[0]!.residentCount).toBe(0);
   });
+
+  it('counts the loads under way on a replica, from any node, and when the oldest began, in the views', async () => {
+    // vLLM runs loads one after another: every node reads how many are under way there and since when.
+    const s = await store();
+    const underWay = async () => {
+      const [v] = await s.views([U], { name: 'z' });
+      return [v!.loadsUnderWay, v!.loadsSince];
+    };
+    expect(await underWay()).toEqual([undefined, undefined]);
+    const fa = await s.beginLoad(U, 'a', 10, LIMIT, TTL);
+    const fb = await s.beginLoad(U, 'b', 20, LIMIT, TTL);
+    const fc = await s.beginLoad(U, 'c', 30, LIMIT, TTL);
+    expect(await underWay()).toEqual([3, 10]);
+    // The oldest ends (loaded): the next oldest is the one under way longest.
+    await s.finishLoad(U, 'a', fa!, true, 40);
+    expect(await underWay()).toEqual([2, 20]);
+    // A younger one ends (failed): the oldest stays.
+    await s.finishLoad(U, 'c', fc!, false, 50);
+    expect(await underWay()).toEqual([1, 20]);
+    // An unload under way is no load: not counted.
+    const ua = await s.beginUnload(U, 'a', 60, TTL);
+    expect(await underWay()).toEqual([1, 20]);
+    await s.finishUnload(U, 'a', ua!, true, 61);
+    await s.finishLoad(U, 'b', fb!, 'static', 70);
+    expect(await underWay()).toEqual([undefined, undefined]);
+  });
 });
 
 describe('redis fleet store across nodes', () => {
@@ -1092,6 +1118,8 @@ describe('redis fleet store across nodes', () => {
       await b.expireLeases(2, 600_000);
     }
     expect(await states2(b)).toEqual({});
+    // No load under way any more: it delays no other load there.
+    expect((await b.views([U]))[0]!.loadsUnderWay).toBeUndefined();
     expect(await b.holds(U, 'x', dead!)).toBe(false);
     expect(await b.beginLoad(U, 'x', 3, LIMIT, TTL)).not.toBeNull();
   });

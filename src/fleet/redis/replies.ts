@@ -84,6 +84,8 @@ export function viewOf(url: string, spec: ReplicaSpec, r: Map<string, string>): 
     kvUsage: num(r.get('kvUsage')) ?? undefined,
     inFlight: Number(r.get('inFlight') ?? 0),
     residentCount: Number(r.get('residents') ?? 0),
+    loadsUnderWay: num(r.get('loads')) ?? undefined,
+    loadsSince: num(r.get('loadsSince')) ?? undefined,
     llamaIds: spec.backend === 'llamacpp' ? llamaOf(r).map((a) => a.id) : undefined,
   };
 }

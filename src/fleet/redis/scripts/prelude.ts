@@ -9,6 +9,8 @@ import { FENCE_PER_MS } from '../../types';
  *   P r:<url>         hash of the replica's figures (health, waiting, residents, inFlight...)
  *   P res:<url>       hash adapter -> residency JSON {state, since, lastUsed, t (Redis time), fence?, for?}
  *   P busy:<url>      hash adapter -> in-flight count
+ *   P loads:<url>     zset adapter -> since, of the entries in state 'loading' (loads under way);
+ *                     its count and lowest score mirrored in P r:<url> as 'loads', 'loadsSince'
  *   P gone:<url>      zset adapter -> when it was unloaded or forgotten, Redis time (bounded)
  *   P unseen:<url>    set of the adapters a load began for before the replica's first registry
  *                     read was adopted (an emptied state): that read counts only these as the
@@ -51,21 +53,45 @@ local function getres(url, name)
   if v then return cjson.decode(v) end
   return nil
 end
+-- Loads under way (entries 'loading'): a zset by since, its count and oldest mirrored in the
+-- replica's figures, which every view reads whole anyway (no call more per replica per request).
+local function loadskey(url) return P .. 'loads:' .. url end
+local function mirrorloads(url)
+  local oldest = redis.call('ZRANGE', loadskey(url), 0, 0, 'WITHSCORES')
+  if #oldest == 0 then
+    redis.call('HDEL', rkey(url), 'loads', 'loadsSince')
+  else
+    redis.call('HSET', rkey(url), 'loads', redis.call('ZCARD', loadskey(url)), 'loadsSince', oldest[2])
+  end
+end
 -- residents: non-static entries, read per request, kept by putres/dropres. t: when the entry
 -- last changed, by Redis's clock (the one clock every node's poll is compared with).
 local function putres(url, name, res)
-  local was = redis.call('HGET', reskey(url), name)
-  if res.state ~= 'static' and (not was or cjson.decode(was).state == 'static') then
+  local raw = redis.call('HGET', reskey(url), name)
+  local was = raw and cjson.decode(raw).state
+  if res.state ~= 'static' and (not was or was == 'static') then
     redis.call('HINCRBY', rkey(url), 'residents', 1)
   end
   res.t = now_ms()
   redis.call('HSET', reskey(url), name, cjson.encode(res))
+  if res.state == 'loading' then
+    redis.call('ZADD', loadskey(url), res.since, name)
+    mirrorloads(url)
+  elseif was == 'loading' then
+    redis.call('ZREM', loadskey(url), name)
+    mirrorloads(url)
+  end
 end
 local function dropres(url, name)
   local was = redis.call('HGET', reskey(url), name)
   if not was then return end
   redis.call('HDEL', reskey(url), name)
-  if cjson.decode(was).state ~= 'static' then redis.call('HINCRBY', rkey(url), 'residents', -1) end
+  local state = cjson.decode(was).state
+  if state ~= 'static' then redis.call('HINCRBY', rkey(url), 'residents', -1) end
+  if state == 'loading' then
+    redis.call('ZREM', loadskey(url), name)
+    mirrorloads(url)
+  end
 end
 -- The event list keeps the newest 200: pushevent takes one already encoded (a node's own JSON).
 local function pushevent(raw)
