@@ -1,5 +1,7 @@
 import type { Limits, WorldView } from '../../dst/invariants';
 import type { AdapterLogEntry } from '../../sim/http/replica';
+import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
+import { EngineLoads } from '../../src/work/engine-loads';
 
 /** The limits of a three-node simulated world, as the log checks' tests give them (dst/invariants.ts). */
 export function dstLimits(maxLoadedAdapters: number, coldLoadsPerMinute = 100): Limits {
@@ -37,3 +39,21 @@ export const unloadEntry = (
   loaded,
   ...extra,
 });
+
+/**
+ * Sets aside two changes (2026-12-06) that moved the simulation's schedules, neither of them what
+ * a planted-bug replay plants: loads under way counted across nodes (EngineLoads.count read as
+ * unbounded: no other node's load is counted) and a node's own registration after an emptied
+ * state taking its leases back (FailoverFleetStore's override). A seed found breaking a plant
+ * before them replays as found, as the 10241 case sets aside the batch `retake`. Returns the undo.
+ */
+export function setAsideScheduleMoves(): () => void {
+  const count = Object.getOwnPropertyDescriptor(EngineLoads.prototype, 'count')!;
+  const upsert = Object.getOwnPropertyDescriptor(FailoverFleetStore.prototype, 'upsertReplica')!;
+  EngineLoads.prototype.count = () => Infinity;
+  Reflect.deleteProperty(FailoverFleetStore.prototype, 'upsertReplica');
+  return () => {
+    Object.defineProperty(EngineLoads.prototype, 'count', count);
+    Object.defineProperty(FailoverFleetStore.prototype, 'upsertReplica', upsert);
+  };
+}

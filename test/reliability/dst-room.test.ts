@@ -16,7 +16,7 @@ import type { AdapterLogEntry } from '../../sim/http/replica';
 import type { RedisConfig } from '../../src/config/redis-schema';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { seededRandom } from '../../src/random';
-import { dstLimits, loadEntry, QUIET, unloadEntry } from '../helpers/dst-fixtures';
+import { setAsideScheduleMoves, dstLimits, loadEntry, QUIET, unloadEntry } from '../helpers/dst-fixtures';
 
 const URL = 'http://replica-0:8000';
 const ROOM = 'a request makes room for its load and no more';
@@ -719,10 +719,13 @@ describe("8196ff3's break planted in the real code", () => {
   // schedule's course (fewer calls, other draws), and no seed breaks the plant with it: 1-36000 as
   // drawn before the link kept its order, 1-30000 with the link in order (a script outside the repository).
   const retake = Object.getOwnPropertyDescriptor(RedisLink.prototype, 'retake')!;
+  let undo: () => void;
   beforeEach(() => {
     Reflect.deleteProperty(RedisLink.prototype, 'retake');
+    undo = setAsideScheduleMoves();
   });
   afterEach(() => {
+    undo();
     MemoryFleetStore.prototype.beginUnload = beginUnload;
     Object.defineProperty(RedisLink.prototype, 'retake', retake);
   });

@@ -15,7 +15,7 @@ import type { AdapterLogEntry } from '../../sim/http/replica';
 import { ReplicaWord } from '../../src/adapters/replica-word';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { ReplicaRecord } from '../../src/fleet/replica-record';
-import { dstLimits, QUIET, unloadEntry } from '../helpers/dst-fixtures';
+import { setAsideScheduleMoves, dstLimits, QUIET, unloadEntry } from '../helpers/dst-fixtures';
 
 const URL = 'http://replica-1:8000';
 const LIMITS = dstLimits(1);
@@ -58,7 +58,12 @@ describe('the old classification planted in the real code', () => {
   type Managed = (name: string, path: string) => boolean;
   const proto = MemoryFleetStore.prototype as unknown as { reconcile: Reconcile };
   const reconcile = proto.reconcile;
+  let undo: () => void;
+  beforeEach(() => {
+    undo = setAsideScheduleMoves();
+  });
   afterEach(() => {
+    undo();
     MemoryFleetStore.prototype.beginLoad = beginLoad;
     proto.reconcile = reconcile;
   });
@@ -104,7 +109,12 @@ describe('the old classification planted in the real code', () => {
 
 describe('the old reading of "already loaded" planted in the real code', () => {
   const registeredAtStart = ReplicaWord.prototype.registeredAtStart;
+  let undo: () => void;
+  beforeEach(() => {
+    undo = setAsideScheduleMoves();
+  });
   afterEach(() => {
+    undo();
     ReplicaWord.prototype.registeredAtStart = registeredAtStart;
   });
 

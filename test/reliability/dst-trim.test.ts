@@ -15,7 +15,7 @@ import type { AdapterPolicy } from '../../src/adapters/policy';
 import { Room } from '../../src/adapters/room';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { FleetStore } from '../../src/fleet/store';
-import { dstLimits, loadEntry, QUIET, unloadEntry } from '../helpers/dst-fixtures';
+import { setAsideScheduleMoves, dstLimits, loadEntry, QUIET, unloadEntry } from '../helpers/dst-fixtures';
 
 const URL = 'http://replica-0:8000';
 const LIMITS = dstLimits(2);
@@ -177,7 +177,12 @@ describe('the trim break planted in the real code', () => {
     while (await room.idleUnload.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS, limit));
   };
 
+  let undo: () => void;
+  beforeEach(() => {
+    undo = setAsideScheduleMoves();
+  });
   afterEach(() => {
+    undo();
     Room.prototype.trim = trim;
     MemoryFleetStore.prototype.beginUnload = beginUnload;
   });
