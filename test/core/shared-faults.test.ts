@@ -152,6 +152,28 @@ describe('item 2: every node notices an emptied Redis', () => {
     await waitFor(async () => (await b.shared.inFlightTotal()) === 1, 3000, "A's lease counted again");
     expect(await b.s.beginUnload(U, 'a', Date.now(), TTL)).toBeNull();
   });
+
+  it('an idle node whose own registration is the first after a FLUSHALL takes its leases again: no peer unloads under them', async () => {
+    // Its registration begins the new state and notes its epoch, so its heartbeat never finds the
+    // state changed (failed first: "A's lease counted again not met within 3000 ms").
+    const p = prefix();
+    const a = await node(p, 'nA', { nodeTtlMs: 400 });
+    const b = await node(p, 'nB', { nodeTtlMs: 400 });
+    await a.s.applySnapshot(U, poll());
+    // A's request is on its way to the replica; A has no other decision to make.
+    expect(await a.s.acquire(lease('A1'))).toBe('loaded');
+    await admin.flushall();
+    // A router configuration registered on A now (a Kong configuration push): its replica's
+    // registration is the first after the FLUSHALL and begins the new state.
+    await a.s.upsertReplica(SPEC);
+    // B's heartbeat finds the new epoch and B takes its (no) leases back; its poll adopts `a`.
+    await b.s.views([U], { name: 'a' });
+    await b.s.applySnapshot(U, poll());
+    await waitFor(async () => (await b.shared.inFlightTotal()) === 1, 3000, "A's lease counted again");
+    // Past the grace (node_ttl_ms) a peer's unload of `a` is refused: A's request still runs.
+    await sleep(500);
+    expect(await b.s.beginUnload(U, 'a', Date.now(), TTL)).toBeNull();
+  });
 });
 
 describe('item 3: a partitioned node keeps its leases', () => {
