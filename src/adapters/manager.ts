@@ -222,9 +222,4 @@ export class AdapterManager {
   overlayClaims(views: ReplicaView[], adapter: string): void {
     this.claims.overlay(views, adapter);
   }
-
-  /** Shows this node's own unloads under way in `views` as `unloading` (see OwnUnloads.overlay). */
-  overlayOwnUnloads(views: ReplicaView[], adapter: string): void {
-    this.ownUnloads.overlay(views, adapter);
-  }
 }

@@ -126,7 +126,7 @@ export class Placement {
         if (adapter) {
           rt.manager.overlayClaims(views, adapter.name);
           // This node's own unloads under way read `unloading`, as the store's entry would.
-          rt.manager.overlayOwnUnloads(views, adapter.name);
+          rt.manager.ownUnloads.overlay(views, adapter.name);
           this.markEvicted(rt, views, adapter.name);
         }
         // Never onto a replica seen down: a request could only fail there.

@@ -87,9 +87,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     this.budget = new OutageBudget(shared, clock, () => this.predecessor?.budget ?? null);
     // An emptied Redis seen from a heartbeat: a node with requests running but no decision to
     // make must re-take its leases too, or another node may unload under them.
-    shared.onStateLost = () => {
-      if (!this.outage.degraded) this.reclaim().catch((err: Error) => this.degrade(err));
-    };
+    shared.onStateLost = () => void this.reclaimShared();
   }
 
   /**
@@ -229,8 +227,12 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
    */
   override async upsertReplica(spec: ReplicaSpec): Promise<void> {
     await super.upsertReplica(spec);
-    if (!this.outage.degraded && this.shared.takeStateLost?.())
-      await this.reclaim().catch((err: Error) => this.degrade(err));
+    if (this.shared.takeStateLost?.()) await this.reclaimShared();
+  }
+
+  /** Takes this node's state back into an emptied Redis, unless it decides alone (the probe's recovery does then). */
+  private async reclaimShared(): Promise<void> {
+    if (!this.outage.degraded) await this.reclaim().catch((err: Error) => this.degrade(err));
   }
 
   override applySnapshot(url: string, snapshot: ReplicaSnapshot): Promise<void> {
