@@ -29,6 +29,8 @@ function fakeShared() {
     open: new Set<string>(),
     /** Leases admitted in the shared store (not handed back), in order. */
     acquired: [] as string[],
+    /** The lease whose acquire runs but whose reply is lost. */
+    loseReply: '',
     onRetake: null as ((n: number) => Promise<void> | void) | null,
     store: null as unknown as SharedStore,
   };
@@ -39,6 +41,7 @@ function fakeShared() {
       sh.acquired.push(l.id);
       const state = await inner.acquire(l);
       if (state !== undefined) sh.open.add(l.id);
+      if (sh.loseReply === l.id) throw new Error('timed out'); // ran, its reply lost
       return state;
     },
     retake: async (leases: readonly Lease[]) => {
@@ -163,6 +166,27 @@ describe('decisions during a recovery', () => {
     expect(s.mode()).toBe('redis');
     expect(open(sh)).toEqual(['L1', 'L2', 'L3', 'S1']);
     expect(await s.local.inFlightTotal()).toBe(0);
+  });
+
+  it('an admission that waited, then timed out in the shared store, is released there too', async () => {
+    const { clock, sh, s } = await cutOff();
+    let admit: Promise<unknown> | undefined;
+    sh.onRetake = (n) => {
+      if (n === 1) void s.acquire(lease('L2'));
+      if (n !== 2) return;
+      sh.loseReply = 'L3';
+      admit = s.acquire(lease('L3'));
+    };
+    await clock.run(clock.now() + PROBE);
+    await admit;
+    // Decided alone after its shared call failed: that call ran, so L3's release is owed there.
+    expect(s.mode()).toBe('local');
+    expect(open(sh)).toContain('L3');
+    await s.release('L3', 4, 200);
+    sh.onRetake = null;
+    await clock.run(clock.now() + PROBE);
+    expect(s.mode()).toBe('redis');
+    expect(open(sh)).toEqual(['L1', 'L2', 'S1']);
   });
 
   it('an unload that waited for the recovery is refused: the hold-off after it began', async () => {
