@@ -4,9 +4,11 @@ import { AdapterStats } from './adapters/stats';
 import { HttpReplicaApi } from './backends/http-replica-api';
 import type { ReplicaApi } from './backends/replica-api';
 import { systemClock, type Clock } from './clock';
+import { redisBounds } from './config/redis-enterprise';
 import { sharesState, stateKeyOf } from './config/redis-schema';
 import { MemoryFleetStore } from './fleet/memory-store';
 import { FailoverFleetStore } from './fleet/redis/failover-store';
+import { FAILOVER_DEFAULTS } from './fleet/redis/outage';
 import { RedisFleetStore } from './fleet/redis/redis-store';
 import { DEFAULT_UNHEALTHY_TIMEOUTS } from './config/poller-schema';
 import type { LeaseHandle } from './lease';
@@ -115,7 +117,8 @@ export class FleetRuntime {
           o.sharedStore?.(o.redis, this.leasePrefix, this.log) ??
             new RedisFleetStore(o.redis, this.leasePrefix, this.log),
           this.log,
-          undefined,
+          // A decision waits for a recovery's last pass at most one shared call's timeout.
+          { ...FAILOVER_DEFAULTS, recoveryWaitMs: redisBounds(o.redis).call },
           this.clock,
         )
       : (o.store ?? new MemoryFleetStore());

@@ -286,4 +286,57 @@ describe('FailoverFleetStore recovery (issue 16)', () => {
       await s.close();
     }
   }, 30_000);
+  it('a node under steady traffic shares decisions again after Redis returns, each open lease counted there', async () => {
+    // One request in flight at a time, each ended a tick after its admission: before, every
+    // recovery pass found one admitted or ended alone meanwhile, each recovery gave up after its
+    // passes, and the node decided alone for as long as the traffic lasted, Redis healthy.
+    const p = prefix();
+    const { s } = await node(p, 'n8');
+    let stop = false;
+    let open: string | null = null;
+    let admitted = 0;
+    const run = async () => {
+      // Bounded: stopped below (the last request admitted stays open), or after this many.
+      for (let i = 0; i < 10_000_000; i++) {
+        const id = `Q${i}`;
+        await s.acquire({ id, url: U, adapter: 'a', at: 3 });
+        open = id;
+        admitted++;
+        await new Promise((r) => setImmediate(r));
+        if (stop) return;
+        await s.release(id, 4, 200);
+        open = null;
+      }
+    };
+    let traffic: Promise<void> = Promise.resolve();
+    try {
+      await s.applySnapshot(U, snapshot(1));
+      // A lease taken in Redis before the outage, one taken alone during it: both run throughout.
+      expect(await s.acquire({ id: 'S1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
+      redis.pause();
+      expect(await s.acquire({ id: 'L1', url: U, adapter: 'a', at: 2 })).toBe('loaded');
+      expect(s.mode()).toBe('local');
+      traffic = run();
+      const before = admitted;
+      await waitFor(() => admitted > before + 100, 5000, 'requests admitted alone');
+      redis.resume();
+      await waitFor(() => s.mode() === 'redis', 5000, 'sharing decisions again');
+      const since = admitted;
+      await waitFor(() => admitted > since + 20, 5000, 'requests admitted on the shared store');
+      stop = true;
+      await traffic;
+      await sharedAgain(s);
+      const held = async () => ((await redis.command(['HKEYS', `${p}lease`])) as string[]).sort();
+      expect(open).not.toBeNull();
+      expect(await held()).toEqual([open!, 'L1', 'S1'].sort());
+      for (const id of [open!, 'L1', 'S1']) await s.release(id, 5, 200);
+      await sharedAgain(s);
+      expect(await held()).toEqual([]);
+    } finally {
+      stop = true;
+      redis.resume();
+      await traffic;
+      await s.close();
+    }
+  }, 30_000);
 });

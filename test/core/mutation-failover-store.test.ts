@@ -7,7 +7,7 @@
  * store with a switch that fails every call (as in failover-clock.test.ts) and a recording
  * `prune`; the clock is virtual, so a probe runs when the test says.
  */
-import { VirtualClock } from '../../src/clock';
+import { sleep, VirtualClock } from '../../src/clock';
 import { MemoryFleetStore, PASSIVE_FAILURE_LIMIT } from '../../src/fleet/memory-store';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import type { SharedStore } from '../../src/fleet/redis/shared-store';
@@ -191,20 +191,23 @@ describe('FailoverFleetStore.recover', () => {
     const { sh, s, cut, back, clock } = await setup();
     await cut();
     await s.acquire(lease('L0'));
-    // Every retake of local leases (one call a pass) admits another one locally (still deciding alone).
+    // Every retake of local leases (one call a pass) admits another one, and answers after the
+    // longest an admission waits for the recovery's end (`recoveryWaitMs`, here `probeMs`): each
+    // is decided alone then (still degraded), and the pass after has it to hand back. Only in the
+    // first probe's recovery (one ping so far).
     let admitted = 0;
-    let admit = true;
     const retake = sh.inner().retake.bind(sh.inner());
     sh.inner().retake = async (ls) => {
-      if (admit) await s.acquire(lease(`N${++admitted}`));
+      if (sh.calls.filter((c) => c === 'ping').length === 1) void s.acquire(lease(`N${++admitted}`));
+      await sleep(clock, PROBE + 1);
       return retake(ls);
     };
-    await back();
+    await back(); // the probe: its recovery begins
+    await clock.run(clock.now() + 101 * (PROBE + 1)); // 101 retakes: its end
     expect(s.mode()).toBe('local');
     // Bounded: one pass before the loop and at most 100 in it.
     expect(admitted).toBe(101);
-    admit = false;
-    await clock.run(clock.now() + PROBE);
+    await clock.run(clock.now() + PROBE + 2 * (PROBE + 1)); // the next probe: two retakes
     expect(s.mode()).toBe('redis');
     expect(await sh.inner().inFlightTotal()).toBe(admitted + 1);
     expect(await s.local.inFlightTotal()).toBe(0);

@@ -127,7 +127,8 @@ export abstract class DegradableFleetStore {
   beginUnload(...args: Parameters<FleetStore['beginUnload']>): Promise<Fence | null> {
     if (this.unloadsHeldOff()) return Promise.resolve(null);
     return this.decide(
-      (s) => s.beginUnload(...args),
+      // Asked again: one that waited for a recovery's end (`Outage.decide`) begins in its hold-off.
+      (s) => (this.unloadsHeldOff() ? Promise.resolve(null) : s.beginUnload(...args)),
       async () => null,
     );
   }

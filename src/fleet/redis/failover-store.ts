@@ -23,7 +23,7 @@ import type {
 import { DegradableFleetStore } from './degradable-store';
 import { EndedLocks } from './ended-locks';
 import { HeldLeases, retake } from './held-leases';
-import type { FailoverOptions } from './outage';
+import { FAILOVER_DEFAULTS, type FailoverOptions } from './outage';
 import { OutageBudget } from './outage-budget';
 import { SeenDown } from './seen-down';
 import type { SharedStore } from './shared-store';
@@ -34,7 +34,8 @@ const RECOVERY_PASSES = 100;
 /**
  * While the shared store answers, it decides; when a shared call fails or times out, this node
  * decides from its local state until a probe finds the shared store again: requests keep
- * flowing, each bounded by one shared timeout at most. Leases taken locally are re-taken in the
+ * flowing, each bounded by one shared timeout at most (and one more when it waits for a
+ * recovery's last pass: `Outage.recovering`). Leases taken locally are re-taken in the
  * shared store on recovery, and releases that failed are replayed.
  */
 export class FailoverFleetStore extends DegradableFleetStore implements FleetStore {
@@ -78,7 +79,7 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   constructor(
     shared: SharedStore,
     log: Logger,
-    options: FailoverOptions = { probeMs: 1000, logEveryMs: 30_000 },
+    options: FailoverOptions = FAILOVER_DEFAULTS,
     clock: Clock = systemClock,
   ) {
     super(shared, log, options, clock);
@@ -113,7 +114,10 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       if ((this.shared.currentEpoch ?? null) !== null) await this.budget.republish();
       // Requests admitted and ended during the walk were decided locally (still degraded):
       // take those leases, replay those releases and merge those budget spends too, until none
-      // is left. No await separates the last check from sharing again.
+      // is left. No await separates the last check from sharing again. Decisions from now on wait
+      // for the end of this recovery (`Outage.recovering`), so the passes run out; a local lease
+      // ended meanwhile is released locally still (in the store that took it).
+      this.outage.recovering();
       let passes = 0;
       while (this.leases.pendingReleases.size > 0 || this.budget.unmerged || this.leases.holdsLocal()) {
         if (++passes > RECOVERY_PASSES) return false; // admissions outran the walk: the next probe goes on
@@ -350,12 +354,16 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
 
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {
     let shared = true;
-    const tried = !this.outage.degraded;
+    // Whether the shared call was sent: not when degraded, unless a recovery's end was awaited.
+    let tried = false;
     const since = this.reclaimsMissable();
     this.leases.acquiring.add(lease.id);
     try {
       const state = await this.decide(
-        (s) => s.acquire(lease),
+        (s) => {
+          tried = true;
+          return s.acquire(lease);
+        },
         () => {
           shared = false;
           return this.local.acquire(lease);
@@ -382,12 +390,13 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     lease: Lease,
   ): Promise<{ views: ReplicaView[]; state: ResidencyState | undefined }> {
     let shared = true;
-    const tried = !this.outage.degraded;
+    let tried = false; // as in `acquire`
     const since = this.reclaimsMissable();
     this.leases.acquiring.add(lease.id);
     try {
       const r = await this.decide(
         async (s) => {
+          tried = true;
           const r = s.viewsAndLease
             ? await s.viewsAndLease(urls, adapter, lease)
             : { views: await s.views(urls, adapter), state: await s.acquire(lease) };

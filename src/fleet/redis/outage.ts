@@ -6,6 +6,7 @@
  */
 import type { Clock } from '../../clock';
 import type { Logger } from '../../log';
+import { Signal } from '../../signal';
 import type { SharedStore } from './shared-store';
 
 /** Probe intervals after the shared store comes back during which this node unloads nothing. */
@@ -16,7 +17,15 @@ export interface FailoverOptions {
   probeMs: number;
   /** While degraded, "still unreachable" is logged at most this often. */
   logEveryMs: number;
+  /**
+   * How long a decision waits for a recovery's last pass (`Outage.recovering`) before it decides
+   * alone: one shared call's timeout (the `redis` record's `timeout`). Unset: `probeMs`.
+   */
+  recoveryWaitMs?: number;
 }
+
+/** A node's options when none are given: probes every second, "still unreachable" every 30 s. */
+export const FAILOVER_DEFAULTS: FailoverOptions = { probeMs: 1000, logEveryMs: 30_000 };
 
 export class Outage {
   /** Since when this node decides alone, or null while the shared store answers. */
@@ -30,6 +39,11 @@ export class Outage {
   private cancelProbe: (() => void) | null = null;
   private probing = false;
   private shut = false;
+  /**
+   * Set while a recovery's last pass runs (`recovering`), told when the probe that runs it ends:
+   * decisions wait for it rather than decide alone.
+   */
+  private recovery: Signal | null = null;
 
   /**
    * `handBack`: after a probe found the shared store answering, hands it what this node decided
@@ -47,9 +61,20 @@ export class Outage {
     return this.degradedSince !== null;
   }
 
-  /** Runs `op` on the shared store unless degraded; on failure degrades and runs `fallback`. */
+  /**
+   * Runs `op` on the shared store unless degraded; on failure degrades and runs `fallback`. While
+   * a recovery's last pass runs, waits for it first (at most `recoveryWaitMs`): decided alone, each
+   * admission and release gave that pass more to hand back, and under steady traffic (one request
+   * per round trip) no pass was ever the last, so the node decided alone as long as the traffic
+   * lasted, Redis healthy (test/core/failover-recovery.test.ts, "steady traffic").
+   */
   async decide<T>(op: (s: SharedStore) => Promise<T>, fallback: () => Promise<T>): Promise<T> {
-    if (this.degradedSince !== null) return fallback();
+    if (this.degradedSince !== null) {
+      if (this.recovery === null) return fallback();
+      await this.recovery.wait(this.clock, this.options.recoveryWaitMs ?? this.options.probeMs);
+      // The recovery failed, or outlasted the wait: decided alone, as before it began.
+      if (this.degradedSince !== null) return fallback();
+    }
     try {
       return await op(this.shared);
     } catch (err) {
@@ -96,7 +121,19 @@ export class Outage {
       }
     } finally {
       this.probing = false;
+      // After `end`: the decisions that waited go to the shared store; recovery failed, they decide alone.
+      const waiting = this.recovery;
+      this.recovery = null;
+      waiting?.notify();
     }
+  }
+
+  /**
+   * Recovery has handed back what this node decided alone, and begins its last pass: decisions
+   * wait from now until the probe ends (`decide`), so none adds to what that pass hands back.
+   */
+  recovering(): void {
+    this.recovery ??= new Signal();
   }
 
   /** The shared store took back what this node decided alone: decisions are shared again. */
