@@ -6,6 +6,7 @@ import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
+import { TcpProxy } from '../../harness/net/tcp-proxy';
 import { RedisServer } from '../../harness/redis/server';
 import { waitFor } from '../../harness/wait';
 
@@ -36,11 +37,12 @@ const poll = (at: number): ReplicaSnapshot => ({
 function node(
   prefix: string,
   id: string,
-  o: { nodeTtlMs?: number; probeMs?: number; timeout?: number } = {},
+  o: { nodeTtlMs?: number; probeMs?: number; timeout?: number; port?: number } = {},
 ) {
   const config = redis.config(prefix, {
     node_ttl_ms: o.nodeTtlMs ?? NODE_TTL_MS,
     timeout: o.timeout ?? 2000,
+    ...(o.port !== undefined && { port: o.port }),
   });
   const shared = new RedisFleetStore(config, id);
   const options = { probeMs: o.probeMs ?? 1000, logEveryMs: 60_000 };
@@ -168,6 +170,38 @@ describe('suspicions 3 and 5: lock ends replayed to a server that handed their f
       expect(await h.s.finishUnload(U1, 'a', f2!, true, Date.now())).toBe(true);
     } finally {
       await h.s.close();
+    }
+  }, 30_000);
+});
+
+describe('suspicion 2: a router configuration pushed while the node decides alone', () => {
+  it('a runtime replaced on the same state while its store decides alone: the successor unloads nothing under the request it admitted alone', async () => {
+    const P = 'fs2:';
+    await redis.command(['FLUSHALL']);
+    const proxy = await TcpProxy.start(redis.port);
+    // The old runtime's store, through a link the test cuts; its probe comes only after a minute.
+    const old = node(P, 'X', { probeMs: 60_000, timeout: 300, port: proxy.port });
+    let next: ReturnType<typeof node> | null = null;
+    try {
+      await old.s.upsertReplica(spec(U1));
+      await old.s.applySnapshot(U1, poll(Date.now()));
+      // Its link is cut: it decides alone and admits a request on `a` (a local lease).
+      proxy.cut('refuse');
+      await old.s.acquire({ id: 'LX', url: U1, adapter: 'a', at: Date.now() });
+      expect(old.s.mode()).toBe('local');
+      proxy.restore();
+      // Redis answers again, but the old store's probe has not come yet. A router configuration with
+      // a new `timeout` arrives (same state, same node id): its store succeeds the old one.
+      next = node(P, 'X', { probeMs: 50 });
+      await next.s.succeed(old.s);
+      await next.s.upsertReplica(spec(U1));
+      await next.s.applySnapshot(U1, poll(Date.now()));
+      await new Promise((r) => setTimeout(r, 200));
+      // The request admitted alone still runs on `a`: no unload of it.
+      expect(await next.s.beginUnload(U1, 'a', Date.now(), 60_000)).toBeNull();
+    } finally {
+      for (const n of [old, ...(next ? [next] : [])]) await n.s.close();
+      await proxy.close();
     }
   }, 30_000);
 });

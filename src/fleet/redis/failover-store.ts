@@ -242,6 +242,19 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     if (this.shared.takeStateLost?.()) await this.reclaimShared();
   }
 
+  /**
+   * Also while a predecessor on this state (a runtime replaced for a changed `timeout_ms`, say)
+   * decides alone, and for its hold-off after: the leases it admitted alone are in no shared
+   * count until its probe's recovery takes them there, and this store would unload under them
+   * (test/core/failover-suspects.test.ts, suspicion 2).
+   */
+  override unloadsHeldOff(): boolean {
+    if (super.unloadsHeldOff()) return true;
+    for (let p = this.predecessor; p; p = p.predecessor)
+      if (!p.outage.closed && (p.outage.degraded || p.outage.unloadHeldOff())) return true;
+    return false;
+  }
+
   /** Takes this node's state back into an emptied Redis, unless it decides alone (the probe's recovery does then). */
   private async reclaimShared(): Promise<void> {
     if (!this.outage.degraded) await this.reclaim().catch((err: Error) => this.degrade(err));
