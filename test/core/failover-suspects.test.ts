@@ -57,6 +57,9 @@ describe('suspicion 1: two emptyings during one reclaim', () => {
     const P = 'fs1:';
     await redis.command(['FLUSHALL']);
     const a = node(P, 'A');
+    // Half a heartbeat apart: B's reclaim never runs between A's two registrations (it would
+    // register the first replica in the second state itself).
+    await new Promise((r) => setTimeout(r, NODE_TTL_MS / 8));
     const b = node(P, 'B');
     try {
       for (const n of [a, b]) for (const u of [U1, U2]) await n.s.upsertReplica(spec(u));
