@@ -117,9 +117,10 @@ export abstract class DegradableFleetStore {
 
   async finishLoad(url: string, adapter: string, fence: Fence, ok: LoadEnd, at: number): Promise<boolean> {
     if (fence < 0) return this.local.finishLoad(url, adapter, -fence, ok, at);
-    // Shared gone meanwhile: its lock expires there, and polls tell the local store.
+    // Shared gone meanwhile: its lock expires there, and polls tell the local store. Only this
+    // node's lock: the server may have handed the fence out again (shared-store.ts).
     return this.decide(
-      (s) => s.finishLoad(url, adapter, fence, ok, at),
+      (s) => s.finishLoad(url, adapter, fence, ok, at, true),
       async () => false,
     );
   }
@@ -135,7 +136,7 @@ export abstract class DegradableFleetStore {
 
   finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
     return this.decide(
-      (s) => s.finishUnload(url, adapter, fence, ok, at),
+      (s) => s.finishUnload(url, adapter, fence, ok, at, true),
       async () => false,
     );
   }
@@ -143,7 +144,7 @@ export abstract class DegradableFleetStore {
   holds(url: string, adapter: string, fence: Fence): Promise<boolean> {
     if (fence < 0) return this.local.holds(url, adapter, -fence);
     return this.decide(
-      (s) => s.holds(url, adapter, fence),
+      (s) => s.holds(url, adapter, fence, true),
       async () => false,
     );
   }

@@ -31,7 +31,11 @@ export class EndedLocks {
 
   /** A lock this node was granted in the shared store, for `ttlMs` (a local one's fence is negative). */
   begin(fence: Fence | null, ttlMs: number): Fence | null {
-    if (fence !== null && fence > 0) this.begun.set(fence, this.clock.now() + ttlMs);
+    if (fence === null || fence <= 0) return fence;
+    this.begun.set(fence, this.clock.now() + ttlMs);
+    // Handed out again (a server that lost the lock, its counter rolled back): the end owed for
+    // the old lock would end this one, which the scripts take as this node's own.
+    this.ended = this.ended.filter((e) => e.fence !== fence);
     return fence;
   }
 
@@ -59,8 +63,9 @@ export class EndedLocks {
     this.forgetExpired();
     for (const e of [...this.ended]) {
       const at = this.clock.now();
-      if (e.op === 'load') await shared.finishLoad(e.url, e.adapter, e.fence, e.ok, at);
-      else await shared.finishUnload(e.url, e.adapter, e.fence, e.ok, at);
+      // Only if the lock there is this node's: another node's under the same fence is not this end's.
+      if (e.op === 'load') await shared.finishLoad(e.url, e.adapter, e.fence, e.ok, at, true);
+      else await shared.finishUnload(e.url, e.adapter, e.fence, e.ok, at, true);
     }
   }
 

@@ -214,7 +214,19 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     // Reset before the writes, not after: a heartbeat reply handled between the last write's reply
     // and a reset after it would be an emptying after the registration, and lost.
     this.emptiedSinceRegistration = false;
-    for (const spec of await this.local.replicaSpecs()) await this.shared.upsertReplica(spec);
+    const specs = await this.local.replicaSpecs();
+    // Again while the epoch moved between two of its writes: emptied again mid-way, the state the
+    // rest went to lacks the replicas written before, and the takeStateLost below swallowed that
+    // emptying, so no heartbeat told it either. A lease then stayed counted nowhere
+    // (test/core/failover-suspects.test.ts, suspicion 1).
+    let epochs: Set<string | null>;
+    do {
+      epochs = new Set();
+      for (const spec of specs) {
+        await this.shared.upsertReplica(spec);
+        epochs.add(this.shared.currentEpoch ?? null);
+      }
+    } while (epochs.size > 1);
     // An emptied state noted so far (this registration reads the new epoch) is taken back by the
     // caller, recovery or `reclaim`, whose hold-off runs from now: left noted, the next views
     // call took it back again and held unloads off anew (the simulation's seed 264535).
@@ -232,6 +244,19 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   override async upsertReplica(spec: ReplicaSpec): Promise<void> {
     await super.upsertReplica(spec);
     if (this.shared.takeStateLost?.()) await this.reclaimShared();
+  }
+
+  /**
+   * Also while a predecessor on this state (a runtime replaced for a changed `timeout_ms`, say)
+   * decides alone, and for its hold-off after: the leases it admitted alone are in no shared
+   * count until its probe's recovery takes them there, and this store would unload under them
+   * (test/core/failover-suspects.test.ts, suspicion 2).
+   */
+  override unloadsHeldOff(): boolean {
+    if (super.unloadsHeldOff()) return true;
+    for (let p = this.predecessor; p; p = p.predecessor)
+      if (!p.outage.closed && (p.outage.degraded || p.outage.unloadHeldOff())) return true;
+    return false;
   }
 
   /** Takes this node's state back into an emptied Redis, unless it decides alone (the probe's recovery does then). */

@@ -267,9 +267,17 @@ export class RedisFleetStore implements FleetStore {
       | null;
   }
 
-  async finishLoad(url: string, adapter: string, fence: Fence, ok: LoadEnd, at: number): Promise<boolean> {
+  /** `own`: only this node's lock under `fence` (shared-store.ts); else any holder's, as the memory store. */
+  async finishLoad(
+    url: string,
+    adapter: string,
+    fence: Fence,
+    ok: LoadEnd,
+    at: number,
+    own = false,
+  ): Promise<boolean> {
     const end = ok === 'static' ? 'static' : ok ? '1' : '0';
-    return (await this.run('finishLoad', url, adapter, fence, end, at)) === 1;
+    return (await this.run('finishLoad', url, adapter, fence, end, at, own ? this.node : '')) === 1;
   }
 
   async beginUnload(
@@ -286,12 +294,21 @@ export class RedisFleetStore implements FleetStore {
       | null;
   }
 
-  async finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
-    return (await this.run('finishUnload', url, adapter, fence, ok ? '1' : '0', at)) === 1;
+  async finishUnload(
+    url: string,
+    adapter: string,
+    fence: Fence,
+    ok: boolean,
+    at: number,
+    own = false,
+  ): Promise<boolean> {
+    return (
+      (await this.run('finishUnload', url, adapter, fence, ok ? '1' : '0', at, own ? this.node : '')) === 1
+    );
   }
 
-  async holds(url: string, adapter: string, fence: Fence): Promise<boolean> {
-    return (await this.run('holds', url, adapter, fence)) === 1;
+  async holds(url: string, adapter: string, fence: Fence, own = false): Promise<boolean> {
+    return (await this.run('holds', url, adapter, fence, own ? this.node : '')) === 1;
   }
 
   async forget(url: string, adapter: string, at: number): Promise<void> {

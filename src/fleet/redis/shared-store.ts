@@ -2,11 +2,34 @@
  * What a failover store asks of the shared side: the store operations, a cheap liveness check,
  * and what it needs to hand back leases and budget spends after an outage or an emptied state.
  */
-import type { FleetStore } from '../store';
+import type { FleetStore, LoadEnd } from '../store';
+import type { Fence } from '../types';
 
 /** What the shared side must offer besides the store operations: a cheap liveness check. */
 export interface SharedStore extends FleetStore {
   ping(): Promise<unknown>;
+  /**
+   * As the store's, `own`: only this node's lock under `fence`. A server that lost a lock (a
+   * Sentinel switch, a restart from a snapshot) may hand its fence out again to another node
+   * when its counter ran ahead of its clock; the end this node owes the old lock is not theirs.
+   */
+  finishLoad(
+    url: string,
+    adapter: string,
+    fence: Fence,
+    ok: LoadEnd,
+    at: number,
+    own?: boolean,
+  ): Promise<boolean>;
+  finishUnload(
+    url: string,
+    adapter: string,
+    fence: Fence,
+    ok: boolean,
+    at: number,
+    own?: boolean,
+  ): Promise<boolean>;
+  holds(url: string, adapter: string, fence: Fence, own?: boolean): Promise<boolean>;
   /** Whether the shared state was emptied since last asked (its epoch changed or vanished). */
   takeStateLost?(): boolean;
   /** Told when the shared state was found emptied outside a decision (a heartbeat). */

@@ -20,10 +20,10 @@ else redis.call('SADD', P .. 'unseen:' .. url, name) end
 lock(url, name, fence, ttl, ARGV[7])
 return fence`,
 
-  /** url, adapter, fence, ok ('1', '0' or 'static'), at -> 1 if the fence was current */
+  /** url, adapter, fence, ok ('1', '0' or 'static'), at, node ('' any) -> 1 if the fence was current and the node's */
   finishLoad: `
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
-if not endchange(url, name, fence, 'loading') then return 0 end
+if not endchange(url, name, fence, 'loading', ARGV[7]) then return 0 end
 if ARGV[5] == 'static' then
   -- Registered at the replica's start ("already loaded"): static, and no load of ours for the first read.
   dropres(url, name)
@@ -88,10 +88,10 @@ putres(url, name, {state = 'unloading', since = at, lastUsed = res.lastUsed, fen
 lock(url, name, fence, ttl, ARGV[6])
 return fence`,
 
-  /** url, adapter, fence, ok, at -> 1 if the fence was current */
+  /** url, adapter, fence, ok, at, node ('' any) -> 1 if the fence was current and the node's */
   finishUnload: `
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
-local res = endchange(url, name, fence, 'unloading')
+local res = endchange(url, name, fence, 'unloading', ARGV[7])
 if not res then return 0 end
 if ARGV[5] == '1' then
   gone(url, name)
@@ -107,8 +107,9 @@ else putres(url, name, {state = 'loaded', since = at, lastUsed = res.lastUsed}) 
 changed()
 return 1`,
 
-  /** url, adapter, fence -> 1 if it still grants the change */
+  /** url, adapter, fence, node ('' any) -> 1 if it still grants the node's change */
   holds: `
+if othernodes(tonumber(ARGV[4]), ARGV[5]) then return 0 end
 local res = getres(ARGV[2], ARGV[3])
 local until_ = redis.call('ZSCORE', P .. 'lock-until', ARGV[4])
 if res and res.fence == tonumber(ARGV[4]) and until_ and tonumber(until_) > now_ms() then return 1 end

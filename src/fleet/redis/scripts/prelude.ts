@@ -140,9 +140,18 @@ local function unlockstale(fence, url, name, res)
   local k = cjson.decode(raw)
   if k[1] == url and k[2] == name then unlock(fence) end
 end
+-- Another node's lock under this fence: a server that lost this node's lock (a Sentinel switch, a
+-- restart from a snapshot) handed the fence out again, its counter ahead of its clock (fences from a
+-- server whose clock ran ahead). The end this node owes the old server is not that lock's.
+local function othernodes(fence, node)
+  if node == nil or node == '' then return false end
+  local raw = redis.call('HGET', P .. 'lock', fence)
+  return raw and cjson.decode(raw)[3] ~= node
+end
 -- Ends the change the fence began on the adapter (a load: 'loading', an unload: 'unloading'): its entry,
 -- or nil if the fence is no longer current (a stale lock is ended only if its change is over).
-local function endchange(url, name, fence, state)
+local function endchange(url, name, fence, state, node)
+  if othernodes(fence, node) then return nil end
   local res = getres(url, name)
   if not res or res.state ~= state or res.fence ~= fence then
     unlockstale(fence, url, name, res)
