@@ -6,6 +6,7 @@
  * (dst/access-check.ts) on hand-made answers.
  */
 import { ACCESS_INVARIANT, accessBoundMs, answeredLate, refusalMalformed } from '../../dst/access-check';
+import { NodeProcesses, type Process } from '../../dst/node-processes';
 import { DEFAULT_OPTIONS, runSeed } from '../../dst/run';
 import { generate } from '../../dst/schedule';
 import { parseRouterConfig } from '../../src/config/parse';
@@ -141,5 +142,20 @@ describe('the access bound (dst/access-check.ts)', () => {
     expect(refusalMalformed(503, { message: 'm' }, { 'Retry-After': '3' })).toBe(
       "a 503 refusal without OpenAI's error body",
     );
+  });
+});
+
+describe('the held count a process reads, with a configuration pushed again', () => {
+  // A pushed configuration's router service on the same runtime shares the held count of the one
+  // before (slo-class.ts `heldOn`: one per runtime and configuration). Summed per service, one held
+  // request counted twice: "a request leaves the gateway when it ends" broke on the first version
+  // of the push's shape (its seed 14187), a false alarm.
+  it('counts a count shared by two services once', () => {
+    const count = new Map([[0, 1]]);
+    const other = new Map([[-1, 2]]);
+    const p = {
+      services: [{ held: { count } }, { held: { count } }, { held: { count: other } }],
+    } as unknown as Process;
+    expect(NodeProcesses.prototype.heldInGateway.call(null, p)).toBe(3);
   });
 });
