@@ -12,9 +12,10 @@
  * each): shorter than the span, a node cut off reads a whole node count in time and grants its share
  * of cold loads alone; at 2000 it rarely does.
  * `--split`: where a schedule's CPU goes (dst/split.ts), in this process, seeds S.. S+N-1.
- * `--no-overload`: no crowds nor SLO classes, every schedule as drawn before them (the seeds found
- * before replay so). `--no-bound`: the class seeds without the bounded batch class (dst/overload.ts),
- * as drawn before it.
+ * `--no-overload`: no crowds nor SLO classes (nor the shapes of dst/reach.ts), every schedule as
+ * drawn before them (the seeds found before replay so). `--no-bound`: the class seeds without the bounded batch class (dst/overload.ts),
+ * as drawn before it. `--no-reach`: without the shapes of dst/reach.ts (a configuration pushed right
+ * after an emptied state, a class held behind a higher one), every seed as drawn before them.
  * The figures depend on the Node running it (a schedule took about 1.7 times the CPU on Node 20
  * that it took on Node 24, side by side), so each line names it.
  */
@@ -38,6 +39,8 @@ interface Args {
   overload: boolean;
   /** The bounded batch class drawn (`--no-bound`: off, the class seeds as drawn before it). */
   bound: boolean;
+  /** The shapes of dst/reach.ts drawn (`--no-reach`: off, every seed as drawn before them). */
+  reach: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -50,6 +53,7 @@ function parseArgs(argv: string[]): Args {
     split: false,
     overload: true,
     bound: true,
+    reach: true,
   };
   for (let i = 0; i < argv.length; i++) {
     const v = () => argv[++i] ?? '';
@@ -93,6 +97,9 @@ function parseArgs(argv: string[]): Args {
       case '--no-bound':
         a.bound = false;
         break;
+      case '--no-reach':
+        a.reach = false;
+        break;
       default:
         throw new Error(`unknown argument ${argv[i]}`);
     }
@@ -107,6 +114,7 @@ function options(a: Args): ScheduleOptions {
     ...(a.nodeTtlMs !== undefined ? { nodeTtlMs: a.nodeTtlMs } : {}),
     ...(a.overload ? {} : { overload: false }),
     ...(a.bound ? {} : { bound: false }),
+    ...(a.reach ? {} : { reach: false }),
   };
 }
 
@@ -285,7 +293,7 @@ async function explore(a: Args): Promise<number> {
   print(true);
   process.stdout.write(coverage(total));
   const cmd = (seed: number, keep?: number[]) =>
-    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
+    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${a.reach ? '' : ' --no-reach'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
     process.stdout.write(
       `\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`,

@@ -130,6 +130,11 @@ export class NodeProcesses {
     return redisConfig(this.w, db, recordGen);
   }
 
+  /** The router configuration's timeouts every node runs (they do not change with the `redis` record). */
+  accessConfig(): RouterConfig {
+    return this.routerConfig(this.redisConfig(0, 0));
+  }
+
   private routerConfig(redis: RedisConfig): RouterConfig {
     const raw = {
       replicas: this.g.replicas.urls.map((url) => ({ url })),
@@ -289,6 +294,19 @@ export class NodeProcesses {
     old.retire(rt).catch(() => undefined);
   }
 
+  /**
+   * Kong pushes a router configuration to node `n` (a configuration change): a new plugin instance,
+   * a new router service on the node's current runtime (src/runtime-registry.ts `sharedRuntime`:
+   * the same `redis` record keeps its runtime), which registers the replicas again
+   * (src/router/registration.ts). Requests under way stay on the service that took them.
+   */
+  pushConfig(n: number): void {
+    const p = this.procs[n]!;
+    if (!p.alive) return;
+    p.svc = new RouterService(this.routerConfig(this.redisConfig(p.db, p.recordGen)), p.rt);
+    p.services.push(p.svc);
+  }
+
   /** The plugin-server process of node `n` dies and Kong starts another: nothing of it is left. */
   restartProcess(n: number): void {
     const old = this.procs[n]!;
@@ -314,11 +332,13 @@ export class NodeProcesses {
    * never changed.
    */
   heldInGateway(p: Process): number {
-    // One count per runtime and configuration (slo-class.ts `heldOn`): each service has its own runtime.
+    // One count per runtime and configuration (slo-class.ts `heldOn`): a configuration pushed again
+    // makes a service on the same runtime that shares its count (counted once).
+    const counts = new Set(
+      p.services.map((svc) => (svc as unknown as { held: { count: Map<number, number> } }).held.count),
+    );
     let n = 0;
-    for (const svc of p.services)
-      for (const k of (svc as unknown as { held: { count: Map<number, number> } }).held.count.values())
-        n += k;
+    for (const count of counts) for (const k of count.values()) n += k;
     return n;
   }
 

@@ -7,6 +7,8 @@ import { UNSEEN_HOLD_MS } from '../src/adapters/replica-word';
 import { DEFAULT_UNHEALTHY_TIMEOUTS } from '../src/config/poller-schema';
 import { OBJECTIVE_HEADER, type SloHints } from '../src/router/slo-class';
 import type { FleetRuntime } from '../src/runtime';
+import type { RouteOutcome } from '../src/router/outcome';
+import { ACCESS_INVARIANT, answeredLate, refusalMalformed, type AccessAnswer } from './access-check';
 import { modelNotFound, notFoundUnexcused, type AnswerGround } from './answer-check';
 import type { Flight } from './bound-check';
 import { BoundWatch } from './bound-watch';
@@ -159,6 +161,12 @@ export class RequestRouting {
           step: w.step,
         });
       }
+      this.judgeAccess(
+        out,
+        { began, took, needsNoLoad: a.adapter < 0 || a.adapter >= this.w.adapters.length, slowMs },
+        p,
+        a.cls === undefined ? model : `${model} (${a.cls})`,
+      );
       if (out.kind !== 'proxy' || !p.alive) return;
       const origin = urlParts(out.url).origin;
       this.avoided(p, origin, arrivals);
@@ -214,6 +222,29 @@ export class RequestRouting {
       this.inFlight--;
       p.open--;
     }
+  }
+
+  /** dst/access-check.ts: answered within its access bound; a refusal for overload with OpenAI's error and Retry-After. */
+  private judgeAccess(out: RouteOutcome, a: AccessAnswer, p: Process, model: string): void {
+    if (!p.alive) return;
+    const late = answeredLate(a, this.g.nodes.accessConfig(), {
+      lastFaultAt: this.g.lastFaultAt(),
+      lastRecordChange: this.g.lastRecordChange(),
+    });
+    const code = out.kind === 'respond' ? errorCode(out.body) : undefined;
+    const malformed =
+      out.kind === 'respond' && (code === 'ttft_overload' || code === 'shed_low_priority')
+        ? refusalMalformed(out.status, out.body, out.headers)
+        : undefined;
+    const why = late ?? malformed;
+    if (why === undefined) return;
+    const w = this.g.view();
+    this.g.violate({
+      invariant: ACCESS_INVARIANT,
+      detail: `${model} on node ${p.node}, came at ${Math.round(a.began)} ms: ${why}`,
+      at: w.now,
+      step: w.step,
+    });
   }
 
   /** `sent`, proxied to `replica` for `adapter`, was answered that the replica does not serve it (dst/answer-check.ts). */

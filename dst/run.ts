@@ -6,7 +6,10 @@ import { generate, type Schedule, type ScheduleOptions } from './schedule';
 import { World, type RunResult } from './world';
 
 export const DEFAULT_OPTIONS: ScheduleOptions = { actions: 16 };
-/** The default schedules as drawn before crowds and SLO classes: the seeds tests replay by number were found so. */
+/**
+ * The default schedules as drawn before crowds and SLO classes (and the shapes of dst/reach.ts,
+ * drawn only with them): the seeds tests replay by number were found so.
+ */
 export const AS_FOUND: ScheduleOptions = { ...DEFAULT_OPTIONS, overload: false };
 
 export async function runSchedule(s: Schedule): Promise<RunResult> {

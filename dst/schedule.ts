@@ -6,7 +6,9 @@
 import { seededRandom, type Random } from '../src/random';
 import { dur, int } from './draws';
 import { overload } from './overload';
+import { reach } from './reach';
 import type { LoadFailure, Outage, ScrapeFault } from './replicas';
+import { SLOW_HOP_MS } from './world-timings';
 
 export type Action =
   | {
@@ -26,6 +28,8 @@ export type Action =
   | { at: number; kind: 'switch'; lost: number }
   | { at: number; kind: 'record-change'; otherState: boolean; gapMs: number }
   | { at: number; kind: 'process-restart'; node: number }
+  /** Kong pushes a router configuration to one node: a new plugin instance registers its replicas on the node's runtime. */
+  | { at: number; kind: 'config-push'; node: number }
   | { at: number; kind: 'skew'; node: number; ms: number }
   | { at: number; kind: 'replica-restart'; replica: number; downMs: number }
   | { at: number; kind: 'replica-outage'; replica: number; ms: number; mode: Outage }
@@ -55,8 +59,11 @@ export const DRAWN_FAULT_KINDS: readonly FaultKind[] = [
   'slow-load',
   'load-fail',
 ];
-/** Every fault kind: the drawn ones, then the slow path (a stream of its own, so the seeds before it stay). */
-export const FAULT_KINDS: readonly FaultKind[] = [...DRAWN_FAULT_KINDS, 'slow-path'];
+/**
+ * Every fault kind: the drawn ones, then those from streams of their own (so the seeds before them
+ * stay): the slow path, and a configuration pushed to one node (dst/reach.ts).
+ */
+export const FAULT_KINDS: readonly FaultKind[] = [...DRAWN_FAULT_KINDS, 'slow-path', 'config-push'];
 
 /** The world a seed builds: sizes and settings, drawn once per seed. */
 export interface WorldSettings {
@@ -126,6 +133,12 @@ export interface ScheduleOptions {
    * Off, the class seeds draw as before it (seed 12 of dst-answers.test.ts was found so).
    */
   bound?: boolean;
+  /**
+   * The shapes of dst/reach.ts (default on, and off with `overload`): a node's own registration
+   * first after an emptied state, and a lower class held behind a higher one past
+   * queue_timeout_ms. Off, every seed draws as before them.
+   */
+  reach?: boolean;
 }
 
 /**
@@ -165,7 +178,7 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   world.nodeTtlMs =
     o.nodeTtlMs ?? NODE_TTLS_MS[int(seededRandom(seed * 2654435761 + 3), 0, NODE_TTLS_MS.length - 1)]!;
   const requestable = world.adapters.length + (world.staticAdapters?.length ?? 0);
-  const faults = (o.faults ?? DRAWN_FAULT_KINDS).filter((k) => k !== 'slow-path');
+  const faults = (o.faults ?? DRAWN_FAULT_KINDS).filter((k) => DRAWN_FAULT_KINDS.includes(k));
   const actions: Action[] = [];
   // A quarter of the seeds are quiet: a few requests far apart and one fault at most, where a
   // request is often alone on an idle fleet (what the hold must never wait on).
@@ -292,6 +305,9 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   }
   // Crowds and SLO classes (dst/overload.ts), from streams of their own (seeds without them unchanged).
   if (o.overload !== false) overload(seed, quiet, world, actions, o.bound !== false);
+  // Shapes reviews found that no draw above reached (dst/reach.ts), after every other draw; not in
+  // the schedules as drawn before crowds and classes (`overload` off: the seeds found so replay).
+  if (o.reach !== false && o.overload !== false) reach(seed, quiet, world, actions, o.faults ?? FAULT_KINDS);
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
 }
@@ -301,11 +317,6 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
  * of 13 kinds a busy schedule), so the slow path as often.
  */
 const SLOW_PATH_SHARE = 0.18;
-/**
- * A slow path's added time each way, ms: most short (a congested link), up to the 3 s of a SYN
- * lost twice (Linux resends it after 1 s, then 2 s more: RFC 6298's initial timeout, doubled).
- */
-const SLOW_HOP_MS = [10, 3000] as const;
 
 /**
  * The share of the busy seeds with a budget that is never reached (a third of them) with an

@@ -30,3 +30,9 @@ export const BACKOFF_BASE_MS = 1000;
 export const LOAD_TIMEOUT_MS = 3000;
 /** The longest a Redis restart keeps it down (schedule.ts draws `downMs` up to this). */
 export const REDIS_DOWN_MAX_MS = 3000;
+
+/**
+ * A slow path's added time each way, ms: most short (a congested link), up to the 3 s of a SYN
+ * lost twice (Linux resends it after 1 s, then 2 s more: RFC 6298's initial timeout, doubled).
+ */
+export const SLOW_HOP_MS = [10, 3000] as const;

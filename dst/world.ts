@@ -388,6 +388,9 @@ export class World {
         this.fault();
         this.routing.died(this.nodes.procs[a.node]!);
         return this.nodes.restartProcess(a.node);
+      case 'config-push':
+        this.fault();
+        return this.nodes.pushConfig(a.node);
       case 'skew':
         this.fault();
         this.nodes.procs[a.node]!.clock.skew = a.ms;
