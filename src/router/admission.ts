@@ -80,7 +80,8 @@ export async function admit(
   let { lease, state: held } = await takeLease(rt, replica.url, adapterName, guess);
   // From here on, any failure gives the lease back before it is answered.
   try {
-    // Admitted to the work model before the load: requests routed meanwhile queue behind it.
+    // Admitted to the work model before the load: requests decided from now on queue behind it
+    // (not those decided in the same instant: docs/routing.md, "Known limit").
     const admitWork = (id: string, load: boolean) => {
       if (tokens && rt.predictsWork)
         rt.work.admit({
