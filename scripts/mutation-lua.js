@@ -29,6 +29,8 @@ const SUITES = [
   'test/core/lua-residency.test.ts',
   // The same for load-locks.ts (the grant of an unload: rooms, trims, unloads under way).
   'test/core/lua-load-locks.test.ts',
+  // The same for prelude.ts (the locks' ends, a lease's drop, fences, the clock, the bounded lists).
+  'test/core/lua-prelude.test.ts',
   'test/core/mutation-redis-store.test.ts',
   'test/core/empty-restart.test.ts',
   'test/core/fleet-store.test.ts',
