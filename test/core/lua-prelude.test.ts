@@ -106,6 +106,31 @@ describe('the locks (lock, unlock, unlockstale, endchange)', () => {
     expect(await s.finishLoad(U, 'a', fa!, true, 3)).toBe(true);
     expect(await s.holds(U, 'b', fb!)).toBe(true);
   });
+
+  it("an end or holds naming its node is taken only by that node's lock under the fence (othernodes)", async () => {
+    // A server that lost a node's lock may hand its fence out again to another node; the end the
+    // first node owes the old lock must not end the new one (failover-suspects.test.ts, 3 and 5).
+    const { s, p } = await store();
+    const other = new RedisFleetStore(env.redis.config(p, { node_ttl_ms: 60_000, timeout: 2000 }), 'n2');
+    env.open.push(other);
+    const state = async (name: string) => (await s.views([U], { name }))[0]!.adapter?.state;
+    const load = await s.beginLoad(U, 'a', 1, 4, TTL);
+    // n2 naming itself: neither holds n1's lock nor ends its load.
+    expect(await other.holds(U, 'a', load!, true)).toBe(false);
+    expect(await other.finishLoad(U, 'a', load!, true, 2, true)).toBe(false);
+    expect(await state('a')).toBe('loading');
+    // n1 naming itself holds and ends it.
+    expect(await s.holds(U, 'a', load!, true)).toBe(true);
+    expect(await s.finishLoad(U, 'a', load!, true, 3, true)).toBe(true);
+    expect(await state('a')).toBe('loaded');
+    const unload = await s.beginUnload(U, 'a', 4, TTL);
+    expect(await other.finishUnload(U, 'a', unload!, true, 5, true)).toBe(false);
+    expect(await state('a')).toBe('unloading');
+    // Naming no node, any holder's lock is taken, as the memory store takes it.
+    expect(await other.holds(U, 'a', unload!)).toBe(true);
+    expect(await other.finishUnload(U, 'a', unload!, true, 6)).toBe(true);
+    expect(await cmd('HLEN', `${p}lock`)).toBe(0);
+  });
 });
 
 describe("a lease's drop (droplease)", () => {
