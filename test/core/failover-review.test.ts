@@ -5,14 +5,18 @@
  */
 import { RedisModel } from '../../dst/redis-model';
 import { Scheduler } from '../../dst/scheduler';
+import { VirtualClock } from '../../src/clock';
 import type { RedisConfig } from '../../src/config/redis-schema';
+import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import type { SharedStore } from '../../src/fleet/redis/shared-store';
 import type { Lease, ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { seededRandom } from '../../src/random';
 import { RedisServer } from '../../harness/redis/server';
 import { waitFor } from '../../harness/wait';
+import { snapshotWithA } from './helpers';
 
 const U1 = 'http://10.0.0.1:8000';
 /** Heartbeats every second: node_ttl_ms / 4. */
@@ -138,5 +142,71 @@ describe("suspicion 3: the simulation's Redis refuses another node's lock under 
     expect(await m.apply('finishLoad', [U1, 'a', f0, false, 20, 'n0'])).toBe(false);
     expect((await m.store.views([U1], { name: 'a' }))[0]?.adapter?.state).toBe('loading');
     expect(await m.apply('finishLoad', [U1, 'a', f1, true, 30, 'n1'])).toBe(true);
+  });
+});
+
+describe("suspicion 1: a predecessor's owed lock ends adopted during its successor's recovery", () => {
+  // The shared side: the in-process store behind a switch that fails every call; `onPrune` runs
+  // when a recovery prunes (after it sent the lock ends it owed).
+  function fakeShared() {
+    const inner = new MemoryFleetStore();
+    const sh = {
+      inner,
+      down: false,
+      onPrune: null as (() => void) | null,
+      store: null as unknown as SharedStore,
+    };
+    const extra: Record<string, unknown> = {
+      ping: async () => 'PONG',
+      prune: async () => {
+        sh.onPrune?.();
+        return 0;
+      },
+    };
+    sh.store = new Proxy(extra, {
+      get(target, key) {
+        const own = target[key as string];
+        const v = own ?? (Reflect.get(inner, key, inner) as unknown);
+        if (typeof v !== 'function') return v;
+        return (...args: unknown[]) => {
+          if (sh.down) return Promise.reject(new Error('shared store down'));
+          return (v as (...a: unknown[]) => unknown).apply(own ? target : inner, args);
+        };
+      },
+      set: () => true,
+    }) as unknown as SharedStore;
+    return sh;
+  }
+
+  it("the end of a load the predecessor made alone reaches the shared store, though adopted after the recovery's replay", async () => {
+    const clock = new VirtualClock();
+    const sh = fakeShared();
+    const options = (probeMs: number) => ({ probeMs, logEveryMs: 60_000, recoveryWaitMs: 200 });
+    // The predecessor (a runtime replaced for a changed timeout) probes late: its own recovery does not run here.
+    const pred = new FailoverFleetStore(sh.store, silentLogger, options(60_000), clock);
+    await pred.upsertReplica(spec(U1));
+    await pred.applySnapshot(U1, snapshotWithA(1));
+    const fence = await pred.beginLoad(U1, 'b', 2, 4, 60_000);
+    expect(fence).toBeGreaterThan(0);
+    // Redis is cut off: the load's end (it succeeded) stays owed.
+    sh.down = true;
+    expect(await pred.finishLoad(U1, 'b', fence!, true, 3)).toBe(false);
+    const next = new FailoverFleetStore(sh.store, silentLogger, options(1000), clock);
+    await next.succeed(pred);
+    expect(next.mode()).toBe('local');
+    sh.down = false;
+    // The predecessor drains while its successor's recovery runs, after that recovery sent its owed ends.
+    let adopted = false;
+    sh.onPrune = () => {
+      if (adopted) return;
+      adopted = true;
+      void next.adopt(pred);
+    };
+    await clock.run(clock.now() + 1000);
+    expect(adopted).toBe(true);
+    expect(next.mode()).toBe('redis');
+    await pred.close();
+    // The load ended on the replica: Redis must not read it `loading` until the lock's TTL.
+    expect((await sh.inner.views([U1], { name: 'b' }))[0]?.adapter?.state).toBe('loaded');
   });
 });

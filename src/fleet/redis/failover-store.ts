@@ -116,14 +116,23 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       // take those leases, replay those releases and merge those budget spends too, until none
       // is left. No await separates the last check from sharing again. Decisions from now on wait
       // for the end of this recovery (`Outage.recovering`), so the passes run out; a local lease
-      // ended meanwhile is released locally still (in the store that took it).
+      // ended meanwhile is released locally still (in the store that took it). Lock ends adopted
+      // from a predecessor after the replay above are sent too: left, they waited for the next
+      // outage, and the adapter read `loading` there until the lock's TTL
+      // (test/core/failover-review.test.ts, "adopted during its successor's recovery").
       this.outage.recovering();
       let passes = 0;
-      while (this.leases.pendingReleases.size > 0 || this.budget.unmerged || this.leases.holdsLocal()) {
+      while (
+        this.leases.pendingReleases.size > 0 ||
+        this.budget.unmerged ||
+        this.leases.holdsLocal() ||
+        this.endedLocks.unsent
+      ) {
         if (++passes > RECOVERY_PASSES) return false; // admissions outran the walk: the next probe goes on
         await this.leases.replayReleases(this.shared);
         await this.leases.restore(this.shared, true);
         await this.budget.merge();
+        if (this.endedLocks.unsent) await this.endedLocks.replay(this.shared);
       }
       // Emptied again after the registration above (a heartbeat told it, `reclaimShared`): the
       // leases re-taken since may count nowhere, and that heartbeat was this node's only word of
