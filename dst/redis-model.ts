@@ -235,6 +235,16 @@ export class RedisModel {
     return [this.s.nodes.size, this.s.epoch === null ? 0 : Math.max(0, now - this.s.epochAt)];
   }
 
+  /**
+   * Whether the lock under `fence` is another node's than `node` ('' any): the scripts' `othernodes`
+   * (src/fleet/redis/scripts/prelude.ts), which refuse a node's end or check of such a lock.
+   */
+  othersLock(fence: Fence, node: string | undefined): boolean {
+    if (!node) return false;
+    const l = this.s.locks.get(fence);
+    return l !== undefined && l.node !== node;
+  }
+
   get store(): MemoryFleetStore {
     return this.s.store;
   }
@@ -489,7 +499,9 @@ export class RedisModel {
       }
       case 'finishLoad':
       case 'finishUnload': {
-        const [url, adapter, fence, ok, at] = args as [string, string, Fence, LoadEnd, number];
+        const [url, adapter, fence, ok, at, node] = args as [string, string, Fence, LoadEnd, number, string?];
+        // Another node's lock under this fence (handed out again by a server that lost this one's): refused.
+        if (this.othersLock(fence, node)) return false;
         const r = await st[name]!.call(s.store, url, adapter, fence, ok, at);
         if (r === true) {
           s.locks.delete(fence);
@@ -895,8 +907,17 @@ export class RedisLink implements SharedStore {
     }
   }
 
-  async finishLoad(url: string, adapter: string, fence: Fence, ok: LoadEnd, at: number): Promise<boolean> {
-    return (await this.call('finishLoad', [url, adapter, fence, ok, at], { at: [4] })) as boolean;
+  // `own`: only this node's lock under `fence`, as RedisFleetStore's (the scripts' `othernodes`).
+  async finishLoad(
+    url: string,
+    adapter: string,
+    fence: Fence,
+    ok: LoadEnd,
+    at: number,
+    own = false,
+  ): Promise<boolean> {
+    const node = own ? this.node : '';
+    return (await this.call('finishLoad', [url, adapter, fence, ok, at, node], { at: [4] })) as boolean;
   }
 
   async beginUnload(
@@ -912,12 +933,23 @@ export class RedisLink implements SharedStore {
     })) as Fence | null;
   }
 
-  async finishUnload(url: string, adapter: string, fence: Fence, ok: boolean, at: number): Promise<boolean> {
-    return (await this.call('finishUnload', [url, adapter, fence, ok, at], { at: [4] })) as boolean;
+  async finishUnload(
+    url: string,
+    adapter: string,
+    fence: Fence,
+    ok: boolean,
+    at: number,
+    own = false,
+  ): Promise<boolean> {
+    const node = own ? this.node : '';
+    return (await this.call('finishUnload', [url, adapter, fence, ok, at, node], { at: [4] })) as boolean;
   }
 
-  async holds(url: string, adapter: string, fence: Fence): Promise<boolean> {
-    return (await this.call('holds', [], { pure: (s) => s.store.holds(url, adapter, fence) })) as boolean;
+  async holds(url: string, adapter: string, fence: Fence, own = false): Promise<boolean> {
+    const node = own ? this.node : '';
+    return (await this.call('holds', [], {
+      pure: (s) => !s.othersLock(fence, node) && s.store.holds(url, adapter, fence),
+    })) as boolean;
   }
 
   async forget(url: string, adapter: string, at: number): Promise<void> {

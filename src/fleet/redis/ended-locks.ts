@@ -26,6 +26,12 @@ export class EndedLocks {
   /** TTL end of each lock this node holds in the shared store, by fence. */
   private readonly begun = new Map<Fence, number>();
   private ended: EndedLock[] = [];
+  /**
+   * Ends adopted from a predecessor since the last replay began: a recovery past its replay sends
+   * them in its last pass, as `adopt` would have had this node shared decisions (not this node's
+   * own ends: one made during that pass waits for the recovery's end and goes to the shared store).
+   */
+  private fresh = false;
 
   constructor(private readonly clock: Clock) {}
 
@@ -50,9 +56,15 @@ export class EndedLocks {
     this.ended.push({ op, url, adapter, fence, ok, until } as EndedLock);
   }
 
+  /** Whether ends were adopted since the last replay began. */
+  get unsent(): boolean {
+    return this.fresh;
+  }
+
   /** Takes the ends and begun locks of a runtime replaced on the same state: it never replays them itself. */
   adopt(pred: EndedLocks): void {
     for (const [fence, until] of pred.begun) this.begun.set(fence, until);
+    if (pred.ended.length > 0) this.fresh = true;
     this.ended.push(...pred.ended);
     pred.begun.clear();
     pred.ended = [];
@@ -60,6 +72,7 @@ export class EndedLocks {
 
   /** Sends each end again whose lock may still be held in `shared`. */
   async replay(shared: SharedStore): Promise<void> {
+    this.fresh = false;
     this.forgetExpired();
     for (const e of [...this.ended]) {
       const at = this.clock.now();

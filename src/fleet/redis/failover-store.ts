@@ -62,9 +62,9 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   /** Reclaims begun so far: an acquire under way across one is taken again after it (`takeAgain`). */
   private reclaims = 0;
   /**
-   * The shared state was found emptied again after the reclaim under way began registering (the
-   * registration's start resets this): that reclaim's leases may have gone to the new, empty
-   * state, counted nowhere, so it runs again.
+   * The shared state was found emptied again after the reclaim or recovery under way began
+   * registering (the registration's start resets this): its leases may have gone to the new,
+   * empty state, counted nowhere, so it runs again (a recovery: at the next probe).
    */
   private emptiedSinceRegistration = false;
   /**
@@ -116,15 +116,28 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       // take those leases, replay those releases and merge those budget spends too, until none
       // is left. No await separates the last check from sharing again. Decisions from now on wait
       // for the end of this recovery (`Outage.recovering`), so the passes run out; a local lease
-      // ended meanwhile is released locally still (in the store that took it).
+      // ended meanwhile is released locally still (in the store that took it). Lock ends adopted
+      // from a predecessor after the replay above are sent too: left, they waited for the next
+      // outage, and the adapter read `loading` there until the lock's TTL
+      // (test/core/failover-review.test.ts, "adopted during its successor's recovery").
       this.outage.recovering();
       let passes = 0;
-      while (this.leases.pendingReleases.size > 0 || this.budget.unmerged || this.leases.holdsLocal()) {
+      while (
+        this.leases.pendingReleases.size > 0 ||
+        this.budget.unmerged ||
+        this.leases.holdsLocal() ||
+        this.endedLocks.unsent
+      ) {
         if (++passes > RECOVERY_PASSES) return false; // admissions outran the walk: the next probe goes on
         await this.leases.replayReleases(this.shared);
         await this.leases.restore(this.shared, true);
         await this.budget.merge();
+        if (this.endedLocks.unsent) await this.endedLocks.replay(this.shared);
       }
+      // Emptied again after the registration above (a heartbeat told it, `reclaimShared`): the
+      // leases re-taken since may count nowhere, and that heartbeat was this node's only word of
+      // it (test/core/failover-review.test.ts, suspicion 2). The next probe registers again.
+      if (this.emptiedSinceRegistration) return false;
     } catch {
       return false; // Not back yet: the next probe tries again.
     }
@@ -259,9 +272,13 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     return false;
   }
 
-  /** Takes this node's state back into an emptied Redis, unless it decides alone (the probe's recovery does then). */
+  /**
+   * Takes this node's state back into an emptied Redis, unless it decides alone: the probe's
+   * recovery does then, noted so, should its registration have gone to the state emptied.
+   */
   private async reclaimShared(): Promise<void> {
-    if (!this.outage.degraded) await this.reclaim().catch((err: Error) => this.degrade(err));
+    if (this.outage.degraded) this.emptiedSinceRegistration = true;
+    else await this.reclaim().catch((err: Error) => this.degrade(err));
   }
 
   override applySnapshot(url: string, snapshot: ReplicaSnapshot): Promise<void> {
