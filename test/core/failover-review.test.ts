@@ -11,12 +11,12 @@ import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { SharedStore } from '../../src/fleet/redis/shared-store';
-import type { Lease, ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
+import type { Lease, ReplicaSnapshot } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { seededRandom } from '../../src/random';
 import { RedisServer } from '../../harness/redis/server';
 import { waitFor } from '../../harness/wait';
-import { snapshotWithA } from './helpers';
+import { snapshotWithA, vllmSpec } from './helpers';
 
 const U1 = 'http://10.0.0.1:8000';
 /** Heartbeats every second: node_ttl_ms / 4. */
@@ -30,16 +30,9 @@ afterAll(async () => {
   await redis.close();
 });
 
-const spec = (url: string): ReplicaSpec => ({ url, backend: 'vllm', priority: 0 });
-
-/** A poll: adapter `a` loaded and in the registry. */
-const poll = (at: number): ReplicaSnapshot => ({
-  at,
-  ok: true,
-  load: { running: 1, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
-  registry: [{ name: 'a', path: '/adapters/a' }],
-  managed: () => true,
-});
+const spec = vllmSpec;
+/** A poll: adapter `a` loaded and in the registry, a request running. */
+const poll = (at: number): ReplicaSnapshot => snapshotWithA(at, 1);
 
 /** The Redis store with a switch that fails admissions and pings, and hooks around `retake`. */
 class HookedRedis extends RedisFleetStore {

@@ -9,6 +9,7 @@ import { silentLogger } from '../../src/log';
 import { TcpProxy } from '../../harness/net/tcp-proxy';
 import { RedisServer } from '../../harness/redis/server';
 import { waitFor } from '../../harness/wait';
+import { snapshotWithA, vllmSpec } from './helpers';
 
 const U1 = 'http://10.0.0.1:8000';
 const U2 = 'http://10.0.0.2:8000';
@@ -23,16 +24,9 @@ afterAll(async () => {
   await redis.close();
 });
 
-const spec = (url: string): ReplicaSpec => ({ url, backend: 'vllm', priority: 0 });
-
-/** A poll: adapter `a` loaded and in the registry. */
-const poll = (at: number): ReplicaSnapshot => ({
-  at,
-  ok: true,
-  load: { running: 1, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
-  registry: [{ name: 'a', path: '/adapters/a' }],
-  managed: () => true,
-});
+const spec = vllmSpec;
+/** A poll: adapter `a` loaded and in the registry, a request running. */
+const poll = (at: number): ReplicaSnapshot => snapshotWithA(at, 1);
 
 function node(
   prefix: string,

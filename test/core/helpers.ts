@@ -1,4 +1,4 @@
-import type { ReplicaView } from '../../src/fleet/types';
+import type { ReplicaSpec, ReplicaView } from '../../src/fleet/types';
 import { seededRandom } from '../../src/random';
 import type { SchedulingContext } from '../../src/scheduler/types';
 import { toCandidate } from '../../src/scheduler/pipeline';
@@ -37,10 +37,13 @@ export const cands = (views: ReplicaView[], c = ctx()) => views.map((v) => toCan
 export const urls = (xs: { url: string }[]) => xs.map((x) => x.url);
 
 /** A successful poll at `at` of a replica whose registry holds adapter `a` (failover tests). */
-export const snapshotWithA = (at: number) => ({
+export const snapshotWithA = (at: number, running = 0) => ({
   at,
   ok: true,
-  load: { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
+  load: { running, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
   registry: [{ name: 'a', path: '/adapters/a' }],
   managed: () => true,
 });
+
+/** A vLLM replica at `url` as a router configuration registers it (failover tests). */
+export const vllmSpec = (url: string): ReplicaSpec => ({ url, backend: 'vllm', priority: 0 });
