@@ -130,6 +130,8 @@ export class FleetRuntime {
     this.manager.replaced = () => this.successor !== null && !this.countsLeasesOf(this.current());
     // Another node released a lease or finished a load or unload: waiters for room look again.
     this.store.onRemoteChange = () => this.manager.roomChanged.notify();
+    // Back from an older copy, the shared state may have lost this node's unload ends (own-unloads.ts).
+    this.store.onSharedAgain = () => this.manager.ownUnloads.sharedAgain(this.clock.now());
     this.poller = new Poller(
       this.store,
       this.api,

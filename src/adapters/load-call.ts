@@ -238,6 +238,7 @@ export class LoadCalls {
         if (await this.undoLoad(url, adapter.name, policy, ms)) {
           if (!(await this.p.ends.finish('load', url, adapter.name, fence, false)))
             own.endedUnrecorded(url, adapter.name, this.p.clock.now());
+          else own.endedDone(url, adapter.name, this.p.clock.now());
           throw errors.noRoom(adapter.name, url, 1, 'another router took the last slot at the same moment');
         }
       } finally {

@@ -11,6 +11,11 @@ import type { ReplicaView, ResidencyState } from '../fleet/types';
  * current) may leave that stale `loaded` behind until a poll reads the replica again: such an
  * adapter stays `unloading` here until a poll of this node begun after the end.
  *
+ * An unload whose end the store recorded can be lost later: Redis back from an older snapshot, or
+ * a Sentinel switch that lost writes, brings the adapter back `loaded` (dst seed 1038807). The node
+ * keeps its done unloads (one entry per replica and adapter) and, each time the shared state is
+ * back after an outage (`sharedAgain`), reads them `unloading` until a poll begun after that.
+ *
  * A runtime that replaced another of this process (a `redis` record change) reads the older one's
  * too: the replicas are the same (`inherit`).
  */
@@ -19,6 +24,8 @@ export class OwnUnloads {
   private readonly under = new Map<string, Map<string, number>>();
   /** Per replica and adapter: when an unload ended done whose lock the store had lost. */
   private readonly lost = new Map<string, Map<string, number>>();
+  /** Per replica and adapter: when an unload of this node last ended done (recorded or not). */
+  private readonly done = new Map<string, Map<string, number>>();
   /** Those of the runtimes this one replaced, while they may still read `unloading` somewhere. */
   private older: OwnUnloads[] = [];
   /** Its runtime stepped down and its decisions ended: it begins no more unloads. */
@@ -40,16 +47,30 @@ export class OwnUnloads {
     if (m.size === 0) this.under.delete(url);
   }
 
+  /** An unload of `name` on `url` ended done at `at` (its end recorded or not). */
+  endedDone(url: string, name: string, at: number): void {
+    latest(this.done, url, name, at);
+  }
+
   /** An unload of `name` on `url` ended done at `at`, but the store had lost its lock. */
   endedUnrecorded(url: string, name: string, at: number): void {
-    let m = this.lost.get(url);
-    if (!m) this.lost.set(url, (m = new Map()));
-    m.set(name, Math.max(at, m.get(name) ?? -Infinity));
+    this.endedDone(url, name, at);
+    latest(this.lost, url, name, at);
+  }
+
+  /**
+   * The shared state is back at `at` after an outage, maybe from an older copy that lacks the
+   * ends of this node's done unloads: each reads `unloading` until a poll begun after `at`.
+   */
+  sharedAgain(at: number): void {
+    for (const [url, m] of this.done) for (const name of m.keys()) latest(this.lost, url, name, at);
   }
 
   /** This runtime replaced `pred`'s (a `redis` record change): `pred`'s unloads are this node's too. */
   inherit(pred: OwnUnloads): void {
     this.older.push(pred);
+    // Kept here: the older runtime is dropped once idle, and a later outage may still lose these.
+    for (const [url, m] of pred.done) for (const [name, at] of m) latest(this.done, url, name, at);
   }
 
   /** `pred`'s runtime begins no more unloads: dropped here once it reads nothing (`polled`). */
@@ -123,4 +144,11 @@ export class OwnUnloads {
         v.adapter = { ...a, state: 'unloading' };
     }
   }
+}
+
+/** Sets `m[url][name]` to `at` unless it holds a later time. */
+function latest(m: Map<string, Map<string, number>>, url: string, name: string, at: number): void {
+  let byName = m.get(url);
+  if (!byName) m.set(url, (byName = new Map()));
+  byName.set(name, Math.max(at, byName.get(name) ?? -Infinity));
 }

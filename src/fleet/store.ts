@@ -172,6 +172,11 @@ export interface FleetStore {
   onRemoteChange?: (() => void) | null;
   /** Shared stores: stop listening for the fleet's changes (a retired store decides nothing). */
   unsubscribe?(): void;
+  /**
+   * Failover stores: called as decisions are shared again after an outage. The shared state may
+   * have come back from an older copy (a snapshot, a Sentinel replica that missed writes).
+   */
+  onSharedAgain?: (() => void) | null;
   /** Shared stores: which store decides now, for status and metrics. */
   mode?(): StoreMode;
   /**

@@ -70,6 +70,30 @@ describe('OwnUnloads', () => {
     expect(own.stateOf(R, 'a', 'loaded')).toBe('loaded');
   });
 
+  it('after the shared state is back from an outage, an unload done and recorded reads `unloading` until a poll begun after', () => {
+    const own = new OwnUnloads();
+    own.begin(R, 'a');
+    own.endedDone(R, 'a', 100);
+    own.end(R, 'a');
+    // Recorded: the store says what the node knows.
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('loaded');
+    // Back at 900, maybe from a snapshot older than the end (dst seed 1038807).
+    own.sharedAgain(900);
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    expect(own.stateOf(S, 'a', 'loaded')).toBe('loaded');
+    const views = [view(R, { adapter: { ...loaded } })];
+    own.overlay(views, 'a');
+    expect(views[0]!.adapter?.state).toBe('unloading');
+    // A poll begun during the outage went to the node's own state, not to the one back.
+    own.polled(R, 500);
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    own.polled(R, 900);
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('loaded');
+    // Kept: the next outage may roll it back again.
+    own.sharedAgain(2000);
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+  });
+
   it('a runtime that replaced another (a `redis` record change) reads its unloads, until it is retired and reads nothing', () => {
     const old = new OwnUnloads();
     const next = new OwnUnloads();

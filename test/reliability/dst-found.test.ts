@@ -4004,3 +4004,47 @@ describe('a request proxied for an adapter finds it there: an unload lock ended 
     );
   }, 30_000);
 });
+
+describe("a request proxied for an adapter finds it there: the node's own unload rolled back by a restart", () => {
+  // Seed 1038807 (--keep 0,1,2,3,4,6,8,9,19): node 1 (n1g1, restarted at 294 ms) makes room for
+  // `law` by unloading `code` from replica-1, granted at 749.9 ms, dropped at 753.9, its end recorded.
+  // Redis restarts at 889 ms (down 800 ms) from its snapshot of 500 ms, where `code` is `loaded` on
+  // replica-1; no poll of replica-1 reaches Redis before node 1's request for `code` of 1,915 ms,
+  // which goes to replica-1 and gets a 404. The node had forgotten its unload once its end was
+  // recorded. It now keeps its done unloads, and when the shared state is back after an outage
+  // (which may have rolled back to an older copy), reads each `unloading` until a poll begun since.
+  it("seed 1038807: a node's own unload, recorded, then lost to a restart from a snapshot", async () => {
+    await holds(
+      1038807,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law'],
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 6000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1, max_in_flight: 2 },
+        ],
+      },
+      [
+        { at: 7, kind: 'request', node: 2, adapter: 5, tokens: 4, prompt: 635, cls: 'interactive' },
+        { at: 294, kind: 'process-restart', node: 1 },
+        { at: 322, kind: 'request', node: 1, adapter: 5, tokens: 1, prompt: 1794, cls: 'batch' },
+        { at: 347, kind: 'request', node: 0, adapter: 0, tokens: 3, prompt: 1140 },
+        { at: 459, kind: 'request', node: 0, adapter: 2, tokens: 113, prompt: 928, cls: 'batch' },
+        { at: 723, kind: 'request', node: 1, adapter: 7, tokens: 4, prompt: 730, cls: 'batch' },
+        { at: 889, kind: 'redis-restart', empty: false, downMs: 800 },
+        { at: 900, kind: 'request', node: 1, adapter: 4, tokens: 5, prompt: 1890, cls: 'interactive' },
+        { at: 1915, kind: 'request', node: 1, adapter: 5, tokens: 6, prompt: 346, cls: 'interactive' },
+      ],
+    );
+  }, 30_000);
+});

@@ -41,6 +41,14 @@ export abstract class DegradableFleetStore {
     this.shared.onRemoteChange = fn;
   }
 
+  get onSharedAgain(): (() => void) | null {
+    return this.outage.onSharedAgain;
+  }
+
+  set onSharedAgain(fn: (() => void) | null) {
+    this.outage.onSharedAgain = fn;
+  }
+
   mode(): StoreMode {
     return this.outage.degraded ? 'local' : 'redis';
   }

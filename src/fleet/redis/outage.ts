@@ -57,6 +57,9 @@ export class Outage {
     private readonly handBack: () => Promise<boolean>,
   ) {}
 
+  /** Told as decisions are shared again, before any is made (FleetStore's `onSharedAgain`). */
+  onSharedAgain: (() => void) | null = null;
+
   get degraded(): boolean {
     return this.degradedSince !== null;
   }
@@ -143,6 +146,7 @@ export class Outage {
     this.degradedSince = null;
     this.backSince = this.clock.now();
     this.log.info(`shared fleet state is back after ${s} s: decisions are shared again`);
+    this.onSharedAgain?.();
     this.shared.onRemoteChange?.();
   }
 
