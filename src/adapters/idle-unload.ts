@@ -134,9 +134,8 @@ export class IdleUnload {
           }
         }
         const current = await this.finish(url, victim.name, fence, ok);
-        // Done, but the store had lost the lock (a reset after the grant): it may still read `loaded`.
-        if (ok && current === false) this.own.endedUnrecorded(url, victim.name, this.clock.now());
-        else if (ok) this.own.endedDone(url, victim.name, this.clock.now());
+        // Done; `false`: the store had lost the lock (a reset after the grant), it may still read `loaded`.
+        if (ok) this.own.ended(url, victim.name, this.clock.now(), current !== false);
         // No call was made: the adapter stays loaded. A replica that cannot be asked now, or whose
         // word comes back too late to act on, gets no unload at all (its callers wait for room, as
         // for busy leases).

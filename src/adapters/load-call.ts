@@ -236,9 +236,8 @@ export class LoadCalls {
       own.begin(url, adapter.name);
       try {
         if (await this.undoLoad(url, adapter.name, policy, ms)) {
-          if (!(await this.p.ends.finish('load', url, adapter.name, fence, false)))
-            own.endedUnrecorded(url, adapter.name, this.p.clock.now());
-          else own.endedDone(url, adapter.name, this.p.clock.now());
+          const recorded = await this.p.ends.finish('load', url, adapter.name, fence, false);
+          own.ended(url, adapter.name, this.p.clock.now(), recorded);
           throw errors.noRoom(adapter.name, url, 1, 'another router took the last slot at the same moment');
         }
       } finally {

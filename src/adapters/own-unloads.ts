@@ -47,15 +47,13 @@ export class OwnUnloads {
     if (m.size === 0) this.under.delete(url);
   }
 
-  /** An unload of `name` on `url` ended done at `at` (its end recorded or not). */
-  endedDone(url: string, name: string, at: number): void {
+  /**
+   * An unload of `name` on `url` ended done at `at`. `recorded`: the store took its end; not, it
+   * had lost the lock (a reset after the grant) and may still read `loaded`.
+   */
+  ended(url: string, name: string, at: number, recorded: boolean): void {
     latest(this.done, url, name, at);
-  }
-
-  /** An unload of `name` on `url` ended done at `at`, but the store had lost its lock. */
-  endedUnrecorded(url: string, name: string, at: number): void {
-    this.endedDone(url, name, at);
-    latest(this.lost, url, name, at);
+    if (!recorded) latest(this.lost, url, name, at);
   }
 
   /**

@@ -16,6 +16,7 @@ import { silentLogger } from '../../src/log';
 import { seededRandom } from '../../src/random';
 import { RedisServer } from '../../harness/redis/server';
 import { waitFor } from '../../harness/wait';
+import { switchedShared } from '../helpers/switched-shared';
 import { snapshotWithA, vllmSpec } from './helpers';
 
 const U1 = 'http://10.0.0.1:8000';
@@ -156,18 +157,7 @@ describe("suspicion 1: a predecessor's owed lock ends adopted during its success
         return 0;
       },
     };
-    sh.store = new Proxy(extra, {
-      get(target, key) {
-        const own = target[key as string];
-        const v = own ?? (Reflect.get(inner, key, inner) as unknown);
-        if (typeof v !== 'function') return v;
-        return (...args: unknown[]) => {
-          if (sh.down) return Promise.reject(new Error('shared store down'));
-          return (v as (...a: unknown[]) => unknown).apply(own ? target : inner, args);
-        };
-      },
-      set: () => true,
-    }) as unknown as SharedStore;
+    sh.store = switchedShared(inner, extra, () => sh.down);
     return sh;
   }
 

@@ -57,7 +57,7 @@ describe('OwnUnloads', () => {
   it('after an unload done whose lock the store had lost, an entry the store has reads `unloading` until a poll begun after its end', () => {
     const own = new OwnUnloads();
     own.begin(R, 'a');
-    own.endedUnrecorded(R, 'a', 100);
+    own.ended(R, 'a', 100, false);
     own.end(R, 'a');
     expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
     // No entry: gone already, a load may go ahead.
@@ -73,7 +73,7 @@ describe('OwnUnloads', () => {
   it('after the shared state is back from an outage, an unload done and recorded reads `unloading` until a poll begun after', () => {
     const own = new OwnUnloads();
     own.begin(R, 'a');
-    own.endedDone(R, 'a', 100);
+    own.ended(R, 'a', 100, true);
     own.end(R, 'a');
     // Recorded: the store says what the node knows.
     expect(own.stateOf(R, 'a', 'loaded')).toBe('loaded');
@@ -100,7 +100,7 @@ describe('OwnUnloads', () => {
     old.begin(R, 'a');
     next.inherit(old);
     expect(next.stateOf(R, 'a', 'loaded')).toBe('unloading');
-    old.endedUnrecorded(R, 'a', 100);
+    old.ended(R, 'a', 100, false);
     old.end(R, 'a');
     old.retire();
     expect(next.stateOf(R, 'a', 'loaded')).toBe('unloading');

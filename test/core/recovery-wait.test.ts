@@ -11,6 +11,7 @@ import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import type { SharedStore } from '../../src/fleet/redis/shared-store';
 import type { Lease } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
+import { switchedShared } from '../helpers/switched-shared';
 import { snapshotWithA } from './helpers';
 
 const U = 'http://10.0.0.1:8000';
@@ -55,18 +56,7 @@ function fakeShared() {
       return inner.release(id, at, status);
     },
   };
-  sh.store = new Proxy(extra, {
-    get(target, key) {
-      const own = target[key as string];
-      const v = own ?? (Reflect.get(inner, key, inner) as unknown);
-      if (typeof v !== 'function') return v;
-      return (...args: unknown[]) => {
-        if (sh.down) return Promise.reject(new Error('shared store down'));
-        return (v as (...a: unknown[]) => unknown).apply(own ? target : inner, args);
-      };
-    },
-    set: () => true,
-  }) as unknown as SharedStore;
+  sh.store = switchedShared(inner, extra, () => sh.down);
   return sh;
 }
 
