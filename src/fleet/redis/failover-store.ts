@@ -30,6 +30,8 @@ import type { SharedStore } from './shared-store';
 
 /** Passes of a recovery re-taking leases admitted during the previous pass before it gives up until the next probe. */
 const RECOVERY_PASSES = 100;
+/** Passes of a registration the shared state was emptied during before it fails (`registerReplicas`). */
+const REGISTRATION_PASSES = 3;
 
 /**
  * While the shared store answers, it decides; when a shared call fails or times out, this node
@@ -232,14 +234,20 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
     // rest went to lacks the replicas written before, and the takeStateLost below swallowed that
     // emptying, so no heartbeat told it either. A lease then stayed counted nowhere
     // (test/core/failover-suspects.test.ts, suspicion 1).
-    let epochs: Set<string | null>;
-    do {
-      epochs = new Set();
+    // A few passes at most: a state emptied in every pass kept the loop going with no end. Past
+    // them the registration fails as a write does: the caller degrades, the next probe registers.
+    for (let passes = 1; ; passes++) {
+      const epochs = new Set<string | null>();
       for (const spec of specs) {
         await this.shared.upsertReplica(spec);
         epochs.add(this.shared.currentEpoch ?? null);
       }
-    } while (epochs.size > 1);
+      if (epochs.size <= 1) break;
+      if (passes >= REGISTRATION_PASSES)
+        throw new Error(
+          `shared fleet state emptied during each of ${passes} registrations of this node's replicas`,
+        );
+    }
     // An emptied state noted so far (this registration reads the new epoch) is taken back by the
     // caller, recovery or `reclaim`, whose hold-off runs from now: left noted, the next views
     // call took it back again and held unloads off anew (the simulation's seed 264535).
@@ -306,7 +314,9 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
   /**
    * This store's runtime moved to other shared state (a `redis` record change) and its last
    * lease was given back here: replays the releases waiting here (those made while Redis was
-   * unreachable) and drops any lease of this node still there, then closes. Retried every
+   * unreachable) and the lock ends owed there, drops any lease of this node still there, then
+   * closes. The ends matter to peers not yet moved (Kong pushes a configuration to its nodes in
+   * turn): an adapter read `loading` there until its lock's TTL. Retried every
    * probe while Redis is unreachable, for at most `maxMs` (after lease_max_age_ms they expire
    * by age anyway); a retired store never decides again, so nothing else waits on this.
    */
@@ -324,12 +334,14 @@ export class FailoverFleetStore extends DegradableFleetStore implements FleetSto
       try {
         await this.shared.ping();
         await this.leases.replayReleases(this.shared);
+        // Its probe stopped above, so no recovery sends them (test/core/failover-leftovers.test.ts).
+        await this.endedLocks.replay(this.shared);
         await this.shared.prune?.(() => this.held(), true);
         break;
       } catch (err) {
         if (this.clock.now() >= end) {
           this.log.warn(
-            `left shared fleet state unreachable (${(err as Error).message}): its leases of this node expire by age`,
+            `left shared fleet state unreachable (${(err as Error).message}): its leases and locks of this node expire by age`,
           );
           break;
         }
