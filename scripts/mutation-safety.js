@@ -51,6 +51,18 @@ const TARGETS = [
     ),
   ],
   [
+    'src/fleet/redis/recovering-store.ts',
+    core(
+      'failover-store',
+      'failover-recovery',
+      'failover-clock',
+      'empty-restart',
+      'shared-faults',
+      'runtime-handover',
+      'mutation-failover-store',
+    ),
+  ],
+  [
     'src/fleet/redis/degradable-store.ts',
     core(
       'failover-store',

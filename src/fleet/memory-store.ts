@@ -73,7 +73,7 @@ export class MemoryFleetStore implements FleetStore {
   /**
    * The replicas this store has seen down (a failed poll, or upstream failures in a row), each as
    * a failed poll begun when its newest poll here began and ended `now`: what a node that decided
-   * alone owes the shared store (failover-store.ts), which keeps it only if no poll it applied
+   * alone owes the shared store (recovering-store.ts), which keeps it only if no poll it applied
    * began later.
    */
   seenDown(now: number): { url: string; snapshot: ReplicaSnapshot }[] {

@@ -1,6 +1,6 @@
 /**
  * Unit test of FailoverFleetStore's unload hold-off after it found the shared state emptied
- * (src/fleet/redis/failover-store.ts `reclaim`, src/fleet/redis/outage.ts): the shared side is a
+ * (src/fleet/redis/recovering-store.ts `reclaim`, src/fleet/redis/outage.ts): the shared side is a
  * stand-in that says once that the state was lost, on a virtual clock. The real-parts proof over
  * a real redis-server of the server's own grace (`reborn`, beginUnload only) is
  * test/core/empty-restart.test.ts; this one pins the undo, which never asks the server.

@@ -4,7 +4,7 @@
  * to both so the local store is warm, and degraded a node loads into free slots but never
  * unloads (it cannot see other nodes' requests, and an adapter in flight must never be
  * unloaded). Fences from the local store are negative, so a change ends in the store that began
- * it. Leases, the budget and recovery are the subclass's (failover-store.ts).
+ * it. Leases, the budget and recovery are the subclass's (recovering-store.ts, failover-store.ts).
  */
 import type { Clock } from '../../clock';
 import type { Logger } from '../../log';
