@@ -149,16 +149,11 @@ export class HeldClasses {
   private lateSince = 0;
 
   /**
-   * `backlog`: from this many requests of higher classes held, the gateway counts as overloaded
-   * by them (see `crowded`). The router sets twice its replicas: each replica whose queue falls
-   * under the gate takes about one held request, so that is two rounds of them. `refusalBacklog`:
-   * from this many held, the end of a hold may refuse (see `backlogged`); the router sets three
-   * rounds.
+   * `refusalBacklog`: from this many held, the end of a hold may refuse (see `backlogged`). The
+   * router sets three times its replicas: each replica whose queue falls under the gate takes
+   * about one held request, so that is three rounds of them.
    */
-  constructor(
-    private readonly backlog = Infinity,
-    private readonly refusalBacklog = backlog,
-  ) {}
+  constructor(private readonly refusalBacklog = Infinity) {}
 
   enter(priority: number): void {
     this.count.set(priority, (this.count.get(priority) ?? 0) + 1);
@@ -171,29 +166,20 @@ export class HeldClasses {
   }
 
   /**
-   * Whether `backlog` or more requests of higher priority than `priority` are held: the higher
-   * classes alone overload the fleet, so a lower one delayed past its prediction would only be
-   * served in their place.
-   */
-  crowded(priority: number): boolean {
-    return this.heldAbove(priority, false) >= this.backlog;
-  }
-
-  /**
    * Whether `refusalBacklog` or more requests of priority `priority` or higher are held (a held one
    * asking counts itself): a backlog in the gateway, not one replica's burst. Three rounds, not
-   * the two of `crowded`: at two, the long workload with 300 ms loads at 90% load (seeds 1-3,
+   * two: at two, the long workload with 300 ms loads at 90% load (seeds 1-3,
    * bench/des/peer-gap.ts) refused up to 12 requests in 1,000 where none was, its p99 request
    * then never answered; at three, 4 at most, and the overloaded points kept most of their gain.
    */
   backlogged(priority: number): boolean {
-    return this.heldAbove(priority, true) >= this.refusalBacklog;
+    return this.heldAbove(priority) >= this.refusalBacklog;
   }
 
-  /** Requests held of priority above `priority` (or equal to it: `inclusive`). */
-  private heldAbove(priority: number, inclusive: boolean): number {
+  /** Requests held of priority `priority` or above. */
+  private heldAbove(priority: number): number {
     let n = 0;
-    for (const [p, k] of this.count) if (p > priority || (inclusive && p === priority)) n += k;
+    for (const [p, k] of this.count) if (p >= priority) n += k;
     return n;
   }
 
@@ -224,16 +210,15 @@ const heldByRuntime = new WeakMap<object, Map<string, HeldClasses>>();
  * The held requests of `config` on `runtime`, one count for every plugin instance of it there:
  * Kong's nginx workers each start their own instance of a config (kong-pdk 0.6.0 server.js
  * `StartInstance`: a new plugin object each), all on the process's one runtime. Counted per
- * instance, a worker's batch request neither waited behind another worker's held interactive
- * requests nor saw them crowd the gateway. Separate runtimes (the simulations' Kong nodes) count
- * apart. Backlog: twice the replicas (see `crowded`); for a refusal at the end of a hold, three times.
+ * instance, a worker's batch request did not wait behind another worker's held interactive
+ * requests, nor did their holds' ends read one backlog. Separate runtimes (the simulations' Kong nodes) count
+ * apart. A refusal at the end of a hold reads a backlog of three times the replicas (`backlogged`).
  */
 export function heldOn(runtime: object, config: Pick<RouterConfig, 'replicas'>): HeldClasses {
   let byConfig = heldByRuntime.get(runtime);
   if (!byConfig) heldByRuntime.set(runtime, (byConfig = new Map()));
   const key = JSON.stringify(config);
   let held = byConfig.get(key);
-  if (!held)
-    byConfig.set(key, (held = new HeldClasses(2 * config.replicas.length, 3 * config.replicas.length)));
+  if (!held) byConfig.set(key, (held = new HeldClasses(3 * config.replicas.length)));
   return held;
 }

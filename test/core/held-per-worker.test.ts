@@ -22,13 +22,12 @@ const heldOf = (p: unknown) => (p as { service: { held: HeldClasses } }).service
 it('two workers’ instances of one config count the same held requests', () => {
   const worker1 = new Plugin(config);
   const worker2 = new Plugin(config);
-  // Two interactive requests held on worker 1: twice the one replica, the higher class crowds.
-  heldOf(worker1).enter(0);
-  heldOf(worker1).enter(0);
-  expect(heldOf(worker1).crowded(-1)).toBe(true);
-  // A batch request on worker 2 must see them: else it is delayed in their place, and a batch
-  // request never waits behind a held interactive one on another worker (`above`).
-  expect(heldOf(worker2).crowded(-1)).toBe(true);
+  // Three interactive requests held on worker 1: three times the one replica, a backlog.
+  for (let i = 0; i < 3; i++) heldOf(worker1).enter(0);
+  expect(heldOf(worker1).backlogged(0)).toBe(true);
+  // Worker 2 must see them: else its holds' ends read no backlog, and a batch request never
+  // waits behind a held interactive one on another worker (`above`).
+  expect(heldOf(worker2).backlogged(0)).toBe(true);
   expect(heldOf(worker2).above(-1)).toBe(true);
 });
 

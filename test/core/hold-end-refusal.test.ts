@@ -62,7 +62,7 @@ describe('the end of a hold under a sustained overload', () => {
     // About how long the queues ahead take to drain (the wait that shrinks), within [1, 60] s.
     expect(err.headers()['Retry-After']).toBe('60');
     // Refused, it is no longer counted as held: the backlog is the other request alone.
-    expect(held.crowded(-1)).toBe(false);
+    expect(held.backlogged(0)).toBe(false);
     const second = new RoomWait(cfg, 1000, undefined, sustained());
     expect(second.holds(1000, at(60000))).toBe(true);
     expect(refusal(() => second.holds(25000, at(8000))).headers()['Retry-After']).toBe('8');

@@ -59,7 +59,7 @@ describe('max_in_flight on a class with a hold of its own (the top class)', () =
 
   it('never refuses ttft_overload a request predicted within its objective, whose replica is only past max_in_flight', () => {
     // A sustained overload by the gateway's count: late hold-ends for a whole hold, a backlog.
-    const held = new HeldClasses(1, 1);
+    const held = new HeldClasses(1);
     const earlier = new RoomWait(cfg, -9000, top.resolve({}), held);
     expect(earlier.holds(-9000, at(60000))).toBe(true);
     expect(earlier.holds(0, at(60000))).toBe(false);

@@ -146,22 +146,24 @@ describe('SLO classes: holding, delaying and shedding (the room wait)', () => {
     expect(new RoomWait(cfg, 0, c.resolve({})).holds(0, at(40_000))).toBe(true);
   });
 
-  it('sheds a batch request predicted past its objective at once while the higher classes crowd the gateway', () => {
-    // Two held interactive requests crowd it (the router sets twice its replicas).
-    const held = new HeldClasses(2);
+  it('delays, never sheds at once, a batch request while many interactive ones are held: it is shed only once no drain leaves it in time', () => {
+    // Four interactive requests held on one replica: the higher class alone overloads the fleet
+    // (the end of a hold refuses from three times the replicas). Shed on the prediction of sending
+    // it now (40 s), the batch request lost 30 s it could still be served in (issue 34: 15 of the
+    // 15 shed at 1 s loads and 70% load, seed 1, were shed so; held on, 13 were served within 30 s).
+    const held = new HeldClasses(3);
     const batch = () => new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }), held);
-    const interactive = new RoomWait(cfg, 0, c.resolve({}), held);
-    expect(interactive.holds(0, at(40_000))).toBe(true);
-    // One held: not crowded, the batch request is delayed.
+    for (let i = 0; i < 4; i++)
+      expect(new RoomWait(cfg, 0, c.resolve({}), held).holds(0, at(40_000))).toBe(true);
+    expect(held.above(-1)).toBe(true);
+    const w = batch();
+    expect(w.holds(0, at(40_000))).toBe(true);
+    expect(w.holds(20_000, at(40_000))).toBe(true);
+    // From 28 s not even a 2 s queue leaves it within 30 s: shed, as without the crowd.
+    expect(() => w.holds(28_000, at(40_000))).toThrow(/sheddable class 'batch'/);
+    // Held, it counts among the held of its own priority, not above the interactive ones.
     expect(batch().holds(0, at(40_000))).toBe(true);
-    expect(new RoomWait(cfg, 0, c.resolve({}), held).holds(0, at(40_000))).toBe(true);
-    expect(held.crowded(-1)).toBe(true);
-    // Crowded: delayed, it would be served in their place. Shed on the prediction of sending it now.
-    expect(() => batch().holds(0, at(40_000))).toThrow(/sheddable class 'batch'/);
-    // A queue it can still meet its objective behind: held, not shed.
-    expect(batch().holds(0, at(20_000))).toBe(true);
-    // Only higher classes count.
-    expect(held.crowded(0)).toBe(false);
+    expect(held.above(0)).toBe(false);
   });
 
   it('sheds, never sends, a batch request still predicted past its objective when its hold ends at queue_timeout_ms', () => {
