@@ -84,6 +84,36 @@ export class LeaseHandle {
   }
 
   /**
+   * `take` in the call, when `rt`'s store answers in the call (FleetStore.acquireNow: the
+   * in-process store); undefined for a shared store, whose acquire is a round trip (`take`).
+   */
+  static takeNow(
+    rt: FleetRuntime,
+    url: string,
+    adapter: string | null,
+  ): { lease: LeaseHandle; state: ResidencyState | undefined } | undefined {
+    const store = rt.store;
+    if (!store.acquireNow) return undefined;
+    const h = LeaseHandle.opened(rt, url, adapter);
+    try {
+      // The in-process store copies the lease it keeps: no copy made here.
+      const state = store.acquireNow(h.lease);
+      h.answered = ++answeredSeq;
+      return { lease: h, state: rt.manager.ownUnloads.stateOf(url, adapter, state) };
+    } catch (err) {
+      // As `take`: given back as any other ending, whatever the release says.
+      // The acquire's own error is the one to tell.
+      try {
+        const released = h.releaseInCall();
+        if (released instanceof Promise) released.catch(() => undefined);
+      } catch {
+        // LeaseNotOpen: ended already.
+      }
+      throw err;
+    }
+  }
+
+  /**
    * `rt`'s views of `urls` (with `ref`'s presence), then a lease as `take` takes it, in one store
    * step: one round trip to a shared store, for a request whose replica is guessed before its
    * decision. The views are read before the lease, as `views` then `take` read them.
@@ -169,11 +199,7 @@ export class LeaseHandle {
    * 2xx says its work completed). A second call throws LeaseNotOpen: the first ended it.
    */
   async release(status?: number): Promise<Released | undefined> {
-    if (this.ended) throw new LeaseNotOpen(this.id);
-    this.forget();
-    const rt = this.rt;
-    const completed = status !== undefined && status >= 200 && status < 300;
-    if (rt.predictsWork) rt.work.release(this.id, rt.clock.now(), completed);
+    const rt = this.ending(status);
     // Counted on its runtime until the store has it: a replaced runtime drains on this count,
     // and closing its store under a release under way would lose the release.
     try {
@@ -181,6 +207,32 @@ export class LeaseHandle {
     } finally {
       rt.leaseEnded(this);
     }
+  }
+
+  /**
+   * `release`, answered in the call when its store answers in the call (FleetStore.releaseNow:
+   * the in-process store; a log phase then awaits nothing), else its promise. A second call
+   * throws LeaseNotOpen, in the call.
+   */
+  releaseInCall(status?: number): Released | undefined | Promise<Released | undefined> {
+    const store = this.rt.store;
+    if (!store.releaseNow) return this.release(status);
+    const rt = this.ending(status);
+    try {
+      return store.releaseNow(this.id, rt.clock.now(), status);
+    } finally {
+      rt.leaseEnded(this);
+    }
+  }
+
+  /** A release begins: out of the process's lists, its work ended (LeaseNotOpen if ended already). */
+  private ending(status: number | undefined): FleetRuntime {
+    if (this.ended) throw new LeaseNotOpen(this.id);
+    this.forget();
+    const rt = this.rt;
+    const completed = status !== undefined && status >= 200 && status < 300;
+    if (rt.predictsWork) rt.work.release(this.id, rt.clock.now(), completed);
+    return rt;
   }
 
   /** Forgotten without a store call: every store reclaimed it by age already. */

@@ -19,13 +19,22 @@ export class RuntimeDrain {
 
   /** Runs one decision, counted until it ends. */
   async decision<T>(fn: () => Promise<T>): Promise<T> {
-    this.active++;
+    this.began();
     try {
       return await fn();
     } finally {
-      this.active--;
-      this.quieter.notify();
+      this.ended();
     }
+  }
+
+  /** A decision begins: counted until `ended`. */
+  began(): void {
+    this.active++;
+  }
+
+  ended(): void {
+    this.active--;
+    this.quieter.notify();
   }
 
   leaseOpened(lease: LeaseHandle): void {

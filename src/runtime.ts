@@ -274,6 +274,15 @@ export class FleetRuntime {
     return this.drain.decision(fn);
   }
 
+  /** A decision begins here (`decision` without its closure: the request path's); `decisionEnded` once it ends, whatever way. */
+  decisionBegan(): void {
+    this.drain.began();
+  }
+
+  decisionEnded(): void {
+    this.drain.ended();
+  }
+
   /** A lease was taken here (LeaseHandle.take): this runtime closes only once it is given back. */
   leaseOpened(lease: LeaseHandle): void {
     this.drain.leaseOpened(lease);

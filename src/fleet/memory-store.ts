@@ -67,7 +67,7 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   async views(urls: readonly string[], adapter?: AdapterRef, withResidents = false): Promise<ReplicaView[]> {
-    return this.viewsNow(urls, adapter, withResidents);
+    return this.readViews(urls, adapter, withResidents);
   }
 
   /**
@@ -103,11 +103,16 @@ export class MemoryFleetStore implements FleetStore {
     adapter: AdapterRef | undefined,
     lease: Lease,
   ): Promise<{ views: ReplicaView[]; state: ResidencyState | undefined }> {
-    const views = this.viewsNow(urls, adapter, false);
-    return { views, state: this.acquireNow(lease) };
+    const views = this.readViews(urls, adapter, false);
+    return { views, state: this.acquireHere(lease) };
   }
 
-  private viewsNow(urls: readonly string[], adapter: AdapterRef | undefined, withResidents: boolean) {
+  /** `views` in the call (FleetStore.viewsNow): the request path's, which then awaits nothing. */
+  viewsNow(urls: readonly string[], adapter?: AdapterRef, withResidents = false): ReplicaView[] {
+    return this.readViews(urls, adapter, withResidents);
+  }
+
+  private readViews(urls: readonly string[], adapter: AdapterRef | undefined, withResidents: boolean) {
     const out: ReplicaView[] = [];
     const mark = adapter ? this.holders.mark(adapter.name) : undefined;
     for (const r of this.recordsOf(urls)) {
@@ -440,7 +445,7 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   async acquire(lease: Lease): Promise<ResidencyState | undefined> {
-    return this.acquireNow(lease);
+    return this.acquireHere(lease);
   }
 
   /** As the Redis script: each as `acquire`, those the expiry reclaimed refused (returned). */
@@ -452,11 +457,16 @@ export class MemoryFleetStore implements FleetStore {
     const refused: string[] = [];
     for (const l of leases)
       if (this.leases.wasReclaimed(l.id)) refused.push(l.id);
-      else this.acquireNow(l);
+      else this.acquireHere(l);
     return refused;
   }
 
-  private acquireNow(lease: Lease): ResidencyState | undefined {
+  /** `acquire` in the call (FleetStore.acquireNow). */
+  acquireNow(lease: Lease): ResidencyState | undefined {
+    return this.acquireHere(lease);
+  }
+
+  private acquireHere(lease: Lease): ResidencyState | undefined {
     const r = this.replicas.get(lease.url);
     const state = lease.adapter === null ? undefined : r?.residency.get(lease.adapter)?.state;
     this.leases.take(lease);
@@ -464,6 +474,15 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
+    return this.releaseHere(leaseId, at, status);
+  }
+
+  /** `release` in the call (FleetStore.releaseNow). */
+  releaseNow(leaseId: string, at: number, status?: number): Released | undefined {
+    return this.releaseHere(leaseId, at, status);
+  }
+
+  private releaseHere(leaseId: string, at: number, status?: number): Released | undefined {
     const lease = this.leases.end(leaseId);
     if (!lease) return undefined;
     // One step, as the Redis script is: nothing awaits between the lease's end and what it records.

@@ -145,6 +145,15 @@ export interface FleetStore {
    */
   release(leaseId: string, at: number, status?: number): Promise<Released | undefined>;
   /**
+   * In-process stores: `views`, `acquire` and `release` answered in the call, no promise. A
+   * resident adapter's request then awaits nothing from its views to its lease, nor its log phase
+   * (the plugin server runs each request cache-cold, where every async step is paid again:
+   * docs/benchmarks.md). A shared store has none: each of those is a round trip.
+   */
+  viewsNow?(urls: readonly string[], adapter?: AdapterRef, withResidents?: boolean): ReplicaView[];
+  acquireNow?(lease: Lease): ResidencyState | undefined;
+  releaseNow?(leaseId: string, at: number, status?: number): Released | undefined;
+  /**
    * Reclaims leases older than `maxAgeMs` (their release never came) and, in a shared store,
    * those of nodes that stopped answering; returns them.
    */

@@ -10,13 +10,13 @@ import { PlacedElsewhere } from '../adapters/claims';
 import type { AdapterPolicy } from '../adapters/manager';
 import type { RouterConfig } from '../config/router-schema';
 import { errors } from '../errors';
-import type { ResidentAdapter } from '../fleet/types';
+import type { ResidencyState, ResidentAdapter } from '../fleet/types';
 import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
 import type { Decision } from '../scheduler/types';
 import type { TokenEstimate } from '../work/estimate';
 import { DEFAULT_MAX_TOKENS } from '../work/work-model';
-import { takeLease, type GuessedLease, type LastReplicas } from './guessed-lease';
+import { takeLease, type GuessedLease, type LastReplicas, type Taken } from './guessed-lease';
 import type { RouteOutcome } from './outcome';
 import { SeenDown } from './placement';
 import { withPolledHealth } from './polled-health';
@@ -49,8 +49,23 @@ function mayBeReclaimed(rt: FleetRuntime, lease: LeaseHandle, config: RouterConf
   return rt.clock.now() - lease.lease.at >= config.lease_max_age_ms / 2;
 }
 
-/** Takes the lease, makes sure the adapter is there, and shapes the proxied request. */
-export async function admit(
+/** What admission is told of the request's waits (see `admit`). */
+export interface AdmissionWait {
+  queueMs: number;
+  until: number;
+  /** The request's class priority (src/router/slo-class.ts; 0 without one): vLLM's `priority` field. */
+  priority?: number;
+  recheckPlacement?: () => Promise<string>;
+  placeHere?: () => Promise<string>;
+}
+
+/**
+ * Takes the lease, makes sure the adapter is there, and shapes the proxied request. In the call
+ * (no promise) when nothing is to wait for: the lease needs no round trip (an in-process store,
+ * or the guessed lease) and the adapter is there under it. That is a resident adapter's request,
+ * the common one; in the plugin server each async step is paid cache-cold (docs/benchmarks.md).
+ */
+export function admit(
   setup: AdmissionSetup,
   rt: FleetRuntime,
   decision: Decision,
@@ -62,43 +77,105 @@ export async function admit(
    * How long the load may wait for room, when the access phase must be over, the placement's check
    * after a wait, and (a decision on a holder, which claimed none) the placement's claim before a load.
    */
-  wait: {
-    queueMs: number;
-    until: number;
-    /** The request's class priority (src/router/slo-class.ts; 0 without one): vLLM's `priority` field. */
-    priority?: number;
-    recheckPlacement?: () => Promise<string>;
-    placeHere?: () => Promise<string>;
-  },
+  wait: AdmissionWait,
   spend: () => Promise<void>,
   tokens: TokenEstimate | undefined,
   guess: GuessedLease,
-): Promise<RouteOutcome> {
+): RouteOutcome | Promise<RouteOutcome> {
   const replica = decision.replica;
   const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
   // Taken on the decision's runtime, and given back there whatever happens meanwhile.
-  let { lease, state: held } = await takeLease(rt, replica.url, adapterName, guess);
+  const taken = takeLease(rt, replica.url, adapterName, guess);
+  // A fresh lease is one a sweep may reclaim only with `lease_max_age_ms` 0: `admitWithWaits` then.
+  if (
+    taken instanceof Promise ||
+    (resolved.kind === 'on-demand' && absent(stateUnder(replica, taken.state))) ||
+    mayBeReclaimed(rt, taken.lease, setup.config)
+  )
+    return admitWithWaits(setup, rt, decision, resolved, body, victimCost, wait, spend, tokens, taken);
+  const lease = taken.lease;
+  try {
+    admitWork(rt, replica, tokens, lease.id, 0);
+    return admitted(setup, rt, decision, lease, adapterName, body, wait.priority);
+  } catch (err) {
+    // As `admitWithWaits`: given back before the failure is answered.
+    const released = lease.releaseInCall();
+    if (released instanceof Promise)
+      return released.then(() => {
+        throw err;
+      });
+    throw err;
+  }
+}
+
+/** The adapter's state under the lease, not the decision's: an unload may have begun since the views. */
+function stateUnder(
+  replica: Decision['replica'],
+  held: ResidencyState | undefined,
+): ResidencyState | undefined {
+  return replica.backend === 'vllm' ? held : replica.adapter?.state;
+}
+
+/** Whether an on-demand adapter in `state` under the lease must be loaded (or waited for). */
+function absent(state: ResidencyState | undefined): boolean {
+  return state !== 'loaded' && state !== 'static';
+}
+
+/**
+ * Admitted to the work model before the load: requests decided from now on queue behind it
+ * (not those decided in the same instant: docs/routing.md, "Known limit").
+ */
+function admitWork(
+  rt: FleetRuntime,
+  replica: Decision['replica'],
+  tokens: TokenEstimate | undefined,
+  id: string,
+  startMs: number,
+): void {
+  if (tokens && rt.predictsWork)
+    rt.work.admit({
+      id,
+      url: replica.url,
+      promptTokens: tokens.promptTokens,
+      maxTokens: tokens.maxTokens ?? DEFAULT_MAX_TOKENS,
+      at: rt.clock.now(),
+      startMs,
+      cachedTokens: replica.cachedTokens,
+    });
+}
+
+/**
+ * `admit` where something is waited for: the lease's round trip, the adapter's load or a wait for
+ * room under it, a fresh lease after a long wait.
+ */
+async function admitWithWaits(
+  setup: AdmissionSetup,
+  rt: FleetRuntime,
+  decision: Decision,
+  resolved: Resolved,
+  body: ParsedBody,
+  victimCost: ((v: ResidentAdapter) => number) | undefined,
+  wait: AdmissionWait,
+  spend: () => Promise<void>,
+  tokens: TokenEstimate | undefined,
+  taken: Taken | Promise<Taken>,
+): Promise<RouteOutcome> {
+  const replica = decision.replica;
+  const adapterName = resolved.kind === 'base' ? null : resolved.adapter.name;
+  let { lease, state: held } = taken instanceof Promise ? await taken : taken;
   // From here on, any failure gives the lease back before it is answered.
   try {
-    // Admitted to the work model before the load: requests decided from now on queue behind it
-    // (not those decided in the same instant: docs/routing.md, "Known limit").
-    const admitWork = (id: string, load: boolean) => {
-      if (tokens && rt.predictsWork)
-        rt.work.admit({
-          id,
-          url: replica.url,
-          promptTokens: tokens.promptTokens,
-          maxTokens: tokens.maxTokens ?? DEFAULT_MAX_TOKENS,
-          at: rt.clock.now(),
-          startMs: load && adapterName !== null ? rt.loadTimes.load(adapterName) : 0,
-          cachedTokens: replica.cachedTokens,
-        });
-    };
     for (let round = 0; ; round++) {
-      // The state under the lease, not the decision's: an unload may have begun since the views.
-      const state = replica.backend === 'vllm' ? held : replica.adapter?.state;
-      const load = resolved.kind === 'on-demand' && state !== 'loaded' && state !== 'static';
-      if (round === 0) admitWork(lease.id, load);
+      const state = stateUnder(replica, held);
+      const load = resolved.kind === 'on-demand' && absent(state);
+      if (round === 0)
+        admitWork(
+          rt,
+          replica,
+          tokens,
+          lease.id,
+          load && adapterName !== null ? rt.loadTimes.load(adapterName) : 0,
+        );
       if (load) {
         const adapter = resolved.adapter;
         // Decided on a holder, no placement claimed: gone or going under the lease (another node
@@ -141,30 +218,9 @@ export async function admit(
       const old = lease;
       ({ lease, state: held } = fresh);
       await old.release();
-      admitWork(lease.id, false);
+      admitWork(rt, replica, tokens, lease.id, 0);
     }
-    if (rt.store.mode) setup.lastReplica.remember(adapterName, replica.url);
-    rt.metrics.decided(decision.stage);
-    rt.metrics.recent.record('requests', rt.clock.now());
-    const target = setup.targets.get(replica.url)!;
-    return {
-      kind: 'proxy',
-      url: replica.url,
-      host: target.host,
-      port: target.port,
-      https: target.https,
-      leaseId: lease.id,
-      stage: decision.stage,
-      adapter: adapterName,
-      body: !body.json
-        ? undefined
-        : replica.backend === 'llamacpp'
-          ? llamaBody(body.json, body.text, replica.adapter?.llamaId, replica.llamaIds ?? [])
-          : setup.config.vllm_scheduling_policy === 'priority'
-            ? withVllmPriority(body.json, body.text, vllmPriority(wait.priority ?? 0))
-            : undefined,
-      ...(setup.config.saturation_mode === 'predicted' ? { predictedTtftMs: replica.ttftMs } : {}),
-    };
+    return admitted(setup, rt, decision, lease, adapterName, body, wait.priority);
   } catch (err) {
     // Not releaseLease (log-phase.ts): that also wakes the requests waiting for room when the
     // adapter went idle, which changes how escalated requests retry (measured in every
@@ -172,4 +228,39 @@ export async function admit(
     await lease.release();
     throw err;
   }
+}
+
+/** The request admitted on its lease: remembered, counted, and the proxied request shaped. */
+function admitted(
+  setup: AdmissionSetup,
+  rt: FleetRuntime,
+  decision: Decision,
+  lease: LeaseHandle,
+  adapterName: string | null,
+  body: ParsedBody,
+  priority: number | undefined,
+): RouteOutcome {
+  const replica = decision.replica;
+  if (rt.store.mode) setup.lastReplica.remember(adapterName, replica.url);
+  rt.metrics.decided(decision.stage);
+  rt.metrics.recent.record('requests', rt.clock.now());
+  const target = setup.targets.get(replica.url)!;
+  return {
+    kind: 'proxy',
+    url: replica.url,
+    host: target.host,
+    port: target.port,
+    https: target.https,
+    leaseId: lease.id,
+    stage: decision.stage,
+    adapter: adapterName,
+    body: !body.json
+      ? undefined
+      : replica.backend === 'llamacpp'
+        ? llamaBody(body.json, body.text, replica.adapter?.llamaId, replica.llamaIds ?? [])
+        : setup.config.vllm_scheduling_policy === 'priority'
+          ? withVllmPriority(body.json, body.text, vllmPriority(priority ?? 0))
+          : undefined,
+    ...(setup.config.saturation_mode === 'predicted' ? { predictedTtftMs: replica.ttftMs } : {}),
+  };
 }

@@ -24,27 +24,42 @@ export function giveBack(rt: FleetRuntime, guess: GuessedLease): void {
   const before = guess.givingBack;
   guess.givingBack = Promise.all([
     before,
-    releaseLease(held.lease, undefined).catch((err: Error) =>
+    releasedLater(held.lease).catch((err: Error) =>
       rt.log.warn(`could not give back lease ${held.lease.id}: ${err.message}`),
     ),
   ]);
 }
 
-/** The guessed lease if the decision went to its replica, else a new one (the guess given back). */
+/** `releaseLease` as a promise (the store's own when it has one): a failure, even one in the call, is its rejection. */
+function releasedLater(lease: LeaseHandle): Promise<void> {
+  try {
+    return Promise.resolve(releaseLease(lease, undefined));
+  } catch (err) {
+    return Promise.reject(err as Error);
+  }
+}
+
+/**
+ * The guessed lease if the decision went to its replica, else a new one (the guess given back).
+ * In the call when it needs no round trip (the guess, or an in-process store: LeaseHandle.takeNow).
+ */
 export function takeLease(
   rt: FleetRuntime,
   url: string,
   adapter: string | null,
   guess: GuessedLease,
-): Promise<{ lease: LeaseHandle; state: ResidencyState | undefined }> {
+): Taken | Promise<Taken> {
   const held = guess.held;
   if (held && held.lease.lease.url === url) {
     guess.held = undefined;
-    return Promise.resolve(held);
+    return held;
   }
   giveBack(rt, guess);
-  return LeaseHandle.take(rt, url, adapter);
+  return LeaseHandle.takeNow(rt, url, adapter) ?? LeaseHandle.take(rt, url, adapter);
 }
+
+/** A lease taken, with its adapter's state under it. */
+export type Taken = { lease: LeaseHandle; state: ResidencyState | undefined };
 
 /** Per adapter ('' the base model): the replica its last request was admitted on, bounded. */
 export class LastReplicas {

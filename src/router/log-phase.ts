@@ -4,6 +4,7 @@
  */
 import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
+import type { Released } from '../fleet/types';
 import type { Stage } from '../scheduler/types';
 
 /** Kept in `kong.ctx.shared` from access to log: what the log phase needs, and what other plugins may read. */
@@ -20,9 +21,10 @@ export interface DecisionRecord {
  * change); the lease knows the runtime it was taken on.
  * It sees no TTFT (Kong's latencies.proxy is time to response headers, which vLLM streams at
  * once): the work model learns its rates from the replicas' histograms, through the poll.
- * Throws LeaseNotOpen if the lease was given back already.
+ * Throws LeaseNotOpen if the lease was given back already. Answered in the call (no promise)
+ * when the lease's store answers in the call and nothing is polled afresh.
  */
-export async function releaseLease(lease: LeaseHandle, status: number | undefined): Promise<void> {
+export function releaseLease(lease: LeaseHandle, status: number | undefined): void | Promise<void> {
   // A 404 is vLLM's "The model `x` does not exist." when it lost the adapter (a restart,
   // another router's unload; serving_engine.py `_check_model`, vLLM v0.11.0), or FastAPI's
   // `{"detail":"Not Found"}` for a client's mistyped path under /v1 (llama.cpp: "File Not
@@ -32,7 +34,28 @@ export async function releaseLease(lease: LeaseHandle, status: number | undefine
   const lost = status === 404;
   // One store call: the release and passive health (5xx: the replica refused, reset or timed
   // out). Its work ends with it, whatever the store answers (an expired lease is gone there).
-  const released = await lease.release(lost ? undefined : status);
+  // In process it is answered in the call: a served request's log phase then awaits nothing.
+  const released = lease.releaseInCall(lost ? undefined : status);
+  if (released instanceof Promise) return releasedLater(lease, released, lost);
+  return afterRelease(lease, released, lost);
+}
+
+/** `releaseLease` on a store whose release is a round trip. */
+async function releasedLater(
+  lease: LeaseHandle,
+  released: Promise<Released | undefined>,
+  lost: boolean,
+): Promise<void> {
+  const after = afterRelease(lease, await released, lost);
+  if (after) await after;
+}
+
+/** What a release leads to: requests waiting for room woken, a lost adapter's replica polled afresh. */
+function afterRelease(
+  lease: LeaseHandle,
+  released: Released | undefined,
+  lost: boolean,
+): void | Promise<void> {
   if (!released) return;
   // Its adapter went idle there: it can now make room for a request waiting for a slot, on
   // the runtime it was taken on or the one deciding now.
@@ -43,7 +66,7 @@ export async function releaseLease(lease: LeaseHandle, status: number | undefine
   }
   // Polled afresh (after any poll under way, which may have read the registry before the
   // 404): the reconciliation forgets what the registry no longer lists, and only that.
-  if (lost && released.adapter !== null) await now.poller.refreshUrl(released.url, true);
+  if (lost && released.adapter !== null) return now.poller.refreshUrl(released.url, true);
 }
 
 /**
@@ -65,7 +88,8 @@ export async function logPhase(
 ): Promise<void> {
   const lease = LeaseHandle.find(record.lease);
   try {
-    await releaseLease(lease ?? LeaseHandle.open(record.lease), status);
+    const released = releaseLease(lease ?? LeaseHandle.open(record.lease), status);
+    if (released) await released;
   } finally {
     const on = lease?.rt ?? rt;
     if (on && (status === 502 || status === 504) && (await source()) === 'error')

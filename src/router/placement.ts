@@ -20,6 +20,11 @@ const MAX_PLACEMENT_ROUNDS = 3;
 /** Names each placement claim in this process (with the node's lease prefix: in the fleet). */
 let claims = 0;
 
+/** A new name for one decision's share of a placement (`claims`, with the node's lease prefix). */
+function nextClaimer(rt: FleetRuntime): string {
+  return `${rt.leasePrefix}.${(claims = (claims + 1) % Number.MAX_SAFE_INTEGER).toString(36)}`;
+}
+
 /**
  * Thrown by an admission whose replica, up when the request was decided, was seen down while its
  * load ran or waited for room, or, decided down (every replica was), is still down with another
@@ -76,7 +81,7 @@ type Admit<T> = (
   queueTimeoutMs: number,
   recheck?: () => Promise<string>,
   placeHere?: () => Promise<string>,
-) => Promise<T>;
+) => T | Promise<T>;
 
 /**
  * Where a request goes, agreed with the other routers on the fleet: schedule, and for a cold
@@ -202,8 +207,6 @@ export class Placement {
         let recheck: (() => Promise<string>) | undefined;
         /** This decision's share of the placement: giving it back leaves others' loads under it. */
         let claimer = '';
-        const nextClaimer = () =>
-          `${rt.leasePrefix}.${(claims = (claims + 1) % Number.MAX_SAFE_INTEGER).toString(36)}`;
         // Decided on a holder: no placement. Should its lease find the adapter gone or going there,
         // the load it makes is a cold one and claims the placement first (seed 1004317).
         let placedHere = false;
@@ -212,12 +215,12 @@ export class Placement {
           unplaced !== undefined
             ? () => {
                 placedHere = true;
-                claimer ||= nextClaimer();
+                claimer ||= nextClaimer(rt);
                 return rt.store.claimPlacement(unplaced, url, undefined, rt.clock.now(), ttl, claimer);
               }
             : undefined;
         if (claim) {
-          claimer = nextClaimer();
+          claimer = nextClaimer(rt);
           rt.manager.claim(url, claim);
           // Routers sharing the store (other Kong nodes) must agree where a cold adapter goes,
           // or each loads it on the replica it picked.
@@ -250,7 +253,9 @@ export class Placement {
         try {
           // Its lease opens as admission begins (admission.ts `takeLease`, before any await).
           joined();
-          return await admit(decision, wait.loadQueueMs(rt.clock.now()), recheck, placeHere);
+          // Admitted in the call when nothing is to wait for (admission.ts `admit`): no await then.
+          const admitted = admit(decision, wait.loadQueueMs(rt.clock.now()), recheck, placeHere);
+          return admitted instanceof Promise ? await admitted : admitted;
         } catch (err) {
           if (err instanceof PlacedElsewhere) {
             placementRounds++;

@@ -137,7 +137,14 @@ export class RouterService {
       for (;;) {
         const on = rt;
         try {
-          return await on.decision(() => this.decide(on, req, wait, budget));
+          // Counted as under way on its runtime (a replaced one drains on it), with no closure
+          // nor async step of its own.
+          on.decisionBegan();
+          try {
+            return await this.decide(on, req, wait, budget);
+          } finally {
+            on.decisionEnded();
+          }
         } catch (err) {
           if (!(err instanceof RuntimeReplaced) || on.current() === on) throw err;
           rt = on.current();
@@ -162,7 +169,8 @@ export class RouterService {
    * this process (given back already, reclaimed by age).
    */
   async finish(leaseId: string, status: number | undefined): Promise<void> {
-    await releaseLease(LeaseHandle.open(leaseId), status);
+    const released = releaseLease(LeaseHandle.open(leaseId), status);
+    if (released) await released;
   }
 
   /**
@@ -216,7 +224,9 @@ export class RouterService {
       const t = await LeaseHandle.takeWithViews(rt, last, leaseAdapter, this.urls, adapter);
       guess.held = { lease: t.lease, state: t.state };
       first = t.views;
-    } else first = await rt.store.views(this.urls, adapter, false);
+    } else
+      first =
+        rt.store.viewsNow?.(this.urls, adapter, false) ?? (await rt.store.views(this.urls, adapter, false));
     // One async step for the decision on the first views (no second function, no argument object).
     try {
       const refreshMark = LeaseHandle.viewsMark();

@@ -10,6 +10,7 @@ import { silentLogger } from '../../src/log';
 import { FleetRuntime } from '../../src/runtime';
 import { logPhase, type DecisionRecord } from '../../src/router/log-phase';
 import { SPEC, U } from '../helpers/runtime-harness';
+import { asRoundTrips } from '../helpers/round-trips';
 
 /**
  * A memory-store runtime with one replica holding adapter 'a'; counts the store's releases and
@@ -39,6 +40,7 @@ async function runtimeWithReplica() {
     managed: () => true,
   });
   const releases: string[] = [];
+  asRoundTrips(rt.store);
   const release = rt.store.release.bind(rt.store);
   rt.store.release = (id, now, status) => {
     releases.push(id);

@@ -15,16 +15,20 @@ const B = 'http://b:8000';
 function setup(fail = false) {
   const warnings: string[] = [];
   const released: (number | undefined)[] = [];
-  const rt = { log: { warn: (m: string) => warnings.push(m) } } as unknown as FleetRuntime;
+  // A shared store's (a guess is taken only there): no step answered in the call (FleetStore.acquireNow).
+  const rt = { log: { warn: (m: string) => warnings.push(m) }, store: {} } as unknown as FleetRuntime;
+  const release = async (status?: number) => {
+    released.push(status);
+    if (fail) throw new Error('store down');
+    return undefined;
+  };
+  // On a shared store, releaseInCall is release's promise.
   const lease = {
     id: 'L1',
     lease: { url: A },
     rt,
-    release: async (status?: number) => {
-      released.push(status);
-      if (fail) throw new Error('store down');
-      return undefined;
-    },
+    release,
+    releaseInCall: release,
   } as unknown as LeaseHandle;
   const guess: GuessedLease = { held: { lease, state: 'loaded' } };
   return { rt, lease, guess, warnings, released };

@@ -11,6 +11,7 @@ import { LeaseNotOpen } from '../../src/lease';
 import type { Logger } from '../../src/log';
 import { RouterService, type RouteOutcome } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
+import { asRoundTrips } from '../helpers/round-trips';
 
 const A = 'http://10.0.0.1:8000';
 const body = (json: unknown) => Buffer.from(JSON.stringify(json));
@@ -148,6 +149,7 @@ describe('RouterService', () => {
   it('a failure that is no RouterError: 500 router_error, logged with its stack', async () => {
     const s = await service();
     rt = s.rt;
+    asRoundTrips(rt.store);
     rt.store.views = async () => {
       throw new Error('store broke');
     };
@@ -313,6 +315,7 @@ describe('RouterService', () => {
     // The request's first read of the store takes 30 s (a store that is slow to answer): the queue
     // timeout's 29 s after it would end past the 55 s the access phase has.
     const slowRead = (rt: FleetRuntime) => {
+      asRoundTrips(rt.store);
       const views = rt.store.views.bind(rt.store);
       let slow = true;
       rt.store.views = async (...a) => {

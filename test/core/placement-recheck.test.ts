@@ -9,6 +9,7 @@
  */
 import { CoreHarness } from '../helpers/core-harness';
 import { waitFor } from '../../harness/wait';
+import { asRoundTrips } from '../helpers/round-trips';
 
 let h: CoreHarness | undefined;
 
@@ -98,6 +99,7 @@ it('a request decided on a holder whose lease finds the adapter gone follows the
   // Once the next request for `x` has read its views (`x` loaded on the holder): another node
   // unloads `x` there, idle, and places `x` on the other replica for a request of its own.
   let armed = true;
+  asRoundTrips(store);
   const views = store.views.bind(store);
   store.views = async (urls, adapter, withResidents) => {
     const seen = await views(urls, adapter, withResidents);
