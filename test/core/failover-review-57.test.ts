@@ -94,6 +94,32 @@ describe('a lock a runtime retired for other state still holds when its store le
   );
 });
 
+describe('a lock asked by a runtime retired for other state when its store leaves', () => {
+  // The prefetch's load asked its lock just before the runtime drained: the grant was on its way
+  // when the store began to leave, so no lock was open yet. Before the fix the store left and
+  // closed, the load went on, and its end went nowhere: `loading` until the lock's TTL.
+  it('its end reaches the old state', async () => {
+    const P = 'r57-asked:';
+    await redis.command(['FLUSHALL']);
+    const old = node(P, 'X');
+    try {
+      await old.s.upsertReplica(vllmSpec(U1));
+      await old.s.applySnapshot(U1, poll(Date.now()));
+      const asked = old.s.beginLoad(U1, 'b', Date.now(), 4, 60_000);
+      const leaving = old.s.leave(10_000);
+      const fence = await asked;
+      expect(fence).toBeGreaterThan(0);
+      await Promise.race([leaving, pause(300)]);
+      const current = await old.s.finishLoad(U1, 'b', fence!, true, Date.now());
+      await leaving;
+      expect(await stateIn(P, 'b')).toBe('loaded');
+      expect(current).toBe(true);
+    } finally {
+      await old.s.close();
+    }
+  }, 30_000);
+});
+
 describe("a predecessor's owed lock end adopted while the successor holds a lock under the same fence", () => {
   // A server that lost writes (a restart from a snapshot, a Sentinel switch) and whose fence counter
   // ran ahead of its clock hands a fence out again (prelude.ts `newfence`); the fence check of a

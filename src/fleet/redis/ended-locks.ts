@@ -38,10 +38,24 @@ export class EndedLocks {
 
   constructor(private readonly clock: Clock) {}
 
-  /** Whether a lock begun in the shared store has neither ended here nor passed its TTL. */
+  /** Locks asked of the shared store and not answered yet (`asked`). */
+  private asking = 0;
+
+  /** Whether a lock is asked, or begun in the shared store and neither ended here nor past its TTL. */
   get open(): boolean {
     this.forgetExpired();
-    return this.begun.size > 0;
+    return this.asking > 0 || this.begun.size > 0;
+  }
+
+  /** `begin` of the lock `ask` is granted, counted open while asked: a leaving store waits for it too. */
+  async asked(ask: Promise<Fence | null>, ttlMs: number): Promise<Fence | null> {
+    this.asking++;
+    try {
+      return this.begin(await ask, ttlMs);
+    } finally {
+      this.asking--;
+      this.ends.notify();
+    }
   }
 
   /** Resolves at the next end of a lock, or after `ms`. */

@@ -262,8 +262,8 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
   }
 
   // Each lock's TTL and end is noted (ended-locks.ts): a server that missed the end is told again.
-  override async beginLoad(...a: Parameters<FleetStore['beginLoad']>): Promise<Fence | null> {
-    return this.endedLocks.begin(await super.beginLoad(...a), a[4]);
+  override beginLoad(...a: Parameters<FleetStore['beginLoad']>): Promise<Fence | null> {
+    return this.endedLocks.asked(super.beginLoad(...a), a[4]);
   }
 
   override finishLoad(...a: Parameters<FleetStore['finishLoad']>): Promise<boolean> {
@@ -271,8 +271,8 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     return super.finishLoad(...a);
   }
 
-  override async beginUnload(...a: Parameters<FleetStore['beginUnload']>): Promise<Fence | null> {
-    return this.endedLocks.begin(await super.beginUnload(...a), a[3]);
+  override beginUnload(...a: Parameters<FleetStore['beginUnload']>): Promise<Fence | null> {
+    return this.endedLocks.asked(super.beginUnload(...a), a[3]);
   }
 
   override finishUnload(...a: Parameters<FleetStore['finishUnload']>): Promise<boolean> {
