@@ -8,7 +8,7 @@ import { EndedLocks } from '../../src/fleet/redis/ended-locks';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { SharedStore } from '../../src/fleet/redis/shared-store';
-import type { ReplicaSnapshot } from '../../src/fleet/types';
+import type { ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { FleetRuntime } from '../../src/runtime';
 import { RedisServer } from '../../harness/redis/server';
@@ -16,6 +16,7 @@ import { waitFor } from '../../harness/wait';
 import { snapshotWithA, vllmSpec } from './helpers';
 
 const U1 = 'http://10.0.0.1:8000';
+const U2 = 'http://10.0.0.2:8000';
 
 let redis: RedisServer;
 beforeAll(async () => {
@@ -239,4 +240,40 @@ describe('EndedLocks across a hand-over on the same state', () => {
     t.now = 1_500;
     expect(l.open).toBe(false);
   });
+});
+
+describe('a registration emptied in each pass, begun by a heartbeat', () => {
+  // The bounded registration throws; its callers are the recovery (returns false), `views` and
+  // `viewsAndLease` (inside `decide`: degrade) and a heartbeat's reclaim (`reclaimShared`, caught:
+  // degrade). This covers the last: no unhandled rejection (a plugin-server crash), the node decides
+  // alone, and its probe registers once the state holds. Passed on the code as found.
+  it('degrades, with no unhandled rejection, and the probe registers again', async () => {
+    const P = 'r57-hb:';
+    await redis.command(['FLUSHALL']);
+    const a = node(P, 'A');
+    const rejections: unknown[] = [];
+    const onRejection = (err: unknown) => rejections.push(err);
+    process.on('unhandledRejection', onRejection);
+    try {
+      for (const u of [U1, U2]) await a.s.upsertReplica(vllmSpec(u));
+      const upsert = a.shared.upsertReplica.bind(a.shared);
+      let emptying = true;
+      a.shared.upsertReplica = async (s: ReplicaSpec) => {
+        await upsert(s);
+        if (emptying && s.url === U1) await redis.command(['FLUSHALL']);
+      };
+      await redis.command(['FLUSHALL']);
+      // What the heartbeat does once its reply shows another epoch.
+      a.shared.onStateLost?.();
+      await waitFor(() => a.s.mode() === 'local', 5000, 'the node deciding alone');
+      emptying = false;
+      await waitFor(() => a.s.mode() === 'redis', 10_000, 'the probe registered again');
+      expect(Number(await redis.command(['HLEN', `${P}spec`]))).toBe(2);
+      await pause(100);
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+      await a.s.close();
+    }
+  }, 30_000);
 });
