@@ -148,7 +148,11 @@ export class FleetRuntime {
       (url) => this.replicas.get(url)?.limit,
     );
     // After a round the residency it plans on is fresh; it plans once its interval has passed.
-    this.poller.addRoundListener(() => void this.prefetcher.maybeTick());
+    // A round under way when this runtime was replaced ends after `retire`: planning is the
+    // successor's then (test/core/failover-review-57.test.ts).
+    this.poller.addRoundListener(() => {
+      if (this.successor === null) void this.prefetcher.maybeTick();
+    });
     wireRuntime(this, {
       maxLoadedAdapters: (url) => this.replicas.get(url)?.limit.maxLoadedAdapters,
       isManaged: (name, path) => {

@@ -3,6 +3,7 @@
  * registration; the split into recovering-store.ts), each over a real redis-server. Each case
  * says how it failed on the code before its fix.
  */
+import type { ReplicaApi } from '../../src/backends/replica-api';
 import type { Clock } from '../../src/clock';
 import { EndedLocks } from '../../src/fleet/redis/ended-locks';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
@@ -274,6 +275,43 @@ describe('a registration emptied in each pass, begun by a heartbeat', () => {
     } finally {
       process.off('unhandledRejection', onRejection);
       await a.s.close();
+    }
+  }, 30_000);
+});
+
+describe('a poll round under way when its runtime is replaced', () => {
+  // `retire` stops the poller, but a round already under way ends after it and tells its round
+  // listeners: the replaced runtime's prefetcher planned and loaded again (a load under a lock
+  // asked after its store had left or handed over, or a local lock once closed), beside its
+  // successor's own planning.
+  it('ticks no prefetch on the replaced runtime', async () => {
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    let scrapes = 0;
+    const api = {
+      scrape: async () => {
+        scrapes++;
+        await held;
+        throw new Error('no answer');
+      },
+    } as unknown as ReplicaApi;
+    const old = new FleetRuntime({ api, log: silentLogger, poller: { intervalMs: 10, jitter: 0 } });
+    const next = new FleetRuntime({ api, log: silentLogger });
+    try {
+      await old.store.upsertReplica(vllmSpec(U1));
+      let ticks = 0;
+      old.prefetcher.maybeTick = async () => void ticks++;
+      old.poller.start();
+      await waitFor(() => scrapes > 0, 5000, 'a round under way');
+      const retiring = old.retire(next);
+      release();
+      await retiring;
+      await pause(50);
+      expect(ticks).toBe(0);
+    } finally {
+      release();
+      old.stop();
+      next.stop();
     }
   }, 30_000);
 });
