@@ -148,7 +148,11 @@ export class FleetRuntime {
       (url) => this.replicas.get(url)?.limit,
     );
     // After a round the residency it plans on is fresh; it plans once its interval has passed.
-    this.poller.addRoundListener(() => void this.prefetcher.maybeTick());
+    // A round under way when this runtime was replaced ends after `retire`: planning is the
+    // successor's then (test/core/failover-review-57.test.ts).
+    this.poller.addRoundListener(() => {
+      if (this.successor === null) void this.prefetcher.maybeTick();
+    });
     wireRuntime(this, {
       maxLoadedAdapters: (url) => this.replicas.get(url)?.limit.maxLoadedAdapters,
       isManaged: (name, path) => {
@@ -398,7 +402,8 @@ export class FleetRuntime {
   /**
    * Other state: replays the releases that could not reach the old state and drops what is left
    * of this node's leases there once it answers, then closes. Same state: the successor takes
-   * the failover records left (releases to replay, spends made alone).
+   * the failover records left (releases to replay, spends made alone). Either way, after the
+   * loads and unloads still under way here have ended.
    */
   private async closeStore(next: FleetRuntime, sameState: boolean): Promise<void> {
     if (!sameState && this.store instanceof FailoverFleetStore) {
@@ -407,6 +412,8 @@ export class FleetRuntime {
         .catch((err: Error) => this.log.warn(`leaving the old shared fleet state failed: ${err.message}`));
       return;
     }
+    // A load or unload still under way here ends in this store (FailoverFleetStore.locksEnded).
+    if (this.store instanceof FailoverFleetStore) await this.store.locksEnded();
     // `next` may itself have been replaced on this state since (and closed): the newest one takes them.
     const heir = this.sameStateHeir(next);
     if (sameState && this.store instanceof FailoverFleetStore && heir.store instanceof FailoverFleetStore)

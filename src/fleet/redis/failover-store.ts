@@ -44,12 +44,13 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
 
   /**
    * This store's runtime moved to other shared state (a `redis` record change) and its last
-   * lease was given back here: replays the releases waiting here (those made while Redis was
-   * unreachable) and the lock ends owed there, drops any lease of this node still there, then
-   * closes. The ends matter to peers not yet moved (Kong pushes a configuration to its nodes in
-   * turn): an adapter read `loading` there until its lock's TTL. Retried every
-   * probe while Redis is unreachable, for at most `maxMs` (after lease_max_age_ms they expire
-   * by age anyway); a retired store never decides again, so nothing else waits on this.
+   * lease was given back here: once the loads and unloads still under way here have ended,
+   * replays the releases waiting here (those made while Redis was unreachable) and the lock ends
+   * owed there, drops any lease of this node still there, then closes. The ends matter to peers
+   * not yet moved (Kong pushes a configuration to its nodes in turn): an adapter read `loading`
+   * there until its lock's TTL. Retried every probe while Redis is unreachable, for at most
+   * `maxMs` (after lease_max_age_ms they expire by age anyway); a retired store never decides
+   * again, so nothing else waits on this.
    */
   async leave(maxMs: number): Promise<void> {
     // Nothing here waits for room any more: only the command link stays, for the replay.
@@ -59,6 +60,7 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     // (the simulation's seed 556526). Its probes go on meanwhile, should Redis be unreachable.
     while (this.predecessor && !this.outage.closed)
       await this.adopted.wait(this.clock, this.outage.options.probeMs);
+    await this.locksEnded();
     this.outage.stopProbing();
     const end = this.clock.now() + maxMs;
     while (!this.outage.closed) {
@@ -80,6 +82,19 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
       }
     }
     await this.close();
+  }
+
+  /**
+   * Resolves once each load and unload begun here in the shared store has ended, or its lock's
+   * TTL has passed (its end does nothing then), or this store closed. A retired runtime's
+   * prefetch load or trim after a poll runs in no decision and under no lease (RuntimeDrain), so
+   * the runtime may be drained while one runs: closed first, this store sent its end nowhere,
+   * and the adapter read `loading` (or `unloading`) until the lock's TTL, to every node
+   * (test/core/failover-review-57.test.ts).
+   */
+  async locksEnded(): Promise<void> {
+    while (this.endedLocks.open && !this.outage.closed)
+      await this.endedLocks.endOrAfter(this.outage.options.probeMs);
   }
 
   /**
@@ -247,8 +262,8 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
   }
 
   // Each lock's TTL and end is noted (ended-locks.ts): a server that missed the end is told again.
-  override async beginLoad(...a: Parameters<FleetStore['beginLoad']>): Promise<Fence | null> {
-    return this.endedLocks.begin(await super.beginLoad(...a), a[4]);
+  override beginLoad(...a: Parameters<FleetStore['beginLoad']>): Promise<Fence | null> {
+    return this.endedLocks.asked(super.beginLoad(...a), a[4]);
   }
 
   override finishLoad(...a: Parameters<FleetStore['finishLoad']>): Promise<boolean> {
@@ -256,8 +271,8 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     return super.finishLoad(...a);
   }
 
-  override async beginUnload(...a: Parameters<FleetStore['beginUnload']>): Promise<Fence | null> {
-    return this.endedLocks.begin(await super.beginUnload(...a), a[3]);
+  override beginUnload(...a: Parameters<FleetStore['beginUnload']>): Promise<Fence | null> {
+    return this.endedLocks.asked(super.beginUnload(...a), a[3]);
   }
 
   override finishUnload(...a: Parameters<FleetStore['finishUnload']>): Promise<boolean> {
