@@ -1,11 +1,13 @@
 /**
  * The residency Lua (src/fleet/redis/scripts/residency.ts) case by case, against a real
- * redis-server: placement and its claimers, and the polls a snapshot applies or refuses, where the
- * other real-Redis suites let a mutant through (`npm run mutation:lua -- residency`,
- * docs/reliability/mutation-testing.md, "The Lua"). lua-scripts.test.ts holds the other scripts'.
+ * redis-server: placement and its claimers, the polls a snapshot applies or refuses, the views a
+ * request reads and an outcome's replica, where the other real-Redis suites let a mutant through
+ * (`npm run mutation:lua -- residency`, docs/reliability/mutation-testing.md, "The Lua").
+ * lua-scripts.test.ts holds the other scripts'.
  */
 import { randomBytes } from 'node:crypto';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import { scriptSource } from '../../src/fleet/redis/scripts';
 import { useRedisStores } from '../helpers/redis-stores';
 
 const U = 'http://10.0.0.1:8000';
@@ -249,5 +251,90 @@ describe('a poll applied or refused (snapshot)', () => {
     await env.redis.command(['HSET', `${p}res:${U}`, 'a', JSON.stringify({ ...old, t: 1 })]);
     await s.applySnapshot(U, { at: now + 2, startedAt: now + 2, ok: true, registry: [] });
     expect(await names(s)).toEqual([]);
+  });
+});
+
+describe("a replica's views (views, and viewsAndLease's first half)", () => {
+  /** A view row as the script answers it: {url, spec, figures, entry, busy, all entries, all busy}. */
+  type Row = [string, string, string[], string | null, string | null, string[] | null, string[] | null];
+
+  it("the request path's views carry the adapter's entry and busy count, and no replica's whole residency unless asked", async () => {
+    const { s, p } = await store();
+    const fence = await s.beginLoad(U, 'a', 1, 4, TTL);
+    expect(await s.finishLoad(U, 'a', fence!, true, 2)).toBe(true);
+    await s.acquire({ id: 'l1', url: U, adapter: 'a', at: 3 });
+    const rows = async (withRes: '0' | '1') =>
+      (
+        (await env.redis.command(['EVAL', scriptSource('views'), 0, p, 'a', withRes, U])) as [unknown, Row[]]
+      )[1];
+    const [asked] = await rows('1');
+    expect(asked![5]).toHaveLength(2); // a's entry, whole
+    expect(asked![6]).toEqual(['a', '1']);
+    // Not asked (every routing decision): the adapter's own entry and count, nothing more, so a
+    // request's round trip does not grow with the adapters each replica holds.
+    const [plain] = await rows('0');
+    expect(plain![3]).toContain('"loaded"');
+    expect(plain![4]).toBe('1');
+    expect(plain!.slice(5)).toEqual([null, null]);
+    const [views] = (await env.redis.command([
+      'EVAL',
+      scriptSource('viewsAndLease'),
+      0,
+      p,
+      'l2',
+      U,
+      'a',
+      4,
+      'n1',
+      'a',
+      U,
+    ])) as [[unknown, Row[]]];
+    expect(views[1][0]!.slice(5)).toEqual([null, null]);
+  });
+});
+
+describe('what an up poll writes beside the registry (snapshot)', () => {
+  it("an idle replica's poll leaves a base-model lease's stamp where it was; a busy one's renews it", async () => {
+    const { s, p } = await store();
+    await s.acquire({ id: 'base', url: U, adapter: null, at: 1 });
+    // Stamped long ago (a request whose end was lost): only the replica's word renews it.
+    await env.redis.command(['ZADD', `${p}lease-at`, 'XX', 5, 'base']);
+    const stamp = async () => Number(await env.redis.command(['ZSCORE', `${p}lease-at`, 'base']));
+    const poll = (at: number, running: number, waiting: number) =>
+      s.applySnapshot(U, {
+        at,
+        ok: true,
+        load: { waiting, running, activeAdapters: [], malformedLines: 0 },
+      });
+    // Nothing runs or waits: the lease is no request's the replica knows of, so it ages on and
+    // the sweep reclaims it at the maximum age, not never.
+    await poll(2, 0, 0);
+    expect(await stamp()).toBe(5);
+    await poll(3, 0, 1);
+    expect(await stamp()).toBeGreaterThan(5);
+  });
+
+  it('an up poll with no llama.cpp list keeps the last one, as the memory store does', async () => {
+    const { s } = await store();
+    const W = 'http://10.0.0.3:8080';
+    await s.upsertReplica({ url: W, backend: 'llamacpp', priority: 0 });
+    const load = { waiting: 0, running: 0, activeAdapters: [], malformedLines: 0 };
+    await s.applySnapshot(W, { at: 2, ok: true, load, llamaAdapters: [{ id: 0, path: '/a' }] });
+    // A snapshot that read no /lora-adapters (not the poller's): no word on the list, so it stays.
+    await s.applySnapshot(W, { at: 3, ok: true, load });
+    const [v] = await s.views([W], { name: 'a', path: '/a' });
+    expect(v!.adapter).toMatchObject({ state: 'static', llamaId: 0 });
+  });
+});
+
+describe('an upstream outcome (outcome)', () => {
+  it('an outcome for a replica not registered leaves nothing: registered after, it starts unknown', async () => {
+    const { s } = await store();
+    const W = 'http://10.0.0.3:8000';
+    // A late outcome of a replica taken out of the configuration (or not yet in it).
+    for (let i = 0; i < 5; i++) await s.reportOutcome(W, false, 10 + i);
+    await s.upsertReplica({ url: W, backend: 'vllm', priority: 0 });
+    expect((await s.views([W]))[0]).toMatchObject({ health: 'unknown', residentCount: 0 });
+    expect((await s.events(10)).filter((e) => e.url === W)).toEqual([]);
   });
 });
