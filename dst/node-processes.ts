@@ -16,6 +16,7 @@ import { FleetRuntime } from '../src/runtime';
 import { routingRequest, type CallsSeen } from './calls-seen';
 import type { HealthReads } from './health-reads';
 import type { LinkFaults, RedisModel } from './redis-model';
+import { RegistrationPasses } from './registration-passes';
 import type { ReplicaSet } from './replicas';
 import type { Schedule } from './schedule';
 import { NodeClock, type Scheduler } from './scheduler';
@@ -113,6 +114,10 @@ export class NodeProcesses {
   readonly retakeWalks = new Map<string, RetakeWalks>();
   /** When a node first used each database: a state no node used yet loses nothing when emptied. */
   readonly dbUsedFrom = [0, Infinity];
+  /** By retired store (a record change to other state): when it began to leave, and for how long it may try. */
+  /** Each runtime's registrations of its replicas, counted in passes (dst/registration-passes.ts). */
+  readonly passes = new RegistrationPasses();
+  readonly leaving = new WeakMap<FailoverFleetStore, { at: number; maxMs: number }>();
   /** Per node (its host, whatever process runs there): the faults of its links to Redis. */
   readonly linkFaults: NodeLinkFaults[];
   private readonly w: Schedule['world'];
@@ -202,6 +207,7 @@ export class NodeProcesses {
       ...(seq ? { leaseSeq: seq } : {}),
     });
     this.watchRetakes(rt, prefix);
+    this.passes.watch(rt.store, prefix);
     this.g.calls.budgetSeen(rt);
     return rt;
   }
@@ -290,8 +296,18 @@ export class NodeProcesses {
     p.runtimes.push(rt);
     p.svc = new RouterService(this.routerConfig(this.redisConfig(db, recordGen)), rt);
     p.services.push(p.svc);
+    if (!same) this.watchLeave(old.store as FailoverFleetStore);
     // As the registry's `replace` (src/runtime-registry.ts).
     old.retire(rt).catch(() => undefined);
+  }
+
+  /** Notes when `store` begins to leave its state (dst/owed-ends-check.ts); on this instance only. */
+  private watchLeave(store: FailoverFleetStore): void {
+    const leave = store.leave.bind(store);
+    store.leave = (maxMs) => {
+      this.leaving.set(store, { at: this.g.sched.now(), maxMs });
+      return leave(maxMs);
+    };
   }
 
   /**

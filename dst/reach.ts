@@ -9,10 +9,12 @@
  *   `upsertReplica`);
  * - a lower class held behind a higher one for longer than `queue_timeout_ms` (room-wait.ts
  *   `holdUntil`): a small `queue_timeout_ms`, a batch class with an objective of minutes, and a
- *   sustained interactive overload at one node (dst/access-check.ts judges it).
+ *   sustained interactive overload at one node (dst/access-check.ts judges it);
+ * - then, in the seeds with neither, the failover shapes of dst/reach-failover.ts.
  */
 import { seededRandom, type Random } from '../src/random';
 import { int } from './draws';
+import { emptiedEachPass, owedEndOnMove } from './reach-failover';
 import type { Action, FaultKind, WorldSettings } from './schedule';
 import { NODE_TTL_MS, SLOW_HOP_MS } from './world-timings';
 
@@ -20,6 +22,10 @@ import { NODE_TTL_MS, SLOW_HOP_MS } from './world-timings';
 const OWN_REGISTRATION_SHARE = 0.06;
 /** The share of the other busy seeds with a batch class held behind a sustained interactive overload. */
 const HELD_BEHIND_SHARE = 0.04;
+/** The share of the other busy seeds with a lock end owed to the old state on a move to other state. */
+const OWED_END_SHARE = 0.04;
+/** The share of the rest with a FLUSHALL every few ms for a while (a registration emptied in each pass). */
+const EMPTIED_EACH_PASS_SHARE = 0.04;
 
 /**
  * Adds the shapes to `actions` and `world` (replacing them: each leaves out what would blur it): a
@@ -43,7 +49,14 @@ export function reach(
   )
     return ownRegistrationAfterEmptying(own, world, actions);
   const behind = seededRandom(seed * 2654435761 + 11);
-  if (behind() < HELD_BEHIND_SHARE) heldBehindHigher(behind, world, actions);
+  if (behind() < HELD_BEHIND_SHARE) return heldBehindHigher(behind, world, actions);
+  // The failover shapes (dst/reach-failover.ts), in the seeds with neither shape above.
+  const owed = seededRandom(seed * 2654435761 + 12);
+  if (faults.includes('partition') && faults.includes('record-change') && owed() < OWED_END_SHARE)
+    return owedEndOnMove(owed, world, actions);
+  const emptied = seededRandom(seed * 2654435761 + 13);
+  if (faults.includes('flushall') && emptied() < EMPTIED_EACH_PASS_SHARE)
+    emptiedEachPass(emptied, world, actions);
 }
 
 /**

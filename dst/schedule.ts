@@ -135,8 +135,9 @@ export interface ScheduleOptions {
   bound?: boolean;
   /**
    * The shapes of dst/reach.ts (default on, and off with `overload`): a node's own registration
-   * first after an emptied state, and a lower class held behind a higher one past
-   * queue_timeout_ms. Off, every seed draws as before them.
+   * first after an emptied state, a lower class held behind a higher one past
+   * queue_timeout_ms, a lock end owed on a move to other state, and a registration emptied in
+   * each pass (dst/reach-failover.ts). Off, every seed draws as before them.
    */
   reach?: boolean;
 }

@@ -18,7 +18,9 @@ import { InvariantBroken, LogChecks, type Violation, type WorldView } from './in
 import { clearSecondReleases, firstSecondRelease, forgetHandedLeases } from './lease-watch';
 import { samplesOnly } from './metrics-samples';
 import { NodeProcesses, redisConfig } from './node-processes';
+import { owedEndHeld, OWED_ENDS_INVARIANT } from './owed-ends-check';
 import { RedisModel } from './redis-model';
+import { PASSES_INVARIANT } from './registration-passes';
 import { registryLosses } from './registry-loss';
 import { ReplicaSet } from './replicas';
 import { RequestRouting } from './request-routing';
@@ -267,6 +269,9 @@ export class World {
       this.checks.check(w);
       const past = this.routing.bound.check();
       if (past !== undefined) this.checks.fail(w, BOUND_INVARIANT, past);
+      const owed = owedEndHeld(w.now, this.lastFaultAt, this.nodes, this.redis);
+      if (owed !== undefined) this.checks.fail(w, OWED_ENDS_INVARIANT, owed);
+      if (this.nodes.passes.over !== undefined) this.checks.fail(w, PASSES_INVARIANT, this.nodes.passes.over);
       const second = firstSecondRelease();
       if (second !== undefined)
         this.checks.fail(

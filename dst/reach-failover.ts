@@ -1,0 +1,61 @@
+/**
+ * Shapes for two failover fixes that had real-Redis tests only (test/core/failover-leftovers.test.ts),
+ * reached by no drawn schedule (2026-12-06), each from a stream of its own, drawn in dst/reach.ts
+ * after its other shapes (the seeds with those keep them):
+ *
+ * - a lock end owed to the old state by a runtime retired for other state (failover-store.ts
+ *   `leave`): judged by dst/owed-ends-check.ts;
+ * - a registration the shared state is emptied under in each pass (recovering-store.ts
+ *   `registerReplicas`): judged by dst/registration-passes.ts.
+ */
+import type { Random } from '../src/random';
+import { int } from './draws';
+import type { Action, WorldSettings } from './schedule';
+
+/**
+ * Node 0 (Kong pushes a `redis` record to node 0 first) asks for a cold adapter; once its load
+ * lock is granted, node 0's link to Redis is cut, so the load's end is owed to the state. The
+ * record changes to other state (node 0 drains its one short request, then its old store leaves);
+ * the link heals while it leaves, and the other nodes stay on the old state for seconds (a long
+ * gap between pushes), within the load lock's TTL (load_timeout_ms and its 5 s margin). Other
+ * faults would excuse the check: left out; the other nodes' requests stay.
+ */
+export function owedEndOnMove(r: Random, world: WorldSettings, actions: Action[]): void {
+  const kept: Action[] = actions.filter((a) => a.kind === 'request' && a.node !== 0);
+  const adapter = int(r, 0, world.adapters.length - 1);
+  const at = int(r, 0, 300);
+  kept.push({ at, kind: 'request', node: 0, adapter, tokens: 1, prompt: int(r, 10, 500) });
+  // After its lock is granted (a few trips), before the load lands.
+  const cutAt = at + int(r, 5, Math.min(150, world.loadMs - 20));
+  const moveAt = at + world.loadMs + int(r, 100, 400);
+  const healAt = moveAt + int(r, 300, 1500);
+  kept.push(
+    { at: cutAt, kind: 'partition', node: 0, ms: healAt - cutAt },
+    { at: moveAt, kind: 'record-change', otherState: true, gapMs: int(r, 2500, 4000) },
+  );
+  world.spanMs = Math.max(world.spanMs, healAt + 3000);
+  actions.splice(0, actions.length, ...kept);
+}
+
+/**
+ * A FLUSHALL every few ms for a while: a registration (a reclaim after the emptied state, or a
+ * recovery) finds the state emptied between its writes in each pass. Requests at every node
+ * during it read the emptied state. Other faults left out.
+ */
+export function emptiedEachPass(r: Random, world: WorldSettings, actions: Action[]): void {
+  const kept: Action[] = actions.filter((a) => a.kind === 'request');
+  const from = int(r, 200, 1200);
+  const lastsMs = int(r, 30, 300);
+  for (let t = from; t < from + lastsMs; t += int(r, 1, 4)) kept.push({ at: t, kind: 'flushall' });
+  for (let node = 0; node < world.nodes; node++)
+    kept.push({
+      at: from + int(r, 0, lastsMs),
+      kind: 'request',
+      node,
+      adapter: int(r, -1, world.adapters.length - 1),
+      tokens: int(r, 1, 6),
+      prompt: int(r, 10, 2000),
+    });
+  world.spanMs = Math.max(world.spanMs, from + lastsMs + 1000);
+  actions.splice(0, actions.length, ...kept);
+}
