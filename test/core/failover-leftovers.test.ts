@@ -9,6 +9,7 @@ import type { ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { TcpProxy } from '../../harness/net/tcp-proxy';
 import { RedisServer } from '../../harness/redis/server';
+import { stateInRedis } from '../helpers/redis-stores';
 import { waitFor } from '../../harness/wait';
 import { snapshotWithA, vllmSpec } from './helpers';
 
@@ -40,14 +41,7 @@ function node(prefix: string, id: string, o: { probeMs: number; timeout: number;
 }
 
 /** What a peer still on that state reads of `adapter` on U1. */
-async function stateIn(prefix: string, adapter: string): Promise<string | undefined> {
-  const reader = new RedisFleetStore(redis.config(prefix, { node_ttl_ms: 60_000 }), 'reader');
-  try {
-    return (await reader.views([U1], { name: adapter }))[0]?.adapter?.state;
-  } finally {
-    await reader.close();
-  }
-}
+const stateIn = (prefix: string, adapter: string) => stateInRedis(redis, prefix, U1, adapter);
 
 describe('a lock end owed by a runtime retired for other state', () => {
   it('reaches the old state once it answers, while the retired store leaves it', async () => {

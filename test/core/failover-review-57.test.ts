@@ -13,6 +13,7 @@ import type { ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { FleetRuntime } from '../../src/runtime';
 import { RedisServer } from '../../harness/redis/server';
+import { stateInRedis } from '../helpers/redis-stores';
 import { waitFor } from '../../harness/wait';
 import { snapshotWithA, vllmSpec } from './helpers';
 
@@ -37,14 +38,7 @@ function node(prefix: string, id: string) {
 }
 
 /** What a peer still on that state reads of `adapter` on U1 (undefined: not resident). */
-async function stateIn(prefix: string, adapter: string): Promise<string | undefined> {
-  const reader = new RedisFleetStore(redis.config(prefix, { node_ttl_ms: 60_000 }), 'reader');
-  try {
-    return (await reader.views([U1], { name: adapter }))[0]?.adapter?.state;
-  } finally {
-    await reader.close();
-  }
-}
+const stateIn = (prefix: string, adapter: string) => stateInRedis(redis, prefix, U1, adapter);
 
 const pause = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

@@ -16,13 +16,13 @@ import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
 import { parseRouterConfig } from '../../src/config/parse';
 import type { Scrape } from '../../src/backends/replica-api';
-import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
 import { SimFleet, type SimReplica } from '../../sim/fleet';
 import { sendVia } from '../helpers/core-harness';
 import { collectingLogger } from '../helpers/log';
 import { RedisServer } from '../../harness/redis/server';
+import { stateInRedis } from '../helpers/redis-stores';
 import { waitFor } from '../../harness/wait';
 
 const BASE = 'meta-llama/Llama-3.1-8B-Instruct';
@@ -119,18 +119,12 @@ function holdScrapes(rt: FleetRuntime, heldFromStart: boolean) {
 }
 
 /**
- * What Redis itself says of `name` on `url` under the node's prefix: read by a reader of its own,
- * not through the node, which reads its local state while it decides alone (a call past its
- * timeout on a busy machine puts it there again).
+ * What Redis itself says of `name` on `url` under the node's prefix, not read through the node,
+ * which reads its local state while it decides alone (a call past its timeout on a busy machine
+ * puts it there again).
  */
-async function stateOf(n: { prefix: string }, url: string, name: string): Promise<string | undefined> {
-  const reader = new RedisFleetStore(redis.config(n.prefix, { node_ttl_ms: 60_000 }), 'reader');
-  try {
-    return (await reader.views([url], { name }))[0]?.adapter?.state;
-  } finally {
-    await reader.close();
-  }
-}
+const stateOf = (n: { prefix: string }, url: string, name: string) =>
+  stateInRedis(redis, n.prefix, url, name);
 
 /**
  * Loads `a` through the node, saves the snapshot, makes room for `b` (the node unloads `a`) and

@@ -1,3 +1,4 @@
+import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { FleetStore } from '../../src/fleet/store';
 import { RedisServer } from '../../harness/redis/server';
 
@@ -24,4 +25,22 @@ export function useRedisStores(): { readonly redis: RedisServer; open: FleetStor
     },
     open,
   };
+}
+
+/**
+ * What Redis itself says of `adapter` on `url` under `prefix`: read by a reader of its own, as a
+ * peer on that state reads it (undefined: not resident), not through a node under test.
+ */
+export async function stateInRedis(
+  redis: RedisServer,
+  prefix: string,
+  url: string,
+  adapter: string,
+): Promise<string | undefined> {
+  const reader = new RedisFleetStore(redis.config(prefix, { node_ttl_ms: 60_000 }), 'reader');
+  try {
+    return (await reader.views([url], { name: adapter }))[0]?.adapter?.state;
+  } finally {
+    await reader.close();
+  }
 }
