@@ -17,16 +17,6 @@ export class RuntimeDrain {
 
   constructor(private readonly clock: Clock) {}
 
-  /** Runs one decision, counted until it ends. */
-  async decision<T>(fn: () => Promise<T>): Promise<T> {
-    this.began();
-    try {
-      return await fn();
-    } finally {
-      this.ended();
-    }
-  }
-
   /** A decision begins: counted until `ended`. */
   began(): void {
     this.active++;

@@ -273,12 +273,10 @@ export class FleetRuntime {
     return this.successor ? this.successor.current() : this;
   }
 
-  /** Runs one decision here, so that a replaced runtime knows when its last one ended. */
-  decision<T>(fn: () => Promise<T>): Promise<T> {
-    return this.drain.decision(fn);
-  }
-
-  /** A decision begins here (`decision` without its closure: the request path's); `decisionEnded` once it ends, whatever way. */
+  /**
+   * A decision begins here, counted until `decisionEnded` (whatever way it ends): a replaced
+   * runtime knows when its last one ended.
+   */
   decisionBegan(): void {
     this.drain.began();
   }

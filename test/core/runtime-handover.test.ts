@@ -152,8 +152,7 @@ describe('a `redis` record change to other state does not reset the cold-load bu
     await old.store.upsertReplica(SPEC);
     expect(await spend(old, 4)).toBe(4);
     // A decision under way on the old runtime: the hand-over waits for it to end.
-    let endDecision!: () => void;
-    const decision = old.decision(() => new Promise<void>((r) => (endDecision = r)));
+    old.decisionBegan();
     const next = runtime({ redis: h.redis.config(p2, { timeout: 2000 }) });
     await next.store.upsertReplica(SPEC);
     const retired = old.retire(next);
@@ -161,8 +160,7 @@ describe('a `redis` record change to other state does not reset the cold-load bu
     expect(await spend(old, 1)).toBe(1);
     // New requests go to the new state at once; it knows what this node spent in the window.
     expect(await spend(next, 6)).toBe(1);
-    endDecision();
-    await decision;
+    old.decisionEnded();
     await retired;
     expect(await spend(next, 6)).toBe(0);
   }, 30_000);
@@ -179,16 +177,14 @@ describe('a `redis` record change to other state unloads nothing while peers may
     await old.store.upsertReplica(SPEC);
     await old.store.applySnapshot(U, poll());
     // A decision under way on the old runtime: the hand-over waits for it.
-    let endDecision!: () => void;
-    const decision = old.decision(() => new Promise<void>((r) => (endDecision = r)));
+    old.decisionBegan();
     const next = runtime({ redis: h.redis.config(p2, { timeout: 2000 }) });
     await next.store.upsertReplica(SPEC);
     await next.store.applySnapshot(U, poll());
     const retiring = old.retire(next);
     const unload = () => next.store.beginUnload(U, 'a', Date.now(), 5000);
     expect(await unload()).toBeNull(); // hand-over under way
-    endDecision();
-    await decision;
+    old.decisionEnded();
     await retiring;
     expect(await unload()).toBeNull(); // peers may still be on the old state
     const probeMs = 1000; // FleetRuntime's failover probe interval
