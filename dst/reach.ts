@@ -62,7 +62,7 @@ export function reach(
 /**
  * Node `x` warms an adapter (one short request), then sends a request on it down slow paths to
  * every replica (1.5-3 s each way: it is on its way, no replica reports it yet, and `x`'s polls
- * time out, so no trim after a poll reads the views for it, runtime.ts `trimAfterPoll`) and
+ * time out, so no trim after a poll reads the views for it, adapters/poll-trim.ts `PollTrim.after`) and
  * nothing more. Its decision ended (the adapter loaded: views and a lease), a FLUSHALL just after
  * the nodes' heartbeats (every node_ttl_ms / 4 from their start at 0, RedisFleetStore), and
  * before `x`'s next one reads the emptied state Kong pushes a router configuration to `x`, whose

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { AdapterManager } from './adapters/manager';
+import { PollTrim } from './adapters/poll-trim';
 import { AdapterStats } from './adapters/stats';
 import { HttpReplicaApi } from './backends/http-replica-api';
 import type { ReplicaApi } from './backends/replica-api';
@@ -64,6 +65,8 @@ export class FleetRuntime {
   readonly metrics: RouterMetrics;
   /** Placement ahead of demand (`prefetch`): ticks after the poller's rounds. */
   readonly prefetcher: Prefetcher;
+  /** The unload of an excess a poll found, once idle. */
+  readonly pollTrim: PollTrim;
   /** Decayed request frequency per adapter, for value-based eviction and placement. */
   readonly adapterStats = new AdapterStats();
   /**
@@ -94,7 +97,6 @@ export class FleetRuntime {
   private readonly replicas = new Map<string, ReplicaSettings>();
   /** Each lora-poller plugin's polling settings, by plugin id (bounded: Kong's plugins, not instances). */
   private readonly pollingSettings = new Lru<string, PollingSettings>(64);
-  private readonly trimming = new Set<string>();
   /** The runtime that replaced this one (a changed `redis` record), or null while current. */
   successor: FleetRuntime | null = null;
   /**
@@ -147,19 +149,18 @@ export class FleetRuntime {
       this.log,
       (url) => this.replicas.get(url)?.limit,
     );
+    this.pollTrim = new PollTrim(this.store, this.manager, this.log, (url) => this.replicas.get(url)?.limit);
     // After a round the residency it plans on is fresh; it plans once its interval has passed.
-    // A round under way when this runtime was replaced ends after `retire`: planning is the
-    // successor's then (test/core/failover-review-57.test.ts).
-    this.poller.addRoundListener(() => {
-      if (this.successor === null) void this.prefetcher.maybeTick();
-    });
+    // A round under way when this runtime was replaced ends after `retire`, which stopped the
+    // prefetcher: planning is the successor's then (test/core/failover-review-57.test.ts).
+    this.poller.addRoundListener(() => void this.prefetcher.maybeTick());
     wireRuntime(this, {
       maxLoadedAdapters: (url) => this.replicas.get(url)?.limit.maxLoadedAdapters,
       isManaged: (name, path) => {
         for (const m of this.managed.list) if (m(name, path)) return true;
         return false;
       },
-      trimAfterPoll: (url) => this.trimAfterPoll(url),
+      trimAfterPoll: (url) => this.pollTrim.after(url),
     });
   }
 
@@ -244,20 +245,6 @@ export class FleetRuntime {
     });
   }
 
-  /** A poll may have adopted a load that landed after its timeout: unload the excess when idle. */
-  private trimAfterPoll(url: string): void {
-    const policy = this.replicas.get(url)?.limit;
-    if (!policy || policy.maxLoadedAdapters === 0 || this.trimming.has(url)) return;
-    this.trimming.add(url);
-    this.store
-      .views([url])
-      .then(([v]) =>
-        v && v.residentCount > policy.maxLoadedAdapters ? this.manager.trim(url, policy) : undefined,
-      )
-      .catch((err: Error) => this.log.warn(`could not trim adapters on ${url}: ${err.message}`))
-      .finally(() => this.trimming.delete(url));
-  }
-
   /** A lease id unique in this process (across every plugin instance) and across processes. */
   nextLeaseId(): string {
     return `${this.leasePrefix}-${(this.leaseSeq.next++).toString(36)}`;
@@ -330,6 +317,13 @@ export class FleetRuntime {
    */
   async retire(next: FleetRuntime): Promise<void> {
     this.successor = next;
+    // Prefetching and the trim after a poll are the successor's now. A poll round or a prefetch
+    // plan under way starts no load or unload from here (each checked right before its lock and
+    // its replica call); those already started end in this store before it closes. They hold no
+    // lease and run in no decision, so the drain alone does not wait for them
+    // (test/core/prefetch-retire.test.ts: before, a plan under way loaded after the store had left,
+    // under a local lock no peer knew of; a round under way trimmed beside the successor).
+    const ownCallsEnded = Promise.all([this.prefetcher.stop(), this.pollTrim.stop()]);
     next.predecessors = [...next.predecessors, this, ...this.predecessors];
     // Same replicas: an unload this runtime has under way is this node's to keep its decisions off.
     next.manager.ownUnloads.inherit(this.manager.ownUnloads);
@@ -352,6 +346,7 @@ export class FleetRuntime {
       decided();
     }
     await this.drain.drained();
+    await ownCallsEnded;
     this.manager.ownUnloads.retire();
     for (let s: FleetRuntime | null = this.successor; s; s = s.successor)
       s.predecessors = s.predecessors.filter((p) => p !== this);

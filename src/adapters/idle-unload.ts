@@ -22,6 +22,8 @@ export const LOCK_MARGIN_MS = 5000;
 type UnloadPolicy = {
   loadTimeoutMs: number;
   isStatic: (name: string) => boolean;
+  /** True once the caller may start nothing more (AdapterPolicy.halted). */
+  halted?: () => boolean;
 };
 
 /** An unload call made, as the manager records it (LoadRecord; CallEnds.record, call-end.ts). */
@@ -81,6 +83,8 @@ export class IdleUnload {
       if (reportedBusy.has(victim.name)) continue;
       // A request of another runtime (a `redis` record change) may be on it: that store counts it.
       if (this.leasedElsewhere()?.(url, victim.name)) continue;
+      // A stopped caller (a replaced runtime's trim or prefetch) asks no lock.
+      if (policy.halted?.()) return false;
       // Atomic in the store: refused if a request (on any node) took a lease on it since we looked.
       const begun = this.clock.now();
       const fence = await this.store.beginUnload(url, victim.name, begun, ttl, forAdapter, limit);
@@ -91,7 +95,7 @@ export class IdleUnload {
         const started = this.clock.now();
         let ok = false;
         let why: string | undefined;
-        let withheld: Withheld['reason'] | 'lost' | undefined;
+        let withheld: Withheld['reason'] | 'lost' | 'stopped' | undefined;
         let called = false;
         try {
           if (!(await this.store.holds(url, victim.name, fence))) continue;
@@ -115,6 +119,8 @@ export class IdleUnload {
           withheld = word;
           const callMs = Math.min(policy.loadTimeoutMs, until - this.clock.now());
           if (!withheld && callMs <= 0) withheld = 'stale';
+          // Stopped during the replica's word: no call, the lock ended as not done.
+          if (!withheld && policy.halted?.()) withheld = 'stopped';
           if (!withheld) {
             called = true;
             await this.api.unloadAdapter(url, victim.name, callMs);
@@ -139,7 +145,7 @@ export class IdleUnload {
         // No call was made: the adapter stays loaded. A replica that cannot be asked now, or whose
         // word comes back too late to act on, gets no unload at all (its callers wait for room, as
         // for busy leases).
-        if (withheld === 'unreachable' || withheld === 'stale') return false;
+        if (withheld === 'unreachable' || withheld === 'stale' || withheld === 'stopped') return false;
         if (withheld) continue;
         this.record({ url, adapter: victim.name, op: 'unload', ok, ms: this.clock.now() - started }, why);
         if (ok) return true;

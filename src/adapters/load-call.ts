@@ -10,7 +10,7 @@ import type { LoadBackoff } from './backoff';
 import type { OwnUnloads } from './own-unloads';
 import type { CallEnds } from './call-end';
 import { clientReason, rejectionReason } from './load-failures';
-import { accessEnd, within, type AdapterPolicy } from './policy';
+import { accessEnd, CallerStopped, within, type AdapterPolicy } from './policy';
 import type { ReplicaWord } from './replica-word';
 import type { Room } from './room';
 import type { RoomWants } from './room-wants';
@@ -94,6 +94,11 @@ export class LoadCalls {
     try {
       // A holder that stalled past its lock must not call the replica on stale authority.
       if (!(await this.p.store.holds(url, adapter.name, fence))) return false;
+      // Stopped since its lock was granted (a replaced runtime's prefetch): no call, the lock ended.
+      if (policy.halted?.()) {
+        await this.p.ends.finish('load', url, adapter.name, fence, false);
+        throw new CallerStopped('load', adapter.name, url);
+      }
       const ended = this.p.onLoadCall()?.(url, adapter.name);
       try {
         called = true;
@@ -102,6 +107,7 @@ export class LoadCalls {
         ended?.();
       }
     } catch (err) {
+      if (err instanceof CallerStopped) throw err;
       // The call failed but the replica may have loaded it (the connection dropped after, the answer
       // came past the bound): its registry, read under this load's lock, says so. Landed, it is this
       // load's, and goes through the after-load checks as any; else each request until a poll

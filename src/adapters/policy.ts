@@ -30,6 +30,20 @@ export interface AdapterPolicy {
    * and another node placed the adapter elsewhere (dst seed 910: two loads of one adapter).
    */
   recheckPlacement?: () => Promise<string>;
+  /**
+   * True once the caller may start nothing more (a runtime replaced by a `redis` record change:
+   * its prefetch and its trim after a poll). Asked right before each lock is asked and right
+   * before each replica call, not only when the work was planned: a plan under way at the change
+   * starts no load or unload after it (CallerStopped).
+   */
+  halted?: () => boolean;
+}
+
+/** No load or unload was started: the caller was stopped (`AdapterPolicy.halted`). */
+export class CallerStopped extends Error {
+  constructor(op: 'load' | 'unload', adapter: string, url: string) {
+    super(`the ${op} of '${adapter}' on ${url} was not started: its caller stopped`);
+  }
 }
 
 export type EnsureOutcome =

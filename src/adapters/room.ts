@@ -7,7 +7,7 @@ import { PlacedElsewhere } from './claims';
 import { RoomQueue } from './room-queue';
 import { occupyingSlots } from './eviction';
 import { IdleUnload, LOCK_MARGIN_MS } from './idle-unload';
-import { accessEnd, within, type AdapterPolicy } from './policy';
+import { accessEnd, CallerStopped, within, type AdapterPolicy } from './policy';
 import type { ReplicaWord } from './replica-word';
 import type { UnknownNames } from './unknown-names';
 
@@ -117,6 +117,8 @@ export class Room {
           waited = false;
         }
         await spend?.();
+        // Stopped (a replaced runtime's prefetch) while it waited here: no lock asked.
+        if (policy.halted?.()) throw new CallerStopped('load', name, url);
         const fence = await this.store.beginLoad(url, name, this.clock.now(), limit, ttl);
         if (fence !== null) return fence;
         // Refused: another node took the slot (the next read sees it full), or the store does not

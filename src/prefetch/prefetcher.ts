@@ -1,5 +1,6 @@
 import type { Clock } from '../clock';
 import type { AdapterManager, AdapterPolicy } from '../adapters/manager';
+import { CallerStopped } from '../adapters/policy';
 import type { FleetStore } from '../fleet/store';
 import type { Logger } from '../log';
 import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../router/cold-budget';
@@ -64,7 +65,10 @@ export class Prefetcher {
   };
   settings: PrefetchSettings | null = null;
   private lastTick = -Infinity;
-  private running = false;
+  /** The tick under way, if one is. */
+  private running: Promise<void> | null = null;
+  /** Its runtime was replaced (`stop`): no tick, no load, no unload from here on. */
+  private stopped = false;
 
   constructor(
     private readonly store: FleetStore,
@@ -93,12 +97,25 @@ export class Prefetcher {
   maybeTick(): Promise<void> {
     const s = this.settings;
     const now = this.clock.now();
-    if (!s?.enabled || this.running || now - this.lastTick < s.intervalMs) return Promise.resolve();
+    if (this.stopped || !s?.enabled || this.running || now - this.lastTick < s.intervalMs)
+      return Promise.resolve();
     this.lastTick = now;
-    this.running = true;
-    return this.tick(s)
+    const tick = this.tick(s)
       .catch((err: Error) => this.log.warn(`prefetch tick failed: ${err.message}`))
-      .finally(() => (this.running = false));
+      .finally(() => (this.running = null));
+    this.running = tick;
+    return tick;
+  }
+
+  /**
+   * Its runtime was replaced (a `redis` record change): planning is the successor's. No tick
+   * starts from here, and the tick under way starts no load or unload (each is checked right
+   * before its lock and its replica call: `AdapterPolicy.halted`). Resolves once that tick has
+   * ended, so the store it spoke to stays open until the ends of its calls are sent there.
+   */
+  stop(): Promise<void> {
+    this.stopped = true;
+    return this.running ?? Promise.resolve();
   }
 
   private async tick(s: PrefetchSettings): Promise<void> {
@@ -141,13 +158,16 @@ export class Prefetcher {
       if (p.copies === 0 && now - (asked.get(p.adapter.name) ?? -Infinity) < s.intervalMs)
         theirs.add(p.adapter.name);
     const loads = plan.filter((p) => !theirs.has(p.adapter.name));
+    // Replaced while it planned: its successor plans now.
+    if (this.stopped) return;
     // One load a replica, in parallel; the budget is spent just before each load starts.
     const budget = new TickBudget(() => spendPrefetchBudget(this.store, s, this.clock.now()));
     this.stats.planned += loads.length;
     const outcomes = await Promise.all(loads.map((p) => this.load(p, count, budget)));
     // A unit spent by a load another router made first goes to a load the budget refused.
     for (const [i, p] of loads.entries())
-      if (outcomes[i] === 'refused' && budget.spare > 0) outcomes[i] = await this.load(p, count, budget);
+      if (outcomes[i] === 'refused' && budget.spare > 0 && !this.stopped)
+        outcomes[i] = await this.load(p, count, budget);
     this.stats.overBudget += outcomes.filter((o) => o === 'refused').length;
   }
 
@@ -197,10 +217,13 @@ export class Prefetcher {
           queueTimeoutMs: 0,
           deadline: this.clock.now() + policy.loadTimeoutMs + 1000,
           mayEvict: (name) => victims.has(name),
+          halted: () => this.stopped,
         },
         (v) => count.get(v.name) ?? 0,
         async () => {
           if (held) return;
+          // Stopped while the plan ran: no budget spent (Room.claimSlot asks again after).
+          if (this.stopped) throw new CallerStopped('load', p.adapter.name, p.url);
           // The plan is a tick old: a request may have begun waiting for room here since.
           if (await this.roomWaited(p.url, p.adapter.name)) throw new RoomWaited();
           if (!(await budget.take())) throw new OverBudget();
@@ -219,6 +242,10 @@ export class Prefetcher {
       }
     } catch (err) {
       if (err instanceof OverBudget) return 'refused';
+      if (err instanceof CallerStopped) {
+        this.log.info(`prefetch of '${p.adapter.name}' on ${p.url} left out: its runtime was replaced`);
+        return 'done';
+      }
       if (err instanceof RoomWaited) {
         this.stats.leftToRequests++;
         this.log.info(`prefetch of '${p.adapter.name}' on ${p.url} left out: a request waits for room there`);

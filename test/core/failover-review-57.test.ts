@@ -11,6 +11,7 @@ import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { SharedStore } from '../../src/fleet/redis/shared-store';
 import type { ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
+import type { PrefetchSettings } from '../../src/prefetch/prefetcher';
 import { FleetRuntime } from '../../src/runtime';
 import { RedisServer } from '../../harness/redis/server';
 import { stateInRedis } from '../helpers/redis-stores';
@@ -41,6 +42,18 @@ function node(prefix: string, id: string) {
 const stateIn = (prefix: string, adapter: string) => stateInRedis(redis, prefix, U1, adapter);
 
 const pause = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Prefetching on, planning at every round (test/core/prefetch-races.test.ts has the same). */
+const PREFETCH_ON: PrefetchSettings = {
+  enabled: true,
+  halfLifeMs: 60_000,
+  intervalMs: 0,
+  hysteresis: 0.5,
+  evictFactor: 2,
+  loadsPerMinute: 10,
+  coldLoadsPerMinute: 0,
+  staleAfterMs: 10_000,
+};
 
 describe('a lock a runtime retired for other state still holds when its store leaves', () => {
   // A prefetch's load or a trim after a poll runs in no decision and under no lease, so the
@@ -277,7 +290,8 @@ describe('a poll round under way when its runtime is replaced', () => {
   // `retire` stops the poller, but a round already under way ends after it and tells its round
   // listeners: the replaced runtime's prefetcher planned and loaded again (a load under a lock
   // asked after its store had left or handed over, or a local lock once closed), beside its
-  // successor's own planning.
+  // successor's own planning. The guard is the prefetcher's own now (`Prefetcher.stop`, which
+  // `retire` calls): the round listener ticks it, and a stopped prefetcher plans nothing.
   it('ticks no prefetch on the replaced runtime', async () => {
     let release = () => {};
     const held = new Promise<void>((r) => (release = r));
@@ -293,15 +307,16 @@ describe('a poll round under way when its runtime is replaced', () => {
     const next = new FleetRuntime({ api, log: silentLogger });
     try {
       await old.store.upsertReplica(vllmSpec(U1));
-      let ticks = 0;
-      old.prefetcher.maybeTick = async () => void ticks++;
+      // Prefetching on, with demand: a tick would plan (and count) at once.
+      old.prefetcher.configure({ ...PREFETCH_ON });
+      old.prefetcher.observe({ name: 'hot', path: '/a/hot' }, [U1], Date.now() - 1000);
       old.poller.start();
       await waitFor(() => scrapes > 0, 5000, 'a round under way');
       const retiring = old.retire(next);
       release();
       await retiring;
       await pause(50);
-      expect(ticks).toBe(0);
+      expect(old.prefetcher.stats.ticks).toBe(0);
     } finally {
       release();
       old.stop();

@@ -159,3 +159,44 @@ describe("a prefetch's unload and a request for its victim", () => {
     expect(api.peak).toBe(1);
   });
 });
+
+describe('a prefetch stopped while its plan runs (its runtime replaced by a `redis` record change)', () => {
+  // Each lock and each replica call of the plan under way asks whether the prefetcher was stopped
+  // right before it (AdapterPolicy.halted), not only the planning: a stop that comes as a lock is
+  // granted leaves that lock ended and the replica uncalled.
+  it("stopped as its victim's unload is granted: no unload call, no load", async () => {
+    const { store, api, prefetcher } = await world();
+    const begin = store.beginUnload.bind(store);
+    let stopped: Promise<void> | undefined;
+    jest.spyOn(store, 'beginUnload').mockImplementation(async (...args) => {
+      const fence = await begin(...args);
+      stopped = prefetcher.stop();
+      return fence;
+    });
+    await prefetcher.maybeTick();
+    await stopped;
+    expect(api.calls).toEqual([]);
+    expect((await store.residents(R1)).map((r) => `${r.name} ${r.state}`)).toEqual(['b loaded']);
+    // Stopped: no further tick plans.
+    expect(prefetcher.stats.ticks).toBe(1);
+  });
+
+  it('stopped as its load lock is granted: the lock ended, no load call', async () => {
+    const { clock, store, api, prefetcher } = await world();
+    const begin = store.beginLoad.bind(store);
+    jest.spyOn(store, 'beginLoad').mockImplementation(async (...args) => {
+      const fence = await begin(...args);
+      void prefetcher.stop();
+      return fence;
+    });
+    const t = prefetcher.maybeTick();
+    await clock.run();
+    await t;
+    // The victim went first; the load, stopped after its grant, never reached the replica.
+    expect(api.calls).toEqual(['unload b']);
+    expect(await store.residents(R1)).toEqual([]);
+    await clock.run(clock.now() + 10_000);
+    await prefetcher.maybeTick();
+    expect(prefetcher.stats.ticks).toBe(1);
+  });
+});
