@@ -25,6 +25,8 @@
  */
 import type { FleetRuntime } from '../src/runtime';
 
+export const BOUND_INVARIANT = 'a bounded class joins a replica at its bound only after its wait';
+
 /** A request sent to a replica, as Kong and the replica saw it. */
 export interface Flight {
   /** Arrival number. */

@@ -16,6 +16,10 @@
  * drawn before them (the seeds found before replay so). `--no-bound`: the class seeds without the bounded batch class (dst/overload.ts),
  * as drawn before it. `--no-reach`: without the shapes of dst/reach.ts (a configuration pushed right
  * after an emptied state, a class held behind a higher one), every seed as drawn before them.
+ * `--digest`: after the summary, a line per seed (in seed order): its steps, simulated ms, the
+ * scheduler's digest of when each step fired and a hash of the rest of its result (faults fired,
+ * loads alone, refusals, bound waits, the invariant broken): two builds that print the same lines
+ * replayed every seed the same (a refactor's proof).
  * The figures depend on the Node running it (a schedule took about 1.7 times the CPU on Node 20
  * that it took on Node 24, side by side), so each line names it.
  */
@@ -41,6 +45,8 @@ interface Args {
   bound: boolean;
   /** The shapes of dst/reach.ts drawn (`--no-reach`: off, every seed as drawn before them). */
   reach: boolean;
+  /** A line per seed of what it replayed (`--digest`). */
+  digest: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -54,6 +60,7 @@ function parseArgs(argv: string[]): Args {
     overload: true,
     bound: true,
     reach: true,
+    digest: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const v = () => argv[++i] ?? '';
@@ -100,6 +107,9 @@ function parseArgs(argv: string[]): Args {
       case '--no-reach':
         a.reach = false;
         break;
+      case '--digest':
+        a.digest = true;
+        break;
       default:
         throw new Error(`unknown argument ${argv[i]}`);
     }
@@ -140,9 +150,25 @@ interface BatchReport {
   /** The worker's CPU (user and system) for the batch, µs. */
   cpuUs: number;
   failures: { seed: number; invariant: string; detail: string; step: number; at: number }[];
+  /** By seed, what it replayed (`--digest`; empty without). */
+  digests: { seed: number; line: string }[];
 }
 
-async function runBatch(from: number, to: number, o: ScheduleOptions): Promise<BatchReport> {
+/** A 32-bit FNV-1a hash of a string (the `--digest` lines). */
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+/** A seed's `--digest` line: the step times' digest, and a hash of everything else it reported. */
+function digestLine(out: Awaited<ReturnType<typeof runSeed>>): string {
+  const { steps, simMs, digest, schedule, ...rest } = out;
+  const hex = (n: number) => (n >>> 0).toString(16).padStart(8, '0');
+  return `${steps} steps ${simMs} ms ${hex(digest)} ${hex(fnv1a(JSON.stringify(rest)))} ${hex(fnv1a(JSON.stringify(schedule)))}`;
+}
+
+async function runBatch(from: number, to: number, o: ScheduleOptions, digests = false): Promise<BatchReport> {
   const r = emptyReport();
   const cpu = process.cpuUsage();
   for (let seed = from; seed < to; seed++) {
@@ -160,6 +186,7 @@ async function runBatch(from: number, to: number, o: ScheduleOptions): Promise<B
     if (out.overloadRefusals.shed > 0) r.shedSchedules++;
     if (out.boundWaits > 0) r.boundSchedules++;
     if (out.violation) r.failures.push({ seed, ...out.violation });
+    if (digests) r.digests.push({ seed, line: digestLine(out) });
   }
   const used = process.cpuUsage(cpu);
   r.cpuUs = used.user + used.system;
@@ -181,6 +208,7 @@ function emptyReport(): BatchReport {
     boundSchedules: 0,
     cpuUs: 0,
     failures: [],
+    digests: [],
   };
 }
 
@@ -192,6 +220,7 @@ function add(total: BatchReport, r: BatchReport): void {
   total.minSteps = Math.min(total.minSteps, r.minSteps ?? Infinity);
   total.cpuUs += r.cpuUs;
   total.failures.push(...r.failures);
+  total.digests.push(...r.digests);
   for (const [ttl, n] of Object.entries(r.byNodeTtl)) total.byNodeTtl[ttl] = (total.byNodeTtl[ttl] ?? 0) + n;
   total.aloneSchedules += r.aloneSchedules;
   total.aloneLoads += r.aloneLoads;
@@ -229,9 +258,9 @@ function coverage(total: BatchReport): string {
 
 /** Worker side: batches in, reports out, until told to stop. */
 function worker(): void {
-  process.on('message', (m: { from: number; to: number; o: ScheduleOptions } | 'stop') => {
+  process.on('message', (m: { from: number; to: number; o: ScheduleOptions; digests: boolean } | 'stop') => {
     if (m === 'stop') process.exit(0);
-    void runBatch(m.from, m.to, m.o).then((r) => process.send!(r));
+    void runBatch(m.from, m.to, m.o, m.digests).then((r) => process.send!(r));
   });
 }
 
@@ -273,7 +302,7 @@ async function explore(a: Args): Promise<number> {
           }
           const from = next;
           next = Math.min(end, next + batch);
-          child.send({ from, to: next, o });
+          child.send({ from, to: next, o, digests: a.digest });
         };
         child.on('message', (r: BatchReport) => {
           add(total, r);
@@ -292,6 +321,9 @@ async function explore(a: Args): Promise<number> {
   );
   print(true);
   process.stdout.write(coverage(total));
+  if (a.digest)
+    for (const d of total.digests.sort((x, y) => x.seed - y.seed))
+      process.stdout.write(`seed ${d.seed}: ${d.line}\n`);
   const cmd = (seed: number, keep?: number[]) =>
     `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${a.reach ? '' : ' --no-reach'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
