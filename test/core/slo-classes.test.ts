@@ -106,14 +106,33 @@ describe('SLO classes: holding, delaying and shedding (the room wait)', () => {
     expect(w.holdUntil).toBe(29000 - 2000);
   });
 
-  it('delays a batch request while the queues are past the interactive objective, up to its own objective', () => {
+  it('delays a batch request while the queues are past the interactive objective (aged at half its objective: see below)', () => {
     const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
     // Within 2 s: it goes at once (below capacity a batch request is never held).
     expect(w.holds(0, at(1900))).toBe(false);
     // 10 s of queue: an interactive request arriving now would wait behind it past 2 s.
     expect(w.holds(0, at(10_000))).toBe(true);
-    expect(w.holds(15_000, at(10_000))).toBe(true);
+    expect(w.holds(4_000, at(10_000))).toBe(true);
     expect(w.holdUntil).toBe(29000);
+  });
+
+  it('ages a batch request: held for queues past the interactive gate only until its wait and predicted start reach half its objective, then sent ahead of held interactive requests', () => {
+    // Held until its objective ran out, batch waited behind interactive work whose queues never
+    // fell under 2 s, then was refused or sent too late (issue 34: 1 s loads, 90% load, 69.1% of
+    // batch within 30 s, 70 refused, seed 1).
+    const held = new HeldClasses(2);
+    expect(new RoomWait(cfg, 0, c.resolve({}), held).holds(0, at(3000))).toBe(true);
+    const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }), held);
+    // 10 s of queue everywhere: held while waited + 10 s stays under 15 s.
+    expect(w.holds(0, at(10_000))).toBe(true);
+    expect(w.holds(4_999, at(10_000))).toBe(true);
+    expect(held.backlogged(-1)).toBe(true);
+    // 5 s waited: predicted to start at 15 s, half its objective. It goes, though an interactive
+    // request is still held and the queue is past 2 s.
+    expect(w.holds(5_000, at(10_000))).toBe(false);
+    expect(held.above(-1)).toBe(true);
+    // Counted as held no more.
+    expect(held.backlogged(-1)).toBe(false);
   });
 
   it('delays a batch request predicted past its objective while it can still meet it, sheds it once it cannot, with Retry-After', () => {
@@ -251,7 +270,9 @@ describe('SLO classes: a class bounded by max_in_flight waits for a replica with
     const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
     // A short predicted queue, but 10 in flight there: held (the prediction misses a full batch).
     expect(w.holds(0, on(10))).toBe(true);
-    expect(w.holds(14_999, on(10))).toBe(true);
+    expect(w.holds(14_499, on(10))).toBe(true);
+    // Aged: its wait and its predicted start (500 ms) reach half its objective.
+    expect(w.holds(14_500, on(10))).toBe(false);
     // 9 in flight: it goes, and 10 are in flight with it.
     expect(w.holds(1000, on(9))).toBe(false);
     // Past half its objective it goes as before, however full the replica.

@@ -65,7 +65,7 @@ export const objectiveFields: SchemaFields = [
       type: 'array',
       default: [],
       description:
-        "`saturation_mode: predicted`: classes of requests, `{name, ttft_ms, priority}` each, as llm-d's InferenceObjectives: a request names its class with the `x-gateway-inference-objective` header (else its consumer's class, else `default_slo_class`) and may set its own objective with `x-slo-ttft-ms`. Under overload a class waits in the gateway while sending it would queue it past the objective of a class of higher priority, and a sheddable class (priority < 0) is delayed while it can still meet its own objective (however many requests of higher classes are held) and refused (503 `shed_low_priority`, with `Retry-After`) once it cannot. A header may lower a request's priority, never raise it above its default's. See docs/routing.md. Empty: every request has `ttft_slo_ms`.",
+        "`saturation_mode: predicted`: classes of requests, `{name, ttft_ms, priority}` each, as llm-d's InferenceObjectives: a request names its class with the `x-gateway-inference-objective` header (else its consumer's class, else `default_slo_class`) and may set its own objective with `x-slo-ttft-ms`. Under overload a class waits in the gateway while sending it would queue it past a higher class's objective, until its wait and predicted start reach half of its own objective (aging); a sheddable class (priority < 0) is delayed while it can still meet its objective and refused (503 `shed_low_priority`, with `Retry-After`) once it cannot. A header may lower a request's priority, never raise it above its default's. See docs/routing.md. Empty: every request has `ttft_slo_ms`.",
       elements: {
         type: 'record',
         fields: [
@@ -100,7 +100,7 @@ export const objectiveFields: SchemaFields = [
               default: 0,
               between: [0, 100000],
               description:
-                "`saturation_mode: predicted` with `room_wait: escalate`: a request of the class joins a replica only while fewer than this many of the router's requests are in flight there (so at most this many with it), else waits in the gateway for up to half its objective, then goes as before. Set on a lower class (batch) below each replica's running slots (vLLM's `max_num_seqs`), it leaves slots free for the higher classes' bursts, which the prediction does not see fill a batch. 0: no bound. See docs/routing.md.",
+                "`saturation_mode: predicted` with `room_wait: escalate`: a request of the class joins a replica only while fewer than this many of the router's requests are in flight there (so at most this many with it), else waits in the gateway until its wait and predicted start reach half its objective (aging), then goes as before. Set on a lower class (batch) below each replica's running slots (vLLM's `max_num_seqs`), it leaves slots free for the higher classes' bursts, which the prediction does not see fill a batch. 0: no bound. See docs/routing.md.",
             },
           },
         ],
