@@ -20,9 +20,12 @@ function loggingShared(): {
   calls: string[];
   answer: () => void;
   retakeFails: { value: boolean };
+  /** While set, each registration waits until the test lets it go (`held`, in call order). */
+  hold: { value: boolean; held: (() => void)[] };
 } {
   const calls: string[] = [];
   const retakeFails = { value: false };
+  const hold = { value: false, held: [] as (() => void)[] };
   let answer = () => undefined as void;
   const known = {
     liveNodes: 3,
@@ -30,7 +33,10 @@ function loggingShared(): {
     onStateLost: null,
     onRemoteChange: null,
     takeStateLost: () => false,
-    upsertReplica: async () => void calls.push('register'),
+    upsertReplica: async () => {
+      if (hold.value) await new Promise<void>((go) => hold.held.push(go));
+      calls.push('register');
+    },
     acquire: (lease: Lease) => {
       calls.push(`take ${lease.id}`);
       return new Promise<undefined>((resolve) => (answer = () => resolve(undefined)));
@@ -44,7 +50,7 @@ function loggingShared(): {
   const shared = new Proxy(known, {
     get: (o, k: string) => (k in o ? o[k] : async () => undefined),
   }) as unknown as SharedStore;
-  return { shared, calls, answer: () => answer(), retakeFails };
+  return { shared, calls, answer: () => answer(), retakeFails, hold };
 }
 
 describe('FailoverFleetStore: the shared state found emptied while an acquire is under way', () => {
@@ -90,6 +96,29 @@ describe('FailoverFleetStore: the shared state found emptied while an acquire is
     answer();
     await acquired;
     expect(calls.slice(calls.lastIndexOf('register'))).toContain('take n0g0-5');
+    await s.close();
+  });
+
+  it('an emptying told while a reclaim registers runs that reclaim again, not a second one beside it', async () => {
+    const { shared, calls, answer, hold } = loggingShared();
+    const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 1000, logEveryMs: 60_000 });
+    await s.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    hold.value = true;
+    shared.onStateLost!(); // a reclaim, its registration held
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    shared.onStateLost!(); // emptied again while it registers
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    hold.held.shift()!(); // the first registration lands; the next one is held
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    // Begun now: the reclaim still runs (registering again), so its lease is taken again after it.
+    const acquired = s.acquire({ id: 'n0g0-6', url: U, adapter: 'sql', at: 968 });
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    hold.value = false;
+    for (const go of hold.held.splice(0)) go();
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    answer();
+    await acquired;
+    expect(calls.slice(calls.lastIndexOf('register'))).toContain('take n0g0-6');
     await s.close();
   });
 });
