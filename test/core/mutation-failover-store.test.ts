@@ -31,6 +31,8 @@ function fakeShared() {
   /** The budget adds it took (key, count), and how many more it refuses (the link lost mid-call). */
   const adds: [string, number][] = [];
   const failAdds = { value: 0 };
+  /** Run before a call of that name is sent (a test's interleaving: an emptying between two writes). */
+  const before: Record<string, (() => void) | undefined> = {};
   let inner = new MemoryFleetStore();
   const extra = {
     // The fleet as its heartbeats read it, and the epoch that dates the budget spends.
@@ -61,6 +63,7 @@ function fakeShared() {
       if (typeof v !== 'function') return v;
       return (...args: unknown[]) => {
         calls.push(String(key));
+        before[String(key)]?.();
         if (down.value && key !== 'takeStateLost') return Promise.reject(new Error('shared store down'));
         return (v as (...a: unknown[]) => unknown).apply(own ? target : inner, args);
       };
@@ -79,6 +82,7 @@ function fakeShared() {
     calls,
     adds,
     failAdds,
+    before,
     /** The epoch the shared side reports (null: none read yet). */
     epoch: (e: string | null) => (extra.currentEpoch = e),
     inner: () => inner,
@@ -347,6 +351,107 @@ describe('FailoverFleetStore after an emptied state', () => {
   });
 });
 
+// The run of recovering-store.ts (docs/reliability/mutation-testing.md): a registration emptied
+// once mid-way, a reclaim told of a second emptying, and a predecessor's outage holding unloads off.
+describe('RecoveringFleetStore: registration passes, a reclaim told again, a predecessor alone', () => {
+  const U2 = 'http://10.0.0.2:8000';
+
+  it('a registration the state was emptied under once is done again at once: the node keeps sharing', async () => {
+    const { sh, s } = await setup();
+    await s.upsertReplica({ url: U2, backend: 'vllm', priority: 0 });
+    await s.acquire(lease('S1'));
+    let writes = 0;
+    sh.empty();
+    sh.lost.value = true;
+    // Between the first write and the second, the state is emptied again (a new epoch).
+    sh.before.upsertReplica = () => {
+      if (++writes !== 2) return;
+      sh.empty();
+      sh.epoch('e2');
+    };
+    expect(await s.views([U, U2])).toHaveLength(2);
+    expect(s.mode()).toBe('redis');
+    expect((await sh.inner().replicaSpecs()).map((r) => r.url).sort()).toEqual([U, U2]);
+    expect(await sh.inner().inFlightTotal()).toBe(1);
+  });
+
+  it('a reclaim told of another emptying after its registration registers and takes the leases again', async () => {
+    const { sh, s } = await setup();
+    await s.acquire(lease('S1'));
+    let prunes = 0;
+    sh.empty();
+    sh.lost.value = true;
+    // A heartbeat's reply, once the leases were taken again: emptied a second time.
+    sh.before.prune = () => {
+      if (++prunes !== 1) return;
+      sh.empty();
+      sh.store.onStateLost!();
+    };
+    await s.views([U], { name: 'a' });
+    expect(await sh.inner().replicaSpecs()).toEqual([{ url: U, backend: 'vllm', priority: 0 }]);
+    expect(await sh.inner().inFlightTotal()).toBe(1);
+  });
+
+  it("a successor holds unloads off while its predecessor decides alone and for that one's hold-off, not after, nor once it closed", async () => {
+    const { clock, sh, s, cut, back } = await setup();
+    const next = new FailoverFleetStore(
+      sh.store,
+      silentLogger,
+      { probeMs: PROBE, logEveryMs: 60_000 },
+      clock,
+    );
+    await next.succeed(s);
+    await clock.run(clock.now() + 3 * PROBE); // past any hold-off of its own start
+    expect(next.unloadsHeldOff()).toBe(false);
+    await cut(); // the predecessor alone; the successor shares
+    expect(next.mode()).toBe('redis');
+    expect(s.unloadsHeldOff()).toBe(false);
+    expect(next.unloadsHeldOff()).toBe(true);
+    await back();
+    expect(s.mode()).toBe('redis');
+    expect(next.unloadsHeldOff()).toBe(true); // the predecessor's hold-off after its outage
+    await clock.run(clock.now() + 2 * PROBE);
+    expect(next.unloadsHeldOff()).toBe(false);
+    await cut();
+    await s.close();
+    expect(next.unloadsHeldOff()).toBe(false);
+    await next.close();
+  });
+
+  it('a release decided alone during the recovery walk is sent in its last pass, not left counted there', async () => {
+    const { sh, s, cut, back } = await setup();
+    await s.acquire(lease('S1'));
+    await cut();
+    // The request ends while the recovery hands back the rest: still decided alone.
+    sh.before.prune = () => {
+      sh.before.prune = undefined;
+      void s.release('S1', 3, 200);
+    };
+    await back();
+    expect(s.mode()).toBe('redis');
+    expect(await sh.inner().inFlightTotal()).toBe(0);
+  });
+
+  it("a successor on the same state deciding alone counts the cold loads its predecessor granted alone: the node's one share", async () => {
+    const { clock, sh, s, cut } = await setup();
+    const next = new FailoverFleetStore(
+      sh.store,
+      silentLogger,
+      { probeMs: PROBE, logEveryMs: 60_000 },
+      clock,
+    );
+    await next.succeed(s);
+    await cut();
+    await next.views([U]);
+    expect(next.mode()).toBe('local');
+    // 3 nodes, a limit of 3: a share of 1 a window for the node, whichever of its stores grants it.
+    expect(await s.spendBudget('fleet', 3, 60_000, clock.now())).toBe(0);
+    expect(await next.spendBudget('fleet', 3, 60_000, clock.now())).toBeGreaterThan(0);
+    await s.close();
+    await next.close();
+  });
+});
+
 describe('FailoverFleetStore: leases decided alone, leaving, successors', () => {
   const another = (sh: ReturnType<typeof fakeShared>, clock: VirtualClock) =>
     new FailoverFleetStore(sh.store, silentLogger, { probeMs: PROBE, logEveryMs: 60_000 }, clock);
@@ -426,6 +531,23 @@ describe('FailoverFleetStore: leases decided alone, leaving, successors', () => 
     expect(done).toBe(true);
     // At 0, 1, 2 and 3 probe intervals.
     expect(sh.calls.filter((c) => c === 'ping')).toHaveLength(4);
+  });
+
+  // The run of failover-store.ts's lock-end lines (docs/reliability/mutation-testing.md): a store
+  // leaving for other state waits for its same-state predecessor to hand it what it owes there.
+  it('leaving waits for a predecessor on its state to be adopted, and goes on at once when it is (seed 556526)', async () => {
+    const { clock, sh, s } = await setup();
+    const next = another(sh, clock);
+    await next.succeed(s);
+    let left = false;
+    const leaving = next.leave(10 * PROBE).then(() => (left = true));
+    await clock.run(clock.now() + 3 * PROBE);
+    expect(left).toBe(false);
+    await next.adopt(s);
+    await new Promise((r) => setImmediate(r));
+    expect(left).toBe(true);
+    await leaving;
+    await s.close();
   });
 
   it('a successor whose prune fails decides alone', async () => {
