@@ -8,6 +8,7 @@ import { GCProfiler, getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { accessLogBed } from './access-log-bed';
 import { decisionBed, pluginServerCpu, routeBed } from './overhead';
+import { pollRoundBed } from './poll-round-bed';
 import { variedBed } from './varied-fleet';
 
 /**
@@ -33,6 +34,9 @@ import { variedBed } from './varied-fleet';
  *   --case access-log         lora-router's access + log in process, 1 KB, adapter resident, its PDK
  *       answering at once (bench/access-log-bed.ts): the plugin glue and the routing core as the
  *       request-path goal counts them, without msgpack or the socket
+ *   --case poll-round         one round of the replica poller (bench/poll-round-bed.ts): one vLLM
+ *       replica's /metrics and /v1/models over HTTP, read and applied; the replica runs in a
+ *       process of its own, so only the poller's side is counted
  *   --case plugin-server      the real plugin server's CPU time per 1 KB access + log event
  *       pair, lora-router against the no-op plugin (bench/overhead.ts `pluginServerCpu`)
  */
@@ -40,7 +44,7 @@ const HELP =
   'Usage: node dist/bench/profile-decision.js [--case NAME] [--n N] [--warm W] [--callgrind | --picks]';
 
 const CASES = ['decision-count', 'decision-predicted', 'route-release'] as const;
-type Case = (typeof CASES)[number] | 'decision-varied' | 'access-log' | 'route-release-cold';
+type Case = (typeof CASES)[number] | 'decision-varied' | 'access-log' | 'route-release-cold' | 'poll-round';
 
 /** `route-release-cold`: each call after this sleep, as the plugin server runs a request after epoll. */
 const COLD_GAP_MS = 1;
@@ -50,6 +54,10 @@ async function operation(name: Case): Promise<{ op: (i: number) => Promise<strin
   if (name === 'decision-varied') {
     const bed = await variedBed(64, 10_000, 1);
     return { op: bed.decide, stop: () => {} };
+  }
+  if (name === 'poll-round') {
+    const bed = await pollRoundBed();
+    return { op: bed.pollRound, stop: bed.stop };
   }
   if (name === 'access-log') {
     const bed = await accessLogBed();
@@ -184,7 +192,13 @@ async function main(): Promise<void> {
   }
   const cases = (v.case === undefined ? [...CASES] : v.case.split(',')) as Case[];
   for (const c of cases)
-    if (c !== 'decision-varied' && c !== 'access-log' && c !== 'route-release-cold' && !CASES.includes(c))
+    if (
+      c !== 'decision-varied' &&
+      c !== 'access-log' &&
+      c !== 'route-release-cold' &&
+      c !== 'poll-round' &&
+      !CASES.includes(c)
+    )
       throw new Error(`unknown case ${c}; ${HELP}`);
   if (v.inner) {
     const r = await inner(cases[0]!, Number(v.warm ?? 0), Number(v.n ?? 0));

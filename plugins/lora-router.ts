@@ -50,13 +50,14 @@ class LoraRouterPlugin {
       await writeNotices(kong.log, [{ level: 'err', msg: e.message }]);
       return void (await kong.response.exit(e.status, Buffer.from(JSON.stringify(e.body())), e.headers()));
     }
-    const path = await kong.request.getPath();
+    // Each PDK name read builds a proxy (kong-pdk 0.6.0 pdk.js `bridgeHandler.get`: a regex
+    // replace, a closure and a Proxy): `kong.request` once for both of its calls.
+    const request = kong.request;
+    const path = await request.getPath();
     // With a max, Kong (>= 3.8.0) reads a body nginx spooled to a file past client_body_buffer_size;
     // without one it returns nil, which Kong cannot pack (a Lua error, 500). Kong/kong 3.9.3
     // kong/pdk/request.lua `get_raw_body`; mp_rpc.lua `fix_raw`.
-    const getRawBody = kong.request.getRawBody as unknown as (
-      max: number,
-    ) => Promise<Uint8Array | string | null>;
+    const getRawBody = request.getRawBody as unknown as (max: number) => Promise<Uint8Array | string | null>;
     const body = await getRawBody(this.service.config.max_body_bytes);
     // The consumer (an authentication plugin's) is read only if the request would start a load,
     // or a class is configured per consumer; once, whoever asks.
@@ -66,7 +67,7 @@ class LoraRouterPlugin {
     const perConsumer = this.perConsumer;
     // `slo_classes`: the objective headers in one PDK call (plus the consumer when classes are per consumer).
     const slo = async (): Promise<SloHints> => {
-      const h = (await kong.request.getHeaders()) as Record<string, string | string[] | undefined>;
+      const h = (await request.getHeaders()) as Record<string, string | string[] | undefined>;
       const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
       const c = perConsumer ? await consumerOf() : null;
       return {
@@ -75,7 +76,7 @@ class LoraRouterPlugin {
         consumer: c ? { id: c.id ?? undefined, username: c.username ?? undefined } : undefined,
       };
     };
-    const r = await this.service.route({ path, body, consumer, slo, method: () => kong.request.getMethod() });
+    const r = await this.service.route({ path, body, consumer, slo, method: () => request.getMethod() });
     if (r.kind === 'respond') {
       // Refusals are the cold path: rare operational notices may ride on them.
       await writeNotices(kong.log);

@@ -3,7 +3,10 @@ import {
   readLlamacppLoad,
   readLlamacppSlots,
   readVllmLoad,
+  scanVllmMetrics,
+  vllmLoadOf,
   type ReplicaLoad,
+  type VllmScan,
 } from '../metrics/replica-load';
 import type { LlamaAdapter, ReplicaSpec } from '../fleet/types';
 import { BackendError } from './errors';
@@ -33,6 +36,14 @@ const ADAPTER_FAULT =
 
 /** vLLM and llama.cpp over HTTP (see docs/replica-apis.md for every status handled here). */
 export class HttpReplicaApi implements ReplicaApi {
+  /**
+   * Each vLLM replica's last answers and what was read from them: an answer the same as the last
+   * one (an idle replica's `/metrics`, a `/v1/models` between loads) is not parsed again. Only
+   * the walk of the text is kept; what depends on the poll (the replica's time, the names asked
+   * about) is read afresh each time, so the outcome is the same as reading the text again.
+   */
+  private readonly lastRead = new Map<string, LastRead>();
+
   /** `http`: its connections, shared with the preflight check (src/doctor). */
   constructor(readonly http = new ReplicaHttp()) {}
 
@@ -49,15 +60,19 @@ export class HttpReplicaApi implements ReplicaApi {
       this.reply(`${url}/metrics`, timeoutMs),
       this.get(`${url}/v1/models`, timeoutMs),
     ]);
-    const m = parseModels(models);
+    const last = this.lastRead.get(url);
+    const m = last?.modelsText === models ? last.models : frozenModels(parseModels(models));
+    const scan = last?.metricsText === metrics.text ? last.scan : scanVllmMetrics(metrics.text);
+    if (last === undefined && this.lastRead.size >= LAST_READ_MAX) this.lastRead.clear();
+    this.lastRead.set(url, { metricsText: metrics.text, scan, modelsText: models, models: m });
     return {
       // Read for every adapter it holds: one named with a comma renews its leases while it runs.
-      load: readVllmLoad(
-        metrics.text,
+      load: vllmLoadOf(
+        scan,
         m.adapters.map((a) => a.name),
         metrics.dateS,
       ),
-      registry: m.adapters,
+      registry: m.adapters as { name: string; path: string }[],
       ...(m.maxModelLen === undefined ? {} : { maxModelLen: m.maxModelLen }),
     };
   }
@@ -169,6 +184,26 @@ export class HttpReplicaApi implements ReplicaApi {
       throw new BackendError('http', `GET ${url}: ${r.status} ${replicaMessage(r.text)}`, r.status);
     return r;
   }
+}
+
+/** A vLLM replica's last `/metrics` and `/v1/models` answers, and what was read from them. */
+interface LastRead {
+  metricsText: string;
+  scan: VllmScan;
+  modelsText: string;
+  models: Models;
+}
+
+/** Replicas whose last answers are kept: past it (replicas come and go) all are dropped and read again. */
+const LAST_READ_MAX = 1024;
+
+type Models = ReturnType<typeof parseModels>;
+
+/** The registry frozen: a poll hands it to the store, and the next poll may hand it on again. */
+function frozenModels(m: Models): Models {
+  for (const a of m.adapters) Object.freeze(a);
+  Object.freeze(m.adapters);
+  return Object.freeze(m);
 }
 
 /** vLLM `GET /v1/models`: the base card (parent null), then adapters (parent = base). */

@@ -1,4 +1,4 @@
-import { Agent, errors, request } from 'undici';
+import { Agent, errors } from 'undici';
 import { BackendError } from './errors';
 
 export interface HttpReply {
@@ -8,12 +8,20 @@ export interface HttpReply {
   dateS?: number;
 }
 
+interface Target {
+  origin: string;
+  path: string;
+}
+
+const TARGETS_MAX = 4096;
+
 /**
  * Keep-alive HTTP to replicas: undici's Agent keeps one connection pool per origin, and every
  * call is bounded by its own timeout (connect, headers and body together).
  */
 export class ReplicaHttp {
   private readonly agent: Agent;
+  private readonly targets = new Map<string, Target>();
 
   constructor(options: { connectionsPerReplica?: number } = {}) {
     this.agent = new Agent({
@@ -23,42 +31,128 @@ export class ReplicaHttp {
     });
   }
 
-  async call(method: 'GET' | 'POST', url: string, timeoutMs: number, body?: unknown): Promise<HttpReply> {
+  call(method: 'GET' | 'POST', url: string, timeoutMs: number, body?: unknown): Promise<HttpReply> {
     // Whole milliseconds, as AbortSignal.timeout takes them: what a deadline leaves on the clock
     // has fractions (a RangeError here failed the load before any call).
     timeoutMs = Math.max(1, Math.ceil(timeoutMs));
-    // Not AbortSignal.timeout: its timer fires after every call, however fast the answer, and
-    // makes a DOMException with a stack: about a tenth of what the replica polls cost the plugin
-    // server (docs/benchmarks.md). This one is cleared with the answer.
-    const abort = new AbortController();
-    const { signal } = abort;
-    const timer = setTimeout(
-      () => abort.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
-      timeoutMs,
-    );
-    timer.unref();
-    try {
-      const res = await request(url, {
-        method,
-        dispatcher: this.agent,
-        signal,
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
-        headers: body === undefined ? undefined : { 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.body.text();
-      const date = Date.parse(String(res.headers.date ?? ''));
-      return { status: res.statusCode, text, ...(Number.isFinite(date) ? { dateS: date / 1000 } : {}) };
-    } catch (err) {
-      throw toBackendError(err, method, url, timeoutMs, signal.aborted);
-    } finally {
-      clearTimeout(timer);
+    return new Promise<HttpReply>((resolve, reject) => {
+      const handler = new ReplyHandler(method, url, timeoutMs, resolve, reject);
+      try {
+        const { origin, path } = this.target(url);
+        this.agent.dispatch(
+          {
+            origin,
+            path,
+            method,
+            headersTimeout: timeoutMs,
+            bodyTimeout: timeoutMs,
+            headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+            body: body === undefined ? undefined : JSON.stringify(body),
+          },
+          handler,
+        );
+      } catch (err) {
+        // A URL undici cannot call, a body JSON cannot carry: answered as `request` answered them.
+        handler.onError(err as Error);
+      }
+    });
+  }
+
+  /** A URL's origin and path as undici's `request` cuts them (lib/core/util.js `parseURL`), once per URL. */
+  private target(url: string): Target {
+    let t = this.targets.get(url);
+    if (t === undefined) {
+      const u = new URL(url);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:')
+        throw new errors.InvalidArgumentError(
+          'Invalid URL protocol: the URL must start with `http:` or `https:`.',
+        );
+      t = { origin: u.origin, path: u.search ? u.pathname + u.search : u.pathname };
+      // The URLs called are a few per replica; past the bound (replicas come and go) all are cut again.
+      if (this.targets.size >= TARGETS_MAX) this.targets.clear();
+      this.targets.set(url, t);
     }
+    return t;
   }
 
   close(): Promise<void> {
     return this.agent.close();
+  }
+}
+
+/**
+ * One call's answer, gathered as undici's `request` gathers it for `body.text()` (undici 7.30.2
+ * lib/api/api-request.js `RequestHandler`, lib/api/readable.js `chunksDecode`: the chunks joined,
+ * a UTF-8 BOM skipped) but without a body stream, an AbortSignal and its listener, or an async
+ * resource: the replica polls run every 500 ms in the plugin server and these were most of a
+ * poll's own work (docs/benchmarks.md). The bound on the whole call is a timer cleared with the
+ * answer (not AbortSignal.timeout, whose timer fired after every call, however fast the answer);
+ * fired before the request has a connection, it aborts it when it gets one, as `request` does
+ * with an aborted signal.
+ */
+class ReplyHandler {
+  private abortCall: ((err: Error) => void) | null = null;
+  private timedOut: Error | null = null;
+  private readonly timer: NodeJS.Timeout;
+  private status = 0;
+  private date: string | undefined;
+  private readonly chunks: Buffer[] = [];
+  private length = 0;
+
+  constructor(
+    private readonly method: string,
+    private readonly url: string,
+    private readonly timeoutMs: number,
+    private readonly resolve: (r: HttpReply) => void,
+    private readonly reject: (err: BackendError) => void,
+  ) {
+    this.timer = setTimeout(() => {
+      this.timedOut = new DOMException('The operation was aborted due to timeout', 'TimeoutError');
+      this.abortCall?.(this.timedOut);
+    }, timeoutMs);
+    this.timer.unref();
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    if (this.timedOut) return abort(this.timedOut);
+    this.abortCall = abort;
+  }
+
+  onHeaders(status: number, rawHeaders: Buffer[]): boolean {
+    // An informational answer (1xx): the final one follows.
+    if (status < 200) return true;
+    this.status = status;
+    // As undici's parseHeaders joins them: a header given twice reads as both, comma-joined.
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const key = rawHeaders[i]!;
+      if (key.length !== 4 || key.toString('latin1').toLowerCase() !== 'date') continue;
+      const value = rawHeaders[i + 1]!.toString('latin1');
+      this.date = this.date === undefined ? value : `${this.date},${value}`;
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+    return true;
+  }
+
+  onComplete(): void {
+    clearTimeout(this.timer);
+    const buf = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.length);
+    const bom = buf.length > 2 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
+    const date = Date.parse(this.date ?? '');
+    this.resolve({
+      status: this.status,
+      text: buf.toString('utf8', bom),
+      ...(Number.isFinite(date) ? { dateS: date / 1000 } : {}),
+    });
+  }
+
+  onError(err: Error): void {
+    clearTimeout(this.timer);
+    this.reject(toBackendError(err, this.method, this.url, this.timeoutMs, this.timedOut !== null));
   }
 }
 

@@ -134,6 +134,28 @@ type VllmTotal = (typeof VLLM_TOTALS)[keyof typeof VLLM_TOTALS] | 'computedToken
  * The report can then only say "busy" for it, never "idle" by mistake.
  */
 export function readVllmLoad(text: string, names: readonly string[] = [], replicaNowS?: number): ReplicaLoad {
+  return vllmLoadOf(scanVllmMetrics(text), names, replicaNowS);
+}
+
+/**
+ * What a vLLM `/metrics` text says, before it is read against the adapters asked about and the
+ * replica's time: the part of `readVllmLoad` that walks the text, kept by a caller that may meet
+ * the same text again (src/backends/http-replica-api.ts). Never changed after it is made.
+ */
+export interface VllmScan {
+  readonly running: number;
+  readonly waiting: number;
+  readonly kv: number | undefined;
+  readonly kvOld: number | undefined;
+  readonly infos: readonly { labels: Record<string, string>; at: number }[];
+  readonly deferred: number | undefined;
+  readonly residency: { gpu: ReadonlySet<string>; cpu: ReadonlySet<string> } | undefined;
+  readonly totals: Readonly<Partial<Record<VllmTotal, number>>>;
+  readonly kvCapacity: number | undefined;
+  readonly malformed: number;
+}
+
+export function scanVllmMetrics(text: string): VllmScan {
   let running = 0;
   let waiting = 0;
   let kv: number | undefined;
@@ -193,6 +215,23 @@ export function readVllmLoad(text: string, names: readonly string[] = [], replic
     },
     VLLM_READ,
   );
+  return {
+    running,
+    waiting,
+    kv,
+    kvOld,
+    infos,
+    deferred,
+    residency,
+    totals,
+    kvCapacity,
+    malformed: stats.malformed,
+  };
+}
+
+/** `readVllmLoad`'s reading of a scan: the adapters asked about, the replica's time. */
+export function vllmLoadOf(scan: VllmScan, names: readonly string[] = [], replicaNowS?: number): ReplicaLoad {
+  const { running, waiting, kv, kvOld, infos, deferred, residency, totals, kvCapacity } = scan;
   const reading = loraInfoReading(infos, replicaNowS);
   const active = new Set<string>();
   for (const info of reading ?? [])
@@ -211,7 +250,7 @@ export function readVllmLoad(text: string, names: readonly string[] = [], replic
     kvUsage: kv ?? kvOld,
     activeAdapters: [...active].sort(),
     ...(reading ? { reportsActivity: true } : {}),
-    malformedLines: stats.malformed,
+    malformedLines: scan.malformed,
     source: 'metrics',
     ...(deferred === undefined ? {} : { waitingDeferred: deferred }),
     ...(residency ? { residency: { gpu: [...residency.gpu].sort(), cpu: [...residency.cpu].sort() } } : {}),
@@ -247,7 +286,7 @@ export function summedOverProcesses(at: number, nowS: number): boolean {
 }
 
 function loraInfoReading(
-  infos: { labels: Record<string, string>; at: number }[],
+  infos: readonly { labels: Record<string, string>; at: number }[],
   replicaNowS: number | undefined,
 ): Record<string, string>[] | undefined {
   if (infos.length === 0) return undefined;
