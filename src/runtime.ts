@@ -244,8 +244,14 @@ export class FleetRuntime {
     });
   }
 
-  /** A poll may have adopted a load that landed after its timeout: unload the excess when idle. */
+  /**
+   * A poll may have adopted a load that landed after its timeout: unload the excess when idle.
+   * Not once replaced: a round under way then ends after `retire`, and its trim's unload lock
+   * could be granted in a store handing over or leaving, its end sent nowhere; the successor
+   * polls the same replicas and trims (test/core/failover-review-58.test.ts).
+   */
   private trimAfterPoll(url: string): void {
+    if (this.successor !== null) return;
     const policy = this.replicas.get(url)?.limit;
     if (!policy || policy.maxLoadedAdapters === 0 || this.trimming.has(url)) return;
     this.trimming.add(url);

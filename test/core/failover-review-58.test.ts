@@ -2,14 +2,19 @@
  * Review 58 of the failover changes, over a real redis-server. Each case says how it failed on
  * the code before its fix.
  */
+import type { ReplicaApi, Scrape } from '../../src/backends/replica-api';
 import type { Clock } from '../../src/clock';
+import { parseRouterConfig } from '../../src/config/parse';
 import { EndedLocks } from '../../src/fleet/redis/ended-locks';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import type { SharedStore } from '../../src/fleet/redis/shared-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { silentLogger } from '../../src/log';
+import { RouterService } from '../../src/router/router';
+import { FleetRuntime } from '../../src/runtime';
 import { RedisServer } from '../../harness/redis/server';
 import { stateInRedis } from '../helpers/redis-stores';
+import { waitFor } from '../../harness/wait';
 import { snapshotWithA, vllmSpec } from './helpers';
 
 const U1 = 'http://10.0.0.1:8000';
@@ -125,4 +130,85 @@ describe('EndedLocks: a fence handed out again while its replay is on its way', 
     await replay;
     expect(sent).toEqual(['a 7']);
   });
+});
+
+describe('a poll round under way when its runtime is replaced on the same state', () => {
+  // Review 57 kept such a round from ticking the replaced runtime's prefetcher; its poll listener
+  // still trimmed there. On the same state nothing keeps the replaced runtime from unloading (its
+  // successor's leases are in its store), so the trim went on: once the runtime had handed over (no
+  // lock open then), its unload lock could be granted in the store about to close, and the end went
+  // nowhere (`unloading` to every node until the lock's TTL), the replica's adapter unloaded
+  // meanwhile. The successor polls the same replicas and trims on its own rounds.
+  it('trims nothing on the replaced runtime', async () => {
+    const P = 'r58-trim:';
+    await redis.command(['FLUSHALL']);
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    let scrapes = 0;
+    // Two adapters on a replica limited to one: a poll that reads them asks for a trim.
+    const scrape = async (): Promise<Scrape> => {
+      scrapes++;
+      await held;
+      return {
+        load: { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
+        registry: [
+          { name: 'a', path: '/adapters/a' },
+          { name: 'b', path: '/adapters/b' },
+        ],
+      };
+    };
+    const api = { scrape } as unknown as ReplicaApi;
+    // The successor's own polls find nothing: only the replaced runtime's round is looked at.
+    const quiet = {
+      scrape: async () => {
+        throw new Error('no answer');
+      },
+    } as unknown as ReplicaApi;
+    const config = (timeout: number) => redis.config(P, { node_ttl_ms: 60_000, timeout });
+    const old = new FleetRuntime({
+      redis: config(2000),
+      leasePrefix: 'X',
+      api,
+      log: silentLogger,
+      poller: { intervalMs: 10, jitter: 0 },
+    });
+    const next = new FleetRuntime({
+      redis: config(2500),
+      leasePrefix: 'X',
+      leaseSeq: old.leaseSeq,
+      api: quiet,
+      log: silentLogger,
+      poller: { intervalMs: 60_000, jitter: 0 },
+    });
+    try {
+      new RouterService(
+        parseRouterConfig({
+          replicas: [{ url: U1 }],
+          base_model: 'base',
+          adapter_path_template: '/adapters/{name}',
+          max_loaded_adapters: 1,
+        }),
+        old,
+      );
+      await waitFor(() => scrapes > 0, 5000, 'a round under way');
+      let trims = 0;
+      old.manager.trim = async () => void trims++;
+      let roundEnded = false;
+      old.poller.addRoundListener(() => (roundEnded = true));
+      const retiring = old.retire(next);
+      release();
+      await retiring;
+      await waitFor(() => roundEnded, 5000, 'the round ended');
+      // A trim after the poll, once begun, is under way until its views are read and it ran.
+      const trimming = (old as unknown as { trimming: Set<string> }).trimming;
+      await waitFor(() => trimming.size === 0, 10_000, 'no trim under way');
+      expect(trims).toBe(0);
+    } finally {
+      release();
+      old.stop();
+      next.stop();
+      await old.store.close?.();
+      await next.store.close?.();
+    }
+  }, 30_000);
 });
