@@ -4,6 +4,14 @@ import type { FleetStore } from '../../src/fleet/store';
 
 /** Operations after which Redis publishes "room may have freed" to every node. */
 const PUBLISHING = new Set(['finishLoad', 'finishUnload', 'release', 'expireLeases']);
+/**
+ * The in-process store's answers in the call (FleetStore `viewsNow`, `acquireNow`, `releaseNow`):
+ * a shared store has none, each is a round trip. Offered, a node released through `releaseNow`
+ * and no other node heard of it (review 58).
+ */
+const IN_THE_CALL = new Set(['viewsNow', 'acquireNow', 'releaseNow']);
+/** Callbacks each node sets on its own handle (runtime.ts), as on its own Redis connection. */
+const PER_NODE = new Set(['onRemoteChange', 'onSharedAgain']);
 
 /**
  * Several Kong nodes' view of one shared store, in virtual time: every node gets its own
@@ -19,9 +27,13 @@ export function sharedStoreHandles(clock: Clock, nodes: number): FleetStore[] {
       for (const l of listeners) l?.();
     });
   return listeners.map((_, i) => {
+    // The in-process store has no outage: its `onSharedAgain` is never called, only kept.
+    const own: Record<string, unknown> = { onSharedAgain: null };
     const handle = new Proxy(shared, {
       get(target, key) {
         if (key === 'onRemoteChange') return listeners[i];
+        if (typeof key === 'string' && PER_NODE.has(key)) return own[key];
+        if (typeof key === 'string' && IN_THE_CALL.has(key)) return undefined;
         const v: unknown = Reflect.get(target, key, target);
         if (typeof v !== 'function') return v;
         const fn = v as (...a: unknown[]) => unknown;
@@ -33,8 +45,9 @@ export function sharedStoreHandles(clock: Clock, nodes: number): FleetStore[] {
         };
       },
       set(_target, key, value) {
-        if (key !== 'onRemoteChange') return false;
-        listeners[i] = value as (() => void) | null;
+        if (key === 'onRemoteChange') listeners[i] = value as (() => void) | null;
+        else if (typeof key === 'string' && PER_NODE.has(key)) own[key] = value;
+        else return false;
         return true;
       },
     });

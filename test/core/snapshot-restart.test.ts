@@ -18,6 +18,7 @@ import { parseRouterConfig } from '../../src/config/parse';
 import type { Scrape } from '../../src/backends/replica-api';
 import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
+import type { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { SimFleet, type SimReplica } from '../../sim/fleet';
 import { sendVia } from '../helpers/core-harness';
 import { collectingLogger } from '../helpers/log';
@@ -222,6 +223,40 @@ it('the node that unloaded an adapter routes no request for it to that replica a
   expect(since.map((e) => `${e.op} ${e.name} ${e.status}`)).toEqual(['unload b 200', 'load a 200']);
   const served = replica.requestRecords().filter((r) => r.adapter === 'a');
   expect(served.at(-1)!.arrival).toBeGreaterThanOrEqual(since[1]!.at);
+}, 60_000);
+
+it('a second restart from the snapshot during the recovery from the first: the node still routes no request for the adapter it unloaded (review 58)', async () => {
+  fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 20 } }]);
+  const replica = fleet.replicas[0]!;
+  const url = replica.url;
+  const n = node(`sr${randomBytes(4).toString('hex')}:`, url);
+  await unloadAfterSnapshot(n, replica);
+
+  await redis.stop();
+  await waitFor(() => n.rt.store.mode?.() === 'local', 5000, 'the node deciding alone');
+  n.scrapes.hold();
+  await waitFor(() => n.scrapes.held > 0, 5000, 'a scrape held');
+  // The recovery's first write (its registration) meets Redis restarting again, from the same file.
+  const shared = (n.rt.store as FailoverFleetStore).shared;
+  const upsert = shared.upsertReplica.bind(shared);
+  let restarts = 0;
+  shared.upsertReplica = async (spec) => {
+    if (restarts++ === 0) await restartFromSnapshot();
+    return upsert(spec);
+  };
+  await redis.start();
+  await waitFor(
+    () => n.log.lines.some((l) => l.includes('shared fleet state is back')),
+    20_000,
+    'the node sharing decisions again',
+  );
+  expect(restarts).toBeGreaterThan(1);
+  expect(await stateOf(n, url, 'a')).toBe('loaded');
+  expect(replica.registered()).toEqual(['b']);
+
+  const { seen, status } = await requestForA(n, replica);
+  expect(seen).toEqual([{ held: ['a'], status: 200 }]);
+  expect(status).toBe(200);
 }, 60_000);
 
 it('a restart no decision of the node saw fail is found by the server it reached (its run_id), and reads the same', async () => {

@@ -67,10 +67,18 @@ export class EndedLocks {
   begin(fence: Fence | null, ttlMs: number): Fence | null {
     if (fence === null || fence <= 0) return fence;
     this.begun.set(fence, this.clock.now() + ttlMs);
-    // Handed out again (a server that lost the lock, its counter rolled back): the end owed for
-    // the old lock would end this one, which the scripts take as this node's own.
-    this.ended = this.ended.filter((e) => e.fence !== fence);
+    this.handedOutAgain(fence);
     return fence;
+  }
+
+  /**
+   * `fence` was handed out again to a lock of this node (here, or in another store of this node on
+   * this state: FailoverFleetStore `grantedHere`), a server that lost the old lock with its counter
+   * rolled back: the end owed for the old lock would end the new one, which the scripts take as
+   * this node's own.
+   */
+  handedOutAgain(fence: Fence): void {
+    this.ended = this.ended.filter((e) => e.fence !== fence);
   }
 
   /** The shared store took this end of a lock begun there. */
@@ -108,6 +116,8 @@ export class EndedLocks {
     this.fresh = false;
     this.forgetExpired();
     for (const e of [...this.ended]) {
+      // Dropped while an earlier one was on its way: its fence handed out again meanwhile.
+      if (!this.ended.includes(e)) continue;
       const at = this.clock.now();
       // Only if the lock there is this node's: another node's under the same fence is not this end's.
       if (e.op === 'load') await shared.finishLoad(e.url, e.adapter, e.fence, e.ok, at, true);

@@ -262,8 +262,8 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
   }
 
   // Each lock's TTL and end is noted (ended-locks.ts): a server that missed the end is told again.
-  override beginLoad(...a: Parameters<FleetStore['beginLoad']>): Promise<Fence | null> {
-    return this.endedLocks.asked(super.beginLoad(...a), a[4]);
+  override async beginLoad(...a: Parameters<FleetStore['beginLoad']>): Promise<Fence | null> {
+    return this.grantedHere(await this.endedLocks.asked(super.beginLoad(...a), a[4]));
   }
 
   override finishLoad(...a: Parameters<FleetStore['finishLoad']>): Promise<boolean> {
@@ -271,8 +271,8 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     return super.finishLoad(...a);
   }
 
-  override beginUnload(...a: Parameters<FleetStore['beginUnload']>): Promise<Fence | null> {
-    return this.endedLocks.asked(super.beginUnload(...a), a[3]);
+  override async beginUnload(...a: Parameters<FleetStore['beginUnload']>): Promise<Fence | null> {
+    return this.grantedHere(await this.endedLocks.asked(super.beginUnload(...a), a[3]));
   }
 
   override finishUnload(...a: Parameters<FleetStore['finishUnload']>): Promise<boolean> {
@@ -302,6 +302,7 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     this.shared.inheritEpoch?.(pred.shared.currentEpoch ?? null);
     this.predecessor = pred;
     pred.superseded = true;
+    pred.successor = this;
     pred.budget.succeededBy(this.budget);
     if (this.outage.degraded) return; // the next probe's recovery prunes
     await this.pruneShared().catch((err: Error) => this.degrade(err));

@@ -9,7 +9,7 @@
  */
 import type { Clock } from '../../clock';
 import type { Logger } from '../../log';
-import type { ReplicaSnapshot, ReplicaView } from '../types';
+import type { Fence, ReplicaSnapshot, ReplicaView } from '../types';
 import { DegradableFleetStore } from './degradable-store';
 import { EndedLocks } from './ended-locks';
 import { HeldLeases, retake } from './held-leases';
@@ -52,6 +52,8 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
    * leases taken through it (one node id), which pruning here must keep.
    */
   predecessor: RecoveringFleetStore | null = null;
+  /** The store that replaced this one on the same shared state (`succeed`): one node id. */
+  successor: RecoveringFleetStore | null = null;
 
   constructor(shared: SharedStore, log: Logger, options: FailoverOptions, clock: Clock) {
     super(shared, log, options, clock);
@@ -250,6 +252,20 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
   override applySnapshot(url: string, snapshot: ReplicaSnapshot): Promise<void> {
     this.seenDown.note(url, snapshot);
     return super.applySnapshot(url, snapshot);
+  }
+
+  /**
+   * A lock granted here under `fence`: the other stores of this node on this state (a predecessor
+   * still draining, a successor) owe no end under it any more. Each replays what it owes when it
+   * finds the state lost or back (`reclaim`, `recover`), before any adoption: the end owed for an
+   * older lock under a fence handed out again ended this lock, taken for that store's own (one node
+   * id), and the adapter read `loaded` while it loaded (test/core/failover-review-58.test.ts).
+   */
+  protected grantedHere(fence: Fence | null): Fence | null {
+    if (fence === null || fence <= 0) return fence;
+    for (let p = this.predecessor; p; p = p.predecessor) p.endedLocks.handedOutAgain(fence);
+    for (let s = this.successor; s; s = s.successor) s.endedLocks.handedOutAgain(fence);
+    return fence;
   }
 
   /** Every lease id this node may hold in the shared state: its own and an unadopted predecessor's. */
