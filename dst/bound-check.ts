@@ -3,7 +3,8 @@
  * (docs/configuration.md `slo_classes[].max_in_flight`, docs/routing.md; src/router/room-wait.ts
  * `holdsNow`, src/router/in-flight-here.ts), judged from the world, never from the router's
  * counters: a request of a class bounded at N, decided onto a replica (its hold over) less than
- * half its objective after it came (on its node's clock, as the router measures it), and sent
+ * half its objective after it came (on its node's clock, as the router measures it; a class that
+ * ages: before its wait and the start its decision predicted reached half its objective), and sent
  * there, found fewer than N of the router's requests in flight there when decided. In flight: sent
  * and not yet answered by the replica (on their way, or running or queued in its engine; the
  * replica's own word, dst/replicas.ts `proxy`), or decided there before it and sent there after.
@@ -58,6 +59,11 @@ export interface BoundDecision {
   viewsFrom: number;
   /** Its wait in the gateway then, on its node's clock. */
   waitedMs: number;
+  /**
+   * Its class ages (behind a higher one): the start its decision predicted where it went, which
+   * with its wait ends the wait at half its objective (src/router/room-wait.ts `holds`).
+   */
+  agingStartMs?: number;
   bound: number;
   objectiveMs: number;
   /** Where it was sent, by which runtime, on which shared state. */
@@ -95,12 +101,14 @@ export function owedInFlight(d: BoundDecision, flights: readonly Flight[]): Flig
 /** A violation's detail if `d` joined at its bound before its wait was over, else undefined. */
 export function joinedPastBound(d: BoundDecision, flights: readonly Flight[]): string | undefined {
   if (d.waitedMs >= d.objectiveMs / 2) return undefined;
+  if (d.agingStartMs !== undefined && d.waitedMs + d.agingStartMs >= d.objectiveMs / 2) return undefined;
   const owed = owedInFlight(d, flights);
   if (owed.length < d.bound) return undefined;
   const mine = owed.filter((f) => f.decider === d.decider).length;
   return (
     `request ${d.request} (max_in_flight ${d.bound}) decided onto ${d.url} at ${Math.round(d.at)} ms, ` +
-    `${Math.round(d.waitedMs)} ms after it came (half its objective ${d.objectiveMs / 2} ms), with ` +
+    `${Math.round(d.waitedMs)} ms after it came (half its objective ${d.objectiveMs / 2} ms` +
+    `${d.agingStartMs === undefined ? '' : `, predicted to start ${Math.round(d.agingStartMs)} ms on`}), with ` +
     `${owed.length} in flight there (${mine} its runtime's): requests ${owed.map((f) => f.request).join(', ')}`
   );
 }

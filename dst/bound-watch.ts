@@ -11,12 +11,23 @@ import type { FleetRuntime } from '../src/runtime';
 import { joinedPastBound, type BoundDecision, type Flight } from './bound-check';
 
 /** Told of each `holds` call of the request whose access phase runs: held (true), going (false) or refused. */
-type HoldsSeen = (
-  wait: RoomWait,
-  nodeNow: number,
-  inFlight: number | undefined,
-  held: boolean | 'refused',
-) => void;
+type HoldsSeen = (wait: RoomWait, nodeNow: number, decided: HoldInput, held: boolean | 'refused') => void;
+
+/** What a `holds` call is given of the replica it would send to. */
+type HoldInput = Partial<Pick<Candidate, 'inFlight' | 'ttftMs' | 'loadMs' | 'fixedMs'>>;
+
+/**
+ * The start the decision predicted where it went, as aging counts it (src/router/room-wait.ts
+ * `holds`: its predicted TTFT less the wait for an idle adapter), when its class ages (behind a
+ * higher one, predicted); else undefined. The rule is the prediction's, so the check reads it:
+ * what is judged is that a request joined at its bound only once its wait and this start reached
+ * half its objective.
+ */
+function agingStartMs(wait: RoomWait, decided: HoldInput): number | undefined {
+  if (!(wait as unknown as { behindHigher: boolean }).behindHigher) return undefined;
+  if (decided.ttftMs === undefined || decided.fixedMs === undefined) return undefined;
+  return decided.ttftMs - ((decided.loadMs ?? decided.fixedMs) - decided.fixedMs);
+}
 
 const seen = new AsyncLocalStorage<HoldsSeen>();
 let wrapped = false;
@@ -26,7 +37,7 @@ function wrapHolds(): void {
   if (wrapped) return;
   wrapped = true;
   const proto = RoomWait.prototype as unknown as {
-    holds: (this: RoomWait, now: number, decided: Partial<Pick<Candidate, 'inFlight'>>) => boolean;
+    holds: (this: RoomWait, now: number, decided: HoldInput) => boolean;
   };
   const holds = proto.holds;
   proto.holds = function (now, decided) {
@@ -35,10 +46,10 @@ function wrapHolds(): void {
     try {
       held = holds.call(this, now, decided);
     } catch (err) {
-      tell?.(this, now, decided.inFlight, 'refused');
+      tell?.(this, now, decided, 'refused');
       throw err;
     }
-    tell?.(this, now, decided.inFlight, held);
+    tell?.(this, now, decided, held);
     return held;
   };
 }
@@ -67,6 +78,7 @@ interface Holds {
   go?: {
     at: number;
     waitedMs: number;
+    agingStartMs: number | undefined;
     viewsFrom: number;
     live: ReadonlySet<string>;
     degraded: boolean;
@@ -104,13 +116,17 @@ export class BoundWatch {
       ended: false,
     };
     this.holds.set(request, h);
-    return seen.run((wait, nodeNow, inFlight, held) => {
+    return seen.run((wait, nodeNow, decided, held) => {
+      const inFlight = decided.inFlight;
       const seq = this.seq++;
       h.lastCallSeq = seq;
       const waitedMs = nodeNow - wait.started;
       if (held === true) {
         h.heldAt = this.g.now();
-        if (h.bound > 0 && (inFlight ?? 0) >= h.bound && waitedMs < h.objectiveMs / 2) this.boundWaits++;
+        const start = agingStartMs(wait, decided);
+        const aged = start !== undefined && waitedMs + start >= h.objectiveMs / 2;
+        if (h.bound > 0 && (inFlight ?? 0) >= h.bound && waitedMs < h.objectiveMs / 2 && !aged)
+          this.boundWaits++;
       }
       if (held !== false) return;
       h.lastGoSeq = seq;
@@ -118,6 +134,7 @@ export class BoundWatch {
       h.go = {
         at: this.g.now(),
         waitedMs,
+        agingStartMs: agingStartMs(wait, decided),
         viewsFrom: h.heldAt ?? h.arrivedAt,
         live: this.g.live(),
         degraded: this.g.degraded(),
@@ -167,6 +184,7 @@ export class BoundWatch {
         at: h.go.at,
         viewsFrom: h.go.viewsFrom,
         waitedMs: h.go.waitedMs,
+        ...(h.go.agingStartMs === undefined ? {} : { agingStartMs: h.go.agingStartMs }),
         bound: h.bound,
         objectiveMs: h.objectiveMs,
         url,

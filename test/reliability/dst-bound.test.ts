@@ -73,6 +73,12 @@ describe('a bounded class joins a replica at its bound only after its wait', () 
     expect(joinedPastBound(decision({ bound: 2 }), [own()])).toBeUndefined();
     expect(joinedPastBound(decision({ waitedMs: 1250 }), [own()])).toBeUndefined();
     expect(joinedPastBound(decision(), [own({ url: 'http://replica-1:8000' })])).toBeUndefined();
+    // A class that ages (behind a higher one): its wait and the start its decision predicted
+    // reach half its objective (100 + 1150 ms of 1250), not before (100 + 1149).
+    expect(joinedPastBound(decision({ agingStartMs: 1150 }), [own()])).toBeUndefined();
+    expect(joinedPastBound(decision({ agingStartMs: 1149 }), [own()])).toMatch(
+      /predicted to start 1149 ms on/,
+    );
   });
 
   it('does not count a request the replica answered before the decision, nor one decided after it', () => {
