@@ -176,6 +176,9 @@ export class AdapterManager {
           throw state === 'loading' ? loadWaitRanOut(adapter.name, url) : errors.noRoom(adapter.name, url, 1);
         await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
         waited = true;
+        // The caller's lease kept young meanwhile (AdapterPolicy.keepLease).
+        const kept = policy.keepLease?.();
+        if (kept) await kept;
         continue;
       }
       // Someone in this process started the load while we read the store: join it.

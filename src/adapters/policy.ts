@@ -37,6 +37,12 @@ export interface AdapterPolicy {
    * starts no load or unload after it (CallerStopped).
    */
   halted?: () => boolean;
+  /**
+   * Keeps the caller's lease young while it waits (src/router/waiting-lease.ts): asked at each wake
+   * of a wait for room or for another's load or unload, and before a load's lock. A promise when it
+   * takes a fresh lease (awaited), else undefined: no await, so a wait that needs none runs as before.
+   */
+  keepLease?: () => Promise<void> | undefined;
 }
 
 /** No load or unload was started: the caller was stopped (`AdapterPolicy.halted`). */

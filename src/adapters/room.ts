@@ -117,6 +117,9 @@ export class Room {
           waited = false;
         }
         await spend?.();
+        // The caller's lease kept young before the load (AdapterPolicy.keepLease): it lands under it.
+        const kept = policy.keepLease?.();
+        if (kept) await kept;
         // Stopped (a replaced runtime's prefetch) while it waited here: no lock asked.
         if (policy.halted?.()) throw new CallerStopped('load', name, url);
         const fence = await this.store.beginLoad(url, name, this.clock.now(), limit, ttl);
@@ -145,6 +148,8 @@ export class Room {
       // No slot claimed yet, so nothing to undo here: the caller gives its lease back.
       await this.waitForRoom();
       waited = true;
+      const kept = policy.keepLease?.();
+      if (kept) await kept;
     }
   }
 

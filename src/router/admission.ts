@@ -23,6 +23,7 @@ import { withPolledHealth } from './polled-health';
 import { vllmPriority, withVllmPriority } from './engine-priority';
 import { llamaBody, type targetOf } from './proxied-request';
 import type { ParsedBody } from './request';
+import { WaitingLease } from './waiting-lease';
 
 /**
  * Fresh leases one admission may take after waits longer than half `lease_max_age_ms` (each wait
@@ -186,13 +187,22 @@ async function admitWithWaits(
           const placedOn = await wait.placeHere();
           if (placedOn !== replica.url) throw new PlacedElsewhere(adapter.name, placedOn);
         }
+        // Kept young while it waits: the load made for it must land under a lease (seed 1251595).
+        const waiting = new WaitingLease(rt, lease, setup.config.lease_max_age_ms, (fresh) =>
+          admitWork(rt, replica, tokens, fresh.id, 0),
+        );
         const policy = {
           ...setup.adapterPolicy,
           queueTimeoutMs: wait.queueMs,
           deadline: wait.until,
+          keepLease: () => waiting.keep(),
           ...(recheckPlacement ? { recheckPlacement } : {}),
         };
-        await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
+        try {
+          await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
+        } finally {
+          lease = waiting.current;
+        }
         // The load (or its wait for room) took time: a replica seen down meanwhile gets no request.
         // Nor does one decided down (every replica was: the health filter failed open) once another
         // is seen up meanwhile (seed 317260); while every one still is, it stays the decision.

@@ -5,6 +5,12 @@
  * lease no store held, so its adapter could be unloaded under it (the simulation's seed 102923:
  * `chat unloaded with 0 running and 1 waiting`). The routing core over loopback HTTP to the
  * simulated vLLM, whose load takes longer than the lease's age.
+ *
+ * Nor does the lease age out while its request waits for room: nothing renews a lease on an
+ * adapter the replica does not run yet, so a wait past `lease_max_age_ms` lost it and the load
+ * made for the request landed with no lease on it, free for another waiter to unload (the
+ * simulation's seed 1251595). A waiting request's lease is taken afresh every half max age
+ * (src/router/waiting-lease.ts).
  */
 import { CoreHarness } from '../helpers/core-harness';
 
@@ -42,5 +48,37 @@ describe('a lease outlives the wait for its adapter', () => {
     expect((await store.views([url], { name: 'x1' }))[0]!.adapter?.inFlight ?? 0).toBe(1);
     expect(await store.beginUnload(url, 'x1', h.rt.clock.now(), 10_000)).toBeNull();
     await h.router.finish(out.leaseId, 200);
+  }, 30_000);
+
+  it('a wait for room longer than lease_max_age_ms: the load lands under a lease the store holds', async () => {
+    h = await CoreHarness.start(
+      [{ adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 100, decodeMsPerStep: 20 } }],
+      (urls) => ({
+        replicas: urls.map((url) => ({ url })),
+        base_model: 'meta-llama/Llama-3.1-8B-Instruct',
+        adapter_path_template: '/adapters/{name}',
+        max_loaded_adapters: 1,
+        lease_max_age_ms: LEASE_MAX_AGE_MS,
+        // The wait for room under the lease, on the replica chosen (escalate waits before the lease).
+        room_wait: 'replica',
+      }),
+    );
+    const url = h.fleet.urls[0]!;
+    const store = h.rt.store;
+    // x0 holds the one slot for 2.5 max ages, running on the replica (each poll renews its lease).
+    await h.chat('x0', 2);
+    const running = h.chat('x0', 125);
+    while (((await store.views([url], { name: 'x0' }))[0]!.adapter?.inFlight ?? 0) === 0)
+      await new Promise((r) => setTimeout(r, 10));
+    // What the store counts on x1 as its load lands, before the request goes on.
+    const atLanding: Promise<number>[] = [];
+    h.rt.manager.addCallListener((r) => {
+      if (r.op === 'load' && r.adapter === 'x1' && r.ok)
+        atLanding.push(store.views([url], { name: 'x1' }).then((v) => v[0]!.adapter?.inFlight ?? 0));
+    });
+    const waiting = h.chat('x1', 2);
+    expect((await running).status).toBe(200);
+    expect((await waiting).status).toBe(200);
+    expect(await Promise.all(atLanding)).toEqual([1]);
   }, 30_000);
 });

@@ -254,9 +254,11 @@ describe('admission: the load', () => {
     const place = async () => A;
     const both = world({ states: ['loading'] });
     await run(both.rt, { wait: { recheckPlacement: recheck, placeHere: place } });
+    // keepLease: the lease kept young while the load waits (src/router/waiting-lease.ts).
     expect(both.w.ensures[0]!.policy).toEqual({
       queueTimeoutMs: 5,
       deadline: 99_999,
+      keepLease: expect.any(Function),
       recheckPlacement: recheck,
     });
 
@@ -266,7 +268,11 @@ describe('admission: the load', () => {
 
     const none = world({ states: [undefined] });
     await run(none.rt);
-    expect(none.w.ensures[0]!.policy).toEqual({ queueTimeoutMs: 5, deadline: 99_999 });
+    expect(none.w.ensures[0]!.policy).toEqual({
+      queueTimeoutMs: 5,
+      deadline: 99_999,
+      keepLease: expect.any(Function),
+    });
   });
 
   it("claims the placement before a cold load, not while another's load is under way", async () => {

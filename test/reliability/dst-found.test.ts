@@ -4048,3 +4048,63 @@ describe("a request proxied for an adapter finds it there: the node's own unload
     );
   }, 30_000);
 });
+
+describe('a request is sent or refused within its access bound: a lease aged out under a live wait for room', () => {
+  // Seed 1251595 (all 98 actions: shrinking keeps 97; the emptied passes' shape, 74 FLUSHALLs at
+  // 335-513 ms, none later; node_ttl_ms 500, two replicas of one slot, loads of 1.5 s,
+  // lease_max_age_ms 4 s). `team,a` on node 2 came at 1084 ms and took its lease on replica-0, then
+  // waited for room there behind `sql`, `geo` and `med` for 6.8 s, past lease_max_age_ms: the expiry
+  // sweep reclaimed its lease, so its load landed (7,846 ms) with no lease on `team,a`, and 3 ms later
+  // another waiter read it loaded with nothing in flight and unloaded it for room; twice more, and
+  // it was answered 17,300 ms after it came (bound 16,500 ms). A lease bounds a dead holder's count;
+  // now a request waiting under its lease takes a fresh one every half lease_max_age_ms
+  // (src/router/waiting-lease.ts), so its load lands under a lease.
+  it('seed 1251595: a load made for a request still waiting lands under its lease', async () => {
+    const flushes = [
+      335, 339, 342, 343, 347, 349, 352, 355, 359, 360, 362, 363, 365, 369, 370, 373, 374, 376, 379, 381, 382,
+      386, 387, 390, 392, 394, 395, 398, 399, 402, 405, 406, 408, 410, 412, 416, 420, 423, 424, 427, 428, 432,
+      434, 436, 438, 440, 444, 447, 450, 454, 455, 457, 458, 461, 465, 469, 473, 477, 479, 480, 483, 487, 489,
+      490, 492, 495, 497, 499, 500, 502, 506, 508, 511, 513,
+    ].map((at): Schedule['actions'][number] => ({ at, kind: 'flushall' }));
+    const requests: Schedule['actions'] = [
+      { at: 262, kind: 'request', node: 2, adapter: 3, tokens: 2, prompt: 1414 },
+      { at: 273, kind: 'request', node: 1, adapter: 9, tokens: 3, prompt: 1134 },
+      { at: 352, kind: 'request', node: 1, adapter: 7, tokens: 6, prompt: 1039 },
+      { at: 373, kind: 'request', node: 2, adapter: 2, tokens: 3, prompt: 66 },
+      { at: 430, kind: 'request', node: 0, adapter: 8, tokens: 1, prompt: 1519 },
+      { at: 475, kind: 'request', node: 0, adapter: 5, tokens: 1, prompt: 374 },
+      { at: 615, kind: 'request', node: 1, adapter: 6, tokens: 5, prompt: 442 },
+      { at: 615, kind: 'request', node: 1, adapter: 4, tokens: 2, prompt: 1538 },
+      { at: 616, kind: 'request', node: 1, adapter: 4, tokens: 6, prompt: 520 },
+      { at: 616, kind: 'request', node: 1, adapter: 2, tokens: 1, prompt: 436 },
+      { at: 726, kind: 'request', node: 0, adapter: 7, tokens: 6, prompt: 911 },
+      { at: 730, kind: 'request', node: 0, adapter: 2, tokens: 1, prompt: 373 },
+      { at: 1020, kind: 'request', node: 2, adapter: 4, tokens: 6, prompt: 1037 },
+      { at: 1077, kind: 'request', node: 1, adapter: 11, tokens: 4, prompt: 553 },
+      { at: 1084, kind: 'request', node: 2, adapter: 2, tokens: 1, prompt: 1066 },
+      { at: 1087, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 318 },
+      { at: 1143, kind: 'request', node: 2, adapter: 6, tokens: 1, prompt: 283 },
+      { at: 1842, kind: 'request', node: 0, adapter: 9, tokens: 4, prompt: 769 },
+      { at: 1901, kind: 'request', node: 1, adapter: 8, tokens: 2, prompt: 1136 },
+      { at: 1932, kind: 'request', node: 1, adapter: 0, tokens: 4, prompt: 1306 },
+      { at: 2635, kind: 'request', node: 2, adapter: 5, tokens: 3, prompt: 1420 },
+      { at: 3516, kind: 'request', node: 0, adapter: 7, tokens: 4, prompt: 1747 },
+      { at: 3940, kind: 'request', node: 0, adapter: 7, tokens: 2, prompt: 1095 },
+      { at: 3972, kind: 'request', node: 0, adapter: 11, tokens: 6, prompt: 1169 },
+    ];
+    // As drawn: by time, a FLUSHALL before a request at the same ms (a stable sort).
+    const actions = [...flushes, ...requests].sort((a, b) => a.at - b.at);
+    const r = await runSchedule({
+      seed: 1251595,
+      world: {
+        ...WORLD,
+        replicas: 2,
+        spanMs: 4118,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      actions,
+    });
+    expect(r.violation?.detail).toBeUndefined();
+  }, 60_000);
+});
