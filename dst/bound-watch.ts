@@ -6,7 +6,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Candidate } from '../src/scheduler/types';
-import { RoomWait } from '../src/router/room-wait';
+import { idleAdapterWaitMs, RoomWait } from '../src/router/room-wait';
 import type { FleetRuntime } from '../src/runtime';
 import { joinedPastBound, type BoundDecision, type Flight } from './bound-check';
 
@@ -26,7 +26,7 @@ type HoldInput = Partial<Pick<Candidate, 'inFlight' | 'ttftMs' | 'loadMs' | 'fix
 function agingStartMs(wait: RoomWait, decided: HoldInput): number | undefined {
   if (!(wait as unknown as { behindHigher: boolean }).behindHigher) return undefined;
   if (decided.ttftMs === undefined || decided.fixedMs === undefined) return undefined;
-  return decided.ttftMs - ((decided.loadMs ?? decided.fixedMs) - decided.fixedMs);
+  return decided.ttftMs - idleAdapterWaitMs({ ...decided, fixedMs: decided.fixedMs });
 }
 
 const seen = new AsyncLocalStorage<HoldsSeen>();

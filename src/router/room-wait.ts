@@ -6,6 +6,17 @@ import type { Candidate } from '../scheduler/types';
 import type { HeldClasses, RequestSlo } from './slo-class';
 
 /**
+ * Of a decision's predicted TTFT, the wait for an idle adapter to unload for room: a hold leaves it
+ * out (the prediction counts all of `queue_timeout_ms` for it, a bound, not an estimate). Also what
+ * the simulation's `max_in_flight` check reads of aging (dst/bound-watch.ts).
+ */
+export function idleAdapterWaitMs(
+  decided: Pick<Candidate, 'fixedMs'> & Partial<Pick<Candidate, 'loadMs'>>,
+): number {
+  return (decided.loadMs ?? decided.fixedMs) - decided.fixedMs;
+}
+
+/**
  * Where and how long one cold request waits for an adapter slot when every adapter on the
  * replica it chose has requests in flight (`room_wait`; issue 15).
  *
@@ -184,7 +195,7 @@ export class RoomWait {
     // here its wait in the gateway so far counts, as it does toward its objective. Not the wait
     // for an idle adapter: the prediction counts all of `queue_timeout_ms` for it, a bound, not an
     // estimate (adapters go idle sooner below capacity: counted, it shed batch requests at 70% load).
-    const roomMs = (decided.loadMs ?? decided.fixedMs) - decided.fixedMs;
+    const roomMs = idleAdapterWaitMs(decided);
     const waited = now - this.started;
     const expected = waited + decided.ttftMs - roomMs;
     // Sent now it would miss, but it is not sent now: held, it goes once the fastest replica is
