@@ -124,18 +124,33 @@ export class TcpProxy {
     upstream.on('error', () => {});
     const link: Link = { client, upstream };
     this.links.add(link);
-    this.pipe(client, upstream);
+    const sent = this.pipe(client, upstream);
     this.pipe(upstream, client, link);
     const end = (): void => this.drop(link);
-    client.on('close', end);
+    // A client that closes after sending: TCP delivers what it sent before its FIN, so a command
+    // still on a delayed link runs at the server all the same; its reply goes nowhere.
+    client.on('close', () => {
+      if (this.mode !== null || !sent.delayed()) return end();
+      // Ended, not destroyed, once written: a destroy may drop what is still in the socket's buffer.
+      sent.whenDelivered(() => link.upstream.end());
+    });
     upstream.on('close', end);
   }
 
-  /** Forwards `from` to `to`; `replies`: the link whose server side `from` is (holdReplies()). */
-  private pipe(from: net.Socket, to: net.Socket, replies?: Link): void {
+  /**
+   * Forwards `from` to `to`; `replies`: the link whose server side `from` is (holdReplies()).
+   * `delayed`: whether a delayed chunk is still to be forwarded; `whenDelivered` runs its callback once none is.
+   */
+  private pipe(
+    from: net.Socket,
+    to: net.Socket,
+    replies?: Link,
+  ): { delayed(): boolean; whenDelivered(f: () => void): void } {
     // Chunks keep their order when the delay changes mid-stream: none is due before the last.
     let lastDue = 0;
     let held: Buffer[] | null = null;
+    let delayed = 0;
+    let delivered: (() => void) | null = null;
     from.on('data', (chunk: Buffer) => {
       // A blackholed link swallows bytes: they are lost as in a partition, not queued.
       if (this.mode !== null) return;
@@ -158,9 +173,20 @@ export class TcpProxy {
       };
       const now = Date.now();
       lastDue = Math.max(lastDue, now + this.delayMs);
-      if (lastDue > now) setTimeout(send, lastDue - now);
-      else send();
+      if (lastDue <= now) return send();
+      delayed++;
+      setTimeout(() => {
+        send();
+        if (--delayed === 0) delivered?.();
+      }, lastDue - now);
     });
+    return {
+      delayed: () => delayed > 0,
+      whenDelivered: (f) => {
+        if (delayed === 0) f();
+        else delivered = f;
+      },
+    };
   }
 
   private drop(link: Link): void {

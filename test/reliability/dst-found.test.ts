@@ -2568,6 +2568,56 @@ describe('no lease left open after quiescence: a runtime replaced on the same st
   }, 30_000);
 });
 
+describe("no lease left open after quiescence: a retake a same-state predecessor's recovery sent as it closed", () => {
+  // Seed 19811 (all 16 actions kept): node 1's runtime A (node id n1g0, db 0) decides alone after a
+  // Redis restart (659-1,626 ms); a same-state record change makes B its successor (same node id).
+  // A's probe finds Redis at 1,936 ms and its recovery re-takes n1g0-1, a lease A took alone; the
+  // request ends while that retake is on the wire (released locally: it was local), A drains, B
+  // adopts A's records and prunes (its own link, ahead of A's retake), and A's store closes. The
+  // retake then lands, and the release A's restore sends for a lease ended meanwhile went to a
+  // closed link: n1g0-1 open until it aged out. A store now stops probing and waits for its
+  // hand-back under way (a probe's recovery, a reclaim) before it is adopted or leaves.
+  it('seed 19811: a lease whose retake was on the wire when its request ended is released before the store closes', async () => {
+    await holds(
+      19811,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 73, kind: 'replica-outage', replica: 0, ms: 970, mode: 'hang' },
+        { at: 530, kind: 'request', node: 2, adapter: 7, tokens: 21, prompt: 258 },
+        { at: 633, kind: 'request', node: 0, adapter: 1, tokens: 2, prompt: 1576 },
+        { at: 647, kind: 'request', node: 2, adapter: 7, tokens: 1, prompt: 217 },
+        { at: 659, kind: 'redis-restart', empty: false, downMs: 967 },
+        { at: 661, kind: 'request', node: 2, adapter: 8, tokens: 5, prompt: 528 },
+        { at: 684, kind: 'replica-restart', replica: 1, downMs: 583 },
+        { at: 1314, kind: 'request', node: 0, adapter: 5, tokens: 2, prompt: 1393 },
+        { at: 1335, kind: 'request', node: 0, adapter: 0, tokens: 3, prompt: 154 },
+        { at: 1417, kind: 'record-change', otherState: false, gapMs: 251 },
+        { at: 1525, kind: 'request', node: 0, adapter: -1, tokens: 4, prompt: 1686 },
+        { at: 1580, kind: 'request', node: 1, adapter: 2, tokens: 5, prompt: 1691 },
+        { at: 1613, kind: 'request', node: 1, adapter: 1, tokens: 4, prompt: 994 },
+        { at: 1653, kind: 'request', node: 0, adapter: 3, tokens: 43, prompt: 1374 },
+        { at: 1753, kind: 'request', node: 0, adapter: 2, tokens: 6, prompt: 1234 },
+        { at: 1805, kind: 'request', node: 2, adapter: 8, tokens: 3, prompt: 925 },
+      ],
+    );
+  }, 30_000);
+});
+
 // Found through a request routed on a slow path and still on its way (dst/request-routing.ts `onTheWay`).
 describe('requests on their way the simulation found', () => {
   // Seed 638713 (--keep 0,2,3,4,5,8,9,11,13,19), a false alarm: a record change at 181 ms moves the

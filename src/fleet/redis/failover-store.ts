@@ -61,7 +61,7 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     while (this.predecessor && !this.outage.closed)
       await this.adopted.wait(this.clock, this.outage.options.probeMs);
     await this.locksEnded();
-    this.outage.stopProbing();
+    await this.handBackEnded();
     const end = this.clock.now() + maxMs;
     while (!this.outage.closed) {
       try {

@@ -38,6 +38,8 @@ export class Outage {
   /** Cancels the next probe while degraded. */
   private cancelProbe: (() => void) | null = null;
   private probing = false;
+  /** The probe under way (or the last one): it never rejects (`probeEnded`). */
+  private probeRun: Promise<void> = Promise.resolve();
   private shut = false;
   /**
    * Set while a recovery's last pass runs (`recovering`), told when the probe that runs it ends:
@@ -102,7 +104,7 @@ export class Outage {
   /** The next probe, one `probeMs` after the last one ended, while degraded. */
   private scheduleProbe(): void {
     this.cancelProbe = this.clock.after(this.options.probeMs, () => {
-      void this.probe().finally(() => {
+      this.probeRun = this.probe().finally(() => {
         if (this.degradedSince !== null && this.cancelProbe !== null) this.scheduleProbe();
       });
     });
@@ -153,6 +155,11 @@ export class Outage {
   stopProbing(): void {
     this.cancelProbe?.();
     this.cancelProbe = null;
+  }
+
+  /** Once the probe under way, if any, has ended (its recovery's calls each bounded by a timeout). */
+  probeEnded(): Promise<void> {
+    return this.probeRun;
   }
 
   /**

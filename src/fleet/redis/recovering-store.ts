@@ -147,6 +147,20 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
   }
 
   /**
+   * Stops probing, then waits for what this store is handing the shared state under way (a
+   * probe's recovery, a reclaim) to end, before its records are adopted or it leaves and closes.
+   * Each re-takes leases over this store's link, and one whose request ended while its retake was
+   * on the wire is released after the reply (`HeldLeases.restore`): closed first, that release
+   * went to a closed link, the retake landed after the successor's prune, and the lease stayed
+   * open until it aged out (the simulation's seed 19811).
+   */
+  async handBackEnded(): Promise<void> {
+    this.outage.stopProbing();
+    await this.outage.probeEnded();
+    await this.reclaiming?.catch(() => undefined);
+  }
+
+  /**
    * Takes every open lease of this node again: its own, and those of the predecessors on this
    * state still draining (one node id). A retired runtime decides nothing more, so it never finds
    * the state emptied itself: its requests on their way were counted nowhere and another node
