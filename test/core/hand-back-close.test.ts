@@ -11,19 +11,13 @@ import { LeaseHandle } from '../../src/lease';
 import { silentLogger } from '../../src/log';
 import { FleetRuntime } from '../../src/runtime';
 import { TcpProxy } from '../../harness/net/tcp-proxy';
-import { RedisServer } from '../../harness/redis/server';
 import { waitFor } from '../../harness/wait';
+import { useRedisStores } from '../helpers/redis-stores';
 import { snapshotWithA, vllmSpec } from './helpers';
 
 const U1 = 'http://10.0.0.1:8000';
 
-let redis: RedisServer;
-beforeAll(async () => {
-  redis = await RedisServer.start();
-});
-afterAll(async () => {
-  await redis.close();
-});
+const stores = useRedisStores();
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -37,6 +31,7 @@ describe("a lease re-taken by a replaced runtime's recovery as its request ends"
   // for a lease ended meanwhile never went: the lease stayed open until lease_max_age_ms
   // (10 minutes by default), its adapter held against unloads by a request long gone.
   it('is released in the shared state before the old store closes', async () => {
+    const { redis } = stores;
     const P = 'hb-close:';
     await redis.command(['FLUSHALL']);
     const proxy = await TcpProxy.start(redis.port);
@@ -90,6 +85,7 @@ describe("a lease re-taken by a replaced runtime's recovery as its request ends"
 // TCP does (before, a delayed chunk was dropped with its link).
 describe('the test proxy', () => {
   it('delivers what a client sent before it closed on a delayed link', async () => {
+    const { redis } = stores;
     const proxy = await TcpProxy.start(redis.port);
     const key = 'proxy-close:k';
     await redis.command(['DEL', key]);
