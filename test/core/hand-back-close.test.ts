@@ -5,6 +5,7 @@
  * only one the shared state gets.
  */
 import net from 'node:net';
+import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { Lease } from '../../src/fleet/types';
 import { LeaseHandle } from '../../src/lease';
@@ -79,6 +80,29 @@ describe("a lease re-taken by a replaced runtime's recovery as its request ends"
       await proxy.close();
     }
   }, 30_000);
+});
+
+describe('a store handing over', () => {
+  // Its wait for the hand-back under way (above) is the last: told the state was lost after it (a
+  // heartbeat's word), it began a reclaim, whose retakes the close then cut off as in seed 19811.
+  // What is left is its successor's, which takes its records and its predecessors' leases again.
+  it('begins no reclaim once it waited for the one under way', async () => {
+    const { redis } = stores;
+    const P = 'hb-over:';
+    await redis.command(['FLUSHALL']);
+    const shared = new RedisFleetStore(redis.config(P, { node_ttl_ms: 60_000 }), 'X');
+    const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 });
+    try {
+      await s.upsertReplica(vllmSpec(U1));
+      await s.handBackEnded();
+      await redis.command(['FLUSHALL']);
+      shared.onStateLost?.();
+      await pause(500);
+      expect(Number(await redis.command(['HLEN', `${P}spec`]))).toBe(0);
+    } finally {
+      await s.close();
+    }
+  });
 });
 
 // The test above relies on the proxy delivering a command sent just before its client closed, as

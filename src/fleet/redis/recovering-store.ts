@@ -38,6 +38,8 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
   superseded = false;
   /** Re-registering and re-taking leases after the shared state was emptied, while under way. */
   protected reclaiming: Promise<void> | null = null;
+  /** Set once this store hands over (`handBackEnded`): it begins no reclaim after that. */
+  private handingOver = false;
   /** Reclaims begun so far: an acquire under way across one is taken again after it (`takeAgain`). */
   protected reclaims = 0;
   /**
@@ -155,6 +157,9 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
    * open until it aged out (the simulation's seed 19811).
    */
   async handBackEnded(): Promise<void> {
+    // None begins from now: one begun after the wait would be cut off by the close the same way.
+    // What is left is the successor's (`adopt`) or dropped by the leave's prune.
+    this.handingOver = true;
     this.outage.stopProbing();
     await this.outage.probeEnded();
     await this.reclaiming?.catch(() => undefined);
@@ -259,6 +264,7 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
    * recovery does then, noted so, should its registration have gone to the state emptied.
    */
   protected async reclaimShared(): Promise<void> {
+    if (this.handingOver) return;
     if (this.outage.degraded) this.emptiedSinceRegistration = true;
     else await this.reclaim().catch((err: Error) => this.degrade(err));
   }
