@@ -6,6 +6,7 @@
  */
 import { HttpReplicaApi } from '../../src/backends/http-replica-api';
 import { parseRouterConfig } from '../../src/config/parse';
+import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { LeaseHandle } from '../../src/lease';
 import { PREFETCH_BUDGET_KEY } from '../../src/prefetch/prefetcher';
 import { RouterService, type RouteOutcome } from '../../src/router/router';
@@ -35,6 +36,27 @@ class HeldApi extends HttpReplicaApi {
     await this.reads?.open;
     return super.residency(url, timeoutMs);
   }
+  activities: Gate | null = null;
+  activitiesAsked = 0;
+  override async activity(url: string, timeoutMs: number, names?: readonly string[]) {
+    this.activitiesAsked++;
+    await this.activities?.open;
+    return super.activity(url, timeoutMs, names);
+  }
+}
+
+/** Counts the joins of a load under way in `rt`'s manager (one flight per adapter and replica). */
+function joins(rt: FleetRuntime): { count: number } {
+  const manager = rt.manager as unknown as {
+    joinWithin: (f: Promise<unknown>, d: number) => Promise<boolean>;
+  };
+  const join = manager.joinWithin.bind(manager);
+  const seen = { count: 0 };
+  manager.joinWithin = (f, d) => {
+    seen.count++;
+    return join(f, d);
+  };
+  return seen;
 }
 
 let fleet: SimFleet | undefined;
@@ -175,5 +197,64 @@ describe('a request joined to a prefetch load the prefetch budget refuses', () =
       outcome: outcome?.kind === 'respond' ? { status: outcome.status, body: outcome.body } : outcome?.kind,
       overBudget: a.prefetcher.stats.overBudget,
     }).toEqual({ outcome: 'proxy', overBudget: 1 });
+  }, 30_000);
+});
+
+describe('a request joined to a prefetch load that makes room when its runtime is replaced (same state)', () => {
+  it('is served: the prefetch stopped during the unload for room is not "no room" for the request', async () => {
+    // Passed on the code as found: the joined request is told the prefetch's "no room" (a
+    // RouterError: its unload for room ended as not done, `halted`), which its placement retries.
+    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 20 }]);
+    const url = fleet.urls[0]!;
+    const p = h.prefix();
+    const extra = {
+      max_loaded_adapters: 1,
+      prefetch: true,
+      prefetch_interval_ms: 500,
+      prefetch_hysteresis: 0.5,
+    };
+    const direct = new HttpReplicaApi();
+    clients.push(direct);
+    // The one slot holds `old`, idle, which nobody asks for: the prefetch's victim.
+    await direct.loadAdapter(url, 'old', '/adapters/old', 5000);
+    const apiA = new HeldApi();
+    const { rt: a, router } = await configured(url, p, apiA, extra);
+    await waitFor(() => liveNodes(a) !== null, 10_000, 'the count of live nodes');
+    await waitFor(() => !(a.store as FailoverFleetStore).unloadsHeldOff(), 10_000, 'the hold-off over');
+    await a.poller.refreshUrl(url);
+    const asked = Date.now() - 2000;
+    for (let i = 0; i < 5; i++) a.prefetcher.observe({ name: 'hot', path: '/adapters/hot' }, [url], asked);
+    // The plan's load reads the replica's residents under its room lock: held there once, its
+    // flight set, so a request for `hot` decided meanwhile (on `old` idle) joins it.
+    const residents = a.store.residents.bind(a.store);
+    const roomRead = new Gate();
+    let held = 0;
+    a.store.residents = async (u) => {
+      if (held++ === 0) await roomRead.open;
+      return residents(u);
+    };
+    const tick = a.prefetcher.maybeTick();
+    await waitFor(() => held > 0, 10_000, "the prefetch load's read of the residents");
+    const joined = joins(a);
+    let outcome: RouteOutcome | undefined;
+    const routed = router
+      .route({ path: '/v1/completions', body: completion('hot') })
+      .then((o) => (outcome = o));
+    await waitFor(() => joined.count > 0, 10_000, 'the request joined the prefetch load');
+    // The unload for room asks the replica what runs: held there, under its unload lock.
+    apiA.activities = new Gate();
+    roomRead.release();
+    await waitFor(() => apiA.activitiesAsked > 0, 10_000, "the replica's word before the unload of `old`");
+    const { rt: next } = await configured(url, p, new HeldApi(), extra, { timeout: 2500, from: a });
+    const retiring = a.retire(next);
+    apiA.activities.release();
+    await tick;
+    await routed;
+    if (outcome?.kind === 'proxy') await LeaseHandle.open(outcome.leaseId).release(200);
+    await retiring;
+    expect({
+      outcome: outcome?.kind === 'respond' ? { status: outcome.status, body: outcome.body } : outcome?.kind,
+      replica: fleet.replicas[0]!.adapterLog().map((e) => `${e.op} ${e.name}`),
+    }).toEqual({ outcome: 'proxy', replica: ['load old', 'unload old', 'load hot'] });
   }, 30_000);
 });
