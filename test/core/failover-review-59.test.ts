@@ -258,3 +258,49 @@ describe('a request joined to a prefetch load that makes room when its runtime i
     }).toEqual({ outcome: 'proxy', replica: ['load old', 'unload old', 'load hot'] });
   }, 30_000);
 });
+
+describe('a request joined to a prefetch load whose lock was granted when its runtime is replaced (same state)', () => {
+  it('is served by one load: the prefetch ends its lock uncalled, the request loads under its own', async () => {
+    fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 20 }]);
+    const url = fleet.urls[0]!;
+    const p = h.prefix();
+    const extra = {
+      max_loaded_adapters: 2,
+      prefetch: true,
+      prefetch_interval_ms: 500,
+      prefetch_hysteresis: 0.5,
+    };
+    const { rt: a, router } = await configured(url, p, new HeldApi(), extra);
+    await waitFor(() => liveNodes(a) !== null, 10_000, 'the count of live nodes');
+    await a.poller.refreshUrl(url);
+    const asked = Date.now() - 2000;
+    for (let i = 0; i < 5; i++) a.prefetcher.observe({ name: 'hot', path: '/adapters/hot' }, [url], asked);
+    // The load's check that its lock is still its own, right before the call: held there once.
+    const holds = a.store.holds.bind(a.store);
+    const lockCheck = new Gate();
+    let held = 0;
+    a.store.holds = async (u, name, fence) => {
+      if (held++ === 0) await lockCheck.open;
+      return holds(u, name, fence);
+    };
+    const tick = a.prefetcher.maybeTick();
+    await waitFor(() => held > 0, 10_000, "the prefetch load's check of its lock");
+    const joined = joins(a);
+    let outcome: RouteOutcome | undefined;
+    const routed = router
+      .route({ path: '/v1/completions', body: completion('hot') })
+      .then((o) => (outcome = o));
+    await waitFor(() => joined.count > 0, 10_000, 'the request joined the prefetch load');
+    const { rt: next } = await configured(url, p, new HeldApi(), extra, { timeout: 2500, from: a });
+    const retiring = a.retire(next);
+    lockCheck.release();
+    await tick;
+    await routed;
+    if (outcome?.kind === 'proxy') await LeaseHandle.open(outcome.leaseId).release(200);
+    await retiring;
+    expect({
+      outcome: outcome?.kind === 'respond' ? { status: outcome.status, body: outcome.body } : outcome?.kind,
+      replica: fleet.replicas[0]!.adapterLog().map((e) => `${e.op} ${e.name}`),
+    }).toEqual({ outcome: 'proxy', replica: ['load hot'] });
+  }, 30_000);
+});
