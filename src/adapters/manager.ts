@@ -10,7 +10,14 @@ import { PlacementClaims } from './claims';
 import { IdleUnload } from './idle-unload';
 import { LoadCalls } from './load-call';
 import { OwnUnloads } from './own-unloads';
-import { accessEnd, loadWaitRanOut, type AdapterPolicy, type EnsureOutcome, type LoadRecord } from './policy';
+import {
+  accessEnd,
+  CallerRefused,
+  loadWaitRanOut,
+  type AdapterPolicy,
+  type EnsureOutcome,
+  type LoadRecord,
+} from './policy';
 import { Room, ROOM_FALLBACK_MS } from './room';
 import { RoomWants } from './room-wants';
 
@@ -154,7 +161,17 @@ export class AdapterManager {
       if (flight) {
         // A joiner keeps its own bound: the load it joins may have begun long after it came
         // (an escalated request), and Kong gives up on the plugin server at 60 s.
-        if (!(await this.joinWithin(flight, deadline))) throw loadWaitRanOut(adapter.name, url);
+        let done: boolean;
+        try {
+          done = await this.joinWithin(flight, deadline);
+        } catch (err) {
+          // Refused for its starter's own reason (a prefetch stopped by a `redis` record change,
+          // or over its budget): nothing was started, and this caller still wants it. Look again.
+          if (!(err instanceof CallerRefused)) throw err;
+          if (this.flights.get(key) === flight) this.flights.delete(key);
+          continue;
+        }
+        if (!done) throw loadWaitRanOut(adapter.name, url);
         joined = true;
         continue;
       }

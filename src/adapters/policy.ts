@@ -45,8 +45,15 @@ export interface AdapterPolicy {
   keepLease?: () => Promise<void> | undefined;
 }
 
+/**
+ * No load was started, for a reason of its caller's own (a prefetch stopped or over its budget),
+ * not the replica's nor the adapter's: a request joined to that load looks again and loads it
+ * itself (AdapterManager.ensure). Thrown as any, it failed the joined request with a 500.
+ */
+export class CallerRefused extends Error {}
+
 /** No load or unload was started: the caller was stopped (`AdapterPolicy.halted`). */
-export class CallerStopped extends Error {
+export class CallerStopped extends CallerRefused {
   constructor(op: 'load' | 'unload', adapter: string, url: string) {
     super(`the ${op} of '${adapter}' on ${url} was not started: its caller stopped`);
   }

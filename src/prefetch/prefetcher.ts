@@ -1,6 +1,6 @@
 import type { Clock } from '../clock';
 import type { AdapterManager, AdapterPolicy } from '../adapters/manager';
-import { CallerStopped } from '../adapters/policy';
+import { CallerRefused, CallerStopped } from '../adapters/policy';
 import type { FleetStore } from '../fleet/store';
 import type { Logger } from '../log';
 import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../router/cold-budget';
@@ -40,9 +40,9 @@ export const PREFETCH_BUDGET_KEY = 'prefetch';
 const TICK_KEY = 'prefetch-tick';
 
 /** Raised by the budget check inside the manager's `beforeLoad`: no load was started. */
-class OverBudget extends Error {}
+class OverBudget extends CallerRefused {}
 /** Raised inside `beforeLoad` when a request waits for room on the replica: no load was started. */
-class RoomWaited extends Error {}
+class RoomWaited extends CallerRefused {}
 
 /**
  * Loads hot adapters ahead of demand, one tick every `intervalMs` (driven by the poller's timer).
