@@ -37,6 +37,8 @@ export interface Admission {
   startMs?: number;
   /** Of `promptTokens`, a prefix credited as cached there (`prefixCredit`): no prefill queued for it. */
   cachedTokens?: number;
+  /** Its class priority (`slo_classes`; 0 without one): `awaitingFirstToken` counts by it. */
+  priority?: number;
 }
 
 export interface ReplicaWork {
@@ -130,6 +132,7 @@ export class WorkModel {
       at: a.at,
       end: r.admitted,
       prefillEndAt: a.at + startMs + ((ahead + prefill) / r.rate.value) * 1000,
+      priority: a.priority ?? 0,
     };
     r.entries.set(a.id, e);
     this.byId.set(a.id, e);
@@ -248,6 +251,21 @@ export class WorkModel {
     o.stepMs = r.stepApart ? this.decodeMs.value : 0;
     o.creditsPrefix = !r.promptUnits;
     return o;
+  }
+
+  /**
+   * This router's requests on `url` of priority above `abovePriority` still waiting for their
+   * first token at `now`: prefill queued, or predicted to end later (a load before it counted).
+   * An adapter load begun there now stops the engine under each of them for its whole time.
+   */
+  awaitingFirstToken(url: string, now: number, abovePriority: number): number {
+    const r = this.replicas.get(url);
+    if (!r) return 0;
+    advance(r, now);
+    let n = 0;
+    for (const e of r.entries.values())
+      if (e.priority > abovePriority && (e.prefillEndAt > now || e.end > r.drained)) n++;
+    return n;
   }
 
   /** Prompt tokens queued ahead of a request sent to `url` now. */
