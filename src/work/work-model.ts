@@ -14,6 +14,14 @@ export type { ReplicaFigures } from './scrape-learning';
 
 /** Output tokens assumed for the KV a request holds when the client sets no limit. */
 export const DEFAULT_MAX_TOKENS = 256;
+/**
+ * `awaitingFirstToken` counts a request this long past its predicted prefill end: the prediction
+ * leaves out the hop from its load's end to the replica (the router sees the load end, checks the
+ * replica's health, Kong proxies). Through the plugin server a batch load released at the
+ * predicted end reached the replica 50 ms after the interactive request it waited for, and ran
+ * before that request's first step (test/kong/slo-class-loads.test.ts).
+ */
+const FIRST_TOKEN_MARGIN_MS = 250;
 /** Prompt tokens assumed per waiting request a replica reports before anything is known. */
 const PRIOR_PROMPT_TOKENS = 512;
 
@@ -264,7 +272,8 @@ export class WorkModel {
     advance(r, now);
     let n = 0;
     for (const e of r.entries.values())
-      if (e.priority > abovePriority && (e.prefillEndAt > now || e.end > r.drained)) n++;
+      if (e.priority > abovePriority && (e.prefillEndAt + FIRST_TOKEN_MARGIN_MS > now || e.end > r.drained))
+        n++;
     return n;
   }
 

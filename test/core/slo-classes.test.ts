@@ -312,8 +312,10 @@ describe('SLO classes: a batch load waits while it would stall interactive reque
     expect(work.awaitingFirstToken(url, 500, 0)).toBe(0);
     // Its load done at 1 s, its prefill (0.1 s) still to come: a load now stalls it.
     expect(work.awaitingFirstToken(url, 1050, -1)).toBe(1);
-    // Past its predicted prefill end: a load stalls its decode only.
-    expect(work.awaitingFirstToken(url, 1100, -1)).toBe(0);
+    // Until 250 ms past its predicted prefill end (1.1 s): the hop to the replica is not predicted.
+    expect(work.awaitingFirstToken(url, 1349, -1)).toBe(1);
+    // Then a load stalls its decode only.
+    expect(work.awaitingFirstToken(url, 1350, -1)).toBe(0);
   });
 
   it('holds the batch request while its 1 s load would stall them, until aged; never an interactive one', () => {
