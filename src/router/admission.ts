@@ -96,7 +96,7 @@ export function admit(
     return admitWithWaits(setup, rt, decision, resolved, body, victimCost, wait, spend, tokens, taken);
   const lease = taken.lease;
   try {
-    admitWork(rt, replica, tokens, lease.id, 0);
+    admitWork(rt, replica, tokens, lease.id, 0, wait.priority);
     return admitted(setup, rt, decision, lease, adapterName, body, wait.priority);
   } catch (err) {
     // As `admitWithWaits`: given back before the failure is answered.
@@ -132,6 +132,7 @@ function admitWork(
   tokens: TokenEstimate | undefined,
   id: string,
   startMs: number,
+  priority: number | undefined,
 ): void {
   if (tokens && rt.predictsWork)
     rt.work.admit({
@@ -142,6 +143,7 @@ function admitWork(
       at: rt.clock.now(),
       startMs,
       cachedTokens: replica.cachedTokens,
+      priority: priority ?? 0,
     });
 }
 
@@ -176,6 +178,7 @@ async function admitWithWaits(
           tokens,
           lease.id,
           load && adapterName !== null ? rt.loadTimes.load(adapterName) : 0,
+          wait.priority,
         );
       if (load) {
         const adapter = resolved.adapter;
@@ -189,7 +192,7 @@ async function admitWithWaits(
         }
         // Kept young while it waits: the load made for it must land under a lease (seed 1251595).
         const waiting = new WaitingLease(rt, lease, setup.config.lease_max_age_ms, (fresh) =>
-          admitWork(rt, replica, tokens, fresh.id, 0),
+          admitWork(rt, replica, tokens, fresh.id, 0, wait.priority),
         );
         const policy = {
           ...setup.adapterPolicy,
@@ -228,7 +231,7 @@ async function admitWithWaits(
       const old = lease;
       ({ lease, state: held } = fresh);
       await old.release();
-      admitWork(rt, replica, tokens, lease.id, 0);
+      admitWork(rt, replica, tokens, lease.id, 0, wait.priority);
     }
     return admitted(setup, rt, decision, lease, adapterName, body, wait.priority);
   } catch (err) {

@@ -156,6 +156,7 @@ export class Placement {
               ownMs: r.ownMs,
               fixedMs: r.fixedMs,
               loadMs: r.loadMs,
+              stallsMs: r.stallsMs,
               inFlight: inFlightHere(rt, r.url, r.inFlight, p.ownLease?.(), viewsMark),
             }
           : r;

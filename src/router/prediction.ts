@@ -16,6 +16,8 @@ interface PredictionInputs {
   tokensPerBlock: number;
   prefixIndex: PrefixIndex;
   out: ReturnType<typeof scratchPrediction>;
+  /** With `slo_classes`: the request's class priority; its load's stall on higher classes is counted (`stallsMs`). */
+  priority: number | undefined;
 }
 type PredictionBase = Parameters<typeof predictTtft>[1];
 
@@ -38,6 +40,8 @@ export function predictFor(
   adapterName: string | undefined,
   prefixIndex: PrefixIndex,
   config: Pick<RouterConfig, 'max_loaded_adapters' | 'queue_timeout_ms'>,
+  /** With `slo_classes`, the request's class priority (see `stallsMs`); undefined without classes. */
+  priority?: number,
 ): void {
   const adapter = resolved.kind === 'on-demand' ? resolved.adapter.name : undefined;
   (ctx as WithInputs)[INPUTS] = {
@@ -54,6 +58,7 @@ export function predictFor(
     tokensPerBlock: prefixIndex.o.blockChars / CHARS_PER_TOKEN,
     prefixIndex,
     out: scratchPrediction(),
+    priority,
   };
   ctx.predict = predictCandidate;
 }
@@ -76,4 +81,21 @@ function predictCandidate(c: Candidate, ctx: SchedulingContext): void {
   c.fixedMs = p.fixedMs;
   c.ownMs = p.ownMs;
   c.cachedTokens = p.cachedTokens;
+  c.stallsMs = i.priority === undefined ? undefined : stallsMs(c, i.rt, ctx.now, i.priority);
+}
+
+/**
+ * What a load on `c` adds to the TTFT of the requests of priority above `priority` waiting
+ * there for their first token: the load once per request. A load runs between engine steps and
+ * no step runs meanwhile (EngineCore.run_busy_loop, vllm/v1/engine/core.py at vLLM v0.11.0), so a
+ * request whose own load just ended, or whose prefill is queued, waits for the whole of the next.
+ * Issue 34, two classes, conversation trace, 1 s loads, 50% load, seed 3: of 48 interactive
+ * requests late, 20 waited for their own load and then for another adapter's load there, and 11
+ * were stopped by a load a batch request asked for. Only requests of classes above the one
+ * deciding are counted: a batch request's 30 s objective takes a load, and charged to interactive
+ * loads too (in the choice of replica) the stall lost interactive requests (room-wait.ts).
+ */
+function stallsMs(c: Candidate, rt: FleetRuntime, now: number, priority: number): number {
+  if (c.holder || c.fixedMs <= 0) return 0;
+  return c.fixedMs * rt.work.awaitingFirstToken(c.url, now, priority);
 }

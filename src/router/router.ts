@@ -246,7 +246,18 @@ export class RouterService {
       const prompt =
         this.config.scorer_weights.prefix > 0 ? promptText(parsed.json, PROMPT_CHARS) : undefined;
       if (tokens && this.config.saturation_mode === 'predicted')
-        predictFor(rt, ctx, tokens, resolved, prompt, adapter?.name, this.prefixIndex, this.config);
+        predictFor(
+          rt,
+          ctx,
+          tokens,
+          resolved,
+          prompt,
+          adapter?.name,
+          this.prefixIndex,
+          this.config,
+          // With classes: what a cold load would stall of higher classes' requests (room-wait.ts holds for it).
+          this.classes.enabled ? wait.priority : undefined,
+        );
       // A request spends the cold-load budget once, however often escalation sends it to ensure.
       const spend = async () => {
         if (budget.spent || resolved.kind !== 'on-demand') return;

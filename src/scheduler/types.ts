@@ -40,6 +40,12 @@ export interface Candidate extends ReplicaView {
   prefixTokens?: number;
   /** Of those, the ones the prediction credited as cached (no prefill; src/work/predict.ts `prefixCredit`). */
   cachedTokens?: number;
+  /**
+   * With `slo_classes`, on a replica its load would go to: what that load adds to the TTFT of the
+   * requests of higher classes waiting there for their first token (the load, once each: it
+   * stops the engine under all of them). src/router/prediction.ts; held for in room-wait.ts.
+   */
+  stallsMs?: number;
 }
 
 export interface SchedulingPolicy {

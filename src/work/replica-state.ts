@@ -23,6 +23,8 @@ export interface Entry {
   end: number;
   /** When its prefill was predicted to end, at admission. */
   prefillEndAt: number;
+  /** Its class priority (0 without one). */
+  priority: number;
   /** An idle scrape's first-token count took it as prefilled: a later one does not count it again. */
   counted?: boolean;
 }

@@ -14,6 +14,14 @@ export type { ReplicaFigures } from './scrape-learning';
 
 /** Output tokens assumed for the KV a request holds when the client sets no limit. */
 export const DEFAULT_MAX_TOKENS = 256;
+/**
+ * `awaitingFirstToken` counts a request this long past its predicted prefill end: the prediction
+ * leaves out the hop from its load's end to the replica (the router sees the load end, checks the
+ * replica's health, Kong proxies). Through the plugin server a batch load released at the
+ * predicted end reached the replica 50 ms after the interactive request it waited for, and ran
+ * before that request's first step (test/kong/slo-class-loads.test.ts).
+ */
+const FIRST_TOKEN_MARGIN_MS = 250;
 /** Prompt tokens assumed per waiting request a replica reports before anything is known. */
 const PRIOR_PROMPT_TOKENS = 512;
 
@@ -37,6 +45,8 @@ export interface Admission {
   startMs?: number;
   /** Of `promptTokens`, a prefix credited as cached there (`prefixCredit`): no prefill queued for it. */
   cachedTokens?: number;
+  /** Its class priority (`slo_classes`; 0 without one): `awaitingFirstToken` counts by it. */
+  priority?: number;
 }
 
 export interface ReplicaWork {
@@ -130,6 +140,7 @@ export class WorkModel {
       at: a.at,
       end: r.admitted,
       prefillEndAt: a.at + startMs + ((ahead + prefill) / r.rate.value) * 1000,
+      priority: a.priority ?? 0,
     };
     r.entries.set(a.id, e);
     this.byId.set(a.id, e);
@@ -248,6 +259,22 @@ export class WorkModel {
     o.stepMs = r.stepApart ? this.decodeMs.value : 0;
     o.creditsPrefix = !r.promptUnits;
     return o;
+  }
+
+  /**
+   * This router's requests on `url` of priority above `abovePriority` still waiting for their
+   * first token at `now`: prefill queued, or predicted to end later (a load before it counted).
+   * An adapter load begun there now stops the engine under each of them for its whole time.
+   */
+  awaitingFirstToken(url: string, now: number, abovePriority: number): number {
+    const r = this.replicas.get(url);
+    if (!r) return 0;
+    advance(r, now);
+    let n = 0;
+    for (const e of r.entries.values())
+      if (e.priority > abovePriority && (e.prefillEndAt + FIRST_TOKEN_MARGIN_MS > now || e.end > r.drained))
+        n++;
+    return n;
   }
 
   /** Prompt tokens queued ahead of a request sent to `url` now. */

@@ -398,11 +398,13 @@ describe('admission: the work model and the proxied request', () => {
       loadMs: MAX_AGE,
       predictsWork: true,
     });
-    await run(rt, { tokens });
+    // With its class priority (batch: -1), which the work model counts its stalls by (awaitingFirstToken).
+    await run(rt, { tokens, wait: { priority: -1 } });
+    const admitted = { url: A, promptTokens: 10, maxTokens: 5, cachedTokens: 3, priority: -1 };
     expect(w.admitted).toEqual([
-      { id: 'L1', url: A, promptTokens: 10, maxTokens: 5, at: 10_000, startMs: 777, cachedTokens: 3 },
-      { id: 'L2', url: A, promptTokens: 10, maxTokens: 5, at: 11_000, startMs: 0, cachedTokens: 3 },
-      { id: 'L3', url: A, promptTokens: 10, maxTokens: 5, at: 12_000, startMs: 0, cachedTokens: 3 },
+      { id: 'L1', ...admitted, at: 10_000, startMs: 777 },
+      { id: 'L2', ...admitted, at: 11_000, startMs: 0 },
+      { id: 'L3', ...admitted, at: 12_000, startMs: 0 },
     ]);
   });
 

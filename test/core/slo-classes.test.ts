@@ -2,6 +2,7 @@ import { parseRouterConfig } from '../../src/config/parse';
 import { RouterError } from '../../src/errors';
 import { RoomWait } from '../../src/router/room-wait';
 import { HeldClasses, SloClasses } from '../../src/router/slo-class';
+import { WorkModel } from '../../src/work/work-model';
 
 const base = { replicas: [{ url: 'http://r:8000' }] };
 const classes = [
@@ -284,5 +285,54 @@ describe('SLO classes: a class bounded by max_in_flight waits for a replica with
     expect(new RoomWait(cfg, 0).holds(0, on(40))).toBe(false);
     expect(c.resolve({}).maxInFlight).toBe(0);
     expect(c.resolve({ objective: 'batch', ttftMs: '20000' }).maxInFlight).toBe(10);
+  });
+});
+
+describe('SLO classes: a batch load waits while it would stall interactive requests awaiting their first token', () => {
+  const cfg = twoClasses;
+  const c = new SloClasses(cfg);
+  const url = 'http://r:8000';
+  // A cold decision for a batch request: a load of `fixedMs` there, and what it would add to the
+  // interactive requests waiting there for their first token (prediction.ts `stallsMs`).
+  const cold = (fixedMs: number, waiting: number) => ({
+    ttftMs: fixedMs + 200,
+    ownMs: 100,
+    fixedMs,
+    loadMs: fixedMs,
+    stallsMs: fixedMs * waiting,
+  });
+
+  it('counts the requests of a higher class not yet at their first token (a load before it counted)', () => {
+    const work = new WorkModel({ prefillTokensPerS: 10_000 });
+    // An interactive request sent with its own 1 s load, and a batch one: 1,000 prompt tokens each.
+    work.admit({ id: 'i', url, promptTokens: 1000, maxTokens: 10, at: 0, startMs: 1000, priority: 0 });
+    work.admit({ id: 'b', url, promptTokens: 1000, maxTokens: 10, at: 0, priority: -1 });
+    // For a batch load: the interactive request only; for an interactive load, none above it.
+    expect(work.awaitingFirstToken(url, 500, -1)).toBe(1);
+    expect(work.awaitingFirstToken(url, 500, 0)).toBe(0);
+    // Its load done at 1 s, its prefill (0.1 s) still to come: a load now stalls it.
+    expect(work.awaitingFirstToken(url, 1050, -1)).toBe(1);
+    // Until 250 ms past its predicted prefill end (1.1 s): the hop to the replica is not predicted.
+    expect(work.awaitingFirstToken(url, 1349, -1)).toBe(1);
+    // Then a load stalls its decode only.
+    expect(work.awaitingFirstToken(url, 1350, -1)).toBe(0);
+  });
+
+  it('holds the batch request while its 1 s load would stall them, until aged; never an interactive one', () => {
+    const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
+    expect(w.holds(0, cold(1000, 1))).toBe(true);
+    expect(w.holds(13_000, cold(1000, 2))).toBe(true);
+    // Aged: its wait and its predicted start reach half its objective.
+    expect(w.holds(14_000, cold(1000, 1))).toBe(false);
+    // None waiting there for a first token: it goes.
+    expect(w.holds(100, cold(1000, 0))).toBe(false);
+    // An interactive request's load is not held for this (nothing above it to stall).
+    expect(new RoomWait(cfg, 0, c.resolve({})).holds(0, cold(1000, 1))).toBe(false);
+  });
+
+  it('leaves a load shorter than a quarter of the higher objective alone (300 ms against 2 s)', () => {
+    const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
+    expect(w.holds(0, cold(300, 3))).toBe(false);
+    expect(w.holds(0, cold(500, 1))).toBe(true);
   });
 });
