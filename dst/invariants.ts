@@ -97,6 +97,8 @@ export interface LoadCall {
   degraded?: boolean;
   /** The request whose decision sent it (none: not sent for a request). */
   request?: number;
+  /** Sent by a prefetch tick (src/prefetch/), for no request. */
+  prefetch?: true;
   /**
    * When its process had its request's cold-load spend granted (true time), and how: by Redis
    * (the answer back) or alone, from its share (none: no grant noted, or not sent for a request).
@@ -191,7 +193,7 @@ export class LogChecks {
   /** Load calls under way, by adapter: [replica, start] (one load per burst). */
   private readonly loading = new Map<
     string,
-    { url: string; start: number; end: number; quiet: boolean; gaveUpAt: number }[]
+    { url: string; start: number; end: number; quiet: boolean; gaveUpAt: number; prefetch: boolean }[]
   >();
 
   constructor(
@@ -507,10 +509,15 @@ export class LogChecks {
     // 719 at node_ttl_ms 500: the placed replica, a request queued there, predicted 1,385 ms
     // against 1,086 for a copy, past the 250 ms margin).
     const gaveUp = this.gaveUpAt(e.replica, e.name, start);
-    if (quiet && e.status === 200)
+    // Nor is a prefetch's load: it makes copies in proportion to demand on purpose, one a replica,
+    // a load under way counted as a copy (src/prefetch/planner.ts; seed 233: code loading for a
+    // request on replica-1, a prefetch's second copy on replica-0 at hysteresis 0).
+    const prefetch = this.lastLoadCall(e, e.at)?.prefetch === true;
+    if (quiet && e.status === 200 && !prefetch)
       for (const l of others)
         if (
           l.quiet &&
+          !l.prefetch &&
           l.url !== e.replica &&
           l.end > start &&
           !(l.gaveUpAt <= start) &&
@@ -523,7 +530,7 @@ export class LogChecks {
             'each cold adapter loaded once per burst',
             `${e.name} loading on ${l.url} and ${e.replica} at once`,
           );
-    others.push({ url: e.replica, start, end: e.at, quiet, gaveUpAt: gaveUp });
+    others.push({ url: e.replica, start, end: e.at, quiet, gaveUpAt: gaveUp, prefetch });
     this.loading.set(e.name, others);
   }
 

@@ -4108,3 +4108,35 @@ describe('a request is sent or refused within its access bound: a lease aged out
     expect(r.violation?.detail).toBeUndefined();
   }, 60_000);
 });
+
+describe('a prefetch unloads an idle adapter only for a load it makes', () => {
+  // Seed 60 (--keep 1,2; prefetch drawn, branch dst-prefetch): cold_loads_per_minute 3, so
+  // prefetching may start no load at all (a quarter of 3 a minute, rounded down). Requests for
+  // team and team,a on one-slot replicas; node 0's tick plans team,a on replica-1 in place of the
+  // idle, colder team (evict factor 1). The manager unloaded team to make room (Room.claimSlot
+  // makes room before it asks the budget: a request keeps the room it made), then the budget
+  // refused the load: team gone, the slot left empty. The fix: a prefetch with a victim takes its
+  // budget unit before the manager makes room (src/prefetch/prefetcher.ts), so a refused load
+  // unloads nothing.
+  it('seed 60: a prefetch with no budget left unloads no victim', async () => {
+    const r = await runSchedule({
+      seed: 60,
+      world: {
+        ...WORLD,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math'],
+        loadMs: 800,
+        coldLoadsPerMinute: 3,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+        prefetch: { intervalMs: 500, halfLifeMs: 1000, loadsPerMinute: 1, hysteresis: 1, evictFactor: 1 },
+      },
+      actions: [
+        { at: 645, kind: 'request', node: 2, adapter: 3, tokens: 1, prompt: 340 },
+        { at: 1112, kind: 'request', node: 0, adapter: 2, tokens: 6, prompt: 1364 },
+      ],
+    });
+    expect(r.prefetch?.unloads).toBe(0);
+    expect(r.violation?.detail).toBeUndefined();
+  });
+});
