@@ -497,8 +497,15 @@ export class LogChecks {
     const start = e.at - e.ms;
     // A load its sender decided alone is nobody's to join, however late it reaches the replica
     // (seed 751278: sent at 1,822 ms, begun at 4,114 ms after a slow path, the world quiet by then).
+    // Nor one begun while a record change to other state moves the nodes in turn (its span in
+    // `resets`): a node on the old state and one on the new see neither's lock (seed 1313402: the
+    // nodes moved 3,113 ms apart, `geo` loaded from each state past the quiet after the change began).
+    const split = w.resets.some((r) => typeof r !== 'number' && r.from <= start && start <= r.to);
     const quiet =
-      !w.degraded && start - w.lastFaultAt > this.limits.quietAfterMs && !this.decidedAlone(e, start);
+      !w.degraded &&
+      !split &&
+      start - w.lastFaultAt > this.limits.quietAfterMs &&
+      !this.decidedAlone(e, start);
     const others = (this.loading.get(e.name) ?? []).filter((l) => l.end > start - 60_000);
     // Both decided while Redis answered everyone: a load begun during a fault (decided alone,
     // perhaps given up on at load_timeout_ms while the replica went on) is nobody's to join;
