@@ -25,6 +25,25 @@ const READS_KEPT = 16;
 
 export const routingRequest = new AsyncLocalStorage<number>();
 
+/** One adapter a prefetch tick has the manager make resident on one replica (`AdapterManager.ensure`). */
+export interface PrefetchEnsure {
+  adapter: string;
+  url: string;
+  proc: string;
+  /** Load calls and victims' unloads sent within it. */
+  loads: number;
+  unloads: number;
+  /** When it ended (undefined: under way), and the name of the error it ended with, if any. */
+  endedAt?: number;
+  error?: string;
+}
+
+/**
+ * A prefetch tick running (src/prefetch/prefetcher.ts), and within it the load of one adapter
+ * (`ensure`): the calls sent within are prefetching's, a victim's unload made room for that adapter.
+ */
+export const prefetching = new AsyncLocalStorage<{ ensure?: PrefetchEnsure }>();
+
 export class CallsSeen {
   /** By replica and adapter: the sender of the last unload there, whether it decided alone, its state and its word's time. */
   readonly unloaders = new Map<string, Unloader>();
@@ -51,6 +70,8 @@ export class CallsSeen {
   >();
   /** By request (arrival number): the adapter it routes, the load its make-room unloads are for. */
   readonly adapterOf = new Map<number, string>();
+  /** The adapters prefetch ticks had the manager make resident, in the order they began. */
+  readonly prefetchEnsures: PrefetchEnsure[] = [];
   /** Load calls sent and not answered yet (any node). */
   loadsInFlight = 0;
   /** By request (arrival number): when its process was granted its cold-load spend, and how. */
@@ -201,6 +222,33 @@ export class CallsSeen {
   }
 
   /**
+   * Runs `rt`'s prefetch ticks within `prefetching`, and each adapter the tick has the manager
+   * ensure within a context of its own (the ticks load in parallel). Wrapped on this instance only;
+   * they return as before.
+   */
+  prefetchSeen(rt: FleetRuntime, proc: string): void {
+    const tick = rt.prefetcher.maybeTick.bind(rt.prefetcher);
+    rt.prefetcher.maybeTick = () => prefetching.run({}, tick);
+    const ensure = rt.manager.ensure.bind(rt.manager);
+    rt.manager.ensure = (url, adapter, ...rest) => {
+      if (!prefetching.getStore() || routingRequest.getStore() !== undefined)
+        return ensure(url, adapter, ...rest);
+      const e: PrefetchEnsure = { adapter: adapter.name, url, proc, loads: 0, unloads: 0 };
+      this.prefetchEnsures.push(e);
+      const p = prefetching.run({ ensure: e }, () => ensure(url, adapter, ...rest));
+      // Beside the prefetcher's own handlers: noted no later than it reads the outcome.
+      p.then(
+        () => (e.endedAt = this.sched.now()),
+        (err: Error) => {
+          e.endedAt = this.sched.now();
+          e.error = err.constructor.name;
+        },
+      );
+      return p;
+    };
+  }
+
+  /**
    * Notes, for each unload a runtime sends, whether it decided alone then (its store degraded):
    * such an unload (the after-load undo) cannot see requests other nodes route to the adapter.
    * Each load call goes to the checks with its sender (`proc`: the plugin-server process), the
@@ -249,13 +297,17 @@ export class CallsSeen {
           ...(granted === undefined ? {} : { grantAnsweredAt: granted.answered }),
         });
         const request = routingRequest.getStore();
-        const adapter = request === undefined ? undefined : this.adapterOf.get(request);
+        const prefetch = request === undefined ? prefetching.getStore() : undefined;
+        if (prefetch?.ensure) prefetch.ensure.unloads++;
+        const adapter = request === undefined ? prefetch?.ensure?.adapter : this.adapterOf.get(request);
         const sent: UnloadCall = {
           at: this.sched.now(),
           url: origin,
           name,
           request,
           ...(adapter === undefined ? {} : { for: adapter }),
+          ...(prefetch ? { prefetch: true as const } : {}),
+          ...(prefetch?.ensure ? { prefetchEnsure: prefetch.ensure } : {}),
           proc,
           alone,
           ...(granted === undefined ? {} : { grantedAt: granted.asked }),
@@ -283,6 +335,9 @@ export class CallsSeen {
         degraded: this.degraded(),
         request: routingRequest.getStore(),
       };
+      const prefetch = sent.request === undefined ? prefetching.getStore() : undefined;
+      if (prefetch) sent.prefetch = true;
+      if (prefetch?.ensure) prefetch.ensure.loads++;
       const grant = sent.request === undefined ? undefined : this.spendGrants.get(sent.request);
       if (grant) sent.grant = grant;
       this.loadCalls.push(sent);

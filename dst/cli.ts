@@ -16,6 +16,7 @@
  * drawn before them (the seeds found before replay so). `--no-bound`: the class seeds without the bounded batch class (dst/overload.ts),
  * as drawn before it. `--no-reach`: without the shapes of dst/reach.ts (a configuration pushed right
  * after an emptied state, a class held behind a higher one), every seed as drawn before them.
+ * `--no-prefetch`: prefetching never on (dst/prefetch-draw.ts), every seed's world as drawn before it.
  * `--digest`: after the summary, a line per seed (in seed order): its steps, simulated ms, the
  * scheduler's digest of when each step fired and a hash of the rest of its result (faults fired,
  * loads alone, refusals, bound waits, the invariant broken): two builds that print the same lines
@@ -45,6 +46,8 @@ interface Args {
   bound: boolean;
   /** The shapes of dst/reach.ts drawn (`--no-reach`: off, every seed as drawn before them). */
   reach: boolean;
+  /** Prefetching drawn (`--no-prefetch`: off, every seed's world as drawn before it). */
+  prefetch: boolean;
   /** A line per seed of what it replayed (`--digest`). */
   digest: boolean;
 }
@@ -60,6 +63,7 @@ function parseArgs(argv: string[]): Args {
     overload: true,
     bound: true,
     reach: true,
+    prefetch: true,
     digest: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -107,6 +111,9 @@ function parseArgs(argv: string[]): Args {
       case '--no-reach':
         a.reach = false;
         break;
+      case '--no-prefetch':
+        a.prefetch = false;
+        break;
       case '--digest':
         a.digest = true;
         break;
@@ -125,6 +132,7 @@ function options(a: Args): ScheduleOptions {
     ...(a.overload ? {} : { overload: false }),
     ...(a.bound ? {} : { bound: false }),
     ...(a.reach ? {} : { reach: false }),
+    ...(a.prefetch ? {} : { prefetch: false }),
   };
 }
 
@@ -147,6 +155,11 @@ interface BatchReport {
   shedSchedules: number;
   /** Schedules where a request of a class bounded by `max_in_flight` waited at its bound. */
   boundSchedules: number;
+  /** Schedules with prefetching on, those whose ticks sent a load call, and those calls and victims' unloads. */
+  prefetchSchedules: number;
+  prefetchLoadSchedules: number;
+  prefetchLoads: number;
+  prefetchUnloads: number;
   /** The worker's CPU (user and system) for the batch, µs. */
   cpuUs: number;
   failures: { seed: number; invariant: string; detail: string; step: number; at: number }[];
@@ -185,6 +198,12 @@ async function runBatch(from: number, to: number, o: ScheduleOptions, digests = 
     if (out.overloadRefusals.ttftOverload > 0) r.ttftOverloadSchedules++;
     if (out.overloadRefusals.shed > 0) r.shedSchedules++;
     if (out.boundWaits > 0) r.boundSchedules++;
+    if (out.prefetch) {
+      r.prefetchSchedules++;
+      if (out.prefetch.loads > 0) r.prefetchLoadSchedules++;
+      r.prefetchLoads += out.prefetch.loads;
+      r.prefetchUnloads += out.prefetch.unloads;
+    }
     if (out.violation) r.failures.push({ seed, ...out.violation });
     if (digests) r.digests.push({ seed, line: digestLine(out) });
   }
@@ -206,6 +225,10 @@ function emptyReport(): BatchReport {
     ttftOverloadSchedules: 0,
     shedSchedules: 0,
     boundSchedules: 0,
+    prefetchSchedules: 0,
+    prefetchLoadSchedules: 0,
+    prefetchLoads: 0,
+    prefetchUnloads: 0,
     cpuUs: 0,
     failures: [],
     digests: [],
@@ -227,6 +250,10 @@ function add(total: BatchReport, r: BatchReport): void {
   total.ttftOverloadSchedules += r.ttftOverloadSchedules;
   total.shedSchedules += r.shedSchedules;
   total.boundSchedules += r.boundSchedules;
+  total.prefetchSchedules += r.prefetchSchedules;
+  total.prefetchLoadSchedules += r.prefetchLoadSchedules;
+  total.prefetchLoads += r.prefetchLoads;
+  total.prefetchUnloads += r.prefetchUnloads;
   for (const k of FAULT_KINDS) {
     if (r.fired[k]) total.fired[k] = (total.fired[k] ?? 0) + r.fired[k];
     if (r.busy[k]) total.busy[k] = (total.busy[k] ?? 0) + r.busy[k];
@@ -239,7 +266,8 @@ function add(total: BatchReport, r: BatchReport): void {
  * Then the share where a node sent a cold load deciding alone (its budget share, which only a
  * node_ttl_ms shorter than the span reaches): a change that starves it shows there. Then the
  * shares that refused a request for overload (a crowd's hold-end refusal, a sheddable class's), and
- * the share where a batch request waited at its `max_in_flight` bound.
+ * the share where a batch request waited at its `max_in_flight` bound; then the share with
+ * prefetching on, and with a load call a prefetch tick sent (its loads, and its victims' unloads).
  */
 function coverage(total: BatchReport): string {
   const per = Math.max(1, total.schedules);
@@ -252,7 +280,8 @@ function coverage(total: BatchReport): string {
     `fault kind         fired   busy (share of schedules; busy: a request or load under way)\n${rows.join('')}` +
     `  loads alone     ${pct(total.aloneSchedules)}         (${total.aloneLoads} load calls sent deciding alone; node_ttl_ms: ${ttls})\n` +
     `  overload        ${pct(total.ttftOverloadSchedules)}${pct(total.shedSchedules)}  (schedules refusing 503 ttft_overload at a hold's end; shed_low_priority)\n` +
-    `  max_in_flight   ${pct(total.boundSchedules)}         (schedules where a bounded class's request waited at its bound)\n`
+    `  max_in_flight   ${pct(total.boundSchedules)}         (schedules where a bounded class's request waited at its bound)\n` +
+    `  prefetch        ${pct(total.prefetchSchedules)}${pct(total.prefetchLoadSchedules)}  (schedules with prefetch on; with a prefetch load call: ${total.prefetchLoads} load calls, ${total.prefetchUnloads} victims' unloads)\n`
   );
 }
 
@@ -325,7 +354,7 @@ async function explore(a: Args): Promise<number> {
     for (const d of total.digests.sort((x, y) => x.seed - y.seed))
       process.stdout.write(`seed ${d.seed}: ${d.line}\n`);
   const cmd = (seed: number, keep?: number[]) =>
-    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${a.reach ? '' : ' --no-reach'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
+    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${a.reach ? '' : ' --no-reach'}${a.prefetch ? '' : ' --no-prefetch'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
     process.stdout.write(
       `\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`,

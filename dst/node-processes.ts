@@ -16,6 +16,7 @@ import { FleetRuntime } from '../src/runtime';
 import { routingRequest, type CallsSeen } from './calls-seen';
 import type { HealthReads } from './health-reads';
 import type { LinkFaults, RedisModel } from './redis-model';
+import { prefetchFields } from './prefetch-draw';
 import { RegistrationPasses } from './registration-passes';
 import type { ReplicaSet } from './replicas';
 import type { Schedule } from './schedule';
@@ -153,6 +154,7 @@ export class NodeProcesses {
       queue_timeout_ms: this.w.queueTimeoutMs ?? QUEUE_TIMEOUT_MS,
       load_timeout_ms: LOAD_TIMEOUT_MS,
       ...(this.w.sloClasses ? { slo_classes: this.w.sloClasses } : {}),
+      ...prefetchFields(this.w),
       redis,
     };
     // Parsed once per distinct configuration, not per runtime: schedules share a handful of them.
@@ -209,6 +211,7 @@ export class NodeProcesses {
     this.watchRetakes(rt, prefix);
     this.passes.watch(rt.store, prefix);
     this.g.calls.budgetSeen(rt);
+    this.g.calls.prefetchSeen(rt, procName(proc));
     return rt;
   }
 

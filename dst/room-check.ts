@@ -25,7 +25,7 @@
  * node deciding alone elsewhere begins no unload and its loads only add; an emptied state brings
  * back no lock.
  */
-import { claimedAt, grantedAt, makesRoom, roomFor, roomsKept, roomsMaking } from './room-making';
+import { claimedAt, grantedAt, makesRoom, roomFor, roomMaker, roomsKept, roomsMaking } from './room-making';
 import { callAnswered, type NeedScope, type SentCalls, type UnloadAnswer } from './trim-check';
 
 /** Why the make-room unload answered as `e` made more room than its request's load takes (undefined: it did not). */
@@ -80,7 +80,7 @@ export function roomOverMade(
   if (seq !== undefined) for (const r of roomsKept(e.url, seq, from, calls, occupied)) rooms.add(r);
   if (e.loaded + loading + rooms.size >= max) return undefined;
   return (
-    `${e.name} unloaded from ${e.url} for request ${call.request}${call.for ? ` (${call.for})` : ''} (granted at ${Math.round(from)} ms) ` +
+    `${e.name} unloaded from ${e.url} for ${roomMaker(call)}${call.for ? ` (${call.for})` : ''} (granted at ${Math.round(from)} ms) ` +
     `left ${e.loaded} loaded, ${loading} loading and ${rooms.size} adapter(s) being made room for (limit ${max})`
   );
 }

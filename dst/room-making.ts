@@ -72,6 +72,8 @@ export interface RoomCalls {
 
 /** Whether `c` was sent by a request to make room for its load (not a trim, not an after-load undo). */
 export function makesRoom(c: UnloadCall, loads: readonly LoadCall[]): boolean {
+  // A prefetch's unload of another adapter than the one it loads: a victim's, room for its load.
+  if (c.prefetch) return c.for !== undefined && c.name !== c.for;
   if (c.request === undefined) return false;
   return !loads.some((l) => l.request === c.request && l.url === c.url && l.name === c.name && l.at <= c.at);
 }
@@ -81,6 +83,9 @@ export const grantedAt = (c: UnloadCall): number => c.grantedAt ?? c.at;
 
 /** The slot a make-room unload is for: its request's adapter (else the request alone, when not known). */
 export const roomFor = (c: UnloadCall): string => c.for ?? `request ${c.request}`;
+
+/** Who made room: a request, or a prefetch (the room-check's words). */
+export const roomMaker = (c: UnloadCall): string => (c.prefetch ? 'a prefetch' : `request ${c.request}`);
 
 /**
  * The adapters requests are making room for on `url` while an unload granted at `from` and
@@ -121,9 +126,12 @@ export function roomsMaking(
       rooms.add(room);
       continue;
     }
-    const r = c.request!;
-    const loaded = calls.loads.some((l) => l.request === r && l.url === url && l.at >= c.at && l.at <= from);
-    if (!loaded && !((calls.decidedAt?.(r) ?? Infinity) <= from)) rooms.add(room);
+    // A prefetch's: its load from the same process, and the end of its load's ensure.
+    const mine = (l: LoadCall) =>
+      c.prefetch ? l.prefetch === true && l.proc === c.proc && l.name === c.for : l.request === c.request;
+    const loaded = calls.loads.some((l) => mine(l) && l.url === url && l.at >= c.at && l.at <= from);
+    const decided = c.prefetch ? c.prefetchEnsure?.endedAt : calls.decidedAt?.(c.request!);
+    if (!loaded && !((decided ?? Infinity) <= from)) rooms.add(room);
   }
   return rooms;
 }

@@ -6,6 +6,7 @@
 import { seededRandom, type Random } from '../src/random';
 import { dur, int } from './draws';
 import { overload } from './overload';
+import { drawPrefetch, type PrefetchDraw } from './prefetch-draw';
 import { reach } from './reach';
 import type { LoadFailure, Outage, ScrapeFault } from './replicas';
 import { SLOW_HOP_MS } from './world-timings';
@@ -100,6 +101,8 @@ export interface WorldSettings {
   maxNumSeqs?: number;
   /** `slo_classes` (absent: none), as the router config spells them. */
   sloClasses?: { name: string; ttft_ms: number; priority: number; max_in_flight?: number }[];
+  /** `prefetch` on, with these settings (absent: off, the default; dst/prefetch-draw.ts). */
+  prefetch?: PrefetchDraw;
 }
 
 /**
@@ -140,6 +143,11 @@ export interface ScheduleOptions {
    * each pass (dst/reach-failover.ts). Off, every seed draws as before them.
    */
   reach?: boolean;
+  /**
+   * Prefetching in a share of the seeds (dst/prefetch-draw.ts; default on, and off with
+   * `overload`). Off, every seed's world is as drawn before it.
+   */
+  prefetch?: boolean;
 }
 
 /**
@@ -309,6 +317,8 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   // Shapes reviews found that no draw above reached (dst/reach.ts), after every other draw; not in
   // the schedules as drawn before crowds and classes (`overload` off: the seeds found so replay).
   if (o.reach !== false && o.overload !== false) reach(seed, quiet, world, actions, o.faults ?? FAULT_KINDS);
+  // The world only, no action: a seed's schedule stays as it was, its router config turns prefetch on.
+  if (o.prefetch !== false && o.overload !== false) drawPrefetch(seed, world);
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
 }

@@ -30,6 +30,10 @@ export interface UnloadCall {
   request?: number;
   /** Its request's adapter: the load a make-room unload makes room for (undefined: a trim, or not known). */
   for?: string;
+  /** Sent by a prefetch tick (src/prefetch/): a victim's unload, room for the adapter `for`. */
+  prefetch?: true;
+  /** The prefetch's load of `for` it made room for (dst/calls-seen.ts): when it ended. */
+  prefetchEnsure?: { endedAt?: number };
   /** The plugin-server process that sent it (`n<node>g<gen>`; undefined: not known). */
   proc?: string;
   /** Its store decided alone (Redis unreachable to it) when it sent the call. */
@@ -113,7 +117,8 @@ export function trimmedBelow(
 ): string | undefined {
   if (e.loaded >= max) return undefined;
   const call = callAnswered(e, calls.unloads ?? []);
-  if (!call || call.request !== undefined) return undefined;
+  // A request's unload, or a prefetch's making room for its load (room-check.ts judges both).
+  if (!call || call.request !== undefined || call.prefetch) return undefined;
   if (call.alone || w.degraded || w.lastFaultAt >= call.at) return undefined;
   const sent = call.at;
   if (w.resets.some((r) => (typeof r === 'number' ? r : r.to) >= sent - staleMs)) return undefined;

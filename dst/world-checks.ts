@@ -1,7 +1,7 @@
 /**
  * The checks the world runs after every step: the replicas' logs and the calls seen
  * (dst/invariants.ts LogChecks), the `max_in_flight` bound, the lock ends a retired runtime owes,
- * the registration passes, a second release, the gateway's held count, and bounded memory. Each
+ * the registration passes, a prefetch's unloads, a second release, the gateway's held count, and bounded memory. Each
  * reads the world, never the router's own counters (save where said).
  */
 import { LOCK_MARGIN_MS } from '../src/adapters/idle-unload';
@@ -13,6 +13,7 @@ import { firstSecondRelease } from './lease-watch';
 import type { NodeProcesses } from './node-processes';
 import { owedEndHeld, OWED_ENDS_INVARIANT } from './owed-ends-check';
 import type { RedisModel } from './redis-model';
+import { PrefetchCheck, PREFETCH_INVARIANT } from './prefetch-check';
 import { PASSES_INVARIANT } from './registration-passes';
 import type { ReplicaSet } from './replicas';
 import type { RequestRouting } from './request-routing';
@@ -65,6 +66,7 @@ export class StepChecks {
    * way on it (seed 525755).
    */
   private readonly localAt = new WeakMap<FleetRuntime, number>();
+  private readonly prefetch = new PrefetchCheck();
 
   constructor(private readonly g: CheckGround) {
     const { world: w, replicas, redis, nodes, calls, routing } = g;
@@ -126,6 +128,8 @@ export class StepChecks {
       const owed = owedEndHeld(w.now, this.g.lastFaultAt(), nodes, redis);
       if (owed !== undefined) this.log.fail(w, OWED_ENDS_INVARIANT, owed);
       if (nodes.passes.over !== undefined) this.log.fail(w, PASSES_INVARIANT, nodes.passes.over);
+      const wasted = this.prefetch.check(this.g.calls.prefetchEnsures);
+      if (wasted !== undefined) this.log.fail(w, PREFETCH_INVARIANT, wasted);
       const second = firstSecondRelease();
       if (second !== undefined)
         this.log.fail(

@@ -50,6 +50,11 @@ export interface RunResult {
   overloadRefusals: { ttftOverload: number; shed: number };
   /** Hold calls that held a request of a class bounded by `max_in_flight` at its bound. */
   boundWaits: number;
+  /**
+   * With prefetching on (absent: off, so a seed without it reports as before): the load calls its
+   * ticks sent, and the unloads of victims they sent to make room.
+   */
+  prefetch?: { loads: number; unloads: number };
 }
 
 export class World {
@@ -252,6 +257,14 @@ export class World {
       aloneLoads: this.calls.loadCalls.filter((c) => c.alone).length,
       overloadRefusals: { ...this.routing.overloadRefusals },
       boundWaits: this.routing.bound.boundWaits,
+      ...(this.w.prefetch
+        ? {
+            prefetch: {
+              loads: this.calls.loadCalls.filter((c) => c.prefetch).length,
+              unloads: this.calls.unloadCalls.filter((c) => c.prefetch).length,
+            },
+          }
+        : {}),
       ...(this.violation ? { violation: this.violation } : {}),
     };
   }

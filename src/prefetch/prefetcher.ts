@@ -207,6 +207,14 @@ export class Prefetcher {
     const victims = new Set(p.victims);
     /** The unit this call holds: the manager may ask again after a load it lost to another router. */
     let held = false;
+    // The manager unloads a victim before it asks the budget (Room.claimSlot: a request keeps the
+    // room it made). A prefetch has no request to keep it for: its unit is taken first, so a
+    // refused load unloads nothing (seed 60 of the simulation: a victim gone, its slot left empty).
+    if (victims.size > 0) {
+      if (this.stopped) return 'done';
+      if (!(await budget.take())) return 'refused';
+      held = true;
+    }
     try {
       const outcome = await this.manager.ensure(
         p.url,
@@ -221,11 +229,11 @@ export class Prefetcher {
         },
         (v) => count.get(v.name) ?? 0,
         async () => {
-          if (held) return;
           // Stopped while the plan ran: no budget spent (Room.claimSlot asks again after).
           if (this.stopped) throw new CallerStopped('load', p.adapter.name, p.url);
           // The plan is a tick old: a request may have begun waiting for room here since.
           if (await this.roomWaited(p.url, p.adapter.name)) throw new RoomWaited();
+          if (held) return;
           if (!(await budget.take())) throw new OverBudget();
           held = true;
         },
@@ -242,6 +250,8 @@ export class Prefetcher {
       }
     } catch (err) {
       if (err instanceof OverBudget) return 'refused';
+      // Left out before its load began: the unit taken for it is the tick's to use.
+      if (held && (err instanceof CallerStopped || err instanceof RoomWaited)) budget.giveBack();
       if (err instanceof CallerStopped) {
         this.log.info(`prefetch of '${p.adapter.name}' on ${p.url} left out: its runtime was replaced`);
         return 'done';

@@ -310,6 +310,23 @@ describe('Prefetcher', () => {
     expect(api.calls).toEqual([`unload b@${R2}`, `load a@${R2}`]);
   });
 
+  it('unloads a victim only with its load’s budget in hand: a refused load leaves the victim resident', async () => {
+    // Seed 60 of the simulation (dst-found.test.ts): prefetching's budget (one load a minute) spent,
+    // the next tick planned `a` in place of an idle, colder `b`; the manager unloaded `b` to make
+    // room, then asked the budget, which refused: a slot left empty and `b` gone for nothing.
+    const { api, node, tick, store, clock } = await fleet(['b']);
+    const p = node();
+    p.configure({ ...on, loadsPerMinute: 1 });
+    expect(await spendPrefetchBudget(store, { loadsPerMinute: 1, coldLoadsPerMinute: 0 }, 0)).toBe(true);
+    p.observe({ name: 'b', path: '/a/b' }, [R1], AGO);
+    for (let i = 0; i < 40; i++) p.observe({ name: 'a', path: '/a/a' }, [R1], AGO);
+    await clock.run(clock.now() + 1000);
+    await tick(p);
+    expect(p.stats.overBudget).toBe(1);
+    expect(api.calls).toEqual([]);
+    expect((await store.views([R1], { name: 'b' }))[0]!.adapter?.state).toBe('loaded');
+  });
+
   it('the manager unloads for it only the victims the plan allowed', async () => {
     const { api, store, clock } = await fleet(['b']);
     const manager = new AdapterManager(store, api, clock, silentLogger);

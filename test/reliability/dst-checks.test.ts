@@ -6,7 +6,13 @@
  * refused for the fleet's budget only once the window's spends went to loads (or to what the docs
  * allow: a slot claimed and lost, a process gone, a late answer, spends added by a node).
  */
-import { InvariantBroken, LogChecks, type BudgetSource, type LoadCall } from '../../dst/invariants';
+import {
+  InvariantBroken,
+  LogChecks,
+  type BudgetSource,
+  type LoadCall,
+  type WorldView,
+} from '../../dst/invariants';
 import { waitedIdle } from '../../dst/hold-check';
 import { HealthReads, pastSeenDown, seenUp, type StoreCall } from '../../dst/health-reads';
 import { BackendError } from '../../src/backends/errors';
@@ -32,9 +38,9 @@ function checked(calls: Omit<LoadCall, 'proc' | 'sender' | 'alone'>[]): string |
 }
 
 /** The invariant the checks find broken at `now` (none: undefined). */
-function broken(checks: LogChecks, now: number): string | undefined {
+function broken(checks: LogChecks, now: number, resets: WorldView['resets'] = []): string | undefined {
   try {
-    checks.check({ now, step: 1, degraded: false, lastFaultAt: -Infinity, resets: [] });
+    checks.check({ now, step: 1, degraded: false, lastFaultAt: -Infinity, resets });
     return undefined;
   } catch (err) {
     if (err instanceof InvariantBroken) return err.v.invariant;
@@ -494,6 +500,8 @@ describe('the simulation holds a cold adapter to one load per burst, but for a c
   const overlapping = (
     spreads: { at: number; adapter: string; url: string; past: string }[],
     alone: readonly boolean[] = [false, false],
+    resets: WorldView['resets'] = [],
+    prefetch: readonly boolean[] = [false, false],
   ) => {
     const entry = (at: number) => ({
       at,
@@ -511,6 +519,7 @@ describe('the simulation holds a cold adapter to one load per burst, but for a c
       sender: `n${i}g0r0`,
       alone: alone[i] ?? false,
       degraded: false,
+      ...(prefetch[i] ? { prefetch: true as const } : {}),
     }));
     const log = (at: number) => [entry(at)];
     return broken(
@@ -524,11 +533,26 @@ describe('the simulation holds a cold adapter to one load per burst, but for a c
         { loads, spreads, failed: [], backoffMs: 1000 },
       ),
       3500,
+      resets,
     );
   };
 
   it('two nodes loading it on two replicas at once break it', () => {
     expect(overlapping([])).toBe('each cold adapter loaded once per burst');
+  });
+
+  it('a load begun while a record change to other state moves the nodes is decided apart (seed 1313402)', () => {
+    expect(overlapping([], undefined, [{ from: 0, to: 5000 }])).toBeUndefined();
+    // A move over before they began, or an emptied state (no span), excuses nothing here.
+    expect(overlapping([], undefined, [{ from: 0, to: 1900 }])).toBe(
+      'each cold adapter loaded once per burst',
+    );
+    expect(overlapping([], undefined, [1000])).toBe('each cold adapter loaded once per burst');
+  });
+
+  it("a prefetch's load is a copy on purpose (src/prefetch/planner.ts), beside a request's or another's", () => {
+    expect(overlapping([], undefined, [], [false, true])).toBeUndefined();
+    expect(overlapping([], undefined, [], [true, false])).toBeUndefined();
   });
 
   it('a copy claimed past the placement it saw holds (docs/routing.md: spreading on purpose)', () => {

@@ -34,15 +34,21 @@ describe("a node's own registration first after an emptied state (the upsertRepl
   // pushed to node 2 registers its replicas first on the emptied state, so its heartbeats never
   // find it changed, and its polls time out over the slow paths (no trim reads the views). Past
   // the grace node 0's request takes the room of `team`, its request still on its way.
+  // Replayed without prefetching, as found: seed 50 draws it since dst/prefetch-draw.ts, and with
+  // it the plant no longer breaks the invariant (the ticks' loads change the replicas' room).
+  const asFound = { ...DEFAULT_OPTIONS, prefetch: false };
+
   it('seed 50: a configuration pushed right after a FLUSHALL to a node with a request on its way; a peer unloads under it', async () => {
     Reflect.deleteProperty(FailoverFleetStore.prototype, 'upsertReplica');
-    const r = await runSeed(50);
+    const r = await runSeed(50, asFound);
     expect(r.schedule.actions.filter((a) => a.kind === 'config-push')).toHaveLength(1);
     expect(r.violation?.invariant).toBe(BUSY);
     expect(r.violation?.detail).toMatch(
       /^team unloaded from http:\/\/replica-1:8000 at \d+ ms with 1 request\(s\) routed to it on their way$/,
     );
     Object.defineProperty(FailoverFleetStore.prototype, 'upsertReplica', upsert);
+    expect((await runSeed(50, asFound)).violation).toBeUndefined();
+    // With prefetching, as drawn now: it holds too.
     expect((await runSeed(50)).violation).toBeUndefined();
   }, 60_000);
 });

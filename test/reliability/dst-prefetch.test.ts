@@ -1,0 +1,108 @@
+/**
+ * Prefetching in the simulation (dst/prefetch-draw.ts): drawn from a stream of its own, its
+ * calls told apart from requests' and trims' (dst/calls-seen.ts), judged by the room check as a
+ * load's room and by a check of its own (dst/prefetch-check.ts).
+ */
+import type { PrefetchEnsure } from '../../dst/calls-seen';
+import { PrefetchCheck } from '../../dst/prefetch-check';
+import { roomOverMade } from '../../dst/room-check';
+import { makesRoom } from '../../dst/room-making';
+import { DEFAULT_OPTIONS, runSeed } from '../../dst/run';
+import { generate } from '../../dst/schedule';
+import { trimmedBelow, type UnloadCall } from '../../dst/trim-check';
+
+const URL = 'http://replica-0:8000';
+const quiet = { degraded: false, lastFaultAt: -Infinity, resets: [] };
+
+describe('a prefetch unloads an idle adapter only for a load it makes (dst/prefetch-check.ts)', () => {
+  const ensure = (over: Partial<PrefetchEnsure>): PrefetchEnsure => ({
+    adapter: 'a',
+    url: URL,
+    proc: 'n0g0',
+    loads: 0,
+    unloads: 1,
+    endedAt: 100,
+    ...over,
+  });
+
+  it('breaks when the budget refused the load after a victim was unloaded', () => {
+    expect(new PrefetchCheck().check([ensure({ error: 'OverBudget' })])).toMatch(
+      /^n0g0's prefetch of a on http:\/\/replica-0:8000 unloaded 1 idle adapter\(s\), then its budget refused/,
+    );
+  });
+
+  it('holds when the load was made, nothing was unloaded, or the room went to a waiting request', () => {
+    const check = new PrefetchCheck();
+    expect(check.check([ensure({ loads: 1 }), ensure({ unloads: 0, error: 'OverBudget' })])).toBeUndefined();
+    expect(
+      check.check([ensure({ error: 'RoomWaited' }), ensure({ error: 'CallerStopped' })]),
+    ).toBeUndefined();
+  });
+
+  it('judges one under way once it ends, and each once', () => {
+    const check = new PrefetchCheck();
+    const e = ensure({ endedAt: undefined });
+    expect(check.check([e])).toBeUndefined();
+    Object.assign(e, { endedAt: 200, error: 'OverBudget' });
+    expect(check.check([e])).toBeDefined();
+    expect(check.check([e])).toBeUndefined();
+  });
+});
+
+describe("a prefetch's victim unload is a room made for its load, not a trim", () => {
+  const victim: UnloadCall = {
+    at: 10,
+    url: URL,
+    name: 'b',
+    for: 'a',
+    prefetch: true,
+    proc: 'n0g0',
+    alone: false,
+    endedAt: 20,
+  };
+  const answer = { url: URL, name: 'b', at: 20, ms: 10, loaded: 0 };
+
+  it('makes room unless it unloads the adapter it loads (an undo after its load)', () => {
+    expect(makesRoom(victim, [])).toBe(true);
+    expect(makesRoom({ ...victim, name: 'a' }, [])).toBe(false);
+  });
+
+  it('is not judged as a trim below the limit; the room check counts its own room', () => {
+    const calls = { loads: [], unloads: [victim] };
+    expect(trimmedBelow(answer, 1, calls, quiet)).toBeUndefined();
+    // The same unload as a trim (no prefetch): the replica left below its limit of 1.
+    const trim = { ...victim, prefetch: undefined, for: undefined };
+    expect(trimmedBelow(answer, 1, { loads: [], unloads: [trim] }, quiet)).toMatch(/left 0 loaded/);
+    // Limit 1: its own room fills the one slot. Limit 2: one unload made two free slots.
+    expect(roomOverMade(answer, 1, calls, quiet)).toBeUndefined();
+    expect(roomOverMade({ ...answer, loaded: 0 }, 2, calls, quiet)).toMatch(/for a prefetch \(a\)/);
+  });
+});
+
+describe('prefetching drawn (dst/prefetch-draw.ts)', () => {
+  it('seeds 1-300: the schedule is as drawn without it, and a share of the worlds turn it on', () => {
+    let drawn = 0;
+    for (let seed = 1; seed <= 300; seed++) {
+      const on = generate(seed, DEFAULT_OPTIONS);
+      const off = generate(seed, { ...DEFAULT_OPTIONS, prefetch: false });
+      if (on.world.prefetch) drawn++;
+      expect({ ...on, world: { ...on.world, prefetch: undefined } }).toEqual(off);
+    }
+    // 40% of the seeds.
+    expect(drawn).toBeGreaterThan(90);
+    expect(drawn).toBeLessThan(150);
+  });
+
+  // Seeds 13 and 24 load into free slots; 42, 176 and 270 unload victims for their loads (the
+  // room check judges those unloads): every invariant holds.
+  it('its ticks load adapters in the runs, and unload victims for them', async () => {
+    const seen = { loads: 0, unloads: 0 };
+    for (const seed of [13, 24, 42, 176, 270]) {
+      const r = await runSeed(seed);
+      expect(r.violation).toBeUndefined();
+      seen.loads += r.prefetch?.loads ?? 0;
+      seen.unloads += r.prefetch?.unloads ?? 0;
+    }
+    expect(seen).toEqual({ loads: 8, unloads: 5 });
+  }, 60_000);
+});
