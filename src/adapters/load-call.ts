@@ -64,17 +64,21 @@ export class LoadCalls {
     // go idle) the room it waits for is no prefetch's; once claimed, it is resident (`loading`).
     const unwant = this.p.roomWants.add(adapter.name, [url]);
     const fence = await this.p.room.queued
-      .claim(url, adapter.name, () =>
-        // Behind another load's room-making here: that is a wait too.
-        this.p.room.claimSlot(
-          url,
-          adapter.name,
-          policy,
-          deadline,
-          victimCost,
-          waited || this.p.clock.now() > asked,
-          beforeLoad,
-        ),
+      .claim(
+        url,
+        adapter.name,
+        () =>
+          // Behind another load's room-making here: that is a wait too.
+          this.p.room.claimSlot(
+            url,
+            adapter.name,
+            policy,
+            deadline,
+            victimCost,
+            waited || this.p.clock.now() > asked,
+            beforeLoad,
+          ),
+        policy.keepLease,
       )
       .finally(unwant);
     if (fence === null) return false;
@@ -250,6 +254,11 @@ export class LoadCalls {
         own.end(url, adapter.name);
       }
     }
+    // The leases of the requests it is for (its caller's, its joiners') kept young before it turns
+    // `loaded`: one call has no wake to renew on, and a lease aged out under it left the adapter
+    // idle, for another waiter to unload before its request was sent.
+    const kept = policy.keepLease?.();
+    if (kept) await kept;
     await this.p.ends.finish('load', url, adapter.name, fence, true);
     if (!undo) this.p.ends.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
     return true;

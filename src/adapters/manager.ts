@@ -13,9 +13,11 @@ import { OwnUnloads } from './own-unloads';
 import {
   accessEnd,
   CallerRefused,
+  keepLeases,
   loadWaitRanOut,
   type AdapterPolicy,
   type EnsureOutcome,
+  type KeepLease,
   type LoadRecord,
 } from './policy';
 import { Room, ROOM_FALLBACK_MS } from './room';
@@ -36,6 +38,12 @@ import type { Logger } from '../log';
 export class AdapterManager {
   /** Loads under way, by replica and adapter: joiners await the same promise (and its failure). */
   private flights = new Map<string, Promise<boolean>>();
+  /**
+   * The leases of the requests awaiting a load under way here, by replica and adapter: that load
+   * keeps them young where it keeps its own caller's (AdapterPolicy.keepLease), since a joiner's
+   * wait has no wake of its own.
+   */
+  private joiners = new Map<string, Set<KeepLease>>();
   private readonly claims: PlacementClaims;
   private readonly backoff: LoadBackoff;
   /** Names known to exist, and the replicas where an unknown one may not evict for now. */
@@ -163,7 +171,7 @@ export class AdapterManager {
         // (an escalated request), and Kong gives up on the plugin server at 60 s.
         let done: boolean;
         try {
-          done = await this.joinWithin(flight, deadline);
+          done = await this.joinWithin(flight, deadline, key, policy.keepLease);
         } catch (err) {
           // Refused for its starter's own reason (a prefetch stopped by a `redis` record change,
           // or over its budget): nothing was started, and this caller still wants it. Look again.
@@ -203,7 +211,13 @@ export class AdapterManager {
       this.backoff.check(key, adapter.name, url);
       // `beforeLoad` runs inside, once there is room to load into (Room.claimSlot); the flight
       // is set first, so requests here that come meanwhile join this load instead of spending.
-      const load = this.loads.load(url, adapter, policy, key, victimCost, waited, spendOnce);
+      // The load keeps its joiners' leases with its caller's (a prefetch has none of its own).
+      const own = policy.keepLease;
+      const flightPolicy = {
+        ...policy,
+        keepLease: () => keepLeases([own, ...(this.joiners.get(key) ?? [])]),
+      };
+      const load = this.loads.load(url, adapter, flightPolicy, key, victimCost, waited, spendOnce);
       this.flights.set(key, load);
       try {
         // false: it became resident (or started loading elsewhere) while we made room; look again.
@@ -214,11 +228,24 @@ export class AdapterManager {
     }
   }
 
-  /** Waits for `flight` until `deadline` on the clock: false if the deadline came first. Its failure propagates. */
-  private async joinWithin(flight: Promise<unknown>, deadline: number): Promise<boolean> {
+  /**
+   * Waits for `flight` until `deadline` on the clock: false if the deadline came first. Its failure
+   * propagates. Meanwhile the flight keeps `keep`'s lease young (`joiners`).
+   */
+  private async joinWithin(
+    flight: Promise<unknown>,
+    deadline: number,
+    key: string,
+    keep: KeepLease | undefined,
+  ): Promise<boolean> {
     const left = deadline - this.clock.now();
     if (left <= 0) return false;
     let cancel = () => {};
+    let joined = this.joiners.get(key);
+    if (keep) {
+      if (!joined) this.joiners.set(key, (joined = new Set()));
+      joined.add(keep);
+    }
     try {
       return await Promise.race([
         flight.then(() => true),
@@ -226,6 +253,10 @@ export class AdapterManager {
       ]);
     } finally {
       cancel();
+      if (keep && joined) {
+        joined.delete(keep);
+        if (joined.size === 0 && this.joiners.get(key) === joined) this.joiners.delete(key);
+      }
     }
   }
 

@@ -39,10 +39,31 @@ export interface AdapterPolicy {
   halted?: () => boolean;
   /**
    * Keeps the caller's lease young while it waits (src/router/waiting-lease.ts): asked at each wake
-   * of a wait for room or for another's load or unload, and before a load's lock. A promise when it
-   * takes a fresh lease (awaited), else undefined: no await, so a wait that needs none runs as before.
+   * of a wait for room or for another's load or unload, before a load's lock, and before a landed
+   * load turns `loaded` (a load call has no wake). A request that joined this process's load of the
+   * adapter (a prefetch's, another request's) or queued behind its room lock is asked by that load
+   * at the same points. A promise when it takes a fresh lease (awaited), else undefined: no await,
+   * so a wait that needs none runs as before.
    */
-  keepLease?: () => Promise<void> | undefined;
+  keepLease?: KeepLease;
+}
+
+/** A caller's `AdapterPolicy.keepLease`. */
+export type KeepLease = () => Promise<void> | undefined;
+
+/**
+ * Each of `keeps` asked (AdapterPolicy.keepLease): the fresh leases taken, awaited together;
+ * undefined when none took one, so a wait that needs none awaits nothing (its steps run as before).
+ */
+export function keepLeases(keeps: Iterable<KeepLease | undefined>): Promise<void> | undefined {
+  let taking: Promise<void>[] | undefined;
+  for (const keep of keeps) {
+    const kept = keep?.();
+    if (kept) (taking ??= []).push(kept);
+  }
+  if (!taking) return undefined;
+  // One (the usual case) awaited as it is: no extra step where one caller renews alone.
+  return taking.length === 1 ? taking[0] : Promise.all(taking).then(() => undefined);
 }
 
 /**

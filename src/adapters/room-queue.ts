@@ -1,5 +1,9 @@
 import type { Fence, ResidentAdapter } from '../fleet/types';
 import { KeyedLock } from '../keyed-lock';
+import type { KeepLease } from './policy';
+
+/** A load queued here: how its wait ends early, and its caller's lease kept young (AdapterPolicy.keepLease). */
+type Queued = { giveUp: () => void; keep?: KeepLease };
 
 /**
  * The loads of this process queued behind a replica's room lock, by replica and adapter. The
@@ -10,51 +14,68 @@ import { KeyedLock } from '../keyed-lock';
  * 7 s, one of 1,821 ms joining it refused 503 "its load is still under way"). So each residents
  * read the holder makes (Room.claimSlot, every ROOM_FALLBACK_MS at most while it waits) ends the
  * queued waits of the adapters it shows there, as their own first look would: no store read more.
+ * A queued wait has no wake of its own either: the holder keeps the queued callers' leases young at
+ * its wakes (`keeps`), or one aged out while the adapter was loaded elsewhere.
  */
 export class RoomQueue {
   /** Serialises room-making per replica within this process. */
   private readonly lock = new KeyedLock();
-  private readonly queued = new Map<string, Map<string, () => void>>();
+  private readonly queued = new Map<string, Map<string, Queued>>();
 
   /**
    * Runs `claim` under the room lock for `url`; null without running it if `name` is read resident
    * there (`seen`) while still queued.
    */
-  async claim(url: string, name: string, claim: () => Promise<Fence | null>): Promise<Fence | null> {
+  async claim(
+    url: string,
+    name: string,
+    claim: () => Promise<Fence | null>,
+    keep?: KeepLease,
+  ): Promise<Fence | null> {
     let locked = false;
     let gaveUp = false;
     let leave = () => {};
     const left = new Promise<null>((resolve) => (leave = () => resolve(null)));
     let here = this.queued.get(url);
     if (!here) this.queued.set(url, (here = new Map()));
-    const giveUp = () => {
-      gaveUp = true;
-      leave();
+    const mine: Queued = {
+      giveUp: () => {
+        gaveUp = true;
+        leave();
+      },
+      ...(keep ? { keep } : {}),
     };
-    here.set(name, giveUp);
+    here.set(name, mine);
     const claimed = this.lock.run(url, () => {
       locked = true;
-      this.leave(url, name, giveUp);
+      this.leave(url, name, mine);
       return gaveUp ? Promise.resolve(null) : claim();
     });
     try {
       return await Promise.race([claimed, left]);
     } finally {
-      if (!locked) this.leave(url, name, giveUp);
+      if (!locked) this.leave(url, name, mine);
     }
+  }
+
+  /** The leases of the loads queued on `url` (their callers' keepLease), for the holder to keep young. */
+  keeps(url: string): KeepLease[] {
+    const keeps: KeepLease[] = [];
+    for (const q of this.queued.get(url)?.values() ?? []) if (q.keep) keeps.push(q.keep);
+    return keeps;
   }
 
   /** The lock's holder read `residents` on `url` (any state): the loads queued for them are done waiting. */
   seen(url: string, residents: readonly ResidentAdapter[]): void {
     const here = this.queued.get(url);
-    if (here) for (const r of residents) here.get(r.name)?.();
+    if (here) for (const r of residents) here.get(r.name)?.giveUp();
   }
 
   /**
    * Ends this wait's entry only: a turn given up still comes round in the lock's queue, and by
    * then a later load of the same adapter may wait under that name (it must stay seen).
    */
-  private leave(url: string, name: string, mine: () => void): void {
+  private leave(url: string, name: string, mine: Queued): void {
     const here = this.queued.get(url);
     if (here?.get(name) !== mine) return;
     here.delete(name);

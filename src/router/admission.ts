@@ -204,6 +204,9 @@ async function admitWithWaits(
         try {
           await rt.manager.ensure(replica.url, adapter, policy, victimCost, spend);
         } finally {
+          // A fresh lease still being taken (asked by a load whose wait this request gave up) is the one.
+          const renewing = waiting.renewing;
+          if (renewing) await renewing;
           lease = waiting.current;
         }
         // The load (or its wait for room) took time: a replica seen down meanwhile gets no request.

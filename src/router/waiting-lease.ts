@@ -14,11 +14,19 @@ import type { FleetRuntime } from '../runtime';
  * lease is half `lease_max_age_ms` old (the age past which admission already takes a fresh one: a
  * store's sweep may reclaim it past that, by Redis's clock), a fresh lease is taken, then the old
  * one given back, so one always holds the adapter. No timer of its own: a wait wakes at least every
- * 250 ms (ROOM_FALLBACK_MS). With the default (600 s) no wait reaches it (the access phase ends by 55 s).
+ * 250 ms (ROOM_FALLBACK_MS). A load call, and a wait for a load of this process (joined, or queued
+ * behind its room lock), has no wake: that load asks before it turns `loaded` (and at its own wakes),
+ * so the adapter lands under the lease. With the default (600 s) no wait reaches it (the access
+ * phase ends by 55 s).
  */
 export class WaitingLease {
   /** After a failed take, when the next may be tried (a store that fails fast is not asked every wake). */
   private retryAt = -Infinity;
+  /**
+   * The fresh lease being taken, if any. Asked by the load this request joined as well as by its own
+   * wait (AdapterPolicy.keepLease), which may run on once that load's join gave up: one take at a time.
+   */
+  renewing: Promise<void> | undefined;
 
   constructor(
     private readonly rt: FleetRuntime,
@@ -31,28 +39,33 @@ export class WaitingLease {
 
   /** A fresh lease if this one is half its max age old (the swap's promise), else undefined: nothing to await. */
   keep(): Promise<void> | undefined {
+    if (this.renewing) return this.renewing;
     const now = this.rt.clock.now();
     if (now - this.current.lease.at < this.maxAgeMs / 2 || now < this.retryAt) return undefined;
-    return this.swap();
+    return (this.renewing = this.swap());
   }
 
   private async swap(): Promise<void> {
-    const { url, adapter } = this.current.lease;
-    let fresh: LeaseHandle;
     try {
-      fresh = (await LeaseHandle.take(this.rt, url, adapter)).lease;
-    } catch (err) {
-      // The old lease stays; admission takes a fresh one after the wait, as after a slow load.
-      this.retryAt = this.rt.clock.now() + this.maxAgeMs / 8;
-      this.rt.log.warn(`could not renew a waiting request's lease: ${(err as Error).message}`);
-      return;
+      const { url, adapter } = this.current.lease;
+      let fresh: LeaseHandle;
+      try {
+        fresh = (await LeaseHandle.take(this.rt, url, adapter)).lease;
+      } catch (err) {
+        // The old lease stays; admission takes a fresh one after the wait, as after a slow load.
+        this.retryAt = this.rt.clock.now() + this.maxAgeMs / 8;
+        this.rt.log.warn(`could not renew a waiting request's lease: ${(err as Error).message}`);
+        return;
+      }
+      const old = this.current;
+      this.current = fresh;
+      this.onFresh(fresh);
+      // Not released: it ages out as a lost log phase's would.
+      await old
+        .release()
+        .catch((err: Error) => this.rt.log.warn(`could not give back lease ${old.id}: ${err.message}`));
+    } finally {
+      this.renewing = undefined;
     }
-    const old = this.current;
-    this.current = fresh;
-    this.onFresh(fresh);
-    // Not released: it ages out as a lost log phase's would.
-    await old
-      .release()
-      .catch((err: Error) => this.rt.log.warn(`could not give back lease ${old.id}: ${err.message}`));
   }
 }

@@ -12,11 +12,44 @@
  * simulation's seed 1251595). A waiting request's lease is taken afresh every half max age
  * (src/router/waiting-lease.ts).
  */
+import { adapterPolicy } from '../helpers/adapter-policy';
 import { CoreHarness } from '../helpers/core-harness';
 
 const LEASE_MAX_AGE_MS = 1000;
 
 let h: CoreHarness | undefined;
+
+/** Polls `cond` every 10 ms (real time: the replica runs on it). */
+async function until(cond: () => Promise<boolean>): Promise<void> {
+  while (!(await cond())) await new Promise((r) => setTimeout(r, 10));
+}
+
+/** One replica of one slot whose loads take 2.5 max ages, routed with the wait for room on it. */
+function slowLoads(): Promise<CoreHarness> {
+  return CoreHarness.start(
+    [
+      {
+        adapterDirs: ['/adapters'],
+        timeScale: 1,
+        engine: { loadBaseMs: 2.5 * LEASE_MAX_AGE_MS, decodeMsPerStep: 20 },
+      },
+    ],
+    (urls) => ({
+      replicas: urls.map((url) => ({ url })),
+      base_model: 'meta-llama/Llama-3.1-8B-Instruct',
+      adapter_path_template: '/adapters/{name}',
+      max_loaded_adapters: 1,
+      lease_max_age_ms: LEASE_MAX_AGE_MS,
+      room_wait: 'replica',
+    }),
+  );
+}
+
+/** The replica's own load and unload log, in order: what it was asked, not what the router counted. */
+function calls(harness: CoreHarness): string[] {
+  return harness.fleet.replicas[0]!.adapterLog().map((e) => `${e.op} ${e.name}`);
+}
+
 afterEach(async () => {
   await h?.stop();
   h = undefined;
@@ -80,5 +113,43 @@ describe('a lease outlives the wait for its adapter', () => {
     expect((await running).status).toBe(200);
     expect((await waiting).status).toBe(200);
     expect(await Promise.all(atLanding)).toEqual([1]);
+  }, 30_000);
+
+  // The lease aged out under one load call, with no wake of a wait to renew it on: the load landed
+  // with nothing counted on x1, and the request waiting for room unloaded it before x1's request
+  // was sent; x1 was loaded again after x2.
+  it('a load call longer than lease_max_age_ms: its adapter is not unloaded for a waiter before its request is sent', async () => {
+    h = await slowLoads();
+    const url = h.fleet.urls[0]!;
+    const store = h.rt.store;
+    const first = h.chat('x1', 2);
+    await until(async () => (await store.views([url], { name: 'x1' }))[0]?.adapter?.state === 'loading');
+    // x2 waits for the one slot, x1's, under way.
+    const second = h.chat('x2', 2);
+    expect((await first).status).toBe(200);
+    expect((await second).status).toBe(200);
+    expect(calls(h)).toEqual(['load x1', 'unload x1', 'load x2']);
+  }, 30_000);
+
+  // A request that joins a load its process started without a lease (a prefetch: the manager's
+  // ensure, as src/prefetch/prefetcher.ts calls it) awaited that load with no wake to renew on.
+  it('a request joining a leaseless load longer than lease_max_age_ms: its adapter is not unloaded for a waiter before its request is sent', async () => {
+    h = await slowLoads();
+    const url = h.fleet.urls[0]!;
+    const store = h.rt.store;
+    const prefetch = h.rt.manager.ensure(
+      url,
+      { name: 'x1', path: '/adapters/x1' },
+      adapterPolicy({ maxLoadedAdapters: 1, loadTimeoutMs: 10_000 }),
+    );
+    await until(async () => (await store.views([url], { name: 'x1' }))[0]?.adapter?.state === 'loading');
+    const first = h.chat('x1', 2);
+    // Its lease counted on x1 (it joined the load), then x2 waits for that slot.
+    await until(async () => ((await store.views([url], { name: 'x1' }))[0]?.adapter?.inFlight ?? 0) === 1);
+    const second = h.chat('x2', 2);
+    expect(await prefetch).toBe('loaded');
+    expect((await first).status).toBe(200);
+    expect((await second).status).toBe(200);
+    expect(calls(h)).toEqual(['load x1', 'unload x1', 'load x2']);
   }, 30_000);
 });

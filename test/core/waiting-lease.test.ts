@@ -66,3 +66,22 @@ it('a failed take keeps the old lease and is not tried again for an eighth of a 
   await waiting.current.release(200);
   rt.stop();
 });
+
+it('asked again while a fresh lease is being taken (by the load it joined, then by its own wait): one take', async () => {
+  const clock = new VirtualClock();
+  const rt = runtime(clock);
+  const first = (await LeaseHandle.take(rt, U, 'x')).lease;
+  const told: string[] = [];
+  const waiting = new WaitingLease(rt, first, MAX_AGE_MS, (l) => told.push(l.id));
+  await clock.run(MAX_AGE_MS / 2);
+  const byLoad = waiting.keep();
+  const byWait = waiting.keep();
+  expect(byWait).toBe(byLoad);
+  expect(waiting.renewing).toBe(byLoad);
+  await byWait;
+  expect(waiting.renewing).toBeUndefined();
+  expect(told).toEqual([waiting.current.id]);
+  expect(LeaseHandle.find(first.id)).toBeUndefined();
+  await waiting.current.release(200);
+  rt.stop();
+});
