@@ -64,12 +64,12 @@ describe("a lease re-taken by a replaced runtime's recovery as its request ends"
         return retake(leases);
       };
       proxy.restore();
-      proxy.delay(300);
+      proxy.delay(100);
       await retakeSent; // the probe's recovery (every second)
       await lease.release();
       await old.retire(next);
-      // Whatever was on the wire has landed by now (300 ms each way).
-      await pause(1000);
+      // Whatever was on the wire has landed by now (100 ms each way).
+      await pause(400);
       expect(await redis.command(['HKEYS', `${P}lease`])).toEqual([]);
     } finally {
       proxy.restore();
