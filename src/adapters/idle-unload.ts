@@ -24,6 +24,8 @@ type UnloadPolicy = {
   isStatic: (name: string) => boolean;
   /** True once the caller may start nothing more (AdapterPolicy.halted). */
   halted?: () => boolean;
+  /** False withholds an unload whose lock was granted (AdapterPolicy.beforeUnload). */
+  beforeUnload?: () => Promise<boolean>;
 };
 
 /** An unload call made, as the manager records it (LoadRecord; CallEnds.record, call-end.ts). */
@@ -99,6 +101,8 @@ export class IdleUnload {
         let called = false;
         try {
           if (!(await this.store.holds(url, victim.name, fence))) continue;
+          // The caller's say before the replica is asked (a prefetch's budget): withheld, no call.
+          if (policy.beforeUnload && !(await policy.beforeUnload())) withheld = 'stopped';
           // Asked after beginUnload: requests admitted through the store from here wait for the
           // unload, so the replica's answer covers every request that got past the router before.
           // Still ours after the scrape (a lock past its TTL hands the adapter back to requests), by
@@ -107,13 +111,15 @@ export class IdleUnload {
           // with no await.
           // Each ask, and the unload, gets no more than the wait has left.
           const asks = Math.min(this.replicaWord.timeoutMs(), (until - started) / (FRESH_WORD_ASKS + 1));
-          const word = await this.replicaWord.idleNow(
-            url,
-            victim.name,
-            reportedBusy,
-            asks,
-            () => this.clock.now() - begun < ttl - LOCK_MARGIN_MS,
-          );
+          const word =
+            withheld ??
+            (await this.replicaWord.idleNow(
+              url,
+              victim.name,
+              reportedBusy,
+              asks,
+              () => this.clock.now() - begun < ttl - LOCK_MARGIN_MS,
+            ));
           // Lost by this node's clock: no call, and ended below as not done, so the in-process store
           // (whose locks never lapse) puts it back; a shared store refuses that end past a newer fence.
           withheld = word;

@@ -38,6 +38,14 @@ export interface AdapterPolicy {
    */
   halted?: () => boolean;
   /**
+   * Asked once an unload's lock is granted for this call's room, before the replica's word is:
+   * false withholds that unload (no call, its lock ended as not done, nothing unloaded). A
+   * prefetch spends its budget unit here: asked before the room was made, a unit was spent for
+   * a victim a request leased meanwhile (nothing loaded); asked after, a victim was unloaded for a
+   * load its budget then refused (the simulation's seed 60).
+   */
+  beforeUnload?: () => Promise<boolean>;
+  /**
    * Keeps the caller's lease young while it waits (src/router/waiting-lease.ts): asked at each wake
    * of a wait for room or for another's load or unload, before a load's lock, and before a landed
    * load turns `loaded` (a load call has no wake). A request that joined this process's load of the

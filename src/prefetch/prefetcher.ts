@@ -207,14 +207,8 @@ export class Prefetcher {
     const victims = new Set(p.victims);
     /** The unit this call holds: the manager may ask again after a load it lost to another router. */
     let held = false;
-    // The manager unloads a victim before it asks the budget (Room.claimSlot: a request keeps the
-    // room it made). A prefetch has no request to keep it for: its unit is taken first, so a
-    // refused load unloads nothing (seed 60 of the simulation: a victim gone, its slot left empty).
-    if (victims.size > 0) {
-      if (this.stopped) return 'done';
-      if (!(await budget.take())) return 'refused';
-      held = true;
-    }
+    /** The budget refused the unit at a victim's unload: no room was made. */
+    let refusedAtUnload = false;
     try {
       const outcome = await this.manager.ensure(
         p.url,
@@ -226,6 +220,22 @@ export class Prefetcher {
           deadline: this.clock.now() + policy.loadTimeoutMs + 1000,
           mayEvict: (name) => victims.has(name),
           halted: () => this.stopped,
+          // The manager unloads a victim before it asks `beforeLoad` (Room.claimSlot: a request
+          // keeps the room it made). A prefetch has no request to keep it for: its unit is taken
+          // once a victim's unload lock is granted, before the call, so a refused load unloads
+          // nothing (seed 60 of the simulation: a victim gone, its slot left empty). Not before
+          // the room is made: a victim a request leased meanwhile left no load, and the unit (the
+          // fleet's cold-load budget's too) spent for nothing (test/core/review-60.test.ts).
+          beforeUnload: async () => {
+            if (held) return true;
+            if (this.stopped) return false;
+            // A spend that fails withholds the unload too; its noRoom reports the prefetch failed.
+            const granted = await budget.take().catch(() => undefined);
+            if (granted === false) refusedAtUnload = true;
+            if (!granted) return false;
+            held = true;
+            return true;
+          },
         },
         (v) => count.get(v.name) ?? 0,
         async () => {
@@ -249,7 +259,7 @@ export class Prefetcher {
         budget.giveBack();
       }
     } catch (err) {
-      if (err instanceof OverBudget) return 'refused';
+      if (err instanceof OverBudget || refusedAtUnload) return 'refused';
       // Left out before its load began: the unit taken for it is the tick's to use.
       if (held && (err instanceof CallerStopped || err instanceof RoomWaited)) budget.giveBack();
       if (err instanceof CallerStopped) {
