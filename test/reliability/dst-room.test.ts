@@ -8,7 +8,8 @@
 import { CallsSeen } from '../../dst/calls-seen';
 import { InvariantBroken, LogChecks, type LoadCall, type WorldView } from '../../dst/invariants';
 import { RedisLink, RedisModel } from '../../dst/redis-model';
-import { AS_FOUND, runSeed } from '../../dst/run';
+import { AS_FOUND, runSchedule, runSeed } from '../../dst/run';
+import { generate, type Schedule } from '../../dst/schedule';
 import type { LoadClaim } from '../../dst/room-making';
 import { NodeClock, Scheduler } from '../../dst/scheduler';
 import type { UnloadCall } from '../../dst/trim-check';
@@ -758,24 +759,38 @@ describe("8196ff3's break planted in the real code", () => {
     };
   };
 
-  it('seed 10241 breaks it: a second unload for chat beside the trim of team, replica-1 left empty; holds with the fix', async () => {
-    // Seed 5273 (a second unload for med beside the trim of chat) broke so until each Redis link
-    // kept its order, which changed its schedule; 10241, found by sweeping seeds 1-10241 with the
-    // plant, has the same shape. Limit 2: request 16 for chat unloaded a (7,818 ms) while a trim
-    // took team (7,822 ms); the store, counting team's unloading entry, granted 16 a second unload
-    // (team,a, 7,827 ms): 0 of 2. Run as found, with no lease kept young under a wait
-    // (src/router/waiting-lease.ts, seed 1251595's fix): node 0 waits for `team` under a lease from
-    // about 1.4 s past half lease_max_age_ms, and with its lease kept the schedule runs otherwise.
-    const keep = jest.spyOn(WaitingLease.prototype, 'keep').mockReturnValue(undefined);
+  /**
+   * Seed 10241's schedule with lease_max_age_ms 4,500 for the 4,000 every seed draws. Seed 5273 (a
+   * second unload for med beside the trim of chat) broke so until each Redis link kept its order,
+   * which changed its schedule; 10241, found by sweeping seeds 1-10241 with the plant, has the same
+   * shape, but node 0 waits for `team` under a lease from about 1.4 s past half the max age, and
+   * since a load keeps its requests' leases young (src/router/waiting-lease.ts, branch
+   * lease-renewal) it runs otherwise: it was replayed with `WaitingLease.keep` switched off. Swept
+   * with the plant and the renewal on (a script outside the repository, seeds 10,242-11,141 and
+   * 11,142-12,141): no seed. Its max age moved, 4,500 ms breaks it with fresh leases taken
+   * (5,000, 5,500, 6,000, 7,000, 8,000 and 10,000 ms hold); the renewal stays on.
+   */
+  const nearly10241 = (): Schedule => {
+    const s = generate(10241, AS_FOUND);
+    return { ...s, world: { ...s.world, leaseMaxAgeMs: 4500 } };
+  };
+
+  it('seed 10241, its lease max age 4,500 ms, breaks it: a second unload beside the trim of team, replica-1 left empty; holds with the fix', async () => {
+    // Limit 2: request 15 for bio unloaded a while a trim took team; the store, counting team's
+    // unloading entry, granted 15 a second unload (team,a, 7,828 ms): 0 of 2.
+    const keep = jest.spyOn(WaitingLease.prototype, 'keep');
+    const renewed = () => keep.mock.results.filter((r) => r.value !== undefined).length;
     try {
       countTrimsAgainstRooms();
-      const r = await runSeed(10241, AS_FOUND);
+      const r = await runSchedule(nearly10241());
       expect(r.violation?.invariant).toBe(ROOM);
       expect(r.violation?.detail).toMatch(
-        /^team,a unloaded from http:\/\/replica-1:8000 for request 16 \(chat\) .* left 0 loaded, 0 loading and 1 adapter\(s\) being made room for \(limit 2\)$/,
+        /^team,a unloaded from http:\/\/replica-1:8000 for request 15 \(bio\) .* left 0 loaded, 0 loading and 1 adapter\(s\) being made room for \(limit 2\)$/,
       );
+      // The renewal ran: waiting requests took fresh leases on the way.
+      expect(renewed()).toBeGreaterThan(0);
       MemoryFleetStore.prototype.beginUnload = beginUnload;
-      expect((await runSeed(10241, AS_FOUND)).violation).toBeUndefined();
+      expect((await runSchedule(nearly10241())).violation).toBeUndefined();
     } finally {
       keep.mockRestore();
     }
