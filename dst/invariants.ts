@@ -519,7 +519,11 @@ export class LogChecks {
     // Nor is a prefetch's load: it makes copies in proportion to demand on purpose, one a replica,
     // a load under way counted as a copy (src/prefetch/planner.ts; seed 233: code loading for a
     // request on replica-1, a prefetch's second copy on replica-0 at hysteresis 0).
-    const prefetch = this.lastLoadCall(e, e.at)?.prefetch === true;
+    // The call that began the load, not the last one before it landed: a request's call sent while
+    // a prefetch's load was under way there (its lock past its TTL) is answered by that same load
+    // (seed 1332358: `team` begun on replica-1 by a prefetch at 1,028 ms, landed at 4,599 ms, taken
+    // for the load of a request that sent one at 4,038 ms).
+    const prefetch = this.lastLoadCall(e, start)?.prefetch === true;
     if (quiet && e.status === 200 && !prefetch)
       for (const l of others)
         if (
