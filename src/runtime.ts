@@ -405,12 +405,9 @@ export class FleetRuntime {
         .catch((err: Error) => this.log.warn(`leaving the old shared fleet state failed: ${err.message}`));
       return;
     }
-    // A load or unload still under way here ends in this store (FailoverFleetStore.locksEnded), and
-    // so does a hand-back its probe or a reclaim has under way (`handBackEnded`).
-    if (this.store instanceof FailoverFleetStore) {
-      await this.store.locksEnded();
-      await this.store.handBackEnded();
-    }
+    // A load or unload still under way here ends in this store, and so does a hand-back its probe
+    // or a reclaim has under way (FailoverFleetStore.ownCallsEnded).
+    if (this.store instanceof FailoverFleetStore) await this.store.ownCallsEnded();
     // `next` may itself have been replaced on this state since (and closed): the newest one takes them.
     const heir = this.sameStateHeir(next);
     if (sameState && this.store instanceof FailoverFleetStore && heir.store instanceof FailoverFleetStore)

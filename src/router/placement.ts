@@ -12,6 +12,7 @@ import type { Decision, SchedulingContext } from '../scheduler/types';
 import { LeaseHandle } from '../lease';
 import { inFlightHere, joinUnderWay } from './in-flight-here';
 import { withPolledHealth } from './polled-health';
+import { stallsOf } from './prediction';
 import type { RoomWait } from './room-wait';
 
 /** Decisions a cold request retakes because another router placed its adapter first. */
@@ -150,6 +151,7 @@ export class Placement {
         // A class bounded by `max_in_flight` judges the replica's in-flight count with this
         // process's requests decided meanwhile (in-flight-here.ts), not the views' snapshot alone.
         const r = decision.replica;
+        r.stallsMs = stallsOf(r, ctx);
         const judged = wait.boundsInFlight
           ? {
               ttftMs: r.ttftMs,

@@ -81,7 +81,16 @@ function predictCandidate(c: Candidate, ctx: SchedulingContext): void {
   c.fixedMs = p.fixedMs;
   c.ownMs = p.ownMs;
   c.cachedTokens = p.cachedTokens;
-  c.stallsMs = i.priority === undefined ? undefined : stallsMs(c, i.rt, ctx.now, i.priority);
+}
+
+/**
+ * With `slo_classes`, the stall a load on the decided candidate `c` adds to higher classes
+ * (`stallsMs` below); undefined without classes or a prediction. Asked for the decided candidate
+ * only: it is read by the hold alone (room-wait.ts), not by the choice of replica.
+ */
+export function stallsOf(c: Candidate, ctx: SchedulingContext): number | undefined {
+  const i = (ctx as WithInputs)[INPUTS];
+  return i?.priority === undefined ? undefined : stallsMs(c, i.rt, ctx.now, i.priority);
 }
 
 /**

@@ -45,16 +45,19 @@ class HeldApi extends HttpReplicaApi {
   }
 }
 
-/** Counts the joins of a load under way in `rt`'s manager (one flight per adapter and replica). */
+/**
+ * Counts the joins of a load under way in `rt`'s manager (one flight per adapter and replica).
+ * Every argument is passed on: the joiner's lease is kept young by the load it joins.
+ */
 function joins(rt: FleetRuntime): { count: number } {
   const manager = rt.manager as unknown as {
-    joinWithin: (f: Promise<unknown>, d: number) => Promise<boolean>;
+    joinWithin: (...args: unknown[]) => Promise<boolean>;
   };
   const join = manager.joinWithin.bind(manager);
   const seen = { count: 0 };
-  manager.joinWithin = (f, d) => {
+  manager.joinWithin = (...args) => {
     seen.count++;
-    return join(f, d);
+    return join(...args);
   };
   return seen;
 }
@@ -123,20 +126,12 @@ describe('a request joined to a prefetch load when its runtime is replaced (same
     const tick = a.prefetcher.maybeTick();
     await waitFor(() => apiA.readsAsked > 0, 10_000, "the prefetch load's word of the replica");
     // A request for `hot` decided on A joins that load (one flight per adapter and replica).
-    const manager = a.manager as unknown as {
-      joinWithin: (f: Promise<unknown>, d: number) => Promise<boolean>;
-    };
-    const join = manager.joinWithin.bind(manager);
-    let joined = 0;
-    manager.joinWithin = (f, d) => {
-      joined++;
-      return join(f, d);
-    };
+    const joined = joins(a);
     let outcome: RouteOutcome | undefined;
     const routed = router
       .route({ path: '/v1/completions', body: completion('hot') })
       .then((o) => (outcome = o));
-    await waitFor(() => joined > 0, 10_000, 'the request joined the prefetch load');
+    await waitFor(() => joined.count > 0, 10_000, 'the request joined the prefetch load');
     // The record changes (a `timeout`: same state, one node id): the request still runs on A.
     const { rt: next } = await configured(url, p, new HeldApi(), extra, { timeout: 2500, from: a });
     const retiring = a.retire(next);
@@ -173,20 +168,12 @@ describe('a request joined to a prefetch load the prefetch budget refuses', () =
     apiA.reads = new Gate();
     const tick = a.prefetcher.maybeTick();
     await waitFor(() => apiA.readsAsked > 0, 10_000, "the prefetch load's word of the replica");
-    const manager = a.manager as unknown as {
-      joinWithin: (f: Promise<unknown>, d: number) => Promise<boolean>;
-    };
-    const join = manager.joinWithin.bind(manager);
-    let joined = 0;
-    manager.joinWithin = (f, d) => {
-      joined++;
-      return join(f, d);
-    };
+    const joined = joins(a);
     let outcome: RouteOutcome | undefined;
     const routed = router
       .route({ path: '/v1/completions', body: completion('hot') })
       .then((o) => (outcome = o));
-    await waitFor(() => joined > 0, 10_000, 'the request joined the prefetch load');
+    await waitFor(() => joined.count > 0, 10_000, 'the request joined the prefetch load');
     // Another node's prefetch spent this minute's one unit meanwhile.
     expect(await a.store.spendBudget(PREFETCH_BUDGET_KEY, 1, 60_000, Date.now())).toBe(0);
     apiA.reads.release();

@@ -60,8 +60,7 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     // (the simulation's seed 556526). Its probes go on meanwhile, should Redis be unreachable.
     while (this.predecessor && !this.outage.closed)
       await this.adopted.wait(this.clock, this.outage.options.probeMs);
-    await this.locksEnded();
-    await this.handBackEnded();
+    await this.ownCallsEnded();
     const end = this.clock.now() + maxMs;
     while (!this.outage.closed) {
       try {
@@ -95,6 +94,16 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
   async locksEnded(): Promise<void> {
     while (this.endedLocks.open && !this.outage.closed)
       await this.endedLocks.endOrAfter(this.outage.options.probeMs);
+  }
+
+  /**
+   * Once this store's own calls under way have ended: its loads' and unloads' locks
+   * (`locksEnded`), then what its probe or a reclaim hands back (`handBackEnded`). Asked before it
+   * is adopted (same state) or leaves (other state).
+   */
+  async ownCallsEnded(): Promise<void> {
+    await this.locksEnded();
+    await this.handBackEnded();
   }
 
   /**
