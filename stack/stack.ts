@@ -30,6 +30,8 @@ export interface StackOptions {
   log: (line: string) => void;
   /** Enforce kong.yml's key-auth (header or query key, its consumers' keys) as Kong would. */
   keyAuth?: boolean;
+  /** Extra node options and environment for the plugin server (tests: a preload). */
+  pluginServerNode?: { args: string[]; env: Record<string, string> };
 }
 
 /**
@@ -101,6 +103,8 @@ export class LocalStack {
       const pluginServer = await PluginServerProcess.start({
         pluginsDir: o.pluginsDir ?? join(__dirname, '..', 'plugins'),
         onLog: serverLine,
+        nodeArgs: o.pluginServerNode?.args,
+        env: o.pluginServerNode?.env,
       });
       cleanup.push(() => pluginServer.stop());
       const driver = new KongDriver(pluginServer.socketPath);
@@ -141,6 +145,11 @@ export class LocalStack {
   get statusPath(): string | undefined {
     const poller = this.services.flatMap((s) => s.plugins).find((p) => p.name === 'lora-poller');
     return poller ? ((poller.config.base_path as string | undefined) ?? '/lora') : undefined;
+  }
+
+  /** The plugin server's process id (tests signal it). */
+  get pluginServerPid(): number {
+    return this.pluginServer.child.pid!;
   }
 
   /** Successful adapter loads across the fleet so far. */

@@ -33,6 +33,8 @@ export async function startOpenAiStack(
   edit: (router: Record<string, unknown>) => void,
   /** Receives what `npm start` would print (the stack's and the plugin server's lines). */
   log: (line: string) => void = () => undefined,
+  /** Node options and environment for the plugin server (a preload). */
+  pluginServerNode?: { args: string[]; env: Record<string, string> },
 ): Promise<OpenAiStack> {
   const deck = parse(readFileSync(join(ROOT, 'kong.yml'), 'utf8'));
   edit(deck.services[0].plugins.find((p: { name: string }) => p.name === 'lora-router').config);
@@ -48,6 +50,7 @@ export async function startOpenAiStack(
     timeScale: 4,
     pluginsDir: join(ROOT, 'dist', 'plugins'),
     log,
+    pluginServerNode,
   }).finally(() => rmSync(dir, { recursive: true, force: true }));
   const attempts: Attempt[] = [];
   const recording: typeof fetch = async (input, init) => {
