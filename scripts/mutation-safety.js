@@ -48,6 +48,7 @@ const TARGETS = [
       'shared-faults',
       'runtime-handover',
       'mutation-failover-store',
+      'hand-back-close',
     ),
   ],
   // Its unit suites and the review suites over a real redis-server (10-15 s a run): the run in
@@ -64,6 +65,7 @@ const TARGETS = [
       'failover-review-57',
       'failover-leftovers',
       'failover-suspects',
+      'hand-back-close',
     ),
   ],
   [

@@ -105,6 +105,143 @@ describe('a store handing over', () => {
   });
 });
 
+describe('a reclaim under way as the store that runs it is adopted', () => {
+  // Three stores of node X on one state: P (a runtime replaced for a `timeout_ms` change, still
+  // draining) decides alone, its link cut, and holds a lease taken there; S replaced it, and N
+  // replaced S. S's heartbeat finds the state emptied (FLUSHALL): its reclaim takes its
+  // predecessors' leases again too, P's over S's slow link. P's request ends while that retake is
+  // on the wire, released in P's local store only (the lease was local): the release S sends after
+  // the reply is the only one Redis gets. P, then S, drain and N adopts each, pruning over N's own
+  // link, ahead of the retake. Closed without waiting for the reclaim, S never sent that release:
+  // no store of X held the lease any more, and it stayed open until N's next prune or
+  // lease_max_age_ms, as in seed 19811 for a probe's recovery.
+  it('is released in the shared state before that store closes', async () => {
+    const { redis } = stores;
+    const prefix = 'hb-reclaim:';
+    await redis.command(['FLUSHALL']);
+    const cutLink = await TcpProxy.start(redis.port);
+    const slowLink = await TcpProxy.start(redis.port);
+    const cfg = redis.config(prefix, { node_ttl_ms: 60_000, timeout: 1000 });
+    // No probe in the test's time: P's would wait out its cut link's timeout, S's retake landing meanwhile.
+    const options = { probeMs: 60_000, logEveryMs: 60_000 };
+    const p = new FailoverFleetStore(
+      new RedisFleetStore({ ...cfg, port: cutLink.port }, 'X'),
+      silentLogger,
+      options,
+    );
+    const sShared = new RedisFleetStore({ ...cfg, port: slowLink.port }, 'X');
+    const s = new FailoverFleetStore(sShared, silentLogger, options);
+    const n = new FailoverFleetStore(new RedisFleetStore(cfg, 'X'), silentLogger, options);
+    try {
+      for (const store of [p, s, n]) await store.upsertReplica(vllmSpec(U1));
+      await s.succeed(p);
+      await n.succeed(s);
+      cutLink.cut('refuse');
+      const lease: Lease = { id: 'X-1', url: U1, adapter: null, at: Date.now() };
+      await p.acquire(lease);
+      expect(p.mode?.()).toBe('local');
+      let retaking = () => {};
+      const retakeSent = new Promise<void>((r) => (retaking = r));
+      const retake = sShared.retake.bind(sShared);
+      sShared.retake = (leases: readonly Lease[]) => {
+        if (leases.some((l) => l.id === lease.id)) retaking();
+        return retake(leases);
+      };
+      slowLink.delay(250);
+      await redis.command(['FLUSHALL']);
+      sShared.onStateLost?.();
+      await retakeSent;
+      await p.release(lease.id, Date.now());
+      // P's runtime, then S's, retire into N's (FleetRuntime.closeStore, same state).
+      await p.ownCallsEnded();
+      await n.adopt(p);
+      await p.close();
+      await s.ownCallsEnded();
+      await n.adopt(s);
+      await s.close();
+      // Whatever was on the wire has landed by now (250 ms each way).
+      await pause(700);
+      expect(await redis.command(['HKEYS', `${prefix}lease`])).toEqual([]);
+    } finally {
+      slowLink.restore();
+      cutLink.restore();
+      for (const store of [p, s, n]) await store.close();
+      await slowLink.close();
+      await cutLink.close();
+    }
+  }, 30_000);
+});
+
+// An open edge, found by the mutation run of the hand-back (docs/reliability/mutation-testing.md,
+// "The hand-back at 65ff70a"): skipped, it fails on the code. As above, but S's retake gets no answer
+// within S's timeout (the link slowed to 1.5 s one way as it is sent): the reclaim fails,
+// `handBackEnded` has nothing left to wait for, N adopts P and S and prunes over its own link,
+// and the retake lands after that prune. No store of X holds the lease (P's request ended
+// meanwhile, released locally), and the release S would send after the reply never goes: it stays
+// until N prunes again (its next reclaim, recovery or hand-over) or lease_max_age_ms. A prune over
+// S's own link would come after the retake, but S is superseded: it does not know N's leases, and
+// one N takes over its own link meanwhile would be dropped.
+describe('a reclaim whose retake times out as the store that runs it is adopted', () => {
+  it.skip('leaves no lease of the node in the shared state once the retake lands', async () => {
+    // Fails so (the test run at 65ff70a):
+    //   - Array []
+    //   + Array [
+    //   +   "X-1",
+    //   + ]
+    const { redis } = stores;
+    const prefix = 'hb-retake-late:';
+    await redis.command(['FLUSHALL']);
+    const cutLink = await TcpProxy.start(redis.port);
+    const slowLink = await TcpProxy.start(redis.port);
+    const cfg = redis.config(prefix, { node_ttl_ms: 60_000, timeout: 300 });
+    const options = { probeMs: 60_000, logEveryMs: 60_000 };
+    const p = new FailoverFleetStore(
+      new RedisFleetStore({ ...cfg, port: cutLink.port }, 'X'),
+      silentLogger,
+      options,
+    );
+    const sShared = new RedisFleetStore({ ...cfg, port: slowLink.port }, 'X');
+    const s = new FailoverFleetStore(sShared, silentLogger, options);
+    const n = new FailoverFleetStore(new RedisFleetStore(cfg, 'X'), silentLogger, options);
+    try {
+      for (const store of [p, s, n]) await store.upsertReplica(vllmSpec(U1));
+      await s.succeed(p);
+      await n.succeed(s);
+      cutLink.cut('refuse');
+      const lease: Lease = { id: 'X-1', url: U1, adapter: null, at: Date.now() };
+      await p.acquire(lease);
+      let retaking = () => {};
+      const retakeSent = new Promise<void>((r) => (retaking = r));
+      const retake = sShared.retake.bind(sShared);
+      sShared.retake = (leases: readonly Lease[]) => {
+        if (!leases.some((l) => l.id === lease.id)) return retake(leases);
+        slowLink.delay(1500);
+        const sent = retake(leases);
+        retaking();
+        return sent;
+      };
+      await redis.command(['FLUSHALL']);
+      sShared.onStateLost?.();
+      await retakeSent;
+      await p.release(lease.id, Date.now());
+      await p.ownCallsEnded();
+      await n.adopt(p);
+      await p.close();
+      await s.ownCallsEnded();
+      await n.adopt(s);
+      await s.close();
+      await pause(2500);
+      expect(await redis.command(['HKEYS', `${prefix}lease`])).toEqual([]);
+    } finally {
+      slowLink.restore();
+      cutLink.restore();
+      for (const store of [p, s, n]) await store.close();
+      await slowLink.close();
+      await cutLink.close();
+    }
+  }, 30_000);
+});
+
 // The test above relies on the proxy delivering a command sent just before its client closed, as
 // TCP does (before, a delayed chunk was dropped with its link).
 describe('the test proxy', () => {
