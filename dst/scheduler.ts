@@ -41,14 +41,29 @@ export class Scheduler implements Clock {
    */
   digest = 0;
 
-  constructor(private readonly random: Random) {}
+  constructor(
+    private readonly random: Random,
+    /**
+     * The tie-breaks of `wakeAfter`'s timers (a lease kept young during a load): a stream of their
+     * own, so the draws of every other timer, and the seeds found before they came, stay.
+     */
+    private readonly wakeRandom: Random = random,
+  ) {}
 
   now(): number {
     return this.t;
   }
 
   after(ms: number, fn: () => void): () => void {
-    const ev: Timer = { at: this.t + Math.max(0, ms), key: this.random(), fn, live: true };
+    return this.push(ms, this.random(), fn);
+  }
+
+  wakeAfter(ms: number, fn: () => void): () => void {
+    return this.push(ms, this.wakeRandom(), fn);
+  }
+
+  private push(ms: number, key: number, fn: () => void): () => void {
+    const ev: Timer = { at: this.t + Math.max(0, ms), key, fn, live: true };
     heapPush(this.heap, ev, less);
     return () => {
       ev.live = false;
@@ -137,6 +152,12 @@ export class NodeClock implements Clock {
 
   after(ms: number, fn: () => void): () => void {
     return this.s.after(ms, () => {
+      if (this.alive) fn();
+    });
+  }
+
+  wakeAfter(ms: number, fn: () => void): () => void {
+    return this.s.wakeAfter(ms, () => {
       if (this.alive) fn();
     });
   }

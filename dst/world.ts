@@ -78,7 +78,11 @@ export class World {
   constructor(private readonly schedule: Schedule) {
     this.w = schedule.world;
     this.random = seededRandom(schedule.seed ^ 0x5bd1e995);
-    this.sched = new Scheduler(seededRandom(schedule.seed ^ 0x27d4eb2f));
+    // A stream of its own for the wakes that keep a lease young during a load (Clock.wakeAfter).
+    this.sched = new Scheduler(
+      seededRandom(schedule.seed ^ 0x27d4eb2f),
+      seededRandom(schedule.seed ^ 0x165667b1),
+    );
     this.replicas = new ReplicaSet(this.sched, {
       replicas: this.w.replicas,
       maxLoras: this.w.maxLoadedAdapters + this.w.nodes + 1,

@@ -12,7 +12,8 @@ import type { CallEnds } from './call-end';
 import { clientReason, rejectionReason } from './load-failures';
 import { accessEnd, CallerStopped, within, type AdapterPolicy } from './policy';
 import type { ReplicaWord } from './replica-word';
-import type { Room } from './room';
+import { ROOM_FALLBACK_MS, type Room } from './room';
+import { keepDuring } from './call-keep';
 import type { RoomWants } from './room-wants';
 import type { UnknownNames } from './unknown-names';
 
@@ -44,8 +45,31 @@ export type LoadCallParts = {
 export class LoadCalls {
   constructor(private readonly p: LoadCallParts) {}
 
-  /** Loads it; false if another caller claimed the adapter first. */
+  /**
+   * Loads it; false if another caller claimed the adapter first. The leases it is for (its caller's,
+   * its joiners') are kept young every ROOM_FALLBACK_MS throughout (keepDuring): in its queue behind
+   * another load's room-making, in one unload or replica read of its own, in the load call. That is
+   * lease_max_age_ms / 4 at the smallest allowed (1 s), and a lease younger than half its max age
+   * takes nothing (WaitingLease.keep), so each keep asks a store only when its renewal is due.
+   */
   async load(
+    url: string,
+    adapter: AdapterRef,
+    policy: AdapterPolicy,
+    key: string,
+    victimCost: (v: ResidentAdapter) => number,
+    waited: boolean,
+    beforeLoad?: () => Promise<void>,
+  ): Promise<boolean> {
+    const stop = keepDuring(this.p.clock, ROOM_FALLBACK_MS, policy.keepLease, this.p.log);
+    try {
+      return await this.loadKept(url, adapter, policy, key, victimCost, waited, beforeLoad);
+    } finally {
+      stop();
+    }
+  }
+
+  private async loadKept(
     url: string,
     adapter: AdapterRef,
     policy: AdapterPolicy,
@@ -64,21 +88,17 @@ export class LoadCalls {
     // go idle) the room it waits for is no prefetch's; once claimed, it is resident (`loading`).
     const unwant = this.p.roomWants.add(adapter.name, [url]);
     const fence = await this.p.room.queued
-      .claim(
-        url,
-        adapter.name,
-        () =>
-          // Behind another load's room-making here: that is a wait too.
-          this.p.room.claimSlot(
-            url,
-            adapter.name,
-            policy,
-            deadline,
-            victimCost,
-            waited || this.p.clock.now() > asked,
-            beforeLoad,
-          ),
-        policy.keepLease,
+      .claim(url, adapter.name, () =>
+        // Behind another load's room-making here: that is a wait too.
+        this.p.room.claimSlot(
+          url,
+          adapter.name,
+          policy,
+          deadline,
+          victimCost,
+          waited || this.p.clock.now() > asked,
+          beforeLoad,
+        ),
       )
       .finally(unwant);
     if (fence === null) return false;
@@ -255,10 +275,12 @@ export class LoadCalls {
       }
     }
     // The leases of the requests it is for (its caller's, its joiners') kept young before it turns
-    // `loaded`: one call has no wake to renew on, and a lease aged out under it left the adapter
-    // idle, for another waiter to unload before its request was sent.
+    // `loaded`, a fresh one awaited (the timer's are not): a lease aged out under it left the adapter
+    // idle, for another waiter to unload before its request was sent. A keep that fails is no failure
+    // of the load, which the replica took: its lock is ended.
     const kept = policy.keepLease?.();
-    if (kept) await kept;
+    if (kept)
+      await kept.catch((err: Error) => this.p.log.warn(`could not keep a lease young: ${err.message}`));
     await this.p.ends.finish('load', url, adapter.name, fence, true);
     if (!undo) this.p.ends.record({ url, adapter: adapter.name, op: 'load', ok: true, ms });
     return true;

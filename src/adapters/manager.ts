@@ -40,8 +40,8 @@ export class AdapterManager {
   private flights = new Map<string, Promise<boolean>>();
   /**
    * The leases of the requests awaiting a load under way here, by replica and adapter: that load
-   * keeps them young where it keeps its own caller's (AdapterPolicy.keepLease), since a joiner's
-   * wait has no wake of its own.
+   * keeps them young where and when it keeps its own caller's (AdapterPolicy.keepLease, its timer
+   * too), since a joiner's wait has no wake of its own.
    */
   private joiners = new Map<string, Set<KeepLease>>();
   private readonly claims: PlacementClaims;

@@ -1,9 +1,8 @@
 import type { Fence, ResidentAdapter } from '../fleet/types';
 import { KeyedLock } from '../keyed-lock';
-import type { KeepLease } from './policy';
 
-/** A load queued here: how its wait ends early, and its caller's lease kept young (AdapterPolicy.keepLease). */
-type Queued = { giveUp: () => void; keep?: KeepLease };
+/** A load queued here: how its wait ends early. */
+type Queued = { giveUp: () => void };
 
 /**
  * The loads of this process queued behind a replica's room lock, by replica and adapter. The
@@ -14,8 +13,8 @@ type Queued = { giveUp: () => void; keep?: KeepLease };
  * 7 s, one of 1,821 ms joining it refused 503 "its load is still under way"). So each residents
  * read the holder makes (Room.claimSlot, every ROOM_FALLBACK_MS at most while it waits) ends the
  * queued waits of the adapters it shows there, as their own first look would: no store read more.
- * A queued wait has no wake of its own either: the holder keeps the queued callers' leases young at
- * its wakes (`keeps`), or one aged out while the adapter was loaded elsewhere.
+ * A queued wait has no wake of its own either: its load keeps its callers' leases young on a timer
+ * (LoadCalls.load), even while the holder is inside one unload call or replica read.
  */
 export class RoomQueue {
   /** Serialises room-making per replica within this process. */
@@ -26,12 +25,7 @@ export class RoomQueue {
    * Runs `claim` under the room lock for `url`; null without running it if `name` is read resident
    * there (`seen`) while still queued.
    */
-  async claim(
-    url: string,
-    name: string,
-    claim: () => Promise<Fence | null>,
-    keep?: KeepLease,
-  ): Promise<Fence | null> {
+  async claim(url: string, name: string, claim: () => Promise<Fence | null>): Promise<Fence | null> {
     let locked = false;
     let gaveUp = false;
     let leave = () => {};
@@ -43,7 +37,6 @@ export class RoomQueue {
         gaveUp = true;
         leave();
       },
-      ...(keep ? { keep } : {}),
     };
     here.set(name, mine);
     const claimed = this.lock.run(url, () => {
@@ -56,13 +49,6 @@ export class RoomQueue {
     } finally {
       if (!locked) this.leave(url, name, mine);
     }
-  }
-
-  /** The leases of the loads queued on `url` (their callers' keepLease), for the holder to keep young. */
-  keeps(url: string): KeepLease[] {
-    const keeps: KeepLease[] = [];
-    for (const q of this.queued.get(url)?.values() ?? []) if (q.keep) keeps.push(q.keep);
-    return keeps;
   }
 
   /** The lock's holder read `residents` on `url` (any state): the loads queued for them are done waiting. */

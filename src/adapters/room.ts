@@ -7,7 +7,7 @@ import { PlacedElsewhere } from './claims';
 import { RoomQueue } from './room-queue';
 import { occupyingSlots } from './eviction';
 import { IdleUnload, LOCK_MARGIN_MS } from './idle-unload';
-import { accessEnd, CallerStopped, keepLeases, within, type AdapterPolicy } from './policy';
+import { accessEnd, CallerStopped, within, type AdapterPolicy } from './policy';
 import type { ReplicaWord } from './replica-word';
 import type { UnknownNames } from './unknown-names';
 
@@ -148,8 +148,8 @@ export class Room {
       // No slot claimed yet, so nothing to undo here: the caller gives its lease back.
       await this.waitForRoom();
       waited = true;
-      // With the leases of the loads queued behind this lock: their wait has no wake of its own.
-      const kept = keepLeases([policy.keepLease, ...this.queued.keeps(url)]);
+      // The caller's lease kept young (the loads queued behind this lock keep theirs: LoadCalls.load).
+      const kept = policy.keepLease?.();
       if (kept) await kept;
     }
   }

@@ -131,6 +131,36 @@ describe('a lease outlives the wait for its adapter', () => {
     expect(calls(h)).toEqual(['load x1', 'unload x1', 'load x2']);
   }, 30_000);
 
+  // The same call seen from the store while it runs: the lease was taken at admission, and nothing
+  // renewed it until the load landed, so the sweep reclaimed it mid-call and the store counted no
+  // request on x1 (another node deciding on that count saw none) while its load was still called.
+  it('a load call longer than lease_max_age_ms: the store counts its request while the replica is still loading', async () => {
+    h = await CoreHarness.start(
+      [{ adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 4 * LEASE_MAX_AGE_MS } }],
+      (urls) => ({
+        replicas: urls.map((url) => ({ url })),
+        base_model: 'meta-llama/Llama-3.1-8B-Instruct',
+        adapter_path_template: '/adapters/{name}',
+        max_loaded_adapters: 1,
+        lease_max_age_ms: LEASE_MAX_AGE_MS,
+      }),
+    );
+    const url = h.fleet.urls[0]!;
+    const store = h.rt.store;
+    const x1 = async () => (await store.views([url], { name: 'x1' }))[0]?.adapter;
+    const first = h.chat('x1', 2);
+    await until(async () => (await x1())?.state === 'loading');
+    // Past the lease's max age on the router's clock, then a sweep (each poll reclaims leases past it).
+    const pastAge = h.rt.clock.now() + 1.5 * LEASE_MAX_AGE_MS;
+    await until(async () => h!.rt.clock.now() > pastAge);
+    await h.nextPoll();
+    const mid = await x1();
+    // Still being loaded (the call takes 4 max ages), and the request it is for still counted.
+    expect(mid?.state).toBe('loading');
+    expect(mid?.inFlight ?? 0).toBeGreaterThan(0);
+    expect((await first).status).toBe(200);
+  }, 30_000);
+
   // A request that joins a load its process started without a lease (a prefetch: the manager's
   // ensure, as src/prefetch/prefetcher.ts calls it) awaited that load with no wake to renew on.
   it('a request joining a leaseless load longer than lease_max_age_ms: its adapter is not unloaded for a waiter before its request is sent', async () => {

@@ -148,14 +148,16 @@ describe('the bound, planted away in the real code', () => {
     expect((await runSeed(37)).violation).toBeUndefined();
   }, 30_000);
 
-  // The bound's `>=` turned `>`: a request joins a replica holding exactly its bound.
-  it('seed 12 breaks it with one more let in, and holds without the plant', async () => {
+  // The bound's `>=` turned `>`: a request joins a replica holding exactly its bound. Seed 12 until a
+  // load kept its leases young on a timer during its call (branch call-keep), which renews one there and
+  // moved its schedule; swept with the plant, seeds 19, 30, 37 and 54 of 1-54 break.
+  it('seed 19 breaks it with one more let in, and holds without the plant', async () => {
     proto.holdsNow = function (now, decided) {
       return holdsNow.call(this, now, { ...decided, inFlight: (decided.inFlight ?? 0) - 1 });
     };
-    const planted = await runSeed(12);
+    const planted = await runSeed(19);
     expect(planted.violation?.invariant).toBe(BOUND_INVARIANT);
     proto.holdsNow = holdsNow;
-    expect((await runSeed(12)).violation).toBeUndefined();
+    expect((await runSeed(19)).violation).toBeUndefined();
   }, 30_000);
 });
