@@ -126,6 +126,7 @@ export class LoadCalls {
       const ended = this.p.onLoadCall()?.(url, adapter.name);
       try {
         called = true;
+        policy.loadCalled?.();
         outcome = await this.p.api.loadAdapter(url, adapter.name, adapter.path, callMs);
       } finally {
         ended?.();

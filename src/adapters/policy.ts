@@ -46,6 +46,11 @@ export interface AdapterPolicy {
    */
   beforeUnload?: () => Promise<boolean>;
   /**
+   * Told as this call's load call goes to the replica (not a joined one's): a prefetch's budget
+   * unit is spent from there, whatever the call's answer; taken and no call made, it is given back.
+   */
+  loadCalled?: () => void;
+  /**
    * Keeps the caller's lease young while it waits (src/router/waiting-lease.ts): asked at each wake
    * of a wait for room or for another's load or unload, before a load's lock, before a landed load
    * turns `loaded`, and every ROOM_FALLBACK_MS throughout a load (LoadCalls.load: one replica call

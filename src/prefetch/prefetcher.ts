@@ -206,7 +206,9 @@ export class Prefetcher {
     if (!policy) return 'done';
     const victims = new Set(p.victims);
     /** The unit this call holds: the manager may ask again after a load it lost to another router. */
-    let held = false;
+    let unit = null as BudgetUnit | null;
+    /** Its load call went to the replica: the unit is spent, whatever the call's answer. */
+    let called = false;
     /** The budget refused the unit at a victim's unload: no room was made. */
     let refusedAtUnload = false;
     try {
@@ -227,15 +229,18 @@ export class Prefetcher {
           // the room is made: a victim a request leased meanwhile left no load, and the unit (the
           // fleet's cold-load budget's too) spent for nothing (test/core/review-60.test.ts).
           beforeUnload: async () => {
-            if (held) return true;
+            if (unit) return true;
             if (this.stopped) return false;
             // A spend that fails withholds the unload too; its noRoom reports the prefetch failed.
             const granted = await budget.take().catch(() => undefined);
-            if (granted === false) refusedAtUnload = true;
+            if (granted === null) refusedAtUnload = true;
             if (!granted) return false;
-            held = true;
+            unit = granted;
             return true;
           },
+          // A load call that failed keeps its unit: the replica did the work (and the fleet's
+          // budget bounds the replicas' load work, not the adapters made resident).
+          loadCalled: () => (called = true),
         },
         (v) => count.get(v.name) ?? 0,
         async () => {
@@ -243,9 +248,9 @@ export class Prefetcher {
           if (this.stopped) throw new CallerStopped('load', p.adapter.name, p.url);
           // The plan is a tick old: a request may have begun waiting for room here since.
           if (await this.roomWaited(p.url, p.adapter.name)) throw new RoomWaited();
-          if (held) return;
-          if (!(await budget.take())) throw new OverBudget();
-          held = true;
+          if (unit) return;
+          unit = await budget.take();
+          if (!unit) throw new OverBudget();
         },
       );
       if (outcome === 'loaded') {
@@ -253,15 +258,9 @@ export class Prefetcher {
         this.log.info(
           `prefetched adapter '${p.adapter.name}' on ${p.url} (target ${p.target.toFixed(2)} copies, had ${p.copies})`,
         );
-      } else if (held) {
-        // Another router loaded it here between the spend and the load (a request's cold load):
-        // this call made no load call, and its unit is the tick's to use.
-        budget.giveBack();
       }
     } catch (err) {
       if (err instanceof OverBudget || refusedAtUnload) return 'refused';
-      // Left out before its load began: the unit taken for it is the tick's to use.
-      if (held && (err instanceof CallerStopped || err instanceof RoomWaited)) budget.giveBack();
       if (err instanceof CallerStopped) {
         this.log.info(`prefetch of '${p.adapter.name}' on ${p.url} left out: its runtime was replaced`);
         return 'done';
@@ -273,31 +272,48 @@ export class Prefetcher {
       }
       this.stats.failed++;
       this.log.info(`prefetch of '${p.adapter.name}' on ${p.url} not made: ${(err as Error).message}`);
+    } finally {
+      // Taken, and no load call followed (another router loaded it first, the victim's unload was
+      // withheld or failed, the load lock was refused after the room was made, the call left out):
+      // the unit is the tick's to use, once.
+      if (!called) unit?.giveBack();
     }
     return 'done';
   }
 }
 
+/** A unit of a tick's budget, held by one load; given back at most once. */
+export interface BudgetUnit {
+  /** Back to the tick's spare units; a second call does nothing. */
+  giveBack(): void;
+}
+
 /**
- * The prefetch budget of one tick's loads: units spent in the store, and those a load spent but
- * did not use ('hit' or 'joined': no load call), which the next load takes instead of spending
- * again. A spare unit left at the end of the tick is lost, as it was counted in the store.
+ * The prefetch budget of one tick's loads: units spent in the store, and those a load took but
+ * made no load call for (given back), which the next load takes instead of spending again. A
+ * spare unit left at the end of the tick is lost, as it was counted in the store.
  */
-class TickBudget {
-  spare = 0;
+export class TickBudget {
+  private spareUnits = 0;
   constructor(private readonly spendOne: () => Promise<boolean>) {}
 
-  /** A spare unit, else one from the store; false: refused. */
-  async take(): Promise<boolean> {
-    if (this.spare > 0) {
-      this.spare--;
-      return true;
-    }
-    return this.spendOne();
+  /** Units given back and not taken again. */
+  get spare(): number {
+    return this.spareUnits;
   }
 
-  giveBack(): void {
-    this.spare++;
+  /** A spare unit, else one from the store; null: refused. */
+  async take(): Promise<BudgetUnit | null> {
+    if (this.spareUnits > 0) this.spareUnits--;
+    else if (!(await this.spendOne())) return null;
+    let back = false;
+    return {
+      giveBack: () => {
+        if (back) return;
+        back = true;
+        this.spareUnits++;
+      },
+    };
   }
 }
 

@@ -1,0 +1,202 @@
+/**
+ * A prefetch's budget unit is spent for a load call, or given back to its tick. Each schedule
+ * takes a unit on R1 and then makes no load call there; R2 (its residency read slow, so its unit
+ * is asked later) is planned in the same tick. Counted: the fleet's cold-load units spent in the
+ * store against the load calls in the replica's own log. A unit spent for no call is a cold load
+ * the fleet's requests are refused (429) later in the minute.
+ */
+import { AdapterManager, type AdapterPolicy } from '../../src/adapters/manager';
+import { BackendError } from '../../src/backends/errors';
+import type { LoadOutcome, ReplicaActivity, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
+import { sleep, VirtualClock } from '../../src/clock';
+import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import { silentLogger } from '../../src/log';
+import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../../src/router/cold-budget';
+import { Prefetcher, TickBudget, type PrefetchSettings } from '../../src/prefetch/prefetcher';
+
+const R1 = 'http://r1:8000';
+const R2 = 'http://r2:8000';
+const FLEET = 4;
+
+/** Replicas whose registries follow their loads and unloads; R2 lists its adapters 50 ms late. */
+class Replicas implements ReplicaApi {
+  calls: string[] = [];
+  held = new Map<string, Set<string>>([
+    [R1, new Set()],
+    [R2, new Set()],
+  ]);
+  /** Adapters R1 reports running (its fresh word before an unload). */
+  busy: string[] = [];
+  failUnload = false;
+  failLoad = false;
+  constructor(private readonly clock: VirtualClock) {}
+  async scrape(): Promise<never> {
+    throw new Error('not used');
+  }
+  async loadAdapter(url: string, name: string): Promise<LoadOutcome> {
+    this.calls.push(`load ${name}@${url}`);
+    await sleep(this.clock, 300);
+    if (this.failLoad && url === R1) throw new BackendError('http', `load of ${name} failed`, 500);
+    this.held.get(url)!.add(name);
+    return 'loaded';
+  }
+  async unloadAdapter(url: string, name: string): Promise<UnloadOutcome> {
+    this.calls.push(`unload ${name}@${url}`);
+    if (this.failUnload) throw new BackendError('http', `unload of ${name} refused`, 500);
+    this.held.get(url)!.delete(name);
+    return 'unloaded';
+  }
+  async activity(url: string): Promise<ReplicaActivity> {
+    return { busy: url === R1 ? this.busy : [] };
+  }
+  async residency(url: string): Promise<{ name: string; path: string }[]> {
+    if (url === R2) await sleep(this.clock, 50);
+    return [...this.held.get(url)!].map((name) => ({ name, path: `/a/${name}` }));
+  }
+}
+
+const policy: AdapterPolicy = {
+  maxLoadedAdapters: 1,
+  loadTimeoutMs: 1000,
+  queueTimeoutMs: 500,
+  backoffBaseMs: 1000,
+  backoffMaxMs: 8000,
+  isStatic: () => false,
+};
+/** One prefetch load a minute (a quarter of the fleet's four). */
+const on: PrefetchSettings = {
+  enabled: true,
+  halfLifeMs: 60_000,
+  intervalMs: 1000,
+  hysteresis: 0.5,
+  evictFactor: 2,
+  loadsPerMinute: 10,
+  coldLoadsPerMinute: FLEET,
+  staleAfterMs: 10_000,
+};
+
+/** R1 holds `r1` (or nothing), R2 nothing; `a` is in demand on both. */
+async function world(r1: string[]) {
+  const clock = new VirtualClock();
+  const store = new MemoryFleetStore();
+  const api = new Replicas(clock);
+  for (const url of [R1, R2]) {
+    const registry = url === R1 ? r1 : [];
+    for (const name of registry) api.held.get(url)!.add(name);
+    await store.upsertReplica({ url, backend: 'vllm', priority: 0 });
+    await store.applySnapshot(url, {
+      at: 0,
+      ok: true,
+      load: { waiting: 0, running: 0, activeAdapters: [], malformedLines: 0 },
+      registry: registry.map((name) => ({ name, path: `/a/${name}` })),
+      managed: () => true,
+    });
+  }
+  const manager = new AdapterManager(store, api, clock, silentLogger);
+  const prefetcher = new Prefetcher(store, manager, clock, silentLogger, () => policy);
+  prefetcher.configure(on);
+  for (let i = 0; i < 40; i++) prefetcher.observe({ name: 'a', path: '/a/a' }, [R1, R2], -1000);
+  const tick = async () => {
+    const t = prefetcher.maybeTick();
+    await clock.run();
+    await t;
+  };
+  /** The fleet's cold loads spent this minute: what requests are refused from the budget. */
+  const fleetSpent = async () => {
+    let granted = 0;
+    for (let i = 0; i < FLEET; i++)
+      if ((await store.spendBudget(FLEET_BUDGET_KEY, FLEET, COLD_LOAD_WINDOW_MS, clock.now())) === 0)
+        granted++;
+    return FLEET - granted;
+  };
+  const loadCalls = () => api.calls.filter((c) => c.startsWith('load '));
+  return { clock, store, api, manager, prefetcher, tick, fleetSpent, loadCalls };
+}
+
+describe("a prefetch's unit taken for R1, where no load call follows, goes to R2's load", () => {
+  it('the replica reports the victim busy after its unload lock (and the unit) was granted', async () => {
+    const w = await world(['b']);
+    w.api.busy = ['b'];
+    await w.tick();
+    // One cold load of the fleet's spent, for R2's load call.
+    expect(await w.fleetSpent()).toBe(w.loadCalls().length);
+    expect(w.loadCalls()).toEqual([`load a@${R2}`]);
+  });
+
+  it("the replica refuses the victim's unload", async () => {
+    const w = await world(['b']);
+    w.api.failUnload = true;
+    await w.tick();
+    expect(w.api.calls).toContain(`unload b@${R1}`);
+    // One cold load of the fleet's spent, for R2's load call.
+    expect(await w.fleetSpent()).toBe(w.loadCalls().length);
+    expect(w.loadCalls()).toEqual([`load a@${R2}`]);
+  });
+
+  it("the room was made, then another router's load took the slot: the load lock is refused", async () => {
+    const w = await world(['b']);
+    const begin = w.store.beginLoad.bind(w.store);
+    let first = true;
+    jest.spyOn(w.store, 'beginLoad').mockImplementation(async (url, adapter, at, limit) => {
+      if (first && url === R1) {
+        first = false;
+        // A request on another node loads `c` into the room b left.
+        await begin(R1, 'c', at, limit);
+      }
+      return begin(url, adapter, at, limit);
+    });
+    await w.tick();
+    expect(w.api.calls).toContain(`unload b@${R1}`);
+    // One cold load of the fleet's spent, for R2's load call.
+    expect(await w.fleetSpent()).toBe(w.loadCalls().length);
+    expect(w.loadCalls()).toEqual([`load a@${R2}`]);
+  });
+
+  it("another router's load of the same adapter got the lock first and holds it past the prefetch's wait", async () => {
+    const w = await world([]);
+    const begin = w.store.beginLoad.bind(w.store);
+    let first = true;
+    jest.spyOn(w.store, 'beginLoad').mockImplementation(async (url, adapter, at, limit) => {
+      if (first && url === R1) {
+        first = false;
+        // Its load call is slow: the lock outlasts the prefetch's wait for it.
+        await begin(R1, adapter, at, limit);
+      }
+      return begin(url, adapter, at, limit);
+    });
+    await w.tick();
+    // One cold load of the fleet's spent, for R2's load call.
+    expect(await w.fleetSpent()).toBe(w.loadCalls().length);
+    expect(w.loadCalls()).toEqual([`load a@${R2}`]);
+  });
+});
+
+describe('a unit whose load call was sent is spent', () => {
+  it('a load call that failed keeps its unit: R2 is refused for the minute', async () => {
+    const w = await world([]);
+    w.api.failLoad = true;
+    await w.tick();
+    expect(w.loadCalls()).toEqual([`load a@${R1}`]);
+    expect(w.prefetcher.stats).toMatchObject({ failed: 1, overBudget: 1 });
+    expect(await w.fleetSpent()).toBe(1);
+  });
+});
+
+describe('TickBudget', () => {
+  it('takes a unit given back before the store, and a unit comes back once however often it is given back', async () => {
+    let spent = 0;
+    const budget = new TickBudget(async () => ++spent <= 1);
+    const unit = await budget.take();
+    expect(unit).not.toBeNull();
+    unit!.giveBack();
+    unit!.giveBack();
+    expect(budget.spare).toBe(1);
+    const again = await budget.take();
+    expect(again).not.toBeNull();
+    expect(spent).toBe(1);
+    // The one spare is gone; the store's one unit too.
+    expect(await budget.take()).toBeNull();
+    unit!.giveBack();
+    expect(budget.spare).toBe(0);
+  });
+});
