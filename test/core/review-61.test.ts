@@ -4,11 +4,16 @@
  * `pendingReleases`. Those travel with the store's records to its successor (`adopt`), which sends
  * them over its own link: ahead of the retake still on the old link.
  */
+import { AdapterManager } from '../../src/adapters/manager';
+import type { LoadOutcome, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
+import { sleep, VirtualClock } from '../../src/clock';
+import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { Lease } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { TcpProxy } from '../../harness/net/tcp-proxy';
+import { adapterPolicy } from '../helpers/adapter-policy';
 import { useRedisStores } from '../helpers/redis-stores';
 import { vllmSpec } from './helpers';
 
@@ -132,4 +137,48 @@ describe("a shared lease whose retake over a successor's link times out", () => 
       await slowLink.close();
     }
   }, 30_000);
+});
+
+// Suspicion on 39a1f16 (keepDuring): a joiner that gave up on a load still under way (its own
+// bound passed) is asked no more by that load's timer: a fresh lease taken then would be for a
+// request already answered, never given back.
+describe('a request that gave up on a load it joined', () => {
+  it("is asked no more by that load's timer", async () => {
+    const clock = new VirtualClock();
+    const store = new MemoryFleetStore();
+    await store.upsertReplica({ url: U1, backend: 'vllm', priority: 0 });
+    await store.applySnapshot(U1, { at: 0, ok: true, registry: [] });
+    const api = {
+      scrape: () => Promise.reject(new Error('not used')),
+      loadAdapter: async (): Promise<LoadOutcome> => {
+        await sleep(clock, 5000);
+        return 'loaded';
+      },
+      unloadAdapter: async (): Promise<UnloadOutcome> => 'unloaded',
+    } as ReplicaApi;
+    const mgr = new AdapterManager(store, api, clock, silentLogger);
+    const a = { name: 'a', path: '/adapters/a' };
+    const load = mgr.ensure(U1, a, adapterPolicy({ loadTimeoutMs: 10_000 }));
+    await clock.run(clock.now() + 100);
+    const asked: number[] = [];
+    const joined = mgr.ensure(
+      U1,
+      a,
+      adapterPolicy({
+        queueTimeoutMs: 100,
+        loadTimeoutMs: 1000,
+        keepLease: () => void asked.push(clock.now()),
+      }),
+    );
+    let gaveUpAt = Infinity;
+    const outcome = joined.catch((err: Error) => {
+      gaveUpAt = clock.now();
+      return err.message;
+    });
+    await clock.run();
+    expect(await load).toBe('loaded');
+    expect(await outcome).toMatch(/still under way|wait/);
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.filter((t) => t >= gaveUpAt)).toEqual([]);
+  });
 });
