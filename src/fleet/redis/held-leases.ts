@@ -22,6 +22,11 @@ export interface HeldLease {
   lease: Lease;
   shared: boolean;
   uncertain?: boolean;
+  /**
+   * The link of a retake of it that got no answer (`retakeUnanswered`): its release goes there too,
+   * behind that retake, which may still land after a release sent over another link.
+   */
+  retakenOn?: SharedStore;
 }
 
 export class HeldLeases {
@@ -105,13 +110,18 @@ export class HeldLeases {
    * the retake, so whichever lands it stays open nowhere. Before, a superseded store's reclaim whose
    * retake landed after its successor's prune left it open until lease_max_age_ms
    * (test/core/hand-back-close.test.ts). One still held may be counted there now: its release goes
-   * there too once it ends (`uncertain`), as after an acquire with no answer.
+   * on this link too once it ends (`retakenOn`), shared or not. Before, a local one's waited in
+   * `pendingReleases`, which a successor adopts and sends over its own link, and a shared one's went
+   * over its store's link: each ahead of the retake (test/core/review-61.test.ts).
    */
   private async retakeUnanswered(shared: SharedStore, batch: [string, HeldLease][]): Promise<void> {
     const ended: string[] = [];
     for (const [id, m] of batch) {
       if (this.mine.get(id) !== m) ended.push(id);
-      else if (!m.shared) m.uncertain = true;
+      else {
+        if (!m.shared) m.uncertain = true;
+        m.retakenOn = shared;
+      }
     }
     const now = this.clock.now();
     await Promise.all(
