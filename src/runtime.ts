@@ -326,8 +326,8 @@ export class FleetRuntime {
     const ownCallsEnded = Promise.all([this.prefetcher.stop(), this.pollTrim.stop()]);
     next.predecessors = [...next.predecessors, this, ...this.predecessors];
     // Same replicas: an unload this runtime has under way is this node's to keep its decisions off.
-    next.manager.ownUnloads.inherit(this.manager.ownUnloads);
     const sameState = next.stateKey === this.stateKey;
+    next.manager.ownUnloads.inherit(this.manager.ownUnloads, sameState);
     // Other state: until the decisions under way here end, and for the hold-off after, the new
     // state unloads nothing: peers may still decide on the old state (Kong pushes a
     // configuration to its nodes in turn), where this node cannot see their requests.

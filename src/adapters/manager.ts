@@ -199,7 +199,12 @@ export class AdapterManager {
         // Another process (sharing the store) is loading or unloading it: wait and look again.
         if (this.clock.now() >= deadline)
           throw state === 'loading' ? loadWaitRanOut(adapter.name, url) : errors.noRoom(adapter.name, url, 1);
-        await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
+        // An unload is a wait for room: on a runtime replaced by one on other state it ends at once,
+        // decided again there (RuntimeReplaced). This store is polled no more, so the end of this
+        // node's own unload it missed would read `unloading` until the deadline (dst seed 741908
+        // under another timer order: 503 after 11 s).
+        if (state === 'unloading') await this.waitForRoom();
+        else await this.roomChanged.wait(this.clock, ROOM_FALLBACK_MS);
         waited = true;
         // The caller's lease kept young meanwhile (AdapterPolicy.keepLease).
         const kept = policy.keepLease?.();

@@ -17,7 +17,10 @@ import type { ReplicaView, ResidencyState } from '../fleet/types';
  * back after an outage (`sharedAgain`), reads them `unloading` until a poll begun after that.
  *
  * A runtime that replaced another of this process (a `redis` record change) reads the older one's
- * too: the replicas are the same (`inherit`).
+ * too: the replicas are the same (`inherit`). A poll tells only the runtimes on its own shared
+ * state: one on other state writes nothing to the older one's store, which may still read the
+ * adapter `loaded` for a decision left there (dst seed 741908 under another timer order: node 1's
+ * poll on the new state, then a request still deciding on the old one proxied onto its own unload).
  */
 export class OwnUnloads {
   /** Unload calls under way, per replica and adapter. */
@@ -27,7 +30,9 @@ export class OwnUnloads {
   /** Per replica and adapter: when an unload of this node last ended done (recorded or not). */
   private readonly done = new Map<string, Map<string, number>>();
   /** Those of the runtimes this one replaced, while they may still read `unloading` somewhere. */
-  private older: OwnUnloads[] = [];
+  private older: { unloads: OwnUnloads; sameState: boolean }[] = [];
+  /** Per replica: when the latest poll written to this runtime's store began. */
+  private readonly polledFrom = new Map<string, number>();
   /** Its runtime stepped down and its decisions ended: it begins no more unloads. */
   private retired = false;
 
@@ -64,9 +69,12 @@ export class OwnUnloads {
     for (const [url, m] of this.done) for (const name of m.keys()) latest(this.lost, url, name, at);
   }
 
-  /** This runtime replaced `pred`'s (a `redis` record change): `pred`'s unloads are this node's too. */
-  inherit(pred: OwnUnloads): void {
-    this.older.push(pred);
+  /**
+   * This runtime replaced `pred`'s (a `redis` record change): `pred`'s unloads are this node's too.
+   * `sameState`: both on one shared state, so this one's polls are `pred`'s too.
+   */
+  inherit(pred: OwnUnloads, sameState = true): void {
+    this.older.push({ unloads: pred, sameState });
     // Kept here: the older runtime is dropped once idle, and a later outage may still lose these.
     for (const [url, m] of pred.done) for (const [name, at] of m) latest(this.done, url, name, at);
   }
@@ -78,37 +86,58 @@ export class OwnUnloads {
 
   /**
    * A poll of `url` begun at `startedAt` was applied: unloads that ended before it are read there
-   * now. Polling moves to the newest runtime, so it tells the older ones.
+   * now. Polling moves to the newest runtime, so it tells the older ones on its shared state.
    */
   polled(url: string, startedAt: number): void {
+    this.polledFrom.set(url, Math.max(startedAt, this.polledFrom.get(url) ?? -Infinity));
     const m = this.lost.get(url);
     if (m) {
       for (const [name, at] of m) if (at <= startedAt) m.delete(name);
       if (m.size === 0) this.lost.delete(url);
     }
     if (this.older.length === 0) return;
-    for (const o of this.older) o.polled(url, startedAt);
-    this.older = this.older.filter((o) => !o.retired || !o.idle());
+    // On other state the older store got nothing from this poll: its entries stay for its decisions.
+    for (const o of this.older) if (o.sameState) o.unloads.polled(url, startedAt);
+    const since = (u: string) => this.polledFrom.get(u) ?? -Infinity;
+    this.older = this.older.filter(
+      (o) => !o.unloads.retired || (o.sameState ? !o.unloads.idle() : o.unloads.pending(since)),
+    );
+  }
+
+  /** Whether an unload here or in a runtime replaced is under way, or ended after `since` of its replica. */
+  private pending(since: (url: string) => number): boolean {
+    if (this.under.size > 0) return true;
+    for (const [url, m] of this.lost) for (const at of m.values()) if (at > since(url)) return true;
+    return this.older.some((o) => o.unloads.pending(since));
   }
 
   /** Nothing unloading here nor in the runtimes replaced (the request path's usual case: nothing allocated). */
   private idle(): boolean {
     if (this.under.size > 0 || this.lost.size > 0) return false;
-    for (let i = 0; i < this.older.length; i++) if (!this.older[i]!.idle()) return false;
+    for (let i = 0; i < this.older.length; i++) if (!this.older[i]!.unloads.idle()) return false;
     return true;
   }
 
   /** An unload of `name` on `url` under way here or in a runtime replaced. */
   private underWay(url: string, name: string): boolean {
     if (this.under.get(url)?.has(name) === true) return true;
-    for (let i = 0; i < this.older.length; i++) if (this.older[i]!.underWay(url, name)) return true;
+    for (let i = 0; i < this.older.length; i++) if (this.older[i]!.unloads.underWay(url, name)) return true;
     return false;
   }
 
-  /** An unload of `name` on `url` ended done, its end unrecorded and no poll begun since. */
-  private unpolled(url: string, name: string): boolean {
-    if (this.lost.get(url)?.has(name) === true) return true;
-    for (let i = 0; i < this.older.length; i++) if (this.older[i]!.unpolled(url, name)) return true;
+  /**
+   * An unload of `name` on `url` ended done, its end unrecorded and no poll begun since. `since`:
+   * past a runtime on other state, when the reader's own store was last polled (undefined before):
+   * the older runtime's entries stay until its own store is polled, not the reader's.
+   */
+  private unpolled(url: string, name: string, since?: number): boolean {
+    const at = this.lost.get(url)?.get(name);
+    if (at !== undefined && (since === undefined || at > since)) return true;
+    for (let i = 0; i < this.older.length; i++) {
+      const o = this.older[i]!;
+      const from = o.sameState ? since : (since ?? this.polledFrom.get(url) ?? -Infinity);
+      if (o.unloads.unpolled(url, name, from)) return true;
+    }
     return false;
   }
 

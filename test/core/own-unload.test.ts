@@ -127,3 +127,104 @@ it('a request for an adapter this node is unloading is not routed there when Red
   expect(answer.status === 200 ? 'served' : answer.text).toBe('served');
   expect((await forB).status).toBe(200);
 }, 30_000);
+
+it('a request waiting on the old runtime for its own unload whose end Redis lost is not routed there after a `redis` record change to other state polls the replica', async () => {
+  // dst seed 741908 under another timer order: node 1 unloaded `med` (its end lost to a FLUSHALL),
+  // moved to db 1, and a request still deciding on db 0 read the stale `loaded` there once the
+  // db 1 poll had cleared the node's own record of the unload: vLLM's 404.
+  fleet = await SimFleet.start([{ adapterDirs: ['/adapters'], timeScale: 1, engine: { loadBaseMs: 20 } }]);
+  const url = fleet.urls[0]!;
+  const config = (prefix: string) =>
+    parseRouterConfig({
+      replicas: [{ url }],
+      base_model: BASE,
+      adapter_path_template: '/adapters/{name}',
+      max_loaded_adapters: 1,
+      queue_timeout_ms: 10_000,
+      redis: redis.config(prefix, { node_ttl_ms: 1000, timeout: 500 }),
+    });
+  const runtime = (prefix: string) =>
+    new FleetRuntime({
+      log: silentLogger,
+      redis: redis.config(prefix, { node_ttl_ms: 1000, timeout: 500 }),
+      poller: { intervalMs: 50, timeoutMs: 500 },
+    });
+  const [pOld, pNew] = [`ou${randomBytes(4).toString('hex')}:`, `ou${randomBytes(4).toString('hex')}:`];
+  rt = runtime(pOld);
+  const node = rt;
+  const router = new RouterService(config(pOld), node);
+  await waitFor(() => node.poller.stats.polls > 1, 5000, 'first polls');
+  expect((await sendVia(router, '/v1/chat/completions', chatBody('a'))).status).toBe(200);
+
+  // The unload of `a` that a request for `b` makes is held before it reaches the replica.
+  let held!: () => void;
+  const unloadHeld = new Promise<void>((resolve) => (held = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const unloadAdapter = node.api.unloadAdapter.bind(node.api);
+  node.api.unloadAdapter = async (u, name, timeoutMs) => {
+    held();
+    await released;
+    return unloadAdapter(u, name, timeoutMs);
+  };
+  const forB = sendVia(router, '/v1/chat/completions', chatBody('b'));
+  forB.catch(() => undefined);
+  await unloadHeld;
+  // Redis loses the unload; a poll writes `a` back loaded.
+  await redis.command(['FLUSHALL']);
+  await waitFor(
+    async () => (await node.store.views([url], { name: 'a' }))[0]?.adapter?.state === 'loaded',
+    10_000,
+    'a poll writing `a` back loaded',
+  );
+  // A request for `a` waits on the old runtime for the node's own unload.
+  let waiting!: () => void;
+  const waits = new Promise<void>((resolve) => (waiting = resolve));
+  const wait = node.manager.roomChanged.wait.bind(node.manager.roomChanged);
+  node.manager.roomChanged.wait = (...args) => {
+    waiting();
+    return wait(...args);
+  };
+  const decided = router.route({
+    path: '/v1/chat/completions',
+    body: Buffer.from(JSON.stringify(chatBody('a'))),
+  });
+  await Promise.race([decided, waits]);
+
+  // The `redis` record changes to other state; the new runtime polls the replica.
+  const next = runtime(pNew);
+  new RouterService(config(pNew), next);
+  const retired = node.retire(next);
+  retired.catch(() => undefined);
+  // The replica drops `a`; its end is refused by the old store (the lock was flushed).
+  release();
+  await waitFor(
+    () =>
+      fleet!.replicas[0]!.adapterLog().some((e) => e.op === 'unload' && e.name === 'a' && e.status === 200),
+    5000,
+    'the replica dropping `a`',
+  );
+  const polls = next.poller.stats.polls;
+  await waitFor(() => next.poller.stats.polls > polls + 1, 5000, 'the new runtime polling after the drop');
+  const outcome = await decided;
+  try {
+    expect(outcome.kind).toBe('proxy');
+    if (outcome.kind !== 'proxy') return;
+    const res = await fetch(`${outcome.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: outcome.body ?? JSON.stringify(chatBody('a')),
+      signal: AbortSignal.timeout(20_000),
+    });
+    const answer = { status: res.status, text: await res.text() };
+    await router.finish(outcome.leaseId, answer.status);
+    // The wait for the unload ended as a wait for room does there: decided again on the new
+    // runtime, not left reading `unloading` in a store no poll reads again (503 at the deadline).
+    expect(outcome.leaseId.startsWith(`${next.leasePrefix}-`)).toBe(true);
+    // vLLM's 404 "The model `a` does not exist." on unchanged code: decided on the old store's stale `loaded`.
+    expect(answer.status === 200 ? 'served' : answer.text).toBe('served');
+  } finally {
+    next.stop();
+    await next.store.close?.();
+  }
+}, 30_000);

@@ -112,4 +112,44 @@ describe('OwnUnloads', () => {
     next.overlay(views, 'a');
     expect(views[0]!.adapter?.state).toBe('loaded');
   });
+
+  it('a poll by a runtime that replaced another on other state leaves the older one reading its unload `unloading`', () => {
+    // dst seed 741908 under another timer order: node 1 unloaded `med` on db 0 (its end lost to a
+    // FLUSHALL), moved to db 1, and its db 1 poll let a request still deciding on db 0 read the
+    // stale `loaded` there and be proxied to a replica without `med`.
+    const old = new OwnUnloads();
+    const next = new OwnUnloads();
+    old.begin(R, 'a');
+    old.ended(R, 'a', 100, false);
+    old.end(R, 'a');
+    next.inherit(old, false);
+    expect(next.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    next.polled(R, 200);
+    // The new store was read afresh; the old one was not, and a decision there still reads it.
+    expect(next.stateOf(R, 'a', 'loaded')).toBe('loaded');
+    expect(old.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    // Its own store polled again (a round under way at the change): read there too.
+    old.polled(R, 150);
+    expect(old.stateOf(R, 'a', 'loaded')).toBe('loaded');
+    // Retired with nothing the newer store lacks: dropped, the newer one idle again.
+    old.retire();
+    next.polled(R, 300);
+    expect(next.unloading(R, 'a')).toBe(false);
+  });
+
+  it('a runtime on other state reads an older one’s unload ended after its own last poll', () => {
+    const old = new OwnUnloads();
+    const next = new OwnUnloads();
+    next.inherit(old, false);
+    next.polled(R, 50);
+    old.begin(R, 'a');
+    old.ended(R, 'a', 100, false);
+    old.end(R, 'a');
+    old.retire();
+    // Its poll began before the end: kept through the retirement.
+    next.polled(R, 60);
+    expect(next.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    next.polled(R, 100);
+    expect(next.stateOf(R, 'a', 'loaded')).toBe('loaded');
+  });
 });
