@@ -182,8 +182,10 @@ export interface FleetStore {
   /** Shared stores: stop listening for the fleet's changes (a retired store decides nothing). */
   unsubscribe?(): void;
   /**
-   * Failover stores: called as decisions are shared again after an outage. The shared state may
-   * have come back from an older copy (a snapshot, a Sentinel replica that missed writes).
+   * Failover stores: called as decisions are shared again after an outage, and when the shared
+   * state is found emptied or on another server (a heartbeat may see a restart no decision saw
+   * fail). The shared state may have come back from an older copy (a snapshot, a Sentinel replica
+   * that missed writes).
    */
   onSharedAgain?: (() => void) | null;
   /** Shared stores: which store decides now, for status and metrics. */

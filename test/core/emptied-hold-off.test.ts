@@ -58,4 +58,19 @@ describe('FailoverFleetStore: a node that found the shared state emptied', () =>
     expect(s.undoHeldOff(1)).toBe(false);
     expect(await s.beginUnload(U, 'sql', t.now, 60_000)).toBe(7);
   });
+
+  // The simulation's seed 1534246: Redis restarted from an older snapshot, and the node's heartbeat was
+  // the first call to find another server answering; no decision failed, so no outage ended. Its own
+  // unloads the snapshot predates must read `unloading` (own-unloads.ts `sharedAgain`) as after an outage.
+  it('tells onSharedAgain when a heartbeat, not a decision, found the state emptied or on another server', async () => {
+    const clock: Clock = { now: () => 10_000, after: () => () => undefined };
+    const { shared } = emptiedOnce();
+    const s = new FailoverFleetStore(shared, silentLogger, { probeMs: PROBE_MS, logEveryMs: 60_000 }, clock);
+    let told = 0;
+    s.onSharedAgain = () => told++;
+    await s.views([U]);
+    expect(told).toBe(0);
+    shared.onStateLost?.(); // the heartbeat's ServerSwitched (redis-store.ts `heartbeat`)
+    expect(told).toBe(1);
+  });
 });

@@ -4099,6 +4099,46 @@ describe("a request proxied for an adapter finds it there: the node's own unload
   }, 30_000);
 });
 
+describe("a request proxied for an adapter finds it there: the node's own unload rolled back by a restart its heartbeat saw", () => {
+  // Seed 1534246 (--keep 1,2,3,6,8,9,11): node 1 unloads `code` from replica-0 (its end recorded at
+  // 844 ms). Redis restarts at 1,288 ms (down 29 ms) from its oldest snapshot, where `code` is
+  // `loaded` on replica-0. No decision of node 1 saw the restart fail: its heartbeat of 1,375 ms was
+  // the first call to find another server answering (`run_id`), and the store took its state there
+  // again (`reclaim`) without telling own-unloads that the shared state was back, so node 1's request
+  // for `code` of 1,387 ms read it `loaded` there and got a 404. Unseeded (before the fix) the first
+  // run found the same on node 0 (`med`, unloaded at 710 ms, its request at 1,392 ms). Fix: a state
+  // found emptied or on another server (`Outage.stateEmptied`) tells `onSharedAgain` as an outage's end does.
+  it("seed 1534246: a node's own unload, recorded, then lost to a restart seen only by its heartbeat", async () => {
+    await holds(
+      1534246,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 144, kind: 'request', node: 2, adapter: -1, tokens: 31, prompt: 517 },
+        { at: 153, kind: 'request', node: 2, adapter: 5, tokens: 1, prompt: 1550 },
+        { at: 256, kind: 'request', node: 0, adapter: 7, tokens: 1, prompt: 190 },
+        { at: 830, kind: 'request', node: 1, adapter: 9, tokens: 4, prompt: 1806 },
+        { at: 1004, kind: 'request', node: 0, adapter: 8, tokens: 2, prompt: 452 },
+        { at: 1213, kind: 'request', node: 1, adapter: 5, tokens: 5, prompt: 1807 },
+        { at: 1288, kind: 'redis-restart', empty: false, downMs: 29 },
+      ],
+    );
+  }, 30_000);
+});
+
 describe('a request is sent or refused within its access bound: a lease aged out under a live wait for room', () => {
   // Seed 1251595 (all 98 actions: shrinking keeps 97; the emptied passes' shape, 74 FLUSHALLs at
   // 335-513 ms, none later; node_ttl_ms 500, two replicas of one slot, loads of 1.5 s,

@@ -59,7 +59,10 @@ export class Outage {
     private readonly handBack: () => Promise<boolean>,
   ) {}
 
-  /** Told as decisions are shared again, before any is made (FleetStore's `onSharedAgain`). */
+  /**
+   * Told as decisions are shared again, before any is made, and when the shared state is found
+   * emptied or on another server (FleetStore's `onSharedAgain`).
+   */
   onSharedAgain: (() => void) | null = null;
 
   get degraded(): boolean {
@@ -185,10 +188,13 @@ export class Outage {
    * after an outage. Until every node took its leases again and the locks lost are ended or
    * re-begun, another node's load of the same adapter may be under way unseen, answered "already
    * loaded" with its request sent, and the after-load undo, which asks no store, would go under it
-   * (the simulation's seed 1012214: 1.1 s after a FLUSHALL).
+   * (the simulation's seed 1012214: 1.1 s after a FLUSHALL). It is back as after an outage too
+   * (`onSharedAgain`): a restart from an older snapshot that only a heartbeat saw (no decision
+   * failed, no outage ends) may have lost this node's unload ends (the simulation's seed 1534246).
    */
   stateEmptied(): void {
     this.backSince = this.clock.now();
+    this.onSharedAgain?.();
   }
 
   /**
