@@ -15,8 +15,7 @@ import { TcpProxy } from '../../harness/net/tcp-proxy';
 import { waitFor } from '../../harness/wait';
 import { useRedisStores } from '../helpers/redis-stores';
 import { snapshotWithA, vllmSpec } from './helpers';
-
-const U1 = 'http://10.0.0.1:8000';
+import { startStoreLine, U1 } from './store-line';
 
 const stores = useRedisStores();
 
@@ -116,58 +115,21 @@ describe('a reclaim under way as the store that runs it is adopted', () => {
   // no store of X held the lease any more, and it stayed open until N's next prune or
   // lease_max_age_ms, as in seed 19811 for a probe's recovery.
   it('is released in the shared state before that store closes', async () => {
-    const { redis } = stores;
-    const prefix = 'hb-reclaim:';
-    await redis.command(['FLUSHALL']);
-    const cutLink = await TcpProxy.start(redis.port);
-    const slowLink = await TcpProxy.start(redis.port);
-    const cfg = redis.config(prefix, { node_ttl_ms: 60_000, timeout: 1000 });
-    // No probe in the test's time: P's would wait out its cut link's timeout, S's retake landing meanwhile.
-    const options = { probeMs: 60_000, logEveryMs: 60_000 };
-    const p = new FailoverFleetStore(
-      new RedisFleetStore({ ...cfg, port: cutLink.port }, 'X'),
-      silentLogger,
-      options,
-    );
-    const sShared = new RedisFleetStore({ ...cfg, port: slowLink.port }, 'X');
-    const s = new FailoverFleetStore(sShared, silentLogger, options);
-    const n = new FailoverFleetStore(new RedisFleetStore(cfg, 'X'), silentLogger, options);
+    const line = await startStoreLine(stores.redis, 'hb-reclaim:', { timeoutMs: 1000, cutP: true });
     try {
-      for (const store of [p, s, n]) await store.upsertReplica(vllmSpec(U1));
-      await s.succeed(p);
-      await n.succeed(s);
-      cutLink.cut('refuse');
-      const lease: Lease = { id: 'X-1', url: U1, adapter: null, at: Date.now() };
-      await p.acquire(lease);
-      expect(p.mode?.()).toBe('local');
-      let retaking = () => {};
-      const retakeSent = new Promise<void>((r) => (retaking = r));
-      const retake = sShared.retake.bind(sShared);
-      sShared.retake = (leases: readonly Lease[]) => {
-        if (leases.some((l) => l.id === lease.id)) retaking();
-        return retake(leases);
-      };
-      slowLink.delay(250);
-      await redis.command(['FLUSHALL']);
-      sShared.onStateLost?.();
+      await line.takeLease();
+      expect(line.p.mode?.()).toBe('local');
+      const retakeSent = line.onRetake(250);
+      await line.emptyState();
       await retakeSent;
-      await p.release(lease.id, Date.now());
-      // P's runtime, then S's, retire into N's (FleetRuntime.closeStore, same state).
-      await p.ownCallsEnded();
-      await n.adopt(p);
-      await p.close();
-      await s.ownCallsEnded();
-      await n.adopt(s);
-      await s.close();
+      await line.p.release(line.lease.id, Date.now());
+      await line.retireP();
+      await line.retireS();
       // Whatever was on the wire has landed by now (250 ms each way).
       await pause(700);
-      expect(await redis.command(['HKEYS', `${prefix}lease`])).toEqual([]);
+      expect(await line.leaseKeys()).toEqual([]);
     } finally {
-      slowLink.restore();
-      cutLink.restore();
-      for (const store of [p, s, n]) await store.close();
-      await slowLink.close();
-      await cutLink.close();
+      await line.close();
     }
   }, 30_000);
 });
@@ -189,56 +151,19 @@ describe('a reclaim whose retake times out as the store that runs it is adopted'
     //   + Array [
     //   +   "X-1",
     //   + ]
-    const { redis } = stores;
-    const prefix = 'hb-retake-late:';
-    await redis.command(['FLUSHALL']);
-    const cutLink = await TcpProxy.start(redis.port);
-    const slowLink = await TcpProxy.start(redis.port);
-    const cfg = redis.config(prefix, { node_ttl_ms: 60_000, timeout: 300 });
-    const options = { probeMs: 60_000, logEveryMs: 60_000 };
-    const p = new FailoverFleetStore(
-      new RedisFleetStore({ ...cfg, port: cutLink.port }, 'X'),
-      silentLogger,
-      options,
-    );
-    const sShared = new RedisFleetStore({ ...cfg, port: slowLink.port }, 'X');
-    const s = new FailoverFleetStore(sShared, silentLogger, options);
-    const n = new FailoverFleetStore(new RedisFleetStore(cfg, 'X'), silentLogger, options);
+    const line = await startStoreLine(stores.redis, 'hb-retake-late:', { timeoutMs: 300, cutP: true });
     try {
-      for (const store of [p, s, n]) await store.upsertReplica(vllmSpec(U1));
-      await s.succeed(p);
-      await n.succeed(s);
-      cutLink.cut('refuse');
-      const lease: Lease = { id: 'X-1', url: U1, adapter: null, at: Date.now() };
-      await p.acquire(lease);
-      let retaking = () => {};
-      const retakeSent = new Promise<void>((r) => (retaking = r));
-      const retake = sShared.retake.bind(sShared);
-      sShared.retake = (leases: readonly Lease[]) => {
-        if (!leases.some((l) => l.id === lease.id)) return retake(leases);
-        slowLink.delay(1500);
-        const sent = retake(leases);
-        retaking();
-        return sent;
-      };
-      await redis.command(['FLUSHALL']);
-      sShared.onStateLost?.();
+      await line.takeLease();
+      const retakeSent = line.onRetake(1500);
+      await line.emptyState();
       await retakeSent;
-      await p.release(lease.id, Date.now());
-      await p.ownCallsEnded();
-      await n.adopt(p);
-      await p.close();
-      await s.ownCallsEnded();
-      await n.adopt(s);
-      await s.close();
+      await line.p.release(line.lease.id, Date.now());
+      await line.retireP();
+      await line.retireS();
       await pause(2500);
-      expect(await redis.command(['HKEYS', `${prefix}lease`])).toEqual([]);
+      expect(await line.leaseKeys()).toEqual([]);
     } finally {
-      slowLink.restore();
-      cutLink.restore();
-      for (const store of [p, s, n]) await store.close();
-      await slowLink.close();
-      await cutLink.close();
+      await line.close();
     }
   }, 30_000);
 });

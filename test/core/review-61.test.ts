@@ -8,16 +8,10 @@ import { AdapterManager } from '../../src/adapters/manager';
 import type { LoadOutcome, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
 import { sleep, VirtualClock } from '../../src/clock';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
-import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
-import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
-import type { Lease } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
-import { TcpProxy } from '../../harness/net/tcp-proxy';
 import { adapterPolicy } from '../helpers/adapter-policy';
 import { useRedisStores } from '../helpers/redis-stores';
-import { vllmSpec } from './helpers';
-
-const U1 = 'http://10.0.0.1:8000';
+import { startStoreLine, U1 } from './store-line';
 
 const stores = useRedisStores();
 
@@ -29,60 +23,23 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 // N adopts and replays over N's own link, 1.5 s ahead of the retake still on S's slow link.
 describe('a lease still held as its retake times out, ended before its store is adopted', () => {
   it('leaves no lease of the node in the shared state once the retake lands', async () => {
-    const { redis } = stores;
-    const prefix = 'r61-uncertain:';
-    await redis.command(['FLUSHALL']);
-    const cutLink = await TcpProxy.start(redis.port);
-    const slowLink = await TcpProxy.start(redis.port);
-    const cfg = redis.config(prefix, { node_ttl_ms: 60_000, timeout: 300 });
-    const options = { probeMs: 60_000, logEveryMs: 60_000 };
-    const p = new FailoverFleetStore(
-      new RedisFleetStore({ ...cfg, port: cutLink.port }, 'X'),
-      silentLogger,
-      options,
-    );
-    const sShared = new RedisFleetStore({ ...cfg, port: slowLink.port }, 'X');
-    const s = new FailoverFleetStore(sShared, silentLogger, options);
-    const n = new FailoverFleetStore(new RedisFleetStore(cfg, 'X'), silentLogger, options);
+    const line = await startStoreLine(stores.redis, 'r61-uncertain:', { timeoutMs: 300, cutP: true });
     try {
-      for (const store of [p, s, n]) await store.upsertReplica(vllmSpec(U1));
-      await s.succeed(p);
-      await n.succeed(s);
-      cutLink.cut('refuse');
-      const lease: Lease = { id: 'X-1', url: U1, adapter: null, at: Date.now() };
-      await p.acquire(lease);
-      let unanswered = () => {};
-      const timedOut = new Promise<void>((r) => (unanswered = r));
-      const retake = sShared.retake.bind(sShared);
-      sShared.retake = (leases: readonly Lease[]) => {
-        if (!leases.some((l) => l.id === lease.id)) return retake(leases);
-        slowLink.delay(1500);
-        const sent = retake(leases);
-        sent.catch(() => unanswered());
-        return sent;
-      };
-      await redis.command(['FLUSHALL']);
-      sShared.onStateLost?.();
+      await line.takeLease();
+      const timedOut = line.onRetakeUnanswered(1500);
+      await line.emptyState();
       await timedOut;
-      await s.handBackEnded(); // the reclaim has ended (failed)
+      await line.s.handBackEnded(); // the reclaim has ended (failed)
       // The request ends now: released in P's local store, its shared release pending.
-      await p.release(lease.id, Date.now());
-      await p.ownCallsEnded();
-      await n.adopt(p);
-      await p.close();
+      await line.p.release(line.lease.id, Date.now());
+      await line.retireP();
       // N replayed it over its own link: released, until the retake lands.
-      expect(await redis.command(['HKEYS', `${prefix}lease`])).toEqual([]);
-      await s.ownCallsEnded();
-      await n.adopt(s);
-      await s.close();
+      expect(await line.leaseKeys()).toEqual([]);
+      await line.retireS();
       await pause(2500);
-      expect(await redis.command(['HKEYS', `${prefix}lease`])).toEqual([]);
+      expect(await line.leaseKeys()).toEqual([]);
     } finally {
-      slowLink.restore();
-      cutLink.restore();
-      for (const store of [p, s, n]) await store.close();
-      await slowLink.close();
-      await cutLink.close();
+      await line.close();
     }
   }, 30_000);
 });
@@ -91,50 +48,21 @@ describe('a lease still held as its retake times out, ended before its store is 
 // P's request's release goes over P's own link at once, 1.5 s ahead of S's retake of it.
 describe("a shared lease whose retake over a successor's link times out", () => {
   it('leaves no lease of the node in the shared state once the retake lands', async () => {
-    const { redis } = stores;
-    const prefix = 'r61-shared:';
-    await redis.command(['FLUSHALL']);
-    const slowLink = await TcpProxy.start(redis.port);
-    const cfg = redis.config(prefix, { node_ttl_ms: 60_000, timeout: 300 });
-    const options = { probeMs: 60_000, logEveryMs: 60_000 };
-    const p = new FailoverFleetStore(new RedisFleetStore(cfg, 'X'), silentLogger, options);
-    const sShared = new RedisFleetStore({ ...cfg, port: slowLink.port }, 'X');
-    const s = new FailoverFleetStore(sShared, silentLogger, options);
-    const n = new FailoverFleetStore(new RedisFleetStore(cfg, 'X'), silentLogger, options);
+    const line = await startStoreLine(stores.redis, 'r61-shared:', { timeoutMs: 300, cutP: false });
     try {
-      for (const store of [p, s, n]) await store.upsertReplica(vllmSpec(U1));
-      await s.succeed(p);
-      await n.succeed(s);
-      const lease: Lease = { id: 'X-1', url: U1, adapter: null, at: Date.now() };
-      await p.acquire(lease);
-      expect(p.mode?.()).not.toBe('local');
-      let unanswered = () => {};
-      const timedOut = new Promise<void>((r) => (unanswered = r));
-      const retake = sShared.retake.bind(sShared);
-      sShared.retake = (leases: readonly Lease[]) => {
-        if (!leases.some((l) => l.id === lease.id)) return retake(leases);
-        slowLink.delay(1500);
-        const sent = retake(leases);
-        sent.catch(() => unanswered());
-        return sent;
-      };
-      await redis.command(['FLUSHALL']);
-      sShared.onStateLost?.();
+      await line.takeLease();
+      expect(line.p.mode?.()).not.toBe('local');
+      const timedOut = line.onRetakeUnanswered(1500);
+      await line.emptyState();
       await timedOut;
-      await s.handBackEnded();
-      await p.release(lease.id, Date.now());
-      await p.ownCallsEnded();
-      await n.adopt(p);
-      await p.close();
-      await s.ownCallsEnded();
-      await n.adopt(s);
-      await s.close();
+      await line.s.handBackEnded();
+      await line.p.release(line.lease.id, Date.now());
+      await line.retireP();
+      await line.retireS();
       await pause(2500);
-      expect(await redis.command(['HKEYS', `${prefix}lease`])).toEqual([]);
+      expect(await line.leaseKeys()).toEqual([]);
     } finally {
-      slowLink.restore();
-      for (const store of [p, s, n]) await store.close();
-      await slowLink.close();
+      await line.close();
     }
   }, 30_000);
 });

@@ -1,0 +1,121 @@
+/**
+ * Three stores of node X on one redis-server state, each the successor of the one before (runtimes
+ * retired for a same-state record change, a `timeout_ms` say): P, then S, then N. P's link can be
+ * cut (it decides alone), S's slowed; N's is direct. The hand-back's cases run on it
+ * (hand-back-close.test.ts, review-61.test.ts): S's reclaim re-takes P's lease over S's link, and N
+ * adopts P and S, pruning over its own link.
+ */
+import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
+import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import type { Lease } from '../../src/fleet/types';
+import { silentLogger } from '../../src/log';
+import { TcpProxy } from '../../harness/net/tcp-proxy';
+import type { RedisServer } from '../../harness/redis/server';
+import { vllmSpec } from './helpers';
+
+export const U1 = 'http://10.0.0.1:8000';
+
+export interface StoreLine {
+  p: FailoverFleetStore;
+  s: FailoverFleetStore;
+  n: FailoverFleetStore;
+  /** S's link to Redis (through `slowLink`). */
+  sShared: RedisFleetStore;
+  cutLink: TcpProxy;
+  slowLink: TcpProxy;
+  /** P's lease, taken by `takeLease`. */
+  lease: Lease;
+  /** The lease ids open in Redis. */
+  leaseKeys(): Promise<unknown>;
+  /** P's lease taken (through P: alone when its link was cut). */
+  takeLease(): Promise<void>;
+  /** Told when S's retake of P's lease is sent (`delayMs`: S's link slowed just before). */
+  onRetake(delayMs: number): Promise<void>;
+  /** Told when S's retake of P's lease fails (no answer in S's timeout), S's link slowed to `delayMs` as it is sent. */
+  onRetakeUnanswered(delayMs: number): Promise<void>;
+  /** S's heartbeat finds the state emptied: its reclaim begins. */
+  emptyState(): Promise<void>;
+  /** P drains and N adopts it (FleetRuntime.closeStore, same state); then the same for S. */
+  retireP(): Promise<void>;
+  retireS(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startStoreLine(
+  redis: RedisServer,
+  prefix: string,
+  o: { timeoutMs: number; cutP: boolean },
+): Promise<StoreLine> {
+  await redis.command(['FLUSHALL']);
+  const cutLink = await TcpProxy.start(redis.port);
+  const slowLink = await TcpProxy.start(redis.port);
+  const cfg = redis.config(prefix, { node_ttl_ms: 60_000, timeout: o.timeoutMs });
+  // No probe in a test's time: P's would wait out its cut link's timeout, S's retake landing meanwhile.
+  const options = { probeMs: 60_000, logEveryMs: 60_000 };
+  const p = new FailoverFleetStore(
+    new RedisFleetStore(o.cutP ? { ...cfg, port: cutLink.port } : cfg, 'X'),
+    silentLogger,
+    options,
+  );
+  const sShared = new RedisFleetStore({ ...cfg, port: slowLink.port }, 'X');
+  const s = new FailoverFleetStore(sShared, silentLogger, options);
+  const n = new FailoverFleetStore(new RedisFleetStore(cfg, 'X'), silentLogger, options);
+  const lease: Lease = { id: 'X-1', url: U1, adapter: null, at: Date.now() };
+  const retakeOf = (hook: (sent: Promise<string[]>) => void, delayMs: number) => {
+    const retake = sShared.retake.bind(sShared);
+    sShared.retake = (leases: readonly Lease[]) => {
+      if (!leases.some((l) => l.id === lease.id)) return retake(leases);
+      slowLink.delay(delayMs);
+      const sent = retake(leases);
+      hook(sent);
+      return sent;
+    };
+  };
+  const line: StoreLine = {
+    p,
+    s,
+    n,
+    sShared,
+    cutLink,
+    slowLink,
+    lease,
+    leaseKeys: () => redis.command(['HKEYS', `${prefix}lease`]),
+    takeLease: async () => {
+      await p.acquire(lease);
+    },
+    onRetake: (delayMs) => new Promise((r) => retakeOf(() => r(), delayMs)),
+    onRetakeUnanswered: (delayMs) =>
+      new Promise((r) => retakeOf((sent) => void sent.catch(() => r()), delayMs)),
+    emptyState: async () => {
+      await redis.command(['FLUSHALL']);
+      sShared.onStateLost?.();
+    },
+    retireP: async () => {
+      await p.ownCallsEnded();
+      await n.adopt(p);
+      await p.close();
+    },
+    retireS: async () => {
+      await s.ownCallsEnded();
+      await n.adopt(s);
+      await s.close();
+    },
+    close: async () => {
+      slowLink.restore();
+      cutLink.restore();
+      for (const store of [p, s, n]) await store.close();
+      await slowLink.close();
+      await cutLink.close();
+    },
+  };
+  try {
+    for (const store of [p, s, n]) await store.upsertReplica(vllmSpec(U1));
+    await s.succeed(p);
+    await n.succeed(s);
+    if (o.cutP) cutLink.cut('refuse');
+  } catch (err) {
+    await line.close();
+    throw err;
+  }
+  return line;
+}
