@@ -12,8 +12,7 @@ import type { CallEnds } from './call-end';
 import { clientReason, rejectionReason } from './load-failures';
 import { accessEnd, CallerStopped, within, type AdapterPolicy } from './policy';
 import type { ReplicaWord } from './replica-word';
-import { ROOM_FALLBACK_MS, type Room } from './room';
-import { keepDuring } from './call-keep';
+import type { Room } from './room';
 import type { RoomWants } from './room-wants';
 import type { UnknownNames } from './unknown-names';
 
@@ -45,31 +44,8 @@ export type LoadCallParts = {
 export class LoadCalls {
   constructor(private readonly p: LoadCallParts) {}
 
-  /**
-   * Loads it; false if another caller claimed the adapter first. The leases it is for (its caller's,
-   * its joiners') are kept young every ROOM_FALLBACK_MS throughout (keepDuring): in its queue behind
-   * another load's room-making, in one unload or replica read of its own, in the load call. That is
-   * lease_max_age_ms / 4 at the smallest allowed (1 s), and a lease younger than half its max age
-   * takes nothing (WaitingLease.keep), so each keep asks a store only when its renewal is due.
-   */
+  /** Loads it; false if another caller claimed the adapter first. */
   async load(
-    url: string,
-    adapter: AdapterRef,
-    policy: AdapterPolicy,
-    key: string,
-    victimCost: (v: ResidentAdapter) => number,
-    waited: boolean,
-    beforeLoad?: () => Promise<void>,
-  ): Promise<boolean> {
-    const stop = keepDuring(this.p.clock, ROOM_FALLBACK_MS, policy.keepLease, this.p.log);
-    try {
-      return await this.loadKept(url, adapter, policy, key, victimCost, waited, beforeLoad);
-    } finally {
-      stop();
-    }
-  }
-
-  private async loadKept(
     url: string,
     adapter: AdapterRef,
     policy: AdapterPolicy,

@@ -6,6 +6,7 @@ import type { FleetStore } from '../fleet/store';
 import type { AdapterRef, ReplicaView, ResidentAdapter } from '../fleet/types';
 import { LoadBackoff } from './backoff';
 import { CallEnds } from './call-end';
+import { keptDuring } from './call-keep';
 import { PlacementClaims } from './claims';
 import { IdleUnload } from './idle-unload';
 import { LoadCalls } from './load-call';
@@ -85,7 +86,7 @@ export class AdapterManager {
     private readonly store: FleetStore,
     api: ReplicaApi,
     private readonly clock: Clock,
-    log: Logger,
+    private readonly log: Logger,
   ) {
     this.claims = new PlacementClaims(clock);
     this.backoff = new LoadBackoff(clock);
@@ -222,7 +223,13 @@ export class AdapterManager {
         ...policy,
         keepLease: () => keepLeases([own, ...(this.joiners.get(key) ?? [])]),
       };
-      const load = this.loads.load(url, adapter, flightPolicy, key, victimCost, waited, spendOnce);
+      // Its leases kept young every ROOM_FALLBACK_MS for its whole life too: in the queue behind
+      // another load's room-making, in one unload or replica read of its own, in the load call, none
+      // of which wakes on its own. That is lease_max_age_ms / 4 at the smallest allowed (1 s), and a
+      // lease younger than half its max age takes nothing (WaitingLease.keep).
+      const load = keptDuring(this.clock, ROOM_FALLBACK_MS, flightPolicy.keepLease, this.log, () =>
+        this.loads.load(url, adapter, flightPolicy, key, victimCost, waited, spendOnce),
+      );
       this.flights.set(key, load);
       try {
         // false: it became resident (or started loading elsewhere) while we made room; look again.

@@ -53,7 +53,7 @@ export interface AdapterPolicy {
   /**
    * Keeps the caller's lease young while it waits (src/router/waiting-lease.ts): asked at each wake
    * of a wait for room or for another's load or unload, before a load's lock, before a landed load
-   * turns `loaded`, and every ROOM_FALLBACK_MS throughout a load (LoadCalls.load: one replica call
+   * turns `loaded`, and every ROOM_FALLBACK_MS throughout a load (AdapterManager.ensure: one replica call
    * has no wake, nor has a load queued behind another's room-making). A request that joined this
    * process's load of the adapter (a prefetch's, another request's) is asked by that load at the
    * same points. A promise when it takes a fresh lease (awaited, but not on the load's timer),

@@ -14,7 +14,7 @@ type Queued = { giveUp: () => void };
  * read the holder makes (Room.claimSlot, every ROOM_FALLBACK_MS at most while it waits) ends the
  * queued waits of the adapters it shows there, as their own first look would: no store read more.
  * A queued wait has no wake of its own either: its load keeps its callers' leases young on a timer
- * (LoadCalls.load), even while the holder is inside one unload call or replica read.
+ * (AdapterManager.ensure), even while the holder is inside one unload call or replica read.
  */
 export class RoomQueue {
   /** Serialises room-making per replica within this process. */

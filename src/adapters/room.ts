@@ -148,7 +148,7 @@ export class Room {
       // No slot claimed yet, so nothing to undo here: the caller gives its lease back.
       await this.waitForRoom();
       waited = true;
-      // The caller's lease kept young (the loads queued behind this lock keep theirs: LoadCalls.load).
+      // The caller's lease kept young (the loads queued behind this lock keep theirs: AdapterManager.ensure).
       const kept = policy.keepLease?.();
       if (kept) await kept;
     }

@@ -14,7 +14,7 @@ import type { FleetRuntime } from '../runtime';
  * lease is half `lease_max_age_ms` old (the age past which admission already takes a fresh one: a
  * store's sweep may reclaim it past that, by Redis's clock), a fresh lease is taken, then the old
  * one given back, so one always holds the adapter. No timer of its own: a wait wakes at least every
- * 250 ms (ROOM_FALLBACK_MS), and a load asks that often throughout (LoadCalls.load), for its caller
+ * 250 ms (ROOM_FALLBACK_MS), and a load asks that often throughout (AdapterManager.ensure), for its caller
  * and for the requests that joined it: during its one replica call too, where a lease reclaimed by
  * the store's sweep left the replica's count without the request while the load ran. With the
  * default (600 s) no wait reaches it (the access phase ends by 55 s).

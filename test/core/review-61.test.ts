@@ -67,7 +67,7 @@ describe("a shared lease whose retake over a successor's link times out", () => 
   }, 30_000);
 });
 
-// Suspicion on 39a1f16 (keepDuring): a joiner that gave up on a load still under way (its own
+// Suspicion on 39a1f16 (the keep timer, call-keep.ts): a joiner that gave up on a load still under way (its own
 // bound passed) is asked no more by that load's timer: a fresh lease taken then would be for a
 // request already answered, never given back.
 describe('a request that gave up on a load it joined', () => {

@@ -249,16 +249,14 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     this.leases.mine.delete(leaseId);
     // Its retake over a link (this store's or a successor's) got no answer: released there too,
     // behind it; answered, that retake has run or never will. Else replayed where this store goes.
-    const behindRetake = m?.retakenOn?.release(leaseId, at).then(
-      () => true,
-      () => false,
-    );
+    const behindRetake = m?.retakenOn ? this.leases.releaseOn(m.retakenOn, leaseId, at) : undefined;
     if (m && !m.shared) {
       // Released in Redis too when it returns, in case the timed-out acquire ran there.
-      if (m.uncertain && !(await behindRetake)) this.leases.pendingReleases.add(leaseId);
+      if (behindRetake) await behindRetake;
+      else if (m.uncertain) this.leases.pendingReleases.add(leaseId);
       return this.local.release(leaseId, at, status);
     }
-    if (behindRetake && !(await behindRetake)) this.leases.pendingReleases.add(leaseId);
+    if (behindRetake) await behindRetake;
     // What the upstream said is an observation: the local store learns it too.
     this.leases.releasing.add(leaseId);
     try {

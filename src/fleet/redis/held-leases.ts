@@ -124,12 +124,12 @@ export class HeldLeases {
       }
     }
     const now = this.clock.now();
-    await Promise.all(
-      ended.map((id) =>
-        // No answer either: replayed when the shared store answers again (a release twice is none).
-        shared.release(id, now).catch(() => void this.pendingReleases.add(id)),
-      ),
-    );
+    await Promise.all(ended.map((id) => this.releaseOn(shared, id, now)));
+  }
+
+  /** Releases `id` on the link `shared`; no answer: replayed when the shared store answers again (a release twice is none). */
+  async releaseOn(shared: SharedStore, id: string, at: number): Promise<void> {
+    await shared.release(id, at).catch(() => void this.pendingReleases.add(id));
   }
 
   /**
