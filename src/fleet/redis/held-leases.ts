@@ -104,8 +104,9 @@ export class HeldLeases {
   }
 
   /**
-   * A retake that failed without an answer (a timeout) may still run in Redis: ioredis keeps the
-   * command on its link. A lease of the batch that ended meanwhile was released where it was held
+   * A retake that failed without an answer (a timeout) may still run in Redis: ioredis's
+   * `commandTimeout` only rejects the caller's promise, the command stays written on its connection
+   * and its reply is read in turn (ioredis v5.11.1, lib/Command.ts `setTimeout`). A lease of the batch that ended meanwhile was released where it was held
    * only (or over another store's link, ahead of the retake): its release goes on this link, behind
    * the retake, so whichever lands it stays open nowhere. Before, a superseded store's reclaim whose
    * retake landed after its successor's prune left it open until lease_max_age_ms
