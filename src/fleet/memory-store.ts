@@ -325,6 +325,10 @@ export class MemoryFleetStore implements FleetStore {
       dropResidency(r, adapter);
       putResidency(r, adapter, { state: 'static', since: at, lastUsed: at });
       r.loadedUnseen.delete(adapter);
+    } else if (ok === 'replayed') {
+      // Sent again after the server lost it: the replica may have changed since. Forgotten, as the
+      // lock of a stopped holder: the next poll adopts it if it is there.
+      dropResidency(r, adapter);
     } else if (ok) putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: at });
     else {
       // Ended without it (a failure, or the after-load undo unloaded it): a registry read begun

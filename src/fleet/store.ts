@@ -21,8 +21,12 @@ import type {
  */
 export const RETAKE_BATCH = 256;
 
-/** How a load ended (FleetStore.finishLoad): landed, not, or found registered at the replica's start. */
-export type LoadEnd = boolean | 'static';
+/**
+ * How a load ended (FleetStore.finishLoad): landed, not, or found registered at the replica's start.
+ * `'replayed'`: an end sent again to a server that may have missed it (redis/ended-locks.ts), old
+ * news: the replica may have changed since (another node unloaded it: dst seed 1534246).
+ */
+export type LoadEnd = boolean | 'static' | 'replayed';
 
 /**
  * The shared cache behind routing: what every router instance (and, with Redis, every Kong
@@ -56,7 +60,9 @@ export interface FleetStore {
    * Ends a load: loaded on success, forgotten on failure (marked gone: a registry read begun before
    * does not bring it back). `'static'`: the replica answered "already loaded" for an adapter it
    * registered at start: kept as a static entry (no slot, never unloaded), and not a load of the
-   * router's for the first registry read after an emptied state. False if `fence` is no longer current.
+   * router's for the first registry read after an emptied state. `'replayed'`: the lock ends and the
+   * entry is forgotten, not marked gone (as the lock of a stopped holder): the next poll reads what
+   * the replica holds. False if `fence` is no longer current.
    */
   finishLoad(url: string, adapter: string, fence: Fence, ok: LoadEnd, at: number): Promise<boolean>;
   /**

@@ -10,6 +10,7 @@ import { systemClock, type Clock } from '../../src/clock';
 import { EndedLocks } from '../../src/fleet/redis/ended-locks';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { SharedStore } from '../../src/fleet/redis/shared-store';
+import type { LoadEnd } from '../../src/fleet/store';
 import { stateInRedis, useRedisStores } from '../helpers/redis-stores';
 import { snapshotWithA, vllmSpec } from './helpers';
 
@@ -20,7 +21,7 @@ function setup() {
   const clock: Clock = { now: () => t.now, after: () => () => undefined };
   const calls: string[] = [];
   const shared = {
-    finishLoad: async (url: string, adapter: string, fence: number, ok: boolean, at: number) =>
+    finishLoad: async (url: string, adapter: string, fence: number, ok: LoadEnd, at: number) =>
       void calls.push(`load ${url} ${adapter} ${fence} ${ok} ${at}`),
     finishUnload: async (url: string, adapter: string, fence: number, ok: boolean, at: number) =>
       void calls.push(`unload ${url} ${adapter} ${fence} ${ok} ${at}`),
@@ -37,11 +38,11 @@ describe('EndedLocks', () => {
     locks.end('unload', U, 'b', 8, false);
     t.now = 1_200;
     await locks.replay(shared);
-    expect(calls).toEqual([`load ${U} a 7 true 1200`, `unload ${U} b 8 false 1200`]);
+    expect(calls).toEqual([`load ${U} a 7 replayed 1200`, `unload ${U} b 8 false 1200`]);
     calls.length = 0;
     t.now = 1_300;
     await locks.replay(shared);
-    expect(calls).toEqual([`load ${U} a 7 true 1300`, `unload ${U} b 8 false 1300`]);
+    expect(calls).toEqual([`load ${U} a 7 replayed 1300`, `unload ${U} b 8 false 1300`]);
   });
 
   it('never replays a lock not begun in the shared store, a local one, or one ended twice twice', async () => {
@@ -56,7 +57,7 @@ describe('EndedLocks', () => {
     locks.end('load', U, 'a', 5, true);
     locks.end('load', U, 'a', 5, true);
     await locks.replay(shared);
-    expect(calls).toEqual([`load ${U} a 5 true 1000`]);
+    expect(calls).toEqual([`load ${U} a 5 replayed 1000`]);
   });
 
   it('forgets an end once its lock’s TTL has passed, at the TTL exactly', async () => {
@@ -67,11 +68,11 @@ describe('EndedLocks', () => {
     locks.end('load', U, 'b', 6, true);
     t.now = 1_499;
     await locks.replay(shared);
-    expect(calls).toEqual([`load ${U} a 5 true 1499`, `load ${U} b 6 true 1499`]);
+    expect(calls).toEqual([`load ${U} a 5 replayed 1499`, `load ${U} b 6 replayed 1499`]);
     calls.length = 0;
     t.now = 1_500;
     await locks.replay(shared);
-    expect(calls).toEqual([`load ${U} b 6 true 1500`]);
+    expect(calls).toEqual([`load ${U} b 6 replayed 1500`]);
     calls.length = 0;
     t.now = 1_800;
     await locks.replay(shared);
@@ -97,7 +98,7 @@ describe('EndedLocks', () => {
     locks.end('load', U, 'a', 5, true);
     locks.begin(6, 500);
     await locks.replay(shared);
-    expect(calls).toEqual([`load ${U} a 5 true 1000`]);
+    expect(calls).toEqual([`load ${U} a 5 replayed 1000`]);
     calls.length = 0;
     locks.end('unload', U, 'b', 6, true);
     // Fence 5 handed out again (a server that lost the lock, its counter rolled back): the end
@@ -122,7 +123,7 @@ describe('EndedLocks', () => {
     expect(locks.unsent).toBe(true);
     await locks.replay(shared);
     expect(locks.unsent).toBe(false);
-    expect(calls).toEqual([`load ${U} a 5 true 1000`, `unload ${U} b 8 false 1000`]);
+    expect(calls).toEqual([`load ${U} a 5 replayed 1000`, `unload ${U} b 8 false 1000`]);
   });
 });
 

@@ -149,10 +149,11 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
       adapter,
       own: mostly,
       fence,
-      // 'static': "already loaded" for an adapter the replica registered at start.
+      // 'static': "already loaded" for an adapter the replica registered at start; 'replayed': an
+      // end sent again (ended-locks.ts), which forgets the load.
       ok: fc.oneof(
         { weight: 4, arbitrary: fc.constant(true) },
-        { weight: 1, arbitrary: fc.constantFrom(false, 'static' as const) },
+        { weight: 1, arbitrary: fc.constantFrom(false, 'static' as const, 'replayed' as const) },
       ),
     }),
   },

@@ -4139,6 +4139,48 @@ describe("a request proxied for an adapter finds it there: the node's own unload
   }, 30_000);
 });
 
+describe("a request proxied for an adapter finds it there: a load's end, replayed, over a node's own later unload", () => {
+  // Seed 1534246 (--keep 1,2,3,6,8,9,11,12; the seed's second failure, after the fix above). Redis
+  // restarts at 1,288 ms from its oldest snapshot, which still holds node 2's load lock of `code` on
+  // replica-1 (begun at 163 ms, ended at 369 ms). Node 1 had unloaded `code` from there at 843 ms,
+  // lost by the rollback too; its request for `code` of 1,213 ms waits on that `loading` entry, and
+  // its poll begun at 2,035 ms, after the return, ends its own `unloading` reading (a poll leaves a
+  // locked entry alone). Node 2, back at 2,337 ms, sends its load's end again (EndedLocks.replay,
+  // seed 1002201), which marked `code` `loaded`: node 1 proxied onto its own unload, a 404. Fix: a
+  // replayed load end is old news, it ends the lock and forgets the adapter there (as the lock of a
+  // stopped holder): the next poll, or a request's own load, reads what the replica holds now.
+  it("seed 1534246: a replayed load end marks nothing loaded over another node's unload", async () => {
+    await holds(
+      1534246,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+      },
+      [
+        { at: 144, kind: 'request', node: 2, adapter: -1, tokens: 31, prompt: 517 },
+        { at: 153, kind: 'request', node: 2, adapter: 5, tokens: 1, prompt: 1550 },
+        { at: 256, kind: 'request', node: 0, adapter: 7, tokens: 1, prompt: 190 },
+        { at: 830, kind: 'request', node: 1, adapter: 9, tokens: 4, prompt: 1806 },
+        { at: 1004, kind: 'request', node: 0, adapter: 8, tokens: 2, prompt: 452 },
+        { at: 1213, kind: 'request', node: 1, adapter: 5, tokens: 5, prompt: 1807 },
+        { at: 1288, kind: 'redis-restart', empty: false, downMs: 29 },
+        { at: 1325, kind: 'request', node: 2, adapter: 0, tokens: 4, prompt: 1965 },
+      ],
+    );
+  }, 30_000);
+});
+
 describe('a request is sent or refused within its access bound: a lease aged out under a live wait for room', () => {
   // Seed 1251595 (all 98 actions: shrinking keeps 97; the emptied passes' shape, 74 FLUSHALLs at
   // 335-513 ms, none later; node_ttl_ms 500, two replicas of one slot, loads of 1.5 s,

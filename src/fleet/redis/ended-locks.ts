@@ -4,7 +4,10 @@
  * may still hold one of them, so the adapter reads `loading` or `unloading` there until the TTL
  * while the replica has finished (dst seed 1002201: a finished load lost, a request alone on an
  * idle fleet waited 7 s for it and got a 503). Each end is sent again once the server is found
- * changed; the fence makes it a no-op where the lock is gone or another holder has it.
+ * changed; the fence makes it a no-op where the lock is gone or another holder has it. A load's end
+ * is sent as `'replayed'`: its lock ends, but the adapter is forgotten there rather than marked
+ * `loaded`, since the replica may have changed since (dst seed 1534246: another node unloaded it, that
+ * end lost too, and a request proxied onto the unload); the next poll reads what the replica holds.
  * Why a switch can lose acknowledged writes: "Redis replication is asynchronous" (redis/redis
  * `redis.conf`, REPLICATION section, point 1, at tag 7.0.15, the `redis-server` the tests run, and
  * the same at 8.0.0), so a promoted replica may lack the primary's last writes.
@@ -21,7 +24,7 @@ type EndedLock = {
   fence: Fence;
   /** On this node's clock: past it the lock has expired in the shared store anyway. */
   until: number;
-} & ({ op: 'load'; ok: LoadEnd } | { op: 'unload'; ok: boolean }); // only a load ends static
+} & ({ op: 'load'; ok: LoadEnd } | { op: 'unload'; ok: boolean }); // a load's `ok` is not sent again
 
 export class EndedLocks {
   /** TTL end of each lock this node holds in the shared store, by fence. */
@@ -120,7 +123,9 @@ export class EndedLocks {
       if (!this.ended.includes(e)) continue;
       const at = this.clock.now();
       // Only if the lock there is this node's: another node's under the same fence is not this end's.
-      if (e.op === 'load') await shared.finishLoad(e.url, e.adapter, e.fence, e.ok, at, true);
+      // A load's end is old news by now: the replica may have changed since (another node unloaded
+      // the adapter, that end lost too: dst seed 1534246). Its lock ends, nothing is marked.
+      if (e.op === 'load') await shared.finishLoad(e.url, e.adapter, e.fence, 'replayed', at, true);
       else await shared.finishUnload(e.url, e.adapter, e.fence, e.ok, at, true);
     }
   }

@@ -276,7 +276,7 @@ export class RedisFleetStore implements FleetStore {
     at: number,
     own = false,
   ): Promise<boolean> {
-    const end = ok === 'static' ? 'static' : ok ? '1' : '0';
+    const end = ok === 'static' || ok === 'replayed' ? ok : ok ? '1' : '0';
     return (await this.run('finishLoad', url, adapter, fence, end, at, own ? this.node : '')) === 1;
   }
 

@@ -20,7 +20,7 @@ else redis.call('SADD', P .. 'unseen:' .. url, name) end
 lock(url, name, fence, ttl, ARGV[7])
 return fence`,
 
-  /** url, adapter, fence, ok ('1', '0' or 'static'), at, node ('' any) -> 1 if the fence was current and the node's */
+  /** url, adapter, fence, ok ('1', '0', 'static' or 'replayed'), at, node ('' any) -> 1 if the fence was current and the node's */
   finishLoad: `
 local url, name, fence, at = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[6])
 if not endchange(url, name, fence, 'loading', ARGV[7]) then return 0 end
@@ -29,6 +29,9 @@ if ARGV[5] == 'static' then
   dropres(url, name)
   putres(url, name, {state = 'static', since = at, lastUsed = at})
   redis.call('SREM', P .. 'unseen:' .. url, name)
+-- Sent again after the server lost it (ended-locks.ts): the replica may have changed since.
+-- Forgotten, as endlock does for a stopped holder: the next poll adopts it if it is there.
+elseif ARGV[5] == 'replayed' then dropres(url, name)
 elseif ARGV[5] == '1' then putres(url, name, {state = 'loaded', since = at, lastUsed = at})
 -- Ended without it: a failure, or the after-load undo unloaded it.
 else gone(url, name) end

@@ -1,0 +1,79 @@
+/**
+ * A load's end sent again (src/fleet/redis/ended-locks.ts `replay`) is old news: the replica may
+ * have changed since the load ended (dst seed 1534246: Redis back from a snapshot still holding
+ * node 2's `loading` lock of `code`; node 1 had unloaded `code` since, and that unload was lost
+ * too). The replay ends the lock, so no request waits on `loading` until its TTL (dst seed
+ * 1002201), but marks nothing: the adapter is forgotten there, as the lock of a stopped holder is,
+ * and the next poll reads what the replica holds. Against the memory store and the Lua scripts both.
+ */
+import { systemClock } from '../../src/clock';
+import { EndedLocks } from '../../src/fleet/redis/ended-locks';
+import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import type { SharedStore } from '../../src/fleet/redis/shared-store';
+import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import type { FleetStore } from '../../src/fleet/store';
+import { useRedisStores } from '../helpers/redis-stores';
+import { snapshotWithA, vllmSpec } from './helpers';
+
+const U1 = 'http://10.0.0.1:8000';
+
+/** A registry read of U1 begun at `startedAt` (on the store's clock too) that lists `b` beside `a`. */
+const pollListingB = (startedAt: number) => ({
+  ...snapshotWithA(Date.now()),
+  startedAt,
+  sharedStartedAt: startedAt,
+  registry: [
+    { name: 'a', path: '/adapters/a' },
+    { name: 'b', path: '/adapters/b' },
+  ],
+});
+
+const stateOf = async (store: FleetStore) => (await store.views([U1], { name: 'b' }))[0]?.adapter?.state;
+
+/**
+ * Node X's load of `b` landed and X recorded its end, but the store lost that end (a restart from
+ * an older snapshot, a Sentinel switch): it still reads X's `loading` lock. The replica changed
+ * since (another node unloaded `b`, also lost). X, finding the server changed, replays its ends.
+ */
+async function replayedOnRollback(store: FleetStore, firstPollAt = Date.now()): Promise<void> {
+  await store.upsertReplica(vllmSpec(U1));
+  await store.applySnapshot(U1, { ...snapshotWithA(firstPollAt), sharedStartedAt: firstPollAt });
+  const locks = new EndedLocks(systemClock);
+  const fence = locks.begin(await store.beginLoad(U1, 'b', Date.now(), 4, 60_000), 60_000);
+  expect(fence).toBeGreaterThan(0);
+  locks.end('load', U1, 'b', fence!, true);
+  expect(await stateOf(store)).toBe('loading');
+  await locks.replay(store as SharedStore);
+}
+
+function theRule(open: () => Promise<FleetStore>) {
+  it('a replayed load end ends the lock but marks nothing loaded: the replica may have changed since', async () => {
+    const store = await open();
+    await replayedOnRollback(store);
+    expect(await stateOf(store)).toBeUndefined();
+  });
+
+  it('the adapter a replayed load end forgot is not gone: a poll begun before it that lists it adopts it', async () => {
+    const store = await open();
+    const t0 = Date.now() - 2_000;
+    await replayedOnRollback(store, t0);
+    // Begun after the first poll, before the load's lock was granted and its end replayed.
+    await store.applySnapshot(U1, pollListingB(t0 + 500));
+    expect(await stateOf(store)).toBe('loaded');
+  });
+}
+
+describe('a replayed load end, memory store', () => {
+  theRule(async () => new MemoryFleetStore());
+});
+
+describe('a replayed load end, Redis scripts (real redis-server)', () => {
+  const servers = useRedisStores();
+  let n = 0;
+  theRule(async () => {
+    const { redis, open } = servers;
+    const s = new RedisFleetStore(redis.config(`rle${n++}:`, { node_ttl_ms: 60_000, timeout: 2000 }), 'X');
+    open.push(s);
+    return s;
+  });
+});
