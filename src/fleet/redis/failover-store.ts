@@ -12,6 +12,7 @@ import { Signal } from '../../signal';
 import type { FleetStore } from '../store';
 import type { AdapterRef, Fence, Lease, Released, ReplicaSpec, ReplicaView, ResidencyState } from '../types';
 import { FAILOVER_DEFAULTS, type FailoverOptions } from './outage';
+import type { HeldLease } from './held-leases';
 import { RecoveringFleetStore } from './recovering-store';
 import type { SharedStore } from './shared-store';
 
@@ -191,8 +192,7 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
           return this.local.acquire(lease);
         },
       );
-      // The shared call failed (a timeout, say): Redis may still run it once it answers again.
-      this.leases.mine.set(lease.id, { lease: { ...lease }, shared, uncertain: !shared && tried });
+      this.leases.mine.set(lease.id, this.taken(lease, shared, tried));
       // No reclaim since it began (nearly always): no await on the request path.
       if (shared && this.reclaims !== since) await this.takeAgain(lease.id);
       return state;
@@ -235,8 +235,7 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
           return this.local.viewsAndLease(urls, adapter, lease);
         },
       );
-      // The shared call failed (a timeout, say): Redis may still run it once it answers again.
-      this.leases.mine.set(lease.id, { lease: { ...lease }, shared, uncertain: !shared && tried });
+      this.leases.mine.set(lease.id, this.taken(lease, shared, tried));
       if (shared && this.reclaims !== since) await this.takeAgain(lease.id);
       return r;
     } finally {
@@ -244,19 +243,32 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     }
   }
 
+  /**
+   * A lease just taken. Its shared call sent and failed (a timeout, say): Redis may still run it,
+   * since ioredis leaves the command on its connection (held-leases.ts `retakeUnanswered`). Its
+   * release then goes on that link, behind it: replayed over a successor's link (`adopt`), it
+   * landed first and the acquire left the lease open until lease_max_age_ms
+   * (test/core/acquire-overtake.test.ts).
+   */
+  private taken(lease: Lease, shared: boolean, tried: boolean): HeldLease {
+    const uncertain = !shared && tried;
+    return { lease: { ...lease }, shared, uncertain, ...(uncertain && { unansweredOn: this.shared }) };
+  }
+
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {
     const m = this.leases.mine.get(leaseId);
     this.leases.mine.delete(leaseId);
-    // Its retake over a link (this store's or a successor's) got no answer: released there too,
-    // behind it; answered, that retake has run or never will. Else replayed where this store goes.
-    const behindRetake = m?.retakenOn ? this.leases.releaseOn(m.retakenOn, leaseId, at) : undefined;
+    // Its acquire or a retake over a link (this store's or a successor's) got no answer: released
+    // there too, behind it; that failing, replayed where this store goes.
+    const behindUnanswered = m?.unansweredOn ? this.leases.releaseOn(m.unansweredOn, leaseId, at) : undefined;
     if (m && !m.shared) {
       // Released in Redis too when it returns, in case the timed-out acquire ran there.
-      if (behindRetake) await behindRetake;
+      const r = await this.local.release(leaseId, at, status);
+      if (behindUnanswered) await behindUnanswered;
       else if (m.uncertain) this.leases.pendingReleases.add(leaseId);
-      return this.local.release(leaseId, at, status);
+      return r;
     }
-    if (behindRetake) await behindRetake;
+    if (behindUnanswered) await behindUnanswered;
     // What the upstream said is an observation: the local store learns it too.
     this.leases.releasing.add(leaseId);
     try {

@@ -23,10 +23,11 @@ export interface HeldLease {
   shared: boolean;
   uncertain?: boolean;
   /**
-   * The link of a retake of it that got no answer (`retakeUnanswered`): its release goes there too,
-   * behind that retake, which may still land after a release sent over another link.
+   * The link of a call taking it in the shared store that got no answer (its acquire, or a retake:
+   * `retakeUnanswered`): its release goes there too, behind that call, which may still land after
+   * a release sent over another link. Cleared once a later retake over that link answers.
    */
-  retakenOn?: SharedStore;
+  unansweredOn?: SharedStore;
 }
 
 export class HeldLeases {
@@ -96,6 +97,8 @@ export class HeldLeases {
           await shared.release(id, this.clock.now());
           continue;
         }
+        // Answered on the link of an unanswered call taking it: that call has run there, or never will.
+        if (m.unansweredOn === shared) delete m.unansweredOn;
         if (m.shared) continue;
         m.shared = true;
         await this.local.release(id, this.clock.now());
@@ -111,17 +114,17 @@ export class HeldLeases {
    * the retake, so whichever lands it stays open nowhere. Before, a superseded store's reclaim whose
    * retake landed after its successor's prune left it open until lease_max_age_ms
    * (test/core/hand-back-close.test.ts). One still held may be counted there now: its release goes
-   * on this link too once it ends (`retakenOn`), shared or not. Before, a local one's waited in
+   * on this link too once it ends (`unansweredOn`), shared or not. Before, a local one's waited in
    * `pendingReleases`, which a successor adopts and sends over its own link, and a shared one's went
    * over its store's link: each ahead of the retake (test/core/review-61.test.ts).
    */
-  private async retakeUnanswered(shared: SharedStore, batch: [string, HeldLease][]): Promise<void> {
+  async retakeUnanswered(shared: SharedStore, batch: [string, HeldLease][]): Promise<void> {
     const ended: string[] = [];
     for (const [id, m] of batch) {
       if (this.mine.get(id) !== m) ended.push(id);
       else {
         if (!m.shared) m.uncertain = true;
-        m.retakenOn = shared;
+        m.unansweredOn = shared;
       }
     }
     const now = this.clock.now();

@@ -206,7 +206,12 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
     await this.reclaiming?.catch(() => undefined);
     const m = this.leases.mine.get(id);
     if (!m?.shared || this.outage.degraded) return;
-    await retake(this.shared, [m.lease]).catch((err: Error) => this.degrade(err));
+    await retake(this.shared, [m.lease]).catch(async (err: Error) => {
+      this.degrade(err);
+      // It may still land: its release goes behind it, not ahead over a successor's link once
+      // this store's pending releases are adopted (test/core/acquire-overtake.test.ts).
+      await this.leases.retakeUnanswered(this.shared, [[id, m]]);
+    });
   }
 
   /**
