@@ -356,7 +356,8 @@ export class LogChecks {
    * the call; or the call failed on the link and the node claimed alone, seed 531770), or its
    * process died, or the grant's answer never reached the router (a slow reply: Redis counted it,
    * the router decided alone). Spends added to the window by a node (granted
-   * while it decided alone, or re-published after an emptied store) count as spent. A refusal
+   * while it decided alone, or re-published after an emptied store) count as spent; units given
+   * back to the window (a prefetch's, whose load was never called) as not spent. A refusal
    * by a node deciding alone (its share: a sliding 60 s on its own clock, of a node count the
    * checks do not know) is not judged.
    */
@@ -393,6 +394,8 @@ export class LogChecks {
       const op = last.ledger[i]!;
       if (op.op === 'claim' || op.key !== FLEET_BUDGET_KEY || op.at < from) continue;
       if (op.op === 'add') added += op.count;
+      // A unit given back is a grant that went to no load (a prefetch's: it has no request).
+      else if (op.op === 'refund') added -= op.count;
       else if (op.waitMs === 0) grants.push(op);
     }
     return { refusal, from, grants, added };

@@ -17,7 +17,7 @@ import { LEASE_CEILING } from '../src/fleet/memory-leases';
 import { MemoryFleetStore } from '../src/fleet/memory-store';
 import { ServerSwitched } from '../src/fleet/redis/connection';
 import type { SharedStore } from '../src/fleet/redis/shared-store';
-import type { FleetDump, FleetStore, LoadEnd } from '../src/fleet/store';
+import type { BudgetTaken, BudgetWindow, FleetDump, FleetStore, LoadEnd } from '../src/fleet/store';
 import type {
   AdapterRef,
   Fence,
@@ -49,13 +49,15 @@ type Op = { name: string; args: unknown[] };
 /**
  * A cold-load budget call as the server ran it (its time), for the checks: a spend granted or
  * refused (with the ms left of its window), spends a node adds (counted alone, or before an
- * emptied store), or a slot claimed for a load (`beginLoad`, any answer; `alone`: its call failed
+ * emptied store), units given back to their window (a prefetch's, no load followed), or a slot claimed for a load (`beginLoad`, any answer; `alone`: its call failed
  * on the link and the node claimed in its local store). `request`: the request whose decision
  * made the call, if any; `delivered`: its answer reached the caller in time.
  */
 export type BudgetOp =
   | { op: 'spend'; at: number; key: string; waitMs: number; request?: number; delivered: boolean }
   | { op: 'add'; at: number; key: string; count: number }
+  /** Units given back to the window they were granted in (no load followed them). */
+  | { op: 'refund'; at: number; key: string; count: number }
   | { op: 'claim'; at: number; request?: number; alone?: true };
 
 /**
@@ -999,19 +1001,33 @@ export class RedisLink implements SharedStore {
   }
 
   async spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
+    return (await this.takeBudget(key, limit, windowMs, at)).waitMs;
+  }
+
+  async takeBudget(key: string, limit: number, windowMs: number, at: number): Promise<BudgetTaken> {
     const request = this.request();
     const ran: { op?: Extract<BudgetOp, { op: 'spend' }> } = {};
-    const waitMs = (await this.call('spendBudget', [key, limit, windowMs, at], {
+    const taken = (await this.call('takeBudget', [key, limit, windowMs, at], {
       at: [3],
       ran: (now, r) => {
-        ran.op = { op: 'spend', at: now, key, waitMs: r as number, delivered: false };
+        ran.op = { op: 'spend', at: now, key, waitMs: (r as BudgetTaken).waitMs, delivered: false };
         if (request !== undefined) ran.op.request = request;
         this.server.budget.push(ran.op);
       },
-    })) as number;
+    })) as BudgetTaken;
     // The server may run a call whose answer comes after the caller gave up (a slow reply).
     if (ran.op) ran.op.delivered = true;
-    return waitMs;
+    return taken;
+  }
+
+  async refundBudget(window: BudgetWindow, count: number, at: number): Promise<number> {
+    return (await this.call('refundBudget', [window, count, at], {
+      at: [2],
+      ran: (now, r) => {
+        if ((r as number) > 0)
+          this.server.budget.push({ op: 'refund', at: now, key: window.key, count: r as number });
+      },
+    })) as number;
   }
 
   async addToBudget(key: string, count: number, windowMs: number): Promise<void> {

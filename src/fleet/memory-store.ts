@@ -10,7 +10,14 @@ import {
   residentsOf,
   type ReplicaRecord,
 } from './replica-record';
-import { RETAKE_BATCH, type FleetDump, type FleetStore, type LoadEnd } from './store';
+import {
+  RETAKE_BATCH,
+  type BudgetTaken,
+  type BudgetWindow,
+  type FleetDump,
+  type FleetStore,
+  type LoadEnd,
+} from './store';
 import type {
   AdapterRef,
   Fence,
@@ -44,7 +51,7 @@ export class MemoryFleetStore implements FleetStore {
   private eventLog: FleetEvent[] = [];
   private lastFence = 0;
   /** Budget windows by key (consumers are many: least recently used out first). */
-  private budgets = new Lru<string, { ends: number; used: number }>(10_000);
+  private budgets = new Lru<string, { opened: number; ends: number; used: number }>(10_000);
   /** Placements of cold adapters not yet resident, by adapter, with the requests sharing each. */
   private placements = new Map<string, { url: string; until: number; claimers: Set<string> }>();
   /**
@@ -517,10 +524,25 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   async spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
+    return (await this.takeBudget(key, limit, windowMs, at)).waitMs;
+  }
+
+  /** As scripts/budget.ts `budget`: a refused spend is not counted. */
+  async takeBudget(key: string, limit: number, windowMs: number, at: number): Promise<BudgetTaken> {
     let b = this.budgets.get(key);
-    if (!b || b.ends <= at) this.budgets.set(key, (b = { ends: at + windowMs, used: 0 }));
+    if (!b || b.ends <= at) this.budgets.set(key, (b = { opened: at, ends: at + windowMs, used: 0 }));
+    if (b.used >= limit) return { waitMs: b.ends - at, window: null };
     b.used++;
-    return b.used <= limit ? 0 : b.ends - at;
+    return { waitMs: 0, window: { key, opened: b.opened } };
+  }
+
+  /** As scripts/budget.ts `budgetRefund`: into the window the units were counted in only. */
+  async refundBudget(window: BudgetWindow, count: number, at: number): Promise<number> {
+    const b = this.budgets.get(window.key);
+    if (!b || b.ends <= at || b.opened !== window.opened) return 0;
+    const back = Math.max(0, Math.min(count, b.used));
+    b.used -= back;
+    return back;
   }
 
   async pushEvent(e: FleetEvent): Promise<void> {

@@ -22,6 +22,25 @@ import type {
 export const RETAKE_BATCH = 256;
 
 /**
+ * The window a granted budget unit was counted in: a refund goes back there only, never into a
+ * window opened since (FleetStore.refundBudget).
+ */
+export interface BudgetWindow {
+  key: string;
+  /** When the window opened, on the store's clock (Redis time in Redis): a window's identity. */
+  opened: number;
+  /** Failover stores: the shared state's epoch the unit was counted under (null: none seen yet). */
+  epoch?: string | null;
+}
+
+/** A budget spend's answer: 0 and the unit's window if granted, else the ms until its window ends. */
+export interface BudgetTaken {
+  waitMs: number;
+  /** Null when refused, or granted where no refund can reach (a node deciding alone). */
+  window: BudgetWindow | null;
+}
+
+/**
  * How a load ended (FleetStore.finishLoad): landed, not, or found registered at the replica's start.
  * `'replayed'`: an end sent again to a server that may have missed it (redis/ended-locks.ts), old
  * news: the replica may have changed since (another node unloaded it: dst seed 1534246).
@@ -168,9 +187,17 @@ export interface FleetStore {
 
   /**
    * Counts one use of `key`'s budget of `limit` per `windowMs` (fixed windows). Returns 0 if
-   * within it, else the ms until the window ends.
+   * within it, else the ms until the window ends. A refused use is not counted: the count is the
+   * units granted, so a unit refunded is one a later spend in the window can have.
    */
   spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number>;
+  /** As `spendBudget`, and the window a granted unit was counted in, for `refundBudget`. */
+  takeBudget(key: string, limit: number, windowMs: number, at: number): Promise<BudgetTaken>;
+  /**
+   * Gives back up to `count` units granted in `window` and never used (no load followed), if that
+   * window is still its key's current one; never below zero. Returns the units given back.
+   */
+  refundBudget(window: BudgetWindow, count: number, at: number): Promise<number>;
 
   pushEvent(event: FleetEvent): Promise<void>;
   /** Newest last. */

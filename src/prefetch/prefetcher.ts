@@ -1,7 +1,7 @@
 import type { Clock } from '../clock';
 import type { AdapterManager, AdapterPolicy } from '../adapters/manager';
 import { CallerRefused, CallerStopped } from '../adapters/policy';
-import type { FleetStore } from '../fleet/store';
+import type { BudgetWindow, FleetStore } from '../fleet/store';
 import type { Logger } from '../log';
 import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../router/cold-budget';
 import { DemandTracker } from './demand';
@@ -32,6 +32,8 @@ export interface PrefetchStats {
   overBudget: number;
   /** Planned loads dropped at their start: a request began waiting for room on that replica. */
   leftToRequests: number;
+  /** Units spent and followed by no load call, sent back to the store at their tick's end (`TickBudget.settle`). */
+  refunded: number;
 }
 
 /** Fixed-window budget keys in the fleet store (shared by every node on one state). */
@@ -62,6 +64,7 @@ export class Prefetcher {
     failed: 0,
     overBudget: 0,
     leftToRequests: 0,
+    refunded: 0,
   };
   settings: PrefetchSettings | null = null;
   private lastTick = -Infinity;
@@ -161,14 +164,22 @@ export class Prefetcher {
     // Replaced while it planned: its successor plans now.
     if (this.stopped) return;
     // One load a replica, in parallel; the budget is spent just before each load starts.
-    const budget = new TickBudget(() => spendPrefetchBudget(this.store, s, this.clock.now()));
+    const budget = new TickBudget(
+      () => spendPrefetchBudget(this.store, s, this.clock.now()),
+      (window, n) => this.store.refundBudget(window, n, this.clock.now()),
+    );
     this.stats.planned += loads.length;
-    const outcomes = await Promise.all(loads.map((p) => this.load(p, count, budget)));
-    // A unit spent by a load another router made first goes to a load the budget refused.
-    for (const [i, p] of loads.entries())
-      if (outcomes[i] === 'refused' && budget.spare > 0 && !this.stopped)
-        outcomes[i] = await this.load(p, count, budget);
-    this.stats.overBudget += outcomes.filter((o) => o === 'refused').length;
+    try {
+      const outcomes = await Promise.all(loads.map((p) => this.load(p, count, budget)));
+      // A unit spent by a load another router made first goes to a load the budget refused.
+      for (const [i, p] of loads.entries())
+        if (outcomes[i] === 'refused' && budget.spare > 0 && !this.stopped)
+          outcomes[i] = await this.load(p, count, budget);
+      this.stats.overBudget += outcomes.filter((o) => o === 'refused').length;
+    } finally {
+      // Units no load call followed: given back to the store, before `stop` lets it close.
+      this.stats.refunded += await budget.settle();
+    }
   }
 
   /**
@@ -275,7 +286,7 @@ export class Prefetcher {
     } finally {
       // Taken, and no load call followed (another router loaded it first, the victim's unload was
       // withheld or failed, the load lock was refused after the room was made, the call left out):
-      // the unit is the tick's to use, once.
+      // the unit is the tick's to use, once, or the store's again at the tick's end.
       if (!called) unit?.giveBack();
     }
     return 'done';
@@ -288,32 +299,56 @@ export interface BudgetUnit {
   giveBack(): void;
 }
 
+/** The store's windows one prefetch unit was counted in (prefetch's own, the fleet's). */
+export type CountedIn = readonly BudgetWindow[];
+
 /**
  * The prefetch budget of one tick's loads: units spent in the store, and those a load took but
  * made no load call for (given back), which the next load takes instead of spending again. A
- * spare unit left at the end of the tick is lost, as it was counted in the store.
+ * spare unit left at the end of the tick (`settle`) goes back to the windows it was counted in:
+ * requests' cold loads are not refused for loads nobody made.
  */
 export class TickBudget {
-  private spareUnits = 0;
-  constructor(private readonly spendOne: () => Promise<boolean>) {}
+  private readonly spareUnits: CountedIn[] = [];
+  constructor(
+    private readonly spendOne: () => Promise<CountedIn | null>,
+    private readonly refund: (window: BudgetWindow, count: number) => Promise<number>,
+  ) {}
 
   /** Units given back and not taken again. */
   get spare(): number {
-    return this.spareUnits;
+    return this.spareUnits.length;
   }
 
   /** A spare unit, else one from the store; null: refused. */
   async take(): Promise<BudgetUnit | null> {
-    if (this.spareUnits > 0) this.spareUnits--;
-    else if (!(await this.spendOne())) return null;
+    const unit = this.spareUnits.pop() ?? (await this.spendOne());
+    if (!unit) return null;
     let back = false;
     return {
       giveBack: () => {
         if (back) return;
         back = true;
-        this.spareUnits++;
+        this.spareUnits.push(unit);
       },
     };
+  }
+
+  /**
+   * The tick is over: its spare units go back to the store, each window the count of units
+   * counted there (a window ended or opened anew since takes none back). Returns the units.
+   */
+  async settle(): Promise<number> {
+    const spare = this.spareUnits.splice(0);
+    const windows = new Map<string, { window: BudgetWindow; count: number }>();
+    for (const w of spare.flat()) {
+      const id = JSON.stringify([w.key, w.opened, w.epoch]);
+      const had = windows.get(id);
+      if (had) had.count++;
+      else windows.set(id, { window: w, count: 1 });
+    }
+    for (const { window, count } of windows.values()) await this.refund(window, count).catch(() => 0);
+    return spare.length;
   }
 }
 
@@ -328,16 +363,26 @@ export function prefetchLimit(s: Pick<PrefetchSettings, 'loadsPerMinute' | 'cold
     : s.loadsPerMinute;
 }
 
-/** Spends one prefetch load: prefetching's own window first, then the fleet's. False: refused. */
+/**
+ * Spends one prefetch load: prefetching's own window first, then the fleet's. Returns the windows
+ * it was counted in; null: refused (prefetch's own unit, granted before the fleet's refusal, is
+ * given back at once: no load follows it).
+ */
 export async function spendPrefetchBudget(
-  store: Pick<FleetStore, 'spendBudget'>,
+  store: Pick<FleetStore, 'takeBudget' | 'refundBudget'>,
   s: Pick<PrefetchSettings, 'loadsPerMinute' | 'coldLoadsPerMinute'>,
   now: number,
-): Promise<boolean> {
+): Promise<CountedIn | null> {
   const limit = prefetchLimit(s);
-  if (limit <= 0 || (await store.spendBudget(PREFETCH_BUDGET_KEY, limit, WINDOW_MS, now)) > 0) return false;
-  return !(
-    s.coldLoadsPerMinute > 0 &&
-    (await store.spendBudget(FLEET_BUDGET_KEY, s.coldLoadsPerMinute, COLD_LOAD_WINDOW_MS, now)) > 0
-  );
+  if (limit <= 0) return null;
+  const own = await store.takeBudget(PREFETCH_BUDGET_KEY, limit, WINDOW_MS, now);
+  if (own.waitMs > 0) return null;
+  const counted = own.window ? [own.window] : [];
+  if (s.coldLoadsPerMinute <= 0) return counted;
+  const fleet = await store.takeBudget(FLEET_BUDGET_KEY, s.coldLoadsPerMinute, COLD_LOAD_WINDOW_MS, now);
+  if (fleet.waitMs > 0) {
+    if (own.window) await store.refundBudget(own.window, 1, now).catch(() => 0);
+    return null;
+  }
+  return fleet.window ? [...counted, fleet.window] : counted;
 }

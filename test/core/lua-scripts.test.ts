@@ -75,6 +75,9 @@ describe('the cold-load budget (budget.ts)', () => {
     const left = await pttl(`${p}budget:k`);
     expect(left).toBeGreaterThan(0);
     expect(left).toBeLessThanOrEqual(60_000);
+    // Named as the window it now is (a refund needs its name), and the refused spend not counted.
+    expect(Number(await redis.command(['GET', `${p}budget-at:k`]))).toBeGreaterThan(0);
+    expect(await redis.command(['GET', `${p}budget:k`])).toBe('7');
   });
 
   it('an outage count added to no window opens one as long as asked, and one added to a window keeps its end', async () => {
@@ -87,6 +90,45 @@ describe('the cold-load budget (budget.ts)', () => {
     await s.addToBudget('k', 2, 60_000);
     expect(await pttl(`${p}budget:k`)).toBeLessThanOrEqual(60_000 - 30);
     expect(await redis.command(['GET', `${p}budget:k`])).toBe('5');
+  });
+});
+
+describe('budget refunds (budget.ts budgetRefund)', () => {
+  it("a refused spend is not counted: the window's count is the units granted", async () => {
+    const { s, p } = store();
+    expect(await s.spendBudget('k', 1, 60_000, 0)).toBe(0);
+    expect(await s.spendBudget('k', 1, 60_000, 0)).toBeGreaterThan(0);
+    expect(await redis.command(['GET', `${p}budget:k`])).toBe('1');
+  });
+
+  it("a window's opening time names it and ends with it; a refund goes only to the window it names", async () => {
+    const { s, p } = store();
+    const first = await s.takeBudget('k', 2, 60_000, 0);
+    const second = await s.takeBudget('k', 2, 60_000, 0);
+    expect(first.window).not.toBeNull();
+    expect(second.window).toEqual(first.window);
+    expect(await redis.command(['GET', `${p}budget-at:k`])).toBe(String(first.window!.opened));
+    // Set in the same script as the count's expiry: they end together.
+    const [count, name] = [await pttl(`${p}budget:k`), await pttl(`${p}budget-at:k`)];
+    expect(Math.abs(count - name)).toBeLessThanOrEqual(5);
+    expect(await s.refundBudget({ key: 'k', opened: first.window!.opened - 1 }, 1, 0)).toBe(0);
+    expect(await s.refundBudget({ key: 'other', opened: first.window!.opened }, 1, 0)).toBe(0);
+    expect(await s.refundBudget(first.window!, 5, 0)).toBe(2);
+    expect(await redis.command(['GET', `${p}budget:k`])).toBe('0');
+    // The window runs on: a refund neither ends it nor opens another.
+    expect(await pttl(`${p}budget:k`)).toBeGreaterThan(0);
+    expect((await s.takeBudget('k', 2, 60_000, 0)).window).toEqual(first.window);
+  });
+
+  it('a window opened since (the old one ended) takes nothing back for the old one', async () => {
+    const { s, p } = store();
+    const old = (await s.takeBudget('k', 2, 50, 0)).window!;
+    await waitFor(async () => (await redis.command(['EXISTS', `${p}budget:k`])) === 0, 2000, 'window end');
+    await sleep(2);
+    const now = (await s.takeBudget('k', 2, 60_000, 0)).window!;
+    expect(now.opened).toBeGreaterThan(old.opened);
+    expect(await s.refundBudget(old, 1, 0)).toBe(0);
+    expect(await redis.command(['GET', `${p}budget:k`])).toBe('1');
   });
 });
 

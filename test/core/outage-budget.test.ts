@@ -261,15 +261,20 @@ describe("FailoverFleetStore.carrySpends: the new state counts the node's spends
     const clock: Clock = { now: () => 1000, after: () => () => undefined };
     const cutOff = () => Promise.reject(new Error('connection lost'));
     const old = new FailoverFleetStore(
-      { spendBudget: async () => 0, liveNodes: 3, currentEpoch: 'e1' } as unknown as SharedStore,
+      {
+        takeBudget: async () => ({ waitMs: 0, window: null }),
+        liveNodes: 3,
+        currentEpoch: 'e1',
+      } as unknown as SharedStore,
       silentLogger,
       { probeMs: PROBE_MS, logEveryMs: W },
       clock,
     );
     for (let i = 0; i < 2; i++) expect(await old.spendBudget('fleet', LIMIT, W, 1000)).toBe(0);
+    expect(old.mode()).toBe('redis');
     // The new state answered once (its heartbeat: 3 nodes), then is cut off.
     const next = new FailoverFleetStore(
-      { spendBudget: cutOff, liveNodes: 3, currentEpoch: 'e2' } as unknown as SharedStore,
+      { takeBudget: cutOff, liveNodes: 3, currentEpoch: 'e2' } as unknown as SharedStore,
       silentLogger,
       { probeMs: PROBE_MS, logEveryMs: W },
       clock,
@@ -278,5 +283,56 @@ describe("FailoverFleetStore.carrySpends: the new state counts the node's spends
     // Share 2 of 6 over 3 nodes, both spent before the change: nothing more alone.
     expect(await next.spendBudget('fleet', LIMIT, W, 1000)).toBeGreaterThan(0);
     expect(next.mode()).toBe('local');
+  });
+});
+
+describe('FailoverFleetStore.refundBudget: a unit goes back only where it was spent', () => {
+  /** A shared side whose budget grants in one window ('w1' opened at 5) and takes refunds back. */
+  function failover() {
+    const clock: Clock = { now: () => 1000, after: () => () => undefined };
+    const shared = {
+      liveNodes: 3,
+      currentEpoch: 'e1' as string | null,
+      down: false,
+      refunds: [] as [string, number, number][],
+      async takeBudget(key: string) {
+        if (this.down) throw new Error('connection lost');
+        return { waitMs: 0, window: { key, opened: 5 } };
+      },
+      async refundBudget(w: { key: string; opened: number }, count: number) {
+        this.refunds.push([w.key, w.opened, count]);
+        return count;
+      },
+    };
+    const store = new FailoverFleetStore(
+      shared as unknown as SharedStore,
+      silentLogger,
+      { probeMs: PROBE_MS, logEveryMs: W },
+      clock,
+    );
+    return { shared, store };
+  }
+
+  it('to the shared window under the epoch it was counted in, while the shared store answers', async () => {
+    const { shared, store } = failover();
+    const taken = await store.takeBudget('fleet', LIMIT, W, 1000);
+    expect(taken.window).toEqual({ key: 'fleet', opened: 5, epoch: 'e1' });
+    expect(await store.refundBudget(taken.window!, 1, 1000)).toBe(1);
+    expect(shared.refunds).toEqual([['fleet', 5, 1]]);
+  });
+
+  it('not to a state emptied since (another epoch), nor while degraded', async () => {
+    const { shared, store } = failover();
+    const taken = await store.takeBudget('fleet', LIMIT, W, 1000);
+    shared.currentEpoch = 'e2';
+    expect(await store.refundBudget(taken.window!, 1, 1000)).toBe(0);
+    shared.currentEpoch = 'e1';
+    shared.down = true;
+    // Granted alone from the node's share: no window a refund can reach.
+    expect(await store.takeBudget('fleet', LIMIT, W, 1000)).toEqual({ waitMs: 0, window: null });
+    expect(store.mode()).toBe('local');
+    expect(await store.refundBudget(taken.window!, 1, 1000)).toBe(0);
+    expect(shared.refunds).toEqual([]);
+    await store.close();
   });
 });

@@ -12,7 +12,14 @@ import { sleep, VirtualClock } from '../../src/clock';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { silentLogger } from '../../src/log';
 import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../../src/router/cold-budget';
-import { Prefetcher, TickBudget, type PrefetchSettings } from '../../src/prefetch/prefetcher';
+import {
+  PREFETCH_BUDGET_KEY,
+  Prefetcher,
+  spendPrefetchBudget,
+  TickBudget,
+  type CountedIn,
+  type PrefetchSettings,
+} from '../../src/prefetch/prefetcher';
 
 const R1 = 'http://r1:8000';
 const R2 = 'http://r2:8000';
@@ -75,8 +82,8 @@ const on: PrefetchSettings = {
   staleAfterMs: 10_000,
 };
 
-/** R1 holds `r1` (or nothing), R2 nothing; `a` is in demand on both. */
-async function world(r1: string[]) {
+/** R1 holds `r1` (or nothing), R2 nothing; `a` is in demand on both (or on `demandOn`). */
+async function world(r1: string[], demandOn = [R1, R2]) {
   const clock = new VirtualClock();
   const store = new MemoryFleetStore();
   const api = new Replicas(clock);
@@ -95,7 +102,7 @@ async function world(r1: string[]) {
   const manager = new AdapterManager(store, api, clock, silentLogger);
   const prefetcher = new Prefetcher(store, manager, clock, silentLogger, () => policy);
   prefetcher.configure(on);
-  for (let i = 0; i < 40; i++) prefetcher.observe({ name: 'a', path: '/a/a' }, [R1, R2], -1000);
+  for (let i = 0; i < 40; i++) prefetcher.observe({ name: 'a', path: '/a/a' }, demandOn, -1000);
   const tick = async () => {
     const t = prefetcher.maybeTick();
     await clock.run();
@@ -171,6 +178,31 @@ describe("a prefetch's unit taken for R1, where no load call follows, goes to R2
   });
 });
 
+describe("a unit no load of the tick took again goes back to the store at the tick's end", () => {
+  it("R1's victim is busy and no other load is planned: the fleet's unit is refunded to requests", async () => {
+    const w = await world(['b'], [R1]);
+    w.api.busy = ['b'];
+    await w.tick();
+    expect(w.loadCalls()).toEqual([]);
+    expect(w.prefetcher.stats).toMatchObject({ planned: 1, overBudget: 0, refunded: 1 });
+    // Requests keep the fleet's whole budget: no load was made.
+    expect(await w.fleetSpent()).toBe(0);
+  });
+
+  it("and prefetch's own unit (one a minute): the next tick loads once the victim is idle", async () => {
+    const w = await world(['b'], [R1]);
+    w.api.busy = ['b'];
+    await w.tick();
+    w.api.busy = [];
+    // Past the replica's backoff after the first tick's failed attempt.
+    await w.clock.run(w.clock.now() + 10 * on.intervalMs);
+    await w.tick();
+    expect(w.loadCalls()).toEqual([`load a@${R1}`]);
+    expect(w.prefetcher.stats).toMatchObject({ loaded: 1, overBudget: 0 });
+    expect(await w.fleetSpent()).toBe(1);
+  });
+});
+
 describe('a unit whose load call was sent is spent', () => {
   it('a load call that failed keeps its unit: R2 is refused for the minute', async () => {
     const w = await world([]);
@@ -183,9 +215,16 @@ describe('a unit whose load call was sent is spent', () => {
 });
 
 describe('TickBudget', () => {
+  /** The store's windows a unit is counted in: prefetch's and the fleet's, both opened at 0. */
+  const windows = (): CountedIn => [
+    { key: PREFETCH_BUDGET_KEY, opened: 0 },
+    { key: FLEET_BUDGET_KEY, opened: 0 },
+  ];
+  const noRefund = async () => 0;
+
   it('takes a unit given back before the store, and a unit comes back once however often it is given back', async () => {
     let spent = 0;
-    const budget = new TickBudget(async () => ++spent <= 1);
+    const budget = new TickBudget(async () => (++spent <= 1 ? windows() : null), noRefund);
     const unit = await budget.take();
     expect(unit).not.toBeNull();
     unit!.giveBack();
@@ -198,5 +237,36 @@ describe('TickBudget', () => {
     expect(await budget.take()).toBeNull();
     unit!.giveBack();
     expect(budget.spare).toBe(0);
+  });
+
+  it("gives its spare units back to the windows they were counted in at the tick's end, once", async () => {
+    const refunds: [string, number, number][] = [];
+    const budget = new TickBudget(
+      async () => windows(),
+      async (w, n) => (refunds.push([w.key, w.opened, n]), n),
+    );
+    const [a, b, c] = [await budget.take(), await budget.take(), await budget.take()];
+    a!.giveBack();
+    b!.giveBack();
+    // `c` made its load call: it stays spent.
+    expect(c).not.toBeNull();
+    expect(await budget.settle()).toBe(2);
+    expect(refunds).toEqual([
+      [PREFETCH_BUDGET_KEY, 0, 2],
+      [FLEET_BUDGET_KEY, 0, 2],
+    ]);
+    expect(budget.spare).toBe(0);
+    expect(await budget.settle()).toBe(0);
+    expect(refunds).toHaveLength(2);
+  });
+});
+
+describe('spendPrefetchBudget', () => {
+  it("gives prefetch's own unit back when the fleet's window refuses: no load follows it", async () => {
+    const store = new MemoryFleetStore();
+    for (let i = 0; i < FLEET; i++) await store.spendBudget(FLEET_BUDGET_KEY, FLEET, COLD_LOAD_WINDOW_MS, 0);
+    expect(await spendPrefetchBudget(store, on, 0)).toBeNull();
+    // Prefetch's one unit this minute is still there.
+    expect(await store.spendBudget(PREFETCH_BUDGET_KEY, 1, 60_000, 0)).toBe(0);
   });
 });

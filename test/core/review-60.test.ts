@@ -91,7 +91,7 @@ describe('review 60: the prefetch budget taken before the room is made', () => {
       granted.push((await store.spendBudget(FLEET_BUDGET_KEY, 4, COLD_LOAD_WINDOW_MS, clock.now())) === 0);
     expect(granted).toEqual([true, true, true, true]);
     // ...and prefetching its one load.
-    expect(await spendPrefetchBudget(store, { ...on, coldLoadsPerMinute: 0 }, clock.now())).toBe(true);
+    expect(await spendPrefetchBudget(store, { ...on, coldLoadsPerMinute: 0 }, clock.now())).not.toBeNull();
   });
 });
 

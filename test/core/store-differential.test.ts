@@ -90,7 +90,9 @@ function tally(op: Op, answer: unknown): void {
   const done =
     ((op.op === 'finishLoad' || op.op === 'finishUnload') && answer === true) ||
     (op.op === 'release' && answer !== null) ||
-    (op.op === 'retake' && op.leases.length > 0);
+    (op.op === 'retake' && op.leases.length > 0) ||
+    (op.op === 'budget' && (answer as { granted?: unknown }).granted !== undefined) ||
+    (op.op === 'refund' && (answer as { refunded: number }).refunded > 0);
   if (granted || done) ran.granted[op.op] = (ran.granted[op.op] ?? 0) + 1;
 }
 
@@ -337,6 +339,31 @@ describe('rooms made for an adapter, judged by the caller’s limit', () => {
     // The memory side's answers (Redis's are compared with them): a trim has no room, 'none'.
     const got = (k: string) => (ran.rooms[k] ?? 0) - (before[k] ?? 0);
     expect([got('none full granted'), got('none full refused')]).toEqual([4, 3]);
+  });
+});
+
+describe('budget refunds (a prefetch unit no load followed)', () => {
+  it('go back to the window they were granted in only, never below zero, and a refused spend counts nothing', async () => {
+    const before = { ...ran.granted };
+    await replay([
+      { op: 'budget', node: 0, key: 0, limit: 2 }, // granted: window 0
+      { op: 'budget', node: 1, key: 0, limit: 2 }, // granted
+      { op: 'budget', node: 2, key: 0, limit: 2 }, // refused, not counted
+      { op: 'refund', node: 1, window: 0, count: 1 }, // one back
+      { op: 'budget', node: 2, key: 0, limit: 2 }, // granted again
+      { op: 'budget', node: 0, key: 1, limit: 1 }, // the other key: its own window
+      { op: 'refund', node: 0, window: 12, count: 1 }, // a window never opened: nothing
+      { op: 'refund', node: 2, window: 1, count: 2 }, // window 0 again (named by its second grant): two back
+      { op: 'refund', node: 2, window: 0, count: 2 }, // none left: never below zero
+      { op: 'flush' },
+      { op: 'budget', node: 0, key: 0, limit: 2 }, // a new window
+      { op: 'refund', node: 0, window: 0, count: 1 }, // the old window's: nothing
+      { op: 'budget', node: 0, key: 0, limit: 2 },
+      { op: 'budget', node: 0, key: 0, limit: 2 }, // refused: the new window is whole
+    ]);
+    const got = (k: string) => (ran.granted[k] ?? 0) - (before[k] ?? 0);
+    // The memory side's answers (Redis's are compared with them).
+    expect([got('budget'), got('refund')]).toEqual([6, 2]);
   });
 });
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { FleetStore, LoadEnd } from '../../src/fleet/store';
+import type { BudgetWindow, FleetStore, LoadEnd } from '../../src/fleet/store';
 import type { FleetEvent, ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
 
 /**
@@ -85,6 +85,8 @@ export type Op =
   | { op: 'release'; node: number; lease: number; status: number | null }
   | { op: 'expire'; node: number; maxAge: number }
   | { op: 'budget'; node: number; key: number; limit: number }
+  /** Units given back to a window a spend was granted in (index 12: a window never opened). */
+  | { op: 'refund'; node: number; window: number; count: number }
   | { op: 'event'; node: number; url: number; adapter: number }
   /** A router configuration registers: it manages one more adapter name. */
   | { op: 'configure'; adapter: number }
@@ -235,6 +237,10 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
     weight: 2,
     arbitrary: fc.record({ op: fc.constant('budget' as const), node, key: fc.nat(1), limit: fc.nat(2) }),
   },
+  {
+    weight: 1,
+    arbitrary: fc.record({ op: fc.constant('refund' as const), node, window: fc.nat(12), count: fc.nat(2) }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('event' as const), node, url, adapter }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('configure' as const), adapter }) },
   { weight: 1, arbitrary: fc.constant({ op: 'flush' as const }) },
@@ -261,10 +267,15 @@ export interface World {
    * handed out, and each side's must exceed every earlier one, across flushes too.
    */
   fences: { fence: number; shared: number; url: string; adapter: string; kind: 'load' | 'unload' }[];
+  /**
+   * Windows budget spends were granted in, in order: the memory side's and the Redis side's (each
+   * opened on its store's clock). A refund names one; across flushes too (none takes it back).
+   */
+  windows: { memory?: BudgetWindow; shared?: BudgetWindow }[];
 }
 
 export function newWorld(): World {
-  return { managed: new Set(), managedVersion: 0, times: [], fences: [] };
+  return { managed: new Set(), managedVersion: 0, times: [], fences: [], windows: [] };
 }
 
 /** The change a finish or check names: a fence handed out (index 12: one nobody was handed). */
@@ -392,12 +403,26 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
     }
     case 'budget': {
       // The wait is measured on two clocks (the caller's, Redis's): compare whether, and roughly.
-      const wait = await s.spendBudget(BUDGET_KEYS[op.key]!, op.limit, LONG_MS, at);
-      return wait === 0 ? 0 : { waits: wait > 0 && wait <= LONG_MS };
+      const { waitMs: wait, window } = await s.takeBudget(BUDGET_KEYS[op.key]!, op.limit, LONG_MS, at);
+      if (window) noteWindow(w, window, side.redis === true);
+      return wait === 0 ? { granted: window?.key ?? null } : { waits: wait > 0 && wait <= LONG_MS };
+    }
+    case 'refund': {
+      const e = op.window < 12 ? w.windows[op.window % Math.max(1, w.windows.length)] : undefined;
+      const window = (side.redis ? e?.shared : e?.memory) ?? { key: BUDGET_KEYS[0], opened: 0 };
+      // Not a bare number: the comparison reads a number as a fence, whichever its value.
+      return { refunded: await s.refundBudget(window, op.count, at) };
     }
     case 'event':
       return s.pushEvent({ at, url: u(op.url), adapter: a(op.adapter), op: 'load', result: 'ok', ms: 5 });
   }
+}
+
+/** A granted spend's window: the memory side runs a step first, then the Redis side. */
+function noteWindow(w: World, window: BudgetWindow, redis: boolean): void {
+  const last = w.windows.at(-1);
+  if (redis && last && !last.shared) last.shared = window;
+  else w.windows.push(redis ? { shared: window } : { memory: window });
 }
 
 /**

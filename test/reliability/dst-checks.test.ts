@@ -418,6 +418,15 @@ describe('the simulation sees the cold-load budget spent without a load', () => 
     expect(judged(r2, o).verdict()).toBeUndefined();
   });
 
+  it('counts a unit given back to the window (a prefetch whose load was never called) as not spent', () => {
+    // A prefetch's grant has no request: it counts as spent, unless given back.
+    const prefetch: BudgetOp = { op: 'spend', at: 10, key: 'fleet', waitMs: 0, delivered: true };
+    expect(judged([prefetch]).verdict()).toBeUndefined();
+    expect(judged([prefetch, { op: 'refund', at: 12, key: 'fleet', count: 1 }]).verdict()).toBe(
+      'the cold-load budget goes to loads',
+    );
+  });
+
   it('takes the window from the spend that opened it, a rounding error early (seed 177: a false alarm without it)', () => {
     // Fractional server times: the window's end less 60 s (946) sits a hair after the add that opened it.
     const ledger: BudgetOp[] = [

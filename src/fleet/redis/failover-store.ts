@@ -9,7 +9,7 @@
 import { sleep, systemClock, type Clock } from '../../clock';
 import type { Logger } from '../../log';
 import { Signal } from '../../signal';
-import type { FleetStore } from '../store';
+import type { BudgetTaken, BudgetWindow, FleetStore } from '../store';
 import type { AdapterRef, Fence, Lease, Released, ReplicaSpec, ReplicaView, ResidencyState } from '../types';
 import { FAILOVER_DEFAULTS, type FailoverOptions } from './outage';
 import type { HeldLease } from './held-leases';
@@ -366,17 +366,36 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
 
   /** Degraded, a node grants cold loads only from its share of the budget: see `OutageBudget`. */
   async spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
+    return (await this.takeBudget(key, limit, windowMs, at)).waitMs;
+  }
+
+  /** A unit granted alone has no window a refund can reach: it stays counted (stricter). */
+  async takeBudget(key: string, limit: number, windowMs: number, at: number): Promise<BudgetTaken> {
     await this.carrying;
+    let window: BudgetWindow | null = null;
     const waitMs = await this.decide(
       async (s) => {
-        const waitMs = await s.spendBudget(key, limit, windowMs, at);
-        if (waitMs === 0) this.budget.spentShared(key, windowMs);
-        return waitMs;
+        const taken = await s.takeBudget(key, limit, windowMs, at);
+        if (taken.waitMs === 0) this.budget.spentShared(key, windowMs);
+        if (taken.window) window = { ...taken.window, epoch: s.currentEpoch ?? null };
+        return taken.waitMs;
       },
       async () => this.budget.spendAlone(key, limit, windowMs, this.outage.options.probeMs),
     );
     if (waitMs === 0 && this.spendsGoTo) await this.spendsGoTo.takeSpendsOf(this);
-    return waitMs;
+    return { waitMs, window: waitMs === 0 ? window : null };
+  }
+
+  /**
+   * Forwarded to the shared state the units were counted in, while it answers under the same
+   * epoch; else (degraded, emptied, failed) nothing is given back and the units stay counted.
+   */
+  async refundBudget(window: BudgetWindow, count: number, at: number): Promise<number> {
+    if (this.outage.degraded || window.epoch === undefined) return 0;
+    if (window.epoch !== (this.shared.currentEpoch ?? null)) return 0;
+    const back = await this.shared.refundBudget(window, count, at).catch(() => 0);
+    this.budget.refundedShared(window.key, window.epoch, back);
+    return back;
   }
 
   async close(): Promise<void> {

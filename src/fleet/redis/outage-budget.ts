@@ -65,6 +65,18 @@ export class OutageBudget {
   }
 
   /**
+   * `count` of its shared grants under `epoch` were refunded there: no longer remembered, so a
+   * share decided alone or a re-publish after an emptied state does not count them. The oldest
+   * go: those left are no older than the grants still used, so none leaves the window early.
+   */
+  refundedShared(key: string, epoch: string | null, count: number): void {
+    const r = this.recentSpends.get(key);
+    if (!r || count <= 0) return;
+    let left = count;
+    r.at = r.at.filter((s) => s.alone || s.epoch !== epoch || left-- <= 0);
+  }
+
+  /**
    * Degraded, a node spends only its share of the budget (the budget over the nodes last seen
    * sharing it, rounded down) less what it was granted in the last window, shared or alone, and
    * counts what it grants, merged into the shared window on recovery: N nodes cut off together

@@ -4,7 +4,14 @@ import type { RedisConfig } from '../../config/redis-schema';
 import type { Logger } from '../../log';
 import { LEASE_CEILING } from '../memory-leases';
 import { PASSIVE_FAILURE_LIMIT } from '../memory-store';
-import { RETAKE_BATCH, type FleetDump, type FleetStore, type LoadEnd } from '../store';
+import {
+  RETAKE_BATCH,
+  type BudgetTaken,
+  type BudgetWindow,
+  type FleetDump,
+  type FleetStore,
+  type LoadEnd,
+} from '../store';
 import type {
   AdapterRef,
   Fence,
@@ -373,8 +380,21 @@ export class RedisFleetStore implements FleetStore {
     return (await this.connection()).hlen(`${this.prefix}lease`);
   }
 
-  async spendBudget(key: string, limit: number, windowMs: number, _at: number): Promise<number> {
-    return (await this.run('budget', key, limit, Math.max(1, Math.ceil(windowMs)))) as number;
+  async spendBudget(key: string, limit: number, windowMs: number, at: number): Promise<number> {
+    return (await this.takeBudget(key, limit, windowMs, at)).waitMs;
+  }
+
+  async takeBudget(key: string, limit: number, windowMs: number, _at: number): Promise<BudgetTaken> {
+    const [waitMs, opened] = (await this.run('budget', key, limit, Math.max(1, Math.ceil(windowMs)))) as [
+      number,
+      string | null,
+    ];
+    return { waitMs, window: waitMs === 0 && opened !== null ? { key, opened: Number(opened) } : null };
+  }
+
+  async refundBudget(window: BudgetWindow, count: number, _at: number): Promise<number> {
+    if (count <= 0) return 0;
+    return (await this.run('budgetRefund', window.key, String(window.opened), count)) as number;
   }
 
   /** Adds `count` cold loads counted elsewhere (a node deciding alone) to `key`'s current window. */

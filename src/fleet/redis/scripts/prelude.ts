@@ -30,7 +30,8 @@ import { FENCE_PER_MS } from '../../types';
  *   P place:<adapter> the replica a cold adapter was placed on (PX: load and queue timeouts)
  *   P placers:<adapter> set of the requests sharing that placement (expires with it)
  *   P events          list of fleet events, newest first; channel P changed: room may have freed
- *   P budget:<key>    cold loads counted in the current window (expires with it)
+ *   P budget:<key>    cold loads granted in the current window (expires with it)
+ *   P budget-at:<key> when that window opened, Redis time (expires with it): a refund's window
  *
  * This file: the helpers every script begins with; the scripts are grouped by concern beside it.
  */
