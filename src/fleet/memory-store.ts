@@ -333,9 +333,11 @@ export class MemoryFleetStore implements FleetStore {
       putResidency(r, adapter, { state: 'static', since: at, lastUsed: at });
       r.loadedUnseen.delete(adapter);
     } else if (ok === 'replayed') {
-      // Sent again after the server lost it: the replica may have changed since. Forgotten, as the
-      // lock of a stopped holder: the next poll adopts it if it is there.
+      // Sent again after the server lost it: the replica may have changed since (another node's
+      // unload, its end and gone mark lost too). Forgotten and gone, as after a failure: a registry
+      // read begun before may predate that unload; the next one adopts it if it is there.
       dropResidency(r, adapter);
+      markGone(r, adapter, at);
     } else if (ok) putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: at });
     else {
       // Ended without it (a failure, or the after-load undo unloaded it): a registry read begun

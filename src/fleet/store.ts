@@ -80,8 +80,9 @@ export interface FleetStore {
    * does not bring it back). `'static'`: the replica answered "already loaded" for an adapter it
    * registered at start: kept as a static entry (no slot, never unloaded), and not a load of the
    * router's for the first registry read after an emptied state. `'replayed'`: the lock ends and the
-   * entry is forgotten, not marked gone (as the lock of a stopped holder): the next poll reads what
-   * the replica holds. False if `fence` is no longer current.
+   * entry is forgotten and marked gone, as on failure (a read begun before may predate another
+   * node's unload, lost too): the next poll begun after it reads what the replica holds. False if
+   * `fence` is no longer current.
    */
   finishLoad(url: string, adapter: string, fence: Fence, ok: LoadEnd, at: number): Promise<boolean>;
   /**

@@ -5,9 +5,10 @@
  * while the replica has finished (dst seed 1002201: a finished load lost, a request alone on an
  * idle fleet waited 7 s for it and got a 503). Each end is sent again once the server is found
  * changed; the fence makes it a no-op where the lock is gone or another holder has it. A load's end
- * is sent as `'replayed'`: its lock ends, but the adapter is forgotten there rather than marked
- * `loaded`, since the replica may have changed since (dst seed 1534246: another node unloaded it, that
- * end lost too, and a request proxied onto the unload); the next poll reads what the replica holds.
+ * is sent as `'replayed'`: its lock ends, but the adapter is forgotten there (and marked gone) rather
+ * than marked `loaded`, since the replica may have changed since (dst seed 1534246: another node
+ * unloaded it, that end lost too, and a request proxied onto the unload); the next poll begun after
+ * it reads what the replica holds.
  * Why a switch can lose acknowledged writes: "Redis replication is asynchronous" (redis/redis
  * `redis.conf`, REPLICATION section, point 1, at tag 7.0.15, the `redis-server` the tests run, and
  * the same at 8.0.0), so a promoted replica may lack the primary's last writes.
@@ -124,7 +125,7 @@ export class EndedLocks {
       const at = this.clock.now();
       // Only if the lock there is this node's: another node's under the same fence is not this end's.
       // A load's end is old news by now: the replica may have changed since (another node unloaded
-      // the adapter, that end lost too: dst seed 1534246). Its lock ends, nothing is marked.
+      // the adapter, that end lost too: dst seed 1534246). Its lock ends, the adapter gone.
       if (e.op === 'load') await shared.finishLoad(e.url, e.adapter, e.fence, 'replayed', at, true);
       else await shared.finishUnload(e.url, e.adapter, e.fence, e.ok, at, true);
     }

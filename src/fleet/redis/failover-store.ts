@@ -259,8 +259,12 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     const m = this.leases.mine.get(leaseId);
     this.leases.mine.delete(leaseId);
     // Its acquire or a retake over a link (this store's or a successor's) got no answer: released
-    // there too, behind it; that failing, replayed where this store goes.
-    const behindUnanswered = m?.unansweredOn ? this.leases.releaseOn(m.unansweredOn, leaseId, at) : undefined;
+    // there too, behind it; that failing, replayed where this store goes. A shared one's carries the
+    // status: of the two releases on this state the first to find it counts it and answers (the
+    // retake landed, the second found nothing: test/core/review-62b.test.ts).
+    const behindUnanswered = m?.unansweredOn
+      ? this.leases.releaseOn(m.unansweredOn, leaseId, at, m.shared ? status : undefined)
+      : undefined;
     if (m && !m.shared) {
       // Released in Redis too when it returns, in case the timed-out acquire ran there.
       const r = await this.local.release(leaseId, at, status);
@@ -268,13 +272,13 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
       else if (m.uncertain) this.leases.pendingReleases.add(leaseId);
       return r;
     }
-    if (behindUnanswered) await behindUnanswered;
+    const behind = await behindUnanswered;
     // What the upstream said is an observation: the local store learns it too.
     this.leases.releasing.add(leaseId);
     try {
       if (m && status !== undefined)
         await this.local.observeOutcome(m.lease.url, m.lease.adapter, status, at);
-      return await this.decide(
+      const released = await this.decide(
         (s) => s.release(leaseId, at, status),
         async () => {
           // Its count stays in the shared store until it returns: replay the release then.
@@ -282,6 +286,7 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
           return m ? { ...m.lease, adapterIdle: true } : undefined;
         },
       );
+      return released ?? behind;
     } finally {
       this.leases.releasing.delete(leaseId);
     }

@@ -8,7 +8,7 @@ import type { Clock } from '../../clock';
 import { LEASE_CEILING } from '../memory-leases';
 import type { MemoryFleetStore } from '../memory-store';
 import { RETAKE_BATCH } from '../store';
-import type { Lease } from '../types';
+import type { Lease, Released } from '../types';
 import type { SharedStore } from './shared-store';
 
 /**
@@ -131,9 +131,21 @@ export class HeldLeases {
     await Promise.all(ended.map((id) => this.releaseOn(shared, id, now)));
   }
 
-  /** Releases `id` on the link `shared`; no answer: replayed when the shared store answers again (a release twice is none). */
-  async releaseOn(shared: SharedStore, id: string, at: number): Promise<void> {
-    await shared.release(id, at).catch(() => void this.pendingReleases.add(id));
+  /**
+   * Releases `id` on the link `shared`, with the upstream's `status` if any; no answer: replayed
+   * when the shared store answers again (a release twice is none: the one that finds it counts the
+   * status and answers; test/core/review-62b.test.ts).
+   */
+  async releaseOn(
+    shared: SharedStore,
+    id: string,
+    at: number,
+    status?: number,
+  ): Promise<Released | undefined> {
+    return shared.release(id, at, status).catch(() => {
+      this.pendingReleases.add(id);
+      return undefined;
+    });
   }
 
   /**

@@ -29,9 +29,9 @@ if ARGV[5] == 'static' then
   dropres(url, name)
   putres(url, name, {state = 'static', since = at, lastUsed = at})
   redis.call('SREM', P .. 'unseen:' .. url, name)
--- Sent again after the server lost it (ended-locks.ts): the replica may have changed since.
--- Forgotten, as endlock does for a stopped holder: the next poll adopts it if it is there.
-elseif ARGV[5] == 'replayed' then dropres(url, name)
+-- Sent again after the server lost it (ended-locks.ts): the replica may have changed since (another
+-- node's unload, its gone mark lost too). Gone, as after a failure: the next read begun after adopts it.
+elseif ARGV[5] == 'replayed' then gone(url, name)
 elseif ARGV[5] == '1' then putres(url, name, {state = 'loaded', since = at, lastUsed = at})
 -- Ended without it: a failure, or the after-load undo unloaded it.
 else gone(url, name) end
