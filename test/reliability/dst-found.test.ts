@@ -2482,6 +2482,45 @@ describe('a replica seen down gets no request: judged from what the decision las
   }, 30_000);
 });
 
+describe('a replica seen down gets no request: a guessed lease given back on a link that got no answer', () => {
+  // Seed 1635447 (--keep 0,1,3,6,7,10,14; the router's, since acquire-overtake): replica-1 answers
+  // 500 from 1,057 ms; node 2's link to Redis answers 2,037 ms late from 1,425 ms. Node 2's
+  // base-model request (1,826 ms) takes views and its guessed lease in one call, which times out at
+  // 2,326 ms: the node decides alone on replica-1 (its own polls had not seen it down yet) and gives
+  // the guessed lease back. That release went on the acquire's link, behind it, and the request
+  // waited for it: it timed out at 2,826 ms, node 2 polled replica-1 down at 2,464 ms, and the
+  // request went there 1,769 ms into the outage. The release there is sent, not waited for, now: the
+  // local store answers (test/core/release-unanswered.test.ts).
+  it('seed 1635447: a decision alone is not held up by the release of its guessed lease', async () => {
+    await holds(
+      1635447,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 4,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code'],
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 6000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+      },
+      [
+        { at: 172, kind: 'request', node: 2, adapter: 2, tokens: 6, prompt: 186 },
+        { at: 492, kind: 'request', node: 2, adapter: -1, tokens: 5, prompt: 284 },
+        { at: 731, kind: 'request', node: 0, adapter: 4, tokens: 40, prompt: 1513 },
+        { at: 1057, kind: 'replica-outage', replica: 1, ms: 3321, mode: 'error500' },
+        { at: 1067, kind: 'request', node: 0, adapter: 0, tokens: 26, prompt: 1189 },
+        { at: 1425, kind: 'slow', node: 2, ms: 1175, slowMs: 2037 },
+        { at: 1826, kind: 'request', node: 2, adapter: -1, tokens: 5, prompt: 1305 },
+      ],
+    );
+  }, 30_000);
+});
+
 describe('the cold-load budget goes to loads: a slot claim whose call a Sentinel switch failed', () => {
   // Seed 531770 (all 16 actions; the check's, not the router's): node 2's request 9 for `code`
   // finds a slot freed on replica-1 just after node 1 made it for its own `code` load (begun at

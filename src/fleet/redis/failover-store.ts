@@ -259,20 +259,20 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     const m = this.leases.mine.get(leaseId);
     this.leases.mine.delete(leaseId);
     // Its acquire or a retake over a link (this store's or a successor's) got no answer: released
-    // there too, behind it; that failing, replayed where this store goes. A shared one's carries the
-    // status: of the two releases on this state the first to find it counts it and answers (the
-    // retake landed, the second found nothing: test/core/review-62b.test.ts).
+    // there too, behind it; that failing, replayed where this store goes. Sent, not waited for here:
+    // the order is the link's, and that link has just failed to answer. A router gives a guessed
+    // lease back before it proxies: waiting, a request sat out a timeout on a decision its node's
+    // polls overtook (dst seed 1635447, test/core/release-unanswered.test.ts). A shared one's
+    // carries the status: of the two releases on this state the first to find it counts it and
+    // answers (the retake landed, the second found nothing: test/core/review-62b.test.ts).
     const behindUnanswered = m?.unansweredOn
       ? this.leases.releaseOn(m.unansweredOn, leaseId, at, m.shared ? status : undefined)
       : undefined;
     if (m && !m.shared) {
       // Released in Redis too when it returns, in case the timed-out acquire ran there.
-      const r = await this.local.release(leaseId, at, status);
-      if (behindUnanswered) await behindUnanswered;
-      else if (m.uncertain) this.leases.pendingReleases.add(leaseId);
-      return r;
+      if (m.uncertain && !m.unansweredOn) this.leases.pendingReleases.add(leaseId);
+      return this.local.release(leaseId, at, status);
     }
-    const behind = await behindUnanswered;
     // What the upstream said is an observation: the local store learns it too.
     this.leases.releasing.add(leaseId);
     try {
@@ -286,7 +286,10 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
           return m ? { ...m.lease, adapterIdle: true } : undefined;
         },
       );
-      return released ?? behind;
+      // Found first by the release behind the unanswered call: that one has the answer. Waited for
+      // only then, and only in the log phase (a status): a give-back never waits on that link.
+      if (released !== undefined || !behindUnanswered || status === undefined) return released;
+      return await behindUnanswered;
     } finally {
       this.leases.releasing.delete(leaseId);
     }
