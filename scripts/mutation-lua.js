@@ -31,6 +31,9 @@ const SUITES = [
   'test/core/lua-load-locks.test.ts',
   // The same for prelude.ts (the locks' ends, a lease's drop, fences, the clock, the bounded lists).
   'test/core/lua-prelude.test.ts',
+  // A load's end replayed after a lost write (finishLoad's 'replayed': dst seed 1534246).
+  'test/core/replayed-load-end.test.ts',
+  'test/core/mutation-ended-locks.test.ts',
   'test/core/mutation-redis-store.test.ts',
   'test/core/empty-restart.test.ts',
   'test/core/fleet-store.test.ts',

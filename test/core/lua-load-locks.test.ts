@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import { waitFor } from '../../harness/wait';
 import { useRedisStores } from '../helpers/redis-stores';
 
 const U = 'http://10.0.0.1:8000';
@@ -107,5 +108,26 @@ describe('the room an ended unload makes (finishUnload)', () => {
     await new Promise((r) => setTimeout(r, 20));
     // No limit: a room made for x refuses until its TTL (one unload per load).
     expect(await s.beginUnload(U, 'c', 9, TTL, 'x')).toBeNull();
+  });
+});
+
+describe('a load that ends (finishLoad)', () => {
+  it('says so on the change channel, a replayed end too: requests waiting on its `loading` entry look again', async () => {
+    // A replayed end (ended-locks.ts, dst seed 1534246) ends a lock the server had kept since a
+    // rollback: the requests waiting on that `loading` entry would be left to their timers.
+    const { s, p } = await store();
+    const woken = jest.fn();
+    s.onRemoteChange = woken;
+    await waitFor(async () => (await env.redis.subscribers(`${p}changed`)) === 1, 5000, 'subscribed');
+    for (const [name, end] of [
+      ['a', true],
+      ['b', 'replayed'],
+    ] as const) {
+      const f = await s.beginLoad(U, name, 1, 100, TTL);
+      woken.mockClear();
+      expect(await s.finishLoad(U, name, f!, end, 2)).toBe(true);
+      await waitFor(() => woken.mock.calls.length > 0, 5000, `woken by the load's end (${end})`);
+    }
+    expect(await states(s)).toEqual({ a: 'loaded' });
   });
 });

@@ -152,4 +152,66 @@ describe('OwnUnloads', () => {
     next.polled(R, 100);
     expect(next.stateOf(R, 'a', 'loaded')).toBe('loaded');
   });
+
+  it('keeps each adapter’s unrecorded end on a replica: two unloads there read `unloading` each', () => {
+    const own = new OwnUnloads();
+    own.ended(R, 'a', 100, false);
+    own.ended(R, 'b', 110, false);
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    expect(own.stateOf(R, 'b', 'loaded')).toBe('unloading');
+    own.polled(R, 105);
+    expect([own.stateOf(R, 'a', 'loaded'), own.stateOf(R, 'b', 'loaded')]).toEqual(['loaded', 'unloading']);
+  });
+
+  it('a runtime that replaced an idle one reads the store’s states', () => {
+    const old = new OwnUnloads();
+    const next = new OwnUnloads();
+    next.inherit(old);
+    expect(next.stateOf(R, 'a', 'loaded')).toBe('loaded');
+    expect(next.unloading(R, 'a')).toBe(false);
+  });
+
+  it('a retired runtime on the same state is kept through a poll of another replica while its unload there is unpolled', () => {
+    const old = new OwnUnloads();
+    const next = new OwnUnloads();
+    next.inherit(old);
+    old.ended(R, 'a', 100, false);
+    old.retire();
+    next.polled(S, 200);
+    expect(next.stateOf(R, 'a', 'loaded')).toBe('unloading');
+  });
+
+  it('a retired runtime on other state is kept while its unload is on a replica the newer one never polled', () => {
+    const old = new OwnUnloads();
+    const next = new OwnUnloads();
+    next.inherit(old, false);
+    old.ended(R, 'a', 100, false);
+    old.retire();
+    next.polled(S, 200);
+    expect(next.stateOf(R, 'a', 'loaded')).toBe('unloading');
+  });
+
+  it('two record changes to other state: the newest reads the oldest one’s unload through the one between', () => {
+    const first = new OwnUnloads();
+    const second = new OwnUnloads();
+    const third = new OwnUnloads();
+    second.inherit(first, false);
+    first.ended(R, 'a', 100, false);
+    first.retire();
+    third.inherit(second, false);
+    second.retire();
+    third.polled(S, 200);
+    expect(third.stateOf(R, 'a', 'loaded')).toBe('unloading');
+  });
+
+  it('a runtime on other state reads an older one’s unload ended in the millisecond its own poll began as polled', () => {
+    // As a poll clears this runtime's own: an end at or before the poll's start is read there.
+    const old = new OwnUnloads();
+    const next = new OwnUnloads();
+    next.inherit(old, false);
+    old.ended(R, 'a', 100, false);
+    next.polled(R, 100);
+    expect(next.stateOf(R, 'a', 'loaded')).toBe('loaded');
+    expect(old.stateOf(R, 'a', 'loaded')).toBe('unloading');
+  });
 });
