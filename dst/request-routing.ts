@@ -149,6 +149,7 @@ export class RequestRouting {
       const scope = {
         lastFaultAt: this.g.lastFaultAt(),
         lastRecordChange: this.g.lastRecordChange(),
+        lastCallTimeout: Math.max(...this.g.redis.map((r) => r.callTimedOutAt)),
         boundMs: this.holdBoundMs(),
       };
       const slowMs = this.g.calls.slowMs(arrivals);
