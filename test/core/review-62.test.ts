@@ -1,7 +1,8 @@
 /**
  * Review 62: the shared state's newest safety code, looked at afresh (docs/reliability.md).
- * OwnUnloads (src/adapters/own-unloads.ts) after an outage and across a `redis` record change;
- * keptDuring (src/adapters/call-keep.ts); HeldLeases.releaseOn (src/fleet/redis/held-leases.ts).
+ * OwnUnloads (src/adapters/own-unloads.ts) after an outage and across a `redis` record change, and
+ * keptDuring (src/adapters/call-keep.ts) on a failed load. HeldLeases.releaseOn held up: its cases
+ * are test/core/review-61.test.ts and test/core/hand-back-close.test.ts.
  */
 import { AdapterManager } from '../../src/adapters/manager';
 import { OwnUnloads } from '../../src/adapters/own-unloads';
