@@ -62,13 +62,15 @@ export class HealthReads {
 
   /** By runtime and replica: its polls in a row that timed out, as its poller counts them. */
   private readonly timedOut = new Map<string, number>();
+  /** By runtime and replica: when its last poll that timed out did (the world's time). */
+  private readonly lastTimedOut = new Map<string, number>();
 
   /**
    * Notes each poll `sender`'s runtime makes (its scrape, made by polls only) as the replicas'
    * HTTP ended it: timed out, or not (answered, or failed otherwise: the count starts again),
    * as the poller's `unhealthy_timeouts` counts them (src/fleet/poller.ts `givesBenefitOfDoubt`).
    */
-  pollsSeen(api: ReplicaApi, sender: string): void {
+  pollsSeen(api: ReplicaApi, sender: string, now: () => number): void {
     const scrape = api.scrape.bind(api);
     api.scrape = (spec, timeoutMs) => {
       const key = `${sender}\u0000${spec.url}`;
@@ -77,13 +79,24 @@ export class HealthReads {
       reply.then(
         () => this.timedOut.delete(key),
         (err: unknown) => {
-          if (err instanceof BackendError && err.code === 'timeout')
+          if (err instanceof BackendError && err.code === 'timeout') {
             this.timedOut.set(key, (this.timedOut.get(key) ?? 0) + 1);
-          else this.timedOut.delete(key);
+            this.lastTimedOut.set(key, now());
+          } else this.timedOut.delete(key);
         },
       );
       return reply;
     };
+  }
+
+  /**
+   * When `sender`'s runtime's last poll of `url` that timed out did (-Infinity: none). Such a poll
+   * read no verdict of the replica, and the round after it skips the replica while that poll is
+   * under way (src/fleet/poller.ts `pollAll`): a node deciding alone, whose health is its own polls,
+   * sees a replica down from its next poll after it at the earliest (seed 1646547).
+   */
+  lastTimeout(sender: string, url: string): number {
+    return this.lastTimedOut.get(`${sender}\u0000${url}`) ?? -Infinity;
   }
 
   /** `sender`'s runtime's last polls of `url` that timed out in a row (0: its last one did not). */

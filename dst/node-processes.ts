@@ -21,7 +21,14 @@ import { RegistrationPasses } from './registration-passes';
 import type { ReplicaSet } from './replicas';
 import type { Schedule } from './schedule';
 import { NodeClock, type Scheduler } from './scheduler';
-import { LOAD_TIMEOUT_MS, NODE_TTL_MS, POLL_MS, POLL_TIMEOUT_MS, QUEUE_TIMEOUT_MS } from './world-timings';
+import {
+  LOAD_TIMEOUT_MS,
+  NODE_TTL_MS,
+  POLL_MS,
+  POLL_TIMEOUT_MS,
+  QUEUE_TIMEOUT_MS,
+  REDIS_TIMEOUT_MS,
+} from './world-timings';
 
 /** Parsed router configurations by their input (frozen: a runtime never changes its own). */
 const configs = new Map<string, RouterConfig>();
@@ -33,7 +40,7 @@ export function redisConfig(w: Schedule['world'], db: number, recordGen: number)
     host: 'redis',
     port: 6379,
     // Same state, another record: only the timeout differs.
-    timeout: 500 + (recordGen % 2),
+    timeout: REDIS_TIMEOUT_MS + (recordGen % 2),
     database: db,
     ssl: false,
     ssl_verify: false,
@@ -187,7 +194,7 @@ export class NodeProcesses {
         proc.clock,
       ),
     );
-    this.g.healthReads.pollsSeen(api, sender);
+    this.g.healthReads.pollsSeen(api, sender, () => this.g.sched.now());
     const rt: FleetRuntime = new FleetRuntime({
       clock: proc.clock,
       redis,

@@ -39,6 +39,8 @@ export interface RoutingGround {
   /** When runtime `rt` was last seen deciding alone after a step (-Infinity: never). */
   localAt(rt: FleetRuntime): number;
   lastFaultAt(): number;
+  /** When the calls sent into the last partition have all timed out (WorldFaults). */
+  partitionTimeoutsBy(): number;
   lastRecordChange(): number;
   view(): WorldView;
   /** Records `v` unless a violation was found already. */
@@ -147,7 +149,8 @@ export class RequestRouting {
       }
       const took = this.g.sched.now() - began;
       const scope = {
-        lastFaultAt: this.g.lastFaultAt(),
+        // A call sent into a partition times out after its heal: its node may decide alone from then.
+        lastFaultAt: Math.max(this.g.lastFaultAt(), this.g.partitionTimeoutsBy()),
         lastRecordChange: this.g.lastRecordChange(),
         lastCallTimeout: Math.max(...this.g.redis.map((r) => r.callTimedOutAt)),
         boundMs: this.holdBoundMs(),
@@ -376,16 +379,23 @@ export class RequestRouting {
    * read of health (dst/health-reads.ts, seed 516051).
    */
   private avoided(p: Process, origin: string, arrival: number): void {
-    const d = this.g.replicas.down(origin, POLL_MS, POLL_TIMEOUT_MS);
-    if (!d || d.since < Math.max(p.startedAt, this.g.lastRecordChange())) return;
+    const down = this.g.replicas.down(origin, POLL_MS, POLL_TIMEOUT_MS);
+    if (!down || down.since < Math.max(p.startedAt, this.g.lastRecordChange())) return;
     const now = this.g.sched.now();
+    const sender = pollSender(p.rt.leasePrefix, p.recordGen);
+    const alone = p.rt.store.mode?.() === 'local';
+    // Deciding alone, the node sees the down through its own polls only: from its next poll after
+    // one of this replica that timed out on a slow path from its host (seed 1646547), unless its
+    // timeouts in a row marked it down there already.
+    const markedDown = this.g.healthReads.timeoutsInRow(sender, origin) >= DEFAULT_UNHEALTHY_TIMEOUTS;
+    const lastTimeout = this.g.healthReads.lastTimeout(sender, origin);
+    const since = alone && !markedDown ? Math.max(down.since, lastTimeout) : down.since;
+    const d = { ...down, since };
     if (!pastSeenDown(now, d, this.g.healthReads.lateMs(arrival, now), SEEN_SLACK_MS)) return;
     // Every replica down, its scrape failing, or back too recently for a poll to have seen it
     // (seeds 1046, 102325): the router fails open and may have nowhere better to send it.
     // Nor, deciding alone, one its own polls timed out on `unhealthy_timeouts` times in a row
     // since their last answer (a slow path from its host to it: seed 100813): down there too.
-    const sender = pollSender(p.rt.leasePrefix, p.recordGen);
-    const alone = p.rt.store.mode?.() === 'local';
     const up = (u: string) =>
       seenUp(
         now,
@@ -398,7 +408,7 @@ export class RequestRouting {
     const w = this.g.view();
     this.g.violate({
       invariant: 'a replica seen down gets no request',
-      detail: `node ${p.node} routed to ${origin}, down for ${Math.round(now - d.since)} ms`,
+      detail: `node ${p.node} routed to ${origin}, down for ${Math.round(now - down.since)} ms`,
       at: w.now,
       step: w.step,
     });

@@ -10,6 +10,7 @@ import type { RedisModel } from './redis-model';
 import type { ReplicaSet } from './replicas';
 import type { Action, FaultKind, Schedule } from './schedule';
 import { TRIP_MAX_MS, type Scheduler } from './scheduler';
+import { REDIS_TIMEOUT_MS } from './world-timings';
 
 /** What the faults act on. */
 export interface FaultGround {
@@ -28,6 +29,12 @@ export type FaultAction = Exclude<Action, { kind: 'request' }>;
 export class WorldFaults {
   /** When the last fault began or healed. */
   lastFaultAt = -Infinity;
+  /**
+   * When the calls sent into the last partition have all timed out: a node may begin deciding alone
+   * until then, after the heal (seed 1638475: a call sent 74 ms before the heal timed out 426 ms
+   * after it; the node decided alone for a probe interval, then held unloads off for two).
+   */
+  partitionTimeoutsBy = -Infinity;
   /** When the last record change reaches its last node. */
   lastRecordChange = -Infinity;
   /** Record changes to other state, from the first node's push to the last's. */
@@ -93,6 +100,11 @@ export class WorldFaults {
           () => set(1),
           () => {
             if (a.kind === 'slow') this.slowRepliesOwed(faults, a.slowMs);
+            else
+              this.partitionTimeoutsBy = Math.max(
+                this.partitionTimeoutsBy,
+                sched.now() + REDIS_TIMEOUT_MS + 1,
+              );
             set(-1);
           },
         );

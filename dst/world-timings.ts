@@ -4,6 +4,8 @@ export const POLL_TIMEOUT_MS = 1000;
 /** A poll's trips and the store call that records what it saw. */
 export const SEEN_SLACK_MS = 500;
 export const PROBE_MS = 1000;
+/** The `redis` record's `timeout` (ms; one more on every other record change: dst/node-processes.ts). */
+export const REDIS_TIMEOUT_MS = 500;
 export const NODE_TTL_MS = 2000;
 /**
  * After the span: faults healed, traffic done, the world settles at most this long before the

@@ -135,6 +135,7 @@ export class World {
       },
       localAt: (rt) => this.checks.localSince(rt),
       lastFaultAt: () => this.faults.lastFaultAt,
+      partitionTimeoutsBy: () => this.faults.partitionTimeoutsBy,
       lastRecordChange: () => this.faults.lastRecordChange,
       view: () => this.view(),
       violate: (v) => {

@@ -29,6 +29,11 @@ export class OwnUnloads {
   private readonly lost = new Map<string, Map<string, number>>();
   /** Per replica and adapter: when an unload of this node last ended done (recorded or not). */
   private readonly done = new Map<string, Map<string, number>>();
+  /**
+   * The runtimes that replaced this one: an unload of this one ending after the change (a decision
+   * or a trim still under way here) is theirs to hold after a later outage too (`done`).
+   */
+  private readonly heirs: OwnUnloads[] = [];
   /** Those of the runtimes this one replaced, while they may still read `unloading` somewhere. */
   private older: { unloads: OwnUnloads; sameState: boolean }[] = [];
   /** Per replica: when the latest poll written to this runtime's store began. */
@@ -57,8 +62,14 @@ export class OwnUnloads {
    * had lost the lock (a reset after the grant) and may still read `loaded`.
    */
   ended(url: string, name: string, at: number, recorded: boolean): void {
-    latest(this.done, url, name, at);
+    this.doneAt(url, name, at);
     if (!recorded) latest(this.lost, url, name, at);
+  }
+
+  /** Keeps a done unload here and in the runtimes that replaced this one. */
+  private doneAt(url: string, name: string, at: number): void {
+    latest(this.done, url, name, at);
+    for (const h of this.heirs) h.doneAt(url, name, at);
   }
 
   /**
@@ -75,8 +86,11 @@ export class OwnUnloads {
    */
   inherit(pred: OwnUnloads, sameState = true): void {
     this.older.push({ unloads: pred, sameState });
-    // Kept here: the older runtime is dropped once idle, and a later outage may still lose these.
+    // Kept here: the older runtime is dropped once idle, and a later outage may still lose these,
+    // and those it ends from now on (review 62: before, one ended after the change was held by
+    // no runtime after the next outage, and read `loaded` from a restored copy).
     for (const [url, m] of pred.done) for (const [name, at] of m) latest(this.done, url, name, at);
+    pred.heirs.push(this);
   }
 
   /** `pred`'s runtime begins no more unloads: dropped here once it reads nothing (`polled`). */

@@ -1092,7 +1092,7 @@ describe("the simulation takes another replica for seen up only if the routing n
         return Promise.reject(err);
       },
     } as unknown as ReplicaApi;
-    reads.pollsSeen(api, 'n1g0r0');
+    reads.pollsSeen(api, 'n1g0r0', () => 0);
     for (let i = 0; i < ends.length; i++)
       await api.scrape({ url: URL, backend: 'vllm', priority: 0 }, 1000).catch(() => undefined);
     const own = { alone, timeoutsInRow: reads.timeoutsInRow('n1g0r0', URL) };

@@ -4393,3 +4393,81 @@ describe('each cold adapter loaded once per burst: nodes split across a record c
     expect(r.violation?.detail).toBeUndefined();
   }, 60_000);
 });
+
+describe('a replica seen down gets no request: deciding alone, from the next poll after one that timed out', () => {
+  // Seed 1646547 (--keep 0,1,2,3,10,13; the check's): node 0's path to replica-1 is slow from 113 ms
+  // (2,372 ms each way), node 0 is cut off from Redis from 779 ms (deciding alone: its health is its
+  // own polls), and replica-1 answers 500 from 1,086 ms. Node 0's poll of replica-1 begun at 1,427 ms
+  // crossed the slow path and timed out at 2,427; its round at 1,951 skipped replica-1 (that poll
+  // still under way), and the next came at about 2,950. Its request proxied at 2,845 ms went to
+  // replica-1, which no poll of node 0 had read down: the check counted from the outage's start (1,759
+  // ms). Deciding alone, a node now sees the down from its next poll after one that timed out.
+  it('seed 1646547: a node deciding alone whose poll of the replica timed out on a slow path', async () => {
+    await holds(
+      1646547,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+        loadMs: 800,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 3,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 4936,
+        staticAdapters: ['sql,chat'],
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1 },
+        ],
+      },
+      [
+        { at: 13, kind: 'request', node: 0, adapter: 0, tokens: 6, prompt: 331, cls: 'interactive' },
+        { at: 14, kind: 'request', node: 0, adapter: 1, tokens: 1, prompt: 778, cls: 'interactive' },
+        { at: 17, kind: 'request', node: 0, adapter: 2, tokens: 2, prompt: 635, cls: 'batch' },
+        { at: 113, kind: 'slow-path', node: 0, replica: 1, ms: 1373, hopMs: 2372 },
+        { at: 779, kind: 'partition', node: 0, ms: 4845 },
+        { at: 1086, kind: 'replica-outage', replica: 1, ms: 2676, mode: 'error500' },
+      ],
+    );
+  }, 30_000);
+});
+
+describe('a hold never waits with nothing that could change: a call sent into a partition times out after its heal', () => {
+  // Seed 1638475 (--keep 0,1,2; the check's): every node cut off from Redis 1,103-1,311 ms. Node 1's
+  // request for `team` (1,352 ms) needs room on replica-0 (`chat` idle, limit 1): unloads are held
+  // off there until 2,002 (the state's first registration), and node 1 decides alone from 1,737 ms:
+  // a call it sent 74 ms before the heal timed out (the record's 500 ms). Deciding alone it unloads
+  // nothing; its probe took the state back at 2,758 and held unloads off for two probes, to 4,758;
+  // `chat` was unloaded at 4,771 and the request routed at 5,003 (3,651 ms). The check took the fleet
+  // as quiet from the heal; it is quiet from the last call sent into the partition timing out.
+  it('seed 1638475: a node that began deciding alone after the heal', async () => {
+    await holds(
+      1638475,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+        prefetch: { intervalMs: 1000, halfLifeMs: 3000, loadsPerMinute: 30, hysteresis: 1, evictFactor: 8 },
+      },
+      [
+        { at: 34, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 428 },
+        { at: 1103, kind: 'partition', node: -1, ms: 208 },
+        { at: 1352, kind: 'request', node: 1, adapter: 3, tokens: 5, prompt: 995 },
+      ],
+    );
+  }, 30_000);
+});
