@@ -29,12 +29,6 @@ export interface HoldScope {
    * turn): until then a node may still take it, and its runtime's hand-over with it.
    */
   lastRecordChange: number;
-  /**
-   * When a shared-store call last timed out. A partition's lost calls time out up to the `redis`
-   * record's `timeout` after it healed, and the node decides alone from then: its probe and the
-   * hold-off after it begin there, not at the heal (seed 1638475).
-   */
-  lastCallTimeout: number;
   /** How long an idle fleet may take to route one request. */
   boundMs: number;
 }
@@ -45,11 +39,9 @@ export interface HoldScope {
  * one; the rest of its wait is judged). A request that came while a record change still reached
  * the nodes is out of scope: its node may take the change while it routes (seed 16974: its
  * decision then waits on the retired runtime, which unloads nothing, while the successor unloads
- * nothing until that decision ends). So is one during which a shared-store call timed out, a
- * fault's last sign (seed 1638475: a call sent into a partition timed out 426 ms after the heal,
- * after the request came, and its node decided alone from then).
+ * nothing until that decision ends).
  */
 export function waitedIdle(r: RoutedRequest, w: HoldScope): boolean {
-  const quiet = w.lastFaultAt < r.began && w.lastRecordChange < r.began && w.lastCallTimeout < r.began;
+  const quiet = w.lastFaultAt < r.began && w.lastRecordChange < r.began;
   return r.alone && r.last && quiet && r.took - r.slowMs > w.boundMs;
 }

@@ -109,12 +109,6 @@ export class RedisModel {
   runId = 1;
   /** Down (restarting): calls are refused. */
   down = false;
-  /**
-   * When a call over a link to this server last timed out (the world's time): a call a partition
-   * lost surfaces only then, up to the `redis` record's `timeout` after the heal, and its node
-   * decides alone from then (seed 1638475; dst/hold-check.ts).
-   */
-  callTimedOutAt = -Infinity;
   private readonly links: RedisLink[] = [];
   private candidates = 0;
   private replaying = false;
@@ -755,10 +749,7 @@ export class RedisLink implements SharedStore {
         fn();
       };
       const cancelTimeout = this.clock.after(timeoutMs, () =>
-        settle(() => {
-          server.callTimedOutAt = server.clock.now();
-          reject(new Error(`Command timed out (${name})`));
-        }),
+        settle(() => reject(new Error(`Command timed out (${name})`))),
       );
       if (this.closed) return settle(() => reject(new Error('Connection is closed.')));
       if (this.faults.partitioned) return; // blackholed: the timeout answers

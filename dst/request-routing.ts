@@ -152,7 +152,6 @@ export class RequestRouting {
         // A call sent into a partition times out after its heal: its node may decide alone from then.
         lastFaultAt: Math.max(this.g.lastFaultAt(), this.g.partitionTimeoutsBy()),
         lastRecordChange: this.g.lastRecordChange(),
-        lastCallTimeout: Math.max(...this.g.redis.map((r) => r.callTimedOutAt)),
         boundMs: this.holdBoundMs(),
       };
       const slowMs = this.g.calls.slowMs(arrivals);

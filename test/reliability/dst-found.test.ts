@@ -2165,44 +2165,6 @@ describe('a hold never waits with nothing that could change: a decision whose ca
   }, 30_000);
 });
 
-describe('a hold never waits with nothing that could change: a call lost to a partition timed out after the request came', () => {
-  // Seed 1638475 (--keep 0,1,2; the check's, not the router's): node 1 prefetched a second copy of `chat`
-  // onto replica-1 (its only slot; `chat` idle on replica-0), and the store calls after that load, sent at
-  // 1,237 ms into a partition of every node (1,103-1,311 ms), were lost. Node 1's request for `team` came
-  // at 1,352 ms, alone, and waited for room on replica-0: its unloads were held off from start-up (the
-  // state found empty at 1 ms, to 2,001 ms). At 1,737 ms, after the heal, the lost call timed out and node
-  // 1 decided alone; its probe found Redis at 2,758 ms and held unloads off to 4,758. `chat` was unloaded
-  // at 4,773 ms and the request routed after 3,651 ms, past the bound of 3,400, all of it spent as the
-  // outage asks (3,266 ms from the timeout). The check took the fault as over at the heal; it now judges
-  // only a request that came after the last store call timed out.
-  it('seed 1638475: a request during which a call lost to a partition timed out is not judged idle', async () => {
-    await holds(
-      1638475,
-      {
-        nodes: 3,
-        replicas: 2,
-        maxLoadedAdapters: 1,
-        adapters: WORLD.adapters.slice(0, 10),
-        loadMs: 200,
-        decodeMsPerStep: 100,
-        coldLoadsPerMinute: 6,
-        leaseMaxAgeMs: 4000,
-        ttftSloMs: 0,
-        spanMs: 2000,
-        queueTimeoutMs: 4000,
-        upstreamTimeoutMs: 5000,
-        nodeTtlMs: 2000,
-        prefetch: { intervalMs: 1000, halfLifeMs: 3000, loadsPerMinute: 30, hysteresis: 1, evictFactor: 8 },
-      },
-      [
-        { at: 34, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 428 },
-        { at: 1103, kind: 'partition', node: -1, ms: 208 },
-        { at: 1352, kind: 'request', node: 1, adapter: 3, tokens: 5, prompt: 995 },
-      ],
-    );
-  }, 30_000);
-});
-
 describe('a replica seen down gets no request: a decision made while every replica was down', () => {
   // Seed 317260 (--keep 0,1,3,4,5,6,7,8,9,10,11,15,16,17): replica-0 answers 500 from 948 ms and is
   // polled down at 949 ms; replica-1, restarting from 923 ms, is polled down at 1,047 ms. Node 2's
