@@ -95,7 +95,7 @@ export const placementFields: SchemaFields = [
       default: 30,
       between: [0, 1000000],
       description:
-        'Prefetch loads the fleet may start per minute; never more than a quarter of `cold_loads_per_minute` when that is set, so requests keep at least half of every minute of that budget. Each also counts against `cold_loads_per_minute`. A unit taken for a load that then makes no load call goes to another load of the same tick.',
+        'Prefetch loads the fleet may start per minute; never more than a quarter of `cold_loads_per_minute` when that is set, so requests keep at least half of every minute of that budget. Each also counts against `cold_loads_per_minute`. A unit taken for a load that then makes no load call goes to another load of the same tick, or back to both budgets when the tick ends.',
     },
   },
   {
