@@ -15,23 +15,14 @@ import { silentLogger } from '../../src/log';
 import { TcpProxy } from '../../harness/net/tcp-proxy';
 import { useRedisStores } from '../helpers/redis-stores';
 import { vllmSpec } from './helpers';
-import { startStoreLine, U1 } from './store-line';
+import { LEASE_TAKES, startStoreLine, U1 } from './store-line';
 
 const stores = useRedisStores();
-
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-type Take = (s: FailoverFleetStore, lease: Lease) => Promise<unknown>;
-
-const takes: [string, Take][] = [
-  ['acquire', (s, lease) => s.acquire(lease)],
-  ['viewsAndLease', (s, lease) => s.viewsAndLease([U1], undefined, lease)],
-];
 
 // S's link is slowed to 1.5 s as the lease is taken, S's timeout is 0.3 s: S decides alone, its
 // command still on the link. The request ends, S is retired (same state) and N adopts it: N sends
 // the release over its own link, ahead of the acquire still on S's.
-describe.each(takes)(
+describe.each(LEASE_TAKES)(
   "a lease whose %s timed out, released once its store's successor adopts it",
   (name, take) => {
     it('leaves no lease of the node in the shared state once the acquire lands', async () => {
@@ -42,10 +33,7 @@ describe.each(takes)(
         await take(line.s, lease);
         expect(line.s.mode?.()).toBe('local');
         await line.s.release(lease.id, Date.now());
-        await line.retireP();
-        await line.retireS();
-        await pause(2500);
-        expect(await line.leaseKeys()).toEqual([]);
+        expect(await line.leaseKeysOnceAdopted(2500)).toEqual([]);
       } finally {
         await line.close();
       }
@@ -85,10 +73,7 @@ describe('a lease whose retake after a reclaim timed out, released once its stor
       expect(retakes).toBe(1);
       expect(line.s.mode?.()).toBe('local');
       await line.s.release(lease.id, Date.now());
-      await line.retireP();
-      await line.retireS();
-      await pause(2500);
-      expect(await line.leaseKeys()).toEqual([]);
+      expect(await line.leaseKeysOnceAdopted(2500)).toEqual([]);
     } finally {
       await line.close();
     }

@@ -123,11 +123,8 @@ describe('a reclaim under way as the store that runs it is adopted', () => {
       await line.emptyState();
       await retakeSent;
       await line.p.release(line.lease.id, Date.now());
-      await line.retireP();
-      await line.retireS();
       // Whatever was on the wire has landed by now (250 ms each way).
-      await pause(700);
-      expect(await line.leaseKeys()).toEqual([]);
+      expect(await line.leaseKeysOnceAdopted(700)).toEqual([]);
     } finally {
       await line.close();
     }
@@ -158,10 +155,7 @@ describe('a reclaim whose retake times out as the store that runs it is adopted'
       await line.emptyState();
       await retakeSent;
       await line.p.release(line.lease.id, Date.now());
-      await line.retireP();
-      await line.retireS();
-      await pause(2500);
-      expect(await line.leaseKeys()).toEqual([]);
+      expect(await line.leaseKeysOnceAdopted(2500)).toEqual([]);
     } finally {
       await line.close();
     }

@@ -13,22 +13,15 @@ import { silentLogger } from '../../src/log';
 import { TcpProxy } from '../../harness/net/tcp-proxy';
 import { useRedisStores } from '../helpers/redis-stores';
 import { vllmSpec } from './helpers';
-import { U1 } from './store-line';
+import { LEASE_TAKES, U1 } from './store-line';
 
 const stores = useRedisStores();
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-type Take = (s: FailoverFleetStore, lease: Lease) => Promise<unknown>;
-
-const takes: [string, Take][] = [
-  ['acquire', (s, lease) => s.acquire(lease)],
-  ['viewsAndLease', (s, lease) => s.viewsAndLease([U1], undefined, lease)],
-];
-
 // The link is slowed to 1.5 s as the lease is taken, the timeout is 0.3 s: the store decides
 // alone, the acquire still on the link, and the release goes behind it there.
-describe.each(takes)('a lease whose %s got no answer, given back', (name, take) => {
+describe.each(LEASE_TAKES)('a lease whose %s got no answer, given back', (name, take) => {
   it('is answered by the local store before its release on that link ends, and released there behind the acquire', async () => {
     await stores.redis.command(['FLUSHALL']);
     const prefix = `unanswered-${name}:`;

@@ -57,10 +57,7 @@ describe("a shared lease whose retake over a successor's link times out", () => 
       await timedOut;
       await line.s.handBackEnded();
       await line.p.release(line.lease.id, Date.now());
-      await line.retireP();
-      await line.retireS();
-      await pause(2500);
-      expect(await line.leaseKeys()).toEqual([]);
+      expect(await line.leaseKeysOnceAdopted(2500)).toEqual([]);
     } finally {
       await line.close();
     }

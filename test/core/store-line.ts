@@ -15,6 +15,12 @@ import { vllmSpec } from './helpers';
 
 export const U1 = 'http://10.0.0.1:8000';
 
+/** The two calls that take a lease: alone, and with the views in one round trip. */
+export const LEASE_TAKES: [string, (s: FailoverFleetStore, lease: Lease) => Promise<unknown>][] = [
+  ['acquire', (s, lease) => s.acquire(lease)],
+  ['viewsAndLease', (s, lease) => s.viewsAndLease([U1], undefined, lease)],
+];
+
 export interface StoreLine {
   p: FailoverFleetStore;
   s: FailoverFleetStore;
@@ -38,6 +44,8 @@ export interface StoreLine {
   /** P drains and N adopts it (FleetRuntime.closeStore, same state); then the same for S. */
   retireP(): Promise<void>;
   retireS(): Promise<void>;
+  /** P and S retired in turn, then the lease ids open in Redis once `settleMs` has let late calls land. */
+  leaseKeysOnceAdopted(settleMs: number): Promise<unknown>;
   close(): Promise<void>;
 }
 
@@ -99,6 +107,12 @@ export async function startStoreLine(
       await s.ownCallsEnded();
       await n.adopt(s);
       await s.close();
+    },
+    leaseKeysOnceAdopted: async (settleMs) => {
+      await line.retireP();
+      await line.retireS();
+      await new Promise((r) => setTimeout(r, settleMs));
+      return line.leaseKeys();
     },
     close: async () => {
       slowLink.restore();
