@@ -19,21 +19,21 @@ import { LEASE_TAKES, startStoreLine, U1 } from './store-line';
 
 const stores = useRedisStores();
 
-// S's link is slowed to 1.5 s as the lease is taken, S's timeout is 0.3 s: S decides alone, its
+// S's link is slowed to 0.6 s as the lease is taken, S's timeout is 0.15 s: S decides alone, its
 // command still on the link. The request ends, S is retired (same state) and N adopts it: N sends
 // the release over its own link, ahead of the acquire still on S's.
 describe.each(LEASE_TAKES)(
   "a lease whose %s timed out, released once its store's successor adopts it",
   (name, take) => {
     it('leaves no lease of the node in the shared state once the acquire lands', async () => {
-      const line = await startStoreLine(stores.redis, `overtake-${name}:`, { timeoutMs: 300, cutP: false });
+      const line = await startStoreLine(stores.redis, `overtake-${name}:`, { timeoutMs: 150, cutP: false });
       const lease: Lease = { id: 'X-2', url: U1, adapter: null, at: Date.now() };
       try {
-        line.slowLink.delay(1500);
+        line.slowLink.delay(600);
         await take(line.s, lease);
         expect(line.s.mode?.()).toBe('local');
         await line.s.release(lease.id, Date.now());
-        expect(await line.leaseKeysOnceAdopted(2500)).toEqual([]);
+        expect(await line.leaseKeysOnceAdopted(1200)).toEqual([]);
       } finally {
         await line.close();
       }
@@ -47,7 +47,7 @@ describe.each(LEASE_TAKES)(
 // the retake. S's acquire is held until the reclaim has ended, so the reclaim itself never sees it.
 describe('a lease whose retake after a reclaim timed out, released once its store is adopted', () => {
   it('leaves no lease of the node in the shared state once the retake lands', async () => {
-    const line = await startStoreLine(stores.redis, 'overtake-again:', { timeoutMs: 300, cutP: false });
+    const line = await startStoreLine(stores.redis, 'overtake-again:', { timeoutMs: 150, cutP: false });
     const lease: Lease = { id: 'X-2', url: U1, adapter: null, at: Date.now() };
     const acquire = line.sShared.acquire.bind(line.sShared);
     const retake = line.sShared.retake.bind(line.sShared);
@@ -61,7 +61,7 @@ describe('a lease whose retake after a reclaim timed out, released once its stor
     line.sShared.retake = (leases: readonly Lease[]) => {
       if (!leases.some((l) => l.id === lease.id)) return retake(leases);
       retakes++;
-      line.slowLink.delay(1500);
+      line.slowLink.delay(600);
       return retake(leases);
     };
     try {
@@ -73,7 +73,7 @@ describe('a lease whose retake after a reclaim timed out, released once its stor
       expect(retakes).toBe(1);
       expect(line.s.mode?.()).toBe('local');
       await line.s.release(lease.id, Date.now());
-      expect(await line.leaseKeysOnceAdopted(2500)).toEqual([]);
+      expect(await line.leaseKeysOnceAdopted(1200)).toEqual([]);
     } finally {
       await line.close();
     }

@@ -19,14 +19,14 @@ const stores = useRedisStores();
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-// The link is slowed to 1.5 s as the lease is taken, the timeout is 0.3 s: the store decides
+// The link is slowed to 0.6 s as the lease is taken, the timeout is 0.15 s: the store decides
 // alone, the acquire still on the link, and the release goes behind it there.
 describe.each(LEASE_TAKES)('a lease whose %s got no answer, given back', (name, take) => {
   it('is answered by the local store before its release on that link ends, and released there behind the acquire', async () => {
     await stores.redis.command(['FLUSHALL']);
     const prefix = `unanswered-${name}:`;
     const link = await TcpProxy.start(stores.redis.port);
-    const cfg = stores.redis.config(prefix, { node_ttl_ms: 60_000, timeout: 300 });
+    const cfg = stores.redis.config(prefix, { node_ttl_ms: 60_000, timeout: 150 });
     const shared = new RedisFleetStore({ ...cfg, port: link.port }, 'X');
     // No probe in the test's time: its recovery would take the lease again.
     const store = new FailoverFleetStore(shared, silentLogger, { probeMs: 60_000, logEveryMs: 60_000 });
@@ -46,7 +46,7 @@ describe.each(LEASE_TAKES)('a lease whose %s got no answer, given back', (name, 
     };
     try {
       await store.upsertReplica(vllmSpec(U1));
-      link.delay(1500);
+      link.delay(600);
       await take(store, lease);
       expect(store.mode()).toBe('local');
       expect(await store.release(lease.id, Date.now())).toMatchObject({ id: lease.id });
@@ -54,7 +54,7 @@ describe.each(LEASE_TAKES)('a lease whose %s got no answer, given back', (name, 
       expect(onLink).toHaveLength(1); // sent on the acquire's link
       await Promise.all(onLink);
       expect(ends).toEqual(['given back', 'link failed']);
-      await pause(2500); // the acquire lands, then the release behind it
+      await pause(1000); // the acquire lands, then the release behind it
       expect(await stores.redis.command(['HKEYS', `${prefix}lease`])).toEqual([]);
     } finally {
       link.restore();

@@ -125,4 +125,29 @@ describe('a release behind an unanswered retake (f0f8090)', () => {
       await line.close();
     }
   }, 10_000);
+
+  // As above, but P's own release is held back until the one behind the retake has found the lease:
+  // P's finds nothing, and the answer is the other's (waited for in the log phase: a status).
+  it('answers with the release behind the retake when that one finds the lease first', async () => {
+    const line = await startStoreLine(stores.redis, 'r62b-behind:', { timeoutMs: 100, cutP: false });
+    try {
+      await line.takeLease();
+      const timedOut = line.onRetakeUnanswered(150);
+      await line.emptyState();
+      await timedOut;
+      await line.s.handBackEnded();
+      line.slowLink.restore();
+      await pause(250);
+      const release = line.pShared.release.bind(line.pShared);
+      line.pShared.release = async (...a) => {
+        await pause(200); // the release behind the retake, over S's restored link, lands first
+        return release(...a);
+      };
+      const released = await line.p.release(line.lease.id, Date.now(), 503);
+      expect(await line.leaseKeys()).toEqual([]);
+      expect(released).toBeDefined();
+    } finally {
+      await line.close();
+    }
+  }, 10_000);
 });

@@ -25,6 +25,8 @@ export interface StoreLine {
   p: FailoverFleetStore;
   s: FailoverFleetStore;
   n: FailoverFleetStore;
+  /** P's link to Redis (through `cutLink` when `cutP`). */
+  pShared: RedisFleetStore;
   /** S's link to Redis (through `slowLink`). */
   sShared: RedisFleetStore;
   cutLink: TcpProxy;
@@ -60,11 +62,8 @@ export async function startStoreLine(
   const cfg = redis.config(prefix, { node_ttl_ms: 60_000, timeout: o.timeoutMs });
   // No probe in a test's time: P's would wait out its cut link's timeout, S's retake landing meanwhile.
   const options = { probeMs: 60_000, logEveryMs: 60_000 };
-  const p = new FailoverFleetStore(
-    new RedisFleetStore(o.cutP ? { ...cfg, port: cutLink.port } : cfg, 'X'),
-    silentLogger,
-    options,
-  );
+  const pShared = new RedisFleetStore(o.cutP ? { ...cfg, port: cutLink.port } : cfg, 'X');
+  const p = new FailoverFleetStore(pShared, silentLogger, options);
   const sShared = new RedisFleetStore({ ...cfg, port: slowLink.port }, 'X');
   const s = new FailoverFleetStore(sShared, silentLogger, options);
   const n = new FailoverFleetStore(new RedisFleetStore(cfg, 'X'), silentLogger, options);
@@ -83,6 +82,7 @@ export async function startStoreLine(
     p,
     s,
     n,
+    pShared,
     sShared,
     cutLink,
     slowLink,
