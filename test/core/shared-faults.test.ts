@@ -338,7 +338,7 @@ describe('a replica polled down while its node decided alone (dst seeds 1025140,
   /**
    * The push reaches Redis late (a slow link): dated by when Redis ran it, A's down poll looked
    * newer than B's up poll that began after it, and Redis said a healthy replica down until the
-   * next poll. Each way of every call of A waits 400 ms, within its 3 s timeout.
+   * next poll. Each way of every call of A waits 200 ms, within its 3 s timeout.
    */
   it('leaves a newer poll by another node as it is, however late the push reaches Redis', async () => {
     const { a, b } = await polledDownAlone(3000);
@@ -346,20 +346,20 @@ describe('a replica polled down while its node decided alone (dst seeds 1025140,
     // The replica is back and B saw it, its poll dated by Redis's time as the poller's are.
     await b.s.applySnapshot(U, { ...poll(), sharedStartedAt: await b.s.sharedTime() });
     a.proxy!.restore();
-    a.proxy!.delay(400);
+    a.proxy!.delay(200);
     await recovered(a);
     expect((await b.s.views([U]))[0]!.health).toBe('up');
   });
 
   /**
-   * The other side of dating the push early: over the same slow link (an 800 ms round trip,
+   * The other side of dating the push early: over the same slow link (a 400 ms round trip,
    * longer than the 100 ms between A's up poll and its down poll), the push must still not lose
    * to A's own older up poll.
    */
   it('reads down once the node is back over a slow link, when no node polled it since', async () => {
     const { a, b } = await polledDownAlone(3000);
     a.proxy!.restore();
-    a.proxy!.delay(400);
+    a.proxy!.delay(200);
     await recovered(a);
     expect((await b.s.views([U]))[0]!.health).toBe('down');
   });
