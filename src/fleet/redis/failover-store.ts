@@ -251,8 +251,9 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
    * (test/core/acquire-overtake.test.ts).
    */
   private taken(lease: Lease, shared: boolean, tried: boolean): HeldLease {
+    // One shape for every lease (no spread of a condition on each acquire of the request path).
     const uncertain = !shared && tried;
-    return { lease: { ...lease }, shared, uncertain, ...(uncertain && { unansweredOn: this.shared }) };
+    return { lease: { ...lease }, shared, uncertain, unansweredOn: uncertain ? this.shared : undefined };
   }
 
   async release(leaseId: string, at: number, status?: number): Promise<Released | undefined> {

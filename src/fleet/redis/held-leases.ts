@@ -98,7 +98,7 @@ export class HeldLeases {
           continue;
         }
         // Answered on the link of an unanswered call taking it: that call has run there, or never will.
-        if (m.unansweredOn === shared) delete m.unansweredOn;
+        if (m.unansweredOn === shared) m.unansweredOn = undefined;
         if (m.shared) continue;
         m.shared = true;
         await this.local.release(id, this.clock.now());
