@@ -12,12 +12,12 @@ import type { SharedStore } from '../../src/fleet/redis/shared-store';
 import type { LoadEnd } from '../../src/fleet/store';
 import type { ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
-import type { PrefetchSettings } from '../../src/prefetch/prefetcher';
 import { FleetRuntime } from '../../src/runtime';
 import { RedisServer } from '../../harness/redis/server';
 import { stateInRedis } from '../helpers/redis-stores';
 import { waitFor } from '../../harness/wait';
 import { snapshotWithA, vllmSpec } from './helpers';
+import { prefetchSettings } from '../helpers/prefetch-settings';
 
 const U1 = 'http://10.0.0.1:8000';
 const U2 = 'http://10.0.0.2:8000';
@@ -45,16 +45,7 @@ const stateIn = (prefix: string, adapter: string) => stateInRedis(redis, prefix,
 const pause = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Prefetching on, planning at every round (test/core/prefetch-races.test.ts has the same). */
-const PREFETCH_ON: PrefetchSettings = {
-  enabled: true,
-  halfLifeMs: 60_000,
-  intervalMs: 0,
-  hysteresis: 0.5,
-  evictFactor: 2,
-  loadsPerMinute: 10,
-  coldLoadsPerMinute: 0,
-  staleAfterMs: 10_000,
-};
+const PREFETCH_ON = prefetchSettings({ intervalMs: 0 });
 
 describe('a lock a runtime retired for other state still holds when its store leaves', () => {
   // A prefetch's load or a trim after a poll runs in no decision and under no lease, so the

@@ -3,13 +3,15 @@
  * unload path): the request's lease lands just before the prefetch's unload is granted, or just
  * after. Either way the request is never sent to the victim while it is not resident.
  */
-import { AdapterManager, type AdapterPolicy } from '../../src/adapters/manager';
+import { AdapterManager } from '../../src/adapters/manager';
 import type { LoadOutcome, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
 import { sleep, VirtualClock } from '../../src/clock';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { ResidencyState } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
-import { Prefetcher, type PrefetchSettings } from '../../src/prefetch/prefetcher';
+import { Prefetcher } from '../../src/prefetch/prefetcher';
+import { prefetchSettings } from '../helpers/prefetch-settings';
+import { adapterPolicy } from '../helpers/adapter-policy';
 
 const R1 = 'http://r1:8000';
 
@@ -37,24 +39,8 @@ class Replica implements ReplicaApi {
   }
 }
 
-const policy: AdapterPolicy = {
-  maxLoadedAdapters: 1,
-  loadTimeoutMs: 1000,
-  queueTimeoutMs: 500,
-  backoffBaseMs: 1000,
-  backoffMaxMs: 8000,
-  isStatic: () => false,
-};
-const on: PrefetchSettings = {
-  enabled: true,
-  halfLifeMs: 60_000,
-  intervalMs: 1000,
-  hysteresis: 0.5,
-  evictFactor: 2,
-  loadsPerMinute: 10,
-  coldLoadsPerMinute: 0,
-  staleAfterMs: 10_000,
-};
+const policy = adapterPolicy({ maxLoadedAdapters: 1 });
+const on = prefetchSettings();
 
 /** R1 holds b (1 slot); a is in demand, b is not: the plan unloads b for a. */
 async function world() {

@@ -5,17 +5,19 @@
  * scripts), the adapter manager and the prefetcher; the replica is a stub that reports its one
  * loaded adapter busy, so the prefetch's victim is never unloaded and its load never called.
  */
-import { AdapterManager, type AdapterPolicy } from '../../src/adapters/manager';
+import { AdapterManager } from '../../src/adapters/manager';
 import type { LoadOutcome, ReplicaActivity, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
 import { systemClock } from '../../src/clock';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import { silentLogger } from '../../src/log';
-import { Prefetcher, type PrefetchSettings } from '../../src/prefetch/prefetcher';
+import { Prefetcher } from '../../src/prefetch/prefetcher';
 import { spendColdLoad } from '../../src/router/cold-budget';
 import type { FleetRuntime } from '../../src/runtime';
 import { waitFor } from '../../harness/wait';
 import { useRedisStores } from '../helpers/redis-stores';
+import { prefetchSettings } from '../helpers/prefetch-settings';
+import { adapterPolicy } from '../helpers/adapter-policy';
 
 const R1 = 'http://r1:8000';
 /** The fleet's cold loads a minute; prefetch's share is a quarter of it (one). */
@@ -44,24 +46,8 @@ class BusyReplica implements ReplicaApi {
   }
 }
 
-const policy: AdapterPolicy = {
-  maxLoadedAdapters: 1,
-  loadTimeoutMs: 1000,
-  queueTimeoutMs: 500,
-  backoffBaseMs: 1000,
-  backoffMaxMs: 8000,
-  isStatic: () => false,
-};
-const settings: PrefetchSettings = {
-  enabled: true,
-  halfLifeMs: 60_000,
-  intervalMs: 1000,
-  hysteresis: 0.5,
-  evictFactor: 2,
-  loadsPerMinute: 10,
-  coldLoadsPerMinute: FLEET,
-  staleAfterMs: 10_000,
-};
+const policy = adapterPolicy({ maxLoadedAdapters: 1 });
+const settings = prefetchSettings({ coldLoadsPerMinute: FLEET });
 
 const stores = useRedisStores();
 

@@ -5,7 +5,7 @@
  * store against the load calls in the replica's own log. A unit spent for no call is a cold load
  * the fleet's requests are refused (429) later in the minute.
  */
-import { AdapterManager, type AdapterPolicy } from '../../src/adapters/manager';
+import { AdapterManager } from '../../src/adapters/manager';
 import { BackendError } from '../../src/backends/errors';
 import type { LoadOutcome, ReplicaActivity, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
 import { sleep, VirtualClock } from '../../src/clock';
@@ -18,8 +18,9 @@ import {
   spendPrefetchBudget,
   TickBudget,
   type CountedIn,
-  type PrefetchSettings,
 } from '../../src/prefetch/prefetcher';
+import { prefetchSettings } from '../helpers/prefetch-settings';
+import { adapterPolicy } from '../helpers/adapter-policy';
 
 const R1 = 'http://r1:8000';
 const R2 = 'http://r2:8000';
@@ -62,25 +63,9 @@ class Replicas implements ReplicaApi {
   }
 }
 
-const policy: AdapterPolicy = {
-  maxLoadedAdapters: 1,
-  loadTimeoutMs: 1000,
-  queueTimeoutMs: 500,
-  backoffBaseMs: 1000,
-  backoffMaxMs: 8000,
-  isStatic: () => false,
-};
+const policy = adapterPolicy({ maxLoadedAdapters: 1 });
 /** One prefetch load a minute (a quarter of the fleet's four). */
-const on: PrefetchSettings = {
-  enabled: true,
-  halfLifeMs: 60_000,
-  intervalMs: 1000,
-  hysteresis: 0.5,
-  evictFactor: 2,
-  loadsPerMinute: 10,
-  coldLoadsPerMinute: FLEET,
-  staleAfterMs: 10_000,
-};
+const on = prefetchSettings({ coldLoadsPerMinute: FLEET });
 
 /** R1 holds `r1` (or nothing), R2 nothing; `a` is in demand on both (or on `demandOn`). */
 async function world(r1: string[], demandOn = [R1, R2]) {

@@ -1,4 +1,4 @@
-import { AdapterManager, type AdapterPolicy } from '../../src/adapters/manager';
+import { AdapterManager } from '../../src/adapters/manager';
 import type { LoadOutcome, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
 import { sleep, VirtualClock } from '../../src/clock';
 import { RoomWants, Wanting } from '../../src/adapters/room-wants';
@@ -7,12 +7,9 @@ import type { ResidencyState } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { DemandTracker, type AdapterDemand } from '../../src/prefetch/demand';
 import { planPrefetch, type PlannerReplica } from '../../src/prefetch/planner';
-import {
-  PREFETCH_BUDGET_KEY,
-  Prefetcher,
-  spendPrefetchBudget,
-  type PrefetchSettings,
-} from '../../src/prefetch/prefetcher';
+import { PREFETCH_BUDGET_KEY, Prefetcher, spendPrefetchBudget } from '../../src/prefetch/prefetcher';
+import { prefetchSettings } from '../helpers/prefetch-settings';
+import { adapterPolicy } from '../helpers/adapter-policy';
 
 const R1 = 'http://r1:8000';
 const R2 = 'http://r2:8000';
@@ -198,26 +195,10 @@ class FakeApi implements ReplicaApi {
   }
 }
 
-const policy: AdapterPolicy = {
-  maxLoadedAdapters: 1,
-  loadTimeoutMs: 1000,
-  queueTimeoutMs: 500,
-  backoffBaseMs: 1000,
-  backoffMaxMs: 8000,
-  isStatic: () => false,
-};
+const policy = adapterPolicy({ maxLoadedAdapters: 1 });
 /** A request seen an interval ago: a first copy of its adapter is no longer that request's to make. */
 const AGO = -1000;
-const on: PrefetchSettings = {
-  enabled: true,
-  halfLifeMs: 60_000,
-  intervalMs: 1000,
-  hysteresis: 0.5,
-  evictFactor: 2,
-  loadsPerMinute: 10,
-  coldLoadsPerMinute: 0,
-  staleAfterMs: 10_000,
-};
+const on = prefetchSettings();
 
 async function fleet(registry: string[] = []) {
   const clock = new VirtualClock();

@@ -3,13 +3,15 @@
  * after a prefetch refuses, the prefetch's budget taken first, hand-back before close, the class
  * stall hold). Each test is a schedule that could break one of them.
  */
-import { AdapterManager, type AdapterPolicy } from '../../src/adapters/manager';
+import { AdapterManager } from '../../src/adapters/manager';
 import type { LoadOutcome, ReplicaApi, UnloadOutcome } from '../../src/backends/replica-api';
 import { sleep, VirtualClock } from '../../src/clock';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { silentLogger } from '../../src/log';
 import { COLD_LOAD_WINDOW_MS, FLEET_BUDGET_KEY } from '../../src/router/cold-budget';
-import { Prefetcher, spendPrefetchBudget, type PrefetchSettings } from '../../src/prefetch/prefetcher';
+import { Prefetcher, spendPrefetchBudget } from '../../src/prefetch/prefetcher';
+import { prefetchSettings } from '../helpers/prefetch-settings';
+import { adapterPolicy } from '../helpers/adapter-policy';
 
 const R1 = 'http://r1:8000';
 
@@ -34,24 +36,8 @@ class Replica implements ReplicaApi {
   }
 }
 
-const policy: AdapterPolicy = {
-  maxLoadedAdapters: 1,
-  loadTimeoutMs: 1000,
-  queueTimeoutMs: 500,
-  backoffBaseMs: 1000,
-  backoffMaxMs: 8000,
-  isStatic: () => false,
-};
-const on: PrefetchSettings = {
-  enabled: true,
-  halfLifeMs: 60_000,
-  intervalMs: 1000,
-  hysteresis: 0.5,
-  evictFactor: 2,
-  loadsPerMinute: 1,
-  coldLoadsPerMinute: 4,
-  staleAfterMs: 10_000,
-};
+const policy = adapterPolicy({ maxLoadedAdapters: 1 });
+const on = prefetchSettings({ loadsPerMinute: 1, coldLoadsPerMinute: 4 });
 
 describe('review 60: the prefetch budget taken before the room is made', () => {
   // R1 holds b (1 slot); a is in demand, b is not: the plan unloads b for a. A request leases b as
