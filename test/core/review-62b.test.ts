@@ -10,7 +10,7 @@ import type { SharedStore } from '../../src/fleet/redis/shared-store';
 import type { FleetStore } from '../../src/fleet/store';
 import { useRedisStores } from '../helpers/redis-stores';
 import { snapshotWithA, vllmSpec } from './helpers';
-import { startStoreLine, U1 } from './store-line';
+import { startStoreLine, U1, type StoreLine } from './store-line';
 
 const stores = useRedisStores();
 
@@ -100,6 +100,17 @@ describe('a replayed load end (867b0e5)', () => {
 });
 
 describe('a release behind an unanswered retake (f0f8090)', () => {
+  /** P's lease, re-taken by S over its link slowed past S's timeout: landed, answered late, open again. */
+  async function retakeLandedLate(line: StoreLine): Promise<void> {
+    await line.takeLease();
+    const timedOut = line.onRetakeUnanswered(150);
+    await line.emptyState();
+    await timedOut;
+    await line.s.handBackEnded();
+    line.slowLink.restore();
+    await pause(250);
+  }
+
   // As review-61.test.ts's shared case, but S's link is slowed to 0.15 s only (its timeout 0.1 s):
   // the retake lands, answered late, before P's request ends. P's release goes first over S's link
   // (`unansweredOn`) and finds the lease the retake took. Before, it went with no status, and P's
@@ -109,13 +120,7 @@ describe('a release behind an unanswered retake (f0f8090)', () => {
   it('counts the upstream status once and answers, the retake having landed first', async () => {
     const line = await startStoreLine(stores.redis, 'r62b-status:', { timeoutMs: 100, cutP: false });
     try {
-      await line.takeLease();
-      const timedOut = line.onRetakeUnanswered(150);
-      await line.emptyState();
-      await timedOut;
-      await line.s.handBackEnded();
-      line.slowLink.restore();
-      await pause(250); // the retake has landed and answered: the lease is open again in Redis
+      await retakeLandedLate(line);
       expect(await line.leaseKeys()).toEqual([line.lease.id]);
       const released = await line.p.release(line.lease.id, Date.now(), 503);
       expect(await line.leaseKeys()).toEqual([]);
@@ -131,13 +136,7 @@ describe('a release behind an unanswered retake (f0f8090)', () => {
   it('answers with the release behind the retake when that one finds the lease first', async () => {
     const line = await startStoreLine(stores.redis, 'r62b-behind:', { timeoutMs: 100, cutP: false });
     try {
-      await line.takeLease();
-      const timedOut = line.onRetakeUnanswered(150);
-      await line.emptyState();
-      await timedOut;
-      await line.s.handBackEnded();
-      line.slowLink.restore();
-      await pause(250);
+      await retakeLandedLate(line);
       const release = line.pShared.release.bind(line.pShared);
       line.pShared.release = async (...a) => {
         await pause(200); // the release behind the retake, over S's restored link, lands first
