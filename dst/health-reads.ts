@@ -64,39 +64,53 @@ export class HealthReads {
   private readonly timedOut = new Map<string, number>();
   /** By runtime and replica: when its last poll that timed out did (the world's time). */
   private readonly lastTimedOut = new Map<string, number>();
+  /** By runtime and replica: when its poll under way began (its poller runs one at a time). */
+  private readonly underWay = new Map<string, number>();
+  /** By runtime and replica: when its last poll that ended with a verdict (not a timeout) began. */
+  private readonly lastVerdictBegun = new Map<string, number>();
 
   /**
-   * Notes each poll `sender`'s runtime makes (its scrape, made by polls only) as the replicas'
-   * HTTP ended it: timed out, or not (answered, or failed otherwise: the count starts again),
-   * as the poller's `unhealthy_timeouts` counts them (src/fleet/poller.ts `givesBenefitOfDoubt`).
+   * Notes each poll `sender`'s runtime makes (its scrape, made by polls only) as it begins and as
+   * the replicas' HTTP ended it: timed out, or with a verdict (answered, or failed otherwise: the
+   * count starts again), as the poller's `unhealthy_timeouts` counts them (src/fleet/poller.ts
+   * `givesBenefitOfDoubt`).
    */
   pollsSeen(api: ReplicaApi, sender: string, now: () => number): void {
     const scrape = api.scrape.bind(api);
     api.scrape = (spec, timeoutMs) => {
       const key = `${sender}\u0000${spec.url}`;
+      const begun = now();
+      this.underWay.set(key, begun);
       const reply = scrape(spec, timeoutMs);
+      const verdict = () => {
+        this.underWay.delete(key);
+        this.timedOut.delete(key);
+        this.lastVerdictBegun.set(key, begun);
+      };
       // Beside the poller's handlers: noted no later than it reads it.
-      reply.then(
-        () => this.timedOut.delete(key),
-        (err: unknown) => {
-          if (err instanceof BackendError && err.code === 'timeout') {
-            this.timedOut.set(key, (this.timedOut.get(key) ?? 0) + 1);
-            this.lastTimedOut.set(key, now());
-          } else this.timedOut.delete(key);
-        },
-      );
+      reply.then(verdict, (err: unknown) => {
+        if (!(err instanceof BackendError && err.code === 'timeout')) return verdict();
+        this.underWay.delete(key);
+        this.timedOut.set(key, (this.timedOut.get(key) ?? 0) + 1);
+        this.lastTimedOut.set(key, now());
+      });
       return reply;
     };
   }
 
   /**
-   * When `sender`'s runtime's last poll of `url` that timed out did (-Infinity: none). Such a poll
-   * read no verdict of the replica, and the round after it skips the replica while that poll is
-   * under way (src/fleet/poller.ts `pollAll`): a node deciding alone, whose health is its own polls,
-   * sees a replica down from its next poll after it at the earliest (seed 1646547).
+   * From when `sender`'s runtime's own polls of `url` can show a change that came at `since` (a node
+   * deciding alone: its health is its own polls). A poll begun at `since` or later that ended with a
+   * verdict (answered, refused, 500: not a timeout) has shown it: from `since`. Otherwise none has
+   * yet, and rounds skip the replica while a poll of it is under way (src/fleet/poller.ts
+   * `pollAll`): from the next poll after its last one that timed out, which read no verdict (seed
+   * 1646547), and no earlier than its poll under way began (seed 1729199: begun 1,335 ms into a
+   * refusal, its round having waited out Redis's timeout, and still on a slow path).
    */
-  lastTimeout(sender: string, url: string): number {
-    return this.lastTimedOut.get(`${sender}\u0000${url}`) ?? -Infinity;
+  ownSightFrom(sender: string, url: string, since: number): number {
+    const key = `${sender}\u0000${url}`;
+    if ((this.lastVerdictBegun.get(key) ?? -Infinity) >= since) return since;
+    return Math.max(since, this.lastTimedOut.get(key) ?? -Infinity, this.underWay.get(key) ?? -Infinity);
   }
 
   /** `sender`'s runtime's last polls of `url` that timed out in a row (0: its last one did not). */

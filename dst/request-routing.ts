@@ -384,11 +384,12 @@ export class RequestRouting {
     const sender = pollSender(p.rt.leasePrefix, p.recordGen);
     const alone = p.rt.store.mode?.() === 'local';
     // Deciding alone, the node sees the down through its own polls only: from its next poll after
-    // one of this replica that timed out on a slow path from its host (seed 1646547), unless its
-    // timeouts in a row marked it down there already.
+    // one of this replica that timed out on a slow path from its host (seed 1646547), and not
+    // before its poll under way began (seed 1729199), unless one of its polls begun since the down
+    // ended with a verdict, or its timeouts in a row marked it down there already.
     const markedDown = this.g.healthReads.timeoutsInRow(sender, origin) >= DEFAULT_UNHEALTHY_TIMEOUTS;
-    const lastTimeout = this.g.healthReads.lastTimeout(sender, origin);
-    const since = alone && !markedDown ? Math.max(down.since, lastTimeout) : down.since;
+    const since =
+      alone && !markedDown ? this.g.healthReads.ownSightFrom(sender, origin, down.since) : down.since;
     const d = { ...down, since };
     if (!pastSeenDown(now, d, this.g.healthReads.lateMs(arrival, now), SEEN_SLACK_MS)) return;
     // Every replica down, its scrape failing, or back too recently for a poll to have seen it

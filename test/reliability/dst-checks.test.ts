@@ -1114,6 +1114,68 @@ describe("the simulation takes another replica for seen up only if the routing n
   });
 });
 
+describe("the simulation judges a node deciding alone from its own polls' verdicts (seeds 1646547, 1729199)", () => {
+  // Seed 1729199: replica-0 refuses from 179 ms; a poll sees a refusal at once, the next poll within
+  // 1,000 ms, and 500 ms more is slack. Node 2 decides alone; its request comes at 1,844 ms.
+  const DOWN = { since: 179, seenWithinMs: 1000 };
+  const URL = 'http://replica-0:8000';
+  const SLACK_MS = 500;
+  type Poll = { at: number; ended?: { at: number; how: 'answered' | 'refused' | 'timeout' } };
+  /** Node 2's polls of replica-0 (begun at `at`; no `ended`: under way); whether routing there at `now` breaks the check. */
+  const judged = async (polls: Poll[], now = 1844): Promise<boolean> => {
+    const reads = new HealthReads();
+    let t = 0;
+    const replies: { resolve: (s: Scrape) => void; reject: (e: Error) => void }[] = [];
+    const api = {
+      scrape: () => new Promise<Scrape>((resolve, reject) => replies.push({ resolve, reject })),
+    } as unknown as ReplicaApi;
+    reads.pollsSeen(api, 'n2g0r0', () => t);
+    const events = polls.flatMap((p, i) => [
+      { at: p.at, poll: i, end: undefined },
+      ...(p.ended ? [{ at: p.ended.at, poll: i, end: p.ended.how }] : []),
+    ]);
+    const sent: Promise<unknown>[] = [];
+    for (const e of events.sort((a, b) => a.at - b.at)) {
+      t = e.at;
+      if (e.end === undefined) {
+        sent[e.poll] = api.scrape({ url: URL, backend: 'vllm', priority: 0 }, 1000).catch(() => undefined);
+        continue;
+      }
+      const reply = replies[e.poll]!;
+      if (e.end === 'answered') reply.resolve({ load: {} } as Scrape);
+      else if (e.end === 'timeout')
+        reply.reject(new BackendError('timeout', `GET ${URL}/metrics: no answer`));
+      else reply.reject(new BackendError('connect', `GET ${URL}/metrics: connection refused`));
+      await sent[e.poll];
+    }
+    const since = reads.ownSightFrom('n2g0r0', URL, DOWN.since);
+    return pastSeenDown(now, { ...DOWN, since }, 0, SLACK_MS);
+  };
+  const UP_AT_20: Poll = { at: 20, ended: { at: 24, how: 'answered' } };
+
+  it('its only poll since the refusal still under way on a slow path (begun 1,514 ms): holds', async () => {
+    expect(await judged([UP_AT_20, { at: 1514 }])).toBe(false);
+  });
+
+  it('a poll begun after the refusal that ended with a verdict before the decision: breaks it, a poll under way or not', async () => {
+    expect(await judged([UP_AT_20, { at: 1000, ended: { at: 1001, how: 'refused' } }, { at: 1514 }])).toBe(
+      true,
+    );
+    expect(await judged([UP_AT_20, { at: 1000, ended: { at: 1300, how: 'answered' } }, { at: 1514 }])).toBe(
+      true,
+    );
+    // Its verdict counts past a later timeout too (the poller keeps the last word over one).
+    const timedOutLater = { at: 1514, ended: { at: 2514, how: 'timeout' as const } };
+    expect(await judged([{ at: 1000, ended: { at: 1001, how: 'refused' } }, timedOutLater], 2600)).toBe(true);
+    expect(await judged([UP_AT_20, timedOutLater], 2600)).toBe(false);
+  });
+
+  it('a poll under way begun before the refusal, or none under way: counted from the refusal', async () => {
+    expect(await judged([{ at: 100 }])).toBe(true);
+    expect(await judged([UP_AT_20])).toBe(true);
+  });
+});
+
 /**
  * An answer the router makes itself on an unexpected failure (500 `router_error`: RouterService.route
  * turns any throw into it, the stack going to the gateway error log) is no behaviour a fault or an

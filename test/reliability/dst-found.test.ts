@@ -4398,6 +4398,48 @@ describe('a replica seen down gets no request: deciding alone, from the next pol
   }, 30_000);
 });
 
+describe('a replica seen down gets no request: deciding alone, not before the poll under way began', () => {
+  // Seed 1729199 (--keep 5,7,12,14,17,18,20; the check's): replica-0 refuses from 179 ms (restarts
+  // at 179 and 723, up again at 2,529); node 2 is cut off from Redis from 835 ms and its path to
+  // replica-0 is slow from 1,036 (2,042 ms each way). Node 2's last poll of replica-0 that ended
+  // began at 20 ms (up); its next round waited out Redis's timeout and began its poll at 1,514 ms,
+  // deciding alone from then; that poll was still crossing the slow path when node 2 routed a
+  // request there at 1,844. No poll of node 2 could have read the refusal yet: the check counted
+  // from the refusal's start. Deciding alone, a node now sees a down no earlier than its poll under
+  // way began, unless a poll of its begun after the down has ended with a verdict.
+  it('seed 1729199: a node deciding alone whose poll of the replica is still on a slow path', async () => {
+    await holds(
+      1729199,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team'],
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 5066,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        prefetch: { intervalMs: 1000, halfLifeMs: 3000, loadsPerMinute: 1, hysteresis: 0.5, evictFactor: 2 },
+      },
+      [
+        { at: 15, kind: 'request', node: 2, adapter: 2, tokens: 3, prompt: 676 },
+        { at: 179, kind: 'replica-restart', replica: 0, downMs: 737 },
+        { at: 723, kind: 'replica-restart', replica: 0, downMs: 1806 },
+        { at: 835, kind: 'partition', node: 2, ms: 4536 },
+        { at: 1036, kind: 'slow-path', node: 2, replica: 0, ms: 610, hopMs: 2042 },
+        { at: 1441, kind: 'request', node: 0, adapter: -1, tokens: 6, prompt: 602 },
+        { at: 1844, kind: 'request', node: 2, adapter: 4, tokens: 3, prompt: 874 },
+      ],
+    );
+  }, 30_000);
+});
+
 describe('a hold never waits with nothing that could change: a call sent into a partition times out after its heal', () => {
   // Seed 1638475 (--keep 0,1,2; the check's): every node cut off from Redis 1,103-1,311 ms. Node 1's
   // request for `team` (1,352 ms) needs room on replica-0 (`chat` idle, limit 1): unloads are held
