@@ -207,8 +207,9 @@ export interface FleetStore {
   dump(): Promise<FleetDump>;
 
   /**
-   * Shared stores: the shared clock, in ms. A poll reads it before scraping, so the store
-   * compares the poll with residency changes on one clock whatever the nodes' clocks say.
+   * Shared stores: the shared clock, in ms. A poll reads it beside its scrape (less the read's
+   * time: no later than the scrape's start), so the store compares the poll with residency changes
+   * on one clock whatever the nodes' clocks say.
    */
   sharedTime?(): Promise<number | undefined>;
   /** Shared stores: called when another process may have freed a slot or finished a load. */
