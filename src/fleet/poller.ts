@@ -169,7 +169,7 @@ export class Poller {
   async refreshUrl(url: string, afresh = false): Promise<void> {
     const listing = this.readSpecs();
     // Known from the last list: polled at once, as a round does (`pollAll`).
-    let spec = this.listed?.find((s) => s.url === url);
+    let spec = (this.listed ?? (await this.localSpecs())).find((s) => s.url === url);
     if (spec) listing.answered.catch(() => undefined);
     else spec = (await listing.answered).find((s) => s.url === url);
     if (!spec) return;
@@ -182,10 +182,11 @@ export class Poller {
    * the list's read: cut off from Redis, that read waits out the command timeout before the
    * failover store answers from its local copy, and a node deciding alone saw a replica go down
    * that much later (dst seed 1729199). Those the fresh list adds are polled once it answers.
+   * Before any list answered, those the failover store's local copy has (`localSpecs`).
    */
   async pollAll(): Promise<void> {
     const listing = this.readSpecs();
-    const known = this.listed ?? [];
+    const known = this.listed ?? (await this.localSpecs());
     const knownUrls = new Set(known.map((s) => s.url));
     const added = (specs: ReplicaSpec[]) => specs.filter((s) => !knownUrls.has(s.url));
     await Promise.all([
@@ -200,6 +201,15 @@ export class Poller {
         `reclaimed in-flight lease ${l.id} (${l.adapter ?? 'base'} on ${l.url}): its log phase never came (held over ${this.options.leaseMaxAgeMs} ms, or its Kong node stopped)`,
       );
     }
+  }
+
+  /**
+   * Before any list answered, the replicas known without a round trip: the failover store's local
+   * copy (a node's first round, cut off from Redis, waited out the timeout too: dst seed 1729199's
+   * node 2, its first round at 1,014 ms).
+   */
+  private async localSpecs(): Promise<ReplicaSpec[]> {
+    return (await this.store.localReplicaSpecs?.()) ?? [];
   }
 
   /** Polls each of `specs` not under way already. */

@@ -59,6 +59,11 @@ export interface FleetStore {
   /** Every replica registered so far (the poller polls these). */
   replicaSpecs(): Promise<ReplicaSpec[]>;
   /**
+   * Failover stores: the replicas registered through this store, from its local copy, with no round
+   * trip: a poller's first round polls these at once, beside its read of `replicaSpecs`.
+   */
+  localReplicaSpecs?(): Promise<ReplicaSpec[]>;
+  /**
    * Views of `urls` (registered ones only), with the presence of `adapter` on each, and each
    * replica's residents when `withResidents` (O(residents) more per replica).
    */

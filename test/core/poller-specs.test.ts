@@ -1,9 +1,10 @@
 /**
  * A poll round and the store's replica list (src/fleet/poller.ts `pollAll`, `refreshUrl`): the
- * replicas the poller already knows are scraped at once, not after the list's read (cut off from
- * Redis, that read waits out the command timeout before the failover store answers from its local
- * copy), nor after the shared clock's; a replica the fresh list adds is polled in the same round; one
- * it no longer has gets no write from a poll begun before it came.
+ * replicas the poller already knows (the last list; before any, a failover store's local copy)
+ * are scraped at once, not after the list's read (cut off from Redis, that read waits out the
+ * command timeout before the failover store answers from its local copy), nor after the shared
+ * clock's; a replica the fresh list adds is polled in the same round; one it no longer has gets
+ * no write from a poll begun before it came.
  */
 import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/backends/replica-api';
 import { sleep, systemClock, VirtualClock } from '../../src/clock';
@@ -104,6 +105,22 @@ describe('a poll round and the replica list', () => {
     expect(api.scrapes.filter((s) => s.at >= begun)).toEqual([{ url: R1.url, at: begun }]);
     await clock.run();
     await r;
+  });
+
+  it("scrapes at once on its first round, before any list answered, the replicas the failover store's local copy has", async () => {
+    const { clock, store, api, poller } = await setup(10);
+    // A failover store's local copy: every replica registered through it, no round trip.
+    const local = store as Store & { localReplicaSpecs?: () => Promise<ReplicaSpec[]> };
+    local.localReplicaSpecs = async () => [R1];
+    store.listMs = 500;
+    await clock.run(100);
+    const r = poller.pollAll();
+    await clock.run(150);
+    // Before: none until the list answered, 600 ms in.
+    expect(api.scrapes).toEqual([{ url: R1.url, at: 100 }]);
+    await clock.run();
+    await r;
+    expect(api.scrapes).toEqual([{ url: R1.url, at: 100 }]);
   });
 
   it('does not wait for the shared clock before scraping: its answer, less the time it took, dates the poll', async () => {

@@ -2,6 +2,7 @@ import type { Limits, WorldView } from '../../dst/invariants';
 import type { AdapterLogEntry } from '../../sim/http/replica';
 import type { ReplicaApi } from '../../src/backends/replica-api';
 import { Poller } from '../../src/fleet/poller';
+import { DegradableFleetStore } from '../../src/fleet/redis/degradable-store';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import type { FleetStore } from '../../src/fleet/store';
 import type { ReplicaSpec } from '../../src/fleet/types';
@@ -64,8 +65,9 @@ export function setAsideScheduleMoves(): () => void {
 
 /**
  * Sets aside the poller's order since branch poll-specs, which moved the simulation's schedules: a
- * round read the replica list and then polled (no list kept from the last round), and a poll read
- * the shared clock and then scraped, dating itself by the answer as read. The poll's own code runs
+ * round read the replica list and then polled (no list kept from the last round, no local copy read
+ * before the first), and a poll read the shared clock and then scraped, dating itself by the answer
+ * as read. The poll's own code runs
  * as it is. A seed found breaking a plant before it replays as found. Returns the undo.
  */
 export function setAsidePollOrder(): () => void {
@@ -79,6 +81,8 @@ export function setAsidePollOrder(): () => void {
   const proto = Poller.prototype as unknown as Inner;
   const readSpecs = Object.getOwnPropertyDescriptor(proto, 'readSpecs')!;
   const sharedStart = Object.getOwnPropertyDescriptor(proto, 'sharedStart')!;
+  const localSpecs = Object.getOwnPropertyDescriptor(DegradableFleetStore.prototype, 'localReplicaSpecs')!;
+  Reflect.deleteProperty(DegradableFleetStore.prototype, 'localReplicaSpecs');
   // A poll calls its scrape right after `sharedStart`, with no await between: the scrape takes
   // the read begun last and waits for it.
   const gated = new WeakMap<ReplicaApi, { read: Promise<unknown> }>();
@@ -106,5 +110,6 @@ export function setAsidePollOrder(): () => void {
   return () => {
     Object.defineProperty(proto, 'readSpecs', readSpecs);
     Object.defineProperty(proto, 'sharedStart', sharedStart);
+    Object.defineProperty(DegradableFleetStore.prototype, 'localReplicaSpecs', localSpecs);
   };
 }
