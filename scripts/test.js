@@ -50,10 +50,8 @@ async function lanes() {
   console.log('\n== the waiting suites (jest.config.js WAITING), run beside the others');
   process.stdout.write(fs.readFileSync(file));
   fs.rmSync(dir, { recursive: true, force: true });
-  if (busyCode !== 0 || waitingCode !== 0)
-    console.error(
-      `== failed: ${busyCode !== 0 ? 'the busy lane' : ''}${busyCode && waitingCode ? ' and ' : ''}${waitingCode !== 0 ? 'the waiting lane' : ''}`,
-    );
+  const failed = [busyCode && 'the busy lane', waitingCode && 'the waiting lane'].filter(Boolean);
+  if (failed.length > 0) console.error(`== failed: ${failed.join(' and ')}`);
   return busyCode || waitingCode;
 }
 
