@@ -78,6 +78,14 @@ describe('the guessed lease', () => {
     expect(warnings).toEqual(['could not give back lease L1: store down']);
   });
 
+  it('gives back quietly a lease whose release ends in the call (no promise)', () => {
+    const { rt, guess, lease, warnings, released } = setup();
+    (lease as unknown as { releaseInCall: () => void }).releaseInCall = () => void released.push(undefined);
+    expect(giveBack(rt, guess)).toBeUndefined();
+    expect(released).toEqual([undefined]);
+    expect(warnings).toEqual([]);
+  });
+
   it('logs a release that fails in the call (its lease not open here), and throws nothing', () => {
     const { rt, guess, lease, warnings } = setup();
     (lease as unknown as { releaseInCall: () => never }).releaseInCall = () => {
