@@ -66,6 +66,15 @@ export function wireRuntime(rt: FleetRuntime, hooks: WiringHooks): void {
     asked.set(url, now);
     rt.poller.refreshUrl(url).catch((err: Error) => rt.log.warn(`could not poll ${url}: ${err.message}`));
   };
+  // An adapter read `unloading` only for an own unload's unpolled end waits for a poll begun after
+  // that end: asked now of the runtime polling (a replaced one polls no more), not left to the next
+  // round. Single flight per replica in the poller; the waits for room look again once it ended.
+  rt.manager.ownUnloads.onUnpolled = (url) => {
+    rt.current()
+      .poller.refreshUrl(url, true)
+      .catch((err: Error) => rt.log.warn(`could not poll ${url}: ${err.message}`))
+      .finally(() => rt.manager.roomChanged.notify());
+  };
   // What a poll reads busy with no lease here is held from unloads, as the unload's word does.
   rt.poller.onReading = (url, load, startedAt) =>
     holdUnseenBusy(rt.store, rt.manager.replicaWord, rt.manager.leasedElsewhere, url, load, startedAt);
