@@ -201,6 +201,19 @@ export class OwnUnloads {
     this.onUnpolled?.(url);
   }
 
+  /**
+   * The poll asked for `url` read nothing (timed out, refused, no such replica): the next read of
+   * an unpolled end there asks again (runtime-wiring.ts spaces the asks by the poll timeout).
+   */
+  askAgain(url: string): void {
+    this.asked.delete(url);
+  }
+
+  /** Whether a poll of `url` begun at `at` or later was applied here. */
+  polledSince(url: string, at: number): boolean {
+    return (this.polledFrom.get(url) ?? -Infinity) >= at;
+  }
+
   /** The latest end of `url` kept unpolled here or in a runtime replaced (-Infinity: none). */
   private latestUnpolled(url: string): number {
     let at = -Infinity;

@@ -7,7 +7,8 @@
  * store), a virtual clock, one replica whose registry the fake API keeps.
  */
 import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/backends/replica-api';
-import { VirtualClock } from '../../src/clock';
+import { BackendError } from '../../src/backends/errors';
+import { sleep, VirtualClock } from '../../src/clock';
 import { parseRouterConfig } from '../../src/config/parse';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { ReplicaSpec } from '../../src/fleet/types';
@@ -22,12 +23,32 @@ const POLL_MS = 60_000;
 /** One replica's registry, shared by the nodes' APIs; each API counts its own scrapes. */
 class Replica {
   readonly registry = new Set<string>();
+  /**
+   * Scrapes still to time out, each after the poll's timeout on `clock` (the poller gives the
+   * replica the benefit of the doubt: it stays up).
+   */
+  timeouts = 0;
+  /** While set, every scrape is refused at once (the poller marks the replica down). */
+  refusing = false;
+  clock: VirtualClock | undefined;
+
+  /** The scrape's fault, if any: a refusal at once, or a timeout after `timeoutMs`. */
+  async fault(timeoutMs: number): Promise<void> {
+    if (this.refusing) throw new BackendError('connect', 'connection refused');
+    if (this.timeouts === 0) return;
+    this.timeouts--;
+    await sleep(this.clock!, timeoutMs);
+    throw new BackendError('timeout', 'scrape timed out');
+  }
+
   api(): ReplicaApi & { scrapes: number } {
     const registry = this.registry;
+    const fault = (timeoutMs: number) => this.fault(timeoutMs);
     return {
       scrapes: 0,
-      async scrape(this: { scrapes: number }, _r: ReplicaSpec): Promise<Scrape> {
+      async scrape(this: { scrapes: number }, _r: ReplicaSpec, timeoutMs: number): Promise<Scrape> {
         this.scrapes++;
+        await fault(timeoutMs);
         return {
           load: { running: 0, waiting: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
           registry: [...registry].map((name) => ({ name, path: `/adapters/${name}` })),
@@ -97,6 +118,7 @@ describe('an adapter read `unloading` from this node’s own unload records', ()
     const store = new MemoryFleetStore();
     const clock = new VirtualClock();
     const replica = new Replica();
+    replica.clock = clock;
     const n1 = node(store, clock, replica, 1);
     const n2 = node(store, clock, replica, 2);
     stops.push(
@@ -132,5 +154,30 @@ describe('an adapter read `unloading` from this node’s own unload records', ()
     const outcomes = await Promise.all([send(n1, clock, 'a'), send(n1, clock, 'a'), send(n1, clock, 'a')]);
     expect(outcomes.map((o) => (o.kind === 'proxy' ? o.url : o.status))).toEqual([R, R, R]);
     expect(n1.api.scrapes - scrapes).toBe(1);
+  });
+
+  it('an asked poll that timed out (the replica kept up) is asked again: the request held is served, not refused at its timeout', async () => {
+    const { clock, n1, replica } = await twoNodes();
+    n1.sharedAgain();
+    // The asked poll times out (1 s, the default poll timeout) once; the replica stays up (one
+    // timeout in a row is below the threshold) and answers the next poll.
+    replica.timeouts = 1;
+    const scrapes = n1.api.scrapes;
+    const outcome = await send(n1, clock, 'a');
+    // Unchanged: no second ask for the same end, so it waited out its queue timeout (503) while
+    // the replica answered, the next round 60 s away.
+    expect(outcome.kind === 'proxy' ? outcome.url : outcome.status).toBe(R);
+    expect(n1.api.scrapes - scrapes).toBe(2);
+  });
+
+  it('a replica refusing its asked polls is asked again no sooner than the poll timeout after each ask', async () => {
+    const { clock, n1, replica } = await twoNodes();
+    n1.sharedAgain();
+    replica.refusing = true;
+    const scrapes = n1.api.scrapes;
+    // Down, and the only replica: refused at its timeout, polled meanwhile at most once a second.
+    const outcome = await send(n1, clock, 'a');
+    expect(outcome.kind).toBe('respond');
+    expect(n1.api.scrapes - scrapes).toBeLessThanOrEqual(3);
   });
 });
