@@ -11,6 +11,7 @@
 
 import { BackendError } from '../src/backends/errors';
 import type { ReplicaApi } from '../src/backends/replica-api';
+import { PASSIVE_FAILURE_LIMIT } from '../src/fleet/memory-store';
 
 /** One store call a request's decision made, as the modelled Redis ran and answered it. */
 export interface StoreCall {
@@ -68,6 +69,10 @@ export class HealthReads {
   private readonly underWay = new Map<string, number>();
   /** By runtime and replica: when its last poll that ended with a verdict (not a timeout) began. */
   private readonly lastVerdictBegun = new Map<string, number>();
+  /** By runtime and replica: its requests' upstream failures in a row (passive health). */
+  private readonly failedInRow = new Map<string, number>();
+  /** By runtime and replica: when those failures marked it down in its store, not answered by a poll since. */
+  private readonly passiveDownAt = new Map<string, number>();
 
   /**
    * Notes each poll `sender`'s runtime makes (its scrape, made by polls only) as it begins and as
@@ -88,12 +93,20 @@ export class HealthReads {
         this.lastVerdictBegun.set(key, begun);
       };
       // Beside the poller's handlers: noted no later than it reads it.
-      reply.then(verdict, (err: unknown) => {
-        if (!(err instanceof BackendError && err.code === 'timeout')) return verdict();
-        this.underWay.delete(key);
-        this.timedOut.set(key, (this.timedOut.get(key) ?? 0) + 1);
-        this.lastTimedOut.set(key, now());
-      });
+      reply.then(
+        () => {
+          verdict();
+          // An answered poll marks the replica up and starts its passive count again (markUp).
+          this.failedInRow.delete(key);
+          this.passiveDownAt.delete(key);
+        },
+        (err: unknown) => {
+          if (!(err instanceof BackendError && err.code === 'timeout')) return verdict();
+          this.underWay.delete(key);
+          this.timedOut.set(key, (this.timedOut.get(key) ?? 0) + 1);
+          this.lastTimedOut.set(key, now());
+        },
+      );
       return reply;
     };
   }
@@ -111,6 +124,31 @@ export class HealthReads {
     const key = `${sender}\u0000${url}`;
     if ((this.lastVerdictBegun.get(key) ?? -Infinity) >= since) return since;
     return Math.max(since, this.lastTimedOut.get(key) ?? -Infinity, this.underWay.get(key) ?? -Infinity);
+  }
+
+  /**
+   * When `sender`'s runtime's own requests to `url`, failing since `since`, marked it down in its
+   * store (passive health: seen at once, whatever its polls), no poll answered since; Infinity: not.
+   */
+  passiveDownFrom(sender: string, url: string, since: number): number {
+    const at = this.passiveDownAt.get(`${sender}\u0000${url}`);
+    return at !== undefined && at >= since ? at : Infinity;
+  }
+
+  /**
+   * The upstream `status` a request `sender`'s runtime proxied to `url` got, given back to its store
+   * at `at` (its log phase). As the store's passive health counts them (src/fleet/memory-store.ts
+   * `passiveOutcome`): PASSIVE_FAILURE_LIMIT failures (5xx) in a row mark the replica down.
+   */
+  upstreamAnswered(sender: string, url: string, status: number, at: number): void {
+    const key = `${sender}\u0000${url}`;
+    if (status < 500) {
+      this.failedInRow.delete(key);
+      return;
+    }
+    const n = (this.failedInRow.get(key) ?? 0) + 1;
+    this.failedInRow.set(key, n);
+    if (n === PASSIVE_FAILURE_LIMIT && !this.passiveDownAt.has(key)) this.passiveDownAt.set(key, at);
   }
 
   /** `sender`'s runtime's last polls of `url` that timed out in a row (0: its last one did not). */
@@ -131,6 +169,24 @@ export function pastSeenDown(
   slackMs: number,
 ): boolean {
   return now - lateMs - change.since > change.seenWithinMs + slackMs;
+}
+
+/**
+ * `pastSeenDown` for a node deciding alone: its polls' sight of the down (`change.since` from
+ * HealthReads.ownSightFrom), or its requests' failures there that marked it down at `passiveFrom`
+ * (HealthReads.passiveDownFrom), known at once.
+ */
+export function pastOwnSight(
+  now: number,
+  change: { since: number; seenWithinMs: number },
+  passiveFrom: number,
+  lateMs: number,
+  slackMs: number,
+): boolean {
+  return (
+    pastSeenDown(now, change, lateMs, slackMs) ||
+    pastSeenDown(now, { since: passiveFrom, seenWithinMs: 0 }, lateMs, slackMs)
+  );
 }
 
 /**

@@ -14,7 +14,7 @@ import type { Flight } from './bound-check';
 import { BoundWatch } from './bound-watch';
 import { routingRequest, type CallsSeen } from './calls-seen';
 import { waitedIdle } from './hold-check';
-import { pastSeenDown, seenUp, type HealthReads } from './health-reads';
+import { pastOwnSight, seenUp, type HealthReads } from './health-reads';
 import type { BudgetRefusal, Violation, WorldView } from './invariants';
 import { pollSender, procName, type NodeProcesses, type Process } from './node-processes';
 import type { RedisModel } from './redis-model';
@@ -218,6 +218,15 @@ export class RequestRouting {
       // The log phase, on the process that routed it (a dead one never runs it).
       if (!p.alive) return;
       await svc.finish(out.leaseId, answer.status);
+      // Passive health, as its store counted it: a lease of the runtime deciding now, too young for
+      // any expiry to have reclaimed it (a lease gone counts nothing there).
+      if ((decider ?? p.rt) === p.rt && this.g.sched.now() - began < this.w.leaseMaxAgeMs / 2)
+        this.g.healthReads.upstreamAnswered(
+          pollSender(p.rt.leasePrefix, p.recordGen),
+          origin,
+          answer.status,
+          this.g.sched.now(),
+        );
     } finally {
       if (sent) sent.ended = this.g.sched.now();
       this.g.healthReads.forget(arrivals);
@@ -391,7 +400,9 @@ export class RequestRouting {
     const since =
       alone && !markedDown ? this.g.healthReads.ownSightFrom(sender, origin, down.since) : down.since;
     const d = { ...down, since };
-    if (!pastSeenDown(now, d, this.g.healthReads.lateMs(arrival, now), SEEN_SLACK_MS)) return;
+    // Its own requests' failures there, deciding alone, marked it down at once (passive health).
+    const passive = alone ? this.g.healthReads.passiveDownFrom(sender, origin, down.since) : Infinity;
+    if (!pastOwnSight(now, d, passive, this.g.healthReads.lateMs(arrival, now), SEEN_SLACK_MS)) return;
     // Every replica down, its scrape failing, or back too recently for a poll to have seen it
     // (seeds 1046, 102325): the router fails open and may have nowhere better to send it.
     // Nor, deciding alone, one its own polls timed out on `unhealthy_timeouts` times in a row

@@ -135,7 +135,7 @@ const TARGETS = [
   ],
   // Its guards, shared-faults (item 7) and empty-restart, need a real redis-server: 45-115 s a run.
   ['src/fleet/redis/live-nodes.ts', core('mutation-live-nodes')],
-  ['src/router/guessed-lease.ts', core('lease-through-load', 'mutation-guessed-lease')],
+  ['src/router/guessed-lease.ts', core('lease-through-load', 'mutation-guessed-lease', 'guessed-giveback')],
   // Its routing guards (placement, record-changes: 44-85 s a run) are left out for time.
   ['src/router/admission.ts', core('lease-through-load', 'mutation-admission')],
   ['src/fleet/replica-record.ts', core('memory-leases', 'mutation-memory-store', 'mutation-replica-record')],

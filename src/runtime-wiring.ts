@@ -66,6 +66,28 @@ export function wireRuntime(rt: FleetRuntime, hooks: WiringHooks): void {
     asked.set(url, now);
     rt.poller.refreshUrl(url).catch((err: Error) => rt.log.warn(`could not poll ${url}: ${err.message}`));
   };
+  // An adapter read `unloading` only for an own unload's unpolled end waits for a poll begun after
+  // that end: asked now of the runtime polling (a replaced one polls no more), not left to the next
+  // round. Single flight per replica in the poller; the waits for room look again once it ended.
+  // An asked poll that read nothing (timed out, the replica kept up and still chosen) is asked
+  // again by the next read, no sooner than the poll timeout after this ask: else the requests held
+  // waited out their timeouts for the next round (review 63), and a refusing replica, polled back
+  // to back, would have its waits look again at once.
+  rt.manager.ownUnloads.onUnpolled = (url) => {
+    const polling = rt.current();
+    const from = rt.clock.now();
+    polling.poller
+      .refreshUrl(url, true)
+      .catch((err: Error) => rt.log.warn(`could not poll ${url}: ${err.message}`))
+      .finally(() => {
+        if (!polling.manager.ownUnloads.polledSince(url, from)) {
+          const wait = from + polling.poller.timeoutMs - rt.clock.now();
+          if (wait > 0) rt.clock.after(wait, () => rt.manager.ownUnloads.askAgain(url));
+          else rt.manager.ownUnloads.askAgain(url);
+        }
+        rt.manager.roomChanged.notify();
+      });
+  };
   // What a poll reads busy with no lease here is held from unloads, as the unload's word does.
   rt.poller.onReading = (url, load, startedAt) =>
     holdUnseenBusy(rt.store, rt.manager.replicaWord, rt.manager.leasedElsewhere, url, load, startedAt);

@@ -16,6 +16,11 @@ import type { ReplicaView, ResidencyState } from '../fleet/types';
  * keeps its done unloads (one entry per replica and adapter) and, each time the shared state is
  * back after an outage (`sharedAgain`), reads them `unloading` until a poll begun after that.
  *
+ * Read `unloading` for such an end alone (no call under way), an adapter asks for a poll of its
+ * replica begun from then (`onUnpolled`), once per replica and time: without it, a request held
+ * on it waited for the next poll round, and with `poll_interval_ms` past the queue and load
+ * timeouts got a 503 (review 62). The poll itself still decides: nothing reads `loaded` before it.
+ *
  * A runtime that replaced another of this process (a `redis` record change) reads the older one's
  * too: the replicas are the same (`inherit`). A poll tells only the runtimes on its own shared
  * state: one on other state writes nothing to the older one's store, which may still read the
@@ -40,6 +45,14 @@ export class OwnUnloads {
   private readonly polledFrom = new Map<string, number>();
   /** Its runtime stepped down and its decisions ended: it begins no more unloads. */
   private retired = false;
+  /**
+   * Asks for a poll of `url` begun from now (runtime-wiring.ts: the poller's `refreshUrl`), for an
+   * adapter there read `unloading` only for an unpolled end: nothing else asks for one before the
+   * next round.
+   */
+  onUnpolled: ((url: string) => void) | null = null;
+  /** Per replica: the latest unpolled end a poll was asked for (`ask`): one ask per time, however many wait. */
+  private readonly asked = new Map<string, number>();
 
   /** An unload of `name` on `url` is under way (from its grant); undo with `end`. */
   begin(url: string, name: string): void {
@@ -158,7 +171,10 @@ export class OwnUnloads {
   /** Whether this node is unloading `name` from `url` (or its store may still miss such an unload's end). */
   unloading(url: string, name: string | null): boolean {
     if (name === null || this.idle()) return false;
-    return this.underWay(url, name) || this.unpolled(url, name);
+    if (this.underWay(url, name)) return true;
+    if (!this.unpolled(url, name)) return false;
+    this.ask(url);
+    return true;
   }
 
   /**
@@ -169,7 +185,42 @@ export class OwnUnloads {
   stateOf(url: string, name: string | null, state: ResidencyState | undefined): ResidencyState | undefined {
     if (state === 'unloading' || name === null || this.idle()) return state;
     if (this.underWay(url, name)) return 'unloading';
-    return state !== undefined && this.unpolled(url, name) ? 'unloading' : state;
+    if (state === undefined || !this.unpolled(url, name)) return state;
+    this.ask(url);
+    return 'unloading';
+  }
+
+  /**
+   * A poll of `url` asked for (`onUnpolled`) unless one was asked since its latest unpolled end:
+   * the poll begins after the ask, so after every end kept then.
+   */
+  private ask(url: string): void {
+    const at = this.latestUnpolled(url);
+    if (at <= (this.asked.get(url) ?? -Infinity)) return;
+    this.asked.set(url, at);
+    this.onUnpolled?.(url);
+  }
+
+  /**
+   * The poll asked for `url` read nothing (timed out, refused, no such replica): the next read of
+   * an unpolled end there asks again (runtime-wiring.ts spaces the asks by the poll timeout).
+   */
+  askAgain(url: string): void {
+    this.asked.delete(url);
+  }
+
+  /** Whether a poll of `url` begun at `at` or later was applied here. */
+  polledSince(url: string, at: number): boolean {
+    return (this.polledFrom.get(url) ?? -Infinity) >= at;
+  }
+
+  /** The latest end of `url` kept unpolled here or in a runtime replaced (-Infinity: none). */
+  private latestUnpolled(url: string): number {
+    let at = -Infinity;
+    const m = this.lost.get(url);
+    if (m) for (const t of m.values()) at = Math.max(at, t);
+    for (let i = 0; i < this.older.length; i++) at = Math.max(at, this.older[i]!.unloads.latestUnpolled(url));
+    return at;
   }
 
   /**

@@ -309,8 +309,8 @@ export class RouterService {
         wait.leave();
       }
     } finally {
+      // Not waited for (guessed-lease.ts `giveBack`): the decision is proxied at once.
       giveBack(rt, guess);
-      if (guess.givingBack) await guess.givingBack;
     }
   }
 

@@ -214,4 +214,47 @@ describe('OwnUnloads', () => {
     expect(next.stateOf(R, 'a', 'loaded')).toBe('loaded');
     expect(old.stateOf(R, 'a', 'loaded')).toBe('unloading');
   });
+
+  it('asks for a poll of a replica where an adapter reads `unloading` only for an unpolled end, once per end', () => {
+    const own = new OwnUnloads();
+    const asked: string[] = [];
+    own.onUnpolled = (url) => asked.push(url);
+    // A call under way is no end to poll after: nothing asked.
+    own.begin(R, 'a');
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    expect(asked).toEqual([]);
+    // Its end refused (the store had lost the lock); no entry left in the store: nothing asked.
+    own.ended(R, 'a', 100, false);
+    own.end(R, 'a');
+    expect(own.stateOf(R, 'a', undefined)).toBeUndefined();
+    expect(asked).toEqual([]);
+    // The store still reads it: one poll asked, however often it is read so (views, a lease, a wait).
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    own.overlay([view(R, { adapter: { ...loaded } })], 'a');
+    expect(own.unloading(R, 'a')).toBe(true);
+    expect(asked).toEqual([R]);
+    // The poll still decides: begun before the end, it reads nothing.
+    own.polled(R, 99);
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    expect(asked).toEqual([R]);
+    own.polled(R, 150);
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('loaded');
+    // The shared state back after an outage: a later time, asked again.
+    own.sharedAgain(900);
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    expect(asked).toEqual([R, R]);
+  });
+
+  it('a runtime that replaced another asks for a poll for the older one’s unpolled end', () => {
+    const old = new OwnUnloads();
+    const next = new OwnUnloads();
+    const asked: string[] = [];
+    next.onUnpolled = (url) => asked.push(url);
+    next.inherit(old);
+    old.ended(R, 'a', 100, false);
+    expect(next.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    expect(next.stateOf(S, 'a', 'loaded')).toBe('loaded');
+    expect(asked).toEqual([R]);
+  });
 });

@@ -1,10 +1,10 @@
 /**
  * A lease whose acquire got no answer, given back, over a real redis-server: its release goes on
  * the acquire's link, behind it (acquire-overtake.test.ts), but the caller gets the local store's
- * answer without waiting for that link, which has just failed to answer. A router gives a guessed
- * lease back this way before it proxies (router.ts `decide`): waiting there, a request decided on a
- * replica sat a whole timeout on the release, the node polled the replica down meanwhile, and the
- * request went there anyway (dst seed 1635447).
+ * answer without waiting for that link, which has just failed to answer. A router gave a guessed
+ * lease back this way and waited for it before it proxied (router.ts `decide`, since not waited for:
+ * guessed-giveback.test.ts): a request decided on a replica sat a whole timeout on the release, the
+ * node polled the replica down meanwhile, and the request went there anyway (dst seed 1635447).
  */
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';

@@ -14,7 +14,7 @@ import {
   type WorldView,
 } from '../../dst/invariants';
 import { waitedIdle } from '../../dst/hold-check';
-import { HealthReads, pastSeenDown, seenUp, type StoreCall } from '../../dst/health-reads';
+import { HealthReads, pastOwnSight, pastSeenDown, seenUp, type StoreCall } from '../../dst/health-reads';
 import { BackendError } from '../../src/backends/errors';
 import { HttpReplicaApi } from '../../src/backends/http-replica-api';
 import { ReplicaSet, type LoadFailure } from '../../dst/replicas';
@@ -1121,8 +1121,13 @@ describe("the simulation judges a node deciding alone from its own polls' verdic
   const URL = 'http://replica-0:8000';
   const SLACK_MS = 500;
   type Poll = { at: number; ended?: { at: number; how: 'answered' | 'refused' | 'timeout' } };
-  /** Node 2's polls of replica-0 (begun at `at`; no `ended`: under way); whether routing there at `now` breaks the check. */
-  const judged = async (polls: Poll[], now = 1844): Promise<boolean> => {
+  /** An answer node 2's runtime got from replica-0 for a request it proxied there (its log phase's status). */
+  type Upstream = { at: number; status: number };
+  /**
+   * Node 2's polls of replica-0 (begun at `at`; no `ended`: under way), and its requests' answers
+   * from there; whether routing there at `now` breaks the check.
+   */
+  const judged = async (polls: Poll[], now = 1844, upstream: Upstream[] = []): Promise<boolean> => {
     const reads = new HealthReads();
     let t = 0;
     const replies: { resolve: (s: Scrape) => void; reject: (e: Error) => void }[] = [];
@@ -1130,13 +1135,23 @@ describe("the simulation judges a node deciding alone from its own polls' verdic
       scrape: () => new Promise<Scrape>((resolve, reject) => replies.push({ resolve, reject })),
     } as unknown as ReplicaApi;
     reads.pollsSeen(api, 'n2g0r0', () => t);
-    const events = polls.flatMap((p, i) => [
+    const events: {
+      at: number;
+      poll: number;
+      end: 'answered' | 'refused' | 'timeout' | undefined;
+      status?: number;
+    }[] = polls.flatMap((p, i) => [
       { at: p.at, poll: i, end: undefined },
       ...(p.ended ? [{ at: p.ended.at, poll: i, end: p.ended.how }] : []),
     ]);
+    for (const u of upstream) events.push({ at: u.at, poll: -1, end: undefined, status: u.status });
     const sent: Promise<unknown>[] = [];
     for (const e of events.sort((a, b) => a.at - b.at)) {
       t = e.at;
+      if (e.status !== undefined) {
+        reads.upstreamAnswered('n2g0r0', URL, e.status, t);
+        continue;
+      }
       if (e.end === undefined) {
         sent[e.poll] = api.scrape({ url: URL, backend: 'vllm', priority: 0 }, 1000).catch(() => undefined);
         continue;
@@ -1149,7 +1164,8 @@ describe("the simulation judges a node deciding alone from its own polls' verdic
       await sent[e.poll];
     }
     const since = reads.ownSightFrom('n2g0r0', URL, DOWN.since);
-    return pastSeenDown(now, { ...DOWN, since }, 0, SLACK_MS);
+    const passive = reads.passiveDownFrom('n2g0r0', URL, DOWN.since);
+    return pastOwnSight(now, { ...DOWN, since }, passive, 0, SLACK_MS);
   };
   const UP_AT_20: Poll = { at: 20, ended: { at: 24, how: 'answered' } };
 
@@ -1168,6 +1184,19 @@ describe("the simulation judges a node deciding alone from its own polls' verdic
     const timedOutLater = { at: 1514, ended: { at: 2514, how: 'timeout' as const } };
     expect(await judged([{ at: 1000, ended: { at: 1001, how: 'refused' } }, timedOutLater], 2600)).toBe(true);
     expect(await judged([UP_AT_20, timedOutLater], 2600)).toBe(false);
+  });
+
+  it('its own requests refused there PASSIVE_FAILURE_LIMIT times in a row (passive health marks it down): breaks it, a poll under way or not', async () => {
+    const refused = [400, 450, 500].map((at) => ({ at, status: 502 }));
+    expect(await judged([UP_AT_20, { at: 1514 }], 1844, refused)).toBe(true);
+    // Two failures, or three broken by an answer: not down there yet, judged by its polls.
+    expect(await judged([UP_AT_20, { at: 1514 }], 1844, refused.slice(1))).toBe(false);
+    expect(await judged([UP_AT_20, { at: 1514 }], 1844, [...refused, { at: 460, status: 200 }])).toBe(false);
+    // Marked down before the refusal, up again by a poll answered since: its requests' failures then don't count.
+    const before = [100, 110, 120].map((at) => ({ at, status: 500 }));
+    expect(await judged([{ at: 130, ended: { at: 140, how: 'answered' } }, { at: 1514 }], 1844, before)).toBe(
+      false,
+    );
   });
 
   it('a poll under way begun before the refusal, or none under way: counted from the refusal', async () => {

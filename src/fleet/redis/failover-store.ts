@@ -261,11 +261,11 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     this.leases.mine.delete(leaseId);
     // Its acquire or a retake over a link (this store's or a successor's) got no answer: released
     // there too, behind it; that failing, replayed where this store goes. Sent, not waited for here:
-    // the order is the link's, and that link has just failed to answer. A router gives a guessed
-    // lease back before it proxies: waiting, a request sat out a timeout on a decision its node's
-    // polls overtook (dst seed 1635447, test/core/release-unanswered.test.ts). A shared one's
-    // carries the status: of the two releases on this state the first to find it counts it and
-    // answers (the retake landed, the second found nothing: test/core/review-62b.test.ts).
+    // the order is the link's, and that link has just failed to answer. A router that waited for a
+    // guessed lease's give-back (it no longer does: router/guessed-lease.ts) sat out a timeout on a
+    // decision its node's polls overtook (dst seed 1635447, test/core/release-unanswered.test.ts).
+    // A shared one's carries the status: of the two releases on this state the first to find it
+    // counts it and answers (the retake landed, the second found nothing: test/core/review-62b.test.ts).
     const behindUnanswered = m?.unansweredOn
       ? this.leases.releaseOn(m.unansweredOn, leaseId, at, m.shared ? status : undefined)
       : undefined;
