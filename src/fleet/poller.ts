@@ -32,6 +32,12 @@ export interface PollerOptions {
   unhealthyTimeouts?: number;
 }
 
+/** A read of the store's replica list: `specs` once it answered. */
+interface Listing {
+  specs: ReplicaSpec[] | null;
+  answered: Promise<ReplicaSpec[]>;
+}
+
 export interface PollStats {
   polls: number;
   errors: number;
@@ -76,6 +82,11 @@ export class Poller {
   private readonly expiryListeners: ((count: number) => void)[] = [];
   /** Told after each timed round over every replica (prefetching). */
   private readonly roundListeners: (() => void)[] = [];
+  /** The replica list as the store last gave it: a round polls these at once (null: none read yet). */
+  private listed: ReplicaSpec[] | null = null;
+  /** List reads asked so far, and the one whose answer `listed` holds: an older answer never replaces it. */
+  private listsAsked = 0;
+  private listKept = 0;
 
   constructor(
     private readonly store: FleetStore,
@@ -133,9 +144,14 @@ export class Poller {
 
   /** Polls one replica now, or joins the poll already under way. */
   refresh(spec: ReplicaSpec): Promise<void> {
+    return this.begin(spec);
+  }
+
+  /** `refresh`; `listing`: the list read its spec may be gone from by the time it writes. */
+  private begin(spec: ReplicaSpec, listing?: Listing): Promise<void> {
     const running = this.inFlight.get(spec.url);
     if (running) return running;
-    const p = this.poll(spec).finally(() => this.inFlight.delete(spec.url));
+    const p = this.poll(spec, listing).finally(() => this.inFlight.delete(spec.url));
     this.inFlight.set(spec.url, p);
     return p;
   }
@@ -151,14 +167,32 @@ export class Poller {
 
   /** `refresh` (or, `afresh`, `refreshAfresh`) of the replica registered at `url`; nothing if none is. */
   async refreshUrl(url: string, afresh = false): Promise<void> {
-    const spec = (await this.store.replicaSpecs()).find((s) => s.url === url);
-    if (spec) await (afresh ? this.refreshAfresh(spec) : this.refresh(spec));
+    const listing = this.readSpecs();
+    // Known from the last list: polled at once, as a round does (`pollAll`).
+    let spec = (this.listed ?? (await this.localSpecs())).find((s) => s.url === url);
+    if (spec) listing.answered.catch(() => undefined);
+    else spec = (await listing.answered).find((s) => s.url === url);
+    if (!spec) return;
+    if (afresh) await this.inFlight.get(url);
+    await this.begin(spec, listing);
   }
 
-  /** One round over every registered replica. */
+  /**
+   * One round over every registered replica. Those the last list had are polled at once, beside
+   * the list's read: cut off from Redis, that read waits out the command timeout before the
+   * failover store answers from its local copy, and a node deciding alone saw a replica go down
+   * that much later (dst seed 1729199). Those the fresh list adds are polled once it answers.
+   * Before any list answered, those the failover store's local copy has (`localSpecs`).
+   */
   async pollAll(): Promise<void> {
-    const specs = await this.store.replicaSpecs();
-    await Promise.all(specs.filter((s) => !this.inFlight.has(s.url)).map((s) => this.refresh(s)));
+    const listing = this.readSpecs();
+    const known = this.listed ?? (await this.localSpecs());
+    const knownUrls = new Set(known.map((s) => s.url));
+    const added = (specs: ReplicaSpec[]) => specs.filter((s) => !knownUrls.has(s.url));
+    await Promise.all([
+      this.pollEach(known, listing),
+      listing.answered.then((specs) => this.pollEach(added(specs))),
+    ]);
     const expired = await this.store.expireLeases(this.clock.now(), this.options.leaseMaxAgeMs);
     this.stats.leasesExpired += expired.length;
     if (expired.length > 0) for (const fn of this.expiryListeners) fn(expired.length);
@@ -167,6 +201,62 @@ export class Poller {
         `reclaimed in-flight lease ${l.id} (${l.adapter ?? 'base'} on ${l.url}): its log phase never came (held over ${this.options.leaseMaxAgeMs} ms, or its Kong node stopped)`,
       );
     }
+  }
+
+  /**
+   * Before any list answered, the replicas known without a round trip: the failover store's local
+   * copy (a node's first round, cut off from Redis, waited out the timeout too: dst seed 1729199's
+   * node 2, its first round at 1,014 ms).
+   */
+  private async localSpecs(): Promise<ReplicaSpec[]> {
+    return (await this.store.localReplicaSpecs?.()) ?? [];
+  }
+
+  /** Polls each of `specs` not under way already. */
+  private pollEach(specs: readonly ReplicaSpec[], listing?: Listing): Promise<void[]> {
+    return Promise.all(specs.filter((s) => !this.inFlight.has(s.url)).map((s) => this.begin(s, listing)));
+  }
+
+  /** Reads the store's replica list, kept for the next round once it answers (the newest read's). */
+  private readSpecs(): Listing {
+    const n = ++this.listsAsked;
+    const read = { specs: null as ReplicaSpec[] | null };
+    const answered = this.store.replicaSpecs().then((specs) => {
+      read.specs = specs;
+      if (n > this.listKept) {
+        this.listKept = n;
+        this.listed = specs;
+      }
+      return specs;
+    });
+    return Object.assign(read, { answered });
+  }
+
+  /**
+   * Whether a poll begun under `listing` (from the list before it) must write nothing: the fresh
+   * list has answered without its replica (gone from the shared state: a FLUSHALL, say). The
+   * stores ignore a snapshot of a replica they do not know (memory-store.ts `applySnapshot`, the
+   * `snapshot` script's `known`); the poller's own records and listeners are skipped here.
+   */
+  private unlisted(url: string, listing: Listing | undefined): boolean {
+    const specs = listing?.specs;
+    return specs ? !specs.some((s) => s.url === url) : false;
+  }
+
+  /**
+   * The shared clock when a poll began, read beside its scrape rather than before it: read before,
+   * it held the scrape back a round trip, and a whole timeout when Redis had just gone. Its answer
+   * less the local time the read took is no later than the shared clock at the poll's start (the
+   * registry the scrape reads is at least that recent), however slow the read: the error is the
+   * reply's way back, as when the read came first. Never rejects: undefined when it fails.
+   */
+  private sharedStart(started: number): Promise<number | undefined> {
+    const read = this.store.sharedTime?.();
+    if (!read) return Promise.resolve(undefined);
+    return read.then(
+      (t) => (t === undefined ? undefined : t - Math.max(0, this.clock.now() - started)),
+      () => undefined,
+    );
   }
 
   private schedule(): void {
@@ -202,14 +292,15 @@ export class Poller {
     );
   }
 
-  private async poll(spec: ReplicaSpec): Promise<void> {
+  private async poll(spec: ReplicaSpec, listing?: Listing): Promise<void> {
     this.runPreflight(spec);
     const started = this.clock.now();
     this.stats.polls++;
-    // Before the scrape: the registry it reads is at least this recent, by the shared clock.
-    const sharedStartedAt = await this.store.sharedTime?.().catch(() => undefined);
+    const sharedStart = this.sharedStart(started);
     try {
       const s = await this.api.scrape(spec, this.options.timeoutMs);
+      const sharedStartedAt = await sharedStart;
+      if (this.unlisted(spec.url, listing)) return;
       this.timeoutsInRow.delete(spec.url);
       this.lastLoad.set(spec.url, s.load);
       if (s.maxModelLen !== undefined) this.maxModelLen.set(spec.url, s.maxModelLen);
@@ -231,6 +322,8 @@ export class Poller {
       for (const fn of this.pollListeners) fn(spec.url, true, this.clock.now() - started);
     } catch (err) {
       this.stats.errors++;
+      const sharedStartedAt = await sharedStart;
+      if (this.unlisted(spec.url, listing)) return;
       if (this.givesBenefitOfDoubt(spec.url, err)) {
         this.log.warn(
           `poll of ${spec.url} timed out; it stays up until the next poll: ${(err as Error).message}`,

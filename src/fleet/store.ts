@@ -59,6 +59,11 @@ export interface FleetStore {
   /** Every replica registered so far (the poller polls these). */
   replicaSpecs(): Promise<ReplicaSpec[]>;
   /**
+   * Failover stores: the replicas registered through this store, from its local copy, with no round
+   * trip: a poller's first round polls these at once, beside its read of `replicaSpecs`.
+   */
+  localReplicaSpecs?(): Promise<ReplicaSpec[]>;
+  /**
    * Views of `urls` (registered ones only), with the presence of `adapter` on each, and each
    * replica's residents when `withResidents` (O(residents) more per replica).
    */
@@ -207,8 +212,9 @@ export interface FleetStore {
   dump(): Promise<FleetDump>;
 
   /**
-   * Shared stores: the shared clock, in ms. A poll reads it before scraping, so the store
-   * compares the poll with residency changes on one clock whatever the nodes' clocks say.
+   * Shared stores: the shared clock, in ms. A poll reads it beside its scrape (less the read's
+   * time: no later than the scrape's start), so the store compares the poll with residency changes
+   * on one clock whatever the nodes' clocks say.
    */
   sharedTime?(): Promise<number | undefined>;
   /** Shared stores: called when another process may have freed a slot or finished a load. */

@@ -60,7 +60,7 @@ export interface ReplicaSnapshot {
   at: number;
   /** When the scrape began: residency changes after it are newer than the registry it read. */
   startedAt?: number;
-  /** The same by the shared store's clock (read just before the scrape), when it has one. */
+  /** The same by the shared store's clock (read beside the scrape, less the read's time), when it has one. */
   sharedStartedAt?: number;
   ok: boolean;
   error?: string;

@@ -87,7 +87,7 @@ async function setup(scrapeMs = 50, options = {}) {
 }
 
 describe('a poll', () => {
-  it('writes the reading with its times: started, ended, and the shared clock read before the scrape', async () => {
+  it('writes the reading with its times: started, ended, and the shared clock at its start', async () => {
     const { clock, store, poller, poll } = await setup(50);
     store.shared = async () => 777;
     poller.isManaged = (name) => name === 'a';

@@ -94,11 +94,22 @@ function node(prefix: string, url: string, settings: Record<string, unknown> = {
   return { rt, router, log, scrapes, prefix };
 }
 
-/** Holds the node's scrapes of replicas from `hold()` until `release()`: no poll lands meanwhile. */
+/**
+ * Holds the node's scrapes of replicas from `hold()` until `release()`: no poll lands meanwhile.
+ * `quiet` once one is held and the shared clock reads of polls have answered: a poll reads it
+ * beside its scrape (src/fleet/poller.ts), so a held one may still be reading it.
+ */
 function holdScrapes(rt: FleetRuntime, heldFromStart: boolean) {
   let open = () => {};
   let gate: Promise<void> | null = heldFromStart ? new Promise<void>((resolve) => (open = resolve)) : null;
   let held = 0;
+  let reading = 0;
+  const sharedTime = rt.store.sharedTime?.bind(rt.store);
+  if (sharedTime)
+    rt.store.sharedTime = () => {
+      reading++;
+      return sharedTime().finally(() => reading--);
+    };
   const scrape = rt.api.scrape.bind(rt.api);
   rt.api.scrape = async (...args): Promise<Scrape> => {
     if (gate) {
@@ -115,6 +126,9 @@ function holdScrapes(rt: FleetRuntime, heldFromStart: boolean) {
     },
     get held() {
       return held;
+    },
+    get quiet() {
+      return held > 0 && reading === 0;
     },
   };
 }
@@ -268,7 +282,7 @@ it('a restart no decision of the node saw fail is found by the server it reached
 
   // The node is idle and its polls are held: nothing it decides meets Redis while it is away.
   n.scrapes.hold();
-  await waitFor(() => n.scrapes.held > 0, 5000, 'a scrape held');
+  await waitFor(() => n.scrapes.quiet, 5000, 'a scrape held, its shared clock read answered');
   await restartFromSnapshot();
   // Its next call (the heartbeat, every node_ttl_ms / 4) finds another server answering
   // (src/fleet/redis/connection.ts, `run_id`): the node takes its state there again, as after an outage.

@@ -16,7 +16,14 @@ import { Room } from '../../src/adapters/room';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { WaitingLease } from '../../src/router/waiting-lease';
 import type { FleetStore } from '../../src/fleet/store';
-import { setAsideScheduleMoves, dstLimits, loadEntry, QUIET, unloadEntry } from '../helpers/dst-fixtures';
+import {
+  setAsidePollOrder,
+  setAsideScheduleMoves,
+  dstLimits,
+  loadEntry,
+  QUIET,
+  unloadEntry,
+} from '../helpers/dst-fixtures';
 
 const URL = 'http://replica-0:8000';
 const LIMITS = dstLimits(2);
@@ -178,7 +185,8 @@ describe('the trim break planted in the real code', () => {
     while (await room.idleUnload.evictOne(url, occupying, policy, (v) => v.lastUsed, EXCESS, limit));
   };
 
-  // Only 14646's and 125407's near schedules set aside the schedule moves (no replacement found yet); 228
+  // Only 14646's and 125407's near schedules set aside the schedule moves (no replacement found yet),
+  // 14646's the poll order too; 228
   // breaks and holds on the code as it is.
   let undo: (() => void) | undefined;
   afterEach(() => {
@@ -205,7 +213,10 @@ describe('the trim break planted in the real code', () => {
    * lease-renewal) it runs otherwise: it was replayed with `WaitingLease.keep` switched off. Swept
    * with the plant and the renewal on (a script outside the repository, seeds 1-300 and
    * 20,001-21,000): no seed. Its max age moved, 5,000 ms breaks it with a fresh lease taken
-   * (4,500, 6,000 and 8,000 ms hold); the renewal stays on.
+   * (4,500, 6,000 and 8,000 ms hold); the renewal stays on. Since a poll round scrapes the replicas
+   * it knows beside the list's read, and a poll reads Redis's clock beside its scrape (branch
+   * poll-specs), no max age breaks it (swept 2,000-10,000 by 10): it replays with the poller's order
+   * before that set aside too (`setAsidePollOrder`), `math` off replica-0 at 5,014 ms as before.
    */
   const nearly14646 = (): Schedule => {
     const s = generate(14646, AS_FOUND);
@@ -216,7 +227,12 @@ describe('the trim break planted in the real code', () => {
     const keep = jest.spyOn(WaitingLease.prototype, 'keep');
     const renewed = () => keep.mock.results.filter((r) => r.value !== undefined).length;
     try {
-      undo = setAsideScheduleMoves();
+      const moves = setAsideScheduleMoves();
+      const pollOrder = setAsidePollOrder();
+      undo = () => {
+        pollOrder();
+        moves();
+      };
       grantOnReading();
       const r = await runSchedule(nearly14646());
       expect(r.violation?.invariant).toBe(TRIM);
@@ -236,6 +252,9 @@ describe('the trim break planted in the real code', () => {
   // branch lease-renewal), which changed its schedule; 228, found by sweeping seeds 1-228 with the plant
   // (it broke so on an older code too), has the same shape: `math` trimmed off replica-1, 3 loaded of 4.
   it('with the store granting a trim on the caller reading (before the fix): seed 228 breaks it', async () => {
+    // It holds with the plant since a node's first poll round scrapes its local copy's replicas at
+    // once (branch poll-specs): it replays with the poller's order before it.
+    undo = setAsidePollOrder();
     Room.prototype.trim = staleTrim;
     grantOnReading();
     const r = await runSeed(228, AS_FOUND);

@@ -100,6 +100,10 @@ export abstract class DegradableFleetStore {
     );
   }
 
+  localReplicaSpecs(): Promise<ReplicaSpec[]> {
+    return this.local.replicaSpecs();
+  }
+
   applySnapshot(url: string, snapshot: ReplicaSnapshot): Promise<void> {
     return this.observe((s) => s.applySnapshot(url, snapshot));
   }

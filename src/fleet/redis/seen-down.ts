@@ -28,7 +28,7 @@ export class SeenDown {
   /** Per replica, this node's newest poll that carried a shared start: when it began, on each clock. */
   private readonly dated = new Map<string, { local: number; shared: number }>();
 
-  /** A poll this node made (`sharedStartedAt`: the shared clock read before its scrape, poller.ts). */
+  /** A poll this node made (`sharedStartedAt`: the shared clock at its scrape's start, poller.ts). */
   note(url: string, s: ReplicaSnapshot): void {
     if (s.sharedStartedAt === undefined) return;
     const local = s.startedAt ?? s.at;

@@ -47,8 +47,8 @@ local url = ARGV[2]
 if not known(url) then return 0 end
 local s = cjson.decode(ARGV[3])
 local r = rkey(url)
--- When the scrape began, by Redis's clock (nodes' clocks disagree): read before the scrape, or
--- else estimated from its duration, with a margin for this call's trip to Redis (an entry
+-- When the scrape began, by Redis's clock (nodes' clocks disagree): read beside the scrape, less
+-- the read's time (poller.ts), or else estimated from its duration, with a margin for this call's trip to Redis (an entry
 -- changed within it is kept until the next poll).
 local started = s.sharedStartedAt
 if type(started) ~= 'number' then started = now_ms() - (s.at - s.startedAt) - ${SKEW_MARGIN_MS} end
