@@ -150,6 +150,11 @@ export class NodeClock implements Clock {
     return this.s.now() + this.skew;
   }
 
+  /** The process's monotonic time: true time, which the skew fault does not step. */
+  monotonic(): number {
+    return this.s.now();
+  }
+
   after(ms: number, fn: () => void): () => void {
     return this.s.after(ms, () => {
       if (this.alive) fn();

@@ -17,6 +17,17 @@ export interface Clock {
    * own, so adding them leaves every other timer's order, and each seed found before, as it was.
    */
   wakeAfter?(ms: number, fn: () => void): () => void;
+  /**
+   * Optional: milliseconds on a time line that never steps (a process's monotonic clock), for a
+   * duration that must not shrink when `now` is stepped back (a skew correction). Without it,
+   * `now` (SystemClock's never steps: performance.now).
+   */
+  monotonic?(): number;
+}
+
+/** `clock.monotonic()` where the clock has one, else `clock.now()`. */
+export function monotonic(clock: Clock): number {
+  return clock.monotonic ? clock.monotonic() : clock.now();
 }
 
 /** `clock.wakeAfter` where the clock has one, else `clock.after`. */

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock';
+import { monotonic, type Clock } from '../clock';
 import { BackendError } from '../backends/errors';
 import { DEFAULT_UNHEALTHY_TIMEOUTS } from '../config/poller-schema';
 import type { ReplicaApi } from '../backends/replica-api';
@@ -43,6 +43,11 @@ export interface PollStats {
   errors: number;
   /** Leases reclaimed after lease_max_age_ms: their log phase never came (Kong skipped it, or a node died). */
   leasesExpired: number;
+}
+
+/** Whether two specs of one url are scraped alike: the backend picks the API (http-replica-api.ts `scrape`). */
+function sameScrape(a: ReplicaSpec, b: ReplicaSpec): boolean {
+  return a.backend === b.backend;
 }
 
 /**
@@ -175,6 +180,10 @@ export class Poller {
     if (!spec) return;
     if (afresh) await this.inFlight.get(url);
     await this.begin(spec, listing);
+    // Registered again with another backend: that poll wrote nothing if the fresh list came
+    // first (`stale`): it is polled by the fresh spec. Else the next round polls it so.
+    const fresh = listing.specs?.find((s) => s.url === url);
+    if (fresh && !sameScrape(fresh, spec)) await this.refreshAfresh(fresh);
   }
 
   /**
@@ -182,16 +191,27 @@ export class Poller {
    * the list's read: cut off from Redis, that read waits out the command timeout before the
    * failover store answers from its local copy, and a node deciding alone saw a replica go down
    * that much later (dst seed 1729199). Those the fresh list adds are polled once it answers.
-   * Before any list answered, those the failover store's local copy has (`localSpecs`).
+   * Before any list answered, those the failover store's local copy has (`localSpecs`). One it
+   * has with another backend (registered again) is polled again by its fresh spec, after the poll
+   * by the old one (which wrote nothing if the list came first: `stale`).
    */
   async pollAll(): Promise<void> {
     const listing = this.readSpecs();
     const known = this.listed ?? (await this.localSpecs());
-    const knownUrls = new Set(known.map((s) => s.url));
-    const added = (specs: ReplicaSpec[]) => specs.filter((s) => !knownUrls.has(s.url));
+    const knownSpecs = new Map(known.map((s) => [s.url, s]));
+    const added = (specs: ReplicaSpec[]) => specs.filter((s) => !knownSpecs.has(s.url));
+    const changed = (specs: ReplicaSpec[]) =>
+      specs.filter((s) => {
+        const old = knownSpecs.get(s.url);
+        return old !== undefined && !sameScrape(old, s);
+      });
     await Promise.all([
       this.pollEach(known, listing),
-      listing.answered.then((specs) => this.pollEach(added(specs))),
+      listing.answered.then((specs) => {
+        const again = changed(specs);
+        if (again.length === 0) return this.pollEach(added(specs));
+        return Promise.all([this.pollEach(added(specs)), ...again.map((s) => this.refreshAfresh(s))]);
+      }),
     ]);
     const expired = await this.store.expireLeases(this.clock.now(), this.options.leaseMaxAgeMs);
     this.stats.leasesExpired += expired.length;
@@ -233,14 +253,17 @@ export class Poller {
   }
 
   /**
-   * Whether a poll begun under `listing` (from the list before it) must write nothing: the fresh
-   * list has answered without its replica (gone from the shared state: a FLUSHALL, say). The
+   * Whether a poll of `spec` begun under `listing` (from the list before it) must write nothing:
+   * the fresh list has answered without its replica (gone from the shared state: a FLUSHALL, say),
+   * or with another backend for it (registered again: the scrape read it with the wrong API). The
    * stores ignore a snapshot of a replica they do not know (memory-store.ts `applySnapshot`, the
    * `snapshot` script's `known`); the poller's own records and listeners are skipped here.
    */
-  private unlisted(url: string, listing: Listing | undefined): boolean {
+  private stale(spec: ReplicaSpec, listing: Listing | undefined): boolean {
     const specs = listing?.specs;
-    return specs ? !specs.some((s) => s.url === url) : false;
+    if (!specs) return false;
+    const fresh = specs.find((s) => s.url === spec.url);
+    return fresh === undefined || !sameScrape(fresh, spec);
   }
 
   /**
@@ -248,13 +271,16 @@ export class Poller {
    * it held the scrape back a round trip, and a whole timeout when Redis had just gone. Its answer
    * less the local time the read took is no later than the shared clock at the poll's start (the
    * registry the scrape reads is at least that recent), however slow the read: the error is the
-   * reply's way back, as when the read came first. Never rejects: undefined when it fails.
+   * reply's way back, as when the read came first. Never rejects: undefined when it fails. The
+   * read's time is measured on the monotonic clock: the wall clock stepped back during the read
+   * (a skew correction) shortened it, and dated the poll after the registry it read.
    */
-  private sharedStart(started: number): Promise<number | undefined> {
+  private sharedStart(): Promise<number | undefined> {
+    const begun = monotonic(this.clock);
     const read = this.store.sharedTime?.();
     if (!read) return Promise.resolve(undefined);
     return read.then(
-      (t) => (t === undefined ? undefined : t - Math.max(0, this.clock.now() - started)),
+      (t) => (t === undefined ? undefined : t - Math.max(0, monotonic(this.clock) - begun)),
       () => undefined,
     );
   }
@@ -296,11 +322,11 @@ export class Poller {
     this.runPreflight(spec);
     const started = this.clock.now();
     this.stats.polls++;
-    const sharedStart = this.sharedStart(started);
+    const sharedStart = this.sharedStart();
     try {
       const s = await this.api.scrape(spec, this.options.timeoutMs);
       const sharedStartedAt = await sharedStart;
-      if (this.unlisted(spec.url, listing)) return;
+      if (this.stale(spec, listing)) return;
       this.timeoutsInRow.delete(spec.url);
       this.lastLoad.set(spec.url, s.load);
       if (s.maxModelLen !== undefined) this.maxModelLen.set(spec.url, s.maxModelLen);
@@ -323,7 +349,7 @@ export class Poller {
     } catch (err) {
       this.stats.errors++;
       const sharedStartedAt = await sharedStart;
-      if (this.unlisted(spec.url, listing)) return;
+      if (this.stale(spec, listing)) return;
       if (this.givesBenefitOfDoubt(spec.url, err)) {
         this.log.warn(
           `poll of ${spec.url} timed out; it stays up until the next poll: ${(err as Error).message}`,

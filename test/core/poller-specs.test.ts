@@ -239,3 +239,78 @@ describe('a late poll of a replica gone from the shared state', () => {
     }
   });
 });
+
+describe('a replica re-registered with another backend', () => {
+  /** A llama.cpp scrape reads 7 running, a vLLM one 1: what a snapshot was read as shows. */
+  const LLAMA: ReplicaSpec = { ...R1, backend: 'llamacpp' };
+  async function reRegistered() {
+    const s = await setup(300);
+    const backends: string[] = [];
+    s.api.scrape = async (r: ReplicaSpec): Promise<Scrape> => {
+      backends.push(r.backend);
+      await sleep(s.clock, 300);
+      return r.backend === 'llamacpp'
+        ? { load: { ...LOAD, running: 7 }, llamaAdapters: [] }
+        : { load: LOAD, registry: [] };
+    };
+    await s.round(); // r1 listed as vLLM
+    backends.length = 0;
+    s.store.snapshots.length = 0;
+    // The same url registered again as llama.cpp; the next list answers 100 ms in.
+    await s.store.upsertReplica(LLAMA);
+    s.store.listMs = 100;
+    await s.clock.run(1000);
+    return { ...s, backends };
+  }
+
+  it('a round scrapes it as its fresh spec says, and writes nothing read as the old one', async () => {
+    const { store, backends, round } = await reRegistered();
+    await round();
+    // Before: ['vllm'] only, its reading written over the llama.cpp record.
+    expect(backends).toEqual(['vllm', 'llamacpp']);
+    expect(store.snapshots.map((x) => x.s.load?.running)).toEqual([7]);
+  });
+
+  it('refreshUrl does too', async () => {
+    const { clock, store, backends, poller } = await reRegistered();
+    const p = poller.refreshUrl(R1.url, true);
+    await clock.run();
+    await p;
+    expect(backends).toEqual(['vllm', 'llamacpp']);
+    expect(store.snapshots.map((x) => x.s.load?.running)).toEqual([7]);
+  });
+});
+
+describe("a poll's shared start when this node's clock steps", () => {
+  it('is no later than the shared clock when the poll began, the local clock stepped back during the read', async () => {
+    const clock = new VirtualClock();
+    const store = new Store(clock);
+    await store.upsertReplica(R1);
+    store.timeMs = 500;
+    // This node's wall clock: stepped by a skew correction (durations on it shrink by the step);
+    // a process's monotonic time (`monotonic`) does not step.
+    const local = {
+      skew: 0,
+      now: () => clock.now() + local.skew,
+      monotonic: () => clock.now(),
+      after: (ms: number, fn: () => void) => clock.after(ms, fn),
+    };
+    const poller = new Poller(
+      store,
+      new Api(clock, 10),
+      local,
+      { intervalMs: 1000, timeoutMs: 1000, jitter: 0, leaseMaxAgeMs: 60_000 },
+      seededRandom(1),
+      silentLogger,
+    );
+    await clock.run(100);
+    const p = poller.refresh(R1);
+    await clock.run(300);
+    local.skew = -400;
+    await clock.run();
+    await p;
+    // The shared clock read 10,100 when the poll began; its answer, 10,600, came 500 ms later.
+    // Before: 10,500 (less 100 ms of the stepped clock), a registry read older than that.
+    expect(store.snapshots[0]!.s.sharedStartedAt).toBeLessThanOrEqual(10_100);
+  });
+});
