@@ -67,8 +67,8 @@ export function setAsideScheduleMoves(): () => void {
  * Sets aside the poller's order since branch poll-specs, which moved the simulation's schedules: a
  * round read the replica list and then polled (no list kept from the last round, no local copy read
  * before the first), and a poll read the shared clock and then scraped, dating itself by the answer
- * as read. The poll's own code runs
- * as it is. A seed found breaking a plant before it replays as found. Returns the undo.
+ * as read. The poll's own code runs as it is. A seed found breaking a plant before it replays as
+ * found. Returns the undo.
  */
 export function setAsidePollOrder(): () => void {
   type Listing = { specs: ReplicaSpec[] | null; answered: Promise<ReplicaSpec[]> };
