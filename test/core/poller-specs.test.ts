@@ -7,9 +7,10 @@
  * no write from a poll begun before it came.
  */
 import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/backends/replica-api';
-import { sleep, systemClock, VirtualClock } from '../../src/clock';
+import { sleep, systemClock, VirtualClock, type Clock } from '../../src/clock';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { Poller } from '../../src/fleet/poller';
+import type { FleetStore } from '../../src/fleet/store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
@@ -70,12 +71,9 @@ class Store extends MemoryFleetStore {
   }
 }
 
-async function setup(scrapeMs: number) {
-  const clock = new VirtualClock();
-  const store = new Store(clock);
-  await store.upsertReplica(R1);
-  const api = new Api(clock, scrapeMs);
-  const poller = new Poller(
+/** A poller of `store` through `api` on `clock`: 1 s rounds and timeouts, no jitter. */
+function pollerOf(store: FleetStore, api: ReplicaApi, clock: Clock): Poller {
+  return new Poller(
     store,
     api,
     clock,
@@ -83,6 +81,14 @@ async function setup(scrapeMs: number) {
     seededRandom(1),
     silentLogger,
   );
+}
+
+async function setup(scrapeMs: number) {
+  const clock = new VirtualClock();
+  const store = new Store(clock);
+  await store.upsertReplica(R1);
+  const api = new Api(clock, scrapeMs);
+  const poller = pollerOf(store, api, clock);
   /** One round from now, run to its end. */
   const round = async () => {
     const r = poller.pollAll();
@@ -218,14 +224,7 @@ describe('a late poll of a replica gone from the shared state', () => {
         await new Promise<void>((r) => (answer = r));
         return { load: LOAD, registry: [{ name: 'a', path: '/a' }] };
       };
-      const poller = new Poller(
-        store,
-        api,
-        systemClock,
-        { intervalMs: 1000, timeoutMs: 1000, jitter: 0, leaseMaxAgeMs: 60_000 },
-        seededRandom(1),
-        silentLogger,
-      );
+      const poller = pollerOf(store, api, systemClock);
       const polled = poller.refresh(R1);
       await scraping;
       await redis.command(['FLUSHALL']);
@@ -295,14 +294,7 @@ describe("a poll's shared start when this node's clock steps", () => {
       monotonic: () => clock.now(),
       after: (ms: number, fn: () => void) => clock.after(ms, fn),
     };
-    const poller = new Poller(
-      store,
-      new Api(clock, 10),
-      local,
-      { intervalMs: 1000, timeoutMs: 1000, jitter: 0, leaseMaxAgeMs: 60_000 },
-      seededRandom(1),
-      silentLogger,
-    );
+    const poller = pollerOf(store, new Api(clock, 10), local);
     await clock.run(100);
     const p = poller.refresh(R1);
     await clock.run(300);
