@@ -1,6 +1,7 @@
 import { holdUnseenBusy } from './adapters/unseen-busy';
 import { HttpReplicaApi } from './backends/http-replica-api';
 import { checkReplica } from './doctor/check';
+import type { Poller } from './fleet/poller';
 import type { FleetRuntime } from './runtime';
 
 /** What the wiring needs of the runtime's router configurations. */
@@ -58,13 +59,18 @@ export function wireRuntime(rt: FleetRuntime, hooks: WiringHooks): void {
   // The replica's word before a load classifies its registry as a poll does, and a poll adopts
   // what it holds unseen, so the usual unload path can make room there.
   rt.manager.replicaWord.isManaged = rt.poller.isManaged;
+  // A poll asked for out of turn (below): its failure is the round's to see again; here only logged.
+  const pollAsked = (poller: Poller, url: string, afresh: boolean) =>
+    poller
+      .refreshUrl(url, afresh)
+      .catch((err: Error) => rt.log.warn(`could not poll ${url}: ${err.message}`));
   const asked = new Map<string, number>();
   rt.manager.replicaWord.onUnknownResidents = (url) => {
     // Once per poll interval per replica: loads waiting for room ask every 250 ms.
     const now = rt.clock.now();
     if (now - (asked.get(url) ?? -Infinity) < rt.poller.intervalMs) return;
     asked.set(url, now);
-    rt.poller.refreshUrl(url).catch((err: Error) => rt.log.warn(`could not poll ${url}: ${err.message}`));
+    void pollAsked(rt.poller, url, false);
   };
   // An adapter read `unloading` only for an own unload's unpolled end waits for a poll begun after
   // that end: asked now of the runtime polling (a replaced one polls no more), not left to the next
@@ -76,17 +82,14 @@ export function wireRuntime(rt: FleetRuntime, hooks: WiringHooks): void {
   rt.manager.ownUnloads.onUnpolled = (url) => {
     const polling = rt.current();
     const from = rt.clock.now();
-    polling.poller
-      .refreshUrl(url, true)
-      .catch((err: Error) => rt.log.warn(`could not poll ${url}: ${err.message}`))
-      .finally(() => {
-        if (!polling.manager.ownUnloads.polledSince(url, from)) {
-          const wait = from + polling.poller.timeoutMs - rt.clock.now();
-          if (wait > 0) rt.clock.after(wait, () => rt.manager.ownUnloads.askAgain(url));
-          else rt.manager.ownUnloads.askAgain(url);
-        }
-        rt.manager.roomChanged.notify();
-      });
+    void pollAsked(polling.poller, url, true).finally(() => {
+      if (!polling.manager.ownUnloads.polledSince(url, from)) {
+        const wait = from + polling.poller.timeoutMs - rt.clock.now();
+        if (wait > 0) rt.clock.after(wait, () => rt.manager.ownUnloads.askAgain(url));
+        else rt.manager.ownUnloads.askAgain(url);
+      }
+      rt.manager.roomChanged.notify();
+    });
   };
   // What a poll reads busy with no lease here is held from unloads, as the unload's word does.
   rt.poller.onReading = (url, load, startedAt) =>
