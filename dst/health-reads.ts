@@ -25,6 +25,9 @@ export interface StoreCall {
   lateMs: number;
 }
 
+/** The key of a runtime's view of one replica (its polls, its requests' answers). */
+const runtimeReplica = (sender: string, url: string) => `${sender}\u0000${url}`;
+
 /** Per request: the store calls its decision made (few: a decision makes a handful). */
 export class HealthReads {
   private readonly calls = new Map<number, StoreCall[]>();
@@ -83,7 +86,7 @@ export class HealthReads {
   pollsSeen(api: ReplicaApi, sender: string, now: () => number): void {
     const scrape = api.scrape.bind(api);
     api.scrape = (spec, timeoutMs) => {
-      const key = `${sender}\u0000${spec.url}`;
+      const key = runtimeReplica(sender, spec.url);
       const begun = now();
       this.underWay.set(key, begun);
       const reply = scrape(spec, timeoutMs);
@@ -121,7 +124,7 @@ export class HealthReads {
    * refusal, its round having waited out Redis's timeout, and still on a slow path).
    */
   ownSightFrom(sender: string, url: string, since: number): number {
-    const key = `${sender}\u0000${url}`;
+    const key = runtimeReplica(sender, url);
     if ((this.lastVerdictBegun.get(key) ?? -Infinity) >= since) return since;
     return Math.max(since, this.lastTimedOut.get(key) ?? -Infinity, this.underWay.get(key) ?? -Infinity);
   }
@@ -131,7 +134,7 @@ export class HealthReads {
    * store (passive health: seen at once, whatever its polls), no poll answered since; Infinity: not.
    */
   passiveDownFrom(sender: string, url: string, since: number): number {
-    const at = this.passiveDownAt.get(`${sender}\u0000${url}`);
+    const at = this.passiveDownAt.get(runtimeReplica(sender, url));
     return at !== undefined && at >= since ? at : Infinity;
   }
 
@@ -141,7 +144,7 @@ export class HealthReads {
    * `passiveOutcome`): PASSIVE_FAILURE_LIMIT failures (5xx) in a row mark the replica down.
    */
   upstreamAnswered(sender: string, url: string, status: number, at: number): void {
-    const key = `${sender}\u0000${url}`;
+    const key = runtimeReplica(sender, url);
     if (status < 500) {
       this.failedInRow.delete(key);
       return;
@@ -153,7 +156,7 @@ export class HealthReads {
 
   /** `sender`'s runtime's last polls of `url` that timed out in a row (0: its last one did not). */
   timeoutsInRow(sender: string, url: string): number {
-    return this.timedOut.get(`${sender}\u0000${url}`) ?? 0;
+    return this.timedOut.get(runtimeReplica(sender, url)) ?? 0;
   }
 }
 
