@@ -31,6 +31,13 @@ export interface Violation {
   step: number;
 }
 
+/**
+ * A load's start read off its replica's log may round this far below the true instant: far above a
+ * double's rounding at the simulation's times (an ulp of 10^6 ms is about 10^-10 ms), far below the
+ * delays it models (a message arrives in the same instant or 1-2 ms later: dst/scheduler.ts `trip`).
+ */
+const ROUNDING_MS = 1e-6;
+
 /** Found a violation: the schedule stops there. */
 export class InvariantBroken extends Error {
   constructor(readonly v: Violation) {
@@ -477,11 +484,6 @@ export class LogChecks {
     return c !== undefined && (c.degraded === true || c.alone);
   }
 
-  /** Whether the last load call of `e`'s adapter to its replica, sent by `by`, was decided alone. */
-  private decidedAlone(e: ReplicaLogEntry, by: number): boolean {
-    return this.lastLoadCall(e, by)?.alone === true;
-  }
-
   private lastLoadCall(e: ReplicaLogEntry, by: number): LoadCall | undefined {
     const loads = this.calls.loads;
     for (let k = loads.length - 1; k >= 0; k--) {
@@ -498,6 +500,7 @@ export class LogChecks {
     // "already loaded" on replica-1, where a load given up on had landed, beside a copy elsewhere).
     if (e.status !== 200 && e.ms === 0) return;
     const start = e.at - e.ms;
+    const began = this.beganBy(e);
     // A load its sender decided alone is nobody's to join, however late it reaches the replica
     // (seed 751278: sent at 1,822 ms, begun at 4,114 ms after a slow path, the world quiet by then).
     // Nor one begun while a record change to other state moves the nodes in turn (its span in
@@ -505,10 +508,7 @@ export class LogChecks {
     // nodes moved 3,113 ms apart, `geo` loaded from each state past the quiet after the change began).
     const split = w.resets.some((r) => typeof r !== 'number' && r.from <= start && start <= r.to);
     const quiet =
-      !w.degraded &&
-      !split &&
-      start - w.lastFaultAt > this.limits.quietAfterMs &&
-      !this.decidedAlone(e, start);
+      !w.degraded && !split && start - w.lastFaultAt > this.limits.quietAfterMs && began?.alone !== true;
     const others = (this.loading.get(e.name) ?? []).filter((l) => l.end > start - 60_000);
     // Both decided while Redis answered everyone: a load begun during a fault (decided alone,
     // perhaps given up on at load_timeout_ms while the replica went on) is nobody's to join;
@@ -518,7 +518,7 @@ export class LogChecks {
     // node that sees the placement and picks another replica spreads the adapter, and may; seed
     // 719 at node_ttl_ms 500: the placed replica, a request queued there, predicted 1,385 ms
     // against 1,086 for a copy, past the 250 ms margin).
-    const gaveUp = this.gaveUpAt(e.replica, e.name, start);
+    const gaveUp = began?.gaveUpAt ?? Infinity;
     // Nor is a prefetch's load: it makes copies in proportion to demand on purpose, one a replica,
     // a load under way counted as a copy (src/prefetch/planner.ts; seed 233: code loading for a
     // request on replica-1, a prefetch's second copy on replica-0 at hysteresis 0).
@@ -526,7 +526,7 @@ export class LogChecks {
     // a prefetch's load was under way there (its lock past its TTL) is answered by that same load
     // (seed 1332358: `team` begun on replica-1 by a prefetch at 1,028 ms, landed at 4,599 ms, taken
     // for the load of a request that sent one at 4,038 ms).
-    const prefetch = this.lastLoadCall(e, start)?.prefetch === true;
+    const prefetch = began?.prefetch === true;
     if (quiet && e.status === 200 && !prefetch)
       for (const l of others)
         if (
@@ -555,14 +555,16 @@ export class LogChecks {
     );
   }
 
-  /** When the router gave up on the load call the replica began at `start` (Infinity: it did not). */
-  private gaveUpAt(url: string, name: string, start: number): number {
-    const loads = this.calls.loads;
-    for (let k = loads.length - 1; k >= 0; k--) {
-      const c = loads[k]!;
-      if (c.url === url && c.name === name && c.at <= start) return c.gaveUpAt ?? Infinity;
-    }
-    return Infinity;
+  /**
+   * The load call that began the load `e` answers: the last one of its adapter to its replica sent
+   * by the time the replica began it. That time is the log's less the load's length, which can round
+   * a hair below the instant the replica began it, the very instant the call was sent when no hop
+   * delays it (seed 1962793: a prefetch's call sent at 1,022.4040995389224 ms, its load logged at
+   * 2,522.4040995389223 ms after 1,500 ms, begun so at 1,022.4040995389223): the call was missed
+   * and the prefetch's copy taken for a request's second cold load.
+   */
+  private beganBy(e: ReplicaLogEntry): LoadCall | undefined {
+    return this.lastLoadCall(e, e.at - e.ms + ROUNDING_MS);
   }
 
   /** Whether a replica holds more than the limit now (its grace may still be running). */

@@ -564,6 +564,58 @@ describe('the simulation holds a cold adapter to one load per burst, but for a c
     expect(overlapping([], undefined, [], [true, false])).toBeUndefined();
   });
 
+  /**
+   * Seed 1962793: a prefetch sent its load of `a` to replica-1 at 1,022.4040995389224 ms, begun there
+   * at once and logged 1,500 ms later at 2,522.4040995389223 ms; the log's time less its length
+   * rounds to 1,022.4040995389223, a hair before the call was sent. `sentAfterMs`: when the prefetch
+   * sent it after the replica began that load (0: the same instant).
+   */
+  const prefetchBesideRequest = (sentAfterMs: number) => {
+    const sent = 1022.4040995389224;
+    const began = sent - sentAfterMs;
+    const landed = began + 1500;
+    const call = (at: number, url: string, extra: Partial<LoadCall> = {}): LoadCall => ({
+      at,
+      url,
+      name: 'a',
+      proc: 'n2g0',
+      sender: 'n2g0r0',
+      alone: false,
+      degraded: false,
+      ...extra,
+    });
+    const entry = (at: number, ms: number) => ({
+      at,
+      op: 'load' as const,
+      name: 'a',
+      status: 200,
+      ms,
+      loaded: 1,
+    });
+    return broken(
+      new LogChecks(
+        [
+          { url: r0, log: [entry(2251, 1500)] },
+          { url: r1, log: [entry(landed, landed - began)] },
+        ],
+        LIMITS,
+        () => false,
+        {
+          loads: [call(750, r0, { request: 1 }), call(sent, r1, { prefetch: true })],
+          failed: [],
+          backoffMs: 1000,
+        },
+      ),
+      2600,
+    );
+  };
+
+  it("a prefetch's load begun the instant its call was sent is the prefetch's, its start rounded (seed 1962793)", () => {
+    expect(prefetchBesideRequest(0)).toBeUndefined();
+    // A load the replica began a millisecond before the prefetch's call was not that call's.
+    expect(prefetchBesideRequest(1)).toBe('each cold adapter loaded once per burst');
+  });
+
   it('a copy claimed past the placement it saw holds (docs/routing.md: spreading on purpose)', () => {
     expect(overlapping([{ at: 1942, adapter: 'chat', url: r1, past: r0 }])).toBeUndefined();
   });

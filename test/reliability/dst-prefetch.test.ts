@@ -7,7 +7,7 @@ import type { PrefetchEnsure } from '../../dst/calls-seen';
 import { PrefetchCheck } from '../../dst/prefetch-check';
 import { roomOverMade } from '../../dst/room-check';
 import { makesRoom } from '../../dst/room-making';
-import { DEFAULT_OPTIONS, runSeed } from '../../dst/run';
+import { DEFAULT_OPTIONS, runSchedule, runSeed } from '../../dst/run';
 import { generate } from '../../dst/schedule';
 import { trimmedBelow, type UnloadCall } from '../../dst/trim-check';
 
@@ -119,4 +119,41 @@ describe('prefetching drawn (dst/prefetch-draw.ts)', () => {
       expect({ seed, violation: r.violation?.invariant }).toEqual({ seed, violation: undefined });
     }
   }, 60_000);
+
+  // Seed 1962793 (the sweep of main at e16ae2b from 1,960,000; --keep 0,2), no fault: node 2 loads
+  // `a` on replica-0 for a request (750 ms); its tick at 1,014 ms sees it loading there (one copy
+  // of a target of two, hysteresis 0) and its prefetch loads a second copy on replica-1 from
+  // 1,022.4040995389224 ms, as docs/routing.md plans. The log's time less the load's length
+  // rounded a hair before that call, so the check found no call that began the load and took the
+  // prefetch's copy for a second cold load.
+  it("a prefetch's copy begun the instant its call was sent is the prefetch's (seed 1962793)", async () => {
+    const r = await runSchedule({
+      seed: 1962793,
+      world: {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a'],
+        loadMs: 1500,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1, max_in_flight: 1 },
+        ],
+        prefetch: { intervalMs: 500, halfLifeMs: 3000, loadsPerMinute: 4, hysteresis: 0, evictFactor: 1 },
+      },
+      actions: [
+        { at: 728, kind: 'request', node: 2, adapter: 4, tokens: 4, prompt: 1105, cls: 'batch' },
+        { at: 1034, kind: 'request', node: 2, adapter: -1, tokens: 22, prompt: 226, cls: 'batch' },
+      ],
+    });
+    expect(r.prefetch).toEqual({ loads: 1, unloads: 0 });
+    expect(r.violation?.invariant).toBeUndefined();
+  }, 30_000);
 });
