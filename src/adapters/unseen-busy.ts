@@ -13,6 +13,9 @@ import type { ReplicaWord } from './replica-word';
  * Holds every adapter `load` (read by a poll that started at `startedAt`) reports busy on `url`
  * that no lease here holds, nor held since the poll started (one released while the reading
  * travelled back may be what it saw), nor another runtime's store counts (`leasedElsewhere`).
+ * A lease's release moves its resident's `lastUsed` past its `since`; a poll's registry read
+ * adopting an adapter the state did not know (emptied) writes both at the snapshot's time, which
+ * is no lease: read as one, the poll that adopted it held nothing (dst seed 1965638).
  */
 export async function holdUnseenBusy(
   store: FleetStore,
@@ -26,7 +29,7 @@ export async function holdUnseenBusy(
   const residents = new Map((await store.residents(url)).map((r) => [r.name, r]));
   for (const name of load.activeAdapters) {
     const r = residents.get(name);
-    if (r && (r.inFlight > 0 || r.lastUsed >= startedAt)) continue;
+    if (r && (r.inFlight > 0 || (r.lastUsed >= startedAt && r.lastUsed > r.since))) continue;
     if (leasedElsewhere?.(url, name)) continue;
     word.holdUnseen(url, name);
   }

@@ -66,6 +66,22 @@ describe('a poll’s reading and the unseen hold', () => {
     expect(await heldBy(store, reading(['a']))).toEqual([`${U} a`]);
   });
 
+  // DST seed 1965638: after an emptied state, the poll's own registry read adopts what the replica
+  // runs, its lastUsed the snapshot's time; that is no lease, and it ran with none here.
+  it('holds what runs that the poll’s own registry read adopted, the state not knowing it before', async () => {
+    const store = await fleet();
+    await store.applySnapshot(U, {
+      at: POLL_STARTED + 5,
+      startedAt: POLL_STARTED,
+      ok: true,
+      load: reading(['x']),
+      registry: ['a', 'b', 'c', 'x'].map((name) => ({ name, path: `/adapters/${name}` })),
+      managed: () => true,
+    });
+    expect((await store.residents(U)).find((r) => r.name === 'x')?.state).toBe('loaded');
+    expect(await heldBy(store, reading(['x']))).toEqual([`${U} x`]);
+  });
+
   it('holds nothing another runtime’s store counts', async () => {
     const store = await fleet();
     expect(await heldBy(store, reading(['a', 'c']), (_u, name) => name === 'a')).toEqual([`${U} c`]);

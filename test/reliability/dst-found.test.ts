@@ -4475,3 +4475,56 @@ describe('a hold never waits with nothing that could change: a call sent into a 
     );
   }, 30_000);
 });
+
+describe('no unload of a busy adapter: a resident a poll adopted and read busy, no lease here', () => {
+  // Seed 1965638 (--keep 0,1,2,3,7,10,11,12,15,16,17,21,22,23; the router's): an empty Redis restart
+  // at 107 ms (down 298 ms) loses node 2's lease of `sql` on replica-1, whose load lands at 902; node 2
+  // decides alone from 245 ms (a call refused while Redis was down) and is cut off from Redis from 749
+  // (1,207 ms), so its probes never take the state back before 2,745. Its request of `sql` runs on
+  // replica-1 905-1,260 with no lease in Redis. Node 0's poll begun at 955 reads `sql` running; the
+  // emptied state did not know `sql`, so the poll's own registry read adopted it (lastUsed = the
+  // snapshot's time), and the hold took that lastUsed past the poll's start for a lease released while
+  // the reading travelled back: no hold. Node 2's next request of `sql` (1,175 ms, alone) crosses a
+  // slow path to replica-1 (1,722 ms each way); node 0 unloaded `sql` at 2,521 to make room for
+  // `team` on an idle word, 1,561 ms after its poll read `sql` busy, inside the 2 s hold.
+  it('seed 1965638: a poll that adopts a busy adapter starts the unseen hold', async () => {
+    await holds(
+      1965638,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law'],
+        loadMs: 800,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 2000,
+        staticAdapters: ['sql,chat'],
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1, max_in_flight: 1 },
+        ],
+      },
+      [
+        { at: 77, kind: 'request', node: 2, adapter: 0, tokens: 1, prompt: 1495, cls: 'batch' },
+        { at: 107, kind: 'redis-restart', empty: true, downMs: 298 },
+        { at: 157, kind: 'request', node: 1, adapter: -1, tokens: 6, prompt: 1583, cls: 'batch' },
+        { at: 243, kind: 'request', node: 2, adapter: 6, tokens: 6, prompt: 1425, cls: 'interactive' },
+        { at: 749, kind: 'partition', node: 2, ms: 1207 },
+        { at: 1113, kind: 'slow-path', node: 2, replica: 1, ms: 681, hopMs: 1722 },
+        { at: 1162, kind: 'request', node: 0, adapter: 5, tokens: 4, prompt: 1833, cls: 'batch' },
+        { at: 1175, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 367, cls: 'interactive' },
+        { at: 1382, kind: 'request', node: 2, adapter: 1, tokens: 30, prompt: 380, cls: 'batch' },
+        { at: 1423, kind: 'request', node: 2, adapter: 1, tokens: 21, prompt: 455, cls: 'batch' },
+        { at: 1442, kind: 'request', node: 1, adapter: 1, tokens: 30, prompt: 215, cls: 'batch' },
+        { at: 1691, kind: 'request', node: 0, adapter: 3, tokens: 3, prompt: 1694 },
+        { at: 1741, kind: 'skew', node: 1, ms: 223 },
+        { at: 1754, kind: 'request', node: 1, adapter: 4, tokens: 5, prompt: 164, cls: 'interactive' },
+      ],
+    );
+  }, 30_000);
+});
