@@ -203,8 +203,13 @@ export class HeldClasses {
   }
 }
 
-/** Per runtime, per configuration (its fields as JSON): the requests held in the gateway. */
-const heldByRuntime = new WeakMap<object, Map<string, HeldClasses>>();
+/**
+ * Per runtime, per configuration (its fields as JSON): the requests held in the gateway, while
+ * something still holds them (an instance of the configuration, a request of one). Weakly: a
+ * fleet whose replicas join and leave changes the configuration each time, and a count kept by
+ * every configuration the process ever ran grew by one, keyed by its whole JSON, per change.
+ */
+const heldByRuntime = new WeakMap<object, Map<string, WeakRef<HeldClasses>>>();
 
 /**
  * The held requests of `config` on `runtime`, one count for every plugin instance of it there:
@@ -213,12 +218,23 @@ const heldByRuntime = new WeakMap<object, Map<string, HeldClasses>>();
  * instance, a worker's batch request did not wait behind another worker's held interactive
  * requests, nor did their holds' ends read one backlog. Separate runtimes (the simulations' Kong nodes) count
  * apart. A refusal at the end of a hold reads a backlog of three times the replicas (`backlogged`).
+ * A count nothing holds any more (no instance, no request) is collected: no request is held there,
+ * and its run of late hold-ends starts again, as a changed configuration's does.
  */
 export function heldOn(runtime: object, config: Pick<RouterConfig, 'replicas'>): HeldClasses {
   let byConfig = heldByRuntime.get(runtime);
   if (!byConfig) heldByRuntime.set(runtime, (byConfig = new Map()));
   const key = JSON.stringify(config);
-  let held = byConfig.get(key);
-  if (!held) byConfig.set(key, (held = new HeldClasses(3 * config.replicas.length)));
+  let held = byConfig.get(key)?.deref();
+  if (!held) {
+    // A configuration new here (or back): those whose counts were collected go first.
+    for (const [k, ref] of byConfig) if (ref.deref() === undefined) byConfig.delete(k);
+    byConfig.set(key, new WeakRef((held = new HeldClasses(3 * config.replicas.length))));
+  }
   return held;
+}
+
+/** The configurations whose held counts `runtime` keeps (tests). */
+export function heldConfigsOn(runtime: object): number {
+  return heldByRuntime.get(runtime)?.size ?? 0;
 }
