@@ -21,9 +21,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await redis.close();
 });
-// Each case on a state of its own (a prefix), its replica registered there.
+// Each case on a state of its own (a prefix), its replica registered there. A connection of its
+// own each case, so a bound a loaded machine can meet (the harness's 200 ms connect: seen failing
+// in a run beside other suites) is no part of what a case asserts.
 beforeEach(async () => {
-  store = new RedisFleetStore(redis.config(`ub${++cases}:`), 'A');
+  store = new RedisFleetStore(redis.config(`ub${++cases}:`, { timeout: 2000 }), 'A');
   await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
 });
 afterEach(async () => {
