@@ -18,17 +18,18 @@ import { MemoryFleetStore } from '../src/fleet/memory-store';
 import { ServerSwitched } from '../src/fleet/redis/connection';
 import type { SharedStore } from '../src/fleet/redis/shared-store';
 import type { BudgetTaken, BudgetWindow, FleetDump, FleetStore, LoadEnd } from '../src/fleet/store';
-import type {
-  AdapterRef,
-  Fence,
-  FleetEvent,
-  Lease,
-  Released,
-  ReplicaSnapshot,
-  ReplicaSpec,
-  ReplicaView,
-  ResidencyState,
-  ResidentAdapter,
+import {
+  pollDuration,
+  type AdapterRef,
+  type Fence,
+  type FleetEvent,
+  type Lease,
+  type Released,
+  type ReplicaSnapshot,
+  type ReplicaSpec,
+  type ReplicaView,
+  type ResidencyState,
+  type ResidentAdapter,
 } from '../src/fleet/types';
 import type { Random } from '../src/random';
 import { nextNodeCount, NO_COUNT, type NodeCount } from '../src/fleet/redis/live-nodes';
@@ -833,8 +834,9 @@ export class RedisLink implements SharedStore {
   async applySnapshot(url: string, snap: ReplicaSnapshot): Promise<void> {
     const now = this.server.clock.now();
     // As the Lua script: the poll's start on Redis's clock, from the shared read before it or estimated.
-    const startedAt = snap.sharedStartedAt ?? now - (snap.at - (snap.startedAt ?? snap.at)) - SKEW_MARGIN_MS;
-    const { managed, ...rest } = snap;
+    const startedAt = snap.sharedStartedAt ?? now - pollDuration(snap) - SKEW_MARGIN_MS;
+    // The node's monotonic readings mean nothing at the server (as the script keeps none).
+    const { managed, monoStartedAt: _ms, monoAt: _ma, ...rest } = snap;
     const registry = snap.registry?.map((e) => ({ ...e }));
     const isManaged = managed
       ? (() => {

@@ -87,7 +87,7 @@ export class MemoryFleetStore implements FleetStore {
     const down: { url: string; snapshot: ReplicaSnapshot }[] = [];
     for (const [url, r] of this.replicas)
       if (r.health === 'down' && r.checkedAt !== null)
-        down.push({ url, snapshot: { at: now, startedAt: r.scrapedAt, ok: false, error: r.lastError } });
+        down.push({ url, snapshot: { at: now, ...pollStart(r), ok: false, error: r.lastError } });
     return down;
   }
 
@@ -100,7 +100,7 @@ export class MemoryFleetStore implements FleetStore {
     const up: { url: string; snapshot: ReplicaSnapshot }[] = [];
     for (const [url, r] of this.replicas)
       if (r.health === 'up' && r.checkedAt !== null)
-        up.push({ url, snapshot: { at: now, startedAt: r.scrapedAt, ok: true, verdictOnly: true } });
+        up.push({ url, snapshot: { at: now, ...pollStart(r), ok: true, verdictOnly: true } });
     return up;
   }
 
@@ -176,6 +176,7 @@ export class MemoryFleetStore implements FleetStore {
     // Begun before a poll that found the replica up: older news.
     if (!s.ok && startedAt < r.verdictAt) return;
     r.scrapedAt = startedAt;
+    r.scrapedMonoAt = s.monoStartedAt;
     r.checkedAt = s.at;
     if (!s.ok) {
       if (r.health !== 'down')
@@ -578,4 +579,11 @@ function sameUrls(records: readonly ReplicaRecord[], urls: readonly string[]): b
   if (records.length !== urls.length) return false;
   for (let i = 0; i < urls.length; i++) if (records[i]!.spec.url !== urls[i]) return false;
   return true;
+}
+
+/** When the record's newest poll began, on the wall clock and, when it said, the monotonic one. */
+function pollStart(r: ReplicaRecord): { startedAt: number; monoStartedAt?: number } {
+  return r.scrapedMonoAt === undefined
+    ? { startedAt: r.scrapedAt }
+    : { startedAt: r.scrapedAt, monoStartedAt: r.scrapedMonoAt };
 }

@@ -321,6 +321,7 @@ export class Poller {
   private async poll(spec: ReplicaSpec, listing?: Listing): Promise<void> {
     this.runPreflight(spec);
     const started = this.clock.now();
+    const monoStarted = monotonic(this.clock);
     this.stats.polls++;
     const sharedStart = this.sharedStart();
     try {
@@ -335,6 +336,8 @@ export class Poller {
         at: this.clock.now(),
         startedAt: started,
         sharedStartedAt,
+        monoStartedAt: monoStarted,
+        monoAt: monotonic(this.clock),
         ok: true,
         load: s.load,
         registry: s.registry,
@@ -361,6 +364,8 @@ export class Poller {
         at: this.clock.now(),
         startedAt: started,
         sharedStartedAt,
+        monoStartedAt: monoStarted,
+        monoAt: monotonic(this.clock),
         ok: false,
         error: (err as Error).message,
       });

@@ -22,6 +22,8 @@ export interface ReplicaRecord {
   checkedAt: number | null;
   /** When the newest applied poll began: an older poll finishing later is not applied. */
   scrapedAt: number;
+  /** The same on the polling process's monotonic clock, when the poll said (`monoStartedAt`). */
+  scrapedMonoAt?: number;
   /**
    * When the poll behind the newest up verdict handed on without its figures began (seen-down.ts):
    * a failed poll begun before it is older news. Apart from `scrapedAt`: the verdict read nothing here.

@@ -43,6 +43,15 @@ export function nextFence(last: Fence, now: number): Fence {
   return floor > last ? floor : last + 1;
 }
 
+/**
+ * How long the poll behind `s` had run when `s` was made: on the monotonic clock where `s` says (a
+ * wall clock stepped during the poll moved the wall-clock duration by the step), else on the wall.
+ */
+export function pollDuration(s: ReplicaSnapshot): number {
+  if (s.monoAt !== undefined && s.monoStartedAt !== undefined) return s.monoAt - s.monoStartedAt;
+  return s.at - (s.startedAt ?? s.at);
+}
+
 /** An adapter as a request names it: `path` locates it on llama.cpp replicas. */
 export interface AdapterRef {
   name: string;
@@ -62,6 +71,13 @@ export interface ReplicaSnapshot {
   startedAt?: number;
   /** The same by the shared store's clock (read beside the scrape, less the read's time), when it has one. */
   sharedStartedAt?: number;
+  /**
+   * `startedAt` and `at` on the polling process's monotonic clock (src/clock.ts `monotonic`), which
+   * a skew correction never steps: the time since the scrape began is measured on these where a
+   * snapshot has them (seen-down.ts, the `snapshot` script's estimate). Meaningless elsewhere.
+   */
+  monoStartedAt?: number;
+  monoAt?: number;
   ok: boolean;
   error?: string;
   load?: ReplicaLoad;

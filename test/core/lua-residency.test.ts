@@ -102,6 +102,25 @@ describe('a poll applied or refused (snapshot)', () => {
     expect(await env.redis.command(['HGET', `${p}r:${U}`, 'waiting'])).toBe('5');
   });
 
+  it('a poll without a shared start is dated by its duration on the monotonic clock: a wall clock stepped back during it makes it no newer', async () => {
+    const { s, p } = await store();
+    const t0 = await s.sharedTime();
+    // Another node's up poll, begun a second ago by Redis's clock.
+    await s.applySnapshot(U, { at: 2, startedAt: 1, sharedStartedAt: t0 - 1_000, ok: true, load });
+    // This node's failed poll took 10 s (its shared clock read failed): begun before that one. Its
+    // wall clock was stepped back 9.9 s meanwhile, so by the wall the poll took 100 ms, and dated
+    // so it overwrote the newer poll: a healthy replica read down.
+    await s.applySnapshot(U, {
+      at: 5_100,
+      startedAt: 5_000,
+      monoStartedAt: 20_000,
+      monoAt: 30_000,
+      ok: false,
+      error: 'connect',
+    });
+    expect(await health(p)).toBe('up');
+  });
+
   it('an up verdict never moves the verdict back: a failed poll begun before the latest verdict stays older news', async () => {
     const { s, p } = await store();
     const t0 = await s.sharedTime();

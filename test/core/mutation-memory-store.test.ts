@@ -561,6 +561,25 @@ describe('MemoryFleetStore: what a node that decided alone owes', () => {
     await s.applySnapshot(U, poll(40));
     expect(s.seenDown(50).map((d) => d.url)).toEqual([V]);
   });
+
+  it('hands on the monotonic start of the newest poll with each replica seen down or up (seen-down.ts measures on it)', async () => {
+    const s = await store(U, V);
+    await s.applySnapshot(U, {
+      at: 20,
+      startedAt: 15,
+      monoStartedAt: 115,
+      monoAt: 120,
+      ok: false,
+      error: 'refused',
+    });
+    await s.applySnapshot(V, poll(10, { startedAt: 8, monoStartedAt: 108, monoAt: 110 }));
+    expect(s.seenDown(30)).toEqual([
+      { url: U, snapshot: { at: 30, startedAt: 15, monoStartedAt: 115, ok: false, error: 'refused' } },
+    ]);
+    expect(s.seenUp(30)).toEqual([
+      { url: V, snapshot: { at: 30, startedAt: 8, monoStartedAt: 108, ok: true, verdictOnly: true } },
+    ]);
+  });
 });
 
 describe('MemoryFleetStore: leases', () => {

@@ -138,6 +138,9 @@ describe('a poll', () => {
       at: 37,
       startedAt: 7,
       sharedStartedAt: 5,
+      // A clock without a monotonic reading: its `now`.
+      monoStartedAt: 7,
+      monoAt: 37,
       ok: false,
       error: 'ECONNREFUSED',
     });

@@ -21,8 +21,8 @@ function setup(
   down: { url: string; snapshot: ReplicaSnapshot }[],
   withTime = true,
   up: { url: string; snapshot: ReplicaSnapshot }[] = [],
+  clock: Clock = { now: () => LOCAL_NOW, after: () => () => undefined },
 ) {
-  const clock: Clock = { now: () => LOCAL_NOW, after: () => () => undefined };
   const applied: [string, ReplicaSnapshot][] = [];
   let timeReads = 0;
   const shared = {
@@ -125,5 +125,22 @@ describe('SeenDown', () => {
     t.seen.note(A, { at: 5, startedAt: 800, sharedStartedAt: truth(1_000) + 200, ok: true }); // as new: taken
     await t.push();
     expect(t.applied[0]![1].sharedStartedAt).toBe(truth(1_000) + 200);
+  });
+
+  it('measures the time since the down poll began on the monotonic clock: a wall clock stepped since moves nothing', async () => {
+    // The down poll began at 1,000 on both clocks, 500 ms ago by the monotonic clock; the wall
+    // clock was stepped since (a skew correction during the outage). Back 400 ms, a wall-clock
+    // duration dated the poll 400 ms late (it overwrote a newer poll); forward, 400 ms early (it
+    // lost to this node's own up poll before it).
+    for (const step of [-400, 400]) {
+      const clock: Clock = {
+        now: () => LOCAL_NOW + step,
+        monotonic: () => LOCAL_NOW,
+        after: () => () => undefined,
+      };
+      const s = setup([{ url: A, snapshot: { ...downSince(1_000), monoStartedAt: 1_000 } }], true, [], clock);
+      await s.push();
+      expect(s.applied[0]![1].sharedStartedAt).toBe(truth(1_000));
+    }
   });
 });

@@ -6,6 +6,7 @@
  * clock's; a replica the fresh list adds is polled in the same round; one it no longer has gets
  * no write from a poll begun before it came.
  */
+import { BackendError } from '../../src/backends/errors';
 import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/backends/replica-api';
 import { sleep, systemClock, VirtualClock, type Clock } from '../../src/clock';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
@@ -24,6 +25,8 @@ const LOAD = { waiting: 0, running: 1, kvUsage: 0.1, activeAdapters: [], malform
 /** Scrapes take `ms` of virtual time; each is noted with its replica and start. */
 class Api implements ReplicaApi {
   scrapes: { url: string; at: number }[] = [];
+  /** Scrapes fail (an error answer) once set. */
+  fail = false;
   constructor(
     private readonly clock: VirtualClock,
     public ms: number,
@@ -31,6 +34,7 @@ class Api implements ReplicaApi {
   async scrape(r: ReplicaSpec): Promise<Scrape> {
     this.scrapes.push({ url: r.url, at: this.clock.now() });
     await sleep(this.clock, this.ms);
+    if (this.fail) throw new BackendError('http', 'answered 500', 500);
     return { load: LOAD, registry: [] };
   }
   async loadAdapter(): Promise<LoadOutcome> {
@@ -304,5 +308,40 @@ describe("a poll's shared start when this node's clock steps", () => {
     // The shared clock read 10,100 when the poll began; its answer, 10,600, came 500 ms later.
     // Before: 10,500 (less 100 ms of the stepped clock), a registry read older than that.
     expect(store.snapshots[0]!.s.sharedStartedAt).toBeLessThanOrEqual(10_100);
+  });
+
+  it('carries its start and end on the monotonic clock too, for a duration measured later (seen-down.ts, the snapshot script)', async () => {
+    const clock = new VirtualClock();
+    const store = new Store(clock);
+    await store.upsertReplica(R1);
+    const local = {
+      skew: 0,
+      now: () => clock.now() + local.skew,
+      monotonic: () => clock.now(),
+      after: (ms: number, fn: () => void) => clock.after(ms, fn),
+    };
+    const api = new Api(clock, 500);
+    const poller = pollerOf(store, api, local);
+    await clock.run(100);
+    const p = poller.refresh(R1);
+    await clock.run(300);
+    local.skew = -400;
+    await clock.run();
+    await p;
+    // 500 ms by the monotonic clock; by the stepped wall clock, 100.
+    expect(store.snapshots.map((x) => [x.s.startedAt, x.s.at, x.s.monoStartedAt, x.s.monoAt])).toEqual([
+      [100, 200, 100, 600],
+    ]);
+    // A failed poll too: begun at 1,000 by the monotonic clock (600 by the wall), 500 ms long.
+    api.fail = true;
+    await clock.run(1_000);
+    const q = poller.refresh(R1);
+    await clock.run();
+    await q;
+    expect(store.snapshots.map((x) => [x.s.ok, x.s.monoStartedAt, x.s.monoAt])[1]).toEqual([
+      false,
+      1_000,
+      1_500,
+    ]);
   });
 });

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { systemClock, type Clock } from '../../src/clock';
 import { LEASE_CEILING } from '../../src/fleet/memory-leases';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
@@ -60,7 +61,7 @@ interface Node {
 async function node(
   p: string,
   id: string,
-  o: { viaProxy?: boolean; nodeTtlMs?: number; timeoutMs?: number } = {},
+  o: { viaProxy?: boolean; nodeTtlMs?: number; timeoutMs?: number; clock?: Clock } = {},
 ): Promise<Node> {
   const proxy = o.viaProxy ? await TcpProxy.start(redis.port) : undefined;
   if (proxy) proxies.push(proxy);
@@ -70,7 +71,7 @@ async function node(
     ...(o.timeoutMs !== undefined && { timeout: o.timeoutMs }),
   });
   const shared = new RedisFleetStore(config, id);
-  const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 });
+  const s = new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 }, o.clock);
   stores.push(s);
   await s.upsertReplica(SPEC);
   return { s, shared, proxy };
@@ -347,6 +348,43 @@ describe('a replica polled down while its node decided alone (dst seeds 1025140,
     await b.s.applySnapshot(U, { ...poll(), sharedStartedAt: await b.s.sharedTime() });
     a.proxy!.restore();
     a.proxy!.delay(200);
+    await recovered(a);
+    expect((await b.s.views([U]))[0]!.health).toBe('up');
+  });
+
+  /**
+   * A's wall clock is stepped back 2 s during the outage (a skew correction), after its down poll:
+   * measured on it, the time since that poll began came out 2 s short, the push was dated 2 s late,
+   * after B's up poll, and overwrote it: a healthy replica read down until the next poll. The poller
+   * notes each poll's start on the monotonic clock too (`monoStartedAt`), which does not step.
+   */
+  it('leaves a newer poll by another node as it is, the node’s wall clock stepped back during the outage', async () => {
+    const p = prefix();
+    const local = {
+      skew: 0,
+      now: () => Date.now() + local.skew,
+      monotonic: () => Date.now(),
+      after: (ms: number, fn: () => void) => systemClock.after(ms, fn),
+    };
+    const a = await node(p, 'nA', { viaProxy: true, clock: local });
+    const b = await node(p, 'nB');
+    await a.s.applySnapshot(U, { ...poll(), sharedStartedAt: await a.s.sharedTime() });
+    await sleep(100);
+    a.proxy!.cut('refuse');
+    const began = { wall: local.now(), mono: local.monotonic() };
+    await a.s.applySnapshot(U, {
+      ...pollDown(),
+      at: local.now(),
+      startedAt: began.wall,
+      monoStartedAt: began.mono,
+      monoAt: local.monotonic(),
+    });
+    expect(a.s.mode()).toBe('local');
+    local.skew = -2_000;
+    await sleep(200);
+    // The replica is back and B saw it, its poll dated by Redis's time as the poller's are.
+    await b.s.applySnapshot(U, { ...poll(), sharedStartedAt: await b.s.sharedTime() });
+    a.proxy!.restore();
     await recovered(a);
     expect((await b.s.views([U]))[0]!.health).toBe('up');
   });

@@ -12,17 +12,18 @@ import {
   type FleetStore,
   type LoadEnd,
 } from '../store';
-import type {
-  AdapterRef,
-  Fence,
-  FleetEvent,
-  Lease,
-  Released,
-  ReplicaSnapshot,
-  ReplicaSpec,
-  ReplicaView,
-  ResidencyState,
-  ResidentAdapter,
+import {
+  pollDuration,
+  type AdapterRef,
+  type Fence,
+  type FleetEvent,
+  type Lease,
+  type Released,
+  type ReplicaSnapshot,
+  type ReplicaSpec,
+  type ReplicaView,
+  type ResidencyState,
+  type ResidentAdapter,
 } from '../types';
 import { keepConnected, RedisConnection, redisOptions, ServerSwitched } from './connection';
 import { nextNodeCount, NO_COUNT, type NodeCount } from './live-nodes';
@@ -231,6 +232,8 @@ export class RedisFleetStore implements FleetStore {
       at: s.at,
       startedAt: s.startedAt ?? s.at,
       sharedStartedAt: s.sharedStartedAt,
+      // For the script's estimate of the start when the poll read no shared clock.
+      took: pollDuration(s),
       ok: s.ok,
       error: s.error ?? '',
       verdictOnly: s.verdictOnly === true,

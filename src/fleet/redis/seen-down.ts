@@ -4,7 +4,7 @@
  * else the shared store kept a down heard before the node was cut off, and with every replica
  * read down the health filter failed open onto one really down (dst seed 503368).
  */
-import type { Clock } from '../../clock';
+import { monotonic, type Clock } from '../../clock';
 import type { MemoryFleetStore } from '../memory-store';
 import type { ReplicaSnapshot } from '../types';
 import type { SharedStore } from './shared-store';
@@ -23,6 +23,9 @@ import { SKEW_MARGIN_MS } from './scripts/prelude';
  * now, less the local time since the down poll began and a margin (never later than the truth,
  * however slow the read), but never before the shared start of this node's last poll that began
  * no later and carried one (`note`): that one the shared store may hold, and it is older news.
+ * The local time since is measured on the monotonic clock where the poll noted its start there
+ * (`monoStartedAt`): on the wall clock, a step during the outage (a skew correction) moved the
+ * start by the step, either way.
  */
 export class SeenDown {
   /** Per replica, this node's newest poll that carried a shared start: when it began, on each clock. */
@@ -46,22 +49,24 @@ export class SeenDown {
     const down = [...local.seenDown(clock.now()), ...(ups ? local.seenUp(clock.now()) : [])];
     if (down.length === 0) return;
     const sharedNow = await shared.sharedTime?.();
-    const localNow = clock.now();
+    const now = { local: clock.now(), mono: monotonic(clock) };
     for (const { url, snapshot } of down) {
-      const sharedStartedAt = this.sharedStart(url, snapshot.startedAt, sharedNow, localNow);
+      const sharedStartedAt = this.sharedStart(url, snapshot, sharedNow, now);
       await shared.applySnapshot(url, { ...snapshot, sharedStartedAt });
     }
   }
 
   private sharedStart(
     url: string,
-    began: number | undefined,
+    s: ReplicaSnapshot,
     sharedNow: number | undefined,
-    localNow: number,
+    now: { local: number; mono: number },
   ): number | undefined {
+    const began = s.startedAt;
     if (sharedNow === undefined || began === undefined || !Number.isFinite(began)) return undefined;
     const last = this.dated.get(url);
     const floor = last && last.local <= began ? last.shared : -Infinity;
-    return Math.max(sharedNow - (localNow - began) - SKEW_MARGIN_MS, floor);
+    const since = s.monoStartedAt === undefined ? now.local - began : now.mono - s.monoStartedAt;
+    return Math.max(sharedNow - since - SKEW_MARGIN_MS, floor);
   }
 }

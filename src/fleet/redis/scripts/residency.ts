@@ -41,17 +41,18 @@ export const RESIDENCY_SCRIPTS = {
   views: `${VIEWS_FN}
 return views(ARGV[2], ARGV[3], 4)`,
 
-  /** url, snapshot JSON {at, startedAt, sharedStartedAt?, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
+  /** url, snapshot JSON {at, startedAt, sharedStartedAt?, took, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
   snapshot: `
 local url = ARGV[2]
 if not known(url) then return 0 end
 local s = cjson.decode(ARGV[3])
 local r = rkey(url)
 -- When the scrape began, by Redis's clock (nodes' clocks disagree): read beside the scrape, less
--- the read's time (poller.ts), or else estimated from its duration, with a margin for this call's trip to Redis (an entry
+-- the read's time (poller.ts), or else estimated from its duration (\`took\`, on the node's monotonic
+-- clock: types.ts \`pollDuration\`), with a margin for this call's trip to Redis (an entry
 -- changed within it is kept until the next poll).
 local started = s.sharedStartedAt
-if type(started) ~= 'number' then started = now_ms() - (s.at - s.startedAt) - ${SKEW_MARGIN_MS} end
+if type(started) ~= 'number' then started = now_ms() - s.took - ${SKEW_MARGIN_MS} end
 local prev = redis.call('HGET', r, 'scrapedAt')
 -- Any node may poll: a poll that began before the one applied last is older news.
 if prev and started < tonumber(prev) then return 0 end
