@@ -833,7 +833,9 @@ export class RedisLink implements SharedStore {
   async applySnapshot(url: string, snap: ReplicaSnapshot): Promise<void> {
     const now = this.server.clock.now();
     // As the Lua script: the poll's start on Redis's clock, from the shared read before it or estimated.
-    const startedAt = snap.sharedStartedAt ?? now - (snap.at - (snap.startedAt ?? snap.at)) - SKEW_MARGIN_MS;
+    const startedAt = snap.startedOnArrival
+      ? now
+      : (snap.sharedStartedAt ?? now - (snap.at - (snap.startedAt ?? snap.at)) - SKEW_MARGIN_MS);
     const { managed, ...rest } = snap;
     const registry = snap.registry?.map((e) => ({ ...e }));
     const isManaged = managed

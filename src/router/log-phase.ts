@@ -115,6 +115,7 @@ export async function proxyFailed(rt: FleetRuntime, url: string, status: number)
   await rt.store.applySnapshot(url, {
     at,
     startedAt: at,
+    startedOnArrival: true,
     ok: false,
     error: `Kong could not proxy to it (${status})`,
   });

@@ -231,6 +231,7 @@ export class RedisFleetStore implements FleetStore {
       at: s.at,
       startedAt: s.startedAt ?? s.at,
       sharedStartedAt: s.sharedStartedAt,
+      startedOnArrival: s.startedOnArrival === true,
       ok: s.ok,
       error: s.error ?? '',
       verdictOnly: s.verdictOnly === true,
