@@ -102,6 +102,8 @@ export class RequestRouting {
     });
     // Alone on an idle fleet: nothing else can change while it routes (the hold's invariant).
     const alone = this.inFlight === 0;
+    // Whether the node decided alone when the request came (the kong-mark check: its decision's views).
+    const localAtArrival = p.rt.store.mode?.() === 'local';
     const arrivals = ++this.arrivals;
     if (a.adapter >= 0) this.g.calls.adapterOf.set(arrivals, model);
     const began = this.g.sched.now();
@@ -191,7 +193,13 @@ export class RequestRouting {
       // old runtime decides the requests under way on it (seed 525755).
       const decidedAlone = (decider ?? p.rt).store.mode?.() === 'local';
       flight = this.bound.sent(arrivals, origin, decider ?? p.rt, proc, db, decidedAlone);
-      if ((decider ?? p.rt) === p.rt) this.kongMarkHeeded(p, origin, began, decidedAlone);
+      // Its views may have come from either store if it began or stopped deciding alone meanwhile:
+      // judged by the reading that excuses more (kongMarkHeeded).
+      if ((decider ?? p.rt) === p.rt)
+        this.kongMarkHeeded(p, origin, began, {
+          sure: decidedAlone && localAtArrival,
+          maybe: decidedAlone || localAtArrival,
+        });
       if (a.adapter >= 0) {
         const key = `${origin}\u0000${model}`;
         let list = this.proxied.get(key);
@@ -480,9 +488,16 @@ export class RequestRouting {
   }
 
   /** dst/kong-mark-check.ts: a request that came after Kong's marking of `origin` on `p`'s runtime, proxied there. */
-  private kongMarkHeeded(p: Process, origin: string, began: number, alone: boolean): void {
+  private kongMarkHeeded(
+    p: Process,
+    origin: string,
+    began: number,
+    alone: { sure: boolean; maybe: boolean },
+  ): void {
     const sender = pollSender(p.rt.leasePrefix, p.recordGen);
-    const standing = (u: string) => this.g.healthReads.kongMarkStanding(sender, u, alone);
+    // Another node's poll undoes the marking unless the node surely decided alone; another replica
+    // is up only if it is so as a node deciding alone would see it too, if it may have.
+    const standing = (u: string) => this.g.healthReads.kongMarkStanding(sender, u, alone.sure);
     if (this.g.replicas.urls.some((u) => (standing(u)?.markedAt ?? Infinity) < began))
       this.kongMarks.judged++;
     const mark = standing(origin);
@@ -491,9 +506,9 @@ export class RequestRouting {
     const why = kongMarkUnheeded({
       mark,
       began,
-      alone,
+      alone: alone.sure,
       resets: this.g.redis[mark.db]!.resets,
-      otherUp: this.g.replicas.urls.some((u) => u !== origin && this.seenUpBy(sender, u, alone, now)),
+      otherUp: this.g.replicas.urls.some((u) => u !== origin && this.seenUpBy(sender, u, alone.maybe, now)),
     });
     if (why === undefined) return;
     const w = this.g.view();
