@@ -91,6 +91,8 @@ export class HealthReads {
   private readonly passiveDownAt = new Map<string, number>();
   /** By runtime and replica: Kong's own 502/504 there, its log phase's marking (`kongMarked`). */
   private readonly kongMarks = new Map<string, KongMark>();
+  /** By shared state and replica: the newest such marking of any runtime on it. */
+  private readonly kongMarksOn = new Map<string, KongMark>();
   /** By runtime and replica: when its newest poll that answered began (the world's time). */
   private readonly answeredBegun = new Map<string, number>();
   /** By shared state and replica: when the newest poll of any runtime on it that answered began. */
@@ -186,6 +188,21 @@ export class HealthReads {
     const cur = this.kongMarks.get(key);
     // The newest 502 decides: a poll begun after an older one may have seen the replica up since.
     if (!cur || mark.failedAt >= cur.failedAt) this.kongMarks.set(key, mark);
+    const onState = `${mark.db}\u0000${url}`;
+    const last = this.kongMarksOn.get(onState);
+    if (!last || mark.failedAt >= last.failedAt) this.kongMarksOn.set(onState, mark);
+  }
+
+  /**
+   * The newest marking of `url` by any runtime on shared state `db` that no poll there begun after its
+   * 502 has answered, if any: what a node sharing that state reads (one deciding alone marked its local
+   * store only, counted here all the same: the other replicas' downs only ever excuse).
+   */
+  kongMarkStandingOn(db: number, url: string): KongMark | undefined {
+    const onState = `${db}\u0000${url}`;
+    const mark = this.kongMarksOn.get(onState);
+    if (!mark) return undefined;
+    return (this.answeredBegunOn.get(onState) ?? -Infinity) > mark.failedAt ? undefined : mark;
   }
 
   /**

@@ -464,7 +464,8 @@ export class RequestRouting {
     // (seeds 1046, 102325): the router fails open and may have nowhere better to send it.
     // Nor, deciding alone, one its own polls timed out on `unhealthy_timeouts` times in a row
     // since their last answer (a slow path from its host to it: seed 100813): down there too.
-    if (!this.g.replicas.urls.some((u) => this.seenUpBy(sender, u, alone, now))) return;
+    const sees = { sender, db: p.db, alone: { sure: alone, maybe: alone } };
+    if (!this.g.replicas.urls.some((u) => this.seenUpBy(sees, u, now))) return;
     const w = this.g.view();
     this.g.violate({
       invariant: 'a replica seen down gets no request',
@@ -475,15 +476,29 @@ export class RequestRouting {
   }
 
   /** Whether replica `u` is up as runtime `sender` can see it at `now` (`seenUp`), and Kong's 502/504 there has not marked it down. */
-  private seenUpBy(sender: string, u: string, alone: boolean, now: number): boolean {
+  /**
+   * Whether replica `u` is up as runtime `sender` (on shared state `db`) can see it at `now` (`seenUp`),
+   * Kong's 502/504 not having marked it down there: its own marking no poll of its own has undone, or,
+   * maybe sharing the state, any runtime's there no poll has undone (seed 2016001: another node's 504
+   * marked the other replica down in Redis, and the health filter failed open). `alone.maybe`, `alone.sure`:
+   * it may have decided alone, it surely did; each reading excuses the more.
+   */
+  private seenUpBy(
+    v: { sender: string; db: number; alone: { sure: boolean; maybe: boolean } },
+    u: string,
+    now: number,
+  ): boolean {
+    const reads = this.g.healthReads;
     return (
       seenUp(
         now,
         this.g.replicas.up(u, POLL_MS, POLL_TIMEOUT_MS),
-        { alone, timeoutsInRow: this.g.healthReads.timeoutsInRow(sender, u) },
+        { alone: v.alone.maybe, timeoutsInRow: reads.timeoutsInRow(v.sender, u) },
         DEFAULT_UNHEALTHY_TIMEOUTS,
         SEEN_SLACK_MS,
-      ) && this.g.healthReads.kongMarkStanding(sender, u, alone) === undefined
+      ) &&
+      reads.kongMarkStanding(v.sender, u, true) === undefined &&
+      (v.alone.sure || reads.kongMarkStandingOn(v.db, u) === undefined)
     );
   }
 
@@ -496,7 +511,7 @@ export class RequestRouting {
   ): void {
     const sender = pollSender(p.rt.leasePrefix, p.recordGen);
     // Another node's poll undoes the marking unless the node surely decided alone; another replica
-    // is up only if it is so as a node deciding alone would see it too, if it may have.
+    // is up only if it is so by either reading (`seenUpBy`).
     const standing = (u: string) => this.g.healthReads.kongMarkStanding(sender, u, alone.sure);
     if (this.g.replicas.urls.some((u) => (standing(u)?.markedAt ?? Infinity) < began))
       this.kongMarks.judged++;
@@ -508,7 +523,9 @@ export class RequestRouting {
       began,
       alone: alone.sure,
       resets: this.g.redis[mark.db]!.resets,
-      otherUp: this.g.replicas.urls.some((u) => u !== origin && this.seenUpBy(sender, u, alone.maybe, now)),
+      otherUp: this.g.replicas.urls.some(
+        (u) => u !== origin && this.seenUpBy({ sender, db: p.db, alone }, u, now),
+      ),
     });
     if (why === undefined) return;
     const w = this.g.view();

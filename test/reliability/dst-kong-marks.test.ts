@@ -90,6 +90,54 @@ describe("Kong's own 502/504 marks the replica down in the shared state over a p
   }, 30_000);
 });
 
+describe('a replica Kong could not reach gets no new request until a poll sees it up: the other replica marked by another node', () => {
+  // Seed 2016001 (--keep 0,2,4,5,7,8,9,11,13,19,30; the check's): both replicas run generations longer
+  // than the 5,000 ms upstream timeout. Another node's 504 from replica-1 marked it down in Redis at
+  // 5,513 ms, node 0's 504 from replica-0 at 5,557; node 0's next request (5,585) read both down, and
+  // the health filter failed open onto replica-0. The check took replica-1 for up (world: healthy,
+  // polled), counting only node 0's own markings; sharing the state, it now counts any node's there.
+  it("seed 2016001: every replica marked down in the shared state, by this node's 504 and another's", async () => {
+    const r = await runSchedule({
+      seed: 2016001,
+      world: {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: ['sql', 'chat', 'team,a', 'team'],
+        loadMs: 1500,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 6000,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1, max_in_flight: 1 },
+        ],
+        prefetch: { intervalMs: 1000, halfLifeMs: 10000, loadsPerMinute: 4, hysteresis: 0.5, evictFactor: 1 },
+      },
+      actions: [
+        { at: 40, kind: 'request', node: 1, adapter: 2, tokens: 118, prompt: 128, cls: 'batch' },
+        { at: 153, kind: 'replica-outage', replica: 0, ms: 1149, mode: 'hang' },
+        { at: 358, kind: 'request', node: 0, adapter: 4, tokens: 6, prompt: 526 },
+        { at: 441, kind: 'request', node: 0, adapter: 3, tokens: 1, prompt: 1162 },
+        { at: 509, kind: 'request', node: 1, adapter: 4, tokens: 5, prompt: 1092, cls: 'interactive' },
+        { at: 555, kind: 'request', node: 0, adapter: -1, tokens: 4, prompt: 155, cls: 'interactive' },
+        { at: 611, kind: 'request', node: 2, adapter: 0, tokens: 6, prompt: 358, cls: 'batch' },
+        { at: 991, kind: 'scrape', replica: 0, ms: 1494, mode: 'error' },
+        { at: 1043, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 754, cls: 'batch' },
+        { at: 2439, kind: 'request', node: 0, adapter: 0, tokens: 20, prompt: 122, cls: 'batch' },
+        { at: 5585, kind: 'request', node: 0, adapter: 3, tokens: 3, prompt: 55, cls: 'interactive' },
+      ],
+    });
+    expect(r.violation).toBeUndefined();
+  }, 30_000);
+});
+
 describe("a planted violation: the log phase takes the source of every answer for the replica's own", () => {
   // The simulation runs the plugin's log phase through the module's exports (read at each call).
   const phases = logPhases as { logPhase: typeof logPhases.logPhase };
@@ -160,6 +208,17 @@ describe('the kong-mark check, case by case', () => {
     await polled(reads, 'n0g0r0', [1010]);
     expect(reads.kongMarkStanding('n2g0r0', URL, false)).toBeUndefined();
     expect(reads.kongMarkStanding('n2g0r0', URL, true)).toEqual(mark);
+  });
+
+  it("on a shared state, any runtime's marking stands until a poll there begun after its 502 answers", async () => {
+    const reads = new HealthReads();
+    reads.kongMarked('n1g0r0', URL, mark);
+    expect(reads.kongMarkStandingOn(0, URL)).toEqual(mark);
+    expect(reads.kongMarkStandingOn(1, URL)).toBeUndefined();
+    await polled(reads, 'n2g0r0', [990]);
+    expect(reads.kongMarkStandingOn(0, URL)).toEqual(mark);
+    await polled(reads, 'n2g0r0', [1010]);
+    expect(reads.kongMarkStandingOn(0, URL)).toBeUndefined();
   });
 
   it('a newer 502 stands over an older one a poll has undone', async () => {
