@@ -34,6 +34,10 @@ export interface KongMark {
   markedAt: number;
   /** The shared state of the runtime it marked on. */
   db: number;
+  /** That runtime (its poll sender's name). */
+  by: string;
+  /** It shared that state when its log phase ended: the marking reached Redis (its call failing would have made it decide alone). */
+  shared: boolean;
   /** The request it was (arrival number). */
   request: number;
 }
@@ -93,6 +97,8 @@ export class HealthReads {
   private readonly kongMarks = new Map<string, KongMark>();
   /** By shared state and replica: the newest such marking of any runtime on it. */
   private readonly kongMarksOn = new Map<string, KongMark>();
+  /** By shared state and replica: the newest such marking that reached it (`KongMark.shared`). */
+  private readonly sharedKongMarksOn = new Map<string, KongMark>();
   /** By runtime and replica: when its newest poll that answered began (the world's time). */
   private readonly answeredBegun = new Map<string, number>();
   /** By shared state and replica: when the newest poll of any runtime on it that answered began. */
@@ -191,6 +197,9 @@ export class HealthReads {
     const onState = `${mark.db}\u0000${url}`;
     const last = this.kongMarksOn.get(onState);
     if (!last || mark.failedAt >= last.failedAt) this.kongMarksOn.set(onState, mark);
+    const lastShared = this.sharedKongMarksOn.get(onState);
+    if (mark.shared && (!lastShared || mark.failedAt >= lastShared.failedAt))
+      this.sharedKongMarksOn.set(onState, mark);
   }
 
   /**
@@ -198,9 +207,9 @@ export class HealthReads {
    * 502 has answered, if any: what a node sharing that state reads (one deciding alone marked its local
    * store only, counted here all the same: the other replicas' downs only ever excuse).
    */
-  kongMarkStandingOn(db: number, url: string): KongMark | undefined {
+  kongMarkStandingOn(db: number, url: string, sharedOnly = false): KongMark | undefined {
     const onState = `${db}\u0000${url}`;
-    const mark = this.kongMarksOn.get(onState);
+    const mark = (sharedOnly ? this.sharedKongMarksOn : this.kongMarksOn).get(onState);
     if (!mark) return undefined;
     return (this.answeredBegunOn.get(onState) ?? -Infinity) > mark.failedAt ? undefined : mark;
   }

@@ -39,7 +39,7 @@ export function kongMarkUnheeded(r: MarkedRouting): string | undefined {
   if (!m || r.began <= m.markedAt || !r.otherUp) return undefined;
   if (!r.alone && r.resets.some((t) => t >= m.failedAt)) return undefined;
   return (
-    `Kong answered ${m.status} for request ${m.request} at ${Math.round(m.failedAt)} ms (marked by ` +
+    `Kong answered ${m.status} for request ${m.request} at ${Math.round(m.failedAt)} ms (marked on ${m.by} by ` +
     `${Math.round(m.markedAt)} ms); a request that came at ${Math.round(r.began)} ms went there` +
     `${r.alone ? ' deciding alone' : ''}, no poll begun since having answered`
   );

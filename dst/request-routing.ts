@@ -284,11 +284,14 @@ export class RequestRouting {
     }
     if (!p.alive || p.rt !== on || !kongOwnStatus(answer.status) || answer.source !== 'error') return;
     this.kongMarks.marked++;
-    this.g.healthReads.kongMarked(pollSender(on.leasePrefix, p.recordGen), origin, {
+    const by = pollSender(on.leasePrefix, p.recordGen);
+    this.g.healthReads.kongMarked(by, origin, {
       status: answer.status,
       failedAt,
       markedAt: this.g.sched.now(),
       db: p.db,
+      by,
+      shared: on.store.mode?.() !== 'local',
       request,
     });
   }
@@ -510,9 +513,17 @@ export class RequestRouting {
     alone: { sure: boolean; maybe: boolean },
   ): void {
     const sender = pollSender(p.rt.leasePrefix, p.recordGen);
-    // Another node's poll undoes the marking unless the node surely decided alone; another replica
-    // is up only if it is so by either reading (`seenUpBy`).
-    const standing = (u: string) => this.g.healthReads.kongMarkStanding(sender, u, alone.sure);
+    // Another node's poll undoes the marking unless the node surely decided alone. Its own marking
+    // binds it deciding alone (its local store has it) or once it reached the shared state (one made
+    // alone is handed on at the return dated 50 ms early: not covered); surely sharing, any node's
+    // marking that reached the state binds it too. Another replica is up only if it is so by either
+    // reading (`seenUpBy`).
+    const reads = this.g.healthReads;
+    const standing = (u: string) => {
+      const own = reads.kongMarkStanding(sender, u, alone.sure);
+      if (own && (alone.sure || own.shared)) return own;
+      return alone.maybe ? undefined : reads.kongMarkStandingOn(p.db, u, true);
+    };
     if (this.g.replicas.urls.some((u) => (standing(u)?.markedAt ?? Infinity) < began))
       this.kongMarks.judged++;
     const mark = standing(origin);

@@ -157,7 +157,15 @@ describe("a planted violation: the log phase takes the source of every answer fo
 
 describe('the kong-mark check, case by case', () => {
   const URL = 'http://replica-0:8000';
-  const mark: KongMark = { status: 502, failedAt: 1000, markedAt: 1004, db: 0, request: 3 };
+  const mark: KongMark = {
+    status: 502,
+    failedAt: 1000,
+    markedAt: 1004,
+    db: 0,
+    by: 'n2g0r0',
+    shared: true,
+    request: 3,
+  };
   const routed = (o: Partial<MarkedRouting> = {}): MarkedRouting => ({
     mark,
     began: 1200,
@@ -219,6 +227,13 @@ describe('the kong-mark check, case by case', () => {
     expect(reads.kongMarkStandingOn(0, URL)).toEqual(mark);
     await polled(reads, 'n2g0r0', [1010]);
     expect(reads.kongMarkStandingOn(0, URL)).toBeUndefined();
+  });
+
+  it('a marking made deciding alone (its local store only) binds no other node sharing the state', () => {
+    const reads = new HealthReads();
+    reads.kongMarked('n1g0r0', URL, { ...mark, by: 'n1g0r0', shared: false });
+    expect(reads.kongMarkStandingOn(0, URL)).toBeDefined();
+    expect(reads.kongMarkStandingOn(0, URL, true)).toBeUndefined();
   });
 
   it('a newer 502 stands over an older one a poll has undone', async () => {
