@@ -160,6 +160,10 @@ interface BatchReport {
   prefetchLoadSchedules: number;
   prefetchLoads: number;
   prefetchUnloads: number;
+  /** Schedules where Kong's own 502/504 marked a replica down, those markings, and the requests proxied after one standing. */
+  kongMarkSchedules: number;
+  kongMarks: number;
+  kongJudged: number;
   /** The worker's CPU (user and system) for the batch, µs. */
   cpuUs: number;
   failures: { seed: number; invariant: string; detail: string; step: number; at: number }[];
@@ -198,6 +202,9 @@ async function runBatch(from: number, to: number, o: ScheduleOptions, digests = 
     if (out.overloadRefusals.ttftOverload > 0) r.ttftOverloadSchedules++;
     if (out.overloadRefusals.shed > 0) r.shedSchedules++;
     if (out.boundWaits > 0) r.boundSchedules++;
+    if (out.kongMarks.marked > 0) r.kongMarkSchedules++;
+    r.kongMarks += out.kongMarks.marked;
+    r.kongJudged += out.kongMarks.judged;
     if (out.prefetch) {
       r.prefetchSchedules++;
       if (out.prefetch.loads > 0) r.prefetchLoadSchedules++;
@@ -229,6 +236,9 @@ function emptyReport(): BatchReport {
     prefetchLoadSchedules: 0,
     prefetchLoads: 0,
     prefetchUnloads: 0,
+    kongMarkSchedules: 0,
+    kongMarks: 0,
+    kongJudged: 0,
     cpuUs: 0,
     failures: [],
     digests: [],
@@ -254,6 +264,9 @@ function add(total: BatchReport, r: BatchReport): void {
   total.prefetchLoadSchedules += r.prefetchLoadSchedules;
   total.prefetchLoads += r.prefetchLoads;
   total.prefetchUnloads += r.prefetchUnloads;
+  total.kongMarkSchedules += r.kongMarkSchedules;
+  total.kongMarks += r.kongMarks;
+  total.kongJudged += r.kongJudged;
   for (const k of FAULT_KINDS) {
     if (r.fired[k]) total.fired[k] = (total.fired[k] ?? 0) + r.fired[k];
     if (r.busy[k]) total.busy[k] = (total.busy[k] ?? 0) + r.busy[k];
@@ -267,7 +280,9 @@ function add(total: BatchReport, r: BatchReport): void {
  * node_ttl_ms shorter than the span reaches): a change that starves it shows there. Then the
  * shares that refused a request for overload (a crowd's hold-end refusal, a sheddable class's), and
  * the share where a batch request waited at its `max_in_flight` bound; then the share with
- * prefetching on, and with a load call a prefetch tick sent (its loads, and its victims' unloads).
+ * prefetching on, and with a load call a prefetch tick sent (its loads, and its victims' unloads);
+ * then the share where Kong's own 502/504 marked a replica down, and the requests that came after a
+ * marking no poll had undone (what the kong-mark check judges).
  */
 function coverage(total: BatchReport): string {
   const per = Math.max(1, total.schedules);
@@ -281,7 +296,8 @@ function coverage(total: BatchReport): string {
     `  loads alone     ${pct(total.aloneSchedules)}         (${total.aloneLoads} load calls sent deciding alone; node_ttl_ms: ${ttls})\n` +
     `  overload        ${pct(total.ttftOverloadSchedules)}${pct(total.shedSchedules)}  (schedules refusing 503 ttft_overload at a hold's end; shed_low_priority)\n` +
     `  max_in_flight   ${pct(total.boundSchedules)}         (schedules where a bounded class's request waited at its bound)\n` +
-    `  prefetch        ${pct(total.prefetchSchedules)}${pct(total.prefetchLoadSchedules)}  (schedules with prefetch on; with a prefetch load call: ${total.prefetchLoads} load calls, ${total.prefetchUnloads} victims' unloads)\n`
+    `  prefetch        ${pct(total.prefetchSchedules)}${pct(total.prefetchLoadSchedules)}  (schedules with prefetch on; with a prefetch load call: ${total.prefetchLoads} load calls, ${total.prefetchUnloads} victims' unloads)\n` +
+    `  kong 502/504    ${pct(total.kongMarkSchedules)}         (schedules where Kong's own 502/504 marked a replica down: ${total.kongMarks} markings; ${total.kongJudged} requests proxied after one no poll undid)\n`
   );
 }
 

@@ -25,6 +25,23 @@ export interface StoreCall {
   lateMs: number;
 }
 
+/** Kong's own 502/504 from a replica, as a request's log phase marked it down (HealthReads.kongMarked). */
+export interface KongMark {
+  status: number;
+  /** When Kong's answer reached the log phase (the world's time). */
+  failedAt: number;
+  /** When the log phase, its marking done, ended. */
+  markedAt: number;
+  /** The shared state of the runtime it marked on. */
+  db: number;
+  /** That runtime (its poll sender's name). */
+  by: string;
+  /** It shared that state when its log phase ended: the marking reached Redis (its call failing would have made it decide alone). */
+  shared: boolean;
+  /** The request it was (arrival number). */
+  request: number;
+}
+
 /** The key of a runtime's view of one replica (its polls, its requests' answers). */
 const runtimeReplica = (sender: string, url: string) => `${sender}\u0000${url}`;
 
@@ -76,6 +93,16 @@ export class HealthReads {
   private readonly failedInRow = new Map<string, number>();
   /** By runtime and replica: when those failures marked it down in its store, not answered by a poll since. */
   private readonly passiveDownAt = new Map<string, number>();
+  /** By runtime and replica: Kong's own 502/504 there, its log phase's marking (`kongMarked`). */
+  private readonly kongMarks = new Map<string, KongMark>();
+  /** By shared state and replica: the newest such marking of any runtime on it. */
+  private readonly kongMarksOn = new Map<string, KongMark>();
+  /** By shared state and replica: the newest such marking that reached it (`KongMark.shared`). */
+  private readonly sharedKongMarksOn = new Map<string, KongMark>();
+  /** By runtime and replica: when its newest poll that answered began (the world's time). */
+  private readonly answeredBegun = new Map<string, number>();
+  /** By shared state and replica: when the newest poll of any runtime on it that answered began. */
+  private readonly answeredBegunOn = new Map<string, number>();
 
   /**
    * Notes each poll `sender`'s runtime makes (its scrape, made by polls only) as it begins and as
@@ -83,10 +110,11 @@ export class HealthReads {
    * count starts again), as the poller's `unhealthy_timeouts` counts them (src/fleet/poller.ts
    * `givesBenefitOfDoubt`).
    */
-  pollsSeen(api: ReplicaApi, sender: string, now: () => number): void {
+  pollsSeen(api: ReplicaApi, sender: string, db: number, now: () => number): void {
     const scrape = api.scrape.bind(api);
     api.scrape = (spec, timeoutMs) => {
       const key = runtimeReplica(sender, spec.url);
+      const onState = `${db}\u0000${spec.url}`;
       const begun = now();
       this.underWay.set(key, begun);
       const reply = scrape(spec, timeoutMs);
@@ -102,6 +130,8 @@ export class HealthReads {
           // An answered poll marks the replica up and starts its passive count again (markUp).
           this.failedInRow.delete(key);
           this.passiveDownAt.delete(key);
+          this.answeredBegun.set(key, Math.max(begun, this.answeredBegun.get(key) ?? -Infinity));
+          this.answeredBegunOn.set(onState, Math.max(begun, this.answeredBegunOn.get(onState) ?? -Infinity));
         },
         (err: unknown) => {
           if (!(err instanceof BackendError && err.code === 'timeout')) return verdict();
@@ -152,6 +182,49 @@ export class HealthReads {
     const n = (this.failedInRow.get(key) ?? 0) + 1;
     this.failedInRow.set(key, n);
     if (n === PASSIVE_FAILURE_LIMIT && !this.passiveDownAt.has(key)) this.passiveDownAt.set(key, at);
+  }
+
+  /**
+   * Kong's own 502 or 504 from `url` (source 'error') reached the log phase of a request at `failedAt`,
+   * and that log phase, ended at `markedAt`, marked the replica down in the store of `sender`'s
+   * runtime, on shared state `db` (src/router/log-phase.ts `proxyFailed`).
+   */
+  kongMarked(sender: string, url: string, mark: KongMark): void {
+    const key = runtimeReplica(sender, url);
+    const cur = this.kongMarks.get(key);
+    // The newest 502 decides: a poll begun after an older one may have seen the replica up since.
+    if (!cur || mark.failedAt >= cur.failedAt) this.kongMarks.set(key, mark);
+    const onState = `${mark.db}\u0000${url}`;
+    const last = this.kongMarksOn.get(onState);
+    if (!last || mark.failedAt >= last.failedAt) this.kongMarksOn.set(onState, mark);
+    const lastShared = this.sharedKongMarksOn.get(onState);
+    if (mark.shared && (!lastShared || mark.failedAt >= lastShared.failedAt))
+      this.sharedKongMarksOn.set(onState, mark);
+  }
+
+  /**
+   * The newest marking of `url` by any runtime on shared state `db` that no poll there begun after its
+   * 502 has answered, if any: what a node sharing that state reads (one deciding alone marked its local
+   * store only, counted here all the same: the other replicas' downs only ever excuse).
+   */
+  kongMarkStandingOn(db: number, url: string, sharedOnly = false): KongMark | undefined {
+    const onState = `${db}\u0000${url}`;
+    const mark = (sharedOnly ? this.sharedKongMarksOn : this.kongMarksOn).get(onState);
+    if (!mark) return undefined;
+    return (this.answeredBegunOn.get(onState) ?? -Infinity) > mark.failedAt ? undefined : mark;
+  }
+
+  /**
+   * Kong's marking of `url` on `sender`'s runtime that no poll begun after its 502 has answered since,
+   * if any. Deciding alone, the runtime's own polls only (its local store holds what it polled);
+   * sharing, any runtime's on the same shared state (any node's poll there says up for all).
+   */
+  kongMarkStanding(sender: string, url: string, alone: boolean): KongMark | undefined {
+    const mark = this.kongMarks.get(runtimeReplica(sender, url));
+    if (!mark) return undefined;
+    const own = this.answeredBegun.get(runtimeReplica(sender, url)) ?? -Infinity;
+    const any = alone ? -Infinity : (this.answeredBegunOn.get(`${mark.db}\u0000${url}`) ?? -Infinity);
+    return Math.max(own, any) > mark.failedAt ? undefined : mark;
   }
 
   /** `sender`'s runtime's last polls of `url` that timed out in a row (0: its last one did not). */

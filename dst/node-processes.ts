@@ -194,7 +194,7 @@ export class NodeProcesses {
         proc.clock,
       ),
     );
-    this.g.healthReads.pollsSeen(api, sender, () => this.g.sched.now());
+    this.g.healthReads.pollsSeen(api, sender, db, () => this.g.sched.now());
     const rt: FleetRuntime = new FleetRuntime({
       clock: proc.clock,
       redis,

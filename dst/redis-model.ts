@@ -834,7 +834,9 @@ export class RedisLink implements SharedStore {
   async applySnapshot(url: string, snap: ReplicaSnapshot): Promise<void> {
     const now = this.server.clock.now();
     // As the Lua script: the poll's start on Redis's clock, from the shared read before it or estimated.
-    const startedAt = snap.sharedStartedAt ?? now - pollDuration(snap) - SKEW_MARGIN_MS;
+    const startedAt = snap.startedOnArrival
+      ? now
+      : (snap.sharedStartedAt ?? now - pollDuration(snap) - SKEW_MARGIN_MS);
     // The node's monotonic readings mean nothing at the server (as the script keeps none).
     const { managed, monoStartedAt: _ms, monoAt: _ma, ...rest } = snap;
     const registry = snap.registry?.map((e) => ({ ...e }));

@@ -277,7 +277,7 @@ export class ReplicaSet {
     const late = new Promise<ProxyAnswer>((resolve) => {
       cancel = this.clock.after(timeoutMs, () => {
         abort();
-        resolve({ status: 504, text: '' });
+        resolve({ status: 504, text: '', source: 'error' });
       });
     });
     const status = await Promise.race([answered, late]);
@@ -500,15 +500,25 @@ function lists(text: string, name: string): boolean {
   }
 }
 
-/** What Kong's proxy got: the status its log phase sees, and the replica's body ('' for the gateway's own). */
+/**
+ * What Kong's proxy got: the status its log phase sees, the replica's body ('' for the gateway's
+ * own) and `kong.response.get_source()`: 'error' for Kong's own 502 and 504 (nginx's error_page
+ * 500 502 503 504 runs `Kong.handle_error`, which sets `ctx.KONG_UNEXPECTED`), 'service' for
+ * whatever the replica answered, its own 5xx included (Kong does not intercept an upstream's
+ * errors). Kong/kong 3.9.3 kong/pdk/response.lua `get_source`, kong/init.lua `handle_error`,
+ * kong/templates/nginx_kong.lua.
+ */
 export interface ProxyAnswer {
   status: number;
   text: string;
+  source: 'error' | 'service';
 }
 
 /** A connection refused or reset is Kong's 502, with no body of the replica's. */
 function proxyAnswer(r: Exchanged): ProxyAnswer {
-  return r.status === 0 ? { status: 502, text: '' } : { status: r.status, text: r.text };
+  return r.status === 0
+    ? { status: 502, text: '', source: 'error' }
+    : { status: r.status, text: r.text, source: 'service' };
 }
 
 /** A URL's origin and path, parsed once per distinct URL (a few dozen a world; `new URL` per call cost ~1% of a schedule). */

@@ -7,9 +7,12 @@ import { UNSEEN_HOLD_MS } from '../src/adapters/replica-word';
 import { DEFAULT_UNHEALTHY_TIMEOUTS } from '../src/config/poller-schema';
 import { OBJECTIVE_HEADER, type SloHints } from '../src/router/slo-class';
 import type { FleetRuntime } from '../src/runtime';
+import { LeaseNotOpen } from '../src/lease';
+import { kongOwnStatus, logPhase, type DecisionRecord } from '../src/router/log-phase';
 import type { RouteOutcome } from '../src/router/outcome';
 import { ACCESS_INVARIANT, answeredLate, refusalMalformed, type AccessAnswer } from './access-check';
 import { modelNotFound, notFoundUnexcused, type AnswerGround } from './answer-check';
+import { KONG_MARK_INVARIANT, kongMarkUnheeded } from './kong-mark-check';
 import type { Flight } from './bound-check';
 import { BoundWatch } from './bound-watch';
 import { routingRequest, type CallsSeen } from './calls-seen';
@@ -18,7 +21,7 @@ import { pastOwnSight, seenUp, type HealthReads } from './health-reads';
 import type { BudgetRefusal, Violation, WorldView } from './invariants';
 import { pollSender, procName, type NodeProcesses, type Process } from './node-processes';
 import type { RedisModel } from './redis-model';
-import { urlParts, type ReplicaSet } from './replicas';
+import { urlParts, type ProxyAnswer, type ReplicaSet } from './replicas';
 import type { Action, Schedule } from './schedule';
 import type { Scheduler } from './scheduler';
 import { agedOut, leaseLost, unseenFirst, type SentRequest } from './unseen-check';
@@ -58,6 +61,11 @@ export class RequestRouting {
   readonly decidedAt = new Map<number, number>();
   /** Overload refusals answered (503 `ttft_overload`, `shed_low_priority`), by code. */
   readonly overloadRefusals = { ttftOverload: 0, shed: 0 };
+  /**
+   * Kong's own 502/504 marked a replica down (`marked`); requests proxied, on the runtime marked,
+   * after a marking that no poll had undone (`judged`: the kong-mark check's reach).
+   */
+  readonly kongMarks = { marked: 0, judged: 0 };
   /** Requests under way (any node, live or dead process). */
   inFlight = 0;
   /** Requests that came so far. */
@@ -94,6 +102,8 @@ export class RequestRouting {
     });
     // Alone on an idle fleet: nothing else can change while it routes (the hold's invariant).
     const alone = this.inFlight === 0;
+    // Whether the node decided alone when the request came (the kong-mark check: its decision's views).
+    const localAtArrival = p.rt.store.mode?.() === 'local';
     const arrivals = ++this.arrivals;
     if (a.adapter >= 0) this.g.calls.adapterOf.set(arrivals, model);
     const began = this.g.sched.now();
@@ -183,6 +193,13 @@ export class RequestRouting {
       // old runtime decides the requests under way on it (seed 525755).
       const decidedAlone = (decider ?? p.rt).store.mode?.() === 'local';
       flight = this.bound.sent(arrivals, origin, decider ?? p.rt, proc, db, decidedAlone);
+      // Its views may have come from either store if it began or stopped deciding alone meanwhile:
+      // judged by the reading that excuses more (kongMarkHeeded).
+      if ((decider ?? p.rt) === p.rt)
+        this.kongMarkHeeded(p, origin, began, {
+          sure: decidedAlone && localAtArrival,
+          maybe: decidedAlone || localAtArrival,
+        });
       if (a.adapter >= 0) {
         const key = `${origin}\u0000${model}`;
         let list = this.proxied.get(key);
@@ -215,9 +232,9 @@ export class RequestRouting {
       flight.doneAt ??= this.g.sched.now();
       if (sent && modelNotFound(answer.status, answer.text, model))
         this.notFound(sent, decider, origin, model, began);
-      // The log phase, on the process that routed it (a dead one never runs it).
+      // The log phase, on the process that routed it (a dead one never runs it): the plugin's own.
       if (!p.alive) return;
-      await svc.finish(out.leaseId, answer.status);
+      await this.logPhase(p, svc.runtime, out, answer, origin, arrivals);
       // Passive health, as its store counted it: a lease of the runtime deciding now, too young for
       // any expiry to have reclaimed it (a lease gone counts nothing there).
       if ((decider ?? p.rt) === p.rt && this.g.sched.now() - began < this.w.leaseMaxAgeMs / 2)
@@ -234,6 +251,49 @@ export class RequestRouting {
       this.inFlight--;
       p.open--;
     }
+  }
+
+  /**
+   * The plugin's log phase (src/router/log-phase.ts `logPhase`, as plugins/lora-router.ts calls it),
+   * with the source Kong's `kong.response.get_source()` gives for the answer (dst/replicas.ts
+   * `ProxyAnswer`): the lease back, and Kong's own 502/504 marks the replica down in the store of
+   * the lease's runtime's successor (`current()`), this process's runtime now. That marking is
+   * noted for the checks (dst/kong-mark-check.ts) when it landed on the runtime current at its end.
+   */
+  private async logPhase(
+    p: Process,
+    rt: FleetRuntime,
+    out: Extract<RouteOutcome, { kind: 'proxy' }>,
+    answer: ProxyAnswer,
+    origin: string,
+    request: number,
+  ): Promise<void> {
+    const record: DecisionRecord = {
+      lease: out.leaseId,
+      replica: out.url,
+      stage: out.stage,
+      adapter: out.adapter,
+    };
+    const failedAt = this.g.sched.now();
+    const on = p.rt;
+    try {
+      await logPhase(rt, record, answer.status, () => Promise.resolve(answer.source));
+    } catch (err) {
+      // As the plugin: a lease reclaimed by age is logged, the marking was still made.
+      if (!(err instanceof LeaseNotOpen)) throw err;
+    }
+    if (!p.alive || p.rt !== on || !kongOwnStatus(answer.status) || answer.source !== 'error') return;
+    this.kongMarks.marked++;
+    const by = pollSender(on.leasePrefix, p.recordGen);
+    this.g.healthReads.kongMarked(by, origin, {
+      status: answer.status,
+      failedAt,
+      markedAt: this.g.sched.now(),
+      db: p.db,
+      by,
+      shared: on.store.mode?.() !== 'local',
+      request,
+    });
   }
 
   /** dst/access-check.ts: answered within its access bound; a refusal for overload with OpenAI's error and Retry-After. */
@@ -407,19 +467,82 @@ export class RequestRouting {
     // (seeds 1046, 102325): the router fails open and may have nowhere better to send it.
     // Nor, deciding alone, one its own polls timed out on `unhealthy_timeouts` times in a row
     // since their last answer (a slow path from its host to it: seed 100813): down there too.
-    const up = (u: string) =>
-      seenUp(
-        now,
-        this.g.replicas.up(u, POLL_MS, POLL_TIMEOUT_MS),
-        { alone, timeoutsInRow: this.g.healthReads.timeoutsInRow(sender, u) },
-        DEFAULT_UNHEALTHY_TIMEOUTS,
-        SEEN_SLACK_MS,
-      );
-    if (!this.g.replicas.urls.some(up)) return;
+    const sees = { sender, db: p.db, alone: { sure: alone, maybe: alone } };
+    if (!this.g.replicas.urls.some((u) => this.seenUpBy(sees, u, now))) return;
     const w = this.g.view();
     this.g.violate({
       invariant: 'a replica seen down gets no request',
       detail: `node ${p.node} routed to ${origin}, down for ${Math.round(now - down.since)} ms`,
+      at: w.now,
+      step: w.step,
+    });
+  }
+
+  /** Whether replica `u` is up as runtime `sender` can see it at `now` (`seenUp`), and Kong's 502/504 there has not marked it down. */
+  /**
+   * Whether replica `u` is up as runtime `sender` (on shared state `db`) can see it at `now` (`seenUp`),
+   * Kong's 502/504 not having marked it down there: its own marking no poll of its own has undone, or,
+   * maybe sharing the state, any runtime's there no poll has undone (seed 2016001: another node's 504
+   * marked the other replica down in Redis, and the health filter failed open). `alone.maybe`, `alone.sure`:
+   * it may have decided alone, it surely did; each reading excuses the more.
+   */
+  private seenUpBy(
+    v: { sender: string; db: number; alone: { sure: boolean; maybe: boolean } },
+    u: string,
+    now: number,
+  ): boolean {
+    const reads = this.g.healthReads;
+    return (
+      seenUp(
+        now,
+        this.g.replicas.up(u, POLL_MS, POLL_TIMEOUT_MS),
+        { alone: v.alone.maybe, timeoutsInRow: reads.timeoutsInRow(v.sender, u) },
+        DEFAULT_UNHEALTHY_TIMEOUTS,
+        SEEN_SLACK_MS,
+      ) &&
+      reads.kongMarkStanding(v.sender, u, true) === undefined &&
+      (v.alone.sure || reads.kongMarkStandingOn(v.db, u) === undefined)
+    );
+  }
+
+  /** dst/kong-mark-check.ts: a request that came after Kong's marking of `origin` on `p`'s runtime, proxied there. */
+  private kongMarkHeeded(
+    p: Process,
+    origin: string,
+    began: number,
+    alone: { sure: boolean; maybe: boolean },
+  ): void {
+    const sender = pollSender(p.rt.leasePrefix, p.recordGen);
+    // Another node's poll undoes the marking unless the node surely decided alone. Its own marking
+    // binds it deciding alone (its local store has it) or once it reached the shared state (one made
+    // alone is handed on at the return dated 50 ms early: not covered); surely sharing, any node's
+    // marking that reached the state binds it too. Another replica is up only if it is so by either
+    // reading (`seenUpBy`).
+    const reads = this.g.healthReads;
+    const standing = (u: string) => {
+      const own = reads.kongMarkStanding(sender, u, alone.sure);
+      if (own && (alone.sure || own.shared)) return own;
+      return alone.maybe ? undefined : reads.kongMarkStandingOn(p.db, u, true);
+    };
+    if (this.g.replicas.urls.some((u) => (standing(u)?.markedAt ?? Infinity) < began))
+      this.kongMarks.judged++;
+    const mark = standing(origin);
+    if (!mark) return;
+    const now = this.g.sched.now();
+    const why = kongMarkUnheeded({
+      mark,
+      began,
+      alone: alone.sure,
+      resets: this.g.redis[mark.db]!.resets,
+      otherUp: this.g.replicas.urls.some(
+        (u) => u !== origin && this.seenUpBy({ sender, db: p.db, alone }, u, now),
+      ),
+    });
+    if (why === undefined) return;
+    const w = this.g.view();
+    this.g.violate({
+      invariant: KONG_MARK_INVARIANT,
+      detail: `node ${p.node} routed to ${origin}: ${why}`,
       at: w.now,
       step: w.step,
     });

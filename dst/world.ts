@@ -50,6 +50,8 @@ export interface RunResult {
   overloadRefusals: { ttftOverload: number; shed: number };
   /** Hold calls that held a request of a class bounded by `max_in_flight` at its bound. */
   boundWaits: number;
+  /** Kong's own 502/504 that marked a replica down, and requests proxied after one no poll undid (dst/kong-mark-check.ts). */
+  kongMarks: { marked: number; judged: number };
   /**
    * With prefetching on (absent: off, so a seed without it reports as before): the load calls its
    * ticks sent, and the unloads of victims they sent to make room.
@@ -262,6 +264,7 @@ export class World {
       aloneLoads: this.calls.loadCalls.filter((c) => c.alone).length,
       overloadRefusals: { ...this.routing.overloadRefusals },
       boundWaits: this.routing.bound.boundWaits,
+      kongMarks: { ...this.routing.kongMarks },
       ...(this.w.prefetch
         ? {
             prefetch: {

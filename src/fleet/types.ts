@@ -78,6 +78,14 @@ export interface ReplicaSnapshot {
    */
   monoStartedAt?: number;
   monoAt?: number;
+  /**
+   * Begun when the store applies it, by the store's clock: a verdict seen in the call, no scrape
+   * behind it (Kong's own 502/504: src/router/log-phase.ts `proxyFailed`). Any poll begun before it
+   * arrives is older news. The shared store's estimate for a poll without a shared start (its
+   * duration back from now, less a margin) dated it 50 ms early: an up poll begun within those
+   * 50 ms, before Kong's 502, outdated the marking, lost at once.
+   */
+  startedOnArrival?: boolean;
   ok: boolean;
   error?: string;
   load?: ReplicaLoad;

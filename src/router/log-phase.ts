@@ -92,9 +92,17 @@ export async function logPhase(
     if (released) await released;
   } finally {
     const on = lease?.rt ?? rt;
-    if (on && (status === 502 || status === 504) && (await source()) === 'error')
+    if (on && kongOwnStatus(status) && (await source()) === 'error')
       await proxyFailed(on.current(), record.replica, status);
   }
+}
+
+/**
+ * A status Kong answers itself when no attempt got a response (502: refused, reset; 504: timed
+ * out); `kong.response.get_source()` then says 'error', and 'service' for a replica's own.
+ */
+export function kongOwnStatus(status: number | undefined): status is 502 | 504 {
+  return status === 502 || status === 504;
 }
 
 /**
@@ -107,6 +115,7 @@ export async function proxyFailed(rt: FleetRuntime, url: string, status: number)
   await rt.store.applySnapshot(url, {
     at,
     startedAt: at,
+    startedOnArrival: true,
     ok: false,
     error: `Kong could not proxy to it (${status})`,
   });

@@ -1133,7 +1133,7 @@ describe("the simulation takes another replica for seen up only if the routing n
         return Promise.reject(err);
       },
     } as unknown as ReplicaApi;
-    reads.pollsSeen(api, 'n1g0r0', () => 0);
+    reads.pollsSeen(api, 'n1g0r0', 0, () => 0);
     for (let i = 0; i < ends.length; i++)
       await api.scrape({ url: URL, backend: 'vllm', priority: 0 }, 1000).catch(() => undefined);
     const own = { alone, timeoutsInRow: reads.timeoutsInRow('n1g0r0', URL) };
@@ -1186,7 +1186,7 @@ describe("the simulation judges a node deciding alone from its own polls' verdic
     const api = {
       scrape: () => new Promise<Scrape>((resolve, reject) => replies.push({ resolve, reject })),
     } as unknown as ReplicaApi;
-    reads.pollsSeen(api, 'n2g0r0', () => t);
+    reads.pollsSeen(api, 'n2g0r0', 0, () => t);
     const events: {
       at: number;
       poll: number;

@@ -8,7 +8,7 @@
 import { runSeed, shrink } from '../../dst/run';
 import type { ScheduleOptions } from '../../dst/schedule';
 import { LeaseHandle } from '../../src/lease';
-import { RouterService } from '../../src/router/router';
+import * as logPhases from '../../src/router/log-phase';
 
 const SEEDS = [1, 2, 3, 4, 5, 6];
 // As drawn before crowds and SLO classes (seed 1's planted double release shrinks to 3 actions so).
@@ -35,18 +35,20 @@ describe('deterministic simulation of three router nodes', () => {
   });
 
   describe('a planted violation: the log phase gives the lease back twice', () => {
-    const finish = RouterService.prototype.finish;
+    // The simulation runs the plugin's log phase (dst/request-routing.ts calls `logPhase` through
+    // the module's exports, read at each call): planted there.
+    const phases = logPhases as { logPhase: typeof logPhases.logPhase };
+    const logPhase = phases.logPhase;
     beforeAll(() => {
-      RouterService.prototype.finish = async function (id: string, status?: number) {
-        const lease = LeaseHandle.find(id);
-        if (!lease) return;
-        await lease.release(status);
+      phases.logPhase = async (rt, record, status, source) => {
+        const lease = LeaseHandle.find(record.lease);
+        await logPhase(rt, record, status, source);
         // The planted bug: a second path gives it back again (the handle throws LeaseNotOpen).
-        await lease.release(status).catch(() => undefined);
+        await lease?.release(status).catch(() => undefined);
       };
     });
     afterAll(() => {
-      RouterService.prototype.finish = finish;
+      phases.logPhase = logPhase;
     });
 
     it('is found, replays from its seed, and shrinks to a short schedule that still breaks it', async () => {

@@ -234,6 +234,7 @@ export class RedisFleetStore implements FleetStore {
       sharedStartedAt: s.sharedStartedAt,
       // For the script's estimate of the start when the poll read no shared clock.
       took: pollDuration(s),
+      startedOnArrival: s.startedOnArrival === true,
       ok: s.ok,
       error: s.error ?? '',
       verdictOnly: s.verdictOnly === true,

@@ -41,7 +41,7 @@ export const RESIDENCY_SCRIPTS = {
   views: `${VIEWS_FN}
 return views(ARGV[2], ARGV[3], 4)`,
 
-  /** url, snapshot JSON {at, startedAt, sharedStartedAt?, took, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
+  /** url, snapshot JSON {at, startedAt, sharedStartedAt?, startedOnArrival?, took, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
   snapshot: `
 local url = ARGV[2]
 if not known(url) then return 0 end
@@ -52,7 +52,9 @@ local r = rkey(url)
 -- clock: types.ts \`pollDuration\`), with a margin for this call's trip to Redis (an entry
 -- changed within it is kept until the next poll).
 local started = s.sharedStartedAt
-if type(started) ~= 'number' then started = now_ms() - s.took - ${SKEW_MARGIN_MS} end
+-- A verdict seen in the call (Kong's own 502/504): begun now, no margin (a poll begun before it is older news).
+if s.startedOnArrival then started = now_ms()
+elseif type(started) ~= 'number' then started = now_ms() - s.took - ${SKEW_MARGIN_MS} end
 local prev = redis.call('HGET', r, 'scrapedAt')
 -- Any node may poll: a poll that began before the one applied last is older news.
 if prev and started < tonumber(prev) then return 0 end

@@ -1,0 +1,78 @@
+/**
+ * Kong's own 502/504 (src/router/log-phase.ts `proxyFailed`) marks the replica down in the store
+ * at once: over every poll begun before it, whichever store, until a poll begun after it answers.
+ * A real redis-server for the shared store (its snapshot script dates the marking on Redis's clock).
+ */
+import { randomBytes } from 'node:crypto';
+import { systemClock } from '../../src/clock';
+import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import type { FleetStore } from '../../src/fleet/store';
+import { proxyFailed } from '../../src/router/log-phase';
+import type { FleetRuntime } from '../../src/runtime';
+import { useRedisStores } from '../helpers/redis-stores';
+
+const U = 'http://10.0.0.1:8000';
+const load = { waiting: 0, running: 0, activeAdapters: [], malformedLines: 0 };
+const env = useRedisStores();
+
+interface Node {
+  store: FleetStore;
+  /** A poll begun `agoMs` before now (on the store's clock: Redis's for the shared one), answered up now. */
+  polledUp(agoMs: number): Promise<void>;
+}
+
+async function memoryNode(): Promise<Node> {
+  const store = new MemoryFleetStore();
+  await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+  return {
+    store,
+    polledUp: (agoMs) => {
+      const now = systemClock.now();
+      return store.applySnapshot(U, { at: now, startedAt: now - agoMs, ok: true, load });
+    },
+  };
+}
+
+async function redisNode(): Promise<Node> {
+  const p = `lr${randomBytes(4).toString('hex')}:`;
+  const store = new RedisFleetStore(env.redis.config(p, { node_ttl_ms: 60_000, timeout: 2000 }), 'n1');
+  env.open.push(store);
+  await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+  return {
+    store,
+    polledUp: async (agoMs) => {
+      const now = systemClock.now();
+      const sharedStartedAt = (await store.sharedTime()) - agoMs;
+      await store.applySnapshot(U, { at: now, startedAt: now - agoMs, sharedStartedAt, ok: true, load });
+    },
+  };
+}
+
+const health = async (s: FleetStore) => (await s.views([U]))[0]!.health;
+/** The log phase's marking, on a runtime of this store (proxyFailed reads its clock and store only). */
+const marked = (s: FleetStore) =>
+  proxyFailed({ clock: systemClock, store: s } as unknown as FleetRuntime, U, 502);
+
+describe.each([
+  ['the memory store', memoryNode],
+  ['the Redis store', redisNode],
+])("Kong's own 502 in %s", (_name, node) => {
+  it('marks the replica down over an up poll begun 20 ms before it (any node polls every second)', async () => {
+    const n = await node();
+    await n.polledUp(20);
+    expect(await health(n.store)).toBe('up');
+    await marked(n.store);
+    expect(await health(n.store)).toBe('down');
+  });
+
+  it('holds against a poll begun before it that answers after it, and yields to one begun after it', async () => {
+    const n = await node();
+    await marked(n.store);
+    await n.polledUp(20);
+    expect(await health(n.store)).toBe('down');
+    // A poll begun once the marking reached the store (not before it) brings the replica back.
+    await n.polledUp(0);
+    expect(await health(n.store)).toBe('up');
+  });
+});
