@@ -92,8 +92,11 @@ export function wireRuntime(rt: FleetRuntime, hooks: WiringHooks): void {
     });
   };
   // What a poll reads busy with no lease here is held from unloads, as the unload's word does.
-  rt.poller.onReading = (url, load, startedAt) =>
-    holdUnseenBusy(rt.store, rt.manager.replicaWord, rt.manager.leasedElsewhere, url, load, startedAt);
+  rt.poller.onReading = (url, load, startedMono) => {
+    const word = rt.manager.replicaWord;
+    const endedHere = (u: string, name: string) => word.servedEndedSince(u, name, startedMono);
+    return holdUnseenBusy(rt.store, word, rt.manager.leasedElsewhere, url, load, endedHere);
+  };
   rt.poller.addExpiryListener((n) => rt.metrics.leasesExpired.inc(n));
   // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
   const down = new Set<string>();

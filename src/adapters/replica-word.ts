@@ -1,6 +1,6 @@
 import { Lru } from '../lru';
 import type { ReplicaApi } from '../backends/replica-api';
-import type { Clock } from '../clock';
+import { monotonic, type Clock } from '../clock';
 import type { Logger } from '../log';
 
 /**
@@ -67,6 +67,12 @@ export class ReplicaWord {
   private readonly logged = new Lru<string, number>(1024);
   /** Replica and adapter → when the replica last reported it busy with no lease here (UNSEEN_HOLD_MS). */
   private readonly unseen = new Lru<string, number>(1024);
+  /**
+   * Replica and adapter → when a request of this node routed there last ended (its log phase), on
+   * the monotonic time line: a poll begun before may have read it running (`servedEndedSince`).
+   * Past 1024 pairs the oldest go: a poll then holds what it read (the safe side).
+   */
+  private readonly servedEnds = new Lru<string, number>(1024);
 
   constructor(
     private readonly api: ReplicaApi,
@@ -127,6 +133,21 @@ export class ReplicaWord {
    */
   holdUnseen(url: string, adapter: string, at = this.clock.now()): void {
     this.unseen.set(pairKey(url, adapter), at);
+  }
+
+  /** A request of this node routed to `adapter` on `url` ended (its log phase, not a lease given back unused). */
+  servedEnded(url: string, adapter: string): void {
+    this.servedEnds.set(pairKey(url, adapter), monotonic(this.clock));
+  }
+
+  /**
+   * Whether a request of this node routed to `adapter` on `url` ended at or after `startedMono`
+   * (monotonic): a reading begun then may have seen it running. This node's own word on its own
+   * clock: a lease's release in the store says less (another node's, stamped by that node's clock;
+   * one given back unused; a touch with no lease at all): review 64.
+   */
+  servedEndedSince(url: string, adapter: string, startedMono: number): boolean {
+    return (this.servedEnds.peek(pairKey(url, adapter)) ?? -Infinity) >= startedMono;
   }
 
   /**

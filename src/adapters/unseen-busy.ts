@@ -10,12 +10,14 @@ import type { ReplicaLoad } from '../metrics/replica-load';
 import type { ReplicaWord } from './replica-word';
 
 /**
- * Holds every adapter `load` (read by a poll that started at `startedAt`) reports busy on `url`
- * that no lease here holds, nor held since the poll started (one released while the reading
- * travelled back may be what it saw), nor another runtime's store counts (`leasedElsewhere`).
- * A lease's release moves its resident's `lastUsed` past its `since`; a poll's registry read
- * adopting an adapter the state did not know (emptied) writes both at the snapshot's time, which
- * is no lease: read as one, the poll that adopted it held nothing (dst seed 1965638).
+ * Holds every adapter `load` reports busy on `url` that no lease here holds, nor another
+ * runtime's store counts (`leasedElsewhere`), unless a request of this node routed there ended
+ * since the poll began (`endedHere`: one that ended while the reading travelled back may be what
+ * it saw). Not a resident's `lastUsed` at or past the poll's start: a poll's registry read adopting
+ * an adapter the state did not know writes it (dst seed 1965638), and so do a lease given back
+ * unused (a guessed lease whose decision went elsewhere), a hit's touch with no lease (a prefetch)
+ * and another node's release, stamped by that node's clock (ahead of this one's: a request that
+ * ended before the poll began). Each excused what a router this node cannot see ran (review 64).
  */
 export async function holdUnseenBusy(
   store: FleetStore,
@@ -23,13 +25,13 @@ export async function holdUnseenBusy(
   leasedElsewhere: ((url: string, adapter: string) => boolean) | null,
   url: string,
   load: ReplicaLoad,
-  startedAt: number,
+  endedHere: ((url: string, adapter: string) => boolean) | null = null,
 ): Promise<void> {
   if (!load.reportsActivity || load.activeAdapters.length === 0) return;
   const residents = new Map((await store.residents(url)).map((r) => [r.name, r]));
   for (const name of load.activeAdapters) {
-    const r = residents.get(name);
-    if (r && (r.inFlight > 0 || (r.lastUsed >= startedAt && r.lastUsed > r.since))) continue;
+    if ((residents.get(name)?.inFlight ?? 0) > 0) continue;
+    if (endedHere?.(url, name)) continue;
     if (leasedElsewhere?.(url, name)) continue;
     word.holdUnseen(url, name);
   }

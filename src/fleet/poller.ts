@@ -75,9 +75,10 @@ export class Poller {
   preflight: ((spec: ReplicaSpec) => Promise<ReplicaCheck>) | null = null;
   /**
    * Told of each answered poll's reading, and awaited, before the poll's listeners (a trim after
-   * the poll must see what it starts): the unseen hold (src/adapters/unseen-busy.ts).
+   * the poll must see what it starts): the unseen hold (src/adapters/unseen-busy.ts). `startedMono`:
+   * when the poll began, on the clock's monotonic time line (`monotonic`), which no skew steps.
    */
-  onReading: ((url: string, load: ReplicaLoad, startedAt: number) => Promise<void>) | null = null;
+  onReading: ((url: string, load: ReplicaLoad, startedMono: number) => Promise<void>) | null = null;
   /** Each replica's preflight check, for `/lora/status`, once it has finished. */
   readonly preflightChecks = new Map<string, ReplicaCheck>();
   private readonly preflightStarted = new Set<string>();
@@ -345,7 +346,7 @@ export class Poller {
         managedVersion: this.managedVersion,
         llamaAdapters: s.llamaAdapters,
       });
-      await this.onReading?.(spec.url, s.load, started).catch((err: Error) =>
+      await this.onReading?.(spec.url, s.load, monoStarted).catch((err: Error) =>
         this.log.warn(`could not judge the reading of ${spec.url}: ${err.message}`),
       );
       for (const fn of this.pollListeners) fn(spec.url, true, this.clock.now() - started);

@@ -27,7 +27,8 @@ export function giveBack(rt: FleetRuntime, guess: GuessedLease): Promise<void> |
   if (!held) return undefined;
   guess.held = undefined;
   try {
-    const released = releaseLease(held.lease, undefined);
+    // No request of it ran there: what a poll read running is someone else's.
+    const released = releaseLease(held.lease, undefined, false);
     return released?.catch((err: Error) => notGivenBack(rt, held.lease, err));
   } catch (err) {
     notGivenBack(rt, held.lease, err as Error);

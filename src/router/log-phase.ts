@@ -22,9 +22,15 @@ export interface DecisionRecord {
  * It sees no TTFT (Kong's latencies.proxy is time to response headers, which vLLM streams at
  * once): the work model learns its rates from the replicas' histograms, through the poll.
  * Throws LeaseNotOpen if the lease was given back already. Answered in the call (no promise)
- * when the lease's store answers in the call and nothing is polled afresh.
+ * when the lease's store answers in the call and nothing is polled afresh. `served`: a request
+ * was routed there under it (false: a guessed lease given back unused), which the unseen hold
+ * of a poll begun before reads as this node's (ReplicaWord `servedEndedSince`).
  */
-export function releaseLease(lease: LeaseHandle, status: number | undefined): void | Promise<void> {
+export function releaseLease(
+  lease: LeaseHandle,
+  status: number | undefined,
+  served = true,
+): void | Promise<void> {
   // A 404 is vLLM's "The model `x` does not exist." when it lost the adapter (a restart,
   // another router's unload; serving_engine.py `_check_model`, vLLM v0.11.0), or FastAPI's
   // `{"detail":"Not Found"}` for a client's mistyped path under /v1 (llama.cpp: "File Not
@@ -36,8 +42,20 @@ export function releaseLease(lease: LeaseHandle, status: number | undefined): vo
   // out). Its work ends with it, whatever the store answers (an expired lease is gone there).
   // In process it is answered in the call: a served request's log phase then awaits nothing.
   const released = lease.releaseInCall(lost ? undefined : status);
+  // Told in the call, as the count leaves the in-process store (or before the shared one hears):
+  // a poll that read the adapter running, begun before now, reads this node's request (review 64).
+  if (served) servedEnded(lease);
   if (released instanceof Promise) return releasedLater(lease, released, lost);
   return afterRelease(lease, released, lost);
+}
+
+/** To the runtime it was taken on and the one polling now (a `redis` record change replaced it). */
+function servedEnded(lease: LeaseHandle): void {
+  const { url, adapter } = lease.lease;
+  if (adapter === null) return;
+  lease.rt.manager.replicaWord.servedEnded(url, adapter);
+  const now = lease.rt.current();
+  if (now !== lease.rt) now.manager.replicaWord.servedEnded(url, adapter);
 }
 
 /** `releaseLease` on a store whose release is a round trip. */

@@ -41,7 +41,11 @@ const reading = (active: string[]): ReplicaLoad => ({
 });
 
 /** A poll begun at `startedAt` whose registry lists `x`, running; the adapters it holds. */
-async function pollHolds(startedAt: number, before?: () => Promise<void>): Promise<string[]> {
+async function pollHolds(
+  startedAt: number,
+  before?: () => Promise<void>,
+  endedHere: ((url: string, adapter: string) => boolean) | null = null,
+): Promise<string[]> {
   await store.applySnapshot(U, {
     at: startedAt + 5,
     startedAt,
@@ -53,7 +57,7 @@ async function pollHolds(startedAt: number, before?: () => Promise<void>): Promi
   await before?.();
   const held: string[] = [];
   const word = { holdUnseen: (_url: string, name: string) => held.push(name) };
-  await holdUnseenBusy(store, word as unknown as ReplicaWord, null, U, reading(['x']), startedAt);
+  await holdUnseenBusy(store, word as unknown as ReplicaWord, null, U, reading(['x']), endedHere);
   return held;
 }
 
@@ -64,12 +68,26 @@ describe('a poll’s reading and the unseen hold, over Redis', () => {
     expect((await store.residents(U)).find((r) => r.name === 'x')?.state).toBe('loaded');
   });
 
-  it('holds nothing once a lease of it was released after the adoption, within the poll', async () => {
+  it('holds nothing once a request of this node ended after the adoption, within the poll', async () => {
+    const started = Date.now();
+    const held = await pollHolds(
+      started,
+      async () => {
+        await store.acquire({ id: 'mine', url: U, adapter: 'x', at: started + 6 });
+        await store.release('mine', started + 7, 200);
+      },
+      (_u, name) => name === 'x',
+    );
+    expect(held).toEqual([]);
+  });
+
+  it('holds what runs once a lease of it was released within the poll with no request of this node ended', async () => {
+    // The release's `lastUsed` past the adoption's `since`: another node's (review 64).
     const started = Date.now();
     const held = await pollHolds(started, async () => {
-      await store.acquire({ id: 'mine', url: U, adapter: 'x', at: started + 6 });
-      await store.release('mine', started + 7);
+      await store.acquire({ id: 'theirs', url: U, adapter: 'x', at: started + 6 });
+      await store.release('theirs', started + 7, 200);
     });
-    expect(held).toEqual([]);
+    expect(held).toEqual(['x']);
   });
 });
