@@ -246,7 +246,7 @@ describe('OwnUnloads', () => {
     expect(asked).toEqual([R, R]);
   });
 
-  it('asks no poll where the store reads the adapter `unloading` itself: a poll would not change that', () => {
+  it('asks no poll where the store reads the adapter `unloading` itself: that read is the store’s, not its own end’s', () => {
     const own = new OwnUnloads();
     const asked: string[] = [];
     own.onUnpolled = (url) => asked.push(url);
