@@ -220,7 +220,7 @@ describe('a poll round and the replica list', () => {
     await clock.run(2000);
     const r = poller.pollAll();
     await clock.run(2050);
-    // Before (the slow read's [r1] kept): r2 only once the list answered, 500 ms in.
+    // With the slow read's [r1] kept: r2 only once the list answered, 500 ms in.
     expect(api.scrapes.filter((s) => s.at >= 2000).map((s) => s.url)).toEqual([R1.url, R2.url]);
     await clock.run();
     await r;
