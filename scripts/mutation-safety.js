@@ -162,9 +162,10 @@ const TARGETS = [
     'src/adapters/idle-unload.ts',
     core('adapter-manager', 'shared-races', 'replica-word', 'mutation-manager', 'mutation-idle-unload'),
   ],
-  // This node's own unloads (dst seeds 741908, 1038807, 1534246): its unit suite, then the two
-  // runtimes over a real redis-server (about 20 s a run). snapshot-restart (23 s) is left out for time.
-  ['src/adapters/own-unloads.ts', core('own-unloads', 'own-unload')],
+  // This node's own unloads (dst seeds 741908, 1038807, 1534246): its unit suite, the two runtimes
+  // over a real redis-server (about 14 s a run), the unpolled end's asked poll through a runtime
+  // (unpolled-unload) and review 62's heirs through a manager. snapshot-restart (23 s) is left out for time.
+  ['src/adapters/own-unloads.ts', core('own-unloads', 'own-unload', 'unpolled-unload', 'review-62')],
   ['src/adapters/room-wants.ts', core('prefetch', 'mutation-room-wants')],
   [
     'src/adapters/policy.ts',
@@ -186,7 +187,9 @@ const TARGETS = [
   // The Redis link's options, its reconnect, the server looked at (a restart, a failover: fence-reset,
   // lease-leaks on a real redis-server); sentinel-connection (a Sentinel set, about 40 s a run) is left out.
   ['src/fleet/redis/connection.ts', core('config', 'fence-reset', 'lease-leaks', 'mutation-connection')],
-  ['src/fleet/poller.ts', core('poller', 'mutation-poller')],
+  // The rounds, `listed` and the stale polls (poller-specs), and `refreshUrl` asked by a runtime for an
+  // unpolled unload end (unpolled-unload): each 2-7 s a run.
+  ['src/fleet/poller.ts', core('poller', 'poller-specs', 'mutation-poller', 'unpolled-unload')],
   // The store's TypeScript (its Lua is one string literal to Stryker), against a real redis-server.
   // Without fleet-store: bound by the wall clock (200 ms connects), it failed Stryker's initial run
   // twice at load average 15.

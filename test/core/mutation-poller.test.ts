@@ -119,6 +119,18 @@ describe('a poll', () => {
     expect(store.snapshots[0]!.ok).toBe(true);
   });
 
+  it('dates no shared start when the shared clock answers none (a node deciding alone)', async () => {
+    // The failover store answers none while cut off from Redis. SeenDown (seen-down.ts) keeps
+    // each poll's shared start unless undefined and dates the down verdicts it hands on after the
+    // outage from it: from a NaN, the snapshot script dates one about the push's time, after the up
+    // polls other nodes made since.
+    const { store, poll } = await setup();
+    store.shared = async () => undefined;
+    await poll();
+    expect(store.snapshots[0]!.sharedStartedAt).toBeUndefined();
+    expect(store.snapshots[0]!.ok).toBe(true);
+  });
+
   it('forgets a context length the replica no longer reports', async () => {
     const { api, poller, poll } = await setup();
     await poll();

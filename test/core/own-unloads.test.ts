@@ -246,6 +246,37 @@ describe('OwnUnloads', () => {
     expect(asked).toEqual([R, R]);
   });
 
+  it('asks no poll where the store reads the adapter `unloading` itself: that read is the store’s, not its own end’s', () => {
+    const own = new OwnUnloads();
+    const asked: string[] = [];
+    own.onUnpolled = (url) => asked.push(url);
+    own.ended(R, 'a', 100, false);
+    expect(own.stateOf(R, 'a', 'unloading')).toBe('unloading');
+    const unloading = { ...loaded, state: 'unloading' as const };
+    const views = [view(R, { adapter: unloading })];
+    own.overlay(views, 'a');
+    expect(views[0]!.adapter?.state).toBe('unloading');
+    expect(asked).toEqual([]);
+    // Read `loaded` there, it is this node's end alone: asked.
+    expect(own.stateOf(R, 'a', 'loaded')).toBe('unloading');
+    expect(asked).toEqual([R]);
+  });
+
+  it('says whether a poll begun at a time or later was applied: none on a replica it never polled', () => {
+    // runtime-wiring.ts asks again for a poll that read nothing (`polledSince` false after the
+    // asked poll): a runtime that just replaced another has polled no replica yet.
+    const own = new OwnUnloads();
+    expect(own.polledSince(R, 100)).toBe(false);
+    own.polled(R, 100);
+    // The asked poll begins in the millisecond of the ask.
+    expect(own.polledSince(R, 100)).toBe(true);
+    expect(own.polledSince(R, 101)).toBe(false);
+    expect(own.polledSince(S, 0)).toBe(false);
+    // An older poll applied later moves nothing back.
+    own.polled(R, 50);
+    expect(own.polledSince(R, 100)).toBe(true);
+  });
+
   it('a runtime that replaced another asks for a poll for the older one’s unpolled end', () => {
     const old = new OwnUnloads();
     const next = new OwnUnloads();

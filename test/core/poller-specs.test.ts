@@ -203,6 +203,31 @@ describe('a poll round and the replica list', () => {
     await fresh;
     expect(api.scrapes.filter((s) => s.url === R2.url)).toEqual([{ url: R2.url, at: begun + 500 }]);
   });
+
+  it('keeps the newest list read: an older one answering after it does not take its place', async () => {
+    const { clock, store, api, poller, round } = await setup(10);
+    await round(); // r1 known
+    // A round's list read waits out a timeout and answers r1 alone, as it was when asked...
+    store.listMs = 500;
+    await clock.run(100);
+    const slow = poller.pollAll();
+    await clock.run(150);
+    // ...while r2 registers and a later read (an asked poll's) answers at once with both.
+    await store.upsertReplica(R2);
+    store.listMs = 0;
+    const fast = poller.refreshUrl(R2.url);
+    await clock.run();
+    await Promise.all([slow, fast]);
+    // The next round polls r2 at once, beside a list read that waits out the timeout again.
+    store.listMs = 500;
+    await clock.run(2000);
+    const r = poller.pollAll();
+    await clock.run(2050);
+    // With the slow read's [r1] kept: r2 only once the list answered, 500 ms in.
+    expect(api.scrapes.filter((s) => s.at >= 2000).map((s) => s.url)).toEqual([R1.url, R2.url]);
+    await clock.run();
+    await r;
+  });
 });
 
 describe('a late poll of a replica gone from the shared state', () => {
@@ -272,6 +297,49 @@ describe('a replica re-registered with another backend', () => {
     // Before: ['vllm'] only, its reading written over the llama.cpp record.
     expect(backends).toEqual(['vllm', 'llamacpp']);
     expect(store.snapshots.map((x) => x.s.load?.running)).toEqual([7]);
+  });
+
+  it('a failed scrape read with the old backend marks it down nowhere and tells no listener', async () => {
+    const s = await reRegistered();
+    // A llama.cpp server answers vLLM's /metrics with a 404.
+    s.api.scrape = async (r: ReplicaSpec): Promise<Scrape> => {
+      s.backends.push(r.backend);
+      await sleep(s.clock, 300);
+      if (r.backend === 'vllm') throw new BackendError('http', 'HTTP 404 from /metrics', 404);
+      return { load: { ...LOAD, running: 7 }, llamaAdapters: [] };
+    };
+    const told: boolean[] = [];
+    s.poller.addPollListener((_url, ok) => told.push(ok));
+    await s.round();
+    expect(s.backends).toEqual(['vllm', 'llamacpp']);
+    // Not a down written, then the fresh spec's up: requests routed away meanwhile, a
+    // "stopped answering polls" warning and a poll error counted for a replica that answers.
+    expect(s.store.snapshots.map((x) => x.s.ok)).toEqual([true]);
+    expect(told).toEqual([true]);
+  });
+
+  it('refreshUrl polls it by its fresh spec whichever replica the list has first', async () => {
+    const s = await setup(300);
+    const backends: string[] = [];
+    s.api.scrape = async (r: ReplicaSpec): Promise<Scrape> => {
+      backends.push(`${r.url} ${r.backend}`);
+      await sleep(s.clock, 300);
+      return r.backend === 'llamacpp'
+        ? { load: { ...LOAD, running: 7 }, llamaAdapters: [] }
+        : { load: LOAD, registry: [] };
+    };
+    await s.store.upsertReplica(R2);
+    await s.round(); // r1, then r2, listed as vLLM
+    backends.length = 0;
+    s.store.snapshots.length = 0;
+    await s.store.upsertReplica({ ...R2, backend: 'llamacpp' });
+    s.store.listMs = 100;
+    await s.clock.run(1000);
+    const p = s.poller.refreshUrl(R2.url, true);
+    await s.clock.run();
+    await p;
+    expect(backends).toEqual([`${R2.url} vllm`, `${R2.url} llamacpp`]);
+    expect(s.store.snapshots.map((x) => [x.url, x.s.load?.running])).toEqual([[R2.url, 7]]);
   });
 
   it('refreshUrl does too', async () => {
