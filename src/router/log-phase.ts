@@ -23,8 +23,9 @@ export interface DecisionRecord {
  * once): the work model learns its rates from the replicas' histograms, through the poll.
  * Throws LeaseNotOpen if the lease was given back already. Answered in the call (no promise)
  * when the lease's store answers in the call and nothing is polled afresh. `served`: a request
- * was routed there under it (false: a guessed lease given back unused), which the unseen hold
- * of a poll begun before reads as this node's (ReplicaWord `servedEndedSince`).
+ * ran there under it, the replica answered it (false: a guessed lease given back unused, a
+ * request answered by Kong or a later plugin: `logPhase`), which the unseen hold of a poll
+ * begun before reads as this node's (ReplicaWord `servedEndedSince`).
  */
 export function releaseLease(
   lease: LeaseHandle,
@@ -44,6 +45,7 @@ export function releaseLease(
   const released = lease.releaseInCall(lost ? undefined : status);
   // Told in the call, as the count leaves the in-process store (or before the shared one hears):
   // a poll that read the adapter running, begun before now, reads this node's request (review 64).
+  // Never of a request that did not reach the replica: that excused what someone unseen ran.
   if (served) servedEnded(lease);
   if (released instanceof Promise) return releasedLater(lease, released, lost);
   return afterRelease(lease, released, lost);
@@ -90,7 +92,8 @@ function afterRelease(
 /**
  * The log phase of a routed request: its lease first (it knows the runtime it was taken on:
  * Kong may have replaced the instance and its config since, or a changed `redis` record the
- * runtime), nothing before it may keep it from going back. Then Kong's own 502/504 (source
+ * runtime), nothing before it may keep it from going back (the answer's source is asked before,
+ * but its failure is thrown only once the lease is back). Then Kong's own 502/504 (source
  * "error": no attempt got a response) marks the replica down at once, whatever became of the
  * lease (reclaimed by age, say): the answer is about the replica. A replica's own 5xx (source
  * "service") is left to passive health. Kong/kong 3.9.3 kong/pdk/response.lua `get_source`,
@@ -104,15 +107,31 @@ export async function logPhase(
   status: number | undefined,
   source: () => Promise<unknown>,
 ): Promise<void> {
+  // Asked before the release, which tells the unseen hold "a request of this node ended there"
+  // only of one the replica answered ('service'): a later plugin's exit (proxy-cache's hit),
+  // Kong's own error (the access phase failing after the decision, a refused connection) never
+  // ran there, and a poll's reading of the adapter running is someone else's (review 64b).
+  // Asked only where it tells something (a PDK round trip): Kong's own 502/504, or an adapter's
+  // request while a poll of its replica is under way (no poll begun later reads the tell).
+  const asked = kongOwnStatus(status) || pollReading(LeaseHandle.find(record.lease)) ? source() : undefined;
+  // A failure to ask keeps nothing from going back: no tell (the safe side), thrown after the lease for a 502/504.
+  const from = await asked?.catch(() => undefined);
   const lease = LeaseHandle.find(record.lease);
   try {
-    const released = releaseLease(lease ?? LeaseHandle.open(record.lease), status);
+    const released = releaseLease(lease ?? LeaseHandle.open(record.lease), status, from === 'service');
     if (released) await released;
   } finally {
     const on = lease?.rt ?? rt;
-    if (on && kongOwnStatus(status) && (await source()) === 'error')
+    if (on && kongOwnStatus(status) && (await asked) === 'error')
       await proxyFailed(on.current(), record.replica, status);
   }
+}
+
+/** Whether a poll of the lease's replica is under way where its end is told (`servedEnded`). */
+function pollReading(lease: LeaseHandle | undefined): boolean {
+  if (!lease || lease.lease.adapter === null) return false;
+  const url = lease.lease.url;
+  return lease.rt.poller.polling(url) || lease.rt.current().poller.polling(url);
 }
 
 /**

@@ -48,6 +48,9 @@ async function heldAfter(status: number | undefined, source: string): Promise<st
   expect(await rt.store.finishLoad(U, 'c', f!, true, before + 1)).toBe(true);
   const held: string[] = [];
   jest.spyOn(rt.manager.replicaWord, 'holdUnseen').mockImplementation((_url, name) => void held.push(name));
+  // A poll of U under way (its scrape answered, its reading about to be judged): the log phase
+  // asks Kong's source only then (log-phase.ts `pollReading`).
+  jest.spyOn(rt.poller, 'polling').mockImplementation((url) => url === U);
   const started = monotonic(rt.clock);
   await pause(2);
   const { lease } = LeaseHandle.takeNow(rt, U, 'c')!;
@@ -75,4 +78,15 @@ describe('the log phase tells "a request of this node ended there" only of one t
     rt.stop();
     expect(await heldAfter(502, 'service')).toEqual([]);
   });
+});
+
+it('asks no source of a request ended while no poll of its replica is under way (nothing reads the tell)', async () => {
+  rt = new FleetRuntime({ log: silentLogger });
+  await rt.store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+  const { lease } = LeaseHandle.takeNow(rt, U, 'c')!;
+  const source = jest.fn(async () => 'service');
+  await logPhase(rt, { lease: lease.id, replica: U, stage: 'holder', adapter: 'c' }, 200, source);
+  expect(source).not.toHaveBeenCalled();
+  // A poll begun after the release reads nothing of it.
+  expect(rt.manager.replicaWord.servedEndedSince(U, 'c', monotonic(rt.clock))).toBe(false);
 });
