@@ -15,7 +15,12 @@ import { monotonic } from '../../src/clock';
 import { silentLogger } from '../../src/log';
 import { LeaseHandle } from '../../src/lease';
 import type { ReplicaLoad } from '../../src/metrics/replica-load';
-import { logPhase } from '../../src/router/log-phase';
+import type { MemoryFleetStore } from '../../src/fleet/memory-store';
+import { SKEW_MARGIN_MS } from '../../src/fleet/redis/scripts/prelude';
+import { SeenDown } from '../../src/fleet/redis/seen-down';
+import type { SharedStore } from '../../src/fleet/redis/shared-store';
+import type { ReplicaSnapshot } from '../../src/fleet/types';
+import { logPhase, proxyFailed } from '../../src/router/log-phase';
 import { FleetRuntime } from '../../src/runtime';
 
 const U = 'http://10.0.0.1:8000';
@@ -89,4 +94,27 @@ it('asks no source of a request ended while no poll of its replica is under way 
   expect(source).not.toHaveBeenCalled();
   // A poll begun after the release reads nothing of it.
   expect(rt.manager.replicaWord.servedEndedSince(U, 'c', monotonic(rt.clock))).toBe(false);
+});
+
+describe("Kong's own 502 marked while deciding alone, handed on when the shared store is back", () => {
+  it('is dated by the time since the marking on the monotonic clock: a wall clock stepped since moves nothing', async () => {
+    // The node's wall clock is stepped 5 s ahead (a skew correction) between the marking and the push.
+    let wall = 1_000;
+    let mono = 1_000;
+    const clock = { now: () => wall, monotonic: () => mono, after: () => () => undefined };
+    rt = new FleetRuntime({ log: silentLogger, clock });
+    await rt.store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    await proxyFailed(rt, U, 502);
+    mono += 500;
+    wall += 500 + 5_000;
+    const applied: ReplicaSnapshot[] = [];
+    const shared = {
+      sharedTime: async () => 100_000,
+      applySnapshot: async (_url: string, s: ReplicaSnapshot) => void applied.push(s),
+    } as unknown as SharedStore;
+    await new SeenDown().push(rt.store as MemoryFleetStore, shared, clock, false);
+    // Marked 500 ms ago: dated so on the shared clock (less the margin), not 5.5 s ago, when a poll
+    // begun before the failure that read the replica up would be newer news and undo the marking.
+    expect(applied.map((s) => s.sharedStartedAt)).toEqual([100_000 - 500 - SKEW_MARGIN_MS]);
+  });
 });
