@@ -2,6 +2,7 @@
  * The log phase of a routed request: its lease goes back first, whatever instance or runtime
  * Kong runs it on, and Kong's own 502/504 marks the replica down at once. Nothing routes here.
  */
+import { monotonic } from '../clock';
 import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
 import type { Released } from '../fleet/types';
@@ -149,9 +150,14 @@ export function kongOwnStatus(status: number | undefined): status is 502 | 504 {
  */
 export async function proxyFailed(rt: FleetRuntime, url: string, status: number): Promise<void> {
   const at = rt.clock.now();
+  // On the monotonic clock too: a node deciding alone hands the marking on later, dated by the
+  // time since (seen-down.ts), which a wall clock stepped meanwhile moved by the step (review 64b).
+  const mono = monotonic(rt.clock);
   await rt.store.applySnapshot(url, {
     at,
     startedAt: at,
+    monoStartedAt: mono,
+    monoAt: mono,
     startedOnArrival: true,
     ok: false,
     error: `Kong could not proxy to it (${status})`,
