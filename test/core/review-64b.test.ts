@@ -90,10 +90,11 @@ it('asks no source of a request ended while no poll of its replica is under way 
   await rt.store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
   const { lease } = LeaseHandle.takeNow(rt, U, 'c')!;
   const source = jest.fn(async () => 'service');
+  const before = monotonic(rt.clock);
   await logPhase(rt, { lease: lease.id, replica: U, stage: 'holder', adapter: 'c' }, 200, source);
   expect(source).not.toHaveBeenCalled();
-  // A poll begun after the release reads nothing of it.
-  expect(rt.manager.replicaWord.servedEndedSince(U, 'c', monotonic(rt.clock))).toBe(false);
+  // Not told: no poll begun before it was under way, and one begun after cannot have read it.
+  expect(rt.manager.replicaWord.servedEndedSince(U, 'c', before)).toBe(false);
 });
 
 describe("Kong's own 502 marked while deciding alone, handed on when the shared store is back", () => {
