@@ -88,7 +88,8 @@ class LoraRouterPlugin {
       // First, so that from here on the log phase can always give the lease back.
       await kong.ctx.shared.set(CTX_KEY, record as never);
     } catch (err) {
-      await this.service.finish(r.leaseId, undefined);
+      // Never proxied: no request of it ran there (the unseen hold reads nothing of it).
+      await this.service.finish(r.leaseId, undefined, false);
       throw err;
     }
     await kong.service.setTarget(r.host, r.port);

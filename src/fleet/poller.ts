@@ -148,6 +148,11 @@ export class Poller {
     this.cancel = null;
   }
 
+  /** Whether a poll of `url` is under way: begun, its reading not yet judged (`onReading`). */
+  polling(url: string): boolean {
+    return this.inFlight.has(url);
+  }
+
   /** Polls one replica now, or joins the poll already under way. */
   refresh(spec: ReplicaSpec): Promise<void> {
     return this.begin(spec);

@@ -2,6 +2,7 @@
  * The log phase of a routed request: its lease goes back first, whatever instance or runtime
  * Kong runs it on, and Kong's own 502/504 marks the replica down at once. Nothing routes here.
  */
+import { monotonic } from '../clock';
 import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
 import type { Released } from '../fleet/types';
@@ -23,8 +24,9 @@ export interface DecisionRecord {
  * once): the work model learns its rates from the replicas' histograms, through the poll.
  * Throws LeaseNotOpen if the lease was given back already. Answered in the call (no promise)
  * when the lease's store answers in the call and nothing is polled afresh. `served`: a request
- * was routed there under it (false: a guessed lease given back unused), which the unseen hold
- * of a poll begun before reads as this node's (ReplicaWord `servedEndedSince`).
+ * ran there under it, the replica answered it (false: a guessed lease given back unused, a
+ * request answered by Kong or a later plugin: `logPhase`), which the unseen hold of a poll
+ * begun before reads as this node's (ReplicaWord `servedEndedSince`).
  */
 export function releaseLease(
   lease: LeaseHandle,
@@ -44,6 +46,7 @@ export function releaseLease(
   const released = lease.releaseInCall(lost ? undefined : status);
   // Told in the call, as the count leaves the in-process store (or before the shared one hears):
   // a poll that read the adapter running, begun before now, reads this node's request (review 64).
+  // Never of a request that did not reach the replica: that excused what someone unseen ran.
   if (served) servedEnded(lease);
   if (released instanceof Promise) return releasedLater(lease, released, lost);
   return afterRelease(lease, released, lost);
@@ -90,7 +93,8 @@ function afterRelease(
 /**
  * The log phase of a routed request: its lease first (it knows the runtime it was taken on:
  * Kong may have replaced the instance and its config since, or a changed `redis` record the
- * runtime), nothing before it may keep it from going back. Then Kong's own 502/504 (source
+ * runtime), nothing before it may keep it from going back (the answer's source is asked before,
+ * but its failure is thrown only once the lease is back). Then Kong's own 502/504 (source
  * "error": no attempt got a response) marks the replica down at once, whatever became of the
  * lease (reclaimed by age, say): the answer is about the replica. A replica's own 5xx (source
  * "service") is left to passive health. Kong/kong 3.9.3 kong/pdk/response.lua `get_source`,
@@ -104,15 +108,31 @@ export async function logPhase(
   status: number | undefined,
   source: () => Promise<unknown>,
 ): Promise<void> {
+  // Asked before the release, which tells the unseen hold "a request of this node ended there"
+  // only of one the replica answered ('service'): a later plugin's exit (proxy-cache's hit),
+  // Kong's own error (the access phase failing after the decision, a refused connection) never
+  // ran there, and a poll's reading of the adapter running is someone else's (review 64b).
+  // Asked only where it tells something (a PDK round trip): Kong's own 502/504, or an adapter's
+  // request while a poll of its replica is under way (no poll begun later reads the tell).
+  const asked = kongOwnStatus(status) || pollReading(LeaseHandle.find(record.lease)) ? source() : undefined;
+  // A failure to ask keeps nothing from going back: no tell (the safe side), thrown after the lease for a 502/504.
+  const from = await asked?.catch(() => undefined);
   const lease = LeaseHandle.find(record.lease);
   try {
-    const released = releaseLease(lease ?? LeaseHandle.open(record.lease), status);
+    const released = releaseLease(lease ?? LeaseHandle.open(record.lease), status, from === 'service');
     if (released) await released;
   } finally {
     const on = lease?.rt ?? rt;
-    if (on && kongOwnStatus(status) && (await source()) === 'error')
+    if (on && kongOwnStatus(status) && (await asked) === 'error')
       await proxyFailed(on.current(), record.replica, status);
   }
+}
+
+/** Whether a poll of the lease's replica is under way where its end is told (`servedEnded`). */
+function pollReading(lease: LeaseHandle | undefined): boolean {
+  if (!lease || lease.lease.adapter === null) return false;
+  const url = lease.lease.url;
+  return lease.rt.poller.polling(url) || lease.rt.current().poller.polling(url);
 }
 
 /**
@@ -130,9 +150,14 @@ export function kongOwnStatus(status: number | undefined): status is 502 | 504 {
  */
 export async function proxyFailed(rt: FleetRuntime, url: string, status: number): Promise<void> {
   const at = rt.clock.now();
+  // On the monotonic clock too: a node deciding alone hands the marking on later, dated by the
+  // time since (seen-down.ts), which a wall clock stepped meanwhile moved by the step (review 64b).
+  const mono = monotonic(rt.clock);
   await rt.store.applySnapshot(url, {
     at,
     startedAt: at,
+    monoStartedAt: mono,
+    monoAt: mono,
     startedOnArrival: true,
     ok: false,
     error: `Kong could not proxy to it (${status})`,

@@ -166,10 +166,11 @@ export class RouterService {
   /**
    * Gives the request's in-flight lease back and records passive health (the log phase without
    * Kong's own 502/504: log-phase.ts `logPhase`). Throws LeaseNotOpen when no lease with this id is open in
-   * this process (given back already, reclaimed by age).
+   * this process (given back already, reclaimed by age). `served` false: the request never reached
+   * the replica (log-phase.ts `releaseLease`).
    */
-  async finish(leaseId: string, status: number | undefined): Promise<void> {
-    const released = releaseLease(LeaseHandle.open(leaseId), status);
+  async finish(leaseId: string, status: number | undefined, served = true): Promise<void> {
+    const released = releaseLease(LeaseHandle.open(leaseId), status, served);
     if (released) await released;
   }
 
