@@ -91,3 +91,18 @@ it('still excuses what a poll begun before the log phase read running (it may ha
   await rt.poller.onReading!(U, reading(['c']), started);
   expect(held).toEqual([]);
 });
+
+it('asks Kong nothing more of a 499 (it is never told as served)', async () => {
+  const { record } = await setUp();
+  const source = jest.fn(async () => 'service');
+  await logPhase(rt, record, 499, source);
+  expect(source).not.toHaveBeenCalled();
+});
+
+it('keeps the latest end told: an earlier one told after it moves nothing back', async () => {
+  rt = new FleetRuntime({ log: silentLogger });
+  const word = rt.manager.replicaWord;
+  word.servedEnded(U, 'c', 10);
+  word.servedEnded(U, 'c', 5);
+  expect(word.servedEndedSince(U, 'c', 8)).toBe(true);
+});
