@@ -106,3 +106,32 @@ it('keeps the latest end told: an earlier one told after it moves nothing back',
   word.servedEnded(U, 'c', 5);
   expect(word.servedEndedSince(U, 'c', 8)).toBe(true);
 });
+
+describe('the tell reaches the runtime whose poll may have read the request', () => {
+  let next: FleetRuntime | undefined;
+  afterEach(() => next?.stop());
+
+  it('a lease taken before a `redis` record change, the poll on the runtime polling now: both told', async () => {
+    const { record } = await setUp();
+    next = new FleetRuntime({ log: silentLogger });
+    // Stepped down (`retire` sets it first): polling and new decisions are the successor's.
+    rt.successor = next;
+    jest.spyOn(rt.poller, 'polling').mockReturnValue(false);
+    jest.spyOn(next.poller, 'polling').mockImplementation((url) => url === U);
+    const started = monotonic(rt.clock);
+    await pause(2);
+    await logPhase(rt, record, 200, async () => 'service');
+    expect(next.manager.replicaWord.servedEndedSince(U, 'c', started)).toBe(true);
+    expect(rt.manager.replicaWord.servedEndedSince(U, 'c', started)).toBe(true);
+  });
+});
+
+it("asks no source of a base model's request while its replica is polled (the hold reads adapters only)", async () => {
+  rt = new FleetRuntime({ log: silentLogger });
+  await rt.store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+  jest.spyOn(rt.poller, 'polling').mockImplementation((url) => url === U);
+  const { lease } = LeaseHandle.takeNow(rt, U, null)!;
+  const source = jest.fn(async () => 'service');
+  await logPhase(rt, { lease: lease.id, replica: U, stage: 'holder', adapter: null }, 200, source);
+  expect(source).not.toHaveBeenCalled();
+});
