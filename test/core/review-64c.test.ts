@@ -135,3 +135,10 @@ it("asks no source of a base model's request while its replica is polled (the ho
   await logPhase(rt, { lease: lease.id, replica: U, stage: 'holder', adapter: null }, 200, source);
   expect(source).not.toHaveBeenCalled();
 });
+
+it("marks nothing down for Kong's own 500 asked while a poll is under way (only its 502/504 say the replica failed)", async () => {
+  const { record } = await setUp();
+  const applied = jest.spyOn(rt.store, 'applySnapshot');
+  await logPhase(rt, record, 500, async () => 'error');
+  expect(applied).not.toHaveBeenCalled();
+});
