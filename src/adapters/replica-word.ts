@@ -135,9 +135,14 @@ export class ReplicaWord {
     this.unseen.set(pairKey(url, adapter), at);
   }
 
-  /** A request of this node routed to `adapter` on `url` ended (its log phase, not a lease given back unused). */
-  servedEnded(url: string, adapter: string): void {
-    this.servedEnds.set(pairKey(url, adapter), monotonic(this.clock));
+  /**
+   * A request of this node routed to `adapter` on `url` ended (its log phase, not a lease given back
+   * unused), at `at` on the monotonic clock: its log phase's start, when told after a round trip (a
+   * poll begun meanwhile cannot have read it running). The latest end is kept.
+   */
+  servedEnded(url: string, adapter: string, at = monotonic(this.clock)): void {
+    const key = pairKey(url, adapter);
+    this.servedEnds.set(key, Math.max(at, this.servedEnds.peek(key) ?? -Infinity));
   }
 
   /**

@@ -32,6 +32,7 @@ export function releaseLease(
   lease: LeaseHandle,
   status: number | undefined,
   served = true,
+  endedMono?: number,
 ): void | Promise<void> {
   // A 404 is vLLM's "The model `x` does not exist." when it lost the adapter (a restart,
   // another router's unload; serving_engine.py `_check_model`, vLLM v0.11.0), or FastAPI's
@@ -47,18 +48,18 @@ export function releaseLease(
   // Told in the call, as the count leaves the in-process store (or before the shared one hears):
   // a poll that read the adapter running, begun before now, reads this node's request (review 64).
   // Never of a request that did not reach the replica: that excused what someone unseen ran.
-  if (served) servedEnded(lease);
+  if (served) servedEnded(lease, endedMono);
   if (released instanceof Promise) return releasedLater(lease, released, lost);
   return afterRelease(lease, released, lost);
 }
 
 /** To the runtime it was taken on and the one polling now (a `redis` record change replaced it). */
-function servedEnded(lease: LeaseHandle): void {
+function servedEnded(lease: LeaseHandle, at: number | undefined): void {
   const { url, adapter } = lease.lease;
   if (adapter === null) return;
-  lease.rt.manager.replicaWord.servedEnded(url, adapter);
+  lease.rt.manager.replicaWord.servedEnded(url, adapter, at);
   const now = lease.rt.current();
-  if (now !== lease.rt) now.manager.replicaWord.servedEnded(url, adapter);
+  if (now !== lease.rt) now.manager.replicaWord.servedEnded(url, adapter, at);
 }
 
 /** `releaseLease` on a store whose release is a round trip. */
@@ -114,12 +115,17 @@ export async function logPhase(
   // ran there, and a poll's reading of the adapter running is someone else's (review 64b).
   // Asked only where it tells something (a PDK round trip): Kong's own 502/504, or an adapter's
   // request while a poll of its replica is under way (no poll begun later reads the tell).
-  const asked = kongOwnStatus(status) || pollReading(LeaseHandle.find(record.lease)) ? source() : undefined;
+  const found = LeaseHandle.find(record.lease);
+  const asked = kongOwnStatus(status) || (!gaveUp(status) && pollReading(found)) ? source() : undefined;
+  // The request ended at the replica before its log phase began: told as ended now, before the
+  // round trip, else a poll begun during it, which cannot have read it, was excused (review 64c).
+  const endedMono = found ? monotonic(found.rt.clock) : undefined;
   // A failure to ask keeps nothing from going back: no tell (the safe side), thrown after the lease for a 502/504.
   const from = await asked?.catch(() => undefined);
   const lease = LeaseHandle.find(record.lease);
   try {
-    const released = releaseLease(lease ?? LeaseHandle.open(record.lease), status, from === 'service');
+    const served = from === 'service' && !gaveUp(status);
+    const released = releaseLease(lease ?? LeaseHandle.open(record.lease), status, served, endedMono);
     if (released) await released;
   } finally {
     const on = lease?.rt ?? rt;
@@ -133,6 +139,19 @@ function pollReading(lease: LeaseHandle | undefined): boolean {
   if (!lease || lease.lease.adapter === null) return false;
   const url = lease.lease.url;
   return lease.rt.poller.polling(url) || lease.rt.current().poller.polling(url);
+}
+
+/**
+ * nginx's "client closed request": the client gave up, maybe before the request reached the
+ * replica. Kong leaves `lua_check_client_abort` off, so a client gone during the access phase (a
+ * wait for room, an adapter's load) is found gone only once proxying began (nginx
+ * ngx_http_upstream_check_broken_connection), which may close the upstream connection before the
+ * request was written; Kong set KONG_PROXIED before the balancer and no error_page covers 499
+ * (Kong/kong 3.9.3 kong/init.lua `Kong.access`, kong/templates/nginx_kong.lua), so `get_source`
+ * says 'service'. Never told as served (the safe side: a poll holds what it read, 2 s).
+ */
+function gaveUp(status: number | undefined): boolean {
+  return status === 499;
 }
 
 /**
