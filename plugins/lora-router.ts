@@ -88,7 +88,8 @@ class LoraRouterPlugin {
       // First, so that from here on the log phase can always give the lease back.
       await kong.ctx.shared.set(CTX_KEY, record as never);
     } catch (err) {
-      // Never proxied: no request of it ran there (the unseen hold reads nothing of it).
+      // Not sent there by this decision (Kong logs the error and proxies to the Service's own
+      // upstream): nothing is told of it to the unseen hold, the safe side.
       await this.service.finish(r.leaseId, undefined, false);
       throw err;
     }
