@@ -117,8 +117,14 @@ export class RedisModel {
   readonly resets: number[] = [];
   /** Of `resets`: the times the state came back from an older copy (a snapshot, a replica that missed writes). */
   readonly restores: number[] = [];
-  /** Budget calls and slot claims as they ran, oldest first (a rebuild does not repeat them). */
+  /**
+   * Budget calls and slot claims in the order the server ran them (a rebuild does not repeat them),
+   * not the order their answers came: a script awaiting more steps of the model answers after one
+   * begun later (seed 2219256: an add of 2 ran before a refused spend and was told after it).
+   */
   readonly budget: BudgetOp[] = [];
+  /** By entry of `budget`: the order of the script that made it (`ScriptOrder`). */
+  private readonly budgetSeq: number[] = [];
   /** Polls that brought a replica's registry into the state, oldest first: which replica, when applied, when begun. */
   readonly registryReads: { url: string; at: number; startedAt: number }[] = [];
   /** By node id: when it last registered a replica here (server time), for the checks. */
@@ -174,6 +180,19 @@ export class RedisModel {
       ...(life.endedAt === undefined ? {} : { endedAt: life.endedAt }),
       ...(done ? { done } : {}),
     }));
+  }
+
+  /** The order number of the script run last (`run` takes it as the script begins). */
+  get lastScript(): number {
+    return this.order.n;
+  }
+
+  /** Records `op` in `budget` at the place of the script `seq` (default: the last run). */
+  record(op: BudgetOp, seq = this.order.n): void {
+    let k = this.budget.length;
+    while (k > 0 && this.budgetSeq[k - 1]! > seq) k--;
+    this.budget.splice(k, 0, op);
+    this.budgetSeq.splice(k, 0, seq);
   }
 
   /** Ends the lock granted with `fence`, if its life is known and open (`seq`: the script that ended it). */
@@ -520,9 +539,14 @@ export class RedisModel {
         return r;
       }
       case 'addToBudget': {
-        // The budget script's window, counted `count` times more (scripts/budget.ts budgetAdd).
+        // The budget script's window, counted `count` times more (scripts/budget.ts budgetAdd), in one
+        // step as its INCRBY: every unit counted before the first await, so no script runs between
+        // two of them (seed 2219256: a spend ran between the first and the second of two units added).
         const [key, count, windowMs, at] = args as [string, number, number, number];
-        for (let i = 0; i < count; i++) await s.store.spendBudget(key, Number.MAX_SAFE_INTEGER, windowMs, at);
+        const units: Promise<number>[] = [];
+        for (let i = 0; i < count; i++)
+          units.push(s.store.spendBudget(key, Number.MAX_SAFE_INTEGER, windowMs, at));
+        await Promise.all(units);
         return null;
       }
       default:
@@ -732,8 +756,8 @@ export class RedisLink implements SharedStore {
       at?: number[];
       recovering?: boolean;
       pure?: (server: RedisModel) => unknown;
-      /** Told when the server ran it (its time) and its answer. */
-      ran?: (now: number, r: unknown) => void;
+      /** Told when the server ran it (its time), its answer and its order (`ScriptOrder`). */
+      ran?: (now: number, r: unknown, seq: number) => void;
     } = {},
   ): Promise<unknown> {
     const server = this.server;
@@ -774,11 +798,13 @@ export class RedisLink implements SharedStore {
           const real = args.slice();
           for (const i of o.at ?? []) real[i] = now;
           const run = o.pure ? Promise.resolve(o.pure(server)) : server.apply(name, real);
+          // `run` took its order as it began, synchronously.
+          const seq = server.lastScript;
           this.unanswered.set(id, () => settle(() => reject(new Error('Connection is closed.'))));
           const replied = this.fromServer.enter();
           void run.then(
             (r) => {
-              o.ran?.(now, r);
+              o.ran?.(now, r, seq);
               const answer = () => {
                 if (request !== undefined) this.answered?.({ request, name, at: now, lateMs: slow });
                 resolve(r);
@@ -874,13 +900,16 @@ export class RedisLink implements SharedStore {
     ttlMs: number,
   ): Promise<Fence | null> {
     const request = this.request();
-    const claim = (now: number, alone?: true) =>
-      this.server.budget.push({
-        op: 'claim',
-        at: now,
-        ...(request === undefined ? {} : { request }),
-        ...(alone ? { alone } : {}),
-      });
+    const claim = (now: number, alone?: true, seq?: number) =>
+      this.server.record(
+        {
+          op: 'claim',
+          at: now,
+          ...(request === undefined ? {} : { request }),
+          ...(alone ? { alone } : {}),
+        },
+        seq,
+      );
     // Whichever comes second, the grant or the call's failure, tells of a grant whose answer was lost.
     let granted: Fence | null = null;
     let failed = false;
@@ -895,8 +924,8 @@ export class RedisLink implements SharedStore {
     try {
       const fence = (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
         at: [2],
-        ran: (now, r) => {
-          claim(now);
+        ran: (now, r, seq) => {
+          claim(now, undefined, seq);
           granted = r as Fence | null;
           if (granted !== null && !failed) this.grantsOwed.set(granted, fail);
           lost();
@@ -1013,10 +1042,10 @@ export class RedisLink implements SharedStore {
     const ran: { op?: Extract<BudgetOp, { op: 'spend' }> } = {};
     const taken = (await this.call('takeBudget', [key, limit, windowMs, at], {
       at: [3],
-      ran: (now, r) => {
+      ran: (now, r, seq) => {
         ran.op = { op: 'spend', at: now, key, waitMs: (r as BudgetTaken).waitMs, delivered: false };
         if (request !== undefined) ran.op.request = request;
-        this.server.budget.push(ran.op);
+        this.server.record(ran.op, seq);
       },
     })) as BudgetTaken;
     // The server may run a call whose answer comes after the caller gave up (a slow reply).
@@ -1027,9 +1056,9 @@ export class RedisLink implements SharedStore {
   async refundBudget(window: BudgetWindow, count: number, at: number): Promise<number> {
     return (await this.call('refundBudget', [window, count, at], {
       at: [2],
-      ran: (now, r) => {
+      ran: (now, r, seq) => {
         if ((r as number) > 0)
-          this.server.budget.push({ op: 'refund', at: now, key: window.key, count: r as number });
+          this.server.record({ op: 'refund', at: now, key: window.key, count: r as number }, seq);
       },
     })) as number;
   }
@@ -1037,7 +1066,7 @@ export class RedisLink implements SharedStore {
   async addToBudget(key: string, count: number, windowMs: number): Promise<void> {
     await this.call('addToBudget', [key, count, windowMs, 0], {
       at: [3],
-      ran: (now) => this.server.budget.push({ op: 'add', at: now, key, count }),
+      ran: (now, _r, seq) => this.server.record({ op: 'add', at: now, key, count }, seq),
     });
   }
 

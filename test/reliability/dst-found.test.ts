@@ -4528,3 +4528,65 @@ describe('no unload of a busy adapter: a resident a poll adopted and read busy, 
     );
   }, 30_000);
 });
+
+describe('the cold-load budget goes to loads: units re-published after an emptied store', () => {
+  // Seed 2219256 (all 22 actions: removing any one lets it pass; prefetch drawn; failing on main
+  // 15b79b1), the model's: cold_loads_per_minute 3, the three spent by 660 ms (law for
+  // node 2, chat and sql for node 1), a FLUSHALL at 1,666 ms. Node 2 re-publishes its spend (an add
+  // of 1 opens the new window at 1,768), then spends one for team (1,792); node 1 re-publishes its
+  // two and, on the same link in the same step, asks for the held batch request 3's law: refused
+  // (4 counted, the limit 3), rightly. The modelled Redis ran the add of 2 as two awaited spends, so
+  // the refusal ran between them, and its ledger listed the add after the refusal (by its answer):
+  // the check counted 1 grant and 1 added before it. Now the add is one step as budgetAdd's INCRBY,
+  // and the ledger is in the order the scripts ran.
+  it('seed 2219256: a refusal after a node re-published two spends in one call is judged with both', async () => {
+    await holds(
+      2219256,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law'],
+        loadMs: 1500,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 3,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1, max_in_flight: 1 },
+        ],
+        prefetch: { intervalMs: 2000, halfLifeMs: 10000, loadsPerMinute: 4, hysteresis: 0, evictFactor: 1 },
+      },
+      [
+        { at: 56, kind: 'request', node: 1, adapter: -1, tokens: 6, prompt: 935, cls: 'interactive' },
+        { at: 242, kind: 'request', node: 2, adapter: 7, tokens: 2, prompt: 1624 },
+        { at: 262, kind: 'request', node: 1, adapter: 7, tokens: 2, prompt: 1917, cls: 'batch' },
+        { at: 398, kind: 'request', node: 1, adapter: 1, tokens: 5, prompt: 1948, cls: 'batch' },
+        { at: 584, kind: 'request', node: 1, adapter: 0, tokens: 6, prompt: 159, cls: 'interactive' },
+        { at: 868, kind: 'request', node: 0, adapter: 8, tokens: 4, prompt: 1265, cls: 'batch' },
+        { at: 996, kind: 'request', node: 1, adapter: 4, tokens: 1, prompt: 643, cls: 'batch' },
+        { at: 1298, kind: 'request', node: 0, adapter: 1, tokens: 1, prompt: 789, cls: 'batch' },
+        { at: 1360, kind: 'request', node: 0, adapter: 7, tokens: 6, prompt: 1253, cls: 'batch' },
+        { at: 1367, kind: 'process-restart', node: 0 },
+        { at: 1392, kind: 'request', node: 1, adapter: 3, tokens: 22, prompt: 12, cls: 'batch' },
+        { at: 1464, kind: 'request', node: 1, adapter: 3, tokens: 21, prompt: 31, cls: 'batch' },
+        { at: 1525, kind: 'request', node: 1, adapter: 3, tokens: 10, prompt: 458, cls: 'batch' },
+        { at: 1553, kind: 'request', node: 0, adapter: 3, tokens: 6, prompt: 1396, cls: 'interactive' },
+        { at: 1582, kind: 'request', node: 2, adapter: 3, tokens: 14, prompt: 18, cls: 'batch' },
+        { at: 1583, kind: 'request', node: 0, adapter: 6, tokens: 5, prompt: 937, cls: 'interactive' },
+        { at: 1594, kind: 'request', node: 1, adapter: 3, tokens: 1, prompt: 242, cls: 'batch' },
+        { at: 1601, kind: 'request', node: 0, adapter: 4, tokens: 6, prompt: 1595, cls: 'batch' },
+        { at: 1610, kind: 'request', node: 0, adapter: 3, tokens: 12, prompt: 497, cls: 'batch' },
+        { at: 1636, kind: 'request', node: 1, adapter: 3, tokens: 11, prompt: 259, cls: 'batch' },
+        { at: 1666, kind: 'flushall' },
+        { at: 1851, kind: 'request', node: 2, adapter: 4, tokens: 2, prompt: 635, cls: 'interactive' },
+      ],
+    );
+  }, 30_000);
+});

@@ -348,3 +348,24 @@ describe('a Sentinel switch that keeps a load lock', () => {
     expect(m.lockLife(lost)!.endSeq).toBeDefined();
   });
 });
+
+describe("the simulated Redis's budget calls, as scripts/budget.ts runs them", () => {
+  it('an add of several units is one script: a spend begun beside it sees all of them, and the ledger lists them in the order they ran (seed 2219256)', async () => {
+    const clock = new Scheduler(seededRandom(1));
+    // Every trip drawn alike: the two calls a node sent at once reach the server in one step, the add first.
+    const m = new RedisModel(clock, { node_ttl_ms: NODE_TTL, timeout: 1000 } as RedisConfig, () => 0.5);
+    const until = (t: number) =>
+      clock.run(
+        t,
+        () => {},
+        () => false,
+      );
+    const link = m.link('n0', clock);
+    const added = link.addToBudget('fleet', 2, 60_000);
+    const spent = link.takeBudget('fleet', 2, 60_000, 0);
+    await until(100);
+    await added;
+    expect((await spent).waitMs).toBeGreaterThan(0);
+    expect(m.budget.map((op) => op.op)).toEqual(['add', 'spend']);
+  });
+});
