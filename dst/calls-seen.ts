@@ -135,31 +135,24 @@ export class CallsSeen {
     let links = this.links.get(proc);
     if (!links) this.links.set(proc, (links = []));
     links.push(link);
-    const beginLoad = link.beginLoad.bind(link);
-    link.beginLoad = async (url, adapter, at, limit, ttlMs) => {
-      const asked = this.sched.now();
-      const fence = await beginLoad(url, adapter, at, limit, ttlMs);
-      const lock = fence === null ? undefined : link.lockLife(fence);
-      if (fence !== null)
-        this.claims.set(
-          `${sender}\u0000${fence}`,
-          this.loadClaims.push({
-            at: asked,
-            url,
-            name: adapter,
-            sender,
-            until: asked + ttlMs,
-            ...(lock ? { lock } : {}),
-          }) - 1,
-        );
-      return fence;
-    };
-    // A slot the store granted whose answer never came back: its holder never ends it, the store
-    // counts it until its lock's TTL (seed 885877: sql's slot on a slowed link, counted for 8 s).
-    link.grantLost = (url, adapter, fence, ttlMs) => {
+    // Noted as the store grants it, not as its answer comes back: an unload the store grants next
+    // was judged with it counted (seed 2223196: chat's slot, its answer still on its way to node 1
+    // when the unload it left room for answered). A grant whose answer never comes (seed 885877:
+    // sql's slot on a slowed link, counted for 8 s) is noted the same; its holder never ends it.
+    link.grantRan = (url, adapter, fence, ttlMs) => {
       const lock = link.lockLife(fence);
       const at = lock?.at ?? this.sched.now();
-      this.loadClaims.push({ at, url, name: adapter, sender, until: at + ttlMs, ...(lock ? { lock } : {}) });
+      this.claims.set(
+        `${sender}\u0000${fence}`,
+        this.loadClaims.push({
+          at,
+          url,
+          name: adapter,
+          sender,
+          until: at + ttlMs,
+          ...(lock ? { lock } : {}),
+        }) - 1,
+      );
     };
     const finishLoad = link.finishLoad.bind(link);
     link.finishLoad = async (url, adapter, fence, ...rest) => {

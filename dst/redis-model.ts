@@ -624,6 +624,11 @@ export class RedisLink implements SharedStore {
    * timed out"))`), the command already written stays in `commandQueue` and Redis runs it.
    */
   grantLost: ((url: string, adapter: string, fence: Fence, ttlMs: number) => void) | null = null;
+  /**
+   * Told of a load slot as the server grants it (the script run), before its answer reaches the
+   * node: the store counts it from then, an unload it grants next included (seed 2223196).
+   */
+  grantRan: ((url: string, adapter: string, fence: Fence, ttlMs: number) => void) | null = null;
   /** Whether the node decides with this state now (not alone), for `RedisModel.foundLostAt`. */
   sharing: () => boolean = () => true;
   private epochSeen: string | null = null;
@@ -927,6 +932,7 @@ export class RedisLink implements SharedStore {
         ran: (now, r, seq) => {
           claim(now, undefined, seq);
           granted = r as Fence | null;
+          if (granted !== null) this.grantRan?.(url, adapter, granted, ttlMs);
           if (granted !== null && !failed) this.grantsOwed.set(granted, fail);
           lost();
         },

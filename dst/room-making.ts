@@ -14,7 +14,7 @@ import type { UnloadCall } from './trim-check';
  * (not yet, or never: its process died first) or has ended (a failed load, not yet finished).
  */
 export interface LoadClaim {
-  /** When its sender asked the store and was granted, on the scheduler's clock. */
+  /** When the store granted it (its script ran), on the scheduler's clock: before its answer reached its sender. */
   at: number;
   url: string;
   name: string;

@@ -4590,3 +4590,100 @@ describe('the cold-load budget goes to loads: units re-published after an emptie
     );
   }, 30_000);
 });
+
+describe('a request makes room for its load and no more: a slot granted, its answer on its way', () => {
+  // Seed 2223196 (the whole schedule: dropping even the actions after 2,018 ms changes the draws and it
+  // holds). Request 27 (team,a, node 0) waits for room on replica-1 (math, law: full) and is granted
+  // math's unload at 2,002 ms (unloaded at 2,007). Node 1's request for chat, waiting for room there
+  // too, reads the freed slot at 2,016 and the store grants its load at 2,017, just before request
+  // 27's beginLoad (refused); request 27 reads law and chat loading (full) and is granted law's unload
+  // at 2,017: docs/reliability.md "Whatever fills the replica takes the room (another load ...)" and
+  // FleetStore.beginUnload "a replica filled by another load ... lets the next unload for it go". Chat's
+  // slot fills the replica, but its grant's answer had not reached node 1 when law's unload answered
+  // (2,018), and the check recorded a slot only at its answer: "left 0 loaded, 0 loading and 1
+  // adapter(s) being made room for". Not a bug in src/: the check now records a slot when the store
+  // grants it (RedisLink.grantRan).
+  it('seed 2223196: a slot granted whose answer is still on its way fills the room', async () => {
+    await holds(
+      2223196,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law'],
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 3942,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        queueTimeoutMs: 2000,
+        maxNumSeqs: 4,
+        prefetch: { intervalMs: 2000, halfLifeMs: 3000, loadsPerMinute: 4, hysteresis: 1, evictFactor: 2 },
+      },
+      [
+        { at: 122, kind: 'request', node: 1, adapter: 1, tokens: 24, prompt: 1485 },
+        { at: 191, kind: 'request', node: 1, adapter: 3, tokens: 5, prompt: 1108 },
+        { at: 206, kind: 'request', node: 1, adapter: 6, tokens: 6, prompt: 1597 },
+        { at: 210, kind: 'request', node: 1, adapter: 6, tokens: 1, prompt: 337 },
+        { at: 250, kind: 'request', node: 1, adapter: 0, tokens: 50, prompt: 1738 },
+        { at: 298, kind: 'request', node: 1, adapter: -1, tokens: 22, prompt: 1947 },
+        { at: 448, kind: 'scrape', replica: 2, ms: 229, mode: 'truncated' },
+        { at: 465, kind: 'request', node: 1, adapter: 0, tokens: 55, prompt: 1131 },
+        { at: 470, kind: 'slow-path', node: 0, replica: 2, ms: 486, hopMs: 1984 },
+        { at: 517, kind: 'request', node: 1, adapter: -1, tokens: 25, prompt: 1892 },
+        { at: 560, kind: 'request', node: 1, adapter: 1, tokens: 25, prompt: 1207 },
+        { at: 567, kind: 'request', node: 1, adapter: 0, tokens: 2, prompt: 1262 },
+        { at: 575, kind: 'request', node: 1, adapter: 0, tokens: 46, prompt: 1079 },
+        { at: 709, kind: 'request', node: 1, adapter: -1, tokens: 54, prompt: 1472 },
+        { at: 714, kind: 'request', node: 1, adapter: 0, tokens: 27, prompt: 1494 },
+        { at: 718, kind: 'request', node: 2, adapter: 3, tokens: 3, prompt: 730 },
+        { at: 778, kind: 'request', node: 0, adapter: 3, tokens: 4, prompt: 1255 },
+        { at: 940, kind: 'request', node: 1, adapter: 1, tokens: 1, prompt: 867 },
+        { at: 963, kind: 'request', node: 1, adapter: -1, tokens: 51, prompt: 1274 },
+        { at: 964, kind: 'request', node: 1, adapter: 0, tokens: 30, prompt: 1900 },
+        { at: 1019, kind: 'request', node: 1, adapter: 3, tokens: 3, prompt: 1667 },
+        { at: 1024, kind: 'request', node: 1, adapter: 0, tokens: 44, prompt: 1559 },
+        { at: 1024, kind: 'request', node: 1, adapter: -1, tokens: 47, prompt: 1300 },
+        { at: 1027, kind: 'request', node: 0, adapter: 7, tokens: 6, prompt: 1120 },
+        { at: 1143, kind: 'request', node: 0, adapter: 5, tokens: 5, prompt: 1141 },
+        { at: 1183, kind: 'request', node: 1, adapter: 1, tokens: 20, prompt: 1753 },
+        { at: 1210, kind: 'request', node: 1, adapter: 1, tokens: 57, prompt: 1727 },
+        { at: 1221, kind: 'request', node: 2, adapter: 7, tokens: 1, prompt: 1927 },
+        { at: 1243, kind: 'request', node: 0, adapter: 2, tokens: 2, prompt: 870 },
+        { at: 1258, kind: 'request', node: 1, adapter: -1, tokens: 48, prompt: 1979 },
+        { at: 1310, kind: 'request', node: 1, adapter: 3, tokens: 6, prompt: 653 },
+        { at: 1524, kind: 'request', node: 1, adapter: 3, tokens: 2, prompt: 752 },
+        { at: 1549, kind: 'request', node: 1, adapter: 1, tokens: 33, prompt: 1737 },
+        { at: 1565, kind: 'request', node: 1, adapter: 0, tokens: 41, prompt: 1659 },
+        { at: 1585, kind: 'request', node: 1, adapter: 1, tokens: 29, prompt: 1912 },
+        { at: 1604, kind: 'request', node: 1, adapter: 1, tokens: 58, prompt: 1709 },
+        { at: 1747, kind: 'request', node: 0, adapter: 1, tokens: 6, prompt: 1227 },
+        { at: 1957, kind: 'request', node: 1, adapter: 0, tokens: 29, prompt: 1554 },
+        { at: 1980, kind: 'request', node: 1, adapter: -1, tokens: 48, prompt: 1747 },
+        { at: 1985, kind: 'request', node: 1, adapter: 1, tokens: 27, prompt: 1317 },
+        { at: 2011, kind: 'request', node: 1, adapter: 0, tokens: 43, prompt: 1491 },
+        { at: 2180, kind: 'request', node: 1, adapter: 0, tokens: 23, prompt: 1934 },
+        { at: 2366, kind: 'request', node: 1, adapter: 0, tokens: 31, prompt: 1517 },
+        { at: 2447, kind: 'request', node: 1, adapter: -1, tokens: 37, prompt: 1111 },
+        { at: 2504, kind: 'request', node: 1, adapter: 0, tokens: 36, prompt: 1445 },
+        { at: 2553, kind: 'request', node: 1, adapter: -1, tokens: 33, prompt: 1442 },
+        { at: 2657, kind: 'request', node: 1, adapter: 0, tokens: 54, prompt: 1463 },
+        { at: 2680, kind: 'request', node: 1, adapter: 0, tokens: 46, prompt: 1664 },
+        { at: 2733, kind: 'request', node: 1, adapter: 0, tokens: 34, prompt: 1698 },
+        { at: 2900, kind: 'request', node: 1, adapter: 0, tokens: 49, prompt: 1816 },
+        { at: 2973, kind: 'request', node: 1, adapter: -1, tokens: 35, prompt: 1076 },
+        { at: 3011, kind: 'request', node: 1, adapter: 1, tokens: 34, prompt: 1152 },
+        { at: 3049, kind: 'request', node: 1, adapter: -1, tokens: 32, prompt: 1884 },
+        { at: 3122, kind: 'request', node: 1, adapter: 1, tokens: 29, prompt: 1530 },
+        { at: 3472, kind: 'request', node: 1, adapter: 0, tokens: 49, prompt: 1173 },
+        { at: 3479, kind: 'request', node: 1, adapter: 0, tokens: 60, prompt: 1287 },
+        { at: 3719, kind: 'request', node: 1, adapter: 0, tokens: 56, prompt: 1596 },
+        { at: 3754, kind: 'request', node: 1, adapter: -1, tokens: 37, prompt: 1575 },
+        { at: 3759, kind: 'request', node: 1, adapter: 1, tokens: 22, prompt: 1883 },
+      ],
+    );
+  }, 30_000);
+});

@@ -510,6 +510,36 @@ describe('a load slot the store granted whose answer never came back (seed 88587
     expect(calls.loadClaims[0]!.lock).toEqual({ at: 1154, seq: expect.any(Number) });
   });
 
+  // Seed 2223196's shape: node 1's slot for chat ran at 2,017 ms, before another node's make-room
+  // unload was granted there; its reply had not reached node 1 when that unload answered, and the
+  // check, which noted a slot at its answer, counted the replica 0 of 2.
+  it('is recorded as a claim when the store grants it, before the answer comes back', async () => {
+    const random = seededRandom(1);
+    const clock = new Scheduler(random);
+    const m = new RedisModel(clock, { node_ttl_ms: 2000, timeout: 500 } as RedisConfig, () => 0.99);
+    const until = (t: number) =>
+      clock.run(
+        t,
+        () => {},
+        () => false,
+      );
+    await m.apply('upsert', [{ url: URL, backend: 'vllm', priority: 0 }, 0, 'epoch-1', 0]);
+    const link = m.link('n1', new NodeClock(clock));
+    const calls = new CallsSeen(clock, () => false);
+    calls.grantsSeen(link, 'n1g0r0', 'n1g0');
+    await until(2016);
+    let outcome = 'pending';
+    void link.beginLoad(URL, 'chat', 2016, 2, 8000).then((f) => (outcome = `granted ${String(f)}`));
+    await until(2019); // run at 2018 (a 2 ms trip), its reply due at 2020
+    expect(outcome).toBe('pending');
+    expect(calls.loadClaims).toEqual([
+      expect.objectContaining({ at: 2018, url: URL, name: 'chat', sender: 'n1g0r0', until: 10018 }),
+    ]);
+    await until(2100);
+    expect(outcome).toMatch(/^granted /);
+    expect(calls.loadClaims).toHaveLength(1);
+  });
+
   it('a claim whose answer was lost, never ended by its holder, counts at a grant while the store holds its lock: holds', () => {
     const s: Setup = {
       log: [load(277, 'chat', 1), unload(5313, 'chat', 0)],
