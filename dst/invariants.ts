@@ -364,7 +364,8 @@ export class LogChecks {
    * process died, or the grant's answer never reached the router (a slow reply: Redis counted it,
    * the router decided alone). Spends added to the window by a node (granted
    * while it decided alone, or re-published after an emptied store) count as spent; units given
-   * back to the window (a prefetch's, whose load was never called) as not spent. A refusal
+   * back to the window (a prefetch's, whose load was never called) as not spent, unless the state
+   * lost the refund since (a Sentinel switch that missed the write: the window counts them again). A refusal
    * by a node deciding alone (its share: a sliding 60 s on its own clock, of a node count the
    * checks do not know) is not judged.
    */
@@ -402,7 +403,8 @@ export class LogChecks {
       if (op.op === 'claim' || op.key !== FLEET_BUDGET_KEY || op.at < from) continue;
       if (op.op === 'add') added += op.count;
       // A unit given back is a grant that went to no load (a prefetch's: it has no request).
-      else if (op.op === 'refund') added -= op.count;
+      // Not one the state lost since (a switch, an older snapshot): Redis counts its units again.
+      else if (op.op === 'refund') added -= op.lost ? 0 : op.count;
       else if (op.waitMs === 0) grants.push(op);
     }
     return { refusal, from, grants, added };

@@ -45,7 +45,7 @@ type BusyCounts = {
 };
 
 /** One mutating call as the server applied it: replayed to rebuild an older snapshot. */
-type Op = { name: string; args: unknown[] };
+type Op = { name: string; args: unknown[]; seq: number };
 
 /**
  * A cold-load budget call as the server ran it (its time), for the checks: a spend granted or
@@ -57,8 +57,11 @@ type Op = { name: string; args: unknown[] };
 export type BudgetOp =
   | { op: 'spend'; at: number; key: string; waitMs: number; request?: number; delivered: boolean }
   | { op: 'add'; at: number; key: string; count: number }
-  /** Units given back to the window they were granted in (no load followed them). */
-  | { op: 'refund'; at: number; key: string; count: number }
+  /**
+   * Units given back to the window they were granted in (no load followed them); `lost`: the state
+   * lost the write since (a Sentinel switch, a restart from an older snapshot), the units stay spent.
+   */
+  | { op: 'refund'; at: number; key: string; count: number; lost?: true }
   | { op: 'claim'; at: number; request?: number; alone?: true };
 
 /**
@@ -113,6 +116,8 @@ export class RedisModel {
   private readonly links: RedisLink[] = [];
   private candidates = 0;
   private replaying = false;
+  /** While replaying: the order of the script first run for the op replayed (`Op.seq`). */
+  private replayingSeq: number | null = null;
   /** Times the state was emptied (FLUSHALL, empty or snapshot restart): one budget more each. */
   readonly resets: number[] = [];
   /** Of `resets`: the times the state came back from an older copy (a snapshot, a replica that missed writes). */
@@ -313,15 +318,25 @@ export class RedisModel {
 
   private async rebuild(keep: number): Promise<void> {
     const ops = this.log.slice(0, keep);
+    // A refund the copy lacks is undone: its units count in the window again (seed 2228354).
+    const dropped = new Set(this.log.slice(keep).map((op) => op.seq));
+    this.budget.forEach((op, k) => {
+      if (op.op === 'refund' && dropped.has(this.budgetSeq[k]!)) op.lost = true;
+    });
     this.s = new ServerState();
     this.log = [];
     this.snapshots = [];
     // The ops were published when first applied: a replica catching up publishes nothing.
     this.replaying = true;
     try {
-      for (const op of ops) await this.apply(op.name, op.args);
+      for (const op of ops) {
+        // Replayed under its first order, so a later rebuild that drops it again finds its record.
+        this.replayingSeq = op.seq;
+        await this.apply(op.name, op.args);
+      }
     } finally {
       this.replaying = false;
+      this.replayingSeq = null;
     }
     // The locks the copy lacks end with the state; one whose grant it has lives on (dst seed 662665:
     // a switch that lost no write kept bio's load lock, and the store counted it for 2 s after).
@@ -383,7 +398,7 @@ export class RedisModel {
     // Called at once by `apply`: the order the scripts run in, each script's state change made
     // before its first await (the store's methods change it synchronously).
     const seq = ++this.order.n;
-    this.log.push({ name, args });
+    this.log.push({ name, args, seq: this.replayingSeq ?? seq });
     const st = s.store as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
     switch (name) {
       case 'upsert': {

@@ -368,4 +368,38 @@ describe("the simulated Redis's budget calls, as scripts/budget.ts runs them", (
     expect((await spent).waitMs).toBeGreaterThan(0);
     expect(m.budget.map((op) => op.op)).toEqual(['add', 'spend']);
   });
+
+  /** A model with a unit spent and given back on node n0's link, by 20 ms. */
+  async function refunded() {
+    const { clock, m, until } = timedModel();
+    const link = m.link('n0', clock);
+    const spent = link.takeBudget('fleet', 1, 60_000, 0);
+    await until(10);
+    const back = link.refundBudget((await spent).window!, 1, 10);
+    await until(20);
+    expect(await back).toBe(1);
+    return { clock, m, until };
+  }
+
+  it('a refund a Sentinel switch lost is marked lost: the window counts its unit again (seed 2228354)', async () => {
+    const { clock, m, until } = await refunded();
+    m.switchPrimary(1);
+    await until(40);
+    expect(m.budget.map((op) => [op.op, op.op === 'refund' ? op.lost : undefined])).toEqual([
+      ['spend', undefined],
+      ['refund', true],
+    ]);
+    expect((await m.link('n1', clock).takeBudget('fleet', 1, 60_000, 40)).waitMs).toBeGreaterThan(0);
+  });
+
+  it('a refund a switch kept, then a second switch lost, is marked lost (its replay keeps its order)', async () => {
+    const { m, until } = await refunded();
+    await m.apply('heartbeat', ['n0', 25]);
+    m.switchPrimary(1);
+    await until(40);
+    expect(m.budget.some((op) => op.op === 'refund' && op.lost)).toBe(false);
+    m.switchPrimary(1);
+    await until(60);
+    expect(m.budget.some((op) => op.op === 'refund' && op.lost)).toBe(true);
+  });
 });
