@@ -16,7 +16,7 @@ import { monotonic } from '../../src/clock';
 import { silentLogger } from '../../src/log';
 import { LeaseHandle } from '../../src/lease';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
-import type { ReplicaLoad } from '../../src/metrics/replica-load';
+import { busyReading } from '../helpers/readings';
 import { giveBack } from '../../src/router/guessed-lease';
 import { releaseLease } from '../../src/router/log-phase';
 import { FleetRuntime } from '../../src/runtime';
@@ -24,13 +24,7 @@ import { RedisServer } from '../../harness/redis/server';
 
 const U = 'http://10.0.0.1:8000';
 
-const reading = (active: string[]): ReplicaLoad => ({
-  running: active.length,
-  waiting: 0,
-  activeAdapters: active,
-  malformedLines: 0,
-  reportsActivity: true,
-});
+const reading = busyReading;
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

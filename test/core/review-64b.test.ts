@@ -14,7 +14,7 @@
 import { monotonic } from '../../src/clock';
 import { silentLogger } from '../../src/log';
 import { LeaseHandle } from '../../src/lease';
-import type { ReplicaLoad } from '../../src/metrics/replica-load';
+import { busyReading } from '../helpers/readings';
 import type { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { SKEW_MARGIN_MS } from '../../src/fleet/redis/scripts/prelude';
 import { SeenDown } from '../../src/fleet/redis/seen-down';
@@ -25,13 +25,7 @@ import { FleetRuntime } from '../../src/runtime';
 
 const U = 'http://10.0.0.1:8000';
 
-const reading = (active: string[]): ReplicaLoad => ({
-  running: active.length,
-  waiting: 0,
-  activeAdapters: active,
-  malformedLines: 0,
-  reportsActivity: true,
-});
+const reading = busyReading;
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

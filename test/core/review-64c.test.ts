@@ -16,19 +16,13 @@
 import { monotonic } from '../../src/clock';
 import { silentLogger } from '../../src/log';
 import { LeaseHandle } from '../../src/lease';
-import type { ReplicaLoad } from '../../src/metrics/replica-load';
+import { busyReading } from '../helpers/readings';
 import { logPhase } from '../../src/router/log-phase';
 import { FleetRuntime } from '../../src/runtime';
 
 const U = 'http://10.0.0.1:8000';
 
-const reading = (active: string[]): ReplicaLoad => ({
-  running: active.length,
-  waiting: 0,
-  activeAdapters: active,
-  malformedLines: 0,
-  reportsActivity: true,
-});
+const reading = busyReading;
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

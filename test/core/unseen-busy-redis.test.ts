@@ -7,7 +7,7 @@
 import type { ReplicaWord } from '../../src/adapters/replica-word';
 import { holdUnseenBusy } from '../../src/adapters/unseen-busy';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
-import type { ReplicaLoad } from '../../src/metrics/replica-load';
+import { busyReading } from '../helpers/readings';
 import { RedisServer } from '../../harness/redis/server';
 
 const U = 'http://10.0.0.1:8000';
@@ -32,13 +32,7 @@ afterEach(async () => {
   await store.close();
 });
 
-const reading = (active: string[]): ReplicaLoad => ({
-  running: active.length,
-  waiting: 0,
-  activeAdapters: active,
-  malformedLines: 0,
-  reportsActivity: true,
-});
+const reading = busyReading;
 
 /** A poll begun at `startedAt` whose registry lists `x`, running; the adapters it holds. */
 async function pollHolds(
