@@ -71,7 +71,10 @@ describe('the cold-load budget (budget.ts)', () => {
     // As a restore from a snapshot taken between the INCR and the PEXPIRE of an older script might leave it.
     await redis.command(['SET', `${p}budget:k`, '7']);
     const wait = await s.spendBudget('k', 5, 60_000, 0);
-    expect(wait).toBe(60_000);
+    // The window it opens, read back as its time left: a millisecond may pass within the script on a
+    // loaded machine (seen in a CI replay: 59,999).
+    expect(wait).toBeGreaterThan(60_000 - 30);
+    expect(wait).toBeLessThanOrEqual(60_000);
     const left = await pttl(`${p}budget:k`);
     expect(left).toBeGreaterThan(0);
     expect(left).toBeLessThanOrEqual(60_000);
