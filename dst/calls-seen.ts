@@ -59,8 +59,6 @@ export class CallsSeen {
   readonly spreads: PlacementSpread[] = [];
   /** The load slots the shared store granted the runtimes (`beginLoad`), with when each was ended. */
   readonly loadClaims: LoadClaim[] = [];
-  /** By process: the links of its runtimes, told when it dies. */
-  private readonly links = new Map<string, RedisLink[]>();
   /** By runtime and fence: the index of its claim in `loadClaims`. */
   private readonly claims = new Map<string, number>();
   /** By runtime, replica and adapter: when the shared store last granted it an unload (its lock). */
@@ -129,12 +127,9 @@ export class CallsSeen {
    * Notes when each unload lock the shared store grants a runtime (`sender`) was asked for, and
    * each load slot it grants, until the runtime ends it (seed 494165: a claim whose process died
    * before its load call still counted in the store), its answer lost or not (seed 885877), its
-   * process dead before the answer came or not. `proc`: the plugin-server process of the runtime.
+   * process dead before the answer came or not.
    */
-  grantsSeen(link: RedisLink, sender: string, proc: string): void {
-    let links = this.links.get(proc);
-    if (!links) this.links.set(proc, (links = []));
-    links.push(link);
+  grantsSeen(link: RedisLink, sender: string): void {
     // Noted as the store grants it, not as its answer comes back: an unload the store grants next
     // was judged with it counted (seed 2223196: chat's slot, its answer still on its way to node 1
     // when the unload it left room for answered). A grant whose answer never comes (seed 885877:
@@ -175,14 +170,12 @@ export class CallsSeen {
   }
 
   /**
-   * Process `proc` died: its unload calls still open end now, and its links tell of the load slots
-   * granted whose answers they still owed (`RedisLink.died`). Its HTTP calls never settle
+   * Process `proc` died: its unload calls still open end now (the load slots granted whose answers
+   * it still owed were noted as the store granted them: `grantsSeen`). Its HTTP calls never settle
    * (dst/replicas.ts) and its clock stops, so without this they stayed under way for the rest of
    * the run, and the room check counted their requests' slots forever (review2).
    */
   died(proc: string): void {
-    for (const link of this.links.get(proc) ?? []) link.died();
-    this.links.delete(proc);
     const now = this.sched.now();
     for (const c of this.unloadCalls) if (c.proc === proc && c.endedAt === undefined) c.endedAt = now;
   }

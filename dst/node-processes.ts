@@ -205,7 +205,7 @@ export class NodeProcesses {
         link.answered = (c) => this.g.healthReads.note(c);
         link.sharing = () => rt.store.mode?.() !== 'local';
         this.g.calls.spreadsSeen(link);
-        this.g.calls.grantsSeen(link, sender, procName(proc));
+        this.g.calls.grantsSeen(link, sender);
         return link;
       },
       api,

@@ -631,17 +631,13 @@ export class RedisLink implements SharedStore {
   /** Told of each call a request's decision made once its reply came (dst/health-reads.ts). */
   answered: ((c: StoreCall) => void) | null = null;
   /**
-   * Told of a load slot the server granted whose answer never reached this node (its call timed
-   * out, its stream closed or its process died, the script run): the store counts it until its TTL
-   * or until the node is found silent, and the node, knowing no fence, never ends it (seed 885877).
-   * A timed-out script still runs, as in Redis: ioredis's `commandTimeout` only rejects the
-   * caller's promise (lib/Command.ts `setTimeout`, tag v5.11.1: `this.reject(new Error("Command
-   * timed out"))`), the command already written stays in `commandQueue` and Redis runs it.
-   */
-  grantLost: ((url: string, adapter: string, fence: Fence, ttlMs: number) => void) | null = null;
-  /**
    * Told of a load slot as the server grants it (the script run), before its answer reaches the
-   * node: the store counts it from then, an unload it grants next included (seed 2223196).
+   * node: the store counts it from then, an unload it grants next included (seed 2223196), and until
+   * its TTL or until the node is found silent if the answer never comes (its call timed out, its
+   * stream closed or its process died: seed 885877). A timed-out script still runs, as in Redis:
+   * ioredis's `commandTimeout` only rejects the caller's promise (lib/Command.ts `setTimeout`, tag
+   * v5.11.1: `this.reject(new Error("Command timed out"))`), the command already written stays in
+   * `commandQueue` and Redis runs it.
    */
   grantRan: ((url: string, adapter: string, fence: Fence, ttlMs: number) => void) | null = null;
   /** Whether the node decides with this state now (not alone), for `RedisModel.foundLostAt`. */
@@ -671,8 +667,6 @@ export class RedisLink implements SharedStore {
   private readonly toServer = new InOrder();
   private fromServer = new InOrder();
   private nextCall = 0;
-  /** Load slots the server granted whose answer has not reached the node yet: fence -> tell of it lost. */
-  private readonly grantsOwed = new Map<Fence, () => void>();
   private closed = false;
   private listening = true;
   private cancelHeartbeat: (() => void) | null = null;
@@ -704,17 +698,6 @@ export class RedisLink implements SharedStore {
     const lost = this.stateLost;
     this.stateLost = false;
     return lost;
-  }
-
-  /**
-   * The node's process died: the answers this link still owed it never come (its clock stopped, so
-   * neither the reply nor the timeout fires), and a load slot granted among them is one whose answer
-   * was lost (seed 494165 with the link in order: the grant ran 1 ms before the death, its reply due after).
-   */
-  died(): void {
-    const owed = [...this.grantsOwed.values()];
-    this.grantsOwed.clear();
-    for (const lost of owed) lost();
   }
 
   /** A published change reaches this node (its subscriber), unless cut off. */
@@ -800,7 +783,7 @@ export class RedisLink implements SharedStore {
       if (this.faults.partitioned) return; // blackholed: the timeout answers
       const slow = this.faults.slowMs;
       const arrived = this.toServer.enter();
-      // A call the timeout gave up on still arrives and runs (`grantLost`).
+      // A call the timeout gave up on still arrives and runs (`grantRan`).
       trip(this.clock, this.random, () =>
         arrived(() => {
           if (server.down) return settle(() => reject(new Error('connect ECONNREFUSED')));
@@ -930,35 +913,19 @@ export class RedisLink implements SharedStore {
         },
         seq,
       );
-    // Whichever comes second, the grant or the call's failure, tells of a grant whose answer was lost.
-    let granted: Fence | null = null;
-    let failed = false;
-    const lost = () => {
-      if (granted !== null && failed) this.grantLost?.(url, adapter, granted, ttlMs);
-    };
-    const fail = () => {
-      if (granted !== null) this.grantsOwed.delete(granted);
-      failed = true;
-      lost();
-    };
     try {
-      const fence = (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
+      return (await this.call('beginLoad', [url, adapter, at, ttlMs, this.node, limit], {
         at: [2],
         ran: (now, r, seq) => {
           claim(now, undefined, seq);
-          granted = r as Fence | null;
+          const granted = r as Fence | null;
           if (granted !== null) this.grantRan?.(url, adapter, granted, ttlMs);
-          if (granted !== null && !failed) this.grantsOwed.set(granted, fail);
-          lost();
         },
       })) as Fence | null;
-      if (fence !== null) this.grantsOwed.delete(fence);
-      return fence;
     } catch (err) {
       // The call failed on the link (a switch, a timeout, refused): the failover store claims in its
       // local store instead, deciding alone, and that is a claim too (seed 531770).
       claim(this.server.clock.now(), true);
-      fail();
       throw err;
     }
   }

@@ -454,7 +454,7 @@ describe('a load slot the store granted whose answer never came back (seed 88587
     await m.apply('upsert', [{ url: URL, backend: 'vllm', priority: 0 }, 0, 'epoch-1', 0]);
     const link = m.link('n2', clock);
     const calls = new CallsSeen(clock, () => false);
-    calls.grantsSeen(link, 'n2g0r0', 'n2g0');
+    calls.grantsSeen(link, 'n2g0r0');
     await until(860);
     link.faults.slowMs = 1744;
     let outcome = 'pending';
@@ -492,7 +492,7 @@ describe('a load slot the store granted whose answer never came back (seed 88587
     const nodeClock = new NodeClock(clock);
     const link = m.link('n0', nodeClock);
     const calls = new CallsSeen(clock, () => false);
-    calls.grantsSeen(link, 'n0g0r0', 'n0g0');
+    calls.grantsSeen(link, 'n0g0r0');
     await until(1152);
     let outcome = 'pending';
     link.beginLoad(URL, 'sql', 1152, 2, 8000).then(
@@ -526,7 +526,7 @@ describe('a load slot the store granted whose answer never came back (seed 88587
     await m.apply('upsert', [{ url: URL, backend: 'vllm', priority: 0 }, 0, 'epoch-1', 0]);
     const link = m.link('n1', new NodeClock(clock));
     const calls = new CallsSeen(clock, () => false);
-    calls.grantsSeen(link, 'n1g0r0', 'n1g0');
+    calls.grantsSeen(link, 'n1g0r0');
     await until(2016);
     let outcome = 'pending';
     void link.beginLoad(URL, 'chat', 2016, 2, 8000).then((f) => (outcome = `granted ${String(f)}`));
