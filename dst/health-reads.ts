@@ -45,6 +45,20 @@ export interface KongMark {
 /** The key of a runtime's view of one replica (its polls, its requests' answers). */
 const runtimeReplica = (sender: string, url: string) => `${sender}\u0000${url}`;
 
+/** The key of one replica in one shared state (what every runtime sharing it reads). */
+const stateReplica = (db: number, url: string) => `${db}\u0000${url}`;
+
+/** Sets `m[key]` to `t` unless it holds a later time. */
+function latest(m: Map<string, number>, key: string, t: number): void {
+  m.set(key, Math.max(t, m.get(key) ?? -Infinity));
+}
+
+/** Keeps `mark` at `key` unless a marking from a later 502/504 is there (the newest decides). */
+function newest(m: Map<string, KongMark>, key: string, mark: KongMark): void {
+  const cur = m.get(key);
+  if (!cur || mark.failedAt >= cur.failedAt) m.set(key, mark);
+}
+
 /** Per request: the store calls its decision made (few: a decision makes a handful). */
 export class HealthReads {
   private readonly calls = new Map<number, StoreCall[]>();
@@ -114,7 +128,7 @@ export class HealthReads {
     const scrape = api.scrape.bind(api);
     api.scrape = (spec, timeoutMs) => {
       const key = runtimeReplica(sender, spec.url);
-      const onState = `${db}\u0000${spec.url}`;
+      const onState = stateReplica(db, spec.url);
       const begun = now();
       this.underWay.set(key, begun);
       const reply = scrape(spec, timeoutMs);
@@ -130,8 +144,8 @@ export class HealthReads {
           // An answered poll marks the replica up and starts its passive count again (markUp).
           this.failedInRow.delete(key);
           this.passiveDownAt.delete(key);
-          this.answeredBegun.set(key, Math.max(begun, this.answeredBegun.get(key) ?? -Infinity));
-          this.answeredBegunOn.set(onState, Math.max(begun, this.answeredBegunOn.get(onState) ?? -Infinity));
+          latest(this.answeredBegun, key, begun);
+          latest(this.answeredBegunOn, onState, begun);
         },
         (err: unknown) => {
           if (!(err instanceof BackendError && err.code === 'timeout')) return verdict();
@@ -190,16 +204,11 @@ export class HealthReads {
    * runtime, on shared state `db` (src/router/log-phase.ts `proxyFailed`).
    */
   kongMarked(sender: string, url: string, mark: KongMark): void {
-    const key = runtimeReplica(sender, url);
-    const cur = this.kongMarks.get(key);
     // The newest 502 decides: a poll begun after an older one may have seen the replica up since.
-    if (!cur || mark.failedAt >= cur.failedAt) this.kongMarks.set(key, mark);
-    const onState = `${mark.db}\u0000${url}`;
-    const last = this.kongMarksOn.get(onState);
-    if (!last || mark.failedAt >= last.failedAt) this.kongMarksOn.set(onState, mark);
-    const lastShared = this.sharedKongMarksOn.get(onState);
-    if (mark.shared && (!lastShared || mark.failedAt >= lastShared.failedAt))
-      this.sharedKongMarksOn.set(onState, mark);
+    newest(this.kongMarks, runtimeReplica(sender, url), mark);
+    const onState = stateReplica(mark.db, url);
+    newest(this.kongMarksOn, onState, mark);
+    if (mark.shared) newest(this.sharedKongMarksOn, onState, mark);
   }
 
   /**
@@ -208,7 +217,7 @@ export class HealthReads {
    * store only, counted here all the same: the other replicas' downs only ever excuse).
    */
   kongMarkStandingOn(db: number, url: string, sharedOnly = false): KongMark | undefined {
-    const onState = `${db}\u0000${url}`;
+    const onState = stateReplica(db, url);
     const mark = (sharedOnly ? this.sharedKongMarksOn : this.kongMarksOn).get(onState);
     if (!mark) return undefined;
     return (this.answeredBegunOn.get(onState) ?? -Infinity) > mark.failedAt ? undefined : mark;
@@ -223,7 +232,7 @@ export class HealthReads {
     const mark = this.kongMarks.get(runtimeReplica(sender, url));
     if (!mark) return undefined;
     const own = this.answeredBegun.get(runtimeReplica(sender, url)) ?? -Infinity;
-    const any = alone ? -Infinity : (this.answeredBegunOn.get(`${mark.db}\u0000${url}`) ?? -Infinity);
+    const any = alone ? -Infinity : (this.answeredBegunOn.get(stateReplica(mark.db, url)) ?? -Infinity);
     return Math.max(own, any) > mark.failedAt ? undefined : mark;
   }
 

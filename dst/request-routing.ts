@@ -478,7 +478,6 @@ export class RequestRouting {
     });
   }
 
-  /** Whether replica `u` is up as runtime `sender` can see it at `now` (`seenUp`), and Kong's 502/504 there has not marked it down. */
   /**
    * Whether replica `u` is up as runtime `sender` (on shared state `db`) can see it at `now` (`seenUp`),
    * Kong's 502/504 not having marked it down there: its own marking no poll of its own has undone, or,
