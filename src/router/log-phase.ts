@@ -124,7 +124,8 @@ export async function logPhase(
   const from = await asked?.catch(() => undefined);
   const lease = LeaseHandle.find(record.lease);
   try {
-    const served = from === 'service' && !gaveUp(status);
+    // Only an answer asked of Kong tells: a 499's never is (`asked`).
+    const served = from === 'service';
     const released = releaseLease(lease ?? LeaseHandle.open(record.lease), status, served, endedMono);
     if (released) await released;
   } finally {
