@@ -13,13 +13,12 @@
 import type { ReplicaWord } from '../../src/adapters/replica-word';
 import { holdUnseenBusy } from '../../src/adapters/unseen-busy';
 import { monotonic } from '../../src/clock';
-import { silentLogger } from '../../src/log';
 import { LeaseHandle } from '../../src/lease';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
-import { busyReading } from '../helpers/readings';
+import { busyReading, residentWatched } from '../helpers/unseen-hold';
 import { giveBack } from '../../src/router/guessed-lease';
 import { releaseLease } from '../../src/router/log-phase';
-import { FleetRuntime } from '../../src/runtime';
+import type { FleetRuntime } from '../../src/runtime';
 import { RedisServer } from '../../harness/redis/server';
 
 const U = 'http://10.0.0.1:8000';
@@ -34,13 +33,8 @@ describe('a poll’s reading, judged by the runtime (in-process store)', () => {
 
   /** `c` loaded on U a while before the poll; the runtime's judge, and the holds it starts. */
   async function runtime(): Promise<{ held: string[]; judge: (startedMono: number) => Promise<void> }> {
-    rt = new FleetRuntime({ log: silentLogger });
-    await rt.store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-    const before = rt.clock.now() - 10_000;
-    const f = await rt.store.beginLoad(U, 'c', before, 10, 10_000);
-    expect(await rt.store.finishLoad(U, 'c', f!, true, before + 1)).toBe(true);
-    const held: string[] = [];
-    jest.spyOn(rt.manager.replicaWord, 'holdUnseen').mockImplementation((_url, name) => void held.push(name));
+    let held: string[];
+    ({ rt, held } = await residentWatched(U, 'c'));
     return { held, judge: (startedMono) => rt.poller.onReading!(U, reading(['c']), startedMono) };
   }
 

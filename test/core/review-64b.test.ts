@@ -14,7 +14,7 @@
 import { monotonic } from '../../src/clock';
 import { silentLogger } from '../../src/log';
 import { LeaseHandle } from '../../src/lease';
-import { busyReading } from '../helpers/readings';
+import { busyReading, residentWatched } from '../helpers/unseen-hold';
 import type { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { SKEW_MARGIN_MS } from '../../src/fleet/redis/scripts/prelude';
 import { SeenDown } from '../../src/fleet/redis/seen-down';
@@ -40,13 +40,8 @@ afterEach(() => {
  * gets its log phase with `status` and `source`; the runtime's own judge reads `c` running.
  */
 async function heldAfter(status: number | undefined, source: string): Promise<string[]> {
-  rt = new FleetRuntime({ log: silentLogger });
-  await rt.store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-  const before = rt.clock.now() - 10_000;
-  const f = await rt.store.beginLoad(U, 'c', before, 10, 10_000);
-  expect(await rt.store.finishLoad(U, 'c', f!, true, before + 1)).toBe(true);
-  const held: string[] = [];
-  jest.spyOn(rt.manager.replicaWord, 'holdUnseen').mockImplementation((_url, name) => void held.push(name));
+  let held: string[];
+  ({ rt, held } = await residentWatched(U, 'c'));
   // A poll of U under way (its scrape answered, its reading about to be judged): the log phase
   // asks Kong's source only then (log-phase.ts `pollReading`).
   jest.spyOn(rt.poller, 'polling').mockImplementation((url) => url === U);

@@ -16,7 +16,7 @@
 import { monotonic } from '../../src/clock';
 import { silentLogger } from '../../src/log';
 import { LeaseHandle } from '../../src/lease';
-import { busyReading } from '../helpers/readings';
+import { busyReading, residentWatched } from '../helpers/unseen-hold';
 import { logPhase } from '../../src/router/log-phase';
 import { FleetRuntime } from '../../src/runtime';
 
@@ -37,13 +37,8 @@ async function setUp(): Promise<{
   held: string[];
   record: { lease: string; replica: string; stage: 'holder'; adapter: string };
 }> {
-  rt = new FleetRuntime({ log: silentLogger });
-  await rt.store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
-  const before = rt.clock.now() - 10_000;
-  const f = await rt.store.beginLoad(U, 'c', before, 10, 10_000);
-  expect(await rt.store.finishLoad(U, 'c', f!, true, before + 1)).toBe(true);
-  const held: string[] = [];
-  jest.spyOn(rt.manager.replicaWord, 'holdUnseen').mockImplementation((_url, name) => void held.push(name));
+  let held: string[];
+  ({ rt, held } = await residentWatched(U, 'c'));
   jest.spyOn(rt.poller, 'polling').mockImplementation((url) => url === U);
   const { lease } = LeaseHandle.takeNow(rt, U, 'c')!;
   return { held, record: { lease: lease.id, replica: U, stage: 'holder', adapter: 'c' } };

@@ -7,7 +7,7 @@
 import type { ReplicaWord } from '../../src/adapters/replica-word';
 import { holdUnseenBusy } from '../../src/adapters/unseen-busy';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
-import { busyReading } from '../helpers/readings';
+import { busyReading } from '../helpers/unseen-hold';
 import { RedisServer } from '../../harness/redis/server';
 
 const U = 'http://10.0.0.1:8000';
