@@ -77,7 +77,12 @@ export async function measureOverhead(
       for (let i = 0; i < n; i++) {
         const r = await run(router.Id);
         a.push(r);
-        calls = { access: r.req.pdkCalls.access!.length, log: r.req.pdkCalls.log!.length };
+        // The most any request made, not the last one's: a request that took a slower path
+        // (a refresh, a load) must count against the goal too.
+        calls = {
+          access: Math.max(calls.access, r.req.pdkCalls.access!.length),
+          log: Math.max(calls.log, r.req.pdkCalls.log!.length),
+        };
         b.push(await run(noop.Id));
       }
       const stats = (xs: { access: number; log: number }[]): EventStats => {
