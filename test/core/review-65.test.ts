@@ -95,3 +95,21 @@ describe('no bound drops a hold within its 2 s', () => {
     expect(rt.manager.replicaWord.unseenHeld()).toBe(1);
   });
 });
+
+describe('the idle word’s age is measured on the node’s own time, whatever its wall clock does', () => {
+  it('a word that took 400 ms is not fresh because the wall clock stepped back 300 ms meanwhile', async () => {
+    const clock = new SteppedClock();
+    let asks = 0;
+    // Each answer takes 400 ms (FRESH_WORD_MS is 150); a skew correction steps `now` back during the first.
+    const slow = {
+      activity: async () => {
+        clock.t += 400;
+        if (asks++ === 0) clock.skew -= 300;
+        return { busy: [] as string[] };
+      },
+    } as unknown as ReplicaApi;
+    rt = new FleetRuntime({ log: silentLogger, clock, api: slow });
+    await rt.store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    expect(await rt.manager.replicaWord.idleNow(U, 'c', new Set())).toBe('stale');
+  });
+});
