@@ -207,19 +207,25 @@ export class ReplicaWord {
     reportedBusy: Set<string>,
     timeoutMs = this.timeoutMs(),
     stillOurs?: () => boolean,
-    /** An answer already asked for (the after-load check asks with the list), as the first ask. */
+    /**
+     * An answer already asked for (the after-load check asks with the list), as the first ask;
+     * `askedAt` and `askUntil` on the monotonic time line (`monotonic`).
+     */
     first?: { answer: Promise<Activity>; askedAt: number },
     askUntil?: number,
   ): Promise<Withheld['reason'] | 'lost' | undefined> {
     let age = 0;
-    for (let ask = 0; ask < FRESH_WORD_ASKS || this.clock.now() < (askUntil ?? -Infinity); ask++) {
+    // The word's age on the monotonic time line: a wall clock stepped back during the ask (a skew
+    // correction) by less than the answer took made an old word read fresh (review 65).
+    const now = () => monotonic(this.clock);
+    for (let ask = 0; ask < FRESH_WORD_ASKS || now() < (askUntil ?? -Infinity); ask++) {
       const asked = ask === 0 ? first : undefined;
-      const askedAt = asked?.askedAt ?? this.clock.now();
+      const askedAt = asked?.askedAt ?? now();
       const reason = await this.withholds(url, name, reportedBusy, timeoutMs, asked?.answer);
       if (reason) return reason;
       if (stillOurs && !stillOurs()) return 'lost';
-      age = this.clock.now() - askedAt;
-      // A clock stepped back (skew corrected) could hide an old word: not fresh either.
+      age = now() - askedAt;
+      // A clock with no monotonic time line stepped back could hide an old word: not fresh either.
       if (age >= 0 && age <= this.freshMs) return undefined;
     }
     this.withheld(
@@ -349,7 +355,7 @@ export class ReplicaWord {
     // it covers a node that adopted the adapter by a poll since it landed; its age is counted
     // from asking, the wait for the list included, so a word the list made stale is asked again
     // (idleNow). Only judged when the list says over: within, the answer is dropped unread.
-    const askedAt = this.clock.now();
+    const askedAt = monotonic(this.clock);
     const answer = this.api.activity ? this.ask(url, name, timeout) : undefined;
     let listed: { name: string; path: string }[] | undefined;
     try {
