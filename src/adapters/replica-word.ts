@@ -65,8 +65,16 @@ export class ReplicaWord {
   onUnknownResidents: ((url: string) => void) | null = null;
   private readonly listeners: ((w: Withheld) => void)[] = [];
   private readonly logged = new Lru<string, number>(1024);
-  /** Replica and adapter → when the replica last reported it busy with no lease here (UNSEEN_HOLD_MS). */
-  private readonly unseen = new Lru<string, number>(1024);
+  /**
+   * Replica and adapter → when the replica last reported it busy with no lease here
+   * (UNSEEN_HOLD_MS), on the monotonic time line: the hold is a duration, and a wall clock stepped
+   * ahead ended it early, stepped back past it at once (review 65). Kept in the order the holds
+   * began (a renewal moves to the end), those past the hold dropped from the front as new ones
+   * start: no bound drops a live one (an Lru of 1024 did, with more pairs read busy within the
+   * hold: a store just emptied, 65 replicas running 16 adapters each). What it keeps is what
+   * reads found busy within the last 2 s: at most each replica's adapters.
+   */
+  private readonly unseen = new Map<string, number>();
   /**
    * Replica and adapter → when a request of this node routed there last ended (its log phase), on
    * the monotonic time line: a poll begun before may have read it running (`servedEndedSince`).
@@ -108,7 +116,7 @@ export class ReplicaWord {
     if (busy === undefined) return undefined;
     for (const a of busy) reportedBusy.add(a);
     const key = pairKey(url, name);
-    const now = this.clock.now();
+    const now = monotonic(this.clock);
     if (busy.includes(name)) {
       this.holdUnseen(url, name, now);
       this.withheld(
@@ -117,7 +125,8 @@ export class ReplicaWord {
       );
       return 'busy';
     }
-    // A clock stepped back by less than the hold counts as within it; by more, it holds no longer.
+    // Never negative on a monotonic time line. A clock with none (`now` stands for it) stepped
+    // back by less than the hold counts as within it; by more, it holds no longer (not for good).
     const since = now - (this.unseen.get(key) ?? -Infinity);
     if (Math.abs(since) >= UNSEEN_HOLD_MS) return undefined;
     this.withheld(
@@ -129,10 +138,25 @@ export class ReplicaWord {
 
   /**
    * Starts (or renews) the unseen hold of `adapter` on `url` (UNSEEN_HOLD_MS): a read of this node
-   * (the unload's word, or a poll) found it running or waiting with no lease here at `at`.
+   * (the unload's word, or a poll) found it running or waiting with no lease here at `at`
+   * (monotonic).
    */
-  holdUnseen(url: string, adapter: string, at = this.clock.now()): void {
-    this.unseen.set(pairKey(url, adapter), at);
+  holdUnseen(url: string, adapter: string, at = monotonic(this.clock)): void {
+    const key = pairKey(url, adapter);
+    // Moved to the end: the front holds the oldest, the first to end.
+    this.unseen.delete(key);
+    this.unseen.set(key, at);
+    // A fresh iterator each time (none held: src/lru.ts says what one kept); stops at the first
+    // live hold, so only holds past their 2 s go (read as `withholds` reads them).
+    for (const [k, since] of this.unseen) {
+      if (Math.abs(at - since) < UNSEEN_HOLD_MS) break;
+      this.unseen.delete(k);
+    }
+  }
+
+  /** How many replica-adapter pairs the unseen hold keeps (tests: only those within it). */
+  unseenHeld(): number {
+    return this.unseen.size;
   }
 
   /**
@@ -183,19 +207,25 @@ export class ReplicaWord {
     reportedBusy: Set<string>,
     timeoutMs = this.timeoutMs(),
     stillOurs?: () => boolean,
-    /** An answer already asked for (the after-load check asks with the list), as the first ask. */
+    /**
+     * An answer already asked for (the after-load check asks with the list), as the first ask;
+     * `askedAt` and `askUntil` on the monotonic time line (`monotonic`).
+     */
     first?: { answer: Promise<Activity>; askedAt: number },
     askUntil?: number,
   ): Promise<Withheld['reason'] | 'lost' | undefined> {
     let age = 0;
-    for (let ask = 0; ask < FRESH_WORD_ASKS || this.clock.now() < (askUntil ?? -Infinity); ask++) {
+    // The word's age on the monotonic time line: a wall clock stepped back during the ask (a skew
+    // correction) by less than the answer took made an old word read fresh (review 65).
+    const now = () => monotonic(this.clock);
+    for (let ask = 0; ask < FRESH_WORD_ASKS || now() < (askUntil ?? -Infinity); ask++) {
       const asked = ask === 0 ? first : undefined;
-      const askedAt = asked?.askedAt ?? this.clock.now();
+      const askedAt = asked?.askedAt ?? now();
       const reason = await this.withholds(url, name, reportedBusy, timeoutMs, asked?.answer);
       if (reason) return reason;
       if (stillOurs && !stillOurs()) return 'lost';
-      age = this.clock.now() - askedAt;
-      // A clock stepped back (skew corrected) could hide an old word: not fresh either.
+      age = now() - askedAt;
+      // A clock with no monotonic time line stepped back could hide an old word: not fresh either.
       if (age >= 0 && age <= this.freshMs) return undefined;
     }
     this.withheld(
@@ -325,7 +355,7 @@ export class ReplicaWord {
     // it covers a node that adopted the adapter by a poll since it landed; its age is counted
     // from asking, the wait for the list included, so a word the list made stale is asked again
     // (idleNow). Only judged when the list says over: within, the answer is dropped unread.
-    const askedAt = this.clock.now();
+    const askedAt = monotonic(this.clock);
     const answer = this.api.activity ? this.ask(url, name, timeout) : undefined;
     let listed: { name: string; path: string }[] | undefined;
     try {
