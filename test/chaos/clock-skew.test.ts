@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { LocalGateway } from '../../stack/gateway';
 import { CLOCK_SKEW_ENV, installClockSkewHook } from '../../pluginserver/clock-skew';
-import { systemClock } from '../../src/clock';
+import { monotonic, systemClock } from '../../src/clock';
 import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { ROOT } from '../../harness/kong/process';
 import { waitFor } from '../../harness/wait';
@@ -68,5 +68,23 @@ describe('the clock-skew hook with a value that is not a number', () => {
     const before = systemClock.now;
     expect(installClockSkewHook({ [CLOCK_SKEW_ENV]: 'ten' })).toBe(false);
     expect(systemClock.now).toBe(before);
+  });
+});
+
+describe('the clock-skew hook and the monotonic time line', () => {
+  it('steps the wall clock only: durations on the monotonic line (the unseen hold, a word age) do not jump', () => {
+    const before = process.listeners('SIGUSR2');
+    try {
+      expect(installClockSkewHook({ [CLOCK_SKEW_ENV]: '-5000' })).toBe(true);
+      const [wall, mono] = [systemClock.now(), monotonic(systemClock)];
+      process.emit('SIGUSR2', 'SIGUSR2');
+      // Stepped back 5 s, as a corrected node clock is; the monotonic line went on (a few ms).
+      expect(systemClock.now() - wall).toBeLessThan(-4000);
+      expect(monotonic(systemClock) - mono).toBeGreaterThanOrEqual(0);
+      expect(monotonic(systemClock) - mono).toBeLessThan(1000);
+    } finally {
+      for (const l of process.listeners('SIGUSR2')) if (!before.includes(l)) process.off('SIGUSR2', l);
+      delete (systemClock as { now?: unknown }).now;
+    }
   });
 });
