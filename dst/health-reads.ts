@@ -59,6 +59,35 @@ function newest(m: Map<string, KongMark>, key: string, mark: KongMark): void {
   if (!cur || mark.failedAt >= cur.failedAt) m.set(key, mark);
 }
 
+/** Notes a marking's end at `key` unless a later one is there; a later one waits for a poll begun after it. */
+function ended(ends: Map<string, number>, answered: Map<string, number>, key: string, at: number): void {
+  if (at <= (ends.get(key) ?? -Infinity)) return;
+  ends.set(key, at);
+  answered.delete(key);
+}
+
+/** A poll begun at `begun` answered at `at`: the first one begun after the marking's end at `key`, if it is. */
+function firstAfter(
+  ends: Map<string, number>,
+  answered: Map<string, number>,
+  key: string,
+  begun: number,
+  at: number,
+): void {
+  const end = ends.get(key);
+  if (end !== undefined && begun > end && !answered.has(key)) answered.set(key, at);
+}
+
+/** A marking ended at `end` (none: undefined) may hold at `now` unless a poll begun since answered over `slackMs` before. */
+function mayHold(
+  end: number | undefined,
+  answeredAt: number | undefined,
+  now: number,
+  slackMs: number,
+): boolean {
+  return end !== undefined && (answeredAt === undefined || now - answeredAt <= slackMs);
+}
+
 /** Per request: the store calls its decision made (few: a decision makes a handful). */
 export class HealthReads {
   private readonly calls = new Map<number, StoreCall[]>();
@@ -109,14 +138,20 @@ export class HealthReads {
   private readonly passiveDownAt = new Map<string, number>();
   /** By runtime and replica: Kong's own 502/504 there, its log phase's marking (`kongMarked`). */
   private readonly kongMarks = new Map<string, KongMark>();
-  /** By shared state and replica: the newest such marking of any runtime on it. */
-  private readonly kongMarksOn = new Map<string, KongMark>();
   /** By shared state and replica: the newest such marking that reached it (`KongMark.shared`). */
   private readonly sharedKongMarksOn = new Map<string, KongMark>();
   /** By runtime and replica: when its newest poll that answered began (the world's time). */
   private readonly answeredBegun = new Map<string, number>();
   /** By shared state and replica: when the newest poll of any runtime on it that answered began. */
   private readonly answeredBegunOn = new Map<string, number>();
+  /** By runtime and replica: when its last marking's log phase ended (the latest `markedAt`, whatever its 502's date). */
+  private readonly markEnded = new Map<string, number>();
+  /** By shared state and replica: the same, of any runtime's marking on it. */
+  private readonly markEndedOn = new Map<string, number>();
+  /** By runtime and replica: when its first poll begun after that end answered (none yet: absent). */
+  private readonly answeredAfterMark = new Map<string, number>();
+  /** By shared state and replica: the same, of any runtime's poll there. */
+  private readonly answeredAfterMarkOn = new Map<string, number>();
 
   /**
    * Notes each poll `sender`'s runtime makes (its scrape, made by polls only) as it begins and as
@@ -146,6 +181,8 @@ export class HealthReads {
           this.passiveDownAt.delete(key);
           latest(this.answeredBegun, key, begun);
           latest(this.answeredBegunOn, onState, begun);
+          firstAfter(this.markEnded, this.answeredAfterMark, key, begun, now());
+          firstAfter(this.markEndedOn, this.answeredAfterMarkOn, onState, begun, now());
         },
         (err: unknown) => {
           if (!(err instanceof BackendError && err.code === 'timeout')) return verdict();
@@ -207,18 +244,42 @@ export class HealthReads {
     // The newest 502 decides: a poll begun after an older one may have seen the replica up since.
     newest(this.kongMarks, runtimeReplica(sender, url), mark);
     const onState = stateReplica(mark.db, url);
-    newest(this.kongMarksOn, onState, mark);
     if (mark.shared) newest(this.sharedKongMarksOn, onState, mark);
+    // Whichever 502 is newer, the marking applied last is the one the store holds, dated then.
+    ended(this.markEnded, this.answeredAfterMark, runtimeReplica(sender, url), mark.markedAt);
+    ended(this.markEndedOn, this.answeredAfterMarkOn, onState, mark.markedAt);
   }
 
   /**
-   * The newest marking of `url` by any runtime on shared state `db` that no poll there begun after its
-   * 502 has answered, if any: what a node sharing that state reads (one deciding alone marked its local
-   * store only, counted here all the same: the other replicas' downs only ever excuse).
+   * Whether a marking of `url` by `sender`'s runtime may still be what that runtime reads there at
+   * `now`, its own polls alone undoing it: the reading that excuses routing elsewhere (another
+   * replica is not up as the node sees it while it may hold), so it holds longer than
+   * `kongMarkStanding`. The store dates a marking when it applies it (`startedOnArrival`; the memory
+   * store by the clock after the release), no earlier than the 502: a poll begun after the 502 but
+   * before that is older news, and one that answered before it is overwritten by it (seed 2237878:
+   * begun 0.5 ms after the 504, applied 1.5 ms before the marking, which held the replica down). So
+   * it holds until a poll begun after the marking's log phase ended has answered, and `slackMs`
+   * more (that poll's store call, the decision's read of it).
    */
-  kongMarkStandingOn(db: number, url: string, sharedOnly = false): KongMark | undefined {
+  kongMarkMayHold(sender: string, url: string, now: number, slackMs: number): boolean {
+    const key = runtimeReplica(sender, url);
+    return mayHold(this.markEnded.get(key), this.answeredAfterMark.get(key), now, slackMs);
+  }
+
+  /** `kongMarkMayHold` on shared state `db`: any runtime's marking there (made alone too), any runtime's poll. */
+  kongMarkMayHoldOn(db: number, url: string, now: number, slackMs: number): boolean {
+    const key = stateReplica(db, url);
+    return mayHold(this.markEndedOn.get(key), this.answeredAfterMarkOn.get(key), now, slackMs);
+  }
+
+  /**
+   * The newest marking of `url` that reached shared state `db` (its runtime shared it at its log
+   * phase's end) no poll there begun after its 502 has answered, if any: what binds a node sharing
+   * that state. The excuse reading is `kongMarkMayHoldOn`.
+   */
+  kongMarkStandingOn(db: number, url: string): KongMark | undefined {
     const onState = stateReplica(db, url);
-    const mark = (sharedOnly ? this.sharedKongMarksOn : this.kongMarksOn).get(onState);
+    const mark = this.sharedKongMarksOn.get(onState);
     if (!mark) return undefined;
     return (this.answeredBegunOn.get(onState) ?? -Infinity) > mark.failedAt ? undefined : mark;
   }

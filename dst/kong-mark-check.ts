@@ -7,7 +7,8 @@
  * request that came after the marking ended, decided on the runtime it marked, goes to the replica
  * only if a poll begun after the 502 has answered since (the node's own, deciding alone; any node's
  * on its shared state, sharing), or no other replica is up as the node can see (the health filter
- * fails open).
+ * fails open; a marking of another replica counts there until a poll begun after it reached the
+ * store has answered, seed 2237878: HealthReads.kongMarkMayHold).
  *
  * Not judged: a request decided on another runtime (a record change since: its state never heard
  * of the 502, nor of the polls before it), nor, sharing, one after the shared state was emptied or

@@ -482,8 +482,9 @@ export class RequestRouting {
    * Whether replica `u` is up as runtime `sender` (on shared state `db`) can see it at `now` (`seenUp`),
    * Kong's 502/504 not having marked it down there: its own marking no poll of its own has undone, or,
    * maybe sharing the state, any runtime's there no poll has undone (seed 2016001: another node's 504
-   * marked the other replica down in Redis, and the health filter failed open). `alone.maybe`, `alone.sure`:
-   * it may have decided alone, it surely did; each reading excuses the more.
+   * marked the other replica down in Redis, and the health filter failed open). Undone only by a poll
+   * begun after the marking reached the store, not after the 502 (`kongMarkMayHold`, seed 2237878).
+   * `alone.maybe`, `alone.sure`: it may have decided alone, it surely did; each reading excuses the more.
    */
   private seenUpBy(
     v: { sender: string; db: number; alone: { sure: boolean; maybe: boolean } },
@@ -499,8 +500,8 @@ export class RequestRouting {
         DEFAULT_UNHEALTHY_TIMEOUTS,
         SEEN_SLACK_MS,
       ) &&
-      reads.kongMarkStanding(v.sender, u, true) === undefined &&
-      (v.alone.sure || reads.kongMarkStandingOn(v.db, u) === undefined)
+      !reads.kongMarkMayHold(v.sender, u, now, SEEN_SLACK_MS) &&
+      (v.alone.sure || !reads.kongMarkMayHoldOn(v.db, u, now, SEEN_SLACK_MS))
     );
   }
 
@@ -521,7 +522,7 @@ export class RequestRouting {
     const standing = (u: string) => {
       const own = reads.kongMarkStanding(sender, u, alone.sure);
       if (own && (alone.sure || own.shared)) return own;
-      return alone.maybe ? undefined : reads.kongMarkStandingOn(p.db, u, true);
+      return alone.maybe ? undefined : reads.kongMarkStandingOn(p.db, u);
     };
     if (this.g.replicas.urls.some((u) => (standing(u)?.markedAt ?? Infinity) < began))
       this.kongMarks.judged++;

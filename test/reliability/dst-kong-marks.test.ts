@@ -229,11 +229,42 @@ describe('the kong-mark check, case by case', () => {
     expect(reads.kongMarkStandingOn(0, URL)).toBeUndefined();
   });
 
-  it('a marking made deciding alone (its local store only) binds no other node sharing the state', () => {
+  it('a marking made deciding alone (its local store only) binds no other node sharing the state, and may still excuse', () => {
     const reads = new HealthReads();
     reads.kongMarked('n1g0r0', URL, { ...mark, by: 'n1g0r0', shared: false });
-    expect(reads.kongMarkStandingOn(0, URL)).toBeDefined();
-    expect(reads.kongMarkStandingOn(0, URL, true)).toBeUndefined();
+    expect(reads.kongMarkStandingOn(0, URL)).toBeUndefined();
+    expect(reads.kongMarkMayHoldOn(0, URL, 1200, 500)).toBe(true);
+  });
+
+  // Seed 2237878: the store dates a marking when it applies it, so a poll begun after the 502 but
+  // before the marking reached the store leaves it standing there; as the excuse (the other
+  // replica not up as the node sees it), it holds until a poll begun after its log phase ended answers.
+  it('as an excuse, a marking holds until a poll begun after its log phase ended has answered, and the slack', async () => {
+    const reads = new HealthReads();
+    reads.kongMarked('n2g0r0', URL, mark);
+    await polled(reads, 'n1g0r0', [1002]);
+    expect(reads.kongMarkStandingOn(0, URL)).toBeUndefined();
+    expect(reads.kongMarkMayHoldOn(0, URL, 1400, 500)).toBe(true);
+    expect(reads.kongMarkMayHold('n2g0r0', URL, 1400, 500)).toBe(true);
+    await polled(reads, 'n1g0r0', [1010]);
+    expect(reads.kongMarkMayHoldOn(0, URL, 1510, 500)).toBe(true);
+    expect(reads.kongMarkMayHoldOn(0, URL, 1511, 500)).toBe(false);
+    expect(reads.kongMarkMayHoldOn(1, URL, 1511, 500)).toBe(false);
+    // Another node's poll undoes it on the state, not for the runtime's own reading (its polls).
+    expect(reads.kongMarkMayHold('n2g0r0', URL, 1511, 500)).toBe(true);
+    await polled(reads, 'n2g0r0', [1020]);
+    expect(reads.kongMarkMayHold('n2g0r0', URL, 1521, 500)).toBe(false);
+  });
+
+  it('as an excuse, the marking that ended last holds, whatever its 502', async () => {
+    const reads = new HealthReads();
+    reads.kongMarked('n2g0r0', URL, { ...mark, failedAt: 1005, markedAt: 1008 });
+    await polled(reads, 'n1g0r0', [1009]);
+    // An older 502 whose log phase ended later: the store applied it last.
+    reads.kongMarked('n0g0r0', URL, { ...mark, by: 'n0g0r0', markedAt: 1012 });
+    expect(reads.kongMarkMayHoldOn(0, URL, 2000, 500)).toBe(true);
+    await polled(reads, 'n1g0r0', [1013]);
+    expect(reads.kongMarkMayHoldOn(0, URL, 2000, 500)).toBe(false);
   });
 
   it('a newer 502 stands over an older one a poll has undone', async () => {
