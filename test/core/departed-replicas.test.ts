@@ -15,6 +15,7 @@ import type { ReplicaSpec } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
+import { forgetReplica } from '../../src/runtime-departures';
 import { fleetStatus } from '../../src/status/status';
 
 const BASE = 'base';
@@ -47,16 +48,16 @@ class FleetApi implements ReplicaApi {
 
 /** The fleet at step `i`: two replicas, both new addresses. */
 const urlsAt = (i: number) => [`http://10.1.${i}.1:8000`, `http://10.1.${i}.2:8000`];
-const fleetAt = (i: number) =>
+const fleetAt = (i: number, mode = 'predicted') =>
   parseRouterConfig({
     replicas: urlsAt(i).map((url) => ({ url })),
     base_model: BASE,
     adapter_path_template: '/adapters/{name}',
-    saturation_mode: 'predicted',
+    saturation_mode: mode,
     lease_max_age_ms: 1000,
   });
 
-function world() {
+function world(mode?: 'count') {
   const clock = new VirtualClock();
   const api = new FleetApi(clock);
   const rt = new FleetRuntime({
@@ -69,7 +70,7 @@ function world() {
   /** One plugin's configuration `i`, as Kong starts it (the same `__plugin_id` each time). */
   const configure = (i: number) => {
     for (const u of urlsAt(i)) api.alive.add(u);
-    return new RouterService(fleetAt(i), rt, 'plugin-1');
+    return new RouterService(fleetAt(i, mode), rt, 'plugin-1');
   };
   /** The replicas scraped in (from, to]. */
   const polledIn = (from: number, to: number) =>
@@ -150,6 +151,25 @@ describe('replicas that leave the configuration, without Redis', () => {
       const end = clock.now();
       expect([...polledIn(end - 2 * INTERVAL_MS, end)].sort()).toEqual(urlsAt(1).sort());
       expect(await perUrl()).toMatchObject({ lastLoad: 2, maxModelLen: 2, work: 2, status: 2 });
+    } finally {
+      rt.stop();
+    }
+  });
+
+  it("keeps a replica's records while a request of this process is on it", async () => {
+    // Counted saturation: no work model entry of the request stands in for its lease.
+    const { clock, rt, configure } = world('count');
+    try {
+      const service = configure(0);
+      await clock.run(clock.now() + 3 * INTERVAL_MS);
+      const body = Buffer.from(JSON.stringify({ model: BASE, prompt: 'hi', max_tokens: 1 }));
+      const r = await service.route({ path: '/v1/completions', body });
+      if (r.kind !== 'proxy') throw new Error(`not proxied: ${JSON.stringify(r)}`);
+      expect(forgetReplica(rt, r.url)).toBe(false);
+      expect(rt.poller.lastLoad.has(r.url)).toBe(true);
+      await service.finish(r.leaseId, 200);
+      expect(forgetReplica(rt, r.url)).toBe(true);
+      expect(rt.poller.lastLoad.has(r.url)).toBe(false);
     } finally {
       rt.stop();
     }
