@@ -115,6 +115,12 @@ describe('replicas that leave the configuration, without Redis', () => {
         return d !== undefined && c.at > d + GRACE_MS + 2 * INTERVAL_MS;
       }).length;
       expect(late).toBe(0);
+      // Meanwhile each round polled the replicas of the configurations within their grace, no more:
+      // one change every 2 s, 2 replicas each.
+      let most = 0;
+      for (let t = INTERVAL_MS; t <= end; t += INTERVAL_MS)
+        most = Math.max(most, polledIn(t - INTERVAL_MS, t).size);
+      expect(most).toBeLessThanOrEqual(2 * (GRACE_MS / 2000 + 2));
       expect([...polledIn(end - 2 * INTERVAL_MS, end)].sort()).toEqual(urlsAt(199).sort());
       expect(await perUrl()).toEqual({
         lastLoad: 2,
