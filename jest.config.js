@@ -26,6 +26,7 @@ const WAITING = [
   'integration/lifecycle',
   'integration/replica-modes',
   'integration/slo-max-in-flight',
+  'kong/departed-replicas',
   'kong/rate-limited-log',
   'kong/replica-last-word',
   'kong/slo-max-in-flight',

@@ -35,7 +35,13 @@ class LoraRouterPlugin {
     try {
       const c = parseRouterConfig(config, warnDeprecated);
       for (const w of routerConfigWarnings(c)) warnConfig(w);
-      this.service = new RouterService(c, sharedRuntime(c.redis));
+      // Kong's plugin id: a changed configuration of this plugin supersedes the last (its replicas lapse).
+      const pluginId = (config as { __plugin_id?: unknown } | null)?.__plugin_id;
+      this.service = new RouterService(
+        c,
+        sharedRuntime(c.redis),
+        typeof pluginId === 'string' ? pluginId : undefined,
+      );
       this.perConsumer = Object.keys(c.consumer_slo_class).length > 0;
     } catch (err) {
       // Kong validated the schema; what is left (a bad regex...) is answered on each request.

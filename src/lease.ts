@@ -161,6 +161,11 @@ export class LeaseHandle {
     return openPerReplica.get(rt, url);
   }
 
+  /** Drops the count of `url` on `rt` (a replica that left); false while a lease there is open. */
+  static forgetReplica(rt: FleetRuntime, url: string): boolean {
+    return openPerReplica.forget(rt, url);
+  }
+
   /** Taken just before a views read begins: the leases `unseenOn` counts against those views. */
   static viewsMark(): number {
     return answeredSeq;

@@ -25,6 +25,14 @@ export class ReplicaCounts {
       for (const [u, left] of perUrl) if (left === 0) perUrl.delete(u);
   }
 
+  /** Drops `url`'s entry on `rt` if it is at 0 (a replica that left); false if some count is open there. */
+  forget(rt: FleetRuntime, url: string): boolean {
+    const perUrl = this.byRuntime.get(rt);
+    if ((perUrl?.get(url) ?? 0) > 0) return false;
+    perUrl?.delete(url);
+    return true;
+  }
+
   get(rt: FleetRuntime, url: string): number {
     return this.byRuntime.get(rt)?.get(url) ?? 0;
   }

@@ -43,6 +43,12 @@ export class RuntimeDrain {
     return false;
   }
 
+  /** Whether a lease taken here on `url` is still open. */
+  leasesOn(url: string): boolean {
+    for (const l of this.leases) if (l.lease.url === url) return true;
+    return false;
+  }
+
   /** Resolves once no decision is under way. */
   async decisionsEnded(): Promise<void> {
     while (this.active > 0) await this.quieter.wait(this.clock, 1000);

@@ -65,6 +65,7 @@ export function wireRuntime(rt: FleetRuntime, hooks: WiringHooks): void {
       .refreshUrl(url, afresh)
       .catch((err: Error) => rt.log.warn(`could not poll ${url}: ${err.message}`));
   const asked = new Map<string, number>();
+  rt.replicaForgotten.push((url) => asked.delete(url));
   rt.manager.replicaWord.onUnknownResidents = (url) => {
     // Once per poll interval per replica: loads waiting for room ask every 250 ms.
     const now = rt.clock.now();
@@ -100,6 +101,7 @@ export function wireRuntime(rt: FleetRuntime, hooks: WiringHooks): void {
   rt.poller.addExpiryListener((n) => rt.metrics.leasesExpired.inc(n));
   // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).
   const down = new Set<string>();
+  rt.replicaForgotten.push((url) => down.delete(url));
   rt.poller.addPollListener((url, ok, ms) => {
     if (!ok) rt.metrics.pollErrors.inc({ replica: url });
     if (!ok && !down.has(url)) {

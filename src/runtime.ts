@@ -4,7 +4,7 @@ import { PollTrim } from './adapters/poll-trim';
 import { AdapterStats } from './adapters/stats';
 import { HttpReplicaApi } from './backends/http-replica-api';
 import type { ReplicaApi } from './backends/replica-api';
-import { systemClock, type Clock } from './clock';
+import { monotonic, systemClock, type Clock } from './clock';
 import { redisBounds } from './config/redis-enterprise';
 import { sharesState, stateKeyOf } from './config/redis-schema';
 import { MemoryFleetStore } from './fleet/memory-store';
@@ -16,6 +16,7 @@ import type { LeaseHandle } from './lease';
 import { Poller } from './fleet/poller';
 import { Prefetcher } from './prefetch/prefetcher';
 import { replicaSaturations, type SaturationPolicy } from './fleet/saturation';
+import { MIN_LAPSE_MS, NodeClaim, type ConfigClaim } from './fleet/node-claim';
 import type { FleetStore } from './fleet/store';
 import type { ReplicaView } from './fleet/types';
 import { stderrLogger, type Logger } from './log';
@@ -29,6 +30,7 @@ import {
 } from './runtime-settings';
 import { seededRandom, type Random } from './random';
 import { RuntimeDrain } from './runtime-drain';
+import { wireDepartures } from './runtime-departures';
 import { wireRuntime } from './runtime-wiring';
 import { LoadTimes } from './work/load-times';
 import { Lru } from './lru';
@@ -91,12 +93,18 @@ export class FleetRuntime {
   private readonly managed = new ConfigRegistry<(name: string, path: string) => boolean>();
   private readonly names = new ConfigRegistry<(path: string) => string | undefined>();
   /**
-   * What the router configuration routing to each replica URL asks of it (the latest registered
-   * wins): its keys are the replicas this runtime routes to.
+   * The node's claim: its live router configurations, and from them what the configuration
+   * routing to each replica URL asks of it (the latest registered wins). Its replicas are the ones
+   * this runtime routes to; one no live configuration lists any more loses its records here
+   * (runtime-departures.ts).
    */
-  private readonly replicas = new Map<string, ReplicaSettings>();
+  readonly claim = new NodeClaim();
+  /** With Redis, its `node_ttl_ms`: a claim of a node silent that long lapses in the store. */
+  private readonly nodeTtlMs: number;
   /** Each lora-poller plugin's polling settings, by plugin id (bounded: Kong's plugins, not instances). */
   private readonly pollingSettings = new Lru<string, PollingSettings>(64);
+  /** Told of each replica whose records this process dropped (runtime-departures.ts): per-url records kept elsewhere go too. */
+  readonly replicaForgotten: ((url: string) => void)[] = [];
   /** The runtime that replaced this one (a changed `redis` record), or null while current. */
   successor: FleetRuntime | null = null;
   /**
@@ -114,6 +122,7 @@ export class FleetRuntime {
     this.leasePrefix = o.leasePrefix ?? randomBytes(4).toString('hex');
     this.leaseSeq = o.leaseSeq ?? { next: 0 };
     this.stateKey = stateKeyOf(o.redis);
+    this.nodeTtlMs = sharesState(o.redis) ? (o.redis?.node_ttl_ms ?? 0) : 0;
     this.store = sharesState(o.redis)
       ? new FailoverFleetStore(
           o.sharedStore?.(o.redis, this.leasePrefix, this.log) ??
@@ -126,7 +135,12 @@ export class FleetRuntime {
       : (o.store ?? new MemoryFleetStore());
     this.api = o.api ?? new HttpReplicaApi();
     this.random = seededRandom(o.seed ?? Date.now() ^ process.pid);
-    this.metrics = new RouterMetrics(this.store, (rs) => this.saturations(rs), this.clock);
+    this.metrics = new RouterMetrics(
+      this.store,
+      (rs) => this.saturations(rs),
+      this.clock,
+      (url) => !this.departed(url),
+    );
     this.manager = new AdapterManager(this.store, this.api, this.clock, this.log);
     this.manager.leasedElsewhere = (url, adapter) => this.usedElsewhere(url, adapter);
     this.manager.replaced = () => this.successor !== null && !this.countsLeasesOf(this.current());
@@ -147,21 +161,27 @@ export class FleetRuntime {
       this.manager,
       this.clock,
       this.log,
-      (url) => this.replicas.get(url)?.limit,
+      (url) => this.claim.replicas.get(url)?.limit,
     );
-    this.pollTrim = new PollTrim(this.store, this.manager, this.log, (url) => this.replicas.get(url)?.limit);
+    this.pollTrim = new PollTrim(
+      this.store,
+      this.manager,
+      this.log,
+      (url) => this.claim.replicas.get(url)?.limit,
+    );
     // After a round the residency it plans on is fresh; it plans once its interval has passed.
     // A round under way when this runtime was replaced ends after `retire`, which stopped the
     // prefetcher: planning is the successor's then (test/core/failover-review-57.test.ts).
     this.poller.addRoundListener(() => void this.prefetcher.maybeTick());
     wireRuntime(this, {
-      maxLoadedAdapters: (url) => this.replicas.get(url)?.limit.maxLoadedAdapters,
+      maxLoadedAdapters: (url) => this.claim.replicas.get(url)?.limit.maxLoadedAdapters,
       isManaged: (name, path) => {
         for (const m of this.managed.list) if (m(name, path)) return true;
         return false;
       },
       trimAfterPoll: (url) => this.pollTrim.after(url),
     });
+    wireDepartures(this);
   }
 
   /**
@@ -188,26 +208,76 @@ export class FleetRuntime {
   }
 
   /**
-   * A router configuration routes to `url` with these settings (the latest registered wins, so a
-   * changed configuration takes effect). The poller reclaims a lease only past the longest
-   * `leaseMaxAgeMs` of the replicas', so no configuration's live request loses its lease to
-   * another's setting.
+   * A router configuration registers (`key`: Kong's `__plugin_id`, else its own JSON; `content`:
+   * its JSON) routing to `urls` with these settings: it supersedes the live one of its key
+   * (node-claim.ts), and the latest registered wins each replica's settings. The poller reclaims
+   * a lease only past the longest `leaseMaxAgeMs` of the live configurations', so no
+   * configuration's live request loses its lease to another's setting.
    */
-  registerReplica(url: string, settings: ReplicaSettings): void {
-    this.replicas.set(url, settings);
-    this.poller.configure({
-      leaseMaxAgeMs: Math.max(...[...this.replicas.values()].map((r) => r.leaseMaxAgeMs)),
-    });
+  registerClaim(
+    key: string,
+    content: string,
+    urls: readonly string[],
+    settings: ReplicaSettings,
+  ): ConfigClaim {
+    const claim = this.claim.register(key, content, urls, settings, monotonic(this.clock));
+    this.claimChanged();
+    return claim;
+  }
+
+  /**
+   * A request went through a superseded configuration: it stays live for the lapse grace from now
+   * (and, lapsed already, is live again). Called only when `claim.superseded`: the request path
+   * reads that field and nothing more otherwise.
+   */
+  supersededUsed(claim: ConfigClaim): void {
+    if (this.claim.used(claim, monotonic(this.clock))) this.claimChanged();
+  }
+
+  /** The live configurations changed: the poller's lease age follows their longest. */
+  claimChanged(): void {
+    const ages = [...this.claim.replicas.values()].map((r) => r.leaseMaxAgeMs);
+    if (ages.length > 0) this.poller.configure({ leaseMaxAgeMs: Math.max(...ages) });
+  }
+
+  /**
+   * How long a superseded configuration is kept unused: the longest `lease_max_age_ms` of the
+   * live configurations', at least MIN_LAPSE_MS. Past it, every lease its requests took is past
+   * the age at which the poller reclaims it.
+   */
+  lapseGraceMs(): number {
+    return Math.max(MIN_LAPSE_MS, this.poller.leaseMaxAgeMs);
+  }
+
+  /**
+   * The store's grace for a replica no node claims (FleetStore.retainReplicas): the longest
+   * `lease_max_age_ms`, and with Redis at least `node_ttl_ms`.
+   */
+  forgetGraceMs(): number {
+    return Math.max(this.nodeTtlMs, this.poller.leaseMaxAgeMs);
   }
 
   /** Whether a router configuration on this runtime routes to `url`. */
   routesTo(url: string): boolean {
-    return this.replicas.has(url);
+    return this.claim.claims(url);
+  }
+
+  /**
+   * Whether `url` is kept out of polling, status and metrics: it was this node's, no live
+   * configuration lists it, and no other node may route to it (no shared state).
+   */
+  departed(url: string): boolean {
+    return this.stateKey === stateKeyOf(undefined) && this.claim.releases(url);
+  }
+
+  /** Whether a lease taken here on `url` is still open (its request under way). */
+  leasesOn(url: string): boolean {
+    return this.drain.leasesOn(url);
   }
 
   /** How saturation is judged on `url` for metrics and status: its configuration's policy. */
   saturationOf(url: string): SaturationPolicy {
-    return this.replicas.get(url)?.saturation ?? DEFAULT_SATURATION;
+    return this.claim.replicas.get(url)?.saturation ?? DEFAULT_SATURATION;
   }
 
   /**
@@ -384,7 +454,8 @@ export class FleetRuntime {
     // Oldest first (entries() lists the newest first): the newest stays first in `next` too.
     for (const [key, m] of this.managed.entries().reverse())
       if (!next.managed.has(key)) next.registerManaged(key, m);
-    for (const [url, r] of this.replicas) if (!next.replicas.has(url)) next.registerReplica(url, r);
+    next.claim.adopt(this.claim);
+    next.claimChanged();
     for (const [k, n] of this.names.entries().reverse()) if (!next.names.has(k)) next.registerNames(k, n);
     if (this.prefetcher.settings && !next.prefetcher.settings)
       next.prefetcher.configure(this.prefetcher.settings);

@@ -27,6 +27,11 @@ export class PlacementClaims {
     if (m.size === 0) this.claims.delete(url);
   }
 
+  /** Whether a placement on `url` is decided and not yet in the store (a load about to begin there). */
+  on(url: string): boolean {
+    return this.claims.has(url);
+  }
+
   /**
    * Shows claimed placements in `views`: the requested adapter as a loading holder, and every
    * claim not yet in the store as a slot spoken for (so concurrent cold requests for different

@@ -77,6 +77,20 @@ export class AdapterManager {
    */
   replaced: () => boolean = () => false;
 
+  /**
+   * Drops what is kept of `url` (a replica that left): its own unloads' ends, the names blocked
+   * there. False, and nothing dropped, while a load, an unload or a placement of this process is
+   * under way there.
+   */
+  forgetReplica(url: string): boolean {
+    const prefix = `${url}\u0000`;
+    for (const key of this.flights.keys()) if (key.startsWith(prefix)) return false;
+    for (const key of this.joiners.keys()) if (key.startsWith(prefix)) return false;
+    if (this.claims.on(url) || !this.ownUnloads.forget(url)) return false;
+    this.unknownNames.forget(url);
+    return true;
+  }
+
   /** A wait for room to change, ended by RuntimeReplaced on a replaced runtime (Room.waitForRoom). */
   waitForRoom(): Promise<void> {
     return this.room.waitForRoom();

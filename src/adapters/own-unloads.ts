@@ -54,6 +54,19 @@ export class OwnUnloads {
   /** Per replica: the latest unpolled end a poll was asked for (`ask`): one ask per time, however many wait. */
   private readonly asked = new Map<string, number>();
 
+  /**
+   * Drops what is kept of `url` (a replica that left): its unload ends and polls. False, and
+   * nothing dropped, while an unload of this node is under way there.
+   */
+  forget(url: string): boolean {
+    if (this.under.has(url)) return false;
+    this.lost.delete(url);
+    this.done.delete(url);
+    this.polledFrom.delete(url);
+    this.asked.delete(url);
+    return true;
+  }
+
   /** An unload of `name` on `url` is under way (from its grant); undo with `end`. */
   begin(url: string, name: string): void {
     let m = this.under.get(url);

@@ -21,6 +21,11 @@ export class PollTrim {
     private readonly policyOf: (url: string) => AdapterPolicy | undefined,
   ) {}
 
+  /** Whether a trim of `url` is under way. */
+  busy(url: string): boolean {
+    return this.underWay.has(url);
+  }
+
   /** A poll of `url` answered: unload the excess over the limit once idle. */
   after(url: string): void {
     const policy = this.policyOf(url);

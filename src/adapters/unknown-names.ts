@@ -44,6 +44,11 @@ export class UnknownNames {
     throw errors.unverifiedName(name, url, Math.max(1, Math.ceil((until - now) / 1000)));
   }
 
+  /** Drops `url`'s block (a replica that left). */
+  forget(url: string): void {
+    this.blocked.delete(url);
+  }
+
   /** A name known to exist: listed in the configuration, or loaded somewhere before. */
   private known(name: string, policy: NamePolicy): boolean {
     return this.verified.has(name) || policy.isListed?.(name) === true;

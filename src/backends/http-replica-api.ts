@@ -47,6 +47,10 @@ export class HttpReplicaApi implements ReplicaApi {
   /** `http`: its connections, shared with the preflight check (src/doctor). */
   constructor(readonly http = new ReplicaHttp()) {}
 
+  forget(url: string): void {
+    this.lastRead.delete(url);
+  }
+
   async scrape(replica: ReplicaSpec, timeoutMs: number): Promise<Scrape> {
     const { url, backend } = replica;
     if (backend === 'llamacpp') {

@@ -42,6 +42,8 @@ export interface ReplicaApi {
    * list them. Throws BackendError when the replica does not answer.
    */
   residency?(url: string, timeoutMs: number): Promise<{ name: string; path: string }[] | undefined>;
+  /** Drops what is kept of `url` between calls (a replica that left). Optional: none kept. */
+  forget?(url: string): void;
 }
 
 /** The replica has no adapter at that path: the client's problem (unknown adapter), not the replica's. */

@@ -153,6 +153,34 @@ export class Poller {
     return this.inFlight.has(url);
   }
 
+  /**
+   * Whether a round leaves `url` out (set by the runtime: a replica this node left, which no other
+   * node may route to). Never asked of a replica never claimed: the store's list rules those.
+   */
+  skips: ((url: string) => boolean) | null = null;
+  /** Awaited at the end of each round, after the lease expiry (the runtime's departures). */
+  afterRound: (() => Promise<void>) | null = null;
+
+  /** The replicas of the store's last list read (null: none answered yet). */
+  listedUrls(): string[] | null {
+    return this.listed?.map((s) => s.url) ?? null;
+  }
+
+  /**
+   * Drops what is kept of `url` (a replica that left): its readings, context length, preflight
+   * check, timeouts in a row. False, and nothing dropped, while a poll of it is under way.
+   */
+  forget(url: string): boolean {
+    if (this.inFlight.has(url)) return false;
+    this.timeoutsInRow.delete(url);
+    this.lastLoad.delete(url);
+    this.maxModelLen.delete(url);
+    this.preflightChecks.delete(url);
+    this.preflightStarted.delete(url);
+    if (this.listed?.some((s) => s.url === url)) this.listed = this.listed.filter((s) => s.url !== url);
+    return true;
+  }
+
   /** Polls one replica now, or joins the poll already under way. */
   refresh(spec: ReplicaSpec): Promise<void> {
     return this.begin(spec);
@@ -183,7 +211,7 @@ export class Poller {
     let spec = (this.listed ?? (await this.localSpecs())).find((s) => s.url === url);
     if (spec) listing.answered.catch(() => undefined);
     else spec = (await listing.answered).find((s) => s.url === url);
-    if (!spec) return;
+    if (!spec || this.skips?.(url)) return;
     if (afresh) await this.inFlight.get(url);
     await this.begin(spec, listing);
     // Registered again with another backend: that poll wrote nothing if the fresh list came
@@ -227,6 +255,7 @@ export class Poller {
         `reclaimed in-flight lease ${l.id} (${l.adapter ?? 'base'} on ${l.url}): its log phase never came (held over ${this.options.leaseMaxAgeMs} ms, or its Kong node stopped)`,
       );
     }
+    await this.afterRound?.();
   }
 
   /**
@@ -240,7 +269,10 @@ export class Poller {
 
   /** Polls each of `specs` not under way already. */
   private pollEach(specs: readonly ReplicaSpec[], listing?: Listing): Promise<void[]> {
-    return Promise.all(specs.filter((s) => !this.inFlight.has(s.url)).map((s) => this.begin(s, listing)));
+    const skips = this.skips;
+    return Promise.all(
+      specs.filter((s) => !this.inFlight.has(s.url) && !skips?.(s.url)).map((s) => this.begin(s, listing)),
+    );
   }
 
   /** Reads the store's replica list, kept for the next round once it answers (the newest read's). */

@@ -59,6 +59,14 @@ export interface FleetStore {
   /** Every replica registered so far (the poller polls these). */
   replicaSpecs(): Promise<ReplicaSpec[]>;
   /**
+   * This node routes to exactly `urls` now (its live configurations' replicas). The store keeps a
+   * replica while some node claims it; one no node has claimed for `graceMs` (and that has nothing
+   * running: no in-flight count, no lease, no load or unload under way) is forgotten: its spec and
+   * every record of it go, and the next list (`replicaSpecs`) no longer names it. Resolves to the
+   * urls forgotten by this call.
+   */
+  retainReplicas?(urls: readonly string[], graceMs: number): Promise<string[]>;
+  /**
    * Failover stores: the replicas registered through this store, from its local copy, with no round
    * trip: a poller's first round polls these at once, beside its read of `replicaSpecs`.
    */

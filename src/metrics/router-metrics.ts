@@ -35,8 +35,19 @@ export class RouterMetrics {
     this.uncounted.set(stage, (this.uncounted.get(stage) ?? 0) + 1);
   }
 
+  /** Drops the series labelled with `url` (a replica that left). */
+  forget(url: string): void {
+    this.pollErrors.remove({ replica: url });
+  }
+
   /** `saturations`: each replica's saturation as its configuration judges it (count or predicted). */
-  constructor(store: FleetStore, saturations: (replicas: readonly ReplicaView[]) => number[], clock: Clock) {
+  constructor(
+    store: FleetStore,
+    saturations: (replicas: readonly ReplicaView[]) => number[],
+    clock: Clock,
+    /** Whether a replica the store lists is shown (not one this node left, alone: FleetRuntime.departed). */
+    shows: (url: string) => boolean = () => true,
+  ) {
     const registers = [this.registry];
     const uncounted = this.uncounted;
     this.decisions = new Counter({
@@ -119,7 +130,9 @@ export class RouterMetrics {
         registers,
         async collect() {
           this.reset();
-          const views = await store.views((await store.replicaSpecs()).map((x) => x.url));
+          const views = await store.views(
+            (await store.replicaSpecs()).map((x) => x.url).filter((u) => shows(u)),
+          );
           views.forEach((r, i) => this.set({ replica: r.url }, value(r, i, views)));
         },
       });

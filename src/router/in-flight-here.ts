@@ -8,6 +8,11 @@ import type { FleetRuntime } from '../runtime';
  */
 const joining = new ReplicaCounts();
 
+/** Drops the count of `url` on `rt` (a replica that left); false while a decision joins it. */
+export function forgetJoining(rt: FleetRuntime, url: string): boolean {
+  return joining.forget(rt, url);
+}
+
 /** A decision counted already: nothing to end. */
 const counted = (): void => undefined;
 

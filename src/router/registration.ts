@@ -9,6 +9,7 @@ import type { AdapterCatalog } from '../adapters/catalog';
 import type { AdapterPolicy } from '../adapters/manager';
 import type { RouterConfig } from '../config/router-schema';
 import { samePath } from '../fleet/replica-record';
+import type { ConfigClaim } from '../fleet/node-claim';
 import type { ReplicaSpec } from '../fleet/types';
 import type { FleetRuntime } from '../runtime';
 import { claimReplicas } from '../runtime-registry';
@@ -52,8 +53,10 @@ export function coldBudgetOf(config: RouterConfig): ColdLoadBudget {
 }
 
 /**
- * Registers the configuration with `rt`: what it manages, its replicas, prefetching, the work
- * model's prior. Resolves once its replicas are in the store and polling runs.
+ * Registers the configuration with `rt`: what it manages, its replicas (the node's claim, under
+ * `setup.key`: Kong's `__plugin_id`, else the configuration's JSON), prefetching, the work model's
+ * prior. Returns its claim at once, and `ready`, resolved once its replicas are in the store and
+ * polling runs.
  */
 export function registerConfiguration(
   rt: FleetRuntime,
@@ -63,8 +66,9 @@ export function registerConfiguration(
     specs: readonly ReplicaSpec[];
     policy: SchedulingPolicy;
     adapterPolicy: AdapterPolicy;
+    key?: string;
   },
-): Promise<void> {
+): { claim: ConfigClaim; ready: Promise<void> } {
   const urls = setup.specs.map((s) => s.url);
   rt.registerManaged(
     JSON.stringify([config.adapters, config.adapter_path_template, config.adapter_name_pattern]),
@@ -75,15 +79,16 @@ export function registerConfiguration(
     JSON.stringify(config.adapters),
     (path) => config.adapters.find((a) => a.static && a.path !== undefined && samePath(path, a.path))?.name,
   );
-  for (const url of urls)
-    rt.registerReplica(url, {
-      limit: setup.adapterPolicy,
-      saturation: {
-        ...setup.policy.saturation,
-        predictedMarginMs: config.saturation_mode === 'predicted' ? config.saturation_margin_ms : undefined,
-      },
-      leaseMaxAgeMs: config.lease_max_age_ms,
-    });
+  // Its replicas, by its plugin id: a changed configuration of one plugin supersedes the last.
+  const content = JSON.stringify(config);
+  const claim = rt.registerClaim(setup.key ?? content, content, urls, {
+    limit: setup.adapterPolicy,
+    saturation: {
+      ...setup.policy.saturation,
+      predictedMarginMs: config.saturation_mode === 'predicted' ? config.saturation_margin_ms : undefined,
+    },
+    leaseMaxAgeMs: config.lease_max_age_ms,
+  });
   claimReplicas(rt, urls);
   // The latest configuration registered sets prefetching for the runtime (as replicas' limits).
   rt.prefetcher.configure({
@@ -98,11 +103,12 @@ export function registerConfiguration(
   });
   rt.work.configure(config.prefill_tokens_per_second);
   if (config.saturation_mode === 'predicted') rt.predictsWork = true;
-  return Promise.all(setup.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
+  const ready = Promise.all(setup.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
     // Polling is what keeps decisions fresh: start it here too, in case lora-poller
     // runs in another process (or not at all). On the runtime current now: a `redis` record
     // change during the registration retired `rt`, and a poller started there would poll a
     // closed store for the rest of the process (the 30-minute fault run's silent nodes).
     rt.current().poller.start();
   });
+  return { claim, ready };
 }

@@ -4,6 +4,7 @@ import { RuntimeReplaced } from '../adapters/room';
 import type { AdapterPolicy } from '../adapters/manager';
 import type { RouterConfig } from '../config/router-schema';
 import { errors, RouterError } from '../errors';
+import type { ConfigClaim } from '../fleet/node-claim';
 import type { ReplicaSpec, ReplicaView } from '../fleet/types';
 import { LeaseHandle } from '../lease';
 import type { FleetRuntime } from '../runtime';
@@ -50,6 +51,11 @@ export class RouterService {
   private readonly policy: SchedulingPolicy;
   private readonly adapterPolicy: AdapterPolicy;
   private readonly ready: Promise<void>;
+  /**
+   * Its registration in the node's claim: once another configuration of its plugin registered
+   * (`superseded`), each request marks it used, which keeps its replicas claimed.
+   */
+  private readonly claim: ConfigClaim;
   /** `ready` has resolved: a request then awaits nothing for it (a microtask hop less, every request). */
   private registered = false;
   private readonly coldBudget: ColdLoadBudget;
@@ -72,6 +78,8 @@ export class RouterService {
     readonly config: RouterConfig,
     /** The runtime this configuration began on (`current()` follows `redis` record changes). */
     readonly runtime: FleetRuntime,
+    /** Kong's `__plugin_id`: a later configuration of the same plugin supersedes this one (node-claim.ts). */
+    pluginId?: string,
   ) {
     const rt = runtime;
     this.catalog = new AdapterCatalog({
@@ -108,12 +116,15 @@ export class RouterService {
       targets: this.targets,
       lastReplica: this.lastReplica,
     };
-    this.ready = registerConfiguration(rt, config, {
+    const registration = registerConfiguration(rt, config, {
       catalog: this.catalog,
       specs: this.specs,
       policy: this.policy,
       adapterPolicy: this.adapterPolicy,
-    }).then(() => {
+      key: pluginId,
+    });
+    this.claim = registration.claim;
+    this.ready = registration.ready.then(() => {
       this.registered = true;
     });
   }
@@ -128,6 +139,8 @@ export class RouterService {
    */
   async route(req: RouteRequest): Promise<RouteOutcome> {
     let rt = this.runtime.current();
+    // A field check while this configuration is its plugin's latest: no Map work per request.
+    if (this.claim.superseded) rt.supersededUsed(this.claim);
     // Held requests are counted with or without classes: the end of a hold reads the backlog.
     const wait = new RoomWait(this.config, rt.clock.now(), undefined, this.held);
     // A request spends the cold-load budget once, on whichever runtime: a grant a replaced

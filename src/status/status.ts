@@ -75,7 +75,9 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
     rt.store.events(eventLimit),
     rt.store.inFlightTotal(),
   ]);
-  const saturations = rt.saturations(dump.replicas);
+  // A replica this node left, alone on its state, is not shown (runtime-departures.ts).
+  const replicas = dump.replicas.filter((r) => !rt.departed(r.url));
+  const saturations = rt.saturations(replicas);
   return {
     now,
     poller: { running: rt.poller.running, ...rt.poller.stats },
@@ -85,7 +87,7 @@ export async function fleetStatus(rt: FleetRuntime, eventLimit = 50): Promise<Fl
     },
     store: rt.store.mode?.() ?? 'memory',
     inFlight,
-    replicas: dump.replicas.map((r, i) => ({
+    replicas: replicas.map((r, i) => ({
       url: r.url,
       backend: r.backend,
       priority: r.priority,

@@ -27,6 +27,11 @@ export class EngineLoads {
     };
   }
 
+  /** Whether a load is under way on `url`. */
+  busy(url: string): boolean {
+    return this.byUrl.has(url);
+  }
+
   /** How many of those loads are under way on `url`. */
   count(url: string): number {
     return this.byUrl.get(url)?.pending.length ?? 0;

@@ -311,6 +311,16 @@ export class WorkModel {
     };
   }
 
+  /**
+   * Drops `url`'s figures (a replica that left); false, and nothing dropped, while a request
+   * admitted there or a load there is still counted.
+   */
+  forget(url: string): boolean {
+    if ((this.replicas.get(url)?.entries.size ?? 0) > 0 || this.engineLoads.busy(url)) return false;
+    this.replicas.delete(url);
+    return true;
+  }
+
   /** Forgets requests admitted before `now - maxAgeMs`: their log phase never came (the lease expired). */
   purge(now: number, maxAgeMs: number): void {
     // `byId` is in admission order: the first young entry ends the walk (it runs every poll).

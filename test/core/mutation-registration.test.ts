@@ -47,7 +47,11 @@ function recordingRuntime() {
       calls.push(['names', key]),
       names.push(n)
     ),
-    registerReplica: (url: string, s: unknown) => calls.push(['replica', url, s]),
+    registerClaim: (key: string, content: string, urls: string[], s: unknown) => {
+      calls.push(['claim', key, content]);
+      for (const url of urls) calls.push(['replica', url, s]);
+      return { superseded: false };
+    },
     prefetcher: { configure: (s: unknown) => calls.push(['prefetch', s]) },
     work: { configure: (r: unknown) => calls.push(['work', r]) },
     store: { upsertReplica: async (s: { url: string }) => calls.push(['upsert', s.url]) },
@@ -57,7 +61,7 @@ function recordingRuntime() {
   return { rt: rt as unknown as FleetRuntime & { predictsWork: boolean }, calls, names, manages };
 }
 
-async function registered(c: ReturnType<typeof config>) {
+async function registered(c: ReturnType<typeof config>, key?: string) {
   const catalog = new AdapterCatalog({
     baseModel: c.base_model,
     adapters: c.adapters,
@@ -68,7 +72,7 @@ async function registered(c: ReturnType<typeof config>) {
   const policy = schedulingPolicy(c);
   const adapterPolicy = adapterPolicyOf(c, catalog);
   const r = recordingRuntime();
-  await registerConfiguration(r.rt, c, { catalog, specs, policy, adapterPolicy });
+  await registerConfiguration(r.rt, c, { catalog, specs, policy, adapterPolicy, key }).ready;
   return { ...r, policy, adapterPolicy };
 }
 
@@ -104,6 +108,17 @@ describe('registerConfiguration', () => {
       coldLoadsPerMinute: c.cold_loads_per_minute,
       staleAfterMs: c.stale_after_ms,
     });
+  });
+
+  it('claims its replicas under its plugin id, else under its own JSON (never superseded then)', async () => {
+    const c = config();
+    const claimOf = (calls: unknown[][]) => calls.find((x) => x[0] === 'claim');
+    expect(claimOf((await registered(c, 'plugin-1')).calls)).toEqual([
+      'claim',
+      'plugin-1',
+      JSON.stringify(c),
+    ]);
+    expect(claimOf((await registered(c)).calls)).toEqual(['claim', JSON.stringify(c), JSON.stringify(c)]);
   });
 
   it('under saturation_mode count: no predicted margin, and the runtime does not predict work', async () => {

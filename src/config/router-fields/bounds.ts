@@ -48,7 +48,7 @@ export const boundFields: SchemaFields = [
       default: 600000,
       between: [1000, 86400000],
       description:
-        "An in-flight count whose log phase never came is reclaimed once not renewed for this long (counted in `lora_router_leases_expired_total`). Kong skips a log phase when its timers are exhausted, or a node dies. A poll that finds the lease's adapter running or waiting on the replica renews it (a base-model lease: any request running or waiting there); for replicas that do not report that (llama.cpp, vLLM with `--disable-log-stats`), keep it above the longest request Kong may proxy: the default is twice kong.yml's `read_timeout` (300 s).",
+        "An in-flight count whose log phase never came is reclaimed once not renewed for this long (counted in `lora_router_leases_expired_total`). Kong skips a log phase when its timers are exhausted, or a node dies. A poll that finds the lease's adapter running or waiting on the replica renews it (a base-model lease: any request running or waiting there); for replicas that do not report that (llama.cpp, vLLM with `--disable-log-stats`), keep it above the longest request Kong may proxy: the default is twice kong.yml's `read_timeout` (300 s). It also sets how long a replica a changed configuration no longer lists is kept: the configuration it replaced lapses once no request has used it for the longest `lease_max_age_ms` (at least 60 s); without Redis its replicas are then no longer polled, and what the gateway process keeps of them goes (with Redis, once no node routes to them).",
     },
   },
   {

@@ -1,0 +1,63 @@
+/**
+ * Replicas that leave the node: once per poll round, the superseded router configurations unused
+ * for the lapse grace lapse (src/fleet/node-claim.ts), the store is told what this node claims
+ * now (FleetStore.retainReplicas, where the store has it), and what is kept in this process of a
+ * replica that left goes: the one the store forgot, one the store's list no longer names and no
+ * live configuration lists, and, without Redis (the store is this node's alone), one no live
+ * configuration lists. Nothing of a replica goes while a request, a load, an unload, a trim or a
+ * poll of this process is under way on it: it is tried again the next round.
+ */
+import { monotonic } from './clock';
+import { stateKeyOf } from './config/redis-schema';
+import { LeaseHandle } from './lease';
+import { forgetJoining } from './router/in-flight-here';
+import type { FleetRuntime } from './runtime';
+
+export function wireDepartures(rt: FleetRuntime): void {
+  const shared = rt.stateKey !== stateKeyOf(undefined);
+  /** Replicas that left whose records could not go yet (something under way on them). */
+  const pending = new Set<string>();
+  /** The store's list at the previous round: a replica gone from it since is a candidate. */
+  let listedBefore = new Set<string>();
+  // Without Redis, a replica this node left is polled no more (nobody else routes to it).
+  rt.poller.skips = (url) => rt.departed(url);
+  rt.poller.afterRound = async () => {
+    const released = rt.claim.lapse(monotonic(rt.clock), rt.lapseGraceMs());
+    if (released.length > 0) rt.claimChanged();
+    let forgotten: string[] = [];
+    try {
+      forgotten = (await rt.store.retainReplicas?.([...rt.claim.replicas.keys()], rt.forgetGraceMs())) ?? [];
+    } catch (err) {
+      rt.log.warn(
+        `could not tell the fleet state which replicas this node routes to: ${(err as Error).message}`,
+      );
+    }
+    const urls = rt.poller.listedUrls();
+    const listed = urls ? new Set(urls) : listedBefore;
+    rt.claim.listed(listed);
+    const candidates = new Set([...pending, ...forgotten, ...(shared ? [] : released)]);
+    for (const u of listedBefore) if (!listed.has(u)) candidates.add(u);
+    listedBefore = listed;
+    const gone = new Set(forgotten);
+    for (const url of candidates) {
+      pending.delete(url);
+      // Claimed again, or still in a shared fleet this node may be asked about: kept.
+      if (rt.claim.claims(url) || (listed.has(url) && !gone.has(url) && !rt.departed(url))) continue;
+      if (!forgetReplica(rt, url)) pending.add(url);
+    }
+  };
+}
+
+/** Drops every record this process keeps of `url`; false, and nothing dropped, while anything runs on it here. */
+export function forgetReplica(rt: FleetRuntime, url: string): boolean {
+  if (rt.poller.polling(url) || rt.leasesOn(url) || rt.pollTrim.busy(url)) return false;
+  if (!LeaseHandle.forgetReplica(rt, url) || !forgetJoining(rt, url)) return false;
+  // Each refuses, dropping nothing of its own, while something of its own runs on the replica;
+  // what the first dropped before a refusal is idle (the work model's figures come back with a request).
+  if (!rt.work.forget(url) || !rt.manager.forgetReplica(url)) return false;
+  rt.poller.forget(url);
+  rt.api.forget?.(url);
+  rt.metrics.forget(url);
+  for (const fn of rt.replicaForgotten) fn(url);
+  return true;
+}

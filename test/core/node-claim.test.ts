@@ -1,0 +1,78 @@
+/**
+ * The node's claim alone (src/fleet/node-claim.ts): which configurations are live, which replicas
+ * they claim, and when a superseded one lapses.
+ */
+import { NodeClaim } from '../../src/fleet/node-claim';
+import type { ReplicaSettings } from '../../src/runtime-settings';
+
+const settings = (leaseMaxAgeMs: number) => ({ leaseMaxAgeMs }) as unknown as ReplicaSettings;
+const GRACE = 60_000;
+
+describe('NodeClaim', () => {
+  it('a configuration of the same plugin supersedes the last; unused for the grace, its replicas are released', () => {
+    const c = new NodeClaim();
+    const a = c.register('p', 'A', ['u1', 'u2'], settings(1), 0);
+    const b = c.register('p', 'B', ['u2', 'u3'], settings(2), 10);
+    expect([a.superseded, b.superseded]).toEqual([true, false]);
+    expect([...c.replicas.keys()].sort()).toEqual(['u1', 'u2', 'u3']);
+    // u2's settings: the latest registered configuration's.
+    expect(c.replicas.get('u2')).toBe(b.settings);
+    expect(c.lapse(10 + GRACE - 1, GRACE)).toEqual([]);
+    expect(c.lapse(10 + GRACE, GRACE)).toEqual(['u1']);
+    expect([c.claims('u1'), c.releases('u1'), c.claims('u2')]).toEqual([false, true, true]);
+    expect(c.size).toEqual({ live: 1, superseded: 0, released: 1 });
+  });
+
+  it('a request through a superseded configuration keeps it from lapsing, and brings a lapsed one back', () => {
+    const c = new NodeClaim();
+    const a = c.register('p', 'A', ['u1'], settings(1), 0);
+    c.register('p', 'B', ['u2'], settings(1), 0);
+    expect(c.used(a, 50_000)).toBe(false);
+    expect(c.lapse(GRACE, GRACE)).toEqual([]);
+    expect(c.lapse(50_000 + GRACE, GRACE)).toEqual(['u1']);
+    expect(c.used(a, 200_000)).toBe(true);
+    expect([c.claims('u1'), c.releases('u1')]).toEqual([true, false]);
+  });
+
+  it('the same configuration again (another worker, an old-config log phase) is one registration', () => {
+    const c = new NodeClaim();
+    const a = c.register('p', 'A', ['u1'], settings(1), 0);
+    expect(c.register('p', 'A', ['u1'], settings(1), 1)).toBe(a);
+    const b = c.register('p', 'B', ['u2'], settings(1), 2);
+    // An old-config instance started for a log phase: A is live again, B superseded.
+    expect(c.register('p', 'A', ['u1'], settings(1), 3)).toBe(a);
+    expect([a.superseded, b.superseded]).toEqual([false, true]);
+    expect(c.size).toEqual({ live: 1, superseded: 1, released: 0 });
+  });
+
+  it('without a plugin id (keyed by its own JSON) a configuration is never superseded', () => {
+    const c = new NodeClaim();
+    c.register('A', 'A', ['u1'], settings(1), 0);
+    c.register('B', 'B', ['u2'], settings(1), 0);
+    expect(c.lapse(10 * GRACE, GRACE)).toEqual([]);
+    expect(c.size).toEqual({ live: 2, superseded: 0, released: 0 });
+  });
+
+  it('a released replica is forgotten here once the store no longer lists it, and claimed again if listed', () => {
+    const c = new NodeClaim();
+    c.register('p', 'A', ['u1'], settings(1), 0);
+    c.register('p', 'B', ['u2'], settings(1), 0);
+    c.lapse(GRACE, GRACE);
+    c.listed(new Set(['u1', 'u2']));
+    expect(c.releases('u1')).toBe(true);
+    c.listed(new Set(['u2']));
+    expect(c.releases('u1')).toBe(false);
+    c.register('q', 'C', ['u2', 'u1'], settings(1), GRACE);
+    expect(c.claims('u1')).toBe(true);
+  });
+
+  it("takes a replaced runtime's configurations, the same objects", () => {
+    const old = new NodeClaim();
+    const a = old.register('p', 'A', ['u1'], settings(1), 0);
+    const next = new NodeClaim();
+    next.adopt(old);
+    expect(next.register('p', 'B', ['u2'], settings(1), 5)).not.toBe(a);
+    expect(a.superseded).toBe(true);
+    expect(next.lapse(5 + GRACE, GRACE)).toEqual(['u1']);
+  });
+});
