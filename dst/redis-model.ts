@@ -891,8 +891,11 @@ export class RedisLink implements SharedStore {
     await this.call('reportOutcome', [url, ok, at], { at: [2] });
   }
 
-  async residents(url: string): Promise<ResidentAdapter[]> {
-    return (await this.call('residents', [], { pure: (s) => s.store.residents(url) })) as ResidentAdapter[];
+  /** As the script, the leases' ages by the server's clock (the caller's `at` means nothing there). */
+  async residents(url: string, at?: number): Promise<ResidentAdapter[]> {
+    return (await this.call('residents', [], {
+      pure: (s) => s.store.residents(url, at === undefined ? undefined : s.clock.now()),
+    })) as ResidentAdapter[];
   }
 
   async beginLoad(

@@ -1,3 +1,4 @@
+import { monotonic } from './clock';
 import { LEASE_CEILING } from './fleet/memory-leases';
 import type { AdapterRef, Lease, Released, ReplicaView, ResidencyState } from './fleet/types';
 import { ReplicaCounts } from './replica-counts';
@@ -48,12 +49,16 @@ export class LeaseHandle {
   private ended = false;
   /** `answeredSeq` when its store answered its acquire (Infinity: not yet). */
   private answered = Infinity;
+  /** When it was opened, on the monotonic time line (`monotonic`): before its request went out. */
+  readonly openedMono: number;
 
   private constructor(
     readonly lease: Lease,
     /** The runtime the lease was taken on: its store counts it, its work model holds its work. */
     readonly rt: FleetRuntime,
-  ) {}
+  ) {
+    this.openedMono = monotonic(rt.clock);
+  }
 
   get id(): string {
     return this.lease.id;

@@ -1,4 +1,4 @@
-import type { Clock } from './clock';
+import { monotonic, type Clock } from './clock';
 import type { LeaseHandle } from './lease';
 import { Signal } from './signal';
 
@@ -10,8 +10,8 @@ import { Signal } from './signal';
 export class RuntimeDrain {
   /** Decisions under way. */
   private active = 0;
-  /** Leases taken and not yet given back. */
-  private readonly leases = new Set<LeaseHandle>();
+  /** Leases taken and not yet given back, with when each was opened (monotonic: `monotonic`). */
+  private readonly leases = new Map<LeaseHandle, number>();
   /** Told when a decision ends or a lease is given back. */
   private readonly quieter = new Signal();
 
@@ -28,7 +28,7 @@ export class RuntimeDrain {
   }
 
   leaseOpened(lease: LeaseHandle): void {
-    this.leases.add(lease);
+    this.leases.set(lease, monotonic(this.clock));
   }
 
   leaseEnded(lease: LeaseHandle): void {
@@ -39,7 +39,18 @@ export class RuntimeDrain {
   /** Whether a request here may be on `adapter` of `url`: a lease of it is open, or a decision may take one. */
   uses(url: string, adapter: string): boolean {
     if (this.active > 0) return true;
-    for (const l of this.leases) if (l.lease.url === url && l.lease.adapter === adapter) return true;
+    for (const l of this.leases.keys()) if (l.lease.url === url && l.lease.adapter === adapter) return true;
+    return false;
+  }
+
+  /**
+   * Whether a lease here on `adapter` of `url`, still open, was opened at or before `mono` (the
+   * monotonic start of a poll: what its reading may have seen). A decision under way is none: its
+   * lease, if any, opens later (src/adapters/unseen-busy.ts).
+   */
+  openedBy(url: string, adapter: string, mono: number): boolean {
+    for (const [l, at] of this.leases)
+      if (at <= mono && l.lease.url === url && l.lease.adapter === adapter) return true;
     return false;
   }
 
@@ -58,7 +69,7 @@ export class RuntimeDrain {
   async drained(): Promise<void> {
     for (;;) {
       const now = this.clock.now();
-      for (const l of [...this.leases]) if (l.reclaimedBy(now)) l.agedOut();
+      for (const l of [...this.leases.keys()]) if (l.reclaimedBy(now)) l.agedOut();
       if (this.leases.size === 0 && this.active === 0) return;
       await this.quieter.wait(this.clock, 1000);
     }

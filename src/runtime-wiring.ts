@@ -96,7 +96,9 @@ export function wireRuntime(rt: FleetRuntime, hooks: WiringHooks): void {
   rt.poller.onReading = (url, load, startedMono) => {
     const word = rt.manager.replicaWord;
     const endedHere = (u: string, name: string) => word.servedEndedSince(u, name, startedMono);
-    return holdUnseenBusy(rt.store, word, rt.manager.leasedElsewhere, url, load, endedHere);
+    const elsewhere = (u: string, name: string) => rt.leasedElsewhereBefore(u, name, startedMono);
+    const began = { clock: rt.clock, mono: startedMono };
+    return holdUnseenBusy(rt.store, word, elsewhere, url, load, endedHere, began);
   };
   rt.poller.addExpiryListener((n) => rt.metrics.leasesExpired.inc(n));
   // A replica going down or coming back is rare and worth the operator's eye (docs/kong.md).

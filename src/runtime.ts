@@ -373,6 +373,16 @@ export class FleetRuntime {
     return this.predecessors.some((p) => !this.countsLeasesOf(p) && p.uses(url, adapter));
   }
 
+  /**
+   * As `usedElsewhere`, for a poll's reading begun at `mono` (monotonic): a draining runtime's
+   * lease explains it only if opened by then (src/adapters/unseen-busy.ts).
+   */
+  leasedElsewhereBefore(url: string, adapter: string, mono: number): boolean {
+    for (let s: FleetRuntime | null = this.successor; s; s = s.successor)
+      if (!this.countsLeasesOf(s) && (s.successor === null || s.uses(url, adapter))) return true;
+    return this.predecessors.some((p) => !this.countsLeasesOf(p) && p.drain.openedBy(url, adapter, mono));
+  }
+
   /** Whether `other`'s leases are counted in this store: one shared state (each in-process store is its own). */
   private countsLeasesOf(other: FleetRuntime): boolean {
     return other.stateKey === this.stateKey && this.stateKey !== stateKeyOf(undefined);

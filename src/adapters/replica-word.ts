@@ -47,6 +47,13 @@ const LOG_EVERY_MS = 10_000;
 const AFTER_LOAD_READ_MS = 2000;
 
 /**
+ * How many of this node's last served requests per replica and adapter the word keeps for a poll's
+ * judge (`servedEndedSince`): more end within one poll only under heavy traffic, when a lease of
+ * the adapter is likely open across the poll anyway; one dropped holds what the reading saw.
+ */
+const SERVED_SPANS = 8;
+
+/**
  * The replica's own word before an unload: a fresh read of what it runs (vLLM's
  * `lora_requests_info`), never the last poll. Leases can be wrong after a partition, an expired
  * lease or an emptied store; the replica knows what it is running.
@@ -76,11 +83,12 @@ export class ReplicaWord {
    */
   private readonly unseen = new Map<string, number>();
   /**
-   * Replica and adapter → when a request of this node routed there last ended (its log phase), on
-   * the monotonic time line: a poll begun before may have read it running (`servedEndedSince`).
-   * Past 1024 pairs the oldest go: a poll then holds what it read (the safe side).
+   * Replica and adapter → when the last SERVED_SPANS requests of this node routed there were
+   * opened and ended (their lease taken, their log phase), on the monotonic time line: a poll
+   * begun between may have read one running (`servedEndedSince`). Past 1024 pairs the oldest go,
+   * past SERVED_SPANS spans the earliest ended: a poll then holds what it read (the safe side).
    */
-  private readonly servedEnds = new Lru<string, number>(1024);
+  private readonly servedEnds = new Lru<string, { opened: number; ended: number }[]>(1024);
 
   constructor(
     private readonly api: ReplicaApi,
@@ -162,21 +170,32 @@ export class ReplicaWord {
   /**
    * A request of this node routed to `adapter` on `url` ended (its log phase, not a lease given back
    * unused), at `at` on the monotonic clock: its log phase's start, when told after a round trip (a
-   * poll begun meanwhile cannot have read it running). The latest end is kept.
+   * poll begun meanwhile cannot have read it running). `opened`: when its lease was taken, on the
+   * same time line (a poll begun before may have read the replica before it came).
    */
-  servedEnded(url: string, adapter: string, at = monotonic(this.clock)): void {
+  servedEnded(url: string, adapter: string, at = monotonic(this.clock), opened = -Infinity): void {
     const key = pairKey(url, adapter);
-    this.servedEnds.set(key, Math.max(at, this.servedEnds.peek(key) ?? -Infinity));
+    const spans = this.servedEnds.peek(key) ?? [];
+    spans.push({ opened, ended: at });
+    if (spans.length > SERVED_SPANS) {
+      let first = 0;
+      for (let i = 1; i < spans.length; i++) if (spans[i]!.ended < spans[first]!.ended) first = i;
+      spans.splice(first, 1);
+    }
+    this.servedEnds.set(key, spans);
   }
 
   /**
-   * Whether a request of this node routed to `adapter` on `url` ended at or after `startedMono`
-   * (monotonic): a reading begun then may have seen it running. This node's own word on its own
+   * Whether a request of this node routed to `adapter` on `url` was open when a poll began at
+   * `startedMono` (monotonic) and ended at or after it: a reading begun then may have seen it
+   * running. One opened after the poll began excuses nothing, as a lease taken then (unseen-busy.ts):
+   * the replica may have written its reading before it came. This node's own word on its own
    * clock: a lease's release in the store says less (another node's, stamped by that node's clock;
    * one given back unused; a touch with no lease at all): review 64.
    */
   servedEndedSince(url: string, adapter: string, startedMono: number): boolean {
-    return (this.servedEnds.peek(pairKey(url, adapter)) ?? -Infinity) >= startedMono;
+    const spans = this.servedEnds.peek(pairKey(url, adapter)) ?? [];
+    return spans.some((s) => s.opened <= startedMono && s.ended >= startedMono);
   }
 
   /**

@@ -92,6 +92,21 @@ export class MemoryLeases {
     }
   }
 
+  /**
+   * Per adapter on `url`, how long its oldest open lease has been held at `at` (each dated by the
+   * `at` it was taken with; taken again, it keeps its first: the script's `lease-t0`).
+   */
+  heldFor(url: string, at: number): Map<string, number> {
+    const oldest = new Map<string, number>();
+    for (const [id, l] of this.leases)
+      if (l.url === url && l.adapter !== null) {
+        const t = this.takenAt.get(id) ?? l.at;
+        if (t < (oldest.get(l.adapter) ?? Infinity)) oldest.set(l.adapter, t);
+      }
+    for (const [name, t] of oldest) oldest.set(name, Math.max(0, at - t));
+    return oldest;
+  }
+
   /** Ends the lease and uncounts it; undefined if it is not open (released once). */
   end(id: string): Lease | undefined {
     const lease = this.leases.get(id);

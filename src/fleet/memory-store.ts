@@ -305,9 +305,10 @@ export class MemoryFleetStore implements FleetStore {
     await this.reportOutcome(url, status < 500, at);
   }
 
-  async residents(url: string): Promise<ResidentAdapter[]> {
+  async residents(url: string, at?: number): Promise<ResidentAdapter[]> {
     const r = this.replicas.get(url);
-    return r ? residentsOf(r) : [];
+    if (!r) return [];
+    return residentsOf(r, at === undefined ? undefined : this.leases.heldFor(url, at));
   }
 
   async beginLoad(url: string, adapter: string, at: number, limit: number): Promise<Fence | null> {

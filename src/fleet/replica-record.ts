@@ -101,14 +101,20 @@ export function markGone(r: ReplicaRecord, adapter: string, at: number): void {
   if (r.gone.size > 256) r.gone.delete(r.gone.keys().next().value!);
 }
 
-export function residentsOf(r: ReplicaRecord): ResidentAdapter[] {
-  return [...r.residency.entries()].map(([name, res]) => ({
-    name,
-    state: res.state,
-    since: res.since,
-    lastUsed: res.lastUsed,
-    inFlight: r.inFlightByAdapter.get(name) ?? 0,
-  }));
+/** `leasedFor`: how long each adapter's oldest open lease has been held (counted ones only get it). */
+export function residentsOf(r: ReplicaRecord, leasedFor?: ReadonlyMap<string, number>): ResidentAdapter[] {
+  return [...r.residency.entries()].map(([name, res]) => {
+    const inFlight = r.inFlightByAdapter.get(name) ?? 0;
+    const held = inFlight > 0 ? leasedFor?.get(name) : undefined;
+    return {
+      name,
+      state: res.state,
+      since: res.since,
+      lastUsed: res.lastUsed,
+      inFlight,
+      ...(held === undefined ? {} : { leasedFor: held }),
+    };
+  });
 }
 
 /** Sets an entry, keeping `residentCount` (an entry may turn from static to loaded, never back). */

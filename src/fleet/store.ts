@@ -81,7 +81,12 @@ export interface FleetStore {
   /** Passive health from the proxy path: upstream 5xx or connect failures. */
   reportOutcome(url: string, ok: boolean, at: number): Promise<void>;
 
-  residents(url: string): Promise<ResidentAdapter[]>;
+  /**
+   * The replica's residents. With `at` (now by the caller's clock: a store that dates leases by the
+   * times they carry answers by it; a shared one by its own clock), each one leases count also says
+   * how long its oldest open lease has been held (`leasedFor`).
+   */
+  residents(url: string, at?: number): Promise<ResidentAdapter[]>;
   /**
    * Marks `adapter` loading unless it is resident in any state, or `limit` non-static adapters
    * already occupy the replica. Returns the fence of this caller's authority, or null if it lost.

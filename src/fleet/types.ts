@@ -172,6 +172,12 @@ export interface ResidentAdapter {
   since: number;
   lastUsed: number;
   inFlight: number;
+  /**
+   * Asked with the store's time (`FleetStore.residents`): how long the oldest lease open on it has
+   * been held, ms, by the store's clock when it answered, never more than it has (absent: none
+   * counted). A poll's reading is explained by a lease held when the poll began only (unseen-busy.ts).
+   */
+  leasedFor?: number;
 }
 
 /** An in-flight count held by one request from decision until its log phase. */

@@ -26,7 +26,7 @@ export interface DecisionRecord {
  * when the lease's store answers in the call and nothing is polled afresh. `served`: a request
  * ran there under it, the replica answered it (false: a guessed lease given back unused, a
  * request answered by Kong or a later plugin: `logPhase`), which the unseen hold of a poll
- * begun before reads as this node's (ReplicaWord `servedEndedSince`).
+ * begun while its lease was open reads as this node's (ReplicaWord `servedEndedSince`).
  */
 export function releaseLease(
   lease: LeaseHandle,
@@ -57,9 +57,9 @@ export function releaseLease(
 function servedEnded(lease: LeaseHandle, at: number | undefined): void {
   const { url, adapter } = lease.lease;
   if (adapter === null) return;
-  lease.rt.manager.replicaWord.servedEnded(url, adapter, at);
+  lease.rt.manager.replicaWord.servedEnded(url, adapter, at, lease.openedMono);
   const now = lease.rt.current();
-  if (now !== lease.rt) now.manager.replicaWord.servedEnded(url, adapter, at);
+  if (now !== lease.rt) now.manager.replicaWord.servedEnded(url, adapter, at, lease.openedMono);
 }
 
 /** `releaseLease` on a store whose release is a round trip. */

@@ -36,8 +36,9 @@ afterEach(() => {
 });
 
 /**
- * `c` loaded on U a while before; a poll begins, then a request of this node routed to `c` on U
- * gets its log phase with `status` and `source`; the runtime's own judge reads `c` running.
+ * `c` loaded on U a while before; a request of this node routed to `c` on U is under way when a
+ * poll begins (one opened after excuses nothing: unseen-order.test.ts), then gets its log phase
+ * with `status` and `source`; the runtime's own judge reads `c` running.
  */
 async function heldAfter(status: number | undefined, source: string): Promise<string[]> {
   let held: string[];
@@ -45,9 +46,9 @@ async function heldAfter(status: number | undefined, source: string): Promise<st
   // A poll of U under way (its scrape answered, its reading about to be judged): the log phase
   // asks Kong's source only then (log-phase.ts `pollReading`).
   jest.spyOn(rt.poller, 'polling').mockImplementation((url) => url === U);
-  const started = monotonic(rt.clock);
-  await pause(2);
   const { lease } = LeaseHandle.takeNow(rt, U, 'c')!;
+  await pause(2);
+  const started = monotonic(rt.clock);
   const record = { lease: lease.id, replica: U, stage: 'holder' as const, adapter: 'c' };
   await logPhase(rt, record, status, () => Promise.resolve(source));
   await rt.poller.onReading!(U, reading(['c']), started);

@@ -1,9 +1,10 @@
 /**
  * Which adapters a poll's reading holds from unloads (src/adapters/unseen-busy.ts): those the
- * replica reports running or waiting that no lease here holds, nor another runtime's store counts,
- * unless a request of this node routed there ended since the poll began (its own word: ReplicaWord
- * `servedEndedSince`, on the monotonic time line). Unit test of the one module: the in-process
- * store, a ReplicaWord that records the holds it is asked to start, and a real one's `servedEnds`.
+ * replica reports running or waiting that no lease here held when the poll began, nor another
+ * runtime's store counts, unless a request of this node routed there, open when the poll began,
+ * ended since (its own word: ReplicaWord `servedEndedSince`, on the monotonic time line). Unit test
+ * of the one module: the in-process store, a ReplicaWord that records the holds it is asked to
+ * start, and a real one's `servedEnds`.
  */
 import type { ReplicaApi } from '../../src/backends/replica-api';
 import { ReplicaWord } from '../../src/adapters/replica-word';
@@ -14,6 +15,12 @@ import { silentLogger } from '../../src/log';
 
 const U = 'http://10.0.0.1:8000';
 const POLL_STARTED = 1000;
+/** The judge's clock, 10 ms into the poll (`now` and `monotonic` alike). */
+const JUDGED = {
+  now: () => POLL_STARTED + 10,
+  monotonic: () => POLL_STARTED + 10,
+  after: () => () => undefined,
+};
 
 const reading = (active: string[], reportsActivity = true): ReplicaLoad => ({
   running: active.length,
@@ -43,7 +50,10 @@ async function heldBy(
 ): Promise<string[]> {
   const held: string[] = [];
   const word = { holdUnseen: (url: string, name: string) => held.push(`${url} ${name}`) };
-  await holdUnseenBusy(store, word as unknown as ReplicaWord, leasedElsewhere, U, load, endedHere);
+  await holdUnseenBusy(store, word as unknown as ReplicaWord, leasedElsewhere, U, load, endedHere, {
+    clock: JUDGED,
+    mono: POLL_STARTED,
+  });
   return held;
 }
 
@@ -59,6 +69,13 @@ describe('a poll’s reading and the unseen hold', () => {
   it('holds what runs with no lease here, resident or not, never what a lease here holds', async () => {
     const store = await fleet();
     expect(await heldBy(store, reading(['a', 'b', 'x']))).toEqual([`${U} a`, `${U} x`]);
+  });
+
+  it('holds what a lease taken after the poll began would explain: the replica may have read before it', async () => {
+    const store = await fleet();
+    await store.acquire({ id: 'late', url: U, adapter: 'c', at: POLL_STARTED + 1 });
+    await store.acquire({ id: 'then', url: U, adapter: 'a', at: POLL_STARTED });
+    expect(await heldBy(store, reading(['a', 'b', 'c']))).toEqual([`${U} c`]);
   });
 
   it('holds nothing a request of this node that ended since the poll began may explain', async () => {

@@ -475,7 +475,21 @@ export async function observe(s: FleetStore, adapterIndex: number): Promise<unkn
     views: views.map((v) => ({ ...v, residents: v.residents && byName(v.residents) })),
     inFlightTotal: await s.inFlightTotal(),
     events: byStep(await s.events(200)),
+    leased: await leasedAges(s),
   });
+}
+
+/**
+ * Which residents a store dates an oldest lease of (`residents` asked with a time): alike on both
+ * sides. Their ages are not compared: each side dates the lease and the read by its own clock (the
+ * step's time here, Redis's TIME there), a few ms apart (test/core/unseen-order.test.ts reads them).
+ */
+async function leasedAges(s: FleetStore): Promise<string[]> {
+  const out: string[] = [];
+  for (const url of URLS)
+    for (const r of await s.residents(url, 0))
+      if (r.leasedFor !== undefined) out.push(`${url} ${r.name} ${r.inFlight}`);
+  return out.sort();
 }
 
 /**

@@ -112,10 +112,10 @@ export abstract class DegradableFleetStore {
     return this.observe((s) => s.reportOutcome(url, ok, at));
   }
 
-  residents(url: string): Promise<ResidentAdapter[]> {
+  residents(url: string, at?: number): Promise<ResidentAdapter[]> {
     return this.decide(
-      (s) => s.residents(url),
-      () => this.local.residents(url),
+      (s) => s.residents(url, at),
+      () => this.local.residents(url, at),
     );
   }
 

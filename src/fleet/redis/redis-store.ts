@@ -261,9 +261,14 @@ export class RedisFleetStore implements FleetStore {
     await this.run('outcome', url, ok ? '1' : '0', at, PASSIVE_FAILURE_LIMIT);
   }
 
-  async residents(url: string): Promise<ResidentAdapter[]> {
-    const [res, busy] = (await this.run('residents', url)) as [string[], string[]];
-    return residentsOf(res, busy);
+  /** `at` only asks for the leases' ages: the script dates them by Redis's clock. */
+  async residents(url: string, at?: number): Promise<ResidentAdapter[]> {
+    const [res, busy, held] = (await this.run('residents', url, at === undefined ? '' : '1')) as [
+      string[],
+      string[],
+      string[] | undefined,
+    ];
+    return residentsOf(res, busy, held);
   }
 
   async beginLoad(

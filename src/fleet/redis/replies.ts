@@ -96,17 +96,21 @@ export function llamaOf(r: Map<string, string>): LlamaAdapter[] {
   return raw ? (JSON.parse(raw) as LlamaAdapter[]) : [];
 }
 
-export function residentsOf(resFlat: string[], busyFlat: string[]): ResidentAdapter[] {
+/** `heldFlat`: the `residents` script's leases' ages, name then ms (asked with a time only). */
+export function residentsOf(resFlat: string[], busyFlat: string[], heldFlat?: string[]): ResidentAdapter[] {
   const busy = pairs(busyFlat);
+  const held = pairs(heldFlat ?? []);
   const out: ResidentAdapter[] = [];
   for (const [name, raw] of pairs(resFlat)) {
     const r = JSON.parse(raw) as Residency;
+    const leasedFor = held.get(name);
     out.push({
       name,
       state: r.state,
       since: r.since,
       lastUsed: r.lastUsed,
       inFlight: Number(busy.get(name) ?? 0),
+      ...(leasedFor === undefined ? {} : { leasedFor: Number(leasedFor) }),
     });
   }
   return out;

@@ -168,10 +168,31 @@ return 1`,
 if known(ARGV[2]) then outcome(ARGV[2], ARGV[3] == '1', tonumber(ARGV[4]), tonumber(ARGV[5])) end
 return 1`,
 
-  /** url -> {residency hash, busy hash} */
+  /**
+   * url, ages '1'|'' -> {residency hash, busy hash[, ages]}: with ages, each resident leases count,
+   * how long its oldest open lease has been held by Redis's clock (name, ms, flat), less the 1 ms
+   * both times are floored to: never older than it is (unseen-busy.ts reads it against a poll's start).
+   */
   residents: `
 local url = ARGV[2]
-return {redis.call('HGETALL', reskey(url)), redis.call('HGETALL', busykey(url))}`,
+local res, busy = redis.call('HGETALL', reskey(url)), redis.call('HGETALL', busykey(url))
+if ARGV[3] ~= '1' then return {res, busy} end
+local now, ages = now_ms(), {}
+for i = 1, #busy, 2 do
+  local name = busy[i]
+  if tonumber(busy[i + 1]) > 0 and redis.call('HEXISTS', reskey(url), name) == 1 then
+    local oldest = false
+    for _, id in ipairs(redis.call('SMEMBERS', lskey(url, name))) do
+      local t0 = tonumber(redis.call('ZSCORE', P .. 'lease-t0', id))
+      if t0 and (not oldest or t0 < oldest) then oldest = t0 end
+    end
+    if oldest then
+      ages[#ages + 1] = name
+      ages[#ages + 1] = tostring(math.max(0, now - oldest - 1))
+    end
+  end
+end
+return {res, busy, ages}`,
 
   /** url, adapter, at */
   forget: `
