@@ -56,7 +56,7 @@ export class RuntimeDrain {
 
   /** Whether a lease taken here on `url` is still open. */
   leasesOn(url: string): boolean {
-    for (const l of this.leases) if (l.lease.url === url) return true;
+    for (const l of this.leases.keys()) if (l.lease.url === url) return true;
     return false;
   }
 
