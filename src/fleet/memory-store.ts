@@ -128,7 +128,7 @@ export class MemoryFleetStore implements FleetStore {
    * its unload under a request.
    */
   private idle(url: string, r: ReplicaRecord): boolean {
-    if (r.inFlight !== 0 || r.inFlightByAdapter.size > 0 || r.loads.size > 0) return false;
+    if (r.inFlight !== 0) return false;
     for (const e of r.residency.values()) if (e.state === 'loading' || e.state === 'unloading') return false;
     return !this.leases.holdsOn(url);
   }

@@ -76,8 +76,8 @@ local function live(url)
   return alive
 end
 local function idle(url)
+  -- Counted leases, without the walk below (which finds them too).
   if tonumber(redis.call('HGET', rkey(url), 'inFlight') or '0') ~= 0 then return false end
-  if redis.call('EXISTS', busykey(url)) == 1 or redis.call('EXISTS', loadskey(url)) == 1 then return false end
   for _, raw in ipairs(redis.call('HVALS', reskey(url))) do
     local state = cjson.decode(raw).state
     if state == 'loading' or state == 'unloading' then return false end
