@@ -843,10 +843,14 @@ export class RedisLink implements SharedStore {
   async upsertReplica(spec: ReplicaSpec): Promise<void> {
     const grace = this.epochSeen !== null ? this.server.config.node_ttl_ms : 0;
     let ranAt: number | undefined;
-    const epoch = (await this.call('upsert', [spec, grace, this.server.epochCandidate(this.node), 0, this.node], {
-      at: [3],
-      ran: (now) => this.server.registeredAt.set(this.node, (ranAt = now)),
-    })) as string;
+    const epoch = (await this.call(
+      'upsert',
+      [spec, grace, this.server.epochCandidate(this.node), 0, this.node],
+      {
+        at: [3],
+        ran: (now) => this.server.registeredAt.set(this.node, (ranAt = now)),
+      },
+    )) as string;
     this.noteEpoch(epoch, ranAt);
   }
 

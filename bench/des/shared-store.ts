@@ -36,7 +36,8 @@ export function sharedStoreHandles(clock: Clock, nodes: number): FleetStore[] {
         if (typeof key === 'string' && IN_THE_CALL.has(key)) return undefined;
         // Each node claims the replicas it routes to as itself, as on Redis (its node id).
         if (key === 'upsertReplica')
-          return (spec: Parameters<MemoryFleetStore['upsertReplica']>[0]) => target.upsertReplica(spec, `n${i}`);
+          return (spec: Parameters<MemoryFleetStore['upsertReplica']>[0]) =>
+            target.upsertReplica(spec, `n${i}`);
         if (key === 'retainReplicas')
           return (urls: readonly string[], graceMs: number) =>
             target.retainReplicas(urls, graceMs, { node: `n${i}` });

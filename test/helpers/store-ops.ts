@@ -253,7 +253,12 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ op: fc.constant('configure' as const), adapter }) },
   {
     weight: 2,
-    arbitrary: fc.record({ op: fc.constant('retain' as const), node, urls: subset(URLS.length), grace: fc.nat(1) }),
+    arbitrary: fc.record({
+      op: fc.constant('retain' as const),
+      node,
+      urls: subset(URLS.length),
+      grace: fc.nat(1),
+    }),
   },
   { weight: 1, arbitrary: fc.constant({ op: 'flush' as const }) },
 );
@@ -340,7 +345,9 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
     case 'upsert': {
       // Claimed by the node that registers it: the memory side says which, and when.
       const spec = { ...SPECS[op.url]!, priority: op.priority };
-      return side.redis ? s.upsertReplica(spec) : (s as MemoryFleetStore).upsertReplica(spec, nodeId(op.node), at);
+      return side.redis
+        ? s.upsertReplica(spec)
+        : (s as MemoryFleetStore).upsertReplica(spec, nodeId(op.node), at);
     }
     case 'retain': {
       const urls = op.urls.map(u);

@@ -197,7 +197,14 @@ export class RedisFleetStore implements FleetStore {
   async retainReplicas(urls: readonly string[], graceMs: number, at?: number): Promise<string[]> {
     // Finite for the script's score range (a grace past any state's age forgets nothing anyway).
     const grace = Math.ceil(Math.min(Math.max(0, graceMs), Number.MAX_SAFE_INTEGER));
-    return (await this.run('retain', this.node, grace, this.config.node_ttl_ms, at ?? '', ...urls)) as string[];
+    return (await this.run(
+      'retain',
+      this.node,
+      grace,
+      this.config.node_ttl_ms,
+      at ?? '',
+      ...urls,
+    )) as string[];
   }
 
   async replicaSpecs(): Promise<ReplicaSpec[]> {
