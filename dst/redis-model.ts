@@ -471,6 +471,8 @@ export class RedisModel {
           if (at <= now - nodeTtl) {
             s.nodes.delete(node);
             silent.add(node);
+            // Its claims lapse, as the script's `dropclaims` (scripts/forgetting.ts).
+            s.store.nodeGone(node, now, at, nodeTtl);
           }
         for (const [fence, l] of [...s.locks])
           if (l.until <= now || silent.has(l.node)) {
@@ -503,6 +505,7 @@ export class RedisModel {
           }
         if (leaving) {
           s.nodes.delete(node);
+          s.store.nodeGone(node, at);
           if (!this.replaying) this.left.add(node);
         }
         if (n > 0) c.changed++;

@@ -123,6 +123,15 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   /**
+   * The modelled Redis's `expire` (node `node` silent past `nodeTtlMs`, its last heartbeat
+   * `lastBeat`) and `prune` of a node leaving the state (no heartbeat: it routed there until `at`):
+   * its claims go, as the scripts' `dropclaims` (scripts/forgetting.ts).
+   */
+  nodeGone(node: string, at: number, lastBeat?: number, nodeTtlMs?: number): void {
+    this.claims.dropNode(node, at, (url) => this.replicas.has(url), lastBeat, nodeTtlMs);
+  }
+
+  /**
    * Nothing runs on the replica: no in-flight count, no lease (counted or not), no load or unload
    * under way. Forgotten under one, a fresh record could adopt the adapter with no count and grant
    * its unload under a request.

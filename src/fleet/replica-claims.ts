@@ -76,6 +76,20 @@ export class ReplicaClaims {
     return out;
   }
 
+  /**
+   * Node `node` is gone: silent past `nodeTtlMs` (its last heartbeat `beat`), or leaving the state
+   * (no `beat`: it routed there until `at`). Its claims go, each stamped with its last sign of
+   * life; one made since that heartbeat, within the ttl, is left to `unclaimed`.
+   */
+  dropNode(node: string, at: number, known: (url: string) => boolean, beat?: number, nodeTtlMs = 0): void {
+    for (const url of [...(this.byNode.get(node) ?? [])]) {
+      const seen = beat === undefined ? at : Math.max(this.byUrl.get(url)?.get(node) ?? beat, beat);
+      if (beat !== undefined && seen > at - nodeTtlMs) continue;
+      this.unclaim(url, node);
+      if (known(url)) this.stamp(url, seen);
+    }
+  }
+
   /** The url was forgotten: every claim record of it goes. */
   drop(url: string): void {
     for (const node of [...(this.byUrl.get(url)?.keys() ?? [])]) this.unclaim(url, node);

@@ -383,6 +383,45 @@ describe.each([
   });
 });
 
+describe('redis store: the claims of a node gone go with it (no record per node id ever seen)', () => {
+  it("the expiry sweep drops a dead node's claims, a node leaving the state drops its own at once", async () => {
+    const redis = env.redis;
+    const prefix = `fn${randomBytes(4).toString('hex')}:`;
+    const store = (id: string, nodeTtlMs = TTL) => {
+      const s = new RedisFleetStore(redis.config(prefix, { node_ttl_ms: nodeTtlMs, timeout: 2000 }), id);
+      env.open.push(s);
+      return s;
+    };
+    const members = async (key: string) =>
+      ((await redis.command(['ZRANGE', `${prefix}${key}`, 0, -1])) as string[]).sort();
+    const a = store('A', 300);
+    await a.upsertReplica(spec(U1));
+    // Five nodes that came and went (a Kong pod each, restarted): each claimed both replicas.
+    for (const id of ['B1', 'B2', 'B3', 'B4', 'B5']) {
+      const b = store(id);
+      await b.upsertReplica(spec(U1));
+      await b.upsertReplica(spec(U2));
+      await b.close();
+    }
+    expect(await members(`claims:${U1}`)).toEqual(['A', 'B1', 'B2', 'B3', 'B4', 'B5']);
+    await sleep(400);
+    await a.retainReplicas([U1], LONG); // A's claim refreshed: its own stays live
+    await a.expireLeases(Date.now(), LONG);
+    expect(await members(`claims:${U1}`)).toEqual(['A']);
+    expect(await members(`claims:${U2}`)).toEqual([]);
+    expect(await redis.command(['KEYS', `${prefix}nc:B*`])).toEqual([]);
+    // U2, claimed by dead nodes only, goes once the grace from their last sign of life passed.
+    expect(await a.retainReplicas([U1], 1)).toEqual([U2]);
+    // A node leaving the state (its runtime moved to other state) drops its claims at once.
+    const c = store('C');
+    await c.upsertReplica(spec(U1));
+    expect(await members(`claims:${U1}`)).toEqual(['A', 'C']);
+    await c.prune(() => [], true);
+    expect(await members(`claims:${U1}`)).toEqual(['A']);
+    expect(await redis.command(['KEYS', `${prefix}nc:C`])).toEqual([]);
+  });
+});
+
 describe('failover store: cut off from Redis, its local copy forgets by the same rule; back, its registration claims again', () => {
   it('forgets alone what this node stopped routing to, and registers only what it still routes to', async () => {
     const redis = env.redis;

@@ -257,7 +257,7 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
       op: fc.constant('retain' as const),
       node,
       // As often none: a replica is forgotten only once every node that claimed it dropped it.
-      urls: fc.oneof(fc.constant([]), subset(URLS.length)),
+      urls: fc.oneof(fc.constant<number[]>([]), subset(URLS.length)),
       grace: fc.nat(1),
     }),
   },

@@ -429,4 +429,27 @@ describe("the simulated Redis's links forget replicas as the retain script does 
     expect(await m.store.replicaSpecs()).toEqual([]);
     expect((await m.store.events(1))[0]).toMatchObject({ url: URL, op: 'replica-forgotten' });
   });
+
+  it("drops a silent node's claims at the expiry sweep, and a leaving node's at its prune", async () => {
+    const { clock, m, until } = timedModel();
+    const spec = { url: URL, backend: 'vllm', priority: 0 } as const;
+    const [n0, n1, n2] = [m.link('n0', clock), m.link('n1', clock), m.link('n2', clock)];
+    for (const n of [n0, n1, n2]) void n.upsertReplica(spec);
+    await until(200);
+    const claimers = () =>
+      [
+        ...((m.store as unknown as { claims: { byUrl: Map<string, Map<string, number>> } }).claims.byUrl
+          .get(URL)
+          ?.keys() ?? []),
+      ].sort();
+    expect(claimers()).toEqual(['n0', 'n1', 'n2']);
+    void n2.prune(() => [], true);
+    await until(400);
+    expect(claimers()).toEqual(['n0', 'n1']);
+    await n1.close();
+    await until(3 * NODE_TTL);
+    void n0.expireLeases(0, 60_000);
+    await until(3 * NODE_TTL + 200);
+    expect(claimers()).toEqual(['n0']);
+  });
 });

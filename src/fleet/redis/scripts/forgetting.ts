@@ -27,6 +27,20 @@ end
 local function unclaim(url, node)
   redis.call('ZREM', claimskey(url), node)
   redis.call('SREM', P .. 'nc:' .. node, url)
+end
+-- A node gone: silent past the node ttl (the expiry sweep; beat: its last heartbeat), or leaving the
+-- state (prune; beat nil: it routed there until now). Its claims go, each stamped with its last sign
+-- of life; one made since that heartbeat, within the ttl, is left to retain. Else a dead node's claims
+-- stayed on every replica a live node still claims: one set per node id ever seen.
+local function dropclaims(node, t, beat, nodeTtl)
+  for _, url in ipairs(redis.call('SMEMBERS', P .. 'nc:' .. node)) do
+    local seen = t
+    if beat then seen = math.max(tonumber(redis.call('ZSCORE', claimskey(url), node) or beat), beat) end
+    if not beat or seen <= t - nodeTtl then
+      unclaim(url, node)
+      if known(url) then stampclaimed(url, seen) end
+    end
+  end
 end`;
 
 /** Replicas one `retain` call looks at for forgetting at most (memory-store.ts FORGET_BATCH). */
