@@ -93,8 +93,8 @@ return {raw, idle}`,
 
   /**
    * now, maxAge, nodeTtl, ceiling -> expired lease JSONs. Ends the load/unload locks and the replica
-   * claims of nodes silent for nodeTtl, any lease not taken or renewed for maxAge and any lock past its expiry, all by Redis
-   * time. A silent node's leases stay: it may be cut off from Redis while its requests still run
+   * claims of nodes silent for nodeTtl, any lease not taken or renewed for maxAge and any lock past
+   * its expiry, all by Redis time. A silent node's leases stay: it may be cut off from Redis while its requests still run
    * on the replicas (a partition), and an unload under them is what must never happen.
    */
   expire: `${CLAIM_FN}
