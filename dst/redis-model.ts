@@ -402,14 +402,27 @@ export class RedisModel {
     const st = s.store as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
     switch (name) {
       case 'upsert': {
-        const [spec, grace, candidate] = args as [ReplicaSpec, number, string];
+        const [spec, grace, candidate, at, node] = args as [ReplicaSpec, number, string, number, string?];
         if (s.epoch === null) {
           s.epoch = candidate;
-          s.epochAt = args[3] as number;
-          if (grace > 0) s.rebornUntil = (args[3] as number) + grace;
+          s.epochAt = at;
+          if (grace > 0) s.rebornUntil = at + grace;
         }
-        await s.store.upsertReplica(spec);
+        // The script's claim: the registering node's, at server time.
+        await s.store.upsertReplica(spec, node ?? '', at);
         return s.epoch;
+      }
+      case 'retainReplicas': {
+        // As the script (scripts/forgetting.ts): claims lapse past node_ttl_ms after their node's last
+        // claim or heartbeat (`nodes`), and a lock named by the url keeps it (the `lock` hash).
+        const [urls, graceMs, at, node] = args as [string[], number, number, string];
+        return s.store.retainReplicas(urls, graceMs, {
+          at,
+          node,
+          nodeTtlMs: this.config.node_ttl_ms,
+          heartbeat: (n) => s.nodes.get(n),
+          locked: (url) => [...s.locks.values()].some((l) => l.url === url),
+        });
       }
       case 'heartbeat': {
         const [node, at] = args as [string, number];
@@ -458,6 +471,8 @@ export class RedisModel {
           if (at <= now - nodeTtl) {
             s.nodes.delete(node);
             silent.add(node);
+            // Its claims lapse, as the script's `dropclaims` (scripts/forgetting.ts).
+            s.store.nodeGone(node, now, at, nodeTtl);
           }
         for (const [fence, l] of [...s.locks])
           if (l.until <= now || silent.has(l.node)) {
@@ -490,6 +505,7 @@ export class RedisModel {
           }
         if (leaving) {
           s.nodes.delete(node);
+          s.store.nodeGone(node, at);
           if (!this.replaying) this.left.add(node);
         }
         if (n > 0) c.changed++;
@@ -830,11 +846,19 @@ export class RedisLink implements SharedStore {
   async upsertReplica(spec: ReplicaSpec): Promise<void> {
     const grace = this.epochSeen !== null ? this.server.config.node_ttl_ms : 0;
     let ranAt: number | undefined;
-    const epoch = (await this.call('upsert', [spec, grace, this.server.epochCandidate(this.node), 0], {
-      at: [3],
-      ran: (now) => this.server.registeredAt.set(this.node, (ranAt = now)),
-    })) as string;
+    const epoch = (await this.call(
+      'upsert',
+      [spec, grace, this.server.epochCandidate(this.node), 0, this.node],
+      {
+        at: [3],
+        ran: (now) => this.server.registeredAt.set(this.node, (ranAt = now)),
+      },
+    )) as string;
     this.noteEpoch(epoch, ranAt);
+  }
+
+  async retainReplicas(urls: readonly string[], graceMs: number): Promise<string[]> {
+    return (await this.call('retainReplicas', [[...urls], graceMs, 0, this.node], { at: [2] })) as string[];
   }
 
   async replicaSpecs(): Promise<ReplicaSpec[]> {

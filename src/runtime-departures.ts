@@ -1,8 +1,8 @@
 /**
  * Replicas that leave the node: once per poll round, the superseded router configurations unused
  * for the lapse grace lapse (src/fleet/node-claim.ts), the store is told what this node claims
- * now (FleetStore.retainReplicas, where the store has it), and what is kept in this process of a
- * replica that left goes: the one the store forgot, one the store's list no longer names and no
+ * now (FleetStore.retainReplicas), and what is kept in this process of a replica that left goes:
+ * the one the store forgot, one the store's list no longer names and no
  * live configuration lists, and, without Redis (the store is this node's alone), one no live
  * configuration lists. Nothing of a replica goes while a request, a load, an unload, a trim or a
  * poll of this process is under way on it: it is tried again the next round.
@@ -26,7 +26,7 @@ export function wireDepartures(rt: FleetRuntime): void {
     if (released.length > 0) rt.claimChanged();
     let forgotten: string[] = [];
     try {
-      forgotten = (await rt.store.retainReplicas?.([...rt.claim.replicas.keys()], rt.forgetGraceMs())) ?? [];
+      forgotten = await rt.store.retainReplicas([...rt.claim.replicas.keys()], rt.forgetGraceMs());
     } catch (err) {
       rt.log.warn(
         `could not tell the fleet state which replicas this node routes to: ${(err as Error).message}`,

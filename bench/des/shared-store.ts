@@ -20,7 +20,7 @@ const PER_NODE = new Set(['onRemoteChange', 'onSharedAgain']);
  * store semantics are the FleetStore contract the Redis store passes (test/core/fleet-store).
  */
 export function sharedStoreHandles(clock: Clock, nodes: number): FleetStore[] {
-  const shared = new MemoryFleetStore();
+  const shared = new MemoryFleetStore(clock);
   const listeners: ((() => void) | null)[] = Array.from({ length: nodes }, () => null);
   const publish = () =>
     clock.after(0, () => {
@@ -34,6 +34,13 @@ export function sharedStoreHandles(clock: Clock, nodes: number): FleetStore[] {
         if (key === 'onRemoteChange') return listeners[i];
         if (typeof key === 'string' && PER_NODE.has(key)) return own[key];
         if (typeof key === 'string' && IN_THE_CALL.has(key)) return undefined;
+        // Each node claims the replicas it routes to as itself, as on Redis (its node id).
+        if (key === 'upsertReplica')
+          return (spec: Parameters<MemoryFleetStore['upsertReplica']>[0]) =>
+            target.upsertReplica(spec, `n${i}`);
+        if (key === 'retainReplicas')
+          return (urls: readonly string[], graceMs: number) =>
+            target.retainReplicas(urls, graceMs, { node: `n${i}` });
         const v: unknown = Reflect.get(target, key, target);
         if (typeof v !== 'function') return v;
         const fn = v as (...a: unknown[]) => unknown;

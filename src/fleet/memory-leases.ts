@@ -118,6 +118,12 @@ export class MemoryLeases {
     return lease;
   }
 
+  /** Whether an open lease, counted or not, is on replica `url` (a walk: asked only to forget one). */
+  holdsOn(url: string): boolean {
+    for (const l of this.leases.values()) if (l.url === url) return true;
+    return false;
+  }
+
   /** Whether the expiry reclaimed lease `id` within the last LEASE_CEILING max ages (a retake is refused). */
   wasReclaimed(id: string): boolean {
     return this.reclaimed.has(id);

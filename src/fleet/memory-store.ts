@@ -1,6 +1,8 @@
+import { systemClock, type Clock } from '../clock';
 import { HolderIndex } from './holder-index';
 import { Lru } from '../lru';
 import { MemoryLeases } from './memory-leases';
+import { ReplicaClaims } from './replica-claims';
 import {
   dropResidency,
   markGone,
@@ -35,6 +37,27 @@ import { nextFence } from './types';
 /** Upstream failures in a row (from the proxy path) that mark a replica down until a poll succeeds. */
 export const PASSIVE_FAILURE_LIMIT = 3;
 const EVENT_LIMIT = 200;
+/** The node an in-process store's claims are this process's (one node: no Redis). */
+export const LOCAL_NODE = 'local';
+/** Replicas one `retainReplicas` call looks at for forgetting at most (as the Redis script: one call never runs long). */
+export const FORGET_BATCH = 100;
+
+/**
+ * What a shared store's caller passes that an in-process store takes from itself (the modelled
+ * Redis of the simulation passes each, as the script reads them: its node, Redis time, node_ttl_ms).
+ */
+export interface RetainOptions {
+  /** When (default: the store's clock). */
+  at?: number;
+  /** Whose claims (default: LOCAL_NODE). */
+  node?: string;
+  /** A claim lapses this long after its node's last claim or heartbeat (default: never: one node). */
+  nodeTtlMs?: number;
+  /** A node's last heartbeat (the scripts' `nodes` zset), if any. */
+  heartbeat?: (node: string) => number | undefined;
+  /** Whether a load or unload lock names the url (the scripts' `lock` hash), besides the residency's. */
+  locked?: (url: string) => boolean;
+}
 
 /**
  * The fleet state in this process's memory: one per plugin-server process, shared by every
@@ -42,8 +65,8 @@ const EVENT_LIMIT = 200;
  */
 export class MemoryFleetStore implements FleetStore {
   private replicas = new Map<string, ReplicaRecord>();
-  /** Each URL list asked about, its records (`recordsOf`). */
-  private readonly byList = new WeakMap<readonly string[], ReplicaRecord[]>();
+  /** Each URL list asked about, its records (`recordsOf`); begun anew when a replica is forgotten. */
+  private byList = new WeakMap<readonly string[], ReplicaRecord[]>();
   /** Every replica's residency by adapter: one lookup a decision (views). */
   private readonly holders = new HolderIndex();
   /** Open leases, counted in their replicas' in-flight figures. */
@@ -62,11 +85,72 @@ export class MemoryFleetStore implements FleetStore {
   private roomMade = new Map<string, Map<string, number>>();
   /** The lock TTL of each unload under way (`url\0adapter`), for the room it makes. */
   private unloadTtls = new Map<string, number>();
+  /** Which nodes route to each replica: one no node claims is forgotten after a grace (`retainReplicas`). */
+  private readonly claims = new ReplicaClaims();
 
-  async upsertReplica(spec: ReplicaSpec): Promise<void> {
+  /** `claimsClock`: when a registration or a retain claims, unless its caller says (`RetainOptions`). */
+  constructor(private readonly claimsClock: Clock = systemClock) {}
+
+  /**
+   * Also claims the replica for `node` (a registration then a list must not forget what was just
+   * registered); `node` '' claims nothing, as a node of an older version registers.
+   */
+  async upsertReplica(spec: ReplicaSpec, node = LOCAL_NODE, at = this.claimsClock.now()): Promise<void> {
     const r = this.replicas.get(spec.url);
     if (r) r.spec = { ...spec };
     else this.replicas.set(spec.url, newReplicaRecord(spec, this.holders));
+    if (node !== '') this.claims.claim(spec.url, node, at);
+  }
+
+  /** As the Redis script (scripts/forgetting.ts `retain`), its node, time and node TTL from `o`. */
+  async retainReplicas(urls: readonly string[], graceMs: number, o: RetainOptions = {}): Promise<string[]> {
+    const at = o.at ?? this.claimsClock.now();
+    const node = o.node ?? LOCAL_NODE;
+    const listed = new Set(urls);
+    const known = (url: string) => this.replicas.has(url);
+    for (const url of listed) if (known(url)) this.claims.claim(url, node, at);
+    this.claims.dropUnlisted(node, listed, at, known);
+    const ttl = o.nodeTtlMs ?? Infinity;
+    const forgotten: string[] = [];
+    for (const url of this.claims.unclaimed(at, graceMs, ttl, FORGET_BATCH, known, o.heartbeat)) {
+      const r = this.replicas.get(url)!;
+      if (this.idle(url, r) && !o.locked?.(url)) {
+        this.forgetReplica(url, r, at);
+        forgotten.push(url);
+      }
+    }
+    return forgotten;
+  }
+
+  /**
+   * The modelled Redis's `expire` (node `node` silent past `nodeTtlMs`, its last heartbeat
+   * `lastBeat`) and `prune` of a node leaving the state (no heartbeat: it routed there until `at`):
+   * its claims go, as the scripts' `dropclaims` (scripts/forgetting.ts).
+   */
+  nodeGone(node: string, at: number, lastBeat?: number, nodeTtlMs?: number): void {
+    this.claims.dropNode(node, at, (url) => this.replicas.has(url), lastBeat, nodeTtlMs);
+  }
+
+  /**
+   * Nothing runs on the replica: no in-flight count, no lease (counted or not), no load or unload
+   * under way. Forgotten under one, a fresh record could adopt the adapter with no count and grant
+   * its unload under a request.
+   */
+  private idle(url: string, r: ReplicaRecord): boolean {
+    if (r.inFlight !== 0) return false;
+    for (const e of r.residency.values()) if (e.state === 'loading' || e.state === 'unloading') return false;
+    return !this.leases.holdsOn(url);
+  }
+
+  /** Every record of the replica goes: its spec and figures, residency, gone marks, rooms, claims. */
+  private forgetReplica(url: string, r: ReplicaRecord, at: number): void {
+    for (const name of [...r.residency.names()]) dropResidency(r, name);
+    this.replicas.delete(url);
+    this.byList = new WeakMap();
+    this.roomMade.delete(url);
+    for (const k of this.unloadTtls.keys()) if (k.startsWith(`${url}\u0000`)) this.unloadTtls.delete(k);
+    this.claims.drop(url);
+    this.event({ at, url, adapter: '', op: 'replica-forgotten', result: 'ok', detail: FORGOTTEN_DETAIL });
   }
 
   async replicaSpecs(): Promise<ReplicaSpec[]> {
@@ -134,8 +218,8 @@ export class MemoryFleetStore implements FleetStore {
   /**
    * The records of `urls`, in order: a router asks with the same list on every request, and a
    * lookup by URL per replica per request is a good part of a decision at 64 replicas. Records
-   * are never dropped nor replaced, so a list's records stay right while its URLs do (checked:
-   * a caller may change its array in place).
+   * are never replaced, and a forgotten one empties the cache (`forgetReplica`), so a list's
+   * records stay right while its URLs do (checked: a caller may change its array in place).
    */
   private recordsOf(urls: readonly string[]): ReplicaRecord[] {
     const hit = this.byList.get(urls);
@@ -575,6 +659,9 @@ export class MemoryFleetStore implements FleetStore {
     if (this.eventLog.length > EVENT_LIMIT) this.eventLog.splice(0, this.eventLog.length - EVENT_LIMIT);
   }
 }
+
+/** The event's detail, as the Redis script words it. */
+export const FORGOTTEN_DETAIL = 'no node routes to it: forgotten';
 
 function sameUrls(records: readonly ReplicaRecord[], urls: readonly string[]): boolean {
   if (records.length !== urls.length) return false;

@@ -54,9 +54,12 @@ export type LoadEnd = boolean | 'static' | 'replayed';
  * (beginLoad, beginUnload, release) are atomic: they are where races are decided.
  */
 export interface FleetStore {
-  /** Idempotent; a spec change (backend, priority) replaces the old one. */
+  /**
+   * Idempotent; a spec change (backend, priority) replaces the old one. Claims the replica for
+   * this node too (`retainReplicas`): a registration then a list does not forget it.
+   */
   upsertReplica(spec: ReplicaSpec): Promise<void>;
-  /** Every replica registered so far (the poller polls these). */
+  /** Every replica registered so far and not forgotten (the poller polls these). */
   replicaSpecs(): Promise<ReplicaSpec[]>;
   /**
    * This node routes to exactly `urls` now (its live configurations' replicas). The store keeps a
@@ -65,7 +68,7 @@ export interface FleetStore {
    * every record of it go, and the next list (`replicaSpecs`) no longer names it. Resolves to the
    * urls forgotten by this call.
    */
-  retainReplicas?(urls: readonly string[], graceMs: number): Promise<string[]>;
+  retainReplicas(urls: readonly string[], graceMs: number): Promise<string[]>;
   /**
    * Failover stores: the replicas registered through this store, from its local copy, with no round
    * trip: a poller's first round polls these at once, beside its read of `replicaSpecs`.

@@ -197,7 +197,15 @@ export interface FleetEvent {
   at: number;
   url: string;
   adapter: string;
-  op: 'load' | 'unload' | 'lease-expired' | 'replica-down' | 'replica-up' | 'replica-restart';
+  op:
+    | 'load'
+    | 'unload'
+    | 'lease-expired'
+    | 'replica-down'
+    | 'replica-up'
+    | 'replica-restart'
+    /** No node routed to it for the grace and nothing ran on it: its records went (retainReplicas). */
+    | 'replica-forgotten';
   result: 'ok' | 'error';
   ms?: number;
   detail?: string;

@@ -25,6 +25,7 @@ import {
   ADAPTERS,
   NODES,
   newWorld,
+  nodeId,
   noteStep,
   observe,
   opArb,
@@ -55,7 +56,7 @@ async function freshSides(): Promise<{ memory: MemoryFleetStore; nodes: RedisFle
   const prefix = `d${randomBytes(3).toString('hex')}:`;
   const nodes = Array.from(
     { length: NODES },
-    (_, i) => new RedisFleetStore(redis.config(prefix, { node_ttl_ms: 60_000, timeout: 2000 }), `n${i}`),
+    (_, i) => new RedisFleetStore(redis.config(prefix, { node_ttl_ms: 60_000, timeout: 2000 }), nodeId(i)),
   );
   return { memory: new MemoryFleetStore(), nodes };
 }
@@ -92,7 +93,8 @@ function tally(op: Op, answer: unknown): void {
     (op.op === 'release' && answer !== null) ||
     (op.op === 'retake' && op.leases.length > 0) ||
     (op.op === 'budget' && (answer as { granted?: unknown }).granted !== undefined) ||
-    (op.op === 'refund' && (answer as { refunded: number }).refunded > 0);
+    (op.op === 'refund' && (answer as { refunded: number }).refunded > 0) ||
+    (op.op === 'retain' && (answer as string[]).length > 0);
   if (granted || done) ran.granted[op.op] = (ran.granted[op.op] ?? 0) + 1;
 }
 
@@ -113,7 +115,7 @@ function newFences(op: Op, w: World, m: unknown, r: unknown, where: () => string
 /** Runs `ops` on both sides; throws at the first step whose answer or visible state differs. */
 async function replay(ops: readonly Op[]): Promise<void> {
   let sides = await freshSides();
-  await registerAll(sides.memory);
+  await registerAll(sides.memory, await sides.nodes[0]!.sharedTime());
   await registerAll(sides.nodes[0]!);
   const w = newWorld();
   ran.sequences++;
@@ -364,6 +366,33 @@ describe('budget refunds (a prefetch unit no load followed)', () => {
     const got = (k: string) => (ran.granted[k] ?? 0) - (before[k] ?? 0);
     // The memory side's answers (Redis's are compared with them).
     expect([got('budget'), got('refund')]).toEqual([6, 2]);
+  });
+});
+
+describe('replicas no node routes to are forgotten (retainReplicas)', () => {
+  it('alike: kept while another node claims it or anything runs on it, then forgotten with every record', async () => {
+    const before = ran.granted.retain ?? 0;
+    await replay([
+      // Node 0 registered all three; node 1 claims b's replica too, node 2 takes a lease on c's.
+      { op: 'retain', node: 1, urls: [1], grace: 0 },
+      { op: 'acquire', node: 2, lease: 0, url: 2, adapter: null },
+      { op: 'beginLoad', node: 0, url: 0, adapter: 0, limit: 4 },
+      { op: 'snapshot', node: 0, url: 0, ok: true, back: 0, registry: [1], active: [], waiting: 0 },
+      { op: 'retain', node: 0, urls: [], grace: 0 }, // node 0 drops all three: none due yet
+      { op: 'retain', node: 0, urls: [], grace: 1 }, // within the grace
+      { op: 'retain', node: 0, urls: [], grace: 0 }, // a's load keeps 0, node 1 keeps 1, the lease 2
+      { op: 'finishLoad', node: 0, url: 0, adapter: 0, fence: 0, own: true, ok: true },
+      { op: 'retain', node: 1, urls: [1], grace: 0 }, // forgets 0
+      { op: 'release', node: 2, lease: 0, status: null },
+      { op: 'retain', node: 2, urls: [], grace: 0 }, // forgets 2
+      { op: 'retain', node: 1, urls: [], grace: 0 },
+      { op: 'retain', node: 1, urls: [], grace: 0 }, // forgets 1
+      { op: 'snapshot', node: 0, url: 1, ok: true, back: 0, registry: [0], active: [], waiting: 0 }, // unknown now
+      { op: 'upsert', node: 2, url: 0, priority: 1 }, // registered afresh, claimed by node 2
+      { op: 'retain', node: 0, urls: [], grace: 0 },
+    ]);
+    // The memory side's answers (Redis's are compared with them): three replicas forgotten, in three calls.
+    expect((ran.granted.retain ?? 0) - before).toBe(3);
   });
 });
 

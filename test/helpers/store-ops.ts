@@ -1,4 +1,6 @@
 import fc from 'fast-check';
+import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import type { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { BudgetWindow, FleetStore, LoadEnd } from '../../src/fleet/store';
 import type { FleetEvent, ReplicaSnapshot, ReplicaSpec } from '../../src/fleet/types';
 
@@ -29,6 +31,10 @@ const BUDGET_KEYS = ['fleet', 'consumer:x'] as const;
  */
 export const LONG_MS = 60_000;
 const MAX_AGES = [0, 3_600_000] as const;
+/** A retain's grace: none (any replica unclaimed since an earlier step is due) or an hour (none is). */
+const GRACES = [0, 3_600_000] as const;
+/** Node `i`'s id: the Redis side's stores are made with it, the memory side passes it. */
+export const nodeId = (i: number) => `n${i}`;
 
 const pathOf = (name: string) => `/adapters/${name}`;
 
@@ -88,6 +94,8 @@ export type Op =
   /** Units given back to a window a spend was granted in (index 12: a window never opened). */
   | { op: 'refund'; node: number; window: number; count: number }
   | { op: 'event'; node: number; url: number; adapter: number }
+  /** The node routes to exactly `urls` now (a poll round's `retainReplicas`). */
+  | { op: 'retain'; node: number; urls: number[]; grace: number }
   /** A router configuration registers: it manages one more adapter name. */
   | { op: 'configure'; adapter: number }
   /** Redis is emptied (FLUSHALL) and every process restarts: the memory store starts afresh. */
@@ -243,6 +251,16 @@ export const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('event' as const), node, url, adapter }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('configure' as const), adapter }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('retain' as const),
+      node,
+      // As often none: a replica is forgotten only once every node that claimed it dropped it.
+      urls: fc.oneof(fc.constant<number[]>([]), subset(URLS.length)),
+      grace: fc.nat(1),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ op: 'flush' as const }) },
 );
 
@@ -325,8 +343,22 @@ export async function runStep(side: Side, op: Op, w: World, at: number): Promise
   const u = (i: number) => URLS[i]!;
   const a = (i: number) => ADAPTERS[i]!;
   switch (op.op) {
-    case 'upsert':
-      return s.upsertReplica({ ...SPECS[op.url]!, priority: op.priority });
+    case 'upsert': {
+      // Claimed by the node that registers it: the memory side says which, and when.
+      const spec = { ...SPECS[op.url]!, priority: op.priority };
+      return side.redis
+        ? s.upsertReplica(spec)
+        : (s as MemoryFleetStore).upsertReplica(spec, nodeId(op.node), at);
+    }
+    case 'retain': {
+      const urls = op.urls.map(u);
+      const grace = GRACES[op.grace]!;
+      // The event's time is the step's on both sides; the memory side is told the node and the time.
+      const gone = side.redis
+        ? await (s as RedisFleetStore).retainReplicas(urls, grace, at)
+        : await (s as MemoryFleetStore).retainReplicas(urls, grace, { at, node: nodeId(op.node) });
+      return gone.sort();
+    }
     case 'snapshot':
       return s.applySnapshot(u(op.url), snapshotOf(op, w, at));
     case 'verdict': {
@@ -439,9 +471,13 @@ export async function resolve(op: Op, memory: FleetStore): Promise<Op> {
   return hit ? { ...op, url: hit[0], adapter: hit[1], pick: false } : op;
 }
 
-/** Every replica registered, as each node does when it starts (a sequence begins so; a flush undoes it). */
-export async function registerAll(s: FleetStore): Promise<void> {
-  for (const spec of SPECS) await s.upsertReplica(spec);
+/**
+ * Every replica registered, as each node does when it starts (a sequence begins so; a flush undoes
+ * it): by node 0, which claims them (the memory side told so, at `at`).
+ */
+export async function registerAll(s: FleetStore, at?: number): Promise<void> {
+  for (const spec of SPECS)
+    await (s instanceof MemoryFleetStore ? s.upsertReplica(spec, nodeId(0), at) : s.upsertReplica(spec));
 }
 
 /** Applies what a step changes outside the stores (configurations, fences handed out: `answer` the memory side's, `shared` Redis's). */

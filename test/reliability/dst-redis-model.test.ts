@@ -403,3 +403,53 @@ describe("the simulated Redis's budget calls, as scripts/budget.ts runs them", (
     expect(m.budget.some((op) => op.op === 'refund' && op.lost)).toBe(true);
   });
 });
+
+describe("the simulated Redis's links forget replicas as the retain script does (scripts/forgetting.ts)", () => {
+  it('keeps a replica a live node claims (its heartbeats), forgets it once that node is silent past node_ttl_ms and the grace', async () => {
+    const { clock, m, until } = timedModel();
+    const spec = { url: URL, backend: 'vllm', priority: 0 } as const;
+    const [n0, n1] = [m.link('n0', clock), m.link('n1', clock)];
+    void n0.upsertReplica(spec);
+    void n1.upsertReplica(spec);
+    await until(200);
+    const answers: string[][] = [];
+    /** n0 routes to nothing: its retain sent at `t`, answered by `t` + 200. */
+    const retainAt = async (t: number) => {
+      await until(t);
+      void n0.retainReplicas([], 100).then((gone) => answers.push(gone));
+      await until(t + 200);
+    };
+    await retainAt(200); // n0 drops its claim; n1's holds
+    // n1 claimed over node_ttl_ms ago: its heartbeats keep its claim live.
+    await retainAt(NODE_TTL + 600);
+    expect(await m.store.replicaSpecs()).toEqual([spec]);
+    await n1.close(); // its heartbeats stop
+    await retainAt(3 * NODE_TTL);
+    expect(answers).toEqual([[], [], [URL]]);
+    expect(await m.store.replicaSpecs()).toEqual([]);
+    expect((await m.store.events(1))[0]).toMatchObject({ url: URL, op: 'replica-forgotten' });
+  });
+
+  it("drops a silent node's claims at the expiry sweep, and a leaving node's at its prune", async () => {
+    const { clock, m, until } = timedModel();
+    const spec = { url: URL, backend: 'vllm', priority: 0 } as const;
+    const [n0, n1, n2] = [m.link('n0', clock), m.link('n1', clock), m.link('n2', clock)];
+    for (const n of [n0, n1, n2]) void n.upsertReplica(spec);
+    await until(200);
+    const claimers = () =>
+      [
+        ...((m.store as unknown as { claims: { byUrl: Map<string, Map<string, number>> } }).claims.byUrl
+          .get(URL)
+          ?.keys() ?? []),
+      ].sort();
+    expect(claimers()).toEqual(['n0', 'n1', 'n2']);
+    void n2.prune(() => [], true);
+    await until(400);
+    expect(claimers()).toEqual(['n0', 'n1']);
+    await n1.close();
+    await until(3 * NODE_TTL);
+    void n0.expireLeases(0, 60_000);
+    await until(3 * NODE_TTL + 200);
+    expect(claimers()).toEqual(['n0']);
+  });
+});

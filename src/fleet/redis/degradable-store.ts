@@ -15,7 +15,7 @@ import { Outage, type FailoverOptions } from './outage';
 import type { SharedStore } from './shared-store';
 
 export abstract class DegradableFleetStore {
-  readonly local = new MemoryFleetStore();
+  readonly local: MemoryFleetStore;
   protected readonly outage: Outage;
 
   constructor(
@@ -24,6 +24,8 @@ export abstract class DegradableFleetStore {
     options: FailoverOptions,
     protected readonly clock: Clock,
   ) {
+    // On this node's clock: its claims and their grace (`retainReplicas`).
+    this.local = new MemoryFleetStore(clock);
     this.outage = new Outage(shared, log, options, clock, () => this.recover());
   }
 
@@ -98,6 +100,28 @@ export abstract class DegradableFleetStore {
       (s) => s.replicaSpecs(),
       () => this.local.replicaSpecs(),
     );
+  }
+
+  /**
+   * The local copy forgets by the same rule, its claims this node's alone: a replica forgotten there
+   * is not registered again after an outage (`registerReplicas`), one this node still routes to is
+   * kept. The shared store's answer, or the local copy's while deciding alone.
+   */
+  async retainReplicas(urls: readonly string[], graceMs: number): Promise<string[]> {
+    const alone = await this.local.retainReplicas(this.routedTo(urls), graceMs);
+    return this.decide(
+      (s) => s.retainReplicas(urls, graceMs),
+      async () => alone,
+    );
+  }
+
+  /**
+   * What the local copy is told this node routes to: `urls`, and those its open leases are on
+   * (recovering-store.ts): a shared lease is not in the local copy, and a replica it forgot is not
+   * registered again, so that lease, taken again after an emptied state, would count nowhere.
+   */
+  protected routedTo(urls: readonly string[]): readonly string[] {
+    return urls;
   }
 
   localReplicaSpecs(): Promise<ReplicaSpec[]> {

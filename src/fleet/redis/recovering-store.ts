@@ -293,6 +293,13 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
     return fence;
   }
 
+  /** `urls` and those this node's open leases are on: the local copy keeps them (`retainReplicas`). */
+  protected override routedTo(urls: readonly string[]): readonly string[] {
+    const leased = new Set<string>();
+    for (const m of this.leases.mine.values()) leased.add(m.lease.url);
+    return leased.size === 0 ? urls : [...new Set([...urls, ...leased])];
+  }
+
   /** Every lease id this node may hold in the shared state: its own and an unadopted predecessor's. */
   protected held(): string[] {
     const ids = this.leases.ids();

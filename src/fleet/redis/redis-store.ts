@@ -184,8 +184,27 @@ export class RedisFleetStore implements FleetStore {
       JSON.stringify(spec),
       randomBytes(8).toString('hex'),
       grace,
+      // Claimed for this node (scripts/forgetting.ts): a registration then a list never forgets it.
+      this.node,
     )) as string;
     this.noteEpoch(epoch);
+  }
+
+  /**
+   * scripts/forgetting.ts `retain`: claims by this node, lapsing past node_ttl_ms (after its last
+   * claim or heartbeat). `at`: the event's time (default: Redis time).
+   */
+  async retainReplicas(urls: readonly string[], graceMs: number, at?: number): Promise<string[]> {
+    // Finite for the script's score range (a grace past any state's age forgets nothing anyway).
+    const grace = Math.ceil(Math.min(Math.max(0, graceMs), Number.MAX_SAFE_INTEGER));
+    return (await this.run(
+      'retain',
+      this.node,
+      grace,
+      this.config.node_ttl_ms,
+      at ?? '',
+      ...urls,
+    )) as string[];
   }
 
   async replicaSpecs(): Promise<ReplicaSpec[]> {

@@ -1,8 +1,9 @@
 /**
  * The Redis fleet store's scripts by name (each one operation, run atomically for all nodes),
- * gathered from their groups: registration, residency, load and unload locks, leases, budget.
+ * gathered from their groups: registration, residency, load and unload locks, leases, budget, forgetting.
  */
 import { BUDGET_SCRIPTS } from './budget';
+import { FORGETTING_SCRIPTS } from './forgetting';
 import { LEASE_SCRIPTS } from './leases';
 import { LOAD_LOCK_SCRIPTS } from './load-locks';
 import { PRELUDE } from './prelude';
@@ -18,6 +19,7 @@ export const SCRIPTS = {
   ...LOAD_LOCK_SCRIPTS,
   ...LEASE_SCRIPTS,
   ...BUDGET_SCRIPTS,
+  ...FORGETTING_SCRIPTS,
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -4,6 +4,7 @@
  * pruned when the node that took them no longer holds them.
  * Each runs after the prelude (prelude.ts), with ARGV[1] = the prefix and no KEYS.
  */
+import { CLAIM_FN } from './forgetting';
 import { VIEWS_FN } from './residency';
 
 /** Takes a lease and returns the adapter's state on its replica (false: none), as a Lua function. */
@@ -91,12 +92,12 @@ end
 return {raw, idle}`,
 
   /**
-   * now, maxAge, nodeTtl, ceiling -> expired lease JSONs. Ends the load/unload locks of nodes silent for
-   * nodeTtl, any lease not taken or renewed for maxAge and any lock past its expiry, all by Redis
-   * time. A silent node's leases stay: it may be cut off from Redis while its requests still run
+   * now, maxAge, nodeTtl, ceiling -> expired lease JSONs. Ends the load/unload locks and the replica
+   * claims of nodes silent for nodeTtl, any lease not taken or renewed for maxAge and any lock past
+   * its expiry, all by Redis time. A silent node's leases stay: it may be cut off from Redis while its requests still run
    * on the replicas (a partition), and an unload under them is what must never happen.
    */
-  expire: `
+  expire: `${CLAIM_FN}
 local now, maxAge, nodeTtl, ceiling = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local t = now_ms()
 local out = {}
@@ -135,7 +136,10 @@ if #dead > 0 then
   local gone = {}
   for _, node in ipairs(dead) do
     gone[node] = true
+    local beat = tonumber(redis.call('ZSCORE', P .. 'nodes', node))
     redis.call('ZREM', P .. 'nodes', node)
+    -- Its claims lapse (forgetting.ts): the replicas only it routed to may be forgotten after the grace.
+    dropclaims(node, t, beat, nodeTtl)
   end
   local locks = redis.call('HGETALL', P .. 'lock')
   for i = 1, #locks, 2 do
@@ -161,9 +165,10 @@ return out`,
    * node, ids it holds (JSON array), leaving (1|0) -> leases dropped. Drops the node's leases it
    * no longer holds: a snapshot Redis restarted from (RDB, or AOF fsynced every second) may
    * predate their release, and a live node's lease never expires by its silence. Leaving (its
-   * runtime moved to other state): it stops counting among the live nodes too.
+   * runtime moved to other state): it stops counting among the live nodes too, and its claims on
+   * replicas go.
    */
-  prune: `
+  prune: `${CLAIM_FN}
 local node = ARGV[2]
 local keep = {}
 for _, id in ipairs(cjson.decode(ARGV[3])) do keep[id] = true end
@@ -179,7 +184,11 @@ for _, id in ipairs(redis.call('SMEMBERS', P .. 'nl:' .. node)) do
     end
   end
 end
-if ARGV[4] == '1' then redis.call('ZREM', P .. 'nodes', node) end
+if ARGV[4] == '1' then
+  redis.call('ZREM', P .. 'nodes', node)
+  -- It routes nowhere on this state any more: its claims go at once (forgetting.ts).
+  dropclaims(node, now_ms())
+end
 if n > 0 then changed() end
 return n`,
 } as const;

@@ -32,6 +32,11 @@ import { FENCE_PER_MS } from '../../types';
  *   P events          list of fleet events, newest first; channel P changed: room may have freed
  *   P budget:<key>    cold loads granted in the current window (expires with it)
  *   P budget-at:<key> when that window opened, Redis time (expires with it): a refund's window
+ *   P claims:<url>    zset node -> when it last claimed the replica (registered it, or listed it
+ *                     to `retain`), Redis time; P nc:<node> set of the urls a node claims
+ *   P claimed         zset url -> when some node last routed to it (a claim made or dropped, a
+ *                     lapsed claim's last sign of life): one past the grace, no live claim, nothing
+ *                     running, is forgotten with every key above named by its url (forgetting.ts)
  *
  * This file: the helpers every script begins with; the scripts are grouped by concern beside it.
  */

@@ -5,17 +5,22 @@
  * leases; the grace after it (`reborn`) grants no unload meanwhile.
  * Each runs after the prelude (prelude.ts), with ARGV[1] = the prefix and no KEYS.
  */
+import { CLAIM_FN } from './forgetting';
+
 export const REGISTRATION_SCRIPTS = {
   /**
-   * url, spec JSON, epoch candidate, grace ms (0: none) -> the state's epoch (the candidate if
+   * url, spec JSON, epoch candidate, grace ms (0: none), node ('' none) -> the state's epoch (the candidate if
    * Redis had none). A grace is asked by a node that knew an older epoch: the state was emptied
    * (FLUSHALL, a restart without persistence), and this call begins it anew. The other nodes'
    * leases count nowhere until each learns of it from its heartbeat (every node_ttl_ms / 4) or a
    * call, so no unload is granted for the grace (beginUnload).
    */
-  upsert: `
+  upsert: `${CLAIM_FN}
 local url = ARGV[2]
 redis.call('HSET', P .. 'spec', url, ARGV[3])
+-- The registering node claims it (forgetting.ts): a registration then a list must not forget it.
+-- None named (a node of an older version): no claim.
+if ARGV[6] and ARGV[6] ~= '' then claim(url, ARGV[6], now_ms()) end
 if redis.call('EXISTS', rkey(url)) == 0 then
   redis.call('HSET', rkey(url), 'health', 'unknown', 'residents', 0, 'inFlight', 0)
 end
