@@ -131,6 +131,10 @@ describe('replicas that leave the configuration, without Redis', () => {
         inFlightSeries: 2,
         status: 2,
       });
+      // The store forgot them too (FleetStore.retainReplicas, a grace after the lapse), and the
+      // node's claim keeps no departed replica's name once the store's list no longer names it.
+      expect((await rt.store.replicaSpecs()).map((s) => s.url).sort()).toEqual(urlsAt(199).sort());
+      expect(rt.claim.size).toEqual({ live: 1, superseded: 0, released: 0 });
     } finally {
       rt.stop();
     }

@@ -1,0 +1,142 @@
+/**
+ * Replicas that leave the fleet, end to end over a real redis-server: two nodes (runtimes with
+ * their own node ids) route one plugin's configuration; the fleet's addresses change, and one node
+ * takes the new configuration before the other (a rolling change). The old replicas stay, and are
+ * polled, while the other node still routes to them; once neither does, past the lapse and the
+ * store's grace, Redis keeps nothing of them, no node polls them (counted from the replica calls
+ * made, not the router's counters) and neither process keeps its readings of them.
+ *
+ * The lapse of a superseded configuration is at least 60 s of the node's monotonic time
+ * (src/fleet/node-claim.ts MIN_LAPSE_MS): each node's clock is the wall clock with its monotonic
+ * line moved ahead by the test (`skip`), so the lapse passes at once; the store's grace is Redis's
+ * own time (`node_ttl_ms` 500 and `lease_max_age_ms` 1000: about 1 s), waited out for real.
+ */
+import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/backends/replica-api';
+import { systemClock, type Clock } from '../../src/clock';
+import { parseRouterConfig } from '../../src/config/parse';
+import type { RedisConfig } from '../../src/config/redis-schema';
+import type { ReplicaSpec } from '../../src/fleet/types';
+import { silentLogger } from '../../src/log';
+import { RouterService } from '../../src/router/router';
+import { FleetRuntime } from '../../src/runtime';
+import { RedisServer } from '../../harness/redis/server';
+import { waitFor } from '../../harness/wait';
+
+const OLD = ['http://10.2.0.1:8000', 'http://10.2.0.2:8000'];
+const NEW = ['http://10.2.1.1:8000', 'http://10.2.1.2:8000'];
+const PREFIX = 'departed:';
+
+/** Every scrape of every node, with the wall time: the replicas' own request log. */
+class FleetApi implements ReplicaApi {
+  readonly calls: { url: string; at: number }[] = [];
+  async scrape(r: ReplicaSpec): Promise<Scrape> {
+    this.calls.push({ url: r.url, at: Date.now() });
+    return {
+      load: { waiting: 0, running: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
+      registry: [],
+      maxModelLen: 4096,
+    };
+  }
+  async loadAdapter(): Promise<LoadOutcome> {
+    return 'loaded';
+  }
+  async unloadAdapter(): Promise<UnloadOutcome> {
+    return 'unloaded';
+  }
+  polledSince(t: number): Set<string> {
+    return new Set(this.calls.filter((c) => c.at >= t).map((c) => c.url));
+  }
+}
+
+/** The wall clock, its monotonic line `skipped` ms ahead. */
+function skippingClock(): Clock & { skip(ms: number): void } {
+  let ahead = 0;
+  return {
+    now: () => systemClock.now(),
+    monotonic: () => systemClock.now() + ahead,
+    after: (ms, fn) => systemClock.after(ms, fn),
+    skip: (ms) => (ahead += ms),
+  };
+}
+
+let redis: RedisServer;
+beforeAll(async () => {
+  redis = await RedisServer.start();
+});
+afterAll(async () => {
+  await redis?.close();
+});
+
+it('a replica two nodes left goes from Redis and from both processes; kept while one still routes to it', async () => {
+  const redisConfig: RedisConfig = redis.config(PREFIX, { node_ttl_ms: 500, timeout: 2000 });
+  const api = new FleetApi();
+  const config = (urls: readonly string[]) =>
+    parseRouterConfig({
+      base_model: 'base',
+      replicas: urls.map((url) => ({ url })),
+      lease_max_age_ms: 1000,
+      redis: redisConfig,
+    });
+  const node = () => {
+    const clock = skippingClock();
+    const rt = new FleetRuntime({
+      clock,
+      api,
+      log: silentLogger,
+      seed: 1,
+      redis: redisConfig,
+      poller: { intervalMs: 100, jitter: 0, timeoutMs: 1000 },
+    });
+    return { clock, rt };
+  };
+  const a = node();
+  const b = node();
+  const keysNaming = async (urls: readonly string[]) => {
+    const keys = (await redis.command(['KEYS', `${PREFIX}*`])) as string[];
+    const specs = (await redis.command(['HKEYS', `${PREFIX}spec`])) as string[];
+    return [...keys, ...specs].filter((k) => urls.some((u) => k.includes(u)));
+  };
+  try {
+    // Both nodes route the old fleet (one plugin, Kong's `__plugin_id` the same on both).
+    new RouterService(config(OLD), a.rt, 'plugin-1');
+    new RouterService(config(OLD), b.rt, 'plugin-1');
+    await waitFor(() => OLD.every((u) => a.rt.poller.lastLoad.has(u)), 10_000, 'node a polls the old fleet');
+
+    // Node a takes the new configuration; its old one lapses at once (its monotonic line skips
+    // the 60 s), and Redis's grace passes. Node b still routes the old fleet: kept, and polled.
+    new RouterService(config(NEW), a.rt, 'plugin-1');
+    a.clock.skip(61_000);
+    await waitFor(() => NEW.every((u) => a.rt.poller.lastLoad.has(u)), 10_000, 'node a polls the new fleet');
+    await new Promise((r) => setTimeout(r, 2000));
+    const kept = Date.now();
+    await new Promise((r) => setTimeout(r, 500));
+    expect([...api.polledSince(kept)].sort()).toEqual([...OLD, ...NEW].sort());
+    expect((await redis.command(['HKEYS', `${PREFIX}spec`])) as string[]).toEqual(
+      expect.arrayContaining([...OLD, ...NEW]),
+    );
+
+    // Node b takes it too: once its old configuration lapsed and the grace passed, Redis forgets
+    // the old fleet, nobody polls it, and neither process keeps its readings.
+    new RouterService(config(NEW), b.rt, 'plugin-1');
+    b.clock.skip(61_000);
+    await waitFor(async () => (await keysNaming(OLD)).length === 0, 10_000, 'Redis forgets the old fleet');
+    await waitFor(
+      () => OLD.every((u) => !a.rt.poller.lastLoad.has(u) && !b.rt.poller.lastLoad.has(u)),
+      5000,
+      'both nodes drop their readings of the old fleet',
+    );
+    const gone = Date.now();
+    await new Promise((r) => setTimeout(r, 1000));
+    expect([...api.polledSince(gone)].sort()).toEqual([...NEW].sort());
+    expect(await keysNaming(OLD)).toEqual([]);
+    expect(((await redis.command(['HKEYS', `${PREFIX}spec`])) as string[]).sort()).toEqual([...NEW].sort());
+    // The event list says so, once per replica.
+    const events = ((await redis.command(['LRANGE', `${PREFIX}events`, '0', '-1'])) as string[]).filter((e) =>
+      e.includes('replica-forgotten'),
+    );
+    expect(events).toHaveLength(OLD.length);
+  } finally {
+    a.rt.stop();
+    b.rt.stop();
+  }
+});
