@@ -13,10 +13,25 @@ import { LeaseHandle } from './lease';
 import { forgetJoining } from './router/in-flight-here';
 import type { FleetRuntime } from './runtime';
 
+/**
+ * The store is told this node's replicas when they changed, and otherwise at most this often:
+ * that call is only its forget check then (a node's claims stay live by its heartbeat, and a
+ * replica is forgotten a grace of `lease_max_age_ms` after the last claim, 10 minutes by default,
+ * so up to 30 s later is nothing). Sent every round, it cost a store round trip a round and
+ * moved every explored schedule of the simulation, whose claims never change in a run.
+ */
+export const RETAIN_EVERY_MS = 30_000;
+
 export function wireDepartures(rt: FleetRuntime): void {
   const shared = rt.stateKey !== stateKeyOf(undefined);
+  const every = rt.retainEveryMs ?? RETAIN_EVERY_MS;
   /** Replicas that left whose records could not go yet (something under way on them). */
   const pending = new Set<string>();
+  /**
+   * The replicas last told the store, and when (monotonic); undefined before the first round,
+   * which takes the registrations' claims as told (each registration claims its replicas).
+   */
+  let told: { urls: string; at: number } | undefined;
   /** The store's list at the previous round: a replica gone from it since is a candidate. */
   let listedBefore = new Set<string>();
   // Without Redis, a replica this node left is polled no more (nobody else routes to it).
@@ -25,15 +40,22 @@ export function wireDepartures(rt: FleetRuntime): void {
     const released = rt.claim.lapse(monotonic(rt.clock), rt.lapseGraceMs());
     if (released.length > 0) rt.claimChanged();
     let forgotten: string[] = [];
-    try {
-      forgotten = await rt.store.retainReplicas([...rt.claim.replicas.keys()], rt.forgetGraceMs());
-    } catch (err) {
-      rt.log.warn(
-        `could not tell the fleet state which replicas this node routes to: ${(err as Error).message}`,
-      );
+    const claimed = [...rt.claim.replicas.keys()];
+    const urls = JSON.stringify([...claimed].sort());
+    const now = monotonic(rt.clock);
+    told ??= { urls, at: now };
+    if (urls !== told.urls || now - told.at >= every) {
+      try {
+        forgotten = await rt.store.retainReplicas(claimed, rt.forgetGraceMs());
+        told = { urls, at: now };
+      } catch (err) {
+        rt.log.warn(
+          `could not tell the fleet state which replicas this node routes to: ${(err as Error).message}`,
+        );
+      }
     }
-    const urls = rt.poller.listedUrls();
-    const listed = urls ? new Set(urls) : listedBefore;
+    const listedUrls = rt.poller.listedUrls();
+    const listed = listedUrls ? new Set(listedUrls) : listedBefore;
     rt.claim.listed(listed);
     const candidates = new Set([...pending, ...forgotten, ...(shared ? [] : released)]);
     for (const u of listedBefore) if (!listed.has(u)) candidates.add(u);

@@ -50,6 +50,11 @@ export interface RuntimeOptions {
    * nothing, one release ending another request's lease).
    */
   leaseSeq?: { next: number };
+  /**
+   * How often the store is told this node's replicas when they did not change (its forget check:
+   * src/runtime-departures.ts RETAIN_EVERY_MS); tests shorten it.
+   */
+  retainEveryMs?: number;
 }
 
 export const defaultPollerOptions: PollerOptions = {

@@ -101,6 +101,8 @@ export class FleetRuntime {
   readonly claim = new NodeClaim();
   /** With Redis, its `node_ttl_ms`: a claim of a node silent that long lapses in the store. */
   private readonly nodeTtlMs: number;
+  /** RuntimeOptions.retainEveryMs. */
+  readonly retainEveryMs: number | undefined;
   /** Each lora-poller plugin's polling settings, by plugin id (bounded: Kong's plugins, not instances). */
   private readonly pollingSettings = new Lru<string, PollingSettings>(64);
   /** Told of each replica whose records this process dropped (runtime-departures.ts): per-url records kept elsewhere go too. */
@@ -123,6 +125,7 @@ export class FleetRuntime {
     this.leaseSeq = o.leaseSeq ?? { next: 0 };
     this.stateKey = stateKeyOf(o.redis);
     this.nodeTtlMs = sharesState(o.redis) ? (o.redis?.node_ttl_ms ?? 0) : 0;
+    this.retainEveryMs = o.retainEveryMs;
     this.store = sharesState(o.redis)
       ? new FailoverFleetStore(
           o.sharedStore?.(o.redis, this.leasePrefix, this.log) ??

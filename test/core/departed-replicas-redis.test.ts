@@ -86,6 +86,8 @@ it('a replica two nodes left goes from Redis and from both processes; kept while
       seed: 1,
       redis: redisConfig,
       poller: { intervalMs: 100, jitter: 0, timeoutMs: 1000 },
+      // Its forget check each 200 ms (30 s by default: RETAIN_EVERY_MS).
+      retainEveryMs: 200,
     });
     return { clock, rt };
   };

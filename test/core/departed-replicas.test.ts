@@ -15,7 +15,7 @@ import type { ReplicaSpec } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
-import { forgetReplica } from '../../src/runtime-departures';
+import { forgetReplica, RETAIN_EVERY_MS } from '../../src/runtime-departures';
 import { fleetStatus } from '../../src/status/status';
 
 const BASE = 'base';
@@ -131,8 +131,10 @@ describe('replicas that leave the configuration, without Redis', () => {
         inFlightSeries: 2,
         status: 2,
       });
-      // The store forgot them too (FleetStore.retainReplicas, a grace after the lapse), and the
-      // node's claim keeps no departed replica's name once the store's list no longer names it.
+      // The store forgot them too (FleetStore.retainReplicas, a grace after the lapse, at the
+      // store's next forget check), and the node's claim keeps no departed replica's name once the
+      // store's list no longer names it.
+      await clock.run(clock.now() + RETAIN_EVERY_MS + 2 * INTERVAL_MS);
       expect((await rt.store.replicaSpecs()).map((s) => s.url).sort()).toEqual(urlsAt(199).sort());
       expect(rt.claim.size).toEqual({ live: 1, superseded: 0, released: 0 });
     } finally {
