@@ -9,6 +9,8 @@ import type { Schedule } from '../../dst/schedule';
 import { Scheduler } from '../../dst/scheduler';
 import { ReplicaSet } from '../../dst/replicas';
 import { SERVED_TELL_INVARIANT } from '../../dst/served-tell-check';
+import { World } from '../../dst/world';
+import { ReplicaWord } from '../../src/adapters/replica-word';
 import { monotonic } from '../../src/clock';
 import { LeaseHandle } from '../../src/lease';
 import { seededRandom } from '../../src/random';
@@ -117,6 +119,58 @@ describe("the world's log phase meets 499s, later plugins' answers and slow sour
     });
     expect(r.violation).toBeUndefined();
     expect(r.clients).toMatchObject({ gaveUp: 2, ranOn: 1, exits: 1 });
+  }, 30_000);
+});
+
+describe("an unload counts a 499's request as running until the replica's engine dropped it", () => {
+  // One replica with one slot: node 0's `sql` request (30 tokens at 100 ms a step) loses its client
+  // at 610 ms; Kong logs 499 and the lease goes back, but the engine runs it until the close reached
+  // it and the abort was taken, 400 ms later. Node 1's `chat` request at 700 ms needs the slot: the
+  // store reads `sql` idle, the replica's word busy.
+  const schedule: Schedule = {
+    seed: 1,
+    world: { ...WORLD, replicas: 1, maxLoadedAdapters: 1, adapters: ['sql', 'chat'] },
+    actions: [
+      {
+        at: 10,
+        kind: 'request',
+        node: 0,
+        adapter: 0,
+        tokens: 30,
+        prompt: 100,
+        gaveUp: { afterMs: 600, unwritten: false, noticeMs: 400 },
+      },
+      { at: 700, kind: 'request', node: 1, adapter: 1, tokens: 3, prompt: 100 },
+    ],
+  };
+
+  it('the router waits for the word to read it idle: the unload lands after the engine dropped it', async () => {
+    const world = new World(schedule);
+    const r = await world.run();
+    expect(r.violation).toBeUndefined();
+    expect(r.clients).toMatchObject({ gaveUp: 1, ranOn: 1 });
+    const replica = (world as unknown as { replicas: ReplicaSet }).replicas.replicas[0]!;
+    const dropped = replica.requestRecords().find((x) => x.aborted)!.end!;
+    const unload = replica.log.find((e) => e.op === 'unload' && e.name === 'sql' && e.status === 200);
+    expect(dropped).toBeGreaterThan(1000);
+    expect(unload?.at).toBeGreaterThanOrEqual(dropped);
+  }, 30_000);
+
+  it('a planted word that reads every adapter idle unloads it under the request: caught', async () => {
+    const idleNow = ReplicaWord.prototype.idleNow;
+    ReplicaWord.prototype.idleNow = () => Promise.resolve(undefined);
+    try {
+      const r = await runSchedule(schedule);
+      expect(r.violation?.invariant).toBe('no unload of a busy adapter');
+      expect(r.violation?.detail).toMatch(/sql.*unloaded with 1 running and 0 waiting/);
+      // Had the engine dropped it at Kong's 499, the same unload would have been under nothing.
+      const atOnce = schedule.actions.map((a) =>
+        a.kind === 'request' && a.gaveUp ? { ...a, gaveUp: { ...a.gaveUp, noticeMs: 0 } } : a,
+      );
+      expect((await runSchedule({ ...schedule, actions: atOnce })).violation).toBeUndefined();
+    } finally {
+      ReplicaWord.prototype.idleNow = idleNow;
+    }
   }, 30_000);
 });
 
