@@ -98,7 +98,7 @@ describe('prefetching drawn (dst/prefetch-draw.ts)', () => {
   // first poll round polled its local copy's replicas at once (branch poll-specs).
   it('its ticks load adapters in the runs, and unload victims for them', async () => {
     const seen = { loads: 0, unloads: 0 };
-    // As drawn before dst/client-draw.ts (seed 42 draws clients since).
+    // As drawn before dst/client-draw.ts (seeds 42 and 176 draw clients since).
     for (const seed of [13, 24, 42, 176, 270]) {
       const r = await runSeed(seed, BEFORE_CLIENTS);
       expect(r.violation).toBeUndefined();
