@@ -17,6 +17,8 @@
  * as drawn before it. `--no-reach`: without the shapes of dst/reach.ts (a configuration pushed right
  * after an emptied state, a class held behind a higher one), every seed as drawn before them.
  * `--no-prefetch`: prefetching never on (dst/prefetch-draw.ts), every seed's world as drawn before it.
+ * `--no-clients`: no client gives up, no later plugin answers, no source call takes time
+ * (dst/client-draw.ts), every seed's schedule as drawn before them.
  * `--digest`: after the summary, a line per seed (in seed order): its steps, simulated ms, the
  * scheduler's digest of when each step fired and a hash of the rest of its result (faults fired,
  * loads alone, refusals, bound waits, the invariant broken): two builds that print the same lines
@@ -48,6 +50,8 @@ interface Args {
   reach: boolean;
   /** Prefetching drawn (`--no-prefetch`: off, every seed's world as drawn before it). */
   prefetch: boolean;
+  /** Clients' and Kong's draws per request (`--no-clients`: off, every seed as drawn before them). */
+  clients: boolean;
   /** A line per seed of what it replayed (`--digest`). */
   digest: boolean;
 }
@@ -64,6 +68,7 @@ function parseArgs(argv: string[]): Args {
     bound: true,
     reach: true,
     prefetch: true,
+    clients: true,
     digest: false,
   };
   for (let i = 0; i < argv.length; i++) {
@@ -114,6 +119,9 @@ function parseArgs(argv: string[]): Args {
       case '--no-prefetch':
         a.prefetch = false;
         break;
+      case '--no-clients':
+        a.clients = false;
+        break;
       case '--digest':
         a.digest = true;
         break;
@@ -133,6 +141,7 @@ function options(a: Args): ScheduleOptions {
     ...(a.bound ? {} : { bound: false }),
     ...(a.reach ? {} : { reach: false }),
     ...(a.prefetch ? {} : { prefetch: false }),
+    ...(a.clients ? {} : { clients: false }),
   };
 }
 
@@ -160,6 +169,10 @@ interface BatchReport {
   prefetchLoadSchedules: number;
   prefetchLoads: number;
   prefetchUnloads: number;
+  /** Schedules with clients' or Kong's draws, those that logged a 499, and what they met (World `clients`). */
+  clientSchedules: number;
+  goneSchedules: number;
+  clients: { gaveUp: number; ranOn: number; exits: number; slowSources: number; tells: number };
   /** Schedules where Kong's own 502/504 marked a replica down, those markings, and the requests proxied after one standing. */
   kongMarkSchedules: number;
   kongMarks: number;
@@ -211,6 +224,12 @@ async function runBatch(from: number, to: number, o: ScheduleOptions, digests = 
       r.prefetchLoads += out.prefetch.loads;
       r.prefetchUnloads += out.prefetch.unloads;
     }
+    if (out.clients) {
+      r.clientSchedules++;
+      if (out.clients.gaveUp > 0) r.goneSchedules++;
+      for (const k of Object.keys(r.clients) as (keyof BatchReport['clients'])[])
+        r.clients[k] += out.clients[k];
+    }
     if (out.violation) r.failures.push({ seed, ...out.violation });
     if (digests) r.digests.push({ seed, line: digestLine(out) });
   }
@@ -236,6 +255,9 @@ function emptyReport(): BatchReport {
     prefetchLoadSchedules: 0,
     prefetchLoads: 0,
     prefetchUnloads: 0,
+    clientSchedules: 0,
+    goneSchedules: 0,
+    clients: { gaveUp: 0, ranOn: 0, exits: 0, slowSources: 0, tells: 0 },
     kongMarkSchedules: 0,
     kongMarks: 0,
     kongJudged: 0,
@@ -264,6 +286,10 @@ function add(total: BatchReport, r: BatchReport): void {
   total.prefetchLoadSchedules += r.prefetchLoadSchedules;
   total.prefetchLoads += r.prefetchLoads;
   total.prefetchUnloads += r.prefetchUnloads;
+  total.clientSchedules += r.clientSchedules;
+  total.goneSchedules += r.goneSchedules;
+  for (const k of Object.keys(total.clients) as (keyof BatchReport['clients'])[])
+    total.clients[k] += r.clients[k];
   total.kongMarkSchedules += r.kongMarkSchedules;
   total.kongMarks += r.kongMarks;
   total.kongJudged += r.kongJudged;
@@ -297,6 +323,7 @@ function coverage(total: BatchReport): string {
     `  overload        ${pct(total.ttftOverloadSchedules)}${pct(total.shedSchedules)}  (schedules refusing 503 ttft_overload at a hold's end; shed_low_priority)\n` +
     `  max_in_flight   ${pct(total.boundSchedules)}         (schedules where a bounded class's request waited at its bound)\n` +
     `  prefetch        ${pct(total.prefetchSchedules)}${pct(total.prefetchLoadSchedules)}  (schedules with prefetch on; with a prefetch load call: ${total.prefetchLoads} load calls, ${total.prefetchUnloads} victims' unloads)\n` +
+    `  clients         ${pct(total.clientSchedules)}${pct(total.goneSchedules)}  (schedules with clients' draws; with a 499: ${total.clients.gaveUp} 499s, ${total.clients.ranOn} run on past it by the replica; ${total.clients.exits} later plugins' answers, ${total.clients.slowSources} slow source calls, ${total.clients.tells} ends told)\n` +
     `  kong 502/504    ${pct(total.kongMarkSchedules)}         (schedules where Kong's own 502/504 marked a replica down: ${total.kongMarks} markings; ${total.kongJudged} requests proxied after one no poll undid)\n`
   );
 }
@@ -370,7 +397,7 @@ async function explore(a: Args): Promise<number> {
     for (const d of total.digests.sort((x, y) => x.seed - y.seed))
       process.stdout.write(`seed ${d.seed}: ${d.line}\n`);
   const cmd = (seed: number, keep?: number[]) =>
-    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${a.reach ? '' : ' --no-reach'}${a.prefetch ? '' : ' --no-prefetch'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
+    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${a.reach ? '' : ' --no-reach'}${a.prefetch ? '' : ' --no-prefetch'}${a.clients ? '' : ' --no-clients'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
     process.stdout.write(
       `\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`,

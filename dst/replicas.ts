@@ -241,10 +241,18 @@ export class ReplicaSet {
     node = -1,
     reached: () => void = () => undefined,
     done: () => void = () => undefined,
+    client?: ClientGone,
   ): Promise<ProxyAnswer> {
     const hop = this.hopMs(node, origin);
+    const gone = client !== undefined && client.at <= this.clock.now();
+    // Gone before proxying began, the upstream closed before the request was written: never there.
+    if (gone && client.unwritten) return { status: 499, text: '', source: 'service' };
     let answered: Promise<ProxyAnswer>;
     let abort: () => void;
+    // Kong closed the connection after writing the request: the replica stops it once the close
+    // has come down the path and its engine took the abort; before it arrived, once it arrives.
+    let closed = false;
+    let stop = () => {};
     if (hop === 0) {
       reached();
       const x = this.exchange(origin, 'POST', path, body);
@@ -253,6 +261,7 @@ export class ReplicaSet {
         return proxyAnswer(r);
       });
       abort = x.abort;
+      stop = x.abort;
     } else {
       let gaveUp = false;
       let reset = () => {};
@@ -262,6 +271,8 @@ export class ReplicaSet {
           reached();
           const x = this.exchange(origin, 'POST', path, body);
           reset = x.abort;
+          // Closed on its way: stopped once its handler listens (vLLM's `with_cancellation`).
+          if (closed) this.clock.after(0, x.abort);
           void x.reply.then((r) => {
             done();
             this.clock.after(hop, () => resolve(proxyAnswer(r)));
@@ -272,6 +283,10 @@ export class ReplicaSet {
         gaveUp = true;
         reset();
       };
+      stop = () => {
+        closed = true;
+        reset();
+      };
     }
     let cancel = () => {};
     const late = new Promise<ProxyAnswer>((resolve) => {
@@ -280,8 +295,21 @@ export class ReplicaSet {
         resolve({ status: 504, text: '', source: 'error' });
       });
     });
-    const status = await Promise.race([answered, late]);
+    let left = () => {};
+    // nginx finds the client gone (proxy_ignore_client_abort off), logs 499 and closes the upstream
+    // connection; Kong set KONG_PROXIED before the balancer, so `get_source` says 'service'.
+    const gaveUp =
+      client === undefined
+        ? undefined
+        : new Promise<ProxyAnswer>((resolve) => {
+            left = this.clock.after(Math.max(0, client.at - this.clock.now()), () => {
+              this.clock.after(hop + client.noticeMs, stop);
+              resolve({ status: 499, text: '', source: 'service' });
+            });
+          });
+    const status = await Promise.race(gaveUp ? [answered, late, gaveUp] : [answered, late]);
     cancel();
+    left();
     return status;
   }
 
@@ -512,6 +540,15 @@ export interface ProxyAnswer {
   status: number;
   text: string;
   source: 'error' | 'service';
+}
+
+/** A client gone (Kong logs 499): when, and how the replica comes to stop its request (dst/client-draw.ts). */
+export interface ClientGone {
+  at: number;
+  /** Gone before proxying began: the upstream closed before the request was written. */
+  unwritten: boolean;
+  /** ms from the close reaching the replica to its engine stopping the request. */
+  noticeMs: number;
 }
 
 /** A connection refused or reset is Kong's 502, with no body of the replica's. */

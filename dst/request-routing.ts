@@ -21,7 +21,8 @@ import { pastOwnSight, seenUp, type HealthReads } from './health-reads';
 import type { BudgetRefusal, Violation, WorldView } from './invariants';
 import { pollSender, procName, type NodeProcesses, type Process } from './node-processes';
 import type { RedisModel } from './redis-model';
-import { urlParts, type ProxyAnswer, type ReplicaSet } from './replicas';
+import { urlParts, type ClientGone, type ProxyAnswer, type ReplicaSet } from './replicas';
+import { SERVED_TELL_INVARIANT, tellWrong, watchTells } from './served-tell-check';
 import type { Action, Schedule } from './schedule';
 import type { Scheduler } from './scheduler';
 import { agedOut, leaseLost, unseenFirst, type SentRequest } from './unseen-check';
@@ -53,6 +54,14 @@ export interface RoutingGround {
 export class RequestRouting {
   /** By replica and adapter: requests proxied there, by which process, whether it decided alone, until when. */
   private readonly proxied = new Map<string, SentRequest[]>();
+  /**
+   * What the clients' and Kong's draws met (dst/client-draw.ts): 499s logged, of them those the
+   * replica ran on past the 499, later plugins' answers, source calls asked that took time, and the
+   * log phases' tells of an end (`servedEnded`).
+   */
+  readonly clients = { gaveUp: 0, ranOn: 0, exits: 0, slowSources: 0, tells: 0 };
+  /** Requests whose client gave up: when Kong logged 499 and closed the upstream connection. */
+  private readonly closedAt = new WeakMap<SentRequest, number>();
   /** Requests answered 429 for the fleet's cold-load budget (the budget check reads them). */
   readonly refusals: BudgetRefusal[] = [];
   /** By request (arrival number): its process, and whether its route answered. */
@@ -132,6 +141,10 @@ export class RequestRouting {
     let sent: SentRequest | undefined;
     let decider: FleetRuntime | undefined;
     let flight: Flight | undefined;
+    // When Kong logged 499 for it (undefined: it did not).
+    let goneAt: number | undefined;
+    // When the replica answered or dropped its exchange (undefined: not yet).
+    let stoppedAt: number | undefined;
     try {
       const out = await routingRequest.run(arrivals, () =>
         this.bound.watch(arrivals, cls?.max_in_flight ?? 0, cls?.ttft_ms ?? 0, () =>
@@ -200,6 +213,23 @@ export class RequestRouting {
           sure: decidedAlone && localAtArrival,
           maybe: decidedAlone || localAtArrival,
         });
+      // A later plugin answered it (a proxy-cache hit): never proxied; the log phase still runs.
+      if (a.exit) {
+        flight.doneAt ??= this.g.sched.now();
+        this.clients.exits++;
+        const hit: KongAnswer = { status: 200, text: '', source: 'exit' };
+        if (!p.alive) return;
+        await this.logPhase(p, svc.runtime, out, hit, origin, arrivals, a.sourceMs);
+        this.passive(p, decider, began, origin, hit.status);
+        return;
+      }
+      // A client that gave up: Kong finds it gone once proxying began (dst/client-draw.ts).
+      const client: ClientGone | undefined = a.gaveUp && {
+        at: began + a.gaveUp.afterMs,
+        unwritten: a.gaveUp.unwritten,
+        noticeMs: a.gaveUp.noticeMs,
+      };
+      const unwritten = client !== undefined && client.unwritten && client.at <= this.g.sched.now();
       if (a.adapter >= 0) {
         const key = `${origin}\u0000${model}`;
         let list = this.proxied.get(key);
@@ -227,25 +257,34 @@ export class RequestRouting {
         },
         () => {
           if (flight) flight.doneAt ??= this.g.sched.now();
+          stoppedAt ??= this.g.sched.now();
+          // A 499's request runs on at the replica until it stops it (the engine's own log).
+          if (goneAt === undefined) return;
+          if (sent) sent.ended = stoppedAt;
+          if (stoppedAt > goneAt) this.clients.ranOn++;
         },
+        client,
       );
       flight.doneAt ??= this.g.sched.now();
+      // Gone: Kong's part ends now; the replica's when it stops the request (the callback above),
+      // now if it never had it or already answered it.
+      if (answer.status === 499 && client !== undefined) {
+        goneAt = this.g.sched.now();
+        this.clients.gaveUp++;
+        if (sent) {
+          this.closedAt.set(sent, goneAt);
+          if (unwritten) sent.ended = goneAt;
+          else if (stoppedAt !== undefined) sent.ended = stoppedAt;
+        }
+      }
       if (sent && modelNotFound(answer.status, answer.text, model))
         this.notFound(sent, decider, origin, model, began);
       // The log phase, on the process that routed it (a dead one never runs it): the plugin's own.
       if (!p.alive) return;
-      await this.logPhase(p, svc.runtime, out, answer, origin, arrivals);
-      // Passive health, as its store counted it: a lease of the runtime deciding now, too young for
-      // any expiry to have reclaimed it (a lease gone counts nothing there).
-      if ((decider ?? p.rt) === p.rt && this.g.sched.now() - began < this.w.leaseMaxAgeMs / 2)
-        this.g.healthReads.upstreamAnswered(
-          pollSender(p.rt.leasePrefix, p.recordGen),
-          origin,
-          answer.status,
-          this.g.sched.now(),
-        );
+      await this.logPhase(p, svc.runtime, out, answer, origin, arrivals, a.sourceMs);
+      this.passive(p, decider, began, origin, answer.status);
     } finally {
-      if (sent) sent.ended = this.g.sched.now();
+      if (sent && goneAt === undefined) sent.ended = this.g.sched.now();
       this.g.healthReads.forget(arrivals);
       if (routing) routed();
       this.inFlight--;
@@ -264,9 +303,10 @@ export class RequestRouting {
     p: Process,
     rt: FleetRuntime,
     out: Extract<RouteOutcome, { kind: 'proxy' }>,
-    answer: ProxyAnswer,
+    answer: KongAnswer,
     origin: string,
     request: number,
+    sourceMs = 0,
   ): Promise<void> {
     const record: DecisionRecord = {
       lease: out.leaseId,
@@ -276,11 +316,34 @@ export class RequestRouting {
     };
     const failedAt = this.g.sched.now();
     const on = p.rt;
-    try {
-      await logPhase(rt, record, answer.status, () => Promise.resolve(answer.source));
-    } catch (err) {
-      // As the plugin: a lease reclaimed by age is logged, the marking was still made.
-      if (!(err instanceof LeaseNotOpen)) throw err;
+    // `kong.response.get_source()` is a round trip to Kong: a poll may begin while it is under way.
+    const source = () => {
+      if (sourceMs === 0) return Promise.resolve(answer.source);
+      this.clients.slowSources++;
+      return new Promise<string>((resolve) => this.g.sched.after(sourceMs, () => resolve(answer.source)));
+    };
+    const tells = await watchTells(
+      () => this.g.sched.now(),
+      async () => {
+        try {
+          await logPhase(rt, record, answer.status, source);
+        } catch (err) {
+          // As the plugin: a lease reclaimed by age is logged, the marking was still made.
+          if (!(err instanceof LeaseNotOpen)) throw err;
+        }
+      },
+    );
+    this.clients.tells += tells.length;
+    const answered = answer.source === 'service' && answer.status !== 499;
+    const why = tellWrong(tells, failedAt, answered, KONG_ANSWERS[answer.source] ?? `${answer.status}`);
+    if (why !== undefined) {
+      const w = this.g.view();
+      this.g.violate({
+        invariant: SERVED_TELL_INVARIANT,
+        detail: `request ${request} on node ${p.node}: ${why}`,
+        at: w.now,
+        step: w.step,
+      });
     }
     if (!p.alive || p.rt !== on || !kongOwnStatus(answer.status) || answer.source !== 'error') return;
     this.kongMarks.marked++;
@@ -294,6 +357,27 @@ export class RequestRouting {
       shared: on.store.mode?.() !== 'local',
       request,
     });
+  }
+
+  /**
+   * Passive health, as its store counted it: a lease of the runtime deciding now, too young for
+   * any expiry to have reclaimed it (a lease gone counts nothing there). The release counts any
+   * status below 500 as an answer, a 499's and a later plugin's 200 too (src/fleet/memory-store.ts).
+   */
+  private passive(
+    p: Process,
+    decider: FleetRuntime | undefined,
+    began: number,
+    origin: string,
+    status: number,
+  ): void {
+    if ((decider ?? p.rt) === p.rt && this.g.sched.now() - began < this.w.leaseMaxAgeMs / 2)
+      this.g.healthReads.upstreamAnswered(
+        pollSender(p.rt.leasePrefix, p.recordGen),
+        origin,
+        status,
+        this.g.sched.now(),
+      );
   }
 
   /** dst/access-check.ts: answered within its access bound; a refusal for overload with OpenAI's error and Retry-After. */
@@ -433,6 +517,8 @@ export class RequestRouting {
       (r) =>
         (r.reached ?? r.at) > now &&
         r.ended > now &&
+        // Kong closed it: one still on its way finds no client, whatever it finds there.
+        !((this.closedAt.get(r) ?? Infinity) <= now) &&
         live(r.proc) &&
         (db === undefined || r.db === db) &&
         !expired(r),
@@ -548,6 +634,16 @@ export class RequestRouting {
     });
   }
 }
+
+/** What Kong's log phase met: the replica's answer, Kong's own, or a later plugin's (source 'exit'). */
+type KongAnswer = Omit<ProxyAnswer, 'source'> & { source: ProxyAnswer['source'] | 'exit' };
+
+/** Why a log phase's answer is none the replica gave, for a served-tell violation's detail. */
+const KONG_ANSWERS: Record<string, string> = {
+  exit: 'a later plugin answered it (source exit)',
+  error: "it was Kong's own answer (source error)",
+  service: 'its client gave up (499)',
+};
 
 function errorCode(body: unknown): string | undefined {
   return (body as { error?: { code?: string } } | undefined)?.error?.code;

@@ -4,6 +4,7 @@
  * come from the same seed through another stream, so dropping actions (shrinking) keeps the rest.
  */
 import { seededRandom, type Random } from '../src/random';
+import { drawClients, type GaveUp } from './client-draw';
 import { dur, int } from './draws';
 import { overload } from './overload';
 import { drawPrefetch, type PrefetchDraw } from './prefetch-draw';
@@ -21,6 +22,12 @@ export type Action =
       prompt: number;
       /** The class its `x-gateway-inference-objective` header names (`WorldSettings.sloClasses`), if any. */
       cls?: string;
+      /** Its client gives up (Kong logs 499): dst/client-draw.ts. */
+      gaveUp?: GaveUp;
+      /** A later plugin answers it after lora-router's access phase decided (source 'exit'): never proxied. */
+      exit?: boolean;
+      /** ms its log phase's `kong.response.get_source()` round trip takes (absent: answered at once). */
+      sourceMs?: number;
     }
   | { at: number; kind: 'partition'; node: number; ms: number }
   | { at: number; kind: 'slow'; node: number; ms: number; slowMs: number }
@@ -148,6 +155,11 @@ export interface ScheduleOptions {
    * `overload`). Off, every seed's world is as drawn before it.
    */
   prefetch?: boolean;
+  /**
+   * Clients that give up, later plugins that answer, a slow source call (dst/client-draw.ts; default
+   * on, and off with `overload`). Off, every seed's schedule is as drawn before them.
+   */
+  clients?: boolean;
 }
 
 /**
@@ -319,6 +331,8 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   if (o.reach !== false && o.overload !== false) reach(seed, quiet, world, actions, o.faults ?? FAULT_KINDS);
   // The world only, no action: a seed's schedule stays as it was, its router config turns prefetch on.
   if (o.prefetch !== false && o.overload !== false) drawPrefetch(seed, world);
+  // Per request, from a stream of its own: the actions stay, some carry a client's or Kong's draw.
+  if (o.clients !== false && o.overload !== false) drawClients(seed, actions);
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
 }

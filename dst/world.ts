@@ -57,6 +57,11 @@ export interface RunResult {
    * ticks sent, and the unloads of victims they sent to make room.
    */
   prefetch?: { loads: number; unloads: number };
+  /**
+   * With clients' or Kong's draws on its requests (absent: none, so a seed without them reports as
+   * before): what they met (RequestRouting.clients).
+   */
+  clients?: { gaveUp: number; ranOn: number; exits: number; slowSources: number; tells: number };
 }
 
 export class World {
@@ -272,6 +277,11 @@ export class World {
               unloads: this.calls.unloadCalls.filter((c) => c.prefetch).length,
             },
           }
+        : {}),
+      ...(this.schedule.actions.some(
+        (a) => a.kind === 'request' && (a.gaveUp ?? a.exit ?? a.sourceMs) !== undefined,
+      )
+        ? { clients: { ...this.routing.clients } }
         : {}),
       ...(this.violation ? { violation: this.violation } : {}),
     };

@@ -6,7 +6,7 @@
  * the replica answered already). Seeds reach it through dst/overload.ts's bounded batch class.
  */
 import { joinedPastBound, owedInFlight, type BoundDecision, type Flight } from '../../dst/bound-check';
-import { runSeed } from '../../dst/run';
+import { BEFORE_CLIENTS, runSeed } from '../../dst/run';
 import { generate } from '../../dst/schedule';
 import { BOUND_INVARIANT } from '../../dst/world';
 import * as inFlight from '../../src/router/in-flight-here';
@@ -122,7 +122,7 @@ describe('seeds with the bound', () => {
     expect(
       generate(176, { actions: 16 }).world.sloClasses?.find((c) => c.name === 'batch')?.max_in_flight,
     ).toBe(2);
-    const r = await runSeed(176);
+    const r = await runSeed(176, BEFORE_CLIENTS);
     expect(r.violation?.invariant).not.toBe(BOUND_INVARIANT);
     expect(r.violation).toBeUndefined();
     expect(r.boundWaits).toBeGreaterThan(0);
@@ -141,11 +141,11 @@ describe('the bound, planted away in the real code', () => {
   // b19fa25's race back: the view's count alone (its snapshot misses the requests decided meanwhile).
   it('seed 37 breaks it with the view alone counted, and holds without the plant', async () => {
     jest.spyOn(inFlight, 'inFlightHere').mockImplementation((_rt, _url, viewed) => viewed);
-    const planted = await runSeed(37);
+    const planted = await runSeed(37, BEFORE_CLIENTS);
     expect(planted.violation?.invariant).toBe(BOUND_INVARIANT);
     expect(planted.violation?.detail).toMatch(/with 2 in flight there \(2 its runtime's\)/);
     jest.restoreAllMocks();
-    expect((await runSeed(37)).violation).toBeUndefined();
+    expect((await runSeed(37, BEFORE_CLIENTS)).violation).toBeUndefined();
   }, 30_000);
 
   // The bound's `>=` turned `>`: a request joins a replica holding exactly its bound. Seed 12 until a

@@ -6,6 +6,7 @@
 import { runSchedule } from '../../dst/run';
 import type { Schedule } from '../../dst/schedule';
 import { HealthReads, type KongMark } from '../../dst/health-reads';
+import { SERVED_TELL_INVARIANT, unwatched } from '../../dst/served-tell-check';
 import { KONG_MARK_INVARIANT, kongMarkUnheeded, type MarkedRouting } from '../../dst/kong-mark-check';
 import type { ReplicaApi, Scrape } from '../../src/backends/replica-api';
 import * as logPhases from '../../src/router/log-phase';
@@ -142,8 +143,14 @@ describe("a planted violation: the log phase takes the source of every answer fo
   // The simulation runs the plugin's log phase through the module's exports (read at each call).
   const phases = logPhases as { logPhase: typeof logPhases.logPhase };
   const logPhase = phases.logPhase;
+  // Its tells of an end unwatched: taking Kong's 502 for the replica's answer also tells it served,
+  // which dst/served-tell-check.ts catches first (the last case).
+  let watched = false;
   beforeAll(() => {
-    phases.logPhase = (rt, record, status, _source) => logPhase(rt, record, status, async () => 'service');
+    phases.logPhase = (rt, record, status, _source) => {
+      const planted = () => logPhase(rt, record, status, async () => 'service');
+      return watched ? planted() : unwatched(planted);
+    };
   });
   afterAll(() => {
     phases.logPhase = logPhase;
@@ -152,6 +159,17 @@ describe("a planted violation: the log phase takes the source of every answer fo
   it('is caught on seed 2003175: Kong could not reach replica-2 and the node sends the next request there', async () => {
     const r = await runSchedule({ seed: 2003175, world: WORLD_2003175, actions: ACTIONS_2003175 });
     expect(r.violation?.invariant).toBe(KONG_MARK_INVARIANT);
+  }, 30_000);
+
+  it("its tells watched, the 502's log phase telling the request served is caught first", async () => {
+    watched = true;
+    try {
+      const r = await runSchedule({ seed: 2003175, world: WORLD_2003175, actions: ACTIONS_2003175 });
+      expect(r.violation?.invariant).toBe(SERVED_TELL_INVARIANT);
+      expect(r.violation?.detail).toMatch(/told as ended at http:\/\/replica-2:8000 .* Kong's own answer/);
+    } finally {
+      watched = false;
+    }
   }, 30_000);
 });
 
