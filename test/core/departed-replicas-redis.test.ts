@@ -11,42 +11,19 @@
  * line moved ahead by the test (`skip`), so the lapse passes at once; the store's grace is Redis's
  * own time (`node_ttl_ms` 500 and `lease_max_age_ms` 1000: about 1 s), waited out for real.
  */
-import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/backends/replica-api';
 import { systemClock, type Clock } from '../../src/clock';
 import { parseRouterConfig } from '../../src/config/parse';
 import type { RedisConfig } from '../../src/config/redis-schema';
-import type { ReplicaSpec } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
 import { RedisServer } from '../../harness/redis/server';
 import { waitFor } from '../../harness/wait';
+import { IdleReplicaApi } from '../helpers/idle-replicas';
 
 const OLD = ['http://10.2.0.1:8000', 'http://10.2.0.2:8000'];
 const NEW = ['http://10.2.1.1:8000', 'http://10.2.1.2:8000'];
 const PREFIX = 'departed:';
-
-/** Every scrape of every node, with the wall time: the replicas' own request log. */
-class FleetApi implements ReplicaApi {
-  readonly calls: { url: string; at: number }[] = [];
-  async scrape(r: ReplicaSpec): Promise<Scrape> {
-    this.calls.push({ url: r.url, at: Date.now() });
-    return {
-      load: { waiting: 0, running: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
-      registry: [],
-      maxModelLen: 4096,
-    };
-  }
-  async loadAdapter(): Promise<LoadOutcome> {
-    return 'loaded';
-  }
-  async unloadAdapter(): Promise<UnloadOutcome> {
-    return 'unloaded';
-  }
-  polledSince(t: number): Set<string> {
-    return new Set(this.calls.filter((c) => c.at >= t).map((c) => c.url));
-  }
-}
 
 /** The wall clock, its monotonic line `skipped` ms ahead. */
 function skippingClock(): Clock & { skip(ms: number): void } {
@@ -69,7 +46,7 @@ afterAll(async () => {
 
 it('a replica two nodes left goes from Redis and from both processes; kept while one still routes to it', async () => {
   const redisConfig: RedisConfig = redis.config(PREFIX, { node_ttl_ms: 500, timeout: 2000 });
-  const api = new FleetApi();
+  const api = new IdleReplicaApi(() => Date.now());
   const config = (urls: readonly string[]) =>
     parseRouterConfig({
       base_model: 'base',
@@ -112,7 +89,7 @@ it('a replica two nodes left goes from Redis and from both processes; kept while
     await new Promise((r) => setTimeout(r, 2000));
     const kept = Date.now();
     await new Promise((r) => setTimeout(r, 500));
-    expect([...api.polledSince(kept)].sort()).toEqual([...OLD, ...NEW].sort());
+    expect([...api.polledIn(kept - 1)].sort()).toEqual([...OLD, ...NEW].sort());
     expect((await redis.command(['HKEYS', `${PREFIX}spec`])) as string[]).toEqual(
       expect.arrayContaining([...OLD, ...NEW]),
     );
@@ -129,7 +106,7 @@ it('a replica two nodes left goes from Redis and from both processes; kept while
     );
     const gone = Date.now();
     await new Promise((r) => setTimeout(r, 1000));
-    expect([...api.polledSince(gone)].sort()).toEqual([...NEW].sort());
+    expect([...api.polledIn(gone - 1)].sort()).toEqual([...NEW].sort());
     expect(await keysNaming(OLD)).toEqual([]);
     expect(((await redis.command(['HKEYS', `${PREFIX}spec`])) as string[]).sort()).toEqual([...NEW].sort());
     // The event list says so, once per replica.

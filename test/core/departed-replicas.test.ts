@@ -7,44 +7,19 @@
  * counters. No shared state here: the store is this node's; the store's own forgetting
  * (FleetStore.retainReplicas) is the store's suite's.
  */
-import { BackendError } from '../../src/backends/errors';
-import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/backends/replica-api';
 import { VirtualClock } from '../../src/clock';
 import { parseRouterConfig } from '../../src/config/parse';
-import type { ReplicaSpec } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
 import { forgetReplica, RETAIN_EVERY_MS } from '../../src/runtime-departures';
 import { fleetStatus } from '../../src/status/status';
+import { IdleReplicaApi } from '../helpers/idle-replicas';
 
 const BASE = 'base';
 const INTERVAL_MS = 1000;
 /** The lapse grace with `lease_max_age_ms` at its least: MIN_LAPSE_MS (node-claim.ts). */
 const GRACE_MS = 60_000;
-
-/** Replicas on loopback-like addresses: those in `alive` answer, the others refuse (a pod gone). */
-class FleetApi implements ReplicaApi {
-  /** Every scrape: the replica and when. */
-  readonly calls: { url: string; at: number }[] = [];
-  readonly alive = new Set<string>();
-  constructor(private readonly clock: VirtualClock) {}
-  async scrape(r: ReplicaSpec): Promise<Scrape> {
-    this.calls.push({ url: r.url, at: this.clock.now() });
-    if (!this.alive.has(r.url)) throw new BackendError('connect', 'ECONNREFUSED');
-    return {
-      load: { waiting: 0, running: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
-      registry: [],
-      maxModelLen: 4096,
-    };
-  }
-  async loadAdapter(): Promise<LoadOutcome> {
-    return 'loaded';
-  }
-  async unloadAdapter(): Promise<UnloadOutcome> {
-    return 'unloaded';
-  }
-}
 
 /** The fleet at step `i`: two replicas, both new addresses. */
 const urlsAt = (i: number) => [`http://10.1.${i}.1:8000`, `http://10.1.${i}.2:8000`];
@@ -59,7 +34,12 @@ const fleetAt = (i: number, mode = 'predicted') =>
 
 function world(mode?: 'count') {
   const clock = new VirtualClock();
-  const api = new FleetApi(clock);
+  // Those in `alive` answer, the others refuse (a pod gone).
+  const alive = new Set<string>();
+  const api = new IdleReplicaApi(
+    () => clock.now(),
+    (url) => alive.has(url),
+  );
   const rt = new FleetRuntime({
     clock,
     api,
@@ -69,12 +49,10 @@ function world(mode?: 'count') {
   });
   /** One plugin's configuration `i`, as Kong starts it (the same `__plugin_id` each time). */
   const configure = (i: number) => {
-    for (const u of urlsAt(i)) api.alive.add(u);
+    for (const u of urlsAt(i)) alive.add(u);
     return new RouterService(fleetAt(i, mode), rt, 'plugin-1');
   };
-  /** The replicas scraped in (from, to]. */
-  const polledIn = (from: number, to: number) =>
-    new Set(api.calls.filter((c) => c.at > from && c.at <= to).map((c) => c.url));
+  const polledIn = (from: number, to: number) => api.polledIn(from, to);
   /** What this process keeps per replica URL, by holder (each should hold the current fleet only). */
   const perUrl = async () => {
     const poller = rt.poller as unknown as Record<string, Map<string, unknown> | Set<string>>;
@@ -90,18 +68,18 @@ function world(mode?: 'count') {
       status: (await fleetStatus(rt)).replicas.length,
     };
   };
-  return { clock, api, rt, configure, polledIn, perUrl };
+  return { clock, api, alive, rt, configure, polledIn, perUrl };
 }
 
 describe('replicas that leave the configuration, without Redis', () => {
   it('200 changes of one plugin with new addresses each: polled and kept per url, only the current 2', async () => {
-    const { clock, api, rt, configure, polledIn, perUrl } = world();
+    const { clock, api, alive, rt, configure, polledIn, perUrl } = world();
     try {
       // A change every 2 s; the departed pods refuse at once.
       const departedAt = new Map<string, number>();
       for (let i = 0; i < 200; i++) {
         for (const u of i > 0 ? urlsAt(i - 1) : []) {
-          api.alive.delete(u);
+          alive.delete(u);
           departedAt.set(u, clock.now());
         }
         configure(i);
