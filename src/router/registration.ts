@@ -67,6 +67,8 @@ export function registerConfiguration(
     policy: SchedulingPolicy;
     adapterPolicy: AdapterPolicy;
     key?: string;
+    /** Kong's `__seq__`, if sent (node-claim.ts: which configuration of a plugin is the newer). */
+    seq?: number;
   },
 ): { claim: ConfigClaim; ready: Promise<void> } {
   const urls = setup.specs.map((s) => s.url);
@@ -81,14 +83,20 @@ export function registerConfiguration(
   );
   // Its replicas, by its plugin id: a changed configuration of one plugin supersedes the last.
   const content = JSON.stringify(config);
-  const claim = rt.registerClaim(setup.key ?? content, content, urls, {
-    limit: setup.adapterPolicy,
-    saturation: {
-      ...setup.policy.saturation,
-      predictedMarginMs: config.saturation_mode === 'predicted' ? config.saturation_margin_ms : undefined,
+  const claim = rt.registerClaim(
+    setup.key ?? content,
+    content,
+    urls,
+    {
+      limit: setup.adapterPolicy,
+      saturation: {
+        ...setup.policy.saturation,
+        predictedMarginMs: config.saturation_mode === 'predicted' ? config.saturation_margin_ms : undefined,
+      },
+      leaseMaxAgeMs: config.lease_max_age_ms,
     },
-    leaseMaxAgeMs: config.lease_max_age_ms,
-  });
+    setup.seq,
+  );
   claimReplicas(rt, urls);
   // The latest configuration registered sets prefetching for the runtime (as replicas' limits).
   rt.prefetcher.configure({
