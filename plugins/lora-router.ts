@@ -36,11 +36,17 @@ class LoraRouterPlugin {
       const c = parseRouterConfig(config, warnDeprecated);
       for (const w of routerConfigWarnings(c)) warnConfig(w);
       // Kong's plugin id: a changed configuration of this plugin supersedes the last (its replicas lapse).
-      const pluginId = (config as { __plugin_id?: unknown } | null)?.__plugin_id;
+      // Its `__seq__` tells an old-config instance (a log phase begun before a reload) from a newer
+      // one: node-wide and growing (plugins_iterator.lua `get_plugin_config`: the `kong` shared
+      // dict's incr), 0 when that incr failed (then unknown).
+      const kong = config as { __plugin_id?: unknown; __seq__?: unknown } | null;
+      const pluginId = kong?.__plugin_id;
+      const seq = kong?.__seq__;
       this.service = new RouterService(
         c,
         sharedRuntime(c.redis),
         typeof pluginId === 'string' ? pluginId : undefined,
+        typeof seq === 'number' && seq > 0 ? seq : undefined,
       );
       this.perConsumer = Object.keys(c.consumer_slo_class).length > 0;
     } catch (err) {

@@ -44,7 +44,11 @@ export function wireDepartures(rt: FleetRuntime): void {
     const urls = JSON.stringify([...claimed].sort());
     const now = monotonic(rt.clock);
     told ??= { urls, at: now };
-    if (urls !== told.urls || now - told.at >= every) {
+    // Retired (a changed `redis` record), its list is stale: the successor adopted its
+    // configurations and speaks for the node (one node id on the same state). Told, it dropped the
+    // node's claims on what the successor registered since, whose own first round takes its list as
+    // told: a grace under RETAIN_EVERY_MS later another node forgot those replicas under it.
+    if (rt.successor === null && (urls !== told.urls || now - told.at >= every)) {
       try {
         forgotten = await rt.store.retainReplicas(claimed, rt.forgetGraceMs());
         told = { urls, at: now };

@@ -222,8 +222,10 @@ export class FleetRuntime {
     content: string,
     urls: readonly string[],
     settings: ReplicaSettings,
+    /** Kong's `__seq__`: an older configuration's registration supersedes no newer one. */
+    seq?: number,
   ): ConfigClaim {
-    const claim = this.claim.register(key, content, urls, settings, monotonic(this.clock));
+    const claim = this.claim.register(key, content, urls, settings, monotonic(this.clock), seq);
     this.claimChanged();
     return claim;
   }

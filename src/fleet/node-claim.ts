@@ -26,6 +26,11 @@ export class ConfigClaim {
   usedAt = 0;
   /** Superseded and unused for the grace: its replicas are no longer claimed for it. */
   lapsed = false;
+  /**
+   * Kong's `__seq__` of its latest registration (node-wide, growing: plugins_iterator.lua
+   * `get_plugin_config`), if Kong sent one: which of two configurations of a key is the newer.
+   */
+  seq: number | undefined = undefined;
 
   constructor(
     /** Kong's `__plugin_id`, or the configuration's own JSON without one (never superseded then). */
@@ -55,8 +60,10 @@ export class NodeClaim {
 
   /**
    * Registers a configuration now (`nowMono`: monotonic ms), superseding the live one of its key if
-   * it differs. One registered before under this key (a worker's log phase starts an old-config
-   * instance: harness/kong/workers.ts `instanceId`) is live again, the same object.
+   * it differs. One superseded before under this key is the same object again: with a lower
+   * `seq` than the live one's (a worker's log phase starts an old-config instance:
+   * harness/kong/workers.ts `instanceId`) it is only used; otherwise (a configuration changed back,
+   * or no `__seq__` to tell) it is live again.
    */
   register(
     key: string,
@@ -64,11 +71,22 @@ export class NodeClaim {
     urls: readonly string[],
     settings: ReplicaSettings,
     nowMono: number,
+    /** Kong's `__seq__`, if sent. */
+    seq?: number,
   ): ConfigClaim {
     const current = this.live.get(key);
     let claim = current?.content === content ? current : undefined;
     if (!claim) {
-      claim = this.superseded.find((c) => c.key === key && c.content === content);
+      const old = this.superseded.find((c) => c.key === key && c.content === content);
+      // An older configuration than the live one (Kong starts an old-config instance for the log
+      // phase of a request begun before a reload: plugin.lua 3.9.3 `get_instance_id`): used, not
+      // live again. Live again, it superseded the newer one, which lapsed once idle (its replicas
+      // forgotten while Kong routes there) while the old one stayed claimed for good.
+      if (old && seq !== undefined && current?.seq !== undefined && seq < current.seq) {
+        this.used(old, nowMono);
+        return old;
+      }
+      claim = old;
       if (claim) this.superseded = this.superseded.filter((c) => c !== claim);
       claim ??= new ConfigClaim(key, content, urls, settings, 0);
       claim.superseded = false;
@@ -77,6 +95,7 @@ export class NodeClaim {
       this.live.set(key, claim);
     }
     claim.order = ++this.registered;
+    if (seq !== undefined) claim.seq = Math.max(claim.seq ?? seq, seq);
     for (const u of urls) this.released.delete(u);
     this.recompute();
     return claim;

@@ -67,6 +67,8 @@ export function registerConfiguration(
     policy: SchedulingPolicy;
     adapterPolicy: AdapterPolicy;
     key?: string;
+    /** Kong's `__seq__`, if sent (node-claim.ts: which configuration of a plugin is the newer). */
+    seq?: number;
   },
 ): { claim: ConfigClaim; ready: Promise<void> } {
   const urls = setup.specs.map((s) => s.url);
@@ -81,27 +83,37 @@ export function registerConfiguration(
   );
   // Its replicas, by its plugin id: a changed configuration of one plugin supersedes the last.
   const content = JSON.stringify(config);
-  const claim = rt.registerClaim(setup.key ?? content, content, urls, {
-    limit: setup.adapterPolicy,
-    saturation: {
-      ...setup.policy.saturation,
-      predictedMarginMs: config.saturation_mode === 'predicted' ? config.saturation_margin_ms : undefined,
+  const claim = rt.registerClaim(
+    setup.key ?? content,
+    content,
+    urls,
+    {
+      limit: setup.adapterPolicy,
+      saturation: {
+        ...setup.policy.saturation,
+        predictedMarginMs: config.saturation_mode === 'predicted' ? config.saturation_margin_ms : undefined,
+      },
+      leaseMaxAgeMs: config.lease_max_age_ms,
     },
-    leaseMaxAgeMs: config.lease_max_age_ms,
-  });
+    setup.seq,
+  );
   claimReplicas(rt, urls);
-  // The latest configuration registered sets prefetching for the runtime (as replicas' limits).
-  rt.prefetcher.configure({
-    enabled: config.prefetch,
-    halfLifeMs: config.prefetch_half_life_ms,
-    intervalMs: config.prefetch_interval_ms,
-    hysteresis: config.prefetch_hysteresis,
-    evictFactor: config.prefetch_evict_factor,
-    loadsPerMinute: config.prefetch_loads_per_minute,
-    coldLoadsPerMinute: config.cold_loads_per_minute,
-    staleAfterMs: config.stale_after_ms,
-  });
-  rt.work.configure(config.prefill_tokens_per_second);
+  // The latest configuration registered sets prefetching for the runtime (as replicas' limits);
+  // an older one registered again (an old-config instance for a log phase: its claim stays
+  // superseded, node-claim.ts) does not take it back.
+  if (!claim.superseded) {
+    rt.prefetcher.configure({
+      enabled: config.prefetch,
+      halfLifeMs: config.prefetch_half_life_ms,
+      intervalMs: config.prefetch_interval_ms,
+      hysteresis: config.prefetch_hysteresis,
+      evictFactor: config.prefetch_evict_factor,
+      loadsPerMinute: config.prefetch_loads_per_minute,
+      coldLoadsPerMinute: config.cold_loads_per_minute,
+      staleAfterMs: config.stale_after_ms,
+    });
+    rt.work.configure(config.prefill_tokens_per_second);
+  }
   if (config.saturation_mode === 'predicted') rt.predictsWork = true;
   const ready = Promise.all(setup.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
     // Polling is what keeps decisions fresh: start it here too, in case lora-poller

@@ -80,6 +80,8 @@ export class RouterService {
     readonly runtime: FleetRuntime,
     /** Kong's `__plugin_id`: a later configuration of the same plugin supersedes this one (node-claim.ts). */
     pluginId?: string,
+    /** Kong's `__seq__`: a registration of an older configuration supersedes no newer one. */
+    seq?: number,
   ) {
     const rt = runtime;
     this.catalog = new AdapterCatalog({
@@ -122,6 +124,7 @@ export class RouterService {
       policy: this.policy,
       adapterPolicy: this.adapterPolicy,
       key: pluginId,
+      seq,
     });
     this.claim = registration.claim;
     this.ready = registration.ready.then(() => {

@@ -39,10 +39,34 @@ describe('NodeClaim', () => {
     const a = c.register('p', 'A', ['u1'], settings(1), 0);
     expect(c.register('p', 'A', ['u1'], settings(1), 1)).toBe(a);
     const b = c.register('p', 'B', ['u2'], settings(1), 2);
-    // An old-config instance started for a log phase: A is live again, B superseded.
+    // Registered again with no __seq__ to tell it older (a change back, or an old-config log phase): A is live again.
     expect(c.register('p', 'A', ['u1'], settings(1), 3)).toBe(a);
     expect([a.superseded, b.superseded]).toEqual([false, true]);
     expect(c.size).toEqual({ live: 1, superseded: 1, released: 0 });
+  });
+
+  it("an older configuration registered again (Kong's lower __seq__: an old-config log phase) is used, not live again", () => {
+    const c = new NodeClaim();
+    const a = c.register('p', 'A', ['u1'], settings(1), 0, 1);
+    const b = c.register('p', 'B', ['u2'], settings(2), 10, 2);
+    expect(c.register('p', 'A', ['u1'], settings(1), 20, 1)).toBe(a);
+    expect([a.superseded, b.superseded]).toEqual([true, false]);
+    expect(c.replicas.get('u2')).toBe(b.settings);
+    // Idle past the grace: the old one lapses, the newer one stays claimed.
+    expect(c.lapse(20 + GRACE, GRACE)).toEqual(['u1']);
+    expect([c.claims('u1'), c.claims('u2')]).toEqual([false, true]);
+    // Changed back (a newer __seq__): A is the plugin's configuration again.
+    expect(c.register('p', 'A', ['u1'], settings(1), 30 + GRACE, 3)).not.toBe(b);
+    expect([b.superseded, c.claims('u1')]).toEqual([true, true]);
+  });
+
+  it('a configuration changed back within the grace (a higher __seq__) is live again', () => {
+    const c = new NodeClaim();
+    const a = c.register('p', 'A', ['u1'], settings(1), 0, 1);
+    const b = c.register('p', 'B', ['u2'], settings(1), 10, 2);
+    expect(c.register('p', 'A', ['u1'], settings(1), 20, 3)).toBe(a);
+    expect([a.superseded, b.superseded]).toEqual([false, true]);
+    expect(c.lapse(20 + GRACE, GRACE)).toEqual(['u2']);
   });
 
   it('without a plugin id (keyed by its own JSON) a configuration is never superseded', () => {
