@@ -238,7 +238,10 @@ export class World {
     const stop = () => this.violation !== null;
     const step = () => this.afterStep();
     try {
-      await this.sched.run(this.w.spanMs, step, stop);
+      // Until the last action came too: a shape may draw one past the span it set (dst/reach.ts,
+      // seed 2401991), and the tail below stops once no request is under way, before it came.
+      const lastAt = Math.max(this.w.spanMs, ...this.schedule.actions.map((a) => a.at));
+      await this.sched.run(lastAt, step, stop);
       // Traffic stops; faults heal by their timers. Settle until every request ended.
       // Past the access deadline (55 s) and the upstream timeout after the last request came.
       await this.sched.run(

@@ -533,7 +533,12 @@ export class MemoryFleetStore implements FleetStore {
       return url;
     }
     if (cur.url === url && claimer) cur.claimers.add(claimer);
-    return cur.url === url || cur.url === seen ? url : cur.url;
+    if (cur.url === url) return url;
+    if (cur.url !== seen) return cur.url;
+    // Spread past the placement seen: placed here now, for this load (else the last claimer of the
+    // old placement drops it under the load, and the next cold request places a third copy).
+    this.placements.set(adapter, { url, until: at + ttlMs, claimers: new Set(claimer ? [claimer] : []) });
+    return url;
   }
 
   async releasePlacement(adapter: string, url: string, claimer?: string): Promise<void> {

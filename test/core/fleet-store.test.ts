@@ -629,16 +629,20 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     expect(await s.claimPlacement('x', U, undefined, 1, TTL)).toBe(U);
     expect(await s.claimPlacement('x', V, undefined, 1, TTL)).toBe(U); // raced: decide again
     expect(await s.claimPlacement('x', U, undefined, 1, TTL)).toBe(U);
-    expect(await s.claimPlacement('x', V, U, 1, TTL)).toBe(V); // saw U and chose V
-    const views = await s.views([U, V], { name: 'x' });
+    let views = await s.views([U, V], { name: 'x' });
     expect(views[0]!.adapter).toMatchObject({ state: 'loading', placed: true });
     expect(views[0]!.residentCount).toBe(1);
     expect(views[1]!.adapter).toBeUndefined();
-    await s.releasePlacement('x', V); // not V's: stays
-    expect((await s.views([U], { name: 'x' }))[0]!.adapter?.placed).toBe(true);
-    await s.releasePlacement('x', U);
-    expect((await s.views([U], { name: 'x' }))[0]!.adapter).toBeUndefined();
-    expect(await s.claimPlacement('x', V, undefined, 2, TTL)).toBe(V);
+    // Saw U and chose V: placed on V now, for the load it spread (dst seed 2416114).
+    expect(await s.claimPlacement('x', V, U, 1, TTL)).toBe(V);
+    views = await s.views([U, V], { name: 'x' });
+    expect(views[0]!.adapter).toBeUndefined();
+    expect(views[1]!.adapter).toMatchObject({ state: 'loading', placed: true });
+    await s.releasePlacement('x', U); // not U's now: stays
+    expect((await s.views([V], { name: 'x' }))[0]!.adapter?.placed).toBe(true);
+    await s.releasePlacement('x', V);
+    expect((await s.views([V], { name: 'x' }))[0]!.adapter).toBeUndefined();
+    expect(await s.claimPlacement('x', U, undefined, 2, TTL)).toBe(U);
   });
 
   it('keeps a placement two requests claimed on one replica until each gave it back (dst seed 2300)', async () => {
@@ -660,6 +664,23 @@ describe.each(kinds)('%s fleet store', (kind, make) => {
     await s.releasePlacement('x', U, 'n1-b');
     expect((await s.views([U], { name: 'x' }))[0]!.adapter).toBeUndefined();
     expect(await s.claimPlacement('x', V, undefined, 5, TTL, 'n2-e')).toBe(V);
+  });
+
+  it('places a cold adapter where a spread past its placement loads it, for the load it spread (dst seed 2416114)', async () => {
+    // Request a placed x on U; request b, seeing U saturated, spread x to V and loads it there; a
+    // gives back its claim: the placement must stand on V for b's load under way, or a third
+    // request, seeing no placement, loads x on a third replica beside it.
+    const s = await store();
+    const V = 'http://10.0.0.2:8000';
+    const W = 'http://10.0.0.3:8000';
+    await s.upsertReplica({ url: V, backend: 'vllm', priority: 0 });
+    await s.upsertReplica({ url: W, backend: 'vllm', priority: 0 });
+    expect(await s.claimPlacement('x', U, undefined, 1, TTL, 'a')).toBe(U);
+    expect(await s.claimPlacement('x', V, U, 2, TTL, 'b')).toBe(V);
+    await s.releasePlacement('x', U, 'a');
+    expect(await s.claimPlacement('x', W, undefined, 3, TTL, 'c')).toBe(V);
+    await s.releasePlacement('x', V, 'b');
+    expect(await s.claimPlacement('x', W, undefined, 4, TTL, 'd')).toBe(W);
   });
 
   it('counts in-flight leases per replica and adapter, releases each once, and touches recency on release', async () => {

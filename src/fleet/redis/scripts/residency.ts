@@ -222,8 +222,17 @@ if cur == url and claimer ~= '' then
   local left = redis.call('PTTL', k)
   if left > 0 then redis.call('PEXPIRE', c, left) end
 end
-if cur == url or cur == seen then return url end
-return cur`,
+if cur == url then return url end
+if cur ~= seen then return cur end
+-- Spread past the placement seen: placed here now, for this load (else the last claimer of the old
+-- placement drops it under the load, and the next cold request places a third copy: seed 2416114).
+redis.call('SET', k, url, 'PX', ARGV[5])
+redis.call('DEL', c)
+if claimer ~= '' then
+  redis.call('SADD', c, claimer)
+  redis.call('PEXPIRE', c, ARGV[5])
+end
+return url`,
 
   /** adapter, url, claimer ('' none: drop it at once) */
   unplace: `
