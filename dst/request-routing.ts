@@ -462,7 +462,10 @@ export class RequestRouting {
     const key = `${replica}\u0000${adapter}`;
     const u = this.g.calls.unloaders.get(key);
     if (u === undefined) return false;
-    const sent = (this.proxied.get(key) ?? []).map((r) => (this.lost(r) ? { ...r, lost: true } : r));
+    const sent = (this.proxied.get(key) ?? []).map((r) => {
+      const closed = this.closedAt.get(r);
+      return { ...r, ...(this.lost(r) ? { lost: true } : {}), ...(closed === undefined ? {} : { closed }) };
+    });
     return unseenFirst(sent, u, this.g.sched.now(), UNSEEN_HOLD_MS);
   }
 

@@ -23,6 +23,12 @@ export interface SentRequest {
   lease?: string;
   /** Its lease is in no store the unloader reads now, and its router cannot take it again (`leaseLost`). */
   lost?: boolean;
+  /**
+   * When Kong logged 499 for it (its client gave up) and closed the upstream connection: its log
+   * phase gave its lease back then, the last the plugin hears of it, though it may still be on its
+   * way (a slow path) and reach the engine before the close does.
+   */
+  closed?: number;
 }
 
 /** The runtime that sent the unload: its process and the shared state it read. */
@@ -59,8 +65,15 @@ export interface Read {
  */
 function heldBy(q: SentRequest, u: Unloader, from: number, now: number): boolean {
   if (u.reads === undefined) return q.ended > from;
+  // A read asked while its lease was open found it busy under that lease: no hold.
+  const since = unseenFrom(q, u);
   return u.reads.some(
-    (x) => x.answered > from && x.answered <= now && x.asked <= q.ended && x.answered >= arrival(q),
+    (x) =>
+      x.answered > from &&
+      x.answered <= now &&
+      x.asked <= q.ended &&
+      x.answered >= arrival(q) &&
+      x.asked >= since,
   );
 }
 
@@ -72,6 +85,14 @@ function heldBy(q: SentRequest, u: Unloader, from: number, now: number): boolean
  */
 export function unseenBy(r: SentRequest, u: Unloader): boolean {
   return r.alone || r.lost === true || (r.db !== u.db && r.proc !== u.proc);
+}
+
+/**
+ * From when the unloader could not see `r`'s lease: always (`unseenBy`), from Kong's 499 (`closed`:
+ * its log phase gave the lease back, and nothing of the plugin runs for it after), or never.
+ */
+function unseenFrom(r: SentRequest, u: Unloader): number {
+  return unseenBy(r, u) ? -Infinity : (r.closed ?? Infinity);
 }
 
 /** What the shared state a request's lease was on, and the runtime that took it, say of it now. */
@@ -147,10 +168,12 @@ function arrival(r: SentRequest): number {
 
 /**
  * Whether every request under way (`ended >= now`) on the adapter there is an unseen router's
- * first: unseen by the unloader, reaching the replica after the unloader's word (or not yet: a
- * request on its way is in no word), with no request of that process it could not see under way
- * at the replica when a read of the unloader's answered in the `holdMs` before was written (whose
- * busy reading with no lease would have held the adapter). Any other busy unload breaks (i).
+ * first: unseen by the unloader when it asked its word (its lease in no store it reads, or given
+ * back at a 499 before: seed 2426103, a request Kong closed on a slow path reaching the engine ahead
+ * of its close), reaching the replica after that word (or not yet: a request on its way is in no
+ * word), with no request of that process it could not see under way at the replica when a read of
+ * the unloader's answered in the `holdMs` before was written (whose busy reading with no lease would
+ * have held the adapter). Any other busy unload breaks (i).
  */
 export function unseenFirst(sent: SentRequest[], u: Unloader, now: number, holdMs: number): boolean {
   const open = sent.filter((r) => r.ended >= now);
@@ -158,13 +181,13 @@ export function unseenFirst(sent: SentRequest[], u: Unloader, now: number, holdM
     open.length > 0 &&
     open.every(
       (r) =>
-        unseenBy(r, u) &&
+        unseenFrom(r, u) <= u.wordAt &&
         arrival(r) >= u.wordAt &&
         !sent.some(
           (q) =>
             q !== r &&
             q.proc === r.proc &&
-            unseenBy(q, u) &&
+            unseenFrom(q, u) < Infinity &&
             arrival(q) < Math.min(arrival(r), now) &&
             heldBy(q, u, Math.min(arrival(r), now) - holdMs, now),
         ),

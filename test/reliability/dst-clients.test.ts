@@ -174,6 +174,55 @@ describe("an unload counts a 499's request as running until the replica's engine
   }, 30_000);
 });
 
+describe("a 499's request closed on its way is excused from (i) only if it reached the engine after the unloader's word", () => {
+  // Node 0's path to the one replica is slow (200 ms each way): its `sql` request's client is gone
+  // before proxying began (1,510 ms), found once it began (1,845 ms), after the request was written:
+  // Kong logs 499 and the lease goes back while the request is on its way. It reaches the engine at
+  // 2,045 ms and runs until the close has come (2,545 ms). Node 1's `chat` request at 2,100 ms needs the
+  // slot: its word reads `sql` busy with no lease. Seed 2426103's excuse (a request closed on its way,
+  // reaching the engine after the unloader's word: dst/unseen-check.ts) does not cover it.
+  const schedule: Schedule = {
+    seed: 1,
+    world: { ...WORLD, replicas: 1, maxLoadedAdapters: 1, adapters: ['sql', 'chat'], spanMs: 3000 },
+    actions: [
+      { at: 5, kind: 'slow-path', node: 0, replica: 0, ms: 10_000, hopMs: 200 },
+      {
+        at: 10,
+        kind: 'request',
+        node: 0,
+        adapter: 0,
+        tokens: 30,
+        prompt: 100,
+        gaveUp: { afterMs: 1500, unwritten: false, noticeMs: 500 },
+      },
+      { at: 2100, kind: 'request', node: 1, adapter: 1, tokens: 3, prompt: 100 },
+    ],
+  };
+
+  it('the router holds it (its word read it busy, no lease): the unload lands after the engine dropped it', async () => {
+    const world = new World(schedule);
+    const r = await world.run();
+    expect(r.violation).toBeUndefined();
+    expect(r.clients).toMatchObject({ gaveUp: 1, ranOn: 1 });
+    const replica = (world as unknown as { replicas: ReplicaSet }).replicas.replicas[0]!;
+    const dropped = replica.requestRecords().find((x) => x.aborted)!.end!;
+    const unload = replica.log.find((e) => e.op === 'unload' && e.name === 'sql' && e.status === 200);
+    expect(unload?.at).toBeGreaterThanOrEqual(dropped);
+  }, 30_000);
+
+  it('a planted word that reads every adapter idle unloads it under the request: caught', async () => {
+    const idleNow = ReplicaWord.prototype.idleNow;
+    ReplicaWord.prototype.idleNow = () => Promise.resolve(undefined);
+    try {
+      const r = await runSchedule(schedule);
+      expect(r.violation?.invariant).toBe('no unload of a busy adapter');
+      expect(r.violation?.detail).toMatch(/sql.*unloaded with 1 running and 0 waiting/);
+    } finally {
+      ReplicaWord.prototype.idleNow = idleNow;
+    }
+  }, 30_000);
+});
+
 /** A log phase as a buggy plugin might write it: asks the source of every answer, tells as `served` says. */
 interface Planted {
   served: (status: number | undefined, from: unknown) => boolean;

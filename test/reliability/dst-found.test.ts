@@ -2092,6 +2092,125 @@ describe('no unload of a busy adapter: a FLUSHALL, then a record change on the s
   }, 30_000);
 });
 
+describe('no unload of a busy adapter: a request whose client gave up on its way reaches the engine after its 499', () => {
+  // Seed 2426103 (27 of 30 actions, none more can be dropped): node 0 proxies `fin` to replica-1 at
+  // 1,533 ms over a slow path (2,779 ms each way: it reaches the replica at 4,312 ms). Its client
+  // gives up at 3,712 ms: Kong logs 499, closes the upstream connection and runs the log phase, which
+  // gives its lease back (the last the plugin hears of it). Node 2's `fin` request runs there
+  // 3,745-4,296 ms. Node 1 makes room for `team,a`: granted the unload at 4,305 ms (no lease of `fin`
+  // open), its word asked at 4,307 ms reads `fin` idle, the unload goes out at 4,310 ms and lands at
+  // 4,312 ms just after node 0's request reached the engine, ahead of its close (due at 6,491 ms): `fin
+  // unloaded with 0 running and 1 waiting`. The check's, not the router's: the same request on its way
+  // was already excused ("Kong closed it"); no lease (its log phase gave it back) nor word (it came
+  // after) could show it, and it has no client. Now it counts as an unseen router's first
+  // (dst/unseen-check.ts).
+  it("seed 2426103: a 499's request, closed on its way, reaches the engine after the unloader's word", async () => {
+    await holds(
+      2426103,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: WORLD.adapters.slice(0, 11),
+        loadMs: 200,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 4308,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1 },
+        ],
+      },
+      [
+        { at: 90, kind: 'request', node: 0, adapter: 9, tokens: 9, prompt: 958 },
+        {
+          at: 404,
+          kind: 'request',
+          node: 2,
+          adapter: -1,
+          tokens: 1,
+          prompt: 107,
+          cls: 'batch',
+          sourceMs: 178,
+        },
+        { at: 461, kind: 'request', node: 1, adapter: 10, tokens: 1, prompt: 556, exit: true, sourceMs: 111 },
+        { at: 553, kind: 'request', node: 1, adapter: 5, tokens: 1, prompt: 1177, sourceMs: 99 },
+        { at: 1425, kind: 'request', node: 2, adapter: -1, tokens: 2, prompt: 1471 },
+        { at: 1509, kind: 'slow-path', node: 0, replica: 0, ms: 3446, hopMs: 2779 },
+        { at: 1509, kind: 'slow-path', node: 0, replica: 1, ms: 3446, hopMs: 2779 },
+        {
+          at: 1529,
+          kind: 'request',
+          node: 0,
+          adapter: 9,
+          tokens: 14,
+          prompt: 1405,
+          gaveUp: { afterMs: 2183, unwritten: true, noticeMs: 143 },
+        },
+        { at: 1725, kind: 'request', node: 1, adapter: 3, tokens: 1, prompt: 818, cls: 'interactive' },
+        {
+          at: 1760,
+          kind: 'request',
+          node: 2,
+          adapter: 6,
+          tokens: 1,
+          prompt: 1160,
+          cls: 'batch',
+          gaveUp: { afterMs: 40, unwritten: true, noticeMs: 1 },
+          sourceMs: 92,
+        },
+        { at: 1829, kind: 'request', node: 1, adapter: 0, tokens: 2, prompt: 430, cls: 'interactive' },
+        {
+          at: 1983,
+          kind: 'request',
+          node: 2,
+          adapter: 5,
+          tokens: 1,
+          prompt: 1880,
+          cls: 'batch',
+          gaveUp: { afterMs: 2807, unwritten: false, noticeMs: 174 },
+        },
+        { at: 2075, kind: 'flushall' },
+        { at: 2196, kind: 'config-push', node: 0 },
+        { at: 3110, kind: 'request', node: 1, adapter: 5, tokens: 1, prompt: 1379, cls: 'interactive' },
+        {
+          at: 3117,
+          kind: 'request',
+          node: 1,
+          adapter: 5,
+          tokens: 3,
+          prompt: 990,
+          cls: 'batch',
+          gaveUp: { afterMs: 448, unwritten: true, noticeMs: 94 },
+        },
+        { at: 3739, kind: 'request', node: 2, adapter: 9, tokens: 5, prompt: 1920, sourceMs: 9 },
+        { at: 3881, kind: 'request', node: 2, adapter: 5, tokens: 3, prompt: 283 },
+        { at: 4217, kind: 'request', node: 1, adapter: 6, tokens: 2, prompt: 1302 },
+        { at: 4221, kind: 'request', node: 2, adapter: 0, tokens: 2, prompt: 1052, sourceMs: 63 },
+        { at: 4241, kind: 'request', node: 1, adapter: 5, tokens: 5, prompt: 1137 },
+        { at: 4263, kind: 'request', node: 2, adapter: 2, tokens: 3, prompt: 682 },
+        { at: 4286, kind: 'request', node: 1, adapter: 2, tokens: 1, prompt: 1886, sourceMs: 25 },
+        { at: 4297, kind: 'request', node: 2, adapter: 7, tokens: 1, prompt: 973, sourceMs: 149 },
+        { at: 4301, kind: 'request', node: 2, adapter: 7, tokens: 6, prompt: 756 },
+        { at: 4304, kind: 'request', node: 2, adapter: 0, tokens: 4, prompt: 237, sourceMs: 247 },
+        {
+          at: 4305,
+          kind: 'request',
+          node: 1,
+          adapter: 5,
+          tokens: 3,
+          prompt: 295,
+          gaveUp: { afterMs: 2475, unwritten: true, noticeMs: 282 },
+        },
+      ],
+    );
+  }, 30_000);
+});
+
 describe('a hold never waits with nothing that could change: a node back from an outage during a FLUSHALL', () => {
   // Seed 264535 (--keep 0,1,2,8,9,12,13,15): a partition of every node (430-684 ms) left node 0
   // deciding alone from 1,045 ms (a release sent into it timed out), and a FLUSHALL at 1,554 ms
