@@ -1,9 +1,9 @@
 /**
  * Replicas that leave the node: once per poll round, the superseded router configurations unused
  * for the lapse grace lapse (src/fleet/node-claim.ts), the store is told what this node claims
- * now (FleetStore.retainReplicas), and what is kept in this process of a replica that left goes:
- * the one the store forgot, one the store's list no longer names and no
- * live configuration lists, and, without Redis (the store is this node's alone), one no live
+ * now (FleetStore.retainReplicas: when it changed, else every RETAIN_EVERY_MS), and what is kept
+ * in this process of a replica that left goes: the one the store forgot, one the store's list no
+ * longer names and no live configuration lists, and, without Redis (the store is this node's alone), one no live
  * configuration lists. Nothing of a replica goes while a request, a load, an unload, a trim or a
  * poll of this process is under way on it: it is tried again the next round.
  */

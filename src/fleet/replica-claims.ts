@@ -65,7 +65,11 @@ export class ReplicaClaims {
       for (const [node, t] of [...(this.byUrl.get(url) ?? [])]) {
         const seen = Math.max(t, beat?.(node) ?? -Infinity);
         if (seen > at - nodeTtlMs) {
+          // Restamped with its node's last sign of life: else, with a grace under the retain
+          // interval, live urls stayed due, first in the batch, and a fleet of more than `limit`
+          // replicas never reached the ones to forget (as the script).
           live = true;
+          this.stamp(url, seen);
           continue;
         }
         this.unclaim(url, node);

@@ -366,6 +366,27 @@ describe.each([
     expect(await specsOf(a.store)).toEqual([U1]);
   });
 
+  it('more live replicas due than one call looks at: the check still reaches the one to forget', async () => {
+    const f = make();
+    const b = f.node('B');
+    // 105 replicas B claims and then only heartbeats for: live, their claims' stamps ageing past a
+    // short grace (a grace under the retain interval), older than U1's.
+    const many = Array.from({ length: 105 }, (_, i) => `http://10.9.0.${i + 1}:8000`);
+    for (const u of many) await b.upsert(spec(u));
+    await b.stop();
+    const a = f.node('A');
+    await a.upsert(spec(U1));
+    expect(await a.retain([], LONG)).toEqual([]); // A no longer routes to U1: due once the grace passed
+    // Later than U1's last claim on either side's clock (the memory fleet's heartbeats are Date.now()).
+    await f.heartbeat('B', -1000);
+    await sleep(20);
+    // The first call looks at the 100 oldest due: B's, live. The next reaches U1 (failed before: each
+    // call looked at the same 100 live ones, never at U1).
+    expect(await a.retain([], 10)).toEqual([]);
+    expect(await a.retain([], 10)).toEqual([U1]);
+    expect(await specsOf(a.store)).toEqual([...many].sort());
+  });
+
   it("a dead node's last heartbeat counts as its last claim: the grace runs from it", async () => {
     const f = make();
     const b = f.node('B');

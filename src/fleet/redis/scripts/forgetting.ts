@@ -1,6 +1,6 @@
 /**
  * Replicas that leave the fleet are forgotten: each node claims the replicas it routes to
- * (`retain`, once per poll round, and `upsert`), and one no node has claimed for a grace, with
+ * (`retain`, from a poll round when its list changed and every 30 s, and `upsert`), and one no node has claimed for a grace, with
  * nothing running on it, goes with every key of it. The in-process twin is
  * src/fleet/replica-claims.ts with MemoryFleetStore.retainReplicas (kept equal by
  * test/core/store-differential.test.ts).
@@ -73,6 +73,9 @@ for _, url in ipairs(redis.call('SMEMBERS', P .. 'nc:' .. node)) do
     if known(url) then stampclaimed(url, t) end
   end
 end
+-- A live claim restamps the url with its node's last sign of life: else, with a grace under the
+-- retain interval, live urls stayed due, first in the batch (oldest first), and a fleet of more than
+-- FORGET_BATCH replicas never reached the ones to forget.
 local function live(url)
   local alive = false
   local claims = redis.call('ZRANGE', claimskey(url), 0, -1, 'WITHSCORES')
@@ -81,11 +84,8 @@ local function live(url)
     local seen = tonumber(claims[i + 1])
     local beat = redis.call('ZSCORE', P .. 'nodes', n)
     if beat and tonumber(beat) > seen then seen = tonumber(beat) end
-    if seen > t - nodeTtl then alive = true
-    else
-      unclaim(url, n)
-      stampclaimed(url, seen)
-    end
+    if seen > t - nodeTtl then alive = true else unclaim(url, n) end
+    stampclaimed(url, seen)
   end
   return alive
 end
