@@ -4,28 +4,12 @@
  * latest configuration sets for the whole runtime (prefetching, the work model's prior, the
  * replicas' settings) stays the newer one's.
  */
-import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/backends/replica-api';
 import { VirtualClock } from '../../src/clock';
 import { parseRouterConfig } from '../../src/config/parse';
 import { silentLogger } from '../../src/log';
 import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
-
-class IdleApi implements ReplicaApi {
-  async scrape(): Promise<Scrape> {
-    return {
-      load: { waiting: 0, running: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
-      registry: [],
-      maxModelLen: 4096,
-    };
-  }
-  async loadAdapter(): Promise<LoadOutcome> {
-    return 'loaded';
-  }
-  async unloadAdapter(): Promise<UnloadOutcome> {
-    return 'unloaded';
-  }
-}
+import { IdleReplicaApi } from '../helpers/idle-replicas';
 
 const config = (url: string, halfLifeMs: number, prefill: number) =>
   parseRouterConfig({
@@ -39,7 +23,12 @@ const config = (url: string, halfLifeMs: number, prefill: number) =>
 
 it("an old-config instance's registration leaves the runtime-wide settings the newer configuration's", async () => {
   const clock = new VirtualClock();
-  const rt = new FleetRuntime({ clock, api: new IdleApi(), log: silentLogger, seed: 1 });
+  const rt = new FleetRuntime({
+    clock,
+    api: new IdleReplicaApi(() => Date.now()),
+    log: silentLogger,
+    seed: 1,
+  });
   try {
     const v1 = config('http://10.2.0.1:8000', 1000, 1000);
     const v2 = config('http://10.2.0.2:8000', 2000, 2000);

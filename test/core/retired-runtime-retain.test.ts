@@ -8,7 +8,6 @@
  * change yet (a rolling change) forgot that replica: every view then left it out, and nothing
  * registered it again while the successor's configuration routed there. Over a real redis-server.
  */
-import type { LoadOutcome, ReplicaApi, Scrape, UnloadOutcome } from '../../src/backends/replica-api';
 import { parseRouterConfig } from '../../src/config/parse';
 import type { RedisConfig } from '../../src/config/redis-schema';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
@@ -17,26 +16,11 @@ import { RouterService } from '../../src/router/router';
 import { FleetRuntime } from '../../src/runtime';
 import { RedisServer } from '../../harness/redis/server';
 import { waitFor } from '../../harness/wait';
+import { IdleReplicaApi } from '../helpers/idle-replicas';
 
 const PREFIX = 'retired:';
 const OLD = 'http://10.3.0.1:8000';
 const NEW = 'http://10.3.1.1:8000';
-
-class IdleApi implements ReplicaApi {
-  async scrape(): Promise<Scrape> {
-    return {
-      load: { waiting: 0, running: 0, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
-      registry: [],
-      maxModelLen: 4096,
-    };
-  }
-  async loadAdapter(): Promise<LoadOutcome> {
-    return 'loaded';
-  }
-  async unloadAdapter(): Promise<UnloadOutcome> {
-    return 'unloaded';
-  }
-}
 
 let redis: RedisServer;
 beforeAll(async () => {
@@ -58,7 +42,7 @@ it("a retired runtime's last round leaves the node's claim on its successor's ne
     });
   const runtime = (timeout: number, retainEveryMs?: number) =>
     new FleetRuntime({
-      api: new IdleApi(),
+      api: new IdleReplicaApi(() => Date.now()),
       log: silentLogger,
       seed: 1,
       redis: record(timeout),
