@@ -122,6 +122,29 @@ describe("the world's log phase meets 499s, later plugins' answers and slow sour
   }, 30_000);
 });
 
+/** Runs `schedule`: no violation, one client gone whose request ran; when the engine dropped it, and the unload of `sql`. */
+async function dropAndUnload(schedule: Schedule): Promise<{ dropped: number; unloadAt: number | undefined }> {
+  const world = new World(schedule);
+  const r = await world.run();
+  expect(r.violation).toBeUndefined();
+  expect(r.clients).toMatchObject({ gaveUp: 1, ranOn: 1 });
+  const replica = (world as unknown as { replicas: ReplicaSet }).replicas.replicas[0]!;
+  const dropped = replica.requestRecords().find((x) => x.aborted)!.end!;
+  const unload = replica.log.find((e) => e.op === 'unload' && e.name === 'sql' && e.status === 200);
+  return { dropped, unloadAt: unload?.at };
+}
+
+/** Runs `fn` with a planted word that reads every adapter idle. */
+async function withIdleWord<T>(fn: () => Promise<T>): Promise<T> {
+  const idleNow = ReplicaWord.prototype.idleNow;
+  ReplicaWord.prototype.idleNow = () => Promise.resolve(undefined);
+  try {
+    return await fn();
+  } finally {
+    ReplicaWord.prototype.idleNow = idleNow;
+  }
+}
+
 describe("an unload counts a 499's request as running until the replica's engine dropped it", () => {
   // One replica with one slot: node 0's `sql` request (30 tokens at 100 ms a step) loses its client
   // at 610 ms; Kong logs 499 and the lease goes back, but the engine runs it until the close reached
@@ -145,21 +168,13 @@ describe("an unload counts a 499's request as running until the replica's engine
   };
 
   it('the router waits for the word to read it idle: the unload lands after the engine dropped it', async () => {
-    const world = new World(schedule);
-    const r = await world.run();
-    expect(r.violation).toBeUndefined();
-    expect(r.clients).toMatchObject({ gaveUp: 1, ranOn: 1 });
-    const replica = (world as unknown as { replicas: ReplicaSet }).replicas.replicas[0]!;
-    const dropped = replica.requestRecords().find((x) => x.aborted)!.end!;
-    const unload = replica.log.find((e) => e.op === 'unload' && e.name === 'sql' && e.status === 200);
+    const { dropped, unloadAt } = await dropAndUnload(schedule);
     expect(dropped).toBeGreaterThan(1000);
-    expect(unload?.at).toBeGreaterThanOrEqual(dropped);
+    expect(unloadAt).toBeGreaterThanOrEqual(dropped);
   }, 30_000);
 
   it('a planted word that reads every adapter idle unloads it under the request: caught', async () => {
-    const idleNow = ReplicaWord.prototype.idleNow;
-    ReplicaWord.prototype.idleNow = () => Promise.resolve(undefined);
-    try {
+    await withIdleWord(async () => {
       const r = await runSchedule(schedule);
       expect(r.violation?.invariant).toBe('no unload of a busy adapter');
       expect(r.violation?.detail).toMatch(/sql.*unloaded with 1 running and 0 waiting/);
@@ -168,9 +183,7 @@ describe("an unload counts a 499's request as running until the replica's engine
         a.kind === 'request' && a.gaveUp ? { ...a, gaveUp: { ...a.gaveUp, noticeMs: 0 } } : a,
       );
       expect((await runSchedule({ ...schedule, actions: atOnce })).violation).toBeUndefined();
-    } finally {
-      ReplicaWord.prototype.idleNow = idleNow;
-    }
+    });
   }, 30_000);
 });
 
@@ -200,26 +213,16 @@ describe("a 499's request closed on its way is excused from (i) only if it reach
   };
 
   it('the router holds it (its word read it busy, no lease): the unload lands after the engine dropped it', async () => {
-    const world = new World(schedule);
-    const r = await world.run();
-    expect(r.violation).toBeUndefined();
-    expect(r.clients).toMatchObject({ gaveUp: 1, ranOn: 1 });
-    const replica = (world as unknown as { replicas: ReplicaSet }).replicas.replicas[0]!;
-    const dropped = replica.requestRecords().find((x) => x.aborted)!.end!;
-    const unload = replica.log.find((e) => e.op === 'unload' && e.name === 'sql' && e.status === 200);
-    expect(unload?.at).toBeGreaterThanOrEqual(dropped);
+    const { dropped, unloadAt } = await dropAndUnload(schedule);
+    expect(unloadAt).toBeGreaterThanOrEqual(dropped);
   }, 30_000);
 
   it('a planted word that reads every adapter idle unloads it under the request: caught', async () => {
-    const idleNow = ReplicaWord.prototype.idleNow;
-    ReplicaWord.prototype.idleNow = () => Promise.resolve(undefined);
-    try {
+    await withIdleWord(async () => {
       const r = await runSchedule(schedule);
       expect(r.violation?.invariant).toBe('no unload of a busy adapter');
       expect(r.violation?.detail).toMatch(/sql.*unloaded with 1 running and 0 waiting/);
-    } finally {
-      ReplicaWord.prototype.idleNow = idleNow;
-    }
+    });
   }, 30_000);
 });
 
