@@ -361,8 +361,9 @@ export class RequestRouting {
 
   /**
    * Passive health, as its store counted it: a lease of the runtime deciding now, too young for
-   * any expiry to have reclaimed it (a lease gone counts nothing there). The release counts any
-   * status below 500 as an answer, a 499's and a later plugin's 200 too (src/fleet/memory-store.ts).
+   * any expiry to have reclaimed it (a lease gone counts nothing there). The log phase tells it
+   * no 499 (the client's, src/router/log-phase.ts `replicaStatus`); the release counts any other
+   * status below 500 as an answer, a later plugin's 200 too (src/fleet/memory-store.ts).
    */
   private passive(
     p: Process,
@@ -371,6 +372,7 @@ export class RequestRouting {
     origin: string,
     status: number,
   ): void {
+    if (status === 499) return;
     if ((decider ?? p.rt) === p.rt && this.g.sched.now() - began < this.w.leaseMaxAgeMs / 2)
       this.g.healthReads.upstreamAnswered(
         pollSender(p.rt.leasePrefix, p.recordGen),

@@ -57,6 +57,11 @@ export interface GatewayOptions {
   timeouts?: Partial<ServiceTimeouts>;
   /** Stands in for bundled Lua plugins that run before ours (key-auth...): may end the request. */
   before?: (req: KongRequest) => ExitResponse | undefined;
+  /**
+   * Stands in for bundled Lua plugins that run after ours (lower priority than lora-router's 900:
+   * request-termination at 2, proxy-cache at 100): may end the request once ours decided.
+   */
+  after?: (req: KongRequest) => ExitResponse | undefined;
   onError?: (msg: string) => void;
   /** CA certificates trusted for `https` upstreams (tests: a self-signed replica). */
   upstreamCa?: string;
@@ -191,7 +196,7 @@ export class LocalGateway {
     this.plugins = next.sort((a, b) => b.priority - a.priority);
   }
 
-  /** Access phases; returns the exit if a plugin (or `before`) ended the request. */
+  /** Access phases; returns the exit if a plugin (or `before`, `after`) ended the request. */
   private async access(
     req: KongRequest,
     plugins: Configured[],
@@ -208,7 +213,12 @@ export class LocalGateway {
       await worker.run(p, 'access', req);
       if (req.exit) return req.exit;
     }
-    return undefined;
+    const late = this.o.after?.(req);
+    if (late) {
+      req.exit = late;
+      req.status = late.status;
+    }
+    return late;
   }
 
   /** Log phases, with the configs collected at access (ctx.plugins), on the same worker. */

@@ -98,7 +98,7 @@ function afterRelease(
  * but its failure is thrown only once the lease is back). Then Kong's own 502/504 (source
  * "error": no attempt got a response) marks the replica down at once, whatever became of the
  * lease (reclaimed by age, say): the answer is about the replica. A replica's own 5xx (source
- * "service") is left to passive health. Kong/kong 3.9.3 kong/pdk/response.lua `get_source`,
+ * "service") is left to passive health, which hears no 499 and no 5xx of a later plugin's. Kong/kong 3.9.3 kong/pdk/response.lua `get_source`,
  * kong/init.lua `Kong.handle_error`. Throws LeaseNotOpen when the lease is not open here (given
  * back already, reclaimed by age); `rt`, the instance's runtime (none: its configuration is
  * broken), then says where the replica is marked.
@@ -113,10 +113,11 @@ export async function logPhase(
   // only of one the replica answered ('service'): a later plugin's exit (proxy-cache's hit),
   // Kong's own error (the access phase failing after the decision, a refused connection) never
   // ran there, and a poll's reading of the adapter running is someone else's (review 64b).
-  // Asked only where it tells something (a PDK round trip): Kong's own 502/504, or an adapter's
-  // request while a poll of its replica is under way (no poll begun later reads the tell).
+  // Asked only where it tells something (a PDK round trip): a 5xx (whose answer it was decides
+  // whether passive health counts it), or an adapter's request while a poll of its replica is
+  // under way (no poll begun later reads the tell).
   const found = LeaseHandle.find(record.lease);
-  const asked = kongOwnStatus(status) || (!gaveUp(status) && pollReading(found)) ? source() : undefined;
+  const asked = failed(status) || (!gaveUp(status) && pollReading(found)) ? source() : undefined;
   // The request ended at the replica before its log phase began: told as ended now, before the
   // round trip, else a poll begun during it, which cannot have read it, was excused (review 64c).
   const endedMono = found ? monotonic(found.rt.clock) : undefined;
@@ -126,13 +127,37 @@ export async function logPhase(
   try {
     // Only an answer asked of Kong tells: a 499's never is (`asked`).
     const served = from === 'service';
-    const released = releaseLease(lease ?? LeaseHandle.open(record.lease), status, served, endedMono);
+    const released = releaseLease(
+      lease ?? LeaseHandle.open(record.lease),
+      replicaStatus(status, from),
+      served,
+      endedMono,
+    );
     if (released) await released;
   } finally {
     const on = lease?.rt ?? rt;
     if (on && kongOwnStatus(status) && (await asked) === 'error')
       await proxyFailed(on.current(), record.replica, status);
   }
+}
+
+/** A status passive health counts against the replica (5xx), when the replica's. */
+function failed(status: number | undefined): status is number {
+  return status !== undefined && status >= 500;
+}
+
+/**
+ * The status passive health hears (undefined: none, the count left as it is): not a 499, which
+ * says the client gave up, nothing of the replica; not a 5xx the replica did not answer: a later
+ * plugin's exit (request-termination's 503 in maintenance: three in a row took a healthy replica
+ * out) or Kong's own error other than its 502/504, which do say the replica could not be reached.
+ * A source not known (the call failed) counts, as before it was asked. A later plugin's 2xx-4xx
+ * still counts as an answer (asking every request's source is a PDK round trip on the hot path).
+ */
+function replicaStatus(status: number | undefined, from: unknown): number | undefined {
+  if (gaveUp(status)) return undefined;
+  if (!failed(status) || from === undefined || from === 'service') return status;
+  return kongOwnStatus(status) && from === 'error' ? status : undefined;
 }
 
 /** Whether a poll of the lease's replica is under way where its end is told (`servedEnded`). */

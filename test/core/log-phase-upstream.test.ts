@@ -41,3 +41,48 @@ it("Kong's own 502 marks the replica down though its lease is no longer open her
   const [view] = await h!.rt.store.views([o.url]);
   expect(view!.health).toBe('down');
 });
+
+/** Another request, routed on the harness `routed` started. */
+async function again(): Promise<Extract<RouteOutcome, { kind: 'proxy' }>> {
+  const body = Buffer.from(JSON.stringify({ model: BASE, messages: [{ role: 'user', content: 'hi' }] }));
+  const o = await h!.router.route({ path: '/v1/chat/completions', body });
+  if (o.kind !== 'proxy') throw new Error(`not routed: ${JSON.stringify(o)}`);
+  return o;
+}
+
+/** The log phase of `o`'s request: `status`, `source` as Kong's `get_source` says. */
+const logged = (o: Extract<RouteOutcome, { kind: 'proxy' }>, status: number, source: string) =>
+  logPhase(
+    h!.rt,
+    { lease: o.leaseId, replica: o.url, stage: o.stage, adapter: o.adapter },
+    status,
+    async () => source,
+  );
+
+const health = async (url: string) => (await h!.rt.store.views([url]))[0]!.health;
+
+describe('passive health counts only what the replica answered', () => {
+  it("a later plugin's 503 (source exit: request-termination after this plugin) is not the replica's failure", async () => {
+    let o = await routed();
+    for (let i = 0; i < 3; i++) {
+      await logged(o, 503, 'exit');
+      o = await again();
+    }
+    expect(await health(o.url)).toBe('up');
+  });
+
+  it("a client's 499 between the replica's failures does not start the count again", async () => {
+    const o = await routed();
+    await logged(o, 500, 'service');
+    await logged(await again(), 500, 'service');
+    await logged(await again(), 499, 'service');
+    await logged(await again(), 500, 'service');
+    expect(await health(o.url)).toBe('down');
+  });
+
+  it("a replica's own 503 still counts: three in a row take it out", async () => {
+    const o = await routed();
+    for (let i = 0; i < 3; i++) await logged(i === 0 ? o : await again(), 503, 'service');
+    expect(await health(o.url)).toBe('down');
+  });
+});
