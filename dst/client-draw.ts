@@ -2,7 +2,7 @@
  * What Kong meets around a routed request besides the replica's answer, drawn per request from a
  * stream of its own (seeds without it keep their schedules: dst/schedule.ts): a client that gives
  * up (Kong logs 499), a later plugin that answers after lora-router's access phase decided (a
- * proxy-cache hit: source 'exit'), and the time the log phase's `kong.response.get_source()` round
+ * proxy-cache hit, or request-termination's 503: source 'exit'), and the time the log phase's `kong.response.get_source()` round
  * trip takes. dst/request-routing.ts plays them; dst/replicas.ts `proxy` closes the upstream.
  */
 import { seededRandom } from '../src/random';
@@ -34,11 +34,16 @@ export const CLIENT_SHARE = 0.4;
 const GAVE_UP_SHARE = 0.15;
 const EXIT_SHARE = 0.1;
 const SLOW_SOURCE_SHARE = 0.5;
+/** Of the later plugins' answers: the share that are a 503 (request-termination in maintenance), not a cache hit. */
+const EXIT_5XX_SHARE = 0.3;
 
 /** Sets the draws on a share of the seeds' request actions (`actions` as drawn so far, in their order). */
 export function drawClients(seed: number, actions: Action[]): void {
   const r = seededRandom(seed * 2654435761 + 15);
   if (r() >= CLIENT_SHARE) return;
+  // A stream of its own, drawn only for the later plugins' answers: added after the draws above,
+  // it moves none of them (a schedule without such an answer is the one it was).
+  const exits = seededRandom(seed * 2654435761 + 16);
   for (const a of actions) {
     if (a.kind !== 'request') continue;
     // Every draw made for every request, so one request's draws never move another's.
@@ -49,7 +54,10 @@ export function drawClients(seed: number, actions: Action[]): void {
     const sourceMs = int(r, 1, 300);
     if (gives) a.gaveUp = gaveUp;
     // A cache hit answers a request whose client is still there.
-    else if (exit) a.exit = true;
+    else if (exit) {
+      a.exit = true;
+      if (exits() < EXIT_5XX_SHARE) a.exitStatus = 503;
+    }
     if (slow) a.sourceMs = sourceMs;
   }
 }

@@ -213,14 +213,15 @@ export class RequestRouting {
           sure: decidedAlone && localAtArrival,
           maybe: decidedAlone || localAtArrival,
         });
-      // A later plugin answered it (a proxy-cache hit): never proxied; the log phase still runs.
+      // A later plugin answered it (a proxy-cache hit, request-termination's 503): never
+      // proxied; the log phase still runs.
       if (a.exit) {
         flight.doneAt ??= this.g.sched.now();
         this.clients.exits++;
-        const hit: KongAnswer = { status: 200, text: '', source: 'exit' };
+        const hit: KongAnswer = { status: a.exitStatus ?? 200, text: '', source: 'exit' };
         if (!p.alive) return;
         await this.logPhase(p, svc.runtime, out, hit, origin, arrivals, a.sourceMs);
-        this.passive(p, decider, began, origin, hit.status);
+        this.passive(p, decider, began, origin, hit);
         return;
       }
       // A client that gave up: Kong finds it gone once proxying began (dst/client-draw.ts).
@@ -282,7 +283,7 @@ export class RequestRouting {
       // The log phase, on the process that routed it (a dead one never runs it): the plugin's own.
       if (!p.alive) return;
       await this.logPhase(p, svc.runtime, out, answer, origin, arrivals, a.sourceMs);
-      this.passive(p, decider, began, origin, answer.status);
+      this.passive(p, decider, began, origin, answer);
     } finally {
       if (sent && goneAt === undefined) sent.ended = this.g.sched.now();
       this.g.healthReads.forget(arrivals);
@@ -362,17 +363,19 @@ export class RequestRouting {
   /**
    * Passive health, as its store counted it: a lease of the runtime deciding now, too young for
    * any expiry to have reclaimed it (a lease gone counts nothing there). The log phase tells it
-   * no 499 (the client's, src/router/log-phase.ts `replicaStatus`); the release counts any other
-   * status below 500 as an answer, a later plugin's 200 too (src/fleet/memory-store.ts).
+   * no 499 (the client's) and no 5xx but the replica's or Kong's 502/504 (src/router/log-phase.ts
+   * `replicaStatus`); the release counts any other status below 500 as an answer, a later
+   * plugin's 200 too (src/fleet/memory-store.ts).
    */
   private passive(
     p: Process,
     decider: FleetRuntime | undefined,
     began: number,
     origin: string,
-    status: number,
+    { status, source }: KongAnswer,
   ): void {
     if (status === 499) return;
+    if (status >= 500 && source !== 'service' && !(kongOwnStatus(status) && source === 'error')) return;
     if ((decider ?? p.rt) === p.rt && this.g.sched.now() - began < this.w.leaseMaxAgeMs / 2)
       this.g.healthReads.upstreamAnswered(
         pollSender(p.rt.leasePrefix, p.recordGen),

@@ -26,6 +26,8 @@ export type Action =
       gaveUp?: GaveUp;
       /** A later plugin answers it after lora-router's access phase decided (source 'exit'): never proxied. */
       exit?: boolean;
+      /** The later plugin's status (absent: 200, a cache hit): 503 is request-termination's (maintenance). */
+      exitStatus?: number;
       /** ms its log phase's `kong.response.get_source()` round trip takes (absent: answered at once). */
       sourceMs?: number;
     }
