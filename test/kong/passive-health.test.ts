@@ -5,7 +5,6 @@
  * `kong.response.get_source()` says 'exit' for it (Kong/kong 3.9.3 kong/pdk/response.lua).
  * The replica's own 5xx in a row still do: plugins.test.ts.
  */
-import { waitFor } from '../../harness/wait';
 import type { KongDriver } from '../../harness/kong/driver';
 import { onDemand, startWorld, usePluginServer, vllm } from './world';
 
@@ -32,20 +31,8 @@ it("a later plugin's 503s in a row leave the replica up, and the next request is
     600_000,
   );
   expect((await w.chat('a')).status).toBe(200);
-  // The first request's polls (the replica's word around its load) end first: one landing among
-  // the 503s below would mark the replica up again and hide a count.
-  let polls = (await w.statusJson()).poller.polls;
-  await waitFor(
-    async () => {
-      await new Promise((r) => setTimeout(r, 1000));
-      const now = (await w!.statusJson()).poller.polls;
-      const still = now === polls;
-      polls = now;
-      return still;
-    },
-    15_000,
-    'polls holding still',
-  );
+  // A poll landing among the 503s below would mark the replica up again and hide a count.
+  const polls = await w.pollsHoldingStill();
   maintenance = true;
   const statuses: number[] = [];
   for (let i = 0; i < 4; i++) statuses.push((await w.chat('a')).status);

@@ -470,21 +470,7 @@ describe('lora-router through the real plugin server', () => {
         600_000,
       );
       expect((await w.chat('a')).status).toBe(200);
-      // The first request's polls (stale views, the replica's word around its load) may still
-      // run on a loaded machine: let them end (polls holding still for 1 s), else one lands
-      // among the failures below and marks the holder up again.
-      let polls = (await w.statusJson()).poller.polls;
-      await waitFor(
-        async () => {
-          await new Promise((r) => setTimeout(r, 1000));
-          const now = (await w.statusJson()).poller.polls;
-          const still = now === polls;
-          polls = now;
-          return still;
-        },
-        15_000,
-        'polls holding still',
-      );
+      const polls = await w.pollsHoldingStill();
       const holder = w.loads(0, 'a').length === 1 ? 0 : 1;
       // Completions fail on the holder; its /metrics and /v1/models keep answering.
       await w.fleet.replicas[holder]!.fault({ kind: 'dead', on: true });

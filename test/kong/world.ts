@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { waitFor } from '../../harness/wait';
 import { LocalGateway, type GatewayOptions } from '../../stack/gateway';
 import { SimFleet } from '../../sim/fleet';
 import type { ReplicaOptions } from '../../sim/http/replica';
@@ -107,7 +108,27 @@ export async function startWorld(
     await status.close();
     await fleet.stop();
   };
-  return { fleet, service, status, chat, loads, statusJson, stop };
+  /**
+   * Waits until the poller's count holds still for 1 s, and returns it: the polls a first request
+   * started (stale views, the replica's word around its load) may still run on a loaded machine,
+   * and one landing among a test's failures would mark the replica up again.
+   */
+  const pollsHoldingStill = async (): Promise<number> => {
+    let polls = (await statusJson()).poller.polls as number;
+    await waitFor(
+      async () => {
+        await new Promise((r) => setTimeout(r, 1000));
+        const now = (await statusJson()).poller.polls as number;
+        const still = now === polls;
+        polls = now;
+        return still;
+      },
+      15_000,
+      'polls holding still',
+    );
+    return polls;
+  };
+  return { fleet, service, status, chat, loads, statusJson, pollsHoldingStill, stop };
 }
 
 export const vllm = (over: Partial<ReplicaOptions> = {}): ReplicaOptions => ({
