@@ -51,6 +51,19 @@ describe('a load backing off on one replica', () => {
     },
   );
 
+  it("another node's placement on the replica backing off is passed over, not followed into a 503", async () => {
+    const { x, y } = await failedOnX('predicted');
+    // Another router sharing the store (which has no backoff of its own) placed `x` on X.
+    const X = h.fleet.urls[x]!;
+    expect(await h.rt.store.claimPlacement('x', X, undefined, h.rt.clock.now(), 30_000, 'other-node')).toBe(
+      X,
+    );
+    const next = await h.chat('x');
+    expect({ status: next.status, code: next.json?.error?.code }).toEqual({ status: 200, code: undefined });
+    expect(next.outcome).toMatchObject({ kind: 'proxy', url: h.fleet.urls[y] });
+    expect(h.loads(x, 'x')).toHaveLength(1);
+  });
+
   it('every candidate backing off: 503 adapter_load_backoff, Retry-After the soonest end among them', async () => {
     h = await CoreHarness.start([vllm(), vllm()], (urls) =>
       templatedRouter(urls, BASE, {
