@@ -58,7 +58,8 @@ export function roomWaitedFor(r: Pick<PlannerReplica, 'residents' | 'roomWanted'
  * one's demand times `evictFactor` is below the newcomer's and losing the copy leaves it within
  * `hysteresis` of its own target (so it would not be made again at the next tick: no copy is
  * made and dropped in turn). A replica where a waiting request wants room (`roomWaitedFor`) is
- * left out, and so is one where the adapter's load backs off after a failure (`heldOff`). Pure: what it decides the manager carries out with all its guards.
+ * left out, and so is one where the adapter's load backs off after a failure (`heldOff`). Pure:
+ * what it decides the manager carries out with all its guards.
  */
 export function planPrefetch(
   demand: readonly { demand: AdapterDemand; count: number }[],
