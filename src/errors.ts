@@ -124,7 +124,7 @@ export const CATALOGUE = {
     status: 503,
     type: 'server_error',
     retryAfter: true,
-    when: 'The adapter failed to load on that replica recently; the next attempt waits (`backoff_base_ms`).',
+    when: 'The adapter failed to load recently where the request would load it, and no replica it could go to serves it without such a load (a name nobody has seen load, not found, is not tried elsewhere); the next attempt waits (`backoff_base_ms`).',
   },
   shed_low_priority: {
     status: 503,

@@ -49,7 +49,6 @@ export class LoadCalls {
     url: string,
     adapter: AdapterRef,
     policy: AdapterPolicy,
-    key: string,
     victimCost: (v: ResidentAdapter) => number,
     waited: boolean,
     beforeLoad?: () => Promise<void>,
@@ -124,14 +123,14 @@ export class LoadCalls {
             )
           : undefined;
       if (listed === 'start-up') {
-        this.p.backoff.clear(key);
+        this.p.backoff.clear(url, adapter.name);
         this.p.unknownNames.loaded(adapter.name);
         return this.startUp(url, adapter, fence);
       }
       if (listed === true) outcome = 'loaded';
-      else return this.loadFailed(url, adapter, policy, key, fence, started, err);
+      else return this.loadFailed(url, adapter, policy, fence, started, err);
     }
-    return this.landed(url, adapter, policy, key, fence, started, outcome, heldOffAtClaim);
+    return this.landed(url, adapter, policy, fence, started, outcome, heldOffAtClaim);
   }
 
   /** A load call that failed: its lock ended, the backoff told, the client's error thrown. */
@@ -139,7 +138,6 @@ export class LoadCalls {
     url: string,
     adapter: AdapterRef,
     policy: AdapterPolicy,
-    key: string,
     fence: Fence,
     started: number,
     err: unknown,
@@ -153,7 +151,12 @@ export class LoadCalls {
         ? err.message
         : String(err);
     const told = clientReason(err);
-    this.p.backoff.fail(key, policy, told);
+    // A name not found that nobody has seen load is held off here and refused as before, not sent
+    // to the next replica: there it would most likely not be found either, after evicting for it
+    // (the unknown-name hold, unknown-names.ts). A known name may be missing from this replica only.
+    const elsewhere =
+      !(err instanceof AdapterNotFoundError) || this.p.unknownNames.known(adapter.name, policy);
+    this.p.backoff.fail(url, adapter.name, policy, told, elsewhere);
     this.p.ends.record({ url, adapter: adapter.name, op: 'load', ok: false, ms }, why);
     if (err instanceof AdapterNotFoundError) {
       this.p.unknownNames.notFound(url, adapter.name, policy);
@@ -175,14 +178,13 @@ export class LoadCalls {
     url: string,
     adapter: AdapterRef,
     policy: AdapterPolicy,
-    key: string,
     fence: Fence,
     started: number,
     outcome: LoadOutcome,
     heldOffAtClaim: boolean,
   ): Promise<boolean> {
     const ms = this.p.clock.now() - started;
-    this.p.backoff.clear(key);
+    this.p.backoff.clear(url, adapter.name);
     this.p.unknownNames.loaded(adapter.name);
     // "Already loaded" by the replica's own start-up registration (a name pattern matched it, and no
     // registry read since an emptied state said so): nothing of ours landed. Its request is served

@@ -46,7 +46,8 @@ export class AdapterManager {
    */
   private joiners = new Map<string, Set<KeepLease>>();
   private readonly claims: PlacementClaims;
-  private readonly backoff: LoadBackoff;
+  /** Failed loads held off by replica and adapter; the scheduler routes around them (`load-backoff`). */
+  readonly backoff: LoadBackoff;
   /** Names known to exist, and the replicas where an unknown one may not evict for now. */
   private readonly unknownNames: UnknownNames;
   /** Notified whenever a slot may have freed up (a load or unload ended, a lease was released). */
@@ -228,7 +229,7 @@ export class AdapterManager {
       }
       // Someone in this process started the load while we read the store: join it.
       if (this.flights.has(key)) continue;
-      this.backoff.check(key, adapter.name, url);
+      this.backoff.check(url, adapter.name);
       // `beforeLoad` runs inside, once there is room to load into (Room.claimSlot); the flight
       // is set first, so requests here that come meanwhile join this load instead of spending.
       // The load keeps its joiners' leases with its caller's (a prefetch has none of its own).
@@ -242,7 +243,7 @@ export class AdapterManager {
       // of which wakes on its own. That is lease_max_age_ms / 4 at the smallest allowed (1 s), and a
       // lease younger than half its max age takes nothing (WaitingLease.keep).
       const load = keptDuring(this.clock, ROOM_FALLBACK_MS, flightPolicy.keepLease, this.log, () =>
-        this.loads.load(url, adapter, flightPolicy, key, victimCost, waited, spendOnce),
+        this.loads.load(url, adapter, flightPolicy, victimCost, waited, spendOnce),
       );
       this.flights.set(key, load);
       try {

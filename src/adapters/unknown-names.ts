@@ -50,7 +50,7 @@ export class UnknownNames {
   }
 
   /** A name known to exist: listed in the configuration, or loaded somewhere before. */
-  private known(name: string, policy: NamePolicy): boolean {
+  known(name: string, policy: NamePolicy): boolean {
     return this.verified.has(name) || policy.isListed?.(name) === true;
   }
 }

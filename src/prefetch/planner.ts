@@ -13,6 +13,8 @@ export interface PlannerReplica {
   isStatic: (name: string) => boolean;
   /** Adapters requests waiting in the gateway want room for here (held, or waiting for room). */
   roomWanted?: readonly string[];
+  /** Whether a load of `adapter` here backs off after a failure (src/adapters/backoff.ts): none planned. */
+  heldOff?: (adapter: string) => boolean;
 }
 
 export interface PlannerSettings {
@@ -56,7 +58,8 @@ export function roomWaitedFor(r: Pick<PlannerReplica, 'residents' | 'roomWanted'
  * one's demand times `evictFactor` is below the newcomer's and losing the copy leaves it within
  * `hysteresis` of its own target (so it would not be made again at the next tick: no copy is
  * made and dropped in turn). A replica where a waiting request wants room (`roomWaitedFor`) is
- * left out. Pure: what it decides the manager carries out with all its guards.
+ * left out, and so is one where the adapter's load backs off after a failure (`heldOff`). Pure:
+ * what it decides the manager carries out with all its guards.
  */
 export function planPrefetch(
   demand: readonly { demand: AdapterDemand; count: number }[],
@@ -97,6 +100,8 @@ export function planPrefetch(
     let choice: { r: PlannerReplica; victims: string[] } | undefined;
     for (const r of avail) {
       if (used.has(r.url) || !urls.has(r.url) || held.get(r.url)!.has(name)) continue;
+      // Its load would be refused there: another replica takes the copy this tick.
+      if (r.heldOff?.(name)) continue;
       // Every non-static resident holds a slot, one being unloaded too (as the manager counts).
       if (occupyingSlots(r.residents, r.isStatic).length < r.maxLoadedAdapters) {
         choice = { r, victims: [] };

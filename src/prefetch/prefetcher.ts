@@ -146,6 +146,7 @@ export class Prefetcher {
         residents: v.residents ?? [],
         isStatic: policy.isStatic,
         roomWanted: this.manager.roomWants.on(v.url),
+        heldOff: (name) => this.manager.backoff.holdsOff(v.url, name),
       });
     }
     const plan = planPrefetch(demand, replicas, {

@@ -7,6 +7,7 @@ import { errors } from '../errors';
 import type { AdapterRef, ReplicaView } from '../fleet/types';
 import type { FleetRuntime } from '../runtime';
 import { toCandidate, type SchedulingPipeline } from '../scheduler/pipeline';
+import { needsLoad } from '../scheduler/filters/load-backoff';
 import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext } from '../scheduler/types';
 import { LeaseHandle } from '../lease';
@@ -14,6 +15,14 @@ import { inFlightHere, joinUnderWay } from './in-flight-here';
 import { withPolledHealth } from './polled-health';
 import { stallsOf } from './prediction';
 import type { RoomWait } from './room-wait';
+
+/**
+ * Whether a request of this process sent to `v` would make a load of `adapter` there that this
+ * process holds off after a failure (src/adapters/backoff.ts; the `load-backoff` filter's test).
+ */
+function heldOff(rt: FleetRuntime, v: ReplicaView, adapter: AdapterRef | undefined, now: number): boolean {
+  return adapter !== undefined && needsLoad(v) && rt.manager.backoff.heldUntil(adapter.name, v.url) > now;
+}
 
 /** Decisions a cold request retakes because another router placed its adapter first. */
 const MAX_PLACEMENT_ROUNDS = 3;
@@ -135,9 +144,15 @@ export class Placement {
           rt.manager.ownUnloads.overlay(views, adapter.name);
           this.markEvicted(rt, views, adapter.name);
         }
-        // Never onto a replica seen down: a request could only fail there.
+        // Never onto a replica seen down: a request could only fail there. Nor where its load would
+        // be one this process holds off after a failure (`load-backoff`): decided among all, it goes
+        // past that placement below.
         const followed =
-          follow === undefined ? [] : views.filter((v) => v.url === follow && v.health !== 'down');
+          follow === undefined
+            ? []
+            : views.filter(
+                (v) => v.url === follow && v.health !== 'down' && !heldOff(rt, v, adapter, ctx.now),
+              );
         const pipeline = wait.anywhere ? this.deps.roomPipeline : this.deps.pipeline;
         const want = { kind: resolved.kind, adapter, prompt, contextTokens };
         let decision = followed.length > 0 ? pipeline.schedule(want, followed, ctx) : null;
@@ -236,8 +251,16 @@ export class Placement {
             claimer,
           );
           // Placed on a replica seen down (by a node that saw it up, or this request's own claim
-          // whose release is still on its way): overridden, not followed (seed 101079).
-          if (placedOn !== url && views.find((v) => v.url === placedOn)?.health === 'down')
+          // whose release is still on its way): overridden, not followed (seed 101079). So is a
+          // placement where this process holds the adapter's load off after a failure: its request
+          // would be refused there (503 adapter_load_backoff) while this replica can serve it (not
+          // when this one holds it off too: every candidate did, and it is refused here).
+          const placedView = placedOn !== url ? views.find((v) => v.url === placedOn) : undefined;
+          if (
+            placedView &&
+            (placedView.health === 'down' ||
+              (heldOff(rt, placedView, adapter, ctx.now) && !heldOff(rt, decision.replica, adapter, ctx.now)))
+          )
             placedOn = await rt.store.claimPlacement(claim, url, placedOn, ctx.now, ttl, claimer);
           if (placedOn !== url && ++placementRounds <= MAX_PLACEMENT_ROUNDS) {
             // Placed elsewhere first: go there too (if it is one of ours), with fresh views.

@@ -222,7 +222,13 @@ export class RouterService {
     const tokens = cls === 'inference' ? estimateTokens(parsed.json) : undefined;
     const resolved: Resolved = this.catalog.resolve(parsed.model);
     const adapter = resolved.kind === 'base' ? undefined : resolved.adapter;
-    const ctx: SchedulingContext = { now: rt.clock.now(), policy: this.policy, random: rt.random };
+    // The manager's backoff: the `load-backoff` filter routes around loads held off after failing.
+    const ctx: SchedulingContext = {
+      now: rt.clock.now(),
+      policy: this.policy,
+      random: rt.random,
+      loadBackoff: rt.manager.backoff,
+    };
     // Decayed frequencies are read only by `eviction: value`.
     if (adapter && this.config.eviction === 'value') rt.adapterStats.observe(adapter.name, ctx.now);
     // Demand for placement ahead of it (`prefetch`): loads only ever bring on-demand adapters.

@@ -3,6 +3,7 @@ import type { ReplicaView } from '../fleet/types';
 import { adapterAffinity } from './filters/adapter-affinity';
 import { eligibility } from './filters/eligibility';
 import { health } from './filters/health';
+import { loadBackoff } from './filters/load-backoff';
 import { nearBestTtft } from './filters/near-best-ttft';
 import { predictedAffinity } from './filters/predicted-affinity';
 import { poolPriority } from './filters/pool-priority';
@@ -46,9 +47,11 @@ export function pipelineFor(config: PipelineSettings): PipelineConfig {
     // `room` only when waiting for room anywhere: it narrows the fallback to replicas that can
     // load now, which trades queueing behind holders for fewer refusals. Under predicted
     // saturation, the near-best TTFT filter leaves the scorers and picker to spread among equals.
+    // `load-backoff` before the affinity rule: its steps choose among replicas that can serve.
     filters: [
       'eligibility',
       'health',
+      'load-backoff',
       predicted ? 'predicted-affinity' : 'adapter-affinity',
       ...(config.room_wait === 'anywhere' ? ['room'] : []),
       ...(predicted ? ['near-best-ttft'] : []),
@@ -75,6 +78,7 @@ export const defaultPipeline: PipelineConfig = pipelineFor({
 const FILTERS: Record<string, Filter> = {
   eligibility,
   health,
+  'load-backoff': loadBackoff,
   'adapter-affinity': adapterAffinity,
   'predicted-affinity': predictedAffinity,
   room,

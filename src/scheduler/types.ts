@@ -77,6 +77,16 @@ export interface SchedulingContext {
    * given the context it is called with (one function for every request: src/router/prediction.ts).
    */
   predict?: (c: Candidate, ctx: SchedulingContext) => void;
+  /** Failed loads this process holds off (src/adapters/backoff.ts), for the `load-backoff` filter. */
+  loadBackoff?: LoadBackoffView;
+}
+
+/** What the `load-backoff` filter reads of the loads held off after failing (src/adapters/backoff.ts). */
+export interface LoadBackoffView {
+  /** Whether a load of `adapter` may be held off on some replica at `now` (false: nothing to look at). */
+  anyHeld(adapter: string, now: number): boolean;
+  /** Until when (on the clock) a load of `adapter` on `url` is held off and routed around; 0: it is not. */
+  heldUntil(adapter: string, url: string): number;
 }
 
 /** Which stage of the adapter-affinity rule decided, or why it was skipped. */

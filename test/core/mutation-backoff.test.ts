@@ -10,6 +10,8 @@ import { BACKOFF_ENTRIES, LoadBackoff } from '../../src/adapters/backoff';
 
 const policy = { backoffBaseMs: 1_000, backoffMaxMs: 5_000 };
 const A = 'http://a:8000';
+const B = 'http://b:8000';
+const C = 'http://c:8000';
 
 function setup() {
   const t = { now: 1_000_000 };
@@ -22,7 +24,7 @@ function waitOf(t: { now: number }, b: LoadBackoff, key: string): number {
   const start = t.now;
   for (let ms = 0; ms <= 10_000; ms += 250) {
     t.now = start + ms;
-    if (!refusal(() => b.check(key, 'x', A))) {
+    if (!refusal(() => b.check(A, key))) {
       t.now = start;
       return ms;
     }
@@ -37,7 +39,7 @@ describe('LoadBackoff', () => {
     expect(waitOf(t, b, 'k')).toBe(0);
     const waits: number[] = [];
     for (let i = 0; i < 5; i++) {
-      b.fail('k', policy, 'the replica answered 500');
+      b.fail(A, 'k', policy, 'the replica answered 500');
       waits.push(waitOf(t, b, 'k'));
     }
     expect(waits).toEqual([1_000, 2_000, 4_000, 5_000, 5_000]);
@@ -45,37 +47,75 @@ describe('LoadBackoff', () => {
 
   it('refuses with a 503, its Retry-After rounded up, and the failure named; free at the end exactly', () => {
     const { t, b } = setup();
-    b.fail('k', { backoffBaseMs: 2_500, backoffMaxMs: 60_000 }, 'why-text');
-    const e = refusal(() => b.check('k', 'ad', A));
+    b.fail(A, 'k', { backoffBaseMs: 2_500, backoffMaxMs: 60_000 }, 'why-text');
+    const e = refusal(() => b.check(A, 'k'));
     expect(e?.code).toBe('adapter_load_backoff');
     expect(e?.status).toBe(503);
     expect(e?.retryAfterS).toBe(3);
     expect(e?.message).toContain('why-text');
     t.now += 2_499;
-    expect(refusal(() => b.check('k', 'ad', A))?.retryAfterS).toBe(1);
+    expect(refusal(() => b.check(A, 'k'))?.retryAfterS).toBe(1);
     t.now += 1;
-    expect(refusal(() => b.check('k', 'ad', A))).toBeUndefined();
+    expect(refusal(() => b.check(A, 'k'))).toBeUndefined();
     // Another key is not held.
     t.now -= 2_500;
-    expect(refusal(() => b.check('other', 'ad', A))).toBeUndefined();
+    expect(refusal(() => b.check(A, 'other'))).toBeUndefined();
   });
 
   it('a success starts the next failure from the base again', () => {
     const { t, b } = setup();
-    b.fail('k', policy, 'w');
-    b.fail('k', policy, 'w');
-    b.clear('k');
+    b.fail(A, 'k', policy, 'w');
+    b.fail(A, 'k', policy, 'w');
+    b.clear(A, 'k');
     expect(waitOf(t, b, 'k')).toBe(0);
     expect(b.size).toBe(0);
-    b.fail('k', policy, 'w');
+    b.fail(A, 'k', policy, 'w');
     expect(waitOf(t, b, 'k')).toBe(1_000);
   });
 
   it('keeps at most BACKOFF_ENTRIES, the least recently used out first', () => {
     const { t, b } = setup();
-    for (let i = 0; i <= BACKOFF_ENTRIES; i++) b.fail(`k${i}`, policy, 'w');
+    for (let i = 0; i <= BACKOFF_ENTRIES; i++) b.fail(A, `k${i}`, policy, 'w');
     expect(b.size).toBe(BACKOFF_ENTRIES);
     expect(waitOf(t, b, 'k0')).toBe(0);
     expect(waitOf(t, b, 'k1')).toBe(1_000);
+  });
+
+  it('holds off per replica: the same adapter on another replica is free', () => {
+    const { b } = setup();
+    b.fail(A, 'k', policy, 'w');
+    expect(refusal(() => b.check(A, 'k'))?.code).toBe('adapter_load_backoff');
+    expect(refusal(() => b.check(B, 'k'))).toBeUndefined();
+  });
+
+  it("tells the scheduler what it holds off: the adapter's latest end, each replica's own", () => {
+    const { t, b } = setup();
+    expect(b.anyHeld('k', t.now)).toBe(false);
+    b.fail(A, 'k', policy, 'w');
+    t.now += 500;
+    b.fail(B, 'k', policy, 'w');
+    b.fail(B, 'k', policy, 'w');
+    expect([b.heldUntil('k', A), b.heldUntil('k', B), b.heldUntil('k', C)]).toEqual([
+      t.now + 500,
+      t.now + 2_000,
+      0,
+    ]);
+    expect(b.anyHeld('other', t.now)).toBe(false);
+    // Held while any replica's wait lasts; not from the end of the last one on.
+    t.now += 1_999;
+    expect(b.anyHeld('k', t.now)).toBe(true);
+    t.now += 1;
+    expect(b.anyHeld('k', t.now)).toBe(false);
+    // A success there: nothing of it is told.
+    b.clear(A, 'k');
+    expect(b.heldUntil('k', A)).toBe(0);
+  });
+
+  it('a failure not routed around (an unknown name not found) still refuses there, but is not told', () => {
+    const { t, b } = setup();
+    b.fail(A, 'k', policy, 'not found', false);
+    expect(refusal(() => b.check(A, 'k'))?.code).toBe('adapter_load_backoff');
+    expect(b.anyHeld('k', t.now)).toBe(false);
+    expect(b.heldUntil('k', A)).toBe(0);
   });
 });

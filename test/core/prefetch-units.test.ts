@@ -255,3 +255,19 @@ describe('spendPrefetchBudget', () => {
     expect(await store.spendBudget(PREFETCH_BUDGET_KEY, 1, 60_000, 0)).toBe(0);
   });
 });
+
+describe("a replica where the adapter's load backs off", () => {
+  it('is planned no prefetch of it: the copy goes to the other replica', async () => {
+    const w = await world([]);
+    // A request's load of `a` failed on R1: held off there for ten minutes.
+    w.api.failLoad = true;
+    const long = adapterPolicy({ maxLoadedAdapters: 1, backoffBaseMs: 600_000, backoffMaxMs: 600_000 });
+    const failed = w.manager.ensure(R1, { name: 'a', path: '/a/a' }, long).catch((e: Error) => e);
+    await w.clock.run();
+    expect(await failed).toMatchObject({ code: 'adapter_load_failed' });
+    w.api.failLoad = false;
+    await w.tick();
+    expect(w.loadCalls()).toEqual([`load a@${R1}`, `load a@${R2}`]);
+    expect(w.prefetcher.stats).toMatchObject({ planned: 1, loaded: 1, failed: 0 });
+  });
+});
