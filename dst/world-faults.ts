@@ -140,6 +140,12 @@ export class WorldFaults {
       case 'config-push':
         this.fault();
         return nodes.pushConfig(a.node);
+      case 'config-change':
+        this.fault();
+        return nodes.changeConfig(
+          a.node,
+          a.replicas.map((i) => replicas.urls[i]!),
+        );
       case 'skew':
         this.fault();
         nodes.procs[a.node]!.clock.skew = a.ms;
