@@ -215,10 +215,16 @@ export class RequestRouting {
       // Its views may have come from either store if it began or stopped deciding alone meanwhile:
       // judged by the reading that excuses more (kongMarkHeeded).
       if ((decider ?? p.rt) === p.rt)
-        this.kongMarkHeeded(p, origin, began, {
-          sure: decidedAlone && localAtArrival,
-          maybe: decidedAlone || localAtArrival,
-        });
+        this.kongMarkHeeded(
+          p,
+          origin,
+          began,
+          {
+            sure: decidedAlone && localAtArrival,
+            maybe: decidedAlone || localAtArrival,
+          },
+          svc.config.replicas.map((r) => r.url),
+        );
       // A later plugin answered it (a proxy-cache hit): never proxied; the log phase still runs.
       if (a.exit) {
         flight.doneAt ??= this.g.sched.now();
@@ -654,6 +660,8 @@ export class RequestRouting {
     origin: string,
     began: number,
     alone: { sure: boolean; maybe: boolean },
+    /** The replicas the configuration that routed it lists: the health filter's candidates (it fails open among them). */
+    listed: readonly string[],
   ): void {
     const sender = pollSender(p.rt.leasePrefix, p.recordGen);
     // Another node's poll undoes the marking unless the node surely decided alone. Its own marking
@@ -677,9 +685,7 @@ export class RequestRouting {
       began,
       alone: alone.sure,
       resets: this.g.redis[mark.db]!.resets,
-      otherUp: this.g.replicas.urls.some(
-        (u) => u !== origin && this.seenUpBy({ sender, db: p.db, alone }, u, now),
-      ),
+      otherUp: listed.some((u) => u !== origin && this.seenUpBy({ sender, db: p.db, alone }, u, now)),
     });
     if (why === undefined) return;
     const w = this.g.view();
