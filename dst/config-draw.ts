@@ -10,6 +10,7 @@
 import { seededRandom, type Random } from '../src/random';
 import { int } from './draws';
 import type { Action, WorldSettings } from './schedule';
+import { NODE_TTL_MS } from './world-timings';
 
 /** What a world with configuration changes sets. */
 export interface ConfigChangeDraw {
@@ -28,6 +29,8 @@ export interface ConfigChangeDraw {
   staleMs: number;
 }
 
+/** Of the seeds with changes, those with a node down past node_ttl_ms and the store's grace. */
+const NODE_DOWN_SHARE = 0.3;
 /** The share of all seeds (quiet ones too) that draw configuration changes, when asked. */
 export const CONFIG_CHANGE_SHARE = 0.15;
 /**
@@ -74,6 +77,18 @@ export function drawConfigChanges(seed: number, world: WorldSettings, actions: A
         tokens: r() < 0.2 ? int(r, 20, 60) : int(r, 1, 6),
         prompt: int(r, 10, 2000),
       });
+  }
+  // Now and then a node down past node_ttl_ms and the grace: its claims lapse, the replicas only it
+  // lists may be forgotten; back, it registers (claims) them again.
+  if (r() < NODE_DOWN_SHARE) {
+    const ttl = world.nodeTtlMs ?? NODE_TTL_MS;
+    const past = Math.max(ttl, world.leaseMaxAgeMs) + ttl;
+    actions.push({
+      at: int(r, 0, span),
+      kind: 'node-down',
+      node: int(r, 0, world.nodes - 1),
+      ms: int(r, past + 500, past + 6000),
+    });
   }
 }
 

@@ -375,7 +375,13 @@ export class NodeProcesses {
   /** A `redis` record change on one node: a new runtime takes new requests, the old one drains (FleetRuntime.retire). */
   recordChange(n: number, otherState: boolean): void {
     const p = this.procs[n]!;
-    if (!p.alive) return;
+    if (!p.alive) {
+      // The node is down (none before node-down: a restart starts the next process at once): its
+      // next process starts with this record.
+      if (otherState) p.db = 1 - p.db;
+      p.recordGen++;
+      return;
+    }
     const old = p.rt;
     const db = otherState ? 1 - p.db : p.db;
     const recordGen = p.recordGen + 1;
@@ -423,7 +429,17 @@ export class NodeProcesses {
 
   /** The plugin-server process of node `n` dies and Kong starts another: nothing of it is left. */
   restartProcess(n: number): void {
+    const old = this.killProcess(n);
+    if (old) this.startAgain(n, old);
+  }
+
+  /**
+   * Node `n`'s process dies (nothing of it is left) and none runs there until `startAgain`: the
+   * process, or undefined if none was running (the node is down).
+   */
+  killProcess(n: number): Process | undefined {
     const old = this.procs[n]!;
+    if (!old.alive) return undefined;
     old.alive = false;
     // Its instances die with it: the new process starts on the current configuration only.
     for (let i = this.oldConfigs.length - 1; i >= 0; i--)
@@ -433,6 +449,13 @@ export class NodeProcesses {
     for (const rt of old.runtimes) rt.stop();
     // Its timers never fire again: a new clock, the same skew.
     old.clock.alive = false;
+    return old;
+  }
+
+  /** Kong starts node `n`'s process again after `old` died, unless another runs there already. */
+  startAgain(n: number, old: Process): void {
+    if (this.procs[n] !== old) return;
+    this.dbUsedFrom[old.db] = Math.min(this.dbUsedFrom[old.db]!, this.g.sched.now());
     // Kong starts it with the node's current `redis` record (seed 65: not the first one).
     this.procs[n] = this.start(
       n,

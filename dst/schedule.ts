@@ -42,6 +42,8 @@ export type Action =
   | { at: number; kind: 'switch'; lost: number }
   | { at: number; kind: 'record-change'; otherState: boolean; gapMs: number }
   | { at: number; kind: 'process-restart'; node: number }
+  /** Node `node` goes down (its process dies) and Kong starts it again `ms` later (dst/config-draw.ts). */
+  | { at: number; kind: 'node-down'; node: number; ms: number }
   /** Kong pushes a router configuration to one node: a new plugin instance registers its replicas on the node's runtime. */
   | { at: number; kind: 'config-push'; node: number }
   /**
@@ -87,6 +89,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'slow-path',
   'config-push',
   'config-change',
+  'node-down',
 ];
 
 /** The world a seed builds: sizes and settings, drawn once per seed. */
