@@ -11,6 +11,9 @@
  *   (kong-pdk keeps an idle instance 60 s). Not held to: a node cut off, or on a state emptied or
  *   restored, within node_ttl_ms, the grace and a retain period (its claim lapsed by design: to the
  *   fleet a silent node is a dead one, and it claims again once back).
+ * - Not under a lease: a retain call never forgets a replica an open lease is on, as the model counts
+ *   them (each acquire, retake, release, expiry and prune), apart from the store's lease table its
+ *   guard reads: a fresh record would count none of its requests.
  * - Forgotten: after the last run, a replica no live configuration lists, with nothing running on
  *   it, is called by no node once the lapse, the grace, a retain period and two poll rounds have
  *   passed since it was last listed, used or ran a request; and the state no longer keeps any key
@@ -28,6 +31,8 @@ import type { Scheduler } from './scheduler';
 import { NODE_TTL_MS, POLL_MS, POLL_TIMEOUT_MS, PROBE_MS } from './world-timings';
 
 export const KEPT_INVARIANT = 'a replica a live configuration lists is never forgotten';
+/** A fresh record would count none of its requests: an unload could be granted under them (docs/reliability.md). */
+export const LEASED_INVARIANT = 'a replica a lease is open on is never forgotten';
 export const FORGOTTEN_INVARIANT = 'a replica no configuration lists is forgotten, then called no more';
 
 /** Clock skew (dst/schedule.ts draws up to 300 ms either way) and a trip or two. */
@@ -82,6 +87,13 @@ export class ForgetCheck {
     for (const [db, r] of redis.entries())
       for (; this.judged[db]! < r.forgotten.length; this.judged[db]!++) {
         const e = r.forgotten[this.judged[db]!]!;
+        if (e.leased)
+          return {
+            invariant: LEASED_INVARIANT,
+            detail: `db ${db}: ${e.url} forgotten at ${Math.round(e.at)} ms (retain of ${e.node}) with a lease open on it`,
+            at: w.now,
+            step: w.step,
+          };
         const why = this.listedBy(db, e.url, e.at);
         if (why !== undefined)
           return {

@@ -4,11 +4,12 @@
  * the draws leave every seed without them as it was, the checks hold on the real code over a
  * range of seeds that forget replicas and list them again, and each catches its planted bug: a
  * superseded configuration dropped while in use, a retain dropping other nodes' claims, a store
- * that never forgets, a forget that leaves a key of the replica behind.
+ * that never forgets, a forget that leaves a key of the replica behind; and, on a schedule made for
+ * it (no drawn one reaches it), a retain that forgets a replica a lease is open on.
  */
-import { FORGOTTEN_INVARIANT, KEPT_INVARIANT, keysOf } from '../../dst/forget-check';
+import { FORGOTTEN_INVARIANT, KEPT_INVARIANT, keysOf, LEASED_INVARIANT } from '../../dst/forget-check';
 import { DEFAULT_OPTIONS, runSchedule } from '../../dst/run';
-import { generate, type Action, type ScheduleOptions } from '../../dst/schedule';
+import { generate, type Action, type Schedule, type ScheduleOptions } from '../../dst/schedule';
 import type { Violation } from '../../dst/invariants';
 import { NodeClaim } from '../../src/fleet/node-claim';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
@@ -151,6 +152,67 @@ describe('the checks catch planted bugs', () => {
     expect(found?.v.invariant).toBe(FORGOTTEN_INVARIANT);
     expect(found?.v.detail).toMatch(/keeps .*claims/);
   }, 120_000);
+});
+
+/**
+ * A replica only node 0 lists (nodes 1 and 2 dropped it at the start, their old configuration
+ * lapsed 60 s later); node 0 sends a long request there and goes down past node_ttl_ms and the
+ * grace while it runs: its claim lapses, its lease stays open (renewed by the replica's word).
+ */
+const GUARD_WORLD: Schedule['world'] = {
+  nodes: 3,
+  replicas: 3,
+  maxLoadedAdapters: 1,
+  adapters: ['sql', 'chat', 'team', 'a'],
+  loadMs: 200,
+  decodeMsPerStep: 100,
+  coldLoadsPerMinute: 1000,
+  leaseMaxAgeMs: 4000,
+  ttftSloMs: 0,
+  queueTimeoutMs: 4000,
+  upstreamTimeoutMs: 30_000,
+  spanMs: 2000,
+  nodeTtlMs: 500,
+  configChanges: { retainEveryMs: 1000, staleMs: 0 },
+};
+const GUARD_ACTIONS: Action[] = [
+  { at: 10, kind: 'config-change', node: 0, replicas: [0] },
+  { at: 10, kind: 'config-change', node: 1, replicas: [1, 2] },
+  { at: 10, kind: 'config-change', node: 2, replicas: [1, 2] },
+  { at: 62_000, kind: 'request', node: 0, adapter: 0, tokens: 150, prompt: 100 },
+  { at: 62_600, kind: 'node-down', node: 0, ms: 6000 },
+  ...Array.from(
+    { length: 6 },
+    (_, i): Action => ({
+      at: 69_000 + i * 300,
+      kind: 'request',
+      node: 0,
+      adapter: 1 + (i % 3),
+      tokens: 3,
+      prompt: 100,
+    }),
+  ),
+];
+
+describe("the store's guard: nothing running on a replica it forgets", () => {
+  type Idle = { idle(url: string, r: unknown): boolean };
+  const store = MemoryFleetStore.prototype as unknown as Idle;
+  const idle = store.idle;
+  afterEach(() => {
+    store.idle = idle;
+  });
+
+  it('keeps a replica whose only node is down while its request runs there', async () => {
+    const r = await runSchedule({ seed: 7, world: GUARD_WORLD, actions: GUARD_ACTIONS });
+    expect(r.violation).toBeUndefined();
+    expect(r.forgets?.forgotten).toBe(0);
+  }, 60_000);
+
+  it('planted: a retain that ignores leases, in-flight counts, loads and unloads forgets it under its lease', async () => {
+    store.idle = () => true;
+    const r = await runSchedule({ seed: 7, world: GUARD_WORLD, actions: GUARD_ACTIONS });
+    expect(r.violation?.invariant).toBe(LEASED_INVARIANT);
+  }, 60_000);
 });
 
 describe('keysOf', () => {
