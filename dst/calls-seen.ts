@@ -47,6 +47,8 @@ export const prefetching = new AsyncLocalStorage<{ ensure?: PrefetchEnsure }>();
 export class CallsSeen {
   /** By replica and adapter: the sender of the last unload there, whether it decided alone, its state and its word's time. */
   readonly unloaders = new Map<string, Unloader>();
+  /** By replica (origin): when any runtime last sent it a call (a poll, a load, an unload...). */
+  readonly lastCallAt = new Map<string, number>();
   /** By runtime and replica: when it last asked the replica's `/metrics`. */
   private readonly askedAt = new Map<string, number>();
   /** By runtime and replica: its `/metrics` reads answered, the latest `READS_KEPT` (the busy-unload check's hold). */
@@ -253,6 +255,7 @@ export class CallsSeen {
       const name = (body as { lora_name?: string } | undefined)?.lora_name;
       const alone = rt().store.mode?.() === 'local';
       const origin = urlParts(url).origin;
+      this.lastCallAt.set(origin, this.sched.now());
       if (url.endsWith('/metrics')) {
         const key = `${sender}\u0000${origin}`;
         const asked = this.sched.now();

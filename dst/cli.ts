@@ -19,6 +19,9 @@
  * `--no-prefetch`: prefetching never on (dst/prefetch-draw.ts), every seed's world as drawn before it.
  * `--no-clients`: no client gives up, no later plugin answers, no source call takes time
  * (dst/client-draw.ts), every seed's schedule as drawn before them.
+ * `--no-config-changes`: no router configuration changes (dst/config-draw.ts; on by default here,
+ * off by default in `generate`, so the seeds tests replay by number keep their schedules), every
+ * seed's world and schedule as drawn before them.
  * `--digest`: after the summary, a line per seed (in seed order): its steps, simulated ms, the
  * scheduler's digest of when each step fired and a hash of the rest of its result (faults fired,
  * loads alone, refusals, bound waits, the invariant broken): two builds that print the same lines
@@ -54,6 +57,8 @@ interface Args {
   clients: boolean;
   /** A line per seed of what it replayed (`--digest`). */
   digest: boolean;
+  /** Router configuration changes drawn (`--no-config-changes`: off, every seed as drawn before them). */
+  configChanges: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -70,6 +75,7 @@ function parseArgs(argv: string[]): Args {
     prefetch: true,
     clients: true,
     digest: false,
+    configChanges: true,
   };
   for (let i = 0; i < argv.length; i++) {
     const v = () => argv[++i] ?? '';
@@ -125,6 +131,9 @@ function parseArgs(argv: string[]): Args {
       case '--digest':
         a.digest = true;
         break;
+      case '--no-config-changes':
+        a.configChanges = false;
+        break;
       default:
         throw new Error(`unknown argument ${argv[i]}`);
     }
@@ -142,6 +151,7 @@ function options(a: Args): ScheduleOptions {
     ...(a.reach ? {} : { reach: false }),
     ...(a.prefetch ? {} : { prefetch: false }),
     ...(a.clients ? {} : { clients: false }),
+    ...(a.configChanges ? { configChanges: true } : {}),
   };
 }
 
@@ -177,6 +187,11 @@ interface BatchReport {
   kongMarkSchedules: number;
   kongMarks: number;
   kongJudged: number;
+  /** Schedules with configuration changes, those where the store forgot a replica, those forgets, and replicas listed again after. */
+  configSchedules: number;
+  forgetSchedules: number;
+  forgotten: number;
+  listedAgain: number;
   /** The worker's CPU (user and system) for the batch, µs. */
   cpuUs: number;
   failures: { seed: number; invariant: string; detail: string; step: number; at: number }[];
@@ -230,6 +245,12 @@ async function runBatch(from: number, to: number, o: ScheduleOptions, digests = 
       for (const k of Object.keys(r.clients) as (keyof BatchReport['clients'])[])
         r.clients[k] += out.clients[k];
     }
+    if (out.forgets) {
+      r.configSchedules++;
+      if (out.forgets.forgotten > 0) r.forgetSchedules++;
+      r.forgotten += out.forgets.forgotten;
+      r.listedAgain += out.forgets.listedAgain;
+    }
     if (out.violation) r.failures.push({ seed, ...out.violation });
     if (digests) r.digests.push({ seed, line: digestLine(out) });
   }
@@ -261,6 +282,10 @@ function emptyReport(): BatchReport {
     kongMarkSchedules: 0,
     kongMarks: 0,
     kongJudged: 0,
+    configSchedules: 0,
+    forgetSchedules: 0,
+    forgotten: 0,
+    listedAgain: 0,
     cpuUs: 0,
     failures: [],
     digests: [],
@@ -293,6 +318,10 @@ function add(total: BatchReport, r: BatchReport): void {
   total.kongMarkSchedules += r.kongMarkSchedules;
   total.kongMarks += r.kongMarks;
   total.kongJudged += r.kongJudged;
+  total.configSchedules += r.configSchedules;
+  total.forgetSchedules += r.forgetSchedules;
+  total.forgotten += r.forgotten;
+  total.listedAgain += r.listedAgain;
   for (const k of FAULT_KINDS) {
     if (r.fired[k]) total.fired[k] = (total.fired[k] ?? 0) + r.fired[k];
     if (r.busy[k]) total.busy[k] = (total.busy[k] ?? 0) + r.busy[k];
@@ -324,7 +353,8 @@ function coverage(total: BatchReport): string {
     `  max_in_flight   ${pct(total.boundSchedules)}         (schedules where a bounded class's request waited at its bound)\n` +
     `  prefetch        ${pct(total.prefetchSchedules)}${pct(total.prefetchLoadSchedules)}  (schedules with prefetch on; with a prefetch load call: ${total.prefetchLoads} load calls, ${total.prefetchUnloads} victims' unloads)\n` +
     `  clients         ${pct(total.clientSchedules)}${pct(total.goneSchedules)}  (schedules with clients' draws; with a 499: ${total.clients.gaveUp} 499s, ${total.clients.ranOn} run on past it by the replica; ${total.clients.exits} later plugins' answers, ${total.clients.slowSources} slow source calls, ${total.clients.tells} ends told)\n` +
-    `  kong 502/504    ${pct(total.kongMarkSchedules)}         (schedules where Kong's own 502/504 marked a replica down: ${total.kongMarks} markings; ${total.kongJudged} requests proxied after one no poll undid)\n`
+    `  kong 502/504    ${pct(total.kongMarkSchedules)}         (schedules where Kong's own 502/504 marked a replica down: ${total.kongMarks} markings; ${total.kongJudged} requests proxied after one no poll undid)\n` +
+    `  config changes  ${pct(total.configSchedules)}${pct(total.forgetSchedules)}  (schedules with configuration changes; with a replica forgotten: ${total.forgotten} forgotten, ${total.listedAgain} listed again after)\n`
   );
 }
 
@@ -397,7 +427,7 @@ async function explore(a: Args): Promise<number> {
     for (const d of total.digests.sort((x, y) => x.seed - y.seed))
       process.stdout.write(`seed ${d.seed}: ${d.line}\n`);
   const cmd = (seed: number, keep?: number[]) =>
-    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${a.reach ? '' : ' --no-reach'}${a.prefetch ? '' : ' --no-prefetch'}${a.clients ? '' : ' --no-clients'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
+    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${a.reach ? '' : ' --no-reach'}${a.prefetch ? '' : ' --no-prefetch'}${a.clients ? '' : ' --no-clients'}${a.configChanges ? '' : ' --no-config-changes'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
     process.stdout.write(
       `\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`,

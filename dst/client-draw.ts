@@ -43,7 +43,7 @@ export function drawClients(seed: number, actions: Action[]): void {
   if (r() >= CLIENT_SHARE) return;
   // A stream of its own, drawn only for the later plugins' answers: added after the draws above,
   // it moves none of them (a schedule without such an answer is the one it was).
-  const exits = seededRandom(seed * 2654435761 + 16);
+  const exits = seededRandom(seed * 2654435761 + 17);
   for (const a of actions) {
     if (a.kind !== 'request') continue;
     // Every draw made for every request, so one request's draws never move another's.

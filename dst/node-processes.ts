@@ -30,6 +30,26 @@ import {
   REDIS_TIMEOUT_MS,
 } from './world-timings';
 
+/** Kong's `__plugin_id` of the nodes' lora-router plugin, in worlds whose configurations change. */
+export const PLUGIN_ID = '6f1c1a9e-lora-router';
+
+/**
+ * A router configuration a node ran before its current one (superseded): what it lists, and when
+ * a worker last routed a request through it, or its log phase started an instance of it (world
+ * time). Kept for the checks (dst/forget-check.ts) while its process lives.
+ */
+export interface OldConfig {
+  node: number;
+  /** The process that ran it: a restarted process starts on the current configuration only. */
+  gen: number;
+  urls: readonly string[];
+  seq: number;
+  supersededAt: number;
+  usedAt: number;
+  /** Its service on the runtime current when it was superseded (a stale worker's requests go there). */
+  svc: RouterService;
+}
+
 /** Parsed router configurations by their input (frozen: a runtime never changes its own). */
 const configs = new Map<string, RouterConfig>();
 const CONFIGS_KEPT = 256;
@@ -128,6 +148,12 @@ export class NodeProcesses {
   readonly leaving = new WeakMap<FailoverFleetStore, { at: number; maxMs: number }>();
   /** Per node (its host, whatever process runs there): the faults of its links to Redis. */
   readonly linkFaults: NodeLinkFaults[];
+  /** By node: the replicas its current router configuration lists (Kong's, whatever process runs). */
+  readonly listed: string[][];
+  /** By node: its current configuration's `__seq__`, and since when it is current (world time). */
+  readonly current: { seq: number; since: number }[];
+  /** Superseded configurations of live processes, oldest first (world with configuration changes). */
+  readonly oldConfigs: OldConfig[] = [];
   private readonly w: Schedule['world'];
 
   constructor(private readonly g: ProcessGround) {
@@ -137,6 +163,67 @@ export class NodeProcesses {
       partitions: 0,
       slow: 0,
     }));
+    this.listed = Array.from({ length: this.w.nodes }, () => [...g.replicas.urls]);
+    this.current = Array.from({ length: this.w.nodes }, () => ({ seq: 1, since: 0 }));
+  }
+
+  /**
+   * A router service of node `n`'s current configuration on `rt` (Kong starting a plugin instance:
+   * it registers with the runtime). With configuration changes, it carries Kong's `__plugin_id`
+   * and `__seq__`, as plugins/lora-router.ts passes them; without, neither (as before them).
+   */
+  private service(n: number, rt: FleetRuntime, db: number, recordGen: number): RouterService {
+    const config = this.routerConfig(this.redisConfig(db, recordGen), this.listed[n]!);
+    if (!this.w.configChanges) return new RouterService(config, rt);
+    return new RouterService(config, rt, PLUGIN_ID, this.current[n]!.seq);
+  }
+
+  /**
+   * Kong changes node `n`'s router configuration to list `urls`: a new instance of the plugin (a
+   * higher `__seq__`) registers on the node's current runtime and takes the new requests; the
+   * previous one is superseded (requests under way stay on it, a stale worker may still route
+   * through it for a while: request-routing.ts).
+   */
+  changeConfig(n: number, urls: readonly string[]): void {
+    const cur = this.current[n]!;
+    const now = this.g.sched.now();
+    const p = this.procs[n]!;
+    if (p.alive)
+      this.oldConfigs.push({
+        node: n,
+        gen: p.gen,
+        urls: this.listed[n]!,
+        seq: cur.seq,
+        supersededAt: now,
+        usedAt: now,
+        svc: p.svc,
+      });
+    this.listed[n] = [...urls];
+    this.current[n] = { seq: cur.seq + 1, since: now };
+    if (!p.alive) return;
+    p.svc = this.service(n, p.rt, p.db, p.recordGen);
+    p.services.push(p.svc);
+  }
+
+  /**
+   * The log phase of a request routed on superseded configuration `old` (Kong's `get_instance_id`
+   * with its `__seq__`: plugin.lua 3.9.3): an instance of it starts and registers again (an older
+   * `__seq__`: only used, node-claim.ts), and the worker's current instance is closed, so its next
+   * request starts the current configuration's again (registered again: the same claim).
+   */
+  oldInstance(p: Process, old: OldConfig): RouterService {
+    old.usedAt = this.g.sched.now();
+    const config = this.routerConfig(this.redisConfig(p.db, p.recordGen), old.urls);
+    const svc = new RouterService(config, p.rt, PLUGIN_ID, old.seq);
+    p.services.push(svc);
+    p.svc = this.service(p.node, p.rt, p.db, p.recordGen);
+    p.services.push(p.svc);
+    return svc;
+  }
+
+  /** The superseded configuration `svc` runs, if it is one of a live process's. */
+  oldConfigOf(p: Process, svc: RouterService): OldConfig | undefined {
+    return this.oldConfigs.find((c) => c.node === p.node && c.gen === p.gen && c.svc === svc);
   }
 
   private redisConfig(db: number, recordGen: number): RedisConfig {
@@ -145,12 +232,12 @@ export class NodeProcesses {
 
   /** The router configuration's timeouts every node runs (they do not change with the `redis` record). */
   accessConfig(): RouterConfig {
-    return this.routerConfig(this.redisConfig(0, 0));
+    return this.routerConfig(this.redisConfig(0, 0), this.g.replicas.urls);
   }
 
-  private routerConfig(redis: RedisConfig): RouterConfig {
+  private routerConfig(redis: RedisConfig, urls: readonly string[]): RouterConfig {
     const raw = {
-      replicas: this.g.replicas.urls.map((url) => ({ url })),
+      replicas: urls.map((url) => ({ url })),
       base_model: 'meta-llama/Llama-3.1-8B-Instruct',
       adapter_path_template: '/adapters/{name}',
       adapter_name_pattern: '^[a-z,]+$',
@@ -214,6 +301,7 @@ export class NodeProcesses {
       poller: { intervalMs: POLL_MS, timeoutMs: POLL_TIMEOUT_MS },
       leasePrefix: prefix,
       ...(seq ? { leaseSeq: seq } : {}),
+      ...(this.w.configChanges ? { retainEveryMs: this.w.configChanges.retainEveryMs } : {}),
     });
     this.watchRetakes(rt, prefix);
     this.passes.watch(rt.store, prefix);
@@ -269,7 +357,7 @@ export class NodeProcesses {
   start(n: number, gen: number, db: number, clock: NodeClock, recordGen = 0): Process {
     const p = { node: n, gen, clock, alive: true } as Process;
     const rt = this.runtime({ ...p, alive: () => p.alive }, db, recordGen, `n${n}g${gen}`);
-    const svc = new RouterService(this.routerConfig(this.redisConfig(db, recordGen)), rt);
+    const svc = this.service(n, rt, db, recordGen);
     Object.assign(p, {
       rt,
       svc,
@@ -287,7 +375,13 @@ export class NodeProcesses {
   /** A `redis` record change on one node: a new runtime takes new requests, the old one drains (FleetRuntime.retire). */
   recordChange(n: number, otherState: boolean): void {
     const p = this.procs[n]!;
-    if (!p.alive) return;
+    if (!p.alive) {
+      // The node is down (none before node-down: a restart starts the next process at once): its
+      // next process starts with this record.
+      if (otherState) p.db = 1 - p.db;
+      p.recordGen++;
+      return;
+    }
     const old = p.rt;
     const db = otherState ? 1 - p.db : p.db;
     const recordGen = p.recordGen + 1;
@@ -304,7 +398,7 @@ export class NodeProcesses {
     this.dbUsedFrom[db] = Math.min(this.dbUsedFrom[db]!, this.g.sched.now());
     p.recordGen = recordGen;
     p.runtimes.push(rt);
-    p.svc = new RouterService(this.routerConfig(this.redisConfig(db, recordGen)), rt);
+    p.svc = this.service(n, rt, db, recordGen);
     p.services.push(p.svc);
     if (!same) this.watchLeave(old.store as FailoverFleetStore);
     // As the registry's `replace` (src/runtime-registry.ts).
@@ -329,19 +423,39 @@ export class NodeProcesses {
   pushConfig(n: number): void {
     const p = this.procs[n]!;
     if (!p.alive) return;
-    p.svc = new RouterService(this.routerConfig(this.redisConfig(p.db, p.recordGen)), p.rt);
+    p.svc = this.service(n, p.rt, p.db, p.recordGen);
     p.services.push(p.svc);
   }
 
   /** The plugin-server process of node `n` dies and Kong starts another: nothing of it is left. */
   restartProcess(n: number): void {
+    const old = this.killProcess(n);
+    if (old) this.startAgain(n, old);
+  }
+
+  /**
+   * Node `n`'s process dies (nothing of it is left) and none runs there until `startAgain`: the
+   * process, or undefined if none was running (the node is down).
+   */
+  killProcess(n: number): Process | undefined {
     const old = this.procs[n]!;
+    if (!old.alive) return undefined;
     old.alive = false;
+    // Its instances die with it: the new process starts on the current configuration only.
+    for (let i = this.oldConfigs.length - 1; i >= 0; i--)
+      if (this.oldConfigs[i]!.node === n) this.oldConfigs.splice(i, 1);
     for (const rt of old.runtimes) this.dead.add(rt.leasePrefix);
     this.g.calls.died(procName(old));
     for (const rt of old.runtimes) rt.stop();
     // Its timers never fire again: a new clock, the same skew.
     old.clock.alive = false;
+    return old;
+  }
+
+  /** Kong starts node `n`'s process again after `old` died, unless another runs there already. */
+  startAgain(n: number, old: Process): void {
+    if (this.procs[n] !== old) return;
+    this.dbUsedFrom[old.db] = Math.min(this.dbUsedFrom[old.db]!, this.g.sched.now());
     // Kong starts it with the node's current `redis` record (seed 65: not the first one).
     this.procs[n] = this.start(
       n,

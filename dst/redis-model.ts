@@ -132,6 +132,12 @@ export class RedisModel {
   private readonly budgetSeq: number[] = [];
   /** Polls that brought a replica's registry into the state, oldest first: which replica, when applied, when begun. */
   readonly registryReads: { url: string; at: number; startedAt: number }[] = [];
+  /** Replicas a retain call forgot (server time, and the node whose call it was), for the checks (dst/forget-check.ts). */
+  readonly forgotten: { at: number; url: string; node: string; leased?: true }[] = [];
+  /** The server's state now (the forget check audits what it keeps of a replica). */
+  get state(): { store: MemoryFleetStore; locks: ReadonlyMap<Fence, { url: string }> } {
+    return this.s;
+  }
   /** By node id: when it last registered a replica here (server time), for the checks. */
   readonly registeredAt = new Map<string, number>();
   /** By fence: the locks granted (a rebuild does not repeat them), each ended when the server ended it. */
@@ -416,13 +422,25 @@ export class RedisModel {
         // As the script (scripts/forgetting.ts): claims lapse past node_ttl_ms after their node's last
         // claim or heartbeat (`nodes`), and a lock named by the url keeps it (the `lock` hash).
         const [urls, graceMs, at, node] = args as [string[], number, number, string];
-        return s.store.retainReplicas(urls, graceMs, {
+        // The replicas an open lease is on as the model counts them (each acquire, retake, release,
+        // expiry and prune), apart from the store's own lease table that the script's guard reads.
+        const leased = new Set([...s.leaseNode.keys()].map((id) => this.leaseWhere.get(id)?.url));
+        const out = await s.store.retainReplicas(urls, graceMs, {
           at,
           node,
           nodeTtlMs: this.config.node_ttl_ms,
           heartbeat: (n) => s.nodes.get(n),
           locked: (url) => [...s.locks.values()].some((l) => l.url === url),
         });
+        if (!this.replaying)
+          for (const url of out)
+            this.forgotten.push({
+              at: this.clock.now(),
+              url,
+              node,
+              ...(leased.has(url) ? { leased: true } : {}),
+            });
+        return out;
       }
       case 'heartbeat': {
         const [node, at] = args as [string, number];

@@ -10,6 +10,7 @@ import type { FleetRuntime } from '../src/runtime';
 import { LeaseNotOpen } from '../src/lease';
 import { kongOwnStatus, logPhase, type DecisionRecord } from '../src/router/log-phase';
 import type { RouteOutcome } from '../src/router/outcome';
+import type { RouterService } from '../src/router/router';
 import { ACCESS_INVARIANT, answeredLate, refusalMalformed, type AccessAnswer } from './access-check';
 import { modelNotFound, notFoundUnexcused, type AnswerGround } from './answer-check';
 import { KONG_MARK_INVARIANT, kongMarkUnheeded } from './kong-mark-check';
@@ -79,6 +80,11 @@ export class RequestRouting {
   inFlight = 0;
   /** Requests that came so far. */
   private arrivals = 0;
+  /**
+   * By replica (origin): requests proxied there not ended yet (the replica may run one on past
+   * Kong's 499 until it stops it), and when the last one ended: the forget check's (dst/forget-check.ts).
+   */
+  readonly onReplica = new Map<string, { open: number; endedAt: number }>();
   private readonly w: Schedule['world'];
   /** Hold ends and the requests sent, for the `max_in_flight` check (dst/bound-check.ts). */
   readonly bound: BoundWatch;
@@ -131,7 +137,7 @@ export class RequestRouting {
       // Kept if its process died first (`died`): its decision ended then.
       if (!this.decidedAt.has(arrivals)) this.decidedAt.set(arrivals, this.g.sched.now());
     };
-    const svc = p.svc;
+    const svc = this.serviceFor(p, a);
     // The runtime current when it came: the one it is decided on (Router.route), or a successor.
     const came = p.rt;
     // The class header as Kong hands the plugin the request's headers (plugins/lora-router.ts reads it so).
@@ -209,10 +215,16 @@ export class RequestRouting {
       // Its views may have come from either store if it began or stopped deciding alone meanwhile:
       // judged by the reading that excuses more (kongMarkHeeded).
       if ((decider ?? p.rt) === p.rt)
-        this.kongMarkHeeded(p, origin, began, {
-          sure: decidedAlone && localAtArrival,
-          maybe: decidedAlone || localAtArrival,
-        });
+        this.kongMarkHeeded(
+          p,
+          origin,
+          began,
+          {
+            sure: decidedAlone && localAtArrival,
+            maybe: decidedAlone || localAtArrival,
+          },
+          svc.config.replicas.map((r) => r.url),
+        );
       // A later plugin answered it (a proxy-cache hit, request-termination's 503): never
       // proxied; the log phase still runs.
       if (a.exit) {
@@ -220,6 +232,7 @@ export class RequestRouting {
         this.clients.exits++;
         const hit: KongAnswer = { status: a.exitStatus ?? 200, text: '', source: 'exit' };
         if (!p.alive) return;
+        this.logInstance(p, svc);
         await this.logPhase(p, svc.runtime, out, hit, origin, arrivals, a.sourceMs);
         this.passive(p, decider, began, origin, hit);
         return;
@@ -247,6 +260,17 @@ export class RequestRouting {
           }),
         );
       }
+      let use = this.onReplica.get(origin);
+      if (!use) this.onReplica.set(origin, (use = { open: 0, endedAt: -Infinity }));
+      use.open++;
+      const used = use;
+      let stopped = false;
+      const stop = () => {
+        if (stopped) return;
+        stopped = true;
+        used.open--;
+        used.endedAt = Math.max(used.endedAt, this.g.sched.now());
+      };
       const answer = await this.g.replicas.proxy(
         origin,
         '/v1/chat/completions',
@@ -259,6 +283,7 @@ export class RequestRouting {
         () => {
           if (flight) flight.doneAt ??= this.g.sched.now();
           stoppedAt ??= this.g.sched.now();
+          stop();
           // A 499's request runs on at the replica until it stops it (the engine's own log).
           if (goneAt === undefined) return;
           if (sent) sent.ended = stoppedAt;
@@ -269,6 +294,8 @@ export class RequestRouting {
       flight.doneAt ??= this.g.sched.now();
       // Gone: Kong's part ends now; the replica's when it stops the request (the callback above),
       // now if it never had it or already answered it.
+      // Answered (or never run there): the replica holds nothing of it (a 499's, until it stops it).
+      if (answer.status !== 499 || client === undefined || unwritten) stop();
       if (answer.status === 499 && client !== undefined) {
         goneAt = this.g.sched.now();
         this.clients.gaveUp++;
@@ -282,6 +309,7 @@ export class RequestRouting {
         this.notFound(sent, decider, origin, model, began);
       // The log phase, on the process that routed it (a dead one never runs it): the plugin's own.
       if (!p.alive) return;
+      this.logInstance(p, svc);
       await this.logPhase(p, svc.runtime, out, answer, origin, arrivals, a.sourceMs);
       this.passive(p, decider, began, origin, answer);
     } finally {
@@ -448,6 +476,38 @@ export class RequestRouting {
    * clock stops), so without this they stayed deciding for the rest of the run, and the room
    * check counted the room each was making as still to be filled (review2).
    */
+  /**
+   * The service a request at `p` goes through: its node's current configuration's, or, drawn so
+   * (`onOldConfig`) within `staleMs` of a change, the previous one's (a worker that has not rebuilt
+   * its plugins yet), which marks that configuration used.
+   */
+  private serviceFor(p: Process, a: Extract<Action, { kind: 'request' }>): RouterService {
+    const cc = this.w.configChanges;
+    if (!cc || !a.onOldConfig) return p.svc;
+    const now = this.g.sched.now();
+    const olds = this.g.nodes.oldConfigs;
+    for (let i = olds.length - 1; i >= 0; i--) {
+      const old = olds[i]!;
+      if (old.node !== p.node || old.gen !== p.gen) continue;
+      if (now - old.supersededAt > cc.staleMs) return p.svc;
+      old.usedAt = now;
+      return old.svc;
+    }
+    return p.svc;
+  }
+
+  /**
+   * A log phase on `svc`'s configuration: superseded since and the worker rebuilt (past
+   * `staleMs`), Kong starts an instance of it (NodeProcesses.oldInstance). A stale worker still
+   * holds the old instance: its log phase runs there, starting nothing.
+   */
+  private logInstance(p: Process, svc: RouterService): void {
+    const cc = this.w.configChanges;
+    if (!cc) return;
+    const old = this.g.nodes.oldConfigOf(p, svc);
+    if (old && this.g.sched.now() - old.supersededAt > cc.staleMs) this.g.nodes.oldInstance(p, old);
+  }
+
   died(p: Process): void {
     const now = this.g.sched.now();
     for (const [request, fate] of this.fates)
@@ -605,6 +665,8 @@ export class RequestRouting {
     origin: string,
     began: number,
     alone: { sure: boolean; maybe: boolean },
+    /** The replicas the configuration that routed it lists: the health filter's candidates (it fails open among them). */
+    listed: readonly string[],
   ): void {
     const sender = pollSender(p.rt.leasePrefix, p.recordGen);
     // Another node's poll undoes the marking unless the node surely decided alone. Its own marking
@@ -628,9 +690,7 @@ export class RequestRouting {
       began,
       alone: alone.sure,
       resets: this.g.redis[mark.db]!.resets,
-      otherUp: this.g.replicas.urls.some(
-        (u) => u !== origin && this.seenUpBy({ sender, db: p.db, alone }, u, now),
-      ),
+      otherUp: listed.some((u) => u !== origin && this.seenUpBy({ sender, db: p.db, alone }, u, now)),
     });
     if (why === undefined) return;
     const w = this.g.view();

@@ -5,6 +5,7 @@
  */
 import { seededRandom, type Random } from '../src/random';
 import { drawClients, type GaveUp } from './client-draw';
+import { drawConfigChanges, type ConfigChangeDraw } from './config-draw';
 import { dur, int } from './draws';
 import { overload } from './overload';
 import { drawPrefetch, type PrefetchDraw } from './prefetch-draw';
@@ -30,6 +31,11 @@ export type Action =
       exitStatus?: number;
       /** ms its log phase's `kong.response.get_source()` round trip takes (absent: answered at once). */
       sourceMs?: number;
+      /**
+       * A worker still on its node's previous router configuration routes it, if that changed within
+       * `WorldSettings.configChanges.staleMs` (dst/config-draw.ts).
+       */
+      onOldConfig?: boolean;
     }
   | { at: number; kind: 'partition'; node: number; ms: number }
   | { at: number; kind: 'slow'; node: number; ms: number; slowMs: number }
@@ -38,8 +44,15 @@ export type Action =
   | { at: number; kind: 'switch'; lost: number }
   | { at: number; kind: 'record-change'; otherState: boolean; gapMs: number }
   | { at: number; kind: 'process-restart'; node: number }
+  /** Node `node` goes down (its process dies) and Kong starts it again `ms` later (dst/config-draw.ts). */
+  | { at: number; kind: 'node-down'; node: number; ms: number }
   /** Kong pushes a router configuration to one node: a new plugin instance registers its replicas on the node's runtime. */
   | { at: number; kind: 'config-push'; node: number }
+  /**
+   * Kong changes node `node`'s router configuration: the same `__plugin_id`, a higher `__seq__`,
+   * listing the world's replicas `replicas` (indices) only (dst/config-draw.ts).
+   */
+  | { at: number; kind: 'config-change'; node: number; replicas: number[] }
   | { at: number; kind: 'skew'; node: number; ms: number }
   | { at: number; kind: 'replica-restart'; replica: number; downMs: number }
   | { at: number; kind: 'replica-outage'; replica: number; ms: number; mode: Outage }
@@ -73,7 +86,13 @@ export const DRAWN_FAULT_KINDS: readonly FaultKind[] = [
  * Every fault kind: the drawn ones, then those from streams of their own (so the seeds before them
  * stay): the slow path, and a configuration pushed to one node (dst/reach.ts).
  */
-export const FAULT_KINDS: readonly FaultKind[] = [...DRAWN_FAULT_KINDS, 'slow-path', 'config-push'];
+export const FAULT_KINDS: readonly FaultKind[] = [
+  ...DRAWN_FAULT_KINDS,
+  'slow-path',
+  'config-push',
+  'config-change',
+  'node-down',
+];
 
 /** The world a seed builds: sizes and settings, drawn once per seed. */
 export interface WorldSettings {
@@ -112,6 +131,11 @@ export interface WorldSettings {
   sloClasses?: { name: string; ttft_ms: number; priority: number; max_in_flight?: number }[];
   /** `prefetch` on, with these settings (absent: off, the default; dst/prefetch-draw.ts). */
   prefetch?: PrefetchDraw;
+  /**
+   * Router configurations change during the run (absent: never; dst/config-draw.ts): the nodes'
+   * configurations carry Kong's `__plugin_id` and `__seq__` then.
+   */
+  configChanges?: ConfigChangeDraw;
 }
 
 /**
@@ -162,6 +186,12 @@ export interface ScheduleOptions {
    * on, and off with `overload`). Off, every seed's schedule is as drawn before them.
    */
   clients?: boolean;
+  /**
+   * Router configuration changes in a share of the seeds (dst/config-draw.ts; default OFF, and off
+   * with `overload`; the CLI turns them on). Off, every seed's world and schedule are as drawn
+   * before them: the seeds tests replay by number keep what they meant.
+   */
+  configChanges?: boolean;
 }
 
 /**
@@ -335,6 +365,8 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   if (o.prefetch !== false && o.overload !== false) drawPrefetch(seed, world);
   // Per request, from a stream of its own: the actions stay, some carry a client's or Kong's draw.
   if (o.clients !== false && o.overload !== false) drawClients(seed, actions);
+  // Last: its draws on the requests read the actions as drawn above.
+  if (o.configChanges === true && o.overload !== false) drawConfigChanges(seed, world, actions);
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
 }

@@ -135,11 +135,30 @@ export class WorldFaults {
         );
       case 'process-restart':
         this.fault();
+        // A node down has no process to restart (only with node-down: a restart never leaves one dead).
+        if (!nodes.procs[a.node]!.alive) return;
         this.g.died(nodes.procs[a.node]!);
         return nodes.restartProcess(a.node);
+      case 'node-down': {
+        const p = nodes.procs[a.node]!;
+        if (!p.alive) return void this.fault();
+        this.g.died(p);
+        nodes.killProcess(a.node);
+        return this.during(
+          a.ms,
+          () => undefined,
+          () => nodes.startAgain(a.node, p),
+        );
+      }
       case 'config-push':
         this.fault();
         return nodes.pushConfig(a.node);
+      case 'config-change':
+        this.fault();
+        return nodes.changeConfig(
+          a.node,
+          a.replicas.map((i) => replicas.urls[i]!),
+        );
       case 'skew':
         this.fault();
         nodes.procs[a.node]!.clock.skew = a.ms;

@@ -13,6 +13,7 @@ import type { FailoverFleetStore } from '../src/fleet/redis/failover-store';
 import type { RegistryLoss } from './trim-check';
 import { seededRandom, type Random } from '../src/random';
 import { CallsSeen } from './calls-seen';
+import { ForgetCheck } from './forget-check';
 import { HealthReads } from './health-reads';
 import type { Violation, WorldView } from './invariants';
 import { clearSecondReleases, forgetHandedLeases } from './lease-watch';
@@ -28,7 +29,7 @@ import { StepView } from './step-view';
 import { StepChecks, unloadExcused } from './world-checks';
 import { WorldFaults } from './world-faults';
 import { quiescence, settled } from './world-settle';
-import { SETTLE_MS, SETTLE_TICK_MS, TAIL_MS } from './world-timings';
+import { POLL_MS, SETTLE_MS, SETTLE_TICK_MS, TAIL_MS } from './world-timings';
 
 /** dst/bound-check.ts (tests import it from here). */
 export { BOUND_INVARIANT } from './bound-check';
@@ -62,6 +63,11 @@ export interface RunResult {
    * before): what they met (RequestRouting.clients).
    */
   clients?: { gaveUp: number; ranOn: number; exits: number; slowSources: number; tells: number };
+  /**
+   * With configuration changes (absent: none, so a seed without them reports as before): the
+   * replicas a retain call forgot, and those a node's configuration listed again after.
+   */
+  forgets?: { forgotten: number; listedAgain: number };
 }
 
 export class World {
@@ -79,6 +85,10 @@ export class World {
   private readonly checks: StepChecks;
   /** By request (arrival number): the store calls its decision made, as answered. */
   private readonly healthReads = new HealthReads();
+  /** With configuration changes: what the store forgot, judged (dst/forget-check.ts). */
+  private readonly forget: ForgetCheck | undefined;
+  /** Replicas forgotten and then listed again by a node's configuration change. */
+  private listedAgain = 0;
   private violation: Violation | null = null;
   private readonly w: Schedule['world'];
 
@@ -159,6 +169,17 @@ export class World {
       routing: this.routing,
       lastFaultAt: () => this.faults.lastFaultAt,
     });
+    this.forget = this.w.configChanges
+      ? new ForgetCheck({
+          sched: this.sched,
+          world: this.w,
+          nodes: this.nodes,
+          redis: this.redis,
+          routing: this.routing,
+          calls: this.calls,
+          urls: this.replicas.urls,
+        })
+      : undefined;
   }
 
   /**
@@ -219,12 +240,20 @@ export class World {
 
   private afterStep(): void {
     if (this.violation) return;
-    const v = this.checks.afterStep(this.view());
+    const v = this.checks.afterStep(this.view()) ?? this.forget?.afterStep(this.view());
     if (v) this.violation = v;
   }
 
   private apply(a: Action): void {
     if (a.kind === 'request') return void this.routing.request(a);
+    if (a.kind === 'config-change' && this.forget) {
+      const after = a.replicas.map((i) => this.replicas.urls[i]!);
+      this.forget.changing(this.nodes.listed[a.node]!, after);
+      const forgotten = new Set(this.redis.flatMap((r) => r.forgotten.map((f) => f.url)));
+      this.listedAgain += after.filter(
+        (u) => forgotten.has(u) && !this.nodes.listed[a.node]!.includes(u),
+      ).length;
+    }
     this.faults.apply(a, this.routing.inFlight > 0 || this.calls.loadsInFlight > 0);
   }
 
@@ -261,6 +290,13 @@ export class World {
         await this.sched.run(Math.min(settleBy, this.sched.now() + SETTLE_TICK_MS), step, stop);
       if (!stop())
         this.violation = (await quiescence(this.view(), this.nodes, this.routing.inFlight)) ?? null;
+      // With configuration changes: on until every replica no configuration lists is due forgotten,
+      // and a poll round past it, then judged (dst/forget-check.ts).
+      const due = !stop() && this.forget ? this.forget.due() : new Map<string, number>();
+      if (due.size > 0) {
+        await this.sched.run(Math.max(this.sched.now(), ...due.values()) + 2 * POLL_MS, step, stop);
+        if (!stop()) this.violation = this.forget!.forgotten(this.view(), due) ?? null;
+      }
     } finally {
       this.close();
     }
@@ -285,6 +321,14 @@ export class World {
         (a) => a.kind === 'request' && (a.gaveUp ?? a.exit ?? a.sourceMs) !== undefined,
       )
         ? { clients: { ...this.routing.clients } }
+        : {}),
+      ...(this.w.configChanges
+        ? {
+            forgets: {
+              forgotten: this.redis.reduce((n, r) => n + r.forgotten.length, 0),
+              listedAgain: this.listedAgain,
+            },
+          }
         : {}),
       ...(this.violation ? { violation: this.violation } : {}),
     };

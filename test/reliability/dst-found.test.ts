@@ -5121,3 +5121,42 @@ describe("each cold adapter loaded once per burst: a spread's placement dropped 
     );
   }, 60_000);
 });
+
+describe('schedules with configuration changes', () => {
+  // Seed 2740782 with configuration changes (--keep 25,43,44,53; found by the sweep of
+  // 2,740,000-2,744,999 on branch dst-config): node 2's configuration changes to list replica-1
+  // only, which is restarting; Kong's 502 there marks it down, and the next request goes there
+  // anyway, as the health filter fails open among the replicas of the configuration that routes it
+  // (replica-1 is its only one). The kong-mark check counted the world's other replicas, up, as
+  // somewhere else to go: it now counts those the routing configuration lists (a gap in the check).
+  it('seed 2740782: the health filter fails open among the replicas its configuration lists', async () => {
+    await holds(
+      2740782,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code'],
+        loadMs: 1500,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 5783,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        maxNumSeqs: 4,
+        prefetch: { intervalMs: 2000, halfLifeMs: 3000, loadsPerMinute: 1, hysteresis: 0, evictFactor: 1 },
+        configChanges: { retainEveryMs: 3000, staleMs: 1345 },
+      },
+      [
+        { at: 1829, kind: 'replica-restart', replica: 1, downMs: 1923 },
+        { at: 3193, kind: 'config-change', node: 2, replicas: [1] },
+        { at: 3218, kind: 'request', node: 2, adapter: -1, tokens: 54, prompt: 1141 },
+        { at: 3861, kind: 'request', node: 2, adapter: -1, tokens: 23, prompt: 1598 },
+      ],
+    );
+  }, 60_000);
+});
