@@ -34,8 +34,11 @@ export function wireDepartures(rt: FleetRuntime): void {
   let told: { urls: string; at: number } | undefined;
   /** The store's list at the previous round: a replica gone from it since is a candidate. */
   let listedBefore = new Set<string>();
-  // Without Redis, a replica this node left is polled no more (nobody else routes to it).
-  rt.poller.skips = (url) => rt.departed(url);
+  // Without Redis, a replica this node left is polled no more (nobody else routes to it), unless a
+  // request of this process is still on it: its polls renew that lease. Not polled, a request
+  // longer than the grace lost its lease at lease_max_age_ms, and the store then forgot the
+  // replica under it (a fresh record, the replica listed again, would count nothing of it).
+  rt.poller.skips = (url) => rt.departed(url) && !rt.leasesOn(url);
   rt.poller.afterRound = async () => {
     const released = rt.claim.lapse(monotonic(rt.clock), rt.lapseGraceMs());
     if (released.length > 0) rt.claimChanged();
