@@ -9,6 +9,7 @@
  */
 import { monotonic } from './clock';
 import { stateKeyOf } from './config/redis-schema';
+import { RecoveringFleetStore } from './fleet/redis/recovering-store';
 import { LeaseHandle } from './lease';
 import { forgetJoining } from './router/in-flight-here';
 import type { FleetRuntime } from './runtime';
@@ -87,6 +88,7 @@ export function forgetReplica(rt: FleetRuntime, url: string): boolean {
   rt.poller.forget(url);
   rt.api.forget?.(url);
   rt.metrics.forget(url);
+  if (rt.store instanceof RecoveringFleetStore) rt.store.forgetSeen(url);
   for (const fn of rt.replicaForgotten) fn(url);
   return true;
 }
