@@ -86,6 +86,22 @@ describe('NodeClaim', () => {
     expect(c.lapse(20 + GRACE, GRACE)).toEqual(['u2']);
   });
 
+  it('a superseded configuration is kept once however often it is used, lapsed and used again, or live again', () => {
+    const c = new NodeClaim();
+    const a = c.register('p', 'A', ['u1'], settings(1), 0, 1);
+    c.register('p', 'B', ['u2'], settings(1), 0, 2);
+    // Used within the grace, twice: one entry, not lapsed (an early lapse marked it so).
+    expect([c.lapse(GRACE - 1, GRACE), c.used(a, 10), c.used(a, 20)]).toEqual([[], false, false]);
+    expect(c.size).toEqual({ live: 1, superseded: 1, released: 0 });
+    // Lapsed, then used twice: back once.
+    expect(c.lapse(20 + GRACE, GRACE)).toEqual(['u1']);
+    expect([c.used(a, 30 + GRACE), c.used(a, 40 + GRACE)]).toEqual([true, false]);
+    expect(c.size).toEqual({ live: 1, superseded: 1, released: 0 });
+    // Changed back (a higher __seq__): live, and no longer among the superseded.
+    c.register('p', 'A', ['u1'], settings(1), 50 + GRACE, 3);
+    expect(c.size).toEqual({ live: 1, superseded: 1, released: 0 });
+  });
+
   it('without a plugin id (keyed by its own JSON) a configuration is never superseded', () => {
     const c = new NodeClaim();
     c.register('A', 'A', ['u1'], settings(1), 0);
