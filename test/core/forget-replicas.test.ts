@@ -495,6 +495,37 @@ describe('the claims of a node the expiry sweep finds dead all go, those made af
   });
 });
 
+describe("memory (the modelled Redis): a gone node's claims are stamped with its last sign of life", () => {
+  const G = 10_000;
+  const t0 = 1_000_000;
+  /** A store where node D alone claimed U1 at `claimAt`; node A routes elsewhere (U2). */
+  async function world(claimAt: number) {
+    const m = new MemoryFleetStore();
+    await m.upsertReplica(spec(U2), 'A', t0);
+    await m.upsertReplica(spec(U1), 'D', claimAt);
+    const retainA = (at: number) => m.retainReplicas([U2], G, { node: 'A', at, nodeTtlMs: 1000 });
+    return { m, retainA };
+  }
+
+  it('its last heartbeat after its last claim: the grace runs from the heartbeat', async () => {
+    const { m, retainA } = await world(t0 + 100);
+    m.nodeGone('D', t0 + 3000, t0 + 1500, 1000);
+    expect([await retainA(t0 + 1500 + G - 1), await retainA(t0 + 1500 + G + 1)]).toEqual([[], [U1]]);
+  });
+
+  it('its last claim after its last heartbeat: the grace runs from the claim', async () => {
+    const { m, retainA } = await world(t0 + 1500);
+    m.nodeGone('D', t0 + 2000, t0 + 500, 1000);
+    expect([await retainA(t0 + 1500 + G - 1), await retainA(t0 + 1500 + G + 1)]).toEqual([[], [U1]]);
+  });
+
+  it('leaving the state (no heartbeat: it routed there until then): the grace runs from its leaving', async () => {
+    const { m, retainA } = await world(t0 + 100);
+    m.nodeGone('D', t0 + 4000);
+    expect([await retainA(t0 + 4000 + G - 1), await retainA(t0 + 4000 + G + 1)]).toEqual([[], [U1]]);
+  });
+});
+
 describe('failover store: cut off from Redis, its local copy forgets by the same rule; back, its registration claims again', () => {
   it('forgets alone what this node stopped routing to, and registers only what it still routes to', async () => {
     const redis = env.redis;
