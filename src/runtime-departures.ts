@@ -9,6 +9,7 @@
  */
 import { monotonic } from './clock';
 import { stateKeyOf } from './config/redis-schema';
+import { RecoveringFleetStore } from './fleet/redis/recovering-store';
 import { LeaseHandle } from './lease';
 import { forgetJoining } from './router/in-flight-here';
 import type { FleetRuntime } from './runtime';
@@ -34,8 +35,11 @@ export function wireDepartures(rt: FleetRuntime): void {
   let told: { urls: string; at: number } | undefined;
   /** The store's list at the previous round: a replica gone from it since is a candidate. */
   let listedBefore = new Set<string>();
-  // Without Redis, a replica this node left is polled no more (nobody else routes to it).
-  rt.poller.skips = (url) => rt.departed(url);
+  // Without Redis, a replica this node left is polled no more (nobody else routes to it), unless a
+  // request of this process is still on it: its polls renew that lease. Not polled, a request
+  // longer than the grace lost its lease at lease_max_age_ms, and the store then forgot the
+  // replica under it (a fresh record, the replica listed again, would count nothing of it).
+  rt.poller.skips = (url) => rt.departed(url) && !rt.leasesOn(url);
   rt.poller.afterRound = async () => {
     const released = rt.claim.lapse(monotonic(rt.clock), rt.lapseGraceMs());
     if (released.length > 0) rt.claimChanged();
@@ -84,6 +88,7 @@ export function forgetReplica(rt: FleetRuntime, url: string): boolean {
   rt.poller.forget(url);
   rt.api.forget?.(url);
   rt.metrics.forget(url);
+  if (rt.store instanceof RecoveringFleetStore) rt.store.forgetSeen(url);
   for (const fn of rt.replicaForgotten) fn(url);
   return true;
 }

@@ -125,10 +125,11 @@ export class MemoryFleetStore implements FleetStore {
   /**
    * The modelled Redis's `expire` (node `node` silent past `nodeTtlMs`, its last heartbeat
    * `lastBeat`) and `prune` of a node leaving the state (no heartbeat: it routed there until `at`):
-   * its claims go, as the scripts' `dropclaims` (scripts/forgetting.ts).
+   * all its claims go, as the scripts' `dropclaims` (scripts/forgetting.ts; the ttl decides
+   * nothing here any more: the modelled link still passes it).
    */
-  nodeGone(node: string, at: number, lastBeat?: number, nodeTtlMs?: number): void {
-    this.claims.dropNode(node, at, (url) => this.replicas.has(url), lastBeat, nodeTtlMs);
+  nodeGone(node: string, at: number, lastBeat?: number, _nodeTtlMs?: number): void {
+    this.claims.dropNode(node, at, (url) => this.replicas.has(url), lastBeat);
   }
 
   /**

@@ -82,9 +82,19 @@ export class NodeClaim {
       // phase of a request begun before a reload: plugin.lua 3.9.3 `get_instance_id`): used, not
       // live again. Live again, it superseded the newer one, which lapsed once idle (its replicas
       // forgotten while Kong routes there) while the old one stayed claimed for good.
-      if (old && seq !== undefined && current?.seq !== undefined && seq < current.seq) {
-        this.used(old, nowMono);
-        return old;
+      // Lapsed already (a request longer than the grace; its log phase comes after), it is kept
+      // no more: it comes back superseded, for the grace from now.
+      if (seq !== undefined && current?.seq !== undefined && seq < current.seq) {
+        if (old) {
+          this.used(old, nowMono);
+          return old;
+        }
+        const back = new ConfigClaim(key, content, urls, settings, 0);
+        back.seq = seq;
+        this.supersede(back, nowMono);
+        for (const u of urls) this.released.delete(u);
+        this.recompute();
+        return back;
       }
       claim = old;
       if (claim) this.superseded = this.superseded.filter((c) => c !== claim);

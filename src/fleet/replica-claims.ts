@@ -81,14 +81,14 @@ export class ReplicaClaims {
   }
 
   /**
-   * Node `node` is gone: silent past `nodeTtlMs` (its last heartbeat `beat`), or leaving the state
-   * (no `beat`: it routed there until `at`). Its claims go, each stamped with its last sign of
-   * life; one made since that heartbeat, within the ttl, is left to `unclaimed`.
+   * Node `node` is gone: silent past the node ttl (its last heartbeat `beat`), or leaving the state
+   * (no `beat`: it routed there until `at`). All its claims go, each stamped with its last sign of
+   * life: one made after that heartbeat, left to `unclaimed`, stayed for good on a replica a live
+   * node keeps claiming (never due there), as the script's `dropclaims`.
    */
-  dropNode(node: string, at: number, known: (url: string) => boolean, beat?: number, nodeTtlMs = 0): void {
+  dropNode(node: string, at: number, known: (url: string) => boolean, beat?: number): void {
     for (const url of [...(this.byNode.get(node) ?? [])]) {
       const seen = beat === undefined ? at : Math.max(this.byUrl.get(url)?.get(node) ?? beat, beat);
-      if (beat !== undefined && seen > at - nodeTtlMs) continue;
       this.unclaim(url, node);
       if (known(url)) this.stamp(url, seen);
     }

@@ -114,6 +114,13 @@ it('a replica two nodes left goes from Redis and from both processes; kept while
       e.includes('replica-forgotten'),
     );
     expect(events).toHaveLength(OLD.length);
+    // Nor does either store keep when it last polled them (what a node owes the shared store
+    // after deciding alone, recovering-store.ts `seenDown`): one entry per address ever polled.
+    const seen = (rt: FleetRuntime) =>
+      [
+        ...(rt.store as unknown as { seenDown: { dated: Map<string, unknown> } }).seenDown.dated.keys(),
+      ].sort();
+    expect([seen(a.rt), seen(b.rt)]).toEqual([[...NEW].sort(), [...NEW].sort()]);
   } finally {
     a.rt.stop();
     b.rt.stop();

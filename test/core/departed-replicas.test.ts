@@ -23,16 +23,16 @@ const GRACE_MS = 60_000;
 
 /** The fleet at step `i`: two replicas, both new addresses. */
 const urlsAt = (i: number) => [`http://10.1.${i}.1:8000`, `http://10.1.${i}.2:8000`];
-const fleetAt = (i: number, mode = 'predicted') =>
+const fleetAt = (i: number, mode = 'predicted', leaseMaxAgeMs = 1000) =>
   parseRouterConfig({
     replicas: urlsAt(i).map((url) => ({ url })),
     base_model: BASE,
     adapter_path_template: '/adapters/{name}',
     saturation_mode: mode,
-    lease_max_age_ms: 1000,
+    lease_max_age_ms: leaseMaxAgeMs,
   });
 
-function world(mode?: 'count') {
+function world(mode?: 'count', leaseMaxAgeMs?: number) {
   const clock = new VirtualClock();
   // Those in `alive` answer, the others refuse (a pod gone).
   const alive = new Set<string>();
@@ -50,7 +50,7 @@ function world(mode?: 'count') {
   /** One plugin's configuration `i`, as Kong starts it (the same `__plugin_id` each time). */
   const configure = (i: number) => {
     for (const u of urlsAt(i)) alive.add(u);
-    return new RouterService(fleetAt(i, mode), rt, 'plugin-1');
+    return new RouterService(fleetAt(i, mode, leaseMaxAgeMs), rt, 'plugin-1');
   };
   const polledIn = (from: number, to: number) => api.polledIn(from, to);
   /** What this process keeps per replica URL, by holder (each should hold the current fleet only). */
@@ -141,6 +141,48 @@ describe('replicas that leave the configuration, without Redis', () => {
       const end = clock.now();
       expect([...polledIn(end - 2 * INTERVAL_MS, end)].sort()).toEqual(urlsAt(1).sort());
       expect(await perUrl()).toMatchObject({ lastLoad: 2, maxModelLen: 2, work: 2, status: 2 });
+    } finally {
+      rt.stop();
+    }
+  });
+
+  it('a replica left with a request still running on it is polled while its lease is open: the polls renew it', async () => {
+    // Leases renewed by polls (vLLM reports what runs), reclaimed 60 s after the last renewal, and
+    // 4 times that after taken whatever the renewals (LEASE_CEILING): the grace is 60 s.
+    const MAX_AGE_MS = 60_000;
+    const { clock, api, rt, configure } = world('count', MAX_AGE_MS);
+    // The replica reports a request running (the long one below): each poll renews its lease.
+    api.scrape = async (r) => {
+      api.calls.push({ url: r.url, at: clock.now() });
+      return {
+        load: { waiting: 0, running: 1, kvUsage: 0.1, activeAdapters: [], malformedLines: 0 },
+        registry: [],
+        maxModelLen: 4096,
+      };
+    };
+    try {
+      const service = configure(0);
+      await clock.run(clock.now() + 3 * INTERVAL_MS);
+      const body = Buffer.from(JSON.stringify({ model: BASE, prompt: 'hi', max_tokens: 1 }));
+      const r = await service.route({ path: '/v1/completions', body });
+      if (r.kind !== 'proxy') throw new Error(`not proxied: ${JSON.stringify(r)}`);
+      // The configuration changes; the request streams on past the grace and a max age more
+      // (2.7 of them: within the ceiling).
+      configure(1);
+      await clock.run(clock.now() + GRACE_MS + MAX_AGE_MS + 40 * INTERVAL_MS);
+      const end = clock.now();
+      expect({
+        leaseOpen: rt.leasesOn(r.url),
+        expired: (
+          await rt.metrics.registry.getSingleMetric('lora_router_leases_expired_total')?.get()
+        )?.values
+          .map((v) => v.value)
+          .reduce((a, b) => a + b, 0),
+        polled: api.polledIn(end - 2 * INTERVAL_MS, end).has(r.url),
+        // The store keeps the replica its request runs on.
+        listed: (await rt.store.replicaSpecs()).some((x) => x.url === r.url),
+      }).toEqual({ leaseOpen: true, expired: 0, polled: true, listed: true });
+      await service.finish(r.leaseId, 200);
     } finally {
       rt.stop();
     }

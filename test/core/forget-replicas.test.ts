@@ -443,6 +443,89 @@ describe('redis store: the claims of a node gone go with it (no record per node 
   });
 });
 
+describe('the claims of a node the expiry sweep finds dead all go, those made after its last heartbeat too', () => {
+  // Its last claim (a retain, a registration) came after its last heartbeat, within node_ttl_ms of
+  // the sweep: left to `retain`, which looks only at replicas due (unclaimed for the grace), it
+  // stayed for good on a replica a live node keeps claiming, with the dead node's `nc:` set.
+  it('redis: none is left on a replica a live node keeps claiming', async () => {
+    const redis = env.redis;
+    const prefix = `fd${randomBytes(4).toString('hex')}:`;
+    const store = (id: string) => {
+      const s = new RedisFleetStore(redis.config(prefix, { node_ttl_ms: 1000, timeout: 2000 }), id);
+      env.open.push(s);
+      return s;
+    };
+    const a = store('A');
+    await a.upsertReplica(spec(U1));
+    const d = store('D');
+    await d.retainReplicas([U1], LONG);
+    await d.close();
+    // D's last heartbeat 1.5 s ago, its claim just now: dead at the sweep, its claim within the ttl.
+    const [sec, usec] = (await redis.command(['TIME'])) as [string, string];
+    await redis.command([
+      'ZADD',
+      `${prefix}nodes`,
+      Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - 1500,
+      'D',
+    ]);
+    await a.expireLeases(Date.now(), LONG);
+    // Long after, A still routing to U1 (its list every while, its sweeps).
+    await sleep(1200);
+    await a.retainReplicas([U1], LONG);
+    await a.expireLeases(Date.now(), LONG);
+    expect({
+      claims: await redis.command(['ZRANGE', `${prefix}claims:${U1}`, 0, -1]),
+      sets: ((await redis.command(['KEYS', `${prefix}nc:*`])) as string[]).sort(),
+    }).toEqual({ claims: ['A'], sets: [`${prefix}nc:A`] });
+  });
+
+  it('memory (the modelled Redis): none is left on a replica a live node keeps claiming', async () => {
+    const m = new MemoryFleetStore();
+    const t0 = 1_000_000;
+    await m.upsertReplica(spec(U1), 'A', t0);
+    await m.retainReplicas([U1], LONG, { node: 'D', at: t0 + 1500, nodeTtlMs: 1000 });
+    // The sweep at t0 + 2000: D's last heartbeat at t0 + 500.
+    m.nodeGone('D', t0 + 2000, t0 + 500, 1000);
+    await m.retainReplicas([U1], LONG, { node: 'A', at: t0 + 5000, nodeTtlMs: 1000 });
+    const claims = (m as unknown as MemoryInside).claims;
+    expect({ claims: [...(claims.byUrl.get(U1)?.keys() ?? [])], nodes: [...claims.byNode.keys()] }).toEqual({
+      claims: ['A'],
+      nodes: ['A'],
+    });
+  });
+});
+
+describe("memory (the modelled Redis): a gone node's claims are stamped with its last sign of life", () => {
+  const G = 10_000;
+  const t0 = 1_000_000;
+  /** A store where node D alone claimed U1 at `claimAt`; node A routes elsewhere (U2). */
+  async function world(claimAt: number) {
+    const m = new MemoryFleetStore();
+    await m.upsertReplica(spec(U2), 'A', t0);
+    await m.upsertReplica(spec(U1), 'D', claimAt);
+    const retainA = (at: number) => m.retainReplicas([U2], G, { node: 'A', at, nodeTtlMs: 1000 });
+    return { m, retainA };
+  }
+
+  it('its last heartbeat after its last claim: the grace runs from the heartbeat', async () => {
+    const { m, retainA } = await world(t0 + 100);
+    m.nodeGone('D', t0 + 3000, t0 + 1500, 1000);
+    expect([await retainA(t0 + 1500 + G - 1), await retainA(t0 + 1500 + G + 1)]).toEqual([[], [U1]]);
+  });
+
+  it('its last claim after its last heartbeat: the grace runs from the claim', async () => {
+    const { m, retainA } = await world(t0 + 1500);
+    m.nodeGone('D', t0 + 2000, t0 + 500, 1000);
+    expect([await retainA(t0 + 1500 + G - 1), await retainA(t0 + 1500 + G + 1)]).toEqual([[], [U1]]);
+  });
+
+  it('leaving the state (no heartbeat: it routed there until then): the grace runs from its leaving', async () => {
+    const { m, retainA } = await world(t0 + 100);
+    m.nodeGone('D', t0 + 4000);
+    expect([await retainA(t0 + 4000 + G - 1), await retainA(t0 + 4000 + G + 1)]).toEqual([[], [U1]]);
+  });
+});
+
 describe('failover store: cut off from Redis, its local copy forgets by the same rule; back, its registration claims again', () => {
   it('forgets alone what this node stopped routing to, and registers only what it still routes to', async () => {
     const redis = env.redis;

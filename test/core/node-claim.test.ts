@@ -60,6 +60,23 @@ describe('NodeClaim', () => {
     expect([b.superseded, c.claims('u1')]).toEqual([true, true]);
   });
 
+  it('an older configuration registered again after it lapsed (a request longer than the grace) is used, not live again', () => {
+    const c = new NodeClaim();
+    c.register('p', 'A', ['u1', 'u3'], settings(1), 0, 1);
+    const b = c.register('p', 'B', ['u2', 'u3'], settings(2), 10, 2);
+    expect(c.lapse(10 + GRACE, GRACE)).toEqual(['u1']);
+    // Its log phase's instance: A comes back superseded, its replicas claimed for the grace from now.
+    const back = c.register('p', 'A', ['u1', 'u3'], settings(1), 20 + GRACE, 1);
+    expect([back.superseded, back.lapsed, b.superseded]).toEqual([true, false, false]);
+    expect([c.claims('u1'), c.releases('u1'), c.replicas.get('u3')]).toEqual([true, false, b.settings]);
+    expect(c.size).toEqual({ live: 1, superseded: 1, released: 0 });
+    // Registered again with its lower __seq__ (another worker's log phase): the same one, used.
+    expect(c.register('p', 'A', ['u1', 'u3'], settings(1), 30 + GRACE, 1)).toBe(back);
+    expect(c.lapse(30 + 2 * GRACE - 1, GRACE)).toEqual([]);
+    expect(c.lapse(30 + 2 * GRACE, GRACE)).toEqual(['u1']);
+    expect([c.claims('u1'), c.claims('u2'), b.superseded]).toEqual([false, true, false]);
+  });
+
   it('a configuration changed back within the grace (a higher __seq__) is live again', () => {
     const c = new NodeClaim();
     const a = c.register('p', 'A', ['u1'], settings(1), 0, 1);
@@ -67,6 +84,22 @@ describe('NodeClaim', () => {
     expect(c.register('p', 'A', ['u1'], settings(1), 20, 3)).toBe(a);
     expect([a.superseded, b.superseded]).toEqual([false, true]);
     expect(c.lapse(20 + GRACE, GRACE)).toEqual(['u2']);
+  });
+
+  it('a superseded configuration is kept once however often it is used, lapsed and used again, or live again', () => {
+    const c = new NodeClaim();
+    const a = c.register('p', 'A', ['u1'], settings(1), 0, 1);
+    c.register('p', 'B', ['u2'], settings(1), 0, 2);
+    // Used within the grace, twice: one entry, not lapsed (an early lapse marked it so).
+    expect([c.lapse(GRACE - 1, GRACE), c.used(a, 10), c.used(a, 20)]).toEqual([[], false, false]);
+    expect(c.size).toEqual({ live: 1, superseded: 1, released: 0 });
+    // Lapsed, then used twice: back once.
+    expect(c.lapse(20 + GRACE, GRACE)).toEqual(['u1']);
+    expect([c.used(a, 30 + GRACE), c.used(a, 40 + GRACE)]).toEqual([true, false]);
+    expect(c.size).toEqual({ live: 1, superseded: 1, released: 0 });
+    // Changed back (a higher __seq__): live, and no longer among the superseded.
+    c.register('p', 'A', ['u1'], settings(1), 50 + GRACE, 3);
+    expect(c.size).toEqual({ live: 1, superseded: 1, released: 0 });
   });
 
   it('without a plugin id (keyed by its own JSON) a configuration is never superseded', () => {

@@ -46,3 +46,40 @@ it("an old-config instance's registration leaves the runtime-wide settings the n
     rt.stop();
   }
 });
+
+it('an old-config instance registered after its configuration lapsed (a request longer than the grace) is only used too', async () => {
+  const clock = new VirtualClock();
+  const api = new IdleReplicaApi(() => clock.now());
+  const rt = new FleetRuntime({
+    clock,
+    api,
+    log: silentLogger,
+    seed: 1,
+    poller: { intervalMs: 1000, jitter: 0 },
+  });
+  const [OLD, NEW] = ['http://10.2.1.1:8000', 'http://10.2.1.2:8000'];
+  try {
+    const v1 = config(OLD, 1000, 1000);
+    const v2 = config(NEW, 2000, 2000);
+    new RouterService(v1, rt, 'plugin-1', 1);
+    new RouterService(v2, rt, 'plugin-1', 2);
+    // v1 unused past the lapse grace (MIN_LAPSE_MS: lease_max_age_ms is 1 s here): it lapses.
+    await clock.run(clock.now() + 65_000);
+    expect(rt.routesTo(OLD)).toBe(false);
+    // A request begun on v1 before the reload ends now: its log phase starts a v1 instance again
+    // (kong-pdk closed the old one, idle 60 s).
+    new RouterService(v1, rt, 'plugin-1', 1);
+    // v2, Kong's configuration, idle past the grace: it stays the node's, v1 lapses again.
+    await clock.run(clock.now() + 65_000);
+    const now = clock.now();
+    const work = rt.work as unknown as { o: { prefillTokensPerS: number } };
+    expect({
+      halfLifeMs: rt.prefetcher.settings?.halfLifeMs,
+      prefillTokensPerS: work.o.prefillTokensPerS,
+      routesTo: [rt.routesTo(OLD), rt.routesTo(NEW)],
+      polled: [...api.polledIn(now - 3000, now)],
+    }).toEqual({ halfLifeMs: 2000, prefillTokensPerS: 2000, routesTo: [false, true], polled: [NEW] });
+  } finally {
+    rt.stop();
+  }
+});

@@ -274,6 +274,11 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
     else await this.reclaim().catch((err: Error) => this.degrade(err));
   }
 
+  /** Drops what this store keeps of a replica that left (runtime-departures.ts `forgetReplica`). */
+  forgetSeen(url: string): void {
+    this.seenDown.forget(url);
+  }
+
   override applySnapshot(url: string, snapshot: ReplicaSnapshot): Promise<void> {
     this.seenDown.note(url, snapshot);
     return super.applySnapshot(url, snapshot);

@@ -39,6 +39,11 @@ export class SeenDown {
     if (!cur || local >= cur.local) this.dated.set(url, { local, shared: s.sharedStartedAt });
   }
 
+  /** The replica left the fleet (runtime-departures.ts): its entry goes, or one stayed per address ever polled. */
+  forget(url: string): void {
+    this.dated.delete(url);
+  }
+
   /**
    * `ups`: the up verdicts too, after deciding alone: the shared store may still hold a down from
    * before this node was cut off, older than this node's up poll (dst seed 503368). Not after an

@@ -30,16 +30,16 @@ local function unclaim(url, node)
 end
 -- A node gone: silent past the node ttl (the expiry sweep; beat: its last heartbeat), or leaving the
 -- state (prune; beat nil: it routed there until now). Its claims go, each stamped with its last sign
--- of life; one made since that heartbeat, within the ttl, is left to retain. Else a dead node's claims
--- stayed on every replica a live node still claims: one set per node id ever seen.
-local function dropclaims(node, t, beat, nodeTtl)
+-- of life. Else a dead node's claims stayed on every replica a live node still claims: one set per
+-- node id ever seen. All of them: one made after that heartbeat, left to retain, stayed so too (retain
+-- looks only at replicas due, and a live node's claims keep one from being due); stamped with its
+-- time, its replica is forgotten no sooner than it lapsed (the grace is at least the node ttl).
+local function dropclaims(node, t, beat)
   for _, url in ipairs(redis.call('SMEMBERS', P .. 'nc:' .. node)) do
     local seen = t
     if beat then seen = math.max(tonumber(redis.call('ZSCORE', claimskey(url), node) or beat), beat) end
-    if not beat or seen <= t - nodeTtl then
-      unclaim(url, node)
-      if known(url) then stampclaimed(url, seen) end
-    end
+    unclaim(url, node)
+    if known(url) then stampclaimed(url, seen) end
   end
 end`;
 

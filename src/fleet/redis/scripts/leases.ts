@@ -139,7 +139,7 @@ if #dead > 0 then
     local beat = tonumber(redis.call('ZSCORE', P .. 'nodes', node))
     redis.call('ZREM', P .. 'nodes', node)
     -- Its claims lapse (forgetting.ts): the replicas only it routed to may be forgotten after the grace.
-    dropclaims(node, t, beat, nodeTtl)
+    dropclaims(node, t, beat)
   end
   local locks = redis.call('HGETALL', P .. 'lock')
   for i = 1, #locks, 2 do
