@@ -19,7 +19,7 @@ import type { FleetRuntime } from './runtime';
  * that call is only its forget check then (a node's claims stay live by its heartbeat, and a
  * replica is forgotten a grace of `lease_max_age_ms` after the last claim, 10 minutes by default,
  * so up to 30 s later is nothing). Sent every round, it cost a store round trip a round and
- * moved every explored schedule of the simulation, whose claims never change in a run.
+ * moved every explored schedule of the simulation without configuration changes.
  */
 export const RETAIN_EVERY_MS = 30_000;
 
