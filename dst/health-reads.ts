@@ -48,6 +48,13 @@ const runtimeReplica = (sender: string, url: string) => `${sender}\u0000${url}`;
 /** The key of one replica in one shared state (what every runtime sharing it reads). */
 const stateReplica = (db: number, url: string) => `${db}\u0000${url}`;
 
+/** Appends `t` to the times at `key` (a runtime's polls of one replica: a few a schedule). */
+function push(m: Map<string, number[]>, key: string, t: number): void {
+  const list = m.get(key);
+  if (list) list.push(t);
+  else m.set(key, [t]);
+}
+
 /** Sets `m[key]` to `t` unless it holds a later time. */
 function latest(m: Map<string, number>, key: string, t: number): void {
   m.set(key, Math.max(t, m.get(key) ?? -Infinity));
@@ -130,8 +137,10 @@ export class HealthReads {
   private readonly lastTimedOut = new Map<string, number>();
   /** By runtime and replica: when its poll under way began (its poller runs one at a time). */
   private readonly underWay = new Map<string, number>();
-  /** By runtime and replica: when its last poll that ended with a verdict (not a timeout) began. */
-  private readonly lastVerdictBegun = new Map<string, number>();
+  /** By runtime and replica: when each of its polls that ended with a verdict (not a timeout) began. */
+  private readonly verdictsBegun = new Map<string, number[]>();
+  /** By runtime and replica: when each of its polls that timed out did. */
+  private readonly timeoutsAt = new Map<string, number[]>();
   /** By runtime and replica: its requests' upstream failures in a row (passive health). */
   private readonly failedInRow = new Map<string, number>();
   /** By runtime and replica: when those failures marked it down in its store, not answered by a poll since. */
@@ -170,7 +179,7 @@ export class HealthReads {
       const verdict = () => {
         this.underWay.delete(key);
         this.timedOut.delete(key);
-        this.lastVerdictBegun.set(key, begun);
+        push(this.verdictsBegun, key, begun);
       };
       // Beside the poller's handlers: noted no later than it reads it.
       reply.then(
@@ -189,6 +198,7 @@ export class HealthReads {
           this.underWay.delete(key);
           this.timedOut.set(key, (this.timedOut.get(key) ?? 0) + 1);
           this.lastTimedOut.set(key, now());
+          push(this.timeoutsAt, key, now());
         },
       );
       return reply;
@@ -198,15 +208,23 @@ export class HealthReads {
   /**
    * From when `sender`'s runtime's own polls of `url` can show a change that came at `since` (a node
    * deciding alone: its health is its own polls). A poll begun at `since` or later that ended with a
-   * verdict (answered, refused, 500: not a timeout) has shown it: from `since`. Otherwise none has
-   * yet, and rounds skip the replica while a poll of it is under way (src/fleet/poller.ts
-   * `pollAll`): from the next poll after its last one that timed out, which read no verdict (seed
-   * 1646547), and no earlier than its poll under way began (seed 1729199: begun 1,335 ms into a
-   * refusal, its round having waited out Redis's timeout, and still on a slow path).
+   * verdict (answered, refused, 500: not a timeout) has shown it: from `since`, or, a poll having
+   * timed out since `since` before the first such poll began, from that timeout's next poll as with
+   * no verdict yet (seed 2676738: the poll under way across the change timed out 675 ms into it, the
+   * next read the 500 449 ms later, and its write waited out Redis's timeout on the clock read beside
+   * it). Otherwise none has yet, and rounds skip the replica while a poll of it is under way
+   * (src/fleet/poller.ts `pollAll`): from the next poll after its last one that timed out, which
+   * read no verdict (seed 1646547), and no earlier than its poll under way began (seed 1729199:
+   * begun 1,335 ms into a refusal, its round having waited out Redis's timeout, and still on a slow
+   * path).
    */
   ownSightFrom(sender: string, url: string, since: number): number {
     const key = runtimeReplica(sender, url);
-    if ((this.lastVerdictBegun.get(key) ?? -Infinity) >= since) return since;
+    const first = Math.min(...(this.verdictsBegun.get(key) ?? []).filter((b) => b >= since));
+    if (first !== Infinity) {
+      const before = (this.timeoutsAt.get(key) ?? []).filter((t) => t <= first);
+      return Math.max(since, ...before);
+    }
     return Math.max(since, this.lastTimedOut.get(key) ?? -Infinity, this.underWay.get(key) ?? -Infinity);
   }
 

@@ -609,7 +609,8 @@ export class RequestRouting {
     // Deciding alone, the node sees the down through its own polls only: from its next poll after
     // one of this replica that timed out on a slow path from its host (seed 1646547), and not
     // before its poll under way began (seed 1729199), unless one of its polls begun since the down
-    // ended with a verdict, or its timeouts in a row marked it down there already.
+    // ended with a verdict (from the last timeout before it began: seed 2676738), or its timeouts in
+    // a row marked it down there already.
     const markedDown = this.g.healthReads.timeoutsInRow(sender, origin) >= DEFAULT_UNHEALTHY_TIMEOUTS;
     const since =
       alone && !markedDown ? this.g.healthReads.ownSightFrom(sender, origin, down.since) : down.since;

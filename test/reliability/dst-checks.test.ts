@@ -1281,6 +1281,21 @@ describe("the simulation judges a node deciding alone from its own polls' verdic
     );
   });
 
+  it('a verdict after a poll that timed out: counted from that timeout, unless a verdict came before it (seed 2676738)', async () => {
+    // Begun before the refusal, timed out after it (rounds skipped the replica meanwhile); the next
+    // poll read the refusal, its write waiting out Redis's timeout on the clock read beside it.
+    const timedOut = { at: 100, ended: { at: 854, how: 'timeout' as const } };
+    const refusedAfter = { at: 1303, ended: { at: 1304, how: 'refused' as const } };
+    expect(await judged([UP_AT_20, timedOut, refusedAfter], 1800)).toBe(false);
+    // Past the slack from that timeout's next poll: breaks it.
+    expect(await judged([UP_AT_20, timedOut, refusedAfter], 854 + 1501)).toBe(true);
+    // A verdict begun after the refusal, before the timeout: seen from the refusal, as before.
+    const refusedFirst = { at: 300, ended: { at: 301, how: 'refused' as const } };
+    const timedOutLater = { at: 400, ended: { at: 1400, how: 'timeout' as const } };
+    const refusedAgain = { at: 1500, ended: { at: 1501, how: 'refused' as const } };
+    expect(await judged([refusedFirst, timedOutLater, refusedAgain], 1800)).toBe(true);
+  });
+
   it('a poll under way begun before the refusal, or none under way: counted from the refusal', async () => {
     expect(await judged([{ at: 100 }])).toBe(true);
     expect(await judged([UP_AT_20])).toBe(true);

@@ -4515,6 +4515,49 @@ describe('a replica seen down gets no request: deciding alone, from the next pol
       ],
     );
   }, 30_000);
+
+  // Seed 2676738 (--keep 0,2,3,4,5,9,10,13,23; the check's): replica-1's scrape times out 600-934 ms,
+  // so node 0's poll of it begun at 627 ms timed out at 1,627 (its round at 1,091 skipped it, that
+  // poll under way); replica-1 answers 500 from 952 ms; every node is cut off from Redis from 1,771.
+  // Node 0's next poll (2,075.8 ms) read the 500 at 2,076.8, and its write waited for the shared
+  // clock read beside it, sent into the partition, to time out (about 2,576). Node 0's request for
+  // `team,a` (553 ms), deciding alone after its wait, read replica-1 unknown in its local store and
+  // went there at 2,573 ms, 496 ms after that verdict. The check took the verdict as sight from the
+  // 500's start (1,621 ms before); the timeout before it held that poll back as with no verdict yet.
+  it('seed 2676738: a verdict after the poll that timed out counts from that timeout', async () => {
+    await holds(
+      2676738,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        loadMs: 1500,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 5772,
+        staticAdapters: ['sql,chat'],
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        queueTimeoutMs: 2000,
+        maxNumSeqs: 4,
+        prefetch: { intervalMs: 2000, halfLifeMs: 1000, loadsPerMinute: 1, hysteresis: 1, evictFactor: 2 },
+      },
+      [
+        { at: 83, kind: 'request', node: 1, adapter: 0, tokens: 2, prompt: 573 },
+        { at: 358, kind: 'replica-restart', replica: 0, downMs: 45 },
+        { at: 521, kind: 'request', node: 0, adapter: 1, tokens: 3, prompt: 1719 },
+        { at: 553, kind: 'request', node: 0, adapter: 2, tokens: 6, prompt: 1805 },
+        { at: 600, kind: 'scrape', replica: 1, ms: 334, mode: 'timeout' },
+        { at: 610, kind: 'request', node: 0, adapter: 6, tokens: 6, prompt: 1707 },
+        { at: 611, kind: 'flushall' },
+        { at: 952, kind: 'replica-outage', replica: 1, ms: 1903, mode: 'error500' },
+        { at: 1771, kind: 'partition', node: -1, ms: 811 },
+      ],
+    );
+  }, 30_000);
 });
 
 describe('a replica seen down gets no request: deciding alone, not before the poll under way began', () => {
