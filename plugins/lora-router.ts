@@ -41,12 +41,13 @@ class LoraRouterPlugin {
       // dict's incr), 0 when that incr failed (then unknown).
       const kong = config as { __plugin_id?: unknown; __seq__?: unknown } | null;
       const pluginId = kong?.__plugin_id;
-      const seq = kong?.__seq__;
+      const seq = typeof kong?.__seq__ === 'number' && kong.__seq__ > 0 ? kong.__seq__ : undefined;
+      // By `seq` too: an old-config instance whose record was replaced since runs on its successor.
       this.service = new RouterService(
         c,
-        sharedRuntime(c.redis),
+        sharedRuntime(c.redis, seq),
         typeof pluginId === 'string' ? pluginId : undefined,
-        typeof seq === 'number' && seq > 0 ? seq : undefined,
+        seq,
       );
       this.perConsumer = Object.keys(c.consumer_slo_class).length > 0;
     } catch (err) {

@@ -10,6 +10,13 @@ import { FleetRuntime } from './runtime';
 
 /** This process's current runtimes, by `redis` record (one without Redis). */
 const runtimes = new Map<string, FleetRuntime>();
+/**
+ * Each current runtime's newest configuration's Kong `__seq__` (node-wide, growing:
+ * plugins_iterator.lua `get_plugin_config`): which configurations are older than its record.
+ */
+const newest = new WeakMap<FleetRuntime, number>();
+/** A replaced record's successor, by record (strings: no replaced runtime is kept alive by it). */
+const replacedBy = new Map<string, string>();
 
 /**
  * The runtime of this plugin-server process for a plugin's `redis` record, created on first
@@ -17,10 +24,23 @@ const runtimes = new Map<string, FleetRuntime>();
  * A new record on the same shared state (a changed timeout, say) replaces the runtime at once
  * and keeps its node id; one on other state replaces those whose replicas it takes over.
  */
-export function sharedRuntime(redis?: RedisConfig): FleetRuntime {
+export function sharedRuntime(
+  redis?: RedisConfig,
+  /** Kong's `__seq__` of the configuration, if sent. */
+  seq?: number,
+): FleetRuntime {
   const key = sharesState(redis) ? JSON.stringify(redis) : '';
   const rt = runtimes.get(key);
-  if (rt) return rt;
+  if (rt) {
+    if (seq !== undefined) newest.set(rt, Math.max(newest.get(rt) ?? seq, seq));
+    return rt;
+  }
+  // An older configuration than the one that replaced its record (Kong starts an old-config
+  // instance for the log phase of a request begun before the reload: plugin.lua 3.9.3
+  // `get_instance_id`) runs on the runtime now deciding for it: a runtime of its own would
+  // replace the newer one, and the node would decide on the record the operator left.
+  const heir = seq === undefined ? undefined : successorOf(key);
+  if (heir && seq! < (newest.get(heir) ?? 0)) return heir;
   const stateKey = stateKeyOf(redis);
   const same = [...runtimes.values()].find((r) => r.stateKey === stateKey);
   const next = new FleetRuntime({
@@ -30,8 +50,21 @@ export function sharedRuntime(redis?: RedisConfig): FleetRuntime {
     log: operatorLog,
   });
   runtimes.set(key, next);
+  replacedBy.delete(key);
+  if (seq !== undefined) newest.set(next, seq);
   if (same) replace(same, next);
   return next;
+}
+
+/** The current runtime that took over replaced record `key`, through the records that followed it. */
+function successorOf(key: string): FleetRuntime | undefined {
+  const seen = new Set<string>();
+  for (let k = replacedBy.get(key); k !== undefined && !seen.has(k); k = replacedBy.get(k)) {
+    const rt = runtimes.get(k);
+    if (rt) return rt;
+    seen.add(k);
+  }
+  return undefined;
 }
 
 /**
@@ -46,7 +79,12 @@ export function claimReplicas(rt: FleetRuntime, urls: readonly string[]): void {
 }
 
 function replace(old: FleetRuntime, next: FleetRuntime): void {
-  for (const [k, r] of runtimes) if (r === old) runtimes.delete(k);
+  const nextKey = [...runtimes].find(([, r]) => r === next)?.[0];
+  for (const [k, r] of runtimes)
+    if (r === old) {
+      runtimes.delete(k);
+      if (nextKey !== undefined) replacedBy.set(k, nextKey);
+    }
   old
     .retire(next)
     .catch((err: Error) => next.log.error(`stopping a replaced runtime failed: ${err.message}`));

@@ -469,7 +469,7 @@ export class FleetRuntime {
     // Oldest first (entries() lists the newest first): the newest stays first in `next` too.
     for (const [key, m] of this.managed.entries().reverse())
       if (!next.managed.has(key)) next.registerManaged(key, m);
-    next.claim.adopt(this.claim);
+    next.claim.adopt(this.claim, monotonic(next.clock));
     next.claimChanged();
     for (const [k, n] of this.names.entries().reverse()) if (!next.names.has(k)) next.registerNames(k, n);
     if (this.prefetcher.settings && !next.prefetcher.settings)

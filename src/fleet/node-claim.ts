@@ -111,10 +111,18 @@ export class NodeClaim {
     return claim;
   }
 
-  /** Adds another runtime's configurations not registered here (a replaced runtime's), the same objects. */
-  adopt(from: NodeClaim): void {
-    for (const c of [...from.live.values()].sort((a, b) => a.order - b.order))
-      if (!this.live.has(c.key)) this.live.set(c.key, c);
+  /**
+   * Adds another runtime's configurations not registered here (a replaced runtime's), the same
+   * objects, at `nowMono`. One whose key has another configuration live here (a change to other
+   * state registers the successor's before it adopts) is superseded by it, for the grace from now:
+   * a worker may still route through it.
+   */
+  adopt(from: NodeClaim, nowMono: number): void {
+    for (const c of [...from.live.values()].sort((a, b) => a.order - b.order)) {
+      const here = this.live.get(c.key);
+      if (!here) this.live.set(c.key, c);
+      else if (here.content !== c.content && !this.superseded.includes(c)) this.supersede(c, nowMono);
+    }
     for (const c of from.superseded) if (!this.superseded.includes(c)) this.superseded.push(c);
     for (const u of from.released) if (!this.claims(u)) this.released.add(u);
     this.recompute();

@@ -127,7 +127,7 @@ describe('NodeClaim', () => {
     const old = new NodeClaim();
     const a = old.register('p', 'A', ['u1'], settings(1), 0);
     const next = new NodeClaim();
-    next.adopt(old);
+    next.adopt(old, 0);
     expect(next.register('p', 'B', ['u2'], settings(1), 5)).not.toBe(a);
     expect(a.superseded).toBe(true);
     expect(next.lapse(5 + GRACE, GRACE)).toEqual(['u1']);
