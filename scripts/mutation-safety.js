@@ -108,8 +108,10 @@ const TARGETS = [
   [
     'src/adapters/backoff.ts',
     // Without shared-races: bound by the wall clock, it failed Stryker's initial run at load average 7.
-    core('adapter-manager', 'access-deadline', 'mutation-manager', 'mutation-backoff'),
+    core('adapter-manager', 'access-deadline', 'mutation-manager', 'mutation-backoff', 'load-backoff-filter'),
   ],
+  // The scheduling filter that routes past a load backing off (stop 66), with its unit and in-process suites.
+  ['src/scheduler/filters/load-backoff.ts', core('load-backoff-filter', 'integration/load-backoff')],
   [
     'src/adapters/load-failures.ts',
     core('adapter-manager', 'shared-races', 'access-deadline', 'mutation-manager', 'mutation-load-failures'),
