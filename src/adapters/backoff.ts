@@ -67,11 +67,24 @@ export class LoadBackoff implements LoadBackoffView {
     if (elsewhere && until > of.latest) of.latest = until;
   }
 
-  /** A load succeeded: the next failure starts from the base wait again. */
+  /**
+   * A load of `adapter` on `url` succeeded: the next failure there starts from the base wait again.
+   * The name exists now: a replica where it was not found while unknown (`elsewhere` false) is
+   * missing it alone, and its requests go to other replicas meanwhile.
+   */
   clear(url: string, adapter: string): void {
     const of = this.entries.peek(adapter);
-    if (!of?.byUrl.delete(url)) return;
-    if (of.byUrl.size === 0) this.entries.delete(adapter);
+    if (!of) return;
+    of.byUrl.delete(url);
+    if (of.byUrl.size === 0) {
+      this.entries.delete(adapter);
+      return;
+    }
+    for (const b of of.byUrl.values())
+      if (!b.elsewhere) {
+        b.elsewhere = true;
+        if (b.until > of.latest) of.latest = b.until;
+      }
   }
 
   /** Whether a load of `adapter` on `url` would be refused now (the prefetch plans none there). */

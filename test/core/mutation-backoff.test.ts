@@ -118,4 +118,13 @@ describe('LoadBackoff', () => {
     expect(b.anyHeld('k', t.now)).toBe(false);
     expect(b.heldUntil('k', A)).toBe(0);
   });
+
+  it('once the name loads on another replica, a failure not routed around is told (it exists)', () => {
+    const { t, b } = setup();
+    b.fail(A, 'k', policy, 'not found', false);
+    b.clear(B, 'k');
+    expect(b.heldUntil('k', A)).toBe(t.now + 1_000);
+    expect(b.anyHeld('k', t.now)).toBe(true);
+    expect(refusal(() => b.check(A, 'k'))?.code).toBe('adapter_load_backoff');
+  });
 });

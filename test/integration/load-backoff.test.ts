@@ -5,6 +5,7 @@
  * a load that is backing off. The routing core with the in-process store, simulated vLLM replicas
  * over loopback HTTP.
  */
+import type { AdapterPolicy } from '../../src/adapters/manager';
 import { CoreHarness } from '../helpers/core-harness';
 import { templatedRouter } from '../helpers/replicas';
 
@@ -84,5 +85,35 @@ describe('a load backing off on one replica', () => {
     expect(refused.json.error.code).toBe('adapter_load_backoff');
     expect(refused.outcome.kind === 'respond' && refused.outcome.headers['Retry-After']).toBe('60');
     expect([h.loads(0, 'x').length, h.loads(1, 'x').length]).toEqual([1, 1]);
+  });
+
+  // A name nobody had seen load, not found on X, is held off there and not routed around (the
+  // unknown-name hold's case). Once it has loaded elsewhere it is known: X's hold is then a
+  // replica missing it, which the scheduler must route around like any other failed load.
+  it('a name not found on one replica, known since (loaded on another), is routed around that replica', async () => {
+    h = await CoreHarness.start(
+      [
+        // X lacks `x` on its disk; Y has it.
+        { adapterPaths: { '/adapters/other': 16 }, timeScale: 10, engine: { loadBaseMs: 100, maxLoras: 1 } },
+        vllm(),
+      ],
+      (urls) => templatedRouter(urls, BASE, { max_loaded_adapters: 1, backoff_base_ms: 60_000 }),
+    );
+    const Y = h.fleet.urls[1]!;
+    // The router's own policy, as its prefetcher loads with (src/prefetch/prefetcher.ts).
+    const policy = (h.router as unknown as { adapterPolicy: AdapterPolicy }).adapterPolicy;
+    const ref = (name: string) => ({ name, path: `/adapters/${name}` });
+    expect(await h.rt.manager.ensure(Y, ref('other'), policy)).toBe('loaded');
+    // X has the free slot the rule prefers: not found there.
+    const missing = await h.chat('x');
+    expect(missing.status).toBe(404);
+    expect(h.loads(0, 'x')).toHaveLength(1);
+    // `x` loads on Y (a prefetch, which plans no copy on X), then is evicted there for `other`.
+    expect(await h.rt.manager.ensure(Y, ref('x'), policy)).toBe('loaded');
+    expect(await h.rt.manager.ensure(Y, ref('other'), policy)).toBe('loaded');
+    const next = await h.chat('x');
+    expect({ status: next.status, code: next.json?.error?.code }).toEqual({ status: 200, code: undefined });
+    expect(next.outcome).toMatchObject({ kind: 'proxy', url: Y });
+    expect(h.loads(0, 'x')).toHaveLength(1);
   });
 });
