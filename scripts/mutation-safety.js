@@ -230,10 +230,18 @@ const TARGETS = [
       'mutation-router',
     ),
   ],
-  // review-64b/64c: the unseen hold's excuse (which answers it is told of, dated when).
+  // review-64b/64c: the unseen hold's excuse (which answers it is told of, dated when). kong-marking:
+  // Kong's own 502/504 marking over an older poll, on a real redis-server too (about 10 s a run).
   [
     'src/router/log-phase.ts',
-    core('log-phase', 'log-phase-upstream', 'integration/lifecycle', 'review-64b', 'review-64c'),
+    core(
+      'log-phase',
+      'log-phase-upstream',
+      'integration/lifecycle',
+      'review-64b',
+      'review-64c',
+      'kong-marking',
+    ),
   ],
   ['src/router/request.ts', core('request', 'mutation-request')],
   ['src/router/slo-class.ts', core('slo-classes', 'mutation-room-wait', 'mutation-slo-class')],
