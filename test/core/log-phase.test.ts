@@ -4,7 +4,7 @@
  * the caller sees (LeaseNotOpen), never a store call the store would ignore silently.
  */
 import type { ReplicaApi } from '../../src/backends/replica-api';
-import { VirtualClock } from '../../src/clock';
+import { systemClock, VirtualClock, type Clock } from '../../src/clock';
 import { LeaseHandle, LeaseNotOpen } from '../../src/lease';
 import { silentLogger } from '../../src/log';
 import { FleetRuntime } from '../../src/runtime';
@@ -16,7 +16,9 @@ import { asRoundTrips } from '../helpers/round-trips';
  * A memory-store runtime with one replica holding adapter 'a'; counts the store's releases and
  * the replica's scrapes (which fail: no network here).
  */
-async function runtimeWithReplica(o: { scrape?: () => Promise<never>; inCall?: boolean } = {}) {
+async function runtimeWithReplica(
+  o: { scrape?: () => Promise<never>; inCall?: boolean; clock?: Clock } = {},
+) {
   const scrapes: string[] = [];
   const api: ReplicaApi = {
     scrape: async (spec) => {
@@ -31,7 +33,7 @@ async function runtimeWithReplica(o: { scrape?: () => Promise<never>; inCall?: b
       throw new Error('no unloads in this test');
     },
   };
-  const rt = new FleetRuntime({ log: silentLogger, seed: 1, api });
+  const rt = new FleetRuntime({ log: silentLogger, seed: 1, api, clock: o.clock });
   await rt.store.upsertReplica(SPEC);
   await rt.store.applySnapshot(U, {
     at: rt.clock.now(),
@@ -248,5 +250,38 @@ describe('in process', () => {
     const record = await admitted(rt);
     expect(releaseLease(LeaseHandle.find(record.lease)!, 200, true)).toBeUndefined();
     expect(rt.store.viewsNow!([U], { name: 'a' })[0]!.adapter?.inFlight).toBe(0);
+  });
+
+  it("a base model's request ending tells the unseen hold of no adapter, not even one named null", async () => {
+    const r = await runtimeWithReplica({ inCall: true });
+    rt = r.rt;
+    const base = (await LeaseHandle.take(rt, U, null)).lease;
+    const named = (await LeaseHandle.take(rt, U, 'null')).lease;
+    // A poll begun while both were open.
+    const polled = Math.max(base.openedMono, named.openedMono);
+    const word = rt.manager.replicaWord;
+    releaseLease(base, 200, true, polled + 1);
+    expect(word.servedEndedSince(U, 'null', polled)).toBe(false);
+    releaseLease(named, 200, true, polled + 1);
+    expect(word.servedEndedSince(U, 'null', polled)).toBe(true);
+  });
+  it('each request ending is told once: the word keeps the last 8 of a replica and adapter', async () => {
+    // The system clock, moved on by the test: a poll begun between two leases' openings.
+    let shift = 0;
+    const clock: Clock = {
+      now: () => systemClock.now() + shift,
+      after: (ms, fn) => systemClock.after(ms, fn),
+    };
+    const r = await runtimeWithReplica({ inCall: true, clock });
+    rt = r.rt;
+    const long = (await LeaseHandle.take(rt, U, 'a')).lease;
+    const polled = long.openedMono + 5_000;
+    shift += 10_000;
+    const later = [];
+    for (let i = 0; i < 4; i++) later.push((await LeaseHandle.take(rt, U, 'a')).lease);
+    // The long request ended first, after the poll began; the four later ones opened after it began.
+    releaseLease(long, 200, true, polled + 10_000);
+    later.forEach((l, i) => releaseLease(l, 200, true, polled + 20_000 + i));
+    expect(rt.manager.replicaWord.servedEndedSince(U, 'a', polled)).toBe(true);
   });
 });
