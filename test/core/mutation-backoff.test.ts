@@ -167,4 +167,15 @@ describe('LoadBackoff', () => {
     t.now += 1;
     expect([b.holdsOff(A, 'k'), b.holdsOff(B, 'k')]).toEqual([false, false]);
   });
+  it('a failure told once the name loaded elsewhere ends the told wait no sooner than the longest', () => {
+    const { t, b } = setup();
+    b.fail(A, 'k', policy, 'w');
+    b.fail(A, 'k', policy, 'w');
+    b.fail(B, 'k', policy, 'not found', false);
+    b.clear(C, 'k');
+    // B's wait (1 s) is told now; A's (2 s) still holds the adapter past it.
+    t.now += 1_000;
+    expect(b.anyHeld('k', t.now)).toBe(true);
+    expect(b.heldUntil('k', A)).toBe(t.now + 1_000);
+  });
 });
