@@ -63,7 +63,7 @@ export class NodeClaim {
    * it differs. One superseded before under this key is the same object again: with a lower
    * `seq` than the live one's (a worker's log phase starts an old-config instance:
    * harness/kong/workers.ts `instanceId`) it is only used; otherwise (a configuration changed back,
-   * or no `__seq__` to tell) it is live again.
+   * or no `__seq__` to tell) it is live again. An older one lapsed since is superseded again, used.
    */
   register(
     key: string,
@@ -82,9 +82,18 @@ export class NodeClaim {
       // phase of a request begun before a reload: plugin.lua 3.9.3 `get_instance_id`): used, not
       // live again. Live again, it superseded the newer one, which lapsed once idle (its replicas
       // forgotten while Kong routes there) while the old one stayed claimed for good.
-      if (old && seq !== undefined && current?.seq !== undefined && seq < current.seq) {
-        this.used(old, nowMono);
-        return old;
+      if (seq !== undefined && current?.seq !== undefined && seq < current.seq) {
+        // Lapsed and dropped already (a request begun before the reload, logged past the grace,
+        // after kong-pdk dropped its idle instance): superseded again, the newer one's settings
+        // first (order 0), rather than live again.
+        const older = old ?? new ConfigClaim(key, content, urls, settings, 0);
+        if (!old) {
+          older.superseded = true;
+          older.lapsed = true;
+          older.seq = seq;
+        }
+        this.used(older, nowMono);
+        return older;
       }
       claim = old;
       if (claim) this.superseded = this.superseded.filter((c) => c !== claim);

@@ -187,4 +187,17 @@ describe('NodeClaim', () => {
     expect([next.releases('u3'), next.releases('u6')]).toEqual([false, true]);
     expect(next.size).toEqual({ live: 4, superseded: 1, released: 1 });
   });
+  it('an older configuration registered again after it lapsed (a request begun before the reload, logged past the grace) is used, not live again', () => {
+    const c = new NodeClaim();
+    c.register('p', 'A', ['u1'], settings(1), 0, 1);
+    const b = c.register('p', 'B', ['u2'], settings(2), 10, 2);
+    expect(c.lapse(10 + GRACE, GRACE)).toEqual(['u1']);
+    // kong-pdk dropped A's idle instance; the long request's log phase starts it again: __seq__ 1.
+    const again = c.register('p', 'A', ['u1'], settings(1), 20 + GRACE, 1);
+    expect([again.superseded, b.superseded]).toEqual([true, false]);
+    expect(c.replicas.get('u2')).toBe(b.settings);
+    // B idle past the grace meanwhile: still the plugin's configuration, still claimed.
+    expect(c.lapse(20 + 3 * GRACE, GRACE)).toEqual(['u1']);
+    expect([c.claims('u1'), c.claims('u2')]).toEqual([false, true]);
+  });
 });
