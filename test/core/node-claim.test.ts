@@ -52,6 +52,9 @@ describe('NodeClaim', () => {
     expect(c.register('p', 'A', ['u1'], settings(1), 20, 1)).toBe(a);
     expect([a.superseded, b.superseded]).toEqual([true, false]);
     expect(c.replicas.get('u2')).toBe(b.settings);
+    // Kept once, not lapsed: a request through it is a use, not a return.
+    expect(c.size).toEqual({ live: 1, superseded: 1, released: 0 });
+    expect(c.used(a, 20)).toBe(false);
     // Idle past the grace: the old one lapses, the newer one stays claimed.
     expect(c.lapse(20 + GRACE, GRACE)).toEqual(['u1']);
     expect([c.claims('u1'), c.claims('u2')]).toEqual([false, true]);
