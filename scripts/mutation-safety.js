@@ -108,8 +108,10 @@ const TARGETS = [
   [
     'src/adapters/backoff.ts',
     // Without shared-races: bound by the wall clock, it failed Stryker's initial run at load average 7.
-    core('adapter-manager', 'access-deadline', 'mutation-manager', 'mutation-backoff'),
+    core('adapter-manager', 'access-deadline', 'mutation-manager', 'mutation-backoff', 'load-backoff-filter'),
   ],
+  // The scheduling filter that routes past a load backing off (stop 66), with its unit and in-process suites.
+  ['src/scheduler/filters/load-backoff.ts', core('load-backoff-filter', 'integration/load-backoff')],
   [
     'src/adapters/load-failures.ts',
     core('adapter-manager', 'shared-races', 'access-deadline', 'mutation-manager', 'mutation-load-failures'),
@@ -228,10 +230,18 @@ const TARGETS = [
       'mutation-router',
     ),
   ],
-  // review-64b/64c: the unseen hold's excuse (which answers it is told of, dated when).
+  // review-64b/64c: the unseen hold's excuse (which answers it is told of, dated when). kong-marking:
+  // Kong's own 502/504 marking over an older poll, on a real redis-server too (about 10 s a run).
   [
     'src/router/log-phase.ts',
-    core('log-phase', 'log-phase-upstream', 'integration/lifecycle', 'review-64b', 'review-64c'),
+    core(
+      'log-phase',
+      'log-phase-upstream',
+      'integration/lifecycle',
+      'review-64b',
+      'review-64c',
+      'kong-marking',
+    ),
   ],
   ['src/router/request.ts', core('request', 'mutation-request')],
   ['src/router/slo-class.ts', core('slo-classes', 'mutation-room-wait', 'mutation-slo-class')],

@@ -88,6 +88,38 @@ describe('load-backoff filter', () => {
     const bare = ctx();
     expect(loadBackoff.filter(onDemand, cands([view('x')], bare), bare).kept).toHaveLength(1);
   });
+  it('keeps a replica whose backoff ended, exactly now or before, beside one that never failed', () => {
+    // ctx's now is 1500.
+    const c = withBackoff({ x: 1500, y: 1000, z: 9000 });
+    const fleet = cands([view('w'), view('x'), view('y'), view('z')], c);
+    expect(urls(loadBackoff.filter(onDemand, fleet, c).kept)).toEqual(['w', 'x', 'y']);
+  });
+
+  it('every candidate backing off: the soonest end wherever it is listed', () => {
+    const c = withBackoff({ x: 4000, y: 9000, z: 6000 });
+    const fleet = cands([view('x'), view('y'), view('z')], c);
+    expect(urls(loadBackoff.filter(onDemand, fleet, c).kept)).toEqual(['x']);
+  });
+
+  it('counts a replica unloading the adapter as a load there', () => {
+    const c = withBackoff({ u: 5000 });
+    const unloading = { state: 'unloading' as const, lastUsed: 0, inFlight: 0 };
+    const fleet = cands([view('u', { adapter: unloading }), view('y')], c);
+    expect(urls(loadBackoff.filter(onDemand, fleet, c).kept)).toEqual(['y']);
+  });
+
+  it('asks nothing for an on-demand request that names no adapter', () => {
+    // A view that would hold anything off, asked of any name: it is asked nothing.
+    const asked: unknown[] = [];
+    const held: LoadBackoffView = {
+      anyHeld: (adapter) => (asked.push(adapter), true),
+      heldUntil: (adapter) => (asked.push(adapter), 9000),
+    };
+    const c = { ...ctx(), loadBackoff: held };
+    const fleet = cands([view('x'), view('y')], c);
+    expect(loadBackoff.filter({ kind: 'on-demand' }, fleet, c).kept).toBe(fleet);
+    expect(asked).toHaveLength(0);
+  });
 });
 
 describe('the pipelines', () => {

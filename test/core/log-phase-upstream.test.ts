@@ -40,6 +40,8 @@ it("Kong's own 502 marks the replica down though its lease is no longer open her
   await expect(logPhase(h!.rt, record, 502, async () => 'error')).rejects.toThrow(LeaseNotOpen);
   const [view] = await h!.rt.store.views([o.url]);
   expect(view!.health).toBe('down');
+  // What the status page shows the operator of it.
+  expect(view!.lastError).toBe('Kong could not proxy to it (502)');
 });
 
 /** Another request, routed on the harness `routed` started. */
@@ -83,6 +85,58 @@ describe('passive health counts only what the replica answered', () => {
   it("a replica's own 503 still counts: three in a row take it out", async () => {
     const o = await routed();
     for (let i = 0; i < 3; i++) await logged(i === 0 ? o : await again(), 503, 'service');
+    expect(await health(o.url)).toBe('down');
+  });
+  it('a 5xx whose source could not be asked still counts (as before it was asked): three take it out', async () => {
+    const o = await routed();
+    const record = (r: typeof o) => ({
+      lease: r.leaseId,
+      replica: r.url,
+      stage: r.stage,
+      adapter: r.adapter,
+    });
+    for (let i = 0; i < 3; i++) {
+      const r = i === 0 ? o : await again();
+      await logPhase(h!.rt, record(r), 500, () => Promise.reject(new Error('get_source failed')));
+    }
+    expect(await health(o.url)).toBe('down');
+  });
+
+  it("Kong's own error other than 502/504 (a 500, source error) is not the replica's failure", async () => {
+    let o = await routed();
+    for (let i = 0; i < 3; i++) {
+      await logged(o, 500, 'error');
+      o = await again();
+    }
+    expect(await health(o.url)).toBe('up');
+  });
+
+  it("a later plugin's 502 (source exit) is not the replica's failure, nor marks it down", async () => {
+    let o = await routed();
+    for (let i = 0; i < 3; i++) {
+      await logged(o, 502, 'exit');
+      o = await again();
+    }
+    expect(await health(o.url)).toBe('up');
+  });
+
+  it("Kong's own 502s count in passive health too: three take it out where the marking is older news", async () => {
+    let o = await routed();
+    // A poll recorded as begun a minute from now (a wall clock stepped back since): the store
+    // refuses the marking, dated now, as older news; the passive count is what is left.
+    const now = Date.now();
+    await h!.rt.store.applySnapshot(o.url, {
+      at: now + 60_000,
+      startedAt: now + 60_000,
+      ok: true,
+      load: { running: 0, waiting: 0, activeAdapters: [], malformedLines: 0 },
+    });
+    await logged(o, 502, 'error');
+    expect(await health(o.url)).toBe('up');
+    for (let i = 0; i < 2; i++) {
+      o = await again();
+      await logged(o, 502, 'error');
+    }
     expect(await health(o.url)).toBe('down');
   });
 });

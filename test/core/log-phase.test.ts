@@ -4,11 +4,11 @@
  * the caller sees (LeaseNotOpen), never a store call the store would ignore silently.
  */
 import type { ReplicaApi } from '../../src/backends/replica-api';
-import { VirtualClock } from '../../src/clock';
+import { systemClock, VirtualClock, type Clock } from '../../src/clock';
 import { LeaseHandle, LeaseNotOpen } from '../../src/lease';
 import { silentLogger } from '../../src/log';
 import { FleetRuntime } from '../../src/runtime';
-import { logPhase, type DecisionRecord } from '../../src/router/log-phase';
+import { logPhase, releaseLease, type DecisionRecord } from '../../src/router/log-phase';
 import { SPEC, U } from '../helpers/runtime-harness';
 import { asRoundTrips } from '../helpers/round-trips';
 
@@ -16,11 +16,14 @@ import { asRoundTrips } from '../helpers/round-trips';
  * A memory-store runtime with one replica holding adapter 'a'; counts the store's releases and
  * the replica's scrapes (which fail: no network here).
  */
-async function runtimeWithReplica() {
+async function runtimeWithReplica(
+  o: { scrape?: () => Promise<never>; inCall?: boolean; clock?: Clock } = {},
+) {
   const scrapes: string[] = [];
   const api: ReplicaApi = {
     scrape: async (spec) => {
       scrapes.push(spec.url);
+      if (o.scrape) return o.scrape();
       throw new Error('not reached in this test');
     },
     loadAdapter: async () => {
@@ -30,7 +33,7 @@ async function runtimeWithReplica() {
       throw new Error('no unloads in this test');
     },
   };
-  const rt = new FleetRuntime({ log: silentLogger, seed: 1, api });
+  const rt = new FleetRuntime({ log: silentLogger, seed: 1, api, clock: o.clock });
   await rt.store.upsertReplica(SPEC);
   await rt.store.applySnapshot(U, {
     at: rt.clock.now(),
@@ -40,7 +43,7 @@ async function runtimeWithReplica() {
     managed: () => true,
   });
   const releases: string[] = [];
-  asRoundTrips(rt.store);
+  if (!o.inCall) asRoundTrips(rt.store);
   const release = rt.store.release.bind(rt.store);
   rt.store.release = (id, now, status) => {
     releases.push(id);
@@ -167,5 +170,118 @@ describe('the log phase gives a lease back once', () => {
     const record: DecisionRecord = { lease: 'unknown-lease', replica: U, stage: 'holder', adapter: 'a' };
     await expect(logPhase(rt, record, 200, async () => 'service')).rejects.toThrow(LeaseNotOpen);
     expect(r.releases).toEqual([]);
+  });
+});
+
+/** Scrapes that stay under way until the test ends them (each fails: no registry is read). */
+function heldScrapes() {
+  const pending: (() => void)[] = [];
+  return {
+    pending,
+    scrape: () =>
+      new Promise<never>((_, fail) => pending.push(() => fail(new Error('scrape ended by the test')))),
+  };
+}
+
+/** Turns of the event loop until `done` (bounded). */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !done(); i++) await new Promise((r) => setImmediate(r));
+}
+
+describe("the log phase's re-read after a 404", () => {
+  let rt: FleetRuntime | undefined;
+  afterEach(() => rt?.stop());
+
+  it('on a store answered by round trips, the log phase ends only once the registry was read afresh', async () => {
+    const held = heldScrapes();
+    const r = await runtimeWithReplica({ scrape: held.scrape });
+    rt = r.rt;
+    const record = await admitted(rt);
+    let ended = false;
+    const logged = logPhase(rt, record, 404, async () => 'service').then(() => (ended = true));
+    await until(() => held.pending.length > 0);
+    expect(r.scrapes).toEqual([U]);
+    await until(() => ended);
+    expect(ended).toBe(false);
+    held.pending[0]!();
+    await logged;
+    expect(ended).toBe(true);
+  });
+
+  it('a 404 while a poll of the replica is under way reads the registry again after that poll', async () => {
+    const held = heldScrapes();
+    const r = await runtimeWithReplica({ scrape: held.scrape });
+    rt = r.rt;
+    const record = await admitted(rt);
+    // Begun before the 404: it may have read the registry before the adapter was lost.
+    const earlier = rt.poller.refreshUrl(U).catch(() => undefined);
+    await until(() => held.pending.length > 0);
+    const logged = logPhase(rt, record, 404, async () => 'service');
+    held.pending[0]!();
+    await earlier;
+    await until(() => held.pending.length > 1);
+    expect(r.scrapes).toEqual([U, U]);
+    held.pending[1]!();
+    await logged;
+  });
+
+  it("a 404 on a base model's request re-reads nothing (no adapter there to have lost)", async () => {
+    const r = await runtimeWithReplica();
+    rt = r.rt;
+    const { lease } = await LeaseHandle.take(rt, U, null);
+    await logPhase(
+      rt,
+      { lease: lease.id, replica: U, stage: 'holder', adapter: null },
+      404,
+      async () => 'service',
+    );
+    expect(await inFlight(rt)).toBe(0);
+    expect(r.scrapes).toEqual([]);
+  });
+});
+
+describe('in process', () => {
+  let rt: FleetRuntime | undefined;
+  afterEach(() => rt?.stop());
+
+  it('a release is answered in the call: no promise, the in-flight count back before it returns', async () => {
+    const r = await runtimeWithReplica({ inCall: true });
+    rt = r.rt;
+    const record = await admitted(rt);
+    expect(releaseLease(LeaseHandle.find(record.lease)!, 200, true)).toBeUndefined();
+    expect(rt.store.viewsNow!([U], { name: 'a' })[0]!.adapter?.inFlight).toBe(0);
+  });
+
+  it("a base model's request ending tells the unseen hold of no adapter, not even one named null", async () => {
+    const r = await runtimeWithReplica({ inCall: true });
+    rt = r.rt;
+    const base = (await LeaseHandle.take(rt, U, null)).lease;
+    const named = (await LeaseHandle.take(rt, U, 'null')).lease;
+    // A poll begun while both were open.
+    const polled = Math.max(base.openedMono, named.openedMono);
+    const word = rt.manager.replicaWord;
+    releaseLease(base, 200, true, polled + 1);
+    expect(word.servedEndedSince(U, 'null', polled)).toBe(false);
+    releaseLease(named, 200, true, polled + 1);
+    expect(word.servedEndedSince(U, 'null', polled)).toBe(true);
+  });
+  it('each request ending is told once: the word keeps the last 8 of a replica and adapter', async () => {
+    // The system clock, moved on by the test: a poll begun between two leases' openings.
+    let shift = 0;
+    const clock: Clock = {
+      now: () => systemClock.now() + shift,
+      after: (ms, fn) => systemClock.after(ms, fn),
+    };
+    const r = await runtimeWithReplica({ inCall: true, clock });
+    rt = r.rt;
+    const long = (await LeaseHandle.take(rt, U, 'a')).lease;
+    const polled = long.openedMono + 5_000;
+    shift += 10_000;
+    const later = [];
+    for (let i = 0; i < 4; i++) later.push((await LeaseHandle.take(rt, U, 'a')).lease);
+    // The long request ended first, after the poll began; the four later ones opened after it began.
+    releaseLease(long, 200, true, polled + 10_000);
+    later.forEach((l, i) => releaseLease(l, 200, true, polled + 20_000 + i));
+    expect(rt.manager.replicaWord.servedEndedSince(U, 'a', polled)).toBe(true);
   });
 });

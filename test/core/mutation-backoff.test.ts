@@ -127,4 +127,55 @@ describe('LoadBackoff', () => {
     expect(b.anyHeld('k', t.now)).toBe(true);
     expect(refusal(() => b.check(A, 'k'))?.code).toBe('adapter_load_backoff');
   });
+  it('keeps the latest end told: a shorter wait failed later elsewhere does not end it early', () => {
+    const { t, b } = setup();
+    b.fail(A, 'k', policy, 'w');
+    b.fail(A, 'k', policy, 'w');
+    // B's first failure ends 1 s from now, A's second 2 s from now.
+    b.fail(B, 'k', policy, 'w');
+    t.now += 1_000;
+    expect(b.heldUntil('k', A)).toBe(t.now + 1_000);
+    expect(b.anyHeld('k', t.now)).toBe(true);
+  });
+
+  it("a success on one replica keeps the others' backoff", () => {
+    const { t, b } = setup();
+    b.fail(A, 'k', policy, 'w');
+    b.fail(B, 'k', policy, 'w');
+    b.clear(A, 'k');
+    expect(refusal(() => b.check(B, 'k'))?.code).toBe('adapter_load_backoff');
+    expect(b.heldUntil('k', B)).toBe(t.now + 1_000);
+    expect(b.anyHeld('k', t.now)).toBe(true);
+    expect(b.size).toBe(1);
+  });
+
+  it('tells nothing of an adapter that never failed', () => {
+    const { t, b } = setup();
+    b.fail(A, 'k', policy, 'w');
+    expect(b.heldUntil('other', A)).toBe(0);
+    expect(b.holdsOff(A, 'other')).toBe(false);
+    expect(b.anyHeld('other', t.now)).toBe(false);
+  });
+
+  it('tells the prefetch where a load would be refused, until the end exactly, routed around or not', () => {
+    const { t, b } = setup();
+    b.fail(A, 'k', policy, 'w');
+    b.fail(B, 'k', policy, 'not found', false);
+    expect([b.holdsOff(A, 'k'), b.holdsOff(B, 'k'), b.holdsOff(C, 'k')]).toEqual([true, true, false]);
+    t.now += 999;
+    expect(b.holdsOff(A, 'k')).toBe(true);
+    t.now += 1;
+    expect([b.holdsOff(A, 'k'), b.holdsOff(B, 'k')]).toEqual([false, false]);
+  });
+  it('a failure told once the name loaded elsewhere ends the told wait no sooner than the longest', () => {
+    const { t, b } = setup();
+    b.fail(A, 'k', policy, 'w');
+    b.fail(A, 'k', policy, 'w');
+    b.fail(B, 'k', policy, 'not found', false);
+    b.clear(C, 'k');
+    // B's wait (1 s) is told now; A's (2 s) still holds the adapter past it.
+    t.now += 1_000;
+    expect(b.anyHeld('k', t.now)).toBe(true);
+    expect(b.heldUntil('k', A)).toBe(t.now + 1_000);
+  });
 });

@@ -52,6 +52,9 @@ describe('NodeClaim', () => {
     expect(c.register('p', 'A', ['u1'], settings(1), 20, 1)).toBe(a);
     expect([a.superseded, b.superseded]).toEqual([true, false]);
     expect(c.replicas.get('u2')).toBe(b.settings);
+    // Kept once, not lapsed: a request through it is a use, not a return.
+    expect(c.size).toEqual({ live: 1, superseded: 1, released: 0 });
+    expect(c.used(a, 20)).toBe(false);
     // Idle past the grace: the old one lapses, the newer one stays claimed.
     expect(c.lapse(20 + GRACE, GRACE)).toEqual(['u1']);
     expect([c.claims('u1'), c.claims('u2')]).toEqual([false, true]);
@@ -131,5 +134,106 @@ describe('NodeClaim', () => {
     expect(next.register('p', 'B', ['u2'], settings(1), 5)).not.toBe(a);
     expect(a.superseded).toBe(true);
     expect(next.lapse(5 + GRACE, GRACE)).toEqual(['u1']);
+  });
+  it("a configuration of another plugin, the same JSON as one superseded, is that plugin's own", () => {
+    const c = new NodeClaim();
+    const a = c.register('p', 'A', ['u1'], settings(1), 0);
+    c.register('p', 'B', ['u2'], settings(1), 10);
+    const q = c.register('q', 'A', ['u1'], settings(1), 20);
+    expect(q).not.toBe(a);
+    expect(q.key).toBe('q');
+    expect(c.size).toEqual({ live: 2, superseded: 1, released: 0 });
+  });
+
+  it("a configuration live again leaves the other plugins' superseded ones claimed", () => {
+    const c = new NodeClaim();
+    c.register('p', 'A', ['u1'], settings(1), 0);
+    c.register('p', 'B', ['u2'], settings(1), 0);
+    c.register('q', 'X', ['u3'], settings(1), 0);
+    c.register('q', 'Y', ['u4'], settings(1), 0);
+    c.register('p', 'A', ['u1'], settings(1), 10);
+    expect(['u1', 'u2', 'u3', 'u4'].map((u) => c.claims(u))).toEqual([true, true, true, true]);
+    expect(c.size).toEqual({ live: 2, superseded: 2, released: 0 });
+    expect(c.lapse(10 + GRACE, GRACE).sort()).toEqual(['u2', 'u3']);
+  });
+
+  it('keeps the highest __seq__ a configuration registered with, and one registered without any', () => {
+    const c = new NodeClaim();
+    const a = c.register('p', 'A', ['u1'], settings(1), 0, 5);
+    const b = c.register('p', 'B', ['u2'], settings(1), 10, 10);
+    // B again from an older worker's build (a lower __seq__), and with none: still known as 10.
+    c.register('p', 'B', ['u2'], settings(1), 20, 3);
+    c.register('p', 'B', ['u2'], settings(1), 30);
+    expect(b.seq).toBe(10);
+    // A's old-config log phase (seq 5 < 10): used, not live again.
+    expect(c.register('p', 'A', ['u1'], settings(1), 40, 5)).toBe(a);
+    expect([a.superseded, b.superseded]).toEqual([true, false]);
+  });
+
+  it('a superseded configuration not lapsed yet is not lapsed by another one lapsing', () => {
+    const c = new NodeClaim();
+    const a = c.register('p', 'A', ['u1'], settings(1), 0);
+    c.register('p', 'B', ['u2'], settings(1), 0);
+    const x = c.register('q', 'X', ['u3'], settings(1), 0);
+    c.register('q', 'Y', ['u4'], settings(1), 0);
+    c.used(x, 30_000);
+    expect(c.lapse(GRACE, GRACE)).toEqual(['u1']);
+    expect([a.lapsed, x.lapsed]).toEqual([true, false]);
+    // A request through X: it was live all along.
+    expect(c.used(x, GRACE + 1)).toBe(false);
+    expect(c.size).toEqual({ live: 2, superseded: 1, released: 1 });
+  });
+
+  it('a lapsed configuration used again is live again once', () => {
+    const c = new NodeClaim();
+    const a = c.register('p', 'A', ['u1'], settings(1), 0);
+    c.register('p', 'B', ['u2'], settings(1), 0);
+    c.lapse(GRACE, GRACE);
+    expect(c.used(a, GRACE + 1)).toBe(true);
+    expect(c.used(a, GRACE + 2)).toBe(false);
+    expect(c.size).toEqual({ live: 1, superseded: 1, released: 0 });
+    expect(c.lapse(GRACE + 2 + GRACE, GRACE)).toEqual(['u1']);
+  });
+
+  it("keeps its own live configuration of a plugin over a replaced runtime's", () => {
+    const old = new NodeClaim();
+    old.register('p', 'B', ['u2'], settings(1), 0);
+    const next = new NodeClaim();
+    const c = next.register('p', 'C', ['u5'], settings(2), 0);
+    next.adopt(old);
+    expect([c.superseded, next.claims('u5')]).toEqual([false, true]);
+    expect(next.replicas.get('u5')).toBe(c.settings);
+  });
+
+  it("takes a replaced runtime's superseded configurations once, and its released replicas not claimed here", () => {
+    const old = new NodeClaim();
+    const a = old.register('p', 'A', ['u1'], settings(1), 0);
+    old.register('p', 'B', ['u2'], settings(1), 0);
+    old.register('q', 'X', ['u3'], settings(1), 0);
+    old.register('q', 'Y', ['u4'], settings(1), 0);
+    old.register('r', 'R', ['u6'], settings(1), 0);
+    old.register('r', 'S', ['u7'], settings(1), 0);
+    old.used(a, GRACE); // A stays superseded; X and R lapse: u3 and u6 released
+    expect(old.lapse(GRACE, GRACE).sort()).toEqual(['u3', 'u6']);
+    const next = new NodeClaim();
+    next.register('z', 'Z', ['u3'], settings(1), GRACE); // claims u3 again
+    next.adopt(old);
+    next.adopt(old);
+    expect(['u1', 'u2', 'u4', 'u7'].map((u) => next.claims(u))).toEqual([true, true, true, true]);
+    expect([next.releases('u3'), next.releases('u6')]).toEqual([false, true]);
+    expect(next.size).toEqual({ live: 4, superseded: 1, released: 1 });
+  });
+  it('an older configuration registered again after it lapsed (a request begun before the reload, logged past the grace) is used, not live again', () => {
+    const c = new NodeClaim();
+    c.register('p', 'A', ['u1'], settings(1), 0, 1);
+    const b = c.register('p', 'B', ['u2'], settings(2), 10, 2);
+    expect(c.lapse(10 + GRACE, GRACE)).toEqual(['u1']);
+    // kong-pdk dropped A's idle instance; the long request's log phase starts it again: __seq__ 1.
+    const again = c.register('p', 'A', ['u1'], settings(1), 20 + GRACE, 1);
+    expect([again.superseded, b.superseded]).toEqual([true, false]);
+    expect(c.replicas.get('u2')).toBe(b.settings);
+    // B idle past the grace meanwhile: still the plugin's configuration, still claimed.
+    expect(c.lapse(20 + 3 * GRACE, GRACE)).toEqual(['u1']);
+    expect([c.claims('u1'), c.claims('u2')]).toEqual([false, true]);
   });
 });
