@@ -200,7 +200,7 @@ describe('NodeClaim', () => {
     old.register('p', 'B', ['u2'], settings(1), 0);
     const next = new NodeClaim();
     const c = next.register('p', 'C', ['u5'], settings(2), 0);
-    next.adopt(old);
+    next.adopt(old, 0);
     expect([c.superseded, next.claims('u5')]).toEqual([false, true]);
     expect(next.replicas.get('u5')).toBe(c.settings);
   });
@@ -217,8 +217,8 @@ describe('NodeClaim', () => {
     expect(old.lapse(GRACE, GRACE).sort()).toEqual(['u3', 'u6']);
     const next = new NodeClaim();
     next.register('z', 'Z', ['u3'], settings(1), GRACE); // claims u3 again
-    next.adopt(old);
-    next.adopt(old);
+    next.adopt(old, GRACE);
+    next.adopt(old, GRACE);
     expect(['u1', 'u2', 'u4', 'u7'].map((u) => next.claims(u))).toEqual([true, true, true, true]);
     expect([next.releases('u3'), next.releases('u6')]).toEqual([false, true]);
     expect(next.size).toEqual({ live: 4, superseded: 1, released: 1 });
