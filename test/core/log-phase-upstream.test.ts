@@ -64,10 +64,14 @@ const logged = (o: Extract<RouteOutcome, { kind: 'proxy' }>, status: number, sou
 const health = async (url: string) => (await h!.rt.store.views([url]))[0]!.health;
 
 describe('passive health counts only what the replica answered', () => {
-  it("a later plugin's 503 (source exit: request-termination after this plugin) is not the replica's failure", async () => {
+  it.each([
+    [503, 'exit', "a later plugin's 503 (request-termination after this plugin)"],
+    [500, 'error', "Kong's own error other than 502/504"],
+    [502, 'exit', "a later plugin's 502, which marks nothing down either"],
+  ])("%p with source %p is not the replica's failure: %s", async (status, source) => {
     let o = await routed();
     for (let i = 0; i < 3; i++) {
-      await logged(o, 503, 'exit');
+      await logged(o, status, source);
       o = await again();
     }
     expect(await health(o.url)).toBe('up');
@@ -100,24 +104,6 @@ describe('passive health counts only what the replica answered', () => {
       await logPhase(h!.rt, record(r), 500, () => Promise.reject(new Error('get_source failed')));
     }
     expect(await health(o.url)).toBe('down');
-  });
-
-  it("Kong's own error other than 502/504 (a 500, source error) is not the replica's failure", async () => {
-    let o = await routed();
-    for (let i = 0; i < 3; i++) {
-      await logged(o, 500, 'error');
-      o = await again();
-    }
-    expect(await health(o.url)).toBe('up');
-  });
-
-  it("a later plugin's 502 (source exit) is not the replica's failure, nor marks it down", async () => {
-    let o = await routed();
-    for (let i = 0; i < 3; i++) {
-      await logged(o, 502, 'exit');
-      o = await again();
-    }
-    expect(await health(o.url)).toBe('up');
   });
 
   it("Kong's own 502s count in passive health too: three take it out where the marking is older news", async () => {
