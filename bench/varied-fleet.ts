@@ -163,7 +163,13 @@ export async function variedBed(
       const r = int(replicas);
       await store.applySnapshot(urls[r]!, { at: now, ok: i % 202 !== 0, error: 'down', load: load() });
     }
-    const trail = d === null ? 'none' : `${d.replica.url} ${d.stage} ${JSON.stringify(d.filters)}`;
+    // The `load-backoff` filter came after b0f2ae1: no load fails in this bed, so it keeps what the
+    // step before it kept, and is left out of the trail only then (the digests still prove the
+    // decisions unchanged; a step that dropped a candidate would stay in and move them).
+    const filters = d?.filters.filter(
+      (f, k, all) => f.name !== 'load-backoff' || f.kept !== all[k - 1]?.kept,
+    );
+    const trail = d === null ? 'none' : `${d.replica.url} ${d.stage} ${JSON.stringify(filters)}`;
     return `${trail} ${d === null ? '' : JSON.stringify(d.scores)} ${figures.join(',')}\n`;
   };
   return { decide };
