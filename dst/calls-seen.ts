@@ -25,6 +25,10 @@ const READS_KEPT = 16;
 
 export const routingRequest = new AsyncLocalStorage<number>();
 
+/** The key of a request's placement of `adapter` on `url`. */
+const placementKey = (request: number | undefined, adapter: string, url: string) =>
+  `${request}\u0000${adapter}\u0000${url}`;
+
 /** One adapter a prefetch tick has the manager make resident on one replica (`AdapterManager.ensure`). */
 export interface PrefetchEnsure {
   adapter: string;
@@ -70,6 +74,10 @@ export class CallsSeen {
   >();
   /** By request (arrival number): the adapter it routes, the load its make-room unloads are for. */
   readonly adapterOf = new Map<number, string>();
+  /** By request (arrival number): the replicas the configuration routing it lists (its load calls carry them). */
+  readonly listedOf = new Map<number, readonly string[]>();
+  /** By request, adapter and replica: when the request first won the adapter's placement there (shared store). */
+  private readonly placedAt = new Map<string, number>();
   /** The adapters prefetch ticks had the manager make resident, in the order they began. */
   readonly prefetchEnsures: PrefetchEnsure[] = [];
   /** Load calls sent and not answered yet (any node). */
@@ -114,13 +122,20 @@ export class CallsSeen {
     return total;
   }
 
-  /** Notes each placement a runtime claims, and wins, past another it saw (`seen`): a copy on purpose. */
+  /**
+   * Notes each placement a runtime claims, and wins, past another it saw (`seen`): a copy on
+   * purpose; and when each request first won the placement of its adapter on a replica (`placedAt`).
+   */
   spreadsSeen(link: RedisLink): void {
     const claim = link.claimPlacement.bind(link);
     link.claimPlacement = async (adapter, url, seen, ...rest) => {
+      const request = routingRequest.getStore();
       const placed = await claim(adapter, url, seen, ...rest);
       if (seen && seen !== url && placed === url)
         this.spreads.push({ at: this.sched.now(), adapter, url, past: seen });
+      const key = placementKey(request, adapter, url);
+      if (placed === url && request !== undefined && !this.placedAt.has(key))
+        this.placedAt.set(key, this.sched.now());
       return placed;
     };
   }
@@ -329,6 +344,10 @@ export class CallsSeen {
       if (prefetch?.ensure) prefetch.ensure.loads++;
       const grant = sent.request === undefined ? undefined : this.spendGrants.get(sent.request);
       if (grant) sent.grant = grant;
+      const listed = sent.request === undefined ? undefined : this.listedOf.get(sent.request);
+      if (listed) sent.listed = listed;
+      const placedAt = this.placedAt.get(placementKey(sent.request, name, sent.url));
+      if (placedAt !== undefined) sent.placedAt = placedAt;
       this.loadCalls.push(sent);
       this.loadsInFlight++;
       const reply = call(method, url, timeoutMs, body);

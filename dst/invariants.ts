@@ -118,6 +118,10 @@ export interface LoadCall {
   gaveUpAt?: number;
   /** When its sender had the answer or gave up (undefined: still waiting). */
   endedAt?: number;
+  /** The replicas the configuration routing its request lists (none: not sent for a request). */
+  listed?: readonly string[];
+  /** When its request first won the adapter's placement on its replica (none: it never did). */
+  placedAt?: number;
 }
 
 /**
@@ -200,7 +204,16 @@ export class LogChecks {
   /** Load calls under way, by adapter: [replica, start] (one load per burst). */
   private readonly loading = new Map<
     string,
-    { url: string; start: number; end: number; quiet: boolean; gaveUpAt: number; prefetch: boolean }[]
+    {
+      url: string;
+      start: number;
+      end: number;
+      quiet: boolean;
+      gaveUpAt: number;
+      prefetch: boolean;
+      listed: readonly string[] | undefined;
+      placed: number;
+    }[]
   >();
 
   constructor(
@@ -539,14 +552,24 @@ export class LogChecks {
           !(l.gaveUpAt <= start) &&
           !(gaveUp <= l.start) &&
           !this.spreadPast(e.name, e.replica, l.url, start) &&
-          !this.spreadPast(e.name, l.url, e.replica, l.start)
+          !this.spreadPast(e.name, l.url, e.replica, l.start) &&
+          !unlisted({ url: e.replica, placed: began?.placedAt ?? start, listed: began?.listed }, l)
         )
           this.fail(
             w,
             'each cold adapter loaded once per burst',
             `${e.name} loading on ${l.url} and ${e.replica} at once`,
           );
-    others.push({ url: e.replica, start, end: e.at, quiet, gaveUpAt: gaveUp, prefetch });
+    others.push({
+      url: e.replica,
+      start,
+      end: e.at,
+      quiet,
+      gaveUpAt: gaveUp,
+      prefetch,
+      listed: began?.listed,
+      placed: began?.placedAt ?? start,
+    });
     this.loading.set(e.name, others);
   }
 
@@ -577,6 +600,23 @@ export class LogChecks {
   fail(w: WorldView, invariant: string, detail: string): never {
     throw new InvariantBroken({ invariant, detail, at: w.now, step: w.step });
   }
+}
+
+/**
+ * Whether the later placed of two loads of one adapter (placed: when its request won the
+ * placement there, else when the load began) was sent for a request whose routing configuration
+ * does not list the other's replica: it could not join it there (a node routes only to the
+ * replicas its configuration lists, and follows no placement elsewhere: src/router/placement.ts).
+ * Seed 2855225: a worker on the new configuration, replica-1 only, beside one on the previous
+ * configuration loading on replica-0. Seed 2883001: a request placed on replica-1 since 4,052 ms,
+ * waiting for room there, loads after one whose configuration lists replica-0 only began there.
+ */
+function unlisted(
+  a: { url: string; placed: number; listed?: readonly string[] | undefined },
+  b: { url: string; placed: number; listed?: readonly string[] | undefined },
+): boolean {
+  const [first, later] = a.placed >= b.placed ? [b, a] : [a, b];
+  return later.listed !== undefined && !later.listed.includes(first.url);
 }
 
 function describe(v: ChaosViolation): string {

@@ -138,6 +138,10 @@ export class RequestRouting {
       if (!this.decidedAt.has(arrivals)) this.decidedAt.set(arrivals, this.g.sched.now());
     };
     const svc = this.serviceFor(p, a);
+    // The replicas the configuration routing it lists (a stale worker's: the previous one): the
+    // health filter fails open among them, and its loads can go nowhere else.
+    const listed = svc.config.replicas.map((r) => urlParts(r.url).origin);
+    this.g.calls.listedOf.set(arrivals, listed);
     // The runtime current when it came: the one it is decided on (Router.route), or a successor.
     const came = p.rt;
     // The class header as Kong hands the plugin the request's headers (plugins/lora-router.ts reads it so).
@@ -201,7 +205,7 @@ export class RequestRouting {
       );
       if (out.kind !== 'proxy' || !p.alive) return;
       const origin = urlParts(out.url).origin;
-      this.avoided(p, origin, arrivals);
+      this.avoided(p, origin, arrivals, listed);
       // The state its lease is on: the runtime that decided it (after a record change to other
       // state, a request waiting for room is decided again on the new one).
       const prefix = out.leaseId.slice(0, out.leaseId.lastIndexOf('-'));
@@ -223,7 +227,7 @@ export class RequestRouting {
             sure: decidedAlone && localAtArrival,
             maybe: decidedAlone || localAtArrival,
           },
-          svc.config.replicas.map((r) => r.url),
+          listed,
         );
       // A later plugin answered it (a proxy-cache hit, request-termination's 503): never
       // proxied; the log phase still runs.
@@ -598,9 +602,11 @@ export class RequestRouting {
    * state began, and for longer than its poller takes to see it, gets no request from it while
    * another replica is up (test/reliability/faults.test.ts's "once seen, none goes there"). Not
    * counted: the time request `arrival` waited on replies a slow link made late since its last
-   * read of health (dst/health-reads.ts, seed 516051).
+   * read of health (dst/health-reads.ts, seed 516051). Another replica counts only if the
+   * configuration that routed it lists it (`listed`): the health filter fails open among those
+   * (seed 2859841: a node's configuration listing only the replica down).
    */
-  private avoided(p: Process, origin: string, arrival: number): void {
+  private avoided(p: Process, origin: string, arrival: number, listed: readonly string[]): void {
     const down = this.g.replicas.down(origin, POLL_MS, POLL_TIMEOUT_MS);
     if (!down || down.since < Math.max(p.startedAt, this.g.lastRecordChange())) return;
     const now = this.g.sched.now();
@@ -623,7 +629,7 @@ export class RequestRouting {
     // Nor, deciding alone, one its own polls timed out on `unhealthy_timeouts` times in a row
     // since their last answer (a slow path from its host to it: seed 100813): down there too.
     const sees = { sender, db: p.db, alone: { sure: alone, maybe: alone } };
-    if (!this.g.replicas.urls.some((u) => this.seenUpBy(sees, u, now))) return;
+    if (!listed.some((u) => this.seenUpBy(sees, u, now))) return;
     const w = this.g.view();
     this.g.violate({
       invariant: 'a replica seen down gets no request',

@@ -511,6 +511,7 @@ describe('the simulation holds a cold adapter to one load per burst, but for a c
     alone: readonly boolean[] = [false, false],
     resets: WorldView['resets'] = [],
     prefetch: readonly boolean[] = [false, false],
+    extra: readonly Partial<LoadCall>[] = [],
   ) => {
     const entry = (at: number) => ({
       at,
@@ -529,6 +530,7 @@ describe('the simulation holds a cold adapter to one load per burst, but for a c
       alone: alone[i] ?? false,
       degraded: false,
       ...(prefetch[i] ? { prefetch: true as const } : {}),
+      ...extra[i],
     }));
     const log = (at: number) => [entry(at)];
     return broken(
@@ -557,6 +559,25 @@ describe('the simulation holds a cold adapter to one load per burst, but for a c
       'each cold adapter loaded once per burst',
     );
     expect(overlapping([], undefined, [1000])).toBe('each cold adapter loaded once per burst');
+  });
+
+  it('a request whose configuration does not list the replica placed first cannot join it there (seeds 2855225, 2883001)', () => {
+    const both = [r0, r1];
+    // replica-0's load began first; the later one's configuration lists replica-1 only.
+    expect(overlapping([], undefined, [], undefined, [{ listed: both }, { listed: [r1] }])).toBeUndefined();
+    // Listing replica-0 it could have joined: caught; so when only the first's configuration lacks replica-1.
+    expect(overlapping([], undefined, [], undefined, [{ listed: both }, { listed: both }])).toBe(
+      'each cold adapter loaded once per burst',
+    );
+    expect(overlapping([], undefined, [], undefined, [{ listed: [r0] }, { listed: both }])).toBe(
+      'each cold adapter loaded once per burst',
+    );
+    // The order is the placements': replica-1's request placed first, so replica-0's is the later one.
+    const placedFirst = [{ listed: [r0] }, { listed: both, placedAt: 1000 }];
+    expect(overlapping([], undefined, [], undefined, placedFirst)).toBeUndefined();
+    expect(
+      overlapping([], undefined, [], undefined, [{ listed: both }, { listed: both, placedAt: 1000 }]),
+    ).toBe('each cold adapter loaded once per burst');
   });
 
   it("a prefetch's load is a copy on purpose (src/prefetch/planner.ts), beside a request's or another's", () => {

@@ -5,6 +5,7 @@
  */
 import { runSchedule } from '../../dst/run';
 import type { Schedule } from '../../dst/schedule';
+import { health } from '../../src/scheduler/filters/health';
 
 const WORLD: Schedule['world'] = {
   nodes: 3,
@@ -5165,6 +5166,32 @@ describe("each cold adapter loaded once per burst: a spread's placement dropped 
   }, 60_000);
 });
 
+/** Seed 2859841's world (with configuration changes). */
+const WORLD_2859841: Schedule['world'] = {
+  nodes: 3,
+  replicas: 2,
+  maxLoadedAdapters: 2,
+  adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+  loadMs: 200,
+  decodeMsPerStep: 50,
+  coldLoadsPerMinute: 1000,
+  leaseMaxAgeMs: 4000,
+  ttftSloMs: 1000,
+  spanMs: 4297,
+  upstreamTimeoutMs: 5000,
+  nodeTtlMs: 500,
+  configChanges: { retainEveryMs: 3000, staleMs: 694 },
+};
+
+/** Its kept schedule: replica-0 answering 500, node 0's configuration changed to list `listed`, then its request. */
+const outage2859841 = (listed: number[]): Schedule['actions'] => [
+  { at: 826, kind: 'request', node: 2, adapter: 7, tokens: 1, prompt: 1198, onOldConfig: true },
+  { at: 949, kind: 'request', node: 2, adapter: 9, tokens: 2, prompt: 1519, onOldConfig: true },
+  { at: 1077, kind: 'replica-outage', replica: 0, ms: 3362, mode: 'error500' },
+  { at: 3002, kind: 'config-change', node: 0, replicas: listed },
+  { at: 3570, kind: 'request', node: 0, adapter: 9, tokens: 6, prompt: 1239 },
+];
+
 describe('schedules with configuration changes', () => {
   // Seed 2740782 with configuration changes (--keep 25,43,44,53; found by the sweep of
   // 2,740,000-2,744,999 on branch dst-config): node 2's configuration changes to list replica-1
@@ -5199,6 +5226,177 @@ describe('schedules with configuration changes', () => {
         { at: 3193, kind: 'config-change', node: 2, replicas: [1] },
         { at: 3218, kind: 'request', node: 2, adapter: -1, tokens: 54, prompt: 1141 },
         { at: 3861, kind: 'request', node: 2, adapter: -1, tokens: 23, prompt: 1598 },
+      ],
+    );
+  }, 60_000);
+  // Seed 2859841 with configuration changes (--keep 14,15,19,27,28; found by the lead's sweep of
+  // main): replica-0 answers 500 from 1,077 ms for 3,362 ms and node 0's configuration changes at
+  // 3,002 ms to list replica-0 only; its request at 3,570 ms goes there, as the health filter fails
+  // open among the replicas of the configuration that routes it. "A replica seen down gets no
+  // request" counted the world's other replica, up, as somewhere else to go: it now counts those the
+  // routing configuration lists, as the kong-mark check does (seed 2740782; a gap in the check).
+  it('seed 2859841: a node whose configuration lists only the replica down routes there', async () => {
+    await holds(2859841, WORLD_2859841, outage2859841([0]));
+  }, 60_000);
+
+  // The check still holds a router to its health filter among the replicas its configuration
+  // lists: node 0's configuration listing both, replica-1 up, its request avoids replica-0; a
+  // planted filter that keeps every candidate sends it there and is caught.
+  it('seed 2859841 listing both replicas: the request avoids the one down, and a filter that keeps it is caught', async () => {
+    await holds(2859841, WORLD_2859841, outage2859841([0, 1]));
+    const filter = health.filter;
+    health.filter = (_req, candidates) => ({ kept: candidates });
+    try {
+      const r = await runSchedule({ seed: 2859841, world: WORLD_2859841, actions: outage2859841([0, 1]) });
+      expect(r.violation?.invariant).toBe('a replica seen down gets no request');
+    } finally {
+      health.filter = filter;
+    }
+  }, 60_000);
+
+  // Seed 2855225 with configuration changes (--keep 5,6,7,16,20,21,22,27,29,30; found by the lead's
+  // sweep of main): node 2's configuration lists replica-1 only from 1,795 ms; its request for `code`
+  // at 3,019 ms is routed by a worker still on the previous configuration (both replicas), the one at
+  // 3,434 ms by the new one. Both decide at 6,825 ms, past the partition: the first loads `code` on
+  // replica-0, the second cannot join it there (its configuration does not list replica-0) and loads
+  // it on replica-1. "Each cold adapter loaded once per burst" now excuses a second load whose
+  // routing configuration does not list the replica of the first (a gap in the check).
+  it('seed 2855225: a request cannot join a load on a replica its configuration does not list', async () => {
+    await holds(
+      2855225,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 3805,
+        staticAdapters: ['sql,chat'],
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        prefetch: { intervalMs: 2000, halfLifeMs: 3000, loadsPerMinute: 4, hysteresis: 0.5, evictFactor: 1 },
+        configChanges: { retainEveryMs: 3000, staleMs: 2053 },
+      },
+      [
+        { at: 301, kind: 'request', node: 1, adapter: 0, tokens: 4, prompt: 376, onOldConfig: true },
+        { at: 302, kind: 'request', node: 1, adapter: 4, tokens: 5, prompt: 623, onOldConfig: true },
+        { at: 304, kind: 'request', node: 1, adapter: 2, tokens: 3, prompt: 99, onOldConfig: true },
+        { at: 1388, kind: 'partition', node: 2, ms: 2229 },
+        { at: 1676, kind: 'request', node: 1, adapter: 7, tokens: 1, prompt: 1332 },
+        { at: 1699, kind: 'request', node: 0, adapter: 7, tokens: 5, prompt: 1380 },
+        { at: 1795, kind: 'config-change', node: 2, replicas: [1] },
+        { at: 3019, kind: 'request', node: 2, adapter: 5, tokens: 4, prompt: 1342, onOldConfig: true },
+        { at: 3284, kind: 'config-change', node: 2, replicas: [1] },
+        { at: 3434, kind: 'request', node: 2, adapter: 5, tokens: 2, prompt: 1860, onOldConfig: true },
+      ],
+    );
+  }, 60_000);
+  // Seed 2883001 with configuration changes (--keep 0,1,3,4,5,6,7,8,9,10,11,12,13,14,15,17,19,20;
+  // found by the lead's sweep of main): request 3 for `fin`, routed by a worker on node 0's previous
+  // configuration (both replicas), won the placement on replica-1 at 5,254 ms and waits for room
+  // there (others' loads take the slots it frees); request 10, routed by the new configuration
+  // (replica-0 only), cannot follow that placement and loads `fin` on replica-0 at 6,106 ms; request
+  // 3's room comes and it loads on replica-1 at 6,333 ms. The later placed is judged, not the later
+  // begun load: it could not join a replica its configuration does not list (a gap in the check).
+  it('seed 2883001: a request placed first loads after one that could not follow its placement', async () => {
+    await holds(
+      2883001,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1 },
+        ],
+        configChanges: { retainEveryMs: 10_000, staleMs: 246 },
+      },
+      [
+        { at: 12, kind: 'request', node: 2, adapter: 6, tokens: 1, prompt: 525, cls: 'interactive' },
+        { at: 37, kind: 'request', node: 2, adapter: 5, tokens: 1, prompt: 722, cls: 'batch' },
+        {
+          at: 371,
+          kind: 'request',
+          node: 0,
+          adapter: 9,
+          tokens: 1,
+          prompt: 1799,
+          cls: 'batch',
+          onOldConfig: true,
+        },
+        { at: 603, kind: 'record-change', otherState: false, gapMs: 342 },
+        { at: 734, kind: 'redis-restart', empty: false, downMs: 883 },
+        { at: 854, kind: 'request', node: 1, adapter: 1, tokens: 4, prompt: 923, cls: 'interactive' },
+        { at: 972, kind: 'slow-path', node: 2, replica: 1, ms: 243, hopMs: 2867 },
+        { at: 991, kind: 'request', node: 1, adapter: 7, tokens: 3, prompt: 1708, cls: 'interactive' },
+        {
+          at: 1025,
+          kind: 'request',
+          node: 2,
+          adapter: 0,
+          tokens: 6,
+          prompt: 1312,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+        { at: 1086, kind: 'redis-restart', empty: false, downMs: 319 },
+        { at: 1103, kind: 'config-change', node: 2, replicas: [0] },
+        {
+          at: 1110,
+          kind: 'request',
+          node: 0,
+          adapter: 5,
+          tokens: 4,
+          prompt: 832,
+          cls: 'batch',
+          onOldConfig: true,
+        },
+        { at: 1186, kind: 'config-change', node: 0, replicas: [0] },
+        { at: 1369, kind: 'config-change', node: 1, replicas: [0] },
+        {
+          at: 1605,
+          kind: 'request',
+          node: 0,
+          adapter: 3,
+          tokens: 2,
+          prompt: 939,
+          cls: 'batch',
+          onOldConfig: true,
+        },
+        {
+          at: 1734,
+          kind: 'request',
+          node: 1,
+          adapter: 5,
+          tokens: 5,
+          prompt: 1282,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+        {
+          at: 1977,
+          kind: 'request',
+          node: 0,
+          adapter: 9,
+          tokens: 3,
+          prompt: 481,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+        { at: 65_116, kind: 'config-change', node: 0, replicas: [0, 1] },
       ],
     );
   }, 60_000);
