@@ -208,24 +208,18 @@ return 1`,
 local k, url, seen, claimer = P .. 'place:' .. ARGV[2], ARGV[3], ARGV[4], ARGV[6]
 local c = P .. 'placers:' .. ARGV[2]
 local cur = redis.call('GET', k)
-if not cur then
-  redis.call('SET', k, url, 'PX', ARGV[5])
-  redis.call('DEL', c)
+if cur == url then
   if claimer ~= '' then
     redis.call('SADD', c, claimer)
-    redis.call('PEXPIRE', c, ARGV[5])
+    local left = redis.call('PTTL', k)
+    if left > 0 then redis.call('PEXPIRE', c, left) end
   end
   return url
 end
-if cur == url and claimer ~= '' then
-  redis.call('SADD', c, claimer)
-  local left = redis.call('PTTL', k)
-  if left > 0 then redis.call('PEXPIRE', c, left) end
-end
-if cur == url then return url end
-if cur ~= seen then return cur end
--- Spread past the placement seen: placed here now, for this load (else the last claimer of the old
--- placement drops it under the load, and the next cold request places a third copy: seed 2416114).
+if cur and cur ~= seen then return cur end
+-- Free, or a spread past the placement seen: placed here now, for this load (else the last claimer
+-- of the old placement drops it under the load, and the next cold request places a third copy:
+-- seed 2416114).
 redis.call('SET', k, url, 'PX', ARGV[5])
 redis.call('DEL', c)
 if claimer ~= '' then
