@@ -7,7 +7,7 @@ import { errors } from '../errors';
 import type { AdapterRef, ReplicaView } from '../fleet/types';
 import type { FleetRuntime } from '../runtime';
 import { toCandidate, type SchedulingPipeline } from '../scheduler/pipeline';
-import { needsLoad } from '../scheduler/filters/load-backoff';
+import { heldOffThere } from '../scheduler/filters/load-backoff';
 import { loadCost } from '../scheduler/victims';
 import type { Decision, SchedulingContext } from '../scheduler/types';
 import { LeaseHandle } from '../lease';
@@ -21,7 +21,7 @@ import type { RoomWait } from './room-wait';
  * process holds off after a failure (src/adapters/backoff.ts; the `load-backoff` filter's test).
  */
 function heldOff(rt: FleetRuntime, v: ReplicaView, adapter: AdapterRef | undefined, now: number): boolean {
-  return adapter !== undefined && needsLoad(v) && rt.manager.backoff.heldUntil(adapter.name, v.url) > now;
+  return adapter !== undefined && heldOffThere(v, adapter.name, rt.manager.backoff, now);
 }
 
 /** Decisions a cold request retakes because another router placed its adapter first. */

@@ -1,5 +1,5 @@
 import type { ReplicaView } from '../../fleet/types';
-import type { Filter } from '../types';
+import type { Filter, LoadBackoffView } from '../types';
 import { keep } from './keep';
 
 /**
@@ -19,7 +19,7 @@ export const loadBackoff: Filter = {
     if (req.kind !== 'on-demand' || !held || name === undefined || !held.anyHeld(name, ctx.now))
       return { kept: candidates };
     const now = ctx.now;
-    const free = keep(candidates, (c) => !needsLoad(c) || held.heldUntil(name, c.url) <= now);
+    const free = keep(candidates, (c) => !heldOffThere(c, name, held, now));
     if (free.length > 0) return { kept: free };
     let soonest = Infinity;
     for (let i = 0; i < candidates.length; i++) {
@@ -29,6 +29,16 @@ export const loadBackoff: Filter = {
     return { kept: keep(candidates, (c) => held.heldUntil(name, c.url) <= soonest) };
   },
 };
+
+/** Whether a request for `name` sent to `v` at `now` would make a load there that is held off (the filter's test, and placement's). */
+export function heldOffThere(
+  v: Pick<ReplicaView, 'adapter' | 'url'>,
+  name: string,
+  held: LoadBackoffView,
+  now: number,
+): boolean {
+  return needsLoad(v) && held.heldUntil(name, v.url) > now;
+}
 
 /**
  * A request sent there makes a load of its own: the adapter absent or going, or there only by a
