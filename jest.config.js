@@ -27,6 +27,7 @@ const WAITING = [
   'integration/replica-modes',
   'integration/slo-max-in-flight',
   'kong/departed-replicas',
+  'kong/old-config-log-phase',
   'kong/rate-limited-log',
   'kong/replica-last-word',
   'kong/slo-max-in-flight',
