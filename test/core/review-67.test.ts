@@ -13,17 +13,33 @@ import { Plugin } from '../../plugins/lora-router';
 import { redisRuntimes } from '../helpers/runtime-harness';
 
 const h = redisRuntimes('r67');
-/** Loopback ports nothing listens on: preflight and polls are refused at once. */
+/**
+ * Loopback ports nothing listens on: preflight and polls are refused at once. One test's own: the
+ * process's runtimes outlive a test, and one routing to a replica steps down for a newer one.
+ */
 const UA = 'http://127.0.0.1:9';
 const UB = 'http://127.0.0.1:7';
+const UC = 'http://127.0.0.1:11';
 const readies: Promise<void>[] = [];
 afterEach(async () => {
   await Promise.allSettled(readies.splice(0));
 });
 
 /** Kong constructing a lora-router instance of plugin `pluginId` (one per test: the process keeps them). */
-function instance(pluginId: string, redis: RedisConfig, seq: number, urls: string[]): RouterService {
-  const config = { replicas: urls.map((url) => ({ url })), redis, __plugin_id: pluginId, __seq__: seq };
+function instance(
+  pluginId: string,
+  redis: RedisConfig,
+  seq: number,
+  urls: string[],
+  more: Record<string, unknown> = {},
+): RouterService {
+  const config = {
+    replicas: urls.map((url) => ({ url })),
+    redis,
+    ...more,
+    __plugin_id: pluginId,
+    __seq__: seq,
+  };
   const service = (new Plugin(config) as unknown as { service: RouterService | null }).service;
   if (!service) throw new Error('the configuration was refused');
   h.track(service.runtime);
@@ -55,15 +71,42 @@ describe('an old-config instance is told by its own plugin’s newer configurati
     const db = (database: number) => h.redis.config(p, { database });
     const named = (rt: { stateKey: string }) =>
       ({ [stateKeyOf(db(1))]: 'db1', [stateKeyOf(db(2))]: 'db2' })[rt.stateKey] ?? 'another';
-    instance(`${p}A`, db(0), 1, [UA]);
+    instance(`${p}A`, db(0), 1, [UC]);
     // Two changes in a row: worker 1 rebuilt after the first (database 1, `__seq__` 2), worker 2
     // only after the second (database 2, `__seq__` 3) and started its instance first. Worker 1's
     // first request after its rebuild starts the instance of the first change's configuration.
-    const second = instance(`${p}A`, db(2), 3, [UA]);
-    const first = instance(`${p}A`, db(1), 2, [UA]);
+    const second = instance(`${p}A`, db(2), 3, [UC]);
+    const first = instance(`${p}A`, db(1), 2, [UC]);
     expect({ first: named(first.runtime.current()), second: named(second.runtime.current()) }).toEqual({
       first: 'db2',
       second: 'db2',
     });
   }, 30_000);
+});
+
+describe("a `redis` record change with other settings: the replicas follow the new configuration's", () => {
+  // The successor registers the plugin's new configuration, then adopts the old runtime's, kept
+  // superseded for the grace (NodeClaim.adopt): its registration order counts on the old
+  // runtime, not this one's, and a superseded configuration is never the one that sets a replica.
+  it.each([
+    ['same state (timeout changed too)', { timeout: 2000 }, { timeout: 3000 }, 'http://127.0.0.1:13'],
+    ['other state (another database)', { database: 0 }, { database: 1 }, 'http://127.0.0.1:15'],
+  ])(
+    '%s',
+    async (_name, before, after, u) => {
+      const p = h.prefix();
+      instance(`${p}A`, h.redis.config(p, before), 1, [u], { max_loaded_adapters: 4 });
+      const next = instance(`${p}A`, h.redis.config(p, after), 2, [u], { max_loaded_adapters: 2 });
+      const rt = next.runtime.current();
+      // What the trim after a poll and prefetching hold the replica to (runtime.ts).
+      expect({
+        maxLoaded: rt.claim.replicas.get(u)?.limit.maxLoadedAdapters,
+        claims: rt.claim.size,
+      }).toEqual({
+        maxLoaded: 2,
+        claims: { live: 1, superseded: 1, released: 0 },
+      });
+    },
+    30_000,
+  );
 });
