@@ -36,16 +36,20 @@ export function sharedRuntime(
 ): FleetRuntime {
   const key = sharesState(redis) ? JSON.stringify(redis) : '';
   const own = pluginId === undefined ? undefined : newest.get(pluginId);
-  // An older configuration of a plugin than its newest (Kong starts an old-config instance for the
-  // log phase of a request begun before the reload: plugin.lua 3.9.3 `get_instance_id`) runs on the
-  // runtime now deciding for the newest one: a runtime of its own record would replace that one,
-  // and the node would decide on the record the operator left.
-  if (seq !== undefined && own !== undefined && seq < own.seq) {
-    const heir = runtimes.get(own.key) ?? successorOf(own.key);
-    if (heir) return heir;
-  } else if (seq !== undefined && pluginId !== undefined) newest.set(pluginId, { seq, key });
+  const older = seq !== undefined && own !== undefined && seq < own.seq;
+  if (!older && seq !== undefined && pluginId !== undefined) newest.set(pluginId, { seq, key });
+  // A record still current runs its configurations, old ones too: sent elsewhere, an old one's
+  // replicas would pull this runtime, and the routes still on it, over to where it was sent.
   const rt = runtimes.get(key);
   if (rt) return rt;
+  // An older configuration of a plugin than its newest, on a record since replaced (Kong starts
+  // an old-config instance for the log phase of a request begun before the reload: plugin.lua
+  // 3.9.3 `get_instance_id`), runs where the newest one decides: a runtime of its own record
+  // would replace that one, and the node would decide on the record the operator left.
+  if (older) {
+    const heir = runtimes.get(own.key) ?? successorOf(own.key);
+    if (heir) return heir;
+  }
   const stateKey = stateKeyOf(redis);
   const same = [...runtimes.values()].find((r) => r.stateKey === stateKey);
   const next = new FleetRuntime({

@@ -66,6 +66,23 @@ describe('an old-config instance is told by its own plugin’s newer configurati
     expect({ b: named(b.runtime) }).toEqual({ b: 'db0' });
   }, 30_000);
 
+  it('an old-config instance whose record another route still uses runs there and moves that route nowhere', async () => {
+    const p = h.prefix();
+    const db0 = h.redis.config(p, { database: 0 });
+    const db1 = h.redis.config(p, { database: 1 });
+    const [u1, u2, u3] = ['http://127.0.0.1:17', 'http://127.0.0.1:19', 'http://127.0.0.1:21'];
+    instance(`${p}A`, db0, 1, [u1]);
+    instance(`${p}B`, db0, 2, [u2]);
+    // Route A moves to database 1 and to other replicas; route B stays.
+    const a = instance(`${p}A`, db1, 4, [u3]);
+    const b = instance(`${p}B`, db0, 3, [u2]);
+    // A request on A begun before the change logs: Kong starts an instance of A's old configuration.
+    instance(`${p}A`, db0, 1, [u1]);
+    const named = (rt: { stateKey: string }) =>
+      ({ [stateKeyOf(db0)]: 'db0', [stateKeyOf(db1)]: 'db1' })[rt.stateKey] ?? 'another';
+    expect({ a: named(a.runtime.current()), b: named(b.runtime.current()) }).toEqual({ a: 'db1', b: 'db0' });
+  }, 30_000);
+
   it('a configuration a worker started after a newer one of its plugin (two changes in a row) runs on the newer one’s runtime', async () => {
     const p = h.prefix();
     const db = (database: number) => h.redis.config(p, { database });
