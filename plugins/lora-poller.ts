@@ -27,12 +27,12 @@ class LoraPollerPlugin {
     this.config = parsePollerConfig(raw, warnDeprecated);
     this.base = this.config.base_path.replace(/\/+$/, '');
     const kong = raw as { __plugin_id?: unknown; __seq__?: unknown } | null;
-    // Kong's `__seq__` (lora-router.ts): an old-config instance runs on its replaced record's successor.
-    const seq = typeof kong?.__seq__ === 'number' && kong.__seq__ > 0 ? kong.__seq__ : undefined;
-    const rt = (this.rt = sharedRuntime(this.config.redis, seq));
     // Kong's plugin id: a reload of this plugin replaces its settings, another plugin adds its own.
-    const pluginId = kong?.__plugin_id;
-    rt.registerPolling(typeof pluginId === 'string' ? pluginId : JSON.stringify(raw), {
+    const pluginId = typeof kong?.__plugin_id === 'string' ? kong.__plugin_id : undefined;
+    // Kong's `__seq__` (lora-router.ts): an old-config instance runs where its plugin's newest one does.
+    const seq = typeof kong?.__seq__ === 'number' && kong.__seq__ > 0 ? kong.__seq__ : undefined;
+    const rt = (this.rt = sharedRuntime(this.config.redis, seq, pluginId));
+    rt.registerPolling(pluginId ?? JSON.stringify(raw), {
       intervalMs: this.config.poll_interval_ms,
       timeoutMs: this.config.timeout_ms,
       unhealthyTimeouts: this.config.unhealthy_timeouts,

@@ -40,15 +40,10 @@ class LoraRouterPlugin {
       // one: node-wide and growing (plugins_iterator.lua `get_plugin_config`: the `kong` shared
       // dict's incr), 0 when that incr failed (then unknown).
       const kong = config as { __plugin_id?: unknown; __seq__?: unknown } | null;
-      const pluginId = kong?.__plugin_id;
+      const pluginId = typeof kong?.__plugin_id === 'string' ? kong.__plugin_id : undefined;
       const seq = typeof kong?.__seq__ === 'number' && kong.__seq__ > 0 ? kong.__seq__ : undefined;
-      // By `seq` too: an old-config instance whose record was replaced since runs on its successor.
-      this.service = new RouterService(
-        c,
-        sharedRuntime(c.redis, seq),
-        typeof pluginId === 'string' ? pluginId : undefined,
-        seq,
-      );
+      // By plugin and `seq` too: an old-config instance runs where its plugin's newest one decides.
+      this.service = new RouterService(c, sharedRuntime(c.redis, seq, pluginId), pluginId, seq);
       this.perConsumer = Object.keys(c.consumer_slo_class).length > 0;
     } catch (err) {
       // Kong validated the schema; what is left (a bad regex...) is answered on each request.

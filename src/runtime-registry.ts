@@ -11,10 +11,13 @@ import { FleetRuntime } from './runtime';
 /** This process's current runtimes, by `redis` record (one without Redis). */
 const runtimes = new Map<string, FleetRuntime>();
 /**
- * Each current runtime's newest configuration's Kong `__seq__` (node-wide, growing:
- * plugins_iterator.lua `get_plugin_config`): which configurations are older than its record.
+ * Each plugin's newest configuration seen (Kong's `__plugin_id`): its `__seq__` (node-wide,
+ * growing: plugins_iterator.lua `get_plugin_config`) and its record. Only a configuration older
+ * than its own plugin's newest is an old-config instance: Kong gives every plugin a new `__seq__`
+ * at each rebuild, in the iterator's order and per worker, so another plugin's newer configuration
+ * says nothing of this one's age. Bounded by Kong's plugin entities.
  */
-const newest = new WeakMap<FleetRuntime, number>();
+const newest = new Map<string, { seq: number; key: string }>();
 /** A replaced record's successor, by record (strings: no replaced runtime is kept alive by it). */
 const replacedBy = new Map<string, string>();
 
@@ -28,19 +31,25 @@ export function sharedRuntime(
   redis?: RedisConfig,
   /** Kong's `__seq__` of the configuration, if sent. */
   seq?: number,
+  /** Kong's `__plugin_id`, if sent. */
+  pluginId?: string,
 ): FleetRuntime {
   const key = sharesState(redis) ? JSON.stringify(redis) : '';
+  const own = pluginId === undefined ? undefined : newest.get(pluginId);
+  const older = seq !== undefined && own !== undefined && seq < own.seq;
+  if (!older && seq !== undefined && pluginId !== undefined) newest.set(pluginId, { seq, key });
+  // A record still current runs its configurations, old ones too: sent elsewhere, an old one's
+  // replicas would pull this runtime, and the routes still on it, over to where it was sent.
   const rt = runtimes.get(key);
-  if (rt) {
-    if (seq !== undefined) newest.set(rt, Math.max(newest.get(rt) ?? seq, seq));
-    return rt;
+  if (rt) return rt;
+  // An older configuration of a plugin than its newest, on a record since replaced (Kong starts
+  // an old-config instance for the log phase of a request begun before the reload: plugin.lua
+  // 3.9.3 `get_instance_id`), runs where the newest one decides: a runtime of its own record
+  // would replace that one, and the node would decide on the record the operator left.
+  if (older) {
+    const heir = runtimes.get(own.key) ?? successorOf(own.key);
+    if (heir) return heir;
   }
-  // An older configuration than the one that replaced its record (Kong starts an old-config
-  // instance for the log phase of a request begun before the reload: plugin.lua 3.9.3
-  // `get_instance_id`) runs on the runtime now deciding for it: a runtime of its own would
-  // replace the newer one, and the node would decide on the record the operator left.
-  const heir = seq === undefined ? undefined : successorOf(key);
-  if (heir && seq! < (newest.get(heir) ?? 0)) return heir;
   const stateKey = stateKeyOf(redis);
   const same = [...runtimes.values()].find((r) => r.stateKey === stateKey);
   const next = new FleetRuntime({
@@ -51,7 +60,6 @@ export function sharedRuntime(
   });
   runtimes.set(key, next);
   replacedBy.delete(key);
-  if (seq !== undefined) newest.set(next, seq);
   if (same) replace(same, next);
   return next;
 }

@@ -189,7 +189,10 @@ export class NodeClaim {
   }
 
   private recompute(): void {
-    const all = [...this.live.values(), ...this.superseded].sort((a, b) => a.order - b.order);
+    // A live configuration listing a replica sets it over any superseded one: an adopted superseded
+    // configuration's order was counted on its old runtime, and could outrank the live one here.
+    const byOrder = (cs: ConfigClaim[]) => cs.sort((a, b) => a.order - b.order);
+    const all = [...byOrder([...this.superseded]), ...byOrder([...this.live.values()])];
     const settings = new Map<string, ReplicaSettings>();
     for (const c of all) for (const u of c.urls) settings.set(u, c.settings);
     this.settings = settings;

@@ -22,9 +22,17 @@ afterEach(async () => {
   await Promise.allSettled(readies.splice(0));
 });
 
-/** Kong constructing a lora-router instance of plugin `p1` (`__seq__`: node-wide, growing). */
+/**
+ * Kong constructing a lora-router instance of the test's plugin (`__seq__`: node-wide, growing),
+ * its id one per test (by the record's prefix): the process keeps each plugin's newest.
+ */
 function instance(redis: RedisConfig, seq: number, urls: string[] = [U]): RouterService {
-  const config = { replicas: urls.map((url) => ({ url })), redis, __plugin_id: 'p1', __seq__: seq };
+  const config = {
+    replicas: urls.map((url) => ({ url })),
+    redis,
+    __plugin_id: `p1-${redis.prefix}`,
+    __seq__: seq,
+  };
   const service = (new Plugin(config) as unknown as { service: RouterService | null }).service;
   if (!service) throw new Error('the configuration was refused');
   h.track(service.runtime);
