@@ -128,7 +128,11 @@ export class Prefetcher {
     // One planner a window across the nodes sharing the store.
     if ((await this.store.spendBudget(TICK_KEY, 1, s.intervalMs, now)) > 0) return;
     this.stats.ticks++;
-    const urls = [...new Set(demand.flatMap((d) => d.demand.urls))];
+    // Only the replicas this node still routes to: demand keeps those of the configuration that saw
+    // it, lapsed since perhaps, and a replica the store forgot, asked of, reads to the failover store
+    // as a state emptied, which registers its local copy's replicas again (dst seed 2892202).
+    const urls = [...new Set(demand.flatMap((d) => d.demand.urls))].filter((u) => this.policyOf(u));
+    if (urls.length === 0) return;
     const views = await this.store.views(urls, undefined, true);
     const replicas: PlannerReplica[] = [];
     for (const v of views) {

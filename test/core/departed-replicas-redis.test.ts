@@ -10,6 +10,11 @@
  * (src/fleet/node-claim.ts MIN_LAPSE_MS): each node's clock is the wall clock with its monotonic
  * line moved ahead by the test (`skip`), so the lapse passes at once; the store's grace is Redis's
  * own time (`node_ttl_ms` 500 and `lease_max_age_ms` 1000: about 1 s), waited out for real.
+ *
+ * A prefetch tick on demand a request through the old configuration left (its replicas) asks the
+ * store only of the replicas the node still routes to: asked of one the store forgot, the failover
+ * store read the short answer as a state emptied and registered its local copy's replicas again
+ * (the simulation's seeds 2892202 and 2901338).
  */
 import { systemClock, type Clock } from '../../src/clock';
 import { parseRouterConfig } from '../../src/config/parse';
@@ -121,6 +126,77 @@ it('a replica two nodes left goes from Redis and from both processes; kept while
         ...(rt.store as unknown as { seenDown: { dated: Map<string, unknown> } }).seenDown.dated.keys(),
       ].sort();
     expect([seen(a.rt), seen(b.rt)]).toEqual([[...NEW].sort(), [...NEW].sort()]);
+  } finally {
+    a.rt.stop();
+    b.rt.stop();
+  }
+});
+
+it('a prefetch tick on demand seen through a lapsed configuration registers no departed replica again', async () => {
+  const redisConfig: RedisConfig = redis.config('prefetched:', { node_ttl_ms: 500, timeout: 2000 });
+  const api = new IdleReplicaApi(() => Date.now());
+  const config = (urls: readonly string[]) =>
+    parseRouterConfig({
+      base_model: 'base',
+      replicas: urls.map((url) => ({ url })),
+      adapter_path_template: '/adapters/{name}',
+      lease_max_age_ms: 1000,
+      redis: redisConfig,
+      // Ticks that read the store and load nothing (no budget): what they ask is what is judged.
+      prefetch: true,
+      prefetch_interval_ms: 500,
+      prefetch_half_life_ms: 3_600_000,
+      prefetch_loads_per_minute: 0,
+    });
+  const node = (retainEveryMs: number) => {
+    const clock = skippingClock();
+    const rt = new FleetRuntime({
+      clock,
+      api,
+      log: silentLogger,
+      seed: 1,
+      redis: redisConfig,
+      poller: { intervalMs: 100, jitter: 0, timeoutMs: 1000 },
+      retainEveryMs,
+    });
+    return { clock, rt };
+  };
+  // Node a tells the store its replicas as they change, its forget check a minute apart: its local
+  // copy keeps the old fleet that long. Node b's forget check (each 200 ms) forgets it in Redis.
+  const a = node(60_000);
+  const b = node(200);
+  const specs = async () => (await redis.command(['HKEYS', 'prefetched:spec'])) as string[];
+  const forgotten = async () =>
+    ((await redis.command(['LRANGE', 'prefetched:events', '0', '-1'])) as string[]).filter((e) =>
+      e.includes('replica-forgotten'),
+    );
+  try {
+    new RouterService(config(OLD), a.rt, 'plugin-1');
+    new RouterService(config(NEW), b.rt, 'plugin-1');
+    let rounds = 0;
+    a.rt.poller.addRoundListener(() => rounds++);
+    await waitFor(() => OLD.every((u) => a.rt.poller.lastLoad.has(u)), 10_000, 'node a polls the old fleet');
+    // Its first round over: that round takes the registration's claims as told (runtime-departures.ts).
+    const after = rounds;
+    await waitFor(() => rounds > after, 10_000, "node a's first round ends");
+    // Node a takes the new configuration (the old one lapses at once); requests through its old
+    // one left demand for `hot` on the old fleet, decaying over an hour.
+    new RouterService(config(NEW), a.rt, 'plugin-1');
+    a.clock.skip(61_000);
+    for (let i = 0; i < 5; i++)
+      a.rt.prefetcher.observe({ name: 'hot', path: '/adapters/hot' }, OLD, Date.now());
+    await waitFor(
+      async () => (await forgotten()).length === OLD.length,
+      10_000,
+      'Redis forgets the old fleet',
+    );
+    const gone = Date.now();
+    const ticks = a.rt.prefetcher.stats.ticks;
+    // Three ticks of node a's prefetcher, each planning on that demand.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(a.rt.prefetcher.stats.ticks).toBeGreaterThan(ticks);
+    expect((await specs()).sort()).toEqual([...NEW].sort());
+    expect([...api.polledIn(gone + 500)].sort()).toEqual([...NEW].sort());
   } finally {
     a.rt.stop();
     b.rt.stop();

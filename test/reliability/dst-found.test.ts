@@ -5400,4 +5400,200 @@ describe('schedules with configuration changes', () => {
       ],
     );
   }, 60_000);
+
+  // Seed 2892202 with configuration changes (--keep 18,19,26,27,30,38,42,43,44,45,48,49,56,57,59,61,62,65;
+  // found by the lead's sweep of main): every node's configuration lists replica-0 and replica-1 only
+  // from about 5.3 s; the store forgets replica-2 at 75,877 ms. Node 2's prefetcher still held the
+  // demand for `chat` its requests through the previous configuration (all three replicas) had left,
+  // decaying (half-life 10 s) but above its floor, and its tick at 76,777 ms asked the store for the
+  // views of those three: two came back, which its failover store reads as a state emptied, so it
+  // registered its local copy's replicas again, replica-2 with them. Every node polled (and
+  // preflight-checked) replica-2 again until the store forgot it once more: called at 83,929 ms, due
+  // 82,175 ms. A prefetch tick now asks only of the replicas this node routes to (a router bug).
+  it('seed 2892202: a prefetch tick on demand seen through a lapsed configuration registers no departed replica again', async () => {
+    await holds(
+      2892202,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code'],
+        loadMs: 800,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 5711,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+        queueTimeoutMs: 2000,
+        maxNumSeqs: 4,
+        prefetch: { intervalMs: 1000, halfLifeMs: 10_000, loadsPerMinute: 4, hysteresis: 0, evictFactor: 1 },
+        configChanges: { retainEveryMs: 3000, staleMs: 1178 },
+      },
+      [
+        {
+          at: 1544,
+          kind: 'request',
+          node: 2,
+          adapter: 1,
+          tokens: 31,
+          prompt: 1333,
+          gaveUp: { afterMs: 149, unwritten: false, noticeMs: 69 },
+          sourceMs: 28,
+        },
+        { at: 1764, kind: 'request', node: 2, adapter: -1, tokens: 2, prompt: 1296 },
+        {
+          at: 2708,
+          kind: 'request',
+          node: 2,
+          adapter: 1,
+          tokens: 36,
+          prompt: 1767,
+          sourceMs: 7,
+          onOldConfig: true,
+        },
+        { at: 2858, kind: 'request', node: 2, adapter: 5, tokens: 26, prompt: 1792, sourceMs: 112 },
+        { at: 2893, kind: 'slow-path', node: 0, replica: 2, ms: 3003, hopMs: 2798 },
+        {
+          at: 3227,
+          kind: 'request',
+          node: 2,
+          adapter: 1,
+          tokens: 40,
+          prompt: 1385,
+          sourceMs: 142,
+          onOldConfig: true,
+        },
+        {
+          at: 3541,
+          kind: 'request',
+          node: 2,
+          adapter: 1,
+          tokens: 34,
+          prompt: 1172,
+          sourceMs: 3,
+          onOldConfig: true,
+        },
+        { at: 3599, kind: 'request', node: 2, adapter: 5, tokens: 28, prompt: 1742 },
+        { at: 4241, kind: 'request', node: 2, adapter: 1, tokens: 28, prompt: 1722, onOldConfig: true },
+        {
+          at: 4332,
+          kind: 'request',
+          node: 2,
+          adapter: -1,
+          tokens: 49,
+          prompt: 1958,
+          sourceMs: 265,
+          onOldConfig: true,
+        },
+        {
+          at: 4695,
+          kind: 'request',
+          node: 2,
+          adapter: 1,
+          tokens: 43,
+          prompt: 1072,
+          sourceMs: 150,
+          onOldConfig: true,
+        },
+        {
+          at: 4748,
+          kind: 'request',
+          node: 2,
+          adapter: 5,
+          tokens: 23,
+          prompt: 1678,
+          gaveUp: { afterMs: 290, unwritten: true, noticeMs: 7 },
+          sourceMs: 50,
+        },
+        { at: 5158, kind: 'request', node: 2, adapter: 2, tokens: 5, prompt: 862, onOldConfig: true },
+        {
+          at: 5167,
+          kind: 'request',
+          node: 2,
+          adapter: 1,
+          tokens: 54,
+          prompt: 1512,
+          sourceMs: 137,
+          onOldConfig: true,
+        },
+        { at: 5262, kind: 'config-change', node: 0, replicas: [0, 1] },
+        { at: 5286, kind: 'config-change', node: 1, replicas: [0, 1] },
+        { at: 5339, kind: 'request', node: 2, adapter: 1, tokens: 6, prompt: 673, sourceMs: 58 },
+        { at: 5392, kind: 'config-change', node: 2, replicas: [0, 1] },
+      ],
+    );
+  }, 120_000);
+
+  // Seed 2901338 with configuration changes (--keep 2,3,4,5,6,7,12,14,15; found by the lead's sweep
+  // of main): node 2's requests for `bio` leave demand on all three replicas; every configuration
+  // lists replica-1 only from 1,897 ms. The store forgets replica-0 and replica-2 at 68,249 ms; node 2's
+  // prefetch tick asks of all three at once, reads the one view back as a state emptied and registers
+  // its local copy's replicas again (68,285 ms): polled by every node until forgotten again at
+  // 75,102 ms, called at 75,965 ms (due 75,336 ms). The same router bug as seed 2892202.
+  it('seed 2901338: a prefetch tick on demand seen through a lapsed configuration registers no departed replica again', async () => {
+    await holds(
+      2901338,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 2000,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1, max_in_flight: 1 },
+        ],
+        prefetch: { intervalMs: 500, halfLifeMs: 10_000, loadsPerMinute: 4, hysteresis: 0, evictFactor: 2 },
+        configChanges: { retainEveryMs: 3000, staleMs: 645 },
+      },
+      [
+        { at: 1040, kind: 'request', node: 2, adapter: 10, tokens: 13, prompt: 194, cls: 'batch' },
+        { at: 1082, kind: 'request', node: 2, adapter: 10, tokens: 22, prompt: 216, cls: 'batch' },
+        {
+          at: 1202,
+          kind: 'request',
+          node: 2,
+          adapter: 10,
+          tokens: 22,
+          prompt: 299,
+          cls: 'batch',
+          onOldConfig: true,
+        },
+        { at: 1203, kind: 'request', node: 2, adapter: 10, tokens: 13, prompt: 47, cls: 'batch' },
+        {
+          at: 1210,
+          kind: 'request',
+          node: 2,
+          adapter: 10,
+          tokens: 13,
+          prompt: 53,
+          cls: 'batch',
+          onOldConfig: true,
+        },
+        {
+          at: 1228,
+          kind: 'request',
+          node: 2,
+          adapter: 10,
+          tokens: 27,
+          prompt: 129,
+          cls: 'batch',
+          onOldConfig: true,
+        },
+        { at: 1639, kind: 'config-change', node: 0, replicas: [1] },
+        { at: 1813, kind: 'config-change', node: 1, replicas: [1] },
+        { at: 1897, kind: 'config-change', node: 2, replicas: [1] },
+      ],
+    );
+  }, 120_000);
 });
