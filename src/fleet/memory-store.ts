@@ -249,7 +249,7 @@ export class MemoryFleetStore implements FleetStore {
     const r = this.replicas.get(url);
     if (!r) return;
     const startedAt = s.startedAt ?? s.at;
-    if (startedAt < r.scrapedAt) return;
+    if (begunBefore(s, startedAt, r)) return;
     if (s.verdictOnly && s.ok) {
       // The health only: the verdict read nothing here, so the record claims no poll (no start, no
       // check): a router polls a record no poll read before routing on it, and a poll begun before
@@ -673,6 +673,19 @@ function sameUrls(records: readonly ReplicaRecord[], urls: readonly string[]): b
   if (records.length !== urls.length) return false;
   for (let i = 0; i < urls.length; i++) if (records[i]!.spec.url !== urls[i]) return false;
   return true;
+}
+
+/**
+ * Whether snapshot `s`, begun at `startedAt`, began before the record's newest applied poll (older
+ * news): on the monotonic clock where both said, as one process's polls and Kong's markings do
+ * (this store is a process's own), else on the wall clock. A skew correction steps the wall clock:
+ * stepped back 141 ms, Kong's 502 dated by it read older than an up poll begun before it and was
+ * dropped, and the node, deciding alone, routed there again (dst seed 2902860).
+ */
+function begunBefore(s: ReplicaSnapshot, startedAt: number, r: ReplicaRecord): boolean {
+  return s.monoStartedAt !== undefined && r.scrapedMonoAt !== undefined
+    ? s.monoStartedAt < r.scrapedMonoAt
+    : startedAt < r.scrapedAt;
 }
 
 /** When the record's newest poll began, on the wall clock and, when it said, the monotonic one. */

@@ -5597,3 +5597,45 @@ describe('schedules with configuration changes', () => {
     );
   }, 120_000);
 });
+
+describe('a replica Kong could not reach, on a node whose wall clock was stepped back', () => {
+  // Seed 2902860 (--keep 0,1,2,21,22,23,32), the kong-mark check's: node 0's wall clock was stepped
+  // back 141 ms at 1,077 ms (a skew correction) and a Sentinel switch lost a write at 1,083, node 0
+  // deciding alone by 1,100 (the marking reached its local store only). Its poll of replica-2 begun at 1,034.9 answered up; replica-2 restarted
+  // at 1,100 and Kong's 502 for node 0's request 3 reached the log phase then. The local store dated
+  // the marking by the stepped clock (959) and dropped it as older than that poll's start (1,034.9,
+  // before the step), so node 0's request at 1,475 read replica-2 up and went there, no poll begun
+  // since having answered. The memory store now orders a poll and a marking of one process on its
+  // monotonic clock, which a step does not move.
+  it('seed 2902860: a marking made after a step back of the clock holds over a poll begun before it', async () => {
+    await holds(
+      2902860,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 4,
+        adapters: ['sql', 'chat', 'team,a', 'team'],
+        loadMs: 1500,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 4836,
+        queueTimeoutMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        maxNumSeqs: 4,
+        prefetch: { intervalMs: 500, halfLifeMs: 10000, loadsPerMinute: 30, hysteresis: 1, evictFactor: 1 },
+      },
+      [
+        { at: 41, kind: 'request', node: 1, adapter: -1, tokens: 6, prompt: 912 },
+        { at: 59, kind: 'request', node: 0, adapter: 1, tokens: 3, prompt: 1343 },
+        { at: 100, kind: 'request', node: 0, adapter: -1, tokens: 23, prompt: 1424 },
+        { at: 1077, kind: 'skew', node: 0, ms: -141 },
+        { at: 1083, kind: 'switch', lost: 1 },
+        { at: 1100, kind: 'replica-restart', replica: 2, downMs: 810 },
+        { at: 1475, kind: 'request', node: 0, adapter: -1, tokens: 58, prompt: 1310 },
+      ],
+    );
+  }, 60_000);
+});
