@@ -3,13 +3,12 @@
  * answer: HeldLease.unansweredOn). Each suspicion's schedule, run against the memory store or a
  * real redis-server (the three-store line of store-line.ts).
  */
-import { systemClock } from '../../src/clock';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { EndedLocks } from '../../src/fleet/redis/ended-locks';
 import type { SharedStore } from '../../src/fleet/redis/shared-store';
 import type { FleetStore } from '../../src/fleet/store';
 import { useRedisStores } from '../helpers/redis-stores';
-import { snapshotWithA, vllmSpec } from './helpers';
+import { HandClock, snapshotWithA, vllmSpec } from './helpers';
 import { startStoreLine, U1, type StoreLine } from './store-line';
 
 const stores = useRedisStores();
@@ -27,6 +26,15 @@ const poll = (startedAt: number, names: string[], managed: (name: string) => boo
   registry: [{ name: 'a', path: '/adapters/a' }, ...names.map((n) => ({ name: n, path: `/adapters/${n}` }))],
   managed: (name: string) => managed(name),
 });
+
+/**
+ * Every time of a case on one line, stepped by hand: the ends the nodes replay are stamped on it, as
+ * are the registry reads. A read stamped with Date.now() against ends stamped on systemClock (a
+ * monotonic line from the process's start) was "begun after" the replayed end on one line and before
+ * it on the other once the wall clock had been stepped or slewed since the process started (the
+ * second case failed in a CI replay with `Received: undefined`).
+ */
+const caseClock = () => new HandClock(Date.now());
 
 /**
  * Two servers of one state: `primary` takes every write, `promoted` (a Sentinel switch's replica,
@@ -55,10 +63,11 @@ describe('a replayed load end (867b0e5)', () => {
   // on the primary went with the lost writes): failed first with `Received: "loaded"`. The replayed
   // end now marks it gone as a failed load's does: only a read begun after it adopts it again.
   it("keeps a registry read begun before another node's lost unload from re-adopting it", async () => {
-    const t0 = Date.now() - 5_000;
+    const clock = caseClock();
+    const t0 = clock.now() - 5_000;
     const { primary, promoted, both } = await twoServers(t0);
-    const node2 = new EndedLocks(systemClock);
-    const node1 = new EndedLocks(systemClock);
+    const node2 = new EndedLocks(clock);
+    const node1 = new EndedLocks(clock);
     const f = node2.begin(await both((s) => s.beginLoad(U1, 'b', t0 + 100, 4)), 60_000)!;
     expect(f).toBeGreaterThan(0);
     // On the primary only (lost by the switch):
@@ -83,17 +92,19 @@ describe('a replayed load end (867b0e5)', () => {
   // registry read (begun after it) classifies it by `managed` as that load did (replica-word.ts startUpEntry): static
   // again, never `loaded` (so never evictable). 'static' is only ever ended when `managed` is known.
   it('re-adopts a start-up adapter as static after its replayed end dropped it', async () => {
-    const t0 = Date.now() - 5_000;
+    const clock = caseClock();
+    const t0 = clock.now() - 5_000;
     const { primary, promoted, both } = await twoServers(t0);
-    const node = new EndedLocks(systemClock);
+    const node = new EndedLocks(clock);
     const f = node.begin(await both((s) => s.beginLoad(U1, 's', t0 + 100, 4)), 60_000)!;
     expect(await primary.finishLoad(U1, 's', f, 'static', t0 + 300)).toBe(true);
     node.end('load', U1, 's', f, 'static');
     await node.replay(promoted as unknown as SharedStore);
     expect(await stateOf(promoted, 's')).toBeUndefined();
+    // Begun 1 ms after the replayed end, on the clock that stamped it.
     await promoted.applySnapshot(
       U1,
-      poll(Date.now() + 1, ['s'], (n) => n !== 's'),
+      poll(clock.step(1), ['s'], (n) => n !== 's'),
     );
     expect(await stateOf(promoted, 's')).toBe('static');
   });
