@@ -7,13 +7,12 @@ import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { EndedLocks } from '../../src/fleet/redis/ended-locks';
 import type { SharedStore } from '../../src/fleet/redis/shared-store';
 import type { FleetStore } from '../../src/fleet/store';
+import { waitFor } from '../../harness/wait';
 import { useRedisStores } from '../helpers/redis-stores';
 import { HandClock, snapshotWithA, vllmSpec } from './helpers';
 import { startStoreLine, U1, type StoreLine } from './store-line';
 
 const stores = useRedisStores();
-
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const stateOf = async (store: FleetStore, name: string) =>
   (await store.views([U1], { name }))[0]?.adapter?.state;
@@ -111,25 +110,34 @@ describe('a replayed load end (867b0e5)', () => {
 });
 
 describe('a release behind an unanswered retake (f0f8090)', () => {
-  /** P's lease, re-taken by S over its link slowed past S's timeout: landed, answered late, open again. */
+  /** The stores' bound on a call: the retake's reply is held past it, every other call answered well within. */
+  const TIMEOUT_MS = 1000;
+
+  /**
+   * P's lease, re-taken by S, its reply held on S's link past S's timeout: landed, answered late,
+   * open again. Before, S's link was slowed to 0.15 s with a 0.1 s timeout: on a loaded machine S's
+   * registration before the retake overran 0.1 s too, S decided alone, the retake was never sent,
+   * and the case waited out its 10 s (0 of 3 passed at a load average of 13 on 2 cores).
+   */
   async function retakeLandedLate(line: StoreLine): Promise<void> {
     await line.takeLease();
-    const timedOut = line.onRetakeUnanswered(150);
+    const timedOut = line.onRetakeHeld();
     await line.emptyState();
     await timedOut;
     await line.s.handBackEnded();
     line.slowLink.restore();
-    await pause(250);
+    // Answered on S's link after the held reply: the late answer has reached S.
+    await line.sShared.sharedTime();
   }
 
-  // As review-61.test.ts's shared case, but S's link is slowed to 0.15 s only (its timeout 0.1 s):
+  // As review-61.test.ts's shared case, but the retake's reply is held past S's timeout only:
   // the retake lands, answered late, before P's request ends. P's release goes first over S's link
   // (`unansweredOn`) and finds the lease the retake took. Before, it went with no status, and P's
   // own release, carrying the upstream's 503, then found nothing: Redis counted no failure (passive
   // health) and the log phase got no `Released` (no waiter for room woken, no registry read afresh
   // after a 404: log-phase.ts afterRelease). Failed first with `Received: null` (no passive count).
   it('counts the upstream status once and answers, the retake having landed first', async () => {
-    const line = await startStoreLine(stores.redis, 'r62b-status:', { timeoutMs: 100, cutP: false });
+    const line = await startStoreLine(stores.redis, 'r62b-status:', { timeoutMs: TIMEOUT_MS, cutP: false });
     try {
       await retakeLandedLate(line);
       expect(await line.leaseKeys()).toEqual([line.lease.id]);
@@ -145,16 +153,23 @@ describe('a release behind an unanswered retake (f0f8090)', () => {
   // As above, but P's own release is held back until the one behind the retake has found the lease:
   // P's finds nothing, and the answer is the other's (waited for in the log phase: a status).
   it('answers with the release behind the retake when that one finds the lease first', async () => {
-    const line = await startStoreLine(stores.redis, 'r62b-behind:', { timeoutMs: 100, cutP: false });
+    const line = await startStoreLine(stores.redis, 'r62b-behind:', { timeoutMs: TIMEOUT_MS, cutP: false });
     try {
       await retakeLandedLate(line);
       const release = line.pShared.release.bind(line.pShared);
       line.pShared.release = async (...a) => {
-        await pause(200); // the release behind the retake, over S's restored link, lands first
+        // Until the release behind the retake, over S's restored link, has found the lease.
+        await waitFor(
+          async () => ((await line.leaseKeys()) as string[]).length === 0,
+          5000,
+          'the lease released',
+        );
         return release(...a);
       };
       const released = await line.p.release(line.lease.id, Date.now(), 503);
       expect(await line.leaseKeys()).toEqual([]);
+      // The status went with the release that found the lease (the first case leaves which one that is to the race).
+      expect(await stores.redis.command(['HGET', `r62b-behind:r:${U1}`, 'passive'])).toBe('1');
       expect(released).toBeDefined();
     } finally {
       await line.close();
