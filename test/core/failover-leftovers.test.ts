@@ -48,7 +48,9 @@ describe('a lock end owed by a runtime retired for other state', () => {
     const P = 'fl1:';
     await redis.command(['FLUSHALL']);
     const proxy = await TcpProxy.start(redis.port);
-    const old = node(P, 'X', { probeMs: 50, timeout: 300, port: proxy.port });
+    // The cut refuses (each call fails at once): the bound on a call is no part of the case, and
+    // 300 ms let a loaded machine's load lock go local (a negative fence) before the cut.
+    const old = node(P, 'X', { probeMs: 50, timeout: 2000, port: proxy.port });
     try {
       await old.s.upsertReplica(spec(U1));
       await old.s.applySnapshot(U1, poll(Date.now()));

@@ -1,3 +1,4 @@
+import type { Clock } from '../../src/clock';
 import type { ReplicaSpec, ReplicaView } from '../../src/fleet/types';
 import { seededRandom } from '../../src/random';
 import type { SchedulingContext } from '../../src/scheduler/types';
@@ -47,3 +48,26 @@ export const snapshotWithA = (at: number, running = 0) => ({
 
 /** A vLLM replica at `url` as a router configuration registers it (failover tests). */
 export const vllmSpec = (url: string): ReplicaSpec => ({ url, backend: 'vllm', priority: 0 });
+
+/**
+ * Time stepped by hand, `now` and `monotonic` alike, from `t`. A case that stamps some steps with
+ * Date.now() and others with `systemClock` mixes two time lines: SystemClock runs on
+ * performance.now() from the process's start, which a wall clock stepped or slewed since leaves off
+ * Date.now() by any amount (review-62b's start-up adapter, failed in a CI replay). Its timers never
+ * fire: for what reads the clock, not what waits on it.
+ */
+export class HandClock implements Clock {
+  constructor(public t: number) {}
+  now(): number {
+    return this.t;
+  }
+  monotonic(): number {
+    return this.t;
+  }
+  after(): () => void {
+    return () => undefined;
+  }
+  step(ms: number): number {
+    return (this.t += ms);
+  }
+}

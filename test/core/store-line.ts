@@ -41,6 +41,12 @@ export interface StoreLine {
   onRetake(delayMs: number): Promise<void>;
   /** Told when S's retake of P's lease fails (no answer in S's timeout), S's link slowed to `delayMs` as it is sent. */
   onRetakeUnanswered(delayMs: number): Promise<void>;
+  /**
+   * As `onRetakeUnanswered`, but the retake lands at once and its reply is held on S's link until
+   * `slowLink.restore()`: no answer in S's timeout however slow the machine, and S's calls before it
+   * are not slowed (a link slowed past a short timeout was overrun by a loaded machine's ordinary calls).
+   */
+  onRetakeHeld(): Promise<void>;
   /** S's heartbeat finds the state emptied: its reclaim begins. */
   emptyState(): Promise<void>;
   /** P drains and N adopts it (FleetRuntime.closeStore, same state); then the same for S. */
@@ -68,11 +74,11 @@ export async function startStoreLine(
   const s = new FailoverFleetStore(sShared, silentLogger, options);
   const n = new FailoverFleetStore(new RedisFleetStore(cfg, 'X'), silentLogger, options);
   const lease: Lease = { id: 'X-1', url: U1, adapter: null, at: Date.now() };
-  const retakeOf = (hook: (sent: Promise<string[]>) => void, delayMs: number) => {
+  const retakeOf = (hook: (sent: Promise<string[]>) => void, slow: () => void) => {
     const retake = sShared.retake.bind(sShared);
     sShared.retake = (leases: readonly Lease[]) => {
       if (!leases.some((l) => l.id === lease.id)) return retake(leases);
-      slowLink.delay(delayMs);
+      slow();
       const sent = retake(leases);
       hook(sent);
       return sent;
@@ -91,9 +97,27 @@ export async function startStoreLine(
     takeLease: async () => {
       await p.acquire(lease);
     },
-    onRetake: (delayMs) => new Promise((r) => retakeOf(() => r(), delayMs)),
+    onRetake: (delayMs) =>
+      new Promise((r) =>
+        retakeOf(
+          () => r(),
+          () => slowLink.delay(delayMs),
+        ),
+      ),
     onRetakeUnanswered: (delayMs) =>
-      new Promise((r) => retakeOf((sent) => void sent.catch(() => r()), delayMs)),
+      new Promise((r) =>
+        retakeOf(
+          (sent) => void sent.catch(() => r()),
+          () => slowLink.delay(delayMs),
+        ),
+      ),
+    onRetakeHeld: () =>
+      new Promise((r) =>
+        retakeOf(
+          (sent) => void sent.catch(() => r()),
+          () => slowLink.holdReplies(() => true),
+        ),
+      ),
     emptyState: async () => {
       await redis.command(['FLUSHALL']);
       sShared.onStateLost?.();

@@ -29,7 +29,9 @@ export function useRedisStores(): { readonly redis: RedisServer; open: FleetStor
 
 /**
  * What Redis itself says of `adapter` on `url` under `prefix`: read by a reader of its own, as a
- * peer on that state reads it (undefined: not resident), not through a node under test.
+ * peer on that state reads it (undefined: not resident), not through a node under test. The reader
+ * is no part of a case, so its bounds are wide: with the server config's 200 ms it found "no
+ * connection to Redis within 200 ms" on a loaded machine (failover-review-58 under load).
  */
 export async function stateInRedis(
   redis: RedisServer,
@@ -37,7 +39,7 @@ export async function stateInRedis(
   url: string,
   adapter: string,
 ): Promise<string | undefined> {
-  const reader = new RedisFleetStore(redis.config(prefix, { node_ttl_ms: 60_000 }), 'reader');
+  const reader = new RedisFleetStore(redis.config(prefix, { node_ttl_ms: 60_000, timeout: 2000 }), 'reader');
   try {
     return (await reader.views([url], { name: adapter }))[0]?.adapter?.state;
   } finally {
