@@ -81,6 +81,7 @@ export function wireDepartures(rt: FleetRuntime): void {
 /** Drops every record this process keeps of `url`; false, and nothing dropped, while anything runs on it here. */
 export function forgetReplica(rt: FleetRuntime, url: string): boolean {
   if (rt.poller.polling(url) || rt.leasesOn(url) || rt.pollTrim.busy(url)) return false;
+  if (rt.store instanceof RecoveringFleetStore && rt.store.owesOn(url)) return false;
   if (!LeaseHandle.forgetReplica(rt, url) || !forgetJoining(rt, url)) return false;
   // Each refuses, dropping nothing of its own, while something of its own runs on the replica;
   // what the first dropped before a refusal is idle (the work model's figures come back with a request).
