@@ -111,6 +111,7 @@ export class World {
       ...(this.w.maxNumSeqs !== undefined ? { maxNumSeqs: this.w.maxNumSeqs } : {}),
     });
     samplesOnly(schedule.seed, this.replicas);
+    this.replicas.timeoutNotice = seededRandom(schedule.seed * 2654435761 + 18);
     this.calls = new CallsSeen(this.sched, () => this.degraded());
     this.replicas.slowCallSeen = (hopMs) => this.calls.slowCallSeen(hopMs);
     const order = { n: 0 };
