@@ -51,11 +51,9 @@ const WALK_BOUND = 500_000;
  * it), not a longer address it is the start of (`http://a:80` in `http://a:8000`).
  */
 export function names(s: string, url: string): boolean {
-  for (let i = s.indexOf(url); i >= 0; i = s.indexOf(url, i + 1)) {
-    const next = s.charCodeAt(i + url.length);
-    // A digit, a letter, '.', '-' or '_' right after: another host or port.
-    if (!(next >= 48 && next <= 57) && !/[A-Za-z._-]/.test(s[i + url.length] ?? '')) return true;
-  }
+  // A letter, a digit, '_', '.', ':' or '-' right after: another host or port.
+  for (let i = s.indexOf(url); i >= 0; i = s.indexOf(url, i + 1))
+    if (!/[\w.:-]/.test(s[i + url.length] ?? '')) return true;
   return false;
 }
 

@@ -32,6 +32,7 @@ describe('names', () => {
     expect(names(`${U1}/v1/models`, U1)).toBe(true);
     expect(names('http://10.0.0.1:80001', 'http://10.0.0.1:8000')).toBe(false);
     expect(names('http://10.0.0.10:8000', 'http://10.0.0.1')).toBe(false);
+    expect(names('http://10.0.0.1:9000', 'http://10.0.0.1')).toBe(false);
   });
 });
 
