@@ -2,7 +2,7 @@
  * What a process keeps of a replica that left (src/replica-records.ts walks a runtime's records for
  * it): once `forgetReplica` (src/runtime-departures.ts) dropped the replica, nothing names it but
  * the bounded records listed in BOUNDED. Each case leaves one kind of record the simulation found
- * kept past the forget (dst/process-audit.ts: seeds 3120491, 3120343, 3120006), then forgets the
+ * kept past the forget (dst/process-audit.ts: seeds 3120491, 3120343, 3120006, 3123801), then forgets the
  * replica and walks the runtime for it.
  */
 import { randomBytes } from 'node:crypto';
@@ -67,6 +67,14 @@ describe('recordsNaming, without Redis', () => {
     // Within its hold, a request another router sent may still run there: tried again next round.
     rt.manager.replicaWord.holdUnseen(U2, 'sql', now);
     expect(forgetReplica(rt, U2)).toBe(false);
+  });
+
+  it("an adapter's prefetch demand (seed 3123801): no longer names the replica, still the other", () => {
+    const rt = runtime();
+    rt.prefetcher.demand.observe({ name: 'team' }, [U1, U2], 0);
+    expect(forgetReplica(rt, U1)).toBe(true);
+    expect(recordsNaming(rt, U1)).toEqual([]);
+    expect(rt.prefetcher.demand.snapshot(0)[0]!.demand.urls).toEqual([U2]);
   });
 });
 

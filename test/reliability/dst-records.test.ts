@@ -156,6 +156,178 @@ describe('schedules that kept a record of a replica forgotten', () => {
       ],
     );
   }, 60_000);
+  // Seed 3126238 (--keep 4,7,8,12,18): every node drops replica-1 (0.5-0.7 s), a `redis` record
+  // change on the same state replaces a runtime (its successor starts with no list read), and the
+  // state is emptied at 1.8 s. A node forgot in-process only a replica gone from the store's list
+  // since its round before; replica-1 left it while still claimed (kept then) and was never listed
+  // again: its poller's readings, work model, seen-down dates, ... stayed for good ("n0g0 keeps
+  // http://replica-1:8000 ...: rt.store.seenDown.dated<key ...>; ...; rt.poller.lastLoad<key ...>").
+  // Now every replica listed or claimed once is looked at each round until dropped.
+  it('seed 3126238: a replica that left the list while still claimed is dropped once it is neither', async () => {
+    await holds(
+      3126238,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1 },
+        ],
+        prefetch: { intervalMs: 1000, halfLifeMs: 1000, loadsPerMinute: 1, hysteresis: 1, evictFactor: 1 },
+        configChanges: { retainEveryMs: 3000, staleMs: 1071 },
+      },
+      [
+        { at: 508, kind: 'config-change', node: 1, replicas: [0] },
+        { at: 631, kind: 'config-change', node: 0, replicas: [0] },
+        { at: 686, kind: 'record-change', otherState: false, gapMs: 47 },
+        { at: 719, kind: 'config-change', node: 2, replicas: [0] },
+        { at: 1793, kind: 'flushall' },
+      ],
+    );
+  }, 60_000);
+
+  // Seed 3123801 (25 actions kept): node 1's prefetch demand for `team` (half-life 10 s, 19 requests'
+  // worth) named the replicas of the configuration that saw it, replica-0 among them; it decays
+  // below the floor only after about 86 s, so past replica-0's forget it was still there
+  // (`rt.prefetcher.demand.entries[team].urls[0]`). Now the forget takes the replica out of every
+  // adapter's demand.
+  it('seed 3123801: the prefetch demand no longer names a replica forgotten', async () => {
+    await holds(
+      3123801,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 3,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 8107,
+        staticAdapters: ['sql,chat'],
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        queueTimeoutMs: 2554,
+        maxNumSeqs: 4,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 45039, priority: -1 },
+        ],
+        prefetch: { intervalMs: 2000, halfLifeMs: 10000, loadsPerMinute: 4, hysteresis: 0.5, evictFactor: 2 },
+        configChanges: { retainEveryMs: 1000, staleMs: 2791 },
+      },
+      [
+        { at: 3324, kind: 'request', node: 1, adapter: 2, tokens: 49, prompt: 1013, cls: 'interactive' },
+        { at: 3454, kind: 'request', node: 1, adapter: -1, tokens: 41, prompt: 1770 },
+        { at: 3474, kind: 'request', node: 1, adapter: 1, tokens: 58, prompt: 1696, cls: 'interactive' },
+        {
+          at: 3695,
+          kind: 'request',
+          node: 1,
+          adapter: 9,
+          tokens: 26,
+          prompt: 1060,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+        { at: 3867, kind: 'request', node: 1, adapter: 3, tokens: 28, prompt: 1405, onOldConfig: true },
+        {
+          at: 3879,
+          kind: 'request',
+          node: 1,
+          adapter: 2,
+          tokens: 27,
+          prompt: 1881,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+        { at: 3919, kind: 'request', node: 1, adapter: -1, tokens: 6, prompt: 38, cls: 'batch' },
+        { at: 4386, kind: 'request', node: 1, adapter: 3, tokens: 21, prompt: 1407, onOldConfig: true },
+        { at: 4449, kind: 'request', node: 1, adapter: 3, tokens: 36, prompt: 1075, onOldConfig: true },
+        { at: 4516, kind: 'request', node: 1, adapter: 3, tokens: 46, prompt: 1568, onOldConfig: true },
+        {
+          at: 4534,
+          kind: 'request',
+          node: 1,
+          adapter: -1,
+          tokens: 1,
+          prompt: 81,
+          cls: 'batch',
+          onOldConfig: true,
+        },
+        { at: 4672, kind: 'request', node: 1, adapter: 3, tokens: 41, prompt: 1904 },
+        {
+          at: 4896,
+          kind: 'request',
+          node: 1,
+          adapter: 3,
+          tokens: 56,
+          prompt: 1121,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+        { at: 5016, kind: 'request', node: 1, adapter: -1, tokens: 3, prompt: 113, cls: 'batch' },
+        {
+          at: 5301,
+          kind: 'request',
+          node: 1,
+          adapter: 8,
+          tokens: 31,
+          prompt: 1404,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+        { at: 5354, kind: 'config-change', node: 2, replicas: [1] },
+        { at: 5368, kind: 'config-change', node: 0, replicas: [1] },
+        { at: 5528, kind: 'request', node: 1, adapter: -1, tokens: 33, prompt: 1625, cls: 'interactive' },
+        { at: 5561, kind: 'config-change', node: 1, replicas: [1] },
+        { at: 5692, kind: 'request', node: 1, adapter: 5, tokens: 56, prompt: 1820, cls: 'interactive' },
+        {
+          at: 5886,
+          kind: 'request',
+          node: 1,
+          adapter: 5,
+          tokens: 35,
+          prompt: 1250,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+        {
+          at: 6126,
+          kind: 'request',
+          node: 1,
+          adapter: 3,
+          tokens: 23,
+          prompt: 1133,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+        { at: 6320, kind: 'request', node: 1, adapter: 5, tokens: 32, prompt: 1987, cls: 'interactive' },
+        { at: 6579, kind: 'request', node: 1, adapter: 4, tokens: 21, prompt: 1954, cls: 'interactive' },
+        {
+          at: 6830,
+          kind: 'request',
+          node: 1,
+          adapter: 3,
+          tokens: 58,
+          prompt: 1492,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+      ],
+    );
+  }, 60_000);
 });
 
 describe('the audit catches a forget that skips one record', () => {
