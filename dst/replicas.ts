@@ -15,6 +15,7 @@ import type { Random } from '../src/random';
 import { loadCostFor } from '../sim/engine/load-cost';
 import type { SimError } from '../sim/http/errors';
 import { SimReplica, type Exchanged } from '../sim/http/replica';
+import { dur } from './draws';
 import { trip } from './scheduler';
 
 /** Unix seconds at virtual time 0: a fixed date, so the replicas' `Date` headers replay exactly. */
@@ -114,6 +115,11 @@ export class ReplicaSet {
   private readonly unread = new Map<string, FailedLoad[]>();
   /** Restarts that forgot adapters loaded at run time, in order: when, and which replica. */
   readonly registryLost: { url: string; at: number; names: string[] }[] = [];
+  /**
+   * Draws when the engine takes the abort of a request Kong timed out (its 504): a stream of its
+   * own, drawn only at a 504, so a seed without one replays as before (World sets it).
+   */
+  timeoutNotice: Random | null = null;
   /**
    * Told, in the caller's context, of each process call sent over a slow path (its hop each
    * way); what it returns is told once the call settles (answered, failed or timed out).
@@ -291,7 +297,15 @@ export class ReplicaSet {
     let cancel = () => {};
     const late = new Promise<ProxyAnswer>((resolve) => {
       cancel = this.clock.after(timeoutMs, () => {
-        abort();
+        // Kong's upstream read timeout closes the upstream connection, as a client gone does
+        // (nginx src/http/ngx_http_upstream.c: `process_header` on a read timed out calls
+        // `ngx_http_upstream_next(..., NGX_HTTP_UPSTREAM_FT_TIMEOUT)`, which finalizes with 504
+        // and closes the peer; read at nginx 1.9.2, not at the nginx Kong 3.9 bundles): the
+        // engine takes the abort once the close came down the path and its handler heard
+        // `http.disconnect`, 0-500 ms later, drawn as a 499's (vLLM v0.11.0 `with_cancellation`).
+        const notice = this.timeoutNotice;
+        if (notice) this.clock.after(hop + dur(notice, 0, 500), stop);
+        else abort();
         resolve({ status: 504, text: '', source: 'error' });
       });
     });

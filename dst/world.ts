@@ -14,6 +14,7 @@ import type { RegistryLoss } from './trim-check';
 import { seededRandom, type Random } from '../src/random';
 import { CallsSeen } from './calls-seen';
 import { ForgetCheck } from './forget-check';
+import { auditProcesses } from './process-audit';
 import { HealthReads } from './health-reads';
 import type { Violation, WorldView } from './invariants';
 import { clearSecondReleases, forgetHandedLeases } from './lease-watch';
@@ -110,6 +111,7 @@ export class World {
       ...(this.w.maxNumSeqs !== undefined ? { maxNumSeqs: this.w.maxNumSeqs } : {}),
     });
     samplesOnly(schedule.seed, this.replicas);
+    this.replicas.timeoutNotice = seededRandom(schedule.seed * 2654435761 + 18);
     this.calls = new CallsSeen(this.sched, () => this.degraded());
     this.replicas.slowCallSeen = (hopMs) => this.calls.slowCallSeen(hopMs);
     const order = { n: 0 };
@@ -295,7 +297,9 @@ export class World {
       const due = !stop() && this.forget ? this.forget.due() : new Map<string, number>();
       if (due.size > 0) {
         await this.sched.run(Math.max(this.sched.now(), ...due.values()) + 2 * POLL_MS, step, stop);
-        if (!stop()) this.violation = this.forget!.forgotten(this.view(), due) ?? null;
+        if (!stop())
+          this.violation =
+            this.forget!.forgotten(this.view(), due) ?? auditProcesses(this.view(), this.nodes, due) ?? null;
       }
     } finally {
       this.close();

@@ -166,6 +166,11 @@ export class LeaseHandle {
     return openPerReplica.get(rt, url);
   }
 
+  /** Whether `rt` keeps a count of `url` here, at 0 or not (src/replica-records.ts). */
+  static countsOn(rt: FleetRuntime, url: string): boolean {
+    return openPerReplica.has(rt, url);
+  }
+
   /** Drops the count of `url` on `rt` (a replica that left); false while a lease there is open. */
   static forgetReplica(rt: FleetRuntime, url: string): boolean {
     return openPerReplica.forget(rt, url);

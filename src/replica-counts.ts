@@ -33,6 +33,11 @@ export class ReplicaCounts {
     return true;
   }
 
+  /** Whether `rt` keeps an entry for `url`, at 0 or not (src/replica-records.ts). */
+  has(rt: FleetRuntime, url: string): boolean {
+    return this.byRuntime.get(rt)?.has(url) ?? false;
+  }
+
   get(rt: FleetRuntime, url: string): number {
     return this.byRuntime.get(rt)?.get(url) ?? 0;
   }

@@ -33,8 +33,16 @@ export function wireDepartures(rt: FleetRuntime): void {
    * which takes the registrations' claims as told (each registration claims its replicas).
    */
   let told: { urls: string; at: number } | undefined;
-  /** The store's list at the previous round: a replica gone from it since is a candidate. */
+  /** The store's last list read (a failed read keeps the one before). */
   let listedBefore = new Set<string>();
+  /**
+   * Replicas listed or claimed at some round and not dropped here since: each not listed now is
+   * a candidate every round. Not only those gone from the list since the round before: one that
+   * left the list while this node still claimed it (the state emptied, a runtime replaced on the
+   * same state starting with no list) was kept then and, never listed again, never looked at
+   * again (dst/process-audit.ts, seed 3126238).
+   */
+  const known = new Set<string>();
   // Without Redis, a replica this node left is polled no more (nobody else routes to it), unless a
   // request of this process is still on it: its polls renew that lease. Not polled, a request
   // longer than the grace lost its lease at lease_max_age_ms, and the store then forgot the
@@ -66,14 +74,17 @@ export function wireDepartures(rt: FleetRuntime): void {
     const listed = listedUrls ? new Set(listedUrls) : listedBefore;
     rt.claim.listed(listed);
     const candidates = new Set([...pending, ...forgotten, ...(shared ? [] : released)]);
-    for (const u of listedBefore) if (!listed.has(u)) candidates.add(u);
+    if (listedUrls) for (const u of known) if (!listed.has(u)) candidates.add(u);
     listedBefore = listed;
+    for (const u of listed) known.add(u);
+    for (const u of claimed) known.add(u);
     const gone = new Set(forgotten);
     for (const url of candidates) {
       pending.delete(url);
       // Claimed again, or still in a shared fleet this node may be asked about: kept.
       if (rt.claim.claims(url) || (listed.has(url) && !gone.has(url) && !rt.departed(url))) continue;
-      if (!forgetReplica(rt, url)) pending.add(url);
+      if (forgetReplica(rt, url)) known.delete(url);
+      else pending.add(url);
     }
   };
 }
@@ -81,6 +92,7 @@ export function wireDepartures(rt: FleetRuntime): void {
 /** Drops every record this process keeps of `url`; false, and nothing dropped, while anything runs on it here. */
 export function forgetReplica(rt: FleetRuntime, url: string): boolean {
   if (rt.poller.polling(url) || rt.leasesOn(url) || rt.pollTrim.busy(url)) return false;
+  if (rt.store instanceof RecoveringFleetStore && rt.store.owesOn(url)) return false;
   if (!LeaseHandle.forgetReplica(rt, url) || !forgetJoining(rt, url)) return false;
   // Each refuses, dropping nothing of its own, while something of its own runs on the replica;
   // what the first dropped before a refusal is idle (the work model's figures come back with a request).
@@ -88,6 +100,7 @@ export function forgetReplica(rt: FleetRuntime, url: string): boolean {
   rt.poller.forget(url);
   rt.api.forget?.(url);
   rt.metrics.forget(url);
+  rt.prefetcher.demand.forget(url);
   if (rt.store instanceof RecoveringFleetStore) rt.store.forgetSeen(url);
   for (const fn of rt.replicaForgotten) fn(url);
   return true;

@@ -87,6 +87,18 @@ export class LoadBackoff implements LoadBackoffView {
       }
   }
 
+  /**
+   * Drops every entry of `url` (a replica that left: runtime-departures.ts `forgetReplica`). The
+   * adapters are bounded, not their replicas: a pod gone whose loads failed stayed in each
+   * adapter's entries for good (dst/process-audit.ts, seed 3120491).
+   */
+  forget(url: string): void {
+    for (const [adapter, of] of this.entries.entries()) {
+      // `latest` stays: still no earlier than every end kept.
+      if (of.byUrl.delete(url) && of.byUrl.size === 0) this.entries.delete(adapter);
+    }
+  }
+
   /** Whether a load of `adapter` on `url` would be refused now (the prefetch plans none there). */
   holdsOff(url: string, adapter: string): boolean {
     const b = this.entries.peek(adapter)?.byUrl.get(url);

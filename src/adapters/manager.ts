@@ -80,15 +80,18 @@ export class AdapterManager {
 
   /**
    * Drops what is kept of `url` (a replica that left): its own unloads' ends, the names blocked
-   * there. False, and nothing dropped, while a load, an unload or a placement of this process is
-   * under way there.
+   * there, its failed loads' backoff, the replica's word on it. False, and nothing dropped, while a
+   * load, an unload or a placement of this process is under way there, or an unseen hold is (a
+   * request of a router this node cannot see may run there: UNSEEN_HOLD_MS, tried next round).
    */
   forgetReplica(url: string): boolean {
     const prefix = `${url}\u0000`;
     for (const key of this.flights.keys()) if (key.startsWith(prefix)) return false;
     for (const key of this.joiners.keys()) if (key.startsWith(prefix)) return false;
-    if (this.claims.on(url) || !this.ownUnloads.forget(url)) return false;
+    if (this.claims.on(url) || this.replicaWord.holding(url) || !this.ownUnloads.forget(url)) return false;
     this.unknownNames.forget(url);
+    this.backoff.forget(url);
+    this.replicaWord.forget(url);
     return true;
   }
 

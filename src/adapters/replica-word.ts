@@ -162,6 +162,26 @@ export class ReplicaWord {
     }
   }
 
+  /** Whether an unseen hold on `url` is within its time (at `now`, monotonic): a router this node cannot see may be on it. */
+  holding(url: string, now = monotonic(this.clock)): boolean {
+    const prefix = `${url}\u0000`;
+    for (const [k, since] of this.unseen)
+      if (k.startsWith(prefix) && Math.abs(now - since) < UNSEEN_HOLD_MS) return true;
+    return false;
+  }
+
+  /**
+   * Drops every pair of `url` (a replica that left; `holding` false): the holds past their time
+   * stayed until a later hold began (dst/process-audit.ts, seed 3120343), and the served spans and
+   * logged pairs, though bounded, name it no longer.
+   */
+  forget(url: string): void {
+    const prefix = `${url}\u0000`;
+    for (const k of [...this.unseen.keys()]) if (k.startsWith(prefix)) this.unseen.delete(k);
+    for (const [k] of this.servedEnds.entries()) if (k.startsWith(prefix)) this.servedEnds.delete(k);
+    for (const [k] of this.logged.entries()) if (k.startsWith(prefix)) this.logged.delete(k);
+  }
+
   /** How many replica-adapter pairs the unseen hold keeps (tests: only those within it). */
   unseenHeld(): number {
     return this.unseen.size;

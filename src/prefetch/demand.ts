@@ -43,6 +43,15 @@ export class DemandTracker {
     this.entries.set(adapter.name, { adapter, urls, count: 1, at: now });
   }
 
+  /**
+   * `url` left the fleet: no demand names it any more. An adapter's demand decays over many
+   * half-lives (a busy one, minutes), its replicas the configuration's when last asked for
+   * (dst/process-audit.ts, seed 3123801).
+   */
+  forget(url: string): void {
+    for (const e of this.entries.values()) if (e.urls.includes(url)) e.urls = e.urls.filter((u) => u !== url);
+  }
+
   /** Decayed requests of `name` now (0 if not tracked). */
   count(name: string, now: number): number {
     const e = this.entries.get(name);

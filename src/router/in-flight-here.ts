@@ -13,6 +13,11 @@ export function forgetJoining(rt: FleetRuntime, url: string): boolean {
   return joining.forget(rt, url);
 }
 
+/** Whether `rt` keeps a count of `url` here, at 0 or not (src/replica-records.ts). */
+export function joinsOn(rt: FleetRuntime, url: string): boolean {
+  return joining.has(rt, url);
+}
+
 /** A decision counted already: nothing to end. */
 const counted = (): void => undefined;
 

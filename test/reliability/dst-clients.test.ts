@@ -90,6 +90,48 @@ describe('a client that gives up: Kong logs 499, the replica stops the request o
   });
 });
 
+describe("Kong's own 504 (upstream timeout): the replica stops the request once it takes the close, as a 499's", () => {
+  /** A 500 ms request proxied with an upstream timeout 100 ms past the path's hop; the notice drawn is 125 ms (`dur` of 0.5). */
+  const timedOut = async (notice: (() => number) | null, hopMs = 0) => {
+    const sched = new Scheduler(seededRandom(7));
+    const set = new ReplicaSet(sched, { replicas: 1, maxLoras: 4, loadMs: 100, decodeMsPerStep: 10 });
+    set.timeoutNotice = notice;
+    if (hopMs > 0) set.slowPath(0, 0, 60_000, hopMs);
+    const body = JSON.stringify({ model: 'meta-llama/Llama-3.1-8B-Instruct', prompt: 'x', max_tokens: 50 });
+    let answer: { status: number; at: number } | undefined;
+    void set
+      .proxy(set.urls[0]!, '/v1/completions', body, 100 + hopMs, 0)
+      .then((a) => (answer = { status: a.status, at: sched.now() }));
+    await sched.run(
+      10_000,
+      () => {},
+      () => false,
+    );
+    return { answer: answer!, records: set.replica(set.urls[0]!).requestRecords() };
+  };
+
+  it('504 at the timeout; the engine runs it on for the notice, then drops it', async () => {
+    const { answer, records } = await timedOut(() => 0.5);
+    expect(answer).toEqual({ status: 504, at: 100 });
+    expect(records[0]!.aborted).toBe(true);
+    expect(records[0]!.end).toBe(225);
+  });
+
+  it('on a slow path: the close comes down the path, then the notice', async () => {
+    const { answer, records } = await timedOut(() => 0.5, 200);
+    // At the replica from 200 ms, timed out at 300, the close there at 500, taken 125 ms later.
+    expect(answer).toEqual({ status: 504, at: 300 });
+    expect(records[0]!.aborted).toBe(true);
+    expect(records[0]!.end).toBe(625);
+  });
+
+  it('without its stream (as before it): stopped at the timeout', async () => {
+    const { answer, records } = await timedOut(null);
+    expect(answer).toEqual({ status: 504, at: 100 });
+    expect(records[0]!.end).toBe(100);
+  });
+});
+
 describe("the world's log phase meets 499s, later plugins' answers and slow source calls", () => {
   it('a schedule of them holds, each counted', async () => {
     const r = await runSchedule({

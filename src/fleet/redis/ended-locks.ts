@@ -131,6 +131,17 @@ export class EndedLocks {
     }
   }
 
+  /**
+   * Whether an end of a lock on `url` may still be owed (within its TTL: a server restored from an
+   * older copy may hold the lock). Past it the end is dropped here: kept until the next lock's
+   * end, it named a replica that left for good on a node that loads no more (dst/process-audit.ts,
+   * seed 3120006).
+   */
+  owes(url: string): boolean {
+    this.forgetExpired();
+    return this.ended.some((e) => e.url === url);
+  }
+
   private forgetExpired(): void {
     const now = this.clock.now();
     this.ended = this.ended.filter((e) => e.until > now);

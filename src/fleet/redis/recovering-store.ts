@@ -274,7 +274,15 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
     else await this.reclaim().catch((err: Error) => this.degrade(err));
   }
 
-  /** Drops what this store keeps of a replica that left (runtime-departures.ts `forgetReplica`). */
+  /**
+   * Whether this store still owes the shared state something on `url`: the end of a lock it may
+   * have missed (ended-locks.ts). Its records of the replica stay until then (`forgetSeen`).
+   */
+  owesOn(url: string): boolean {
+    return this.endedLocks.owes(url);
+  }
+
+  /** Drops what this store keeps of a replica that left (runtime-departures.ts `forgetReplica`; `owesOn` false). */
   forgetSeen(url: string): void {
     this.seenDown.forget(url);
   }
