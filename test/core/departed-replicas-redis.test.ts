@@ -191,10 +191,11 @@ it('a prefetch tick on demand seen through a lapsed configuration registers no d
       'Redis forgets the old fleet',
     );
     const gone = Date.now();
-    const ticks = a.rt.prefetcher.stats.ticks;
-    // Three ticks of node a's prefetcher, each planning on that demand.
+    // Three ticks of node a's prefetcher, each on that demand (none plans: no replica of it is the
+    // node's, so none takes the fleet's plan token or counts in `stats.ticks`: review 68).
+    const tick = jest.spyOn(a.rt.prefetcher as unknown as { tick: () => Promise<void> }, 'tick');
     await new Promise((r) => setTimeout(r, 1500));
-    expect(a.rt.prefetcher.stats.ticks).toBeGreaterThan(ticks);
+    expect(tick).toHaveBeenCalled();
     expect((await specs()).sort()).toEqual([...NEW].sort());
     expect([...api.polledIn(gone + 500)].sort()).toEqual([...NEW].sort());
   } finally {

@@ -214,9 +214,12 @@ async function fleet(registry: string[] = []) {
       managed: () => true,
     });
   }
-  const node = () => {
+  /** A node's prefetcher; `routes`: the replicas its router configurations list (all by default). */
+  const node = (routes: readonly string[] = URLS) => {
     const manager = new AdapterManager(store, api, clock, silentLogger);
-    const p = new Prefetcher(store, manager, clock, silentLogger, () => policy);
+    const p = new Prefetcher(store, manager, clock, silentLogger, (url) =>
+      routes.includes(url) ? policy : undefined,
+    );
     p.configure(on);
     return p;
   };
@@ -410,5 +413,25 @@ describe('Prefetcher', () => {
     await both;
     expect(api.calls).toEqual([`load a@${R1}`]);
     expect(p.stats.ticks + q.stats.ticks).toBe(1);
+  });
+
+  it('a node whose demand lists only replicas it no longer routes to leaves the tick to one that plans', async () => {
+    // Review 68: a rolling change moved node p's route off R1; the demand its old configuration saw
+    // there decays over minutes. Taking the fleet's one plan a tick for it, p planned nothing (no
+    // replica of its own to ask of) and q, whose route's demand is on R1, could not plan that tick.
+    const { api, node, clock } = await fleet();
+    const p = node([R2]);
+    const q = node([R1]);
+    for (const n of [p, q]) for (let i = 0; i < 3; i++) n.observe({ name: 'a', path: '/a/a' }, [R1], AGO);
+    const first = p.maybeTick();
+    await clock.run();
+    await first;
+    const second = q.maybeTick();
+    await clock.run();
+    await second;
+    expect({ calls: api.calls, ticks: [p.stats.ticks, q.stats.ticks] }).toEqual({
+      calls: [`load a@${R1}`],
+      ticks: [0, 1],
+    });
   });
 });
