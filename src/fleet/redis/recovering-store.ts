@@ -314,10 +314,13 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
    * own or of a predecessor still draining (taken again, it must count against a known replica).
    */
   protected routesTo(url: string): boolean {
-    if (this.local.claimedBy(url)) return true;
-    for (let s: RecoveringFleetStore | null = this; s; s = s.predecessor)
-      for (const m of s.leases.mine.values()) if (m.lease.url === url) return true;
-    return false;
+    return this.local.claimedBy(url) || this.leasesOn(url);
+  }
+
+  /** Whether this store or a predecessor still draining holds an open lease on `url`. */
+  private leasesOn(url: string): boolean {
+    for (const m of this.leases.mine.values()) if (m.lease.url === url) return true;
+    return this.predecessor?.leasesOn(url) ?? false;
   }
 
   /**
