@@ -123,6 +123,14 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   /**
+   * Whether `node` (default: this process) routes to `url` as last told: a registration claims it,
+   * a retain not listing it drops the claim at once, though the replica stays for the grace.
+   */
+  claimedBy(url: string, node = LOCAL_NODE): boolean {
+    return this.claims.claimedBy(url, node);
+  }
+
+  /**
    * The modelled Redis's `expire` (node `node` silent past `nodeTtlMs`, its last heartbeat
    * `lastBeat`) and `prune` of a node leaving the state (no heartbeat: it routed there until `at`):
    * all its claims go, as the scripts' `dropclaims` (scripts/forgetting.ts; the ttl decides

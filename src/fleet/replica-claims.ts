@@ -26,6 +26,11 @@ export class ReplicaClaims {
     this.stamp(url, at);
   }
 
+  /** Whether `node` claims `url` now: registered or listed by its last retain, not dropped since. */
+  claimedBy(url: string, node: string): boolean {
+    return this.byNode.get(node)?.has(url) ?? false;
+  }
+
   /** `node` no longer lists any url but `listed`: its other claims go at once (it routed there until `at`). */
   dropUnlisted(node: string, listed: ReadonlySet<string>, at: number, known: (url: string) => boolean): void {
     const urls = this.byNode.get(node);

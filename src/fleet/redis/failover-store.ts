@@ -162,8 +162,10 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
         const views = await s.views(urls, adapter, withResidents);
         // The same reply says whether Redis was emptied (restarted empty, or flushed), even when
         // another node registered the replicas again first (the epoch changed).
+        // A short answer alone is no emptying: a replica another node's forget check dropped, asked
+        // of by a status page, a scrape or a lapsed configuration, is simply not there any more.
         const lost = this.shared.takeStateLost?.() ?? false;
-        if (views.length === urls.length && !lost) return this.reclaiming ? this.withOwnDowns(views) : views;
+        if (!lost && !this.lacksOwn(urls, views)) return this.reclaiming ? this.withOwnDowns(views) : views;
         // Register them again from here, with this node's open leases (a lease it lost would
         // let another node unload under it).
         await this.reclaim();
@@ -202,8 +204,8 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
   }
 
   /**
-   * `views` then `acquire` in one shared round trip. Found emptied (or the replicas unknown
-   * there), the lease is given back and both are done again as `views` and `acquire` do them:
+   * `views` then `acquire` in one shared round trip. Found emptied (or a replica this node routes
+   * to unknown there: `lacksOwn`), the lease is given back and both are done again as `views` and `acquire` do them:
    * the state registered anew first, so that the lease counts.
    */
   async viewsAndLease(
@@ -223,7 +225,7 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
             ? await s.viewsAndLease(urls, adapter, lease)
             : { views: await s.views(urls, adapter), state: await s.acquire(lease) };
           const lost = this.shared.takeStateLost?.() ?? false;
-          if (r.views.length === urls.length && !lost)
+          if (!lost && !this.lacksOwn(urls, r.views))
             return this.reclaiming ? { ...r, views: this.withOwnDowns(r.views) } : r;
           await s.release(lease.id, this.clock.now());
           await this.reclaim();

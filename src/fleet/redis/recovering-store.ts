@@ -225,7 +225,10 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
     // Reset before the writes, not after: a heartbeat reply handled between the last write's reply
     // and a reset after it would be an emptying after the registration, and lost.
     this.emptiedSinceRegistration = false;
-    const specs = await this.local.replicaSpecs();
+    // Only those it routes to now: its local copy keeps one it left until its own forget check, and
+    // registered from here it came back after the shared state forgot it (and, claimed in this
+    // node's name, stayed another grace): polled by every node again.
+    const specs = (await this.local.replicaSpecs()).filter((s) => this.routesTo(s.url));
     // Again while the epoch moved between two of its writes: emptied again mid-way, the state the
     // rest went to lacks the replicas written before, and the takeStateLost below swallowed that
     // emptying, so no heartbeat told it either. A lease then stayed counted nowhere
@@ -311,6 +314,36 @@ export abstract class RecoveringFleetStore extends DegradableFleetStore {
     const leased = new Set<string>();
     for (const m of this.leases.mine.values()) leased.add(m.lease.url);
     return leased.size === 0 ? urls : [...new Set([...urls, ...leased])];
+  }
+
+  /**
+   * Whether this node routes to `url` now: its local copy's claim (each registration claims, each
+   * retain lists exactly what the node routes to: `retainReplicas`), or an open lease on it of its
+   * own or of a predecessor still draining (taken again, it must count against a known replica).
+   */
+  protected routesTo(url: string): boolean {
+    return this.local.claimedBy(url) || this.leasesOn(url);
+  }
+
+  /** Whether this store or a predecessor still draining holds an open lease on `url`. */
+  private leasesOn(url: string): boolean {
+    for (const m of this.leases.mine.values()) if (m.lease.url === url) return true;
+    return this.predecessor?.leasesOn(url) ?? false;
+  }
+
+  /**
+   * Whether views read of `urls` in an answering state with its epoch unchanged lack one this node
+   * routes to: the state lost it without an emptying the epoch tells (a restore from an older copy
+   * of the same epoch, a forget while this node was silent past node_ttl_ms), and a reclaim
+   * registers it again. One it does not route to was forgotten (no live node claims it): no read
+   * brings it back (before, any short answer read as an emptied state, and a status page, a metrics
+   * scrape or a request through a lapsed configuration asking of one registered the node's local
+   * copy again: dst seeds 2892202, 2901338; test/core/views-forgotten-redis.test.ts).
+   */
+  protected lacksOwn(urls: readonly string[], views: readonly ReplicaView[]): boolean {
+    if (views.length >= urls.length) return false;
+    const found = new Set(views.map((v) => v.url));
+    return urls.some((u) => !found.has(u) && this.routesTo(u));
   }
 
   /** Every lease id this node may hold in the shared state: its own and an unadopted predecessor's. */
