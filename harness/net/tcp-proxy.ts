@@ -27,11 +27,12 @@ export class TcpProxy {
   private holdMatch: ((chunk: Buffer) => boolean) | null = null;
   /** Per link held by holdReplies(): delivers its held chunks (restore()). */
   private readonly holding = new Map<Link, () => void>();
-  private heldCount = 0;
   /** Set by holdRequests(): the client's chunk that starts holding its link's requests. */
   private requestMatch: ((chunk: Buffer) => boolean) | null = null;
   /** Per link held by holdRequests(): forwards its held chunks (restore()). */
   private readonly holdingRequests = new Map<Link, () => void>();
+  /** Chunks held, per side, over every open link. */
+  private readonly heldCounts = { requests: 0, replies: 0 };
 
   private constructor(
     private readonly server: net.Server,
@@ -96,7 +97,12 @@ export class TcpProxy {
 
   /** Server chunks held by holdReplies(), over every open link. */
   get heldReplies(): number {
-    return this.heldCount;
+    return this.heldCounts.replies;
+  }
+
+  /** Client chunks held by holdRequests(), over every open link. */
+  get heldRequests(): number {
+    return this.heldCounts.requests;
   }
 
   /**
@@ -181,14 +187,14 @@ export class TcpProxy {
           const mine: Buffer[] = (held = []);
           holding.set(link, () => {
             holding.delete(link);
-            if (side === 'replies') this.heldCount -= mine.length;
+            this.heldCounts[side] -= mine.length;
             held = null;
             for (const c of mine) if (!to.destroyed) to.write(c);
             if (delayed === 0) delivered?.();
           });
         }
         held.push(chunk);
-        if (side === 'replies') this.heldCount++;
+        this.heldCounts[side]++;
         return;
       }
       const send = (): void => {
