@@ -27,7 +27,12 @@ export class TcpProxy {
   private holdMatch: ((chunk: Buffer) => boolean) | null = null;
   /** Per link held by holdReplies(): delivers its held chunks (restore()). */
   private readonly holding = new Map<Link, () => void>();
-  private heldCount = 0;
+  /** Set by holdRequests(): the client's chunk that starts holding its link's requests. */
+  private requestMatch: ((chunk: Buffer) => boolean) | null = null;
+  /** Per link held by holdRequests(): forwards its held chunks (restore()). */
+  private readonly holdingRequests = new Map<Link, () => void>();
+  /** Chunks held, per side, over every open link. */
+  private readonly heldCounts = { requests: 0, replies: 0 };
 
   private constructor(
     private readonly server: net.Server,
@@ -79,9 +84,25 @@ export class TcpProxy {
     this.holdMatch = match;
   }
 
+  /**
+   * As holdReplies(), the other way: a client's chunk that `match` picks, and every later one on
+   * its link, reaches the server only on restore(). A command kept on the wire lands exactly when a
+   * test wants it to, however slow the machine, where a delay past a short timeout was outrun or
+   * overran the client's other calls. A client that closes meanwhile is ended upstream once they
+   * are forwarded, as TCP delivers what was sent before a FIN; a cut drops them with the link.
+   */
+  holdRequests(match: (chunk: Buffer) => boolean): void {
+    this.requestMatch = match;
+  }
+
   /** Server chunks held by holdReplies(), over every open link. */
   get heldReplies(): number {
-    return this.heldCount;
+    return this.heldCounts.replies;
+  }
+
+  /** Client chunks held by holdRequests(), over every open link. */
+  get heldRequests(): number {
+    return this.heldCounts.requests;
   }
 
   /**
@@ -94,12 +115,14 @@ export class TcpProxy {
     this.mode = null;
     this.delayMs = 0;
     this.holdMatch = null;
+    this.requestMatch = null;
     if (wasBlackhole) {
       for (const l of this.links) this.drop(l);
       for (const s of this.held) s.destroy();
       this.held.clear();
     }
     for (const deliver of [...this.holding.values()]) deliver();
+    for (const forward of [...this.holdingRequests.values()]) forward();
   }
 
   async close(): Promise<void> {
@@ -124,8 +147,8 @@ export class TcpProxy {
     upstream.on('error', () => {});
     const link: Link = { client, upstream };
     this.links.add(link);
-    const sent = this.pipe(client, upstream);
-    this.pipe(upstream, client, link);
+    const sent = this.pipe(client, upstream, link, 'requests');
+    this.pipe(upstream, client, link, 'replies');
     const end = (): void => this.drop(link);
     // A client that closes after sending: TCP delivers what it sent before its FIN, so a command
     // still on a delayed link runs at the server all the same; its reply goes nowhere.
@@ -138,34 +161,40 @@ export class TcpProxy {
   }
 
   /**
-   * Forwards `from` to `to`; `replies`: the link whose server side `from` is (holdReplies()).
-   * `delayed`: whether a delayed chunk is still to be forwarded; `whenDelivered` runs its callback once none is.
+   * Forwards `from` to `to`, one side of `link`: the client's `requests` or the server's `replies`
+   * (each held by its own holdRequests() / holdReplies()). `delayed`: whether a delayed or held
+   * chunk is still to be forwarded; `whenDelivered` runs its callback once none is.
    */
   private pipe(
     from: net.Socket,
     to: net.Socket,
-    replies?: Link,
+    link: Link,
+    side: 'requests' | 'replies',
   ): { delayed(): boolean; whenDelivered(f: () => void): void } {
     // Chunks keep their order when the delay changes mid-stream: none is due before the last.
     let lastDue = 0;
     let held: Buffer[] | null = null;
     let delayed = 0;
     let delivered: (() => void) | null = null;
+    const holding = side === 'replies' ? this.holding : this.holdingRequests;
+    const match = (): ((chunk: Buffer) => boolean) | null =>
+      side === 'replies' ? this.holdMatch : this.requestMatch;
     from.on('data', (chunk: Buffer) => {
       // A blackholed link swallows bytes: they are lost as in a partition, not queued.
       if (this.mode !== null) return;
-      if (replies && (held || this.holdMatch?.(chunk))) {
+      if (held || match()?.(chunk)) {
         if (!held) {
           const mine: Buffer[] = (held = []);
-          this.holding.set(replies, () => {
-            this.holding.delete(replies);
-            this.heldCount -= mine.length;
+          holding.set(link, () => {
+            holding.delete(link);
+            this.heldCounts[side] -= mine.length;
             held = null;
             for (const c of mine) if (!to.destroyed) to.write(c);
+            if (delayed === 0) delivered?.();
           });
         }
         held.push(chunk);
-        this.heldCount++;
+        this.heldCounts[side]++;
         return;
       }
       const send = (): void => {
@@ -177,13 +206,13 @@ export class TcpProxy {
       delayed++;
       setTimeout(() => {
         send();
-        if (--delayed === 0) delivered?.();
+        if (--delayed === 0 && held === null) delivered?.();
       }, lastDue - now);
     });
     return {
-      delayed: () => delayed > 0,
+      delayed: () => delayed > 0 || held !== null,
       whenDelivered: (f) => {
-        if (delayed === 0) f();
+        if (delayed === 0 && held === null) f();
         else delivered = f;
       },
     };
@@ -193,7 +222,8 @@ export class TcpProxy {
     this.links.delete(link);
     link.client.destroy();
     link.upstream.destroy();
-    // What it held is lost with it: the client's socket is gone.
+    // What it held is lost with it: the client's socket is gone (and so is the server's, for requests).
     this.holding.get(link)?.();
+    this.holdingRequests.get(link)?.();
   }
 }

@@ -132,15 +132,15 @@ describe('a reclaim under way as the store that runs it is adopted', () => {
 });
 
 // Found by the mutation run of the hand-back (docs/reliability/mutation-testing.md, "The hand-back
-// at 65ff70a"). As above, but S's retake gets no answer within S's timeout (the link slowed to
-// 0.6 s one way as it is sent): the reclaim fails, `handBackEnded` has nothing left to wait for, N
-// adopts P and S and prunes over its own link, and the retake lands after that prune. No store of X
-// holds the lease (P's request ended meanwhile, released locally), and the release S sent after a
-// reply never went: it stayed until N pruned again (its next reclaim, recovery or hand-over) or
-// lease_max_age_ms. A prune over S's own link would come after the retake, but S is superseded: it
-// does not know N's leases, and one N takes over its own link meanwhile would be dropped. A retake
-// with no answer now sends the releases of the leases ended meanwhile on its own link, behind it
-// (HeldLeases.retakeUnanswered).
+// at 65ff70a"). As above, but S's retake gets no answer within S's timeout (held on S's link until
+// S has closed: store-line.ts onRetakeOnTheWire): the reclaim fails, `handBackEnded` has nothing
+// left to wait for, N adopts P and S and prunes over its own link, and the retake lands after that
+// prune. No store of X holds the lease (P's request ended meanwhile, released locally), and the
+// release S sent after a reply never went: it stayed until N pruned again (its next reclaim,
+// recovery or hand-over) or lease_max_age_ms. A prune over S's own link would come after the
+// retake, but S is superseded: it does not know N's leases, and one N takes over its own link
+// meanwhile would be dropped. A retake with no answer now sends the releases of the leases ended
+// meanwhile on its own link, behind it (HeldLeases.retakeUnanswered).
 describe('a reclaim whose retake times out as the store that runs it is adopted', () => {
   it('leaves no lease of the node in the shared state once the retake lands', async () => {
     // Failed so before (at 65ff70a, and at 9179184 before the fix):
@@ -148,14 +148,18 @@ describe('a reclaim whose retake times out as the store that runs it is adopted'
     //   + Array [
     //   +   "X-1",
     //   + ]
-    const line = await startStoreLine(stores.redis, 'hb-retake-late:', { timeoutMs: 150, cutP: true });
+    const line = await startStoreLine(stores.redis, 'hb-retake-late:', { timeoutMs: 1000, cutP: true });
     try {
       await line.takeLease();
-      const retakeSent = line.onRetake(600);
+      const retake = line.onRetakeOnTheWire();
       await line.emptyState();
-      await retakeSent;
+      await retake.sent;
       await line.p.release(line.lease.id, Date.now());
-      expect(await line.leaseKeysOnceAdopted(1200)).toEqual([]);
+      await retake.unanswered;
+      await line.retireP();
+      await line.retireS();
+      await line.retakeLands();
+      expect(await line.leaseKeys()).toEqual([]);
     } finally {
       await line.close();
     }

@@ -15,18 +15,17 @@ import { startStoreLine, U1 } from './store-line';
 
 const stores = useRedisStores();
 
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 // As test/core/hand-back-close.test.ts's "a reclaim whose retake times out", but P's request ends
 // only after S's retake timed out: the lease was still held then, so retakeUnanswered marked it
 // `uncertain` instead of releasing it behind the retake. Its release is then P's pending one, which
-// N adopts and replays over N's own link, 0.6 s ahead of the retake still on S's slow link.
+// N adopts and replays over N's own link, ahead of the retake still on S's link (held there until
+// S has closed: store-line.ts onRetakeOnTheWire).
 describe('a lease still held as its retake times out, ended before its store is adopted', () => {
   it('leaves no lease of the node in the shared state once the retake lands', async () => {
-    const line = await startStoreLine(stores.redis, 'r61-uncertain:', { timeoutMs: 150, cutP: true });
+    const line = await startStoreLine(stores.redis, 'r61-uncertain:', { timeoutMs: 1000, cutP: true });
     try {
       await line.takeLease();
-      const timedOut = line.onRetakeUnanswered(600);
+      const timedOut = line.onRetakeOnTheWire().unanswered;
       await line.emptyState();
       await timedOut;
       await line.s.handBackEnded(); // the reclaim has ended (failed)
@@ -36,7 +35,7 @@ describe('a lease still held as its retake times out, ended before its store is 
       // N replayed it over its own link: released, until the retake lands.
       expect(await line.leaseKeys()).toEqual([]);
       await line.retireS();
-      await pause(1200);
+      await line.retakeLands();
       expect(await line.leaseKeys()).toEqual([]);
     } finally {
       await line.close();
@@ -45,19 +44,22 @@ describe('a lease still held as its retake times out, ended before its store is 
 });
 
 // The same with P answering all along: its lease is shared, so retakeUnanswered marks nothing, and
-// P's request's release goes over P's own link at once, 0.6 s ahead of S's retake of it.
+// P's request's release goes over P's own link at once, ahead of S's retake of it.
 describe("a shared lease whose retake over a successor's link times out", () => {
   it('leaves no lease of the node in the shared state once the retake lands', async () => {
-    const line = await startStoreLine(stores.redis, 'r61-shared:', { timeoutMs: 150, cutP: false });
+    const line = await startStoreLine(stores.redis, 'r61-shared:', { timeoutMs: 1000, cutP: false });
     try {
       await line.takeLease();
       expect(line.p.mode?.()).not.toBe('local');
-      const timedOut = line.onRetakeUnanswered(600);
+      const timedOut = line.onRetakeOnTheWire().unanswered;
       await line.emptyState();
       await timedOut;
       await line.s.handBackEnded();
       await line.p.release(line.lease.id, Date.now());
-      expect(await line.leaseKeysOnceAdopted(1200)).toEqual([]);
+      await line.retireP();
+      await line.retireS();
+      await line.retakeLands();
+      expect(await line.leaseKeys()).toEqual([]);
     } finally {
       await line.close();
     }

@@ -1,7 +1,7 @@
 /**
  * Three stores of node X on one redis-server state, each the successor of the one before (runtimes
  * retired for a same-state record change, a `timeout_ms` say): P, then S, then N. P's link can be
- * cut (it decides alone), S's slowed; N's is direct. The hand-back's cases run on it
+ * cut (it decides alone), S's slowed or held; N's is direct. The hand-back's cases run on it
  * (hand-back-close.test.ts, review-61.test.ts): S's reclaim re-takes P's lease over S's link, and N
  * adopts P and S, pruning over its own link.
  */
@@ -10,6 +10,7 @@ import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { Lease } from '../../src/fleet/types';
 import { silentLogger } from '../../src/log';
 import { TcpProxy } from '../../harness/net/tcp-proxy';
+import { waitFor } from '../../harness/wait';
 import type { RedisServer } from '../../harness/redis/server';
 import { vllmSpec } from './helpers';
 
@@ -39,8 +40,16 @@ export interface StoreLine {
   takeLease(): Promise<void>;
   /** Told when S's retake of P's lease is sent (`delayMs`: S's link slowed just before). */
   onRetake(delayMs: number): Promise<void>;
-  /** Told when S's retake of P's lease fails (no answer in S's timeout), S's link slowed to `delayMs` as it is sent. */
-  onRetakeUnanswered(delayMs: number): Promise<void>;
+  /**
+   * Told when S's retake of P's lease is sent (`sent`) and when it fails (`unanswered`: no answer in
+   * S's timeout): it, and all S sends after it, are held on S's link, short of Redis, until `retakeLands`. However slow the machine, the
+   * retake runs after whatever the case sends over other links meanwhile, and S's calls before it
+   * get the whole timeout (a link slowed to 0.6 s past a 0.15 s timeout was overrun by a loaded
+   * machine's ordinary calls: S's reclaim failed before its retake, which was never sent).
+   */
+  onRetakeOnTheWire(): { sent: Promise<void>; unanswered: Promise<void> };
+  /** S closed: the retake and what S sent after it land, in order; resolves once Redis has run them. */
+  retakeLands(): Promise<void>;
   /**
    * As `onRetakeUnanswered`, but the retake lands at once and its reply is held on S's link until
    * `slowLink.restore()`: no answer in S's timeout however slow the machine, and S's calls before it
@@ -104,13 +113,26 @@ export async function startStoreLine(
           () => slowLink.delay(delayMs),
         ),
       ),
-    onRetakeUnanswered: (delayMs) =>
-      new Promise((r) =>
-        retakeOf(
-          (sent) => void sent.catch(() => r()),
-          () => slowLink.delay(delayMs),
-        ),
-      ),
+    onRetakeOnTheWire: () => {
+      let sent = () => {};
+      let unanswered = () => {};
+      retakeOf(
+        (call) => {
+          sent();
+          void call.catch(() => unanswered());
+        },
+        () => slowLink.holdRequests(() => true),
+      );
+      return {
+        sent: new Promise<void>((r) => (sent = r)),
+        unanswered: new Promise<void>((r) => (unanswered = r)),
+      };
+    },
+    retakeLands: async () => {
+      slowLink.restore();
+      // Redis reads a closed client's commands before its end, then closes its side (the link's end).
+      await waitFor(() => slowLink.connections === 0, 10_000, "S's link ended");
+    },
     onRetakeHeld: () =>
       new Promise((r) =>
         retakeOf(

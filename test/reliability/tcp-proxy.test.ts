@@ -135,6 +135,32 @@ describe('TcpProxy', () => {
     expect(proxy.heldReplies).toBe(0);
   });
 
+  test("holdRequests keeps a matching command and its link's later ones from the server until restore, a closed client's too", async () => {
+    const c = client(5000);
+    const other = client(5000);
+    await c.connect();
+    await other.connect();
+    await redis.command(['DEL', 'q', 'q-n']);
+    proxy.holdRequests((chunk) => chunk.includes('held-value'));
+    void c.set('q', 'held-value').catch(() => {});
+    await waitFor(() => proxy.heldRequests === 1, 2000, 'the command held');
+    // A later one on its link waits behind it, whatever it is.
+    void c.incr('q-n').catch(() => {});
+    await waitFor(() => proxy.heldRequests === 2, 2000, 'the later command held');
+    // Another link's commands pass; the held ones have not reached the server.
+    expect(await other.ping()).toBe('PONG');
+    expect(await redis.command(['GET', 'q'])).toBeNull();
+    // Closed meanwhile: what it sent before its end still lands, as TCP would deliver it.
+    c.disconnect();
+    await waitFor(() => c.status === 'end', 2000, 'client closed');
+    expect(await redis.command(['GET', 'q'])).toBeNull();
+    proxy.restore();
+    // The server read them before the end, then closed its side: only the other link is left.
+    await waitFor(() => proxy.connections === 1, 2000, "c's link ended");
+    expect(proxy.heldRequests).toBe(0);
+    expect(await redis.command(['MGET', 'q', 'q-n'])).toEqual(['held-value', '1']);
+  });
+
   test('close ends every connection', async () => {
     const c = client();
     await c.connect();
