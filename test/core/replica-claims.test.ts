@@ -64,6 +64,17 @@ describe('a replica a live node still claims is never forgotten', () => {
   });
 });
 
+describe('a replica a node stopped listing is forgotten past the grace', () => {
+  it('one round drops one of its replicas, a later round the other: both go', async () => {
+    const f = fleet();
+    await f.register(U1, 'A', t0);
+    await f.register(U2, 'A', t0);
+    await f.retain('A', [U2], t0 + 10, 100); // U1 dropped; A still claims U2
+    await f.retain('A', [], t0 + 20, 100); // U2 dropped too
+    expect(await f.retain('A', [], t0 + 200, 100)).toEqual([U1, U2]);
+  });
+});
+
 describe('the bounds, to the millisecond (as the script: `seen > t - nodeTtl`, `claimed < t - grace`)', () => {
   it('a claim lapses exactly node_ttl_ms after its node last claimed: live one ms before', async () => {
     const f = fleet();
