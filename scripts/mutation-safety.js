@@ -193,9 +193,10 @@ const TARGETS = [
   // unpolled unload end (unpolled-unload): each 2-7 s a run.
   ['src/fleet/poller.ts', core('poller', 'poller-specs', 'mutation-poller', 'unpolled-unload')],
   // Replicas that leave (stop 65): the node's claim, and the in-process twin of the `retain` script
-  // (forget-replicas runs each case on a real redis-server too; store-differential holds the twins equal).
+  // (forget-replicas runs each case on a real redis-server too; store-differential holds the twins equal;
+  // replica-claims pins its bounds to the millisecond and the batch's order, in process).
   ['src/fleet/node-claim.ts', core('node-claim', 'departed-replicas')],
-  ['src/fleet/replica-claims.ts', core('forget-replicas', 'store-differential')],
+  ['src/fleet/replica-claims.ts', core('forget-replicas', 'store-differential', 'replica-claims')],
   // The store's TypeScript (its Lua is one string literal to Stryker), against a real redis-server.
   // Without fleet-store: bound by the wall clock (200 ms connects), it failed Stryker's initial run
   // twice at load average 15.

@@ -387,6 +387,19 @@ describe.each([
     expect(await specsOf(a.store)).toEqual([...many].sort());
   });
 
+  it('more due since the same instant than one call looks at: the first call takes them in url order', async () => {
+    const f = make();
+    const a = f.node('A');
+    // Redis's ZRANGEBYSCORE orders equal scores by member; the in-process twin sorts ties by url.
+    const url = (i: number) => `http://r${String(i).padStart(3, '0')}:8000`;
+    const urls = Array.from({ length: 101 }, (_, i) => url(i));
+    for (let i = 0; i < 101; i++) await a.upsert(spec(url((i * 37) % 101)));
+    expect(await a.retain([], LONG)).toEqual([]); // all dropped in one call: one instant
+    await sleep(5);
+    expect(await a.retain([], 1)).toEqual(urls.slice(0, 100));
+    expect(await a.retain([], 1)).toEqual(urls.slice(100));
+  });
+
   it("a dead node's last heartbeat counts as its last claim: the grace runs from it", async () => {
     const f = make();
     const b = f.node('B');
