@@ -69,8 +69,11 @@ export class MemoryFleetStore implements FleetStore {
   private byList = new WeakMap<readonly string[], ReplicaRecord[]>();
   /** Every replica's residency by adapter: one lookup a decision (views). */
   private readonly holders = new HolderIndex();
-  /** Open leases, counted in their replicas' in-flight figures. */
-  private leases = new MemoryLeases((url) => this.replicas.get(url));
+  /** Open leases, counted in their replicas' in-flight figures (their ages on the process's clock). */
+  private leases = new MemoryLeases(
+    (url) => this.replicas.get(url),
+    () => this.mono(),
+  );
   private eventLog: FleetEvent[] = [];
   private lastFence = 0;
   /** Budget windows by key (consumers are many: least recently used out first). */
