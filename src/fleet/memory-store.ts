@@ -304,7 +304,10 @@ export class MemoryFleetStore implements FleetStore {
       // A configuration registered since the last look: static entries may be managed now.
       const recheck = s.managedVersion !== undefined && s.managedVersion !== r.classifiedUnder;
       r.classifiedUnder = s.managedVersion;
-      this.reconcile(r, s.registry, s, startedAt, recheck);
+      this.reconcile(r, s.registry, s.at, startedAt, s.managed, recheck, {
+        started: s.monoStartedAt,
+        at: s.monoAt,
+      });
     }
   }
 
@@ -319,17 +322,18 @@ export class MemoryFleetStore implements FleetStore {
   private reconcile(
     r: ReplicaRecord,
     registry: { name: string; path: string }[],
-    s: ReplicaSnapshot,
+    at: number,
     scrapedAt: number,
+    managed?: (name: string, path: string) => boolean,
     recheck = false,
+    mono: { started?: number; at?: number } = {},
   ): void {
-    const { at, managed } = s;
     // Changed here at or after the poll began: newer than the registry it read. On the monotonic
     // clock where the change and the poll both said (this process's): a step of the wall clock
     // back between them dated the change before the poll (a load ended read as vanished, an
     // unload's gone mark read as older than the list that still named it).
-    const newer = (wall: number, mono: number | undefined) =>
-      mono !== undefined && s.monoStartedAt !== undefined ? mono >= s.monoStartedAt : wall >= scrapedAt;
+    const newer = (wall: number, stamp: number | undefined) =>
+      stamp !== undefined && mono.started !== undefined ? stamp >= mono.started : wall >= scrapedAt;
     const present = new Set(registry.map((e) => e.name));
     let vanished = 0;
     for (const name of r.residency.names()) {
@@ -367,7 +371,7 @@ export class MemoryFleetStore implements FleetStore {
       const manages = managed?.(name, path);
       const ours = manages ?? (r.everLoaded || r.loadedUnseen.has(name));
       const state = ours ? 'loaded' : 'static';
-      putResidency(r, name, { state, since: at, lastUsed: at }, s.monoAt);
+      putResidency(r, name, { state, since: at, lastUsed: at }, mono.at);
     }
     if (!r.registrySeen) {
       r.registrySeen = true;
