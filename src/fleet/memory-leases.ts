@@ -31,6 +31,11 @@ export class MemoryLeases {
   /** Open leases in the order taken, with when (their `at`): renewals end LEASE_CEILING max ages after. */
   private takenAt = new Map<string, number>();
   /**
+   * The same on the store's process's monotonic clock, where the store has one (`mono`): a lease's
+   * age is that process's duration, which a step of its wall clock does not move.
+   */
+  private takenMono = new Map<string, number>();
+  /**
    * Open leases taken while their replica was not registered: counted nowhere, so uncounted
    * nowhere when they end (as the Redis lease's `c`).
    */
@@ -41,7 +46,10 @@ export class MemoryLeases {
    */
   private reclaimed = new Map<string, number>();
 
-  constructor(private readonly replica: (url: string) => ReplicaRecord | undefined) {}
+  constructor(
+    private readonly replica: (url: string) => ReplicaRecord | undefined,
+    private readonly mono: () => number | undefined = () => undefined,
+  ) {}
 
   get size(): number {
     return this.leases.size;
@@ -61,6 +69,8 @@ export class MemoryLeases {
     }
     this.leases.set(lease.id, { ...lease });
     this.takenAt.set(lease.id, lease.at);
+    const mono = this.mono();
+    if (mono !== undefined) this.takenMono.set(lease.id, mono);
     if (!this.count(lease)) this.uncounted.add(lease.id);
     return true;
   }
@@ -94,16 +104,20 @@ export class MemoryLeases {
 
   /**
    * Per adapter on `url`, how long its oldest open lease has been held at `at` (each dated by the
-   * `at` it was taken with; taken again, it keeps its first: the script's `lease-t0`).
+   * `at` it was taken with; taken again, it keeps its first: the script's `lease-t0`). On the
+   * monotonic clock where the store has one: on the wall clock, stepped ahead 300 ms since a lease
+   * was taken after a poll began, the lease read as held since before it, and excused a reading an
+   * unseen request may have made (the unseen hold: src/adapters/unseen-busy.ts).
    */
   heldFor(url: string, at: number): Map<string, number> {
     const oldest = new Map<string, number>();
+    const now = this.mono();
     for (const [id, l] of this.leases)
       if (l.url === url && l.adapter !== null) {
-        const t = this.takenAt.get(id) ?? l.at;
+        const t = now === undefined ? (this.takenAt.get(id) ?? l.at) : (this.takenMono.get(id) ?? now);
         if (t < (oldest.get(l.adapter) ?? Infinity)) oldest.set(l.adapter, t);
       }
-    for (const [name, t] of oldest) oldest.set(name, Math.max(0, at - t));
+    for (const [name, t] of oldest) oldest.set(name, Math.max(0, (now ?? at) - t));
     return oldest;
   }
 
@@ -114,6 +128,7 @@ export class MemoryLeases {
     this.leases.delete(id);
     this.renewedAt.delete(id);
     this.takenAt.delete(id);
+    this.takenMono.delete(id);
     this.drop(lease);
     return lease;
   }

@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '../clock';
+import { monotonic, systemClock, type Clock } from '../clock';
 import { HolderIndex } from './holder-index';
 import { Lru } from '../lru';
 import { MemoryLeases } from './memory-leases';
@@ -69,8 +69,11 @@ export class MemoryFleetStore implements FleetStore {
   private byList = new WeakMap<readonly string[], ReplicaRecord[]>();
   /** Every replica's residency by adapter: one lookup a decision (views). */
   private readonly holders = new HolderIndex();
-  /** Open leases, counted in their replicas' in-flight figures. */
-  private leases = new MemoryLeases((url) => this.replicas.get(url));
+  /** Open leases, counted in their replicas' in-flight figures (their ages on the process's clock). */
+  private leases = new MemoryLeases(
+    (url) => this.replicas.get(url),
+    () => this.mono(),
+  );
   private eventLog: FleetEvent[] = [];
   private lastFence = 0;
   /** Budget windows by key (consumers are many: least recently used out first). */
@@ -88,8 +91,24 @@ export class MemoryFleetStore implements FleetStore {
   /** Which nodes route to each replica: one no node claims is forgotten after a grace (`retainReplicas`). */
   private readonly claims = new ReplicaClaims();
 
-  /** `claimsClock`: when a registration or a retain claims, unless its caller says (`RetainOptions`). */
-  constructor(private readonly claimsClock: Clock = systemClock) {}
+  /** When a registration or a retain claims, unless its caller says (`RetainOptions`). */
+  private readonly claimsClock: Clock;
+  /**
+   * The clock of the process whose store this is, when handed one (a node's own store, its local
+   * copy): its loads and unloads are stamped on its monotonic line too, as its polls are
+   * (`monoStartedAt`). Not handed one (a store shared by nodes, as the simulation's Redis), none.
+   */
+  private readonly ownClock: Clock | undefined;
+
+  constructor(clock?: Clock) {
+    this.claimsClock = clock ?? systemClock;
+    this.ownClock = clock;
+  }
+
+  /** Now on the process's monotonic clock, for a residency change's stamp (none without one). */
+  private mono(): number | undefined {
+    return this.ownClock === undefined ? undefined : monotonic(this.ownClock);
+  }
 
   /**
    * Also claims the replica for `node` (a registration then a list must not forget what was just
@@ -293,7 +312,10 @@ export class MemoryFleetStore implements FleetStore {
       // A configuration registered since the last look: static entries may be managed now.
       const recheck = s.managedVersion !== undefined && s.managedVersion !== r.classifiedUnder;
       r.classifiedUnder = s.managedVersion;
-      this.reconcile(r, s.registry, s.at, startedAt, s.managed, recheck);
+      this.reconcile(r, s.registry, s.at, startedAt, s.managed, recheck, {
+        started: s.monoStartedAt,
+        at: s.monoAt,
+      });
     }
   }
 
@@ -312,7 +334,14 @@ export class MemoryFleetStore implements FleetStore {
     scrapedAt: number,
     managed?: (name: string, path: string) => boolean,
     recheck = false,
+    mono: { started?: number; at?: number } = {},
   ): void {
+    // Changed here at or after the poll began: newer than the registry it read. On the monotonic
+    // clock where the change and the poll both said (this process's): a step of the wall clock
+    // back between them dated the change before the poll (a load ended read as vanished, an
+    // unload's gone mark read as older than the list that still named it).
+    const newer = (wall: number, stamp: number | undefined) =>
+      stamp !== undefined && mono.started !== undefined ? stamp >= mono.started : wall >= scrapedAt;
     const present = new Set(registry.map((e) => e.name));
     let vanished = 0;
     for (const name of r.residency.names()) {
@@ -323,7 +352,7 @@ export class MemoryFleetStore implements FleetStore {
       // dropped here first, the next unload for that adapter was granted too); an unload's end then
       // leaves it gone, even one ended not done (its holder cut off, its lock expired).
       if (present.has(name) || state === 'loading') continue;
-      if (r.residency.sinceAt(slot) >= scrapedAt) continue;
+      if (newer(r.residency.sinceAt(slot), r.sinceMono.get(name))) continue;
       if (state === 'unloading') {
         r.missedUnloading.add(name);
         continue;
@@ -336,10 +365,10 @@ export class MemoryFleetStore implements FleetStore {
       const cur = r.residency.get(name);
       // Classified before the configuration that manages it registered: a router's load after all.
       if (recheck && cur?.state === 'static' && managed?.(name, path)) {
-        putResidency(r, name, { ...cur, state: 'loaded' });
+        putResidency(r, name, { ...cur, state: 'loaded' }, r.sinceMono.get(name));
         continue;
       }
-      if (cur || (r.gone.get(name) ?? -Infinity) >= scrapedAt) continue;
+      if (cur || newer(r.gone.get(name) ?? -Infinity, r.goneMono.get(name))) continue;
       // A router's load (ours before a restart, or another instance's) if a configuration
       // manages the name or we loaded here before; otherwise registered at replica start. Before
       // the first read, only the names loaded count: another's load says nothing of the start-up
@@ -350,7 +379,7 @@ export class MemoryFleetStore implements FleetStore {
       const manages = managed?.(name, path);
       const ours = manages ?? (r.everLoaded || r.loadedUnseen.has(name));
       const state = ours ? 'loaded' : 'static';
-      putResidency(r, name, { state, since: at, lastUsed: at });
+      putResidency(r, name, { state, since: at, lastUsed: at }, mono.at);
     }
     if (!r.registrySeen) {
       r.registrySeen = true;
@@ -411,7 +440,7 @@ export class MemoryFleetStore implements FleetStore {
     // took may come back if that load fails).
     this.roomMade.get(url)?.delete(adapter);
     const fence = (this.lastFence = nextFence(this.lastFence, at));
-    putResidency(r, adapter, { state: 'loading', since: at, lastUsed: at, fence });
+    putResidency(r, adapter, { state: 'loading', since: at, lastUsed: at, fence }, this.mono());
     if (r.registrySeen) r.everLoaded = true;
     else r.loadedUnseen.add(adapter);
     return fence;
@@ -425,20 +454,20 @@ export class MemoryFleetStore implements FleetStore {
       // Registered at the replica's start ("already loaded"): static as a registry read makes it, and
       // no load of ours for the first read (left as is if that read applied during the load).
       dropResidency(r, adapter);
-      putResidency(r, adapter, { state: 'static', since: at, lastUsed: at });
+      putResidency(r, adapter, { state: 'static', since: at, lastUsed: at }, this.mono());
       r.loadedUnseen.delete(adapter);
     } else if (ok === 'replayed') {
       // Sent again after the server lost it: the replica may have changed since (another node's
       // unload, its end and gone mark lost too). Forgotten and gone, as after a failure: a registry
       // read begun before may predate that unload; the next one adopts it if it is there.
       dropResidency(r, adapter);
-      markGone(r, adapter, at);
-    } else if (ok) putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: at });
+      markGone(r, adapter, at, this.mono());
+    } else if (ok) putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: at }, this.mono());
     else {
       // Ended without it (a failure, or the after-load undo unloaded it): a registry read begun
       // before now may still list it, and must not bring it back.
       dropResidency(r, adapter);
-      markGone(r, adapter, at);
+      markGone(r, adapter, at, this.mono());
     }
     return true;
   }
@@ -486,7 +515,7 @@ export class MemoryFleetStore implements FleetStore {
     }
     if (ttlMs !== undefined) this.unloadTtls.set(`${url}\u0000${adapter}`, ttlMs);
     const fence = (this.lastFence = nextFence(this.lastFence, at));
-    putResidency(r, adapter, { ...cur, state: 'unloading', since: at, fence, for: forAdapter });
+    putResidency(r, adapter, { ...cur, state: 'unloading', since: at, fence, for: forAdapter }, this.mono());
     r.missedUnloading.delete(adapter);
     return fence;
   }
@@ -500,7 +529,7 @@ export class MemoryFleetStore implements FleetStore {
     const missed = r.missedUnloading.delete(adapter);
     if (ok || missed) {
       dropResidency(r, adapter);
-      markGone(r, adapter, at);
+      markGone(r, adapter, at, this.mono());
     }
     if (ok) {
       // A trim's `for` (starting with NUL, never an adapter's name) makes room for no one.
@@ -509,7 +538,8 @@ export class MemoryFleetStore implements FleetStore {
         for (const [name, until] of made) if (until <= at) made.delete(name);
         this.roomMade.set(url, made.set(cur.for, at + ttl));
       }
-    } else if (!missed) putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: cur.lastUsed });
+    } else if (!missed)
+      putResidency(r, adapter, { state: 'loaded', since: at, lastUsed: cur.lastUsed }, this.mono());
     return true;
   }
 
@@ -521,7 +551,7 @@ export class MemoryFleetStore implements FleetStore {
     const r = this.replicas.get(url);
     if (r?.residency.get(adapter)?.state !== 'loaded') return;
     dropResidency(r, adapter);
-    markGone(r, adapter, at);
+    markGone(r, adapter, at, this.mono());
   }
 
   async touch(url: string, adapter: string, at: number): Promise<void> {

@@ -62,6 +62,13 @@ export interface ReplicaRecord {
   /** When each adapter was last unloaded or forgotten here, so an older registry cannot revive it. */
   gone: Map<string, number>;
   /**
+   * `gone`, and each residency entry's `since`, on the monotonic clock of the process whose store
+   * this is, where it stamped them (a store handed its process's clock): matched against a poll of
+   * that process (`monoStartedAt`), a step of its wall clock between the two moves neither.
+   */
+  goneMono: Map<string, number>;
+  sinceMono: Map<string, number>;
+  /**
    * Adapters being unloaded that a registry read begun since the unload's grant no longer listed:
    * gone, however the unload ends (its holder cut off, its lock ended by expiry: DST seed 826256).
    */
@@ -90,15 +97,23 @@ export function newReplicaRecord(spec: ReplicaSpec, holders?: HolderIndex): Repl
     inFlightByAdapter: new Map(),
     passiveFailures: 0,
     gone: new Map(),
+    goneMono: new Map(),
+    sinceMono: new Map(),
     missedUnloading: new Set(),
   };
 }
 
 /** Bounded: entries older than the oldest scrape still in flight are useless; keep the last 256. */
-export function markGone(r: ReplicaRecord, adapter: string, at: number): void {
+export function markGone(r: ReplicaRecord, adapter: string, at: number, mono?: number): void {
   r.gone.delete(adapter);
   r.gone.set(adapter, at);
-  if (r.gone.size > 256) r.gone.delete(r.gone.keys().next().value!);
+  if (mono === undefined) r.goneMono.delete(adapter);
+  else r.goneMono.set(adapter, mono);
+  if (r.gone.size > 256) {
+    const oldest = r.gone.keys().next().value!;
+    r.gone.delete(oldest);
+    r.goneMono.delete(oldest);
+  }
 }
 
 /** `leasedFor`: how long each adapter's oldest open lease has been held (counted ones only get it). */
@@ -117,8 +132,13 @@ export function residentsOf(r: ReplicaRecord, leasedFor?: ReadonlyMap<string, nu
   });
 }
 
-/** Sets an entry, keeping `residentCount` (an entry may turn from static to loaded, never back). */
-export function putResidency(r: ReplicaRecord, name: string, res: ResidencyEntry): void {
+/**
+ * Sets an entry, keeping `residentCount` (an entry may turn from static to loaded, never back);
+ * `sinceMono`: its `since` on the store's process's monotonic clock, where it has one.
+ */
+export function putResidency(r: ReplicaRecord, name: string, res: ResidencyEntry, sinceMono?: number): void {
+  if (sinceMono === undefined) r.sinceMono.delete(name);
+  else r.sinceMono.set(name, sinceMono);
   const was = r.residency.get(name);
   if (res.state !== 'static' && (!was || was.state === 'static')) r.residentCount++;
   if (res.state === 'loading') r.loads.set(name, res.since);
@@ -127,6 +147,7 @@ export function putResidency(r: ReplicaRecord, name: string, res: ResidencyEntry
 }
 
 export function dropResidency(r: ReplicaRecord, name: string): void {
+  r.sinceMono.delete(name);
   const was = r.residency.get(name);
   if (was && r.residency.delete(name) && was.state !== 'static') r.residentCount--;
   if (r.loads.size > 0) r.loads.delete(name);

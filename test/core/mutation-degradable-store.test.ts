@@ -62,8 +62,18 @@ function fakeShared(withTime = true) {
   return { store, down, calls, inner, extra };
 }
 
-async function setup(withTime = true) {
-  const clock = new VirtualClock();
+/** Virtual time; `now` off it by `skew` (a skew correction stepping the wall clock), `monotonic` never. */
+class SkewedClock extends VirtualClock {
+  skew = 0;
+  override now(): number {
+    return super.now() + this.skew;
+  }
+  monotonic(): number {
+    return super.now();
+  }
+}
+
+async function setup(withTime = true, clock: VirtualClock = new VirtualClock()) {
   const sh = fakeShared(withTime);
   const s = new Store(sh.store, silentLogger, { probeMs: PROBE, logEveryMs: 60_000 }, clock);
   await s.upsertReplica(spec(U));
@@ -251,6 +261,19 @@ describe('DegradableFleetStore: hold-offs', () => {
     await back();
     const at = clock.now();
     expect(s.unloadsHeldOff()).toBe(true);
+    await clock.run(at + UNLOAD_HOLD_OFF_PROBES * PROBE - 1);
+    expect(s.unloadsHeldOff()).toBe(true);
+    await clock.run(at + UNLOAD_HOLD_OFF_PROBES * PROBE);
+    expect(s.unloadsHeldOff()).toBe(false);
+  });
+
+  it('holds unloads off for two probe intervals of true time, the wall clock stepped ahead since it was back', async () => {
+    const skewed = new SkewedClock();
+    const { clock, s, cut, back } = await setup(true, skewed);
+    await cut();
+    await back();
+    const at = skewed.monotonic();
+    skewed.skew = 600;
     await clock.run(at + UNLOAD_HOLD_OFF_PROBES * PROBE - 1);
     expect(s.unloadsHeldOff()).toBe(true);
     await clock.run(at + UNLOAD_HOLD_OFF_PROBES * PROBE);

@@ -127,6 +127,29 @@ describe('SeenDown', () => {
     expect(t.applied[0]![1].sharedStartedAt).toBe(truth(1_000) + 200);
   });
 
+  it('orders the down poll after this node’s last dated poll on the monotonic clock: a wall clock stepped back between moves nothing', async () => {
+    // The up poll began at 1,000 on both clocks (Redis held it from truth(1,000) + 300); the wall
+    // clock was then stepped back 400 ms, and the down poll began at 1,100 monotonic, 700 on the
+    // wall. Ordered on the wall, the down poll read as begun before the up one: not floored by its
+    // shared start, dated before it, and the shared store kept the up verdict.
+    const clock: Clock = {
+      now: () => LOCAL_NOW - 400,
+      monotonic: () => LOCAL_NOW,
+      after: () => () => undefined,
+    };
+    const down = { ...downSince(700), monoStartedAt: 1_100 };
+    const s = setup([{ url: A, snapshot: down }], true, [], clock);
+    s.seen.note(A, {
+      at: 1_050,
+      startedAt: 1_000,
+      monoStartedAt: 1_000,
+      sharedStartedAt: truth(1_000) + 300,
+      ok: true,
+    });
+    await s.push();
+    expect(s.applied[0]![1].sharedStartedAt).toBe(truth(1_000) + 300);
+  });
+
   it('measures the time since the down poll began on the monotonic clock: a wall clock stepped since moves nothing', async () => {
     // The down poll began at 1,000 on both clocks, 500 ms ago by the monotonic clock; the wall
     // clock was stepped since (a skew correction during the outage). Back 400 ms, a wall-clock

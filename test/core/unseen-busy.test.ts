@@ -129,3 +129,57 @@ describe('a poll’s reading and the unseen hold', () => {
     expect(await heldBy(store, reading(['a'], false))).toEqual([]);
   });
 });
+
+/** True time set by hand; `now` off it by `skew` (a skew correction), `monotonic` never. */
+class SteppedClock {
+  t = POLL_STARTED;
+  skew = 0;
+  now(): number {
+    return this.t + this.skew;
+  }
+  monotonic(): number {
+    return this.t;
+  }
+  after(): () => void {
+    return () => undefined;
+  }
+}
+
+describe('a poll’s reading and the unseen hold, the wall clock stepped (a node’s own store)', () => {
+  const clock = new SteppedClock();
+  let store: MemoryFleetStore;
+  const heldNow = async (load: ReplicaLoad) => {
+    const held: string[] = [];
+    const word = { holdUnseen: (url: string, name: string) => held.push(`${url} ${name}`) };
+    await holdUnseenBusy(store, word as unknown as ReplicaWord, null, U, load, null, {
+      clock,
+      mono: POLL_STARTED,
+    });
+    return held;
+  };
+
+  beforeEach(async () => {
+    clock.t = 10;
+    clock.skew = 0;
+    store = new MemoryFleetStore(clock);
+    await store.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    const f = await store.beginLoad(U, 'c', clock.now(), 10);
+    expect(await store.finishLoad(U, 'c', f!, true, clock.now())).toBe(true);
+  });
+
+  it('holds what a lease taken after the poll began would explain, the clock stepped ahead since', async () => {
+    clock.t = POLL_STARTED + 5;
+    await store.acquire({ id: 'late', url: U, adapter: 'c', at: clock.now() });
+    clock.skew = 300;
+    clock.t = POLL_STARTED + 10;
+    expect(await heldNow(reading(['c']))).toEqual([`${U} c`]);
+  });
+
+  it('holds nothing a lease taken before the poll began explains, the clock stepped back since', async () => {
+    clock.t = POLL_STARTED - 5;
+    await store.acquire({ id: 'then', url: U, adapter: 'c', at: clock.now() });
+    clock.skew = -300;
+    clock.t = POLL_STARTED + 10;
+    expect(await heldNow(reading(['c']))).toEqual([]);
+  });
+});

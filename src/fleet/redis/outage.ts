@@ -4,7 +4,7 @@
  * (or another state was switched to), this node unloads nothing for a hold-off, because peers may
  * still decide where they cannot see this node's unloads.
  */
-import type { Clock } from '../../clock';
+import { monotonic, type Clock } from '../../clock';
 import type { Logger } from '../../log';
 import { Signal } from '../../signal';
 import type { SharedStore } from './shared-store';
@@ -30,7 +30,7 @@ export const FAILOVER_DEFAULTS: FailoverOptions = { probeMs: 1000, logEveryMs: 3
 export class Outage {
   /** Since when this node decides alone, or null while the shared store answers. */
   private degradedSince: number | null = null;
-  /** When the shared store last came back to this node (this node's clock); null if never lost. */
+  /** When the shared store last came back to this node (its monotonic clock); null if never lost. */
   private backSince: number | null = null;
   /** Record changes into this store whose old runtime still decides (`receiving`): no unload meanwhile. */
   private recordChanges = 0;
@@ -149,7 +149,7 @@ export class Outage {
     this.stopProbing();
     const s = Math.round((this.clock.now() - this.degradedSince!) / 1000);
     this.degradedSince = null;
-    this.backSince = this.clock.now();
+    this.backSince = monotonic(this.clock);
     this.log.info(`shared fleet state is back after ${s} s: decisions are shared again`);
     this.onSharedAgain?.();
     this.shared.onRemoteChange?.();
@@ -179,7 +179,7 @@ export class Outage {
       await decided;
     } finally {
       this.recordChanges--;
-      this.backSince = this.clock.now();
+      this.backSince = monotonic(this.clock);
     }
   }
 
@@ -193,7 +193,7 @@ export class Outage {
    * failed, no outage ends) may have lost this node's unload ends (the simulation's seed 1534246).
    */
   stateEmptied(): void {
-    this.backSince = this.clock.now();
+    this.backSince = monotonic(this.clock);
     this.onSharedAgain?.();
   }
 
@@ -206,7 +206,8 @@ export class Outage {
   unloadHeldOff(): boolean {
     const back = this.backSince;
     if (this.recordChanges > 0) return true;
-    return back !== null && this.clock.now() - back < UNLOAD_HOLD_OFF_PROBES * this.options.probeMs;
+    // On the monotonic clock: a wall clock stepped ahead 600 ms since shortened the hold by as much.
+    return back !== null && monotonic(this.clock) - back < UNLOAD_HOLD_OFF_PROBES * this.options.probeMs;
   }
 
   /** Closed: a retired runtime's store, which never probes again. */

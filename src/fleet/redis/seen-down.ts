@@ -28,15 +28,19 @@ import { SKEW_MARGIN_MS } from './scripts/prelude';
  * start by the step, either way.
  */
 export class SeenDown {
-  /** Per replica, this node's newest poll that carried a shared start: when it began, on each clock. */
-  private readonly dated = new Map<string, { local: number; shared: number }>();
+  /**
+   * Per replica, this node's newest poll that carried a shared start: when it began, on each clock
+   * (`mono`: this node's monotonic one, where the poll said).
+   */
+  private readonly dated = new Map<string, { local: number; mono?: number; shared: number }>();
 
   /** A poll this node made (`sharedStartedAt`: the shared clock at its scrape's start, poller.ts). */
   note(url: string, s: ReplicaSnapshot): void {
     if (s.sharedStartedAt === undefined) return;
     const local = s.startedAt ?? s.at;
     const cur = this.dated.get(url);
-    if (!cur || local >= cur.local) this.dated.set(url, { local, shared: s.sharedStartedAt });
+    if (!cur || !begunBefore({ local, mono: s.monoStartedAt }, cur))
+      this.dated.set(url, { local, mono: s.monoStartedAt, shared: s.sharedStartedAt });
   }
 
   /** The replica left the fleet (runtime-departures.ts): its entry goes, or one stayed per address ever polled. */
@@ -70,8 +74,18 @@ export class SeenDown {
     const began = s.startedAt;
     if (sharedNow === undefined || began === undefined || !Number.isFinite(began)) return undefined;
     const last = this.dated.get(url);
-    const floor = last && last.local <= began ? last.shared : -Infinity;
+    const floor =
+      last && !begunBefore({ local: began, mono: s.monoStartedAt }, last) ? last.shared : -Infinity;
     const since = s.monoStartedAt === undefined ? now.local - began : now.mono - s.monoStartedAt;
     return Math.max(sharedNow - since - SKEW_MARGIN_MS, floor);
   }
+}
+
+/**
+ * Whether poll `a` began before poll `b`, both this node's: on its monotonic clock where both said
+ * (a wall clock stepped back between them read the later one as begun first: the down poll then
+ * went unfloored, dated before this node's up poll the shared store held, and lost to it).
+ */
+function begunBefore(a: { local: number; mono?: number }, b: { local: number; mono?: number }): boolean {
+  return a.mono !== undefined && b.mono !== undefined ? a.mono < b.mono : a.local < b.local;
 }
