@@ -20,6 +20,7 @@ import { routingRequest, type CallsSeen } from './calls-seen';
 import { waitedIdle } from './hold-check';
 import { pastOwnSight, seenUp, type HealthReads } from './health-reads';
 import type { BudgetRefusal, Violation, WorldView } from './invariants';
+import { leaseIssuer } from './lease-watch';
 import { pollSender, procName, type NodeProcesses, type Process } from './node-processes';
 import type { RedisModel } from './redis-model';
 import { urlParts, type ClientGone, type ProxyAnswer, type ReplicaSet } from './replicas';
@@ -209,7 +210,7 @@ export class RequestRouting {
       // The state its lease is on: the runtime that decided it (after a record change to other
       // state, a request waiting for room is decided again on the new one).
       const prefix = out.leaseId.slice(0, out.leaseId.lastIndexOf('-'));
-      decider = decidedOn(p, came, prefix);
+      decider = decidedOn(p, came, out.leaseId, prefix);
       const proc = procName(p);
       const db = this.g.nodes.prefixDb.get(prefix) ?? p.db;
       // The deciding runtime's store, not the node's newest: after a same-state record change the
@@ -731,12 +732,22 @@ function refusedForFleetBudget(status: number, body: unknown): boolean {
 }
 
 /**
- * The runtime of `p` that decided a request which came while `came` was current and took its lease
- * under `prefix`: `came` itself, or a successor it was decided again on after a record change to
- * other state (Router.route, RuntimeReplaced), whose lease prefix is its own. A same-state
- * successor shares the prefix but never takes over a decision: the first match is the one.
+ * The runtime of `p` that decided a request which came while `came` was current and took lease
+ * `leaseId`: `came` itself, or a successor it was decided again on after a record change to other
+ * state (Router.route, RuntimeReplaced: the one current then). The runtime that handed out the
+ * id, not the first with its prefix: a same-state successor shares its predecessor's prefix, and
+ * a request replaced by other state goes to the current runtime, which may be such a successor
+ * (seed 3129582: named by prefix, the predecessor took a lease of its successor's as its own).
  */
-function decidedOn(p: Process, came: FleetRuntime, prefix: string): FleetRuntime | undefined {
+function decidedOn(
+  p: Process,
+  came: FleetRuntime,
+  leaseId: string,
+  prefix: string,
+): FleetRuntime | undefined {
   const from = p.runtimes.indexOf(came);
-  return from < 0 ? undefined : p.runtimes.slice(from).find((rt) => rt.leasePrefix === prefix);
+  if (from < 0) return undefined;
+  const after = p.runtimes.slice(from);
+  const issuer = leaseIssuer(leaseId);
+  return issuer && after.includes(issuer) ? issuer : after.find((rt) => rt.leasePrefix === prefix);
 }

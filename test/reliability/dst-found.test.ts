@@ -5639,3 +5639,78 @@ describe('a replica Kong could not reach, on a node whose wall clock was stepped
     );
   }, 60_000);
 });
+
+describe('a request decided again on the newest runtime, past one sharing its lease prefix', () => {
+  // Seed 3129582 (--keep 8,10,11,15,16,17,18,19,25,26,27,28,29,30,31,32,33), the max_in_flight
+  // check's: node 0's batch request 3 (came at 780 on runtime n0g0) waited for room while a record
+  // change to other state (860) made runtime n0g0r1 and one to the same state (1,597) its successor,
+  // sharing its lease prefix and sequence. Replaced by other state, request 3 was decided again on
+  // the runtime current then, the same-state successor, and sent to replica-1 at 1,877. Batch
+  // request 6 had come at 1,332 on n0g0r1 (node 0 cut off from Redis, deciding alone) and was
+  // decided there, on its views read alone at 1,360, at 2,361: request 3's lease is the successor's,
+  // which no view it read could show. The check named a request's decider by its lease prefix, the
+  // first runtime with it (n0g0r1 for both), and so held request 6 to request 3 as its own runtime's.
+  // It now names the runtime that handed out the lease id.
+  it('seed 3129582: a lease of a same-state successor is not its predecessor decision’s own', async () => {
+    await holds(
+      3129582,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio'],
+        loadMs: 800,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 4282,
+        staticAdapters: ['sql,chat'],
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1, max_in_flight: 1 },
+        ],
+        configChanges: { retainEveryMs: 1000, staleMs: 2405 },
+      },
+      [
+        { at: 713, kind: 'request', node: 0, adapter: 3, tokens: 4, prompt: 1289, cls: 'batch' },
+        {
+          at: 779,
+          kind: 'request',
+          node: 0,
+          adapter: 8,
+          tokens: 6,
+          prompt: 1768,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+        { at: 780, kind: 'request', node: 0, adapter: 2, tokens: 4, prompt: 1605, cls: 'batch' },
+        { at: 782, kind: 'slow-path', node: 0, replica: 1, ms: 741, hopMs: 2067 },
+        { at: 809, kind: 'config-change', node: 0, replicas: [1] },
+        { at: 822, kind: 'partition', node: 0, ms: 648 },
+        { at: 860, kind: 'record-change', otherState: true, gapMs: 87 },
+        { at: 929, kind: 'config-change', node: 2, replicas: [1] },
+        {
+          at: 1252,
+          kind: 'request',
+          node: 2,
+          adapter: -1,
+          tokens: 19,
+          prompt: 299,
+          cls: 'batch',
+          onOldConfig: true,
+        },
+        { at: 1301, kind: 'request', node: 0, adapter: 10, tokens: 5, prompt: 259, cls: 'batch' },
+        { at: 1332, kind: 'request', node: 0, adapter: -1, tokens: 12, prompt: 167, cls: 'batch' },
+        { at: 1345, kind: 'request', node: 0, adapter: -1, tokens: 29, prompt: 327, cls: 'batch' },
+        { at: 1583, kind: 'request', node: 2, adapter: 5, tokens: 5, prompt: 1747, cls: 'interactive' },
+        { at: 1583, kind: 'request', node: 1, adapter: 2, tokens: 1, prompt: 33, onOldConfig: true },
+        { at: 1589, kind: 'request', node: 0, adapter: 0, tokens: 2, prompt: 750, cls: 'interactive' },
+        { at: 1597, kind: 'record-change', otherState: false, gapMs: 1283 },
+        { at: 2860, kind: 'request', node: 1, adapter: 5, tokens: 3, prompt: 1311, cls: 'interactive' },
+      ],
+    );
+  }, 60_000);
+});
