@@ -558,6 +558,9 @@ export class RedisModel {
           !forName.startsWith('\u0000')
         )
           this.roomTtls.set(f, ttl);
+        // As the script's `lock`: a holder absent from the node set enters it (seed 3142528), so one
+        // that dies before its first heartbeat to an emptied state is found silent.
+        if (f !== null && node && !s.nodes.has(node)) s.nodes.set(node, at);
         if (f !== null)
           s.locks.set(f, {
             node,

@@ -1145,6 +1145,26 @@ describe('redis fleet store across nodes', () => {
     expect(await b.beginLoad(U, 'x', 3, LIMIT, TTL)).not.toBeNull();
   });
 
+  it('ends the load lock of a node that stopped before its first heartbeat to an emptied state', async () => {
+    // DST seed 3142528: after a FLUSHALL (the node set emptied with it) a process took two load locks
+    // and died before its next heartbeat. Absent from the node set, it was never found silent: its
+    // locks lasted their TTL, both adapters `loading` (no trim takes them) on a replica over its limit.
+    const p = prefix();
+    // Beats once at start, then not for node_ttl_ms / 4 (150 s): no heartbeat comes after the emptying.
+    const a = node(p, 'nodeA', 600_000);
+    const b = node(p, 'nodeB', 600);
+    await a.upsertReplica({ url: U, backend: 'vllm', priority: 0 });
+    await env.redis.command(['ZREM', `${p}nodes`, 'nodeA']); // as a FLUSHALL leaves it
+    expect(await a.beginLoad(U, 'x', 1, LIMIT, 600_000)).not.toBeNull();
+    await a.close();
+    const deadline = Date.now() + 5000;
+    while ((await states2(b)).x === 'loading' && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      await b.expireLeases(2, 600_000);
+    }
+    expect(await states2(b)).toEqual({});
+  });
+
   it('ends the unload lock of a node that stopped after a poll since its grant missed the adapter: gone, not loaded', async () => {
     // DST seed 826256: the holder, cut off, sent the unload; the replica dropped it; a poll of
     // another node began after the grant and missed it; then the sweep ended the silent node's lock.

@@ -5714,3 +5714,63 @@ describe('a request decided again on the newest runtime, past one sharing its le
     );
   }, 60_000);
 });
+
+describe('a load lock of a process that died after a FLUSHALL, before its first heartbeat', () => {
+  // Seed 3142528 (--keep 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,19,20,21,22,23,24,25,26,27): node 2's load of
+  // `team,a` on replica-1 (limit 2) was under way when a FLUSHALL at 236 ms emptied Redis (its `loading`
+  // entry with it); node 1 then took load locks for `bio` and `a` there (262, 268 ms: two free slots to
+  // the store) and its process restarted at 451 ms, before its first heartbeat to the emptied state. The
+  // replica landed all three (937, 1,737, 2,537 ms): 3 for a limit of 2. The dead process was in no
+  // node set, so its load locks were not ended as a silent node's after `node_ttl_ms`, only by their
+  // TTL (8,262 ms): until then the store kept both `loading`, which no trim takes, and nobody's
+  // after-load check ran ("over the limit for 5911.9 ms"). A lock taken now enters its node in the
+  // node set if absent, so a holder that never heartbeats is found silent.
+  it('seed 3142528: a dead holder of a load lock taken after a FLUSHALL is found silent', async () => {
+    await holds(
+      3142528,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+        loadMs: 800,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 3736,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+        prefetch: { intervalMs: 1000, halfLifeMs: 3000, loadsPerMinute: 30, hysteresis: 1, evictFactor: 1 },
+      },
+      [
+        { at: 92, kind: 'request', node: 0, adapter: 5, tokens: 36, prompt: 1409 },
+        { at: 121, kind: 'request', node: 2, adapter: 2, tokens: 4, prompt: 1128 },
+        { at: 189, kind: 'request', node: 1, adapter: 7, tokens: 3, prompt: 689 },
+        { at: 232, kind: 'request', node: 1, adapter: 10, tokens: 6, prompt: 672 },
+        { at: 233, kind: 'request', node: 1, adapter: 4, tokens: 6, prompt: 1881 },
+        { at: 233, kind: 'request', node: 1, adapter: 4, tokens: 1, prompt: 473 },
+        { at: 235, kind: 'request', node: 1, adapter: 10, tokens: 1, prompt: 307 },
+        { at: 236, kind: 'flushall' },
+        { at: 236, kind: 'slow-path', node: 1, replica: 0, ms: 720, hopMs: 1637 },
+        { at: 360, kind: 'request', node: 0, adapter: 11, tokens: 4, prompt: 1107 },
+        { at: 386, kind: 'load-fail', replica: 0, count: 4, failure: 'engine' },
+        { at: 451, kind: 'process-restart', node: 1 },
+        { at: 557, kind: 'slow', node: 2, ms: 885, slowMs: 420 },
+        { at: 970, kind: 'request', node: 1, adapter: 12, tokens: 6, prompt: 162 },
+        { at: 1186, kind: 'request', node: 2, adapter: 4, tokens: 3, prompt: 303 },
+        { at: 1706, kind: 'request', node: 2, adapter: 11, tokens: 6, prompt: 162 },
+        { at: 1707, kind: 'request', node: 1, adapter: 0, tokens: 3, prompt: 1613 },
+        { at: 1756, kind: 'request', node: 1, adapter: 9, tokens: 5, prompt: 1079 },
+        { at: 2321, kind: 'request', node: 2, adapter: 3, tokens: 6, prompt: 1802 },
+        { at: 2457, kind: 'request', node: 0, adapter: 1, tokens: 6, prompt: 1933 },
+        { at: 2477, kind: 'request', node: 0, adapter: 3, tokens: 6, prompt: 1852 },
+        { at: 2783, kind: 'request', node: 0, adapter: 1, tokens: 4, prompt: 1972 },
+        { at: 3099, kind: 'request', node: 0, adapter: 5, tokens: 3, prompt: 1051 },
+        { at: 3539, kind: 'request', node: 2, adapter: 9, tokens: 6, prompt: 1613 },
+      ],
+    );
+  }, 60_000);
+});

@@ -131,6 +131,10 @@ end
 local function lock(url, name, fence, ttl, node)
   redis.call('HSET', P .. 'lock', fence, cjson.encode({url, name, node}))
   redis.call('ZADD', P .. 'lock-until', now_ms() + ttl, fence)
+  -- A holder absent from the node set (a state emptied, its first heartbeat not yet come) enters it:
+  -- one that dies before that heartbeat is found silent after nodeTtl, its locks ended then, not only
+  -- at their TTL (dst seed 3142528: two loads kept 'loading', over the limit, 8 s).
+  if node and node ~= '' then redis.call('ZADD', P .. 'nodes', 'NX', now_ms(), node) end
 end
 local function unlock(fence)
   redis.call('HDEL', P .. 'lock', fence)
