@@ -71,3 +71,21 @@ export class HandClock implements Clock {
     return (this.t += ms);
   }
 }
+
+/**
+ * True time set by hand from `t`; `now` off it by `skew` (a skew correction or the simulation's skew
+ * fault), `monotonic` never. Its timers never fire: for what reads the clock.
+ */
+export class SteppedClock implements Clock {
+  skew = 0;
+  constructor(public t = 1000) {}
+  now(): number {
+    return this.t + this.skew;
+  }
+  monotonic(): number {
+    return this.t;
+  }
+  after(): () => void {
+    return () => undefined;
+  }
+}

@@ -6,13 +6,14 @@
  * and markings on its monotonic clock: a skew correction stepping its wall clock moves neither.
  */
 import { randomBytes } from 'node:crypto';
-import { systemClock, type Clock } from '../../src/clock';
+import { systemClock } from '../../src/clock';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
 import type { FleetStore } from '../../src/fleet/store';
 import { proxyFailed } from '../../src/router/log-phase';
 import type { FleetRuntime } from '../../src/runtime';
 import { useRedisStores } from '../helpers/redis-stores';
+import { SteppedClock } from './helpers';
 
 const U = 'http://10.0.0.1:8000';
 const load = { waiting: 0, running: 0, activeAdapters: [], malformedLines: 0 };
@@ -78,21 +79,6 @@ describe.each([
     expect(await health(n.store)).toBe('up');
   });
 });
-
-/** True time set by hand; `now` off it by `skew` (a skew correction), `monotonic` never. */
-class SteppedClock implements Clock {
-  t = 1000;
-  skew = 0;
-  now(): number {
-    return this.t + this.skew;
-  }
-  monotonic(): number {
-    return this.t;
-  }
-  after(): () => void {
-    return () => undefined;
-  }
-}
 
 describe('the memory store on a node whose wall clock is stepped back', () => {
   const clock = new SteppedClock();

@@ -4,26 +4,11 @@
  * process's monotonic clock: a skew correction stepping the wall clock back between a poll's start
  * and a load's or unload's end dated that end before the poll, and the older list outdid it.
  */
-import type { Clock } from '../../src/clock';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
+import { SteppedClock } from './helpers';
 
 const U = 'http://10.0.0.1:8000';
 const load = { waiting: 0, running: 0, activeAdapters: [], malformedLines: 0 };
-
-/** True time set by hand; `now` off it by `skew` (a skew correction), `monotonic` never. */
-class SteppedClock implements Clock {
-  t = 1000;
-  skew = 0;
-  now(): number {
-    return this.t + this.skew;
-  }
-  monotonic(): number {
-    return this.t;
-  }
-  after(): () => void {
-    return () => undefined;
-  }
-}
 
 describe('the memory store matching a poll against loads and unloads across a wall-clock step', () => {
   const clock = new SteppedClock();

@@ -9,28 +9,13 @@
  * time line it does not (as the simulation's NodeClock).
  */
 import type { ReplicaApi } from '../../src/backends/replica-api';
-import type { Clock } from '../../src/clock';
 import { UNSEEN_HOLD_MS } from '../../src/adapters/replica-word';
 import { silentLogger } from '../../src/log';
 import { FleetRuntime } from '../../src/runtime';
 import { busyReading } from '../helpers/unseen-hold';
+import { SteppedClock } from './helpers';
 
 const U = 'http://10.0.0.1:8000';
-
-/** True time set by hand; `now` off it by `skew` (a skew fault), `monotonic` never. */
-class SteppedClock implements Clock {
-  t = 10_000;
-  skew = 0;
-  now(): number {
-    return this.t + this.skew;
-  }
-  monotonic(): number {
-    return this.t;
-  }
-  after(): () => void {
-    return () => undefined;
-  }
-}
 
 /** A replica that reports every adapter idle now, at once. */
 const idleReplica = { activity: async () => ({ busy: [] as string[] }) } as unknown as ReplicaApi;
@@ -47,7 +32,7 @@ async function runtime(clock: SteppedClock, urls: string[]): Promise<FleetRuntim
 
 describe('the unseen hold lasts its 2 s of the node’s own time, whatever its wall clock does', () => {
   it('a wall clock stepped ahead 600 ms does not end it 600 ms early', async () => {
-    const clock = new SteppedClock();
+    const clock = new SteppedClock(10_000);
     await runtime(clock, [U]);
     await rt.poller.onReading!(U, busyReading(['c']), clock.monotonic());
     clock.skew = 600;
@@ -56,7 +41,7 @@ describe('the unseen hold lasts its 2 s of the node’s own time, whatever its w
   });
 
   it('a wall clock stepped back 2.5 s does not end it at once', async () => {
-    const clock = new SteppedClock();
+    const clock = new SteppedClock(10_000);
     await runtime(clock, [U]);
     await rt.poller.onReading!(U, busyReading(['c']), clock.monotonic());
     clock.skew = -2500;
@@ -65,7 +50,7 @@ describe('the unseen hold lasts its 2 s of the node’s own time, whatever its w
   });
 
   it('ends 2 s after the reading however the wall clock was stepped (never held for good)', async () => {
-    const clock = new SteppedClock();
+    const clock = new SteppedClock(10_000);
     await runtime(clock, [U]);
     await rt.poller.onReading!(U, busyReading(['c']), clock.monotonic());
     clock.skew = -5000;
@@ -79,7 +64,7 @@ describe('no bound drops a hold within its 2 s', () => {
   const adapters = Array.from({ length: 16 }, (_, i) => `a${i}`);
 
   it('the first of 1,040 pairs read busy in one round is still held 100 ms later', async () => {
-    const clock = new SteppedClock();
+    const clock = new SteppedClock(10_000);
     await runtime(clock, urls);
     for (const url of urls) await rt.poller.onReading!(url, busyReading(adapters), clock.monotonic());
     clock.t += 100;
@@ -87,7 +72,7 @@ describe('no bound drops a hold within its 2 s', () => {
   });
 
   it('keeps only holds within their 2 s: those past it go as new ones start', async () => {
-    const clock = new SteppedClock();
+    const clock = new SteppedClock(10_000);
     await runtime(clock, urls);
     for (const url of urls) await rt.poller.onReading!(url, busyReading(adapters), clock.monotonic());
     clock.t += UNSEEN_HOLD_MS;
@@ -98,7 +83,7 @@ describe('no bound drops a hold within its 2 s', () => {
 
 describe('the idle word’s age is measured on the node’s own time, whatever its wall clock does', () => {
   it('a word that took 400 ms is not fresh because the wall clock stepped back 300 ms meanwhile', async () => {
-    const clock = new SteppedClock();
+    const clock = new SteppedClock(10_000);
     let asks = 0;
     // Each answer takes 400 ms (FRESH_WORD_MS is 150); a skew correction steps `now` back during the first.
     const slow = {

@@ -12,6 +12,7 @@ import { holdUnseenBusy } from '../../src/adapters/unseen-busy';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import type { ReplicaLoad } from '../../src/metrics/replica-load';
 import { silentLogger } from '../../src/log';
+import { SteppedClock } from './helpers';
 
 const U = 'http://10.0.0.1:8000';
 const POLL_STARTED = 1000;
@@ -130,23 +131,8 @@ describe('a poll’s reading and the unseen hold', () => {
   });
 });
 
-/** True time set by hand; `now` off it by `skew` (a skew correction), `monotonic` never. */
-class SteppedClock {
-  t = POLL_STARTED;
-  skew = 0;
-  now(): number {
-    return this.t + this.skew;
-  }
-  monotonic(): number {
-    return this.t;
-  }
-  after(): () => void {
-    return () => undefined;
-  }
-}
-
 describe('a poll’s reading and the unseen hold, the wall clock stepped (a node’s own store)', () => {
-  const clock = new SteppedClock();
+  const clock = new SteppedClock(POLL_STARTED);
   let store: MemoryFleetStore;
   const heldNow = async (load: ReplicaLoad) => {
     const held: string[] = [];
