@@ -831,3 +831,28 @@ describe('cold loads granted alone are added to the shared window once on recove
     await s.close();
   });
 });
+
+describe('FailoverFleetStore.succeed', () => {
+  // dst seed 3044962: a stale worker's configuration, registered on the predecessor only, decided
+  // alone on the successor after a same-state `redis` record change, read none of its own replicas
+  // but the one the new configuration listed, and the health filter failed open onto it.
+  it("the successor's local copy knows the replicas its predecessor's did, a newer registration's spec kept", async () => {
+    const { sh, s, clock, cut } = await setup();
+    const V = 'http://10.0.0.2:8000';
+    const W = 'http://10.0.0.3:8000';
+    await s.upsertReplica({ url: W, backend: 'vllm', priority: 0 });
+    const next = new FailoverFleetStore(
+      sh.store,
+      silentLogger,
+      { probeMs: PROBE, logEveryMs: 60_000 },
+      clock,
+    );
+    await next.upsertReplica({ url: V, backend: 'vllm', priority: 0 });
+    await next.upsertReplica({ url: U, backend: 'vllm', priority: 1 });
+    await cut();
+    await next.succeed(s);
+    expect(next.mode()).toBe('local');
+    expect((await next.views([U, V, W])).map((v) => v.url)).toEqual([U, V, W]);
+    expect((await next.local.replicaSpecs()).find((r) => r.url === U)?.priority).toBe(1);
+  });
+});

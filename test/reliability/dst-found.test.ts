@@ -5774,3 +5774,57 @@ describe('a load lock of a process that died after a FLUSHALL, before its first 
     );
   }, 60_000);
 });
+
+describe("a same-state successor's local copy knows its predecessor's replicas", () => {
+  // Seed 3044962 (--keep 6,10,12,14,20,21), the kong-mark check's: Redis restarted empty at 459
+  // (down 2,860 ms), node 1 deciding alone. Node 1's configuration changed at 544 to list replica-1
+  // only (the previous one, listing all three, stays a stale worker's) and a `redis` record change
+  // on the same state at 573 made runtime n1g0r1, whose local copy had only the new configuration's
+  // replica registered: replica-0 and replica-2 were registered on its predecessor alone. Replica-1
+  // restarted at 928; Kong's 502 for request 1 marked it down on n1g0r1 at 1,515. The stale
+  // worker's request at 1,523, on the old configuration, was decided on n1g0r1 (`current()`), read
+  // views of replica-1 only (the others unknown there), and the health filter, failing open, sent
+  // it to replica-1 while replica-0 and replica-2 were up. The successor's local copy now takes the
+  // predecessor's replicas (FailoverFleetStore.succeed), as Redis has them for both.
+  it('seed 3044962: a stale worker after a same-state record change avoids a replica Kong could not reach', async () => {
+    await holds(
+      3044962,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio'],
+        loadMs: 200,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 1000,
+        spanMs: 2000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 2000,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1, max_in_flight: 2 },
+        ],
+        configChanges: { retainEveryMs: 10000, staleMs: 2316 },
+      },
+      [
+        { at: 459, kind: 'redis-restart', empty: true, downMs: 2860 },
+        { at: 544, kind: 'config-change', node: 1, replicas: [1] },
+        { at: 573, kind: 'record-change', otherState: false, gapMs: 147 },
+        { at: 928, kind: 'replica-restart', replica: 1, downMs: 1548 },
+        { at: 1515, kind: 'request', node: 1, adapter: -1, tokens: 29, prompt: 21, cls: 'batch' },
+        {
+          at: 1523,
+          kind: 'request',
+          node: 1,
+          adapter: -1,
+          tokens: 13,
+          prompt: 312,
+          cls: 'batch',
+          onOldConfig: true,
+        },
+      ],
+    );
+  }, 60_000);
+});

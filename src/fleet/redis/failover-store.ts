@@ -341,8 +341,25 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     pred.superseded = true;
     pred.successor = this;
     pred.budget.succeededBy(this.budget);
-    if (this.outage.degraded) return; // the next probe's recovery prunes
-    await this.pruneShared().catch((err: Error) => this.degrade(err));
+    const known = this.knowReplicasOf(pred);
+    // Degraded, the next probe's recovery prunes.
+    if (!this.outage.degraded) await this.pruneShared().catch((err: Error) => this.degrade(err));
+    await known;
+  }
+
+  /**
+   * The local copy registers the replicas `pred`'s knows and this one does not: the shared state
+   * has them for both, but deciding alone this store reads its own copy, and a superseded
+   * configuration still in use (a stale worker's, registered on `pred` only) decides here
+   * (`FleetRuntime.current`). Before, its replicas were missing from its views, and with the one
+   * replica left marked down by Kong's 502 the health filter failed open onto it (the simulation's
+   * seed 3044962). Specs only: their readings come from this runtime's polls. One registered here
+   * already (by a newer configuration) keeps its spec.
+   */
+  private async knowReplicasOf(pred: FailoverFleetStore): Promise<void> {
+    const specs = await pred.local.replicaSpecs();
+    const have = new Set((await this.local.replicaSpecs()).map((s) => s.url));
+    await Promise.all(specs.filter((s) => !have.has(s.url)).map((s) => this.local.upsertReplica(s)));
   }
 
   /**
