@@ -59,11 +59,17 @@ export interface Read {
 
 /**
  * Whether a read of the unloader answered after `from` could have found `q` busy: under way at the
- * replica at some time between the read's asking and its answer. A request that starts and ends
- * between two reads is not seen (docs/reliability.md, "An adapter someone unseen routes is held",
+ * replica at some time between the read's asking and its answer, and no lease of the unloader's own
+ * explained that reading (`ownLeaseExplains`). A request that starts and ends between two reads is not seen (docs/reliability.md, "An adapter someone unseen routes is held",
  * not covered; seed 72667: 320 ms between two polls 1 s apart).
  */
-function heldBy(q: SentRequest, u: Unloader, from: number, now: number): boolean {
+function heldBy(
+  q: SentRequest,
+  u: Unloader,
+  from: number,
+  now: number,
+  sent: readonly SentRequest[],
+): boolean {
   if (u.reads === undefined) return q.ended > from;
   // A read asked while its lease was open found it busy under that lease: no hold.
   const since = unseenFrom(q, u);
@@ -73,7 +79,30 @@ function heldBy(q: SentRequest, u: Unloader, from: number, now: number): boolean
       x.answered <= now &&
       x.asked <= q.ended &&
       x.answered >= arrival(q) &&
-      x.asked >= since,
+      x.asked >= since &&
+      !ownLeaseExplains(sent, u, x),
+  );
+}
+
+/**
+ * Whether a request of the unloader's own process explains read `x` of the adapter busy, so the
+ * read started no hold whatever else ran beside it: proxied (its lease taken) by the time the poll
+ * began and not ended then, not closed by a 499 (its lease given back, no end told) by the read's
+ * answer: its lease held since the poll began, or its end told since (`holdUnseenBusy`: a lease held
+ * at least as long as the poll ran, or `endedHere`), whether it had reached the replica or not. The
+ * word names the adapters, not how many requests of each (docs/reliability.md, "An adapter someone
+ * unseen routes is held", not covered; seed 3044822). Another node's lease is not taken to explain
+ * it: its release may land between the read and the judge's store read, which the check cannot date.
+ */
+function ownLeaseExplains(sent: readonly SentRequest[], u: Unloader, x: Read): boolean {
+  return sent.some(
+    (p) =>
+      p.proc === u.proc &&
+      !unseenBy(p, u) &&
+      p.lease !== undefined &&
+      p.at <= x.asked &&
+      p.ended >= x.asked &&
+      (p.closed ?? Infinity) > x.answered,
   );
 }
 
@@ -172,8 +201,8 @@ function arrival(r: SentRequest): number {
  * back at a 499 before: seed 2426103, a request Kong closed on a slow path reaching the engine ahead
  * of its close), reaching the replica after that word (or not yet: a request on its way is in no
  * word), with no request of that process it could not see under way at the replica when a read of
- * the unloader's answered in the `holdMs` before was written (whose busy reading with no lease would
- * have held the adapter). Any other busy unload breaks (i).
+ * the unloader's answered in the `holdMs` before was written (whose busy reading with no lease
+ * explaining it would have held the adapter). Any other busy unload breaks (i).
  */
 export function unseenFirst(sent: SentRequest[], u: Unloader, now: number, holdMs: number): boolean {
   const open = sent.filter((r) => r.ended >= now);
@@ -189,7 +218,7 @@ export function unseenFirst(sent: SentRequest[], u: Unloader, now: number, holdM
             q.proc === r.proc &&
             unseenFrom(q, u) < Infinity &&
             arrival(q) < Math.min(arrival(r), now) &&
-            heldBy(q, u, Math.min(arrival(r), now) - holdMs, now),
+            heldBy(q, u, Math.min(arrival(r), now) - holdMs, now, sent),
         ),
     )
   );

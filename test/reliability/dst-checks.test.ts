@@ -841,6 +841,49 @@ describe("the simulation leaves to chance only an unseen router's first request 
       ]),
     ).toBe(false);
   });
+
+  it("a read its own lease explained started no hold, though an unseen router's request ran beside it (seed 3044822)", () => {
+    // Seed 3044822's figures: node 1, deciding alone after a partition, ran `team,a` on replica-1 from
+    // 2,371 to 2,717.5 ms beside node 0's own request (2,378-3,219.5 ms, its lease in the store node 0
+    // reads). Node 0's poll (asked 2,408, answered 2,410 ms) read `team,a` busy under that lease: no hold
+    // (docs/reliability.md, "An adapter someone unseen routes is held", not covered: the word names no
+    // count). Its word at 3,468.8 ms read it idle; node 1's next request reached it at 3,469.8 ms.
+    const reads = [
+      { asked: 1357, answered: 1359 },
+      { asked: 2408, answered: 2410 },
+      { asked: 3454, answered: 3455 },
+      { asked: 3467, answered: 3469 },
+    ];
+    const u = { proc: 'n0g0', alone: false, db: 1, wordAt: 3468.8, reads };
+    const first: SentRequest = { proc: 'n1g0', alone: true, db: 0, at: 2371, ended: 2717.5, lease: 'n1g0-1' };
+    const own: SentRequest = {
+      proc: 'n0g0',
+      alone: false,
+      db: 1,
+      at: 2378,
+      ended: 3219.5,
+      lease: 'n0g0r1-0',
+    };
+    const next: SentRequest = {
+      proc: 'n1g0',
+      alone: true,
+      db: 1,
+      at: 3469.8,
+      ended: Infinity,
+      lease: 'n1g0r1-2',
+    };
+    const at = (sent: SentRequest[]) => unseenFirst(sent, u, 3470.8, 2000);
+    expect(at([first, own, next])).toBe(true);
+    // No lease of the unloader's under way at the read: it found `team,a` busy with none and held it.
+    expect(at([first, next])).toBe(false);
+    // A lease taken after the poll began, or given back before it, explains nothing: held.
+    expect(at([first, { ...own, at: 2409 }, next])).toBe(false);
+    expect(at([first, { ...own, ended: 2400 }, next])).toBe(false);
+    // Closed by Kong's 499 before the read answered: its lease given back, no end told, held.
+    expect(at([first, { ...own, closed: 2400 }, next])).toBe(false);
+    // Another node's lease is not taken to explain it (its release may land before the judge reads).
+    expect(at([first, { ...own, proc: 'n2g0' }, next])).toBe(false);
+  });
 });
 
 describe('the simulation takes a lease for lost only to an emptied state its router, cut off, has not found', () => {
