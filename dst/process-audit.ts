@@ -3,9 +3,9 @@
  * at the end of a run with configuration changes, past the time each departed replica is due
  * forgotten (dst/forget-check.ts `due`: its last configuration lapsed, the store's grace and a
  * retain period passed, and poll rounds after), no live process's current runtime names it in any
- * record but the bounded ones (src/replica-records.ts walks them all, not a list of its maps).
+ * record but the bounded ones (dst/replica-records.ts walks them all, not a list of its maps).
  */
-import { recordsNaming } from '../src/replica-records';
+import { recordsNaming } from './replica-records';
 import type { Violation, WorldView } from './invariants';
 import type { NodeProcesses } from './node-processes';
 import { procName } from './node-processes';

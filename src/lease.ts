@@ -166,7 +166,7 @@ export class LeaseHandle {
     return openPerReplica.get(rt, url);
   }
 
-  /** Whether `rt` keeps a count of `url` here, at 0 or not (src/replica-records.ts). */
+  /** Whether `rt` keeps a count of `url` here, at 0 or not (dst/replica-records.ts). */
   static countsOn(rt: FleetRuntime, url: string): boolean {
     return openPerReplica.has(rt, url);
   }

@@ -33,7 +33,7 @@ export class ReplicaCounts {
     return true;
   }
 
-  /** Whether `rt` keeps an entry for `url`, at 0 or not (src/replica-records.ts). */
+  /** Whether `rt` keeps an entry for `url`, at 0 or not (dst/replica-records.ts). */
   has(rt: FleetRuntime, url: string): boolean {
     return this.byRuntime.get(rt)?.has(url) ?? false;
   }

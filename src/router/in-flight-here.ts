@@ -13,7 +13,7 @@ export function forgetJoining(rt: FleetRuntime, url: string): boolean {
   return joining.forget(rt, url);
 }
 
-/** Whether `rt` keeps a count of `url` here, at 0 or not (src/replica-records.ts). */
+/** Whether `rt` keeps a count of `url` here, at 0 or not (dst/replica-records.ts). */
 export function joinsOn(rt: FleetRuntime, url: string): boolean {
   return joining.has(rt, url);
 }

@@ -1,7 +1,7 @@
 /**
  * No process keeps a record of a replica it forgot (dst/process-audit.ts): at the end of a run with
  * configuration changes, past the time each departed replica is due forgotten, no live process's
- * current runtime names it but in the bounded records (src/replica-records.ts). The schedules the
+ * current runtime names it but in the bounded records (dst/replica-records.ts). The schedules the
  * simulation found keeping one hold now, and the audit catches a forget that skips one map.
  */
 import { Poller } from '../../src/fleet/poller';

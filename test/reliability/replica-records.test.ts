@@ -1,5 +1,5 @@
 /**
- * What a process keeps of a replica that left (src/replica-records.ts walks a runtime's records for
+ * What a process keeps of a replica that left (dst/replica-records.ts walks a runtime's records for
  * it): once `forgetReplica` (src/runtime-departures.ts) dropped the replica, nothing names it but
  * the bounded records listed in BOUNDED. Each case leaves one kind of record the simulation found
  * kept past the forget (dst/process-audit.ts: seeds 3120491, 3120343, 3120006, 3123801), then forgets the
@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { monotonic, VirtualClock } from '../../src/clock';
 import { UNSEEN_HOLD_MS } from '../../src/adapters/replica-word';
 import { silentLogger } from '../../src/log';
-import { names, recordsNaming } from '../../src/replica-records';
+import { names, recordsNaming } from '../../dst/replica-records';
 import { FleetRuntime } from '../../src/runtime';
 import { forgetReplica } from '../../src/runtime-departures';
 import { IdleReplicaApi } from '../helpers/idle-replicas';

@@ -9,9 +9,9 @@
  * anyone remembering to list it. Out of the request path (the simulation asks it at the end of a
  * run, dst/process-audit.ts); it costs the runtime's objects, a few thousand, once.
  */
-import { LeaseHandle } from './lease';
-import { joinsOn } from './router/in-flight-here';
-import type { FleetRuntime } from './runtime';
+import { LeaseHandle } from '../src/lease';
+import { joinsOn } from '../src/router/in-flight-here';
+import type { FleetRuntime } from '../src/runtime';
 
 /**
  * Records that may still name a replica that left, each bounded by a small constant whatever the
