@@ -14,8 +14,8 @@
  *   older snapshot, a Sentinel switch that lost writes: docs/reliability.md leaves such a
  *   rollback not covered), the request decided on that state after: the state brought the
  *   adapter back as loaded there until a poll reads the replica again (seed 65 of
- *   test/reliability/dst-found.test.ts: `sql` unloaded at 4,175 ms, Redis restarted at 5,266 ms
- *   from its first snapshot since a switch, a request decided at 6,507 ms on views of 2,062 ms).
+ *   test/reliability/dst-found/burst-loads.test.ts: `sql` unloaded at 4,175 ms, Redis restarted at
+ *   5,266 ms from its first snapshot since a switch, a request decided at 6,507 ms on views of 2,062 ms).
  *   The record begins when the store grants the unload, which may be before the replica drops
  *   the adapter (seed 539094: granted at 1,763 ms, lost by a switch, dropped at 1,769 ms). Only
  *   another process's unload: the process that sent it knows it without Redis and keeps its

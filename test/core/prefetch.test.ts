@@ -295,8 +295,8 @@ describe('Prefetcher', () => {
   });
 
   it('unloads a victim only with its load’s budget in hand: a refused load leaves the victim resident', async () => {
-    // Seed 60 of the simulation (dst-found.test.ts): prefetching's budget (one load a minute) spent,
-    // the next tick planned `a` in place of an idle, colder `b`; the manager unloaded `b` to make
+    // Seed 60 of the simulation (dst-found/room-making.test.ts): prefetching's budget (one load a minute)
+    // spent, the next tick planned `a` in place of an idle, colder `b`; the manager unloaded `b` to make
     // room, then asked the budget, which refused: a slot left empty and `b` gone for nothing.
     const { api, node, tick, store, clock } = await fleet(['b']);
     const p = node();

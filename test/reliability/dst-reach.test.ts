@@ -56,12 +56,12 @@ describe('a node that found Redis emptied and took nothing again, cut off after,
     };
   };
 
-  // Seed 844981's schedule (test/reliability/dst-found.test.ts) with node 0's link slowed 360 ms
-  // later (2,022 ms, healing at 3,772 ms as there): after the FLUSHALL at 1,820 ms its heartbeats'
-  // replies tell it Redis was emptied (from 1,878 ms), so it takes its lease on `math` again and
-  // node 1's unload at about 4,036 ms leaves `math` be. With the plant it does not, and node 1
-  // unloads under its request on its way: the check took that for seed 844981's false alarm, as
-  // node 0 decided alone by then and registered nothing since.
+  // Seed 844981's schedule (test/reliability/dst-found/busy-unload-on-the-way.test.ts) with node 0's link
+  // slowed 360 ms later (2,022 ms, healing at 3,772 ms as there): after the FLUSHALL at 1,820 ms its
+  // heartbeats' replies tell it Redis was emptied (from 1,878 ms), so it takes its lease on `math` again
+  // and node 1's unload at about 4,036 ms leaves `math` be. With the plant it does not, and node 1 unloads
+  // under its request on its way: the check took that for seed 844981's false alarm, as node 0 decided
+  // alone by then and registered nothing since.
   const schedule: Schedule = {
     seed: 844981,
     world: {
@@ -138,12 +138,12 @@ describe('a node that registered again after an emptied state and never began ta
     };
   };
 
-  // Seed 72667 (test/reliability/dst-found.test.ts has it shrunk): node 2 finds the FLUSHALL at
-  // 653 ms, registers its replicas again by 802 ms and, with the plant, goes on to its prune and
-  // budget instead of taking its four leases again; its link turns slow past its timeout at 887 ms,
-  // a later call of the reclaim times out, and it decides alone. Node 0 unloads bio under n2g0-3's
-  // request on its way at 3,075 ms. The check took the reclaim failing for one cut off mid-walk (as
-  // without the plant, where the walk took two leases again before the timeout) and passed it.
+  // Seed 72667 (test/reliability/dst-found/busy-unload-on-the-way.test.ts has it shrunk): node 2 finds the
+  // FLUSHALL at 653 ms, registers its replicas again by 802 ms and, with the plant, goes on to its prune
+  // and budget instead of taking its four leases again; its link turns slow past its timeout at 887 ms, a
+  // later call of the reclaim times out, and it decides alone. Node 0 unloads bio under n2g0-3's request on
+  // its way at 3,075 ms. The check took the reclaim failing for one cut off mid-walk (as without the plant,
+  // where the walk took two leases again before the timeout) and passed it.
   it('seed 72667, its reclaim skipping the walk over its leases: the lease it never took again breaks the check', async () => {
     reclaimTakesNothing();
     const r = await runSeed(72667, AS_FOUND);
