@@ -2,7 +2,8 @@
  * One runtime per `redis` record in this plugin-server process: the plugins configured alike
  * share it, and a record change replaces it (same shared state: at once, keeping its node id;
  * other state: those whose replicas the new one takes over). How a replaced runtime hands over
- * is FleetRuntime.retire's.
+ * is FleetRuntime.retire's. One that every plugin of its record left for other state and other
+ * replicas retires after the lapse grace (`retireIfLeft`, FleetRuntime.retireUnclaimed).
  */
 import { sharesState, stateKeyOf, type RedisConfig } from './config/redis-schema';
 import { operatorLog } from './log';
