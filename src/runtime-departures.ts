@@ -86,6 +86,9 @@ export function wireDepartures(rt: FleetRuntime): void {
       if (forgetReplica(rt, url)) known.delete(url);
       else pending.add(url);
     }
+    // No configuration left here, live or within its grace: the registry may retire the runtime.
+    const left = rt.claim.size;
+    if (rt.successor === null && left.live === 0 && left.superseded === 0) rt.unclaimed?.();
   };
 }
 

@@ -2,7 +2,8 @@
  * One runtime per `redis` record in this plugin-server process: the plugins configured alike
  * share it, and a record change replaces it (same shared state: at once, keeping its node id;
  * other state: those whose replicas the new one takes over). How a replaced runtime hands over
- * is FleetRuntime.retire's.
+ * is FleetRuntime.retire's. One that every plugin of its record left for other state and other
+ * replicas retires after the lapse grace (`retireIfLeft`, FleetRuntime.retireUnclaimed).
  */
 import { sharesState, stateKeyOf, type RedisConfig } from './config/redis-schema';
 import { operatorLog } from './log';
@@ -20,6 +21,13 @@ const runtimes = new Map<string, FleetRuntime>();
 const newest = new Map<string, { seq: number; key: string }>();
 /** A replaced record's successor, by record (strings: no replaced runtime is kept alive by it). */
 const replacedBy = new Map<string, string>();
+/**
+ * Records a configuration with no `__plugin_id` or `__seq__` ran on: it cannot be told superseded,
+ * so the runtime there is never left by all its plugins (bounded by the records seen, as `replacedBy`).
+ */
+const unkeyed = new Set<string>();
+/** The record a plugin last moved to from each record still current (`retireIfLeft`'s heir). */
+const movedTo = new Map<string, string>();
 
 /**
  * The runtime of this plugin-server process for a plugin's `redis` record, created on first
@@ -37,7 +45,30 @@ export function sharedRuntime(
   const key = sharesState(redis) ? JSON.stringify(redis) : '';
   const own = pluginId === undefined ? undefined : newest.get(pluginId);
   const older = seq !== undefined && own !== undefined && seq < own.seq;
-  if (!older && seq !== undefined && pluginId !== undefined) newest.set(pluginId, { seq, key });
+  if (seq === undefined || pluginId === undefined) unkeyed.add(key);
+  else if (!older) newest.set(pluginId, { seq, key });
+  const rt = runtimeOf(key, redis, older ? own : undefined);
+  // The plugin moved off a record still current (other state: a runtime on the same state was
+  // replaced above). Nothing replaces that runtime unless this one routes to its replicas
+  // (`claimReplicas`): its configuration there is superseded as a change on it would be, kept
+  // for the grace, and the runtime retires once no plugin is left on its record (`retireIfLeft`).
+  if (!older && own !== undefined && own.key !== key && seq !== undefined && pluginId !== undefined) {
+    const left = currentFor(own.key);
+    if (left && left.rt !== rt) {
+      left.rt.pluginMoved(pluginId, seq);
+      movedTo.set(left.key, key);
+    }
+  }
+  return rt;
+}
+
+/** The runtime for record `key`: the current one, or an old configuration's heir, or a new one. */
+function runtimeOf(
+  key: string,
+  redis: RedisConfig | undefined,
+  /** Its plugin's newest configuration, when this one is older. */
+  newer: { key: string } | undefined,
+): FleetRuntime {
   // A record still current runs its configurations, old ones too: sent elsewhere, an old one's
   // replicas would pull this runtime, and the routes still on it, over to where it was sent.
   const rt = runtimes.get(key);
@@ -46,9 +77,9 @@ export function sharedRuntime(
   // an old-config instance for the log phase of a request begun before the reload: plugin.lua
   // 3.9.3 `get_instance_id`), runs where the newest one decides: a runtime of its own record
   // would replace that one, and the node would decide on the record the operator left.
-  if (older) {
-    const heir = runtimes.get(own.key) ?? successorOf(own.key);
-    if (heir) return heir;
+  if (newer) {
+    const heir = currentFor(newer.key);
+    if (heir) return heir.rt;
   }
   const stateKey = stateKeyOf(redis);
   const same = [...runtimes.values()].find((r) => r.stateKey === stateKey);
@@ -60,16 +91,43 @@ export function sharedRuntime(
   });
   runtimes.set(key, next);
   replacedBy.delete(key);
+  movedTo.delete(key);
+  next.unclaimed = () => retireIfLeft(next);
   if (same) replace(same, next);
   return next;
 }
 
-/** The current runtime that took over replaced record `key`, through the records that followed it. */
-function successorOf(key: string): FleetRuntime | undefined {
+/**
+ * `rt` has no configuration left, live or within its grace: if no plugin's newest configuration
+ * is on its record (each moved to another one, on other state and other replicas: nothing
+ * replaced it), it retires. Still some plugin's record (a lora-poller's, or one whose router
+ * configuration has not registered), or one without a plugin id, it stays.
+ */
+function retireIfLeft(rt: FleetRuntime): void {
+  const keys = [...runtimes].filter(([, r]) => r === rt).map(([k]) => k);
+  if (keys.length === 0 || keys.some((k) => unkeyed.has(k))) return;
+  for (const n of newest.values()) if (keys.includes(n.key)) return;
+  const to = movedTo.get(keys[0]!);
+  const heir = to === undefined ? undefined : currentFor(to)?.rt;
+  if (!heir || heir === rt) return;
+  // One state, one runtime current (`sharedRuntime` replaces it): not expected, but then as any replacement.
+  if (heir.stateKey === rt.stateKey) return replace(rt, heir);
+  for (const k of keys) {
+    runtimes.delete(k);
+    movedTo.delete(k);
+    replacedBy.set(k, to!);
+  }
+  rt.retireUnclaimed(heir).catch((err: Error) =>
+    heir.log.error(`stopping a runtime its plugins left failed: ${err.message}`),
+  );
+}
+
+/** The current runtime of record `key`, or the one that took it over, through the records that followed it. */
+function currentFor(key: string): { key: string; rt: FleetRuntime } | undefined {
   const seen = new Set<string>();
-  for (let k = replacedBy.get(key); k !== undefined && !seen.has(k); k = replacedBy.get(k)) {
+  for (let k: string | undefined = key; k !== undefined && !seen.has(k); k = replacedBy.get(k)) {
     const rt = runtimes.get(k);
-    if (rt) return rt;
+    if (rt) return { key: k, rt };
     seen.add(k);
   }
   return undefined;

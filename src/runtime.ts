@@ -110,6 +110,11 @@ export class FleetRuntime {
   /** The runtime that replaced this one (a changed `redis` record), or null while current. */
   successor: FleetRuntime | null = null;
   /**
+   * Told after a poll round that left no configuration on this runtime, live or superseded (the
+   * registry retires it if every plugin on its record moved to another: runtime-registry.ts).
+   */
+  unclaimed: (() => void) | undefined = undefined;
+  /**
    * Replaced runtimes still draining on this one's replicas (and theirs): their decisions under
    * way and open leases are not in this store when the state differs, so unloads here ask them.
    */
@@ -228,6 +233,16 @@ export class FleetRuntime {
     const claim = this.claim.register(key, content, urls, settings, monotonic(this.clock), seq);
     this.claimChanged();
     return claim;
+  }
+
+  /**
+   * Plugin `key`'s configuration with `__seq__` `seq` registered on another runtime (another
+   * `redis` record, other state and replicas): its configuration here is superseded, kept for the
+   * lapse grace while a worker may still route through it (NodeClaim.movedAway).
+   */
+  pluginMoved(key: string, seq: number): void {
+    this.claim.movedAway(key, seq, monotonic(this.clock));
+    this.claimChanged();
   }
 
   /**
@@ -436,6 +451,28 @@ export class FleetRuntime {
     for (let s: FleetRuntime | null = this.successor; s; s = s.successor)
       s.predecessors = s.predecessors.filter((p) => p !== this);
     await this.closeStore(next, sameState);
+  }
+
+  /**
+   * Steps down with no successor on its replicas: every plugin of its record moved to other
+   * records, on other state and other replicas, and their configurations here lapsed
+   * (runtime-registry.ts). It stops polling and planning at once; once the decisions under way
+   * and the leases here have ended (or aged out: none is younger than the grace), and its own
+   * loads and unloads, it leaves its shared state as a runtime replaced by one on other state
+   * does (its node and its claims go there), and closes. A request through an old configuration
+   * after that decides on `heir`, the record its plugins moved to, as an old-config instance
+   * started then does.
+   */
+  async retireUnclaimed(heir: FleetRuntime): Promise<void> {
+    this.successor = heir;
+    const ownCallsEnded = Promise.all([this.prefetcher.stop(), this.pollTrim.stop()]);
+    this.poller.stop();
+    // Waits for room here end at once, decided again on `heir` (RuntimeReplaced).
+    if (this.manager.replaced()) this.manager.roomChanged.notify();
+    await this.drain.drained();
+    await ownCallsEnded;
+    this.manager.ownUnloads.retire();
+    await this.closeStore(heir, false);
   }
 
   /**

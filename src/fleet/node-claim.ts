@@ -57,6 +57,11 @@ export class NodeClaim {
   private readonly released = new Set<string>();
   /** Each claimed replica's settings: the latest registered live configuration listing it wins. */
   private settings = new Map<string, ReplicaSettings>();
+  /**
+   * Keys whose newer configuration registered on another runtime (`movedAway`), with its
+   * `__seq__`: an older one registering here is only used, as if that one were live here.
+   */
+  private readonly away = new Map<string, number>();
 
   /**
    * Registers a configuration now (`nowMono`: monotonic ms), superseding the live one of its key if
@@ -75,6 +80,7 @@ export class NodeClaim {
     seq?: number,
   ): ConfigClaim {
     const current = this.live.get(key);
+    const newer = current?.seq ?? this.away.get(key);
     let claim = current?.content === content ? current : undefined;
     if (!claim) {
       const old = this.superseded.find((c) => c.key === key && c.content === content);
@@ -84,7 +90,7 @@ export class NodeClaim {
       // forgotten while Kong routes there) while the old one stayed claimed for good.
       // Lapsed already (a request longer than the grace; its log phase comes after), it is kept
       // no more: it comes back superseded, for the grace from now.
-      if (seq !== undefined && current?.seq !== undefined && seq < current.seq) {
+      if (seq !== undefined && newer !== undefined && seq < newer) {
         if (old) {
           this.used(old, nowMono);
           return old;
@@ -96,6 +102,7 @@ export class NodeClaim {
         this.recompute();
         return back;
       }
+      this.away.delete(key);
       claim = old;
       if (claim) this.superseded = this.superseded.filter((c) => c !== claim);
       claim ??= new ConfigClaim(key, content, urls, settings, 0);
@@ -124,7 +131,24 @@ export class NodeClaim {
       else if (here.content !== c.content && !this.superseded.includes(c)) this.supersede(c, nowMono);
     }
     for (const c of from.superseded) if (!this.superseded.includes(c)) this.superseded.push(c);
+    for (const [k, seq] of from.away)
+      if (!this.live.has(k)) this.away.set(k, Math.max(seq, this.away.get(k) ?? seq));
     for (const u of from.released) if (!this.claims(u)) this.released.add(u);
+    this.recompute();
+  }
+
+  /**
+   * The configuration of `key` with `__seq__` `seq` registered on another runtime (its plugin
+   * moved to another `redis` record: runtime-registry.ts): the live one here is superseded at
+   * `nowMono`, kept for the grace while a worker may still route through it, as a change on this
+   * runtime would.
+   */
+  movedAway(key: string, seq: number, nowMono: number): void {
+    this.away.set(key, Math.max(seq, this.away.get(key) ?? seq));
+    const c = this.live.get(key);
+    if (!c) return;
+    this.live.delete(key);
+    this.supersede(c, nowMono);
     this.recompute();
   }
 

@@ -236,4 +236,27 @@ describe('NodeClaim', () => {
     expect(c.lapse(20 + 3 * GRACE, GRACE)).toEqual(['u1']);
     expect([c.claims('u1'), c.claims('u2')]).toEqual([false, true]);
   });
+
+  it('a plugin moved to another runtime: its configuration here is superseded, an older one is only used, a newer one is live again', () => {
+    const c = new NodeClaim();
+    const a = c.register('p', 'A', ['u1'], settings(1), 0, 1);
+    // Its newer configuration (`__seq__` 3) registered on the runtime of another record.
+    c.movedAway('p', 3, 10);
+    expect({ superseded: a.superseded, size: c.size, claims: c.claims('u1') }).toEqual({
+      superseded: true,
+      size: { live: 0, superseded: 1, released: 0 },
+      claims: true,
+    });
+    // An old-config instance (`__seq__` 2, older than the moved one): used, not live again.
+    expect(c.register('p', 'A', ['u1'], settings(1), 20, 2)).toBe(a);
+    expect(c.size).toEqual({ live: 0, superseded: 1, released: 0 });
+    expect(c.lapse(20 + GRACE, GRACE)).toEqual(['u1']);
+    expect(c.size).toEqual({ live: 0, superseded: 0, released: 1 });
+    // Changed back (`__seq__` 4): live here again.
+    const back = c.register('p', 'A', ['u1'], settings(1), 30 + GRACE, 4);
+    expect({ superseded: back.superseded, size: c.size }).toEqual({
+      superseded: false,
+      size: { live: 1, superseded: 0, released: 0 },
+    });
+  });
 });
