@@ -121,6 +121,18 @@ export class MemoryFleetStore implements FleetStore {
     if (node !== '') this.claims.claim(spec.url, node, at);
   }
 
+  /**
+   * Registers `spec` for this process, unless a replica of its url is here already (its spec kept):
+   * checked and written at once, so a registration landing meanwhile is never overwritten
+   * (FailoverFleetStore `succeed`). Whether it was registered.
+   */
+  knowReplica(spec: ReplicaSpec): boolean {
+    if (this.replicas.has(spec.url)) return false;
+    this.replicas.set(spec.url, newReplicaRecord(spec, this.holders));
+    this.claims.claim(spec.url, LOCAL_NODE, this.claimsClock.now());
+    return true;
+  }
+
   /** As the Redis script (scripts/forgetting.ts `retain`), its node, time and node TTL from `o`. */
   async retainReplicas(urls: readonly string[], graceMs: number, o: RetainOptions = {}): Promise<string[]> {
     const at = o.at ?? this.claimsClock.now();

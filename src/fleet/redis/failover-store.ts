@@ -348,18 +348,21 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
   }
 
   /**
-   * The local copy registers the replicas `pred`'s knows and this one does not: the shared state
-   * has them for both, but deciding alone this store reads its own copy, and a superseded
-   * configuration still in use (a stale worker's, registered on `pred` only) decides here
-   * (`FleetRuntime.current`). Before, its replicas were missing from its views, and with the one
-   * replica left marked down by Kong's 502 the health filter failed open onto it (the simulation's
-   * seed 3044962). Specs only: their readings come from this runtime's polls. One registered here
-   * already (by a newer configuration) keeps its spec.
+   * The local copy registers the replicas `pred`'s routes to (claims, as last told) and this one
+   * does not know: the shared state has them for both, but deciding alone this store reads its own
+   * copy, and a superseded configuration still in use (a stale worker's, registered on `pred` only)
+   * decides here (`FleetRuntime.current`). Before, its replicas were missing from its views, and
+   * with the one replica left marked down by Kong's 502 the health filter failed open onto it (the
+   * simulation's seed 3044962). Specs only: their readings come from this runtime's polls. One known
+   * here already (by a newer configuration) keeps its spec. One `pred`'s copy keeps but no longer
+   * claims (the node left it, its copy forgets it after the grace) is not copied: claimed here, it
+   * was a replica this node routes to, and a reclaim or a read finding the state without it
+   * registered it again after the shared state forgot it (test/core/failover-review-69.test.ts).
    */
   private async knowReplicasOf(pred: FailoverFleetStore): Promise<void> {
-    const specs = await pred.local.replicaSpecs();
-    const have = new Set((await this.local.replicaSpecs()).map((s) => s.url));
-    await Promise.all(specs.filter((s) => !have.has(s.url)).map((s) => this.local.upsertReplica(s)));
+    // After this await, checked and written with none between (a registration here never overwritten).
+    for (const spec of await pred.local.replicaSpecs())
+      if (pred.local.claimedBy(spec.url)) this.local.knowReplica(spec);
   }
 
   /**
