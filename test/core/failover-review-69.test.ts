@@ -179,3 +179,69 @@ describe("the successor's copy beside its own registration", () => {
     },
   );
 });
+
+describe('a record change to other state carries the spends, not the old fleet', () => {
+  // FleetRuntime.carrySpends registered on the new state every replica the old state listed before
+  // carrying the spends (the registration dates them by the epoch): another node's replicas and one
+  // this node had left too, each claimed in this node's name there. Every node on the new state
+  // polled them, and the node's first retain there is RETAIN_EVERY_MS away, then the grace.
+  it("registers on the new state only the replicas this node's configurations route to", async () => {
+    const record = (p: string): RedisConfig => redis.config(p, { node_ttl_ms: 500, timeout: 2000 });
+    const [P1, P2] = ['r69-carry-1:', 'r69-carry-2:'];
+    const MINE = 'http://10.4.3.1:8000';
+    const LEFT = 'http://10.4.3.2:8000';
+    const THEIRS = 'http://10.4.3.3:8000';
+    const api = new IdleReplicaApi(() => Date.now());
+    const config = (urls: readonly string[], redisConfig: RedisConfig) =>
+      parseRouterConfig({
+        base_model: 'base',
+        replicas: urls.map((url) => ({ url })),
+        // The replica node a leaves stays registered on the old state through the test.
+        lease_max_age_ms: 600_000,
+        redis: redisConfig,
+      });
+    const node = (redisConfig: RedisConfig, leasePrefix: string) => {
+      const clock = skippingClock();
+      const rt = new FleetRuntime({
+        clock,
+        api,
+        log: silentLogger,
+        seed: 1,
+        redis: redisConfig,
+        leasePrefix,
+        poller: { intervalMs: 100, jitter: 0, timeoutMs: 1000 },
+        retainEveryMs: 0,
+      });
+      return { clock, rt };
+    };
+    const specs = async (p: string) => ((await redis.command(['HKEYS', `${p}spec`])) as string[]).sort();
+    const a = node(record(P1), 'node-a');
+    const b = node(record(P1), 'node-b');
+    const next = node(record(P2), 'node-a');
+    try {
+      new RouterService(config([LEFT], record(P1)), a.rt, 'plugin-1');
+      new RouterService(config([THEIRS], record(P1)), b.rt, 'plugin-2');
+      await waitFor(() => a.rt.poller.lastLoad.has(LEFT), 10_000, 'node a polls its replica');
+      // Node a moves to MINE; the old configuration lapses, and its next round drops its claim on LEFT.
+      new RouterService(config([MINE], record(P1)), a.rt, 'plugin-1');
+      // Past the lapse grace (the longest lease_max_age_ms), on node a's monotonic line only.
+      a.clock.skip(601_000);
+      await waitFor(
+        () => !a.rt.routesTo(LEFT) && a.rt.poller.lastLoad.has(MINE),
+        10_000,
+        'node a routes to MINE only',
+      );
+      await sleep(300);
+      expect(await specs(P1)).toEqual([MINE, LEFT, THEIRS].sort());
+      // Node a's record changes to another prefix: the new runtime, Kong's next instance on it.
+      new RouterService(config([MINE], record(P2)), next.rt, 'plugin-1');
+      void a.rt.retire(next.rt);
+      await sleep(500);
+      expect(await specs(P2)).toEqual([MINE]);
+    } finally {
+      a.rt.stop();
+      b.rt.stop();
+      next.rt.stop();
+    }
+  }, 30_000);
+});

@@ -361,8 +361,16 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
    */
   private async knowReplicasOf(pred: FailoverFleetStore): Promise<void> {
     // After this await, checked and written with none between (a registration here never overwritten).
-    for (const spec of await pred.local.replicaSpecs())
-      if (pred.local.claimedBy(spec.url)) this.local.knowReplica(spec);
+    for (const spec of await pred.claimedSpecs()) this.local.knowReplica(spec);
+  }
+
+  /**
+   * The replicas this node routes to as its local copy was last told (each registration claims,
+   * each retain lists exactly them): what it hands a successor, same state or other. Not one it
+   * left (its copy keeps it unclaimed until its own forget check), nor another node's.
+   */
+  async claimedSpecs(): Promise<ReplicaSpec[]> {
+    return (await this.local.replicaSpecs()).filter((s) => this.local.claimedBy(s.url));
   }
 
   /**
