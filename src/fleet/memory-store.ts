@@ -122,15 +122,19 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   /**
-   * Registers `spec` for this process, unless a replica of its url is here already (its spec kept):
-   * checked and written at once, so a registration landing meanwhile is never overwritten
-   * (FailoverFleetStore `succeed`). Whether it was registered.
+   * Registers each replica `from` knows and this store does not, as `from` has it: its spec, and
+   * this process's claim on it or, one it left (unclaimed, kept until its forget check), only when
+   * it was last claimed, so that it is forgotten here when due there and registered nowhere from
+   * here (a claim is what a reclaim registers again). One known here already (a newer registration)
+   * keeps its spec. Synchronous: no registration lands between a check and its write
+   * (FailoverFleetStore `succeed`).
    */
-  knowReplica(spec: ReplicaSpec): boolean {
-    if (this.replicas.has(spec.url)) return false;
-    this.replicas.set(spec.url, newReplicaRecord(spec, this.holders));
-    this.claims.claim(spec.url, LOCAL_NODE, this.claimsClock.now());
-    return true;
+  knowReplicasOf(from: MemoryFleetStore): void {
+    for (const [url, r] of from.replicas) {
+      if (this.replicas.has(url)) continue;
+      this.replicas.set(url, newReplicaRecord(r.spec, this.holders));
+      this.claims.copyFrom(from.claims, url, LOCAL_NODE);
+    }
   }
 
   /** As the Redis script (scripts/forgetting.ts `retain`), its node, time and node TTL from `o`. */
