@@ -122,18 +122,18 @@ export class MemoryFleetStore implements FleetStore {
   }
 
   /**
-   * Registers each replica `from` knows and this store does not, as `from` has it: its spec, and
-   * this process's claim on it or, one it left (unclaimed, kept until its forget check), only when
-   * it was last claimed, so that it is forgotten here when due there and registered nowhere from
-   * here (a claim is what a reclaim registers again). One known here already (a newer registration)
-   * keeps its spec. Synchronous: no registration lands between a check and its write
-   * (FailoverFleetStore `succeed`).
+   * Registers each replica this process claims in `from` (it routes to it, as last told) and this
+   * store does not know, with its spec and claim there. Not one `from` keeps unclaimed (this process
+   * left it: kept until its forget check), which a claim here would make a replica to register again
+   * (a reclaim), nor one known here already (a newer registration: its spec kept). Synchronous: no
+   * registration lands between a check and its write (FailoverFleetStore `succeed`).
    */
   knowReplicasOf(from: MemoryFleetStore): void {
     for (const [url, r] of from.replicas) {
-      if (this.replicas.has(url)) continue;
+      const at = from.claims.claimedAt(url, LOCAL_NODE);
+      if (at === undefined || this.replicas.has(url)) continue;
       this.replicas.set(url, newReplicaRecord(r.spec, this.holders));
-      this.claims.copyFrom(from.claims, url, LOCAL_NODE);
+      this.claims.claim(url, LOCAL_NODE, at);
     }
   }
 

@@ -99,15 +99,9 @@ export class ReplicaClaims {
     }
   }
 
-  /**
-   * `url` as `from` has it for `node`: its claim if `node` claims it there, and when some node last
-   * claimed it, so that here it is due forgotten when it is there (a replica `node` left).
-   */
-  copyFrom(from: ReplicaClaims, url: string, node: string): void {
-    const at = from.byUrl.get(url)?.get(node);
-    if (at !== undefined && from.claimedBy(url, node)) this.claim(url, node, at);
-    const last = from.lastClaimed.get(url);
-    if (last !== undefined) this.stamp(url, last);
+  /** When `node` last claimed `url`, if it claims it now (undefined: it does not). */
+  claimedAt(url: string, node: string): number | undefined {
+    return this.byUrl.get(url)?.get(node);
   }
 
   /** The url was forgotten: every claim record of it goes. */

@@ -347,17 +347,17 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
   }
 
   /**
-   * The local copy registers the replicas `pred`'s knows and this one does not: the shared state
-   * has them for both, but deciding alone this store reads its own copy, and a superseded
-   * configuration still in use (a stale worker's, registered on `pred` only) decides here
+   * The local copy registers the replicas `pred`'s routes to (claims) and this one does not know: the
+   * shared state has them for both, but deciding alone this store reads its own copy, and a
+   * superseded configuration still in use (a stale worker's, registered on `pred` only) decides here
    * (`FleetRuntime.current`). Before, its replicas were missing from its views, and with the one
    * replica left marked down by Kong's 502 the health filter failed open onto it (the simulation's
    * seed 3044962). Specs only: their readings come from this runtime's polls. One known here already
-   * (by a newer configuration) keeps its spec. Claimed here only if claimed there: one the node left
-   * (its copy keeps it until its own forget check), copied claimed, was a replica this node routes
-   * to, and a read or the reclaim after an emptied state registered it again once the shared state
-   * had forgotten it (test/core/failover-review-69.test.ts). Synchronous: a registration of this
-   * store's own landing mid-copy was overwritten by `pred`'s older spec.
+   * (by a newer configuration) keeps its spec. Not one the node left (`pred`'s copy keeps it until its
+   * forget check): copied, and claimed, it was a replica this node routes to, and a read or the
+   * reclaim after an emptied state registered it again once the shared state had forgotten it
+   * (test/core/failover-review-69.test.ts). Synchronous: a registration of this store's own landing
+   * mid-copy was overwritten by `pred`'s older spec.
    */
   private knowReplicasOf(pred: FailoverFleetStore): void {
     this.local.knowReplicasOf(pred.local);
