@@ -478,13 +478,17 @@ export class FleetRuntime {
   /**
    * Other state: what this node spent of the cold-load budgets this window, and what the
    * decisions still under way here are granted, counts there too, so the change hands out no
-   * fresh budget (registered first: the state's epoch dates the spends).
+   * fresh budget (registered first: the state's epoch dates the spends). Registered there: the
+   * replicas this runtime routes to (`next` adopts its configurations), not every one the old
+   * state lists: another node's, or one this node left, came to the new state claimed in this
+   * node's name, polled there by every node until its retain and a grace after
+   * (test/core/failover-review-69.test.ts).
    */
   private carrySpends(next: FleetRuntime): void {
     const [from, to] = [this.store, next.store];
     if (!(from instanceof FailoverFleetStore) || !(to instanceof FailoverFleetStore)) return;
     const registered = (async () => {
-      for (const spec of await from.replicaSpecs()) await to.upsertReplica(spec);
+      for (const spec of await from.claimedSpecs()) await to.upsertReplica(spec);
     })();
     void to.carrySpends(from, registered);
   }

@@ -121,6 +121,22 @@ export class MemoryFleetStore implements FleetStore {
     if (node !== '') this.claims.claim(spec.url, node, at);
   }
 
+  /**
+   * Registers each replica this process claims in `from` (it routes to it, as last told) and this
+   * store does not know, with its spec and claim there. Not one `from` keeps unclaimed (this process
+   * left it: kept until its forget check), which a claim here would make a replica to register again
+   * (a reclaim), nor one known here already (a newer registration: its spec kept). Synchronous: no
+   * registration lands between a check and its write (FailoverFleetStore `succeed`).
+   */
+  knowReplicasOf(from: MemoryFleetStore): void {
+    for (const [url, r] of from.replicas) {
+      const at = from.claims.claimedAt(url, LOCAL_NODE);
+      if (at === undefined || this.replicas.has(url)) continue;
+      this.replicas.set(url, newReplicaRecord(r.spec, this.holders));
+      this.claims.claim(url, LOCAL_NODE, at);
+    }
+  }
+
   /** As the Redis script (scripts/forgetting.ts `retain`), its node, time and node TTL from `o`. */
   async retainReplicas(urls: readonly string[], graceMs: number, o: RetainOptions = {}): Promise<string[]> {
     const at = o.at ?? this.claimsClock.now();

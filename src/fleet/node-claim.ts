@@ -186,6 +186,12 @@ export class NodeClaim {
     return this.settings.has(url);
   }
 
+  /** Whether a live configuration (not superseded) lists `url`: its spec is the one to register. */
+  listedByNewest(url: string): boolean {
+    for (const c of this.live.values()) if (c.urls.includes(url)) return true;
+    return false;
+  }
+
   /** Whether `url` was this node's and no live configuration lists it now. */
   releases(url: string): boolean {
     return this.released.has(url);

@@ -99,6 +99,11 @@ export class ReplicaClaims {
     }
   }
 
+  /** When `node` last claimed `url`, if it claims it now (undefined: it does not). */
+  claimedAt(url: string, node: string): number | undefined {
+    return this.byUrl.get(url)?.get(node);
+  }
+
   /** The url was forgotten: every claim record of it goes. */
   drop(url: string): void {
     for (const node of [...(this.byUrl.get(url)?.keys() ?? [])]) this.unclaim(url, node);

@@ -115,7 +115,11 @@ export function registerConfiguration(
     rt.work.configure(config.prefill_tokens_per_second);
   }
   if (config.saturation_mode === 'predicted') rt.predictsWork = true;
-  const ready = Promise.all(setup.specs.map((s) => rt.store.upsertReplica(s))).then(() => {
+  // A superseded one (an old-config instance for a log phase) registers only the replicas no newer
+  // configuration lists: its spec (priority, backend) overwrote the newer one's, in the shared state
+  // too, until the next push (test/core/old-config-registration.test.ts).
+  const specs = claim.superseded ? setup.specs.filter((s) => !rt.claim.listedByNewest(s.url)) : setup.specs;
+  const ready = Promise.all(specs.map((s) => rt.store.upsertReplica(s))).then(() => {
     // Polling is what keeps decisions fresh: start it here too, in case lora-poller
     // runs in another process (or not at all). On the runtime current now: a `redis` record
     // change during the registration retired `rt`, and a poller started there would poll a

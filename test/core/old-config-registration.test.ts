@@ -83,3 +83,38 @@ it('an old-config instance registered after its configuration lapsed (a request 
     rt.stop();
   }
 });
+
+it("an old-config instance's registration leaves a replica's spec the newer configuration's (its priority)", async () => {
+  // Its replicas went to the store again as it lists them: a replica the newer configuration moved
+  // to another priority pool read the old pool until the next configuration push (review 69).
+  const clock = new VirtualClock();
+  const rt = new FleetRuntime({
+    clock,
+    api: new IdleReplicaApi(() => Date.now()),
+    log: silentLogger,
+    seed: 1,
+  });
+  const [U, V, W] = ['http://10.2.9.1:8000', 'http://10.2.9.2:8000', 'http://10.2.9.3:8000'];
+  const withPriority = (urls: readonly string[], priority: number) =>
+    parseRouterConfig({
+      replicas: urls.map((url) => ({ url, priority })),
+      base_model: 'base',
+      adapter_path_template: '/adapters/{name}',
+      lease_max_age_ms: 1000,
+    });
+  // Each registration's store writes (the in-process store answers at once).
+  const settled = () => new Promise((r) => setImmediate(r));
+  try {
+    new RouterService(withPriority([U, V], 0), rt, 'plugin-1', 1);
+    await settled();
+    new RouterService(withPriority([U], 5), rt, 'plugin-1', 2);
+    await settled();
+    new RouterService(withPriority([U, V, W], 0), rt, 'plugin-1', 1);
+    await settled();
+    const priorities = Object.fromEntries((await rt.store.replicaSpecs()).map((s) => [s.url, s.priority]));
+    // The ones only it lists are registered as it lists them: its requests route there.
+    expect(priorities).toEqual({ [U]: 5, [V]: 0, [W]: 0 });
+  } finally {
+    rt.stop();
+  }
+});

@@ -341,25 +341,35 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     pred.superseded = true;
     pred.successor = this;
     pred.budget.succeededBy(this.budget);
-    const known = this.knowReplicasOf(pred);
+    this.knowReplicasOf(pred);
     // Degraded, the next probe's recovery prunes.
     if (!this.outage.degraded) await this.pruneShared().catch((err: Error) => this.degrade(err));
-    await known;
   }
 
   /**
-   * The local copy registers the replicas `pred`'s knows and this one does not: the shared state
-   * has them for both, but deciding alone this store reads its own copy, and a superseded
-   * configuration still in use (a stale worker's, registered on `pred` only) decides here
+   * The local copy registers the replicas `pred`'s routes to (claims) and this one does not know: the
+   * shared state has them for both, but deciding alone this store reads its own copy, and a
+   * superseded configuration still in use (a stale worker's, registered on `pred` only) decides here
    * (`FleetRuntime.current`). Before, its replicas were missing from its views, and with the one
    * replica left marked down by Kong's 502 the health filter failed open onto it (the simulation's
-   * seed 3044962). Specs only: their readings come from this runtime's polls. One registered here
-   * already (by a newer configuration) keeps its spec.
+   * seed 3044962). Specs only: their readings come from this runtime's polls. One known here already
+   * (by a newer configuration) keeps its spec. Not one the node left (`pred`'s copy keeps it until its
+   * forget check): copied, and claimed, it was a replica this node routes to, and a read or the
+   * reclaim after an emptied state registered it again once the shared state had forgotten it
+   * (test/core/failover-review-69.test.ts). Synchronous: a registration of this store's own landing
+   * mid-copy was overwritten by `pred`'s older spec.
    */
-  private async knowReplicasOf(pred: FailoverFleetStore): Promise<void> {
-    const specs = await pred.local.replicaSpecs();
-    const have = new Set((await this.local.replicaSpecs()).map((s) => s.url));
-    await Promise.all(specs.filter((s) => !have.has(s.url)).map((s) => this.local.upsertReplica(s)));
+  private knowReplicasOf(pred: FailoverFleetStore): void {
+    this.local.knowReplicasOf(pred.local);
+  }
+
+  /**
+   * The replicas this node routes to as its local copy was last told (each registration claims,
+   * each retain lists exactly them): what it hands a successor, same state or other. Not one it
+   * left (its copy keeps it unclaimed until its own forget check), nor another node's.
+   */
+  async claimedSpecs(): Promise<ReplicaSpec[]> {
+    return (await this.local.replicaSpecs()).filter((s) => this.local.claimedBy(s.url));
   }
 
   /**
