@@ -21,6 +21,12 @@
  *   deciding at the same moment may each send one past it"): a lease the view could not yet show,
  *   one an emptied or switched state lost, one of a process that died (its leases go with it), one
  *   on the other state of a record change, a router cut off counting only its own.
+ * Neither runtime's: one whose lease the expiry reclaimed by age while no word of the replica could
+ * renew it (`leaseAgedOut`: on its way, or sent into a replica that hangs, longer than
+ * `lease_max_age_ms`; docs/reliability.md "A lease whose log phase never came", not covered: a
+ * request on the wire loses its lease), its lease not taken again: the router's count holds it no
+ * more (seed 3169793: a batch request sent into a hang of replica-1, its lease reclaimed at 4 s,
+ * another node's request in the view, and a batch request of the first node went as the second).
  * A request released before the replica answered it is not in flight: none is (the log phase runs
  * after the answer, or after the 504 that aborts it on the replica).
  */
@@ -47,6 +53,24 @@ export interface Flight {
   alone: boolean;
   /** When the replica answered it, or its exchange ended (undefined: not yet). */
   doneAt?: number;
+  /** The lease it was proxied on. */
+  lease?: string;
+  /** When it reached the replica (undefined: not yet, on a slow path), and whether the replica hung then. */
+  reachedAt?: number;
+  reachedHung?: boolean;
+}
+
+/**
+ * Whether `f`'s lease was reclaimed by age by `at` with no word of the replica able to renew it:
+ * reclaimed (`expiredAt`, the state's time) after `f` was sent and by `at`, not open in its state
+ * now (`open`: not taken again), and `f` not in the replica's engine by then (on its way, or it
+ * reached a replica that hung). Not one that ran or waited there: a poll finding it renews its
+ * lease (a base-model one too, seed 834440), and its count lost is a break.
+ */
+export function leaseAgedOut(f: Flight, expiredAt: number | undefined, open: boolean, at: number): boolean {
+  if (f.lease === undefined || expiredAt === undefined || open) return false;
+  if (expiredAt <= f.sentAt || expiredAt > at) return false;
+  return f.reachedAt === undefined || f.reachedAt > expiredAt || f.reachedHung === true;
 }
 
 /** A bounded request's last hold end (its decision), with the world around it then. */
@@ -80,11 +104,20 @@ export interface BoundDecision {
   alone: boolean;
 }
 
-/** The requests in flight on `d`'s replica that its decision owed to count (see the file's comment). */
-export function owedInFlight(d: BoundDecision, flights: readonly Flight[]): Flight[] {
+/**
+ * The requests in flight on `d`'s replica that its decision owed to count (see the file's comment).
+ * `agedOut`: whether a flight's lease was reclaimed by age by then with nothing able to renew it
+ * (`leaseAgedOut` on the world's state).
+ */
+export function owedInFlight(
+  d: BoundDecision,
+  flights: readonly Flight[],
+  agedOut: (f: Flight, at: number) => boolean = () => false,
+): Flight[] {
   return flights.filter((f) => {
     if (f.request === d.request || f.url !== d.url) return false;
     if (f.doneAt !== undefined && f.doneAt <= d.at) return false;
+    if (agedOut(f, d.at)) return false;
     if (f.decider === d.decider) return f.decidedSeq !== undefined ? f.decidedSeq < d.seq : f.sentAt < d.at;
     return (
       f.sentAt < d.viewsFrom &&
@@ -99,10 +132,14 @@ export function owedInFlight(d: BoundDecision, flights: readonly Flight[]): Flig
 }
 
 /** A violation's detail if `d` joined at its bound before its wait was over, else undefined. */
-export function joinedPastBound(d: BoundDecision, flights: readonly Flight[]): string | undefined {
+export function joinedPastBound(
+  d: BoundDecision,
+  flights: readonly Flight[],
+  agedOut?: (f: Flight, at: number) => boolean,
+): string | undefined {
   if (d.waitedMs >= d.objectiveMs / 2) return undefined;
   if (d.agingStartMs !== undefined && d.waitedMs + d.agingStartMs >= d.objectiveMs / 2) return undefined;
-  const owed = owedInFlight(d, flights);
+  const owed = owedInFlight(d, flights, agedOut);
   if (owed.length < d.bound) return undefined;
   const mine = owed.filter((f) => f.decider === d.decider).length;
   return (

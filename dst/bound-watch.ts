@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Candidate } from '../src/scheduler/types';
 import { idleAdapterWaitMs, RoomWait } from '../src/router/room-wait';
 import type { FleetRuntime } from '../src/runtime';
-import { joinedPastBound, type BoundDecision, type Flight } from './bound-check';
+import { joinedPastBound, leaseAgedOut, type BoundDecision, type Flight } from './bound-check';
 
 /** Told of each `holds` call of the request whose access phase runs: held (true), going (false) or refused. */
 type HoldsSeen = (wait: RoomWait, nodeNow: number, decided: HoldInput, held: boolean | 'refused') => void;
@@ -63,6 +63,9 @@ export interface BoundGround {
   live(): ReadonlySet<string>;
   /** When runtime `rt` was last seen deciding alone after a step (-Infinity: never). */
   localAt(rt: FleetRuntime): number;
+  /** When state `db` reclaimed lease `id` by age (undefined: never), and whether it holds it now. */
+  expiredAt(db: number, id: string): number | undefined;
+  holdsLease(db: number, id: string): boolean;
 }
 
 /** A request's hold calls so far. */
@@ -160,6 +163,7 @@ export class BoundWatch {
     proc: string,
     db: number,
     alone: boolean,
+    lease?: string,
   ): Flight {
     const h = this.holds.get(request);
     const at = this.g.now();
@@ -175,6 +179,7 @@ export class BoundWatch {
       sentAt: at,
       alone: alone || this.g.localAt(decider) >= arrivedAt,
       ...(decided === undefined ? {} : { decidedSeq: decided }),
+      ...(lease === undefined ? {} : { lease }),
     };
     if (h) h.sent = true;
     if (h?.go && decided !== undefined)
@@ -214,7 +219,11 @@ export class BoundWatch {
         left.push(d);
         continue;
       }
-      const past = joinedPastBound(d, this.flights);
+      const past = joinedPastBound(d, this.flights, (f, at) =>
+        f.lease === undefined
+          ? false
+          : leaseAgedOut(f, this.g.expiredAt(f.db, f.lease), this.g.holdsLease(f.db, f.lease), at),
+      );
       if (past !== undefined) return past;
     }
     this.judging = left;

@@ -192,6 +192,16 @@ export class ReplicaSet {
     f.downUntil = this.clock.now() + downMs;
   }
 
+  /**
+   * Whether the replica at `origin` hangs now: what reaches it now is never in its engine, so no
+   * word of it (running, waiting) renews its lease (dst/bound-check.ts `leaseAgedOut`).
+   */
+  hangs(origin: string): boolean {
+    const f = this.faults[this.index(origin)]!;
+    const now = this.clock.now();
+    return now >= f.downUntil && now < f.outageUntil && f.outage === 'hang';
+  }
+
   /** For `ms`, the replica hangs (answers nothing) or answers 500 on every route. */
   outage(i: number, ms: number, mode: Outage): void {
     const f = this.faults[i]!;

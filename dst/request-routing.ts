@@ -98,6 +98,8 @@ export class RequestRouting {
       lastFaultAt: () => g.lastFaultAt(),
       live: () => new Set(g.nodes.procs.filter((p) => p.alive).map(procName)),
       localAt: (rt) => g.localAt(rt),
+      expiredAt: (db, id) => g.redis[db]?.expiredAt.get(id),
+      holdsLease: (db, id) => g.redis[db]?.holdsLease(id) ?? false,
     });
   }
 
@@ -216,7 +218,7 @@ export class RequestRouting {
       // The deciding runtime's store, not the node's newest: after a same-state record change the
       // old runtime decides the requests under way on it (seed 525755).
       const decidedAlone = (decider ?? p.rt).store.mode?.() === 'local';
-      flight = this.bound.sent(arrivals, origin, decider ?? p.rt, proc, db, decidedAlone);
+      flight = this.bound.sent(arrivals, origin, decider ?? p.rt, proc, db, decidedAlone, out.leaseId);
       // Its views may have come from either store if it began or stopped deciding alone meanwhile:
       // judged by the reading that excuses more (kongMarkHeeded).
       if ((decider ?? p.rt) === p.rt)
@@ -284,6 +286,10 @@ export class RequestRouting {
         p.node,
         () => {
           if (sent) sent.reached = this.g.sched.now();
+          if (!flight) return;
+          // Into a hang: never in the engine, so no word of the replica renews its lease (dst/bound-check.ts).
+          flight.reachedAt = this.g.sched.now();
+          flight.reachedHung = this.g.replicas.hangs(origin);
         },
         () => {
           if (flight) flight.doneAt ??= this.g.sched.now();

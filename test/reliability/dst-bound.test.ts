@@ -5,7 +5,13 @@
  * a dead process's, one on the other state, one across a fault, a node deciding alone, a request
  * the replica answered already). Seeds reach it through dst/overload.ts's bounded batch class.
  */
-import { joinedPastBound, owedInFlight, type BoundDecision, type Flight } from '../../dst/bound-check';
+import {
+  joinedPastBound,
+  leaseAgedOut,
+  owedInFlight,
+  type BoundDecision,
+  type Flight,
+} from '../../dst/bound-check';
 import { BEFORE_CLIENTS, runSeed } from '../../dst/run';
 import { generate } from '../../dst/schedule';
 import { BOUND_INVARIANT } from '../../dst/world';
@@ -111,6 +117,35 @@ describe('a bounded class joins a replica at its bound only after its wait', () 
   it('never excuses its own runtime its requests for a fault, a node alone or its views', () => {
     const d = decision({ lastFaultAt: 999, degraded: true, alone: true, viewsFrom: 0, live: new Set() });
     expect(joinedPastBound(d, [own({ sentAt: 990 })])).toBeDefined();
+  });
+
+  // Seed 3169793: its own request sent into a hung replica, its lease reclaimed by age at 950 ms
+  // (no word of the replica renews it), is no longer in the router's count; nor another node's.
+  it('excuses a request whose lease was reclaimed by age on the wire, and only that', () => {
+    const hung = { lease: 'n0g0-1', reachedAt: 600, reachedHung: true };
+    const reclaimedAt =
+      (at: number | undefined, open = false) =>
+      (f: Flight, by: number) =>
+        leaseAgedOut(f, at, open, by);
+    expect(joinedPastBound(decision(), [own(hung)], reclaimedAt(950))).toBeUndefined();
+    expect(joinedPastBound(decision(), [flight(hung)], reclaimedAt(950))).toBeUndefined();
+    // Still on its way (a slow path), or reaching the replica after its lease went.
+    expect(joinedPastBound(decision(), [own({ lease: 'n0g0-1' })], reclaimedAt(950))).toBeUndefined();
+    expect(
+      joinedPastBound(decision(), [own({ lease: 'n0g0-1', reachedAt: 960 })], reclaimedAt(950)),
+    ).toBeUndefined();
+    // Not: in the engine before it went (a poll finding it renews it: seed 834440's base-model
+    // lease), reclaimed after the decision or before it was sent, taken again, or no lease.
+    expect(
+      joinedPastBound(decision(), [own({ lease: 'n0g0-1', reachedAt: 600 })], reclaimedAt(950)),
+    ).toBeDefined();
+    expect(joinedPastBound(decision(), [own(hung)], reclaimedAt(1001))).toBeDefined();
+    expect(joinedPastBound(decision(), [own(hung)], reclaimedAt(600))).toBeDefined();
+    expect(joinedPastBound(decision(), [own(hung)], reclaimedAt(950, true))).toBeDefined();
+    expect(joinedPastBound(decision(), [own(hung)], reclaimedAt(undefined))).toBeDefined();
+    expect(
+      joinedPastBound(decision(), [own({ reachedAt: 600, reachedHung: true })], reclaimedAt(950)),
+    ).toBeDefined();
   });
 });
 
