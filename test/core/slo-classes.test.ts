@@ -351,7 +351,7 @@ describe('SLO classes: a batch load waits while it would stall interactive reque
     expect(work.awaitingFirstToken(url, 1300, -1)).toBe(0);
   });
 
-  it('an aged batch request predicted past the gate still waits while its load would stall them, as long as it still meets its objective', () => {
+  it('a batch request aged by a prediction past the gate still waits while its load would stall them, for a quarter of its objective', () => {
     // Issue 34, 1 s loads, 50% load, seed 3: batch requests held 2-5 s for the stall were
     // predicted at once 20 s on a replica whose scrape reported a queue; aged by that
     // prediction, each went and its load stalled 2-6 interactive requests there (all late).
@@ -359,10 +359,14 @@ describe('SLO classes: a batch load waits while it would stall interactive reque
     const queued = (waiting: number) => ({ ...cold(1000, waiting), ttftMs: 12_000 });
     // Predicted past the gate and aged (4 s + 12 s past half its objective), nothing to stall: it goes.
     expect(w.holds(4000, queued(0))).toBe(false);
-    // Its load would stall two interactive requests: held, while 30 s is still in reach.
+    // Its load would stall two interactive requests: held, for the first quarter of its objective.
     expect(w.holds(4000, queued(2))).toBe(true);
-    expect(w.holds(17_999, queued(2))).toBe(true);
-    expect(w.holds(18_000, queued(2))).toBe(false);
+    expect(w.holds(7499, queued(2))).toBe(true);
+    expect(w.holds(7500, queued(2))).toBe(false);
+    // Nor where it would not meet 30 s anyway (4.5 s waited, predicted 25.5 s): it goes, as before.
+    expect(
+      new RoomWait(cfg, 0, c.resolve({ objective: 'batch' })).holds(4500, { ...queued(2), ttftMs: 25_500 }),
+    ).toBe(false);
   });
 
   it('leaves a load shorter than a quarter of the higher objective alone (300 ms against 2 s)', () => {
