@@ -22,6 +22,14 @@ export const DEFAULT_MAX_TOKENS = 256;
  * before that request's first step (test/kong/slo-class-loads.test.ts).
  */
 const FIRST_TOKEN_MARGIN_MS = 250;
+/**
+ * Of ours on `r`, how many wait for a running slot: the last scrape's queue and ours admitted (less
+ * ours ended) since, as `slotWait` counts them; none when the scrape reported no queue.
+ */
+function waitingForSlot(r: ReplicaState): number {
+  return r.scrapedWaiting > 0 ? Math.min(r.entries.size, Math.max(0, r.scrapedWaiting + r.sinceScrape)) : 0;
+}
+
 /** Prompt tokens assumed per waiting request a replica reports before anything is known. */
 const PRIOR_PROMPT_TOKENS = 512;
 
@@ -263,17 +271,28 @@ export class WorkModel {
 
   /**
    * This router's requests on `url` of priority above `abovePriority` still waiting for their
-   * first token at `now`: prefill queued, or predicted to end later (a load before it counted).
+   * first token at `now`: prefill queued, or predicted to end later (a load before it counted),
+   * or among the newest the replica reports waiting for a running slot (`waitingForSlot`): the
+   * drain alone predicted their prefill done while they queued behind a full batch (issue 34, 1 s
+   * loads, 50% load, seed 3: batch loads stalled 14 interactive requests, the count had seen 6).
    * An adapter load begun there now stops the engine under each of them for its whole time.
    */
   awaitingFirstToken(url: string, now: number, abovePriority: number): number {
     const r = this.replicas.get(url);
     if (!r) return 0;
     advance(r, now);
+    // The newest of ours are the requests the replica reports waiting for a running slot (FIFO).
+    const queuedFrom = r.entries.size - waitingForSlot(r);
     let n = 0;
-    for (const e of r.entries.values())
-      if (e.priority > abovePriority && (e.prefillEndAt + FIRST_TOKEN_MARGIN_MS > now || e.end > r.drained))
+    let i = 0;
+    for (const e of r.entries.values()) {
+      const queued = i++ >= queuedFrom;
+      if (
+        e.priority > abovePriority &&
+        (queued || e.prefillEndAt + FIRST_TOKEN_MARGIN_MS > now || e.end > r.drained)
+      )
         n++;
+    }
     return n;
   }
 

@@ -330,6 +330,45 @@ describe('SLO classes: a batch load waits while it would stall interactive reque
     expect(new RoomWait(cfg, 0, c.resolve({})).holds(0, cold(1000, 1))).toBe(false);
   });
 
+  it('counts those the replica reports waiting for a running slot, whose prefill the drain predicts done', () => {
+    const work = new WorkModel({ prefillTokensPerS: 10_000 });
+    // Two interactive requests of 100 tokens: their prefill predicted done at 20 ms.
+    work.admit({ id: 'i1', url, promptTokens: 100, maxTokens: 10, at: 0, priority: 0 });
+    work.admit({ id: 'i2', url, promptTokens: 100, maxTokens: 10, at: 0, priority: 0 });
+    expect(work.awaitingFirstToken(url, 1000, -1)).toBe(0);
+    // The replica's slots are full and both wait (issue 34, 1 s loads, 50% load, seed 3: batch
+    // loads stalled 14 interactive requests there, all late; the count had seen 6).
+    work.observeReplica(url, { waiting: 2, running: 16 }, 1000);
+    expect(work.awaitingFirstToken(url, 1000, -1)).toBe(2);
+    // A batch request admitted since waits too, the newest: not above a batch load.
+    work.admit({ id: 'b', url, promptTokens: 100, maxTokens: 10, at: 1000, priority: -1 });
+    expect(work.awaitingFirstToken(url, 1100, -1)).toBe(2);
+    // One of ours ended: a slot freed, the oldest waiting took it.
+    work.release('i1', 1200, true);
+    expect(work.awaitingFirstToken(url, 1200, -1)).toBe(1);
+    // A scrape with no queue: none waits for a slot.
+    work.observeReplica(url, { waiting: 0, running: 2 }, 1300);
+    expect(work.awaitingFirstToken(url, 1300, -1)).toBe(0);
+  });
+
+  it('a batch request aged by a prediction past the gate still waits while its load would stall them, for a quarter of its objective', () => {
+    // Issue 34, 1 s loads, 50% load, seed 3: batch requests held 2-5 s for the stall were
+    // predicted at once 20 s on a replica whose scrape reported a queue; aged by that
+    // prediction, each went and its load stalled 2-6 interactive requests there (all late).
+    const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
+    const queued = (waiting: number) => ({ ...cold(1000, waiting), ttftMs: 12_000 });
+    // Predicted past the gate and aged (4 s + 12 s past half its objective), nothing to stall: it goes.
+    expect(w.holds(4000, queued(0))).toBe(false);
+    // Its load would stall two interactive requests: held, for the first quarter of its objective.
+    expect(w.holds(4000, queued(2))).toBe(true);
+    expect(w.holds(7499, queued(2))).toBe(true);
+    expect(w.holds(7500, queued(2))).toBe(false);
+    // Nor where it would not meet 30 s anyway (4.5 s waited, predicted 25.5 s): it goes, as before.
+    expect(
+      new RoomWait(cfg, 0, c.resolve({ objective: 'batch' })).holds(4500, { ...queued(2), ttftMs: 25_500 }),
+    ).toBe(false);
+  });
+
   it('leaves a load shorter than a quarter of the higher objective alone (300 ms against 2 s)', () => {
     const w = new RoomWait(cfg, 0, c.resolve({ objective: 'batch' }));
     expect(w.holds(0, cold(300, 3))).toBe(false);
