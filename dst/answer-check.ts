@@ -27,6 +27,12 @@
  *   reach it, its node decided alone on its view of before the unload; 10282: the node's own
  *   unload, sent while it shared Redis; 19796: alone while it decided, back on Redis by the
  *   proxy, so "alone" is its store local after any step since the request came).
+ * - the request's process died before the unload's grant, and its state was wiped or rolled back
+ *   since the request was sent (its lease gone with no living process to take it again: each node
+ *   takes only its own leases again after an emptied state, docs/reliability.md): the replica
+ *   answers a connection Kong closed with the process, to no client. The busy check's `onTheWay`
+ *   counts no dead process's request either. Seed 3240387: node 0 proxied `a` at 4,662 ms over a
+ *   slow path (2.4 s), died at 4,748 ms, FLUSHALL at 4,763 ms, node 1's unload granted at 6,937 ms;
  * - an unload sent on another shared state than the request's lease (a `redis` record change to
  *   other state reaching the nodes in turn, docs/reliability.md: not covered; the busy check's
  *   `onTheWay` leaves such leases out, seed 638713): seed 30333, `code` unloaded by a node moved
@@ -85,6 +91,8 @@ export interface NotFoundAnswer {
   db: number;
   /** Its router decided alone (its store cut off from Redis) when it proxied it. */
   alone: boolean;
+  /** When the process that routed it died (undefined: alive when the replica answered). */
+  diedAt?: number;
 }
 
 /** What the judgement reads of the world. */
@@ -123,7 +131,17 @@ export function notFoundUnexcused(a: NotFoundAnswer, g: AnswerGround): string | 
       const recorded = u?.grantAnsweredAt ?? last.at;
       const restored =
         u?.db === a.db && u.proc !== a.proc && g.rolledBack(a.db).some((t) => t > recorded && t <= a.sentAt);
-      return restored ? undefined : `${head}: unloaded there at ${Math.round(last.at)} ms`;
+      if (restored) return undefined;
+      // Its lease lost to a wipe or rollback of its state after it was sent, its process dead before
+      // the unload's grant: only that process takes its leases again (docs/reliability.md, "Every node
+      // notices an emptied Redis"), and the replica answers a connection Kong closed with it, to no
+      // client (seed 3240387: node down, then FLUSHALL, the request on a slow path for 2.4 s).
+      const orphaned =
+        u?.db === a.db &&
+        a.diedAt !== undefined &&
+        a.diedAt <= recorded &&
+        g.rolledBack(a.db).some((t) => t > a.sentAt && t <= recorded);
+      return orphaned ? undefined : `${head}: unloaded there at ${Math.round(last.at)} ms`;
     }
     case 'landed':
       return `${head}: registered there since ${Math.round(last.at)} ms (the model check and the log disagree)`;

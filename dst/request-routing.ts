@@ -64,6 +64,8 @@ export class RequestRouting {
   readonly clients = { gaveUp: 0, ranOn: 0, exits: 0, slowSources: 0, tells: 0 };
   /** Requests whose client gave up: when Kong logged 499 and closed the upstream connection. */
   private readonly closedAt = new WeakMap<SentRequest, number>();
+  /** When each process (`n<node>g<gen>`) died: its requests still on their way answer no client. */
+  private readonly diedAt = new Map<string, number>();
   /** Requests answered 429 for the fleet's cold-load budget (the budget check reads them). */
   readonly refusals: BudgetRefusal[] = [];
   /** By request (arrival number): its process, and whether its route answered. */
@@ -469,6 +471,7 @@ export class RequestRouting {
         alone:
           sent.alone ||
           (decider !== undefined && (decider.store.mode?.() === 'local' || this.g.localAt(decider) >= began)),
+        ...(this.diedAt.has(sent.proc) ? { diedAt: this.diedAt.get(sent.proc)! } : {}),
       },
       this.g.answers,
     );
@@ -521,6 +524,7 @@ export class RequestRouting {
 
   died(p: Process): void {
     const now = this.g.sched.now();
+    this.diedAt.set(procName(p), now);
     for (const [request, fate] of this.fates)
       if (fate.p === p && !this.decidedAt.has(request)) {
         this.decidedAt.set(request, now);

@@ -104,6 +104,30 @@ describe('a 404 for an adapter, judged from the replica history', () => {
     ).toBeUndefined();
   });
 
+  it('holds when its process died and its state was wiped while it was on its way, before the unload (seed 3240387)', () => {
+    // Sent at 1000 ms over a slow path, its process dead at 1100 ms, FLUSHALL at 1200 ms (the lease
+    // gone, nobody alive to take it again), another node's unload granted at 1950 ms, dropped at
+    // 2000 ms, the request there at 3000 ms: the replica answers a closed connection.
+    const log = [loadEntry(500, 'chat', 1), unloadEntry(2000, 'chat', 0)];
+    const sent = { ...ANSWER, sentAt: 1000, diedAt: 1100 };
+    expect(notFoundUnexcused(sent, ground(log, [], false, { db: 0, at: [1200] }, 1950))).toBeUndefined();
+    // Alive at the grant (it takes its leases again), or no wipe between the send and the grant (the
+    // lease was in the state the unload was granted on: the busy check's to judge), or the wipe on
+    // another state: each still breaks.
+    for (const [diedAt, wiped] of [
+      [undefined, { db: 0, at: [1200] }],
+      [1960, { db: 0, at: [1200] }],
+      [1100, { db: 0, at: [] }],
+      [1100, { db: 0, at: [900] }],
+      [1100, { db: 1, at: [1200] }],
+    ] as [number | undefined, { db: number; at: number[] }][]) {
+      const a = diedAt === undefined ? { ...ANSWER, sentAt: 1000 } : { ...sent, diedAt };
+      expect(notFoundUnexcused(a, ground(log, [], false, wiped, 1950))).toContain(
+        'unloaded there at 2000 ms',
+      );
+    }
+  });
+
   it('holds when a node deciding alone routed it, from its own state that never saw the unload', () => {
     const log = [loadEntry(1000, 'chat', 1), unloadEntry(2000, 'chat', 0)];
     expect(notFoundUnexcused({ ...ANSWER, alone: true }, ground(log))).toBeUndefined();

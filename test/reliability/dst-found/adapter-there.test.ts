@@ -322,3 +322,76 @@ describe("a request proxied for an adapter finds it there: a load's end, replaye
     );
   }, 30_000);
 });
+
+describe("a request proxied for an adapter finds it there: a dead process's request on its way, its lease lost to a flush", () => {
+  // Seed 3240387 (--keep 1,13,14,15,16,24,25,26): node 0 proxies `a` to replica-1 at 4,662 ms over a
+  // slow path (a hop of 2,385 ms), goes down at 4,748 ms (its process dead for 9 s) and the FLUSHALL
+  // at 4,763 ms wipes its lease: no living process holds it to take it again. Nodes 1 and 2 find the
+  // state emptied at 4,875 ms and hold their unloads off 2 s; node 1's request for `team,a` at
+  // 6,926 ms makes room on replica-1 and Redis grants the unload of the idle `a` at 6,937 ms. Node
+  // 0's request arrives after it, to a replica answering its closed connection: no client gets the
+  // 404 (docs/reliability.md, "Every node notices an emptied Redis": a dead node takes nothing again;
+  // the busy check's `onTheWay` already counts no dead process's request). A check gap, not the router's.
+  it('seed 3240387: a 404 no client gets, its process dead and its lease wiped before the unload', async () => {
+    await holds(
+      3240387,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 2,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+        loadMs: 1500,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 1000,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 7041,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1 },
+        ],
+        configChanges: { retainEveryMs: 10000, staleMs: 1227 },
+      },
+      [
+        {
+          at: 299,
+          kind: 'request',
+          node: 0,
+          adapter: 4,
+          tokens: 15,
+          prompt: 973,
+          gaveUp: { afterMs: 2555, unwritten: true, noticeMs: 500 },
+          onOldConfig: true,
+        },
+        { at: 4636, kind: 'slow-path', node: 0, replica: 1, ms: 2498, hopMs: 2385 },
+        { at: 4656, kind: 'request', node: 0, adapter: 4, tokens: 14, prompt: 403, sourceMs: 21 },
+        { at: 4748, kind: 'node-down', node: 0, ms: 9004 },
+        { at: 4763, kind: 'flushall' },
+        { at: 6160, kind: 'request', node: 2, adapter: 10, tokens: 5, prompt: 244, onOldConfig: true },
+        {
+          at: 6881,
+          kind: 'request',
+          node: 2,
+          adapter: 1,
+          tokens: 2,
+          prompt: 934,
+          exit: true,
+          onOldConfig: true,
+        },
+        {
+          at: 6926,
+          kind: 'request',
+          node: 1,
+          adapter: 2,
+          tokens: 4,
+          prompt: 287,
+          sourceMs: 79,
+          onOldConfig: true,
+        },
+      ],
+    );
+  }, 30_000);
+});
