@@ -236,4 +236,25 @@ describe('around the retirement (review of the record move: held, not failed fir
       claims: { live: 1, superseded: 0, released: 0 },
     });
   }, 30_000);
+
+  it('moved to replicas overlapping the old ones: the old runtime is replaced at once (with the hold-off), not left', async () => {
+    const p = h.prefix();
+    const [db0, db1] = [h.redis.config(p, { database: 0 }), h.redis.config(p, { database: 1 })];
+    const [x, y, z] = [await replica(), await replica(), await replica()];
+    const old = router(`${p}route`, db0, 1, [x.url, y.url]).runtime;
+    poller(`${p}poller`, db0, 2);
+    await waitFor(async () => (await nodesIn(db0)).includes(old.leasePrefix), 5000, 'the node on database 0');
+    const moved = router(`${p}route`, db1, 3, [y.url, z.url]).runtime;
+    // Replaced as any change to other state sharing a replica: the old configuration goes along,
+    // kept for the grace on the new runtime (x still claimed there meanwhile).
+    const atMove = { replaced: old.current() === moved, claimsX: moved.routesTo(x.url) };
+    ahead += PAST_GRACE_MS;
+    // The lapse comes with the new runtime's poll round (its first one: a router's default interval).
+    await waitFor(() => !moved.routesTo(x.url), 10_000, 'x released').catch(() => {});
+    expect({ atMove, claimsXAfter: moved.routesTo(x.url), movedCurrent: moved.current() === moved }).toEqual({
+      atMove: { replaced: true, claimsX: true },
+      claimsXAfter: false,
+      movedCurrent: true,
+    });
+  }, 30_000);
 });
