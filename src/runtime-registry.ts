@@ -28,6 +28,22 @@ const replacedBy = new Map<string, string>();
 const unkeyed = new Set<string>();
 /** The record a plugin last moved to from each record still current (`retireIfLeft`'s heir). */
 const movedTo = new Map<string, string>();
+/**
+ * Records whose runtime retired because every plugin left them (`retireIfLeft`), until a runtime
+ * runs there again: no runtime routes their replicas (bounded by the records seen, as `replacedBy`).
+ */
+const left = new Set<string>();
+
+/** A `redis` record's key here: its JSON, or '' for the process's own state. */
+const recordKey = (redis?: RedisConfig): string => (sharesState(redis) ? JSON.stringify(redis) : '');
+
+/**
+ * Whether `redis`'s runtime retired because every plugin left the record: a configuration of it
+ * (an old-config instance) then has no runtime here routing its replicas (registration.ts).
+ */
+export function recordLeft(redis?: RedisConfig): boolean {
+  return left.has(recordKey(redis));
+}
 
 /**
  * The runtime of this plugin-server process for a plugin's `redis` record, created on first
@@ -42,12 +58,19 @@ export function sharedRuntime(
   /** Kong's `__plugin_id`, if sent. */
   pluginId?: string,
 ): FleetRuntime {
-  const key = sharesState(redis) ? JSON.stringify(redis) : '';
+  const key = recordKey(redis);
   const own = pluginId === undefined ? undefined : newest.get(pluginId);
   const older = seq !== undefined && own !== undefined && seq < own.seq;
   if (seq === undefined || pluginId === undefined) unkeyed.add(key);
   else if (!older) newest.set(pluginId, { seq, key });
   const rt = runtimeOf(key, redis, older ? own : undefined);
+  // An older configuration on a runtime of its own record while its plugin's newest runs on
+  // another: superseded there from the start, kept for the grace, as one of a plugin that moved
+  // away is. A runtime made there again after the one its plugins left retired (another plugin,
+  // say its lora-poller, back on the record) knew nothing of the move, and the old-config
+  // instance of a log phase registered live, claiming the old replicas for good (review-move).
+  if (older && own.key !== key && runtimes.get(key) === rt && currentFor(own.key)?.rt !== rt)
+    rt.pluginMoved(pluginId!, own.seq);
   // The plugin moved off a record still current (other state: a runtime on the same state was
   // replaced above). Nothing replaces that runtime unless this one routes to its replicas
   // (`claimReplicas`): its configuration there is superseded as a change on it would be, kept
@@ -92,6 +115,7 @@ function runtimeOf(
   runtimes.set(key, next);
   replacedBy.delete(key);
   movedTo.delete(key);
+  left.delete(key);
   next.unclaimed = () => retireIfLeft(next);
   if (same) replace(same, next);
   return next;
@@ -116,6 +140,7 @@ function retireIfLeft(rt: FleetRuntime): void {
     runtimes.delete(k);
     movedTo.delete(k);
     replacedBy.set(k, to!);
+    left.add(k);
   }
   rt.retireUnclaimed(heir).catch((err: Error) =>
     heir.log.error(`stopping a runtime its plugins left failed: ${err.message}`),

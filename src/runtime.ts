@@ -114,6 +114,8 @@ export class FleetRuntime {
    * registry retires it if every plugin on its record moved to another: runtime-registry.ts).
    */
   unclaimed: (() => void) | undefined = undefined;
+  /** Retired because every plugin left its record (`retireUnclaimed`): its successor never took its replicas over. */
+  private left = false;
   /**
    * Replaced runtimes still draining on this one's replicas (and theirs): their decisions under
    * way and open leases are not in this store when the state differs, so unloads here ask them.
@@ -252,6 +254,15 @@ export class FleetRuntime {
    */
   supersededUsed(claim: ConfigClaim): void {
     if (this.claim.used(claim, monotonic(this.clock))) this.claimChanged();
+  }
+
+  /**
+   * Whether this runtime, or one that took over from it since, retired because every plugin left
+   * its record: a configuration registered here is then none of the current runtime's, whose
+   * state and replicas are others (a request through it takes nothing back there: router.ts).
+   */
+  leftSince(): boolean {
+    return this.left || (this.successor?.leftSince() ?? false);
   }
 
   /** The live configurations changed: the poller's lease age follows their longest. */
@@ -465,6 +476,7 @@ export class FleetRuntime {
    */
   async retireUnclaimed(heir: FleetRuntime): Promise<void> {
     this.successor = heir;
+    this.left = true;
     const ownCallsEnded = Promise.all([this.prefetcher.stop(), this.pollTrim.stop()]);
     this.poller.stop();
     // Waits for room here end at once, decided again on `heir` (RuntimeReplaced).

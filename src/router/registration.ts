@@ -9,10 +9,10 @@ import type { AdapterCatalog } from '../adapters/catalog';
 import type { AdapterPolicy } from '../adapters/manager';
 import type { RouterConfig } from '../config/router-schema';
 import { samePath } from '../fleet/replica-record';
-import type { ConfigClaim } from '../fleet/node-claim';
+import { ConfigClaim } from '../fleet/node-claim';
 import type { ReplicaSpec } from '../fleet/types';
 import type { FleetRuntime } from '../runtime';
-import { claimReplicas } from '../runtime-registry';
+import { claimReplicas, recordLeft } from '../runtime-registry';
 import type { SchedulingPolicy } from '../scheduler/types';
 import type { ColdLoadBudget } from './cold-budget';
 
@@ -72,6 +72,26 @@ export function registerConfiguration(
   },
 ): { claim: ConfigClaim; ready: Promise<void> } {
   const urls = setup.specs.map((s) => s.url);
+  const content = JSON.stringify(config);
+  const settings = {
+    limit: setup.adapterPolicy,
+    saturation: {
+      ...setup.policy.saturation,
+      predictedMarginMs: config.saturation_mode === 'predicted' ? config.saturation_margin_ms : undefined,
+    },
+    leaseMaxAgeMs: config.lease_max_age_ms,
+  };
+  // A configuration of a record every plugin left (an old-config instance for a log phase, after
+  // the runtime there retired: runtime-registry.ts `retireIfLeft`) runs on the runtime of its
+  // plugin's newest, on other state: registered there, that runtime listed and claimed the old
+  // replicas in its own state, then polled, planned and trimmed them without the old state's
+  // leases (test/core/review-move.test.ts). It registers nothing: its lease goes back where it
+  // was taken (LeaseHandle), and a request through it finds no replica of its own there.
+  if (recordLeft(config.redis))
+    return {
+      claim: new ConfigClaim(setup.key ?? content, content, urls, settings, 0),
+      ready: Promise.resolve(),
+    };
   rt.registerManaged(
     JSON.stringify([config.adapters, config.adapter_path_template, config.adapter_name_pattern]),
     (name, path) => setup.catalog.manages(name, path),
@@ -82,21 +102,7 @@ export function registerConfiguration(
     (path) => config.adapters.find((a) => a.static && a.path !== undefined && samePath(path, a.path))?.name,
   );
   // Its replicas, by its plugin id: a changed configuration of one plugin supersedes the last.
-  const content = JSON.stringify(config);
-  const claim = rt.registerClaim(
-    setup.key ?? content,
-    content,
-    urls,
-    {
-      limit: setup.adapterPolicy,
-      saturation: {
-        ...setup.policy.saturation,
-        predictedMarginMs: config.saturation_mode === 'predicted' ? config.saturation_margin_ms : undefined,
-      },
-      leaseMaxAgeMs: config.lease_max_age_ms,
-    },
-    setup.seq,
-  );
+  const claim = rt.registerClaim(setup.key ?? content, content, urls, settings, setup.seq);
   claimReplicas(rt, urls);
   // The latest configuration registered sets prefetching for the runtime (as replicas' limits);
   // an older one registered again (an old-config instance for a log phase: its claim stays

@@ -143,7 +143,9 @@ export class RouterService {
   async route(req: RouteRequest): Promise<RouteOutcome> {
     let rt = this.runtime.current();
     // A field check while this configuration is its plugin's latest: no Map work per request.
-    if (this.claim.superseded) rt.supersededUsed(this.claim);
+    // Its runtime retired since because every plugin left its record: kept (and lapsed) there,
+    // taken back on the current one it claimed its replicas in that one's state (review-move).
+    if (this.claim.superseded && !this.runtime.leftSince()) rt.supersededUsed(this.claim);
     // Held requests are counted with or without classes: the end of a hold reads the backlog.
     const wait = new RoomWait(this.config, rt.clock.now(), undefined, this.held);
     // A request spends the cold-load budget once, on whichever runtime: a grant a replaced
