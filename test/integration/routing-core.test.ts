@@ -38,8 +38,10 @@ describe('routing core against simulated replicas over HTTP', () => {
     await h.chat('a'); // b is now least recently used
     await h.chat('c');
     expect(h.unloads(0).map((e) => e.name)).toEqual(['b']);
-    // Now keep c busy with a long request; a is idle: d must evict a, not c.
-    const long = h.chat('c', 300);
+    // Now keep c busy with a long request; a is idle: d must evict a, not c. Long enough (1,500
+    // decode steps, about 3 s at time scale 10) to outlast d's load and e's wait on a loaded
+    // machine: at 300 it ended under load before d was decided, and an idle c could go first.
+    const long = h.chat('c', 1500);
     await waitFor(() => h.fleet.replicas[0]!.engine.inFlight('c') === 1);
     await h.chat('d');
     expect(h.unloads(0).map((e) => e.name)).toEqual(['b', 'a']);
