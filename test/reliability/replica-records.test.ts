@@ -86,14 +86,16 @@ describe('recordsNaming, with Redis', () => {
     const rt = new FleetRuntime({ redis: env.redis.config(prefix), log: silentLogger, seed: 1 });
     try {
       await rt.store.upsertReplica({ url: U1, backend: 'vllm', priority: 0 });
-      const fence = await rt.store.beginLoad(U1, 'sql', rt.clock.now(), 4, 30);
+      // A TTL of 1 s: the check within it comes at once, even on a loaded machine (at 30 ms a
+      // stalled event loop passed it first), and the one past it after a sleep of more.
+      const fence = await rt.store.beginLoad(U1, 'sql', rt.clock.now(), 4, 1_000);
       expect(fence).not.toBeNull();
       await rt.store.finishLoad(U1, 'sql', fence!, true, rt.clock.now());
       // Within the lock's TTL a server restored from an older copy may still hold it: kept.
       expect(forgetReplica(rt, U1)).toBe(false);
       // This node stops claiming it; past the grace, the store forgets it, then the process does.
       expect(await rt.store.retainReplicas([], 60_000)).toEqual([]);
-      await sleep(60);
+      await sleep(1_100);
       expect(await rt.store.retainReplicas([], 1)).toEqual([U1]);
       expect(forgetReplica(rt, U1)).toBe(true);
       expect(recordsNaming(rt, U1)).toEqual([]);
