@@ -8,36 +8,17 @@
  * The grace is the longest `lease_max_age_ms` (10 minutes by default): the server's clock is moved
  * ahead past it (test/helpers/clock-jump.cjs, SIGUSR2), its timers still waiting real time.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { KongDriver, PluginServerProcess } from '../../harness/kong/driver';
 import { RedisServer } from '../../harness/redis/server';
 import { waitFor } from '../../harness/wait';
 import { LocalGateway } from '../../stack/gateway';
+import { countingReplica as replica } from '../helpers/counting-replica';
 import { PLUGINS_DIR } from './world';
 
 const JUMP_MS = 11 * 60_000;
 const PREFIX = 'move:';
-
-/** A replica that answers nothing useful and counts the calls made to it (its polls, a request). */
-async function replica() {
-  const c = { url: '', hits: 0, close: async () => {} };
-  const server = http.createServer((_req, res) => {
-    c.hits++;
-    res.statusCode = 404;
-    res.end();
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  c.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  c.close = () =>
-    new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    });
-  return c;
-}
 
 /** Whether `r` is called in the next second. */
 async function polled(r: { hits: number }): Promise<boolean> {
