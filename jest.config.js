@@ -9,6 +9,7 @@ const path = require('node:path');
  */
 const WAITING = [
   'core/failover-review',
+  'core/failover-review-69',
   'core/failover-suspects',
   'core/fleet-store',
   'core/hand-back-close',
@@ -19,6 +20,8 @@ const WAITING = [
   'core/own-unload',
   'core/placement-recheck',
   'core/prefetch-retire',
+  'core/record-move',
+  'core/review-move',
   'core/runtime-handover',
   'core/sentinel-connection',
   'core/shared-faults',
@@ -29,7 +32,9 @@ const WAITING = [
   'kong/departed-replicas',
   'kong/old-config-log-phase',
   'kong/rate-limited-log',
+  'kong/record-move',
   'kong/replica-last-word',
+  'kong/review-move',
   'kong/slo-max-in-flight',
   'kong/ttft-overload',
   'reliability/tcp-proxy',
