@@ -39,7 +39,11 @@ describe('an old configuration of a record replaced on the same state, its plugi
     await waitFor(async () => (await nodesIn(a2)).includes(db0.leasePrefix), 5000, 'the node on database 0');
     // The route moves to database 1 and other replicas; its lora-poller stays.
     const moved = router(`${p}route`, db1, 3, [r2.url]).runtime;
-    await waitFor(async () => (await nodesIn(db1)).includes(moved.leasePrefix), 5000, 'the node on database 1');
+    await waitFor(
+      async () => (await nodesIn(db1)).includes(moved.leasePrefix),
+      5000,
+      'the node on database 1',
+    );
     // A log phase of a request begun before both changes: Kong starts an instance of the first configuration.
     const late = router(`${p}route`, a, 1, [r1.url]);
     await (late as unknown as { ready: Promise<void> }).ready;
@@ -61,7 +65,11 @@ describe('an old configuration of a record replaced on the same state, its plugi
     const db0 = router(`${p}route`, a2, 2, [r1.url]).runtime;
     await waitFor(async () => (await nodesIn(a2)).includes(db0.leasePrefix), 5000, 'the node on database 0');
     const moved = router(`${p}route`, db1, 3, [r2.url]).runtime;
-    await waitFor(async () => (await nodesIn(db1)).includes(moved.leasePrefix), 5000, 'the node on database 1');
+    await waitFor(
+      async () => (await nodesIn(db1)).includes(moved.leasePrefix),
+      5000,
+      'the node on database 1',
+    );
     pastGrace();
     await waitFor(() => first.current() === moved && db0.current() === moved, 5000, 'database 0 retired');
     await waitFor(async () => !(await nodesIn(a2)).includes(db0.leasePrefix), 5000, 'database 0 left');
@@ -83,7 +91,11 @@ describe('an old configuration of a record replaced on the same state, its plugi
     await waitFor(async () => (await nodesIn(a2)).includes(db0.leasePrefix), 5000, 'the node on database 0');
     // The route moves to database 1 and other replicas; its lora-poller stays on database 0.
     const moved = router(`${p}route`, db1, 3, [r2.url]).runtime;
-    await waitFor(async () => (await nodesIn(db1)).includes(moved.leasePrefix), 5000, 'the node on database 1');
+    await waitFor(
+      async () => (await nodesIn(db1)).includes(moved.leasePrefix),
+      5000,
+      'the node on database 1',
+    );
     pastGrace();
     await rounds(8);
     expect({ db0: await state(db0, a2, r1), movedCurrent: moved.current() === moved }).toEqual({
