@@ -10,6 +10,8 @@
  */
 import type { RedisConfig } from '../../src/config/redis-schema';
 import type { FleetRuntime } from '../../src/runtime';
+import type { RouterService } from '../../src/router/router';
+import { Plugin as Router } from '../../plugins/lora-router';
 import { waitFor } from '../../harness/wait';
 import type { CountingReplica } from '../helpers/counting-replica';
 import { useRecordMove } from '../helpers/record-move';
@@ -101,6 +103,51 @@ describe('an old configuration of a record replaced on the same state, its plugi
     expect({ db0: await state(db0, a2, r1), movedCurrent: moved.current() === moved }).toEqual({
       db0: { current: true, polls: true, liveNode: true },
       movedCurrent: true,
+    });
+  }, 30_000);
+});
+
+describe('a request through an old configuration of a left record', () => {
+  it('is refused in the OpenAI format, with nothing taken on the runtime it decided on', async () => {
+    const p = h.prefix();
+    const [db0, db1] = [h.redis.config(p, { database: 0 }), h.redis.config(p, { database: 1 })];
+    const [r1, r2] = [await replica(), await replica()];
+    const old = router(`${p}route`, db0, 1, [r1.url]).runtime;
+    const moved = router(`${p}route`, db1, 2, [r2.url]).runtime;
+    await waitFor(
+      async () => (await nodesIn(db1)).includes(moved.leasePrefix),
+      5000,
+      'the node on database 1',
+    );
+    pastGrace();
+    await waitFor(() => old.current() === moved, 5000, 'the old runtime retired');
+    // An instance Kong starts for the old configuration (a worker still on the old iterator).
+    const config = {
+      replicas: [{ url: r1.url }],
+      redis: db0,
+      base_model: 'base',
+      __plugin_id: `${p}route`,
+      __seq__: 1,
+    };
+    const late = (new Router(config) as unknown as { service: RouterService }).service;
+    const body = Buffer.from(JSON.stringify({ model: 'base', prompt: 'hi', max_tokens: 1 }));
+    const r = await late.route({ path: '/v1/completions', body });
+    const error =
+      r.kind === 'respond' ? (r.body as { error?: { message?: unknown; code?: unknown } }).error : undefined;
+    expect({
+      refused: r.kind === 'respond' && r.status >= 500,
+      status: r.kind === 'respond' ? r.status : r.kind,
+      code: error?.code,
+      openAi: typeof error?.message === 'string',
+      claimsR1: moved.routesTo(r1.url),
+      hits: r1.hits,
+    }).toEqual({
+      refused: true,
+      status: 503,
+      code: 'no_replica',
+      openAi: true,
+      claimsR1: false,
+      hits: r1.hits,
     });
   }, 30_000);
 });
