@@ -151,3 +151,34 @@ describe('a request through an old configuration of a left record', () => {
     });
   }, 30_000);
 });
+
+describe('another plugin newly configured on a left record', () => {
+  it('registers live there: a runtime of the record again, a live node, its replica claimed', async () => {
+    const p = h.prefix();
+    const [db0, db1] = [h.redis.config(p, { database: 0 }), h.redis.config(p, { database: 1 })];
+    const [r1, r2, r3] = [await replica(), await replica(), await replica()];
+    const old = router(`${p}route`, db0, 1, [r1.url]).runtime;
+    const moved = router(`${p}route`, db1, 2, [r2.url]).runtime;
+    await waitFor(
+      async () => (await nodesIn(db1)).includes(moved.leasePrefix),
+      5000,
+      'the node on database 1',
+    );
+    pastGrace();
+    await waitFor(() => old.current() === moved, 5000, 'the old runtime retired');
+    // A route never on database 0 before: its first configuration there.
+    const fresh = router(`${p}other`, db0, 3, [r3.url]);
+    await (fresh as unknown as { ready: Promise<void> }).ready;
+    expect({
+      ownRuntime: fresh.runtime !== moved && fresh.runtime.current() === fresh.runtime,
+      claims: fresh.runtime.claim.size,
+      claimsR3: fresh.runtime.routesTo(r3.url),
+      liveNode: (await nodesIn(db0)).includes(fresh.runtime.leasePrefix),
+    }).toEqual({
+      ownRuntime: true,
+      claims: { live: 1, superseded: 0, released: 0 },
+      claimsR3: true,
+      liveNode: true,
+    });
+  }, 30_000);
+});
