@@ -42,7 +42,15 @@ const recordKey = (redis?: RedisConfig): string => (sharesState(redis) ? JSON.st
  * (an old-config instance) then has no runtime here routing its replicas (registration.ts).
  */
 export function recordLeft(redis?: RedisConfig): boolean {
-  return left.has(recordKey(redis));
+  // Through the records that followed it: one replaced on the same state (a changed timeout) and
+  // then left is left for its configurations too (test/core/review-left.test.ts).
+  const seen = new Set<string>();
+  for (let k: string | undefined = recordKey(redis); k !== undefined && !seen.has(k); k = replacedBy.get(k)) {
+    if (runtimes.has(k)) return false;
+    if (left.has(k)) return true;
+    seen.add(k);
+  }
+  return false;
 }
 
 /**
@@ -69,7 +77,7 @@ export function sharedRuntime(
   // away is. A runtime made there again after the one its plugins left retired (another plugin,
   // say its lora-poller, back on the record) knew nothing of the move, and the old-config
   // instance of a log phase registered live, claiming the old replicas for good (review-move).
-  if (older && own.key !== key && runtimes.get(key) === rt && currentFor(own.key)?.rt !== rt)
+  if (older && own.key !== key && currentFor(key)?.rt === rt && currentFor(own.key)?.rt !== rt)
     rt.pluginMoved(pluginId!, own.seq);
   // The plugin moved off a record still current (other state: a runtime on the same state was
   // replaced above). Nothing replaces that runtime unless this one routes to its replicas
@@ -101,6 +109,12 @@ function runtimeOf(
   // 3.9.3 `get_instance_id`), runs where the newest one decides: a runtime of its own record
   // would replace that one, and the node would decide on the record the operator left.
   if (newer) {
+    // Its record replaced by one on the same state (a changed timeout: the node and its claims
+    // kept) is still that state's: the old configuration runs there, as on a record still
+    // current. Sent to its plugin's newest record on other state, it claimed its replicas there
+    // and pulled this state's runtime, and a lora-poller still on it, over (review-left).
+    const same = currentFor(key);
+    if (same && same.rt.stateKey === stateKeyOf(redis)) return same.rt;
     const heir = currentFor(newer.key);
     if (heir) return heir.rt;
   }
@@ -129,8 +143,11 @@ function runtimeOf(
  */
 function retireIfLeft(rt: FleetRuntime): void {
   const keys = [...runtimes].filter(([, r]) => r === rt).map(([k]) => k);
-  if (keys.length === 0 || keys.some((k) => unkeyed.has(k))) return;
-  for (const n of newest.values()) if (keys.includes(n.key)) return;
+  // Through the records that followed each: a plugin on a record this one replaced on the same
+  // state (a lora-poller whose timeout differs from its route's) is still on it (review-left).
+  const onIt = (k: string) => currentFor(k)?.rt === rt;
+  if (keys.length === 0 || [...unkeyed].some(onIt)) return;
+  for (const n of newest.values()) if (onIt(n.key)) return;
   const to = movedTo.get(keys[0]!);
   const heir = to === undefined ? undefined : currentFor(to)?.rt;
   if (!heir || heir === rt) return;
