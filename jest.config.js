@@ -21,6 +21,7 @@ const WAITING = [
   'core/placement-recheck',
   'core/prefetch-retire',
   'core/record-move',
+  'core/review-left',
   'core/review-move',
   'core/runtime-handover',
   'core/sentinel-connection',
