@@ -16,7 +16,7 @@
  * store read the short answer as a state emptied and registered its local copy's replicas again
  * (the simulation's seeds 2892202 and 2901338).
  */
-import { systemClock, type Clock } from '../../src/clock';
+import { skippingClock } from './helpers';
 import { parseRouterConfig } from '../../src/config/parse';
 import type { RedisConfig } from '../../src/config/redis-schema';
 import { silentLogger } from '../../src/log';
@@ -29,17 +29,6 @@ import { IdleReplicaApi } from '../helpers/idle-replicas';
 const OLD = ['http://10.2.0.1:8000', 'http://10.2.0.2:8000'];
 const NEW = ['http://10.2.1.1:8000', 'http://10.2.1.2:8000'];
 const PREFIX = 'departed:';
-
-/** The wall clock, its monotonic line `skipped` ms ahead. */
-function skippingClock(): Clock & { skip(ms: number): void } {
-  let ahead = 0;
-  return {
-    now: () => systemClock.now(),
-    monotonic: () => systemClock.now() + ahead,
-    after: (ms, fn) => systemClock.after(ms, fn),
-    skip: (ms) => (ahead += ms),
-  };
-}
 
 let redis: RedisServer;
 beforeAll(async () => {

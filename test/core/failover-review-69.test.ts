@@ -12,7 +12,7 @@
  * prefix. The lapse of a superseded configuration is at least 60 s of the node's monotonic time:
  * each node's clock is the wall clock with its monotonic line moved ahead by the test (`skip`).
  */
-import { systemClock, type Clock } from '../../src/clock';
+import { skippingClock } from './helpers';
 import { parseRouterConfig } from '../../src/config/parse';
 import type { RedisConfig } from '../../src/config/redis-schema';
 import { FailoverFleetStore } from '../../src/fleet/redis/failover-store';
@@ -26,17 +26,6 @@ import { IdleReplicaApi } from '../helpers/idle-replicas';
 
 const OLD = ['http://10.4.0.1:8000', 'http://10.4.0.2:8000'];
 const NEW = ['http://10.4.1.1:8000', 'http://10.4.1.2:8000'];
-
-/** The wall clock, its monotonic line `skipped` ms ahead. */
-function skippingClock(): Clock & { skip(ms: number): void } {
-  let ahead = 0;
-  return {
-    now: () => systemClock.now(),
-    monotonic: () => systemClock.now() + ahead,
-    after: (ms, fn) => systemClock.after(ms, fn),
-    skip: (ms) => (ahead += ms),
-  };
-}
 
 let redis: RedisServer;
 beforeAll(async () => {

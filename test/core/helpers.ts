@@ -1,4 +1,4 @@
-import type { Clock } from '../../src/clock';
+import { systemClock, type Clock } from '../../src/clock';
 import type { ReplicaSpec, ReplicaView } from '../../src/fleet/types';
 import { seededRandom } from '../../src/random';
 import type { SchedulingContext } from '../../src/scheduler/types';
@@ -88,4 +88,15 @@ export class SteppedClock implements Clock {
   after(): () => void {
     return () => undefined;
   }
+}
+
+/** The wall clock, its monotonic line `skip`ped ms ahead (a process's monotonic time past a grace). */
+export function skippingClock(): Clock & { skip(ms: number): void } {
+  let ahead = 0;
+  return {
+    now: () => systemClock.now(),
+    monotonic: () => systemClock.now() + ahead,
+    after: (ms, fn) => systemClock.after(ms, fn),
+    skip: (ms) => (ahead += ms),
+  };
 }

@@ -18,7 +18,7 @@
  * node's clock is the wall clock with its monotonic line moved ahead by the test (`skip`); the
  * store's grace is Redis's own time (`node_ttl_ms` 500, `lease_max_age_ms` 1000), waited out.
  */
-import { systemClock, type Clock } from '../../src/clock';
+import { skippingClock } from './helpers';
 import { parseRouterConfig } from '../../src/config/parse';
 import type { RedisConfig } from '../../src/config/redis-schema';
 import type { FleetStore } from '../../src/fleet/store';
@@ -31,17 +31,6 @@ import { IdleReplicaApi } from '../helpers/idle-replicas';
 
 const OLD = ['http://10.3.0.1:8000', 'http://10.3.0.2:8000'];
 const NEW = ['http://10.3.1.1:8000', 'http://10.3.1.2:8000'];
-
-/** The wall clock, its monotonic line `skipped` ms ahead. */
-function skippingClock(): Clock & { skip(ms: number): void } {
-  let ahead = 0;
-  return {
-    now: () => systemClock.now(),
-    monotonic: () => systemClock.now() + ahead,
-    after: (ms, fn) => systemClock.after(ms, fn),
-    skip: (ms) => (ahead += ms),
-  };
-}
 
 let redis: RedisServer;
 beforeAll(async () => {
