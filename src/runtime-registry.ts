@@ -44,11 +44,9 @@ const recordKey = (redis?: RedisConfig): string => (sharesState(redis) ? JSON.st
 export function recordLeft(redis?: RedisConfig): boolean {
   // Through the records that followed it: one replaced on the same state (a changed timeout) and
   // then left is left for its configurations too (test/core/review-left.test.ts).
-  const seen = new Set<string>();
-  for (let k: string | undefined = recordKey(redis); k !== undefined && !seen.has(k); k = replacedBy.get(k)) {
+  for (const k of chainFrom(recordKey(redis))) {
     if (runtimes.has(k)) return false;
     if (left.has(k)) return true;
-    seen.add(k);
   }
   return false;
 }
@@ -84,10 +82,10 @@ export function sharedRuntime(
   // (`claimReplicas`): its configuration there is superseded as a change on it would be, kept
   // for the grace, and the runtime retires once no plugin is left on its record (`retireIfLeft`).
   if (!older && own !== undefined && own.key !== key && seq !== undefined && pluginId !== undefined) {
-    const left = currentFor(own.key);
-    if (left && left.rt !== rt) {
-      left.rt.pluginMoved(pluginId, seq);
-      movedTo.set(left.key, key);
+    const from = currentFor(own.key);
+    if (from && from.rt !== rt) {
+      from.rt.pluginMoved(pluginId, seq);
+      movedTo.set(from.key, key);
     }
   }
   return rt;
@@ -166,13 +164,20 @@ function retireIfLeft(rt: FleetRuntime): void {
 
 /** The current runtime of record `key`, or the one that took it over, through the records that followed it. */
 function currentFor(key: string): { key: string; rt: FleetRuntime } | undefined {
-  const seen = new Set<string>();
-  for (let k: string | undefined = key; k !== undefined && !seen.has(k); k = replacedBy.get(k)) {
+  for (const k of chainFrom(key)) {
     const rt = runtimes.get(k);
     if (rt) return { key: k, rt };
-    seen.add(k);
   }
   return undefined;
+}
+
+/** Record `key`, then each record that replaced the one before (`replacedBy`), each once. */
+function* chainFrom(key: string): Generator<string> {
+  const seen = new Set<string>();
+  for (let k: string | undefined = key; k !== undefined && !seen.has(k); k = replacedBy.get(k)) {
+    seen.add(k);
+    yield k;
+  }
 }
 
 /**
