@@ -9,10 +9,11 @@
  * and not yet answered by the replica (on their way, or running or queued in its engine; the
  * replica's own word, dst/replicas.ts `proxy`), or decided there before it and sent there after.
  *
- * Which of them the decision owed (what `inFlightHere` counts: the view's count plus this
- * process's own that no view it read can show, never less than the process's own):
+ * Which of them the decision owed (what `inFlightHere` counts: the other nodes' leases in the view
+ * plus every lease this process's node holds open there and its decisions joining):
  * - its own runtime's (the process's leases there, and its decisions past their hold not yet
- *   holding one): every one decided before it (the order of their hold ends), always;
+ *   holding one): every one decided before it (the order of their hold ends), always, its lease
+ *   reclaimed by the state or not;
  * - another runtime's (another node, a restarted process, a replaced configuration): only those
  *   the view it read must show, sent before its views could be read (its last hold, else its
  *   arrival), on the same shared state, by a process alive then, neither router deciding alone
@@ -21,12 +22,14 @@
  *   deciding at the same moment may each send one past it"): a lease the view could not yet show,
  *   one an emptied or switched state lost, one of a process that died (its leases go with it), one
  *   on the other state of a record change, a router cut off counting only its own.
- * Neither runtime's: one whose lease the expiry reclaimed by age while no word of the replica could
+ * Nor another runtime's whose lease the expiry reclaimed by age while no word of the replica could
  * renew it (`leaseAgedOut`: on its way, or sent into a replica that hangs, longer than
- * `lease_max_age_ms`; docs/reliability.md "A lease whose log phase never came", not covered: a
- * request on the wire loses its lease), its lease not taken again: the router's count holds it no
- * more (seed 3169793: a batch request sent into a hang of replica-1, its lease reclaimed at 4 s,
- * another node's request in the view, and a batch request of the first node went as the second).
+ * `lease_max_age_ms`; docs/reliability.md "A lease whose log phase never came"), its lease not
+ * taken again: the view no longer counts it. Its own runtime's still is: its process holds the
+ * lease open (until LEASE_CEILING max ages after it was taken, past any upstream timeout here) and
+ * counts it on top of the view, which tells the node's own leases apart (ReplicaView.ownInFlight;
+ * seed 3169793: a batch request sent into a hang of replica-1, its lease reclaimed at 4 s, another
+ * node's request in the view, and a batch request of the first node went as the second).
  * A request released before the replica answered it is not in flight: none is (the log phase runs
  * after the answer, or after the 504 that aborts it on the replica).
  */
@@ -107,7 +110,7 @@ export interface BoundDecision {
 /**
  * The requests in flight on `d`'s replica that its decision owed to count (see the file's comment).
  * `agedOut`: whether a flight's lease was reclaimed by age by then with nothing able to renew it
- * (`leaseAgedOut` on the world's state).
+ * (`leaseAgedOut` on the world's state), asked of another runtime's flights only.
  */
 export function owedInFlight(
   d: BoundDecision,
@@ -117,8 +120,9 @@ export function owedInFlight(
   return flights.filter((f) => {
     if (f.request === d.request || f.url !== d.url) return false;
     if (f.doneAt !== undefined && f.doneAt <= d.at) return false;
-    if (agedOut(f, d.at)) return false;
+    // Its own runtime's, lease reclaimed or not: its process counts every lease it holds open.
     if (f.decider === d.decider) return f.decidedSeq !== undefined ? f.decidedSeq < d.seq : f.sentAt < d.at;
+    if (agedOut(f, d.at)) return false;
     return (
       f.sentAt < d.viewsFrom &&
       f.db === d.db &&

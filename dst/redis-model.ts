@@ -894,7 +894,8 @@ export class RedisLink implements SharedStore {
     let ranAt: number | undefined;
     const r = (await this.call('views', [], {
       pure: async (s) => ({
-        views: await s.store.views(urls, adapter, withResidents),
+        // This node's leases counted apart, as the script counts them for the node it names.
+        views: await s.store.views(urls, adapter, withResidents, this.node),
         epoch: s.epoch,
         nodes: s.liveNodes(s.clock.now()),
       }),

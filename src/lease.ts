@@ -166,6 +166,20 @@ export class LeaseHandle {
     return openPerReplica.get(rt, url);
   }
 
+  /**
+   * This process's leases open on `url` on `rt`'s node: every runtime sharing its lease prefix on
+   * its state (a successor on the same state takes its leases under the same node id), the leases
+   * a store's view counts as that node's (ReplicaView.ownInFlight) when it shows them.
+   */
+  static nodeOpenOn(rt: FleetRuntime, url: string): number {
+    let n = 0;
+    // The runtimes holding a lease open now: one or two per state (a successor and its predecessor).
+    for (const other of byRuntime.keys())
+      if (other.leasePrefix === rt.leasePrefix && other.stateKey === rt.stateKey)
+        n += openPerReplica.get(other, url);
+    return n;
+  }
+
   /** Whether `rt` keeps a count of `url` here, at 0 or not (dst/replica-records.ts). */
   static countsOn(rt: FleetRuntime, url: string): boolean {
     return openPerReplica.has(rt, url);

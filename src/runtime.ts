@@ -142,7 +142,7 @@ export class FleetRuntime {
           { ...FAILOVER_DEFAULTS, recoveryWaitMs: redisBounds(o.redis).call },
           this.clock,
         )
-      : (o.store ?? new MemoryFleetStore(this.clock));
+      : (o.store ?? new MemoryFleetStore(this.clock, this.leasePrefix));
     this.api = o.api ?? new HttpReplicaApi();
     this.random = seededRandom(o.seed ?? Date.now() ^ process.pid);
     this.metrics = new RouterMetrics(

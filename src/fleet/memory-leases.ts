@@ -5,7 +5,7 @@
  * renewal, and after LEASE_CEILING of them whatever the renewals.
  */
 import type { ReplicaRecord } from './replica-record';
-import type { Lease } from './types';
+import { leaseNode, type Lease } from './types';
 
 /**
  * A lease is renewed by its adapter's activity on the replica, which any request for that
@@ -80,6 +80,8 @@ export class MemoryLeases {
     const r = this.replica(lease.url);
     if (!r) return false;
     r.inFlight++;
+    const node = leaseNode(lease.id);
+    r.inFlightByNode.set(node, (r.inFlightByNode.get(node) ?? 0) + 1);
     if (lease.adapter !== null)
       r.inFlightByAdapter.set(lease.adapter, (r.inFlightByAdapter.get(lease.adapter) ?? 0) + 1);
     return true;
@@ -172,6 +174,10 @@ export class MemoryLeases {
     const r = this.replica(lease.url);
     if (this.uncounted.delete(lease.id) || !r) return;
     r.inFlight--;
+    const node = leaseNode(lease.id);
+    const mine = (r.inFlightByNode.get(node) ?? 1) - 1;
+    if (mine > 0) r.inFlightByNode.set(node, mine);
+    else r.inFlightByNode.delete(node);
     if (lease.adapter !== null) {
       const n = (r.inFlightByAdapter.get(lease.adapter) ?? 1) - 1;
       if (n > 0) r.inFlightByAdapter.set(lease.adapter, n);

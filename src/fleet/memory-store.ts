@@ -32,7 +32,7 @@ import type {
   ResidencyState,
   ResidentAdapter,
 } from './types';
-import { nextFence } from './types';
+import { leaseNode, nextFence } from './types';
 
 /** Upstream failures in a row (from the proxy path) that mark a replica down until a poll succeeds. */
 export const PASSIVE_FAILURE_LIMIT = 3;
@@ -100,7 +100,14 @@ export class MemoryFleetStore implements FleetStore {
    */
   private readonly ownClock: Clock | undefined;
 
-  constructor(clock?: Clock) {
+  /**
+   * `node`: the node whose store this is (its lease prefix), whose leases each view counts apart
+   * (`ownInFlight`); none (a store shared by nodes, as the simulation's Redis): each read names it.
+   */
+  constructor(
+    clock?: Clock,
+    readonly node?: string,
+  ) {
     this.claimsClock = clock ?? systemClock;
     this.ownClock = clock;
   }
@@ -201,8 +208,14 @@ export class MemoryFleetStore implements FleetStore {
     return [...this.replicas.values()].map((r) => ({ ...r.spec }));
   }
 
-  async views(urls: readonly string[], adapter?: AdapterRef, withResidents = false): Promise<ReplicaView[]> {
-    return this.readViews(urls, adapter, withResidents);
+  /** `node`: the node reading them (default: the store's), whose leases `ownInFlight` counts. */
+  async views(
+    urls: readonly string[],
+    adapter?: AdapterRef,
+    withResidents = false,
+    node = this.node,
+  ): Promise<ReplicaView[]> {
+    return this.readViews(urls, adapter, withResidents, node);
   }
 
   /**
@@ -232,26 +245,34 @@ export class MemoryFleetStore implements FleetStore {
     return up;
   }
 
-  /** The views, then the lease, with nothing between (no await): the Redis script's twin. */
+  /**
+   * The views, then the lease, with nothing between (no await): the Redis script's twin. The views
+   * are the lease's node's (`ownInFlight`), as the script reads them.
+   */
   async viewsAndLease(
     urls: readonly string[],
     adapter: AdapterRef | undefined,
     lease: Lease,
   ): Promise<{ views: ReplicaView[]; state: ResidencyState | undefined }> {
-    const views = this.readViews(urls, adapter, false);
+    const views = this.readViews(urls, adapter, false, leaseNode(lease.id));
     return { views, state: this.acquireHere(lease) };
   }
 
   /** `views` in the call (FleetStore.viewsNow): the request path's, which then awaits nothing. */
   viewsNow(urls: readonly string[], adapter?: AdapterRef, withResidents = false): ReplicaView[] {
-    return this.readViews(urls, adapter, withResidents);
+    return this.readViews(urls, adapter, withResidents, this.node);
   }
 
-  private readViews(urls: readonly string[], adapter: AdapterRef | undefined, withResidents: boolean) {
+  private readViews(
+    urls: readonly string[],
+    adapter: AdapterRef | undefined,
+    withResidents: boolean,
+    node: string | undefined,
+  ) {
     const out: ReplicaView[] = [];
     const mark = adapter ? this.holders.mark(adapter.name) : undefined;
     for (const r of this.recordsOf(urls)) {
-      const v = replicaView(r, adapter, mark);
+      const v = replicaView(r, adapter, mark, node);
       if (withResidents) v.residents = residentsOf(r);
       out.push(v);
     }

@@ -58,6 +58,8 @@ export interface ReplicaRecord {
   classifiedUnder?: number;
   inFlight: number;
   inFlightByAdapter: Map<string, number>;
+  /** Of `inFlight`, per node (the node each lease id names: types.ts `leaseNode`); a node at 0 leaves. */
+  inFlightByNode: Map<string, number>;
   passiveFailures: number;
   /** When each adapter was last unloaded or forgotten here, so an older registry cannot revive it. */
   gone: Map<string, number>;
@@ -95,6 +97,7 @@ export function newReplicaRecord(spec: ReplicaSpec, holders?: HolderIndex): Repl
     loadedUnseen: new Set(),
     inFlight: 0,
     inFlightByAdapter: new Map(),
+    inFlightByNode: new Map(),
     passiveFailures: 0,
     gone: new Map(),
     goneMono: new Map(),
@@ -161,8 +164,16 @@ function oldestLoad(r: ReplicaRecord): number | undefined {
   return oldest;
 }
 
-/** `mark`: the adapter's HolderIndex mark (its slot on each replica found without a lookup per replica). */
-export function replicaView(r: ReplicaRecord, adapter?: AdapterRef, mark?: number): ReplicaView {
+/**
+ * `mark`: the adapter's HolderIndex mark (its slot on each replica found without a lookup per
+ * replica). `node`: the node reading it, whose leases `ownInFlight` counts (none: not told).
+ */
+export function replicaView(
+  r: ReplicaRecord,
+  adapter?: AdapterRef,
+  mark?: number,
+  node?: string,
+): ReplicaView {
   const residentCount = r.residentCount;
   // Not returned as a literal: the scheduler's fields below are not ReplicaView's.
   const view = {
@@ -177,6 +188,7 @@ export function replicaView(r: ReplicaRecord, adapter?: AdapterRef, mark?: numbe
     running: r.running,
     kvUsage: r.kvUsage,
     inFlight: r.inFlight,
+    ownInFlight: node === undefined ? undefined : (r.inFlightByNode.get(node) ?? 0),
     residentCount,
     loadsUnderWay: r.loads.size > 0 ? r.loads.size : undefined,
     loadsSince: oldestLoad(r),

@@ -148,6 +148,13 @@ export interface ReplicaView {
   kvUsage?: number;
   /** Requests this router (all its instances sharing the store) has in flight there. */
   inFlight: number;
+  /**
+   * Of `inFlight`, the leases of the node that read the view (their ids name it: `leaseNode`);
+   * absent from a store that does not tell. A node's own open leases the store no longer counts
+   * (reclaimed by age while their requests still ran) are then told from those it does:
+   * src/router/in-flight-here.ts adds them to the other nodes' (dst seed 3169793).
+   */
+  ownInFlight?: number;
   /** Non-static adapters occupying a slot (loading, loaded or unloading). */
   residentCount: number;
   /**
@@ -186,6 +193,16 @@ export interface Lease {
   url: string;
   adapter: string | null;
   at: number;
+}
+
+/**
+ * The node a lease id names: ids are `<node>-<sequence>` (src/runtime.ts `nextLeaseId`, the node's
+ * lease prefix), '' for an id without one. Both stores count a replica's leases per node by it
+ * (`ReplicaView.ownInFlight`).
+ */
+export function leaseNode(id: string): string {
+  const i = id.lastIndexOf('-');
+  return i < 0 ? '' : id.slice(0, i);
 }
 
 /** A released lease, and whether it was its adapter's last one on that replica (now idle). */

@@ -53,6 +53,14 @@ export function joinUnderWay(rt: FleetRuntime, url: string, own?: LeaseHandle): 
  * only), not counted against it: neither as this process's nor in views read after its acquire was
  * answered (a request held kept it once and judged itself one of the bound's; held, it now gives it
  * back: placement.ts `decided(null)`).
+ *
+ * `viewedOwn`: of `viewed`, this node's leases (ReplicaView.ownInFlight; undefined: the store does
+ * not tell). Told, the count is exact without the marks: the other nodes' in the view, plus every
+ * lease this process holds open there (on this runtime or another of the node's on the same state,
+ * all counted in `viewedOwn` when the view showed them) and its decisions joining. A lease the store
+ * reclaimed by age while its request still ran (sent into a replica that hangs: nothing renews it)
+ * is then still counted, on top of the other nodes' (dst seed 3169793: the higher of the two let a
+ * third batch request go at `max_in_flight: 2`).
  */
 export function inFlightHere(
   rt: FleetRuntime,
@@ -60,9 +68,12 @@ export function inFlightHere(
   viewed: number,
   own: LeaseHandle | undefined,
   viewsMark = Infinity,
+  viewedOwn?: number,
 ): number {
   const mine = own?.lease.url === url ? own : undefined;
   const joins = joining.get(rt, url);
+  if (viewedOwn !== undefined)
+    return Math.max(0, viewed - viewedOwn) + LeaseHandle.nodeOpenOn(rt, url) - (mine ? 1 : 0) + joins;
   const local = LeaseHandle.openOn(rt, url) + joins - (mine ? 1 : 0);
   const seen = Math.max(0, viewed - (mine?.answeredBy(viewsMark) ? 1 : 0));
   return Math.max(seen + LeaseHandle.unseenOn(rt, url, viewsMark, mine) + joins, local);

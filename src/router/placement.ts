@@ -174,7 +174,7 @@ export class Placement {
               fixedMs: r.fixedMs,
               loadMs: r.loadMs,
               stallsMs: r.stallsMs,
-              inFlight: inFlightHere(rt, r.url, r.inFlight, p.ownLease?.(), viewsMark),
+              inFlight: inFlightHere(rt, r.url, r.inFlight, p.ownLease?.(), viewsMark, r.ownInFlight),
             }
           : r;
         if (wait.holds(ctx.now, judged)) {

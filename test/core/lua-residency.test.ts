@@ -274,8 +274,17 @@ describe('a poll applied or refused (snapshot)', () => {
 });
 
 describe("a replica's views (views, and viewsAndLease's first half)", () => {
-  /** A view row as the script answers it: {url, spec, figures, entry, busy, all entries, all busy}. */
-  type Row = [string, string, string[], string | null, string | null, string[] | null, string[] | null];
+  /** A view row as the script answers it: {url, spec, figures, entry, busy, all entries, all busy, own}. */
+  type Row = [
+    string,
+    string,
+    string[],
+    string | null,
+    string | null,
+    string[] | null,
+    string[] | null,
+    string | null,
+  ];
 
   it("the request path's views carry the adapter's entry and busy count, and no replica's whole residency unless asked", async () => {
     const { s, p } = await store();
@@ -284,7 +293,10 @@ describe("a replica's views (views, and viewsAndLease's first half)", () => {
     await s.acquire({ id: 'l1', url: U, adapter: 'a', at: 3 });
     const rows = async (withRes: '0' | '1') =>
       (
-        (await env.redis.command(['EVAL', scriptSource('views'), 0, p, 'a', withRes, U])) as [unknown, Row[]]
+        (await env.redis.command(['EVAL', scriptSource('views'), 0, p, 'a', withRes, '', U])) as [
+          unknown,
+          Row[],
+        ]
       )[1];
     const [asked] = await rows('1');
     expect(asked![5]).toHaveLength(2); // a's entry, whole
@@ -294,7 +306,8 @@ describe("a replica's views (views, and viewsAndLease's first half)", () => {
     const [plain] = await rows('0');
     expect(plain![3]).toContain('"loaded"');
     expect(plain![4]).toBe('1');
-    expect(plain!.slice(5)).toEqual([null, null]);
+    // No node named: none of its leases counted apart.
+    expect(plain!.slice(5)).toEqual([null, null, null]);
     const [views] = (await env.redis.command([
       'EVAL',
       scriptSource('viewsAndLease'),
@@ -308,7 +321,8 @@ describe("a replica's views (views, and viewsAndLease's first half)", () => {
       'a',
       U,
     ])) as [[unknown, Row[]]];
-    expect(views[1][0]!.slice(5)).toEqual([null, null]);
+    // Lease 'l2' names no node ('<node>-<seq>'): none counted apart.
+    expect(views[1][0]!.slice(5)).toEqual([null, null, null]);
   });
 });
 

@@ -144,7 +144,7 @@ async function replay(ops: readonly Op[]): Promise<void> {
       noteStep(op, w, m, r);
       tally(op, m);
       const seenBy = 'node' in op ? op.node : 0;
-      const ms = await observe(memory, k);
+      const ms = await observe(memory, k, nodeId(seenBy));
       const rs = await observe(nodes[seenBy]!, k);
       if (!isDeepStrictEqual(ms, rs))
         throw new Error(

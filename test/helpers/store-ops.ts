@@ -22,7 +22,8 @@ export const ADAPTERS = ['a', 'b', 'c', 'd'] as const;
 /** What a trim's unload makes room for (room.ts EXCESS): no adapter's name. */
 export const TRIM_FOR = '\u0000excess';
 export const NODES = 3;
-const LEASES = ['l0', 'l1', 'l2', 'l3', 'l4', 'l5'] as const;
+/** Ids as nodes make them, `<node>-<seq>` (src/runtime.ts `nextLeaseId`): the views count each node's apart. */
+const LEASES = ['n0-0', 'n0-1', 'n1-0', 'n1-1', 'n2-0', 'n2-1'] as const;
 const BUDGET_KEYS = ['fleet', 'consumer:x'] as const;
 /**
  * Times the memory store and Redis measure alike only when nothing expires during a run: lock
@@ -498,11 +499,18 @@ export function noteStep(op: Op, w: World, answer: unknown, shared: unknown = an
 
 const byName = <T extends { name: string }>(xs: T[]) => [...xs].sort((x, y) => x.name.localeCompare(y.name));
 
-/** What any caller of the store can see, normalized (order of hash fields, absent vs undefined). */
-export async function observe(s: FleetStore, adapterIndex: number): Promise<unknown> {
+/**
+ * What any caller of the store can see, normalized (order of hash fields, absent vs undefined).
+ * `node`: the node reading the views (its leases counted apart), named to the in-process store as
+ * the simulation's Redis names it; a Redis node's store reads as that node.
+ */
+export async function observe(s: FleetStore, adapterIndex: number, node?: string): Promise<unknown> {
   const name = ADAPTERS[adapterIndex % ADAPTERS.length]!;
   const dump = await s.dump();
-  const views = await s.views(URLS, { name, path: pathOf(name) }, true);
+  const ref = { name, path: pathOf(name) };
+  const views = await (s instanceof MemoryFleetStore
+    ? s.views(URLS, ref, true, node)
+    : s.views(URLS, ref, true));
   return plain({
     specs: (await s.replicaSpecs()).sort((x, y) => x.url.localeCompare(y.url)),
     dump: dump.replicas

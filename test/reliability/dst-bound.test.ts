@@ -119,32 +119,35 @@ describe('a bounded class joins a replica at its bound only after its wait', () 
     expect(joinedPastBound(d, [own({ sentAt: 990 })])).toBeDefined();
   });
 
-  // Seed 3169793: its own request sent into a hung replica, its lease reclaimed by age at 950 ms
-  // (no word of the replica renews it), is no longer in the router's count; nor another node's.
-  it('excuses a request whose lease was reclaimed by age on the wire, and only that', () => {
-    const hung = { lease: 'n0g0-1', reachedAt: 600, reachedHung: true };
+  // Seed 3169793: another node's request sent into a hung replica, its lease reclaimed by age at
+  // 950 ms (no word of the replica renews it), is no longer in the view the decision read. Its own
+  // runtime's is: its process still holds the lease open and counts it on top of the view's
+  // (src/router/in-flight-here.ts, ReplicaView.ownInFlight), never excused.
+  it("excuses another node's request whose lease was reclaimed by age on the wire, and only that", () => {
+    const hung = { lease: 'n1g0-1', reachedAt: 600, reachedHung: true };
     const reclaimedAt =
       (at: number | undefined, open = false) =>
       (f: Flight, by: number) =>
         leaseAgedOut(f, at, open, by);
-    expect(joinedPastBound(decision(), [own(hung)], reclaimedAt(950))).toBeUndefined();
     expect(joinedPastBound(decision(), [flight(hung)], reclaimedAt(950))).toBeUndefined();
+    expect(joinedPastBound(decision(), [own({ ...hung, lease: 'n0g0-1' })], reclaimedAt(950))).toBeDefined();
     // Still on its way (a slow path), or reaching the replica after its lease went.
-    expect(joinedPastBound(decision(), [own({ lease: 'n0g0-1' })], reclaimedAt(950))).toBeUndefined();
+    expect(joinedPastBound(decision(), [flight({ lease: 'n1g0-1' })], reclaimedAt(950))).toBeUndefined();
     expect(
-      joinedPastBound(decision(), [own({ lease: 'n0g0-1', reachedAt: 960 })], reclaimedAt(950)),
+      joinedPastBound(decision(), [flight({ lease: 'n1g0-1', reachedAt: 960 })], reclaimedAt(950)),
     ).toBeUndefined();
+    expect(joinedPastBound(decision(), [own({ lease: 'n0g0-1' })], reclaimedAt(950))).toBeDefined();
     // Not: in the engine before it went (a poll finding it renews it: seed 834440's base-model
     // lease), reclaimed after the decision or before it was sent, taken again, or no lease.
     expect(
-      joinedPastBound(decision(), [own({ lease: 'n0g0-1', reachedAt: 600 })], reclaimedAt(950)),
+      joinedPastBound(decision(), [flight({ lease: 'n1g0-1', reachedAt: 600 })], reclaimedAt(950)),
     ).toBeDefined();
-    expect(joinedPastBound(decision(), [own(hung)], reclaimedAt(1001))).toBeDefined();
-    expect(joinedPastBound(decision(), [own(hung)], reclaimedAt(600))).toBeDefined();
-    expect(joinedPastBound(decision(), [own(hung)], reclaimedAt(950, true))).toBeDefined();
-    expect(joinedPastBound(decision(), [own(hung)], reclaimedAt(undefined))).toBeDefined();
+    expect(joinedPastBound(decision(), [flight(hung)], reclaimedAt(1001))).toBeDefined();
+    expect(joinedPastBound(decision(), [flight(hung)], reclaimedAt(600))).toBeDefined();
+    expect(joinedPastBound(decision(), [flight(hung)], reclaimedAt(950, true))).toBeDefined();
+    expect(joinedPastBound(decision(), [flight(hung)], reclaimedAt(undefined))).toBeDefined();
     expect(
-      joinedPastBound(decision(), [own({ reachedAt: 600, reachedHung: true })], reclaimedAt(950)),
+      joinedPastBound(decision(), [flight({ reachedAt: 600, reachedHung: true })], reclaimedAt(950)),
     ).toBeDefined();
   });
 });

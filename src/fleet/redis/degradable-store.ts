@@ -24,8 +24,9 @@ export abstract class DegradableFleetStore {
     options: FailoverOptions,
     protected readonly clock: Clock,
   ) {
-    // On this node's clock: its claims and their grace (`retainReplicas`).
-    this.local = new MemoryFleetStore(clock);
+    // On this node's clock: its claims and their grace (`retainReplicas`). Its views count this
+    // node's leases apart (`ownInFlight`), as the shared store's do.
+    this.local = new MemoryFleetStore(clock, shared.node);
     this.outage = new Outage(shared, log, options, clock, () => this.recover());
   }
 

@@ -213,7 +213,7 @@ export class RedisFleetStore implements FleetStore {
   }
 
   async views(urls: readonly string[], adapter?: AdapterRef, withResidents = false): Promise<ReplicaView[]> {
-    const reply = await this.run('views', adapter?.name ?? '', withResidents ? '1' : '0', ...urls);
+    const reply = await this.run('views', adapter?.name ?? '', withResidents ? '1' : '0', this.node, ...urls);
     return this.viewsOf(reply, adapter, withResidents);
   }
 

@@ -29,7 +29,7 @@ export function viewsReply(
   const [placed, rows, epoch, nodes] = reply as [string | null, Reply[][], string | null, [number, number]];
   const out: ReplicaView[] = [];
   for (const row of rows) {
-    const [url, spec, figures, res, busy, allRes, allBusy] = row as [
+    const [url, spec, figures, res, busy, allRes, allBusy, own] = row as [
       string,
       string,
       string[],
@@ -37,9 +37,12 @@ export function viewsReply(
       string | null,
       string[] | null,
       string[] | null,
+      string | null,
     ];
     const r = pairs(figures);
     const v = viewOf(url, JSON.parse(spec) as ReplicaSpec, r);
+    // Asked by a node (the views script's `node`): its own leases among `inFlight`.
+    if (own !== null && own !== undefined) v.ownInFlight = Number(own);
     if (adapter) {
       if (v.backend === 'llamacpp') {
         const hit =

@@ -8,6 +8,8 @@ import type { Fence } from '../types';
 /** What the shared side must offer besides the store operations: a cheap liveness check. */
 export interface SharedStore extends FleetStore {
   ping(): Promise<unknown>;
+  /** This node's id in the shared state (its lease prefix): the node its views count apart (`ownInFlight`). */
+  readonly node?: string;
   /**
    * As the store's, `own`: only this node's lock under `fence`. A server that lost a lock (a
    * Sentinel switch, a restart from a snapshot) may hand its fence out again to another node

@@ -157,12 +157,12 @@ describe('a bounded class joins a replica at its bound only after its wait: a le
   // engine, so no poll finds its adapter running or waiting, and Kong waits for it until its
   // upstream timeout (5 s). Its lease, renewed by nothing, is reclaimed by age (4 s) at about
   // 5,700 ms. Node 1's batch request 9 goes there at 5,350 ms; node 2's batch request 10, held at
-  // the bound (2) since 5,358 ms, reads 1 in flight at 5,978 ms (the view: request 9; node 2's own
-  // open lease of request 8, 1, not added to it) and joins. docs/reliability.md ("A lease whose log
-  // phase never came", not covered) says a request on the wire longer than its lease has left loses
-  // it: the router's count holds request 8 no more, and the check counted it (a gap in the check,
-  // not a bug in src/; dst/bound-check.ts `leaseAgedOut`).
-  it('seed 3169793: a request sent into a hang, its lease reclaimed by age, is not counted', async () => {
+  // the bound (2) since 5,358 ms, read 1 in flight at 5,978 ms (the view: request 9; node 2's own
+  // open lease of request 8, 1, not added to it) and joined. First excused by the check
+  // (`leaseAgedOut`), now counted: the views tell node 2's own leases apart (ReplicaView.ownInFlight),
+  // and src/router/in-flight-here.ts adds every lease node 2 holds open to node 1's. Failed before
+  // with the check's excuse narrowed to other runtimes (request 10 joined with requests 8 and 9).
+  it('seed 3169793: a request sent into a hang, its lease reclaimed by age, still counts on its node', async () => {
     await holds(
       3169793,
       {

@@ -113,7 +113,7 @@ for _, url in ipairs(due) do
     redis.call('ZREM', P .. 'claimed', url)
   elseif not live(url) and tonumber(redis.call('ZSCORE', P .. 'claimed', url)) < t - grace and idle(url) then
     redis.call('HDEL', P .. 'spec', url)
-    redis.call('DEL', rkey(url), reskey(url), busykey(url), loadskey(url), P .. 'gone:' .. url,
+    redis.call('DEL', rkey(url), reskey(url), busykey(url), ownkey(url), loadskey(url), P .. 'gone:' .. url,
       P .. 'unseen:' .. url, P .. 'made:' .. url, claimskey(url))
     redis.call('ZREM', P .. 'claimed', url)
     event({at = at, url = url, adapter = '', op = 'replica-forgotten', result = 'ok',

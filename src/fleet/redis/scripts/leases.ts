@@ -18,6 +18,7 @@ local function acquire(id, url, name, at, node)
   local function count(u, n)
     if not known(u) then return 0 end
     redis.call('HINCRBY', rkey(u), 'inFlight', 1)
+    redis.call('HINCRBY', ownkey(u), nodeof(id), 1)
     if n ~= '' then redis.call('HINCRBY', busykey(u), n, 1) end
     return 1
   end
@@ -67,10 +68,11 @@ return refused`,
   /**
    * id, url, adapter ('' none), at, node, views' adapter ('' none), urls... -> {views, state}:
    * `views` then `acquire`, atomically, in the one round trip a resident adapter's request makes
-   * in the access phase (the lease on the replica its last decision chose).
+   * in the access phase (the lease on the replica its last decision chose). The views are the
+   * lease's node's (its own leases counted apart).
    */
   viewsAndLease: `${VIEWS_FN}${ACQUIRE_FN}
-local v = views(ARGV[7], '0', 8)
+local v = views(ARGV[7], '0', nodeof(ARGV[2]), 8)
 return {v, acquire(ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6])}`,
 
   /** id, at, upstream status ('' none), failure limit -> {lease JSON, idle 1|0} or nil (released already) */

@@ -9,6 +9,8 @@ import { FENCE_PER_MS } from '../../types';
  *   P r:<url>         hash of the replica's figures (health, waiting, residents, inFlight...)
  *   P res:<url>       hash adapter -> residency JSON {state, since, lastUsed, t (Redis time), fence?, for?}
  *   P busy:<url>      hash adapter -> in-flight count
+ *   P own:<url>       hash node -> its leases of the in-flight count (the node each lease id
+ *                     names, '<node>-<seq>'; types.ts leaseNode); a node at 0 leaves
  *   P loads:<url>     zset adapter -> since, of the entries in state 'loading' (loads under way);
  *                     its count and lowest score mirrored in P r:<url> as 'loads', 'loadsSince'
  *   P gone:<url>      zset adapter -> when it was unloaded or forgotten, Redis time (bounded)
@@ -53,6 +55,9 @@ end
 local function rkey(url) return P .. 'r:' .. url end
 local function reskey(url) return P .. 'res:' .. url end
 local function busykey(url) return P .. 'busy:' .. url end
+local function ownkey(url) return P .. 'own:' .. url end
+-- The node a lease id names ('<node>-<seq>', types.ts leaseNode), '' for an id without one.
+local function nodeof(id) return string.match(id, '^(.*)%-') or '' end
 local function known(url) return redis.call('HEXISTS', P .. 'spec', url) == 1 end
 local function getres(url, name)
   local v = redis.call('HGET', reskey(url), name)
@@ -208,6 +213,9 @@ local function droplease(id, lease)
   -- Only what acquire counted (its replica was registered then) is uncounted.
   if lease.c ~= 1 then return end
   redis.call('HINCRBY', rkey(lease.url), 'inFlight', -1)
+  if redis.call('HINCRBY', ownkey(lease.url), nodeof(id), -1) <= 0 then
+    redis.call('HDEL', ownkey(lease.url), nodeof(id))
+  end
   if lease.adapter ~= '' then
     if redis.call('HINCRBY', busykey(lease.url), lease.adapter, -1) <= 0 then
       redis.call('HDEL', busykey(lease.url), lease.adapter)

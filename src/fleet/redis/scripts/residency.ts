@@ -12,7 +12,7 @@ import { SKEW_MARGIN_MS } from './prelude';
  * request path's `viewsAndLease` (leases.ts) read them alike.
  */
 export const VIEWS_FN = `
-local function views(adapter, withRes, from)
+local function views(adapter, withRes, node, from)
   local placed = false
   if adapter ~= '' then placed = redis.call('GET', P .. 'place:' .. adapter) end
   local out = {}
@@ -20,7 +20,7 @@ local function views(adapter, withRes, from)
     local url = ARGV[i]
     local spec = redis.call('HGET', P .. 'spec', url)
     if spec then
-      local row = {url, spec, redis.call('HGETALL', rkey(url)), false, false, false, false}
+      local row = {url, spec, redis.call('HGETALL', rkey(url)), false, false, false, false, false}
       if adapter ~= '' then
         row[4] = redis.call('HGET', reskey(url), adapter)
         row[5] = redis.call('HGET', busykey(url), adapter)
@@ -29,6 +29,8 @@ local function views(adapter, withRes, from)
         row[6] = redis.call('HGETALL', reskey(url))
         row[7] = redis.call('HGETALL', busykey(url))
       end
+      -- The reading node's leases among the in-flight count: one field, whatever the other nodes'.
+      if node ~= '' then row[8] = redis.call('HGET', ownkey(url), node) or '0' end
       out[#out + 1] = row
     end
   end
@@ -37,9 +39,12 @@ local function views(adapter, withRes, from)
 end`;
 
 export const RESIDENCY_SCRIPTS = {
-  /** adapter ('' none), withResidents '0'|'1', urls... -> {placement, rows, epoch, {nodes, epoch age}} */
+  /**
+   * adapter ('' none), withResidents '0'|'1', node ('' none: not counted apart), urls... ->
+   * {placement, rows, epoch, {nodes, epoch age}}
+   */
   views: `${VIEWS_FN}
-return views(ARGV[2], ARGV[3], 4)`,
+return views(ARGV[2], ARGV[3], ARGV[4], 5)`,
 
   /** url, snapshot JSON {at, startedAt, sharedStartedAt?, startedOnArrival?, took, ok, error?, load?, registry?[{name, path, managed}]}, llama JSON or '' */
   snapshot: `
