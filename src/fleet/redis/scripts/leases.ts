@@ -161,7 +161,7 @@ redis.call('ZREMRANGEBYSCORE', P .. 'reclaimed', '-inf', t - ceiling)
 -- an older node takes, releases and reclaims leases without them, and its sweep reclaiming a newer
 -- node's lease left that node's count above its leases for good (it then read another node's
 -- request as its own: test/core/own-count-mixed.test.ts). Rebuilt from the leases where the sum
--- disagrees: one read per replica, the walk only then (never in a fleet of one version).
+-- disagrees: two reads per replica, the walk only then (never in a fleet of one version).
 local stale = {}
 local anystale = false
 for _, url in ipairs(redis.call('HKEYS', P .. 'spec')) do
