@@ -20,6 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { MemoryFleetStore } from '../../src/fleet/memory-store';
 import { RedisFleetStore } from '../../src/fleet/redis/redis-store';
+import type { ReplicaView } from '../../src/fleet/types';
 import { RedisServer } from '../../harness/redis/server';
 import {
   ADAPTERS,
@@ -112,6 +113,22 @@ function newFences(op: Op, w: World, m: unknown, r: unknown, where: () => string
     );
 }
 
+/**
+ * Every node's own leases per replica (ReplicaView.ownInFlight), not only the stepping node's: each
+ * lease id names one of the nodes, so they add up to the replica's in-flight count (thrown otherwise).
+ */
+async function ownCounts(read: (node: number) => Promise<ReplicaView[]>): Promise<unknown> {
+  const perNode: Record<string, number | undefined>[] = [];
+  for (let i = 0; i < NODES; i++)
+    perNode.push(Object.fromEntries((await read(i)).map((v) => [v.url, v.ownInFlight])));
+  for (const v of await read(0)) {
+    const sum = perNode.reduce((n, counts) => n + (counts[v.url] ?? 0), 0);
+    if (sum !== v.inFlight)
+      throw new Error(`${v.url}: per-node counts add up to ${sum}, in flight ${v.inFlight}`);
+  }
+  return perNode;
+}
+
 /** Runs `ops` on both sides; throws at the first step whose answer or visible state differs. */
 async function replay(ops: readonly Op[]): Promise<void> {
   let sides = await freshSides();
@@ -149,6 +166,12 @@ async function replay(ops: readonly Op[]): Promise<void> {
       if (!isDeepStrictEqual(ms, rs))
         throw new Error(
           `${where()}: state differs\nmemory ${JSON.stringify(ms)}\nredis  ${JSON.stringify(rs)}`,
+        );
+      const mo = await ownCounts((i) => memory.views(URLS, undefined, false, nodeId(i)));
+      const ro = await ownCounts((i) => nodes[i]!.views(URLS));
+      if (!isDeepStrictEqual(mo, ro))
+        throw new Error(
+          `${where()}: per-node counts differ\nmemory ${JSON.stringify(mo)}\nredis  ${JSON.stringify(ro)}`,
         );
       // Redis's clock moves on before the next step reads it: no change shares a ms with a poll's start.
       await sleep(2);

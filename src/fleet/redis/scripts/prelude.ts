@@ -10,7 +10,8 @@ import { FENCE_PER_MS } from '../../types';
  *   P res:<url>       hash adapter -> residency JSON {state, since, lastUsed, t (Redis time), fence?, for?}
  *   P busy:<url>      hash adapter -> in-flight count
  *   P own:<url>       hash node -> its leases of the in-flight count (the node each lease id
- *                     names, '<node>-<seq>'; types.ts leaseNode); a node at 0 leaves
+ *                     names, '<node>-<seq>'; types.ts leaseNode); a node at 0 leaves; rebuilt by
+ *                     `expire` where the fields no longer add up to inFlight (an older node's calls)
  *   P loads:<url>     zset adapter -> since, of the entries in state 'loading' (loads under way);
  *                     its count and lowest score mirrored in P r:<url> as 'loads', 'loadsSince'
  *   P gone:<url>      zset adapter -> when it was unloaded or forgotten, Redis time (bounded)
