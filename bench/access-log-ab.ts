@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { accessLogBed } from './access-log-bed';
@@ -7,26 +8,25 @@ import type { accessLogBed } from './access-log-bed';
  * adapter resident, a PDK answering at once), two builds' beds in one process, their calls
  * interleaved (the order turned each pair), each after a sleep of `--gap` ms, as the plugin server
  * runs a request after epoll: cache-cold, the cost that counts there. CPU per call from
- * process.cpuUsage around the call alone. Prints both builds' mean and median, the ratio of the
- * means and the median of the pairs' differences; a build against itself shows the method's noise.
+ * process.cpuUsage around the call alone.
  *
- *   node dist/bench/access-log-ab.js --old DIST [--new DIST] [--pairs 4000] [--gap 1]
+ * The bed made second runs faster here: main's build against a copy of itself gave new/old
+ * 0.954 over 8000 pairs, as large as a small cut. So each order runs in a process of its own
+ * (old's bed made first, then new's first) and the figure is the geometric mean of the two
+ * ratios (new/old, and the inverse of the swapped run's), in which that bias cancels.
+ *
+ *   node dist/bench/access-log-ab.js --old DIST [--new DIST] [--pairs 6000] [--gap 1]
  */
 type Bed = Awaited<ReturnType<typeof accessLogBed>>;
 
-async function main(): Promise<void> {
-  const { values: v } = parseArgs({
-    options: {
-      old: { type: 'string' },
-      new: { type: 'string' },
-      pairs: { type: 'string' },
-      gap: { type: 'string' },
-    },
-  });
-  if (v.old === undefined) throw new Error('--old DIST is required');
-  const pairs = Number(v.pairs ?? 4000);
-  const gap = Number(v.gap ?? 1);
-  const dists = [resolve(v.old), resolve(v.new ?? `${__dirname}/..`)];
+/** Mean CPU µs per call of the two builds, beds made in the order given. */
+interface Run {
+  us: [number, number];
+  /** Median of the pairs' differences (second build's call less the first's). */
+  medianDiff: number;
+}
+
+async function inner(dists: [string, string], pairs: number, gap: number): Promise<Run> {
   const beds: Bed[] = [];
   for (const d of dists)
     beds.push(
@@ -45,16 +45,56 @@ async function main(): Promise<void> {
         us[j]!.push(t.user + t.system);
       }
     const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
-    const median = (a: number[]) => [...a].sort((x, y) => x - y)[a.length >> 1]!;
-    const [o, n] = us as [number[], number[]];
-    console.log(
-      `access + log in process, each after ${gap} ms, ${pairs} pairs: old mean ${mean(o).toFixed(1)} µs ` +
-        `(median ${median(o)}), new mean ${mean(n).toFixed(1)} µs (median ${median(n)}); ` +
-        `new/old ${(mean(n) / mean(o)).toFixed(3)}, median pair difference ${median(n.map((x, i) => x - o[i]!))} µs`,
-    );
+    const diffs = us[1]!.map((x, i) => x - us[0]![i]!).sort((x, y) => x - y);
+    return { us: [mean(us[0]!), mean(us[1]!)], medianDiff: diffs[diffs.length >> 1]! };
   } finally {
     for (const b of beds) b.stop();
   }
+}
+
+async function main(): Promise<void> {
+  const { values: v } = parseArgs({
+    options: {
+      old: { type: 'string' },
+      new: { type: 'string' },
+      pairs: { type: 'string' },
+      gap: { type: 'string' },
+      inner: { type: 'boolean' },
+    },
+  });
+  if (v.old === undefined) throw new Error('--old DIST is required');
+  const pairs = Number(v.pairs ?? 6000);
+  const gap = Number(v.gap ?? 1);
+  const [oldDist, newDist] = [resolve(v.old), resolve(v.new ?? `${__dirname}/..`)];
+  if (v.inner) return console.log(JSON.stringify(await inner([oldDist, newDist], pairs, gap)));
+  const run = (first: string, second: string): Run => {
+    const args = [
+      __filename,
+      '--inner',
+      '--old',
+      first,
+      '--new',
+      second,
+      '--pairs',
+      `${pairs}`,
+      '--gap',
+      `${gap}`,
+    ];
+    const r = spawnSync(process.execPath, args, { encoding: 'utf8' });
+    const line = r.stdout.split('\n').find((l) => l.startsWith('{'));
+    if (r.status !== 0 || line === undefined)
+      throw new Error(`inner run failed (${r.status}): ${r.stderr.slice(-2000)}`);
+    return JSON.parse(line) as Run;
+  };
+  const a = run(oldDist, newDist);
+  const b = run(newDist, oldDist);
+  const ratio = (x: number, y: number) => (x / y).toFixed(3);
+  console.log(
+    `access + log in process, each after ${gap} ms, ${pairs} pairs per order:\n` +
+      `  old's bed first: old ${a.us[0].toFixed(1)} µs, new ${a.us[1].toFixed(1)} µs, new/old ${ratio(a.us[1], a.us[0])}, median pair difference ${a.medianDiff} µs\n` +
+      `  new's bed first: new ${b.us[0].toFixed(1)} µs, old ${b.us[1].toFixed(1)} µs, new/old ${ratio(b.us[0], b.us[1])}, median pair difference ${-b.medianDiff} µs\n` +
+      `  new/old, the order's bias cancelled (geometric mean): ${Math.sqrt((a.us[1] / a.us[0]) * (b.us[0] / b.us[1])).toFixed(3)}`,
+  );
 }
 
 if (require.main === module)
