@@ -119,7 +119,11 @@ class LoraRouterPlugin {
     if (!record || typeof record.lease !== 'string') return;
     const status = (await kong.response.getStatus()) as number | undefined;
     try {
-      await logPhase(this.service?.runtime ?? null, record, status, () => kong.response.getSource());
+      // A promise only where something is waited for (a round trip to Kong or to a shared store).
+      const released = logPhase(this.service?.runtime ?? null, record, status, () =>
+        kong.response.getSource(),
+      );
+      if (released) await released;
     } catch (err) {
       // Given back already (a second log phase for one request, a bug) or reclaimed by age:
       // nothing is released twice, and the operator hears of it.

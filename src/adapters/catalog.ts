@@ -22,8 +22,8 @@ export type Resolved =
 
 export const DEFAULT_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$';
 const MAX_NAME = 256;
-/** Templated names remembered (more, and the memory is emptied and refilled). */
-const TEMPLATED_NAMES = 4096;
+/** Names a request checked remembered (more, and the memory is emptied and refilled). */
+const CHECKED_NAMES = 4096;
 
 /**
  * Which adapters exist and where their files are. A request's `model` resolves to the base
@@ -34,8 +34,12 @@ export class AdapterCatalog {
   private readonly byName = new Map<string, { path?: string; static: boolean }>();
   private readonly pattern: RegExp;
   private readonly root: string | undefined;
-  /** Templated paths by name, as resolved before (a request's name is checked once, not each time). */
-  private readonly templated = new Map<string, string>();
+  /**
+   * Names not in the configuration that passed `checkName`, with their templated path (null
+   * without a template: a name a replica may have registered). A request's name is checked once,
+   * not each time: its two regular expressions ran on every request, cache-cold in Kong.
+   */
+  private readonly checked = new Map<string, string | null>();
 
   constructor(private readonly config: CatalogConfig) {
     for (const a of config.adapters) this.byName.set(a.name, { path: a.path, static: a.static });
@@ -81,14 +85,15 @@ export class AdapterCatalog {
     const known = this.byName.get(model);
     if (known)
       return { kind: known.static ? 'static' : 'on-demand', adapter: { name: model, path: known.path } };
-    const seen = this.templated.get(model);
-    if (seen !== undefined) return { kind: 'on-demand', adapter: { name: model, path: seen } };
-    this.checkName(model);
-    // No template: the name can only be one a replica registered at start (--lora-modules).
-    if (this.root === undefined) return { kind: 'static', adapter: { name: model }, discovered: true };
-    const path = this.templatedPath(model);
-    if (this.templated.size >= TEMPLATED_NAMES) this.templated.clear();
-    this.templated.set(model, path);
+    let path = this.checked.get(model);
+    if (path === undefined) {
+      this.checkName(model);
+      // No template: the name can only be one a replica registered at start (--lora-modules).
+      path = this.root === undefined ? null : this.templatedPath(model);
+      if (this.checked.size >= CHECKED_NAMES) this.checked.clear();
+      this.checked.set(model, path);
+    }
+    if (path === null) return { kind: 'static', adapter: { name: model }, discovered: true };
     return { kind: 'on-demand', adapter: { name: model, path } };
   }
 

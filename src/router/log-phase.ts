@@ -99,16 +99,17 @@ function afterRelease(
  * "error": no attempt got a response) marks the replica down at once, whatever became of the
  * lease (reclaimed by age, say): the answer is about the replica. A replica's own 5xx (source
  * "service") is left to passive health, which hears no 499 and no 5xx of a later plugin's. Kong/kong 3.9.3 kong/pdk/response.lua `get_source`,
- * kong/init.lua `Kong.handle_error`. Throws LeaseNotOpen when the lease is not open here (given
- * back already, reclaimed by age); `rt`, the instance's runtime (none: its configuration is
- * broken), then says where the replica is marked.
+ * kong/init.lua `Kong.handle_error`. Rejects with LeaseNotOpen when the lease is not open here
+ * (given back already, reclaimed by age); `rt`, the instance's runtime (none: its configuration is
+ * broken), then says where the replica is marked. No promise when nothing was waited for (the
+ * in-process store, nothing asked of Kong): a log phase then takes no microtask turn of its own.
  */
-export async function logPhase(
+export function logPhase(
   rt: FleetRuntime | null,
   record: DecisionRecord,
   status: number | undefined,
   source: () => Promise<unknown>,
-): Promise<void> {
+): void | Promise<void> {
   // Asked before the release, which tells the unseen hold "a request of this node ended there"
   // only of one the replica answered ('service'): a later plugin's exit (proxy-cache's hit),
   // Kong's own error (the access phase failing after the decision, a refused connection) never
@@ -121,6 +122,26 @@ export async function logPhase(
   // The request ended at the replica before its log phase began: told as ended now, before the
   // round trip, else a poll begun during it, which cannot have read it, was excused (review 64c).
   const endedMono = found ? monotonic(found.rt.clock) : undefined;
+  // Nothing asked (not a 5xx: no marking follows either) and the lease open here: it goes back in
+  // the call, and the log phase awaits nothing where its store answers in the call (in process).
+  // Still a rejection, never a throw, whatever goes wrong.
+  if (asked === undefined && found !== undefined)
+    try {
+      return releaseLease(found, replicaStatus(status, undefined), false, endedMono);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  return releaseAsked(rt, record, status, asked, endedMono);
+}
+
+/** `logPhase` where something is awaited: Kong's word on the answer's source, or a lease not open here (its rejection). */
+async function releaseAsked(
+  rt: FleetRuntime | null,
+  record: DecisionRecord,
+  status: number | undefined,
+  asked: Promise<unknown> | undefined,
+  endedMono: number | undefined,
+): Promise<void> {
   // A failure to ask keeps nothing from going back: no tell (the safe side), thrown after the lease for a 502/504.
   const from = await asked?.catch(() => undefined);
   const lease = LeaseHandle.find(record.lease);

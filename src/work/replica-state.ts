@@ -27,6 +27,49 @@ export interface Entry {
   priority: number;
   /** An idle scrape's first-token count took it as prefilled: a later one does not count it again. */
   counted?: boolean;
+  /** Its neighbours in its replica's EntryList while admitted there (admitted before it, after it). */
+  older: Entry | undefined;
+  younger: Entry | undefined;
+}
+
+/**
+ * A replica's admitted entries in admission order, as a list through the entries themselves. A
+ * Map emptied and filled again per request (one request at a time) reallocated its hash table
+ * on each emptying delete, through a call into V8's runtime: cache-cold in the plugin server, the
+ * dearest line of a log phase (bench/access-log-ab.ts).
+ */
+export class EntryList {
+  oldest: Entry | undefined = undefined;
+  youngest: Entry | undefined = undefined;
+  size = 0;
+
+  add(e: Entry): void {
+    e.older = this.youngest;
+    e.younger = undefined;
+    if (this.youngest === undefined) this.oldest = e;
+    else this.youngest.younger = e;
+    this.youngest = e;
+    this.size++;
+  }
+
+  delete(e: Entry): void {
+    const { older, younger } = e;
+    if (older === undefined) this.oldest = younger;
+    else older.younger = younger;
+    if (younger === undefined) this.youngest = older;
+    else younger.older = older;
+    e.older = e.younger = undefined;
+    this.size--;
+  }
+
+  /** In admission order, for the tools (bench/des); the request path walks the links. */
+  *values(): IterableIterator<Entry> {
+    for (let e = this.oldest; e !== undefined; ) {
+      const younger = e.younger;
+      yield e;
+      e = younger;
+    }
+  }
 }
 
 export class ReplicaState {
@@ -35,7 +78,7 @@ export class ReplicaState {
   drained = 0;
   drainedAt = 0;
   kvReserved = 0;
-  readonly entries = new Map<string, Entry>();
+  readonly entries = new EntryList();
   implied: { tokens: number; at: number } | null = null;
   impliedKv = 0;
   kvCapacity: number | undefined;

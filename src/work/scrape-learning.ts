@@ -105,7 +105,7 @@ function clearPrefilled(r: ReplicaState, firstTokens: number | undefined, starte
       : firstTokens >= base
         ? firstTokens - base - r.completedUncounted
         : firstTokens;
-  for (const e of r.entries.values()) {
+  for (let e = r.entries.oldest; e !== undefined; e = e.younger) {
     if (e.at > startedAt) break;
     if (!e.counted) {
       if (budget <= 0) break;

@@ -18,7 +18,7 @@ export function kvWait(r: ReplicaState, now: number, need: number, decodeMsPerTo
   if (toFree <= 0) return 0;
   advance(r, now);
   let last = now;
-  for (const e of r.entries.values()) {
+  for (let e = r.entries.oldest; e !== undefined; e = e.younger) {
     last = Math.max(last, endAt(r, e, now, decodeMsPerToken));
     toFree -= e.kv;
     if (toFree <= 0) break;
@@ -46,7 +46,7 @@ export function slotWait(
   advance(r, now);
   let k = Math.max(1, r.scrapedWaiting + r.sinceScrape + 1);
   let end = now;
-  for (const e of r.entries.values()) {
+  for (let e = r.entries.oldest; e !== undefined; e = e.younger) {
     end = Math.max(now, endAt(r, e, now, decodeMsPerToken));
     if (--k === 0) return end - now;
   }

@@ -149,8 +149,10 @@ export class WorkModel {
       end: r.admitted,
       prefillEndAt: a.at + startMs + ((ahead + prefill) / r.rate.value) * 1000,
       priority: a.priority ?? 0,
+      older: undefined,
+      younger: undefined,
     };
-    r.entries.set(a.id, e);
+    r.entries.add(e);
     this.byId.set(a.id, e);
     r.kvReserved += e.kv;
     r.sinceScrape++;
@@ -178,14 +180,10 @@ export class WorkModel {
       if (left > 0) {
         r.admitted -= left;
         // Those admitted after it no longer queue behind its prefill (rare: failures only).
-        let after = false;
-        for (const x of r.entries.values()) {
-          if (after) x.end -= left;
-          else if (x === e) after = true;
-        }
+        for (let x = e.younger; x !== undefined; x = x.younger) x.end -= left;
       }
     }
-    r.entries.delete(id);
+    r.entries.delete(e);
     r.kvReserved -= e.kv;
     r.sinceScrape--;
     if (r.entries.size === 0) {
@@ -285,7 +283,7 @@ export class WorkModel {
     const queuedFrom = r.entries.size - waitingForSlot(r);
     let n = 0;
     let i = 0;
-    for (const e of r.entries.values()) {
+    for (let e = r.entries.oldest; e !== undefined; e = e.younger) {
       const queued = i++ >= queuedFrom;
       if (
         e.priority > abovePriority &&
@@ -320,7 +318,8 @@ export class WorkModel {
     const r = this.replicas.get(url);
     const queuedPrefillTokens = this.queuedPrefill(url, now);
     let decodeInFlight = 0;
-    if (r) for (const e of r.entries.values()) if (e.end <= r.drained) decodeInFlight++;
+    if (r)
+      for (let e = r.entries.oldest; e !== undefined; e = e.younger) if (e.end <= r.drained) decodeInFlight++;
     return {
       inFlight: r?.entries.size ?? 0,
       queuedPrefillTokens,

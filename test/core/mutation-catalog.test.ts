@@ -49,6 +49,14 @@ describe('AdapterCatalog: what the configuration lists', () => {
     expect(c.resolve('x')).toEqual(first);
     expect(first).toEqual({ kind: 'on-demand', adapter: { name: 'x', path: '/adapters/x' } });
   });
+
+  it('without a template, a name resolved again is still discovered, and a refused one still refused', () => {
+    const c = catalog();
+    for (let i = 0; i < 2; i++) {
+      expect(c.resolve('x')).toEqual({ kind: 'static', adapter: { name: 'x' }, discovered: true });
+      expect(refusal(() => c.resolve('-x'))).toContain('it must match');
+    }
+  });
 });
 
 describe('AdapterCatalog: names refused whatever the pattern allows', () => {
