@@ -13,6 +13,7 @@ import { silentLogger } from '../src/log';
 import type { Random } from '../src/random';
 import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
+import { RuntimeRegistry } from '../src/runtime-registry';
 import { routingRequest, type CallsSeen } from './calls-seen';
 import type { HealthReads } from './health-reads';
 import type { LinkFaults, RedisModel } from './redis-model';
@@ -48,6 +49,9 @@ export interface OldConfig {
   usedAt: number;
   /** Its service on the runtime current when it was superseded (a stale worker's requests go there). */
   svc: RouterService;
+  /** The `redis` record it ran on: state `db`, the node's `recordGen`th record. */
+  db: number;
+  recordGen: number;
 }
 
 /** Parsed router configurations by their input (frozen: a runtime never changes its own). */
@@ -85,9 +89,12 @@ export interface Process {
   gen: number;
   alive: boolean;
   clock: NodeClock;
+  /** Its runtimes by `redis` record, as the plugins' process keeps them (src/runtime-registry.ts). */
+  registry: RuntimeRegistry;
+  /** The runtime its current router configuration runs on (the registry's for its record). */
   rt: FleetRuntime;
   svc: RouterService;
-  /** Every runtime this process made (a record change adds one): their stores' checks. */
+  /** Every runtime its registry made (a record change adds one): their stores' checks. */
   runtimes: FleetRuntime[];
   /** Every router service it made (one per runtime): their held requests' counts (`heldInGateway`). */
   services: RouterService[];
@@ -155,6 +162,10 @@ export class NodeProcesses {
   /** Superseded configurations of live processes, oldest first (world with configuration changes). */
   readonly oldConfigs: OldConfig[] = [];
   private readonly w: Schedule['world'];
+  /** By runtime: the name its calls to the replicas go by (`pollSender`). */
+  private readonly senders = new WeakMap<FleetRuntime, string>();
+  /** By process: the record number of the runtime its registry is making (its calls' sender name). */
+  private readonly making = new WeakMap<Process, number>();
 
   constructor(private readonly g: ProcessGround) {
     this.w = g.schedule.world;
@@ -168,14 +179,59 @@ export class NodeProcesses {
   }
 
   /**
-   * A router service of node `n`'s current configuration on `rt` (Kong starting a plugin instance:
-   * it registers with the runtime). With configuration changes, it carries Kong's `__plugin_id`
-   * and `__seq__`, as plugins/lora-router.ts passes them; without, neither (as before them).
+   * A router service of a configuration of node `p.node` listing `urls` on record (`db`,
+   * `recordGen`), as plugins/lora-router.ts makes one (Kong starting a plugin instance): on the
+   * runtime its process's registry gives for the record, its plugin id and `__seq__`
+   * (`sharedRuntime`), then registered there. With configuration changes it carries Kong's
+   * `__plugin_id` and `__seq__`; without, neither (as before them).
    */
-  private service(n: number, rt: FleetRuntime, db: number, recordGen: number): RouterService {
-    const config = this.routerConfig(this.redisConfig(db, recordGen), this.listed[n]!);
-    if (!this.w.configChanges) return new RouterService(config, rt);
-    return new RouterService(config, rt, PLUGIN_ID, this.current[n]!.seq);
+  private service(
+    p: Process,
+    db: number,
+    recordGen: number,
+    urls: readonly string[],
+    seq: number,
+  ): RouterService {
+    const config = this.routerConfig(this.redisConfig(db, recordGen), urls);
+    this.making.set(p, recordGen);
+    const keyed = this.w.configChanges !== undefined;
+    const rt = keyed
+      ? p.registry.sharedRuntime(config.redis, seq, PLUGIN_ID)
+      : p.registry.sharedRuntime(config.redis);
+    const svc = keyed ? new RouterService(config, rt, PLUGIN_ID, seq) : new RouterService(config, rt);
+    p.services.push(svc);
+    return svc;
+  }
+
+  /** A new router service of node `p.node`'s current configuration, on its current record: Kong's current instance. */
+  private currentService(p: Process): RouterService {
+    const svc = this.service(p, p.db, p.recordGen, this.listed[p.node]!, this.current[p.node]!.seq);
+    p.rt = svc.runtime;
+    p.svc = svc;
+    return svc;
+  }
+
+  /**
+   * Process `p`'s registry: its runtimes are the simulation's (`runtime`: the modelled Redis links,
+   * the recorded replica calls, the watches), named by process and record.
+   */
+  private registry(p: Process): RuntimeRegistry {
+    const proc = { node: p.node, gen: p.gen, clock: p.clock, alive: () => p.alive };
+    return new RuntimeRegistry({
+      log: silentLogger,
+      create: (o) => {
+        const db = o.redis?.database ?? 0;
+        const recordGen = this.making.get(p) ?? p.recordGen;
+        // A new node id on other state (the first runtime: the process's own name).
+        const prefix =
+          o.leasePrefix ?? (p.runtimes.length === 0 ? procName(p) : `${procName(p)}r${recordGen}`);
+        this.dbUsedFrom[db] = Math.min(this.dbUsedFrom[db]!, this.g.sched.now());
+        const rt = this.runtime(proc, db, recordGen, prefix, o.leaseSeq);
+        p.runtimes.push(rt);
+        this.watchLeave(rt.store as FailoverFleetStore);
+        return rt;
+      },
+    });
   }
 
   /**
@@ -197,12 +253,13 @@ export class NodeProcesses {
         supersededAt: now,
         usedAt: now,
         svc: p.svc,
+        db: p.db,
+        recordGen: p.recordGen,
       });
     this.listed[n] = [...urls];
     this.current[n] = { seq: cur.seq + 1, since: now };
     if (!p.alive) return;
-    p.svc = this.service(n, p.rt, p.db, p.recordGen);
-    p.services.push(p.svc);
+    this.currentService(p);
   }
 
   /**
@@ -213,12 +270,14 @@ export class NodeProcesses {
    */
   oldInstance(p: Process, old: OldConfig): RouterService {
     old.usedAt = this.g.sched.now();
-    const config = this.routerConfig(this.redisConfig(p.db, p.recordGen), old.urls);
-    const svc = new RouterService(config, p.rt, PLUGIN_ID, old.seq);
-    p.services.push(svc);
-    p.svc = this.service(p.node, p.rt, p.db, p.recordGen);
-    p.services.push(p.svc);
+    const svc = this.service(p, p.db, p.recordGen, old.urls, old.seq);
+    this.currentService(p);
     return svc;
+  }
+
+  /** The name `rt`'s calls to the replicas go by (calls-seen.ts: its prefix and record's number). */
+  senderOf(rt: FleetRuntime): string {
+    return this.senders.get(rt)!;
   }
 
   /** The superseded configuration `svc` runs, if it is one of a live process's. */
@@ -303,6 +362,7 @@ export class NodeProcesses {
       ...(seq ? { leaseSeq: seq } : {}),
       ...(this.w.configChanges ? { retainEveryMs: this.w.configChanges.retainEveryMs } : {}),
     });
+    this.senders.set(rt, sender);
     this.watchRetakes(rt, prefix);
     this.passes.watch(rt.store, prefix);
     this.g.calls.budgetSeen(rt);
@@ -355,20 +415,21 @@ export class NodeProcesses {
 
   /** A plugin-server process of node `n` starts (generation `gen`): no memory of any before it. */
   start(n: number, gen: number, db: number, clock: NodeClock, recordGen = 0): Process {
-    const p = { node: n, gen, clock, alive: true } as Process;
-    const rt = this.runtime({ ...p, alive: () => p.alive }, db, recordGen, `n${n}g${gen}`);
-    const svc = this.service(n, rt, db, recordGen);
-    Object.assign(p, {
-      rt,
-      svc,
-      runtimes: [rt],
-      services: [svc],
+    const p = {
+      node: n,
+      gen,
+      clock,
+      alive: true,
+      runtimes: [],
+      services: [],
       routing: 0,
       open: 0,
       startedAt: this.g.sched.now(),
       db,
       recordGen,
-    });
+    } as unknown as Process;
+    p.registry = this.registry(p);
+    this.currentService(p);
     return p;
   }
 
@@ -382,27 +443,12 @@ export class NodeProcesses {
       p.recordGen++;
       return;
     }
-    const old = p.rt;
-    const db = otherState ? 1 - p.db : p.db;
-    const recordGen = p.recordGen + 1;
-    const same = !otherState;
-    const rt = this.runtime(
-      { node: n, gen: p.gen, clock: p.clock, alive: () => p.alive },
-      db,
-      recordGen,
-      same ? old.leasePrefix : `n${n}g${p.gen}r${recordGen}`,
-      same ? old.leaseSeq : undefined,
-    );
-    p.rt = rt;
-    p.db = db;
-    this.dbUsedFrom[db] = Math.min(this.dbUsedFrom[db]!, this.g.sched.now());
-    p.recordGen = recordGen;
-    p.runtimes.push(rt);
-    p.svc = this.service(n, rt, db, recordGen);
-    p.services.push(p.svc);
-    if (!same) this.watchLeave(old.store as FailoverFleetStore);
-    // As the registry's `replace` (src/runtime-registry.ts).
-    old.retire(rt).catch(() => undefined);
+    // Kong's new instance on the new record, as the plugin makes it: the registry replaces the
+    // runtime (same state: at once, keeping its node id; other state: once the configuration
+    // registers there and claims the replicas the old one routes to).
+    if (otherState) p.db = 1 - p.db;
+    p.recordGen++;
+    this.currentService(p);
   }
 
   /** Notes when `store` begins to leave its state (dst/owed-ends-check.ts); on this instance only. */
@@ -423,8 +469,7 @@ export class NodeProcesses {
   pushConfig(n: number): void {
     const p = this.procs[n]!;
     if (!p.alive) return;
-    p.svc = this.service(n, p.rt, p.db, p.recordGen);
-    p.services.push(p.svc);
+    this.currentService(p);
   }
 
   /** The plugin-server process of node `n` dies and Kong starts another: nothing of it is left. */

@@ -21,7 +21,7 @@ import { waitedIdle } from './hold-check';
 import { pastOwnSight, seenUp, type HealthReads } from './health-reads';
 import type { BudgetRefusal, Violation, WorldView } from './invariants';
 import { leaseIssuer } from './lease-watch';
-import { pollSender, procName, type NodeProcesses, type Process } from './node-processes';
+import { procName, type NodeProcesses, type Process } from './node-processes';
 import type { RedisModel } from './redis-model';
 import { urlParts, type ClientGone, type ProxyAnswer, type ReplicaSet } from './replicas';
 import { SERVED_TELL_INVARIANT, tellWrong, watchTells } from './served-tell-check';
@@ -389,7 +389,7 @@ export class RequestRouting {
     }
     if (!p.alive || p.rt !== on || !kongOwnStatus(answer.status) || answer.source !== 'error') return;
     this.kongMarks.marked++;
-    const by = pollSender(on.leasePrefix, p.recordGen);
+    const by = this.g.nodes.senderOf(on);
     this.g.healthReads.kongMarked(by, origin, {
       status: answer.status,
       failedAt,
@@ -418,12 +418,7 @@ export class RequestRouting {
     if (status === 499) return;
     if (status >= 500 && source !== 'service' && !(kongOwnStatus(status) && source === 'error')) return;
     if ((decider ?? p.rt) === p.rt && this.g.sched.now() - began < this.w.leaseMaxAgeMs / 2)
-      this.g.healthReads.upstreamAnswered(
-        pollSender(p.rt.leasePrefix, p.recordGen),
-        origin,
-        status,
-        this.g.sched.now(),
-      );
+      this.g.healthReads.upstreamAnswered(this.g.nodes.senderOf(p.rt), origin, status, this.g.sched.now());
   }
 
   /** dst/access-check.ts: answered within its access bound; a refusal for overload with OpenAI's error and Retry-After. */
@@ -621,7 +616,7 @@ export class RequestRouting {
     const down = this.g.replicas.down(origin, POLL_MS, POLL_TIMEOUT_MS);
     if (!down || down.since < Math.max(p.startedAt, this.g.lastRecordChange())) return;
     const now = this.g.sched.now();
-    const sender = pollSender(p.rt.leasePrefix, p.recordGen);
+    const sender = this.g.nodes.senderOf(p.rt);
     const alone = p.rt.store.mode?.() === 'local';
     // Deciding alone, the node sees the down through its own polls only: from its next poll after
     // one of this replica that timed out on a slow path from its host (seed 1646547), and not
@@ -686,7 +681,7 @@ export class RequestRouting {
     /** The replicas the configuration that routed it lists: the health filter's candidates (it fails open among them). */
     listed: readonly string[],
   ): void {
-    const sender = pollSender(p.rt.leasePrefix, p.recordGen);
+    const sender = this.g.nodes.senderOf(p.rt);
     // Another node's poll undoes the marking unless the node surely decided alone. Its own marking
     // binds it deciding alone (its local store has it) or once it reached the shared state (one made
     // alone is handed on at the return dated 50 ms early: not covered); surely sharing, any node's
