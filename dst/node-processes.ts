@@ -18,6 +18,7 @@ import { routingRequest, type CallsSeen } from './calls-seen';
 import type { HealthReads } from './health-reads';
 import type { LinkFaults, RedisModel } from './redis-model';
 import { prefetchFields } from './prefetch-draw';
+import { LeftStates } from './left-check';
 import { RegistrationPasses } from './registration-passes';
 import type { ReplicaSet } from './replicas';
 import type { Schedule } from './schedule';
@@ -33,6 +34,8 @@ import {
 
 /** Kong's `__plugin_id` of the nodes' lora-router plugin, in worlds whose configurations change. */
 export const PLUGIN_ID = '6f1c1a9e-lora-router';
+/** Kong's `__plugin_id` of the nodes' lora-poller plugin, in worlds where it is a plugin of its own. */
+export const POLLER_ID = '9b3e5d2a-lora-poller';
 
 /**
  * A router configuration a node ran before its current one (superseded): what it lists, and when
@@ -161,6 +164,13 @@ export class NodeProcesses {
   readonly current: { seq: number; since: number }[];
   /** Superseded configurations of live processes, oldest first (world with configuration changes). */
   readonly oldConfigs: OldConfig[] = [];
+  /**
+   * By node: Kong's configuration of its lora-poller plugin (worlds with `configChanges.poller`):
+   * the router record it follows (its own differs in timeout if `poller.timeout`), and its `__seq__`.
+   */
+  readonly pollerRecord: { db: number; recordGen: number; seq: number }[];
+  /** Since when no plugin of each live process's node is on each state (dst/left-check.ts). */
+  readonly left = new LeftStates();
   private readonly w: Schedule['world'];
   /** By runtime: the name its calls to the replicas go by (`pollSender`). */
   private readonly senders = new WeakMap<FleetRuntime, string>();
@@ -174,7 +184,10 @@ export class NodeProcesses {
       partitions: 0,
       slow: 0,
     }));
-    this.listed = Array.from({ length: this.w.nodes }, () => [...g.replicas.urls]);
+    // With a move drawn, the replicas only the moved record lists are no configuration's before it.
+    const away = new Set(this.w.configChanges?.move?.away ?? []);
+    this.listed = Array.from({ length: this.w.nodes }, () => g.replicas.urls.filter((_, i) => !away.has(i)));
+    this.pollerRecord = Array.from({ length: this.w.nodes }, () => ({ db: 0, recordGen: 0, seq: 1 }));
     this.current = Array.from({ length: this.w.nodes }, () => ({ seq: 1, since: 0 }));
   }
 
@@ -212,6 +225,85 @@ export class NodeProcesses {
   }
 
   /**
+   * Node `p.node`'s lora-poller plugin starts an instance on its record (worlds with
+   * `configChanges.poller`), as plugins/lora-poller.ts does: the registry's runtime for the record
+   * (a record on the router's state but another timeout replaces the router's runtime there, the
+   * node kept), its polling settings registered, polling started.
+   */
+  private startPoller(p: Process): void {
+    const poller = this.w.configChanges?.poller;
+    if (!poller) return;
+    const rec = this.pollerRecord[p.node]!;
+    const recordGen = rec.recordGen + poller.timeout;
+    this.making.set(p, recordGen);
+    const rt = p.registry.sharedRuntime(this.redisConfig(rec.db, recordGen), rec.seq, POLLER_ID);
+    rt.registerPolling(POLLER_ID, { intervalMs: POLL_MS, timeoutMs: POLL_TIMEOUT_MS, jitter: 0.1 });
+    rt.poller.start();
+    // The router's runtime replaced on its state: its configuration's requests go to the successor.
+    p.rt = p.rt.current();
+    this.notePlugins(p);
+  }
+
+  /** Notes the states `p`'s plugins are on now: its router's record's, its lora-poller's if a plugin of its own. */
+  private notePlugins(p: Process): void {
+    // Only in worlds with a lora-poller of its own or a move (the others run as before them).
+    const cc = this.w.configChanges;
+    if (!cc?.poller && !cc?.move) return;
+    const on = new Set([p.db]);
+    if (this.w.configChanges?.poller) on.add(this.pollerRecord[p.node]!.db);
+    this.left.note(p, on, this.g.sched.now());
+  }
+
+  /**
+   * Node `n`'s lora-poller follows its router's record (now `p.db`, `p.recordGen`) after the
+   * world's lag (Kong's push of the other plugin's change), or never (no lag drawn).
+   */
+  private pollerFollows(p: Process): void {
+    const lagMs = this.w.configChanges?.poller?.lagMs;
+    if (lagMs === undefined) return;
+    const to = { db: p.db, recordGen: p.recordGen };
+    this.g.sched.after(lagMs, () => {
+      this.pollerRecord[p.node] = { ...to, seq: this.pollerRecord[p.node]!.seq + 1 };
+      const now = this.procs[p.node]!;
+      if (now.alive) this.startPoller(now);
+    });
+  }
+
+  /**
+   * Kong moves node `n`'s router plugin (a higher `__seq__`) to a record on the other state that
+   * lists `urls`, replicas no configuration on the state it leaves lists: nothing replaces its
+   * runtime there (the registry's `claimReplicas` finds no replica in common), its configuration
+   * there is superseded (`pluginMoved`), and once every plugin of the node left that record and
+   * the grace passed, the runtime retires (`retireIfLeft`). Its lora-poller follows after the lag.
+   */
+  move(n: number, urls: readonly string[]): void {
+    const p = this.procs[n]!;
+    const cur = this.current[n]!;
+    const now = this.g.sched.now();
+    if (p.alive)
+      this.oldConfigs.push({
+        node: n,
+        gen: p.gen,
+        urls: this.listed[n]!,
+        seq: cur.seq,
+        supersededAt: now,
+        usedAt: now,
+        svc: p.svc,
+        db: p.db,
+        recordGen: p.recordGen,
+      });
+    this.listed[n] = [...urls];
+    this.current[n] = { seq: cur.seq + 1, since: now };
+    p.db = 1 - p.db;
+    p.recordGen++;
+    if (p.alive) {
+      this.currentService(p);
+      this.notePlugins(p);
+    }
+    this.pollerFollows(p);
+  }
+
+  /**
    * Process `p`'s registry: its runtimes are the simulation's (`runtime`: the modelled Redis links,
    * the recorded replica calls, the watches), named by process and record.
    */
@@ -223,8 +315,9 @@ export class NodeProcesses {
         const db = o.redis?.database ?? 0;
         const recordGen = this.making.get(p) ?? p.recordGen;
         // A new node id on other state (the first runtime: the process's own name).
-        const prefix =
-          o.leasePrefix ?? (p.runtimes.length === 0 ? procName(p) : `${procName(p)}r${recordGen}`);
+        let prefix = o.leasePrefix ?? (p.runtimes.length === 0 ? procName(p) : `${procName(p)}r${recordGen}`);
+        // Never another runtime's of this process (a lora-poller's record may carry the number).
+        while (!o.leasePrefix && p.runtimes.some((r) => r.leasePrefix === prefix)) prefix += 'p';
         this.dbUsedFrom[db] = Math.min(this.dbUsedFrom[db]!, this.g.sched.now());
         const rt = this.runtime(proc, db, recordGen, prefix, o.leaseSeq);
         p.runtimes.push(rt);
@@ -270,9 +363,25 @@ export class NodeProcesses {
    */
   oldInstance(p: Process, old: OldConfig): RouterService {
     old.usedAt = this.g.sched.now();
-    const svc = this.service(p, p.db, p.recordGen, old.urls, old.seq);
+    // On its own record (one the node may have left since): where the registry runs it.
+    const svc = this.service(p, old.db, old.recordGen, old.urls, old.seq);
     this.currentService(p);
     return svc;
+  }
+
+  /**
+   * The senders of runtimes a node's lora-poller plugin alone keeps (worlds with `configChanges.poller`):
+   * on the state of its record, its router's on the other one.
+   */
+  pollerAloneSenders(): Set<string> {
+    const out = new Set<string>();
+    if (!this.w.configChanges?.poller) return out;
+    for (const p of this.procs) {
+      const db = this.pollerRecord[p.node]!.db;
+      if (!p.alive || db === p.db) continue;
+      for (const rt of p.runtimes) if (this.prefixDb.get(rt.leasePrefix) === db) out.add(this.senderOf(rt));
+    }
+    return out;
   }
 
   /** The name `rt`'s calls to the replicas go by (calls-seen.ts: its prefix and record's number). */
@@ -430,6 +539,8 @@ export class NodeProcesses {
     } as unknown as Process;
     p.registry = this.registry(p);
     this.currentService(p);
+    this.startPoller(p);
+    this.notePlugins(p);
     return p;
   }
 
@@ -441,6 +552,7 @@ export class NodeProcesses {
       // next process starts with this record.
       if (otherState) p.db = 1 - p.db;
       p.recordGen++;
+      this.pollerFollows(p);
       return;
     }
     // Kong's new instance on the new record, as the plugin makes it: the registry replaces the
@@ -449,6 +561,8 @@ export class NodeProcesses {
     if (otherState) p.db = 1 - p.db;
     p.recordGen++;
     this.currentService(p);
+    this.notePlugins(p);
+    this.pollerFollows(p);
   }
 
   /** Notes when `store` begins to leave its state (dst/owed-ends-check.ts); on this instance only. */
