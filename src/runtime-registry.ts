@@ -50,7 +50,7 @@ export class RuntimeRegistry {
    * at each rebuild, in the iterator's order and per worker, so another plugin's newer configuration
    * says nothing of this one's age. Bounded by Kong's plugin entities.
    */
-  private readonly newest = new Map<string, { seq: number; key: string }>();
+  private readonly newest = new Map<string, { seq: number; key: string; state: string }>();
   /** A replaced record's successor, by record (strings: no replaced runtime is kept alive by it). */
   private readonly replacedBy = new Map<string, string>();
   /**
@@ -97,7 +97,7 @@ export class RuntimeRegistry {
     const own = pluginId === undefined ? undefined : this.newest.get(pluginId);
     const older = seq !== undefined && own !== undefined && seq < own.seq;
     if (seq === undefined || pluginId === undefined) this.unkeyed.add(key);
-    else if (!older) this.newest.set(pluginId, { seq, key });
+    else if (!older) this.newest.set(pluginId, { seq, key, state: stateKeyOf(redis) });
     const rt = this.runtimeOf(key, redis, older ? own : undefined);
     // An older configuration on a runtime of its own record while its plugin's newest runs on
     // another: superseded there from the start, kept for the grace, as one of a plugin that moved
@@ -175,7 +175,11 @@ export class RuntimeRegistry {
     // state (a lora-poller whose timeout differs from its route's) is still on it (review-left).
     const onIt = (k: string) => this.currentFor(k)?.rt === rt;
     if (keys.length === 0 || [...this.unkeyed].some(onIt)) return;
-    for (const n of this.newest.values()) if (onIt(n.key)) return;
+    // Only a record on its own state: one on other state whose runtime this one took over (a change
+    // of another plugin there to this state and the same replicas: `claimReplicas`) names other
+    // state, and kept it for good once that plugin left too (simulation seed 3402203: a lora-poller
+    // on the old record, its route moved back to that state, held a runtime on the other one).
+    for (const n of this.newest.values()) if (n.state === rt.stateKey && onIt(n.key)) return;
     const to = this.movedTo.get(keys[0]!);
     const heir = to === undefined ? undefined : this.currentFor(to)?.rt;
     if (!heir || heir === rt) return;
