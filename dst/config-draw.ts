@@ -124,7 +124,8 @@ const MOVE_BACK_SHARE = 0.6;
 export function drawRecordPlugins(seed: number, world: WorldSettings, actions: Action[]): void {
   const cc = world.configChanges;
   if (!cc) return;
-  const r = seededRandom(seed * 2654435761 + 17);
+  // +19: +17 is the clients' draws' (dst/client-draw.ts), +18 the replicas' timeout notices.
+  const r = seededRandom(seed * 2654435761 + 19);
   if (r() < POLLER_SHARE)
     cc.poller = {
       ...(r() < POLLER_FOLLOWS_SHARE ? { lagMs: int(r, 0, 3000) } : {}),

@@ -199,6 +199,12 @@ export interface ScheduleOptions {
    * before them: the seeds tests replay by number keep what they meant.
    */
   configChanges?: boolean;
+  /**
+   * With configuration changes: the lora-poller as a plugin of its own and moves of a node's router
+   * to the other state's replicas (dst/config-draw.ts `drawRecordPlugins`; default OFF, the CLI
+   * turns them on). Off, every seed is as drawn before them.
+   */
+  recordMoves?: boolean;
 }
 
 /**
@@ -376,7 +382,7 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   if (o.configChanges === true && o.overload !== false) {
     drawConfigChanges(seed, world, actions);
     // After them: a move drops or narrows their configuration changes.
-    drawRecordPlugins(seed, world, actions);
+    if (o.recordMoves === true) drawRecordPlugins(seed, world, actions);
   }
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
