@@ -122,8 +122,6 @@ export class RequestRouting {
     });
     // Alone on an idle fleet: nothing else can change while it routes (the hold's invariant).
     const alone = this.inFlight === 0;
-    // Whether the node decided alone when the request came (the kong-mark check: its decision's views).
-    const localAtArrival = p.rt.store.mode?.() === 'local';
     const arrivals = ++this.arrivals;
     if (a.adapter >= 0) this.g.calls.adapterOf.set(arrivals, model);
     const began = this.g.sched.now();
@@ -148,7 +146,11 @@ export class RequestRouting {
     const listed = svc.config.replicas.map((r) => urlParts(r.url).origin);
     this.g.calls.listedOf.set(arrivals, listed);
     // The runtime current when it came: the one it is decided on (Router.route), or a successor.
-    const came = p.rt;
+    // Its service's: a stale worker's old configuration of a record the node moved from runs on
+    // that record's runtime, not the node's newest (dst/config-draw.ts moves).
+    const came = svc.runtime.current();
+    // Whether the node decided alone when the request came (the kong-mark check: its decision's views).
+    const localAtArrival = came.store.mode?.() === 'local';
     // The class header as Kong hands the plugin the request's headers (plugins/lora-router.ts reads it so).
     const headers: Record<string, string> = a.cls === undefined ? {} : { [OBJECTIVE_HEADER]: a.cls };
     const slo = (): Promise<SloHints> => Promise.resolve({ objective: headers[OBJECTIVE_HEADER] });
@@ -357,7 +359,9 @@ export class RequestRouting {
       adapter: out.adapter,
     };
     const failedAt = this.g.sched.now();
-    const on = p.rt;
+    // Where the log phase marks (log-phase.ts: the lease's runtime, current): judged below only if
+    // that is the node's newest (a record the node moved from is not followed).
+    const on = rt.current();
     // `kong.response.get_source()` is a round trip to Kong: a poll may begin while it is under way.
     const source = () => {
       if (sourceMs === 0) return Promise.resolve(answer.source);

@@ -19,7 +19,10 @@ const SLO_CLASSES = [
   { name: 'batch', ttft_ms: 2500, priority: -1, max_in_flight: 3 },
 ];
 
-/** Seed 3400011: node 1's router moves to db 1 and replica 2 at 97 ms; its lora-poller follows 465 ms later. */
+/**
+ * Seed 3400011 (as drawn when `drawRecordPlugins` took stream +17): node 1's router moves to db 1
+ * and replica 2 at 97 ms; its lora-poller follows 465 ms later.
+ */
 const MOVED: Schedule = {
   seed: 3400011,
   world: {
@@ -85,9 +88,10 @@ const MOVED: Schedule = {
 };
 
 /**
- * Seed 3400122: node 1's router moves to db 1 and replica 2 at 1897 ms (its lora-poller, on a
- * record differing in timeout, follows 916 ms later), and back to db 0 and replicas 0 and 1 at
- * 65271 ms, past the grace: the runtime it left there retired meanwhile; requests after.
+ * Seed 3400122 (as drawn at +17): node 1's router moves to db 1 and replica 2 at 1897 ms (its
+ * lora-poller, on a record differing in timeout, follows 916 ms later), and back to db 0 and
+ * replicas 0 and 1 at 65271 ms, past the grace: the runtime it left there retired meanwhile;
+ * requests after.
  */
 const MOVED_BACK: Schedule = {
   seed: 3400122,
