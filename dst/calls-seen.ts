@@ -53,6 +53,10 @@ export class CallsSeen {
   readonly unloaders = new Map<string, Unloader>();
   /** By replica (origin): when any runtime last sent it a call (a poll, a load, an unload...). */
   readonly lastCallAt = new Map<string, number>();
+  /** By sender (a runtime: node-processes.ts `senderOf`): its last call to a replica, when and to which. */
+  readonly lastBySender = new Map<string, { at: number; url: string }>();
+  /** By replica, then sender: the last call it sent there (what `lastCallAt` is, sender by sender). */
+  readonly lastCallBy = new Map<string, Map<string, number>>();
   /** By runtime and replica: when it last asked the replica's `/metrics`. */
   private readonly askedAt = new Map<string, number>();
   /** By runtime and replica: its `/metrics` reads answered, the latest `READS_KEPT` (the busy-unload check's hold). */
@@ -271,6 +275,10 @@ export class CallsSeen {
       const alone = rt().store.mode?.() === 'local';
       const origin = urlParts(url).origin;
       this.lastCallAt.set(origin, this.sched.now());
+      this.lastBySender.set(sender, { at: this.sched.now(), url: origin });
+      let by = this.lastCallBy.get(origin);
+      if (!by) this.lastCallBy.set(origin, (by = new Map()));
+      by.set(sender, this.sched.now());
       if (url.endsWith('/metrics')) {
         const key = `${sender}\u0000${origin}`;
         const asked = this.sched.now();

@@ -22,6 +22,9 @@
  * `--no-config-changes`: no router configuration changes (dst/config-draw.ts; on by default here,
  * off by default in `generate`, so the seeds tests replay by number keep their schedules), every
  * seed's world and schedule as drawn before them.
+ * `--no-record-moves`: with configuration changes, no lora-poller of its own and no move of a node's
+ * router (dst/config-draw.ts `drawRecordPlugins`; on by default here, off in `generate`), every seed
+ * as drawn before them.
  * `--digest`: after the summary, a line per seed (in seed order): its steps, simulated ms, the
  * scheduler's digest of when each step fired and a hash of the rest of its result (faults fired,
  * loads alone, refusals, bound waits, the invariant broken): two builds that print the same lines
@@ -59,6 +62,8 @@ interface Args {
   digest: boolean;
   /** Router configuration changes drawn (`--no-config-changes`: off, every seed as drawn before them). */
   configChanges: boolean;
+  /** With them, lora-pollers of their own and moves (`--no-record-moves`: off, every seed as drawn before them). */
+  recordMoves: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
@@ -76,6 +81,7 @@ function parseArgs(argv: string[]): Args {
     clients: true,
     digest: false,
     configChanges: true,
+    recordMoves: true,
   };
   for (let i = 0; i < argv.length; i++) {
     const v = () => argv[++i] ?? '';
@@ -134,6 +140,9 @@ function parseArgs(argv: string[]): Args {
       case '--no-config-changes':
         a.configChanges = false;
         break;
+      case '--no-record-moves':
+        a.recordMoves = false;
+        break;
       default:
         throw new Error(`unknown argument ${argv[i]}`);
     }
@@ -152,6 +161,7 @@ function options(a: Args): ScheduleOptions {
     ...(a.prefetch ? {} : { prefetch: false }),
     ...(a.clients ? {} : { clients: false }),
     ...(a.configChanges ? { configChanges: true } : {}),
+    ...(a.configChanges && a.recordMoves ? { recordMoves: true } : {}),
   };
 }
 
@@ -427,7 +437,7 @@ async function explore(a: Args): Promise<number> {
     for (const d of total.digests.sort((x, y) => x.seed - y.seed))
       process.stdout.write(`seed ${d.seed}: ${d.line}\n`);
   const cmd = (seed: number, keep?: number[]) =>
-    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${a.reach ? '' : ' --no-reach'}${a.prefetch ? '' : ' --no-prefetch'}${a.clients ? '' : ' --no-clients'}${a.configChanges ? '' : ' --no-config-changes'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
+    `npm run dst -- --seed ${seed}${a.actions !== DEFAULT_OPTIONS.actions ? ` --steps ${a.actions}` : ''}${a.spanMs !== undefined ? ` --span ${a.spanMs}` : ''}${a.nodeTtlMs !== undefined ? ` --node-ttl ${a.nodeTtlMs}` : ''}${a.overload ? '' : ' --no-overload'}${a.bound ? '' : ' --no-bound'}${a.reach ? '' : ' --no-reach'}${a.prefetch ? '' : ' --no-prefetch'}${a.clients ? '' : ' --no-clients'}${a.configChanges ? '' : ' --no-config-changes'}${!a.configChanges || a.recordMoves ? '' : ' --no-record-moves'}${keep ? ` --keep ${keep.join(',')}` : ''}`;
   for (const f of total.failures.sort((x, y) => x.seed - y.seed).slice(0, 10)) {
     process.stdout.write(
       `\nseed ${f.seed}: ${f.invariant}: ${f.detail} (step ${f.step}, t=${f.at} ms)\n  replay: ${cmd(f.seed)}\n`,

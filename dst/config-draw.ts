@@ -27,6 +27,19 @@ export interface ConfigChangeDraw {
    * rebuild their plugins iterator each on its own: `worker_state_update_frequency`, 5 s by default).
    */
   staleMs: number;
+  /**
+   * The nodes' lora-poller is a plugin of its own (absent: none; its own `__plugin_id` and
+   * `__seq__`): on the router's record, or with `timeout` 1 on one differing in timeout only (same
+   * state, another record: it replaces the router's runtime there). After a record change or a
+   * move of the router it follows `lagMs` later, or never (no `lagMs`): the node's two plugins sit
+   * on different records meanwhile (test/core/review-left.test.ts's case).
+   */
+  poller?: { lagMs?: number; timeout: 0 | 1 };
+  /**
+   * Moves drawn (absent: none): the replicas (indices) only a node's router moved to the other
+   * state lists; every other configuration lists the others only (the `move` actions).
+   */
+  move?: { away: number[] };
 }
 
 /** Of the seeds with changes, those with a node down past node_ttl_ms and the store's grace. */
@@ -90,6 +103,60 @@ export function drawConfigChanges(seed: number, world: WorldSettings, actions: A
       ms: int(r, past + 500, past + 6000),
     });
   }
+}
+
+/** Of the seeds with changes, those whose lora-poller is a plugin of its own. */
+const POLLER_SHARE = 0.5;
+/** Of those that follow the router's record, the rest never follow. */
+const POLLER_FOLLOWS_SHARE = 0.75;
+/** Of the seeds with changes (two replicas at least), those where one node's router moves. */
+const MOVE_SHARE = 0.4;
+/** Of those, the moves back to the other replicas; half of them past the grace (the left runtime retired). */
+const MOVE_BACK_SHARE = 0.6;
+
+/**
+ * The lora-poller as a plugin of its own, and a node's router moving to the other state's
+ * replicas and maybe back (from a stream of their own: the seeds' other draws stay). A move lists
+ * replicas no other configuration lists (the last one, `move.away`): every configuration change
+ * lists the others only, and none of the moved node's is drawn while it is away (two states
+ * routing one replica outside a record change's span is no configuration the router supports).
+ */
+export function drawRecordPlugins(seed: number, world: WorldSettings, actions: Action[]): void {
+  const cc = world.configChanges;
+  if (!cc) return;
+  // +19: +17 is the clients' draws' (dst/client-draw.ts), +18 the replicas' timeout notices.
+  const r = seededRandom(seed * 2654435761 + 19);
+  if (r() < POLLER_SHARE)
+    cc.poller = {
+      ...(r() < POLLER_FOLLOWS_SHARE ? { lagMs: int(r, 0, 3000) } : {}),
+      timeout: r() < 0.5 ? 0 : 1,
+    };
+  if (world.replicas < 2 || r() >= MOVE_SHARE) return;
+  const away = [world.replicas - 1];
+  const home = Array.from({ length: world.replicas - 1 }, (_, i) => i);
+  cc.move = { away };
+  const node = int(r, 0, world.nodes - 1);
+  const at = int(r, 0, world.spanMs);
+  const back =
+    r() < MOVE_BACK_SHARE
+      ? at + (r() < 0.5 ? int(r, 500, 3000) : int(r, COME_BACK_AFTER_MS[0], COME_BACK_AFTER_MS[1]))
+      : Infinity;
+  for (let i = actions.length - 1; i >= 0; i--) {
+    const a = actions[i]!;
+    if (a.kind !== 'config-change') continue;
+    if (a.node === node && a.at >= at && a.at <= back) {
+      actions.splice(i, 1);
+      continue;
+    }
+    a.replicas = a.replicas.filter((x) => home.includes(x));
+    if (a.replicas.length === 0) a.replicas = [home[int(r, 0, home.length - 1)]!];
+  }
+  actions.push({ at, kind: 'move', node, replicas: away });
+  if (back === Infinity) return;
+  // Back to the first state, maybe with other replicas than it left there.
+  const listed = home.filter(() => r() < 0.6);
+  if (listed.length === 0) listed.push(home[int(r, 0, home.length - 1)]!);
+  actions.push({ at: back, kind: 'move', node, replicas: listed });
 }
 
 /** One change: to one node, or to every node in turn (Kong's push reaching each a little apart). */

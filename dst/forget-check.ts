@@ -122,10 +122,15 @@ export class ForgetCheck {
       const cur = nodes.current[p.node]!;
       if (nodes.listed[p.node]!.includes(url) && cur.since <= at - SLACK_MS)
         return `node ${p.node}'s configuration (__seq__ ${cur.seq}, since ${Math.round(cur.since)} ms) lists it`;
+      // An old configuration runs where the registry sends it, from its own record: there while that
+      // record's runtime is current (a record moved from, within the grace), else where its plugin's
+      // newest runs unless the record was left (runtime-registry.ts `runtimeOf`). Counted on its
+      // own state only: the second case is not judged (lenient, never a false alarm).
       for (const c of nodes.oldConfigs)
         if (
           c.node === p.node &&
           c.gen === p.gen &&
+          c.db === db &&
           c.urls.includes(url) &&
           at - c.usedAt < MIN_LAPSE_MS - SLACK_MS
         )
@@ -181,8 +186,12 @@ export class ForgetCheck {
       step: w.step,
     });
     const used = new Set(nodes.procs.filter((p) => p.alive).map((p) => p.db));
+    // A runtime a node's lora-poller alone keeps on a state its router left polls what that state
+    // lists (docs/reliability.md, the record move): no router there forgets for it.
+    const alone = nodes.pollerAloneSenders();
     for (const [url, by] of due) {
-      const last = calls.lastCallAt.get(url) ?? -Infinity;
+      const senders = [...(calls.lastCallBy.get(url) ?? [])].filter(([sender]) => !alone.has(sender));
+      const last = Math.max(-Infinity, ...senders.map(([, at]) => at));
       if (last > by)
         return fail(
           `${url}, listed by no configuration, called at ${Math.round(last)} ms (due ${Math.round(by)} ms)`,

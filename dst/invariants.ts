@@ -85,6 +85,12 @@ export interface Limits {
   quietAfterMs: number;
   /** How long a load lock a reset of the shared state brought back may live (the trim check's excuse). */
   staleLockMs?: number;
+  /**
+   * Replicas by the budget that pays their cold loads, one group per shared state at a time (absent:
+   * one fleet, one budget). With moves (dst/config-draw.ts), the moved record's replicas are the
+   * other state's while the rest are this one's: two budgets at once, each its own window.
+   */
+  budgetGroups?: readonly (readonly string[])[];
 }
 
 /** A load call as a runtime sent it. */
@@ -320,9 +326,13 @@ export class LogChecks {
         wallMs: c.at,
         replica: c.url,
       });
-      const budget = coldLoadsWithinBudget(this.charged, this.limits.coldLoadsPerMinute, 60_000, w.resets);
-      if (budget.violations.length > 0)
-        this.fail(w, 'cold loads within the budget per window', describe(budget.violations[0]!));
+      for (const group of this.limits.budgetGroups ?? [undefined]) {
+        if (group && !group.includes(c.url)) continue;
+        const charged = group ? this.charged.filter((e) => group.includes(e.replica!)) : this.charged;
+        const budget = coldLoadsWithinBudget(charged, this.limits.coldLoadsPerMinute, 60_000, w.resets);
+        if (budget.violations.length > 0)
+          this.fail(w, 'cold loads within the budget per window', describe(budget.violations[0]!));
+      }
       const mine = this.byProc.get(c.proc) ?? [];
       const recent = mine.filter((m) => c.at - m.at < 60_000);
       recent.push(c);

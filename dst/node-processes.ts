@@ -13,10 +13,12 @@ import { silentLogger } from '../src/log';
 import type { Random } from '../src/random';
 import { RouterService } from '../src/router/router';
 import { FleetRuntime } from '../src/runtime';
+import { RuntimeRegistry } from '../src/runtime-registry';
 import { routingRequest, type CallsSeen } from './calls-seen';
 import type { HealthReads } from './health-reads';
 import type { LinkFaults, RedisModel } from './redis-model';
 import { prefetchFields } from './prefetch-draw';
+import { LeftStates } from './left-check';
 import { RegistrationPasses } from './registration-passes';
 import type { ReplicaSet } from './replicas';
 import type { Schedule } from './schedule';
@@ -32,6 +34,8 @@ import {
 
 /** Kong's `__plugin_id` of the nodes' lora-router plugin, in worlds whose configurations change. */
 export const PLUGIN_ID = '6f1c1a9e-lora-router';
+/** Kong's `__plugin_id` of the nodes' lora-poller plugin, in worlds where it is a plugin of its own. */
+export const POLLER_ID = '9b3e5d2a-lora-poller';
 
 /**
  * A router configuration a node ran before its current one (superseded): what it lists, and when
@@ -48,6 +52,9 @@ export interface OldConfig {
   usedAt: number;
   /** Its service on the runtime current when it was superseded (a stale worker's requests go there). */
   svc: RouterService;
+  /** The `redis` record it ran on: state `db`, the node's `recordGen`th record. */
+  db: number;
+  recordGen: number;
 }
 
 /** Parsed router configurations by their input (frozen: a runtime never changes its own). */
@@ -85,9 +92,12 @@ export interface Process {
   gen: number;
   alive: boolean;
   clock: NodeClock;
+  /** Its runtimes by `redis` record, as the plugins' process keeps them (src/runtime-registry.ts). */
+  registry: RuntimeRegistry;
+  /** The runtime its current router configuration runs on (the registry's for its record). */
   rt: FleetRuntime;
   svc: RouterService;
-  /** Every runtime this process made (a record change adds one): their stores' checks. */
+  /** Every runtime its registry made (a record change adds one): their stores' checks. */
   runtimes: FleetRuntime[];
   /** Every router service it made (one per runtime): their held requests' counts (`heldInGateway`). */
   services: RouterService[];
@@ -154,7 +164,18 @@ export class NodeProcesses {
   readonly current: { seq: number; since: number }[];
   /** Superseded configurations of live processes, oldest first (world with configuration changes). */
   readonly oldConfigs: OldConfig[] = [];
+  /**
+   * By node: Kong's configuration of its lora-poller plugin (worlds with `configChanges.poller`):
+   * the router record it follows (its own differs in timeout if `poller.timeout`), and its `__seq__`.
+   */
+  readonly pollerRecord: { db: number; recordGen: number; seq: number }[];
+  /** Since when no plugin of each live process's node is on each state (dst/left-check.ts). */
+  readonly left = new LeftStates();
   private readonly w: Schedule['world'];
+  /** By runtime: the name its calls to the replicas go by (`pollSender`). */
+  private readonly senders = new WeakMap<FleetRuntime, string>();
+  /** By process: the record number of the runtime its registry is making (its calls' sender name). */
+  private readonly making = new WeakMap<Process, number>();
 
   constructor(private readonly g: ProcessGround) {
     this.w = g.schedule.world;
@@ -163,19 +184,147 @@ export class NodeProcesses {
       partitions: 0,
       slow: 0,
     }));
-    this.listed = Array.from({ length: this.w.nodes }, () => [...g.replicas.urls]);
+    // With a move drawn, the replicas only the moved record lists are no configuration's before it.
+    const away = new Set(this.w.configChanges?.move?.away ?? []);
+    this.listed = Array.from({ length: this.w.nodes }, () => g.replicas.urls.filter((_, i) => !away.has(i)));
+    this.pollerRecord = Array.from({ length: this.w.nodes }, () => ({ db: 0, recordGen: 0, seq: 1 }));
     this.current = Array.from({ length: this.w.nodes }, () => ({ seq: 1, since: 0 }));
   }
 
   /**
-   * A router service of node `n`'s current configuration on `rt` (Kong starting a plugin instance:
-   * it registers with the runtime). With configuration changes, it carries Kong's `__plugin_id`
-   * and `__seq__`, as plugins/lora-router.ts passes them; without, neither (as before them).
+   * A router service of a configuration of node `p.node` listing `urls` on record (`db`,
+   * `recordGen`), as plugins/lora-router.ts makes one (Kong starting a plugin instance): on the
+   * runtime its process's registry gives for the record, its plugin id and `__seq__`
+   * (`sharedRuntime`), then registered there. With configuration changes it carries Kong's
+   * `__plugin_id` and `__seq__`; without, neither (as before them).
    */
-  private service(n: number, rt: FleetRuntime, db: number, recordGen: number): RouterService {
-    const config = this.routerConfig(this.redisConfig(db, recordGen), this.listed[n]!);
-    if (!this.w.configChanges) return new RouterService(config, rt);
-    return new RouterService(config, rt, PLUGIN_ID, this.current[n]!.seq);
+  private service(
+    p: Process,
+    db: number,
+    recordGen: number,
+    urls: readonly string[],
+    seq: number,
+  ): RouterService {
+    const config = this.routerConfig(this.redisConfig(db, recordGen), urls);
+    this.making.set(p, recordGen);
+    const keyed = this.w.configChanges !== undefined;
+    const rt = keyed
+      ? p.registry.sharedRuntime(config.redis, seq, PLUGIN_ID)
+      : p.registry.sharedRuntime(config.redis);
+    const svc = keyed ? new RouterService(config, rt, PLUGIN_ID, seq) : new RouterService(config, rt);
+    p.services.push(svc);
+    return svc;
+  }
+
+  /** A new router service of node `p.node`'s current configuration, on its current record: Kong's current instance. */
+  private currentService(p: Process): RouterService {
+    const svc = this.service(p, p.db, p.recordGen, this.listed[p.node]!, this.current[p.node]!.seq);
+    p.rt = svc.runtime;
+    p.svc = svc;
+    return svc;
+  }
+
+  /**
+   * Node `p.node`'s lora-poller plugin starts an instance on its record (worlds with
+   * `configChanges.poller`), as plugins/lora-poller.ts does: the registry's runtime for the record
+   * (a record on the router's state but another timeout replaces the router's runtime there, the
+   * node kept), its polling settings registered, polling started.
+   */
+  private startPoller(p: Process): void {
+    const poller = this.w.configChanges?.poller;
+    if (!poller) return;
+    const rec = this.pollerRecord[p.node]!;
+    const recordGen = rec.recordGen + poller.timeout;
+    this.making.set(p, recordGen);
+    const rt = p.registry.sharedRuntime(this.redisConfig(rec.db, recordGen), rec.seq, POLLER_ID);
+    rt.registerPolling(POLLER_ID, { intervalMs: POLL_MS, timeoutMs: POLL_TIMEOUT_MS, jitter: 0.1 });
+    rt.poller.start();
+    // The router's runtime replaced on its state: its configuration's requests go to the successor.
+    p.rt = p.rt.current();
+    this.notePlugins(p);
+  }
+
+  /** Notes the states `p`'s plugins are on now: its router's record's, its lora-poller's if a plugin of its own. */
+  private notePlugins(p: Process): void {
+    // Only in worlds with a lora-poller of its own or a move (the others run as before them).
+    const cc = this.w.configChanges;
+    if (!cc?.poller && !cc?.move) return;
+    const on = new Set([p.db]);
+    if (this.w.configChanges?.poller) on.add(this.pollerRecord[p.node]!.db);
+    this.left.note(p, on, this.g.sched.now());
+  }
+
+  /**
+   * Node `n`'s lora-poller follows its router's record (now `p.db`, `p.recordGen`) after the
+   * world's lag (Kong's push of the other plugin's change), or never (no lag drawn).
+   */
+  private pollerFollows(p: Process): void {
+    const lagMs = this.w.configChanges?.poller?.lagMs;
+    if (lagMs === undefined) return;
+    const to = { db: p.db, recordGen: p.recordGen };
+    this.g.sched.after(lagMs, () => {
+      this.pollerRecord[p.node] = { ...to, seq: this.pollerRecord[p.node]!.seq + 1 };
+      const now = this.procs[p.node]!;
+      if (now.alive) this.startPoller(now);
+    });
+  }
+
+  /**
+   * Kong moves node `n`'s router plugin (a higher `__seq__`) to a record on the other state that
+   * lists `urls`, replicas no configuration on the state it leaves lists: nothing replaces its
+   * runtime there (the registry's `claimReplicas` finds no replica in common), its configuration
+   * there is superseded (`pluginMoved`), and once every plugin of the node left that record and
+   * the grace passed, the runtime retires (`retireIfLeft`). Its lora-poller follows after the lag.
+   */
+  move(n: number, urls: readonly string[]): void {
+    const p = this.procs[n]!;
+    const cur = this.current[n]!;
+    const now = this.g.sched.now();
+    if (p.alive)
+      this.oldConfigs.push({
+        node: n,
+        gen: p.gen,
+        urls: this.listed[n]!,
+        seq: cur.seq,
+        supersededAt: now,
+        usedAt: now,
+        svc: p.svc,
+        db: p.db,
+        recordGen: p.recordGen,
+      });
+    this.listed[n] = [...urls];
+    this.current[n] = { seq: cur.seq + 1, since: now };
+    p.db = 1 - p.db;
+    p.recordGen++;
+    if (p.alive) {
+      this.currentService(p);
+      this.notePlugins(p);
+    }
+    this.pollerFollows(p);
+  }
+
+  /**
+   * Process `p`'s registry: its runtimes are the simulation's (`runtime`: the modelled Redis links,
+   * the recorded replica calls, the watches), named by process and record.
+   */
+  private registry(p: Process): RuntimeRegistry {
+    const proc = { node: p.node, gen: p.gen, clock: p.clock, alive: () => p.alive };
+    return new RuntimeRegistry({
+      log: silentLogger,
+      create: (o) => {
+        const db = o.redis?.database ?? 0;
+        const recordGen = this.making.get(p) ?? p.recordGen;
+        // A new node id on other state (the first runtime: the process's own name).
+        let prefix = o.leasePrefix ?? (p.runtimes.length === 0 ? procName(p) : `${procName(p)}r${recordGen}`);
+        // Never another runtime's of this process (a lora-poller's record may carry the number).
+        while (!o.leasePrefix && p.runtimes.some((r) => r.leasePrefix === prefix)) prefix += 'p';
+        this.dbUsedFrom[db] = Math.min(this.dbUsedFrom[db]!, this.g.sched.now());
+        const rt = this.runtime(proc, db, recordGen, prefix, o.leaseSeq);
+        p.runtimes.push(rt);
+        this.watchLeave(rt.store as FailoverFleetStore);
+        return rt;
+      },
+    });
   }
 
   /**
@@ -197,12 +346,13 @@ export class NodeProcesses {
         supersededAt: now,
         usedAt: now,
         svc: p.svc,
+        db: p.db,
+        recordGen: p.recordGen,
       });
     this.listed[n] = [...urls];
     this.current[n] = { seq: cur.seq + 1, since: now };
     if (!p.alive) return;
-    p.svc = this.service(n, p.rt, p.db, p.recordGen);
-    p.services.push(p.svc);
+    this.currentService(p);
   }
 
   /**
@@ -213,12 +363,30 @@ export class NodeProcesses {
    */
   oldInstance(p: Process, old: OldConfig): RouterService {
     old.usedAt = this.g.sched.now();
-    const config = this.routerConfig(this.redisConfig(p.db, p.recordGen), old.urls);
-    const svc = new RouterService(config, p.rt, PLUGIN_ID, old.seq);
-    p.services.push(svc);
-    p.svc = this.service(p.node, p.rt, p.db, p.recordGen);
-    p.services.push(p.svc);
+    // On its own record (one the node may have left since): where the registry runs it.
+    const svc = this.service(p, old.db, old.recordGen, old.urls, old.seq);
+    this.currentService(p);
     return svc;
+  }
+
+  /**
+   * The senders of runtimes a node's lora-poller plugin alone keeps (worlds with `configChanges.poller`):
+   * on the state of its record, its router's on the other one.
+   */
+  pollerAloneSenders(): Set<string> {
+    const out = new Set<string>();
+    if (!this.w.configChanges?.poller) return out;
+    for (const p of this.procs) {
+      const db = this.pollerRecord[p.node]!.db;
+      if (!p.alive || db === p.db) continue;
+      for (const rt of p.runtimes) if (this.prefixDb.get(rt.leasePrefix) === db) out.add(this.senderOf(rt));
+    }
+    return out;
+  }
+
+  /** The name `rt`'s calls to the replicas go by (calls-seen.ts: its prefix and record's number). */
+  senderOf(rt: FleetRuntime): string {
+    return this.senders.get(rt)!;
   }
 
   /** The superseded configuration `svc` runs, if it is one of a live process's. */
@@ -303,6 +471,7 @@ export class NodeProcesses {
       ...(seq ? { leaseSeq: seq } : {}),
       ...(this.w.configChanges ? { retainEveryMs: this.w.configChanges.retainEveryMs } : {}),
     });
+    this.senders.set(rt, sender);
     this.watchRetakes(rt, prefix);
     this.passes.watch(rt.store, prefix);
     this.g.calls.budgetSeen(rt);
@@ -355,20 +524,23 @@ export class NodeProcesses {
 
   /** A plugin-server process of node `n` starts (generation `gen`): no memory of any before it. */
   start(n: number, gen: number, db: number, clock: NodeClock, recordGen = 0): Process {
-    const p = { node: n, gen, clock, alive: true } as Process;
-    const rt = this.runtime({ ...p, alive: () => p.alive }, db, recordGen, `n${n}g${gen}`);
-    const svc = this.service(n, rt, db, recordGen);
-    Object.assign(p, {
-      rt,
-      svc,
-      runtimes: [rt],
-      services: [svc],
+    const p = {
+      node: n,
+      gen,
+      clock,
+      alive: true,
+      runtimes: [],
+      services: [],
       routing: 0,
       open: 0,
       startedAt: this.g.sched.now(),
       db,
       recordGen,
-    });
+    } as unknown as Process;
+    p.registry = this.registry(p);
+    this.currentService(p);
+    this.startPoller(p);
+    this.notePlugins(p);
     return p;
   }
 
@@ -380,29 +552,17 @@ export class NodeProcesses {
       // next process starts with this record.
       if (otherState) p.db = 1 - p.db;
       p.recordGen++;
+      this.pollerFollows(p);
       return;
     }
-    const old = p.rt;
-    const db = otherState ? 1 - p.db : p.db;
-    const recordGen = p.recordGen + 1;
-    const same = !otherState;
-    const rt = this.runtime(
-      { node: n, gen: p.gen, clock: p.clock, alive: () => p.alive },
-      db,
-      recordGen,
-      same ? old.leasePrefix : `n${n}g${p.gen}r${recordGen}`,
-      same ? old.leaseSeq : undefined,
-    );
-    p.rt = rt;
-    p.db = db;
-    this.dbUsedFrom[db] = Math.min(this.dbUsedFrom[db]!, this.g.sched.now());
-    p.recordGen = recordGen;
-    p.runtimes.push(rt);
-    p.svc = this.service(n, rt, db, recordGen);
-    p.services.push(p.svc);
-    if (!same) this.watchLeave(old.store as FailoverFleetStore);
-    // As the registry's `replace` (src/runtime-registry.ts).
-    old.retire(rt).catch(() => undefined);
+    // Kong's new instance on the new record, as the plugin makes it: the registry replaces the
+    // runtime (same state: at once, keeping its node id; other state: once the configuration
+    // registers there and claims the replicas the old one routes to).
+    if (otherState) p.db = 1 - p.db;
+    p.recordGen++;
+    this.currentService(p);
+    this.notePlugins(p);
+    this.pollerFollows(p);
   }
 
   /** Notes when `store` begins to leave its state (dst/owed-ends-check.ts); on this instance only. */
@@ -423,8 +583,7 @@ export class NodeProcesses {
   pushConfig(n: number): void {
     const p = this.procs[n]!;
     if (!p.alive) return;
-    p.svc = this.service(n, p.rt, p.db, p.recordGen);
-    p.services.push(p.svc);
+    this.currentService(p);
   }
 
   /** The plugin-server process of node `n` dies and Kong starts another: nothing of it is left. */

@@ -19,10 +19,13 @@ export function auditProcesses(
   due: ReadonlyMap<string, number>,
 ): Violation | undefined {
   const kept: string[] = [];
+  // A runtime a lora-poller alone keeps on a state its router left polls what that state lists, no
+  // router there to forget for it (docs/reliability.md, the record move; forget-check.ts too).
+  const alone = nodes.pollerAloneSenders();
   for (const p of nodes.procs) {
     if (!p.alive) continue;
     // A replaced runtime (a `redis` record change) is dropped whole once drained: only the current one lives on.
-    for (const rt of p.runtimes.filter((r) => r.successor === null))
+    for (const rt of p.runtimes.filter((r) => r.successor === null && !alone.has(nodes.senderOf(r))))
       for (const [url, by] of due) {
         const paths = recordsNaming(rt, url);
         if (paths.length > 0)

@@ -21,7 +21,7 @@ import { waitedIdle } from './hold-check';
 import { pastOwnSight, seenUp, type HealthReads } from './health-reads';
 import type { BudgetRefusal, Violation, WorldView } from './invariants';
 import { leaseIssuer } from './lease-watch';
-import { pollSender, procName, type NodeProcesses, type Process } from './node-processes';
+import { procName, type NodeProcesses, type Process } from './node-processes';
 import type { RedisModel } from './redis-model';
 import { urlParts, type ClientGone, type ProxyAnswer, type ReplicaSet } from './replicas';
 import { SERVED_TELL_INVARIANT, tellWrong, watchTells } from './served-tell-check';
@@ -122,8 +122,6 @@ export class RequestRouting {
     });
     // Alone on an idle fleet: nothing else can change while it routes (the hold's invariant).
     const alone = this.inFlight === 0;
-    // Whether the node decided alone when the request came (the kong-mark check: its decision's views).
-    const localAtArrival = p.rt.store.mode?.() === 'local';
     const arrivals = ++this.arrivals;
     if (a.adapter >= 0) this.g.calls.adapterOf.set(arrivals, model);
     const began = this.g.sched.now();
@@ -148,7 +146,11 @@ export class RequestRouting {
     const listed = svc.config.replicas.map((r) => urlParts(r.url).origin);
     this.g.calls.listedOf.set(arrivals, listed);
     // The runtime current when it came: the one it is decided on (Router.route), or a successor.
-    const came = p.rt;
+    // Its service's: a stale worker's old configuration of a record the node moved from runs on
+    // that record's runtime, not the node's newest (dst/config-draw.ts moves).
+    const came = svc.runtime.current();
+    // Whether the node decided alone when the request came (the kong-mark check: its decision's views).
+    const localAtArrival = came.store.mode?.() === 'local';
     // The class header as Kong hands the plugin the request's headers (plugins/lora-router.ts reads it so).
     const headers: Record<string, string> = a.cls === undefined ? {} : { [OBJECTIVE_HEADER]: a.cls };
     const slo = (): Promise<SloHints> => Promise.resolve({ objective: headers[OBJECTIVE_HEADER] });
@@ -357,7 +359,9 @@ export class RequestRouting {
       adapter: out.adapter,
     };
     const failedAt = this.g.sched.now();
-    const on = p.rt;
+    // Where the log phase marks (log-phase.ts: the lease's runtime, current): judged below only if
+    // that is the node's newest (a record the node moved from is not followed).
+    const on = rt.current();
     // `kong.response.get_source()` is a round trip to Kong: a poll may begin while it is under way.
     const source = () => {
       if (sourceMs === 0) return Promise.resolve(answer.source);
@@ -389,7 +393,7 @@ export class RequestRouting {
     }
     if (!p.alive || p.rt !== on || !kongOwnStatus(answer.status) || answer.source !== 'error') return;
     this.kongMarks.marked++;
-    const by = pollSender(on.leasePrefix, p.recordGen);
+    const by = this.g.nodes.senderOf(on);
     this.g.healthReads.kongMarked(by, origin, {
       status: answer.status,
       failedAt,
@@ -418,12 +422,7 @@ export class RequestRouting {
     if (status === 499) return;
     if (status >= 500 && source !== 'service' && !(kongOwnStatus(status) && source === 'error')) return;
     if ((decider ?? p.rt) === p.rt && this.g.sched.now() - began < this.w.leaseMaxAgeMs / 2)
-      this.g.healthReads.upstreamAnswered(
-        pollSender(p.rt.leasePrefix, p.recordGen),
-        origin,
-        status,
-        this.g.sched.now(),
-      );
+      this.g.healthReads.upstreamAnswered(this.g.nodes.senderOf(p.rt), origin, status, this.g.sched.now());
   }
 
   /** dst/access-check.ts: answered within its access bound; a refusal for overload with OpenAI's error and Retry-After. */
@@ -621,7 +620,7 @@ export class RequestRouting {
     const down = this.g.replicas.down(origin, POLL_MS, POLL_TIMEOUT_MS);
     if (!down || down.since < Math.max(p.startedAt, this.g.lastRecordChange())) return;
     const now = this.g.sched.now();
-    const sender = pollSender(p.rt.leasePrefix, p.recordGen);
+    const sender = this.g.nodes.senderOf(p.rt);
     const alone = p.rt.store.mode?.() === 'local';
     // Deciding alone, the node sees the down through its own polls only: from its next poll after
     // one of this replica that timed out on a slow path from its host (seed 1646547), and not
@@ -686,7 +685,7 @@ export class RequestRouting {
     /** The replicas the configuration that routed it lists: the health filter's candidates (it fails open among them). */
     listed: readonly string[],
   ): void {
-    const sender = pollSender(p.rt.leasePrefix, p.recordGen);
+    const sender = this.g.nodes.senderOf(p.rt);
     // Another node's poll undoes the marking unless the node surely decided alone. Its own marking
     // binds it deciding alone (its local store has it) or once it reached the shared state (one made
     // alone is handed on at the return dated 50 ms early: not covered); surely sharing, any node's

@@ -5,7 +5,7 @@
  */
 import { seededRandom, type Random } from '../src/random';
 import { drawClients, type GaveUp } from './client-draw';
-import { drawConfigChanges, type ConfigChangeDraw } from './config-draw';
+import { drawConfigChanges, drawRecordPlugins, type ConfigChangeDraw } from './config-draw';
 import { dur, int } from './draws';
 import { overload } from './overload';
 import { drawPrefetch, type PrefetchDraw } from './prefetch-draw';
@@ -53,6 +53,12 @@ export type Action =
    * listing the world's replicas `replicas` (indices) only (dst/config-draw.ts).
    */
   | { at: number; kind: 'config-change'; node: number; replicas: number[] }
+  /**
+   * Kong moves node `node`'s router plugin to a record on the other state (relative to its own now)
+   * listing the world's replicas `replicas` (indices) only, none of those the other records list
+   * (dst/config-draw.ts `configChanges.move`).
+   */
+  | { at: number; kind: 'move'; node: number; replicas: number[] }
   | { at: number; kind: 'skew'; node: number; ms: number }
   | { at: number; kind: 'replica-restart'; replica: number; downMs: number }
   | { at: number; kind: 'replica-outage'; replica: number; ms: number; mode: Outage }
@@ -92,6 +98,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'config-push',
   'config-change',
   'node-down',
+  'move',
 ];
 
 /** The world a seed builds: sizes and settings, drawn once per seed. */
@@ -192,6 +199,12 @@ export interface ScheduleOptions {
    * before them: the seeds tests replay by number keep what they meant.
    */
   configChanges?: boolean;
+  /**
+   * With configuration changes: the lora-poller as a plugin of its own and moves of a node's router
+   * to the other state's replicas (dst/config-draw.ts `drawRecordPlugins`; default OFF, the CLI
+   * turns them on). Off, every seed is as drawn before them.
+   */
+  recordMoves?: boolean;
 }
 
 /**
@@ -366,7 +379,11 @@ export function generate(seed: number, o: ScheduleOptions): Schedule {
   // Per request, from a stream of its own: the actions stay, some carry a client's or Kong's draw.
   if (o.clients !== false && o.overload !== false) drawClients(seed, actions);
   // Last: its draws on the requests read the actions as drawn above.
-  if (o.configChanges === true && o.overload !== false) drawConfigChanges(seed, world, actions);
+  if (o.configChanges === true && o.overload !== false) {
+    drawConfigChanges(seed, world, actions);
+    // After them: a move drops or narrows their configuration changes.
+    if (o.recordMoves === true) drawRecordPlugins(seed, world, actions);
+  }
   actions.sort((a, b) => a.at - b.at);
   return { seed, world, actions };
 }

@@ -90,6 +90,7 @@ export class StepChecks {
         quietAfterMs: (w.nodeTtlMs ?? NODE_TTL_MS) + 2 * PROBE_MS,
         // A load lock's TTL (load_timeout_ms and its margin), from a restart's end at the latest.
         staleLockMs: LOAD_TIMEOUT_MS + LOCK_MARGIN_MS + REDIS_DOWN_MAX_MS,
+        ...budgetGroups(w, replicas.urls),
       },
       excused,
       {
@@ -166,4 +167,17 @@ export class StepChecks {
     }
     return undefined;
   }
+}
+
+/**
+ * With moves, the replicas only a moved record lists and the others: no configuration lists both
+ * on one state outside a record change's span (dst/config-draw.ts), so each group's cold loads are
+ * one state's budget at a time (docs/reliability.md "The cold-load budget": per shared state).
+ */
+function budgetGroups(w: Schedule['world'], urls: readonly string[]): { budgetGroups?: string[][] } {
+  const away = w.configChanges?.move?.away;
+  if (!away) return {};
+  return {
+    budgetGroups: [urls.filter((_, i) => !away.includes(i)), urls.filter((_, i) => away.includes(i))],
+  };
 }

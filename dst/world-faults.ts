@@ -159,6 +159,15 @@ export class WorldFaults {
           a.node,
           a.replicas.map((i) => replicas.urls[i]!),
         );
+      case 'move':
+        // One record change more to other state (its own budget window there), as a record change's.
+        this.fault();
+        this.stateMoves.push({ from: sched.now(), to: sched.now() });
+        this.lastRecordChange = Math.max(this.lastRecordChange, sched.now());
+        return nodes.move(
+          a.node,
+          a.replicas.map((i) => replicas.urls[i]!),
+        );
       case 'skew':
         this.fault();
         nodes.procs[a.node]!.clock.skew = a.ms;

@@ -248,7 +248,7 @@ export class World {
 
   private apply(a: Action): void {
     if (a.kind === 'request') return void this.routing.request(a);
-    if (a.kind === 'config-change' && this.forget) {
+    if ((a.kind === 'config-change' || a.kind === 'move') && this.forget) {
       const after = a.replicas.map((i) => this.replicas.urls[i]!);
       this.forget.changing(this.nodes.listed[a.node]!, after);
       const forgotten = new Set(this.redis.flatMap((r) => r.forgotten.map((f) => f.url)));
@@ -300,6 +300,15 @@ export class World {
         if (!stop())
           this.violation =
             this.forget!.forgotten(this.view(), due) ?? auditProcesses(this.view(), this.nodes, due) ?? null;
+      }
+      // On until each runtime every plugin of its node left is due quiet, then judged (dst/left-check.ts).
+      const quietBy = stop() ? [] : this.nodes.left.due(this.nodes).map((d) => d.by);
+      if (quietBy.length > 0) {
+        await this.sched.run(Math.max(this.sched.now(), ...quietBy) + POLL_MS, step, stop);
+        if (!stop())
+          this.violation =
+            this.nodes.left.judge(this.nodes, this.calls.lastBySender, this.sched.now(), this.sched.steps) ??
+            null;
       }
     } finally {
       this.close();

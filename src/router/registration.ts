@@ -12,7 +12,7 @@ import { samePath } from '../fleet/replica-record';
 import { ConfigClaim } from '../fleet/node-claim';
 import type { ReplicaSpec } from '../fleet/types';
 import type { FleetRuntime } from '../runtime';
-import { claimReplicas, recordLeft } from '../runtime-registry';
+import { registryFor } from '../runtime-registry';
 import type { SchedulingPolicy } from '../scheduler/types';
 import type { ColdLoadBudget } from './cold-budget';
 
@@ -87,7 +87,9 @@ export function registerConfiguration(
   // replicas in its own state, then polled, planned and trimmed them without the old state's
   // leases (test/core/review-move.test.ts). It registers nothing: its lease goes back where it
   // was taken (LeaseHandle), and a request through it finds no replica of its own there.
-  if (recordLeft(config.redis))
+  // The registry that made `rt` (the plugins' one, or a simulated process's: dst/node-processes.ts).
+  const registry = registryFor(rt);
+  if (registry.recordLeft(config.redis))
     return {
       claim: new ConfigClaim(setup.key ?? content, content, urls, settings, 0),
       ready: Promise.resolve(),
@@ -103,7 +105,7 @@ export function registerConfiguration(
   );
   // Its replicas, by its plugin id: a changed configuration of one plugin supersedes the last.
   const claim = rt.registerClaim(setup.key ?? content, content, urls, settings, setup.seq);
-  claimReplicas(rt, urls);
+  registry.claimReplicas(rt, urls);
   // The latest configuration registered sets prefetching for the runtime (as replicas' limits);
   // an older one registered again (an old-config instance for a log phase: its claim stays
   // superseded, node-claim.ts) does not take it back.

@@ -1,0 +1,167 @@
+/**
+ * Kept schedules (./holds.ts) with a node's router moved to the other state's replicas
+ * (dst/config-draw.ts `drawRecordPlugins`), each a gap in the checks the moves opened, not the
+ * router's (found by the sweep of 3,400,000-3,409,999 on branch registry-dst).
+ */
+import type { Schedule } from '../../../dst/schedule';
+import { holds } from './holds';
+
+const WORLD1: Schedule['world'] = {
+  nodes: 3,
+  replicas: 3,
+  maxLoadedAdapters: 4,
+  adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin'],
+  loadMs: 800,
+  decodeMsPerStep: 100,
+  coldLoadsPerMinute: 3,
+  leaseMaxAgeMs: 4000,
+  ttftSloMs: 1000,
+  spanMs: 2000,
+  upstreamTimeoutMs: 5000,
+  nodeTtlMs: 500,
+  sloClasses: [
+    { name: 'interactive', ttft_ms: 1000, priority: 0 },
+    { name: 'batch', ttft_ms: 2500, priority: -1, max_in_flight: 2 },
+  ],
+  prefetch: { intervalMs: 1000, halfLifeMs: 3000, loadsPerMinute: 1, hysteresis: 0.5, evictFactor: 1 },
+  configChanges: {
+    retainEveryMs: 10000,
+    staleMs: 1707,
+    poller: { lagMs: 982, timeout: 0 },
+    move: { away: [2] },
+  },
+};
+const ACTIONS1: Schedule['actions'] = [
+  { at: 786, kind: 'move', node: 2, replicas: [2] },
+  {
+    at: 977,
+    kind: 'request',
+    node: 0,
+    adapter: 7,
+    tokens: 1,
+    prompt: 1387,
+    cls: 'interactive',
+    sourceMs: 183,
+    onOldConfig: true,
+  },
+  {
+    at: 988,
+    kind: 'request',
+    node: 0,
+    adapter: 2,
+    tokens: 3,
+    prompt: 1714,
+    exit: true,
+    exitStatus: 503,
+    onOldConfig: true,
+  },
+  {
+    at: 997,
+    kind: 'request',
+    node: 2,
+    adapter: 1,
+    tokens: 3,
+    prompt: 1860,
+    cls: 'batch',
+    gaveUp: { afterMs: 1096, unwritten: true, noticeMs: 161 },
+    sourceMs: 208,
+  },
+  { at: 1014, kind: 'request', node: 2, adapter: 8, tokens: 3, prompt: 458, cls: 'interactive' },
+  { at: 1374, kind: 'request', node: 2, adapter: 7, tokens: 1, prompt: 24, cls: 'batch' },
+  { at: 68726, kind: 'request', node: 2, adapter: 0, tokens: 1, prompt: 533 },
+  { at: 68848, kind: 'request', node: 0, adapter: 4, tokens: 3, prompt: 1655 },
+  { at: 69163, kind: 'request', node: 2, adapter: 3, tokens: 1, prompt: 1603 },
+  { at: 69376, kind: 'request', node: 0, adapter: 8, tokens: 5, prompt: 1630 },
+  { at: 69448, kind: 'request', node: 1, adapter: 0, tokens: 34, prompt: 207 },
+];
+const WORLD2: Schedule['world'] = {
+  nodes: 3,
+  replicas: 3,
+  maxLoadedAdapters: 1,
+  adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med'],
+  loadMs: 200,
+  decodeMsPerStep: 50,
+  coldLoadsPerMinute: 6,
+  leaseMaxAgeMs: 4000,
+  ttftSloMs: 1000,
+  spanMs: 4659,
+  queueTimeoutMs: 2000,
+  upstreamTimeoutMs: 5000,
+  nodeTtlMs: 500,
+  maxNumSeqs: 4,
+  sloClasses: [
+    { name: 'interactive', ttft_ms: 1000, priority: 0 },
+    { name: 'batch', ttft_ms: 2500, priority: -1, max_in_flight: 1 },
+  ],
+  configChanges: {
+    retainEveryMs: 10000,
+    staleMs: 2393,
+    poller: { lagMs: 1236, timeout: 0 },
+    move: { away: [2] },
+  },
+};
+const ACTIONS2: Schedule['actions'] = [
+  {
+    at: 488,
+    kind: 'request',
+    node: 0,
+    adapter: -1,
+    tokens: 52,
+    prompt: 1692,
+    cls: 'interactive',
+    gaveUp: { afterMs: 2706, unwritten: false, noticeMs: 148 },
+    sourceMs: 159,
+    onOldConfig: true,
+  },
+  {
+    at: 519,
+    kind: 'request',
+    node: 0,
+    adapter: -1,
+    tokens: 23,
+    prompt: 1312,
+    cls: 'batch',
+    onOldConfig: true,
+  },
+  { at: 768, kind: 'move', node: 0, replicas: [2] },
+  {
+    at: 870,
+    kind: 'request',
+    node: 0,
+    adapter: 2,
+    tokens: 45,
+    prompt: 1626,
+    sourceMs: 173,
+    onOldConfig: true,
+  },
+  { at: 1475, kind: 'replica-restart', replica: 0, downMs: 870 },
+  {
+    at: 1661,
+    kind: 'request',
+    node: 0,
+    adapter: 0,
+    tokens: 45,
+    prompt: 1236,
+    cls: 'interactive',
+    onOldConfig: true,
+  },
+];
+
+describe('schedules with record moves', () => {
+  // Seed 3405639 (--keep 7,8,9,10,11,12,36,37,39,42,43): node 2 moves to db 1 and replica 2 at 786 ms,
+  // back to db 0 at 74,810 ms (left out). Two states, two cold-load budgets at once, each its own window
+  // (docs/reliability.md "The cold-load budget": per shared state): the fleet-wide count saw 10 loads in
+  // 67.9 s for 9 allowed. The check now counts each replica group (the moved record's, the others') alone.
+  it("seed 3405639: each state's replicas within its own cold-load budget", async () => {
+    await holds(3405639, WORLD1, ACTIONS1);
+  }, 60_000);
+
+  // Seed 3405723 (--keep 10,11,15,16,26,29): node 0 moves to db 1 at 768 ms; a request begun before on db 0
+  // met Kong's 502 from restarting replica-0 and its log phase marked it down on the db 0 runtime; a stale
+  // worker's request at 1,661 ms, through the old configuration, decided on that runtime too. The check had
+  // both on the node's newest runtime (db 1), which had heard of neither. It now takes the runtime a
+  // request's service decides on, and a marking where the lease's runtime is (log-phase.ts).
+  it("seed 3405723: a stale worker's request after a move is judged on the runtime it decided on", async () => {
+    await holds(3405723, WORLD2, ACTIONS2);
+  }, 60_000);
+});
