@@ -147,6 +147,58 @@ const ACTIONS2: Schedule['actions'] = [
   },
 ];
 
+const WORLD3: Schedule['world'] = {
+  nodes: 3,
+  replicas: 3,
+  maxLoadedAdapters: 2,
+  adapters: ['sql', 'chat', 'team,a', 'team'],
+  loadMs: 200,
+  decodeMsPerStep: 100,
+  coldLoadsPerMinute: 3,
+  leaseMaxAgeMs: 4000,
+  ttftSloMs: 1000,
+  spanMs: 6967,
+  staticAdapters: ['sql,chat'],
+  queueTimeoutMs: 2000,
+  upstreamTimeoutMs: 5000,
+  nodeTtlMs: 500,
+  maxNumSeqs: 4,
+  prefetch: { intervalMs: 500, halfLifeMs: 3000, loadsPerMinute: 30, hysteresis: 0.5, evictFactor: 8 },
+  configChanges: {
+    retainEveryMs: 10000,
+    staleMs: 688,
+    poller: { lagMs: 2931, timeout: 0 },
+    move: { away: [2] },
+  },
+};
+const ACTIONS3: Schedule['actions'] = [
+  { at: 2, kind: 'request', node: 0, adapter: 1, tokens: 6, prompt: 1409 },
+  {
+    at: 2,
+    kind: 'request',
+    node: 0,
+    adapter: 2,
+    tokens: 5,
+    prompt: 72,
+    exit: true,
+    sourceMs: 81,
+    onOldConfig: true,
+  },
+  { at: 8, kind: 'request', node: 0, adapter: 0, tokens: 1, prompt: 1927, sourceMs: 78, onOldConfig: true },
+  { at: 713, kind: 'move', node: 0, replicas: [2] },
+  { at: 826, kind: 'partition', node: 0, ms: 5605 },
+  {
+    at: 6920,
+    kind: 'request',
+    node: 0,
+    adapter: 0,
+    tokens: 58,
+    prompt: 1861,
+    gaveUp: { afterMs: 187, unwritten: true, noticeMs: 316 },
+    onOldConfig: true,
+  },
+];
+
 describe('schedules with record moves', () => {
   // Seed 3405639 (--keep 7,8,9,10,11,12,36,37,39,42,43): node 2 moves to db 1 and replica 2 at 786 ms,
   // back to db 0 at 74,810 ms (left out). Two states, two cold-load budgets at once, each its own window
@@ -163,5 +215,16 @@ describe('schedules with record moves', () => {
   // request's service decides on, and a marking where the lease's runtime is (log-phase.ts).
   it("seed 3405723: a stale worker's request after a move is judged on the runtime it decided on", async () => {
     await holds(3405723, WORLD2, ACTIONS2);
+  }, 60_000);
+
+  // Seed 3434914 (--keep 0,1,2,15,16,80; the lead's sweep of 49dbc658): node 0's runtime on db 0 loads three
+  // adapters on replicas 0 and 1 at 37-43 ms; the node moves to db 1 and replica 2 at 713 ms and is cut
+  // off from Redis at 826 ms; at 6,920 ms its db 1 runtime, deciding alone, loads `sql` on replica 2. The
+  // share a node grants alone is its state's (docs/reliability.md "The cold-load budget": per shared
+  // state), and db 1's had spent nothing. The check counted the process's loads on both states as one
+  // share (4 for 3); it now counts those of the replica group the load's budget pays, as the fleet-wide
+  // count does with moves (seed 3405639).
+  it("seed 3434914: a node deciding alone after a move grants from the new state's share", async () => {
+    await holds(3434914, WORLD3, ACTIONS3);
   }, 60_000);
 });
