@@ -21,6 +21,7 @@
  * The busy-unload check (dst/invariants.ts) judges a replica forgotten and listed again as any.
  */
 import { MIN_LAPSE_MS } from '../src/fleet/node-claim';
+import type { RouterService } from '../src/router/router';
 import type { CallsSeen } from './calls-seen';
 import type { Violation, WorldView } from './invariants';
 import type { NodeProcesses } from './node-processes';
@@ -106,6 +107,15 @@ export class ForgetCheck {
     return undefined;
   }
 
+  /**
+   * Whether the claims a configuration registered on `rt` are on state `db` now: handed on with each
+   * replacement (its successor's, to its state), not past a runtime every plugin left (`leftSince`:
+   * its successor never took its replicas over).
+   */
+  private claimsOn(rt: RouterService['runtime'], db: number): boolean {
+    return !rt.leftSince() && this.g.nodes.prefixDb.get(rt.current().leasePrefix) === db;
+  }
+
   /** Why `url` may not be forgotten on `db` at `at`: a live node there routes to it, sure of its claim. */
   private listedBy(db: number, url: string, at: number): string | undefined {
     const { nodes, redis } = this.g;
@@ -125,12 +135,16 @@ export class ForgetCheck {
       // An old configuration runs where the registry sends it, from its own record: there while that
       // record's runtime is current (a record moved from, within the grace), else where its plugin's
       // newest runs unless the record was left (runtime-registry.ts `runtimeOf`). Counted on its
-      // own state only: the second case is not judged (lenient, never a false alarm).
+      // own state only: the second case is not judged (lenient, never a false alarm). Its claims
+      // are where its runtime's were handed (a record change carries them: `claimedSpecs`), and go
+      // no further than a runtime its plugins left (seed 3441398: a move back to its state later
+      // made a runtime that never ran it).
       for (const c of nodes.oldConfigs)
         if (
           c.node === p.node &&
           c.gen === p.gen &&
           c.db === db &&
+          this.claimsOn(c.svc.runtime, db) &&
           c.urls.includes(url) &&
           at - c.usedAt < MIN_LAPSE_MS - SLACK_MS
         )

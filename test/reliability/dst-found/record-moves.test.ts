@@ -199,6 +199,28 @@ const ACTIONS3: Schedule['actions'] = [
   },
 ];
 
+const WORLD4: Schedule['world'] = {
+  nodes: 3,
+  replicas: 3,
+  maxLoadedAdapters: 2,
+  adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio'],
+  loadMs: 1500,
+  decodeMsPerStep: 100,
+  coldLoadsPerMinute: 3,
+  leaseMaxAgeMs: 4000,
+  ttftSloMs: 0,
+  spanMs: 2000,
+  queueTimeoutMs: 4000,
+  upstreamTimeoutMs: 5000,
+  nodeTtlMs: 2000,
+  configChanges: { retainEveryMs: 1000, staleMs: 17, poller: { timeout: 0 }, move: { away: [2] } },
+};
+const ACTIONS4: Schedule['actions'] = [
+  { at: 493, kind: 'config-change', node: 1, replicas: [0, 1] },
+  { at: 702, kind: 'record-change', otherState: true, gapMs: 452 },
+  { at: 1351, kind: 'move', node: 1, replicas: [2] },
+];
+
 describe('schedules with record moves', () => {
   // Seed 3405639 (--keep 7,8,9,10,11,12,36,37,39,42,43): node 2 moves to db 1 and replica 2 at 786 ms,
   // back to db 0 at 74,810 ms (left out). Two states, two cold-load budgets at once, each its own window
@@ -226,5 +248,17 @@ describe('schedules with record moves', () => {
   // count does with moves (seed 3405639).
   it("seed 3434914: a node deciding alone after a move grants from the new state's share", async () => {
     await holds(3434914, WORLD3, ACTIONS3);
+  }, 60_000);
+
+  // Seed 3441398 (--keep 5,9,14; the lead's sweep of 49dbc658): node 1's configuration changes at 493 ms (the
+  // superseded one, __seq__ 1, lists replicas 0-2, last used then); every node's record changes to db 1 from
+  // 702 ms, carrying node 1's claims there; at 1,351 ms node 1 moves back to db 0 with replica 2 only. At
+  // 6,397 ms its db 0 runtime's retain forgets replica 0 there, which no runtime on db 0 routes to. The
+  // check held the superseded configuration's claim on db 0, its record's state, though its runtime had
+  // handed its claims to db 1 (`claimedSpecs`) and the runtime back on db 0 never ran it (used again, it
+  // would register there then). It now counts an old configuration only while its runtime's claims stayed
+  // on that state.
+  it("seed 3441398: a superseded configuration's claims go with its runtime to the other state", async () => {
+    await holds(3441398, WORLD4, ACTIONS4);
   }, 60_000);
 });
