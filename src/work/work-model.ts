@@ -131,6 +131,8 @@ export class WorkModel {
   }
 
   admit(a: Admission): void {
+    // An id admitted again replaces its first entry, as the Map keyed by id did (never twice in a list).
+    if (this.byId.has(a.id)) this.release(a.id, a.at);
     const r = this.replica(a.url);
     advance(r, a.at);
     const ahead = r.admitted - r.drained;

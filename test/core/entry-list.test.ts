@@ -98,3 +98,16 @@ describe('WorkModel: the entries of the leases given back leave their replica', 
     expect(w.forget(U)).toBe(true);
   });
 });
+
+describe('WorkModel: an id admitted again', () => {
+  // Unreachable from the router (every admission is a fresh lease id), but a Map keyed by id
+  // replaced the first entry, and the list kept both: one release left the other for good.
+  it('replaces its first entry: one release leaves nothing on the replica', () => {
+    const w = new WorkModel({ prefillTokensPerS: 1000 });
+    w.admit({ id: 'x', url: U, promptTokens: 100, maxTokens: 10, at: 0 });
+    w.admit({ id: 'x', url: U, promptTokens: 100, maxTokens: 10, at: 1 });
+    w.release('x', 2, true);
+    expect(w.view(U, 2)).toMatchObject({ inFlight: 0, kvReservedTokens: 0 });
+    expect(w.forget(U)).toBe(true);
+  });
+});
