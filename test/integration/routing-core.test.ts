@@ -206,7 +206,9 @@ describe('routing core against simulated replicas over HTTP', () => {
   });
 
   it('by default (room_wait escalate) a cold request whose chosen replica is all busy loads where a slot frees first, not 503', async () => {
-    const extra = { max_loaded_adapters: 1, queue_timeout_ms: 2000 };
+    // Below a's 5 s, so waiting on a's replica would fail; far above b's 0.5 s, which a loaded
+    // machine stretched past 2 s (a 503 in review-path's run at load 5.7 on 2 cores).
+    const extra = { max_loaded_adapters: 1, queue_timeout_ms: 4500 };
     h = await CoreHarness.start([vllm(), vllm()], (urls) => onDemand(urls, extra));
     const ua = ((await h.chat('a')).outcome as { url: string }).url;
     const ub = ((await h.chat('b')).outcome as { url: string }).url;
