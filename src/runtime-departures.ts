@@ -74,7 +74,13 @@ export function wireDepartures(rt: FleetRuntime): void {
     const listed = listedUrls ? new Set(listedUrls) : listedBefore;
     rt.claim.listed(listed);
     const candidates = new Set([...pending, ...forgotten, ...(shared ? [] : released)]);
-    if (listedUrls) for (const u of known) if (!listed.has(u)) candidates.add(u);
+    if (listedUrls) {
+      for (const u of known) if (!listed.has(u)) candidates.add(u);
+      // And each the work model names: shared with the runtime this one replaced on its state
+      // (runtime.ts `passPolling`), it holds what that one polled while the state listed it, maybe
+      // never listed here (the store forgot it between their rounds: simulation seed 3455548).
+      for (const u of rt.work.urls()) if (!listed.has(u)) candidates.add(u);
+    }
     listedBefore = listed;
     for (const u of listed) known.add(u);
     for (const u of claimed) known.add(u);

@@ -331,6 +331,11 @@ export class WorkModel {
     };
   }
 
+  /** The replicas it keeps figures of (runtime-departures.ts: each one no longer listed is looked at). */
+  urls(): IterableIterator<string> {
+    return this.replicas.keys();
+  }
+
   /**
    * Drops `url`'s figures (a replica that left); false, and nothing dropped, while a request
    * admitted there or a load there is still counted.

@@ -433,4 +433,45 @@ describe('schedules with configuration changes', () => {
       ],
     );
   }, 120_000);
+
+  // Seed 3455548 (--keep 26,33,40,44; the lead's sweep of 1fc0402f): node 1 moves to db 1 and replica 2
+  // at 2,901 ms; nodes 2 and 0 list only replica 0 from 4,411 and 4,799 ms; node 1 moves back to db 0
+  // and replica 0 at 74,384 ms. Its new db 0 runtime polled replica 1 (still listed there) into its
+  // work model at 75,367 ms; at 75,437 ms its lora-poller's record (timeout only) followed and replaced
+  // it on the same state, the successor sharing that work model (one node). The store forgot replica 1
+  // then: the successor's first list never named it, so its rounds never looked at it, and the
+  // replaced runtime's stopped. The work model kept replica 1 for good (no process keeps a record of
+  // a replica it forgot). A round now also looks at every replica its work model names.
+  it('seed 3455548: a work model shared with a runtime replaced on the same state forgets what that runtime polled', async () => {
+    await holds(
+      3455548,
+      {
+        nodes: 3,
+        replicas: 3,
+        maxLoadedAdapters: 1,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+        loadMs: 1500,
+        decodeMsPerStep: 50,
+        coldLoadsPerMinute: 6,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 5178,
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        configChanges: {
+          retainEveryMs: 10000,
+          staleMs: 1416,
+          poller: { lagMs: 1053, timeout: 1 },
+          move: { away: [2] },
+        },
+      },
+      [
+        { at: 2901, kind: 'move', node: 1, replicas: [2] },
+        { at: 4411, kind: 'config-change', node: 2, replicas: [0] },
+        { at: 4799, kind: 'config-change', node: 0, replicas: [0] },
+        { at: 74384, kind: 'move', node: 1, replicas: [0] },
+      ],
+    );
+  }, 120_000);
 });
