@@ -662,7 +662,10 @@ export class RedisLink implements SharedStore {
   get liveNodes(): number | null {
     return this.nodeCount.nodes;
   }
-  private nodeCount: NodeCount = NO_COUNT;
+  private count: NodeCount = NO_COUNT;
+  get nodeCount(): NodeCount {
+    return this.count;
+  }
   /** The request whose decision makes a call now (read when the call is made), for `RedisModel.budget`. */
   request: () => number | undefined = () => undefined;
   /** Told of each call a request's decision made once its reply came (dst/health-reads.ts). */
@@ -731,6 +734,11 @@ export class RedisLink implements SharedStore {
     this.epochSeen ??= epoch;
   }
 
+  /** As RedisFleetStore's. */
+  inheritNodeCount(count: NodeCount): void {
+    if (this.count.nodes === null) this.count = count;
+  }
+
   takeStateLost(): boolean {
     const lost = this.stateLost;
     this.stateLost = false;
@@ -766,7 +774,7 @@ export class RedisLink implements SharedStore {
 
   /** As RedisFleetStore's `noteNodes` (src/fleet/redis/live-nodes.ts). */
   private noteNodes([nodes, epochAgeMs]: [number, number]): void {
-    this.nodeCount = nextNodeCount(this.nodeCount, nodes, epochAgeMs, this.server.config.node_ttl_ms);
+    this.count = nextNodeCount(this.count, nodes, epochAgeMs, this.server.config.node_ttl_ms);
   }
 
   /** `ranAt`: when the server ran the call that answered `epoch` (server time). */

@@ -576,6 +576,48 @@ describe('item 7: an outage does not reset the cold-load budget', () => {
     expect(granted).toBeLessThanOrEqual(2 * LIMIT);
   });
 
+  it('a runtime replaced on the same state keeps the count its predecessor held for the window', async () => {
+    const p = prefix();
+    const ns: Node[] = [];
+    for (const id of ['n0', 'n1', 'n2']) ns.push(await node(p, id, { viaProxy: true, nodeTtlMs: 500 }));
+    await waitFor(async () => (await admin.zcard(`${p}nodes`)) === 3, 8000, 'three heartbeats');
+    await beganLongAgo(p);
+    for (const n of ns) await n.s.views([U]);
+    const swept = async (left: number) =>
+      waitFor(
+        async () => {
+          await ns[2]!.shared.expireLeases(Date.now(), 60_000);
+          return (await admin.zcard(`${p}nodes`)) === left;
+        },
+        8000,
+        `${left} node(s) left in the count`,
+      );
+    // Nodes 0 and 1 are cut off in turn and swept; node 2's store reads 1 but holds the 3 it saw.
+    ns[0]!.proxy!.cut('refuse');
+    await swept(2);
+    ns[1]!.proxy!.cut('refuse');
+    await swept(1);
+    expect(ns[2]!.shared.liveNodes).toBe(3);
+    // Node 2's `redis` record changes on the same state (its lora-poller's timeout differs from its
+    // router's): a new store, the same node id, succeeding the old one as FleetRuntime.retire does,
+    // before its own link answers; its link reads the one node left.
+    const config = redis.config(p, { node_ttl_ms: 500, port: ns[2]!.proxy!.port, timeout: 301 });
+    const shared = new RedisFleetStore(config, 'n2');
+    const next: Node = {
+      s: new FailoverFleetStore(shared, silentLogger, { probeMs: 50, logEveryMs: 60_000 }),
+      shared,
+      proxy: ns[2]!.proxy!,
+    };
+    stores.push(next.s);
+    await next.s.succeed(ns[2]!.s);
+    await next.s.views([U]);
+    await sleep(500); // heartbeats every 125 ms: its link has read the count
+    ns[2]!.proxy!.cut('refuse');
+    // Its share is 6 / 3, as its predecessor's: 6 before (its own link's count of 1).
+    expect(await spend(next, LIMIT)).toBe(LIMIT / 3);
+    expect(next.s.mode()).toBe('local');
+  });
+
   it('a node restarted during the outage grants nothing cold until it has heard from the fleet', async () => {
     const { p, ns } = await threeNodes();
     let granted = await spend(ns[0]!, LIMIT); // the shared budget, spent by one node

@@ -337,6 +337,8 @@ export class FailoverFleetStore extends RecoveringFleetStore implements FleetSto
     // it asks the grace, as `pred` would have (before: none, and a peer not yet told unloaded under
     // a lease the FLUSHALL lost; test/core/empty-restart.test.ts).
     this.shared.inheritEpoch?.(pred.shared.currentEpoch ?? null);
+    // And the node count as `pred` held it: nodes cut off earlier still count for the window.
+    if (pred.shared.nodeCount) this.shared.inheritNodeCount?.(pred.shared.nodeCount);
     this.predecessor = pred;
     pred.superseded = true;
     pred.successor = this;

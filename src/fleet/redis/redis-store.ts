@@ -64,7 +64,10 @@ export class RedisFleetStore implements FleetStore {
   get liveNodes(): number | null {
     return this.nodeCount.nodes;
   }
-  private nodeCount: NodeCount = NO_COUNT;
+  private count: NodeCount = NO_COUNT;
+  get nodeCount(): NodeCount {
+    return this.count;
+  }
 
   constructor(
     private readonly config: RedisConfig,
@@ -141,7 +144,7 @@ export class RedisFleetStore implements FleetStore {
    * an outage): src/fleet/redis/live-nodes.ts.
    */
   private noteNodes([nodes, epochAgeMs]: [number, number]): void {
-    this.nodeCount = nextNodeCount(this.nodeCount, nodes, epochAgeMs, this.config.node_ttl_ms);
+    this.count = nextNodeCount(this.count, nodes, epochAgeMs, this.config.node_ttl_ms);
   }
 
   /** Records the epoch a reply carried; true if the state was emptied since the last one seen. */
@@ -164,6 +167,16 @@ export class RedisFleetStore implements FleetStore {
    */
   inheritEpoch(epoch: string | null): void {
     this.epoch ??= epoch;
+  }
+
+  /**
+   * The node count the runtime this store's replaces on the same state kept (the same node): its
+   * larger count held for the window goes on here. Read afresh, this link's first whole count
+   * was the lower one, taken as it is, and the node granted a larger share alone than its
+   * predecessor would have (the simulation's seed 3454282).
+   */
+  inheritNodeCount(count: NodeCount): void {
+    if (this.count.nodes === null) this.count = count;
   }
 
   /** Whether Redis was emptied since this was last asked (the caller then takes its state back). */

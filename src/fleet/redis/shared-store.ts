@@ -3,6 +3,7 @@
  * and what it needs to hand back leases and budget spends after an outage or an emptied state.
  */
 import type { FleetStore, LoadEnd } from '../store';
+import type { NodeCount } from './live-nodes';
 import type { Fence } from '../types';
 
 /** What the shared side must offer besides the store operations: a cheap liveness check. */
@@ -41,6 +42,14 @@ export interface SharedStore extends FleetStore {
    * (or absent) until the state first answered this process: then its share is nothing.
    */
   readonly liveNodes?: number | null;
+  /** The count behind `liveNodes`, with since when a lower one is held off (live-nodes.ts). */
+  readonly nodeCount?: NodeCount;
+  /**
+   * Takes the count a runtime this one replaces on the same state kept, if none was seen yet: the
+   * node's count, held for the window as there (a new link's first whole count, read after
+   * nodes cut off earlier fell silent, is lower).
+   */
+  inheritNodeCount?(count: NodeCount): void;
   /** The shared state's epoch as last seen (null before any): spends are counted under it. */
   readonly currentEpoch?: string | null;
   /** Takes the epoch a runtime this one replaces on the same state saw, if none was seen yet. */

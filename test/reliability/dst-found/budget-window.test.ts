@@ -544,4 +544,87 @@ describe('cold loads within the budget per window: nodes cut off one after anoth
       ],
     );
   }, 30_000);
+
+  // Seed 3454282 (--keep 1,2,3,9,19,20,26,29,32,33,34, the lead's sweep of main 1fc0402f): every
+  // node's lora-poller is a plugin of its own whose record differs from the router's in timeout
+  // only, so node 2's configuration change at 3,557 ms replaced its runtime by one on the same
+  // state. Node 1 (cut off at 849 ms) and node 0 (at 2,597 ms) had fallen silent past node_ttl_ms;
+  // the replaced store held the count at 3 for the window, the new one read 1 from its own link
+  // and, cut off at 4,337 ms, granted the whole budget of 3 alone: 7 load calls within 5.25 s for
+  // 6 allowed. A runtime replaced on the same state now keeps the count as its predecessor held it.
+  it('seed 3454282: a runtime replaced on the same state keeps the node count held for the window', async () => {
+    await holds(
+      3454282,
+      {
+        nodes: 3,
+        replicas: 2,
+        maxLoadedAdapters: 4,
+        adapters: ['sql', 'chat', 'team,a', 'team', 'a', 'code', 'math', 'law', 'med', 'fin', 'bio', 'geo'],
+        loadMs: 800,
+        decodeMsPerStep: 100,
+        coldLoadsPerMinute: 3,
+        leaseMaxAgeMs: 4000,
+        ttftSloMs: 0,
+        spanMs: 5037,
+        staticAdapters: ['sql,chat'],
+        queueTimeoutMs: 4000,
+        upstreamTimeoutMs: 5000,
+        nodeTtlMs: 500,
+        sloClasses: [
+          { name: 'interactive', ttft_ms: 1000, priority: 0 },
+          { name: 'batch', ttft_ms: 2500, priority: -1 },
+        ],
+        configChanges: { retainEveryMs: 1000, staleMs: 1178, poller: { lagMs: 1475, timeout: 1 } },
+      },
+      [
+        { at: 2, kind: 'request', node: 1, adapter: 2, tokens: 3, prompt: 1184, onOldConfig: true },
+        {
+          at: 3,
+          kind: 'request',
+          node: 1,
+          adapter: 4,
+          tokens: 5,
+          prompt: 1679,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+        {
+          at: 17,
+          kind: 'request',
+          node: 1,
+          adapter: 11,
+          tokens: 6,
+          prompt: 698,
+          cls: 'interactive',
+          onOldConfig: true,
+        },
+        { at: 849, kind: 'partition', node: 1, ms: 5135 },
+        { at: 2597, kind: 'partition', node: 0, ms: 3387 },
+        { at: 2769, kind: 'request', node: 0, adapter: 10, tokens: 2, prompt: 940 },
+        { at: 3557, kind: 'config-change', node: 2, replicas: [0, 1] },
+        { at: 4337, kind: 'partition', node: 2, ms: 1647 },
+        {
+          at: 4527,
+          kind: 'request',
+          node: 2,
+          adapter: 9,
+          tokens: 3,
+          prompt: 1945,
+          cls: 'batch',
+          onOldConfig: true,
+        },
+        { at: 4534, kind: 'request', node: 2, adapter: 8, tokens: 6, prompt: 1925, cls: 'batch' },
+        {
+          at: 4780,
+          kind: 'request',
+          node: 2,
+          adapter: 5,
+          tokens: 1,
+          prompt: 303,
+          cls: 'batch',
+          onOldConfig: true,
+        },
+      ],
+    );
+  }, 30_000);
 });
