@@ -125,12 +125,17 @@ export class ForgetCheck {
       // An old configuration runs where the registry sends it, from its own record: there while that
       // record's runtime is current (a record moved from, within the grace), else where its plugin's
       // newest runs unless the record was left (runtime-registry.ts `runtimeOf`). Counted on its
-      // own state only: the second case is not judged (lenient, never a false alarm).
+      // own state only, and only while the runtime it was registered on, or a successor on that
+      // state, holds it: a record change to other state took its claim there (FleetRuntime.retire
+      // adopts it; seed 3441398: node 1 back on db 0 by a move forgot a replica its configuration
+      // of before the record change to db 1 listed, held on db 1). Else not judged (lenient).
       for (const c of nodes.oldConfigs)
         if (
           c.node === p.node &&
           c.gen === p.gen &&
           c.db === db &&
+          !c.svc.runtime.leftSince() &&
+          nodes.prefixDb.get(c.svc.runtime.current().leasePrefix) === db &&
           c.urls.includes(url) &&
           at - c.usedAt < MIN_LAPSE_MS - SLACK_MS
         )

@@ -337,11 +337,17 @@ export class LogChecks {
       const recent = mine.filter((m) => c.at - m.at < 60_000);
       recent.push(c);
       this.byProc.set(c.proc, recent);
+      // With moves, a node's runtimes on two states each grant from their own state's budget and
+      // share (a move replaces no runtime, so carries no grants: docs/reliability.md "The cold-load
+      // budget", per shared state); each judged against its group, as the fleet's budget above.
+      const group = this.limits.budgetGroups?.find((g) => g.includes(c.url));
       const counted = recent.filter(
         (m) =>
+          (!group || group.includes(m.url)) &&
           !failed.some(
             (f) => f.sender === m.sender && f.url === m.url && f.name === m.name && f.at >= m.at,
-          ) && !sharedSince(m, c),
+          ) &&
+          !sharedSince(m, c),
       );
       if (c.alone && !this.grantedShared(c.request) && counted.length > this.limits.coldLoadsPerMinute)
         this.fail(
