@@ -16,6 +16,8 @@ const WAITING = [
   'core/lease-ceiling-unload',
   'core/lease-leaks',
   'core/lease-through-load',
+  'core/left-other-state',
+  'core/left-poller-settings',
   'core/mutation-connection',
   'core/own-unload',
   'core/placement-recheck',

@@ -337,9 +337,10 @@ export class LogChecks {
       const recent = mine.filter((m) => c.at - m.at < 60_000);
       recent.push(c);
       this.byProc.set(c.proc, recent);
-      // With moves, only the loads its budget paid: the other state's runtime of the process grants
-      // from that state's share (seed 3434914: three loads on state 0 before a move, then one
-      // deciding alone on the moved record's replica, state 1's first).
+      // With moves, a node's runtimes on two states each grant from their own state's budget and
+      // share (a move replaces no runtime, so carries no grants: docs/reliability.md "The cold-load
+      // budget", per shared state); each judged against its group, as the fleet's budget above
+      // (seeds 3434914, 3441001: loads on one state before a move, then alone on the moved record's).
       const group = this.limits.budgetGroups?.find((g) => g.includes(c.url));
       const counted = recent.filter(
         (m) =>

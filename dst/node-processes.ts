@@ -371,14 +371,17 @@ export class NodeProcesses {
 
   /**
    * The senders of runtimes a node's lora-poller plugin alone keeps (worlds with `configChanges.poller`):
-   * on the state of its record, its router's on the other one.
+   * on the state of its record, its router's on the other one, and no live node's router on it. With
+   * a router there, that state forgets what no configuration lists (its retains), and the runtime
+   * polls what the state lists: a call or a record of a replica forgotten there is judged as any.
    */
   pollerAloneSenders(): Set<string> {
     const out = new Set<string>();
     if (!this.w.configChanges?.poller) return out;
+    const routed = new Set(this.procs.filter((p) => p.alive).map((p) => p.db));
     for (const p of this.procs) {
       const db = this.pollerRecord[p.node]!.db;
-      if (!p.alive || db === p.db) continue;
+      if (!p.alive || db === p.db || routed.has(db)) continue;
       for (const rt of p.runtimes) if (this.prefixDb.get(rt.leasePrefix) === db) out.add(this.senderOf(rt));
     }
     return out;

@@ -185,6 +185,10 @@ export class RuntimeRegistry {
     if (!heir || heir === rt) return;
     // One state, one runtime current (`sharedRuntime` replaces it): not expected, but then as any replacement.
     if (heir.stateKey === rt.stateKey) return this.replace(rt, heir);
+    // The plugins whose record leads here from other state (that lora-poller) lead to the heir
+    // from now on: their polling settings go with them, or the heir polls at its own interval
+    // while their `/status` reads it (test/core/left-poller-settings.test.ts).
+    for (const [id, n] of this.newest) if (onIt(n.key)) rt.passPollingOf(id, heir);
     for (const k of keys) {
       this.runtimes.delete(k);
       this.movedTo.delete(k);

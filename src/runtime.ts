@@ -346,6 +346,18 @@ export class FleetRuntime {
     });
   }
 
+  /**
+   * Plugin `pluginId`'s polling settings here, if it registered any, given to `heir` (polling there
+   * if it polled here): a runtime retiring as left hands on those of a lora-poller whose record
+   * still leads to it (runtime-registry.ts `retireIfLeft`), as `retire` hands on every plugin's.
+   */
+  passPollingOf(pluginId: string, heir: FleetRuntime): void {
+    const settings = this.pollingSettings.peek(pluginId);
+    if (!settings) return;
+    heir.registerPolling(pluginId, settings);
+    if (this.poller.running) heir.poller.start();
+  }
+
   /** A lease id unique in this process (across every plugin instance) and across processes. */
   nextLeaseId(): string {
     return `${this.leasePrefix}-${(this.leaseSeq.next++).toString(36)}`;
