@@ -80,4 +80,8 @@ module.exports = {
   maxWorkers: 1,
   testPathIgnorePatterns: lane === 'busy' ? [...ignored, waiting] : ignored,
   testTimeout: 30000,
+  // One suite at a time runs in jest's own process, so a timer a suite left (a runtime the registry
+  // made after the suite's last stop: seen once in four runs of the record-move suites together)
+  // kept the whole run from exiting, and CI would time out. Each suite still stops what it made.
+  forceExit: true,
 };

@@ -37,7 +37,8 @@ export function useRecordMove(tag: string) {
   afterAll(() => jest.restoreAllMocks());
   afterEach(async () => {
     await Promise.allSettled(readies.splice(0));
-    for (const rt of made) if (rt.current() === rt) rt.stop();
+    // And the runtime each leads to now (an heir the registry made, a poller's: never tracked here).
+    for (const rt of new Set([...made].map((r) => r.current()))) rt.stop();
     made.clear();
     await Promise.all(servers.splice(0).map((s) => s.close()));
   });
