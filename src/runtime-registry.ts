@@ -243,7 +243,7 @@ export class RuntimeRegistry {
 }
 
 /** The plugins' registry: one per plugin-server process (module state, as Kong runs one per process). */
-export const defaultRegistry = new RuntimeRegistry();
+const defaultRegistry = new RuntimeRegistry();
 
 /** The registry that made `rt`, or the plugins' one (a runtime a test built itself). */
 export function registryFor(rt: FleetRuntime): RuntimeRegistry {
@@ -253,14 +253,4 @@ export function registryFor(rt: FleetRuntime): RuntimeRegistry {
 /** RuntimeRegistry.sharedRuntime of the plugins' registry. */
 export function sharedRuntime(redis?: RedisConfig, seq?: number, pluginId?: string): FleetRuntime {
   return defaultRegistry.sharedRuntime(redis, seq, pluginId);
-}
-
-/** RuntimeRegistry.recordLeft of the plugins' registry. */
-export function recordLeft(redis?: RedisConfig): boolean {
-  return defaultRegistry.recordLeft(redis);
-}
-
-/** RuntimeRegistry.claimReplicas of the plugins' registry. */
-export function claimReplicas(rt: FleetRuntime, urls: readonly string[]): void {
-  defaultRegistry.claimReplicas(rt, urls);
 }
