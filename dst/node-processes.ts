@@ -278,22 +278,7 @@ export class NodeProcesses {
    */
   move(n: number, urls: readonly string[]): void {
     const p = this.procs[n]!;
-    const cur = this.current[n]!;
-    const now = this.g.sched.now();
-    if (p.alive)
-      this.oldConfigs.push({
-        node: n,
-        gen: p.gen,
-        urls: this.listed[n]!,
-        seq: cur.seq,
-        supersededAt: now,
-        usedAt: now,
-        svc: p.svc,
-        db: p.db,
-        recordGen: p.recordGen,
-      });
-    this.listed[n] = [...urls];
-    this.current[n] = { seq: cur.seq + 1, since: now };
+    this.supersede(n, urls);
     p.db = 1 - p.db;
     p.recordGen++;
     if (p.alive) {
@@ -328,15 +313,13 @@ export class NodeProcesses {
   }
 
   /**
-   * Kong changes node `n`'s router configuration to list `urls`: a new instance of the plugin (a
-   * higher `__seq__`) registers on the node's current runtime and takes the new requests; the
-   * previous one is superseded (requests under way stay on it, a stale worker may still route
-   * through it for a while: request-routing.ts).
+   * Node `n`'s router configuration superseded by one listing `urls` (a higher `__seq__`): the old
+   * one kept for the checks while its process lives (on its record: state `db`, `recordGen`).
    */
-  changeConfig(n: number, urls: readonly string[]): void {
+  private supersede(n: number, urls: readonly string[]): void {
+    const p = this.procs[n]!;
     const cur = this.current[n]!;
     const now = this.g.sched.now();
-    const p = this.procs[n]!;
     if (p.alive)
       this.oldConfigs.push({
         node: n,
@@ -351,6 +334,17 @@ export class NodeProcesses {
       });
     this.listed[n] = [...urls];
     this.current[n] = { seq: cur.seq + 1, since: now };
+  }
+
+  /**
+   * Kong changes node `n`'s router configuration to list `urls`: a new instance of the plugin (a
+   * higher `__seq__`) registers on the node's current runtime and takes the new requests; the
+   * previous one is superseded (requests under way stay on it, a stale worker may still route
+   * through it for a while: request-routing.ts).
+   */
+  changeConfig(n: number, urls: readonly string[]): void {
+    const p = this.procs[n]!;
+    this.supersede(n, urls);
     if (!p.alive) return;
     this.currentService(p);
   }
