@@ -11,26 +11,12 @@
 import { waitFor } from '../../harness/wait';
 import { useRecordMove } from '../helpers/record-move';
 
-const { h, replica, router, poller, nodesIn, state, pastGrace } = useRecordMove('lo');
+const { state, pollerLeftBehind } = useRecordMove('lo');
 
 describe('a lora-poller on a record a change to other state took over', () => {
   it('keeps no runtime on the other state once its route moved back and the grace passed', async () => {
-    const p = h.prefix();
-    const a = h.redis.config(p, { database: 0, timeout: 2000 });
-    const a2 = h.redis.config(p, { database: 0, timeout: 3000 });
-    const b = h.redis.config(p, { database: 1 });
-    const c = h.redis.config(p, { database: 0, timeout: 4000 });
-    const [r1, r2] = [await replica(), await replica()];
-    router(`${p}route`, a, 1, [r1.url]);
-    // Its lora-poller's timeout another: it replaces the runtime, same state.
-    poller(`${p}poller`, a2, 2);
-    // The route to database 1, the same replica: that runtime takes over both records.
-    const db1 = router(`${p}route`, b, 3, [r1.url]).runtime;
-    await waitFor(async () => (await nodesIn(b)).includes(db1.leasePrefix), 5000, 'the node on database 1');
-    // Back to database 0 (the lora-poller's state), another replica.
-    const back = router(`${p}route`, c, 4, [r2.url]).runtime;
-    await waitFor(async () => (await nodesIn(c)).includes(back.leasePrefix), 5000, 'the node on database 0');
-    pastGrace();
+    // Back on database 0 (the lora-poller's state), another replica, past the grace.
+    const { b, r1, db1, back } = await pollerLeftBehind();
     await waitFor(() => db1.current() !== db1, 5000, 'database 1 retired').catch(() => undefined);
     const db1Now = await state(db1, b, r1);
     // Replica 1 is still database 0's (the lora-poller's state lists it: its runtime there polls it).

@@ -11,23 +11,11 @@
 import { waitFor } from '../../harness/wait';
 import { POLL_MS, useRecordMove } from '../helpers/record-move';
 
-const { h, replica, router, poller, nodesIn, pastGrace } = useRecordMove('lp');
+const { pollerLeftBehind } = useRecordMove('lp');
 
 describe('a lora-poller on a record a change to other state took over, that runtime left', () => {
   it('keeps its polling settings on the runtime its record now leads to', async () => {
-    const p = h.prefix();
-    const a = h.redis.config(p, { database: 0, timeout: 2000 });
-    const a2 = h.redis.config(p, { database: 0, timeout: 3000 });
-    const b = h.redis.config(p, { database: 1 });
-    const c = h.redis.config(p, { database: 0, timeout: 4000 });
-    const [r1, r2] = [await replica(), await replica()];
-    router(`${p}route`, a, 1, [r1.url]);
-    const pollerRt = poller(`${p}poller`, a2, 2);
-    const db1 = router(`${p}route`, b, 3, [r1.url]).runtime;
-    await waitFor(async () => (await nodesIn(b)).includes(db1.leasePrefix), 5000, 'the node on database 1');
-    const back = router(`${p}route`, c, 4, [r2.url]).runtime;
-    await waitFor(async () => (await nodesIn(c)).includes(back.leasePrefix), 5000, 'the node on database 0');
-    pastGrace();
+    const { pollerRt, db1, back } = await pollerLeftBehind();
     await waitFor(() => db1.current() !== db1, 5000, 'database 1 retired');
     expect({
       pollerOn: pollerRt.current() === back,

@@ -12,11 +12,9 @@
 import type { RedisConfig } from '../../src/config/redis-schema';
 import { scriptSource } from '../../src/fleet/redis/scripts';
 import { LeaseHandle } from '../../src/lease';
-import { silentLogger } from '../../src/log';
 import { inFlightHere } from '../../src/router/in-flight-here';
-import { FleetRuntime } from '../../src/runtime';
 import { RedisServer } from '../../harness/redis/server';
-import { waitFor } from '../../harness/wait';
+import { sharedNode } from '../helpers/shared-node';
 
 const U = 'http://10.7.0.1:8000';
 const SPEC = { url: U, backend: 'vllm' as const, priority: 0 };
@@ -35,14 +33,7 @@ afterAll(async () => {
   await redis?.close();
 });
 
-/** A node on `config`: its poller stopped (its rounds are run by hand), sharing the state. */
-async function node(config: RedisConfig): Promise<FleetRuntime> {
-  const rt = new FleetRuntime({ log: silentLogger, seed: 1, redis: config, poller: { intervalMs: 600_000 } });
-  rt.poller.stop();
-  await waitFor(() => rt.store.mode?.() === 'redis', 5000, 'sharing state');
-  await rt.store.upsertReplica(SPEC);
-  return rt;
-}
+const node = (config: RedisConfig) => sharedNode(config, SPEC);
 
 /** An older node's expiry sweep on `prefix`, as its script ran it (no per-node counts). */
 async function olderNodesSweep(prefix: string): Promise<string[]> {

@@ -17,7 +17,7 @@ import { silentLogger } from '../../src/log';
 import { inFlightHere } from '../../src/router/in-flight-here';
 import { FleetRuntime } from '../../src/runtime';
 import { RedisServer } from '../../harness/redis/server';
-import { waitFor } from '../../harness/wait';
+import { sharedNode } from '../helpers/shared-node';
 
 const U = 'http://10.7.0.1:8000';
 const SPEC = { url: U, backend: 'vllm' as const, priority: 0 };
@@ -32,14 +32,7 @@ afterAll(async () => {
   await redis?.close();
 });
 
-/** A node on `config`: its poller stopped (no poll renews or reads anything), sharing the state. */
-async function node(config: RedisConfig): Promise<FleetRuntime> {
-  const rt = new FleetRuntime({ log: silentLogger, seed: 1, redis: config, poller: { intervalMs: 600_000 } });
-  rt.poller.stop();
-  await waitFor(() => rt.store.mode?.() === 'redis', 5000, 'sharing state');
-  await rt.store.upsertReplica(SPEC);
-  return rt;
-}
+const node = (config: RedisConfig) => sharedNode(config, SPEC);
 
 /** What a decision of a bounded class on `rt` judges on `U` (placement.ts): its views read now. */
 async function judged(rt: FleetRuntime): Promise<{ view: ReplicaView; inFlight: number }> {

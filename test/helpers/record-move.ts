@@ -5,6 +5,7 @@
  * SystemClock reads; timers still wait real time). Call at a suite's top level: it registers the
  * suite's hooks.
  */
+import { waitFor } from '../../harness/wait';
 import type { RedisConfig } from '../../src/config/redis-schema';
 import type { RouterService } from '../../src/router/router';
 import type { FleetRuntime } from '../../src/runtime';
@@ -91,5 +92,29 @@ export function useRecordMove(tag: string) {
     ahead += PAST_GRACE_MS;
   };
 
-  return { h, replica, router, poller, nodesIn, rounds, state, pastGrace };
+  /**
+   * A route on database 0 (record a) with its lora-poller on a record differing in timeout only (a2:
+   * it replaces the runtime, same state); the route to database 1 with the same replica (b: that
+   * runtime takes over both records); then back to database 0 (c, the lora-poller's state) with
+   * another replica, the clock past the grace. Seed 3402203's case (left-other-state,
+   * left-poller-settings).
+   */
+  async function pollerLeftBehind() {
+    const p = h.prefix();
+    const a = h.redis.config(p, { database: 0, timeout: 2000 });
+    const a2 = h.redis.config(p, { database: 0, timeout: 3000 });
+    const b = h.redis.config(p, { database: 1 });
+    const c = h.redis.config(p, { database: 0, timeout: 4000 });
+    const [r1, r2] = [await replica(), await replica()];
+    router(`${p}route`, a, 1, [r1.url]);
+    const pollerRt = poller(`${p}poller`, a2, 2);
+    const db1 = router(`${p}route`, b, 3, [r1.url]).runtime;
+    await waitFor(async () => (await nodesIn(b)).includes(db1.leasePrefix), 5000, 'the node on database 1');
+    const back = router(`${p}route`, c, 4, [r2.url]).runtime;
+    await waitFor(async () => (await nodesIn(c)).includes(back.leasePrefix), 5000, 'the node on database 0');
+    pastGrace();
+    return { b, r1, pollerRt, db1, back };
+  }
+
+  return { h, replica, router, poller, nodesIn, rounds, state, pastGrace, pollerLeftBehind };
 }
